@@ -1,0 +1,27 @@
+"""The one kernel decorator policy of mcengine (STYLE rule 2).
+
+Every numba function in the package is compiled through :data:`kernel` or
+:data:`parallel_kernel`, so all of them share the same options:
+
+* ``cache=True``: compiled machine code is cached on disk, so the second process
+  (tests, CLI runs) does not pay the compile time again;
+* ``nogil=True``: kernels release the GIL, so Dask/threaded drivers can overlap;
+* ``error_model="numpy"``: division by zero gives inf/NaN like NumPy instead of
+  raising inside the kernel (inputs are validated before they reach a kernel);
+* no ``fastmath``: ``"inf"`` is a real scenario value (Poisson clustering, unlimited
+  crews), and the no-NaN/no-inf fast-math flags would silently break it.
+
+``@njit`` appears only here; ``tests/test_policy.py`` enforces it.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+_OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
+
+#: Decorator for serial kernels (callable from other kernels).
+kernel = njit(**_OPTIONS)
+
+#: Decorator for drivers that ``prange`` over independent trials.
+parallel_kernel = njit(parallel=True, **_OPTIONS)

@@ -1,0 +1,77 @@
+"""Checks that span several keys (impossible geometry, layouts, pools).
+
+Each returns :class:`~mcengine.errors.Problem` entries naming the keys involved, so the
+user sees them together with the per-key problems.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import Problem
+
+
+def _max(dist) -> float:
+    return dist.support()[1]
+
+
+def _min(dist) -> float:
+    return dist.support()[0]
+
+
+def fab_problems(s) -> list[Problem]:
+    f = s.fab
+    out = []
+    if f.units_required > f.units_per_die:
+        out.append(Problem("fab.units_required", f.units_required, f"allowed: at most fab.units_per_die = {f.units_per_die}"))
+    usable_radius_mm = f.wafer_diameter_mm.value / 2 - f.edge_exclusion_mm.value
+    if usable_radius_mm <= 0:
+        out.append(Problem("fab.edge_exclusion_mm", f.edge_exclusion_mm.value, f"allowed: less than half the wafer diameter ({f.wafer_diameter_mm.value / 2:g} mm)"))
+        return out
+    half_diag_mm = math.hypot(f.die_width_mm.value, f.die_height_mm.value) / 2
+    if half_diag_mm > usable_radius_mm:
+        out.append(
+            Problem(
+                "fab.die_width_mm",
+                f"{f.die_width_mm.value:g} x {f.die_height_mm.value:g} mm",
+                f"impossible geometry: the die does not fit on the usable disc of radius {usable_radius_mm:g} mm "
+                "(fab.wafer_diameter_mm / 2 - fab.edge_exclusion_mm)",
+            )
+        )
+    return out
+
+
+def cluster_problems(s) -> list[Problem]:
+    c, r = s.cluster, s.reliability
+    out = []
+    if r.replace_unit == "host" and c.spare_gpus % c.gpus_per_host:
+        out.append(Problem("cluster.spare_gpus", c.spare_gpus, f"allowed: a multiple of cluster.gpus_per_host = {c.gpus_per_host} when reliability.replace_unit = 'host'"))
+    names = [name for name, _ in r.components]
+    if len(set(names)) != len(names):
+        out.append(Problem("reliability.components", names, "allowed: each component name once"))
+    return out
+
+
+def workload_problems(s) -> list[Problem]:
+    w, m, n = s.workload, s.workload.model, s.cluster.instance_gpus
+    out = []
+    if m.heads % m.kv_heads:
+        out.append(Problem("workload.model.kv_heads", m.kv_heads, f"allowed: a divisor of workload.model.heads = {m.heads}"))
+    if m.experts:
+        if not 1 <= m.experts_per_token <= m.experts:
+            out.append(Problem("workload.model.experts_per_token", m.experts_per_token, f"allowed: 1 to workload.model.experts = {m.experts}"))
+        if m.expert_ffn < 1:
+            out.append(Problem("workload.model.expert_ffn", m.expert_ffn, "allowed: a positive integer when experts > 0"))
+    t, p = w.tensor_parallel, w.pipeline_parallel
+    if isinstance(t, int) and isinstance(p, int) and t * p != n:
+        out.append(Problem("workload.tensor_parallel", f"{t} x pipeline {p}", f"allowed: tensor_parallel x pipeline_parallel = cluster.instance_gpus = {n}"))
+    for key, deg in (("workload.tensor_parallel", t), ("workload.pipeline_parallel", p)):
+        if isinstance(deg, int) and n % deg:
+            out.append(Problem(key, deg, f"allowed: a divisor of cluster.instance_gpus = {n}"))
+    if isinstance(p, int) and p > m.layers:
+        out.append(Problem("workload.pipeline_parallel", p, f"allowed: at most workload.model.layers = {m.layers}"))
+    return out
+
+
+def cross_checks(s) -> list[Problem]:
+    return fab_problems(s) + cluster_problems(s) + workload_problems(s)

@@ -1,0 +1,358 @@
+"""Uncertain inputs (``dist`` tables) and per-event laws (``law`` tables).
+
+Two kinds of randomness are kept apart (INTERFACE.md "Scenario files"):
+
+* an **uncertain input** (:class:`Dist`, epistemic) is drawn once per trial by inverse
+  transform of a counter-based uniform, so trial *i* of two scenarios that share a key
+  gets the same quantile (common random numbers);
+* a **law** (:class:`Law`, aleatory) is sampled per event inside a kernel. Its parameters
+  are themselves :class:`Dist` values, so they may be uncertain.
+
+Both are parsed through explicit registries (:data:`DISTS`, :data:`LAWS`).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+import numpy as np
+from scipy import special, stats
+
+INF = math.inf
+
+
+def _plain(x: float) -> float | int | str:
+    """A TOML/JSON-friendly scalar: integral floats stay floats, inf becomes ``"inf"``."""
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(x)
+
+
+@dataclass(frozen=True)
+class Dist(ABC):
+    """Base of the uncertain-input kinds. Subclasses are frozen dataclasses of floats."""
+
+    kind: ClassVar[str] = ""
+    required: ClassVar[tuple[str, ...]] = ()
+    optional: ClassVar[dict[str, float]] = {}
+
+    @property
+    def is_fixed(self) -> bool:
+        return False
+
+    @abstractmethod
+    def ppf(self, u: np.ndarray) -> np.ndarray:
+        """Quantile function, vectorised over ``u`` in (0, 1)."""
+
+    def quantile(self, q: float) -> float:
+        return float(self.ppf(np.array([q]))[0])
+
+    def median(self) -> float:
+        return self.quantile(0.5)
+
+    @abstractmethod
+    def support(self) -> tuple[float, float, bool, bool]:
+        """(low, high, low_open, high_open) of the values this input can take."""
+
+    def check(self) -> str:
+        """Empty when the parameters are consistent, else what is wrong."""
+        return ""
+
+    def to_toml(self) -> dict | float | str:
+        out: dict = {"dist": self.kind}
+        for f in fields(self):
+            out[f.name] = _plain(getattr(self, f.name))
+        return out
+
+
+@dataclass(frozen=True)
+class Fixed(Dist):
+    """A known value (a plain number in a scenario file)."""
+
+    value: float
+    kind: ClassVar[str] = "fixed"
+    required: ClassVar[tuple[str, ...]] = ("value",)
+
+    @property
+    def is_fixed(self) -> bool:
+        return True
+
+    def ppf(self, u):
+        return np.full(np.shape(u), self.value, dtype=float)
+
+    def support(self):
+        return (self.value, self.value, False, False)
+
+    def to_toml(self):
+        return _plain(self.value)
+
+
+@dataclass(frozen=True)
+class Uniform(Dist):
+    low: float
+    high: float
+    kind: ClassVar[str] = "uniform"
+    required: ClassVar[tuple[str, ...]] = ("low", "high")
+
+    def ppf(self, u):
+        return self.low + (self.high - self.low) * np.asarray(u, dtype=float)
+
+    def support(self):
+        return (self.low, self.high, False, False)
+
+    def check(self):
+        return "" if self.low < self.high else "needs low < high"
+
+
+@dataclass(frozen=True)
+class Triangular(Dist):
+    low: float
+    mode: float
+    high: float
+    kind: ClassVar[str] = "triangular"
+    required: ClassVar[tuple[str, ...]] = ("low", "mode", "high")
+
+    def ppf(self, u):
+        width = self.high - self.low
+        return stats.triang.ppf(u, (self.mode - self.low) / width, loc=self.low, scale=width)
+
+    def support(self):
+        return (self.low, self.high, False, False)
+
+    def check(self):
+        ok = self.low < self.high and self.low <= self.mode <= self.high
+        return "" if ok else "needs low <= mode <= high and low < high"
+
+
+@dataclass(frozen=True)
+class Normal(Dist):
+    """Normal, optionally truncated to [low, high]."""
+
+    mean: float
+    sd: float
+    low: float = -INF
+    high: float = INF
+    kind: ClassVar[str] = "normal"
+    required: ClassVar[tuple[str, ...]] = ("mean", "sd")
+    optional: ClassVar[dict[str, float]] = {"low": -INF, "high": INF}
+
+    def ppf(self, u):
+        a = (self.low - self.mean) / self.sd
+        b = (self.high - self.mean) / self.sd
+        return stats.truncnorm.ppf(u, a, b, loc=self.mean, scale=self.sd)
+
+    def support(self):
+        return (self.low, self.high, math.isinf(self.low), math.isinf(self.high))
+
+    def check(self):
+        if not self.sd > 0:
+            return "needs sd > 0"
+        if not self.low < self.high:
+            return "needs low < high"
+        return ""
+
+
+@dataclass(frozen=True)
+class Lognormal(Dist):
+    """exp(N(log median, sigma^2))."""
+
+    median_: float
+    sigma: float
+    kind: ClassVar[str] = "lognormal"
+    required: ClassVar[tuple[str, ...]] = ("median", "sigma")
+
+    def ppf(self, u):
+        return self.median_ * np.exp(self.sigma * special.ndtri(u))
+
+    def support(self):
+        return (0.0, INF, True, True)
+
+    def check(self):
+        if not self.median_ > 0:
+            return "needs median > 0"
+        return "" if self.sigma > 0 else "needs sigma > 0"
+
+    def to_toml(self):
+        return {"dist": self.kind, "median": _plain(self.median_), "sigma": _plain(self.sigma)}
+
+
+@dataclass(frozen=True)
+class Beta(Dist):
+    """Beta(a, b) scaled to [low, high]."""
+
+    a: float
+    b: float
+    low: float = 0.0
+    high: float = 1.0
+    kind: ClassVar[str] = "beta"
+    required: ClassVar[tuple[str, ...]] = ("a", "b")
+    optional: ClassVar[dict[str, float]] = {"low": 0.0, "high": 1.0}
+
+    def ppf(self, u):
+        return self.low + (self.high - self.low) * stats.beta.ppf(u, self.a, self.b)
+
+    def support(self):
+        return (self.low, self.high, False, False)
+
+    def check(self):
+        if not (self.a > 0 and self.b > 0):
+            return "needs a > 0 and b > 0"
+        if math.isinf(self.low) or math.isinf(self.high) or not self.low < self.high:
+            return "needs finite low < high"
+        return ""
+
+
+#: Registry of uncertain-input kinds, by the ``dist`` name used in scenario files.
+DISTS: dict[str, type[Dist]] = {c.kind: c for c in (Fixed, Uniform, Triangular, Normal, Lognormal, Beta)}
+
+_FIELD_OF_PARAM = {"median": "median_"}
+
+
+def make_dist(kind: str, params: dict[str, float]) -> Dist:
+    """Build a registered Dist from its scenario-file parameter names."""
+    cls = DISTS[kind]
+    return cls(**{_FIELD_OF_PARAM.get(k, k): v for k, v in params.items()})
+
+
+# --------------------------------------------------------------------------- laws
+
+#: Kernel codes of the law kinds: never renumbered (kernels switch on them).
+LAW_FIXED = 0
+LAW_EXPONENTIAL = 1
+LAW_LOGNORMAL = 2
+LAW_WEIBULL = 3
+
+
+@dataclass(frozen=True)
+class Law(ABC):
+    """A per-event duration law. ``params`` are Dists (possibly uncertain)."""
+
+    kind: ClassVar[str] = ""
+    code: ClassVar[int] = -1
+    required: ClassVar[tuple[str, ...]] = ()
+
+    def param_items(self) -> list[tuple[str, Dist]]:
+        """(dotted suffix, Dist) of every parameter, e.g. ``("parts.1.median", ...)``."""
+        return [(name, getattr(self, _FIELD_OF_PARAM.get(name, name))) for name in self.required]
+
+    def parts(self) -> list[tuple[float, "Law"]]:
+        """(weight, simple law) pairs; a plain law is one part of weight 1."""
+        return [(1.0, self)]
+
+    @abstractmethod
+    def mean_at(self, values: dict[str, float]) -> float:
+        """Mean of the law given its parameter values (by suffix)."""
+
+    def to_toml(self):
+        out: dict = {"law": self.kind}
+        for name, dist in self.param_items():
+            out[name] = dist.to_toml()
+        return out
+
+
+@dataclass(frozen=True)
+class FixedLaw(Law):
+    value: Dist
+    kind: ClassVar[str] = "fixed"
+    code: ClassVar[int] = LAW_FIXED
+    required: ClassVar[tuple[str, ...]] = ("value",)
+
+    def mean_at(self, values):
+        return values["value"]
+
+    def to_toml(self):
+        return self.value.to_toml() if self.value.is_fixed else super().to_toml()
+
+
+@dataclass(frozen=True)
+class ExponentialLaw(Law):
+    mean: Dist
+    kind: ClassVar[str] = "exponential"
+    code: ClassVar[int] = LAW_EXPONENTIAL
+    required: ClassVar[tuple[str, ...]] = ("mean",)
+
+    def mean_at(self, values):
+        return values["mean"]
+
+
+@dataclass(frozen=True)
+class LognormalLaw(Law):
+    median_: Dist
+    sigma: Dist
+    kind: ClassVar[str] = "lognormal"
+    code: ClassVar[int] = LAW_LOGNORMAL
+    required: ClassVar[tuple[str, ...]] = ("median", "sigma")
+
+    def mean_at(self, values):
+        return values["median"] * math.exp(0.5 * values["sigma"] ** 2)
+
+
+@dataclass(frozen=True)
+class WeibullLaw(Law):
+    """Weibull parameterised by its mean and shape (scale = mean / Γ(1 + 1/shape))."""
+
+    mean: Dist
+    shape: Dist
+    kind: ClassVar[str] = "weibull"
+    code: ClassVar[int] = LAW_WEIBULL
+    required: ClassVar[tuple[str, ...]] = ("mean", "shape")
+
+    def mean_at(self, values):
+        return values["mean"]
+
+
+@dataclass(frozen=True)
+class MixtureLaw(Law):
+    """A finite mixture: each event draws its part with probability ``weight``.
+
+    Weights must be positive; they are normalised to sum to one.
+    """
+
+    weights: tuple[float, ...]
+    components: tuple[Law, ...]
+    kind: ClassVar[str] = "mixture"
+
+    def param_items(self):
+        return [
+            (f"parts.{i}.{name}", dist)
+            for i, law in enumerate(self.components)
+            for name, dist in law.param_items()
+        ]
+
+    def parts(self):
+        total = sum(self.weights)
+        return [(w / total, law) for w, law in zip(self.weights, self.components)]
+
+    def mean_at(self, values):
+        total = 0.0
+        for i, (w, law) in enumerate(self.parts()):
+            prefix = f"parts.{i}."
+            sub = {k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)}
+            total += w * law.mean_at(sub)
+        return total
+
+    def to_toml(self):
+        parts = []
+        for w, law in zip(self.weights, self.components):
+            body = Law.to_toml(law)
+            parts.append({"weight": _plain(w), **body})
+        return {"law": "mixture", "parts": parts}
+
+
+#: Registry of simple law kinds (``mixture`` is parsed apart: it holds other laws).
+LAWS: dict[str, type[Law]] = {c.kind: c for c in (FixedLaw, ExponentialLaw, LognormalLaw, WeibullLaw)}
+
+#: The most parts a mixture may have (kernels use a fixed-width table).
+MAX_LAW_PARTS = 8
+
+
+def make_law(kind: str, params: dict[str, Dist]) -> Law:
+    cls = LAWS[kind]
+    return cls(**{_FIELD_OF_PARAM.get(k, k): v for k, v in params.items()})
+
+
+def fixed_law(value: float) -> Law:
+    return FixedLaw(Fixed(float(value)))

@@ -1,0 +1,364 @@
+"""Field specs of the scenario schema: type, default, range and help text of every key.
+
+A section is a frozen dataclass whose fields are declared with the helpers below
+(:func:`number`, :func:`integer`, :func:`law`, :func:`choice`, :func:`text`,
+:func:`flag`). Each helper stores a :class:`Spec` in the field's metadata; the spec
+parses one raw TOML value, appends a :class:`~mcengine.errors.Problem` for anything
+wrong (the key, the value, what is allowed) and returns the typed value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
+
+from ..errors import Problem
+from .dists import DISTS, LAWS, MAX_LAW_PARTS, Dist, Fixed, Law, MixtureLaw, fixed_law, make_dist, make_law
+
+AUTO = "auto"
+INF_WORDS = ("inf", "+inf", "infinity")
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _as_float(x: Any, inf_ok: bool) -> float | None:
+    """A TOML number (or the string "inf" where allowed) as float, else None."""
+    if _is_number(x):
+        return float(x)
+    if isinstance(x, str) and x.strip().lower() in INF_WORDS and inf_ok:
+        return math.inf
+    if isinstance(x, str) and x.strip().lower() in ("-inf", "-infinity") and inf_ok:
+        return -math.inf
+    return None
+
+
+def did_you_mean(word: str, options: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_keys(raw: dict, known: list[str], prefix: str, problems: list[Problem]) -> None:
+    for key in raw:
+        if key not in known:
+            problems.append(
+                Problem(
+                    f"{prefix}{key}",
+                    raw[key],
+                    "unknown key; allowed here: " + ", ".join(sorted(known)),
+                    did_you_mean(key, known),
+                )
+            )
+
+
+def _interval(lo, hi, lo_open, hi_open) -> str:
+    left = "(" if lo_open or lo is None else "["
+    right = ")" if hi_open or hi is None else "]"
+    lo_s = "-inf" if lo is None else f"{lo:g}"
+    hi_s = "inf" if hi is None else f"{hi:g}"
+    return f"{left}{lo_s}, {hi_s}{right}"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one key is parsed and checked."""
+
+    kind: str  # number | integer | law | choice | text | flag
+    help: str
+    unit: str = ""
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    inf_ok: bool = False
+    auto_ok: bool = False
+    uncertain: bool = True
+    optional: bool = False
+    choices: tuple[str, ...] = ()
+
+    # ---------------------------------------------------------------- descriptions
+    def allowed(self) -> str:
+        if self.kind == "number":
+            what = f"a number in {_interval(self.lo, self.hi, self.lo_open, self.hi_open)}"
+            if self.inf_ok:
+                what += ' or "inf"'
+            if self.uncertain:
+                what += " (or a dist table: " + ", ".join(DISTS) + ")"
+            return "allowed: " + what
+        if self.kind == "integer":
+            what = f"an integer in {_interval(self.lo, self.hi, False, False)}"
+            if self.inf_ok:
+                what += ' or "inf"'
+            if self.auto_ok:
+                what += ' or "auto"'
+            return "allowed: " + what
+        if self.kind == "law":
+            return (
+                f"allowed: a duration in {_interval(self.lo, self.hi, self.lo_open, False)} or a law table "
+                "(law = " + ", ".join([*LAWS, "mixture"]) + ")"
+            )
+        if self.kind == "choice":
+            return "allowed: one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind == "flag":
+            return "allowed: true or false"
+        return "allowed: a string"
+
+    def in_range(self, lo: float, hi: float, lo_open: bool, hi_open: bool) -> bool:
+        """Whether values in [lo, hi] (with the given openness) all lie in the spec's range."""
+        if self.lo is not None:
+            if lo < self.lo or (lo == self.lo and self.lo_open and not lo_open):
+                return False
+        if self.hi is not None:
+            if math.isinf(hi) and self.inf_ok and lo == hi:
+                return True
+            if hi > self.hi or (hi == self.hi and self.hi_open and not hi_open):
+                return False
+        return True
+
+    # ---------------------------------------------------------------- parsing
+    def parse(self, raw: Any, key: str, problems: list[Problem]) -> Any:
+        parser: Callable = getattr(self, "_parse_" + self.kind)
+        return parser(raw, key, problems)
+
+    def _parse_number(self, raw, key, problems) -> Dist | None:
+        if isinstance(raw, dict):
+            if not self.uncertain:
+                problems.append(Problem(key, raw, self.allowed().replace(" (or a dist", " (not a dist") , "this key is structural: give one number"))
+                return None
+            dist = parse_dist(raw, key, problems)
+            if dist is None:
+                return None
+            if not self.in_range(*dist.support()):
+                lo, hi, _, _ = dist.support()
+                problems.append(
+                    Problem(key, raw, self.allowed(), f"this {dist.kind} can take values in [{lo:g}, {hi:g}]")
+                )
+                return None
+            return dist
+        value = _as_float(raw, self.inf_ok)
+        if value is None or (math.isinf(value) and not self.inf_ok):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        if not self.in_range(value, value, False, False):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        return Fixed(value)
+
+    def _parse_integer(self, raw, key, problems) -> int | float | str | None:
+        if self.auto_ok and raw == AUTO:
+            return AUTO
+        if self.inf_ok and isinstance(raw, str) and raw.strip().lower() in INF_WORDS:
+            return math.inf
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        if (self.lo is not None and raw < self.lo) or (self.hi is not None and raw > self.hi):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        return int(raw)
+
+    def _parse_law(self, raw, key, problems) -> Law | None:
+        law = parse_law(raw, key, problems)
+        if law is None:
+            return None
+        duration = Spec("number", "", lo=self.lo, hi=self.hi, lo_open=self.lo_open)
+        positive = Spec("number", "", lo=0.0, lo_open=True)
+        ok = True
+        for suffix, dist in law.param_items():
+            spec = duration if suffix.split(".")[-1] in ("value", "mean", "median") else positive
+            if not spec.in_range(*dist.support()):
+                problems.append(Problem(f"{key}.{suffix}", dist.to_toml(), spec.allowed()))
+                ok = False
+        return law if ok else None
+
+    def _parse_choice(self, raw, key, problems) -> str | None:
+        if raw not in self.choices:
+            hint = did_you_mean(raw, self.choices) if isinstance(raw, str) else ""
+            problems.append(Problem(key, raw, self.allowed(), hint))
+            return None
+        return raw
+
+    def _parse_text(self, raw, key, problems) -> str | None:
+        if not isinstance(raw, str):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        return raw
+
+    def _parse_flag(self, raw, key, problems) -> bool | None:
+        if not isinstance(raw, bool):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        return raw
+
+
+# ----------------------------------------------------------------------------- dists, laws
+
+
+def _param_float(raw: Any, key: str, problems: list[Problem]) -> float | None:
+    value = _as_float(raw, inf_ok=True)
+    if value is None:
+        problems.append(Problem(key, raw, "allowed: a number"))
+    return value
+
+
+def _check_params(raw: dict, kind_key: str, required, optional, key, problems) -> bool:
+    allowed = [kind_key, *required, *optional]
+    missing = [p for p in required if p not in raw]
+    for p in missing:
+        problems.append(Problem(f"{key}.{p}", None, f"missing; {raw[kind_key]!r} needs " + ", ".join(required)))
+    before = len(problems)
+    unknown_keys(raw, allowed, f"{key}.", problems)
+    return not missing and len(problems) == before
+
+
+def parse_dist(raw: dict, key: str, problems: list[Problem]) -> Dist | None:
+    """Parse a ``{dist = ..., ...}`` table through the :data:`DISTS` registry."""
+    if "dist" not in raw:
+        hint = "a per-event law belongs in a law key" if "law" in raw else ""
+        problems.append(Problem(key, raw, "allowed: a number or a table with dist = " + ", ".join(DISTS), hint))
+        return None
+    kind = raw["dist"]
+    if kind not in DISTS:
+        problems.append(Problem(f"{key}.dist", kind, "allowed: " + ", ".join(DISTS), did_you_mean(str(kind), list(DISTS))))
+        return None
+    cls = DISTS[kind]
+    if not _check_params(raw, "dist", cls.required, cls.optional, key, problems):
+        return None
+    params = {}
+    for p in (*cls.required, *cls.optional):
+        if p in raw:
+            value = _param_float(raw[p], f"{key}.{p}", problems)
+            if value is None:
+                return None
+            params[p] = value
+    dist = make_dist(kind, params)
+    trouble = dist.check()
+    if trouble:
+        problems.append(Problem(key, raw, f"{kind}: {trouble}"))
+        return None
+    return dist
+
+
+def _law_param(raw: Any, key: str, problems: list[Problem]) -> Dist | None:
+    if isinstance(raw, dict):
+        return parse_dist(raw, key, problems)
+    value = _as_float(raw, inf_ok=False)
+    if value is None:
+        problems.append(Problem(key, raw, "allowed: a number or a dist table"))
+        return None
+    return Fixed(value)
+
+
+def parse_law(raw: Any, key: str, problems: list[Problem], nested: bool = False) -> Law | None:
+    """Parse a plain duration or a ``{law = ..., ...}`` table (``mixture`` included)."""
+    if _is_number(raw):
+        return fixed_law(float(raw))
+    if not isinstance(raw, dict) or "law" not in raw:
+        hint = "an uncertain input is not a law: wrap it, e.g. {law = \"fixed\", value = {dist = ...}}" if isinstance(raw, dict) and "dist" in raw else ""
+        problems.append(Problem(key, raw, "allowed: a number or a table with law = " + ", ".join([*LAWS, "mixture"]), hint))
+        return None
+    kind = raw["law"]
+    if kind == "mixture" and not nested:
+        return _parse_mixture(raw, key, problems)
+    if kind not in LAWS:
+        allowed = list(LAWS) if nested else [*LAWS, "mixture"]
+        problems.append(Problem(f"{key}.law", kind, "allowed: " + ", ".join(allowed), did_you_mean(str(kind), allowed)))
+        return None
+    cls = LAWS[kind]
+    extra = ("weight",) if nested else ()
+    if not _check_params(raw, "law", cls.required, extra, key, problems):
+        return None
+    params = {}
+    for p in cls.required:
+        dist = _law_param(raw[p], f"{key}.{p}", problems)
+        if dist is None:
+            return None
+        params[p] = dist
+    return make_law(kind, params)
+
+
+def _parse_mixture(raw: dict, key: str, problems: list[Problem]) -> Law | None:
+    if not _check_params(raw, "law", ("parts",), (), key, problems):
+        return None
+    parts = raw["parts"]
+    if not isinstance(parts, list) or not 1 <= len(parts) <= MAX_LAW_PARTS or not all(isinstance(p, dict) for p in parts):
+        problems.append(Problem(f"{key}.parts", parts, f"allowed: a list of 1 to {MAX_LAW_PARTS} law tables, each with a weight"))
+        return None
+    weights, laws = [], []
+    for i, part in enumerate(parts):
+        pkey = f"{key}.parts.{i}"
+        weight = part.get("weight")
+        if not _is_number(weight) or not weight > 0 or math.isinf(weight):
+            problems.append(Problem(f"{pkey}.weight", weight, "allowed: a positive number (weights are normalised)"))
+            return None
+        law = parse_law(part, pkey, problems, nested=True)
+        if law is None:
+            return None
+        weights.append(float(weight))
+        laws.append(law)
+    return MixtureLaw(tuple(weights), tuple(laws))
+
+
+# ----------------------------------------------------------------------------- field helpers
+
+
+def _field(default, spec: Spec):
+    return field(default=default, metadata={"spec": spec})
+
+
+def number(default: float | None, help: str, unit: str = "", **kw):
+    """A float key; uncertain (dist table) unless ``uncertain=False``; ``None`` default = optional."""
+    spec = Spec("number", help, unit=unit, optional=default is None, **kw)
+    return _field(None if default is None else Fixed(float(default)), spec)
+
+
+def integer(default, help: str, unit: str = "", **kw):
+    return _field(default, Spec("integer", help, unit=unit, uncertain=False, **kw))
+
+
+def law(default: float, help: str, unit: str = "hours", **kw):
+    return _field(fixed_law(default), Spec("law", help, unit=unit, **kw))
+
+
+def choice(default: str, help: str, choices: tuple[str, ...]):
+    return _field(default, Spec("choice", help, choices=choices, uncertain=False))
+
+
+def text(default: str, help: str):
+    return _field(default, Spec("text", help, uncertain=False))
+
+
+def flag(default: bool, help: str):
+    return _field(default, Spec("flag", help, uncertain=False))
+
+
+def spec_of(f) -> Spec | None:
+    return f.metadata.get("spec")
+
+
+def parse_section(cls, raw: Any, prefix: str, problems: list[Problem], special: dict | None = None):
+    """Parse one TOML table into the frozen dataclass ``cls``; None if anything was wrong.
+
+    ``special`` maps field names to parsers ``(raw, key, problems) -> value`` for fields
+    that are tables of their own (component classes, the model card).
+    """
+    special = special or {}
+    if not isinstance(raw, dict):
+        problems.append(Problem(prefix.rstrip("."), raw, "allowed: a table"))
+        return None
+    names = [f.name for f in fields(cls)]
+    before = len(problems)
+    unknown_keys(raw, names, prefix, problems)
+    values = {}
+    for f in fields(cls):
+        key = prefix + f.name
+        if f.name in special:  # parsed even when absent: the parser knows its default
+            values[f.name] = special[f.name](raw.get(f.name), key, problems)
+        elif f.name in raw:
+            values[f.name] = spec_of(f).parse(raw[f.name], key, problems)
+    if len(problems) > before:
+        return None
+    return cls(**values)

@@ -1,0 +1,186 @@
+"""Loading scenarios: TOML files, shipped names, ``extends`` chains and ``--set`` overrides.
+
+* A reference is a path to a ``.toml`` file or the name of a shipped scenario
+  (``configs/NAME.toml``, installed as package data ``mcengine/configs``).
+* ``extends = "PARENT"`` starts from another scenario (a shipped name, or a path relative
+  to the extending file) and deep-merges the child over it, table by table. A cycle is an
+  error.
+* ``--set KEY=VALUE`` sets a dotted key after merging; VALUE is a TOML literal (a bare word
+  that is not valid TOML is taken as a string); a table value replaces the whole table.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..errors import InputError, Problem
+from .fields import did_you_mean
+
+
+def configs_dir() -> Path:
+    """Shipped scenarios: package data when installed, ``configs/`` in a checkout."""
+    packaged = Path(str(resources.files("mcengine"))) / "configs"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "configs"
+
+
+def shipped_names() -> list[str]:
+    return sorted(p.stem for p in configs_dir().glob("*.toml"))
+
+
+def shipped_scenarios() -> list[tuple[str, str]]:
+    """(name, one-line description) of every shipped scenario."""
+    out = []
+    for name in shipped_names():
+        raw = read_toml(configs_dir() / f"{name}.toml")
+        out.append((name, str(raw.get("description", "")).strip().splitlines()[0] if raw.get("description") else ""))
+    return out
+
+
+def read_toml(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(Problem("scenario", str(path), "no such file")) from None
+    except OSError as exc:
+        raise InputError(Problem("scenario", str(path), f"cannot be read: {exc.strerror}")) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(Problem(str(path), "(file)", f"malformed TOML: {exc}"), str(path)) from None
+
+
+def resolve_ref(ref: str, relative_to: Path | None = None) -> Path:
+    """Path of a scenario reference (a path, or a shipped name)."""
+    candidates = [Path(ref)]
+    if relative_to is not None:
+        candidates.insert(0, relative_to / ref)
+    for path in candidates:
+        if path.is_file():
+            return path
+    looks_like_path = ref.endswith(".toml") or "/" in ref or "\\" in ref
+    shipped = configs_dir() / f"{ref}.toml"
+    if not looks_like_path and shipped.is_file():
+        return shipped
+    if looks_like_path:
+        raise InputError(Problem("scenario", ref, "no such file"))
+    names = shipped_names()
+    raise InputError(
+        Problem("scenario", ref, "not a file and not a shipped scenario; shipped: " + ", ".join(names), did_you_mean(ref, names))
+    )
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """``over`` merged into a copy of ``base``, table by table (lists and values replace)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] = ()) -> tuple[dict, Path]:
+    """The merged raw dict of a scenario and its ``extends`` ancestors."""
+    path = resolve_ref(ref, relative_to).resolve()
+    if path in chain:
+        cycle = " -> ".join(p.name for p in (*chain, path))
+        raise InputError(Problem("extends", ref, f"cycle: {cycle}; a scenario cannot extend itself"), str(path))
+    raw = read_toml(path)
+    name = raw.get("name", path.stem)
+    parent = raw.pop("extends", None)
+    if parent is not None:
+        if not isinstance(parent, str):
+            raise InputError(Problem("extends", parent, "allowed: a shipped scenario name or a path"), str(path))
+        base, _ = load_raw(parent, path.parent, (*chain, path))
+        base.pop("description", None)  # a description describes one file, not its children
+        raw = deep_merge(base, raw)
+    raw["name"] = name
+    return raw, path
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` → (dotted key, TOML value)."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise InputError(Problem("--set", item, "allowed: KEY=VALUE with a dotted KEY, e.g. fab.defect_density_per_cm2=0.2"))
+    try:
+        value = tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text.strip()  # a bare word: take it as a string (replace_unit=host)
+    return key, value
+
+
+def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
+    out = copy.deepcopy(raw)
+    problems = []
+    for item in overrides:
+        key, value = parse_override(item)
+        parts = key.split(".")
+        node = out
+        for i, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                problems.append(Problem(f"--set {key}", value, f"{'.'.join(parts[: i + 1])} is a value, not a table"))
+                break
+            node = child
+        else:
+            node[parts[-1]] = value
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def load_scenario(ref: str, overrides: Iterable[str] = ()):
+    """Load, merge, override and validate a scenario (raises InputError)."""
+    from .schema import build
+
+    raw, path = load_raw(ref)
+    raw = apply_overrides(raw, overrides)
+    return build(raw, str(path))
+
+
+def scenario_from_dict(raw: dict, source: str = "<dict>"):
+    """Validate a scenario given as a nested dict (notebooks, tests)."""
+    from .schema import build
+
+    raw = copy.deepcopy(raw)
+    parent = raw.pop("extends", None)
+    if parent is not None:
+        base, _ = load_raw(parent)
+        base.pop("description", None)
+        raw = deep_merge(base, raw)
+    return build(raw, source)
+
+
+# ----------------------------------------------------------------------------- model cards
+
+
+def model_names() -> list[str]:
+    return sorted(p.stem for p in (configs_dir() / "models").glob("*.toml"))
+
+
+@lru_cache(maxsize=None)
+def _model_raw(name: str) -> dict:
+    raw = read_toml(configs_dir() / "models" / f"{name}.toml")
+    raw.setdefault("name", name)
+    return raw
+
+
+def load_model_card(name: str, key: str, problems: list[Problem]):
+    from .fields import parse_section
+    from .sections.workload import ModelCard
+
+    if name not in model_names():
+        names = model_names()
+        problems.append(Problem(key, name, "unknown model card; shipped: " + ", ".join(names), did_you_mean(name, names)))
+        return None
+    return parse_section(ModelCard, dict(_model_raw(name)), f"{key}.", problems)

@@ -1,0 +1,148 @@
+"""The resolved scenario: frozen, typed, every default filled, units in names.
+
+:func:`build` turns a merged raw TOML dict into a :class:`Scenario`, collecting every
+problem (section by section, then the cross-key checks) before failing once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from ..errors import InputError, Problem
+from .dists import Dist, Law
+from .fields import parse_section, spec_of, unknown_keys
+from .sections.cluster import ClusterSection
+from .sections.econ import EconSection
+from .sections.fab import FabSection
+from .sections.gpu import GpuSection
+from .sections.reliability import ReliabilitySection, parse_components
+from .sections.run import RunSection
+from .sections.workload import WorkloadSection, parse_model
+
+#: (table name, section class, parsers of the fields that are tables themselves)
+SECTIONS = (
+    ("run", RunSection, {}),
+    ("gpu", GpuSection, {}),
+    ("fab", FabSection, {}),
+    ("cluster", ClusterSection, {}),
+    ("reliability", ReliabilitySection, {"components": parse_components}),
+    ("workload", WorkloadSection, {"model": parse_model}),
+    ("econ", EconSection, {}),
+)
+TOP_KEYS = ("name", "description", "extends", *(s[0] for s in SECTIONS))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    run: RunSection
+    gpu: GpuSection
+    fab: FabSection
+    cluster: ClusterSection
+    reliability: ReliabilitySection
+    workload: WorkloadSection
+    econ: EconSection
+
+    # ------------------------------------------------------------------ derived shape
+    @property
+    def active_gpus(self) -> int:
+        return self.cluster.instances * self.cluster.instance_gpus
+
+    @property
+    def total_gpus(self) -> int:
+        return self.active_gpus + self.cluster.spare_gpus
+
+    # ------------------------------------------------------------------ inputs
+    def inputs(self) -> dict[str, Dist]:
+        """Every number-valued input by dotted key (fixed ones included), in schema order.
+
+        Law parameters appear as ``reliability.repair_hours.parts.1.median``; component
+        fields as ``reliability.components.die.afr``.
+        """
+        out: dict[str, Dist] = {}
+        for table, _cls, _special in SECTIONS:
+            section = getattr(self, table)
+            for f in fields(section):
+                value = getattr(section, f.name)
+                key = f"{table}.{f.name}"
+                if isinstance(value, Dist):
+                    out[key] = value
+                elif isinstance(value, Law):
+                    for suffix, dist in value.param_items():
+                        out[f"{key}.{suffix}"] = dist
+                elif f.name == "components":
+                    for name, comp in value:
+                        for cf in fields(comp):
+                            cv = getattr(comp, cf.name)
+                            if isinstance(cv, Dist):
+                                out[f"{key}.{name}.{cf.name}"] = cv
+        return out
+
+    def uncertain_inputs(self) -> dict[str, Dist]:
+        """The inputs drawn per trial (those that are not fixed)."""
+        return {k: d for k, d in self.inputs().items() if not d.is_fixed}
+
+    # ------------------------------------------------------------------ output
+    def to_dict(self) -> dict:
+        """Nested exactly like the TOML file, every default filled (``inf`` as ``"inf"``)."""
+        out: dict = {"name": self.name, "description": self.description}
+        for table, _cls, _special in SECTIONS:
+            out[table] = _section_dict(getattr(self, table))
+        return out
+
+
+def _value_dict(value):
+    if isinstance(value, (Dist, Law)):
+        return value.to_toml()
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return value
+
+
+def _section_dict(section) -> dict:
+    out = {}
+    for f in fields(section):
+        value = getattr(section, f.name)
+        if value is None:
+            continue  # optional key left unset (TOML has no null)
+        if f.name == "components":
+            out[f.name] = {name: _section_dict(comp) for name, comp in value}
+        elif f.name == "model":
+            out[f.name] = _section_dict(value)
+        else:
+            out[f.name] = _value_dict(value)
+    return out
+
+
+def build(raw: dict, source: str = "") -> Scenario:
+    """Validate a merged raw scenario into a :class:`Scenario`, or raise InputError."""
+    from .checks import cross_checks  # local: checks needs the built sections
+
+    problems: list[Problem] = []
+    unknown_keys(raw, list(TOP_KEYS), "", problems)
+    parts = {}
+    for table, cls, special in SECTIONS:
+        parts[table] = parse_section(cls, raw.get(table, {}), f"{table}.", problems, special)
+    for key in ("name", "description"):
+        value = raw.get(key, "")
+        if not isinstance(value, str):
+            problems.append(Problem(key, value, "allowed: a string"))
+    if not problems:
+        scenario = Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), **parts)
+        problems += cross_checks(scenario)
+        if not problems:
+            return scenario
+    raise InputError(problems, source)
+
+
+def field_help(table: str, name: str) -> str:
+    """The help text of one key (for docs and error messages)."""
+    for t, cls, _special in SECTIONS:
+        if t == table:
+            for f in fields(cls):
+                if f.name == name:
+                    spec = spec_of(f)
+                    return spec.help if spec else f.metadata.get("help", "")
+    return ""

@@ -1,0 +1,1 @@
+"""One module per scenario table: the keys, their defaults, ranges and help text."""

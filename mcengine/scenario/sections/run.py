@@ -1,0 +1,15 @@
+"""``[run]``: the horizon and the default sample."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dists import Dist
+from ..fields import integer, number
+
+
+@dataclass(frozen=True)
+class RunSection:
+    horizon_years: Dist = number(5.0, "Service life of the cluster over which costs and tokens add up.", "years", lo=0.0, lo_open=True, hi=30.0, uncertain=False)
+    trials: int = integer(10_000, "Default number of trials of `mcengine run` (the `--trials` option wins).", lo=1, hi=10**9)
+    seed: int = integer(0, "Default master seed (the `--seed` option wins).", lo=0, hi=2**64 - 1)
