@@ -11,16 +11,7 @@ import math
 from ..errors import Problem
 
 
-def _max(dist) -> float:
-    return dist.support()[1]
-
-
-def _min(dist) -> float:
-    return dist.support()[0]
-
-
-def fab_problems(s) -> list[Problem]:
-    f = s.fab
+def fab_problems(f) -> list[Problem]:
     out = []
     if f.units_required > f.units_per_die:
         out.append(Problem("fab.units_required", f.units_required, f"allowed: at most fab.units_per_die = {f.units_per_die}"))
@@ -41,8 +32,7 @@ def fab_problems(s) -> list[Problem]:
     return out
 
 
-def cluster_problems(s) -> list[Problem]:
-    c, r = s.cluster, s.reliability
+def cluster_problems(c, r) -> list[Problem]:
     out = []
     if r.replace_unit == "host" and c.spare_gpus % c.gpus_per_host:
         out.append(Problem("cluster.spare_gpus", c.spare_gpus, f"allowed: a multiple of cluster.gpus_per_host = {c.gpus_per_host} when reliability.replace_unit = 'host'"))
@@ -52,8 +42,8 @@ def cluster_problems(s) -> list[Problem]:
     return out
 
 
-def workload_problems(s) -> list[Problem]:
-    w, m, n = s.workload, s.workload.model, s.cluster.instance_gpus
+def workload_problems(w, c) -> list[Problem]:
+    m, n = w.model, c.instance_gpus
     out = []
     if m.heads % m.kv_heads:
         out.append(Problem("workload.model.kv_heads", m.kv_heads, f"allowed: a divisor of workload.model.heads = {m.heads}"))
@@ -73,5 +63,12 @@ def workload_problems(s) -> list[Problem]:
     return out
 
 
-def cross_checks(s) -> list[Problem]:
-    return fab_problems(s) + cluster_problems(s) + workload_problems(s)
+def cross_checks(parts: dict) -> list[Problem]:
+    """Problems across keys, for every group of sections that parsed cleanly."""
+    groups = ((fab_problems, ("fab",)), (cluster_problems, ("cluster", "reliability")), (workload_problems, ("workload", "cluster")))
+    out = []
+    for check, names in groups:
+        sections = [parts.get(n) for n in names]
+        if all(x is not None for x in sections):
+            out += check(*sections)
+    return out

@@ -54,11 +54,15 @@ def unknown_keys(raw: dict, known: list[str], prefix: str, problems: list[Proble
             )
 
 
+def _num(x: float) -> str:
+    return f"{int(x)}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
 def _interval(lo, hi, lo_open, hi_open) -> str:
     left = "(" if lo_open or lo is None else "["
     right = ")" if hi_open or hi is None else "]"
-    lo_s = "-inf" if lo is None else f"{lo:g}"
-    hi_s = "inf" if hi is None else f"{hi:g}"
+    lo_s = "-inf" if lo is None else _num(lo)
+    hi_s = "inf" if hi is None else _num(hi)
     return f"{left}{lo_s}, {hi_s}{right}"
 
 
@@ -221,7 +225,7 @@ def parse_dist(raw: dict, key: str, problems: list[Problem]) -> Dist | None:
         problems.append(Problem(key, raw, "allowed: a number or a table with dist = " + ", ".join(DISTS), hint))
         return None
     kind = raw["dist"]
-    if kind not in DISTS:
+    if not isinstance(kind, str) or kind not in DISTS:
         problems.append(Problem(f"{key}.dist", kind, "allowed: " + ", ".join(DISTS), did_you_mean(str(kind), list(DISTS))))
         return None
     cls = DISTS[kind]
@@ -263,7 +267,7 @@ def parse_law(raw: Any, key: str, problems: list[Problem], nested: bool = False)
     kind = raw["law"]
     if kind == "mixture" and not nested:
         return _parse_mixture(raw, key, problems)
-    if kind not in LAWS:
+    if not isinstance(kind, str) or kind not in LAWS:
         allowed = list(LAWS) if nested else [*LAWS, "mixture"]
         problems.append(Problem(f"{key}.law", kind, "allowed: " + ", ".join(allowed), did_you_mean(str(kind), allowed)))
         return None

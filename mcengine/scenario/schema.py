@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 
 from ..errors import InputError, Problem
 from .dists import Dist, Law
+from .checks import cross_checks
 from .fields import parse_section, spec_of, unknown_keys
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
@@ -118,7 +119,7 @@ def _section_dict(section) -> dict:
 
 def build(raw: dict, source: str = "") -> Scenario:
     """Validate a merged raw scenario into a :class:`Scenario`, or raise InputError."""
-    from .checks import cross_checks  # local: checks needs the built sections
+
 
     problems: list[Problem] = []
     unknown_keys(raw, list(TOP_KEYS), "", problems)
@@ -129,11 +130,9 @@ def build(raw: dict, source: str = "") -> Scenario:
         value = raw.get(key, "")
         if not isinstance(value, str):
             problems.append(Problem(key, value, "allowed: a string"))
+    problems += cross_checks(parts)
     if not problems:
-        scenario = Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), **parts)
-        problems += cross_checks(scenario)
-        if not problems:
-            return scenario
+        return Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), **parts)
     raise InputError(problems, source)
 
 

@@ -1,0 +1,197 @@
+"""The ``mcengine`` command line: thin Typer commands over :mod:`mcengine.api`.
+
+Shared options are defined once below. With ``--json`` stdout carries exactly one JSON
+document; tables, progress and logs go elsewhere (tables to stdout without ``--json``,
+everything else to stderr). Exit status: 0 success, 2 bad input, 1 anything else.
+Heavy imports (numba, the stages) happen inside the commands, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import api
+from .errors import InputError
+
+app = typer.Typer(
+    name="mcengine",
+    help="Monte Carlo engine: should AI clusters be built from Lite-GPUs or H100s? Cost per token and availability, with error bars.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+# ------------------------------------------------------------------ shared options
+ScenarioArg = Annotated[str, typer.Argument(help="Path to a scenario TOML file, or a shipped scenario name (see `mcengine scenarios`).", show_default=False)]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Master seed (default: the scenario's run.seed). Same seed, same numbers at any thread count.", show_default=False)]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value). Repeatable.", show_default=False)]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="Numba threads (default: all cores).", show_default=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as one JSON document on stdout, nothing else.")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, the resolved scenario(s) and figures to this folder.", show_default=False)]
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _emit(doc: dict, as_json: bool, out: Path | None, render, scenarios=()) -> None:
+    """Write --out files, then print JSON or the rendered table."""
+    from .io import dumps, write_json
+
+    if out is not None:
+        write_json(out / "summary.json", doc)
+        for s in scenarios:
+            api.write_scenario(s, out)
+    if as_json:
+        sys.stdout.write(dumps(doc) + "\n")
+    else:
+        _console().print(render(doc))
+
+
+# ------------------------------------------------------------------ commands
+@app.command("scenarios")
+def scenarios_cmd(as_json: JsonOpt = False) -> None:
+    """List the shipped scenarios."""
+    rows = api.scenarios()
+    if as_json:
+        from .io import dumps
+
+        sys.stdout.write(dumps({"scenarios": [{"name": n, "description": d} for n, d in rows]}) + "\n")
+        return
+    from rich.table import Table
+
+    table = Table("scenario", "description", title="shipped scenarios")
+    for name, desc in rows:
+        table.add_row(name, desc)
+    _console().print(table)
+
+
+@app.command("check")
+def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False) -> None:
+    """Validate a scenario and print it fully resolved (every default filled)."""
+    s = api.check(scenario, overrides or ())
+    if as_json:
+        from .io import dumps
+
+        sys.stdout.write(dumps(s.to_dict()) + "\n")
+    else:
+        import tomli_w
+
+        sys.stdout.write(tomli_w.dumps(s.to_dict()))
+
+
+@app.command("yield")
+def yield_cmd(
+    scenario: ScenarioArg,
+    wafers: Annotated[int, typer.Option("--wafers", help="Wafers to sample.")] = 10_000,
+    seed: SeedOpt = None,
+    overrides: SetOpt = None,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """Fab stage alone: die yield, good dies per wafer, cost per good GPU."""
+    api.set_threads(threads)
+    s = api.check(scenario, overrides or ())
+    doc = api.yield_study(s, wafers, seed)
+    from .stages.fab import render
+
+    _emit(doc, as_json, out, render, [s])
+
+
+@app.command("reliability")
+def reliability_cmd(
+    scenario: ScenarioArg,
+    lifetimes: Annotated[int, typer.Option("--lifetimes", help="Cluster lifetimes to simulate.")] = 1_000,
+    seed: SeedOpt = None,
+    overrides: SetOpt = None,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """Reliability stage alone: availability, failures, swaps, stock-outs."""
+    api.set_threads(threads)
+    s = api.check(scenario, overrides or ())
+    doc = api.reliability_study(s, lifetimes, seed)
+    from .stages.reliability import render
+
+    _emit(doc, as_json, out, render, [s])
+
+
+@app.command("roofline")
+def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None) -> None:
+    """Roofline stage alone (deterministic, at the median inputs)."""
+    s = api.check(scenario, overrides or ())
+    doc = api.roofline_study(s)
+    from .stages.roofline import render
+
+    _emit(doc, as_json, out, render, [s])
+
+
+@app.command("validate")
+def validate_cmd(as_json: JsonOpt = False) -> None:
+    """Run the analytic cross-checks; exit 1 if any fails."""
+    checks = api.validate()
+    if as_json:
+        from .io import dumps
+
+        sys.stdout.write(dumps({"checks": [c.to_dict() for c in checks], "passed": all(c.passed for c in checks)}) + "\n")
+    else:
+        from rich.table import Table
+
+        table = Table("stage", "check", "closed form", "mcengine", "tolerance", "", title="analytic cross-checks")
+        for c in checks:
+            table.add_row(c.stage, c.name, f"{c.expected:.6g}", f"{c.got:.6g}", f"{c.tolerance:.3g}", "pass" if c.passed else "FAIL")
+        _console().print(table)
+    if not all(c.passed for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command("bench")
+def bench_cmd(
+    quick: Annotated[bool, typer.Option("--quick", help="Seconds-long version (smoke test).")] = False,
+    stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Only these harnesses (fab, reliability, chain). Repeatable.")] = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """Kernel and end-to-end throughput, side by side with their peers."""
+    doc = api.bench(quick=quick, stages=stage or ())
+    from .report import render_bench
+
+    _emit(doc, as_json, out, render_bench)
+
+
+# ------------------------------------------------------------------ entry point
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry: maps exceptions to exit codes (2 bad input, 1 other)."""
+    try:
+        rv = app(args=argv, standalone_mode=False, prog_name="mcengine")
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        return 130
+    except InputError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the one place that maps every failure
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # Click usage errors: exit 2
+            exc.show()
+            return exc.exit_code
+        if os.environ.get("MCENGINE_DEBUG"):
+            raise
+        sys.stderr.write(f"error: {type(exc).__name__}: {exc}\n(set MCENGINE_DEBUG=1 for the traceback)\n")
+        return 1
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
