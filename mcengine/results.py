@@ -1,13 +1,23 @@
 """Per-trial columns and the summaries of INTERFACE.md.
 
 Every distribution is summarised as ``{"mean", "std", "sem", "p01", "p05", "p50",
-"p95", "p99", "min", "max"}``. :class:`Summary` accumulates chunks in order: moments merge
-exactly with Chan et al.'s parallel update, and the quantiles are exact order statistics
-of the merged values (so a chunked run and a straight run give identical numbers).
+"p95", "p99", "min", "max"}``.
+
+* :func:`summarize` summarises a sample held in memory (the stage commands): exact
+  moments and exact order statistics (``numpy.quantile``, linear interpolation).
+* :class:`Summary` streams a sample of any size through bounded memory (the run chain).
+  Moments merge with Chan et al.'s parallel update over fixed blocks of
+  :data:`BLOCK_TRIALS` consecutive trials, merged in trial order, so the float addition
+  order (and so every bit of the result) does not depend on the chunk size, the thread
+  count, the Dask workers or a resume point. Quantiles come from a
+  :class:`QuantileSketch` of integer bucket counts: order-free, and within
+  :data:`SKETCH_RELATIVE_ACCURACY` relative error of the exact order statistic
+  (the DDSketch log-bucket mapping, Masson, Rim & Lee, VLDB 2019).
 """
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 
@@ -18,52 +28,180 @@ from .errors import NumericalError
 QUANTILES = (("p01", 0.01), ("p05", 0.05), ("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 SUMMARY_KEYS = ("mean", "std", "sem", *(k for k, _ in QUANTILES), "min", "max")
 
+#: Moments are accumulated per block of this many consecutive trials; runner chunks are
+#: whole multiples of it, which makes the result independent of the chunking.
+BLOCK_TRIALS = 1024
+
+#: Relative accuracy of streamed quantiles (0.1%).
+SKETCH_RELATIVE_ACCURACY = 1e-3
+
+
+def _check_finite(values: np.ndarray, name: str) -> None:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        first = int(np.argmax(bad))
+        raise NumericalError(f"{name}: {int(bad.sum())} non-finite values (first at index {first}: {values[first]})")
+
+
+def summarize(values: np.ndarray, name: str = "metric") -> dict:
+    """The INTERFACE.md summary of a sample held in memory (exact order statistics)."""
+    values = np.asarray(values, dtype=float).ravel()
+    if values.size == 0:
+        raise NumericalError(f"{name}: summary of an empty sample")
+    _check_finite(values, name)
+    n = values.size
+    std = float(values.std(ddof=1)) if n > 1 else 0.0
+    out = {"mean": float(values.mean()), "std": std, "sem": std / math.sqrt(n)}
+    qs = np.quantile(values, [q for _, q in QUANTILES])
+    out.update({k: float(v) for (k, _), v in zip(QUANTILES, qs)})
+    out["min"] = float(values.min())
+    out["max"] = float(values.max())
+    return out
+
+
+@dataclass
+class QuantileSketch:
+    """Log-bucket quantile sketch: value x > 0 goes to bucket ceil(log_gamma(x)).
+
+    Counts are integers, so merging is exact and order-free. A bucket's representative
+    value 2·gamma^i/(gamma + 1) is within ``alpha`` relative error of every value in it.
+    """
+
+    alpha: float = SKETCH_RELATIVE_ACCURACY
+    positive: dict = field(default_factory=dict)
+    negative: dict = field(default_factory=dict)
+    zeros: int = 0
+
+    @property
+    def _log_gamma(self) -> float:
+        return math.log((1 + self.alpha) / (1 - self.alpha))
+
+    def _bucket(self, into: dict, magnitudes: np.ndarray) -> None:
+        idx = np.ceil(np.log(magnitudes) / self._log_gamma).astype(np.int64)
+        keys, counts = np.unique(idx, return_counts=True)
+        for k, c in zip(keys.tolist(), counts.tolist()):
+            into[k] = into.get(k, 0) + c
+
+    def add(self, values: np.ndarray) -> None:
+        pos = values[values > 0]
+        neg = values[values < 0]
+        self.zeros += int(values.size - pos.size - neg.size)
+        if pos.size:
+            self._bucket(self.positive, pos)
+        if neg.size:
+            self._bucket(self.negative, -neg)
+
+    @property
+    def count(self) -> int:
+        return self.zeros + sum(self.positive.values()) + sum(self.negative.values())
+
+    def _value(self, sign: int, key: int) -> float:
+        gamma = math.exp(self._log_gamma)
+        return sign * 2.0 * gamma**key / (gamma + 1.0)
+
+    def quantile(self, q: float) -> float:
+        """Value at rank q·(n − 1) (rounded to the nearest rank)."""
+        rank = int(round(q * (self.count - 1)))
+        seen = 0
+        for key in sorted(self.negative, reverse=True):  # most negative first
+            seen += self.negative[key]
+            if seen > rank:
+                return self._value(-1, key)
+        seen += self.zeros
+        if seen > rank:
+            return 0.0
+        for key in sorted(self.positive):
+            seen += self.positive[key]
+            if seen > rank:
+                return self._value(1, key)
+        raise NumericalError("quantile sketch is empty")
+
+    def state(self) -> dict:
+        return {"alpha": self.alpha, "positive": self.positive, "negative": self.negative, "zeros": self.zeros}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "QuantileSketch":
+        return cls(
+            state["alpha"],
+            {int(k): int(v) for k, v in state["positive"].items()},
+            {int(k): int(v) for k, v in state["negative"].items()},
+            int(state["zeros"]),
+        )
+
 
 @dataclass
 class Summary:
-    """Mergeable summary of one metric: count, mean, M2 (Chan), min, max, values."""
+    """Streaming summary of one metric in bounded memory (see the module docstring)."""
 
     count: int = 0
     mean: float = 0.0
     m2: float = 0.0
-    chunks: list = field(default_factory=list)
+    min: float = math.inf
+    max: float = -math.inf
+    sketch: QuantileSketch = field(default_factory=QuantileSketch)
 
     def add(self, values: np.ndarray, name: str = "metric") -> "Summary":
+        """Add the next trials (in trial order; every call but the last a whole number of blocks)."""
         values = np.asarray(values, dtype=float).ravel()
-        if values.size == 0:
-            return self
-        bad = ~np.isfinite(values)
-        if bad.any():
-            raise NumericalError(f"{name}: {int(bad.sum())} non-finite values (first at index {int(np.argmax(bad))})")
-        n_b = values.size
-        mean_b = float(values.mean())
-        m2_b = float(((values - mean_b) ** 2).sum())
-        n = self.count + n_b
-        delta = mean_b - self.mean
-        self.mean += delta * n_b / n
-        self.m2 += m2_b + delta * delta * self.count * n_b / n
-        self.count = n
-        self.chunks.append(values)
-        return self
-
-    def merge(self, other: "Summary") -> "Summary":
-        for chunk in other.chunks:
-            self.add(chunk)
+        _check_finite(values, name)
+        for start in range(0, values.size, BLOCK_TRIALS):
+            block = values[start : start + BLOCK_TRIALS]
+            n_b = block.size
+            mean_b = float(block.mean())
+            m2_b = float(((block - mean_b) ** 2).sum())
+            n = self.count + n_b
+            delta = mean_b - self.mean
+            self.mean += delta * n_b / n
+            self.m2 += m2_b + delta * delta * self.count * n_b / n
+            self.count = n
+        if values.size:
+            self.min = min(self.min, float(values.min()))
+            self.max = max(self.max, float(values.max()))
+            self.sketch.add(values)
         return self
 
     def to_dict(self) -> dict:
         if self.count == 0:
             raise NumericalError("summary of an empty sample")
-        values = np.concatenate(self.chunks)
         std = math.sqrt(self.m2 / (self.count - 1)) if self.count > 1 else 0.0
         out = {"mean": self.mean, "std": std, "sem": std / math.sqrt(self.count)}
-        qs = np.quantile(values, [q for _, q in QUANTILES])
-        out.update({k: float(v) for (k, _), v in zip(QUANTILES, qs)})
-        out["min"] = float(values.min())
-        out["max"] = float(values.max())
+        for key, q in QUANTILES:
+            out[key] = min(max(self.sketch.quantile(q), self.min), self.max)
+        out["min"] = self.min
+        out["max"] = self.max
         return out
 
+    def state(self) -> dict:
+        return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state()}
 
-def summarize(values: np.ndarray, name: str = "metric") -> dict:
-    """The INTERFACE.md summary of one sample."""
-    return Summary().add(values, name).to_dict()
+    @classmethod
+    def from_state(cls, state: dict) -> "Summary":
+        return cls(state["count"], state["mean"], state["m2"], state["min"], state["max"], QuantileSketch.from_state(state["sketch"]))
+
+
+@dataclass
+class Results:
+    """What a run returns: its JSON summary, the streaming summaries behind it, and
+    (when kept) the per-trial table, one row per (scenario, trial), unit-suffixed columns."""
+
+    doc: dict
+    summaries: object  # runner.Accumulators: per-metric Summary objects (for figures)
+    table: object = None  # pandas.DataFrame or None
+
+    def summary(self) -> dict:
+        """The INTERFACE.md `run`/`compare` JSON document."""
+        return self.doc
+
+    @property
+    def trials(self):
+        """Per-trial DataFrame (needs ``keep_trials=True``)."""
+        if self.table is None:
+            raise NumericalError("per-trial table not kept: run with keep_trials=True (CLI: --keep-trials)")
+        return self.table
+
+    def to_parquet(self, path) -> None:
+        from .io import write_atomic
+
+        buf = io.BytesIO()
+        self.trials.to_parquet(buf, index=False)
+        write_atomic(path, buf.getvalue())

@@ -1,0 +1,65 @@
+"""Summaries: the INTERFACE shape, exact moments, sketch accuracy, chunk invariance."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mcengine.errors import NumericalError
+from mcengine.results import BLOCK_TRIALS, SKETCH_RELATIVE_ACCURACY, SUMMARY_KEYS, Summary, summarize
+
+
+def _sample(n=50_000, seed=3):
+    return np.random.default_rng(seed).lognormal(0.0, 1.0, n)
+
+
+def test_summarize_is_exact():
+    x = _sample(10_001)
+    d = summarize(x)
+    assert tuple(d) == SUMMARY_KEYS
+    assert d["mean"] == pytest.approx(x.mean(), rel=1e-15)
+    assert d["std"] == pytest.approx(x.std(ddof=1), rel=1e-12)
+    assert d["sem"] == pytest.approx(d["std"] / np.sqrt(x.size))
+    assert d["p50"] == np.median(x)
+    assert (d["min"], d["max"]) == (x.min(), x.max())
+
+
+def test_streaming_summary_matches_exact_within_sketch_accuracy():
+    x = np.concatenate([_sample(), -_sample(1000, 4), np.zeros(500)])
+    exact = summarize(x)
+    streamed = Summary().add(x).to_dict()
+    assert streamed["mean"] == pytest.approx(exact["mean"], rel=1e-12)
+    assert streamed["std"] == pytest.approx(exact["std"], rel=1e-12)
+    order = np.sort(x)
+    for key, q in (("p01", 0.01), ("p05", 0.05), ("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
+        ranked = order[int(round(q * (x.size - 1)))]
+        assert abs(streamed[key] - ranked) <= SKETCH_RELATIVE_ACCURACY * abs(ranked) + 1e-300, key
+    assert (streamed["min"], streamed["max"]) == (exact["min"], exact["max"])
+
+
+@pytest.mark.parametrize("chunk_blocks", [1, 3, 7])
+def test_streaming_summary_is_identical_for_any_chunking(chunk_blocks):
+    x = _sample(20 * BLOCK_TRIALS + 123)
+    straight = Summary().add(x).to_dict()
+    step = chunk_blocks * BLOCK_TRIALS
+    chunked = Summary()
+    for start in range(0, x.size, step):
+        chunked.add(x[start : start + step])
+    assert json.dumps(chunked.to_dict()) == json.dumps(straight)
+
+
+def test_state_round_trip_is_exact():
+    x = _sample(5 * BLOCK_TRIALS)
+    s = Summary().add(x[: 3 * BLOCK_TRIALS])
+    restored = Summary.from_state(json.loads(json.dumps(s.state())))
+    restored.add(x[3 * BLOCK_TRIALS :])
+    assert restored.to_dict() == Summary().add(x).to_dict()
+
+
+def test_non_finite_values_are_an_error_not_a_nan():
+    with pytest.raises(NumericalError, match="cost.*non-finite"):
+        Summary().add(np.array([1.0, np.inf]), "cost")
+    with pytest.raises(NumericalError, match="non-finite"):
+        summarize(np.array([np.nan]))
