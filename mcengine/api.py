@@ -115,3 +115,122 @@ def write_scenario(scenario: Scenario, out: Path) -> Path:
     from .io import write_atomic
 
     return write_atomic(Path(out) / f"{scenario.name}.toml", tomli_w.dumps(scenario.to_dict()))
+
+
+DEFAULT_STUDY = "case-study"
+
+
+def _unique_names(scenarios: list[Scenario]) -> list[Scenario]:
+    """Give a scenario listed twice a distinct name (``h100#2``), so both stay in the summary."""
+    import dataclasses
+
+    seen: dict[str, int] = {}
+    out = []
+    for s in scenarios:
+        seen[s.name] = seen.get(s.name, 0) + 1
+        out.append(s if seen[s.name] == 1 else dataclasses.replace(s, name=f"{s.name}#{seen[s.name]}"))
+    return out
+
+
+def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> tuple[str, list[Scenario], int | None]:
+    """(label, scenarios, study trials) for `run`/`compare`; no refs = the shipped case study.
+
+    Every scenario is validated before anything runs, and all their problems are
+    reported together.
+    """
+    from .scenario.load import load_study
+
+    overrides = list(overrides)
+    study_trials = None
+    if not refs:
+        study = load_study(DEFAULT_STUDY)
+        refs, label, study_trials = study["scenarios"], study["name"], study.get("trials")
+    else:
+        label = None
+    scenarios, problems = [], []
+    for ref in refs:
+        try:
+            scenarios.append(check(ref, overrides))
+        except InputError as exc:
+            problems += [Problem(f"{exc.source or ref}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
+    if problems:
+        raise InputError(problems)
+    scenarios = _unique_names(scenarios)
+    return label or " vs ".join(s.name for s in scenarios), scenarios, study_trials
+
+
+def run(
+    scenarios: Sequence[str | Scenario] | None = None,
+    trials: int | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    out: str | Path | None = None,
+    keep_trials: bool = True,
+    chunk_trials: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    progress=None,
+    figures: bool = True,
+):
+    """The full chain over ``trials`` trials of each scenario (paired: same seed, common
+    random numbers); returns a :class:`~mcengine.results.Results`.
+
+    With two or more scenarios the summary also holds ``"paired"``: per metric, the
+    distribution of second/first over paired trials and the share of trials where the
+    second is below the first (``"paired_all"`` has every later scenario against the first).
+    ``out`` writes summary.json, the resolved scenarios, figures and (with ``keep_trials``)
+    ``trials.parquet``; ``resume=True`` continues the interrupted run in ``out``.
+    """
+    from . import runner
+    from .results import Results
+
+    start = time.perf_counter()
+    out = Path(out) if out is not None else None
+    chunk_trials = runner.DEFAULT_CHUNK_TRIALS if chunk_trials is None else chunk_trials
+    if resume:
+        if out is None:
+            raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
+        spec, label = None, None
+        if scenarios:
+            label, resolved, _ = resolve_scenarios(scenarios, overrides)
+            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", trials or resolved[0].run.trials), keep_trials)
+    else:
+        label, resolved, study_trials = resolve_scenarios(scenarios, overrides)
+        n = trials if trials is not None else (study_trials or resolved[0].run.trials)
+        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep_trials)
+    outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress)
+    spec = outcome.spec
+    names = [s.name for s in spec.scenarios]
+    label = label or (DEFAULT_STUDY if resume and not scenarios else " vs ".join(names))
+    doc = {"scenario": label, "seed": spec.seed, "trials": spec.trials}
+    doc.update(outcome.accumulators.summary())
+    doc["elapsed_s"] = time.perf_counter() - start
+    table = None
+    if keep_trials or spec.keep_trials:
+        import pandas as pd
+
+        if out is not None:
+            table = pd.read_parquet(out / runner.TRIALS_DIR)
+        elif outcome.frames:
+            table = pd.concat(outcome.frames, ignore_index=True)
+    results = Results(doc, outcome.accumulators, table)
+    if out is not None:
+        _write_outputs(results, spec, out, figures)
+    return results
+
+
+def compare(a: str | Scenario, b: str | Scenario, *more: str | Scenario, **kwargs):
+    """Paired comparison of B (and more) against A: :func:`run` with two or more scenarios."""
+    return run([a, b, *more], **kwargs)
+
+
+def _write_outputs(results, spec, out: Path, figures: bool) -> None:
+    from .io import write_json
+
+    for s in spec.scenarios:
+        write_scenario(s, out)
+    if figures:
+        from .report import write_figures
+
+        results.doc["figures"] = [str(p.name) for p in write_figures(results, out)]
+    write_json(out / "summary.json", results.doc)

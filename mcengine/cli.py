@@ -136,6 +136,117 @@ def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonO
     _emit(doc, as_json, out, render, [s])
 
 
+TrialsOpt = Annotated[Optional[int], typer.Option("--trials", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
+KeepOpt = Annotated[bool, typer.Option("--keep-trials", help="Also write the per-trial table (trials.parquet) to --out.")]
+ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", help="Continue the interrupted run saved in this folder.", show_default=False)]
+SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", help="Run chunks on a Dask cluster (tcp://HOST:PORT).", show_default=False)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
+ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
+
+
+def _progress_bar(as_json: bool, quiet: bool):
+    """A rich progress bar on stderr; silent with --quiet, or with --json off a terminal."""
+    if quiet or (as_json and not sys.stderr.isatty()):
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    bar = Progress(
+        TextColumn("trials"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )
+    task = bar.add_task("run", total=None, rate="")
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+        speed = bar.tasks[0].speed
+        bar.update(task, rate=f"{speed:,.0f} trials/s" if speed else "")
+
+    return bar, update
+
+
+def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials) -> None:
+    from contextlib import nullcontext
+
+    from .report import render_run
+
+    api.set_threads(threads)
+    if keep_trials and out is None and resume is None:
+        from .errors import Problem
+
+        raise InputError(Problem("--keep-trials", True, "needs --out DIR (the per-trial table is written there)"))
+    bar, update = _progress_bar(as_json, quiet)
+    folder = resume if resume is not None else out
+    try:
+        with bar if bar is not None else nullcontext():
+            results = api.run(
+                scenarios or None, trials=trials, seed=seed, overrides=overrides or (), out=folder,
+                keep_trials=keep_trials, chunk_trials=chunk_trials, scheduler=scheduler,
+                resume=resume is not None, progress=update,
+            )
+    except KeyboardInterrupt:
+        if folder is not None:
+            sys.stderr.write(f"interrupted: finished chunks are saved; continue with: mcengine run --resume {folder}\n")
+        else:
+            sys.stderr.write("interrupted (nothing saved: run with --out DIR to be able to resume)\n")
+        raise typer.Exit(130) from None
+    doc = results.summary()
+    if as_json:
+        from .io import dumps
+
+        sys.stdout.write(dumps(doc) + "\n")
+    else:
+        _console().print(render_run(doc))
+        if folder is not None:
+            _console().print(f"results in {folder}/ (summary.json, figures, resolved scenarios)")
+
+
+@app.command("run")
+def run_cmd(
+    scenarios: Annotated[Optional[list[str]], typer.Argument(help="Scenarios (paths or shipped names); none = the shipped case study.", show_default=False)] = None,
+    trials: TrialsOpt = None,
+    seed: SeedOpt = None,
+    overrides: SetOpt = None,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+    keep_trials: KeepOpt = False,
+    resume: ResumeOpt = None,
+    scheduler: SchedulerOpt = None,
+    quiet: QuietOpt = False,
+    chunk_trials: ChunkOpt = None,
+) -> None:
+    """Full chain: cost per token and availability distributions (no argument = the case study)."""
+    _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials)
+
+
+@app.command("compare")
+def compare_cmd(
+    a: ScenarioArg,
+    b: ScenarioArg,
+    more: Annotated[Optional[list[str]], typer.Argument(help="More scenarios, each paired with A.", show_default=False)] = None,
+    trials: TrialsOpt = None,
+    seed: SeedOpt = None,
+    overrides: SetOpt = None,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+    keep_trials: KeepOpt = False,
+    resume: ResumeOpt = None,
+    scheduler: SchedulerOpt = None,
+    quiet: QuietOpt = False,
+    chunk_trials: ChunkOpt = None,
+) -> None:
+    """Paired comparison of B (and more) against A: same seed, common random numbers."""
+    _run([a, b, *(more or [])], trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials)
+
+
 @app.command("validate")
 def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""

@@ -161,6 +161,22 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
     return build(raw, source)
 
 
+# ----------------------------------------------------------------------------- studies
+
+
+def study_names() -> list[str]:
+    return sorted(p.stem for p in (configs_dir() / "studies").glob("*.toml"))
+
+
+def load_study(name: str) -> dict:
+    """A shipped study: ``{"name", "description", "scenarios": [refs], "trials"}``."""
+    if name not in study_names():
+        raise InputError(Problem("study", name, "allowed: " + ", ".join(study_names()), did_you_mean(name, study_names())))
+    raw = read_toml(configs_dir() / "studies" / f"{name}.toml")
+    raw.setdefault("name", name)
+    return raw
+
+
 # ----------------------------------------------------------------------------- model cards
 
 
