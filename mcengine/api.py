@@ -190,19 +190,18 @@ def run(
     if resume:
         if out is None:
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
-        spec, label = None, None
+        spec = None
         if scenarios:
             label, resolved, _ = resolve_scenarios(scenarios, overrides)
-            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", trials or resolved[0].run.trials), keep_trials)
+            n = trials if trials is not None else resolved[0].run.trials
+            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep_trials, label)
     else:
         label, resolved, study_trials = resolve_scenarios(scenarios, overrides)
         n = trials if trials is not None else (study_trials or resolved[0].run.trials)
-        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep_trials)
+        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep_trials, label)
     outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress)
     spec = outcome.spec
-    names = [s.name for s in spec.scenarios]
-    label = label or (DEFAULT_STUDY if resume and not scenarios else " vs ".join(names))
-    doc = {"scenario": label, "seed": spec.seed, "trials": spec.trials}
+    doc = {"scenario": spec.label, "seed": spec.seed, "trials": spec.trials}
     doc.update(outcome.accumulators.summary())
     doc["elapsed_s"] = time.perf_counter() - start
     table = None

@@ -45,6 +45,7 @@ class RunSpec:
     seed: int
     trials: int
     keep_trials: bool = False
+    label: str = ""  # the run's name in its summary; not part of the fingerprint
 
     def fingerprint(self) -> str:
         doc = {"scenarios": [s.to_dict() for s in self.scenarios], "seed": self.seed, "trials": self.trials, "keep_trials": self.keep_trials}
@@ -56,13 +57,14 @@ class RunSpec:
             "seed": self.seed,
             "trials": self.trials,
             "keep_trials": self.keep_trials,
+            "label": self.label,
             "fingerprint": self.fingerprint(),
         }
 
     @classmethod
     def from_dict(cls, doc: dict) -> "RunSpec":
         scenarios = tuple(scenario_from_dict(d, f"{RUN_FILE} scenario {d.get('name')!r}") for d in doc["scenarios"])
-        return cls(scenarios, int(doc["seed"]), int(doc["trials"]), bool(doc["keep_trials"]))
+        return cls(scenarios, int(doc["seed"]), int(doc["trials"]), bool(doc["keep_trials"]), str(doc.get("label", "")))
 
 
 @dataclass
