@@ -61,6 +61,11 @@ class WorkloadSection:
     batch: int | str = integer(AUTO, 'Concurrent sequences per instance; "auto" = largest that fits HBM and the SLO.', lo=1, hi=10**7, auto_ok=True)
     tensor_parallel: int | str = integer(AUTO, 'Tensor-parallel degree t; "auto" searches the layouts.', lo=1, hi=10**6, auto_ok=True)
     pipeline_parallel: int | str = integer(AUTO, 'Pipeline stages p; "auto" searches the layouts.', lo=1, hi=10**6, auto_ok=True)
+    expert_parallel: bool = flag(
+        False,
+        "MoE only: each tensor-parallel rank holds experts/t whole experts and tokens move by a dispatch and a "
+        "combine all-to-all per layer (GenZ, llm-analysis: notes roofline.md 2.8) instead of sharding every expert.",
+    )
     compute_efficiency: Dist = number(0.5, "Achieved share of peak FLOP/s (prefill measured 33-45%).", **_EFF)
     memory_efficiency: Dist = number(0.7, "Achieved share of HBM bandwidth (decode measured 55-60% of the bound).", **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)

@@ -1,0 +1,411 @@
+"""Closed forms of the roofline stage: parameter counts, KV bytes, collectives, phase
+times and batch limits, as plain NumPy functions.
+
+The stage (:mod:`mcengine.stages.roofline`), its tests and ``mcengine validate`` share
+these functions. Every time function broadcasts over trials: scalar model shapes and
+layouts, per-trial arrays (or floats) of rates and batch sizes.
+
+Notation (``shared/reference/notes/roofline.md`` §2): ``L`` layers, ``d`` hidden,
+``n_h``/``n_kv`` query/KV heads, ``d_h`` head dim, ``d_ff`` FFN size, ``V`` vocab,
+``b_w``/``b_kv`` bytes per weight/KV element, ``t``/``p`` tensor/pipeline degrees,
+``F``/``W``/``W_link`` effective FLOP/s, HBM bytes/s and link bytes/s per device
+(peak x efficiency). Activations cross the wire in bf16 (:data:`ACT_BYTES`).
+
+Model (per phase, aggregate roofline with collectives in series, notes §2.5, §4):
+
+* ``time = max(compute, memory) + comm + overhead``; ``bound`` names the largest of
+  compute, memory and comm ("network").
+* Tensor parallelism shards every matrix over ``t`` ranks, except that each rank keeps
+  at least one KV head (``max(1, n_kv/t)``, notes §2.11): the KV cache *and* the K/V
+  projection weights are replicated when ``t > n_kv``, as vLLM/TRT-LLM do. For
+  ``t <= n_kv`` the per-rank weights are exactly ``P/t``.
+* Two ring all-reduces per layer (after attention and after the MLP) of
+  ``tokens x d x 2`` bytes, each ``collective_start + 2(t-1) hop + 2(t-1)/t bytes/W_link``
+  (GenZ form, notes §2.8); zero at ``t = 1``.
+* Pipeline parallelism (notes §2.9): ``L/p`` layers per stage, balanced (the embedding
+  and LM head counted as ``1/p`` per stage), ``m = min(B, p)`` micro-batches of ``B/m``
+  sequences, each stage re-reading its weights per micro-batch, one point-to-point
+  (``collective_start + hop + bytes/W_link``) per stage boundary. Decode: a sequence's
+  token traverses the ``p`` stages, so ``TPOT = p x stage(B/m) + (p-1) p2p`` = the
+  whole-model time at micro-batch ``B/m`` plus the hops: the weight term equals one TP
+  group's, PP adds capacity, not decode bandwidth. Prefill has no token dependency, so
+  continuous batching keeps the pipeline full: the instance spends ``m/p`` times the
+  whole-model time at ``B/m`` on a batch (no fill/drain bubble), while one prompt's
+  TTFT is the whole-model time at one prompt plus the ``(p-1)`` hops.
+* MoE: every layer's MLP is ``experts`` routed experts of ``expert_ffn`` (+ shared
+  experts + a ``d x E`` router); ``ffn`` is unused. A token computes ``k`` experts;
+  a step streams the distinct experts its tokens touch, ``E (1 - (1 - k/E)^tokens)``
+  under uniform routing (notes §2.1; routing imbalance is not modelled). Experts are
+  tensor-sharded like a dense MLP unless ``expert_parallel``: then each rank holds
+  ``E/t`` whole experts (same bytes and FLOPs per rank in expectation) and the MLP
+  all-reduce is replaced by a dispatch and a combine all-to-all of
+  ``tokens x k x d x 2 / t`` bytes per rank, each
+  ``collective_start + (t-1) hop + (t-1)/t bytes/W_link`` (notes §2.8; GenZ,
+  llm-analysis). The attention all-reduce stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..scenario.sections.workload import ModelCard
+from ..units import BYTES_PER_GB, BYTES_PER_TB, FLOPS_PER_TFLOP, MS_PER_S, US_PER_S
+
+#: Bytes per activation element on the wire (bf16); the brief's ``B x d x 2``.
+ACT_BYTES = 2.0
+#: Largest batch the SLO search considers (the schema allows ``batch`` up to 1e7).
+SLO_SEARCH_CAP = 2**24
+BOUNDS = ("compute", "memory", "network")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one instance is split: ``tensor`` x ``pipeline`` GPUs."""
+
+    tensor: int
+    pipeline: int = 1
+    expert_parallel: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor * self.pipeline
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Effective per-device rates, latencies and precisions (floats or per-trial arrays).
+
+    Units: FLOP/s, bytes/s, seconds, bytes per element.
+    """
+
+    flops_per_s: np.ndarray | float
+    hbm_bytes_per_s: np.ndarray | float
+    link_bytes_per_s: np.ndarray | float
+    collective_start_s: np.ndarray | float = 0.0
+    hop_latency_s: np.ndarray | float = 0.0
+    step_overhead_s: np.ndarray | float = 0.0
+    layer_overhead_s: np.ndarray | float = 0.0
+    bytes_per_param: float = 2.0
+    kv_bytes: float = 2.0
+
+    @classmethod
+    def from_peaks(
+        cls,
+        peak_tflops,
+        hbm_tbps,
+        link_gbps,
+        compute_efficiency=1.0,
+        memory_efficiency=1.0,
+        link_efficiency=1.0,
+        collective_start_us=0.0,
+        hop_latency_us=0.0,
+        step_overhead_ms=0.0,
+        layer_overhead_us=0.0,
+        bytes_per_param: float = 2.0,
+        kv_bytes: float = 2.0,
+    ) -> "Rates":
+        """From datasheet units: ``F = peak x compute_efficiency`` etc."""
+        return cls(
+            flops_per_s=np.asarray(peak_tflops, float) * FLOPS_PER_TFLOP * compute_efficiency,
+            hbm_bytes_per_s=np.asarray(hbm_tbps, float) * BYTES_PER_TB * memory_efficiency,
+            link_bytes_per_s=np.asarray(link_gbps, float) * BYTES_PER_GB * link_efficiency,
+            collective_start_s=np.asarray(collective_start_us, float) / US_PER_S,
+            hop_latency_s=np.asarray(hop_latency_us, float) / US_PER_S,
+            step_overhead_s=np.asarray(step_overhead_ms, float) / MS_PER_S,
+            layer_overhead_s=np.asarray(layer_overhead_us, float) / US_PER_S,
+            bytes_per_param=float(bytes_per_param),
+            kv_bytes=float(kv_bytes),
+        )
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    """The terms of one phase (seconds, arrays over trials): ``total = max(compute,
+    memory) + comm + overhead``."""
+
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    comm_s: np.ndarray
+    overhead_s: np.ndarray
+
+    @property
+    def total_s(self) -> np.ndarray:
+        return np.maximum(self.compute_s, self.memory_s) + self.comm_s + self.overhead_s
+
+    @property
+    def bound(self) -> np.ndarray:
+        """The largest of compute, memory and comm per trial (ties: that order)."""
+        stack = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.comm_s))
+        return np.asarray(BOUNDS)[np.argmax(stack, axis=0)]
+
+    def terms_ms(self, i: int = 0) -> dict[str, float]:
+        """Trial ``i``'s terms in milliseconds (for reports)."""
+        names = ("compute", "memory", "comm", "overhead")
+        values = (self.compute_s, self.memory_s, self.comm_s, self.overhead_s)
+        return {f"{n}_ms": float(np.ravel(v)[i]) * MS_PER_S for n, v in zip(names, values)}
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _matrices(m: ModelCard) -> int:
+    return 3 if m.gated_mlp else 2
+
+
+def attention_params(m: ModelCard) -> int:
+    """Q, K, V and O projections of one layer: ``d n_h d_h + 2 d n_kv d_h + n_h d_h d``."""
+    d, dh = m.hidden, m.head_dim
+    return d * m.heads * dh + 2 * d * m.kv_heads * dh + m.heads * dh * d
+
+
+def expert_params(m: ModelCard) -> int:
+    """One MoE expert (``(3 or 2) d expert_ffn``); 0 for a dense model."""
+    return _matrices(m) * m.hidden * m.expert_ffn if m.experts else 0
+
+
+def mlp_params(m: ModelCard) -> int:
+    """MLP weights of one layer: ``(3 or 2) d d_ff`` dense; all experts + shared + router for MoE."""
+    if not m.experts:
+        return _matrices(m) * m.hidden * m.ffn
+    return (m.experts + m.shared_experts) * expert_params(m) + m.hidden * m.experts
+
+
+def active_mlp_params(m: ModelCard) -> int:
+    """MLP weights one token multiplies by (``k`` routed + shared experts + router for MoE)."""
+    if not m.experts:
+        return mlp_params(m)
+    return (m.experts_per_token + m.shared_experts) * expert_params(m) + m.hidden * m.experts
+
+
+def params_per_layer(m: ModelCard) -> int:
+    """``P_layer`` = attention + MLP + two norms (``2d``), notes §2.1."""
+    return attention_params(m) + mlp_params(m) + 2 * m.hidden
+
+
+def params_streamed(m: ModelCard) -> int:
+    """``P_stream = L P_layer + V d``: what a dense decode step reads (LM head included)."""
+    return m.layers * params_per_layer(m) + m.vocab * m.hidden
+
+
+def params_total(m: ModelCard) -> int:
+    """All weights: ``P_stream`` plus the input embedding ``V d`` unless tied."""
+    return params_streamed(m) + (0 if m.tied_embeddings else m.vocab * m.hidden)
+
+
+def params_active(m: ModelCard) -> int:
+    """Weights one token multiplies by (``= P_stream`` for a dense model)."""
+    return m.layers * (attention_params(m) + active_mlp_params(m) + 2 * m.hidden) + m.vocab * m.hidden
+
+
+def experts_touched(m: ModelCard, tokens) -> np.ndarray:
+    """Expected distinct routed experts hit by ``tokens`` tokens: ``E (1 - (1 - k/E)^tokens)``."""
+    if not m.experts:
+        return np.zeros(np.shape(tokens))
+    return m.experts * (1.0 - (1.0 - m.experts_per_token / m.experts) ** np.asarray(tokens, float))
+
+
+# --------------------------------------------------------------------------- per TP rank
+
+
+def kv_heads_per_rank(m: ModelCard, t: int) -> float:
+    """``max(1, n_kv/t)``: KV heads one tensor-parallel rank stores (replicated if t > n_kv)."""
+    return max(1.0, m.kv_heads / t)
+
+
+def _attention_rank(m: ModelCard, t: int) -> float:
+    """Attention weights per rank: Q and O sharded, K and V per the replicated KV heads."""
+    d, dh = m.hidden, m.head_dim
+    return 2.0 * d * m.heads * dh / t + 2.0 * d * dh * kv_heads_per_rank(m, t)
+
+
+def rank_params_active(m: ModelCard, t: int) -> float:
+    """Weights per rank that one token multiplies by (all layers, LM head included)."""
+    per_layer = _attention_rank(m, t) + (active_mlp_params(m) + 2 * m.hidden) / t
+    return m.layers * per_layer + m.vocab * m.hidden / t
+
+
+def rank_params_streamed(m: ModelCard, t: int, tokens) -> np.ndarray:
+    """Weights per rank read by a forward pass over ``tokens`` tokens (all layers + LM head).
+
+    Dense: every weight. MoE: attention, norms, router, shared experts and the expected
+    distinct routed experts the tokens touch.
+    """
+    if m.experts:
+        mlp = m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m)
+    else:
+        mlp = np.full(np.shape(tokens), float(mlp_params(m)))
+    per_layer = _attention_rank(m, t) + (mlp + 2 * m.hidden) / t
+    return m.layers * per_layer + m.vocab * m.hidden / t
+
+
+def rank_params_held(m: ModelCard, t: int) -> float:
+    """Weights per rank held in HBM over all layers (embedding included unless tied)."""
+    per_layer = _attention_rank(m, t) + (mlp_params(m) + 2 * m.hidden) / t
+    embeddings = 1 if m.tied_embeddings else 2
+    return m.layers * per_layer + embeddings * m.vocab * m.hidden / t
+
+
+def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float) -> float:
+    """KV bytes per token on one tensor-parallel rank over all ``L`` layers:
+    ``2 L max(1, n_kv/t) d_h b_kv`` (notes §2.3)."""
+    return 2.0 * m.layers * kv_heads_per_rank(m, t) * m.head_dim * kv_bytes
+
+
+def kv_bytes_per_token_per_gpu(m: ModelCard, layout: Layout, kv_bytes: float) -> float:
+    """KV bytes per token on one GPU: the rank's share of its ``L/p`` layers."""
+    return kv_bytes_per_token_rank(m, layout.tensor, kv_bytes) / layout.pipeline
+
+
+def weights_bytes_per_gpu(m: ModelCard, layout: Layout, bytes_per_param: float) -> float:
+    """Weight bytes one GPU holds: ``b_w x held params per rank / p``."""
+    return bytes_per_param * rank_params_held(m, layout.tensor) / layout.pipeline
+
+
+# --------------------------------------------------------------------------- collectives
+
+
+def allreduce_s(nbytes, t: int, r: Rates) -> np.ndarray:
+    """Ring all-reduce of ``nbytes`` per rank over ``t`` ranks (0 at ``t = 1``):
+    ``start + 2(t-1) hop + 2(t-1)/t nbytes / W_link``."""
+    if t == 1:
+        return np.zeros(np.shape(nbytes))
+    return r.collective_start_s + 2 * (t - 1) * r.hop_latency_s + 2.0 * (t - 1) / t * np.asarray(nbytes) / r.link_bytes_per_s
+
+
+def all_to_all_s(nbytes, t: int, r: Rates) -> np.ndarray:
+    """All-to-all of ``nbytes`` per rank over ``t`` ranks (0 at ``t = 1``):
+    ``start + (t-1) hop + (t-1)/t nbytes / W_link``."""
+    if t == 1:
+        return np.zeros(np.shape(nbytes))
+    return r.collective_start_s + (t - 1) * r.hop_latency_s + (t - 1) / t * np.asarray(nbytes) / r.link_bytes_per_s
+
+
+def p2p_s(nbytes, r: Rates) -> np.ndarray:
+    """Point-to-point send between pipeline stages: ``start + hop + nbytes / W_link``."""
+    return r.collective_start_s + r.hop_latency_s + np.asarray(nbytes) / r.link_bytes_per_s
+
+
+def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates) -> np.ndarray:
+    """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers."""
+    t, message = layout.tensor, np.asarray(tokens, float) * m.hidden * ACT_BYTES
+    if m.experts and layout.expert_parallel:
+        dispatch = message * m.experts_per_token / t
+        return m.layers * (allreduce_s(message, t, r) + 2 * all_to_all_s(dispatch, t, r))
+    return 2 * m.layers * allreduce_s(message, t, r)
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def mean_context(prompt_tokens: int, output_tokens: int) -> float:
+    """``T̄ = S + O/2``: the mean context a decode step attends to."""
+    return prompt_tokens + output_tokens / 2.0
+
+
+def micro_batches(batch, pipeline: int) -> np.ndarray:
+    """``m = min(B, p)`` micro-batches in flight."""
+    return np.minimum(np.asarray(batch, float), pipeline)
+
+
+def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> PhaseTimes:
+    """One decode step of ``batch`` sequences at mean context ``context`` (TPOT terms).
+
+    ``compute = b (2 P_active + 4 L n_h d_h T̄)/t / F``; ``memory = (b_w P_stream/t +
+    b T̄ KV_rank) / W``; ``comm = 2L all-reduces of b d 2 bytes + (p-1) p2p``;
+    ``overhead = step + L layer``, with ``b = B/m`` (``b = B`` without pipelining).
+    """
+    t, p = layout.tensor, layout.pipeline
+    b = np.asarray(batch, float) / micro_batches(batch, p)
+    ctx = np.asarray(context, float)
+    flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
+    nbytes = r.bytes_per_param * rank_params_streamed(m, t, b) + b * ctx * kv_bytes_per_token_rank(m, t, r.kv_bytes)
+    comm = forward_comm_s(m, layout, b, r) + (p - 1) * p2p_s(b * m.hidden * ACT_BYTES, r)
+    overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
+    return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead)
+
+
+def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:
+    """FLOPs, HBM bytes and collective seconds per TP rank of one whole-model forward
+    over ``b`` prompts of ``S`` tokens (causal attention, LM head on the last token)."""
+    t = layout.tensor
+    s = float(prompt_tokens)
+    head = m.vocab * m.hidden / t
+    flops = b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
+    nbytes = r.bytes_per_param * rank_params_streamed(m, t, b * s) + b * s * kv_bytes_per_token_rank(m, t, r.kv_bytes)
+    return flops, nbytes, forward_comm_s(m, layout, b * s, r)
+
+
+def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
+    """Instance time to prefill ``batch`` prompts of ``S`` tokens.
+
+    Without pipelining: ``compute = B (2 L P_layer S + 2 L n_h d_h S² + 2 d V)/t / F``,
+    ``memory = (b_w P_stream/t + B S KV_rank) / W``, ``comm = 2L all-reduces of
+    B S d 2 bytes``, ``overhead = step + L layer``. With ``p`` stages the pipeline is
+    kept full by continuous batching (no fill/drain bubble): ``m`` micro-batches of
+    ``b = B/m`` pass every stage, so each term is ``m/p`` times the whole-model term at
+    ``b``, plus ``m (p-1)/p`` point-to-points of ``b S d 2`` bytes.
+    """
+    p = layout.pipeline
+    mb = micro_batches(batch, p)
+    b = np.asarray(batch, float) / mb
+    share = mb / p
+    flops, nbytes, comm = _prefill_forward(m, layout, b, prompt_tokens, r)
+    hops = mb * (p - 1) / p * p2p_s(b * prompt_tokens * m.hidden * ACT_BYTES, r)
+    overhead = r.step_overhead_s + share * m.layers * r.layer_overhead_s
+    return _phase(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead)
+
+
+def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rates) -> PhaseTimes:
+    """TTFT: the latency of one prompt's prefill, through all ``p`` stages in turn
+    (``= prefill(batch=1)`` without pipelining; ``(p-1)`` point-to-points with it)."""
+    flops, nbytes, comm = _prefill_forward(m, layout, 1.0, prompt_tokens, r)
+    hops = (layout.pipeline - 1) * p2p_s(prompt_tokens * m.hidden * ACT_BYTES, r)
+    overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
+    return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead)
+
+
+def _phase(compute, memory, comm, overhead) -> PhaseTimes:
+    """The four terms as float arrays of one common (trial) shape."""
+    parts = np.broadcast_arrays(*(np.asarray(x, float) for x in (compute, memory, comm, overhead)))
+    return PhaseTimes(*(np.array(x) for x in parts))
+
+
+def instance_tokens_per_s(m: ModelCard, layout: Layout, batch, prompt_tokens: int, output_tokens: int, r: Rates) -> np.ndarray:
+    """Output tokens/s of one instance serving batches of ``B`` requests back to back:
+    ``B O / (prefill(B) + O TPOT(B))`` with TPOT at ``T̄ = S + O/2``."""
+    context = mean_context(prompt_tokens, output_tokens)
+    cycle = prefill(m, layout, batch, prompt_tokens, r).total_s + output_tokens * decode_step(m, layout, batch, context, r).total_s
+    return np.asarray(batch, float) * output_tokens / cycle
+
+
+# --------------------------------------------------------------------------- batch limits
+
+
+def free_kv_bytes_per_gpu(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, bytes_per_param: float) -> np.ndarray:
+    """HBM left for the KV cache on one GPU: ``u x HBM - weights per GPU`` (negative: no fit)."""
+    hbm = np.asarray(hbm_gb, float) * BYTES_PER_GB
+    return usable_fraction * hbm - weights_bytes_per_gpu(m, layout, bytes_per_param)
+
+
+def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, context_tokens, bytes_per_param: float, kv_bytes: float) -> np.ndarray:
+    """``B_max``: sequences whose KV cache at ``context_tokens`` fits next to the weights
+    (notes §2.4), 0 when not even one does. int64."""
+    free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param)
+    per_sequence = context_tokens * kv_bytes_per_token_per_gpu(m, layout, kv_bytes)
+    return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
+
+
+def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+    """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
+    it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
+    shape = np.broadcast_shapes(np.shape(slo_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
+    lo = np.zeros(shape, np.int64)  # TPOT(lo) <= slo (lo = 0: vacuous)
+    hi = np.full(shape, cap + 1, np.int64)  # TPOT(hi) > slo (cap + 1: assumed)
+    while np.any(open_ := hi - lo > 1):
+        mid = np.where(open_, (lo + hi) // 2, 1)
+        ok = decode_step(m, layout, mid, context, r).total_s <= slo_s
+        lo = np.where(open_ & ok, mid, lo)
+        hi = np.where(open_ & ~ok, mid, hi)
+    return lo
