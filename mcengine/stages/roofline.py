@@ -24,7 +24,7 @@ from ..analytic import roofline as ra
 from ..errors import InputError, NumericalError, Problem
 from ..scenario import Scenario, load_scenario
 from ..scenario.load import load_model_card
-from ..scenario.sampling import TrialInputs, quantile_inputs
+from ..scenario.sampling import TrialInputs
 from ..units import BYTES_PER_GB, MS_PER_S
 from ..validation import Check
 from ._roofline_layout import Evaluation, choose_layout, evaluate
@@ -170,7 +170,7 @@ def render(body: dict):
             str(row["tensor"]), str(row["pipeline"]), "yes" if row["fits"] else "no", str(row["batch"]),
             _fmt(row["tpot_ms"]), "met" if row["slo_met"] else "missed",
             _fmt(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "chosen" if row["chosen"] else "",
-        )  # fmt: skip
+        )
     return Group(summary, terms, layouts)
 
 
