@@ -28,6 +28,18 @@ METRICS = (
     "tokens_per_s_per_gpu",
 )
 
+#: Metrics compared as paired ratios B/A: those that are positive in every trial (a count
+#: such as stock-out hours can be zero, and a ratio of it would mean nothing).
+PAIRED_METRICS = (
+    "cost_per_mtok_usd",
+    "availability",
+    "tokens_per_s",
+    "gpu_cost_usd",
+    "capex_usd",
+    "energy_usd",
+    "tokens_per_s_per_gpu",
+)
+
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."
 

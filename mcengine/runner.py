@@ -27,7 +27,7 @@ import pandas as pd
 
 from .errors import InputError, Problem
 from .io import write_atomic, write_json
-from .pipeline import METRICS, run_chunk
+from .pipeline import METRICS, PAIRED_METRICS, run_chunk
 from .results import BLOCK_TRIALS, Summary
 from .scenario import Scenario, scenario_from_dict
 
@@ -86,7 +86,7 @@ class Accumulators:
                 self.metrics.setdefault((name, metric), Summary()).add(cols[metric], f"{name}.{metric}")
             if name == base:
                 continue
-            for metric in METRICS:
+            for metric in PAIRED_METRICS:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
@@ -105,7 +105,7 @@ class Accumulators:
                     "ratio": self.ratios[(name, metric)].to_dict(),
                     "p_b_below_a": self.below[(name, metric)] / self.trials_done,
                 }
-                for metric in METRICS
+                for metric in PAIRED_METRICS
             }
         if pairs:
             doc["baseline"] = base
