@@ -1,0 +1,220 @@
+"""Tables and figures of `mcengine sweep` and `mcengine sensitivity` documents.
+
+The JSON documents of :mod:`mcengine.sensitivity` stay the source of truth; these
+functions only draw them. Figures are PNG files written atomically
+(:func:`mcengine.report._save` → :func:`mcengine.io.write_atomic`):
+
+* 1-D sweep: ``sweep_<param>.png``, one panel per output: the median and the 90% band
+  (5th-95th percentile) against the value; with two scenarios the paired ratio B/A,
+  with P(B < A) on a second axis and the 0.5 crossings marked;
+* 2-D sweep: ``sweep_<param1>_x_<param2>_<output>.png``, a heat map per output of
+  P(B < A) with its 0.5 contour (where the verdict flips) for two scenarios, or of the
+  median for one;
+* ``tornado_<output>.png``: bars from the baseline to the output at each input's 5th
+  and 95th percentile, largest swing on top;
+* ``sobol_<output>.png``: first-order and total indices with their confidence bars.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .report import _fmt, _save
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _value_text(v) -> str:
+    if isinstance(v, list):
+        return " × ".join(_value_text(x) for x in v)
+    return _fmt(v) if _is_number(v) else str(v)
+
+
+def _what(doc: dict, metric: str) -> str:
+    return f"{metric} ratio {doc['ratio_of']}" if "ratio_of" in doc else metric
+
+
+# ----------------------------------------------------------------------------- tables
+def render_sweep(doc: dict):
+    """One row per value: median [5%–95%] of every output (and P(B < A) for two scenarios)."""
+    from rich.table import Table
+
+    params = doc["param"] if isinstance(doc["param"], list) else [doc["param"]]
+    paired = "ratio_of" in doc
+    columns = [" × ".join(params)]
+    for m in doc["outputs"]:
+        columns.append(_what(doc, m) + " p50 [p05–p95]")
+        if paired:
+            columns.append(f"P(B<A) {m}")
+    table = Table(*columns, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}")
+    for row in doc["rows"]:
+        cells = [_value_text(row["value"])]
+        for m in doc["outputs"]:
+            d = row[m]
+            cells.append(f"{d['p50']:.4g} [{d['p05']:.4g} – {d['p95']:.4g}]")
+            if paired:
+                cells.append(f"{row['p_b_below_a'][m]:.3f}")
+        table.add_row(*cells)
+    return table
+
+
+def render_tornado(doc: dict):
+    from rich.table import Table
+
+    lo, hi = doc["quantiles"]
+    table = Table("input", f"input at p{lo * 100:g} → p{hi * 100:g}", f"output at p{lo * 100:g}", f"output at p{hi * 100:g}", "swing",
+                  title=f"tornado of {_what(doc, doc['output'])} ({doc['scenario']}): median over {doc['trials']:,} trials, baseline {doc['baseline']:.4g}")
+    for key, bar in doc["bars"].items():
+        table.add_row(key, f"{bar['input_low']:.4g} → {bar['input_high']:.4g}", f"{bar['low']:.4g}", f"{bar['high']:.4g}", f"{bar['swing']:.4g}")
+    return table
+
+
+def render_sobol(doc: dict):
+    from rich.table import Table
+
+    pct = f"{doc['conf_level'] * 100:g}%"
+    table = Table("input", "S1", f"± ({pct})", "ST", f"± ({pct})",
+                  title=f"Sobol' indices of {_what(doc, doc['output'])} ({doc['scenario']}): N = {doc['base_samples']:,}, {doc['evaluations']:,} trials")
+    for key, ix in doc["indices"].items():
+        table.add_row(key, f"{ix['S1']:.3f}", f"{ix['S1_conf']:.3f}", f"{ix['ST']:.3f}", f"{ix['ST_conf']:.3f}")
+    return table
+
+
+def render(doc: dict):
+    """The table of any sweep / sensitivity document."""
+    if "rows" in doc:
+        return render_sweep(doc)
+    return render_tornado(doc) if doc["method"] == "tornado" else render_sobol(doc)
+
+
+# ----------------------------------------------------------------------------- figures
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _sweep_1d(doc: dict, out: Path) -> Path:
+    import numpy as np
+
+    plt = _plt()
+    rows, outputs = doc["rows"], doc["outputs"]
+    values = [r["value"] for r in rows]
+    numeric = all(_is_number(v) for v in values)
+    x = np.array(values, dtype=float) if numeric else np.arange(len(values))
+    paired = "ratio_of" in doc
+    fig, axes = plt.subplots(len(outputs), 1, figsize=(7, 3.2 * len(outputs)), squeeze=False, sharex=True)
+    for ax, m in zip(axes[:, 0], outputs):
+        med = [r[m]["p50"] for r in rows]
+        ax.fill_between(x, [r[m]["p05"] for r in rows], [r[m]["p95"] for r in rows], alpha=0.25, label="90% band (p05–p95)")
+        ax.plot(x, med, "o-", label="median")
+        ax.set_ylabel(f"{m}\nratio {doc['ratio_of']}" if paired else m)
+        ax.grid(alpha=0.3)
+        if paired:
+            ax.axhline(1.0, color="k", lw=0.8)
+            twin = ax.twinx()
+            twin.plot(x, [r["p_b_below_a"][m] for r in rows], "s--", color="C3", label="P(B < A)")
+            twin.axhline(0.5, color="C3", lw=0.6, ls=":")
+            twin.set(ylim=(-0.02, 1.02), ylabel="P(B < A)")
+            for c in doc.get("crossings", {}).get(m, []):
+                ax.axvline(c, color="C3", lw=1.0)
+            twin.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper left", fontsize=8)
+    last = axes[-1, 0]
+    last.set_xlabel(doc["param"])
+    if not numeric:
+        last.set_xticks(x, [_value_text(v) for v in values])
+    elif np.all(x > 0) and x.max() / x.min() > 20:
+        last.set_xscale("log")
+    fig.suptitle(f"Sweep of {doc['param']} ({doc['scenario']}, {doc['trials']:,} paired trials per value)")
+    path = _save(fig, out / f"sweep_{_slug(doc['param'])}.png")
+    plt.close(fig)
+    return path
+
+
+def _sweep_2d(doc: dict, out: Path) -> list[Path]:
+    import numpy as np
+
+    plt = _plt()
+    p1, p2 = doc["param"]
+    v1, v2 = doc["values"]
+    paired = "ratio_of" in doc
+    paths = []
+    for m in doc["outputs"]:
+        grid = np.array([r["p_b_below_a"][m] if paired else r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
+        fig, ax = plt.subplots(figsize=(1.2 * len(v2) + 3.5, 0.8 * len(v1) + 2.5))
+        kw = dict(cmap="RdBu", vmin=0.0, vmax=1.0) if paired else dict(cmap="viridis")
+        im = ax.imshow(grid, origin="lower", aspect="auto", **kw)
+        if paired and len(v1) > 1 and len(v2) > 1 and grid.min() < 0.5 < grid.max():
+            ax.contour(np.arange(len(v2)), np.arange(len(v1)), grid, levels=[0.5], colors="k", linewidths=1.5)
+        for i in range(len(v1)):
+            for j in range(len(v2)):
+                ax.text(j, i, f"{grid[i, j]:.2f}" if paired else f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=8,
+                        color="k" if not paired or 0.25 < grid[i, j] < 0.75 else "w")
+        ax.set_xticks(range(len(v2)), [_value_text(v) for v in v2])
+        ax.set_yticks(range(len(v1)), [_value_text(v) for v in v1])
+        ax.set(xlabel=p2, ylabel=p1)
+        label = f"P({doc['ratio_of'].split(' / ')[0]} cheaper) = P(B < A) of {m}" if paired else f"median {m}"
+        fig.colorbar(im, ax=ax, label=label)
+        ax.set_title(f"{label}\n{doc['scenario']}, {doc['trials']:,} paired trials per cell" + ("; black line: 0.5 (verdict flips)" if paired else ""), fontsize=9)
+        paths.append(_save(fig, out / f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png"))
+        plt.close(fig)
+    return paths
+
+
+def _tornado(doc: dict, out: Path) -> Path:
+    plt = _plt()
+    bars = list(doc["bars"].items())[::-1]  # largest swing at the top
+    base = doc["baseline"]
+    lo, hi = doc["quantiles"]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(bars) + 1.8))
+    ys = range(len(bars))
+    ax.barh(ys, [b["low"] - base for _, b in bars], left=base, color="C0", label=f"input at its {lo * 100:g}th percentile")
+    ax.barh(ys, [b["high"] - base for _, b in bars], left=base, color="C1", alpha=0.8, label=f"input at its {hi * 100:g}th percentile")
+    ax.axvline(base, color="k", lw=0.8)
+    ax.set_yticks(list(ys), [f"{k}\n{b['input_low']:.3g} → {b['input_high']:.3g}" for k, b in bars], fontsize=8)
+    ax.set_xlabel(f"median {_what(doc, doc['output'])} (others at their medians)")
+    ax.set_title(f"Tornado: {doc['scenario']}, {doc['trials']:,} trials per bar, baseline {base:.4g}")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=8, loc="lower right")
+    path = _save(fig, out / f"tornado_{_slug(doc['output'])}.png")
+    plt.close(fig)
+    return path
+
+
+def _sobol(doc: dict, out: Path) -> Path:
+    import numpy as np
+
+    plt = _plt()
+    items = list(doc["indices"].items())[::-1]
+    y = np.arange(len(items))
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(items) + 1.8))
+    ax.barh(y + 0.2, [ix["ST"] for _, ix in items], height=0.4, xerr=[ix["ST_conf"] for _, ix in items], color="C1", label="total ST")
+    ax.barh(y - 0.2, [ix["S1"] for _, ix in items], height=0.4, xerr=[ix["S1_conf"] for _, ix in items], color="C0", label="first order S1")
+    ax.set_yticks(y, [k for k, _ in items], fontsize=8)
+    ax.axvline(0.0, color="k", lw=0.8)
+    ax.set_xlabel(f"share of the variance of {_what(doc, doc['output'])} (bars: ±{doc['conf_level'] * 100:g}% bootstrap)")
+    ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)")
+    ax.grid(alpha=0.3, axis="x")
+    ax.legend(fontsize=8, loc="lower right")
+    path = _save(fig, out / f"sobol_{_slug(doc['output'])}.png")
+    plt.close(fig)
+    return path
+
+
+def write_figures(doc: dict, out: str | Path) -> list[Path]:
+    """The PNG figures of a sweep, tornado or Sobol' document, written into ``out``."""
+    out = Path(out)
+    if "rows" in doc:
+        return _sweep_2d(doc, out) if isinstance(doc["param"], list) else [_sweep_1d(doc, out)]
+    return [_tornado(doc, out) if doc["method"] == "tornado" else _sobol(doc, out)]
