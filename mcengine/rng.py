@@ -1,0 +1,413 @@
+"""Counter-based, stateless random numbers for mcengine kernels (STYLE rule 5).
+
+Every draw is a pure function of ``(seed, stage, stream_id, trial, counter)``: one
+Philox-4x32-10 block (Salmon et al. 2011) is computed from a 128-bit counter and a
+64-bit key, so any trial can be (re)computed alone, on any thread, in any order, and a
+chunked or resumed run equals a straight one.
+
+Stream layout (the contract other modules code against):
+
+* key ``(k0, k1) = (seed & 0xffffffff, seed >> 32)``;
+* counter words ``(c0, c1, c2, c3) = (block & 0xffffffff, trial, stream_id, stage)``,
+  ``block = counter >> 1``: one block gives two 53-bit doubles, draw ``n`` being half
+  ``n & 1`` of block ``n >> 1`` (so a stream holds ``2**33`` draws);
+* a stream's state is ``uint64[5] = [seed, (stage << 32) | stream_id, trial, counter,
+  cached_bits]``; ``cached_bits`` holds the second half of the current block. Only the
+  functions here advance ``counter``; do not set it by hand.
+
+Stage ids are named constants and are never renumbered (results depend on them).
+
+References
+----------
+J. K. Salmon, M. A. Moraes, R. O. Dror, D. E. Shaw (2011), "Parallel random numbers:
+as easy as 1, 2, 3", Proc. SC'11. doi:10.1145/2063384.2063405 (Random123).
+G. Marsaglia, W. W. Tsang (2000), "A simple method for generating gamma variables",
+ACM TOMS 26(3):363-372.
+W. Hörmann (1993), "The transformed rejection method for generating Poisson random
+variables", Insurance: Mathematics and Economics 12:39-45 (PTRS).
+W. Hörmann (1993), "The generation of binomial random variates", J. Statist. Comput.
+Simul. 46:101-110 (BTRS).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from mcengine.jit import kernel, parallel_kernel
+
+__all__ = [
+    "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
+    "STAGE_SENSITIVITY", "philox4x32_10", "new_stream", "reset_stream", "uniform",
+    "uniform_at", "exponential", "normal", "lognormal", "gamma", "poisson", "binomial",
+    "weibull", "weibull_scale", "uniforms_for_trials",
+]
+
+# Stage ids: named constants, never renumbered.
+STAGE_INPUTS = 1  # uncertain-input (epistemic) draws
+STAGE_FAB = 2
+STAGE_LIFE = 3  # reliability lifetimes
+STAGE_ROOFLINE = 4
+STAGE_ECON = 5
+STAGE_SENSITIVITY = 6
+
+# All integer constants are uint64: numba turns uint64 mixed with int64 into float64.
+_MASK32 = np.uint64(0xFFFFFFFF)
+_U1 = np.uint64(1)
+_U5 = np.uint64(5)
+_U6 = np.uint64(6)
+_U26 = np.uint64(26)
+_U32 = np.uint64(32)
+_PHILOX_M0 = np.uint64(0xD2511F53)
+_PHILOX_M1 = np.uint64(0xCD9E8D57)
+_PHILOX_W0 = np.uint64(0x9E3779B9)
+_PHILOX_W1 = np.uint64(0xBB67AE85)
+
+_TWO_M53 = 2.0**-53
+_TWO_M54 = 2.0**-54
+_BELOW_ONE = 1.0 - 2.0**-53  # largest double < 1
+_TWO_PI = 2.0 * math.pi
+_INVERSION_KMAX = 256  # sequential-search cap: tail mass < 1e-200 for means < 10
+
+
+@kernel
+def _philox_round(c0, c1, c2, c3, k0, k1):
+    """One Philox-4x32 round plus key bump, on uint64 words holding 32-bit values."""
+    p0 = _PHILOX_M0 * c0  # < 2**64: the full 32x32-bit product, no wrap
+    p1 = _PHILOX_M1 * c2
+    return (
+        (p1 >> _U32) ^ c1 ^ k0, p1 & _MASK32, (p0 >> _U32) ^ c3 ^ k1, p0 & _MASK32,
+        (k0 + _PHILOX_W0) & _MASK32, (k1 + _PHILOX_W1) & _MASK32,
+    )
+
+
+@kernel
+def _philox_rounds(c0, c1, c2, c3, k0, k1):
+    """Ten Philox-4x32 rounds (Random123 ``philox4x32_R(10, ...)``)."""
+    for _ in range(10):
+        c0, c1, c2, c3, k0, k1 = _philox_round(c0, c1, c2, c3, k0, k1)
+    return c0, c1, c2, c3
+
+
+@kernel
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Random123 Philox-4x32 block function with 10 rounds.
+
+    Each round maps ``(x0, x1, x2, x3)`` to ``(hi(M1*x2) ^ x1 ^ k0, lo(M1*x2),
+    hi(M0*x0) ^ x3 ^ k1, lo(M0*x0))`` with ``M0 = 0xD2511F53``, ``M1 = 0xCD9E8D57``;
+    the key is bumped by the Weyl increments ``(0x9E3779B9, 0xBB67AE85)`` between
+    rounds (Salmon et al. 2011, Random123 ``philox4x32_R(10, ...)``).
+
+    Parameters
+    ----------
+    c0, c1, c2, c3, k0, k1 : int
+        Counter and key words; only their low 32 bits are used.
+
+    Returns
+    -------
+    tuple of 4 uint32
+        The output block.
+    """
+    x0, x1, x2, x3 = _philox_rounds(
+        np.uint64(c0) & _MASK32, np.uint64(c1) & _MASK32, np.uint64(c2) & _MASK32,
+        np.uint64(c3) & _MASK32, np.uint64(k0) & _MASK32, np.uint64(k1) & _MASK32,
+    )
+    return np.uint32(x0), np.uint32(x1), np.uint32(x2), np.uint32(x3)
+
+
+@kernel
+def _bits53(a, b):
+    """53 random bits from two 32-bit words: ``(a >> 5) * 2**26 + (b >> 6)``."""
+    return ((a >> _U5) << _U26) | (b >> _U6)
+
+
+@kernel
+def _to_unit(m):
+    """``(m + 0.5) / 2**53`` for 53-bit ``m``, kept inside the open interval (0, 1).
+
+    In [0.5, 1) doubles are spaced ``2**-53``, so the midpoint rounds (to even); only
+    ``m = 2**53 - 1`` would round up to 1.0, and is clamped to ``1 - 2**-53``.
+    """
+    u = np.float64(np.int64(m)) * _TWO_M53 + _TWO_M54
+    return min(u, _BELOW_ONE)
+
+
+@kernel
+def reset_stream(st, seed, stage, stream_id, trial):
+    """Re-key an existing state array in place (no allocation in hot loops).
+
+    Parameters
+    ----------
+    st : uint64[5]
+        State array to overwrite; its counter restarts at 0.
+    seed : int
+        Run seed in ``[0, 2**64)``.
+    stage, stream_id, trial : int
+        Each in ``[0, 2**32)``; use the ``STAGE_*`` constants for ``stage``.
+    """
+    st[0] = np.uint64(seed)
+    st[1] = ((np.uint64(stage) & _MASK32) << _U32) | (np.uint64(stream_id) & _MASK32)
+    st[2] = np.uint64(trial) & _MASK32
+    st[3] = np.uint64(0)
+    st[4] = np.uint64(0)
+
+
+@kernel
+def new_stream(seed, stage, stream_id, trial):
+    """New state ``uint64[5]`` of stream ``(seed, stage, stream_id, trial)``, counter 0.
+
+    Layout ``[seed, (stage << 32) | stream_id, trial, counter, cached_bits]``; argument
+    ranges as in :func:`reset_stream`.
+    """
+    st = np.empty(5, dtype=np.uint64)
+    reset_stream(st, seed, stage, stream_id, trial)
+    return st
+
+
+@kernel
+def uniform(st):
+    """Next uniform double of the stream, in the open interval (0, 1).
+
+    Draw ``n`` is half ``n & 1`` of Philox block ``n >> 1``: the first half from words
+    ``(x0, x1)``, the second from ``(x2, x3)``, each ``((a >> 5) * 2**26 + (b >> 6) +
+    0.5) / 2**53`` (53-bit resolution). The second half is cached in ``st[4]``, so each
+    block is computed once. Advances the counter by 1; equals :func:`uniform_at`.
+    """
+    n = st[3]
+    st[3] = n + _U1
+    if n & _U1:
+        return _to_unit(st[4])
+    # Rounds inlined on purpose: a non-inlined call while ``st`` is live makes numba
+    # keep an atomic incref/decref of ``st`` per draw (halves the throughput).
+    seed = st[0]
+    word1 = st[1]
+    c0, c1, c2, c3 = (n >> _U1) & _MASK32, st[2], word1 & _MASK32, word1 >> _U32
+    k0, k1 = seed & _MASK32, seed >> _U32
+    for _ in range(10):
+        c0, c1, c2, c3, k0, k1 = _philox_round(c0, c1, c2, c3, k0, k1)
+    st[4] = _bits53(c2, c3)
+    return _to_unit(_bits53(c0, c1))
+
+
+@kernel
+def uniform_at(seed, stage, stream_id, trial, counter):
+    """Draw number ``counter`` of a stream as a pure function (float64 in (0, 1)).
+
+    Equals the ``counter``-th :func:`uniform` of ``new_stream(seed, stage, stream_id,
+    trial)`` (counting from 0).
+    """
+    c = np.uint64(counter)
+    key = np.uint64(seed)
+    x0, x1, x2, x3 = _philox_rounds(
+        (c >> _U1) & _MASK32, np.uint64(trial) & _MASK32,
+        np.uint64(stream_id) & _MASK32, np.uint64(stage) & _MASK32,
+        key & _MASK32, key >> _U32,
+    )
+    if c & _U1:
+        return _to_unit(_bits53(x2, x3))
+    return _to_unit(_bits53(x0, x1))
+
+
+@kernel
+def exponential(st, mean):
+    """Exponential variate by inversion, ``-mean * log(u)`` (exactly one uniform)."""
+    return -mean * math.log(uniform(st))
+
+
+@kernel
+def normal(st, mean, sd):
+    """Normal variate by Box–Muller: ``mean + sd * sqrt(-2 log u1) * cos(2 pi u2)``.
+
+    Uses exactly two uniforms per normal (the sine half is discarded so the draw count
+    is deterministic).
+    """
+    u1 = uniform(st)
+    u2 = uniform(st)
+    return mean + sd * math.sqrt(-2.0 * math.log(u1)) * math.cos(_TWO_PI * u2)
+
+
+@kernel
+def lognormal(st, median, sigma):
+    """Lognormal variate ``median * exp(sigma * z)``, ``z`` from :func:`normal`."""
+    return median * math.exp(sigma * normal(st, 0.0, 1.0))
+
+
+@kernel
+def _gamma_ge1(st, shape):
+    """Standard gamma, ``shape >= 1``: Marsaglia & Tsang (2000), squeeze + log test."""
+    d = shape - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        z = normal(st, 0.0, 1.0)
+        v = 1.0 + c * z
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = uniform(st)
+        z2 = z * z
+        if u < 1.0 - 0.0331 * z2 * z2:
+            return d * v
+        if math.log(u) < 0.5 * z2 + d * (1.0 - v + math.log(v)):
+            return d * v
+
+
+@kernel
+def gamma(st, shape, scale):
+    """Gamma variate with ``shape`` (k) and ``scale`` (theta); mean ``k * theta``.
+
+    Marsaglia & Tsang (2000) rejection from a transformed normal; for ``shape < 1``,
+    ``gamma(shape + 1) * u**(1 / shape)`` (their boost, the uniform drawn last).
+    ``shape`` must be finite and > 0.
+    """
+    if shape < 1.0:
+        g = _gamma_ge1(st, shape + 1.0)
+        return scale * g * uniform(st) ** (1.0 / shape)
+    return scale * _gamma_ge1(st, shape)
+
+
+@kernel
+def _poisson_inversion(st, lam):
+    """Poisson by sequential-search inversion (one uniform per attempt)."""
+    p0 = math.exp(-lam)
+    while True:
+        u = uniform(st)
+        p = p0
+        for k in range(_INVERSION_KMAX):
+            if u <= p:
+                return k
+            u -= p
+            p *= lam / (k + 1)
+
+
+@kernel
+def _poisson_ptrs(st, lam):
+    """Poisson for ``lam >= 10`` by Hörmann's (1993) transformed rejection PTRS."""
+    slam = math.sqrt(lam)
+    loglam = math.log(lam)
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    log_inv_alpha = math.log(1.1239 + 1.1328 / (b - 3.4))
+    v_r = 0.9277 - 3.6224 / (b - 2.0)
+    while True:
+        u = uniform(st) - 0.5
+        v = uniform(st)
+        us = 0.5 - abs(u)
+        k = np.floor((2.0 * a / us + b) * u + lam + 0.43)  # float: no int overflow
+        if us >= 0.07 and v <= v_r:
+            return np.int64(k)
+        if k < 0.0 or (us < 0.013 and v > us):
+            continue
+        if (math.log(v) + log_inv_alpha - math.log(a / (us * us) + b)
+                <= -lam + k * loglam - math.lgamma(k + 1.0)):
+            return np.int64(k)
+
+
+@kernel
+def poisson(st, lam):
+    """Poisson variate with mean ``lam`` (exact algorithms), as int64.
+
+    Inversion by sequential search for ``lam < 10``; Hörmann's (1993) PTRS transformed
+    rejection for ``lam >= 10``; ``lam == 0`` returns 0 without drawing. ``lam`` must be
+    finite and >= 0.
+    """
+    if lam <= 0.0:
+        return np.int64(0)
+    if lam < 10.0:
+        return np.int64(_poisson_inversion(st, lam))
+    return _poisson_ptrs(st, lam)
+
+
+@kernel
+def _binomial_inversion(st, n, p):
+    """Binomial(n, p) by sequential-search inversion (one uniform per attempt)."""
+    r = p / (1.0 - p)
+    p0 = math.exp(n * math.log1p(-p))
+    kmax = min(n, _INVERSION_KMAX)
+    while True:
+        u = uniform(st)
+        f = p0
+        for k in range(kmax + 1):
+            if u <= f:
+                return k
+            u -= f
+            f *= r * (n - k) / (k + 1)
+
+
+@kernel
+def _binomial_btrs(st, n, p):
+    """Binomial(n, p), ``p <= 0.5``, ``n * p >= 10``, by Hörmann's (1993) BTRS."""
+    nf = np.float64(n)
+    q = 1.0 - p
+    spq = math.sqrt(nf * p * q)
+    b = 1.15 + 2.53 * spq
+    a = -0.0873 + 0.0248 * b + 0.01 * p
+    c = nf * p + 0.5
+    v_r = 0.92 - 4.2 / b
+    alpha = (2.83 + 5.1 / b) * spq
+    lpq = math.log(p / q)
+    m = np.floor((nf + 1.0) * p)
+    h = math.lgamma(m + 1.0) + math.lgamma(nf - m + 1.0)
+    while True:
+        u = uniform(st) - 0.5
+        v = uniform(st)
+        us = 0.5 - abs(u)
+        k = np.floor((2.0 * a / us + b) * u + c)
+        if k < 0.0 or k > nf:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return np.int64(k)
+        # log f(k)/f(m) with exact log-factorials (the Stirling tails via lgamma)
+        log_ratio = h - math.lgamma(k + 1.0) - math.lgamma(nf - k + 1.0) + (k - m) * lpq
+        if math.log(v * alpha / (a / (us * us) + b)) <= log_ratio:
+            return np.int64(k)
+
+
+@kernel
+def binomial(st, n, p):
+    """Binomial variate with ``n`` trials of probability ``p`` (exact), as int64.
+
+    With ``p' = min(p, 1 - p)``: inversion by sequential search if ``n * p' < 10``,
+    otherwise Hörmann's (1993) BTRS; for ``p > 0.5``, ``n - Binomial(n, 1 - p)``.
+    ``n >= 0`` and ``0 <= p <= 1``; ``p`` of 0 or 1 returns without drawing.
+    """
+    trials = np.int64(n)
+    if trials <= 0 or p <= 0.0:
+        return np.int64(0)
+    if p >= 1.0:
+        return trials
+    flip = p > 0.5
+    q = 1.0 - p if flip else p
+    if trials * q < 10.0:
+        k = np.int64(_binomial_inversion(st, trials, q))
+    else:
+        k = _binomial_btrs(st, trials, q)
+    return trials - k if flip else k
+
+
+@kernel
+def weibull_scale(st, scale, shape):
+    """Weibull variate by inversion: ``scale * (-log u)**(1 / shape)`` (one uniform)."""
+    return scale * (-math.log(uniform(st))) ** (1.0 / shape)
+
+
+@kernel
+def weibull(st, mean, shape):
+    """Weibull variate by its mean: scale ``mean / Gamma(1 + 1/shape)``, one uniform."""
+    return weibull_scale(st, mean / math.gamma(1.0 + 1.0 / shape), shape)
+
+
+@parallel_kernel
+def uniforms_for_trials(seed, stage, stream_id, trial_start, n):
+    """First uniform of ``n`` consecutive trials' streams: a Python-callable driver.
+
+    ``prange`` over trials, each iteration writing only its own element, so the
+    float64[n] result, ``out[i] = uniform_at(seed, stage, stream_id, trial_start + i,
+    0)``, does not depend on the thread count.
+    """
+    out = np.empty(n, dtype=np.float64)
+    t0 = np.uint64(trial_start)
+    for i in prange(n):
+        out[i] = uniform_at(seed, stage, stream_id, t0 + np.uint64(i), 0)
+    return out

@@ -1,0 +1,86 @@
+"""Source-level checks of the kernel policy (STYLE rule 2).
+
+* numba's jit decorators are used only in ``mcengine/jit.py``; every other module
+  compiles through ``mcengine.jit.kernel`` / ``parallel_kernel``;
+* ``fastmath`` appears nowhere, except as a word in the docstrings or comments of
+  ``jit.py`` (which explain why it is off);
+* no kernel module (``mcengine/kernels/``, ``mcengine/rng.py``) touches NumPy's global
+  random state or generators: every draw comes from the counter-based ``mcengine.rng``.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mcengine"
+JIT = PACKAGE / "jit.py"
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+JIT_DECORATORS = re.compile(
+    r"njit\s*\(|@\s*njit\b|@\s*(numba\s*\.\s*)?jit\b|numba\s*\.\s*n?jit\b"
+    r"|from\s+numba\s+import\s+[^\n]*\bn?jit\b"
+)
+NUMPY_RANDOM = re.compile(
+    r"\b(np|numpy)\s*\.\s*random\b|from\s+numpy\s+import\s+[^\n]*\brandom\b"
+)
+
+
+def _ids(path):
+    return str(path.relative_to(PACKAGE.parent))
+
+
+def _docstring_starts(source):
+    """(line, col) of every module, class and function docstring literal."""
+    starts = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                             ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                starts.add((first.lineno, first.col_offset))
+    return starts
+
+
+def test_sources_found():
+    assert JIT in SOURCES and PACKAGE / "rng.py" in SOURCES
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if p != JIT], ids=_ids)
+def test_jit_decorators_only_in_jit_py(path):
+    text = path.read_text(encoding="utf-8")
+    hits = [m.group(0) for m in JIT_DECORATORS.finditer(text)]
+    assert not hits, f"{path.name} uses {hits}: use mcengine.jit.kernel / parallel_kernel"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids)
+def test_no_fastmath(path):
+    text = path.read_text(encoding="utf-8")
+    if path != JIT:
+        assert "fastmath" not in text.lower()
+        return
+    docstrings = _docstring_starts(text)
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if "fastmath" not in tok.string.lower():
+            continue
+        allowed = tok.type == tokenize.COMMENT or (
+            tok.type == tokenize.STRING and tok.start in docstrings
+        )
+        assert allowed, f"jit.py line {tok.start[0]}: fastmath outside a docstring/comment"
+
+
+KERNEL_SOURCES = [PACKAGE / "rng.py"] + [
+    p for p in SOURCES if PACKAGE / "kernels" in p.parents
+]
+
+
+@pytest.mark.parametrize("path", KERNEL_SOURCES, ids=_ids)
+def test_kernels_do_not_use_numpy_random(path):
+    hits = [m.group(0) for m in NUMPY_RANDOM.finditer(path.read_text(encoding="utf-8"))]
+    assert not hits, f"{path.name} uses {hits}: draw from mcengine.rng streams instead"

@@ -1,0 +1,351 @@
+"""Tests for :mod:`mcengine.rng`: Philox known answers, the stream contract, samplers.
+
+Statistical tests use fixed seeds (so they are deterministic) and tolerances from the
+sample's own standard error: means within 4 SEM, variances within 4 standard errors of
+the sample variance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+from numba import prange
+from scipy import stats
+
+from mcengine import rng
+from mcengine.jit import kernel, parallel_kernel
+
+MASK32 = 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------- reference twins ---
+
+
+def philox4x32_10_ref(ctr, key):
+    """Slow pure-Python Philox-4x32-10 (Random123 ``philox4x32_R(10, ctr, key)``)."""
+    c0, c1, c2, c3 = ctr
+    k0, k1 = key
+    for _ in range(10):
+        p0 = 0xD2511F53 * c0
+        p1 = 0xCD9E8D57 * c2
+        c0, c1, c2, c3 = ((p1 >> 32) ^ c1 ^ k0, p1 & MASK32,
+                          (p0 >> 32) ^ c3 ^ k1, p0 & MASK32)
+        k0 = (k0 + 0x9E3779B9) & MASK32
+        k1 = (k1 + 0xBB67AE85) & MASK32
+    return c0, c1, c2, c3
+
+
+def uniform_ref(seed, stage, stream_id, trial, counter):
+    """The documented stream layout, in pure Python."""
+    block = philox4x32_10_ref(
+        ((counter >> 1) & MASK32, trial, stream_id, stage), (seed & MASK32, seed >> 32)
+    )
+    a, b = block[2:] if counter & 1 else block[:2]
+    m = (a >> 5) * 2**26 + (b >> 6)
+    return min((m + 0.5) / 2**53, 1.0 - 2.0**-53)
+
+
+# Random123 kat_vectors, philox4x32 with 10 rounds: (counter, key, expected).
+KAT = [
+    ((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((MASK32,) * 4, (MASK32,) * 2, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    (
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
+]
+
+
+# ------------------------------------------------------------------ test drivers ---
+
+
+@kernel
+def _draw_uniforms(seed, stage, stream_id, trial, n):
+    st = rng.new_stream(seed, stage, stream_id, trial)
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = rng.uniform(st)
+    return out
+
+
+@kernel
+def _draw(code, seed, n, a, b):
+    """``n`` draws of sampler ``code`` with parameters ``(a, b)`` from one stream."""
+    st = rng.new_stream(seed, rng.STAGE_INPUTS, code, 0)
+    out = np.empty(n)
+    for i in range(n):
+        if code == 0:
+            out[i] = rng.exponential(st, a)
+        elif code == 1:
+            out[i] = rng.normal(st, a, b)
+        elif code == 2:
+            out[i] = rng.lognormal(st, a, b)
+        elif code == 3:
+            out[i] = rng.gamma(st, a, b)
+        elif code == 4:
+            out[i] = rng.poisson(st, a)
+        elif code == 5:
+            out[i] = rng.binomial(st, np.int64(a), b)
+        elif code == 6:
+            out[i] = rng.weibull(st, a, b)
+        else:
+            out[i] = rng.weibull_scale(st, a, b)
+    return out
+
+
+EXPONENTIAL, NORMAL, LOGNORMAL, GAMMA, POISSON, BINOMIAL, WEIBULL, WEIBULL_SCALE = range(8)
+
+
+@kernel
+def _mixed_row(seed, trial, row):
+    """One trial's worth of mixed draws (variable draw counts from rejection)."""
+    st = rng.new_stream(seed, rng.STAGE_LIFE, 3, trial)
+    row[0] = rng.gamma(st, 0.7, 1.0)
+    row[1] = rng.poisson(st, 40.0)
+    row[2] = rng.binomial(st, 200, 0.4)
+    row[3] = rng.normal(st, 0.0, 1.0)
+    row[4] = rng.uniform(st)
+
+
+@parallel_kernel
+def _mixed_parallel(seed, n_trials):
+    out = np.empty((n_trials, 5))
+    for i in prange(n_trials):
+        _mixed_row(seed, i, out[i])
+    return out
+
+
+@kernel
+def _mixed_serial(seed, n_trials):
+    out = np.empty((n_trials, 5))
+    for i in range(n_trials):
+        _mixed_row(seed, i, out[i])
+    return out
+
+
+# ------------------------------------------------------------------- generator ---
+
+
+def test_stage_ids_are_never_renumbered():
+    assert (rng.STAGE_INPUTS, rng.STAGE_FAB, rng.STAGE_LIFE, rng.STAGE_ROOFLINE,
+            rng.STAGE_ECON, rng.STAGE_SENSITIVITY) == (1, 2, 3, 4, 5, 6)
+
+
+@pytest.mark.parametrize("ctr, key, expected", KAT)
+def test_philox_known_answers(ctr, key, expected):
+    assert philox4x32_10_ref(ctr, key) == expected
+    assert tuple(int(x) for x in rng.philox4x32_10(*ctr, *key)) == expected
+
+
+def test_philox_matches_reference_twin_on_random_inputs():
+    words = np.random.default_rng(20240601).integers(0, 2**32, size=(300, 6))
+    for w in words.tolist():
+        got = rng.philox4x32_10(*w)
+        assert tuple(int(x) for x in got) == philox4x32_10_ref(w[:4], w[4:])
+    # numpy uint32 / uint64 inputs compile to the same function
+    for dtype in (np.uint32, np.uint64):
+        got = rng.philox4x32_10(*(dtype(x) for x in KAT[2][0] + KAT[2][1]))
+        assert tuple(int(x) for x in got) == KAT[2][2]
+
+
+def test_compiled_return_types():
+    """Integer arithmetic stays integer (numba turns uint64 op int64 into float64)."""
+    for seed in (5, np.uint64(2**64 - 1)):
+        st = rng.new_stream(seed, rng.STAGE_FAB, 1, 2)
+        assert st.dtype == np.uint64 and st.shape == (5,)
+        rng.philox4x32_10(1, 2, 3, 4, seed, 6)
+        rng.uniform(st), rng.uniform_at(seed, 1, 2, 3, 4)
+        rng.poisson(st, 3.0), rng.poisson(st, 30.0)
+        rng.binomial(st, 10, 0.5), rng.binomial(st, 100, 0.5)
+    expected = {
+        rng.philox4x32_10: "UniTuple(uint32 x 4)", rng.uniform: "float64",
+        rng.uniform_at: "float64", rng.poisson: "int64", rng.binomial: "int64",
+        rng.new_stream: "array(uint64, 1d, C)",
+    }
+    for dispatcher, rtype in expected.items():
+        assert dispatcher.nopython_signatures
+        for sig in dispatcher.nopython_signatures:
+            assert str(sig.return_type) == rtype, (dispatcher, sig)
+
+
+def test_stream_state_layout_and_reset():
+    seed = np.uint64(2**63 + 5)
+    st = rng.new_stream(seed, rng.STAGE_ECON, 9, 17)
+    assert st.tolist() == [2**63 + 5, (rng.STAGE_ECON << 32) | 9, 17, 0, 0]
+    first = [rng.uniform(st) for _ in range(3)]
+    assert st[3] == 3
+    rng.reset_stream(st, seed, rng.STAGE_ECON, 9, 17)
+    assert [rng.uniform(st) for _ in range(3)] == first
+    rng.reset_stream(st, 1, rng.STAGE_FAB, 2, 3)
+    assert st.tolist() == [1, (rng.STAGE_FAB << 32) | 2, 3, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "seed, stage, stream_id, trial",
+    [(0, 0, 0, 0), (2**64 - 1, rng.STAGE_LIFE, MASK32, MASK32),
+     (0x0123456789ABCDEF, rng.STAGE_SENSITIVITY, 7, 123456)],
+)
+def test_uniform_at_equals_sequential_draws_and_reference(seed, stage, stream_id, trial):
+    n = 41
+    key = np.uint64(seed)  # from Python, pass seeds as uint64 (ints >= 2**63 overflow)
+    seq = _draw_uniforms(key, stage, stream_id, trial, n)
+    at = [rng.uniform_at(key, stage, stream_id, trial, c) for c in range(n)]
+    ref = [uniform_ref(seed, stage, stream_id, trial, c) for c in range(n)]
+    assert seq.tolist() == at == ref
+    far = 2**33 + 5  # a stream holds 2**33 draws: the block index keeps its low 32 bits
+    assert rng.uniform_at(key, stage, stream_id, trial, far) == ref[5]
+    if seed < 2**63:  # an int64-typed seed gives the same stream
+        assert _draw_uniforms(seed, stage, stream_id, trial, n).tolist() == ref
+
+
+def test_streams_are_distinct():
+    base = (12345, rng.STAGE_INPUTS, 4, 10)
+    variants = [
+        (12346, rng.STAGE_INPUTS, 4, 10), (12345 + 2**32, rng.STAGE_INPUTS, 4, 10),
+        (12345, rng.STAGE_FAB, 4, 10), (12345, rng.STAGE_INPUTS, 5, 10),
+        (12345, rng.STAGE_INPUTS, 4, 11), (12345, 4, 1, 10),  # stage <-> stream swap
+    ]
+    draws = [_draw_uniforms(*args, 1000) for args in [base, *variants]]
+    for i in range(len(draws)):
+        for j in range(i + 1, len(draws)):
+            assert np.intersect1d(draws[i], draws[j]).size == 0, (i, j)
+
+
+def test_uniform_is_in_the_open_interval():
+    assert rng._to_unit(np.uint64(0)) == 2.0**-54
+    assert rng._to_unit(np.uint64(2**53 - 1)) == 1.0 - 2.0**-53  # would round to 1.0
+    u = _draw_uniforms(7, rng.STAGE_INPUTS, 0, 0, 1_000_000)
+    assert u.min() > 0.0 and u.max() < 1.0
+
+
+def test_uniform_ks_and_chisquare():
+    u = _draw_uniforms(2024, rng.STAGE_INPUTS, 1, 0, 100_000)
+    assert stats.kstest(u, "uniform").pvalue > 1e-3
+    counts = np.bincount((u * 100).astype(np.int64), minlength=100)
+    assert stats.chisquare(counts).pvalue > 1e-3
+    # consecutive pairs: 10 x 10 grid, independence of the two halves of a block
+    pairs = np.bincount((u[0::2] * 10).astype(np.int64) * 10 + (u[1::2] * 10).astype(
+        np.int64), minlength=100)
+    assert stats.chisquare(pairs).pvalue > 1e-3
+
+
+def test_uniforms_for_trials_and_thread_count_independence():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs at least 2 numba threads")
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        u1, m1 = rng.uniforms_for_trials(99, 2, 3, 1000, 4096), _mixed_parallel(5, 3000)
+        numba.set_num_threads(2)
+        u2, m2 = rng.uniforms_for_trials(99, 2, 3, 1000, 4096), _mixed_parallel(5, 3000)
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(u1, u2) and np.array_equal(m1, m2)
+    assert np.array_equal(m1, _mixed_serial(5, 3000))
+    assert u1.tolist() == [rng.uniform_at(99, 2, 3, 1000 + i, 0) for i in range(4096)]
+
+
+# -------------------------------------------------------------------- samplers ---
+
+
+def _weibull_moments(mean, shape):
+    scale = mean / math.gamma(1 + 1 / shape)
+    return mean, scale**2 * (math.gamma(1 + 2 / shape) - math.gamma(1 + 1 / shape) ** 2)
+
+
+def _lognormal_moments(median, sigma):
+    mu = math.log(median)
+    mean = math.exp(mu + sigma**2 / 2)
+    return mean, (math.exp(sigma**2) - 1) * mean**2
+
+
+MOMENT_CASES = [
+    # (id, code, a, b, mean, variance)
+    ("exponential", EXPONENTIAL, 3.0, 0.0, 3.0, 9.0),
+    ("normal", NORMAL, 1.0, 2.0, 1.0, 4.0),
+    ("lognormal", LOGNORMAL, 2.0, 0.5, *_lognormal_moments(2.0, 0.5)),
+    *[(f"gamma-{k}", GAMMA, k, 2.0, 2.0 * k, 4.0 * k) for k in (0.5, 1.0, 3.0, 20.0)],
+    *[(f"poisson-{lam}", POISSON, lam, 0.0, lam, lam)
+      for lam in (0.3, 5.0, 50.0, 500.0)],
+    *[(f"binomial-{n}-{p}", BINOMIAL, n, p, n * p, n * p * (1 - p))
+      for n, p in ((10, 0.3), (1000, 0.02), (500, 0.7), (20, 0.9))],
+    *[(f"weibull-{k}", WEIBULL, 2.0, k, *_weibull_moments(2.0, k))
+      for k in (0.7, 1.0, 3.0)],
+    ("weibull_scale", WEIBULL_SCALE, 2.0, 1.5, 2.0 * math.gamma(1 + 1 / 1.5),
+     4.0 * (math.gamma(1 + 2 / 1.5) - math.gamma(1 + 1 / 1.5) ** 2)),
+]
+
+
+@pytest.mark.parametrize(
+    "code, a, b, mean, var",
+    [c[1:] for c in MOMENT_CASES],
+    ids=[c[0] for c in MOMENT_CASES],
+)
+def test_sampler_mean_and_variance_within_4_sem(code, a, b, mean, var):
+    n = 20_000
+    x = _draw(code, 1000 + code, n, a, b)
+    assert np.all(np.isfinite(x))
+    assert abs(x.mean() - mean) < 4 * math.sqrt(var / n)
+    s2 = x.var(ddof=1)
+    m4 = np.mean((x - x.mean()) ** 4)
+    assert abs(s2 - var) < 4 * math.sqrt((m4 - s2**2) / n)
+
+
+@pytest.mark.parametrize(
+    "code, a, b, dist",
+    [(EXPONENTIAL, 3.0, 0.0, stats.expon(scale=3.0)),
+     (NORMAL, 1.0, 2.0, stats.norm(1.0, 2.0)),
+     (GAMMA, 0.5, 2.0, stats.gamma(0.5, scale=2.0)),
+     (GAMMA, 3.0, 2.0, stats.gamma(3.0, scale=2.0)),
+     (WEIBULL, 2.0, 0.7, stats.weibull_min(0.7, scale=2.0 / math.gamma(1 + 1 / 0.7)))],
+    ids=["exponential", "normal", "gamma-0.5", "gamma-3", "weibull-0.7"],
+)
+def test_continuous_sampler_ks(code, a, b, dist):
+    x = _draw(code, 77 + code, 200_000, a, b)
+    assert stats.kstest(x, dist.cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    "code, a, b, dist",
+    [(POISSON, 5.0, 0.0, stats.poisson(5.0)), (POISSON, 12.0, 0.0, stats.poisson(12.0)),
+     (POISSON, 500.0, 0.0, stats.poisson(500.0)),
+     (BINOMIAL, 20, 0.9, stats.binom(20, 0.9)),
+     (BINOMIAL, 1000, 0.02, stats.binom(1000, 0.02)),
+     (BINOMIAL, 500, 0.7, stats.binom(500, 0.7))],
+    ids=["poisson-5-inversion", "poisson-12-ptrs", "poisson-500-ptrs",
+         "binomial-20-0.9-inversion", "binomial-1000-0.02-btrs",
+         "binomial-500-0.7-btrs"],
+)
+def test_discrete_sampler_chisquare(code, a, b, dist):
+    """The samplers are exact: counts match the pmf, not only the first two moments."""
+    n = 200_000
+    x = _draw(code, 31 + code, n, a, b).astype(np.int64)
+    lo, hi = int(dist.ppf(1e-4)), int(dist.ppf(1 - 1e-4))
+    ks = np.arange(lo, hi + 1)
+    observed = np.bincount(np.clip(x, lo, hi) - lo, minlength=ks.size)
+    expected = n * dist.pmf(ks)
+    expected[0], expected[-1] = n * dist.cdf(lo), n * dist.sf(hi - 1)  # folded tails
+    obs_m, exp_m, o, e = [], [], 0.0, 0.0
+    for oi, ei in zip(observed, expected):  # merge bins until each expects >= 5
+        o, e = o + oi, e + ei
+        if e >= 5.0:
+            obs_m.append(o)
+            exp_m.append(e)
+            o, e = 0.0, 0.0
+    obs_m[-1] += o
+    exp_m[-1] += e
+    exp_m = np.array(exp_m) * n / np.sum(exp_m)
+    assert stats.chisquare(obs_m, exp_m).pvalue > 1e-3
+
+
+def test_degenerate_parameters_do_not_draw():
+    st = rng.new_stream(1, rng.STAGE_FAB, 0, 0)
+    assert rng.poisson(st, 0.0) == 0
+    assert rng.binomial(st, 0, 0.3) == 0
+    assert rng.binomial(st, 10, 0.0) == 0
+    assert rng.binomial(st, 10, 1.0) == 10
+    assert st[3] == 0
