@@ -203,7 +203,7 @@ def _sobol(doc: dict, out: Path) -> Path:
     ax.barh(y - 0.2, [ix["S1"] for _, ix in items], height=0.4, xerr=[ix["S1_conf"] for _, ix in items], color="C0", label="first order S1")
     ax.set_yticks(y, [k for k, _ in items], fontsize=8)
     ax.axvline(0.0, color="k", lw=0.8)
-    ax.set_xlabel(f"share of the variance of {_what(doc, doc['output'])} (bars: ±{doc['conf_level'] * 100:g}% bootstrap)")
+    ax.set_xlabel(f"share of the variance of {_what(doc, doc['output'])} (whiskers: {doc['conf_level'] * 100:g}% bootstrap intervals)")
     ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _sobol
 from .errors import InputError, Problem
-from .pipeline import METRICS, run_block
+from .pipeline import METRICS, PAIRED_METRICS, run_block
 from .scenario import Scenario, load_scenario, scenario_from_dict
 from .scenario.fields import did_you_mean
 from .scenario.load import apply_overrides, parse_override
@@ -75,10 +75,13 @@ def _seed(scenario: Scenario, seed: int | None) -> int:
     return int(seed)
 
 
-def check_output(output: str) -> str:
-    """``output`` if it is a per-trial metric of the chain, else InputError naming ``--output``."""
-    if output not in METRICS:
-        raise InputError(Problem("--output", output, "allowed: " + ", ".join(METRICS), did_you_mean(str(output), METRICS)))
+def check_output(output: str, paired: bool = False) -> str:
+    """``output`` if it is a per-trial metric of the chain (one positive in every trial,
+    for a paired ratio B/A), else InputError naming ``--output``."""
+    allowed = PAIRED_METRICS if paired else METRICS
+    if output not in allowed:
+        what = "with two scenarios (a paired ratio B/A needs a metric > 0 in every trial)" if paired and output in METRICS else ""
+        raise InputError(Problem("--output", output, "allowed" + (f" {what}" if what else "") + ": " + ", ".join(allowed), did_you_mean(str(output), allowed)))
     return output
 
 
@@ -319,9 +322,9 @@ def sweep(
     for key, axis in zip(params, axes):
         if not axis:
             raise InputError(Problem("--values", key, "allowed: at least one value per --param"))
-    outputs = [check_output(m) for m in (outputs or SWEEP_OUTPUTS)]
     trials = _positive("--trials", trials)
     bases = _resolve(scenarios, overrides)
+    outputs = [check_output(m, len(bases) == 2) for m in (outputs or SWEEP_OUTPUTS)]
     seed = _seed(bases[0], seed)
     texts = [[_literal(v) for v in axis] for axis in axes]
     points, grid, applies = _grid_scenarios(bases, params, texts)
@@ -390,13 +393,13 @@ def tornado(
         in the first scenario that has it).
     """
     start = time.perf_counter()
-    output = check_output(output)
     trials = _positive("--trials", trials)
     chunk = _positive("--chunk-trials", chunk_trials)
     lo_q, hi_q = quantiles
     if not 0.0 < lo_q < 0.5 < hi_q < 1.0:
         raise InputError(Problem("quantiles", quantiles, "allowed: (low, high) with 0 < low < 0.5 < high < 1"))
     chosen = _resolve(scenarios, overrides)
+    output = check_output(output, len(chosen) == 2)
     seed = _seed(chosen[0], seed)
     keys = _union_inputs(chosen)
     total = (2 * len(keys) + 1) * trials
@@ -458,10 +461,10 @@ def sobol(
         ``"output_mean"``, ``"output_variance"``, ``"model_noise_treatment"``.
     """
     start = time.perf_counter()
-    output = check_output(output)
     n = _sobol.check_base_samples(trials)
     chunk = _positive("--chunk-trials", chunk_trials)
     chosen = _resolve(scenarios, overrides)
+    output = check_output(output, len(chosen) == 2)
     seed = _seed(chosen[0], seed)
     keys = _union_inputs(chosen)
 

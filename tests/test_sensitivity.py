@@ -123,6 +123,10 @@ def test_unknown_output_names_the_option_and_the_allowed_metrics():
     assert p.key == "--output" and p.value == "cost_per_token"
     assert "cost_per_mtok_usd" in p.allowed and "availability" in p.allowed
     assert _problem(lambda: sensitivity.sweep("h100", "fab.defect_density_per_cm2", [0.1], outputs=["nope"])).key == "--output"
+    # a ratio of a metric that can be 0 (stock-out hours) means nothing
+    p = _problem(lambda: sensitivity.sobol(["h100", "lite-h100"], output="stockout_hours"))
+    assert p.key == "--output" and "two scenarios" in p.allowed and "stockout_hours" not in p.allowed.split(": ")[1]
+    assert sensitivity.check_output("stockout_hours") == "stockout_hours"
 
 
 def test_unknown_param_names_the_option_and_suggests():
