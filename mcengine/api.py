@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .errors import InputError, Problem
+from .options import positive, seed_of
 from .scenario import Scenario, load_scenario, shipped_scenarios
 
 
@@ -35,19 +36,6 @@ def set_threads(threads: int | None) -> None:
     if not 1 <= threads <= limit:
         raise InputError(Problem("--threads", threads, f"allowed: 1 to {limit} (NUMBA_NUM_THREADS)"))
     numba.set_num_threads(threads)
-
-
-def positive(option: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(Problem(option, value, "allowed: a positive integer"))
-    return value
-
-
-def seed_of(scenario: Scenario, seed: int | None) -> int:
-    seed = scenario.run.seed if seed is None else seed
-    if not 0 <= seed < 2**64:
-        raise InputError(Problem("--seed", seed, "allowed: an integer in [0, 2**64 - 1]"))
-    return seed
 
 
 def _document(scenario: Scenario, seed: int | None, size_key: str | None, size: int | None, body: dict, start: float) -> dict:

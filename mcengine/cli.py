@@ -247,6 +247,80 @@ def compare_cmd(
     _run([a, b, *(more or [])], trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials)
 
 
+@app.command("sweep")
+def sweep_cmd(
+    scenarios: Annotated[list[str], typer.Argument(help="A scenario, or two (A B: the outputs become the paired ratio B/A and P(B < A)).", show_default=False)],
+    param: Annotated[list[str], typer.Option("--param", help="Dotted key to sweep (B:KEY or A:KEY for one side only); twice for a 2-D grid.", show_default=False)],
+    values: Annotated[list[str], typer.Option("--values", help="Comma-separated TOML values, one --values per --param.", show_default=False)],
+    output: Annotated[Optional[list[str]], typer.Option("--output", help="Metric to report (repeatable; default: cost, availability, tokens/s, GPU cost).", show_default=False)] = None,
+    trials: Annotated[int, typer.Option("--trials", help="Paired trials per value.")] = 1024,
+    seed: SeedOpt = None,
+    overrides: SetOpt = None,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+    scheduler: SchedulerOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run the chain at each value of a key (or a grid of two): where does the verdict flip?"""
+    from .errors import Problem
+    from .report_sensitivity import render, write_figures
+    from .sensitivity import SWEEP_OUTPUTS, parse_values, sweep
+
+    api.set_threads(threads)
+    if len(scenarios) > 2:
+        raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
+    if not 1 <= len(param) <= 2 or len(values) != len(param):
+        raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
+    grid = [parse_values(v) for v in values]
+    bar, update = _progress_bar(as_json, quiet)
+    from contextlib import nullcontext
+
+    with bar if bar is not None else nullcontext():
+        doc = sweep(scenarios if len(scenarios) > 1 else scenarios[0], param[0] if len(param) == 1 else param, grid[0] if len(param) == 1 else grid,
+                    outputs=tuple(output) if output else SWEEP_OUTPUTS, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update)
+    if out is not None:
+        doc["figures"] = [p.name for p in write_figures(doc, out)]
+    _emit(doc, as_json, out, render)
+
+
+@app.command("sensitivity")
+def sensitivity_cmd(
+    scenarios: Annotated[list[str], typer.Argument(help="A scenario, or two (A B: the output becomes the paired ratio B/A).", show_default=False)],
+    method: Annotated[str, typer.Option("--method", help="sobol (variance-based indices) or tornado (one at a time, 5th/95th percentile).")] = "sobol",
+    output: Annotated[str, typer.Option("--output", help="Metric analysed (cost_per_mtok_usd, availability, tokens_per_s, gpu_cost_usd, ...).")] = "cost_per_mtok_usd",
+    trials: Annotated[Optional[int], typer.Option("--trials", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar.", show_default=False)] = None,
+    seed: SeedOpt = None,
+    overrides: SetOpt = None,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Which uncertain inputs drive an output: Sobol indices or a tornado chart."""
+    from contextlib import nullcontext
+
+    from .errors import Problem
+    from .report_sensitivity import render, write_figures
+    from .sensitivity import sobol, tornado
+
+    api.set_threads(threads)
+    studies = {"sobol": sobol, "tornado": tornado}
+    if method not in studies:
+        raise InputError(Problem("--method", method, "allowed: sobol, tornado"))
+    if len(scenarios) > 2:
+        raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
+    kwargs = {"output": output, "seed": seed, "overrides": overrides or ()}
+    if trials is not None:
+        kwargs["trials"] = trials
+    bar, update = _progress_bar(as_json, quiet)
+    with bar if bar is not None else nullcontext():
+        doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
+    if out is not None:
+        doc["figures"] = [p.name for p in write_figures(doc, out)]
+    _emit(doc, as_json, out, render)
+
+
 @app.command("validate")
 def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""

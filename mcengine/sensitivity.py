@@ -34,6 +34,7 @@ import numpy as np
 
 from . import _sobol
 from .errors import InputError, Problem
+from .options import positive, seed_of
 from .pipeline import METRICS, PAIRED_METRICS, run_block
 from .scenario import Scenario, load_scenario, scenario_from_dict
 from .scenario.fields import did_you_mean
@@ -62,19 +63,6 @@ NOISE_TREATMENT = (
 
 
 # ----------------------------------------------------------------------------- checks
-def _positive(option: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(Problem(option, value, "allowed: a positive integer"))
-    return int(value)
-
-
-def _seed(scenario: Scenario, seed: int | None) -> int:
-    seed = scenario.run.seed if seed is None else seed
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
-        raise InputError(Problem("--seed", seed, "allowed: an integer in [0, 2**64 - 1]"))
-    return int(seed)
-
-
 def check_output(output: str, paired: bool = False) -> str:
     """``output`` if it is a per-trial metric of the chain (one positive in every trial,
     for a paired ratio B/A), else InputError naming ``--output``."""
@@ -322,10 +310,10 @@ def sweep(
     for key, axis in zip(params, axes):
         if not axis:
             raise InputError(Problem("--values", key, "allowed: at least one value per --param"))
-    trials = _positive("--trials", trials)
+    trials = positive("--trials", trials)
     bases = _resolve(scenarios, overrides)
     outputs = [check_output(m, len(bases) == 2) for m in (outputs or SWEEP_OUTPUTS)]
-    seed = _seed(bases[0], seed)
+    seed = seed_of(bases[0], seed)
     texts = [[_literal(v) for v in axis] for axis in axes]
     points, grid, applies = _grid_scenarios(bases, params, texts)
     names = [s.name for s in bases]
@@ -393,14 +381,14 @@ def tornado(
         in the first scenario that has it).
     """
     start = time.perf_counter()
-    trials = _positive("--trials", trials)
-    chunk = _positive("--chunk-trials", chunk_trials)
+    trials = positive("--trials", trials)
+    chunk = positive("--chunk-trials", chunk_trials)
     lo_q, hi_q = quantiles
     if not 0.0 < lo_q < 0.5 < hi_q < 1.0:
         raise InputError(Problem("quantiles", quantiles, "allowed: (low, high) with 0 < low < 0.5 < high < 1"))
     chosen = _resolve(scenarios, overrides)
     output = check_output(output, len(chosen) == 2)
-    seed = _seed(chosen[0], seed)
+    seed = seed_of(chosen[0], seed)
     keys = _union_inputs(chosen)
     total = (2 * len(keys) + 1) * trials
     done = [0]
@@ -462,10 +450,10 @@ def sobol(
     """
     start = time.perf_counter()
     n = _sobol.check_base_samples(trials)
-    chunk = _positive("--chunk-trials", chunk_trials)
+    chunk = positive("--chunk-trials", chunk_trials)
     chosen = _resolve(scenarios, overrides)
     output = check_output(output, len(chosen) == 2)
-    seed = _seed(chosen[0], seed)
+    seed = seed_of(chosen[0], seed)
     keys = _union_inputs(chosen)
 
     def evaluate(u: np.ndarray, trial_start: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass
 
 #: Stage modules that contribute checks, in report order.
-CHECK_MODULES = ("mcengine.stages.fab", "mcengine.stages.reliability", "mcengine.stages.roofline")
+CHECK_MODULES = ("mcengine.stages.fab", "mcengine.stages.reliability", "mcengine.stages.roofline", "mcengine.sensitivity")
 
 
 @dataclass(frozen=True)
