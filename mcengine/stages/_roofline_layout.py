@@ -14,6 +14,8 @@ gets a worse throughput, not a different parallelism.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,8 +171,11 @@ def _no_fit(scenario: Scenario, evaluations: list[Evaluation]) -> InputError:
     )
 
 
+@lru_cache(maxsize=64)
 def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
     """The chosen layout's evaluation at the median inputs, and every candidate's.
+
+    Cached per (frozen, hashable) scenario: every chunk of a run reuses the choice.
 
     Raises InputError when the model (or an integer batch) fits no candidate layout.
     """
