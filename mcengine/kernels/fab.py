@@ -16,8 +16,8 @@ die hits the non-redundant remainder with probability ``1 - f`` and each unit wi
 ``f / U`` (the model has no floorplan inside a die). The die is good when the remainder
 is clean and at most ``spares = U - units_required`` units are hit.
 
-Per-die simulation (the fast kernel, exact in distribution)
------------------------------------------------------------
+Per-die simulation (the fast kernel; exact in distribution to within 2^-33 per die)
+-----------------------------------------------------------------------------------
 The Poisson process restricted to die ``d`` is a Poisson count ``n_d`` with mean
 ``m_d = lam * A * w_d`` (``w_d``: the exact mean of ``g`` over the die rectangle, from
 :func:`mcengine.kernels.geometry.mean_r2_fraction`; ``w_d = 1`` for the flat profile),
@@ -29,20 +29,29 @@ one uniform ``u``: its inversion gives ``n_d`` (bin ``n`` is
 ``(P(N < n), P(N <= n)]``, the sequential search of :func:`mcengine.rng.poisson`), and
 the die is good when ``u`` lies in the first ``P(N = n) f^n S[n]`` of its bin (the
 place of ``u`` inside its bin is a U(0, 1) independent of ``n``). For a flat wafer these
-bin edges are tabulated once per wafer (:func:`outcome_bins`), so most dies cost one
-uniform and one comparison. Two ways to walk the dies, chosen per wafer by ``m``:
+bin edges are tabulated once per wafer (:func:`outcome_bins`). Two ways to walk the
+dies, chosen per wafer by ``m``:
 
-* ``m > ln 2`` or a radial profile: every die draws one uniform;
-* flat profile and ``m <= ln 2`` (most dies clean): skip-ahead. The number of clean dies
+* ``m > 0.1`` (or a radial profile, which draws one uniform per die): *recycling*.
+  The die's outcome puts ``u`` in one sub-interval ("good part" or "bad part" of its
+  bin, of width ``w``); ``(u - low) / w`` is again a U(0, 1), independent of the
+  outcome, and decides the next die. The resolution of a recycled uniform shrinks by
+  ``1/w`` per die; it is replaced by a fresh draw once it has grown past ``2^20`` grid
+  steps, so every die is decided with at least 33 of the 53 bits (a probability error
+  below ``2^-33`` per die). About 1.7 bits per die for a GH100-size die: one draw per
+  ~12 dies. Four recycled uniforms take turns over consecutive dies, so the dies do
+  not wait on each other's arithmetic.
+* flat profile and ``m <= 0.1`` (9 dies in 10 clean): skip-ahead. The number of clean dies
   before the next die with defects is geometric, ``floor(log(u) / -m)``; the place of
   ``u`` inside that gap's bin, mapped into the bins ``n >= 1``, gives the die's count and
-  outcome. One uniform per die *with defects*.
+  outcome. One uniform, a log and an exp per die *with defects*; cheaper than
+  recycling below about 0.1 defects per die (measured, ``mcengine.bench.fab``).
 
-Reusing the place of a uniform inside its bin loses at most one grid step of the 53-bit
-uniform per bin, a probability error below ``1e-13`` per die. Means of
-:data:`INVERSION_MAX_MEAN` or more, the rounding tail beyond the tabulated bins, and
-counts beyond the harvesting table draw afresh (:func:`mcengine.rng.poisson`, explicit
-placement by :func:`place_defects`).
+(Recycling the place of a uniform inside its interval: L. Devroye, *Non-Uniform Random
+Variate Generation*, Springer 1986, the recycling principle.) Means of
+:data:`INVERSION_MAX_MEAN` or more, counts past the first eight bins, the rounding tail
+beyond the tabulated bins, and counts beyond the harvesting table draw afresh
+(:func:`mcengine.rng.poisson`, explicit placement by :func:`place_defects`).
 
 The spatial reference twin (:func:`simulate_wafers_spatial`) places every defect on the
 disc instead (inverse-transform radius for the profile, uniform angle), maps it to a
@@ -70,14 +79,19 @@ STREAM_SPATIAL = 2
 
 #: Largest count of the harvesting table ``S[n]`` (bigger counts: explicit placement).
 TABLE_MAX_DEFECTS = 256
-#: A flat wafer with a per-die mean below this walks its dies by skip-ahead.
-SKIP_MAX_DIE_MEAN = math.log(2.0)
+#: A flat wafer with a per-die mean up to this walks its dies by skip-ahead (the measured
+#: crossover with recycling).
+SKIP_MAX_DIE_MEAN = 0.1
 #: Per-die means from here on draw counts with :func:`mcengine.rng.poisson` (PTRS).
 INVERSION_MAX_MEAN = 10.0
 _INVERSION_KMAX = 256
 _BELOW_ONE = 1.0 - 2.0**-53
 _TAIL_PMF = 2.0**-54
+_INV_K = 1.0 / np.maximum(np.arange(TABLE_MAX_DEFECTS + 1), 1)  # 1/k (k >= 1): no division per bin
 _BRANCHLESS_BINS = 8
+#: A recycled uniform is replaced once its resolution has grown past 2^20 grid steps:
+#: every die is decided by a uniform with at least 33 bits left.
+_RECYCLE_MAX_SCALE = 2.0**20
 
 
 @kernel
@@ -184,8 +198,8 @@ def outcome_bins(mean, unit_fraction, table, cum, good_end):
     good_end[0] = p
     f_n = 1.0
     k = 1
-    while k < table.shape[0] and (k <= mean or p >= _TAIL_PMF):
-        p *= mean / k
+    while k < min(table.shape[0], _INV_K.shape[0]) and (k <= mean or p >= _TAIL_PMF):
+        p *= mean * _INV_K[k]
         f_n *= unit_fraction
         good_end[k] = cum[k - 1] + p * f_n * table[k]
         cum[k] = cum[k - 1] + p
@@ -200,6 +214,25 @@ def _edge(cum, n_bins, k):
 
 
 @kernel
+def _parts(cum, good_end, n_bins, low, inv, grow):
+    """Lower end, inverse width and resolution growth of the good and bad part of each of
+    the first eight bins (part ``2n``: ``(P(N < n), good_end[n])``; ``2n + 1``:
+    ``(good_end[n], P(N <= n)]``), written into ``low``, ``inv``, ``grow``. An empty
+    part maps to 0 and forces a fresh uniform (infinite growth)."""
+    for part in range(2 * _BRANCHLESS_BINS):
+        low[part] = 0.0
+        inv[part] = 0.0
+        grow[part] = np.inf
+    for n in range(min(n_bins, _BRANCHLESS_BINS)):
+        start = cum[n - 1] if n > 0 else 0.0
+        for part, lo, hi in ((2 * n, start, good_end[n]), (2 * n + 1, good_end[n], cum[n])):
+            if hi > lo:
+                low[part] = lo
+                inv[part] = 1.0 / (hi - lo)
+                grow[part] = inv[part]
+
+
+@kernel
 def _search_bins(u, n, cum, n_bins):
     """Continue the bin search of ``u`` from bin ``n`` (``n_bins``: the rounding tail)."""
     while n < n_bins and u > cum[n]:
@@ -208,10 +241,10 @@ def _search_bins(u, n, cum, n_bins):
 
 
 @kernel
-def _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, cum, good_end):
+def _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, scratch):
     """A flat wafer (every die of mean ``mean < INVERSION_MAX_MEAN``), by the bins of
-    :func:`outcome_bins`: skip-ahead when ``mean <= SKIP_MAX_DIE_MEAN``, else one
-    uniform per die.
+    :func:`outcome_bins`: skip-ahead when ``mean <= SKIP_MAX_DIE_MEAN``, else
+    recycled uniforms.
 
     The hot loops are written out and free of data-dependent branches where it
     matters: a die's outcome is random, so a branch on it mispredicts, and a per-die
@@ -225,8 +258,20 @@ def _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, cum, good
     p0 = math.exp(-mean)
     if spares == 0:  # a die is good iff it has no defect
         if not skip:
+            # recycling (module text): u's place in "clean" (0, p0] or "defects" (p0, 1)
+            # (four recycled uniforms take turns, so consecutive dies do not wait on each other)
+            inv_clean, inv_dirty = 1.0 / p0, 1.0 / (1.0 - p0)
+            u, u1, u2, u3 = rng.uniform(st), rng.uniform(st), rng.uniform(st), rng.uniform(st)
+            scale, s1, s2, s3 = 1.0, 1.0, 1.0, 1.0
             for _ in range(n_dies):
-                good += rng.uniform(st) <= p0
+                if scale > _RECYCLE_MAX_SCALE:
+                    u = rng.uniform(st)
+                    scale = 1.0
+                clean = u <= p0
+                good += clean
+                inv = inv_clean if clean else inv_dirty
+                u = min(max((u - (0.0 if clean else p0)) * inv, 0.0), _BELOW_ONE)
+                u, u1, u2, u3, scale, s1, s2, s3 = u1, u2, u3, u, s1, s2, s3, scale * inv
             return good, 0
         d = 0
         while d < n_dies:
@@ -236,21 +281,36 @@ def _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, cum, good
             good += np.int64(gap)
             d += np.int64(gap) + 1
         return good, 0
+    cum, good_end, low, inv, grow = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]
     n_bins = outcome_bins(mean, unit_fraction, table, cum, good_end)
     c0, c1, c2, c3 = _edge(cum, n_bins, 0), _edge(cum, n_bins, 1), _edge(cum, n_bins, 2), _edge(cum, n_bins, 3)
     c4, c5, c6, c7 = _edge(cum, n_bins, 4), _edge(cum, n_bins, 5), _edge(cum, n_bins, 6), _edge(cum, n_bins, 7)
     if not skip:
+        # recycling (module text): part 2n is the good part of bin n, 2n + 1 its bad part
+        _parts(cum, good_end, n_bins, low, inv, grow)
+        # four recycled uniforms take turns, so consecutive dies do not wait on each other
+        u, u1, u2, u3 = rng.uniform(st), rng.uniform(st), rng.uniform(st), rng.uniform(st)
+        scale, s1, s2, s3 = 1.0, 1.0, 1.0, 1.0
         for _ in range(n_dies):
-            u = rng.uniform(st)
+            if scale > _RECYCLE_MAX_SCALE:
+                u = rng.uniform(st)
+                scale = 1.0
             n = (u > c0) + (u > c1) + (u > c2) + (u > c3) + (u > c4) + (u > c5) + (u > c6) + (u > c7)
-            if n == _BRANCHLESS_BINS:
-                n = _search_bins(u, n, cum, n_bins)
-            if n >= n_bins:
-                ok = _rare_die_good(st, mean, unit_fraction, units, spares, table)
-            else:
+            if n < _BRANCHLESS_BINS and n < n_bins:
                 ok = (n == 0) | (u < good_end[n])
+                part = 2 * n + 1 - ok
+                u = min(max((u - low[part]) * inv[part], 0.0), _BELOW_ONE)
+                scale *= grow[part]
+            else:  # beyond the first eight bins (rare): search on, then draw afresh
+                n = _search_bins(u, n, cum, n_bins)
+                if n >= n_bins:
+                    ok = _rare_die_good(st, mean, unit_fraction, units, spares, table)
+                else:
+                    ok = u < good_end[n]
+                scale = np.inf
             good += ok
             harvested += ok & (n > 0)
+            u, u1, u2, u3, scale, s1, s2, s3 = u1, u2, u3, u, s1, s2, s3, scale
         return good, harvested
     q = -math.expm1(-mean)  # P(a die has defects)
     d = 0
@@ -322,7 +382,7 @@ def _wafer_per_die(st, mean, r2_fraction, edge_ratio, unit_fraction, units, spar
 
 @kernel
 def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, unit_fraction, units, spares,
-                    table, cum, good_end):
+                    table, scratch):
     """Good dies of one wafer of density ``density_per_cm2`` (already gamma-drawn).
 
     Parameters
@@ -340,8 +400,8 @@ def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, 
         ``U`` and ``U - units_required``.
     table : float64[k]
         :func:`harvest_table` of ``(units, spares)``.
-    cum, good_end : float64[k]
-        Scratch for :func:`outcome_bins`.
+    scratch : float64[5, k]
+        Work space (bin edges and their parts, :func:`outcome_bins`, :func:`_parts`).
 
     Returns
     -------
@@ -353,7 +413,7 @@ def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, 
     if mean <= 0.0:
         return n_dies, 0
     if edge_ratio == 1.0 and mean < INVERSION_MAX_MEAN:
-        return _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, cum, good_end)
+        return _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, scratch)
     return _wafer_per_die(st, mean, r2_fraction, edge_ratio, unit_fraction, units, spares, table)
 
 
@@ -383,11 +443,10 @@ def simulate_wafers(seed, wafer_start, density, clustering, edge_ratio, unit_fra
     uniforms = np.empty(n, dtype=np.int64)
     for i in prange(n):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_WAFER, wafer_start + i)
-        cum = np.empty(table.shape[0], dtype=np.float64)
-        good_end = np.empty(table.shape[0], dtype=np.float64)
+        scratch = np.empty((5, max(table.shape[0], 2 * _BRANCHLESS_BINS)), dtype=np.float64)
         lam = wafer_density(st, density[i], clustering[i])
         good[i], harvested[i] = wafer_good_dies(
-            st, lam, die_area_cm2, r2_fraction, edge_ratio[i], unit_fraction[i], units, spares, table, cum, good_end)
+            st, lam, die_area_cm2, r2_fraction, edge_ratio[i], unit_fraction[i], units, spares, table, scratch)
         uniforms[i] = np.int64(st[3])
     return good, harvested, uniforms
 
@@ -413,15 +472,14 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
     packages = np.empty(n, dtype=np.int64)
     for i in prange(n):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_RUN, trial_start + i)
-        cum = np.empty(table.shape[0], dtype=np.float64)
-        good_end = np.empty(table.shape[0], dtype=np.float64)
+        scratch = np.empty((5, max(table.shape[0], 2 * _BRANCHLESS_BINS)), dtype=np.float64)
         w = 0
         g_total = 0
         p_total = 0
         while p_total < target_packages and w < max_wafers:
             lam = wafer_density(st, density[i], clustering[i])
             g, _ = wafer_good_dies(st, lam, die_area_cm2, r2_fraction, edge_ratio[i], unit_fraction[i],
-                                   units, spares, table, cum, good_end)
+                                   units, spares, table, scratch)
             p_total += rng.binomial(st, g, assembly_yield[i])
             g_total += g
             w += 1

@@ -394,7 +394,9 @@ def validation_checks() -> list[Check]:
     checks.append(_mc_check("die yield, H100 harvesting 132/144, alpha=3", die_yields(h100, 0.1, 3.0, 144, 132, 0.8),
                             analytic.harvest_yield(h100.die_area_cm2, 0.1, 3.0, 144, 132, 0.8), "per-die kernel vs harvest integral"))
     checks.append(_mc_check("die yield, Lite harvesting 33/36, alpha=3", die_yields(lite, 0.1, 3.0, 36, 33, 0.8),
-                            analytic.harvest_yield(lite.die_area_cm2, 0.1, 3.0, 36, 33, 0.8), "per-die kernel (skip-ahead) vs harvest integral"))
+                            analytic.harvest_yield(lite.die_area_cm2, 0.1, 3.0, 36, 33, 0.8), "per-die kernel vs harvest integral"))
+    checks.append(_mc_check("die yield, Lite harvesting 33/36, D0=0.04 (skip-ahead)", die_yields(lite, 0.04, math.inf, 36, 33, 0.8),
+                            analytic.harvest_yield(lite.die_area_cm2, 0.04, math.inf, 36, 33, 0.8), "per-die kernel vs harvest integral"))
     checks.append(_mc_check("die yield, spatial twin, H100 harvesting, alpha=3",
                             die_yields(h100, 0.1, 3.0, 144, 132, 0.8, wafers=10_000, spatial=True),
                             analytic.harvest_yield(h100.die_area_cm2, 0.1, 3.0, 144, 132, 0.8), "defects placed on the disc"))

@@ -173,7 +173,7 @@ def test_die_yield_matches_closed_form(die, clustering, harvest):
 @pytest.mark.parametrize(
     "d0, clustering, units, required, fraction",
     [
-        (0.01, 3.0, 36, 33, 0.8),  # skip-ahead (die mean << ln 2)
+        (0.01, 3.0, 36, 33, 0.8),  # skip-ahead (die mean 0.08 <= 0.1)
         (0.6, 2.0, 144, 100, 0.95),  # counts past the eight branch-free bins
         (1.5, math.inf, 144, 100, 0.98),  # die mean >= 10: fresh Poisson draws
         (36.0, math.inf, 400, 185, 1.0),  # ~300 defects per die: explicit placement
@@ -207,6 +207,18 @@ def test_spatial_twin_matches_closed_form(die, clustering, rho, required):
     units = 144 if die == H100 else 36
     y = die_yields(wm, 0.1, clustering, units, required, 0.8, edge_ratio=rho, wafers=2000, seed=31, spatial=True)
     _within_4_sem(y, analytic.harvest_yield(wm.die_area_cm2, 0.1, clustering, units, required, 0.8, wm.weights(rho)))
+
+
+@pytest.mark.parametrize("required, most", [(132, 0.15), (144, 0.12)])
+def test_recycling_draws_far_fewer_uniforms_than_dies(required, most):
+    # GH100 die at D0 = 0.1 (mean 0.81 defects per die > 0.1): recycled uniforms, about
+    # 1.2-1.7 bits per die of the 33 spent before a fresh draw
+    wm = wafer_map(300, 3, *H100, 0.1)
+    table = k.harvest_table(144, 144 - required, k.TABLE_MAX_DEFECTS)
+    n = 2000
+    _good, _h, uniforms = k.simulate_wafers(np.uint64(2), 0, np.full(n, 0.1), np.full(n, math.inf), np.ones(n),
+                                            np.full(n, 0.8), wm.die_area_cm2, wm.r2_fraction, 144, 144 - required, table)
+    assert uniforms.sum() / (n * wm.dies) < most
 
 
 def test_zero_density_gives_every_die():
