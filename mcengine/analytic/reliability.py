@@ -1,0 +1,198 @@
+"""Closed forms of the reliability stage: the twins its tests and `mcengine validate` share.
+
+Every rate is per hour and every duration in hours unless a name says otherwise. The
+formulas and their worked values are in ``shared/reference/notes/reliability.md`` §4;
+each function cites its subsection. Where a result is exact only for the kernel's
+semantics (for example a fault during a restart restarts it), the docstring says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import integrate, special, stats
+
+from ..units import HOURS_PER_YEAR
+
+__all__ = [
+    "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
+    "spares_birth_death", "weibull_mean_survival", "series_mean_survival",
+    "restart_only", "ample_pool_availability", "mginf_stockout_probability", "cluster_reference",
+]
+
+
+def weibull_scale(mttf_hours: float, shape: float) -> float:
+    """Scale ``eta`` of the Weibull law with mean ``mttf_hours``: ``MTTF / Γ(1 + 1/k)`` (§4.1)."""
+    return mttf_hours / math.gamma(1.0 + 1.0 / shape)
+
+
+def alternating_renewal(mttf_hours: float, mttr_hours: float) -> float:
+    """Long-run availability of one unit with one repairer, ``MTTF / (MTTF + MTTR)`` (§4.3).
+
+    Holds for any up- and down-time laws with these means.
+    """
+    return mttf_hours / (mttf_hours + mttr_hours)
+
+
+def series_availability(unit_availability: float, n: int) -> float:
+    """``a**n``: all of ``n`` independent units up (§4.2, §4.7 with k = n).
+
+    The kernel meets it exactly in two regimes: an ample spare pool with zero restart
+    time (each slot alternates Exp(λ) up, one swap down, independently), and no pool
+    with unlimited crews and zero swap and restart times (the number of units in
+    repair is finite-source M/G/∞, Binomial(N, 1 - a) for any repair law, and by
+    symmetry the empty slots are a uniform subset).
+    """
+    return unit_availability**n
+
+
+def _birth_death(birth: np.ndarray, death: np.ndarray) -> np.ndarray:
+    """Stationary law of a birth-death chain on ``0..K`` (``birth[k]``: k -> k+1), in logs."""
+    log_ratio = np.log(birth) - np.log(death)
+    log_p = np.concatenate([[0.0], np.cumsum(log_ratio)])
+    log_p -= special.logsumexp(log_p)
+    return np.exp(log_p)
+
+
+def machine_repairman(n_units: int, fail_rate: float, repair_rate: float, crews: float) -> dict:
+    """Finite-source M/M/c//N: ``N`` units failing at λ while up, ``c`` repairers at μ (§4.4).
+
+    ``p_k ∝ C(N, k) (λ/μ)^k`` for ``k <= c`` and ``C(N, k) (λ/μ)^k k! / (c! c^(k-c))``
+    beyond, i.e. birth rate ``(N - k) λ`` and death rate ``min(k, c) μ``; computed in
+    log space, so ``N`` in the thousands is fine. ``crews = inf`` gives Binomial.
+
+    Returns
+    -------
+    dict
+        ``p`` (float64[N + 1]), ``mean_down`` (E[K]), ``availability`` ((N - E[K]) / N).
+    """
+    k = np.arange(n_units)
+    c = min(float(crews), float(n_units))
+    p = _birth_death((n_units - k) * fail_rate, np.minimum(k + 1, c) * repair_rate)
+    mean_down = float(np.dot(np.arange(n_units + 1), p))
+    return {"p": p, "mean_down": mean_down, "availability": (n_units - mean_down) / n_units}
+
+
+def spares_birth_death(active: int, spares: int, crews: float, fail_rate: float, repair_rate: float) -> dict:
+    """``n`` active slots, ``s`` cold spares, ``c`` crews; ``k`` units failed (§4.5).
+
+    Failure rate ``min(n, n + s - k) λ``, repair rate ``min(k, c) μ``; full service iff
+    ``k <= s``. With zero swap and restart times this is the kernel's cluster of
+    single-GPU instances, whose availability is the mean active fraction.
+
+    Returns
+    -------
+    dict
+        ``p_full_service``, ``active_fraction`` (E[min(n, n + s - K)] / n), ``p``.
+    """
+    total = active + spares
+    k = np.arange(total)
+    up = np.minimum(active, total - k)
+    p = _birth_death(up * fail_rate, np.minimum(k + 1, min(float(crews), float(total))) * repair_rate)
+    up_all = np.minimum(active, total - np.arange(total + 1))
+    return {"p_full_service": float(p[: spares + 1].sum()), "active_fraction": float(np.dot(up_all, p) / active), "p": p}
+
+
+def weibull_mean_survival(horizon_hours: float, scale_hours: float, shape: float, count: int = 1) -> float:
+    """Time average over ``[0, T]`` of ``S(t) = exp(-count (t/eta)^k)`` (§4.8), no repair.
+
+    ``(1/T) ∫_0^T S dt = eta_c Γ(1/k) P(1/k, (T/eta_c)^k) / (k T)`` with ``eta_c = eta
+    count^(-1/k)`` (the minimum of ``count`` lives) and ``P`` the regularised lower
+    incomplete gamma function.
+    """
+    eta = scale_hours * count ** (-1.0 / shape)
+    x = (horizon_hours / eta) ** shape
+    return eta * special.gamma(1.0 / shape) * special.gammainc(1.0 / shape, x) / (shape * horizon_hours)
+
+
+def series_mean_survival(horizon_hours: float, exp_rate: float, groups: list[tuple[float, float]]) -> float:
+    """Time-averaged survival of a series system, exponential rate plus Weibull groups.
+
+    ``S(t) = exp(-exp_rate t - Σ (t/eta_g)^k_g)`` over ``groups = [(k_g, eta_g), ...]``,
+    averaged over ``[0, T]`` by adaptive quadrature (exact to ~1e-10).
+    """
+    def survival(t):
+        return math.exp(-exp_rate * t - sum((t / eta) ** k for k, eta in groups))
+
+    value, _ = integrate.quad(survival, 0.0, horizon_hours, epsabs=1e-12, epsrel=1e-11, limit=200)
+    return value / horizon_hours
+
+
+def restart_only(rate: float, restart_hours: float) -> dict:
+    """An instance with only restart-only faults (Poisson, ``rate``) and a fixed restart.
+
+    With the kernel's rule that a fault during a restart starts it over, a down period
+    lasts ``E[D] = (e^(Λr) - 1)/Λ``, so availability is exactly ``e^(-Λr)`` and up -> down
+    transitions occur at ``Λ e^(-Λr)`` per hour (alternating renewal, §4.3).
+
+    Returns
+    -------
+    dict
+        ``availability`` and ``interruptions_per_hour``.
+    """
+    a = math.exp(-rate * restart_hours)
+    return {"availability": a, "interruptions_per_hour": rate * a}
+
+
+def ample_pool_availability(perm_rate: float, transient_rate: float, swap_hours: float, restart_hours: float) -> float:
+    """``1 / (1 + Λ_p (t_swap + t_restart) + Λ_t t_restart)`` (§4.2, renewal-reward).
+
+    First order in the rates (it ignores faults while the instance is already down);
+    exact for ``Λ_t = 0`` and ``t_restart = 0`` with one GPU per instance.
+    """
+    return 1.0 / (1.0 + perm_rate * (swap_hours + restart_hours) + transient_rate * restart_hours)
+
+
+def mginf_stockout_probability(failure_rate: float, mean_repair_hours: float, spare_units: int) -> float:
+    """``P(Poisson(Λ E[R]) > s)``: share of time more units are in repair than spares (§4.6).
+
+    Ample crews and a failure rate held constant by the spares; any repair law.
+    """
+    return float(stats.poisson.sf(spare_units, failure_rate * mean_repair_hours))
+
+
+def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, host_mode: bool,
+                      gpu_perm_rate: float, gpu_transient_rate: float, host_perm_rate: float,
+                      host_transient_rate: float, swap_hours: float, restart_hours: float,
+                      repair_hours: float, spare_units: int, unlimited_crews: bool) -> dict:
+    """Renewal-theory reference values of a whole cluster (long-run rates, no stock-out).
+
+    Each instance ``i`` sees permanent events at ``Λ_p,i`` and restart-only ones at
+    ``Λ_t,i``, counting every host with a GPU of ``i`` (gpu mode: ``n λ_g + Σ λ_h``;
+    host mode: ``Σ (λ_h + g_k λ_g)`` with ``g_k`` the host's active GPUs), and has
+    ``A_i`` from :func:`ample_pool_availability`. Weibull classes enter at their
+    long-run renewal rate ``1/MTTF`` (elementary renewal theorem, §4.8), so for a
+    wear-out class over a short horizon these overstate the failures.
+
+    Returns
+    -------
+    dict
+        ``availability_no_stockout`` (mean of ``A_i``), ``interruptions_per_year``
+        (``Σ (Λ_p,i + Λ_t,i) A_i``), ``failures_per_year`` (a host failure counts its
+        GPUs), and with unlimited crews ``p_stockout_mginf``.
+    """
+    active = instances * instance_gpus
+    first_host = np.arange(instances) * instance_gpus // gpus_per_host
+    last_host = ((np.arange(instances) + 1) * instance_gpus - 1) // gpus_per_host
+    hosts_touched = last_host - first_host + 1
+    perm = np.zeros(instances)
+    for offset in range(int(hosts_touched.max())):
+        k = first_host + offset
+        on = k <= last_host
+        g_k = np.minimum((k + 1) * gpus_per_host, active) - k * gpus_per_host
+        perm += np.where(on, host_perm_rate + (g_k * gpu_perm_rate if host_mode else 0.0), 0.0)
+    if not host_mode:
+        perm += instance_gpus * gpu_perm_rate
+    transient = instance_gpus * gpu_transient_rate + hosts_touched * host_transient_rate
+    avail = 1.0 / (1.0 + perm * (swap_hours + restart_hours) + transient * restart_hours)
+    out = {
+        "availability_no_stockout": float(avail.mean()),
+        "interruptions_per_year": float(np.sum((perm + transient) * avail) * HOURS_PER_YEAR),
+        "failures_per_year": active * (gpu_perm_rate + host_perm_rate) * HOURS_PER_YEAR,
+    }
+    if unlimited_crews:
+        hosts = -(-active // gpus_per_host)
+        unit_rate = hosts * host_perm_rate + active * gpu_perm_rate if host_mode else active * (gpu_perm_rate + host_perm_rate)
+        out["p_stockout_mginf"] = mginf_stockout_probability(unit_rate, repair_hours, spare_units)
+    return out
