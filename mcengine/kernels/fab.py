@@ -381,6 +381,12 @@ def _wafer_per_die(st, mean, r2_fraction, edge_ratio, unit_fraction, units, spar
 
 
 @kernel
+def new_scratch(table):
+    """Work space of :func:`wafer_good_dies` for a harvesting table: float64[5, k]."""
+    return np.empty((5, max(table.shape[0], 2 * _BRANCHLESS_BINS)), dtype=np.float64)
+
+
+@kernel
 def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, unit_fraction, units, spares,
                     table, scratch):
     """Good dies of one wafer of density ``density_per_cm2`` (already gamma-drawn).
@@ -443,7 +449,7 @@ def simulate_wafers(seed, wafer_start, density, clustering, edge_ratio, unit_fra
     uniforms = np.empty(n, dtype=np.int64)
     for i in prange(n):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_WAFER, wafer_start + i)
-        scratch = np.empty((5, max(table.shape[0], 2 * _BRANCHLESS_BINS)), dtype=np.float64)
+        scratch = new_scratch(table)
         lam = wafer_density(st, density[i], clustering[i])
         good[i], harvested[i] = wafer_good_dies(
             st, lam, die_area_cm2, r2_fraction, edge_ratio[i], unit_fraction[i], units, spares, table, scratch)
@@ -472,7 +478,7 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
     packages = np.empty(n, dtype=np.int64)
     for i in prange(n):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_RUN, trial_start + i)
-        scratch = np.empty((5, max(table.shape[0], 2 * _BRANCHLESS_BINS)), dtype=np.float64)
+        scratch = new_scratch(table)
         w = 0
         g_total = 0
         p_total = 0
