@@ -73,7 +73,7 @@ def _sketch_points(summary) -> tuple:
     keys = [(-1, k, sk.negative[k]) for k in sorted(sk.negative, reverse=True)]
     keys += [(0, 0, sk.zeros)] if sk.zeros else []
     keys += [(1, k, sk.positive[k]) for k in sorted(sk.positive)]
-    values = np.array([0.0 if sign == 0 else sk._value(sign, k) for sign, k, _ in keys])
+    values = np.array([0.0 if sign == 0 else sk._value(sign, k) for sign, k, _ in keys]) + summary.offset
     counts = np.array([c for _, _, c in keys], dtype=float)
     return np.clip(values, summary.min, summary.max), np.cumsum(counts) / counts.sum()
 

@@ -33,6 +33,8 @@ from .scenario import Scenario, scenario_from_dict
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
 RUN_FILE = "run.json"
+#: Metrics that crowd just below 1: summarised as their distance from 1.
+NEAR_ONE = ("availability",)
 CHECKPOINT_FILE = "checkpoint.json"
 TRIALS_DIR = "trials.parquet"
 
@@ -83,14 +85,15 @@ class Accumulators:
         for name in self.names:
             cols = chunk[name]
             for metric in METRICS:
-                self.metrics.setdefault((name, metric), Summary()).add(cols[metric], f"{name}.{metric}")
+                offset = 1.0 if metric in NEAR_ONE else 0.0
+                self.metrics.setdefault((name, metric), Summary(offset=offset)).add(cols[metric], f"{name}.{metric}")
             if name == base:
                 continue
             for metric in PAIRED_METRICS:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
-                self.ratios.setdefault((name, metric), Summary()).add(ratio, f"{name}/{base}.{metric}")
+                self.ratios.setdefault((name, metric), Summary(offset=1.0)).add(ratio, f"{name}/{base}.{metric}")
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
         self.trials_done += len(chunk[base]["trial"])
 

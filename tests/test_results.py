@@ -63,3 +63,14 @@ def test_non_finite_values_are_an_error_not_a_nan():
         Summary().add(np.array([1.0, np.inf]), "cost")
     with pytest.raises(NumericalError, match="non-finite"):
         summarize(np.array([np.nan]))
+
+
+def test_offset_resolves_values_crowded_near_one():
+    rng = np.random.default_rng(8)
+    availability = 1.0 - rng.lognormal(np.log(2e-4), 0.5, 20_000)
+    streamed = Summary(offset=1.0).add(availability).to_dict()
+    order = np.sort(availability)
+    for key, q in (("p05", 0.05), ("p50", 0.5), ("p95", 0.95)):
+        ranked = order[int(round(q * (availability.size - 1)))]
+        assert abs(streamed[key] - ranked) <= SKETCH_RELATIVE_ACCURACY * (1.0 - ranked), key
+    assert streamed["p05"] < streamed["p95"]

@@ -1,0 +1,17 @@
+"""End-to-end chain throughput, thread speed-up, orchestration overhead, peak memory; prints one JSON document.
+
+Usage: ``python benchmarks/bench_chain.py [--quick]`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mcengine.bench.chain import run  # noqa: E402
+
+if __name__ == "__main__":
+    print(json.dumps(run(quick="--quick" in sys.argv[1:]), indent=2))

@@ -1,0 +1,97 @@
+"""End-to-end benchmark of the trial chain (`mcengine bench --stage chain`).
+
+For each shipped scenario and the case study it measures, in one run:
+
+* trials/s of the whole chain (inputs → fab → reliability → roofline → econ, chunked
+  runner with streaming summaries) at 1 and at 2 numba threads, and the speed-up;
+* the time of the stage functions alone on the same trials, so the orchestration
+  overhead (sampling, checks, summaries, chunking) is ``chain / sum(stages) − 1``;
+* peak resident memory of a child process running ``mcengine run`` (10⁶ trials of
+  h100, or a small run with ``quick``), which must not grow with the trial count.
+
+Compile time is kept out of the timings by a warm-up run first (reported apart).
+"""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import time
+
+import numba
+
+from .. import api
+from ..scenario import load_scenario
+from ..scenario.load import load_study
+from ..scenario.sampling import draw_inputs
+
+
+def _chain_seconds(refs: list[str], trials: int, threads: int) -> float:
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        start = time.perf_counter()
+        api.run(refs, trials=trials, seed=1, keep_trials=False, figures=False)
+        return time.perf_counter() - start
+    finally:
+        numba.set_num_threads(before)
+
+
+def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
+    from ..stages import econ, fab, reliability, roofline
+
+    out = {"fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
+    for ref in refs:
+        s = load_scenario(ref)
+        inputs = draw_inputs(s, 1, 0, trials)
+        t0 = time.perf_counter()
+        cols = dict(fab.production_runs(s, inputs, 1))
+        t1 = time.perf_counter()
+        cols.update(reliability.lifetimes(s, inputs, 1))
+        t2 = time.perf_counter()
+        cols.update(roofline.throughput(s, inputs))
+        t3 = time.perf_counter()
+        econ.economics(s, inputs, cols)
+        t4 = time.perf_counter()
+        for key, dt in zip(out, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            out[key] += dt
+    return out
+
+
+def _peak_rss_mb(trials: int) -> dict:
+    """Peak RSS of a child `mcengine run h100 --trials N` (bounded-memory check)."""
+    cmd = [sys.executable, "-m", "mcengine.cli", "run", "h100", "--trials", str(trials), "--quiet", "--json"]
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    elapsed = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {"trials": trials, "peak_rss_mb": peak_kb / 1024, "elapsed_s": elapsed, "trials_per_s": trials / elapsed}
+
+
+def run(quick: bool = False) -> dict:
+    trials = 1024 if quick else 8192
+    t0 = time.perf_counter()
+    _chain_seconds(["h100", "lite-h100"], 1024, numba.config.NUMBA_NUM_THREADS)
+    compile_s = time.perf_counter() - t0
+    cases = {name: [name] for name in ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")}
+    cases["case-study"] = list(load_study("case-study")["scenarios"])
+    rows = {}
+    for label, refs in cases.items():
+        if quick and label != "case-study":
+            continue
+        one = _chain_seconds(refs, trials, 1)
+        two = _chain_seconds(refs, trials, min(2, numba.config.NUMBA_NUM_THREADS))
+        stages = _stage_seconds(refs, trials)
+        kernels = sum(stages.values())
+        rows[label] = {
+            "scenarios": len(refs),
+            "trials": trials,
+            "trials_per_s_1_thread": trials / one,
+            "trials_per_s_2_threads": trials / two,
+            "speedup_1_to_2_threads": one / two,
+            "stage_seconds_2_threads": stages,
+            "orchestration_overhead": two / kernels - 1.0,
+            "projected_s_for_1e6_trials": two * 1e6 / trials,
+        }
+    return {"warmup_and_compile_s": compile_s, "cases": rows, "memory": _peak_rss_mb(4096 if quick else 1_000_000)}
