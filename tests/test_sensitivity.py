@@ -53,9 +53,12 @@ def test_sweep_is_monotone_where_the_model_is(density_sweep):
     """Yield falls with defect density, so the fab cost per GPU (and the cost per token) rises."""
     rows = density_sweep["rows"]
     for m in ("gpu_cost_usd", "cost_per_mtok_usd"):
-        for stat in ("mean", "p50"):
-            seq = [r[m][stat] for r in rows]
-            assert all(b > a for a, b in zip(seq, seq[1:])), (m, stat, seq)
+        means = [r[m]["mean"] for r in rows]
+        assert all(b > a for a, b in zip(means, means[1:])), (m, means)
+        # medians are streamed with 0.1% relative accuracy: a step smaller than a bucket
+        # may leave two neighbours equal, but never reverses, and the ends must differ
+        medians = [r[m]["p50"] for r in rows]
+        assert all(b >= a for a, b in zip(medians, medians[1:])) and medians[-1] > medians[0], (m, medians)
 
 
 def test_sweep_rows_are_paired(density_sweep):
