@@ -1,0 +1,279 @@
+"""The reliability kernel and its helpers: heap, law tables, invariants, an independent twin.
+
+The closed-form checks live in tests/stages/test_reliability.py; here the kernel's
+bookkeeping is compared with a slow, independently written event simulation
+(tests/kernels/reference_life.py) on configurations no closed form covers (host mode,
+finite crews, stock-outs, Weibull ages, lognormal laws), in distribution.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numba
+import numpy as np
+import pytest
+
+from mcengine.jit import kernel
+from mcengine.kernels import life
+from mcengine.kernels._heap import heap_remove, heap_set, heapify
+from mcengine.kernels.laws import law_part, sample_law
+from mcengine.rng import new_stream
+from mcengine.scenario.dists import MAX_LAW_PARTS
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages import reliability as R
+from mcengine.stages._reliability_checks import toy_scenario
+
+from .reference_life import Config, simulate_many
+
+# ----------------------------------------------------------------------------- heap
+
+
+@kernel
+def _heap_ops(n_ids, ops, idents, keys_in, tops):
+    """Apply ops (0 set, 1 remove, 2 pop) and record the top key after each (inf if empty)."""
+    keys = np.empty(n_ids)
+    ids = np.empty(n_ids, dtype=np.int64)
+    pos = np.full(n_ids, -1, dtype=np.int64)
+    n = 0
+    for k in range(ops.size):
+        if ops[k] == 0:
+            n = heap_set(keys, ids, pos, n, idents[k], keys_in[k])
+        elif ops[k] == 1:
+            n = heap_remove(keys, ids, pos, n, idents[k])
+        elif n > 0:
+            n = heap_remove(keys, ids, pos, n, ids[0])
+        tops[k] = keys[0] if n > 0 else np.inf
+    return n
+
+
+def test_indexed_heap_matches_a_reference_priority_queue():
+    rng = np.random.default_rng(7)
+    n_ids, n_ops = 50, 20_000
+    ops = rng.choice(3, n_ops, p=[0.6, 0.2, 0.2])
+    idents = rng.integers(0, n_ids, n_ops)
+    keys = rng.random(n_ops)
+    tops = np.empty(n_ops)
+    n = _heap_ops(n_ids, ops, idents, keys, tops)
+    armed: dict[int, float] = {}
+    expected = np.empty(n_ops)
+    for k in range(n_ops):
+        if ops[k] == 0:
+            armed[int(idents[k])] = keys[k]
+        elif ops[k] == 1:
+            armed.pop(int(idents[k]), None)
+        elif armed:
+            armed.pop(min(armed, key=armed.get))
+        expected[k] = min(armed.values()) if armed else np.inf
+    np.testing.assert_array_equal(tops, expected)
+    assert n == len(armed)
+
+
+@kernel
+def _heapify_then_drain(keys_in):
+    n = keys_in.size
+    keys = keys_in.copy()
+    ids = np.arange(n)
+    pos = np.empty(n, dtype=np.int64)
+    heapify(keys, ids, pos, n)
+    ok = True
+    for j in range(n):
+        ok = ok and pos[ids[j]] == j
+    out = np.empty(n)
+    for k in range(n):
+        out[k] = keys[0]
+        n = heap_remove(keys, ids, pos, n, ids[0])
+    return out, ok
+
+
+def test_heapify_gives_a_valid_heap():
+    keys = np.random.default_rng(3).random(1000)
+    drained, positions_ok = _heapify_then_drain(keys)
+    assert positions_ok
+    np.testing.assert_array_equal(drained, np.sort(keys))
+    assert heapq.nsmallest(1, keys)[0] == drained[0]
+
+
+# ----------------------------------------------------------------------------- laws
+
+
+@kernel
+def _draw_many(laws, w, n, seed):
+    st = new_stream(np.uint64(seed), 3, 99, 0)
+    out = np.empty(n)
+    for k in range(n):
+        out[k] = sample_law(st, laws, w)
+    return out, st[3]
+
+
+def _table(law_toml):
+    s = toy_scenario(instances=1, repair_hours=law_toml)
+    inputs = draw_inputs(s, 0, 0, 1)
+    return R.law_table(s.reliability.repair_hours, inputs.law_values("reliability.repair_hours", s.reliability.repair_hours), 1)[0][None]
+
+
+@pytest.mark.parametrize("law, mean, draws_per_event", [
+    (2.5, 2.5, 0),
+    ({"law": "exponential", "mean": 3.0}, 3.0, 1),
+    ({"law": "lognormal", "median": 72.0, "sigma": 0.9}, 72.0 * math.exp(0.405), 2),
+    ({"law": "weibull", "mean": 10.0, "shape": 0.7}, 10.0, 1),
+    ({"law": "mixture", "parts": [{"weight": 0.2, "law": "fixed", "value": 2},
+                                  {"weight": 0.8, "law": "lognormal", "median": 72, "sigma": 0.9}]},
+     0.2 * 2 + 0.8 * 72 * math.exp(0.405), None),
+])
+def test_sample_law_means_within_4_sem(law, mean, draws_per_event):
+    n = 200_000
+    x, used = _draw_many(_table(law), 0, n, 11)
+    assert np.all(x >= 0)
+    if draws_per_event == 0:
+        assert np.all(x == mean) and used == 0
+        return
+    sem = x.std(ddof=1) / math.sqrt(n)
+    assert abs(x.mean() - mean) < 4 * sem
+    if draws_per_event is not None:
+        assert used == draws_per_event * n
+
+
+def test_law_table_layout_and_part_selection():
+    table = _table({"law": "mixture", "parts": [{"weight": 1, "law": "fixed", "value": 1},
+                                                {"weight": 3, "law": "exponential", "mean": 5}]})
+    assert table.shape == (1, MAX_LAW_PARTS, 4)
+    np.testing.assert_allclose(table[0, :3, 0], [0.25, 1.0, 1.0])
+    assert law_part(table, 0, 0.25) == 0 and law_part(table, 0, 0.2500001) == 1 and law_part(table, 0, 0.999) == 1
+
+
+# ----------------------------------------------------------------------------- kernel
+
+
+def _run(scenario, n, seed=5, start=0):
+    return R.lifetimes(scenario, draw_inputs(scenario, seed, start, n), seed)
+
+
+def test_no_failures_means_full_availability_and_no_events():
+    c = _run(toy_scenario(instances=8, instance_gpus=4, gpus_per_host=2, spare_gpus=3), 4)
+    np.testing.assert_array_equal(c["instance_availability"], 1.0)
+    for name in ("failures_per_year", "interruptions_per_year", "swaps_per_year", "stockout_hours", "repairs", "events",
+                 "max_failed_gpus"):
+        np.testing.assert_array_equal(c[name], 0)
+
+
+def test_zero_length_swaps_and_restarts_still_count_as_events_and_host_failures_fail_all_gpus():
+    # hosts of 8 GPUs fail; each failure empties 8 slots at once, all refilled at once
+    s = toy_scenario(instances=4, instance_gpus=8, gpus_per_host=8, spare_gpus=64, host_afr=20.0,
+                     repair_hours=0.0, horizon_years=1.0)
+    c = _run(s, 20)
+    host_failures = c["interruptions_per_year"]  # each host failure = one instance interruption
+    np.testing.assert_array_equal(c["failures_per_year"], 8 * host_failures)
+    np.testing.assert_array_equal(c["swaps_per_year"], c["failures_per_year"])
+    np.testing.assert_array_equal(c["repairs"], c["failures_per_year"])
+    np.testing.assert_array_equal(c["instance_availability"], 1.0)  # zero-length outages
+    # per host failure: the failure, 8 repairs, 8 swaps, 1 restart
+    np.testing.assert_array_equal(c["events"], host_failures * (1 + 8 + 8 + 1))
+
+
+@pytest.mark.parametrize("host_mode", [False, True])
+def test_counting_invariants(host_mode):
+    s = toy_scenario(instances=6, instance_gpus=4, gpus_per_host=8, spare_gpus=8, afr=3.0, transient_afr=4.0,
+                     weibull_shape=1.5, host_afr=2.0, host_transient_afr=3.0, repair_crews=2,
+                     repair_hours={"law": "lognormal", "median": 200, "sigma": 0.5}, swap_hours=1.0, restart_hours=0.5,
+                     replace_unit="host" if host_mode else "gpu", horizon_years=2.0)
+    c = _run(s, 50)
+    years = 2.0
+    units = (s.total_gpus // 8) if host_mode else s.total_gpus
+    assert np.all((c["instance_availability"] > 0) & (c["instance_availability"] < 1))
+    assert np.all(c["swaps_per_year"] * years <= c["repairs"] + (8 // 8 if host_mode else 8))
+    assert np.all(c["max_failed_gpus"] <= units * (8 if host_mode else 1))
+    if host_mode:
+        assert np.all(c["repairs"] <= c["failures_per_year"] * years)
+    else:
+        np.testing.assert_array_equal(c["repairs"], c["failures_per_year"] * years)
+    assert np.all(c["events"] > 0)
+    assert c["stockout_hours"].max() > 0  # 2 crews, long repairs: the pool runs dry
+
+
+def test_no_spares_single_gpu_instances_waiting_time_is_downtime():
+    s = toy_scenario(instances=10, afr=200.0, repair_hours={"law": "exponential", "mean": 5}, repair_crews=1,
+                     horizon_years=0.5)
+    c = _run(s, 10)
+    hours = 10 * 0.5 * 8766
+    np.testing.assert_allclose(c["stockout_hours"], hours * (1 - c["instance_availability"]), rtol=1e-9)
+
+
+TWIN_CASES = {
+    "gpu mode, spares, 2 crews, lognormal repair, transients": (
+        dict(instances=6, instance_gpus=4, gpus_per_host=8, spare_gpus=3, afr=4.0, transient_afr=6.0,
+             host_afr=1.0, host_transient_afr=2.0, repair_hours={"law": "lognormal", "median": 150, "sigma": 0.6},
+             swap_hours={"law": "exponential", "mean": 3}, restart_hours=0.7, repair_crews=2, horizon_years=1.0),
+        Config(6, 4, 8, 3, 1.0, [(1, 4.0, 6.0, 1.0)], 1.0, 2.0, 1.0, ("lognormal", 150, 0.6), ("exponential", 3),
+               ("fixed", 0.7), 2)),
+    "host mode, Weibull ages in two classes, instances sharing hosts": (
+        dict(instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=4,
+             components={"die": {"count": 2, "afr": 2.0, "weibull_shape": 2.0, "transient_afr": 3.0},
+                         "laser": {"afr": 3.0, "weibull_shape": 0.7}, "hbm": {"afr": 1.0}},
+             host_afr=1.5, host_transient_afr=1.0, host_weibull_shape=3.0, replace_unit="host",
+             repair_hours={"law": "exponential", "mean": 300}, swap_hours=2.0, restart_hours=0.4, horizon_years=2.0),
+        Config(8, 2, 4, 4, 2.0, [(2, 2.0, 3.0, 2.0), (1, 3.0, 0.0, 0.7), (1, 1.0, 0.0, 1.0)], 1.5, 1.0, 3.0,
+               ("exponential", 300), ("fixed", 2.0), ("fixed", 0.4), math.inf, True)),
+    "instances spanning hosts, no spares, 1 crew": (
+        dict(instances=2, instance_gpus=6, gpus_per_host=4, afr=3.0, host_afr=2.0, host_transient_afr=4.0,
+             repair_hours={"law": "exponential", "mean": 100}, swap_hours=1.0, restart_hours=0.3, repair_crews=1,
+             horizon_years=1.0),
+        Config(2, 6, 4, 0, 1.0, [(1, 3.0, 0.0, 1.0)], 2.0, 4.0, 1.0, ("exponential", 100), ("fixed", 1.0),
+               ("fixed", 0.3), 1)),
+}
+
+
+@pytest.mark.parametrize("case", list(TWIN_CASES))
+def test_kernel_agrees_with_independent_twin(case):
+    toy, cfg = TWIN_CASES[case]
+    n = 400
+    kern = _run(toy_scenario(**toy), n, seed=17)
+    twin = simulate_many(cfg, n, seed=17)
+    for name in ("instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year", "repairs",
+                 "stockout_hours", "max_failed_gpus"):
+        a, b = np.asarray(kern[name], float), twin[name]
+        sem = math.hypot(a.std(ddof=1), b.std(ddof=1)) / math.sqrt(n)
+        assert abs(a.mean() - b.mean()) <= 4 * sem + 1e-12, (name, a.mean(), b.mean(), sem)
+
+
+# ----------------------------------------------------------------------------- reproducibility
+
+
+def _with_threads(threads, fn):
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(previous)
+
+
+def test_identical_at_1_and_2_threads_and_across_chunks():
+    s = toy_scenario(**TWIN_CASES["host mode, Weibull ages in two classes, instances sharing hosts"][0])
+    one = _with_threads(1, lambda: _run(s, 300, seed=9))
+    two = _with_threads(2, lambda: _run(s, 300, seed=9))
+    halves = [_with_threads(2, lambda start=start: _run(s, 150, seed=9, start=start)) for start in (0, 150)]
+    for name in R.COLUMNS:
+        np.testing.assert_array_equal(one[name], two[name])
+        np.testing.assert_array_equal(one[name], np.concatenate([h[name] for h in halves]))
+    other_seed = _run(s, 300, seed=10)
+    assert not np.array_equal(one["instance_availability"], other_seed["instance_availability"])
+
+
+def test_kernel_driver_block_split_does_not_matter():
+    """300 lifetimes run as 256 blocks of 1-2, or a single lifetime per call: same rows."""
+    s = toy_scenario(instances=3, instance_gpus=2, gpus_per_host=2, spare_gpus=1, afr=10.0, transient_afr=5.0,
+                     repair_hours={"law": "weibull", "mean": 50, "shape": 1.5}, swap_hours=1.0, restart_hours=0.2)
+    block = _run(s, 300, seed=4)
+    singles = [_run(s, 1, seed=4, start=i) for i in (0, 137, 299)]
+    for i, single in zip((0, 137, 299), singles):
+        for name in R.COLUMNS:
+            assert block[name][i] == single[name][0]
+
+
+def test_config_layout_is_consistent():
+    cfg = life._config(12, 4, 8, True, 2, 10**9)
+    # 12 GPUs in 2 hosts; host mode: 2 slots, 2 pool hosts, so at most 4 repairs at once
+    assert cfg[life._C_H] == 2 and cfg[life._C_SLOTS] == 2 and cfg[life._C_CREWS] == 4
+    assert cfg[life._C_IDS] == 12 + 2 + 3 + 2 + 4

@@ -1,0 +1,306 @@
+"""Reliability stage: Monte Carlo against the closed forms, published-scale points, API.
+
+Every statistical assertion uses a tolerance of 4 standard errors of the Monte Carlo
+mean, computed from the sample, at a fixed seed. The closed forms are those of
+mcengine.analytic.reliability (reliability notes §4), in regimes where they are exact
+for the kernel's semantics (see each function's docstring).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytest
+from rich.table import Table
+
+from mcengine.analytic import reliability as ar
+from mcengine.errors import InputError
+from mcengine.results import BLOCK_TRIALS
+from mcengine.scenario import load_scenario
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages import reliability as R
+from mcengine.stages._reliability_checks import (
+    KOKOLIS_MTTF_1024_GPUS_HOURS, KOKOLIS_MTTF_8_GPUS_HOURS, LLAMA3_DAYS, LLAMA3_GPUS, LLAMA3_RESTART_HOURS,
+    LLAMA3_UNEXPECTED, llama3_rates, llama3_scenario, toy_scenario,
+)
+from mcengine.units import HOURS_PER_YEAR
+
+H = HOURS_PER_YEAR
+
+
+def run(scenario, n, seed=1):
+    return R.lifetimes(scenario, draw_inputs(scenario, seed, 0, n), seed)
+
+
+def assert_mc(sample, expected, k=4.0):
+    sample = np.asarray(sample, dtype=float)
+    sem = sample.std(ddof=1) / math.sqrt(sample.size)
+    assert abs(sample.mean() - expected) <= k * sem, (sample.mean(), expected, sem)
+
+
+# ----------------------------------------------------------------------------- closed forms
+
+
+@pytest.mark.parametrize("units, crews, lam, mu", [(10, 1, 0.05, 0.5), (10, 2, 0.05, 0.5), (10, "inf", 0.05, 0.5),
+                                                   (50, 3, 0.01, 0.2)])
+def test_machine_repairman_availability(units, crews, lam, mu):
+    s = toy_scenario(instances=units, afr=lam * H, repair_hours={"law": "exponential", "mean": 1 / mu},
+                     repair_crews=crews, horizon_years=0.5)
+    assert_mc(run(s, 100)["instance_availability"],
+              ar.machine_repairman(units, lam, mu, math.inf if crews == "inf" else crews)["availability"])
+
+
+@pytest.mark.parametrize("crews", [1, 2, "inf"])
+def test_spares_and_crews_birth_death(crews):
+    s = toy_scenario(instances=8, spare_gpus=2, afr=0.02 * H, repair_hours={"law": "exponential", "mean": 4},
+                     repair_crews=crews, horizon_years=1.0)
+    expected = ar.spares_birth_death(8, 2, math.inf if crews == "inf" else crews, 0.02, 0.25)["active_fraction"]
+    assert_mc(run(s, 100)["instance_availability"], expected)
+
+
+@pytest.mark.parametrize("repair", [
+    {"law": "lognormal", "median": 5.0 / math.exp(0.5), "sigma": 1.0},
+    {"law": "weibull", "mean": 5.0, "shape": 0.5},
+    {"law": "mixture", "parts": [{"weight": 0.5, "law": "fixed", "value": 1.0}, {"weight": 0.5, "law": "exponential", "mean": 9.0}]},
+])
+def test_a_to_the_n_with_unlimited_crews_any_repair_law(repair):
+    """No spares, ample crews: Binomial units in repair whatever the law (§4.6), so a^n."""
+    mttf = 100.0
+    s = toy_scenario(instances=16, instance_gpus=8, gpus_per_host=4, afr=H / mttf, repair_hours=repair, horizon_years=0.5)
+    assert_mc(run(s, 100)["instance_availability"], ar.series_availability(ar.alternating_renewal(mttf, 5.0), 8))
+
+
+@pytest.mark.parametrize("shape, afr, years", [(0.7, 0.5, 3.0), (2.0, 0.5, 3.0), (1.0, 1.0, 2.0), (3.0, 0.4, 4.0)])
+def test_time_averaged_weibull_survival_without_repair(shape, afr, years):
+    s = toy_scenario(instances=200, afr=afr, weibull_shape=shape, repair_hours=1e9, horizon_years=years)
+    c = run(s, 60)
+    expected = ar.weibull_mean_survival(years * H, ar.weibull_scale(H / afr, shape), shape)
+    assert_mc(c["instance_availability"], expected)
+    assert c["swaps_per_year"].max() == 0 and c["max_failed_gpus"].max() <= 200
+
+
+def test_series_of_exponential_and_weibull_classes_without_repair():
+    """Two classes of the same shape merge into one clock; a second shape and an
+    exponential class stay apart: survival is the product of all."""
+    comps = {"die": {"count": 2, "afr": 0.2, "weibull_shape": 2.0}, "laser": {"count": 3, "afr": 0.1, "weibull_shape": 2.0},
+             "optics": {"afr": 0.3, "weibull_shape": 0.8}, "hbm": {"count": 4, "afr": 0.05}}
+    years = 3.0
+    s = toy_scenario(instances=200, components=comps, repair_hours=1e9, horizon_years=years)
+    groups = [(2.0, ar.weibull_scale(H / 0.2, 2.0) * 2 ** -0.5), (2.0, ar.weibull_scale(H / 0.1, 2.0) * 3 ** -0.5),
+              (0.8, ar.weibull_scale(H / 0.3, 0.8))]
+    assert_mc(run(s, 60)["instance_availability"], ar.series_mean_survival(years * H, 4 * 0.05 / H, groups))
+
+
+@pytest.mark.parametrize("swap", [2.0, {"law": "lognormal", "median": 1.5, "sigma": 0.8}])
+def test_swap_only_availability_with_an_ample_pool(swap):
+    """Ample pool, zero restart: each slot alternates Exp(lambda) up and one swap down."""
+    afr = 5.0
+    mean_swap = 2.0 if swap == 2.0 else 1.5 * math.exp(0.32)
+    s = toy_scenario(instances=32, instance_gpus=8, gpus_per_host=8, spare_gpus=64, afr=afr, swap_hours=swap,
+                     repair_hours=24.0, horizon_years=2.0)
+    c = run(s, 100)
+    assert_mc(c["instance_availability"], ar.series_availability(ar.alternating_renewal(H / afr, mean_swap), 8))
+    assert c["stockout_hours"].max() == 0
+    np.testing.assert_array_equal(c["swaps_per_year"], c["failures_per_year"])
+
+
+def test_host_mode_swaps_whole_hosts():
+    """32-GPU instances over two 16-GPU hosts, hosts swapped from an ample pool of hosts."""
+    afr_gpu, afr_host, swap = 0.5, 2.0, 3.0
+    s = toy_scenario(instances=16, instance_gpus=32, gpus_per_host=16, spare_gpus=16 * 16, afr=afr_gpu, host_afr=afr_host,
+                     swap_hours=swap, repair_hours=48.0, replace_unit="host", horizon_years=2.0)
+    c = run(s, 100)
+    unit_rate = (afr_host + 16 * afr_gpu) / H
+    assert_mc(c["instance_availability"], ar.series_availability(1 / (1 + unit_rate * swap), 2))
+    assert np.all(c["max_failed_gpus"] % 16 == 0)
+
+
+def test_restart_only_faults_exp_minus_lambda_r():
+    """Transients only, fixed restart, a fault during a restart starts it over."""
+    rate_gpu, restart = 40.0, 3.0  # per GPU-year, hours
+    s = toy_scenario(instances=20, instance_gpus=8, gpus_per_host=8, transient_afr=rate_gpu, host_transient_afr=30.0,
+                     restart_hours=restart, horizon_years=1.0)
+    c = run(s, 100)
+    expected = ar.restart_only((8 * rate_gpu + 30.0) / H, restart)
+    assert_mc(c["instance_availability"], expected["availability"])
+    assert_mc(c["interruptions_per_year"], 20 * expected["interruptions_per_hour"] * H)
+    assert c["failures_per_year"].max() == 0 and c["repairs"].max() == 0
+
+
+def test_ample_pool_first_order_formula_for_the_shipped_h100():
+    """h100 with an ample pool: MC availability at the first-order renewal formula."""
+    s = load_scenario("h100", ["cluster.spare_gpus=1024"])
+    c = run(s, 400)
+    ref = R.analytic_reference(s)
+    assert_mc(c["instance_availability"], ref["availability_no_stockout"])
+    assert_mc(c["failures_per_year"], ref["failures_per_year"])
+    assert_mc(c["interruptions_per_year"], ref["interruptions_per_year"])
+    assert c["stockout_hours"].max() == 0
+
+
+# ----------------------------------------------------------------------------- published scale
+
+
+def test_llama3_interruptions_from_per_part_rates():
+    """16,384 H100 in 2,048 8-GPU hosts for 54 days: 419 unexpected interruptions (§1.1)."""
+    c = run(llama3_scenario(8), 64, seed=3)
+    count = c["interruptions_per_year"] * LLAMA3_DAYS * 24 / H
+    gpu_afr, host_afr = llama3_rates()
+    per_host = ar.restart_only((8 * sum(gpu_afr.values()) + sum(host_afr.values())) / H, LLAMA3_RESTART_HOURS)
+    assert_mc(count, 2048 * per_host["interruptions_per_hour"] * LLAMA3_DAYS * 24)
+    assert_mc(count, LLAMA3_UNEXPECTED)  # the restarts (17 min in 8 days per host) barely matter
+    assert count.std(ddof=1) == pytest.approx(math.sqrt(LLAMA3_UNEXPECTED), rel=0.25)  # Poisson, ±20
+
+
+def test_llama3_whole_cluster_job_uptime_is_about_90_percent():
+    c = run(llama3_scenario(LLAMA3_GPUS), 64, seed=3)
+    gpu_afr, host_afr = llama3_rates()
+    rate = (LLAMA3_GPUS * sum(gpu_afr.values()) + LLAMA3_GPUS / 8 * sum(host_afr.values())) / H
+    expected = ar.restart_only(rate, LLAMA3_RESTART_HOURS)
+    assert_mc(c["instance_availability"], expected["availability"])
+    assert 0.90 < c["instance_availability"].mean() < 0.92  # published: > 90% effective training time
+
+
+def test_kokolis_job_mttf_falls_as_one_over_n():
+    """Per-GPU rate set so an 8-GPU job has MTTF 47 days: 1,024 GPUs then give 8.8 h (published ~8 h)."""
+    rate = 1 / (8 * KOKOLIS_MTTF_8_GPUS_HOURS)
+    mttf = {}
+    for n, instances in ((8, 128), (64, 16), (1024, 1)):
+        s = toy_scenario(instances=instances, instance_gpus=n, gpus_per_host=8, transient_afr=rate * H, horizon_years=1.0)
+        per_job_year = run(s, 64)["interruptions_per_year"] / instances
+        assert_mc(per_job_year, n * rate * H)
+        mttf[n] = H / per_job_year.mean()
+    assert mttf[8] / mttf[1024] == pytest.approx(128, rel=0.05)
+    assert mttf[8] / mttf[64] == pytest.approx(8, rel=0.05)
+    assert mttf[1024] == pytest.approx(KOKOLIS_MTTF_1024_GPUS_HOURS, rel=0.15)
+
+
+# ----------------------------------------------------------------------------- inputs, API
+
+
+def test_uncertain_rates_and_law_parameters_are_drawn_per_lifetime():
+    s = toy_scenario(instances=64, components={"gpu": {"afr": {"dist": "lognormal", "median": 2.0, "sigma": 0.5}}},
+                     repair_hours={"law": "lognormal", "median": {"dist": "uniform", "low": 10, "high": 400}, "sigma": 0.3},
+                     horizon_years=1.0)
+    inputs = draw_inputs(s, 8, 0, 200)
+    c = R.lifetimes(s, inputs, 8)
+    afr = inputs["reliability.components.gpu.afr"]
+    assert np.corrcoef(afr, c["failures_per_year"])[0, 1] > 0.95
+    unavailability = 1 - c["instance_availability"]
+    median = inputs["reliability.repair_hours.median"]
+    assert np.corrcoef(afr * median, unavailability)[0, 1] > 0.9
+    # exponential lives: E[failures] = afr x E[up GPU-years] (the compensator), lifetime by lifetime
+    assert_mc(c["failures_per_year"] - 64 * afr * c["instance_availability"], 0.0)
+
+
+def test_lifetime_study_body():
+    s = toy_scenario(instances=8, instance_gpus=4, gpus_per_host=4, spare_gpus=4, afr=2.0, transient_afr=3.0,
+                     repair_hours=48.0, swap_hours=1.0, restart_hours=0.25)
+    body = R.lifetime_study(s, 300, 2)
+    for key in ("instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
+                "stockout_hours", "repairs_per_year", "max_failed_gpus"):
+        assert set(body[key]) == {"mean", "std", "sem", "p01", "p05", "p50", "p95", "p99", "min", "max"}
+    a = body["instance_availability"]
+    assert a["min"] <= a["p01"] <= a["p05"] <= a["p50"] <= a["p95"] <= a["p99"] <= a["max"] <= 1.0
+    assert isinstance(body["events"], int) and body["events"] > 0
+    assert set(body["analytic"]) >= {"availability_no_stockout", "interruptions_per_year", "failures_per_year"}
+    cols = run(s, 300, seed=2)
+    assert body["instance_availability"]["mean"] == pytest.approx(cols["instance_availability"].mean(), rel=1e-12)
+    assert body["events"] == int(cols["events"].sum())
+    assert body["cluster"]["active_gpus"] == 32
+
+
+def test_study_quantiles_of_availability_are_exact_to_the_sketch_near_one():
+    s = load_scenario("lite-h100")
+    body = R.lifetime_study(s, 200, 0)
+    values = run(s, 200, seed=0)["instance_availability"]
+    for key, q in (("p05", 0.05), ("p50", 0.5), ("p95", 0.95)):
+        assert abs(body["instance_availability"][key] - np.quantile(values, q)) < 2e-3 * (1 - values.min())
+
+
+@pytest.mark.parametrize("lifetimes", [0, -3, 1.5, True, "10"])
+def test_bad_lifetime_count_is_an_input_error(lifetimes):
+    with pytest.raises(InputError) as err:
+        R.lifetime_study(toy_scenario(instances=1), lifetimes, 0)
+    assert err.value.problems[0].key == "--lifetimes"
+    assert "positive integer" in err.value.problems[0].allowed
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 1.0])
+def test_bad_seed_is_an_input_error(seed):
+    with pytest.raises(InputError):
+        R.lifetime_study(toy_scenario(instances=1), 2, seed)
+
+
+def _threads(n, fn):
+    previous = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(previous)
+
+
+def test_study_identical_at_1_and_2_threads_and_any_chunking(monkeypatch):
+    s = toy_scenario(instances=4, instance_gpus=2, gpus_per_host=4, spare_gpus=2, afr=3.0, transient_afr=2.0,
+                     weibull_shape=1.7, host_afr=1.0, repair_hours={"law": "exponential", "mean": 200}, repair_crews=1,
+                     swap_hours=1.0, restart_hours=0.5)
+    one = _threads(1, lambda: R.lifetime_study(s, 2100, 5))
+    calls = []
+    simulate = R._simulate
+
+    def recording(scenario, inputs, seed):
+        calls.append(inputs.n)
+        return simulate(scenario, inputs, seed)
+
+    monkeypatch.setattr(R, "_simulate", recording)
+    monkeypatch.setattr(R, "CHUNK_LIFETIMES", BLOCK_TRIALS)
+    two = _threads(2, lambda: R.lifetime_study(s, 2100, 5))
+    assert one == two
+    assert calls == [1024, 1024, 52]  # memory per call bounded by the chunk, whatever the sample
+
+
+def test_render_is_a_rich_table():
+    body = R.lifetime_study(load_scenario("h100"), 50, 0)
+    table = R.render({**body, "scenario": "h100", "lifetimes": 50})
+    assert isinstance(table, Table)
+    assert table.row_count >= 7 and len(table.columns) == 4
+
+
+def test_validation_checks_pass():
+    checks = R.validation_checks()
+    assert len(checks) >= 10
+    failed = [(c.name, c.expected, c.got, c.tolerance) for c in checks if not c.passed]
+    assert not failed
+
+
+# ----------------------------------------------------------------------------- shipped scenarios
+
+
+def test_shipped_scenarios_zero_spares_cost_availability():
+    """With no pool, every permanent failure waits for a repair (mean ~87 h)."""
+    for name in ("h100", "lite-h100"):
+        full = run(load_scenario(name), 100)
+        none = run(load_scenario(name, ["cluster.spare_gpus=0"]), 100)
+        assert none["instance_availability"].mean() < full["instance_availability"].mean() - 0.003
+        assert none["stockout_hours"].mean() > 100 * full["stockout_hours"].mean()
+        np.testing.assert_allclose(none["failures_per_year"].mean(), full["failures_per_year"].mean(), rtol=0.05)
+
+
+def test_machine_repairman_at_bench_scale():
+    s = toy_scenario(instances=4096, afr=0.1, repair_hours={"law": "exponential", "mean": 72}, repair_crews=4,
+                     horizon_years=5)
+    assert_mc(run(s, 400)["instance_availability"], ar.machine_repairman(4096, 0.1 / H, 1 / 72, 4)["availability"])
+
+
+@pytest.mark.parametrize("shape", [0.5, 5.0])
+def test_extreme_weibull_shapes_renew_at_the_renewal_rate(shape):
+    """Ample pool, zero swap: each slot is a renewal process of Weibull lives, so its
+    failures follow t/MTTF + (c^2 - 1)/2 (§4.8 and its second-order term)."""
+    afr, years = 2.0, 20.0
+    s = toy_scenario(instances=256, afr=afr, weibull_shape=shape, spare_gpus=256, repair_hours=1.0, horizon_years=years)
+    cv2 = math.gamma(1 + 2 / shape) / math.gamma(1 + 1 / shape) ** 2 - 1
+    per_slot = run(s, 40)["failures_per_year"] * years / 256
+    assert_mc(per_slot, ar.renewal_count(years * H, H / afr, cv2))

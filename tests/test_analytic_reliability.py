@@ -1,0 +1,132 @@
+"""Closed forms of the reliability stage against the worked values of reliability.md §4."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from mcengine.analytic import reliability as ar
+from mcengine.stages._reliability_checks import LLAMA3_DAYS, LLAMA3_GPUS, LLAMA3_UNEXPECTED, llama3_rates
+from mcengine.units import HOURS_PER_YEAR
+
+
+def test_machine_repairman_worked_values_section_4_4():
+    two = ar.machine_repairman(10, 0.05, 0.5, 2)
+    np.testing.assert_allclose(two["p"][:4], [0.367955, 0.367955, 0.165580, 0.066232], atol=5e-7)
+    assert two["mean_down"] == pytest.approx(1.03864, abs=5e-6)
+    assert two["availability"] == pytest.approx(0.896136, abs=5e-7)
+    one = ar.machine_repairman(10, 0.05, 0.5, 1)
+    assert one["mean_down"] == pytest.approx(2.14582, abs=5e-6)
+    assert one["availability"] == pytest.approx(0.785418, abs=5e-7)
+    assert one["p"][0] == pytest.approx(0.214582, abs=5e-7)  # repairer idle
+    for crews in (10, 25, math.inf):  # c >= N: independent units, Binomial
+        full = ar.machine_repairman(10, 0.05, 0.5, crews)
+        np.testing.assert_allclose(full["p"], stats.binom.pmf(np.arange(11), 10, 0.05 / 0.55), rtol=1e-12)
+        assert full["availability"] == pytest.approx(0.909091, abs=5e-7)
+
+
+def test_machine_repairman_is_stable_at_thousands_of_units():
+    big = ar.machine_repairman(4096, 0.1 / HOURS_PER_YEAR, 1 / 72, 4)
+    assert np.isfinite(big["p"]).all() and big["p"].sum() == pytest.approx(1.0)
+    # utilisation 4096 x 0.1/8766 x 72 / 4 = 0.84 < 1, so the queue stays short
+    assert 0.998 < big["availability"] < 0.999
+
+
+def test_spares_birth_death_worked_values_section_4_5():
+    one = ar.spares_birth_death(8, 2, 1, 0.02, 0.25)
+    assert one["p_full_service"] == pytest.approx(0.797897, abs=5e-7)
+    assert one["active_fraction"] == pytest.approx(0.954228, abs=5e-7)
+    ample = ar.spares_birth_death(8, 2, 10, 0.02, 0.25)
+    assert ample["p_full_service"] == pytest.approx(0.973388, abs=5e-7)
+    assert ample["active_fraction"] == pytest.approx(0.996184, abs=5e-7)
+    assert ar.spares_birth_death(8, 2, math.inf, 0.02, 0.25)["active_fraction"] == ample["active_fraction"]
+    # no spares: the machine repairman
+    assert ar.spares_birth_death(10, 0, 2, 0.05, 0.5)["active_fraction"] == pytest.approx(0.896136, abs=5e-7)
+
+
+@pytest.mark.parametrize("gpus, per_gpu_year, down_hours, expected", [
+    (8, 0.11, 0.5, 0.999950), (8, 0.11, 72, 0.99282),
+    (32, 0.11 / 4, 0.5, 0.999950), (32, 0.11 / 4, 72, 0.99282),
+    (32, 0.11 / 2, 0.5, 0.999900), (32, 0.11 / 2, 72, 0.98575),
+    (32, 0.11, 0.5, 0.999799), (32, 0.11, 72, 0.97190),
+])
+def test_instance_availability_table_section_4_2(gpus, per_gpu_year, down_hours, expected):
+    rate = gpus * per_gpu_year / HOURS_PER_YEAR
+    assert ar.ample_pool_availability(rate, 0.0, down_hours, 0.0) == pytest.approx(expected, abs=6e-6)
+
+
+def test_weibull_scale_and_mean_survival():
+    assert ar.weibull_scale(100.0, 1.0) == pytest.approx(100.0)
+    assert ar.weibull_scale(100.0, 2.0) == pytest.approx(100.0 / math.gamma(1.5))
+    for shape in (0.7, 1.0, 2.0, 3.5):
+        eta, horizon, count = 1000.0, 2500.0, 3
+        direct, _ = integrate.quad(lambda t: math.exp(-count * (t / eta) ** shape), 0, horizon, epsabs=1e-12)
+        assert ar.weibull_mean_survival(horizon, eta, shape, count) == pytest.approx(direct / horizon, rel=1e-9)
+        eta_min = eta * count ** (-1 / shape)
+        assert ar.series_mean_survival(horizon, 0.0, [(shape, eta_min)]) == pytest.approx(direct / horizon, rel=1e-9)
+    # the exponential special case: (1 - e^-lam T) / (lam T)
+    lam, horizon = 1e-3, 3000.0
+    assert ar.series_mean_survival(horizon, lam, []) == pytest.approx((1 - math.exp(-lam * horizon)) / (lam * horizon))
+
+
+def test_alternating_renewal_and_series():
+    assert ar.alternating_renewal(95.0, 5.0) == pytest.approx(0.95)
+    assert ar.series_availability(0.95, 8) == pytest.approx(0.95**8)
+
+
+def test_restart_only_renewal_identity():
+    rate, r = 0.3, 0.278
+    out = ar.restart_only(rate, r)
+    mean_down = (math.exp(rate * r) - 1) / rate
+    assert out["availability"] == pytest.approx((1 / rate) / (1 / rate + mean_down))
+    assert out["interruptions_per_hour"] == pytest.approx(1 / (1 / rate + mean_down))
+
+
+def test_mginf_stockout_section_4_6():
+    # shipped scenario of the notes: 4,096 GPUs x 0.014 /yr, E[R] = 86.2 h: 0.564 in repair
+    rate = 4096 * 0.014 / HOURS_PER_YEAR
+    assert rate * 86.2 == pytest.approx(0.564, abs=5e-4)
+    assert ar.mginf_stockout_probability(rate, 86.2, 64) < 1e-15
+    assert ar.mginf_stockout_probability(1.0, 3.0, 0) == pytest.approx(1 - math.exp(-3.0))
+
+
+def test_llama3_per_part_rates_reproduce_419_interruptions_section_4_10():
+    gpu_afr, host_afr = llama3_rates()
+    gpu_years = LLAMA3_GPUS * LLAMA3_DAYS * 24 / HOURS_PER_YEAR
+    total = sum(gpu_afr.values()) * gpu_years + sum(host_afr.values()) * gpu_years / 8
+    assert total == pytest.approx(LLAMA3_UNEXPECTED)
+    assert sum(gpu_afr.values()) + sum(host_afr.values()) / 8 == pytest.approx(0.173, abs=5e-4)  # /GPU-yr
+    assert gpu_afr["faulty_gpu"] == pytest.approx(0.0611, abs=5e-5)
+    assert host_afr["host_maintenance"] == pytest.approx(0.106, abs=5e-4)
+    # whole-cluster job: ~17 min per interruption gives ~90% uptime (published > 90%)
+    job = ar.restart_only(total / (LLAMA3_DAYS * 24), 0.278)
+    assert 0.90 < job["availability"] < 0.92
+
+
+def test_kokolis_and_databricks_arithmetic_section_4_10():
+    assert 1 / (2048 * 6.5e-3) * 24 == pytest.approx(1.80, abs=5e-3)  # job MTTF, hours
+    assert 1 - math.exp(-1024 * 0.01 * 30 / 365.25) == pytest.approx(0.569, abs=5e-4)
+
+
+def test_cluster_reference_reduces_to_per_instance_formulas():
+    lam_g, lam_h, t_g, t_h = 1e-5, 2e-5, 3e-5, 4e-5
+    gpu = ar.cluster_reference(16, 8, 8, False, lam_g, t_g, lam_h, t_h, 2.0, 0.25, 72.0, 16, True)
+    perm, trans = 8 * lam_g + lam_h, 8 * t_g + t_h
+    a = ar.ample_pool_availability(perm, trans, 2.0, 0.25)
+    assert gpu["availability_no_stockout"] == pytest.approx(a)
+    assert gpu["interruptions_per_year"] == pytest.approx(16 * (perm + trans) * a * HOURS_PER_YEAR)
+    assert gpu["failures_per_year"] == pytest.approx(128 * (lam_g + lam_h) * HOURS_PER_YEAR)
+    assert gpu["p_stockout_mginf"] == pytest.approx(stats.poisson.sf(16, 128 * (lam_g + lam_h) * 72))
+    # host mode, 32-GPU instances over two 16-GPU hosts: a GPU failure swaps its host
+    host = ar.cluster_reference(4, 32, 16, True, lam_g, t_g, lam_h, t_h, 2.0, 0.25, 72.0, 2, False)
+    perm = 2 * (lam_h + 16 * lam_g)
+    trans = 32 * t_g + 2 * t_h
+    assert host["availability_no_stockout"] == pytest.approx(ar.ample_pool_availability(perm, trans, 2.0, 0.25))
+    assert "p_stockout_mginf" not in host
+    # two 4-GPU instances per 8-GPU host: host events hit both
+    shared = ar.cluster_reference(4, 4, 8, False, lam_g, 0.0, lam_h, 0.0, 1.0, 0.0, 1.0, 0, False)
+    assert shared["interruptions_per_year"] == pytest.approx(
+        4 * (4 * lam_g + lam_h) * ar.ample_pool_availability(4 * lam_g + lam_h, 0, 1.0, 0) * HOURS_PER_YEAR)
