@@ -93,6 +93,26 @@ def test_mginf_stockout_section_4_6():
     assert ar.mginf_stockout_probability(1.0, 3.0, 0) == pytest.approx(1 - math.exp(-3.0))
 
 
+@pytest.mark.parametrize("parts", [
+    [(1.0, "exponential", 50.0)], [(1.0, "lognormal", 40.0, 0.9)], [(1.0, "weibull", 50.0, 0.6)],
+    [(0.2, "fixed", 2.0), (0.8, "lognormal", 72.0, 0.9)],
+])
+def test_batch_stockout_reduces_to_poisson_and_keeps_the_mean(parts):
+    mean = sum(integrate.quad(lambda u: float(ar.repair_survival(parts, u)), a, b, limit=200)[0]
+               for a, b in zip([0, 2.0], [2.0, 1e5]))
+    singles = ar.batch_mginf_stockout(0.05, 0.0, 1, parts, 3)
+    assert singles["p_stockout"] == pytest.approx(stats.poisson.sf(3, 0.05 * mean), rel=1e-6)
+    # E[N] = single_rate E[R] + batch_rate g E[R]; with no spares the shortfall is E[N]
+    both = ar.batch_mginf_stockout(0.05, 0.01, 8, parts, 0)
+    assert both["mean_shortfall"] == pytest.approx((0.05 + 0.01 * 8) * mean, rel=1e-6)
+    assert both["p_stockout"] < 1.0
+
+
+def test_repair_survival_of_a_mixture():
+    parts = [(0.2, "fixed", 2.0), (0.8, "exponential", 10.0)]
+    np.testing.assert_allclose(ar.repair_survival(parts, [1.0, 3.0]), [0.2 + 0.8 * math.exp(-0.1), 0.8 * math.exp(-0.3)])
+
+
 def test_llama3_per_part_rates_reproduce_419_interruptions_section_4_10():
     gpu_afr, host_afr = llama3_rates()
     gpu_years = LLAMA3_GPUS * LLAMA3_DAYS * 24 / HOURS_PER_YEAR
@@ -113,20 +133,22 @@ def test_kokolis_and_databricks_arithmetic_section_4_10():
 
 def test_cluster_reference_reduces_to_per_instance_formulas():
     lam_g, lam_h, t_g, t_h = 1e-5, 2e-5, 3e-5, 4e-5
-    gpu = ar.cluster_reference(16, 8, 8, False, lam_g, t_g, lam_h, t_h, 2.0, 0.25, 72.0, 16, True)
+    gpu = ar.cluster_reference(16, 8, 8, False, lam_g, t_g, lam_h, t_h, 2.0, 0.25, [(1.0, "fixed", 72.0)], 16, True)
     perm, trans = 8 * lam_g + lam_h, 8 * t_g + t_h
     a = ar.ample_pool_availability(perm, trans, 2.0, 0.25)
     assert gpu["availability_no_stockout"] == pytest.approx(a)
     assert gpu["interruptions_per_year"] == pytest.approx(16 * (perm + trans) * a * HOURS_PER_YEAR)
     assert gpu["failures_per_year"] == pytest.approx(128 * (lam_g + lam_h) * HOURS_PER_YEAR)
-    assert gpu["p_stockout_mginf"] == pytest.approx(stats.poisson.sf(16, 128 * (lam_g + lam_h) * 72))
+    # fixed repairs: singles Poisson(128 lam_g 72), host batches 8 x Poisson(16 lam_h 72)
+    expected = sum(stats.poisson.pmf(j, 16 * lam_h * 72) * stats.poisson.sf(16 - 8 * j, 128 * lam_g * 72) for j in range(12))
+    assert gpu["p_stockout"] == pytest.approx(expected, rel=1e-6)
     # host mode, 32-GPU instances over two 16-GPU hosts: a GPU failure swaps its host
-    host = ar.cluster_reference(4, 32, 16, True, lam_g, t_g, lam_h, t_h, 2.0, 0.25, 72.0, 2, False)
+    host = ar.cluster_reference(4, 32, 16, True, lam_g, t_g, lam_h, t_h, 2.0, 0.25, [(1.0, "fixed", 72.0)], 2, False)
     perm = 2 * (lam_h + 16 * lam_g)
     trans = 32 * t_g + 2 * t_h
     assert host["availability_no_stockout"] == pytest.approx(ar.ample_pool_availability(perm, trans, 2.0, 0.25))
-    assert "p_stockout_mginf" not in host
+    assert "p_stockout" not in host
     # two 4-GPU instances per 8-GPU host: host events hit both
-    shared = ar.cluster_reference(4, 4, 8, False, lam_g, 0.0, lam_h, 0.0, 1.0, 0.0, 1.0, 0, False)
+    shared = ar.cluster_reference(4, 4, 8, False, lam_g, 0.0, lam_h, 0.0, 1.0, 0.0, [(1.0, "fixed", 1.0)], 0, False)
     assert shared["interruptions_per_year"] == pytest.approx(
         4 * (4 * lam_g + lam_h) * ar.ample_pool_availability(4 * lam_g + lam_h, 0, 1.0, 0) * HOURS_PER_YEAR)

@@ -18,7 +18,8 @@ from ..units import HOURS_PER_YEAR
 __all__ = [
     "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
     "spares_birth_death", "weibull_mean_survival", "series_mean_survival",
-    "restart_only", "renewal_count", "ample_pool_availability", "mginf_stockout_probability", "cluster_reference",
+    "restart_only", "renewal_count", "ample_pool_availability", "mginf_stockout_probability", "repair_survival",
+    "batch_mginf_stockout", "cluster_reference",
 ]
 
 
@@ -163,10 +164,93 @@ def mginf_stockout_probability(failure_rate: float, mean_repair_hours: float, sp
     return float(stats.poisson.sf(spare_units, failure_rate * mean_repair_hours))
 
 
+def repair_survival(parts: list[tuple], hours) -> np.ndarray:
+    """``P(R > u)`` of a repair law given as ``[(weight, kind, *params), ...]``.
+
+    Kinds and parameters as in scenario files: ``("fixed", value)``, ``("exponential",
+    mean)``, ``("lognormal", median, sigma)``, ``("weibull", mean, shape)``.
+    """
+    u = np.asarray(hours, dtype=float)
+    out = np.zeros_like(u)
+    for weight, kind, *p in parts:
+        if kind == "fixed":
+            out += weight * (u < p[0])
+        elif kind == "exponential":
+            out += weight * (stats.expon.sf(u, scale=p[0]) if p[0] > 0 else 0.0)
+        elif kind == "lognormal":
+            out += weight * (stats.lognorm.sf(u, p[1], scale=p[0]) if p[0] > 0 else 0.0)
+        else:
+            out += weight * (stats.weibull_min.sf(u, p[1], scale=weibull_scale(p[0], p[1])) if p[0] > 0 else 0.0)
+    return out
+
+
+def _survival_segments(parts: list[tuple]) -> list[float]:
+    """Breakpoints of the survival function (fixed parts) and an upper end of its support."""
+    points = {0.0}
+    upper = 0.0
+    for _, kind, *p in parts:
+        if kind == "fixed":
+            points.add(float(p[0]))
+            upper = max(upper, float(p[0]))
+        elif kind == "exponential":
+            upper = max(upper, float(stats.expon.isf(1e-14, scale=p[0])))
+        elif kind == "lognormal":
+            upper = max(upper, float(stats.lognorm.isf(1e-14, p[1], scale=p[0])))
+        else:
+            upper = max(upper, float(stats.weibull_min.isf(1e-14, p[1], scale=weibull_scale(p[0], p[1]))))
+    points.add(upper)
+    return sorted(points)
+
+
+def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int, repair_parts: list[tuple],
+                         spare_units: int) -> dict:
+    """Units in repair with ample crews when failures come singly and in batches (M^X/G/∞).
+
+    Single units fail at ``single_rate``; batches of ``g`` units (a host failure failing
+    its GPUs) at ``batch_rate``; every unit's repair is an independent draw of the law.
+    By Poisson marking, the batches with ``k`` units still in repair form a Poisson
+    count of mean ``μ_k = batch_rate ∫ C(g,k) S(u)^k (1 - S(u))^(g-k) du`` (``S`` the
+    repair survival), independently over ``k``, so ``N = N_1 + Σ k M_k`` with singles in
+    ``N_1 ~ Poisson(single_rate E[R])``. Exact for the kernel while the pool holds
+    (failure rates constant); §4.6 is the case ``batch_rate = 0``.
+
+    Returns
+    -------
+    dict
+        ``p_stockout`` = P(N > spares) and ``mean_shortfall`` = E[(N - spares)^+]
+        (units, i.e. slots waiting, on average).
+    """
+    segments = _survival_segments(repair_parts)
+    mean_repair = sum(integrate.quad(lambda u: float(repair_survival(repair_parts, u)), a, b, limit=200)[0]
+                      for a, b in zip(segments[:-1], segments[1:]))
+    means = np.zeros(max(batch_size, 1) + 1)
+    means[1] = single_rate * mean_repair
+    if batch_rate > 0.0:
+        for k in range(1, batch_size + 1):
+            def occupancy(u, k=k):
+                surv = float(repair_survival(repair_parts, u))
+                return math.comb(batch_size, k) * surv**k * (1.0 - surv) ** (batch_size - k)
+            means[k] += batch_rate * sum(integrate.quad(occupancy, a, b, limit=200)[0]
+                                         for a, b in zip(segments[:-1], segments[1:]))
+    top = spare_units + 50 * batch_size + int(10 * means.sum() + 50)  # pmf support kept (tail < 1e-15)
+    pmf = np.zeros(top + 1)
+    pmf[0] = 1.0
+    for k in range(1, means.size):
+        if means[k] <= 0.0:
+            continue
+        term = np.zeros(top + 1)
+        counts = np.arange(0, top // k + 1)
+        term[counts * k] = stats.poisson.pmf(counts, means[k])
+        pmf = np.convolve(pmf, term)[: top + 1]
+    n = np.arange(top + 1)
+    return {"p_stockout": float(pmf[spare_units + 1:].sum()),
+            "mean_shortfall": float(np.dot(np.maximum(n - spare_units, 0), pmf))}
+
+
 def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, host_mode: bool,
                       gpu_perm_rate: float, gpu_transient_rate: float, host_perm_rate: float,
                       host_transient_rate: float, swap_hours: float, restart_hours: float,
-                      repair_hours: float, spare_units: int, unlimited_crews: bool) -> dict:
+                      repair_parts: list[tuple], spare_units: int, unlimited_crews: bool) -> dict:
     """Renewal-theory reference values of a whole cluster (long-run rates, no stock-out).
 
     Each instance ``i`` sees permanent events at ``Λ_p,i`` and restart-only ones at
@@ -181,7 +265,9 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
     dict
         ``availability_no_stockout`` (mean of ``A_i``), ``interruptions_per_year``
         (``Σ (Λ_p,i + Λ_t,i) A_i``), ``failures_per_year`` (a host failure counts its
-        GPUs), and with unlimited crews ``p_stockout_mginf``.
+        GPUs), and with unlimited crews ``p_stockout`` and ``mean_shortfall`` of
+        :func:`batch_mginf_stockout` (gpu mode: host failures are batches of a full
+        host's GPUs; host mode: every failure is one host unit).
     """
     active = instances * instance_gpus
     first_host = np.arange(instances) * instance_gpus // gpus_per_host
@@ -204,6 +290,9 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
     }
     if unlimited_crews:
         hosts = -(-active // gpus_per_host)
-        unit_rate = hosts * host_perm_rate + active * gpu_perm_rate if host_mode else active * (gpu_perm_rate + host_perm_rate)
-        out["p_stockout_mginf"] = mginf_stockout_probability(unit_rate, repair_hours, spare_units)
+        if host_mode:
+            stock = batch_mginf_stockout(hosts * host_perm_rate + active * gpu_perm_rate, 0.0, 1, repair_parts, spare_units)
+        else:
+            stock = batch_mginf_stockout(active * gpu_perm_rate, hosts * host_perm_rate, gpus_per_host, repair_parts, spare_units)
+        out.update(stock)
     return out

@@ -207,6 +207,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
     occ_g, occ_h, inst_i, inst_f, wq, hkeys, hids, hpos, free_crews, actions : arrays
         Workspace (overwritten): filled GPU positions and hosts, instance state, the
         stock-out FIFO of slots, the timer heap, the free-crew stack, the action ring.
+        ``hpos`` must be -1 everywhere on entry, and is again on return.
     st : uint64[5]
         The lifetime's random stream.
     out_f, out_i : arrays
@@ -230,7 +231,6 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
         occ_h[1, k] = k
     inst_i[:, :] = 0
     inst_i[_UP, :] = 1
-    hpos[:] = -1
     for c in range(crews):
         free_crews[c] = crews - 1 - c
     n_free = crews
@@ -321,10 +321,12 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
                 first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
                 for p in range(first, end):
                     n_g = _list_remove(occ_g, n_g, p)
-                    hn = heap_remove(hkeys, hids, hpos, hn, p)
+                    if hpos[p] >= 0:  # (the test saves a call when no clock is armed)
+                        hn = heap_remove(hkeys, hids, hpos, hn, p)
                 if host_mode:
                     n_h = _list_remove(occ_h, n_h, x)
-                    hn = heap_remove(hkeys, hids, hpos, hn, id_host + x)
+                    if hpos[id_host + x] >= 0:
+                        hn = heap_remove(hkeys, hids, hpos, hn, id_host + x)
                 i0, i1 = _touching(cfg, host_mode, x)
                 for i in range(i0, i1 + 1):
                     if inst_i[_UP, i] == 1:
@@ -435,7 +437,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
                 elif d > 0.0:
                     hn = heap_set(hkeys, hids, hpos, hn, id_restart + x, t + d)
                 else:  # restarted at once
-                    hn = heap_remove(hkeys, hids, hpos, hn, id_restart + x)
+                    if hpos[id_restart + x] >= 0:
+                        hn = heap_remove(hkeys, hids, hpos, hn, id_restart + x)
                     events += 1
                     inst_i[_UP, x] = 1
                     down_hours += t - inst_f[_DOWN_SINCE, x]
@@ -448,6 +451,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
             t_exp = t + (t_exp - t) * (lam / new) if new > 0.0 else np.inf
         lam = new
 
+    for j in range(hn):  # leave hpos all -1 for the next lifetime (cheaper than a full reset)
+        hpos[hids[j]] = -1
     for i in range(n_inst):
         if inst_i[_UP, i] == 0:
             down_hours += horizon - inst_f[_DOWN_SINCE, i]
@@ -549,7 +554,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         wq = np.empty(cfg[_C_SLOTS], dtype=np.int64)
         hkeys = np.empty(cfg[_C_IDS], dtype=np.float64)
         hids = np.empty(cfg[_C_IDS], dtype=np.int64)
-        hpos = np.empty(cfg[_C_IDS], dtype=np.int64)
+        hpos = np.full(cfg[_C_IDS], -1, dtype=np.int64)
         free_crews = np.empty(max(cfg[_C_CREWS], 1), dtype=np.int64)
         actions = np.empty(cfg[_C_ACTIONS], dtype=np.int64)
         st = np.empty(5, dtype=np.uint64)

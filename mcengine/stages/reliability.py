@@ -222,9 +222,17 @@ def analytic_reference(scenario: Scenario) -> dict:
     def at(key: str) -> float:
         return float(q[key][0])
 
-    def law_mean(name: str) -> float:
+    def law_values(name: str) -> dict[str, float]:
         law = getattr(r, name)
-        return law.mean_at({k: float(v[0]) for k, v in q.law_values(f"reliability.{name}", law).items()})
+        return {k: float(v[0]) for k, v in q.law_values(f"reliability.{name}", law).items()}
+
+    def law_mean(name: str) -> float:
+        return getattr(r, name).mean_at(law_values(name))
+
+    repair, values = r.repair_hours, law_values("repair_hours")
+    mixture = isinstance(repair, MixtureLaw)
+    repair_parts = [(w, part.kind, *(values[(f"parts.{j}." if mixture else "") + name] for name, _ in part.param_items()))
+                    for j, (w, part) in enumerate(repair.parts())]
 
     key = "reliability.components"
     gpu_perm = sum(comp.count * at(f"{key}.{name}.afr") for name, comp in r.components) / HOURS_PER_YEAR
@@ -233,7 +241,7 @@ def analytic_reference(scenario: Scenario) -> dict:
     ref = analytic.cluster_reference(
         c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm, gpu_transient,
         at("reliability.host_afr") / HOURS_PER_YEAR, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
-        law_mean("swap_hours"), law_mean("restart_hours"), law_mean("repair_hours"),
+        law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
         c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
     ref["mean_repair_hours"] = law_mean("repair_hours")
     return ref
@@ -319,8 +327,8 @@ def render(body: dict):
         d = body[key]
         table.add_row(label, f"{d['mean']:{fmt}} ± {d['sem']:.2g}", f"{d['p05']:{fmt}} – {d['p95']:{fmt}}",
                       "" if ref is None else f"{ref:{fmt}}")
-    if "p_stockout_mginf" in an:
-        table.add_row("P(stock-out), M/G/inf", "", "", f"{an['p_stockout_mginf']:.3g}")
+    if "p_stockout" in an:
+        table.add_row("P(units in repair > spares)", "", "", f"{an['p_stockout']:.3g}")
     return table
 
 
