@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from mcengine.jit import kernel
 
-__all__ = ["heap_set", "heap_remove", "heapify"]
+__all__ = ["heap_set", "heap_remove"]
 
 
 @kernel
@@ -121,15 +121,3 @@ def heap_remove(keys, ids, pos, n, ident):
             else:
                 _sift_down(keys, ids, pos, n, j)
     return n + 0 * (keys.size + ids.size + pos.size)  # arrays live to the end: see above
-
-
-@kernel
-def heapify(keys, ids, pos, n):
-    """Order the first ``n`` entries (filled in any order) into a heap, in ``O(n)``.
-
-    ``pos`` is rewritten for those entries (Floyd's bottom-up construction).
-    """
-    for j in range(n):
-        pos[ids[j]] = j
-    for j in range(n // 2 - 1, -1, -1):
-        _sift_down(keys, ids, pos, n, j)

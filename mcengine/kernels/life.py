@@ -50,11 +50,17 @@ Hybrid of superposition and an indexed timer heap:
 * every clock **with memory** (Weibull ages, scheduled swap, restart and repair
   completions) is a timer in an indexed binary heap (:mod:`mcengine.kernels._heap`),
   one fixed id per timer, so the heap holds at most ``O(GPUs)`` entries;
+* the units installed at ``t = 0`` share one age, so each Weibull group of that
+  **cohort** has a single clock (order statistics in cumulative-hazard space): given
+  that ``n`` members survived to ``t``, the next group failure among them has
+  ``H(T) - H(t) ~ Exp(1)/n``; it hits a uniformly chosen member, and when the cohort
+  shrinks for any reason the pending residual is rescaled by ``n_old / n_new`` (exact,
+  no draw). Replaced (and, in gpu mode, renewed-host) units get a clock each. This
+  saves one Weibull draw per GPU per lifetime and keeps the heap small;
 * a zero-length swap or restart completes at once (no timer).
 
-With all laws exponential the heap only holds the scheduled completions; with Weibull
-ages each filled position adds one timer. Memory per lifetime is ``O(GPUs)``, reused
-across the lifetimes of a block.
+With all laws exponential the heap only holds the scheduled completions. Memory per
+lifetime is ``O(GPUs)``, reused across the lifetimes of a block.
 
 Randomness: one counter-based stream per lifetime, ``(seed, STAGE_LIFE, 0, global
 lifetime index)``; draws happen in event order, so a lifetime's result does not depend
@@ -81,7 +87,7 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import kernel, parallel_kernel
-from mcengine.kernels._heap import heap_remove, heap_set, heapify
+from mcengine.kernels._heap import heap_remove, heap_set
 from mcengine.kernels.laws import CUM_WEIGHT, KIND, P1, P2, law_part
 from mcengine.rng import STAGE_LIFE, exponential, lognormal, reset_stream, uniform, weibull_scale
 from mcengine.scenario.dists import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
@@ -124,8 +130,8 @@ N_OUT_I = 6
 # ---- structure: cfg[:] (ints), built once per call by _config
 _C_A, _C_NG, _C_GPH, _C_HOST_MODE, _C_H, _C_I, _C_SLOTS, _C_SPARES, _C_CREWS = range(9)
 _C_GPUS_PER_UNIT, _C_ID_HOST, _C_ID_RESTART, _C_ID_SWAP, _C_ID_REPAIR, _C_IDS = range(9, 15)
-_C_ACTIONS = 15
-_N_CFG = 16
+_C_ACTIONS, _C_ID_COHORT, _C_GROUPS = 15, 16, 17
+_N_CFG = 18
 # ---- per-instance state rows: inst_i[row, i] and inst_f[row, i]
 _MISSING, _WAITING, _UP = 0, 1, 2  # empty slots touching i; of those, waiting; 1 if up
 _DOWN_SINCE, _WAIT_SINCE = 0, 1
@@ -190,7 +196,32 @@ def _pick(rate, v, n):
 
 
 @kernel
-def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
+def _rescale_cohort(groups, targets, first, last, t, n_old, n_new, hkeys, hids, hpos, hn, id_cohort):
+    """Cohort clocks ``first .. last - 1`` after the cohort shrank from ``n_old`` to ``n_new``.
+
+    Given survival to ``t``, each member's remaining cumulative hazard is Exp(1), so the
+    first of ``n`` has ``Exp(1)/n``: the pending residual ``target - H(t)`` is rescaled by
+    ``n_old / n_new`` (exact, no draw); an empty cohort disarms its clocks.
+
+    Returns
+    -------
+    int
+        The new heap size.
+    """
+    for g in range(first, last):
+        shape, scale = groups[g, WB_SHAPE], groups[g, WB_SCALE]
+        if n_new > 0:
+            h_now = (t / scale) ** shape
+            targets[g] = h_now + (targets[g] - h_now) * (n_old / n_new)
+            hn = heap_set(hkeys, hids, hpos, hn, id_cohort + g, scale * targets[g] ** (1.0 / shape))
+        elif hpos[id_cohort + g] >= 0:
+            hn = heap_remove(hkeys, hids, hpos, hn, id_cohort + g)
+    # the arrays stay live to the end: lets numba prune their reference-count updates
+    return hn + 0 * (groups.size + targets.size + hkeys.size + hids.size + hpos.size)
+
+
+@kernel
+def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, coh_g, coh_h, groups, targets, inst_i, inst_f, wq,
                   hkeys, hids, hpos, free_crews, actions, st, out_f, out_i, row):
     """Simulate one lifetime over the horizon and write its metrics to ``row``.
 
@@ -204,8 +235,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
         The trial's Weibull groups of a GPU; ``n_wb`` (int) of them are used.
     laws : float64[3, MAX_LAW_PARTS, 4]
         The trial's repair, swap and restart laws (``LAW_*`` rows).
-    occ_g, occ_h, inst_i, inst_f, wq, hkeys, hids, hpos, free_crews, actions : arrays
-        Workspace (overwritten): filled GPU positions and hosts, instance state, the
+    occ_g, occ_h, coh_g, coh_h, groups, targets, inst_i, inst_f, wq, hkeys, hids, hpos, free_crews, actions : arrays
+        Workspace (overwritten): filled GPU positions and hosts, the members of the
+        t = 0 cohorts and their clocks' laws and target hazards, instance state, the
         stock-out FIFO of slots, the timer heap, the free-crew stack, the action ring.
         ``hpos`` must be -1 everywhere on entry, and is again on return.
     st : uint64[5]
@@ -217,6 +249,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
     n_pos, n_hosts, n_inst, n_slots = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS]
     ng, gph, crews, cap = cfg[_C_NG], cfg[_C_GPH], cfg[_C_CREWS], cfg[_C_ACTIONS]
     id_host, id_restart, id_swap, id_repair = cfg[_C_ID_HOST], cfg[_C_ID_RESTART], cfg[_C_ID_SWAP], cfg[_C_ID_REPAIR]
+    id_cohort, n_groups = cfg[_C_ID_COHORT], cfg[_C_GROUPS]
+    host_cohort = id_cohort + n_groups  # the t = 0 hosts' Weibull clock (row n_groups)
     r_tg, r_pg = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
     r_th, r_ph = par[P_LAM_TRANSIENT_HOST], par[P_LAM_PERM_HOST]
     host_scale, host_shape = par[P_HOST_SCALE], par[P_HOST_SHAPE]
@@ -226,30 +260,30 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
     for p in range(n_pos):
         occ_g[0, p] = p
         occ_g[1, p] = p
+        coh_g[0, p] = p
+        coh_g[1, p] = p
     for k in range(n_hosts):
         occ_h[0, k] = k
         occ_h[1, k] = k
+        coh_h[0, k] = k
+        coh_h[1, k] = k
     inst_i[:, :] = 0
     inst_i[_UP, :] = 1
     for c in range(crews):
         free_crews[c] = crews - 1 - c
     n_free = crews
+    # the units of t = 0 share their age: one clock per Weibull group for the whole
+    # cohort (the first failure among n lives has cumulative hazard Exp(1)/n)
     hn = 0
-    if n_wb > 0:
-        for p in range(n_pos):
-            life = np.inf
-            for g in range(n_wb):
-                life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
-            hkeys[hn] = life
-            hids[hn] = p
-            hn += 1
+    groups[:n_wb] = wb[:n_wb]
+    groups[n_groups, WB_SHAPE], groups[n_groups, WB_SCALE] = host_shape, host_scale
+    for g in range(n_wb):
+        targets[g] = exponential(st, 1.0) / n_pos
+        hn = heap_set(hkeys, hids, hpos, hn, id_cohort + g, wb[g, WB_SCALE] * targets[g] ** (1.0 / wb[g, WB_SHAPE]))
     if host_scale > 0.0:
-        for k in range(n_hosts):
-            hkeys[hn] = weibull_scale(st, host_scale, host_shape)
-            hids[hn] = id_host + k
-            hn += 1
-    heapify(hkeys, hids, hpos, hn)
-    n_g, n_h = n_pos, n_hosts
+        targets[n_groups] = exponential(st, 1.0) / n_hosts
+        hn = heap_set(hkeys, hids, hpos, hn, host_cohort, host_scale * targets[n_groups] ** (1.0 / host_shape))
+    n_g, n_h, n_cg, n_ch = n_pos, n_hosts, n_pos, n_hosts
     pool, busy, queue, in_repair, max_in_repair = cfg[_C_SPARES], 0, 0, 0, 0
     wq_head, wq_len, a_head, a_len = 0, 0, 0, 0
     failures, interruptions, swaps, repairs, events = 0, 0, 0, 0, 0
@@ -290,8 +324,26 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
             if ident < id_host:  # Weibull ageing failure of GPU position ident
                 failures += 1
                 kind, target = _SLOT_FAIL, (ident // gph if host_mode else ident)
-            elif ident < id_restart:
+            elif ident < id_cohort:
                 kind, target = _HOST_FAIL, ident - id_host
+            elif ident < host_cohort:  # first failure of group g in the t = 0 GPU cohort
+                g = ident - id_cohort
+                p = coh_g[0, _pick(1.0, uniform(st) * n_cg, n_cg)]  # exchangeable: any member
+                n_cg = _list_remove(coh_g, n_cg, p)
+                hn = _rescale_cohort(groups, targets, 0, n_wb, t, n_cg + 1, n_cg, hkeys, hids, hpos, hn, id_cohort)
+                if n_cg > 0:
+                    targets[g] = (t / groups[g, WB_SCALE]) ** groups[g, WB_SHAPE] + exponential(st, 1.0) / n_cg
+                    hn = heap_set(hkeys, hids, hpos, hn, ident, groups[g, WB_SCALE] * targets[g] ** (1.0 / groups[g, WB_SHAPE]))
+                failures += 1
+                kind, target = _SLOT_FAIL, (p // gph if host_mode else p)
+            elif ident == host_cohort:  # first failure in the t = 0 host cohort
+                k = coh_h[0, _pick(1.0, uniform(st) * n_ch, n_ch)]
+                n_ch = _list_remove(coh_h, n_ch, k)
+                hn = _rescale_cohort(groups, targets, n_groups, n_groups + 1, t, n_ch + 1, n_ch, hkeys, hids, hpos, hn, id_cohort)
+                if n_ch > 0:
+                    targets[n_groups] = (t / host_scale) ** host_shape + exponential(st, 1.0) / n_ch
+                    hn = heap_set(hkeys, hids, hpos, hn, ident, host_scale * targets[n_groups] ** (1.0 / host_shape))
+                kind, target = _HOST_FAIL, k
             elif ident < id_swap:  # restart complete: the instance is up
                 i = ident - id_restart
                 inst_i[_UP, i] = 1
@@ -319,14 +371,25 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
                     kind = _RESTART
             elif kind == _SLOT_FAIL:
                 first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
+                left = 0  # members of the t = 0 cohort leaving it
                 for p in range(first, end):
                     n_g = _list_remove(occ_g, n_g, p)
                     if hpos[p] >= 0:  # (the test saves a call when no clock is armed)
                         hn = heap_remove(hkeys, hids, hpos, hn, p)
+                    if coh_g[1, p] >= 0:
+                        n_cg = _list_remove(coh_g, n_cg, p)
+                        left += 1
+                if left > 0 and n_wb > 0:
+                    hn = _rescale_cohort(groups, targets, 0, n_wb, t, n_cg + left, n_cg, hkeys, hids, hpos, hn, id_cohort)
                 if host_mode:
                     n_h = _list_remove(occ_h, n_h, x)
                     if hpos[id_host + x] >= 0:
                         hn = heap_remove(hkeys, hids, hpos, hn, id_host + x)
+                    if coh_h[1, x] >= 0:
+                        n_ch = _list_remove(coh_h, n_ch, x)
+                        if host_scale > 0.0:
+                            hn = _rescale_cohort(groups, targets, n_groups, n_groups + 1, t, n_ch + 1, n_ch,
+                                                 hkeys, hids, hpos, hn, id_cohort)
                 i0, i1 = _touching(cfg, host_mode, x)
                 for i in range(i0, i1 + 1):
                     if inst_i[_UP, i] == 1:
@@ -364,7 +427,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
                             failures += 1
                             a_len = _put(actions, a_head, a_len, _SLOT_FAIL + _N_KINDS * p)
                     if host_scale > 0.0:
-                        hn = heap_set(hkeys, hids, hpos, hn, id_host + x, t + weibull_scale(st, host_scale, host_shape))
+                        life = weibull_scale(st, host_scale, host_shape)
+                        if t + life <= horizon:
+                            hn = heap_set(hkeys, hids, hpos, hn, id_host + x, t + life)
             elif kind == _INSTALL:
                 first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
                 for p in range(first, end):
@@ -373,11 +438,14 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
                         life = np.inf
                         for g in range(n_wb):
                             life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
-                        hn = heap_set(hkeys, hids, hpos, hn, p, t + life)
+                        if t + life <= horizon:  # a clock past the horizon never fires: left out
+                            hn = heap_set(hkeys, hids, hpos, hn, p, t + life)
                 if host_mode:
                     n_h = _list_add(occ_h, n_h, x)
                     if host_scale > 0.0:
-                        hn = heap_set(hkeys, hids, hpos, hn, id_host + x, t + weibull_scale(st, host_scale, host_shape))
+                        life = weibull_scale(st, host_scale, host_shape)
+                        if t + life <= horizon:
+                            hn = heap_set(hkeys, hids, hpos, hn, id_host + x, t + life)
                 i0, i1 = _touching(cfg, host_mode, x)
                 for i in range(i0, i1 + 1):
                     inst_i[_MISSING, i] -= 1
@@ -469,11 +537,13 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, inst_i, inst_f, wq,
 
 
 @kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews):
+def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, n_groups):
     """The cluster's structural ints and the timer-id layout, as int64[_N_CFG].
 
-    Timer ids: ``[0, A)`` Weibull clocks of GPU positions, then one per active host
-    (Weibull host clock), per instance (restart), per slot (swap), per crew (repair).
+    Timer ids: ``[0, A)`` Weibull clocks of replaced GPUs, then one per active host
+    (Weibull clock of a replaced or renewed host), ``n_groups`` clocks of the t = 0 GPU
+    cohort and one of the t = 0 hosts, one per instance (restart), per slot (swap), per
+    crew (repair).
     """
     cfg = np.zeros(_N_CFG, dtype=np.int64)
     hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
@@ -490,7 +560,9 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
     cfg[_C_CREWS] = min(crews, slots + spare_units)  # never more repairs than units
     cfg[_C_GPUS_PER_UNIT] = gpus_per_host if host_mode else 1
     cfg[_C_ID_HOST] = active_gpus
-    cfg[_C_ID_RESTART] = active_gpus + hosts
+    cfg[_C_ID_COHORT] = active_gpus + hosts
+    cfg[_C_GROUPS] = n_groups
+    cfg[_C_ID_RESTART] = cfg[_C_ID_COHORT] + n_groups + 1
     cfg[_C_ID_SWAP] = cfg[_C_ID_RESTART] + n_inst
     cfg[_C_ID_REPAIR] = cfg[_C_ID_SWAP] + slots
     cfg[_C_IDS] = cfg[_C_ID_REPAIR] + cfg[_C_CREWS]
@@ -543,12 +615,16 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     n = params.shape[0]
     out_f = np.empty((n, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, N_OUT_I), dtype=np.int64)
-    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews)
+    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, wb.shape[1])
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
     for b in prange(n_blocks):
         occ_g = np.empty((2, cfg[_C_A]), dtype=np.int64)
         occ_h = np.empty((2, cfg[_C_H]), dtype=np.int64)
+        coh_g = np.empty((2, cfg[_C_A]), dtype=np.int64)
+        coh_h = np.empty((2, cfg[_C_H]), dtype=np.int64)
+        groups = np.empty((cfg[_C_GROUPS] + 1, 2), dtype=np.float64)
+        targets = np.empty(cfg[_C_GROUPS] + 1, dtype=np.float64)
         inst_i = np.empty((3, cfg[_C_I]), dtype=np.int64)
         inst_f = np.empty((2, cfg[_C_I]), dtype=np.float64)
         wq = np.empty(cfg[_C_SLOTS], dtype=np.int64)
@@ -561,6 +637,6 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         for i in range(b * per_block, min(n, (b + 1) * per_block)):
             reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
             _simulate_one(cfg, params[i], wb[i], n_wb[i], laws[i],
-                          occ_g, occ_h, inst_i, inst_f, wq, hkeys, hids, hpos, free_crews,
+                          occ_g, occ_h, coh_g, coh_h, groups, targets, inst_i, inst_f, wq, hkeys, hids, hpos, free_crews,
                           actions, st, out_f, out_i, i)
     return out_f, out_i

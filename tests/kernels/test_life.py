@@ -8,7 +8,6 @@ finite crews, stock-outs, Weibull ages, lognormal laws), in distribution.
 
 from __future__ import annotations
 
-import heapq
 import math
 
 import numba
@@ -17,7 +16,7 @@ import pytest
 
 from mcengine.jit import kernel
 from mcengine.kernels import life
-from mcengine.kernels._heap import heap_remove, heap_set, heapify
+from mcengine.kernels._heap import heap_remove, heap_set
 from mcengine.kernels.laws import law_part, sample_law
 from mcengine.rng import new_stream
 from mcengine.scenario.dists import MAX_LAW_PARTS
@@ -68,31 +67,6 @@ def test_indexed_heap_matches_a_reference_priority_queue():
         expected[k] = min(armed.values()) if armed else np.inf
     np.testing.assert_array_equal(tops, expected)
     assert n == len(armed)
-
-
-@kernel
-def _heapify_then_drain(keys_in):
-    n = keys_in.size
-    keys = keys_in.copy()
-    ids = np.arange(n)
-    pos = np.empty(n, dtype=np.int64)
-    heapify(keys, ids, pos, n)
-    ok = True
-    for j in range(n):
-        ok = ok and pos[ids[j]] == j
-    out = np.empty(n)
-    for k in range(n):
-        out[k] = keys[0]
-        n = heap_remove(keys, ids, pos, n, ids[0])
-    return out, ok
-
-
-def test_heapify_gives_a_valid_heap():
-    keys = np.random.default_rng(3).random(1000)
-    drained, positions_ok = _heapify_then_drain(keys)
-    assert positions_ok
-    np.testing.assert_array_equal(drained, np.sort(keys))
-    assert heapq.nsmallest(1, keys)[0] == drained[0]
 
 
 # ----------------------------------------------------------------------------- laws
@@ -215,6 +189,13 @@ TWIN_CASES = {
              repair_hours={"law": "exponential", "mean": 300}, swap_hours=2.0, restart_hours=0.4, horizon_years=2.0),
         Config(8, 2, 4, 4, 2.0, [(2, 2.0, 3.0, 2.0), (1, 3.0, 0.0, 0.7), (1, 1.0, 0.0, 1.0)], 1.5, 1.0, 3.0,
                ("exponential", 300), ("fixed", 2.0), ("fixed", 0.4), math.inf, True)),
+    "gpu mode, Weibull GPUs and hosts (renewed in place), spares, 3 crews": (
+        dict(instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=5,
+             components={"die": {"afr": 3.0, "weibull_shape": 2.5}, "laser": {"count": 2, "afr": 1.0, "weibull_shape": 0.6}},
+             host_afr=2.0, host_weibull_shape=0.7, host_transient_afr=1.0, repair_crews=3,
+             repair_hours={"law": "exponential", "mean": 200}, swap_hours=1.5, restart_hours=0.5, horizon_years=2.0),
+        Config(8, 2, 4, 5, 2.0, [(1, 3.0, 0.0, 2.5), (2, 1.0, 0.0, 0.6)], 2.0, 1.0, 0.7,
+               ("exponential", 200), ("fixed", 1.5), ("fixed", 0.5), 3)),
     "instances spanning hosts, no spares, 1 crew": (
         dict(instances=2, instance_gpus=6, gpus_per_host=4, afr=3.0, host_afr=2.0, host_transient_afr=4.0,
              repair_hours={"law": "exponential", "mean": 100}, swap_hours=1.0, restart_hours=0.3, repair_crews=1,
@@ -273,7 +254,8 @@ def test_kernel_driver_block_split_does_not_matter():
 
 
 def test_config_layout_is_consistent():
-    cfg = life._config(12, 4, 8, True, 2, 10**9)
+    cfg = life._config(12, 4, 8, True, 2, 10**9, 3)
     # 12 GPUs in 2 hosts; host mode: 2 slots, 2 pool hosts, so at most 4 repairs at once
     assert cfg[life._C_H] == 2 and cfg[life._C_SLOTS] == 2 and cfg[life._C_CREWS] == 4
-    assert cfg[life._C_IDS] == 12 + 2 + 3 + 2 + 4
+    # GPU and host clocks, 3 + 1 cohort clocks, restarts, swaps, crews
+    assert cfg[life._C_IDS] == 12 + 2 + 4 + 3 + 2 + 4
