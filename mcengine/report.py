@@ -115,7 +115,7 @@ def write_figures(results, out):
     for n in names:
         x, p = _sketch_points(acc.metrics[(n, "availability")])
         ax.step(1.0 - x, 1.0 - p, where="pre", label=n)
-    ax.set(xscale="log", xlabel="unavailability (1 − time-averaged share of instances up)", ylabel="share of trials ≥ x", title="Availability over cluster lifetimes")
+    ax.set(xscale="log", xlabel="unavailability (1 − time-averaged share of instances up)", ylabel="share of trials with unavailability < x", title="Availability over cluster lifetimes (left is better)")
     ax.grid(alpha=0.3, which="both")
     ax.legend()
     paths.append(_save(fig, out / "availability.png"))
