@@ -108,42 +108,21 @@ def write_scenario(scenario: Scenario, out: Path) -> Path:
 DEFAULT_STUDY = "case-study"
 
 
-def _unique_names(scenarios: list[Scenario]) -> list[Scenario]:
-    """Give a scenario listed twice a distinct name (``h100#2``), so both stay in the summary."""
-    import dataclasses
-
-    seen: dict[str, int] = {}
-    out = []
-    for s in scenarios:
-        seen[s.name] = seen.get(s.name, 0) + 1
-        out.append(s if seen[s.name] == 1 else dataclasses.replace(s, name=f"{s.name}#{seen[s.name]}"))
-    return out
-
-
 def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> tuple[str, list[Scenario], int | None]:
     """(label, scenarios, study trials) for `run`/`compare`; no refs = the shipped case study.
 
     Every scenario is validated before anything runs, and all their problems are
     reported together.
     """
-    from .scenario.load import load_study
+    from .scenario.load import load_scenarios, load_study
 
-    overrides = list(overrides)
     study_trials = None
     if not refs:
         study = load_study(DEFAULT_STUDY)
         refs, label, study_trials = study["scenarios"], study["name"], study.get("trials")
     else:
         label = None
-    scenarios, problems = [], []
-    for ref in refs:
-        try:
-            scenarios.append(check(ref, overrides))
-        except InputError as exc:
-            problems += [Problem(f"{exc.source or ref}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
-    if problems:
-        raise InputError(problems)
-    scenarios = _unique_names(scenarios)
+    scenarios = load_scenarios(refs, overrides)
     return label or " vs ".join(s.name for s in scenarios), scenarios, study_trials
 
 

@@ -28,17 +28,12 @@ METRICS = (
     "tokens_per_s_per_gpu",
 )
 
-#: Metrics compared as paired ratios B/A: those that are positive in every trial (a count
-#: such as stock-out hours can be zero, and a ratio of it would mean nothing).
-PAIRED_METRICS = (
-    "cost_per_mtok_usd",
-    "availability",
-    "tokens_per_s",
-    "gpu_cost_usd",
-    "capex_usd",
-    "energy_usd",
-    "tokens_per_s_per_gpu",
-)
+#: Metrics that can be zero in a trial (a count such as stock-out hours), so that a
+#: ratio of them would mean nothing.
+MAY_BE_ZERO = ("repair_usd", "interruptions_per_year", "stockout_hours")
+
+#: Metrics compared as paired ratios B/A: those positive in every trial.
+PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO)
 
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."

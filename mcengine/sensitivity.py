@@ -36,9 +36,9 @@ from . import _sobol
 from .errors import InputError, Problem
 from .options import positive, seed_of
 from .pipeline import METRICS, PAIRED_METRICS, run_block
-from .scenario import Scenario, load_scenario, scenario_from_dict
+from .scenario import Scenario, scenario_from_dict
 from .scenario.fields import did_you_mean
-from .scenario.load import apply_overrides, parse_override
+from .scenario.load import apply_overrides, load_scenarios, parse_override
 from .scenario.sampling import TrialInputs
 from .validation import Check
 
@@ -78,21 +78,7 @@ def _resolve(scenarios: ScenarioRef | Sequence[ScenarioRef], overrides: Iterable
     refs = [scenarios] if isinstance(scenarios, (str, Scenario)) else list(scenarios)
     if not 1 <= len(refs) <= 2:
         raise InputError(Problem("SCENARIO", [getattr(r, "name", r) for r in refs], "allowed: one scenario, or two (A B: the output is the paired ratio B/A)"))
-    overrides = list(overrides)
-    out, problems = [], []
-    for ref in refs:
-        try:
-            if isinstance(ref, Scenario):
-                out.append(scenario_from_dict(apply_overrides(ref.to_dict(), overrides), ref.name) if overrides else ref)
-            else:
-                out.append(load_scenario(ref, overrides))
-        except InputError as exc:
-            problems += [Problem(f"{exc.source or getattr(ref, 'name', ref)}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
-    if problems:
-        raise InputError(problems)
-    if len(out) == 2 and out[0].name == out[1].name:
-        out[1] = dataclasses.replace(out[1], name=f"{out[1].name}#2")
-    return out
+    return load_scenarios(refs, overrides)
 
 
 def _label(scenarios: list[Scenario]) -> str:

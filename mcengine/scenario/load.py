@@ -161,6 +161,34 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
     return build(raw, source)
 
 
+def load_scenarios(refs, overrides: Iterable[str] = ()) -> list:
+    """Load and validate several scenarios (names, paths or Scenario objects), applying
+    the same overrides to each; every problem of every scenario is reported at once. A
+    scenario listed twice gets a distinct name (``h100#2``) so both stay in a summary."""
+    import dataclasses
+
+    from .schema import Scenario
+
+    overrides = list(overrides)
+    out, problems = [], []
+    for ref in refs:
+        try:
+            if isinstance(ref, Scenario):
+                out.append(scenario_from_dict(apply_overrides(ref.to_dict(), overrides), ref.name) if overrides else ref)
+            else:
+                out.append(load_scenario(ref, overrides))
+        except InputError as exc:
+            problems += [Problem(f"{exc.source or getattr(ref, 'name', ref)}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
+    if problems:
+        raise InputError(problems)
+    seen: dict[str, int] = {}
+    for i, s in enumerate(out):
+        seen[s.name] = seen.get(s.name, 0) + 1
+        if seen[s.name] > 1:
+            out[i] = dataclasses.replace(s, name=f"{s.name}#{seen[s.name]}")
+    return out
+
+
 # ----------------------------------------------------------------------------- studies
 
 

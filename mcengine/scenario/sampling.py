@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, Problem
-from .dists import Dist, Law
+from .dists import Law
 from .schema import Scenario
 
 
