@@ -159,19 +159,6 @@ def _has_key(scenario: Scenario, key: str) -> bool:
     return dataclasses.is_dataclass(section) and parts[1] in {f.name for f in fields(section)}
 
 
-def _keys_of(scenario: Scenario) -> list[str]:
-    out = []
-
-    def walk(node, prefix):
-        for k, v in node.items():
-            out.append(prefix + k)
-            if isinstance(v, dict):
-                walk(v, prefix + k + ".")
-
-    walk(scenario.to_dict(), "")
-    return out
-
-
 def _literal(value) -> str:
     if isinstance(value, str):
         return value
@@ -207,7 +194,7 @@ def _grid_scenarios(bases: list[Scenario], params: list[str], values: list[list[
     problems = []
     for param, (key, names) in zip(params, targets):
         if not names:
-            known = sorted(set().union(*(_keys_of(s) for s in bases)))
+            known = sorted(set().union(*(s.dotted_keys() for s in bases)))
             problems.append(Problem("--param", param, "allowed: a dotted key of the scenario (see `mcengine check SCENARIO`), e.g. " + ", ".join(_union_inputs(bases)), did_you_mean(key, known)))
     if problems:
         raise InputError(problems)

@@ -85,6 +85,19 @@ class Scenario:
         """The inputs drawn per trial (those that are not fixed)."""
         return {k: d for k, d in self.inputs().items() if not d.is_fixed}
 
+    def dotted_keys(self) -> list[str]:
+        """Every key of the resolved scenario (tables included) as a dotted path."""
+        out: list[str] = []
+
+        def walk(node: dict, prefix: str) -> None:
+            for key, value in node.items():
+                out.append(prefix + key)
+                if isinstance(value, dict):
+                    walk(value, prefix + key + ".")
+
+        walk(self.to_dict(), "")
+        return out
+
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict:
         """Nested exactly like the TOML file, every default filled (``inf`` as ``"inf"``)."""

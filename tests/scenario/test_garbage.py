@@ -12,17 +12,7 @@ from tests.conftest import run_cli
 
 
 def _keys() -> list[str]:
-    doc = load_scenario("lite-h100").to_dict()
-    out = []
-
-    def walk(node, prefix):
-        for k, v in node.items():
-            out.append(prefix + k)
-            if isinstance(v, dict):
-                walk(v, prefix + k + ".")
-
-    walk(doc, "")
-    return out + ["fab.nonsense", "reliability.components.new.afr", "workload.model.layers"]
+    return load_scenario("lite-h100").dotted_keys() + ["fab.nonsense", "reliability.components.new.afr", "workload.model.layers"]
 
 
 KEYS = _keys()
