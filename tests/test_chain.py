@@ -84,3 +84,13 @@ def test_cli_run_json_is_one_document(cli):
     doc = json.loads(r.out)
     assert doc["scenario"] == "h100 vs lite-h100" and doc["trials"] == 1024
     assert "paired" in doc
+
+
+def test_default_run_is_the_case_study(cli):
+    r = cli("run", "--trials", "1024", "--quiet", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["scenario"] == "case-study"
+    assert list(doc["scenarios"]) == ["h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"]
+    assert set(doc["paired_all"]) == {f"{n} / h100" for n in ("lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")}
+    assert 0.0 <= doc["paired"]["cost_per_mtok_usd"]["p_b_below_a"] <= 1.0
