@@ -51,13 +51,28 @@ def _check_finite(stage: str, scenario: Scenario, columns: dict[str, np.ndarray]
             )
 
 
-def run_block(scenario: Scenario, seed: int, trial_start: int, n: int, inputs: TrialInputs | None = None) -> dict[str, np.ndarray]:
+def reliability_key(scenario: Scenario) -> tuple:
+    """What the reliability stage reads: two scenarios equal here, with drawn inputs, have
+    bit-identical lifetimes (their inputs share keys, so they share their draws)."""
+    return (scenario.cluster, scenario.reliability, scenario.run.horizon_years)
+
+
+def run_block(
+    scenario: Scenario,
+    seed: int,
+    trial_start: int,
+    n: int,
+    inputs: TrialInputs | None = None,
+    lifetimes_memo: dict | None = None,
+) -> dict[str, np.ndarray]:
     """All per-trial columns of trials ``trial_start .. trial_start + n - 1`` of one scenario.
 
     ``inputs`` replaces the drawn uncertain inputs (sensitivity designs); the stages' own
-    per-event randomness still comes from the trials' streams.
+    per-event randomness still comes from the trials' streams. ``lifetimes_memo`` lets the
+    scenarios of one chunk share the reliability columns of equal :func:`reliability_key`
+    (the dearest stage: lite-h100 and lite-h100-2x differ only in their links).
     """
-    from .stages import econ, fab, reliability, roofline
+    from .stages import econ, fab, roofline
 
     if inputs is None:
         inputs = draw_inputs(scenario, seed, trial_start, n)
@@ -66,7 +81,7 @@ def run_block(scenario: Scenario, seed: int, trial_start: int, n: int, inputs: T
     columns: dict[str, np.ndarray] = {"trial": np.arange(trial_start, trial_start + n, dtype=np.int64)}
     for stage, produce in (
         ("fab", lambda: fab.production_runs(scenario, inputs, seed)),
-        ("reliability", lambda: reliability.lifetimes(scenario, inputs, seed)),
+        ("reliability", lambda: _lifetimes(scenario, inputs, seed, lifetimes_memo)),
         ("roofline", lambda: roofline.throughput(scenario, inputs)),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
@@ -79,6 +94,18 @@ def run_block(scenario: Scenario, seed: int, trial_start: int, n: int, inputs: T
     return columns
 
 
+def _lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int, memo: dict | None) -> dict[str, np.ndarray]:
+    from .stages import reliability
+
+    if memo is None:
+        return reliability.lifetimes(scenario, inputs, seed)
+    key = reliability_key(scenario)
+    if key not in memo:
+        memo[key] = reliability.lifetimes(scenario, inputs, seed)
+    return dict(memo[key])
+
+
 def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
     """One chunk of every scenario (the unit of work of the runner and of Dask workers)."""
-    return {s.name: run_block(s, seed, trial_start, n) for s in scenarios}
+    memo: dict = {}
+    return {s.name: run_block(s, seed, trial_start, n, lifetimes_memo=memo) for s in scenarios}
