@@ -49,28 +49,27 @@ def _document(scenario: Scenario, seed: int | None, size_key: str | None, size: 
     return doc
 
 
-def yield_study(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
-    """`mcengine yield`: the fab stage alone over ``wafers`` wafers."""
+def _sampled_study(study: str, size_key: str, size: int, scenario, seed, overrides) -> dict:
+    """A stage alone over ``size`` samples: ``mcengine.stages.<module>.<function>``."""
+    import importlib
+
     start = time.perf_counter()
-    positive("--wafers", wafers)
+    positive(f"--{size_key}", size)
     s = check(scenario, overrides)
     seed = seed_of(s, seed)
-    from .stages import fab
+    module, function = study.split(":")
+    body = getattr(importlib.import_module(f"mcengine.stages.{module}"), function)(s, size, seed)
+    return _document(s, seed, size_key, size, body, start)
 
-    body = fab.yield_study(s, wafers, seed)
-    return _document(s, seed, "wafers", wafers, body, start)
+
+def yield_study(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
+    """`mcengine yield`: the fab stage alone over ``wafers`` wafers."""
+    return _sampled_study("fab:yield_study", "wafers", wafers, scenario, seed, overrides)
 
 
 def reliability_study(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
     """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster lifetimes."""
-    start = time.perf_counter()
-    positive("--lifetimes", lifetimes)
-    s = check(scenario, overrides)
-    seed = seed_of(s, seed)
-    from .stages import reliability
-
-    body = reliability.lifetime_study(s, lifetimes, seed)
-    return _document(s, seed, "lifetimes", lifetimes, body, start)
+    return _sampled_study("reliability:lifetime_study", "lifetimes", lifetimes, scenario, seed, overrides)
 
 
 def roofline_study(scenario: str | Scenario, overrides: Iterable[str] = ()) -> dict:
