@@ -88,6 +88,16 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
         sys.stdout.write(tomli_w.dumps(s.to_dict()))
 
 
+def _sampled_stage(study, stage: str, scenario, size, seed, overrides, threads, as_json, out) -> None:
+    """A stage alone over ``size`` samples, rendered by ``mcengine.stages.<stage>.render``."""
+    import importlib
+
+    api.set_threads(threads)
+    s = api.check(scenario, overrides or ())
+    doc = study(s, size, seed)
+    _emit(doc, as_json, out, importlib.import_module(f"mcengine.stages.{stage}").render, [s])
+
+
 @app.command("yield")
 def yield_cmd(
     scenario: ScenarioArg,
@@ -99,12 +109,7 @@ def yield_cmd(
     out: OutOpt = None,
 ) -> None:
     """Fab stage alone: die yield, good dies per wafer, cost per good GPU."""
-    api.set_threads(threads)
-    s = api.check(scenario, overrides or ())
-    doc = api.yield_study(s, wafers, seed)
-    from .stages.fab import render
-
-    _emit(doc, as_json, out, render, [s])
+    _sampled_stage(api.yield_study, "fab", scenario, wafers, seed, overrides, threads, as_json, out)
 
 
 @app.command("reliability")
@@ -118,12 +123,7 @@ def reliability_cmd(
     out: OutOpt = None,
 ) -> None:
     """Reliability stage alone: availability, failures, swaps, stock-outs."""
-    api.set_threads(threads)
-    s = api.check(scenario, overrides or ())
-    doc = api.reliability_study(s, lifetimes, seed)
-    from .stages.reliability import render
-
-    _emit(doc, as_json, out, render, [s])
+    _sampled_stage(api.reliability_study, "reliability", scenario, lifetimes, seed, overrides, threads, as_json, out)
 
 
 @app.command("roofline")
