@@ -177,18 +177,20 @@ def uniform(st):
     """
     n = st[3]
     st[3] = n + _U1
-    if n & _U1:
-        return _to_unit(st[4])
-    # Rounds inlined on purpose: a non-inlined call while ``st`` is live makes numba
-    # keep an atomic incref/decref of ``st`` per draw (halves the throughput).
-    seed = st[0]
-    word1 = st[1]
-    c0, c1, c2, c3 = (n >> _U1) & _MASK32, st[2], word1 & _MASK32, word1 >> _U32
-    k0, k1 = seed & _MASK32, seed >> _U32
-    for _ in range(10):
-        c0, c1, c2, c3, k0, k1 = _philox_round(c0, c1, c2, c3, k0, k1)
-    st[4] = _bits53(c2, c3)
-    return _to_unit(_bits53(c0, c1))
+    bits = st[4]
+    if not n & _U1:
+        # Rounds inlined on purpose: a non-inlined call while ``st`` is live makes numba
+        # keep an atomic incref/decref of ``st`` per draw (halves the throughput).
+        seed = st[0]
+        word1 = st[1]
+        c0, c1, c2, c3 = (n >> _U1) & _MASK32, st[2], word1 & _MASK32, word1 >> _U32
+        k0, k1 = seed & _MASK32, seed >> _U32
+        for _ in range(10):
+            c0, c1, c2, c3, k0, k1 = _philox_round(c0, c1, c2, c3, k0, k1)
+        st[4] = _bits53(c2, c3)
+        bits = _bits53(c0, c1)
+    # one exit that touches ``st`` last: numba's pruning then drops the pair of a call
+    return _to_unit(bits) + 0.0 * st.size
 
 
 @kernel
@@ -213,7 +215,7 @@ def uniform_at(seed, stage, stream_id, trial, counter):
 @kernel
 def exponential(st, mean):
     """Exponential variate by inversion, ``-mean * log(u)`` (exactly one uniform)."""
-    return -mean * math.log(uniform(st))
+    return -mean * math.log(uniform(st)) + 0.0 * st.size  # (st lives to the end: see uniform)
 
 
 @kernel
@@ -225,13 +227,13 @@ def normal(st, mean, sd):
     """
     u1 = uniform(st)
     u2 = uniform(st)
-    return mean + sd * math.sqrt(-2.0 * math.log(u1)) * math.cos(_TWO_PI * u2)
+    return mean + sd * math.sqrt(-2.0 * math.log(u1)) * math.cos(_TWO_PI * u2) + 0.0 * st.size
 
 
 @kernel
 def lognormal(st, median, sigma):
     """Lognormal variate ``median * exp(sigma * z)``, ``z`` from :func:`normal`."""
-    return median * math.exp(sigma * normal(st, 0.0, 1.0))
+    return median * math.exp(sigma * normal(st, 0.0, 1.0)) + 0.0 * st.size
 
 
 @kernel
@@ -389,7 +391,7 @@ def binomial(st, n, p):
 @kernel
 def weibull_scale(st, scale, shape):
     """Weibull variate by inversion: ``scale * (-log u)**(1 / shape)`` (one uniform)."""
-    return scale * (-math.log(uniform(st))) ** (1.0 / shape)
+    return scale * (-math.log(uniform(st))) ** (1.0 / shape) + 0.0 * st.size
 
 
 @kernel

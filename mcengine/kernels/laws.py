@@ -84,9 +84,8 @@ def sample_law(st, laws, w):
 
     Notes
     -----
-    numba keeps an atomic reference-count update of ``st`` and ``laws`` for every call
-    of a function that itself calls the samplers; hot event loops therefore repeat this
-    dispatch inline (``mcengine.kernels.life``) rather than calling it per event.
+    The last line touches both arrays once more, so that numba's reference-count
+    pruning removes the atomic update pair of a call (see :mod:`mcengine.kernels._heap`).
     """
     j = 0
     if laws[w, 0, CUM_WEIGHT] < 1.0:
@@ -99,4 +98,4 @@ def sample_law(st, laws, w):
         d = lognormal(st, laws[w, j, P1], laws[w, j, P2])
     elif kind != LAW_FIXED:
         d = weibull_scale(st, laws[w, j, P1], laws[w, j, P2])
-    return d
+    return d + 0.0 * (st.size + laws.size)  # arrays live to the end: see kernels/_heap.py

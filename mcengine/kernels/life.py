@@ -38,68 +38,79 @@ Model (ARCHITECTURE "Reliability"; every time in hours, rates per hour)
 
 Algorithm (the choice, for speed; exact in every case)
 ------------------------------------------------------
-Hybrid of superposition and an indexed timer heap:
+Only what can change the future is an event; everything else is settled lazily, when
+it is next looked at or at the horizon:
 
 * every **memoryless** process (transients, exponential permanent classes, exponential
   hosts) is *superposed*: the next such event is ``Exp(Lambda)`` with ``Lambda`` the
-  total rate of the filled positions/hosts, and a second uniform picks the category
-  and then the position uniformly among the filled ones (Gillespie 1977 direct method,
-  two draws per event). When ``Lambda`` changes at another event, the pending time is
-  rescaled, ``t + (t_exp - t) * Lambda_old / Lambda_new``: by memorylessness the
-  residual is ``Exp(Lambda_old)``, so this is exact and costs no draw;
-* every clock **with memory** (Weibull ages, scheduled swap, restart and repair
-  completions) is a timer in an indexed binary heap (:mod:`mcengine.kernels._heap`),
-  one fixed id per timer, so the heap holds at most ``O(GPUs)`` entries;
-* the units installed at ``t = 0`` share one age, so each Weibull group of that
-  **cohort** has a single clock (order statistics in cumulative-hazard space): given
-  that ``n`` members survived to ``t``, the next group failure among them has
-  ``H(T) - H(t) ~ Exp(1)/n``; it hits a uniformly chosen member, and when the cohort
-  shrinks for any reason the pending residual is rescaled by ``n_old / n_new`` (exact,
-  no draw). Replaced (and, in gpu mode, renewed-host) units get a clock each. This
-  saves one Weibull draw per GPU per lifetime and keeps the heap small;
-* a zero-length swap or restart completes at once (no timer).
+  total rate of the listed positions/hosts, and a second uniform picks the category
+  and then the position uniformly among them (Gillespie 1977 direct method). When
+  ``Lambda`` changes at another event, the pending time is rescaled, ``t + (t_exp - t)
+  * Lambda_old / Lambda_new``: by memorylessness the residual is ``Exp(Lambda_old)``,
+  so this is exact and costs no draw;
+* **wear-out Weibull** laws (shape >= 1, the hazard ``h(a) = (k/eta) (a/eta)**(k-1)``
+  non-decreasing in age) join the superposition by *thinning* (Lewis & Shedler 1979):
+  each listed unit offers candidates at the constant rate ``h(horizon)``, and a
+  candidate at time ``t`` on a unit installed at ``t_i`` is a failure with probability
+  ``h(t - t_i) / h(horizon)`` (ages never exceed the horizon). A law whose candidates
+  would outnumber its failures by much (``k * H(horizon) > thin_max``, ``H`` the
+  cumulative hazard) and every **infant-mortality** law (shape < 1, unbounded hazard at
+  age 0) keeps one clock per unit instead: a draw at install, a timer in an indexed
+  binary heap (:mod:`mcengine.kernels._heap`) when it falls before the horizon;
+* a **swap** does not leave its slot: the unit's install time ``t_i`` is set in the
+  future, and until then a candidate event on the slot is rejected (no GPU is there:
+  the same thinning, exact). The instance keeps ``ready_at``, the last install time of
+  its pending swaps, so its **restart** starts at ``ready_at`` (its duration drawn when
+  the instance is next looked at) and ends at ``up_at``; a later fault or failure
+  compares its time with these, and the downtime is added when the instance is seen up;
+* **repair completions** are bare times in a plain min-heap: they are events only while
+  something waits for them (a slot out of stock, a repair queued for a crew); otherwise
+  the ones due are taken off when a failure needs the pool count, or at the horizon;
+* a zero-length swap or restart completes at once.
 
-With all laws exponential the heap only holds the scheduled completions. Memory per
-lifetime is ``O(GPUs)``, reused across the lifetimes of a block.
+In the shipped Lite-GPU cluster this leaves about one loop iteration in five of an
+event-by-event simulation (swaps, installs, restarts and repairs need none). Memory
+per lifetime is ``O(GPUs)``, reused across the lifetimes of a block. The counts of
+swaps, installs, restarts and repair completions by the horizon are still reported as
+events (``OUT_EVENTS``), as an event-by-event simulation would count them.
 
 Randomness: one counter-based stream per lifetime, ``(seed, STAGE_LIFE, 0, global
-lifetime index)``; draws happen in event order, so a lifetime's result does not depend
-on its block, chunk or thread.
+lifetime index)``; draws happen in the order of the loop, so a lifetime's result does
+not depend on its block, chunk or thread.
 
-Implementation: the whole event loop of a lifetime is one function working on plain
-arrays and local scalars. The consequences of an event (a host failure empties several
-slots, a zero-length swap installs at once, an install restarts an instance, ...) are
-*actions* run in FIFO order from a small ring buffer, so every slot a failure empties is
-empty before any of them is refilled at the same instant. (Passing the workspace to
-nested helper calls instead costs numba an atomic reference-count update per array per
-call, which measured at several times the cost of the simulation itself.)
+Implementation: the whole loop of a lifetime is one function on plain arrays and local
+scalars; what happens at one instant runs in passes (the repairs due, each failing
+slot with the instances it touches, then the units assigned), so every slot a failure
+empties is empty before any is refilled. (Nested helpers that take the workspace cost
+numba an atomic reference-count update per array and call, several times the cost of
+the simulation itself: see :mod:`mcengine.kernels._heap`.)
 
 References
 ----------
 D. T. Gillespie (1977), "Exact stochastic simulation of coupled chemical reactions",
 J. Phys. Chem. 81(25):2340-2361 (direct method, superposition of exponential clocks).
+P. A. W. Lewis, G. S. Shedler (1979), "Simulation of nonhomogeneous Poisson processes
+by thinning", Naval Research Logistics Quarterly 26(3):403-413.
 shared/reference/notes/reliability.md §4 (closed forms this kernel is tested against).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import prange
 
 from mcengine.jit import kernel, parallel_kernel
-from mcengine.kernels._heap import heap_remove, heap_set
-from mcengine.kernels.laws import CUM_WEIGHT, KIND, P1, P2, law_part
-from mcengine.rng import STAGE_LIFE, exponential, lognormal, reset_stream, uniform, weibull_scale
-from mcengine.scenario.dists import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
+from mcengine.kernels._heap import heap_remove, heap_set, times_pop, times_push
+from mcengine.kernels.laws import sample_law
+from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull_scale
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
     "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
     "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS",
-    "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "simulate_lifetimes",
+    "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
+    "simulate_lifetimes",
 ]
 
 # ---- per-trial parameters: params[i, :] (rates per hour, host Weibull law, horizon)
@@ -108,7 +119,7 @@ P_LAM_PERM_GPU = 1  # exponential-class permanent failures per GPU-hour
 P_LAM_TRANSIENT_HOST = 2  # transient faults per host-hour
 P_LAM_PERM_HOST = 3  # exponential permanent host failures per host-hour
 P_HOST_SHAPE = 4  # Weibull host law: shape (used when P_HOST_SCALE > 0)
-P_HOST_SCALE = 5  # Weibull host law: scale in hours; 0 = no Weibull host clock
+P_HOST_SCALE = 5  # Weibull host law: scale in hours; 0 = no Weibull host law
 P_HORIZON_HOURS = 6
 N_PARAMS = 7
 # ---- Weibull groups of a GPU: wb[i, g, :] = (shape, scale hours) for g < n_wb[i]
@@ -125,410 +136,373 @@ OUT_FAILURES = 0  # permanent GPU failures (a host failure counts its GPUs)
 OUT_INTERRUPTIONS = 1  # instance up -> down transitions
 OUT_SWAPS = 2  # units assigned to empty slots
 OUT_REPAIRS = 3  # failed units sent to repair
-OUT_EVENTS = 4  # events simulated (failures, faults, swaps, restarts, repairs)
+OUT_EVENTS = 4  # events by the horizon (failures, faults, installs, restarts, repairs)
 OUT_MAX_FAILED_GPUS = 5  # most GPUs in the repair system (queued or in repair) at once
 N_OUT_I = 6
 
+#: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
+#: this many candidates over the horizon (``k * H(horizon)``); else one clock per unit.
+THIN_MAX_CANDIDATES = 2.0
+
 # ---- structure: cfg[:] (ints), built once per call by _config
 _C_A, _C_NG, _C_GPH, _C_HOST_MODE, _C_H, _C_I, _C_SLOTS, _C_SPARES, _C_CREWS = range(9)
-_C_GPUS_PER_UNIT, _C_ID_HOST, _C_ID_RESTART, _C_ID_SWAP, _C_ID_REPAIR, _C_IDS = range(9, 15)
-_C_ACTIONS, _C_ID_COHORT, _C_GROUPS = 15, 16, 17
-_N_CFG = 18
-# ---- per-instance state rows: inst_i[row, i] and inst_f[row, i]
-_MISSING, _WAITING, _UP = 0, 1, 2  # empty slots touching i; of those, waiting; 1 if up
-_DOWN_SINCE, _WAIT_SINCE = 0, 1
-# ---- action kinds (an action is kind + _N_KINDS * target)
-_FAULT = 0  # transient fault on instance target
-_SLOT_FAIL = 1  # the unit in slot target fails permanently
-_HOST_FAIL = 2  # permanent failure of host target
-_SWAP = 3  # a unit is assigned to empty slot target
-_INSTALL = 4  # the unit is in place in slot target
-_RESTART = 5  # instance target (no empty slot left) starts its restart
-_BEGIN_REPAIR = 6  # a crew starts on a failed unit
-_REPAIR_DONE = 7  # crew target finishes
-_N_KINDS = 8
+_C_GPUS_PER_UNIT, _C_IDS = 9, 10
+_N_CFG = 11
+# ---- per-instance state: inst_i[row, i] and inst_f[row, i] (see _simulate_one)
+_DOWN, _MISSING, _N_WAIT, _PENDING = 0, 1, 2, 3
+_DOWN_SINCE, _WAIT_SINCE, _READY_AT, _UP_AT = 0, 1, 2, 3
+# ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
+_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
+_N_CAT = 6
 
 _BLOCKS = 256  # lifetimes run in at most this many blocks (one workspace each)
 
 
 @kernel
+def _hazard(shape, scale, age):
+    """Weibull hazard per hour at ``age`` hours: ``(k / eta) * (age / eta)**(k - 1)``."""
+    return shape / scale * (age / scale) ** (shape - 1.0)
+
+
+@kernel
+def _thinned(shape, scale, horizon, thin_max):
+    """Whether a Weibull law is thinned: wear-out (k >= 1) with ``k * H(horizon) <= thin_max``."""
+    return shape >= 1.0 and shape * (horizon / scale) ** shape <= thin_max
+
+
+@kernel
+def _total_rate(rates, n_g, n_h):
+    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts."""
+    lam = 0.0
+    for c in range(_N_CAT):
+        lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
+    return lam + 0.0 * rates.size  # the array lives to the end: see kernels/_heap.py
+
+
+@kernel
+def _unit_life(st, wb, n_wb, wear):
+    """A new unit's time to its first failure among the GPU Weibull groups not thinned."""
+    life = np.inf
+    for g in range(n_wb):
+        if wear[g] == 0.0:
+            life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
+    return life + 0.0 * (st.size + wb.size + wear.size)
+
+
+@kernel
+def _arm(hkeys, hids, hpos, hn, ident, when, horizon):
+    """Arm per-unit clock ``ident`` at ``when``; a clock past the horizon never fires: left out."""
+    if when <= horizon:
+        hn = heap_set(hkeys, hids, hpos, hn, ident, when)
+    return hn + 0 * (hkeys.size + hids.size + hpos.size)
+
+
+@kernel
 def _list_add(occ, n, x):
-    """Append ``x`` to the filled list ``occ[0, :n]`` (``occ[1, x]`` = its index)."""
+    """Append ``x`` to the list ``occ[0, :n]`` (``occ[1, x]`` = its index)."""
     occ[0, n] = x
     occ[1, x] = n
-    return n + 1
+    return n + 1 + 0 * occ.size
 
 
 @kernel
 def _list_remove(occ, n, x):
-    """Swap-remove ``x`` from the filled list ``occ[0, :n]``; ``occ[1, x] = -1``."""
+    """Swap-remove ``x`` from the list ``occ[0, :n]``; ``occ[1, x] = -1``."""
     j = occ[1, x]
     last = occ[0, n - 1]
     occ[0, j] = last
     occ[1, last] = j
     occ[1, x] = -1
-    return n - 1
+    return n - 1 + 0 * occ.size
 
 
 @kernel
-def _put(ring, head, length, x):
-    """Append ``x`` to the FIFO ``ring`` holding ``length`` items from ``head``."""
-    j = head + length
-    if j >= ring.shape[0]:
-        j -= ring.shape[0]
-    ring[j] = x
-    return length + 1
-
-
-@kernel
-def _touching(cfg, host_slot, s):
-    """First and last instance with a GPU in slot ``s``: a host if ``host_slot``, else a GPU."""
-    if not host_slot:
-        i = s // cfg[_C_NG]
-        return i, i
-    first = s * cfg[_C_GPH]
-    last = min(first + cfg[_C_GPH], cfg[_C_A]) - 1
-    return first // cfg[_C_NG], last // cfg[_C_NG]
-
-
-@kernel
-def _pick(rate, v, n):
-    """Index in ``[0, n)`` of the item hit by ``v`` in ``[0, n * rate)``."""
-    return min(int(v / rate), n - 1)
-
-
-@kernel
-def _rescale_cohort(groups, targets, first, last, t, n_old, n_new, hkeys, hids, hpos, hn, id_cohort):
-    """Cohort clocks ``first .. last - 1`` after the cohort shrank from ``n_old`` to ``n_new``.
-
-    Given survival to ``t``, each member's remaining cumulative hazard is Exp(1), so the
-    first of ``n`` has ``Exp(1)/n``: the pending residual ``target - H(t)`` is rescaled by
-    ``n_old / n_new`` (exact, no draw); an empty cohort disarms its clocks.
-
-    Returns
-    -------
-    int
-        The new heap size.
-    """
-    for g in range(first, last):
-        shape, scale = groups[g, WB_SHAPE], groups[g, WB_SCALE]
-        if n_new > 0:
-            h_now = (t / scale) ** shape
-            targets[g] = h_now + (targets[g] - h_now) * (n_old / n_new)
-            hn = heap_set(hkeys, hids, hpos, hn, id_cohort + g, scale * targets[g] ** (1.0 / shape))
-        elif hpos[id_cohort + g] >= 0:
-            hn = heap_remove(hkeys, hids, hpos, hn, id_cohort + g)
-    # the arrays stay live to the end: lets numba prune their reference-count updates
-    return hn + 0 * (groups.size + targets.size + hkeys.size + hids.size + hpos.size)
-
-
-@kernel
-def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, coh_g, coh_h, groups, targets, inst_i, inst_f, wq,
-                  hkeys, hids, hpos, free_crews, actions, st, out_f, out_i, row):
+def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, inst_i, inst_f, wq, hkeys, hids,
+                  hpos, rq, batch, assign, wear, rates, st, out_f, out_i, row):
     """Simulate one lifetime over the horizon and write its metrics to ``row``.
 
     Parameters
     ----------
     cfg : int64[_N_CFG]
-        Cluster structure and timer-id layout (:func:`_config`).
+        Cluster structure (:func:`_config`).
     par : float64[N_PARAMS]
         The trial's rates, host law and horizon.
     wb : float64[K, 2]
         The trial's Weibull groups of a GPU; ``n_wb`` (int) of them are used.
     laws : float64[3, MAX_LAW_PARTS, 4]
         The trial's repair, swap and restart laws (``LAW_*`` rows).
-    occ_g, occ_h, coh_g, coh_h, groups, targets, inst_i, inst_f, wq, hkeys, hids, hpos, free_crews, actions : arrays
-        Workspace (overwritten): filled GPU positions and hosts, the members of the
-        t = 0 cohorts and their clocks' laws and target hazards, instance state, the
-        stock-out FIFO of slots, the timer heap, the free-crew stack, the action ring.
+    thin_max : float
+        :data:`THIN_MAX_CANDIDATES` (tests lower it to force per-unit clocks).
+    occ_g, occ_h, at_g, at_h, inst_i, inst_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates : arrays
+        Workspace (overwritten): listed GPU positions and hosts and their install times,
+        instance state, the stock-out FIFO of slots, the heap of per-unit clocks, the
+        pending repair completions, the slots failing and the units assigned at one
+        instant, the thinned hazard at the horizon per group, the superposed rates.
         ``hpos`` must be -1 everywhere on entry, and is again on return.
     st : uint64[5]
         The lifetime's random stream.
     out_f, out_i : arrays
         Output rows (``OUT_*`` columns).
+
+    Notes
+    -----
+    An instance is down from ``_DOWN_SINCE``; while ``_MISSING`` of its slots have no
+    unit assigned (``_N_WAIT`` of them out of stock) it waits; then its last install
+    is at ``_READY_AT``, its restart starts there (drawn when next looked at:
+    ``_PENDING``) and ends at ``_UP_AT``. Every look at an instance first *settles* it.
     """
     host_mode = cfg[_C_HOST_MODE] == 1
     n_pos, n_hosts, n_inst, n_slots = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS]
-    ng, gph, crews, cap = cfg[_C_NG], cfg[_C_GPH], cfg[_C_CREWS], cfg[_C_ACTIONS]
-    id_host, id_restart, id_swap, id_repair = cfg[_C_ID_HOST], cfg[_C_ID_RESTART], cfg[_C_ID_SWAP], cfg[_C_ID_REPAIR]
-    id_cohort, n_groups = cfg[_C_ID_COHORT], cfg[_C_GROUPS]
-    host_cohort = id_cohort + n_groups  # the t = 0 hosts' Weibull clock (row n_groups)
-    r_tg, r_pg = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
-    r_th, r_ph = par[P_LAM_TRANSIENT_HOST], par[P_LAM_PERM_HOST]
-    host_scale, host_shape = par[P_HOST_SCALE], par[P_HOST_SHAPE]
-    horizon = par[P_HORIZON_HOURS]
+    ng, gph, crews = cfg[_C_NG], cfg[_C_GPH], cfg[_C_CREWS]
+    horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
+
+    # ---- the superposed rates; wear-out laws thinned at their hazard at the horizon
+    rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
+    rates[_HOST_FAULT], rates[_HOST_EXP] = par[P_LAM_TRANSIENT_HOST], par[P_LAM_PERM_HOST]
+    rates[_GPU_WEAR], rates[_HOST_WEAR] = 0.0, 0.0
+    clocked_g = False
+    for g in range(n_wb):
+        wear[g] = 0.0
+        if _thinned(wb[g, WB_SHAPE], wb[g, WB_SCALE], horizon, thin_max):
+            wear[g] = _hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], horizon)
+            rates[_GPU_WEAR] += wear[g]
+        else:
+            clocked_g = True
+    clocked_h = False
+    if host_scale > 0.0:
+        if _thinned(host_shape, host_scale, horizon, thin_max):
+            rates[_HOST_WEAR] = _hazard(host_shape, host_scale, horizon)
+        else:
+            clocked_h = True
 
     # ---- t = 0: every slot filled with a new unit, every instance up
     for p in range(n_pos):
         occ_g[0, p] = p
         occ_g[1, p] = p
-        coh_g[0, p] = p
-        coh_g[1, p] = p
+        at_g[p] = 0.0
     for k in range(n_hosts):
         occ_h[0, k] = k
         occ_h[1, k] = k
-        coh_h[0, k] = k
-        coh_h[1, k] = k
+        at_h[k] = 0.0
     inst_i[:, :] = 0
-    inst_i[_UP, :] = 1
-    for c in range(crews):
-        free_crews[c] = crews - 1 - c
-    n_free = crews
-    # the units of t = 0 share their age: one clock per Weibull group for the whole
-    # cohort (the first failure among n lives has cumulative hazard Exp(1)/n)
+    inst_f[:, :] = 0.0
     hn = 0
-    groups[:n_wb] = wb[:n_wb]
-    groups[n_groups, WB_SHAPE], groups[n_groups, WB_SCALE] = host_shape, host_scale
-    for g in range(n_wb):
-        targets[g] = exponential(st, 1.0) / n_pos
-        hn = heap_set(hkeys, hids, hpos, hn, id_cohort + g, wb[g, WB_SCALE] * targets[g] ** (1.0 / wb[g, WB_SHAPE]))
-    if host_scale > 0.0:
-        targets[n_groups] = exponential(st, 1.0) / n_hosts
-        hn = heap_set(hkeys, hids, hpos, hn, host_cohort, host_scale * targets[n_groups] ** (1.0 / host_shape))
-    n_g, n_h, n_cg, n_ch = n_pos, n_hosts, n_pos, n_hosts
+    if clocked_g:
+        for p in range(n_pos):
+            hn = _arm(hkeys, hids, hpos, hn, p, _unit_life(st, wb, n_wb, wear), horizon)
+    if clocked_h:
+        for k in range(n_hosts):
+            hn = _arm(hkeys, hids, hpos, hn, n_pos + k, weibull_scale(st, host_scale, host_shape), horizon)
+    n_g, n_h, rn, wq_head, wq_len = n_pos, n_hosts, 0, 0, 0
     pool, busy, queue, in_repair, max_in_repair = cfg[_C_SPARES], 0, 0, 0, 0
-    wq_head, wq_len, a_head, a_len = 0, 0, 0, 0
     failures, interruptions, swaps, repairs, events = 0, 0, 0, 0, 0
     down_hours, stockout_hours = 0.0, 0.0
 
-    t = 0.0
-    lam = n_g * (r_tg + r_pg) + n_h * (r_th + r_ph)
+    lam = _total_rate(rates, n_g, n_h)
     t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
-    while True:
-        # ---- next event: the superposed memoryless one, or the earliest timer
+    finishing = False
+    while not finishing:
+        # ---- next event: the superposed one, a per-unit clock, or a repair waited on;
+        # past the horizon, one last pass settles every instance there
         t_heap = hkeys[0] if hn > 0 else np.inf
-        superposed = t_exp <= t_heap
-        t_next = t_exp if superposed else t_heap
-        if t_next > horizon:
-            break
-        t = t_next
-        events += 1
-        kind, target = -1, -1
-        if superposed:
+        t_ret = rq[0] if rn > 0 and (wq_len > 0 or queue > 0) else np.inf
+        superposed = t_exp <= t_heap and t_exp <= t_ret
+        t = t_exp if superposed else min(t_heap, t_ret)
+        n_batch, host, fi0, fi1 = 0, -1, 0, -1  # failing slots, failing host, faulted instances
+        if t > horizon:
+            t, superposed, finishing = horizon, False, True
+            fi1 = n_inst - 1
+        elif superposed:
             v = uniform(st) * lam
-            w0, w1, w2, w3 = n_g * r_tg, n_g * r_pg, n_h * r_th, n_h * r_ph
-            if v < w0 or (w1 <= 0.0 and w2 <= 0.0 and w3 <= 0.0):  # GPU transient
-                kind, target = _FAULT, occ_g[0, _pick(r_tg, v, n_g)] // ng
-            elif v - w0 < w1 or (w2 <= 0.0 and w3 <= 0.0):  # GPU permanent
-                p = occ_g[0, _pick(r_pg, v - w0, n_g)]
-                failures += 1
-                kind, target = _SLOT_FAIL, (p // gph if host_mode else p)
-            elif v - w0 - w1 < w2 or w3 <= 0.0:  # host transient: all its instances
-                i0, i1 = _touching(cfg, True, occ_h[0, _pick(r_th, v - w0 - w1, n_h)])
-                for i in range(i0, i1):
-                    a_len = _put(actions, a_head, a_len, _FAULT + _N_KINDS * i)
-                kind, target = _FAULT, i1
-            else:  # host permanent
-                kind, target = _HOST_FAIL, occ_h[0, _pick(r_ph, v - w0 - w1 - w2, n_h)]
-        else:
+            cat = -1
+            for c in range(_N_CAT):
+                w = (n_g if c < _HOST_FAULT else n_h) * rates[c]
+                if w > 0.0:
+                    cat = c
+                    if v < w:
+                        break
+                    v -= w
+            if cat < _HOST_FAULT:
+                p = occ_g[0, min(int(v / rates[cat]), n_g - 1)]
+                live = at_g[p] <= t  # else a swap is in progress: no GPU there yet
+                if live and cat == _GPU_WEAR:
+                    hz = 0.0
+                    for g in range(n_wb):
+                        if wear[g] > 0.0:
+                            hz += _hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], t - at_g[p])
+                    live = uniform(st) * rates[_GPU_WEAR] < hz
+                if live:
+                    events += 1
+                    if cat == _GPU_FAULT:
+                        fi0, fi1 = p // ng, p // ng
+                    else:
+                        failures += 1
+                        batch[0] = p // gph if host_mode else p
+                        n_batch = 1
+            else:
+                k = occ_h[0, min(int(v / rates[cat]), n_h - 1)]
+                live = at_h[k] <= t  # (host mode: else a host swap is in progress)
+                if live and cat == _HOST_WEAR:
+                    live = uniform(st) * rates[_HOST_WEAR] < _hazard(host_shape, host_scale, t - at_h[k])
+                if live:
+                    events += 1
+                    if cat == _HOST_FAULT:
+                        fi0, fi1 = k * gph // ng, (min(k * gph + gph, n_pos) - 1) // ng
+                    else:
+                        host = k
+        elif t_heap <= t_ret:  # a per-unit clock: GPU position, or host
             ident = hids[0]
             hn = heap_remove(hkeys, hids, hpos, hn, ident)
-            if ident < id_host:  # Weibull ageing failure of GPU position ident
+            events += 1
+            if ident < n_pos:
                 failures += 1
-                kind, target = _SLOT_FAIL, (ident // gph if host_mode else ident)
-            elif ident < id_cohort:
-                kind, target = _HOST_FAIL, ident - id_host
-            elif ident < host_cohort:  # first failure of group g in the t = 0 GPU cohort
-                g = ident - id_cohort
-                p = coh_g[0, _pick(1.0, uniform(st) * n_cg, n_cg)]  # exchangeable: any member
-                n_cg = _list_remove(coh_g, n_cg, p)
-                hn = _rescale_cohort(groups, targets, 0, n_wb, t, n_cg + 1, n_cg, hkeys, hids, hpos, hn, id_cohort)
-                if n_cg > 0:
-                    targets[g] = (t / groups[g, WB_SCALE]) ** groups[g, WB_SHAPE] + exponential(st, 1.0) / n_cg
-                    hn = heap_set(hkeys, hids, hpos, hn, ident, groups[g, WB_SCALE] * targets[g] ** (1.0 / groups[g, WB_SHAPE]))
-                failures += 1
-                kind, target = _SLOT_FAIL, (p // gph if host_mode else p)
-            elif ident == host_cohort:  # first failure in the t = 0 host cohort
-                k = coh_h[0, _pick(1.0, uniform(st) * n_ch, n_ch)]
-                n_ch = _list_remove(coh_h, n_ch, k)
-                hn = _rescale_cohort(groups, targets, n_groups, n_groups + 1, t, n_ch + 1, n_ch, hkeys, hids, hpos, hn, id_cohort)
-                if n_ch > 0:
-                    targets[n_groups] = (t / host_scale) ** host_shape + exponential(st, 1.0) / n_ch
-                    hn = heap_set(hkeys, hids, hpos, hn, ident, host_scale * targets[n_groups] ** (1.0 / host_shape))
-                kind, target = _HOST_FAIL, k
-            elif ident < id_swap:  # restart complete: the instance is up
-                i = ident - id_restart
-                inst_i[_UP, i] = 1
-                down_hours += t - inst_f[_DOWN_SINCE, i]
-            elif ident < id_repair:
-                kind, target = _INSTALL, ident - id_swap
+                batch[0] = ident // gph if host_mode else ident
+                n_batch = 1
             else:
-                kind, target = _REPAIR_DONE, ident - id_repair
-        if kind >= 0:
-            a_len = _put(actions, a_head, a_len, kind + _N_KINDS * target)
-
-        # ---- its consequences, in FIFO order
-        while a_len > 0:
-            code = actions[a_head]
-            a_head = a_head + 1 if a_head + 1 < cap else 0
-            a_len -= 1
-            kind, x = code % _N_KINDS, code // _N_KINDS
-            if kind == _FAULT:
-                if inst_i[_UP, x] == 1:
-                    inst_i[_UP, x] = 0
-                    inst_f[_DOWN_SINCE, x] = t
-                    interruptions += 1
-                    kind = _RESTART
-                elif inst_i[_MISSING, x] == 0:  # restarting: start over
-                    kind = _RESTART
-            elif kind == _SLOT_FAIL:
-                first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
-                left = 0  # members of the t = 0 cohort leaving it
+                host = ident - n_pos
+        # (else a repair that a slot or a queued repair waits for: the drain below)
+        if host >= 0:  # a permanent host failure
+            first, end = host * gph, min(host * gph + gph, n_pos)
+            if host_mode:
+                failures += end - first
+                batch[0] = host
+                n_batch = 1
+            else:  # common cause: each GPU in place fails; the host is renewed
                 for p in range(first, end):
-                    n_g = _list_remove(occ_g, n_g, p)
-                    if hpos[p] >= 0:  # (the test saves a call when no clock is armed)
+                    if occ_g[1, p] >= 0 and at_g[p] <= t:
+                        failures += 1
+                        batch[n_batch] = p
+                        n_batch += 1
+                at_h[host] = t
+                if clocked_h:
+                    hn = _arm(hkeys, hids, hpos, hn, n_pos + host, t + weibull_scale(st, host_scale, host_shape), horizon)
+
+        # ---- repairs due by now, then each failing slot (all emptied before any refill)
+        n_assign = 0
+        for b in range(n_batch + 1):
+            while rn > 0 and rq[0] <= t:  # a repair completes: its crew takes a queued unit, ...
+                t_done = rq[0]
+                rn = times_pop(rq, rn)
+                in_repair -= 1
+                events += 1
+                if queue > 0:
+                    queue -= 1
+                    rn = times_push(rq, rn, t_done + sample_law(st, laws, LAW_REPAIR))
+                else:
+                    busy -= 1
+                if wq_len > 0:  # ... and the unit refills the longest-waiting slot (t_done == t)
+                    x = wq[wq_head]
+                    wq_head = wq_head + 1 if wq_head + 1 < n_slots else 0
+                    wq_len -= 1
+                    for p in range(x * gph if host_mode else x, min(x * gph + gph, n_pos) if host_mode else x + 1):
+                        n_g = _list_add(occ_g, n_g, p)
+                    if host_mode:
+                        n_h = _list_add(occ_h, n_h, x)
+                    assign[n_assign] = 2 * x + 1
+                    n_assign += 1
+                else:  # ... or returns to the pool
+                    pool += 1
+            i0, i1 = fi0, fi1
+            waits = False
+            if b < n_batch:  # the unit in slot x fails: to repair; the slot takes a pool unit or waits
+                x = batch[b]
+                first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
+                for p in range(first, end):
+                    if hpos[p] >= 0:
                         hn = heap_remove(hkeys, hids, hpos, hn, p)
-                    if coh_g[1, p] >= 0:
-                        n_cg = _list_remove(coh_g, n_cg, p)
-                        left += 1
-                if left > 0 and n_wb > 0:
-                    hn = _rescale_cohort(groups, targets, 0, n_wb, t, n_cg + left, n_cg, hkeys, hids, hpos, hn, id_cohort)
-                if host_mode:
-                    n_h = _list_remove(occ_h, n_h, x)
-                    if hpos[id_host + x] >= 0:
-                        hn = heap_remove(hkeys, hids, hpos, hn, id_host + x)
-                    if coh_h[1, x] >= 0:
-                        n_ch = _list_remove(coh_h, n_ch, x)
-                        if host_scale > 0.0:
-                            hn = _rescale_cohort(groups, targets, n_groups, n_groups + 1, t, n_ch + 1, n_ch,
-                                                 hkeys, hids, hpos, hn, id_cohort)
-                i0, i1 = _touching(cfg, host_mode, x)
-                for i in range(i0, i1 + 1):
-                    if inst_i[_UP, i] == 1:
-                        inst_i[_UP, i] = 0
-                        inst_f[_DOWN_SINCE, i] = t
-                        interruptions += 1
-                    elif inst_i[_MISSING, i] == 0:  # restarting: wait for the swap
-                        hn = heap_remove(hkeys, hids, hpos, hn, id_restart + i)
-                    inst_i[_MISSING, i] += 1
-                repairs += 1  # the failed unit goes to repair
+                if host_mode and hpos[n_pos + x] >= 0:
+                    hn = heap_remove(hkeys, hids, hpos, hn, n_pos + x)
+                repairs += 1
                 in_repair += 1
                 max_in_repair = max(max_in_repair, in_repair)
                 if busy < crews:
                     busy += 1
-                    a_len = _put(actions, a_head, a_len, _BEGIN_REPAIR)
+                    rn = times_push(rq, rn, t + sample_law(st, laws, LAW_REPAIR))
                 else:
                     queue += 1
-                if pool > 0:  # the slot takes a pool unit, or waits for one
+                if pool > 0:
                     pool -= 1
-                    kind = _SWAP
-                else:
-                    wq_len = _put(wq, wq_head, wq_len, x)
-                    for i in range(i0, i1 + 1):
-                        if inst_i[_WAITING, i] == 0:
-                            inst_f[_WAIT_SINCE, i] = t
-                        inst_i[_WAITING, i] += 1
-            elif kind == _HOST_FAIL:
-                first, end = x * gph, min(x * gph + gph, n_pos)
-                if host_mode:
-                    failures += end - first
-                    a_len = _put(actions, a_head, a_len, _SLOT_FAIL + _N_KINDS * x)
-                else:  # common cause: each filled GPU slot fails; the host is renewed
+                    assign[n_assign] = 2 * x
+                    n_assign += 1
+                else:  # out of stock: the slot waits, empty
+                    waits = True
+                    j = wq_head + wq_len
+                    wq[j - n_slots if j >= n_slots else j] = x
+                    wq_len += 1
                     for p in range(first, end):
-                        if occ_g[1, p] >= 0:
-                            failures += 1
-                            a_len = _put(actions, a_head, a_len, _SLOT_FAIL + _N_KINDS * p)
-                    if host_scale > 0.0:
-                        life = weibull_scale(st, host_scale, host_shape)
-                        if t + life <= horizon:
-                            hn = heap_set(hkeys, hids, hpos, hn, id_host + x, t + life)
-            elif kind == _INSTALL:
-                first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
-                for p in range(first, end):
-                    n_g = _list_add(occ_g, n_g, p)
-                    if n_wb > 0:
-                        life = np.inf
-                        for g in range(n_wb):
-                            life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
-                        if t + life <= horizon:  # a clock past the horizon never fires: left out
-                            hn = heap_set(hkeys, hids, hpos, hn, p, t + life)
-                if host_mode:
-                    n_h = _list_add(occ_h, n_h, x)
-                    if host_scale > 0.0:
-                        life = weibull_scale(st, host_scale, host_shape)
-                        if t + life <= horizon:
-                            hn = heap_set(hkeys, hids, hpos, hn, id_host + x, t + life)
-                i0, i1 = _touching(cfg, host_mode, x)
-                for i in range(i0, i1 + 1):
-                    inst_i[_MISSING, i] -= 1
-                    if inst_i[_MISSING, i] == 0:
-                        a_len = _put(actions, a_head, a_len, _RESTART + _N_KINDS * i)
-            elif kind == _REPAIR_DONE:
-                busy -= 1
-                free_crews[n_free] = x
-                n_free += 1
-                in_repair -= 1
-                if queue > 0:
-                    queue -= 1
-                    busy += 1
-                    a_len = _put(actions, a_head, a_len, _BEGIN_REPAIR)
-                if wq_len > 0:  # the repaired unit refills the longest-waiting slot
-                    x = wq[wq_head]
-                    wq_head = wq_head + 1 if wq_head + 1 < n_slots else 0
-                    wq_len -= 1
-                    i0, i1 = _touching(cfg, host_mode, x)
-                    for i in range(i0, i1 + 1):
-                        inst_i[_WAITING, i] -= 1
-                        if inst_i[_WAITING, i] == 0:
-                            stockout_hours += t - inst_f[_WAIT_SINCE, i]
-                    kind = _SWAP
-                else:
-                    pool += 1
+                        n_g = _list_remove(occ_g, n_g, p)
+                    if host_mode:
+                        n_h = _list_remove(occ_h, n_h, x)
+                i0, i1 = first // ng, (end - 1) // ng
+            for i in range(i0, i1 + 1):
+                # settle: the restart that began at ready_at (drawn now), if over by t
+                if inst_i[_DOWN, i] == 1 and inst_i[_MISSING, i] == 0 and inst_f[_READY_AT, i] <= t:
+                    if inst_i[_PENDING, i] == 1:
+                        inst_f[_UP_AT, i] = inst_f[_READY_AT, i] + sample_law(st, laws, LAW_RESTART)
+                        inst_i[_PENDING, i] = 0
+                    if inst_f[_UP_AT, i] <= t:
+                        inst_i[_DOWN, i] = 0
+                        down_hours += inst_f[_UP_AT, i] - inst_f[_DOWN_SINCE, i]
+                        events += 1  # the restart completed
+                if finishing:
+                    continue
+                up = inst_i[_DOWN, i] == 0
+                if up:
+                    inst_i[_DOWN, i] = 1
+                    inst_f[_DOWN_SINCE, i] = t
+                    interruptions += 1
+                if b < n_batch:  # blast radius: down until every slot has a unit again
+                    inst_i[_MISSING, i] += 1
+                    if waits:
+                        if inst_i[_N_WAIT, i] == 0:
+                            inst_f[_WAIT_SINCE, i] = t
+                        inst_i[_N_WAIT, i] += 1
+                elif up or (inst_i[_MISSING, i] == 0 and inst_f[_READY_AT, i] <= t):
+                    # a transient fault: restart (over) from t; one waiting for a unit is unaffected
+                    inst_f[_READY_AT, i] = t
+                    inst_i[_PENDING, i] = 1
 
-            # ---- the three actions that draw a duration (kind may be rewritten above);
-            # the law dispatch is laws.sample_law's, inline (see that function's notes)
-            w = -1
-            if kind == _SWAP:
-                swaps += 1
-                w = LAW_SWAP
-            elif kind == _RESTART and inst_i[_MISSING, x] == 0:
-                w = LAW_RESTART
-            elif kind == _BEGIN_REPAIR:
-                w = LAW_REPAIR
-            if w >= 0:
-                j = 0 if laws[w, 0, CUM_WEIGHT] >= 1.0 else law_part(laws, w, uniform(st))
-                law_kind = int(laws[w, j, KIND])
-                d = laws[w, j, P1]  # LAW_FIXED
-                if law_kind == LAW_EXPONENTIAL:  # = exponential(st, mean), written out (see below)
-                    d = -laws[w, j, P1] * math.log(uniform(st))
-                elif law_kind == LAW_LOGNORMAL:
-                    d = lognormal(st, laws[w, j, P1], laws[w, j, P2])
-                elif law_kind != LAW_FIXED:
-                    d = weibull_scale(st, laws[w, j, P1], laws[w, j, P2])
-                if w == LAW_REPAIR:
-                    n_free -= 1
-                    hn = heap_set(hkeys, hids, hpos, hn, id_repair + free_crews[n_free], t + d)
-                elif w == LAW_SWAP:
-                    if d > 0.0:
-                        hn = heap_set(hkeys, hids, hpos, hn, id_swap + x, t + d)
-                    else:  # in place at once
-                        events += 1
-                        a_len = _put(actions, a_head, a_len, _INSTALL + _N_KINDS * x)
-                elif d > 0.0:
-                    hn = heap_set(hkeys, hids, hpos, hn, id_restart + x, t + d)
-                else:  # restarted at once
-                    if hpos[id_restart + x] >= 0:
-                        hn = heap_remove(hkeys, hids, hpos, hn, id_restart + x)
-                    events += 1
-                    inst_i[_UP, x] = 1
-                    down_hours += t - inst_f[_DOWN_SINCE, x]
+        # ---- units assigned now: in place after a swap draw
+        for a in range(n_assign):
+            x, from_wait = assign[a] >> 1, assign[a] & 1
+            t_in = t + sample_law(st, laws, LAW_SWAP)
+            swaps += 1
+            if t_in <= horizon:
+                events += 1  # the install
+            first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
+            for p in range(first, end):
+                at_g[p] = t_in
+                if clocked_g:
+                    hn = _arm(hkeys, hids, hpos, hn, p, t_in + _unit_life(st, wb, n_wb, wear), horizon)
+            if host_mode:
+                at_h[x] = t_in
+                if clocked_h:
+                    hn = _arm(hkeys, hids, hpos, hn, n_pos + x, t_in + weibull_scale(st, host_scale, host_shape),
+                              horizon)
+            for i in range(first // ng, (end - 1) // ng + 1):
+                if from_wait == 1:
+                    inst_i[_N_WAIT, i] -= 1
+                    if inst_i[_N_WAIT, i] == 0:
+                        stockout_hours += t - inst_f[_WAIT_SINCE, i]
+                inst_i[_MISSING, i] -= 1
+                inst_f[_READY_AT, i] = max(inst_f[_READY_AT, i], t_in)
+                inst_i[_PENDING, i] = 1
 
         # ---- the superposed clock: fresh after its own event, else rescaled
-        new = n_g * (r_tg + r_pg) + n_h * (r_th + r_ph)
+        new = _total_rate(rates, n_g, n_h)
         if superposed or lam <= 0.0:
-            # rng.exponential's inversion written out, bit for bit: calling it costs an
-            # atomic reference-count pair on ``st`` per draw (~15% of the time here)
-            t_exp = t + -(1.0 / new) * math.log(uniform(st)) if new > 0.0 else np.inf
+            t_exp = t + exponential(st, 1.0 / new) if new > 0.0 else np.inf
         elif new != lam:  # memoryless residual, rescaled (exact, no draw)
             t_exp = t + (t_exp - t) * (lam / new) if new > 0.0 else np.inf
         lam = new
 
+    # ---- the horizon: downtime and stock-outs still open
     for j in range(hn):  # leave hpos all -1 for the next lifetime (cheaper than a full reset)
         hpos[hids[j]] = -1
     for i in range(n_inst):
-        if inst_i[_UP, i] == 0:
+        if inst_i[_DOWN, i] == 1:
             down_hours += horizon - inst_f[_DOWN_SINCE, i]
-        if inst_i[_WAITING, i] > 0:
+        if inst_i[_N_WAIT, i] > 0:
             stockout_hours += horizon - inst_f[_WAIT_SINCE, i]
     out_f[row, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
     out_f[row, OUT_STOCKOUT_HOURS] = stockout_hours
@@ -541,43 +515,32 @@ def _simulate_one(cfg, par, wb, n_wb, laws, occ_g, occ_h, coh_g, coh_h, groups, 
 
 
 @kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, n_groups):
-    """The cluster's structural ints and the timer-id layout, as int64[_N_CFG].
+def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews):
+    """The cluster's structural ints, as int64[_N_CFG].
 
-    Timer ids: ``[0, A)`` Weibull clocks of replaced GPUs, then one per active host
-    (Weibull clock of a replaced or renewed host), ``n_groups`` clocks of the t = 0 GPU
-    cohort and one of the t = 0 hosts, one per instance (restart), per slot (swap), per
-    crew (repair).
+    Timer ids of the per-unit clocks: ``[0, A)`` GPU positions, then one per active host.
     """
     cfg = np.zeros(_N_CFG, dtype=np.int64)
     hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
     slots = hosts if host_mode else active_gpus
-    n_inst = active_gpus // instance_gpus
     cfg[_C_A] = active_gpus
     cfg[_C_NG] = instance_gpus
     cfg[_C_GPH] = gpus_per_host
     cfg[_C_HOST_MODE] = 1 if host_mode else 0
     cfg[_C_H] = hosts
-    cfg[_C_I] = n_inst
+    cfg[_C_I] = active_gpus // instance_gpus
     cfg[_C_SLOTS] = slots
     cfg[_C_SPARES] = spare_units
     cfg[_C_CREWS] = min(crews, slots + spare_units)  # never more repairs than units
     cfg[_C_GPUS_PER_UNIT] = gpus_per_host if host_mode else 1
-    cfg[_C_ID_HOST] = active_gpus
-    cfg[_C_ID_COHORT] = active_gpus + hosts
-    cfg[_C_GROUPS] = n_groups
-    cfg[_C_ID_RESTART] = cfg[_C_ID_COHORT] + n_groups + 1
-    cfg[_C_ID_SWAP] = cfg[_C_ID_RESTART] + n_inst
-    cfg[_C_ID_REPAIR] = cfg[_C_ID_SWAP] + slots
-    cfg[_C_IDS] = cfg[_C_ID_REPAIR] + cfg[_C_CREWS]
-    # pending actions: at most one per (kind, slot or instance), plus one per crew
-    cfg[_C_ACTIONS] = 2 * slots + 2 * n_inst + cfg[_C_CREWS] + 8
+    cfg[_C_IDS] = active_gpus + hosts
     return cfg
 
 
 @parallel_kernel
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
-                       active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews):
+                       active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
+                       thin_max=THIN_MAX_CANDIDATES):
     """Simulate ``n`` cluster lifetimes, ``prange`` over blocks of lifetimes.
 
     Lifetime ``i`` draws from the stream ``(seed, STAGE_LIFE, 0, trial_start + i)`` and
@@ -608,6 +571,9 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         Pool units at the start (GPUs, or hosts in host mode).
     crews : int
         Repairs at once; at least the number of units means unlimited.
+    thin_max : float
+        Thin a wear-out Weibull law when ``k * H(horizon)`` is at most this
+        (:data:`THIN_MAX_CANDIDATES`); 0 gives every Weibull law per-unit clocks.
 
     Returns
     -------
@@ -619,28 +585,28 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     n = params.shape[0]
     out_f = np.empty((n, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, N_OUT_I), dtype=np.int64)
-    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, wb.shape[1])
+    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews)
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
     for b in prange(n_blocks):
         occ_g = np.empty((2, cfg[_C_A]), dtype=np.int64)
         occ_h = np.empty((2, cfg[_C_H]), dtype=np.int64)
-        coh_g = np.empty((2, cfg[_C_A]), dtype=np.int64)
-        coh_h = np.empty((2, cfg[_C_H]), dtype=np.int64)
-        groups = np.empty((cfg[_C_GROUPS] + 1, 2), dtype=np.float64)
-        targets = np.empty(cfg[_C_GROUPS] + 1, dtype=np.float64)
-        inst_i = np.empty((3, cfg[_C_I]), dtype=np.int64)
-        inst_f = np.empty((2, cfg[_C_I]), dtype=np.float64)
+        at_g = np.empty(cfg[_C_A], dtype=np.float64)
+        at_h = np.empty(cfg[_C_H], dtype=np.float64)
+        inst_i = np.empty((4, cfg[_C_I]), dtype=np.int64)
+        inst_f = np.empty((4, cfg[_C_I]), dtype=np.float64)
         wq = np.empty(cfg[_C_SLOTS], dtype=np.int64)
         hkeys = np.empty(cfg[_C_IDS], dtype=np.float64)
         hids = np.empty(cfg[_C_IDS], dtype=np.int64)
         hpos = np.full(cfg[_C_IDS], -1, dtype=np.int64)
-        free_crews = np.empty(max(cfg[_C_CREWS], 1), dtype=np.int64)
-        actions = np.empty(cfg[_C_ACTIONS], dtype=np.int64)
+        rq = np.empty(max(cfg[_C_CREWS], 1), dtype=np.float64)
+        batch = np.empty(cfg[_C_GPH], dtype=np.int64)
+        assign = np.empty(cfg[_C_SLOTS] + cfg[_C_GPH], dtype=np.int64)
+        wear = np.empty(wb.shape[1], dtype=np.float64)
+        rates = np.empty(_N_CAT, dtype=np.float64)
         st = np.empty(5, dtype=np.uint64)
         for i in range(b * per_block, min(n, (b + 1) * per_block)):
             reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
-            _simulate_one(cfg, params[i], wb[i], n_wb[i], laws[i],
-                          occ_g, occ_h, coh_g, coh_h, groups, targets, inst_i, inst_f, wq, hkeys, hids, hpos, free_crews,
-                          actions, st, out_f, out_i, i)
+            _simulate_one(cfg, params[i], wb[i], n_wb[i], laws[i], thin_max, occ_g, occ_h, at_g, at_h, inst_i, inst_f,
+                          wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st, out_f, out_i, i)
     return out_f, out_i

@@ -31,7 +31,7 @@ class Config:
     host_afr: float = 0.0
     host_transient_afr: float = 0.0
     host_shape: float = 1.0
-    repair: tuple = ("fixed", 0.0)  # ("fixed", v) | ("exponential", mean) | ("lognormal", median, sigma)
+    repair: tuple = ("fixed", 0.0)  # ("fixed", v) | ("exponential", mean) | ("lognormal", median, sigma) | ("mixture", [(w, law), ...])
     swap: tuple = ("fixed", 0.0)
     restart: tuple = ("fixed", 0.0)
     crews: float = math.inf
@@ -39,6 +39,13 @@ class Config:
 
 
 def _draw(rng, law):
+    if law[0] == "mixture":  # ("mixture", [(weight, law), ...])
+        u, total = rng.random(), 0.0
+        for weight, part in law[1]:
+            total += weight
+            if u <= total:
+                return _draw(rng, part)
+        return _draw(rng, law[1][-1][1])
     if law[0] == "fixed":
         return law[1]
     if law[0] == "exponential":

@@ -196,6 +196,16 @@ TWIN_CASES = {
              repair_hours={"law": "exponential", "mean": 200}, swap_hours=1.5, restart_hours=0.5, horizon_years=2.0),
         Config(8, 2, 4, 5, 2.0, [(1, 3.0, 0.0, 2.5), (2, 1.0, 0.0, 0.6)], 2.0, 1.0, 0.7,
                ("exponential", 200), ("fixed", 1.5), ("fixed", 0.5), 3)),
+    "gpu mode, wear-out lasers and hosts thinned (k * H(horizon) small), lognormal mixture repair": (
+        dict(instances=6, instance_gpus=4, gpus_per_host=4, spare_gpus=2,
+             components={"die": {"afr": 2.0, "transient_afr": 3.0}, "laser": {"afr": 0.3, "weibull_shape": 2.0}},
+             host_afr=0.4, host_weibull_shape=1.5, host_transient_afr=1.0,
+             repair_hours={"law": "mixture", "parts": [{"weight": 0.3, "law": "fixed", "value": 2.0},
+                                                        {"weight": 0.7, "law": "lognormal", "median": 200, "sigma": 0.8}]},
+             swap_hours=30.0, restart_hours={"law": "exponential", "mean": 5.0}, horizon_years=1.0),
+        Config(6, 4, 4, 2, 1.0, [(1, 2.0, 3.0, 1.0), (1, 0.3, 0.0, 2.0)], 0.4, 1.0, 1.5,
+               ("mixture", [(0.3, ("fixed", 2.0)), (0.7, ("lognormal", 200, 0.8))]), ("fixed", 30.0),
+               ("exponential", 5.0))),
     "instances spanning hosts, no spares, 1 crew": (
         dict(instances=2, instance_gpus=6, gpus_per_host=4, afr=3.0, host_afr=2.0, host_transient_afr=4.0,
              repair_hours={"law": "exponential", "mean": 100}, swap_hours=1.0, restart_hours=0.3, repair_crews=1,
@@ -254,8 +264,25 @@ def test_kernel_driver_block_split_does_not_matter():
 
 
 def test_config_layout_is_consistent():
-    cfg = life._config(12, 4, 8, True, 2, 10**9, 3)
+    cfg = life._config(12, 4, 8, True, 2, 10**9)
     # 12 GPUs in 2 hosts; host mode: 2 slots, 2 pool hosts, so at most 4 repairs at once
     assert cfg[life._C_H] == 2 and cfg[life._C_SLOTS] == 2 and cfg[life._C_CREWS] == 4
-    # GPU and host clocks, 3 + 1 cohort clocks, restarts, swaps, crews
-    assert cfg[life._C_IDS] == 12 + 2 + 4 + 3 + 2 + 4
+    # per-unit clocks: one per GPU position and one per host
+    assert cfg[life._C_IDS] == 12 + 2
+
+
+@pytest.mark.parametrize("case", ["gpu mode, wear-out lasers and hosts thinned (k * H(horizon) small), lognormal mixture repair",
+                                  "host mode, Weibull ages in two classes, instances sharing hosts"])
+def test_thinned_wear_out_laws_agree_with_per_unit_clocks(case):
+    """The same lifetimes with every Weibull law on per-unit clocks (``thin_max = 0``) and
+    with wear-out laws thinned (or, raised, every wear-out law): equal in distribution."""
+    s = toy_scenario(**TWIN_CASES[case][0])
+    n = 600
+    k = R._params(s, draw_inputs(s, 3, 0, n))
+    runs = [np.column_stack(life.simulate_lifetimes(np.uint64(3), 0, **k, thin_max=thin_max)) for thin_max in (0.0, 1e9)]
+    # the two differ in their draws, so they are independent samples of the same law
+    for col in (life.OUT_AVAILABILITY, life.OUT_STOCKOUT_HOURS, life.N_OUT_F + life.OUT_FAILURES,
+                life.N_OUT_F + life.OUT_INTERRUPTIONS):
+        a, b = runs[0][:, col], runs[1][:, col]
+        sem = math.hypot(a.std(ddof=1), b.std(ddof=1)) / math.sqrt(n)
+        assert abs(a.mean() - b.mean()) <= 4 * sem + 1e-12, (col, a.mean(), b.mean(), sem)
