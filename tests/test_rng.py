@@ -349,3 +349,24 @@ def test_degenerate_parameters_do_not_draw():
     assert rng.binomial(st, 10, 0.0) == 0
     assert rng.binomial(st, 10, 1.0) == 10
     assert st[3] == 0
+
+
+@kernel
+def _normals_and_draws(seed, n):
+    st = rng.new_stream(seed, rng.STAGE_LIFE, 5, 0)
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = rng.normal(st, 0.0, 1.0)
+    return out, st[3]
+
+
+def test_normal_ziggurat_tails_wedges_and_draw_count():
+    """Tail masses of the ziggurat normal, on both sides, within 4 SEM of the normal's:
+    inside the rectangles (1.0), in the wedges (2.5), at and beyond the tail start R."""
+    n = 2_000_000
+    z, used = _normals_and_draws(2024, n)
+    for a in (1.0, 2.5, rng._ZIG_R, 4.0):
+        p = stats.norm.sf(a)
+        for count in (np.count_nonzero(z > a), np.count_nonzero(z < -a)):
+            assert abs(count - n * p) < 4 * math.sqrt(n * p * (1 - p)), (a, count, n * p)
+    assert n < used < 1.05 * n  # about 1.03 uniforms per normal

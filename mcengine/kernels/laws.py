@@ -10,7 +10,7 @@ kind (code)        p1                      p2               draws
 =================  ======================  ===============  =============
 fixed (0)          value                   unused           0
 exponential (1)    mean                    unused           1
-lognormal (2)      median                  sigma            2 (Box-Muller)
+lognormal (2)      median                  sigma            ~1.03 (ziggurat)
 Weibull (3)        scale = mean/Γ(1+1/k)   shape k          1
 =================  ======================  ===============  =============
 

@@ -100,6 +100,7 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import kernel, parallel_kernel
+from mcengine.kernels._borrow import borrow
 from mcengine.kernels._heap import heap_remove, heap_set, times_pop, times_push
 from mcengine.kernels.laws import sample_law
 from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull_scale
@@ -589,24 +590,31 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
     for b in prange(n_blocks):
-        occ_g = np.empty((2, cfg[_C_A]), dtype=np.int64)
-        occ_h = np.empty((2, cfg[_C_H]), dtype=np.int64)
-        at_g = np.empty(cfg[_C_A], dtype=np.float64)
-        at_h = np.empty(cfg[_C_H], dtype=np.float64)
-        inst_i = np.empty((4, cfg[_C_I]), dtype=np.int64)
-        inst_f = np.empty((4, cfg[_C_I]), dtype=np.float64)
-        wq = np.empty(cfg[_C_SLOTS], dtype=np.int64)
-        hkeys = np.empty(cfg[_C_IDS], dtype=np.float64)
-        hids = np.empty(cfg[_C_IDS], dtype=np.int64)
-        hpos = np.full(cfg[_C_IDS], -1, dtype=np.int64)
-        rq = np.empty(max(cfg[_C_CREWS], 1), dtype=np.float64)
-        batch = np.empty(cfg[_C_GPH], dtype=np.int64)
-        assign = np.empty(cfg[_C_SLOTS] + cfg[_C_GPH], dtype=np.int64)
-        wear = np.empty(wb.shape[1], dtype=np.float64)
-        rates = np.empty(_N_CAT, dtype=np.float64)
-        st = np.empty(5, dtype=np.uint64)
+        # the workspace of a block, used through borrowed views (no atomic reference
+        # counts in the event loop: see kernels/_borrow.py); the owners live to the end
+        a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
+        own_i = np.empty(2 * a + 2 * h + 4 * ni + (2 * ns + gph) + gph + 2 * ids, np.int64)
+        own_f = np.empty(a + h + ids + 4 * ni + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT, np.float64)
+        own_st = np.empty(5, dtype=np.uint64)
+        ws_i, ws_f, st = borrow(own_i), borrow(own_f), borrow(own_st)
+        occ_g = ws_i[:2 * a].reshape((2, a))
+        occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
+        inst_i = ws_i[2 * a + 2 * h:2 * a + 2 * h + 4 * ni].reshape((4, ni))
+        j = 2 * a + 2 * h + 4 * ni
+        wq, assign = ws_i[j:j + ns], ws_i[j + ns:j + 2 * ns + gph]
+        j += 2 * ns + gph
+        batch, hids, hpos = ws_i[j:j + gph], ws_i[j + gph:j + gph + ids], ws_i[j + gph + ids:]
+        hpos[:] = -1
+        at_g, at_h, hkeys = ws_f[:a], ws_f[a:a + h], ws_f[a + h:a + h + ids]
+        j = a + h + ids
+        inst_f = ws_f[j:j + 4 * ni].reshape((4, ni))
+        j += 4 * ni
+        rq = ws_f[j:j + cfg[_C_CREWS] + 1]
+        j += cfg[_C_CREWS] + 1
+        wear, rates = ws_f[j:j + wb.shape[1]], ws_f[j + wb.shape[1]:]
         for i in range(b * per_block, min(n, (b + 1) * per_block)):
             reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
-            _simulate_one(cfg, params[i], wb[i], n_wb[i], laws[i], thin_max, occ_g, occ_h, at_g, at_h, inst_i, inst_f,
-                          wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st, out_f, out_i, i)
+            _simulate_one(cfg, borrow(params[i]), borrow(wb[i]), n_wb[i], borrow(laws[i]), thin_max, occ_g, occ_h,
+                          at_g, at_h, inst_i, inst_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st,
+                          out_f, out_i, i)
     return out_f, out_i
