@@ -172,6 +172,14 @@ def _thinned(shape, scale, horizon, thin_max):
 
 
 @kernel
+def _positions(x, host_mode, gph, n_pos):
+    """GPU positions ``first .. end - 1`` of slot ``x`` (a host's in host mode, else one)."""
+    if host_mode:
+        return x * gph, min(x * gph + gph, n_pos)
+    return x, x + 1
+
+
+@kernel
 def _total_rate(rates, n_g, n_h):
     """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts."""
     lam = 0.0
@@ -395,7 +403,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                     x = wq[wq_head]
                     wq_head = wq_head + 1 if wq_head + 1 < n_slots else 0
                     wq_len -= 1
-                    for p in range(x * gph if host_mode else x, min(x * gph + gph, n_pos) if host_mode else x + 1):
+                    first, end = _positions(x, host_mode, gph, n_pos)
+                    for p in range(first, end):
                         n_g = _list_add(occ_g, n_g, p)
                     if host_mode:
                         n_h = _list_add(occ_h, n_h, x)
@@ -407,7 +416,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
             waits = False
             if b < n_batch:  # the unit in slot x fails: to repair; the slot takes a pool unit or waits
                 x = batch[b]
-                first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
+                first, end = _positions(x, host_mode, gph, n_pos)
                 for p in range(first, end):
                     if hpos[p] >= 0:
                         hn = heap_remove(hkeys, hids, hpos, hn, p)
@@ -470,7 +479,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
             swaps += 1
             if t_in <= horizon:
                 events += 1  # the install
-            first, end = (x * gph, min(x * gph + gph, n_pos)) if host_mode else (x, x + 1)
+            first, end = _positions(x, host_mode, gph, n_pos)
             for p in range(first, end):
                 at_g[p] = t_in
                 if clocked_g:
