@@ -22,9 +22,6 @@ touch their arrays once more at the end (``+ 0 * (keys.size + ...)``, folded awa
 LLVM), which lets the pass remove the pairs. In the event loop this halved the time per
 event.
 
-A second, plainer heap (:func:`times_push`, :func:`times_pop`) holds bare times with no
-ids, for events that are only ever consumed earliest first.
-
 Reference: the array heap of J. W. J. Williams (1964), "Algorithm 232: Heapsort",
 CACM 7(6):347-348, with a position index (Cormen et al., *Introduction to Algorithms*,
 3rd ed., §6.5 "Priority queues", handles to elements).
@@ -34,7 +31,7 @@ from __future__ import annotations
 
 from mcengine.jit import kernel
 
-__all__ = ["heap_set", "heap_remove", "times_push", "times_pop"]
+__all__ = ["heap_set", "heap_remove"]
 
 
 @kernel
@@ -124,40 +121,3 @@ def heap_remove(keys, ids, pos, n, ident):
             else:
                 _sift_down(keys, ids, pos, n, j)
     return n + 0 * (keys.size + ids.size + pos.size)  # arrays live to the end: see above
-
-
-# ---- a plain min-heap of times (no ids): the pending repair completions of a lifetime
-
-
-@kernel
-def times_push(keys, n, key):
-    """Insert ``key`` into the min-heap ``keys[:n]``; returns the new size."""
-    j = n
-    while j > 0:
-        parent = (j - 1) >> 1
-        if keys[parent] <= key:
-            break
-        keys[j] = keys[parent]
-        j = parent
-    keys[j] = key
-    return n + 1 + 0 * keys.size  # the array lives to the end: see the module notes
-
-
-@kernel
-def times_pop(keys, n):
-    """Remove the earliest time ``keys[0]`` of the min-heap ``keys[:n]``; returns the new size."""
-    n -= 1
-    key = keys[n]
-    j = 0
-    while True:
-        child = 2 * j + 1
-        if child >= n:
-            break
-        if child + 1 < n and keys[child + 1] < keys[child]:
-            child += 1
-        if keys[child] >= key:
-            break
-        keys[j] = keys[child]
-        j = child
-    keys[j] = key
-    return n + 0 * keys.size

@@ -63,9 +63,12 @@ it is next looked at or at the horizon:
   its pending swaps, so its **restart** starts at ``ready_at`` (its duration drawn when
   the instance is next looked at) and ends at ``up_at``; a later fault or failure
   compares its time with these, and the downtime is added when the instance is seen up;
-* **repair completions** are bare times in a plain min-heap: they are events only while
-  something waits for them (a slot out of stock, a repair queued for a crew); otherwise
-  the ones due are taken off when a failure needs the pool count, or at the horizon;
+* **repair completions** are bare times in an unordered list: they are events (the
+  earliest found by a scan) only while something waits for them (a slot out of stock, a
+  repair queued for a crew); otherwise the pool, crew and repair counts are bounds (pool
+  at least, busy crews and units in repair at most) and the repairs due are taken off
+  in one pass only when a failure needs an exact count (an empty pool, all crews busy,
+  a possible new maximum in repair) and at the horizon;
 * a zero-length swap or restart completes at once.
 
 In the shipped Lite-GPU cluster this leaves about one loop iteration in five of an
@@ -101,7 +104,7 @@ from numba import prange
 
 from mcengine.jit import kernel, parallel_kernel
 from mcengine.kernels._borrow import borrow
-from mcengine.kernels._heap import heap_remove, heap_set, times_pop, times_push
+from mcengine.kernels._heap import heap_remove, heap_set
 from mcengine.kernels.laws import sample_law
 from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull_scale
 
@@ -314,7 +317,10 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
         # ---- next event: the superposed one, a per-unit clock, or a repair waited on;
         # past the horizon, one last pass settles every instance there
         t_heap = hkeys[0] if hn > 0 else np.inf
-        t_ret = rq[0] if rn > 0 and (wq_len > 0 or queue > 0) else np.inf
+        t_ret = np.inf
+        if wq_len > 0 or queue > 0:  # something waits for the earliest repair
+            for j in range(rn):
+                t_ret = min(t_ret, rq[j])
         superposed = t_exp <= t_heap and t_exp <= t_ret
         t = t_exp if superposed else min(t_heap, t_ret)
         n_batch, host, fi0, fi1 = 0, -1, 0, -1  # failing slots, failing host, faulted instances
@@ -389,14 +395,26 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
         # ---- repairs due by now, then each failing slot (all emptied before any refill)
         n_assign = 0
         for b in range(n_batch + 1):
-            while rn > 0 and rq[0] <= t:  # a repair completes: its crew takes a queued unit, ...
-                t_done = rq[0]
-                rn = times_pop(rq, rn)
+            # the repairs due by t are taken off when the exact counts matter: something
+            # waits, the horizon, or a failure that needs the pool, a crew or a new maximum
+            exact = finishing or wq_len > 0 or queue > 0
+            if b < n_batch:
+                exact = exact or pool == 0 or busy >= crews or in_repair >= max_in_repair
+            j = 0
+            while exact and j < rn:
+                if rq[j] > t:
+                    j += 1
+                    continue
+                # a repair completes: its crew takes a queued unit, ...
+                t_done = rq[j]
+                rn -= 1
+                rq[j] = rq[rn]
                 in_repair -= 1
                 events += 1
                 if queue > 0:
                     queue -= 1
-                    rn = times_push(rq, rn, t_done + sample_law(st, laws, LAW_REPAIR))
+                    rq[rn] = t_done + sample_law(st, laws, LAW_REPAIR)
+                    rn += 1
                 else:
                     busy -= 1
                 if wq_len > 0:  # ... and the unit refills the longest-waiting slot (t_done == t)
@@ -427,7 +445,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                 max_in_repair = max(max_in_repair, in_repair)
                 if busy < crews:
                     busy += 1
-                    rn = times_push(rq, rn, t + sample_law(st, laws, LAW_REPAIR))
+                    rq[rn] = t + sample_law(st, laws, LAW_REPAIR)
+                    rn += 1
                 else:
                     queue += 1
                 if pool > 0:
