@@ -54,7 +54,13 @@ def _check_finite(stage: str, scenario: Scenario, columns: dict[str, np.ndarray]
 def reliability_key(scenario: Scenario) -> tuple:
     """What the reliability stage reads: two scenarios equal here, with drawn inputs, have
     bit-identical lifetimes (their inputs share keys, so they share their draws)."""
-    return (scenario.cluster, scenario.reliability, scenario.run.horizon_years)
+    return ("reliability", scenario.cluster, scenario.reliability, scenario.run.horizon_years)
+
+
+def fab_key(scenario: Scenario) -> tuple:
+    """What the fab stage's production runs read (the ``[fab]`` table and the number of
+    packages to build): equal keys, with drawn inputs, give bit-identical fab columns."""
+    return ("fab", scenario.fab, scenario.total_gpus)
 
 
 def run_block(
@@ -63,25 +69,30 @@ def run_block(
     trial_start: int,
     n: int,
     inputs: TrialInputs | None = None,
-    lifetimes_memo: dict | None = None,
+    memo: dict | None = None,
 ) -> dict[str, np.ndarray]:
     """All per-trial columns of trials ``trial_start .. trial_start + n - 1`` of one scenario.
 
     ``inputs`` replaces the drawn uncertain inputs (sensitivity designs); the stages' own
-    per-event randomness still comes from the trials' streams. ``lifetimes_memo`` lets the
-    scenarios of one chunk share the reliability columns of equal :func:`reliability_key`
-    (the dearest stage: lite-h100 and lite-h100-2x differ only in their links).
+    per-event randomness still comes from the trials' streams. ``memo`` lets the
+    scenarios of one chunk share the fab and reliability columns of equal
+    :func:`fab_key` and :func:`reliability_key` (the dear stages: lite-h100, lite-h100-2x
+    and its fast-swap variant build the same packages; the first two also share their
+    lifetimes). Only drawn inputs may be shared: ``memo`` is ignored with ``inputs``.
     """
-    from .stages import econ, fab, roofline
+    from .stages import econ, fab, reliability, roofline
 
     if inputs is None:
         inputs = draw_inputs(scenario, seed, trial_start, n)
-    elif inputs.trial_start != trial_start or inputs.n != n:
-        inputs = TrialInputs(trial_start, n, inputs.values)
+    else:
+        memo = None
+        if inputs.trial_start != trial_start or inputs.n != n:
+            inputs = TrialInputs(trial_start, n, inputs.values)
     columns: dict[str, np.ndarray] = {"trial": np.arange(trial_start, trial_start + n, dtype=np.int64)}
     for stage, produce in (
-        ("fab", lambda: fab.production_runs(scenario, inputs, seed)),
-        ("reliability", lambda: _lifetimes(scenario, inputs, seed, lifetimes_memo)),
+        ("fab", lambda: shared_columns(memo, fab_key(scenario), lambda: fab.production_runs(scenario, inputs, seed))),
+        ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
+                                        lambda: reliability.lifetimes(scenario, inputs, seed))),
         ("roofline", lambda: roofline.throughput(scenario, inputs)),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
@@ -94,18 +105,16 @@ def run_block(
     return columns
 
 
-def _lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int, memo: dict | None) -> dict[str, np.ndarray]:
-    from .stages import reliability
-
+def shared_columns(memo: dict | None, key: tuple, produce) -> dict[str, np.ndarray]:
+    """``produce()``, or a copy of the columns an equal ``key`` produced in this chunk."""
     if memo is None:
-        return reliability.lifetimes(scenario, inputs, seed)
-    key = reliability_key(scenario)
+        return produce()
     if key not in memo:
-        memo[key] = reliability.lifetimes(scenario, inputs, seed)
+        memo[key] = produce()
     return dict(memo[key])
 
 
 def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
     """One chunk of every scenario (the unit of work of the runner and of Dask workers)."""
     memo: dict = {}
-    return {s.name: run_block(s, seed, trial_start, n, lifetimes_memo=memo) for s in scenarios}
+    return {s.name: run_block(s, seed, trial_start, n, memo=memo) for s in scenarios}

@@ -22,7 +22,7 @@ import time
 import numba
 
 from .. import api
-from ..pipeline import reliability_key
+from ..pipeline import fab_key, reliability_key, shared_columns
 from ..scenario import load_scenario
 from ..scenario.load import load_study
 from ..scenario.sampling import draw_inputs
@@ -43,17 +43,14 @@ def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
     from ..stages import econ, fab, reliability, roofline
 
     out = {"fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
-    lifetimes: dict = {}  # scenarios with equal reliability_key share them, as in the chain
+    memo: dict = {}  # scenarios with equal fab_key / reliability_key share columns, as in the chain
     for ref in refs:
         s = load_scenario(ref)
         inputs = draw_inputs(s, 1, 0, trials)
         t0 = time.perf_counter()
-        cols = dict(fab.production_runs(s, inputs, 1))
+        cols = shared_columns(memo, fab_key(s), lambda: fab.production_runs(s, inputs, 1))
         t1 = time.perf_counter()
-        key = reliability_key(s)
-        if key not in lifetimes:
-            lifetimes[key] = reliability.lifetimes(s, inputs, 1)
-        cols.update(lifetimes[key])
+        cols.update(shared_columns(memo, reliability_key(s), lambda: reliability.lifetimes(s, inputs, 1)))
         t2 = time.perf_counter()
         cols.update(roofline.throughput(s, inputs))
         t3 = time.perf_counter()
