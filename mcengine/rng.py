@@ -74,7 +74,6 @@ _TWO_M53 = 2.0**-53
 _TWO_M54 = 2.0**-54
 _BELOW_ONE = 1.0 - 2.0**-53  # largest double < 1
 _INVERSION_KMAX = 256  # sequential-search cap: tail mass < 1e-200 for means < 10
-_TWO_53 = 2.0**53
 _TWO_M45 = 2.0**-45
 _U8 = np.uint64(8)
 _LAYER_MASK = np.uint64(127)
@@ -196,14 +195,11 @@ def new_stream(seed, stage, stream_id, trial):
 
 
 @kernel
-def uniform(st):
-    """Next uniform double of the stream, in the open interval (0, 1).
-
-    Draw ``n`` is half ``n & 1`` of Philox block ``n >> 1``: the first half from words
-    ``(x0, x1)``, the second from ``(x2, x3)``, each ``((a >> 5) * 2**26 + (b >> 6) +
-    0.5) / 2**53`` (53-bit resolution). The second half is cached in ``st[4]``, so each
-    block is computed once. Advances the counter by 1; equals :func:`uniform_at`.
-    """
+def _next_bits(st):
+    """The stream's next 53 random bits ``m``: draw ``n`` is half ``n & 1`` of Philox
+    block ``n >> 1``, the first half from words ``(x0, x1)``, the second from ``(x2,
+    x3)``, each ``(a >> 5) * 2**26 + (b >> 6)``. The second half is cached in ``st[4]``,
+    so each block is computed once. Advances the counter by 1."""
     n = st[3]
     st[3] = n + _U1
     bits = st[4]
@@ -219,7 +215,14 @@ def uniform(st):
         st[4] = _bits53(c2, c3)
         bits = _bits53(c0, c1)
     # one exit that touches ``st`` last: numba's pruning then drops the pair of a call
-    return _to_unit(bits) + 0.0 * st.size
+    return bits | np.uint64(0 * st.size)
+
+
+@kernel
+def uniform(st):
+    """Next uniform double of the stream, in the open interval (0, 1): ``(m + 0.5) /
+    2**53`` of the next 53 bits ``m`` (:func:`_next_bits`). Equals :func:`uniform_at`."""
+    return _to_unit(_next_bits(st)) + 0.0 * st.size
 
 
 @kernel
@@ -251,16 +254,17 @@ def exponential(st, mean):
 def normal(st, mean, sd):
     """Normal variate ``mean + sd * z`` by the ziggurat (Marsaglia & Tsang 2000, ZIGNOR).
 
-    One uniform ``k / 2**53`` gives the layer ``i`` (bits 1-7) and a signed abscissa
-    ``u`` in (-1, 1) (bits 8-52; bit 0 is skipped, it is not uniform above 1/2). Inside
-    the layer's rectangle (``|u| < X[i+1] / X[i]``, 98.8% of draws) ``z = u X[i]`` with no
-    other work; else the wedge is accepted against the density with one more uniform,
-    or, in the base layer, ``z`` comes from the tail beyond ``R`` (Marsaglia 1964: two
-    uniforms per attempt). About 1.03 uniforms per normal on average, a variable count.
+    The 53 bits ``k`` of one uniform (:func:`_next_bits`, used as they are: no round
+    trip through a double) give the layer ``i`` (bits 1-7) and a signed abscissa ``u``
+    in (-1, 1) (bits 8-52; bit 0 is unused). Inside the layer's rectangle (``|u| <
+    X[i+1] / X[i]``, 98.8% of draws) ``z = u X[i]`` with no other work; else the wedge is
+    accepted against the density with one more uniform, or, in the base layer, ``z``
+    comes from the tail beyond ``R`` (Marsaglia 1964: two uniforms per attempt). About
+    1.03 uniforms per normal on average, a variable count.
     """
     z = 0.0
     while True:
-        k = np.uint64(uniform(st) * _TWO_53)
+        k = _next_bits(st)
         i = np.int64((k >> _U1) & _LAYER_MASK)
         u = 2.0 * (np.float64(np.int64(k >> _U8)) + 0.5) * _TWO_M45 - 1.0
         if abs(u) < _ZIG_RATIO[i]:
