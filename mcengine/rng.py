@@ -11,9 +11,12 @@ Stream layout (the contract other modules code against):
 * counter words ``(c0, c1, c2, c3) = (block & 0xffffffff, trial, stream_id, stage)``,
   ``block = counter >> 1``: one block gives two 53-bit doubles, draw ``n`` being half
   ``n & 1`` of block ``n >> 1`` (so a stream holds ``2**33`` draws);
-* a stream's state is ``uint64[5] = [seed, (stage << 32) | stream_id, trial, counter,
-  cached_bits]``; ``cached_bits`` holds the second half of the current block. Only the
-  functions here advance ``counter``; do not set it by hand.
+* a stream's state is ``uint64[STREAM_WORDS] = [seed, (stage << 32) | stream_id, trial,
+  counter, bits of draws counter - counter % 32 .. + 31]``: the blocks are computed 16
+  at a time, into the state (:func:`_refill`), where independent blocks run side by
+  side in SIMD lanes (vectorised by LLVM), about 3x cheaper than one block after
+  another. Only the functions here advance ``counter``; do not set it by hand, and
+  size a state with :data:`STREAM_WORDS`.
 
 Stage ids are named constants and are never renumbered (results depend on them).
 
@@ -45,7 +48,7 @@ from mcengine.jit import kernel, parallel_kernel
 
 __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
-    "STAGE_SENSITIVITY", "philox4x32_10", "new_stream", "reset_stream", "uniform",
+    "STAGE_SENSITIVITY", "STREAM_WORDS", "philox4x32_10", "new_stream", "reset_stream", "uniform",
     "uniform_at", "exponential", "normal", "lognormal", "gamma", "poisson", "binomial",
     "weibull", "weibull_scale", "uniforms_for_trials",
 ]
@@ -58,7 +61,13 @@ STAGE_ROOFLINE = 4
 STAGE_ECON = 5
 STAGE_SENSITIVITY = 6
 
+#: Draws computed at once into a stream's state (16 Philox blocks; a power of two).
+_BUFFERED = 32
+#: Length of a stream's state array: 4 words of key and counter, then the buffer.
+STREAM_WORDS = 4 + _BUFFERED
+
 # All integer constants are uint64: numba turns uint64 mixed with int64 into float64.
+_BUFFER_MASK = np.uint64(_BUFFERED - 1)
 _MASK32 = np.uint64(0xFFFFFFFF)
 _U1 = np.uint64(1)
 _U5 = np.uint64(5)
@@ -168,8 +177,9 @@ def reset_stream(st, seed, stage, stream_id, trial):
 
     Parameters
     ----------
-    st : uint64[5]
-        State array to overwrite; its counter restarts at 0.
+    st : uint64[STREAM_WORDS]
+        State array to overwrite; its counter restarts at 0 (the buffer is refilled
+        by the first draw).
     seed : int
         Run seed in ``[0, 2**64)``.
     stage, stream_id, trial : int
@@ -179,43 +189,47 @@ def reset_stream(st, seed, stage, stream_id, trial):
     st[1] = ((np.uint64(stage) & _MASK32) << _U32) | (np.uint64(stream_id) & _MASK32)
     st[2] = np.uint64(trial) & _MASK32
     st[3] = np.uint64(0)
-    st[4] = np.uint64(0)
 
 
 @kernel
 def new_stream(seed, stage, stream_id, trial):
-    """New state ``uint64[5]`` of stream ``(seed, stage, stream_id, trial)``, counter 0.
-
-    Layout ``[seed, (stage << 32) | stream_id, trial, counter, cached_bits]``; argument
-    ranges as in :func:`reset_stream`.
-    """
-    st = np.empty(5, dtype=np.uint64)
+    """New state ``uint64[STREAM_WORDS]`` of stream ``(seed, stage, stream_id, trial)``,
+    counter 0; argument ranges as in :func:`reset_stream`."""
+    st = np.empty(STREAM_WORDS, dtype=np.uint64)
     reset_stream(st, seed, stage, stream_id, trial)
     return st
 
 
 @kernel
+def _refill(st, block):
+    """The 53-bit halves of Philox blocks ``block .. block + 15`` into ``st[4:]``.
+
+    The blocks are independent, so LLVM runs them in SIMD lanes (``vpmuludq``). Block
+    ``b`` gives draws ``2b`` (words ``(x0, x1)``) and ``2b + 1`` (words ``(x2, x3)``),
+    each ``(a >> 5) * 2**26 + (b >> 6)``.
+    """
+    seed, word1, trial = st[0], st[1], st[2]
+    for lane in range(_BUFFERED // 2):
+        c0, c1, c2, c3 = (block + np.uint64(lane)) & _MASK32, trial, word1 & _MASK32, word1 >> _U32
+        k0, k1 = seed & _MASK32, seed >> _U32
+        for _ in range(10):  # the rounds written out here (not a call): LLVM vectorises them
+            c0, c1, c2, c3, k0, k1 = _philox_round(c0, c1, c2, c3, k0, k1)
+        st[4 + 2 * lane] = _bits53(c0, c1)
+        st[5 + 2 * lane] = _bits53(c2, c3)
+    return 0 * st.size
+
+
+@kernel
 def _next_bits(st):
-    """The stream's next 53 random bits ``m``: draw ``n`` is half ``n & 1`` of Philox
-    block ``n >> 1``, the first half from words ``(x0, x1)``, the second from ``(x2,
-    x3)``, each ``(a >> 5) * 2**26 + (b >> 6)``. The second half is cached in ``st[4]``,
-    so each block is computed once. Advances the counter by 1."""
+    """The stream's next 53 random bits ``m`` (draw ``counter``; see the module text).
+    Advances the counter by 1; every 32nd draw refills the buffer."""
     n = st[3]
     st[3] = n + _U1
-    bits = st[4]
-    if not n & _U1:
-        # Rounds inlined on purpose: a non-inlined call while ``st`` is live makes numba
-        # keep an atomic incref/decref of ``st`` per draw (halves the throughput).
-        seed = st[0]
-        word1 = st[1]
-        c0, c1, c2, c3 = (n >> _U1) & _MASK32, st[2], word1 & _MASK32, word1 >> _U32
-        k0, k1 = seed & _MASK32, seed >> _U32
-        for _ in range(10):
-            c0, c1, c2, c3, k0, k1 = _philox_round(c0, c1, c2, c3, k0, k1)
-        st[4] = _bits53(c2, c3)
-        bits = _bits53(c0, c1)
+    j = n & _BUFFER_MASK
+    if j == 0:
+        _refill(st, n >> _U1)
     # one exit that touches ``st`` last: numba's pruning then drops the pair of a call
-    return bits | np.uint64(0 * st.size)
+    return st[4 + np.int64(j)] | np.uint64(0 * st.size)
 
 
 @kernel

@@ -156,7 +156,7 @@ def test_compiled_return_types():
     """Integer arithmetic stays integer (numba turns uint64 op int64 into float64)."""
     for seed in (5, np.uint64(2**64 - 1)):
         st = rng.new_stream(seed, rng.STAGE_FAB, 1, 2)
-        assert st.dtype == np.uint64 and st.shape == (5,)
+        assert st.dtype == np.uint64 and st.shape == (rng.STREAM_WORDS,)
         rng.philox4x32_10(1, 2, 3, 4, seed, 6)
         rng.uniform(st), rng.uniform_at(seed, 1, 2, 3, 4)
         rng.poisson(st, 3.0), rng.poisson(st, 30.0)
@@ -175,13 +175,16 @@ def test_compiled_return_types():
 def test_stream_state_layout_and_reset():
     seed = np.uint64(2**63 + 5)
     st = rng.new_stream(seed, rng.STAGE_ECON, 9, 17)
-    assert st.tolist() == [2**63 + 5, (rng.STAGE_ECON << 32) | 9, 17, 0, 0]
+    assert st[:4].tolist() == [2**63 + 5, (rng.STAGE_ECON << 32) | 9, 17, 0]
     first = [rng.uniform(st) for _ in range(3)]
     assert st[3] == 3
+    # the buffer holds the bits of draws 0..31: the 3 taken, then the ones to come
+    assert [rng._to_unit(b) for b in st[4:7]] == first
     rng.reset_stream(st, seed, rng.STAGE_ECON, 9, 17)
     assert [rng.uniform(st) for _ in range(3)] == first
     rng.reset_stream(st, 1, rng.STAGE_FAB, 2, 3)
-    assert st.tolist() == [1, (rng.STAGE_FAB << 32) | 2, 3, 0, 0]
+    assert st[:4].tolist() == [1, (rng.STAGE_FAB << 32) | 2, 3, 0]
+    assert rng.uniform(st) == rng.uniform_at(1, rng.STAGE_FAB, 2, 3, 0)
 
 
 @pytest.mark.parametrize(

@@ -393,7 +393,7 @@ def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, 
 
     Parameters
     ----------
-    st : uint64[5]
+    st : uint64[STREAM_WORDS]
         The wafer's stream (advanced).
     density_per_cm2 : float
         The wafer's mean defect density (defects/cm²), before the radial profile.

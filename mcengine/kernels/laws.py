@@ -70,7 +70,7 @@ def sample_law(st, laws, w):
 
     Parameters
     ----------
-    st : uint64[5]
+    st : uint64[STREAM_WORDS]
         The trial's random stream (advanced by the draws in the table above).
     laws : float64[n_laws, MAX_LAW_PARTS, 4]
         A trial's stack of law tables.

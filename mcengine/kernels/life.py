@@ -106,7 +106,7 @@ from mcengine.jit import kernel, parallel_kernel
 from mcengine.kernels._borrow import borrow
 from mcengine.kernels._heap import heap_remove, heap_set
 from mcengine.kernels.laws import sample_law
-from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull_scale
+from mcengine.rng import STAGE_LIFE, STREAM_WORDS, exponential, reset_stream, uniform, weibull_scale
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
@@ -251,7 +251,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
         pending repair completions, the slots failing and the units assigned at one
         instant, the thinned hazard at the horizon per group, the superposed rates.
         ``hpos`` must be -1 everywhere on entry, and is again on return.
-    st : uint64[5]
+    st : uint64[STREAM_WORDS]
         The lifetime's random stream.
     out_f, out_i : arrays
         Output rows (``OUT_*`` columns).
@@ -623,7 +623,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
         own_i = np.empty(2 * a + 2 * h + 4 * ni + (2 * ns + gph) + gph + 2 * ids, np.int64)
         own_f = np.empty(a + h + ids + 4 * ni + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT, np.float64)
-        own_st = np.empty(5, dtype=np.uint64)
+        own_st = np.empty(STREAM_WORDS, dtype=np.uint64)
         ws_i, ws_f, st = borrow(own_i), borrow(own_f), borrow(own_st)
         occ_g = ws_i[:2 * a].reshape((2, a))
         occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
