@@ -44,7 +44,7 @@ import math
 import numpy as np
 from numba import prange
 
-from mcengine.jit import kernel, parallel_kernel
+from mcengine.jit import inline_kernel, kernel, parallel_kernel
 
 __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
@@ -264,7 +264,7 @@ def exponential(st, mean):
     return -mean * math.log(uniform(st)) + 0.0 * st.size  # (st lives to the end: see uniform)
 
 
-@kernel
+@inline_kernel
 def normal(st, mean, sd):
     """Normal variate ``mean + sd * z`` by the ziggurat (Marsaglia & Tsang 2000, ZIGNOR).
 
@@ -300,7 +300,7 @@ def normal(st, mean, sd):
     return mean + sd * z + 0.0 * st.size
 
 
-@kernel
+@inline_kernel
 def lognormal(st, median, sigma):
     """Lognormal variate ``median * exp(sigma * z)``, ``z`` from :func:`normal`."""
     return median * math.exp(sigma * normal(st, 0.0, 1.0)) + 0.0 * st.size

@@ -24,7 +24,7 @@ renumbered).
 
 from __future__ import annotations
 
-from mcengine.jit import kernel
+from mcengine.jit import inline_kernel, kernel
 from mcengine.rng import exponential, lognormal, uniform, weibull_scale
 from mcengine.scenario.dists import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
 
@@ -38,7 +38,7 @@ P2 = 3
 LAW_COLUMNS = 4
 
 
-@kernel
+@inline_kernel
 def law_part(laws, w, u):
     """Index of the part of law ``w`` that the selection uniform ``u`` picks.
 
@@ -64,7 +64,7 @@ def law_part(laws, w, u):
     return j + 0 * laws.size
 
 
-@kernel
+@inline_kernel
 def sample_law(st, laws, w):
     """One duration drawn from law ``w`` of the stack ``laws``.
 
