@@ -45,6 +45,7 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import inline_kernel, kernel, parallel_kernel
+from mcengine.kernels._borrow import address_of, uint64_words_at
 
 __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
@@ -201,13 +202,17 @@ def new_stream(seed, stage, stream_id, trial):
 
 
 @kernel
-def _refill(st, block):
-    """The 53-bit halves of Philox blocks ``block .. block + 15`` into ``st[4:]``.
+def _refill(address, block):
+    """The 53-bit halves of Philox blocks ``block .. block + 15`` into ``st[4:]``, for
+    the state ``st`` at ``address``.
 
     The blocks are independent, so LLVM runs them in SIMD lanes (``vpmuludq``). Block
     ``b`` gives draws ``2b`` (words ``(x0, x1)``) and ``2b + 1`` (words ``(x2, x3)``),
-    each ``(a >> 5) * 2**26 + (b >> 6)``.
+    each ``(a >> 5) * 2**26 + (b >> 6)``. The state comes as an address, not as an
+    array: a call that takes an array costs numba a reference-count call pair around it
+    at every draw, not only at a refill.
     """
+    st = uint64_words_at(address, STREAM_WORDS)
     seed, word1, trial = st[0], st[1], st[2]
     for lane in range(_BUFFERED // 2):
         c0, c1, c2, c3 = (block + np.uint64(lane)) & _MASK32, trial, word1 & _MASK32, word1 >> _U32
@@ -216,7 +221,7 @@ def _refill(st, block):
             c0, c1, c2, c3, k0, k1 = _philox_round(c0, c1, c2, c3, k0, k1)
         st[4 + 2 * lane] = _bits53(c0, c1)
         st[5 + 2 * lane] = _bits53(c2, c3)
-    return 0 * st.size
+    return 0
 
 
 @kernel
@@ -227,7 +232,7 @@ def _next_bits(st):
     st[3] = n + _U1
     j = n & _BUFFER_MASK
     if j == 0:
-        _refill(st, n >> _U1)
+        _refill(address_of(st), n >> _U1)
     # one exit that touches ``st`` last: numba's pruning then drops the pair of a call
     return st[4 + np.int64(j)] | np.uint64(0 * st.size)
 

@@ -16,13 +16,14 @@ Python semantics" / ``numba.carray``); the pointer cast is a one-line intrinsic.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import carray, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from mcengine.jit import kernel
 
-__all__ = ["borrow"]
+__all__ = ["borrow", "address_of", "uint64_words_at"]
 
 
 @intrinsic
@@ -34,6 +35,25 @@ def _void_pointer(typingctx, address):
         return builder.inttoptr(args[0], cgutils.voidptr_t)
 
     return signature, codegen
+
+
+@intrinsic
+def address_of(typingctx, arr):
+    """The address of a contiguous array's first element, as an integer (no reference
+    count: pass it to a call instead of the array, see :func:`uint64_words_at`)."""
+    signature = types.uintp(arr)
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, value=args[0]).data
+        return builder.ptrtoint(data, context.get_value_type(types.uintp))
+
+    return signature, codegen
+
+
+@kernel
+def uint64_words_at(address, n):
+    """The ``n`` uint64 words at ``address`` (from :func:`address_of`), as a borrowed view."""
+    return carray(_void_pointer(address), n, np.uint64)
 
 
 @kernel
