@@ -59,4 +59,4 @@ def uint64_words_at(address, n):
 @kernel
 def borrow(arr):
     """A view of the C-contiguous ``arr`` that numba does not reference-count (see above)."""
-    return carray(_void_pointer(arr.ctypes.data), arr.shape, arr.dtype)
+    return carray(_void_pointer(address_of(arr)), arr.shape, arr.dtype)

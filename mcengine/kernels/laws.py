@@ -84,8 +84,10 @@ def sample_law(st, laws, w):
 
     Notes
     -----
-    The last line touches both arrays once more, so that numba's reference-count
-    pruning removes the atomic update pair of a call (see :mod:`mcengine.kernels._heap`).
+    The last line touches both arrays once more. Though the function is inlined, this
+    keeps their variables live to the end, so numba's reference-count pruning drops
+    the update pairs around the draws inside (measured: without it the h100 life
+    kernel is 13% slower).
     """
     j = 0
     if laws[w, 0, CUM_WEIGHT] < 1.0:
