@@ -206,6 +206,16 @@ TWIN_CASES = {
         Config(6, 4, 4, 2, 1.0, [(1, 2.0, 3.0, 1.0), (1, 0.3, 0.0, 2.0)], 0.4, 1.0, 1.5,
                ("mixture", [(0.3, ("fixed", 2.0)), (0.7, ("lognormal", 200, 0.8))]), ("fixed", 30.0),
                ("exponential", 5.0))),
+    "gpu mode, host failures emptying 4 slots at once with units and crews to spare, hosts spanning instances": (
+        dict(instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=16,
+             components={"die": {"afr": 1.0, "transient_afr": 2.0}, "laser": {"afr": 1.0, "weibull_shape": 0.6}},
+             host_afr=4.0, host_transient_afr=1.0,
+             repair_hours={"law": "mixture", "parts": [{"weight": 0.3, "law": "fixed", "value": 2.0},
+                                                        {"weight": 0.7, "law": "lognormal", "median": 150, "sigma": 0.7}]},
+             swap_hours={"law": "exponential", "mean": 3}, restart_hours=0.5, horizon_years=1.0),
+        Config(8, 2, 4, 16, 1.0, [(1, 1.0, 2.0, 1.0), (1, 1.0, 0.0, 0.6)], 4.0, 1.0, 1.0,
+               ("mixture", [(0.3, ("fixed", 2.0)), (0.7, ("lognormal", 150, 0.7))]), ("exponential", 3),
+               ("fixed", 0.5))),
     "instances spanning hosts, no spares, 1 crew": (
         dict(instances=2, instance_gpus=6, gpus_per_host=4, afr=3.0, host_afr=2.0, host_transient_afr=4.0,
              repair_hours={"law": "exponential", "mean": 100}, swap_hours=1.0, restart_hours=0.3, repair_crews=1,
