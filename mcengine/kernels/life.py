@@ -156,8 +156,10 @@ _C_A, _C_NG, _C_GPH, _C_HOST_MODE, _C_H, _C_I, _C_SLOTS, _C_SPARES, _C_CREWS = r
 _C_GPUS_PER_UNIT, _C_IDS = 9, 10
 _N_CFG = 11
 # ---- per-instance state: inst_i[row, i] and inst_f[row, i] (see _simulate_one)
-_DOWN, _MISSING, _N_WAIT, _PENDING = 0, 1, 2, 3
+_DOWN, _N_WAIT, _PENDING = 0, 1, 2
+_N_INST_I = 3
 _DOWN_SINCE, _WAIT_SINCE, _READY_AT, _UP_AT = 0, 1, 2, 3
+_N_INST_F = 4
 # ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
 _GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
 _N_CAT = 6
@@ -261,10 +263,11 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
 
     Notes
     -----
-    An instance is down from ``_DOWN_SINCE``; while ``_MISSING`` of its slots have no
-    unit assigned (``_N_WAIT`` of them out of stock) it waits; then its last install
-    is at ``_READY_AT``, its restart starts there (drawn when next looked at:
-    ``_PENDING``) and ends at ``_UP_AT``. Every look at an instance first *settles* it.
+    An instance is down from ``_DOWN_SINCE``; while ``_N_WAIT`` of its slots are out
+    of stock it waits (a slot that takes a pool unit has it at once, in a swap); then
+    its last install is at ``_READY_AT``, its restart starts there (drawn when next
+    looked at: ``_PENDING``) and ends at ``_UP_AT``. Every look at an instance first
+    *settles* it, except once an earlier slot of the same instant has taken it down.
     """
     host_mode = cfg[_C_HOST_MODE] == 1
     n_pos, n_hosts, n_inst, n_slots = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS]
@@ -398,10 +401,10 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
         # ---- GPUs failing with a pool unit and a crew for each (in gpu mode every
         # permanent failure but a stock-out or a queue): what the passes below do, the same
         # draws in the same order, without their general bookkeeping. Nothing waits, so
-        # the only drains are those of a possible new maximum (they draw nothing), and the
-        # instances' missing counts end where they began. The instance lines are written
-        # out as in the pass below: as an inlined helper shared by both, h100 lifetimes
-        # took 9% longer (numba's reference counts; measured in one process, A/B)
+        # the only drains are those of a possible new maximum (they draw nothing). The
+        # instance lines are written out as in the pass below: as an inlined helper shared
+        # by both, h100 lifetimes took 9% longer (numba's reference counts; measured in one
+        # process, A/B); without this path Lite lifetimes take 10-15% longer
         if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool >= n_batch and busy + n_batch <= crews:
             i_last = -1
             for b in range(n_batch):
@@ -430,7 +433,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                 i = p // ng
                 if i != i_last:  # (the slots of one instance are consecutive in the batch)
                     i_last = i
-                    if inst_i[_DOWN, i] == 1 and inst_i[_MISSING, i] == 0 and inst_f[_READY_AT, i] <= t:
+                    if inst_i[_DOWN, i] == 1 and inst_i[_N_WAIT, i] == 0 and inst_f[_READY_AT, i] <= t:
                         if inst_i[_PENDING, i] == 1:
                             inst_f[_UP_AT, i] = inst_f[_READY_AT, i] + sample_law(st, laws, LAW_RESTART)
                             inst_i[_PENDING, i] = 0
@@ -457,7 +460,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
             n_batch = 0
 
         # ---- repairs due by now, then each failing slot (all emptied before any refill)
-        n_assign = 0
+        n_assign, i_done = 0, -1
         for b in range(n_batch + 1):
             # the repairs due by t are taken off when the exact counts matter: something
             # waits, the horizon, or a failure that needs the pool, a crew or a new maximum
@@ -528,32 +531,34 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                         n_h = _list_remove(occ_h, n_h, x)
                 i0, i1 = first // ng, (end - 1) // ng
             for i in range(i0, i1 + 1):
-                # settle: the restart that began at ready_at (drawn now), if over by t
-                if inst_i[_DOWN, i] == 1 and inst_i[_MISSING, i] == 0 and inst_f[_READY_AT, i] <= t:
-                    if inst_i[_PENDING, i] == 1:
-                        inst_f[_UP_AT, i] = inst_f[_READY_AT, i] + sample_law(st, laws, LAW_RESTART)
-                        inst_i[_PENDING, i] = 0
-                    if inst_f[_UP_AT, i] <= t:
-                        inst_i[_DOWN, i] = 0
-                        down_hours += inst_f[_UP_AT, i] - inst_f[_DOWN_SINCE, i]
-                        events += 1  # the restart completed
-                if finishing:
-                    continue
-                up = inst_i[_DOWN, i] == 0
-                if up:
-                    inst_i[_DOWN, i] = 1
-                    inst_f[_DOWN_SINCE, i] = t
-                    interruptions += 1
-                if b < n_batch:  # blast radius: down until every slot has a unit again
-                    inst_i[_MISSING, i] += 1
-                    if waits:
-                        if inst_i[_N_WAIT, i] == 0:
-                            inst_f[_WAIT_SINCE, i] = t
-                        inst_i[_N_WAIT, i] += 1
-                elif up or (inst_i[_MISSING, i] == 0 and inst_f[_READY_AT, i] <= t):
-                    # a transient fault: restart (over) from t; one waiting for a unit is unaffected
-                    inst_f[_READY_AT, i] = t
-                    inst_i[_PENDING, i] = 1
+                if i > i_done:  # (an instance down since an earlier slot of this instant: no settle)
+                    # settle: the restart that began at ready_at (drawn now), if over by t
+                    if inst_i[_DOWN, i] == 1 and inst_i[_N_WAIT, i] == 0 and inst_f[_READY_AT, i] <= t:
+                        if inst_i[_PENDING, i] == 1:
+                            inst_f[_UP_AT, i] = inst_f[_READY_AT, i] + sample_law(st, laws, LAW_RESTART)
+                            inst_i[_PENDING, i] = 0
+                        if inst_f[_UP_AT, i] <= t:
+                            inst_i[_DOWN, i] = 0
+                            down_hours += inst_f[_UP_AT, i] - inst_f[_DOWN_SINCE, i]
+                            events += 1  # the restart completed
+                    if finishing:
+                        continue
+                    up = inst_i[_DOWN, i] == 0
+                    if up:
+                        inst_i[_DOWN, i] = 1
+                        inst_f[_DOWN_SINCE, i] = t
+                        interruptions += 1
+                    if b == n_batch:
+                        if up or (inst_i[_N_WAIT, i] == 0 and inst_f[_READY_AT, i] <= t):
+                            # a transient fault: restart (over) from t; one waiting for a unit is unaffected
+                            inst_f[_READY_AT, i] = t
+                            inst_i[_PENDING, i] = 1
+                        continue
+                    i_done = i
+                if waits:  # blast radius: down until every slot has a unit again
+                    if inst_i[_N_WAIT, i] == 0:
+                        inst_f[_WAIT_SINCE, i] = t
+                    inst_i[_N_WAIT, i] += 1
 
         # ---- units assigned now: in place after a swap draw
         for a in range(n_assign):
@@ -577,7 +582,6 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                     inst_i[_N_WAIT, i] -= 1
                     if inst_i[_N_WAIT, i] == 0:
                         stockout_hours += t - inst_f[_WAIT_SINCE, i]
-                inst_i[_MISSING, i] -= 1
                 inst_f[_READY_AT, i] = max(inst_f[_READY_AT, i], t_in)
                 inst_i[_PENDING, i] = 1
 
@@ -685,22 +689,22 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         # the workspace of a block, used through borrowed views (no atomic reference
         # counts in the event loop: see kernels/_borrow.py); the owners live to the end
         a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
-        own_i = np.empty(2 * a + 2 * h + 4 * ni + (2 * ns + gph) + gph + 2 * ids, np.int64)
-        own_f = np.empty(a + h + ids + 4 * ni + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT, np.float64)
+        own_i = np.empty(2 * a + 2 * h + _N_INST_I * ni + (2 * ns + gph) + gph + 2 * ids, np.int64)
+        own_f = np.empty(a + h + ids + _N_INST_F * ni + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT, np.float64)
         own_st = np.empty(STREAM_WORDS, dtype=np.uint64)
         ws_i, ws_f, st = borrow(own_i), borrow(own_f), borrow(own_st)
         occ_g = ws_i[:2 * a].reshape((2, a))
         occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
-        inst_i = ws_i[2 * a + 2 * h:2 * a + 2 * h + 4 * ni].reshape((4, ni))
-        j = 2 * a + 2 * h + 4 * ni
+        inst_i = ws_i[2 * a + 2 * h:2 * a + 2 * h + _N_INST_I * ni].reshape((_N_INST_I, ni))
+        j = 2 * a + 2 * h + _N_INST_I * ni
         wq, assign = ws_i[j:j + ns], ws_i[j + ns:j + 2 * ns + gph]
         j += 2 * ns + gph
         batch, hids, hpos = ws_i[j:j + gph], ws_i[j + gph:j + gph + ids], ws_i[j + gph + ids:]
         hpos[:] = -1
         at_g, at_h, hkeys = ws_f[:a], ws_f[a:a + h], ws_f[a + h:a + h + ids]
         j = a + h + ids
-        inst_f = ws_f[j:j + 4 * ni].reshape((4, ni))
-        j += 4 * ni
+        inst_f = ws_f[j:j + _N_INST_F * ni].reshape((_N_INST_F, ni))
+        j += _N_INST_F * ni
         rq = ws_f[j:j + cfg[_C_CREWS] + 1]
         j += cfg[_C_CREWS] + 1
         wear, rates = ws_f[j:j + wb.shape[1]], ws_f[j + wb.shape[1]:]
