@@ -78,16 +78,15 @@ def run_block(
     scenarios of one chunk share the fab and reliability columns of equal
     :func:`fab_key` and :func:`reliability_key` (the dear stages: lite-h100, lite-h100-2x
     and its fast-swap variant build the same packages; the first two also share their
-    lifetimes). Only drawn inputs may be shared: ``memo`` is ignored with ``inputs``.
+    lifetimes; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
+    ``memo`` only with them.
     """
     from .stages import econ, fab, reliability, roofline
 
     if inputs is None:
         inputs = draw_inputs(scenario, seed, trial_start, n)
-    else:
-        memo = None
-        if inputs.trial_start != trial_start or inputs.n != n:
-            inputs = TrialInputs(trial_start, n, inputs.values)
+    elif inputs.trial_start != trial_start or inputs.n != n:
+        inputs = TrialInputs(trial_start, n, inputs.values)
     columns: dict[str, np.ndarray] = {"trial": np.arange(trial_start, trial_start + n, dtype=np.int64)}
     for stage, produce in (
         ("fab", lambda: shared_columns(memo, fab_key(scenario), lambda: fab.production_runs(scenario, inputs, seed))),
@@ -114,7 +113,21 @@ def shared_columns(memo: dict | None, key: tuple, produce) -> dict[str, np.ndarr
     return dict(memo[key])
 
 
+def share_lifetimes(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs], seed: int, memo: dict) -> None:
+    """Put the reliability columns of every distinct :func:`reliability_key` into ``memo``,
+    from one reliability call: scenarios that differ only in their swap or restart law
+    then share a kernel pass (:func:`mcengine.stages.reliability.lifetimes_of`).
+    ``inputs`` holds each scenario's drawn inputs, by name."""
+    from .stages import reliability
+
+    distinct = {reliability_key(s): s for s in scenarios}
+    cols = reliability.lifetimes_of(list(distinct.values()), [inputs[s.name] for s in distinct.values()], seed)
+    memo.update(zip(distinct, cols))
+
+
 def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
     """One chunk of every scenario (the unit of work of the runner and of Dask workers)."""
     memo: dict = {}
-    return {s.name: run_block(s, seed, trial_start, n, memo=memo) for s in scenarios}
+    inputs = {s.name: draw_inputs(s, seed, trial_start, n) for s in scenarios}
+    share_lifetimes(scenarios, inputs, seed, memo)
+    return {s.name: run_block(s, seed, trial_start, n, inputs=inputs[s.name], memo=memo) for s in scenarios}

@@ -25,7 +25,7 @@ import time
 import numba
 
 from .. import api
-from ..pipeline import fab_key, reliability_key, shared_columns
+from ..pipeline import fab_key, reliability_key, share_lifetimes, shared_columns
 from ..scenario import load_scenario
 from ..scenario.load import load_study
 from ..scenario.sampling import draw_inputs
@@ -43,23 +43,28 @@ def _chain_seconds(refs: list[str], trials: int, threads: int) -> float:
 
 
 def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
-    from ..stages import econ, fab, reliability, roofline
+    from ..stages import econ, fab, roofline
 
     out = {"fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
-    memo: dict = {}  # scenarios with equal fab_key / reliability_key share columns, as in the chain
-    for ref in refs:
-        s = load_scenario(ref)
-        inputs = draw_inputs(s, 1, 0, trials)
+    # as in the chain: scenarios with equal fab_key / reliability_key share columns, and
+    # those that differ only in swap or restart laws share a reliability kernel pass
+    memo: dict = {}
+    scenarios = tuple(load_scenario(ref) for ref in refs)
+    drawn = {s.name: draw_inputs(s, 1, 0, trials) for s in scenarios}
+    t0 = time.perf_counter()
+    share_lifetimes(scenarios, drawn, 1, memo)
+    out["reliability"] = time.perf_counter() - t0
+    for s in scenarios:
+        inputs = drawn[s.name]
         t0 = time.perf_counter()
         cols = shared_columns(memo, fab_key(s), lambda: fab.production_runs(s, inputs, 1))
+        cols.update(memo[reliability_key(s)])
         t1 = time.perf_counter()
-        cols.update(shared_columns(memo, reliability_key(s), lambda: reliability.lifetimes(s, inputs, 1)))
-        t2 = time.perf_counter()
         cols.update(roofline.throughput(s, inputs))
-        t3 = time.perf_counter()
+        t2 = time.perf_counter()
         econ.economics(s, inputs, cols)
-        t4 = time.perf_counter()
-        for key, dt in zip(out, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+        t3 = time.perf_counter()
+        for key, dt in (("fab", t1 - t0), ("roofline", t2 - t1), ("econ", t3 - t2)):
             out[key] += dt
     return out
 

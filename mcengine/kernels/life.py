@@ -77,6 +77,20 @@ per lifetime is ``O(GPUs)``, reused across the lifetimes of a block. The counts 
 swaps, installs, restarts and repair completions by the horizon are still reported as
 events (``OUT_EVENTS``), as an event-by-event simulation would count them.
 
+Variants in one pass. Designs that differ only in their swap and restart laws (the
+fast-swap Lite cluster beside its plain twin) see, with common random numbers, the same
+failures, faults and repairs: only install times and instance states differ. While
+their swap and restart laws draw nothing (fixed values) and no event looks at a unit
+whose install time differs between them (a candidate on a unit still in its swap in one
+variant only, a wear-out acceptance at another age, a common-cause failure, a per-unit
+clock armed at another time), every draw and decision is the same. So
+:func:`simulate_lifetimes` takes the laws of ``V`` variants: the first leads and makes
+the lifetime as if alone; the others keep their own install times and instance states
+beside it and leave at the first event where they would decide otherwise, to be
+simulated alone, from the start. Every variant has exactly the numbers of its own run;
+in the shipped case study about 2% of fast-swap lifetimes leave, and the pair costs
+about two thirds of two separate lifetimes.
+
 Randomness: one counter-based stream per lifetime, ``(seed, STAGE_LIFE, 0, global
 lifetime index)``; draws happen in the order of the loop, so a lifetime's result does
 not depend on its block, chunk or thread.
@@ -108,14 +122,15 @@ from numba import prange
 from mcengine.jit import kernel, parallel_kernel
 from mcengine.kernels._borrow import borrow
 from mcengine.kernels._heap import heap_remove, heap_set
-from mcengine.kernels.laws import sample_law
+from mcengine.kernels.laws import CUM_WEIGHT, KIND, sample_law
 from mcengine.rng import STAGE_LIFE, STREAM_WORDS, exponential, reset_stream, uniform, weibull_scale
+from mcengine.scenario.dists import LAW_FIXED
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
     "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
     "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "N_OUT_F", "OUT_FAILURES",
-    "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS",
+    "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
     "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
     "simulate_lifetimes",
 ]
@@ -145,7 +160,8 @@ OUT_SWAPS = 2  # units assigned to empty slots
 OUT_REPAIRS = 3  # failed units sent to repair
 OUT_EVENTS = 4  # events by the horizon (failures, faults, installs, restarts, repairs)
 OUT_MAX_FAILED_GPUS = 5  # most GPUs in the repair system (queued or in repair) at once
-N_OUT_I = 6
+OUT_PARTED = 6  # 1 if the variant parted from the joint pass and ran alone (simulate_lifetimes)
+N_OUT_I = 7
 
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
 #: this many candidates over the horizon (``k * H(horizon)``); else one clock per unit.
@@ -155,11 +171,14 @@ THIN_MAX_CANDIDATES = 2.0
 _C_A, _C_NG, _C_GPH, _C_HOST_MODE, _C_H, _C_I, _C_SLOTS, _C_SPARES, _C_CREWS = range(9)
 _C_GPUS_PER_UNIT, _C_IDS = 9, 10
 _N_CFG = 11
-# ---- per-instance state: inst_i[row, i] and inst_f[row, i] (see _simulate_one)
-_DOWN, _N_WAIT, _PENDING = 0, 1, 2
-_N_INST_I = 3
-_DOWN_SINCE, _WAIT_SINCE, _READY_AT, _UP_AT = 0, 1, 2, 3
-_N_INST_F = 4
+# ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i] (see _simulate_one)
+_DOWN, _PENDING = 0, 1
+_N_INST_I = 2
+_DOWN_SINCE, _READY_AT, _UP_AT = 0, 1, 2
+_N_INST_F = 3
+# ---- counts of a variant: var_i[row, v] (its downtime hours: var_f[v])
+_V_INTERRUPTIONS, _V_EVENTS = 0, 1
+_N_VAR_I = 2
 # ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
 _GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
 _N_CAT = 6
@@ -234,9 +253,74 @@ def _list_remove(occ, n, x):
 
 
 @kernel
-def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, inst_i, inst_f, wq, hkeys, hids,
-                  hpos, rq, batch, assign, wear, rates, st, out_f, out_i, row):
-    """Simulate one lifetime over the horizon and write its metrics to ``row``.
+def _gpu_wear_hazard(wb, n_wb, wear, age):
+    """The summed hazard per hour of a GPU's thinned Weibull groups at ``age`` hours."""
+    hz = 0.0
+    for g in range(n_wb):
+        if wear[g] > 0.0:
+            hz += _hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], age)
+    return hz + 0.0 * (wb.size + wear.size)
+
+
+@kernel
+def _leave(vids, nv, k):
+    """Variant ``vids[k]`` (a follower, ``k >= 1``) leaves the live list ``vids[:nv]``:
+    swapped behind it, where the caller finds it to simulate it alone."""
+    v = vids[k]
+    vids[k] = vids[nv - 1]
+    vids[nv - 1] = v
+    return nv - 1 + 0 * vids.size
+
+
+@kernel
+def _part_on_liveness(at, vids, nv, x, t, live):
+    """Followers that see unit ``x`` in place (``at[v, x] <= t``) otherwise than the leader
+    (``live``) leave: they would draw or fail otherwise."""
+    k = 1
+    while k < nv:
+        if (at[vids[k], x] <= t) != live:
+            nv = _leave(vids, nv, k)
+        else:
+            k += 1
+    return nv + 0 * (at.size + vids.size)
+
+
+@kernel
+def _part_at_install(at, vids, nv, x):
+    """Followers whose unit ``x`` is installed at another time than the leader's leave: a
+    per-unit clock armed there would fire at another time."""
+    k = 1
+    while k < nv:
+        if at[vids[k], x] != at[vids[0], x]:
+            nv = _leave(vids, nv, k)
+        else:
+            k += 1
+    return nv + 0 * (at.size + vids.size)
+
+
+@kernel
+def _draw_free(laws, v):
+    """Whether variant ``v``'s swap and restart laws are one fixed value each (no draw)."""
+    free = True
+    for w in (LAW_SWAP, LAW_RESTART):
+        row = v * N_LAWS + w
+        free = free and laws[row, 0, CUM_WEIGHT] >= 1.0 and laws[row, 0, KIND] == LAW_FIXED
+    return free + 0 * laws.size
+
+
+@kernel
+def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h, at_g, at_h, inst_i, inst_f,
+                  wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st, out_f,
+                  out_i, row):
+    """Simulate one lifetime of variants ``vids[:n_var]`` over the horizon; write their rows.
+
+    The variants share everything but their swap and restart laws. The first is the
+    leader: its draws and decisions make the lifetime, exactly as if it ran alone. A
+    follower rides along while it would make the same draws and decisions (its swap and
+    restart laws draw nothing, it has the leader's repair law, and no candidate event,
+    common-cause failure or per-unit clock sees a swap end at a different time); its
+    numbers are then those of its own run. A follower that would part leaves the live
+    list; the caller simulates it alone afterwards.
 
     Parameters
     ----------
@@ -246,33 +330,59 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
         The trial's rates, host law and horizon.
     wb : float64[K, 2]
         The trial's Weibull groups of a GPU; ``n_wb`` (int) of them are used.
-    laws : float64[3, MAX_LAW_PARTS, 4]
-        The trial's repair, swap and restart laws (``LAW_*`` rows).
+    laws : float64[V * N_LAWS, MAX_LAW_PARTS, 4]
+        The trial's repair, swap and restart laws of each variant (row ``v * N_LAWS +
+        LAW_*``).
     thin_max : float
         :data:`THIN_MAX_CANDIDATES` (tests lower it to force per-unit clocks).
-    occ_g, occ_h, at_g, at_h, inst_i, inst_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates : arrays
-        Workspace (overwritten): listed GPU positions and hosts and their install times,
-        instance state, the stock-out FIFO of slots, the heap of per-unit clocks, the
-        pending repair completions, the slots failing and the units assigned at one
-        instant, the thinned hazard at the horizon per group, the superposed rates.
-        ``hpos`` must be -1 everywhere on entry, and is again on return.
+    vids : int64[V]
+        Variant ids; ``vids[:n_var]`` are simulated, leader first (reordered on return).
+    occ_g, occ_h, at_g, at_h, inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
+    assign, wear, rates : arrays
+        Workspace (overwritten): listed GPU positions and hosts, install times per
+        variant, instance state per variant, stock-out state per instance, counts per
+        variant, the stock-out FIFO of slots, the heap of per-unit clocks, the pending
+        repair completions, the slots failing and the units assigned at one instant, the
+        thinned hazard at the horizon per group, the superposed rates. ``hpos`` must be
+        -1 everywhere on entry, and is again on return.
     st : uint64[STREAM_WORDS]
         The lifetime's random stream.
     out_f, out_i : arrays
-        Output rows (``OUT_*`` columns).
+        Output rows ``[row, v, OUT_*]``.
+
+    Returns
+    -------
+    int
+        The variants that stayed with the leader: ``vids[:returned]`` have their rows
+        written, ``vids[returned:n_var]`` left and must run alone.
 
     Notes
     -----
-    An instance is down from ``_DOWN_SINCE``; while ``_N_WAIT`` of its slots are out
-    of stock it waits (a slot that takes a pool unit has it at once, in a swap); then
-    its last install is at ``_READY_AT``, its restart starts there (drawn when next
-    looked at: ``_PENDING``) and ends at ``_UP_AT``. Every look at an instance first
-    *settles* it, except once an earlier slot of the same instant has taken it down.
+    An instance is down from ``_DOWN_SINCE``; while ``wait_i`` of its slots are out of
+    stock it waits (a slot that takes a pool unit has it at once, in a swap); then its
+    last install is at ``_READY_AT``, its restart starts there (drawn when next looked
+    at: ``_PENDING``) and ends at ``_UP_AT``. Every look at an instance first *settles*
+    it, except once an earlier slot of the same instant has taken it down.
     """
     host_mode = cfg[_C_HOST_MODE] == 1
     n_pos, n_hosts, n_inst, n_slots = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS]
     ng, gph, crews = cfg[_C_NG], cfg[_C_GPH], cfg[_C_CREWS]
     horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
+    lead, nv = vids[0], n_var
+    if nv > 1:  # followers share the draws only if no swap or restart law draws, and the repair law
+        for k in range(nv):
+            if not _draw_free(laws, vids[k]):
+                nv = 1
+        k = 1
+        while k < nv:
+            same = True
+            for j in range(laws.shape[1]):
+                for c in range(laws.shape[2]):
+                    same = same and laws[vids[k] * N_LAWS + LAW_REPAIR, j, c] == laws[lead * N_LAWS + LAW_REPAIR, j, c]
+            if same:
+                k += 1
+            else:
+                nv = _leave(vids, nv, k)
 
     # ---- the superposed rates; wear-out laws thinned at their hazard at the horizon
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
@@ -292,18 +402,23 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
             rates[_HOST_WEAR] = _hazard(host_shape, host_scale, horizon)
         else:
             clocked_h = True
+    # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
+    clocked = clocked_g or (host_mode and clocked_h)
 
     # ---- t = 0: every slot filled with a new unit, every instance up
     for p in range(n_pos):
         occ_g[0, p] = p
         occ_g[1, p] = p
-        at_g[p] = 0.0
     for k in range(n_hosts):
         occ_h[0, k] = k
         occ_h[1, k] = k
-        at_h[k] = 0.0
-    inst_i[:, :] = 0
-    inst_f[:, :] = 0.0
+    at_g[:, :] = 0.0
+    at_h[:, :] = 0.0
+    inst_i[:, :, :] = 0
+    inst_f[:, :, :] = 0.0
+    wait_i[:] = 0
+    var_i[:, :] = 0
+    var_f[:] = 0.0
     hn = 0
     if clocked_g:
         for p in range(n_pos):
@@ -313,8 +428,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
             hn = _arm(hkeys, hids, hpos, hn, n_pos + k, weibull_scale(st, host_scale, host_shape), horizon)
     n_g, n_h, rn, wq_head, wq_len = n_pos, n_hosts, 0, 0, 0
     pool, busy, queue, in_repair, max_in_repair = cfg[_C_SPARES], 0, 0, 0, 0
-    failures, interruptions, swaps, repairs, events = 0, 0, 0, 0, 0
-    down_hours, stockout_hours = 0.0, 0.0
+    failures, swaps, repairs, events = 0, 0, 0, 0
+    stockout_hours = 0.0
 
     lam = _total_rate(rates, n_g, n_h)
     t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
@@ -334,24 +449,31 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
             t, superposed, finishing = horizon, False, True
             fi1 = n_inst - 1
         elif superposed:
-            v = uniform(st) * lam
+            r = uniform(st) * lam
             cat = -1
             for c in range(_N_CAT):
                 w = (n_g if c < _HOST_FAULT else n_h) * rates[c]
                 if w > 0.0:
                     cat = c
-                    if v < w:
+                    if r < w:
                         break
-                    v -= w
+                    r -= w
             if cat < _HOST_FAULT:
-                p = occ_g[0, min(int(v / rates[cat]), n_g - 1)]
-                live = at_g[p] <= t  # else a swap is in progress: no GPU there yet
+                p = occ_g[0, min(int(r / rates[cat]), n_g - 1)]
+                t_i = at_g[lead, p]
+                live = t_i <= t  # else a swap is in progress: no GPU there yet
                 if live and cat == _GPU_WEAR:
-                    hz = 0.0
-                    for g in range(n_wb):
-                        if wear[g] > 0.0:
-                            hz += _hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], t - at_g[p])
-                    live = uniform(st) * rates[_GPU_WEAR] < hz
+                    u = uniform(st) * rates[_GPU_WEAR]
+                    live = u < _gpu_wear_hazard(wb, n_wb, wear, t - t_i)
+                    k = 1
+                    while k < nv:  # a follower's unit of another age may decide otherwise
+                        t_f = at_g[vids[k], p]
+                        if t_f != t_i and (t_f > t or (u < _gpu_wear_hazard(wb, n_wb, wear, t - t_f)) != live):
+                            nv = _leave(vids, nv, k)
+                        else:
+                            k += 1
+                elif nv > 1:
+                    nv = _part_on_liveness(at_g, vids, nv, p, t, live)
                 if live:
                     events += 1
                     if cat == _GPU_FAULT:
@@ -361,10 +483,23 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                         batch[0] = p // gph if host_mode else p
                         n_batch = 1
             else:
-                k = occ_h[0, min(int(v / rates[cat]), n_h - 1)]
-                live = at_h[k] <= t  # (host mode: else a host swap is in progress)
+                k = occ_h[0, min(int(r / rates[cat]), n_h - 1)]
+                t_i = at_h[lead, k]
+                live = t_i <= t  # (host mode: else a host swap is in progress)
+                u = 0.0
                 if live and cat == _HOST_WEAR:
-                    live = uniform(st) * rates[_HOST_WEAR] < _hazard(host_shape, host_scale, t - at_h[k])
+                    u = uniform(st) * rates[_HOST_WEAR]
+                    live = u < _hazard(host_shape, host_scale, t - t_i)
+                j = 1
+                while j < nv:
+                    t_f = at_h[vids[j], k]
+                    part = (t_f <= t) != (t_i <= t)
+                    if not part and t_f != t_i and t_f <= t and cat == _HOST_WEAR:
+                        part = (u < _hazard(host_shape, host_scale, t - t_f)) != live
+                    if part:
+                        nv = _leave(vids, nv, j)
+                    else:
+                        j += 1
                 if live:
                     events += 1
                     if cat == _HOST_FAULT:
@@ -390,11 +525,16 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                 n_batch = 1
             else:  # common cause: each GPU in place fails; the host is renewed
                 for p in range(first, end):
-                    if occ_g[1, p] >= 0 and at_g[p] <= t:
-                        failures += 1
-                        batch[n_batch] = p
-                        n_batch += 1
-                at_h[host] = t
+                    if occ_g[1, p] >= 0:
+                        live = at_g[lead, p] <= t
+                        if nv > 1:
+                            nv = _part_on_liveness(at_g, vids, nv, p, t, live)
+                        if live:
+                            failures += 1
+                            batch[n_batch] = p
+                            n_batch += 1
+                for k in range(nv):
+                    at_h[vids[k], host] = t
                 if clocked_h:
                     hn = _arm(hkeys, hids, hpos, hn, n_pos + host, t + weibull_scale(st, host_scale, host_shape), horizon)
 
@@ -428,35 +568,41 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                 max_in_repair = max(max_in_repair, in_repair)
                 busy += 1
                 pool -= 1
-                rq[rn] = t + sample_law(st, laws, LAW_REPAIR)
+                rq[rn] = t + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
                 rn += 1
                 i = p // ng
                 if i != i_last:  # (the slots of one instance are consecutive in the batch)
                     i_last = i
-                    if inst_i[_DOWN, i] == 1 and inst_i[_N_WAIT, i] == 0 and inst_f[_READY_AT, i] <= t:
-                        if inst_i[_PENDING, i] == 1:
-                            inst_f[_UP_AT, i] = inst_f[_READY_AT, i] + sample_law(st, laws, LAW_RESTART)
-                            inst_i[_PENDING, i] = 0
-                        if inst_f[_UP_AT, i] <= t:
-                            inst_i[_DOWN, i] = 0
-                            down_hours += inst_f[_UP_AT, i] - inst_f[_DOWN_SINCE, i]
-                            events += 1
-                    if inst_i[_DOWN, i] == 0:
-                        inst_i[_DOWN, i] = 1
-                        inst_f[_DOWN_SINCE, i] = t
-                        interruptions += 1
+                    for k in range(nv):
+                        v = vids[k]
+                        if inst_i[v, _DOWN, i] == 1 and wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
+                            if inst_i[v, _PENDING, i] == 1:
+                                inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(st, laws, v * N_LAWS + LAW_RESTART)
+                                inst_i[v, _PENDING, i] = 0
+                            if inst_f[v, _UP_AT, i] <= t:
+                                inst_i[v, _DOWN, i] = 0
+                                var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
+                                var_i[_V_EVENTS, v] += 1
+                        if inst_i[v, _DOWN, i] == 0:
+                            inst_i[v, _DOWN, i] = 1
+                            inst_f[v, _DOWN_SINCE, i] = t
+                            var_i[_V_INTERRUPTIONS, v] += 1
             for b in range(n_batch):
                 p = batch[b]
-                t_in = t + sample_law(st, laws, LAW_SWAP)
                 swaps += 1
-                if t_in <= horizon:
-                    events += 1  # the install
-                at_g[p] = t_in
-                if clocked_g:
-                    hn = _arm(hkeys, hids, hpos, hn, p, t_in + _unit_life(st, wb, n_wb, wear), horizon)
                 i = p // ng
-                inst_f[_READY_AT, i] = max(inst_f[_READY_AT, i], t_in)
-                inst_i[_PENDING, i] = 1
+                for k in range(nv):
+                    v = vids[k]
+                    t_in = t + sample_law(st, laws, v * N_LAWS + LAW_SWAP)
+                    if t_in <= horizon:
+                        var_i[_V_EVENTS, v] += 1  # the install
+                    at_g[v, p] = t_in
+                    inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
+                    inst_i[v, _PENDING, i] = 1
+                if clocked_g:
+                    if nv > 1:
+                        nv = _part_at_install(at_g, vids, nv, p)
+                    hn = _arm(hkeys, hids, hpos, hn, p, at_g[lead, p] + _unit_life(st, wb, n_wb, wear), horizon)
             n_batch = 0
 
         # ---- repairs due by now, then each failing slot (all emptied before any refill)
@@ -480,7 +626,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                 events += 1
                 if queue > 0:
                     queue -= 1
-                    rq[rn] = t_done + sample_law(st, laws, LAW_REPAIR)
+                    rq[rn] = t_done + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
                     rn += 1
                 else:
                     busy -= 1
@@ -512,7 +658,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                 max_in_repair = max(max_in_repair, in_repair)
                 if busy < crews:
                     busy += 1
-                    rq[rn] = t + sample_law(st, laws, LAW_REPAIR)
+                    rq[rn] = t + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
                     rn += 1
                 else:
                     queue += 1
@@ -532,58 +678,66 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
                 i0, i1 = first // ng, (end - 1) // ng
             for i in range(i0, i1 + 1):
                 if i > i_done:  # (an instance down since an earlier slot of this instant: no settle)
-                    # settle: the restart that began at ready_at (drawn now), if over by t
-                    if inst_i[_DOWN, i] == 1 and inst_i[_N_WAIT, i] == 0 and inst_f[_READY_AT, i] <= t:
-                        if inst_i[_PENDING, i] == 1:
-                            inst_f[_UP_AT, i] = inst_f[_READY_AT, i] + sample_law(st, laws, LAW_RESTART)
-                            inst_i[_PENDING, i] = 0
-                        if inst_f[_UP_AT, i] <= t:
-                            inst_i[_DOWN, i] = 0
-                            down_hours += inst_f[_UP_AT, i] - inst_f[_DOWN_SINCE, i]
-                            events += 1  # the restart completed
-                    if finishing:
-                        continue
-                    up = inst_i[_DOWN, i] == 0
-                    if up:
-                        inst_i[_DOWN, i] = 1
-                        inst_f[_DOWN_SINCE, i] = t
-                        interruptions += 1
-                    if b == n_batch:
-                        if up or (inst_i[_N_WAIT, i] == 0 and inst_f[_READY_AT, i] <= t):
+                    for k in range(nv):
+                        v = vids[k]
+                        # settle: the restart that began at ready_at (drawn now), if over by t
+                        if inst_i[v, _DOWN, i] == 1 and wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
+                            if inst_i[v, _PENDING, i] == 1:
+                                inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(st, laws, v * N_LAWS + LAW_RESTART)
+                                inst_i[v, _PENDING, i] = 0
+                            if inst_f[v, _UP_AT, i] <= t:
+                                inst_i[v, _DOWN, i] = 0
+                                var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
+                                var_i[_V_EVENTS, v] += 1  # the restart completed
+                        if finishing:
+                            continue
+                        up = inst_i[v, _DOWN, i] == 0
+                        if up:
+                            inst_i[v, _DOWN, i] = 1
+                            inst_f[v, _DOWN_SINCE, i] = t
+                            var_i[_V_INTERRUPTIONS, v] += 1
+                        if b == n_batch and (up or (wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
                             # a transient fault: restart (over) from t; one waiting for a unit is unaffected
-                            inst_f[_READY_AT, i] = t
-                            inst_i[_PENDING, i] = 1
+                            inst_f[v, _READY_AT, i] = t
+                            inst_i[v, _PENDING, i] = 1
+                    if finishing or b == n_batch:
                         continue
                     i_done = i
                 if waits:  # blast radius: down until every slot has a unit again
-                    if inst_i[_N_WAIT, i] == 0:
-                        inst_f[_WAIT_SINCE, i] = t
-                    inst_i[_N_WAIT, i] += 1
+                    if wait_i[i] == 0:
+                        wait_f[i] = t
+                    wait_i[i] += 1
 
         # ---- units assigned now: in place after a swap draw
         for a in range(n_assign):
             x, from_wait = assign[a] >> 1, assign[a] & 1
-            t_in = t + sample_law(st, laws, LAW_SWAP)
             swaps += 1
-            if t_in <= horizon:
-                events += 1  # the install
             first, end = _positions(x, host_mode, gph, n_pos)
-            for p in range(first, end):
-                at_g[p] = t_in
-                if clocked_g:
-                    hn = _arm(hkeys, hids, hpos, hn, p, t_in + _unit_life(st, wb, n_wb, wear), horizon)
-            if host_mode:
-                at_h[x] = t_in
-                if clocked_h:
-                    hn = _arm(hkeys, hids, hpos, hn, n_pos + x, t_in + weibull_scale(st, host_scale, host_shape),
-                              horizon)
-            for i in range(first // ng, (end - 1) // ng + 1):
-                if from_wait == 1:
-                    inst_i[_N_WAIT, i] -= 1
-                    if inst_i[_N_WAIT, i] == 0:
-                        stockout_hours += t - inst_f[_WAIT_SINCE, i]
-                inst_f[_READY_AT, i] = max(inst_f[_READY_AT, i], t_in)
-                inst_i[_PENDING, i] = 1
+            for k in range(nv):
+                v = vids[k]
+                t_in = t + sample_law(st, laws, v * N_LAWS + LAW_SWAP)
+                if t_in <= horizon:
+                    var_i[_V_EVENTS, v] += 1  # the install
+                for p in range(first, end):
+                    at_g[v, p] = t_in
+                if host_mode:
+                    at_h[v, x] = t_in
+                for i in range(first // ng, (end - 1) // ng + 1):
+                    inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
+                    inst_i[v, _PENDING, i] = 1
+            if clocked and nv > 1:
+                nv = _part_at_install(at_g, vids, nv, first)
+            if clocked_g:
+                for p in range(first, end):
+                    hn = _arm(hkeys, hids, hpos, hn, p, at_g[lead, p] + _unit_life(st, wb, n_wb, wear), horizon)
+            if host_mode and clocked_h:
+                hn = _arm(hkeys, hids, hpos, hn, n_pos + x, at_h[lead, x] + weibull_scale(st, host_scale, host_shape),
+                          horizon)
+            if from_wait == 1:
+                for i in range(first // ng, (end - 1) // ng + 1):
+                    wait_i[i] -= 1
+                    if wait_i[i] == 0:
+                        stockout_hours += t - wait_f[i]
 
         # ---- the superposed clock: fresh after its own event, else rescaled
         new = _total_rate(rates, n_g, n_h)
@@ -597,18 +751,24 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, occ_g, occ_h, at_g, at_h, 
     for j in range(hn):  # leave hpos all -1 for the next lifetime (cheaper than a full reset)
         hpos[hids[j]] = -1
     for i in range(n_inst):
-        if inst_i[_DOWN, i] == 1:
-            down_hours += horizon - inst_f[_DOWN_SINCE, i]
-        if inst_i[_N_WAIT, i] > 0:
-            stockout_hours += horizon - inst_f[_WAIT_SINCE, i]
-    out_f[row, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
-    out_f[row, OUT_STOCKOUT_HOURS] = stockout_hours
-    out_i[row, OUT_FAILURES] = failures
-    out_i[row, OUT_INTERRUPTIONS] = interruptions
-    out_i[row, OUT_SWAPS] = swaps
-    out_i[row, OUT_REPAIRS] = repairs
-    out_i[row, OUT_EVENTS] = events
-    out_i[row, OUT_MAX_FAILED_GPUS] = max_in_repair * cfg[_C_GPUS_PER_UNIT]
+        if wait_i[i] > 0:
+            stockout_hours += horizon - wait_f[i]
+    for k in range(nv):
+        v = vids[k]
+        down_hours = var_f[v]
+        for i in range(n_inst):
+            if inst_i[v, _DOWN, i] == 1:
+                down_hours += horizon - inst_f[v, _DOWN_SINCE, i]
+        out_f[row, v, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
+        out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
+        out_i[row, v, OUT_FAILURES] = failures
+        out_i[row, v, OUT_INTERRUPTIONS] = var_i[_V_INTERRUPTIONS, v]
+        out_i[row, v, OUT_SWAPS] = swaps
+        out_i[row, v, OUT_REPAIRS] = repairs
+        out_i[row, v, OUT_EVENTS] = events + var_i[_V_EVENTS, v]
+        out_i[row, v, OUT_MAX_FAILED_GPUS] = max_in_repair * cfg[_C_GPUS_PER_UNIT]
+        out_i[row, v, OUT_PARTED] = 0
+    return nv + 0 * (vids.size + laws.size)
 
 
 @kernel
@@ -638,7 +798,13 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
                        thin_max=THIN_MAX_CANDIDATES):
-    """Simulate ``n`` cluster lifetimes, ``prange`` over blocks of lifetimes.
+    """Simulate ``n`` cluster lifetimes of ``V`` variants, ``prange`` over blocks of lifetimes.
+
+    The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
+    numbers are those it would have alone. Variants whose swap and restart laws draw
+    nothing (fixed values, as in a fast-swap design beside its plain twin) run in one
+    pass with the first while their draws and decisions coincide (:func:`_simulate_one`),
+    and alone, from the start, from where they would part.
 
     Lifetime ``i`` draws from the stream ``(seed, STAGE_LIFE, 0, trial_start + i)`` and
     writes only row ``i``, so the result depends neither on the thread count nor on how
@@ -657,8 +823,8 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         Per-trial Weibull groups of a GPU, ``(shape, scale hours)``; ``K >= 1``.
     n_wb : int64[n]
         Number of used groups per trial.
-    laws : float64[n, N_LAWS, MAX_LAW_PARTS, 4]
-        Per-trial repair, swap and restart law tables (``LAW_*``; see
+    laws : float64[n, V, N_LAWS, MAX_LAW_PARTS, 4], C-contiguous
+        Per-trial repair, swap and restart law tables of each variant (``LAW_*``; see
         :mod:`mcengine.kernels.laws`), in hours.
     active_gpus, instance_gpus, gpus_per_host : int
         Cluster shape; ``active_gpus`` is a multiple of ``instance_gpus``.
@@ -674,14 +840,14 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
 
     Returns
     -------
-    out_f : float64[n, N_OUT_F]
+    out_f : float64[n, V, N_OUT_F]
         Availability and stock-out instance-hours (``OUT_*`` columns).
-    out_i : int64[n, N_OUT_I]
+    out_i : int64[n, V, N_OUT_I]
         Counts over the horizon (``OUT_*`` columns).
     """
-    n = params.shape[0]
-    out_f = np.empty((n, N_OUT_F), dtype=np.float64)
-    out_i = np.empty((n, N_OUT_I), dtype=np.int64)
+    n, n_var = laws.shape[0], laws.shape[1]
+    out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
+    out_i = np.empty((n, n_var, N_OUT_I), dtype=np.int64)
     cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews)
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
@@ -689,28 +855,55 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         # the workspace of a block, used through borrowed views (no atomic reference
         # counts in the event loop: see kernels/_borrow.py); the owners live to the end
         a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
-        own_i = np.empty(2 * a + 2 * h + _N_INST_I * ni + (2 * ns + gph) + gph + 2 * ids, np.int64)
-        own_f = np.empty(a + h + ids + _N_INST_F * ni + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT, np.float64)
+        nvi = n_var * _N_INST_I * ni
+        own_i = np.empty(2 * a + 2 * h + nvi + ni + _N_VAR_I * n_var + (2 * ns + gph) + gph + 2 * ids + n_var + 1,
+                         np.int64)
+        nvf = n_var * _N_INST_F * ni
+        own_f = np.empty(n_var * (a + h) + ids + nvf + ni + n_var + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT,
+                         np.float64)
         own_st = np.empty(STREAM_WORDS, dtype=np.uint64)
         ws_i, ws_f, st = borrow(own_i), borrow(own_f), borrow(own_st)
         occ_g = ws_i[:2 * a].reshape((2, a))
         occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
-        inst_i = ws_i[2 * a + 2 * h:2 * a + 2 * h + _N_INST_I * ni].reshape((_N_INST_I, ni))
-        j = 2 * a + 2 * h + _N_INST_I * ni
+        j = 2 * a + 2 * h
+        inst_i = ws_i[j:j + nvi].reshape((n_var, _N_INST_I, ni))
+        j += nvi
+        wait_i, var_i = ws_i[j:j + ni], ws_i[j + ni:j + ni + _N_VAR_I * n_var].reshape((_N_VAR_I, n_var))
+        j += ni + _N_VAR_I * n_var
         wq, assign = ws_i[j:j + ns], ws_i[j + ns:j + 2 * ns + gph]
         j += 2 * ns + gph
-        batch, hids, hpos = ws_i[j:j + gph], ws_i[j + gph:j + gph + ids], ws_i[j + gph + ids:]
+        batch, hids, hpos = ws_i[j:j + gph], ws_i[j + gph:j + gph + ids], ws_i[j + gph + ids:j + gph + 2 * ids]
+        j += gph + 2 * ids
+        vids, solo = ws_i[j:j + n_var], ws_i[j + n_var:j + n_var + 1]
         hpos[:] = -1
-        at_g, at_h, hkeys = ws_f[:a], ws_f[a:a + h], ws_f[a + h:a + h + ids]
-        j = a + h + ids
-        inst_f = ws_f[j:j + _N_INST_F * ni].reshape((_N_INST_F, ni))
-        j += _N_INST_F * ni
+        at_g = ws_f[:n_var * a].reshape((n_var, a))
+        at_h = ws_f[n_var * a:n_var * (a + h)].reshape((n_var, h))
+        j = n_var * (a + h)
+        hkeys = ws_f[j:j + ids]
+        j += ids
+        inst_f = ws_f[j:j + nvf].reshape((n_var, _N_INST_F, ni))
+        j += nvf
+        wait_f, var_f = ws_f[j:j + ni], ws_f[j + ni:j + ni + n_var]
+        j += ni + n_var
         rq = ws_f[j:j + cfg[_C_CREWS] + 1]
         j += cfg[_C_CREWS] + 1
         wear, rates = ws_f[j:j + wb.shape[1]], ws_f[j + wb.shape[1]:]
         for i in range(b * per_block, min(n, (b + 1) * per_block)):
-            reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
-            _simulate_one(cfg, borrow(params[i]), borrow(wb[i]), n_wb[i], borrow(laws[i]), thin_max, occ_g, occ_h,
-                          at_g, at_h, inst_i, inst_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st,
-                          out_f, out_i, i)
+            lw = borrow(laws[i]).reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))
+            for v in range(n_var):
+                vids[v] = v
+            k = -1  # -1: the joint pass; then vids[k] for each variant that left it, alone, from the start
+            while k < n_var:
+                run, n_run = vids, n_var
+                if k >= 0:
+                    solo[0] = vids[k]
+                    run, n_run = solo, 1
+                reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
+                kept = _simulate_one(cfg, borrow(params[i]), borrow(wb[i]), n_wb[i], lw, thin_max, run, n_run,
+                                     occ_g, occ_h, at_g, at_h,
+                                     inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
+                                     assign, wear, rates, st, out_f, out_i, i)
+                if k >= 0:
+                    out_i[i, solo[0], OUT_PARTED] = 1
+                k = kept if k < 0 else k + 1
     return out_f, out_i

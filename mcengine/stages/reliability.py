@@ -28,7 +28,7 @@ from ..scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
 from ..units import HOURS_PER_YEAR
 
-__all__ = ["lifetimes", "lifetime_study", "analytic_reference", "render", "validation_checks", "law_table", "COLUMNS"]
+__all__ = ["lifetimes", "lifetimes_of", "lifetime_study", "analytic_reference", "render", "validation_checks", "law_table", "COLUMNS"]
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
@@ -178,14 +178,44 @@ def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, n
         ``repairs`` (units sent to repair over the horizon), ``events`` (int64),
         ``max_failed_gpus`` (int64: most GPUs in the repair system at once).
     """
+    return lifetimes_of([scenario], [inputs], seed)[0]
+
+
+def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int) -> list[dict[str, np.ndarray]]:
+    """:func:`lifetimes` of each scenario, with the same trials (``inputs[k]`` drawn for
+    ``scenarios[k]``).
+
+    Scenarios whose kernel tables are equal but for their duration laws (a fast-swap
+    design beside its plain twin, with common random numbers) are variants of one
+    kernel call: it simulates them in one pass while their draws coincide, each with
+    exactly the numbers of its own run (:func:`mcengine.kernels.life.simulate_lifetimes`).
+    """
     _check_seed(seed)
-    return _simulate(scenario, inputs, seed)
+    tables = [_params(s, inp) for s, inp in zip(scenarios, inputs)]
+    groups: list[list[int]] = []
+    for k, table in enumerate(tables):
+        group = next((g for g in groups if _same_but_laws(tables[g[0]], table)), None)
+        if group is None:
+            groups.append([k])
+        else:
+            group.append(k)
+    out: list[dict[str, np.ndarray]] = [{} for _ in scenarios]
+    for group in groups:
+        lead = tables[group[0]]
+        laws = np.ascontiguousarray(np.stack([tables[k]["laws"] for k in group], axis=1))
+        out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **{**lead, "laws": laws})
+        for v, k in enumerate(group):
+            out[k] = _columns(out_f[:, v], out_i[:, v], inputs[k])
+    return out
 
 
-def _simulate(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, np.ndarray]:
-    """:func:`lifetimes` without the seed check (also its name inside :func:`lifetime_study`)."""
-    k = _params(scenario, inputs)
-    out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs.trial_start), **k)
+def _same_but_laws(a: dict, b: dict) -> bool:
+    """Whether two kernel argument sets (:func:`_params`) differ at most in their laws."""
+    return all(np.array_equal(a[key], b[key]) for key in a if key != "laws")
+
+
+def _columns(out_f: np.ndarray, out_i: np.ndarray, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The stage's columns from one variant's kernel outputs, checked finite."""
     years = inputs["run.horizon_years"]
     cols = {
         "instance_availability": out_f[:, life.OUT_AVAILABILITY],
@@ -271,7 +301,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     events = 0
     for start in range(0, total, CHUNK_LIFETIMES):
         inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
-        cols = _simulate(scenario, inputs, seed)
+        cols = lifetimes_of([scenario], [inputs], seed)[0]
         cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
         for name, summary in summaries.items():
             summary.add(cols[name], f"reliability {name}")

@@ -289,10 +289,78 @@ def test_thinned_wear_out_laws_agree_with_per_unit_clocks(case):
     s = toy_scenario(**TWIN_CASES[case][0])
     n = 600
     k = R._params(s, draw_inputs(s, 3, 0, n))
-    runs = [np.column_stack(life.simulate_lifetimes(np.uint64(3), 0, **k, thin_max=thin_max)) for thin_max in (0.0, 1e9)]
+    k["laws"] = np.ascontiguousarray(k["laws"][:, None])  # one variant
+    runs = [np.column_stack([out[:, 0] for out in life.simulate_lifetimes(np.uint64(3), 0, **k, thin_max=thin_max)])
+            for thin_max in (0.0, 1e9)]
     # the two differ in their draws, so they are independent samples of the same law
     for col in (life.OUT_AVAILABILITY, life.OUT_STOCKOUT_HOURS, life.N_OUT_F + life.OUT_FAILURES,
                 life.N_OUT_F + life.OUT_INTERRUPTIONS):
         a, b = runs[0][:, col], runs[1][:, col]
         sem = math.hypot(a.std(ddof=1), b.std(ddof=1)) / math.sqrt(n)
         assert abs(a.mean() - b.mean()) <= 4 * sem + 1e-12, (col, a.mean(), b.mean(), sem)
+
+
+# ----------------------------------------------------------------------------- variants in one pass
+
+_VARIANT_BASE = dict(
+    instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=3, repair_crews=2,
+    components={"die": {"afr": 2.0, "transient_afr": 3.0}, "laser": {"afr": 0.5, "weibull_shape": 2.0}},
+    host_afr=2.0, host_transient_afr=1.0,
+    repair_hours={"law": "mixture", "parts": [{"weight": 0.3, "law": "fixed", "value": 2.0},
+                                               {"weight": 0.7, "law": "lognormal", "median": 150, "sigma": 0.7}]},
+    swap_hours=2.0, restart_hours=1.0, horizon_years=1.0)
+
+_WEAR_ONLY = dict(instances=16, spare_gpus=4, components={"laser": {"afr": 8.0, "weibull_shape": 2.0}},
+                  swap_hours=60.0, horizon_years=0.1)  # k * H(horizon) = 1: thinned
+
+_CLOCKS_ONLY = dict(components={"laser": {"afr": 2.0, "weibull_shape": 0.6}}, host_afr=0.0, host_transient_afr=0.0)
+
+VARIANT_CASES = {
+    # (base changes, [(variant changes, share of lifetimes in which the variant parts: "none", "some", "all")])
+    "gpu mode, stock-outs and a queue, thinned wear-out, fast swap and restart": (
+        {}, [(dict(swap_hours=0.5, restart_hours=0.1), "some"), (dict(restart_hours=0.0), "none"), ({}, "none")]),
+    "host mode, thinned host wear-out": (
+        dict(replace_unit="host", spare_gpus=4, host_afr=0.5, host_weibull_shape=2.0), [(dict(swap_hours=0.5), "some")]),
+    # per-unit clocks only (infant mortality): a swap of another length parts at its first install
+    "per-unit clocks only, units and crews to spare (the short path)": (
+        dict(_CLOCKS_ONLY, spare_gpus=16, repair_crews="inf"),
+        [(dict(swap_hours=0.5), "all"), (dict(restart_hours=0.1), "none")]),
+    "per-unit clocks only, host mode (the general pass)": (
+        dict(_CLOCKS_ONLY, replace_unit="host", spare_gpus=4), [(dict(swap_hours=0.5), "all")]),
+    "thinned wear-out only, long swaps: a unit of another age takes another candidate": (
+        dict(_WEAR_ONLY, host_afr=0.0, host_transient_afr=0.0), [(dict(swap_hours=1.0), "some")]),
+    "host mode, thinned wear-out GPUs and hosts, long swaps": (
+        dict(_WEAR_ONLY, gpus_per_host=4, replace_unit="host", host_afr=8.0, host_weibull_shape=2.0,
+             host_transient_afr=0.0), [(dict(swap_hours=1.0), "some")]),
+    "a swap law that draws parts at once": ({}, [(dict(swap_hours={"law": "exponential", "mean": 2.0}), "all")]),
+    "another repair law parts at once": ({}, [(dict(repair_hours=100.0), "all")]),
+}
+
+
+@pytest.mark.parametrize("case", list(VARIANT_CASES))
+def test_variants_in_one_pass_have_the_numbers_of_their_own_runs(case):
+    """Variants that differ in swap, restart or repair laws, run in one kernel call: each
+    row is bit-identical to the variant's own run, whether it stayed with the leader or
+    parted (and then ran alone); and the joint pass is really taken where it can be."""
+    changes, variants = VARIANT_CASES[case]
+    scenarios = [toy_scenario(**{**_VARIANT_BASE, **changes})]
+    scenarios += [toy_scenario(**{**_VARIANT_BASE, **changes, **v}) for v, _ in variants]
+    n = 256
+    tables = [R._params(s, draw_inputs(s, 8, 0, n)) for s in scenarios]
+    laws = np.ascontiguousarray(np.stack([t["laws"] for t in tables], axis=1))
+    joint_f, joint_i = life.simulate_lifetimes(np.uint64(8), 0, **{**tables[0], "laws": laws})
+    for v, table in enumerate(tables):
+        alone_f, alone_i = life.simulate_lifetimes(np.uint64(8), 0, **{**table, "laws": table["laws"][:, None].copy()})
+        np.testing.assert_array_equal(joint_f[:, v], alone_f[:, 0])
+        np.testing.assert_array_equal(joint_i[:, v, :life.OUT_PARTED], alone_i[:, 0, :life.OUT_PARTED])
+        assert not alone_i[:, 0, life.OUT_PARTED].any()
+    assert not joint_i[:, 0, life.OUT_PARTED].any()  # the leader never parts
+    for v, (_, expected) in enumerate(variants, start=1):
+        share = joint_i[:, v, life.OUT_PARTED].mean()
+        assert {"none": share == 0.0, "some": 0.0 < share < 1.0, "all": share == 1.0}[expected], (v, share)
+    # the stage groups them the same way
+    cols = R.lifetimes_of(scenarios, [draw_inputs(s, 8, 0, n) for s in scenarios], 8)
+    for s, c in zip(scenarios, cols):
+        alone = _run(s, n, seed=8)
+        for name in R.COLUMNS:
+            np.testing.assert_array_equal(c[name], alone[name])

@@ -265,13 +265,13 @@ def test_study_identical_at_1_and_2_threads_and_any_chunking(monkeypatch):
                      swap_hours=1.0, restart_hours=0.5)
     one = _threads(1, lambda: R.lifetime_study(s, 2100, 5))
     calls = []
-    simulate = R._simulate
+    simulate = R.lifetimes_of
 
-    def recording(scenario, inputs, seed):
-        calls.append(inputs.n)
-        return simulate(scenario, inputs, seed)
+    def recording(scenarios, inputs, seed):
+        calls.append(inputs[0].n)
+        return simulate(scenarios, inputs, seed)
 
-    monkeypatch.setattr(R, "_simulate", recording)
+    monkeypatch.setattr(R, "lifetimes_of", recording)
     monkeypatch.setattr(R, "CHUNK_LIFETIMES", BLOCK_TRIALS)
     two = _threads(2, lambda: R.lifetime_study(s, 2100, 5))
     assert one == two
