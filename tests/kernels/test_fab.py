@@ -269,3 +269,32 @@ def test_runs_identical_at_1_and_2_threads_and_across_chunks():
     wafers, good, packages = one
     assert np.all(packages >= 500) and np.all(good >= packages)
     assert np.all(good <= wafers * 295)
+
+
+@pytest.mark.parametrize("mean, units, spares, fraction", [
+    (0.2, 36, 3, 0.8), (0.01, 36, 3, 0.8), (2.5, 144, 12, 0.95), (9.0, 144, 44, 1.0), (0.8, 36, 0, 0.8), (0.5, 36, 3, 0.0)])
+def test_die_good_probability_is_the_closed_form_at_a_known_density(mean, units, spares, fraction):
+    table = k.harvest_table(units, spares, k.TABLE_MAX_DEFECTS)
+    scratch = k.new_scratch(table)
+    p = k.die_good_probability(mean, fraction, table, scratch[0], scratch[1])
+    # a die of unit area at density `mean`
+    assert p == pytest.approx(analytic._conditional_yield(mean, 1.0, units, units - spares, fraction, np.ones(1)),
+                              rel=1e-13, abs=1e-15)
+
+
+@pytest.mark.parametrize("rho", [1.0, 3.0])
+def test_production_runs_yield_matches_closed_form_by_count_and_by_walk(rho):
+    """Flat wafers draw their good dies as one binomial count, a radial profile walks the
+    dies: both give the harvesting yield (Wald's identity: E[good dies of a run] = yield x
+    dies x E[wafers], whatever the stopping rule; ratio of means, delta-method SEM)."""
+    wm = wafer_map(300, 3, *QUARTER, 0.1)
+    n = 400
+    table = k.harvest_table(36, 3, k.TABLE_MAX_DEFECTS)
+    wafers, good, _ = k.simulate_runs(np.uint64(31), 0, np.full(n, 0.3), np.full(n, 3.0), np.full(n, rho),
+                                      np.full(n, 0.8), np.full(n, 0.98), wm.die_area_cm2, wm.r2_fraction, 36, 3, table,
+                                      700, 1000)
+    made = wafers * float(wm.dies)
+    ratio = good.sum() / made.sum()
+    sem = np.sqrt(((good - ratio * made) ** 2).sum() / (n * (n - 1))) / made.mean()
+    expected = analytic.harvest_yield(wm.die_area_cm2, 0.3, 3.0, 36, 33, 0.8, None if rho == 1.0 else wm.weights(rho))
+    assert abs(ratio - expected) <= 4 * sem, (ratio, expected, sem)
