@@ -47,6 +47,10 @@ dies, chosen per wafer by ``m``:
   outcome. One uniform, a log and an exp per die *with defects*; cheaper than
   recycling below about 0.1 defects per die (measured, ``mcengine.bench.fab``).
 
+A production run (:func:`simulate_runs`) needs only a wafer's count of good dies: on a
+flat wafer it draws that count as one binomial, Binomial(dies, P(good die)), the dies
+being independent and alike given the wafer's density (:func:`die_good_probability`).
+
 (Recycling the place of a uniform inside its interval: L. Devroye, *Non-Uniform Random
 Variate Generation*, Springer 1986, the recycling principle.) Means of
 :data:`INVERSION_MAX_MEAN` or more, counts past the first eight bins, the rounding tail
