@@ -48,8 +48,8 @@ CHUNK_LIFETIMES = 4 * BLOCK_TRIALS
 # --------------------------------------------------------------------------- tables
 
 
-def law_table(law: Law, values: dict[str, np.ndarray], n: int) -> np.ndarray:
-    """Kernel table ``float64[n, MAX_LAW_PARTS, 4]`` of one law (see kernels/laws.py).
+def law_table(law: Law, values: dict[str, np.ndarray], n: int, parts: int = MAX_LAW_PARTS) -> np.ndarray:
+    """Kernel table ``float64[n, parts, 4]`` of one law (see kernels/laws.py).
 
     Parameters
     ----------
@@ -59,8 +59,10 @@ def law_table(law: Law, values: dict[str, np.ndarray], n: int) -> np.ndarray:
         Its per-trial parameters by suffix (``TrialInputs.law_values``).
     n : int
         Number of trials.
+    parts : int
+        Lines per table: at least the law's parts (unused lines repeat weight 1.0).
     """
-    out = np.zeros((n, MAX_LAW_PARTS, LAW_COLUMNS))
+    out = np.zeros((n, parts, LAW_COLUMNS))
     out[:, :, CUM_WEIGHT] = 1.0
     parts = law.parts()
     cumulative = np.cumsum([w for w, _ in parts])
@@ -141,10 +143,12 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
         scale = HOURS_PER_YEAR / host_afr / special.gamma(1.0 + 1.0 / host_shape)
     params[:, life.P_HOST_SCALE] = np.where(host_exp | (host_afr <= 0.0), 0.0, scale)
     params[:, life.P_HORIZON_HOURS] = inputs["run.horizon_years"] * HOURS_PER_YEAR
-    laws = np.empty((n, life.N_LAWS, MAX_LAW_PARTS, LAW_COLUMNS))
-    for w, name in ((life.LAW_REPAIR, "repair_hours"), (life.LAW_SWAP, "swap_hours"), (life.LAW_RESTART, "restart_hours")):
+    named = ((life.LAW_REPAIR, "repair_hours"), (life.LAW_SWAP, "swap_hours"), (life.LAW_RESTART, "restart_hours"))
+    parts = max(len(getattr(r, name).parts()) for _, name in named)  # no unused lines for the kernel to carry
+    laws = np.empty((n, life.N_LAWS, parts, LAW_COLUMNS))
+    for w, name in named:
         law = getattr(r, name)
-        laws[:, w] = law_table(law, inputs.law_values(f"reliability.{name}", law), n)
+        laws[:, w] = law_table(law, inputs.law_values(f"reliability.{name}", law), n, parts)
     host_mode = r.replace_unit == "host"
     spare_units = c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus
     slots = -(-scenario.active_gpus // c.gpus_per_host) if host_mode else scenario.active_gpus
@@ -202,11 +206,22 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
     out: list[dict[str, np.ndarray]] = [{} for _ in scenarios]
     for group in groups:
         lead = tables[group[0]]
-        laws = np.ascontiguousarray(np.stack([tables[k]["laws"] for k in group], axis=1))
+        laws = _variant_laws([tables[k]["laws"] for k in group])
         out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **{**lead, "laws": laws})
         for v, k in enumerate(group):
             out[k] = _columns(out_f[:, v], out_i[:, v], inputs[k])
     return out
+
+
+def _variant_laws(tables: list[np.ndarray]) -> np.ndarray:
+    """The law tables of variants side by side, ``float64[n, V, N_LAWS, parts, 4]`` (the
+    most parts of any; unused lines repeat weight 1.0)."""
+    n, parts = tables[0].shape[0], max(t.shape[2] for t in tables)
+    laws = np.zeros((n, len(tables), life.N_LAWS, parts, LAW_COLUMNS))
+    laws[..., CUM_WEIGHT] = 1.0
+    for v, table in enumerate(tables):
+        laws[:, v, :, :table.shape[2]] = table
+    return laws
 
 
 def _same_but_laws(a: dict, b: dict) -> bool:

@@ -347,7 +347,7 @@ def test_variants_in_one_pass_have_the_numbers_of_their_own_runs(case):
     scenarios += [toy_scenario(**{**_VARIANT_BASE, **changes, **v}) for v, _ in variants]
     n = 256
     tables = [R._params(s, draw_inputs(s, 8, 0, n)) for s in scenarios]
-    laws = np.ascontiguousarray(np.stack([t["laws"] for t in tables], axis=1))
+    laws = R._variant_laws([t["laws"] for t in tables])
     joint_f, joint_i = life.simulate_lifetimes(np.uint64(8), 0, **{**tables[0], "laws": laws})
     for v, table in enumerate(tables):
         alone_f, alone_i = life.simulate_lifetimes(np.uint64(8), 0, **{**table, "laws": table["laws"][:, None].copy()})
