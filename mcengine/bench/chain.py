@@ -58,8 +58,8 @@ def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
         inputs = drawn[s.name]
         t0 = time.perf_counter()
         cols = shared_columns(memo, fab_key(s), lambda: fab.production_runs(s, inputs, 1))
-        cols.update(memo[reliability_key(s)])
         t1 = time.perf_counter()
+        cols.update(memo[reliability_key(s)])
         cols.update(roofline.throughput(s, inputs))
         t2 = time.perf_counter()
         econ.economics(s, inputs, cols)

@@ -403,6 +403,13 @@ def new_scratch(table):
 
 
 @kernel
+def _flat(edge_ratio, mean):
+    """Whether a wafer's dies are alike (flat profile) with a per-die mean ``mean`` that the
+    bins of :func:`outcome_bins` serve (below :data:`INVERSION_MAX_MEAN`)."""
+    return edge_ratio == 1.0 and mean < INVERSION_MAX_MEAN
+
+
+@kernel
 def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, unit_fraction, units, spares,
                     table, scratch):
     """Good dies of one wafer of density ``density_per_cm2`` (already gamma-drawn).
@@ -434,7 +441,7 @@ def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, 
     n_dies = r2_fraction.shape[0]
     if mean <= 0.0:
         return n_dies, 0
-    if edge_ratio == 1.0 and mean < INVERSION_MAX_MEAN:
+    if _flat(edge_ratio, mean):
         return _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, scratch)
     return _wafer_per_die(st, mean, r2_fraction, edge_ratio, unit_fraction, units, spares, table)
 
@@ -496,6 +503,7 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
         Wafers started, good dies (= assembly attempts), good packages, per trial.
     """
     n = density.shape[0]
+    n_dies = r2_fraction.shape[0]
     wafers = np.empty(n, dtype=np.int64)
     good_dies = np.empty(n, dtype=np.int64)
     packages = np.empty(n, dtype=np.int64)
@@ -505,11 +513,10 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
         w = 0
         g_total = 0
         p_total = 0
-        n_dies = r2_fraction.shape[0]
         while p_total < target_packages and w < max_wafers:
             lam = wafer_density(st, density[i], clustering[i])
             mean = lam * die_area_cm2
-            if edge_ratio[i] == 1.0 and mean < INVERSION_MAX_MEAN:
+            if _flat(edge_ratio[i], mean):
                 g = rng.binomial(st, n_dies, die_good_probability(mean, unit_fraction[i], table, scratch[0], scratch[1]))
             else:
                 g, _ = wafer_good_dies(st, lam, die_area_cm2, r2_fraction, edge_ratio[i], unit_fraction[i],

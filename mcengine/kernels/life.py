@@ -101,9 +101,9 @@ slot with the instances it touches, then the units assigned), so every slot a fa
 empties is empty before any is refilled. GPUs that fail in gpu mode while the pool and
 the crews suffice for all of them (a host's common-cause failure: 16 GPUs in the Lite
 cluster, more than four in five of its failures) take a short path with the same draws
-in the same order, so the numbers are those of the passes. (Nested helpers that take the workspace cost
-numba an atomic reference-count update per array and call, several times the cost of
-the simulation itself: see :mod:`mcengine.kernels._heap`.)
+in the same order, so the numbers are those of the passes. (Nested helpers that take
+the workspace cost numba an atomic reference-count update per array and call, several
+times the cost of the simulation itself: see :mod:`mcengine.kernels._heap`.)
 
 References
 ----------
@@ -299,6 +299,26 @@ def _part_at_install(at, vids, nv, x):
 
 
 @kernel
+def _part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_scale, is_host):
+    """Followers whose unit ``x`` (a host if ``is_host``, else a GPU position), in place in
+    every variant, has another age than the leader's and so takes the wear-out candidate
+    otherwise (``u < hazard(age)``, the leader's outcome ``live``) leave."""
+    k = 1
+    while k < nv:
+        t_f = at[vids[k], x]
+        if t_f != at[vids[0], x]:
+            if is_host:
+                hz = _hazard(host_shape, host_scale, t - t_f)
+            else:
+                hz = _gpu_wear_hazard(wb, n_wb, wear, t - t_f)
+            if (u < hz) != live:
+                nv = _leave(vids, nv, k)
+                continue
+        k += 1
+    return nv + 0 * (at.size + vids.size + wb.size + wear.size)
+
+
+@kernel
 def _draw_free(laws, v):
     """Whether variant ``v``'s swap and restart laws are one fixed value each (no draw)."""
     free = True
@@ -306,6 +326,23 @@ def _draw_free(laws, v):
         row = v * N_LAWS + w
         free = free and laws[row, 0, CUM_WEIGHT] >= 1.0 and laws[row, 0, KIND] == LAW_FIXED
     return free + 0 * laws.size
+
+
+@kernel
+def _part_on_laws(laws, vids, nv):
+    """Followers share the leader's draws only if no variant's swap or restart law draws
+    (else every follower leaves) and they have the leader's repair law (else they leave)."""
+    for k in range(nv):
+        if not _draw_free(laws, vids[k]):
+            return 1 + 0 * (laws.size + vids.size)
+    lead = laws[vids[0] * N_LAWS + LAW_REPAIR]
+    k = 1
+    while k < nv:
+        if np.array_equal(laws[vids[k] * N_LAWS + LAW_REPAIR], lead):
+            k += 1
+        else:
+            nv = _leave(vids, nv, k)
+    return nv + 0 * (laws.size + vids.size)
 
 
 @kernel
@@ -369,20 +406,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
     ng, gph, crews = cfg[_C_NG], cfg[_C_GPH], cfg[_C_CREWS]
     horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
     lead, nv = vids[0], n_var
-    if nv > 1:  # followers share the draws only if no swap or restart law draws, and the repair law
-        for k in range(nv):
-            if not _draw_free(laws, vids[k]):
-                nv = 1
-        k = 1
-        while k < nv:
-            same = True
-            for j in range(laws.shape[1]):
-                for c in range(laws.shape[2]):
-                    same = same and laws[vids[k] * N_LAWS + LAW_REPAIR, j, c] == laws[lead * N_LAWS + LAW_REPAIR, j, c]
-            if same:
-                k += 1
-            else:
-                nv = _leave(vids, nv, k)
+    if nv > 1:
+        nv = _part_on_laws(laws, vids, nv)
 
     # ---- the superposed rates; wear-out laws thinned at their hazard at the horizon
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
@@ -460,20 +485,14 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                     r -= w
             if cat < _HOST_FAULT:
                 p = occ_g[0, min(int(r / rates[cat]), n_g - 1)]
-                t_i = at_g[lead, p]
-                live = t_i <= t  # else a swap is in progress: no GPU there yet
+                live = at_g[lead, p] <= t  # else a swap is in progress: no GPU there yet
+                if nv > 1:
+                    nv = _part_on_liveness(at_g, vids, nv, p, t, live)
                 if live and cat == _GPU_WEAR:
                     u = uniform(st) * rates[_GPU_WEAR]
-                    live = u < _gpu_wear_hazard(wb, n_wb, wear, t - t_i)
-                    k = 1
-                    while k < nv:  # a follower's unit of another age may decide otherwise
-                        t_f = at_g[vids[k], p]
-                        if t_f != t_i and (t_f > t or (u < _gpu_wear_hazard(wb, n_wb, wear, t - t_f)) != live):
-                            nv = _leave(vids, nv, k)
-                        else:
-                            k += 1
-                elif nv > 1:
-                    nv = _part_on_liveness(at_g, vids, nv, p, t, live)
+                    live = u < _gpu_wear_hazard(wb, n_wb, wear, t - at_g[lead, p])
+                    if nv > 1:
+                        nv = _part_on_wear(at_g, vids, nv, p, t, u, live, wb, n_wb, wear, host_shape, host_scale, False)
                 if live:
                     events += 1
                     if cat == _GPU_FAULT:
@@ -484,22 +503,14 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                         n_batch = 1
             else:
                 k = occ_h[0, min(int(r / rates[cat]), n_h - 1)]
-                t_i = at_h[lead, k]
-                live = t_i <= t  # (host mode: else a host swap is in progress)
-                u = 0.0
+                live = at_h[lead, k] <= t  # (host mode: else a host swap is in progress)
+                if nv > 1:
+                    nv = _part_on_liveness(at_h, vids, nv, k, t, live)
                 if live and cat == _HOST_WEAR:
                     u = uniform(st) * rates[_HOST_WEAR]
-                    live = u < _hazard(host_shape, host_scale, t - t_i)
-                j = 1
-                while j < nv:
-                    t_f = at_h[vids[j], k]
-                    part = (t_f <= t) != (t_i <= t)
-                    if not part and t_f != t_i and t_f <= t and cat == _HOST_WEAR:
-                        part = (u < _hazard(host_shape, host_scale, t - t_f)) != live
-                    if part:
-                        nv = _leave(vids, nv, j)
-                    else:
-                        j += 1
+                    live = u < _hazard(host_shape, host_scale, t - at_h[lead, k])
+                    if nv > 1:
+                        nv = _part_on_wear(at_h, vids, nv, k, t, u, live, wb, n_wb, wear, host_shape, host_scale, True)
                 if live:
                     events += 1
                     if cat == _HOST_FAULT:

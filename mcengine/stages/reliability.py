@@ -48,8 +48,8 @@ CHUNK_LIFETIMES = 4 * BLOCK_TRIALS
 # --------------------------------------------------------------------------- tables
 
 
-def law_table(law: Law, values: dict[str, np.ndarray], n: int, parts: int = MAX_LAW_PARTS) -> np.ndarray:
-    """Kernel table ``float64[n, parts, 4]`` of one law (see kernels/laws.py).
+def law_table(law: Law, values: dict[str, np.ndarray], n: int, lines: int = MAX_LAW_PARTS) -> np.ndarray:
+    """Kernel table ``float64[n, lines, 4]`` of one law (see kernels/laws.py).
 
     Parameters
     ----------
@@ -59,10 +59,10 @@ def law_table(law: Law, values: dict[str, np.ndarray], n: int, parts: int = MAX_
         Its per-trial parameters by suffix (``TrialInputs.law_values``).
     n : int
         Number of trials.
-    parts : int
+    lines : int
         Lines per table: at least the law's parts (unused lines repeat weight 1.0).
     """
-    out = np.zeros((n, parts, LAW_COLUMNS))
+    out = np.zeros((n, lines, LAW_COLUMNS))
     out[:, :, CUM_WEIGHT] = 1.0
     parts = law.parts()
     cumulative = np.cumsum([w for w, _ in parts])
@@ -316,7 +316,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     events = 0
     for start in range(0, total, CHUNK_LIFETIMES):
         inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
-        cols = lifetimes_of([scenario], [inputs], seed)[0]
+        cols = lifetimes_of([scenario], [inputs], seed)[0]  # (`lifetimes` is the count here)
         cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
         for name, summary in summaries.items():
             summary.add(cols[name], f"reliability {name}")
