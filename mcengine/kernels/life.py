@@ -329,16 +329,27 @@ def _draw_free(laws, v):
 
 
 @kernel
+def _same_table(laws, a, b):
+    """Whether law tables ``a`` and ``b`` of the stack are equal, line by line. (Not
+    ``np.array_equal`` of two row views: on the borrowed stack it corrupted the heap, the
+    process aborting later in ``malloc``.)"""
+    same = True
+    for j in range(laws.shape[1]):
+        for c in range(laws.shape[2]):
+            same = same and laws[a, j, c] == laws[b, j, c]
+    return same + 0 * laws.size
+
+
+@kernel
 def _part_on_laws(laws, vids, nv):
     """Followers share the leader's draws only if no variant's swap or restart law draws
     (else every follower leaves) and they have the leader's repair law (else they leave)."""
     for k in range(nv):
         if not _draw_free(laws, vids[k]):
             return 1 + 0 * (laws.size + vids.size)
-    lead = laws[vids[0] * N_LAWS + LAW_REPAIR]
     k = 1
     while k < nv:
-        if np.array_equal(laws[vids[k] * N_LAWS + LAW_REPAIR], lead):
+        if _same_table(laws, vids[k] * N_LAWS + LAW_REPAIR, vids[0] * N_LAWS + LAW_REPAIR):
             k += 1
         else:
             nv = _leave(vids, nv, k)
