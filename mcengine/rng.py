@@ -45,7 +45,7 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import inline_kernel, kernel, parallel_kernel
-from mcengine.kernels._borrow import address_of, uint64_words_at
+from mcengine.kernels._pointer import address_of, uint64_words_at
 
 __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
@@ -212,7 +212,7 @@ def _refill(address, block):
     array: a call that takes an array costs numba a reference-count call pair around it
     at every draw, not only at a refill.
     """
-    st = uint64_words_at(address, STREAM_WORDS)
+    st = uint64_words_at(address)
     seed, word1, trial = st[0], st[1], st[2]
     for lane in range(_BUFFERED // 2):
         c0, c1, c2, c3 = (block + np.uint64(lane)) & _MASK32, trial, word1 & _MASK32, word1 >> _U32
