@@ -101,7 +101,9 @@ slot with the instances it touches, then the units assigned), so every slot a fa
 empties is empty before any is refilled. GPUs that fail in gpu mode while the pool and
 the crews suffice for all of them (a host's common-cause failure: 16 GPUs in the Lite
 cluster, more than four in five of its failures) take a short path with the same draws
-in the same order, so the numbers are those of the passes. The loop is an
+in the same order, so the numbers are those of the passes; so does a transient fault
+while nothing waits for a unit or a crew (a fault changes only the instances it
+touches: about two thirds of the loop's events). The loop is an
 :data:`~mcengine.jit.event_kernel`: compiled without numba's reference counting, it
 makes no ``NRT_incref``/``NRT_decref`` call around its draws and helpers (measured: a
 fifth fewer instructions and about a third less time per Lite lifetime, same numbers).
@@ -120,7 +122,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from mcengine.jit import event_kernel, kernel, parallel_kernel
+from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
 from mcengine.kernels._heap import heap_remove, heap_set
 from mcengine.kernels.laws import CUM_WEIGHT, KIND, sample_law
 from mcengine.rng import STAGE_LIFE, STREAM_WORDS, exponential, reset_stream, uniform, weibull_scale
@@ -356,6 +358,21 @@ def _part_on_laws(laws, vids, nv):
     return nv + 0 * (laws.size + vids.size)
 
 
+@inline_kernel
+def _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t):
+    """Settle instance ``i`` of variant ``v`` at ``t``: the restart that began at its
+    ``_READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
+    its downtime counted. (Inlined into the event loop.)"""
+    if inst_i[v, _DOWN, i] == 1 and wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
+        if inst_i[v, _PENDING, i] == 1:
+            inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(st, laws, v * N_LAWS + LAW_RESTART)
+            inst_i[v, _PENDING, i] = 0
+        if inst_f[v, _UP_AT, i] <= t:
+            inst_i[v, _DOWN, i] = 0
+            var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
+            var_i[_V_EVENTS, v] += 1  # the restart completed
+
+
 @event_kernel
 def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h, at_g, at_h, inst_i, inst_f,
                   wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st, out_f,
@@ -539,6 +556,23 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
             else:
                 host = ident - n_pos
         # (else a repair that a slot or a queued repair waits for: the drain below)
+        if fi1 >= fi0 and not finishing and wq_len == 0 and queue == 0:
+            # ---- a transient fault while nothing waits: the passes below would drain and
+            # assign nothing, and the rates stay; only the instances it touches change
+            for i in range(fi0, fi1 + 1):
+                for k in range(nv):
+                    v = vids[k]
+                    _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
+                    up = inst_i[v, _DOWN, i] == 0
+                    if up:
+                        inst_i[v, _DOWN, i] = 1
+                        inst_f[v, _DOWN_SINCE, i] = t
+                        var_i[_V_INTERRUPTIONS, v] += 1
+                    if up or (wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t):
+                        inst_f[v, _READY_AT, i] = t
+                        inst_i[v, _PENDING, i] = 1
+            t_exp = t + exponential(st, 1.0 / lam)
+            continue
         if host >= 0:  # a permanent host failure
             first, end = host * gph, min(host * gph + gph, n_pos)
             if host_mode:
@@ -563,10 +597,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
         # ---- GPUs failing with a pool unit and a crew for each (in gpu mode every
         # permanent failure but a stock-out or a queue): what the passes below do, the same
         # draws in the same order, without their general bookkeeping. Nothing waits, so
-        # the only drains are those of a possible new maximum (they draw nothing). The
-        # instance lines are written out as in the pass below: as an inlined helper shared
-        # by both, h100 lifetimes took 9% longer (numba's reference counts; measured in one
-        # process, A/B); without this path Lite lifetimes take 10-15% longer
+        # the only drains are those of a possible new maximum (they draw nothing). Without
+        # this path Lite lifetimes take 10-15% longer
         if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool >= n_batch and busy + n_batch <= crews:
             i_last = -1
             for b in range(n_batch):
@@ -597,14 +629,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                     i_last = i
                     for k in range(nv):
                         v = vids[k]
-                        if inst_i[v, _DOWN, i] == 1 and wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
-                            if inst_i[v, _PENDING, i] == 1:
-                                inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(st, laws, v * N_LAWS + LAW_RESTART)
-                                inst_i[v, _PENDING, i] = 0
-                            if inst_f[v, _UP_AT, i] <= t:
-                                inst_i[v, _DOWN, i] = 0
-                                var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
-                                var_i[_V_EVENTS, v] += 1
+                        _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
                         if inst_i[v, _DOWN, i] == 0:
                             inst_i[v, _DOWN, i] = 1
                             inst_f[v, _DOWN_SINCE, i] = t
@@ -702,15 +727,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                 if i > i_done:  # (an instance down since an earlier slot of this instant: no settle)
                     for k in range(nv):
                         v = vids[k]
-                        # settle: the restart that began at ready_at (drawn now), if over by t
-                        if inst_i[v, _DOWN, i] == 1 and wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
-                            if inst_i[v, _PENDING, i] == 1:
-                                inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(st, laws, v * N_LAWS + LAW_RESTART)
-                                inst_i[v, _PENDING, i] = 0
-                            if inst_f[v, _UP_AT, i] <= t:
-                                inst_i[v, _DOWN, i] = 0
-                                var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
-                                var_i[_V_EVENTS, v] += 1  # the restart completed
+                        _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
                         if finishing:
                             continue
                         up = inst_i[v, _DOWN, i] == 0
