@@ -124,7 +124,7 @@ from numba import prange
 
 from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
 from mcengine.kernels._heap import heap_remove, heap_set
-from mcengine.kernels.laws import CUM_WEIGHT, KIND, sample_law
+from mcengine.kernels.laws import CUM_WEIGHT, KIND, P1, sample_law
 from mcengine.rng import STAGE_LIFE, STREAM_WORDS, exponential, reset_stream, uniform, weibull_scale
 from mcengine.scenario.dists import LAW_FIXED
 
@@ -321,13 +321,15 @@ def _part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_
 
 
 @kernel
+def _fixed_law(laws, w):
+    """Whether law ``w`` of the stack is one fixed value (it draws nothing)."""
+    return laws[w, 0, CUM_WEIGHT] >= 1.0 and laws[w, 0, KIND] == LAW_FIXED
+
+
+@kernel
 def _draw_free(laws, v):
     """Whether variant ``v``'s swap and restart laws are one fixed value each (no draw)."""
-    free = True
-    for w in (LAW_SWAP, LAW_RESTART):
-        row = v * N_LAWS + w
-        free = free and laws[row, 0, CUM_WEIGHT] >= 1.0 and laws[row, 0, KIND] == LAW_FIXED
-    return free + 0 * laws.size
+    return _fixed_law(laws, v * N_LAWS + LAW_SWAP) and _fixed_law(laws, v * N_LAWS + LAW_RESTART)
 
 
 @kernel
@@ -436,6 +438,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
     lead, nv = vids[0], n_var
     if nv > 1:
         nv = _part_on_laws(laws, vids, nv)
+    swaps_fixed = True  # no variant's swap law draws: a batch of swaps ends at one time
+    for k in range(nv):
+        swaps_fixed = swaps_fixed and _fixed_law(laws, vids[k] * N_LAWS + LAW_SWAP)
 
     # ---- the superposed rates; wear-out laws thinned at their hazard at the horizon
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
@@ -634,6 +639,23 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                             inst_i[v, _DOWN, i] = 1
                             inst_f[v, _DOWN_SINCE, i] = t
                             var_i[_V_INTERRUPTIONS, v] += 1
+            if swaps_fixed and not clocked_g:  # one install time per variant for the whole batch
+                swaps += n_batch
+                for k in range(nv):
+                    v = vids[k]
+                    t_in = t + laws[v * N_LAWS + LAW_SWAP, 0, P1]
+                    if t_in <= horizon:
+                        var_i[_V_EVENTS, v] += n_batch  # the installs
+                    i_last = -1
+                    for b in range(n_batch):
+                        p = batch[b]
+                        at_g[v, p] = t_in
+                        i = p // ng
+                        if i != i_last:
+                            i_last = i
+                            inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
+                            inst_i[v, _PENDING, i] = 1
+                n_batch = 0
             for b in range(n_batch):
                 p = batch[b]
                 swaps += 1
