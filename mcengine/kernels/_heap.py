@@ -15,12 +15,9 @@ Storage (all owned by the caller):
 The top (earliest) entry is ``keys[0], ids[0]`` when ``n > 0``. Ties are broken by the
 deterministic sift order, so a run never depends on anything but its inputs.
 
-Speed note: numba increments and decrements the reference count of every array argument
-of a call (an atomic operation each) unless its pruning pass finds the pair; it fails
-when an array's last use differs between branches. Kernels here that branch therefore
-touch their arrays once more at the end (``+ 0 * (keys.size + ...)``, folded away by
-LLVM), which lets the pass remove the pairs. In the event loop this halved the time per
-event.
+Speed note: the heap runs inside the lifetime loop, an :data:`~mcengine.jit.event_kernel`
+compiled without reference counting, so its calls cost no ``NRT_incref``/``NRT_decref``
+pair per array.
 
 Reference: the array heap of J. W. J. Williams (1964), "Algorithm 232: Heapsort",
 CACM 7(6):347-348, with a position index (Cormen et al., *Introduction to Algorithms*,
@@ -120,4 +117,4 @@ def heap_remove(keys, ids, pos, n, ident):
                 _sift_up(keys, ids, pos, j)
             else:
                 _sift_down(keys, ids, pos, n, j)
-    return n + 0 * (keys.size + ids.size + pos.size)  # arrays live to the end: see above
+    return n

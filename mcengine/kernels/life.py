@@ -214,7 +214,7 @@ def _total_rate(rates, n_g, n_h):
     lam = 0.0
     for c in range(_N_CAT):
         lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
-    return lam + 0.0 * rates.size  # the array lives to the end: see kernels/_heap.py
+    return lam
 
 
 @kernel
@@ -224,7 +224,7 @@ def _unit_life(st, wb, n_wb, wear):
     for g in range(n_wb):
         if wear[g] == 0.0:
             life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
-    return life + 0.0 * (st.size + wb.size + wear.size)
+    return life
 
 
 @kernel
@@ -232,7 +232,7 @@ def _arm(hkeys, hids, hpos, hn, ident, when, horizon):
     """Arm per-unit clock ``ident`` at ``when``; a clock past the horizon never fires: left out."""
     if when <= horizon:
         hn = heap_set(hkeys, hids, hpos, hn, ident, when)
-    return hn + 0 * (hkeys.size + hids.size + hpos.size)
+    return hn
 
 
 @kernel
@@ -240,7 +240,7 @@ def _list_add(occ, n, x):
     """Append ``x`` to the list ``occ[0, :n]`` (``occ[1, x]`` = its index)."""
     occ[0, n] = x
     occ[1, x] = n
-    return n + 1 + 0 * occ.size
+    return n + 1
 
 
 @kernel
@@ -251,7 +251,7 @@ def _list_remove(occ, n, x):
     occ[0, j] = last
     occ[1, last] = j
     occ[1, x] = -1
-    return n - 1 + 0 * occ.size
+    return n - 1
 
 
 @kernel
@@ -261,7 +261,7 @@ def _gpu_wear_hazard(wb, n_wb, wear, age):
     for g in range(n_wb):
         if wear[g] > 0.0:
             hz += _hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], age)
-    return hz + 0.0 * (wb.size + wear.size)
+    return hz
 
 
 @kernel
@@ -271,7 +271,7 @@ def _leave(vids, nv, k):
     v = vids[k]
     vids[k] = vids[nv - 1]
     vids[nv - 1] = v
-    return nv - 1 + 0 * vids.size
+    return nv - 1
 
 
 @kernel
@@ -284,7 +284,7 @@ def _part_on_liveness(at, vids, nv, x, t, live):
             nv = _leave(vids, nv, k)
         else:
             k += 1
-    return nv + 0 * (at.size + vids.size)
+    return nv
 
 
 @kernel
@@ -297,7 +297,7 @@ def _part_at_install(at, vids, nv, x):
             nv = _leave(vids, nv, k)
         else:
             k += 1
-    return nv + 0 * (at.size + vids.size)
+    return nv
 
 
 @kernel
@@ -317,7 +317,7 @@ def _part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_
                 nv = _leave(vids, nv, k)
                 continue
         k += 1
-    return nv + 0 * (at.size + vids.size + wb.size + wear.size)
+    return nv
 
 
 @kernel
@@ -341,7 +341,7 @@ def _same_table(laws, a, b):
     for j in range(laws.shape[1]):
         for c in range(laws.shape[2]):
             same = same and laws[a, j, c] == laws[b, j, c]
-    return same + 0 * laws.size
+    return same
 
 
 @kernel
@@ -350,14 +350,14 @@ def _part_on_laws(laws, vids, nv):
     (else every follower leaves) and they have the leader's repair law (else they leave)."""
     for k in range(nv):
         if not _draw_free(laws, vids[k]):
-            return 1 + 0 * (laws.size + vids.size)
+            return 1
     k = 1
     while k < nv:
         if _same_table(laws, vids[k] * N_LAWS + LAW_REPAIR, vids[0] * N_LAWS + LAW_REPAIR):
             k += 1
         else:
             nv = _leave(vids, nv, k)
-    return nv + 0 * (laws.size + vids.size)
+    return nv
 
 
 @inline_kernel
@@ -829,7 +829,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
         out_i[row, v, OUT_EVENTS] = events + var_i[_V_EVENTS, v]
         out_i[row, v, OUT_MAX_FAILED_GPUS] = max_in_repair * cfg[_C_GPUS_PER_UNIT]
         out_i[row, v, OUT_PARTED] = 0
-    return nv + 0 * (vids.size + laws.size)
+    return nv
 
 
 @kernel
