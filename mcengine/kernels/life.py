@@ -375,6 +375,21 @@ def _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t):
             var_i[_V_EVENTS, v] += 1  # the restart completed
 
 
+@inline_kernel
+def _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, fault):
+    """Instance ``i`` of variant ``v`` (settled) is hit at ``t``: an up instance goes
+    down; a fault (``fault``) also restarts it from ``t``, unless it waits for a unit or
+    a swap (it then restarts after the swap). (Inlined into the event loop.)"""
+    up = inst_i[v, _DOWN, i] == 0
+    if up:
+        inst_i[v, _DOWN, i] = 1
+        inst_f[v, _DOWN_SINCE, i] = t
+        var_i[_V_INTERRUPTIONS, v] += 1
+    if fault and (up or (wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
+        inst_f[v, _READY_AT, i] = t
+        inst_i[v, _PENDING, i] = 1
+
+
 @event_kernel
 def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h, at_g, at_h, inst_i, inst_f,
                   wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st, out_f,
@@ -438,9 +453,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
     lead, nv = vids[0], n_var
     if nv > 1:
         nv = _part_on_laws(laws, vids, nv)
-    swaps_fixed = True  # no variant's swap law draws: a batch of swaps ends at one time
-    for k in range(nv):
-        swaps_fixed = swaps_fixed and _fixed_law(laws, vids[k] * N_LAWS + LAW_SWAP)
+    # no variant's swap law draws (followers that share the pass have draw-free laws):
+    # a batch of swaps ends at one time
+    swaps_fixed = _fixed_law(laws, lead * N_LAWS + LAW_SWAP)
 
     # ---- the superposed rates; wear-out laws thinned at their hazard at the horizon
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
@@ -568,14 +583,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                 for k in range(nv):
                     v = vids[k]
                     _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
-                    up = inst_i[v, _DOWN, i] == 0
-                    if up:
-                        inst_i[v, _DOWN, i] = 1
-                        inst_f[v, _DOWN_SINCE, i] = t
-                        var_i[_V_INTERRUPTIONS, v] += 1
-                    if up or (wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t):
-                        inst_f[v, _READY_AT, i] = t
-                        inst_i[v, _PENDING, i] = 1
+                    _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, True)
             t_exp = t + exponential(st, 1.0 / lam)
             continue
         if host >= 0:  # a permanent host failure
@@ -635,10 +643,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                     for k in range(nv):
                         v = vids[k]
                         _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
-                        if inst_i[v, _DOWN, i] == 0:
-                            inst_i[v, _DOWN, i] = 1
-                            inst_f[v, _DOWN_SINCE, i] = t
-                            var_i[_V_INTERRUPTIONS, v] += 1
+                        _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, False)
             if swaps_fixed and not clocked_g:  # one install time per variant for the whole batch
                 swaps += n_batch
                 for k in range(nv):
@@ -655,23 +660,23 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                             i_last = i
                             inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
                             inst_i[v, _PENDING, i] = 1
-                n_batch = 0
-            for b in range(n_batch):
-                p = batch[b]
-                swaps += 1
-                i = p // ng
-                for k in range(nv):
-                    v = vids[k]
-                    t_in = t + sample_law(st, laws, v * N_LAWS + LAW_SWAP)
-                    if t_in <= horizon:
-                        var_i[_V_EVENTS, v] += 1  # the install
-                    at_g[v, p] = t_in
-                    inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
-                    inst_i[v, _PENDING, i] = 1
-                if clocked_g:
-                    if nv > 1:
-                        nv = _part_at_install(at_g, vids, nv, p)
-                    hn = _arm(hkeys, hids, hpos, hn, p, at_g[lead, p] + _unit_life(st, wb, n_wb, wear), horizon)
+            else:  # each GPU's swap drawn in turn, then its clock if it has one
+                for b in range(n_batch):
+                    p = batch[b]
+                    swaps += 1
+                    i = p // ng
+                    for k in range(nv):
+                        v = vids[k]
+                        t_in = t + sample_law(st, laws, v * N_LAWS + LAW_SWAP)
+                        if t_in <= horizon:
+                            var_i[_V_EVENTS, v] += 1  # the install
+                        at_g[v, p] = t_in
+                        inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
+                        inst_i[v, _PENDING, i] = 1
+                    if clocked_g:
+                        if nv > 1:
+                            nv = _part_at_install(at_g, vids, nv, p)
+                        hn = _arm(hkeys, hids, hpos, hn, p, at_g[lead, p] + _unit_life(st, wb, n_wb, wear), horizon)
             n_batch = 0
 
         # ---- repairs due by now, then each failing slot (all emptied before any refill)
@@ -750,17 +755,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                     for k in range(nv):
                         v = vids[k]
                         _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
-                        if finishing:
-                            continue
-                        up = inst_i[v, _DOWN, i] == 0
-                        if up:
-                            inst_i[v, _DOWN, i] = 1
-                            inst_f[v, _DOWN_SINCE, i] = t
-                            var_i[_V_INTERRUPTIONS, v] += 1
-                        if b == n_batch and (up or (wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
-                            # a transient fault: restart (over) from t; one waiting for a unit is unaffected
-                            inst_f[v, _READY_AT, i] = t
-                            inst_i[v, _PENDING, i] = 1
+                        if not finishing:  # (b == n_batch: a transient fault)
+                            _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, b == n_batch)
                     if finishing or b == n_batch:
                         continue
                     i_done = i
@@ -917,10 +913,10 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
         nvi = n_var * _N_INST_I * ni
         ws_i = np.empty(2 * a + 2 * h + nvi + ni + _N_VAR_I * n_var + (2 * ns + gph) + gph + 2 * ids + n_var + 1,
-                         np.int64)
+                        np.int64)
         nvf = n_var * _N_INST_F * ni
         ws_f = np.empty(n_var * (a + h) + ids + nvf + ni + n_var + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT,
-                         np.float64)
+                        np.float64)
         st = np.empty(STREAM_WORDS, dtype=np.uint64)
         occ_g = ws_i[:2 * a].reshape((2, a))
         occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))

@@ -316,7 +316,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     events = 0
     for start in range(0, total, CHUNK_LIFETIMES):
         inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
-        cols = lifetimes_of([scenario], [inputs], seed)[0]  # (`lifetimes` is the count here)
+        cols = lifetimes_of([scenario], [inputs], seed)[0]
         cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
         for name, summary in summaries.items():
             summary.add(cols[name], f"reliability {name}")
