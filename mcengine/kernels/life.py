@@ -391,9 +391,9 @@ def _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, fault):
 
 
 @event_kernel
-def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h, at_g, at_h, inst_i, inst_f,
-                  wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, assign, wear, rates, st, out_f,
-                  out_i, row):
+def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_g, occ_h, at_g, at_h, inst_i,
+                  inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, hit, assign, wear, rates, st,
+                  out_f, out_i, row):
     """Simulate one lifetime of variants ``vids[:n_var]`` over the horizon; write their rows.
 
     The variants share everything but their swap and restart laws. The first is the
@@ -419,14 +419,18 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
         :data:`THIN_MAX_CANDIDATES` (tests lower it to force per-unit clocks).
     vids : int64[V]
         Variant ids; ``vids[:n_var]`` are simulated, leader first (reordered on return).
+    inst_of : int64[A]
+        The instance of each GPU position, ``p // instance_gpus`` (a load instead of a
+        division in the loop).
     occ_g, occ_h, at_g, at_h, inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
-    assign, wear, rates : arrays
+    hit, assign, wear, rates : arrays
         Workspace (overwritten): listed GPU positions and hosts, install times per
         variant, instance state per variant, stock-out state per instance, counts per
         variant, the stock-out FIFO of slots, the heap of per-unit clocks, the pending
-        repair completions, the slots failing and the units assigned at one instant, the
-        thinned hazard at the horizon per group, the superposed rates. ``hpos`` must be
-        -1 everywhere on entry, and is again on return.
+        repair completions, the slots failing and the instances they hit at one instant,
+        the units assigned at one instant, the thinned hazard at the horizon per group,
+        the superposed rates. ``hpos`` must be -1 everywhere on entry, and is again on
+        return.
     st : uint64[STREAM_WORDS]
         The lifetime's random stream.
     out_f, out_i : arrays
@@ -448,7 +452,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
     """
     host_mode = cfg[_C_HOST_MODE] == 1
     n_pos, n_hosts, n_inst, n_slots = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS]
-    ng, gph, crews = cfg[_C_NG], cfg[_C_GPH], cfg[_C_CREWS]
+    gph, crews = cfg[_C_GPH], cfg[_C_CREWS]
     horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
     lead, nv = vids[0], n_var
     if nv > 1:
@@ -544,7 +548,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                 if live:
                     events += 1
                     if cat == _GPU_FAULT:
-                        fi0, fi1 = p // ng, p // ng
+                        fi0 = fi1 = inst_of[p]
                     else:
                         failures += 1
                         batch[0] = p // gph if host_mode else p
@@ -562,7 +566,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                 if live:
                     events += 1
                     if cat == _HOST_FAULT:
-                        fi0, fi1 = k * gph // ng, (min(k * gph + gph, n_pos) - 1) // ng
+                        fi0, fi1 = inst_of[k * gph], inst_of[min(k * gph + gph, n_pos) - 1]
                     else:
                         host = k
         elif t_heap <= t_ret:  # a per-unit clock: GPU position, or host
@@ -613,7 +617,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
         # the only drains are those of a possible new maximum (they draw nothing). Without
         # this path Lite lifetimes take 10-15% longer
         if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool >= n_batch and busy + n_batch <= crews:
-            i_last = -1
+            n_hit = 0
             for b in range(n_batch):
                 p = batch[b]
                 if hpos[p] >= 0:
@@ -637,9 +641,10 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                 pool -= 1
                 rq[rn] = t + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
                 rn += 1
-                i = p // ng
-                if i != i_last:  # (the slots of one instance are consecutive in the batch)
-                    i_last = i
+                i = inst_of[p]
+                if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
+                    hit[n_hit] = i
+                    n_hit += 1
                     for k in range(nv):
                         v = vids[k]
                         _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
@@ -651,20 +656,17 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                     t_in = t + laws[v * N_LAWS + LAW_SWAP, 0, P1]
                     if t_in <= horizon:
                         var_i[_V_EVENTS, v] += n_batch  # the installs
-                    i_last = -1
                     for b in range(n_batch):
-                        p = batch[b]
-                        at_g[v, p] = t_in
-                        i = p // ng
-                        if i != i_last:
-                            i_last = i
-                            inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
-                            inst_i[v, _PENDING, i] = 1
+                        at_g[v, batch[b]] = t_in
+                    for m in range(n_hit):
+                        i = hit[m]
+                        inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
+                        inst_i[v, _PENDING, i] = 1
             else:  # each GPU's swap drawn in turn, then its clock if it has one
                 for b in range(n_batch):
                     p = batch[b]
                     swaps += 1
-                    i = p // ng
+                    i = inst_of[p]
                     for k in range(nv):
                         v = vids[k]
                         t_in = t + sample_law(st, laws, v * N_LAWS + LAW_SWAP)
@@ -749,7 +751,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                         n_g = _list_remove(occ_g, n_g, p)
                     if host_mode:
                         n_h = _list_remove(occ_h, n_h, x)
-                i0, i1 = first // ng, (end - 1) // ng
+                i0, i1 = inst_of[first], inst_of[end - 1]
             for i in range(i0, i1 + 1):
                 if i > i_done:  # (an instance down since an earlier slot of this instant: no settle)
                     for k in range(nv):
@@ -779,7 +781,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                     at_g[v, p] = t_in
                 if host_mode:
                     at_h[v, x] = t_in
-                for i in range(first // ng, (end - 1) // ng + 1):
+                for i in range(inst_of[first], inst_of[end - 1] + 1):
                     inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
                     inst_i[v, _PENDING, i] = 1
             if clocked and nv > 1:
@@ -791,7 +793,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, occ_g, occ_h,
                 hn = _arm(hkeys, hids, hpos, hn, n_pos + x, at_h[lead, x] + weibull_scale(st, host_scale, host_shape),
                           horizon)
             if from_wait == 1:
-                for i in range(first // ng, (end - 1) // ng + 1):
+                for i in range(inst_of[first], inst_of[end - 1] + 1):
                     wait_i[i] -= 1
                     if wait_i[i] == 0:
                         stockout_hours += t - wait_f[i]
@@ -912,23 +914,28 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         # the workspace of a block, reused by its lifetimes
         a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
         nvi = n_var * _N_INST_I * ni
-        ws_i = np.empty(2 * a + 2 * h + nvi + ni + _N_VAR_I * n_var + (2 * ns + gph) + gph + 2 * ids + n_var + 1,
+        ws_i = np.empty(a + 2 * a + 2 * h + nvi + ni + _N_VAR_I * n_var + (2 * ns + gph) + 2 * gph + 2 * ids + n_var + 1,
                         np.int64)
         nvf = n_var * _N_INST_F * ni
         ws_f = np.empty(n_var * (a + h) + ids + nvf + ni + n_var + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT,
                         np.float64)
         st = np.empty(STREAM_WORDS, dtype=np.uint64)
-        occ_g = ws_i[:2 * a].reshape((2, a))
-        occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
-        j = 2 * a + 2 * h
+        inst_of = ws_i[:a]
+        for p in range(a):
+            inst_of[p] = p // cfg[_C_NG]
+        occ_g = ws_i[a:3 * a].reshape((2, a))
+        occ_h = ws_i[3 * a:3 * a + 2 * h].reshape((2, h))
+        j = 3 * a + 2 * h
         inst_i = ws_i[j:j + nvi].reshape((n_var, _N_INST_I, ni))
         j += nvi
         wait_i, var_i = ws_i[j:j + ni], ws_i[j + ni:j + ni + _N_VAR_I * n_var].reshape((_N_VAR_I, n_var))
         j += ni + _N_VAR_I * n_var
         wq, assign = ws_i[j:j + ns], ws_i[j + ns:j + 2 * ns + gph]
         j += 2 * ns + gph
-        batch, hids, hpos = ws_i[j:j + gph], ws_i[j + gph:j + gph + ids], ws_i[j + gph + ids:j + gph + 2 * ids]
-        j += gph + 2 * ids
+        batch, hit = ws_i[j:j + gph], ws_i[j + gph:j + 2 * gph]
+        j += 2 * gph
+        hids, hpos = ws_i[j:j + ids], ws_i[j + ids:j + 2 * ids]
+        j += 2 * ids
         vids, solo = ws_i[j:j + n_var], ws_i[j + n_var:j + n_var + 1]
         hpos[:] = -1
         at_g = ws_f[:n_var * a].reshape((n_var, a))
@@ -955,9 +962,9 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
                     run, n_run = solo, 1
                 reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
                 kept = _simulate_one(cfg, params[i], wb[i], n_wb[i], lw, thin_max, run, n_run,
-                                     occ_g, occ_h, at_g, at_h,
+                                     inst_of, occ_g, occ_h, at_g, at_h,
                                      inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
-                                     assign, wear, rates, st, out_f, out_i, i)
+                                     hit, assign, wear, rates, st, out_f, out_i, i)
                 if k >= 0:
                     out_i[i, solo[0], OUT_PARTED] = 1
                 k = kept if k < 0 else k + 1
