@@ -63,12 +63,13 @@ it is next looked at or at the horizon:
   its pending swaps, so its **restart** starts at ``ready_at`` (its duration drawn when
   the instance is next looked at) and ends at ``up_at``; a later fault or failure
   compares its time with these, and the downtime is added when the instance is seen up;
-* **repair completions** are bare times in an unordered list: they are events (the
-  earliest found by a scan) only while something waits for them (a slot out of stock, a
-  repair queued for a crew); otherwise the pool, crew and repair counts are bounds (pool
-  at least, busy crews and units in repair at most) and the repairs due are taken off
-  in one pass only when a failure needs an exact count (an empty pool, all crews busy,
-  a possible new maximum in repair) and at the horizon;
+* **repair completions** are bare times in an unordered list, their minimum kept
+  beside it: they are events only while something waits for them (a slot out of
+  stock, a repair queued for a crew); otherwise the pool, crew and repair counts are
+  bounds (pool at least, busy crews and units in repair at most) and the repairs due
+  are taken off in one pass only when a failure needs an exact count (an empty pool,
+  all crews busy, a possible new maximum in repair) and at the horizon, and only if
+  one is due by then;
 * a zero-length swap or restart completes at once.
 
 In the shipped Lite-GPU cluster this leaves about one loop iteration in five of an
@@ -504,6 +505,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         for k in range(n_hosts):
             hn = _arm(hkeys, hids, hpos, hn, n_pos + k, weibull_scale(st, host_scale, host_shape), horizon)
     n_g, n_h, rn, wq_head, wq_len = n_pos, n_hosts, 0, 0, 0
+    rq_min = np.inf  # the earliest pending repair completion, min(rq[:rn])
     pool, busy, queue, in_repair, max_in_repair = cfg[_C_SPARES], 0, 0, 0, 0
     failures, swaps, repairs, events = 0, 0, 0, 0
     stockout_hours = 0.0
@@ -515,10 +517,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         # ---- next event: the superposed one, a per-unit clock, or a repair waited on;
         # past the horizon, one last pass settles every instance there
         t_heap = hkeys[0] if hn > 0 else np.inf
-        t_ret = np.inf
-        if wq_len > 0 or queue > 0:  # something waits for the earliest repair
-            for j in range(rn):
-                t_ret = min(t_ret, rq[j])
+        t_ret = rq_min if wq_len > 0 or queue > 0 else np.inf  # something waits for the earliest repair
         superposed = t_exp <= t_heap and t_exp <= t_ret
         t = t_exp if superposed else min(t_heap, t_ret)
         n_batch, host, fi0, fi1 = 0, -1, 0, -1  # failing slots, failing host, faulted instances
@@ -620,12 +619,14 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
             n_hit = 0
             for b in range(n_batch):
                 p = batch[b]
-                if hpos[p] >= 0:
+                if clocked_g and hpos[p] >= 0:
                     hn = heap_remove(hkeys, hids, hpos, hn, p)
-                if in_repair >= max_in_repair:
+                if in_repair >= max_in_repair and rq_min <= t:
+                    rq_min = np.inf
                     j = 0
                     while j < rn:
                         if rq[j] > t:
+                            rq_min = min(rq_min, rq[j])
                             j += 1
                             continue
                         rn -= 1
@@ -634,12 +635,10 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
                         busy -= 1
                         pool += 1
                         events += 1
-                repairs += 1
                 in_repair += 1
                 max_in_repair = max(max_in_repair, in_repair)
-                busy += 1
-                pool -= 1
                 rq[rn] = t + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
+                rq_min = min(rq_min, rq[rn])
                 rn += 1
                 i = inst_of[p]
                 if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
@@ -649,6 +648,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
                         v = vids[k]
                         _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
                         _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, False)
+            repairs += n_batch
+            busy += n_batch
+            pool -= n_batch
             if swaps_fixed and not clocked_g:  # one install time per variant for the whole batch
                 swaps += n_batch
                 for k in range(nv):
@@ -689,9 +691,13 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
             exact = finishing or wq_len > 0 or queue > 0
             if b < n_batch:
                 exact = exact or pool == 0 or busy >= crews or in_repair >= max_in_repair
+            exact = exact and rq_min <= t  # (else none is due: nothing to scan)
+            if exact:
+                rq_min = np.inf  # the earliest repair left, found by the scan
             j = 0
             while exact and j < rn:
                 if rq[j] > t:
+                    rq_min = min(rq_min, rq[j])
                     j += 1
                     continue
                 # a repair completes: its crew takes a queued unit, ...
@@ -735,6 +741,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
                 if busy < crews:
                     busy += 1
                     rq[rn] = t + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
+                    rq_min = min(rq_min, rq[rn])
                     rn += 1
                 else:
                     queue += 1
