@@ -34,6 +34,9 @@ BLOCK_TRIALS = 1024
 
 #: Relative accuracy of streamed quantiles (0.1%).
 SKETCH_RELATIVE_ACCURACY = 1e-3
+#: Buckets spanned by one batch of values up to which they are counted with
+#: ``numpy.bincount`` (an array of this many counts) rather than sorted by ``numpy.unique``.
+_BINCOUNT_SPAN = 1 << 20
 
 
 def _check_finite(values: np.ndarray, name: str) -> None:
@@ -78,7 +81,13 @@ class QuantileSketch:
 
     def _bucket(self, into: dict, magnitudes: np.ndarray) -> None:
         idx = np.ceil(np.log(magnitudes) / self._log_gamma).astype(np.int64)
-        keys, counts = np.unique(idx, return_counts=True)
+        lo = int(idx.min())
+        if int(idx.max()) - lo < _BINCOUNT_SPAN:  # counting without a sort (the usual case)
+            counts = np.bincount(idx - lo)
+            keys = np.flatnonzero(counts)
+            counts, keys = counts[keys], keys + lo
+        else:  # values over hundreds of orders of magnitude
+            keys, counts = np.unique(idx, return_counts=True)
         for k, c in zip(keys.tolist(), counts.tolist()):
             into[k] = into.get(k, 0) + c
 

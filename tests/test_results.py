@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import json
 
 import numpy as np
 import pytest
 
 from mcengine.errors import NumericalError
-from mcengine.results import BLOCK_TRIALS, SKETCH_RELATIVE_ACCURACY, SUMMARY_KEYS, Summary, summarize
+from mcengine.results import BLOCK_TRIALS, SKETCH_RELATIVE_ACCURACY, SUMMARY_KEYS, QuantileSketch, Summary, summarize
 
 
 def _sample(n=50_000, seed=3):
@@ -74,3 +75,17 @@ def test_offset_resolves_values_crowded_near_one():
         ranked = order[int(round(q * (availability.size - 1)))]
         assert abs(streamed[key] - ranked) <= SKETCH_RELATIVE_ACCURACY * (1.0 - ranked), key
     assert streamed["p05"] < streamed["p95"]
+
+
+@pytest.mark.parametrize("values, alpha", [
+    (np.random.default_rng(3).normal(0.0, 1.0, 4096), SKETCH_RELATIVE_ACCURACY),  # counted by bincount
+    (np.array([-1e300, -2.0, 1e-300, 0.5, 0.5, 1e300, 0.0]), SKETCH_RELATIVE_ACCURACY),  # 0.7M buckets: bincount
+    (np.array([-1e300, -2.0, 1e-300, 0.5, 0.5, 1e300, 0.0]), 1e-4),  # 6.9M buckets apart: sorted
+])
+def test_sketch_counts_every_value_in_its_log_bucket(values, alpha):
+    sketch = QuantileSketch(alpha)
+    sketch.add(values)
+    for side, magnitudes in ((sketch.positive, values[values > 0]), (sketch.negative, -values[values < 0])):
+        keys = np.ceil(np.log(magnitudes) / sketch._log_gamma).astype(np.int64)
+        assert side == dict(collections.Counter(keys.tolist()))
+    assert sketch.zeros == int(np.count_nonzero(values == 0))
