@@ -1,0 +1,149 @@
+"""Instructions per lifetime of the reliability kernel, counted by valgrind's callgrind.
+
+Wall-clock timings on a shared VM swing by 30-50% between hours (and the 1- and
+2-thread runs of a speed-up see different machines), so a kernel change of a few
+percent cannot be judged by time. An instruction count can: callgrind counts the
+instructions of one :func:`mcengine.kernels.life.simulate_lifetimes` call, the same to
+about 0.01% from run to run on an idle machine (about 2% with the other core busy),
+whatever the machine's speed.
+
+How: a child process runs under ``valgrind --tool=callgrind --instr-atstart=no``
+(instrumentation off, so imports, compilation and the warm-up call are not counted); it
+builds the kernel arguments of a case from the shipped scenarios, makes one warm-up
+call, and then waits. The parent switches instrumentation on with ``callgrind_control
+-i on PID``, lets the child make the measured call, switches it off, and reads the
+total from callgrind's report. The child waits by polling a flag file, so valgrind gets
+control to take the command. Counts are single-threaded (one numba thread), of the
+kernel only (the input draws and tables are built before the count starts).
+
+Cases: ``h100`` (one variant), ``lite`` (``lite-h100-2x`` alone) and ``lite-pair``
+(``lite-h100-2x`` with its fast-swap variant in one pass, as in the case study).
+
+Valgrind is a Linux/macOS developer tool, not a dependency: without ``valgrind`` and
+``callgrind_control`` on the PATH, :func:`run` raises :class:`InputError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import InputError, Problem
+
+#: Case name -> the scenarios whose lifetimes one kernel call simulates (variants).
+CASES = {
+    "h100": ("h100",),
+    "lite": ("lite-h100-2x",),
+    "lite-pair": ("lite-h100-2x", "lite-h100-2x-fastswap"),
+}
+#: Seed of the measured lifetimes (any fixed value: counts depend on it slightly).
+SEED = 7
+_POLL_S = 0.05
+_TIMEOUT_S = 1800.0
+
+
+def kernel_arguments(case: str, lifetimes: int) -> dict:
+    """The arguments of :func:`~mcengine.kernels.life.simulate_lifetimes` for ``case``
+    (its variants' law tables side by side), trials ``0 .. lifetimes - 1``."""
+    from ..scenario import load_scenario
+    from ..scenario.sampling import draw_inputs
+    from ..stages.reliability import _params, _variant_laws
+
+    tables = []
+    for ref in CASES[case]:
+        scenario = load_scenario(ref)
+        tables.append(_params(scenario, draw_inputs(scenario, SEED, 0, lifetimes)))
+    return {**tables[0], "laws": _variant_laws([t["laws"] for t in tables])}
+
+
+def _child(case: str, lifetimes: int, flags: Path) -> None:
+    """Run under callgrind: warm up, signal ``ready``, wait for ``go``, make the measured
+    call, signal ``done``, wait for ``end``."""
+    import numba
+    import numpy as np
+
+    from ..kernels.life import simulate_lifetimes
+
+    numba.set_num_threads(1)
+    simulate_lifetimes(np.uint64(SEED), 0, **kernel_arguments(case, 2))  # load or compile, uncounted
+    args = kernel_arguments(case, lifetimes)
+    _signal_and_wait(flags, "ready", "go")
+    simulate_lifetimes(np.uint64(SEED), 0, **args)
+    _signal_and_wait(flags, "done", "end")
+
+
+def _signal_and_wait(flags: Path, signal: str, wait_for: str) -> None:
+    (flags / signal).touch()
+    while not (flags / wait_for).exists():
+        time.sleep(_POLL_S)
+
+
+def _wait_for(flags: Path, name: str, child: subprocess.Popen) -> None:
+    start = time.monotonic()
+    while not (flags / name).exists():
+        if child.poll() is not None:
+            raise RuntimeError(f"the callgrind child exited ({child.returncode}) before {name!r}")
+        if time.monotonic() - start > _TIMEOUT_S:
+            child.kill()
+            raise RuntimeError(f"the callgrind child took over {_TIMEOUT_S:.0f} s to reach {name!r}")
+        time.sleep(_POLL_S)
+
+
+def count(case: str, lifetimes: int) -> int:
+    """Instructions of one single-threaded kernel call of ``lifetimes`` lifetimes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        flags = Path(tmp)
+        out = flags / "callgrind.out"
+        cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+               sys.executable, "-m", "mcengine.bench.instructions", "--child", case, str(lifetimes), str(flags)]
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 env={**os.environ, "NUMBA_NUM_THREADS": "1"})
+        try:
+            _wait_for(flags, "ready", child)
+            _control(child.pid, "on")
+            (flags / "go").touch()
+            _wait_for(flags, "done", child)
+            _control(child.pid, "off")
+            (flags / "end").touch()
+            _, err = child.communicate(timeout=_TIMEOUT_S)
+        finally:
+            if child.poll() is None:
+                child.kill()
+        if child.returncode != 0:
+            raise RuntimeError(f"callgrind child failed ({child.returncode}):\n{err[-2000:]}")
+        match = re.search(r"Collected\s*:\s*(\d+)", err)
+        if match is None:
+            raise RuntimeError(f"no instruction total in callgrind's report:\n{err[-2000:]}")
+        return int(match.group(1))
+
+
+def _control(pid: int, state: str) -> None:
+    subprocess.run(["callgrind_control", "-i", state, str(pid)], check=True, capture_output=True)
+
+
+def run(cases: tuple[str, ...] = tuple(CASES), lifetimes: int = 256) -> dict:
+    """Instructions per lifetime of each case (one call of ``lifetimes`` lifetimes)."""
+    missing = [tool for tool in ("valgrind", "callgrind_control") if shutil.which(tool) is None]
+    if missing:
+        raise InputError(Problem("valgrind", ", ".join(missing), "install valgrind (its callgrind tool) to count instructions"))
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        raise InputError(Problem("case", ", ".join(unknown), f"allowed: {', '.join(CASES)}"))
+    if lifetimes < 1:
+        raise InputError(Problem("--lifetimes", lifetimes, "allowed: a positive number of lifetimes"))
+    rows = {}
+    for case in cases:
+        total = count(case, lifetimes)
+        rows[case] = {"scenarios": list(CASES[case]), "lifetimes": lifetimes, "instructions": total,
+                      "instructions_per_lifetime": total / lifetimes}
+    return {"tool": "valgrind callgrind", "seed": SEED, "threads": 1, "cases": rows}
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    _child(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))
