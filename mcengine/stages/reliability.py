@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 from scipy import special
 
@@ -207,7 +208,11 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
     for group in groups:
         lead = tables[group[0]]
         laws = _variant_laws([tables[k]["laws"] for k in group])
-        out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **{**lead, "laws": laws})
+        # the kernel's blocks go to the threads one at a time as they free up: numba's
+        # default static split gave each thread half of them, and a thread slowed by a
+        # busy neighbour (a shared VM) held the whole call up. Same numbers either way.
+        with numba.parallel_chunksize(1):
+            out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **{**lead, "laws": laws})
         for v, k in enumerate(group):
             out[k] = _columns(out_f[:, v], out_i[:, v], inputs[k])
     return out
