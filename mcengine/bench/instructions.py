@@ -16,6 +16,11 @@ total from callgrind's report. The child waits by polling a flag file, so valgri
 control to take the command. Counts are single-threaded (one numba thread), of the
 kernel only (the input draws and tables are built before the count starts).
 
+Caveat: valgrind emulates a CPU without AVX-512, and numba compiles for the CPU it
+sees, so the counted code is a build for that CPU, cached apart from the native one:
+right for comparing two versions, close to but not the instructions of a native run.
+The first count on a machine compiles that build under valgrind (minutes).
+
 Cases: ``h100`` (one variant), ``lite`` (``lite-h100-2x`` alone) and ``lite-pair``
 (``lite-h100-2x`` with its fast-swap variant in one pass, as in the case study).
 
