@@ -58,13 +58,10 @@ def kernel_arguments(case: str, lifetimes: int) -> dict:
     (its variants' law tables side by side), trials ``0 .. lifetimes - 1``."""
     from ..scenario import load_scenario
     from ..scenario.sampling import draw_inputs
-    from ..stages.reliability import _params, _variant_laws
+    from ..stages.reliability import _params, group_arguments
 
-    tables = []
-    for ref in CASES[case]:
-        scenario = load_scenario(ref)
-        tables.append(_params(scenario, draw_inputs(scenario, SEED, 0, lifetimes)))
-    return {**tables[0], "laws": _variant_laws([t["laws"] for t in tables])}
+    scenarios = [load_scenario(ref) for ref in CASES[case]]
+    return group_arguments([_params(s, draw_inputs(s, SEED, 0, lifetimes)) for s in scenarios])
 
 
 def _child(case: str, lifetimes: int, flags: Path) -> None:

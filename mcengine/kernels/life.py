@@ -929,22 +929,20 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews)
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
+    inst_of = np.arange(cfg[_C_A]) // cfg[_C_NG]  # read by every block
     for b in prange(n_blocks):
         # the workspace of a block, reused by its lifetimes
         a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
         nvi = n_var * _N_INST_I * ni
-        ws_i = np.empty(a + 2 * a + 2 * h + nvi + ni + _N_VAR_I * n_var + (2 * ns + gph) + 2 * gph + 2 * ids + n_var + 1,
+        ws_i = np.empty(2 * a + 2 * h + nvi + ni + _N_VAR_I * n_var + (2 * ns + gph) + 2 * gph + 2 * ids + n_var + 1,
                         np.int64)
         nvf = n_var * _N_INST_F * ni
         ws_f = np.empty(n_var * (a + h) + ids + nvf + ni + n_var + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT,
                         np.float64)
         st = np.empty(STREAM_WORDS, dtype=np.uint64)
-        inst_of = ws_i[:a]
-        for p in range(a):
-            inst_of[p] = p // cfg[_C_NG]
-        occ_g = ws_i[a:3 * a].reshape((2, a))
-        occ_h = ws_i[3 * a:3 * a + 2 * h].reshape((2, h))
-        j = 3 * a + 2 * h
+        occ_g = ws_i[:2 * a].reshape((2, a))
+        occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
+        j = 2 * a + 2 * h
         inst_i = ws_i[j:j + nvi].reshape((n_var, _N_INST_I, ni))
         j += nvi
         wait_i, var_i = ws_i[j:j + ni], ws_i[j + ni:j + ni + _N_VAR_I * n_var].reshape((_N_VAR_I, n_var))

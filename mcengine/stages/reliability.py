@@ -206,16 +206,21 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
             group.append(k)
     out: list[dict[str, np.ndarray]] = [{} for _ in scenarios]
     for group in groups:
-        lead = tables[group[0]]
-        laws = _variant_laws([tables[k]["laws"] for k in group])
+        args = group_arguments([tables[k] for k in group])
         # the kernel's blocks go to the threads one at a time as they free up: numba's
         # default static split gave each thread half of them, and a thread slowed by a
         # busy neighbour (a shared VM) held the whole call up. Same numbers either way.
         with numba.parallel_chunksize(1):
-            out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **{**lead, "laws": laws})
+            out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **args)
         for v, k in enumerate(group):
             out[k] = _columns(out_f[:, v], out_i[:, v], inputs[k])
     return out
+
+
+def group_arguments(tables: list[dict]) -> dict:
+    """The kernel arguments of variants simulated in one pass (their :func:`_params`,
+    equal but for the laws): the leader's, with every variant's law tables side by side."""
+    return {**tables[0], "laws": _variant_laws([t["laws"] for t in tables])}
 
 
 def _variant_laws(tables: list[np.ndarray]) -> np.ndarray:
