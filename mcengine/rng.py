@@ -45,7 +45,7 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import inline_kernel, kernel, parallel_kernel
-from mcengine.kernels._pointer import address_of, uint64_words_at
+from mcengine._pointer import address_of, uint64_words_at
 
 __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",

@@ -47,10 +47,10 @@ Model (per phase, aggregate roofline with collectives in series, notes §2.5, §
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from ..scenario.sections.workload import ModelCard
 from ..units import BYTES_PER_GB, BYTES_PER_TB, FLOPS_PER_TFLOP, MS_PER_S, US_PER_S
 
 #: Bytes per activation element on the wire (bf16); the brief's ``B x d x 2``.
@@ -58,6 +58,25 @@ ACT_BYTES = 2.0
 #: Largest batch the SLO search considers (the schema allows ``batch`` up to 1e7).
 SLO_SEARCH_CAP = 2**24
 BOUNDS = ("compute", "memory", "network")
+
+
+class ModelCard(Protocol):
+    """The transformer shape these formulas read (notation above); any object with these
+    attributes will do (the scenario's model card is one)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    gated_mlp: bool
+    tied_embeddings: bool
+    experts: int
+    experts_per_token: int
+    expert_ffn: int
+    shared_experts: int
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,15 @@ The cumulative weight of the last used line is exactly 1.0 and unused lines repe
 A one-part law (``laws[w, 0, 0] == 1.0``) draws no selection uniform; a mixture draws
 one uniform ``u`` and takes the first line with ``u <= cumulative weight``
 (:func:`law_part`), then the part's own draws from :mod:`mcengine.rng`
-(:func:`sample_law`). Kind codes are those of :mod:`mcengine.scenario.dists` (never
+(:func:`sample_law`). Kind codes are those of :mod:`mcengine.kernels.law_codes` (never
 renumbered).
 """
 
 from __future__ import annotations
 
-from mcengine.jit import inline_kernel, kernel
+from mcengine.jit import inline_kernel
 from mcengine.rng import exponential, lognormal, uniform, weibull_scale
-from mcengine.scenario.dists import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
+from mcengine.kernels.law_codes import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
 
 __all__ = ["CUM_WEIGHT", "KIND", "P1", "P2", "LAW_COLUMNS", "law_part", "sample_law"]
 

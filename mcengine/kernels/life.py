@@ -127,7 +127,7 @@ from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
 from mcengine.kernels._heap import heap_remove, heap_set
 from mcengine.kernels.laws import CUM_WEIGHT, KIND, P1, sample_law
 from mcengine.rng import STAGE_LIFE, STREAM_WORDS, exponential, reset_stream, uniform, weibull_scale
-from mcengine.scenario.dists import LAW_FIXED
+from mcengine.kernels.law_codes import LAW_FIXED
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",

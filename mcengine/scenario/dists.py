@@ -21,6 +21,8 @@ from typing import ClassVar
 import numpy as np
 from scipy import special, stats
 
+from ..kernels.law_codes import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL, LAW_WEIBULL
+
 INF = math.inf
 
 
@@ -219,11 +221,7 @@ def make_dist(kind: str, params: dict[str, float]) -> Dist:
 
 # --------------------------------------------------------------------------- laws
 
-#: Kernel codes of the law kinds: never renumbered (kernels switch on them).
-LAW_FIXED = 0
-LAW_EXPONENTIAL = 1
-LAW_LOGNORMAL = 2
-LAW_WEIBULL = 3
+# Kernel codes of the law kinds live with the kernels that switch on them.
 
 
 @dataclass(frozen=True)
@@ -344,9 +342,6 @@ class MixtureLaw(Law):
 
 #: Registry of simple law kinds (``mixture`` is parsed apart: it holds other laws).
 LAWS: dict[str, type[Law]] = {c.kind: c for c in (FixedLaw, ExponentialLaw, LognormalLaw, WeibullLaw)}
-
-#: The most parts a mixture may have (kernels use a fixed-width table).
-MAX_LAW_PARTS = 8
 
 
 def make_law(kind: str, params: dict[str, Dist]) -> Law:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
 from ..errors import Problem
-from .dists import DISTS, LAWS, MAX_LAW_PARTS, Dist, Fixed, Law, MixtureLaw, fixed_law, make_dist, make_law
+from ..kernels.law_codes import MAX_LAW_PARTS
+from .dists import DISTS, LAWS, Dist, Fixed, Law, MixtureLaw, fixed_law, make_dist, make_law
 
 AUTO = "auto"
 INF_WORDS = ("inf", "+inf", "infinity")

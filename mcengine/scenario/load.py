@@ -13,21 +13,12 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import InputError, Problem
 from .fields import did_you_mean
-
-
-def configs_dir() -> Path:
-    """Shipped scenarios: package data when installed, ``configs/`` in a checkout."""
-    packaged = Path(str(resources.files("mcengine"))) / "configs"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "configs"
+from .files import configs_dir, read_toml
 
 
 def shipped_names() -> list[str]:
@@ -41,19 +32,6 @@ def shipped_scenarios() -> list[tuple[str, str]]:
         raw = read_toml(configs_dir() / f"{name}.toml")
         out.append((name, str(raw.get("description", "")).strip().splitlines()[0] if raw.get("description") else ""))
     return out
-
-
-def read_toml(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(Problem("scenario", str(path), "no such file")) from None
-    except OSError as exc:
-        raise InputError(Problem("scenario", str(path), f"cannot be read: {exc.strerror}")) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(Problem(str(path), "(file)", f"malformed TOML: {exc}"), str(path)) from None
 
 
 def resolve_ref(ref: str, relative_to: Path | None = None) -> Path:
@@ -203,28 +181,3 @@ def load_study(name: str) -> dict:
     raw = read_toml(configs_dir() / "studies" / f"{name}.toml")
     raw.setdefault("name", name)
     return raw
-
-
-# ----------------------------------------------------------------------------- model cards
-
-
-def model_names() -> list[str]:
-    return sorted(p.stem for p in (configs_dir() / "models").glob("*.toml"))
-
-
-@lru_cache(maxsize=None)
-def _model_raw(name: str) -> dict:
-    raw = read_toml(configs_dir() / "models" / f"{name}.toml")
-    raw.setdefault("name", name)
-    return raw
-
-
-def load_model_card(name: str, key: str, problems: list[Problem]):
-    from .fields import parse_section
-    from .sections.workload import ModelCard
-
-    if name not in model_names():
-        names = model_names()
-        problems.append(Problem(key, name, "unknown model card; shipped: " + ", ".join(names), did_you_mean(name, names)))
-        return None
-    return parse_section(ModelCard, dict(_model_raw(name)), f"{key}.", problems)

@@ -19,7 +19,8 @@ from .sections.fab import FabSection
 from .sections.gpu import GpuSection
 from .sections.reliability import ReliabilitySection, parse_components
 from .sections.run import RunSection
-from .sections.workload import WorkloadSection, parse_model
+from .cards import parse_model
+from .sections.workload import WorkloadSection
 
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (

@@ -1,50 +1,16 @@
 """``[workload]``: the model served and how (ARCHITECTURE "Roofline").
 
 Model cards are data files in ``configs/models/`` (or an inline ``[workload.model]``
-table), validated by :class:`ModelCard`. Sources: ``shared/reference/notes/roofline.md``.
+table), validated by :class:`~mcengine.scenario.cards.ModelCard`. Sources: ``shared/reference/notes/roofline.md``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...errors import Problem
+from ..cards import ModelCard
 from ..dists import Dist
-from ..fields import AUTO, flag, integer, number, parse_section, text
-
-
-@dataclass(frozen=True)
-class ModelCard:
-    """A transformer's shape. Dense unless ``experts`` > 0 (MoE)."""
-
-    name: str = text("custom", "Label of the model.")
-    layers: int = integer(80, "Transformer layers L.", lo=1, hi=10_000)
-    hidden: int = integer(8192, "Hidden size d.", lo=1, hi=10**6)
-    heads: int = integer(64, "Attention (query) heads n_h.", lo=1, hi=10_000)
-    kv_heads: int = integer(8, "Key/value heads n_kv (GQA).", lo=1, hi=10_000)
-    head_dim: int = integer(128, "Head dimension d_h.", lo=1, hi=10_000)
-    ffn: int = integer(28672, "Feed-forward (intermediate) size d_ff of a dense layer.", lo=1, hi=10**7)
-    vocab: int = integer(128256, "Vocabulary size V.", lo=1, hi=10**8)
-    gated_mlp: bool = flag(True, "Gated MLP (SwiGLU: 3 matrices) instead of 2.")
-    tied_embeddings: bool = flag(False, "Input embedding shares the LM head's weights.")
-    experts: int = integer(0, "Routed experts per MoE layer; 0 = dense.", lo=0, hi=100_000)
-    experts_per_token: int = integer(0, "Routed experts each token uses.", lo=0, hi=100_000)
-    expert_ffn: int = integer(0, "Feed-forward size of one expert.", lo=0, hi=10**7)
-    shared_experts: int = integer(0, "Always-on shared experts per MoE layer.", lo=0, hi=10_000)
-
-
-def parse_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:
-    """A shipped card by name, or an inline table."""
-    from ..load import load_model_card  # local: load imports the schema
-
-    if isinstance(raw, str):
-        return load_model_card(raw, key, problems)
-    if raw is None:
-        return load_model_card("llama-3-70b", key, problems)
-    if isinstance(raw, dict):
-        return parse_section(ModelCard, raw, f"{key}.", problems)
-    problems.append(Problem(key, raw, "allowed: the name of a shipped model card or an inline [workload.model] table"))
-    return None
+from ..fields import AUTO, flag, integer, number
 
 
 _EFF = dict(lo=0.0, lo_open=True, hi=1.0)

@@ -1,0 +1,69 @@
+"""Model cards: a transformer's shape, shipped as data files in ``configs/models/``.
+
+``[workload] model`` names a shipped card or gives an inline ``[workload.model]``
+table; both are validated by :class:`ModelCard`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..errors import Problem
+from .fields import did_you_mean, flag, integer, parse_section, text
+from .files import configs_dir, read_toml
+
+#: The card used when ``[workload] model`` is not given.
+DEFAULT_MODEL = "llama-3-70b"
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """A transformer's shape. Dense unless ``experts`` > 0 (MoE)."""
+
+    name: str = text("custom", "Label of the model.")
+    layers: int = integer(80, "Transformer layers L.", lo=1, hi=10_000)
+    hidden: int = integer(8192, "Hidden size d.", lo=1, hi=10**6)
+    heads: int = integer(64, "Attention (query) heads n_h.", lo=1, hi=10_000)
+    kv_heads: int = integer(8, "Key/value heads n_kv (GQA).", lo=1, hi=10_000)
+    head_dim: int = integer(128, "Head dimension d_h.", lo=1, hi=10_000)
+    ffn: int = integer(28672, "Feed-forward (intermediate) size d_ff of a dense layer.", lo=1, hi=10**7)
+    vocab: int = integer(128256, "Vocabulary size V.", lo=1, hi=10**8)
+    gated_mlp: bool = flag(True, "Gated MLP (SwiGLU: 3 matrices) instead of 2.")
+    tied_embeddings: bool = flag(False, "Input embedding shares the LM head's weights.")
+    experts: int = integer(0, "Routed experts per MoE layer; 0 = dense.", lo=0, hi=100_000)
+    experts_per_token: int = integer(0, "Routed experts each token uses.", lo=0, hi=100_000)
+    expert_ffn: int = integer(0, "Feed-forward size of one expert.", lo=0, hi=10**7)
+    shared_experts: int = integer(0, "Always-on shared experts per MoE layer.", lo=0, hi=10_000)
+
+
+def parse_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:
+    """A shipped card by name, or an inline table."""
+    if isinstance(raw, str):
+        return load_model_card(raw, key, problems)
+    if raw is None:
+        return load_model_card(DEFAULT_MODEL, key, problems)
+    if isinstance(raw, dict):
+        return parse_section(ModelCard, raw, f"{key}.", problems)
+    problems.append(Problem(key, raw, "allowed: the name of a shipped model card or an inline [workload.model] table"))
+    return None
+
+
+def model_names() -> list[str]:
+    return sorted(p.stem for p in (configs_dir() / "models").glob("*.toml"))
+
+
+@lru_cache(maxsize=None)
+def _model_raw(name: str) -> dict:
+    raw = read_toml(configs_dir() / "models" / f"{name}.toml")
+    raw.setdefault("name", name)
+    return raw
+
+
+def load_model_card(name: str, key: str, problems: list[Problem]) -> ModelCard | None:
+    """The shipped card ``name`` (a Problem at ``key`` if there is none)."""
+    if name not in model_names():
+        names = model_names()
+        problems.append(Problem(key, name, "unknown model card; shipped: " + ", ".join(names), did_you_mean(name, names)))
+        return None
+    return parse_section(ModelCard, dict(_model_raw(name)), f"{key}.", problems)
