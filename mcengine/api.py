@@ -49,48 +49,53 @@ def _document(scenario: Scenario, seed: int | None, size_key: str | None, size: 
     return doc
 
 
-def _sampled_study(study: str, size_key: str, size: int, scenario, seed, overrides) -> dict:
-    """A stage alone over ``size`` samples: ``mcengine.stages.<module>.<function>``."""
-    import importlib
+def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
+    """`mcengine yield`: the fab stage alone over ``wafers`` wafers."""
+    from .studies.fab import yield_study as study
 
     start = time.perf_counter()
-    positive(f"--{size_key}", size)
+    positive("--wafers", wafers)
     s = check(scenario, overrides)
     seed = seed_of(s, seed)
-    module, function = study.split(":")
-    body = getattr(importlib.import_module(f"mcengine.stages.{module}"), function)(s, size, seed)
-    return _document(s, seed, size_key, size, body, start)
+    return _document(s, seed, "wafers", wafers, study(s, wafers, seed), start)
 
 
-def yield_study(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
-    """`mcengine yield`: the fab stage alone over ``wafers`` wafers."""
-    return _sampled_study("fab:yield_study", "wafers", wafers, scenario, seed, overrides)
-
-
-def reliability_study(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
+def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
     """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster lifetimes."""
-    return _sampled_study("reliability:lifetime_study", "lifetimes", lifetimes, scenario, seed, overrides)
+    from .studies.reliability import lifetime_study as study
+
+    start = time.perf_counter()
+    positive("--lifetimes", lifetimes)
+    s = check(scenario, overrides)
+    seed = seed_of(s, seed)
+    return _document(s, seed, "lifetimes", lifetimes, study(s, lifetimes, seed), start)
 
 
-def roofline_study(scenario: str | Scenario, overrides: Iterable[str] = ()) -> dict:
+def roofline(scenario: str | Scenario, overrides: Iterable[str] = ()) -> dict:
     """`mcengine roofline`: deterministic throughput at the median inputs."""
-    from .stages import roofline
+    from .studies.roofline import roofline_study as study
 
     start = time.perf_counter()
     s = check(scenario, overrides)
-    return _document(s, None, None, None, roofline.roofline_study(s), start)
+    return _document(s, None, None, None, study(s), start)
+
+
+#: `mcengine yield` is the fab stage: both names work.
+fab = yield_
+#: Names of the first API, kept working.
+yield_study, reliability_study, roofline_study = yield_, reliability, roofline
 
 
 def validate() -> list:
-    """Every stage's analytic cross-checks."""
+    """Every stage's analytic cross-checks (a list of :class:`~mcengine.validation.Check`)."""
     from .validation import all_checks
 
     return all_checks()
 
 
 def bench(quick: bool = False, stages: Sequence[str] = ()) -> dict:
-    """Kernel and end-to-end throughput next to their peers."""
-    from .bench import run_all
+    """mcengine's own throughput per stage and for the chain (:mod:`mcengine.throughput`)."""
+    from .throughput import run_all
 
     return run_all(quick=quick, stages=tuple(stages))
 
@@ -195,7 +200,45 @@ def _write_outputs(results, spec, out: Path, figures: bool) -> None:
     for s in spec.scenarios:
         write_scenario(s, out)
     if figures:
-        from .report import write_figures
+        from .report.figures import write_figures
 
         results.doc["figures"] = [str(p.name) for p in write_figures(results, out)]
     write_json(out / "summary.json", results.doc)
+
+
+def sweep(scenarios, param, values, outputs: Sequence[str] | None = None, **kwargs) -> dict:
+    """`mcengine sweep`: the chain at each value of a key (or on a grid of two keys);
+    ``outputs`` default to cost, availability, tokens/s and GPU cost. See
+    :func:`mcengine.sensitivity.studies.sweep` for the other keyword arguments."""
+    from .sensitivity.studies import SWEEP_OUTPUTS, sweep as study
+
+    return study(scenarios, param, values, outputs=tuple(outputs or SWEEP_OUTPUTS), **kwargs)
+
+
+def parse_values(text: str) -> list[str]:
+    """A `--values` list (``"0.1,0.2"``, TOML literals, tables kept whole) as one literal per value."""
+    from .sensitivity.studies import parse_values as parse
+
+    return parse(text)
+
+
+def tornado(scenarios, **kwargs) -> dict:
+    """`mcengine sensitivity --method tornado`: each uncertain input alone at its 5th and
+    95th percentile (:func:`mcengine.sensitivity.studies.tornado`)."""
+    from .sensitivity.studies import tornado as study
+
+    return study(scenarios, **kwargs)
+
+
+def sobol(scenarios, **kwargs) -> dict:
+    """`mcengine sensitivity --method sobol`: first-order and total Sobol' indices of every
+    uncertain input (:func:`mcengine.sensitivity.studies.sobol`)."""
+    from .sensitivity.studies import sobol as study
+
+    return study(scenarios, **kwargs)
+
+
+__all__ = [
+    "bench", "check", "compare", "fab", "parse_values", "reliability", "roofline", "run", "scenarios", "set_threads",
+    "sobol", "sweep", "tornado", "validate", "write_scenario", "yield_",
+]

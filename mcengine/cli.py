@@ -66,12 +66,9 @@ def scenarios_cmd(as_json: JsonOpt = False) -> None:
 
         sys.stdout.write(dumps({"scenarios": [{"name": n, "description": d} for n, d in rows]}) + "\n")
         return
-    from rich.table import Table
+    from .report.tables import render_scenarios
 
-    table = Table("scenario", "description", title="shipped scenarios")
-    for name, desc in rows:
-        table.add_row(name, desc)
-    _console().print(table)
+    _console().print(render_scenarios(rows))
 
 
 @app.command("check")
@@ -88,14 +85,12 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
         sys.stdout.write(tomli_w.dumps(s.to_dict()))
 
 
-def _sampled_stage(study, stage: str, scenario, size, seed, overrides, threads, as_json, out) -> None:
-    """A stage alone over ``size`` samples, rendered by ``mcengine.stages.<stage>.render``."""
-    import importlib
-
+def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out) -> None:
+    """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
     api.set_threads(threads)
     s = api.check(scenario, overrides or ())
     doc = study(s, size, seed)
-    _emit(doc, as_json, out, importlib.import_module(f"mcengine.stages.{stage}").render, [s])
+    _emit(doc, as_json, out, render, [s])
 
 
 @app.command("yield")
@@ -109,7 +104,9 @@ def yield_cmd(
     out: OutOpt = None,
 ) -> None:
     """Fab stage alone: die yield, good dies per wafer, cost per good GPU."""
-    _sampled_stage(api.yield_study, "fab", scenario, wafers, seed, overrides, threads, as_json, out)
+    from .report.tables import render_yield
+
+    _sampled_stage(api.yield_, render_yield, scenario, wafers, seed, overrides, threads, as_json, out)
 
 
 @app.command("reliability")
@@ -123,17 +120,18 @@ def reliability_cmd(
     out: OutOpt = None,
 ) -> None:
     """Reliability stage alone: availability, failures, swaps, stock-outs."""
-    _sampled_stage(api.reliability_study, "reliability", scenario, lifetimes, seed, overrides, threads, as_json, out)
+    from .report.tables import render_reliability
+
+    _sampled_stage(api.reliability, render_reliability, scenario, lifetimes, seed, overrides, threads, as_json, out)
 
 
 @app.command("roofline")
 def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None) -> None:
     """Roofline stage alone (deterministic, at the median inputs)."""
-    s = api.check(scenario, overrides or ())
-    doc = api.roofline_study(s)
-    from .stages.roofline import render
+    from .report.tables import render_roofline
 
-    _emit(doc, as_json, out, render, [s])
+    s = api.check(scenario, overrides or ())
+    _emit(api.roofline(s), as_json, out, render_roofline, [s])
 
 
 TrialsOpt = Annotated[Optional[int], typer.Option("--trials", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
@@ -174,7 +172,7 @@ def _progress_bar(as_json: bool, quiet: bool):
 def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials) -> None:
     from contextlib import nullcontext
 
-    from .report import render_run
+    from .report.tables import render_run
 
     api.set_threads(threads)
     if keep_trials and out is None and resume is None:
@@ -207,44 +205,41 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
             _console().print(f"results in {folder}/ (summary.json, figures, resolved scenarios)")
 
 
-@app.command("run")
-def run_cmd(
-    scenarios: Annotated[Optional[list[str]], typer.Argument(help="Scenarios (paths or shipped names); none = the shipped case study.", show_default=False)] = None,
-    trials: TrialsOpt = None,
-    seed: SeedOpt = None,
-    overrides: SetOpt = None,
-    threads: ThreadsOpt = None,
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-    keep_trials: KeepOpt = False,
-    resume: ResumeOpt = None,
-    scheduler: SchedulerOpt = None,
-    quiet: QuietOpt = False,
-    chunk_trials: ChunkOpt = None,
-) -> None:
-    """Full chain: cost per token and availability distributions (no argument = the case study)."""
-    _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials)
+ScenariosArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios (paths or shipped names); none = the shipped case study.", show_default=False)]
+PairedArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
 
 
-@app.command("compare")
-def compare_cmd(
-    a: ScenarioArg,
-    b: ScenarioArg,
-    more: Annotated[Optional[list[str]], typer.Argument(help="More scenarios, each paired with A.", show_default=False)] = None,
-    trials: TrialsOpt = None,
-    seed: SeedOpt = None,
-    overrides: SetOpt = None,
-    threads: ThreadsOpt = None,
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-    keep_trials: KeepOpt = False,
-    resume: ResumeOpt = None,
-    scheduler: SchedulerOpt = None,
-    quiet: QuietOpt = False,
-    chunk_trials: ChunkOpt = None,
-) -> None:
-    """Paired comparison of B (and more) against A: same seed, common random numbers."""
-    _run([a, b, *(more or [])], trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials)
+def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
+    """A command over the full chain (``run``, ``compare``): one signature for both, so
+    their options are declared once; ``compare`` needs at least two scenarios."""
+
+    def command(
+        scenarios: ScenariosArg = None,
+        trials: TrialsOpt = None,
+        seed: SeedOpt = None,
+        overrides: SetOpt = None,
+        threads: ThreadsOpt = None,
+        as_json: JsonOpt = False,
+        out: OutOpt = None,
+        keep_trials: KeepOpt = False,
+        resume: ResumeOpt = None,
+        scheduler: SchedulerOpt = None,
+        quiet: QuietOpt = False,
+        chunk_trials: ChunkOpt = None,
+    ) -> None:
+        if len(scenarios or ()) < min_scenarios:
+            from .errors import Problem
+
+            raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more])"))
+        _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials)
+
+    command.__doc__ = help_text
+    command.__annotations__["scenarios"] = scenarios_arg
+    return command
+
+
+app.command("run")(_chain_command(0, ScenariosArg, "Full chain: cost per token and availability distributions (no argument = the case study)."))
+app.command("compare")(_chain_command(2, PairedArg, "Paired comparison of B (and more) against A: same seed, common random numbers."))
 
 
 @app.command("sweep")
@@ -264,21 +259,20 @@ def sweep_cmd(
 ) -> None:
     """Run the chain at each value of a key (or a grid of two): where does the verdict flip?"""
     from .errors import Problem
-    from .report_sensitivity import render, write_figures
-    from .sensitivity import SWEEP_OUTPUTS, parse_values, sweep
+    from .report.sensitivity import render, write_figures
 
     api.set_threads(threads)
     if len(scenarios) > 2:
         raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
     if not 1 <= len(param) <= 2 or len(values) != len(param):
         raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
-    grid = [parse_values(v) for v in values]
+    grid = [api.parse_values(v) for v in values]
     bar, update = _progress_bar(as_json, quiet)
     from contextlib import nullcontext
 
     with bar if bar is not None else nullcontext():
-        doc = sweep(scenarios if len(scenarios) > 1 else scenarios[0], param[0] if len(param) == 1 else param, grid[0] if len(param) == 1 else grid,
-                    outputs=tuple(output) if output else SWEEP_OUTPUTS, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update)
+        doc = api.sweep(scenarios if len(scenarios) > 1 else scenarios[0], param[0] if len(param) == 1 else param, grid[0] if len(param) == 1 else grid,
+                    outputs=tuple(output) if output else None, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update)
     if out is not None:
         doc["figures"] = [p.name for p in write_figures(doc, out)]
     _emit(doc, as_json, out, render)
@@ -301,11 +295,10 @@ def sensitivity_cmd(
     from contextlib import nullcontext
 
     from .errors import Problem
-    from .report_sensitivity import render, write_figures
-    from .sensitivity import sobol, tornado
+    from .report.sensitivity import render, write_figures
 
     api.set_threads(threads)
-    studies = {"sobol": sobol, "tornado": tornado}
+    studies = {"sobol": api.sobol, "tornado": api.tornado}
     if method not in studies:
         raise InputError(Problem("--method", method, "allowed: sobol, tornado"))
     if len(scenarios) > 2:
@@ -324,32 +317,26 @@ def sensitivity_cmd(
 @app.command("validate")
 def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
+    from .report.tables import render_validate
+
     checks = api.validate()
-    if as_json:
-        from .io import dumps
-
-        sys.stdout.write(dumps({"checks": [c.to_dict() for c in checks], "passed": all(c.passed for c in checks)}) + "\n")
-    else:
-        from rich.table import Table
-
-        table = Table("stage", "check", "closed form", "mcengine", "tolerance", "", title="analytic cross-checks")
-        for c in checks:
-            table.add_row(c.stage, c.name, f"{c.expected:.6g}", f"{c.got:.6g}", f"{c.tolerance:.3g}", "pass" if c.passed else "FAIL")
-        _console().print(table)
-    if not all(c.passed for c in checks):
+    doc = {"checks": [c.to_dict() for c in checks], "passed": all(c.passed for c in checks)}
+    _emit(doc, as_json, None, render_validate)
+    if not doc["passed"]:
         raise typer.Exit(1)
 
 
 @app.command("bench")
 def bench_cmd(
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-long version (smoke test).")] = False,
-    stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Only these harnesses (fab, reliability, chain). Repeatable.")] = None,
+    stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Only these stages (fab, reliability, chain). Repeatable.")] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
-    """Kernel and end-to-end throughput, side by side with their peers."""
+    """Throughput of each stage and of the whole chain on this machine (peers: benchmarks/)."""
+    from .report.tables import render_bench
+
     doc = api.bench(quick=quick, stages=stage or ())
-    from .report import render_bench
 
     _emit(doc, as_json, out, render_bench)
 

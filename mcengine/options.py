@@ -14,9 +14,13 @@ def positive(option: str, value: int) -> int:
     return int(value)
 
 
-def seed_of(scenario, seed: int | None) -> int:
-    """The master seed: ``--seed`` if given, else the scenario's ``run.seed``."""
-    seed = scenario.run.seed if seed is None else seed
+def check_seed(seed) -> int:
+    """``seed`` if it is a valid master seed (an integer in [0, 2**64 - 1]), else InputError."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
         raise InputError(Problem("--seed", seed, "allowed: an integer in [0, 2**64 - 1]"))
     return int(seed)
+
+
+def seed_of(scenario, seed: int | None) -> int:
+    """The master seed: ``--seed`` if given, else the scenario's ``run.seed``."""
+    return check_seed(scenario.run.seed if seed is None else seed)

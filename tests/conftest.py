@@ -1,4 +1,5 @@
-"""Shared test helpers: run the CLI in-process and capture what it prints."""
+"""Shared test helpers: run the CLI in-process and capture what it prints; run a call at a
+given numba thread count."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import io
 from dataclasses import dataclass
 
+import numba
 import pytest
 
 from mcengine.cli import main
@@ -28,3 +30,22 @@ def run_cli(*args: str) -> CliResult:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def with_threads(threads: int, fn, *args):
+    """``fn(*args)`` with ``threads`` numba threads, restoring the previous count."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return fn(*args)
+    finally:
+        numba.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def h100_body():
+    """`mcengine roofline h100`'s body (deterministic: computed once per module)."""
+    from mcengine.scenario import load_scenario
+    from mcengine.studies.roofline import roofline_study
+
+    return roofline_study(load_scenario("h100"))

@@ -1,37 +1,29 @@
-"""Benchmark harnesses: each module's ``run(quick)`` times a kernel next to its peer.
+"""The benchmark harness: mcengine next to its peers, instruction counts, memory.
 
-`mcengine bench` and the scripts in ``benchmarks/`` call :func:`run_all`.
+Each module's ``run(quick)`` returns one JSON-able document; the scripts
+``benchmarks/bench_*.py`` print them. mcengine's own throughput comes from
+:mod:`mcengine.throughput` (what `mcengine bench` prints); the peers (a NumPy fab
+model, a SimPy machine-repairman model), the valgrind instruction counter and the
+peak-memory probe live only here, so the package never imports simpy or valgrind.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-import platform
+from mcengine.errors import InputError, Problem
+from mcengine.throughput import machine
 
-from ..errors import InputError, Problem
+from . import chain, fab, reliability
 
-#: Harness modules, in report order.
-BENCH_MODULES = ("fab", "reliability", "chain")
-
-
-def machine() -> dict:
-    import numba
-
-    return {
-        "python": platform.python_version(),
-        "numba": numba.__version__,
-        "cpus": os.cpu_count(),
-        "numba_threads": numba.config.NUMBA_NUM_THREADS,
-        "machine": platform.machine(),
-    }
+#: Harnesses with a peer or a probe, in report order.
+HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run}
 
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:
-    unknown = [s for s in stages if s not in BENCH_MODULES]
+    """Every harness (or those named), with the machine they ran on."""
+    unknown = [s for s in stages if s not in HARNESSES]
     if unknown:
-        raise InputError([Problem("--stage", s, "allowed: " + ", ".join(BENCH_MODULES)) for s in unknown])
+        raise InputError([Problem("--stage", s, "allowed: " + ", ".join(HARNESSES)) for s in unknown])
     out = {"machine": machine(), "quick": quick}
-    for name in stages or BENCH_MODULES:
-        out[name] = importlib.import_module(f"{__name__}.{name}").run(quick=quick)
+    for name in stages or tuple(HARNESSES):
+        out[name] = HARNESSES[name](quick)
     return out

@@ -59,7 +59,7 @@ def _peer_rate(threads: int, wafers: int, dies: int, area: float, units: int, re
     """Best dies/s of the peer over ``repeats`` runs; ``threads`` workers split the wafers."""
     seeds = np.random.SeedSequence(2024).spawn(threads)
     share = -(-wafers // threads)
-    best, good = 0.0, 0
+    best, yields = 0.0, np.empty(0)
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for _ in range(repeats):
             gens = [np.random.Generator(np.random.PCG64(s)) for s in seeds]
@@ -67,30 +67,35 @@ def _peer_rate(threads: int, wafers: int, dies: int, area: float, units: int, re
             parts = list(pool.map(lambda g: numpy_peer(g, share, dies, area, units, required), gens))
             dt = time.perf_counter() - t0
             best = max(best, share * threads * dies / dt)
-            good = sum(int(p.sum()) for p in parts)
-    return best, good / (share * threads * dies)
+            yields = np.concatenate(parts) / dies
+    return best, yields.mean(), _sem(yields)
 
 
 def _kernel_rate(wafers: int, wafer, units: int, required: int, repeats: int):
-    from ..kernels.fab import TABLE_MAX_DEFECTS, harvest_table, simulate_wafers
+    from mcengine.kernels.fab import TABLE_MAX_DEFECTS, harvest_table, simulate_wafers
 
     table = harvest_table(units, units - required, TABLE_MAX_DEFECTS)
     args = (np.full(wafers, D0_PER_CM2), np.full(wafers, CLUSTERING), np.ones(wafers), np.full(wafers, UNIT_FRACTION))
-    best, draws, good = 0.0, 0, 0
+    best, draws, yields = 0.0, 0, np.empty(0)
     for _ in range(repeats):
         t0 = time.perf_counter()
         g, _h, u = simulate_wafers(np.uint64(7), 0, *args, wafer.die_area_cm2, wafer.r2_fraction, units,
                                    units - required, table)
         dt = time.perf_counter() - t0
         best = max(best, wafers * wafer.dies / dt)
-        draws, good = int(u.sum()), int(g.sum())
-    return best, draws / (wafers * wafer.dies), good / (wafers * wafer.dies)
+        draws, yields = int(u.sum()), g / wafer.dies
+    return best, draws / (wafers * wafer.dies), yields.mean(), _sem(yields)
+
+
+def _sem(per_wafer_yields: np.ndarray) -> float:
+    """Standard error of the mean die yield over wafers."""
+    return float(per_wafer_yields.std(ddof=1) / math.sqrt(per_wafer_yields.size))
 
 
 def _first_calls() -> dict:
     """Time of the first call of each kernel in this process (compile or cache load)."""
-    from ..kernels.fab import TABLE_MAX_DEFECTS, harvest_table, simulate_runs, simulate_wafers
-    from ..stages.fab_geometry import wafer_map
+    from mcengine.kernels.fab import TABLE_MAX_DEFECTS, harvest_table, simulate_runs, simulate_wafers
+    from mcengine.stages.fab_geometry import wafer_map
 
     out = {}
     t0 = time.perf_counter()
@@ -113,9 +118,9 @@ def _first_calls() -> dict:
 
 
 def _production_rate(name: str, trials: int, repeats: int) -> float:
-    from ..scenario import load_scenario
-    from ..scenario.sampling import draw_inputs
-    from ..stages.fab import production_runs
+    from mcengine.scenario import load_scenario
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.fab import production_runs
 
     scenario = load_scenario(name, [])
     inputs = draw_inputs(scenario, 3, 0, trials)
@@ -141,12 +146,13 @@ def run(quick: bool = False) -> dict:
     dict
         JSON-able: ``first_call_s`` (compile / cache-load times), ``cases`` (one row per
         die x harvesting x threads with ``kernel_dies_per_s``, ``numpy_dies_per_s``,
-        ``ratio``, ``kernel_uniforms_per_die``, ``kernel_uniforms_per_s`` and both die
-        yields), ``production_runs_trials_per_s`` per shipped scenario and thread count.
+        ``ratio``, ``kernel_uniforms_per_die``, ``kernel_uniforms_per_s``, both die
+        yields with their standard errors, and the closed-form die yield), ``production_runs_trials_per_s`` per shipped scenario and thread count.
     """
     import numba
 
-    from ..stages.fab_geometry import wafer_map
+    from mcengine.analytic.fab import harvest_yield
+    from mcengine.stages.fab_geometry import wafer_map
 
     first = _first_calls()
     repeats = 1 if quick else 3
@@ -165,15 +171,18 @@ def run(quick: bool = False) -> dict:
                 for threads in thread_counts:
                     numba.set_num_threads(threads)
                     _kernel_rate(8, wafer, case["units"], required, 1)  # warm-up outside the timer
-                    k_rate, per_die, k_yield = _kernel_rate(wafers, wafer, case["units"], required, repeats)
-                    p_rate, p_yield = _peer_rate(threads, max(threads, wafers // 8), wafer.dies, wafer.die_area_cm2,
+                    k_rate, per_die, k_yield, k_sem = _kernel_rate(wafers, wafer, case["units"], required, repeats)
+                    p_rate, p_yield, p_sem = _peer_rate(threads, max(threads, wafers // 8), wafer.dies, wafer.die_area_cm2,
                                                  case["units"], required, repeats)
                     rows.append({
                         "die": name, "dies_per_wafer": wafer.dies, "harvesting": harvest,
                         "units_required": required, "units_per_die": case["units"], "threads": threads,
                         "kernel_dies_per_s": k_rate, "numpy_dies_per_s": p_rate, "ratio": k_rate / p_rate,
                         "kernel_uniforms_per_die": per_die, "kernel_uniforms_per_s": k_rate * per_die,
-                        "kernel_die_yield": k_yield, "numpy_die_yield": p_yield,
+                        "kernel_die_yield": k_yield, "kernel_die_yield_sem": k_sem,
+                        "numpy_die_yield": p_yield, "numpy_die_yield_sem": p_sem,
+                        "closed_form_die_yield": harvest_yield(wafer.die_area_cm2, D0_PER_CM2, CLUSTERING, case["units"],
+                                                               required, UNIT_FRACTION),
                     })
         for name in ("h100", "lite-h100"):
             for threads in thread_counts:

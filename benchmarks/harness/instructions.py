@@ -39,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import InputError, Problem
+from mcengine.errors import InputError, Problem
 
 #: Case name -> the scenarios whose lifetimes one kernel call simulates (variants).
 CASES = {
@@ -56,9 +56,9 @@ _TIMEOUT_S = 1800.0
 def kernel_arguments(case: str, lifetimes: int) -> dict:
     """The arguments of :func:`~mcengine.kernels.life.simulate_lifetimes` for ``case``
     (its variants' law tables side by side), trials ``0 .. lifetimes - 1``."""
-    from ..scenario import load_scenario
-    from ..scenario.sampling import draw_inputs
-    from ..stages.reliability import _params, group_arguments
+    from mcengine.scenario import load_scenario
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.reliability import _params, group_arguments
 
     scenarios = [load_scenario(ref) for ref in CASES[case]]
     return group_arguments([_params(s, draw_inputs(s, SEED, 0, lifetimes)) for s in scenarios])
@@ -70,7 +70,7 @@ def _child(case: str, lifetimes: int, flags: Path) -> None:
     import numba
     import numpy as np
 
-    from ..kernels.life import simulate_lifetimes
+    from mcengine.kernels.life import simulate_lifetimes
 
     numba.set_num_threads(1)
     simulate_lifetimes(np.uint64(SEED), 0, **kernel_arguments(case, 2))  # load or compile, uncounted
@@ -103,9 +103,9 @@ def count(case: str, lifetimes: int) -> int:
         flags = Path(tmp)
         out = flags / "callgrind.out"
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-               sys.executable, "-m", "mcengine.bench.instructions", "--child", case, str(lifetimes), str(flags)]
+               sys.executable, "-m", "benchmarks.harness.instructions", "--child", case, str(lifetimes), str(flags)]
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                 env={**os.environ, "NUMBA_NUM_THREADS": "1"})
+                                 env={**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": _child_path()})
         try:
             _wait_for(flags, "ready", child)
             _control(child.pid, "on")
@@ -123,6 +123,12 @@ def count(case: str, lifetimes: int) -> int:
         if match is None:
             raise RuntimeError(f"no instruction total in callgrind's report:\n{err[-2000:]}")
         return int(match.group(1))
+
+
+def _child_path() -> str:
+    """PYTHONPATH of the child: the repository root (for ``benchmarks``) before the caller's."""
+    root = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
 
 
 def _control(pid: int, state: str) -> None:

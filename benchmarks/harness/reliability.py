@@ -1,6 +1,6 @@
 """Benchmark of the reliability kernel against its SimPy peer, side by side.
 
-Same model, same configuration, one run (:mod:`mcengine.bench.simpy_peer`): 4,096
+Same model, same configuration, one run (:mod:`benchmarks.harness.simpy_peer`): 4,096
 single-GPU instances, AFR 0.1 per GPU-year, exponential repairs of mean 72 h, 4 crews,
 no spares, 5 years (the finite-source M/M/4//4096 machine repairman, whose availability
 is printed beside both). mcengine runs it through the stage
@@ -36,7 +36,7 @@ PEER_CASE = dict(n_gpus=4096, afr=0.1, mean_repair_hours=72.0, crews=4, years=5.
 _COLD_COMPILE = """
 import time, numpy as np
 t0 = time.perf_counter()
-from mcengine.stages._reliability_checks import toy_scenario
+from mcengine.validation.reliability import toy_scenario
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages.reliability import lifetimes
 s = toy_scenario(instances=2, afr=1.0)
@@ -47,7 +47,7 @@ print(time.perf_counter() - t1)
 
 
 def _case_scenario(weibull_shape: float = 1.0):
-    from ..stages._reliability_checks import toy_scenario
+    from mcengine.validation.reliability import toy_scenario
 
     c = PEER_CASE
     return toy_scenario(instances=c["n_gpus"], afr=c["afr"], weibull_shape=weibull_shape,
@@ -57,8 +57,8 @@ def _case_scenario(weibull_shape: float = 1.0):
 
 def _kernel_rate(scenario, lifetimes: int, repeats: int) -> dict:
     """Best of ``repeats`` timed calls of the stage on ``lifetimes`` lifetimes."""
-    from ..scenario.sampling import draw_inputs
-    from ..stages.reliability import lifetimes as run_lifetimes
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.reliability import lifetimes as run_lifetimes
 
     inputs = draw_inputs(scenario, 11, 0, lifetimes)
     run_lifetimes(scenario, draw_inputs(scenario, 11, 0, 2), 11)  # warm-up outside the timer
@@ -89,9 +89,9 @@ def _peer_rate(lifetimes: int, weibull_shape: float) -> dict:
 
 
 def _first_call_s() -> float:
-    from ..stages._reliability_checks import toy_scenario
-    from ..scenario.sampling import draw_inputs
-    from ..stages.reliability import lifetimes
+    from mcengine.validation.reliability import toy_scenario
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.reliability import lifetimes
 
     s = toy_scenario(instances=2, afr=1.0)
     t0 = time.perf_counter()
@@ -127,8 +127,8 @@ def run(quick: bool = False) -> dict:
     """
     import numba
 
-    from ..analytic.reliability import machine_repairman
-    from ..scenario import load_scenario
+    from mcengine.analytic.reliability import machine_repairman
+    from mcengine.scenario import load_scenario
 
     first = _first_call_s()
     repeats = 1 if quick else 3

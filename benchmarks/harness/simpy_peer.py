@@ -5,7 +5,7 @@ Weibull) time, then queues for one of ``c`` repair crews (a ``simpy.Resource``, 
 is repaired for an exponential time and is up again; no spares, so a failed GPU's
 instance is down from its failure until its repair ends. Randomness from one
 ``random.Random(seed)`` per lifetime. This is the model of
-``mcengine.bench.reliability`` with ``spare_gpus = 0`` and zero swap and restart times
+``benchmarks.harness.reliability`` with ``spare_gpus = 0`` and zero swap and restart times
 (a repaired unit goes straight back into the empty slot), and of the closed form
 :func:`mcengine.analytic.reliability.machine_repairman` when lives are exponential.
 

@@ -2,7 +2,7 @@
 
 The JSON documents of :mod:`mcengine.sensitivity` stay the source of truth; these
 functions only draw them. Figures are PNG files written atomically
-(:func:`mcengine.report._save` → :func:`mcengine.io.write_atomic`):
+(:func:`mcengine.report.save_png` → :func:`mcengine.io.write_atomic`):
 
 * 1-D sweep: ``sweep_<param>.png``, one panel per output: the median and the 90% band
   (5th-95th percentile) against the value; with two scenarios the paired ratio B/A,
@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .report import _fmt, _save
+from .figures import save_png
+from .tables import fmt_value
 
 
 def _slug(text: str) -> str:
@@ -34,7 +35,7 @@ def _is_number(v) -> bool:
 def _value_text(v) -> str:
     if isinstance(v, list):
         return " × ".join(_value_text(x) for x in v)
-    return _fmt(v) if _is_number(v) else str(v)
+    return fmt_value(v) if _is_number(v) else str(v)
 
 
 def _what(doc: dict, metric: str) -> str:
@@ -137,7 +138,7 @@ def _sweep_1d(doc: dict, out: Path) -> Path:
     elif np.all(x > 0) and x.max() / x.min() > 20:
         last.set_xscale("log")
     fig.suptitle(f"Sweep of {doc['param']} ({doc['scenario']}, {doc['trials']:,} paired trials per value)")
-    path = _save(fig, out / f"sweep_{_slug(doc['param'])}.png")
+    path = save_png(fig, out / f"sweep_{_slug(doc['param'])}.png")
     plt.close(fig)
     return path
 
@@ -167,7 +168,7 @@ def _sweep_2d(doc: dict, out: Path) -> list[Path]:
         label = f"P({doc['ratio_of'].split(' / ')[0]} cheaper) = P(B < A) of {m}" if paired else f"median {m}"
         fig.colorbar(im, ax=ax, label=label)
         ax.set_title(f"{label}\n{doc['scenario']}, {doc['trials']:,} paired trials per cell" + ("; black line: 0.5 (verdict flips)" if paired else ""), fontsize=9)
-        paths.append(_save(fig, out / f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png"))
+        paths.append(save_png(fig, out / f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png"))
         plt.close(fig)
     return paths
 
@@ -187,7 +188,7 @@ def _tornado(doc: dict, out: Path) -> Path:
     ax.set_title(f"Tornado: {doc['scenario']}, {doc['trials']:,} trials per bar, baseline {base:.4g}")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")
-    path = _save(fig, out / f"tornado_{_slug(doc['output'])}.png")
+    path = save_png(fig, out / f"tornado_{_slug(doc['output'])}.png")
     plt.close(fig)
     return path
 
@@ -207,7 +208,7 @@ def _sobol(doc: dict, out: Path) -> Path:
     ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)")
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")
-    path = _save(fig, out / f"sobol_{_slug(doc['output'])}.png")
+    path = save_png(fig, out / f"sobol_{_slug(doc['output'])}.png")
     plt.close(fig)
     return path
 

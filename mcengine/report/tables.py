@@ -1,6 +1,8 @@
-"""Tables and figures for people (the JSON documents stay the source of truth)."""
+"""Terminal tables (rich) of every command's JSON document; the documents stay the source of truth."""
 
 from __future__ import annotations
+
+from ..analytic.fab import YIELD_MODELS
 
 
 def _flatten(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
@@ -14,7 +16,7 @@ def _flatten(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
     return rows
 
 
-def _fmt(value) -> str:
+def fmt_value(value) -> str:
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
     return str(value)
@@ -26,7 +28,7 @@ def render_bench(doc: dict):
 
     table = Table("measure", "value", title="mcengine bench")
     for name, value in _flatten(doc):
-        table.add_row(name, _fmt(value))
+        table.add_row(name, fmt_value(value))
     return table
 
 
@@ -65,83 +67,129 @@ def render_run(doc: dict):
     return Group(*parts)
 
 
-def _sketch_points(summary) -> tuple:
-    """(values, cumulative probability) of a streaming Summary's quantile sketch."""
-    import numpy as np
-
-    sk = summary.sketch
-    keys = [(-1, k, sk.negative[k]) for k in sorted(sk.negative, reverse=True)]
-    keys += [(0, 0, sk.zeros)] if sk.zeros else []
-    keys += [(1, k, sk.positive[k]) for k in sorted(sk.positive)]
-    values = np.array([0.0 if sign == 0 else sk._value(sign, k) for sign, k, _ in keys]) + summary.offset
-    counts = np.array([c for _, _, c in keys], dtype=float)
-    return np.clip(values, summary.min, summary.max), np.cumsum(counts) / counts.sum()
 
 
-def _save(fig, path):
-    import io
+def render_scenarios(rows: list[tuple[str, str]]):
+    """`mcengine scenarios`: name and one-line description of each shipped scenario."""
+    from rich.table import Table
 
-    from .io import write_atomic
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-    write_atomic(path, buf.getvalue())
-    return path
+    table = Table("scenario", "description", title="shipped scenarios")
+    for name, desc in rows:
+        table.add_row(name, desc)
+    return table
 
 
-def write_figures(results, out):
-    """CDF of cost per Mtok, availability distribution, cost breakdown, paired ratios (PNG)."""
-    import matplotlib
+def render_validate(doc: dict):
+    """`mcengine validate`: one row per cross-check."""
+    from rich.table import Table
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    table = Table("stage", "check", "closed form", "mcengine", "tolerance", "", title="analytic cross-checks")
+    for c in doc["checks"]:
+        table.add_row(c["stage"], c["name"], f"{c['expected']:.6g}", f"{c['got']:.6g}", f"{c['tolerance']:.3g}", "pass" if c["passed"] else "FAIL")
+    return table
 
-    acc, doc = results.summaries, results.doc
-    names = list(doc["scenarios"])
-    paths = []
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for n in names:
-        x, p = _sketch_points(acc.metrics[(n, "cost_per_mtok_usd")])
-        ax.step(x, p, where="post", label=n)
-    ax.set(xlabel="cost per million output tokens (USD)", ylabel="share of trials ≤ x", title="Cost per token: distribution over uncertain worlds")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    paths.append(_save(fig, out / "cost_per_mtok_cdf.png"))
-    plt.close(fig)
+# ----------------------------------------------------------------------------- stages alone
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for n in names:
-        x, p = _sketch_points(acc.metrics[(n, "availability")])
-        ax.step(1.0 - x, 1.0 - p, where="pre", label=n)
-    ax.set(xscale="log", xlabel="unavailability (1 − time-averaged share of instances up)", ylabel="share of trials with unavailability < x", title="Availability over cluster lifetimes (left is better)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend()
-    paths.append(_save(fig, out / "availability.png"))
-    plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    bottom = np.zeros(len(names))
-    for metric, label in (("capex_usd", "capex"), ("energy_usd", "energy"), ("repair_usd", "repairs")):
-        heights = np.array([doc["scenarios"][n][metric]["mean"] for n in names]) / 1e6
-        ax.bar(names, heights, bottom=bottom, label=label)
-        bottom += heights
-    ax.set(ylabel="mean cost over the horizon (million USD)", title="Cost breakdown")
-    ax.legend()
-    ax.tick_params(axis="x", labelrotation=15)
-    paths.append(_save(fig, out / "cost_breakdown.png"))
-    plt.close(fig)
+def render_yield(body: dict):
+    """A rich Table of ``mcengine yield``: Monte Carlo beside the closed forms."""
+    from rich.table import Table
 
-    if len(names) > 1:
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for n in names[1:]:
-            x, p = _sketch_points(acc.ratios[(n, "cost_per_mtok_usd")])
-            ax.hist(x, bins=60, weights=np.diff(p, prepend=0.0), histtype="step", lw=1.5, label=f"{n} / {names[0]}")
-        ax.axvline(1.0, color="k", lw=0.8)
-        ax.set(xlabel=f"paired ratio of cost per token to {names[0]}", ylabel="share of trials", title="Paired comparison (left of 1: cheaper than the baseline)")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        paths.append(_save(fig, out / "paired_ratio.png"))
-        plt.close(fig)
-    return paths
+    def dist(s: dict, fmt: str) -> tuple[str, str]:
+        return f"{s['mean']:{fmt}} ± {s['sem']:.2g}", f"{s['p05']:{fmt}} – {s['p95']:{fmt}}"
+
+    an, cost, pooled = body["analytic"], body["analytic_cost"], body["pooled"]
+    harvest = body.get("harvesting", {})
+    name = body.get("scenario")
+    table = Table(title=f"fab stage{f': {name}' if name else ''}, {body.get('wafers', '?')} wafers",
+                  caption="MC integrates over the uncertain inputs; closed forms are at the medians; "
+                          "the named formulas are whole-die yields without harvesting")
+    for col in ("quantity", "MC mean ± sem", "MC p05 – p95", "closed form"):
+        table.add_column(col, justify="left" if col == "quantity" else "right")
+    table.add_row("dies per wafer (exact)", str(body["dies_per_wafer"]), "",
+                  f"{body['dies_per_wafer_formula']:.1f} formula")
+    model = (f"{harvest.get('units_required')}/{harvest.get('units_per_die')} units"
+             if harvest.get("enabled") else "no harvesting")
+    table.add_row(f"die yield, {model}", *dist(body["die_yield"], ".4f"), f"{an['harvesting']:.4f}")
+    for formula in YIELD_MODELS:
+        table.add_row(f"  {formula.replace('_', ' ')}", "", "", f"{an[formula]:.4f}")
+    table.add_row("good dies / wafer", *dist(body["good_dies_per_wafer"], ".2f"), f"{cost['good_dies_per_wafer']:.2f}")
+    table.add_row("good H100-eq / wafer", *dist(body["good_h100_equivalents_per_wafer"], ".2f"), "")
+    table.add_row("cost / good die (USD)", *dist(body["cost_per_good_die_usd"], ",.1f"), f"{cost['cost_per_good_die_usd']:,.1f}")
+    table.add_row("  pooled spend / good die", f"{pooled['cost_per_good_die_usd']:,.1f}", "", "")
+    table.add_row("GPU package (USD)", *dist(body["gpu_cost_usd"], ",.0f"), f"{cost['gpu_cost_usd']:,.0f}")
+    table.add_row("  pooled spend / package", f"{pooled['gpu_cost_usd']:,.0f}", "", "")
+    table.add_row("good dies with defects", f"{body['harvested_share']:.3f}", "", "")
+    return table
+
+
+def render_reliability(body: dict):
+    """A rich Table of ``mcengine reliability``: Monte Carlo beside the renewal references."""
+    from rich.table import Table
+
+    an = body.get("analytic", {})
+    name = body.get("scenario")
+    table = Table(title=f"reliability stage{f': {name}' if name else ''}, {body.get('lifetimes', '?')} lifetimes",
+                  caption="references: long-run renewal rates at the median inputs, ample spares; "
+                          f"{body.get('events', 0):,} events simulated")
+    for col in ("quantity", "MC mean ± sem", "MC p05 – p95", "reference"):
+        table.add_column(col, justify="left" if col == "quantity" else "right")
+    rows = (
+        ("instance availability", "instance_availability", ".6f", an.get("availability_no_stockout")),
+        ("failures / year", "failures_per_year", ",.2f", an.get("failures_per_year")),
+        ("interruptions / year", "interruptions_per_year", ",.2f", an.get("interruptions_per_year")),
+        ("swaps / year", "swaps_per_year", ",.2f", None),
+        ("repairs / year", "repairs_per_year", ",.2f", None),
+        ("stock-out inst-hours", "stockout_hours", ",.1f", None),
+        ("max failed GPUs", "max_failed_gpus", ",.1f", None),
+    )
+    for label, key, fmt, ref in rows:
+        if key not in body:
+            continue
+        d = body[key]
+        table.add_row(label, f"{d['mean']:{fmt}} ± {d['sem']:.2g}", f"{d['p05']:{fmt}} – {d['p95']:{fmt}}",
+                      "" if ref is None else f"{ref:{fmt}}")
+    if "p_stockout" in an:
+        table.add_row("P(units in repair > spares)", "", "", f"{an['p_stockout']:.3g}")
+    return table
+
+
+def _sig3(x: float) -> str:
+    return f"{x:,.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def render_roofline(body: dict):
+    """Rich tables: the result, the terms per phase, the searched layouts."""
+    from rich.console import Group
+    from rich.table import Table
+
+    par, lim = body["parallelism"], body["batch_limits"]
+    summary = Table("measure", "value", title=f"roofline: {body.get('scenario', '')}".rstrip(": "))
+    slo = "met" if body["slo_met"] else "MISSED"
+    for name, value in (
+        ("layout (tensor x pipeline)", f"{par['tensor']} x {par['pipeline']}" + (" + expert parallel" if par.get("expert_parallel") else "")),
+        ("batch (memory limit, SLO limit)", f"{body['decode']['batch']} ({lim['memory']}, {lim['slo']})"),
+        ("TTFT ms (one prompt)", f"{_sig3(body['prefill']['ttft_ms'])} ({body['prefill']['ttft_bound']})"),
+        ("TPOT ms", f"{_sig3(body['decode']['tpot_ms'])} (SLO {_sig3(body['tpot_slo_ms'])}: {slo})"),
+        ("output tokens/s per instance", _sig3(body["tokens_per_s_instance"])),
+        ("output tokens/s per GPU", _sig3(body["tokens_per_s_per_gpu"])),
+        ("output tokens/s per H100-equivalent", _sig3(body["tokens_per_s_per_h100_equivalent"])),
+        ("weights GB per GPU", _sig3(body["weights_gb_per_gpu"])),
+        ("KV bytes per token per GPU", _sig3(body["kv_bytes_per_token_per_gpu"])),
+    ):
+        summary.add_row(name, value)
+    terms = Table("phase", "compute ms", "memory ms", "comm ms", "overhead ms", "total ms", "bound", title="terms: max(compute, memory) + comm + overhead")
+    bounds = {"prefill": body["prefill"]["bound"], "ttft": body["prefill"]["ttft_bound"], "decode": body["decode"]["bound"]}
+    labels = {"prefill": f"prefill of {body['decode']['batch']}", "ttft": "prefill of 1 (TTFT)", "decode": "decode step (TPOT)"}
+    for phase, t in body["terms"].items():
+        total = max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"]
+        terms.add_row(labels[phase], *(_sig3(t[k]) for k in ("compute_ms", "memory_ms", "comm_ms", "overhead_ms")), _sig3(total), bounds[phase])
+    layouts = Table("tensor", "pipeline", "fits", "batch", "TPOT ms", "SLO", "tokens/s per GPU", "", title="layouts searched (median inputs)")
+    for row in body["layouts"]:
+        layouts.add_row(
+            str(row["tensor"]), str(row["pipeline"]), "yes" if row["fits"] else "no", str(row["batch"]),
+            _sig3(row["tpot_ms"]), "met" if row["slo_met"] else "missed",
+            _sig3(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "chosen" if row["chosen"] else "",
+        )
+    return Group(summary, terms, layouts)

@@ -1,7 +1,7 @@
 """Which assumptions decide the verdict: sweeps, tornado charts and Sobol' indices.
 
 Three plain functions return the INTERFACE.md JSON documents of ``mcengine sweep`` and
-``mcengine sensitivity``; :mod:`mcengine.report_sensitivity` renders them.
+``mcengine sensitivity``; :mod:`mcengine.report.sensitivity` renders them.
 
 * :func:`sweep` sets one scenario key (or two: a grid) to each given value, as a
   ``--set KEY=VALUE`` override, and runs the full chain with the same seed at every
@@ -11,7 +11,7 @@ Three plain functions return the INTERFACE.md JSON documents of ``mcengine sweep
   others at their medians, and reports the output's median over a batch of trials with
   those fixed inputs (the median over the model's own randomness only).
 * :func:`sobol` estimates first-order and total Sobol' indices of every uncertain input
-  from a Saltelli design on a scrambled Sobol' sequence (:mod:`mcengine._sobol`), with
+  from a Saltelli design on a scrambled Sobol' sequence (:mod:`mcengine.sensitivity.sampling`, :mod:`mcengine.sensitivity.analysis`), with
   the model's own randomness counted as one more input, ``"model_noise"``.
 
 Every function works on one scenario (the output is a metric of its trials) or on two,
@@ -32,15 +32,14 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import _sobol
-from .errors import InputError, Problem
-from .options import positive, seed_of
-from .pipeline import METRICS, PAIRED_METRICS, run_block
-from .scenario import Scenario, scenario_from_dict
-from .scenario.fields import did_you_mean
-from .scenario.load import apply_overrides, load_scenarios, parse_override
-from .scenario.sampling import TrialInputs
-from .validation import Check
+from ..errors import InputError, Problem
+from ..options import positive, seed_of
+from ..pipeline import METRICS, PAIRED_METRICS, run_block
+from ..scenario import Scenario, scenario_from_dict
+from ..scenario.fields import did_you_mean
+from ..scenario.load import apply_overrides, load_scenarios, parse_override
+from ..scenario.sampling import TrialInputs
+from . import analysis, sampling
 
 Progress = Callable[[int, int], None]
 ScenarioRef = str | Scenario
@@ -272,7 +271,7 @@ def sweep(
         ``"scenarios"`` (each scenario's own distributions); a 1-D sweep adds
         ``"crossings"``: the values where P(B < A) crosses 0.5 (linear interpolation).
     """
-    from .runner import DEFAULT_CHUNK_TRIALS as RUN_CHUNK, RunSpec, execute
+    from ..runner import DEFAULT_CHUNK_TRIALS as RUN_CHUNK, RunSpec, execute
 
     start = time.perf_counter()
     one_d = isinstance(param, str)
@@ -395,8 +394,8 @@ def sobol(
     trials: int = DEFAULT_SOBOL_SAMPLES,
     seed: int | None = None,
     overrides: Iterable[str] = (),
-    resamples: int = _sobol.DEFAULT_RESAMPLES,
-    conf_level: float = _sobol.DEFAULT_CONF_LEVEL,
+    resamples: int = analysis.DEFAULT_RESAMPLES,
+    conf_level: float = analysis.DEFAULT_CONF_LEVEL,
     chunk_trials: int = DEFAULT_CHUNK_TRIALS,
     progress: Progress | None = None,
 ) -> dict:
@@ -422,7 +421,7 @@ def sobol(
         ``"output_mean"``, ``"output_variance"``, ``"model_noise_treatment"``.
     """
     start = time.perf_counter()
-    n = _sobol.check_base_samples(trials)
+    n = sampling.check_base_samples(trials)
     chunk = positive("--chunk-trials", chunk_trials)
     chosen = _resolve(scenarios, overrides)
     output = check_output(output, len(chosen) == 2)
@@ -436,7 +435,7 @@ def sobol(
 
         return _evaluate(chosen, seed, output, trial_start, u.shape[0], columns)
 
-    est = _sobol.sobol_indices(evaluate, keys, n, seed, noise=True, resamples=resamples, conf_level=conf_level, chunk=chunk, progress=progress)
+    est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, resamples=resamples, conf_level=conf_level, chunk=chunk, progress=progress)
     doc = {"scenario": _label(chosen), "seed": seed, "trials": n, "method": "sobol", "output": output, **_ratio_of(chosen)}
     doc.update(
         {
@@ -455,19 +454,3 @@ def sobol(
     return doc
 
 
-# ----------------------------------------------------------------------------- validate
-def validation_checks() -> list[Check]:
-    """Sobol' machinery on the Ishigami function (a=7, b=0.1, plus a dummy 4th input)
-    against its analytic indices; tolerance 4 bootstrap standard errors."""
-    from .analytic.sensitivity import ishigami, ishigami_indices
-
-    s1, st, _ = ishigami_indices()
-    names = ["x1", "x2", "x3", "dummy"]
-    est = _sobol.sobol_indices(lambda u, _t: ishigami(u), names, 4096, seed=20100101, noise=False, resamples=200)
-    checks = []
-    for i, name in enumerate(names):
-        for label, got, se, exact in (("S1", est.s1, est.s1_se, s1), ("ST", est.st, est.st_se, st)):
-            expected = float(exact[i]) if i < 3 else 0.0
-            tol = 4.0 * float(se[i]) if i < 3 else 1e-12
-            checks.append(Check("sensitivity", f"ishigami {label} {name}", expected, float(got[i]), tol, "Saltelli design, N=4096, Saltelli 2010 / Jansen 1999"))
-    return checks

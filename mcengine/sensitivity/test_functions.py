@@ -11,7 +11,7 @@
   ``S1_i = ST_i = c_i^2 / sum c_j^2`` (no interactions).
 
 Functions take the unit-cube design ``u`` (shape ``(n, d)``, values in (0, 1)) as the
-Sobol' machinery of :mod:`mcengine._sobol` hands it to a model, and return ``(n,)``.
+Sobol' machinery of :mod:`mcengine.sensitivity.sampling` hands it to a model, and return ``(n,)``.
 """
 
 from __future__ import annotations

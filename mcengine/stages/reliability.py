@@ -19,31 +19,23 @@ import numba
 import numpy as np
 from scipy import special
 
-from ..errors import InputError, NumericalError, Problem
+from ..errors import NumericalError
+from ..options import check_seed
 from ..kernels import life
 from ..kernels.laws import CUM_WEIGHT, KIND, LAW_COLUMNS, P1, P2
-from ..analytic import reliability as analytic
-from ..results import BLOCK_TRIALS, Summary
-from ..scenario.dists import LAW_WEIBULL, MAX_LAW_PARTS, Law, MixtureLaw
-from ..scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
+from ..kernels.law_codes import LAW_WEIBULL, MAX_LAW_PARTS
+from ..scenario.dists import Law, MixtureLaw
+from ..scenario.sampling import TrialInputs
 from ..scenario.schema import Scenario
 from ..units import HOURS_PER_YEAR
 
-__all__ = ["lifetimes", "lifetimes_of", "lifetime_study", "analytic_reference", "render", "validation_checks", "law_table", "COLUMNS"]
+__all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS"]
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
     "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs", "events", "max_failed_gpus",
 )
-#: Distributions of :func:`lifetime_study` (INTERFACE.md first, then extras).
-SUMMARY_METRICS = (
-    "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
-    "stockout_hours", "repairs_per_year", "max_failed_gpus",
-)
-#: Lifetimes per kernel call in a study: a whole number of summary blocks, so the
-#: summaries do not depend on it; memory stays bounded for any sample size.
-CHUNK_LIFETIMES = 4 * BLOCK_TRIALS
 
 
 # --------------------------------------------------------------------------- tables
@@ -195,7 +187,7 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
     kernel call: it simulates them in one pass while their draws coincide, each with
     exactly the numbers of its own run (:func:`mcengine.kernels.life.simulate_lifetimes`).
     """
-    _check_seed(seed)
+    check_seed(seed)
     tables = [_params(s, inp) for s, inp in zip(scenarios, inputs)]
     groups: list[list[int]] = []
     for k, table in enumerate(tables):
@@ -259,124 +251,3 @@ def _columns(out_f: np.ndarray, out_i: np.ndarray, inputs: TrialInputs) -> dict[
     return cols
 
 
-def _check_seed(seed) -> np.uint64:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
-        raise InputError(Problem("--seed", seed, "allowed: an integer in [0, 2**64)"))
-    return np.uint64(seed)
-
-
-def analytic_reference(scenario: Scenario) -> dict:
-    """Closed-form reference values at the median inputs (renewal rates, no stock-out).
-
-    See :func:`mcengine.analytic.reliability.cluster_reference`; every class enters at
-    its long-run rate ``afr`` (1/MTTF) whatever its Weibull shape.
-    """
-    r, c = scenario.reliability, scenario.cluster
-    q = quantile_inputs(scenario, 0.5)
-
-    def at(key: str) -> float:
-        return float(q[key][0])
-
-    def law_values(name: str) -> dict[str, float]:
-        law = getattr(r, name)
-        return {k: float(v[0]) for k, v in q.law_values(f"reliability.{name}", law).items()}
-
-    def law_mean(name: str) -> float:
-        return getattr(r, name).mean_at(law_values(name))
-
-    repair, values = r.repair_hours, law_values("repair_hours")
-    mixture = isinstance(repair, MixtureLaw)
-    repair_parts = [(w, part.kind, *(values[(f"parts.{j}." if mixture else "") + name] for name, _ in part.param_items()))
-                    for j, (w, part) in enumerate(repair.parts())]
-
-    key = "reliability.components"
-    gpu_perm = sum(comp.count * at(f"{key}.{name}.afr") for name, comp in r.components) / HOURS_PER_YEAR
-    gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
-    host_mode = r.replace_unit == "host"
-    ref = analytic.cluster_reference(
-        c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm, gpu_transient,
-        at("reliability.host_afr") / HOURS_PER_YEAR, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
-        law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
-        c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
-    ref["mean_repair_hours"] = law_mean("repair_hours")
-    return ref
-
-
-def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
-    """Body of ``mcengine reliability``: ``lifetimes`` cluster lifetimes.
-
-    Lifetime ``l`` draws the uncertain inputs as trial ``l`` and its events from stream
-    ``(seed, STAGE_LIFE, 0, l)``; lifetimes run in chunks of :data:`CHUNK_LIFETIMES`
-    (same numbers whatever the chunking or the thread count).
-
-    Returns
-    -------
-    dict
-        Summaries over lifetimes of ``instance_availability``, ``failures_per_year``,
-        ``interruptions_per_year``, ``swaps_per_year``, ``stockout_hours``,
-        ``repairs_per_year`` and ``max_failed_gpus``; ``events`` (int, all lifetimes);
-        ``analytic`` (:func:`analytic_reference`); ``cluster`` (shape of the model).
-    """
-    if isinstance(lifetimes, bool) or not isinstance(lifetimes, (int, np.integer)) or lifetimes < 1:
-        raise InputError(Problem("--lifetimes", lifetimes, "allowed: a positive integer"))
-    _check_seed(seed)
-    total = int(lifetimes)
-    # availabilities crowd near 1: the quantile sketch works on their distance from 1
-    summaries = {name: Summary(offset=1.0 if name == "instance_availability" else 0.0) for name in SUMMARY_METRICS}
-    events = 0
-    for start in range(0, total, CHUNK_LIFETIMES):
-        inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
-        cols = lifetimes_of([scenario], [inputs], seed)[0]
-        cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
-        for name, summary in summaries.items():
-            summary.add(cols[name], f"reliability {name}")
-        events += int(cols["events"].sum())
-    c, r = scenario.cluster, scenario.reliability
-    return {
-        **{name: summary.to_dict() for name, summary in summaries.items()},
-        "events": events,
-        "analytic": analytic_reference(scenario),
-        "cluster": {
-            "instances": c.instances, "instance_gpus": c.instance_gpus, "active_gpus": scenario.active_gpus,
-            "spare_gpus": c.spare_gpus, "gpus_per_host": c.gpus_per_host, "replace_unit": r.replace_unit,
-            "repair_crews": "inf" if math.isinf(r.repair_crews) else int(r.repair_crews),
-        },
-    }
-
-
-def render(body: dict):
-    """A rich Table of ``mcengine reliability``: Monte Carlo beside the renewal references."""
-    from rich.table import Table
-
-    an = body.get("analytic", {})
-    name = body.get("scenario")
-    table = Table(title=f"reliability stage{f': {name}' if name else ''}, {body.get('lifetimes', '?')} lifetimes",
-                  caption="references: long-run renewal rates at the median inputs, ample spares; "
-                          f"{body.get('events', 0):,} events simulated")
-    for col in ("quantity", "MC mean ± sem", "MC p05 – p95", "reference"):
-        table.add_column(col, justify="left" if col == "quantity" else "right")
-    rows = (
-        ("instance availability", "instance_availability", ".6f", an.get("availability_no_stockout")),
-        ("failures / year", "failures_per_year", ",.2f", an.get("failures_per_year")),
-        ("interruptions / year", "interruptions_per_year", ",.2f", an.get("interruptions_per_year")),
-        ("swaps / year", "swaps_per_year", ",.2f", None),
-        ("repairs / year", "repairs_per_year", ",.2f", None),
-        ("stock-out inst-hours", "stockout_hours", ",.1f", None),
-        ("max failed GPUs", "max_failed_gpus", ",.1f", None),
-    )
-    for label, key, fmt, ref in rows:
-        if key not in body:
-            continue
-        d = body[key]
-        table.add_row(label, f"{d['mean']:{fmt}} ± {d['sem']:.2g}", f"{d['p05']:{fmt}} – {d['p95']:{fmt}}",
-                      "" if ref is None else f"{ref:{fmt}}")
-    if "p_stockout" in an:
-        table.add_row("P(units in repair > spares)", "", "", f"{an['p_stockout']:.3g}")
-    return table
-
-
-def validation_checks() -> list:
-    """The closed-form cross-checks of :mod:`mcengine.stages._reliability_checks`."""
-    from ._reliability_checks import checks
-
-    return checks()

@@ -17,8 +17,9 @@ import numpy as np
 from ..analytic import reliability as ar
 from ..scenario import scenario_from_dict
 from ..scenario.sampling import draw_inputs
+from ..stages.reliability import lifetimes as columns
 from ..units import HOURS_PER_YEAR
-from ..validation import Check
+from .check import Check, mc_check as _mc_check
 
 # Llama 3 405B pre-training, 16,384 H100 in 2,048 hosts of 8, 54 days: unexpected
 # interruptions by root cause (Llama Team 2024, arXiv 2407.21783, Table 5; notes §1.1).
@@ -92,17 +93,12 @@ def llama3_scenario(instance_gpus: int):
 
 def run(scenario, lifetimes: int, seed: int = 20240723) -> dict:
     """Per-lifetime columns of ``lifetimes`` lifetimes of ``scenario``."""
-    from .reliability import lifetimes as columns
-
     return columns(scenario, draw_inputs(scenario, seed, 0, lifetimes), seed)
 
 
 def mc_check(name: str, sample: np.ndarray, expected: float, detail: str) -> Check:
-    """Monte Carlo mean of ``sample`` against ``expected``, tolerance 4 SEM."""
-    sample = np.asarray(sample, dtype=float)
-    sem = float(sample.std(ddof=1) / math.sqrt(sample.size))
-    return Check("reliability", name, expected, float(sample.mean()), 4.0 * sem,
-                 f"{detail}; {sample.size} lifetimes, tolerance 4 SEM")
+    """Monte Carlo mean of ``sample`` (one value per lifetime) against ``expected``, 4 SEM."""
+    return _mc_check("reliability", name, sample, expected, detail, "lifetimes")
 
 
 def checks() -> list[Check]:

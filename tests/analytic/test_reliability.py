@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate, stats
 
 from mcengine.analytic import reliability as ar
-from mcengine.stages._reliability_checks import LLAMA3_DAYS, LLAMA3_GPUS, LLAMA3_UNEXPECTED, llama3_rates
+from mcengine.validation.reliability import LLAMA3_DAYS, LLAMA3_GPUS, LLAMA3_UNEXPECTED, llama3_rates
 from mcengine.units import HOURS_PER_YEAR
 
 

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from mcengine.analytic import roofline as ra
-from mcengine.scenario.load import load_model_card
-from mcengine.scenario.sections.workload import ModelCard
+from mcengine.scenario.cards import ModelCard, load_model_card
 
 #: A model small enough to do by hand: P_attn = 16 + 16 + 16 = 48, P_mlp = 3*4*8 = 96,
 #: P_layer = 48 + 96 + 2*4 = 152, P_stream = 2*152 + 10*4 = 344, P_total = 384.

@@ -1,29 +1,45 @@
-"""The benchmark harnesses run and report throughputs (speed itself is never asserted)."""
+"""The benchmark harnesses (benchmarks/harness) run and report throughputs; speed itself is never asserted."""
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
 
-@pytest.mark.slow
-def test_bench_quick_reports_every_harness(cli):
-    r = cli("bench", "--quick", "--json")
-    assert r.code == 0, r.err
-    doc = json.loads(r.out)
-    assert {"machine", "fab", "reliability", "chain"} <= set(doc)
-    case = doc["chain"]["cases"]["case-study"]
-    assert case["trials_per_s_2_threads"] > 0 and case["speedup_1_to_2_threads"] > 0
-    assert doc["chain"]["memory"]["peak_rss_mb"] > 0
+pytestmark = pytest.mark.slow
+
+
+def test_chain_harness_adds_the_memory_probe():
+    from benchmarks.harness import chain
+
+    doc = chain.run(quick=True)
+    case = doc["cases"]["case-study"]
+    assert case["trials_per_s_all_threads"] > 0 and case["speedup"] > 0
+    assert doc["memory"]["trials"] == 4096 and doc["memory"]["peak_rss_mb"] > 0
+
+
+def test_bench_quick_run_reports_rates_and_ratios():
+    from benchmarks.harness.reliability import run as bench
+
+    doc = bench(quick=True)
+    assert doc["quick"] and "first_call_s" in doc["compile"]
+    peer_rows = [r for r in doc["cases"] if "ratio" in r]
+    assert {r["case"] for r in peer_rows} == {"machine repairman, exponential", "machine repairman, Weibull k=2"}
+    for r in doc["cases"]:
+        assert r["kernel_lifetimes_per_s"] > 0 and r["kernel_events_per_s_per_core"] > 0
+    exp_row = peer_rows[0]
+    assert abs(exp_row["kernel_availability"] - doc["closed_form_availability"]) < 1e-3
+    assert abs(exp_row["peer_availability"] - doc["closed_form_availability"]) < 1e-3
+
+
 
 
 def test_instruction_harness_measures_the_stage_kernel_call():
     """The harness counts the call the stage makes: same arguments, same numbers."""
     import numpy as np
 
-    from mcengine.bench.instructions import CASES, SEED, kernel_arguments
+    from benchmarks.harness.instructions import CASES, SEED, kernel_arguments
     from mcengine.kernels.life import OUT_AVAILABILITY, OUT_FAILURES, simulate_lifetimes
     from mcengine.scenario import load_scenario
     from mcengine.scenario.sampling import draw_inputs
@@ -41,7 +57,7 @@ def test_instruction_harness_measures_the_stage_kernel_call():
 
 
 def test_instruction_harness_without_valgrind_is_a_clear_input_error(monkeypatch):
-    from mcengine.bench import instructions
+    from benchmarks.harness import instructions
     from mcengine.errors import InputError
 
     monkeypatch.setattr(instructions.shutil, "which", lambda tool: None)
@@ -53,7 +69,7 @@ def test_instruction_harness_without_valgrind_is_a_clear_input_error(monkeypatch
 @pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("callgrind_control") is None,
                     reason="valgrind is not installed")
 def test_instruction_harness_counts_a_kernel_call():
-    from mcengine.bench.instructions import run
+    from benchmarks.harness.instructions import run
 
     doc = run(("h100",), 4)["cases"]["h100"]
     # an h100 lifetime is ~0.6M instructions (README); the band only catches a count of

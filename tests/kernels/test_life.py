@@ -19,10 +19,10 @@ from mcengine.kernels import life
 from mcengine.kernels._heap import heap_remove, heap_set
 from mcengine.kernels.laws import law_part, sample_law
 from mcengine.rng import new_stream
-from mcengine.scenario.dists import MAX_LAW_PARTS
+from mcengine.kernels.law_codes import MAX_LAW_PARTS
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import reliability as R
-from mcengine.stages._reliability_checks import toy_scenario
+from mcengine.validation.reliability import toy_scenario
 
 from .reference_life import Config, simulate_many
 

@@ -1,12 +1,12 @@
-"""The Sobol' machinery (mcengine._sobol) on test functions with known indices."""
+"""The Sobol' machinery (sampling and analysis) on test functions with known indices."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mcengine import _sobol
-from mcengine.analytic.sensitivity import ishigami, ishigami_indices, linear, linear_indices
+from mcengine.sensitivity import analysis, sampling
+from mcengine.sensitivity.test_functions import ishigami, ishigami_indices, linear, linear_indices
 from mcengine.errors import InputError
 from mcengine.rng import STAGE_SENSITIVITY, uniforms_for_trials
 
@@ -43,7 +43,7 @@ def test_analytic_ishigami_values():
 
 def test_ishigami_indices_within_bootstrap_ci_and_dummy_is_zero():
     s1, st, _ = ishigami_indices()
-    est = _sobol.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3", "dummy"], 4096, seed=11, noise=False, resamples=300)
+    est = analysis.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3", "dummy"], 4096, seed=11, noise=False, resamples=300)
     _within_conf(est, s1, st, 3)
     # the dummy input: f(AB_dummy) == f(A) row by row, so both indices are exactly 0
     assert est.s1[3] == 0.0 and est.st[3] == 0.0
@@ -55,7 +55,7 @@ def test_ishigami_indices_within_bootstrap_ci_and_dummy_is_zero():
 def test_linear_function_has_no_interactions():
     c = np.array([1.0, 2.0, 3.0])
     s1, st = linear_indices(c)
-    est = _sobol.sobol_indices(_deterministic(lambda u: linear(u, c)), ["a", "b", "c"], 2048, seed=5, noise=False, resamples=200)
+    est = analysis.sobol_indices(_deterministic(lambda u: linear(u, c)), ["a", "b", "c"], 2048, seed=5, noise=False, resamples=200)
     _within_conf(est, s1, st, 3)
     assert abs(est.st.sum() - 1.0) < 0.05  # additive: indices sum to one
 
@@ -64,8 +64,8 @@ def test_model_noise_is_an_input_and_does_not_pollute_the_others():
     c, sigma = np.array([1.0, 2.0, 0.0]), 3.0  # third input: no effect
     var = np.array([1.0, 4.0, 0.0, sigma**2]) / 12.0  # U(0,1) variance 1/12
     exact = var / var.sum()
-    est = _sobol.sobol_indices(_noisy(c, sigma, seed=3), ["a", "b", "dummy"], 2048, seed=3, noise=True, resamples=200)
-    assert est.names == ("a", "b", "dummy", _sobol.NOISE)
+    est = analysis.sobol_indices(_noisy(c, sigma, seed=3), ["a", "b", "dummy"], 2048, seed=3, noise=True, resamples=200)
+    assert est.names == ("a", "b", "dummy", sampling.NOISE)
     assert est.evaluations == 2048 * (3 + 3)
     keep = [0, 1, 3]
     z = est.z
@@ -76,22 +76,22 @@ def test_model_noise_is_an_input_and_does_not_pollute_the_others():
 
 def test_same_seed_same_numbers_whatever_the_chunking():
     f = _noisy(np.array([1.0, 0.5]), 1.0, seed=9)
-    a = _sobol.sobol_indices(f, ["a", "b"], 256, seed=9, resamples=50)
-    b = _sobol.sobol_indices(f, ["a", "b"], 256, seed=9, resamples=50, chunk=100)
+    a = analysis.sobol_indices(f, ["a", "b"], 256, seed=9, resamples=50)
+    b = analysis.sobol_indices(f, ["a", "b"], 256, seed=9, resamples=50, chunk=100)
     assert a.indices() == b.indices()
-    c = _sobol.sobol_indices(f, ["a", "b"], 256, seed=10, resamples=50)
+    c = analysis.sobol_indices(f, ["a", "b"], 256, seed=10, resamples=50)
     assert c.indices() != a.indices()
 
 
 def test_design_blocks_and_trial_ranges():
-    a, b = _sobol.saltelli_design(3, 64, seed=1)
+    a, b = sampling.saltelli_design(3, 64, seed=1)
     assert a.shape == b.shape == (64, 3)
     assert 0.0 < min(a.min(), b.min()) and max(a.max(), b.max()) < 1.0
     # scrambled Sobol' balance: each column has one point in each 1/64 bin
     for col in np.hstack([a, b]).T:
         assert sorted((col * 64).astype(int)) == list(range(64))
-    blocks = _sobol.design_blocks(["x", "y", "z"], a, b, noise=True)
-    assert [(bl.name, bl.trial_start) for bl in blocks] == [("A", 0), ("B", 64), ("x", 0), ("y", 0), ("z", 0), (_sobol.NOISE, 64)]
+    blocks = sampling.design_blocks(["x", "y", "z"], a, b, noise=True)
+    assert [(bl.name, bl.trial_start) for bl in blocks] == [("A", 0), ("B", 64), ("x", 0), ("y", 0), ("z", 0), (sampling.NOISE, 64)]
     ab_y = blocks[3].u
     np.testing.assert_array_equal(ab_y[:, 1], b[:, 1])
     np.testing.assert_array_equal(ab_y[:, [0, 2]], a[:, [0, 2]])
@@ -100,13 +100,13 @@ def test_design_blocks_and_trial_ranges():
 
 def test_progress_counts_every_evaluation():
     seen = []
-    _sobol.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3"], 64, seed=1, noise=False, resamples=2, chunk=50, progress=lambda d, t: seen.append((d, t)))
+    analysis.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3"], 64, seed=1, noise=False, resamples=2, chunk=50, progress=lambda d, t: seen.append((d, t)))
     assert seen[-1] == (64 * 5, 64 * 5)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
 def test_constant_output_has_zero_indices():
-    est = _sobol.sobol_indices(_deterministic(lambda u: np.ones(u.shape[0])), ["a", "b"], 64, seed=1, noise=False, resamples=10)
+    est = analysis.sobol_indices(_deterministic(lambda u: np.ones(u.shape[0])), ["a", "b"], 64, seed=1, noise=False, resamples=10)
     assert est.variance == 0.0
     assert np.all(est.s1 == 0.0) and np.all(est.st == 0.0)
 
@@ -114,7 +114,7 @@ def test_constant_output_has_zero_indices():
 @pytest.mark.parametrize("n", [1000, 8, 0, -16, True, 64.0])
 def test_base_sample_must_be_a_power_of_two(n):
     with pytest.raises(InputError) as exc:
-        _sobol.check_base_samples(n)
+        sampling.check_base_samples(n)
     assert exc.value.problems[0].key == "--trials"
     assert "power of two" in exc.value.problems[0].allowed
 
@@ -122,21 +122,13 @@ def test_base_sample_must_be_a_power_of_two(n):
 @pytest.mark.parametrize("kw", [{"resamples": 1}, {"conf_level": 1.0}, {"conf_level": 0.0}])
 def test_bad_bootstrap_settings(kw):
     with pytest.raises(InputError):
-        _sobol.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3"], 64, seed=1, noise=False, **kw)
-
-
-def test_validation_checks_pass():
-    from mcengine.sensitivity import validation_checks
-
-    checks = validation_checks()
-    assert len(checks) == 8
-    assert all(c.passed for c in checks), [c for c in checks if not c.passed]
+        analysis.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3"], 64, seed=1, noise=False, **kw)
 
 
 @pytest.mark.slow
 def test_ishigami_large_design_is_close():
     s1, st, _ = ishigami_indices()
-    est = _sobol.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3"], 2**16, seed=2, noise=False, resamples=100)
+    est = analysis.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3"], 2**16, seed=2, noise=False, resamples=100)
     _within_conf(est, s1, st, 3)
     np.testing.assert_allclose(est.s1, s1, atol=0.01)
     np.testing.assert_allclose(est.st, st, atol=0.01)

@@ -1,5 +1,5 @@
 """Sweeps, tornado and Sobol' indices on the full chain (mcengine.sensitivity), their
-errors, and their tables and figures (mcengine.report_sensitivity)."""
+errors, and their tables and figures (mcengine.report.sensitivity)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mcengine import report_sensitivity, sensitivity
+from mcengine.sensitivity import studies as sensitivity
+from mcengine.report import sensitivity as report_sensitivity
 from mcengine.errors import InputError
 from mcengine.pipeline import run_block
 from mcengine.results import SUMMARY_KEYS

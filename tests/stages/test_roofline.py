@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from mcengine.analytic import roofline as ra
 from mcengine.errors import InputError

@@ -1,0 +1,102 @@
+"""The sample phase: Saltelli designs on a scrambled Sobol' sequence, and their evaluation.
+
+Design (Saltelli et al. 2010, sec. 5): one scrambled Sobol' sequence of dimension
+``2d`` (:class:`scipy.stats.qmc.Sobol`, Owen scrambling seeded from the master seed)
+gives the two independent ``(N, d)`` matrices A (first ``d`` columns) and B (last
+``d``); ``AB_i`` is A with column ``i`` taken from B. Points are shifted to the middle of
+their ``2^-30`` cell, so every unit value is strictly inside (0, 1) and a ``ppf`` never
+sees 0 or 1.
+
+**Model noise.** A stochastic model's own (aleatory) randomness is an extra input named
+:data:`NOISE`, realised by the *trial index* that keys every random stream: A's rows use
+trials ``[0, N)``, B's rows ``[N, 2N)``; ``AB_i`` keeps A's trials, and the extra matrix
+``AB_noise`` is A's inputs on B's trials. Every block is so a contiguous trial range,
+A and B have independent noise, and an input the output does not depend on has
+``f(AB_i) == f(A)`` exactly: its indices are 0, not polluted by Monte Carlo noise.
+
+References: see :mod:`mcengine.sensitivity.analysis`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.stats import qmc
+
+from ..errors import InputError, Problem
+from ..rng import STAGE_SENSITIVITY
+
+
+#: Name of the extra input that stands for the model's own randomness.
+NOISE = "model_noise"
+
+
+#: Smallest base sample (rows of A and B).
+MIN_BASE_SAMPLES = 16
+
+
+#: Bits of the Sobol' points (scipy's default; allows up to 2**30 rows).
+SOBOL_BITS = 30
+
+
+#: ``evaluate(u, trial_start) -> y``: ``u`` float64 (m, d) in (0, 1), rows = trials
+#: ``trial_start .. trial_start + m - 1``; ``y`` float64 (m,).
+Evaluator = Callable[[np.ndarray, int], np.ndarray]
+
+
+def check_base_samples(n: int, option: str = "--trials") -> int:
+    """``n`` if it is a power of two >= :data:`MIN_BASE_SAMPLES` (Sobol' balance), else InputError."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < MIN_BASE_SAMPLES or n & (n - 1):
+        raise InputError(Problem(option, n, f"allowed: a power of two >= {MIN_BASE_SAMPLES} (Sobol' balance), e.g. 256, 512, 1024"))
+    return int(n)
+
+
+def saltelli_design(d: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (N, d) matrices A and B of unit values in (0, 1), from one 2d-dimensional
+    scrambled Sobol' sequence seeded by ``(seed, STAGE_SENSITIVITY)``."""
+    check_base_samples(n)
+    engine = qmc.Sobol(d=2 * d, scramble=True, bits=SOBOL_BITS, rng=[int(seed), STAGE_SENSITIVITY])
+    points = engine.random_base2(int(n).bit_length() - 1) + 2.0 ** -(SOBOL_BITS + 1)
+    return points[:, :d], points[:, d:]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One design matrix and the first trial index of its rows."""
+
+    name: str  # "A", "B", an input name (AB_i) or NOISE
+    u: np.ndarray
+    trial_start: int
+
+
+def design_blocks(names: list[str], a: np.ndarray, b: np.ndarray, noise: bool) -> list[Block]:
+    """A, B, every AB_i and (with ``noise``) AB_noise, with their trial ranges."""
+    n = a.shape[0]
+    blocks = [Block("A", a, 0), Block("B", b, n)]
+    for i, name in enumerate(names):
+        ab = a.copy()
+        ab[:, i] = b[:, i]
+        blocks.append(Block(name, ab, 0))
+    if noise:
+        blocks.append(Block(NOISE, a, n))
+    return blocks
+
+
+def evaluate_blocks(evaluate: Evaluator, blocks: list[Block], chunk: int, progress: Callable[[int, int], None] | None = None) -> list[np.ndarray]:
+    """Outputs of every block, evaluated ``chunk`` rows (trials) at a time."""
+    total = sum(b.u.shape[0] for b in blocks)
+    done = 0
+    outputs = []
+    for block in blocks:
+        n = block.u.shape[0]
+        y = np.empty(n)
+        for start in range(0, n, chunk):
+            stop = min(n, start + chunk)
+            y[start:stop] = evaluate(block.u[start:stop], block.trial_start + start)
+            done += stop - start
+            if progress:
+                progress(done, total)
+        outputs.append(y)
+    return outputs

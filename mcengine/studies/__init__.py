@@ -1,0 +1,7 @@
+"""Command bodies of the stage commands: a stage run over a sample, summarised as plain data.
+
+``mcengine yield``, ``reliability`` and ``roofline`` (through :mod:`mcengine.api`) return
+what these functions compute; the calibration anchors of :mod:`mcengine.validation`
+reuse the roofline one. Each returns a dict in the INTERFACE.md JSON shape (without the
+``scenario``/``seed``/size/``elapsed_s`` envelope the API adds); none prints.
+"""

@@ -1,0 +1,145 @@
+"""``mcengine yield``: the fab stage over N independent wafers, beside its closed forms.
+
+Wafer ``w`` draws the scenario's uncertain inputs as trial ``w`` and its defects from
+stream ``(seed, STAGE_FAB, STREAM_WAFER, w)`` (:func:`mcengine.stages.fab.simulate_wafer_block`);
+the closed forms are those of :mod:`mcengine.analytic.fab` at the median inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analytic import fab as analytic
+from ..errors import NumericalError
+from ..options import check_seed, positive
+from ..results import BLOCK_TRIALS, Summary
+from ..scenario.sampling import draw_inputs, quantile_inputs
+from ..stages.fab import FabModel, attempt_cost_usd, cost_inputs, fab_model, simulate_wafer_block
+
+#: Wafers per kernel call in a yield study (bounds the per-call arrays).
+CHUNK_WAFERS = 1 << 16
+
+
+class _BlockFeeder:
+    """Feeds a :class:`~mcengine.results.Summary` whole blocks of ``BLOCK_TRIALS``
+    values whatever the chunks it is given (e.g. the wafers with a good die of each
+    chunk), so the summary's bits do not depend on the chunk size."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.summary = Summary()
+        self.pending = np.empty(0)
+
+    def add(self, values: np.ndarray) -> None:
+        values = np.concatenate([self.pending, np.asarray(values, dtype=float)])
+        whole = values.size - values.size % BLOCK_TRIALS
+        self.summary.add(values[:whole], self.name)
+        self.pending = values[whole:]
+
+    def to_dict(self) -> dict:
+        self.summary.add(self.pending, self.name)
+        self.pending = np.empty(0)
+        return self.summary.to_dict()
+
+
+def _median_inputs(scenario) -> dict[str, float]:
+    q = quantile_inputs(scenario, 0.5)
+    return {key.removeprefix("fab."): float(q[key][0]) for key in q.values if key.startswith("fab.")}
+
+
+def analytic_at_median(scenario, model: FabModel | None = None) -> dict:
+    """Closed forms at the median inputs: the five whole-die yields, the harvesting
+    yield of the scenario's die model, and the expected costs built on the latter."""
+    model = model or fab_model(scenario)
+    med = _median_inputs(scenario)
+    area = model.wafer.die_area_cm2
+    m = area * med["defect_density_per_cm2"]
+    yields = analytic.closed_form_yields(m, med["defect_clustering"])
+    harvest = analytic.harvest_yield(area, med["defect_density_per_cm2"], med["defect_clustering"], model.units,
+                                     model.units - model.spares, med["unit_area_fraction"],
+                                     model.wafer.weights(med["defect_edge_ratio"]))
+    good = model.wafer.dies * harvest
+    gpu = analytic.cost_per_good_package(med["wafer_cost_usd"], good, model.hbm_stacks, med["hbm_stack_cost_usd"],
+                                         med["hbm_stack_yield"], med["package_cost_usd"], med["test_cost_usd"],
+                                         med["assembly_yield"], med["optics_cost_usd"])
+    return {
+        "yields": {**yields, "harvesting": harvest},
+        "cost": {"good_dies_per_wafer": good, "cost_per_good_die_usd": med["wafer_cost_usd"] / good, "gpu_cost_usd": gpu},
+        "median_inputs": {"defect_density_per_cm2": med["defect_density_per_cm2"],
+                          "defect_clustering": med["defect_clustering"], "die_defects_mean": m},
+    }
+
+
+def yield_study(scenario, wafers: int, seed: int) -> dict:
+    """Body of ``mcengine yield``: ``wafers`` wafers at the scenario's inputs.
+
+    Wafer ``w`` draws the scenario's uncertain inputs as trial ``w`` of
+    :func:`~mcengine.scenario.sampling.draw_inputs` and its defects from stream
+    ``(seed, STAGE_FAB, STREAM_WAFER, w)``; wafers run in chunks of
+    :data:`CHUNK_WAFERS` (same numbers whatever the chunking or thread count).
+
+    Returns
+    -------
+    dict
+        ``dies_per_wafer`` (exact grid count), ``dies_per_wafer_formula`` (classic
+        approximation, reference only), summaries over wafers of ``die_yield``,
+        ``good_dies_per_wafer``, ``good_h100_equivalents_per_wafer``, and over wafers
+        with at least one good die of ``cost_per_good_die_usd`` and ``gpu_cost_usd``;
+        ``wafers_without_good_dies``; ``harvested_share`` (good dies that carry
+        defects); ``pooled`` long-run ratios (total spend / total good output);
+        ``analytic`` (the five named whole-die yields and ``harvesting`` at the median
+        inputs), ``analytic_cost`` and ``median_inputs``.
+    """
+    positive("--wafers", wafers)
+    check_seed(seed)
+    model = fab_model(scenario)
+    dies = model.wafer.dies
+    names = ("die_yield", "good_dies_per_wafer", "good_h100_equivalents_per_wafer", "cost_per_good_die_usd", "gpu_cost_usd")
+    sums = {name: _BlockFeeder(f"fab {name}") for name in names}
+    total = {"good": 0, "harvested": 0, "empty": 0}
+    # per-wafer means of the pooled ratios (block-merged, so chunk-independent)
+    money = {name: _BlockFeeder(f"fab {name}") for name in ("wafer_usd", "spend_usd", "packages", "optics_usd")}
+    for start in range(0, int(wafers), CHUNK_WAFERS):
+        inputs = draw_inputs(scenario, seed, start, min(CHUNK_WAFERS, int(wafers) - start))
+        good, harvested = simulate_wafer_block(model, inputs, seed)
+        c = cost_inputs(inputs)
+        ok = good > 0
+        sums["die_yield"].add(good / dies)
+        sums["good_dies_per_wafer"].add(good)
+        sums["good_h100_equivalents_per_wafer"].add(good * model.h100_equivalents)
+        sums["cost_per_good_die_usd"].add(c["wafer_cost_usd"][ok] / good[ok])
+        sums["gpu_cost_usd"].add(analytic.cost_per_good_package(
+            c["wafer_cost_usd"][ok], good[ok], model.hbm_stacks, c["hbm_stack_cost_usd"][ok], c["hbm_stack_yield"][ok],
+            c["package_cost_usd"][ok], c["test_cost_usd"][ok], c["assembly_yield"][ok], c["optics_cost_usd"][ok]))
+        total["good"] += int(good.sum())
+        total["harvested"] += int(harvested.sum())
+        total["empty"] += int((~ok).sum())
+        money["wafer_usd"].add(c["wafer_cost_usd"])
+        money["spend_usd"].add(c["wafer_cost_usd"] + good * attempt_cost_usd(model, c))
+        money["packages"].add(good * c["assembly_yield"])
+        money["optics_usd"].add(c["optics_cost_usd"])
+    if total["good"] == 0:
+        raise NumericalError(f"fab stage: none of the {wafers} wafers yielded a good die; cost per good die is infinite")
+    mean = {name: feeder.to_dict()["mean"] for name, feeder in money.items()}
+    at = analytic_at_median(scenario, model)
+    w = model.wafer
+    f = scenario.fab
+    return {
+        "dies_per_wafer": dies,
+        "dies_per_wafer_formula": analytic.dies_per_wafer_formula(
+            f.wafer_diameter_mm.value, f.edge_exclusion_mm.value, w.die_w_mm, w.die_h_mm, f.scribe_mm.value),
+        "die_area_mm2": w.die_w_mm * w.die_h_mm,
+        **{name: s.to_dict() for name, s in sums.items()},
+        "wafers_without_good_dies": total["empty"],
+        "harvested_share": total["harvested"] / total["good"],
+        "harvesting": {"units_per_die": model.units, "units_required": model.units - model.spares,
+                       "enabled": model.spares > 0},
+        "pooled": {
+            "die_yield": total["good"] / (dies * int(wafers)),
+            "cost_per_good_die_usd": mean["wafer_usd"] * int(wafers) / total["good"],
+            "gpu_cost_usd": mean["spend_usd"] / mean["packages"] + mean["optics_usd"],
+        },
+        "analytic": at["yields"],
+        "analytic_cost": at["cost"],
+        "median_inputs": at["median_inputs"],
+    }

@@ -1,0 +1,65 @@
+"""``mcengine roofline``: the roofline stage at the median inputs, with every searched layout."""
+
+from __future__ import annotations
+
+from ..analytic import roofline as ra
+from ..scenario import Scenario
+from ..stages._roofline_layout import Evaluation, choose_layout
+from ..stages.roofline import at_trial
+from ..units import BYTES_PER_GB, MS_PER_S
+
+
+def _layout_row(e: Evaluation, chosen: bool) -> dict:
+    return {
+        "tensor": e.layout.tensor,
+        "pipeline": e.layout.pipeline,
+        "fits": bool(e.fits[0]),
+        "slo_met": bool(e.slo_met[0]),
+        "batch": int(e.batch[0]),
+        "batch_limits": {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0])},
+        "ttft_ms": at_trial(e.ttft.total_s) * MS_PER_S,
+        "tpot_ms": at_trial(e.decode.total_s) * MS_PER_S,
+        "tokens_per_s_per_gpu": at_trial(e.tokens_per_s_per_gpu),
+        "chosen": chosen,
+    }
+
+
+def roofline_study(scenario: Scenario) -> dict:
+    """The body of ``mcengine roofline``: deterministic, at the median inputs.
+
+    ``prefill``: ``ttft_ms`` and ``ttft_bound`` for one prompt; ``tokens_per_s``
+    (prompt tokens/s), ``batch_ms`` and ``bound`` for the prefill of the operating batch.
+    ``decode``: the operating ``batch``, ``tpot_ms``, ``tokens_per_s`` = batch / TPOT and
+    ``bound``. ``tokens_per_s_instance`` includes the prefill share (module docstring);
+    ``tokens_per_s_per_gpu`` divides it by ``cluster.instance_gpus``. ``terms`` holds the
+    compute/memory/comm/overhead ms of ``prefill`` (batch), ``ttft`` and ``decode``
+    (``total = max(compute, memory) + comm + overhead``). ``layouts`` lists every
+    searched layout.
+    """
+    best, evaluations = choose_layout(scenario)
+    w, m = scenario.workload, scenario.workload.model
+    layout = best.layout
+    batch = int(best.batch[0])
+    tpot_s = at_trial(best.decode.total_s)
+    per_gpu = at_trial(best.tokens_per_s_per_gpu)
+    return {
+        "prefill": {
+            "ttft_ms": at_trial(best.ttft.total_s) * MS_PER_S,
+            "tokens_per_s": batch * w.prompt_tokens / at_trial(best.prefill.total_s),
+            "bound": str(best.prefill.bound[0]),
+            "ttft_bound": str(best.ttft.bound[0]),
+            "batch_ms": at_trial(best.prefill.total_s) * MS_PER_S,
+        },
+        "decode": {"batch": batch, "tpot_ms": tpot_s * MS_PER_S, "tokens_per_s": batch / tpot_s, "bound": str(best.decode.bound[0])},
+        "tokens_per_s_per_gpu": per_gpu,
+        "parallelism": {"tensor": layout.tensor, "pipeline": layout.pipeline, "expert_parallel": layout.expert_parallel},
+        "tokens_per_s_instance": at_trial(best.tokens_per_s_instance),
+        "tokens_per_s_per_h100_equivalent": per_gpu / scenario.gpu.h100_equivalents.value,
+        "terms": {"prefill": best.prefill.terms_ms(), "ttft": best.ttft.terms_ms(), "decode": best.decode.terms_ms()},
+        "batch_limits": {"memory": int(best.batch_memory[0]), "slo": int(best.batch_slo[0])},
+        "slo_met": bool(best.slo_met[0]),
+        "tpot_slo_ms": at_trial(best.tpot_slo_ms),
+        "kv_bytes_per_token_per_gpu": ra.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
+        "weights_gb_per_gpu": ra.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
+        "layouts": [_layout_row(e, e is best) for e in evaluations],
+    }

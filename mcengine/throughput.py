@@ -1,0 +1,194 @@
+"""`mcengine bench`: how fast mcengine itself runs on this machine.
+
+Measured per shipped scenario (and the case study for the chain), with a warm-up call
+first so that numba's compile or cache load is reported apart (``warmup_and_compile_s``):
+
+* ``fab``: wafers/s of the yield study (:func:`mcengine.studies.fab.yield_study`);
+* ``reliability``: cluster lifetimes/s of the reliability stage;
+* ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
+  chunked runner with streaming summaries) at 1 thread and at every thread, the
+  speed-up, the time of the stages alone on the same trials, and so the orchestration
+  overhead ``chain / sum(stages) − 1``.
+
+Each timing is the best of :data:`REPEATS` runs (1 with ``quick``), the repeats going
+round all the cases so that a slow spell of a shared machine spreads over every case
+(the ``timeit`` convention: noise only ever slows a run). Side-by-side comparisons with
+peers (NumPy, SimPy), instruction counts and the memory probe are in the repository's
+``benchmarks/`` folder, which uses these functions for mcengine's side.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Callable
+
+import numba
+
+from .errors import InputError, Problem
+from .pipeline import fab_key, reliability_key, share_lifetimes, shared_columns
+from .runner import DEFAULT_CHUNK_TRIALS, RunSpec, execute
+from .scenario import load_scenario
+from .scenario.load import load_study
+from .scenario.sampling import draw_inputs
+from .stages import econ, fab as fab_stage, roofline
+from .stages.reliability import lifetimes
+from .studies.fab import yield_study
+
+#: Timed runs per case and thread count (the best counts).
+REPEATS = 5
+#: The shipped designs every harness times.
+SHIPPED = ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")
+SEED = 1
+
+
+def machine() -> dict:
+    """What the figures were measured on."""
+    return {
+        "python": platform.python_version(),
+        "numba": numba.__version__,
+        "cpus": os.cpu_count(),
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "machine": platform.machine(),
+    }
+
+
+def _best_rates(cases: dict[str, Callable[[], int]], repeats: int) -> dict[str, float]:
+    """Items per second of each case (``case()`` returns the items it made), best of ``repeats``."""
+    best = {label: float("inf") for label in cases}
+    count = {}
+    for _ in range(repeats):
+        for label, case in cases.items():
+            start = time.perf_counter()
+            count[label] = case()
+            best[label] = min(best[label], time.perf_counter() - start)
+    return {label: count[label] / best[label] for label in cases}
+
+
+def fab(quick: bool = False) -> dict:
+    """Wafers/s of the yield study of each shipped design."""
+    wafers = 2048 if quick else 32_768
+    scenarios = {name: load_scenario(name) for name in SHIPPED[:2]}
+    t0 = time.perf_counter()
+    for s in scenarios.values():
+        yield_study(s, 64, SEED)
+    compile_s = time.perf_counter() - t0
+
+    def case(scenario) -> int:
+        yield_study(scenario, wafers, SEED)
+        return wafers
+
+    cases = {name: (lambda s=s: case(s)) for name, s in scenarios.items()}
+    rates = _best_rates(cases, 1 if quick else REPEATS)
+    return {"warmup_and_compile_s": compile_s, "wafers": wafers,
+            "cases": {name: {"wafers_per_s": rate} for name, rate in rates.items()}}
+
+
+def reliability(quick: bool = False) -> dict:
+    """Cluster lifetimes/s of the reliability stage for each shipped design."""
+    n = 256 if quick else 2048
+    scenarios = {name: load_scenario(name) for name in SHIPPED}
+    inputs = {name: draw_inputs(s, SEED, 0, n) for name, s in scenarios.items()}
+    t0 = time.perf_counter()
+    for name, s in scenarios.items():
+        lifetimes(s, draw_inputs(s, SEED, 0, 2), SEED)
+    compile_s = time.perf_counter() - t0
+    events: dict[str, int] = {}
+
+    def case(name: str) -> int:
+        events[name] = int(lifetimes(scenarios[name], inputs[name], SEED)["events"].sum())
+        return n
+
+    rates = _best_rates({name: (lambda name=name: case(name)) for name in scenarios}, 1 if quick else REPEATS)
+    return {"warmup_and_compile_s": compile_s, "lifetimes": n,
+            "cases": {name: {"lifetimes_per_s": rate, "events_per_s": rate * events[name] / n} for name, rate in rates.items()}}
+
+
+def _chain_seconds(refs: list[str], trials: int, threads: int) -> float:
+    before = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        spec = RunSpec(tuple(load_scenario(ref) for ref in refs), SEED, trials)
+        start = time.perf_counter()
+        execute(spec, chunk_trials=DEFAULT_CHUNK_TRIALS)
+        return time.perf_counter() - start
+    finally:
+        numba.set_num_threads(before)
+
+
+def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
+    """The stages alone on the chain's trials, sharing columns as the chain does."""
+    out = {"fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
+    memo: dict = {}
+    scenarios = tuple(load_scenario(ref) for ref in refs)
+    drawn = {s.name: draw_inputs(s, SEED, 0, trials) for s in scenarios}
+    t0 = time.perf_counter()
+    share_lifetimes(scenarios, drawn, SEED, memo)
+    out["reliability"] = time.perf_counter() - t0
+    for s in scenarios:
+        inputs = drawn[s.name]
+        t0 = time.perf_counter()
+        cols = shared_columns(memo, fab_key(s), lambda: fab_stage.production_runs(s, inputs, SEED))
+        t1 = time.perf_counter()
+        cols.update(memo[reliability_key(s)])
+        cols.update(roofline.throughput(s, inputs))
+        t2 = time.perf_counter()
+        econ.economics(s, inputs, cols)
+        t3 = time.perf_counter()
+        for key, dt in (("fab", t1 - t0), ("roofline", t2 - t1), ("econ", t3 - t2)):
+            out[key] += dt
+    return out
+
+
+def chain(quick: bool = False) -> dict:
+    """Trials/s of the whole chain at 1 and at all threads, per design and the case study."""
+    trials = 1024 if quick else 8192
+    threads = numba.config.NUMBA_NUM_THREADS
+    t0 = time.perf_counter()
+    _chain_seconds(["h100", "lite-h100"], 1024, threads)
+    compile_s = time.perf_counter() - t0
+    cases = {name: [name] for name in SHIPPED}
+    cases["case-study"] = list(load_study("case-study")["scenarios"])
+    if quick:
+        cases = {"case-study": cases["case-study"]}
+    repeats = 1 if quick else REPEATS
+    one = {label: float("inf") for label in cases}
+    many = dict(one)
+    stages: dict[str, dict[str, float]] = {label: {} for label in cases}
+    for _ in range(repeats):
+        for label, refs in cases.items():
+            one[label] = min(one[label], _chain_seconds(refs, trials, 1))
+            many[label] = min(many[label], _chain_seconds(refs, trials, threads))
+            for stage, seconds in _stage_seconds(refs, trials).items():
+                stages[label][stage] = min(stages[label].get(stage, float("inf")), seconds)
+    rows = {}
+    for label, refs in cases.items():
+        rows[label] = {
+            "scenarios": len(refs),
+            "trials": trials,
+            "repeats": repeats,
+            "threads": threads,
+            "trials_per_s_1_thread": trials / one[label],
+            "trials_per_s_all_threads": trials / many[label],
+            "speedup": one[label] / many[label],
+            "stage_seconds": stages[label],
+            "orchestration_overhead": many[label] / sum(stages[label].values()) - 1.0,
+            "projected_s_for_1e6_trials": many[label] * 1e6 / trials,
+        }
+    return {"warmup_and_compile_s": compile_s, "cases": rows}
+
+
+#: The harnesses of `mcengine bench --stage`, in report order.
+HARNESSES: dict[str, Callable[[bool], dict]] = {"fab": fab, "reliability": reliability, "chain": chain}
+
+
+def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:
+    """Every harness (or those named), with the machine they ran on."""
+    unknown = [s for s in stages if s not in HARNESSES]
+    if unknown:
+        raise InputError([Problem("--stage", s, "allowed: " + ", ".join(HARNESSES)) for s in unknown])
+    out = {"machine": machine(), "quick": quick}
+    for name in stages or tuple(HARNESSES):
+        out[name] = HARNESSES[name](quick)
+    return out

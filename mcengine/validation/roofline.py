@@ -1,0 +1,148 @@
+"""`mcengine validate` checks of the roofline stage: exact reproductions of hand-computed
+Llama-3-70B figures, and the calibration anchors (measured H100 serving results that
+the shipped ``h100`` defaults must land within)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..analytic import roofline as ra
+from ..errors import Problem
+from ..scenario import load_scenario
+from ..scenario.cards import load_model_card
+from ..stages.roofline import STAGE, at_trial as _at
+from ..studies.roofline import roofline_study
+from ..units import MS_PER_S
+from .check import Check
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A measured H100 result (notes roofline.md §3.2) and the ``--set`` overrides that
+    reproduce its setup from the shipped ``h100`` scenario, efficiency defaults kept.
+
+    ``output`` is a dotted key of the roofline body, times ``scale``; the model must land
+    in ``[low, high]``.
+    """
+
+    name: str
+    overrides: tuple[str, ...]
+    output: str
+    scale: float
+    low: float
+    high: float
+    source: str
+
+    def value(self) -> float:
+        body = roofline_study(load_scenario("h100", self.overrides))
+        for part in self.output.split("."):
+            body = body[part]
+        return float(body) * self.scale
+
+
+#: H100 SXM FP8 (dense peak 1,979 TFLOP/s, 1-byte weights and KV cache), TP2 engines.
+_FP8_TP2 = (
+    "gpu.peak_tflops=1979",
+    "workload.bytes_per_param=1",
+    "workload.kv_bytes=1",
+    "cluster.instance_gpus=2",
+    "workload.tensor_parallel=2",
+    "workload.pipeline_parallel=1",
+)
+
+
+_NIM = "NIM 1.8.0 Llama-3.3-70B, 2xH100 FP8 TP2, one user (notes 3.2 row {}; +-{:.0%})"
+
+
+#: The calibration anchors. MLPerf Llama-2-70B offline: 4 TP2 engines on 8 GPUs, no
+#: latency limit (SLO 1 s), ~292 output tokens per sample (notes 3.2 row 1, derived);
+#: the mean prompt length was not recovered (prompts are capped at 1,024 tokens): 300 is
+#: assumed, and the band holds for prompts of ~265-340 tokens.
+CALIBRATION: tuple[Anchor, ...] = (
+    Anchor(
+        "MLPerf offline Llama-2-70B tok/s on 8xH100",
+        (*_FP8_TP2, "workload.model='llama-2-70b'", "workload.prompt_tokens=300", "workload.output_tokens=292", "workload.tpot_slo_ms=1000"),
+        "tokens_per_s_per_gpu",
+        8.0,
+        21_805.8,
+        24_524.9,
+        "MLPerf Inference v4.0 and v4.1, DGX H100 FP8 (notes 3.2 rows 1 and 3)",
+    ),
+    Anchor(
+        "NIM ITL ms, 5,000 in / 500 out",
+        (*_FP8_TP2, "workload.batch=1", "workload.prompt_tokens=5000", "workload.output_tokens=500"),
+        "decode.tpot_ms",
+        1.0,
+        18.58 * 0.95,
+        18.58 * 1.05,
+        _NIM.format(8, 0.05),
+    ),
+    Anchor(
+        "NIM ITL ms, 500 in / 2,000 out",
+        (*_FP8_TP2, "workload.batch=1", "workload.prompt_tokens=500", "workload.output_tokens=2000"),
+        "decode.tpot_ms",
+        1.0,
+        18.91 * 0.95,
+        18.91 * 1.05,
+        _NIM.format(9, 0.05),
+    ),
+    Anchor(
+        "NIM TTFT ms, 5,000-token prompt",
+        (*_FP8_TP2, "workload.batch=1", "workload.prompt_tokens=5000", "workload.output_tokens=500"),
+        "prefill.ttft_ms",
+        1.0,
+        406.8 * 0.9,
+        406.8 * 1.1,
+        _NIM.format(8, 0.10),
+    ),
+    Anchor(
+        "TRT-LLM TTFT ms, 2,048-token prompt, 4xH100 FP8 TP4",
+        (*_FP8_TP2[:3], "cluster.instance_gpus=4", "workload.tensor_parallel=4", "workload.pipeline_parallel=1", "workload.batch=1", "workload.prompt_tokens=2048"),
+        "prefill.ttft_ms",
+        1.0,
+        109.0 * 0.9,
+        109.0 * 1.1,
+        "TensorRT-LLM v0.5 Llama-70B first-token latency (notes 3.2 row 6; +-10%)",
+    ),
+)
+
+
+def _reference_checks() -> list[Check]:
+    """Notes §3.3: Llama-3-70B bf16 on 8xH100 TP8 at context 2,048, ideal rates
+    (eta = 1, flat alpha = 10 us, 450 GB/s), aggregate roofline."""
+    problems: list[Problem] = []
+    m = load_model_card("llama-3-70b", "workload.model", problems)
+    tp8 = ra.Layout(8)
+    ideal = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0)
+    derated = ra.Rates.from_peaks(989.4, 3.35, 450.0, 0.7, 0.8, 370.0 / 450.0, collective_start_us=10.0)
+    per_hop = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=5.0, hop_latency_us=1.0)
+    d1 = ra.decode_step(m, tp8, 1, 2048, ideal)
+    d512 = ra.decode_step(m, tp8, 512, 2048, ideal)
+    p2k = ra.prefill(m, tp8, 1, 2048, ideal)
+    lite = ra.Layout(8, 4)
+    ms = MS_PER_S
+    src = "notes roofline.md 3.3"
+    return [
+        Check(STAGE, "llama-3-70b parameters (B)", 70.55, ra.params_total(m) / 1e9, 0.005, "notes 2.1: P_layers 68.45 B + 2 V d"),
+        Check(STAGE, "KV bytes/token bf16", 327_680, ra.kv_bytes_per_token_rank(m, 1, 2.0), 0.0, "notes 2.3: 320 KiB"),
+        Check(STAGE, "TP8 B=1 memory ms", 5.21, _at(d1.memory_s) * ms, 0.005, src),
+        Check(STAGE, "TP8 B=1 all-reduce ms", 1.61, _at(d1.comm_s) * ms, 0.005, src + ": 160 x (10 us + 2(7/8) 16 KiB / 450 GB/s)"),
+        Check(STAGE, "TP8 B=1 TPOT ms", 6.82, _at(d1.total_s) * ms, 0.005, src),
+        Check(STAGE, "TP8 B=512 TPOT ms", 24.83, _at(d512.total_s) * ms, 0.005, src),
+        Check(STAGE, "TP8 B=512 compute ms", 9.34, _at(d512.compute_s) * ms, 0.005, src),
+        Check(STAGE, "TP8 prefill S=2048 compute ms", 36.1, _at(p2k.compute_s) * ms, 0.05, src + ": 285.9 TFLOP"),
+        Check(STAGE, "TP8 prefill S=2048 all-reduce ms", 22.5, _at(p2k.comm_s) * ms, 0.05, src),
+        Check(STAGE, "TP8 derated B=256 TPOT ms", 19.27, _at(ra.decode_step(m, tp8, 256, 2048, derated).total_s) * ms, 0.005, src + ": eta 0.7/0.8, 370 GB/s"),
+        Check(STAGE, "TP8 per-hop alpha B=1 TPOT ms", 8.26, _at(ra.decode_step(m, tp8, 1, 2048, per_hop).total_s) * ms, 0.005, "notes 3.5: 5 us + 2(n-1) x 1 us"),
+        Check(STAGE, "TP8 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, tp8, 80.0, 0.9, 2048, 2.0, 2.0)), 0.0, "notes 2.4 / 3.3"),
+        Check(STAGE, "Lite TP8xPP4 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, lite, 20.0, 0.9, 2048, 2.0, 2.0)), 0.0, "notes 2.4"),
+    ]
+
+
+def checks() -> list[Check]:
+    """The roofline arithmetic against notes §3.3 (exact reproductions) and the shipped
+    H100 defaults against the measured H100 bands of notes §3.2 (calibration)."""
+    checks = _reference_checks()
+    for a in CALIBRATION:
+        checks.append(Check(STAGE, f"calibration: {a.name}", (a.low + a.high) / 2, a.value(), (a.high - a.low) / 2, a.source))
+    return checks

@@ -1,0 +1,59 @@
+"""The terminal tables of the stage commands: every row and column a reader needs is there."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+
+from mcengine.report import tables
+from mcengine.scenario import load_scenario
+from mcengine.studies import fab, reliability, roofline
+
+
+def _text(renderable, width: int = 160) -> str:
+    out = io.StringIO()
+    Console(file=out, width=width).print(renderable)
+    return out.getvalue()
+
+
+def test_yield_table_has_both_columns():
+    body = fab.yield_study(load_scenario("h100", []), 500, 1)
+    body.update(scenario="h100", wafers=500)
+    text = _text(tables.render_yield(body), width=100)
+    for word in ("dies per wafer", "closed form", "negative binomial", "moore", "seeds", "GPU package", "67"):
+        assert word in text
+
+
+def test_reliability_table_has_every_metric():
+    body = reliability.lifetime_study(load_scenario("h100"), 50, 0)
+    table = tables.render_reliability({**body, "scenario": "h100", "lifetimes": 50})
+    assert isinstance(table, Table)
+    assert table.row_count >= 7 and len(table.columns) == 4
+
+
+def test_roofline_tables_show_the_terms():
+    body = roofline.roofline_study(load_scenario("h100"))
+    text = _text(tables.render_roofline({"scenario": "h100", **body}))
+    for word in ("compute ms", "memory ms", "comm ms", "overhead ms", "TPOT", "layouts searched", "chosen"):
+        assert word in text
+
+
+def test_validate_table_marks_a_failed_check():
+    doc = {"checks": [
+        {"stage": "fab", "name": "ok", "expected": 1.0, "got": 1.0, "tolerance": 0.0, "passed": True},
+        {"stage": "fab", "name": "bad", "expected": 1.0, "got": 2.0, "tolerance": 0.5, "passed": False},
+    ]}
+    text = _text(tables.render_validate(doc))
+    assert "pass" in text and "FAIL" in text
+
+
+def test_scenarios_table_lists_names_and_descriptions():
+    text = _text(tables.render_scenarios([("h100", "1,024 H100s"), ("lite-h100", "4,096 Lite-H100s")]))
+    assert "h100" in text and "4,096 Lite-H100s" in text
+
+
+def test_bench_table_flattens_nested_figures():
+    text = _text(tables.render_bench({"machine": {"cpus": 2}, "chain": {"cases": {"h100": {"trials_per_s": 12345.678}}}}))
+    assert "machine.cpus" in text and "chain.cases.h100.trials_per_s" in text and "1.235e+04" in text
