@@ -9,8 +9,8 @@ instance is down from its failure until its repair ends. Randomness from one
 (a repaired unit goes straight back into the empty slot), and of the closed form
 :func:`mcengine.analytic.reliability.machine_repairman` when lives are exponential.
 
-Reference: ConcurrentSim/SimPy's repair-problem examples (reliability notes §3.5) and
-AIReSim (§3.1), a SimPy reliability simulator built the same way.
+Reference: ConcurrentSim/SimPy's repair-problem examples (docs/sources.md#rel-simulation-peers) and
+AIReSim (same entry), a SimPy reliability simulator built the same way.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 The twins that tests and ``mcengine validate`` compare the Monte Carlo with. With
 ``m = A * D0`` (die area in cm² times mean defect density in defects/cm²), each formula
 is named explicitly because the labels "Seeds" and "Moore" are used for different
-formulas by different sources (``shared/reference/notes/yield_cost.md`` §1.4).
+formulas by different sources (``docs/sources.md#fab-yield-models``).
 
-Sources: §1.2 (dies-per-wafer formula), §1.4 (yield models), §3.4–3.5 (packaging).
+Sources: docs/sources.md#fab-dies-per-wafer, docs/sources.md#fab-yield-models, docs/sources.md#fab-h100-cost.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def dies_per_wafer_formula(wafer_diameter_mm: float, edge_exclusion_mm: float, d
 
     ``DPW = pi (d/2)^2 / S - pi d / sqrt(2 S)`` with the usable diameter
     ``d = D - 2 E`` and the die pitch area ``S = (W + s)(H + s)`` (Hennessy & Patterson;
-    yield_cost.md §1.2). It undercounts large dies against the exact grid count.
+    docs/sources.md#fab-dies-per-wafer). It undercounts large dies against the exact grid count.
     """
     d = wafer_diameter_mm - 2.0 * edge_exclusion_mm
     s = (die_width_mm + scribe_mm) * (die_height_mm + scribe_mm)
@@ -168,7 +168,7 @@ def cost_per_good_package(wafer_cost_usd, good_dies_per_wafer, hbm_stacks, hbm_s
     good die, its known-good stacks (bought at ``stack_cost / stack_yield`` each after
     incoming test), the package and the test; a failed assembly scraps all of them, so
     attempt costs are divided by the assembly yield. Optics are attached to good
-    packages only (Chiplet Actuary's wasted-KGD structure, yield_cost.md §3.4).
+    packages only (Chiplet Actuary's wasted-KGD structure, docs/sources.md#fab-h100-cost).
     """
     attempt = (wafer_cost_usd / good_dies_per_wafer + hbm_stacks * hbm_stack_cost_usd / hbm_stack_yield
                + package_cost_usd + test_cost_usd)

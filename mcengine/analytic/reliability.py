@@ -1,8 +1,8 @@
 """Closed forms of the reliability stage: the twins its tests and `mcengine validate` share.
 
 Every rate is per hour and every duration in hours unless a name says otherwise. The
-formulas and their worked values are in ``shared/reference/notes/reliability.md`` §4;
-each function cites its subsection. Where a result is exact only for the kernel's
+formulas and their worked values are in ``docs/sources.md`` (Reliability, closed forms);
+each function cites its anchor. Where a result is exact only for the kernel's
 semantics (for example a fault during a restart restarts it), the docstring says so.
 """
 
@@ -24,12 +24,12 @@ __all__ = [
 
 
 def weibull_scale(mttf_hours: float, shape: float) -> float:
-    """Scale ``eta`` of the Weibull law with mean ``mttf_hours``: ``MTTF / Γ(1 + 1/k)`` (§4.1)."""
+    """Scale ``eta`` of the Weibull law with mean ``mttf_hours``: ``MTTF / Γ(1 + 1/k)`` (docs/sources.md#rel-unit-conversions)."""
     return mttf_hours / math.gamma(1.0 + 1.0 / shape)
 
 
 def alternating_renewal(mttf_hours: float, mttr_hours: float) -> float:
-    """Long-run availability of one unit with one repairer, ``MTTF / (MTTF + MTTR)`` (§4.3).
+    """Long-run availability of one unit with one repairer, ``MTTF / (MTTF + MTTR)`` (docs/sources.md#rel-alternating-renewal).
 
     Holds for any up- and down-time laws with these means.
     """
@@ -37,7 +37,7 @@ def alternating_renewal(mttf_hours: float, mttr_hours: float) -> float:
 
 
 def series_availability(unit_availability: float, n: int) -> float:
-    """``a**n``: all of ``n`` independent units up (§4.2, §4.7 with k = n).
+    """``a**n``: all of ``n`` independent units up (docs/sources.md#rel-series-availability).
 
     The kernel meets it exactly in two regimes: an ample spare pool with zero restart
     time (each slot alternates Exp(λ) up, one swap down, independently), and no pool
@@ -57,7 +57,7 @@ def _birth_death(birth: np.ndarray, death: np.ndarray) -> np.ndarray:
 
 
 def machine_repairman(n_units: int, fail_rate: float, repair_rate: float, crews: float) -> dict:
-    """Finite-source M/M/c//N: ``N`` units failing at λ while up, ``c`` repairers at μ (§4.4).
+    """Finite-source M/M/c//N: ``N`` units failing at λ while up, ``c`` repairers at μ (docs/sources.md#rel-machine-repairman).
 
     ``p_k ∝ C(N, k) (λ/μ)^k`` for ``k <= c`` and ``C(N, k) (λ/μ)^k k! / (c! c^(k-c))``
     beyond, i.e. birth rate ``(N - k) λ`` and death rate ``min(k, c) μ``; computed in
@@ -76,7 +76,7 @@ def machine_repairman(n_units: int, fail_rate: float, repair_rate: float, crews:
 
 
 def spares_birth_death(active: int, spares: int, crews: float, fail_rate: float, repair_rate: float) -> dict:
-    """``n`` active slots, ``s`` cold spares, ``c`` crews; ``k`` units failed (§4.5).
+    """``n`` active slots, ``s`` cold spares, ``c`` crews; ``k`` units failed (docs/sources.md#rel-spares-birth-death).
 
     Failure rate ``min(n, n + s - k) λ``, repair rate ``min(k, c) μ``; full service iff
     ``k <= s``. With zero swap and restart times this is the kernel's cluster of
@@ -96,7 +96,7 @@ def spares_birth_death(active: int, spares: int, crews: float, fail_rate: float,
 
 
 def weibull_mean_survival(horizon_hours: float, scale_hours: float, shape: float, count: int = 1) -> float:
-    """Time average over ``[0, T]`` of ``S(t) = exp(-count (t/eta)^k)`` (§4.8), no repair.
+    """Time average over ``[0, T]`` of ``S(t) = exp(-count (t/eta)^k)`` (docs/sources.md#rel-renewal), no repair.
 
     ``(1/T) ∫_0^T S dt = eta_c Γ(1/k) P(1/k, (T/eta_c)^k) / (k T)`` with ``eta_c = eta
     count^(-1/k)`` (the minimum of ``count`` lives) and ``P`` the regularised lower
@@ -125,7 +125,7 @@ def restart_only(rate: float, restart_hours: float) -> dict:
 
     With the kernel's rule that a fault during a restart starts it over, a down period
     lasts ``E[D] = (e^(Λr) - 1)/Λ``, so availability is exactly ``e^(-Λr)`` and up -> down
-    transitions occur at ``Λ e^(-Λr)`` per hour (alternating renewal, §4.3).
+    transitions occur at ``Λ e^(-Λr)`` per hour (alternating renewal, docs/sources.md#rel-alternating-renewal).
 
     Returns
     -------
@@ -141,14 +141,14 @@ def renewal_count(horizon_hours: float, mean_hours: float, cv2: float) -> float:
 
     The second-order renewal asymptotic (D. R. Cox, *Renewal Theory*, 1962, §4.5), for a
     life with mean ``μ`` and squared coefficient of variation ``c²``; its error vanishes
-    as ``t`` grows (the elementary renewal theorem, §4.8, keeps only ``t/μ``). A Weibull
+    as ``t`` grows (the elementary renewal theorem, docs/sources.md#rel-renewal, keeps only ``t/μ``). A Weibull
     life of shape ``k`` has ``c² = Γ(1 + 2/k) / Γ(1 + 1/k)² - 1``.
     """
     return horizon_hours / mean_hours + 0.5 * (cv2 - 1.0)
 
 
 def ample_pool_availability(perm_rate: float, transient_rate: float, swap_hours: float, restart_hours: float) -> float:
-    """``1 / (1 + Λ_p (t_swap + t_restart) + Λ_t t_restart)`` (§4.2, renewal-reward).
+    """``1 / (1 + Λ_p (t_swap + t_restart) + Λ_t t_restart)`` (docs/sources.md#rel-series-availability, renewal-reward).
 
     First order in the rates (it ignores faults while the instance is already down);
     exact for ``Λ_t = 0`` and ``t_restart = 0`` with one GPU per instance.
@@ -157,7 +157,7 @@ def ample_pool_availability(perm_rate: float, transient_rate: float, swap_hours:
 
 
 def mginf_stockout_probability(failure_rate: float, mean_repair_hours: float, spare_units: int) -> float:
-    """``P(Poisson(Λ E[R]) > s)``: share of time more units are in repair than spares (§4.6).
+    """``P(Poisson(Λ E[R]) > s)``: share of time more units are in repair than spares (docs/sources.md#rel-ample-crews).
 
     Ample crews and a failure rate held constant by the spares; any repair law.
     """
@@ -212,7 +212,7 @@ def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int,
     count of mean ``μ_k = batch_rate ∫ C(g,k) S(u)^k (1 - S(u))^(g-k) du`` (``S`` the
     repair survival), independently over ``k``, so ``N = N_1 + Σ k M_k`` with singles in
     ``N_1 ~ Poisson(single_rate E[R])``. Exact for the kernel while the pool holds
-    (failure rates constant); §4.6 is the case ``batch_rate = 0``.
+    (failure rates constant); docs/sources.md#rel-ample-crews is the case ``batch_rate = 0``.
 
     Returns
     -------
@@ -257,7 +257,7 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
     ``Λ_t,i``, counting every host with a GPU of ``i`` (gpu mode: ``n λ_g + Σ λ_h``;
     host mode: ``Σ (λ_h + g_k λ_g)`` with ``g_k`` the host's active GPUs), and has
     ``A_i`` from :func:`ample_pool_availability`. Weibull classes enter at their
-    long-run renewal rate ``1/MTTF`` (elementary renewal theorem, §4.8), so for a
+    long-run renewal rate ``1/MTTF`` (elementary renewal theorem, docs/sources.md#rel-renewal), so for a
     wear-out class over a short horizon these overstate the failures.
 
     Returns

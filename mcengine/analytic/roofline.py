@@ -5,24 +5,24 @@ The stage (:mod:`mcengine.stages.roofline`), its tests and ``mcengine validate``
 these functions. Every time function broadcasts over trials: scalar model shapes and
 layouts, per-trial arrays (or floats) of rates and batch sizes.
 
-Notation (``shared/reference/notes/roofline.md`` §2): ``L`` layers, ``d`` hidden,
+Notation (``docs/sources.md#roof-notation``): ``L`` layers, ``d`` hidden,
 ``n_h``/``n_kv`` query/KV heads, ``d_h`` head dim, ``d_ff`` FFN size, ``V`` vocab,
 ``b_w``/``b_kv`` bytes per weight/KV element, ``t``/``p`` tensor/pipeline degrees,
 ``F``/``W``/``W_link`` effective FLOP/s, HBM bytes/s and link bytes/s per device
 (peak x efficiency). Activations cross the wire in bf16 (:data:`ACT_BYTES`).
 
-Model (per phase, aggregate roofline with collectives in series, notes §2.5, §4):
+Model (per phase, aggregate roofline with collectives in series, docs/sources.md#roof-step-time):
 
 * ``time = max(compute, memory) + comm + overhead``; ``bound`` names the largest of
   compute, memory and comm ("network").
 * Tensor parallelism shards every matrix over ``t`` ranks, except that each rank keeps
-  at least one KV head (``max(1, n_kv/t)``, notes §2.11): the KV cache *and* the K/V
+  at least one KV head (``max(1, n_kv/t)``, docs/sources.md#roof-kv-replication): the KV cache *and* the K/V
   projection weights are replicated when ``t > n_kv``, as vLLM/TRT-LLM do. For
   ``t <= n_kv`` the per-rank weights are exactly ``P/t``.
 * Two ring all-reduces per layer (after attention and after the MLP) of
   ``tokens x d x 2`` bytes, each ``collective_start + 2(t-1) hop + 2(t-1)/t bytes/W_link``
-  (GenZ form, notes §2.8); zero at ``t = 1``.
-* Pipeline parallelism (notes §2.9): ``L/p`` layers per stage, balanced (the embedding
+  (GenZ form, docs/sources.md#roof-collectives); zero at ``t = 1``.
+* Pipeline parallelism (docs/sources.md#roof-pipeline): ``L/p`` layers per stage, balanced (the embedding
   and LM head counted as ``1/p`` per stage), ``m = min(B, p)`` micro-batches of ``B/m``
   sequences, each stage re-reading its weights per micro-batch, one point-to-point
   (``collective_start + hop + bytes/W_link``) per stage boundary. Decode: a sequence's
@@ -35,12 +35,12 @@ Model (per phase, aggregate roofline with collectives in series, notes §2.5, §
 * MoE: every layer's MLP is ``experts`` routed experts of ``expert_ffn`` (+ shared
   experts + a ``d x E`` router); ``ffn`` is unused. A token computes ``k`` experts;
   a step streams the distinct experts its tokens touch, ``E (1 - (1 - k/E)^tokens)``
-  under uniform routing (notes §2.1; routing imbalance is not modelled). Experts are
+  under uniform routing (docs/sources.md#roof-moe; routing imbalance is not modelled). Experts are
   tensor-sharded like a dense MLP unless ``expert_parallel``: then each rank holds
   ``E/t`` whole experts (same bytes and FLOPs per rank in expectation) and the MLP
   all-reduce is replaced by a dispatch and a combine all-to-all of
   ``tokens x k x d x 2 / t`` bytes per rank, each
-  ``collective_start + (t-1) hop + (t-1)/t bytes/W_link`` (notes §2.8; GenZ,
+  ``collective_start + (t-1) hop + (t-1)/t bytes/W_link`` (docs/sources.md#roof-moe; GenZ,
   llm-analysis). The attention all-reduce stays.
 """
 
@@ -199,7 +199,7 @@ def active_mlp_params(m: ModelCard) -> int:
 
 
 def params_per_layer(m: ModelCard) -> int:
-    """``P_layer`` = attention + MLP + two norms (``2d``), notes §2.1."""
+    """``P_layer`` = attention + MLP + two norms (``2d``), docs/sources.md#roof-params."""
     return attention_params(m) + mlp_params(m) + 2 * m.hidden
 
 
@@ -268,7 +268,7 @@ def rank_params_held(m: ModelCard, t: int) -> float:
 
 def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float) -> float:
     """KV bytes per token on one tensor-parallel rank over all ``L`` layers:
-    ``2 L max(1, n_kv/t) d_h b_kv`` (notes §2.3)."""
+    ``2 L max(1, n_kv/t) d_h b_kv`` (docs/sources.md#roof-kv-bytes)."""
     return 2.0 * m.layers * kv_heads_per_rank(m, t) * m.head_dim * kv_bytes
 
 
@@ -410,7 +410,7 @@ def free_kv_bytes_per_gpu(m: ModelCard, layout: Layout, hbm_gb, usable_fraction,
 
 def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, context_tokens, bytes_per_param: float, kv_bytes: float) -> np.ndarray:
     """``B_max``: sequences whose KV cache at ``context_tokens`` fits next to the weights
-    (notes §2.4), 0 when not even one does. int64."""
+    (docs/sources.md#roof-batch-limit), 0 when not even one does. int64."""
     free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param)
     per_sequence = context_tokens * kv_bytes_per_token_per_gpu(m, layout, kv_bytes)
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)

@@ -115,7 +115,7 @@ D. T. Gillespie (1977), "Exact stochastic simulation of coupled chemical reactio
 J. Phys. Chem. 81(25):2340-2361 (direct method, superposition of exponential clocks).
 P. A. W. Lewis, G. S. Shedler (1979), "Simulation of nonhomogeneous Poisson processes
 by thinning", Naval Research Logistics Quarterly 26(3):403-413.
-shared/reference/notes/reliability.md §4 (closed forms this kernel is tested against).
+docs/sources.md, Reliability: the closed forms this kernel is tested against.
 """
 
 from __future__ import annotations

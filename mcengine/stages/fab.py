@@ -9,7 +9,7 @@ Two entry points (ARCHITECTURE.md "Fab"; INTERFACE.md ``mcengine yield``):
   wafers until ``scenario.total_gpus`` good packages have passed assembly, with trial
   ``t``'s inputs; its cost per good package is the run's spend over its good packages.
 
-Cost of a good package (run ``t`` or the long-run expectation, yield_cost.md §3.4–3.5)::
+Cost of a good package (run ``t`` or the long-run expectation, docs/sources.md#fab-h100-cost)::
 
     gpu_cost = (wafers * wafer_cost + attempts * (hbm_stacks * stack_cost / stack_yield
                 + package + test)) / good_packages + optics

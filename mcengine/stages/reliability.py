@@ -8,7 +8,7 @@ columns and summaries. The model and the algorithm are documented in
 
 Conversions: ``afr`` is a rate per unit-year (1/MTTF) with a year of
 :data:`~mcengine.units.HOURS_PER_YEAR` hours; a Weibull class keeps its MTTF, so its
-scale is ``MTTF / Γ(1 + 1/shape)`` (reliability notes §4.1).
+scale is ``MTTF / Γ(1 + 1/shape)`` (docs/sources.md#rel-unit-conversions).
 """
 
 from __future__ import annotations

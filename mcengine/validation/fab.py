@@ -18,21 +18,21 @@ def _mc(name: str, sample: np.ndarray, expected: float, detail: str) -> Check:
 
 
 def checks() -> list[Check]:
-    """Geometry against yield_cost.md §1.2 and a brute-force grid count; the harvesting
-    integral against §1.4; Monte Carlo die yields (per-die kernel and the spatial twin)
+    """Geometry against docs/sources.md#fab-dies-per-wafer and a brute-force grid count; the harvesting
+    integral against docs/sources.md#fab-harvesting; Monte Carlo die yields (per-die kernel and the spatial twin)
     against the closed forms, each within 4 SEM."""
     h100 = wafer_map(300, 3, 25.9, 31.4, 0.1)
     lite = wafer_map(300, 3, 12.95, 15.7, 0.1)
     big0 = wafer_map(300, 3, 25.9, 31.4, 0.0)
     checks = [
         Check("fab", "dies per wafer, 25.9x31.4 mm, 3 mm edge, no scribe", 68, big0.dies, 0,
-              "exact grid; yield_cost.md §1.2"),
+              "exact grid; docs/sources.md#fab-dies-per-wafer"),
         Check("fab", "dies per wafer, 12.95x15.7 mm, 3 mm edge, 0.1 mm scribe", 294, lite.dies, 1,
-              "exact grid; yield_cost.md §1.2 reports 294 (±1 allowed)"),
+              "exact grid; docs/sources.md#fab-dies-per-wafer reports 294 (±1 allowed)"),
         Check("fab", "exact grid vs brute-force offset scan, 25.9x31.4 mm", analytic.grid_count_brute(147, 25.9, 31.4, 0.1),
               h100.dies, 1, "brute force: 4-corner test on a 96x96 offset grid"),
         Check("fab", "harvest integral, GH100 132/144 at D0=0.1, alpha=3", 0.853,
-              analytic.harvest_yield(8.14, 0.1, 3.0, 144, 132, 0.8), 0.0005, "yield_cost.md §1.4"),
+              analytic.harvest_yield(8.14, 0.1, 3.0, 144, 132, 0.8), 0.0005, "docs/sources.md#fab-harvesting"),
     ]
     m = h100.die_area_cm2 * 0.1
     checks.append(_mc("die yield, Poisson (alpha=inf), no harvesting", die_yields(h100, 0.1, math.inf, 144, 144, 0.8),

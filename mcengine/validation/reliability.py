@@ -4,8 +4,8 @@ Each check runs a few hundred small cluster lifetimes through the real stage
 (:func:`mcengine.stages.reliability.lifetimes`) in a regime where a closed form of
 :mod:`mcengine.analytic.reliability` is exact, with a tolerance of 4 standard errors of
 the Monte Carlo mean (from the sample). The published-scale points use the Llama 3
-per-part interruption counts (reliability notes §1.1) and the Kokolis et al. job-MTTF
-scaling (§1.2). Tests reuse :func:`toy_scenario` and the tables here.
+per-part interruption counts (docs/sources.md#rel-llama3-interruptions) and the Kokolis et al. job-MTTF
+scaling (docs/sources.md#rel-kokolis). Tests reuse :func:`toy_scenario` and the tables here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..units import HOURS_PER_YEAR
 from .check import Check, mc_check as _mc_check
 
 # Llama 3 405B pre-training, 16,384 H100 in 2,048 hosts of 8, 54 days: unexpected
-# interruptions by root cause (Llama Team 2024, arXiv 2407.21783, Table 5; notes §1.1).
+# interruptions by root cause (Llama Team 2024, arXiv 2407.21783, Table 5; docs/sources.md#rel-llama3-interruptions).
 LLAMA3_GPUS = 16_384
 LLAMA3_GPUS_PER_HOST = 8
 LLAMA3_DAYS = 54
@@ -35,10 +35,10 @@ LLAMA3_HOST_CAUSES = {  # per-host parts
     "cpu": 2, "memory": 2,
 }
 LLAMA3_UNEXPECTED = 419
-#: ~16.7 min lost per interruption (notes §1.1: 0.1 x 54 x 24 / 466 h).
+#: ~16.7 min lost per interruption (0.1 x 54 x 24 / 466 h, docs/sources.md#rel-llama3-restart).
 LLAMA3_RESTART_HOURS = 0.278
 
-# Kokolis et al. (HPCA 2025, arXiv 2410.21680; notes §1.2): job MTTF ~47 days at 8 GPUs,
+# Kokolis et al. (HPCA 2025, arXiv 2410.21680; docs/sources.md#rel-kokolis): job MTTF ~47 days at 8 GPUs,
 # ~8 h at 1,024 GPUs (a series system: MTTF ~ 1/N).
 KOKOLIS_MTTF_8_GPUS_HOURS = 47 * 24.0
 KOKOLIS_MTTF_1024_GPUS_HOURS = 8.0
@@ -71,7 +71,7 @@ def toy_scenario(*, instances: int, instance_gpus: int = 1, gpus_per_host: int =
 
 
 def llama3_rates() -> tuple[dict, dict]:
-    """Per-part interruption rates (per unit-year) from the Llama 3 counts (notes §1.1).
+    """Per-part interruption rates (per unit-year) from the Llama 3 counts (docs/sources.md#rel-llama3-rates).
 
     Returns ``(gpu_afr, host_afr)``: count / unit-years observed, with 16,384 GPU and
     2,048 host units over 54 days.
@@ -83,7 +83,7 @@ def llama3_rates() -> tuple[dict, dict]:
 
 
 def llama3_scenario(instance_gpus: int):
-    """The Llama 3 cluster with every cause a restart-only class (interruptions, §1.1)."""
+    """The Llama 3 cluster with every cause a restart-only class (docs/sources.md#rel-llama3-interruptions)."""
     gpu_afr, host_afr = llama3_rates()
     return toy_scenario(
         instances=LLAMA3_GPUS // instance_gpus, instance_gpus=instance_gpus, gpus_per_host=LLAMA3_GPUS_PER_HOST,
@@ -104,40 +104,40 @@ def mc_check(name: str, sample: np.ndarray, expected: float, detail: str) -> Che
 def checks() -> list[Check]:
     """The reliability cross-checks (a few seconds on a warm numba cache)."""
     out = []
-    lam, mu = 0.05, 0.5  # notes §4.4 worked values
+    lam, mu = 0.05, 0.5  # worked values of docs/sources.md#rel-machine-repairman
     for crews in (1, 2):
         s = toy_scenario(instances=10, afr=lam * HOURS_PER_YEAR, repair_hours={"law": "exponential", "mean": 1 / mu},
                          repair_crews=crews, horizon_years=0.5)
         out.append(mc_check(f"machine repairman M/M/{crews}//10 availability", run(s, 100)["instance_availability"],
-                            ar.machine_repairman(10, lam, mu, crews)["availability"], "notes §4.4"))
+                            ar.machine_repairman(10, lam, mu, crews)["availability"], "docs/sources.md#rel-machine-repairman"))
     s = toy_scenario(instances=4096, afr=0.1, repair_hours={"law": "exponential", "mean": 72}, repair_crews=4, horizon_years=5)
     out.append(mc_check("machine repairman M/M/4//4096 (the bench case)", run(s, 40)["instance_availability"],
-                        ar.machine_repairman(4096, 0.1 / HOURS_PER_YEAR, 1 / 72, 4)["availability"], "notes §4.4"))
+                        ar.machine_repairman(4096, 0.1 / HOURS_PER_YEAR, 1 / 72, 4)["availability"], "docs/sources.md#rel-machine-repairman"))
     s = toy_scenario(instances=8, spare_gpus=2, afr=0.02 * HOURS_PER_YEAR, repair_hours={"law": "exponential", "mean": 4},
                      repair_crews=1, horizon_years=1.0)
     out.append(mc_check("8 active + 2 spares, 1 crew: active fraction", run(s, 100)["instance_availability"],
-                        ar.spares_birth_death(8, 2, 1, 0.02, 0.25)["active_fraction"], "notes §4.5 (0.954228)"))
+                        ar.spares_birth_death(8, 2, 1, 0.02, 0.25)["active_fraction"], "docs/sources.md#rel-spares-birth-death (0.954228)"))
     mttf, mean_repair = 100.0, 5.0
     s = toy_scenario(instances=16, instance_gpus=8, gpus_per_host=8, afr=HOURS_PER_YEAR / mttf, horizon_years=0.5,
                      repair_hours={"law": "lognormal", "median": mean_repair / math.exp(0.5), "sigma": 1.0})
     out.append(mc_check("a^n, 8-GPU instances, unlimited crews, no spares, lognormal repair",
                         run(s, 100)["instance_availability"],
-                        ar.series_availability(ar.alternating_renewal(mttf, mean_repair), 8), "notes §4.2, §4.6"))
+                        ar.series_availability(ar.alternating_renewal(mttf, mean_repair), 8), "docs/sources.md#rel-series-availability"))
     swap = 2.0
     s = toy_scenario(instances=32, instance_gpus=8, gpus_per_host=8, spare_gpus=64, afr=5.0, swap_hours=swap,
                      repair_hours=24.0, horizon_years=2.0)
     out.append(mc_check("ample pool, swap only: (1 + lambda t_swap)^-n", run(s, 100)["instance_availability"],
-                        ar.series_availability(1 / (1 + 5.0 / HOURS_PER_YEAR * swap), 8), "notes §4.2"))
+                        ar.series_availability(1 / (1 + 5.0 / HOURS_PER_YEAR * swap), 8), "docs/sources.md#rel-series-availability"))
     host_rate = 2.0
     s = toy_scenario(instances=32, instance_gpus=8, gpus_per_host=8, spare_gpus=64, host_afr=host_rate,
                      swap_hours=swap, repair_hours=24.0, horizon_years=2.0)
     out.append(mc_check("host failures, gpu swaps: 1 / (1 + lambda_host t_swap)", run(s, 100)["instance_availability"],
-                        1 / (1 + host_rate / HOURS_PER_YEAR * swap), "blast radius of a host; notes §4.2"))
+                        1 / (1 + host_rate / HOURS_PER_YEAR * swap), "blast radius of a host; docs/sources.md#rel-series-availability"))
     shape, horizon_y = 2.0, 3.0
     s = toy_scenario(instances=256, afr=0.5, weibull_shape=shape, repair_hours=1e9, horizon_years=horizon_y)
     out.append(mc_check("Weibull k=2 time-averaged survival, no repair", run(s, 100)["instance_availability"],
                         ar.weibull_mean_survival(horizon_y * HOURS_PER_YEAR, ar.weibull_scale(2 * HOURS_PER_YEAR, shape), shape),
-                        "notes §4.1, §4.8"))
+                        "docs/sources.md#rel-unit-conversions, docs/sources.md#rel-renewal"))
     out.extend(_published_checks())
     return out
 

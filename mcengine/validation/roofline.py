@@ -18,7 +18,7 @@ from .check import Check
 
 @dataclass(frozen=True)
 class Anchor:
-    """A measured H100 result (notes roofline.md §3.2) and the ``--set`` overrides that
+    """A measured H100 result (docs/sources.md#roof-h100-measured) and the ``--set`` overrides that
     reproduce its setup from the shipped ``h100`` scenario, efficiency defaults kept.
 
     ``output`` is a dotted key of the roofline body, times ``scale``; the model must land
@@ -51,11 +51,11 @@ _FP8_TP2 = (
 )
 
 
-_NIM = "NIM 1.8.0 Llama-3.3-70B, 2xH100 FP8 TP2, one user (notes 3.2 row {}; +-{:.0%})"
+_NIM = "NIM 1.8.0 Llama-3.3-70B, 2xH100 FP8 TP2, one user (docs/sources.md#roof-h100-measured row {}; +-{:.0%})"
 
 
 #: The calibration anchors. MLPerf Llama-2-70B offline: 4 TP2 engines on 8 GPUs, no
-#: latency limit (SLO 1 s), ~292 output tokens per sample (notes 3.2 row 1, derived);
+#: latency limit (SLO 1 s), ~292 output tokens per sample (docs/sources.md#roof-h100-measured row 1);
 #: the mean prompt length was not recovered (prompts are capped at 1,024 tokens): 300 is
 #: assumed, and the band holds for prompts of ~265-340 tokens.
 CALIBRATION: tuple[Anchor, ...] = (
@@ -66,7 +66,7 @@ CALIBRATION: tuple[Anchor, ...] = (
         8.0,
         21_805.8,
         24_524.9,
-        "MLPerf Inference v4.0 and v4.1, DGX H100 FP8 (notes 3.2 rows 1 and 3)",
+        "MLPerf Inference v4.0 and v4.1, DGX H100 FP8 (docs/sources.md#roof-h100-measured rows 1 and 3)",
     ),
     Anchor(
         "NIM ITL ms, 5,000 in / 500 out",
@@ -102,13 +102,13 @@ CALIBRATION: tuple[Anchor, ...] = (
         1.0,
         109.0 * 0.9,
         109.0 * 1.1,
-        "TensorRT-LLM v0.5 Llama-70B first-token latency (notes 3.2 row 6; +-10%)",
+        "TensorRT-LLM v0.5 Llama-70B first-token latency (docs/sources.md#roof-h100-measured row 6; +-10%)",
     ),
 )
 
 
 def _reference_checks() -> list[Check]:
-    """Notes §3.3: Llama-3-70B bf16 on 8xH100 TP8 at context 2,048, ideal rates
+    """docs/sources.md#roof-llama3-70b-tp8: Llama-3-70B bf16 on 8xH100 TP8 at context 2,048, ideal rates
     (eta = 1, flat alpha = 10 us, 450 GB/s), aggregate roofline."""
     problems: list[Problem] = []
     m = load_model_card("llama-3-70b", "workload.model", problems)
@@ -121,10 +121,10 @@ def _reference_checks() -> list[Check]:
     p2k = ra.prefill(m, tp8, 1, 2048, ideal)
     lite = ra.Layout(8, 4)
     ms = MS_PER_S
-    src = "notes roofline.md 3.3"
+    src = "docs/sources.md#roof-llama3-70b-tp8"
     return [
-        Check(STAGE, "llama-3-70b parameters (B)", 70.55, ra.params_total(m) / 1e9, 0.005, "notes 2.1: P_layers 68.45 B + 2 V d"),
-        Check(STAGE, "KV bytes/token bf16", 327_680, ra.kv_bytes_per_token_rank(m, 1, 2.0), 0.0, "notes 2.3: 320 KiB"),
+        Check(STAGE, "llama-3-70b parameters (B)", 70.55, ra.params_total(m) / 1e9, 0.005, "docs/sources.md#roof-params: P_layers 68.45 B + 2 V d"),
+        Check(STAGE, "KV bytes/token bf16", 327_680, ra.kv_bytes_per_token_rank(m, 1, 2.0), 0.0, "docs/sources.md#roof-kv-bytes: 320 KiB"),
         Check(STAGE, "TP8 B=1 memory ms", 5.21, _at(d1.memory_s) * ms, 0.005, src),
         Check(STAGE, "TP8 B=1 all-reduce ms", 1.61, _at(d1.comm_s) * ms, 0.005, src + ": 160 x (10 us + 2(7/8) 16 KiB / 450 GB/s)"),
         Check(STAGE, "TP8 B=1 TPOT ms", 6.82, _at(d1.total_s) * ms, 0.005, src),
@@ -133,15 +133,15 @@ def _reference_checks() -> list[Check]:
         Check(STAGE, "TP8 prefill S=2048 compute ms", 36.1, _at(p2k.compute_s) * ms, 0.05, src + ": 285.9 TFLOP"),
         Check(STAGE, "TP8 prefill S=2048 all-reduce ms", 22.5, _at(p2k.comm_s) * ms, 0.05, src),
         Check(STAGE, "TP8 derated B=256 TPOT ms", 19.27, _at(ra.decode_step(m, tp8, 256, 2048, derated).total_s) * ms, 0.005, src + ": eta 0.7/0.8, 370 GB/s"),
-        Check(STAGE, "TP8 per-hop alpha B=1 TPOT ms", 8.26, _at(ra.decode_step(m, tp8, 1, 2048, per_hop).total_s) * ms, 0.005, "notes 3.5: 5 us + 2(n-1) x 1 us"),
-        Check(STAGE, "TP8 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, tp8, 80.0, 0.9, 2048, 2.0, 2.0)), 0.0, "notes 2.4 / 3.3"),
-        Check(STAGE, "Lite TP8xPP4 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, lite, 20.0, 0.9, 2048, 2.0, 2.0)), 0.0, "notes 2.4"),
+        Check(STAGE, "TP8 per-hop alpha B=1 TPOT ms", 8.26, _at(ra.decode_step(m, tp8, 1, 2048, per_hop).total_s) * ms, 0.005, "docs/sources.md#roof-llama3-70b-tp8: 5 us + 2(n-1) x 1 us"),
+        Check(STAGE, "TP8 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, tp8, 80.0, 0.9, 2048, 2.0, 2.0)), 0.0, "docs/sources.md#roof-batch-limit"),
+        Check(STAGE, "Lite TP8xPP4 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, lite, 20.0, 0.9, 2048, 2.0, 2.0)), 0.0, "docs/sources.md#roof-batch-limit"),
     ]
 
 
 def checks() -> list[Check]:
-    """The roofline arithmetic against notes §3.3 (exact reproductions) and the shipped
-    H100 defaults against the measured H100 bands of notes §3.2 (calibration)."""
+    """The roofline arithmetic against docs/sources.md#roof-llama3-70b-tp8 (exact reproductions) and the shipped
+    H100 defaults against the measured H100 bands of docs/sources.md#roof-h100-measured (calibration)."""
     checks = _reference_checks()
     for a in CALIBRATION:
         checks.append(Check(STAGE, f"calibration: {a.name}", (a.low + a.high) / 2, a.value(), (a.high - a.low) / 2, a.source))

@@ -1,4 +1,4 @@
-"""Closed forms of the fab stage against yield_cost.md §1.2 and §1.4 and hand arithmetic."""
+"""Closed forms of the fab stage against docs/sources.md#fab-dies-per-wafer, #fab-yield-models and hand arithmetic."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ GH100_CM2 = 8.14
 QUARTER_CM2 = 2.035
 
 
-# yield_cost.md §1.4 "Derived yields": die, D0, Poisson, Murphy, NB alpha=2, 3, 10
+# docs/sources.md#fab-yield-models (derived yields): die, D0, Poisson, Murphy, NB alpha=2, 3, 10
 TABLE = [
     (GH100_CM2, 0.05, 0.666, 0.675, None, 0.683, None),
     (GH100_CM2, 0.07, 0.566, 0.581, 0.606, 0.594, 0.575),
@@ -54,7 +54,7 @@ def test_yield_model_identities():
 @pytest.mark.parametrize(
     "area, d0, units, required, expected",
     [
-        (GH100_CM2, 0.10, 144, 132, 0.853),  # yield_cost.md §1.4
+        (GH100_CM2, 0.10, 144, 132, 0.853),  # docs/sources.md#fab-harvesting
         (GH100_CM2, 0.20, 144, 132, 0.734),
         (GH100_CM2, 0.05, 144, 132, 0.923),
         (QUARTER_CM2, 0.10, 36, 33, 0.960),
@@ -91,7 +91,7 @@ def test_harvest_integral_limits_and_an_independent_quadrature():
 
 @pytest.mark.parametrize(
     "edge, w, h, scribe, expected",
-    [  # yield_cost.md §1.2 formula column
+    [  # docs/sources.md#fab-dies-per-wafer, formula column
         (3, 25.9, 31.4, 0.0, 60.6), (3, 25.9, 31.4, 0.1, 60.1), (5, 25.9, 31.4, 0.2, 57.7),
         (3, 12.95, 15.7, 0.0, 288.1), (3, 12.95, 15.7, 0.1, 283.8), (5, 12.95, 15.7, 0.2, 271.4),
     ],

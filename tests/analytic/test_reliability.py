@@ -1,4 +1,4 @@
-"""Closed forms of the reliability stage against the worked values of reliability.md §4."""
+"""Closed forms of the reliability stage against the worked values in docs/sources.md (Reliability)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mcengine.validation.reliability import LLAMA3_DAYS, LLAMA3_GPUS, LLAMA3_UNE
 from mcengine.units import HOURS_PER_YEAR
 
 
-def test_machine_repairman_worked_values_section_4_4():
+def test_machine_repairman_worked_values():
     two = ar.machine_repairman(10, 0.05, 0.5, 2)
     np.testing.assert_allclose(two["p"][:4], [0.367955, 0.367955, 0.165580, 0.066232], atol=5e-7)
     assert two["mean_down"] == pytest.approx(1.03864, abs=5e-6)
@@ -35,7 +35,7 @@ def test_machine_repairman_is_stable_at_thousands_of_units():
     assert 0.998 < big["availability"] < 0.999
 
 
-def test_spares_birth_death_worked_values_section_4_5():
+def test_spares_birth_death_worked_values():
     one = ar.spares_birth_death(8, 2, 1, 0.02, 0.25)
     assert one["p_full_service"] == pytest.approx(0.797897, abs=5e-7)
     assert one["active_fraction"] == pytest.approx(0.954228, abs=5e-7)
@@ -53,7 +53,7 @@ def test_spares_birth_death_worked_values_section_4_5():
     (32, 0.11 / 2, 0.5, 0.999900), (32, 0.11 / 2, 72, 0.98575),
     (32, 0.11, 0.5, 0.999799), (32, 0.11, 72, 0.97190),
 ])
-def test_instance_availability_table_section_4_2(gpus, per_gpu_year, down_hours, expected):
+def test_instance_availability_table(gpus, per_gpu_year, down_hours, expected):
     rate = gpus * per_gpu_year / HOURS_PER_YEAR
     assert ar.ample_pool_availability(rate, 0.0, down_hours, 0.0) == pytest.approx(expected, abs=6e-6)
 
@@ -85,8 +85,8 @@ def test_restart_only_renewal_identity():
     assert out["interruptions_per_hour"] == pytest.approx(1 / (1 / rate + mean_down))
 
 
-def test_mginf_stockout_section_4_6():
-    # shipped scenario of the notes: 4,096 GPUs x 0.014 /yr, E[R] = 86.2 h: 0.564 in repair
+def test_mginf_stockout():
+    # docs/sources.md#rel-ample-crews: 4,096 GPUs x 0.014 /yr, E[R] = 86.2 h: 0.564 in repair
     rate = 4096 * 0.014 / HOURS_PER_YEAR
     assert rate * 86.2 == pytest.approx(0.564, abs=5e-4)
     assert ar.mginf_stockout_probability(rate, 86.2, 64) < 1e-15
@@ -113,7 +113,7 @@ def test_repair_survival_of_a_mixture():
     np.testing.assert_allclose(ar.repair_survival(parts, [1.0, 3.0]), [0.2 + 0.8 * math.exp(-0.1), 0.8 * math.exp(-0.3)])
 
 
-def test_llama3_per_part_rates_reproduce_419_interruptions_section_4_10():
+def test_llama3_per_part_rates_reproduce_419_interruptions():
     gpu_afr, host_afr = llama3_rates()
     gpu_years = LLAMA3_GPUS * LLAMA3_DAYS * 24 / HOURS_PER_YEAR
     total = sum(gpu_afr.values()) * gpu_years + sum(host_afr.values()) * gpu_years / 8
@@ -126,7 +126,8 @@ def test_llama3_per_part_rates_reproduce_419_interruptions_section_4_10():
     assert 0.90 < job["availability"] < 0.92
 
 
-def test_kokolis_and_databricks_arithmetic_section_4_10():
+def test_kokolis_and_databricks_arithmetic():
+    """docs/sources.md#rel-kokolis and docs/sources.md#rel-databricks."""
     assert 1 / (2048 * 6.5e-3) * 24 == pytest.approx(1.80, abs=5e-3)  # job MTTF, hours
     assert 1 - math.exp(-1024 * 0.01 * 30 / 365.25) == pytest.approx(0.569, abs=5e-4)
 

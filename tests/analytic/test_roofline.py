@@ -1,4 +1,4 @@
-"""The roofline closed forms against hand-computed values and notes roofline.md §3.3."""
+"""The roofline closed forms against hand-computed values and docs/sources.md#roof-llama3-70b-tp8."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_tiny_parameter_counts():
 
 
 def test_shipped_cards_match_their_published_sizes():
-    # notes 2.1: Llama-3-70B P_layers 68.45 B, 70.55 B total (141.1 GB bf16)
+    # docs/sources.md#roof-params: Llama-3-70B P_layers 68.45 B, 70.55 B total (141.1 GB bf16)
     m = card("llama-3-70b")
     assert m.layers * ra.params_per_layer(m) / 1e9 == pytest.approx(68.452, abs=1e-3)
     assert ra.params_total(m) * 2 / 1e9 == pytest.approx(141.107, abs=1e-3)
@@ -51,7 +51,7 @@ def test_shipped_cards_match_their_published_sizes():
 
 
 def test_kv_bytes_per_token_and_replication(llama70):
-    assert ra.kv_bytes_per_token_rank(llama70, 1, 2.0) == 327_680  # 320 KiB (notes 2.3)
+    assert ra.kv_bytes_per_token_rank(llama70, 1, 2.0) == 327_680  # 320 KiB (docs/sources.md#roof-kv-bytes)
     assert ra.kv_bytes_per_token_rank(llama70, 8, 2.0) == 40_960
     # t = 32 > n_kv = 8: each rank keeps one KV head, so the per-rank KV does not shrink
     assert ra.kv_bytes_per_token_rank(llama70, 32, 2.0) == 40_960
@@ -120,7 +120,7 @@ def test_collectives():
     assert float(ra.p2p_s(40.0, RATES)) == pytest.approx(1 + 0.5 + 4.0)
 
 
-def test_notes_3_3_decode_table(llama70):
+def test_reference_decode_table(llama70):
     """Llama-3-70B bf16 TP8, T = 2,048, eta = 1, flat alpha 10 us, 450 GB/s."""
     r = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0)
     table = {1: (5.21, 0.02, 1.61, 6.82), 8: (5.39, 0.15, 1.68, 7.07), 32: (5.99, 0.58, 1.93, 7.91), 64: (6.79, 1.17, 2.25, 9.04),
@@ -134,7 +134,7 @@ def test_notes_3_3_decode_table(llama70):
     assert tpots == pytest.approx([8.13, 10.88, 19.27, 30.46], abs=0.006)
 
 
-def test_notes_3_3_prefill_table(llama70):
+def test_reference_prefill_table(llama70):
     r450 = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0)
     r370 = ra.Rates.from_peaks(989.4, 3.35, 370.0, collective_start_us=10.0)
     for s, tflop, comp, ar450, ar370 in ((128, 17.5, 2.22, 2.90, 3.19), (512, 70.4, 8.90, 6.82, 7.95), (2048, 285.9, 36.1, 22.5, 27.0), (8192, 1209.5, 152.8, 85.1, 103.2)):
@@ -145,11 +145,11 @@ def test_notes_3_3_prefill_table(llama70):
         assert float(ra.prefill(llama70, ra.Layout(8), 1, s, r370).comm_s) * 1e3 == pytest.approx(ar370, rel=0.003)
 
 
-def test_notes_capacity_limits(llama70):
+def test_reference_capacity_limits(llama70):
     assert ra.batch_limit_memory(llama70, ra.Layout(8), 80.0, 0.9, 2048, 2.0, 2.0) == 648
     assert ra.batch_limit_memory(llama70, ra.Layout(8), 80.0, 0.9, 4096, 2.0, 2.0) == 324
     assert ra.batch_limit_memory(llama70, ra.Layout(8, 4), 20.0, 0.9, 2048, 2.0, 2.0) == 648
-    # TP32 on 20 GB Lite-GPUs: notes 2.4 give 162 without the replicated K/V projections;
+    # TP32 on 20 GB Lite-GPUs: docs/sources.md#roof-batch-limit gives 162 without the replicated K/V projections;
     # with them (0.25 GB more per GPU) 159
     assert ra.batch_limit_memory(llama70, ra.Layout(32), 20.0, 0.9, 2048, 2.0, 2.0) == 159
 

@@ -27,8 +27,8 @@ QUARTER = (12.95, 15.7)
 @pytest.mark.parametrize(
     "die, edge, scribe, expected",
     [
-        # yield_cost.md §1.2 ("derived", exact grid search): 68 / 66 / 64 and 298 / 294 / 283.
-        # Our search finds 67 and 295 where the note has 66 and 294: configurations with
+        # docs/sources.md#fab-dies-per-wafer (exact grid search): 68 / 66 / 64 and 298 / 294 / 283.
+        # Our search finds 67 and 295 where the table has 66 and 294: configurations with
         # a narrow offset window (a 96- or 200-step brute-force scan misses the 67th).
         (H100, 3, 0.0, 68), (H100, 3, 0.1, 67), (H100, 5, 0.2, 64),
         (QUARTER, 3, 0.0, 298), (QUARTER, 3, 0.1, 295), (QUARTER, 5, 0.2, 283),

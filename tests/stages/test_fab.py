@@ -81,7 +81,7 @@ def test_infeasible_run_is_a_numerical_error_naming_the_trial(monkeypatch):
 
 
 def test_h100_package_cost_anchor():
-    """yield_cost.md §3.5: an H100 package should land near $3.0-3.5k."""
+    """docs/sources.md#fab-h100-cost: an H100 package should land near $3.0-3.5k."""
     s = load_scenario("h100", [])
     cost = fab.production_runs(s, draw_inputs(s, 1, 0, 200), 1)["gpu_cost_usd"]
     assert 3000 <= np.median(cost) <= 3500

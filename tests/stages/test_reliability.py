@@ -2,7 +2,7 @@
 
 Every statistical assertion uses a tolerance of 4 standard errors of the Monte Carlo
 mean, computed from the sample, at a fixed seed. The closed forms are those of
-mcengine.analytic.reliability (reliability notes §4), in regimes where they are exact
+mcengine.analytic.reliability (docs/sources.md, Reliability), in regimes where they are exact
 for the kernel's semantics (see each function's docstring).
 """
 
@@ -62,7 +62,7 @@ def test_spares_and_crews_birth_death(crews):
     {"law": "mixture", "parts": [{"weight": 0.5, "law": "fixed", "value": 1.0}, {"weight": 0.5, "law": "exponential", "mean": 9.0}]},
 ])
 def test_a_to_the_n_with_unlimited_crews_any_repair_law(repair):
-    """No spares, ample crews: Binomial units in repair whatever the law (§4.6), so a^n."""
+    """No spares, ample crews: Binomial units in repair whatever the law (docs/sources.md#rel-ample-crews), so a^n."""
     mttf = 100.0
     s = toy_scenario(instances=16, instance_gpus=8, gpus_per_host=4, afr=H / mttf, repair_hours=repair, horizon_years=0.5)
     assert_mc(run(s, 100)["instance_availability"], ar.series_availability(ar.alternating_renewal(mttf, 5.0), 8))
@@ -129,7 +129,7 @@ def test_restart_only_faults_exp_minus_lambda_r():
 
 
 def test_llama3_interruptions_from_per_part_rates():
-    """16,384 H100 in 2,048 8-GPU hosts for 54 days: 419 unexpected interruptions (§1.1)."""
+    """16,384 H100 in 2,048 8-GPU hosts for 54 days: 419 unexpected interruptions (docs/sources.md#rel-llama3-interruptions)."""
     c = run(llama3_scenario(8), 64, seed=3)
     count = c["interruptions_per_year"] * LLAMA3_DAYS * 24 / H
     gpu_afr, host_afr = llama3_rates()
@@ -202,7 +202,7 @@ def test_machine_repairman_at_bench_scale():
 @pytest.mark.parametrize("shape", [0.5, 5.0])
 def test_extreme_weibull_shapes_renew_at_the_renewal_rate(shape):
     """Ample pool, zero swap: each slot is a renewal process of Weibull lives, so its
-    failures follow t/MTTF + (c^2 - 1)/2 (§4.8 and its second-order term)."""
+    failures follow t/MTTF + (c^2 - 1)/2 (docs/sources.md#rel-renewal and its second-order term)."""
     afr, years = 2.0, 20.0
     s = toy_scenario(instances=256, afr=afr, weibull_shape=shape, spare_gpus=256, repair_hours=1.0, horizon_years=years)
     cv2 = math.gamma(1 + 2 / shape) / math.gamma(1 + 1 / shape) ** 2 - 1

@@ -1,6 +1,6 @@
 """``[fab]``: wafer, defects, harvesting and packaging of one GPU package.
 
-Sources: ``shared/reference/notes/yield_cost.md`` §1.2–1.8.
+Sources: ``docs/sources.md`` (Fab: wafers, yield and package cost).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A GPU is a series system of component classes, one ``[reliability.components.NAME]``
 table each. Rates are per unit-year with a year of 8,766 h; ``afr`` is 1/MTTF, so a
 Weibull component's scale follows from its shape. Sources:
-``shared/reference/notes/reliability.md`` §0-2.
+``docs/sources.md`` (Reliability).
 """
 
 from __future__ import annotations

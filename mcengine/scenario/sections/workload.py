@@ -1,7 +1,7 @@
 """``[workload]``: the model served and how (ARCHITECTURE "Roofline").
 
 Model cards are data files in ``configs/models/`` (or an inline ``[workload.model]``
-table), validated by :class:`~mcengine.scenario.cards.ModelCard`. Sources: ``shared/reference/notes/roofline.md``.
+table), validated by :class:`~mcengine.scenario.cards.ModelCard`. Sources: ``docs/sources.md`` (Roofline).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class WorkloadSection:
     expert_parallel: bool = flag(
         False,
         "MoE only: each tensor-parallel rank holds experts/t whole experts and tokens move by a dispatch and a "
-        "combine all-to-all per layer (GenZ, llm-analysis: notes roofline.md 2.8) instead of sharding every expert.",
+        "combine all-to-all per layer (GenZ, llm-analysis: docs/sources.md#roof-moe) instead of sharding every expert.",
     )
     compute_efficiency: Dist = number(0.5, "Achieved share of peak FLOP/s (prefill measured 33-45%).", **_EFF)
     memory_efficiency: Dist = number(0.7, "Achieved share of HBM bandwidth (decode measured 55-60% of the bound).", **_EFF)
