@@ -1,6 +1,6 @@
 """Plain functions behind every command: the CLI and notebooks call these.
 
-Each returns plain data (dicts in the INTERFACE.md JSON shape, or a Results object);
+Each returns plain data (dicts in the docs/interface.md JSON shape, or a Results object);
 none prints or exits. Stage modules are imported inside the functions so that importing
 this module (and ``mcengine --help``) does not start numba.
 """

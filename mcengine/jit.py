@@ -1,4 +1,4 @@
-"""The one kernel decorator policy of mcengine (STYLE rule 2).
+"""The one kernel decorator policy of mcengine (cache, no GIL, NumPy error model, no fastmath).
 
 Every numba function in the package is compiled through :data:`kernel`,
 :data:`inline_kernel` or :data:`parallel_kernel`, so all of them share the same options:

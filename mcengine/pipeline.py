@@ -14,7 +14,7 @@ from .errors import NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs
 
-#: Per-trial metrics summarised by `mcengine run` / `compare` (INTERFACE.md names first).
+#: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
 METRICS = (
     "cost_per_mtok_usd",
     "availability",

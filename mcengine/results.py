@@ -1,4 +1,4 @@
-"""Per-trial columns and the summaries of INTERFACE.md.
+"""Per-trial columns and the summaries of docs/interface.md.
 
 Every distribution is summarised as ``{"mean", "std", "sem", "p01", "p05", "p50",
 "p95", "p99", "min", "max"}``.
@@ -47,7 +47,7 @@ def _check_finite(values: np.ndarray, name: str) -> None:
 
 
 def summarize(values: np.ndarray, name: str = "metric") -> dict:
-    """The INTERFACE.md summary of a sample held in memory (exact order statistics)."""
+    """The docs/interface.md summary of a sample held in memory (exact order statistics)."""
     values = np.asarray(values, dtype=float).ravel()
     if values.size == 0:
         raise NumericalError(f"{name}: summary of an empty sample")
@@ -201,7 +201,7 @@ class Results:
     table: object = None  # pandas.DataFrame or None
 
     def summary(self) -> dict:
-        """The INTERFACE.md `run`/`compare` JSON document."""
+        """The docs/interface.md `run`/`compare` JSON document."""
         return self.doc
 
     @property

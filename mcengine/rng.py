@@ -1,4 +1,4 @@
-"""Counter-based, stateless random numbers for mcengine kernels (STYLE rule 5).
+"""Counter-based, stateless random numbers for mcengine kernels.
 
 Every draw is a pure function of ``(seed, stage, stream_id, trial, counter)``: one
 Philox-4x32-10 block (Salmon et al. 2011) is computed from a 128-bit counter and a

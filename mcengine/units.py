@@ -1,6 +1,6 @@
-"""Unit constants: the one place that converts (ARCHITECTURE "Units in names")."""
+"""Unit constants: the one place that converts (docs/model.md#units)."""
 
-#: A year is 365.25 days everywhere (INTERFACE.md "Time").
+#: A year is 365.25 days everywhere (docs/interface.md#commands).
 HOURS_PER_YEAR = 8766.0
 MM2_PER_CM2 = 100.0
 BYTES_PER_GB = 1e9

@@ -1,4 +1,4 @@
-"""Source-level checks of the kernel policy (STYLE rule 2).
+"""Source-level checks of the kernel policy (one decorator: cache, no GIL, NumPy error model, no fastmath).
 
 * numba's jit decorators are used only in ``mcengine/jit.py``; every other module
   compiles through ``mcengine.jit.kernel`` / ``inline_kernel`` / ``parallel_kernel``;

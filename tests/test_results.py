@@ -1,4 +1,4 @@
-"""Summaries: the INTERFACE shape, exact moments, sketch accuracy, chunk invariance."""
+"""Summaries: the docs/interface.md shape, exact moments, sketch accuracy, chunk invariance."""
 
 from __future__ import annotations
 

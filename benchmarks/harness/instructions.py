@@ -1,8 +1,7 @@
 """Instructions per lifetime of the reliability kernel, counted by valgrind's callgrind.
 
-Wall-clock timings on a shared VM swing by 30-50% between hours (and the 1- and
-2-thread runs of a speed-up see different machines), so a kernel change of a few
-percent cannot be judged by time. An instruction count can: callgrind counts the
+Wall-clock timings on a shared machine can vary by tens of percent between hours, so
+a kernel change of a few percent cannot be judged by time. An instruction count can: callgrind counts the
 instructions of one :func:`mcengine.kernels.life.simulate_lifetimes` call, the same to
 about 0.01% from run to run on an idle machine (about 2% with the other core busy),
 whatever the machine's speed.

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import simpy_peer
 
-#: The peer's configuration (INTERFACE bench case).
+#: The peer's configuration (the machine-repairman bench case of the reliability issue).
 PEER_CASE = dict(n_gpus=4096, afr=0.1, mean_repair_hours=72.0, crews=4, years=5.0)
 
 _COLD_COMPILE = """

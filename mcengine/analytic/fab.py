@@ -15,7 +15,7 @@ import math
 import numpy as np
 from scipy import integrate, stats
 
-#: Names of the whole-die yield formulas reported by ``mcengine yield`` (INTERFACE.md).
+#: Names of the whole-die yield formulas reported by ``mcengine yield`` (docs/interface.md).
 YIELD_MODELS = ("poisson", "murphy", "negative_binomial", "seeds", "moore")
 
 

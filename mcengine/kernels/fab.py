@@ -1,6 +1,6 @@
 """Defect kernels of the fab stage: defects per wafer, die yield with harvesting.
 
-Model (ARCHITECTURE.md "Fab")
+Model (docs/model.md#fab)
 -----------------------------
 Wafer ``w`` draws its defect density ``lam`` (defects/cm²) from a gamma law with shape
 ``alpha = defect_clustering`` and mean ``D0 = defect_density_per_cm2`` (``alpha = inf``:

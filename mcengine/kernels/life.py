@@ -1,6 +1,6 @@
 """Reliability lifetimes: an exact event-driven simulation of one cluster per trial.
 
-Model (ARCHITECTURE "Reliability"; every time in hours, rates per hour)
+Model (docs/model.md#reliability; every time in hours, rates per hour)
 ----------------------------------------------------------------------
 * **Positions.** ``A = instances * instance_gpus`` active GPU positions ``p``;
   instance ``p // instance_gpus``; host ``p // gpus_per_host`` (``H = ceil(A /

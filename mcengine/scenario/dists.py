@@ -1,6 +1,6 @@
 """Uncertain inputs (``dist`` tables) and per-event laws (``law`` tables).
 
-Two kinds of randomness are kept apart (INTERFACE.md "Scenario files"):
+Two kinds of randomness are kept apart (docs/interface.md#scenario-files-toml):
 
 * an **uncertain input** (:class:`Dist`, epistemic) is drawn once per trial by inverse
   transform of a counter-based uniform, so trial *i* of two scenarios that share a key

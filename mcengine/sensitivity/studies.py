@@ -1,6 +1,6 @@
 """Which assumptions decide the verdict: sweeps, tornado charts and Sobol' indices.
 
-Three plain functions return the INTERFACE.md JSON documents of ``mcengine sweep`` and
+Three plain functions return the docs/interface.md JSON documents of ``mcengine sweep`` and
 ``mcengine sensitivity``; :mod:`mcengine.report.sensitivity` renders them.
 
 * :func:`sweep` sets one scenario key (or two: a grid) to each given value, as a
@@ -44,7 +44,7 @@ from . import analysis, sampling
 Progress = Callable[[int, int], None]
 ScenarioRef = str | Scenario
 
-#: Metrics a sweep reports by default (INTERFACE.md `run` names).
+#: Metrics a sweep reports by default (docs/interface.md `run` names).
 SWEEP_OUTPUTS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")
 DEFAULT_OUTPUT = "cost_per_mtok_usd"
 DEFAULT_SWEEP_TRIALS = 1024

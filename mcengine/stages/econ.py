@@ -1,4 +1,4 @@
-"""Econ stage: dollars per million output tokens (ARCHITECTURE "Econ").
+"""Econ stage: dollars per million output tokens (docs/model.md#econ).
 
 Per trial, with that trial's inputs and the other stages' columns:
 

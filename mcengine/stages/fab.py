@@ -1,6 +1,6 @@
 """Fab stage: wafers, defects, harvesting and packaging → cost per good GPU package.
 
-Two entry points (ARCHITECTURE.md "Fab"; INTERFACE.md ``mcengine yield``):
+Two entry points (docs/model.md#fab; docs/interface.md#json-summaries):
 
 * :func:`yield_study` (``mcengine yield --wafers N``): N independent wafers, wafer ``w``
   with the scenario's uncertain inputs drawn as trial ``w`` (``draw_inputs``), summarised

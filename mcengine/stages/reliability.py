@@ -1,6 +1,6 @@
 """Reliability stage: scenario + per-trial inputs -> lifetime metrics per trial.
 
-Orchestration only (ARCHITECTURE "Reliability"): validate, turn the scenario's
+Orchestration only (docs/model.md#reliability): validate, turn the scenario's
 component classes, host law and duration laws into the kernel's per-trial tables,
 run :func:`mcengine.kernels.life.simulate_lifetimes`, check the outputs and build
 columns and summaries. The model and the algorithm are documented in
@@ -199,9 +199,9 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
     out: list[dict[str, np.ndarray]] = [{} for _ in scenarios]
     for group in groups:
         args = group_arguments([tables[k] for k in group])
-        # the kernel's blocks go to the threads one at a time as they free up: numba's
-        # default static split gave each thread half of them, and a thread slowed by a
-        # busy neighbour (a shared VM) held the whole call up. Same numbers either way.
+        # the kernel's blocks go to the threads one at a time as they free up, so a thread
+        # slowed by other load on its core does not hold up the call (numba's default
+        # splits the blocks statically). Same numbers either way.
         with numba.parallel_chunksize(1):
             out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **args)
         for v, k in enumerate(group):

@@ -1,5 +1,5 @@
 """Roofline stage: prefill and decode times, batch limits and tokens/s of one instance
-(ARCHITECTURE "Roofline"; formulas in :mod:`mcengine.analytic.roofline`).
+(docs/model.md#roofline; formulas in :mod:`mcengine.analytic.roofline`).
 
 No random numbers: the stage is a deterministic function of each trial's inputs,
 vectorised with NumPy over trials (a few dozen array operations per layout, so no

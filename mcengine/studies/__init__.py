@@ -2,6 +2,6 @@
 
 ``mcengine yield``, ``reliability`` and ``roofline`` (through :mod:`mcengine.api`) return
 what these functions compute; the calibration anchors of :mod:`mcengine.validation`
-reuse the roofline one. Each returns a dict in the INTERFACE.md JSON shape (without the
+reuse the roofline one. Each returns a dict in the docs/interface.md JSON shape (without the
 ``scenario``/``seed``/size/``elapsed_s`` envelope the API adds); none prints.
 """

@@ -15,7 +15,7 @@ from ..stages.reliability import lifetimes_of
 from ..units import HOURS_PER_YEAR
 
 
-#: Distributions of :func:`lifetime_study` (INTERFACE.md first, then extras).
+#: Distributions of :func:`lifetime_study` (docs/interface.md first, then extras).
 SUMMARY_METRICS = (
     "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs_per_year", "max_failed_gpus",

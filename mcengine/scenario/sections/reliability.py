@@ -1,4 +1,4 @@
-"""``[reliability]``: failure laws, recovery and repair (ARCHITECTURE "Reliability").
+"""``[reliability]``: failure laws, recovery and repair (docs/model.md#reliability).
 
 A GPU is a series system of component classes, one ``[reliability.components.NAME]``
 table each. Rates are per unit-year with a year of 8,766 h; ``afr`` is 1/MTTF, so a

@@ -1,4 +1,4 @@
-"""``[workload]``: the model served and how (ARCHITECTURE "Roofline").
+"""``[workload]``: the model served and how (docs/model.md#roofline).
 
 Model cards are data files in ``configs/models/`` (or an inline ``[workload.model]``
 table), validated by :class:`~mcengine.scenario.cards.ModelCard`. Sources: ``docs/sources.md`` (Roofline).
