@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .errors import InputError, Problem
-from .options import positive, seed_of
+from .io import prepare_folder
+from .options import check_seed, positive, seed_of
 from .scenario import Scenario, load_scenario, shipped_scenarios
 
 
@@ -136,7 +137,7 @@ def run(
     seed: int | None = None,
     overrides: Iterable[str] = (),
     out: str | Path | None = None,
-    keep_trials: bool = True,
+    keep_trials: bool | None = None,
     chunk_trials: int | None = None,
     scheduler: str | None = None,
     resume: bool = False,
@@ -151,6 +152,9 @@ def run(
     second is below the first (``"paired_all"`` has every later scenario against the first).
     ``out`` writes summary.json, the resolved scenarios, figures and (with ``keep_trials``)
     ``trials.parquet``; ``resume=True`` continues the interrupted run in ``out``.
+    ``keep_trials`` defaults to keeping the per-trial table (in memory without ``out``),
+    and on resume to what the interrupted run did; a ``seed``, ``trials`` or
+    ``keep_trials`` given on resume must match the interrupted run's.
     """
     from . import runner
     from .results import Results
@@ -158,6 +162,7 @@ def run(
     start = time.perf_counter()
     out = Path(out) if out is not None else None
     chunk_trials = runner.DEFAULT_CHUNK_TRIALS if chunk_trials is None else chunk_trials
+    expect = {}
     if resume:
         if out is None:
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
@@ -165,18 +170,24 @@ def run(
         if scenarios:
             label, resolved, _ = resolve_scenarios(scenarios, overrides)
             n = trials if trials is not None else resolved[0].run.trials
-            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep_trials, label)
+            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), bool(keep_trials), label)
+        else:
+            expect = {"seed": None if seed is None else check_seed(seed),
+                      "trials": None if trials is None else positive("--trials", trials), "keep_trials": keep_trials}
     else:
         label, resolved, study_trials = resolve_scenarios(scenarios, overrides)
         n = trials if trials is not None else (study_trials or resolved[0].run.trials)
-        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep_trials, label)
-    outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress)
+        keep = True if keep_trials is None else keep_trials
+        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep, label)
+    if out is not None:
+        prepare_folder(out)
+    outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress, expect=expect)
     spec = outcome.spec
     doc = {"scenario": spec.label, "seed": spec.seed, "trials": spec.trials}
     doc.update(outcome.accumulators.summary())
     doc["elapsed_s"] = time.perf_counter() - start
     table = None
-    if keep_trials or spec.keep_trials:
+    if spec.keep_trials:
         import pandas as pd
 
         if out is not None:
@@ -239,6 +250,6 @@ def sobol(scenarios, **kwargs) -> dict:
 
 
 __all__ = [
-    "bench", "check", "compare", "fab", "parse_values", "reliability", "roofline", "run", "scenarios", "set_threads",
+    "bench", "check", "compare", "fab", "parse_values", "prepare_folder", "reliability", "roofline", "run", "scenarios", "set_threads",
     "sobol", "sweep", "tornado", "validate", "write_scenario", "yield_",
 ]

@@ -42,6 +42,12 @@ def _console():
     return Console()
 
 
+def _out_ready(out: Path | None) -> None:
+    """Refuse an unusable ``--out`` before anything is computed."""
+    if out is not None:
+        api.prepare_folder(out)
+
+
 def _emit(doc: dict, as_json: bool, out: Path | None, render, scenarios=()) -> None:
     """Write --out files, then print JSON or the rendered table."""
     from .io import dumps, write_json
@@ -89,6 +95,7 @@ def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_j
     """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
     api.set_threads(threads)
     s = api.check(scenario, overrides or ())
+    _out_ready(out)
     doc = study(s, size, seed)
     _emit(doc, as_json, out, render, [s])
 
@@ -131,6 +138,7 @@ def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonO
     from .report.tables import render_roofline
 
     s = api.check(scenario, overrides or ())
+    _out_ready(out)
     _emit(api.roofline(s), as_json, out, render_roofline, [s])
 
 
@@ -174,26 +182,28 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
 
     from .report.tables import render_run
 
+    from .errors import Interrupted, Problem
+
     api.set_threads(threads)
     if keep_trials and out is None and resume is None:
-        from .errors import Problem
-
         raise InputError(Problem("--keep-trials", True, "needs --out DIR (the per-trial table is written there)"))
+    if resume is not None and out is not None and Path(out).resolve() != Path(resume).resolve():
+        raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
     bar, update = _progress_bar(as_json, quiet)
     folder = resume if resume is not None else out
     try:
         with bar if bar is not None else nullcontext():
             results = api.run(
                 scenarios or None, trials=trials, seed=seed, overrides=overrides or (), out=folder,
-                keep_trials=keep_trials, chunk_trials=chunk_trials, scheduler=scheduler,
-                resume=resume is not None, progress=update,
+                keep_trials=keep_trials if resume is None else (keep_trials or None), chunk_trials=chunk_trials,
+                scheduler=scheduler, resume=resume is not None, progress=update,
             )
-    except KeyboardInterrupt:
+    except Interrupted as exc:
         if folder is not None:
-            sys.stderr.write(f"interrupted: finished chunks are saved; continue with: mcengine run --resume {folder}\n")
+            exc.hint = f"finished chunks are saved; continue with: mcengine run --resume {folder}"
         else:
-            sys.stderr.write("interrupted (nothing saved: run with --out DIR to be able to resume)\n")
-        raise typer.Exit(130) from None
+            exc.hint = "nothing saved: run with --out DIR to be able to resume"
+        raise
     doc = results.summary()
     if as_json:
         from .io import dumps
@@ -267,6 +277,7 @@ def sweep_cmd(
     if not 1 <= len(param) <= 2 or len(values) != len(param):
         raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
     grid = [api.parse_values(v) for v in values]
+    _out_ready(out)
     bar, update = _progress_bar(as_json, quiet)
     from contextlib import nullcontext
 
@@ -303,6 +314,7 @@ def sensitivity_cmd(
         raise InputError(Problem("--method", method, "allowed: sobol, tornado"))
     if len(scenarios) > 2:
         raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
+    _out_ready(out)
     kwargs = {"output": output, "seed": seed, "overrides": overrides or ()}
     if trials is not None:
         kwargs["trials"] = trials
@@ -336,6 +348,7 @@ def bench_cmd(
     """Throughput of each stage and of the whole chain on this machine (peers: benchmarks/)."""
     from .report.tables import render_bench
 
+    _out_ready(out)
     doc = api.bench(quick=quick, stages=stage or ())
 
     _emit(doc, as_json, out, render_bench)
@@ -343,14 +356,17 @@ def bench_cmd(
 
 # ------------------------------------------------------------------ entry point
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry: maps exceptions to exit codes (2 bad input, 1 other)."""
+    """Run one command; maps exceptions to exit codes: 2 bad input, 128 + signal number
+    after SIGINT/SIGTERM (with what was saved), 1 anything else (one line)."""
+    from . import interrupt
+    from .errors import ExecutionError, Interrupted
+
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="mcengine")
     except typer.Exit as exc:
         return exc.exit_code
-    except typer.Abort:
-        sys.stderr.write("aborted\n")
-        return 130
+    except (Interrupted, KeyboardInterrupt, typer.Abort) as exc:
+        return _interrupted(getattr(exc, "signum", 2), getattr(exc, "hint", ""))
     except InputError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
@@ -358,11 +374,28 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # Click usage errors: exit 2
             exc.show()
             return exc.exit_code
+        if interrupt.pending() or isinstance(exc.__context__, (Interrupted, KeyboardInterrupt)):
+            return _interrupted(interrupt.pending() or 2, "")  # a second signal that landed in a kernel
         if os.environ.get("MCENGINE_DEBUG"):
             raise
-        sys.stderr.write(f"error: {type(exc).__name__}: {exc}\n(set MCENGINE_DEBUG=1 for the traceback)\n")
+        if isinstance(exc, ExecutionError):
+            sys.stderr.write(f"error: {exc}\n")
+        elif isinstance(exc, MemoryError):
+            sys.stderr.write("error: out of memory; use a smaller sample, a smaller --chunk-trials or a smaller cluster\n")
+        elif isinstance(exc, OSError):
+            sys.stderr.write(f"error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename and str(exc.filename) not in str(exc.strerror) else "") + "\n")
+        else:
+            sys.stderr.write(f"error: {type(exc).__name__}: {exc}\n(set MCENGINE_DEBUG=1 for the traceback)\n")
         return 1
+    finally:
+        interrupt.clear()
     return rv if isinstance(rv, int) else 0
+
+
+def _interrupted(signum: int, hint: str) -> int:
+    """The one line printed after SIGINT/SIGTERM; the exit status 128 + signum."""
+    sys.stderr.write("interrupted" + (f": {hint}" if hint else "") + "\n")
+    return 128 + signum
 
 
 if __name__ == "__main__":

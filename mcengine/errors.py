@@ -44,3 +44,17 @@ class InputError(McEngineError):
 
 class NumericalError(McEngineError):
     """A stage produced a non-finite or impossible output: names the stage and trial."""
+
+
+class Interrupted(McEngineError):
+    """A SIGINT or SIGTERM stopped a computation at a block boundary (what was finished is
+    saved). ``signum`` is the signal; the CLI exits with 128 + signum."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"interrupted by signal {signum}")
+
+
+class ExecutionError(McEngineError):
+    """The computation could not go on for a reason outside the input (a Dask scheduler
+    that went away, no worker that joined it): exit status 1 with this one-line message."""

@@ -24,22 +24,48 @@ def _umask() -> int:
 
 
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` atomically; an OSError (a full disk, a read-only folder)
+    names the path it could not write."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as exc:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:
+            raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}", str(path)) from None
         raise
     return path
+
+
+def prepare_folder(folder: str | os.PathLike) -> Path:
+    """Make sure results can be written to ``folder`` before anything is computed: create
+    it (and its parents), then write and remove a probe file. InputError names ``--out``,
+    the folder and why it cannot be used (a file in the way, a dangling link, no
+    permission, a read-only or full disk)."""
+    from .errors import InputError, Problem
+
+    folder = Path(folder)
+    try:
+        if folder.is_symlink() and not folder.exists():
+            raise OSError(f"{folder} is a link to {os.readlink(folder)}, which does not exist")
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".mcengine-probe.", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise InputError(Problem("--out", str(folder), f"cannot be used as an output folder: {reason}")) from None
+    return folder
 
 
 def plain(value: Any) -> Any:

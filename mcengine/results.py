@@ -13,6 +13,12 @@ Every distribution is summarised as ``{"mean", "std", "sem", "p01", "p05", "p50"
   :class:`QuantileSketch` of integer bucket counts: order-free, and within
   :data:`SKETCH_RELATIVE_ACCURACY` relative error of the exact order statistic
   (the DDSketch log-bucket mapping, Masson, Rim & Lee, VLDB 2019).
+
+Moments are computed on the values divided by a power of two at least as large as the
+largest magnitude seen (:func:`power_of_two_above`), and scaled back: dividing by a
+power of two is exact, so the figures are bit for bit those of the plain formulas
+wherever those are finite, and stay finite (no overflow of squares above ~1e154, no
+underflow to a zero spread below ~1e-154) for any finite input.
 """
 
 from __future__ import annotations
@@ -46,6 +52,14 @@ def _check_finite(values: np.ndarray, name: str) -> None:
         raise NumericalError(f"{name}: {int(bad.sum())} non-finite values (first at index {first}: {values[first]})")
 
 
+def power_of_two_above(magnitude: float) -> float:
+    """The smallest power of two >= ``magnitude`` (1 for 0), at most 2**1023."""
+    if magnitude == 0.0:
+        return 1.0
+    mantissa, exponent = math.frexp(magnitude)
+    return math.ldexp(1.0, min(exponent - (mantissa == 0.5), 1023))
+
+
 def summarize(values: np.ndarray, name: str = "metric") -> dict:
     """The docs/interface.md summary of a sample held in memory (exact order statistics)."""
     values = np.asarray(values, dtype=float).ravel()
@@ -53,8 +67,10 @@ def summarize(values: np.ndarray, name: str = "metric") -> dict:
         raise NumericalError(f"{name}: summary of an empty sample")
     _check_finite(values, name)
     n = values.size
-    std = float(values.std(ddof=1)) if n > 1 else 0.0
-    out = {"mean": float(values.mean()), "std": std, "sem": std / math.sqrt(n)}
+    scale = power_of_two_above(float(np.abs(values).max()))
+    scaled = values / scale
+    std = float(scaled.std(ddof=1)) * scale if n > 1 else 0.0
+    out = {"mean": float(scaled.mean()) * scale, "std": std, "sem": std / math.sqrt(n)}
     qs = np.quantile(values, [q for _, q in QUANTILES])
     out.update({k: float(v) for (k, _), v in zip(QUANTILES, qs)})
     out["min"] = float(values.min())
@@ -151,6 +167,9 @@ class Summary:
     #: The sketch holds ``value - offset``: an offset of 1 gives availabilities and paired
     #: ratios (which crowd near 1) their 0.1% relative accuracy on the distance from 1.
     offset: float = 0.0
+    #: Moments are kept in units of this power of two (module text): ``m2`` is the sum of
+    #: squared deviations divided by ``scale**2``. 0 until the first non-zero value.
+    scale: float = 0.0
 
     def add(self, values: np.ndarray, name: str = "metric") -> "Summary":
         """Add the next trials (in trial order; every call but the last a whole number of blocks)."""
@@ -158,12 +177,15 @@ class Summary:
         _check_finite(values, name)
         for start in range(0, values.size, BLOCK_TRIALS):
             block = values[start : start + BLOCK_TRIALS]
+            self._rescale(float(np.abs(block).max()))
+            s = self.scale or 1.0
             n_b = block.size
-            mean_b = float(block.mean())
-            m2_b = float(((block - mean_b) ** 2).sum())
+            scaled = block / s
+            mean_b = float(scaled.mean())
+            m2_b = float(((scaled - mean_b) ** 2).sum())
             n = self.count + n_b
-            delta = mean_b - self.mean
-            self.mean += delta * n_b / n
+            delta = mean_b - self.mean / s
+            self.mean += delta * n_b / n * s
             self.m2 += m2_b + delta * delta * self.count * n_b / n
             self.count = n
         if values.size:
@@ -172,10 +194,20 @@ class Summary:
             self.sketch.add(values - self.offset if self.offset else values)
         return self
 
+    def _rescale(self, magnitude: float) -> None:
+        """Raise ``scale`` to cover ``magnitude`` (the m2 held so far shrinks by an exact
+        power of four; a part of it below the smallest float is negligible beside the new
+        values' spread)."""
+        if magnitude > self.scale:
+            new = power_of_two_above(magnitude)
+            if self.scale:
+                self.m2 *= (self.scale / new) ** 2
+            self.scale = new
+
     def to_dict(self) -> dict:
         if self.count == 0:
             raise NumericalError("summary of an empty sample")
-        std = math.sqrt(self.m2 / (self.count - 1)) if self.count > 1 else 0.0
+        std = math.sqrt(self.m2 / (self.count - 1)) * (self.scale or 1.0) if self.count > 1 else 0.0
         out = {"mean": self.mean, "std": std, "sem": std / math.sqrt(self.count)}
         for key, q in QUANTILES:
             out[key] = min(max(self.sketch.quantile(q) + self.offset, self.min), self.max)
@@ -184,11 +216,13 @@ class Summary:
         return out
 
     def state(self) -> dict:
-        return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(), "offset": self.offset}
+        return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(),
+                "offset": self.offset, "scale": self.scale}
 
     @classmethod
     def from_state(cls, state: dict) -> "Summary":
-        return cls(state["count"], state["mean"], state["m2"], state["min"], state["max"], QuantileSketch.from_state(state["sketch"]), state["offset"])
+        return cls(state["count"], state["mean"], state["m2"], state["min"], state["max"], QuantileSketch.from_state(state["sketch"]),
+                   state["offset"], state.get("scale", 1.0))
 
 
 @dataclass

@@ -10,21 +10,29 @@ workers or resume point.
 With an output folder, the run's settings go to ``run.json`` and, after every chunk,
 the accumulated state to ``checkpoint.json`` (atomically), so a killed run (SIGKILL
 included) resumes from its last finished chunk to exactly the straight-run numbers.
+The folder is locked while a run uses it (a second run on it is refused, naming the
+holder). ``run.json`` carries the fingerprint (sha256) of the run's settings, and
+``checkpoint.json`` carries that fingerprint and the sha256 of its own state: a resume
+verifies both and refuses a file that was edited, truncated or written by another run.
 With ``keep_trials`` each chunk's per-trial table is written as its own Parquet part
 under ``trials.parquet/`` (a Parquet dataset that pandas and pyarrow read as one table).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
+from . import interrupt
 from .errors import InputError, Problem
 from .io import write_atomic, write_json
 from .pipeline import METRICS, PAIRED_METRICS, run_chunk
@@ -37,6 +45,9 @@ RUN_FILE = "run.json"
 NEAR_ONE = ("availability",)
 CHECKPOINT_FILE = "checkpoint.json"
 TRIALS_DIR = "trials.parquet"
+LOCK_FILE = ".mcengine.lock"
+#: Version of the checkpoint layout (fingerprint + checksum around the state).
+CHECKPOINT_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -148,8 +159,10 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def chunk_bounds(trials: int, chunk_trials: int, start: int = 0) -> list[tuple[int, int]]:
-    return [(s, min(chunk_trials, trials - s)) for s in range(start, trials, chunk_trials)]
+def chunk_bounds(trials: int, chunk_trials: int, start: int = 0) -> Iterator[tuple[int, int]]:
+    """(first trial, trials) of each chunk, made as they are needed (memory does not grow
+    with the trial count)."""
+    return ((s, min(chunk_trials, trials - s)) for s in range(start, trials, chunk_trials))
 
 
 def check_chunk_trials(chunk_trials: int) -> int:
@@ -165,13 +178,70 @@ class RunOutcome:
     frames: list[pd.DataFrame]  # per-chunk tables kept in memory (keep_trials without a folder)
 
 
-def _load_resume(out: Path, spec: RunSpec | None) -> tuple[RunSpec, Accumulators]:
+def _read_json(path: Path) -> dict:
+    """A JSON object from ``path``; a missing, unreadable or malformed file is InputError naming it."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(Problem(str(path), "(file)", f"cannot be read as mcengine JSON ({exc}); start a new --out folder")) from None
+    if not isinstance(doc, dict):
+        raise InputError(Problem(str(path), "(file)", "is not an mcengine run file (a JSON object); start a new --out folder"))
+    return doc
+
+
+def _state_sha256(state: dict) -> str:
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+
+
+def checkpoint_document(acc: "Accumulators", fingerprint: str) -> dict:
+    """What ``checkpoint.json`` holds: the state, tied to its run and to itself (the
+    checksum is of the state as JSON reads it back: integer keys become strings)."""
+    state = json.loads(json.dumps(acc.state()))
+    return {"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": _state_sha256(state), "state": state}
+
+
+def _saved_spec(run_path: Path) -> RunSpec:
+    """The RunSpec of ``run.json``, refused if its settings no longer match their fingerprint."""
+    saved = _read_json(run_path)
+    try:
+        spec = RunSpec.from_dict(saved)
+        fingerprint = saved["fingerprint"]
+    except (KeyError, TypeError, ValueError, InputError) as exc:
+        raise InputError(Problem(str(run_path), "(file)", f"is not a valid mcengine run file ({exc}); start a new --out folder")) from None
+    if spec.fingerprint() != fingerprint:
+        raise InputError(Problem(str(run_path), "(file)", "its settings do not match their fingerprint (the file was edited); "
+                                 "start a new --out folder"))
+    return spec
+
+
+def _saved_accumulators(path: Path, spec: RunSpec) -> "Accumulators":
+    """The accumulated state of ``checkpoint.json``, verified against its checksum and run."""
+    doc = _read_json(path)
+    if doc.get("format") != CHECKPOINT_FORMAT:
+        raise InputError(Problem(str(path), "(file)", f"checkpoint format {doc.get('format')!r} is not {CHECKPOINT_FORMAT} "
+                                 "(written by another mcengine version); start a new --out folder"))
+    state = doc.get("state")
+    if not isinstance(state, dict) or _state_sha256(state) != doc.get("sha256"):
+        raise InputError(Problem(str(path), "(file)", "its state does not match its checksum (edited or truncated); start a new --out folder"))
+    if doc.get("run_fingerprint") != spec.fingerprint():
+        raise InputError(Problem(str(path), "(file)", f"belongs to another run than {RUN_FILE} beside it; start a new --out folder"))
+    acc = Accumulators.from_state(state)
+    if acc.names != tuple(s.name for s in spec.scenarios) or not 0 <= acc.trials_done <= spec.trials:
+        raise InputError(Problem(str(path), "(file)", "does not describe this run's scenarios and trials; start a new --out folder"))
+    return acc
+
+
+def _load_resume(out: Path, spec: RunSpec | None, seed: int | None = None, trials: int | None = None) -> tuple[RunSpec, Accumulators]:
     run_path = out / RUN_FILE
     if not run_path.is_file():
         raise InputError(Problem("--resume", str(out), f"no {RUN_FILE} here: not an mcengine run folder"))
-    saved = json.loads(run_path.read_text())
-    saved_spec = RunSpec.from_dict(saved)
-    if spec is not None and spec.fingerprint() != saved["fingerprint"]:
+    saved_spec = _saved_spec(run_path)
+    changed = [Problem(option, given, f"the interrupted run used {was}; resume with the same value or without the option")
+               for option, given, was in (("--seed", seed, saved_spec.seed), ("--trials", trials, saved_spec.trials))
+               if given is not None and given != was]
+    if changed:
+        raise InputError(changed)
+    if spec is not None and spec.fingerprint() != saved_spec.fingerprint():
         raise InputError(
             Problem(
                 "--resume",
@@ -181,8 +251,28 @@ def _load_resume(out: Path, spec: RunSpec | None) -> tuple[RunSpec, Accumulators
             )
         )
     ck = out / CHECKPOINT_FILE
-    acc = Accumulators.from_state(json.loads(ck.read_text())) if ck.is_file() else Accumulators(tuple(s.name for s in saved_spec.scenarios))
+    acc = _saved_accumulators(ck, saved_spec) if ck.is_file() else Accumulators(tuple(s.name for s in saved_spec.scenarios))
     return saved_spec, acc
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock for a run (an advisory lock the OS drops with the process, so a
+    killed run never leaves the folder locked); a second run on the folder is refused."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise InputError(Problem("--out", str(out), f"is in use by another mcengine run (process {holder}); wait for it or choose another folder")) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def execute(
@@ -192,11 +282,26 @@ def execute(
     resume: bool = False,
     scheduler: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    expect: dict | None = None,
 ) -> RunOutcome:
-    """Run (or resume) ``spec`` and return its accumulated summaries."""
+    """Run (or resume) ``spec`` and return its accumulated summaries.
+
+    With ``out`` the folder is locked for the run. On resume without a ``spec``,
+    ``expect`` may hold the ``seed``, ``trials`` and ``keep_trials`` the caller asked for:
+    each given one must equal the interrupted run's (InputError before any work).
+    """
     check_chunk_trials(chunk_trials)
+    if out is None:
+        return _execute(spec, chunk_trials, None, resume, scheduler, progress, expect or {})
+    with locked(out):
+        return _execute(spec, chunk_trials, out, resume, scheduler, progress, expect or {})
+
+
+def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect) -> RunOutcome:
     if resume:
-        spec, acc = _load_resume(out, spec)
+        spec, acc = _load_resume(out, spec, expect.get("seed"), expect.get("trials"))
+        if expect.get("keep_trials") and not spec.keep_trials:
+            raise InputError(Problem("--keep-trials", True, "the interrupted run keeps no per-trial table; resume without --keep-trials"))
     else:
         acc = Accumulators(tuple(s.name for s in spec.scenarios))
         if out is not None:
@@ -208,18 +313,21 @@ def execute(
     bounds = chunk_bounds(spec.trials, chunk_trials, acc.trials_done)
     if progress:
         progress(acc.trials_done, spec.trials)
-    for start, chunk in _chunks(spec, bounds, scheduler):
-        if spec.keep_trials:
-            frame = trials_frame(chunk)
+    with interrupt.deferred():  # a signal stops the run after the chunk it lands in is saved
+        for start, chunk in _chunks(spec, bounds, scheduler):
+            if spec.keep_trials:
+                frame = trials_frame(chunk)
+                if out is not None:
+                    write_atomic(out / TRIALS_DIR / f"part-{start:012d}.parquet", _parquet_bytes(frame))
+                else:
+                    frames.append(frame)
+            acc.add(chunk)
             if out is not None:
-                write_atomic(out / TRIALS_DIR / f"part-{start:012d}.parquet", _parquet_bytes(frame))
-            else:
-                frames.append(frame)
-        acc.add(chunk)
-        if out is not None:
-            write_atomic(out / CHECKPOINT_FILE, json.dumps(acc.state()))
-        if progress:
-            progress(acc.trials_done, spec.trials)
+                write_atomic(out / CHECKPOINT_FILE, json.dumps(checkpoint_document(acc, spec.fingerprint())))
+            if progress:
+                progress(acc.trials_done, spec.trials)
+            if acc.trials_done < spec.trials:
+                interrupt.check()
     return RunOutcome(spec, acc, frames)
 
 
@@ -227,8 +335,10 @@ def _start_fresh(out: Path) -> None:
     """A new run may reuse a finished run's folder, never an unfinished one's."""
     ck, run_path = out / CHECKPOINT_FILE, out / RUN_FILE
     if ck.is_file() and run_path.is_file():
-        done = json.loads(ck.read_text())["trials_done"]
-        if done < json.loads(run_path.read_text())["trials"]:
+        doc = _read_json(ck)
+        state = doc.get("state", doc)
+        done, trials = state.get("trials_done"), _read_json(run_path).get("trials")
+        if not (isinstance(done, int) and isinstance(trials, int) and done >= trials):
             raise InputError(Problem("--out", str(out), "holds an unfinished run: continue it with --resume, or choose another folder"))
     _drop_unfinished_parts(out, 0)
     ck.unlink(missing_ok=True)

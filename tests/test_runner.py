@@ -63,7 +63,7 @@ def test_resume_after_interrupt_gives_straight_numbers(tmp_path, straight):
 
     with pytest.raises(KeyboardInterrupt):
         _run(chunk_trials=1024, out=out, progress=stop_after_two_chunks, figures=False)
-    assert json.loads((out / "checkpoint.json").read_text())["trials_done"] == 2048
+    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 2048
     with pytest.raises(InputError, match="unfinished run"):
         _run(chunk_trials=1024, out=out, figures=False)
     resumed = api.run(None, out=out, resume=True, chunk_trials=2048, keep_trials=False, figures=False)
@@ -91,11 +91,11 @@ def test_sigkill_then_resume_gives_straight_numbers(tmp_path, straight):
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ck = out / "checkpoint.json"
     deadline = time.time() + 300
-    while time.time() < deadline and not (ck.is_file() and json.loads(ck.read_text() or "{}").get("trials_done", 0) >= 1024):
+    while time.time() < deadline and not (ck.is_file() and json.loads(ck.read_text() or "{}").get("state", {}).get("trials_done", 0) >= 1024):
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = json.loads(ck.read_text())["trials_done"]
+    done = json.loads(ck.read_text())["state"]["trials_done"]
     assert done in (1024, 2048, 3000)
     r = subprocess.run([*args[:3], "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11", "--resume", str(out),
                         "--json", "--quiet", *sum((["--set", o] for o in SMALL), [])], capture_output=True, text=True)

@@ -11,6 +11,7 @@ Sources: docs/sources.md#fab-dies-per-wafer, docs/sources.md#fab-yield-models, d
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy import integrate, stats
@@ -113,9 +114,21 @@ def harvest_yield(die_area_cm2: float, defect_density_per_cm2: float, clustering
         return conditional(defect_density_per_cm2)
     law = stats.gamma(clustering, scale=defect_density_per_cm2 / clustering)
     high = law.isf(1e-15)
-    value, _err = integrate.quad(lambda lam: law.pdf(lam) * conditional(lam), 0.0, high,
-                                 points=[defect_density_per_cm2], limit=200, epsabs=1e-12, epsrel=1e-10)
-    return value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", integrate.IntegrationWarning)
+        try:
+            value, _err = integrate.quad(lambda lam: law.pdf(lam) * conditional(lam), 0.0, high,
+                                         points=[defect_density_per_cm2], limit=200, epsabs=1e-12, epsrel=1e-10)
+            return value
+        except integrate.IntegrationWarning:
+            pass
+        # Strong clustering (small alpha) piles the density's mass at 0 with a thin tail:
+        # integrate over the quantile u = F(lam) instead, a bounded integrand on (0, 1).
+        try:
+            value, _err = integrate.quad(lambda u: conditional(law.ppf(u)), 0.0, 1.0, limit=500, epsabs=1e-10)
+            return value
+        except integrate.IntegrationWarning:
+            return math.nan  # callers report a closed form they could not evaluate as out of range
 
 
 def dies_per_wafer_formula(wafer_diameter_mm: float, edge_exclusion_mm: float, die_width_mm: float,

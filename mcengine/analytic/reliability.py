@@ -243,7 +243,7 @@ def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int,
         term[counts * k] = stats.poisson.pmf(counts, means[k])
         pmf = np.convolve(pmf, term)[: top + 1]
     n = np.arange(top + 1)
-    return {"p_stockout": float(pmf[spare_units + 1:].sum()),
+    return {"p_stockout": min(1.0, max(0.0, float(pmf[spare_units + 1:].sum()))),  # rounding can pass 1
             "mean_shortfall": float(np.dot(np.maximum(n - spare_units, 0), pmf))}
 
 

@@ -116,10 +116,13 @@ def render_yield(body: dict):
         table.add_row(f"  {formula.replace('_', ' ')}", "", "", f"{an[formula]:.4f}")
     table.add_row("good dies / wafer", *dist(body["good_dies_per_wafer"], ".2f"), f"{cost['good_dies_per_wafer']:.2f}")
     table.add_row("good H100-eq / wafer", *dist(body["good_h100_equivalents_per_wafer"], ".2f"), "")
-    table.add_row("cost / good die (USD)", *dist(body["cost_per_good_die_usd"], ",.1f"), f"{cost['cost_per_good_die_usd']:,.1f}")
-    table.add_row("  pooled spend / good die", f"{pooled['cost_per_good_die_usd']:,.1f}", "", "")
-    table.add_row("GPU package (USD)", *dist(body["gpu_cost_usd"], ",.0f"), f"{cost['gpu_cost_usd']:,.0f}")
-    table.add_row("  pooled spend / package", f"{pooled['gpu_cost_usd']:,.0f}", "", "")
+    with_good = body.get("wafers", 0) - body.get("wafers_without_good_dies", 0)
+    table.add_row("cost / good die (USD): spend ÷ good dies", f"{pooled['cost_per_good_die_usd']:,.1f}", "", f"{cost['cost_per_good_die_usd']:,.1f}")
+    table.add_row(f"  per wafer, over the {with_good:,} with a good die", *dist(body["cost_per_good_die_usd"], ",.1f"), "")
+    table.add_row("GPU package (USD): spend ÷ packages", f"{pooled['gpu_cost_usd']:,.0f}", "", f"{cost['gpu_cost_usd']:,.0f}")
+    table.add_row(f"  per wafer, over the {with_good:,} with a good die", *dist(body["gpu_cost_usd"], ",.0f"), "")
+    if body.get("wafers_without_good_dies"):
+        table.add_row("wafers without a good die", f"{body['wafers_without_good_dies']:,}", "", "")
     table.add_row("good dies with defects", f"{body['harvested_share']:.3f}", "", "")
     return table
 

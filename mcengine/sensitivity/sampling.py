@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 from scipy.stats import qmc
 
+from .. import interrupt
 from ..errors import InputError, Problem
 from ..rng import STAGE_SENSITIVITY
 
@@ -89,14 +90,16 @@ def evaluate_blocks(evaluate: Evaluator, blocks: list[Block], chunk: int, progre
     total = sum(b.u.shape[0] for b in blocks)
     done = 0
     outputs = []
-    for block in blocks:
-        n = block.u.shape[0]
-        y = np.empty(n)
-        for start in range(0, n, chunk):
-            stop = min(n, start + chunk)
-            y[start:stop] = evaluate(block.u[start:stop], block.trial_start + start)
-            done += stop - start
-            if progress:
-                progress(done, total)
-        outputs.append(y)
+    with interrupt.deferred():  # a signal stops between chunks
+        for block in blocks:
+            n = block.u.shape[0]
+            y = np.empty(n)
+            for start in range(0, n, chunk):
+                stop = min(n, start + chunk)
+                y[start:stop] = evaluate(block.u[start:stop], block.trial_start + start)
+                done += stop - start
+                if progress:
+                    progress(done, total)
+                interrupt.check()
+            outputs.append(y)
     return outputs

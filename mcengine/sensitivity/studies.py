@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from .. import interrupt
 from ..errors import InputError, Problem
 from ..options import positive, seed_of
 from ..pipeline import METRICS, PAIRED_METRICS, run_block
@@ -319,10 +320,12 @@ def sweep(
 # ----------------------------------------------------------------------------- tornado
 def _median_output(scenarios, seed, output, n, chunk, columns, tick) -> float:
     y = np.empty(n)
-    for start in range(0, n, chunk):
-        stop = min(n, start + chunk)
-        y[start:stop] = _evaluate(scenarios, seed, output, start, stop - start, columns)
-        tick(stop - start)
+    with interrupt.deferred():  # a signal stops between chunks
+        for start in range(0, n, chunk):
+            stop = min(n, start + chunk)
+            y[start:stop] = _evaluate(scenarios, seed, output, start, stop - start, columns)
+            tick(stop - start)
+            interrupt.check()
     return float(np.median(y))
 
 

@@ -7,10 +7,13 @@ the closed forms are those of :mod:`mcengine.analytic.fab` at the median inputs.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..analytic import fab as analytic
 from ..errors import NumericalError
+from .. import interrupt
 from ..options import check_seed, positive
 from ..results import BLOCK_TRIALS, Summary
 from ..scenario.sampling import draw_inputs, quantile_inputs
@@ -99,25 +102,27 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
     total = {"good": 0, "harvested": 0, "empty": 0}
     # per-wafer means of the pooled ratios (block-merged, so chunk-independent)
     money = {name: _BlockFeeder(f"fab {name}") for name in ("wafer_usd", "spend_usd", "packages", "optics_usd")}
-    for start in range(0, int(wafers), CHUNK_WAFERS):
-        inputs = draw_inputs(scenario, seed, start, min(CHUNK_WAFERS, int(wafers) - start))
-        good, harvested = simulate_wafer_block(model, inputs, seed)
-        c = cost_inputs(inputs)
-        ok = good > 0
-        sums["die_yield"].add(good / dies)
-        sums["good_dies_per_wafer"].add(good)
-        sums["good_h100_equivalents_per_wafer"].add(good * model.h100_equivalents)
-        sums["cost_per_good_die_usd"].add(c["wafer_cost_usd"][ok] / good[ok])
-        sums["gpu_cost_usd"].add(analytic.cost_per_good_package(
-            c["wafer_cost_usd"][ok], good[ok], model.hbm_stacks, c["hbm_stack_cost_usd"][ok], c["hbm_stack_yield"][ok],
-            c["package_cost_usd"][ok], c["test_cost_usd"][ok], c["assembly_yield"][ok], c["optics_cost_usd"][ok]))
-        total["good"] += int(good.sum())
-        total["harvested"] += int(harvested.sum())
-        total["empty"] += int((~ok).sum())
-        money["wafer_usd"].add(c["wafer_cost_usd"])
-        money["spend_usd"].add(c["wafer_cost_usd"] + good * attempt_cost_usd(model, c))
-        money["packages"].add(good * c["assembly_yield"])
-        money["optics_usd"].add(c["optics_cost_usd"])
+    with interrupt.deferred():  # a signal stops between chunks
+        for start in range(0, int(wafers), CHUNK_WAFERS):
+            inputs = draw_inputs(scenario, seed, start, min(CHUNK_WAFERS, int(wafers) - start))
+            good, harvested = simulate_wafer_block(model, inputs, seed)
+            c = cost_inputs(inputs)
+            ok = good > 0
+            sums["die_yield"].add(good / dies)
+            sums["good_dies_per_wafer"].add(good)
+            sums["good_h100_equivalents_per_wafer"].add(good * model.h100_equivalents)
+            sums["cost_per_good_die_usd"].add(c["wafer_cost_usd"][ok] / good[ok])
+            sums["gpu_cost_usd"].add(analytic.cost_per_good_package(
+                c["wafer_cost_usd"][ok], good[ok], model.hbm_stacks, c["hbm_stack_cost_usd"][ok], c["hbm_stack_yield"][ok],
+                c["package_cost_usd"][ok], c["test_cost_usd"][ok], c["assembly_yield"][ok], c["optics_cost_usd"][ok]))
+            total["good"] += int(good.sum())
+            total["harvested"] += int(harvested.sum())
+            total["empty"] += int((~ok).sum())
+            money["wafer_usd"].add(c["wafer_cost_usd"])
+            money["spend_usd"].add(c["wafer_cost_usd"] + good * attempt_cost_usd(model, c))
+            money["packages"].add(good * c["assembly_yield"])
+            money["optics_usd"].add(c["optics_cost_usd"])
+            interrupt.check()
     if total["good"] == 0:
         raise NumericalError(f"fab stage: none of the {wafers} wafers yielded a good die; cost per good die is infinite")
     mean = {name: feeder.to_dict()["mean"] for name, feeder in money.items()}
@@ -141,5 +146,6 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
         },
         "analytic": at["yields"],
         "analytic_cost": at["cost"],
+        "analytic_out_of_range": sorted(k for k, v in {**at["yields"], **at["cost"]}.items() if not math.isfinite(v)),
         "median_inputs": at["median_inputs"],
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ..analytic import reliability as analytic
+from .. import interrupt
 from ..options import check_seed, positive
 from ..results import BLOCK_TRIALS, Summary
 from ..scenario.dists import MixtureLaw
@@ -85,13 +86,15 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     # availabilities crowd near 1: the quantile sketch works on their distance from 1
     summaries = {name: Summary(offset=1.0 if name == "instance_availability" else 0.0) for name in SUMMARY_METRICS}
     events = 0
-    for start in range(0, total, CHUNK_LIFETIMES):
-        inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
-        cols = lifetimes_of([scenario], [inputs], seed)[0]
-        cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
-        for name, summary in summaries.items():
-            summary.add(cols[name], f"reliability {name}")
-        events += int(cols["events"].sum())
+    with interrupt.deferred():  # a signal stops between chunks
+        for start in range(0, total, CHUNK_LIFETIMES):
+            inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
+            cols = lifetimes_of([scenario], [inputs], seed)[0]
+            cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
+            for name, summary in summaries.items():
+                summary.add(cols[name], f"reliability {name}")
+            events += int(cols["events"].sum())
+            interrupt.check()
     c, r = scenario.cluster, scenario.reliability
     return {
         **{name: summary.to_dict() for name, summary in summaries.items()},
