@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 
 import numpy as np
 import pytest
@@ -89,3 +90,31 @@ def test_sketch_counts_every_value_in_its_log_bucket(values, alpha):
         keys = np.ceil(np.log(magnitudes) / sketch._log_gamma).astype(np.int64)
         assert side == dict(collections.Counter(keys.tolist()))
     assert sketch.zeros == int(np.count_nonzero(values == 0))
+
+
+@pytest.mark.parametrize("magnitude", [1e-300, 1e-200, 1.0, 1e200, 1e300])
+def test_moments_stay_finite_and_exact_at_any_magnitude(magnitude):
+    """The streamed and in-memory moments of ``magnitude * x`` are ``magnitude`` times those
+    of x (to rounding), with no overflow of squares nor underflow to a zero spread."""
+    x = np.random.default_rng(5).uniform(0.5, 1.5, 5000)
+    ref = summarize(x)
+    for got in (Summary().add(x * magnitude).to_dict(), summarize(x * magnitude)):
+        for key in ("mean", "std", "sem"):
+            assert math.isfinite(got[key]) and got[key] == pytest.approx(ref[key] * magnitude, rel=1e-12)
+        assert got["std"] > 0
+
+
+def test_moments_of_ordinary_values_are_bit_for_bit_the_plain_formulas():
+    x = np.random.default_rng(6).normal(3.0, 2.0, 3000)
+    s = Summary().add(x)
+    blocks = [x[i:i + BLOCK_TRIALS] for i in range(0, x.size, BLOCK_TRIALS)]
+    count, mean, m2 = 0, 0.0, 0.0
+    for b in blocks:  # Chan et al.'s merge on the raw values
+        mb, m2b = float(b.mean()), float(((b - b.mean()) ** 2).sum())
+        n = count + b.size
+        delta = mb - mean
+        mean += delta * b.size / n
+        m2 += m2b + delta * delta * count * b.size / n
+        count = n
+    assert s.to_dict()["mean"] == mean
+    assert s.to_dict()["std"] == math.sqrt(m2 / (count - 1))

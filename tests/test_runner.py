@@ -113,3 +113,104 @@ def test_dask_local_cluster_gives_identical_numbers(straight):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
         res = _run(chunk_trials=1024, scheduler=cluster.scheduler_address)
     assert _numbers(res) == straight
+
+
+# ----------------------------------------------------------------------------- output folders you can trust
+def _interrupted_run(out, **kw):
+    """A run stopped after its first chunk (checkpoint of 1,024 trials in ``out``)."""
+    def stop(done, total):
+        if done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(chunk_trials=1024, out=out, progress=stop, figures=False, **kw)
+
+
+def test_a_second_run_on_a_locked_folder_is_refused_naming_the_holder(tmp_path):
+    from mcengine.runner import locked
+
+    out = tmp_path / "busy"
+    with locked(out):
+        with pytest.raises(InputError, match=rf"in use by another mcengine run \(process {os.getpid()}\)"):
+            _run(out=out, figures=False)
+    _run(trials=1024, out=out, figures=False)  # free again once the holder is gone
+
+
+@pytest.mark.parametrize("tamper", ["mean", "trials_done", "truncate", "empty", "format", "run_seed"])
+def test_resume_refuses_a_checkpoint_that_does_not_verify(tmp_path, tamper):
+    out = tmp_path / "run"
+    _interrupted_run(out)
+    ck, run_file = out / "checkpoint.json", out / "run.json"
+    doc = json.loads(ck.read_text())
+    if tamper == "mean":
+        doc["state"]["metrics"][0][2]["mean"] *= 0.5
+    elif tamper == "trials_done":
+        doc["state"]["trials_done"] = 2048
+    elif tamper == "format":
+        doc = doc["state"]  # the layout without fingerprint and checksum
+    elif tamper == "run_seed":
+        run = json.loads(run_file.read_text())
+        run["seed"] = 12
+        run_file.write_text(json.dumps(run))
+    text = {"truncate": ck.read_text()[:100], "empty": ""}.get(tamper, json.dumps(doc))
+    ck.write_text(text)
+    with pytest.raises(InputError) as err:
+        api.run(None, out=out, resume=True, figures=False)
+    named = run_file if tamper == "run_seed" else ck
+    assert str(named) in str(err.value)
+
+
+def test_a_checkpoint_of_another_run_is_refused(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _interrupted_run(a)
+    _interrupted_run(b, seed=12)
+    (a / "checkpoint.json").write_text((b / "checkpoint.json").read_text())
+    with pytest.raises(InputError, match="belongs to another run"):
+        api.run(None, out=a, resume=True, figures=False)
+
+
+@pytest.mark.parametrize(("option", "value"), [("seed", 12), ("trials", 2048)])
+def test_resume_without_scenarios_refuses_a_changed_seed_or_trial_count(tmp_path, option, value):
+    out = tmp_path / "run"
+    _interrupted_run(out)
+    with pytest.raises(InputError, match=f"--{option}: got {value}; the interrupted run used"):
+        api.run(None, out=out, resume=True, figures=False, **{option: value})
+    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 1024  # nothing ran
+
+
+def test_resume_refuses_keep_trials_the_run_did_not_keep_before_any_work(tmp_path, monkeypatch):
+    from mcengine import runner
+
+    out = tmp_path / "run"
+    _interrupted_run(out)
+    monkeypatch.setattr(runner, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
+    with pytest.raises(InputError, match="keeps no per-trial table"):
+        api.run(None, out=out, resume=True, keep_trials=True, figures=False)
+
+
+def test_chunk_bounds_are_made_lazily():
+    from mcengine.runner import chunk_bounds
+
+    bounds = chunk_bounds(2**40, 1024)
+    assert next(bounds) == (0, 1024) and next(bounds) == (1024, 1024)
+    assert list(chunk_bounds(2500, 1024, 1024)) == [(1024, 1024), (2048, 452)]
+
+
+def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path):
+    from mcengine import interrupt
+    from mcengine.errors import Interrupted
+
+    out = tmp_path / "run"
+
+    def request_during_first_chunk(done, total):
+        if done == 0:
+            with interrupt.deferred():
+                interrupt.on_signal(signal.SIGTERM)  # as the CLI's handler does inside a kernel loop
+
+    try:
+        with pytest.raises(Interrupted) as err:
+            _run(chunk_trials=1024, out=out, progress=request_during_first_chunk, figures=False)
+    finally:
+        interrupt.clear()
+    assert err.value.signum == signal.SIGTERM
+    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 1024
