@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from functools import lru_cache
 from importlib import resources
@@ -43,17 +44,61 @@ def shipped_scenarios() -> list[tuple[str, str]]:
     return out
 
 
-def read_toml(path: Path) -> dict:
+#: Deepest nesting of tables and arrays a scenario file may have (the schema needs 5:
+#: ``reliability.repair_hours.parts[i].median.dist``); deeper input would only reach
+#: Python's recursion limit in the parser or in a copy.
+MAX_TOML_DEPTH = 32
+
+
+def _depth(value) -> int:
+    """Nesting depth of tables and arrays (iterative: a deep value must not recurse)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_TOML_DEPTH:
+            break
+        if isinstance(node, dict):
+            stack += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            stack += [(v, depth + 1) for v in node]
+    return deepest
+
+
+def parse_toml(text: str, key: str, what: str) -> dict:
+    """``tomllib.loads`` with every failure an InputError naming ``key`` (a file or ``--set KEY``)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(Problem("scenario", str(path), "no such file")) from None
-    except OSError as exc:
-        raise InputError(Problem("scenario", str(path), f"cannot be read: {exc.strerror}")) from None
-    try:
-        return tomllib.loads(text)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(Problem(str(path), "(file)", f"malformed TOML: {exc}"), str(path)) from None
+        raise InputError(Problem(key, what, f"malformed TOML: {exc}")) from None
+    except RecursionError:
+        raise InputError(Problem(key, what, f"malformed TOML: nested too deeply (allowed: at most {MAX_TOML_DEPTH} levels of tables and arrays)")) from None
+    if _depth(raw) > MAX_TOML_DEPTH:
+        raise InputError(Problem(key, what, f"nested too deeply (allowed: at most {MAX_TOML_DEPTH} levels of tables and arrays)"))
+    return raw
+
+
+def read_toml(path: Path, key: str = "scenario") -> dict:
+    """The TOML file at ``path``; any failure is an InputError naming ``key`` and the file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(Problem(key, str(path), "no such file")) from None
+    except IsADirectoryError:
+        raise InputError(Problem(key, str(path), "is a directory; allowed: a scenario .toml file or a shipped name")) from None
+    except OSError as exc:
+        raise InputError(Problem(key, str(path), f"cannot be read: {exc.strerror}")) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            Problem(str(path), "(file)", f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}; allowed: a UTF-8 TOML file"),
+            str(path),
+        ) from None
+    try:
+        return parse_toml(text, str(path), "(file)")
+    except InputError as exc:
+        raise InputError(exc.problems, str(path)) from None
 
 
 def resolve_ref(ref: str, relative_to: Path | None = None) -> Path:
@@ -64,6 +109,9 @@ def resolve_ref(ref: str, relative_to: Path | None = None) -> Path:
     for path in candidates:
         if path.is_file():
             return path
+    for path in candidates:
+        if path.is_dir():
+            raise InputError(Problem("scenario", ref, "is a directory; allowed: a scenario .toml file or a shipped name"))
     looks_like_path = ref.endswith(".toml") or "/" in ref or "\\" in ref
     shipped = configs_dir() / f"{ref}.toml"
     if not looks_like_path and shipped.is_file():
@@ -99,23 +147,42 @@ def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] 
     if parent is not None:
         if not isinstance(parent, str):
             raise InputError(Problem("extends", parent, "allowed: a shipped scenario name or a path"), str(path))
-        base, _ = load_raw(parent, path.parent, (*chain, path))
+        try:
+            base, _ = load_raw(parent, path.parent, (*chain, path))
+        except InputError as exc:  # name the extends key of this file, not a "scenario"
+            if exc.source:
+                raise
+            raise InputError([Problem("extends", p.value, p.allowed, p.hint) for p in exc.problems], str(path)) from None
         base.pop("description", None)  # a description describes one file, not its children
         raw = deep_merge(base, raw)
     raw["name"] = name
     return raw, path
 
 
+#: A bare word taken as a string when it is not a TOML literal (``replace_unit=host``,
+#: ``workload.model=llama-3-8b``): starts with a letter, then letters, digits, spaces and
+#: ``_ - . + / :``. Anything else that does not parse is a malformed literal.
+BARE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+/: -]*")
+
+
 def parse_override(item: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` → (dotted key, TOML value)."""
+    """``KEY=VALUE`` → (dotted key, TOML value); a bare word is a string."""
     key, sep, text = item.partition("=")
-    key = key.strip()
+    key, text = key.strip(), text.strip()
     if not sep or not key:
         raise InputError(Problem("--set", item, "allowed: KEY=VALUE with a dotted KEY, e.g. fab.defect_density_per_cm2=0.2"))
+    if "\n" in text or "\r" in text:
+        raise InputError(Problem(f"--set {key}", text, "allowed: one TOML literal on one line"))
     try:
-        value = tomllib.loads(f"v = {text.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = text.strip()  # a bare word: take it as a string (replace_unit=host)
+        value = parse_toml(f"v = {text}", f"--set {key}", text)["v"]
+    except InputError as exc:
+        if BARE_WORD.fullmatch(text) and "nested too deeply" not in str(exc):
+            return key, text  # a bare word: take it as a string (replace_unit=host)
+        problem = exc.problems[0]
+        where = re.sub(r"column (\d+)", lambda m: f"column {max(1, int(m.group(1)) - 4)}", problem.allowed)  # "v = " was ours
+        quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+        raise InputError(Problem(problem.key, text, f"{where}; VALUE must be a TOML literal: a number, \"inf\", "
+                                 f"a table {{...}}, or a quoted string such as --set '{key}=\"{quoted}\"'")) from None
     return key, value
 
 
