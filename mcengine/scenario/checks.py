@@ -9,6 +9,11 @@ from __future__ import annotations
 import math
 
 from ..errors import Problem
+from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
+
+#: The quantile of an uncertain rate used to bound a lifetime's events: the run time is
+#: that of its busiest trials, not of the median one.
+_RATE_QUANTILE = 0.999
 
 
 def fab_problems(f) -> list[Problem]:
@@ -30,6 +35,31 @@ def fab_problems(f) -> list[Problem]:
             )
         )
     return out
+
+
+def _high(dist) -> float:
+    return float(dist.value) if dist.is_fixed else dist.quantile(_RATE_QUANTILE)
+
+
+def size_problems(c, r, run) -> list[Problem]:
+    """The cluster's size and its expected events per lifetime: the reliability kernel's
+    memory grows with the GPUs and its time with the events, so both are bounded."""
+    total = c.instances * c.instance_gpus + c.spare_gpus
+    if total > MAX_TOTAL_GPUS:
+        return [Problem("cluster.instances", f"{c.instances} x instance_gpus {c.instance_gpus} + spare_gpus {c.spare_gpus} = {total:,} GPUs",
+                        f"allowed: at most {MAX_TOTAL_GPUS:,} GPUs in all (reliability memory and time grow with the GPUs)")]
+    active = c.instances * c.instance_gpus
+    hosts = -(-active // c.gpus_per_host)
+    per_gpu = sum(comp.count * (_high(comp.afr) + _high(comp.transient_afr)) for _, comp in r.components)
+    per_host = _high(r.host_afr) + _high(r.host_transient_afr)
+    events = run.horizon_years.value * (active * per_gpu + hosts * per_host)
+    if events > MAX_EVENTS_PER_LIFETIME:
+        return [Problem("reliability", f"~{events:.3g} failures and faults per lifetime",
+                        f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e} (run.horizon_years x (GPUs x the components' count x (afr + transient_afr) "
+                        f"+ hosts x (host_afr + host_transient_afr)), rates at their {_RATE_QUANTILE:g} quantile); "
+                        "the reliability kernel's time grows with it",
+                        "lower the rates, the cluster or the horizon")]
+    return []
 
 
 def cluster_problems(c, r) -> list[Problem]:
@@ -65,7 +95,8 @@ def workload_problems(w, c) -> list[Problem]:
 
 def cross_checks(parts: dict) -> list[Problem]:
     """Problems across keys, for every group of sections that parsed cleanly."""
-    groups = ((fab_problems, ("fab",)), (cluster_problems, ("cluster", "reliability")), (workload_problems, ("workload", "cluster")))
+    groups = ((fab_problems, ("fab",)), (cluster_problems, ("cluster", "reliability")), (size_problems, ("cluster", "reliability", "run")),
+              (workload_problems, ("workload", "cluster")))
     out = []
     for check, names in groups:
         sections = [parts.get(n) for n in names]
