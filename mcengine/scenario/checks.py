@@ -22,7 +22,7 @@ def fab_problems(f) -> list[Problem]:
         out.append(Problem("fab.units_required", f.units_required, f"allowed: at most fab.units_per_die = {f.units_per_die}"))
     usable_radius_mm = f.wafer_diameter_mm.value / 2 - f.edge_exclusion_mm.value
     if usable_radius_mm <= 0:
-        out.append(Problem("fab.edge_exclusion_mm", f.edge_exclusion_mm.value, f"allowed: less than half the wafer diameter ({f.wafer_diameter_mm.value / 2:g} mm)"))
+        out.append(Problem("fab.edge_exclusion_mm", f.edge_exclusion_mm.value, f"allowed: less than half fab.wafer_diameter_mm ({f.wafer_diameter_mm.value / 2:g} mm)"))
         return out
     half_diag_mm = math.hypot(f.die_width_mm.value, f.die_height_mm.value) / 2
     if half_diag_mm > usable_radius_mm:
@@ -30,7 +30,7 @@ def fab_problems(f) -> list[Problem]:
             Problem(
                 "fab.die_width_mm",
                 f"{f.die_width_mm.value:g} x {f.die_height_mm.value:g} mm",
-                f"impossible geometry: the die does not fit on the usable disc of radius {usable_radius_mm:g} mm "
+                f"impossible geometry: the die (fab.die_width_mm x fab.die_height_mm) does not fit on the usable disc of radius {usable_radius_mm:g} mm "
                 "(fab.wafer_diameter_mm / 2 - fab.edge_exclusion_mm)",
             )
         )
@@ -46,15 +46,20 @@ def size_problems(c, r, run) -> list[Problem]:
     memory grows with the GPUs and its time with the events, so both are bounded."""
     total = c.instances * c.instance_gpus + c.spare_gpus
     if total > MAX_TOTAL_GPUS:
-        return [Problem("cluster.instances", f"{c.instances} x instance_gpus {c.instance_gpus} + spare_gpus {c.spare_gpus} = {total:,} GPUs",
+        return [Problem("cluster.instances", f"{c.instances} x cluster.instance_gpus {c.instance_gpus} + cluster.spare_gpus {c.spare_gpus} = {total:,} GPUs",
                         f"allowed: at most {MAX_TOTAL_GPUS:,} GPUs in all (reliability memory and time grow with the GPUs)")]
     active = c.instances * c.instance_gpus
     hosts = -(-active // c.gpus_per_host)
-    per_gpu = sum(comp.count * (_high(comp.afr) + _high(comp.transient_afr)) for _, comp in r.components)
-    per_host = _high(r.host_afr) + _high(r.host_transient_afr)
-    events = run.horizon_years.value * (active * per_gpu + hosts * per_host)
+    years = run.horizon_years.value
+    shares = {"reliability.host_afr": years * hosts * _high(r.host_afr),
+              "reliability.host_transient_afr": years * hosts * _high(r.host_transient_afr)}
+    for name, comp in r.components:
+        for rate in ("afr", "transient_afr"):
+            shares[f"reliability.components.{name}.{rate}"] = years * active * comp.count * _high(getattr(comp, rate))
+    events = sum(shares.values())
     if events > MAX_EVENTS_PER_LIFETIME:
-        return [Problem("reliability", f"~{events:.3g} failures and faults per lifetime",
+        top = max(shares, key=shares.get)  # name the rate that contributes most
+        return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate)",
                         f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e} (run.horizon_years x (GPUs x the components' count x (afr + transient_afr) "
                         f"+ hosts x (host_afr + host_transient_afr)), rates at their {_RATE_QUANTILE:g} quantile); "
                         "the reliability kernel's time grows with it",

@@ -174,6 +174,8 @@ class Spec:
             return AUTO
         if self.inf_ok and isinstance(raw, str) and raw.strip().lower() in INF_WORDS:
             return math.inf
+        if self.inf_ok and isinstance(raw, float) and raw == math.inf:  # the TOML literal inf
+            return math.inf
         if isinstance(raw, bool) or not isinstance(raw, int):
             problems.append(Problem(key, raw, self.allowed()))
             return None

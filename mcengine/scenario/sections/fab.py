@@ -27,8 +27,8 @@ class FabSection:
                                 why="the kernel visits every die: 1 mm keeps a 450 mm wafer under 160,000 dies; at most the largest wafer")
     die_height_mm: Dist = number(31.4, "Die height.", "mm", lo=1.0, hi=450.0, uncertain=False,
                                  why="the kernel visits every die: 1 mm keeps a 450 mm wafer under 160,000 dies; at most the largest wafer")
-    defect_density_per_cm2: Dist = number(0.1, "Mean killer-defect density D0 (TSMC N5 at HVM ~0.10).", "defects/cm^2", lo=0.0, hi=10.0,
-                                          why="100x a mature process: a 1 cm^2 die already yields e^-10")
+    defect_density_per_cm2: Dist = number(0.1, "Mean killer-defect density D0 (TSMC N5 at HVM ~0.10).", "defects/cm^2", lo=0.0, hi=100.0,
+                                          why="1000x a mature process: a 1 cm^2 die yields e^-100; a wide lognormal still fits")
     defect_clustering: Dist = number(3.0, 'Negative-binomial clustering shape alpha (gamma-mixed Poisson); "inf" = Poisson.', lo=0.01, hi=1e6, inf_ok=True,
                                      why='below 0.01 the gamma draw of a wafer\'s density underflows; above 10^6 it is Poisson: say "inf"')
     defect_edge_ratio: Dist = number(1.0, "Radial profile: defect density at the usable edge / at the centre, density ~ 1 + (ratio - 1)(r/R)^2; 1 = flat.", lo=0.0, lo_open=True, hi=100.0,
