@@ -34,7 +34,10 @@ def _as_float(x: Any, inf_ok: bool) -> float | None:
     if _is_number(x):
         if isinstance(x, float) and math.isnan(x):
             return None
-        return float(x)
+        try:
+            return float(x)
+        except OverflowError:  # a TOML integer beyond any float (10**400)
+            return None
     if isinstance(x, str) and x.strip().lower() in INF_WORDS and inf_ok:
         return math.inf
     if isinstance(x, str) and x.strip().lower() in ("-inf", "-infinity") and inf_ok:
@@ -307,10 +310,11 @@ def _law_param(raw: Any, key: str, problems: list[Problem]) -> Dist | None:
 def parse_law(raw: Any, key: str, problems: list[Problem], nested: bool = False) -> Law | None:
     """Parse a plain duration or a ``{law = ..., ...}`` table (``mixture`` included)."""
     if _is_number(raw):
-        if not math.isfinite(raw):
+        value = _as_float(raw, inf_ok=False)
+        if value is None or not math.isfinite(value):
             problems.append(Problem(key, raw, "allowed: a finite duration (a number) or a table with law = " + ", ".join([*LAWS, "mixture"])))
             return None
-        return fixed_law(float(raw))
+        return fixed_law(value)
     if not isinstance(raw, dict) or "law" not in raw:
         hint = "an uncertain input is not a law: wrap it, e.g. {law = \"fixed\", value = {dist = ...}}" if isinstance(raw, dict) and "dist" in raw else ""
         problems.append(Problem(key, raw, "allowed: a number or a table with law = " + ", ".join([*LAWS, "mixture"]), hint))
