@@ -38,7 +38,8 @@ TOP_KEYS = ("name", "description", "extends", *(s[0] for s in SECTIONS))
 #: up to 63 letters, digits, dots, underscores or hyphens. No separator, no ``..``
 #: prefix, no NUL, never empty.
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-NAME_ALLOWED = "allowed: 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit (the name becomes the file <out>/<name>.toml)"
+NAME_ALLOWED = ("allowed: 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit (the name becomes the file "
+                "<out>/<name>.toml; a file without `name = ...` is named after its file)")
 #: Longest description (free text, shown in listings and summaries).
 MAX_DESCRIPTION_CHARS = 10_000
 
