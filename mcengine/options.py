@@ -7,10 +7,18 @@ import numpy as np
 from .errors import InputError, Problem
 
 
-def positive(option: str, value: int) -> int:
-    """``value`` if it is a positive integer, else InputError naming ``option``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(Problem(option, value, "allowed: a positive integer"))
+#: Largest sample size (``--trials``, ``--wafers``, ``--lifetimes``, ``run.trials``).
+#: The per-trial work and the per-trial table (``trials.parquet``, ~100 bytes a trial)
+#: grow with it: 10^9 trials is already ~100 GB of table and hours of chain time, while
+#: 2**40 allocated 7 GB of bookkeeping before the first trial. ``run.trials`` has the same
+#: bound, so a scenario's default sample is always a legal ``--trials``.
+MAX_SAMPLE = 10**9
+
+
+def positive(option: str, value: int, limit: int = MAX_SAMPLE) -> int:
+    """``value`` if it is an integer in ``[1, limit]``, else InputError naming ``option``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= limit:
+        raise InputError(Problem(option, value, f"allowed: a positive integer up to {limit:,} (run time and per-trial storage grow with it)"))
     return int(value)
 
 

@@ -17,24 +17,27 @@ from .files import configs_dir, read_toml
 DEFAULT_MODEL = "llama-3-70b"
 
 
+_SHAPE_WHY = "~100x today's largest models; parameter and FLOP counts stay exact in float64"
+
+
 @dataclass(frozen=True)
 class ModelCard:
     """A transformer's shape. Dense unless ``experts`` > 0 (MoE)."""
 
     name: str = text("custom", "Label of the model.")
-    layers: int = integer(80, "Transformer layers L.", lo=1, hi=10_000)
-    hidden: int = integer(8192, "Hidden size d.", lo=1, hi=10**6)
-    heads: int = integer(64, "Attention (query) heads n_h.", lo=1, hi=10_000)
-    kv_heads: int = integer(8, "Key/value heads n_kv (GQA).", lo=1, hi=10_000)
-    head_dim: int = integer(128, "Head dimension d_h.", lo=1, hi=10_000)
-    ffn: int = integer(28672, "Feed-forward (intermediate) size d_ff of a dense layer.", lo=1, hi=10**7)
-    vocab: int = integer(128256, "Vocabulary size V.", lo=1, hi=10**8)
+    layers: int = integer(80, "Transformer layers L.", lo=1, hi=10_000, why=_SHAPE_WHY)
+    hidden: int = integer(8192, "Hidden size d.", lo=1, hi=10**6, why=_SHAPE_WHY)
+    heads: int = integer(64, "Attention (query) heads n_h.", lo=1, hi=10_000, why=_SHAPE_WHY)
+    kv_heads: int = integer(8, "Key/value heads n_kv (GQA).", lo=1, hi=10_000, why=_SHAPE_WHY)
+    head_dim: int = integer(128, "Head dimension d_h.", lo=1, hi=10_000, why=_SHAPE_WHY)
+    ffn: int = integer(28672, "Feed-forward (intermediate) size d_ff of a dense layer.", lo=1, hi=10**7, why=_SHAPE_WHY)
+    vocab: int = integer(128256, "Vocabulary size V.", lo=1, hi=10**8, why=_SHAPE_WHY)
     gated_mlp: bool = flag(True, "Gated MLP (SwiGLU: 3 matrices) instead of 2.")
     tied_embeddings: bool = flag(False, "Input embedding shares the LM head's weights.")
-    experts: int = integer(0, "Routed experts per MoE layer; 0 = dense.", lo=0, hi=100_000)
-    experts_per_token: int = integer(0, "Routed experts each token uses.", lo=0, hi=100_000)
-    expert_ffn: int = integer(0, "Feed-forward size of one expert.", lo=0, hi=10**7)
-    shared_experts: int = integer(0, "Always-on shared experts per MoE layer.", lo=0, hi=10_000)
+    experts: int = integer(0, "Routed experts per MoE layer; 0 = dense.", lo=0, hi=100_000, why=_SHAPE_WHY)
+    experts_per_token: int = integer(0, "Routed experts each token uses.", lo=0, hi=100_000, why=_SHAPE_WHY)
+    expert_ffn: int = integer(0, "Feed-forward size of one expert.", lo=0, hi=10**7, why=_SHAPE_WHY)
+    shared_experts: int = integer(0, "Always-on shared experts per MoE layer.", lo=0, hi=10_000, why=_SHAPE_WHY)
 
 
 def parse_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:

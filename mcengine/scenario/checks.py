@@ -9,6 +9,11 @@ from __future__ import annotations
 import math
 
 from ..errors import Problem
+from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
+
+#: The quantile of an uncertain rate used to bound a lifetime's events: the run time is
+#: that of its busiest trials, not of the median one.
+_RATE_QUANTILE = 0.999
 
 
 def fab_problems(f) -> list[Problem]:
@@ -17,7 +22,7 @@ def fab_problems(f) -> list[Problem]:
         out.append(Problem("fab.units_required", f.units_required, f"allowed: at most fab.units_per_die = {f.units_per_die}"))
     usable_radius_mm = f.wafer_diameter_mm.value / 2 - f.edge_exclusion_mm.value
     if usable_radius_mm <= 0:
-        out.append(Problem("fab.edge_exclusion_mm", f.edge_exclusion_mm.value, f"allowed: less than half the wafer diameter ({f.wafer_diameter_mm.value / 2:g} mm)"))
+        out.append(Problem("fab.edge_exclusion_mm", f.edge_exclusion_mm.value, f"allowed: less than half fab.wafer_diameter_mm ({f.wafer_diameter_mm.value / 2:g} mm)"))
         return out
     half_diag_mm = math.hypot(f.die_width_mm.value, f.die_height_mm.value) / 2
     if half_diag_mm > usable_radius_mm:
@@ -25,11 +30,41 @@ def fab_problems(f) -> list[Problem]:
             Problem(
                 "fab.die_width_mm",
                 f"{f.die_width_mm.value:g} x {f.die_height_mm.value:g} mm",
-                f"impossible geometry: the die does not fit on the usable disc of radius {usable_radius_mm:g} mm "
+                f"impossible geometry: the die (fab.die_width_mm x fab.die_height_mm) does not fit on the usable disc of radius {usable_radius_mm:g} mm "
                 "(fab.wafer_diameter_mm / 2 - fab.edge_exclusion_mm)",
             )
         )
     return out
+
+
+def _high(dist) -> float:
+    return float(dist.value) if dist.is_fixed else dist.quantile(_RATE_QUANTILE)
+
+
+def size_problems(c, r, run) -> list[Problem]:
+    """The cluster's size and its expected events per lifetime: the reliability kernel's
+    memory grows with the GPUs and its time with the events, so both are bounded."""
+    total = c.instances * c.instance_gpus + c.spare_gpus
+    if total > MAX_TOTAL_GPUS:
+        return [Problem("cluster.instances", f"{c.instances} x cluster.instance_gpus {c.instance_gpus} + cluster.spare_gpus {c.spare_gpus} = {total:,} GPUs",
+                        f"allowed: at most {MAX_TOTAL_GPUS:,} GPUs in all (reliability memory and time grow with the GPUs)")]
+    active = c.instances * c.instance_gpus
+    hosts = -(-active // c.gpus_per_host)
+    years = run.horizon_years.value
+    shares = {"reliability.host_afr": years * hosts * _high(r.host_afr),
+              "reliability.host_transient_afr": years * hosts * _high(r.host_transient_afr)}
+    for name, comp in r.components:
+        for rate in ("afr", "transient_afr"):
+            shares[f"reliability.components.{name}.{rate}"] = years * active * comp.count * _high(getattr(comp, rate))
+    events = sum(shares.values())
+    if events > MAX_EVENTS_PER_LIFETIME:
+        top = max(shares, key=shares.get)  # name the rate that contributes most
+        return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate)",
+                        f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e} (run.horizon_years x (GPUs x the components' count x (afr + transient_afr) "
+                        f"+ hosts x (host_afr + host_transient_afr)), rates at their {_RATE_QUANTILE:g} quantile); "
+                        "the reliability kernel's time grows with it",
+                        "lower the rates, the cluster or the horizon")]
+    return []
 
 
 def cluster_problems(c, r) -> list[Problem]:
@@ -65,7 +100,8 @@ def workload_problems(w, c) -> list[Problem]:
 
 def cross_checks(parts: dict) -> list[Problem]:
     """Problems across keys, for every group of sections that parsed cleanly."""
-    groups = ((fab_problems, ("fab",)), (cluster_problems, ("cluster", "reliability")), (workload_problems, ("workload", "cluster")))
+    groups = ((fab_problems, ("fab",)), (cluster_problems, ("cluster", "reliability")), (size_problems, ("cluster", "reliability", "run")),
+              (workload_problems, ("workload", "cluster")))
     out = []
     for check, names in groups:
         sections = [parts.get(n) for n in names]

@@ -25,6 +25,17 @@ from ..kernels.law_codes import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL, LAW_W
 
 INF = math.inf
 
+#: The extreme uniforms a trial can draw (:func:`mcengine.rng.uniform`: ``(m + 0.5) / 2**53``
+#: for 53-bit ``m``, clamped below 1); a Dist's draws lie between its quantiles at these.
+U_MIN = 2.0**-54
+U_MAX = 1.0 - 2.0**-53
+
+
+def _finite(**params: float) -> str:
+    """What is wrong when a parameter is NaN or infinite (empty when all are finite)."""
+    bad = [name for name, v in params.items() if not math.isfinite(v)]
+    return "needs finite " + ", ".join(bad) if bad else ""
+
 
 def _plain(x: float) -> float | int | str:
     """A TOML/JSON-friendly scalar: integral floats stay floats, inf becomes ``"inf"``."""
@@ -63,6 +74,22 @@ class Dist(ABC):
         """Empty when the parameters are consistent, else what is wrong."""
         return ""
 
+    def drawn_range(self) -> tuple[float, float, bool, bool]:
+        """(low, high, low_open, high_open) of the values a trial can actually draw.
+
+        The declared :meth:`support` where it is finite; an infinite (or, for the
+        lognormal, open-at-zero) end is replaced by the quantile at the extreme uniform
+        (:data:`U_MIN`, :data:`U_MAX`), so a range check covers every draw. NaN when
+        the quantile function fails at the extremes (the caller refuses it).
+        """
+        lo, hi, lo_open, hi_open = self.support()
+        with np.errstate(all="ignore"):
+            if math.isinf(lo):
+                lo, lo_open = self.quantile(U_MIN), False
+            if math.isinf(hi):
+                hi, hi_open = self.quantile(U_MAX), False
+        return lo, hi, lo_open, hi_open
+
     def to_toml(self) -> dict | float | str:
         out: dict = {"dist": self.kind}
         for f in fields(self):
@@ -88,6 +115,9 @@ class Fixed(Dist):
     def support(self):
         return (self.value, self.value, False, False)
 
+    def check(self):
+        return "needs a number, not NaN" if math.isnan(self.value) else ""
+
     def to_toml(self):
         return _plain(self.value)
 
@@ -106,7 +136,7 @@ class Uniform(Dist):
         return (self.low, self.high, False, False)
 
     def check(self):
-        return "" if self.low < self.high else "needs low < high"
+        return _finite(low=self.low, high=self.high) or ("" if self.low < self.high else "needs low < high")
 
 
 @dataclass(frozen=True)
@@ -125,6 +155,9 @@ class Triangular(Dist):
         return (self.low, self.high, False, False)
 
     def check(self):
+        trouble = _finite(low=self.low, mode=self.mode, high=self.high)
+        if trouble:
+            return trouble
         ok = self.low < self.high and self.low <= self.mode <= self.high
         return "" if ok else "needs low <= mode <= high and low < high"
 
@@ -150,10 +183,13 @@ class Normal(Dist):
         return (self.low, self.high, math.isinf(self.low), math.isinf(self.high))
 
     def check(self):
+        trouble = _finite(mean=self.mean, sd=self.sd)
+        if trouble:
+            return trouble
         if not self.sd > 0:
             return "needs sd > 0"
-        if not self.low < self.high:
-            return "needs low < high"
+        if math.isnan(self.low) or math.isnan(self.high) or not self.low < self.high:
+            return "needs low < high (either may be -inf / inf)"
         return ""
 
 
@@ -172,7 +208,15 @@ class Lognormal(Dist):
     def support(self):
         return (0.0, INF, True, True)
 
+    def drawn_range(self):
+        # the declared support (0, inf) is open at 0, but a wide sigma underflows to 0
+        with np.errstate(all="ignore"):
+            return (self.quantile(U_MIN), self.quantile(U_MAX), False, False)
+
     def check(self):
+        trouble = _finite(median=self.median_, sigma=self.sigma)
+        if trouble:
+            return trouble
         if not self.median_ > 0:
             return "needs median > 0"
         return "" if self.sigma > 0 else "needs sigma > 0"
@@ -200,6 +244,9 @@ class Beta(Dist):
         return (self.low, self.high, False, False)
 
     def check(self):
+        trouble = _finite(a=self.a, b=self.b)
+        if trouble:
+            return trouble
         if not (self.a > 0 and self.b > 0):
             return "needs a > 0 and b > 0"
         if math.isinf(self.low) or math.isinf(self.high) or not self.low < self.high:

@@ -27,9 +27,18 @@ def _is_number(x: Any) -> bool:
 
 
 def _as_float(x: Any, inf_ok: bool) -> float | None:
-    """A TOML number (or the string "inf" where allowed) as float, else None."""
+    """A TOML number (or the string "inf" where allowed) as float, else None.
+
+    NaN is never a number here: every range comparison is false for it, so it would
+    pass any bound and reach the kernels (a NaN defect density hangs the fab kernel).
+    """
     if _is_number(x):
-        return float(x)
+        if isinstance(x, float) and math.isnan(x):
+            return None
+        try:
+            return float(x)
+        except OverflowError:  # a TOML integer beyond any float (10**400)
+            return None
     if isinstance(x, str) and x.strip().lower() in INF_WORDS and inf_ok:
         return math.inf
     if isinstance(x, str) and x.strip().lower() in ("-inf", "-infinity") and inf_ok:
@@ -83,9 +92,19 @@ class Spec:
     uncertain: bool = True
     optional: bool = False
     choices: tuple[str, ...] = ()
+    why: str = ""  # why the bounds are where they are (one short phrase, shown in errors)
+
+    def __post_init__(self):
+        # every numeric key has finite bounds: no legal value may make a run unbounded
+        if self.kind in ("number", "integer", "law") and self.help and (self.lo is None or self.hi is None or not self.why):
+            raise TypeError(f"numeric key {self.help!r}: give finite lo, hi and the reason (why=...)")
 
     # ---------------------------------------------------------------- descriptions
     def allowed(self) -> str:
+        text = self._allowed()
+        return f"{text}; bounds: {self.why}" if self.why else text
+
+    def _allowed(self) -> str:
         if self.kind == "number":
             what = f"a number in {_interval(self.lo, self.hi, self.lo_open, self.hi_open)}"
             if self.inf_ok:
@@ -113,6 +132,8 @@ class Spec:
 
     def in_range(self, lo: float, hi: float, lo_open: bool, hi_open: bool) -> bool:
         """Whether values in [lo, hi] (with the given openness) all lie in the spec's range."""
+        if math.isnan(lo) or math.isnan(hi):
+            return False
         if self.lo is not None:
             if lo < self.lo or (lo == self.lo and self.lo_open and not lo_open):
                 return False
@@ -136,8 +157,8 @@ class Spec:
             dist = parse_dist(raw, key, problems)
             if dist is None:
                 return None
-            if not self.in_range(*dist.support()):
-                lo, hi, _, _ = dist.support()
+            if not self.in_range(*dist.drawn_range()):
+                lo, hi, _, _ = dist.drawn_range()
                 problems.append(
                     Problem(key, raw, self.allowed(), f"this {dist.kind} can take values in [{lo:g}, {hi:g}]")
                 )
@@ -157,6 +178,8 @@ class Spec:
             return AUTO
         if self.inf_ok and isinstance(raw, str) and raw.strip().lower() in INF_WORDS:
             return math.inf
+        if self.inf_ok and isinstance(raw, float) and raw == math.inf:  # the TOML literal inf
+            return math.inf
         if isinstance(raw, bool) or not isinstance(raw, int):
             problems.append(Problem(key, raw, self.allowed()))
             return None
@@ -169,12 +192,12 @@ class Spec:
         law = parse_law(raw, key, problems)
         if law is None:
             return None
-        duration = Spec("number", "", lo=self.lo, hi=self.hi, lo_open=self.lo_open)
-        positive = Spec("number", "", lo=0.0, lo_open=True)
+        duration = Spec("number", "", lo=self.lo, hi=self.hi, lo_open=self.lo_open, why=self.why)
         ok = True
         for suffix, dist in law.param_items():
-            spec = duration if suffix.split(".")[-1] in ("value", "mean", "median") else positive
-            if not spec.in_range(*dist.support()):
+            name = suffix.split(".")[-1]
+            spec = duration if name in ("value", "mean", "median") else LAW_SHAPE_SPECS[name]
+            if not spec.in_range(*dist.drawn_range()):
                 problems.append(Problem(f"{key}.{suffix}", dist.to_toml(), spec.allowed()))
                 ok = False
         return law if ok else None
@@ -190,6 +213,10 @@ class Spec:
         if not isinstance(raw, str):
             problems.append(Problem(key, raw, self.allowed()))
             return None
+        trouble = text_problem(raw)
+        if trouble:
+            problems.append(Problem(key, raw, f"allowed: a string of {trouble}"))
+            return None
         return raw
 
     def _parse_flag(self, raw, key, problems) -> bool | None:
@@ -199,13 +226,37 @@ class Spec:
         return raw
 
 
+#: Bounds of the law parameters that are not durations (by parameter name).
+LAW_SHAPE_SPECS = {
+    "sigma": Spec("number", "Lognormal law sigma.", lo=0.0, lo_open=True, hi=5.0,
+                  why="at sigma 5 the mean is already 270,000x the median"),
+    "shape": Spec("number", "Weibull law shape.", lo=0.05, hi=20.0,
+                  why="as for weibull_shape: Gamma(1 + 1/shape) overflows below 0.05"),
+}
+
+#: Mixture weights are normalised; the bound keeps their sum finite.
+MAX_LAW_WEIGHT = 1e6
+
+#: Longest free-text value (labels), and no control characters in it.
+MAX_TEXT_CHARS = 200
+
+
+def text_problem(raw: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """What is wrong with a label (empty when it is fine)."""
+    if len(raw) > limit:
+        return f"at most {limit} characters"
+    if any(ord(c) < 32 or ord(c) == 127 for c in raw):
+        return "no control characters (NUL, newline, ...)"
+    return ""
+
+
 # ----------------------------------------------------------------------------- dists, laws
 
 
 def _param_float(raw: Any, key: str, problems: list[Problem]) -> float | None:
     value = _as_float(raw, inf_ok=True)
     if value is None:
-        problems.append(Problem(key, raw, "allowed: a number"))
+        problems.append(Problem(key, raw, "allowed: a number (not NaN)"))
     return value
 
 
@@ -252,7 +303,7 @@ def _law_param(raw: Any, key: str, problems: list[Problem]) -> Dist | None:
         return parse_dist(raw, key, problems)
     value = _as_float(raw, inf_ok=False)
     if value is None:
-        problems.append(Problem(key, raw, "allowed: a number or a dist table"))
+        problems.append(Problem(key, raw, "allowed: a number (not NaN) or a dist table"))
         return None
     return Fixed(value)
 
@@ -260,7 +311,11 @@ def _law_param(raw: Any, key: str, problems: list[Problem]) -> Dist | None:
 def parse_law(raw: Any, key: str, problems: list[Problem], nested: bool = False) -> Law | None:
     """Parse a plain duration or a ``{law = ..., ...}`` table (``mixture`` included)."""
     if _is_number(raw):
-        return fixed_law(float(raw))
+        value = _as_float(raw, inf_ok=False)
+        if value is None or not math.isfinite(value):
+            problems.append(Problem(key, raw, "allowed: a finite duration (a number) or a table with law = " + ", ".join([*LAWS, "mixture"])))
+            return None
+        return fixed_law(value)
     if not isinstance(raw, dict) or "law" not in raw:
         hint = "an uncertain input is not a law: wrap it, e.g. {law = \"fixed\", value = {dist = ...}}" if isinstance(raw, dict) and "dist" in raw else ""
         problems.append(Problem(key, raw, "allowed: a number or a table with law = " + ", ".join([*LAWS, "mixture"]), hint))
@@ -296,8 +351,8 @@ def _parse_mixture(raw: dict, key: str, problems: list[Problem]) -> Law | None:
     for i, part in enumerate(parts):
         pkey = f"{key}.parts.{i}"
         weight = part.get("weight")
-        if not _is_number(weight) or not weight > 0 or math.isinf(weight):
-            problems.append(Problem(f"{pkey}.weight", weight, "allowed: a positive number (weights are normalised)"))
+        if not _is_number(weight) or not 0 < weight <= MAX_LAW_WEIGHT:
+            problems.append(Problem(f"{pkey}.weight", weight, f"allowed: a positive number up to {MAX_LAW_WEIGHT:g} (weights are normalised; the bound keeps their sum finite)"))
             return None
         law = parse_law(part, pkey, problems, nested=True)
         if law is None:

@@ -20,14 +20,58 @@ def configs_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "configs"
 
 
-def read_toml(path: Path) -> dict:
+#: Deepest nesting of tables and arrays a scenario file may have (the schema needs 5:
+#: ``reliability.repair_hours.parts[i].median.dist``); deeper input would only reach
+#: Python's recursion limit in the parser or in a copy.
+MAX_TOML_DEPTH = 32
+
+
+def _depth(value) -> int:
+    """Nesting depth of tables and arrays (iterative: a deep value must not recurse)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_TOML_DEPTH:
+            break
+        if isinstance(node, dict):
+            stack += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            stack += [(v, depth + 1) for v in node]
+    return deepest
+
+
+def parse_toml(text: str, key: str, what: str) -> dict:
+    """``tomllib.loads`` with every failure an InputError naming ``key`` (a file or ``--set KEY``)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(Problem("scenario", str(path), "no such file")) from None
-    except OSError as exc:
-        raise InputError(Problem("scenario", str(path), f"cannot be read: {exc.strerror}")) from None
-    try:
-        return tomllib.loads(text)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(Problem(str(path), "(file)", f"malformed TOML: {exc}"), str(path)) from None
+        raise InputError(Problem(key, what, f"malformed TOML: {exc}")) from None
+    except RecursionError:
+        raise InputError(Problem(key, what, f"malformed TOML: nested too deeply (allowed: at most {MAX_TOML_DEPTH} levels of tables and arrays)")) from None
+    if _depth(raw) > MAX_TOML_DEPTH:
+        raise InputError(Problem(key, what, f"nested too deeply (allowed: at most {MAX_TOML_DEPTH} levels of tables and arrays)"))
+    return raw
+
+
+def read_toml(path: Path, key: str = "scenario") -> dict:
+    """The TOML file at ``path``; any failure is an InputError naming ``key`` and the file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(Problem(key, str(path), "no such file")) from None
+    except IsADirectoryError:
+        raise InputError(Problem(key, str(path), "is a directory; allowed: a scenario .toml file or a shipped name")) from None
+    except OSError as exc:
+        raise InputError(Problem(key, str(path), f"cannot be read: {exc.strerror}")) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            Problem(str(path), "(file)", f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}; allowed: a UTF-8 TOML file"),
+            str(path),
+        ) from None
+    try:
+        return parse_toml(text, str(path), "(file)")
+    except InputError as exc:
+        raise InputError(exc.problems, str(path)) from None

@@ -12,13 +12,13 @@
 from __future__ import annotations
 
 import copy
-import tomllib
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import InputError, Problem
 from .fields import did_you_mean
-from .files import configs_dir, read_toml
+from .files import configs_dir, parse_toml, read_toml
 
 
 def shipped_names() -> list[str]:
@@ -42,6 +42,9 @@ def resolve_ref(ref: str, relative_to: Path | None = None) -> Path:
     for path in candidates:
         if path.is_file():
             return path
+    for path in candidates:
+        if path.is_dir():
+            raise InputError(Problem("scenario", ref, "is a directory; allowed: a scenario .toml file or a shipped name"))
     looks_like_path = ref.endswith(".toml") or "/" in ref or "\\" in ref
     shipped = configs_dir() / f"{ref}.toml"
     if not looks_like_path and shipped.is_file():
@@ -77,23 +80,42 @@ def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] 
     if parent is not None:
         if not isinstance(parent, str):
             raise InputError(Problem("extends", parent, "allowed: a shipped scenario name or a path"), str(path))
-        base, _ = load_raw(parent, path.parent, (*chain, path))
+        try:
+            base, _ = load_raw(parent, path.parent, (*chain, path))
+        except InputError as exc:  # name the extends key of this file, not a "scenario"
+            if exc.source:
+                raise
+            raise InputError([Problem("extends", p.value, p.allowed, p.hint) for p in exc.problems], str(path)) from None
         base.pop("description", None)  # a description describes one file, not its children
         raw = deep_merge(base, raw)
     raw["name"] = name
     return raw, path
 
 
+#: A bare word taken as a string when it is not a TOML literal (``replace_unit=host``,
+#: ``workload.model=llama-3-8b``): starts with a letter, then letters, digits, spaces and
+#: ``_ - . + / :``. Anything else that does not parse is a malformed literal.
+BARE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+/: -]*")
+
+
 def parse_override(item: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` → (dotted key, TOML value)."""
+    """``KEY=VALUE`` → (dotted key, TOML value); a bare word is a string."""
     key, sep, text = item.partition("=")
-    key = key.strip()
+    key, text = key.strip(), text.strip()
     if not sep or not key:
         raise InputError(Problem("--set", item, "allowed: KEY=VALUE with a dotted KEY, e.g. fab.defect_density_per_cm2=0.2"))
+    if "\n" in text or "\r" in text:
+        raise InputError(Problem(f"--set {key}", text, "allowed: one TOML literal on one line"))
     try:
-        value = tomllib.loads(f"v = {text.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = text.strip()  # a bare word: take it as a string (replace_unit=host)
+        value = parse_toml(f"v = {text}", f"--set {key}", text)["v"]
+    except InputError as exc:
+        if BARE_WORD.fullmatch(text) and "nested too deeply" not in str(exc):
+            return key, text  # a bare word: take it as a string (replace_unit=host)
+        problem = exc.problems[0]
+        where = re.sub(r"column (\d+)", lambda m: f"column {max(1, int(m.group(1)) - 4)}", problem.allowed)  # "v = " was ours
+        quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+        raise InputError(Problem(problem.key, text, f"{where}; VALUE must be a TOML literal: a number, \"inf\", "
+                                 f"a table {{...}}, or a quoted string such as --set '{key}=\"{quoted}\"'")) from None
     return key, value
 
 

@@ -7,6 +7,7 @@ problem (section by section, then the cross-key checks) before failing once.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields
 
 from ..errors import InputError, Problem
@@ -33,6 +34,22 @@ SECTIONS = (
     ("econ", EconSection, {}),
 )
 TOP_KEYS = ("name", "description", "extends", *(s[0] for s in SECTIONS))
+
+#: A scenario's name becomes a file name (``<out>/<name>.toml``): a letter or digit, then
+#: up to 63 letters, digits, dots, underscores or hyphens. No separator, no ``..``
+#: prefix, no NUL, never empty.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+NAME_ALLOWED = ("allowed: 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit (the name becomes the file "
+                "<out>/<name>.toml; a file without `name = ...` is named after its file)")
+#: Longest description (free text, shown in listings and summaries).
+MAX_DESCRIPTION_CHARS = 10_000
+
+
+def name_problems(name) -> list[Problem]:
+    """Problems of a scenario name (empty when it is safe as a file name)."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        return [Problem("name", name, NAME_ALLOWED)]
+    return []
 
 
 @dataclass(frozen=True)
@@ -140,10 +157,11 @@ def build(raw: dict, source: str = "") -> Scenario:
     parts = {}
     for table, cls, special in SECTIONS:
         parts[table] = parse_section(cls, raw.get(table, {}), f"{table}.", problems, special)
-    for key in ("name", "description"):
-        value = raw.get(key, "")
-        if not isinstance(value, str):
-            problems.append(Problem(key, value, "allowed: a string"))
+    problems += name_problems(raw.get("name", "scenario"))
+    description = raw.get("description", "")
+    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS or "\x00" in description:
+        shown = description[:60] + "..." if isinstance(description, str) and len(description) > 60 else description
+        problems.append(Problem("description", shown, f"allowed: a string of at most {MAX_DESCRIPTION_CHARS:,} characters, without NUL"))
     problems += cross_checks(parts)
     if not problems:
         return Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), **parts)

@@ -10,7 +10,8 @@ import pytest
 from mcengine.errors import InputError
 from mcengine.scenario import load_scenario, scenario_from_dict, shipped_names
 from mcengine.scenario.dists import Lognormal, MixtureLaw
-from mcengine.scenario.load import configs_dir, parse_override
+from mcengine.scenario.files import configs_dir
+from mcengine.scenario.load import parse_override
 
 
 def test_shipped_scenarios_load_by_name():

@@ -11,9 +11,15 @@ from ..fields import number, text
 @dataclass(frozen=True)
 class GpuSection:
     name: str = text("h100-sxm5", "Label of the GPU package.")
-    peak_tflops: Dist = number(989.4, "Dense peak at the workload's precision (H100 SXM5 BF16: 989.4).", "TFLOP/s", lo=0.0, lo_open=True)
-    hbm_gb: Dist = number(80.0, "HBM capacity per package.", "GB", lo=0.0, lo_open=True)
-    hbm_tbps: Dist = number(3.35, "HBM bandwidth per package.", "TB/s", lo=0.0, lo_open=True)
-    link_gbps: Dist = number(450.0, "Scale-up bandwidth per direction per GPU for tensor-parallel traffic.", "GB/s", lo=0.0, lo_open=True)
-    tdp_w: Dist = number(700.0, "Board power drawn while serving (TDP).", "W", lo=0.0, lo_open=True)
-    h100_equivalents: Dist = number(1.0, "Silicon of this package in H100 dies (a quarter-die Lite-GPU is 0.25); used to report per-H100-equivalent figures.", lo=0.0, lo_open=True, uncertain=False)
+    peak_tflops: Dist = number(989.4, "Dense peak at the workload's precision (H100 SXM5 BF16: 989.4).", "TFLOP/s", lo=0.0, lo_open=True, hi=1e6,
+                               why="1000x an H100; keeps step times meaningful")
+    hbm_gb: Dist = number(80.0, "HBM capacity per package.", "GB", lo=0.0, lo_open=True, hi=1e5,
+                          why="1000x an H100; keeps the batch that fits HBM within int64")
+    hbm_tbps: Dist = number(3.35, "HBM bandwidth per package.", "TB/s", lo=0.0, lo_open=True, hi=1e4,
+                            why="1000x an H100")
+    link_gbps: Dist = number(450.0, "Scale-up bandwidth per direction per GPU for tensor-parallel traffic.", "GB/s", lo=0.0, lo_open=True, hi=1e6,
+                             why="2000x NVLink 4")
+    tdp_w: Dist = number(700.0, "Board power drawn while serving (TDP).", "W", lo=0.0, lo_open=True, hi=1e5,
+                         why="100 kW per package is beyond any cooling")
+    h100_equivalents: Dist = number(1.0, "Silicon of this package in H100 dies (a quarter-die Lite-GPU is 0.25); used to report per-H100-equivalent figures.", lo=0.001, hi=1000.0, uncertain=False,
+                                    why="per-H100-equivalent figures divide by it; a wafer holds fewer than 1000 H100 dies")

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dists import Dist
+from ...options import MAX_SAMPLE
 from ..fields import integer, number
 
 
 @dataclass(frozen=True)
 class RunSection:
-    horizon_years: Dist = number(5.0, "Service life of the cluster over which costs and tokens add up.", "years", lo=0.0, lo_open=True, hi=30.0, uncertain=False)
-    trials: int = integer(10_000, "Default number of trials of `mcengine run` (the `--trials` option wins).", lo=1, hi=10**9)
-    seed: int = integer(0, "Default master seed (the `--seed` option wins).", lo=0, hi=2**64 - 1)
+    horizon_years: Dist = number(5.0, "Service life of the cluster over which costs and tokens add up.", "years", lo=0.0, lo_open=True, hi=30.0, uncertain=False,
+                                 why="reliability run time grows with the horizon; 30 years outlives any cluster")
+    trials: int = integer(10_000, "Default number of trials of `mcengine run` (the `--trials` option wins).", lo=1, hi=MAX_SAMPLE,
+                          why="the same bound as --trials: run time and the per-trial table grow with it")
+    seed: int = integer(0, "Default master seed (the `--seed` option wins).", lo=0, hi=2**64 - 1, why="the generator's 64-bit key")

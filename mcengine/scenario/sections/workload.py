@@ -13,20 +13,25 @@ from ..dists import Dist
 from ..fields import AUTO, flag, integer, number
 
 
-_EFF = dict(lo=0.0, lo_open=True, hi=1.0)
+_EFF = dict(lo=0.0, lo_open=True, hi=1.0, why="a share of the peak")
+_TOKENS = "10^7 tokens is ~100x the longest context; token counts stay exact"
+_DEGREE = "at most cluster.instance_gpus (65,536)"
+_LATENCY = "a second per collective, hop or step is no longer a serving system"
 
 
 @dataclass(frozen=True)
 class WorkloadSection:
     model: ModelCard = field(default=None, metadata={"help": "Shipped model card name or inline table."})
-    bytes_per_param: Dist = number(2.0, "Bytes per weight (bf16 2, fp8 1).", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False)
-    kv_bytes: Dist = number(2.0, "Bytes per KV-cache element.", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False)
-    prompt_tokens: int = integer(2048, "Prompt length S.", "tokens", lo=1, hi=10**7)
-    output_tokens: int = integer(256, "Generated tokens O per request.", "tokens", lo=1, hi=10**7)
-    tpot_slo_ms: Dist = number(50.0, "Time-per-output-token SLO that caps the batch.", "ms", lo=0.0, lo_open=True)
-    batch: int | str = integer(AUTO, 'Concurrent sequences per instance; "auto" = largest that fits HBM and the SLO.', lo=1, hi=10**7, auto_ok=True)
-    tensor_parallel: int | str = integer(AUTO, 'Tensor-parallel degree t; "auto" searches the layouts.', lo=1, hi=10**6, auto_ok=True)
-    pipeline_parallel: int | str = integer(AUTO, 'Pipeline stages p; "auto" searches the layouts.', lo=1, hi=10**6, auto_ok=True)
+    bytes_per_param: Dist = number(2.0, "Bytes per weight (bf16 2, fp8 1).", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
+    kv_bytes: Dist = number(2.0, "Bytes per KV-cache element.", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
+    prompt_tokens: int = integer(2048, "Prompt length S.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    output_tokens: int = integer(256, "Generated tokens O per request.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    tpot_slo_ms: Dist = number(50.0, "Time-per-output-token SLO that caps the batch.", "ms", lo=0.0, lo_open=True, hi=1e6,
+                               why="1,000 s per token is no SLO at all")
+    batch: int | str = integer(AUTO, 'Concurrent sequences per instance; "auto" = largest that fits HBM and the SLO.', lo=1, hi=10**7, auto_ok=True,
+                               why="KV-cache bytes of a batch stay far inside int64")
+    tensor_parallel: int | str = integer(AUTO, 'Tensor-parallel degree t; "auto" searches the layouts.', lo=1, hi=2**16, auto_ok=True, why=_DEGREE)
+    pipeline_parallel: int | str = integer(AUTO, 'Pipeline stages p; "auto" searches the layouts.', lo=1, hi=2**16, auto_ok=True, why=_DEGREE)
     expert_parallel: bool = flag(
         False,
         "MoE only: each tensor-parallel rank holds experts/t whole experts and tokens move by a dispatch and a "
@@ -35,8 +40,8 @@ class WorkloadSection:
     compute_efficiency: Dist = number(0.5, "Achieved share of peak FLOP/s (prefill measured 33-45%).", **_EFF)
     memory_efficiency: Dist = number(0.7, "Achieved share of HBM bandwidth (decode measured 55-60% of the bound).", **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
-    collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective.", "us", lo=0.0)
-    hop_latency_us: Dist = number(1.0, "Latency per ring hop; a ring all-reduce makes 2(t-1) hops.", "us", lo=0.0)
-    step_overhead_ms: Dist = number(0.5, "Fixed per-step overhead (scheduling, kernel launches).", "ms", lo=0.0)
-    layer_overhead_us: Dist = number(0.0, "Extra per-layer per-step overhead (one simulator uses 20 us).", "us", lo=0.0)
-    hbm_usable_fraction: Dist = number(0.9, "Share of HBM available for weights + KV cache.", lo=0.0, lo_open=True, hi=1.0)
+    collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective.", "us", lo=0.0, hi=1e6, why=_LATENCY)
+    hop_latency_us: Dist = number(1.0, "Latency per ring hop; a ring all-reduce makes 2(t-1) hops.", "us", lo=0.0, hi=1e6, why=_LATENCY)
+    step_overhead_ms: Dist = number(0.5, "Fixed per-step overhead (scheduling, kernel launches).", "ms", lo=0.0, hi=1e3, why=_LATENCY)
+    layer_overhead_us: Dist = number(0.0, "Extra per-layer per-step overhead (one simulator uses 20 us).", "us", lo=0.0, hi=1e6, why=_LATENCY)
+    hbm_usable_fraction: Dist = number(0.9, "Share of HBM available for weights + KV cache.", lo=0.0, lo_open=True, hi=1.0, why="a share")
