@@ -94,18 +94,3 @@ def test_default_run_is_the_case_study(cli):
     assert list(doc["scenarios"]) == ["h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"]
     assert set(doc["paired_all"]) == {f"{n} / h100" for n in ("lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")}
     assert 0.0 <= doc["paired"]["cost_per_mtok_usd"]["p_b_below_a"] <= 1.0
-
-
-def test_scenarios_with_equal_fab_or_reliability_share_columns_bit_for_bit():
-    """The chunk memo must give exactly what each scenario computes on its own."""
-    from mcengine.pipeline import fab_key, reliability_key, run_block, run_chunk
-
-    lite, lite2x = api.check("lite-h100", SMALL), api.check("lite-h100-2x", SMALL)
-    fast = api.check("lite-h100-2x-fastswap", SMALL)
-    assert reliability_key(lite) == reliability_key(lite2x) != reliability_key(fast)
-    assert fab_key(lite) == fab_key(lite2x) == fab_key(fast) != fab_key(api.check("h100", SMALL))
-    shared = run_chunk((lite, lite2x, fast), 3, 1024, 256)
-    for name, s in (("lite-h100-2x", lite2x), ("lite-h100-2x-fastswap", fast)):
-        alone = run_block(s, 3, 1024, 256)
-        for col in ("instance_availability", "repairs", "events", "gpu_cost_usd", "wafers", "cost_per_mtok_usd"):
-            np.testing.assert_array_equal(shared[name][col], alone[col])

@@ -29,8 +29,22 @@ def test_bench_quick_run_reports_rates_and_ratios():
     for r in doc["cases"]:
         assert r["kernel_lifetimes_per_s"] > 0 and r["kernel_events_per_s_per_core"] > 0
     exp_row = peer_rows[0]
-    assert abs(exp_row["kernel_availability"] - doc["closed_form_availability"]) < 1e-3
-    assert abs(exp_row["peer_availability"] - doc["closed_form_availability"]) < 1e-3
+    # The harness reports means only: recompute its kernel lifetimes (the stage on the
+    # peer case, seed 11, lifetimes 0..n-1, benchmarks/harness/reliability.py) for their
+    # spread. Kernel: within 4 SEM of the machine-repairman closed form. Peer (SimPy, its
+    # own seeds): the same model, so a lifetime has the same spread; within 4 of its
+    # standard errors at the peer's sample size.
+    from benchmarks.harness.reliability import _case_scenario
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.reliability import lifetimes
+
+    n = doc["config"]["kernel_lifetimes"]
+    s = _case_scenario(1.0)
+    avail = lifetimes(s, draw_inputs(s, 11, 0, n), 11)["instance_availability"]
+    assert exp_row["kernel_availability"] == float(avail.mean())  # the same lifetimes
+    sd = avail.std(ddof=1)
+    assert abs(exp_row["kernel_availability"] - doc["closed_form_availability"]) <= 4 * sd / n**0.5
+    assert abs(exp_row["peer_availability"] - doc["closed_form_availability"]) <= 4 * sd / doc["config"]["peer_lifetimes"] ** 0.5
 
 
 

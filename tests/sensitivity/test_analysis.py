@@ -37,8 +37,11 @@ def test_analytic_ishigami_values():
     s1, st, var = ishigami_indices()
     np.testing.assert_allclose(s1, [0.3139, 0.4424, 0.0], atol=5e-5)
     np.testing.assert_allclose(st, [0.5576, 0.4424, 0.2437], atol=5e-5)
-    u = np.random.default_rng(1).random((200_000, 3))
-    assert ishigami(u).var() == pytest.approx(var, rel=0.02)
+    y = ishigami(np.random.default_rng(1).random((200_000, 3)))
+    # sample variance within 4 of its standard errors, Var(s^2) ~ (m4 - s^4 (n-3)/(n-1)) / n
+    n, s2 = y.size, y.var(ddof=1)
+    se = np.sqrt((((y - y.mean()) ** 4).mean() - s2**2 * (n - 3) / (n - 1)) / n)
+    assert abs(s2 - var) <= 4 * se
 
 
 def test_ishigami_indices_within_bootstrap_ci_and_dummy_is_zero():
@@ -57,7 +60,11 @@ def test_linear_function_has_no_interactions():
     s1, st = linear_indices(c)
     est = analysis.sobol_indices(_deterministic(lambda u: linear(u, c)), ["a", "b", "c"], 2048, seed=5, noise=False, resamples=200)
     _within_conf(est, s1, st, 3)
-    assert abs(est.st.sum() - 1.0) < 0.05  # additive: indices sum to one
+    # additive: the total indices sum to one. Not a sampling tolerance: for a linear model
+    # the Jansen sum is a ratio of two quadratic integrals on the same scrambled Sobol'
+    # points, off by ~1e-9 here; the bootstrap gives no standard error of the sum (only of
+    # each index, 4 x their sum would be 0.11), so 0.05 is a plain guard on the identity
+    assert abs(est.st.sum() - 1.0) < 0.05
 
 
 def test_model_noise_is_an_input_and_does_not_pollute_the_others():
@@ -130,5 +137,8 @@ def test_ishigami_large_design_is_close():
     s1, st, _ = ishigami_indices()
     est = analysis.sobol_indices(_deterministic(ishigami), ["x1", "x2", "x3"], 2**16, seed=2, noise=False, resamples=100)
     _within_conf(est, s1, st, 3)
+    # The sampling check is the line above (bootstrap standard errors). This one is a
+    # requirement, not a noise allowance: at 2^16 base samples the indices must be right
+    # to two decimals, the accuracy a user reads off the table (errors here are < 0.002).
     np.testing.assert_allclose(est.s1, s1, atol=0.01)
     np.testing.assert_allclose(est.st, st, atol=0.01)

@@ -274,5 +274,9 @@ def test_sobol_cost_drivers_of_lite_h100():
     ix = doc["indices"]
     top = list(ix)[:3]
     assert {"workload.memory_efficiency", "workload.compute_efficiency"} <= set(top)
-    assert ix["model_noise"]["ST"] < 0.05
+    # "minor" means under 5% of the variance (a threshold of meaning, not a tolerance);
+    # the estimate plus 4 of its bootstrap standard errors (ST_conf is z = 1.96 of them)
+    # must stay under it, so a noisy estimate cannot pass by luck
+    z = stats.norm.ppf(0.5 + doc["conf_level"] / 2)
+    assert ix["model_noise"]["ST"] + 4 * ix["model_noise"]["ST_conf"] / z < 0.05
     assert sum(v["ST"] for v in ix.values()) > 0.9

@@ -57,8 +57,10 @@ def test_production_runs_pooled_yield_and_cost_match_closed_forms(name):
     sem = np.sqrt(((good - ratio * made) ** 2).sum() / (n * (n - 1))) / made.mean()
     expected = study.analytic_at_median(s)
     assert abs(ratio - expected["yields"]["harvesting"]) <= 4 * sem
-    # the run cost sits near the long-run closed form (a run of ~1,000+ packages)
-    assert cols["gpu_cost_usd"].mean() == pytest.approx(expected["cost"]["gpu_cost_usd"], rel=0.01)
+    # the run cost sits on the long-run closed form, within 4 standard errors of the mean
+    # (a run of ~1,000+ packages: the stopping rule's bias is far below that)
+    cost = cols["gpu_cost_usd"]
+    assert abs(cost.mean() - expected["cost"]["gpu_cost_usd"]) <= 4 * cost.std(ddof=1) / np.sqrt(n)
 
 
 def test_production_runs_reproducible_across_threads_and_chunks():

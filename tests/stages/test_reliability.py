@@ -36,6 +36,24 @@ def assert_mc(sample, expected, k=4.0):
     assert abs(sample.mean() - expected) <= k * sem, (sample.mean(), expected, sem)
 
 
+def std_se(sample) -> float:
+    """Standard error of the sample standard deviation, from the sample's own second and
+    fourth central moments: Var(s^2) ~ (m4 - s^4 (n-3)/(n-1)) / n, and SE(s) = SE(s^2) / 2s."""
+    x = np.asarray(sample, dtype=float)
+    n, s2 = x.size, x.var(ddof=1)
+    m4 = ((x - x.mean()) ** 4).mean()
+    return math.sqrt((m4 - s2**2 * (n - 3) / (n - 1)) / n) / (2 * math.sqrt(s2))
+
+
+def ratio_se(a, b) -> float:
+    """Delta-method standard error of mean(a) / mean(b) for two samples taken as
+    independent (different scenarios; any positive coupling of their common random
+    numbers only makes the true error smaller)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    ma, mb = a.mean(), b.mean()
+    return ma / mb * math.hypot(a.std(ddof=1) / math.sqrt(a.size) / ma, b.std(ddof=1) / math.sqrt(b.size) / mb)
+
+
 # ----------------------------------------------------------------------------- closed forms
 
 
@@ -134,9 +152,12 @@ def test_llama3_interruptions_from_per_part_rates():
     count = c["interruptions_per_year"] * LLAMA3_DAYS * 24 / H
     gpu_afr, host_afr = llama3_rates()
     per_host = ar.restart_only((8 * sum(gpu_afr.values()) + sum(host_afr.values())) / H, LLAMA3_RESTART_HOURS)
-    assert_mc(count, 2048 * per_host["interruptions_per_hour"] * LLAMA3_DAYS * 24)
+    expected = 2048 * per_host["interruptions_per_hour"] * LLAMA3_DAYS * 24
+    assert_mc(count, expected)
     assert_mc(count, LLAMA3_UNEXPECTED)  # the restarts (17 min in 8 days per host) barely matter
-    assert count.std(ddof=1) == pytest.approx(math.sqrt(LLAMA3_UNEXPECTED), rel=0.25)  # Poisson, ±20
+    # Poisson counts: standard deviation sqrt(mean) (about 20), within 4 standard errors of
+    # the sample standard deviation
+    assert abs(count.std(ddof=1) - math.sqrt(expected)) <= 4 * std_se(count)
 
 
 def test_llama3_whole_cluster_job_uptime_is_about_90_percent():
@@ -145,20 +166,27 @@ def test_llama3_whole_cluster_job_uptime_is_about_90_percent():
     rate = (LLAMA3_GPUS * sum(gpu_afr.values()) + LLAMA3_GPUS / 8 * sum(host_afr.values())) / H
     expected = ar.restart_only(rate, LLAMA3_RESTART_HOURS)
     assert_mc(c["instance_availability"], expected["availability"])
-    assert 0.90 < c["instance_availability"].mean() < 0.92  # published: > 90% effective training time
+    # Not a Monte Carlo allowance (the closed-form check above is): the band is the
+    # published figure, "> 90% effective training time", with its first digit (0.90-0.92)
+    assert 0.90 < c["instance_availability"].mean() < 0.92
 
 
 def test_kokolis_job_mttf_falls_as_one_over_n():
     """Per-GPU rate set so an 8-GPU job has MTTF 47 days: 1,024 GPUs then give 8.8 h (published ~8 h)."""
     rate = 1 / (8 * KOKOLIS_MTTF_8_GPUS_HOURS)
-    mttf = {}
+    per_job_year = {}
     for n, instances in ((8, 128), (64, 16), (1024, 1)):
         s = toy_scenario(instances=instances, instance_gpus=n, gpus_per_host=8, transient_afr=rate * H, horizon_years=1.0)
-        per_job_year = run(s, 64)["interruptions_per_year"] / instances
-        assert_mc(per_job_year, n * rate * H)
-        mttf[n] = H / per_job_year.mean()
-    assert mttf[8] / mttf[1024] == pytest.approx(128, rel=0.05)
-    assert mttf[8] / mttf[64] == pytest.approx(8, rel=0.05)
+        per_job_year[n] = run(s, 64)["interruptions_per_year"] / instances
+        assert_mc(per_job_year[n], n * rate * H)
+    mttf = {n: H / x.mean() for n, x in per_job_year.items()}
+    # MTTF(8) / MTTF(N) = rate(N) / rate(8) = N / 8, within 4 delta-method standard errors
+    for n in (1024, 64):
+        assert abs(mttf[8] / mttf[n] - n / 8) <= 4 * ratio_se(per_job_year[n], per_job_year[8]), n
+    # Not a Monte Carlo allowance (its standard error is 0.4%): the paper's two figures,
+    # 47 days at 8 GPUs and ~8 h at 1,024, are themselves 10% off the 1/N law they state
+    # (47 x 24 x 8 / 1024 = 8.8 h), so the model's 8.8 h meets the published ~8 h only
+    # within that published gap (docs/sources.md#rel-kokolis)
     assert mttf[1024] == pytest.approx(KOKOLIS_MTTF_1024_GPUS_HOURS, rel=0.15)
 
 
@@ -190,7 +218,10 @@ def test_shipped_scenarios_zero_spares_cost_availability():
         none = run(load_scenario(name, ["cluster.spare_gpus=0"]), 100)
         assert none["instance_availability"].mean() < full["instance_availability"].mean() - 0.003
         assert none["stockout_hours"].mean() > 100 * full["stockout_hours"].mean()
-        np.testing.assert_allclose(none["failures_per_year"].mean(), full["failures_per_year"].mean(), rtol=0.05)
+        # the pool changes how long a slot waits, not how often GPUs fail: the paired
+        # difference (same seed, same trials) is within 4 of its standard errors of zero
+        diff = none["failures_per_year"] - full["failures_per_year"]
+        assert abs(diff.mean()) <= 4 * diff.std(ddof=1) / math.sqrt(diff.size), (name, diff.mean())
 
 
 def test_machine_repairman_at_bench_scale():

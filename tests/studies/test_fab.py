@@ -36,7 +36,10 @@ def test_yield_body_shape_and_values():
     assert body["good_h100_equivalents_per_wafer"]["mean"] == body["good_dies_per_wafer"]["mean"]
     assert 0 < body["harvested_share"] < 1
     assert body["harvesting"] == {"units_per_die": 144, "units_required": 132, "enabled": True}
-    # MC integrates over the lognormal D0 and alpha; still close to the median closed form
+    # MC integrates over the lognormal D0 and alpha, the closed form is at their medians:
+    # the gap is Jensen's (yield is convex in D0), not sampling noise, so no standard error
+    # bounds it; 0.02 is ~10x the 4-SEM noise (sem 0.0018 here) and still catches a yield
+    # model off by a few points
     assert body["die_yield"]["mean"] == pytest.approx(an["harvesting"], abs=0.02)
     assert 0 <= body["die_yield"]["min"] <= body["die_yield"]["max"] <= 1
 

@@ -1,0 +1,183 @@
+"""mcengine/api.py: the plain functions behind every command.
+
+Each stage function returns the INTERFACE.md document (``scenario``, ``seed``, size key,
+``elapsed_s`` around the study's body) and equals what the CLI prints with ``--json``;
+the sensitivity fronts equal :mod:`mcengine.sensitivity.studies`; bad options are
+InputErrors naming the option; the first API's names keep working.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcengine import api
+from mcengine.errors import InputError
+from mcengine.io import dumps
+from mcengine.pipeline import PAIRED_METRICS
+from mcengine.results import SUMMARY_KEYS
+from mcengine.scenario import load_scenario
+from mcengine.sensitivity import studies
+from mcengine.studies.fab import yield_study
+from mcengine.studies.reliability import lifetime_study
+
+SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
+RUN_METRICS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")
+
+
+def _without_elapsed(doc: dict) -> dict:
+    """The document as JSON would carry it, without the wall-clock time."""
+    out = json.loads(dumps(doc))
+    out.pop("elapsed_s")
+    return out
+
+
+def _cli_json(cli, *args) -> dict:
+    r = cli(*args, "--json")
+    assert r.code == 0, r.err
+    return _without_elapsed(json.loads(r.out))
+
+
+def test_every_exported_name_is_callable():
+    assert len(api.__all__) == len(set(api.__all__))
+    for name in api.__all__:
+        assert callable(getattr(api, name)), name
+
+
+def test_old_and_alias_names_are_the_same_functions():
+    assert api.fab is api.yield_
+    assert (api.yield_study, api.reliability_study, api.roofline_study) == (api.yield_, api.reliability, api.roofline)
+
+
+def test_yield_document_equals_the_cli_and_wraps_the_study(cli):
+    doc = api.yield_("h100", wafers=128, seed=3)
+    assert list(doc)[:3] == ["scenario", "seed", "wafers"] and list(doc)[-1] == "elapsed_s"
+    assert (doc["scenario"], doc["seed"], doc["wafers"]) == ("h100", 3, 128)
+    assert doc["elapsed_s"] > 0
+    assert {"dies_per_wafer", "die_yield", "good_dies_per_wafer", "cost_per_good_die_usd", "gpu_cost_usd", "analytic"} <= set(doc)
+    assert set(doc["analytic"]) >= {"poisson", "murphy", "negative_binomial", "seeds", "moore"}
+    assert tuple(doc["die_yield"]) == SUMMARY_KEYS
+    assert _without_elapsed(doc) == _cli_json(cli, "yield", "h100", "--wafers", "128", "--seed", "3")
+    body = json.loads(dumps(yield_study(load_scenario("h100"), 128, 3)))
+    assert {k: v for k, v in _without_elapsed(doc).items() if k not in ("scenario", "seed", "wafers")} == body
+    # the alias and the old name give the same numbers
+    assert _without_elapsed(api.fab("h100", wafers=128, seed=3)) == _without_elapsed(doc)
+    assert _without_elapsed(api.yield_study("h100", wafers=128, seed=3)) == _without_elapsed(doc)
+
+
+def test_yield_seed_defaults_to_the_scenario_and_overrides_apply():
+    doc = api.yield_("h100", wafers=64, overrides=["run.seed=9", "fab.scribe_mm=0.2"])
+    assert doc["seed"] == 9
+    assert _without_elapsed(doc) == _without_elapsed(api.yield_("h100", wafers=64, seed=9, overrides=["fab.scribe_mm=0.2"]))
+    # a wider scribe line: fewer dies per wafer than the shipped 0.1 mm
+    assert doc["dies_per_wafer"] < api.yield_("h100", wafers=64, seed=9)["dies_per_wafer"]
+
+
+def test_reliability_document_equals_the_cli_and_wraps_the_study(cli):
+    doc = api.reliability("h100", lifetimes=32, seed=4, overrides=SMALL)
+    assert (doc["scenario"], doc["seed"], doc["lifetimes"]) == ("h100", 4, 32) and list(doc)[-1] == "elapsed_s"
+    for key in ("instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year", "stockout_hours"):
+        assert tuple(doc[key]) == SUMMARY_KEYS, key
+    assert isinstance(doc["events"], int) and doc["events"] > 0
+    args = ["reliability", "h100", "--lifetimes", "32", "--seed", "4"] + sum((["--set", o] for o in SMALL), [])
+    assert _without_elapsed(doc) == _cli_json(cli, *args)
+    body = json.loads(dumps(lifetime_study(load_scenario("h100", SMALL), 32, 4)))
+    assert {k: v for k, v in _without_elapsed(doc).items() if k not in ("scenario", "seed", "lifetimes")} == body
+    assert _without_elapsed(api.reliability_study("h100", lifetimes=32, seed=4, overrides=SMALL)) == _without_elapsed(doc)
+
+
+def test_roofline_document_equals_the_cli_and_the_study(cli, h100_body):
+    """Deterministic at the median inputs: no seed and no sample size in the document."""
+    doc = api.roofline("h100")
+    assert doc["scenario"] == "h100" and "seed" not in doc and list(doc)[-1] == "elapsed_s"
+    assert {"prefill", "decode", "tokens_per_s_per_gpu", "parallelism"} <= set(doc)
+    assert doc["prefill"]["bound"] in ("compute", "memory", "network")
+    assert {k: v for k, v in _without_elapsed(doc).items() if k != "scenario"} == json.loads(dumps(h100_body))
+    assert _without_elapsed(doc) == _cli_json(cli, "roofline", "h100")
+    assert _without_elapsed(api.roofline_study("h100")) == _without_elapsed(doc)
+
+
+def test_run_returns_results_with_the_interface_summary():
+    res = api.run(["h100"], trials=1024, seed=2, overrides=SMALL)
+    doc = res.summary()
+    assert (doc["scenario"], doc["seed"], doc["trials"]) == ("h100", 2, 1024) and doc["elapsed_s"] > 0
+    assert list(doc["scenarios"]) == ["h100"] and "paired" not in doc
+    for metric in RUN_METRICS:
+        assert tuple(doc["scenarios"]["h100"][metric]) == SUMMARY_KEYS, metric
+    t = res.trials
+    assert len(t) == 1024 and t["trial"].tolist() == list(range(1024))
+    # the summary is of the per-trial table
+    assert doc["scenarios"]["h100"]["cost_per_mtok_usd"]["mean"] == pytest.approx(t["cost_per_mtok_usd"].mean(), rel=1e-12)
+    assert doc["scenarios"]["h100"]["gpu_cost_usd"]["max"] == t["gpu_cost_usd"].max()
+
+
+def test_compare_adds_paired_metrics_equal_to_the_trials():
+    res = api.compare("h100", "lite-h100", trials=1024, seed=6, overrides=SMALL)
+    doc = res.summary()
+    assert doc["scenario"] == "h100 vs lite-h100" and list(doc["scenarios"]) == ["h100", "lite-h100"]
+    assert set(doc["paired"]) == set(PAIRED_METRICS)
+    t = res.trials
+    a = t[t.scenario == "h100"].set_index("trial")
+    b = t[t.scenario == "lite-h100"].set_index("trial")
+    for metric in PAIRED_METRICS:
+        block = doc["paired"][metric]
+        assert tuple(block["ratio"]) == SUMMARY_KEYS
+        assert block["p_b_below_a"] == float((b[metric] < a[metric]).mean()), metric
+        assert block["ratio"]["mean"] == pytest.approx(float((b[metric] / a[metric]).mean()), rel=1e-12), metric
+    # the same call gives the same numbers
+    again = api.compare("h100", "lite-h100", trials=1024, seed=6, overrides=SMALL).summary()
+    assert _without_elapsed(again) == _without_elapsed(doc)
+
+
+def test_sweep_tornado_and_sobol_equal_the_studies():
+    kw = {"trials": 16, "seed": 1}
+    pairs = [
+        (api.sweep("h100", "fab.defect_density_per_cm2", ["0.05", "0.2"], **kw),
+         studies.sweep("h100", "fab.defect_density_per_cm2", ["0.05", "0.2"], **kw)),
+        (api.sweep("h100", "econ.pue", ["1.1", "1.5"], outputs=["energy_usd"], **kw),
+         studies.sweep("h100", "econ.pue", ["1.1", "1.5"], outputs=("energy_usd",), **kw)),
+        (api.tornado("h100", **kw), studies.tornado("h100", **kw)),
+        (api.sobol("h100", resamples=20, **kw), studies.sobol("h100", resamples=20, **kw)),
+    ]
+    for got, expected in pairs:
+        assert _without_elapsed(got) == _without_elapsed(expected)
+    sweep_pue = pairs[1][0]
+    low, high = (row["energy_usd"]["mean"] for row in sweep_pue["rows"])
+    assert high / low == pytest.approx(1.5 / 1.1, rel=1e-12)  # energy is linear in PUE
+
+
+def test_parse_values_keeps_tables_whole():
+    assert api.parse_values('0.1,"inf",{dist="uniform", low=1, high=2}') == ["0.1", '"inf"', '{dist="uniform", low=1, high=2}']
+
+
+@pytest.mark.parametrize("call, option", [
+    (lambda: api.yield_("h100", wafers=0), "--wafers"),
+    (lambda: api.yield_("h100", wafers=True), "--wafers"),
+    (lambda: api.yield_("h100", wafers=2.5), "--wafers"),
+    (lambda: api.reliability("h100", lifetimes=-1), "--lifetimes"),
+    (lambda: api.run(["h100"], trials=0), "--trials"),
+    (lambda: api.yield_("h100", wafers=8, seed=-1), "--seed"),
+    (lambda: api.reliability("h100", lifetimes=8, seed=2**64), "--seed"),
+    (lambda: api.run(["h100"], trials=8, seed="1"), "--seed"),
+    (lambda: api.set_threads(0), "--threads"),
+    (lambda: api.sobol("h100", trials=100), "--trials"),
+    (lambda: api.run(resume=True), "--resume"),
+])
+def test_bad_options_raise_input_errors_naming_the_option(call, option):
+    with pytest.raises(InputError) as err:
+        call()
+    assert [p.key for p in err.value.problems] == [option]
+
+
+def test_check_lists_every_bad_key_at_once():
+    with pytest.raises(InputError) as err:
+        api.check("h100", ["fab.scribe_mm=-1", "econ.pue=0.5"])
+    assert {p.key for p in err.value.problems} >= {"fab.scribe_mm", "econ.pue"}
+    s = api.check("h100")
+    assert api.check(s) is s
+
+
+def test_scenarios_lists_the_shipped_ones():
+    names = dict(api.scenarios())
+    assert {"h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"} <= set(names)

@@ -1,0 +1,171 @@
+"""mcengine/pipeline.py: one block through the chained stages, the chunk memo, the keys,
+and the finiteness check after each stage.
+
+Everything here is exact: the pipeline only routes the stages' arrays, so a chunk must
+give the same bits as the stages called by hand, as each scenario alone, and as the same
+trials cut into other chunks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine import api
+from mcengine.errors import NumericalError
+from mcengine.pipeline import (
+    INPUT_PREFIX, METRICS, PAIRED_METRICS, fab_key, reliability_key, run_block, run_chunk, share_lifetimes,
+    shared_columns,
+)
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages import econ, fab, reliability, roofline
+
+SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
+FAB_COLUMNS = ("gpu_cost_usd", "die_yield", "good_dies_per_wafer", "wafers", "cost_per_good_die_usd", "packages", "good_dies")
+REL_COLUMNS = ("instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
+               "stockout_hours", "repairs", "events", "max_failed_gpus")
+
+
+@pytest.fixture(scope="module")
+def case():
+    """The case study's four scenarios, at a small cluster size."""
+    return tuple(api.check(n, SMALL) for n in ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"))
+
+
+def test_block_equals_the_stages_called_one_by_one(case):
+    s, seed, start, n = case[1], 4, 2048, 64
+    got = run_block(s, seed, start, n)
+    inputs = draw_inputs(s, seed, start, n)
+    cols = {}
+    cols.update(fab.production_runs(s, inputs, seed))
+    cols.update(reliability.lifetimes(s, inputs, seed))
+    cols.update(roofline.throughput(s, inputs))
+    cols.update(econ.economics(s, inputs, cols))
+    for name, values in cols.items():
+        np.testing.assert_array_equal(got[name], values, err_msg=name)
+    np.testing.assert_array_equal(got["trial"], np.arange(2048, 2048 + 64))
+    np.testing.assert_array_equal(got["tokens_per_s_per_h100_equivalent"], cols["tokens_per_s_per_gpu"] / 0.25)
+    inputs_cols = {k for k in got if k.startswith(INPUT_PREFIX)}
+    assert inputs_cols == {INPUT_PREFIX + k for k in s.uncertain_inputs()}
+    for key in s.uncertain_inputs():
+        np.testing.assert_array_equal(got[INPUT_PREFIX + key], inputs[key])
+    assert set(METRICS) <= set(got) and set(PAIRED_METRICS) < set(METRICS)
+
+
+def test_keys_follow_what_each_stage_reads(case):
+    h100, lite, lite2x, fast = case
+    # lite-h100-2x differs in gpu.link_gbps only: neither fab nor reliability reads it
+    assert fab_key(lite) == fab_key(lite2x) == fab_key(fast) != fab_key(h100)
+    assert reliability_key(lite) == reliability_key(lite2x) != reliability_key(fast)
+    # the fab builds total_gpus packages: more spares, another production run
+    assert fab_key(api.check("lite-h100", ["cluster.instances=4", "cluster.spare_gpus=16"])) != fab_key(lite)
+    # an econ or workload change keeps both keys
+    other = api.check("lite-h100", SMALL + ["econ.pue=1.1", "workload.output_tokens=512"])
+    assert fab_key(other) == fab_key(lite) and reliability_key(other) == reliability_key(lite)
+    assert reliability_key(api.check("lite-h100", SMALL + ["run.horizon_years=3"])) != reliability_key(lite)
+
+
+def test_chunk_shares_columns_of_equal_keys_and_keeps_its_own_otherwise(case):
+    h100, lite, lite2x, fast = case
+    chunk = run_chunk(case, 3, 1024, 128)
+    assert list(chunk) == [s.name for s in case]
+    # equal keys: the very same arrays (computed once), not copies
+    for col in FAB_COLUMNS:
+        assert chunk["lite-h100"][col] is chunk["lite-h100-2x"][col] is chunk["lite-h100-2x-fastswap"][col], col
+        assert not np.shares_memory(chunk["h100"][col], chunk["lite-h100"][col]), col
+    for col in REL_COLUMNS:
+        assert chunk["lite-h100"][col] is chunk["lite-h100-2x"][col], col
+        assert chunk["lite-h100-2x-fastswap"][col] is not chunk["lite-h100"][col], col
+    # fast swaps: the same failures (common random numbers), better availability
+    np.testing.assert_array_equal(chunk["lite-h100-2x-fastswap"]["failures_per_year"], chunk["lite-h100"]["failures_per_year"])
+    assert (chunk["lite-h100-2x-fastswap"]["instance_availability"] >= chunk["lite-h100"]["instance_availability"]).all()
+    assert (chunk["lite-h100-2x-fastswap"]["instance_availability"] > chunk["lite-h100"]["instance_availability"]).any()
+    # the econ columns are each scenario's own
+    assert chunk["lite-h100"]["cost_per_mtok_usd"] is not chunk["lite-h100-2x"]["cost_per_mtok_usd"]
+
+
+def test_scenarios_with_equal_fab_or_reliability_share_columns_bit_for_bit(case):
+    """The chunk memo must give exactly what each scenario computes on its own."""
+    shared = run_chunk(case, 3, 1024, 256)
+    for s in case:
+        alone = run_block(s, 3, 1024, 256)
+        assert set(shared[s.name]) == set(alone)
+        for col, values in alone.items():
+            np.testing.assert_array_equal(shared[s.name][col], values, err_msg=f"{s.name}: {col}")
+
+
+def test_chunk_split_in_two_equals_one_chunk(case):
+    whole = run_chunk(case, 11, 0, 96)
+    first, second = run_chunk(case, 11, 0, 40), run_chunk(case, 11, 40, 56)
+    for s in case:
+        for col, values in whole[s.name].items():
+            np.testing.assert_array_equal(values, np.concatenate([first[s.name][col], second[s.name][col]]), err_msg=col)
+    # and the seed matters
+    other = run_chunk(case[:1], 12, 0, 96)["h100"]
+    assert not np.array_equal(other["gpu_cost_usd"], whole["h100"]["gpu_cost_usd"])
+
+
+def test_shared_columns_produces_once_per_key():
+    calls = []
+
+    def produce():
+        calls.append(1)
+        return {"x": np.arange(3.0)}
+
+    assert shared_columns(None, ("k",), produce)["x"].tolist() == [0.0, 1.0, 2.0]
+    memo: dict = {}
+    a = shared_columns(memo, ("k",), produce)
+    b = shared_columns(memo, ("k",), produce)
+    assert len(calls) == 2  # once without a memo, once for the key
+    assert a is not b and a["x"] is b["x"]  # a new dict each time, around the same arrays
+    a["y"] = 1  # adding a column to one scenario's dict does not reach the memo
+    assert set(memo[("k",)]) == {"x"}
+
+
+def test_share_lifetimes_fills_one_entry_per_distinct_key(case):
+    memo: dict = {}
+    inputs = {s.name: draw_inputs(s, 5, 0, 48) for s in case}
+    share_lifetimes(case, inputs, 5, memo)
+    assert set(memo) == {reliability_key(s) for s in case}
+    assert len(memo) == 3  # lite-h100 and lite-h100-2x share theirs
+    for s in case:
+        alone = reliability.lifetimes(s, inputs[s.name], 5)
+        for col, values in alone.items():
+            np.testing.assert_array_equal(memo[reliability_key(s)][col], values, err_msg=f"{s.name}: {col}")
+
+
+def test_finiteness_check_names_the_stage_the_trial_and_its_inputs(case, monkeypatch):
+    """Instance availability 0 in one trial gives no tokens, so an infinite cost per
+    token: the econ stage is named, with the global trial index and its drawn inputs."""
+    h100 = case[0]
+    real = reliability.lifetimes
+
+    def down_in_trial_5(scenario, inputs, seed):
+        cols = dict(real(scenario, inputs, seed))
+        cols["instance_availability"] = cols["instance_availability"].copy()
+        cols["instance_availability"][5] = 0.0
+        return cols
+
+    monkeypatch.setattr(reliability, "lifetimes", down_in_trial_5)
+    with pytest.raises(NumericalError) as err:
+        run_block(h100, 2, 300, 8)
+    text = str(err.value)
+    assert text.startswith("econ stage of scenario 'h100': ")
+    assert "cost_per_mtok_usd = inf at trial 305" in text
+    drawn = draw_inputs(h100, 2, 305, 1)
+    assert f"'fab.defect_density_per_cm2': {float(drawn['fab.defect_density_per_cm2'][0])}" in text
+    assert "econ.pue" not in text  # fixed inputs are not listed, only the drawn ones
+
+
+def test_finiteness_check_stops_at_the_first_bad_stage(case, monkeypatch):
+    real = fab.production_runs
+
+    def nan_cost(scenario, inputs, seed):
+        cols = dict(real(scenario, inputs, seed))
+        cols["gpu_cost_usd"] = np.where(np.arange(inputs.n) == 2, np.nan, cols["gpu_cost_usd"])
+        return cols
+
+    monkeypatch.setattr(fab, "production_runs", nan_cost)
+    monkeypatch.setattr(reliability, "lifetimes", lambda *a: pytest.fail("reliability ran after a bad fab stage"))
+    with pytest.raises(NumericalError, match=r"^fab stage of scenario 'h100': gpu_cost_usd = nan at trial 12;"):
+        run_block(case[0], 2, 10, 4)
