@@ -84,11 +84,11 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
     if as_json:
         from .io import dumps
 
-        sys.stdout.write(dumps(s.to_dict()) + "\n")
+        sys.stdout.write(dumps(s.to_dict(with_unset=True)) + "\n")
     else:
-        import tomli_w
+        from .report.scenario import resolved_toml
 
-        sys.stdout.write(tomli_w.dumps(s.to_dict()))
+        sys.stdout.write(resolved_toml(s.to_dict(with_unset=True)))
 
 
 def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out) -> None:

@@ -26,11 +26,12 @@ METRICS = (
     "interruptions_per_year",
     "stockout_hours",
     "tokens_per_s_per_gpu",
+    "slo_met",
 )
 
 #: Metrics that can be zero in a trial (a count such as stock-out hours), so that a
 #: ratio of them would mean nothing.
-MAY_BE_ZERO = ("repair_usd", "interruptions_per_year", "stockout_hours")
+MAY_BE_ZERO = ("repair_usd", "interruptions_per_year", "stockout_hours", "slo_met")
 
 #: Metrics compared as paired ratios B/A: those positive in every trial.
 PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO)

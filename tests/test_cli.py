@@ -209,7 +209,28 @@ def test_cli_scenarios_and_check_json_are_single_documents(cli):
     listed = one_document(cli("scenarios", "--json"))
     assert [row["name"] for row in listed["scenarios"]] == [n for n, _ in api.scenarios()]
     resolved = one_document(cli("check", "h100", "--json"))
-    assert resolved["cluster"]["instances"] == 128 and resolved == api.check("h100").to_dict()
+    assert resolved["cluster"]["instances"] == 128 and resolved == api.check("h100").to_dict(with_unset=True)
+    assert resolved["econ"]["gpu_price_usd"] is None  # an optional key left unset is shown, as null
+
+
+def test_check_toml_shows_unset_keys_as_comments_and_reads_back(cli):
+    import tomllib
+
+    from mcengine import api
+
+    text = cli("check", "h100").out
+    assert "# gpu_price_usd: not set (optional)" in text.split("[econ]")[1].split("\n[")[0]
+    assert tomllib.loads(text) == api.check("h100").to_dict()
+
+
+def test_set_reaches_one_number_of_a_shipped_model_card(cli):
+    """workload.model names a shipped card: --set workload.model.layers changes that card's
+    layer count only (it used to be refused: "workload.model is a value, not a table")."""
+    import json
+
+    doc = json.loads(cli("check", "h100", "--set", "workload.model.layers=40", "--json").out)
+    card = json.loads(cli("check", "h100", "--json").out)["workload"]["model"]
+    assert doc["workload"]["model"] == {**card, "layers": 40}
 
 
 # ----------------------------------------------------------------------------- bad input: exit 2

@@ -57,6 +57,9 @@ def render_run(doc: dict):
     table = Table("metric (median [5% – 95%])", *names, title=f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}")
     for metric, label, fmt in VERDICT_ROWS:
         table.add_row(label, *(_interval(doc["scenarios"][n][metric], fmt) for n in names))
+    met = [doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names]
+    if min(met) < 1.0:  # a trial whose TPOT misses its SLO serves one sequence at a time
+        table.add_row("share of trials meeting the TPOT SLO", *(f"{m:.3f}" + ("  (MISSED)" if m < 1.0 else "") for m in met))
     parts = [table]
     if "paired_all" in doc:
         paired = Table("paired with " + doc["baseline"], "cost/Mtok ratio", "P(cheaper per token)", "availability ratio", "P(less available)", title="paired trials (common random numbers)")

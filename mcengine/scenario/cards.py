@@ -63,6 +63,11 @@ def _model_raw(name: str) -> dict:
     return raw
 
 
+def card_table(name: str) -> dict:
+    """A copy of the raw table of the shipped card ``name`` (as an inline table would give it)."""
+    return dict(_model_raw(name))
+
+
 def load_model_card(name: str, key: str, problems: list[Problem]) -> ModelCard | None:
     """The shipped card ``name`` (a Problem at ``key`` if there is none)."""
     if name not in model_names():

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError, Problem
 from .fields import did_you_mean
+from .cards import DEFAULT_MODEL, card_table, load_model_card
 from .files import configs_dir, parse_toml, read_toml
 
 
@@ -119,6 +120,16 @@ def parse_override(item: str) -> tuple[str, Any]:
     return key, value
 
 
+def _shipped_card(raw_model, key: str) -> dict:
+    """The table of the model card that ``workload.model`` names (the default card when
+    unset), so that ``--set workload.model.KEY=...`` changes one number of a shipped card."""
+    name = DEFAULT_MODEL if raw_model is None else raw_model
+    problems: list[Problem] = []
+    if load_model_card(name, key, problems) is None:
+        raise InputError(problems)
+    return card_table(name)
+
+
 def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     out = copy.deepcopy(raw)
     problems = []
@@ -127,6 +138,8 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
         parts = key.split(".")
         node = out
         for i, part in enumerate(parts[:-1]):
+            if parts[: i + 1] == ["workload", "model"] and not isinstance(node.get(part), dict):
+                node[part] = _shipped_card(node.get(part), "workload.model")
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
                 problems.append(Problem(f"--set {key}", value, f"{'.'.join(parts[: i + 1])} is a value, not a table"))

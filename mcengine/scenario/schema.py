@@ -117,11 +117,14 @@ class Scenario:
         return out
 
     # ------------------------------------------------------------------ output
-    def to_dict(self) -> dict:
-        """Nested exactly like the TOML file, every default filled (``inf`` as ``"inf"``)."""
+    def to_dict(self, with_unset: bool = False) -> dict:
+        """Nested exactly like the TOML file, every default filled (``inf`` as ``"inf"``).
+
+        Optional keys left unset are omitted (TOML has no null), or with ``with_unset``
+        given as ``None`` (what ``mcengine check`` shows)."""
         out: dict = {"name": self.name, "description": self.description}
         for table, _cls, _special in SECTIONS:
-            out[table] = _section_dict(getattr(self, table))
+            out[table] = _section_dict(getattr(self, table), with_unset)
         return out
 
 
@@ -133,16 +136,18 @@ def _value_dict(value):
     return value
 
 
-def _section_dict(section) -> dict:
+def _section_dict(section, with_unset: bool = False) -> dict:
     out = {}
     for f in fields(section):
         value = getattr(section, f.name)
         if value is None:
+            if with_unset:
+                out[f.name] = None
             continue  # optional key left unset (TOML has no null)
         if f.name == "components":
-            out[f.name] = {name: _section_dict(comp) for name, comp in value}
+            out[f.name] = {name: _section_dict(comp, with_unset) for name, comp in value}
         elif f.name == "model":
-            out[f.name] = _section_dict(value)
+            out[f.name] = _section_dict(value, with_unset)
         else:
             out[f.name] = _value_dict(value)
     return out

@@ -123,6 +123,43 @@ def simulate_wafer_block(model: FabModel, inputs: TrialInputs, seed: int, spatia
     return good, harvested
 
 
+def packages_per_wafer_bound(model: FabModel, a: dict[str, np.ndarray], assembly_yield: np.ndarray) -> np.ndarray:
+    """An upper bound on the expected good packages per wafer of each trial.
+
+    A die can only be good if its area outside the repairable units is clean; with
+    gamma-mixed Poisson defects that has probability ``(1 + D0 A (1 - f) w / alpha)^-alpha``
+    (``alpha = inf``: ``exp(-D0 A (1 - f) w)``), largest at the die of least relative
+    density ``w`` (the radial profile's minimum). The good packages per wafer are at most
+    ``dies x that x assembly yield``: cheap to evaluate for every trial before a wafer is
+    simulated.
+    """
+    r2 = model.wafer.r2_fraction
+    rho = a["edge_ratio"]
+    r2_least = np.where(rho >= 1.0, r2.min(), r2.max())
+    w_least = (1.0 + (rho - 1.0) * r2_least) / (1.0 + 0.5 * (rho - 1.0))
+    m = a["density"] * model.wafer.die_area_cm2 * (1.0 - a["unit_fraction"]) * w_least
+    alpha = a["clustering"]
+    with np.errstate(over="ignore", divide="ignore"):
+        clean = np.where(np.isinf(alpha), np.exp(-m), (1.0 + m / np.where(np.isinf(alpha), 1.0, alpha)) ** -alpha)
+    return model.wafer.dies * clean * assembly_yield
+
+
+def _refuse_infeasible_runs(model: FabModel, inputs: TrialInputs, a: dict[str, np.ndarray], c: dict[str, np.ndarray]) -> None:
+    """InputError, before any wafer is simulated, when even the bound of
+    :func:`packages_per_wafer_bound` needs more than :data:`MAX_WAFERS_PER_RUN` wafers
+    for a trial's run (its fab inputs cannot build the cluster)."""
+    bound = packages_per_wafer_bound(model, a, c["assembly_yield"])
+    short = np.flatnonzero(bound * MAX_WAFERS_PER_RUN < model.target_packages)
+    if short.size:
+        i = int(short[0])
+        drawn = ", ".join(f"{key} = {float(inputs[key][i]):g}" for key in _KERNEL_INPUTS.values())
+        raise InputError(Problem(
+            "fab.defect_density_per_cm2", float(inputs["fab.defect_density_per_cm2"][i]),
+            f"in trial {inputs.trial_start + i} ({drawn}) at most {bound[i]:.3g} good packages per wafer can be "
+            f"expected, so {model.target_packages:,} packages need over {MAX_WAFERS_PER_RUN:,} wafers; allowed: "
+            "fab inputs that can build the cluster"))
+
+
 def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.ndarray]:
     """Per-trial fab columns of the chained run (trial ``t = inputs.trial_start + i``).
 
@@ -153,6 +190,7 @@ def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.nd
     a = _kernel_arrays(inputs)
     c = cost_inputs(inputs)
     w = model.wafer
+    _refuse_infeasible_runs(model, inputs, a, c)
     wafers, good, packages = simulate_runs(
         np.uint64(check_seed(seed)), inputs.trial_start, a["density"], a["clustering"], a["edge_ratio"], a["unit_fraction"],
         np.ascontiguousarray(c["assembly_yield"]), w.die_area_cm2, w.r2_fraction, model.units, model.spares,

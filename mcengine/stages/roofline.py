@@ -37,7 +37,9 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     """Per-trial roofline columns for the chained run (arrays of shape (n,)).
 
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
-    ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), at the layout chosen at the median inputs.
+    ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), ``slo_met`` (1.0 when the trial's TPOT
+    meets its SLO, else 0.0: an unreachable SLO serves one sequence at a time), at the
+    layout chosen at the median inputs.
     Raises InputError if in some trial the weights (or an integer batch) do not fit HBM,
     NumericalError on a non-finite output.
     """
@@ -63,6 +65,7 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
         "ttft_ms": e.ttft.total_s * MS_PER_S,
         "tpot_ms": e.decode.total_s * MS_PER_S,
         "batch": e.batch.astype(np.int64),
+        "slo_met": e.slo_met.astype(np.float64),
     }
     for name, values in columns.items():
         bad = ~np.isfinite(values.astype(float))
@@ -70,9 +73,3 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
             i = int(np.argmax(bad))
             raise NumericalError(f"roofline stage: {name} = {values[i]} at trial {inputs.trial_start + i}")
     return columns
-
-
-
-
-
-

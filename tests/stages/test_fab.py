@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mcengine.analytic import fab as analytic
 from mcengine.errors import InputError, NumericalError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs
@@ -74,12 +75,39 @@ def test_production_runs_reproducible_across_threads_and_chunks():
         assert np.array_equal(full[key], np.concatenate([a[key], b[key]]))
 
 
-def test_infeasible_run_is_a_numerical_error_naming_the_trial(monkeypatch):
+def test_a_run_that_falls_short_is_a_numerical_error_naming_the_trial(monkeypatch):
+    """No repairable units outside the die edge (f = 1): the bound cannot refuse, the
+    simulated run falls short of its target within the wafer budget."""
     monkeypatch.setattr(fab, "MAX_WAFERS_PER_RUN", 30)
-    s = load_scenario("h100", ["fab.defect_density_per_cm2=3.0", "fab.defect_clustering='inf'", "fab.units_required=144"])
+    s = load_scenario("h100", ["fab.defect_density_per_cm2=3.0", "fab.defect_clustering='inf'", "fab.units_required=144",
+                               "fab.unit_area_fraction=1.0"])
     with pytest.raises(NumericalError) as err:
         fab.production_runs(s, draw_inputs(s, 1, 40, 2), 1)
     assert "trial 40" in str(err.value) and "fab.defect_density_per_cm2" in str(err.value)
+
+
+def test_an_infeasible_fab_is_refused_before_any_wafer_is_simulated(monkeypatch):
+    """D0 = 100/cm²: even the clean-remainder bound needs millions of wafers per run."""
+    import mcengine.kernels.fab as kernels
+
+    monkeypatch.setattr(kernels, "simulate_runs", lambda *a: pytest.fail("wafers were simulated"))
+    s = load_scenario("h100", ["fab.defect_density_per_cm2=100"])
+    inputs = draw_inputs(s, 1, 40, 2)
+    with pytest.raises(InputError) as err:
+        fab.production_runs(s, inputs, 1)
+    assert "fab.defect_density_per_cm2" in str(err.value) and "in trial 40" in str(err.value)
+
+
+def test_the_packages_bound_is_above_the_closed_form_yield():
+    """The bound (clean remainder only) is at least the harvesting yield's packages."""
+    s = load_scenario("lite-h100", ["fab.defect_density_per_cm2=0.3", "fab.defect_clustering=2.0", "fab.defect_edge_ratio=2.0"])
+    model = fab.fab_model(s)
+    inputs = draw_inputs(s, 1, 0, 1)
+    a = {k: np.asarray(inputs[v], float) for k, v in fab._KERNEL_INPUTS.items()}
+    bound = fab.packages_per_wafer_bound(model, a, np.ones(1))[0]
+    exact = model.wafer.dies * analytic.harvest_yield(model.wafer.die_area_cm2, 0.3, 2.0, model.units, model.units - model.spares,
+                                                      float(a["unit_fraction"][0]), model.wafer.weights(2.0))
+    assert exact <= bound
 
 
 def test_h100_package_cost_anchor():
