@@ -19,7 +19,7 @@ __all__ = [
     "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
     "spares_birth_death", "weibull_mean_survival", "series_mean_survival",
     "restart_only", "renewal_count", "ample_pool_availability", "mginf_stockout_probability", "repair_survival",
-    "batch_mginf_stockout", "cluster_reference",
+    "batch_mginf_stockout", "compound_poisson_excess", "cluster_reference",
 ]
 
 
@@ -225,26 +225,67 @@ def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int,
                       for a, b in zip(segments[:-1], segments[1:]))
     means = np.zeros(max(batch_size, 1) + 1)
     means[1] = single_rate * mean_repair
-    if batch_rate > 0.0:
-        for k in range(1, batch_size + 1):
-            def occupancy(u, k=k):
-                surv = float(repair_survival(repair_parts, u))
-                return math.comb(batch_size, k) * surv**k * (1.0 - surv) ** (batch_size - k)
-            means[k] += batch_rate * sum(integrate.quad(occupancy, a, b, limit=200)[0]
-                                         for a, b in zip(segments[:-1], segments[1:]))
-    top = spare_units + 50 * batch_size + int(10 * means.sum() + 50)  # pmf support kept (tail < 1e-15)
-    pmf = np.zeros(top + 1)
-    pmf[0] = 1.0
-    for k in range(1, means.size):
-        if means[k] <= 0.0:
-            continue
-        term = np.zeros(top + 1)
-        counts = np.arange(0, top // k + 1)
-        term[counts * k] = stats.poisson.pmf(counts, means[k])
-        pmf = np.convolve(pmf, term)[: top + 1]
-    n = np.arange(top + 1)
-    return {"p_stockout": min(1.0, max(0.0, float(pmf[spare_units + 1:].sum()))),  # rounding can pass 1
-            "mean_shortfall": float(np.dot(np.maximum(n - spare_units, 0), pmf))}
+    if batch_rate > 0.0:  # every k at once: one adaptive integral of a vector (cost independent of g's values)
+        ks = np.arange(1, batch_size + 1)
+
+        def occupancy(u):
+            return stats.binom.pmf(ks, batch_size, float(repair_survival(repair_parts, u)))
+
+        means[1:] += batch_rate * sum(integrate.quad_vec(occupancy, a, b, limit=200, epsabs=1e-14)[0]
+                                      for a, b in zip(segments[:-1], segments[1:]))
+    return compound_poisson_excess(means, spare_units)
+
+
+#: Standard deviations below the mean past which P(N <= s) is taken as 0 (< e^-800).
+_FAR_BELOW_SD = 40.0
+#: Rescale factor of the recursion's scaled probabilities (well inside float range).
+_RESCALE = 1e200
+
+
+def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
+    """``P(N > s)`` and ``E[(N - s)^+]`` of ``N = Σ_k k M_k``, ``M_k ~ Poisson(means[k])``
+    independent (``means[0]`` unused), ``s = spare_units``.
+
+    Cost does not grow with the means (the repair time): one batch size (``k = 1``) is a
+    Poisson tail; otherwise Panjer's recursion ``p(n) = (1/n) Σ_k k μ_k p(n - k)``
+    (Panjer 1981) runs over ``n = 0..s`` only, on probabilities scaled to stay inside the
+    float range, and only when ``s`` is within :data:`_FAR_BELOW_SD` standard deviations
+    below the mean or above it (further below, ``P(N <= s)`` is 0 in double precision).
+    Then ``E[(N - s)^+] = E[N] - s + Σ_{n<=s} (s - n) p(n)``.
+    """
+    means = np.asarray(means, dtype=float)
+    s = int(spare_units)
+    k = np.arange(means.size)
+    mean = float(np.dot(k, means))
+    sd = math.sqrt(float(np.dot(k * k, means)))
+    if np.count_nonzero(means[2:]) == 0:  # singles only: a Poisson count
+        mu = float(means[1]) if means.size > 1 else 0.0
+        p_above = float(stats.poisson.sf(s, mu))
+        shortfall = mu * float(stats.poisson.sf(s - 1, mu)) - s * p_above if s > 0 else mu
+        return {"p_stockout": min(1.0, max(0.0, p_above)), "mean_shortfall": max(0.0, shortfall)}
+    if s < mean - _FAR_BELOW_SD * sd:
+        return {"p_stockout": 1.0, "mean_shortfall": mean - s}
+    if s > mean + _FAR_BELOW_SD * sd * max(1.0, 8.0 * means.size / max(sd, 1.0)):
+        return {"p_stockout": 0.0, "mean_shortfall": 0.0}  # far above the bulk (batches of up to g units)
+    kmu = (k * means)[1:]  # k μ_k for k = 1..g
+    g = kmu.size
+    q = np.zeros(s + 1)  # p(n) = q[n] * exp(log_scale)
+    q[0], log_scale = 1.0, -float(means[1:].sum())
+    below, below_n = 1.0, 0.0  # Σ q(n), Σ n q(n) over n <= s, in the current scale
+    for n in range(1, s + 1):
+        j = min(n, g)
+        q[n] = float(np.dot(kmu[:j], q[n - 1::-1][:j])) / n
+        below += q[n]
+        below_n += n * q[n]
+        if q[n] > _RESCALE:  # shift the scale: only the last g terms are still needed
+            lo = max(0, n - g)
+            q[lo : n + 1] /= _RESCALE
+            below, below_n = below / _RESCALE, below_n / _RESCALE
+            log_scale += math.log(_RESCALE)
+    p_at_most = math.exp(math.log(below) + log_scale)
+    spare_left = s * below - below_n  # Σ (s - n) q(n) >= 0
+    shortfall = mean - s + (math.exp(math.log(spare_left) + log_scale) if spare_left > 0 else 0.0)
+    return {"p_stockout": min(1.0, max(0.0, 1.0 - p_at_most)), "mean_shortfall": max(0.0, shortfall)}
 
 
 def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, host_mode: bool,

@@ -153,3 +153,30 @@ def test_cluster_reference_reduces_to_per_instance_formulas():
     shared = ar.cluster_reference(4, 4, 8, False, lam_g, 0.0, lam_h, 0.0, 1.0, 0.0, [(1.0, "fixed", 1.0)], 0, False)
     assert shared["interruptions_per_year"] == pytest.approx(
         4 * (4 * lam_g + lam_h) * ar.ample_pool_availability(4 * lam_g + lam_h, 0, 1.0, 0) * HOURS_PER_YEAR)
+
+
+def test_compound_poisson_excess_matches_a_direct_convolution():
+    """Panjer's recursion against the pmf convolved term by term (batches of 1, 2, 3)."""
+    means = np.array([0.0, 2.0, 0.7, 0.3])
+    top = 400
+    pmf = np.zeros(top)
+    pmf[0] = 1.0
+    for k in (1, 2, 3):
+        term = np.zeros(top)
+        c = np.arange(0, top // k)
+        term[c * k] = stats.poisson.pmf(c, means[k])
+        pmf = np.convolve(pmf, term)[:top]
+    n = np.arange(top)
+    for s in (0, 3, 7, 20):
+        got = ar.compound_poisson_excess(means, s)
+        # both are computed as 1 - P(N <= s) and E[N] - s + ...: cancellation costs ~1e-16 x the terms
+        assert got["p_stockout"] == pytest.approx(pmf[s + 1:].sum(), rel=1e-12, abs=1e-13)
+        assert got["mean_shortfall"] == pytest.approx(np.dot(np.maximum(n - s, 0), pmf), rel=1e-12, abs=1e-12)
+
+
+def test_stockout_reference_costs_the_same_for_any_repair_time():
+    """A repair of 1e9 h used to build a pmf grid as long as the repair time (minutes to
+    hours); now the cost does not depend on it, and nothing is back within reach of s."""
+    got = ar.batch_mginf_stockout(500 * 0.05 / 8766, 1e-3, 8, [(1.0, "fixed", 1e9)], 64)
+    assert got["p_stockout"] == 1.0
+    assert got["mean_shortfall"] == pytest.approx((500 * 0.05 / 8766 + 8e-3) * 1e9 - 64, rel=1e-9)
