@@ -151,8 +151,8 @@ ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", help="Trials 
 
 
 def _progress_bar(as_json: bool, quiet: bool):
-    """A rich progress bar on stderr; silent with --quiet, or with --json off a terminal."""
-    if quiet or (as_json and not sys.stderr.isatty()):
+    """A rich progress bar on stderr when it is a terminal; silent with --quiet (and in logs)."""
+    if quiet or not sys.stderr.isatty():
         return None, None
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn

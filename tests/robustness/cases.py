@@ -1,0 +1,247 @@
+"""The robustness cases: hostile inputs and faults, each run as a real ``mcengine``
+process, with the outcome the contract promises.
+
+Every case must end within its time budget with its exit status (0 with finite
+numbers, 2 naming the input, 128 + signal after SIGINT/SIGTERM), print no traceback,
+and write nothing outside its ``--out`` folder. :func:`run_case` runs one;
+``tests/robustness/test_cases.py`` asserts them all (slow) and
+``python -m tests.robustness.make_table`` writes ``docs/robustness.md`` from the same
+runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+#: A case that has not ended within this many seconds has hung.
+BUDGET_S = 180.0
+SMALL = ["--set", "cluster.instances=4", "--set", "cluster.spare_gpus=8"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input or fault. ``argv`` may hold ``{tmp}`` (the case's folder);
+    ``prepare(tmp)`` makes its files first; ``signal_after`` sends a signal once the
+    named file exists (or after that many seconds, for a float); ``check(stdout)`` tests
+    a successful run's output."""
+
+    name: str
+    argv: tuple[str, ...]
+    exit: int
+    says: tuple[str, ...] = ()
+    prepare: Callable[[Path], None] | None = None
+    signal_after: tuple[int, str | float] | None = None
+    check: Callable[[str], None] | None = None
+    outside: tuple[str, ...] = ()  # paths that must not exist afterwards
+    group: str = "input"
+
+
+@dataclass
+class Outcome:
+    exit: int
+    stdout: str
+    stderr: str
+    seconds: float
+    new_files: list[str] = field(default_factory=list)
+
+
+def _write(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def _scenario(name_line: str) -> Callable[[Path], None]:
+    return lambda tmp: _write(tmp / "s.toml", f'{name_line}\nextends = "h100"\n')
+
+
+def _unfinished_run(tmp: Path) -> None:
+    """A run folder left by a run killed (SIGKILL) after its first checkpoint."""
+    proc = subprocess.Popen([sys.executable, "-m", "mcengine", "run", "h100", "--trials", "400000", "--chunk-trials", "1024",
+                             "--out", str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(tmp / "run" / "checkpoint.json", proc)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _corrupt_checkpoint(tmp: Path) -> None:
+    _unfinished_run(tmp)
+    (tmp / "run" / "checkpoint.json").write_text("{")
+
+
+def _tampered_checkpoint(tmp: Path) -> None:
+    _unfinished_run(tmp)
+    ck = tmp / "run" / "checkpoint.json"
+    doc = json.loads(ck.read_text())
+    doc["state"]["metrics"][0][2]["mean"] = 1.0
+    ck.write_text(json.dumps(doc))
+
+
+def _finite_json(stdout: str) -> None:
+    def walk(x):
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, float):
+            assert math.isfinite(x), stdout[:200]
+        elif isinstance(x, str):
+            assert x not in ("nan", "-inf"), stdout[:200]
+
+    walk(json.loads(stdout))
+
+
+def _pooled_headline(stdout: str) -> None:
+    doc = json.loads(stdout)
+    assert doc["wafers_without_good_dies"] > 0
+    assert doc["pooled"]["cost_per_good_die_usd"] > doc["cost_per_good_die_usd"]["mean"]  # empty wafers count
+
+
+CASES: tuple[Case, ...] = (
+    # ------------------------------------------------------------ NaN, inf, unbounded values
+    Case("NaN defect density (hung the fab kernel)", ("yield", "h100", "--wafers", "10", "--set", "fab.defect_density_per_cm2=nan"),
+         2, ("fab.defect_density_per_cm2", "nan")),
+    Case("NaN HBM size in check (printed nan, exit 0)", ("check", "h100", "--set", "gpu.hbm_gb=nan"), 2, ("gpu.hbm_gb",)),
+    Case("lognormal sigma = inf in a dist table", ("check", "h100", "--set",
+         'fab.defect_density_per_cm2={dist="lognormal", median=0.1, sigma=inf}'), 2, ("fab.defect_density_per_cm2",)),
+    Case("repair_hours = inf", ("check", "h100", "--set", "reliability.repair_hours=inf"), 2, ("reliability.repair_hours",)),
+    Case("die AFR 1e308 (run time grew with it)", ("reliability", "h100", "--lifetimes", "2", "--set",
+         "reliability.components.die.afr=1e308"), 2, ("reliability.components.die.afr",)),
+    Case("1 µm die (geometry grew with 1/size²)", ("yield", "h100", "--wafers", "4", "--set", "fab.die_width_mm=0.001"), 2,
+         ("fab.die_width_mm",)),
+    Case("a million instances (superlinear, killed at 120 s)", ("reliability", "h100", "--lifetimes", "1", "--set",
+         "cluster.instances=1000000"), 2, ("cluster.instances",)),
+    Case("defect clustering 1e-9 (closed form 1.4e-7 vs 1.0)", ("yield", "h100", "--wafers", "10", "--set",
+         "fab.defect_clustering=1e-9"), 2, ("fab.defect_clustering",)),
+    Case("--trials 2^40 (7 GB before the first trial)", ("run", "h100", "--trials", "1099511627776"), 2, ("--trials",)),
+    Case("an infeasible fab (infeasible only after ~10 min)", ("run", "h100", "--trials", "1024", "--set",
+         "fab.defect_density_per_cm2=100", "--quiet"), 2, ("fab.defect_density_per_cm2", "wafers")),
+    Case("repair never within the horizon (hung the reference)", ("reliability", "h100", "--lifetimes", "2", "--json",
+         "--set", "cluster.instances=500", "--set", "cluster.instance_gpus=1", "--set", "cluster.gpus_per_host=1",
+         "--set", "cluster.spare_gpus=0", "--set", "reliability.host_afr=0", "--set", "reliability.host_transient_afr=0",
+         "--set", 'reliability.repair_crews="inf"', "--set", "reliability.repair_hours=1e9"), 0, check=_finite_json),
+    Case("peak 1e-300 TFLOP/s (std nan, a zero std where min != max)", ("run", "h100", "--trials", "64", "--json", "--quiet",
+         "--set", "gpu.peak_tflops=1e-300"), 0, check=_finite_json, group="numbers"),
+    # ------------------------------------------------------------ honest numbers
+    Case("wafers without a good die count in the cost", ("yield", "h100", "--wafers", "200", "--json", "--set",
+         "fab.defect_density_per_cm2=20"), 0, check=_pooled_headline, group="numbers"),
+    Case("a missed TPOT SLO is flagged", ("run", "h100", "--trials", "64", "--quiet", "--set", "workload.tpot_slo_ms=5"), 0,
+         ("MISSED",), group="numbers"),
+    # ------------------------------------------------------------ files and names
+    Case("scenario name is an absolute path", ("check", "{tmp}/s.toml"), 2, ("name",),
+         prepare=_scenario('name = "/tmp/mcengine-robustness-owned"'), outside=("/tmp/mcengine-robustness-owned.toml",), group="files"),
+    Case("scenario name climbs out of --out", ("run", "{tmp}/s.toml", "--trials", "64", "--out", "{tmp}/out", "--quiet"), 2,
+         ("name",), prepare=_scenario('name = "../../x"'), group="files"),
+    Case("NUL in a scenario name", ("check", "{tmp}/s.toml"), 2, ("name",), prepare=_scenario('name = "a\\u0000b"'), group="files"),
+    Case("non-UTF-8 scenario file", ("check", "{tmp}/s.toml"), 2, ("UTF-8",),
+         prepare=lambda tmp: _write(tmp / "s.toml", b'name = "caf\xe9"\n'), group="files"),
+    Case("deeply nested TOML", ("check", "{tmp}/s.toml"), 2, ("nested",),
+         prepare=lambda tmp: _write(tmp / "s.toml", "x = " + "[" * 2000 + "]" * 2000 + "\n"), group="files"),
+    Case("a directory given as the scenario", ("check", "{tmp}"), 2, ("directory",), group="files"),
+    Case("malformed --set literal", ("check", "h100", "--set", 'gpu.name="unclosed'), 2, ("malformed",), group="files"),
+    Case("--out is a dangling link", ("reliability", "h100", "--lifetimes", "2", "--out", "{tmp}/link"), 2, ("--out",),
+         prepare=lambda tmp: (tmp / "link").symlink_to(tmp / "nowhere"), group="files"),
+    Case("--out is a file (computed everything first)", ("reliability", "h100", "--lifetimes", "2", "--out", "{tmp}/file"), 2,
+         ("--out",), prepare=lambda tmp: _write(tmp / "file", "x"), group="files"),
+    Case("malformed --scheduler", ("run", "h100", "--trials", "64", "--scheduler", "notaurl"), 2, ("--scheduler",), group="files"),
+    # ------------------------------------------------------------ output folders and resume
+    Case("corrupt checkpoint.json", ("run", "--resume", "{tmp}/run", "--quiet"), 2, ("checkpoint.json",),
+         prepare=_corrupt_checkpoint, group="resume"),
+    Case("tampered checkpoint.json (numbers flowed into the output)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "checksum"), prepare=_tampered_checkpoint, group="resume"),
+    Case("--resume with another --trials (silently ignored)", ("run", "--resume", "{tmp}/run", "--trials", "8192", "--quiet"), 2,
+         ("--trials",), prepare=_unfinished_run, group="resume"),
+    Case("--resume A --out B (--out ignored)", ("run", "--resume", "{tmp}/run", "--out", "{tmp}/other", "--quiet"), 2,
+         ("--out",), prepare=_unfinished_run, group="resume"),
+    Case("--resume --keep-trials the run did not keep (failed at the end)", ("run", "--resume", "{tmp}/run", "--keep-trials",
+         "--quiet"), 2, ("--keep-trials",), prepare=_unfinished_run, group="resume"),
+    # ------------------------------------------------------------ signals
+    Case("SIGTERM during a run (exit 143, silent)", ("run", "h100", "--trials", "400000", "--out", "{tmp}/run", "--quiet", *SMALL),
+         143, ("--resume",), signal_after=(signal.SIGTERM, "run/checkpoint.json"), group="signals"),
+    Case("SIGINT during a run (SystemError, exit 1)", ("run", "h100", "--trials", "400000", "--out", "{tmp}/run", "--quiet", *SMALL),
+         130, ("--resume",), signal_after=(signal.SIGINT, "run/checkpoint.json"), group="signals"),
+    Case("SIGINT during start-up (traceback)", ("run", "h100", "--trials", "64", "--quiet"), 130, ("interrupted",),
+         signal_after=(signal.SIGINT, 0.3), group="signals"),
+    Case("a second run on a busy --out (mixed two runs)", ("run", "h100", "--trials", "2048", "--out", "{tmp}/run", "--quiet"), 2,
+         ("in use",), prepare=None, signal_after=None, group="signals"),
+)
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def run_case(case: Case, tmp: Path) -> Outcome:
+    """Run ``case`` as a real process in ``tmp`` (its working folder)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    if case.prepare:
+        case.prepare(tmp)
+    argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
+    before = _files(tmp)
+    holder = None
+    if case.name.startswith("a second run on a busy"):
+        holder = subprocess.Popen([sys.executable, "-m", "mcengine", "run", "h100", "--trials", "400000", "--out",
+                                   str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for(tmp / "run" / "checkpoint.json", holder)
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "mcengine", *argv], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "COLUMNS": "120"})
+    try:
+        if case.signal_after is not None:
+            signum, when = case.signal_after
+            if isinstance(when, str):
+                _wait_for(tmp / when, proc)
+            else:
+                time.sleep(when)
+            proc.send_signal(signum)
+        out, err = proc.communicate(timeout=BUDGET_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+    seconds = time.perf_counter() - start
+    allowed = {str(Path(a).relative_to(tmp)) for a in argv if a.startswith(str(tmp))}
+    new = sorted(f for f in _files(tmp) - before if not any(f == a or f.startswith(a + "/") for a in allowed))
+    new += [p for p in case.outside if Path(p).exists()]
+    return Outcome(proc.returncode, out, err, seconds, new)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + BUDGET_S
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{path} never appeared")
+        time.sleep(0.05)
+
+
+def problems(case: Case, got: Outcome) -> list[str]:
+    """What is wrong with ``got`` for ``case`` (empty when it keeps the contract)."""
+    out = []
+    if got.exit != case.exit:
+        out.append(f"exit {got.exit}, expected {case.exit}")
+    text = got.stderr if case.exit else got.stdout + got.stderr
+    out += [f"does not say {s!r}" for s in case.says if s not in text]
+    if "Traceback" in got.stderr:
+        out.append("printed a traceback")
+    if got.new_files:
+        out.append(f"wrote outside --out: {got.new_files}")
+    if case.check is not None and got.exit == 0:
+        try:
+            case.check(got.stdout)
+        except AssertionError as exc:
+            out.append(f"check failed: {exc}")
+    return out

@@ -1,0 +1,51 @@
+"""Write docs/robustness.md: every robustness case run as a real process, with its outcome.
+
+Usage (from the repository root): ``python -m tests.robustness.make_table``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from mcengine.io import write_atomic
+
+from .cases import CASES, problems, run_case
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = """# Robustness: hostile inputs and faults
+
+Each row is a real `mcengine` process (`tests/robustness/cases.py`), run by
+`python -m tests.robustness.make_table`, which wrote this page; `pytest -m slow
+tests/robustness` asserts the same cases. The contract: exit 0 with finite numbers, or
+exit 2 naming the input and what is allowed, or 128 + signal after SIGINT/SIGTERM with
+the finished work saved; never a traceback, never a hang, nothing written outside
+`--out`. "Before" says what the case did before it was fixed.
+
+| group | case (before) | command | exit | first line of the message | s | ok |
+| --- | --- | --- | --- | --- | --- | --- |
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:160]
+
+
+def main() -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, case in enumerate(CASES):
+            folder = Path(tmp) / f"case{i}"
+            got = run_case(case, folder)
+            first = next((line.strip() for line in (got.stderr or got.stdout).splitlines() if line.strip()
+                          and not line.startswith("error: invalid input")), "").replace(str(folder), "DIR")
+            bad = problems(case, got)
+            command = "mcengine " + " ".join(a.replace("{tmp}", "DIR") for a in case.argv)
+            rows.append(f"| {case.group} | {_cell(case.name)} | `{_cell(command)}` | {got.exit} | {_cell(first)} | "
+                        f"{got.seconds:.1f} | {'yes' if not bad else 'NO: ' + _cell('; '.join(bad))} |")
+            print(rows[-1], flush=True)
+    write_atomic(ROOT / "docs" / "robustness.md", HEADER + "\n".join(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()
