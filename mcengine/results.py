@@ -126,7 +126,10 @@ class QuantileSketch:
 
     def quantile(self, q: float) -> float:
         """Value at rank q·(n − 1) (rounded to the nearest rank)."""
-        rank = int(round(q * (self.count - 1)))
+        return self.at_rank(int(round(q * (self.count - 1))))
+
+    def at_rank(self, rank: int) -> float:
+        """Value of the ``rank``-th smallest element (0-based), to the sketch's accuracy."""
         seen = 0
         for key in sorted(self.negative, reverse=True):  # most negative first
             seen += self.negative[key]
@@ -170,6 +173,9 @@ class Summary:
     #: Moments are kept in units of this power of two (module text): ``m2`` is the sum of
     #: squared deviations divided by ``scale**2``. 0 until the first non-zero value.
     scale: float = 0.0
+    #: With an offset, values below half of it are sketched as they are (relative accuracy
+    #: on the value itself: an availability of 0.012 is not read on its distance from 1).
+    low: QuantileSketch = field(default_factory=QuantileSketch)
 
     def add(self, values: np.ndarray, name: str = "metric") -> "Summary":
         """Add the next trials (in trial order; every call but the last a whole number of blocks)."""
@@ -191,7 +197,13 @@ class Summary:
         if values.size:
             self.min = min(self.min, float(values.min()))
             self.max = max(self.max, float(values.max()))
-            self.sketch.add(values - self.offset if self.offset else values)
+            if self.offset:
+                near = values >= 0.5 * self.offset
+                self.sketch.add(values[near] - self.offset)
+                if not near.all():
+                    self.low.add(values[~near])
+            else:
+                self.sketch.add(values)
         return self
 
     def _rescale(self, magnitude: float) -> None:
@@ -210,19 +222,26 @@ class Summary:
         std = math.sqrt(self.m2 / (self.count - 1)) * (self.scale or 1.0) if self.count > 1 else 0.0
         out = {"mean": self.mean, "std": std, "sem": std / math.sqrt(self.count)}
         for key, q in QUANTILES:
-            out[key] = min(max(self.sketch.quantile(q) + self.offset, self.min), self.max)
+            out[key] = min(max(self.quantile(q), self.min), self.max)
         out["min"] = self.min
         out["max"] = self.max
         return out
 
+    def quantile(self, q: float) -> float:
+        """The sketched value at rank q·(n − 1): from the low sketch, then the offset one."""
+        rank = int(round(q * (self.count - 1)))
+        below = self.low.count
+        return self.low.at_rank(rank) if rank < below else self.sketch.at_rank(rank - below) + self.offset
+
     def state(self) -> dict:
         return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(),
-                "offset": self.offset, "scale": self.scale}
+                "offset": self.offset, "scale": self.scale, "low": self.low.state()}
 
     @classmethod
     def from_state(cls, state: dict) -> "Summary":
         return cls(state["count"], state["mean"], state["m2"], state["min"], state["max"], QuantileSketch.from_state(state["sketch"]),
-                   state["offset"], state.get("scale", 1.0))
+                   state["offset"], state.get("scale", 1.0),
+                   QuantileSketch.from_state(state["low"]) if "low" in state else QuantileSketch())
 
 
 @dataclass

@@ -118,3 +118,23 @@ def test_moments_of_ordinary_values_are_bit_for_bit_the_plain_formulas():
         count = n
     assert s.to_dict()["mean"] == mean
     assert s.to_dict()["std"] == math.sqrt(m2 / (count - 1))
+
+
+def test_near_zero_values_of_a_near_one_metric_keep_relative_accuracy():
+    """Availabilities are sketched on their distance from 1; those far from 1 (a cluster
+    that is mostly down) keep 0.1% relative accuracy on the value itself, and a sample
+    spread over both regions ranks correctly across them."""
+    rng = np.random.default_rng(8)
+    for x in (rng.uniform(0.009, 0.016, 3000), np.concatenate([rng.uniform(0.001, 0.01, 1500), 1 - rng.uniform(1e-6, 1e-4, 1500)])):
+        got = Summary(offset=1.0).add(x).to_dict()
+        exact = np.sort(x)
+        for key, q in (("p01", 0.01), ("p05", 0.05), ("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
+            at_rank = exact[int(round(q * (x.size - 1)))]
+            tolerance = SKETCH_RELATIVE_ACCURACY * (at_rank if at_rank < 0.5 else 1 - at_rank)
+            assert abs(got[key] - at_rank) <= tolerance * (1 + 1e-9), (key, got[key], at_rank)
+
+
+def test_a_state_round_trip_keeps_both_regions():
+    x = np.array([0.002, 0.003, 0.999, 0.9999] * 300)
+    s = Summary(offset=1.0).add(x)
+    assert Summary.from_state(json.loads(json.dumps(s.state()))).to_dict() == s.to_dict()

@@ -62,10 +62,10 @@ def _property(command: str, examples: int):
     return test
 
 
-test_yield_with_any_value_of_any_key = _property("yield", 30)
-test_reliability_with_any_value_of_any_key = _property("reliability", 20)
-test_roofline_with_any_value_of_any_key = _property("roofline", 30)
-test_run_with_any_value_of_any_key = _property("run", 20)
+test_yield_with_any_value_of_any_key = _property("yield", 60)
+test_reliability_with_any_value_of_any_key = _property("reliability", 40)
+test_roofline_with_any_value_of_any_key = _property("roofline", 60)
+test_run_with_any_value_of_any_key = _property("run", 40)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
