@@ -49,3 +49,22 @@ def h100_body():
     from mcengine.studies.roofline import roofline_study
 
     return roofline_study(load_scenario("h100"))
+
+
+def run_lifetimes(scenario, n: int, seed: int = 1) -> dict:
+    """Per-lifetime columns of ``n`` lifetimes of ``scenario`` through the reliability stage."""
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.reliability import lifetimes
+
+    return lifetimes(scenario, draw_inputs(scenario, seed, 0, n), seed)
+
+
+def assert_mc(sample, expected: float, k: float = 4.0) -> None:
+    """The sample mean within ``k`` standard errors (from the sample) of ``expected``."""
+    import math
+
+    import numpy as np
+
+    sample = np.asarray(sample, dtype=float)
+    sem = sample.std(ddof=1) / math.sqrt(sample.size)
+    assert abs(sample.mean() - expected) <= k * sem, (sample.mean(), expected, sem)

@@ -9,8 +9,7 @@ peak-memory probe live only here, so the package never imports simpy or valgrind
 
 from __future__ import annotations
 
-from mcengine.errors import InputError, Problem
-from mcengine.throughput import machine
+from mcengine import throughput
 
 from . import chain, fab, reliability
 
@@ -20,10 +19,4 @@ HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run}
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:
     """Every harness (or those named), with the machine they ran on."""
-    unknown = [s for s in stages if s not in HARNESSES]
-    if unknown:
-        raise InputError([Problem("--stage", s, "allowed: " + ", ".join(HARNESSES)) for s in unknown])
-    out = {"machine": machine(), "quick": quick}
-    for name in stages or tuple(HARNESSES):
-        out[name] = HARNESSES[name](quick)
-    return out
+    return throughput.run_all(quick, stages, HARNESSES)

@@ -22,18 +22,9 @@ from mcengine.validation.reliability import (
     LLAMA3_UNEXPECTED, llama3_rates, llama3_scenario, toy_scenario,
 )
 from mcengine.units import HOURS_PER_YEAR
+from tests.conftest import assert_mc, run_lifetimes as run
 
 H = HOURS_PER_YEAR
-
-
-def run(scenario, n, seed=1):
-    return R.lifetimes(scenario, draw_inputs(scenario, seed, 0, n), seed)
-
-
-def assert_mc(sample, expected, k=4.0):
-    sample = np.asarray(sample, dtype=float)
-    sem = sample.std(ddof=1) / math.sqrt(sample.size)
-    assert abs(sample.mean() - expected) <= k * sem, (sample.mean(), expected, sem)
 
 
 def std_se(sample) -> float:

@@ -11,26 +11,14 @@ from mcengine.analytic import reliability as ar
 from mcengine.errors import InputError
 from mcengine.results import BLOCK_TRIALS
 from mcengine.scenario import load_scenario
-from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import reliability as R
 from mcengine.studies import reliability as study
-from tests.conftest import with_threads
 from mcengine.validation.reliability import (
     toy_scenario,
 )
 from mcengine.units import HOURS_PER_YEAR
+from tests.conftest import assert_mc, run_lifetimes as run, with_threads
 
 H = HOURS_PER_YEAR
-
-
-def run(scenario, n, seed=1):
-    return R.lifetimes(scenario, draw_inputs(scenario, seed, 0, n), seed)
-
-
-def assert_mc(sample, expected, k=4.0):
-    sample = np.asarray(sample, dtype=float)
-    sem = sample.std(ddof=1) / math.sqrt(sample.size)
-    assert abs(sample.mean() - expected) <= k * sem, (sample.mean(), expected, sem)
 
 
 def test_lifetime_study_body():
