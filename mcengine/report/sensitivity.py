@@ -43,37 +43,90 @@ def _what(doc: dict, metric: str) -> str:
 
 
 # ----------------------------------------------------------------------------- tables
-def render_sweep(doc: dict):
-    """One row per value: median [5%–95%] of every output (and P(B < A) for two scenarios)."""
+def _num(v: float) -> str:
+    return fmt_value(float(v), 4)
+
+
+def _sweep_1d_table(doc: dict):
+    """One table, a section per output: value rows with median, 90% band and (paired)
+    P(B better) in the output's own direction."""
     from rich.table import Table
 
-    params = doc["param"] if isinstance(doc["param"], list) else [doc["param"]]
+    from .metrics import fmt_metric, metric, p_better
+    from .tables import _section
+
     paired = "ratio_of" in doc
-    columns = [" × ".join(params)]
+    cols = [doc["param"], "median", "5% – 95%"] + (["P(B better)"] if paired else [])
+    table = Table(*cols, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}",
+                  caption=(f"outputs are the paired ratio {doc['ratio_of']} (B / A); lower cost is better, higher availability "
+                           "and tokens/s are better (there ties count: P(B ≥ A))") if paired else None)
+    table.columns[0].no_wrap = True
+    for col in table.columns[1:]:
+        col.justify, col.no_wrap = "right", True
     for m in doc["outputs"]:
-        columns.append(_what(doc, m) + " p50 [p05–p95]")
-        if paired:
-            columns.append(f"P(B<A) {m}")
-    table = Table(*columns, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}")
-    for row in doc["rows"]:
-        cells = [_value_text(row["value"])]
-        for m in doc["outputs"]:
+        _section(table, metric(m).short + (" ratio B / A" if paired else f" ({metric(m).unit})" if metric(m).unit else ""))
+        for row in doc["rows"]:
             d = row[m]
-            cells.append(f"{d['p50']:.4g} [{d['p05']:.4g} – {d['p95']:.4g}]")
+            cells = [_value_text(row["value"]), fmt_metric(m, d["p50"]), f"{fmt_metric(m, d['p05'])} – {fmt_metric(m, d['p95'])}"]
             if paired:
-                cells.append(f"{row['p_b_below_a'][m]:.3f}")
-        table.add_row(*cells)
+                cells.append(f"{p_better(m, row['p_b_below_a'][m])[0]:.3f}")
+            table.add_row(*cells)
     return table
+
+
+def _sweep_2d_tables(doc: dict):
+    """A grid per output: rows are the first key's values, columns the second's; each
+    cell the median (ratio B / A when paired) and, paired, P(B better)."""
+    from rich.console import Group
+    from rich.table import Table
+
+    from .metrics import fmt_metric, metric, p_better
+
+    p1, p2 = doc["param"]
+    v1, v2 = doc["values"]
+    paired = "ratio_of" in doc
+    cells = {(i, j): r for (i, j), r in zip(((i, j) for i in range(len(v1)) for j in range(len(v2))), doc["rows"])}
+    parts = []
+    for m in doc["outputs"]:
+        what = f"median ratio {doc['ratio_of']}" if paired else "median"
+        extra = f" (in brackets {p_better(m, 0.0)[1]})" if paired else ""
+        table = Table(p1, *(_value_text(v) for v in v2), title=f"{metric(m).label}: {what}{extra}",
+                      caption=f"rows: {p1}; columns: {p2}")
+        table.columns[0].no_wrap = True
+        for col in table.columns[1:]:
+            col.justify, col.no_wrap = "right", True
+        for i, a in enumerate(v1):
+            row = [_value_text(a)]
+            for j in range(len(v2)):
+                r = cells[(i, j)]
+                text = fmt_metric(m, r[m]["p50"])
+                if paired:
+                    text += f" [{p_better(m, r['p_b_below_a'][m])[0]:.2f}]"
+                row.append(text)
+            table.add_row(*row)
+        parts.append(table)
+    return Group(*parts)
+
+
+def render_sweep(doc: dict):
+    """A 1-D sweep as one table (a section per output), a 2-D sweep as a grid per output."""
+    return _sweep_2d_tables(doc) if isinstance(doc["param"], list) else _sweep_1d_table(doc)
 
 
 def render_tornado(doc: dict):
     from rich.table import Table
 
+    from .metrics import metric
+
     lo, hi = doc["quantiles"]
-    table = Table("input", f"input at p{lo * 100:g} → p{hi * 100:g}", f"output at p{lo * 100:g}", f"output at p{hi * 100:g}", "swing",
-                  title=f"tornado of {_what(doc, doc['output'])} ({doc['scenario']}): median over {doc['trials']:,} trials, baseline {doc['baseline']:.4g}")
+    table = Table("input", f"input p{lo * 100:g} → p{hi * 100:g}", f"at p{lo * 100:g}", f"at p{hi * 100:g}", "swing",
+                  title=f"tornado of {metric(doc['output']).label}{' ratio ' + doc['ratio_of'] if 'ratio_of' in doc else ''} ({doc['scenario']})",
+                  caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}")
+    table.columns[0].no_wrap = True
+    for col in table.columns[1:]:
+        col.justify = "right"
     for key, bar in doc["bars"].items():
-        table.add_row(key, f"{bar['input_low']:.4g} → {bar['input_high']:.4g}", f"{bar['low']:.4g}", f"{bar['high']:.4g}", f"{bar['swing']:.4g}")
+        table.add_row(key, f"{fmt_value(bar['input_low'], 3)} → {fmt_value(bar['input_high'], 3)}", _num(bar["low"]), _num(bar["high"]), _num(bar["swing"]))
     return table
 
 
@@ -83,6 +136,7 @@ def render_sobol(doc: dict):
     pct = f"{doc['conf_level'] * 100:g}%"
     table = Table("input", "S1", f"± ({pct})", "ST", f"± ({pct})",
                   title=f"Sobol' indices of {_what(doc, doc['output'])} ({doc['scenario']}): N = {doc['base_samples']:,}, {doc['evaluations']:,} trials")
+    table.columns[0].no_wrap = True
     for key, ix in doc["indices"].items():
         table.add_row(key, f"{ix['S1']:.3f}", f"{ix['S1_conf']:.3f}", f"{ix['ST']:.3f}", f"{ix['ST_conf']:.3f}")
     return table
