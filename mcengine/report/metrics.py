@@ -76,3 +76,18 @@ def fmt_metric(key: str, value: float) -> str:
     from .tables import fmt_value
 
     return f"{value:.5f}" if key == "availability" else fmt_value(float(value), 4)
+
+
+#: Unit of a scenario key from its suffix (the schema names every key with its unit).
+KEY_UNITS = (
+    ("_usd_per_kwh", "USD per kWh"), ("_per_cm2", "per cm²"), ("_usd", "USD"), ("_tbps", "TB/s"), ("_gbps", "GB/s"),
+    ("_tflops", "TFLOP/s"), ("_us", "µs"), ("_ms", "ms"), ("_hours", "hours"), ("_years", "years"), ("_mm2", "mm²"),
+    ("_w", "W"), ("_gb", "GB"), ("_efficiency", "share"), ("afr", "failures per year"),
+)
+
+
+def key_axis(key: str) -> str:
+    """Axis label of a scenario key (``B:fab.optics_cost_usd`` → ``… (USD)``)."""
+    leaf = key.rsplit(".", 1)[-1]
+    unit = next((u for suffix, u in KEY_UNITS if leaf.endswith(suffix)), None)
+    return f"{key} ({unit})" if unit else f"{key} (as set in the scenario)"
