@@ -204,6 +204,22 @@ def paired_ratio_figure(results):
     return fig
 
 
+#: kind → figure function of :func:`run_figure` (``Results.plot(kind=...)``).
+KINDS = {"cost_cdf": cost_cdf_figure, "availability": availability_figure,
+         "cost_breakdown": lambda r: cost_breakdown_figure(r.doc), "paired_ratio": paired_ratio_figure}
+
+
+def run_figure(results, kind: str = "cost_cdf"):
+    """One figure of a run or compare by kind (see :data:`KINDS`); a Figure, not a file."""
+    from ..errors import InputError, Problem
+
+    if kind not in KINDS:
+        raise InputError(Problem("kind", kind, f"allowed: {', '.join(KINDS)}"))
+    if kind == "paired_ratio" and len(results.doc["scenarios"]) < 2:
+        raise InputError(Problem("kind", kind, "needs two or more scenarios (compare)"))
+    return KINDS[kind](results)
+
+
 def run_figures(results) -> dict:
     """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios)."""
     figs = {"cost_per_mtok_cdf.png": cost_cdf_figure(results), "availability.png": availability_figure(results),
