@@ -73,8 +73,6 @@ def p_better(key: str, p_b_below_a: float) -> tuple[float, str]:
 def fmt_metric(key: str, value: float) -> str:
     """A value of ``key`` for a table: availabilities (and their ratios, near 1) with five
     decimals, everything else with four significant digits."""
-    from .tables import fmt_value
-
     return f"{value:.5f}" if key == "availability" else fmt_value(float(value), 4)
 
 
@@ -91,3 +89,23 @@ def key_axis(key: str) -> str:
     leaf = key.rsplit(".", 1)[-1]
     unit = next((u for suffix, u in KEY_UNITS if leaf.endswith(suffix)), None)
     return f"{key} ({unit})" if unit else f"{key} (as set in the scenario)"
+
+
+def fmt_value(value, sig: int = 4) -> str:
+    """A number as a reader wants it in a table: ``sig`` significant digits, thousands
+    separators from 10**(sig-1) up (``194,300``, not ``1.943e+05``), an exponent only
+    below 0.001."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    a = abs(value)
+    if a == 0.0:
+        return "0"
+    if a >= 10 ** (sig - 1):
+        return f"{value:,.0f}"
+    if a >= 1e-3:
+        return f"{value:.{sig}g}"
+    return f"{value:.{sig - 1}e}"

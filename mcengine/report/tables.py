@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..analytic.fab import YIELD_MODELS
+from .metrics import fmt_value  # noqa: F401  (tables.fmt_value is used by sensitivity)
 
 
 def _flatten(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
@@ -14,26 +15,6 @@ def _flatten(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
         else:
             rows.append((name, value))
     return rows
-
-
-def fmt_value(value, sig: int = 4) -> str:
-    """A number as a reader wants it in a table: ``sig`` significant digits, thousands
-    separators from 10**(sig-1) up (``194,300``, not ``1.943e+05``), an exponent only
-    below 0.001."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if value != value or value in (float("inf"), float("-inf")):
-        return str(value)
-    a = abs(value)
-    if a == 0.0:
-        return "0"
-    if a >= 10 ** (sig - 1):
-        return f"{value:,.0f}"
-    if a >= 1e-3:
-        return f"{value:.{sig}g}"
-    return f"{value:.{sig - 1}e}"
 
 
 def _label(key: str) -> str:
