@@ -194,7 +194,9 @@ def run(
             table = pd.read_parquet(out / runner.TRIALS_DIR)
         elif outcome.frames:
             table = pd.concat(outcome.frames, ignore_index=True)
-    results = Results(doc, outcome.accumulators, table)
+    from .report.figures import run_figure  # notebook figures: Results.plot(kind=...)
+
+    results = Results(doc, outcome.accumulators, table, plotter=run_figure)
     if out is not None:
         _write_outputs(results, spec, out, figures)
     return results

@@ -144,6 +144,14 @@ class QuantileSketch:
                 return self._value(1, key)
         raise NumericalError("quantile sketch is empty")
 
+    def points(self) -> tuple[np.ndarray, np.ndarray]:
+        """(bucket values ascending, their counts): the sketched distribution."""
+        keys = [(-1, k, self.negative[k]) for k in sorted(self.negative, reverse=True)]
+        keys += [(0, 0, self.zeros)] if self.zeros else []
+        keys += [(1, k, self.positive[k]) for k in sorted(self.positive)]
+        values = np.array([0.0 if sign == 0 else self._value(sign, k) for sign, k, _ in keys])
+        return values, np.array([c for _, _, c in keys], dtype=float)
+
     def state(self) -> dict:
         return {"alpha": self.alpha, "positive": self.positive, "negative": self.negative, "zeros": self.zeros}
 
@@ -233,6 +241,15 @@ class Summary:
         below = self.low.count
         return self.low.at_rank(rank) if rank < below else self.sketch.at_rank(rank - below) + self.offset
 
+    def cdf_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """(values ascending, cumulative share of the sample) from the sketches, clipped to
+        the exact min and max: the step CDF a figure draws."""
+        low_v, low_c = self.low.points()
+        high_v, high_c = self.sketch.points()
+        values = np.concatenate([low_v, high_v + self.offset])
+        counts = np.concatenate([low_c, high_c])
+        return np.clip(values, self.min, self.max), np.cumsum(counts) / counts.sum()
+
     def state(self) -> dict:
         return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(),
                 "offset": self.offset, "scale": self.scale, "low": self.low.state()}
@@ -244,18 +261,95 @@ class Summary:
                    QuantileSketch.from_state(state["low"]) if "low" in state else QuantileSketch())
 
 
-@dataclass
+#: Metrics of the HTML and text views of a :class:`Results` (all are in ``to_frame``).
+_VIEW_METRICS = (("cost_per_mtok_usd", "cost per M output tokens (USD)"), ("availability", "instance availability"),
+                 ("tokens_per_s", "cluster output tokens/s"), ("gpu_cost_usd", "fab cost per GPU package (USD)"))
+
+
+def _fmt(key: str, x: float) -> str:
+    if key == "availability":
+        return f"{x:.5f}"
+    if key == "cost_per_mtok_usd":
+        return f"{x:.3f}"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+@dataclass(repr=False)
 class Results:
     """What a run returns: its JSON summary, the streaming summaries behind it, and
-    (when kept) the per-trial table, one row per (scenario, trial), unit-suffixed columns."""
+    (when kept) the per-trial table, one row per (scenario, trial), unit-suffixed columns.
+
+    In a notebook: ``summary()`` (the JSON document as a dict), ``to_frame()`` (a tidy
+    DataFrame of the summaries), ``trials`` (per-trial DataFrame), ``plot(kind)`` (a
+    matplotlib Figure; the global backend is left alone), and an HTML table as the cell's
+    output.
+    """
 
     doc: dict
     summaries: object  # runner.Accumulators: per-metric Summary objects (for figures)
     table: object = None  # pandas.DataFrame or None
+    #: ``plotter(results, kind) -> Figure``, given by :func:`mcengine.api.run` (figures
+    #: live in the report layer, above this module).
+    plotter: object = None
 
     def summary(self) -> dict:
         """The docs/interface.md `run`/`compare` JSON document."""
         return self.doc
+
+    @property
+    def scenarios(self) -> list[str]:
+        return list(self.doc["scenarios"])
+
+    def to_frame(self):
+        """Tidy DataFrame of the summaries: one row per (scenario, metric), columns
+        ``scenario``, ``metric`` and mean, std, sem, p01, p05, p50, p95, p99, min, max."""
+        import pandas as pd
+
+        rows = [{"scenario": n, "metric": m, **{k: s[k] for k in SUMMARY_KEYS}}
+                for n, metrics in self.doc["scenarios"].items() for m, s in metrics.items()]
+        return pd.DataFrame(rows, columns=["scenario", "metric", *SUMMARY_KEYS])
+
+    def plot(self, kind: str = "cost_cdf"):
+        """A matplotlib Figure: ``"cost_cdf"``, ``"availability"``, ``"cost_breakdown"`` or
+        ``"paired_ratio"`` (two or more scenarios). Built without pyplot: the backend
+        and pyplot's figure list stay as they are; a notebook shows the returned Figure."""
+        if self.plotter is None:
+            raise NumericalError("no figures for this Results: make it with mcengine.api.run or compare")
+        return self.plotter(self, kind)
+
+    def _view(self) -> tuple[list[str], list[tuple[str, list[str]]]]:
+        names = self.scenarios
+        rows = []
+        for key, label in _VIEW_METRICS:
+            cells = []
+            for n in names:
+                d = self.doc["scenarios"][n].get(key)
+                cells.append("" if d is None else f"{_fmt(key, d['p50'])} [{_fmt(key, d['p05'])} – {_fmt(key, d['p95'])}]")
+            rows.append((label, cells))
+        return names, rows
+
+    def __repr__(self) -> str:
+        d = self.doc
+        kept = "kept" if self.table is not None else "not kept"
+        head = f"Results({d.get('scenario', '')!r}: {len(self.scenarios)} scenarios, {d.get('trials', 0):,} paired trials, seed {d.get('seed')}; per-trial table {kept})"
+        names, rows = self._view()
+        width = max(len(n) for n in names)
+        lines = [head, f"  {'median [5% – 95%]':<{width}}  " + "  |  ".join(label for label, _ in rows[:2])]
+        for i, n in enumerate(names):
+            lines.append(f"  {n:<{width}}  " + "  |  ".join(cells[i] for _, cells in rows[:2]))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """A compact HTML table for Jupyter: medians and 90% intervals per scenario."""
+        from html import escape
+
+        d = self.doc
+        names, rows = self._view()
+        head = "".join(f"<th>{escape(n)}</th>" for n in names)
+        body = "".join(f"<tr><th style='text-align:left'>{escape(label)}</th>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>"
+                       for label, cells in rows)
+        caption = escape(f"{d.get('scenario', '')}: {d.get('trials', 0):,} paired trials, seed {d.get('seed')}; median [5% – 95%]")
+        return f"<table><caption>{caption}</caption><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     @property
     def trials(self):

@@ -138,3 +138,10 @@ def test_a_state_round_trip_keeps_both_regions():
     x = np.array([0.002, 0.003, 0.999, 0.9999] * 300)
     s = Summary(offset=1.0).add(x)
     assert Summary.from_state(json.loads(json.dumps(s.state()))).to_dict() == s.to_dict()
+
+
+def test_cdf_points_cover_both_regions_in_order():
+    x = np.array([0.002] * 100 + [0.9999] * 300)
+    values, share = Summary(offset=1.0).add(x).cdf_points()
+    assert np.all(np.diff(values) >= 0) and share[-1] == 1.0
+    assert values[0] == pytest.approx(0.002, rel=SKETCH_RELATIVE_ACCURACY) and share[0] == 0.25

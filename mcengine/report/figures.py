@@ -1,19 +1,69 @@
-"""Figures of `run` / `compare` (PNG files in ``--out``)."""
+"""Figures of `run` / `compare` (PNG files in ``--out``; Figure objects for notebooks).
+
+Every figure is a :class:`matplotlib.figure.Figure` built directly, never through
+``pyplot`` and never by ``matplotlib.use``: the library leaves the global backend (and a
+notebook's inline plots) alone, and nothing is kept in pyplot's figure registry.
+
+* :func:`cost_cdf_figure`: CDF of cost per million output tokens per scenario;
+* :func:`availability_figure`: distribution of downtime (1 − availability), minutes per year;
+* :func:`cost_breakdown_figure`: capex, energy and repairs per million output tokens;
+* :func:`paired_ratio_figure`: paired ratio of cost per token to the baseline.
+
+Curves that coincide (two designs with the same values in every trial) are drawn with
+distinct line styles and markers, and the legend says which ones coincide.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+from ..units import HOURS_PER_YEAR
+
+#: Line styles and markers cycled per scenario, so that overlapping curves stay visible.
+STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"), ((0, (1, 1)), "x"))
+
+
+def new_figure(width: float = 7.0, height: float = 4.2):
+    """A Figure with no pyplot state (safe in a library and in a notebook)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def style(i: int, n: int | None = None) -> dict:
+    """Plot keywords of the ``i``-th curve: colour, line style, marker (sparse)."""
+    ls, marker = STYLES[i % len(STYLES)]
+    # markers start at a different place per curve, so a curve drawn over another still
+    # shows its own markers between those of the one beneath
+    return {"color": f"C{i}", "ls": ls, "marker": marker, "markevery": (0.025 * (i % 4), 0.1), "markersize": 5, "lw": 1.6}
 
 
 def _sketch_points(summary) -> tuple:
     """(values, cumulative probability) of a streaming Summary's quantile sketch."""
+    return summary.cdf_points()
+
+
+def ks_distance(a: tuple, b: tuple) -> float:
+    """Largest vertical gap between two step CDFs given as (values, cumulative share)."""
     import numpy as np
 
-    sk = summary.sketch
-    keys = [(-1, k, sk.negative[k]) for k in sorted(sk.negative, reverse=True)]
-    keys += [(0, 0, sk.zeros)] if sk.zeros else []
-    keys += [(1, k, sk.positive[k]) for k in sorted(sk.positive)]
-    values = np.array([0.0 if sign == 0 else sk._value(sign, k) for sign, k, _ in keys]) + summary.offset
-    counts = np.array([c for _, _, c in keys], dtype=float)
-    return np.clip(values, summary.min, summary.max), np.cumsum(counts) / counts.sum()
+    grid = np.union1d(a[0], b[0])
+    fa = np.interp(grid, a[0], a[1], left=0.0, right=1.0)
+    fb = np.interp(grid, b[0], b[1], left=0.0, right=1.0)
+    return float(np.abs(fa - fb).max())
+
+
+#: Two CDFs closer than this (largest vertical gap) are drawn as one line to the eye.
+COINCIDE_KS = 0.01
+
+
+def coincident_labels(names: list[str], curves: list[tuple]) -> list[str]:
+    """Legend labels; a curve within :data:`COINCIDE_KS` of an earlier one says so."""
+    labels = []
+    for i, (n, c) in enumerate(zip(names, curves)):
+        same = [names[j] for j in range(i) if ks_distance(curves[j], c) < COINCIDE_KS]
+        labels.append(f"{n} (overlaps {same[0]})" if same else n)
+    return labels
 
 
 def save_png(fig, path):
@@ -24,62 +74,154 @@ def save_png(fig, path):
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     write_atomic(path, buf.getvalue())
-    return path
+    return Path(path)
+
+
+def _names(results) -> list[str]:
+    return list(results.doc["scenarios"])
+
+
+def cost_cdf_figure(results):
+    """CDF of cost per million output tokens, one curve per scenario."""
+    names = _names(results)
+    curves = [_sketch_points(results.summaries.metrics[(n, "cost_per_mtok_usd")]) for n in names]
+    fig = new_figure()
+    ax = fig.add_subplot()
+    for i, ((x, p), label) in enumerate(zip(curves, coincident_labels(names, curves))):
+        ax.step(x, p, where="post", label=label, **style(i))
+    ax.set(xlabel="cost per million output tokens (USD per Mtok)", ylabel="share of trials with cost ≤ x",
+           title="Cost per token over uncertain worlds (left is cheaper)", ylim=(0, 1.02))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+#: Minutes in a year (365.25 days, as everywhere): unavailability × this = downtime.
+MINUTES_PER_YEAR = HOURS_PER_YEAR * 60
+
+
+def availability_figure(results):
+    """Complementary CDF of downtime (unavailability) per scenario, log scale (left is better).
+
+    The axis is the unavailability 1 − availability as instance downtime in minutes per
+    year, with ticks at 1, 2, 5 × 10^k: readable where availabilities differ in the fifth
+    decimal, and without the colliding minor labels of a narrow log decade.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    names = _names(results)
+    curves = []
+    for n in names:
+        x, p = _sketch_points(results.summaries.metrics[(n, "availability")])
+        u = (1.0 - x)[::-1] * MINUTES_PER_YEAR  # increasing downtime
+        curves.append((u, 1.0 - p[::-1]))  # share of trials with downtime < u, as a CDF
+    fig = new_figure()
+    ax = fig.add_subplot()
+    for i, ((u, q), label) in enumerate(zip(curves, coincident_labels(names, curves))):
+        ax.step(u, q, where="post", label=label, **style(i))
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:.2g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set(xlabel="downtime per instance (minutes per year) = (1 − availability) × 525,960, log scale",
+           ylabel="share of trials with downtime ≤ x", title="Instance availability over cluster lifetimes (left is better)",
+           ylim=(0, 1.02))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return fig
+
+
+COST_PARTS = (("capex_usd", "capex"), ("energy_usd", "energy"), ("repair_usd", "repairs"))
+
+
+def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:
+    """Per scenario, capex, energy and repairs in USD per million output tokens.
+
+    Each part is the mean cost per Mtok times the part's share of the mean total cost
+    (each part ÷ the tokens delivered), so the stack adds up to the mean cost per Mtok and a
+    design that delivers fewer tokens pays more per token for the same dollars.
+    """
+    out = {}
+    for n, s in doc["scenarios"].items():
+        total = sum(s[k]["mean"] for k, _ in COST_PARTS)
+        out[n] = {label: s["cost_per_mtok_usd"]["mean"] * s[k]["mean"] / total for k, label in COST_PARTS}
+    return out
+
+
+def cost_breakdown_figure(doc: dict):
+    """Stacked bars: capex, energy and repairs per million output tokens per scenario."""
+    import numpy as np
+
+    parts = cost_breakdown_per_mtok(doc)
+    names = list(parts)
+    fig = new_figure(max(6.0, 1.6 * len(names) + 2), 4.4)
+    ax = fig.add_subplot()
+    bottom = np.zeros(len(names))
+    for i, (_, label) in enumerate(COST_PARTS):
+        h = np.array([parts[n][label] for n in names])
+        ax.bar(range(len(names)), h, bottom=bottom, label=label, color=f"C{i}", hatch=("", "//", "..")[i], edgecolor="white")
+        bottom += h
+    for x, total in enumerate(bottom):
+        ax.text(x, total, f"{total:.3f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(names)), names, rotation=12, ha="right", fontsize=8)
+    ax.set(ylabel="mean cost per million output tokens (USD per Mtok)", ylim=(0, bottom.max() * 1.12),
+           title="Cost per token by part: each part ÷ the tokens the cluster delivered")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def paired_ratio_figure(results):
+    """Histogram of the paired ratio of cost per token of each scenario to the baseline."""
+    import numpy as np
+
+    names = _names(results)
+    base = names[0]
+    curves = [_sketch_points(results.summaries.ratios[(n, "cost_per_mtok_usd")]) for n in names[1:]]
+    labels = coincident_labels([f"{n} / {base}" for n in names[1:]], curves)
+    fig = new_figure()
+    ax = fig.add_subplot()
+    lo = min(x.min() for x, _ in curves)
+    hi = max(x.max() for x, _ in curves)
+    bins = np.linspace(min(lo, 1.0), max(hi, 1.0), 61)
+    for i, ((x, p), label) in enumerate(zip(curves, labels), start=1):
+        s = style(i)
+        ax.hist(x, bins=bins, weights=np.diff(p, prepend=0.0), histtype="step", lw=s["lw"], ls=s["ls"], color=s["color"], label=label)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.text(1.0, ax.get_ylim()[1] * 0.97, " same cost ", ha="right", va="top", fontsize=8)
+    ax.set(xlabel=f"paired ratio of cost per token, B / {base} (dimensionless)", ylabel="share of trials per bin",
+           title=f"Paired comparison with {base} (left of 1: B cheaper per token)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+#: kind → figure function of :func:`run_figure` (``Results.plot(kind=...)``).
+KINDS = {"cost_cdf": cost_cdf_figure, "availability": availability_figure,
+         "cost_breakdown": lambda r: cost_breakdown_figure(r.doc), "paired_ratio": paired_ratio_figure}
+
+
+def run_figure(results, kind: str = "cost_cdf"):
+    """One figure of a run or compare by kind (see :data:`KINDS`); a Figure, not a file."""
+    from ..errors import InputError, Problem
+
+    if kind not in KINDS:
+        raise InputError(Problem("kind", kind, f"allowed: {', '.join(KINDS)}"))
+    if kind == "paired_ratio" and len(results.doc["scenarios"]) < 2:
+        raise InputError(Problem("kind", kind, "needs two or more scenarios (compare)"))
+    return KINDS[kind](results)
+
+
+def run_figures(results) -> dict:
+    """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios)."""
+    figs = {"cost_per_mtok_cdf.png": cost_cdf_figure(results), "availability.png": availability_figure(results),
+            "cost_breakdown.png": cost_breakdown_figure(results.doc)}
+    if len(results.doc["scenarios"]) > 1:
+        figs["paired_ratio.png"] = paired_ratio_figure(results)
+    return figs
 
 
 def write_figures(results, out):
     """CDF of cost per Mtok, availability distribution, cost breakdown, paired ratios (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    acc, doc = results.summaries, results.doc
-    names = list(doc["scenarios"])
-    paths = []
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for n in names:
-        x, p = _sketch_points(acc.metrics[(n, "cost_per_mtok_usd")])
-        ax.step(x, p, where="post", label=n)
-    ax.set(xlabel="cost per million output tokens (USD)", ylabel="share of trials ≤ x", title="Cost per token: distribution over uncertain worlds")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    paths.append(save_png(fig, out / "cost_per_mtok_cdf.png"))
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for n in names:
-        x, p = _sketch_points(acc.metrics[(n, "availability")])
-        ax.step(1.0 - x, 1.0 - p, where="pre", label=n)
-    ax.set(xscale="log", xlabel="unavailability (1 − time-averaged share of instances up)", ylabel="share of trials with unavailability < x", title="Availability over cluster lifetimes (left is better)")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend()
-    paths.append(save_png(fig, out / "availability.png"))
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    bottom = np.zeros(len(names))
-    for metric, label in (("capex_usd", "capex"), ("energy_usd", "energy"), ("repair_usd", "repairs")):
-        heights = np.array([doc["scenarios"][n][metric]["mean"] for n in names]) / 1e6
-        ax.bar(names, heights, bottom=bottom, label=label)
-        bottom += heights
-    ax.set(ylabel="mean cost over the horizon (million USD)", title="Cost breakdown")
-    ax.legend()
-    ax.tick_params(axis="x", labelrotation=15)
-    paths.append(save_png(fig, out / "cost_breakdown.png"))
-    plt.close(fig)
-
-    if len(names) > 1:
-        fig, ax = plt.subplots(figsize=(7, 4.2))
-        for n in names[1:]:
-            x, p = _sketch_points(acc.ratios[(n, "cost_per_mtok_usd")])
-            ax.hist(x, bins=60, weights=np.diff(p, prepend=0.0), histtype="step", lw=1.5, label=f"{n} / {names[0]}")
-        ax.axvline(1.0, color="k", lw=0.8)
-        ax.set(xlabel=f"paired ratio of cost per token to {names[0]}", ylabel="share of trials", title="Paired comparison (left of 1: cheaper than the baseline)")
-        ax.grid(alpha=0.3)
-        ax.legend()
-        paths.append(save_png(fig, out / "paired_ratio.png"))
-        plt.close(fig)
-    return paths
+    out = Path(out)
+    return [save_png(fig, out / name) for name, fig in run_figures(results).items()]

@@ -8,7 +8,8 @@ functions only draw them. Figures are PNG files written atomically
   (5th-95th percentile) against the value; with two scenarios the paired ratio B/A,
   with P(B < A) on a second axis and the 0.5 crossings marked;
 * 2-D sweep: ``sweep_<param1>_x_<param2>_<output>.png``, a heat map per output of
-  P(B < A) with its 0.5 contour (where the verdict flips) for two scenarios, or of the
+  P(B better) in that output's direction (lower cost, higher availability and
+  tokens/s) with its 0.5 contour (where the verdict flips) for two scenarios, or of the
   median for one;
 * ``tornado_<output>.png``: bars from the baseline to the output at each input's 5th
   and 95th percentile, largest swing on top;
@@ -43,37 +44,90 @@ def _what(doc: dict, metric: str) -> str:
 
 
 # ----------------------------------------------------------------------------- tables
-def render_sweep(doc: dict):
-    """One row per value: median [5%–95%] of every output (and P(B < A) for two scenarios)."""
+def _num(v: float) -> str:
+    return fmt_value(float(v), 4)
+
+
+def _sweep_1d_table(doc: dict):
+    """One table, a section per output: value rows with median, 90% band and (paired)
+    P(B better) in the output's own direction."""
     from rich.table import Table
 
-    params = doc["param"] if isinstance(doc["param"], list) else [doc["param"]]
+    from .metrics import fmt_metric, metric, p_better
+    from .tables import _section
+
     paired = "ratio_of" in doc
-    columns = [" × ".join(params)]
+    cols = [doc["param"], "median", "5% – 95%"] + (["P(B better)"] if paired else [])
+    table = Table(*cols, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}",
+                  caption=(f"outputs are the paired ratio {doc['ratio_of']} (B / A); lower cost is better, higher availability "
+                           "and tokens/s are better (there ties count: P(B ≥ A))") if paired else None)
+    table.columns[0].no_wrap = True
+    for col in table.columns[1:]:
+        col.justify, col.no_wrap = "right", True
     for m in doc["outputs"]:
-        columns.append(_what(doc, m) + " p50 [p05–p95]")
-        if paired:
-            columns.append(f"P(B<A) {m}")
-    table = Table(*columns, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}")
-    for row in doc["rows"]:
-        cells = [_value_text(row["value"])]
-        for m in doc["outputs"]:
+        _section(table, metric(m).short + (" ratio B / A" if paired else f" ({metric(m).unit})" if metric(m).unit else ""))
+        for row in doc["rows"]:
             d = row[m]
-            cells.append(f"{d['p50']:.4g} [{d['p05']:.4g} – {d['p95']:.4g}]")
+            cells = [_value_text(row["value"]), fmt_metric(m, d["p50"]), f"{fmt_metric(m, d['p05'])} – {fmt_metric(m, d['p95'])}"]
             if paired:
-                cells.append(f"{row['p_b_below_a'][m]:.3f}")
-        table.add_row(*cells)
+                cells.append(f"{p_better(m, row['p_b_below_a'][m])[0]:.3f}")
+            table.add_row(*cells)
     return table
+
+
+def _sweep_2d_tables(doc: dict):
+    """A grid per output: rows are the first key's values, columns the second's; each
+    cell the median (ratio B / A when paired) and, paired, P(B better)."""
+    from rich.console import Group
+    from rich.table import Table
+
+    from .metrics import fmt_metric, metric, p_better
+
+    p1, p2 = doc["param"]
+    v1, v2 = doc["values"]
+    paired = "ratio_of" in doc
+    cells = {(i, j): r for (i, j), r in zip(((i, j) for i in range(len(v1)) for j in range(len(v2))), doc["rows"])}
+    parts = []
+    for m in doc["outputs"]:
+        what = f"median ratio {doc['ratio_of']}" if paired else "median"
+        extra = f" (in brackets {p_better(m, 0.0)[1]})" if paired else ""
+        table = Table(p1, *(_value_text(v) for v in v2), title=f"{metric(m).label}: {what}{extra}",
+                      caption=f"rows: {p1}; columns: {p2}")
+        table.columns[0].no_wrap = True
+        for col in table.columns[1:]:
+            col.justify, col.no_wrap = "right", True
+        for i, a in enumerate(v1):
+            row = [_value_text(a)]
+            for j in range(len(v2)):
+                r = cells[(i, j)]
+                text = fmt_metric(m, r[m]["p50"])
+                if paired:
+                    text += f" [{p_better(m, r['p_b_below_a'][m])[0]:.2f}]"
+                row.append(text)
+            table.add_row(*row)
+        parts.append(table)
+    return Group(*parts)
+
+
+def render_sweep(doc: dict):
+    """A 1-D sweep as one table (a section per output), a 2-D sweep as a grid per output."""
+    return _sweep_2d_tables(doc) if isinstance(doc["param"], list) else _sweep_1d_table(doc)
 
 
 def render_tornado(doc: dict):
     from rich.table import Table
 
+    from .metrics import metric
+
     lo, hi = doc["quantiles"]
-    table = Table("input", f"input at p{lo * 100:g} → p{hi * 100:g}", f"output at p{lo * 100:g}", f"output at p{hi * 100:g}", "swing",
-                  title=f"tornado of {_what(doc, doc['output'])} ({doc['scenario']}): median over {doc['trials']:,} trials, baseline {doc['baseline']:.4g}")
+    table = Table("input", f"input p{lo * 100:g} → p{hi * 100:g}", f"at p{lo * 100:g}", f"at p{hi * 100:g}", "swing",
+                  title=f"tornado of {metric(doc['output']).label}{' ratio ' + doc['ratio_of'] if 'ratio_of' in doc else ''} ({doc['scenario']})",
+                  caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}")
+    table.columns[0].no_wrap = True
+    for col in table.columns[1:]:
+        col.justify = "right"
     for key, bar in doc["bars"].items():
-        table.add_row(key, f"{bar['input_low']:.4g} → {bar['input_high']:.4g}", f"{bar['low']:.4g}", f"{bar['high']:.4g}", f"{bar['swing']:.4g}")
+        table.add_row(key, f"{fmt_value(bar['input_low'], 3)} → {fmt_value(bar['input_high'], 3)}", _num(bar["low"]), _num(bar["high"]), _num(bar["swing"]))
     return table
 
 
@@ -83,6 +137,7 @@ def render_sobol(doc: dict):
     pct = f"{doc['conf_level'] * 100:g}%"
     table = Table("input", "S1", f"± ({pct})", "ST", f"± ({pct})",
                   title=f"Sobol' indices of {_what(doc, doc['output'])} ({doc['scenario']}): N = {doc['base_samples']:,}, {doc['evaluations']:,} trials")
+    table.columns[0].no_wrap = True
     for key, ix in doc["indices"].items():
         table.add_row(key, f"{ix['S1']:.3f}", f"{ix['S1_conf']:.3f}", f"{ix['ST']:.3f}", f"{ix['ST_conf']:.3f}")
     return table
@@ -96,126 +151,181 @@ def render(doc: dict):
 
 
 # ----------------------------------------------------------------------------- figures
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+# Figures are matplotlib Figure objects built without pyplot (see .figures.new_figure).
 
 
-def _sweep_1d(doc: dict, out: Path) -> Path:
+def _axis(doc: dict, m: str) -> str:
+    """Axis label of output ``m``: its unit, or the paired ratio B / A (dimensionless)."""
+    from .metrics import metric
+
+    if "ratio_of" in doc:
+        return f"{metric(m).short}: ratio {doc['ratio_of']}\n(dimensionless; 1 = same)"
+    return metric(m).axis()
+
+
+def _param_axis(param: str) -> str:
+    """A swept key as an axis label with the unit its suffix names."""
+    from .metrics import key_axis
+
+    return key_axis(param)
+
+
+def _directions(doc: dict) -> str:
+    b, a = doc["ratio_of"].split(" / ")
+    return f"B = {b}, A = {a}"
+
+
+def sweep_1d_figure(doc: dict):
     import numpy as np
 
-    plt = _plt()
+    from .figures import new_figure
+    from .metrics import metric, p_better
+
     rows, outputs = doc["rows"], doc["outputs"]
     values = [r["value"] for r in rows]
     numeric = all(_is_number(v) for v in values)
     x = np.array(values, dtype=float) if numeric else np.arange(len(values))
     paired = "ratio_of" in doc
-    fig, axes = plt.subplots(len(outputs), 1, figsize=(7, 3.2 * len(outputs)), squeeze=False, sharex=True)
+    fig = new_figure(7.5, 2.9 * len(outputs) + 0.8)
+    axes = fig.subplots(len(outputs), 1, squeeze=False, sharex=True)
     for ax, m in zip(axes[:, 0], outputs):
         med = [r[m]["p50"] for r in rows]
         ax.fill_between(x, [r[m]["p05"] for r in rows], [r[m]["p95"] for r in rows], alpha=0.25, label="90% band (p05–p95)")
         ax.plot(x, med, "o-", label="median")
-        ax.set_ylabel(f"{m}\nratio {doc['ratio_of']}" if paired else m)
+        ax.set_ylabel(_axis(doc, m), fontsize=8)
+        ax.ticklabel_format(axis="y", useOffset=False)  # availabilities: 0.99994, not 1e-5+9.999e-1
         ax.grid(alpha=0.3)
         if paired:
             ax.axhline(1.0, color="k", lw=0.8)
             twin = ax.twinx()
-            twin.plot(x, [r["p_b_below_a"][m] for r in rows], "s--", color="C3", label="P(B < A)")
+            p, words = zip(*(p_better(m, r["p_b_below_a"][m]) for r in rows))
+            twin.plot(x, p, "s--", color="C3", label=words[0])
             twin.axhline(0.5, color="C3", lw=0.6, ls=":")
-            twin.set(ylim=(-0.02, 1.02), ylabel="P(B < A)")
+            twin.set_ylim(-0.02, 1.02)
+            twin.set_ylabel("P(B better)\n(share of paired trials)", color="C3", fontsize=8)
             for c in doc.get("crossings", {}).get(m, []):
                 ax.axvline(c, color="C3", lw=1.0)
-            twin.legend(loc="upper right", fontsize=8)
-        ax.legend(loc="upper left", fontsize=8)
+            twin.legend(loc="upper right", fontsize=7)
+            better = metric(m).better
+            ax.set_title(f"{metric(m).short} ({better} is better)" if better else metric(m).short, fontsize=9)
+        ax.legend(loc="upper left", fontsize=7)
     last = axes[-1, 0]
-    last.set_xlabel(doc["param"])
+    last.set_xlabel(_param_axis(doc["param"]))
     if not numeric:
         last.set_xticks(x, [_value_text(v) for v in values])
     elif np.all(x > 0) and x.max() / x.min() > 20:
         last.set_xscale("log")
-    fig.suptitle(f"Sweep of {doc['param']} ({doc['scenario']}, {doc['trials']:,} paired trials per value)")
-    path = save_png(fig, out / f"sweep_{_slug(doc['param'])}.png")
-    plt.close(fig)
-    return path
+    fig.suptitle(f"Sweep of {doc['param']}: {doc['scenario']}" + (f" ({_directions(doc)})" if paired else "")
+                 + f", {doc['trials']:,} paired trials per value", fontsize=10)
+    return fig
 
 
-def _sweep_2d(doc: dict, out: Path) -> list[Path]:
+def sweep_2d_figures(doc: dict) -> dict:
+    """{output: Figure}: heat map per output of P(B better) in that output's direction
+    (paired), or of the median (one scenario)."""
     import numpy as np
 
-    plt = _plt()
+    from .figures import new_figure
+    from .metrics import metric, p_better
+
     p1, p2 = doc["param"]
     v1, v2 = doc["values"]
     paired = "ratio_of" in doc
-    paths = []
+    figs = {}
     for m in doc["outputs"]:
-        grid = np.array([r["p_b_below_a"][m] if paired else r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
-        fig, ax = plt.subplots(figsize=(1.2 * len(v2) + 3.5, 0.8 * len(v1) + 2.5))
+        if paired:
+            cells = [p_better(m, r["p_b_below_a"][m]) for r in doc["rows"]]
+            grid = np.array([c[0] for c in cells], dtype=float).reshape(len(v1), len(v2))
+            words = cells[0][1]
+        else:
+            grid = np.array([r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
+        fig = new_figure(1.3 * len(v2) + 4.0, 0.8 * len(v1) + 2.8)
+        ax = fig.add_subplot()
+        # blue = B better, red = B worse, whatever the metric's direction
         kw = dict(cmap="RdBu", vmin=0.0, vmax=1.0) if paired else dict(cmap="viridis")
         im = ax.imshow(grid, origin="lower", aspect="auto", **kw)
         if paired and len(v1) > 1 and len(v2) > 1 and grid.min() < 0.5 < grid.max():
             ax.contour(np.arange(len(v2)), np.arange(len(v1)), grid, levels=[0.5], colors="k", linewidths=1.5)
         for i in range(len(v1)):
             for j in range(len(v2)):
-                ax.text(j, i, f"{grid[i, j]:.2f}" if paired else f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, f"{grid[i, j]:.2f}" if paired else fmt_value(float(grid[i, j])), ha="center", va="center", fontsize=8,
                         color="k" if not paired or 0.25 < grid[i, j] < 0.75 else "w")
         ax.set_xticks(range(len(v2)), [_value_text(v) for v in v2])
         ax.set_yticks(range(len(v1)), [_value_text(v) for v in v1])
-        ax.set(xlabel=p2, ylabel=p1)
-        label = f"P({doc['ratio_of'].split(' / ')[0]} cheaper) = P(B < A) of {m}" if paired else f"median {m}"
-        fig.colorbar(im, ax=ax, label=label)
-        ax.set_title(f"{label}\n{doc['scenario']}, {doc['trials']:,} paired trials per cell" + ("; black line: 0.5 (verdict flips)" if paired else ""), fontsize=9)
-        paths.append(save_png(fig, out / f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png"))
-        plt.close(fig)
-    return paths
+        ax.set(xlabel=_param_axis(p2), ylabel=_param_axis(p1))
+        mm = metric(m)
+        if paired:
+            b, a = doc["ratio_of"].split(" / ")
+            fig.colorbar(im, ax=ax, label=f"P({b} better than {a})\nblue: B better, red: B worse")
+            title = (f"{words}; {mm.better} {mm.short} is better\n"
+                     f"{_directions(doc)}; {doc['trials']:,} paired trials per cell; black line: 0.5 (verdict flips)")
+        else:
+            fig.colorbar(im, ax=ax, label=f"median {mm.axis()}")
+            title = f"median {mm.axis()}\n{doc['scenario']}, {doc['trials']:,} trials per cell"
+        ax.set_title(title, fontsize=9)
+        figs[m] = fig
+    return figs
 
 
-def _tornado(doc: dict, out: Path) -> Path:
-    plt = _plt()
+def tornado_figure(doc: dict):
+    from .figures import new_figure
+    from .metrics import metric
+
     bars = list(doc["bars"].items())[::-1]  # largest swing at the top
     base = doc["baseline"]
     lo, hi = doc["quantiles"]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(bars) + 1.8))
+    fig = new_figure(8, 0.45 * len(bars) + 1.9)
+    ax = fig.add_subplot()
     ys = range(len(bars))
     ax.barh(ys, [b["low"] - base for _, b in bars], left=base, color="C0", label=f"input at its {lo * 100:g}th percentile")
-    ax.barh(ys, [b["high"] - base for _, b in bars], left=base, color="C1", alpha=0.8, label=f"input at its {hi * 100:g}th percentile")
+    ax.barh(ys, [b["high"] - base for _, b in bars], left=base, color="C1", alpha=0.8, hatch="//", label=f"input at its {hi * 100:g}th percentile")
     ax.axvline(base, color="k", lw=0.8)
-    ax.set_yticks(list(ys), [f"{k}\n{b['input_low']:.3g} → {b['input_high']:.3g}" for k, b in bars], fontsize=8)
-    ax.set_xlabel(f"median {_what(doc, doc['output'])} (others at their medians)")
-    ax.set_title(f"Tornado: {doc['scenario']}, {doc['trials']:,} trials per bar, baseline {base:.4g}")
+    ax.set_yticks(list(ys), [f"{k}\n{fmt_value(b['input_low'], 3)} → {fmt_value(b['input_high'], 3)}" for k, b in bars], fontsize=8)
+    what = (f"median {metric(doc['output']).short}: ratio {doc['ratio_of']} (dimensionless)" if "ratio_of" in doc
+            else f"median {metric(doc['output']).axis()}")
+    ax.set_xlabel(f"{what}; other inputs at their medians")
+    better = metric(doc["output"]).better
+    ax.set_title(f"Tornado: {doc['scenario']}, {doc['trials']:,} trials per bar, baseline {fmt_value(base)}"
+                 + (f" ({better} is better)" if better else ""), fontsize=10)
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")
-    path = save_png(fig, out / f"tornado_{_slug(doc['output'])}.png")
-    plt.close(fig)
-    return path
+    return fig
 
 
-def _sobol(doc: dict, out: Path) -> Path:
+def sobol_figure(doc: dict):
     import numpy as np
 
-    plt = _plt()
+    from .figures import new_figure
+
     items = list(doc["indices"].items())[::-1]
     y = np.arange(len(items))
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(items) + 1.8))
-    ax.barh(y + 0.2, [ix["ST"] for _, ix in items], height=0.4, xerr=[ix["ST_conf"] for _, ix in items], color="C1", label="total ST")
+    fig = new_figure(8, 0.45 * len(items) + 1.9)
+    ax = fig.add_subplot()
+    ax.barh(y + 0.2, [ix["ST"] for _, ix in items], height=0.4, xerr=[ix["ST_conf"] for _, ix in items], color="C1", hatch="//", label="total ST")
     ax.barh(y - 0.2, [ix["S1"] for _, ix in items], height=0.4, xerr=[ix["S1_conf"] for _, ix in items], color="C0", label="first order S1")
     ax.set_yticks(y, [k for k, _ in items], fontsize=8)
     ax.axvline(0.0, color="k", lw=0.8)
-    ax.set_xlabel(f"share of the variance of {_what(doc, doc['output'])} (whiskers: {doc['conf_level'] * 100:g}% bootstrap intervals)")
-    ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)")
+    ax.set_xlabel(f"share of the variance of {_what(doc, doc['output'])} (dimensionless, 0–1)\n"
+                  f"whiskers: {doc['conf_level'] * 100:g}% bootstrap intervals")
+    ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)", fontsize=10)
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")
-    path = save_png(fig, out / f"sobol_{_slug(doc['output'])}.png")
-    plt.close(fig)
-    return path
+    return fig
+
+
+def sensitivity_figures(doc: dict) -> dict:
+    """{file name: Figure} of a sweep, tornado or Sobol' document."""
+    if "rows" in doc:
+        if isinstance(doc["param"], list):
+            p1, p2 = doc["param"]
+            return {f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png": f for m, f in sweep_2d_figures(doc).items()}
+        return {f"sweep_{_slug(doc['param'])}.png": sweep_1d_figure(doc)}
+    if doc["method"] == "tornado":
+        return {f"tornado_{_slug(doc['output'])}.png": tornado_figure(doc)}
+    return {f"sobol_{_slug(doc['output'])}.png": sobol_figure(doc)}
 
 
 def write_figures(doc: dict, out: str | Path) -> list[Path]:
     """The PNG figures of a sweep, tornado or Sobol' document, written into ``out``."""
     out = Path(out)
-    if "rows" in doc:
-        return _sweep_2d(doc, out) if isinstance(doc["param"], list) else [_sweep_1d(doc, out)]
-    return [_tornado(doc, out) if doc["method"] == "tornado" else _sobol(doc, out)]
+    return [save_png(fig, out / name) for name, fig in sensitivity_figures(doc).items()]

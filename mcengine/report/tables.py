@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..analytic.fab import YIELD_MODELS
+from .metrics import fmt_value  # noqa: F401  (tables.fmt_value is used by sensitivity)
 
 
 def _flatten(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
@@ -16,18 +17,61 @@ def _flatten(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
     return rows
 
 
-def fmt_value(value) -> str:
-    if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
-    return str(value)
+def _label(key: str) -> str:
+    """``trials_per_s_1_thread`` → ``trials/s 1 thread``."""
+    return key.replace("_per_s", "/s").replace("_", " ")
+
+
+def _bench_table(harness: str, body: dict):
+    """One harness: cases as rows and measures as columns, or (one case with many
+    measures, which would not fit 80 columns) measures as rows."""
+    from rich.table import Table
+
+    cases = body.get("cases", {})
+    flat = {case: _flatten(values) for case, values in cases.items()}
+    measures = list(dict.fromkeys(k for rows in flat.values() for k, _ in rows))
+    settings = "; ".join(f"{_label(k)}: {fmt_value(v)}" for k, v in body.items() if k != "cases" and not isinstance(v, dict))
+    title, caption = f"bench: {harness}", settings or None
+    if len(measures) <= 4:
+        table = Table("case", *(_label(m) for m in measures), title=title, caption=caption)
+        table.columns[0].no_wrap = True
+        for case, rows in flat.items():
+            got = dict(rows)
+            table.add_row(case, *(fmt_value(got[m]) if m in got else "" for m in measures))
+        for col in table.columns[1:]:
+            col.justify = "right"
+        return table
+    table = Table("measure", *cases, title=title, caption=caption)
+    table.columns[0].no_wrap = True
+    for m in measures:
+        table.add_row(_label(m), *(fmt_value(dict(flat[c]).get(m, "")) for c in cases))
+    for col in table.columns[1:]:
+        col.justify = "right"
+    return table
 
 
 def render_bench(doc: dict):
-    """`mcengine bench` as one table of throughputs and ratios."""
+    """`mcengine bench`: one table per harness (cases as rows, measures as columns), the
+    machine as a header line."""
+    from rich.console import Group
+    from rich.text import Text
+
+    parts = []
+    if "machine" in doc:
+        parts.append(Text("machine: " + ", ".join(f"{k} {v}" for k, v in doc["machine"].items())
+                          + (" (quick run)" if doc.get("quick") else "")))
+    for harness, body in doc.items():
+        if isinstance(body, dict) and harness != "machine":
+            parts.append(_bench_table(harness, body) if "cases" in body else _plain_table(harness, body))
+    return Group(*parts)
+
+
+def _plain_table(title: str, body: dict):
     from rich.table import Table
 
-    table = Table("measure", "value", title="mcengine bench")
-    for name, value in _flatten(doc):
+    table = Table("measure", "value", title=title)
+    table.columns[0].no_wrap = True
+    for name, value in _flatten(body):
         table.add_row(name, fmt_value(value))
     return table
 
@@ -42,34 +86,70 @@ VERDICT_ROWS = (
     ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
     ("interruptions_per_year", "instance interruptions per year", "{:,.0f}"),
 )
+#: (metric, label, format) rows of the paired table.
+PAIRED_ROWS = (
+    ("cost_per_mtok_usd", "cost per M output tokens", "{:.3f}"),
+    ("availability", "instance availability", "{:.5f}"),
+    ("tokens_per_s", "cluster output tokens/s", "{:.3f}"),
+)
 
 
 def _interval(d: dict, fmt: str) -> str:
     return f"{fmt.format(d['p50'])}  [{fmt.format(d['p05'])} – {fmt.format(d['p95'])}]"
 
 
+def _section(table, text: str) -> None:
+    """A bold row naming the metric of the rows below it."""
+    from rich.text import Text
+
+    if table.row_count:
+        table.add_section()
+    table.add_row(Text(text, style="bold"), *([""] * (len(table.columns) - 1)))
+
+
 def render_run(doc: dict):
-    """The verdict: medians with 90% intervals per scenario, and the paired ratios."""
+    """The verdict, scenarios as rows under each metric (full names at any width):
+    median and 90% interval per scenario, then the paired ratios to the baseline."""
     from rich.console import Group
     from rich.table import Table
 
+    from .metrics import p_better
+
     names = list(doc["scenarios"])
-    table = Table("metric (median [5% – 95%])", *names, title=f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}")
-    for metric, label, fmt in VERDICT_ROWS:
-        table.add_row(label, *(_interval(doc["scenarios"][n][metric], fmt) for n in names))
+    table = Table("scenario", "median", "5% – 95%", title=f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}")
+    table.columns[0].no_wrap = True
+    for col in table.columns[1:]:
+        col.justify, col.no_wrap = "right", True
+    for key, label, fmt in VERDICT_ROWS:
+        _section(table, label)
+        for n in names:
+            d = doc["scenarios"][n][key]
+            table.add_row(n, fmt.format(d["p50"]), f"{fmt.format(d['p05'])} – {fmt.format(d['p95'])}")
     met = [doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names]
     if min(met) < 1.0:  # a trial whose TPOT misses its SLO serves one sequence at a time
-        table.add_row("share of trials meeting the TPOT SLO", *(f"{m:.3f}" + ("  (MISSED)" if m < 1.0 else "") for m in met))
+        _section(table, "share of trials meeting the TPOT SLO")
+        for n, m in zip(names, met):
+            table.add_row(n, f"{m:.3f}" + ("  (MISSED)" if m < 1.0 else ""), "")
     parts = [table]
     if "paired_all" in doc:
-        paired = Table("paired with " + doc["baseline"], "cost/Mtok ratio", "P(cheaper per token)", "availability ratio", "P(less available)", title="paired trials (common random numbers)")
-        for pair, metrics in doc["paired_all"].items():
-            cost, avail = metrics["cost_per_mtok_usd"], metrics["availability"]
-            paired.add_row(pair, _interval(cost["ratio"], "{:.3f}"), f"{cost['p_b_below_a']:.3f}", _interval(avail["ratio"], "{:.5f}"), f"{avail['p_b_below_a']:.3f}")
+        base = doc["baseline"]
+        paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)",
+                       title=f"paired with {base} = A (same trials, common random numbers)",
+                       caption="lower cost is better; higher availability and tokens/s are better "
+                               "(there P(B better) counts ties: P(B ≥ A))")
+        paired.columns[0].no_wrap = True
+        for col in paired.columns[1:]:
+            col.justify, col.no_wrap = "right", True
+        for key, label, fmt in PAIRED_ROWS:
+            _section(paired, label)
+            for pair, metrics in doc["paired_all"].items():
+                if key not in metrics:
+                    continue
+                d, (p, _) = metrics[key], p_better(key, metrics[key]["p_b_below_a"])
+                r = d["ratio"]
+                paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}")
         parts.append(paired)
     return Group(*parts)
-
-
 
 
 def render_scenarios(rows: list[tuple[str, str]]):
@@ -185,9 +265,11 @@ def render_roofline(body: dict):
         ("KV bytes per token per GPU", _sig3(body["kv_bytes_per_token_per_gpu"])),
     ):
         summary.add_row(name, value)
-    terms = Table("phase", "compute ms", "memory ms", "comm ms", "overhead ms", "total ms", "bound", title="terms: max(compute, memory) + comm + overhead")
+    terms = Table("phase", "compute", "memory", "comm", "overhead", "total", "bound", title="terms (ms): max(compute, memory) + comm + overhead")
     bounds = {"prefill": body["prefill"]["bound"], "ttft": body["prefill"]["ttft_bound"], "decode": body["decode"]["bound"]}
-    labels = {"prefill": f"prefill of {body['decode']['batch']}", "ttft": "prefill of 1 (TTFT)", "decode": "decode step (TPOT)"}
+    labels = {"prefill": f"prefill ×{body['decode']['batch']}", "ttft": "TTFT (prefill ×1)", "decode": "TPOT (decode)"}
+    for i in (0, 6):
+        terms.columns[i].no_wrap = True
     for phase, t in body["terms"].items():
         total = max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"]
         terms.add_row(labels[phase], *(_sig3(t[k]) for k in ("compute_ms", "memory_ms", "comm_ms", "overhead_ms")), _sig3(total), bounds[phase])

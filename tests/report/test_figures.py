@@ -1,0 +1,110 @@
+"""Figures read right: units on the axes, the metric's direction in titles and colours,
+overlapping curves named, and the global matplotlib backend left alone (each failed on
+the figures before issue 21)."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+import numpy as np
+import pytest
+
+import mcengine.api as mc
+from mcengine.report import figures, sensitivity, stages
+from mcengine.scenario import load_scenario
+from mcengine.studies import fab, reliability, roofline
+
+from .test_narrow import sweep_doc, tornado_doc
+
+NAMES = ["h100", "lite-h100", "lite-h100-2x"]
+
+
+@pytest.fixture(scope="module")
+def res():
+    return mc.compare(*NAMES, trials=1024, seed=3)
+
+
+@pytest.fixture
+def svg_backend():
+    """A backend other than Agg, to see whether the library switches it."""
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    yield
+    matplotlib.use(before)
+
+
+def test_writing_run_figures_leaves_the_backend_and_pyplot_alone(res, tmp_path, svg_backend):
+    import matplotlib.pyplot as plt
+
+    open_before = plt.get_fignums()
+    paths = figures.write_figures(res, tmp_path)
+    assert {p.name for p in paths} == {"cost_per_mtok_cdf.png", "availability.png", "cost_breakdown.png", "paired_ratio.png"}
+    assert matplotlib.get_backend() == "svg"
+    assert plt.get_fignums() == open_before
+
+
+def test_sensitivity_and_stage_figures_leave_the_backend_alone(tmp_path, svg_backend):
+    sensitivity.write_figures(sweep_doc(True), tmp_path)
+    sensitivity.write_figures(tornado_doc(), tmp_path)
+    stages.figures_for_roofline({"scenario": "h100", **roofline.roofline_study(load_scenario("h100"))}, tmp_path)
+    assert matplotlib.get_backend() == "svg"
+
+
+def test_results_plot_returns_figures_with_units(res, svg_backend):
+    from matplotlib.figure import Figure
+
+    cdf = res.plot("cost_cdf")
+    assert isinstance(cdf, Figure) and matplotlib.get_backend() == "svg"
+    assert "USD per Mtok" in cdf.axes[0].get_xlabel()
+    avail = res.plot("availability").axes[0]
+    assert "minutes per year" in avail.get_xlabel() and "better" in avail.get_title()
+    assert "USD per Mtok" in res.plot("cost_breakdown").axes[0].get_ylabel()
+    assert "dimensionless" in res.plot("paired_ratio").axes[0].get_xlabel()
+
+
+def test_coinciding_curves_are_named_in_the_legend(res):
+    # lite-h100 and lite-h100-2x differ only in links: the same availability in every trial
+    labels = [t.get_text() for t in res.plot("availability").axes[0].get_legend().get_texts()]
+    assert labels[2] == "lite-h100-2x (overlaps lite-h100)"
+    styles = [line.get_linestyle() for line in res.plot("availability").axes[0].get_lines()]
+    assert len(set(styles)) == len(NAMES)
+
+
+def test_cost_breakdown_is_per_million_tokens_and_adds_up(res):
+    parts = figures.cost_breakdown_per_mtok(res.doc)
+    for n in NAMES:
+        assert sum(parts[n].values()) == pytest.approx(res.doc["scenarios"][n]["cost_per_mtok_usd"]["mean"])
+    ax = res.plot("cost_breakdown").axes[0]
+    tops = [t.get_text() for t in ax.texts]
+    assert tops == [f"{sum(parts[n].values()):.3f}" for n in NAMES]
+
+
+def test_sweep_heat_maps_show_p_better_in_each_metric_direction():
+    doc = sweep_doc(True)  # P(B < A) = 0.2 in every cell and every output
+    figs = sensitivity.sweep_2d_figures(doc)
+    cost, avail = figs["cost_per_mtok_usd"].axes[0], figs["availability"].axes[0]
+    assert "P(B better" in cost.get_title() and "lower" in cost.get_title()
+    assert "higher" in avail.get_title() and "P(B < A) of" not in avail.get_title()
+    assert np.allclose(cost.images[0].get_array(), 0.2)  # lower cost better: P(B < A)
+    assert np.allclose(avail.images[0].get_array(), 0.8)  # higher availability better: 1 − P(B < A)
+    assert "(per cm²)" in cost.get_ylabel() and "(µs)" in cost.get_xlabel()
+
+
+def test_sweep_1d_axes_carry_units_and_directions():
+    fig = sensitivity.sweep_1d_figure(sweep_doc(False))
+    axes = [a for a in fig.axes if a.get_ylabel().startswith(("cost", "availability", "throughput", "GPU"))]
+    assert len(axes) == 4 and all("dimensionless" in a.get_ylabel() for a in axes)
+    assert "(per cm²)" in fig.axes[-1].get_xlabel() or any("(per cm²)" in a.get_xlabel() for a in fig.axes)
+    assert any("higher is better" in a.get_title() for a in fig.axes)
+
+
+def test_stage_figures_are_written(tmp_path):
+    body = fab.yield_study(load_scenario("lite-h100"), 200, 1)
+    doc = {"scenario": "lite-h100", "wafers": 200, **json.loads(json.dumps(body))}
+    [p] = stages.figures_for_yield(doc, tmp_path)
+    assert p.name == "die_yield.png" and p.stat().st_size > 10_000
+    rel = {"scenario": "h100", "lifetimes": 20, **reliability.lifetime_study(load_scenario("h100"), 20, 0)}
+    assert [p.name for p in stages.figures_for_reliability(rel, tmp_path)] == ["reliability.png"]
+    fig = stages.yield_figures(doc)["die_yield.png"]
+    assert "die yield" in fig.axes[0].get_xlabel()

@@ -1,0 +1,43 @@
+"""The notebook API of Results: to_frame, repr, HTML repr, plot (issue 21)."""
+
+from __future__ import annotations
+
+import pytest
+
+import mcengine.api as mc
+from mcengine.results import SUMMARY_KEYS
+
+
+@pytest.fixture(scope="module")
+def res():
+    return mc.compare("h100", "lite-h100-2x-fastswap", trials=1024, seed=5)
+
+
+def test_to_frame_is_tidy_and_equals_the_summary(res):
+    frame = res.to_frame()
+    doc = res.summary()
+    n_rows = sum(len(m) for m in doc["scenarios"].values())
+    assert frame.shape == (n_rows, 2 + len(SUMMARY_KEYS))
+    assert list(frame.columns) == ["scenario", "metric", *SUMMARY_KEYS]
+    for row in frame.itertuples(index=False):
+        s = doc["scenarios"][row.scenario][row.metric]
+        assert all(getattr(row, k) == s[k] for k in SUMMARY_KEYS)
+
+
+def test_html_repr_names_every_scenario(res):
+    html = res._repr_html_()
+    assert html.startswith("<table>") and "h100" in html and "lite-h100-2x-fastswap" in html
+    assert "cost per M output tokens" in html
+
+
+def test_repr_is_readable_not_a_dataclass_dump(res):
+    text = repr(res)
+    assert text.startswith("Results('h100 vs lite-h100-2x-fastswap'") and "lite-h100-2x-fastswap" in text
+    assert "summaries=" not in text and "Accumulators" not in text and len(text) < 1000
+
+
+def test_plot_rejects_an_unknown_kind(res):
+    from mcengine.errors import InputError
+
+    with pytest.raises(InputError, match="cost_cdf"):
+        res.plot("pie")
