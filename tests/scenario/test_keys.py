@@ -29,7 +29,7 @@ def test_a_numeric_key_shows_its_default_range_and_reason():
 def test_cli_keys_text_fits_80_columns_and_json_matches(cli):
     r = cli("keys")
     assert r.code == 0 and max(len(line) for line in r.out.splitlines()) <= 80
-    assert "fab.defect_density_per_cm2  [1/cm2]\n" in r.out and "    bounds: " in r.out
+    assert "fab.defect_density_per_cm2  [defects/cm^2]\n" in r.out and "    bounds: " in r.out
     doc = json.loads(cli("keys", "fab", "--json").out)
     assert doc["keys"] == key_rows("fab") and all(row["key"].startswith("fab.") for row in doc["keys"])
 
