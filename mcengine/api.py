@@ -14,12 +14,69 @@ from typing import Iterable, Sequence
 from .errors import InputError, Problem
 from .io import prepare_folder
 from .options import check_seed, positive, seed_of
+from .outfolder import RUN_FILES, TABLE_FILE, OutFolder, metric_rows, run_fingerprint, table_csv
+from .provenance import provenance
 from .scenario import Scenario, load_scenario, shipped_scenarios
+from .scenario.load import load_targeted
 
 
 def scenarios() -> list[tuple[str, str]]:
     """(name, description) of each shipped scenario."""
     return shipped_scenarios()
+
+
+def studies() -> list[tuple[str, str]]:
+    """(name, description) of each shipped study (``mcengine run NAME``)."""
+    from .scenario.study import shipped_studies
+
+    return shipped_studies()
+
+
+def keys(section: str | None = None) -> list[dict]:
+    """Every scenario key (or those under ``section``): meaning, unit, default, allowed
+    range and the bound's reason (:func:`mcengine.scenario.keys.key_rows`)."""
+    from .scenario.keys import key_rows
+
+    return key_rows(section)
+
+
+def override_plan(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> list[dict]:
+    """Which scenarios each ``--set`` reaches (``{"set", "scenarios"}`` per override), for
+    the scenarios of ``refs`` (a study expanded; none = the shipped case study)."""
+    run = _expand(refs)
+    return [o.to_dict() for o in load_targeted(run["scenarios"], overrides)[1]]
+
+
+def _one(scenario: str | Scenario, overrides: Iterable[str]) -> tuple[Scenario, list]:
+    """One validated scenario and the override plan applied to it."""
+    overrides = list(overrides)
+    if isinstance(scenario, Scenario) and not overrides:
+        return scenario, []
+    found, plans = load_targeted([scenario], overrides)
+    return found[0], plans
+
+
+def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool, owned=()) -> OutFolder | None:
+    if out is None:
+        return None
+    return OutFolder.claim(Path(out), command, run_fingerprint(command, scenarios, seed, size, params), force=force, owned=owned)
+
+
+def _save(folder: OutFolder | None, doc: dict, scenarios, rows: list[dict], figures=None, extra: Sequence[str] = ()) -> None:
+    """The ``--out`` contract: figures, resolved scenarios, the table, summary.json, manifest."""
+    if folder is None:
+        return
+    from .io import write_atomic, write_json
+
+    out = folder.path
+    written = list(extra)
+    if figures is not None:
+        doc["figures"] = [p.name for p in figures(out)]
+        written += doc["figures"]
+    written += [write_scenario(s, out).name for s in scenarios]
+    written.append(write_atomic(out / TABLE_FILE, table_csv(rows)).name)
+    written.append(write_json(out / "summary.json", doc).name)
+    folder.finish(written)
 
 
 def check(scenario: str | Scenario, overrides: Iterable[str] = ()) -> Scenario:
@@ -39,46 +96,61 @@ def set_threads(threads: int | None) -> None:
     numba.set_num_threads(threads)
 
 
-def _document(scenario: Scenario, seed: int | None, size_key: str | None, size: int | None, body: dict, start: float) -> dict:
+def _document(scenario: Scenario, seed: int | None, size_key: str | None, size: int | None, body: dict, start: float, plans=()) -> dict:
     doc = {"scenario": scenario.name}
     if seed is not None:
         doc["seed"] = seed
     if size_key is not None:
         doc[size_key] = size
     doc.update(body)
+    doc["provenance"] = provenance([scenario], seed, size_key, size, plans)
     doc["elapsed_s"] = time.perf_counter() - start
     return doc
 
 
-def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
-    """`mcengine yield`: the fab stage alone over ``wafers`` wafers."""
+def _stage(command: str, study, scenario, size_key: str | None, size: int | None, seed, overrides, out, force) -> dict:
+    """One stage alone: validate, claim ``out``, compute, attach provenance, write ``out``
+    (with the stage's figures, :mod:`mcengine.report.stages`)."""
+    from .report import stages as stage_figures
+    start = time.perf_counter()
+    if size_key is not None:
+        positive(f"--{size_key}", size)
+    s, plans = _one(scenario, overrides)
+    seed = seed_of(s, seed) if size_key is not None else None
+    folder = _claim(out, command, [s], seed, size, {}, force)
+    body = study(s, size, seed) if size_key is not None else study(s)
+    doc = _document(s, seed, size_key, size, body, start, plans)
+    draw = getattr(stage_figures, f"figures_for_{command}")
+    _save(folder, doc, [s], metric_rows(body), figures=lambda o: draw(doc, o))
+    return doc
+
+
+def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = (),
+           out: str | Path | None = None, force: bool = False) -> dict:
+    """`mcengine yield`: the fab stage alone over ``wafers`` wafers. With ``out``, the
+    folder gets summary.json, the resolved scenario, table.csv (one row per metric) and
+    the stage's figures;
+    ``force`` replaces another run's files there."""
     from .studies.fab import yield_study as study
 
-    start = time.perf_counter()
-    positive("--wafers", wafers)
-    s = check(scenario, overrides)
-    seed = seed_of(s, seed)
-    return _document(s, seed, "wafers", wafers, study(s, wafers, seed), start)
+    return _stage("yield", study, scenario, "wafers", wafers, seed, overrides, out, force)
 
 
-def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Iterable[str] = ()) -> dict:
-    """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster lifetimes."""
+def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Iterable[str] = (),
+                out: str | Path | None = None, force: bool = False) -> dict:
+    """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster
+    lifetimes (``out``/``force`` as for :func:`yield_`)."""
     from .studies.reliability import lifetime_study as study
 
-    start = time.perf_counter()
-    positive("--lifetimes", lifetimes)
-    s = check(scenario, overrides)
-    seed = seed_of(s, seed)
-    return _document(s, seed, "lifetimes", lifetimes, study(s, lifetimes, seed), start)
+    return _stage("reliability", study, scenario, "lifetimes", lifetimes, seed, overrides, out, force)
 
 
-def roofline(scenario: str | Scenario, overrides: Iterable[str] = ()) -> dict:
-    """`mcengine roofline`: deterministic throughput at the median inputs."""
+def roofline(scenario: str | Scenario, overrides: Iterable[str] = (), out: str | Path | None = None, force: bool = False) -> dict:
+    """`mcengine roofline`: deterministic throughput at the median inputs (``out``/``force``
+    as for :func:`yield_`)."""
     from .studies.roofline import roofline_study as study
 
-    start = time.perf_counter()
-    s = check(scenario, overrides)
-    return _document(s, None, None, None, study(s), start)
+    return _stage("roofline", study, scenario, None, None, None, overrides, out, force)
 
 
 #: `mcengine yield` is the fab stage: both names work.
@@ -94,11 +166,25 @@ def validate() -> list:
     return all_checks()
 
 
-def bench(quick: bool = False, stages: Sequence[str] = ()) -> dict:
-    """mcengine's own throughput per stage and for the chain (:mod:`mcengine.throughput`)."""
+def validation_report() -> dict:
+    """`mcengine validate --json`: every check, whether all passed, and the provenance."""
+    checks = validate()
+    return {"checks": [c.to_dict() for c in checks], "passed": all(c.passed for c in checks), "provenance": provenance()}
+
+
+def bench(quick: bool = False, stages: Sequence[str] = (), out: str | Path | None = None, force: bool = False) -> dict:
+    """mcengine's own throughput per stage and for the chain (:mod:`mcengine.throughput`);
+    ``out``/``force`` as for :func:`yield_` (no scenario file: bench has none)."""
     from .throughput import run_all
 
-    return run_all(quick=quick, stages=tuple(stages))
+    folder = _claim(out, "bench", (), None, None, {"quick": quick, "stages": list(stages)}, force)
+    doc = run_all(quick=quick, stages=tuple(stages))
+    elapsed = doc.pop("elapsed_s", None)
+    doc["provenance"] = provenance()
+    if elapsed is not None:
+        doc["elapsed_s"] = elapsed
+    _save(folder, doc, (), metric_rows(doc, skip=("provenance",)))
+    return doc
 
 
 def write_scenario(scenario: Scenario, out: Path) -> Path:
@@ -113,22 +199,41 @@ def write_scenario(scenario: Scenario, out: Path) -> Path:
 DEFAULT_STUDY = "case-study"
 
 
-def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> tuple[str, list[Scenario], int | None]:
-    """(label, scenarios, study trials) for `run`/`compare`; no refs = the shipped case study.
+def _expand(refs: Sequence[str | Scenario] | None) -> dict:
+    """The scenarios to run: ``refs`` themselves, or the study one of them names (a study
+    file or a shipped study; no refs = the shipped case study). A study runs alone."""
+    from .scenario.study import load_study, study_path
 
-    Every scenario is validated before anything runs, and all their problems are
-    reported together.
-    """
-    from .scenario.load import load_scenarios, load_study
-
-    study_trials = None
+    refs = list(refs or ())
     if not refs:
-        study = load_study(DEFAULT_STUDY)
-        refs, label, study_trials = study["scenarios"], study["name"], study.get("trials")
-    else:
-        label = None
-    scenarios = load_scenarios(refs, overrides)
-    return label or " vs ".join(s.name for s in scenarios), scenarios, study_trials
+        return load_study(DEFAULT_STUDY)
+    studies = [r for r in refs if study_path(r) is not None]
+    if studies and len(refs) > 1:
+        raise InputError(Problem("SCENARIO", studies[0], "a study runs alone: give the study, or scenarios, not both"))
+    if studies:
+        return load_study(studies[0])
+    return {"name": None, "scenarios": refs, "trials": None, "seed": None, "outputs": None}
+
+
+def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> tuple[str, list[Scenario], int | None]:
+    """(label, scenarios, study trials) for `run`/`compare`; a study expanded, no refs = the
+    shipped case study. Every scenario is validated before anything runs, and all their
+    problems are reported together."""
+    study, scenarios, _ = _resolve_run(refs, overrides)
+    return study["label"], scenarios, study["trials"]
+
+
+def _resolve_run(refs, overrides) -> tuple[dict, list[Scenario], list]:
+    study = _expand(refs)
+    scenarios, plans = load_targeted(study["scenarios"], overrides)
+    study["label"] = study["name"] or " vs ".join(s.name for s in scenarios)
+    if study.get("outputs"):
+        from .pipeline import METRICS
+
+        bad = [m for m in study["outputs"] if m not in METRICS]
+        if bad:
+            raise InputError(Problem(f"{study.get('source', 'study')}: outputs", bad, "allowed: " + ", ".join(METRICS)))
+    return study, scenarios, plans
 
 
 def run(
@@ -143,15 +248,19 @@ def run(
     resume: bool = False,
     progress=None,
     figures: bool = True,
+    force: bool = False,
 ):
     """The full chain over ``trials`` trials of each scenario (paired: same seed, common
     random numbers); returns a :class:`~mcengine.results.Results`.
 
-    With two or more scenarios the summary also holds ``"paired"``: per metric, the
-    distribution of second/first over paired trials and the share of trials where the
+    ``scenarios`` are names, paths or Scenario objects, or one study (a study file or a
+    shipped study's name; none = the shipped case study), whose trials and seed are the
+    defaults. With two or more scenarios the summary also holds ``"paired"``: per metric,
+    the distribution of second/first over paired trials and the share of trials where the
     second is below the first (``"paired_all"`` has every later scenario against the first).
-    ``out`` writes summary.json, the resolved scenarios, figures and (with ``keep_trials``)
-    ``trials.parquet``; ``resume=True`` continues the interrupted run in ``out``.
+    ``out`` writes summary.json, the resolved scenarios, table.csv, figures and (with
+    ``keep_trials``) ``trials.parquet``; a folder holding another run is refused unless
+    ``force``; ``resume=True`` continues the interrupted run in ``out``.
     ``keep_trials`` defaults to keeping the per-trial table (in memory without ``out``),
     and on resume to what the interrupted run did; a ``seed``, ``trials`` or
     ``keep_trials`` given on resume must match the interrupted run's.
@@ -162,29 +271,44 @@ def run(
     start = time.perf_counter()
     out = Path(out) if out is not None else None
     chunk_trials = runner.DEFAULT_CHUNK_TRIALS if chunk_trials is None else chunk_trials
-    expect = {}
+    expect, plans, outputs = {}, [], None
     if resume:
         if out is None:
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
         spec = None
         if scenarios:
-            label, resolved, _ = resolve_scenarios(scenarios, overrides)
-            n = trials if trials is not None else resolved[0].run.trials
-            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), bool(keep_trials), label)
+            study, resolved, plans = _resolve_run(scenarios, overrides)
+            n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
+            seed = seed if seed is not None else study["seed"]
+            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), bool(keep_trials), study["label"])
         else:
             expect = {"seed": None if seed is None else check_seed(seed),
                       "trials": None if trials is None else positive("--trials", trials), "keep_trials": keep_trials}
     else:
-        label, resolved, study_trials = resolve_scenarios(scenarios, overrides)
-        n = trials if trials is not None else (study_trials or resolved[0].run.trials)
+        study, resolved, plans = _resolve_run(scenarios, overrides)
+        n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
+        seed = seed if seed is not None else study["seed"]
         keep = True if keep_trials is None else keep_trials
-        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep, label)
+        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep, study["label"])
+        outputs = study["outputs"]
+    folder = None
     if out is not None:
-        prepare_folder(out)
-    outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress, expect=expect)
+        with runner.locked(out):  # a folder in use by another run is refused as such, before its claim is read
+            pass
+        fingerprint = None if spec is None else run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})
+        folder = OutFolder.claim(out, "run", fingerprint, force=force, resume=resume, owned=RUN_FILES)
+    prov = None if spec is None else provenance(spec.scenarios, spec.seed, "trials", spec.trials, plans)
+    outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress,
+                             expect=expect, provenance=prov)
     spec = outcome.spec
     doc = {"scenario": spec.label, "seed": spec.seed, "trials": spec.trials}
     doc.update(outcome.accumulators.summary())
+    if outputs:
+        doc["outputs"] = list(outputs)
+    doc["provenance"] = provenance(spec.scenarios, spec.seed, "trials", spec.trials, plans)
+    if outcome.provenance is not None:  # a resumed run: what started it
+        doc["provenance"]["overrides"] = outcome.provenance.get("overrides", [])
+        doc["provenance"]["started_by"] = outcome.provenance.get("command_line")
     doc["elapsed_s"] = time.perf_counter() - start
     table = None
     if spec.keep_trials:
@@ -197,8 +321,10 @@ def run(
     from .report.figures import run_figure  # notebook figures: Results.plot(kind=...)
 
     results = Results(doc, outcome.accumulators, table, plotter=run_figure)
-    if out is not None:
-        _write_outputs(results, spec, out, figures)
+    if folder is not None:
+        fingerprint = run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})
+        folder.fingerprint = fingerprint
+        _write_outputs(results, spec, folder, figures, outputs)
     return results
 
 
@@ -207,16 +333,74 @@ def compare(a: str | Scenario, b: str | Scenario, *more: str | Scenario, **kwarg
     return run([a, b, *more], **kwargs)
 
 
-def _write_outputs(results, spec, out: Path, figures: bool) -> None:
-    from .io import write_json
+def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
+    """The table of a `run`/`compare` summary: one row per (scenario, metric), then one per
+    (pair, metric) with the paired ratio and P(B < A)."""
+    from .outfolder import STATS
 
-    for s in spec.scenarios:
-        write_scenario(s, out)
-    if figures:
-        from .report.figures import write_figures
+    rows = []
+    for name, metrics in doc["scenarios"].items():
+        for metric, dist in metrics.items():
+            if not outputs or metric in outputs:
+                rows.append({"scenario": name, "metric": metric, **{k: dist.get(k) for k in STATS}})
+    for pair, metrics in doc.get("paired_all", {}).items():
+        for metric, paired in metrics.items():
+            if not outputs or metric in outputs:
+                rows.append({"scenario": pair, "metric": f"{metric} ratio", **{k: paired["ratio"].get(k) for k in STATS},
+                             "p_b_below_a": paired["p_b_below_a"]})
+    return rows
 
-        results.doc["figures"] = [str(p.name) for p in write_figures(results, out)]
-    write_json(out / "summary.json", results.doc)
+
+def _write_outputs(results, spec, folder: OutFolder, figures: bool, outputs=None) -> None:
+    from .report.figures import write_figures
+
+    _save(folder, results.doc, spec.scenarios, run_rows(results.doc, outputs),
+          figures=(lambda out: write_figures(results, out)) if figures else None, extra=RUN_FILES)
+
+
+def _study_refs(scenarios) -> list:
+    refs = [scenarios] if isinstance(scenarios, (str, Scenario)) else list(scenarios)
+    if not 1 <= len(refs) <= 2:
+        raise InputError(Problem("SCENARIO", [getattr(r, "name", r) for r in refs], "allowed: one scenario, or two (A B: the output is the paired ratio B/A)"))
+    return refs
+
+
+def _analysis(command: str, study, scenarios, kwargs: dict, params: dict, rows, out, force) -> dict:
+    """A sweep or sensitivity study with the ``--out`` contract and provenance."""
+    from .report.sensitivity import write_figures
+
+    resolved, plans = load_targeted(_study_refs(scenarios), kwargs.pop("overrides", ()))
+    seed = seed_of(resolved[0], kwargs.get("seed"))
+    folder = _claim(out, command, resolved, seed, kwargs.get("trials"), params, force)
+    doc = study(resolved if len(resolved) > 1 else resolved[0], **kwargs)
+    size = doc.get("trials", kwargs.get("trials"))
+    elapsed = doc.pop("elapsed_s", None)
+    doc["provenance"] = provenance(resolved, doc.get("seed", seed), "trials", size, plans)
+    if elapsed is not None:
+        doc["elapsed_s"] = elapsed
+    _save(folder, doc, resolved, rows(doc), figures=lambda o: write_figures(doc, o))
+    return doc
+
+
+def sweep_rows(doc: dict) -> list[dict]:
+    """The table of a sweep: one row per (value, metric)."""
+    from .outfolder import STATS
+
+    rows = []
+    for row in doc["rows"]:
+        for metric in doc["outputs"]:
+            line = {"value": row["value"], "metric": metric, **{k: row[metric].get(k) for k in STATS}}
+            if "p_b_below_a" in row:
+                line["p_b_below_a"] = row["p_b_below_a"][metric]
+            rows.append(line)
+    return rows
+
+
+def sensitivity_rows(doc: dict) -> list[dict]:
+    """The table of a sensitivity study: one row per input (tornado bars, or Sobol' indices)."""
+    if "bars" in doc:
+        return [{"input": k, **v} for k, v in doc["bars"].items()]
+    return [{"input": k, **v} for k, v in doc.get("indices", {}).items()]
 
 
 def sweep(scenarios, param, values, outputs: Sequence[str] | None = None, **kwargs) -> dict:
@@ -225,7 +409,11 @@ def sweep(scenarios, param, values, outputs: Sequence[str] | None = None, **kwar
     :func:`mcengine.sensitivity.studies.sweep` for the other keyword arguments."""
     from .sensitivity.studies import SWEEP_OUTPUTS, sweep as study
 
-    return study(scenarios, param, values, outputs=tuple(outputs or SWEEP_OUTPUTS), **kwargs)
+    out, force = kwargs.pop("out", None), kwargs.pop("force", False)
+    outputs = tuple(outputs or SWEEP_OUTPUTS)
+    kwargs.update(param=param, values=values, outputs=outputs)
+    params = {"param": param, "values": [str(v) for v in values], "outputs": list(outputs)}
+    return _analysis("sweep", lambda s, **kw: study(s, **kw), scenarios, kwargs, params, sweep_rows, out, force)
 
 
 def parse_values(text: str) -> list[str]:
@@ -240,7 +428,8 @@ def tornado(scenarios, **kwargs) -> dict:
     95th percentile (:func:`mcengine.sensitivity.studies.tornado`)."""
     from .sensitivity.studies import tornado as study
 
-    return study(scenarios, **kwargs)
+    out, force = kwargs.pop("out", None), kwargs.pop("force", False)
+    return _analysis("tornado", study, scenarios, kwargs, {"output": kwargs.get("output")}, sensitivity_rows, out, force)
 
 
 def sobol(scenarios, **kwargs) -> dict:
@@ -248,10 +437,11 @@ def sobol(scenarios, **kwargs) -> dict:
     uncertain input (:func:`mcengine.sensitivity.studies.sobol`)."""
     from .sensitivity.studies import sobol as study
 
-    return study(scenarios, **kwargs)
+    out, force = kwargs.pop("out", None), kwargs.pop("force", False)
+    return _analysis("sobol", study, scenarios, kwargs, {"output": kwargs.get("output")}, sensitivity_rows, out, force)
 
 
 __all__ = [
-    "bench", "check", "compare", "fab", "parse_values", "prepare_folder", "reliability", "roofline", "run", "scenarios", "set_threads",
-    "sobol", "sweep", "tornado", "validate", "write_scenario", "yield_",
+    "bench", "check", "compare", "fab", "keys", "override_plan", "parse_values", "prepare_folder", "reliability", "roofline", "run",
+    "scenarios", "set_threads", "sobol", "studies", "sweep", "tornado", "validate", "validation_report", "write_scenario", "yield_",
 ]

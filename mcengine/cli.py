@@ -30,10 +30,26 @@ app = typer.Typer(
 # ------------------------------------------------------------------ shared options
 ScenarioArg = Annotated[str, typer.Argument(help="Path to a scenario TOML file, or a shipped scenario name (see `mcengine scenarios`).", show_default=False)]
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Master seed (default: the scenario's run.seed). Same seed, same numbers at any thread count.", show_default=False)]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value). Repeatable.", show_default=False)]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value); NAME:KEY=VALUE or A:/B:... for one scenario. Repeatable.", show_default=False)]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="Numba threads (default: all cores).", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as one JSON document on stdout, nothing else.")]
-OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, the resolved scenario(s) and figures to this folder.", show_default=False)]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"mcengine {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)] = False,
+) -> None:
+    """Monte Carlo engine: should AI clusters be built from Lite-GPUs or H100s? Cost per token and availability, with error bars."""
 
 
 def _console():
@@ -42,20 +58,10 @@ def _console():
     return Console()
 
 
-def _out_ready(out: Path | None) -> None:
-    """Refuse an unusable ``--out`` before anything is computed."""
-    if out is not None:
-        api.prepare_folder(out)
+def _emit(doc: dict, as_json: bool, render) -> None:
+    """Print JSON or the rendered table (the API wrote the --out folder)."""
+    from .io import dumps
 
-
-def _emit(doc: dict, as_json: bool, out: Path | None, render, scenarios=()) -> None:
-    """Write --out files, then print JSON or the rendered table."""
-    from .io import dumps, write_json
-
-    if out is not None:
-        write_json(out / "summary.json", doc)
-        for s in scenarios:
-            api.write_scenario(s, out)
     if as_json:
         sys.stdout.write(dumps(doc) + "\n")
     else:
@@ -65,16 +71,37 @@ def _emit(doc: dict, as_json: bool, out: Path | None, render, scenarios=()) -> N
 # ------------------------------------------------------------------ commands
 @app.command("scenarios")
 def scenarios_cmd(as_json: JsonOpt = False) -> None:
-    """List the shipped scenarios."""
-    rows = api.scenarios()
+    """List the shipped scenarios and studies (a study runs with `mcengine run NAME`)."""
+    rows, studies = api.scenarios(), api.studies()
     if as_json:
         from .io import dumps
+        from .provenance import provenance
 
-        sys.stdout.write(dumps({"scenarios": [{"name": n, "description": d} for n, d in rows]}) + "\n")
+        sys.stdout.write(dumps({"scenarios": [{"name": n, "description": d} for n, d in rows],
+                                "studies": [{"name": n, "description": d, "kind": "study"} for n, d in studies],
+                                "provenance": provenance()}) + "\n")
         return
     from .report.tables import render_scenarios
 
-    _console().print(render_scenarios(rows))
+    _console().print(render_scenarios(rows + [(f"{n} (study)", d) for n, d in studies]))
+
+
+@app.command("keys")
+def keys_cmd(
+    section: Annotated[Optional[str], typer.Argument(help="Only the keys under this table (fab, reliability.components, workload.model, ...).", show_default=False)] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every scenario key: meaning, unit, default, allowed range and why."""
+    rows = api.keys(section)
+    if as_json:
+        from .io import dumps
+        from .provenance import provenance
+
+        sys.stdout.write(dumps({"keys": rows, "provenance": provenance()}) + "\n")
+        return
+    from .scenario.keys import format_keys
+
+    sys.stdout.write(format_keys(rows))
 
 
 @app.command("check")
@@ -91,13 +118,11 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
         sys.stdout.write(resolved_toml(s.to_dict(with_unset=True)))
 
 
-def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out) -> None:
+def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out, force) -> None:
     """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
     api.set_threads(threads)
-    s = api.check(scenario, overrides or ())
-    _out_ready(out)
-    doc = study(s, size, seed)
-    _emit(doc, as_json, out, render, [s])
+    doc = study(scenario, size, seed, overrides or (), out=out, force=force)
+    _emit(doc, as_json, render)
 
 
 @app.command("yield")
@@ -109,11 +134,12 @@ def yield_cmd(
     threads: ThreadsOpt = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Fab stage alone: die yield, good dies per wafer, cost per good GPU."""
     from .report.tables import render_yield
 
-    _sampled_stage(api.yield_, render_yield, scenario, wafers, seed, overrides, threads, as_json, out)
+    _sampled_stage(api.yield_, render_yield, scenario, wafers, seed, overrides, threads, as_json, out, force)
 
 
 @app.command("reliability")
@@ -125,21 +151,20 @@ def reliability_cmd(
     threads: ThreadsOpt = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Reliability stage alone: availability, failures, swaps, stock-outs."""
     from .report.tables import render_reliability
 
-    _sampled_stage(api.reliability, render_reliability, scenario, lifetimes, seed, overrides, threads, as_json, out)
+    _sampled_stage(api.reliability, render_reliability, scenario, lifetimes, seed, overrides, threads, as_json, out, force)
 
 
 @app.command("roofline")
-def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None) -> None:
+def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None, force: ForceOpt = False) -> None:
     """Roofline stage alone (deterministic, at the median inputs)."""
     from .report.tables import render_roofline
 
-    s = api.check(scenario, overrides or ())
-    _out_ready(out)
-    _emit(api.roofline(s), as_json, out, render_roofline, [s])
+    _emit(api.roofline(scenario, overrides or (), out=out, force=force), as_json, render_roofline)
 
 
 TrialsOpt = Annotated[Optional[int], typer.Option("--trials", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
@@ -177,7 +202,16 @@ def _progress_bar(as_json: bool, quiet: bool):
     return bar, update
 
 
-def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials) -> None:
+def _note_overrides(refs, overrides) -> None:
+    """One line on stderr for each plain --set that reaches several scenarios."""
+    if not overrides:
+        return
+    for plan in api.override_plan(refs, overrides):
+        if ":" not in plan["set"].partition("=")[0] and len(plan["scenarios"]) > 1:
+            sys.stderr.write(f"--set {plan['set']} applies to {len(plan['scenarios'])} scenarios: {', '.join(plan['scenarios'])}\n")
+
+
+def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force=False) -> None:
     from contextlib import nullcontext
 
     from .report.tables import render_run
@@ -189,6 +223,8 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         raise InputError(Problem("--keep-trials", True, "needs --out DIR (the per-trial table is written there)"))
     if resume is not None and out is not None and Path(out).resolve() != Path(resume).resolve():
         raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
+    if resume is None or scenarios:
+        _note_overrides(scenarios, overrides)
     bar, update = _progress_bar(as_json, quiet)
     folder = resume if resume is not None else out
     try:
@@ -196,7 +232,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
             results = api.run(
                 scenarios or None, trials=trials, seed=seed, overrides=overrides or (), out=folder,
                 keep_trials=keep_trials if resume is None else (keep_trials or None), chunk_trials=chunk_trials,
-                scheduler=scheduler, resume=resume is not None, progress=update,
+                scheduler=scheduler, resume=resume is not None, progress=update, force=force,
             )
     except Interrupted as exc:
         if folder is not None:
@@ -212,10 +248,10 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
     else:
         _console().print(render_run(doc))
         if folder is not None:
-            _console().print(f"results in {folder}/ (summary.json, figures, resolved scenarios)")
+            _console().print(f"results in {folder}/ (summary.json, table.csv, figures, resolved scenarios)")
 
 
-ScenariosArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios (paths or shipped names); none = the shipped case study.", show_default=False)]
+ScenariosArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios (paths or shipped names), or one study (file or shipped name); none = the shipped case study.", show_default=False)]
 PairedArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
 
 
@@ -236,19 +272,20 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
         scheduler: SchedulerOpt = None,
         quiet: QuietOpt = False,
         chunk_trials: ChunkOpt = None,
+        force: ForceOpt = False,
     ) -> None:
         if len(scenarios or ()) < min_scenarios:
             from .errors import Problem
 
             raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more])"))
-        _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials)
+        _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force)
 
     command.__doc__ = help_text
     command.__annotations__["scenarios"] = scenarios_arg
     return command
 
 
-app.command("run")(_chain_command(0, ScenariosArg, "Full chain: cost per token and availability distributions (no argument = the case study)."))
+app.command("run")(_chain_command(0, ScenariosArg, "Full chain: cost per token and availability distributions (a study file or name runs its scenarios; no argument = the case study)."))
 app.command("compare")(_chain_command(2, PairedArg, "Paired comparison of B (and more) against A: same seed, common random numbers."))
 
 
@@ -266,10 +303,11 @@ def sweep_cmd(
     out: OutOpt = None,
     scheduler: SchedulerOpt = None,
     quiet: QuietOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Run the chain at each value of a key (or a grid of two): where does the verdict flip?"""
     from .errors import Problem
-    from .report.sensitivity import render, write_figures
+    from .report.sensitivity import render
 
     api.set_threads(threads)
     if len(scenarios) > 2:
@@ -277,16 +315,15 @@ def sweep_cmd(
     if not 1 <= len(param) <= 2 or len(values) != len(param):
         raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
     grid = [api.parse_values(v) for v in values]
-    _out_ready(out)
+    _note_overrides(scenarios, overrides)
     bar, update = _progress_bar(as_json, quiet)
     from contextlib import nullcontext
 
     with bar if bar is not None else nullcontext():
         doc = api.sweep(scenarios if len(scenarios) > 1 else scenarios[0], param[0] if len(param) == 1 else param, grid[0] if len(param) == 1 else grid,
-                    outputs=tuple(output) if output else None, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update)
-    if out is not None:
-        doc["figures"] = [p.name for p in write_figures(doc, out)]
-    _emit(doc, as_json, out, render)
+                    outputs=tuple(output) if output else None, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update,
+                    out=out, force=force)
+    _emit(doc, as_json, render)
 
 
 @app.command("sensitivity")
@@ -301,12 +338,13 @@ def sensitivity_cmd(
     as_json: JsonOpt = False,
     out: OutOpt = None,
     quiet: QuietOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Which uncertain inputs drive an output: Sobol indices or a tornado chart."""
     from contextlib import nullcontext
 
     from .errors import Problem
-    from .report.sensitivity import render, write_figures
+    from .report.sensitivity import render
 
     api.set_threads(threads)
     studies = {"sobol": api.sobol, "tornado": api.tornado}
@@ -314,16 +352,14 @@ def sensitivity_cmd(
         raise InputError(Problem("--method", method, "allowed: sobol, tornado"))
     if len(scenarios) > 2:
         raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
-    _out_ready(out)
-    kwargs = {"output": output, "seed": seed, "overrides": overrides or ()}
+    _note_overrides(scenarios, overrides)
+    kwargs = {"output": output, "seed": seed, "overrides": overrides or (), "out": out, "force": force}
     if trials is not None:
         kwargs["trials"] = trials
     bar, update = _progress_bar(as_json, quiet)
     with bar if bar is not None else nullcontext():
         doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
-    if out is not None:
-        doc["figures"] = [p.name for p in write_figures(doc, out)]
-    _emit(doc, as_json, out, render)
+    _emit(doc, as_json, render)
 
 
 @app.command("validate")
@@ -331,9 +367,8 @@ def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
     from .report.tables import render_validate
 
-    checks = api.validate()
-    doc = {"checks": [c.to_dict() for c in checks], "passed": all(c.passed for c in checks)}
-    _emit(doc, as_json, None, render_validate)
+    doc = api.validation_report()
+    _emit(doc, as_json, render_validate)
     if not doc["passed"]:
         raise typer.Exit(1)
 
@@ -344,23 +379,23 @@ def bench_cmd(
     stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Only these stages (fab, reliability, chain). Repeatable.")] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
+    force: ForceOpt = False,
 ) -> None:
     """Throughput of each stage and of the whole chain on this machine (peers: benchmarks/)."""
     from .report.tables import render_bench
 
-    _out_ready(out)
-    doc = api.bench(quick=quick, stages=stage or ())
-
-    _emit(doc, as_json, out, render_bench)
+    doc = api.bench(quick=quick, stages=stage or (), out=out, force=force)
+    _emit(doc, as_json, render_bench)
 
 
 # ------------------------------------------------------------------ entry point
 def main(argv: list[str] | None = None) -> int:
     """Run one command; maps exceptions to exit codes: 2 bad input, 128 + signal number
     after SIGINT/SIGTERM (with what was saved), 1 anything else (one line)."""
-    from . import interrupt
+    from . import interrupt, provenance
     from .errors import ExecutionError, Interrupted
 
+    token = provenance.set_command_line(["mcengine", *(sys.argv[1:] if argv is None else argv)])
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="mcengine")
     except typer.Exit as exc:
@@ -389,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         interrupt.clear()
+        provenance.reset_command_line(token)
     return rv if isinstance(rv, int) else 0
 
 

@@ -35,6 +35,7 @@ import pandas as pd
 from . import interrupt
 from .errors import InputError, Problem
 from .io import write_atomic, write_json
+from .provenance import parquet_metadata
 from .pipeline import METRICS, PAIRED_METRICS, run_chunk
 from .results import BLOCK_TRIALS, Summary
 from .scenario import Scenario, scenario_from_dict
@@ -151,11 +152,18 @@ def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+def _parquet_bytes(frame: pd.DataFrame, provenance: dict | None = None) -> bytes:
+    """One Parquet part; ``provenance`` goes to the schema metadata (key
+    :data:`mcengine.provenance.PARQUET_KEY`)."""
     import io
 
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **parquet_metadata(provenance)})
     buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
+    pq.write_table(table, buf)
     return buf.getvalue()
 
 
@@ -176,6 +184,7 @@ class RunOutcome:
     spec: RunSpec
     accumulators: Accumulators
     frames: list[pd.DataFrame]  # per-chunk tables kept in memory (keep_trials without a folder)
+    provenance: dict | None = None  # on resume: the provenance run.json kept of the run's start
 
 
 def _read_json(path: Path) -> dict:
@@ -283,30 +292,36 @@ def execute(
     scheduler: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     expect: dict | None = None,
+    provenance: dict | None = None,
 ) -> RunOutcome:
     """Run (or resume) ``spec`` and return its accumulated summaries.
 
     With ``out`` the folder is locked for the run. On resume without a ``spec``,
     ``expect`` may hold the ``seed``, ``trials`` and ``keep_trials`` the caller asked for:
     each given one must equal the interrupted run's (InputError before any work).
+    ``provenance`` is written into each Parquet part's schema metadata (never into the
+    run's fingerprint).
     """
     check_chunk_trials(chunk_trials)
     if out is None:
-        return _execute(spec, chunk_trials, None, resume, scheduler, progress, expect or {})
+        return _execute(spec, chunk_trials, None, resume, scheduler, progress, expect or {}, provenance)
     with locked(out):
-        return _execute(spec, chunk_trials, out, resume, scheduler, progress, expect or {})
+        return _execute(spec, chunk_trials, out, resume, scheduler, progress, expect or {}, provenance)
 
 
-def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect) -> RunOutcome:
+def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, provenance=None) -> RunOutcome:
+    saved = None
     if resume:
         spec, acc = _load_resume(out, spec, expect.get("seed"), expect.get("trials"))
+        saved = _read_json(out / RUN_FILE).get("provenance")
+        provenance = provenance or saved
         if expect.get("keep_trials") and not spec.keep_trials:
             raise InputError(Problem("--keep-trials", True, "the interrupted run keeps no per-trial table; resume without --keep-trials"))
     else:
         acc = Accumulators(tuple(s.name for s in spec.scenarios))
         if out is not None:
             _start_fresh(out)
-            write_json(out / RUN_FILE, spec.to_dict())
+            write_json(out / RUN_FILE, {**spec.to_dict(), **({"provenance": provenance} if provenance else {})})
     frames: list[pd.DataFrame] = []
     if resume and out is not None:
         _drop_unfinished_parts(out, acc.trials_done)
@@ -318,7 +333,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect) -> Ru
             if spec.keep_trials:
                 frame = trials_frame(chunk)
                 if out is not None:
-                    write_atomic(out / TRIALS_DIR / f"part-{start:012d}.parquet", _parquet_bytes(frame))
+                    write_atomic(out / TRIALS_DIR / f"part-{start:012d}.parquet", _parquet_bytes(frame, provenance))
                 else:
                     frames.append(frame)
             acc.add(chunk)
@@ -328,7 +343,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect) -> Ru
                 progress(acc.trials_done, spec.trials)
             if acc.trials_done < spec.trials:
                 interrupt.check()
-    return RunOutcome(spec, acc, frames)
+    return RunOutcome(spec, acc, frames, saved if isinstance(saved, dict) else None)
 
 
 def _start_fresh(out: Path) -> None:
@@ -346,9 +361,12 @@ def _start_fresh(out: Path) -> None:
 
 def _drop_unfinished_parts(out: Path, trials_done: int) -> None:
     """Parts of chunks the checkpoint does not count (killed between the two writes)."""
-    for part in (out / TRIALS_DIR).glob("part-*.parquet"):
+    folder = out / TRIALS_DIR
+    for part in folder.glob("part-*.parquet"):
         if int(part.stem.split("-")[1]) >= trials_done:
             part.unlink()
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()  # never leave an empty trials.parquet/ behind
 
 
 def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None):

@@ -27,9 +27,11 @@ RUN_METRICS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_us
 
 
 def _without_elapsed(doc: dict) -> dict:
-    """The document as JSON would carry it, without the wall-clock time."""
+    """The document as JSON would carry it, without the wall-clock time and the provenance
+    (which records the command line: it differs between the API and the CLI)."""
     out = json.loads(dumps(doc))
     out.pop("elapsed_s")
+    out.pop("provenance", None)
     return out
 
 

@@ -195,7 +195,7 @@ def test_cli_sensitivity_sobol(cli):
 
 def test_cli_bench_quick_fab(cli):
     doc = one_document(cli("bench", "--quick", "--stage", "fab", "--json"))
-    assert doc["quick"] is True and set(doc) == {"machine", "quick", "fab"}
+    assert doc["quick"] is True and set(doc) == {"machine", "quick", "fab", "provenance"}
     assert doc["fab"]["wafers"] == 2048 and set(doc["fab"]["cases"]) == {"h100", "lite-h100"}
     assert all(row["wafers_per_s"] > 0 for row in doc["fab"]["cases"].values())
     import numba

@@ -22,6 +22,7 @@ def _numbers(res) -> str:
     doc = dict(res.summary())
     doc.pop("elapsed_s")
     doc.pop("figures", None)
+    doc.pop("provenance", None)  # the command line differs between a straight and a resumed run
     return json.dumps(doc, sort_keys=True)
 
 

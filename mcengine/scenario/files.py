@@ -20,6 +20,15 @@ def configs_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "configs"
 
 
+def studies_dir() -> Path:
+    """Shipped studies (``mcengine run NAME``)."""
+    return configs_dir() / "studies"
+
+
+def study_names() -> list[str]:
+    return sorted(p.stem for p in studies_dir().glob("*.toml"))
+
+
 #: Deepest nesting of tables and arrays a scenario file may have (the schema needs 5:
 #: ``reliability.repair_hours.parts[i].median.dist``); deeper input would only reach
 #: Python's recursion limit in the parser or in a copy.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -20,10 +21,8 @@ from ..errors import InputError, Problem
 from .fields import did_you_mean
 from .cards import DEFAULT_MODEL, card_table, load_model_card
 from .files import configs_dir, parse_toml, read_toml
-
-
-def shipped_names() -> list[str]:
-    return sorted(p.stem for p in configs_dir().glob("*.toml"))
+from .files import study_names  # noqa: F401 - re-exported
+from .refs import resolve_ref, shipped_names  # noqa: F401 - re-exported
 
 
 def shipped_scenarios() -> list[tuple[str, str]]:
@@ -33,29 +32,6 @@ def shipped_scenarios() -> list[tuple[str, str]]:
         raw = read_toml(configs_dir() / f"{name}.toml")
         out.append((name, str(raw.get("description", "")).strip().splitlines()[0] if raw.get("description") else ""))
     return out
-
-
-def resolve_ref(ref: str, relative_to: Path | None = None) -> Path:
-    """Path of a scenario reference (a path, or a shipped name)."""
-    candidates = [Path(ref)]
-    if relative_to is not None:
-        candidates.insert(0, relative_to / ref)
-    for path in candidates:
-        if path.is_file():
-            return path
-    for path in candidates:
-        if path.is_dir():
-            raise InputError(Problem("scenario", ref, "is a directory; allowed: a scenario .toml file or a shipped name"))
-    looks_like_path = ref.endswith(".toml") or "/" in ref or "\\" in ref
-    shipped = configs_dir() / f"{ref}.toml"
-    if not looks_like_path and shipped.is_file():
-        return shipped
-    if looks_like_path:
-        raise InputError(Problem("scenario", ref, "no such file"))
-    names = shipped_names()
-    raise InputError(
-        Problem("scenario", ref, "not a file and not a shipped scenario; shipped: " + ", ".join(names), did_you_mean(ref, names))
-    )
 
 
 def deep_merge(base: dict, over: dict) -> dict:
@@ -152,13 +128,102 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     return out
 
 
-def load_scenario(ref: str, overrides: Iterable[str] = ()):
-    """Load, merge, override and validate a scenario (raises InputError)."""
+def split_target(item: str) -> tuple[str | None, str]:
+    """``NAME:KEY=VALUE`` → (``NAME``, ``KEY=VALUE``); a plain ``KEY=VALUE`` → (None, item).
+    Only the part before ``=`` is searched for ``:`` (a value may hold one)."""
+    key, sep, value = item.partition("=")
+    who, colon, bare = key.rpartition(":")
+    if not colon:
+        return None, item
+    return who.strip(), f"{bare.strip()}{sep}{value}"
+
+
+#: Position letters of ``--set A:KEY=VALUE``: A is the first scenario, B the second, ...
+POSITIONS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class Override:
+    """One ``--set`` as given, the ``KEY=VALUE`` it applies and the scenarios it reaches."""
+
+    item: str
+    assignment: str
+    target: str | None
+    scenarios: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"set": self.item, "scenarios": list(self.scenarios)}
+
+
+def plan_overrides(names: list[str], overrides: Iterable[str], refs: list[str] | None = None) -> list[Override]:
+    """Which scenarios each override reaches: a plain ``KEY=VALUE`` every one of ``names``;
+    ``NAME:KEY=VALUE`` the scenario of that name (or given by that reference), ``A:``/``B:``/...
+    the first/second/... one. An unknown target is InputError naming the ``--set``."""
+    refs = refs or names
+    plans, problems = [], []
+    for item in overrides:
+        who, assignment = split_target(item)
+        if who is None:
+            plans.append(Override(item, item, None, tuple(names)))
+            continue
+        hits = [n for n, r in zip(names, refs) if who in (n, r)]
+        if not hits and len(who) == 1 and who in POSITIONS[: len(names)]:
+            hits = [names[POSITIONS.index(who)]]
+        if not hits:
+            allowed = [*dict.fromkeys(names), *POSITIONS[: len(names)]]
+            problems.append(Problem(f"--set {item}", who, "allowed targets: " + ", ".join(allowed) + " (a scenario name, or its position)",
+                                    did_you_mean(who, allowed)))
+            continue
+        plans.append(Override(item, assignment, who, tuple(dict.fromkeys(hits))))
+    if problems:
+        raise InputError(problems)
+    return plans
+
+
+def _blame(exc: InputError, applied: list[Override]) -> list[Problem]:
+    """The problems of ``exc``, each caused by an override named by its ``--set``."""
+    out = []
+    for p in exc.problems:
+        cause = None
+        for o in applied:
+            key = o.assignment.partition("=")[0].strip()
+            if p.key == key or p.key.startswith(key + ".") or p.key == f"--set {key}":
+                cause = o
+        if cause is None:
+            out.append(p)
+        elif p.key.startswith("--set "):
+            out.append(Problem(f"--set {cause.item}", p.value, p.allowed, p.hint))
+        else:
+            out.append(Problem(p.key, p.value, p.allowed, "; ".join(h for h in (f"from --set {cause.item}", p.hint) if h)))
+    return out
+
+
+def _source(path: Path | None, name: str, problems: list[Problem], original: list[Problem]) -> str:
+    """Where the problems are: the user's file, or the scenario's name when every problem
+    came from an override or the file is a shipped one (never a path inside the package)."""
+    if path is None:
+        return name
+    if all(p is not q for p, q in zip(problems, original)) or path.parent == configs_dir().resolve():
+        return f"scenario {name}"
+    return str(path)
+
+
+def _build(raw: dict, path: Path | None, applied: list[Override], name: str):
     from .schema import build
 
+    try:
+        return build(apply_overrides(raw, [o.assignment for o in applied]), str(path) if path else name)
+    except InputError as exc:
+        problems = _blame(exc, applied)
+        raise InputError(problems, _source(path, name, problems, exc.problems)) from None
+
+
+def load_scenario(ref: str, overrides: Iterable[str] = ()):
+    """Load, merge, override and validate a scenario (raises InputError). An override may
+    be aimed at it (``NAME:KEY=VALUE`` or ``A:KEY=VALUE``)."""
     raw, path = load_raw(ref)
-    raw = apply_overrides(raw, overrides)
-    return build(raw, str(path))
+    plans = plan_overrides([raw["name"]], overrides, [ref])
+    return _build(raw, path, plans, raw["name"])
 
 
 def scenario_from_dict(raw: dict, source: str = "<dict>"):
@@ -174,24 +239,37 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
     return build(raw, source)
 
 
-def load_scenarios(refs, overrides: Iterable[str] = ()) -> list:
-    """Load and validate several scenarios (names, paths or Scenario objects), applying
-    the same overrides to each; every problem of every scenario is reported at once. A
-    scenario listed twice gets a distinct name (``h100#2``) so both stay in a summary."""
+def load_targeted(refs, overrides: Iterable[str] = ()) -> tuple[list, list[Override]]:
+    """(scenarios, overrides with the scenarios each reached) of several references (names,
+    paths or Scenario objects). A plain override applies to every scenario, a targeted one
+    (``NAME:`` or ``A:``/``B:``...) to one; every problem of every scenario is reported at
+    once. A scenario listed twice gets a distinct name (``h100#2``) so both stay in a summary."""
     import dataclasses
 
     from .schema import Scenario
 
     overrides = list(overrides)
-    out, problems = [], []
+    raws, problems = [], []
     for ref in refs:
+        if isinstance(ref, Scenario):
+            raws.append((ref.to_dict(), None, ref.name))
+            continue
         try:
-            if isinstance(ref, Scenario):
-                out.append(scenario_from_dict(apply_overrides(ref.to_dict(), overrides), ref.name) if overrides else ref)
-            else:
-                out.append(load_scenario(ref, overrides))
+            raw, path = load_raw(ref)
+            raws.append((raw, path, raw["name"]))
         except InputError as exc:
-            problems += [Problem(f"{exc.source or getattr(ref, 'name', ref)}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
+            problems += [Problem(f"{exc.source or ref}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
+    if problems:
+        raise InputError(problems)
+    names = [name for _, _, name in raws]
+    plans = plan_overrides(names, overrides, [getattr(r, "name", r) for r in refs])
+    out = []
+    for i, (ref, (raw, path, name)) in enumerate(zip(refs, raws)):
+        applied = [o for o in plans if name in o.scenarios and (o.target is None or _aims_at(o.target, i, ref, name, names))]
+        try:
+            out.append(ref if isinstance(ref, Scenario) and not applied else _build(raw, path, applied, name))
+        except InputError as exc:
+            problems += [Problem(f"{exc.source or name}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
     if problems:
         raise InputError(problems)
     seen: dict[str, int] = {}
@@ -199,20 +277,27 @@ def load_scenarios(refs, overrides: Iterable[str] = ()) -> list:
         seen[s.name] = seen.get(s.name, 0) + 1
         if seen[s.name] > 1:
             out[i] = dataclasses.replace(s, name=f"{s.name}#{seen[s.name]}")
-    return out
+    return out, plans
+
+
+def _aims_at(target: str, index: int, ref, name: str, names: list[str]) -> bool:
+    """Whether a targeted override reaches the scenario at ``index`` (a name or reference
+    reaches every scenario it names; a position letter only its own)."""
+    if target in (name, getattr(ref, "name", ref)):
+        return True
+    return target not in names and len(target) == 1 and POSITIONS.find(target) == index
+
+
+def load_scenarios(refs, overrides: Iterable[str] = ()) -> list:
+    """The scenarios of :func:`load_targeted` (without the override plan)."""
+    return load_targeted(refs, overrides)[0]
 
 
 # ----------------------------------------------------------------------------- studies
 
 
-def study_names() -> list[str]:
-    return sorted(p.stem for p in (configs_dir() / "studies").glob("*.toml"))
-
-
 def load_study(name: str) -> dict:
-    """A shipped study: ``{"name", "description", "scenarios": [refs], "trials"}``."""
-    if name not in study_names():
-        raise InputError(Problem("study", name, "allowed: " + ", ".join(study_names()), did_you_mean(name, study_names())))
-    raw = read_toml(configs_dir() / "studies" / f"{name}.toml")
-    raw.setdefault("name", name)
-    return raw
+    """A study (shipped name or file): see :func:`mcengine.scenario.study.load_study`."""
+    from .study import load_study as load
+
+    return load(name)

@@ -1,0 +1,84 @@
+"""What produced a result: the ``"provenance"`` object of every JSON document and
+``summary.json``, and the schema metadata of every ``trials.parquet`` part.
+
+It records the mcengine version, the command line, the seed, the sample size, the
+overrides (with the scenarios each reached), a sha256 fingerprint of each resolved
+scenario (of ``Scenario.to_dict()`` as canonical JSON) and the numpy, numba and Python
+versions. It never enters a run's fingerprint: the numbers do not depend on it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import platform
+import sys
+from importlib import metadata
+from typing import Iterable, Sequence
+
+from . import __version__
+
+#: Key of the provenance JSON in a Parquet part's schema metadata.
+PARQUET_KEY = b"mcengine.provenance"
+
+_command_line: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("mcengine_command_line", default=None)
+
+
+def set_command_line(argv: Sequence[str]) -> contextvars.Token:
+    """Record the command line being run (the CLI calls this; the default is ``sys.argv``)."""
+    return _command_line.set(list(argv))
+
+
+def reset_command_line(token: contextvars.Token) -> None:
+    _command_line.reset(token)
+
+
+def command_line() -> list[str]:
+    argv = _command_line.get()
+    return list(argv) if argv is not None else list(sys.argv)
+
+
+def canonical_json(doc) -> str:
+    """JSON with sorted keys and no spaces: the same document always gives the same bytes."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_of(doc) -> str:
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def scenario_sha256(scenario) -> str:
+    """Fingerprint of a resolved scenario: sha256 of its ``to_dict()`` as canonical JSON."""
+    return sha256_of(scenario.to_dict() if hasattr(scenario, "to_dict") else scenario)
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions() -> dict:
+    return {"mcengine": __version__, "python": platform.python_version(), "numpy": _version("numpy"), "numba": _version("numba")}
+
+
+def provenance(scenarios: Iterable = (), seed: int | None = None, size_key: str | None = None, size: int | None = None,
+               overrides: Iterable = ()) -> dict:
+    """The provenance object. ``overrides`` holds ``--set`` texts or objects with
+    ``to_dict()`` (``{"set", "scenarios"}``: the override and the scenarios it reached)."""
+    doc = {
+        "mcengine_version": __version__,
+        "command_line": command_line(),
+        "seed": seed,
+        "sample_size": {size_key: size} if size_key else None,
+        "overrides": [o.to_dict() if hasattr(o, "to_dict") else {"set": str(o)} for o in overrides],
+        "scenarios_sha256": {s.name: scenario_sha256(s) for s in scenarios},
+        "versions": versions(),
+    }
+    return doc
+
+
+def parquet_metadata(prov: dict | None) -> dict[bytes, bytes]:
+    return {PARQUET_KEY: canonical_json(prov).encode("utf-8")} if prov else {}
