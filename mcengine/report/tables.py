@@ -179,8 +179,13 @@ def render_yield(body: dict):
     """A rich Table of ``mcengine yield``: Monte Carlo beside the closed forms."""
     from rich.table import Table
 
-    def dist(s: dict, fmt: str) -> tuple[str, str]:
+    def dist(s: dict | None, fmt: str) -> tuple[str, str]:
+        if s is None:  # no wafer of the sample had a good die
+            return "none", ""
         return f"{s['mean']:{fmt}} ± {s['sem']:.2g}", f"{s['p05']:{fmt}} – {s['p95']:{fmt}}"
+
+    def value(x: float | None, fmt: str) -> str:
+        return "none" if x is None else f"{x:{fmt}}"
 
     an, cost, pooled = body["analytic"], body["analytic_cost"], body["pooled"]
     harvest = body.get("harvesting", {})
@@ -200,13 +205,13 @@ def render_yield(body: dict):
     table.add_row("good dies / wafer", *dist(body["good_dies_per_wafer"], ".2f"), f"{cost['good_dies_per_wafer']:.2f}")
     table.add_row("good H100-eq / wafer", *dist(body["good_h100_equivalents_per_wafer"], ".2f"), "")
     with_good = body.get("wafers", 0) - body.get("wafers_without_good_dies", 0)
-    table.add_row("cost / good die (USD): spend ÷ good dies", f"{pooled['cost_per_good_die_usd']:,.1f}", "", f"{cost['cost_per_good_die_usd']:,.1f}")
+    table.add_row("cost / good die (USD): spend ÷ good dies", value(pooled["cost_per_good_die_usd"], ",.1f"), "", f"{cost['cost_per_good_die_usd']:,.1f}")
     table.add_row(f"  per wafer, over the {with_good:,} with a good die", *dist(body["cost_per_good_die_usd"], ",.1f"), "")
-    table.add_row("GPU package (USD): spend ÷ packages", f"{pooled['gpu_cost_usd']:,.0f}", "", f"{cost['gpu_cost_usd']:,.0f}")
+    table.add_row("GPU package (USD): spend ÷ packages", value(pooled["gpu_cost_usd"], ",.0f"), "", f"{cost['gpu_cost_usd']:,.0f}")
     table.add_row(f"  per wafer, over the {with_good:,} with a good die", *dist(body["gpu_cost_usd"], ",.0f"), "")
     if body.get("wafers_without_good_dies"):
         table.add_row("wafers without a good die", f"{body['wafers_without_good_dies']:,}", "", "")
-    table.add_row("good dies with defects", f"{body['harvested_share']:.3f}", "", "")
+    table.add_row("good dies with defects", value(body["harvested_share"], ".3f"), "", "")
     return table
 
 

@@ -12,7 +12,6 @@ import math
 import numpy as np
 
 from ..analytic import fab as analytic
-from ..errors import NumericalError
 from .. import interrupt
 from ..options import check_seed, positive
 from ..results import BLOCK_TRIALS, Summary
@@ -39,10 +38,11 @@ class _BlockFeeder:
         self.summary.add(values[:whole], self.name)
         self.pending = values[whole:]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict | None:
+        """The summary, or ``None`` when no value was fed (no wafer had a good die)."""
         self.summary.add(self.pending, self.name)
         self.pending = np.empty(0)
-        return self.summary.to_dict()
+        return self.summary.to_dict() if self.summary.count else None
 
 
 def _median_inputs(scenario) -> dict[str, float]:
@@ -87,7 +87,8 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
         ``dies_per_wafer`` (exact grid count), ``dies_per_wafer_formula`` (classic
         approximation, reference only), summaries over wafers of ``die_yield``,
         ``good_dies_per_wafer``, ``good_h100_equivalents_per_wafer``, and over wafers
-        with at least one good die of ``cost_per_good_die_usd`` and ``gpu_cost_usd``;
+        with at least one good die of ``cost_per_good_die_usd`` and ``gpu_cost_usd``
+        (``None`` when no wafer had one, as are the pooled costs and ``harvested_share``);
         ``wafers_without_good_dies``; ``harvested_share`` (good dies that carry
         defects); ``pooled`` long-run ratios (total spend / total good output);
         ``analytic`` (the five named whole-die yields and ``harvesting`` at the median
@@ -123,9 +124,8 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
             money["packages"].add(good * c["assembly_yield"])
             money["optics_usd"].add(c["optics_cost_usd"])
             interrupt.check()
-    if total["good"] == 0:
-        raise NumericalError(f"fab stage: none of the {wafers} wafers yielded a good die; cost per good die is infinite")
     mean = {name: feeder.to_dict()["mean"] for name, feeder in money.items()}
+    good = total["good"]
     at = analytic_at_median(scenario, model)
     w = model.wafer
     f = scenario.fab
@@ -136,13 +136,14 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
         "die_area_mm2": w.die_w_mm * w.die_h_mm,
         **{name: s.to_dict() for name, s in sums.items()},
         "wafers_without_good_dies": total["empty"],
-        "harvested_share": total["harvested"] / total["good"],
+        "harvested_share": total["harvested"] / good if good else None,
         "harvesting": {"units_per_die": model.units, "units_required": model.units - model.spares,
                        "enabled": model.spares > 0},
         "pooled": {
             "die_yield": total["good"] / (dies * int(wafers)),
-            "cost_per_good_die_usd": mean["wafer_usd"] * int(wafers) / total["good"],
-            "gpu_cost_usd": mean["spend_usd"] / mean["packages"] + mean["optics_usd"],
+            # no good die in the sample: no cost per good die to report (None), not infinity
+            "cost_per_good_die_usd": mean["wafer_usd"] * int(wafers) / good if good else None,
+            "gpu_cost_usd": mean["spend_usd"] / mean["packages"] + mean["optics_usd"] if good else None,
         },
         "analytic": at["yields"],
         "analytic_cost": at["cost"],

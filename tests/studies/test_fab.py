@@ -82,3 +82,12 @@ def test_bad_seed_is_an_input_error(seed):
     with pytest.raises(InputError) as err:
         study.yield_study(load_scenario("h100", []), 10, seed)
     assert err.value.problems[0].key == "--seed"
+
+
+def test_a_sample_without_a_good_die_is_reported_not_an_error():
+    """Two wafers at 2 defects/cm²: no good die. The study says so (costs None, every wafer
+    counted as empty) instead of failing with an infinite cost (exit 1 before)."""
+    body = study.yield_study(load_scenario("h100", ["fab.defect_density_per_cm2=2.0"]), 2, 0)
+    assert body["wafers_without_good_dies"] == 2 and body["die_yield"]["max"] == 0.0
+    assert body["pooled"]["cost_per_good_die_usd"] is None and body["pooled"]["gpu_cost_usd"] is None
+    assert body["cost_per_good_die_usd"] is None and body["harvested_share"] is None
