@@ -12,6 +12,7 @@ from ..results import BLOCK_TRIALS, Summary
 from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
+from ..scenario.sections.reliability import resolved_law
 from ..stages.reliability import lifetimes_of
 from ..units import HOURS_PER_YEAR
 
@@ -47,13 +48,20 @@ def analytic_reference(scenario: Scenario) -> dict:
     def law_mean(name: str) -> float:
         return getattr(r, name).mean_at(law_values(name))
 
+    def long_run_afr(name: str, comp) -> float:
+        law_key = comp.law_key()
+        if law_key in (None, "afr"):  # afr is the long-run rate 1/MTTF already
+            return 0.0 if law_key is None else at(f"reliability.components.{name}.afr")
+        return float(resolved_law(law_key, at(f"reliability.components.{name}.{law_key}"),
+                                  at(f"reliability.components.{name}.weibull_shape"))["afr_long_run"])
+
     repair, values = r.repair_hours, law_values("repair_hours")
     mixture = isinstance(repair, MixtureLaw)
     repair_parts = [(w, part.kind, *(values[(f"parts.{j}." if mixture else "") + name] for name, _ in part.param_items()))
                     for j, (w, part) in enumerate(repair.parts())]
 
     key = "reliability.components"
-    gpu_perm = sum(comp.count * at(f"{key}.{name}.afr") for name, comp in r.components) / HOURS_PER_YEAR
+    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components) / HOURS_PER_YEAR
     gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
     ref = analytic.cluster_reference(
