@@ -12,7 +12,7 @@ from ..results import BLOCK_TRIALS, Summary
 from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
-from ..scenario.sections.reliability import resolved_law
+from ..scenario.sections.reliability import resolved_law, weibull_rate_per_hour
 from ..stages.reliability import lifetimes_of
 from ..units import HOURS_PER_YEAR
 
@@ -70,7 +70,67 @@ def analytic_reference(scenario: Scenario) -> dict:
         law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
         c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
     ref["mean_repair_hours"] = law_mean("repair_hours")
+    ref.update(_horizon_reference(scenario, at, ref["failures_per_year"]))
     return ref
+
+
+def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float) -> dict:
+    """What the long-run references assume, and for wear-out or infant-mortality
+    (Weibull) classes the failures the horizon itself expects.
+
+    ``failures_per_year_over_horizon`` (gpu mode, any Weibull class): ``active x M(T) /
+    years`` with ``M`` the renewal function of one GPU slot's series life, a host failure
+    renewing its GPUs (:func:`mcengine.analytic.reliability.series_renewals`; exact for an
+    ample pool and zero swap time). ``weibull_classes``: per Weibull class its long-run
+    failures per year (``active x count / MTTF``) and its first-order share over the
+    horizon, ``active x F_class(T) / years`` with ``F_class(T) = 1 - exp(-count (T/eta)^k)``
+    (each unit's first failure; renewals by other classes not counted).
+    """
+    r, c = scenario.reliability, scenario.cluster
+    years = at("run.horizon_years")
+    horizon = years * HOURS_PER_YEAR
+    active, host_mode = scenario.active_gpus, r.replace_unit == "host"
+    exp_rate, groups, classes = 0.0, [], {}
+    for name, comp in r.components:
+        law_key = comp.law_key()
+        if law_key is None:
+            continue
+        key = f"reliability.components.{name}"
+        shape = at(f"{key}.weibull_shape")
+        rate = float(weibull_rate_per_hour(law_key, at(f"{key}.{law_key}"), shape))
+        if shape == 1.0:
+            exp_rate += comp.count * rate
+            continue
+        eta = 1.0 / rate if rate > 0.0 else math.inf
+        groups.append((shape, eta * comp.count ** (-1.0 / shape)))
+        law = resolved_law(law_key, at(f"{key}.{law_key}"), shape)
+        classes[name] = {
+            "weibull_shape": shape, "mttf_hours": law["mttf_hours"], "first_year_fraction": law["first_year_fraction"],
+            "long_run_failures_per_year": active * comp.count * law["afr_long_run"],
+            "first_order_failures_per_year_over_horizon": active * float(-math.expm1(-comp.count * (horizon * rate) ** shape)) / years,
+        }
+    host_afr, host_shape = at("reliability.host_afr"), at("reliability.host_weibull_shape")
+    if host_shape == 1.0:
+        exp_rate += host_afr / HOURS_PER_YEAR
+    elif host_afr > 0.0:
+        groups.append((host_shape, HOURS_PER_YEAR / host_afr / math.gamma(1.0 + 1.0 / host_shape)))
+    text = ("Long-run renewal rates: every class fails at 1/MTTF (its afr, or afr_long_run of its resolved law) "
+            "whatever its shape, at the median inputs; availability to first order in the rates with ample spares "
+            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews.")
+    out: dict = {"weibull_classes": classes}
+    groups = [(k, eta) for k, eta in groups if math.isfinite(eta)]
+    if groups and not host_mode:
+        over = active * analytic.series_renewals(horizon, exp_rate, groups) / years
+        out["failures_per_year_over_horizon"] = over
+        text += (f" Weibull classes ({', '.join(classes) or 'host'}): over the {years:g}-year horizon, starting new, the renewal "
+                 f"function gives {over:,.1f} failures/yr (ample pool, zero swap time) against the long-run "
+                 f"{long_run_failures_per_year:,.1f}.")
+    elif groups:
+        text += (" Weibull classes: their failures over the horizon differ from the long-run rate (replace_unit = 'host': "
+                 "no horizon reference; see weibull_classes for each class's first-order share).")
+    out["assumptions"] = text
+    return out
+
 
 
 def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
