@@ -33,7 +33,9 @@ def analytic_reference(scenario: Scenario) -> dict:
     """Closed-form reference values at the median inputs (renewal rates, no stock-out).
 
     See :func:`mcengine.analytic.reliability.cluster_reference`; every class enters at
-    its long-run rate ``afr`` (1/MTTF) whatever its Weibull shape.
+    its long-run rate 1/MTTF whatever its Weibull shape. With a Weibull class (gpu mode)
+    the ``..._over_horizon`` values redo them at the horizon's average rate
+    (:func:`_horizon_reference`); ``assumptions`` says which is which.
     """
     r, c = scenario.reliability, scenario.cluster
     q = quantile_inputs(scenario, 0.5)
@@ -64,13 +66,25 @@ def analytic_reference(scenario: Scenario) -> dict:
     gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components) / HOURS_PER_YEAR
     gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
-    ref = analytic.cluster_reference(
-        c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm, gpu_transient,
-        at("reliability.host_afr") / HOURS_PER_YEAR, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
-        law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
-        c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
+    host_rate = at("reliability.host_afr") / HOURS_PER_YEAR
+
+    def reference(gpu_perm_rate: float) -> dict:
+        return analytic.cluster_reference(
+            c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm_rate, gpu_transient,
+            host_rate, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
+            law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
+            c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
+
+    ref = reference(gpu_perm)
     ref["mean_repair_hours"] = law_mean("repair_hours")
     ref.update(_horizon_reference(scenario, at, ref["failures_per_year"]))
+    over = ref.get("failures_per_year_over_horizon")
+    if over is not None and at("reliability.host_weibull_shape") == 1.0:
+        # the same references with each GPU's horizon-average permanent rate in place of the
+        # long-run one (a slot's renewals less the Poisson host failures that renew it)
+        horizon = reference(max(0.0, over / HOURS_PER_YEAR / scenario.active_gpus - host_rate))
+        ref["interruptions_per_year_over_horizon"] = horizon["interruptions_per_year"]
+        ref["availability_no_stockout_over_horizon"] = horizon["availability_no_stockout"]
     return ref
 
 
@@ -124,7 +138,7 @@ def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float
         out["failures_per_year_over_horizon"] = over
         text += (f" Weibull classes ({', '.join(classes) or 'host'}): over the {years:g}-year horizon, starting new, the renewal "
                  f"function gives {over:,.1f} failures/yr (ample pool, zero swap time) against the long-run "
-                 f"{long_run_failures_per_year:,.1f}.")
+                 f"{long_run_failures_per_year:,.1f}; the *_over_horizon values redo the references at that rate.")
     elif groups:
         text += (" Weibull classes: their failures over the horizon differ from the long-run rate (replace_unit = 'host': "
                  "no horizon reference; see weibull_classes for each class's first-order share).")

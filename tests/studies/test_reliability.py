@@ -123,3 +123,16 @@ def test_assumptions_are_stated_without_weibull_classes():
     ref = study.analytic_reference(load_scenario("h100"))
     assert ref["weibull_classes"] == {} and "failures_per_year_over_horizon" not in ref
     assert ref["assumptions"].startswith("Long-run renewal rates")
+
+
+def test_the_horizon_interruptions_meet_a_wear_out_cluster():
+    """The interruption and availability references redone at the horizon's failure rate."""
+    s = toy_scenario(instances=64, instance_gpus=4, gpus_per_host=4, spare_gpus=256, horizon_years=3.0,
+                     components={"laser": {"first_year_fraction": 0.05, "weibull_shape": 2.5},
+                                 "die": {"afr": 0.2, "transient_afr": 0.3}}, host_afr=0.1, repair_hours=24.0,
+                     swap_hours=0.5, restart_hours=0.25)
+    ref = study.analytic_reference(s)
+    out = run(s, 200)
+    assert_mc(out["interruptions_per_year"], ref["interruptions_per_year_over_horizon"])
+    assert_mc(out["instance_availability"], ref["availability_no_stockout_over_horizon"])
+    assert ref["interruptions_per_year_over_horizon"] < ref["interruptions_per_year"]
