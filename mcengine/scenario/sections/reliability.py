@@ -86,8 +86,9 @@ def resolved_law(law_key: str | None, value: float, shape: float) -> dict[str, f
     if rate <= 0.0:
         return {"afr_long_run": 0.0, "mttf_hours": "inf", "scale_hours": "inf", "first_year_fraction": 0.0}
     mttf = float(special.gamma(1.0 + 1.0 / shape)) / rate
-    return {"afr_long_run": HOURS_PER_YEAR / mttf, "mttf_hours": mttf, "scale_hours": 1.0 / rate,
-            "first_year_fraction": float(-np.expm1(-((HOURS_PER_YEAR * rate) ** shape)))}
+    law = {"afr_long_run": HOURS_PER_YEAR / mttf, "mttf_hours": mttf, "scale_hours": 1.0 / rate,
+           "first_year_fraction": float(-np.expm1(-((HOURS_PER_YEAR * rate) ** shape)))}
+    return {k: float(f"{v:.15g}") for k, v in law.items()}  # 876600, not 876599.9999999999
 
 
 def component_resolved(comp: "Component") -> dict[str, float | str]:
