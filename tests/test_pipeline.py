@@ -76,8 +76,11 @@ def test_chunk_shares_columns_of_equal_keys_and_keeps_its_own_otherwise(case):
     for col in REL_COLUMNS:
         assert chunk["lite-h100"][col] is chunk["lite-h100-2x"][col], col
         assert chunk["lite-h100-2x-fastswap"][col] is not chunk["lite-h100"][col], col
-    # fast swaps: the same failures (common random numbers), better availability
-    np.testing.assert_array_equal(chunk["lite-h100-2x-fastswap"]["failures_per_year"], chunk["lite-h100"]["failures_per_year"])
+    # fast swaps: the same failures (common random numbers) but where a wear-out laser
+    # installed a few minutes earlier is a few minutes older at a candidate failure (rare), better availability
+    fast_failures, plain_failures = chunk["lite-h100-2x-fastswap"]["failures_per_year"], chunk["lite-h100"]["failures_per_year"]
+    assert np.mean(fast_failures == plain_failures) > 0.95
+    np.testing.assert_allclose(fast_failures, plain_failures, atol=2 / 5)  # two failures in the 5-year horizon
     assert (chunk["lite-h100-2x-fastswap"]["instance_availability"] >= chunk["lite-h100"]["instance_availability"]).all()
     assert (chunk["lite-h100-2x-fastswap"]["instance_availability"] > chunk["lite-h100"]["instance_availability"]).any()
     # the econ columns are each scenario's own

@@ -18,7 +18,7 @@ from ..units import HOURS_PER_YEAR
 __all__ = [
     "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
     "spares_birth_death", "weibull_mean_survival", "series_mean_survival",
-    "restart_only", "renewal_count", "ample_pool_availability", "mginf_stockout_probability", "repair_survival",
+    "restart_only", "renewal_count", "renewal_function", "series_renewals", "ample_pool_availability", "mginf_stockout_probability", "repair_survival",
     "batch_mginf_stockout", "compound_poisson_excess", "cluster_reference",
 ]
 
@@ -145,6 +145,45 @@ def renewal_count(horizon_hours: float, mean_hours: float, cv2: float) -> float:
     life of shape ``k`` has ``c² = Γ(1 + 2/k) / Γ(1 + 1/k)² - 1``.
     """
     return horizon_hours / mean_hours + 0.5 * (cv2 - 1.0)
+
+
+#: Grid steps of :func:`renewal_function`: relative error O((lives per step)^2), ~1e-5 at
+#: 44 lives over the horizon, far below any Monte Carlo SEM.
+RENEWAL_STEPS = 4000
+
+
+def renewal_function(cdf, horizon_hours: float, steps: int = RENEWAL_STEPS) -> float:
+    """``M(T)``: expected renewals in ``[0, T]`` of a renewal process started new (docs/sources.md#rel-renewal).
+
+    Solves the renewal equation ``M(t) = F(t) + ∫_0^t M(t - x) dF(x)`` on a grid of
+    ``steps`` intervals with the trapezoid rule in ``M`` (Xie, "On the solution of
+    renewal-type integral equations", 1989): ``O(steps^2)`` operations, exact for any
+    life law ``cdf`` (a vectorised ``F(t)``) to ``O(1/steps^2)``. Its first term is
+    ``F(T)`` (first failures only); its long-run slope ``1/MTTF`` (:func:`renewal_count`).
+    """
+    t = np.linspace(0.0, horizon_hours, steps + 1)
+    f = np.asarray(cdf(t), dtype=float)
+    df = np.diff(f)  # df[j - 1] = F(t_j) - F(t_j-1)
+    m = np.zeros(steps + 1)
+    pair = np.zeros(steps + 1)  # pair[k] = M(t_k+1) + M(t_k)
+    for i in range(1, steps + 1):
+        rest = 0.5 * float(np.dot(pair[i - 2::-1], df[1:i])) if i >= 2 else 0.0
+        m[i] = (f[i] + 0.5 * m[i - 1] * df[0] + rest) / (1.0 - 0.5 * df[0])
+        pair[i - 1] = m[i] + m[i - 1]
+    return float(m[-1])
+
+
+def series_renewals(horizon_hours: float, exp_rate: float, groups: list[tuple[float, float]], steps: int = RENEWAL_STEPS) -> float:
+    """:func:`renewal_function` of a series life ``S(t) = exp(-exp_rate t - Σ (t/eta_g)^k_g)``.
+
+    With an ample pool, zero swap time and replace-on-failure this is the expected number
+    of permanent failures of one GPU slot over the horizon (a host failure renews its GPUs,
+    so its rate joins ``exp_rate``); ``groups = [(k_g, eta_g), ...]`` as in :func:`series_mean_survival`.
+    """
+    def cdf(t):
+        return -np.expm1(-exp_rate * t - sum((t / eta) ** k for k, eta in groups))
+
+    return renewal_function(cdf, horizon_hours, steps)
 
 
 def ample_pool_availability(perm_rate: float, transient_rate: float, swap_hours: float, restart_hours: float) -> float:

@@ -223,7 +223,8 @@ def render_reliability(body: dict):
     name = body.get("scenario")
     table = Table(title=f"reliability stage{f': {name}' if name else ''}, {body.get('lifetimes', '?')} lifetimes",
                   caption="references: long-run renewal rates at the median inputs, ample spares; "
-                          f"{body.get('events', 0):,} events simulated")
+                          f"{body.get('events', 0):,} events simulated"
+                          + (f"; over the horizon (renewal function) {an['failures_per_year_over_horizon']:,.1f} failures/yr" if "failures_per_year_over_horizon" in an else ""))
     for col in ("quantity", "MC mean ± sem", "MC p05 – p95", "reference"):
         table.add_column(col, justify="left" if col == "quantity" else "right")
     rows = (

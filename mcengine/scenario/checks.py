@@ -10,6 +10,7 @@ import math
 
 from ..errors import Problem
 from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
+from .sections.reliability import resolved_law
 
 #: The quantile of an uncertain rate used to bound a lifetime's events: the run time is
 #: that of its busiest trials, not of the median one.
@@ -41,6 +42,18 @@ def _high(dist) -> float:
     return float(dist.value) if dist.is_fixed else dist.quantile(_RATE_QUANTILE)
 
 
+def _high_long_run_afr(comp, law_key: str) -> float:
+    """A high long-run permanent rate (1/MTTF per year) of a component: ``afr`` itself,
+    else its law key at the quantile that fails most, at either extreme of the shape."""
+    if law_key == "afr":
+        return _high(comp.afr)
+    dist = getattr(comp, law_key)
+    value = float(dist.value) if dist.is_fixed else dist.quantile(_RATE_QUANTILE if law_key == "first_year_fraction" else 1.0 - _RATE_QUANTILE)
+    shape = comp.weibull_shape
+    shapes = [float(shape.value)] if shape.is_fixed else [shape.quantile(1.0 - _RATE_QUANTILE), shape.quantile(_RATE_QUANTILE)]
+    return max(float(resolved_law(law_key, value, k)["afr_long_run"]) for k in shapes)
+
+
 def size_problems(c, r, run) -> list[Problem]:
     """The cluster's size and its expected events per lifetime: the reliability kernel's
     memory grows with the GPUs and its time with the events, so both are bounded."""
@@ -54,13 +67,15 @@ def size_problems(c, r, run) -> list[Problem]:
     shares = {"reliability.host_afr": years * hosts * _high(r.host_afr),
               "reliability.host_transient_afr": years * hosts * _high(r.host_transient_afr)}
     for name, comp in r.components:
-        for rate in ("afr", "transient_afr"):
-            shares[f"reliability.components.{name}.{rate}"] = years * active * comp.count * _high(getattr(comp, rate))
+        law_key = comp.law_key()
+        if law_key is not None:
+            shares[f"reliability.components.{name}.{law_key}"] = years * active * comp.count * _high_long_run_afr(comp, law_key)
+        shares[f"reliability.components.{name}.transient_afr"] = years * active * comp.count * _high(comp.transient_afr)
     events = sum(shares.values())
     if events > MAX_EVENTS_PER_LIFETIME:
         top = max(shares, key=shares.get)  # name the rate that contributes most
         return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate)",
-                        f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e} (run.horizon_years x (GPUs x the components' count x (afr + transient_afr) "
+                        f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e} (run.horizon_years x (GPUs x the components' count x (afr or 1/MTTF + transient_afr) "
                         f"+ hosts x (host_afr + host_transient_afr)), rates at their {_RATE_QUANTILE:g} quantile); "
                         "the reliability kernel's time grows with it",
                         "lower the rates, the cluster or the horizon")]

@@ -18,7 +18,7 @@ from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
 from .sections.fab import FabSection
 from .sections.gpu import GpuSection
-from .sections.reliability import ReliabilitySection, parse_components
+from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .cards import parse_model
 from .sections.workload import WorkloadSection
@@ -121,7 +121,10 @@ class Scenario:
         """Nested exactly like the TOML file, every default filled (``inf`` as ``"inf"``).
 
         Optional keys left unset are omitted (TOML has no null), or with ``with_unset``
-        given as ``None`` (what ``mcengine check`` shows)."""
+        given as ``None`` (what ``mcengine check`` shows); then each component also gets
+        a ``resolved`` table, its law stated every way at the median inputs
+        (:func:`~mcengine.scenario.sections.reliability.component_resolved`; loading it
+        back checks that it agrees)."""
         out: dict = {"name": self.name, "description": self.description}
         for table, _cls, _special in SECTIONS:
             out[table] = _section_dict(getattr(self, table), with_unset)
@@ -145,7 +148,8 @@ def _section_dict(section, with_unset: bool = False) -> dict:
                 out[f.name] = None
             continue  # optional key left unset (TOML has no null)
         if f.name == "components":
-            out[f.name] = {name: _section_dict(comp, with_unset) for name, comp in value}
+            out[f.name] = {name: {**_section_dict(comp, with_unset), **({"resolved": component_resolved(comp)} if with_unset else {})}
+                           for name, comp in value}
         elif f.name == "model":
             out[f.name] = _section_dict(value, with_unset)
         else:

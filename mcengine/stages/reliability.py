@@ -6,9 +6,12 @@ run :func:`mcengine.kernels.life.simulate_lifetimes`, check the outputs and buil
 columns and summaries. The model and the algorithm are documented in
 :mod:`mcengine.kernels.life`; the closed forms in :mod:`mcengine.analytic.reliability`.
 
-Conversions: ``afr`` is a rate per unit-year (1/MTTF) with a year of
-:data:`~mcengine.units.HOURS_PER_YEAR` hours; a Weibull class keeps its MTTF, so its
-scale is ``MTTF / Γ(1 + 1/shape)`` (docs/sources.md#rel-unit-conversions).
+Conversions: a class's law is its shape and one of ``afr`` (a rate per unit-year with
+a year of :data:`~mcengine.units.HOURS_PER_YEAR` hours; for a Weibull shape read as
+1/MTTF, so the scale is ``MTTF / Γ(1 + 1/shape)``), ``mttf_hours``, ``scale_hours`` or
+``first_year_fraction``, all through one function
+(:func:`~mcengine.scenario.sections.reliability.weibull_rate_per_hour`,
+docs/sources.md#rel-unit-conversions).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ..kernels.laws import CUM_WEIGHT, KIND, LAW_COLUMNS, P1, P2
 from ..kernels.law_codes import LAW_WEIBULL, MAX_LAW_PARTS
 from ..scenario.dists import Law, MixtureLaw
 from ..scenario.sampling import TrialInputs
+from ..scenario.sections.reliability import weibull_rate_per_hour
 from ..scenario.schema import Scenario
 from ..units import HOURS_PER_YEAR
 
@@ -78,14 +82,16 @@ def law_table(law: Law, values: dict[str, np.ndarray], n: int, lines: int = MAX_
 def _weibull_groups(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exponential permanent rate per GPU-hour, and the Weibull groups of a GPU.
 
-    A class of ``count`` units with rate ``afr`` and shape ``k`` has cumulative hazard
-    ``count * (t / eta)**k`` with ``eta = (HOURS_PER_YEAR / afr) / Γ(1 + 1/k)``; classes
-    of equal shape add their coefficients ``count * eta**-k`` into one group.
+    A class of ``count`` units with shape ``k`` and scale ``eta`` (from its one law key,
+    :func:`~mcengine.scenario.sections.reliability.weibull_rate_per_hour`; ``afr`` as
+    1/MTTF gives ``eta = (HOURS_PER_YEAR / afr) / Γ(1 + 1/k)``) has cumulative hazard
+    ``count * (t / eta)**k``; classes of equal shape add their coefficients
+    ``count * eta**-k`` into one group.
 
     Returns
     -------
     lam_perm : float64[n]
-        Sum of ``count * afr`` over shape-1 classes, per GPU-hour.
+        Sum of ``count / eta`` (``count * afr``) over shape-1 classes, per GPU-hour.
     wb : float64[n, K, 2]
         ``(shape, scale hours)`` per group, ``K = max(1, classes)``.
     n_wb : int64[n]
@@ -100,10 +106,15 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray
     slot = np.arange(shapes.shape[1])
     for name, comp in comps:
         key = f"reliability.components.{name}"
-        afr, shape = inputs[f"{key}.afr"], inputs[f"{key}.weibull_shape"]
+        law_key, shape = comp.law_key(), inputs[f"{key}.weibull_shape"]
+        if law_key is None:  # no law key: never fails
+            continue
+        value = inputs[f"{key}.{law_key}"]
         exp_class = shape == 1.0
-        lam_perm += np.where(exp_class, comp.count * afr / HOURS_PER_YEAR, 0.0)
-        a = np.where(exp_class, 0.0, comp.count * (afr * special.gamma(1.0 + 1.0 / shape) / HOURS_PER_YEAR) ** shape)
+        rate = weibull_rate_per_hour(law_key, value, shape)  # 1/eta
+        # afr keeps its historical expression (bit-identical numbers for old files)
+        lam_perm += np.where(exp_class, comp.count * value / HOURS_PER_YEAR if law_key == "afr" else comp.count * rate, 0.0)
+        a = np.where(exp_class, 0.0, comp.count * rate ** shape)
         match = (shapes == shape[:, None]) & (slot < n_wb[:, None])
         group = np.where(match.any(axis=1), match.argmax(axis=1), n_wb)
         rows = np.flatnonzero(a > 0.0)

@@ -12,6 +12,7 @@ from ..results import BLOCK_TRIALS, Summary
 from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
+from ..scenario.sections.reliability import resolved_law, weibull_rate_per_hour
 from ..stages.reliability import lifetimes_of
 from ..units import HOURS_PER_YEAR
 
@@ -32,7 +33,9 @@ def analytic_reference(scenario: Scenario) -> dict:
     """Closed-form reference values at the median inputs (renewal rates, no stock-out).
 
     See :func:`mcengine.analytic.reliability.cluster_reference`; every class enters at
-    its long-run rate ``afr`` (1/MTTF) whatever its Weibull shape.
+    its long-run rate 1/MTTF whatever its Weibull shape. With a Weibull class (gpu mode)
+    the ``..._over_horizon`` values redo them at the horizon's average rate
+    (:func:`_horizon_reference`); ``assumptions`` says which is which.
     """
     r, c = scenario.reliability, scenario.cluster
     q = quantile_inputs(scenario, 0.5)
@@ -47,22 +50,101 @@ def analytic_reference(scenario: Scenario) -> dict:
     def law_mean(name: str) -> float:
         return getattr(r, name).mean_at(law_values(name))
 
+    def long_run_afr(name: str, comp) -> float:
+        law_key = comp.law_key()
+        if law_key in (None, "afr"):  # afr is the long-run rate 1/MTTF already
+            return 0.0 if law_key is None else at(f"reliability.components.{name}.afr")
+        return float(resolved_law(law_key, at(f"reliability.components.{name}.{law_key}"),
+                                  at(f"reliability.components.{name}.weibull_shape"))["afr_long_run"])
+
     repair, values = r.repair_hours, law_values("repair_hours")
     mixture = isinstance(repair, MixtureLaw)
     repair_parts = [(w, part.kind, *(values[(f"parts.{j}." if mixture else "") + name] for name, _ in part.param_items()))
                     for j, (w, part) in enumerate(repair.parts())]
 
     key = "reliability.components"
-    gpu_perm = sum(comp.count * at(f"{key}.{name}.afr") for name, comp in r.components) / HOURS_PER_YEAR
+    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components) / HOURS_PER_YEAR
     gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
-    ref = analytic.cluster_reference(
-        c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm, gpu_transient,
-        at("reliability.host_afr") / HOURS_PER_YEAR, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
-        law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
-        c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
+    host_rate = at("reliability.host_afr") / HOURS_PER_YEAR
+
+    def reference(gpu_perm_rate: float) -> dict:
+        return analytic.cluster_reference(
+            c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm_rate, gpu_transient,
+            host_rate, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
+            law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
+            c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
+
+    ref = reference(gpu_perm)
     ref["mean_repair_hours"] = law_mean("repair_hours")
+    ref.update(_horizon_reference(scenario, at, ref["failures_per_year"]))
+    over = ref.get("failures_per_year_over_horizon")
+    if over is not None and at("reliability.host_weibull_shape") == 1.0:
+        # the same references with each GPU's horizon-average permanent rate in place of the
+        # long-run one (a slot's renewals less the Poisson host failures that renew it)
+        horizon = reference(max(0.0, over / HOURS_PER_YEAR / scenario.active_gpus - host_rate))
+        ref["interruptions_per_year_over_horizon"] = horizon["interruptions_per_year"]
+        ref["availability_no_stockout_over_horizon"] = horizon["availability_no_stockout"]
     return ref
+
+
+def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float) -> dict:
+    """What the long-run references assume, and for wear-out or infant-mortality
+    (Weibull) classes the failures the horizon itself expects.
+
+    ``failures_per_year_over_horizon`` (gpu mode, any Weibull class): ``active x M(T) /
+    years`` with ``M`` the renewal function of one GPU slot's series life, a host failure
+    renewing its GPUs (:func:`mcengine.analytic.reliability.series_renewals`; exact for an
+    ample pool and zero swap time). ``weibull_classes``: per Weibull class its long-run
+    failures per year (``active x count / MTTF``) and its first-order share over the
+    horizon, ``active x F_class(T) / years`` with ``F_class(T) = 1 - exp(-count (T/eta)^k)``
+    (each unit's first failure; renewals by other classes not counted).
+    """
+    r = scenario.reliability
+    years = at("run.horizon_years")
+    horizon = years * HOURS_PER_YEAR
+    active, host_mode = scenario.active_gpus, r.replace_unit == "host"
+    exp_rate, groups, classes = 0.0, [], {}
+    for name, comp in r.components:
+        law_key = comp.law_key()
+        if law_key is None:
+            continue
+        key = f"reliability.components.{name}"
+        shape = at(f"{key}.weibull_shape")
+        rate = float(weibull_rate_per_hour(law_key, at(f"{key}.{law_key}"), shape))
+        if shape == 1.0:
+            exp_rate += comp.count * rate
+            continue
+        eta = 1.0 / rate if rate > 0.0 else math.inf
+        groups.append((shape, eta * comp.count ** (-1.0 / shape)))
+        law = resolved_law(law_key, at(f"{key}.{law_key}"), shape)
+        classes[name] = {
+            "weibull_shape": shape, "mttf_hours": law["mttf_hours"], "first_year_fraction": law["first_year_fraction"],
+            "long_run_failures_per_year": active * comp.count * law["afr_long_run"],
+            "first_order_failures_per_year_over_horizon": active * float(-math.expm1(-comp.count * (horizon * rate) ** shape)) / years,
+        }
+    host_afr, host_shape = at("reliability.host_afr"), at("reliability.host_weibull_shape")
+    if host_shape == 1.0:
+        exp_rate += host_afr / HOURS_PER_YEAR
+    elif host_afr > 0.0:
+        groups.append((host_shape, HOURS_PER_YEAR / host_afr / math.gamma(1.0 + 1.0 / host_shape)))
+    text = ("Long-run renewal rates: every class fails at 1/MTTF (its afr, or afr_long_run of its resolved law) "
+            "whatever its shape, at the median inputs; availability to first order in the rates with ample spares "
+            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews.")
+    out: dict = {"weibull_classes": classes}
+    groups = [(k, eta) for k, eta in groups if math.isfinite(eta)]
+    if groups and not host_mode:
+        over = active * analytic.series_renewals(horizon, exp_rate, groups) / years
+        out["failures_per_year_over_horizon"] = over
+        text += (f" Weibull classes ({', '.join(classes) or 'host'}): over the {years:g}-year horizon, starting new, the renewal "
+                 f"function gives {over:,.1f} failures/yr (ample pool, zero swap time) against the long-run "
+                 f"{long_run_failures_per_year:,.1f}; the *_over_horizon values redo the references at that rate.")
+    elif groups:
+        text += (" Weibull classes: their failures over the horizon differ from the long-run rate (replace_unit = 'host': "
+                 "no horizon reference; see weibull_classes for each class's first-order share).")
+    out["assumptions"] = text
+    return out
+
 
 
 def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:

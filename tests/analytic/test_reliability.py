@@ -180,3 +180,28 @@ def test_stockout_reference_costs_the_same_for_any_repair_time():
     got = ar.batch_mginf_stockout(500 * 0.05 / 8766, 1e-3, 8, [(1.0, "fixed", 1e9)], 64)
     assert got["p_stockout"] == 1.0
     assert got["mean_shortfall"] == pytest.approx((500 * 0.05 / 8766 + 8e-3) * 1e9 - 64, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------- renewal function
+
+
+def test_renewal_function_of_an_exponential_life_is_its_rate_times_t():
+    assert ar.series_renewals(5 * 8766, 1 / 1000, []) == pytest.approx(5 * 8766 / 1000, rel=1e-4)  # 44 lives on 4,000 steps
+
+
+@pytest.mark.parametrize("shape", [0.7, 2.0, 3.0])
+def test_renewal_function_tends_to_the_second_order_asymptote(shape):
+    """Over many lives M(t) -> t/MTTF + (c^2 - 1)/2 (Cox 1962, renewal_count)."""
+    eta = 1000.0
+    mttf = eta * math.gamma(1 + 1 / shape)
+    cv2 = math.gamma(1 + 2 / shape) / math.gamma(1 + 1 / shape) ** 2 - 1
+    t = 60 * mttf
+    assert ar.series_renewals(t, 0.0, [(shape, eta)]) == pytest.approx(ar.renewal_count(t, mttf, cv2), rel=2e-4)
+
+
+def test_renewal_function_starts_as_the_first_failure_share():
+    """Short horizon: M(T) = F(T) + F*F(T) + ..., the first term dominating."""
+    eta, t = 10_000.0, 2_000.0
+    first = 1 - math.exp(-((t / eta) ** 2))
+    got = ar.series_renewals(t, 0.0, [(2.0, eta)])
+    assert first < got < first * (1 + 2 * first)

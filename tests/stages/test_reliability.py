@@ -232,3 +232,43 @@ def test_extreme_weibull_shapes_renew_at_the_renewal_rate(shape):
     assert_mc(per_slot, ar.renewal_count(years * H, H / afr, cv2))
 
 
+
+
+# ----------------------------------------------------------------------------- the three ways to state a wear-out law
+
+
+@pytest.mark.parametrize("shape, fraction", [(2.0, 0.2), (0.7, 0.3), (1.0, 0.1)])
+def test_first_year_fraction_is_the_share_failed_in_the_first_year(shape, fraction):
+    """No spares, no repair, one year: each unit fails at most once, so the failures per
+    unit are the first-year fraction F(8,766 h) = 1 - exp(-(8766/eta)^k) itself."""
+    units = 512
+    s = toy_scenario(instances=units, components={"laser": {"first_year_fraction": fraction, "weibull_shape": shape}},
+                     repair_hours=1e9, horizon_years=1.0)
+    assert_mc(run(s, 100)["failures_per_year"] / units, fraction)
+
+
+@pytest.mark.parametrize("shape", [2.0, 3.0, 0.8])
+def test_mttf_hours_is_the_mean_life(shape):
+    """No repair over a horizon far beyond the life: the time-averaged survival times the
+    horizon is the mean life, MTTF = eta Γ(1 + 1/k) (docs/sources.md#rel-unit-conversions);
+    the closed form of the finite horizon is weibull_mean_survival."""
+    mttf, years = 400.0, 1.0
+    s = toy_scenario(instances=256, components={"laser": {"mttf_hours": mttf, "weibull_shape": shape}},
+                     repair_hours=1e9, horizon_years=years)
+    eta = mttf / math.gamma(1 + 1 / shape)
+    expected = ar.weibull_mean_survival(years * H, eta, shape) * years * H
+    assert expected == pytest.approx(mttf, rel=1e-3 if shape < 1 else 1e-9)
+    assert_mc(run(s, 100)["instance_availability"] * years * H, expected)
+
+
+@pytest.mark.parametrize("shape", [0.6, 1.5, 4.0])
+def test_scale_hours_is_where_one_in_e_survive(shape):
+    """At t = eta every Weibull law has F = 1 - 1/e, whatever its shape: with no repair over
+    a horizon of eta the failures per unit are 1 - 1/e, and the time-averaged survival is
+    weibull_mean_survival (docs/sources.md#rel-renewal)."""
+    units, years = 256, 0.5
+    s = toy_scenario(instances=units, components={"laser": {"scale_hours": years * H, "weibull_shape": shape}},
+                     repair_hours=1e9, horizon_years=years)
+    out = run(s, 100)
+    assert_mc(out["failures_per_year"] * years / units, 1 - math.exp(-1))
+    assert_mc(out["instance_availability"], ar.weibull_mean_survival(years * H, years * H, shape))

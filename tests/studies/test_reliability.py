@@ -104,3 +104,35 @@ def test_stockout_shortfall_with_host_batches_and_ample_crews():
     assert study.analytic_reference(s)["p_stockout"] == pytest.approx(ref["p_stockout"])
     sem = shortfall.std(ddof=1) / math.sqrt(shortfall.size)
     assert ref["mean_shortfall"] * 0.95 - 4 * sem <= shortfall.mean() <= ref["mean_shortfall"] + 4 * sem
+
+
+def test_the_horizon_reference_meets_a_wear_out_cluster():
+    """gpu mode, ample pool, zero swap: each slot renews on its series life (a host failure
+    renews its GPUs), so the failures per year are active x M(T) / years; the long-run
+    reference overstates a young wear-out class and says so in its assumptions."""
+    s = toy_scenario(instances=64, instance_gpus=4, gpus_per_host=4, spare_gpus=256, horizon_years=3.0,
+                     components={"laser": {"first_year_fraction": 0.05, "weibull_shape": 2.5},
+                                 "die": {"afr": 0.2}}, host_afr=0.1, repair_hours=24.0)
+    ref = study.analytic_reference(s)
+    assert ref["failures_per_year_over_horizon"] < ref["failures_per_year"]
+    assert "renewal function" in ref["assumptions"] and "laser" in ref["weibull_classes"]
+    assert_mc(run(s, 200)["failures_per_year"], ref["failures_per_year_over_horizon"])
+
+
+def test_assumptions_are_stated_without_weibull_classes():
+    ref = study.analytic_reference(load_scenario("h100"))
+    assert ref["weibull_classes"] == {} and "failures_per_year_over_horizon" not in ref
+    assert ref["assumptions"].startswith("Long-run renewal rates")
+
+
+def test_the_horizon_interruptions_meet_a_wear_out_cluster():
+    """The interruption and availability references redone at the horizon's failure rate."""
+    s = toy_scenario(instances=64, instance_gpus=4, gpus_per_host=4, spare_gpus=256, horizon_years=3.0,
+                     components={"laser": {"first_year_fraction": 0.05, "weibull_shape": 2.5},
+                                 "die": {"afr": 0.2, "transient_afr": 0.3}}, host_afr=0.1, repair_hours=24.0,
+                     swap_hours=0.5, restart_hours=0.25)
+    ref = study.analytic_reference(s)
+    out = run(s, 200)
+    assert_mc(out["interruptions_per_year"], ref["interruptions_per_year_over_horizon"])
+    assert_mc(out["instance_availability"], ref["availability_no_stockout_over_horizon"])
+    assert ref["interruptions_per_year_over_horizon"] < ref["interruptions_per_year"]

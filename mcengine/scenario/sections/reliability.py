@@ -1,9 +1,12 @@
 """``[reliability]``: failure laws, recovery and repair (docs/model.md#reliability).
 
 A GPU is a series system of component classes, one ``[reliability.components.NAME]``
-table each. Rates are per unit-year with a year of 8,766 h; ``afr`` is 1/MTTF, so a
-Weibull component's scale follows from its shape. Sources:
-``docs/sources.md`` (Reliability).
+table each. Rates are per unit-year with a year of 8,766 h. A class's permanent-failure
+law is ``weibull_shape`` (1 = exponential) with one of ``afr`` (the exponential law's
+rate; with another shape it is read as 1/MTTF, as in old files), ``mttf_hours``,
+``scale_hours`` or ``first_year_fraction`` (F(8,766 h)): whichever its source gives.
+:func:`weibull_rate_per_hour` is the one conversion the stage, the references and
+``mcengine check``'s ``resolved`` view share. Sources: ``docs/sources.md`` (Reliability).
 """
 
 from __future__ import annotations
@@ -11,13 +14,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+from scipy import special
+
 from ...errors import Problem
 from ..dists import Dist, Law
 from ..fields import choice, integer, law, number, parse_section
 from ..limits import AFR, MAX_DURATION_HOURS, MAX_TOTAL_GPUS
+from ...units import HOURS_PER_YEAR
 
 _RATE = AFR
 _SHAPE = dict(lo=0.05, hi=20.0, why="Gamma(1 + 1/shape) overflows below 0.05; above 20 the life is all but fixed")
+_LIFE = dict(lo=1.0, hi=1e12, why="1 h is afr's bound of one failure per unit-hour; 10^12 h (0.001 FIT) never fails in any horizon")
+_FRACTION = dict(lo=0.0, hi=0.999999, why="1 would make the scale 0 (every unit dead at once)")
 _DURATION = dict(lo=0.0, hi=MAX_DURATION_HOURS, why="10^9 h (~114,000 years) already means never; keeps event times finite")
 
 
@@ -27,9 +36,93 @@ class Component:
 
     count: int = integer(1, "How many of this component one GPU package has (series).", lo=1, hi=10_000,
                          why="scales the failure rate; the events per lifetime are bounded apart")
-    afr: Dist = number(0.0, "Permanent failures per component-year (swap + repair).", "1/year", **_RATE)
+    afr: Dist | None = number(None, "Permanent failures per component-year (swap + repair): the exponential law's rate. With weibull_shape != 1 "
+                                    "it is read as 1/MTTF (old files); give mttf_hours, scale_hours or first_year_fraction instead. "
+                                    "At most one of the four; none = never fails.", "1/year", **_RATE)
     transient_afr: Dist = number(0.0, "Restart-only faults per component-year.", "1/year", **_RATE)
     weibull_shape: Dist = number(1.0, "Weibull shape of the permanent-failure law: 1 exponential, <1 infant mortality, >1 wear-out.", **_SHAPE)
+    mttf_hours: Dist | None = number(None, "Mean time to permanent failure of one component (any shape); instead of afr.", "hours", **_LIFE)
+    scale_hours: Dist | None = number(None, "Weibull scale eta of the permanent-failure law, F(t) = 1 - exp(-(t/eta)^shape); instead of afr.", "hours", **_LIFE)
+    first_year_fraction: Dist | None = number(None, "Share of components failing within their first year in service, F(8,766 h); instead of afr.", **_FRACTION)
+
+    def law_key(self) -> str | None:
+        """The key that sets the permanent-failure law's scale (None: never fails)."""
+        return next((k for k in LAW_KEYS if getattr(self, k) is not None), None)
+
+
+#: The keys of which a component gives at most one to set its permanent-failure law.
+LAW_KEYS = ("afr", "mttf_hours", "scale_hours", "first_year_fraction")
+#: The keys of a component's ``resolved`` view (``mcengine check``), derived from its law.
+RESOLVED_KEYS = ("afr_long_run", "mttf_hours", "scale_hours", "first_year_fraction")
+
+
+def weibull_rate_per_hour(law_key: str, value, shape):
+    """``1/eta`` per hour of a Weibull law (shape ``k``) given by one law key.
+
+    ``afr``: ``afr Γ(1 + 1/k) / 8766`` (afr read as 1/MTTF); ``mttf_hours``:
+    ``Γ(1 + 1/k) / MTTF``; ``scale_hours``: ``1/eta``; ``first_year_fraction`` ``F``:
+    ``(-ln(1 - F))^(1/k) / 8766``, from ``F = 1 - exp(-(8766/eta)^k)``
+    (docs/sources.md#rel-unit-conversions). At ``k = 1`` it is the exponential rate.
+    Works on floats and float64 arrays alike.
+    """
+    if law_key == "afr":
+        return value * special.gamma(1.0 + 1.0 / shape) / HOURS_PER_YEAR
+    if law_key == "mttf_hours":
+        return special.gamma(1.0 + 1.0 / shape) / value
+    if law_key == "scale_hours":
+        return 1.0 / value
+    if law_key == "first_year_fraction":
+        return (-np.log1p(-value)) ** (1.0 / shape) / HOURS_PER_YEAR
+    raise ValueError(f"not a law key: {law_key!r}")
+
+
+def resolved_law(law_key: str | None, value: float, shape: float) -> dict[str, float | str]:
+    """The four equivalent statements of one class's law (the ``resolved`` view).
+
+    ``afr_long_run`` is the long-run renewal rate 1/MTTF per unit-year (elementary
+    renewal theorem, docs/sources.md#rel-renewal); ``"inf"`` marks a law that never fails.
+    """
+    rate = 0.0 if law_key is None else float(weibull_rate_per_hour(law_key, value, shape))
+    if rate <= 0.0:
+        return {"afr_long_run": 0.0, "mttf_hours": "inf", "scale_hours": "inf", "first_year_fraction": 0.0}
+    mttf = float(special.gamma(1.0 + 1.0 / shape)) / rate
+    law = {"afr_long_run": HOURS_PER_YEAR / mttf, "mttf_hours": mttf, "scale_hours": 1.0 / rate,
+           "first_year_fraction": float(-np.expm1(-((HOURS_PER_YEAR * rate) ** shape)))}
+    return {k: float(f"{v:.15g}") for k, v in law.items()}  # 876600, not 876599.9999999999
+
+
+def component_resolved(comp: "Component") -> dict[str, float | str]:
+    """:func:`resolved_law` of a component at its median inputs."""
+    key = comp.law_key()
+    return resolved_law(key, 0.0 if key is None else getattr(comp, key).median(), comp.weibull_shape.median())
+
+
+def _law_problems(comp: "Component", key: str, resolved) -> list[Problem]:
+    """At most one law key; a Weibull shape needs one; a ``resolved`` table must agree."""
+    given = [k for k in LAW_KEYS if getattr(comp, k) is not None]
+    out = []
+    if len(given) > 1:
+        out.append(Problem(f"{key}.{given[1]}", ", ".join(f"{k} = {getattr(comp, k).to_toml()}" for k in given),
+                           "allowed: exactly one of " + ", ".join(LAW_KEYS) + " per component (they state the same law)",
+                           "keep the one your source gives"))
+    elif not given and not (comp.weibull_shape.is_fixed and comp.weibull_shape.value == 1.0):
+        out.append(Problem(f"{key}.weibull_shape", comp.weibull_shape.to_toml(),
+                           "allowed with one of mttf_hours, scale_hours, first_year_fraction (or afr, read as 1/MTTF): "
+                           "a Weibull law needs its scale"))
+    if resolved is None or out:
+        return out
+    if not isinstance(resolved, dict):
+        return [Problem(f"{key}.resolved", resolved, "allowed: the table mcengine check shows (derived from the law; edit the law keys instead)")]
+    shown = component_resolved(comp)
+    for name, value in resolved.items():
+        want = shown.get(name)
+        same = (value == want or (isinstance(value, (int, float)) and isinstance(want, float)
+                                  and math.isclose(value, want, rel_tol=1e-9, abs_tol=1e-300)))
+        if not same:
+            out.append(Problem(f"{key}.resolved.{name}", value,
+                               f"allowed: {want!r}, derived from the law (mcengine check shows it); "
+                               "change weibull_shape or the one of " + ", ".join(LAW_KEYS) + " that is set instead"))
+    return out
 
 
 def parse_components(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Component], ...] | None:
@@ -41,8 +134,12 @@ def parse_components(raw, key: str, problems: list[Problem]) -> tuple[tuple[str,
         return None
     out = []
     for name, body in raw.items():
+        resolved = body.get("resolved") if isinstance(body, dict) else None  # mcengine check's derived view
+        if isinstance(body, dict):
+            body = {k: v for k, v in body.items() if k != "resolved"}
         comp = parse_section(Component, body, f"{key}.{name}.", problems)
         if comp is not None:
+            problems += _law_problems(comp, f"{key}.{name}", resolved)
             out.append((name, comp))
     return tuple(out)
 
