@@ -293,8 +293,6 @@ def run(
         outputs = study["outputs"]
     folder = None
     if out is not None:
-        with runner.locked(out):  # a folder in use by another run is refused as such, before its claim is read
-            pass
         fingerprint = None if spec is None else run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})
         folder = OutFolder.claim(out, "run", fingerprint, force=force, resume=resume, owned=RUN_FILES)
     prov = None if spec is None else provenance(spec.scenarios, spec.seed, "trials", spec.trials, plans)

@@ -14,18 +14,22 @@ mcengine listed are ever deleted.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .errors import InputError, Problem
 from .io import prepare_folder, write_json
 from .provenance import scenario_sha256, sha256_of
 
 MANIFEST = "mcengine.json"
+#: The lock a chain run holds on its folder while it runs (fcntl.flock; the OS drops it with the process).
+LOCK_FILE = ".mcengine.lock"
 MANIFEST_FORMAT = 1
 TABLE_FILE = "table.csv"
 #: The chain runner's own files (runner.py): run settings, checkpoint, per-trial parts.
@@ -41,6 +45,49 @@ def run_fingerprint(command: str, scenarios: Iterable = (), seed: int | None = N
 def _safe(name) -> bool:
     """A manifest entry mcengine may delete: a plain name inside the folder."""
     return isinstance(name, str) and name not in ("", ".", "..", MANIFEST) and "/" not in name and "\\" not in name and "\x00" not in name
+
+
+def _holder(fd: int) -> str:
+    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock for a run (an advisory lock the OS drops with the process, so a
+    killed run never leaves the folder locked); a second run on the folder is refused."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(out, fd) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _in_use(out: Path, fd: int) -> InputError:
+    return InputError(Problem("--out", str(out), f"is in use by another mcengine run (process {_holder(fd)}); wait for it or choose another folder"))
+
+
+def check_unlocked(out: Path) -> None:
+    """InputError if a run holds ``out``'s lock now (before any of its files is touched)."""
+    path = out / LOCK_FILE
+    if not path.is_file():
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _in_use(out, fd) from None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def read_manifest(folder: Path) -> dict | None:
@@ -93,6 +140,7 @@ class OutFolder:
         claim. A resume keeps the folder's claim (the runner checks it is the same run); ``owned`` are files the command writes while it runs (listed from the start,
         so that an interrupted run's files are known)."""
         path = prepare_folder(path)
+        check_unlocked(path)  # never touch the files (or the claim) of a folder another run is using
         manifest = read_manifest(path)
         previous: list[str] = []
         if manifest is not None:

@@ -20,11 +20,8 @@ under ``trials.parquet/`` (a Parquet dataset that pandas and pyarrow read as one
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -35,6 +32,7 @@ import pandas as pd
 from . import interrupt
 from .errors import InputError, Problem
 from .io import write_atomic, write_json
+from .outfolder import locked
 from .provenance import parquet_metadata
 from .pipeline import METRICS, PAIRED_METRICS, run_chunk
 from .results import BLOCK_TRIALS, Summary
@@ -46,7 +44,6 @@ RUN_FILE = "run.json"
 NEAR_ONE = ("availability",)
 CHECKPOINT_FILE = "checkpoint.json"
 TRIALS_DIR = "trials.parquet"
-LOCK_FILE = ".mcengine.lock"
 #: Version of the checkpoint layout (fingerprint + checksum around the state).
 CHECKPOINT_FORMAT = 2
 
@@ -262,26 +259,6 @@ def _load_resume(out: Path, spec: RunSpec | None, seed: int | None = None, trial
     ck = out / CHECKPOINT_FILE
     acc = _saved_accumulators(ck, saved_spec) if ck.is_file() else Accumulators(tuple(s.name for s in saved_spec.scenarios))
     return saved_spec, acc
-
-
-@contextlib.contextmanager
-def locked(out: Path) -> Iterator[None]:
-    """Hold ``out``'s lock for a run (an advisory lock the OS drops with the process, so a
-    killed run never leaves the folder locked); a second run on the folder is refused."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            raise InputError(Problem("--out", str(out), f"is in use by another mcengine run (process {holder}); wait for it or choose another folder")) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        os.close(fd)
 
 
 def execute(

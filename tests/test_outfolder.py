@@ -123,3 +123,19 @@ def test_metric_rows_flatten_distributions_and_values():
     assert rows[0]["metric"] == "a" and rows[0]["p95"] == 1.1
     assert rows[1:] == [{"metric": "b.c", "value": 3}, {"metric": "b.d", "value": "memory"}]
     assert table_csv(rows).splitlines()[0].startswith("metric,mean")
+
+
+def test_force_never_deletes_the_files_of_a_folder_a_run_is_using(tmp_path):
+    """A stage command with --force on a folder whose lock a chain run holds is refused
+    before it deletes anything (it used to delete the listed files)."""
+    from mcengine import api
+    from mcengine.errors import InputError
+    from mcengine.outfolder import locked
+
+    out = tmp_path / "busy"
+    api.roofline("h100", out=out)
+    listed = sorted(p.name for p in out.iterdir())
+    with locked(out):
+        with pytest.raises(InputError, match="in use by another mcengine run"):
+            api.roofline("lite-h100", out=out, force=True)
+    assert sorted(p.name for p in out.iterdir() if p.name != ".mcengine.lock") == listed

@@ -128,7 +128,7 @@ def _interrupted_run(out, **kw):
 
 
 def test_a_second_run_on_a_locked_folder_is_refused_naming_the_holder(tmp_path):
-    from mcengine.runner import locked
+    from mcengine.outfolder import locked
 
     out = tmp_path / "busy"
     with locked(out):
