@@ -65,6 +65,9 @@ def unknown_keys(raw: dict, known: list[str], prefix: str, problems: list[Proble
 
 
 def _num(x: float) -> str:
+    """A bound as users type it: integers in full (a 64-bit seed bound too), other numbers in %g."""
+    if isinstance(x, int):
+        return f"{x}"
     return f"{int(x)}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
 
 

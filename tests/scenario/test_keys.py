@@ -37,3 +37,8 @@ def test_cli_keys_text_fits_80_columns_and_json_matches(cli):
 def test_cli_keys_unknown_section_is_exit_2_with_a_suggestion(cli):
     r = cli("keys", "fabb")
     assert r.code == 2 and "SECTION" in r.err and "did you mean 'fab'" in r.err
+
+
+def test_an_integer_bound_is_shown_in_full_not_rounded():
+    row = next(r for r in key_rows("run") if r["key"] == "run.seed")
+    assert row["range"] == f"[0, {2**64 - 1}]"
