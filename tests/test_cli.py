@@ -228,12 +228,15 @@ def test_check_toml_shows_unset_keys_as_comments_and_reads_back(cli):
 
 def test_set_reaches_one_number_of_a_shipped_model_card(cli):
     """workload.model names a shipped card: --set workload.model.layers changes that card's
-    layer count only (it used to be refused: "workload.model is a value, not a table")."""
+    layer count only, and the card's name says so (the shipped name would label a different model)."""
     import json
 
     doc = json.loads(cli("check", "h100", "--set", "workload.model.layers=40", "--json").out)
     card = json.loads(cli("check", "h100", "--json").out)["workload"]["model"]
-    assert doc["workload"]["model"] == {**card, "layers": 40}
+    assert doc["workload"]["model"] == {**card, "layers": 40, "name": "llama-3-70b (layers=40)"}
+    again = ["--set", "workload.model.heads=32", "--set", "workload.model.layers=41"]
+    doc = json.loads(cli("check", "h100", "--set", "workload.model.layers=40", *again, "--json").out)
+    assert doc["workload"]["model"]["name"] == "llama-3-70b (heads=32, layers=41)"
 
 
 # ----------------------------------------------------------------------------- bad input: exit 2

@@ -123,9 +123,21 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
             node = child
         else:
             node[parts[-1]] = value
+            if parts[:2] == ["workload", "model"] and len(parts) == 3 and parts[2] != "name":
+                _label_changed_card(node, parts[2], value)
     if problems:
         raise InputError(problems)
     return out
+
+
+def _label_changed_card(card: dict, field: str, value) -> None:
+    """Name a card changed by ``--set workload.model.FIELD=VALUE`` after its changes, so
+    tables, JSON and figures do not show a shipped card's name for a different model:
+    ``llama-3-70b`` becomes ``llama-3-70b (layers=40)``."""
+    name = str(card.get("name", "custom"))
+    base, _, changes = name.partition(" (")
+    listed = [c for c in changes.rstrip(")").split(", ") if c and not c.startswith(f"{field}=")]
+    card["name"] = f"{base} ({', '.join([*listed, f'{field}={value}'])})"
 
 
 def split_target(item: str) -> tuple[str | None, str]:
