@@ -46,6 +46,7 @@ Model (per phase, aggregate roofline with collectives in series, docs/sources.md
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -79,13 +80,26 @@ class ModelCard(Protocol):
     shared_experts: int
 
 
+#: All-reduce algorithms (docs/sources.md#roof-allreduce-algorithms); "auto" takes the
+#: fastest of :data:`SWITCHED_ALGORITHMS` for every message.
+ALLREDUCE_ALGORITHMS = ("ring", "tree", "one_shot", "two_shot")
+#: What a switched scale-up fabric (NVSwitch, a flat optical fabric) allows; a ring fabric allows "ring" only.
+SWITCHED_ALGORITHMS = ALLREDUCE_ALGORITHMS
+#: Where attention runs: sharded by heads over the tensor group, or by sequence (data-parallel).
+ATTENTION_MODES = ("tensor", "data")
+
+
 @dataclass(frozen=True)
 class Layout:
-    """How one instance is split: ``tensor`` x ``pipeline`` GPUs."""
+    """How one instance is split: ``tensor`` x ``pipeline`` GPUs, the all-reduce
+    algorithm (one of :data:`ALLREDUCE_ALGORITHMS` or ``"auto"``) and where attention
+    runs (``"tensor"``: heads sharded; ``"data"``: sequences sharded, docs/sources.md#roof-attention-dp)."""
 
     tensor: int
     pipeline: int = 1
     expert_parallel: bool = False
+    allreduce: str = "ring"
+    attention: str = "tensor"
 
     @property
     def gpus(self) -> int:
@@ -108,6 +122,7 @@ class Rates:
     layer_overhead_s: np.ndarray | float = 0.0
     bytes_per_param: float = 2.0
     kv_bytes: float = 2.0
+    comm_overlap: np.ndarray | float = 0.0
 
     @classmethod
     def from_peaks(
@@ -124,6 +139,7 @@ class Rates:
         layer_overhead_us=0.0,
         bytes_per_param: float = 2.0,
         kv_bytes: float = 2.0,
+        comm_overlap=0.0,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc."""
         return cls(
@@ -136,22 +152,27 @@ class Rates:
             layer_overhead_s=np.asarray(layer_overhead_us, float) / US_PER_S,
             bytes_per_param=float(bytes_per_param),
             kv_bytes=float(kv_bytes),
+            comm_overlap=np.asarray(comm_overlap, float),
         )
 
 
 @dataclass(frozen=True)
 class PhaseTimes:
-    """The terms of one phase (seconds, arrays over trials): ``total = max(compute,
-    memory) + comm + overhead``."""
+    """The terms of one phase (seconds, arrays over trials): ``total = max(max(compute,
+    memory), o comm) + (1 - o) comm + overhead`` with ``o`` the share of communication
+    overlapped with compute (``comm_overlap``, docs/sources.md#roof-overlap); ``o = 0`` is
+    ``max(compute, memory) + comm + overhead``."""
 
     compute_s: np.ndarray
     memory_s: np.ndarray
     comm_s: np.ndarray
     overhead_s: np.ndarray
+    overlap: np.ndarray | float = 0.0
 
     @property
     def total_s(self) -> np.ndarray:
-        return np.maximum(self.compute_s, self.memory_s) + self.comm_s + self.overhead_s
+        o = self.overlap
+        return np.maximum(np.maximum(self.compute_s, self.memory_s), o * self.comm_s) + (1.0 - o) * self.comm_s + self.overhead_s
 
     @property
     def bound(self) -> np.ndarray:
@@ -161,8 +182,8 @@ class PhaseTimes:
 
     def terms_ms(self, i: int = 0) -> dict[str, float]:
         """Trial ``i``'s terms in milliseconds (for reports)."""
-        names = ("compute", "memory", "comm", "overhead")
-        values = (self.compute_s, self.memory_s, self.comm_s, self.overhead_s)
+        names = ("compute", "memory", "comm", "overhead", "total")
+        values = (self.compute_s, self.memory_s, self.comm_s, self.overhead_s, self.total_s)
         return {f"{n}_ms": float(np.ravel(v)[i]) * MS_PER_S for n, v in zip(names, values)}
 
 
@@ -233,19 +254,34 @@ def kv_heads_per_rank(m: ModelCard, t: int) -> float:
     return max(1.0, m.kv_heads / t)
 
 
-def _attention_rank(m: ModelCard, t: int) -> float:
-    """Attention weights per rank: Q and O sharded, K and V per the replicated KV heads."""
+def _attention_rank(m: ModelCard, t: int, attention: str = "tensor") -> float:
+    """Attention weights per rank and layer: Q and O sharded, K and V per the replicated
+    KV heads; with data-parallel attention every rank holds them all (replicated)."""
+    if attention == "data":
+        return float(attention_params(m))
     d, dh = m.hidden, m.head_dim
     return 2.0 * d * m.heads * dh / t + 2.0 * d * dh * kv_heads_per_rank(m, t)
 
 
-def rank_params_active(m: ModelCard, t: int) -> float:
+def attention_sequences_per_rank(batch, t: int, attention: str = "tensor") -> np.ndarray:
+    """Sequences whose attention one rank computes: all ``b`` (heads sharded), or with
+    data-parallel attention those of the busiest rank, ``ceil(b/t)`` (docs/sources.md#roof-attention-dp)."""
+    b = np.asarray(batch, float)
+    return np.ceil(b / t) if attention == "data" else b
+
+
+def rank_params_active(m: ModelCard, t: int, attention: str = "tensor") -> float:
     """Weights per rank that one token multiplies by (all layers, LM head included)."""
-    per_layer = _attention_rank(m, t) + (active_mlp_params(m) + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention) + (active_mlp_params(m) + 2 * m.hidden) / t
     return m.layers * per_layer + m.vocab * m.hidden / t
 
 
-def rank_params_streamed(m: ModelCard, t: int, tokens) -> np.ndarray:
+def _sharded_params_active(m: ModelCard, t: int) -> float:
+    """The tensor-sharded part of :func:`rank_params_active` (MLP, norms, LM head)."""
+    return m.layers * (active_mlp_params(m) + 2 * m.hidden) / t + m.vocab * m.hidden / t
+
+
+def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor") -> np.ndarray:
     """Weights per rank read by a forward pass over ``tokens`` tokens (all layers + LM head).
 
     Dense: every weight. MoE: attention, norms, router, shared experts and the expected
@@ -255,42 +291,105 @@ def rank_params_streamed(m: ModelCard, t: int, tokens) -> np.ndarray:
         mlp = m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m)
     else:
         mlp = np.full(np.shape(tokens), float(mlp_params(m)))
-    per_layer = _attention_rank(m, t) + (mlp + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention) + (mlp + 2 * m.hidden) / t
     return m.layers * per_layer + m.vocab * m.hidden / t
 
 
-def rank_params_held(m: ModelCard, t: int) -> float:
+def rank_params_held(m: ModelCard, t: int, attention: str = "tensor") -> float:
     """Weights per rank held in HBM over all layers (embedding included unless tied)."""
-    per_layer = _attention_rank(m, t) + (mlp_params(m) + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention) + (mlp_params(m) + 2 * m.hidden) / t
     embeddings = 1 if m.tied_embeddings else 2
     return m.layers * per_layer + embeddings * m.vocab * m.hidden / t
 
 
-def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float) -> float:
-    """KV bytes per token on one tensor-parallel rank over all ``L`` layers:
-    ``2 L max(1, n_kv/t) d_h b_kv`` (docs/sources.md#roof-kv-bytes)."""
-    return 2.0 * m.layers * kv_heads_per_rank(m, t) * m.head_dim * kv_bytes
+def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float, attention: str = "tensor") -> float:
+    """KV bytes per token of a sequence one tensor-parallel rank attends to, over all ``L``
+    layers: ``2 L max(1, n_kv/t) d_h b_kv`` (docs/sources.md#roof-kv-bytes); with
+    data-parallel attention a rank holds all ``n_kv`` heads of its own sequences."""
+    heads = float(m.kv_heads) if attention == "data" else kv_heads_per_rank(m, t)
+    return 2.0 * m.layers * heads * m.head_dim * kv_bytes
 
 
 def kv_bytes_per_token_per_gpu(m: ModelCard, layout: Layout, kv_bytes: float) -> float:
-    """KV bytes per token on one GPU: the rank's share of its ``L/p`` layers."""
-    return kv_bytes_per_token_rank(m, layout.tensor, kv_bytes) / layout.pipeline
+    """KV bytes per token of the batch on one GPU: the rank's share of its ``L/p`` layers
+    (with data-parallel attention, averaged over the ``t`` ranks that split the sequences)."""
+    per_rank = kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention) / layout.pipeline
+    return per_rank / layout.tensor if layout.attention == "data" else per_rank
 
 
 def weights_bytes_per_gpu(m: ModelCard, layout: Layout, bytes_per_param: float) -> float:
     """Weight bytes one GPU holds: ``b_w x held params per rank / p``."""
-    return bytes_per_param * rank_params_held(m, layout.tensor) / layout.pipeline
+    return bytes_per_param * rank_params_held(m, layout.tensor, layout.attention) / layout.pipeline
 
 
 # --------------------------------------------------------------------------- collectives
 
 
-def allreduce_s(nbytes, t: int, r: Rates) -> np.ndarray:
-    """Ring all-reduce of ``nbytes`` per rank over ``t`` ranks (0 at ``t = 1``):
-    ``start + 2(t-1) hop + 2(t-1)/t nbytes / W_link``."""
+def allreduce_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) -> np.ndarray:
+    """All-reduce of ``nbytes`` per rank over ``t`` ranks by ``algorithm`` (0 at ``t = 1``),
+    with ``M`` = nbytes, ``W`` = link_Bps, ``α`` = alpha_s, ``h`` = hop_s
+    (docs/sources.md#roof-allreduce-algorithms):
+
+    * ``ring``: ``α + 2(t-1) h + 2(t-1)/t M/W`` (reduce-scatter then all-gather round a ring);
+    * ``two_shot``: ``α + 2 h + 2(t-1)/t M/W`` (reduce-scatter + all-gather, each one
+      direct exchange on a switch);
+    * ``one_shot``: ``α + h + (t-1) M/W`` (every rank sends its whole buffer to all others);
+    * ``tree``: ``α + 2 ceil(log2 t) h + 2(t-1)/t M/W`` (double binary tree).
+    """
+    m = np.asarray(nbytes, float)
     if t == 1:
-        return np.zeros(np.shape(nbytes))
-    return r.collective_start_s + 2 * (t - 1) * r.hop_latency_s + 2.0 * (t - 1) / t * np.asarray(nbytes) / r.link_bytes_per_s
+        return np.zeros(np.broadcast_shapes(np.shape(m), np.shape(link_Bps), np.shape(alpha_s), np.shape(hop_s)))
+    if algorithm == "ring":
+        return alpha_s + 2 * (t - 1) * hop_s + 2.0 * (t - 1) / t * m / link_Bps
+    if algorithm == "two_shot":
+        return alpha_s + 2 * hop_s + 2.0 * (t - 1) / t * m / link_Bps
+    if algorithm == "one_shot":
+        return alpha_s + hop_s + (t - 1) * m / link_Bps
+    if algorithm == "tree":
+        return alpha_s + 2 * math.ceil(math.log2(t)) * hop_s + 2.0 * (t - 1) / t * m / link_Bps
+    raise ValueError(f"unknown all-reduce algorithm {algorithm!r}")
+
+
+def gather_scatter_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) -> np.ndarray:
+    """A reduce-scatter plus an all-gather of a ``nbytes`` message (the MLP collectives
+    of data-parallel attention), each ``α + k h + (t-1)/t M/W`` with ``k = t - 1`` hops
+    round a ring, ``ceil(log2 t)`` down a tree (recursive halving/doubling), 1 direct on
+    a switch (``one_shot``, ``two_shot``); 0 at ``t = 1`` (docs/sources.md#roof-attention-dp)."""
+    m = np.asarray(nbytes, float)
+    if t == 1:
+        return np.zeros(np.broadcast_shapes(np.shape(m), np.shape(link_Bps), np.shape(alpha_s), np.shape(hop_s)))
+    hops = {"ring": t - 1, "tree": math.ceil(math.log2(t)), "one_shot": 1, "two_shot": 1}[algorithm]
+    return 2.0 * (alpha_s + hops * hop_s + (t - 1) / t * m / link_Bps)
+
+
+def _candidates(algorithm: str) -> tuple[str, ...]:
+    """The algorithms ``algorithm`` stands for ("auto": every switched one, fastest wins)."""
+    return SWITCHED_ALGORITHMS if algorithm == "auto" else (algorithm,)
+
+
+def _fastest(formula, algorithm: str, t: int, nbytes, r: "Rates") -> tuple[np.ndarray, np.ndarray]:
+    """Seconds of the fastest of ``algorithm``'s candidates per element, and its index."""
+    times = np.stack(np.broadcast_arrays(*(formula(a, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s) for a in _candidates(algorithm))))
+    best = np.argmin(times, axis=0)
+    return np.take_along_axis(times, best[None], axis=0)[0], best
+
+
+def allreduce_s(nbytes, t: int, r: Rates, algorithm: str = "ring") -> np.ndarray:
+    """All-reduce of ``nbytes`` per rank over ``t`` ranks by ``algorithm``
+    (:func:`allreduce_seconds`; ``"auto"``: the fastest per message). Ring: ``start +
+    2(t-1) hop + 2(t-1)/t nbytes / W_link``."""
+    if algorithm == "ring":  # the common case, without the stacking of "auto"
+        return allreduce_seconds("ring", t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s)
+    return _fastest(allreduce_seconds, algorithm, t, nbytes, r)[0]
+
+
+def allreduce_used(nbytes, t: int, r: Rates, algorithm: str) -> str:
+    """The algorithm an all-reduce of ``nbytes`` (first element) runs: ``algorithm``
+    itself, the fastest for ``"auto"``, or "none" at ``t = 1``."""
+    if t == 1:
+        return "none"
+    names = _candidates(algorithm)
+    return names[int(np.ravel(_fastest(allreduce_seconds, algorithm, t, nbytes, r)[1])[0])]
 
 
 def all_to_all_s(nbytes, t: int, r: Rates) -> np.ndarray:
@@ -307,12 +406,22 @@ def p2p_s(nbytes, r: Rates) -> np.ndarray:
 
 
 def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates) -> np.ndarray:
-    """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers."""
+    """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers.
+
+    Heads sharded: 2 all-reduces per layer of ``tokens d 2`` bytes (the attention one
+    stays with expert parallelism, whose MLP is a dispatch and a combine all-to-all).
+    Data-parallel attention: no attention collective; the MLP's reduce-scatter +
+    all-gather (:func:`gather_scatter_seconds`), or the two all-to-alls.
+    """
     t, message = layout.tensor, np.asarray(tokens, float) * m.hidden * ACT_BYTES
+    attention = layout.attention == "tensor"
     if m.experts and layout.expert_parallel:
         dispatch = message * m.experts_per_token / t
-        return m.layers * (allreduce_s(message, t, r) + 2 * all_to_all_s(dispatch, t, r))
-    return 2 * m.layers * allreduce_s(message, t, r)
+        moe = 2 * all_to_all_s(dispatch, t, r)
+        return m.layers * (allreduce_s(message, t, r, layout.allreduce) + moe) if attention else m.layers * moe
+    if attention:
+        return 2 * m.layers * allreduce_s(message, t, r, layout.allreduce)
+    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, r)[0]
 
 
 # --------------------------------------------------------------------------- phases
@@ -328,31 +437,59 @@ def micro_batches(batch, pipeline: int) -> np.ndarray:
     return np.minimum(np.asarray(batch, float), pipeline)
 
 
+def _decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates) -> tuple:
+    """FLOPs and HBM bytes per rank of one decode step of ``b`` sequences at context ``ctx``.
+
+    Heads sharded: ``b (2 P_active + 4 L n_h d_h T̄)/t`` FLOPs, ``b_w P_stream/t + b T̄
+    KV_rank`` bytes. Data-parallel attention: the busiest rank's ``s = ceil(b/t)``
+    sequences run the whole attention (``s (2 L P_attn + 4 L n_h d_h T̄)``, their KV
+    ``s T̄ KV``), the MLP and LM head stay sharded over all ``b``.
+    """
+    t, att = layout.tensor, layout.attention
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b, att)
+    if att == "tensor":
+        flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
+        return flops, weights + b * ctx * kv
+    s = attention_sequences_per_rank(b, t, att)
+    flops = s * (2.0 * m.layers * attention_params(m) + 4.0 * m.layers * m.heads * m.head_dim * ctx) + b * 2.0 * _sharded_params_active(m, t)
+    return flops, weights + s * ctx * kv
+
+
 def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> PhaseTimes:
     """One decode step of ``batch`` sequences at mean context ``context`` (TPOT terms).
 
-    ``compute = b (2 P_active + 4 L n_h d_h T̄)/t / F``; ``memory = (b_w P_stream/t +
-    b T̄ KV_rank) / W``; ``comm = 2L all-reduces of b d 2 bytes + (p-1) p2p``;
+    ``compute`` and ``memory`` from :func:`_decode_work` (``F`` and ``W``);
+    ``comm = forward collectives of b d 2 bytes + (p-1) p2p``;
     ``overhead = step + L layer``, with ``b = B/m`` (``b = B`` without pipelining).
     """
-    t, p = layout.tensor, layout.pipeline
+    p = layout.pipeline
     b = np.asarray(batch, float) / micro_batches(batch, p)
     ctx = np.asarray(context, float)
-    flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
-    nbytes = r.bytes_per_param * rank_params_streamed(m, t, b) + b * ctx * kv_bytes_per_token_rank(m, t, r.kv_bytes)
+    flops, nbytes = _decode_work(m, layout, b, ctx, r)
     comm = forward_comm_s(m, layout, b, r) + (p - 1) * p2p_s(b * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
-    return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead)
+    return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead, r.comm_overlap)
 
 
 def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:
     """FLOPs, HBM bytes and collective seconds per TP rank of one whole-model forward
-    over ``b`` prompts of ``S`` tokens (causal attention, LM head on the last token)."""
-    t = layout.tensor
+    over ``b`` prompts of ``S`` tokens (causal attention, LM head on the last token).
+    With data-parallel attention the busiest rank runs the attention of ``ceil(b/t)``
+    whole prompts, the MLP stays sharded over all ``b S`` tokens."""
+    t, att = layout.tensor, layout.attention
     s = float(prompt_tokens)
     head = m.vocab * m.hidden / t
-    flops = b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
-    nbytes = r.bytes_per_param * rank_params_streamed(m, t, b * s) + b * s * kv_bytes_per_token_rank(m, t, r.kv_bytes)
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att)
+    if att == "tensor":
+        flops = b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
+        nbytes = weights + b * s * kv
+    else:
+        seqs = attention_sequences_per_rank(b, t, att)
+        attn = seqs * (2.0 * m.layers * attention_params(m) * s + 2.0 * m.layers * m.heads * m.head_dim * s * s)
+        flops = attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
+        nbytes = weights + seqs * s * kv
     return flops, nbytes, forward_comm_s(m, layout, b * s, r)
 
 
@@ -361,7 +498,8 @@ def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -
 
     Without pipelining: ``compute = B (2 L P_layer S + 2 L n_h d_h S² + 2 d V)/t / F``,
     ``memory = (b_w P_stream/t + B S KV_rank) / W``, ``comm = 2L all-reduces of
-    B S d 2 bytes``, ``overhead = step + L layer``. With ``p`` stages the pipeline is
+    B S d 2 bytes``, ``overhead = step + L layer`` (data-parallel attention:
+    :func:`_prefill_forward`). With ``p`` stages the pipeline is
     kept full by continuous batching (no fill/drain bubble): ``m`` micro-batches of
     ``b = B/m`` pass every stage, so each term is ``m/p`` times the whole-model term at
     ``b``, plus ``m (p-1)/p`` point-to-points of ``b S d 2`` bytes.
@@ -373,7 +511,7 @@ def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -
     flops, nbytes, comm = _prefill_forward(m, layout, b, prompt_tokens, r)
     hops = mb * (p - 1) / p * p2p_s(b * prompt_tokens * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + share * m.layers * r.layer_overhead_s
-    return _phase(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead)
+    return _phase(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead, r.comm_overlap)
 
 
 def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rates) -> PhaseTimes:
@@ -382,12 +520,27 @@ def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rat
     flops, nbytes, comm = _prefill_forward(m, layout, 1.0, prompt_tokens, r)
     hops = (layout.pipeline - 1) * p2p_s(prompt_tokens * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
-    return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead)
+    return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
 
 
-def _phase(compute, memory, comm, overhead) -> PhaseTimes:
-    """The four terms as float arrays of one common (trial) shape."""
-    parts = np.broadcast_arrays(*(np.asarray(x, float) for x in (compute, memory, comm, overhead)))
+def batch_time_to_first_token(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
+    """Static batching: the TTFT of the batch's last request, the prefill of the whole
+    batch (docs/sources.md#roof-slo). With ``p`` stages the ``m`` micro-batches leave
+    the pipeline after its ``p - 1`` stage fill: the prefill terms times
+    ``(m + p - 1)/m``, with one prompt's overhead (``= prefill(B)`` at ``p = 1``)."""
+    p = layout.pipeline
+    mb = micro_batches(batch, p)
+    pre = prefill(m, layout, batch, prompt_tokens, r)
+    fill = (mb + p - 1) / mb
+    overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
+    if p == 1:
+        return pre
+    return _phase(fill * pre.compute_s, fill * pre.memory_s, fill * pre.comm_s, overhead, r.comm_overlap)
+
+
+def _phase(compute, memory, comm, overhead, overlap=0.0) -> PhaseTimes:
+    """The four terms as float arrays of one common (trial) shape, and the overlap share."""
+    parts = np.broadcast_arrays(*(np.asarray(x, float) for x in (compute, memory, comm, overhead, overlap)))
     return PhaseTimes(*(np.array(x) for x in parts))
 
 
@@ -410,21 +563,45 @@ def free_kv_bytes_per_gpu(m: ModelCard, layout: Layout, hbm_gb, usable_fraction,
 
 def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, context_tokens, bytes_per_param: float, kv_bytes: float) -> np.ndarray:
     """``B_max``: sequences whose KV cache at ``context_tokens`` fits next to the weights
-    (docs/sources.md#roof-batch-limit), 0 when not even one does. int64."""
+    (docs/sources.md#roof-batch-limit), 0 when not even one does. With data-parallel
+    attention each of the ``t`` ranks holds whole sequences: ``t`` times what fits one
+    rank. int64."""
     free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param)
+    if layout.attention == "data":
+        per_sequence = context_tokens * kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, "data") / layout.pipeline
+        return layout.tensor * np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
     per_sequence = context_tokens * kv_bytes_per_token_per_gpu(m, layout, kv_bytes)
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
+
+
+def largest_batch(time_s, limit_s, shape, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+    """The largest integer batch ``B <= cap`` with ``time_s(B) <= limit_s`` (0 if even one
+    sequence misses it), by bisection (``time_s`` non-decreasing in ``B``). int64."""
+    lo = np.zeros(shape, np.int64)  # time(lo) <= limit (lo = 0: vacuous)
+    hi = np.full(shape, cap + 1, np.int64)  # time(hi) > limit (cap + 1: assumed)
+    while np.any(open_ := hi - lo > 1):
+        mid = np.where(open_, (lo + hi) // 2, 1)
+        ok = time_s(mid) <= limit_s
+        lo = np.where(open_ & ok, mid, lo)
+        hi = np.where(open_ & ~ok, mid, hi)
+    return lo
+
+
+def _trial_shape(limit_s, r: Rates) -> tuple:
+    return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
 
 
 def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
     it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
-    shape = np.broadcast_shapes(np.shape(slo_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
-    lo = np.zeros(shape, np.int64)  # TPOT(lo) <= slo (lo = 0: vacuous)
-    hi = np.full(shape, cap + 1, np.int64)  # TPOT(hi) > slo (cap + 1: assumed)
-    while np.any(open_ := hi - lo > 1):
-        mid = np.where(open_, (lo + hi) // 2, 1)
-        ok = decode_step(m, layout, mid, context, r).total_s <= slo_s
-        lo = np.where(open_ & ok, mid, lo)
-        hi = np.where(open_ & ~ok, mid, hi)
-    return lo
+    return largest_batch(lambda b: decode_step(m, layout, b, context, r).total_s, slo_s, _trial_shape(slo_s, r), cap)
+
+
+def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+    """``B_TTFT``: the largest batch whose last request's TTFT
+    (:func:`batch_time_to_first_token`) is at most ``slo_s`` (0 if one prompt misses
+    it; ``cap`` for an infinite SLO, without a search). int64."""
+    shape = _trial_shape(slo_s, r)
+    if np.all(np.isinf(slo_s)):
+        return np.full(shape, cap, np.int64)
+    return largest_batch(lambda b: batch_time_to_first_token(m, layout, b, prompt_tokens, r).total_s, slo_s, shape, cap)

@@ -1,11 +1,15 @@
 """Roofline stage internals: per-trial rates, one layout's evaluation, the layout search.
 
-A layout is ``tensor x pipeline`` GPUs with ``tensor x pipeline = cluster.instance_gpus``.
-``"auto"`` degrees search every such layout that an engine can shard (``tensor`` divides
-the query heads; KV heads divide evenly or replicate: ``n_kv % t == 0`` or
-``t % n_kv == 0``; with expert parallelism ``tensor`` divides the experts; ``pipeline``
-at most the layers) and keep the best output tokens/s per GPU among the layouts that
-meet the TPOT SLO at batch >= 1; if none meets it, the one with the lowest TPOT.
+A layout is ``tensor x pipeline`` GPUs with ``tensor x pipeline = cluster.instance_gpus``,
+an attention mode and an all-reduce algorithm. ``"auto"`` degrees search every such
+layout that an engine can shard (``tensor`` divides the query heads; KV heads divide
+evenly or replicate: ``n_kv % t == 0`` or ``t % n_kv == 0``, a constraint that
+data-parallel attention lifts; with expert parallelism ``tensor`` divides the experts;
+``pipeline`` at most the layers), times the attention modes of ``workload.attention``
+(``"auto"``: heads sharded and data-parallel), with ``workload.allreduce`` (``"auto"``:
+the fastest algorithm the fabric ``cluster.scale_up`` allows, per message), and keep the
+best output tokens/s per GPU among the layouts that meet the TPOT and TTFT SLOs at
+batch >= 1; if none meets them, the one that misses them by the smallest factor.
 
 The layout is chosen **once, at the median inputs**, and kept for every trial: a real
 deployment picks one layout and lives with it, so a trial with unlucky efficiencies
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,6 +47,7 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
         layer_overhead_us=inputs["workload.layer_overhead_us"],
         bytes_per_param=w.bytes_per_param.value,
         kv_bytes=w.kv_bytes.value,
+        comm_overlap=inputs["workload.comm_overlap"],
     )
 
 
@@ -59,6 +64,9 @@ class Evaluation:
     ttft: ra.PhaseTimes
     tokens_per_s_instance: np.ndarray
     tpot_slo_ms: np.ndarray
+    ttft_slo_ms: np.ndarray
+    batch_ttft: np.ndarray
+    ttft_batch: ra.PhaseTimes
 
     @property
     def fits(self) -> np.ndarray:
@@ -66,8 +74,22 @@ class Evaluation:
         return (self.batch_memory >= 1) & (self.batch <= self.batch_memory)
 
     @property
-    def slo_met(self) -> np.ndarray:
+    def tpot_met(self) -> np.ndarray:
         return self.decode.total_s * MS_PER_S <= self.tpot_slo_ms
+
+    @property
+    def ttft_met(self) -> np.ndarray:
+        """The batch's last request gets its first token within ``ttft_slo_ms``."""
+        return self.ttft_batch.total_s * MS_PER_S <= self.ttft_slo_ms
+
+    @property
+    def slo_met(self) -> np.ndarray:
+        return self.tpot_met & self.ttft_met
+
+    @property
+    def slo_excess(self) -> np.ndarray:
+        """The largest of TPOT / its SLO and TTFT / its SLO (<= 1: both met)."""
+        return np.maximum(self.decode.total_s * MS_PER_S / self.tpot_slo_ms, self.ttft_batch.total_s * MS_PER_S / self.ttft_slo_ms)
 
     @property
     def tokens_per_s_per_gpu(self) -> np.ndarray:
@@ -77,63 +99,89 @@ class Evaluation:
 def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
-    ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO))``: at least one sequence is
-    served even when the SLO cannot be met (``slo_met`` is then false).
+    ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
+    misses either SLO (with ``"auto"``: even one sequence misses it) delivers no tokens
+    (``slo_met`` false, ``tokens_per_s_instance`` 0; docs/model.md#roofline).
     """
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
     s, o = w.prompt_tokens, w.output_tokens
     context = ra.mean_context(s, o)
     slo_ms = inputs["workload.tpot_slo_ms"]
+    ttft_slo_ms = inputs["workload.ttft_slo_ms"]
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
     b_slo = ra.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates)
+    b_ttft = ra.batch_limit_ttft(m, layout, s, ttft_slo_ms / MS_PER_S, rates)
     if w.batch == "auto":
-        batch = np.maximum(1, np.minimum(b_mem, b_slo))
+        batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_ttft))
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
     decode = ra.decode_step(m, layout, batch, context, rates)
     pre = ra.prefill(m, layout, batch, s, rates)
     ttft = ra.time_to_first_token(m, layout, s, rates)
+    ttft_batch = ra.batch_time_to_first_token(m, layout, batch, s, rates)
     per_instance = batch * o / (pre.total_s + o * decode.total_s)
-    return Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms)
+    e = Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, ttft_slo_ms, b_ttft, ttft_batch)
+    return replace(e, tokens_per_s_instance=np.where(e.slo_met, per_instance, 0.0))
 
 
 # --------------------------------------------------------------------------- layouts
 
 
-def _shard_problem(scenario: Scenario, t: int) -> str:
-    """Why an engine cannot shard the model over ``t`` tensor ranks ('' if it can)."""
+def _shard_problem(scenario: Scenario, t: int, attention: str = "tensor") -> str:
+    """Why an engine cannot shard the model over ``t`` tensor ranks ('' if it can);
+    data-parallel attention does not shard the heads."""
     m = scenario.workload.model
-    if m.heads % t:
+    if attention == "tensor" and m.heads % t:
         return f"allowed: a divisor of workload.model.heads = {m.heads}"
-    if m.kv_heads % t and t % m.kv_heads:
+    if attention == "tensor" and m.kv_heads % t and t % m.kv_heads:
         return f"allowed: a divisor or a multiple of workload.model.kv_heads = {m.kv_heads}"
     if m.experts and scenario.workload.expert_parallel and m.experts % t:
         return f"allowed: a divisor of workload.model.experts = {m.experts} with workload.expert_parallel"
     return ""
 
 
+def allreduce_algorithm(scenario: Scenario) -> str:
+    """``workload.allreduce`` as the fabric allows it: a ring fabric (``cluster.scale_up =
+    "ring"``) runs ring all-reduces only, so "auto" is "ring" there and any other
+    algorithm is an input error (docs/sources.md#roof-allreduce-algorithms)."""
+    algorithm, fabric = scenario.workload.allreduce, scenario.cluster.scale_up
+    if fabric == "ring" and algorithm not in ("ring", "auto"):
+        raise InputError(Problem("workload.allreduce", algorithm, 'allowed on cluster.scale_up = "ring": "ring" or "auto" (a ring fabric has no switch for '
+                                 "one-shot, two-shot or tree exchanges); or set cluster.scale_up = \"switched\""))
+    return "ring" if fabric == "ring" else algorithm
+
+
+def attention_modes(scenario: Scenario) -> tuple[str, ...]:
+    """The attention modes to search: ``workload.attention``, or both for "auto"."""
+    a = scenario.workload.attention
+    return ra.ATTENTION_MODES if a == "auto" else (a,)
+
+
 def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
-    """The layouts to consider: the fixed one, or every shardable ``t x p = instance_gpus``
-    (largest ``t`` first, so exact ties go to the least pipelining)."""
+    """The layouts to consider: the fixed degrees, or every shardable ``t x p =
+    instance_gpus`` (largest ``t`` first, so exact ties go to the least pipelining), each
+    in every searched attention mode (heads sharded first, so exact ties go to it)."""
     w, n = scenario.workload, scenario.cluster.instance_gpus
     ep = bool(scenario.workload.model.experts and w.expert_parallel)
+    algorithm, modes = allreduce_algorithm(scenario), attention_modes(scenario)
     t_fixed, p_fixed = w.tensor_parallel, w.pipeline_parallel
     if t_fixed != "auto" or p_fixed != "auto":
         t = t_fixed if t_fixed != "auto" else n // p_fixed
         p = p_fixed if p_fixed != "auto" else n // t_fixed
-        problem = _shard_problem(scenario, t)
-        if problem:
-            raise InputError(Problem("workload.tensor_parallel", t, problem))
+        problems = [_shard_problem(scenario, t, a) for a in modes]
+        if all(problems):
+            raise InputError(Problem("workload.tensor_parallel", t, problems[0]))
         if p > scenario.workload.model.layers:
             raise InputError(
                 Problem("workload.tensor_parallel", t, f"leaves pipeline {p} > workload.model.layers = {scenario.workload.model.layers}; allowed: a larger tensor degree")
             )
-        return [ra.Layout(t, p, ep)]
+        return [ra.Layout(t, p, ep, algorithm, a) for a, problem in zip(modes, problems) if not problem]
     layouts = [
-        ra.Layout(t, n // t, ep)
+        ra.Layout(t, n // t, ep, algorithm, a)
         for t in range(n, 0, -1)
-        if n % t == 0 and n // t <= scenario.workload.model.layers and not _shard_problem(scenario, t)
+        for a in modes
+        if n % t == 0 and n // t <= scenario.workload.model.layers and not _shard_problem(scenario, t, a)
     ]
     if not layouts:
         raise InputError(
@@ -187,4 +235,4 @@ def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
     meeting = [e for e in fitting if e.slo_met[0]]
     if meeting:
         return max(meeting, key=lambda e: float(e.tokens_per_s_per_gpu[0])), evaluations
-    return min(fitting, key=lambda e: float(e.decode.total_s[0])), evaluations
+    return min(fitting, key=lambda e: float(e.slo_excess[0])), evaluations

@@ -2,25 +2,60 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..analytic import roofline as ra
 from ..scenario import Scenario
-from ..stages._roofline_layout import Evaluation, choose_layout
+from ..scenario.sampling import quantile_inputs
+from ..stages._roofline_layout import Evaluation, choose_layout, rates_of
 from ..stages.roofline import at_trial
 from ..units import BYTES_PER_GB, MS_PER_S
+
+
+def _ttft_limit(e: Evaluation) -> int | None:
+    """The TTFT batch limit of trial 0, None without a TTFT SLO ("inf")."""
+    return None if np.isinf(at_trial(e.ttft_slo_ms)) else int(e.batch_ttft[0])
 
 
 def _layout_row(e: Evaluation, chosen: bool) -> dict:
     return {
         "tensor": e.layout.tensor,
         "pipeline": e.layout.pipeline,
+        "attention": e.layout.attention,
         "fits": bool(e.fits[0]),
         "slo_met": bool(e.slo_met[0]),
         "batch": int(e.batch[0]),
-        "batch_limits": {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0])},
+        "batch_limits": {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0]), "ttft": _ttft_limit(e)},
         "ttft_ms": at_trial(e.ttft.total_s) * MS_PER_S,
         "tpot_ms": at_trial(e.decode.total_s) * MS_PER_S,
+        "ttft_batch_ms": at_trial(e.ttft_batch.total_s) * MS_PER_S,
         "tokens_per_s_per_gpu": at_trial(e.tokens_per_s_per_gpu),
         "chosen": chosen,
+    }
+
+
+def slo_failures(e: Evaluation) -> list[dict]:
+    """Which SLO limits trial 0 of ``e`` misses, by how much: ``limit`` ("tpot" or
+    "ttft"), the time, the SLO and the excess in ms (empty when both are met)."""
+    out = []
+    for limit, phase, slo, met in (("tpot", e.decode, e.tpot_slo_ms, e.tpot_met), ("ttft", e.ttft_batch, e.ttft_slo_ms, e.ttft_met)):
+        if not bool(np.ravel(met)[0]):
+            value = at_trial(phase.total_s) * MS_PER_S
+            out.append({"limit": limit, "ms": value, "slo_ms": at_trial(slo), "over_ms": value - at_trial(slo)})
+    return out
+
+
+def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, str]:
+    """The all-reduce algorithm the prefill (of the operating batch) and a decode step
+    of ``e`` run at the median inputs ("auto" resolves per message size; "none" at t = 1)."""
+    m, layout = scenario.workload.model, e.layout
+    rates = rates_of(scenario, median)
+    p = layout.pipeline
+    b = float(e.batch[0]) / min(float(e.batch[0]), p)
+    message = b * m.hidden * ra.ACT_BYTES
+    return {
+        "prefill": ra.allreduce_used(message * scenario.workload.prompt_tokens, layout.tensor, rates, layout.allreduce),
+        "decode": ra.allreduce_used(message, layout.tensor, rates, layout.allreduce),
     }
 
 
@@ -33,10 +68,14 @@ def roofline_study(scenario: Scenario) -> dict:
     ``bound``. ``tokens_per_s_instance`` includes the prefill share (module docstring);
     ``tokens_per_s_per_gpu`` divides it by ``cluster.instance_gpus``. ``terms`` holds the
     compute/memory/comm/overhead ms of ``prefill`` (batch), ``ttft`` and ``decode``
-    (``total = max(compute, memory) + comm + overhead``). ``layouts`` lists every
-    searched layout.
+    (``total = max(max(compute, memory), o comm) + (1 - o) comm + overhead``).
+    ``layouts`` lists every searched layout. ``allreduce`` names the algorithm of each
+    phase, ``attention`` the chosen attention mode; ``slo_failed`` lists the SLO limits
+    missed (a trial at these inputs delivers no tokens), with ``ttft_batch_ms`` the TTFT
+    of the batch's last request that the TTFT SLO bounds.
     """
     best, evaluations = choose_layout(scenario)
+    median = quantile_inputs(scenario, 0.5)
     w, m = scenario.workload, scenario.workload.model
     layout = best.layout
     batch = int(best.batch[0])
@@ -49,16 +88,21 @@ def roofline_study(scenario: Scenario) -> dict:
             "bound": str(best.prefill.bound[0]),
             "ttft_bound": str(best.ttft.bound[0]),
             "batch_ms": at_trial(best.prefill.total_s) * MS_PER_S,
+            "ttft_batch_ms": at_trial(best.ttft_batch.total_s) * MS_PER_S,
         },
         "decode": {"batch": batch, "tpot_ms": tpot_s * MS_PER_S, "tokens_per_s": batch / tpot_s, "bound": str(best.decode.bound[0])},
         "tokens_per_s_per_gpu": per_gpu,
         "parallelism": {"tensor": layout.tensor, "pipeline": layout.pipeline, "expert_parallel": layout.expert_parallel},
+        "allreduce": allreduce_per_phase(scenario, best, median),
+        "attention": layout.attention,
         "tokens_per_s_instance": at_trial(best.tokens_per_s_instance),
         "tokens_per_s_per_h100_equivalent": per_gpu / scenario.gpu.h100_equivalents.value,
         "terms": {"prefill": best.prefill.terms_ms(), "ttft": best.ttft.terms_ms(), "decode": best.decode.terms_ms()},
-        "batch_limits": {"memory": int(best.batch_memory[0]), "slo": int(best.batch_slo[0])},
+        "batch_limits": {"memory": int(best.batch_memory[0]), "slo": int(best.batch_slo[0]), "ttft": _ttft_limit(best)},
         "slo_met": bool(best.slo_met[0]),
+        "slo_failed": slo_failures(best),
         "tpot_slo_ms": at_trial(best.tpot_slo_ms),
+        "ttft_slo_ms": at_trial(best.ttft_slo_ms),
         "kv_bytes_per_token_per_gpu": ra.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
         "weights_gb_per_gpu": ra.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
         "layouts": [_layout_row(e, e is best) for e in evaluations],

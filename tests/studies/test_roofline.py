@@ -24,7 +24,7 @@ def test_study_body_has_the_interface_keys(h100_body):
     assert b["tokens_per_s_per_h100_equivalent"] == pytest.approx(b["tokens_per_s_per_gpu"])
     assert b["decode"]["tokens_per_s"] == pytest.approx(b["decode"]["batch"] / b["decode"]["tpot_ms"] * 1e3)
     for phase in ("prefill", "ttft", "decode"):
-        assert set(b["terms"][phase]) == {"compute_ms", "memory_ms", "comm_ms", "overhead_ms"}
+        assert set(b["terms"][phase]) == {"compute_ms", "memory_ms", "comm_ms", "overhead_ms", "total_ms"}
     t = b["terms"]["decode"]
     assert max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"] == pytest.approx(b["decode"]["tpot_ms"])
     t = b["terms"]["ttft"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fields import integer
+from ..fields import choice, integer
 from ..limits import MAX_TOTAL_GPUS
 
 
@@ -18,3 +18,9 @@ class ClusterSection:
                               why=f"counts towards the {MAX_TOTAL_GPUS:,} GPUs of a scenario")
     gpus_per_host: int = integer(8, "GPUs per host; a host failure takes all of them down.", lo=1, hi=1024,
                                  why="a host of 1,024 GPUs is 14x an NVL72 rack; per-host work scales with it")
+    scale_up: str = choice(
+        "switched",
+        'Scale-up fabric inside an instance: "switched" (any-to-any, NVSwitch-like: every all-reduce algorithm) or "ring" '
+        "(ring all-reduce only; docs/sources.md#roof-scale-up-fabric).",
+        ("switched", "ring"),
+    )

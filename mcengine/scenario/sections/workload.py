@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..cards import ModelCard
 from ..dists import Dist
-from ..fields import AUTO, flag, integer, number
+from ..fields import AUTO, choice, flag, integer, number
 
 
 _EFF = dict(lo=0.0, lo_open=True, hi=1.0, why="a share of the peak")
@@ -28,6 +28,9 @@ class WorkloadSection:
     output_tokens: int = integer(256, "Generated tokens O per request.", "tokens", lo=1, hi=10**7, why=_TOKENS)
     tpot_slo_ms: Dist = number(50.0, "Time-per-output-token SLO that caps the batch.", "ms", lo=0.0, lo_open=True, hi=1e6,
                                why="1,000 s per token is no SLO at all")
+    ttft_slo_ms: Dist = number(
+        float("inf"), 'Time-to-first-token SLO (static batching: the whole batch\'s prefill, docs/sources.md#roof-slo); "inf" = none.',
+        "ms", lo=0.0, lo_open=True, hi=1e7, inf_ok=True, why="10^4 s to a first token is no SLO at all: use \"inf\"")
     batch: int | str = integer(AUTO, 'Concurrent sequences per instance; "auto" = largest that fits HBM and the SLO.', lo=1, hi=10**7, auto_ok=True,
                                why="KV-cache bytes of a batch stay far inside int64")
     tensor_parallel: int | str = integer(AUTO, 'Tensor-parallel degree t; "auto" searches the layouts.', lo=1, hi=2**16, auto_ok=True, why=_DEGREE)
@@ -37,6 +40,20 @@ class WorkloadSection:
         "MoE only: each tensor-parallel rank holds experts/t whole experts and tokens move by a dispatch and a "
         "combine all-to-all per layer (GenZ, llm-analysis: docs/sources.md#roof-moe) instead of sharding every expert.",
     )
+    allreduce: str = choice(
+        "ring",
+        'All-reduce algorithm: ring, tree, one_shot, two_shot (switched fabrics only) or "auto" = the fastest the fabric '
+        "allows for each message (docs/sources.md#roof-allreduce-algorithms).",
+        ("ring", "tree", "one_shot", "two_shot", AUTO),
+    )
+    attention: str = choice(
+        "tensor",
+        'Attention "tensor" (heads sharded, KV heads replicated above t = n_kv), "data" (sequences sharded, attention '
+        'weights replicated, MLP tensor-parallel) or "auto" = searched with the layouts (docs/sources.md#roof-attention-dp).',
+        ("tensor", "data", AUTO),
+    )
+    comm_overlap: Dist = number(0.0, "Share of collective time hidden under compute/memory time (0 = in series; docs/sources.md#roof-overlap).",
+                                lo=0.0, hi=1.0, why="a share")
     compute_efficiency: Dist = number(0.5, "Achieved share of peak FLOP/s (prefill measured 33-45%).", **_EFF)
     memory_efficiency: Dist = number(0.7, "Achieved share of HBM bandwidth (decode measured 55-60% of the bound).", **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
