@@ -33,17 +33,26 @@ METRICS = (
 #: ratio of them would mean nothing.
 MAY_BE_ZERO = ("repair_usd", "interruptions_per_year", "stockout_hours", "slo_met")
 
-#: Metrics compared as paired ratios B/A: those positive in every trial.
+#: Metrics compared as paired ratios B/A: those positive in every trial that delivers
+#: tokens (a trial that misses its SLOs delivers none: docs/model.md#roofline).
 PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO)
+
+#: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
+#: (cost per token); in any other trial they must be finite.
+MAY_BE_INFINITE = ("cost_per_mtok_usd",)
 
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."
 
 
-def _check_finite(stage: str, scenario: Scenario, columns: dict[str, np.ndarray], inputs: TrialInputs) -> None:
-    """Fail loudly on a non-finite output, naming the stage, the trial and its inputs."""
+def _check_finite(stage: str, scenario: Scenario, columns: dict[str, np.ndarray], inputs: TrialInputs, no_tokens: np.ndarray | bool = False) -> None:
+    """Fail loudly on a non-finite output, naming the stage, the trial and its inputs
+    (``+inf`` in :data:`MAY_BE_INFINITE` columns is allowed where ``no_tokens``)."""
     for name, values in columns.items():
-        bad = ~np.isfinite(np.asarray(values, dtype=float))
+        values = np.asarray(values, dtype=float)
+        bad = ~np.isfinite(values)
+        if name in MAY_BE_INFINITE:
+            bad &= ~(np.isposinf(values) & no_tokens)
         if bad.any():
             i = int(np.argmax(bad))
             drawn = {k: float(v[i]) for k, v in inputs.values.items() if k in scenario.uncertain_inputs()}
@@ -97,7 +106,7 @@ def run_block(
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()
-        _check_finite(stage, scenario, produced, inputs)
+        _check_finite(stage, scenario, produced, inputs, columns.get("slo_met", 1.0) == 0.0)
         columns.update(produced)
     columns["tokens_per_s_per_h100_equivalent"] = columns["tokens_per_s_per_gpu"] / scenario.gpu.h100_equivalents.value
     for key in scenario.uncertain_inputs():

@@ -19,6 +19,12 @@ largest magnitude seen (:func:`power_of_two_above`), and scaled back: dividing b
 power of two is exact, so the figures are bit for bit those of the plain formulas
 wherever those are finite, and stay finite (no overflow of squares above ~1e154, no
 underflow to a zero spread below ~1e-154) for any finite input.
+
+A :class:`Summary` also takes ``+inf`` (the cost per token of a trial that delivers no
+tokens because it misses its SLOs, docs/model.md#roofline): the infinite values are
+counted apart and rank above every finite one, so the quantiles stay exact order
+statistics of the whole sample, while the mean, std and sem are ``inf`` as soon as one
+value is.
 """
 
 from __future__ import annotations
@@ -184,13 +190,21 @@ class Summary:
     #: With an offset, values below half of it are sketched as they are (relative accuracy
     #: on the value itself: an availability of 0.012 is not read on its distance from 1).
     low: QuantileSketch = field(default_factory=QuantileSketch)
+    #: ``+inf`` values seen (counted apart from ``count``, the finite ones; module text).
+    infinite: int = 0
 
     def add(self, values: np.ndarray, name: str = "metric") -> "Summary":
-        """Add the next trials (in trial order; every call but the last a whole number of blocks)."""
+        """Add the next trials (in trial order; every call but the last a whole number of
+        blocks). ``+inf`` is counted apart; NaN and ``-inf`` are errors."""
         values = np.asarray(values, dtype=float).ravel()
-        _check_finite(values, name)
-        for start in range(0, values.size, BLOCK_TRIALS):
+        infinite = np.isposinf(values)
+        self.infinite += int(infinite.sum())
+        _check_finite(values[~infinite], name)
+        for start in range(0, values.size, BLOCK_TRIALS):  # blocks of trials, whatever their values
             block = values[start : start + BLOCK_TRIALS]
+            block = block[np.isfinite(block)]
+            if not block.size:
+                continue
             self._rescale(float(np.abs(block).max()))
             s = self.scale or 1.0
             n_b = block.size
@@ -202,6 +216,9 @@ class Summary:
             self.mean += delta * n_b / n * s
             self.m2 += m2_b + delta * delta * self.count * n_b / n
             self.count = n
+        if infinite.any():
+            self.max = math.inf
+            values = values[~infinite]
         if values.size:
             self.min = min(self.min, float(values.min()))
             self.max = max(self.max, float(values.max()))
@@ -225,10 +242,13 @@ class Summary:
             self.scale = new
 
     def to_dict(self) -> dict:
-        if self.count == 0:
+        if self.count + self.infinite == 0:
             raise NumericalError("summary of an empty sample")
-        std = math.sqrt(self.m2 / (self.count - 1)) * (self.scale or 1.0) if self.count > 1 else 0.0
-        out = {"mean": self.mean, "std": std, "sem": std / math.sqrt(self.count)}
+        if self.infinite:
+            out = {"mean": math.inf, "std": math.inf, "sem": math.inf}
+        else:
+            std = math.sqrt(self.m2 / (self.count - 1)) * (self.scale or 1.0) if self.count > 1 else 0.0
+            out = {"mean": self.mean, "std": std, "sem": std / math.sqrt(self.count)}
         for key, q in QUANTILES:
             out[key] = min(max(self.quantile(q), self.min), self.max)
         out["min"] = self.min
@@ -236,29 +256,33 @@ class Summary:
         return out
 
     def quantile(self, q: float) -> float:
-        """The sketched value at rank q·(n − 1): from the low sketch, then the offset one."""
-        rank = int(round(q * (self.count - 1)))
+        """The sketched value at rank q·(n − 1): from the low sketch, then the offset one,
+        ``inf`` above the finite values."""
+        rank = int(round(q * (self.count + self.infinite - 1)))
+        if rank >= self.count:
+            return math.inf
         below = self.low.count
         return self.low.at_rank(rank) if rank < below else self.sketch.at_rank(rank - below) + self.offset
 
     def cdf_points(self) -> tuple[np.ndarray, np.ndarray]:
         """(values ascending, cumulative share of the sample) from the sketches, clipped to
-        the exact min and max: the step CDF a figure draws."""
+        the exact min and max: the step CDF a figure draws (it ends below 1 by the share
+        of ``+inf`` values)."""
         low_v, low_c = self.low.points()
         high_v, high_c = self.sketch.points()
         values = np.concatenate([low_v, high_v + self.offset])
         counts = np.concatenate([low_c, high_c])
-        return np.clip(values, self.min, self.max), np.cumsum(counts) / counts.sum()
+        return np.clip(values, self.min, self.max), np.cumsum(counts) / (counts.sum() + self.infinite)
 
     def state(self) -> dict:
         return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(),
-                "offset": self.offset, "scale": self.scale, "low": self.low.state()}
+                "offset": self.offset, "scale": self.scale, "low": self.low.state(), "infinite": self.infinite}
 
     @classmethod
     def from_state(cls, state: dict) -> "Summary":
         return cls(state["count"], state["mean"], state["m2"], state["min"], state["max"], QuantileSketch.from_state(state["sketch"]),
                    state["offset"], state.get("scale", 1.0),
-                   QuantileSketch.from_state(state["low"]) if "low" in state else QuantileSketch())
+                   QuantileSketch.from_state(state["low"]) if "low" in state else QuantileSketch(), int(state.get("infinite", 0)))
 
 
 #: Metrics of the HTML and text views of a :class:`Results` (all are in ``to_frame``).

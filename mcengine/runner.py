@@ -88,11 +88,13 @@ class Accumulators:
     ratios: dict = field(default_factory=dict)  # (b, metric) -> Summary of b / baseline
     below: dict = field(default_factory=dict)  # (b, metric) -> trials where b < baseline
     trials_done: int = 0
+    missed: dict = field(default_factory=dict)  # scenario -> trials that missed an SLO (no tokens)
 
     def add(self, chunk: dict[str, dict[str, np.ndarray]]) -> None:
         base = self.names[0]
         for name in self.names:
             cols = chunk[name]
+            self.missed[name] = self.missed.get(name, 0) + int(np.count_nonzero(cols["slo_met"] == 0.0))
             for metric in METRICS:
                 offset = 1.0 if metric in NEAR_ONE else 0.0
                 self.metrics.setdefault((name, metric), Summary(offset=offset)).add(cols[metric], f"{name}.{metric}")
@@ -109,7 +111,7 @@ class Accumulators:
     def summary(self) -> dict:
         base = self.names[0]
         scenarios = {name: {metric: self.metrics[(name, metric)].to_dict() for metric in METRICS} for name in self.names}
-        doc: dict = {"scenarios": scenarios}
+        doc: dict = {"scenarios": scenarios, "slo_missed_share": {name: self.missed.get(name, 0) / self.trials_done for name in self.names}}
         pairs = {}
         for name in self.names[1:]:
             pairs[f"{name} / {base}"] = {
@@ -132,6 +134,7 @@ class Accumulators:
             "metrics": [[n, m, s.state()] for (n, m), s in self.metrics.items()],
             "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()],
             "below": [[n, m, c] for (n, m), c in self.below.items()],
+            "missed": dict(self.missed),
         }
 
     @classmethod
@@ -140,6 +143,7 @@ class Accumulators:
         acc.metrics = {(n, m): Summary.from_state(s) for n, m, s in state["metrics"]}
         acc.ratios = {(n, m): Summary.from_state(s) for n, m, s in state["ratios"]}
         acc.below = {(n, m): int(c) for n, m, c in state["below"]}
+        acc.missed = {n: int(c) for n, c in state.get("missed", {}).items()}
         return acc
 
 

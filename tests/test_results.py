@@ -62,9 +62,32 @@ def test_state_round_trip_is_exact():
 
 def test_non_finite_values_are_an_error_not_a_nan():
     with pytest.raises(NumericalError, match="cost.*non-finite"):
-        Summary().add(np.array([1.0, np.inf]), "cost")
+        Summary().add(np.array([1.0, np.nan]), "cost")
+    with pytest.raises(NumericalError, match="cost.*non-finite"):
+        Summary().add(np.array([1.0, -np.inf]), "cost")
     with pytest.raises(NumericalError, match="non-finite"):
         summarize(np.array([np.nan]))
+
+
+def test_infinite_values_rank_last_and_make_the_mean_infinite():
+    """A trial that delivers no tokens costs +inf per token: counted apart, above every
+    finite value, so 3 of 10 infinite values leave p50 finite and p95 infinite."""
+    values = np.array([1.0, 2.0, np.inf, 3.0, 4.0, np.inf, 5.0, 6.0, np.inf, 7.0])
+    d = Summary().add(values).to_dict()
+    assert d["mean"] == d["std"] == d["sem"] == d["max"] == np.inf
+    assert d["min"] == 1.0 and d["p95"] == np.inf and d["p99"] == np.inf
+    assert d["p50"] == pytest.approx(5.0, rel=SKETCH_RELATIVE_ACCURACY)  # rank round(0.5 x 9) = 4 (0-based): 5.0
+    assert Summary().add(np.full(3, np.inf)).to_dict()["p01"] == np.inf
+
+
+def test_infinite_values_keep_the_moments_independent_of_chunking():
+    x = _sample(3 * BLOCK_TRIALS)
+    x[::7] = np.inf
+    whole = Summary().add(x)
+    parts = Summary().add(x[:BLOCK_TRIALS]).add(x[BLOCK_TRIALS:])
+    assert whole.state() == parts.state() and whole.infinite == len(x[::7])
+    finite = Summary().add(x[np.isfinite(x)])
+    assert whole.count == finite.count
 
 
 def test_offset_resolves_values_crowded_near_one():

@@ -33,7 +33,7 @@ METRICS: dict[str, Metric] = {
     "repair_usd": Metric("repair cost", "USD", "lower", "repair cost"),
     "interruptions_per_year": Metric("instance interruptions per year", "per year", "lower", "interruptions"),
     "stockout_hours": Metric("spare stock-out", "instance-hours", "lower", "stock-outs"),
-    "slo_met": Metric("share of trials meeting the TPOT SLO", "", "higher", "SLO attainment"),
+    "slo_met": Metric("share of trials meeting the TPOT and TTFT SLOs", "", "higher", "SLO attainment"),
 }
 
 #: Words for "better" per direction, used in "P(B better: cheaper)".

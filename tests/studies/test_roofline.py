@@ -60,9 +60,13 @@ def test_slo_limited_batch():
     assert worse["decode"]["tpot_ms"] > 20.0
 
 
-def test_unreachable_slo_serves_one_sequence():
+def test_unreachable_slo_delivers_no_tokens_and_names_the_limit():
     b = study.roofline_study(load_scenario("h100", (*TP8, "workload.tpot_slo_ms=1")))
     assert b["batch_limits"]["slo"] == 0 and b["decode"]["batch"] == 1 and not b["slo_met"]
+    assert b["tokens_per_s_per_gpu"] == 0.0 and b["tokens_per_s_instance"] == 0.0
+    (fail,) = b["slo_failed"]
+    assert fail["limit"] == "tpot" and fail["slo_ms"] == 1.0
+    assert fail["over_ms"] == pytest.approx(b["decode"]["tpot_ms"] - 1.0)
 
 
 def test_integer_batch_that_does_not_fit_names_the_max():
