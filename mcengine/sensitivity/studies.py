@@ -116,8 +116,20 @@ def _inputs(scenario: Scenario, columns: dict, n: int) -> TrialInputs:
 
 
 def _evaluate(scenarios: list[Scenario], seed: int, output: str, trial_start: int, n: int, columns: Callable[[Scenario], dict]) -> np.ndarray:
-    """The output of trials ``trial_start ..`` with each scenario's inputs from ``columns(s)``."""
-    return _paired([run_block(s, seed, trial_start, n, inputs=_inputs(s, columns(s), n))[output] for s in scenarios])
+    """The output of trials ``trial_start ..`` with each scenario's inputs from ``columns(s)``.
+
+    Raises InputError when the output is infinite in a trial (a cost per token where the
+    trial misses its SLOs and delivers no tokens): variances and slopes of it mean nothing.
+    """
+    values = _paired([run_block(s, seed, trial_start, n, inputs=_inputs(s, columns(s), n))[output] for s in scenarios])
+    infinite = ~np.isfinite(values)
+    if infinite.any():
+        raise InputError(Problem(
+            "--output", output,
+            f"is infinite in {int(infinite.sum())} of {n} trials: there the chosen layout misses the TPOT or TTFT SLO "
+            "(workload.tpot_slo_ms, workload.ttft_slo_ms) and delivers no tokens; allowed: an output finite in every "
+            "trial (tokens_per_s), or SLO ranges every trial meets"))
+    return values
 
 
 # ----------------------------------------------------------------------------- sweep

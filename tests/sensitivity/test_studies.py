@@ -280,3 +280,19 @@ def test_sobol_cost_drivers_of_lite_h100():
     z = stats.norm.ppf(0.5 + doc["conf_level"] / 2)
     assert ix["model_noise"]["ST"] + 4 * ix["model_noise"]["ST_conf"] / z < 0.05
     assert sum(v["ST"] for v in ix.values()) > 0.9
+
+
+SLO_DISTS = ('workload.tpot_slo_ms={dist="uniform", low=45, high=70}', 'workload.ttft_slo_ms={dist="uniform", low=60000, high=120000}')
+
+
+def test_sobol_sees_both_slos_given_as_dist_tables():
+    """Issue #19: `sensitivity h100 lite-h100-2x --method sobol` lists the SLOs among its indices."""
+    doc = sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20, overrides=SLO_DISTS)
+    assert {"workload.tpot_slo_ms", "workload.ttft_slo_ms"} <= set(doc["indices"])
+
+
+def test_sobol_of_an_infinite_cost_is_a_clear_error():
+    """A TPOT SLO below the Lite design's batch-1 TPOT in some trials: cost per token is +inf there."""
+    p = _problem(lambda: sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20,
+                                           overrides=('workload.tpot_slo_ms={dist="uniform", low=20, high=70}',)))
+    assert p.key == "--output" and p.value == "cost_per_mtok_usd" and "tokens_per_s" in p.allowed
