@@ -13,15 +13,20 @@ Notation (``docs/sources.md#roof-notation``): ``L`` layers, ``d`` hidden,
 
 Model (per phase, aggregate roofline with collectives in series, docs/sources.md#roof-step-time):
 
-* ``time = max(compute, memory) + comm + overhead``; ``bound`` names the largest of
-  compute, memory and comm ("network").
+* ``time = max(max(compute, memory), o comm) + (1 - o) comm + overhead`` with ``o`` the
+  overlapped share of the collectives (``comm_overlap``, docs/sources.md#roof-overlap;
+  ``o = 0``: in series); ``bound`` names the largest of compute, memory and comm ("network").
 * Tensor parallelism shards every matrix over ``t`` ranks, except that each rank keeps
   at least one KV head (``max(1, n_kv/t)``, docs/sources.md#roof-kv-replication): the KV cache *and* the K/V
   projection weights are replicated when ``t > n_kv``, as vLLM/TRT-LLM do. For
-  ``t <= n_kv`` the per-rank weights are exactly ``P/t``.
-* Two ring all-reduces per layer (after attention and after the MLP) of
-  ``tokens x d x 2`` bytes, each ``collective_start + 2(t-1) hop + 2(t-1)/t bytes/W_link``
-  (GenZ form, docs/sources.md#roof-collectives); zero at ``t = 1``.
+  ``t <= n_kv`` the per-rank weights are exactly ``P/t``. With data-parallel attention
+  (``Layout.attention = "data"``, docs/sources.md#roof-attention-dp) the attention weights are
+  replicated, each rank attends to ``ceil(b/t)`` whole sequences with all KV heads, and
+  the MLP stays sharded behind a reduce-scatter and an all-gather.
+* Two all-reduces per layer (after attention and after the MLP) of ``tokens x d x 2``
+  bytes, by the layout's algorithm (:func:`allreduce_seconds`: ring ``collective_start +
+  2(t-1) hop + 2(t-1)/t bytes/W_link``, the GenZ form, docs/sources.md#roof-collectives; tree, one-shot,
+  two-shot, or the fastest per message, docs/sources.md#roof-allreduce-algorithms); zero at ``t = 1``.
 * Pipeline parallelism (docs/sources.md#roof-pipeline): ``L/p`` layers per stage, balanced (the embedding
   and LM head counted as ``1/p`` per stage), ``m = min(B, p)`` micro-batches of ``B/m``
   sequences, each stage re-reading its weights per micro-batch, one point-to-point
