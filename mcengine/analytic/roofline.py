@@ -419,12 +419,19 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
 def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
     it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
+    return largest_batch_within(lambda batch: decode_step(m, layout, batch, context, r).total_s, slo_s, r, cap)
+
+
+def largest_batch_within(step_s, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+    """The largest integer batch ``B <= cap`` with ``step_s(B) <= slo_s`` (0 if ``B = 1``
+    misses it), by bisection; ``step_s`` maps an int64 batch array to seconds and must be
+    non-decreasing in ``B``. Shape: the trials' (``slo_s`` and ``r`` broadcast). int64."""
     shape = np.broadcast_shapes(np.shape(slo_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
-    lo = np.zeros(shape, np.int64)  # TPOT(lo) <= slo (lo = 0: vacuous)
-    hi = np.full(shape, cap + 1, np.int64)  # TPOT(hi) > slo (cap + 1: assumed)
+    lo = np.zeros(shape, np.int64)  # step(lo) <= slo (lo = 0: vacuous)
+    hi = np.full(shape, cap + 1, np.int64)  # step(hi) > slo (cap + 1: assumed)
     while np.any(open_ := hi - lo > 1):
         mid = np.where(open_, (lo + hi) // 2, 1)
-        ok = decode_step(m, layout, mid, context, r).total_s <= slo_s
+        ok = step_s(mid) <= slo_s
         lo = np.where(open_ & ok, mid, lo)
         hi = np.where(open_ & ~ok, mid, hi)
     return lo
