@@ -592,21 +592,22 @@ def largest_batch(time_s, limit_s, shape, cap: int = SLO_SEARCH_CAP) -> np.ndarr
     return lo
 
 
-def _trial_shape(limit_s, r: Rates) -> tuple:
+def trial_shape(limit_s, r: Rates) -> tuple:
+    """The shape of per-trial results: ``limit_s`` and every field of ``r`` broadcast."""
     return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
 
 
 def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
     it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
-    return largest_batch(lambda b: decode_step(m, layout, b, context, r).total_s, slo_s, _trial_shape(slo_s, r), cap)
+    return largest_batch(lambda b: decode_step(m, layout, b, context, r).total_s, slo_s, trial_shape(slo_s, r), cap)
 
 
 def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
     """``B_TTFT``: the largest batch whose last request's TTFT
     (:func:`batch_time_to_first_token`) is at most ``slo_s`` (0 if one prompt misses
     it; ``cap`` for an infinite SLO, without a search). int64."""
-    shape = _trial_shape(slo_s, r)
+    shape = trial_shape(slo_s, r)
     if np.all(np.isinf(slo_s)):
         return np.full(shape, cap, np.int64)
     return largest_batch(lambda b: batch_time_to_first_token(m, layout, b, prompt_tokens, r).total_s, slo_s, shape, cap)

@@ -252,7 +252,7 @@ def _sig3(x: float) -> str:
 
 
 def render_roofline(body: dict):
-    """Rich tables: the result, the terms per phase, the searched layouts."""
+    """Rich tables: the result, the terms per phase, the searched layouts, the serving modes."""
     from rich.console import Group
     from rich.table import Table
 
@@ -295,4 +295,24 @@ def render_roofline(body: dict):
             _sig3(row["tpot_ms"]), "met" if row["slo_met"] else "missed",
             _sig3(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "chosen" if row["chosen"] else "",
         )
-    return Group(summary, terms, layouts)
+    return Group(summary, terms, layouts, _serving_table(body)) if "serving_modes" in body else Group(summary, terms, layouts)
+
+
+def _serving_table(body: dict):
+    """Each serving mode's best combination at the median inputs (docs/model.md#serving)."""
+    from rich.table import Table
+
+    table = Table("mode", "layout", "batch", "TPOT ms", "TTFT ms", "SLO", "tokens/s per GPU", "per H100-eq.", "",
+                  title=f"serving modes (median inputs): {body['serving']} chosen")
+    for mode, row in body["serving_modes"].items():
+        if not row["feasible"]:
+            table.add_row(mode, "-", "-", "-", "-", "-", "-", "-", f"infeasible: {row['why']}")
+            continue
+        layout = f"{row['tensor']} x {row['pipeline']}"
+        note = "chosen" if row["chosen"] else ""
+        if "prefill" in row:
+            layout = f"decode {layout}, prefill {row['prefill']['tensor']} x {row['prefill']['pipeline']}"
+            note = f"{note} prefill share {row['prefill_share']:.2f}".strip()
+        table.add_row(mode, layout, str(row["batch"]), _sig3(row["tpot_ms"]), _sig3(row["ttft_ms"]), "met" if row["slo_met"] else "missed",
+                      _sig3(row["tokens_per_s_per_gpu"]), _sig3(row["tokens_per_s_per_h100_equivalent"]), note)
+    return table

@@ -95,6 +95,15 @@ class Evaluation:
     def tokens_per_s_per_gpu(self) -> np.ndarray:
         return self.tokens_per_s_instance / self.layout.gpus
 
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return self.decode.total_s
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        """One prompt's TTFT (the static batch's prefill is ``prefill.total_s``)."""
+        return self.ttft.total_s
+
 
 def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.

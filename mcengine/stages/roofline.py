@@ -24,6 +24,7 @@ from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
 from ..units import MS_PER_S
 from ._roofline_layout import choose_layout, evaluate
+from ._roofline_serving import evaluate_chosen
 
 STAGE = "roofline"
 
@@ -39,10 +40,13 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
     ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), ``slo_met`` (1.0 when the trial's TPOT
     meets its SLO, else 0.0: an unreachable SLO serves one sequence at a time), at the
-    layout chosen at the median inputs.
+    layout chosen at the median inputs, in the serving mode ``workload.serving`` picks
+    (static: the lines below, unchanged; others: :mod:`._roofline_serving`).
     Raises InputError if in some trial the weights (or an integer batch) do not fit HBM,
     NumericalError on a non-finite output.
     """
+    if scenario.workload.serving != "static":
+        return _columns(evaluate_chosen(scenario, inputs), inputs, scenario.workload.serving)
     best, _ = choose_layout(scenario)
     e = evaluate(scenario, best.layout, inputs)
     misfit = ~e.fits
@@ -59,11 +63,28 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
                 "whole range fits the weights and the batch",
             )
         )
+    return _columns(e, inputs, "static")
+
+
+def _columns(e, inputs: TrialInputs, serving: str) -> dict[str, np.ndarray]:
+    """The per-trial columns of an evaluation of any serving mode (checked finite)."""
+    misfit = ~e.fits
+    if misfit.any():
+        i = int(np.argmax(misfit))
+        raise InputError(
+            Problem(
+                "workload.serving",
+                serving,
+                f"in trial {inputs.trial_start + i} the weights, the batch's KV cache or the prefill chunk do not fit at the layout "
+                f"chosen at the median inputs (tensor {e.layout.tensor} x pipeline {e.layout.pipeline}); allowed: inputs whose "
+                "whole range fits them (gpu.hbm_gb, workload.hbm_usable_fraction, workload.prefill_chunk_tokens)",
+            )
+        )
     columns = {
         "tokens_per_s_instance": e.tokens_per_s_instance,
         "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
-        "ttft_ms": e.ttft.total_s * MS_PER_S,
-        "tpot_ms": e.decode.total_s * MS_PER_S,
+        "ttft_ms": e.ttft_s * MS_PER_S,
+        "tpot_ms": e.tpot_s * MS_PER_S,
         "batch": e.batch.astype(np.int64),
         "slo_met": e.slo_met.astype(np.float64),
     }

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..analytic import roofline as ra
+from ..analytic import serving as sv
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
 from ..stages._roofline_layout import Evaluation, choose_layout, rates_of
+from ..stages._roofline_serving import choose_serving
 from ..stages.roofline import at_trial
 from ..units import BYTES_PER_GB, MS_PER_S
 
@@ -72,7 +74,12 @@ def roofline_study(scenario: Scenario) -> dict:
     ``layouts`` lists every searched layout. ``allreduce`` names the algorithm of each
     phase, ``attention`` the chosen attention mode; ``slo_failed`` lists the SLO limits
     missed (a trial at these inputs delivers no tokens), with ``ttft_batch_ms`` the TTFT
-    of the batch's last request that the TTFT SLO bounds.
+    of the batch's last request that the TTFT SLO bounds. These describe the static
+    model; ``serving`` names the mode the run uses (``workload.serving``) and
+    ``serving_modes`` gives each mode's best combination (layout(s), batch, TPOT, TTFT,
+    throughput; continuous adds its chunk and batch limits, disaggregated its prefill
+    layout, prefill share and KV transfer). The top-level ``tokens_per_s_*`` and
+    ``slo_met`` are the chosen mode's (static's: unchanged).
     """
     best, evaluations = choose_layout(scenario)
     median = quantile_inputs(scenario, 0.5)
@@ -81,7 +88,7 @@ def roofline_study(scenario: Scenario) -> dict:
     batch = int(best.batch[0])
     tpot_s = at_trial(best.decode.total_s)
     per_gpu = at_trial(best.tokens_per_s_per_gpu)
-    return {
+    body = {
         "prefill": {
             "ttft_ms": at_trial(best.ttft.total_s) * MS_PER_S,
             "tokens_per_s": batch * w.prompt_tokens / at_trial(best.prefill.total_s),
@@ -107,3 +114,47 @@ def roofline_study(scenario: Scenario) -> dict:
         "weights_gb_per_gpu": ra.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
         "layouts": [_layout_row(e, e is best) for e in evaluations],
     }
+    body.update(serving_section(scenario))
+    chosen = body["serving_modes"][body["serving"]]
+    for key in ("tokens_per_s_per_gpu", "tokens_per_s_instance", "tokens_per_s_per_h100_equivalent", "slo_met"):
+        body[key] = chosen[key]
+    return body
+
+
+def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
+    """One serving mode's best combination at the median inputs (``feasible`` false: ``why``)."""
+    if e is None:
+        return {"feasible": False, "why": why, "chosen": False}
+    per_gpu = at_trial(e.tokens_per_s_per_gpu)
+    row = {
+        "feasible": True,
+        "chosen": chosen,
+        "tensor": e.layout.tensor,
+        "pipeline": e.layout.pipeline,
+        "batch": int(e.batch[0]),
+        "tpot_ms": at_trial(e.tpot_s) * MS_PER_S,
+        "ttft_ms": at_trial(e.ttft_s) * MS_PER_S,
+        "slo_met": bool(e.slo_met[0]),
+        "tokens_per_s_instance": at_trial(e.tokens_per_s_instance),
+        "tokens_per_s_per_gpu": per_gpu,
+        "tokens_per_s_per_h100_equivalent": per_gpu / scenario.gpu.h100_equivalents.value,
+    }
+    if name == "continuous":
+        w = scenario.workload
+        row["chunk_tokens"] = at_trial(sv.chunk_tokens(e.batch, w.prompt_tokens, w.output_tokens))
+        row["batch_limits"] = {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0]), "chunk": int(e.batch_chunk[0])}
+        row["terms"] = e.step.terms_ms()
+    if name == "disaggregated":
+        row["prefill"] = {"tensor": e.prefill_layout.tensor, "pipeline": e.prefill_layout.pipeline}
+        row["prefill_share"] = at_trial(e.prefill_share)
+        row["kv_transfer_ms"] = at_trial(e.kv_transfer_s) * MS_PER_S
+        row["prefill_ttft_ms"] = at_trial(e.ttft.total_s) * MS_PER_S
+    return row
+
+
+def serving_section(scenario: Scenario) -> dict:
+    """``"serving"`` (the mode the run uses) and ``"serving_modes"``: each mode's best
+    combination (the chosen one and the runner-up of every other mode)."""
+    choice = choose_serving(scenario)
+    modes = {name: _mode_row(scenario, name, choice.best[name], choice.why[name], name == choice.mode) for name in sv.SERVING_MODES}
+    return {"serving": choice.mode, "serving_modes": modes}

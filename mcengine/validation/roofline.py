@@ -96,6 +96,16 @@ CALIBRATION: tuple[Anchor, ...] = (
         _NIM.format(8, 0.10),
     ),
     Anchor(
+        "NIM ITL ms at 50 users, 5,000 in / 500 out, continuous serving",
+        (*_FP8_TP2, "workload.batch=50", "workload.prompt_tokens=5000", "workload.output_tokens=500", "workload.serving='continuous'"),
+        "serving_modes.continuous.tpot_ms",
+        1.0,
+        59.73 * 0.8,
+        59.73 * 1.2,
+        "NIM 1.8.0 Llama-3.3-70B, 2xH100 FP8 TP2, concurrency 50: ITL 59.73 ms (docs/sources.md#serve-nim-concurrency; "
+        "+-20%: the chunked-prefill step lands 16% low, static batching 51% low)",
+    ),
+    Anchor(
         "TRT-LLM TTFT ms, 2,048-token prompt, 4xH100 FP8 TP4",
         (*_FP8_TP2[:3], "cluster.instance_gpus=4", "workload.tensor_parallel=4", "workload.pipeline_parallel=1", "workload.batch=1", "workload.prompt_tokens=2048"),
         "prefill.ttft_ms",

@@ -31,6 +31,17 @@ class WorkloadSection:
     ttft_slo_ms: Dist = number(
         float("inf"), 'Time-to-first-token SLO (static batching: the whole batch\'s prefill, docs/sources.md#roof-slo); "inf" = none.',
         "ms", lo=0.0, lo_open=True, hi=1e7, inf_ok=True, why="10^4 s to a first token is no SLO at all: use \"inf\"")
+    serving: str = choice(
+        "static",
+        'How requests share an instance (docs/model.md#serving): "static" batches (B prompts prefilled together, then O '
+        'decode steps), "continuous" batching with chunked prefill (vLLM, Sarathi-Serve), "disaggregated" prefill and decode '
+        'instances (Splitwise, DistServe), or "auto": the mode with the most output tokens/s per GPU under the SLOs.',
+        ("static", "continuous", "disaggregated", "auto"),
+    )
+    prefill_chunk_tokens: int = integer(
+        8192, "Continuous serving: prompt tokens an engine step may prefill (vLLM's max_num_batched_tokens on H100, "
+        "docs/sources.md#serve-chunked-prefill); a batch needing more per step (B S/O) is infeasible.", "tokens", lo=1, hi=10**7, why=_TOKENS,
+    )
     batch: int | str = integer(AUTO, 'Concurrent sequences per instance; "auto" = largest that fits HBM and the SLO.', lo=1, hi=10**7, auto_ok=True,
                                why="KV-cache bytes of a batch stay far inside int64")
     tensor_parallel: int | str = integer(AUTO, 'Tensor-parallel degree t; "auto" searches the layouts.', lo=1, hi=2**16, auto_ok=True, why=_DEGREE)

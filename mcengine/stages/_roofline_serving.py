@@ -1,0 +1,280 @@
+"""Roofline stage internals: the serving modes beyond static batching and the mode search
+(docs/model.md#serving; formulas in :mod:`mcengine.analytic.serving`).
+
+``workload.serving`` picks the mode: ``"static"`` is :mod:`._roofline_layout` unchanged;
+``"continuous"`` (chunked prefill) and ``"disaggregated"`` (prefill and decode instances)
+search the same candidate layouts with their own step models; ``"auto"`` evaluates all
+three and keeps the one with the most output tokens/s per GPU among those that meet the
+SLOs (if none does, static's choice). As with layouts, the mode, its layout(s), and the
+disaggregated prefill share are chosen once at the median inputs and kept for every
+trial.
+
+A TTFT limit is read from ``workload.ttft_slo_ms`` when the scenario has that key
+(``inf`` otherwise): it enters ``slo_met`` of every mode and the prefill layout choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..analytic import roofline as ra
+from ..analytic import serving as sv
+from ..errors import InputError, Problem
+from ..scenario import Scenario
+from ..scenario.sampling import TrialInputs, quantile_inputs
+from ..units import MS_PER_S
+from ._roofline_layout import Evaluation, candidate_layouts, choose_layout, evaluate, rates_of
+
+
+def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
+    """The per-trial TTFT SLO (ms): ``workload.ttft_slo_ms`` if the scenario has it, else inf."""
+    if "workload.ttft_slo_ms" in inputs.values:
+        return np.asarray(inputs["workload.ttft_slo_ms"], float)
+    return np.full(inputs.n, np.inf)
+
+
+@dataclass(frozen=True)
+class Continuous:
+    """One layout under continuous batching with chunked prefill (arrays of shape (n,))."""
+
+    layout: ra.Layout
+    batch_memory: np.ndarray
+    batch_slo: np.ndarray
+    batch_chunk: np.ndarray
+    batch: np.ndarray
+    step: ra.PhaseTimes
+    ttft_s: np.ndarray
+    tokens_per_s_instance: np.ndarray
+    tpot_slo_ms: np.ndarray
+    ttft_slo_ms: np.ndarray
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return self.step.total_s
+
+    @property
+    def fits(self) -> np.ndarray:
+        """Weights and the batch's KV cache fit HBM, and the chunk fits the step budget."""
+        return (self.batch_memory >= 1) & (self.batch <= self.batch_memory) & (self.batch <= self.batch_chunk)
+
+    @property
+    def slo_met(self) -> np.ndarray:
+        return (self.tpot_s * MS_PER_S <= self.tpot_slo_ms) & (self.ttft_s * MS_PER_S <= self.ttft_slo_ms)
+
+    @property
+    def tokens_per_s_per_gpu(self) -> np.ndarray:
+        return self.tokens_per_s_instance / self.layout.gpus
+
+
+def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Continuous:
+    """``layout`` under continuous batching: ``batch = "auto"`` takes
+    ``max(1, min(B_max, B_SLO, B_chunk))`` with ``B_SLO`` the largest batch whose step
+    meets the TPOT SLO; a fixed batch is taken as given (``fits`` says if it is feasible)."""
+    w, m = scenario.workload, scenario.workload.model
+    rates = rates_of(scenario, inputs)
+    s, o = w.prompt_tokens, w.output_tokens
+    slo_ms = inputs["workload.tpot_slo_ms"]
+    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
+    b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
+    b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates))
+    if w.batch == "auto":
+        batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_chunk))
+    else:
+        batch = np.full(inputs.n, w.batch, np.int64)
+    step = sv.continuous_step(m, layout, batch, s, o, rates)
+    ttft = sv.continuous_ttft_s(step.total_s, batch, layout.pipeline, o)
+    per_instance = sv.continuous_tokens_per_s(step.total_s, batch)
+    return Continuous(layout, b_mem, b_slo, b_chunk, batch, step, ttft, per_instance, slo_ms, ttft_slo_ms(scenario, inputs))
+
+
+@dataclass(frozen=True)
+class Disaggregated:
+    """A prefill layout and a decode layout sharing the cluster (arrays of shape (n,)).
+
+    ``decode`` is the static evaluation of the decode layout (its batch and decode step;
+    its prefill terms are unused). ``prefill`` is one prompt's instance time on the
+    prefill layout (pipeline kept full), ``ttft`` one prompt's latency there.
+    """
+
+    prefill_layout: ra.Layout
+    decode: Evaluation
+    prefill_batch_memory: np.ndarray
+    prefill: ra.PhaseTimes
+    ttft: ra.PhaseTimes
+    kv_transfer_s: np.ndarray
+    prefill_share: np.ndarray
+    tokens_per_s_instance: np.ndarray
+    ttft_slo_ms: np.ndarray
+
+    @property
+    def layout(self) -> ra.Layout:
+        """The decode layout (the one that sets TPOT and the batch)."""
+        return self.decode.layout
+
+    @property
+    def batch(self) -> np.ndarray:
+        return self.decode.batch
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return self.decode.decode.total_s
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.ttft.total_s + self.kv_transfer_s
+
+    @property
+    def prompts_per_s_prefill(self) -> np.ndarray:
+        """Prompts/s of one prefill instance."""
+        return 1.0 / self.prefill.total_s
+
+    @property
+    def decode_tokens_per_s(self) -> np.ndarray:
+        """Output tokens/s of one decode instance, ``B / TPOT``."""
+        return self.decode.batch / self.tpot_s
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.decode.fits & (self.prefill_batch_memory >= 1)
+
+    @property
+    def slo_met(self) -> np.ndarray:
+        return self.decode.slo_met & (self.ttft_s * MS_PER_S <= self.ttft_slo_ms)
+
+    @property
+    def tokens_per_s_per_gpu(self) -> np.ndarray:
+        return self.tokens_per_s_instance / self.layout.gpus
+
+
+def _prefill_terms(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> tuple:
+    """A prefill instance on ``layout``: (prompts whose KV fits HBM, one prompt's
+    instance time, one prompt's latency)."""
+    w, m = scenario.workload, scenario.workload.model
+    rates = rates_of(scenario, inputs)
+    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], w.prompt_tokens, rates.bytes_per_param, rates.kv_bytes)
+    return b_mem, ra.prefill(m, layout, 1, w.prompt_tokens, rates), ra.time_to_first_token(m, layout, w.prompt_tokens, rates)
+
+
+def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode_layout: ra.Layout, inputs: TrialInputs, share=None) -> Disaggregated:
+    """Prefill instances on ``prefill_layout``, decode instances on ``decode_layout``; the
+    prefill share ``share`` (None: the balanced share of each trial, ``f = r_d/(r_p + r_d)``)."""
+    w = scenario.workload
+    decode = evaluate(scenario, decode_layout, inputs)
+    b_mem, pre, ttft = _prefill_terms(scenario, prefill_layout, inputs)
+    kv = sv.kv_transfer_s(w.model, w.prompt_tokens, scenario.cluster.instance_gpus, rates_of(scenario, inputs))
+    r_p = 1.0 / pre.total_s
+    r_d = decode.batch / decode.decode.total_s
+    f = sv.prefill_share(r_p, r_d / w.output_tokens) if share is None else np.broadcast_to(np.asarray(share, float), (inputs.n,))
+    per_instance = sv.disaggregated_tokens_per_s(f, r_p, r_d, w.output_tokens)
+    return Disaggregated(prefill_layout, decode, b_mem, pre, ttft, np.broadcast_to(kv, (inputs.n,)), f, per_instance, ttft_slo_ms(scenario, inputs))
+
+
+# --------------------------------------------------------------------------- choices at the median
+
+
+def _best(evaluations: list):
+    """Best of ``evaluations`` at the median (trial 0): the most tokens/s per GPU among those
+    that fit and meet the SLOs; else the lowest TPOT among those that fit; None if none fits.
+    Ties go to the earlier (larger tensor degree)."""
+    fitting = [e for e in evaluations if e.fits[0]]
+    if not fitting:
+        return None
+    meeting = [e for e in fitting if e.slo_met[0]]
+    if meeting:
+        return max(meeting, key=lambda e: float(e.tokens_per_s_per_gpu[0]))
+    return min(fitting, key=lambda e: float(e.tpot_s[0]))
+
+
+@lru_cache(maxsize=64)
+def choose_continuous(scenario: Scenario) -> tuple[Continuous | None, list[Continuous]]:
+    """The best continuous-batching layout at the median inputs (None if no layout fits the
+    weights, a KV cache and a prefill chunk) and every candidate's evaluation."""
+    median = quantile_inputs(scenario, 0.5)
+    evaluations = [evaluate_continuous(scenario, layout, median) for layout in candidate_layouts(scenario)]
+    return _best(evaluations), evaluations
+
+
+@lru_cache(maxsize=64)
+def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
+    """The best prefill layout (most prompts/s per GPU among those that fit one prompt and
+    meet the TTFT SLO, else the lowest TTFT) and the best decode layout (the static search's
+    criteria on decode tokens/s per GPU), at the median inputs, with the balanced share.
+    None if no layout fits a prompt or a decoding batch."""
+    median = quantile_inputs(scenario, 0.5)
+    layouts = candidate_layouts(scenario)
+    decode = _decode_best([evaluate(scenario, layout, median) for layout in layouts])
+    prefill = [(layout, *_prefill_terms(scenario, layout, median)) for layout in layouts]
+    prefill = [(layout, pre, ttft) for layout, b_mem, pre, ttft in prefill if b_mem[0] >= 1]
+    if decode is None or not prefill:
+        return None
+    w = scenario.workload
+    kv_s = float(sv.kv_transfer_s(w.model, w.prompt_tokens, scenario.cluster.instance_gpus, rates_of(scenario, median))[0])
+    slo_ms = float(ttft_slo_ms(scenario, median)[0])
+    within = [x for x in prefill if (float(x[2].total_s[0]) + kv_s) * MS_PER_S <= slo_ms]
+    if within:
+        layout = max(within, key=lambda x: 1.0 / float(x[1].total_s[0]) / x[0].gpus)[0]
+    else:
+        layout = min(prefill, key=lambda x: float(x[2].total_s[0]))[0]
+    return evaluate_disaggregated(scenario, layout, decode.layout, median)
+
+
+def _decode_best(evaluations: list[Evaluation]) -> Evaluation | None:
+    """The static search's choice ranked on decode tokens/s per GPU (B/TPOT/g)."""
+    fitting = [e for e in evaluations if e.fits[0]]
+    if not fitting:
+        return None
+    meeting = [e for e in fitting if e.slo_met[0]]
+    if meeting:
+        return max(meeting, key=lambda e: float(e.batch[0] / e.decode.total_s[0]) / e.layout.gpus)
+    return min(fitting, key=lambda e: float(e.decode.total_s[0]))
+
+
+@dataclass(frozen=True)
+class ServingChoice:
+    """The mode the run uses and the best evaluation of each mode at the median inputs
+    (None: the mode is infeasible, ``why`` says so)."""
+
+    mode: str
+    best: dict
+    why: dict
+
+
+@lru_cache(maxsize=64)
+def choose_serving(scenario: Scenario) -> ServingChoice:
+    """Evaluate every serving mode at the median inputs and pick ``workload.serving``'s
+    (``"auto"``: the most tokens/s per GPU among the modes meeting the SLOs, static's
+    choice if none does). Raises InputError when the requested mode is infeasible."""
+    static, _ = choose_layout(scenario)
+    continuous, _ = choose_continuous(scenario)
+    disaggregated = choose_disaggregated(scenario)
+    best = {"static": static, "continuous": continuous, "disaggregated": disaggregated}
+    w = scenario.workload
+    why = {
+        "static": "",
+        "continuous": "" if continuous is not None else (
+            f"no layout fits a prefill chunk of B S/O = {w.prompt_tokens / w.output_tokens:g} tokens per sequence within "
+            f"workload.prefill_chunk_tokens = {w.prefill_chunk_tokens} next to the weights and KV cache"
+        ),
+        "disaggregated": "" if disaggregated is not None else "no layout fits the weights and one prompt's KV cache",
+    }
+    mode = w.serving
+    if mode == "auto":
+        meeting = [name for name in sv.SERVING_MODES if best[name] is not None and best[name].slo_met[0]]
+        mode = max(meeting, key=lambda name: float(best[name].tokens_per_s_per_gpu[0])) if meeting else "static"
+    if best[mode] is None:
+        raise InputError(Problem("workload.serving", w.serving, f"{why[mode]}; allowed: another serving mode or a larger budget"))
+    return ServingChoice(mode, best, why)
+
+
+def evaluate_chosen(scenario: Scenario, inputs: TrialInputs):
+    """The chosen mode at its median-chosen layout(s) (and prefill share) for every trial."""
+    choice = choose_serving(scenario)
+    chosen = choice.best[choice.mode]
+    if choice.mode == "continuous":
+        return evaluate_continuous(scenario, chosen.layout, inputs)
+    if choice.mode == "disaggregated":
+        return evaluate_disaggregated(scenario, chosen.prefill_layout, chosen.layout, inputs, float(chosen.prefill_share[0]))
+    return evaluate(scenario, chosen.layout, inputs)

@@ -1,0 +1,102 @@
+"""Serving modes in the roofline stage: the chained run's columns in each mode, the
+disaggregated split, the infeasible chunk, and static reproducing the pre-mode numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine.analytic import serving as sv
+from mcengine.errors import InputError
+from mcengine.scenario import load_scenario
+from mcengine.scenario.sampling import draw_inputs, quantile_inputs
+from mcengine.stages import roofline
+from mcengine.stages._roofline_serving import choose_serving, evaluate_disaggregated
+from mcengine.studies.roofline import roofline_study
+
+
+def _mode(name: str) -> str:
+    return f"workload.serving='{name}'"
+
+
+def test_static_reproduces_the_numbers_before_serving_modes():
+    # main at 8955525 (before the serving modes): h100 285.41505305485384 tokens/s per GPU,
+    # TPOT 47.010632317300015 ms, TTFT 184.9187411391766 ms; lite-h100 49.416283815095014
+    for name, per_gpu, tpot in (("h100", 285.41505305485384, 47.010632317300015), ("lite-h100", 49.416283815095014, 49.98331758755644)):
+        for overrides in ((), (_mode("static"),)):
+            body = roofline_study(load_scenario(name, overrides))
+            assert body["serving"] == "static"
+            assert body["tokens_per_s_per_gpu"] == per_gpu
+            assert body["decode"]["tpot_ms"] == tpot
+            assert body["serving_modes"]["static"]["tokens_per_s_per_gpu"] == per_gpu
+
+
+@pytest.mark.parametrize("mode", ["continuous", "disaggregated"])
+def test_chained_run_columns_in_each_mode(mode):
+    s = load_scenario("lite-h100", (_mode(mode),))
+    inputs = draw_inputs(s, 11, 0, 32)
+    cols = roofline.throughput(s, inputs)
+    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met"}
+    assert all(v.shape == (32,) and np.all(np.isfinite(v)) for v in cols.values())
+    np.testing.assert_allclose(cols["tokens_per_s_per_gpu"], cols["tokens_per_s_instance"] / 32)
+    assert np.ptp(cols["tokens_per_s_instance"]) > 0
+    # chunk-independent: two halves give the same trials
+    halves = [roofline.throughput(s, draw_inputs(s, 11, start, 16)) for start in (0, 16)]
+    for key, values in cols.items():
+        np.testing.assert_array_equal(values, np.concatenate([h[key] for h in halves]))
+    chosen = choose_serving(s).best[mode]
+    if mode == "continuous":
+        # TTFT = ceil(O m / B) tau, m = min(B, p), throughput = B / tau
+        p, o = chosen.layout.pipeline, s.workload.output_tokens
+        steps = -(-(o * np.minimum(cols["batch"], p)) // cols["batch"])
+        np.testing.assert_allclose(cols["ttft_ms"], steps * cols["tpot_ms"], rtol=1e-12)
+        np.testing.assert_allclose(cols["tokens_per_s_instance"], cols["batch"] / cols["tpot_ms"] * 1e3, rtol=1e-12)
+
+
+def test_disaggregated_split_matches_prompt_supply_to_decode_demand():
+    s = load_scenario("h100", (_mode("disaggregated"),))
+    e = choose_serving(s).best["disaggregated"]
+    o = s.workload.output_tokens
+    f, r_p = float(e.prefill_share[0]), float(e.prompts_per_s_prefill[0])
+    r_d = float(e.decode_tokens_per_s[0]) / o
+    assert 0 < f < 1
+    assert f * r_p == pytest.approx((1 - f) * r_d, rel=1e-12)
+    assert float(e.tokens_per_s_instance[0]) == pytest.approx((1 - f) * r_d * o, rel=1e-12)
+    # the KV transfer adds to TTFT: S x 327,680 B / 8 GPUs over 450 x 0.82 GB/s + start + hop
+    median = quantile_inputs(s, 0.5)
+    latency_us = float(median["workload.collective_start_us"][0] + median["workload.hop_latency_us"][0])
+    kv = latency_us * 1e-6 + 2048 * 327_680 / 8 / (450e9 * 0.82)
+    assert float(e.kv_transfer_s[0]) == pytest.approx(kv, rel=1e-9)
+    assert float(e.ttft_s[0]) == pytest.approx(float(e.ttft.total_s[0]) + kv, rel=1e-12)
+    # per trial the share stays the median's and the bottleneck binds
+    inputs = draw_inputs(s, 3, 0, 16)
+    t = evaluate_disaggregated(s, e.prefill_layout, e.layout, inputs, f)
+    supply = f * t.prompts_per_s_prefill * o
+    np.testing.assert_allclose(t.tokens_per_s_instance, np.minimum((1 - f) * t.decode_tokens_per_s, supply), rtol=1e-12)
+    body = roofline_study(s)
+    row = body["serving_modes"]["disaggregated"]
+    assert body["serving"] == "disaggregated" and row["chosen"]
+    assert row["prefill_share"] == pytest.approx(f) and body["tokens_per_s_per_gpu"] == row["tokens_per_s_per_gpu"]
+
+
+def test_infeasible_chunk():
+    # S/O = 2048/256 = 8 prompt tokens per running sequence and step: a budget of 7 fits none
+    chunk = "workload.prefill_chunk_tokens=7"
+    with pytest.raises(InputError) as err:
+        roofline.throughput(load_scenario("h100", (_mode("continuous"), chunk)), quantile_inputs(load_scenario("h100"), 0.5))
+    assert "workload.serving" in str(err.value) and "prefill_chunk_tokens = 7" in str(err.value)
+    body = roofline_study(load_scenario("h100", (_mode("auto"), chunk)))
+    assert body["serving"] != "continuous"
+    row = body["serving_modes"]["continuous"]
+    assert not row["feasible"] and not row["chosen"] and "workload.prefill_chunk_tokens = 7" in row["why"]
+    # a budget of 100 caps the batch at floor(100 x 256 / 2048) = 12
+    e = choose_serving(load_scenario("h100", (_mode("continuous"), "workload.prefill_chunk_tokens=100"))).best["continuous"]
+    assert int(e.batch_chunk[0]) == 12 and int(e.batch[0]) <= 12
+
+
+def test_auto_picks_the_mode_with_the_most_tokens_per_gpu():
+    body = roofline_study(load_scenario("h100", (_mode("auto"),)))
+    rows = body["serving_modes"]
+    best = max((n for n in sv.SERVING_MODES if rows[n]["feasible"] and rows[n]["slo_met"]), key=lambda n: rows[n]["tokens_per_s_per_gpu"])
+    assert body["serving"] == best and rows[best]["chosen"]
+    assert sum(r["chosen"] for r in rows.values()) == 1
