@@ -105,19 +105,21 @@ class Evaluation:
         return self.ttft.total_s
 
 
-def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Evaluation:
+def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefills: bool = True) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
     ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
     misses either SLO (with ``"auto"``: even one sequence misses it) delivers no tokens
     (``slo_met`` false, ``tokens_per_s_instance`` 0; docs/model.md#roofline).
+    ``prefills = False``: a decode-only instance (disaggregated serving), whose prompts
+    arrive prefilled, so its batch's prefill does not bound TTFT (``B_TTFT`` unlimited).
     """
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
     s, o = w.prompt_tokens, w.output_tokens
     context = ra.mean_context(s, o)
     slo_ms = inputs["workload.tpot_slo_ms"]
-    ttft_slo_ms = inputs["workload.ttft_slo_ms"]
+    ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
     b_slo = ra.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates)
     b_ttft = ra.batch_limit_ttft(m, layout, s, ttft_slo_ms / MS_PER_S, rates)

@@ -162,7 +162,7 @@ def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode
     """Prefill instances on ``prefill_layout``, decode instances on ``decode_layout``; the
     prefill share ``share`` (None: the balanced share of each trial, ``f = r_d/(r_p + r_d)``)."""
     w = scenario.workload
-    decode = evaluate(scenario, decode_layout, inputs)
+    decode = evaluate(scenario, decode_layout, inputs, prefills=False)
     b_mem, pre, ttft = _prefill_terms(scenario, prefill_layout, inputs)
     kv = sv.kv_transfer_s(w.model, w.prompt_tokens, scenario.cluster.instance_gpus, rates_of(scenario, inputs))
     r_p = 1.0 / pre.total_s
@@ -205,7 +205,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
     None if no layout fits a prompt or a decoding batch."""
     median = quantile_inputs(scenario, 0.5)
     layouts = candidate_layouts(scenario)
-    decode = _decode_best([evaluate(scenario, layout, median) for layout in layouts])
+    decode = _decode_best([evaluate(scenario, layout, median, prefills=False) for layout in layouts])
     prefill = [(layout, *_prefill_terms(scenario, layout, median)) for layout in layouts]
     prefill = [(layout, pre, ttft) for layout, b_mem, pre, ttft in prefill if b_mem[0] >= 1]
     if decode is None or not prefill:

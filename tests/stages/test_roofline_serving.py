@@ -79,6 +79,17 @@ def test_disaggregated_split_matches_prompt_supply_to_decode_demand():
     assert row["prefill_share"] == pytest.approx(f) and body["tokens_per_s_per_gpu"] == row["tokens_per_s_per_gpu"]
 
 
+def test_a_ttft_slo_bounds_the_disaggregated_prefill_not_the_decode_batch():
+    """Decode-only instances get their prompts prefilled elsewhere: a TTFT SLO that is met
+    by one prompt's prefill plus its KV transfer leaves the decode batch as without it."""
+    free = choose_serving(load_scenario("h100", (_mode("disaggregated"),))).best["disaggregated"]
+    ttft_ms = float(free.ttft_s[0]) * 1e3
+    bound = choose_serving(load_scenario("h100", (_mode("disaggregated"), f"workload.ttft_slo_ms={2 * ttft_ms}"))).best["disaggregated"]
+    assert int(bound.batch[0]) == int(free.batch[0]) and bool(bound.slo_met[0])
+    missed = choose_serving(load_scenario("h100", (_mode("disaggregated"), f"workload.ttft_slo_ms={ttft_ms / 100}"))).best["disaggregated"]
+    assert not bool(missed.slo_met[0])
+
+
 def test_infeasible_chunk():
     # S/O = 2048/256 = 8 prompt tokens per running sequence and step: a budget of 7 fits none
     chunk = "workload.prefill_chunk_tokens=7"
