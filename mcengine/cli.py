@@ -362,6 +362,28 @@ def sensitivity_cmd(
     _emit(doc, as_json, render)
 
 
+@app.command("paper")
+def paper_cmd(
+    trials: Annotated[Optional[int], typer.Option("--trials", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Master seed (default 0). Same seed, same numbers at any thread count.", show_default=False)] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Seconds-long smoke run: few trials, three points per sweep (not a result).")] = False,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, table.csv (one row per claim), one figure per claim and the SLO frontier, and the paper's scenarios.", show_default=False)] = None,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """The paper's claims one by one: the paper's figure, mcengine's under the paper's assumptions and under the shipped ones, and where each flips."""
+    from .report.paper import render_paper
+
+    api.set_threads(threads)
+    note = None if quiet or as_json and not sys.stderr.isatty() else (lambda text: sys.stderr.write(text + "\n"))
+    doc = api.paper(trials=trials, seed=seed, quick=quick, out=out, force=force, progress=note)
+    _emit(doc, as_json, render_paper)
+    if out is not None and not as_json:
+        _console().print(f"results in {out}/ (summary.json, table.csv, one figure per claim, slo-frontier.png)")
+
+
 @app.command("validate")
 def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
