@@ -255,6 +255,19 @@ ScenariosArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios (pa
 PairedArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
 
 
+#: `mcengine run paper` is `mcengine paper` (the study is not a list of scenarios).
+PAPER_STUDY = "paper"
+
+
+def _refuse_for_paper(**given) -> None:
+    """The chain options `mcengine run paper` cannot honour: each one given is named."""
+    from .errors import Problem
+
+    bad = [Problem(f"--{k.replace('_', '-')}", v, "not an option of the paper study (`mcengine paper --help`)") for k, v in given.items() if v]
+    if bad:
+        raise InputError(bad)
+
+
 def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
     """A command over the full chain (``run``, ``compare``): one signature for both, so
     their options are declared once; ``compare`` needs at least two scenarios."""
@@ -278,6 +291,9 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
             from .errors import Problem
 
             raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more])"))
+        if min_scenarios == 0 and scenarios == [PAPER_STUDY]:
+            _refuse_for_paper(overrides=overrides, resume=resume, keep_trials=keep_trials, scheduler=scheduler, chunk_trials=chunk_trials)
+            return paper_cmd(trials=trials, seed=seed, quick=False, threads=threads, as_json=as_json, out=out, force=force, quiet=quiet)
         _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force)
 
     command.__doc__ = help_text

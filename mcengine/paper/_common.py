@@ -146,7 +146,7 @@ def boundary(key: str, values: Sequence[float], figures: Sequence[np.ndarray], h
 def entry(*, number: int, key: str, claim: str, metric: str, paper_figure: float, paper_figure_text: str, source: str,
           confirmed: bool, paper_assumptions: dict, shipped: dict, boundary_: dict | None, holds_when: str, model: str,
           unit: str = "gain", extra: dict | None = None) -> dict:
-    """One claim's JSON entry (docs/interface.md#paper): the fields every claim has.
+    """One claim's JSON entry (docs/interface.md#json-summaries, `paper`): the fields every claim has.
     ``unit`` says how the figures read: ``"gain"`` (a fraction, shown as %), ``"ratio"``
     (times), ``"points"`` (a difference of shares, shown as percentage points)."""
     doc = {

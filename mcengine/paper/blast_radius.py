@@ -64,6 +64,8 @@ def compute(settings: Settings) -> dict:
         "unavailability": {n: interval(1.0 - cols[f"{n}.{SWEEP_MODEL}"]["availability"]) for n in ("h100", "lite-h100")},
         "p_holds": float(np.mean(ratio >= PAPER_FIGURE)),
     }
+    shipped["text"] = (f"{shipped['figure']['median']:.2f}x [{shipped['figure']['p05']:.2f}-{shipped['figure']['p95']:.2f}] capacity-time lost "
+                       f"(H100/Lite); per failure {forms['whole_instance']:.2f}x under 'down'")
     paper = {"scenarios": ["h100", "lite-h100"], "figure": {"median": forms["package_only"], "p05": forms["package_only"], "p95": forms["package_only"]},
              "closed_form": forms["package_only"], "whole_instance_closed_form": forms["whole_instance"],
              "p_holds": float(forms["package_only"] >= PAPER_FIGURE)}

@@ -184,6 +184,10 @@ def compute(settings: Settings) -> dict:
         "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - c["fleet"] / c["per_model_clusters"]) for d, c in costs.items()},
         "fleet_cost_ratio": interval(ratio), "p_lite_fleet_cheaper": float(np.mean(ratio < 1.0)),
     }
+    unmet = [f"{m} on {d}" for d in fleet.designs for m in fleet.models if not alloc[d][m]["slo_met"]]
+    shipped["text"] = (f"{100 * gap:+.1f} pts (rounding loss {base_d} {100 * loss[base_d]['mcengine']:.1f} %, {lite_d} "
+                       f"{100 * loss[lite_d]['mcengine']:.1f} %); fleet cost {lite_d}/{base_d} {shipped['fleet_cost_ratio']['median']:.2f}x"
+                       + (f" ({', '.join(unmet)}: TPOT SLO met on no instance)" if unmet else ""))
     values = settings.grid(SWEEP_VALUES)
     figures = [fleet_cost(fleet, cols, lite_d, "fleet", swept_shares(fleet, v)) / fleet_cost(fleet, cols, base_d, "fleet", swept_shares(fleet, v))
                for v in values]

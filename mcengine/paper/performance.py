@@ -68,6 +68,9 @@ def _side(cols: dict, names: tuple[str, str, str]) -> dict:
         }
     first = out["models"][next(iter(MODELS))]
     out["figure"] = first["throughput_per_h100e_ratio"][names[2]]
+    out["text"] = "; ".join(
+        f"{m}: {r['throughput_per_h100e_ratio'][names[2]]['median']:.2f}x tok/s/H100e (plain {r['throughput_per_h100e_ratio'][names[1]]['median']:.2f}x), "
+        f"cost {r['cost_per_mtok_ratio'][names[2]]['median']:.2f}x" for m, r in out["models"].items())
     return out
 
 

@@ -47,8 +47,8 @@ def claim_rows(doc: dict) -> list[dict]:
         rows.append({
             "claim": f"{c['number']}. {c['key']}",
             "paper": paper,
-            "mcengine_paper_assumptions": fmt_interval(c["paper_assumptions"]["figure"], c["unit"]),
-            "mcengine_shipped": fmt_interval(c["shipped"]["figure"], c["unit"]),
+            "mcengine_paper_assumptions": c["paper_assumptions"].get("text") or fmt_interval(c["paper_assumptions"]["figure"], c["unit"]),
+            "mcengine_shipped": c["shipped"].get("text") or fmt_interval(c["shipped"]["figure"], c["unit"]),
             "holds_when": c["holds_when"],
         })
     return rows
