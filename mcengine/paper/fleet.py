@@ -183,6 +183,9 @@ def compute(settings: Settings) -> dict:
         "fleet_cost_per_mtok_usd": {d: {k: interval(v) for k, v in c.items()} for d, c in costs.items()},
         "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - c["fleet"] / c["per_model_clusters"]) for d, c in costs.items()},
         "fleet_cost_ratio": interval(ratio), "p_lite_fleet_cheaper": float(np.mean(ratio < 1.0)),
+        "model_cost_ratio": {m: interval(cols[f"{lite_d}.{m}.fleet"]["cost_per_mtok_usd"] / cols[f"{base_d}.{m}.fleet"]["cost_per_mtok_usd"])
+                             for m in fleet.models},
+        "batch": {d: {m: interval(cols[f"{d}.{m}.fleet"]["batch"]) for m in fleet.models} for d in fleet.designs},
     }
     unmet = [f"{m} on {d}" for d in fleet.designs for m in fleet.models if not alloc[d][m]["slo_met"]]
     shipped["text"] = (f"{100 * gap:+.1f} pts (rounding loss {base_d} {100 * loss[base_d]['mcengine']:.1f} %, {lite_d} "

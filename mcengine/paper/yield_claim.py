@@ -20,7 +20,7 @@ PAPER_FIGURE = 0.41
 PAPER = ("paper-h100", "paper-lite-h100")
 SHIPPED = ("h100", "lite-h100")
 SWEEP_KEY = "fab.defect_density_per_cm2"
-SWEEP_VALUES = (0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3)
+SWEEP_VALUES = (0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5)
 
 
 def closed_form_gain(defect_density_per_cm2: float, big_die_area_cm2: float, small_die_area_cm2: float) -> float:
@@ -61,7 +61,7 @@ def compute(settings: Settings) -> dict:
     paper_d0 = math.log1p(PAPER_FIGURE) / (areas[0] - areas[1])
     cross = b["crossing_holds"]
     holds = (f"D0 >= {cross[0]:.2g} /cm² with harvesting on both dies" if cross else
-             "never over D0 0.03-0.3 /cm² with harvesting on both dies") + f"; D0 >= {paper_d0:.3f} /cm² without harvesting (Poisson)"
+             f"never over D0 {values[0]:g}-{values[-1]:g} /cm² with harvesting on both dies") + f"; D0 >= {paper_d0:.3f} /cm² without harvesting (Poisson)"
     return entry(
         number=1, key="yield", claim="A single small die yields much better than a reticle-sized one",
         metric="wafer-yield gain Y_lite / Y_h100 - 1 (share of dies sellable)",

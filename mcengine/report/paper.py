@@ -18,6 +18,8 @@ from pathlib import Path
 from .figures import new_figure, save_png, style
 
 FRONTIER_FILE = "slo-frontier.png"
+#: The y axis of a claim's figure, by the claim's unit.
+AXIS_LABELS = {"gain": "Lite's gain (%)", "ratio": "ratio (x)", "points": "difference (percentage points)"}
 
 
 def fmt_figure(value: float | None, unit: str) -> str:
@@ -85,8 +87,8 @@ def claim_figure(entry: dict):
     top.plot(x, mid, **{**style(0), "markevery": 1}, label="mcengine (shipped), median")
     if entry["paper_figure"] is not None:
         top.axhline(scale * entry["paper_figure"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}")
-    top.set_ylabel(entry["metric"][:48] + (" (%)" if scale == 100.0 else ""), fontsize=8)
-    top.set_title(f"claim {entry['number']}: {entry['claim'][:70]}", fontsize=9)
+    top.set_ylabel(AXIS_LABELS[entry["unit"]])
+    top.set_title(f"claim {entry['number']}: {entry['claim'][:110]}\n{entry['metric'][:100]}", fontsize=8)
     top.legend(fontsize=7)
     bottom.plot(x, b["p_holds"], **{**style(1), "markevery": 1}, label="P(claim holds)")
     bottom.plot(x, b["p_better"], **{**style(2), "markevery": 1}, label="P(Lite better)")
@@ -116,6 +118,8 @@ def frontier_figure(frontier: dict):
     bottom.axhline(0.5, color="0.5", lw=0.8)
     bottom.set_ylim(-0.03, 1.03)
     bottom.set_xscale("log")
+    bottom.set_xticks(x, [f"{v:g}" for v in x])
+    bottom.minorticks_off()
     bottom.set_xlabel("TPOT SLO (ms)")
     bottom.set_ylabel(f"P(cheaper than {frontier['baseline']})", fontsize=8)
     return fig
