@@ -29,7 +29,9 @@ def studies() -> list[tuple[str, str]]:
     """(name, description) of each shipped study (``mcengine run NAME``)."""
     from .scenario.study import shipped_studies
 
-    return shipped_studies()
+    from .paper import DESCRIPTION
+
+    return shipped_studies() + [("paper", DESCRIPTION)]
 
 
 def keys(section: str | None = None) -> list[dict]:
@@ -446,10 +448,12 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     under the shipped scenarios, and where it flips; plus the SLO frontier. ``out``
     gets summary.json, table.csv (one row per claim), one figure per claim and the
     frontier figure, and the scenarios of the paper set; ``progress(text)`` hears each step."""
-    from .paper import study
+    from .paper import DEFAULT_SEED, DEFAULT_TRIALS, QUICK_TRIALS, study
     from .paper._common import paper_dir
     from .report.paper import claim_rows, write_paper_figures
 
+    trials = positive("--trials", trials if trials is not None else (QUICK_TRIALS if quick else DEFAULT_TRIALS))
+    seed = check_seed(DEFAULT_SEED if seed is None else seed)
     scenarios = [load_scenario(str(p)) for p in sorted(paper_dir().glob("paper-*.toml"))]
     folder = _claim(out, "paper", scenarios, seed, trials, {"quick": quick}, force)
     doc = study(trials=trials, seed=seed, quick=quick, progress=progress)

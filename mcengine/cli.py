@@ -259,11 +259,11 @@ PairedArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios A B [m
 PAPER_STUDY = "paper"
 
 
-def _refuse_for_paper(**given) -> None:
-    """The chain options `mcengine run paper` cannot honour: each one given is named."""
+def _refuse_for_paper(given: dict) -> None:
+    """The chain options `mcengine run paper` cannot honour (by flag): each one given is named."""
     from .errors import Problem
 
-    bad = [Problem(f"--{k.replace('_', '-')}", v, "not an option of the paper study (`mcengine paper --help`)") for k, v in given.items() if v]
+    bad = [Problem(flag, v, "not an option of the paper study (`mcengine paper --help`)") for flag, v in given.items() if v]
     if bad:
         raise InputError(bad)
 
@@ -292,7 +292,8 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
 
             raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more])"))
         if min_scenarios == 0 and scenarios == [PAPER_STUDY]:
-            _refuse_for_paper(overrides=overrides, resume=resume, keep_trials=keep_trials, scheduler=scheduler, chunk_trials=chunk_trials)
+            _refuse_for_paper({"--set": overrides, "--resume": resume, "--keep-trials": keep_trials, "--scheduler": scheduler,
+                               "--chunk-trials": chunk_trials})
             return paper_cmd(trials=trials, seed=seed, quick=False, threads=threads, as_json=as_json, out=out, force=force, quiet=quiet)
         _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force)
 

@@ -27,6 +27,8 @@ CLAIMS = (
 DEFAULT_TRIALS = 2048
 QUICK_TRIALS = 128
 DEFAULT_SEED = 0
+#: One line for `mcengine scenarios` (the study runs with `mcengine paper` or `mcengine run paper`).
+DESCRIPTION = "The paper's claims one by one: its figure, mcengine's under its assumptions and the shipped ones, where each flips"
 
 
 def study(trials: int | None = None, seed: int | None = None, quick: bool = False, progress=None) -> dict:

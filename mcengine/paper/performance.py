@@ -14,29 +14,40 @@ The same paired run feeds claims 3 and 4 (:func:`designs_run`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._common import Settings, boundary, chain, entry, interval, scenario, shared_chain, variant
 
 PAPER_FIGURE = 1.0
-#: The models of the paper's case study, with the instance size each needs in H100s
-#: (bf16 weights: 70B and 175B fit 8 x 80 GB; 405B = 810 GB needs two hosts, 16 H100s),
-#: the cluster keeping 1,024 H100s of silicon.
-MODELS = {"llama-3-70b": 8, "gpt-3-175b": 8, "llama-3.1-405b": 16}
+#: The models of the paper's case study (shipped cards).
+MODELS = ("llama-3-70b", "gpt-3-175b", "llama-3.1-405b")
 SHIPPED = ("h100", "lite-h100", "lite-h100-2x")
 PAPER = ("paper-h100", "paper-lite-h100", "paper-lite-h100-2x")
 SWEEP_MODEL = "llama-3-70b"
 SWEEP_KEY = "gpu.hbm_tbps"
 SWEEP_VALUES = (0.84, 0.95, 1.05, 1.15, 1.3, 1.5)
-CLUSTER_H100S = 1024
+
+
+def instance_h100s(model: str) -> int:
+    """H100s per instance of ``model``: its weights rounded up to whole H100 hosts
+    (:func:`mcengine.paper.fleet.need_of` on the shipped h100; 8 for 70B and 175B, 16 for 405B)."""
+    from .fleet import need_of
+
+    h100 = scenario("h100")
+    host = h100.cluster.gpus_per_host
+    return -(-math.ceil(need_of(h100, model)) // host) * host
 
 
 def on_model(base, model: str) -> object:
-    """``base`` serving ``model`` on instances of ``MODELS[model]`` H100s of silicon."""
-    per_h100 = round(1 / base.gpu.h100_equivalents.value)
-    gpus = MODELS[model] * per_h100
+    """``base`` serving ``model`` on instances of :func:`instance_h100s` H100s of silicon,
+    the cluster keeping the shipped h100 cluster's silicon (128 x 8 H100s)."""
+    h100s = instance_h100s(model)
+    cluster_h100s = scenario("h100").active_gpus
+    gpus = h100s * round(1 / base.gpu.h100_equivalents.value)
     return variant(base, f"{base.name}.{model}", [f'workload.model="{model}"', f"cluster.instance_gpus={gpus}",
-                                                    f"cluster.instances={CLUSTER_H100S // MODELS[model]}"])
+                                                    f"cluster.instances={cluster_h100s // h100s}"])
 
 
 def designs_run(settings: Settings) -> dict[str, dict[str, np.ndarray]]:

@@ -51,3 +51,8 @@ def test_same_seed_same_numbers_whatever_the_threads(cli):
 def test_paper_refuses_bad_trials(cli):
     r = cli("paper", "--trials", "0")
     assert r.code == 2 and "--trials" in r.err and not r.out
+
+
+def test_run_paper_refuses_chain_options(cli):
+    r = cli("run", "paper", "--set", "fab.scribe_mm=0.2", "--keep-trials")
+    assert r.code == 2 and "--set" in r.err and "--keep-trials" in r.err and not r.out
