@@ -109,3 +109,23 @@ def test_crossings_interpolate():
     assert crossings([0.0, 1.0, 2.0], [0.2, 0.4, 0.8]) == [pytest.approx(1.25)]
     assert crossings([0.0, 1.0], [0.9, 0.1]) == [pytest.approx(0.5)]
     assert crossings([0.0, 1.0], [0.9, 0.8]) == []
+
+
+def test_fleet_paper_rounding_loss_by_hand():
+    """Demand-weighted loss of rounding each model's weights up to whole packages."""
+    from mcengine.analytic.roofline import params_total
+    from mcengine.scenario.cards import load_model_card
+
+    f = fleet.load_fleet()
+    for design, hbm_gb in (("h100", 80.0), ("lite-h100-2x", 20.0)):
+        base = scenario(design)
+        rows = {m: {"paper_rounding_loss": fleet.rounding_loss(fleet.need_of(base, m), math.ceil(fleet.need_of(base, m)))} for m in f.models}
+        by_hand = 0.0
+        for m, share in zip(f.models, f.shares):
+            need = params_total(load_model_card(m, "m", [])) * 2 / (hbm_gb * 1e9 * 0.9)
+            by_hand += share * (1 - need / math.ceil(need))
+        assert fleet.weighted(f, rows, "paper_rounding_loss") == pytest.approx(by_hand, rel=1e-12)
+    # the shipped mix: 0.5 x (1 - 0.2231) + 0.35 x (1 - 1.9598/2) + 0.15 x (1 - 11.2737/12) on H100
+    h = scenario("h100")
+    rows = {m: {"paper_rounding_loss": fleet.rounding_loss(fleet.need_of(h, m), math.ceil(fleet.need_of(h, m)))} for m in f.models}
+    assert fleet.weighted(f, rows, "paper_rounding_loss") == pytest.approx(0.4046, abs=1e-4)
