@@ -29,7 +29,9 @@ def studies() -> list[tuple[str, str]]:
     """(name, description) of each shipped study (``mcengine run NAME``)."""
     from .scenario.study import shipped_studies
 
-    return shipped_studies()
+    from .paper import DESCRIPTION
+
+    return shipped_studies() + [("paper", DESCRIPTION)]
 
 
 def keys(section: str | None = None) -> list[dict]:
@@ -439,7 +441,30 @@ def sobol(scenarios, **kwargs) -> dict:
     return _analysis("sobol", study, scenarios, kwargs, {"output": kwargs.get("output")}, sensitivity_rows, out, force)
 
 
+def paper(trials: int | None = None, seed: int | None = None, quick: bool = False, out: str | Path | None = None,
+          force: bool = False, progress=None) -> dict:
+    """`mcengine paper`: the paper's claims one by one (:mod:`mcengine.paper`): per claim
+    the paper's figure, mcengine's under the paper's assumptions (configs/paper/) and
+    under the shipped scenarios, and where it flips; plus the SLO frontier. ``out``
+    gets summary.json, table.csv (one row per claim), one figure per claim and the
+    frontier figure, and the scenarios of the paper set; ``progress(text)`` hears each step."""
+    from .paper import DEFAULT_SEED, DEFAULT_TRIALS, QUICK_TRIALS, study
+    from .paper._common import paper_dir
+    from .report.paper import claim_rows, write_paper_figures
+
+    trials = positive("--trials", trials if trials is not None else (QUICK_TRIALS if quick else DEFAULT_TRIALS))
+    seed = check_seed(DEFAULT_SEED if seed is None else seed)
+    scenarios = [load_scenario(str(p)) for p in sorted(paper_dir().glob("paper-*.toml"))]
+    folder = _claim(out, "paper", scenarios, seed, trials, {"quick": quick}, force)
+    doc = study(trials=trials, seed=seed, quick=quick, progress=progress)
+    elapsed = doc.pop("elapsed_s")
+    doc["provenance"] = provenance(scenarios, doc["seed"], "trials", doc["trials"])
+    doc["elapsed_s"] = elapsed
+    _save(folder, doc, scenarios, claim_rows(doc), figures=lambda o: write_paper_figures(doc, o))
+    return doc
+
+
 __all__ = [
-    "bench", "check", "compare", "fab", "keys", "override_plan", "parse_values", "prepare_folder", "reliability", "roofline", "run",
+    "bench", "paper", "check", "compare", "fab", "keys", "override_plan", "parse_values", "prepare_folder", "reliability", "roofline", "run",
     "scenarios", "set_threads", "sobol", "studies", "sweep", "tornado", "validate", "validation_report", "write_scenario", "yield_",
 ]

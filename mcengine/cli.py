@@ -255,6 +255,19 @@ ScenariosArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios (pa
 PairedArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
 
 
+#: `mcengine run paper` is `mcengine paper` (the study is not a list of scenarios).
+PAPER_STUDY = "paper"
+
+
+def _refuse_for_paper(given: dict) -> None:
+    """The chain options `mcengine run paper` cannot honour (by flag): each one given is named."""
+    from .errors import Problem
+
+    bad = [Problem(flag, v, "not an option of the paper study (`mcengine paper --help`)") for flag, v in given.items() if v]
+    if bad:
+        raise InputError(bad)
+
+
 def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
     """A command over the full chain (``run``, ``compare``): one signature for both, so
     their options are declared once; ``compare`` needs at least two scenarios."""
@@ -278,6 +291,10 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
             from .errors import Problem
 
             raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more])"))
+        if min_scenarios == 0 and scenarios == [PAPER_STUDY]:
+            _refuse_for_paper({"--set": overrides, "--resume": resume, "--keep-trials": keep_trials, "--scheduler": scheduler,
+                               "--chunk-trials": chunk_trials})
+            return paper_cmd(trials=trials, seed=seed, quick=False, threads=threads, as_json=as_json, out=out, force=force, quiet=quiet)
         _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force)
 
     command.__doc__ = help_text
@@ -360,6 +377,28 @@ def sensitivity_cmd(
     with bar if bar is not None else nullcontext():
         doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
     _emit(doc, as_json, render)
+
+
+@app.command("paper")
+def paper_cmd(
+    trials: Annotated[Optional[int], typer.Option("--trials", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Master seed (default 0). Same seed, same numbers at any thread count.", show_default=False)] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="Seconds-long smoke run: few trials, three points per sweep (not a result).")] = False,
+    threads: ThreadsOpt = None,
+    as_json: JsonOpt = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, table.csv (one row per claim), one figure per claim and the SLO frontier, and the paper's scenarios.", show_default=False)] = None,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """The paper's claims one by one: the paper's figure, mcengine's under the paper's assumptions and under the shipped ones, and where each flips."""
+    from .report.paper import render_paper
+
+    api.set_threads(threads)
+    note = None if quiet or as_json and not sys.stderr.isatty() else (lambda text: sys.stderr.write(text + "\n"))
+    doc = api.paper(trials=trials, seed=seed, quick=quick, out=out, force=force, progress=note)
+    _emit(doc, as_json, render_paper)
+    if out is not None and not as_json:
+        _console().print(f"results in {out}/ (summary.json, table.csv, one figure per claim, slo-frontier.png)")
 
 
 @app.command("validate")

@@ -1,0 +1,176 @@
+"""What every claim of the paper study shares: its settings, scenario variants, paired
+per-trial columns, intervals, and the 1-D sweep that finds where a claim flips.
+
+A claim's figure is a per-trial quantity (a ratio of two designs over paired trials:
+same seed, same trial index, common random numbers wherever the scenarios share a key),
+summarised as its median with a 90 % interval (5th-95th percentile over trials). A
+claim *holds* in a trial when mcengine's figure reaches the paper's; P(claim holds) is
+the share of trials where it does, and the *crossing* is where that share passes 0.5
+along the sweep (linear interpolation between sweep points).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..scenario import Scenario, load_scenario, scenario_from_dict
+from ..scenario.files import configs_dir
+from ..scenario.load import apply_overrides
+
+#: Interval reported with every figure: the 5th and 95th percentiles over trials.
+INTERVAL = (0.05, 0.95)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One run of the study: ``trials`` paired trials per scenario, master ``seed``;
+    ``quick`` thins the sweeps (a smoke test, not a result)."""
+
+    trials: int
+    seed: int
+    quick: bool = False
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def note(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress(text)
+
+    def grid(self, values: Sequence[float]) -> list[float]:
+        """The sweep values: all of them, or the ends and the middle with ``quick``."""
+        values = list(values)
+        if not self.quick or len(values) <= 3:
+            return values
+        return [values[0], values[len(values) // 2], values[-1]]
+
+
+def paper_dir() -> Path:
+    """The paper study's scenario set (``configs/paper``)."""
+    return configs_dir() / "paper"
+
+
+def scenario(ref: str) -> Scenario:
+    """A shipped scenario by name, or one of the paper set by its file stem (``paper-h100``)."""
+    path = paper_dir() / f"{ref}.toml"
+    return load_scenario(str(path) if path.is_file() else ref)
+
+
+def variant(base: Scenario, name: str, overrides: Sequence[str]) -> Scenario:
+    """``base`` with ``--set``-style ``overrides`` applied, renamed ``name``."""
+    raw = apply_overrides(base.to_dict(), list(overrides))
+    raw["name"] = name
+    return scenario_from_dict(raw, name)
+
+
+def chain(scenarios: Sequence[Scenario], settings: Settings) -> dict[str, dict[str, np.ndarray]]:
+    """Per-trial columns of the full chain for every scenario, paired (same seed, same
+    trials; scenarios with equal fab or reliability inputs share those columns, so a
+    sweep over a workload key costs one lifetime per trial)."""
+    from ..runner import RunSpec, execute
+
+    names = [s.name for s in scenarios]
+    if len(set(names)) != len(names):
+        raise ValueError(f"scenario names must be distinct: {names}")
+    outcome = execute(RunSpec(tuple(scenarios), settings.seed, settings.trials, keep_trials=True))
+    import pandas as pd
+
+    frame = pd.concat(outcome.frames, ignore_index=True)
+    out = {}
+    for name, group in frame.groupby("scenario", sort=False):
+        group = group.sort_values("trial")
+        out[name] = {c: group[c].to_numpy() for c in group.columns if c != "scenario"}
+    return out
+
+
+def shared_chain(label: str, scenarios: Sequence[Scenario], settings: Settings) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`chain` once per ``label`` and run: claims that read the same designs
+    (performance, blast radius, power) share one paired run."""
+    if label not in settings.memo:
+        settings.memo[label] = chain(scenarios, settings)
+    return settings.memo[label]
+
+
+def fab_columns(scenario_: Scenario, settings: Settings) -> dict[str, np.ndarray]:
+    """Per-trial fab columns alone (:func:`mcengine.stages.fab.production_runs`): trial
+    ``t`` draws the same inputs and wafers it draws in the chain."""
+    from ..scenario.sampling import draw_inputs
+    from ..stages.fab import production_runs
+
+    inputs = draw_inputs(scenario_, settings.seed, 0, settings.trials)
+    return production_runs(scenario_, inputs, settings.seed)
+
+
+def interval(values) -> dict:
+    """``{"median", "p05", "p95"}`` of per-trial values (a fixed value gives three equal numbers)."""
+    v = np.asarray(values, dtype=float)
+    lo, mid, hi = np.quantile(v, [INTERVAL[0], 0.5, INTERVAL[1]])
+    return {"median": float(mid), "p05": float(lo), "p95": float(hi)}
+
+
+def crossings(values: Sequence[float], p: Sequence[float]) -> list[float]:
+    """Values where ``p`` crosses 0.5 (linear interpolation between sweep points)."""
+    out = []
+    for (v0, p0), (v1, p1) in zip(zip(values, p), zip(values[1:], p[1:])):
+        d0, d1 = p0 - 0.5, p1 - 0.5
+        if d0 == 0.0:
+            out.append(float(v0))
+        elif d0 * d1 < 0:
+            out.append(float(v0 + (v1 - v0) * d0 / (d0 - d1)))
+    if len(p) and p[-1] == 0.5:
+        out.append(float(values[-1]))
+    return out
+
+
+def boundary(key: str, values: Sequence[float], figures: Sequence[np.ndarray], holds: Callable[[np.ndarray], np.ndarray],
+             better: Callable[[np.ndarray], np.ndarray], note: str) -> dict:
+    """A 1-D sweep of ``key``: at each value the figure's interval, P(claim holds) (the
+    paper's figure reached) and P(Lite better at all), and where each crosses 0.5."""
+    p_holds = [float(np.mean(holds(f))) for f in figures]
+    p_better = [float(np.mean(better(f))) for f in figures]
+    return {
+        "key": key,
+        "note": note,
+        "values": [float(v) for v in values],
+        "figure": [interval(f) for f in figures],
+        "p_holds": p_holds,
+        "p_better": p_better,
+        "crossing_holds": crossings(list(values), p_holds),
+        "crossing_better": crossings(list(values), p_better),
+    }
+
+
+def entry(*, number: int, key: str, claim: str, metric: str, paper_figure: float, paper_figure_text: str, source: str,
+          confirmed: bool, paper_assumptions: dict, shipped: dict, boundary_: dict | None, holds_when: str, model: str,
+          unit: str = "gain", extra: dict | None = None) -> dict:
+    """One claim's JSON entry (docs/interface.md#json-summaries, `paper`): the fields every claim has.
+    ``unit`` says how the figures read: ``"gain"`` (a fraction, shown as %), ``"ratio"``
+    (times), ``"points"`` (a difference of shares, shown as percentage points)."""
+    doc = {
+        "number": number,
+        "key": key,
+        "claim": claim,
+        "metric": metric,
+        "unit": unit,
+        "paper_figure": paper_figure,
+        "paper_figure_text": paper_figure_text,
+        "paper_figure_source": source,
+        "paper_figure_confirmed": confirmed,
+        "paper_assumptions": paper_assumptions,
+        "shipped": shipped,
+        "boundary": boundary_,
+        "holds_when": holds_when,
+        "model": model,
+    }
+    if extra:
+        doc.update(extra)
+    return doc
+
+
+#: Where the bracketed figures come from: the paper's text available to us (abstract,
+#: introduction) names the benefits but not these numbers; they are those of a
+#: secondary, machine-written summary (docs/sources.md#paper-claims).
+SECONDARY = "secondary summary (newx.sg AI summary of arXiv 2501.10187); not found in the paper text available to us"

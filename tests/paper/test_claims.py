@@ -1,0 +1,131 @@
+"""The paper study (mcengine/paper/): each claim's figure under the paper's assumptions
+against its closed form or a hand computation, the fleet's rounding loss, the sweep's
+crossing, and bad fleet input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from mcengine.errors import InputError
+from mcengine.paper import blast_radius, cost_claim, fleet, power, yield_claim
+from mcengine.paper._common import Settings, crossings, fab_columns, scenario
+from mcengine.stages.fab import fab_model
+
+
+def test_yield_closed_form_by_hand():
+    # 25.9 x 31.4 mm = 8.1326 cm², 12.95 x 15.7 mm = 2.03315 cm²; D0 = 0.1
+    got = yield_claim.closed_form_gain(0.1, 8.1326, 2.03315)
+    assert got == pytest.approx(math.exp(0.1 * 6.09945) - 1.0, rel=1e-12)
+    assert got == pytest.approx(0.8403, abs=1e-4)
+    # the defect density at which the gain is the paper's 41 %
+    assert math.log1p(0.41) / 6.09945 == pytest.approx(0.05633, abs=1e-4)
+
+
+def test_yield_under_paper_assumptions_matches_poisson():
+    s = Settings(trials=48, seed=3)
+    pair = tuple(scenario(r) for r in yield_claim.PAPER)
+    for sc in pair:
+        area = fab_model(sc).wafer.die_area_cm2
+        y = fab_columns(sc, s)["die_yield"]
+        sem = y.std(ddof=1) / math.sqrt(y.size)
+        assert abs(y.mean() - math.exp(-0.1 * area)) <= 4 * sem + 1e-12, sc.name
+    g = yield_claim.gain(pair, s)["die_yield"]
+    expected = yield_claim.closed_form_gain(0.1, *(fab_model(x).wafer.die_area_cm2 for x in pair))
+    assert abs(g.mean() - expected) <= 4 * g.std(ddof=1) / math.sqrt(g.size) + 2e-3  # + Jensen bias of a ratio of run means
+
+
+def test_cost_under_paper_assumptions_matches_closed_form_per_trial():
+    from mcengine.analytic.fab import cost_per_good_package
+    from mcengine.scenario.sampling import draw_inputs
+
+    s = Settings(trials=48, seed=5)
+    pair = tuple(scenario(r) for r in cost_claim.PAPER)
+    got = cost_claim.reduction(pair, s)["reduction"]
+    per_h100e = []
+    for sc in pair:
+        f, model = sc.fab, fab_model(sc)
+        wafer = draw_inputs(sc, s.seed, 0, s.trials)["fab.wafer_cost_usd"]
+        good = model.wafer.dies * math.exp(-0.1 * model.wafer.die_area_cm2)  # Poisson, no harvesting
+        cost = cost_per_good_package(wafer, good, f.hbm_stacks, f.hbm_stack_cost_usd.median(), f.hbm_stack_yield.median(),
+                                     f.package_cost_usd.median(), f.test_cost_usd.median(), f.assembly_yield.median(),
+                                     f.optics_cost_usd.median())
+        per_h100e.append(cost / sc.gpu.h100_equivalents.value)
+    expected = 1.0 - per_h100e[1] / per_h100e[0]
+    d = got - expected
+    assert abs(d.mean()) <= 4 * d.std(ddof=1) / math.sqrt(d.size) + 2e-3
+
+
+def test_blast_radius_closed_forms_by_hand():
+    h100, lite = scenario("h100"), scenario("lite-h100")
+    forms = blast_radius.closed_forms(h100, lite)
+    # one package: 1/1024 of the H100 cluster against 0.25/1024 of the Lite one
+    assert forms["package_only"] == pytest.approx((1 / 1024) / (0.25 / 1024))
+    assert forms["package_only"] == pytest.approx(4.0)
+    # the whole instance: 8 H100s against 32 quarter-H100s, the same silicon
+    assert forms["whole_instance"] == pytest.approx((8 / 1024) / (32 * 0.25 / 1024)) == 1.0
+    assert blast_radius.share_lost_per_failure(8, 1.0, 1024) == 8 / 1024
+
+
+def test_power_closed_form_and_joules_by_hand():
+    assert power.closed_form_gain(1.0, 700.0, 175.0, 0.25) == 0.0
+    assert power.closed_form_gain(0.8, 700.0, 175.0, 0.25) == pytest.approx(-0.2)
+    # 1,024 GPUs at 700 W, PUE 1.3, 300,000 tokens/s: 1024*700*1.3/3e5 J per token
+    assert power.joules_per_token(1024, 700.0, 1.3, 3e5) == pytest.approx(3.10613, rel=1e-5)
+
+
+def test_fleet_need_and_rounding_by_hand():
+    from mcengine.analytic.roofline import params_total
+    from mcengine.scenario.cards import load_model_card
+
+    card = load_model_card("llama-3-70b", "m", [])
+    weights = params_total(card) * 2
+    h100, lite = scenario("h100"), scenario("lite-h100-2x")
+    need_h = fleet.need_of(h100, "llama-3-70b")
+    assert need_h == pytest.approx(weights / (80e9 * 0.9))
+    assert fleet.need_of(lite, "llama-3-70b") == pytest.approx(4 * need_h)
+    assert fleet.rounding_loss(1.96, 2) == pytest.approx(0.02)
+    assert fleet.rounding_loss(0.223, 1) == pytest.approx(0.777)
+    # llama-3-8b (16 GB of weights) fits one H100 with room for KV, and meets 50 ms there
+    assert fleet.smallest_instance(h100, "llama-3-8b", 8) == (1, True)
+    f = fleet.load_fleet()
+    assert sum(f.shares) == pytest.approx(1.0)
+    shares = fleet.swept_shares(f, 0.8)
+    assert shares[0] == 0.8 and sum(shares) == pytest.approx(1.0)
+    assert shares[1] / shares[2] == pytest.approx(f.shares[1] / f.shares[2])
+
+
+def test_fleet_bad_input_names_every_key(tmp_path):
+    bad = tmp_path / "fleet.toml"
+    bad.write_text('[fleet]\ndesigns = ["h100"]\n[[fleet.models]]\nmodel = "nope"\nshare = 2\n')
+    with pytest.raises(InputError) as exc:
+        fleet.load_fleet(bad)
+    text = str(exc.value)
+    assert "fleet.designs" in text and "fleet.models[0].model" in text and "fleet.models[0].share" in text
+
+
+def test_crossings_interpolate():
+    assert crossings([0.0, 1.0, 2.0], [0.2, 0.4, 0.8]) == [pytest.approx(1.25)]
+    assert crossings([0.0, 1.0], [0.9, 0.1]) == [pytest.approx(0.5)]
+    assert crossings([0.0, 1.0], [0.9, 0.8]) == []
+
+
+def test_fleet_paper_rounding_loss_by_hand():
+    """Demand-weighted loss of rounding each model's weights up to whole packages."""
+    from mcengine.analytic.roofline import params_total
+    from mcengine.scenario.cards import load_model_card
+
+    f = fleet.load_fleet()
+    for design, hbm_gb in (("h100", 80.0), ("lite-h100-2x", 20.0)):
+        base = scenario(design)
+        rows = {m: {"paper_rounding_loss": fleet.rounding_loss(fleet.need_of(base, m), math.ceil(fleet.need_of(base, m)))} for m in f.models}
+        by_hand = 0.0
+        for m, share in zip(f.models, f.shares):
+            need = params_total(load_model_card(m, "m", [])) * 2 / (hbm_gb * 1e9 * 0.9)
+            by_hand += share * (1 - need / math.ceil(need))
+        assert fleet.weighted(f, rows, "paper_rounding_loss") == pytest.approx(by_hand, rel=1e-12)
+    # the shipped mix: 0.5 x (1 - 0.2231) + 0.35 x (1 - 1.9598/2) + 0.15 x (1 - 11.2737/12) on H100
+    h = scenario("h100")
+    rows = {m: {"paper_rounding_loss": fleet.rounding_loss(fleet.need_of(h, m), math.ceil(fleet.need_of(h, m)))} for m in f.models}
+    assert fleet.weighted(f, rows, "paper_rounding_loss") == pytest.approx(0.4046, abs=1e-4)

@@ -1,0 +1,58 @@
+"""`mcengine paper`: one JSON entry per claim with the fields of docs/interface.md, the
+--out contract (one figure per claim, the frontier, table.csv), same seed same numbers."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+ENTRY_FIELDS = {"number", "key", "claim", "metric", "unit", "paper_figure", "paper_figure_text", "paper_figure_source",
+                "paper_figure_confirmed", "paper_assumptions", "shipped", "boundary", "holds_when", "model"}
+BOUNDARY_FIELDS = {"key", "values", "figure", "p_holds", "p_better", "crossing_holds", "crossing_better"}
+
+
+def test_quick_paper_json_and_out(cli, tmp_path):
+    out = tmp_path / "paper"
+    r = cli("paper", "--quick", "--trials", "16", "--threads", "1", "--json", "--out", str(out))
+    assert r.code == 0, r.err[-2000:]
+    doc = json.loads(r.out)
+    claims = doc["claims"]
+    assert [c["number"] for c in claims] == [1, 2, 3, 4, 5, 6]
+    for c in claims:
+        assert ENTRY_FIELDS <= set(c), c["key"]
+        for side in ("paper_assumptions", "shipped"):
+            f = c[side]["figure"]
+            assert f["p05"] <= f["median"] <= f["p95"], (c["key"], side)
+        assert BOUNDARY_FIELDS <= set(c["boundary"])
+        assert len(c["boundary"]["values"]) == len(c["boundary"]["p_holds"]) == 3  # --quick: three points
+    by_key = {c["key"]: c for c in claims}
+    assert set(by_key["performance"]["shipped"]["models"]) == {"llama-3-70b", "gpt-3-175b", "llama-3.1-405b"}
+    assert by_key["blast_radius"]["paper_assumptions"]["figure"]["median"] == 4.0
+    front = doc["frontier"]
+    assert set(front["designs"]) == {"h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"}
+    assert all(len(row["p_cheaper_than_h100"]) == len(front["slo_ms"]) for name, row in front["designs"].items() if name != "h100")
+    files = json.loads((out / "mcengine.json").read_text())["files"]
+    assert {f"claim-{c['number']}-{c['key']}.png" for c in claims} | {"slo-frontier.png", "table.csv", "summary.json"} <= set(files)
+    with (out / "table.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [row["claim"] for row in rows] == [f"{c['number']}. {c['key']}" for c in claims]
+    assert json.loads((out / "summary.json").read_text())["claims"] == claims
+
+
+@pytest.mark.slow
+def test_same_seed_same_numbers_whatever_the_threads(cli):
+    one = json.loads(cli("paper", "--quick", "--trials", "64", "--threads", "1", "--seed", "7", "--json").out)
+    two = json.loads(cli("paper", "--quick", "--trials", "64", "--threads", "2", "--seed", "7", "--json").out)
+    assert one["claims"] == two["claims"] and one["frontier"] == two["frontier"]
+
+
+def test_paper_refuses_bad_trials(cli):
+    r = cli("paper", "--trials", "0")
+    assert r.code == 2 and "--trials" in r.err and not r.out
+
+
+def test_run_paper_refuses_chain_options(cli):
+    r = cli("run", "paper", "--set", "fab.scribe_mm=0.2", "--keep-trials")
+    assert r.code == 2 and "--set" in r.err and "--keep-trials" in r.err and not r.out
