@@ -105,10 +105,24 @@ def fab_columns(scenario_: Scenario, settings: Settings) -> dict[str, np.ndarray
 
 
 def interval(values) -> dict:
-    """``{"median", "p05", "p95"}`` of per-trial values (a fixed value gives three equal numbers)."""
+    """``{"median", "p05", "p95"}`` of per-trial values (a fixed value gives three equal
+    numbers): sample values at the nearest rank, as the run's summaries take them, so a
+    ``+inf`` (a trial that delivers no tokens costs ``+inf`` per token) stays ``inf``
+    instead of turning an interpolation into NaN."""
     v = np.asarray(values, dtype=float)
-    lo, mid, hi = np.quantile(v, [INTERVAL[0], 0.5, INTERVAL[1]])
+    if np.isnan(v).any():
+        raise ValueError("interval of values with NaN")
+    lo, mid, hi = np.quantile(v, [INTERVAL[0], 0.5, INTERVAL[1]], method="nearest")
     return {"median": float(mid), "p05": float(lo), "p95": float(hi)}
+
+
+def cost_ratio(b, a) -> np.ndarray:
+    """Per-trial ``b / a`` of costs per token. A trial in which neither delivers a token
+    (both ``+inf``: both miss their SLOs) has the ratio 1: neither is cheaper."""
+    b, a = np.asarray(b, float), np.asarray(a, float)
+    both = np.isposinf(b) & np.isposinf(a)
+    with np.errstate(invalid="ignore"):
+        return np.where(both, 1.0, b / np.where(both, 1.0, a))
 
 
 def crossings(values: Sequence[float], p: Sequence[float]) -> list[float]:

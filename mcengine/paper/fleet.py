@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError, Problem
 from ..scenario.files import read_toml
-from ._common import Settings, boundary, chain, entry, interval, paper_dir, scenario, variant
+from ._common import Settings, boundary, chain, cost_ratio, entry, interval, paper_dir, scenario, variant
 
 FLEET_FILE = "fleet.toml"
 SHARE_TOLERANCE = 1e-6
@@ -148,7 +148,7 @@ def weighted(fleet: Fleet, per_model: dict, field: str) -> float:
 def fleet_cost(fleet: Fleet, cols: dict, design: str, label: str, shares=None) -> np.ndarray:
     """Per-trial fleet cost per Mtok: the demand-weighted sum of the models' costs."""
     shares = fleet.shares if shares is None else shares
-    return sum(s * cols[f"{design}.{m}.{label}"]["cost_per_mtok_usd"] for m, s in zip(fleet.models, shares))
+    return sum(s * cols[f"{design}.{m}.{label}"]["cost_per_mtok_usd"] for m, s in zip(fleet.models, shares) if s > 0)  # a model with no demand adds nothing, even at +inf
 
 
 def swept_shares(fleet: Fleet, first: float) -> tuple[float, ...]:
@@ -172,7 +172,7 @@ def compute(settings: Settings) -> dict:
     base_d, lite_d = fleet.designs[0], fleet.designs[1]
     loss = {d: {"paper": weighted(fleet, alloc[d], "paper_rounding_loss"), "mcengine": weighted(fleet, alloc[d], "rounding_loss")} for d in fleet.designs}
     costs = {d: {"fleet": fleet_cost(fleet, cols, d, "fleet"), "per_model_clusters": fleet_cost(fleet, cols, d, "hosts")} for d in fleet.designs}
-    ratio = costs[lite_d]["fleet"] / costs[base_d]["fleet"]
+    ratio = cost_ratio(costs[lite_d]["fleet"], costs[base_d]["fleet"])
     paper_gap = loss[base_d]["paper"] - loss[lite_d]["paper"]
     paper = {"scenarios": list(fleet.designs), "figure": {"median": paper_gap, "p05": paper_gap, "p95": paper_gap},
              "rounding_loss": {d: loss[d]["paper"] for d in fleet.designs}, "p_holds": float(paper_gap > 0)}
@@ -181,9 +181,9 @@ def compute(settings: Settings) -> dict:
         "scenarios": list(fleet.designs), "figure": {"median": gap, "p05": gap, "p95": gap},
         "rounding_loss": {d: loss[d]["mcengine"] for d in fleet.designs}, "p_holds": float(gap > 0),
         "fleet_cost_per_mtok_usd": {d: {k: interval(v) for k, v in c.items()} for d, c in costs.items()},
-        "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - c["fleet"] / c["per_model_clusters"]) for d, c in costs.items()},
+        "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - cost_ratio(c["fleet"], c["per_model_clusters"])) for d, c in costs.items()},
         "fleet_cost_ratio": interval(ratio), "p_lite_fleet_cheaper": float(np.mean(ratio < 1.0)),
-        "model_cost_ratio": {m: interval(cols[f"{lite_d}.{m}.fleet"]["cost_per_mtok_usd"] / cols[f"{base_d}.{m}.fleet"]["cost_per_mtok_usd"])
+        "model_cost_ratio": {m: interval(cost_ratio(cols[f"{lite_d}.{m}.fleet"]["cost_per_mtok_usd"], cols[f"{base_d}.{m}.fleet"]["cost_per_mtok_usd"]))
                              for m in fleet.models},
         "batch": {d: {m: interval(cols[f"{d}.{m}.fleet"]["batch"]) for m in fleet.models} for d in fleet.designs},
     }
@@ -192,7 +192,7 @@ def compute(settings: Settings) -> dict:
                        f"{100 * loss[lite_d]['mcengine']:.1f} %); fleet cost {lite_d}/{base_d} {shipped['fleet_cost_ratio']['median']:.2f}x"
                        + (f" ({', '.join(unmet)}: TPOT SLO met on no instance)" if unmet else ""))
     values = settings.grid(SWEEP_VALUES)
-    figures = [fleet_cost(fleet, cols, lite_d, "fleet", swept_shares(fleet, v)) / fleet_cost(fleet, cols, base_d, "fleet", swept_shares(fleet, v))
+    figures = [cost_ratio(fleet_cost(fleet, cols, lite_d, "fleet", swept_shares(fleet, v)), fleet_cost(fleet, cols, base_d, "fleet", swept_shares(fleet, v)))
                for v in values]
     bnd = boundary(f"fleet.models[0].share ({fleet.models[0]})", values, figures, lambda f: f < 1.0, lambda f: f < 1.0,
                    f"demand share of {fleet.models[0]}, the others in proportion; figure = fleet cost per Mtok {lite_d} / {base_d}")
