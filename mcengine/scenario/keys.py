@@ -23,6 +23,8 @@ def _default(f) -> object:
         value = value.to_toml()
     if isinstance(value, float) and value == float("inf"):
         value = "inf"
+    if isinstance(value, tuple):
+        value = list(value)
     return value
 
 

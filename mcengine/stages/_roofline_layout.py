@@ -28,10 +28,10 @@ from ..units import BYTES_PER_GB, MS_PER_S
 
 
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
-    """Effective per-device rates of every trial (``F = peak x compute_efficiency`` ...)."""
+    """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...)."""
     w = scenario.workload
     return ra.Rates.from_peaks(
-        peak_tflops=inputs["gpu.peak_tflops"],
+        peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],
         hbm_tbps=inputs["gpu.hbm_tbps"],
         link_gbps=inputs["gpu.link_gbps"],
         compute_efficiency=inputs["workload.compute_efficiency"],
@@ -59,6 +59,7 @@ class Evaluation:
     ttft: ra.PhaseTimes
     tokens_per_s_instance: np.ndarray
     tpot_slo_ms: np.ndarray
+    output_tokens: int
 
     @property
     def fits(self) -> np.ndarray:
@@ -68,6 +69,14 @@ class Evaluation:
     @property
     def slo_met(self) -> np.ndarray:
         return self.decode.total_s * MS_PER_S <= self.tpot_slo_ms
+
+    @property
+    def busy_fraction(self) -> np.ndarray:
+        """Share of a serving cycle (one prefill of the batch, then ``O`` decode steps) in
+        which the GPU computes or streams HBM: ``(prefill.busy + O decode.busy) /
+        (prefill.total + O decode.total)`` (docs/model.md#power)."""
+        o = self.output_tokens
+        return (self.prefill.busy_s + o * self.decode.busy_s) / (self.prefill.total_s + o * self.decode.total_s)
 
     @property
     def tokens_per_s_per_gpu(self) -> np.ndarray:
@@ -95,7 +104,7 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Eval
     pre = ra.prefill(m, layout, batch, s, rates)
     ttft = ra.time_to_first_token(m, layout, s, rates)
     per_instance = batch * o / (pre.total_s + o * decode.total_s)
-    return Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms)
+    return Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, o)
 
 
 # --------------------------------------------------------------------------- layouts

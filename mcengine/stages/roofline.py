@@ -38,8 +38,9 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
 
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
     ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), ``slo_met`` (1.0 when the trial's TPOT
-    meets its SLO, else 0.0: an unreachable SLO serves one sequence at a time), at the
-    layout chosen at the median inputs.
+    meets its SLO, else 0.0: an unreachable SLO serves one sequence at a time),
+    ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
+    utilisation of the power model), at the layout chosen at the median inputs.
     Raises InputError if in some trial the weights (or an integer batch) do not fit HBM,
     NumericalError on a non-finite output.
     """
@@ -66,6 +67,7 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
         "tpot_ms": e.decode.total_s * MS_PER_S,
         "batch": e.batch.astype(np.int64),
         "slo_met": e.slo_met.astype(np.float64),
+        "busy_fraction": e.busy_fraction,
     }
     for name, values in columns.items():
         bad = ~np.isfinite(values.astype(float))
