@@ -95,7 +95,8 @@ def test_a_sample_without_a_good_die_is_reported_not_an_error():
 
 def test_yield_carries_the_package_cost_and_price_by_part():
     """Pooled parts add up to the pooled package cost; the price puts the median markup
-    (7.75) on the die, packaging and test and passes HBM and optics at cost."""
+    ((10.5 + 14.75) / 2 = 12.625) on the die, packaging and test and passes HBM and
+    optics at cost."""
     s = load_scenario("lite-h100", FIXED)
     body = study.yield_study(s, 2000, 3)
     parts = body["gpu_cost_breakdown_usd"]
@@ -103,7 +104,7 @@ def test_yield_carries_the_package_cost_and_price_by_part():
     assert sum(parts.values()) == pytest.approx(body["pooled"]["gpu_cost_usd"], rel=1e-12)
     price = body["gpu_price_breakdown_usd"]
     for part in ("die", "packaging", "test"):
-        assert price[part] == pytest.approx(parts[part] * 7.75, rel=1e-12)
+        assert price[part] == pytest.approx(parts[part] * 12.625, rel=1e-12)
     for part in ("hbm", "optics"):
         assert price[part] == parts[part]
     an = body["analytic_cost_breakdown_usd"]
