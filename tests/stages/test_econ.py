@@ -29,6 +29,7 @@ FIXED_ECON = [
     "econ.gpu_markup=8.0", "econ.host_cost_per_gpu_usd=4000", "econ.network_cost_per_gpu_usd=1500",
     "econ.power_usd_per_kwh=0.1", "econ.pue=1.25", "econ.repair_cost_usd=500", ALL_PACKAGE_PARTS,
     "gpu.idle_w=700",  # idle = TDP: the GPU draws 700 W whatever the load
+    "econ.scale_up_port_cost_usd=0",
 ]
 
 
