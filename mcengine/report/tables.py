@@ -124,6 +124,8 @@ def render_run(doc: dict):
     for col in table.columns[1:]:
         col.justify, col.no_wrap = "right", True
     for key, label, fmt in VERDICT_ROWS:
+        if any(key not in doc["scenarios"][n] for n in names):
+            continue  # a document without the metric (written before it existed)
         _section(table, label)
         for n in names:
             d = doc["scenarios"][n][key]
