@@ -109,7 +109,12 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
         ``wafers_without_good_dies``; ``harvested_share`` (good dies that carry
         defects); ``pooled`` long-run ratios (total spend / total good output);
         ``analytic`` (the five named whole-die yields and ``harvesting`` at the median
-        inputs), ``analytic_cost`` and ``median_inputs``.
+        inputs), ``analytic_cost`` and ``median_inputs``; the package cost by part
+        (docs/model.md#cost): ``gpu_cost_breakdown_usd`` (pooled ``die``, ``hbm``,
+        ``packaging``, ``test``, ``optics``, adding up to the pooled ``gpu_cost_usd``),
+        ``gpu_price_breakdown_usd`` (the same with the median markup on the parts of
+        ``econ.markup_applies_to``; ``None`` with a given price) and
+        ``analytic_cost_breakdown_usd`` (the closed form's parts at the median inputs).
     """
     positive("--wafers", wafers)
     check_seed(seed)
