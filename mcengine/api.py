@@ -16,6 +16,7 @@ from .io import prepare_folder
 from .options import check_seed, positive, seed_of
 from .outfolder import RUN_FILES, TABLE_FILE, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import provenance
+from .results import flat_metrics
 from .scenario import Scenario, load_scenario, shipped_scenarios
 from .scenario.load import load_targeted
 
@@ -340,7 +341,7 @@ def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
 
     rows = []
     for name, metrics in doc["scenarios"].items():
-        for metric, dist in metrics.items():
+        for metric, dist in flat_metrics(metrics):
             if not outputs or metric in outputs:
                 rows.append({"scenario": name, "metric": metric, **{k: dist.get(k) for k in STATS}})
     for pair, metrics in doc.get("paired_all", {}).items():

@@ -13,6 +13,7 @@ import numpy as np
 from .errors import NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs
+from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
 METRICS = (
@@ -27,7 +28,17 @@ METRICS = (
     "stockout_hours",
     "tokens_per_s_per_gpu",
     "slo_met",
+    "gpu_price_usd",
+    "gpu_price_per_h100_equivalent_usd",
+    "gpu_power_w",
+    "power_w_per_h100_equivalent",
+    "energy_j_per_token",
 )
+
+#: The parts of ``cost_per_mtok_usd`` summarised per scenario under
+#: ``"cost_breakdown_per_mtok_usd"`` (docs/interface.md#json-summaries), each from its
+#: per-trial column ``cost_per_mtok_<part>_usd``.
+BREAKDOWN = "cost_breakdown_per_mtok_usd"
 
 #: Metrics that can be zero in a trial (a count such as stock-out hours), so that a
 #: ratio of them would mean nothing.
@@ -39,7 +50,7 @@ PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO)
 
 #: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
 #: (cost per token); in any other trial they must be finite.
-MAY_BE_INFINITE = ("cost_per_mtok_usd",)
+MAY_BE_INFINITE = ("cost_per_mtok_usd", "energy_j_per_token", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
 
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."
@@ -69,7 +80,8 @@ def reliability_key(scenario: Scenario) -> tuple:
 
 def fab_key(scenario: Scenario) -> tuple:
     """What the fab stage's production runs read (the ``[fab]`` table and the number of
-    packages to build): equal keys, with drawn inputs, give bit-identical fab columns."""
+    packages to build): equal keys, with drawn inputs, give bit-identical production runs
+    (their prices, which also read ``[gpu]``, are computed per scenario)."""
     return ("fab", scenario.fab, scenario.total_gpus)
 
 
@@ -99,7 +111,7 @@ def run_block(
         inputs = TrialInputs(trial_start, n, inputs.values)
     columns: dict[str, np.ndarray] = {"trial": np.arange(trial_start, trial_start + n, dtype=np.int64)}
     for stage, produce in (
-        ("fab", lambda: shared_columns(memo, fab_key(scenario), lambda: fab.production_runs(scenario, inputs, seed))),
+        ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
         ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
                                         lambda: reliability.lifetimes(scenario, inputs, seed))),
         ("roofline", lambda: roofline.throughput(scenario, inputs)),
@@ -112,6 +124,11 @@ def run_block(
     for key in scenario.uncertain_inputs():
         columns[INPUT_PREFIX + key] = inputs[key]
     return columns
+
+
+def _priced(fab, scenario: Scenario, inputs: TrialInputs, runs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Production runs with this scenario's package prices (:func:`mcengine.stages.fab.package_costs`)."""
+    return {**fab.package_costs(scenario, inputs, runs), **runs}
 
 
 def shared_columns(memo: dict | None, key: tuple, produce) -> dict[str, np.ndarray]:

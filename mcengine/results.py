@@ -286,6 +286,17 @@ class Summary:
 
 
 #: Metrics of the HTML and text views of a :class:`Results` (all are in ``to_frame``).
+def flat_metrics(metrics: dict):
+    """(name, distribution) of a scenario's summaries, a group of distributions (the cost
+    breakdown) given as ``group.part``."""
+    for name, value in metrics.items():
+        if "mean" in value:
+            yield name, value
+        else:
+            for part, dist in value.items():
+                yield f"{name}.{part}", dist
+
+
 _VIEW_METRICS = (("cost_per_mtok_usd", "cost per M output tokens (USD)"), ("availability", "instance availability"),
                  ("tokens_per_s", "cluster output tokens/s"), ("gpu_cost_usd", "fab cost per GPU package (USD)"))
 
@@ -330,7 +341,7 @@ class Results:
         import pandas as pd
 
         rows = [{"scenario": n, "metric": m, **{k: s[k] for k in SUMMARY_KEYS}}
-                for n, metrics in self.doc["scenarios"].items() for m, s in metrics.items()]
+                for n, metrics in self.doc["scenarios"].items() for m, s in flat_metrics(metrics)]
         return pd.DataFrame(rows, columns=["scenario", "metric", *SUMMARY_KEYS])
 
     def plot(self, kind: str = "cost_cdf"):

@@ -34,7 +34,8 @@ from .errors import InputError, Problem
 from .io import write_atomic, write_json
 from .outfolder import locked
 from .provenance import parquet_metadata
-from .pipeline import METRICS, PAIRED_METRICS, run_chunk
+from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
+from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 from .results import BLOCK_TRIALS, Summary
 from .scenario import Scenario, scenario_from_dict
 
@@ -98,6 +99,9 @@ class Accumulators:
             for metric in METRICS:
                 offset = 1.0 if metric in NEAR_ONE else 0.0
                 self.metrics.setdefault((name, metric), Summary(offset=offset)).add(cols[metric], f"{name}.{metric}")
+            for part in BREAKDOWN_PARTS:
+                key = f"{BREAKDOWN}.{part}"
+                self.metrics.setdefault((name, key), Summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
             if name == base:
                 continue
             for metric in PAIRED_METRICS:
@@ -110,7 +114,9 @@ class Accumulators:
 
     def summary(self) -> dict:
         base = self.names[0]
-        scenarios = {name: {metric: self.metrics[(name, metric)].to_dict() for metric in METRICS} for name in self.names}
+        scenarios = {name: {**{metric: self.metrics[(name, metric)].to_dict() for metric in METRICS},
+                            BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in BREAKDOWN_PARTS}}
+                     for name in self.names}
         doc: dict = {"scenarios": scenarios, "slo_missed_share": {name: self.missed.get(name, 0) / self.trials_done for name in self.names}}
         pairs = {}
         for name in self.names[1:]:

@@ -129,7 +129,8 @@ def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
     for s in scenarios:
         inputs = drawn[s.name]
         t0 = time.perf_counter()
-        cols = shared_columns(memo, fab_key(s), lambda: fab_stage.production_runs(s, inputs, SEED))
+        cols = shared_columns(memo, fab_key(s), lambda: fab_stage.simulate_production(s, inputs, SEED))
+        cols.update(fab_stage.package_costs(s, inputs, cols))
         t1 = time.perf_counter()
         cols.update(memo[reliability_key(s)])
         cols.update(roofline.throughput(s, inputs))

@@ -114,6 +114,30 @@ def test_run_returns_results_with_the_interface_summary():
     assert doc["scenarios"]["h100"]["gpu_cost_usd"]["max"] == t["gpu_cost_usd"].max()
 
 
+def test_run_json_carries_the_cost_breakdown_per_mtok_adding_up():
+    """Per scenario, ``"cost_breakdown_per_mtok_usd"``: one distribution per part, each
+    the summary of its per-trial column; the parts' means add up to the mean cost per
+    Mtok; tidy frames and tables name them ``cost_breakdown_per_mtok_usd.<part>``."""
+    from mcengine.stages.econ import BREAKDOWN_PARTS
+
+    res = api.compare("h100", "lite-h100-2x", trials=1024, seed=4, overrides=SMALL)
+    doc = res.summary()
+    t = res.trials
+    for name, s in doc["scenarios"].items():
+        parts = s["cost_breakdown_per_mtok_usd"]
+        assert tuple(parts) == BREAKDOWN_PARTS and all(tuple(d) == SUMMARY_KEYS for d in parts.values())
+        assert sum(d["mean"] for d in parts.values()) == pytest.approx(s["cost_per_mtok_usd"]["mean"], rel=1e-12)
+        rows = t[t.scenario == name]
+        assert parts["energy"]["mean"] == pytest.approx(rows["cost_per_mtok_energy_usd"].mean(), rel=1e-12)
+        for metric in ("gpu_price_per_h100_equivalent_usd", "energy_j_per_token", "power_w_per_h100_equivalent"):
+            assert tuple(s[metric]) == SUMMARY_KEYS
+    assert doc["scenarios"]["h100"]["cost_breakdown_per_mtok_usd"]["optics"]["max"] == 0.0
+    assert doc["scenarios"]["lite-h100-2x"]["cost_breakdown_per_mtok_usd"]["optics"]["min"] > 0.0
+    frame = res.to_frame()
+    assert "cost_breakdown_per_mtok_usd.hbm" in set(frame.metric)
+    assert "cost_breakdown_per_mtok_usd.hbm" in {r["metric"] for r in api.run_rows(doc)}
+
+
 def test_compare_adds_paired_metrics_equal_to_the_trials():
     res = api.compare("h100", "lite-h100", trials=1024, seed=6, overrides=SMALL)
     doc = res.summary()

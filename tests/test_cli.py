@@ -53,6 +53,8 @@ def test_stage_command_writes_summary_and_scenario(cli, tmp_path):
 # number recomputed independently of the command.
 
 SMALL = ["--set", "cluster.instances=4", "--set", "cluster.spare_gpus=8"]
+#: A GPU drawing its 700 W TDP whatever the load: energy then reads the power price alone.
+IDLE_IS_TDP = ["--set", "gpu.idle_w=700"]
 DISTRIBUTION = {"mean", "std", "sem", "p01", "p05", "p50", "p95", "p99", "min", "max"}
 
 
@@ -142,10 +144,11 @@ def test_cli_sweep(cli):
     from mcengine.units import HOURS_PER_YEAR
 
     doc = one_document(cli("sweep", "h100", "--param", "econ.pue", "--values", "1.1,1.5", "--output", "energy_usd",
-                           "--trials", "16", "--seed", "1", "--quiet", "--json", *SMALL))
+                           "--trials", "16", "--seed", "1", "--quiet", "--json", *SMALL, *IDLE_IS_TDP))
     assert doc["param"] == "econ.pue" and [row["value"] for row in doc["rows"]] == [1.1, 1.5]
     assert (doc["scenario"], doc["seed"], doc["trials"]) == ("h100", 1, 16)
-    # energy = 32 active GPUs x 0.7 kW x PUE x 5 years x the drawn power price of each trial
+    # energy = 32 active GPUs x 0.7 kW (idle = TDP: whatever the load) x PUE x 5 years x
+    # the drawn power price of each trial
     price = draw_inputs(load_scenario("h100"), 1, 0, 16)["econ.power_usd_per_kwh"]
     for row in doc["rows"]:
         assert set(row) == {"value", "energy_usd"} and set(row["energy_usd"]) == DISTRIBUTION
@@ -159,9 +162,9 @@ def test_cli_sensitivity_tornado(cli):
     from mcengine.units import HOURS_PER_YEAR
 
     doc = one_document(cli("sensitivity", "h100", "--method", "tornado", "--output", "energy_usd", "--trials", "8",
-                           "--seed", "1", "--quiet", "--json", *SMALL))
+                           "--seed", "1", "--quiet", "--json", *SMALL, *IDLE_IS_TDP))
     assert (doc["method"], doc["output"]) == ("tornado", "energy_usd")
-    s = load_scenario("h100")
+    s = load_scenario("h100", ["gpu.idle_w=700"])
     assert set(doc["bars"]) == set(s.uncertain_inputs())
     # energy reads one uncertain input: its bar is the energy at the 5th and 95th
     # percentile of U(0.05, 0.12) $/kWh; every other bar is flat at the baseline
@@ -179,7 +182,7 @@ def test_cli_sensitivity_sobol(cli):
     from scipy import stats
 
     doc = one_document(cli("sensitivity", "h100", "--method", "sobol", "--output", "energy_usd", "--trials", "16",
-                           "--seed", "2", "--quiet", "--json", *SMALL))
+                           "--seed", "2", "--quiet", "--json", *SMALL, *IDLE_IS_TDP))
     assert (doc["method"], doc["output"], doc["trials"]) == ("sobol", "energy_usd", 16)
     for key, ix in doc["indices"].items():
         assert set(ix) >= {"S1", "S1_conf", "ST", "ST_conf"}, key

@@ -21,7 +21,9 @@ from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ, fab, reliability, roofline
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
-FAB_COLUMNS = ("gpu_cost_usd", "die_yield", "good_dies_per_wafer", "wafers", "cost_per_good_die_usd", "packages", "good_dies")
+#: The production runs (shared between scenarios of equal fab keys); their prices
+#: (gpu_cost_usd and its parts) read [gpu] too and are each scenario's own.
+FAB_COLUMNS = ("die_yield", "good_dies_per_wafer", "wafers", "cost_per_good_die_usd", "packages", "good_dies")
 REL_COLUMNS = ("instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
                "stockout_hours", "repairs", "events", "max_failed_gpus")
 
@@ -83,8 +85,10 @@ def test_chunk_shares_columns_of_equal_keys_and_keeps_its_own_otherwise(case):
     np.testing.assert_allclose(fast_failures, plain_failures, atol=2 / 5)  # two failures in the 5-year horizon
     assert (chunk["lite-h100-2x-fastswap"]["instance_availability"] >= chunk["lite-h100"]["instance_availability"]).all()
     assert (chunk["lite-h100-2x-fastswap"]["instance_availability"] > chunk["lite-h100"]["instance_availability"]).any()
-    # the econ columns are each scenario's own
+    # the prices and econ columns are each scenario's own: 2x the links, 2x the optics
     assert chunk["lite-h100"]["cost_per_mtok_usd"] is not chunk["lite-h100-2x"]["cost_per_mtok_usd"]
+    np.testing.assert_allclose(chunk["lite-h100-2x"]["gpu_cost_optics_usd"], 2 * chunk["lite-h100"]["gpu_cost_optics_usd"], rtol=1e-15)
+    np.testing.assert_array_equal(chunk["lite-h100-2x"]["gpu_cost_die_usd"], chunk["lite-h100"]["gpu_cost_die_usd"])
 
 
 def test_scenarios_with_equal_fab_or_reliability_share_columns_bit_for_bit(case):
@@ -161,14 +165,14 @@ def test_finiteness_check_names_the_stage_the_trial_and_its_inputs(case, monkeyp
 
 
 def test_finiteness_check_stops_at_the_first_bad_stage(case, monkeypatch):
-    real = fab.production_runs
+    real = fab.package_costs
 
-    def nan_cost(scenario, inputs, seed):
-        cols = dict(real(scenario, inputs, seed))
+    def nan_cost(scenario, inputs, runs):
+        cols = dict(real(scenario, inputs, runs))
         cols["gpu_cost_usd"] = np.where(np.arange(inputs.n) == 2, np.nan, cols["gpu_cost_usd"])
         return cols
 
-    monkeypatch.setattr(fab, "production_runs", nan_cost)
+    monkeypatch.setattr(fab, "package_costs", nan_cost)
     monkeypatch.setattr(reliability, "lifetimes", lambda *a: pytest.fail("reliability ran after a bad fab stage"))
     with pytest.raises(NumericalError, match=r"^fab stage of scenario 'h100': gpu_cost_usd = nan at trial 12;"):
         run_block(case[0], 2, 10, 4)

@@ -26,7 +26,7 @@ def main() -> list[Path]:
     out += stages.figures_for_reliability(mc.reliability("lite-h100", lifetimes=200, seed=0), HERE)
     out += stages.figures_for_roofline(mc.roofline("lite-h100"), HERE)
     one = mc.sweep(["h100", "lite-h100-2x"], "B:gpu.hbm_tbps", ["0.84", "1.0", "1.2"], trials=1024, seed=0)
-    two = mc.sweep(["h100", "lite-h100-2x"], ["B:gpu.hbm_tbps", "B:fab.optics_cost_usd"], [["0.84", "1.0", "1.2"], ["0", "100", "200"]],
+    two = mc.sweep(["h100", "lite-h100-2x"], ["B:gpu.hbm_tbps", "B:fab.optics_cost_per_gbps_usd"], [["0.84", "1.0", "1.2"], ["0", "0.89", "1.78"]],
                    trials=1024, seed=0)
     out += sensitivity.write_figures(one, HERE)
     out += sensitivity.write_figures(two, HERE)

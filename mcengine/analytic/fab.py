@@ -186,3 +186,19 @@ def cost_per_good_package(wafer_cost_usd, good_dies_per_wafer, hbm_stacks, hbm_s
     attempt = (wafer_cost_usd / good_dies_per_wafer + hbm_stacks * hbm_stack_cost_usd / hbm_stack_yield
                + package_cost_usd + test_cost_usd)
     return attempt / assembly_yield + optics_cost_usd
+
+
+def cost_parts_per_good_package(wafer_cost_usd, good_dies_per_wafer, hbm_stacks, hbm_stack_cost_usd,
+                                hbm_stack_yield, package_cost_usd, test_cost_usd, assembly_yield,
+                                optics_cost_usd) -> dict:
+    """The terms of :func:`cost_per_good_package` by part (USD per good package):
+    ``die = wafer_cost / good_dies_per_wafer / assembly_yield``, ``hbm = hbm_stacks *
+    stack_cost / stack_yield / assembly_yield``, ``packaging = package / assembly_yield``,
+    ``test = test / assembly_yield``, ``optics``; they add up to the package cost."""
+    return {
+        "die": wafer_cost_usd / good_dies_per_wafer / assembly_yield,
+        "hbm": hbm_stacks * hbm_stack_cost_usd / hbm_stack_yield / assembly_yield,
+        "packaging": package_cost_usd / assembly_yield,
+        "test": test_cost_usd / assembly_yield,
+        "optics": optics_cost_usd,
+    }

@@ -180,6 +180,12 @@ class PhaseTimes:
         return np.maximum(np.maximum(self.compute_s, self.memory_s), o * self.comm_s) + (1.0 - o) * self.comm_s + self.overhead_s
 
     @property
+    def busy_s(self) -> np.ndarray:
+        """The time the GPU computes or streams HBM: ``max(compute, memory)`` (the rest,
+        collectives and per-step overhead, it waits; docs/model.md#power)."""
+        return np.maximum(self.compute_s, self.memory_s)
+
+    @property
     def bound(self) -> np.ndarray:
         """The largest of compute, memory and comm per trial (ties: that order)."""
         stack = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.comm_s))

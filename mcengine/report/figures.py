@@ -6,7 +6,8 @@ notebook's inline plots) alone, and nothing is kept in pyplot's figure registry.
 
 * :func:`cost_cdf_figure`: CDF of cost per million output tokens per scenario;
 * :func:`availability_figure`: distribution of downtime (1 − availability), minutes per year;
-* :func:`cost_breakdown_figure`: capex, energy and repairs per million output tokens;
+* :func:`cost_breakdown_figure`: the cost per million output tokens by part (die, HBM,
+  packaging, test, optics, hosts, network, fabric, energy, repairs), stacked per design;
 * :func:`paired_ratio_figure`: paired ratio of cost per token to the baseline.
 
 Curves that coincide (two designs with the same values in every trial) are drawn with
@@ -131,35 +132,39 @@ def availability_figure(results):
     return fig
 
 
-COST_PARTS = (("capex_usd", "capex"), ("energy_usd", "energy"), ("repair_usd", "repairs"))
+#: Labels of the cost parts in the breakdown (``"cost_breakdown_per_mtok_usd"``), in stack order.
+COST_PARTS = (("die", "die (at price)"), ("hbm", "HBM"), ("packaging", "packaging"), ("test", "test"), ("optics", "optics"),
+              ("gpu_price", "GPU (given price)"), ("hosts", "hosts"), ("network", "scale-out network"),
+              ("fabric", "scale-up fabric"), ("energy", "energy"), ("repairs", "repairs"))
+_HATCHES = ("", "//", "..", "xx", "\\\\", "--", "++", "oo", "||", "**", "OO")
 
 
 def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:
-    """Per scenario, capex, energy and repairs in USD per million output tokens.
-
-    Each part is the mean cost per Mtok times the part's share of the mean total cost
-    (each part ÷ the tokens delivered), so the stack adds up to the mean cost per Mtok and a
-    design that delivers fewer tokens pays more per token for the same dollars.
-    """
-    out = {}
-    for n, s in doc["scenarios"].items():
-        total = sum(s[k]["mean"] for k, _ in COST_PARTS)
-        out[n] = {label: s["cost_per_mtok_usd"]["mean"] * s[k]["mean"] / total for k, label in COST_PARTS}
-    return out
+    """Per scenario, the mean of each part of the cost per million output tokens (USD per
+    Mtok), from the document's ``"cost_breakdown_per_mtok_usd"``: each part is its
+    dollars ÷ the tokens that trial delivered, so the parts add up to the mean cost per
+    Mtok and a design that delivers fewer tokens pays more per token for the same dollars.
+    Package parts are at price (the markup where ``econ.markup_applies_to`` puts it)."""
+    return {n: {label: s["cost_breakdown_per_mtok_usd"][part]["mean"] for part, label in COST_PARTS}
+            for n, s in doc["scenarios"].items()}
 
 
 def cost_breakdown_figure(doc: dict):
-    """Stacked bars: capex, energy and repairs per million output tokens per scenario."""
+    """Stacked bars per design: die, HBM, packaging, test, optics, hosts, network, fabric,
+    energy and repairs per million output tokens (parts that are zero in every design are
+    left out of the legend)."""
     import numpy as np
 
     parts = cost_breakdown_per_mtok(doc)
     names = list(parts)
-    fig = new_figure(max(6.0, 1.6 * len(names) + 2), 4.4)
+    fig = new_figure(max(7.0, 1.6 * len(names) + 3), 4.8)
     ax = fig.add_subplot()
     bottom = np.zeros(len(names))
     for i, (_, label) in enumerate(COST_PARTS):
         h = np.array([parts[n][label] for n in names])
-        ax.bar(range(len(names)), h, bottom=bottom, label=label, color=f"C{i}", hatch=("", "//", "..")[i], edgecolor="white")
+        if not h.any():
+            continue
+        ax.bar(range(len(names)), h, bottom=bottom, label=label, color=f"C{i % 10}", hatch=_HATCHES[i], edgecolor="white")
         bottom += h
     for x, total in enumerate(bottom):
         ax.text(x, total, f"{total:.3f}", ha="center", va="bottom", fontsize=8)
@@ -167,7 +172,7 @@ def cost_breakdown_figure(doc: dict):
     ax.set(ylabel="mean cost per million output tokens (USD per Mtok)", ylim=(0, bottom.max() * 1.12),
            title="Cost per token by part: each part ÷ the tokens the cluster delivered")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
 

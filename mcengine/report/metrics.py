@@ -34,6 +34,11 @@ METRICS: dict[str, Metric] = {
     "interruptions_per_year": Metric("instance interruptions per year", "per year", "lower", "interruptions"),
     "stockout_hours": Metric("spare stock-out", "instance-hours", "lower", "stock-outs"),
     "slo_met": Metric("share of trials meeting the TPOT and TTFT SLOs", "", "higher", "SLO attainment"),
+    "gpu_price_usd": Metric("GPU price", "USD", "lower", "GPU price"),
+    "gpu_price_per_h100_equivalent_usd": Metric("GPU price per H100-equivalent", "USD", "lower", "price per H100-equivalent"),
+    "gpu_power_w": Metric("mean GPU power", "W", "lower", "GPU power"),
+    "power_w_per_h100_equivalent": Metric("GPU power per H100-equivalent", "W", "lower", "power per H100-equivalent"),
+    "energy_j_per_token": Metric("GPU energy per output token", "J per token", "lower", "energy per token"),
 }
 
 #: Words for "better" per direction, used in "P(B better: cheaper)".

@@ -84,6 +84,9 @@ VERDICT_ROWS = (
     ("availability", "instance availability", "{:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", "{:,.0f}"),
     ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
+    ("gpu_price_per_h100_equivalent_usd", "GPU price per H100-equivalent (USD)", "{:,.0f}"),
+    ("energy_j_per_token", "GPU energy per output token (J)", "{:.2f}"),
+    ("power_w_per_h100_equivalent", "GPU power per H100-equivalent (W)", "{:.0f}"),
     ("interruptions_per_year", "instance interruptions per year", "{:,.0f}"),
 )
 #: (metric, label, format) rows of the paired table.
@@ -121,6 +124,8 @@ def render_run(doc: dict):
     for col in table.columns[1:]:
         col.justify, col.no_wrap = "right", True
     for key, label, fmt in VERDICT_ROWS:
+        if any(key not in doc["scenarios"][n] for n in names):
+            continue  # a document without the metric (written before it existed)
         _section(table, label)
         for n in names:
             d = doc["scenarios"][n][key]
@@ -209,6 +214,10 @@ def render_yield(body: dict):
     table.add_row(f"  per wafer, over the {with_good:,} with a good die", *dist(body["cost_per_good_die_usd"], ",.1f"), "")
     table.add_row("GPU package (USD): spend ÷ packages", value(pooled["gpu_cost_usd"], ",.0f"), "", f"{cost['gpu_cost_usd']:,.0f}")
     table.add_row(f"  per wafer, over the {with_good:,} with a good die", *dist(body["gpu_cost_usd"], ",.0f"), "")
+    parts, priced, an_parts = body.get("gpu_cost_breakdown_usd"), body.get("gpu_price_breakdown_usd"), body.get("analytic_cost_breakdown_usd", {})
+    for part, usd in (parts or {}).items():
+        at_price = f"  (price {priced[part]:,.0f})" if priced else ""
+        table.add_row(f"  {part}: spend ÷ packages{at_price}", f"{usd:,.0f}", "", f"{an_parts[part]:,.0f}" if part in an_parts else "")
     if body.get("wafers_without_good_dies"):
         table.add_row("wafers without a good die", f"{body['wafers_without_good_dies']:,}", "", "")
     table.add_row("good dies with defects", value(body["harvested_share"], ".3f"), "", "")

@@ -113,9 +113,22 @@ def workload_problems(w, c) -> list[Problem]:
     return out
 
 
+def power_problems(g) -> list[Problem]:
+    """``gpu.idle_w`` at most ``gpu.tdp_w`` in every trial: the highest idle power a
+    trial can draw must not exceed the lowest TDP (docs/model.md#power)."""
+    if g.idle_w is None:
+        return []
+    idle_high = g.idle_w.drawn_range()[1]
+    tdp_low = g.tdp_w.drawn_range()[0]
+    if idle_high > tdp_low:
+        return [Problem("gpu.idle_w", g.idle_w.to_toml(), f"allowed: at most gpu.tdp_w in every trial (idle can reach {idle_high:g} W, "
+                        f"the TDP can be as low as {tdp_low:g} W)")]
+    return []
+
+
 def cross_checks(parts: dict) -> list[Problem]:
     """Problems across keys, for every group of sections that parsed cleanly."""
-    groups = ((fab_problems, ("fab",)), (cluster_problems, ("cluster", "reliability")), (size_problems, ("cluster", "reliability", "run")),
+    groups = ((fab_problems, ("fab",)), (power_problems, ("gpu",)), (cluster_problems, ("cluster", "reliability")), (size_problems, ("cluster", "reliability", "run")),
               (workload_problems, ("workload", "cluster")))
     out = []
     for check, names in groups:

@@ -83,7 +83,7 @@ def _interval(lo, hi, lo_open, hi_open) -> str:
 class Spec:
     """How one key is parsed and checked."""
 
-    kind: str  # number | integer | law | choice | text | flag
+    kind: str  # number | integer | law | choice | subset | text | flag
     help: str
     unit: str = ""
     lo: float | None = None
@@ -129,6 +129,8 @@ class Spec:
             )
         if self.kind == "choice":
             return "allowed: one of " + ", ".join(repr(c) for c in self.choices)
+        if self.kind == "subset":
+            return "allowed: a list of distinct names from " + ", ".join(repr(c) for c in self.choices)
         if self.kind == "flag":
             return "allowed: true or false"
         return "allowed: a string"
@@ -211,6 +213,16 @@ class Spec:
             problems.append(Problem(key, raw, self.allowed(), hint))
             return None
         return raw
+
+    def _parse_subset(self, raw, key, problems) -> tuple[str, ...] | None:
+        if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw) or len(set(raw)) != len(raw):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        bad = [x for x in raw if x not in self.choices]
+        if bad:
+            problems.append(Problem(key, raw, self.allowed(), did_you_mean(bad[0], self.choices)))
+            return None
+        return tuple(raw)
 
     def _parse_text(self, raw, key, problems) -> str | None:
         if not isinstance(raw, str):
@@ -388,6 +400,11 @@ def law(default: float, help: str, unit: str = "hours", **kw):
 
 def choice(default: str, help: str, choices: tuple[str, ...]):
     return _field(default, Spec("choice", help, choices=choices, uncertain=False))
+
+
+def subset(default: tuple[str, ...], help: str, choices: tuple[str, ...]):
+    """A list of distinct names from ``choices`` (stored as a tuple, in the given order)."""
+    return _field(tuple(default), Spec("subset", help, choices=choices, uncertain=False))
 
 
 def text(default: str, help: str):

@@ -23,6 +23,8 @@ def _default(f) -> object:
         value = value.to_toml()
     if isinstance(value, float) and value == float("inf"):
         value = "inf"
+    if isinstance(value, tuple):
+        value = list(value)
     return value
 
 
@@ -84,7 +86,7 @@ def _allowed(row: dict) -> str:
             text += " (or a law table)"
         return text
     if "choices" in row:
-        return "one of " + ", ".join(row["choices"])
+        return ("a list of distinct names from " if row["kind"] == "subset" else "one of ") + ", ".join(row["choices"])
     return {"flag": "true or false", "text": "a string"}.get(row["kind"], "")
 
 

@@ -136,6 +136,8 @@ def _value_dict(value):
         return value.to_toml()
     if isinstance(value, float) and math.isinf(value):
         return "inf"
+    if isinstance(value, tuple):
+        return list(value)
     return value
 
 

@@ -32,10 +32,10 @@ from ..units import BYTES_PER_GB, MS_PER_S
 
 
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
-    """Effective per-device rates of every trial (``F = peak x compute_efficiency`` ...)."""
+    """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...)."""
     w = scenario.workload
     return ra.Rates.from_peaks(
-        peak_tflops=inputs["gpu.peak_tflops"],
+        peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],
         hbm_tbps=inputs["gpu.hbm_tbps"],
         link_gbps=inputs["gpu.link_gbps"],
         compute_efficiency=inputs["workload.compute_efficiency"],
@@ -67,6 +67,7 @@ class Evaluation:
     ttft_slo_ms: np.ndarray
     batch_ttft: np.ndarray
     ttft_batch: ra.PhaseTimes
+    output_tokens: int
 
     @property
     def fits(self) -> np.ndarray:
@@ -90,6 +91,14 @@ class Evaluation:
     def slo_excess(self) -> np.ndarray:
         """The largest of TPOT / its SLO and TTFT / its SLO (<= 1: both met)."""
         return np.maximum(self.decode.total_s * MS_PER_S / self.tpot_slo_ms, self.ttft_batch.total_s * MS_PER_S / self.ttft_slo_ms)
+
+    @property
+    def busy_fraction(self) -> np.ndarray:
+        """Share of a serving cycle (one prefill of the batch, then ``O`` decode steps) in
+        which the GPU computes or streams HBM: ``(prefill.busy + O decode.busy) /
+        (prefill.total + O decode.total)`` (docs/model.md#power)."""
+        o = self.output_tokens
+        return (self.prefill.busy_s + o * self.decode.busy_s) / (self.prefill.total_s + o * self.decode.total_s)
 
     @property
     def tokens_per_s_per_gpu(self) -> np.ndarray:
@@ -132,7 +141,7 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     ttft = ra.time_to_first_token(m, layout, s, rates)
     ttft_batch = ra.batch_time_to_first_token(m, layout, batch, s, rates)
     per_instance = batch * o / (pre.total_s + o * decode.total_s)
-    e = Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, ttft_slo_ms, b_ttft, ttft_batch)
+    e = Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, ttft_slo_ms, b_ttft, ttft_batch, o)
     return replace(e, tokens_per_s_instance=np.where(e.slo_met, per_instance, 0.0))
 
 

@@ -68,6 +68,11 @@ class Continuous:
     def tokens_per_s_per_gpu(self) -> np.ndarray:
         return self.tokens_per_s_instance / self.layout.gpus
 
+    @property
+    def busy_fraction(self) -> np.ndarray:
+        """Share of each step the GPU computes or streams HBM (docs/model.md#power)."""
+        return self.step.busy_s / self.step.total_s
+
 
 def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Continuous:
     """``layout`` under continuous batching: ``batch = "auto"`` takes
@@ -147,6 +152,14 @@ class Disaggregated:
     @property
     def tokens_per_s_per_gpu(self) -> np.ndarray:
         return self.tokens_per_s_instance / self.layout.gpus
+
+    @property
+    def busy_fraction(self) -> np.ndarray:
+        """GPU-weighted share of time computing or streaming HBM: the prefill share ``f`` of
+        the GPUs at the busy share of a prompt's forward pass, the rest at that of a decode
+        step (docs/model.md#power)."""
+        f = self.prefill_share
+        return f * self.prefill.busy_s / self.prefill.total_s + (1.0 - f) * self.decode.decode.busy_s / self.decode.decode.total_s
 
 
 def _prefill_terms(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> tuple:

@@ -1,15 +1,26 @@
-"""Econ stage: dollars per million output tokens (docs/model.md#econ).
+"""Econ stage: dollars and joules per million output tokens (docs/model.md#econ,
+docs/model.md#cost, docs/model.md#power).
 
 Per trial, with that trial's inputs and the other stages' columns:
 
-* GPU price = ``econ.gpu_price_usd`` if set, else fab cost per good package x ``econ.gpu_markup``;
-* capex = (instances x instance_gpus + spare_gpus) x (GPU price + ``host_cost_per_gpu_usd``
-  + ``network_cost_per_gpu_usd``);
-* energy = active GPUs x ``gpu.tdp_w`` x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
+* GPU price by part (:func:`price_parts`): the fab stage's cost parts of a good package
+  (die, HBM, packaging, test, optics), those in ``econ.markup_applies_to`` times
+  ``econ.gpu_markup``, the others at cost; or ``econ.gpu_price_usd`` when set (then one
+  part, ``gpu_price``). With all five package parts listed the price is exactly
+  fab cost x markup;
+* hosts: ``ceil(total GPUs / cluster.gpus_per_host) x econ.host_cost_usd`` when set, else
+  total GPUs x ``host_cost_per_gpu_usd``; scale-out network: total GPUs x
+  ``network_cost_per_gpu_usd``; scale-up fabric: total GPUs x ``scale_up_port_cost_usd``
+  (hosts and fabric times the markup when listed);
+* capex = total GPUs x (GPU price + host, network and fabric per GPU slot);
+* GPU power = idle + (TDP - idle) x s^3 x utilisation x availability, with ``s`` =
+  ``gpu.dvfs_scale`` and utilisation the roofline's ``busy_fraction``; idle =
+  ``gpu.idle_w``, or the TDP when unset (a GPU that always draws its TDP);
+* energy = active GPUs x power x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
 * repairs = repair events x ``repair_cost_usd``;
 * cluster tokens/s = per-instance output tokens/s x instances x instance availability;
 * cost per million tokens = (capex + energy + repairs) / (cluster tokens/s x horizon
-  seconds / 10^6).
+  seconds / 10^6), and the same per part (:data:`BREAKDOWN_PARTS`), which add up to it.
 
 Vectorised NumPy: a handful of multiplications per trial needs no kernel.
 """
@@ -18,39 +29,126 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
+from ..scenario.sections.econ import PACKAGE_PARTS
 from ..units import HOURS_PER_YEAR, TOKENS_PER_MTOK, W_PER_KW
 
+#: The parts of the cost per token, in the order of the breakdown figure: the package
+#: (at price), a given GPU price, hosts, scale-out network, scale-up fabric, energy, repairs.
+BREAKDOWN_PARTS = (*PACKAGE_PARTS, "gpu_price", "hosts", "network", "fabric", "energy", "repairs")
+
+#: Per-trial column of one part of the cost per million tokens.
+BREAKDOWN_COLUMN = "cost_per_mtok_{}_usd"
+
 #: Columns this stage adds, in order.
-COLUMNS = ("gpu_price_usd", "capex_usd", "energy_usd", "repair_usd", "total_cost_usd", "availability", "tokens_per_s", "tokens_total", "cost_per_mtok_usd")
+COLUMNS = ("gpu_price_usd", "gpu_price_per_h100_equivalent_usd", "capex_usd", "energy_usd", "repair_usd", "total_cost_usd",
+           "availability", "tokens_per_s", "tokens_total", "cost_per_mtok_usd", "gpu_power_w", "power_w_per_h100_equivalent",
+           "energy_j_per_token", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+
+SECONDS_PER_HOUR = 3600.0
+
+
+
+def per_unit(amount, units) -> np.ndarray:
+    """``amount / units`` per trial; a trial with no units delivered (no tokens: it missed
+    its SLOs) gets ``+inf`` for a positive amount and 0 for none (a part nobody paid for
+    costs nothing per token even then), never NaN."""
+    amount, units = np.broadcast_arrays(np.asarray(amount, float), np.asarray(units, float))
+    out = np.where(amount > 0, np.inf, 0.0)
+    np.divide(amount, units, out=out, where=units > 0)
+    return out
+
+def price_parts(cost_parts: dict[str, np.ndarray], markup: np.ndarray, applies_to: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The GPU price by part (USD): each package cost part times ``markup`` when it is in
+    ``applies_to``, else at cost (docs/model.md#cost)."""
+    return {part: cost_parts[part] * markup if part in applies_to else cost_parts[part] for part in PACKAGE_PARTS}
+
+
+def gpu_price(cost_usd: np.ndarray, cost_parts: dict[str, np.ndarray], markup: np.ndarray, applies_to: tuple[str, ...]) -> np.ndarray:
+    """Price of one GPU package: the marked-up share of ``cost_usd`` times ``markup`` plus
+    the parts at cost. Written ``(cost - at_cost) x markup + at_cost`` so that with every
+    package part marked up it is ``cost x markup`` to the bit."""
+    at_cost = sum((cost_parts[p] for p in PACKAGE_PARTS if p not in applies_to), np.zeros_like(cost_usd))
+    return (cost_usd - at_cost) * markup + at_cost
+
+
+def hosts(scenario: Scenario) -> int:
+    """Hosts carrying the cluster's GPUs (active and spare): ``ceil(total / gpus_per_host)``."""
+    return -(-scenario.total_gpus // scenario.cluster.gpus_per_host)
+
+
+def host_cost_per_slot(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
+    """Host cost per GPU slot (USD): ``hosts x econ.host_cost_usd / total GPUs`` when the
+    per-host price is set, else ``econ.host_cost_per_gpu_usd``."""
+    if scenario.econ.host_cost_usd is None:
+        return inputs["econ.host_cost_per_gpu_usd"]
+    return hosts(scenario) * inputs["econ.host_cost_usd"] / scenario.total_gpus
+
+
+def gpu_power_w(scenario: Scenario, inputs: TrialInputs, busy_fraction: np.ndarray, availability: np.ndarray) -> np.ndarray:
+    """Mean board power of an active GPU over the horizon (W, docs/model.md#power).
+
+    ``idle + (tdp - idle) x s^3 x busy_fraction x availability``: a GPU draws its idle
+    power always and its dynamic power while its instance is up and computing or
+    streaming memory; ``s`` (``gpu.dvfs_scale``) scales the dynamic power by s^3
+    (voltage tracking frequency). ``gpu.idle_w`` unset: the TDP, whatever the load.
+    """
+    tdp = inputs["gpu.tdp_w"]
+    if scenario.gpu.idle_w is None:
+        return np.broadcast_to(tdp, (inputs.n,)).astype(float)
+    idle = inputs["gpu.idle_w"]
+    bad = np.flatnonzero(idle > tdp)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(Problem("gpu.idle_w", float(idle[i]), f"allowed: at most gpu.tdp_w (= {float(tdp[i]):g} W in trial {inputs.trial_start + i})"))
+    return idle + (tdp - idle) * inputs["gpu.dvfs_scale"] ** 3 * busy_fraction * availability
 
 
 def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The econ columns of a block of trials.
 
-    ``columns`` holds the fab (``gpu_cost_usd``), reliability (``instance_availability``,
-    ``repairs``) and roofline (``tokens_per_s_instance``) columns of the same trials.
+    ``columns`` holds the fab (``gpu_cost_usd`` and its parts ``gpu_cost_<part>_usd``),
+    reliability (``instance_availability``, ``repairs``) and roofline
+    (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``busy_fraction``) columns of
+    the same trials.
     """
     e = scenario.econ
+    n, total_gpus = inputs.n, scenario.total_gpus
     horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
+    markup = inputs["econ.gpu_markup"]
+    cost_parts = {p: columns[f"gpu_cost_{p}_usd"] for p in PACKAGE_PARTS}
     if e.gpu_price_usd is None:
-        price = columns["gpu_cost_usd"] * inputs["econ.gpu_markup"]
+        price = gpu_price(columns["gpu_cost_usd"], cost_parts, markup, e.markup_applies_to)
+        per_gpu = {**price_parts(cost_parts, markup, e.markup_applies_to), "gpu_price": np.zeros(n)}
     else:
         price = inputs["econ.gpu_price_usd"]
-    per_slot = price + inputs["econ.host_cost_per_gpu_usd"] + inputs["econ.network_cost_per_gpu_usd"]
-    capex = scenario.total_gpus * per_slot
-    energy_kwh = scenario.active_gpus * inputs["gpu.tdp_w"] / W_PER_KW * inputs["econ.pue"] * horizon_hours
+        per_gpu = {**{p: np.zeros(n) for p in PACKAGE_PARTS}, "gpu_price": price}
+    host = host_cost_per_slot(scenario, inputs) * (markup if "hosts" in e.markup_applies_to else 1.0)
+    fabric = inputs["econ.scale_up_port_cost_usd"] * (markup if "fabric" in e.markup_applies_to else 1.0)
+    network = inputs["econ.network_cost_per_gpu_usd"]
+    per_slot = price + host + network + fabric
+    capex = total_gpus * per_slot
+    availability = columns["instance_availability"]
+    power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
+    energy_kwh = scenario.active_gpus * power_w / W_PER_KW * inputs["econ.pue"] * horizon_hours
     energy = energy_kwh * inputs["econ.power_usd_per_kwh"]
     repairs = columns["repairs"] * inputs["econ.repair_cost_usd"]
     total = capex + energy + repairs
-    availability = columns["instance_availability"]
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
-    tokens_total = tokens_per_s * horizon_hours * 3600.0
-    with np.errstate(divide="ignore"):
-        cost_per_mtok = total / (tokens_total / TOKENS_PER_MTOK)
+    tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR
+    mtok = tokens_total / TOKENS_PER_MTOK
+    spend = {**{p: total_gpus * v for p, v in per_gpu.items()}, "hosts": total_gpus * host, "network": total_gpus * network,
+             "fabric": total_gpus * fabric, "energy": energy, "repairs": repairs}
+    h100e = scenario.gpu.h100_equivalents.value
+    cost_per_mtok = per_unit(total, mtok)
+    breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in BREAKDOWN_PARTS}
+    joules_per_token = per_unit(scenario.active_gpus * power_w * horizon_hours * SECONDS_PER_HOUR, tokens_total)
+    price = np.broadcast_to(price, (n,)).astype(float)
     return {
-        "gpu_price_usd": np.broadcast_to(price, (inputs.n,)).astype(float),
+        "gpu_price_usd": price,
+        "gpu_price_per_h100_equivalent_usd": price / h100e,
         "capex_usd": capex,
         "energy_usd": energy,
         "repair_usd": repairs,
@@ -59,4 +157,8 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         "tokens_per_s": tokens_per_s,
         "tokens_total": tokens_total,
         "cost_per_mtok_usd": cost_per_mtok,
+        "gpu_power_w": power_w,
+        "power_w_per_h100_equivalent": power_w / h100e,
+        "energy_j_per_token": joules_per_token,
+        **breakdown,
     }

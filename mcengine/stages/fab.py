@@ -16,7 +16,12 @@ Cost of a good package (run ``t`` or the long-run expectation, docs/sources.md#f
 
 with ``attempts`` = good dies (every good die is assembled; a failed assembly scraps the
 die and its bonded stacks). Per wafer this is
-:func:`mcengine.analytic.fab.cost_per_good_package`.
+:func:`mcengine.analytic.fab.cost_per_good_package`. The stack price is
+``fab.hbm_stack_cost_usd``, or with ``fab.hbm_cost_per_gb_usd`` set
+``gpu.hbm_gb / hbm_stacks * hbm_cost_per_gb_usd + hbm_stack_assembly_usd``; the optics are
+``optics_cost_usd + optics_cost_per_gbps_usd * gpu.link_gbps`` (docs/model.md#cost).
+The five terms of the sum are the package's cost parts (:func:`package_cost_parts`):
+``die`` (wafer spend), ``hbm``, ``packaging``, ``test`` and ``optics``, each per good package.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ _KERNEL_INPUTS = {
 }
 _COST_INPUTS = ("wafer_cost_usd", "hbm_stack_cost_usd", "hbm_stack_yield", "assembly_yield",
                 "package_cost_usd", "test_cost_usd", "optics_cost_usd")
+#: Inputs outside ``[fab]`` that the package cost reads (per-GB HBM, per-bandwidth optics).
+_PRICE_INPUTS = ("gpu.hbm_gb", "gpu.link_gbps", "fab.hbm_cost_per_gb_usd", "fab.hbm_stack_assembly_usd",
+                 "fab.optics_cost_per_gbps_usd")
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,8 +91,49 @@ def _kernel_arrays(inputs: TrialInputs) -> dict[str, np.ndarray]:
     return {arg: np.ascontiguousarray(inputs[key], dtype=np.float64) for arg, key in _KERNEL_INPUTS.items()}
 
 
-def cost_inputs(inputs: TrialInputs) -> dict[str, np.ndarray]:
-    return {name: np.asarray(inputs[f"fab.{name}"], dtype=np.float64) for name in _COST_INPUTS}
+def hbm_stack_price_usd(scenario, inputs: TrialInputs) -> np.ndarray:
+    """Price of one known-good HBM stack per trial (USD, docs/sources.md#fab-hbm-per-gb).
+
+    ``fab.hbm_stack_cost_usd`` when ``fab.hbm_cost_per_gb_usd`` is unset; else the stack's
+    capacity (``gpu.hbm_gb / fab.hbm_stacks`` GB) at the per-GB price plus
+    ``fab.hbm_stack_assembly_usd``, so a 20 GB stack costs more than a 16 GB one.
+    """
+    f = scenario.fab
+    if f.hbm_cost_per_gb_usd is None or f.hbm_stacks == 0:
+        return np.asarray(inputs["fab.hbm_stack_cost_usd"], dtype=np.float64)
+    gb_per_stack = np.asarray(inputs["gpu.hbm_gb"], dtype=np.float64) / f.hbm_stacks
+    return gb_per_stack * inputs["fab.hbm_cost_per_gb_usd"] + inputs["fab.hbm_stack_assembly_usd"]
+
+
+def optics_price_usd(inputs: TrialInputs) -> np.ndarray:
+    """Co-packaged optics per good package per trial (USD, docs/sources.md#fab-cpo-cost):
+    ``fab.optics_cost_usd + fab.optics_cost_per_gbps_usd * gpu.link_gbps``."""
+    return np.asarray(inputs["fab.optics_cost_usd"] + inputs["fab.optics_cost_per_gbps_usd"] * inputs["gpu.link_gbps"], dtype=np.float64)
+
+
+def cost_inputs(scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The per-trial prices of the package cost, by ``[fab]`` key name; ``hbm_stack_cost_usd``
+    and ``optics_cost_usd`` are the effective stack and optics prices
+    (:func:`hbm_stack_price_usd`, :func:`optics_price_usd`)."""
+    c = {name: np.asarray(inputs[f"fab.{name}"], dtype=np.float64) for name in _COST_INPUTS}
+    c["hbm_stack_cost_usd"] = np.broadcast_to(hbm_stack_price_usd(scenario, inputs), (inputs.n,))
+    c["optics_cost_usd"] = np.broadcast_to(optics_price_usd(inputs), (inputs.n,))
+    return c
+
+
+def package_cost_parts(model: FabModel, c: dict[str, np.ndarray], wafers, attempts, packages) -> dict[str, np.ndarray]:
+    """The cost parts of one good package (USD), in the order of
+    :data:`mcengine.scenario.sections.econ.PACKAGE_PARTS`: ``die`` (wafer spend),
+    ``hbm`` (stacks bought for every attempt), ``packaging``, ``test`` (per attempt) and
+    ``optics`` (per good package), each divided over the good packages. Their sum is
+    the module text's ``gpu_cost`` up to rounding."""
+    return {
+        "die": wafers * c["wafer_cost_usd"] / packages,
+        "hbm": attempts * (model.hbm_stacks * c["hbm_stack_cost_usd"] / c["hbm_stack_yield"]) / packages,
+        "packaging": attempts * c["package_cost_usd"] / packages,
+        "test": attempts * c["test_cost_usd"] / packages,
+        "optics": np.array(c["optics_cost_usd"], dtype=np.float64),
+    }
 
 
 def attempt_cost_usd(model: FabModel, c: dict[str, np.ndarray]) -> np.ndarray:
@@ -161,20 +210,27 @@ def _refuse_infeasible_runs(model: FabModel, inputs: TrialInputs, a: dict[str, n
 
 
 def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.ndarray]:
-    """Per-trial fab columns of the chained run (trial ``t = inputs.trial_start + i``).
+    """Per-trial fab columns of the chained run: :func:`simulate_production` and its
+    :func:`package_costs` (trial ``t = inputs.trial_start + i``)."""
+    runs = simulate_production(scenario, inputs, seed)
+    return {**package_costs(scenario, inputs, runs), **runs}
+
+
+def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.ndarray]:
+    """The production runs of a block of trials, without prices.
 
     Trial ``t`` simulates, wafer by wafer with its own stream
     ``(seed, STAGE_FAB, STREAM_RUN, t)``, the production run that builds
     ``scenario.total_gpus`` good packages: each wafer draws its density (gamma mixing
     around the trial's ``D0``), its dies are simulated by the per-die kernel, and its
     good dies are assembled (binomial with the trial's assembly yield) until the target
-    is reached.
+    is reached. It reads ``[fab]`` and the package count only (the memo key of
+    :func:`mcengine.pipeline.fab_key`).
 
     Returns
     -------
     dict[str, ndarray]
-        ``gpu_cost_usd`` (cost per good package of the run, formula in the module
-        text), ``cost_per_good_die_usd`` (wafer spend / good dies), ``die_yield``,
+        ``cost_per_good_die_usd`` (wafer spend / good dies), ``die_yield``,
         ``good_dies_per_wafer``, ``wafers`` (started), ``good_dies`` (= assembly
         attempts), ``packages`` (good packages, >= the target).
 
@@ -188,7 +244,7 @@ def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.nd
 
     model = fab_model(scenario)
     a = _kernel_arrays(inputs)
-    c = cost_inputs(inputs)
+    c = {name: np.asarray(inputs[f"fab.{name}"], dtype=np.float64) for name in ("wafer_cost_usd", "assembly_yield")}
     w = model.wafer
     _refuse_infeasible_runs(model, inputs, a, c)
     wafers, good, packages = simulate_runs(
@@ -202,9 +258,7 @@ def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.nd
         raise NumericalError(
             f"fab stage, trial {inputs.trial_start + i}: {packages[i]} of {model.target_packages} good packages after "
             f"{MAX_WAFERS_PER_RUN} wafers; the run is infeasible at inputs {drawn}")
-    spend = wafers * c["wafer_cost_usd"] + good * attempt_cost_usd(model, c)
     columns = {
-        "gpu_cost_usd": spend / packages + c["optics_cost_usd"],
         "cost_per_good_die_usd": wafers * c["wafer_cost_usd"] / good,
         "die_yield": good / (wafers * w.dies),
         "good_dies_per_wafer": good / wafers,
@@ -212,13 +266,41 @@ def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.nd
         "good_dies": good,
         "packages": packages,
     }
+    _check_fab_columns(columns, inputs)
+    return columns
+
+
+#: Prefix of the per-part package cost columns (``gpu_cost_die_usd``, ...).
+PART_COLUMN = "gpu_cost_{}_usd"
+
+
+def package_costs(scenario, inputs: TrialInputs, runs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The prices of the production runs ``runs`` (:func:`simulate_production`).
+
+    Returns ``gpu_cost_usd`` (cost per good package, formula in the module text) and its
+    parts ``gpu_cost_die_usd``, ``gpu_cost_hbm_usd``, ``gpu_cost_packaging_usd``,
+    ``gpu_cost_test_usd``, ``gpu_cost_optics_usd`` (:func:`package_cost_parts`).
+    """
+    model = fab_model(scenario)
+    c = cost_inputs(scenario, inputs)
+    wafers, good, packages = runs["wafers"], runs["good_dies"], runs["packages"]
+    spend = wafers * c["wafer_cost_usd"] + good * attempt_cost_usd(model, c)
+    columns = {"gpu_cost_usd": spend / packages + c["optics_cost_usd"]}
+    for part, values in package_cost_parts(model, c, wafers, good, packages).items():
+        columns[PART_COLUMN.format(part)] = values
+    _check_fab_columns(columns, inputs)
+    return columns
+
+
+def _check_fab_columns(columns: dict[str, np.ndarray], inputs: TrialInputs) -> None:
+    """NumericalError naming the first non-finite fab column, its trial and drawn inputs."""
     for name, values in columns.items():
         bad = ~np.isfinite(values)
         if bad.any():
             i = int(np.argmax(bad))
-            drawn = {key: float(inputs[key][i]) for key in (*_KERNEL_INPUTS.values(), *(f"fab.{n}" for n in _COST_INPUTS))}
+            keys = (*_KERNEL_INPUTS.values(), *(f"fab.{n}" for n in _COST_INPUTS), *_PRICE_INPUTS)
+            drawn = {key: float(inputs[key][i]) for key in keys if key in inputs.values}
             raise NumericalError(f"fab stage, trial {inputs.trial_start + i}: {name} is {values[i]} at inputs {drawn}")
-    return columns
 
 
 def die_yields(wafer: WaferMap, defect_density_per_cm2: float, clustering: float, units: int, required: int,

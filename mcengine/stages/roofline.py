@@ -38,10 +38,12 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     """Per-trial roofline columns for the chained run (arrays of shape (n,)).
 
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
-    ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), ``slo_met`` (1.0 when the trial's TPOT
-    meets its SLO, else 0.0: an unreachable SLO serves one sequence at a time), at the
-    layout chosen at the median inputs, in the serving mode ``workload.serving`` picks
-    (static: the lines below, unchanged; others: :mod:`._roofline_serving`).
+    ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), ``slo_met`` (1.0 when the trial meets
+    its TPOT and TTFT SLOs, else 0.0: such a trial delivers no tokens),
+    ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
+    utilisation of the power model), at the layout chosen at the median inputs, in the
+    serving mode ``workload.serving`` picks (static: the lines below, unchanged; others:
+    :mod:`._roofline_serving`).
     Raises InputError if in some trial the weights (or an integer batch) do not fit HBM,
     NumericalError on a non-finite output.
     """
@@ -80,13 +82,15 @@ def _columns(e, inputs: TrialInputs, serving: str) -> dict[str, np.ndarray]:
                 "whole range fits them (gpu.hbm_gb, workload.hbm_usable_fraction, workload.prefill_chunk_tokens)",
             )
         )
+    served = e.slo_met
     columns = {
-        "tokens_per_s_instance": e.tokens_per_s_instance,
-        "tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
+        "tokens_per_s_instance": np.where(served, e.tokens_per_s_instance, 0.0),
+        "tokens_per_s_per_gpu": np.where(served, e.tokens_per_s_per_gpu, 0.0),
         "ttft_ms": e.ttft_s * MS_PER_S,
         "tpot_ms": e.tpot_s * MS_PER_S,
         "batch": e.batch.astype(np.int64),
-        "slo_met": e.slo_met.astype(np.float64),
+        "slo_met": served.astype(np.float64),
+        "busy_fraction": e.busy_fraction,
     }
     for name, values in columns.items():
         bad = ~np.isfinite(values.astype(float))

@@ -16,6 +16,7 @@ from .. import interrupt
 from ..options import check_seed, positive
 from ..results import BLOCK_TRIALS, Summary
 from ..scenario.sampling import draw_inputs, quantile_inputs
+from ..stages.econ import price_parts
 from ..stages.fab import FabModel, attempt_cost_usd, cost_inputs, fab_model, simulate_wafer_block
 
 #: Wafers per kernel call in a yield study (bounds the per-call arrays).
@@ -46,8 +47,12 @@ class _BlockFeeder:
 
 
 def _median_inputs(scenario) -> dict[str, float]:
+    """The ``[fab]`` inputs at their medians, with the effective stack and optics prices
+    (:func:`mcengine.stages.fab.cost_inputs`)."""
     q = quantile_inputs(scenario, 0.5)
-    return {key.removeprefix("fab."): float(q[key][0]) for key in q.values if key.startswith("fab.")}
+    med = {key.removeprefix("fab."): float(q[key][0]) for key in q.values if key.startswith("fab.")}
+    med.update({name: float(v[0]) for name, v in cost_inputs(scenario, q).items()})
+    return med
 
 
 def analytic_at_median(scenario, model: FabModel | None = None) -> dict:
@@ -62,15 +67,27 @@ def analytic_at_median(scenario, model: FabModel | None = None) -> dict:
                                      model.units - model.spares, med["unit_area_fraction"],
                                      model.wafer.weights(med["defect_edge_ratio"]))
     good = model.wafer.dies * harvest
-    gpu = analytic.cost_per_good_package(med["wafer_cost_usd"], good, model.hbm_stacks, med["hbm_stack_cost_usd"],
-                                         med["hbm_stack_yield"], med["package_cost_usd"], med["test_cost_usd"],
-                                         med["assembly_yield"], med["optics_cost_usd"])
+    args = (med["wafer_cost_usd"], good, model.hbm_stacks, med["hbm_stack_cost_usd"], med["hbm_stack_yield"],
+            med["package_cost_usd"], med["test_cost_usd"], med["assembly_yield"], med["optics_cost_usd"])
+    gpu = analytic.cost_per_good_package(*args)
     return {
         "yields": {**yields, "harvesting": harvest},
         "cost": {"good_dies_per_wafer": good, "cost_per_good_die_usd": med["wafer_cost_usd"] / good, "gpu_cost_usd": gpu},
+        "cost_parts": analytic.cost_parts_per_good_package(*args),
         "median_inputs": {"defect_density_per_cm2": med["defect_density_per_cm2"],
                           "defect_clustering": med["defect_clustering"], "die_defects_mean": m},
     }
+
+
+def _price_breakdown(scenario, parts: dict | None) -> dict | None:
+    """The package's price by part: the pooled cost parts with ``econ.gpu_markup`` at its
+    median on the parts of ``econ.markup_applies_to`` (docs/model.md#cost); ``None`` when
+    ``econ.gpu_price_usd`` is given or no wafer had a good die."""
+    if parts is None or scenario.econ.gpu_price_usd is not None:
+        return None
+    markup = scenario.econ.gpu_markup.median()
+    priced = price_parts({k: np.asarray(v) for k, v in parts.items()}, np.asarray(markup), scenario.econ.markup_applies_to)
+    return {k: float(v) for k, v in priced.items()}
 
 
 def yield_study(scenario, wafers: int, seed: int) -> dict:
@@ -92,7 +109,12 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
         ``wafers_without_good_dies``; ``harvested_share`` (good dies that carry
         defects); ``pooled`` long-run ratios (total spend / total good output);
         ``analytic`` (the five named whole-die yields and ``harvesting`` at the median
-        inputs), ``analytic_cost`` and ``median_inputs``.
+        inputs), ``analytic_cost`` and ``median_inputs``; the package cost by part
+        (docs/model.md#cost): ``gpu_cost_breakdown_usd`` (pooled ``die``, ``hbm``,
+        ``packaging``, ``test``, ``optics``, adding up to the pooled ``gpu_cost_usd``),
+        ``gpu_price_breakdown_usd`` (the same with the median markup on the parts of
+        ``econ.markup_applies_to``; ``None`` with a given price) and
+        ``analytic_cost_breakdown_usd`` (the closed form's parts at the median inputs).
     """
     positive("--wafers", wafers)
     check_seed(seed)
@@ -102,12 +124,13 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
     sums = {name: _BlockFeeder(f"fab {name}") for name in names}
     total = {"good": 0, "harvested": 0, "empty": 0}
     # per-wafer means of the pooled ratios (block-merged, so chunk-independent)
-    money = {name: _BlockFeeder(f"fab {name}") for name in ("wafer_usd", "spend_usd", "packages", "optics_usd")}
+    money = {name: _BlockFeeder(f"fab {name}") for name in ("wafer_usd", "spend_usd", "packages", "optics_usd",
+                                                             "hbm_usd", "packaging_usd", "test_usd")}
     with interrupt.deferred():  # a signal stops between chunks
         for start in range(0, int(wafers), CHUNK_WAFERS):
             inputs = draw_inputs(scenario, seed, start, min(CHUNK_WAFERS, int(wafers) - start))
             good, harvested = simulate_wafer_block(model, inputs, seed)
-            c = cost_inputs(inputs)
+            c = cost_inputs(scenario, inputs)
             ok = good > 0
             sums["die_yield"].add(good / dies)
             sums["good_dies_per_wafer"].add(good)
@@ -123,10 +146,18 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
             money["spend_usd"].add(c["wafer_cost_usd"] + good * attempt_cost_usd(model, c))
             money["packages"].add(good * c["assembly_yield"])
             money["optics_usd"].add(c["optics_cost_usd"])
+            money["hbm_usd"].add(good * model.hbm_stacks * c["hbm_stack_cost_usd"] / c["hbm_stack_yield"])
+            money["packaging_usd"].add(good * c["package_cost_usd"])
+            money["test_usd"].add(good * c["test_cost_usd"])
             interrupt.check()
     mean = {name: feeder.to_dict()["mean"] for name, feeder in money.items()}
     good = total["good"]
     at = analytic_at_median(scenario, model)
+    pooled_parts = None
+    if good:
+        pooled_parts = {"die": mean["wafer_usd"] / mean["packages"], "hbm": mean["hbm_usd"] / mean["packages"],
+                        "packaging": mean["packaging_usd"] / mean["packages"], "test": mean["test_usd"] / mean["packages"],
+                        "optics": mean["optics_usd"]}
     w = model.wafer
     f = scenario.fab
     return {
@@ -145,8 +176,11 @@ def yield_study(scenario, wafers: int, seed: int) -> dict:
             "cost_per_good_die_usd": mean["wafer_usd"] * int(wafers) / good if good else None,
             "gpu_cost_usd": mean["spend_usd"] / mean["packages"] + mean["optics_usd"] if good else None,
         },
+        "gpu_cost_breakdown_usd": pooled_parts,
+        "gpu_price_breakdown_usd": _price_breakdown(scenario, pooled_parts),
         "analytic": at["yields"],
         "analytic_cost": at["cost"],
+        "analytic_cost_breakdown_usd": at["cost_parts"],
         "analytic_out_of_range": sorted(k for k, v in {**at["yields"], **at["cost"]}.items() if not math.isfinite(v)),
         "median_inputs": at["median_inputs"],
     }

@@ -39,6 +39,7 @@ def test_yield_under_paper_assumptions_matches_poisson():
 def test_cost_under_paper_assumptions_matches_closed_form_per_trial():
     from mcengine.analytic.fab import cost_per_good_package
     from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.fab import hbm_stack_price_usd, optics_price_usd
 
     s = Settings(trials=48, seed=5)
     pair = tuple(scenario(r) for r in cost_claim.PAPER)
@@ -46,11 +47,11 @@ def test_cost_under_paper_assumptions_matches_closed_form_per_trial():
     per_h100e = []
     for sc in pair:
         f, model = sc.fab, fab_model(sc)
-        wafer = draw_inputs(sc, s.seed, 0, s.trials)["fab.wafer_cost_usd"]
+        inputs = draw_inputs(sc, s.seed, 0, s.trials)
         good = model.wafer.dies * math.exp(-0.1 * model.wafer.die_area_cm2)  # Poisson, no harvesting
-        cost = cost_per_good_package(wafer, good, f.hbm_stacks, f.hbm_stack_cost_usd.median(), f.hbm_stack_yield.median(),
+        cost = cost_per_good_package(inputs["fab.wafer_cost_usd"], good, f.hbm_stacks, hbm_stack_price_usd(sc, inputs), f.hbm_stack_yield.median(),
                                      f.package_cost_usd.median(), f.test_cost_usd.median(), f.assembly_yield.median(),
-                                     f.optics_cost_usd.median())
+                                     optics_price_usd(inputs))
         per_h100e.append(cost / sc.gpu.h100_equivalents.value)
     expected = 1.0 - per_h100e[1] / per_h100e[0]
     d = got - expected

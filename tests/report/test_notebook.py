@@ -16,11 +16,14 @@ def res():
 def test_to_frame_is_tidy_and_equals_the_summary(res):
     frame = res.to_frame()
     doc = res.summary()
-    n_rows = sum(len(m) for m in doc["scenarios"].values())
+    # one row per metric, the cost breakdown's parts as "cost_breakdown_per_mtok_usd.<part>"
+    n_rows = sum(len(m) - 1 + len(m["cost_breakdown_per_mtok_usd"]) for m in doc["scenarios"].values())
     assert frame.shape == (n_rows, 2 + len(SUMMARY_KEYS))
     assert list(frame.columns) == ["scenario", "metric", *SUMMARY_KEYS]
     for row in frame.itertuples(index=False):
-        s = doc["scenarios"][row.scenario][row.metric]
+        group, _, part = row.metric.partition(".")
+        s = doc["scenarios"][row.scenario][group]
+        s = s[part] if part else s
         assert all(getattr(row, k) == s[k] for k in SUMMARY_KEYS)
 
 

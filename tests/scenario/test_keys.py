@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 
+import pytest
+
 from mcengine.scenario.fields import spec_of
 from mcengine.scenario.keys import key_rows
 from mcengine.scenario.schema import SECTIONS
@@ -42,3 +44,20 @@ def test_cli_keys_unknown_section_is_exit_2_with_a_suggestion(cli):
 def test_an_integer_bound_is_shown_in_full_not_rounded():
     row = next(r for r in key_rows("run") if r["key"] == "run.seed")
     assert row["range"] == f"[0, {2**64 - 1}]"
+
+
+def test_the_markup_scope_is_a_subset_key():
+    from mcengine.errors import InputError
+    from mcengine.scenario import load_scenario
+    from mcengine.scenario.keys import key_rows
+
+    row = next(r for r in key_rows("econ") if r["key"] == "econ.markup_applies_to")
+    assert row["kind"] == "subset" and row["default"] == ["die", "packaging", "test"]
+    assert row["choices"] == ["die", "hbm", "packaging", "test", "optics", "hosts", "fabric"]
+    s = load_scenario("h100", ['econ.markup_applies_to=["optics", "die"]'])
+    assert s.econ.markup_applies_to == ("optics", "die") and s.to_dict()["econ"]["markup_applies_to"] == ["optics", "die"]
+    for bad, words in (('["die", "hbmm"]', "did you mean 'hbm'"), ('"die"', "a list of distinct names"), ('["die", "die"]', "distinct")):
+        with pytest.raises(InputError, match="econ.markup_applies_to") as err:
+            load_scenario("h100", [f"econ.markup_applies_to={bad}"])
+        assert words in str(err.value)
+    assert load_scenario("h100", ["econ.markup_applies_to=[]"]).econ.markup_applies_to == ()

@@ -231,8 +231,11 @@ def test_sobol_of_the_paired_ratio_uses_the_union_of_inputs():
     b = load_scenario("lite-h100-2x", ['gpu.link_gbps={dist="uniform", low=150, high=300}'])
     doc = sensitivity.sobol([a, b], trials=16, seed=7, resamples=20)
     assert doc["ratio_of"] == "lite-h100-2x / h100"
-    assert set(doc["indices"]) == set(a.uncertain_inputs()) | {"gpu.link_gbps", "model_noise"}
-    assert doc["evaluations"] == 2 * 16 * (len(a.uncertain_inputs()) + 1 + 3)
+    # the union: h100's inputs, the Lite's own link bandwidth and optics price per GB/s
+    lite_only = {"gpu.link_gbps", "fab.optics_cost_per_gbps_usd"}
+    assert set(b.uncertain_inputs()) - set(a.uncertain_inputs()) == lite_only
+    assert set(doc["indices"]) == set(a.uncertain_inputs()) | lite_only | {"model_noise"}
+    assert doc["evaluations"] == 2 * 16 * (len(a.uncertain_inputs()) + len(lite_only) + 3)
     # more link bandwidth for Lite-GPUs alone moves the ratio
     assert doc["indices"]["gpu.link_gbps"]["ST"] > 0.0
 

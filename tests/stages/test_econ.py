@@ -12,25 +12,46 @@ import warnings
 import numpy as np
 import pytest
 
+from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
+from mcengine.scenario.schema import build
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
-from mcengine.stages.econ import COLUMNS, economics
+from mcengine.stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, COLUMNS, economics
 from mcengine.units import HOURS_PER_YEAR
+
+#: Every package part under the markup: price = fab cost x markup, as before the markup
+#: had a scope.
+ALL_PACKAGE_PARTS = 'econ.markup_applies_to=["die", "hbm", "packaging", "test", "optics"]'
 
 # 4 instances of 8 GPUs + 8 spares = 40 GPU slots, 32 of them active.
 FIXED_ECON = [
     "cluster.instances=4", "cluster.spare_gpus=8", "gpu.tdp_w=700", "run.horizon_years=5",
     "econ.gpu_markup=8.0", "econ.host_cost_per_gpu_usd=4000", "econ.network_cost_per_gpu_usd=1500",
-    "econ.power_usd_per_kwh=0.1", "econ.pue=1.25", "econ.repair_cost_usd=500",
+    "econ.power_usd_per_kwh=0.1", "econ.pue=1.25", "econ.repair_cost_usd=500", ALL_PACKAGE_PARTS,
+    "gpu.idle_w=700",  # idle = TDP: the GPU draws 700 W whatever the load
+    "econ.scale_up_port_cost_usd=0",
 ]
 
 
-def _columns(gpu_cost, availability, repairs, tokens_per_s_instance):
+def _without(scenario, table: str, key: str):
+    """``scenario`` with the optional ``table.key`` unset (as in a file that omits it)."""
+    raw = scenario.to_dict()
+    del raw[table][key]
+    return build(raw)
+
+#: Shares of the package cost the test columns give each part (they add up to 1).
+SHARES = {"die": 0.4, "hbm": 0.3, "packaging": 0.15, "test": 0.1, "optics": 0.05}
+
+
+def _columns(gpu_cost, availability, repairs, tokens_per_s_instance, busy_fraction=None):
+    cost = np.asarray(gpu_cost, dtype=float)
     return {
-        "gpu_cost_usd": np.asarray(gpu_cost, dtype=float),
+        "gpu_cost_usd": cost,
+        **{f"gpu_cost_{p}_usd": cost * share for p, share in SHARES.items()},
         "instance_availability": np.asarray(availability, dtype=float),
         "repairs": np.asarray(repairs, dtype=np.int64),
         "tokens_per_s_instance": np.asarray(tokens_per_s_instance, dtype=float),
+        "busy_fraction": np.full(cost.shape, 0.5) if busy_fraction is None else np.asarray(busy_fraction, dtype=float),
     }
 
 
@@ -54,6 +75,9 @@ def test_every_column_worked_by_hand():
         "tokens_per_s": 3_960.0,  # 1,000 x 4 instances x 0.99
         "tokens_total": 3_960.0 * hours * 3600.0,  # 6.2484048e11 tokens
         "cost_per_mtok_usd": 1_308_724.0 / 624_840.48,  # $2.0945 per million tokens
+        "gpu_power_w": 700.0,  # gpu.idle_w unset: the TDP whatever the load
+        "energy_j_per_token": 32 * 700.0 * hours * 3600.0 / (3_960.0 * hours * 3600.0),  # 5.657 J per token
+        "gpu_price_per_h100_equivalent_usd": 24_000.0,
     }
     assert expected["tokens_total"] == pytest.approx(6.2484048e11, rel=1e-12)
     for name, value in expected.items():
@@ -83,20 +107,24 @@ def test_uncertain_gpu_price_is_taken_trial_by_trial():
 
 
 def test_drawn_inputs_column_by_column_against_a_per_trial_loop():
-    """Shipped h100 (markup and power price uncertain): each trial by the formulas."""
+    """Shipped h100 (markup, idle power and power price uncertain; markup on the die,
+    packaging and test; hosts of 8 priced per host): each trial by the formulas."""
     s = load_scenario("h100")
     n = 32
     inputs = draw_inputs(s, 3, 0, n)
     rng = np.random.default_rng(0)
-    cols = _columns(rng.uniform(3000, 3500, n), rng.uniform(0.95, 1.0, n), rng.integers(0, 400, n), rng.uniform(500, 3000, n))
+    cols = _columns(rng.uniform(3000, 3500, n), rng.uniform(0.95, 1.0, n), rng.integers(0, 400, n), rng.uniform(500, 3000, n),
+                    busy_fraction=rng.uniform(0.3, 0.9, n))
     got = economics(s, inputs, cols)
     hours = s.run.horizon_years.value * HOURS_PER_YEAR
     assert hours == 5 * 8766.0
     for i in range(n):
         x = {k: float(v[i]) for k, v in inputs.values.items()}
-        price = cols["gpu_cost_usd"][i] * x["econ.gpu_markup"]
-        capex = 1040 * (price + x["econ.host_cost_per_gpu_usd"] + x["econ.network_cost_per_gpu_usd"])
-        energy = 1024 * x["gpu.tdp_w"] / 1000 * x["econ.pue"] * hours * x["econ.power_usd_per_kwh"]
+        cost = cols["gpu_cost_usd"][i]
+        price = cost * (SHARES["die"] + SHARES["packaging"] + SHARES["test"]) * x["econ.gpu_markup"] + cost * (SHARES["hbm"] + SHARES["optics"])
+        capex = 1040 * (price + 130 * x["econ.host_cost_usd"] / 1040 + x["econ.network_cost_per_gpu_usd"] + x["econ.scale_up_port_cost_usd"])
+        power = x["gpu.idle_w"] + (x["gpu.tdp_w"] - x["gpu.idle_w"]) * cols["busy_fraction"][i] * cols["instance_availability"][i]
+        energy = 1024 * power / 1000 * x["econ.pue"] * hours * x["econ.power_usd_per_kwh"]
         repairs = cols["repairs"][i] * x["econ.repair_cost_usd"]
         tokens_per_s = cols["tokens_per_s_instance"][i] * 128 * cols["instance_availability"][i]
         tokens = tokens_per_s * hours * 3600
@@ -105,7 +133,7 @@ def test_drawn_inputs_column_by_column_against_a_per_trial_loop():
                "tokens_per_s": tokens_per_s, "tokens_total": tokens,
                "cost_per_mtok_usd": (capex + energy + repairs) / (tokens / 1e6)}
         for name, value in row.items():
-            assert got[name][i] == pytest.approx(value, rel=1e-12), (name, i)
+            assert got[name][i] == pytest.approx(value, rel=1e-11), (name, i)
     # the inputs really vary, so the loop above checks per-trial indexing
     assert np.unique(got["energy_usd"]).size == n and np.unique(got["gpu_price_usd"]).size == n
 
@@ -126,3 +154,135 @@ def test_zero_availability_gives_infinite_cost_without_a_warning():
         warnings.simplefilter("error")
         got = economics(s, quantile_inputs(s), _columns([3000.0], [0.0], [0], [1000.0]))
     assert got["tokens_total"][0] == 0.0 and got["cost_per_mtok_usd"][0] == np.inf
+
+
+# ---------------------------------------------------------------- cost structure
+
+
+def test_shipped_markup_scope_marks_up_the_designed_silicon_only():
+    """Default scope (die, packaging, test): $3,000 = die 1,200 + HBM 900 + packaging 450
+    + test 300 + optics 150; price = (1,200 + 450 + 300) x 8 + 900 + 150 = 16,650."""
+    s = load_scenario("h100", [f for f in FIXED_ECON if f != ALL_PACKAGE_PARTS])
+    assert s.econ.markup_applies_to == ("die", "packaging", "test")
+    got = economics(s, quantile_inputs(s), _columns([3000.0], [1.0], [0], [1000.0]))
+    assert got["gpu_price_usd"][0] == pytest.approx(16_650.0, rel=1e-12)
+    assert got["capex_usd"][0] == pytest.approx(40 * (16_650.0 + 4_000 + 1_500), rel=1e-12)
+
+
+def test_markup_on_every_package_part_is_todays_price_to_the_bit():
+    """Listing all five package parts reproduces price = fab cost x markup exactly, for
+    the shipped scenarios' drawn markups and any split of the cost into parts."""
+    for name in ("h100", "lite-h100-2x"):
+        s = load_scenario(name, [ALL_PACKAGE_PARTS])
+        n = 64
+        inputs = draw_inputs(s, 5, 0, n)
+        rng = np.random.default_rng(1)
+        cols = _columns(rng.uniform(900, 4000, n), np.ones(n), np.zeros(n), np.full(n, 1000.0))
+        got = economics(s, inputs, cols)
+        np.testing.assert_array_equal(got["gpu_price_usd"], cols["gpu_cost_usd"] * inputs["econ.gpu_markup"])
+
+
+def test_hosts_priced_per_host_of_gpus_per_host():
+    """40 GPU slots in hosts of 16: ceil(40 / 16) = 3 hosts x $32,000 = $96,000 (not 40 x
+    4,000); with hosts of 8 the per-host price 32,000 = 8 x 4,000 gives the old capex."""
+    s = load_scenario("h100", FIXED_ECON + ["cluster.gpus_per_host=16", "econ.host_cost_usd=32000"])
+    got = economics(s, quantile_inputs(s), _columns([3000.0], [1.0], [0], [1000.0]))
+    assert got["capex_usd"][0] == pytest.approx(40 * (24_000 + 1_500) + 96_000, rel=1e-12)
+    per_gpu = _without(load_scenario("h100", FIXED_ECON), "econ", "host_cost_usd")
+    assert per_gpu.econ.host_cost_usd is None and per_gpu.econ.host_cost_per_gpu_usd.value == 4000
+    per_host = load_scenario("h100", FIXED_ECON + ["econ.host_cost_usd=32000"])
+    a = economics(per_gpu, quantile_inputs(per_gpu), _columns([3000.0], [1.0], [0], [1000.0]))
+    b = economics(per_host, quantile_inputs(per_host), _columns([3000.0], [1.0], [0], [1000.0]))
+    assert a["capex_usd"][0] == b["capex_usd"][0] == 1_180_000.0
+
+
+def test_scale_up_ports_and_a_listed_markup_on_hosts():
+    """A $600 port per GPU slot adds 40 x 600 at cost; listing "fabric" and "hosts" puts
+    the markup (8) on them too."""
+    s = load_scenario("h100", FIXED_ECON + ["econ.scale_up_port_cost_usd=600"])
+    got = economics(s, quantile_inputs(s), _columns([3000.0], [1.0], [0], [1000.0]))
+    assert got["capex_usd"][0] == pytest.approx(1_180_000.0 + 40 * 600, rel=1e-12)
+    marked = load_scenario("h100", FIXED_ECON + ["econ.scale_up_port_cost_usd=600", 'econ.markup_applies_to=["die", "hosts", "fabric"]'])
+    got = economics(marked, quantile_inputs(marked), _columns([3000.0], [1.0], [0], [1000.0]))
+    price = 1200 * 8 + 900 + 450 + 300 + 150  # only the die of the package is marked up
+    assert got["capex_usd"][0] == pytest.approx(40 * (price + 4000 * 8 + 1500 + 600 * 8), rel=1e-12)
+
+
+# ---------------------------------------------------------------- power and energy
+
+
+def test_power_from_idle_tdp_utilisation_and_dvfs_by_hand():
+    """idle 100 W, TDP 700 W, busy half the cycle, instances up 99 %: 100 + 600 x 0.5 x
+    0.99 = 397 W; at s = 0.9 the dynamic part x 0.729: 100 + 600 x 0.729 x 0.495 = 316.5 W."""
+    s = load_scenario("h100", FIXED_ECON + ["gpu.idle_w=100"])
+    got = economics(s, quantile_inputs(s), _columns([3000.0], [0.99], [12], [1000.0], busy_fraction=[0.5]))
+    hours = 5 * 8766.0
+    assert got["gpu_power_w"][0] == pytest.approx(397.0, rel=1e-12)
+    assert got["energy_usd"][0] == pytest.approx(32 * 0.397 * 1.25 * hours * 0.1, rel=1e-12)
+    assert got["energy_j_per_token"][0] == pytest.approx(32 * 397.0 / 3_960.0, rel=1e-12)  # 3.208 J per token
+    assert got["power_w_per_h100_equivalent"][0] == pytest.approx(397.0, rel=1e-12)
+    slow = load_scenario("h100", FIXED_ECON + ["gpu.idle_w=100", "gpu.dvfs_scale=0.9"])
+    got = economics(slow, quantile_inputs(slow), _columns([3000.0], [0.99], [12], [1000.0], busy_fraction=[0.5]))
+    assert got["gpu_power_w"][0] == pytest.approx(100 + 600 * 0.729 * 0.495, rel=1e-12)
+
+
+def test_energy_identity_sum_of_power_hours_pue_price():
+    """Energy cost = sum over active GPUs of power x hours x PUE x price, trial by trial,
+    with uncertain idle power, TDP, utilisation, PUE and electricity price."""
+    s = load_scenario("lite-h100", ['gpu.tdp_w={dist="uniform", low=160, high=190}', 'gpu.idle_w={dist="uniform", low=15, high=25}',
+                                    'econ.pue={dist="uniform", low=1.1, high=1.4}'])
+    n = 16
+    inputs = draw_inputs(s, 9, 0, n)
+    rng = np.random.default_rng(4)
+    busy = rng.uniform(0.3, 0.9, n)
+    avail = rng.uniform(0.95, 1.0, n)
+    got = economics(s, inputs, _columns(np.full(n, 1000.0), avail, np.zeros(n), np.full(n, 500.0), busy_fraction=busy))
+    hours = s.run.horizon_years.value * HOURS_PER_YEAR
+    for i in range(n):
+        x = {k: float(v[i]) for k, v in inputs.values.items()}
+        power = x["gpu.idle_w"] + (x["gpu.tdp_w"] - x["gpu.idle_w"]) * busy[i] * avail[i]
+        kwh = sum(power / 1000 * hours * x["econ.pue"] for _ in range(s.active_gpus))
+        assert got["energy_usd"][i] == pytest.approx(kwh * x["econ.power_usd_per_kwh"], rel=1e-9)
+    assert np.unique(got["energy_usd"]).size == n
+
+
+def test_unset_idle_power_is_the_tdp_whatever_the_load():
+    s = _without(load_scenario("h100", FIXED_ECON), "gpu", "idle_w")
+    got = economics(s, draw_inputs(s, 0, 0, 2), _columns([3000.0, 3000.0], [0.9, 0.99], [0, 0], [1000.0, 1000.0], busy_fraction=[0.1, 0.8]))
+    np.testing.assert_array_equal(got["gpu_power_w"], [700.0, 700.0])
+    np.testing.assert_array_equal(got["energy_usd"], 32 * 700.0 / 1000 * 1.25 * 5 * 8766.0 * 0.1)
+
+
+def test_idle_above_tdp_is_bad_input():
+    with pytest.raises(InputError, match="gpu.idle_w"):
+        load_scenario("h100", ["gpu.idle_w=800"])
+    with pytest.raises(InputError, match="gpu.idle_w"):
+        load_scenario("h100", ['gpu.idle_w={dist="uniform", low=100, high=300}', 'gpu.tdp_w={dist="uniform", low=250, high=700}'])
+
+
+# ---------------------------------------------------------------- breakdown
+
+
+@pytest.mark.parametrize("extra", [[], ["econ.gpu_price_usd=25000"], ["gpu.idle_w=80", "econ.host_cost_usd=30000", "econ.scale_up_port_cost_usd=300"]])
+def test_breakdown_parts_add_up_to_the_cost_per_token(extra):
+    s = load_scenario("h100", extra)
+    n = 32
+    inputs = draw_inputs(s, 2, 0, n)
+    rng = np.random.default_rng(2)
+    got = economics(s, inputs, _columns(rng.uniform(3000, 3500, n), rng.uniform(0.95, 1, n), rng.integers(0, 300, n), rng.uniform(500, 3000, n),
+                                        busy_fraction=rng.uniform(0.2, 0.9, n)))
+    parts = np.array([got[BREAKDOWN_COLUMN.format(p)] for p in BREAKDOWN_PARTS])
+    np.testing.assert_allclose(parts.sum(axis=0), got["cost_per_mtok_usd"], rtol=1e-12)
+    mtok = got["tokens_total"] / 1e6
+    np.testing.assert_allclose(got[BREAKDOWN_COLUMN.format("energy")], got["energy_usd"] / mtok, rtol=1e-15)
+    np.testing.assert_allclose(got[BREAKDOWN_COLUMN.format("repairs")], got["repair_usd"] / mtok, rtol=1e-15)
+    if "econ.gpu_price_usd=25000" in extra:
+        np.testing.assert_allclose(got[BREAKDOWN_COLUMN.format("gpu_price")], 1040 * 25000 / mtok, rtol=1e-15)
+        assert not got[BREAKDOWN_COLUMN.format("die")].any()
+
+
+def test_per_unit_of_a_trial_without_tokens_is_inf_or_zero_never_nan():
+    from mcengine.stages.econ import per_unit
+
+    got = per_unit(np.array([10.0, 10.0, 0.0, 0.0]), np.array([4.0, 0.0, 0.0, 2.0]))
+    np.testing.assert_array_equal(got, [2.5, np.inf, 0.0, 0.0])

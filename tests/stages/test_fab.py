@@ -37,12 +37,62 @@ def test_production_runs_columns_and_cost_identity():
     assert np.all(cols["packages"] >= s.total_gpus) and np.all(cols["good_dies"] >= cols["packages"])
     f = s.fab
     wafer_cost = inputs["fab.wafer_cost_usd"]
-    attempt = f.hbm_stacks * inputs["fab.hbm_stack_cost_usd"] / inputs["fab.hbm_stack_yield"] + inputs["fab.package_cost_usd"] + inputs["fab.test_cost_usd"]
+    # shipped h100: HBM per GB, 80 GB over 5 stacks = 16 GB a stack + the stack's fixed part
+    stack = 16 * inputs["fab.hbm_cost_per_gb_usd"] + inputs["fab.hbm_stack_assembly_usd"]
+    attempt = f.hbm_stacks * stack / inputs["fab.hbm_stack_yield"] + inputs["fab.package_cost_usd"] + inputs["fab.test_cost_usd"]
     spend = cols["wafers"] * wafer_cost + cols["good_dies"] * attempt
     assert np.allclose(cols["gpu_cost_usd"], spend / cols["packages"] + inputs["fab.optics_cost_usd"], rtol=1e-12)
+    parts = [cols[f"gpu_cost_{p}_usd"] for p in ("die", "hbm", "packaging", "test", "optics")]
+    np.testing.assert_allclose(np.sum(parts, axis=0), cols["gpu_cost_usd"], rtol=1e-12)
+    np.testing.assert_allclose(cols["gpu_cost_die_usd"], cols["wafers"] * wafer_cost / cols["packages"], rtol=1e-15)
     assert np.allclose(cols["cost_per_good_die_usd"], cols["wafers"] * wafer_cost / cols["good_dies"], rtol=1e-12)
     assert np.allclose(cols["die_yield"] * 67, cols["good_dies_per_wafer"], rtol=1e-12)
     assert np.all(cols["wafers"] * 67 >= s.total_gpus)  # no run makes more packages than dies
+
+
+def _without(scenario, table: str, key: str):
+    """``scenario`` with the optional ``table.key`` unset (as in a file that omits it)."""
+    from mcengine.scenario.schema import build
+
+    raw = scenario.to_dict()
+    del raw[table][key]
+    return build(raw)
+
+
+def test_hbm_priced_per_gb_by_hand():
+    """$13/GB + $72 a stack: the H100's 16 GB stacks cost 16 x 13 + 72 = $280 (the old
+    per-stack price), the Lite-H100's one 20 GB stack 20 x 13 + 72 = $332; without the
+    per-GB key the per-stack price holds whatever the capacity."""
+    per_gb = ["fab.hbm_cost_per_gb_usd=13", "fab.hbm_stack_assembly_usd=72"]
+    for name, expected in (("h100", 280.0), ("lite-h100", 332.0)):
+        s = load_scenario(name, per_gb)
+        np.testing.assert_array_equal(fab.hbm_stack_price_usd(s, draw_inputs(s, 0, 0, 3)), expected)
+        old = _without(s, "fab", "hbm_cost_per_gb_usd")
+        np.testing.assert_array_equal(fab.hbm_stack_price_usd(old, draw_inputs(old, 0, 0, 3)), 280.0)
+    doubled = load_scenario("lite-h100", per_gb + ["gpu.hbm_gb=40"])
+    np.testing.assert_array_equal(fab.hbm_stack_price_usd(doubled, draw_inputs(doubled, 0, 0, 3)), 40 * 13 + 72)
+
+
+def test_hbm_part_of_a_run_by_hand():
+    s = load_scenario("lite-h100", FIXED + ["fab.hbm_cost_per_gb_usd=13", "fab.hbm_stack_assembly_usd=72", "fab.hbm_stack_yield=0.98"])
+    cols = fab.production_runs(s, draw_inputs(s, 3, 0, 8), 3)
+    np.testing.assert_allclose(cols["gpu_cost_hbm_usd"], cols["good_dies"] * 332.0 / 0.98 / cols["packages"], rtol=1e-14)
+
+
+def test_optics_priced_per_link_bandwidth():
+    """$2 per GB/s: 112.5 GB/s of links cost $225 of optics, 225 GB/s $450; the same
+    production runs, so the package cost moves by exactly the optics difference."""
+    base = ["fab.optics_cost_usd=0", "fab.optics_cost_per_gbps_usd=2"]
+    one = load_scenario("lite-h100", FIXED + base)
+    two = load_scenario("lite-h100-2x", FIXED + base)
+    a = fab.production_runs(one, draw_inputs(one, 4, 0, 16), 4)
+    b = fab.production_runs(two, draw_inputs(two, 4, 0, 16), 4)
+    np.testing.assert_array_equal(a["gpu_cost_optics_usd"], 225.0)
+    np.testing.assert_array_equal(b["gpu_cost_optics_usd"], 450.0)
+    np.testing.assert_array_equal(a["packages"], b["packages"])
+    np.testing.assert_allclose(b["gpu_cost_usd"] - a["gpu_cost_usd"], 225.0, rtol=1e-9)
+    fixed_too = load_scenario("lite-h100", FIXED + ["fab.optics_cost_usd=50", "fab.optics_cost_per_gbps_usd=2"])
+    np.testing.assert_array_equal(fab.optics_price_usd(draw_inputs(fixed_too, 0, 0, 2)), 275.0)
 
 
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])

@@ -19,7 +19,7 @@ TP8 = ("workload.tensor_parallel=8", "workload.pipeline_parallel=1")
 def test_throughput_columns_match_the_study_at_the_median(h100_body):
     s = load_scenario("h100")
     cols = roofline.throughput(s, quantile_inputs(s, 0.5))
-    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met"}
+    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction"}
     assert cols["slo_met"][0] == 1.0 and h100_body["slo_met"]
     assert cols["batch"].dtype == np.int64
     assert cols["tokens_per_s_instance"][0] == pytest.approx(h100_body["tokens_per_s_instance"])
@@ -54,3 +54,31 @@ def test_throughput_rejects_trials_where_the_weights_do_not_fit():
     assert err.value.problems[0].key == "gpu.hbm_gb"
 
 
+
+
+def test_busy_fraction_is_the_compute_or_memory_share_of_the_serving_cycle():
+    """Utilisation of the power model by hand from the phase terms: (max(c, m) of the
+    prefill + O x max(c, m) of a decode step) / (prefill + O x TPOT)."""
+    from mcengine.stages._roofline_layout import choose_layout, evaluate
+
+    s = load_scenario("lite-h100-2x")
+    inputs = draw_inputs(s, 3, 0, 8)
+    e = evaluate(s, choose_layout(s)[0].layout, inputs)
+    o = s.workload.output_tokens
+    busy = np.maximum(e.prefill.compute_s, e.prefill.memory_s) + o * np.maximum(e.decode.compute_s, e.decode.memory_s)
+    cycle = np.maximum(e.prefill.compute_s, e.prefill.memory_s) + e.prefill.comm_s + e.prefill.overhead_s \
+        + o * (np.maximum(e.decode.compute_s, e.decode.memory_s) + e.decode.comm_s + e.decode.overhead_s)
+    cols = roofline.throughput(s, inputs)
+    np.testing.assert_allclose(cols["busy_fraction"], busy / cycle, rtol=1e-12)
+    assert np.all((cols["busy_fraction"] > 0.3) & (cols["busy_fraction"] < 1.0))
+
+
+def test_dvfs_scale_multiplies_the_peak_flops():
+    """s = 0.8: compute terms / 0.8, memory terms unchanged."""
+    from mcengine.stages._roofline_layout import rates_of
+
+    s = load_scenario("h100")
+    slow = load_scenario("h100", ["gpu.dvfs_scale=0.8"])
+    a, b = rates_of(s, quantile_inputs(s)), rates_of(slow, quantile_inputs(slow))
+    np.testing.assert_allclose(b.flops_per_s, 0.8 * a.flops_per_s, rtol=1e-15)
+    np.testing.assert_array_equal(b.hbm_bytes_per_s, a.hbm_bytes_per_s)

@@ -36,8 +36,9 @@ def test_chained_run_columns_in_each_mode(mode):
     s = load_scenario("lite-h100", (_mode(mode),))
     inputs = draw_inputs(s, 11, 0, 32)
     cols = roofline.throughput(s, inputs)
-    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met"}
+    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction"}
     assert all(v.shape == (32,) and np.all(np.isfinite(v)) for v in cols.values())
+    assert np.all((cols["busy_fraction"] > 0) & (cols["busy_fraction"] <= 1))
     np.testing.assert_allclose(cols["tokens_per_s_per_gpu"], cols["tokens_per_s_instance"] / 32)
     assert np.ptp(cols["tokens_per_s_instance"]) > 0
     # chunk-independent: two halves give the same trials
@@ -51,6 +52,15 @@ def test_chained_run_columns_in_each_mode(mode):
         steps = -(-(o * np.minimum(cols["batch"], p)) // cols["batch"])
         np.testing.assert_allclose(cols["ttft_ms"], steps * cols["tpot_ms"], rtol=1e-12)
         np.testing.assert_allclose(cols["tokens_per_s_instance"], cols["batch"] / cols["tpot_ms"] * 1e3, rtol=1e-12)
+        # busy share of a step: max(compute, memory) / tau
+        step = chosen.step
+        assert float(cols["busy_fraction"][0]) <= 1.0 and float(chosen.busy_fraction[0]) == float(step.busy_s[0] / step.total_s[0])
+    else:
+        # GPU-weighted: f of the GPUs prefill, 1 - f decode
+        f = float(chosen.prefill_share[0])
+        pre = float(chosen.prefill.busy_s[0] / chosen.prefill.total_s[0])
+        dec = float(chosen.decode.decode.busy_s[0] / chosen.decode.decode.total_s[0])
+        assert float(chosen.busy_fraction[0]) == pytest.approx(f * pre + (1 - f) * dec, rel=1e-12)
 
 
 def test_disaggregated_split_matches_prompt_supply_to_decode_demand():

@@ -91,3 +91,23 @@ def test_a_sample_without_a_good_die_is_reported_not_an_error():
     assert body["wafers_without_good_dies"] == 2 and body["die_yield"]["max"] == 0.0
     assert body["pooled"]["cost_per_good_die_usd"] is None and body["pooled"]["gpu_cost_usd"] is None
     assert body["cost_per_good_die_usd"] is None and body["harvested_share"] is None
+
+
+def test_yield_carries_the_package_cost_and_price_by_part():
+    """Pooled parts add up to the pooled package cost; the price puts the median markup
+    ((10.5 + 14.75) / 2 = 12.625) on the die, packaging and test and passes HBM and
+    optics at cost."""
+    s = load_scenario("lite-h100", FIXED)
+    body = study.yield_study(s, 2000, 3)
+    parts = body["gpu_cost_breakdown_usd"]
+    assert set(parts) == {"die", "hbm", "packaging", "test", "optics"}
+    assert sum(parts.values()) == pytest.approx(body["pooled"]["gpu_cost_usd"], rel=1e-12)
+    price = body["gpu_price_breakdown_usd"]
+    for part in ("die", "packaging", "test"):
+        assert price[part] == pytest.approx(parts[part] * 12.625, rel=1e-12)
+    for part in ("hbm", "optics"):
+        assert price[part] == parts[part]
+    an = body["analytic_cost_breakdown_usd"]
+    assert sum(an.values()) == pytest.approx(body["analytic_cost"]["gpu_cost_usd"], rel=1e-12)
+    given = study.yield_study(load_scenario("lite-h100", FIXED + ["econ.gpu_price_usd=9000"]), 200, 3)
+    assert given["gpu_price_breakdown_usd"] is None

@@ -38,9 +38,14 @@ class FabSection:
     unit_area_fraction: Dist = number(0.8, "Share of the die area inside the repairable units (the rest is non-redundant).", lo=0.0, hi=1.0, why="a share")
     wafer_cost_usd: Dist = number(17000.0, "Processed wafer price (N5 ~ $17k, 13.5-20k).", "USD", **USD)
     hbm_stacks: int = integer(5, "HBM stacks bonded per package.", lo=0, hi=64, why="8x the most stacks on any package")
-    hbm_stack_cost_usd: Dist = number(280.0, "Price of one known-good HBM stack.", "USD", **USD)
+    hbm_stack_cost_usd: Dist = number(280.0, "Price of one known-good HBM stack; used when hbm_cost_per_gb_usd is unset.", "USD", **USD)
+    hbm_cost_per_gb_usd: Dist | None = number(None, "HBM price per GB of gpu.hbm_gb; when set, a stack costs its GB x this + hbm_stack_assembly_usd and hbm_stack_cost_usd is not used.", "USD/GB", lo=0.0, hi=1e6,
+                                              why="a million dollars per GB is beyond any memory; keeps sums finite")
+    hbm_stack_assembly_usd: Dist = number(0.0, "Per-stack cost that does not grow with capacity (base die, TSV stacking, stack test); with hbm_cost_per_gb_usd only.", "USD", **USD)
     hbm_stack_yield: Dist = number(1.0, "Share of bought stacks that survive incoming test (known-good stacks: ~1).", **_YIELD)
     assembly_yield: Dist = number(0.98, "Share of assemblies that pass; a failure scraps the die and the bonded stacks (CoWoS > 98%).", **_YIELD)
     package_cost_usd: Dist = number(750.0, "Packaging (interposer, substrate, CoWoS) per assembly attempt.", "USD", **USD)
     test_cost_usd: Dist = number(900.0, "Test and assembly labour per assembly attempt.", "USD", **USD)
-    optics_cost_usd: Dist = number(0.0, "Co-packaged optics per good package.", "USD", **USD)
+    optics_cost_usd: Dist = number(0.0, "Co-packaged optics per good package, fixed part.", "USD", **USD)
+    optics_cost_per_gbps_usd: Dist = number(0.0, "Co-packaged optics per GB/s of gpu.link_gbps (per direction), added to optics_cost_usd: 2x the links, 2x this part.", "USD per GB/s", lo=0.0, hi=1e6,
+                                            why="a million dollars per GB/s is beyond any optics; keeps sums finite")

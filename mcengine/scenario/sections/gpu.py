@@ -21,5 +21,9 @@ class GpuSection:
                              why="2000x NVLink 4")
     tdp_w: Dist = number(700.0, "Board power drawn while serving (TDP).", "W", lo=0.0, lo_open=True, hi=1e5,
                          why="100 kW per package is beyond any cooling")
+    idle_w: Dist | None = number(None, "Board power of an idle GPU (clocks up, nothing to do); power = idle + (TDP - idle) x utilisation. Unset: the GPU draws its TDP whatever it does.", "W", lo=0.0, hi=1e5,
+                                 why="as tdp_w; at most tdp_w in every trial")
+    dvfs_scale: Dist = number(1.0, "Voltage/frequency operating point s: peak FLOP/s x s, dynamic power (TDP - idle) x s^3; 1 = the rated clocks.", lo=0.3, hi=1.5,
+                              why="the cube law (voltage tracking frequency) holds only near the rated point; 0.3-1.5 spans every shipped clock range")
     h100_equivalents: Dist = number(1.0, "Silicon of this package in H100 dies (a quarter-die Lite-GPU is 0.25); used to report per-H100-equivalent figures.", lo=0.001, hi=1000.0, uncertain=False,
                                     why="per-H100-equivalent figures divide by it; a wafer holds fewer than 1000 H100 dies")
