@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from ..errors import InputError, Problem
 from .fields import did_you_mean
 from .cards import DEFAULT_MODEL, card_table, load_model_card
+from .derive import drop_inherited
 from .files import configs_dir, parse_toml, read_toml
 from .files import study_names  # noqa: F401 - re-exported
 from .refs import resolve_ref, shipped_names  # noqa: F401 - re-exported
@@ -64,7 +65,7 @@ def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] 
                 raise
             raise InputError([Problem("extends", p.value, p.allowed, p.hint) for p in exc.problems], str(path)) from None
         base.pop("description", None)  # a description describes one file, not its children
-        raw = deep_merge(base, raw)
+        raw = deep_merge(drop_inherited(base, raw), raw)
     raw["name"] = name
     return raw, path
 
@@ -247,7 +248,7 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
     if parent is not None:
         base, _ = load_raw(parent)
         base.pop("description", None)
-        raw = deep_merge(base, raw)
+        raw = deep_merge(drop_inherited(base, raw), raw)
     return build(raw, source)
 
 

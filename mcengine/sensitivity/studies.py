@@ -39,6 +39,7 @@ from ..pipeline import METRICS, PAIRED_METRICS, run_block
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.fields import did_you_mean
 from ..scenario.load import apply_overrides, load_scenarios, parse_override
+from ..scenario.derive import apply_trials
 from ..scenario.sampling import TrialInputs
 from . import analysis, sampling
 
@@ -112,6 +113,7 @@ def _inputs(scenario: Scenario, columns: dict, n: int) -> TrialInputs:
     """``n`` trials with the given inputs (arrays or scalars), every other input at its
     fixed value or median."""
     values = {key: np.broadcast_to(np.asarray(columns[key], dtype=float), (n,)).copy() if key in columns else np.full(n, dist.median()) for key, dist in scenario.inputs().items()}
+    apply_trials(scenario, values, n)
     return TrialInputs(0, n, values)
 
 
