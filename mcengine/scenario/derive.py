@@ -260,6 +260,13 @@ def _spec(key: str):
 def _range_problems(record: Derivation, parts: dict, rates: dict, gpu) -> list[Problem]:
     """Derived values outside their key's range, at the median and at both extremes of
     the per-trial rates (link and TDP grow with every rate)."""
+    if record.stacks < 1 and any(record.is_derived(k) for k in ("gpu.hbm_gb", "gpu.hbm_tbps")):
+        d = gpu.derive
+        return [Problem("gpu.derive.hbm_edge_share", d.hbm_edge_share.value,
+                        f"the HBM edge of {record.hbm_edge_mm:.4g} mm (hbm_edge_share x perimeter {record.perimeter_mm:.4g} mm) holds 0 stacks "
+                        f"of hbm_phy_edge_mm = {d.hbm_phy_edge_mm.value:g} mm; allowed: a share of at least "
+                        f"{d.hbm_phy_edge_mm.value / record.perimeter_mm:.3g}, a shorter gpu.derive.hbm_phy_edge_mm, "
+                        "or gpu.hbm_gb and gpu.hbm_tbps set explicitly")]
     out = []
     for key, value in record.values.items():
         if record.is_derived(key) and not _spec(key).in_range(float(value), float(value), False, False):

@@ -18,7 +18,7 @@ from .fields import parse_section, spec_of, unknown_keys
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
 from .sections.fab import FabSection
-from .sections.gpu import DeriveSection, GpuSection
+from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .cards import parse_model
@@ -27,8 +27,7 @@ from .sections.workload import WorkloadSection
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (
     ("run", RunSection, {}),
-    ("gpu", GpuSection, {"derive": lambda raw, key, problems: None if raw is None else parse_section(DeriveSection, raw, f"{key}.", problems,
-                                                                                                    {"resolved": lambda *_: None})}),
+    ("gpu", GpuSection, {"derive": parse_derive}),
     ("fab", FabSection, {}),
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),

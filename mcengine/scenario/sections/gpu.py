@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..dists import Dist
-from ..fields import choice, integer, number, text
+from ...errors import Problem
+from ..fields import choice, integer, number, parse_section, text
 from ..parts import hbm_generations, io_technologies
 
 
@@ -51,6 +52,16 @@ class DeriveSection:
                                  why="50x a pluggable optical module's ~20 pJ/bit")
     tdp_w_per_mm2: Dist = number(0.71, "Power of the die per mm² at full load (H100: 700 W less its HBM and links over 813 mm²).", "W/mm^2", lo=0.0, hi=100.0,
                                  why="100x an H100 die; beyond any cooling")
+
+
+def parse_derive(raw, key: str, problems: list[Problem]) -> DeriveSection | None:
+    """``[gpu.derive]`` (None when absent). Its ``resolved`` table, which `mcengine check`
+    adds, is recomputed on load and so skipped here."""
+    if raw is None:
+        return None
+    if isinstance(raw, dict) and isinstance(raw.get("resolved"), dict):
+        raw = {k: v for k, v in raw.items() if k != "resolved"}
+    return parse_section(DeriveSection, raw, f"{key}.", problems)
 
 
 @dataclass(frozen=True)
