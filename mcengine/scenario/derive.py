@@ -23,6 +23,9 @@ from ..errors import InputError, Problem
 from .dists import Dist, Fixed
 from .fields import spec_of
 from .parts import HbmGeneration, IoTechnology, hbm_generations, io_technologies
+from .sections.fab import FabSection
+from .sections.gpu import GpuSection
+from .sections.reliability import Component
 
 #: Keys the derivation fills unless the scenario sets them, by table.
 DERIVED_GPU = ("peak_tflops", "hbm_gb", "hbm_tbps", "link_gbps", "tdp_w", "h100_equivalents")
@@ -150,25 +153,21 @@ def _explicit(raw: dict) -> set[str]:
     return keys
 
 
-#: Parents being resolved (a derived parent is derived in turn; a cycle is an error).
-_RESOLVING: list[str] = []
-
-
-def _parent(ref: str, problems: list[Problem]):
-    from .load import load_scenario
-
-    if ref in _RESOLVING:
-        problems.append(Problem("gpu.derive.parent", ref, "cycle: " + " -> ".join([*_RESOLVING, ref]) + "; a design cannot derive from itself"))
+def _parent(ref: str, load_parent, problems: list[Problem]):
+    """The parent scenario, loaded by ``load_parent`` (:func:`mcengine.scenario.load.load_parent`)."""
+    if load_parent is None:
+        problems.append(Problem("gpu.derive.parent", ref, "a derived design is loaded through mcengine.scenario.load "
+                                "(load_scenario, scenario_from_dict), which loads its parent"))
         return None
-    _RESOLVING.append(ref)
     try:
-        return load_scenario(ref)
+        return load_parent(ref)
     except InputError as exc:
+        if any(p.key == "gpu.derive.parent" and "cycle" in p.allowed for p in exc.problems):
+            problems += [p for p in exc.problems if p.key == "gpu.derive.parent"]
+            return None
         problems.append(Problem("gpu.derive.parent", ref, "allowed: a shipped scenario name or a scenario file that loads; it fails with: "
                                 + "; ".join(f"{p.key}: {p.allowed}" for p in exc.problems[:3])))
         return None
-    finally:
-        _RESOLVING.pop()
 
 
 def _median(dist: Dist | None, fallback: float) -> float:
@@ -182,14 +181,15 @@ def _extremes(dist: Dist | None, fallback: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def resolve(parts: dict, raw: dict, problems: list[Problem]) -> tuple[dict, Derivation | None]:
+def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -> tuple[dict, Derivation | None]:
     """``parts`` (parsed sections) with every derivable key the scenario does not set
-    filled from ``[gpu.derive]``, and the :class:`Derivation`; problems name the key."""
+    filled from ``[gpu.derive]``, and the :class:`Derivation`; problems name the key.
+    ``load_parent(ref)`` loads the parent scenario (or raises InputError)."""
     gpu = parts.get("gpu")
     if gpu is None or gpu.derive is None:
         return parts, None
     d = gpu.derive
-    parent = _parent(d.parent, problems)
+    parent = _parent(d.parent, load_parent, problems)
     if parent is None:
         return parts, None
     if not parent.gpu.peak_tflops.is_fixed:
@@ -225,7 +225,9 @@ def resolve(parts: dict, raw: dict, problems: list[Problem]) -> tuple[dict, Deri
         "gpu.tdp_w": float(tdp_w(area_mm2, med["w_mm2"], stacks, med["w_stack"], link_used, med["pj"])),
         "gpu.h100_equivalents": fraction * parent.gpu.h100_equivalents.value,
     }
-    src = lambda key, name: f"gpu.derive.{key}" if getattr(d, key) is not None else name  # noqa: E731
+    def src(key: str, table_name: str) -> str:
+        return f"gpu.derive.{key}" if getattr(d, key) is not None else table_name
+
     origins = {
         "fab.die_width_mm": f"sqrt(area / aspect {aspect:.4g}); area = fraction {fraction:g} x {d.parent}'s {pf.die_width_mm.value:g} x {pf.die_height_mm.value:g} mm",
         "fab.die_height_mm": f"width x aspect {aspect:.4g}",
@@ -249,11 +251,9 @@ def resolve(parts: dict, raw: dict, problems: list[Problem]) -> tuple[dict, Deri
 
 
 def _spec(key: str):
-    from .schema import SECTIONS
-    from .sections.reliability import Component
-
+    """The spec of a derivable key (its range and help)."""
     table, _, name = key.rpartition(".")
-    cls = Component if table.startswith("reliability.components") else dict((t, c) for t, c, _ in SECTIONS)[table]
+    cls = {"gpu": GpuSection, "fab": FabSection}.get(table, Component)
     return spec_of(next(f for f in dataclasses.fields(cls) if f.name == name))
 
 

@@ -225,7 +225,7 @@ def _build(raw: dict, path: Path | None, applied: list[Override], name: str):
     from .schema import build
 
     try:
-        return build(apply_overrides(raw, [o.assignment for o in applied]), str(path) if path else name)
+        return build(apply_overrides(raw, [o.assignment for o in applied]), str(path) if path else name, load_parent)
     except InputError as exc:
         problems = _blame(exc, applied)
         raise InputError(problems, _source(path, name, problems, exc.problems)) from None
@@ -249,7 +249,7 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
         base, _ = load_raw(parent)
         base.pop("description", None)
         raw = deep_merge(drop_inherited(base, raw), raw)
-    return build(raw, source)
+    return build(raw, source, load_parent)
 
 
 def load_targeted(refs, overrides: Iterable[str] = ()) -> tuple[list, list[Override]]:
@@ -299,6 +299,22 @@ def _aims_at(target: str, index: int, ref, name: str, names: list[str]) -> bool:
     if target in (name, getattr(ref, "name", ref)):
         return True
     return target not in names and len(target) == 1 and POSITIONS.find(target) == index
+
+
+#: Parents of derived designs being loaded (a derived parent is derived in turn).
+_PARENTS: list[str] = []
+
+
+def load_parent(ref: str):
+    """The parent scenario of a ``[gpu.derive]`` design; a cycle is InputError naming
+    ``gpu.derive.parent``."""
+    if ref in _PARENTS:
+        raise InputError(Problem("gpu.derive.parent", ref, "cycle: " + " -> ".join([*_PARENTS, ref]) + "; a design cannot derive from itself"))
+    _PARENTS.append(ref)
+    try:
+        return load_scenario(ref)
+    finally:
+        _PARENTS.pop()
 
 
 def load_scenarios(refs, overrides: Iterable[str] = ()) -> list:

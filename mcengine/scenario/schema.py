@@ -183,8 +183,9 @@ def _section_dict(section, with_unset: bool = False) -> dict:
     return out
 
 
-def build(raw: dict, source: str = "") -> Scenario:
-    """Validate a merged raw scenario into a :class:`Scenario`, or raise InputError."""
+def build(raw: dict, source: str = "", load_parent=None) -> Scenario:
+    """Validate a merged raw scenario into a :class:`Scenario`, or raise InputError.
+    ``load_parent(ref)`` loads the parent of a ``[gpu.derive]`` design."""
 
 
     problems: list[Problem] = []
@@ -197,7 +198,7 @@ def build(raw: dict, source: str = "") -> Scenario:
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS or "\x00" in description:
         shown = description[:60] + "..." if isinstance(description, str) and len(description) > 60 else description
         problems.append(Problem("description", shown, f"allowed: a string of at most {MAX_DESCRIPTION_CHARS:,} characters, without NUL"))
-    parts, derivation = resolve(parts, raw, problems)
+    parts, derivation = resolve(parts, raw, problems, load_parent)
     problems += cross_checks(parts)
     if not problems:
         return Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), derivation=derivation, **parts)
