@@ -157,8 +157,10 @@ def _has_key(scenario: Scenario, key: str) -> bool:
         node = node[part]
     else:
         return True
-    section = getattr(scenario, parts[0], None) if len(parts) == 2 and parts[0] != "name" else None
-    return dataclasses.is_dataclass(section) and parts[1] in {f.name for f in fields(section)}
+    table = scenario if len(parts) >= 2 and parts[0] != "name" else None
+    for part in parts[:-1]:  # an unset optional key of a section or of a sub-table ([gpu.derive])
+        table = getattr(table, part, None) if dataclasses.is_dataclass(table) else None
+    return dataclasses.is_dataclass(table) and parts[-1] in {f.name for f in fields(table)}
 
 
 def _literal(value) -> str:
