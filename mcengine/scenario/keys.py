@@ -11,10 +11,11 @@ from ..errors import InputError, Problem
 from .cards import ModelCard
 from .dists import Dist, Law
 from .fields import _interval, did_you_mean, spec_of
+from .sections.gpu import DeriveSection
 from .sections.reliability import Component
 
 #: Sub-tables whose keys are listed under a placeholder name.
-NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard)}
+NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection)}
 
 
 def _default(f) -> object:

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from ..errors import InputError, Problem
 from .fields import did_you_mean
 from .cards import DEFAULT_MODEL, card_table, load_model_card
+from .derive import drop_inherited
 from .files import configs_dir, parse_toml, read_toml
 from .files import study_names  # noqa: F401 - re-exported
 from .refs import resolve_ref, shipped_names  # noqa: F401 - re-exported
@@ -64,7 +65,7 @@ def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] 
                 raise
             raise InputError([Problem("extends", p.value, p.allowed, p.hint) for p in exc.problems], str(path)) from None
         base.pop("description", None)  # a description describes one file, not its children
-        raw = deep_merge(base, raw)
+        raw = deep_merge(drop_inherited(base, raw), raw)
     raw["name"] = name
     return raw, path
 
@@ -224,7 +225,7 @@ def _build(raw: dict, path: Path | None, applied: list[Override], name: str):
     from .schema import build
 
     try:
-        return build(apply_overrides(raw, [o.assignment for o in applied]), str(path) if path else name)
+        return build(apply_overrides(raw, [o.assignment for o in applied]), str(path) if path else name, load_parent)
     except InputError as exc:
         problems = _blame(exc, applied)
         raise InputError(problems, _source(path, name, problems, exc.problems)) from None
@@ -247,8 +248,8 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
     if parent is not None:
         base, _ = load_raw(parent)
         base.pop("description", None)
-        raw = deep_merge(base, raw)
-    return build(raw, source)
+        raw = deep_merge(drop_inherited(base, raw), raw)
+    return build(raw, source, load_parent)
 
 
 def load_targeted(refs, overrides: Iterable[str] = ()) -> tuple[list, list[Override]]:
@@ -298,6 +299,22 @@ def _aims_at(target: str, index: int, ref, name: str, names: list[str]) -> bool:
     if target in (name, getattr(ref, "name", ref)):
         return True
     return target not in names and len(target) == 1 and POSITIONS.find(target) == index
+
+
+#: Parents of derived designs being loaded (a derived parent is derived in turn).
+_PARENTS: list[str] = []
+
+
+def load_parent(ref: str):
+    """The parent scenario of a ``[gpu.derive]`` design; a cycle is InputError naming
+    ``gpu.derive.parent``."""
+    if ref in _PARENTS:
+        raise InputError(Problem("gpu.derive.parent", ref, "cycle: " + " -> ".join([*_PARENTS, ref]) + "; a design cannot derive from itself"))
+    _PARENTS.append(ref)
+    try:
+        return load_scenario(ref)
+    finally:
+        _PARENTS.pop()
 
 
 def load_scenarios(refs, overrides: Iterable[str] = ()) -> list:

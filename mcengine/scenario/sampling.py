@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, Problem
+from .derive import apply_trials
 from .dists import Law
 from .schema import Scenario
 
@@ -50,6 +51,7 @@ def draw_inputs(scenario: Scenario, seed: int, trial_start: int, n: int) -> Tria
         else:
             u = uniforms_for_trials(np.uint64(seed), STAGE_INPUTS, input_stream_id(key), trial_start, n)
             values[key] = dist.ppf(u)
+    apply_trials(scenario, values, n)
     return TrialInputs(trial_start, n, values)
 
 
@@ -61,6 +63,7 @@ def quantile_inputs(scenario: Scenario, q: float = 0.5, at: dict[str, float] | N
     if unknown:
         raise InputError([Problem(k, at[k], "not an input of this scenario") for k in unknown])
     values = {key: np.array([dist.quantile(at.get(key, q))]) for key, dist in scenario.inputs().items()}
+    apply_trials(scenario, values, 1)
     return TrialInputs(0, 1, values)
 
 
@@ -71,4 +74,5 @@ def inputs_from_columns(scenario: Scenario, columns: dict[str, np.ndarray]) -> T
     values = {}
     for key, dist in scenario.inputs().items():
         values[key] = np.asarray(columns[key], dtype=float) if key in columns else np.full(n, dist.median())
+    apply_trials(scenario, values, n)
     return TrialInputs(0, n, values)

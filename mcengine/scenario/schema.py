@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from ..errors import InputError, Problem
 from .dists import Dist, Law
 from .checks import cross_checks
+from .derive import Derivation, resolve
 from .fields import parse_section, spec_of, unknown_keys
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
 from .sections.fab import FabSection
-from .sections.gpu import GpuSection
+from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .cards import parse_model
@@ -26,7 +27,7 @@ from .sections.workload import WorkloadSection
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (
     ("run", RunSection, {}),
-    ("gpu", GpuSection, {}),
+    ("gpu", GpuSection, {"derive": parse_derive}),
     ("fab", FabSection, {}),
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
@@ -63,6 +64,9 @@ class Scenario:
     reliability: ReliabilitySection
     workload: WorkloadSection
     econ: EconSection
+    #: What ``[gpu.derive]`` filled in and from what (None for a typed-in GPU); its
+    #: values are in the sections already, so it takes no part in equality or hashing.
+    derivation: Derivation | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ derived shape
     @property
@@ -91,6 +95,10 @@ class Scenario:
                 elif isinstance(value, Law):
                     for suffix, dist in value.param_items():
                         out[f"{key}.{suffix}"] = dist
+                elif isinstance(value, DeriveSection):
+                    for df in fields(value):
+                        if isinstance(getattr(value, df.name), Dist):
+                            out[f"{key}.{df.name}"] = getattr(value, df.name)
                 elif f.name == "components":
                     for name, comp in value:
                         for cf in fields(comp):
@@ -128,7 +136,25 @@ class Scenario:
         out: dict = {"name": self.name, "description": self.description}
         for table, _cls, _special in SECTIONS:
             out[table] = _section_dict(getattr(self, table), with_unset)
+        if self.derivation is not None:
+            _derived_dict(out, self.derivation, with_unset)
         return out
+
+
+def _derived_dict(out: dict, record: Derivation, with_unset: bool) -> None:
+    """Derived keys: shown by ``mcengine check`` (``with_unset``) with a
+    ``[gpu.derive.resolved]`` table of their origins; otherwise left out, so that the
+    dict loads back into the same derivation (with ``--set`` reaching it)."""
+    if with_unset:
+        out["gpu"]["derive"]["resolved"] = record.resolved()
+        return
+    for key in record.values:
+        if record.is_derived(key):
+            *path, name = key.split(".")
+            node = out
+            for part in path:
+                node = node[part]
+            node.pop(name, None)
 
 
 def _value_dict(value):
@@ -152,15 +178,16 @@ def _section_dict(section, with_unset: bool = False) -> dict:
         if f.name == "components":
             out[f.name] = {name: {**_section_dict(comp, with_unset), **({"resolved": component_resolved(comp)} if with_unset else {})}
                            for name, comp in value}
-        elif f.name == "model":
+        elif f.name in ("model", "derive"):
             out[f.name] = _section_dict(value, with_unset)
         else:
             out[f.name] = _value_dict(value)
     return out
 
 
-def build(raw: dict, source: str = "") -> Scenario:
-    """Validate a merged raw scenario into a :class:`Scenario`, or raise InputError."""
+def build(raw: dict, source: str = "", load_parent=None) -> Scenario:
+    """Validate a merged raw scenario into a :class:`Scenario`, or raise InputError.
+    ``load_parent(ref)`` loads the parent of a ``[gpu.derive]`` design."""
 
 
     problems: list[Problem] = []
@@ -173,9 +200,10 @@ def build(raw: dict, source: str = "") -> Scenario:
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION_CHARS or "\x00" in description:
         shown = description[:60] + "..." if isinstance(description, str) and len(description) > 60 else description
         problems.append(Problem("description", shown, f"allowed: a string of at most {MAX_DESCRIPTION_CHARS:,} characters, without NUL"))
+    parts, derivation = resolve(parts, raw, problems, load_parent)
     problems += cross_checks(parts)
     if not problems:
-        return Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), **parts)
+        return Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), derivation=derivation, **parts)
     raise InputError(problems, source)
 
 

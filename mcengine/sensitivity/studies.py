@@ -39,6 +39,7 @@ from ..pipeline import METRICS, PAIRED_METRICS, run_block
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.fields import did_you_mean
 from ..scenario.load import apply_overrides, load_scenarios, parse_override
+from ..scenario.derive import apply_trials
 from ..scenario.sampling import TrialInputs
 from . import analysis, sampling
 
@@ -112,6 +113,7 @@ def _inputs(scenario: Scenario, columns: dict, n: int) -> TrialInputs:
     """``n`` trials with the given inputs (arrays or scalars), every other input at its
     fixed value or median."""
     values = {key: np.broadcast_to(np.asarray(columns[key], dtype=float), (n,)).copy() if key in columns else np.full(n, dist.median()) for key, dist in scenario.inputs().items()}
+    apply_trials(scenario, values, n)
     return TrialInputs(0, n, values)
 
 
@@ -167,8 +169,10 @@ def _has_key(scenario: Scenario, key: str) -> bool:
         node = node[part]
     else:
         return True
-    section = getattr(scenario, parts[0], None) if len(parts) == 2 and parts[0] != "name" else None
-    return dataclasses.is_dataclass(section) and parts[1] in {f.name for f in fields(section)}
+    table = scenario if len(parts) >= 2 and parts[0] != "name" else None
+    for part in parts[:-1]:  # an unset optional key of a section or of a sub-table ([gpu.derive])
+        table = getattr(table, part, None) if dataclasses.is_dataclass(table) else None
+    return dataclasses.is_dataclass(table) and parts[-1] in {f.name for f in fields(table)}
 
 
 def _literal(value) -> str:

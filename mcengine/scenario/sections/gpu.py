@@ -1,11 +1,67 @@
-"""``[gpu]``: one GPU package as the roofline and econ stages see it."""
+"""``[gpu]``: one GPU package as the roofline and econ stages see it, typed in or derived
+from a parent die (``[gpu.derive]``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..dists import Dist
-from ..fields import number, text
+from ...errors import Problem
+from ..fields import choice, integer, number, parse_section, text
+from ..parts import hbm_generations, io_technologies
+
+
+_HBM_GENERATIONS = tuple(hbm_generations())
+_IO_TECHNOLOGIES = tuple(io_technologies())
+_SHARE_WHY = "a share of the die's perimeter"
+
+
+@dataclass(frozen=True)
+class DeriveSection:
+    """``[gpu.derive]``: a GPU built from a fraction of a parent scenario's die; the die's
+    perimeter (shoreline) bounds its HBM stacks and its link bandwidth
+    (docs/model.md#derive, defaults in docs/sources.md#derive).
+
+    The keys that fix the die and its integer stack count are structural (one number):
+    the fab stage lays out one die geometry per scenario and builds packages with a
+    whole number of stacks. The per-mm, per-stack and per-mm² rates may be ``dist``
+    tables; the link bandwidth and TDP they give are then derived per trial.
+
+    Sources: HBM edge, stack edge and stack cap docs/sources.md#derive-hbm-edge; HBM
+    generations #derive-hbm3, #derive-hbm3e, #derive-hbm-power; I/O technologies
+    #derive-io-electrical, #derive-io-cpo; die power #derive-tdp."""
+
+    parent: str = text("h100", "Scenario (a shipped name or a path) whose [fab] die, units and [gpu] peak FLOP/s the design is a fraction of.")
+    fraction: Dist = number(0.25, "Share of the parent's die area (1/2, 1/4, 1/8 ...); units per die and peak FLOP/s scale with it.", lo=0.0, lo_open=True, hi=1.0, uncertain=False,
+                            why="a fraction of the parent's die")
+    aspect: Dist = number(None, "Die height / width; unset = the parent's.", lo=0.1, hi=10.0, uncertain=False,
+                          why="a 10:1 die is a sliver no floorplan uses")
+    hbm_edge_share: Dist = number(0.548, "Share of the die perimeter given to HBM PHYs (H100: both 31.4 mm edges, 62.8 of 114.6 mm); the rest carries I/O.", lo=0.0, hi=1.0, uncertain=False,
+                                  why=_SHARE_WHY)
+    hbm_phy_edge_mm: Dist = number(11.0, "Die edge one HBM stack needs (its footprint along the edge).", "mm", lo=1.0, hi=100.0, uncertain=False,
+                                   why="9x an HBM stack's 11 mm footprint; at 1 mm a perimeter holds 1,800 stacks")
+    hbm_stacks_max: int = integer(8, "Most HBM stacks the package holds, whatever the edge allows (B200, MI300X: 8).", lo=1, hi=64,
+                                  why="8x the most stacks on any package, as fab.hbm_stacks")
+    hbm_generation: str = choice("hbm3-h100", "HBM generation of each stack: GB, TB/s and W per stack from configs/parts/shoreline.toml.", _HBM_GENERATIONS)
+    hbm_w_per_stack: Dist = number(None, "Power of one HBM stack at its bandwidth; unset = the generation's figure.", "W", lo=0.0, hi=1000.0,
+                                   why="25x an HBM3E stack at full bandwidth")
+    io: str = choice("electrical", "I/O technology on the non-HBM edge: GB/s per mm and pJ/bit from configs/parts/shoreline.toml.", _IO_TECHNOLOGIES)
+    io_gbps_per_mm: Dist = number(None, "Link bandwidth per direction per mm of I/O edge; unset = the io technology's figure.", "GB/s/mm", lo=0.0, lo_open=True, hi=10_000.0,
+                                  why="7x UCIe-2.5D's 1.3 TB/s per mm, the densest die-edge interface published")
+    io_pj_per_bit: Dist = number(None, "Energy per link bit sent; unset = the io technology's figure.", "pJ/bit", lo=0.0, hi=1000.0,
+                                 why="50x a pluggable optical module's ~20 pJ/bit")
+    tdp_w_per_mm2: Dist = number(0.71, "Power of the die per mm² at full load (H100: 700 W less its HBM and links over 813 mm²).", "W/mm^2", lo=0.0, hi=100.0,
+                                 why="100x an H100 die; beyond any cooling")
+
+
+def parse_derive(raw, key: str, problems: list[Problem]) -> DeriveSection | None:
+    """``[gpu.derive]`` (None when absent). Its ``resolved`` table, which `mcengine check`
+    adds, is recomputed on load and so skipped here."""
+    if raw is None:
+        return None
+    if isinstance(raw, dict) and isinstance(raw.get("resolved"), dict):
+        raw = {k: v for k, v in raw.items() if k != "resolved"}
+    return parse_section(DeriveSection, raw, f"{key}.", problems)
 
 
 @dataclass(frozen=True)
@@ -27,3 +83,4 @@ class GpuSection:
                               why="the cube law (voltage tracking frequency) holds only near the rated point; 0.3-1.5 spans every shipped clock range")
     h100_equivalents: Dist = number(1.0, "Silicon of this package in H100 dies (a quarter-die Lite-GPU is 0.25); used to report per-H100-equivalent figures.", lo=0.001, hi=1000.0, uncertain=False,
                                     why="per-H100-equivalent figures divide by it; a wafer holds fewer than 1000 H100 dies")
+    derive: DeriveSection | None = field(default=None, metadata={"help": "Derive the GPU from a fraction of a parent die (docs/model.md#derive); explicit [gpu] and [fab] values override."})

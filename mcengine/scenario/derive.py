@@ -1,0 +1,329 @@
+"""A GPU derived from a fraction of a parent die: its die, shoreline, HBM, links and TDP
+(``[gpu.derive]``, docs/model.md#derive, defaults in docs/sources.md#derive).
+
+The formulas are plain functions of numbers or numpy arrays. :func:`resolve` applies
+them when a scenario is built (the die, units and stack count are structural: the fab
+stage lays out one die and bonds whole stacks), filling every key the scenario does not
+set explicitly and recording where each value came from; :func:`apply_trials` recomputes
+the link bandwidth and TDP of each trial from its drawn rates, so those rates may be
+``dist`` tables. Explicit ``[gpu]``, ``[fab]`` and ``reliability.components.hbm.count``
+values always win; :func:`drop_inherited` keeps the values a design file inherits through
+``extends`` from counting as explicit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError, Problem
+from .dists import Dist, Fixed
+from .fields import spec_of
+from .parts import HbmGeneration, IoTechnology, hbm_generations, io_technologies
+from .sections.fab import FabSection
+from .sections.gpu import GpuSection
+from .sections.reliability import Component
+
+#: Keys the derivation fills unless the scenario sets them, by table.
+DERIVED_GPU = ("peak_tflops", "hbm_gb", "hbm_tbps", "link_gbps", "tdp_w", "h100_equivalents")
+DERIVED_FAB = ("die_width_mm", "die_height_mm", "units_per_die", "units_required", "hbm_stacks")
+#: The reliability component whose count is the package's HBM stacks.
+HBM_COMPONENT = "hbm"
+HBM_COUNT_KEY = f"reliability.components.{HBM_COMPONENT}.count"
+#: The gpu keys that depend on the per-trial rates (``dist`` tables allowed).
+PER_TRIAL = ("gpu.link_gbps", "gpu.tdp_w")
+
+#: Slack on ``floor(edge / stack edge)`` so that an edge of exactly n stacks holds n
+#: despite float rounding (e.g. 3 x 10.4667 mm).
+EDGE_TOLERANCE = 1e-9
+#: Derived die sides are rounded to this many decimals of a mm (1 nm): a quarter of
+#: 25.9 x 31.4 mm is 12.95 x 15.7 mm, not 12.949999999999998.
+DIE_DECIMALS = 6
+#: Bits per byte and the SI prefixes of GB/s and pJ (one place that converts).
+BITS_PER_BYTE = 8.0
+GIGA = 1e9
+PICO = 1e-12
+
+
+# ----------------------------------------------------------------------------- formulas
+
+
+def die_size_mm(area_mm2, aspect):
+    """(width, height) of a rectangular die of ``area_mm2`` with height / width = ``aspect``."""
+    width = np.sqrt(area_mm2 / aspect)
+    return width, width * aspect
+
+
+def perimeter_mm(width_mm, height_mm):
+    """The die's shoreline: its perimeter 2 (w + h)."""
+    return 2.0 * (width_mm + height_mm)
+
+
+def hbm_stack_count(hbm_edge_mm: float, phy_edge_mm: float, stacks_max: int) -> int:
+    """Stacks along the HBM edge: ⌊edge ÷ edge per stack⌋, at most ``stacks_max``."""
+    return min(int(math.floor(hbm_edge_mm / phy_edge_mm + EDGE_TOLERANCE)), stacks_max)
+
+
+def link_gbps(io_edge_mm, gbps_per_mm):
+    """Link bandwidth per direction: I/O edge × bandwidth per mm of edge (GB/s)."""
+    return io_edge_mm * gbps_per_mm
+
+
+def io_power_w(link_gbps_, pj_per_bit):
+    """Power of the links sending ``link_gbps_`` GB/s at ``pj_per_bit`` (W)."""
+    return pj_per_bit * PICO * link_gbps_ * GIGA * BITS_PER_BYTE
+
+
+def tdp_w(area_mm2, w_per_mm2, stacks, w_per_stack, link_gbps_, pj_per_bit):
+    """TDP from area: die W/mm² × area + stacks × W per stack + link power (W)."""
+    return w_per_mm2 * area_mm2 + stacks * w_per_stack + io_power_w(link_gbps_, pj_per_bit)
+
+
+# ----------------------------------------------------------------------------- the record
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """What ``[gpu.derive]`` produced: the die and its shoreline, the parts used, each
+    derived key's value (at the inputs' medians) and where it came from."""
+
+    parent: str
+    area_mm2: float
+    width_mm: float
+    height_mm: float
+    perimeter_mm: float
+    hbm_edge_mm: float
+    io_edge_mm: float
+    stacks: int
+    hbm: HbmGeneration
+    io: IoTechnology
+    values: dict
+    origins: dict
+    explicit: frozenset
+
+    def is_derived(self, key: str) -> bool:
+        """Whether ``key`` (dotted) takes its value from the derivation."""
+        return key in self.values and key not in self.explicit
+
+    def resolved(self) -> dict[str, str]:
+        """Each derivable key → its value and origin, as ``mcengine check`` shows them."""
+        out = {"shoreline": (f"die {self.width_mm:.4g} x {self.height_mm:.4g} mm = {self.area_mm2:.4g} mm², perimeter "
+                             f"{self.perimeter_mm:.4g} mm: HBM edge {self.hbm_edge_mm:.4g} mm, I/O edge {self.io_edge_mm:.4g} mm")}
+        for key, value in self.values.items():
+            shown = f"{value:.6g}"
+            out[key] = (f"explicit (the derivation gives {shown} = {self.origins[key]})" if key in self.explicit
+                        else f"{shown} = {self.origins[key]}")
+        return out
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _table(raw: dict, path: str) -> dict:
+    node = raw
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
+
+
+def drop_inherited(base: dict, child: dict) -> dict:
+    """``base`` without the derivable keys when ``child`` has a ``[gpu.derive]`` table: a
+    design file derives what it does not set itself, whatever its ancestors typed in."""
+    if not _table(child, "gpu.derive"):
+        return base
+    out = {**base}
+    for table, keys in (("gpu", DERIVED_GPU), ("fab", DERIVED_FAB)):
+        if isinstance(out.get(table), dict):
+            out[table] = {k: v for k, v in out[table].items() if k not in keys}
+    comps = _table(out, "reliability.components")
+    if isinstance(comps.get(HBM_COMPONENT), dict):
+        rel = {**out["reliability"], "components": {**comps, HBM_COMPONENT: {k: v for k, v in comps[HBM_COMPONENT].items() if k != "count"}}}
+        out["reliability"] = rel
+    return out
+
+
+def _explicit(raw: dict) -> set[str]:
+    keys = {f"gpu.{k}" for k in DERIVED_GPU if k in _table(raw, "gpu")}
+    keys |= {f"fab.{k}" for k in DERIVED_FAB if k in _table(raw, "fab")}
+    if "count" in _table(raw, f"reliability.components.{HBM_COMPONENT}"):
+        keys.add(HBM_COUNT_KEY)
+    return keys
+
+
+def _parent(ref: str, load_parent, problems: list[Problem]):
+    """The parent scenario, loaded by ``load_parent`` (:func:`mcengine.scenario.load.load_parent`)."""
+    if load_parent is None:
+        problems.append(Problem("gpu.derive.parent", ref, "a derived design is loaded through mcengine.scenario.load "
+                                "(load_scenario, scenario_from_dict), which loads its parent"))
+        return None
+    try:
+        return load_parent(ref)
+    except InputError as exc:
+        if any(p.key == "gpu.derive.parent" and "cycle" in p.allowed for p in exc.problems):
+            problems += [p for p in exc.problems if p.key == "gpu.derive.parent"]
+            return None
+        problems.append(Problem("gpu.derive.parent", ref, "allowed: a shipped scenario name or a scenario file that loads; it fails with: "
+                                + "; ".join(f"{p.key}: {p.allowed}" for p in exc.problems[:3])))
+        return None
+
+
+def _median(dist: Dist | None, fallback: float) -> float:
+    return fallback if dist is None else float(dist.median())
+
+
+def _extremes(dist: Dist | None, fallback: float) -> tuple[float, float]:
+    if dist is None:
+        return fallback, fallback
+    lo, hi, _, _ = dist.drawn_range()
+    return float(lo), float(hi)
+
+
+def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -> tuple[dict, Derivation | None]:
+    """``parts`` (parsed sections) with every derivable key the scenario does not set
+    filled from ``[gpu.derive]``, and the :class:`Derivation`; problems name the key.
+    ``load_parent(ref)`` loads the parent scenario (or raises InputError)."""
+    gpu = parts.get("gpu")
+    if gpu is None or gpu.derive is None:
+        return parts, None
+    d = gpu.derive
+    parent = _parent(d.parent, load_parent, problems)
+    if parent is None:
+        return parts, None
+    if not parent.gpu.peak_tflops.is_fixed:
+        problems.append(Problem("gpu.derive.parent", d.parent, "its gpu.peak_tflops is a dist table; allowed: a parent with a fixed peak, "
+                                "or set gpu.peak_tflops here"))
+        return parts, None
+    pf = parent.fab
+    fraction = d.fraction.value
+    parent_area_mm2 = pf.die_width_mm.value * pf.die_height_mm.value
+    aspect = _median(d.aspect, pf.die_height_mm.value / pf.die_width_mm.value)
+    area_mm2 = fraction * parent_area_mm2
+    width_mm, height_mm = (round(float(x), DIE_DECIMALS) for x in die_size_mm(area_mm2, aspect))
+    edge_mm = float(perimeter_mm(width_mm, height_mm))
+    hbm_edge_mm = d.hbm_edge_share.value * edge_mm
+    io_edge_mm = edge_mm - hbm_edge_mm
+    stacks = hbm_stack_count(hbm_edge_mm, d.hbm_phy_edge_mm.value, d.hbm_stacks_max)
+    hbm, io = hbm_generations()[d.hbm_generation], io_technologies()[d.io]
+    rates = {"density": (d.io_gbps_per_mm, io.gbps_per_mm), "pj": (d.io_pj_per_bit, io.pj_per_bit),
+             "w_stack": (d.hbm_w_per_stack, hbm.w_per_stack), "w_mm2": (d.tdp_w_per_mm2, 0.0)}
+    med = {k: _median(dist, fb) for k, (dist, fb) in rates.items()}
+    explicit = _explicit(raw)
+
+    link = float(link_gbps(io_edge_mm, med["density"]))
+    link_used = link if "gpu.link_gbps" not in explicit else float(gpu.link_gbps.median())
+    values = {
+        "fab.die_width_mm": width_mm, "fab.die_height_mm": height_mm,
+        "fab.units_per_die": max(1, round(fraction * pf.units_per_die)),
+        "fab.units_required": max(1, math.ceil(fraction * pf.units_required - EDGE_TOLERANCE)),
+        "fab.hbm_stacks": stacks, HBM_COUNT_KEY: stacks,
+        "gpu.peak_tflops": fraction * parent.gpu.peak_tflops.value,
+        "gpu.hbm_gb": stacks * hbm.gb_per_stack, "gpu.hbm_tbps": stacks * hbm.tbps_per_stack,
+        "gpu.link_gbps": link,
+        "gpu.tdp_w": float(tdp_w(area_mm2, med["w_mm2"], stacks, med["w_stack"], link_used, med["pj"])),
+        "gpu.h100_equivalents": fraction * parent.gpu.h100_equivalents.value,
+    }
+    def src(key: str, table_name: str) -> str:
+        return f"gpu.derive.{key}" if getattr(d, key) is not None else table_name
+
+    origins = {
+        "fab.die_width_mm": f"sqrt(area / aspect {aspect:.4g}); area = fraction {fraction:g} x {d.parent}'s {pf.die_width_mm.value:g} x {pf.die_height_mm.value:g} mm",
+        "fab.die_height_mm": f"width x aspect {aspect:.4g}",
+        "fab.units_per_die": f"round(fraction {fraction:g} x {d.parent}'s {pf.units_per_die})",
+        "fab.units_required": f"ceil(fraction {fraction:g} x {d.parent}'s {pf.units_required})",
+        "fab.hbm_stacks": (f"min(floor(HBM edge {hbm_edge_mm:.4g} mm / hbm_phy_edge_mm {d.hbm_phy_edge_mm.value:g}), hbm_stacks_max {d.hbm_stacks_max}); "
+                           f"HBM edge = hbm_edge_share {d.hbm_edge_share.value:g} x perimeter {edge_mm:.4g} mm"),
+        HBM_COUNT_KEY: "fab.hbm_stacks (one component per stack)",
+        "gpu.peak_tflops": f"fraction {fraction:g} x {d.parent}'s {parent.gpu.peak_tflops.value:g} TFLOP/s",
+        "gpu.hbm_gb": f"{stacks} stacks x {hbm.gb_per_stack:g} GB ({hbm.name})",
+        "gpu.hbm_tbps": f"{stacks} stacks x {hbm.tbps_per_stack:g} TB/s ({hbm.name})",
+        "gpu.link_gbps": f"I/O edge {io_edge_mm:.4g} mm x {med['density']:g} GB/s/mm ({src('io_gbps_per_mm', io.name)})",
+        "gpu.tdp_w": (f"tdp_w_per_mm2 {med['w_mm2']:g} x {area_mm2:.4g} mm² + {stacks} x {med['w_stack']:g} W ({src('hbm_w_per_stack', hbm.name)}) "
+                      f"+ {med['pj']:g} pJ/bit ({src('io_pj_per_bit', io.name)}) x {link_used:.4g} GB/s"),
+        "gpu.h100_equivalents": f"fraction {fraction:g} x {d.parent}'s {parent.gpu.h100_equivalents.value:g}",
+    }
+    record = Derivation(d.parent, area_mm2, width_mm, height_mm, edge_mm, hbm_edge_mm, io_edge_mm, stacks, hbm, io,
+                        values, origins, frozenset(explicit))
+    problems += _range_problems(record, parts, rates, gpu)
+    return _filled(parts, record), record
+
+
+def _spec(key: str):
+    """The spec of a derivable key (its range and help)."""
+    table, _, name = key.rpartition(".")
+    cls = {"gpu": GpuSection, "fab": FabSection}.get(table, Component)
+    return spec_of(next(f for f in dataclasses.fields(cls) if f.name == name))
+
+
+def _range_problems(record: Derivation, parts: dict, rates: dict, gpu) -> list[Problem]:
+    """Derived values outside their key's range, at the median and at both extremes of
+    the per-trial rates (link and TDP grow with every rate)."""
+    if record.stacks < 1 and any(record.is_derived(k) for k in ("gpu.hbm_gb", "gpu.hbm_tbps")):
+        d = gpu.derive
+        return [Problem("gpu.derive.hbm_edge_share", d.hbm_edge_share.value,
+                        f"the HBM edge of {record.hbm_edge_mm:.4g} mm (hbm_edge_share x perimeter {record.perimeter_mm:.4g} mm) holds 0 stacks "
+                        f"of hbm_phy_edge_mm = {d.hbm_phy_edge_mm.value:g} mm; allowed: a share of at least "
+                        f"{d.hbm_phy_edge_mm.value / record.perimeter_mm:.3g}, a shorter gpu.derive.hbm_phy_edge_mm, "
+                        "or gpu.hbm_gb and gpu.hbm_tbps set explicitly")]
+    out = []
+    for key, value in record.values.items():
+        if record.is_derived(key) and not _spec(key).in_range(float(value), float(value), False, False):
+            out.append(Problem(f"{key} (derived)", round(float(value), 6), _spec(key).allowed(),
+                               f"from [gpu.derive]: {record.origins[key]}; set {key} explicitly or change gpu.derive"))
+    if out:
+        return out
+    for end in (0, 1):
+        at = {k: _extremes(dist, fb)[end] for k, (dist, fb) in rates.items()}
+        link = float(link_gbps(record.io_edge_mm, at["density"]))
+        if record.is_derived("gpu.link_gbps") and not _spec("gpu.link_gbps").in_range(link, link, False, False):
+            out.append(Problem("gpu.derive.io_gbps_per_mm", round(at["density"], 6), _spec("gpu.link_gbps").allowed(),
+                               f"gives gpu.link_gbps = {link:.6g} over the I/O edge of {record.io_edge_mm:.4g} mm"))
+        used = link if record.is_derived("gpu.link_gbps") else _extremes(gpu.link_gbps, 0.0)[end]
+        power = float(tdp_w(record.area_mm2, at["w_mm2"], record.stacks, at["w_stack"], used, at["pj"]))
+        if record.is_derived("gpu.tdp_w") and not _spec("gpu.tdp_w").in_range(power, power, False, False):
+            out.append(Problem("gpu.derive.tdp_w_per_mm2", round(at["w_mm2"], 6), _spec("gpu.tdp_w").allowed(),
+                               f"the derived gpu.tdp_w reaches {power:.6g} W at the {'low' if end == 0 else 'high'} end of the derive rates"))
+    return out
+
+
+def _filled(parts: dict, record: Derivation) -> dict:
+    """The sections with the derived (not explicit) values in place."""
+    out = dict(parts)
+    for table in ("gpu", "fab"):
+        section = parts.get(table)
+        if section is None:
+            continue
+        changes = {}
+        for key, value in record.values.items():
+            t, _, name = key.partition(".")
+            if t == table and record.is_derived(key):
+                changes[name] = int(value) if isinstance(value, int) else Fixed(float(value))
+        out[table] = dataclasses.replace(section, **changes)
+    rel = parts.get("reliability")
+    if rel is not None and record.is_derived(HBM_COUNT_KEY):
+        comps = tuple((name, dataclasses.replace(c, count=record.stacks) if name == HBM_COMPONENT else c) for name, c in rel.components)
+        out["reliability"] = dataclasses.replace(rel, components=comps)
+    return out
+
+
+# ----------------------------------------------------------------------------- per trial
+
+
+def apply_trials(scenario, values: dict[str, np.ndarray], n: int) -> None:
+    """Recompute, in ``values``, the derived link bandwidth and TDP of ``n`` trials from
+    their drawn ``gpu.derive`` rates (vectorised; a no-op for a typed-in GPU)."""
+    record = getattr(scenario, "derivation", None)
+    if record is None:
+        return
+    hbm, io = record.hbm, record.io
+
+    def rate(key: str, fallback: float) -> np.ndarray:
+        return np.broadcast_to(values.get(f"gpu.derive.{key}", fallback), (n,))
+
+    if record.is_derived("gpu.link_gbps"):
+        values["gpu.link_gbps"] = np.asarray(link_gbps(record.io_edge_mm, rate("io_gbps_per_mm", io.gbps_per_mm)), dtype=float)
+    if record.is_derived("gpu.tdp_w"):
+        values["gpu.tdp_w"] = np.asarray(tdp_w(record.area_mm2, rate("tdp_w_per_mm2", 0.0), record.stacks, rate("hbm_w_per_stack", hbm.w_per_stack),
+                                               values["gpu.link_gbps"], rate("io_pj_per_bit", io.pj_per_bit)), dtype=float)
