@@ -44,11 +44,12 @@ def with_threads(threads: int, fn, *args):
 
 @pytest.fixture(scope="module")
 def h100_body():
-    """`mcengine roofline h100`'s body (deterministic: computed once per module)."""
+    """`mcengine roofline h100`'s body under the calibrated serving choices (deterministic: computed once per module)."""
     from mcengine.scenario import load_scenario
     from mcengine.studies.roofline import roofline_study
+    from mcengine.validation.roofline import CALIBRATED_SERVING
 
-    return roofline_study(load_scenario("h100"))
+    return roofline_study(load_scenario("h100", CALIBRATED_SERVING))
 
 
 def run_lifetimes(scenario, n: int, seed: int = 1) -> dict:

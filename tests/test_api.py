@@ -89,8 +89,12 @@ def test_reliability_document_equals_the_cli_and_wraps_the_study(cli):
     assert _without_elapsed(api.reliability_study("h100", lifetimes=32, seed=4, overrides=SMALL)) == _without_elapsed(doc)
 
 
-def test_roofline_document_equals_the_cli_and_the_study(cli, h100_body):
+def test_roofline_document_equals_the_cli_and_the_study(cli):
     """Deterministic at the median inputs: no seed and no sample size in the document."""
+    from mcengine.scenario import load_scenario
+    from mcengine.studies.roofline import roofline_study
+
+    h100_body = roofline_study(load_scenario("h100"))
     doc = api.roofline("h100")
     assert doc["scenario"] == "h100" and "seed" not in doc and list(doc)[-1] == "elapsed_s"
     assert {"prefill", "decode", "tokens_per_s_per_gpu", "parallelism"} <= set(doc)

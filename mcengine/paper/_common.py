@@ -116,13 +116,13 @@ def interval(values) -> dict:
     return {"median": float(mid), "p05": float(lo), "p95": float(hi)}
 
 
-def cost_ratio(b, a) -> np.ndarray:
-    """Per-trial ``b / a`` of costs per token. A trial in which neither delivers a token
-    (both ``+inf``: both miss their SLOs) has the ratio 1: neither is cheaper."""
-    b, a = np.asarray(b, float), np.asarray(a, float)
-    both = np.isposinf(b) & np.isposinf(a)
-    with np.errstate(invalid="ignore"):
-        return np.where(both, 1.0, b / np.where(both, 1.0, a))
+def paired_ratio(b, a) -> np.ndarray:
+    """Per-trial ``b / a``, as the run pairs its metrics: exactly 1 where both are equal
+    (two trials that deliver no tokens: 0/0 tokens/s or inf/inf cost per token, neither
+    design better), ``inf`` or 0 where only one side is 0 or ``inf``; never NaN."""
+    b, a = np.broadcast_arrays(np.asarray(b, float), np.asarray(a, float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(a == b, 1.0, b / a)
 
 
 def crossings(values: Sequence[float], p: Sequence[float]) -> list[float]:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError, Problem
 from ..scenario.files import read_toml
-from ._common import Settings, boundary, chain, cost_ratio, entry, interval, paper_dir, scenario, variant
+from ._common import Settings, boundary, chain, paired_ratio, entry, interval, paper_dir, scenario, variant
 
 FLEET_FILE = "fleet.toml"
 SHARE_TOLERANCE = 1e-6
@@ -172,7 +172,7 @@ def compute(settings: Settings) -> dict:
     base_d, lite_d = fleet.designs[0], fleet.designs[1]
     loss = {d: {"paper": weighted(fleet, alloc[d], "paper_rounding_loss"), "mcengine": weighted(fleet, alloc[d], "rounding_loss")} for d in fleet.designs}
     costs = {d: {"fleet": fleet_cost(fleet, cols, d, "fleet"), "per_model_clusters": fleet_cost(fleet, cols, d, "hosts")} for d in fleet.designs}
-    ratio = cost_ratio(costs[lite_d]["fleet"], costs[base_d]["fleet"])
+    ratio = paired_ratio(costs[lite_d]["fleet"], costs[base_d]["fleet"])
     paper_gap = loss[base_d]["paper"] - loss[lite_d]["paper"]
     paper = {"scenarios": list(fleet.designs), "figure": {"median": paper_gap, "p05": paper_gap, "p95": paper_gap},
              "rounding_loss": {d: loss[d]["paper"] for d in fleet.designs}, "p_holds": float(paper_gap > 0)}
@@ -181,18 +181,18 @@ def compute(settings: Settings) -> dict:
         "scenarios": list(fleet.designs), "figure": {"median": gap, "p05": gap, "p95": gap},
         "rounding_loss": {d: loss[d]["mcengine"] for d in fleet.designs}, "p_holds": float(gap > 0),
         "fleet_cost_per_mtok_usd": {d: {k: interval(v) for k, v in c.items()} for d, c in costs.items()},
-        "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - cost_ratio(c["fleet"], c["per_model_clusters"])) for d, c in costs.items()},
-        "fleet_cost_ratio": interval(ratio), "p_lite_fleet_cheaper": float(np.mean(ratio < 1.0)),
-        "model_cost_ratio": {m: interval(cost_ratio(cols[f"{lite_d}.{m}.fleet"]["cost_per_mtok_usd"], cols[f"{base_d}.{m}.fleet"]["cost_per_mtok_usd"]))
+        "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - paired_ratio(c["fleet"], c["per_model_clusters"])) for d, c in costs.items()},
+        "fleet_paired_ratio": interval(ratio), "p_lite_fleet_cheaper": float(np.mean(ratio < 1.0)),
+        "model_paired_ratio": {m: interval(paired_ratio(cols[f"{lite_d}.{m}.fleet"]["cost_per_mtok_usd"], cols[f"{base_d}.{m}.fleet"]["cost_per_mtok_usd"]))
                              for m in fleet.models},
         "batch": {d: {m: interval(cols[f"{d}.{m}.fleet"]["batch"]) for m in fleet.models} for d in fleet.designs},
     }
     unmet = [f"{m} on {d}" for d in fleet.designs for m in fleet.models if not alloc[d][m]["slo_met"]]
     shipped["text"] = (f"{100 * gap:+.1f} pts (rounding loss {base_d} {100 * loss[base_d]['mcengine']:.1f} %, {lite_d} "
-                       f"{100 * loss[lite_d]['mcengine']:.1f} %); fleet cost {lite_d}/{base_d} {shipped['fleet_cost_ratio']['median']:.2f}x"
+                       f"{100 * loss[lite_d]['mcengine']:.1f} %); fleet cost {lite_d}/{base_d} {shipped['fleet_paired_ratio']['median']:.2f}x"
                        + (f" ({', '.join(unmet)}: TPOT SLO met on no instance)" if unmet else ""))
     values = settings.grid(SWEEP_VALUES)
-    figures = [cost_ratio(fleet_cost(fleet, cols, lite_d, "fleet", swept_shares(fleet, v)), fleet_cost(fleet, cols, base_d, "fleet", swept_shares(fleet, v)))
+    figures = [paired_ratio(fleet_cost(fleet, cols, lite_d, "fleet", swept_shares(fleet, v)), fleet_cost(fleet, cols, base_d, "fleet", swept_shares(fleet, v)))
                for v in values]
     bnd = boundary(f"fleet.models[0].share ({fleet.models[0]})", values, figures, lambda f: f < 1.0, lambda f: f < 1.0,
                    f"demand share of {fleet.models[0]}, the others in proportion; figure = fleet cost per Mtok {lite_d} / {base_d}")

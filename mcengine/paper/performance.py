@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ._common import Settings, boundary, chain, cost_ratio, entry, interval, scenario, shared_chain, variant
+from ._common import Settings, boundary, chain, paired_ratio, entry, interval, scenario, shared_chain, variant
 
 PAPER_FIGURE = 1.0
 #: The models of the paper's case study (shipped cards).
@@ -59,8 +59,8 @@ def designs_run(settings: Settings) -> dict[str, dict[str, np.ndarray]]:
 def ratios(cols: dict, a: str, b: str) -> dict[str, np.ndarray]:
     """Paired ratios B/A of throughput per H100-equivalent and of cost per Mtok."""
     ca, cb = cols[a], cols[b]
-    return {"throughput": cb["tokens_per_s_per_h100_equivalent"] / ca["tokens_per_s_per_h100_equivalent"],
-            "cost": cost_ratio(cb["cost_per_mtok_usd"], ca["cost_per_mtok_usd"])}
+    return {"throughput": paired_ratio(cb["tokens_per_s_per_h100_equivalent"], ca["tokens_per_s_per_h100_equivalent"]),
+            "cost": paired_ratio(cb["cost_per_mtok_usd"], ca["cost_per_mtok_usd"])}
 
 
 def _side(cols: dict, names: tuple[str, str, str]) -> dict:

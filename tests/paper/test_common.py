@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from mcengine.paper._common import cost_ratio, interval
+from mcengine.paper._common import paired_ratio, interval
 
 
 def test_interval_keeps_an_infinite_cost_infinite_and_refuses_nan():
@@ -17,5 +17,6 @@ def test_interval_keeps_an_infinite_cost_infinite_and_refuses_nan():
         interval(np.array([1.0, math.nan]))
 
 
-def test_cost_ratio_of_two_trials_without_tokens_is_one():
-    np.testing.assert_array_equal(cost_ratio([2.0, math.inf, math.inf, 1.0], [1.0, math.inf, 2.0, math.inf]), [2.0, 1.0, math.inf, 0.0])
+def test_paired_ratio_of_two_trials_without_tokens_is_one_never_nan():
+    np.testing.assert_array_equal(paired_ratio([2.0, math.inf, math.inf, 1.0], [1.0, math.inf, 2.0, math.inf]), [2.0, 1.0, math.inf, 0.0])
+    np.testing.assert_array_equal(paired_ratio([0.0, 3.0, 0.0], [0.0, 0.0, 3.0]), [1.0, math.inf, 0.0])  # tokens/s

@@ -8,16 +8,17 @@ import pytest
 
 from mcengine.analytic import roofline as ra
 from mcengine.errors import InputError
-from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import roofline
 from mcengine.studies import roofline as study
+from mcengine.validation.roofline import calibrated_scenario as calibrated
+
 
 TP8 = ("workload.tensor_parallel=8", "workload.pipeline_parallel=1")
 
 
 def test_throughput_columns_match_the_study_at_the_median(h100_body):
-    s = load_scenario("h100")
+    s = calibrated("h100")
     cols = roofline.throughput(s, quantile_inputs(s, 0.5))
     assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction"}
     assert cols["slo_met"][0] == 1.0 and h100_body["slo_met"]
@@ -29,7 +30,7 @@ def test_throughput_columns_match_the_study_at_the_median(h100_body):
 
 
 def test_throughput_per_trial_keeps_the_layout_and_is_chunk_independent():
-    s = load_scenario("lite-h100")
+    s = calibrated("lite-h100")
     inputs = draw_inputs(s, 7, 0, 64)
     cols = roofline.throughput(s, inputs)
     assert all(v.shape == (64,) for v in cols.values())
@@ -48,7 +49,7 @@ def test_throughput_per_trial_keeps_the_layout_and_is_chunk_independent():
 
 
 def test_throughput_rejects_trials_where_the_weights_do_not_fit():
-    s = load_scenario("h100", (*TP8, 'gpu.hbm_gb={dist="uniform", low=15, high=80}'))
+    s = calibrated("h100", (*TP8, 'gpu.hbm_gb={dist="uniform", low=15, high=80}'))
     with pytest.raises(InputError) as err:
         roofline.throughput(s, draw_inputs(s, 1, 0, 256))
     assert err.value.problems[0].key == "gpu.hbm_gb"
@@ -61,7 +62,7 @@ def test_busy_fraction_is_the_compute_or_memory_share_of_the_serving_cycle():
     prefill + O x max(c, m) of a decode step) / (prefill + O x TPOT)."""
     from mcengine.stages._roofline_layout import choose_layout, evaluate
 
-    s = load_scenario("lite-h100-2x")
+    s = calibrated("lite-h100-2x")
     inputs = draw_inputs(s, 3, 0, 8)
     e = evaluate(s, choose_layout(s)[0].layout, inputs)
     o = s.workload.output_tokens
@@ -77,8 +78,8 @@ def test_dvfs_scale_multiplies_the_peak_flops():
     """s = 0.8: compute terms / 0.8, memory terms unchanged."""
     from mcengine.stages._roofline_layout import rates_of
 
-    s = load_scenario("h100")
-    slow = load_scenario("h100", ["gpu.dvfs_scale=0.8"])
+    s = calibrated("h100")
+    slow = calibrated("h100", ["gpu.dvfs_scale=0.8"])
     a, b = rates_of(s, quantile_inputs(s)), rates_of(slow, quantile_inputs(slow))
     np.testing.assert_allclose(b.flops_per_s, 0.8 * a.flops_per_s, rtol=1e-15)
     np.testing.assert_array_equal(b.hbm_bytes_per_s, a.hbm_bytes_per_s)

@@ -13,6 +13,7 @@ from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import roofline
 from mcengine.stages._roofline_serving import choose_serving, evaluate_disaggregated
 from mcengine.studies.roofline import roofline_study
+from mcengine.validation.roofline import CALIBRATED_SERVING
 
 
 def _mode(name: str) -> str:
@@ -23,7 +24,7 @@ def test_static_reproduces_the_numbers_before_serving_modes():
     # main at 8955525 (before the serving modes): h100 285.41505305485384 tokens/s per GPU,
     # TPOT 47.010632317300015 ms, TTFT 184.9187411391766 ms; lite-h100 49.416283815095014
     for name, per_gpu, tpot in (("h100", 285.41505305485384, 47.010632317300015), ("lite-h100", 49.416283815095014, 49.98331758755644)):
-        for overrides in ((), (_mode("static"),)):
+        for overrides in (CALIBRATED_SERVING, (*CALIBRATED_SERVING, _mode("static"))):
             body = roofline_study(load_scenario(name, overrides))
             assert body["serving"] == "static"
             assert body["tokens_per_s_per_gpu"] == per_gpu

@@ -9,12 +9,12 @@ import pytest
 
 from mcengine.analytic import roofline as ra
 from mcengine.errors import InputError
-from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs, quantile_inputs
 from mcengine.stages import roofline
 from mcengine.stages._roofline_layout import candidate_layouts, choose_layout
 from mcengine.studies import roofline as study
-from mcengine.validation.roofline import CALIBRATION, Anchor
+from mcengine.validation.roofline import CALIBRATION, Anchor, calibrated_scenario as calibrated
+
 
 TODAY = ('workload.allreduce="ring"', "workload.comm_overlap=0", 'workload.attention="tensor"', 'workload.ttft_slo_ms="inf"')
 
@@ -42,16 +42,16 @@ def test_explicit_defaults_reproduce_the_validate_rows_exactly(anchor):
 
 def test_a_ring_fabric_allows_only_ring():
     with pytest.raises(InputError) as err:
-        candidate_layouts(load_scenario("h100", ('cluster.scale_up="ring"', 'workload.allreduce="two_shot"')))
+        candidate_layouts(calibrated("h100", ('cluster.scale_up="ring"', 'workload.allreduce="two_shot"')))
     (problem,) = err.value.problems
     assert problem.key == "workload.allreduce" and problem.value == "two_shot" and '"ring"' in problem.allowed
-    layouts = candidate_layouts(load_scenario("h100", ('cluster.scale_up="ring"', 'workload.allreduce="auto"')))
+    layouts = candidate_layouts(calibrated("h100", ('cluster.scale_up="ring"', 'workload.allreduce="auto"')))
     assert {lay.allreduce for lay in layouts} == {"ring"}
 
 
 def test_auto_algorithm_is_at_least_as_fast_as_ring_and_reported_per_phase():
-    ring = study.roofline_study(load_scenario("lite-h100-2x"))
-    auto = study.roofline_study(load_scenario("lite-h100-2x", ('workload.allreduce="auto"',)))
+    ring = study.roofline_study(calibrated("lite-h100-2x"))
+    auto = study.roofline_study(calibrated("lite-h100-2x", ('workload.allreduce="auto"',)))
     assert auto["tokens_per_s_per_gpu"] > ring["tokens_per_s_per_gpu"]
     assert ring["allreduce"] == {"prefill": "ring", "decode": "ring"}
     assert set(auto["allreduce"].values()) <= set(ra.SWITCHED_ALGORITHMS)
@@ -59,7 +59,7 @@ def test_auto_algorithm_is_at_least_as_fast_as_ring_and_reported_per_phase():
 
 
 def test_attention_auto_searches_both_modes_and_keeps_the_better():
-    s = load_scenario("lite-h100", ('workload.attention="auto"',))
+    s = calibrated("lite-h100", ('workload.attention="auto"',))
     layouts = candidate_layouts(s)
     assert {lay.attention for lay in layouts} == {"tensor", "data"}
     best, evaluations = choose_layout(s)
@@ -71,7 +71,7 @@ def test_attention_auto_searches_both_modes_and_keeps_the_better():
 
 def test_data_attention_lifts_the_kv_head_constraint():
     # 12 does not divide 64 heads nor is a multiple of 8 KV heads: only data-parallel attention shards it
-    s = load_scenario("h100", ("cluster.instance_gpus=12", "workload.tensor_parallel=12", "workload.pipeline_parallel=1", 'workload.attention="auto"'))
+    s = calibrated("h100", ("cluster.instance_gpus=12", "workload.tensor_parallel=12", "workload.pipeline_parallel=1", 'workload.attention="auto"'))
     assert [lay.attention for lay in candidate_layouts(s)] == ["data"]
 
 
@@ -83,7 +83,7 @@ def _two_trials(scenario, **columns) -> TrialInputs:
 
 
 def test_a_trial_that_misses_the_ttft_slo_at_batch_one_delivers_no_tokens():
-    s = load_scenario("h100", ('workload.ttft_slo_ms={dist="uniform", low=50, high=400}',))
+    s = calibrated("h100", ('workload.ttft_slo_ms={dist="uniform", low=50, high=400}',))
     best, _ = choose_layout(s)
     one_prompt = float(best.ttft.total_s[0]) * 1e3  # ~110 ms at the median inputs
     cols = roofline.throughput(s, _two_trials(s, **{"workload.ttft_slo_ms": [one_prompt * 1.5, one_prompt * 0.9]}))
@@ -93,21 +93,21 @@ def test_a_trial_that_misses_the_ttft_slo_at_batch_one_delivers_no_tokens():
 
 
 def test_roofline_names_the_failed_ttft_limit():
-    body = study.roofline_study(load_scenario("h100", ("workload.ttft_slo_ms=50",)))
+    body = study.roofline_study(calibrated("h100", ("workload.ttft_slo_ms=50",)))
     (fail,) = body["slo_failed"]
     assert fail["limit"] == "ttft" and fail["slo_ms"] == 50.0 and fail["over_ms"] == pytest.approx(fail["ms"] - 50.0)
     assert body["tokens_per_s_per_gpu"] == 0.0 and body["ttft_slo_ms"] == 50.0 and body["tpot_slo_ms"] == 50.0
 
 
 def test_ttft_slo_caps_the_static_batch():
-    body = study.roofline_study(load_scenario("h100", ("workload.ttft_slo_ms=2000",)))
+    body = study.roofline_study(calibrated("h100", ("workload.ttft_slo_ms=2000",)))
     assert body["slo_failed"] == [] and body["prefill"]["ttft_batch_ms"] <= 2000.0
     assert body["decode"]["batch"] == body["batch_limits"]["ttft"] < body["batch_limits"]["slo"]
 
 
 def test_overlap_raises_throughput_when_communication_is_exposed():
-    base = study.roofline_study(load_scenario("lite-h100"))
-    half = study.roofline_study(load_scenario("lite-h100", ("workload.comm_overlap=0.5",)))
+    base = study.roofline_study(calibrated("lite-h100"))
+    half = study.roofline_study(calibrated("lite-h100", ("workload.comm_overlap=0.5",)))
     assert half["tokens_per_s_per_gpu"] > base["tokens_per_s_per_gpu"]
     t = half["terms"]["decode"]
     total = max(max(t["compute_ms"], t["memory_ms"]), 0.5 * t["comm_ms"]) + 0.5 * t["comm_ms"] + t["overhead_ms"]
