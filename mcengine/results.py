@@ -45,6 +45,12 @@ SKETCH_RELATIVE_ACCURACY = 1e-3
 _BINCOUNT_SPAN = 1 << 20
 
 
+#: Prefix of the reliability stage's per-trial columns of failures by component class,
+#: ``failures_by_class.<class>.<failures_per_year | faults_per_year>``; summaries nest
+#: them as ``"failures_by_class": {class: {kind: summary}}`` (docs/interface.md).
+CLASS_PREFIX = "failures_by_class."
+
+
 def _check_finite(values: np.ndarray, name: str) -> None:
     bad = ~np.isfinite(values)
     if bad.any():

@@ -35,7 +35,7 @@ from .io import write_atomic, write_json
 from .outfolder import locked
 from .provenance import parquet_metadata
 from .pipeline import METRICS, PAIRED_METRICS, run_chunk
-from .results import BLOCK_TRIALS, Summary
+from .results import BLOCK_TRIALS, CLASS_PREFIX, Summary
 from .scenario import Scenario, scenario_from_dict
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
@@ -96,6 +96,9 @@ class Accumulators:
             for metric in METRICS:
                 offset = 1.0 if metric in NEAR_ONE else 0.0
                 self.metrics.setdefault((name, metric), Summary(offset=offset)).add(cols[metric], f"{name}.{metric}")
+            for column in cols:  # failures by component class (the reliability stage's per-class columns)
+                if column.startswith(CLASS_PREFIX):
+                    self.metrics.setdefault((name, column), Summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
             for metric in PAIRED_METRICS:
@@ -109,6 +112,10 @@ class Accumulators:
     def summary(self) -> dict:
         base = self.names[0]
         scenarios = {name: {metric: self.metrics[(name, metric)].to_dict() for metric in METRICS} for name in self.names}
+        for (name, column), summary in self.metrics.items():
+            if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}
+                cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
+                scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
         doc: dict = {"scenarios": scenarios}
         pairs = {}
         for name in self.names[1:]:

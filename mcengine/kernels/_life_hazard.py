@@ -14,7 +14,7 @@ import numpy as np
 from mcengine.jit import kernel
 from mcengine.rng import weibull_scale
 
-__all__ = ["WB_SHAPE", "WB_SCALE", "hazard", "thinned", "unit_life", "gpu_wear_hazard"]
+__all__ = ["WB_SHAPE", "WB_SCALE", "hazard", "thinned", "unit_life", "gpu_wear_hazard", "wear_group"]
 
 # ---- Weibull groups of a GPU: wb[g, :] = (shape, scale hours)
 WB_SHAPE = 0
@@ -36,12 +36,14 @@ def thinned(shape, scale, horizon, thin_max):
 @kernel
 def unit_life(st, wb, n_wb, wear):
     """A new unit's time to its first failure among the GPU Weibull groups not thinned
-    (one draw per such group, in group order)."""
-    life = np.inf
+    (one draw per such group, in group order), and the group that fails then (-1: none)."""
+    life, group = np.inf, -1
     for g in range(n_wb):
         if wear[g] == 0.0:
-            life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
-    return life
+            x = weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE])
+            if x < life:
+                life, group = x, g
+    return life, group
 
 
 @kernel
@@ -52,3 +54,18 @@ def gpu_wear_hazard(wb, n_wb, wear, age):
         if wear[g] > 0.0:
             hz += hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], age)
     return hz
+
+
+@kernel
+def wear_group(wb, n_wb, wear, age, u):
+    """The thinned group an accepted wear-out candidate belongs to: the first whose
+    cumulated hazard at ``age`` exceeds ``u`` (the acceptance uniform, ``u <
+    gpu_wear_hazard``), so group ``g`` with probability ``h_g / sum h``, no draw."""
+    hz, last = 0.0, -1
+    for g in range(n_wb):
+        if wear[g] > 0.0:
+            hz += hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], age)
+            last = g
+            if u < hz:
+                return g
+    return last

@@ -51,10 +51,13 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #: * ``vids`` int64[V]: the variants of the pass, leader first (the live list);
 #:   ``parted`` int64[V]: those that left it, to run alone;
 #: * ``st`` uint64[STREAM_WORDS]: the lifetime's random stream;
-#: * ``state``: one record of :data:`STATE`.
+#: * ``state``: one record of :data:`STATE`;
+#: * ``clock_group`` int64[A]: the Weibull group whose per-unit clock a position's timer is;
+#: * ``by_class`` int64[_N_BY_CLASS + K]: events by class (``_K_*``, then one per Weibull group).
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
-    "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state"])
+    "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
+    "clock_group", "by_class"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -87,6 +90,9 @@ _N_VAR_I = 2
 # ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
 _GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
 _N_CAT = 6
+# ---- events by class: by_class[k] (then _K_WEAR + g per GPU Weibull group g)
+_K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_WEAR = range(5)
+_N_BY_CLASS = 4
 # ---- what the next event is (_next_event)
 _EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON = range(4)
 
@@ -230,5 +236,6 @@ def _workspace(c, n_var, n_groups, inst_of):
         np.empty(ns, np.int64), np.empty(ids), np.empty(ids, np.int64), np.full(ids, -1, np.int64),
         np.empty(c.crews + 1), np.empty(gph, np.int64), np.empty(gph, np.int64), np.empty(ns + gph, np.int64),
         np.empty(n_groups), np.empty(_N_CAT), inst_of, np.empty(n_var, np.int64), np.empty(n_var, np.int64),
-        np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE),
+        np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE), np.empty(a, np.int64),
+        np.empty(_N_BY_CLASS + n_groups, np.int64),
     )

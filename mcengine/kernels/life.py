@@ -138,10 +138,10 @@ from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
 from mcengine.kernels._heap import heap_remove
 from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
-    _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
+    _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
     _config, _install, _interrupt, _list_add, _list_remove, _positions, _return_due, _settle, _total_rate, _workspace,
 )
-from mcengine.kernels._life_hazard import WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, thinned, unit_life
+from mcengine.kernels._life_hazard import WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, thinned, unit_life, wear_group
 from mcengine.kernels._life_variants import (
     LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, fixed_law, part_at_install, part_on_laws, part_on_liveness,
     part_on_wear,
@@ -154,7 +154,8 @@ __all__ = [
     "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
     "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
-    "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
+    "N_OUT_I", "OUT_GPU_FAULTS", "OUT_GPU_EXP_FAILURES", "OUT_HOST_FAULTS", "OUT_HOST_FAILURES",
+    "OUT_WEAR_FAILURES", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
     "Cluster", "Workspace", "STATE", "simulate_lifetimes",
 ]
 
@@ -179,6 +180,12 @@ OUT_EVENTS = 4  # events by the horizon (failures, faults, installs, restarts, r
 OUT_MAX_FAILED_GPUS = 5  # most GPUs in the repair system (queued or in repair) at once
 OUT_PARTED = 6  # 1 if the variant parted from the joint pass and ran alone (simulate_lifetimes)
 N_OUT_I = 7
+# events by class, after the N_OUT_I counts (shared by the variants of a pass, like OUT_FAILURES)
+OUT_GPU_FAULTS = N_OUT_I + _K_GPU_FAULT  # transient GPU faults (every class summed)
+OUT_GPU_EXP_FAILURES = N_OUT_I + _K_GPU_EXP  # permanent GPU failures of the exponential classes
+OUT_HOST_FAULTS = N_OUT_I + _K_HOST_FAULT  # transient host faults
+OUT_HOST_FAILURES = N_OUT_I + _K_HOST_FAIL  # permanent host failures (hosts, not their GPUs)
+OUT_WEAR_FAILURES = N_OUT_I + _K_WEAR  # permanent GPU failures of Weibull group g: column OUT_WEAR_FAILURES + g
 
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
 #: this many candidates over the horizon (``k * H(horizon)``); else one clock per unit.
@@ -208,10 +215,12 @@ def _start(ws, s, c, lf, wb, n_wb):
     ws.wait_i[:] = 0
     ws.var_i[:, :] = 0
     ws.var_f[:] = 0.0
+    ws.by_class[:] = 0
     hn = 0
     if lf.clocked_g:
         for p in range(c.positions):
-            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, p, unit_life(st, wb, n_wb, ws.wear), lf.horizon)
+            life, ws.clock_group[p] = unit_life(st, wb, n_wb, ws.wear)
+            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, p, life, lf.horizon)
     if lf.clocked_h:
         for k in range(c.hosts):
             hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.positions + k, weibull_scale(st, lf.host_scale, lf.host_shape),
@@ -259,6 +268,7 @@ def _pick_superposed(ws, s, c, lf, wb, n_wb, t):
     (``host``)."""
     st, rates, vids = ws.st, ws.rates, ws.vids
     n_g, n_h = s.n_g, s.n_h
+    u = 0.0
     r = uniform(st) * s.lam
     cat = -1
     for k in range(_N_CAT):
@@ -282,8 +292,13 @@ def _pick_superposed(ws, s, c, lf, wb, n_wb, t):
         if live:
             s.events += 1
             if cat == _GPU_FAULT:
+                ws.by_class[_K_GPU_FAULT] += 1
                 s.fi0 = s.fi1 = ws.inst_of[p]
             else:
+                if cat == _GPU_EXP:
+                    ws.by_class[_K_GPU_EXP] += 1
+                else:
+                    ws.by_class[_K_WEAR + wear_group(wb, n_wb, ws.wear, t - ws.at_g[lf.lead, p], u)] += 1
                 s.failures += 1
                 ws.batch[0] = p // c.gpus_per_host if c.host_mode else p
                 s.n_batch = 1
@@ -301,9 +316,11 @@ def _pick_superposed(ws, s, c, lf, wb, n_wb, t):
         if live:
             s.events += 1
             if cat == _HOST_FAULT:
+                ws.by_class[_K_HOST_FAULT] += 1
                 gph = c.gpus_per_host
                 s.fi0, s.fi1 = ws.inst_of[k * gph], ws.inst_of[min(k * gph + gph, c.positions) - 1]
             else:
+                ws.by_class[_K_HOST_FAIL] += 1
                 s.host = k
 
 
@@ -315,10 +332,12 @@ def _pick_clock(ws, s, c):
     s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
     s.events += 1
     if ident < c.positions:
+        ws.by_class[_K_WEAR + ws.clock_group[ident]] += 1
         s.failures += 1
         ws.batch[0] = ident // c.gpus_per_host if c.host_mode else ident
         s.n_batch = 1
     else:
+        ws.by_class[_K_HOST_FAIL] += 1
         s.host = ident - c.positions
 
 
@@ -428,8 +447,8 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
             if lf.clocked_g:
                 if s.nv > 1:
                     s.nv = part_at_install(ws.at_g, vids, s.nv, p)
-                s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p,
-                            ws.at_g[lf.lead, p] + unit_life(ws.st, wb, n_wb, ws.wear), lf.horizon)
+                life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear)
+                s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
     s.n_batch = 0
     return True
 
@@ -573,8 +592,8 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
         s.nv = part_at_install(ws.at_g, vids, s.nv, first)
     if lf.clocked_g:
         for p in range(first, end):
-            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p,
-                        ws.at_g[lf.lead, p] + unit_life(ws.st, wb, n_wb, ws.wear), lf.horizon)
+            life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear)
+            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
     if c.host_mode and lf.clocked_h:
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x,
                     ws.at_h[lf.lead, x] + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
@@ -626,6 +645,8 @@ def _close(ws, s, c, lf, out_f, out_i, row):
         out_i[row, v, OUT_EVENTS] = s.events + ws.var_i[_V_EVENTS, v]
         out_i[row, v, OUT_MAX_FAILED_GPUS] = s.max_in_repair * c.gpus_per_unit
         out_i[row, v, OUT_PARTED] = 0
+        for k in range(ws.by_class.size):
+            out_i[row, v, N_OUT_I + k] = ws.by_class[k]
 
 
 @inline_kernel
@@ -809,12 +830,15 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     -------
     out_f : float64[n, V, N_OUT_F]
         Availability and stock-out instance-hours (``OUT_*`` columns).
-    out_i : int64[n, V, N_OUT_I]
-        Counts over the horizon (``OUT_*`` columns).
+    out_i : int64[n, V, OUT_WEAR_FAILURES + K]
+        Counts over the horizon (``OUT_*`` columns), then the events by class: transient
+        GPU faults, exponential-class GPU failures, transient host faults, permanent
+        host failures, and the GPU failures of each Weibull group (column
+        ``OUT_WEAR_FAILURES + g``).
     """
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
-    out_i = np.empty((n, n_var, N_OUT_I), dtype=np.int64)
+    out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
     inst_of = np.arange(active_gpus) // instance_gpus  # read by every block
