@@ -335,10 +335,11 @@ def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
     """The table of a `run`/`compare` summary: one row per (scenario, metric), then one per
     (pair, metric) with the paired ratio and P(B < A)."""
     from .outfolder import STATS
+    from .results import metric_items
 
     rows = []
     for name, metrics in doc["scenarios"].items():
-        for metric, dist in metrics.items():
+        for metric, dist in metric_items(metrics):
             if not outputs or metric in outputs:
                 rows.append({"scenario": name, "metric": metric, **{k: dist.get(k) for k in STATS}})
     for pair, metrics in doc.get("paired_all", {}).items():

@@ -51,6 +51,18 @@ _BINCOUNT_SPAN = 1 << 20
 CLASS_PREFIX = "failures_by_class."
 
 
+def metric_items(metrics: dict):
+    """``(metric, summary)`` of one scenario's summaries, ``"failures_by_class"`` flattened
+    to ``failures_by_class.<class>.<kind>`` (one summary each), for tables and frames."""
+    for metric, summary in metrics.items():
+        if metric == "failures_by_class":
+            for cls, kinds in summary.items():
+                for kind, dist in kinds.items():
+                    yield f"{CLASS_PREFIX}{cls}.{kind}", dist
+        else:
+            yield metric, summary
+
+
 def _check_finite(values: np.ndarray, name: str) -> None:
     bad = ~np.isfinite(values)
     if bad.any():
@@ -312,7 +324,7 @@ class Results:
         import pandas as pd
 
         rows = [{"scenario": n, "metric": m, **{k: s[k] for k in SUMMARY_KEYS}}
-                for n, metrics in self.doc["scenarios"].items() for m, s in metrics.items()]
+                for n, metrics in self.doc["scenarios"].items() for m, s in metric_items(metrics)]
         return pd.DataFrame(rows, columns=["scenario", "metric", *SUMMARY_KEYS])
 
     def plot(self, kind: str = "cost_cdf"):
