@@ -16,7 +16,6 @@ from .io import prepare_folder
 from .options import check_seed, positive, seed_of
 from .outfolder import RUN_FILES, TABLE_FILE, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import provenance
-from .results import flat_metrics
 from .scenario import Scenario, load_scenario, shipped_scenarios
 from .scenario.load import load_targeted
 
@@ -338,10 +337,11 @@ def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
     """The table of a `run`/`compare` summary: one row per (scenario, metric), then one per
     (pair, metric) with the paired ratio and P(B < A)."""
     from .outfolder import STATS
+    from .results import metric_items
 
     rows = []
     for name, metrics in doc["scenarios"].items():
-        for metric, dist in flat_metrics(metrics):
+        for metric, dist in metric_items(metrics):
             if not outputs or metric in outputs:
                 rows.append({"scenario": name, "metric": metric, **{k: dist.get(k) for k in STATS}})
     for pair, metrics in doc.get("paired_all", {}).items():

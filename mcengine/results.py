@@ -51,6 +51,24 @@ SKETCH_RELATIVE_ACCURACY = 1e-3
 _BINCOUNT_SPAN = 1 << 20
 
 
+#: Prefix of the reliability stage's per-trial columns of failures by component class,
+#: ``failures_by_class.<class>.<failures_per_year | faults_per_year>``; summaries nest
+#: them as ``"failures_by_class": {class: {kind: summary}}`` (docs/interface.md).
+CLASS_PREFIX = "failures_by_class."
+
+
+def metric_items(metrics: dict, prefix: str = ""):
+    """``(metric, summary)`` of one scenario's summaries for tables and frames, a group of
+    summaries flattened to dotted names: the cost breakdown as
+    ``cost_breakdown_per_mtok_usd.<part>``, ``"failures_by_class"`` as
+    ``failures_by_class.<class>.<kind>`` (one summary each)."""
+    for name, value in metrics.items():
+        if "mean" in value:
+            yield f"{prefix}{name}", value
+        else:
+            yield from metric_items(value, f"{prefix}{name}.")
+
+
 def _check_finite(values: np.ndarray, name: str) -> None:
     bad = ~np.isfinite(values)
     if bad.any():
@@ -286,17 +304,6 @@ class Summary:
 
 
 #: Metrics of the HTML and text views of a :class:`Results` (all are in ``to_frame``).
-def flat_metrics(metrics: dict):
-    """(name, distribution) of a scenario's summaries, a group of distributions (the cost
-    breakdown) given as ``group.part``."""
-    for name, value in metrics.items():
-        if "mean" in value:
-            yield name, value
-        else:
-            for part, dist in value.items():
-                yield f"{name}.{part}", dist
-
-
 _VIEW_METRICS = (("cost_per_mtok_usd", "cost per M output tokens (USD)"), ("availability", "instance availability"),
                  ("tokens_per_s", "cluster output tokens/s"), ("gpu_cost_usd", "fab cost per GPU package (USD)"))
 
@@ -341,7 +348,7 @@ class Results:
         import pandas as pd
 
         rows = [{"scenario": n, "metric": m, **{k: s[k] for k in SUMMARY_KEYS}}
-                for n, metrics in self.doc["scenarios"].items() for m, s in flat_metrics(metrics)]
+                for n, metrics in self.doc["scenarios"].items() for m, s in metric_items(metrics)]
         return pd.DataFrame(rows, columns=["scenario", "metric", *SUMMARY_KEYS])
 
     def plot(self, kind: str = "cost_cdf"):

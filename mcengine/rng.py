@@ -238,7 +238,19 @@ def _next_bits(st):
 @kernel
 def uniform(st):
     """Next uniform double of the stream, in the open interval (0, 1): ``(m + 0.5) /
-    2**53`` of the next 53 bits ``m`` (:func:`_next_bits`). Equals :func:`uniform_at`."""
+    2**53`` of the next 53 bits ``m`` (:func:`_next_bits`). Equals :func:`uniform_at`.
+
+    Why ``+ 0.0 * st.size`` (here and in the samplers that take ``st``): it changes no
+    value (``x + 0.0 == x`` for every finite or infinite ``x`` a sampler returns; the
+    size is finite), it only makes the return the last use of ``st``. Numba releases
+    an array argument after its last use, so without it the reference-count decrement
+    of ``st`` lands before the refill branch of :func:`_next_bits`, in another basic
+    block than its increment, and numba's reference-count pruning (which removes an
+    increment/decrement pair within one block or a simple diamond) keeps the pair: a
+    call to ``NRT_incref``/``NRT_decref`` at every draw. With the use at the exit the
+    pair can be pruned. Keep it on any new
+    sampler that takes the stream array and is not an :data:`~mcengine.jit.inline_kernel`.
+    """
     return _to_unit(_next_bits(st)) + 0.0 * st.size
 
 

@@ -36,7 +36,7 @@ from .outfolder import locked
 from .provenance import parquet_metadata
 from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
-from .results import BLOCK_TRIALS, Summary
+from .results import BLOCK_TRIALS, CLASS_PREFIX, Summary
 from .scenario import Scenario, scenario_from_dict
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
@@ -102,6 +102,9 @@ class Accumulators:
             for part in BREAKDOWN_PARTS:
                 key = f"{BREAKDOWN}.{part}"
                 self.metrics.setdefault((name, key), Summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
+            for column in cols:  # failures by component class (the reliability stage's per-class columns)
+                if column.startswith(CLASS_PREFIX):
+                    self.metrics.setdefault((name, column), Summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
             for metric in PAIRED_METRICS:
@@ -117,6 +120,10 @@ class Accumulators:
         scenarios = {name: {**{metric: self.metrics[(name, metric)].to_dict() for metric in METRICS},
                             BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in BREAKDOWN_PARTS}}
                      for name in self.names}
+        for (name, column), summary in self.metrics.items():
+            if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}
+                cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
+                scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
         doc: dict = {"scenarios": scenarios, "slo_missed_share": {name: self.missed.get(name, 0) / self.trials_done for name in self.names}}
         pairs = {}
         for name in self.names[1:]:

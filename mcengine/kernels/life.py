@@ -96,18 +96,29 @@ Randomness: one counter-based stream per lifetime, ``(seed, STAGE_LIFE, 0, globa
 lifetime index)``; draws happen in the order of the loop, so a lifetime's result does
 not depend on its block, chunk or thread.
 
-Implementation: the whole loop of a lifetime is one function on plain arrays and local
-scalars; what happens at one instant runs in passes (the repairs due, each failing
-slot with the instances it touches, then the units assigned), so every slot a failure
-empties is empty before any is refilled. GPUs that fail in gpu mode while the pool and
-the crews suffice for all of them (a host's common-cause failure: 16 GPUs in the Lite
-cluster, more than four in five of its failures) take a short path with the same draws
-in the same order, so the numbers are those of the passes; so does a transient fault
-while nothing waits for a unit or a crew (a fault changes only the instances it
-touches: about two thirds of the loop's events). The loop is an
+Implementation: the loop of a lifetime (:func:`_simulate_one`) calls one named handler
+per kind of step, each inlined into it (:data:`~mcengine.jit.inline_kernel`): the next
+event (:func:`_next_event`), a superposed event or a per-unit clock (:func:`_pick_superposed`,
+:func:`_pick_clock`), a permanent host failure (:func:`_host_fails`), the repairs due
+(:func:`_repairs_due`, each completion :func:`_repair_completes`), a slot whose unit
+fails (:func:`_slot_empties`) and the instances it hits (:func:`_touch_instances`), a
+slot refilled (:func:`_slot_refilled`), the superposed clock (:func:`_reschedule`) and
+the horizon (:func:`_close`). They share a named workspace (:class:`Workspace`, arrays
+allocated once per block of lifetimes) and the lifetime's scalar state (one record of
+:data:`STATE`, fields by name). What happens at one instant runs in passes (the repairs
+due, each failing slot with the instances it touches, then the units assigned), so
+every slot a failure empties is empty before any is refilled.
+
+Two *fast paths* do what the passes do with less bookkeeping, only when the argument
+``fast_paths`` is set (the default): GPUs that fail in gpu mode while the pool and the
+crews suffice for all of them (:func:`_gpus_fail_fast`; a host's common-cause failure:
+16 GPUs in the Lite cluster, more than four in five of its failures), and a transient
+fault while nothing waits for a unit or a crew (:func:`_fault_fast`: a fault changes only
+the instances it touches, about two thirds of the loop's events). They make the same
+draws in the same order, so the numbers are those of the passes; the tests run both
+ways and require bit-identical outputs. The loop is an
 :data:`~mcengine.jit.event_kernel`: compiled without numba's reference counting, it
-makes no ``NRT_incref``/``NRT_decref`` call around its draws and helpers (measured: a
-fifth fewer instructions and about a third less time per Lite lifetime, same numbers).
+makes no ``NRT_incref``/``NRT_decref`` call around its draws and helpers.
 
 References
 ----------
@@ -124,18 +135,28 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
-from mcengine.kernels._heap import heap_remove, heap_set
-from mcengine.kernels.laws import CUM_WEIGHT, KIND, P1, sample_law
-from mcengine.rng import STAGE_LIFE, STREAM_WORDS, exponential, reset_stream, uniform, weibull_scale
-from mcengine.kernels.law_codes import LAW_FIXED
+from mcengine.kernels._heap import heap_remove
+from mcengine.kernels._life_workspace import (
+    STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
+    _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
+    _config, _install, _interrupt, _list_add, _list_remove, _positions, _return_due, _settle, _total_rate, _workspace,
+)
+from mcengine.kernels._life_hazard import WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, thinned, unit_life, wear_group
+from mcengine.kernels._life_variants import (
+    LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, fixed_law, part_at_install, part_on_laws, part_on_liveness,
+    part_on_wear,
+)
+from mcengine.kernels.laws import P1, sample_law
+from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull_scale
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
     "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
     "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
-    "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
-    "simulate_lifetimes",
+    "N_OUT_I", "OUT_GPU_FAULTS", "OUT_GPU_EXP_FAILURES", "OUT_HOST_FAULTS", "OUT_HOST_FAILURES",
+    "OUT_WEAR_FAILURES", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
+    "Cluster", "Workspace", "STATE", "simulate_lifetimes",
 ]
 
 # ---- per-trial parameters: params[i, :] (rates per hour, host Weibull law, horizon)
@@ -147,12 +168,6 @@ P_HOST_SHAPE = 4  # Weibull host law: shape (used when P_HOST_SCALE > 0)
 P_HOST_SCALE = 5  # Weibull host law: scale in hours; 0 = no Weibull host law
 P_HORIZON_HOURS = 6
 N_PARAMS = 7
-# ---- Weibull groups of a GPU: wb[i, g, :] = (shape, scale hours) for g < n_wb[i]
-WB_SHAPE = 0
-WB_SCALE = 1
-# ---- the law stack of a trial: laws[i, w] for these w
-LAW_REPAIR, LAW_SWAP, LAW_RESTART = 0, 1, 2
-N_LAWS = 3
 # ---- outputs: out_f[i, :] and out_i[i, :]
 OUT_AVAILABILITY = 0  # time-averaged fraction of instances up
 OUT_STOCKOUT_HOURS = 1  # instance-hours with a slot waiting for a unit
@@ -165,254 +180,519 @@ OUT_EVENTS = 4  # events by the horizon (failures, faults, installs, restarts, r
 OUT_MAX_FAILED_GPUS = 5  # most GPUs in the repair system (queued or in repair) at once
 OUT_PARTED = 6  # 1 if the variant parted from the joint pass and ran alone (simulate_lifetimes)
 N_OUT_I = 7
+# events by class, after the N_OUT_I counts (shared by the variants of a pass, like OUT_FAILURES)
+OUT_GPU_FAULTS = N_OUT_I + _K_GPU_FAULT  # transient GPU faults (every class summed)
+OUT_GPU_EXP_FAILURES = N_OUT_I + _K_GPU_EXP  # permanent GPU failures of the exponential classes
+OUT_HOST_FAULTS = N_OUT_I + _K_HOST_FAULT  # transient host faults
+OUT_HOST_FAILURES = N_OUT_I + _K_HOST_FAIL  # permanent host failures (hosts, not their GPUs)
+OUT_WEAR_FAILURES = N_OUT_I + _K_WEAR  # permanent GPU failures of Weibull group g: column OUT_WEAR_FAILURES + g
 
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
 #: this many candidates over the horizon (``k * H(horizon)``); else one clock per unit.
 THIN_MAX_CANDIDATES = 2.0
 
-# ---- structure: cfg[:] (ints), built once per call by _config
-_C_A, _C_NG, _C_GPH, _C_HOST_MODE, _C_H, _C_I, _C_SLOTS, _C_SPARES, _C_CREWS = range(9)
-_C_GPUS_PER_UNIT, _C_IDS = 9, 10
-_N_CFG = 11
-# ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i] (see _simulate_one)
-_DOWN, _PENDING = 0, 1
-_N_INST_I = 2
-_DOWN_SINCE, _READY_AT, _UP_AT = 0, 1, 2
-_N_INST_F = 3
-# ---- counts of a variant: var_i[row, v] (its downtime hours: var_f[v])
-_V_INTERRUPTIONS, _V_EVENTS = 0, 1
-_N_VAR_I = 2
-# ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
-_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
-_N_CAT = 6
-
 _BLOCKS = 256  # lifetimes run in at most this many blocks (one workspace each)
 
 
-@kernel
-def _hazard(shape, scale, age):
-    """Weibull hazard per hour at ``age`` hours: ``(k / eta) * (age / eta)**(k - 1)``."""
-    return shape / scale * (age / scale) ** (shape - 1.0)
+# --------------------------------------------------------------------------- event handlers
 
 
-@kernel
-def _thinned(shape, scale, horizon, thin_max):
-    """Whether a Weibull law is thinned: wear-out (k >= 1) with ``k * H(horizon) <= thin_max``."""
-    return shape >= 1.0 and shape * (horizon / scale) ** shape <= thin_max
+@inline_kernel
+def _start(ws, s, c, lf, wb, n_wb):
+    """``t = 0``: every slot filled with a new unit (its per-unit clocks armed), every
+    instance up, nothing in repair; the first superposed event drawn."""
+    st = ws.st
+    for p in range(c.positions):
+        ws.occ_g[0, p] = p
+        ws.occ_g[1, p] = p
+    for k in range(c.hosts):
+        ws.occ_h[0, k] = k
+        ws.occ_h[1, k] = k
+    ws.at_g[:, :] = 0.0
+    ws.at_h[:, :] = 0.0
+    ws.inst_i[:, :, :] = 0
+    ws.inst_f[:, :, :] = 0.0
+    ws.wait_i[:] = 0
+    ws.var_i[:, :] = 0
+    ws.var_f[:] = 0.0
+    ws.by_class[:] = 0
+    hn = 0
+    if lf.clocked_g:
+        for p in range(c.positions):
+            life, ws.clock_group[p] = unit_life(st, wb, n_wb, ws.wear)
+            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, p, life, lf.horizon)
+    if lf.clocked_h:
+        for k in range(c.hosts):
+            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.positions + k, weibull_scale(st, lf.host_scale, lf.host_shape),
+                      lf.horizon)
+    s.hn = hn
+    s.n_g, s.n_h, s.rn, s.wq_head, s.wq_len = c.positions, c.hosts, 0, 0, 0
+    s.rq_min = np.inf
+    s.pool, s.busy, s.queue, s.in_repair, s.max_in_repair = c.spares, 0, 0, 0, 0
+    s.failures, s.swaps, s.repairs, s.events = 0, 0, 0, 0
+    s.stockout_hours = 0.0
+    lam = _total_rate(ws.rates, s.n_g, s.n_h)
+    s.lam = lam
+    s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
 
 
-@kernel
-def _positions(x, host_mode, gph, n_pos):
-    """GPU positions ``first .. end - 1`` of slot ``x`` (a host's in host mode, else one)."""
-    if host_mode:
-        return x * gph, min(x * gph + gph, n_pos)
-    return x, x + 1
+@inline_kernel
+def _next_event(ws, s, c, lf):
+    """The next event, its time in ``s.t``: the superposed one, a per-unit clock, or a
+    repair something waits for (a slot out of stock, a queued repair); past the horizon,
+    the horizon. Clears the failing slots, host and faulted instances of the last."""
+    t_heap = ws.hkeys[0] if s.hn > 0 else np.inf
+    t_ret = s.rq_min if s.wq_len > 0 or s.queue > 0 else np.inf
+    t_exp = s.t_exp
+    s.n_batch, s.host, s.fi0, s.fi1 = 0, -1, 0, -1
+    if t_exp <= t_heap and t_exp <= t_ret:
+        kind, t = _EV_SUPERPOSED, t_exp
+    elif t_heap <= t_ret:
+        kind, t = _EV_CLOCK, t_heap
+    else:
+        kind, t = _EV_REPAIR, t_ret
+    if t > lf.horizon:
+        kind, t = _EV_HORIZON, lf.horizon
+        s.fi1 = c.instances - 1  # one last pass settles every instance there
+    s.t = t
+    return kind
 
 
-@kernel
-def _total_rate(rates, n_g, n_h):
-    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts."""
-    lam = 0.0
-    for c in range(_N_CAT):
-        lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
-    return lam
-
-
-@kernel
-def _unit_life(st, wb, n_wb, wear):
-    """A new unit's time to its first failure among the GPU Weibull groups not thinned."""
-    life = np.inf
-    for g in range(n_wb):
-        if wear[g] == 0.0:
-            life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
-    return life
-
-
-@kernel
-def _arm(hkeys, hids, hpos, hn, ident, when, horizon):
-    """Arm per-unit clock ``ident`` at ``when``; a clock past the horizon never fires: left out."""
-    if when <= horizon:
-        hn = heap_set(hkeys, hids, hpos, hn, ident, when)
-    return hn
-
-
-@kernel
-def _list_add(occ, n, x):
-    """Append ``x`` to the list ``occ[0, :n]`` (``occ[1, x]`` = its index)."""
-    occ[0, n] = x
-    occ[1, x] = n
-    return n + 1
-
-
-@kernel
-def _list_remove(occ, n, x):
-    """Swap-remove ``x`` from the list ``occ[0, :n]``; ``occ[1, x] = -1``."""
-    j = occ[1, x]
-    last = occ[0, n - 1]
-    occ[0, j] = last
-    occ[1, last] = j
-    occ[1, x] = -1
-    return n - 1
-
-
-@kernel
-def _gpu_wear_hazard(wb, n_wb, wear, age):
-    """The summed hazard per hour of a GPU's thinned Weibull groups at ``age`` hours."""
-    hz = 0.0
-    for g in range(n_wb):
-        if wear[g] > 0.0:
-            hz += _hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], age)
-    return hz
-
-
-@kernel
-def _leave(vids, nv, k):
-    """Variant ``vids[k]`` (a follower, ``k >= 1``) leaves the live list ``vids[:nv]``:
-    swapped behind it, where the caller finds it to simulate it alone."""
-    v = vids[k]
-    vids[k] = vids[nv - 1]
-    vids[nv - 1] = v
-    return nv - 1
-
-
-@kernel
-def _part_on_liveness(at, vids, nv, x, t, live):
-    """Followers that see unit ``x`` in place (``at[v, x] <= t``) otherwise than the leader
-    (``live``) leave: they would draw or fail otherwise."""
-    k = 1
-    while k < nv:
-        if (at[vids[k], x] <= t) != live:
-            nv = _leave(vids, nv, k)
-        else:
-            k += 1
-    return nv
-
-
-@kernel
-def _part_at_install(at, vids, nv, x):
-    """Followers whose unit ``x`` is installed at another time than the leader's leave: a
-    per-unit clock armed there would fire at another time."""
-    k = 1
-    while k < nv:
-        if at[vids[k], x] != at[vids[0], x]:
-            nv = _leave(vids, nv, k)
-        else:
-            k += 1
-    return nv
-
-
-@kernel
-def _part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_scale, is_host):
-    """Followers whose unit ``x`` (a host if ``is_host``, else a GPU position), in place in
-    every variant, has another age than the leader's and so takes the wear-out candidate
-    otherwise (``u < hazard(age)``, the leader's outcome ``live``) leave."""
-    k = 1
-    while k < nv:
-        t_f = at[vids[k], x]
-        if t_f != at[vids[0], x]:
-            if is_host:
-                hz = _hazard(host_shape, host_scale, t - t_f)
+@inline_kernel
+def _pick_superposed(ws, s, c, lf, wb, n_wb, t):
+    """The superposed event at ``t``: a second uniform picks the category, then the unit
+    uniformly among those listed (Gillespie's direct method); a candidate on a unit
+    still in its swap is rejected, a wear-out candidate is accepted with probability
+    ``h(age) / h(horizon)`` (thinning). An accepted one is a transient fault (its
+    instances in ``fi0 .. fi1``), a GPU failure (its slot in ``batch``) or a host failure
+    (``host``)."""
+    st, rates, vids = ws.st, ws.rates, ws.vids
+    n_g, n_h = s.n_g, s.n_h
+    u = 0.0
+    r = uniform(st) * s.lam
+    cat = -1
+    for k in range(_N_CAT):
+        w = (n_g if k < _HOST_FAULT else n_h) * rates[k]
+        if w > 0.0:
+            cat = k
+            if r < w:
+                break
+            r -= w
+    if cat < _HOST_FAULT:
+        p = ws.occ_g[0, min(int(r / rates[cat]), n_g - 1)]
+        live = ws.at_g[lf.lead, p] <= t  # else a swap is in progress: no GPU there yet
+        if s.nv > 1:
+            s.nv = part_on_liveness(ws.at_g, vids, s.nv, p, t, live)
+        if live and cat == _GPU_WEAR:
+            u = uniform(st) * rates[_GPU_WEAR]
+            live = u < gpu_wear_hazard(wb, n_wb, ws.wear, t - ws.at_g[lf.lead, p])
+            if s.nv > 1:
+                s.nv = part_on_wear(ws.at_g, vids, s.nv, p, t, u, live, wb, n_wb, ws.wear, lf.host_shape,
+                                    lf.host_scale, False)
+        if live:
+            s.events += 1
+            if cat == _GPU_FAULT:
+                ws.by_class[_K_GPU_FAULT] += 1
+                s.fi0 = s.fi1 = ws.inst_of[p]
             else:
-                hz = _gpu_wear_hazard(wb, n_wb, wear, t - t_f)
-            if (u < hz) != live:
-                nv = _leave(vids, nv, k)
-                continue
-        k += 1
-    return nv
-
-
-@kernel
-def _fixed_law(laws, w):
-    """Whether law ``w`` of the stack is one fixed value (it draws nothing)."""
-    return laws[w, 0, CUM_WEIGHT] >= 1.0 and laws[w, 0, KIND] == LAW_FIXED
-
-
-@kernel
-def _draw_free(laws, v):
-    """Whether variant ``v``'s swap and restart laws are one fixed value each (no draw)."""
-    return _fixed_law(laws, v * N_LAWS + LAW_SWAP) and _fixed_law(laws, v * N_LAWS + LAW_RESTART)
-
-
-@kernel
-def _same_table(laws, a, b):
-    """Whether law tables ``a`` and ``b`` of the stack are equal, line by line (a loop:
-    the event kernel is compiled without reference counting, so no NumPy function that
-    makes an array)."""
-    same = True
-    for j in range(laws.shape[1]):
-        for c in range(laws.shape[2]):
-            same = same and laws[a, j, c] == laws[b, j, c]
-    return same
-
-
-@kernel
-def _part_on_laws(laws, vids, nv):
-    """Followers share the leader's draws only if no variant's swap or restart law draws
-    (else every follower leaves) and they have the leader's repair law (else they leave)."""
-    for k in range(nv):
-        if not _draw_free(laws, vids[k]):
-            return 1
-    k = 1
-    while k < nv:
-        if _same_table(laws, vids[k] * N_LAWS + LAW_REPAIR, vids[0] * N_LAWS + LAW_REPAIR):
-            k += 1
-        else:
-            nv = _leave(vids, nv, k)
-    return nv
+                if cat == _GPU_EXP:
+                    ws.by_class[_K_GPU_EXP] += 1
+                else:
+                    ws.by_class[_K_WEAR + wear_group(wb, n_wb, ws.wear, t - ws.at_g[lf.lead, p], u)] += 1
+                s.failures += 1
+                ws.batch[0] = p // c.gpus_per_host if c.host_mode else p
+                s.n_batch = 1
+    else:
+        k = ws.occ_h[0, min(int(r / rates[cat]), n_h - 1)]
+        live = ws.at_h[lf.lead, k] <= t  # (host mode: else a host swap is in progress)
+        if s.nv > 1:
+            s.nv = part_on_liveness(ws.at_h, vids, s.nv, k, t, live)
+        if live and cat == _HOST_WEAR:
+            u = uniform(st) * rates[_HOST_WEAR]
+            live = u < hazard(lf.host_shape, lf.host_scale, t - ws.at_h[lf.lead, k])
+            if s.nv > 1:
+                s.nv = part_on_wear(ws.at_h, vids, s.nv, k, t, u, live, wb, n_wb, ws.wear, lf.host_shape,
+                                    lf.host_scale, True)
+        if live:
+            s.events += 1
+            if cat == _HOST_FAULT:
+                ws.by_class[_K_HOST_FAULT] += 1
+                gph = c.gpus_per_host
+                s.fi0, s.fi1 = ws.inst_of[k * gph], ws.inst_of[min(k * gph + gph, c.positions) - 1]
+            else:
+                ws.by_class[_K_HOST_FAIL] += 1
+                s.host = k
 
 
 @inline_kernel
-def _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t):
-    """Settle instance ``i`` of variant ``v`` at ``t``: the restart that began at its
-    ``_READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
-    its downtime counted. (Inlined into the event loop.)"""
-    if inst_i[v, _DOWN, i] == 1 and wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
-        if inst_i[v, _PENDING, i] == 1:
-            inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(st, laws, v * N_LAWS + LAW_RESTART)
-            inst_i[v, _PENDING, i] = 0
-        if inst_f[v, _UP_AT, i] <= t:
-            inst_i[v, _DOWN, i] = 0
-            var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
-            var_i[_V_EVENTS, v] += 1  # the restart completed
+def _pick_clock(ws, s, c):
+    """The earliest per-unit clock fires: a GPU position's (its slot in ``batch``) or a
+    host's (``host``)."""
+    ident = ws.hids[0]
+    s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
+    s.events += 1
+    if ident < c.positions:
+        ws.by_class[_K_WEAR + ws.clock_group[ident]] += 1
+        s.failures += 1
+        ws.batch[0] = ident // c.gpus_per_host if c.host_mode else ident
+        s.n_batch = 1
+    else:
+        ws.by_class[_K_HOST_FAIL] += 1
+        s.host = ident - c.positions
 
 
 @inline_kernel
-def _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, fault):
-    """Instance ``i`` of variant ``v`` (settled) is hit at ``t``: an up instance goes
-    down; a fault (``fault``) also restarts it from ``t``, unless it waits for a unit or
-    a swap (it then restarts after the swap). (Inlined into the event loop.)"""
-    up = inst_i[v, _DOWN, i] == 0
-    if up:
-        inst_i[v, _DOWN, i] = 1
-        inst_f[v, _DOWN_SINCE, i] = t
-        var_i[_V_INTERRUPTIONS, v] += 1
-    if fault and (up or (wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
-        inst_f[v, _READY_AT, i] = t
-        inst_i[v, _PENDING, i] = 1
+def _fault_fast(ws, s, lf, laws, t):
+    """Fast path: a transient fault while nothing waits for a unit or a crew. The passes
+    would drain and assign nothing and the rates stay: only the instances it touches
+    change, and the superposed clock is drawn afresh."""
+    for i in range(s.fi0, s.fi1 + 1):
+        for k in range(s.nv):
+            v = ws.vids[k]
+            _settle(ws, laws, v, i, t)
+            _interrupt(ws, v, i, t, True)
+    s.t_exp = t + exponential(ws.st, 1.0 / s.lam)
 
 
 @inline_kernel
-def _take_due(rq, rn, t):
-    """Take the repairs due by ``t`` off the list ``rq[:rn]`` (swap-remove); return the
-    entries left, how many were taken, and the earliest left (``inf`` if none).
-    (Inlined into the event loop.)"""
-    rq_min, done, j = np.inf, 0, 0
-    while j < rn:
+def _host_fails(ws, s, c, lf, t):
+    """A permanent failure of host ``s.host``: in host mode its slot fails (every GPU
+    counted); in gpu mode each of its GPUs in place fails (common cause, into ``batch``)
+    and the host is renewed (its clock armed afresh)."""
+    host, gph = s.host, c.gpus_per_host
+    first, end = host * gph, min(host * gph + gph, c.positions)
+    if c.host_mode:
+        s.failures += end - first
+        ws.batch[0] = host
+        s.n_batch = 1
+        return
+    for p in range(first, end):
+        if ws.occ_g[1, p] >= 0:
+            live = ws.at_g[lf.lead, p] <= t
+            if s.nv > 1:
+                s.nv = part_on_liveness(ws.at_g, ws.vids, s.nv, p, t, live)
+            if live:
+                s.failures += 1
+                ws.batch[s.n_batch] = p
+                s.n_batch += 1
+    for k in range(s.nv):
+        ws.at_h[ws.vids[k], host] = t
+    if lf.clocked_h:
+        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + host,
+                    t + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
+
+
+@inline_kernel
+def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
+    """Fast path (gpu mode, nothing waits): the GPUs in ``batch`` fail with a pool unit
+    and a crew for each. What the passes do, the same draws in the same order, without
+    their general bookkeeping: each GPU goes to repair (the repairs due drained first
+    where a pass would: a possible new maximum in repair) and is swapped from the pool;
+    its instance is hit once. Returns False (and changes nothing) when the pool or the
+    crews fall short."""
+    n_batch = s.n_batch
+    if s.pool < n_batch and s.rq_min <= t and lf.crews_free:
+        # the pool count is a bound: the units of the repairs due by now are back (they
+        # draw nothing, and with free crews the list's order never decides a draw)
+        _return_due(ws, s, t)
+    if s.pool < n_batch or s.busy + n_batch > c.crews:
+        return False
+    batch, hit, vids = ws.batch, ws.hit, ws.vids
+    n_hit = 0
+    for b in range(n_batch):
+        p = batch[b]
+        if lf.clocked_g and ws.hpos[p] >= 0:
+            s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, p)
+        if s.in_repair >= s.max_in_repair and s.rq_min <= t:
+            _return_due(ws, s, t)
+        s.in_repair += 1
+        s.max_in_repair = max(s.max_in_repair, s.in_repair)
+        when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+        ws.rq[s.rn] = when
+        s.rq_min = min(s.rq_min, when)
+        s.rn += 1
+        i = ws.inst_of[p]
+        if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
+            hit[n_hit] = i
+            n_hit += 1
+            for k in range(s.nv):
+                v = vids[k]
+                _settle(ws, laws, v, i, t)
+                _interrupt(ws, v, i, t, False)
+    s.repairs += n_batch
+    s.busy += n_batch
+    s.pool -= n_batch
+    s.swaps += n_batch
+    if lf.swaps_fixed and not lf.clocked_g:  # one install time per variant for the whole batch
+        for k in range(s.nv):
+            v = vids[k]
+            t_in = t + laws[v * N_LAWS + LAW_SWAP, 0, P1]
+            if t_in <= lf.horizon:
+                ws.var_i[_V_EVENTS, v] += n_batch  # the installs
+            for b in range(n_batch):
+                ws.at_g[v, batch[b]] = t_in
+            for m in range(n_hit):
+                _install(ws, v, hit[m], t_in)
+    else:  # each GPU's swap drawn in turn, then its clock if it has one
+        for b in range(n_batch):
+            p = batch[b]
+            i = ws.inst_of[p]
+            for k in range(s.nv):
+                v = vids[k]
+                t_in = t + sample_law(ws.st, laws, v * N_LAWS + LAW_SWAP)
+                if t_in <= lf.horizon:
+                    ws.var_i[_V_EVENTS, v] += 1  # the install
+                ws.at_g[v, p] = t_in
+                _install(ws, v, i, t_in)
+            if lf.clocked_g:
+                if s.nv > 1:
+                    s.nv = part_at_install(ws.at_g, vids, s.nv, p)
+                life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear)
+                s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
+    s.n_batch = 0
+    return True
+
+
+@inline_kernel
+def _unlist(ws, s, c, x, add):
+    """List slot ``x``'s positions (and host, in host mode) as filled (``add``) or empty."""
+    first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
+    for p in range(first, end):
+        s.n_g = _list_add(ws.occ_g, s.n_g, p) if add else _list_remove(ws.occ_g, s.n_g, p)
+    if c.host_mode:
+        s.n_h = _list_add(ws.occ_h, s.n_h, x) if add else _list_remove(ws.occ_h, s.n_h, x)
+
+
+@inline_kernel
+def _repair_completes(ws, s, c, lf, laws, t_done):
+    """A repair completes at ``t_done`` (``rq`` entry already taken off): its crew takes a
+    queued unit (a repair drawn), and the unit refills the longest-waiting slot out of
+    stock (assigned now) or returns to the pool."""
+    s.in_repair -= 1
+    s.events += 1
+    if s.queue > 0:
+        s.queue -= 1
+        ws.rq[s.rn] = t_done + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+        s.rn += 1
+    else:
+        s.busy -= 1
+    if s.wq_len > 0:  # (t_done == t)
+        x = ws.wq[s.wq_head]
+        s.wq_head = s.wq_head + 1 if s.wq_head + 1 < c.slots else 0
+        s.wq_len -= 1
+        _unlist(ws, s, c, x, True)
+        ws.assign[s.n_assign] = 2 * x + 1
+        s.n_assign += 1
+    else:
+        s.pool += 1
+
+
+@inline_kernel
+def _repairs_due(ws, s, c, lf, laws, t, failing, finishing):
+    """The repairs due by ``t`` complete (in list order), when the exact counts matter:
+    something waits, the horizon (``finishing``), or a failing slot (``failing``) that
+    needs the pool, a crew or a possible new maximum in repair. Otherwise the pool,
+    crew and repair counts stay bounds and none is taken off."""
+    exact = finishing or s.wq_len > 0 or s.queue > 0
+    if failing:
+        exact = exact or s.pool == 0 or s.busy >= c.crews or s.in_repair >= s.max_in_repair
+    if not exact or s.rq_min > t:  # (else none is due: nothing to scan)
+        return
+    rq = ws.rq
+    rq_min = np.inf  # the earliest repair left, found by the scan
+    j = 0
+    while j < s.rn:
         if rq[j] > t:
             rq_min = min(rq_min, rq[j])
             j += 1
+            continue
+        t_done = rq[j]
+        s.rn -= 1
+        rq[j] = rq[s.rn]
+        _repair_completes(ws, s, c, lf, laws, t_done)
+    s.rq_min = rq_min
+
+
+@inline_kernel
+def _slot_empties(ws, s, c, lf, laws, x, t):
+    """The unit in slot ``x`` fails at ``t``: its clocks stop, it goes to repair (a crew
+    if one is free, else the queue); the slot takes a pool unit (assigned now) or waits,
+    empty (unlisted, queued for the next repaired unit). Returns whether it waits."""
+    first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
+    for p in range(first, end):
+        if ws.hpos[p] >= 0:
+            s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, p)
+    if c.host_mode and ws.hpos[c.positions + x] >= 0:
+        s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x)
+    s.repairs += 1
+    s.in_repair += 1
+    s.max_in_repair = max(s.max_in_repair, s.in_repair)
+    if s.busy < c.crews:
+        s.busy += 1
+        when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+        ws.rq[s.rn] = when
+        s.rq_min = min(s.rq_min, when)
+        s.rn += 1
+    else:
+        s.queue += 1
+    if s.pool > 0:
+        s.pool -= 1
+        ws.assign[s.n_assign] = 2 * x
+        s.n_assign += 1
+        return False
+    j = s.wq_head + s.wq_len  # out of stock: the slot waits, empty
+    ws.wq[j - c.slots if j >= c.slots else j] = x
+    s.wq_len += 1
+    _unlist(ws, s, c, x, False)
+    return True
+
+
+@inline_kernel
+def _touch_instances(ws, s, laws, i0, i1, t, i_done, hit, fault, waits):
+    """Instances ``i0 .. i1`` are looked at, at ``t``: each settled (unless an earlier
+    slot of this instant already took it down: ``i <= i_done``), then hit by a failing
+    slot (``hit``) or a fault (``fault``; neither: the horizon). A slot out of stock
+    (``waits``) keeps them down (blast radius). Returns the new ``i_done``."""
+    for i in range(i0, i1 + 1):
+        if i > i_done:
+            for k in range(s.nv):
+                v = ws.vids[k]
+                _settle(ws, laws, v, i, t)
+                if hit or fault:
+                    _interrupt(ws, v, i, t, fault)
+            if hit:
+                i_done = i
+        if waits:  # down until every slot has a unit again
+            if ws.wait_i[i] == 0:
+                ws.wait_f[i] = t
+            ws.wait_i[i] += 1
+    return i_done
+
+
+@inline_kernel
+def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
+    """Slot ``x`` is assigned a unit at ``t`` (from the pool, or a repaired one if it was
+    out of stock, ``from_wait``): in place after a swap draw (per variant), its clocks
+    armed; its instances restart once their last swap ends."""
+    s.swaps += 1
+    vids = ws.vids
+    first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
+    for k in range(s.nv):
+        v = vids[k]
+        t_in = t + sample_law(ws.st, laws, v * N_LAWS + LAW_SWAP)
+        if t_in <= lf.horizon:
+            ws.var_i[_V_EVENTS, v] += 1  # the install
+        for p in range(first, end):
+            ws.at_g[v, p] = t_in
+        if c.host_mode:
+            ws.at_h[v, x] = t_in
+        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+            _install(ws, v, i, t_in)
+    if lf.clocked and s.nv > 1:
+        s.nv = part_at_install(ws.at_g, vids, s.nv, first)
+    if lf.clocked_g:
+        for p in range(first, end):
+            life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear)
+            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
+    if c.host_mode and lf.clocked_h:
+        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x,
+                    ws.at_h[lf.lead, x] + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
+    if from_wait:
+        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+            ws.wait_i[i] -= 1
+            if ws.wait_i[i] == 0:
+                s.stockout_hours += t - ws.wait_f[i]
+
+
+@inline_kernel
+def _reschedule(ws, s, fresh, t):
+    """The superposed clock after an event at ``t``: drawn afresh after its own event
+    (``fresh``), else its pending time rescaled to the new total rate (memoryless: exact,
+    no draw)."""
+    new = _total_rate(ws.rates, s.n_g, s.n_h)
+    lam = s.lam
+    if fresh or lam <= 0.0:
+        s.t_exp = t + exponential(ws.st, 1.0 / new) if new > 0.0 else np.inf
+    elif new != lam:
+        s.t_exp = t + (s.t_exp - t) * (lam / new) if new > 0.0 else np.inf
+    s.lam = new
+
+
+@inline_kernel
+def _close(ws, s, c, lf, out_f, out_i, row):
+    """The horizon: downtime and stock-outs still open are counted; the rows of the
+    variants in the pass written; ``hpos`` left all -1 for the next lifetime (cheaper
+    than a full reset)."""
+    horizon, n_inst = lf.horizon, c.instances
+    for j in range(s.hn):
+        ws.hpos[ws.hids[j]] = -1
+    stockout_hours = s.stockout_hours
+    for i in range(n_inst):
+        if ws.wait_i[i] > 0:
+            stockout_hours += horizon - ws.wait_f[i]
+    for k in range(s.nv):
+        v = ws.vids[k]
+        down_hours = ws.var_f[v]
+        for i in range(n_inst):
+            if ws.inst_i[v, _DOWN, i] == 1:
+                down_hours += horizon - ws.inst_f[v, _DOWN_SINCE, i]
+        out_f[row, v, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
+        out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
+        out_i[row, v, OUT_FAILURES] = s.failures
+        out_i[row, v, OUT_INTERRUPTIONS] = ws.var_i[_V_INTERRUPTIONS, v]
+        out_i[row, v, OUT_SWAPS] = s.swaps
+        out_i[row, v, OUT_REPAIRS] = s.repairs
+        out_i[row, v, OUT_EVENTS] = s.events + ws.var_i[_V_EVENTS, v]
+        out_i[row, v, OUT_MAX_FAILED_GPUS] = s.max_in_repair * c.gpus_per_unit
+        out_i[row, v, OUT_PARTED] = 0
+        for k in range(ws.by_class.size):
+            out_i[row, v, N_OUT_I + k] = ws.by_class[k]
+
+
+@inline_kernel
+def _lifetime(c, par, wb, n_wb, laws, thin_max, ws, fast_paths):
+    """The lifetime's fixed values (:data:`Lifetime`), its superposed rates per unit and
+    thinned hazards (``ws.rates``, ``ws.wear``); the followers that cannot share the
+    pass leave (``ws.state[0].nv``)."""
+    horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
+    rates, wear = ws.rates, ws.wear
+    rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
+    rates[_HOST_FAULT], rates[_HOST_EXP] = par[P_LAM_TRANSIENT_HOST], par[P_LAM_PERM_HOST]
+    rates[_GPU_WEAR], rates[_HOST_WEAR] = 0.0, 0.0
+    clocked_g = False
+    for g in range(n_wb):  # wear-out laws thinned at their hazard at the horizon
+        wear[g] = 0.0
+        if thinned(wb[g, WB_SHAPE], wb[g, WB_SCALE], horizon, thin_max):
+            wear[g] = hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], horizon)
+            rates[_GPU_WEAR] += wear[g]
         else:
-            rn -= 1
-            rq[j] = rq[rn]
-            done += 1
-    return rn, done, rq_min
+            clocked_g = True
+    clocked_h = False
+    if host_scale > 0.0:
+        if thinned(host_shape, host_scale, horizon, thin_max):
+            rates[_HOST_WEAR] = hazard(host_shape, host_scale, horizon)
+        else:
+            clocked_h = True
+    s = ws.state[0]
+    lead = ws.vids[0]
+    if s.nv > 1:
+        s.nv = part_on_laws(laws, ws.vids, s.nv)
+    return Lifetime(
+        horizon, host_shape, host_scale, lead,
+        # no variant's swap law draws (followers that share the pass have draw-free laws):
+        # a batch of swaps ends at one time
+        fixed_law(laws, lead * N_LAWS + LAW_SWAP),
+        clocked_g, clocked_h,
+        # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
+        clocked_g or (c.host_mode and clocked_h),
+        c.crews >= c.slots + c.spares,  # a crew for every unit: no repair ever queues
+        fast_paths,
+    )
 
 
 @event_kernel
-def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_g, occ_h, at_g, at_h, inst_i,
-                  inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, hit, assign, wear, rates, st,
-                  out_f, out_i, row):
-    """Simulate one lifetime of variants ``vids[:n_var]`` over the horizon; write their rows.
+def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f, out_i, row):
+    """Simulate one lifetime of variants ``ws.vids[:n_var]`` over the horizon; write their rows.
 
     The variants share everything but their swap and restart laws. The first is the
     leader: its draws and decisions make the lifetime, exactly as if it ran alone. A
@@ -424,7 +704,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
 
     Parameters
     ----------
-    cfg : int64[_N_CFG]
+    c : Cluster
         Cluster structure (:func:`_config`).
     par : float64[N_PARAMS]
         The trial's rates, host law and horizon.
@@ -435,22 +715,12 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         LAW_*``).
     thin_max : float
         :data:`THIN_MAX_CANDIDATES` (tests lower it to force per-unit clocks).
-    vids : int64[V]
-        Variant ids; ``vids[:n_var]`` are simulated, leader first (reordered on return).
-    inst_of : int64[A]
-        The instance of each GPU position, ``p // instance_gpus`` (a load instead of a
-        division in the loop).
-    occ_g, occ_h, at_g, at_h, inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
-    hit, assign, wear, rates : arrays
-        Workspace (overwritten): listed GPU positions and hosts, install times per
-        variant, instance state per variant, stock-out state per instance, counts per
-        variant, the stock-out FIFO of slots, the heap of per-unit clocks, the pending
-        repair completions, the slots failing and the instances they hit at one instant,
-        the units assigned at one instant, the thinned hazard at the horizon per group,
-        the superposed rates. ``hpos`` must be -1 everywhere on entry, and is again on
-        return.
-    st : uint64[STREAM_WORDS]
-        The lifetime's random stream.
+    ws : Workspace
+        Overwritten; ``ws.vids[:n_var]`` are the variants, leader first (reordered on
+        return); ``ws.st`` is the lifetime's random stream; ``ws.hpos`` must be -1
+        everywhere on entry, and is again on return.
+    fast_paths : bool
+        Take the fast paths (same numbers; False runs every event through the passes).
     out_f, out_i : arrays
         Output rows ``[row, v, OUT_*]``.
 
@@ -468,414 +738,51 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
     at: ``_PENDING``) and ends at ``_UP_AT``. Every look at an instance first *settles*
     it, except once an earlier slot of the same instant has taken it down.
     """
-    host_mode = cfg[_C_HOST_MODE] == 1
-    n_pos, n_hosts, n_inst, n_slots = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS]
-    gph, crews = cfg[_C_GPH], cfg[_C_CREWS]
-    horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
-    lead, nv = vids[0], n_var
-    if nv > 1:
-        nv = _part_on_laws(laws, vids, nv)
-    # no variant's swap law draws (followers that share the pass have draw-free laws):
-    # a batch of swaps ends at one time
-    swaps_fixed = _fixed_law(laws, lead * N_LAWS + LAW_SWAP)
-
-    # ---- the superposed rates; wear-out laws thinned at their hazard at the horizon
-    rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
-    rates[_HOST_FAULT], rates[_HOST_EXP] = par[P_LAM_TRANSIENT_HOST], par[P_LAM_PERM_HOST]
-    rates[_GPU_WEAR], rates[_HOST_WEAR] = 0.0, 0.0
-    clocked_g = False
-    for g in range(n_wb):
-        wear[g] = 0.0
-        if _thinned(wb[g, WB_SHAPE], wb[g, WB_SCALE], horizon, thin_max):
-            wear[g] = _hazard(wb[g, WB_SHAPE], wb[g, WB_SCALE], horizon)
-            rates[_GPU_WEAR] += wear[g]
-        else:
-            clocked_g = True
-    clocked_h = False
-    if host_scale > 0.0:
-        if _thinned(host_shape, host_scale, horizon, thin_max):
-            rates[_HOST_WEAR] = _hazard(host_shape, host_scale, horizon)
-        else:
-            clocked_h = True
-    # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
-    clocked = clocked_g or (host_mode and clocked_h)
-
-    # ---- t = 0: every slot filled with a new unit, every instance up
-    for p in range(n_pos):
-        occ_g[0, p] = p
-        occ_g[1, p] = p
-    for k in range(n_hosts):
-        occ_h[0, k] = k
-        occ_h[1, k] = k
-    at_g[:, :] = 0.0
-    at_h[:, :] = 0.0
-    inst_i[:, :, :] = 0
-    inst_f[:, :, :] = 0.0
-    wait_i[:] = 0
-    var_i[:, :] = 0
-    var_f[:] = 0.0
-    hn = 0
-    if clocked_g:
-        for p in range(n_pos):
-            hn = _arm(hkeys, hids, hpos, hn, p, _unit_life(st, wb, n_wb, wear), horizon)
-    if clocked_h:
-        for k in range(n_hosts):
-            hn = _arm(hkeys, hids, hpos, hn, n_pos + k, weibull_scale(st, host_scale, host_shape), horizon)
-    n_g, n_h, rn, wq_head, wq_len = n_pos, n_hosts, 0, 0, 0
-    rq_min = np.inf  # the earliest pending repair completion, min(rq[:rn])
-    pool, busy, queue, in_repair, max_in_repair = cfg[_C_SPARES], 0, 0, 0, 0
-    crews_free = crews >= n_slots + cfg[_C_SPARES]  # a crew for every unit: no repair ever queues
-    failures, swaps, repairs, events = 0, 0, 0, 0
-    stockout_hours = 0.0
-
-    lam = _total_rate(rates, n_g, n_h)
-    t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
+    s = ws.state[0]
+    s.nv = n_var
+    lf = _lifetime(c, par, wb, n_wb, laws, thin_max, ws, fast_paths)
+    _start(ws, s, c, lf, wb, n_wb)
     finishing = False
     while not finishing:
-        # ---- next event: the superposed one, a per-unit clock, or a repair waited on;
-        # past the horizon, one last pass settles every instance there
-        t_heap = hkeys[0] if hn > 0 else np.inf
-        t_ret = rq_min if wq_len > 0 or queue > 0 else np.inf  # something waits for the earliest repair
-        superposed = t_exp <= t_heap and t_exp <= t_ret
-        t = t_exp if superposed else min(t_heap, t_ret)
-        n_batch, host, fi0, fi1 = 0, -1, 0, -1  # failing slots, failing host, faulted instances
-        if t > horizon:
-            t, superposed, finishing = horizon, False, True
-            fi1 = n_inst - 1
-        elif superposed:
-            r = uniform(st) * lam
-            cat = -1
-            for c in range(_N_CAT):
-                w = (n_g if c < _HOST_FAULT else n_h) * rates[c]
-                if w > 0.0:
-                    cat = c
-                    if r < w:
-                        break
-                    r -= w
-            if cat < _HOST_FAULT:
-                p = occ_g[0, min(int(r / rates[cat]), n_g - 1)]
-                live = at_g[lead, p] <= t  # else a swap is in progress: no GPU there yet
-                if nv > 1:
-                    nv = _part_on_liveness(at_g, vids, nv, p, t, live)
-                if live and cat == _GPU_WEAR:
-                    u = uniform(st) * rates[_GPU_WEAR]
-                    live = u < _gpu_wear_hazard(wb, n_wb, wear, t - at_g[lead, p])
-                    if nv > 1:
-                        nv = _part_on_wear(at_g, vids, nv, p, t, u, live, wb, n_wb, wear, host_shape, host_scale, False)
-                if live:
-                    events += 1
-                    if cat == _GPU_FAULT:
-                        fi0 = fi1 = inst_of[p]
-                    else:
-                        failures += 1
-                        batch[0] = p // gph if host_mode else p
-                        n_batch = 1
-            else:
-                k = occ_h[0, min(int(r / rates[cat]), n_h - 1)]
-                live = at_h[lead, k] <= t  # (host mode: else a host swap is in progress)
-                if nv > 1:
-                    nv = _part_on_liveness(at_h, vids, nv, k, t, live)
-                if live and cat == _HOST_WEAR:
-                    u = uniform(st) * rates[_HOST_WEAR]
-                    live = u < _hazard(host_shape, host_scale, t - at_h[lead, k])
-                    if nv > 1:
-                        nv = _part_on_wear(at_h, vids, nv, k, t, u, live, wb, n_wb, wear, host_shape, host_scale, True)
-                if live:
-                    events += 1
-                    if cat == _HOST_FAULT:
-                        fi0, fi1 = inst_of[k * gph], inst_of[min(k * gph + gph, n_pos) - 1]
-                    else:
-                        host = k
-        elif t_heap <= t_ret:  # a per-unit clock: GPU position, or host
-            ident = hids[0]
-            hn = heap_remove(hkeys, hids, hpos, hn, ident)
-            events += 1
-            if ident < n_pos:
-                failures += 1
-                batch[0] = ident // gph if host_mode else ident
-                n_batch = 1
-            else:
-                host = ident - n_pos
-        # (else a repair that a slot or a queued repair waits for: the drain below)
-        if fi1 >= fi0 and not finishing and wq_len == 0 and queue == 0:
-            # ---- a transient fault while nothing waits: the passes below would drain and
-            # assign nothing, and the rates stay; only the instances it touches change
-            for i in range(fi0, fi1 + 1):
-                for k in range(nv):
-                    v = vids[k]
-                    _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
-                    _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, True)
-            t_exp = t + exponential(st, 1.0 / lam)
+        kind = _next_event(ws, s, c, lf)
+        t = s.t
+        finishing = kind == _EV_HORIZON
+        if kind == _EV_SUPERPOSED:
+            _pick_superposed(ws, s, c, lf, wb, n_wb, t)
+        elif kind == _EV_CLOCK:
+            _pick_clock(ws, s, c)
+        # (_EV_REPAIR: a repair that a slot or a queued repair waits for: the passes below)
+        if fast_paths and s.fi1 >= s.fi0 and not finishing and s.wq_len == 0 and s.queue == 0:
+            _fault_fast(ws, s, lf, laws, t)
             continue
-        if host >= 0:  # a permanent host failure
-            first, end = host * gph, min(host * gph + gph, n_pos)
-            if host_mode:
-                failures += end - first
-                batch[0] = host
-                n_batch = 1
-            else:  # common cause: each GPU in place fails; the host is renewed
-                for p in range(first, end):
-                    if occ_g[1, p] >= 0:
-                        live = at_g[lead, p] <= t
-                        if nv > 1:
-                            nv = _part_on_liveness(at_g, vids, nv, p, t, live)
-                        if live:
-                            failures += 1
-                            batch[n_batch] = p
-                            n_batch += 1
-                for k in range(nv):
-                    at_h[vids[k], host] = t
-                if clocked_h:
-                    hn = _arm(hkeys, hids, hpos, hn, n_pos + host, t + weibull_scale(st, host_scale, host_shape), horizon)
-
-        # ---- GPUs failing with a pool unit and a crew for each (in gpu mode every
-        # permanent failure but a stock-out or a queue): what the passes below do, the same
-        # draws in the same order, without their general bookkeeping. Nothing waits, so
-        # the only drains are those of a possible new maximum or of a pool count too low
-        # (they draw nothing). Without this path Lite lifetimes take 10-15% longer
-        if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool < n_batch and rq_min <= t and crews_free:
-            # the pool count is a bound: the units of the repairs due by now are back (they
-            # draw nothing, and with free crews the list's order never decides a draw)
-            rn, done, rq_min = _take_due(rq, rn, t)
-            in_repair, busy, pool, events = in_repair - done, busy - done, pool + done, events + done
-        if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool >= n_batch and busy + n_batch <= crews:
-            n_hit = 0
-            for b in range(n_batch):
-                p = batch[b]
-                if clocked_g and hpos[p] >= 0:
-                    hn = heap_remove(hkeys, hids, hpos, hn, p)
-                if in_repair >= max_in_repair and rq_min <= t:
-                    rn, done, rq_min = _take_due(rq, rn, t)
-                    in_repair, busy, pool, events = in_repair - done, busy - done, pool + done, events + done
-                in_repair += 1
-                max_in_repair = max(max_in_repair, in_repair)
-                rq[rn] = t + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
-                rq_min = min(rq_min, rq[rn])
-                rn += 1
-                i = inst_of[p]
-                if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
-                    hit[n_hit] = i
-                    n_hit += 1
-                    for k in range(nv):
-                        v = vids[k]
-                        _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
-                        _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, False)
-            repairs += n_batch
-            busy += n_batch
-            pool -= n_batch
-            if swaps_fixed and not clocked_g:  # one install time per variant for the whole batch
-                swaps += n_batch
-                for k in range(nv):
-                    v = vids[k]
-                    t_in = t + laws[v * N_LAWS + LAW_SWAP, 0, P1]
-                    if t_in <= horizon:
-                        var_i[_V_EVENTS, v] += n_batch  # the installs
-                    for b in range(n_batch):
-                        at_g[v, batch[b]] = t_in
-                    for m in range(n_hit):
-                        i = hit[m]
-                        inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
-                        inst_i[v, _PENDING, i] = 1
-            else:  # each GPU's swap drawn in turn, then its clock if it has one
-                for b in range(n_batch):
-                    p = batch[b]
-                    swaps += 1
-                    i = inst_of[p]
-                    for k in range(nv):
-                        v = vids[k]
-                        t_in = t + sample_law(st, laws, v * N_LAWS + LAW_SWAP)
-                        if t_in <= horizon:
-                            var_i[_V_EVENTS, v] += 1  # the install
-                        at_g[v, p] = t_in
-                        inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
-                        inst_i[v, _PENDING, i] = 1
-                    if clocked_g:
-                        if nv > 1:
-                            nv = _part_at_install(at_g, vids, nv, p)
-                        hn = _arm(hkeys, hids, hpos, hn, p, at_g[lead, p] + _unit_life(st, wb, n_wb, wear), horizon)
-            n_batch = 0
-
-        # ---- repairs due by now, then each failing slot (all emptied before any refill)
-        n_assign, i_done = 0, -1
-        for b in range(n_batch + 1):
-            # the repairs due by t are taken off when the exact counts matter: something
-            # waits, the horizon, or a failure that needs the pool, a crew or a new maximum
-            exact = finishing or wq_len > 0 or queue > 0
-            if b < n_batch:
-                exact = exact or pool == 0 or busy >= crews or in_repair >= max_in_repair
-            exact = exact and rq_min <= t  # (else none is due: nothing to scan)
-            if exact:
-                rq_min = np.inf  # the earliest repair left, found by the scan
-            j = 0
-            while exact and j < rn:
-                if rq[j] > t:
-                    rq_min = min(rq_min, rq[j])
-                    j += 1
-                    continue
-                # a repair completes: its crew takes a queued unit, ...
-                t_done = rq[j]
-                rn -= 1
-                rq[j] = rq[rn]
-                in_repair -= 1
-                events += 1
-                if queue > 0:
-                    queue -= 1
-                    rq[rn] = t_done + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
-                    rn += 1
-                else:
-                    busy -= 1
-                if wq_len > 0:  # ... and the unit refills the longest-waiting slot (t_done == t)
-                    x = wq[wq_head]
-                    wq_head = wq_head + 1 if wq_head + 1 < n_slots else 0
-                    wq_len -= 1
-                    first, end = _positions(x, host_mode, gph, n_pos)
-                    for p in range(first, end):
-                        n_g = _list_add(occ_g, n_g, p)
-                    if host_mode:
-                        n_h = _list_add(occ_h, n_h, x)
-                    assign[n_assign] = 2 * x + 1
-                    n_assign += 1
-                else:  # ... or returns to the pool
-                    pool += 1
-            i0, i1 = fi0, fi1
-            waits = False
-            if b < n_batch:  # the unit in slot x fails: to repair; the slot takes a pool unit or waits
-                x = batch[b]
-                first, end = _positions(x, host_mode, gph, n_pos)
-                for p in range(first, end):
-                    if hpos[p] >= 0:
-                        hn = heap_remove(hkeys, hids, hpos, hn, p)
-                if host_mode and hpos[n_pos + x] >= 0:
-                    hn = heap_remove(hkeys, hids, hpos, hn, n_pos + x)
-                repairs += 1
-                in_repair += 1
-                max_in_repair = max(max_in_repair, in_repair)
-                if busy < crews:
-                    busy += 1
-                    rq[rn] = t + sample_law(st, laws, lead * N_LAWS + LAW_REPAIR)
-                    rq_min = min(rq_min, rq[rn])
-                    rn += 1
-                else:
-                    queue += 1
-                if pool > 0:
-                    pool -= 1
-                    assign[n_assign] = 2 * x
-                    n_assign += 1
-                else:  # out of stock: the slot waits, empty
-                    waits = True
-                    j = wq_head + wq_len
-                    wq[j - n_slots if j >= n_slots else j] = x
-                    wq_len += 1
-                    for p in range(first, end):
-                        n_g = _list_remove(occ_g, n_g, p)
-                    if host_mode:
-                        n_h = _list_remove(occ_h, n_h, x)
-                i0, i1 = inst_of[first], inst_of[end - 1]
-            for i in range(i0, i1 + 1):
-                if i > i_done:  # (an instance down since an earlier slot of this instant: no settle)
-                    for k in range(nv):
-                        v = vids[k]
-                        _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
-                        if not finishing:  # (b == n_batch: a transient fault)
-                            _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, b == n_batch)
-                    if finishing or b == n_batch:
-                        continue
-                    i_done = i
-                if waits:  # blast radius: down until every slot has a unit again
-                    if wait_i[i] == 0:
-                        wait_f[i] = t
-                    wait_i[i] += 1
-
+        if s.host >= 0:
+            _host_fails(ws, s, c, lf, t)
+        if fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0:
+            _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t)
+        # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
+        s.n_assign = 0
+        i_done = -1
+        for b in range(s.n_batch):
+            _repairs_due(ws, s, c, lf, laws, t, True, finishing)
+            x = ws.batch[b]
+            waits = _slot_empties(ws, s, c, lf, laws, x, t)
+            first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
+            i_done = _touch_instances(ws, s, laws, ws.inst_of[first], ws.inst_of[end - 1], t, i_done, True, False,
+                                      waits)
+        _repairs_due(ws, s, c, lf, laws, t, False, finishing)
+        _touch_instances(ws, s, laws, s.fi0, s.fi1, t, i_done, False, not finishing, False)
         # ---- units assigned now: in place after a swap draw
-        for a in range(n_assign):
-            x, from_wait = assign[a] >> 1, assign[a] & 1
-            swaps += 1
-            first, end = _positions(x, host_mode, gph, n_pos)
-            for k in range(nv):
-                v = vids[k]
-                t_in = t + sample_law(st, laws, v * N_LAWS + LAW_SWAP)
-                if t_in <= horizon:
-                    var_i[_V_EVENTS, v] += 1  # the install
-                for p in range(first, end):
-                    at_g[v, p] = t_in
-                if host_mode:
-                    at_h[v, x] = t_in
-                for i in range(inst_of[first], inst_of[end - 1] + 1):
-                    inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_in)
-                    inst_i[v, _PENDING, i] = 1
-            if clocked and nv > 1:
-                nv = _part_at_install(at_g, vids, nv, first)
-            if clocked_g:
-                for p in range(first, end):
-                    hn = _arm(hkeys, hids, hpos, hn, p, at_g[lead, p] + _unit_life(st, wb, n_wb, wear), horizon)
-            if host_mode and clocked_h:
-                hn = _arm(hkeys, hids, hpos, hn, n_pos + x, at_h[lead, x] + weibull_scale(st, host_scale, host_shape),
-                          horizon)
-            if from_wait == 1:
-                for i in range(inst_of[first], inst_of[end - 1] + 1):
-                    wait_i[i] -= 1
-                    if wait_i[i] == 0:
-                        stockout_hours += t - wait_f[i]
-
-        # ---- the superposed clock: fresh after its own event, else rescaled
-        new = _total_rate(rates, n_g, n_h)
-        if superposed or lam <= 0.0:
-            t_exp = t + exponential(st, 1.0 / new) if new > 0.0 else np.inf
-        elif new != lam:  # memoryless residual, rescaled (exact, no draw)
-            t_exp = t + (t_exp - t) * (lam / new) if new > 0.0 else np.inf
-        lam = new
-
-    # ---- the horizon: downtime and stock-outs still open
-    for j in range(hn):  # leave hpos all -1 for the next lifetime (cheaper than a full reset)
-        hpos[hids[j]] = -1
-    for i in range(n_inst):
-        if wait_i[i] > 0:
-            stockout_hours += horizon - wait_f[i]
-    for k in range(nv):
-        v = vids[k]
-        down_hours = var_f[v]
-        for i in range(n_inst):
-            if inst_i[v, _DOWN, i] == 1:
-                down_hours += horizon - inst_f[v, _DOWN_SINCE, i]
-        out_f[row, v, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
-        out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
-        out_i[row, v, OUT_FAILURES] = failures
-        out_i[row, v, OUT_INTERRUPTIONS] = var_i[_V_INTERRUPTIONS, v]
-        out_i[row, v, OUT_SWAPS] = swaps
-        out_i[row, v, OUT_REPAIRS] = repairs
-        out_i[row, v, OUT_EVENTS] = events + var_i[_V_EVENTS, v]
-        out_i[row, v, OUT_MAX_FAILED_GPUS] = max_in_repair * cfg[_C_GPUS_PER_UNIT]
-        out_i[row, v, OUT_PARTED] = 0
-    return nv
-
-
-@kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews):
-    """The cluster's structural ints, as int64[_N_CFG].
-
-    Timer ids of the per-unit clocks: ``[0, A)`` GPU positions, then one per active host.
-    """
-    cfg = np.zeros(_N_CFG, dtype=np.int64)
-    hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
-    slots = hosts if host_mode else active_gpus
-    cfg[_C_A] = active_gpus
-    cfg[_C_NG] = instance_gpus
-    cfg[_C_GPH] = gpus_per_host
-    cfg[_C_HOST_MODE] = 1 if host_mode else 0
-    cfg[_C_H] = hosts
-    cfg[_C_I] = active_gpus // instance_gpus
-    cfg[_C_SLOTS] = slots
-    cfg[_C_SPARES] = spare_units
-    cfg[_C_CREWS] = min(crews, slots + spare_units)  # never more repairs than units
-    cfg[_C_GPUS_PER_UNIT] = gpus_per_host if host_mode else 1
-    cfg[_C_IDS] = active_gpus + hosts
-    return cfg
+        for a in range(s.n_assign):
+            _slot_refilled(ws, s, c, lf, laws, wb, n_wb, ws.assign[a] >> 1, ws.assign[a] & 1 == 1, t)
+        _reschedule(ws, s, kind == _EV_SUPERPOSED, t)
+    _close(ws, s, c, lf, out_f, out_i, row)
+    return s.nv
 
 
 @parallel_kernel
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
-                       thin_max=THIN_MAX_CANDIDATES):
+                       thin_max=THIN_MAX_CANDIDATES, fast_paths=True):
     """Simulate ``n`` cluster lifetimes of ``V`` variants, ``prange`` over blocks of lifetimes.
 
     The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
@@ -886,8 +793,8 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
 
     Lifetime ``i`` draws from the stream ``(seed, STAGE_LIFE, 0, trial_start + i)`` and
     writes only row ``i``, so the result depends neither on the thread count nor on how
-    the trials are chunked. Each block allocates one ``O(GPUs)`` workspace and reuses it
-    for its lifetimes (every lifetime overwrites it from scratch).
+    the trials are chunked. Each block allocates one ``O(GPUs)`` workspace
+    (:data:`Workspace`) and reuses it for its lifetimes (every lifetime overwrites it).
 
     Parameters
     ----------
@@ -915,74 +822,52 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     thin_max : float
         Thin a wear-out Weibull law when ``k * H(horizon)`` is at most this
         (:data:`THIN_MAX_CANDIDATES`); 0 gives every Weibull law per-unit clocks.
+    fast_paths : bool
+        Take the fast paths of :func:`_simulate_one` (default); False gives the same
+        numbers through the general passes only (for tests).
 
     Returns
     -------
     out_f : float64[n, V, N_OUT_F]
         Availability and stock-out instance-hours (``OUT_*`` columns).
-    out_i : int64[n, V, N_OUT_I]
-        Counts over the horizon (``OUT_*`` columns).
+    out_i : int64[n, V, OUT_WEAR_FAILURES + K]
+        Counts over the horizon (``OUT_*`` columns), then the events by class: transient
+        GPU faults, exponential-class GPU failures, transient host faults, permanent
+        host failures, and the GPU failures of each Weibull group (column
+        ``OUT_WEAR_FAILURES + g``).
     """
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
-    out_i = np.empty((n, n_var, N_OUT_I), dtype=np.int64)
-    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews)
+    out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
-    inst_of = np.arange(cfg[_C_A]) // cfg[_C_NG]  # read by every block
+    inst_of = np.arange(active_gpus) // instance_gpus  # read by every block
+    shape = np.array([active_gpus, instance_gpus, gpus_per_host, 1 if host_mode else 0, spare_units, crews])
     for b in prange(n_blocks):
-        # the workspace of a block, reused by its lifetimes
-        a, h, ni, ns, ids, gph = cfg[_C_A], cfg[_C_H], cfg[_C_I], cfg[_C_SLOTS], cfg[_C_IDS], cfg[_C_GPH]
-        nvi = n_var * _N_INST_I * ni
-        ws_i = np.empty(2 * a + 2 * h + nvi + ni + _N_VAR_I * n_var + (2 * ns + gph) + 2 * gph + 2 * ids + n_var + 1,
-                        np.int64)
-        nvf = n_var * _N_INST_F * ni
-        ws_f = np.empty(n_var * (a + h) + ids + nvf + ni + n_var + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT,
-                        np.float64)
-        st = np.empty(STREAM_WORDS, dtype=np.uint64)
-        occ_g = ws_i[:2 * a].reshape((2, a))
-        occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
-        j = 2 * a + 2 * h
-        inst_i = ws_i[j:j + nvi].reshape((n_var, _N_INST_I, ni))
-        j += nvi
-        wait_i, var_i = ws_i[j:j + ni], ws_i[j + ni:j + ni + _N_VAR_I * n_var].reshape((_N_VAR_I, n_var))
-        j += ni + _N_VAR_I * n_var
-        wq, assign = ws_i[j:j + ns], ws_i[j + ns:j + 2 * ns + gph]
-        j += 2 * ns + gph
-        batch, hit = ws_i[j:j + gph], ws_i[j + gph:j + 2 * gph]
-        j += 2 * gph
-        hids, hpos = ws_i[j:j + ids], ws_i[j + ids:j + 2 * ids]
-        j += 2 * ids
-        vids, solo = ws_i[j:j + n_var], ws_i[j + n_var:j + n_var + 1]
-        hpos[:] = -1
-        at_g = ws_f[:n_var * a].reshape((n_var, a))
-        at_h = ws_f[n_var * a:n_var * (a + h)].reshape((n_var, h))
-        j = n_var * (a + h)
-        hkeys = ws_f[j:j + ids]
-        j += ids
-        inst_f = ws_f[j:j + nvf].reshape((n_var, _N_INST_F, ni))
-        j += nvf
-        wait_f, var_f = ws_f[j:j + ni], ws_f[j + ni:j + ni + n_var]
-        j += ni + n_var
-        rq = ws_f[j:j + cfg[_C_CREWS] + 1]
-        j += cfg[_C_CREWS] + 1
-        wear, rates = ws_f[j:j + wb.shape[1]], ws_f[j + wb.shape[1]:]
-        for i in range(b * per_block, min(n, (b + 1) * per_block)):
-            lw = laws[i].reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))
-            for v in range(n_var):
-                vids[v] = v
-            k = -1  # -1: the joint pass; then vids[k] for each variant that left it, alone, from the start
-            while k < n_var:
-                run, n_run = vids, n_var
-                if k >= 0:
-                    solo[0] = vids[k]
-                    run, n_run = solo, 1
-                reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
-                kept = _simulate_one(cfg, params[i], wb[i], n_wb[i], lw, thin_max, run, n_run,
-                                     inst_of, occ_g, occ_h, at_g, at_h,
-                                     inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
-                                     hit, assign, wear, rates, st, out_f, out_i, i)
-                if k >= 0:
-                    out_i[i, solo[0], OUT_PARTED] = 1
-                k = kept if k < 0 else k + 1
+        _run_block(seed, trial_start, params, wb, n_wb, laws, shape, thin_max, fast_paths, inst_of,
+                   b * per_block, min(n, (b + 1) * per_block), out_f, out_i)
     return out_f, out_i
+
+
+@kernel
+def _run_block(seed, trial_start, params, wb, n_wb, laws, shape, thin_max, fast_paths, inst_of, i0, i1, out_f, out_i):
+    """Lifetimes ``i0 .. i1 - 1`` of :func:`simulate_lifetimes` on one workspace (the
+    cluster ``shape``: its six int arguments). A variant that leaves the joint pass runs
+    alone afterwards, from the start, in the order it left."""
+    n_var = laws.shape[1]
+    c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5])
+    ws = _workspace(c, n_var, wb.shape[1], inst_of)
+    vids, parted = ws.vids, ws.parted
+    for i in range(i0, i1):
+        lw = laws[i].reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))
+        for v in range(n_var):
+            vids[v] = v
+        reset_stream(ws.st, seed, STAGE_LIFE, 0, trial_start + i)
+        kept = _simulate_one(c, params[i], wb[i], n_wb[i], lw, thin_max, ws, n_var, fast_paths, out_f, out_i, i)
+        for j in range(kept, n_var):
+            parted[j] = vids[j]
+        for j in range(kept, n_var):
+            vids[0] = parted[j]
+            reset_stream(ws.st, seed, STAGE_LIFE, 0, trial_start + i)
+            _simulate_one(c, params[i], wb[i], n_wb[i], lw, thin_max, ws, 1, fast_paths, out_f, out_i, i)
+            out_i[i, parted[j], OUT_PARTED] = 1

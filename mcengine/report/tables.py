@@ -251,6 +251,12 @@ def render_reliability(body: dict):
         d = body[key]
         table.add_row(label, f"{d['mean']:{fmt}} ± {d['sem']:.2g}", f"{d['p05']:{fmt}} – {d['p95']:{fmt}}",
                       "" if ref is None else f"{ref:{fmt}}")
+    for cls, kinds in body.get("failures_by_class", {}).items():
+        for kind, words in (("failures_per_year", "failures"), ("faults_per_year", "faults")):
+            d = kinds[kind]
+            if d["max"] > 0.0:  # (a class that never fails or faults has no row)
+                table.add_row(f"  {cls} {words} / yr", f"{d['mean']:,.2f} ± {d['sem']:.2g}",
+                              f"{d['p05']:,.2f} – {d['p95']:,.2f}", "")
     if "p_stockout" in an:
         table.add_row("P(units in repair > spares)", "", "", f"{an['p_stockout']:.3g}")
     return table

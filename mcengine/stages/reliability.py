@@ -24,6 +24,7 @@ from scipy import special
 
 from ..errors import NumericalError
 from ..options import check_seed
+from ..results import CLASS_PREFIX
 from ..kernels import life
 from ..kernels.laws import CUM_WEIGHT, KIND, LAW_COLUMNS, P1, P2
 from ..kernels.law_codes import LAW_WEIBULL, MAX_LAW_PARTS
@@ -33,13 +34,19 @@ from ..scenario.sections.reliability import weibull_rate_per_hour
 from ..scenario.schema import Scenario
 from ..units import HOURS_PER_YEAR
 
-__all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS"]
+__all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "CLASS_PREFIX", "CLASS_KINDS",
+           "class_column", "class_names", "nest_by_class"]
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
     "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs", "events", "max_failed_gpus",
 )
+
+#: The name of the host's own class in ``failures_by_class`` (beside the GPU's component classes).
+HOST_CLASS = "host"
+#: What each class reports (per year of horizon), in columns ``CLASS_PREFIX + <class>.<kind>``.
+CLASS_KINDS = ("failures_per_year", "faults_per_year")
 
 
 # --------------------------------------------------------------------------- tables
@@ -96,6 +103,11 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray
         ``(shape, scale hours)`` per group, ``K = max(1, classes)``.
     n_wb : int64[n]
         Groups per trial.
+    shares : dict of str to (int64[n], float64[n])
+        Per class: the kernel column counting its permanent failures
+        (``OUT_GPU_EXP_FAILURES`` or ``OUT_WEAR_FAILURES + group``) and its share of the
+        column's rate (``count * afr`` over the column's total, or its coefficient over
+        the group's: equal shapes keep their shares at every age).
     """
     n = inputs.n
     comps = scenario.reliability.components
@@ -104,10 +116,12 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray
     coef = np.zeros_like(shapes)  # sum of count * eta**-shape
     n_wb = np.zeros(n, dtype=np.int64)
     slot = np.arange(shapes.shape[1])
+    classes = {}  # name -> (weibull group per trial (-1: exponential class), its rate or coefficient per trial)
     for name, comp in comps:
         key = f"reliability.components.{name}"
         law_key, shape = comp.law_key(), inputs[f"{key}.weibull_shape"]
         if law_key is None:  # no law key: never fails
+            classes[name] = (np.full(n, -1), np.zeros(n))
             continue
         value = inputs[f"{key}.{law_key}"]
         exp_class = shape == 1.0
@@ -121,18 +135,27 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray
         shapes[rows, group[rows]] = shape[rows]
         coef[rows, group[rows]] += a[rows]
         n_wb[rows] = np.maximum(n_wb[rows], group[rows] + 1)
+        exp_rate = comp.count * value / HOURS_PER_YEAR if law_key == "afr" else comp.count * rate
+        classes[name] = (np.where(exp_class, -1, group), np.where(exp_class, exp_rate, a))
     wb = np.zeros((n, shapes.shape[1], 2))
     used = coef > 0.0
     wb[..., life.WB_SHAPE] = np.where(used, shapes, 1.0)
     wb[used, life.WB_SCALE] = coef[used] ** (-1.0 / shapes[used])
-    return lam_perm, wb, n_wb
+    shares = {}  # name -> (kernel column of its permanent failures per trial, its share of that column)
+    rows = np.arange(n)
+    for name, (group, weight) in classes.items():
+        total = np.where(group < 0, lam_perm, coef[rows, np.maximum(group, 0)])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(total > 0.0, weight / total, 0.0)
+        shares[name] = (np.where(group < 0, life.OUT_GPU_EXP_FAILURES, life.OUT_WEAR_FAILURES + group), share)
+    return lam_perm, wb, n_wb, shares
 
 
 def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     """Every kernel argument of :func:`simulate_lifetimes` but the seed and trial start."""
     r, c = scenario.reliability, scenario.cluster
     n = inputs.n
-    lam_perm, wb, n_wb = _weibull_groups(scenario, inputs)
+    lam_perm, wb, n_wb, _ = _weibull_groups(scenario, inputs)
     params = np.zeros((n, life.N_PARAMS))
     params[:, life.P_LAM_TRANSIENT_GPU] = sum(
         comp.count * inputs[f"reliability.components.{name}.transient_afr"] for name, comp in r.components
@@ -217,7 +240,53 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
             out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **args)
         for v, k in enumerate(group):
             out[k] = _columns(out_f[:, v], out_i[:, v], inputs[k])
+            out[k].update(_by_class(scenarios[k], inputs[k], out_i[:, v]))
     return out
+
+
+def class_column(name: str, kind: str) -> str:
+    """The per-trial column of class ``name``'s ``kind`` (``failures_per_year`` or
+    ``faults_per_year``): ``failures_by_class.<name>.<kind>``."""
+    return f"{CLASS_PREFIX}{name}.{kind}"
+
+
+def _by_class(scenario: Scenario, inputs: TrialInputs, out_i: np.ndarray) -> dict[str, np.ndarray]:
+    """Failures and faults per year of each component class and of the host, per trial
+    (columns :func:`class_column`; the host's class is :data:`HOST_CLASS`).
+
+    The kernel counts permanent failures per merged column (the exponential classes
+    together, each Weibull group) and transient faults of all classes together; a
+    class gets its share of its column's count (its rate over the column's total). That
+    is the conditional expectation of its count given the column's: an exact split in
+    mean (the classes of a column are competing risks with constant relative hazards,
+    docs/model.md#failures-by-class), with no draw and less variance than a sampled one.
+    """
+    years = inputs["run.horizon_years"]
+    _, _, _, shares = _weibull_groups(scenario, inputs)
+    rows = np.arange(inputs.n)
+    comps = scenario.reliability.components
+    transient = {name: comp.count * inputs[f"reliability.components.{name}.transient_afr"] for name, comp in comps}
+    total_transient = sum(transient.values()) if transient else 0.0
+    out: dict[str, np.ndarray] = {}
+    for name, _ in comps:
+        column, share = shares[name]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_share = np.where(total_transient > 0.0, transient[name] / total_transient, 0.0)
+        out[class_column(name, "failures_per_year")] = out_i[rows, column] * share / years
+        out[class_column(name, "faults_per_year")] = out_i[:, life.OUT_GPU_FAULTS] * t_share / years
+    out[class_column(HOST_CLASS, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] / years
+    out[class_column(HOST_CLASS, "faults_per_year")] = out_i[:, life.OUT_HOST_FAULTS] / years
+    return out
+
+
+def class_names(scenario: Scenario) -> list[str]:
+    """The classes of ``failures_by_class``: the GPU's component classes, then the host."""
+    return [name for name, _ in scenario.reliability.components] + [HOST_CLASS]
+
+
+def nest_by_class(flat: dict, names: list[str]) -> dict:
+    """``{class: {kind: flat[class_column(class, kind)]}}`` for the classes ``names``."""
+    return {name: {kind: flat[class_column(name, kind)] for kind in CLASS_KINDS} for name in names}
 
 
 def group_arguments(tables: list[dict]) -> dict:

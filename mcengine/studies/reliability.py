@@ -13,7 +13,7 @@ from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
 from ..scenario.sections.reliability import resolved_law, weibull_rate_per_hour
-from ..stages.reliability import lifetimes_of
+from ..stages.reliability import CLASS_KINDS, class_column, class_names, lifetimes_of, nest_by_class
 from ..units import HOURS_PER_YEAR
 
 
@@ -159,7 +159,9 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     dict
         Summaries over lifetimes of ``instance_availability``, ``failures_per_year``,
         ``interruptions_per_year``, ``swaps_per_year``, ``stockout_hours``,
-        ``repairs_per_year`` and ``max_failed_gpus``; ``events`` (int, all lifetimes);
+        ``repairs_per_year`` and ``max_failed_gpus``; ``failures_by_class`` (per
+        component class and ``host``: summaries of ``failures_per_year``, permanent,
+        and ``faults_per_year``, transient); ``events`` (int, all lifetimes);
         ``analytic`` (:func:`analytic_reference`); ``cluster`` (shape of the model).
     """
     positive("--lifetimes", lifetimes)
@@ -167,6 +169,8 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     total = int(lifetimes)
     # availabilities crowd near 1: the quantile sketch works on their distance from 1
     summaries = {name: Summary(offset=1.0 if name == "instance_availability" else 0.0) for name in SUMMARY_METRICS}
+    classes = class_names(scenario)
+    summaries.update({class_column(name, kind): Summary() for name in classes for kind in CLASS_KINDS})
     events = 0
     with interrupt.deferred():  # a signal stops between chunks
         for start in range(0, total, CHUNK_LIFETIMES):
@@ -178,8 +182,10 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
             events += int(cols["events"].sum())
             interrupt.check()
     c, r = scenario.cluster, scenario.reliability
+    docs = {name: summary.to_dict() for name, summary in summaries.items()}
     return {
-        **{name: summary.to_dict() for name, summary in summaries.items()},
+        **{name: docs[name] for name in SUMMARY_METRICS},
+        "failures_by_class": nest_by_class(docs, classes),
         "events": events,
         "analytic": analytic_reference(scenario),
         "cluster": {

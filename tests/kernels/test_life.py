@@ -276,9 +276,9 @@ def test_kernel_driver_block_split_does_not_matter():
 def test_config_layout_is_consistent():
     cfg = life._config(12, 4, 8, True, 2, 10**9)
     # 12 GPUs in 2 hosts; host mode: 2 slots, 2 pool hosts, so at most 4 repairs at once
-    assert cfg[life._C_H] == 2 and cfg[life._C_SLOTS] == 2 and cfg[life._C_CREWS] == 4
+    assert cfg.hosts == 2 and cfg.slots == 2 and cfg.crews == 4
     # per-unit clocks: one per GPU position and one per host
-    assert cfg[life._C_IDS] == 12 + 2
+    assert cfg.clock_ids == 12 + 2
 
 
 @pytest.mark.parametrize("case", ["gpu mode, wear-out lasers and hosts thinned (k * H(horizon) small), lognormal mixture repair",
@@ -364,3 +364,48 @@ def test_variants_in_one_pass_have_the_numbers_of_their_own_runs(case):
         alone = _run(s, n, seed=8)
         for name in R.COLUMNS:
             np.testing.assert_array_equal(c[name], alone[name])
+
+
+# ----------------------------------------------------------------------------- fast paths
+
+FAST_PATH_CASES = {
+    # every GPU failure finds a pool unit and a crew; transients while nothing waits
+    "exponential, ample spares, unlimited crews, transients": dict(
+        instances=16, instance_gpus=4, gpus_per_host=8, spare_gpus=64, afr=6.0, transient_afr=8.0,
+        repair_hours={"law": "exponential", "mean": 72}, swap_hours=1.0, restart_hours=0.5),
+    "Weibull thinned and clocked classes, hosts failing as a common cause": dict(
+        instances=8, instance_gpus=4, gpus_per_host=8, spare_gpus=48,
+        components={"die": {"afr": 2.0, "transient_afr": 3.0}, "laser": {"afr": 0.5, "weibull_shape": 2.0},
+                    "hbm": {"afr": 2.0, "weibull_shape": 0.7}},
+        host_afr=3.0, host_transient_afr=2.0, host_weibull_shape=1.5,
+        repair_hours={"law": "lognormal", "median": 100, "sigma": 0.6},
+        swap_hours={"law": "exponential", "mean": 2}, restart_hours=0.3),
+    "few spares and finite crews: fast path taken only while they suffice": dict(
+        instances=12, instance_gpus=2, gpus_per_host=4, spare_gpus=3, repair_crews=2, afr=8.0, transient_afr=6.0,
+        host_afr=2.0, host_transient_afr=1.0, repair_hours={"law": "exponential", "mean": 150}, swap_hours=2.0,
+        restart_hours={"law": "exponential", "mean": 0.5}),
+    "host mode (transient fast path only)": dict(
+        instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=8, afr=4.0, transient_afr=6.0, host_afr=2.0,
+        host_transient_afr=3.0, replace_unit="host", repair_hours=48.0, swap_hours=1.0, restart_hours=0.2),
+}
+
+
+@pytest.mark.parametrize("thin_max", [life.THIN_MAX_CANDIDATES, 0.0])
+@pytest.mark.parametrize("case", list(FAST_PATH_CASES))
+def test_fast_paths_are_bit_identical_to_the_general_passes(case, thin_max):
+    """The fast paths (a transient fault while nothing waits; GPUs failing with a pool unit
+    and a crew for each) make the draws and decisions of the general passes: every output
+    of every lifetime is the same bit for bit, alone and with a draw-free variant in the
+    same pass."""
+    base = FAST_PATH_CASES[case]
+    scenarios = [toy_scenario(**base)]
+    if not isinstance(base["swap_hours"], dict) and not isinstance(base["restart_hours"], dict):
+        scenarios.append(toy_scenario(**{**base, "swap_hours": 0.1, "restart_hours": 0.0}))
+    n = 96
+    tables = [R._params(s, draw_inputs(s, 21, 0, n)) for s in scenarios]
+    args = R.group_arguments(tables)
+    fast = life.simulate_lifetimes(np.uint64(21), 0, **args, thin_max=thin_max)
+    general = life.simulate_lifetimes(np.uint64(21), 0, **args, thin_max=thin_max, fast_paths=False)
+    assert fast[1][:, :, life.OUT_FAILURES].sum() > 0 and fast[1][:, :, life.OUT_INTERRUPTIONS].min() > 0
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a, b)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import mcengine.api as mc
-from mcengine.results import SUMMARY_KEYS
+from mcengine.results import SUMMARY_KEYS, metric_items
 
 
 @pytest.fixture(scope="module")
@@ -17,13 +17,13 @@ def test_to_frame_is_tidy_and_equals_the_summary(res):
     frame = res.to_frame()
     doc = res.summary()
     # one row per metric, the cost breakdown's parts as "cost_breakdown_per_mtok_usd.<part>"
-    n_rows = sum(len(m) - 1 + len(m["cost_breakdown_per_mtok_usd"]) for m in doc["scenarios"].values())
-    assert frame.shape == (n_rows, 2 + len(SUMMARY_KEYS))
+    flat = {(n, m): s for n, metrics in doc["scenarios"].items() for m, s in metric_items(metrics)}
+    assert frame.shape == (len(flat), 2 + len(SUMMARY_KEYS))
+    assert ("h100", "cost_breakdown_per_mtok_usd.die") in flat
     assert list(frame.columns) == ["scenario", "metric", *SUMMARY_KEYS]
+    assert ("h100", "failures_by_class.host.failures_per_year") in flat
     for row in frame.itertuples(index=False):
-        group, _, part = row.metric.partition(".")
-        s = doc["scenarios"][row.scenario][group]
-        s = s[part] if part else s
+        s = flat[(row.scenario, row.metric)]
         assert all(getattr(row, k) == s[k] for k in SUMMARY_KEYS)
 
 

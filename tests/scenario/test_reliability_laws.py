@@ -63,7 +63,7 @@ def test_each_parameterisation_gives_the_stage_the_same_weibull_group(key):
     shape, fraction = 2.0, 0.01
     value = resolved_law("first_year_fraction", fraction, shape)[key]
     s = one_class(weibull_shape=shape, **{key: value})
-    _, wb, n_wb = _weibull_groups(s, draw_inputs(s, 1, 0, 3))
+    _, wb, n_wb, _ = _weibull_groups(s, draw_inputs(s, 1, 0, 3))
     assert n_wb.tolist() == [1, 1, 1]
     np.testing.assert_allclose(wb[:, 0, 1], H / math.sqrt(-math.log1p(-fraction)), rtol=1e-12)
 
@@ -78,7 +78,7 @@ def test_old_files_keep_afr_as_one_over_mttf():
 
 def test_exponential_class_may_give_its_mttf():
     s = one_class(mttf_hours=H / 0.02)
-    lam, _, n_wb = _weibull_groups(s, draw_inputs(s, 1, 0, 2))
+    lam, _, n_wb, _ = _weibull_groups(s, draw_inputs(s, 1, 0, 2))
     assert lam == pytest.approx(0.02 / H, rel=1e-12) and n_wb.tolist() == [0, 0]
 
 
@@ -89,7 +89,7 @@ def test_each_law_key_may_be_a_dist(key):
     inputs = draw_inputs(s, 7, 0, 64)
     drawn = inputs[f"reliability.components.laser.{key}"]
     assert drawn.min() >= center / 2 and drawn.max() <= center and np.unique(drawn).size == 64
-    _, wb, _ = _weibull_groups(s, inputs)
+    _, wb, _, _ = _weibull_groups(s, inputs)
     np.testing.assert_allclose(1 / wb[:, 0, 1], weibull_rate_per_hour(key, drawn, 2.0), rtol=1e-12)
 
 

@@ -272,3 +272,42 @@ def test_scale_hours_is_where_one_in_e_survive(shape):
     out = run(s, 100)
     assert_mc(out["failures_per_year"] * years / units, 1 - math.exp(-1))
     assert_mc(out["instance_availability"], ar.weibull_mean_survival(years * H, years * H, shape))
+
+
+# ----------------------------------------------------------------------------- failures by class
+
+_CLASSES = {"die": {"afr": 2.0, "transient_afr": 3.0}, "hbm": {"count": 4, "afr": 0.5, "transient_afr": 1.0},
+            "optics": {"count": 2, "afr": 1.5}}
+
+
+def test_failures_by_class_are_count_x_afr_x_gpus_per_year():
+    """Exponential classes, an ample pool and instant swaps: every position always holds a
+    GPU, so class c fails count_c x afr_c x GPUs times a year (faults likewise with its
+    transient_afr), and the host class host_afr x hosts (faults: host_transient_afr x hosts)."""
+    s = toy_scenario(instances=16, instance_gpus=4, gpus_per_host=8, spare_gpus=512, components=_CLASSES,
+                     host_afr=1.0, host_transient_afr=4.0, repair_hours=1.0, replace_unit="host", horizon_years=2.0)
+    c = run(s, 400, seed=3)
+    gpus, hosts = 64, 8
+    for name, comp in _CLASSES.items():
+        count = comp.get("count", 1)
+        assert_mc(c[R.class_column(name, "failures_per_year")], count * comp["afr"] * gpus)
+        assert_mc(c[R.class_column(name, "faults_per_year")], count * comp.get("transient_afr", 0.0) * gpus)
+    assert_mc(c[R.class_column(R.HOST_CLASS, "failures_per_year")], 1.0 * hosts)
+    assert_mc(c[R.class_column(R.HOST_CLASS, "faults_per_year")], 4.0 * hosts)
+    assert np.all(c[R.class_column("optics", "faults_per_year")] == 0.0)
+
+
+def test_failures_by_class_add_up_to_the_gpu_failures():
+    """Without host failures, the classes' permanent failures (exponential, thinned and
+    per-unit-clock Weibull classes, two classes sharing a shape) sum to the GPU failures
+    of every lifetime."""
+    comps = {"die": {"afr": 3.0}, "laser": {"afr": 2.0, "weibull_shape": 2.0},
+             "bond": {"count": 2, "afr": 1.0, "weibull_shape": 2.0}, "hbm": {"afr": 2.0, "weibull_shape": 0.7}}
+    s = toy_scenario(instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=4, components=comps, repair_crews=2,
+                     repair_hours={"law": "exponential", "mean": 100}, swap_hours=2.0, horizon_years=1.0)
+    c = run(s, 200, seed=5)
+    total = sum(c[R.class_column(name, "failures_per_year")] for name in comps)
+    np.testing.assert_allclose(total, c["failures_per_year"], rtol=1e-12)
+    for name in comps:
+        assert c[R.class_column(name, "failures_per_year")].sum() > 0
+    assert np.all(c[R.class_column(R.HOST_CLASS, "failures_per_year")] == 0.0)

@@ -1,0 +1,241 @@
+"""The workspace, state and small helpers of the life kernel (:mod:`mcengine.kernels.life`).
+
+The model and the algorithm are documented there. Here: the cluster's structure
+(:data:`Cluster`), a block's arrays (:data:`Workspace`), a lifetime's scalar state (one
+record of :data:`STATE`) and fixed values (:data:`Lifetime`), and the small steps the
+event handlers share (the lists of filled units, an instance settled or hit, the repairs
+due taken off). The helpers on a workspace are inlined into the event loop
+(:data:`~mcengine.jit.inline_kernel`).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from mcengine.jit import inline_kernel, kernel
+from mcengine.kernels._heap import heap_set
+from mcengine.kernels._life_variants import LAW_RESTART, N_LAWS
+from mcengine.kernels.laws import sample_law
+from mcengine.rng import STREAM_WORDS
+
+#: The cluster's structure (ints, the same for every lifetime of a call; :func:`_config`):
+#: active GPU positions, GPUs per instance, GPUs per host, whether the unit is a host,
+#: active hosts, instances, slots, pool units at t = 0, repairs at once (at most the
+#: units), GPUs per unit, per-unit clock ids (one per position, then one per host).
+Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", "host_mode", "hosts",
+                                 "instances", "slots", "spares", "crews", "gpus_per_unit", "clock_ids"])
+
+#: A block's workspace (:func:`_workspace`), reused by its lifetimes; each lifetime
+#: overwrites what it reads (``hpos`` is all -1 between lifetimes).
+#:
+#: * ``occ_g``, ``occ_h`` int64[2, A], [2, H]: the listed (filled) GPU positions and hosts,
+#:   ``occ[0, :n]`` the list, ``occ[1, x]`` the index of ``x`` in it (-1: not listed);
+#: * ``at_g``, ``at_h`` float64[V, A], [V, H]: install time of each position's / host's
+#:   unit, per variant (in the future while its swap lasts);
+#: * ``inst_i`` int64[V, 2, I] (``_DOWN``, ``_PENDING``), ``inst_f`` float64[V, 3, I]
+#:   (``_DOWN_SINCE``, ``_READY_AT``, ``_UP_AT``): instance state per variant;
+#: * ``wait_i`` int64[I], ``wait_f`` float64[I]: slots of an instance out of stock, and since when;
+#: * ``var_i`` int64[2, V] (``_V_INTERRUPTIONS``, ``_V_EVENTS``), ``var_f`` float64[V]
+#:   (downtime hours): the counts that differ between variants;
+#: * ``wq`` int64[slots]: the FIFO ring of slots out of stock;
+#: * ``hkeys``, ``hids``, ``hpos``: the indexed heap of per-unit clocks (:mod:`._heap`);
+#: * ``rq`` float64[crews + 1]: pending repair completion times (unordered);
+#: * ``batch`` int64[gph]: the slots failing at one instant; ``hit`` int64[gph]: the
+#:   instances they hit (fast path); ``assign`` int64[slots + gph]: the slots assigned a
+#:   unit at one instant, ``2 * slot + (1 if it was out of stock)``;
+#: * ``wear`` float64[K]: thinned hazard at the horizon per Weibull group (0: clocked);
+#: * ``rates`` float64[6]: the superposed rate per listed unit of each category;
+#: * ``inst_of`` int64[A]: the instance of each position (shared by the blocks, read only);
+#: * ``vids`` int64[V]: the variants of the pass, leader first (the live list);
+#:   ``parted`` int64[V]: those that left it, to run alone;
+#: * ``st`` uint64[STREAM_WORDS]: the lifetime's random stream;
+#: * ``state``: one record of :data:`STATE`;
+#: * ``clock_group`` int64[A]: the Weibull group whose per-unit clock a position's timer is;
+#: * ``by_class`` int64[_N_BY_CLASS + K]: events by class (``_K_*``, then one per Weibull group).
+Workspace = namedtuple("Workspace", [
+    "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
+    "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
+    "clock_group", "by_class"])
+
+#: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
+#: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
+#: ``rq_min`` the earliest pending repair completion (``min(rq[:rn])``);
+#: ``stockout_hours``; list lengths ``n_g``, ``n_h`` (listed positions and hosts),
+#: ``hn`` (heap), ``rn`` (repairs pending), ``wq_head``, ``wq_len`` (stock-out FIFO),
+#: ``n_batch`` (slots failing now), ``n_assign`` (units assigned now), ``nv`` (variants
+#: in the pass); ``host`` (a host failing now, -1: none), ``fi0 .. fi1`` (instances a
+#: fault touches now); repair system ``pool``, ``busy`` (crews), ``queue``, ``in_repair``,
+#: ``max_in_repair``; counts ``failures``, ``swaps``, ``repairs``, ``events``.
+STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours")]
+                 + [(name, np.int64) for name in (
+                     "n_g", "n_h", "hn", "rn", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
+                     "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events")],
+                 align=True)
+
+#: What a lifetime holds fixed: the horizon and host law, the leader, and switches
+#: (:func:`_simulate_one`).
+Lifetime = namedtuple("Lifetime", ["horizon", "host_shape", "host_scale", "lead", "swaps_fixed", "clocked_g",
+                                   "clocked_h", "clocked", "crews_free", "fast_paths"])
+
+# ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i]
+_DOWN, _PENDING = 0, 1
+_N_INST_I = 2
+_DOWN_SINCE, _READY_AT, _UP_AT = 0, 1, 2
+_N_INST_F = 3
+# ---- counts of a variant: var_i[row, v] (its downtime hours: var_f[v])
+_V_INTERRUPTIONS, _V_EVENTS = 0, 1
+_N_VAR_I = 2
+# ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
+_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
+_N_CAT = 6
+# ---- events by class: by_class[k] (then _K_WEAR + g per GPU Weibull group g)
+_K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_WEAR = range(5)
+_N_BY_CLASS = 4
+# ---- what the next event is (_next_event)
+_EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON = range(4)
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+@kernel
+def _positions(x, host_mode, gph, n_pos):
+    """GPU positions ``first .. end - 1`` of slot ``x`` (a host's in host mode, else one)."""
+    if host_mode:
+        return x * gph, min(x * gph + gph, n_pos)
+    return x, x + 1
+
+
+@kernel
+def _total_rate(rates, n_g, n_h):
+    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts."""
+    lam = 0.0
+    for c in range(_N_CAT):
+        lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
+    return lam
+
+
+@kernel
+def _arm(hkeys, hids, hpos, hn, ident, when, horizon):
+    """Arm per-unit clock ``ident`` at ``when``; a clock past the horizon never fires: left out."""
+    if when <= horizon:
+        hn = heap_set(hkeys, hids, hpos, hn, ident, when)
+    return hn
+
+
+@kernel
+def _list_add(occ, n, x):
+    """Append ``x`` to the list ``occ[0, :n]`` (``occ[1, x]`` = its index)."""
+    occ[0, n] = x
+    occ[1, x] = n
+    return n + 1
+
+
+@kernel
+def _list_remove(occ, n, x):
+    """Swap-remove ``x`` from the list ``occ[0, :n]``; ``occ[1, x] = -1``."""
+    j = occ[1, x]
+    last = occ[0, n - 1]
+    occ[0, j] = last
+    occ[1, last] = j
+    occ[1, x] = -1
+    return n - 1
+
+
+@inline_kernel
+def _settle(ws, laws, v, i, t):
+    """Settle instance ``i`` of variant ``v`` at ``t``: the restart that began at its
+    ``_READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
+    its downtime counted."""
+    inst_i, inst_f = ws.inst_i, ws.inst_f
+    if inst_i[v, _DOWN, i] == 1 and ws.wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
+        if inst_i[v, _PENDING, i] == 1:
+            inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(ws.st, laws, v * N_LAWS + LAW_RESTART)
+            inst_i[v, _PENDING, i] = 0
+        if inst_f[v, _UP_AT, i] <= t:
+            inst_i[v, _DOWN, i] = 0
+            ws.var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
+            ws.var_i[_V_EVENTS, v] += 1  # the restart completed
+
+
+@inline_kernel
+def _interrupt(ws, v, i, t, fault):
+    """Instance ``i`` of variant ``v`` (settled) is hit at ``t``: an up instance goes
+    down; a fault (``fault``) also restarts it from ``t``, unless it waits for a unit or
+    a swap (it then restarts after the swap)."""
+    inst_i, inst_f = ws.inst_i, ws.inst_f
+    up = inst_i[v, _DOWN, i] == 0
+    if up:
+        inst_i[v, _DOWN, i] = 1
+        inst_f[v, _DOWN_SINCE, i] = t
+        ws.var_i[_V_INTERRUPTIONS, v] += 1
+    if fault and (up or (ws.wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
+        inst_f[v, _READY_AT, i] = t
+        inst_i[v, _PENDING, i] = 1
+
+
+@inline_kernel
+def _install(ws, v, i, t_in):
+    """A unit of instance ``i`` of variant ``v`` is installed at ``t_in``: its restart
+    waits for the last such install."""
+    ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_in)
+    ws.inst_i[v, _PENDING, i] = 1
+
+
+@inline_kernel
+def _take_due(rq, rn, t):
+    """Take the repairs due by ``t`` off the list ``rq[:rn]`` (swap-remove); return the
+    entries left, how many were taken, and the earliest left (``inf`` if none)."""
+    rq_min, done, j = np.inf, 0, 0
+    while j < rn:
+        if rq[j] > t:
+            rq_min = min(rq_min, rq[j])
+            j += 1
+        else:
+            rn -= 1
+            rq[j] = rq[rn]
+            done += 1
+    return rn, done, rq_min
+
+
+@inline_kernel
+def _return_due(ws, s, t):
+    """The units of the repairs due by ``t`` are back in the pool, their crews free
+    (while nothing waits: no completion draws or refills)."""
+    rn, done, s.rq_min = _take_due(ws.rq, s.rn, t)
+    s.rn = rn
+    s.in_repair -= done
+    s.busy -= done
+    s.pool += done
+    s.events += done
+
+
+@kernel
+def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews):
+    """The cluster's structure (:data:`Cluster`). Per-unit clock ids: ``[0, A)`` GPU
+    positions, then one per active host."""
+    hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
+    slots = hosts if host_mode else active_gpus
+    return Cluster(
+        active_gpus, instance_gpus, gpus_per_host, host_mode, hosts, active_gpus // instance_gpus, slots,
+        spare_units, min(crews, slots + spare_units),  # never more repairs than units
+        gpus_per_host if host_mode else 1, active_gpus + hosts,
+    )
+
+
+@kernel
+def _workspace(c, n_var, n_groups, inst_of):
+    """A fresh :data:`Workspace` for ``n_var`` variants and ``n_groups`` Weibull groups."""
+    a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
+    return Workspace(
+        np.empty((2, a), np.int64), np.empty((2, h), np.int64), np.empty((n_var, a)), np.empty((n_var, h)),
+        np.empty((n_var, _N_INST_I, ni), np.int64), np.empty((n_var, _N_INST_F, ni)),
+        np.empty(ni, np.int64), np.empty(ni), np.empty((_N_VAR_I, n_var), np.int64), np.empty(n_var),
+        np.empty(ns, np.int64), np.empty(ids), np.empty(ids, np.int64), np.full(ids, -1, np.int64),
+        np.empty(c.crews + 1), np.empty(gph, np.int64), np.empty(gph, np.int64), np.empty(ns + gph, np.int64),
+        np.empty(n_groups), np.empty(_N_CAT), inst_of, np.empty(n_var, np.int64), np.empty(n_var, np.int64),
+        np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE), np.empty(a, np.int64),
+        np.empty(_N_BY_CLASS + n_groups, np.int64),
+    )
