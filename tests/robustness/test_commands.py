@@ -158,4 +158,3 @@ def _reliability_property(examples: int):
 #: Every reliability and cluster key drawn at once over its whole legal range: the command
 #: ends (exit 0 with finite numbers, or exit 2 naming a drawn key) within the budget.
 test_reliability_with_every_reliability_key_at_once = _reliability_property(6)
-test_reliability_with_every_reliability_key_at_once_many = pytest.mark.slow(_reliability_property(80))
