@@ -77,6 +77,7 @@ def compute(settings: Settings) -> dict:
     cols = designs_run(settings)
     p, s = _side(cols, "paper-h100", ("paper-lite-h100-2x",)), _side(cols, "h100", SHIPPED_LITE)
     p["closed_form_at_parity"] = _parity(cols)
+    p["text"] = f"{_pct(p['figure'])}; at the paper's throughput parity {100 * p['closed_form_at_parity']:+.0f} % (closed form)"
     values = settings.grid(SWEEP_VALUES)
     h100, wide = (on_model(scenario(r), SWEEP_MODEL) for r in ("h100", SHIPPED_LITE[0]))
     runs = [variant(wide, f"{wide.name}.dvfs-{v:g}", [f"{SWEEP_KEY}={v!r}"]) for v in values]
