@@ -13,7 +13,10 @@ import numpy as np
 
 from ._common import Settings, chain, interval, scenario, variant
 
-DESIGNS = ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")
+#: H100 and every shipped Lite design: the paper's quarter die at 1x and 2x links (and fast
+#: swaps), and the shoreline-derived quarter, half and eighth dies (docs/model.md#derive).
+DESIGNS = ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap", "lite-h100-shoreline", "lite-h100-half",
+           "lite-h100-eighth")
 SLO_KEY = "workload.tpot_slo_ms"
 SLO_VALUES_MS = (20.0, 30.0, 40.0, 50.0, 75.0, 100.0, 150.0, 200.0)
 

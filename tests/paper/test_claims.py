@@ -69,11 +69,39 @@ def test_blast_radius_closed_forms_by_hand():
     assert blast_radius.share_lost_per_failure(8, 1.0, 1024) == 8 / 1024
 
 
-def test_power_closed_form_and_joules_by_hand():
-    assert power.closed_form_gain(1.0, 700.0, 175.0, 0.25) == 0.0
-    assert power.closed_form_gain(0.8, 700.0, 175.0, 0.25) == pytest.approx(-0.2)
-    # 1,024 GPUs at 700 W, PUE 1.3, 300,000 tokens/s: 1024*700*1.3/3e5 J per token
-    assert power.joules_per_token(1024, 700.0, 1.3, 3e5) == pytest.approx(3.10613, rel=1e-5)
+def test_power_parity_gain_and_paired_gain_by_hand():
+    import numpy as np
+
+    # a quarter of everything (TDP 700/4, idle 80/4) at rated clocks: power per
+    # H100-equivalent equal at any busy fraction, so J/token equal at throughput parity
+    for u in (0.0, 0.3, 1.0):
+        assert power.parity_gain(80.0, 700.0, 20.0, 175.0, 0.25, 1.0, u) == pytest.approx(0.0, abs=1e-15)
+    # Lite at s = 0.8, u = 0.5: H100 80 + 620 x 0.5 = 390 W; Lite (20 + 155 x 0.512 x 0.5) / 0.25 = 238.72 W per H100e
+    assert power.parity_gain(80.0, 700.0, 20.0, 175.0, 0.25, 0.8, 0.5) == pytest.approx(390.0 / 238.72 - 1.0, rel=1e-12)
+    assert power.parity_gain(80.0, 700.0, 20.0, 175.0, 0.25, 0.8, 0.5) == pytest.approx(0.63371, abs=1e-5)
+    # idle alone (u = 0): 80 W against 4 x 25 W = 100 W per H100e: -20 %
+    assert power.parity_gain(80.0, 700.0, 25.0, 175.0, 0.25, 1.0, 0.0) == pytest.approx(-0.2)
+    # from the run's J/token, paired: 2.0 / 1.6 - 1; only B delivers: inf; neither delivers: 0
+    g = power.gain({"energy_j_per_token": np.array([2.0, np.inf, np.inf])}, {"energy_j_per_token": np.array([1.6, 1.0, np.inf])})
+    assert g[0] == pytest.approx(0.25) and g[1] == np.inf and g[2] == 0.0
+
+
+def test_power_paper_gain_is_the_power_ratio_over_the_throughput_ratio():
+    """The chain's J/token: active GPUs x P / (tokens/s per instance x instances x A), so
+    per trial J_h/J_l = (P_h/P_l) x (N_h/N_l) x (tok/s_l x n_l x A_l)/(tok/s_h x n_h x A_h)."""
+    import numpy as np
+
+    from mcengine.paper.performance import designs_run
+
+    s = Settings(trials=16, seed=2)
+    cols = designs_run(s)
+    h, lite = scenario("paper-h100"), scenario("paper-lite-h100-2x")
+    ch, cl = cols["paper-h100.llama-3-70b"], cols["paper-lite-h100-2x.llama-3-70b"]
+    tokens = lambda c, sc: c["tokens_per_s_instance"] * sc.cluster.instances * c["instance_availability"]  # noqa: E731
+    by_hand = (h.active_gpus * ch["gpu_power_w"] / tokens(ch, h)) / (lite.active_gpus * cl["gpu_power_w"] / tokens(cl, lite)) - 1.0
+    ok = np.isfinite(by_hand)
+    assert ok.any()
+    np.testing.assert_allclose(power.gain(ch, cl)[ok], by_hand[ok], rtol=1e-9)
 
 
 def test_fleet_need_and_rounding_by_hand():

@@ -31,7 +31,13 @@ def test_quick_paper_json_and_out(cli, tmp_path):
     assert set(by_key["performance"]["shipped"]["models"]) == {"llama-3-70b", "gpt-3-175b", "llama-3.1-405b"}
     assert by_key["blast_radius"]["paper_assumptions"]["figure"]["median"] == 4.0
     front = doc["frontier"]
-    assert set(front["designs"]) == {"h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"}
+    assert set(front["designs"]) == {"h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap", "lite-h100-shoreline",
+                                     "lite-h100-half", "lite-h100-eighth"}
+    power = by_key["power"]
+    assert power["paper_assumptions"]["closed_form_at_parity"] == pytest.approx(0.0, abs=1e-12)  # a quarter of everything, s = 1
+    assert set(power["shipped"]["by_design"]) == {"lite-h100-2x", "lite-h100-shoreline"}
+    assert power["boundary"]["key"] == "B:gpu.dvfs_scale"
+    assert "lite-h100-shoreline" in by_key["performance"]["shipped"]["models"]["gpt-3-175b"]["p_holds_by_design"]
     assert all(len(row["p_cheaper_than_h100"]) == len(front["slo_ms"]) for name, row in front["designs"].items() if name != "h100")
     files = json.loads((out / "mcengine.json").read_text())["files"]
     assert {f"claim-{c['number']}-{c['key']}.png" for c in claims} | {"slo-frontier.png", "table.csv", "summary.json"} <= set(files)
