@@ -5,8 +5,8 @@ Figure: the reduction in fab cost per H100-equivalent of compute,
 (fab stage production runs: wafers, yield, HBM, packaging, test, assembly, optics). The
 paper's argument scales every package part with the die fraction and keeps only the
 yield gain (configs/paper/paper-lite-h100.toml); the shipped Lite-H100 pays for its HBM
-stack, package, test and co-packaged optics per package. The sweep moves the Lite's
-optics cost, the per-package part that decides it.
+stack, package, test and co-packaged optics (priced per GB/s of its links) per package.
+The sweep moves the Lite's optics price per GB/s, the per-package part that decides it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ._common import SECONDARY, Settings, boundary, entry, fab_columns, interval
 PAPER_FIGURE = 0.32
 PAPER = ("paper-h100", "paper-lite-h100")
 SHIPPED = ("h100", "lite-h100")
-SWEEP_KEY = "fab.optics_cost_usd"
-SWEEP_VALUES = (0.0, 50.0, 100.0, 150.0, 200.0, 300.0)
+SWEEP_KEY = "fab.optics_cost_per_gbps_usd"
+SWEEP_VALUES = (0.0, 0.5, 1.0, 1.78, 2.5, 3.5)  # USD per GB/s; 1.78 is the shipped median
 
 
 def reduction(pair, settings: Settings) -> dict[str, np.ndarray]:
@@ -46,10 +46,10 @@ def compute(settings: Settings) -> dict:
     figures = [reduction((shipped[0], variant(shipped[1], f"{shipped[1].name}.optics-{v:g}", [f"{SWEEP_KEY}={v!r}"])), settings)["reduction"]
                for v in values]
     b = boundary(f"B:{SWEEP_KEY}", values, figures, lambda f: f >= PAPER_FIGURE, lambda f: f > 0.0,
-                 "shipped h100 vs lite-h100 with the Lite's co-packaged optics cost at each value (USD per package)")
+                 "shipped h100 vs lite-h100 with the Lite's co-packaged optics at each price (USD per GB/s of link bandwidth)")
     better = b["crossing_better"]
-    holds = ("never reaches 32 % over optics $0-300 with per-package HBM, package and test; "
-             + (f"Lite cheaper at all when optics <= ${better[0]:.0f} per package" if better else "Lite never cheaper over this range"))
+    holds = (f"never reaches 32 % over optics ${values[0]:g}-{values[-1]:g} per GB/s with per-package HBM, package and test; "
+             + (f"Lite cheaper at all when optics <= ${better[0]:.2f} per GB/s" if better else "Lite never cheaper over this range"))
     return entry(
         number=2, key="cost", claim="Lower manufacturing cost per unit of compute",
         metric="1 - fab cost per H100-equivalent (Lite / H100)",
