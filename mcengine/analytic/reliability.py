@@ -19,7 +19,7 @@ __all__ = [
     "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
     "spares_birth_death", "weibull_mean_survival", "series_mean_survival",
     "restart_only", "renewal_count", "renewal_function", "series_renewals", "ample_pool_availability", "mginf_stockout_probability", "repair_survival",
-    "batch_mginf_stockout", "compound_poisson_excess", "cluster_reference",
+    "batch_mginf_stockout", "compound_poisson_excess", "cluster_reference", "no_spares_in_place",
 ]
 
 
@@ -275,6 +275,12 @@ def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int,
     return compound_poisson_excess(means, spare_units)
 
 
+#: Most steps of Panjer's recursion (spares ``s``): beyond, :func:`compound_poisson_excess`
+#: takes the normal law with a continuity correction, so its cost does not grow with the
+#: spares. There ``N`` lies within 40 sd of ``s >= 20,000``, so its mean is in the
+#: thousands; the error is of the order of the skewness ``Σ k³ μ_k / sd³`` (a few
+#: per cent at most for host batches of 1,024 GPUs, ~1/sqrt(mean) for single failures).
+PANJER_MAX_STEPS = 20_000
 #: Standard deviations below the mean past which P(N <= s) is taken as 0 (< e^-800).
 _FAR_BELOW_SD = 40.0
 #: Rescale factor of the recursion's scaled probabilities (well inside float range).
@@ -285,11 +291,12 @@ def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
     """``P(N > s)`` and ``E[(N - s)^+]`` of ``N = Σ_k k M_k``, ``M_k ~ Poisson(means[k])``
     independent (``means[0]`` unused), ``s = spare_units``.
 
-    Cost does not grow with the means (the repair time): one batch size (``k = 1``) is a
-    Poisson tail; otherwise Panjer's recursion ``p(n) = (1/n) Σ_k k μ_k p(n - k)``
-    (Panjer 1981) runs over ``n = 0..s`` only, on probabilities scaled to stay inside the
-    float range, and only when ``s`` is within :data:`_FAR_BELOW_SD` standard deviations
-    below the mean or above it (further below, ``P(N <= s)`` is 0 in double precision).
+    Cost grows neither with the means (the repair time) nor with ``s``: one batch size
+    (``k = 1``) is a Poisson tail; otherwise Panjer's recursion ``p(n) = (1/n) Σ_k k μ_k
+    p(n - k)`` (Panjer 1981) runs over ``n = 0..s`` only, on probabilities scaled to stay
+    inside the float range, and only when ``s`` is within :data:`_FAR_BELOW_SD` standard
+    deviations below the mean or above it (further below, ``P(N <= s)`` is 0 in double
+    precision) and below :data:`PANJER_MAX_STEPS` (beyond, the normal law).
     Then ``E[(N - s)^+] = E[N] - s + Σ_{n<=s} (s - n) p(n)``.
     """
     means = np.asarray(means, dtype=float)
@@ -306,6 +313,10 @@ def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
         return {"p_stockout": 1.0, "mean_shortfall": mean - s}
     if s > mean + _FAR_BELOW_SD * sd * max(1.0, 8.0 * means.size / max(sd, 1.0)):
         return {"p_stockout": 0.0, "mean_shortfall": 0.0}  # far above the bulk (batches of up to g units)
+    if s >= PANJER_MAX_STEPS:  # a bulk this far from 0 is a sum of many Poisson counts: the normal law
+        z = (s + 0.5 - mean) / sd
+        return {"p_stockout": float(stats.norm.sf(z)),
+                "mean_shortfall": max(0.0, sd * float(stats.norm.pdf(z)) - (s + 0.5 - mean) * float(stats.norm.sf(z)))}
     kmu = (k * means)[1:]  # k μ_k for k = 1..g
     g = kmu.size
     q = np.zeros(s + 1)  # p(n) = q[n] * exp(log_scale)
@@ -376,3 +387,45 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
             stock = batch_mginf_stockout(active * gpu_perm_rate, hosts * host_perm_rate, gpus_per_host, repair_parts, spare_units)
         out.update(stock)
     return out
+
+
+#: A repair law under which no repair completes within the horizon: P(R <= T) below this.
+NEVER_REPAIRED = 1e-12
+
+
+def no_spares_in_place(horizon_hours: float, exp_rate: float, groups: list[tuple[float, float]], long_run_rate: float,
+                       repair_parts: list[tuple], mean_repair_hours: float, n: int) -> dict:
+    """Time-averaged probability that all ``n`` GPUs of an instance hold a unit, with no
+    spare pool and unlimited crews (docs/sources.md#rel-no-spares).
+
+    Each GPU position is then an alternating process: up for a life of the series law
+    ``S(t) = exp(-exp_rate t - Σ (t/eta_g)^k_g)``, empty while its failed unit is
+    repaired (the repaired unit refills a waiting slot; by symmetry the count of empty
+    slots is that of independent positions). ``P(all n in place at t) = p(t)^n``, averaged
+    over ``[0, T]``:
+
+    * ``"never repaired"``: no repair completes within the horizon (``P(R <= T) <
+      NEVER_REPAIRED``), so ``p(t) = S(t)`` and the value is the time-averaged survival
+      of the minimum of ``n`` lives (:func:`series_mean_survival`);
+    * ``"exponential"``: exponential lives (no Weibull group) and one exponential repair
+      law: ``p(t) = a + (1 - a) e^(-(λ + μ) t)``, ``a = μ / (λ + μ)``, by quadrature;
+    * ``"long-run"`` otherwise: ``a^n`` with ``a = 1 / (1 + long_run_rate E[R])``
+      (alternating renewal, any laws; exact as ``T`` grows).
+
+    Returns
+    -------
+    dict
+        ``in_place`` (the average) and ``basis`` (which of the three cases).
+    """
+    mean_repair = mean_repair_hours
+    if float(repair_survival(repair_parts, horizon_hours)) > 1.0 - NEVER_REPAIRED:
+        every = [(k, eta * n ** (-1.0 / k)) for k, eta in groups]
+        return {"in_place": series_mean_survival(horizon_hours, n * exp_rate, every), "basis": "never repaired"}
+    if not groups and len(repair_parts) == 1 and repair_parts[0][1] == "exponential" and mean_repair > 0.0:
+        lam, mu = exp_rate, 1.0 / mean_repair
+        a = mu / (lam + mu)
+        settle = min(horizon_hours, 50.0 / (lam + mu))  # the transient is over by then (e^-50)
+        head, _ = integrate.quad(lambda t: (a + (1.0 - a) * math.exp(-(lam + mu) * t)) ** n, 0.0, settle,
+                                 epsabs=1e-13, epsrel=1e-11, limit=200)
+        return {"in_place": (head + a**n * (horizon_hours - settle)) / horizon_hours, "basis": "exponential"}
+    return {"in_place": (1.0 / (1.0 + long_run_rate * mean_repair)) ** n, "basis": "long-run"}

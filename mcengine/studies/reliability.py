@@ -77,6 +77,8 @@ def analytic_reference(scenario: Scenario) -> dict:
 
     ref = reference(gpu_perm)
     ref["mean_repair_hours"] = law_mean("repair_hours")
+    ref["mean_restart_hours"] = law_mean("restart_hours")
+    ref.update(_instance_availability(scenario, at, ref, repair_parts, gpu_perm + host_rate, gpu_transient))
     ref.update(_horizon_reference(scenario, at, ref["failures_per_year"]))
     over = ref.get("failures_per_year_over_horizon")
     if over is not None and at("reliability.host_weibull_shape") == 1.0:
@@ -86,6 +88,37 @@ def analytic_reference(scenario: Scenario) -> dict:
         ref["interruptions_per_year_over_horizon"] = horizon["interruptions_per_year"]
         ref["availability_no_stockout_over_horizon"] = horizon["availability_no_stockout"]
     return ref
+
+
+def _instance_availability(scenario: Scenario, at, ref: dict, repair_parts: list[tuple], long_run_rate: float,
+                           gpu_transient: float) -> dict:
+    """The reference of ``instance_availability`` and the assumption it rests on.
+
+    With no spares and unlimited crews (gpu mode) a slot waits for a repair: the time
+    average of P(all ``n`` GPUs in place) (:func:`mcengine.analytic.reliability.no_spares_in_place`,
+    its closed form where one exists) times the swap, restart and fault losses of
+    ``availability_no_stockout`` (only the faults' restarts when nothing is repaired
+    within the horizon: no slot is refilled). Otherwise the ample-spares value.
+    """
+    c, r = scenario.cluster, scenario.reliability
+    if r.replace_unit == "host" or c.spare_gpus > 0 or not math.isinf(r.repair_crews):
+        return {"instance_availability": ref["availability_no_stockout"],
+                "instance_availability_basis": "ample spares: each failure costs one swap + restart (first order in the rates)"}
+    horizon = at("run.horizon_years") * HOURS_PER_YEAR
+    exp_rate, groups, _ = _gpu_series_law(scenario, at)
+    place = analytic.no_spares_in_place(horizon, exp_rate, groups, long_run_rate, repair_parts,
+                                        ref["mean_repair_hours"], c.instance_gpus)
+    if place["basis"] == "never repaired":
+        hosts = -(-c.instance_gpus // c.gpus_per_host)
+        faults = c.instance_gpus * gpu_transient + hosts * at("reliability.host_transient_afr") / HOURS_PER_YEAR
+        losses = 1.0 / (1.0 + faults * ref["mean_restart_hours"])
+    else:
+        losses = ref["availability_no_stockout"]
+    basis = {"never repaired": "no spares, nothing repaired within the horizon: time-averaged survival of the instance's GPUs",
+             "exponential": "no spares, unlimited crews, exponential lives and repairs: time average of (a + (1-a) e^-(λ+μ)t)^n",
+             "long-run": "no spares, unlimited crews: long-run a^n, a = 1/(1 + λ E[R])"}[place["basis"]]
+    return {"instance_availability": place["in_place"] * losses,
+            "instance_availability_basis": basis + "; swap, restart and faults to first order"}
 
 
 def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float) -> dict:
@@ -100,10 +133,39 @@ def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float
     horizon, ``active x F_class(T) / years`` with ``F_class(T) = 1 - exp(-count (T/eta)^k)``
     (each unit's first failure; renewals by other classes not counted).
     """
+    years = at("run.horizon_years")
+    horizon = years * HOURS_PER_YEAR
+    active, host_mode = scenario.active_gpus, scenario.reliability.replace_unit == "host"
+    exp_rate, groups, classes = _gpu_series_law(scenario, at)
+    text = ("Long-run renewal rates: every class fails at 1/MTTF (its afr, or afr_long_run of its resolved law) "
+            "whatever its shape, at the median inputs; availability to first order in the rates with ample spares "
+            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews.")
+    out: dict = {"weibull_classes": classes}
+    if groups and not host_mode:
+        over = active * analytic.series_renewals(horizon, exp_rate, groups) / years
+        out["failures_per_year_over_horizon"] = over
+        text += (f" Weibull classes ({', '.join(classes) or 'host'}): over the {years:g}-year horizon, starting new, the renewal "
+                 f"function gives {over:,.1f} failures/yr (ample pool, zero swap time) against the long-run "
+                 f"{long_run_failures_per_year:,.1f}; the *_over_horizon values redo the references at that rate.")
+    elif groups:
+        text += (" Weibull classes: their failures over the horizon differ from the long-run rate (replace_unit = 'host': "
+                 "no horizon reference; see weibull_classes for each class's first-order share).")
+    out["assumptions"] = text
+    return out
+
+
+def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, float]], dict]:
+    """One GPU position's life at the median inputs, a host failure included (gpu mode).
+
+    Returns the exponential rate per hour (shape-1 classes and an exponential host law),
+    the finite Weibull groups ``[(shape, scale hours), ...]`` (a class of ``count``
+    units as one group, the host law as another) and, per Weibull class, its resolved
+    law and its long-run and first-order failures per year over the horizon.
+    """
     r = scenario.reliability
     years = at("run.horizon_years")
     horizon = years * HOURS_PER_YEAR
-    active, host_mode = scenario.active_gpus, r.replace_unit == "host"
+    active = scenario.active_gpus
     exp_rate, groups, classes = 0.0, [], {}
     for name, comp in r.components:
         law_key = comp.law_key()
@@ -128,22 +190,7 @@ def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float
         exp_rate += host_afr / HOURS_PER_YEAR
     elif host_afr > 0.0:
         groups.append((host_shape, HOURS_PER_YEAR / host_afr / math.gamma(1.0 + 1.0 / host_shape)))
-    text = ("Long-run renewal rates: every class fails at 1/MTTF (its afr, or afr_long_run of its resolved law) "
-            "whatever its shape, at the median inputs; availability to first order in the rates with ample spares "
-            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews.")
-    out: dict = {"weibull_classes": classes}
-    groups = [(k, eta) for k, eta in groups if math.isfinite(eta)]
-    if groups and not host_mode:
-        over = active * analytic.series_renewals(horizon, exp_rate, groups) / years
-        out["failures_per_year_over_horizon"] = over
-        text += (f" Weibull classes ({', '.join(classes) or 'host'}): over the {years:g}-year horizon, starting new, the renewal "
-                 f"function gives {over:,.1f} failures/yr (ample pool, zero swap time) against the long-run "
-                 f"{long_run_failures_per_year:,.1f}; the *_over_horizon values redo the references at that rate.")
-    elif groups:
-        text += (" Weibull classes: their failures over the horizon differ from the long-run rate (replace_unit = 'host': "
-                 "no horizon reference; see weibull_classes for each class's first-order share).")
-    out["assumptions"] = text
-    return out
+    return exp_rate, [(k, eta) for k, eta in groups if math.isfinite(eta)], classes
 
 
 

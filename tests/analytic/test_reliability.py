@@ -205,3 +205,31 @@ def test_renewal_function_starts_as_the_first_failure_share():
     first = 1 - math.exp(-((t / eta) ** 2))
     got = ar.series_renewals(t, 0.0, [(2.0, eta)])
     assert first < got < first * (1 + 2 * first)
+
+
+def test_stockout_reference_costs_the_same_for_any_spare_count():
+    """Panjer's recursion ran once per spare unit (6 s at 10^6 spares); beyond
+    PANJER_MAX_STEPS it is the normal law, which at a bulk in the tens of thousands
+    meets the recursion to a few parts in a thousand."""
+    import time
+
+    means = np.array([0.0, 1.5e4, 2.5e3])  # mean 20,000, sd 173
+    s = ar.PANJER_MAX_STEPS - 1
+    exact = ar.compound_poisson_excess(means, s)
+    normal = ar.compound_poisson_excess(means, s + 1)
+    assert normal["p_stockout"] == pytest.approx(exact["p_stockout"], abs=5e-3)
+    started = time.perf_counter()
+    big = ar.compound_poisson_excess(np.array([0.0, 5e5, 2.5e5]), 10**6)
+    assert time.perf_counter() - started < 0.5
+    assert big["p_stockout"] == pytest.approx(0.5, abs=0.01) and big["mean_shortfall"] == pytest.approx(488.6, rel=1e-2)
+
+
+def test_no_spares_in_place_cases():
+    """The three bases of the no-spares reference, by hand."""
+    t = 1000.0
+    never = ar.no_spares_in_place(t, 1e-3, [], 1e-3, [(1.0, "fixed", 1e9)], 1e9, 2)
+    assert never == {"in_place": pytest.approx((1 - math.exp(-2)) / 2, rel=1e-10), "basis": "never repaired"}
+    exp = ar.no_spares_in_place(t, 0.0, [], 0.0, [(1.0, "exponential", 10.0)], 10.0, 3)
+    assert exp == {"in_place": pytest.approx(1.0), "basis": "exponential"}
+    long_run = ar.no_spares_in_place(t, 0.0, [(2.0, 500.0)], 1e-3, [(1.0, "fixed", 10.0)], 10.0, 2)
+    assert long_run == {"in_place": pytest.approx((1 / 1.01) ** 2), "basis": "long-run"}

@@ -12,6 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcengine.scenario.limits import MAX_TOTAL_GPUS
+
 from ..scenario.test_numeric_keys_property import INLINE_MODEL, KEYS, _literal, values
 
 #: (command, size option) on a tiny sample; roofline is deterministic.
@@ -77,3 +79,83 @@ def test_hostile_values_are_refused_by_every_command(cli, tmp_path, command, key
     _check_command(cli, tmp_path, command, key, value)
     r = cli(command, "h100", *COMMANDS[command], "--set", f"{key}={_literal(value)}", "--json")
     assert r.code == 2 and key in r.err
+
+
+# ----------------------------------------------------------------------------- the reliability stage, every key at once
+
+#: A generous but fixed budget for one `mcengine reliability --lifetimes 1`: the stage's
+#: cost may grow with the GPUs and the expected events (both bounded by the schema),
+#: never with a repair time, a spare count or a rate's value.
+RELIABILITY_DEADLINE_MS = 60_000
+
+
+def _spread(spec):
+    """Values over a key's whole legal range: its bounds, and log-uniform in between (so
+    that 1 h and 10^9 h, or 0 and 10^6 spares, are equally likely scales)."""
+    lo, hi = spec.lo, spec.hi
+    if spec.kind == "integer":
+        inner = st.floats(0.0, math.log(hi + 1.0)).map(lambda x: min(hi, max(lo, int(math.exp(x)))))
+        return st.sampled_from([lo, hi]) | inner
+    low = max(lo, 1e-6)
+    inner = st.floats(math.log(low), math.log(hi)).map(lambda x: min(hi, max(lo, math.exp(x))))
+    return st.sampled_from([lo, hi] if not spec.lo_open else [hi]) | inner
+
+
+@st.composite
+def reliability_scenarios(draw):
+    """``--set`` overrides of every reliability and cluster key of h100 at once."""
+    from ..scenario.test_numeric_keys_property import SPECS
+
+    sets = {}
+    for key in ("cluster.instance_gpus", "cluster.spare_gpus", "cluster.gpus_per_host",
+                "reliability.host_afr", "reliability.host_transient_afr", "reliability.host_weibull_shape"):
+        sets[key] = draw(_spread(SPECS[key]), label=key)
+    unit = draw(st.sampled_from(["gpu", "host"]))
+    sets["reliability.replace_unit"] = f'"{unit}"'
+    if unit == "host":  # (the pool holds whole hosts)
+        sets["cluster.spare_gpus"] -= sets["cluster.spare_gpus"] % sets["cluster.gpus_per_host"]
+    # instances up to the GPU bound most of the time (beyond it: exit 2 naming the key)
+    room = max(1, (MAX_TOTAL_GPUS - sets["cluster.spare_gpus"]) // sets["cluster.instance_gpus"])
+    sets["cluster.instances"] = draw(_spread(SPECS["cluster.instances"]).map(lambda x: min(x, room))
+                                     | _spread(SPECS["cluster.instances"]), label="instances")
+    die = {}  # the whole class, so that it has exactly one law key
+    for name in ("count", "transient_afr", "weibull_shape",
+                 draw(st.sampled_from(["afr", "mttf_hours", "scale_hours", "first_year_fraction"]), label="law key")):
+        die[name] = draw(_spread(SPECS[f"reliability.components.die.{name}"]), label=name)
+    sets["reliability.components.die"] = "{" + ", ".join(f"{k}={v!r}" for k, v in die.items()) + "}"
+    for name in ("repair_hours", "swap_hours", "restart_hours"):
+        value = draw(_spread(SPECS[f"reliability.{name}"]), label=name)
+        form = draw(st.sampled_from(["V", '{law="exponential", mean=V}', '{law="lognormal", median=V, sigma=1.5}']))
+        sets[f"reliability.{name}"] = form.replace("V", repr(value))
+    crews = draw(st.sampled_from(["inf"]) | _spread(SPECS["reliability.repair_crews"]), label="crews")
+    sets["reliability.repair_crews"] = '"inf"' if crews == "inf" else crews
+    sets["run.horizon_years"] = draw(_spread(SPECS["run.horizon_years"]), label="horizon")
+    return sets
+
+
+def _run_reliability(cli, sets: dict) -> None:
+    args = [item for k, v in sets.items() for item in ("--set", f"{k}={v if isinstance(v, str) else _literal(v)}")]
+    r = cli("reliability", "h100", "--lifetimes", "1", *args, "--json")
+    assert r.code in (0, 2), (r.code, r.err[-800:])
+    if r.code == 2:
+        assert any(k in r.err for k in sets) and r.out == "", r.err[-500:]
+    else:
+        doc = json.loads(r.out)
+        assert _finite(doc) == [], r.out[:300]
+        assert 0.0 <= doc["instance_availability"]["mean"] <= 1.0
+
+
+def _reliability_property(examples: int):
+    @settings(max_examples=examples, deadline=RELIABILITY_DEADLINE_MS, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(sets=reliability_scenarios())
+    def test(cli, sets):
+        _run_reliability(cli, sets)
+
+    return test
+
+
+#: Every reliability and cluster key drawn at once over its whole legal range: the command
+#: ends (exit 0 with finite numbers, or exit 2 naming a drawn key) within the budget.
+test_reliability_with_every_reliability_key_at_once = _reliability_property(6)
+test_reliability_with_every_reliability_key_at_once_many = pytest.mark.slow(_reliability_property(80))

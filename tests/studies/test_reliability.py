@@ -136,3 +136,46 @@ def test_the_horizon_interruptions_meet_a_wear_out_cluster():
     assert_mc(out["interruptions_per_year"], ref["interruptions_per_year_over_horizon"])
     assert_mc(out["instance_availability"], ref["availability_no_stockout_over_horizon"])
     assert ref["interruptions_per_year_over_horizon"] < ref["interruptions_per_year"]
+
+
+# ----------------------------------------------------------------------------- no spares, unlimited crews
+
+
+def test_the_never_repaired_reference_is_the_time_averaged_survival():
+    """The issue's hang: no spares, a repair of 1e9 h (nothing comes back within the
+    horizon), single-GPU instances. Reference = (1/T) ∫ S(t) dt, S the GPU's series
+    survival, times the faults' restarts; the MC meets it within 4 SEM."""
+    s = load_scenario("h100", ["cluster.instances=500", "cluster.instance_gpus=1", "cluster.gpus_per_host=1",
+                               "cluster.spare_gpus=0", "reliability.host_afr=0", "reliability.host_transient_afr=0",
+                               'reliability.repair_crews="inf"', "reliability.repair_hours=1e9"])
+    ref = study.analytic_reference(s)
+    lam = (0.025 + 5 * 0.002 + 0.002 + 0.004) / H  # h100's permanent classes
+    faults = (0.044 + 5 * 0.004 + 0.005 + 0.0105) / H
+    t = 5 * H
+    survival = (1 - math.exp(-lam * t)) / (lam * t)
+    assert ref["instance_availability"] == pytest.approx(survival / (1 + faults * 0.25), rel=1e-9)
+    assert ref["instance_availability_basis"].startswith("no spares, nothing repaired")
+    assert_mc(run(s, 40)["instance_availability"], ref["instance_availability"])
+
+
+def test_the_no_spares_reference_with_exponential_repairs_is_exact():
+    """No spares, unlimited crews, exponential lives and repairs, zero swap and restart:
+    each GPU is in place with p(t) = a + (1 - a) e^-(λ+μ)t, the instance up with p(t)^n;
+    the MC meets the time average within 4 SEM."""
+    lam, mean_repair, n, years = 2.0 / H, 500.0, 4, 1.0
+    s = toy_scenario(instances=64, instance_gpus=n, afr=2.0, repair_hours={"law": "exponential", "mean": mean_repair},
+                     horizon_years=years)
+    ref = study.analytic_reference(s)
+    mu = 1 / mean_repair
+    a = mu / (lam + mu)
+    grid = np.linspace(0, years * H, 200_001)
+    expected = np.trapezoid((a + (1 - a) * np.exp(-(lam + mu) * grid)) ** n, grid) / (years * H)
+    assert ref["instance_availability"] == pytest.approx(expected, rel=1e-8)
+    assert "exponential lives and repairs" in ref["instance_availability_basis"]
+    assert_mc(run(s, 200, seed=5)["instance_availability"], ref["instance_availability"])
+
+
+def test_the_reference_says_ample_spares_when_there_are_spares():
+    ref = study.analytic_reference(load_scenario("h100", ["cluster.spare_gpus=64"]))
+    assert ref["instance_availability"] == ref["availability_no_stockout"]
+    assert ref["instance_availability_basis"].startswith("ample spares")
