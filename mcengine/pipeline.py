@@ -18,6 +18,8 @@ from .scenario.sampling import TrialInputs, draw_inputs
 METRICS = (
     "cost_per_mtok_usd",
     "availability",
+    "instance_availability",
+    "capacity_availability",
     "tokens_per_s",
     "gpu_cost_usd",
     "capex_usd",
@@ -34,7 +36,7 @@ METRICS = (
 MAY_BE_ZERO = ("repair_usd", "interruptions_per_year", "stockout_hours", "slo_met")
 
 #: Metrics compared as paired ratios B/A: those positive in every trial.
-PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO)
+PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO + ("instance_availability", "capacity_availability"))
 
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."

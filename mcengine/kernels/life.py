@@ -131,8 +131,8 @@ from mcengine.kernels.law_codes import LAW_FIXED
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
-    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
-    "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "N_OUT_F", "OUT_FAILURES",
+    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
+    "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
     "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
     "simulate_lifetimes",
@@ -146,7 +146,8 @@ P_LAM_PERM_HOST = 3  # exponential permanent host failures per host-hour
 P_HOST_SHAPE = 4  # Weibull host law: shape (used when P_HOST_SCALE > 0)
 P_HOST_SCALE = 5  # Weibull host law: scale in hours; 0 = no Weibull host law
 P_HORIZON_HOURS = 6
-N_PARAMS = 7
+P_RESHARD_HOURS = 7  # cluster.on_failure = "reshard": the zero-output time of a re-layout
+N_PARAMS = 8
 # ---- Weibull groups of a GPU: wb[i, g, :] = (shape, scale hours) for g < n_wb[i]
 WB_SHAPE = 0
 WB_SCALE = 1
@@ -156,7 +157,8 @@ N_LAWS = 3
 # ---- outputs: out_f[i, :] and out_i[i, :]
 OUT_AVAILABILITY = 0  # time-averaged fraction of instances up
 OUT_STOCKOUT_HOURS = 1  # instance-hours with a slot waiting for a unit
-N_OUT_F = 2
+OUT_CAPACITY = 2  # time-averaged delivered throughput / full (reshard: degraded service counts)
+N_OUT_F = 3
 OUT_FAILURES = 0  # permanent GPU failures (a host failure counts its GPUs)
 OUT_INTERRUPTIONS = 1  # instance up -> down transitions
 OUT_SWAPS = 2  # units assigned to empty slots
@@ -172,8 +174,8 @@ THIN_MAX_CANDIDATES = 2.0
 
 # ---- structure: cfg[:] (ints), built once per call by _config
 _C_A, _C_NG, _C_GPH, _C_HOST_MODE, _C_H, _C_I, _C_SLOTS, _C_SPARES, _C_CREWS = range(9)
-_C_GPUS_PER_UNIT, _C_IDS = 9, 10
-_N_CFG = 11
+_C_GPUS_PER_UNIT, _C_IDS, _C_RESHARD = 9, 10, 11
+_N_CFG = 12
 # ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i] (see _simulate_one)
 _DOWN, _PENDING = 0, 1
 _N_INST_I = 2
@@ -182,6 +184,10 @@ _N_INST_F = 3
 # ---- counts of a variant: var_i[row, v] (its downtime hours: var_f[v])
 _V_INTERRUPTIONS, _V_EVENTS = 0, 1
 _N_VAR_I = 2
+# ---- reshard state of an instance (cluster.on_failure = "reshard", one variant): rs_k[i]
+# GPUs without an installed unit; rs_f[_RS_SEEN, i] served time counted up to there,
+# rs_f[_RS_FROM, i] when its current smaller layout starts serving
+_RS_SEEN, _RS_FROM = 0, 1
 # ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
 _GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
 _N_CAT = 6
@@ -408,10 +414,40 @@ def _take_due(rq, rn, t):
     return rn, done, rq_min
 
 
+@kernel
+def _reshard(rs_k, rs_f, capacity, i, t, lost, relayout_hours):
+    """Reshard bookkeeping of instance ``i`` at ``t`` (``cluster.on_failure = "reshard"``,
+    docs/model.md#reshard); returns the capacity-hours it served since it was last seen.
+
+    While ``rs_k[i] = k > 0`` of its GPUs have no installed unit, the instance serves
+    ``capacity[k]`` of its full throughput from ``rs_f[_RS_FROM, i]`` on. ``lost`` GPUs
+    leave (> 0: a failure) or come back (< 0: a swap ends); every change, and a fault
+    (``lost = 0``) while it is short, costs a re-layout: no output for ``relayout_hours``.
+    """
+    served = 0.0
+    k = rs_k[i]
+    if k > 0:
+        start = max(rs_f[_RS_SEEN, i], rs_f[_RS_FROM, i])
+        if t > start:
+            served = capacity[k] * (t - start)
+        rs_f[_RS_FROM, i] = t + relayout_hours
+    rs_f[_RS_SEEN, i] = t
+    rs_k[i] = k + lost
+    if k == 0 and lost > 0:
+        rs_f[_RS_FROM, i] = t + relayout_hours
+    return served
+
+
+@kernel
+def _overlap(first, end, i, ng):
+    """GPU positions of ``[first, end)`` in instance ``i`` (of ``ng`` GPUs)."""
+    return min(end, (i + 1) * ng) - max(first, i * ng)
+
+
 @event_kernel
 def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_g, occ_h, at_g, at_h, inst_i,
                   inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, hit, assign, wear, rates, st,
-                  out_f, out_i, row):
+                  out_f, out_i, row, capacity, rs_k, rs_f):
     """Simulate one lifetime of variants ``vids[:n_var]`` over the horizon; write their rows.
 
     The variants share everything but their swap and restart laws. The first is the
@@ -453,6 +489,11 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         The lifetime's random stream.
     out_f, out_i : arrays
         Output rows ``[row, v, OUT_*]``.
+    capacity : float64[instance_gpus + 1]
+        Reshard mode (``cfg[_C_RESHARD]``): the share of full throughput an instance serves
+        with ``k`` GPUs lost (:func:`_reshard`); unused otherwise.
+    rs_k, rs_f : int64[I], float64[2, I]
+        Reshard workspace (:func:`_reshard`), overwritten.
 
     Returns
     -------
@@ -473,6 +514,14 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
     gph, crews = cfg[_C_GPH], cfg[_C_CREWS]
     horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
     lead, nv = vids[0], n_var
+    # ---- reshard (cluster.on_failure = "reshard"): every variant alone, no short paths;
+    # a slot's swap end is a timer (id n_pos + n_hosts + slot) that gives its GPUs back
+    reshard = cfg[_C_RESHARD] == 1
+    relayout, served, ng = par[P_RESHARD_HOURS], 0.0, cfg[_C_NG]
+    if reshard:
+        nv = 1
+        rs_k[:] = 0
+        rs_f[:, :] = 0.0
     if nv > 1:
         nv = _part_on_laws(laws, vids, nv)
     # no variant's swap law draws (followers that share the pass have draw-free laws):
@@ -589,6 +638,11 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         elif t_heap <= t_ret:  # a per-unit clock: GPU position, or host
             ident = hids[0]
             hn = heap_remove(hkeys, hids, hpos, hn, ident)
+            if ident >= n_pos + n_hosts:  # reshard: the swap into a slot ends, its GPUs are back
+                first, end = _positions(ident - n_pos - n_hosts, host_mode, gph, n_pos)
+                for i in range(inst_of[first], inst_of[end - 1] + 1):
+                    served += _reshard(rs_k, rs_f, capacity, i, t, -_overlap(first, end, i, ng), relayout)
+                continue
             events += 1
             if ident < n_pos:
                 failures += 1
@@ -597,7 +651,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
             else:
                 host = ident - n_pos
         # (else a repair that a slot or a queued repair waits for: the drain below)
-        if fi1 >= fi0 and not finishing and wq_len == 0 and queue == 0:
+        if fi1 >= fi0 and not finishing and wq_len == 0 and queue == 0 and not reshard:
             # ---- a transient fault while nothing waits: the passes below would drain and
             # assign nothing, and the rates stay; only the instances it touches change
             for i in range(fi0, fi1 + 1):
@@ -633,12 +687,14 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         # draws in the same order, without their general bookkeeping. Nothing waits, so
         # the only drains are those of a possible new maximum or of a pool count too low
         # (they draw nothing). Without this path Lite lifetimes take 10-15% longer
-        if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool < n_batch and rq_min <= t and crews_free:
+        if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool < n_batch and rq_min <= t and crews_free \
+                and not reshard:
             # the pool count is a bound: the units of the repairs due by now are back (they
             # draw nothing, and with free crews the list's order never decides a draw)
             rn, done, rq_min = _take_due(rq, rn, t)
             in_repair, busy, pool, events = in_repair - done, busy - done, pool + done, events + done
-        if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool >= n_batch and busy + n_batch <= crews:
+        if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool >= n_batch and busy + n_batch <= crews \
+                and not reshard:
             n_hit = 0
             for b in range(n_batch):
                 p = batch[b]
@@ -772,6 +828,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
                         n_h = _list_remove(occ_h, n_h, x)
                 i0, i1 = inst_of[first], inst_of[end - 1]
             for i in range(i0, i1 + 1):
+                if reshard and not finishing:  # the slot's GPUs leave instance i; a fault costs a re-layout
+                    lost = _overlap(first, end, i, ng) if b < n_batch else 0
+                    served += _reshard(rs_k, rs_f, capacity, i, t, lost, relayout)
                 if i > i_done:  # (an instance down since an earlier slot of this instant: no settle)
                     for k in range(nv):
                         v = vids[k]
@@ -811,6 +870,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
             if host_mode and clocked_h:
                 hn = _arm(hkeys, hids, hpos, hn, n_pos + x, at_h[lead, x] + weibull_scale(st, host_scale, host_shape),
                           horizon)
+            if reshard:  # the swap's end gives the slot's GPUs back (a timer; never past the horizon)
+                hn = _arm(hkeys, hids, hpos, hn, n_pos + n_hosts + x, at_g[lead, first], horizon)
             if from_wait == 1:
                 for i in range(inst_of[first], inst_of[end - 1] + 1):
                     wait_i[i] -= 1
@@ -831,6 +892,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
     for i in range(n_inst):
         if wait_i[i] > 0:
             stockout_hours += horizon - wait_f[i]
+        if reshard:
+            served += _reshard(rs_k, rs_f, capacity, i, horizon, 0, relayout)
     for k in range(nv):
         v = vids[k]
         down_hours = var_f[v]
@@ -838,6 +901,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
             if inst_i[v, _DOWN, i] == 1:
                 down_hours += horizon - inst_f[v, _DOWN_SINCE, i]
         out_f[row, v, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
+        out_f[row, v, OUT_CAPACITY] = 1.0 - (down_hours - served) / (n_inst * horizon)  # (down: served = 0)
         out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
         out_i[row, v, OUT_FAILURES] = failures
         out_i[row, v, OUT_INTERRUPTIONS] = var_i[_V_INTERRUPTIONS, v]
@@ -850,10 +914,11 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
 
 
 @kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews):
+def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard):
     """The cluster's structural ints, as int64[_N_CFG].
 
-    Timer ids of the per-unit clocks: ``[0, A)`` GPU positions, then one per active host.
+    Timer ids of the per-unit clocks: ``[0, A)`` GPU positions, then one per active host,
+    then (reshard) one per slot for the end of its swap.
     """
     cfg = np.zeros(_N_CFG, dtype=np.int64)
     hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
@@ -868,14 +933,15 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
     cfg[_C_SPARES] = spare_units
     cfg[_C_CREWS] = min(crews, slots + spare_units)  # never more repairs than units
     cfg[_C_GPUS_PER_UNIT] = gpus_per_host if host_mode else 1
-    cfg[_C_IDS] = active_gpus + hosts
+    cfg[_C_IDS] = active_gpus + hosts + (slots if reshard else 0)
+    cfg[_C_RESHARD] = 1 if reshard else 0
     return cfg
 
 
 @parallel_kernel
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
-                       thin_max=THIN_MAX_CANDIDATES):
+                       capacity, reshard, thin_max=THIN_MAX_CANDIDATES):
     """Simulate ``n`` cluster lifetimes of ``V`` variants, ``prange`` over blocks of lifetimes.
 
     The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
@@ -912,6 +978,11 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         Pool units at the start (GPUs, or hosts in host mode).
     crews : int
         Repairs at once; at least the number of units means unlimited.
+    capacity : float64[instance_gpus + 1]
+        Share of an instance's full throughput served with ``k`` GPUs lost, after a
+        re-layout of ``params[i, P_RESHARD_HOURS]`` (read only if ``reshard``).
+    reshard : bool
+        ``cluster.on_failure = "reshard"`` (else ``"down"``, whose numbers it leaves as they were).
     thin_max : float
         Thin a wear-out Weibull law when ``k * H(horizon)`` is at most this
         (:data:`THIN_MAX_CANDIDATES`); 0 gives every Weibull law per-unit clocks.
@@ -919,14 +990,14 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     Returns
     -------
     out_f : float64[n, V, N_OUT_F]
-        Availability and stock-out instance-hours (``OUT_*`` columns).
+        Availability, stock-out instance-hours and capacity availability (``OUT_*`` columns).
     out_i : int64[n, V, N_OUT_I]
         Counts over the horizon (``OUT_*`` columns).
     """
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, n_var, N_OUT_I), dtype=np.int64)
-    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews)
+    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard)
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
     inst_of = np.arange(cfg[_C_A]) // cfg[_C_NG]  # read by every block
@@ -940,6 +1011,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         ws_f = np.empty(n_var * (a + h) + ids + nvf + ni + n_var + (cfg[_C_CREWS] + 1) + wb.shape[1] + _N_CAT,
                         np.float64)
         st = np.empty(STREAM_WORDS, dtype=np.uint64)
+        rs_k, rs_f = np.zeros(ni, np.int64), np.zeros((2, ni))  # reshard state (_reshard)
         occ_g = ws_i[:2 * a].reshape((2, a))
         occ_h = ws_i[2 * a:2 * a + 2 * h].reshape((2, h))
         j = 2 * a + 2 * h
@@ -981,7 +1053,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
                 kept = _simulate_one(cfg, params[i], wb[i], n_wb[i], lw, thin_max, run, n_run,
                                      inst_of, occ_g, occ_h, at_g, at_h,
                                      inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
-                                     hit, assign, wear, rates, st, out_f, out_i, i)
+                                     hit, assign, wear, rates, st, out_f, out_i, i, capacity, rs_k, rs_f)
                 if k >= 0:
                     out_i[i, solo[0], OUT_PARTED] = 1
                 k = kept if k < 0 else k + 1

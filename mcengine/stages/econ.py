@@ -7,7 +7,9 @@ Per trial, with that trial's inputs and the other stages' columns:
   + ``network_cost_per_gpu_usd``);
 * energy = active GPUs x ``gpu.tdp_w`` x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
 * repairs = repair events x ``repair_cost_usd``;
-* cluster tokens/s = per-instance output tokens/s x instances x instance availability;
+* cluster tokens/s = per-instance output tokens/s x instances x availability: the
+  instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
+  availability (an instance short of GPUs still serves on a smaller layout);
 * cost per million tokens = (capex + energy + repairs) / (cluster tokens/s x horizon
   seconds / 10^6).
 
@@ -30,7 +32,7 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     """The econ columns of a block of trials.
 
     ``columns`` holds the fab (``gpu_cost_usd``), reliability (``instance_availability``,
-    ``repairs``) and roofline (``tokens_per_s_instance``) columns of the same trials.
+    ``capacity_availability``, ``repairs``) and roofline (``tokens_per_s_instance``) columns of the same trials.
     """
     e = scenario.econ
     horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
@@ -44,7 +46,8 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     energy = energy_kwh * inputs["econ.power_usd_per_kwh"]
     repairs = columns["repairs"] * inputs["econ.repair_cost_usd"]
     total = capex + energy + repairs
-    availability = columns["instance_availability"]
+    reshard = scenario.cluster.on_failure == "reshard"
+    availability = columns["capacity_availability" if reshard else "instance_availability"]
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * 3600.0
     with np.errstate(divide="ignore"):

@@ -31,13 +31,14 @@ from ..scenario.dists import Law, MixtureLaw
 from ..scenario.sampling import TrialInputs
 from ..scenario.sections.reliability import weibull_rate_per_hour
 from ..scenario.schema import Scenario
+from ._roofline_layout import capacity_table
 from ..units import HOURS_PER_YEAR
 
 __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS"]
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
-    "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
+    "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs", "events", "max_failed_gpus",
 )
 
@@ -147,6 +148,10 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
         scale = HOURS_PER_YEAR / host_afr / special.gamma(1.0 + 1.0 / host_shape)
     params[:, life.P_HOST_SCALE] = np.where(host_exp | (host_afr <= 0.0), 0.0, scale)
     params[:, life.P_HORIZON_HOURS] = inputs["run.horizon_years"] * HOURS_PER_YEAR
+    reshard = c.on_failure == "reshard"
+    params[:, life.P_RESHARD_HOURS] = inputs["cluster.reshard_hours"] if reshard else 0.0
+    # the share of throughput kept with k GPUs lost, from the roofline layout search (reshard only)
+    capacity = capacity_table(scenario) if reshard else np.ones(1)
     named = ((life.LAW_REPAIR, "repair_hours"), (life.LAW_SWAP, "swap_hours"), (life.LAW_RESTART, "restart_hours"))
     parts = max(len(getattr(r, name).parts()) for _, name in named)  # no unused lines for the kernel to carry
     laws = np.empty((n, life.N_LAWS, parts, LAW_COLUMNS))
@@ -164,6 +169,7 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     return dict(
         params=params, wb=wb, n_wb=n_wb, laws=laws, active_gpus=scenario.active_gpus, instance_gpus=c.instance_gpus,
         gpus_per_host=c.gpus_per_host, host_mode=host_mode, spare_units=spare_units, crews=crews,
+        capacity=capacity, reshard=reshard,
     )
 
 
@@ -180,6 +186,9 @@ def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, n
     -------
     dict of str to ndarray[n]
         ``instance_availability`` (time-averaged fraction of instances up),
+        ``capacity_availability`` (time-averaged delivered throughput ÷ full: with
+        ``cluster.on_failure = "reshard"`` an instance short of GPUs serves on a smaller
+        layout; with ``"down"`` equal to ``instance_availability``),
         ``failures_per_year`` (permanent GPU failures, a host failure counting its GPUs),
         ``interruptions_per_year`` (instance up -> down transitions, whole cluster),
         ``swaps_per_year``, ``stockout_hours`` (instance-hours waiting for a unit),
@@ -247,6 +256,7 @@ def _columns(out_f: np.ndarray, out_i: np.ndarray, inputs: TrialInputs) -> dict[
     years = inputs["run.horizon_years"]
     cols = {
         "instance_availability": out_f[:, life.OUT_AVAILABILITY],
+        "capacity_availability": out_f[:, life.OUT_CAPACITY],
         "failures_per_year": out_i[:, life.OUT_FAILURES] / years,
         "interruptions_per_year": out_i[:, life.OUT_INTERRUPTIONS] / years,
         "swaps_per_year": out_i[:, life.OUT_SWAPS] / years,

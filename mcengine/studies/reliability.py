@@ -13,13 +13,14 @@ from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
 from ..scenario.sections.reliability import resolved_law, weibull_rate_per_hour
+from ..stages._roofline_layout import capacity_table
 from ..stages.reliability import lifetimes_of
 from ..units import HOURS_PER_YEAR
 
 
 #: Distributions of :func:`lifetime_study` (docs/interface.md first, then extras).
 SUMMARY_METRICS = (
-    "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
+    "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs_per_year", "max_failed_gpus",
 )
 
@@ -101,13 +102,18 @@ def _instance_availability(scenario: Scenario, at, ref: dict, repair_parts: list
     within the horizon: no slot is refilled). Otherwise the ample-spares value.
     """
     c, r = scenario.cluster, scenario.reliability
+    reshard = c.on_failure == "reshard"
     if r.replace_unit == "host" or c.spare_gpus > 0 or not math.isinf(r.repair_crews):
-        return {"instance_availability": ref["availability_no_stockout"],
-                "instance_availability_basis": "ample spares: each failure costs one swap + restart (first order in the rates)"}
+        out = {"instance_availability": ref["availability_no_stockout"],
+               "instance_availability_basis": "ample spares: each failure costs one swap + restart (first order in the rates)"}
+        if not reshard:  # (reshard with a pool: no closed form)
+            out["capacity_availability"] = out["instance_availability"]
+        return out
     horizon = at("run.horizon_years") * HOURS_PER_YEAR
     exp_rate, groups, _ = _gpu_series_law(scenario, at)
     place = analytic.no_spares_in_place(horizon, exp_rate, groups, long_run_rate, repair_parts,
-                                        ref["mean_repair_hours"], c.instance_gpus)
+                                        ref["mean_repair_hours"], c.instance_gpus,
+                                        capacity_table(scenario) if reshard else None)
     if place["basis"] == "never repaired":
         hosts = -(-c.instance_gpus // c.gpus_per_host)
         faults = c.instance_gpus * gpu_transient + hosts * at("reliability.host_transient_afr") / HOURS_PER_YEAR
@@ -117,8 +123,14 @@ def _instance_availability(scenario: Scenario, at, ref: dict, repair_parts: list
     basis = {"never repaired": "no spares, nothing repaired within the horizon: time-averaged survival of the instance's GPUs",
              "exponential": "no spares, unlimited crews, exponential lives and repairs: time average of (a + (1-a) e^-(λ+μ)t)^n",
              "long-run": "no spares, unlimited crews: long-run a^n, a = 1/(1 + λ E[R])"}[place["basis"]]
-    return {"instance_availability": place["in_place"] * losses,
-            "instance_availability_basis": basis + "; swap, restart and faults to first order"}
+    out = {"instance_availability": place["in_place"] * losses,
+           "instance_availability_basis": basis + "; swap, restart and faults to first order"}
+    # reshard: Σ_k C(n,k) (1-a)^k a^(n-k) thr(n-k)/thr(n) at each time, no re-layout time
+    out["capacity_availability"] = place["capacity"] * losses if reshard else out["instance_availability"]
+    if reshard:
+        out["capacity_availability_basis"] = ("each GPU in place independently: Σ_k C(n,k) (1-a)^k a^(n-k) thr(n-k)/thr(n), "
+                                              "thr from the roofline layout search; re-layout time (cluster.reshard_hours) not counted")
+    return out
 
 
 def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float) -> dict:
@@ -204,7 +216,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     Returns
     -------
     dict
-        Summaries over lifetimes of ``instance_availability``, ``failures_per_year``,
+        Summaries over lifetimes of ``instance_availability``, ``capacity_availability``, ``failures_per_year``,
         ``interruptions_per_year``, ``swaps_per_year``, ``stockout_hours``,
         ``repairs_per_year`` and ``max_failed_gpus``; ``events`` (int, all lifetimes);
         ``analytic`` (:func:`analytic_reference`); ``cluster`` (shape of the model).
@@ -213,7 +225,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     check_seed(seed)
     total = int(lifetimes)
     # availabilities crowd near 1: the quantile sketch works on their distance from 1
-    summaries = {name: Summary(offset=1.0 if name == "instance_availability" else 0.0) for name in SUMMARY_METRICS}
+    summaries = {name: Summary(offset=1.0 if name.endswith("availability") else 0.0) for name in SUMMARY_METRICS}
     events = 0
     with interrupt.deferred():  # a signal stops between chunks
         for start in range(0, total, CHUNK_LIFETIMES):
@@ -232,6 +244,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
         "cluster": {
             "instances": c.instances, "instance_gpus": c.instance_gpus, "active_gpus": scenario.active_gpus,
             "spare_gpus": c.spare_gpus, "gpus_per_host": c.gpus_per_host, "replace_unit": r.replace_unit,
+            "on_failure": c.on_failure,
             "repair_crews": "inf" if math.isinf(r.repair_crews) else int(r.repair_crews),
         },
     }
