@@ -126,3 +126,19 @@ def test_zero_availability_gives_infinite_cost_without_a_warning():
         warnings.simplefilter("error")
         got = economics(s, quantile_inputs(s), _columns([3000.0], [0.0], [0], [1000.0]))
     assert got["tokens_total"][0] == 0.0 and got["cost_per_mtok_usd"][0] == np.inf
+
+
+def test_econ_uses_capacity_availability_when_resharding():
+    """on_failure = "reshard": tokens come from the capacity availability; "down": from
+    the instance availability (as before)."""
+    import dataclasses
+
+    s = load_scenario("h100")
+    inputs = draw_inputs(s, 1, 0, 3)
+    cols = {"gpu_cost_usd": np.full(3, 3000.0), "repairs": np.zeros(3), "tokens_per_s_instance": np.full(3, 1000.0),
+            "instance_availability": np.full(3, 0.9), "capacity_availability": np.full(3, 0.95)}
+    down = economics(s, inputs, cols)
+    reshard = economics(dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, on_failure="reshard")), inputs, cols)
+    assert np.array_equal(down["availability"], cols["instance_availability"])
+    assert np.array_equal(reshard["availability"], cols["capacity_availability"])
+    assert reshard["tokens_per_s"] == pytest.approx(down["tokens_per_s"] * 0.95 / 0.9)
