@@ -231,6 +231,8 @@ def _survival_segments(parts: list[tuple]) -> list[float]:
         if kind == "fixed":
             points.add(float(p[0]))
             upper = max(upper, float(p[0]))
+        elif p[0] <= 0.0:  # a zero-length repair (scipy's laws take no zero scale)
+            continue
         elif kind == "exponential":
             upper = max(upper, float(stats.expon.isf(1e-14, scale=p[0])))
         elif kind == "lognormal":

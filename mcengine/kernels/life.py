@@ -131,10 +131,10 @@ from mcengine.kernels.law_codes import LAW_FIXED
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
-    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
+    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "P_MODULE_SWAP_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
     "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
-    "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
+    "OUT_MODULE_SWAPS", "N_OUT_I", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
     "simulate_lifetimes",
 ]
 
@@ -147,7 +147,8 @@ P_HOST_SHAPE = 4  # Weibull host law: shape (used when P_HOST_SCALE > 0)
 P_HOST_SCALE = 5  # Weibull host law: scale in hours; 0 = no Weibull host law
 P_HORIZON_HOURS = 6
 P_RESHARD_HOURS = 7  # cluster.on_failure = "reshard": the zero-output time of a re-layout
-N_PARAMS = 8
+P_MODULE_SWAP_HOURS = 8  # time to swap a failed field-replaceable module in place
+N_PARAMS = 9
 # ---- Weibull groups of a GPU: wb[i, g, :] = (shape, scale hours) for g < n_wb[i]
 WB_SHAPE = 0
 WB_SCALE = 1
@@ -166,7 +167,8 @@ OUT_REPAIRS = 3  # failed units sent to repair
 OUT_EVENTS = 4  # events by the horizon (failures, faults, installs, restarts, repairs)
 OUT_MAX_FAILED_GPUS = 5  # most GPUs in the repair system (queued or in repair) at once
 OUT_PARTED = 6  # 1 if the variant parted from the joint pass and ran alone (simulate_lifetimes)
-N_OUT_I = 7
+OUT_MODULE_SWAPS = 7  # failed field-replaceable modules swapped in place
+N_OUT_I = 8
 
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
 #: this many candidates over the horizon (``k * H(horizon)``); else one clock per unit.
@@ -174,8 +176,8 @@ THIN_MAX_CANDIDATES = 2.0
 
 # ---- structure: cfg[:] (ints), built once per call by _config
 _C_A, _C_NG, _C_GPH, _C_HOST_MODE, _C_H, _C_I, _C_SLOTS, _C_SPARES, _C_CREWS = range(9)
-_C_GPUS_PER_UNIT, _C_IDS, _C_RESHARD = 9, 10, 11
-_N_CFG = 12
+_C_GPUS_PER_UNIT, _C_IDS, _C_RESHARD, _C_MODULES, _C_M0 = 9, 10, 11, 12, 13
+_N_CFG = 14
 # ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i] (see _simulate_one)
 _DOWN, _PENDING = 0, 1
 _N_INST_I = 2
@@ -231,6 +233,15 @@ def _unit_life(st, wb, n_wb, wear):
     for g in range(n_wb):
         if wear[g] == 0.0:
             life = min(life, weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE]))
+    return life
+
+
+@kernel
+def _module_life(st, mwb, n_mwb):
+    """A new field-replaceable module's life: the first failure among its Weibull groups."""
+    life = np.inf
+    for g in range(n_mwb):
+        life = min(life, weibull_scale(st, mwb[g, WB_SCALE], mwb[g, WB_SHAPE]))
     return life
 
 
@@ -445,7 +456,7 @@ def _overlap(first, end, i, ng):
 
 
 @event_kernel
-def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_g, occ_h, at_g, at_h, inst_i,
+def _simulate_one(cfg, par, wb, n_wb, mwb, n_mwb, laws, thin_max, vids, n_var, inst_of, occ_g, occ_h, at_g, at_h, inst_i,
                   inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch, hit, assign, wear, rates, st,
                   out_f, out_i, row, capacity, rs_k, rs_f):
     """Simulate one lifetime of variants ``vids[:n_var]`` over the horizon; write their rows.
@@ -466,6 +477,8 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         The trial's rates, host law and horizon.
     wb : float64[K, 2]
         The trial's Weibull groups of a GPU; ``n_wb`` (int) of them are used.
+    mwb : float64[K, 2]
+        The Weibull groups of a GPU's field-replaceable module (``n_mwb`` used; 0: none).
     laws : float64[V * N_LAWS, MAX_LAW_PARTS, 4]
         The trial's repair, swap and restart laws of each variant (row ``v * N_LAWS +
         LAW_*``).
@@ -518,6 +531,11 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
     # a slot's swap end is a timer (id n_pos + n_hosts + slot) that gives its GPUs back
     reshard = cfg[_C_RESHARD] == 1
     relayout, served, ng = par[P_RESHARD_HOURS], 0.0, cfg[_C_NG]
+    # ---- field-replaceable modules: a clock per GPU position (id m0 + p), renewed at each
+    # module swap and GPU install; their failure takes the GPU out for module_swap_hours
+    modular = cfg[_C_MODULES] == 1 and n_mwb > 0
+    m0, module_swap, module_swaps = cfg[_C_M0], par[P_MODULE_SWAP_HOURS], 0
+    short_paths = not (reshard or modular)
     if reshard:
         nv = 1
         rs_k[:] = 0
@@ -547,7 +565,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         else:
             clocked_h = True
     # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
-    clocked = clocked_g or (host_mode and clocked_h)
+    clocked = clocked_g or (host_mode and clocked_h) or modular
 
     # ---- t = 0: every slot filled with a new unit, every instance up
     for p in range(n_pos):
@@ -570,6 +588,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
     if clocked_h:
         for k in range(n_hosts):
             hn = _arm(hkeys, hids, hpos, hn, n_pos + k, weibull_scale(st, host_scale, host_shape), horizon)
+    if modular:
+        for p in range(n_pos):
+            hn = _arm(hkeys, hids, hpos, hn, m0 + p, _module_life(st, mwb, n_mwb), horizon)
     n_g, n_h, rn, wq_head, wq_len = n_pos, n_hosts, 0, 0, 0
     rq_min = np.inf  # the earliest pending repair completion, min(rq[:rn])
     pool, busy, queue, in_repair, max_in_repair = cfg[_C_SPARES], 0, 0, 0, 0
@@ -638,6 +659,26 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         elif t_heap <= t_ret:  # a per-unit clock: GPU position, or host
             ident = hids[0]
             hn = heap_remove(hkeys, hids, hpos, hn, ident)
+            if modular and ident >= m0 + n_pos:  # reshard: a module swap ends, its GPU is back
+                served += _reshard(rs_k, rs_f, capacity, inst_of[ident - m0 - n_pos], t, -1, relayout)
+                continue
+            if modular and ident >= m0:  # a module fails: its GPU is out (in place) for one module swap
+                p = ident - m0
+                i = inst_of[p]
+                events += 1
+                module_swaps += 1
+                t_back = t + module_swap
+                for k in range(nv):
+                    v = vids[k]
+                    _settle(inst_i, inst_f, wait_i, var_i, var_f, st, laws, v, i, t)
+                    _interrupt(inst_i, inst_f, wait_i, var_i, v, i, t, False)
+                    inst_f[v, _READY_AT, i] = max(inst_f[v, _READY_AT, i], t_back)
+                    inst_i[v, _PENDING, i] = 1
+                if reshard:
+                    served += _reshard(rs_k, rs_f, capacity, i, t, 1, relayout)
+                    hn = _arm(hkeys, hids, hpos, hn, m0 + n_pos + p, t_back, horizon)
+                hn = _arm(hkeys, hids, hpos, hn, m0 + p, t_back + _module_life(st, mwb, n_mwb), horizon)
+                continue
             if ident >= n_pos + n_hosts:  # reshard: the swap into a slot ends, its GPUs are back
                 first, end = _positions(ident - n_pos - n_hosts, host_mode, gph, n_pos)
                 for i in range(inst_of[first], inst_of[end - 1] + 1):
@@ -651,7 +692,7 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
             else:
                 host = ident - n_pos
         # (else a repair that a slot or a queued repair waits for: the drain below)
-        if fi1 >= fi0 and not finishing and wq_len == 0 and queue == 0 and not reshard:
+        if fi1 >= fi0 and not finishing and wq_len == 0 and queue == 0 and short_paths:
             # ---- a transient fault while nothing waits: the passes below would drain and
             # assign nothing, and the rates stay; only the instances it touches change
             for i in range(fi0, fi1 + 1):
@@ -688,13 +729,13 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         # the only drains are those of a possible new maximum or of a pool count too low
         # (they draw nothing). Without this path Lite lifetimes take 10-15% longer
         if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool < n_batch and rq_min <= t and crews_free \
-                and not reshard:
+                and short_paths:
             # the pool count is a bound: the units of the repairs due by now are back (they
             # draw nothing, and with free crews the list's order never decides a draw)
             rn, done, rq_min = _take_due(rq, rn, t)
             in_repair, busy, pool, events = in_repair - done, busy - done, pool + done, events + done
         if n_batch > 0 and not host_mode and wq_len == 0 and queue == 0 and pool >= n_batch and busy + n_batch <= crews \
-                and not reshard:
+                and short_paths:
             n_hit = 0
             for b in range(n_batch):
                 p = batch[b]
@@ -801,6 +842,11 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
                 for p in range(first, end):
                     if hpos[p] >= 0:
                         hn = heap_remove(hkeys, hids, hpos, hn, p)
+                    if modular and hpos[m0 + p] >= 0:  # the module goes with its GPU
+                        hn = heap_remove(hkeys, hids, hpos, hn, m0 + p)
+                    if modular and reshard and hpos[m0 + n_pos + p] >= 0:  # (in a module swap: counted lost
+                        hn = heap_remove(hkeys, hids, hpos, hn, m0 + n_pos + p)  # already, once)
+                        served += _reshard(rs_k, rs_f, capacity, inst_of[p], t, -1, relayout)
                 if host_mode and hpos[n_pos + x] >= 0:
                     hn = heap_remove(hkeys, hids, hpos, hn, n_pos + x)
                 repairs += 1
@@ -870,6 +916,9 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
             if host_mode and clocked_h:
                 hn = _arm(hkeys, hids, hpos, hn, n_pos + x, at_h[lead, x] + weibull_scale(st, host_scale, host_shape),
                           horizon)
+            if modular:  # a new GPU comes with a new module
+                for p in range(first, end):
+                    hn = _arm(hkeys, hids, hpos, hn, m0 + p, at_g[lead, p] + _module_life(st, mwb, n_mwb), horizon)
             if reshard:  # the swap's end gives the slot's GPUs back (a timer; never past the horizon)
                 hn = _arm(hkeys, hids, hpos, hn, n_pos + n_hosts + x, at_g[lead, first], horizon)
             if from_wait == 1:
@@ -910,15 +959,18 @@ def _simulate_one(cfg, par, wb, n_wb, laws, thin_max, vids, n_var, inst_of, occ_
         out_i[row, v, OUT_EVENTS] = events + var_i[_V_EVENTS, v]
         out_i[row, v, OUT_MAX_FAILED_GPUS] = max_in_repair * cfg[_C_GPUS_PER_UNIT]
         out_i[row, v, OUT_PARTED] = 0
+        out_i[row, v, OUT_MODULE_SWAPS] = module_swaps
     return nv
 
 
 @kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard):
+def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False):
     """The cluster's structural ints, as int64[_N_CFG].
 
     Timer ids of the per-unit clocks: ``[0, A)`` GPU positions, then one per active host,
-    then (reshard) one per slot for the end of its swap.
+    then (reshard) one per slot for the end of its swap; then (``modules``) from
+    ``cfg[_C_M0]`` one per GPU position for its module's failure and (reshard) one per
+    position for the end of its module swap.
     """
     cfg = np.zeros(_N_CFG, dtype=np.int64)
     hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
@@ -933,13 +985,15 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
     cfg[_C_SPARES] = spare_units
     cfg[_C_CREWS] = min(crews, slots + spare_units)  # never more repairs than units
     cfg[_C_GPUS_PER_UNIT] = gpus_per_host if host_mode else 1
-    cfg[_C_IDS] = active_gpus + hosts + (slots if reshard else 0)
+    cfg[_C_M0] = active_gpus + hosts + (slots if reshard else 0)
+    cfg[_C_IDS] = cfg[_C_M0] + (active_gpus * (2 if reshard else 1) if modules else 0)
     cfg[_C_RESHARD] = 1 if reshard else 0
+    cfg[_C_MODULES] = 1 if modules else 0
     return cfg
 
 
 @parallel_kernel
-def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
+def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
                        capacity, reshard, thin_max=THIN_MAX_CANDIDATES):
     """Simulate ``n`` cluster lifetimes of ``V`` variants, ``prange`` over blocks of lifetimes.
@@ -967,6 +1021,9 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         Per-trial Weibull groups of a GPU, ``(shape, scale hours)``; ``K >= 1``.
     n_wb : int64[n]
         Number of used groups per trial.
+    mwb : float64[n, K, 2], n_mwb : int64[n]
+        The same for a GPU's field-replaceable module (component classes with
+        ``replace_unit = "module"``); ``n_mwb = 0``: no module.
     laws : float64[n, V, N_LAWS, MAX_LAW_PARTS, 4], C-contiguous
         Per-trial repair, swap and restart law tables of each variant (``LAW_*``; see
         :mod:`mcengine.kernels.laws`), in hours.
@@ -997,7 +1054,8 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, n_var, N_OUT_I), dtype=np.int64)
-    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard)
+    cfg = _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard,
+                  n > 0 and n_mwb.max() > 0)
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
     inst_of = np.arange(cfg[_C_A]) // cfg[_C_NG]  # read by every block
@@ -1050,7 +1108,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
                     solo[0] = vids[k]
                     run, n_run = solo, 1
                 reset_stream(st, seed, STAGE_LIFE, 0, trial_start + i)
-                kept = _simulate_one(cfg, params[i], wb[i], n_wb[i], lw, thin_max, run, n_run,
+                kept = _simulate_one(cfg, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, run, n_run,
                                      inst_of, occ_g, occ_h, at_g, at_h,
                                      inst_i, inst_f, wait_i, wait_f, var_i, var_f, wq, hkeys, hids, hpos, rq, batch,
                                      hit, assign, wear, rates, st, out_f, out_i, i, capacity, rs_k, rs_f)

@@ -237,6 +237,7 @@ def render_reliability(body: dict):
         ("interruptions / year", "interruptions_per_year", ",.2f", an.get("interruptions_per_year")),
         ("swaps / year", "swaps_per_year", ",.2f", None),
         ("repairs / year", "repairs_per_year", ",.2f", None),
+        ("module swaps / year", "module_swaps_per_year", ",.2f", None),
         ("stock-out inst-hours", "stockout_hours", ",.1f", None),
         ("max failed GPUs", "max_failed_gpus", ",.1f", None),
     )

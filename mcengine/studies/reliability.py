@@ -21,7 +21,7 @@ from ..units import HOURS_PER_YEAR
 #: Distributions of :func:`lifetime_study` (docs/interface.md first, then extras).
 SUMMARY_METRICS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
-    "stockout_hours", "repairs_per_year", "max_failed_gpus",
+    "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year",
 )
 
 
@@ -64,7 +64,8 @@ def analytic_reference(scenario: Scenario) -> dict:
                     for j, (w, part) in enumerate(repair.parts())]
 
     key = "reliability.components"
-    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components) / HOURS_PER_YEAR
+    # (classes with replace_unit = "module" are swapped in place, not failures of a unit: left out)
+    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.replace_unit != "module") / HOURS_PER_YEAR
     gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
     host_rate = at("reliability.host_afr") / HOURS_PER_YEAR
@@ -151,7 +152,8 @@ def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float
     exp_rate, groups, classes = _gpu_series_law(scenario, at)
     text = ("Long-run renewal rates: every class fails at 1/MTTF (its afr, or afr_long_run of its resolved law) "
             "whatever its shape, at the median inputs; availability to first order in the rates with ample spares "
-            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews.")
+            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews; "
+            "classes with replace_unit = 'module' left out.")
     out: dict = {"weibull_classes": classes}
     if groups and not host_mode:
         over = active * analytic.series_renewals(horizon, exp_rate, groups) / years
@@ -181,7 +183,7 @@ def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, fl
     exp_rate, groups, classes = 0.0, [], {}
     for name, comp in r.components:
         law_key = comp.law_key()
-        if law_key is None:
+        if law_key is None or comp.replace_unit == "module":
             continue
         key = f"reliability.components.{name}"
         shape = at(f"{key}.weibull_shape")

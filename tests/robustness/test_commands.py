@@ -122,7 +122,9 @@ def reliability_scenarios(draw):
     for name in ("count", "transient_afr", "weibull_shape",
                  draw(st.sampled_from(["afr", "mttf_hours", "scale_hours", "first_year_fraction"]), label="law key")):
         die[name] = draw(_spread(SPECS[f"reliability.components.die.{name}"]), label=name)
-    sets["reliability.components.die"] = "{" + ", ".join(f"{k}={v!r}" for k, v in die.items()) + "}"
+    die["replace_unit"] = draw(st.sampled_from(["unit", "module"]), label="die replace_unit")
+    sets["reliability.components.die"] = "{" + ", ".join(f"{k}={v!r}".replace("'", '"') for k, v in die.items()) + "}"
+    sets["reliability.module_swap_hours"] = draw(_spread(SPECS["reliability.module_swap_hours"]), label="module swap")
     for name in ("repair_hours", "swap_hours", "restart_hours"):
         value = draw(_spread(SPECS[f"reliability.{name}"]), label=name)
         form = draw(st.sampled_from(["V", '{law="exponential", mean=V}', '{law="lognormal", median=V, sigma=1.5}']))

@@ -272,3 +272,25 @@ def test_scale_hours_is_where_one_in_e_survive(shape):
     out = run(s, 100)
     assert_mc(out["failures_per_year"] * years / units, 1 - math.exp(-1))
     assert_mc(out["instance_availability"], ar.weibull_mean_survival(years * H, years * H, shape))
+
+
+def test_a_field_replaceable_module_is_swapped_in_place():
+    """A class with replace_unit = "module" (exponential, λ): its failure takes the GPU out
+    for module_swap_hours s in place, no pool unit, no repair, then a new module. With
+    single-GPU instances and zero restart each alternates Exp(λ) up and s down:
+    availability 1/(1 + λ s) (alternating renewal), module swaps N λ a per year."""
+    import dataclasses
+
+    from mcengine.scenario import Fixed
+    from mcengine.validation.reliability import toy_scenario
+    from tests.conftest import assert_mc, run_lifetimes
+
+    lam_year, swap = 50.0, 20.0
+    s = toy_scenario(instances=64, horizon_years=5.0, repair_hours=100.0, swap_hours=3.0,
+                     components={"laser": {"afr": lam_year, "replace_unit": "module"}})
+    s = dataclasses.replace(s, reliability=dataclasses.replace(s.reliability, module_swap_hours=Fixed(swap)))
+    a = 1 / (1 + lam_year / HOURS_PER_YEAR * swap)
+    cols = run_lifetimes(s, 100, seed=2)
+    assert_mc(cols["instance_availability"], a)
+    assert_mc(cols["module_swaps_per_year"], 64 * lam_year * a)
+    assert cols["repairs"].max() == 0 and cols["swaps_per_year"].max() == 0 and cols["failures_per_year"].max() == 0
