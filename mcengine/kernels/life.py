@@ -33,6 +33,16 @@ Model (docs/model.md#reliability; every time in hours, rates per hour)
   returns to the pool. An empty slot takes a pool unit if there is one, else waits
   (stock-out, FIFO). A swap takes one ``swap_hours`` draw; when an instance has no
   empty slot left it restarts (one ``restart_hours`` draw) and is then up.
+* **Reshard** (``cluster.on_failure = "reshard"``, docs/model.md#reshard): an instance
+  with ``k`` GPUs lost (slot empty or in a swap) serves ``capacity[k]`` of its
+  throughput after a re-layout of ``P_RESHARD_HOURS``; every change of its GPU set and a
+  fault while it is short re-layouts (:func:`_reshard`). Up/down states are those of
+  ``"down"``, so the served capacity only adds to ``OUT_CAPACITY``.
+* **Modules** (component classes with ``replace_unit = "module"``, docs/model.md#modules):
+  one clock per GPU position for its module (the minimum of the module classes'
+  Weibull lives), renewed at each module swap and GPU install; a module failure takes
+  the GPU's instance down (reshard: the GPU lost) for ``P_MODULE_SWAP_HOURS`` in place,
+  no pool unit, no repair.
 * At ``t = 0`` every slot is filled with a new unit and every instance is up; the run
   stops at the horizon.
 
