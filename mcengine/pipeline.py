@@ -19,6 +19,8 @@ from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 METRICS = (
     "cost_per_mtok_usd",
     "availability",
+    "instance_availability",
+    "capacity_availability",
     "tokens_per_s",
     "gpu_cost_usd",
     "capex_usd",
@@ -46,7 +48,7 @@ MAY_BE_ZERO = ("repair_usd", "interruptions_per_year", "stockout_hours", "slo_me
 
 #: Metrics compared as paired ratios B/A: those positive in every trial that delivers
 #: tokens (a trial that misses its SLOs delivers none: docs/model.md#roofline).
-PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO)
+PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO + ("instance_availability", "capacity_availability"))
 
 #: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
 #: (cost per token); in any other trial they must be finite.

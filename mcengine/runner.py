@@ -42,7 +42,7 @@ from .scenario import Scenario, scenario_from_dict
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
 RUN_FILE = "run.json"
 #: Metrics that crowd just below 1: summarised as their distance from 1.
-NEAR_ONE = ("availability",)
+NEAR_ONE = ("availability", "instance_availability", "capacity_availability")
 CHECKPOINT_FILE = "checkpoint.json"
 TRIALS_DIR = "trials.parquet"
 #: Version of the checkpoint layout (fingerprint + checksum around the state).

@@ -19,7 +19,7 @@ __all__ = [
     "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
     "spares_birth_death", "weibull_mean_survival", "series_mean_survival",
     "restart_only", "renewal_count", "renewal_function", "series_renewals", "ample_pool_availability", "mginf_stockout_probability", "repair_survival",
-    "batch_mginf_stockout", "compound_poisson_excess", "cluster_reference", "no_spares_in_place",
+    "batch_mginf_stockout", "compound_poisson_excess", "cluster_reference", "no_spares_in_place", "reshard_share",
 ]
 
 
@@ -231,6 +231,8 @@ def _survival_segments(parts: list[tuple]) -> list[float]:
         if kind == "fixed":
             points.add(float(p[0]))
             upper = max(upper, float(p[0]))
+        elif p[0] <= 0.0:  # a zero-length repair (scipy's laws take no zero scale)
+            continue
         elif kind == "exponential":
             upper = max(upper, float(stats.expon.isf(1e-14, scale=p[0])))
         elif kind == "lognormal":
@@ -393,8 +395,23 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
 NEVER_REPAIRED = 1e-12
 
 
+def _time_average(f, p, horizon_hours: float, settle_hours: float) -> float:
+    """``(1/T) ∫_0^T f(p(t)) dt``, by quadrature up to ``settle_hours`` and at ``p(settle)`` beyond."""
+    settle = min(horizon_hours, settle_hours)
+    head, _ = integrate.quad(lambda t: f(p(t)), 0.0, settle, epsabs=1e-13, epsrel=1e-11, limit=200)
+    return (head + f(p(settle)) * (horizon_hours - settle)) / horizon_hours
+
+
+def reshard_share(in_place: float, capacity: np.ndarray) -> float:
+    """``Σ_k C(n,k) (1-a)^k a^(n-k) capacity[k]``: the expected share of throughput of an
+    instance of ``n = len(capacity) - 1`` GPUs each in place with probability ``a``,
+    serving ``capacity[k]`` with ``k`` lost (docs/sources.md#rel-no-spares)."""
+    n = capacity.size - 1
+    return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, 1.0 - in_place), capacity))
+
+
 def no_spares_in_place(horizon_hours: float, exp_rate: float, groups: list[tuple[float, float]], long_run_rate: float,
-                       repair_parts: list[tuple], mean_repair_hours: float, n: int) -> dict:
+                       repair_parts: list[tuple], mean_repair_hours: float, n: int, capacity: np.ndarray | None = None) -> dict:
     """Time-averaged probability that all ``n`` GPUs of an instance hold a unit, with no
     spare pool and unlimited crews (docs/sources.md#rel-no-spares).
 
@@ -412,20 +429,35 @@ def no_spares_in_place(horizon_hours: float, exp_rate: float, groups: list[tuple
     * ``"long-run"`` otherwise: ``a^n`` with ``a = 1 / (1 + long_run_rate E[R])``
       (alternating renewal, any laws; exact as ``T`` grows).
 
+    With ``capacity`` (``float64[n + 1]``, the share of throughput served with ``k`` GPUs
+    lost: ``cluster.on_failure = "reshard"`` with no re-layout time) also ``capacity``:
+    the time average of :func:`reshard_share` of ``p(t)``.
+
     Returns
     -------
     dict
-        ``in_place`` (the average) and ``basis`` (which of the three cases).
+        ``in_place`` (the average), ``basis`` (which of the three cases) and, with
+        ``capacity``, ``capacity``.
     """
     mean_repair = mean_repair_hours
+    fs = {"in_place": lambda p: p**n}
+    if capacity is not None:
+        fs["capacity"] = lambda p: reshard_share(p, capacity)
     if float(repair_survival(repair_parts, horizon_hours)) > 1.0 - NEVER_REPAIRED:
         every = [(k, eta * n ** (-1.0 / k)) for k, eta in groups]
-        return {"in_place": series_mean_survival(horizon_hours, n * exp_rate, every), "basis": "never repaired"}
+        out = {"in_place": series_mean_survival(horizon_hours, n * exp_rate, every), "basis": "never repaired"}
+        if capacity is not None:
+            def survival(t):
+                return math.exp(-exp_rate * t - sum((t / eta) ** k for k, eta in groups))
+            out["capacity"] = _time_average(fs["capacity"], survival, horizon_hours, horizon_hours)
+        return out
     if not groups and len(repair_parts) == 1 and repair_parts[0][1] == "exponential" and mean_repair > 0.0:
         lam, mu = exp_rate, 1.0 / mean_repair
         a = mu / (lam + mu)
-        settle = min(horizon_hours, 50.0 / (lam + mu))  # the transient is over by then (e^-50)
-        head, _ = integrate.quad(lambda t: (a + (1.0 - a) * math.exp(-(lam + mu) * t)) ** n, 0.0, settle,
-                                 epsabs=1e-13, epsrel=1e-11, limit=200)
-        return {"in_place": (head + a**n * (horizon_hours - settle)) / horizon_hours, "basis": "exponential"}
-    return {"in_place": (1.0 / (1.0 + long_run_rate * mean_repair)) ** n, "basis": "long-run"}
+
+        def p(t):
+            return a + (1.0 - a) * math.exp(-(lam + mu) * t)
+        settle = 50.0 / (lam + mu)  # the transient is over by then (e^-50)
+        return {**{name: _time_average(f, p, horizon_hours, settle) for name, f in fs.items()}, "basis": "exponential"}
+    a = 1.0 / (1.0 + long_run_rate * mean_repair)
+    return {**{name: f(a) for name, f in fs.items()}, "basis": "long-run"}

@@ -14,7 +14,7 @@ import numpy as np
 from mcengine.jit import kernel
 from mcengine.rng import weibull_scale
 
-__all__ = ["WB_SHAPE", "WB_SCALE", "hazard", "thinned", "unit_life", "gpu_wear_hazard", "wear_group"]
+__all__ = ["WB_SHAPE", "WB_SCALE", "hazard", "thinned", "unit_life", "gpu_wear_hazard", "wear_group", "module_life"]
 
 # ---- Weibull groups of a GPU: wb[g, :] = (shape, scale hours)
 WB_SHAPE = 0
@@ -69,3 +69,13 @@ def wear_group(wb, n_wb, wear, age, u):
             if u < hz:
                 return g
     return last
+
+
+@kernel
+def module_life(st, mwb, n_mwb):
+    """A new field-replaceable module's life: the first failure among its Weibull groups
+    (rows of ``mwb``, ``n_mwb`` used; docs/model.md#modules)."""
+    life = np.inf
+    for g in range(n_mwb):
+        life = min(life, weibull_scale(st, mwb[g, WB_SCALE], mwb[g, WB_SHAPE]))
+    return life

@@ -23,9 +23,12 @@ from mcengine.rng import STREAM_WORDS
 #: The cluster's structure (ints, the same for every lifetime of a call; :func:`_config`):
 #: active GPU positions, GPUs per instance, GPUs per host, whether the unit is a host,
 #: active hosts, instances, slots, pool units at t = 0, repairs at once (at most the
-#: units), GPUs per unit, per-unit clock ids (one per position, then one per host).
+#: units), GPUs per unit, per-unit clock ids (:func:`_config`), whether an instance
+#: short of GPUs reshards (``cluster.on_failure = "reshard"``), whether a GPU has a
+#: field-replaceable module, and the first module clock id.
 Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", "host_mode", "hosts",
-                                 "instances", "slots", "spares", "crews", "gpus_per_unit", "clock_ids"])
+                                 "instances", "slots", "spares", "crews", "gpus_per_unit", "clock_ids", "reshard",
+                                 "modules", "m0"])
 
 #: A block's workspace (:func:`_workspace`), reused by its lifetimes; each lifetime
 #: overwrites what it reads (``hpos`` is all -1 between lifetimes).
@@ -53,11 +56,14 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #: * ``st`` uint64[STREAM_WORDS]: the lifetime's random stream;
 #: * ``state``: one record of :data:`STATE`;
 #: * ``clock_group`` int64[A]: the Weibull group whose per-unit clock a position's timer is;
-#: * ``by_class`` int64[_N_BY_CLASS + K]: events by class (``_K_*``, then one per Weibull group).
+#: * ``by_class`` int64[_N_BY_CLASS + K]: events by class (``_K_*``, then one per Weibull group);
+#: * ``capacity`` float64[instance_gpus + 1]: reshard, the share of full throughput an
+#:   instance serves with ``k`` GPUs lost (shared, read only);
+#: * ``rs_k`` int64[I], ``rs_f`` float64[2, I]: reshard state (:func:`_reshard`).
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
-    "clock_group", "by_class"])
+    "clock_group", "by_class", "capacity", "rs_k", "rs_f"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -67,17 +73,21 @@ Workspace = namedtuple("Workspace", [
 #: ``n_batch`` (slots failing now), ``n_assign`` (units assigned now), ``nv`` (variants
 #: in the pass); ``host`` (a host failing now, -1: none), ``fi0 .. fi1`` (instances a
 #: fault touches now); repair system ``pool``, ``busy`` (crews), ``queue``, ``in_repair``,
-#: ``max_in_repair``; counts ``failures``, ``swaps``, ``repairs``, ``events``.
-STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours")]
+#: ``max_in_repair``; counts ``failures``, ``swaps``, ``repairs``, ``events``,
+#: ``module_swaps``; ``served`` the capacity-hours served short of GPUs (reshard).
+STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served")]
                  + [(name, np.int64) for name in (
                      "n_g", "n_h", "hn", "rn", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
-                     "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events")],
+                     "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
+                     "module_swaps")],
                  align=True)
 
-#: What a lifetime holds fixed: the horizon and host law, the leader, and switches
+#: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
+#: module groups (``mwb``, ``n_mwb`` used), the re-layout and module swap hours
 #: (:func:`_simulate_one`).
 Lifetime = namedtuple("Lifetime", ["horizon", "host_shape", "host_scale", "lead", "swaps_fixed", "clocked_g",
-                                   "clocked_h", "clocked", "crews_free", "fast_paths"])
+                                   "clocked_h", "clocked", "crews_free", "fast_paths", "reshard", "modular",
+                                   "mwb", "n_mwb", "relayout_hours", "module_swap_hours"])
 
 # ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i]
 _DOWN, _PENDING = 0, 1
@@ -87,6 +97,10 @@ _N_INST_F = 3
 # ---- counts of a variant: var_i[row, v] (its downtime hours: var_f[v])
 _V_INTERRUPTIONS, _V_EVENTS = 0, 1
 _N_VAR_I = 2
+# ---- reshard state of an instance (cluster.on_failure = "reshard", one variant): rs_k[i]
+# GPUs without an installed unit; rs_f[_RS_SEEN, i] served time counted up to there,
+# rs_f[_RS_FROM, i] when its current smaller layout starts serving
+_RS_SEEN, _RS_FROM = 0, 1
 # ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
 _GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
 _N_CAT = 6
@@ -212,21 +226,56 @@ def _return_due(ws, s, t):
     s.events += done
 
 
+@inline_kernel
+def _reshard(ws, i, t, lost, relayout_hours):
+    """Reshard bookkeeping of instance ``i`` at ``t`` (``cluster.on_failure = "reshard"``,
+    docs/model.md#reshard); returns the capacity-hours it served since it was last seen.
+
+    While ``rs_k[i] = k > 0`` of its GPUs have no installed unit, the instance serves
+    ``capacity[k]`` of its full throughput from ``rs_f[_RS_FROM, i]`` on. ``lost`` GPUs
+    leave (> 0: a failure) or come back (< 0: a swap ends); every change, and a fault
+    (``lost = 0``) while it is short, costs a re-layout: no output for ``relayout_hours``.
+    """
+    rs_k, rs_f = ws.rs_k, ws.rs_f
+    served = 0.0
+    k = rs_k[i]
+    if k > 0:
+        start = max(rs_f[_RS_SEEN, i], rs_f[_RS_FROM, i])
+        if t > start:
+            served = ws.capacity[k] * (t - start)
+        rs_f[_RS_FROM, i] = t + relayout_hours
+    rs_f[_RS_SEEN, i] = t
+    rs_k[i] = k + lost
+    if k == 0 and lost > 0:
+        rs_f[_RS_FROM, i] = t + relayout_hours
+    return served
+
+
 @kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews):
+def _overlap(first, end, i, ng):
+    """GPU positions of ``[first, end)`` in instance ``i`` (of ``ng`` GPUs)."""
+    return min(end, (i + 1) * ng) - max(first, i * ng)
+
+
+@kernel
+def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False):
     """The cluster's structure (:data:`Cluster`). Per-unit clock ids: ``[0, A)`` GPU
-    positions, then one per active host."""
+    positions, then one per active host, then (reshard) one per slot for the end of its
+    swap; then (``modules``) from ``m0`` one per GPU position for its module's failure
+    and (reshard) one per position for the end of its module swap."""
     hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
     slots = hosts if host_mode else active_gpus
+    m0 = active_gpus + hosts + (slots if reshard else 0)
     return Cluster(
         active_gpus, instance_gpus, gpus_per_host, host_mode, hosts, active_gpus // instance_gpus, slots,
         spare_units, min(crews, slots + spare_units),  # never more repairs than units
-        gpus_per_host if host_mode else 1, active_gpus + hosts,
+        gpus_per_host if host_mode else 1, m0 + (active_gpus * (2 if reshard else 1) if modules else 0),
+        reshard, modules, m0,
     )
 
 
 @kernel
-def _workspace(c, n_var, n_groups, inst_of):
+def _workspace(c, n_var, n_groups, inst_of, capacity):
     """A fresh :data:`Workspace` for ``n_var`` variants and ``n_groups`` Weibull groups."""
     a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
     return Workspace(
@@ -237,5 +286,5 @@ def _workspace(c, n_var, n_groups, inst_of):
         np.empty(c.crews + 1), np.empty(gph, np.int64), np.empty(gph, np.int64), np.empty(ns + gph, np.int64),
         np.empty(n_groups), np.empty(_N_CAT), inst_of, np.empty(n_var, np.int64), np.empty(n_var, np.int64),
         np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE), np.empty(a, np.int64),
-        np.empty(_N_BY_CLASS + n_groups, np.int64),
+        np.empty(_N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
     )

@@ -33,6 +33,16 @@ Model (docs/model.md#reliability; every time in hours, rates per hour)
   returns to the pool. An empty slot takes a pool unit if there is one, else waits
   (stock-out, FIFO). A swap takes one ``swap_hours`` draw; when an instance has no
   empty slot left it restarts (one ``restart_hours`` draw) and is then up.
+* **Reshard** (``cluster.on_failure = "reshard"``, docs/model.md#reshard): an instance
+  with ``k`` GPUs lost (slot empty or in a swap) serves ``capacity[k]`` of its
+  throughput after a re-layout of ``P_RESHARD_HOURS``; every change of its GPU set and a
+  fault while it is short re-layouts (:func:`_reshard`). Up/down states are those of
+  ``"down"``, so the served capacity only adds to ``OUT_CAPACITY``.
+* **Modules** (component classes with ``replace_unit = "module"``, docs/model.md#modules):
+  one clock per GPU position for its module (the minimum of the module classes'
+  Weibull lives), renewed at each module swap and GPU install; a module failure takes
+  the GPU's instance down (reshard: the GPU lost) for ``P_MODULE_SWAP_HOURS`` in place,
+  no pool unit, no repair.
 * At ``t = 0`` every slot is filled with a new unit and every instance is up; the run
   stops at the horizon.
 
@@ -137,11 +147,13 @@ from numba import prange
 from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
 from mcengine.kernels._heap import heap_remove
 from mcengine.kernels._life_workspace import (
-    STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
+    STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
     _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
-    _config, _install, _interrupt, _list_add, _list_remove, _positions, _return_due, _settle, _total_rate, _workspace,
+    _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _return_due, _settle, _total_rate, _workspace,
 )
-from mcengine.kernels._life_hazard import WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, thinned, unit_life, wear_group
+from mcengine.kernels._life_hazard import (
+    WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, module_life, thinned, unit_life, wear_group,
+)
 from mcengine.kernels._life_variants import (
     LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, fixed_law, part_at_install, part_on_laws, part_on_liveness,
     part_on_wear,
@@ -151,10 +163,10 @@ from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
-    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "N_PARAMS", "WB_SHAPE", "WB_SCALE",
-    "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "N_OUT_F", "OUT_FAILURES",
+    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "P_MODULE_SWAP_HOURS", "N_PARAMS",
+    "WB_SHAPE", "WB_SCALE", "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
-    "N_OUT_I", "OUT_GPU_FAULTS", "OUT_GPU_EXP_FAILURES", "OUT_HOST_FAULTS", "OUT_HOST_FAILURES",
+    "OUT_MODULE_SWAPS", "N_OUT_I", "OUT_GPU_FAULTS", "OUT_GPU_EXP_FAILURES", "OUT_HOST_FAULTS", "OUT_HOST_FAILURES",
     "OUT_WEAR_FAILURES", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "N_LAWS", "THIN_MAX_CANDIDATES",
     "Cluster", "Workspace", "STATE", "simulate_lifetimes",
 ]
@@ -167,11 +179,14 @@ P_LAM_PERM_HOST = 3  # exponential permanent host failures per host-hour
 P_HOST_SHAPE = 4  # Weibull host law: shape (used when P_HOST_SCALE > 0)
 P_HOST_SCALE = 5  # Weibull host law: scale in hours; 0 = no Weibull host law
 P_HORIZON_HOURS = 6
-N_PARAMS = 7
+P_RESHARD_HOURS = 7  # cluster.on_failure = "reshard": the zero-output time of a re-layout
+P_MODULE_SWAP_HOURS = 8  # time to swap a failed field-replaceable module in place
+N_PARAMS = 9
 # ---- outputs: out_f[i, :] and out_i[i, :]
 OUT_AVAILABILITY = 0  # time-averaged fraction of instances up
 OUT_STOCKOUT_HOURS = 1  # instance-hours with a slot waiting for a unit
-N_OUT_F = 2
+OUT_CAPACITY = 2  # time-averaged delivered throughput / full (reshard: degraded service counts)
+N_OUT_F = 3
 OUT_FAILURES = 0  # permanent GPU failures (a host failure counts its GPUs)
 OUT_INTERRUPTIONS = 1  # instance up -> down transitions
 OUT_SWAPS = 2  # units assigned to empty slots
@@ -179,7 +194,8 @@ OUT_REPAIRS = 3  # failed units sent to repair
 OUT_EVENTS = 4  # events by the horizon (failures, faults, installs, restarts, repairs)
 OUT_MAX_FAILED_GPUS = 5  # most GPUs in the repair system (queued or in repair) at once
 OUT_PARTED = 6  # 1 if the variant parted from the joint pass and ran alone (simulate_lifetimes)
-N_OUT_I = 7
+OUT_MODULE_SWAPS = 7  # failed field-replaceable modules swapped in place
+N_OUT_I = 8
 # events by class, after the N_OUT_I counts (shared by the variants of a pass, like OUT_FAILURES)
 OUT_GPU_FAULTS = N_OUT_I + _K_GPU_FAULT  # transient GPU faults (every class summed)
 OUT_GPU_EXP_FAILURES = N_OUT_I + _K_GPU_EXP  # permanent GPU failures of the exponential classes
@@ -225,12 +241,18 @@ def _start(ws, s, c, lf, wb, n_wb):
         for k in range(c.hosts):
             hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.positions + k, weibull_scale(st, lf.host_scale, lf.host_shape),
                       lf.horizon)
+    if lf.modular:
+        for p in range(c.positions):
+            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, module_life(st, lf.mwb, lf.n_mwb), lf.horizon)
+    if lf.reshard:
+        ws.rs_k[:] = 0
+        ws.rs_f[:, :] = 0.0
     s.hn = hn
     s.n_g, s.n_h, s.rn, s.wq_head, s.wq_len = c.positions, c.hosts, 0, 0, 0
     s.rq_min = np.inf
     s.pool, s.busy, s.queue, s.in_repair, s.max_in_repair = c.spares, 0, 0, 0, 0
-    s.failures, s.swaps, s.repairs, s.events = 0, 0, 0, 0
-    s.stockout_hours = 0.0
+    s.failures, s.swaps, s.repairs, s.events, s.module_swaps = 0, 0, 0, 0, 0
+    s.stockout_hours, s.served = 0.0, 0.0
     lam = _total_rate(ws.rates, s.n_g, s.n_h)
     s.lam = lam
     s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
@@ -325,11 +347,25 @@ def _pick_superposed(ws, s, c, lf, wb, n_wb, t):
 
 
 @inline_kernel
-def _pick_clock(ws, s, c):
+def _pick_clock(ws, s, c, lf, laws, t):
     """The earliest per-unit clock fires: a GPU position's (its slot in ``batch``) or a
-    host's (``host``)."""
+    host's (``host``); or, handled here (returns True: nothing else happens now), a
+    module's failure (:func:`_module_fails`), or (reshard) the end of a module swap or
+    of a slot's swap, whose GPUs are back."""
     ident = ws.hids[0]
     s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
+    n_pos = c.positions
+    if lf.modular and ident >= c.m0 + n_pos:  # reshard: a module swap ends, its GPU is back
+        s.served += _reshard(ws, ws.inst_of[ident - c.m0 - n_pos], t, -1, lf.relayout_hours)
+        return True
+    if lf.modular and ident >= c.m0:
+        _module_fails(ws, s, c, lf, laws, ident - c.m0, t)
+        return True
+    if ident >= n_pos + c.hosts:  # reshard: the swap into a slot ends, its GPUs are back
+        first, end = _positions(ident - n_pos - c.hosts, c.host_mode, c.gpus_per_host, n_pos)
+        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+            s.served += _reshard(ws, i, t, -_overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+        return True
     s.events += 1
     if ident < c.positions:
         ws.by_class[_K_WEAR + ws.clock_group[ident]] += 1
@@ -339,6 +375,28 @@ def _pick_clock(ws, s, c):
     else:
         ws.by_class[_K_HOST_FAIL] += 1
         s.host = ident - c.positions
+    return False
+
+
+@inline_kernel
+def _module_fails(ws, s, c, lf, laws, p, t):
+    """The module of GPU position ``p`` fails at ``t``: the GPU's instance goes down (its
+    restart after the module swap, in place: no pool unit, no repair; reshard: the GPU
+    lost until the swap ends, a timer) and a new module's clock starts at the swap's end."""
+    i = ws.inst_of[p]
+    s.events += 1
+    s.module_swaps += 1
+    t_back = t + lf.module_swap_hours
+    for k in range(s.nv):
+        v = ws.vids[k]
+        _settle(ws, laws, v, i, t)
+        _interrupt(ws, v, i, t, False)
+        ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_back)
+        ws.inst_i[v, _PENDING, i] = 1
+    if lf.reshard:
+        s.served += _reshard(ws, i, t, 1, lf.relayout_hours)
+        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
+    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + module_life(ws.st, lf.mwb, lf.n_mwb), lf.horizon)
 
 
 @inline_kernel
@@ -515,13 +573,22 @@ def _repairs_due(ws, s, c, lf, laws, t, failing, finishing):
 
 @inline_kernel
 def _slot_empties(ws, s, c, lf, laws, x, t):
-    """The unit in slot ``x`` fails at ``t``: its clocks stop, it goes to repair (a crew
+    """The unit in slot ``x`` fails at ``t``: its clocks stop (reshard: its GPUs leave
+    their instances, :func:`_reshard`), it goes to repair (a crew
     if one is free, else the queue); the slot takes a pool unit (assigned now) or waits,
     empty (unlisted, queued for the next repaired unit). Returns whether it waits."""
     first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
     for p in range(first, end):
         if ws.hpos[p] >= 0:
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, p)
+        if lf.modular and ws.hpos[c.m0 + p] >= 0:  # the module goes with its GPU
+            s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p)
+        if lf.modular and lf.reshard and ws.hpos[c.m0 + c.positions + p] >= 0:  # (in a module swap: counted
+            s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p)  # lost already, once)
+            s.served += _reshard(ws, ws.inst_of[p], t, -1, lf.relayout_hours)
+    if lf.reshard:  # the slot's GPUs leave their instances
+        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
     if c.host_mode and ws.hpos[c.positions + x] >= 0:
         s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x)
     s.repairs += 1
@@ -573,7 +640,8 @@ def _touch_instances(ws, s, laws, i0, i1, t, i_done, hit, fault, waits):
 def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     """Slot ``x`` is assigned a unit at ``t`` (from the pool, or a repaired one if it was
     out of stock, ``from_wait``): in place after a swap draw (per variant), its clocks
-    armed; its instances restart once their last swap ends."""
+    armed (and its modules'; reshard: the swap's end a timer); its instances restart
+    once their last swap ends."""
     s.swaps += 1
     vids = ws.vids
     first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
@@ -597,6 +665,12 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     if c.host_mode and lf.clocked_h:
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x,
                     ws.at_h[lf.lead, x] + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
+    if lf.modular:  # a new GPU comes with a new module
+        for p in range(first, end):
+            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
+                        ws.at_g[lf.lead, p] + module_life(ws.st, lf.mwb, lf.n_mwb), lf.horizon)
+    if lf.reshard:  # the swap's end gives the slot's GPUs back (a timer; never past the horizon)
+        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + c.hosts + x, ws.at_g[lf.lead, first], lf.horizon)
     if from_wait:
         for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
             ws.wait_i[i] -= 1
@@ -620,7 +694,8 @@ def _reschedule(ws, s, fresh, t):
 
 @inline_kernel
 def _close(ws, s, c, lf, out_f, out_i, row):
-    """The horizon: downtime and stock-outs still open are counted; the rows of the
+    """The horizon: downtime and stock-outs still open are counted (reshard: each
+    instance's served capacity-hours, :func:`_reshard`); the rows of the
     variants in the pass written; ``hpos`` left all -1 for the next lifetime (cheaper
     than a full reset)."""
     horizon, n_inst = lf.horizon, c.instances
@@ -630,6 +705,8 @@ def _close(ws, s, c, lf, out_f, out_i, row):
     for i in range(n_inst):
         if ws.wait_i[i] > 0:
             stockout_hours += horizon - ws.wait_f[i]
+        if lf.reshard:
+            s.served += _reshard(ws, i, horizon, 0, lf.relayout_hours)
     for k in range(s.nv):
         v = ws.vids[k]
         down_hours = ws.var_f[v]
@@ -637,6 +714,7 @@ def _close(ws, s, c, lf, out_f, out_i, row):
             if ws.inst_i[v, _DOWN, i] == 1:
                 down_hours += horizon - ws.inst_f[v, _DOWN_SINCE, i]
         out_f[row, v, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
+        out_f[row, v, OUT_CAPACITY] = 1.0 - (down_hours - s.served) / (n_inst * horizon)  # (down: served = 0)
         out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
         out_i[row, v, OUT_FAILURES] = s.failures
         out_i[row, v, OUT_INTERRUPTIONS] = ws.var_i[_V_INTERRUPTIONS, v]
@@ -645,15 +723,17 @@ def _close(ws, s, c, lf, out_f, out_i, row):
         out_i[row, v, OUT_EVENTS] = s.events + ws.var_i[_V_EVENTS, v]
         out_i[row, v, OUT_MAX_FAILED_GPUS] = s.max_in_repair * c.gpus_per_unit
         out_i[row, v, OUT_PARTED] = 0
+        out_i[row, v, OUT_MODULE_SWAPS] = s.module_swaps
         for k in range(ws.by_class.size):
             out_i[row, v, N_OUT_I + k] = ws.by_class[k]
 
 
 @inline_kernel
-def _lifetime(c, par, wb, n_wb, laws, thin_max, ws, fast_paths):
+def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     """The lifetime's fixed values (:data:`Lifetime`), its superposed rates per unit and
     thinned hazards (``ws.rates``, ``ws.wear``); the followers that cannot share the
-    pass leave (``ws.state[0].nv``)."""
+    pass leave (``ws.state[0].nv``; reshard: every variant runs alone). Reshard and
+    modules take no fast path."""
     horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
     rates, wear = ws.rates, ws.wear
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
@@ -675,6 +755,9 @@ def _lifetime(c, par, wb, n_wb, laws, thin_max, ws, fast_paths):
             clocked_h = True
     s = ws.state[0]
     lead = ws.vids[0]
+    modular = c.modules and n_mwb > 0
+    if c.reshard:
+        s.nv = 1
     if s.nv > 1:
         s.nv = part_on_laws(laws, ws.vids, s.nv)
     return Lifetime(
@@ -684,14 +767,15 @@ def _lifetime(c, par, wb, n_wb, laws, thin_max, ws, fast_paths):
         fixed_law(laws, lead * N_LAWS + LAW_SWAP),
         clocked_g, clocked_h,
         # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
-        clocked_g or (c.host_mode and clocked_h),
+        clocked_g or (c.host_mode and clocked_h) or modular,
         c.crews >= c.slots + c.spares,  # a crew for every unit: no repair ever queues
-        fast_paths,
+        fast_paths and not (c.reshard or modular),
+        c.reshard, modular, mwb, n_mwb, par[P_RESHARD_HOURS], par[P_MODULE_SWAP_HOURS],
     )
 
 
 @event_kernel
-def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f, out_i, row):
+def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_paths, out_f, out_i, row):
     """Simulate one lifetime of variants ``ws.vids[:n_var]`` over the horizon; write their rows.
 
     The variants share everything but their swap and restart laws. The first is the
@@ -710,6 +794,8 @@ def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f
         The trial's rates, host law and horizon.
     wb : float64[K, 2]
         The trial's Weibull groups of a GPU; ``n_wb`` (int) of them are used.
+    mwb : float64[K, 2]
+        The Weibull groups of a GPU's field-replaceable module (``n_mwb`` used; 0: none).
     laws : float64[V * N_LAWS, MAX_LAW_PARTS, 4]
         The trial's repair, swap and restart laws of each variant (row ``v * N_LAWS +
         LAW_*``).
@@ -721,6 +807,7 @@ def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f
         everywhere on entry, and is again on return.
     fast_paths : bool
         Take the fast paths (same numbers; False runs every event through the passes).
+        Reshard and modules never take them.
     out_f, out_i : arrays
         Output rows ``[row, v, OUT_*]``.
 
@@ -740,7 +827,8 @@ def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f
     """
     s = ws.state[0]
     s.nv = n_var
-    lf = _lifetime(c, par, wb, n_wb, laws, thin_max, ws, fast_paths)
+    lf = _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths)
+    fast_paths = lf.fast_paths
     _start(ws, s, c, lf, wb, n_wb)
     finishing = False
     while not finishing:
@@ -750,7 +838,8 @@ def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f
         if kind == _EV_SUPERPOSED:
             _pick_superposed(ws, s, c, lf, wb, n_wb, t)
         elif kind == _EV_CLOCK:
-            _pick_clock(ws, s, c)
+            if _pick_clock(ws, s, c, lf, laws, t):
+                continue
         # (_EV_REPAIR: a repair that a slot or a queued repair waits for: the passes below)
         if fast_paths and s.fi1 >= s.fi0 and not finishing and s.wq_len == 0 and s.queue == 0:
             _fault_fast(ws, s, lf, laws, t)
@@ -770,6 +859,9 @@ def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f
             i_done = _touch_instances(ws, s, laws, ws.inst_of[first], ws.inst_of[end - 1], t, i_done, True, False,
                                       waits)
         _repairs_due(ws, s, c, lf, laws, t, False, finishing)
+        if lf.reshard and not finishing:  # a fault while short costs a re-layout
+            for i in range(s.fi0, s.fi1 + 1):
+                s.served += _reshard(ws, i, t, 0, lf.relayout_hours)
         _touch_instances(ws, s, laws, s.fi0, s.fi1, t, i_done, False, not finishing, False)
         # ---- units assigned now: in place after a swap draw
         for a in range(s.n_assign):
@@ -780,9 +872,9 @@ def _simulate_one(c, par, wb, n_wb, laws, thin_max, ws, n_var, fast_paths, out_f
 
 
 @parallel_kernel
-def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
+def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
-                       thin_max=THIN_MAX_CANDIDATES, fast_paths=True):
+                       capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True):
     """Simulate ``n`` cluster lifetimes of ``V`` variants, ``prange`` over blocks of lifetimes.
 
     The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
@@ -808,6 +900,9 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         Per-trial Weibull groups of a GPU, ``(shape, scale hours)``; ``K >= 1``.
     n_wb : int64[n]
         Number of used groups per trial.
+    mwb : float64[n, K, 2], n_mwb : int64[n]
+        The same for a GPU's field-replaceable module (component classes with
+        ``replace_unit = "module"``); ``n_mwb = 0``: no module.
     laws : float64[n, V, N_LAWS, MAX_LAW_PARTS, 4], C-contiguous
         Per-trial repair, swap and restart law tables of each variant (``LAW_*``; see
         :mod:`mcengine.kernels.laws`), in hours.
@@ -819,6 +914,11 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
         Pool units at the start (GPUs, or hosts in host mode).
     crews : int
         Repairs at once; at least the number of units means unlimited.
+    capacity : float64[instance_gpus + 1]
+        Share of an instance's full throughput served with ``k`` GPUs lost, after a
+        re-layout of ``params[i, P_RESHARD_HOURS]`` (read only if ``reshard``).
+    reshard : bool
+        ``cluster.on_failure = "reshard"`` (else ``"down"``, whose numbers it leaves as they were).
     thin_max : float
         Thin a wear-out Weibull law when ``k * H(horizon)`` is at most this
         (:data:`THIN_MAX_CANDIDATES`); 0 gives every Weibull law per-unit clocks.
@@ -829,7 +929,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     Returns
     -------
     out_f : float64[n, V, N_OUT_F]
-        Availability and stock-out instance-hours (``OUT_*`` columns).
+        Availability, stock-out instance-hours and capacity availability (``OUT_*`` columns).
     out_i : int64[n, V, OUT_WEAR_FAILURES + K]
         Counts over the horizon (``OUT_*`` columns), then the events by class: transient
         GPU faults, exponential-class GPU failures, transient host faults, permanent
@@ -842,32 +942,35 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, laws,
     n_blocks = min(n, _BLOCKS)
     per_block = (n + n_blocks - 1) // max(n_blocks, 1)
     inst_of = np.arange(active_gpus) // instance_gpus  # read by every block
-    shape = np.array([active_gpus, instance_gpus, gpus_per_host, 1 if host_mode else 0, spare_units, crews])
+    modules = n > 0 and n_mwb.max() > 0
+    shape = np.array([active_gpus, instance_gpus, gpus_per_host, 1 if host_mode else 0, spare_units, crews,
+                      1 if reshard else 0, 1 if modules else 0])
     for b in prange(n_blocks):
-        _run_block(seed, trial_start, params, wb, n_wb, laws, shape, thin_max, fast_paths, inst_of,
-                   b * per_block, min(n, (b + 1) * per_block), out_f, out_i)
+        _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capacity, thin_max, fast_paths,
+                   inst_of, b * per_block, min(n, (b + 1) * per_block), out_f, out_i)
     return out_f, out_i
 
 
 @kernel
-def _run_block(seed, trial_start, params, wb, n_wb, laws, shape, thin_max, fast_paths, inst_of, i0, i1, out_f, out_i):
+def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capacity, thin_max, fast_paths, inst_of,
+               i0, i1, out_f, out_i):
     """Lifetimes ``i0 .. i1 - 1`` of :func:`simulate_lifetimes` on one workspace (the
-    cluster ``shape``: its six int arguments). A variant that leaves the joint pass runs
+    cluster ``shape``: its six int arguments, then reshard and modules as 0/1). A variant that leaves the joint pass runs
     alone afterwards, from the start, in the order it left."""
     n_var = laws.shape[1]
-    c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5])
-    ws = _workspace(c, n_var, wb.shape[1], inst_of)
+    c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1)
+    ws = _workspace(c, n_var, wb.shape[1], inst_of, capacity)
     vids, parted = ws.vids, ws.parted
     for i in range(i0, i1):
         lw = laws[i].reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))
         for v in range(n_var):
             vids[v] = v
         reset_stream(ws.st, seed, STAGE_LIFE, 0, trial_start + i)
-        kept = _simulate_one(c, params[i], wb[i], n_wb[i], lw, thin_max, ws, n_var, fast_paths, out_f, out_i, i)
+        kept = _simulate_one(c, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, ws, n_var, fast_paths, out_f, out_i, i)
         for j in range(kept, n_var):
             parted[j] = vids[j]
         for j in range(kept, n_var):
             vids[0] = parted[j]
             reset_stream(ws.st, seed, STAGE_LIFE, 0, trial_start + i)
-            _simulate_one(c, params[i], wb[i], n_wb[i], lw, thin_max, ws, 1, fast_paths, out_f, out_i, i)
+            _simulate_one(c, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, ws, 1, fast_paths, out_f, out_i, i)
             out_i[i, parted[j], OUT_PARTED] = 1

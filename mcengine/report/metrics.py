@@ -24,7 +24,9 @@ class Metric:
 
 METRICS: dict[str, Metric] = {
     "cost_per_mtok_usd": Metric("cost per million output tokens", "USD per Mtok", "lower", "cost per token"),
-    "availability": Metric("instance availability", "time-averaged share of instances up", "higher", "availability"),
+    "availability": Metric("availability", "time-averaged share of instances up (of throughput with on_failure = \"reshard\")", "higher", "availability"),
+    "instance_availability": Metric("instance availability", "time-averaged share of instances up", "higher", "instance availability"),
+    "capacity_availability": Metric("capacity availability", "time-averaged delivered ÷ full throughput", "higher", "capacity availability"),
     "tokens_per_s": Metric("cluster output tokens/s", "tokens/s", "higher", "throughput"),
     "tokens_per_s_per_gpu": Metric("output tokens/s per GPU", "tokens/s", "higher", "throughput per GPU"),
     "gpu_cost_usd": Metric("fab cost per GPU package", "USD", "lower", "GPU package cost"),

@@ -233,16 +233,19 @@ def render_reliability(body: dict):
     table = Table(title=f"reliability stage{f': {name}' if name else ''}, {body.get('lifetimes', '?')} lifetimes",
                   caption="references: long-run renewal rates at the median inputs; instance availability: "
                           f"{an.get('instance_availability_basis', 'ample spares')}; "
-                          f"{body.get('events', 0):,} events simulated"
+                          + (f"capacity: {an['capacity_availability_basis']}; " if "capacity_availability_basis" in an else "")
+                          + f"{body.get('events', 0):,} events simulated"
                           + (f"; over the horizon (renewal function) {an['failures_per_year_over_horizon']:,.1f} failures/yr" if "failures_per_year_over_horizon" in an else ""))
     for col in ("quantity", "MC mean ± sem", "MC p05 – p95", "reference"):
         table.add_column(col, justify="left" if col == "quantity" else "right")
     rows = (
         ("instance availability", "instance_availability", ".6f", an.get("instance_availability", an.get("availability_no_stockout"))),
+        ("capacity availability", "capacity_availability", ".6f", an.get("capacity_availability")),
         ("failures / year", "failures_per_year", ",.2f", an.get("failures_per_year")),
         ("interruptions / year", "interruptions_per_year", ",.2f", an.get("interruptions_per_year")),
         ("swaps / year", "swaps_per_year", ",.2f", None),
         ("repairs / year", "repairs_per_year", ",.2f", None),
+        ("module swaps / year", "module_swaps_per_year", ",.2f", None),
         ("stock-out inst-hours", "stockout_hours", ",.1f", None),
         ("max failed GPUs", "max_failed_gpus", ",.1f", None),
     )

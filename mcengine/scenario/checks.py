@@ -84,6 +84,10 @@ def size_problems(c, r, run) -> list[Problem]:
 
 def cluster_problems(c, r) -> list[Problem]:
     out = []
+    for name, comp in r.components:
+        if comp.replace_unit in ("gpu", "host") and comp.replace_unit != r.replace_unit:
+            out.append(Problem(f"reliability.components.{name}.replace_unit", comp.replace_unit,
+                               f"allowed: \"unit\", reliability.replace_unit = {r.replace_unit!r}, or \"module\""))
     if r.replace_unit == "host" and c.spare_gpus % c.gpus_per_host:
         out.append(Problem("cluster.spare_gpus", c.spare_gpus, f"allowed: a multiple of cluster.gpus_per_host = {c.gpus_per_host} when reliability.replace_unit = 'host'"))
     names = [name for name, _ in r.components]

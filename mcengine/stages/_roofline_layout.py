@@ -256,3 +256,44 @@ def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
     if meeting:
         return max(meeting, key=lambda e: float(e.tokens_per_s_per_gpu[0])), evaluations
     return min(fitting, key=lambda e: float(e.slo_excess[0])), evaluations
+
+
+def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
+    """Every shardable ``t x p`` layout of at most ``instance_gpus`` GPUs (``p`` at most the
+    layers), in each searched attention mode with the searched all-reduce algorithm (as
+    :func:`candidate_layouts`): at most (tensor degrees) x layers x modes of them,
+    whatever ``instance_gpus``."""
+    w, m, n = scenario.workload, scenario.workload.model, scenario.cluster.instance_gpus
+    ep = bool(m.experts and w.expert_parallel)
+    algorithm = allreduce_algorithm(scenario)
+    return [ra.Layout(t, p, ep, algorithm, a) for t in range(1, n + 1) for a in attention_modes(scenario)
+            if not _shard_problem(scenario, t, a) for p in range(1, min(m.layers, n // t) + 1)]
+
+
+@lru_cache(maxsize=64)
+def capacity_table(scenario: Scenario) -> np.ndarray:
+    """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k``
+    of its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard).
+
+    ``table[k] = min(1, thr(n - k) / thr(n))``: ``thr(n)`` is the chosen layout's output
+    tokens/s (:func:`choose_layout`), ``thr(m)`` the best tokens/s of one instance on a
+    shardable ``t x p`` layout of at most ``m`` GPUs whose weights and batch fit HBM (and
+    which meets the TPOT SLO if the chosen layout does), 0 if none fits. All at the median
+    inputs, as the layout choice. ``thr`` changes only at the sizes of the feasible
+    layouts, so the layouts evaluated are those of :func:`_degraded_layouts` (at most
+    tensor degrees x layers, independent of ``n``) and the table is their running maximum
+    over ``m``. ``table[0] = 1``.
+    """
+    n = scenario.cluster.instance_gpus
+    best, _ = choose_layout(scenario)
+    median = quantile_inputs(scenario, 0.5)
+    full = float(best.tokens_per_s_instance[0])
+    by_size = np.zeros(n + 1)  # best tokens/s of a layout of exactly this many GPUs
+    for layout in _degraded_layouts(scenario):
+        e = evaluate(scenario, layout, median)
+        if e.fits[0] and (e.slo_met[0] or not best.slo_met[0]):
+            by_size[layout.gpus] = max(by_size[layout.gpus], float(e.tokens_per_s_instance[0]))
+    thr = np.maximum.accumulate(by_size)  # thr[m]: the best on at most m GPUs
+    table = np.minimum(1.0, thr[::-1] / full) if full > 0.0 else np.zeros(n + 1)
+    table[0] = 1.0
+    return table

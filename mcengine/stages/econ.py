@@ -18,7 +18,9 @@ Per trial, with that trial's inputs and the other stages' columns:
   ``gpu.idle_w``, or the TDP when unset (a GPU that always draws its TDP);
 * energy = active GPUs x power x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
 * repairs = repair events x ``repair_cost_usd``;
-* cluster tokens/s = per-instance output tokens/s x instances x instance availability;
+* cluster tokens/s = per-instance output tokens/s x instances x availability: the
+  instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
+  availability (an instance short of GPUs still serves on a smaller layout);
 * cost per million tokens = (capex + energy + repairs) / (cluster tokens/s x horizon
   seconds / 10^6), and the same per part (:data:`BREAKDOWN_PARTS`), which add up to it.
 
@@ -110,9 +112,10 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     """The econ columns of a block of trials.
 
     ``columns`` holds the fab (``gpu_cost_usd`` and its parts ``gpu_cost_<part>_usd``),
-    reliability (``instance_availability``, ``repairs``) and roofline
-    (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``busy_fraction``) columns of
-    the same trials.
+    reliability (``instance_availability``, ``capacity_availability``, ``repairs``) and
+    roofline (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``busy_fraction``)
+    columns of the same trials. With ``cluster.on_failure = "reshard"`` the served share
+    is the capacity availability (docs/model.md#reshard), else the instance availability.
     """
     e = scenario.econ
     n, total_gpus = inputs.n, scenario.total_gpus
@@ -130,7 +133,8 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     network = inputs["econ.network_cost_per_gpu_usd"]
     per_slot = price + host + network + fabric
     capex = total_gpus * per_slot
-    availability = columns["instance_availability"]
+    reshard = scenario.cluster.on_failure == "reshard"
+    availability = columns["capacity_availability" if reshard else "instance_availability"]
     power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
     energy_kwh = scenario.active_gpus * power_w / W_PER_KW * inputs["econ.pue"] * horizon_hours
     energy = energy_kwh * inputs["econ.power_usd_per_kwh"]

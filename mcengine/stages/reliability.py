@@ -32,6 +32,7 @@ from ..scenario.dists import Law, MixtureLaw
 from ..scenario.sampling import TrialInputs
 from ..scenario.sections.reliability import weibull_rate_per_hour
 from ..scenario.schema import Scenario
+from ._roofline_layout import capacity_table
 from ..units import HOURS_PER_YEAR
 
 __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "CLASS_PREFIX", "CLASS_KINDS",
@@ -39,8 +40,8 @@ __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "C
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
-    "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
-    "stockout_hours", "repairs", "events", "max_failed_gpus",
+    "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
+    "stockout_hours", "repairs", "events", "max_failed_gpus", "module_swaps_per_year",
 )
 
 #: The name of the host's own class in ``failures_by_class`` (beside the GPU's component classes).
@@ -86,8 +87,12 @@ def law_table(law: Law, values: dict[str, np.ndarray], n: int, lines: int = MAX_
     return out
 
 
-def _weibull_groups(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _weibull_groups(scenario: Scenario, inputs: TrialInputs, modules: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Exponential permanent rate per GPU-hour, and the Weibull groups of a GPU.
+
+    ``modules``: the same for the classes with ``replace_unit = "module"`` (the others
+    without): every such class is a Weibull group (shape 1 included, no exponential rate),
+    the law of a GPU's field-replaceable module, renewed at each module swap.
 
     A class of ``count`` units with shape ``k`` and scale ``eta`` (from its one law key,
     :func:`~mcengine.scenario.sections.reliability.weibull_rate_per_hour`; ``afr`` as
@@ -120,11 +125,11 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray
     for name, comp in comps:
         key = f"reliability.components.{name}"
         law_key, shape = comp.law_key(), inputs[f"{key}.weibull_shape"]
-        if law_key is None:  # no law key: never fails
-            classes[name] = (np.full(n, -1), np.zeros(n))
+        if law_key is None or (comp.replace_unit == "module") != modules:  # never fails, or in the other set
+            classes[name] = (np.full(n, -1), np.zeros(n))  # (a module's failures are module swaps, not GPU failures)
             continue
         value = inputs[f"{key}.{law_key}"]
-        exp_class = shape == 1.0
+        exp_class = (shape == 1.0) & (not modules)
         rate = weibull_rate_per_hour(law_key, value, shape)  # 1/eta
         # afr keeps its historical expression (bit-identical numbers for old files)
         lam_perm += np.where(exp_class, comp.count * value / HOURS_PER_YEAR if law_key == "afr" else comp.count * rate, 0.0)
@@ -170,6 +175,12 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
         scale = HOURS_PER_YEAR / host_afr / special.gamma(1.0 + 1.0 / host_shape)
     params[:, life.P_HOST_SCALE] = np.where(host_exp | (host_afr <= 0.0), 0.0, scale)
     params[:, life.P_HORIZON_HOURS] = inputs["run.horizon_years"] * HOURS_PER_YEAR
+    _, mwb, n_mwb, _ = _weibull_groups(scenario, inputs, modules=True)  # field-replaceable module classes
+    params[:, life.P_MODULE_SWAP_HOURS] = inputs["reliability.module_swap_hours"]
+    reshard = c.on_failure == "reshard"
+    params[:, life.P_RESHARD_HOURS] = inputs["cluster.reshard_hours"] if reshard else 0.0
+    # the share of throughput kept with k GPUs lost, from the roofline layout search (reshard only)
+    capacity = capacity_table(scenario) if reshard else np.ones(1)
     named = ((life.LAW_REPAIR, "repair_hours"), (life.LAW_SWAP, "swap_hours"), (life.LAW_RESTART, "restart_hours"))
     parts = max(len(getattr(r, name).parts()) for _, name in named)  # no unused lines for the kernel to carry
     laws = np.empty((n, life.N_LAWS, parts, LAW_COLUMNS))
@@ -180,13 +191,14 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     spare_units = c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus
     slots = -(-scenario.active_gpus // c.gpus_per_host) if host_mode else scenario.active_gpus
     crews = slots + spare_units if math.isinf(r.repair_crews) else min(int(r.repair_crews), slots + spare_units)
-    for key, arr in (("params", params), ("weibull", wb), ("laws", laws)):
+    for key, arr in (("params", params), ("weibull", wb), ("module weibull", mwb), ("laws", laws)):
         if not np.all(np.isfinite(arr)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(arr.reshape(n, -1)), axis=1))[0])
             raise NumericalError(f"reliability: non-finite {key} table for trial {inputs.trial_start + bad}")
     return dict(
-        params=params, wb=wb, n_wb=n_wb, laws=laws, active_gpus=scenario.active_gpus, instance_gpus=c.instance_gpus,
+        params=params, wb=wb, n_wb=n_wb, mwb=mwb, n_mwb=n_mwb, laws=laws, active_gpus=scenario.active_gpus, instance_gpus=c.instance_gpus,
         gpus_per_host=c.gpus_per_host, host_mode=host_mode, spare_units=spare_units, crews=crews,
+        capacity=capacity, reshard=reshard,
     )
 
 
@@ -203,11 +215,15 @@ def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, n
     -------
     dict of str to ndarray[n]
         ``instance_availability`` (time-averaged fraction of instances up),
+        ``capacity_availability`` (time-averaged delivered throughput ÷ full: with
+        ``cluster.on_failure = "reshard"`` an instance short of GPUs serves on a smaller
+        layout; with ``"down"`` equal to ``instance_availability``),
         ``failures_per_year`` (permanent GPU failures, a host failure counting its GPUs),
         ``interruptions_per_year`` (instance up -> down transitions, whole cluster),
         ``swaps_per_year``, ``stockout_hours`` (instance-hours waiting for a unit),
         ``repairs`` (units sent to repair over the horizon), ``events`` (int64),
-        ``max_failed_gpus`` (int64: most GPUs in the repair system at once).
+        ``max_failed_gpus`` (int64: most GPUs in the repair system at once),
+        ``module_swaps_per_year`` (failed field-replaceable modules swapped in place).
     """
     return lifetimes_of([scenario], [inputs], seed)[0]
 
@@ -316,6 +332,7 @@ def _columns(out_f: np.ndarray, out_i: np.ndarray, inputs: TrialInputs) -> dict[
     years = inputs["run.horizon_years"]
     cols = {
         "instance_availability": out_f[:, life.OUT_AVAILABILITY],
+        "capacity_availability": out_f[:, life.OUT_CAPACITY],
         "failures_per_year": out_i[:, life.OUT_FAILURES] / years,
         "interruptions_per_year": out_i[:, life.OUT_INTERRUPTIONS] / years,
         "swaps_per_year": out_i[:, life.OUT_SWAPS] / years,
@@ -323,6 +340,7 @@ def _columns(out_f: np.ndarray, out_i: np.ndarray, inputs: TrialInputs) -> dict[
         "repairs": out_i[:, life.OUT_REPAIRS].astype(float),
         "events": out_i[:, life.OUT_EVENTS],
         "max_failed_gpus": out_i[:, life.OUT_MAX_FAILED_GPUS],
+        "module_swaps_per_year": out_i[:, life.OUT_MODULE_SWAPS] / years,
     }
     for name, values in cols.items():
         bad = ~np.isfinite(values)

@@ -13,14 +13,15 @@ from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
 from ..scenario.sections.reliability import resolved_law, weibull_rate_per_hour
+from ..stages._roofline_layout import capacity_table
 from ..stages.reliability import CLASS_KINDS, class_column, class_names, lifetimes_of, nest_by_class
 from ..units import HOURS_PER_YEAR
 
 
 #: Distributions of :func:`lifetime_study` (docs/interface.md first, then extras).
 SUMMARY_METRICS = (
-    "instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
-    "stockout_hours", "repairs_per_year", "max_failed_gpus",
+    "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
+    "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year",
 )
 
 
@@ -63,7 +64,8 @@ def analytic_reference(scenario: Scenario) -> dict:
                     for j, (w, part) in enumerate(repair.parts())]
 
     key = "reliability.components"
-    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components) / HOURS_PER_YEAR
+    # (classes with replace_unit = "module" are swapped in place, not failures of a unit: left out)
+    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.replace_unit != "module") / HOURS_PER_YEAR
     gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
     host_rate = at("reliability.host_afr") / HOURS_PER_YEAR
@@ -101,13 +103,18 @@ def _instance_availability(scenario: Scenario, at, ref: dict, repair_parts: list
     within the horizon: no slot is refilled). Otherwise the ample-spares value.
     """
     c, r = scenario.cluster, scenario.reliability
+    reshard = c.on_failure == "reshard"
     if r.replace_unit == "host" or c.spare_gpus > 0 or not math.isinf(r.repair_crews):
-        return {"instance_availability": ref["availability_no_stockout"],
-                "instance_availability_basis": "ample spares: each failure costs one swap + restart (first order in the rates)"}
+        out = {"instance_availability": ref["availability_no_stockout"],
+               "instance_availability_basis": "ample spares: each failure costs one swap + restart (first order in the rates)"}
+        if not reshard:  # (reshard with a pool: no closed form)
+            out["capacity_availability"] = out["instance_availability"]
+        return out
     horizon = at("run.horizon_years") * HOURS_PER_YEAR
     exp_rate, groups, _ = _gpu_series_law(scenario, at)
     place = analytic.no_spares_in_place(horizon, exp_rate, groups, long_run_rate, repair_parts,
-                                        ref["mean_repair_hours"], c.instance_gpus)
+                                        ref["mean_repair_hours"], c.instance_gpus,
+                                        capacity_table(scenario) if reshard else None)
     if place["basis"] == "never repaired":
         hosts = -(-c.instance_gpus // c.gpus_per_host)
         faults = c.instance_gpus * gpu_transient + hosts * at("reliability.host_transient_afr") / HOURS_PER_YEAR
@@ -117,8 +124,14 @@ def _instance_availability(scenario: Scenario, at, ref: dict, repair_parts: list
     basis = {"never repaired": "no spares, nothing repaired within the horizon: time-averaged survival of the instance's GPUs",
              "exponential": "no spares, unlimited crews, exponential lives and repairs: time average of (a + (1-a) e^-(λ+μ)t)^n",
              "long-run": "no spares, unlimited crews: long-run a^n, a = 1/(1 + λ E[R])"}[place["basis"]]
-    return {"instance_availability": place["in_place"] * losses,
-            "instance_availability_basis": basis + "; swap, restart and faults to first order"}
+    out = {"instance_availability": place["in_place"] * losses,
+           "instance_availability_basis": basis + "; swap, restart and faults to first order"}
+    # reshard: Σ_k C(n,k) (1-a)^k a^(n-k) thr(n-k)/thr(n) at each time, no re-layout time
+    out["capacity_availability"] = place["capacity"] * losses if reshard else out["instance_availability"]
+    if reshard:
+        out["capacity_availability_basis"] = ("each GPU in place independently: Σ_k C(n,k) (1-a)^k a^(n-k) thr(n-k)/thr(n), "
+                                              "thr from the roofline layout search; re-layout time (cluster.reshard_hours) not counted")
+    return out
 
 
 def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float) -> dict:
@@ -139,7 +152,8 @@ def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float
     exp_rate, groups, classes = _gpu_series_law(scenario, at)
     text = ("Long-run renewal rates: every class fails at 1/MTTF (its afr, or afr_long_run of its resolved law) "
             "whatever its shape, at the median inputs; availability to first order in the rates with ample spares "
-            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews.")
+            "(each failure costs one swap + restart); stock-out from M/G/inf with unlimited crews; "
+            "classes with replace_unit = 'module' left out.")
     out: dict = {"weibull_classes": classes}
     if groups and not host_mode:
         over = active * analytic.series_renewals(horizon, exp_rate, groups) / years
@@ -169,7 +183,7 @@ def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, fl
     exp_rate, groups, classes = 0.0, [], {}
     for name, comp in r.components:
         law_key = comp.law_key()
-        if law_key is None:
+        if law_key is None or comp.replace_unit == "module":
             continue
         key = f"reliability.components.{name}"
         shape = at(f"{key}.weibull_shape")
@@ -204,7 +218,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     Returns
     -------
     dict
-        Summaries over lifetimes of ``instance_availability``, ``failures_per_year``,
+        Summaries over lifetimes of ``instance_availability``, ``capacity_availability``, ``failures_per_year``,
         ``interruptions_per_year``, ``swaps_per_year``, ``stockout_hours``,
         ``repairs_per_year`` and ``max_failed_gpus``; ``failures_by_class`` (per
         component class and ``host``: summaries of ``failures_per_year``, permanent,
@@ -215,7 +229,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     check_seed(seed)
     total = int(lifetimes)
     # availabilities crowd near 1: the quantile sketch works on their distance from 1
-    summaries = {name: Summary(offset=1.0 if name == "instance_availability" else 0.0) for name in SUMMARY_METRICS}
+    summaries = {name: Summary(offset=1.0 if name.endswith("availability") else 0.0) for name in SUMMARY_METRICS}
     classes = class_names(scenario)
     summaries.update({class_column(name, kind): Summary() for name in classes for kind in CLASS_KINDS})
     events = 0
@@ -238,6 +252,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
         "cluster": {
             "instances": c.instances, "instance_gpus": c.instance_gpus, "active_gpus": scenario.active_gpus,
             "spare_gpus": c.spare_gpus, "gpus_per_host": c.gpus_per_host, "replace_unit": r.replace_unit,
+            "on_failure": c.on_failure,
             "repair_crews": "inf" if math.isinf(r.repair_crews) else int(r.repair_crews),
         },
     }

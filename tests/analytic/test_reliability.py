@@ -233,3 +233,14 @@ def test_no_spares_in_place_cases():
     assert exp == {"in_place": pytest.approx(1.0), "basis": "exponential"}
     long_run = ar.no_spares_in_place(t, 0.0, [(2.0, 500.0)], 1e-3, [(1.0, "fixed", 10.0)], 10.0, 2)
     assert long_run == {"in_place": pytest.approx((1 / 1.01) ** 2), "basis": "long-run"}
+
+
+def test_a_zero_length_repair_law_has_a_reference():
+    """Found by the every-key property: an exponential repair of mean 0 made scipy warn
+    (scale 0), which the CLI turned into exit 1. Nothing is ever in repair."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ar.batch_mginf_stockout(1e-3, 0.0, 1, [(1.0, "exponential", 0.0)], 0)
+    assert got == {"p_stockout": 0.0, "mean_shortfall": 0.0}

@@ -274,7 +274,7 @@ def test_kernel_driver_block_split_does_not_matter():
 
 
 def test_config_layout_is_consistent():
-    cfg = life._config(12, 4, 8, True, 2, 10**9)
+    cfg = life._config(12, 4, 8, True, 2, 10**9, False)
     # 12 GPUs in 2 hosts; host mode: 2 slots, 2 pool hosts, so at most 4 repairs at once
     assert cfg.hosts == 2 and cfg.slots == 2 and cfg.crews == 4
     # per-unit clocks: one per GPU position and one per host

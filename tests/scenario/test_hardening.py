@@ -97,7 +97,8 @@ def _numeric_specs():
             spec = spec_of(f)
             if spec is not None and spec.kind in ("number", "integer", "law"):
                 out.append((f"{table}.{f.name}", spec))
-    out += [(f"reliability.components.die.{f.name}", spec_of(f)) for f in fields(Component)]
+    out += [(f"reliability.components.die.{f.name}", spec_of(f)) for f in fields(Component)
+            if spec_of(f).kind in ("number", "integer", "law")]
     out += [(f"workload.model.{f.name}", spec_of(f)) for f in fields(ModelCard) if spec_of(f).kind == "integer"]
     return out
 

@@ -286,3 +286,18 @@ def test_per_unit_of_a_trial_without_tokens_is_inf_or_zero_never_nan():
 
     got = per_unit(np.array([10.0, 10.0, 0.0, 0.0]), np.array([4.0, 0.0, 0.0, 2.0]))
     np.testing.assert_array_equal(got, [2.5, np.inf, 0.0, 0.0])
+
+
+def test_econ_uses_capacity_availability_when_resharding():
+    """on_failure = "reshard": tokens come from the capacity availability; "down": from
+    the instance availability (as before)."""
+    import dataclasses
+
+    s = load_scenario("h100")
+    inputs = draw_inputs(s, 1, 0, 3)
+    cols = {**_columns([3000.0] * 3, [0.9] * 3, [0] * 3, [1000.0] * 3), "capacity_availability": np.full(3, 0.95)}
+    down = economics(s, inputs, cols)
+    reshard = economics(dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, on_failure="reshard")), inputs, cols)
+    assert np.array_equal(down["availability"], cols["instance_availability"])
+    assert np.array_equal(reshard["availability"], cols["capacity_availability"])
+    assert reshard["tokens_per_s"] == pytest.approx(down["tokens_per_s"] * 0.95 / 0.9)

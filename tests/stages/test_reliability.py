@@ -311,3 +311,47 @@ def test_failures_by_class_add_up_to_the_gpu_failures():
     for name in comps:
         assert c[R.class_column(name, "failures_per_year")].sum() > 0
     assert np.all(c[R.class_column(R.HOST_CLASS, "failures_per_year")] == 0.0)
+
+
+def test_a_field_replaceable_module_is_swapped_in_place():
+    """A class with replace_unit = "module" (exponential, λ): its failure takes the GPU out
+    for module_swap_hours s in place, no pool unit, no repair, then a new module. With
+    single-GPU instances and zero restart each alternates Exp(λ) up and s down:
+    availability 1/(1 + λ s) (alternating renewal), module swaps N λ a per year."""
+    import dataclasses
+
+    from mcengine.scenario import Fixed
+    from mcengine.validation.reliability import toy_scenario
+    from tests.conftest import assert_mc, run_lifetimes
+
+    lam_year, swap = 50.0, 20.0
+    s = toy_scenario(instances=64, horizon_years=5.0, repair_hours=100.0, swap_hours=3.0,
+                     components={"laser": {"afr": lam_year, "replace_unit": "module"}})
+    s = dataclasses.replace(s, reliability=dataclasses.replace(s.reliability, module_swap_hours=Fixed(swap)))
+    a = 1 / (1 + lam_year / HOURS_PER_YEAR * swap)
+    cols = run_lifetimes(s, 100, seed=2)
+    assert_mc(cols["instance_availability"], a)
+    assert_mc(cols["module_swaps_per_year"], 64 * lam_year * a)
+    assert cols["repairs"].max() == 0 and cols["swaps_per_year"].max() == 0 and cols["failures_per_year"].max() == 0
+
+
+def test_modules_with_reshard_keep_the_counts_of_down():
+    """Module failures, GPU failures in the middle of a module swap and pool swaps, with
+    reshard: the same draws as "down" (equal counts and instance availability), and a
+    capacity between the instance availability and 1."""
+    import dataclasses
+
+    from mcengine.scenario import Fixed
+    from mcengine.validation.reliability import toy_scenario
+    from tests.conftest import run_lifetimes
+
+    s = toy_scenario(instances=8, instance_gpus=8, gpus_per_host=8, spare_gpus=8, horizon_years=2.0, repair_hours=200.0,
+                     swap_hours=5.0, restart_hours=0.5, host_afr=1.0,
+                     components={"laser": {"afr": 20.0, "replace_unit": "module"}, "die": {"afr": 5.0, "transient_afr": 3.0}})
+    s = dataclasses.replace(s, reliability=dataclasses.replace(s.reliability, module_swap_hours=Fixed(30.0)))
+    down = run_lifetimes(s, 40, seed=3)
+    resharded = run_lifetimes(dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, on_failure="reshard")), 40, seed=3)
+    for name in ("instance_availability", "failures_per_year", "interruptions_per_year", "module_swaps_per_year", "repairs"):
+        assert np.array_equal(down[name], resharded[name]), name
+    assert (resharded["capacity_availability"] > resharded["instance_availability"]).all()
+    assert (resharded["capacity_availability"] <= 1.0).all()

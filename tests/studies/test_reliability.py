@@ -179,3 +179,62 @@ def test_the_reference_says_ample_spares_when_there_are_spares():
     ref = study.analytic_reference(load_scenario("h100", ["cluster.spare_gpus=64"]))
     assert ref["instance_availability"] == ref["availability_no_stockout"]
     assert ref["instance_availability_basis"].startswith("ample spares")
+
+
+# ----------------------------------------------------------------------------- reshard
+
+
+def _no_spares_reshard(n: int, **over):
+    """No spares, unlimited crews, exponential lives (a = 1/(1 + λ r) ~ 0.9) and
+    repairs, zero swap, restart and faults: each GPU in place independently."""
+    import dataclasses
+
+    s = toy_scenario(instances=64, instance_gpus=n, gpus_per_host=n, afr=2.0,
+                     repair_hours={"law": "exponential", "mean": 500.0}, **over)
+    return dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, on_failure="reshard"))
+
+
+def test_reshard_meets_the_binomial_closed_form():
+    """The issue's check: capacity availability = Σ_k C(n,k) a^k (1-a)^(n-k) thr(k)/thr(n)
+    with thr from the layout table, here time-averaged over the horizon (each GPU in
+    place with p(t) = a + (1 - a) e^-(λ+μ)t, started new). The re-layout time is set to 0
+    (the closed form has none); the MC meets it within 4 SEM."""
+    from mcengine.scenario import Fixed
+    from mcengine.stages._roofline_layout import capacity_table
+    import dataclasses
+
+    s = _no_spares_reshard(8)
+    s = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, reshard_hours=Fixed(0.0)))
+    table = capacity_table(s)
+    assert table[0] == 1.0 and 0.0 < table[1] < 1.0 and table[-1] == 0.0
+    lam, mu, t = 2.0 / H, 1 / 500.0, H
+    a = mu / (lam + mu)
+    grid = np.linspace(0, t, 20_001)
+    p = a + (1 - a) * np.exp(-(lam + mu) * grid)
+    k = np.arange(9)
+    from scipy import stats as sst
+    share = np.array([np.dot(sst.binom.pmf(k, 8, 1 - q), table) for q in p])
+    expected = np.trapezoid(share, grid) / t
+    ref = study.analytic_reference(s)
+    assert ref["capacity_availability"] == pytest.approx(expected, rel=1e-6)
+    cols = run(s, 200, seed=7)
+    assert_mc(cols["capacity_availability"], expected)
+    assert (cols["capacity_availability"] >= cols["instance_availability"]).all()
+    assert cols["capacity_availability"].mean() > cols["instance_availability"].mean() + 0.1  # not vacuous
+
+
+def test_down_leaves_every_number_as_it_was_and_reshard_only_adds_capacity():
+    """on_failure = "down" (the default) is today's kernel: capacity = instance
+    availability, bit for bit. "reshard" makes the same draws (every short path off, the
+    general passes only), so its instance availability, failures and interruptions are
+    those of "down" too: only the served capacity differs."""
+    s = toy_scenario(instances=16, instance_gpus=8, gpus_per_host=8, spare_gpus=8, afr=3.0, transient_afr=2.0,
+                     host_afr=1.0, repair_hours=100.0, swap_hours=2.0, restart_hours=0.25)
+    import dataclasses
+
+    down = run(s, 50, seed=4)
+    assert np.array_equal(down["capacity_availability"], down["instance_availability"])
+    resharded = run(dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, on_failure="reshard")), 50, seed=4)
+    for name in ("instance_availability", "failures_per_year", "interruptions_per_year", "repairs", "stockout_hours"):
+        assert np.array_equal(down[name], resharded[name]), name
+    assert (resharded["capacity_availability"] > down["capacity_availability"]).all()

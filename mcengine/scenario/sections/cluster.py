@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fields import choice, integer
-from ..limits import MAX_TOTAL_GPUS
+from ..dists import Dist
+from ..fields import choice, integer, number
+from ..limits import MAX_DURATION_HOURS, MAX_TOTAL_GPUS
 
 
 @dataclass(frozen=True)
 class ClusterSection:
     instances: int = integer(128, "Serving instances (model replicas).", lo=1, hi=2**20,
                              why=f"and instances x instance_gpus + spare_gpus <= {MAX_TOTAL_GPUS:,} (reliability memory and time grow with GPUs)")
-    instance_gpus: int = integer(8, "GPUs per instance; any failed GPU takes its instance down.", lo=1, hi=2**16,
+    instance_gpus: int = integer(8, "GPUs per instance; a failed GPU takes its instance down (on_failure = \"down\") or to a smaller layout (\"reshard\").", lo=1, hi=2**16,
                                  why="the layout search visits every tensor degree up to it; 65,536 GPUs per replica is beyond any model")
     spare_gpus: int = integer(0, "GPUs in the shared spare pool.", lo=0, hi=2**20,
                               why=f"counts towards the {MAX_TOTAL_GPUS:,} GPUs of a scenario")
@@ -24,3 +25,9 @@ class ClusterSection:
         "(ring all-reduce only; docs/sources.md#roof-scale-up-fabric).",
         ("switched", "ring"),
     )
+    on_failure: str = choice("down", "What an instance does when it loses GPUs: \"down\" until every slot has a unit again and it has "
+                                     "restarted; \"reshard\": after reshard_hours it serves on the best layout that fits the GPUs it "
+                                     "still has (docs/model.md#reshard).", ("down", "reshard"))
+    reshard_hours: Dist = number(0.1, "Time to reload the weights and restart at a smaller layout after losing GPUs (on_failure = "
+                                      "\"reshard\"): a vLLM cold start from local storage, 3-5 min (docs/sources.md#rel-reshard-time).",
+                                 "hours", lo=0.0, hi=MAX_DURATION_HOURS, why="10^9 h already means never; keeps event times finite")

@@ -44,6 +44,10 @@ class Component:
     mttf_hours: Dist | None = number(None, "Mean time to permanent failure of one component (any shape); instead of afr.", "hours", **_LIFE)
     scale_hours: Dist | None = number(None, "Weibull scale eta of the permanent-failure law, F(t) = 1 - exp(-(t/eta)^shape); instead of afr.", "hours", **_LIFE)
     first_year_fraction: Dist | None = number(None, "Share of components failing within their first year in service, F(8,766 h); instead of afr.", **_FRACTION)
+    replace_unit: str = choice("unit", "What a permanent failure of this class replaces: \"unit\" (default) or \"gpu\"/\"host\" (the same: "
+                                       "reliability.replace_unit's unit from the pool, sent to repair), or \"module\": a field-replaceable "
+                                       "module (a pluggable laser) swapped in place in reliability.module_swap_hours, from an ample module "
+                                       "stock; no pool unit, no repair (docs/model.md#modules).", ("unit", "gpu", "host", "module"))
 
     def law_key(self) -> str | None:
         """The key that sets the permanent-failure law's scale (None: never fails)."""
@@ -154,7 +158,10 @@ class ReliabilitySection:
                                         why="more crews than GPUs is the same as \"inf\"; the kernel keeps one slot per crew")
     swap_hours: Law = law(0.1, "Time to move a spare into a failed slot.", **_DURATION)
     restart_hours: Law = law(0.25, "Time to restart an instance after a fault or a swap.", **_DURATION)
-    replace_unit: str = choice("gpu", "What is swapped from the pool and repaired: a GPU, or its whole host.", ("gpu", "host"))
+    replace_unit: str = choice("gpu", "What is swapped from the pool and repaired: a GPU, or its whole host (the default of every component class).", ("gpu", "host"))
+    module_swap_hours: Dist = number(0.1, "Time to swap a failed field-replaceable module (a component class with replace_unit = \"module\") in "
+                                          "place: a hot-pluggable front-panel laser (ELSFP) comes out in minutes (docs/sources.md#rel-module-swap).",
+                                     "hours", **_DURATION)
     components: tuple = field(default=(), metadata={"help": "Component classes of one GPU package, one table each."})
 
     def component(self, name: str) -> Component | None:
