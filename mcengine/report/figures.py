@@ -157,22 +157,27 @@ def cost_breakdown_figure(doc: dict):
 
     parts = cost_breakdown_per_mtok(doc)
     names = list(parts)
+    # a design with trials that deliver no tokens (missed SLOs) has an infinite mean cost:
+    # no bar, a note in its place
+    finite = np.array([all(np.isfinite(v) for v in parts[n].values()) for n in names])
     fig = new_figure(max(7.0, 1.6 * len(names) + 3), 4.8)
     ax = fig.add_subplot()
     bottom = np.zeros(len(names))
     for i, (_, label) in enumerate(COST_PARTS):
-        h = np.array([parts[n][label] for n in names])
+        h = np.where(finite, [parts[n][label] for n in names], 0.0)
         if not h.any():
             continue
         ax.bar(range(len(names)), h, bottom=bottom, label=label, color=f"C{i % 10}", hatch=_HATCHES[i], edgecolor="white")
         bottom += h
     for x, total in enumerate(bottom):
-        ax.text(x, total, f"{total:.3f}", ha="center", va="bottom", fontsize=8)
+        text = f"{total:.3f}" if finite[x] else "infinite mean:\nsome trials\nserve no tokens"
+        ax.text(x, total, text, ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(names)), names, rotation=12, ha="right", fontsize=8)
-    ax.set(ylabel="mean cost per million output tokens (USD per Mtok)", ylim=(0, bottom.max() * 1.12),
+    ax.set(ylabel="mean cost per million output tokens (USD per Mtok)", ylim=(0, max(bottom.max(), 1e-9) * 1.12),
            title="Cost per token by part: each part ÷ the tokens the cluster delivered")
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if finite.any():
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return fig
 
 

@@ -108,3 +108,14 @@ def test_stage_figures_are_written(tmp_path):
     assert [p.name for p in stages.figures_for_reliability(rel, tmp_path)] == ["reliability.png"]
     fig = stages.yield_figures(doc)["die_yield.png"]
     assert "die yield" in fig.axes[0].get_xlabel()
+
+
+def test_cost_breakdown_of_a_design_whose_trials_serve_no_tokens_is_a_note_not_a_nan_bar():
+    from mcengine.report.figures import COST_PARTS, cost_breakdown_figure
+
+    parts = {part: {"mean": 1.0} for part, _ in COST_PARTS}
+    doc = {"scenarios": {"a": {"cost_breakdown_per_mtok_usd": parts},
+                         "b": {"cost_breakdown_per_mtok_usd": {**parts, "die": {"mean": float("inf")}}}}}
+    fig = cost_breakdown_figure(doc)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts[0] == f"{len(COST_PARTS):.3f}" and texts[1].startswith("infinite mean")
