@@ -9,8 +9,8 @@ SLOs (if none does, static's choice). As with layouts, the mode, its layout(s), 
 disaggregated prefill share are chosen once at the median inputs and kept for every
 trial.
 
-A TTFT limit is read from ``workload.ttft_slo_ms`` when the scenario has that key
-(``inf`` otherwise): it enters ``slo_met`` of every mode and the prefill layout choice.
+The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode
+and the prefill layout choice.
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ from ._roofline_layout import Evaluation, candidate_layouts, choose_layout, eval
 
 
 def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
-    """The per-trial TTFT SLO (ms): ``workload.ttft_slo_ms`` if the scenario has it, else inf."""
-    if "workload.ttft_slo_ms" in inputs.values:
-        return np.asarray(inputs["workload.ttft_slo_ms"], float)
-    return np.full(inputs.n, np.inf)
+    """The per-trial TTFT SLO (ms), ``workload.ttft_slo_ms`` (inf: none)."""
+    return np.broadcast_to(np.asarray(inputs["workload.ttft_slo_ms"], float), (inputs.n,))
 
 
 @dataclass(frozen=True)
