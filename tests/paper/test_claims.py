@@ -69,6 +69,21 @@ def test_blast_radius_closed_forms_by_hand():
     assert blast_radius.share_lost_per_failure(8, 1.0, 1024) == 8 / 1024
 
 
+def test_blast_radius_per_failure_under_reshard_by_hand():
+    import numpy as np
+
+    h100, lite = scenario("h100"), scenario("lite-h100")
+    # an 8-GPU instance keeping 5/8 of its throughput on 7 GPUs loses 3/8 of 8 H100s per failure;
+    # a 32-GPU one keeping half loses 16 quarter-H100s: 3/8 x 8 / 1024 against 1/2 x 32 x 0.25 / 1024
+    tables = {"h100": np.array([1.0, 5 / 8]), "lite": np.array([1.0, 0.5])}
+    assert blast_radius.per_failure_reshard(h100, tables["h100"]) == pytest.approx(3 / 1024)
+    assert blast_radius.per_failure_reshard(lite, tables["lite"]) == pytest.approx(4 / 1024)
+    assert blast_radius.closed_forms(h100, lite, tables)["reshard"] == pytest.approx(0.75)
+    # a layout that loses exactly the failed GPU gives the paper's package-only figure
+    exact = {"h100": np.array([1.0, 7 / 8]), "lite": np.array([1.0, 31 / 32])}
+    assert blast_radius.closed_forms(h100, lite, exact)["reshard"] == pytest.approx(4.0)
+
+
 def test_power_parity_gain_and_paired_gain_by_hand():
     import numpy as np
 

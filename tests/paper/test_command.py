@@ -30,6 +30,11 @@ def test_quick_paper_json_and_out(cli, tmp_path):
     by_key = {c["key"]: c for c in claims}
     assert set(by_key["performance"]["shipped"]["models"]) == {"llama-3-70b", "gpt-3-175b", "llama-3.1-405b"}
     assert by_key["blast_radius"]["paper_assumptions"]["figure"]["median"] == 4.0
+    reshard = by_key["blast_radius"]["paper_assumptions"]["reshard"]
+    kept = reshard["capacity_kept_after_one_failure"]
+    # per failure under reshard: the instance's H100-equivalents times the share its best smaller layout gives up
+    assert reshard["per_failure_ratio"] == pytest.approx((8 * (1 - kept["h100"])) / (32 * 0.25 * (1 - kept["lite-h100"])))
+    assert by_key["blast_radius"]["shipped"]["on_failure"] == "down"
     front = doc["frontier"]
     assert set(front["designs"]) == {"h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap", "lite-h100-shoreline",
                                      "lite-h100-half", "lite-h100-eighth"}
