@@ -169,9 +169,10 @@ def validate() -> list:
 
 
 def validation_report() -> dict:
-    """`mcengine validate --json`: every check, whether all passed, and the provenance."""
+    """`mcengine validate --json`: every check, whether all required checks passed (a
+    known miss is reported, not required), and the provenance."""
     checks = validate()
-    return {"checks": [c.to_dict() for c in checks], "passed": all(c.passed for c in checks), "provenance": provenance()}
+    return {"checks": [c.to_dict() for c in checks], "passed": all(c.status != "FAIL" for c in checks), "provenance": provenance()}
 
 
 def bench(quick: bool = False, stages: Sequence[str] = (), out: str | Path | None = None, force: bool = False) -> dict:

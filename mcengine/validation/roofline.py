@@ -1,6 +1,7 @@
 """`mcengine validate` checks of the roofline stage: exact reproductions of hand-computed
-Llama-3-70B figures, and the calibration anchors (measured H100 serving results that
-the shipped ``h100`` defaults must land within)."""
+Llama-3-70B figures, the calibration anchors (measured H100 serving results that the
+shipped ``h100`` defaults must land within), and the measured bf16 results they are
+known to miss (reported, with the reason)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ class Anchor:
     reproduce its setup from the shipped ``h100`` scenario, efficiency defaults kept.
 
     ``output`` is a dotted key of the roofline body, times ``scale``; the model must land
-    in ``[low, high]``.
+    in ``[low, high]``, unless ``known_miss`` says why it does not (then the anchor is
+    reported by ``mcengine validate``, not required).
     """
 
     name: str
@@ -32,6 +34,7 @@ class Anchor:
     low: float
     high: float
     source: str
+    known_miss: str = ""
 
     def value(self) -> float:
         body = roofline_study(load_scenario("h100", self.overrides))
@@ -74,7 +77,19 @@ _FP8_TP2 = (
 )
 
 
+#: H100 SXM bf16 (the shipped h100 precision) in TP4 engines, 2,048 in / 2,048 out.
+_BF16_TP4_2K = (
+    *CALIBRATED_SERVING,
+    "cluster.instance_gpus=4",
+    "workload.tensor_parallel=4",
+    "workload.pipeline_parallel=1",
+    "workload.prompt_tokens=2048",
+    "workload.output_tokens=2048",
+)
+
+
 _NIM = "NIM 1.8.0 Llama-3.3-70B, 2xH100 FP8 TP2, one user (docs/sources.md#roof-h100-measured row {}; +-{:.0%})"
+_TRT_BF16 = "TensorRT-LLM 0.16.0 Llama-3.3-70B, 4xH100 bf16 TP4, tuned engine (docs/sources.md#roof-h100-bf16, row {}; +-{:.0%})"
 
 
 #: The calibration anchors. MLPerf Llama-2-70B offline: 4 TP2 engines on 8 GPUs, no
@@ -137,6 +152,54 @@ CALIBRATION: tuple[Anchor, ...] = (
         109.0 * 1.1,
         "TensorRT-LLM v0.5 Llama-70B first-token latency (docs/sources.md#roof-h100-measured row 6; +-10%)",
     ),
+    Anchor(
+        "TRT-LLM offline tok/s, 2,048 in / 2,048 out, 4xH100 bf16 TP4",
+        (*_BF16_TP4_2K, "workload.tpot_slo_ms=1000"),
+        "tokens_per_s_per_gpu",
+        4.0,
+        2474.2581 * 0.9,
+        2474.2581 * 1.1,
+        _TRT_BF16.format(11, 0.10) + ": all 1,000 requests issued at once, no latency limit",
+    ),
+)
+
+
+#: Published bf16 measurements the FP8-fitted efficiencies miss (docs/sources.md#roof-h100-bf16):
+#: ``mcengine validate`` reports them beside the calibration, and they are not required.
+KNOWN_MISSES: tuple[Anchor, ...] = (
+    Anchor(
+        "TRT-LLM ITL ms, batch 1, 2,048 in / 2,048 out, 4xH100 bf16 TP4",
+        (*_BF16_TP4_2K, "workload.batch=1"),
+        "decode.tpot_ms",
+        1.0,
+        14.6852 * 0.95,
+        14.6852 * 1.05,
+        _TRT_BF16.format(10, 0.05),
+        "+32%: the bf16 engine streams its weights at ~0.85 of the HBM peak (memory_efficiency "
+        "0.52-0.72 was fitted on FP8 engines)",
+    ),
+    Anchor(
+        "TRT-LLM TTFT ms, 2,048-token prompt, 4xH100 bf16 TP4",
+        (*_BF16_TP4_2K, "workload.batch=1"),
+        "prefill.ttft_ms",
+        1.0,
+        147.5742 * 0.9,
+        147.5742 * 1.1,
+        _TRT_BF16.format(10, 0.10),
+        "+25%: the bf16 prefill runs at ~0.59 of the bf16 peak (compute_efficiency median 0.45, "
+        "fitted on FP8 engines)",
+    ),
+    Anchor(
+        "TRT-LLM offline tok/s, 2,048 in / 2,048 out, 4xH100 bf16 TP4, continuous serving",
+        (*_BF16_TP4_2K, "workload.tpot_slo_ms=1000", "workload.serving='continuous'", "workload.prefill_chunk_tokens=2048"),
+        "serving_modes.continuous.tokens_per_s_per_gpu",
+        4.0,
+        2474.2581 * 0.9,
+        2474.2581 * 1.1,
+        _TRT_BF16.format(11, 0.10) + ": the engine's in-flight batching with 2,048-token chunks",
+        "+27%: the mixed step takes max(compute 17.5, memory 30.0 ms) where the engine pays for more "
+        "of both (as for NIM at 25 users, docs/sources.md#serve-nim-concurrency)",
+    ),
 )
 
 
@@ -174,8 +237,10 @@ def _reference_checks() -> list[Check]:
 
 def checks() -> list[Check]:
     """The roofline arithmetic against docs/sources.md#roof-llama3-70b-tp8 (exact reproductions) and the shipped
-    H100 defaults against the measured H100 bands of docs/sources.md#roof-h100-measured (calibration)."""
+    H100 defaults against the measured H100 bands of docs/sources.md#roof-h100-measured (calibration, then
+    the known misses of docs/sources.md#roof-h100-bf16)."""
     checks = _reference_checks()
-    for a in CALIBRATION:
-        checks.append(Check(STAGE, f"calibration: {a.name}", (a.low + a.high) / 2, a.value(), (a.high - a.low) / 2, a.source))
+    for a in (*CALIBRATION, *KNOWN_MISSES):
+        checks.append(Check(STAGE, f"calibration: {a.name}", (a.low + a.high) / 2, a.value(), (a.high - a.low) / 2, a.source,
+                            a.known_miss))
     return checks

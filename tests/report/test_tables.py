@@ -49,6 +49,15 @@ def test_validate_table_marks_a_failed_check():
     assert "pass" in text and "FAIL" in text
 
 
+def test_validate_table_marks_a_known_miss_and_says_why():
+    doc = {"checks": [
+        {"stage": "roofline", "name": "bf16 ITL", "expected": 14.7, "got": 19.3, "tolerance": 0.7, "passed": False,
+         "status": "known miss", "known_miss": "+32%: fitted on FP8"},
+    ]}
+    text = _text(tables.render_validate(doc))
+    assert "known miss" in text and "+32%: fitted on FP8" in text and "FAIL" not in text
+
+
 def test_scenarios_table_lists_names_and_descriptions():
     text = _text(tables.render_scenarios([("h100", "1,024 H100s"), ("lite-h100", "4,096 Lite-H100s")]))
     assert "h100" in text and "4,096 Lite-H100s" in text

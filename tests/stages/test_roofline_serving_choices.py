@@ -13,7 +13,7 @@ from mcengine.scenario.sampling import TrialInputs, quantile_inputs
 from mcengine.stages import roofline
 from mcengine.stages._roofline_layout import candidate_layouts, choose_layout
 from mcengine.studies import roofline as study
-from mcengine.validation.roofline import CALIBRATION, Anchor, calibrated_scenario as calibrated
+from mcengine.validation.roofline import CALIBRATION, KNOWN_MISSES, Anchor, calibrated_scenario as calibrated
 
 
 TODAY = ('workload.allreduce="ring"', "workload.comm_overlap=0", 'workload.attention="tensor"', 'workload.ttft_slo_ms="inf"')
@@ -29,14 +29,15 @@ VALIDATE_ROWS = {
 }
 
 
-@pytest.mark.parametrize("anchor", CALIBRATION, ids=lambda a: a.name)
+@pytest.mark.parametrize("anchor", (*CALIBRATION, *KNOWN_MISSES), ids=lambda a: a.name)
 def test_explicit_defaults_reproduce_the_validate_rows_exactly(anchor):
     """Rows older than the serving choices keep their value to the bit; newer rows (the
     continuous-serving anchor) give the same value with the choices spelled out."""
     expected = VALIDATE_ROWS.get(anchor.name)
     if expected is not None:
         assert anchor.value() == expected
-    explicit = Anchor(anchor.name, (*anchor.overrides, *TODAY), anchor.output, anchor.scale, anchor.low, anchor.high, anchor.source)
+    explicit = Anchor(anchor.name, (*anchor.overrides, *TODAY), anchor.output, anchor.scale, anchor.low, anchor.high, anchor.source,
+                      anchor.known_miss)
     assert explicit.value() == anchor.value()
 
 
