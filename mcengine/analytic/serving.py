@@ -117,6 +117,87 @@ def continuous_ttft_s(step_s, batch, pipeline: int, output_tokens: int) -> np.nd
     return steps * np.asarray(step_s, float)
 
 
+def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, output_tokens: int) -> np.ndarray:
+    """``B_TTFT``: the largest integer batch ``B`` in ``[1, B_max]`` whose continuous-batching
+    TTFT ``g(B) = k(B) tau(B)``, ``k(B) = ceil(O m / B)``, ``m = min(B, p)``, is at most
+    ``ttft_slo_s`` (0 if none is; ``B_max`` without a search for an infinite SLO). Equal to a
+    scan over every integer ``B`` (tests/analytic/test_serving_ttft.py), by the argument below.
+
+    ``step_s(B)`` is ``tau``, an int64 array of batches (one per trial) to seconds; ``batch_max``
+    the other limits' batch (memory, TPOT SLO, chunk budget), int64 per trial.
+
+    *Why the largest.* Throughput ``B / tau(B)`` is non-decreasing in ``B``: for ``B <= p``
+    every micro-batch holds one sequence, ``tau`` is constant; above, ``B/tau = p b / tau(b)``
+    with ``b = B/p``, and every term of ``tau(b)`` (:func:`continuous_step` with heads sharded)
+    is a non-negative constant plus a linear or concave function of ``b`` (weights streamed
+    once per step; the distinct MoE experts touched; all-reduces ``alpha + ... + bytes/W``,
+    the fastest of several for "auto"), so ``tau(b)/b`` is non-increasing. The best
+    throughput under the TTFT SLO is then the largest batch that meets it.
+
+    *Why not bisection.* ``g`` is a sawtooth: ``k(B) = O`` for ``B <= p`` (and ``tau(B) =
+    tau(1)``), then ``k(B) = ceil(N/B)`` with ``N = O p``, which steps down as ``B`` grows
+    while ``tau`` grows. The integers with one value ``k`` form a *piece* ``[lo_k, hi_k]``,
+    ``lo_k = ceil(N/k)`` (1 for ``k = O``), ``hi_k = floor((N-1)/(k-1))``; on a piece ``g = k
+    tau(B)`` is non-decreasing, so its feasible batches are a prefix and its largest one is a
+    bisection on integers (at most 64 steps).
+
+    *Which pieces.* Scanning the pieces from the one holding ``B_max`` down, the first whose
+    left end ``lo_k`` meets the SLO holds the answer (every larger batch is in a piece whose
+    left end, its best, missed). The scan stops without an answer at the first piece whose
+    right end already has ``h(hi) = N tau(hi)/hi > T``: for ``B >= p``, ``g(B) >= N tau(B)/B
+    = h(B)``, and ``h`` is non-increasing because the throughput is non-decreasing, so every
+    smaller batch misses too (for ``B < p`` ``g = O tau(1) = h(p)``). The pieces scanned are
+    those whose left ends miss while ``h <= T`` still holds; at a left end ``g`` exceeds ``h``
+    by under ``tau(lo)/lo`` per step, so they lie in a band around the SLO whose width in pieces is
+    at most ``2 + k_top (tau(B_top)/tau(B_h) - 1)`` (``k_top = k(B_max)``, ``B_h`` the smallest
+    batch with ``h <= T``): two or three at realistic rates, and not larger for large ``O``
+    or ``B_max`` (tests: O = 10^6, B_max = 10^6). Each piece costs two evaluations of
+    ``tau`` per trial, vectorised over the trials still open. Its size is not bounded by a
+    constant for every input: with a compute-bound step whose constant part is negligible
+    (``tau ~ c B``) and an SLO just above ``c N``, meeting it needs ``B`` to divide a number
+    in ``[N, T/c]``, a number-theoretic search no bounded method over ``tau`` solves.
+
+    With data-parallel attention ``tau`` and ``B/tau`` can dip where the busiest rank's
+    ``ceil(b/t)`` steps, as for the TPOT bisection (:func:`mcengine.analytic.roofline.largest_batch`):
+    the batch returned then meets the SLO but may not be the largest that does.
+    """
+    o, p = int(output_tokens), int(pipeline)
+    top = np.asarray(batch_max, np.int64)
+    slo = np.broadcast_to(np.asarray(ttft_slo_s, float), top.shape)
+    if np.all(np.isinf(slo)):
+        return np.maximum(top, 0)
+    big_n = o * p
+
+    def steps(b):
+        return -(-(o * np.minimum(b, p)) // b)
+
+    def left_end(k):
+        return np.where(k >= o, 1, -(-big_n // np.maximum(k, 1)))
+
+    answer = np.where(np.isinf(slo), np.maximum(top, 0), 0)
+    open_ = np.isfinite(slo) & (top >= 1)
+    hi = np.maximum(top, 1)
+    found_lo, found_hi, found_k = np.ones_like(hi), np.zeros_like(hi), np.ones_like(hi)
+    while np.any(open_):
+        k = steps(hi)
+        lo = left_end(k)
+        ok = open_ & (k * step_s(np.where(open_, lo, 1)) <= slo)
+        found_lo, found_hi, found_k = np.where(ok, lo, found_lo), np.where(ok, hi, found_hi), np.where(ok, k, found_k)
+        open_ &= ~ok
+        below = lo - 1  # the next piece's right end
+        h = big_n * step_s(np.maximum(np.where(open_, below, 1), 1)) / np.maximum(below, 1)
+        open_ &= (below >= 1) & ~((below >= p) & (h > slo))
+        hi = np.where(open_, below, hi)
+    # bisection inside each trial's piece: k tau(B) is non-decreasing there, tau(lo) met
+    lo, hi = found_lo, found_hi
+    while np.any(gap := hi > lo):
+        mid = np.where(gap, (lo + hi + 1) // 2, lo)
+        ok = found_k * step_s(mid) <= slo
+        lo = np.where(gap & ok, mid, lo)
+        hi = np.where(gap & ~ok, mid - 1, hi)
+    return np.where(found_hi >= 1, lo, answer)
+
+
 def continuous_tokens_per_s(step_s, batch) -> np.ndarray:
     """Output tokens/s of one instance: ``B / tau``."""
     return np.asarray(batch, float) / np.asarray(step_s, float)

@@ -329,6 +329,8 @@ def _serving_table(body: dict):
             continue
         layout = f"{row['tensor']} x {row['pipeline']}"
         note = "chosen" if row["chosen"] else ""
+        if "batch_binds" in row:
+            note = f"{note} batch limit: {row['batch_binds']}".strip()
         if "prefill" in row:
             layout = f"decode {layout}, prefill {row['prefill']['tensor']} x {row['prefill']['pipeline']}"
             note = f"{note} prefill share {row['prefill_share']:.2f}".strip()

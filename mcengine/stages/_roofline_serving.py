@@ -9,8 +9,8 @@ SLOs (if none does, static's choice). As with layouts, the mode, its layout(s), 
 disaggregated prefill share are chosen once at the median inputs and kept for every
 trial.
 
-The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode
-and the prefill layout choice.
+The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode,
+the continuous batch search and the prefill layout choice.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Continuous:
     batch_memory: np.ndarray
     batch_slo: np.ndarray
     batch_chunk: np.ndarray
+    batch_ttft: np.ndarray
     batch: np.ndarray
     step: ra.PhaseTimes
     ttft_s: np.ndarray
@@ -52,6 +53,14 @@ class Continuous:
     @property
     def tpot_s(self) -> np.ndarray:
         return self.step.total_s
+
+    @property
+    def binding_limit(self) -> np.ndarray:
+        """Which limit sets each trial's ``batch = "auto"``: "memory", "slo" (TPOT), "chunk"
+        or "ttft" (the TTFT SLO, when it holds the batch below the others; ties: that order)."""
+        limits = np.stack(np.broadcast_arrays(self.batch_memory, self.batch_slo, self.batch_chunk))
+        names = np.asarray(("memory", "slo", "chunk"))[np.argmin(limits, axis=0)]
+        return np.where(self.batch_ttft < limits.min(axis=0), "ttft", names)
 
     @property
     def fits(self) -> np.ndarray:
@@ -73,24 +82,32 @@ class Continuous:
 
 
 def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Continuous:
-    """``layout`` under continuous batching: ``batch = "auto"`` takes
-    ``max(1, min(B_max, B_SLO, B_chunk))`` with ``B_SLO`` the largest batch whose step
-    meets the TPOT SLO; a fixed batch is taken as given (``fits`` says if it is feasible)."""
+    """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
+    ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
+    ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
+    (:func:`mcengine.analytic.serving.largest_batch_within_ttft`; the throughput ``B/tau``
+    is non-decreasing in ``B``, so it is also the best), ``B_SLO`` the largest batch whose
+    step meets the TPOT SLO. A fixed batch is taken as given (``fits`` says if it is
+    feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
+    (``slo_met`` false)."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
     s, o = w.prompt_tokens, w.output_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
+    ttft_ms = ttft_slo_ms(scenario, inputs)
     b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates))
+    b_ttft = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, ttft_ms / MS_PER_S,
+                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o)
     if w.batch == "auto":
-        batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_chunk))
+        batch = np.maximum(1, b_ttft)
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
     step = sv.continuous_step(m, layout, batch, s, o, rates)
     ttft = sv.continuous_ttft_s(step.total_s, batch, layout.pipeline, o)
     per_instance = sv.continuous_tokens_per_s(step.total_s, batch)
-    return Continuous(layout, b_mem, b_slo, b_chunk, batch, step, ttft, per_instance, slo_ms, ttft_slo_ms(scenario, inputs))
+    return Continuous(layout, b_mem, b_slo, b_chunk, b_ttft, batch, step, ttft, per_instance, slo_ms, ttft_ms)
 
 
 @dataclass(frozen=True)
