@@ -35,18 +35,36 @@ micro-batch's steps).
 
 **Disaggregated prefill and decode** (Splitwise, DistServe:
 docs/sources.md#serve-disaggregated). Each instance is a prefill or a decode instance,
-each with its own layout. A prefill instance runs one prompt per forward pass
-(pipelining keeps ``p`` of them in flight, :func:`mcengine.analytic.roofline.prefill`
-at batch 1); a decode instance decodes ``B`` sequences (the static decode step). The
-share ``f`` of instances given to prefill makes prompt supply equal decode demand,
-``f r_p = (1 - f) r_d`` with ``r_p = 1/prefill(1)`` prompts/s per prefill instance and
+each with its own layout. A prefill instance batches ``P`` prompts per forward pass
+(:func:`mcengine.analytic.roofline.prefill` at batch ``P``, pipelining keeping the stages
+full): the weights are streamed once per pass while compute is linear in prompts, so
+short prompts gain. ``P`` is the largest batch whose ``P S`` tokens fit the engine's
+per-pass token budget (``prefill_chunk_tokens``; ``P = 1`` if one prompt exceeds it,
+:func:`prefill_batch_limit_budget`), whose KV cache fits HBM next to the weights, and
+whose TTFT meets the SLO. A prompt's TTFT is the whole pass's latency (the batch's last
+request, :func:`mcengine.analytic.roofline.batch_time_to_first_token`) plus moving the
+pass's KV caches to the decode instances; waiting for a pass to start (queueing) is not
+modelled. A decode instance decodes ``B`` sequences (the static decode step).
+
+The share ``f`` of instances given to prefill makes prompt supply equal decode demand,
+``f r_p = (1 - f) r_d`` with ``r_p = P/prefill(P)`` prompts/s per prefill instance and
 ``r_d = B / (O TPOT)`` requests/s per decode instance, so ``f = r_d / (r_p + r_d)``;
 output tokens/s per instance of the cluster (prefill instances included) is
-``min((1 - f) B / TPOT, f r_p O)`` (equal at the chosen split, the bottleneck when a
-trial's rates move away from it). Each prompt's KV cache, ``S`` x the whole model's KV
-bytes per token, crosses the scale-up links from the prefill to a decode instance, every
-GPU of the prefill instance sending its share over its own link (one point-to-point of
-``S KV_token / g`` bytes, ``g`` GPUs per instance), which adds to TTFT.
+``min((1 - f) r_d O, f r_p O)`` (equal at the chosen split, the bottleneck when a
+trial's rates move away from it).
+
+Each prompt's KV cache, ``S`` x the whole model's KV bytes per token ``KV_token``,
+crosses the scale-up links from the prefill to a decode instance, every GPU of the
+prefill instance sending its share over its own link: a pass's ``P`` caches are one
+point-to-point of ``P S KV_token / g`` bytes per GPU (``g`` GPUs per instance), added to
+TTFT. **Link contention**: the KV stream must fit the links. A prefill instance's ``g``
+links can send at most ``g W_link (1 - u) / (S KV_token)`` prompts/s, a decode
+instance's ``g`` links receive at most as many requests/s, with ``u`` the share of the
+instance's time its links carry its own collectives (``comm/total`` of a prefill pass or
+a decode step; a link's two directions are counted separately, the collectives load
+both); ``r_p`` and ``r_d`` are capped by these (:func:`kv_link_prompts_per_s`). Below
+the cap (link load < 1) the transfer keeps the point-to-point time above: no queueing
+behind other prompts' transfers is modelled.
 """
 
 from __future__ import annotations
@@ -206,12 +224,26 @@ def continuous_tokens_per_s(step_s, batch) -> np.ndarray:
 # --------------------------------------------------------------------------- disaggregated
 
 
-def kv_transfer_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, r: ra.Rates) -> np.ndarray:
-    """Moving one prompt's KV cache (``S x 2 L n_kv d_h b_kv`` bytes, the whole model) from
-    a prefill to a decode instance: each of the ``g`` GPUs sends ``1/g`` of it over its
-    own link, one point-to-point ``start + hop + bytes / W_link``."""
-    nbytes = prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes) / instance_gpus
+def kv_transfer_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, r: ra.Rates, prompts=1) -> np.ndarray:
+    """Moving ``prompts`` prompts' KV caches (``S x 2 L n_kv d_h b_kv`` bytes each, the whole
+    model) from a prefill to a decode instance: each of the ``g`` GPUs sends ``1/g`` of
+    them over its own link, one point-to-point ``start + hop + bytes / W_link``."""
+    nbytes = np.asarray(prompts, float) * prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes) / instance_gpus
     return ra.p2p_s(nbytes, r)
+
+
+def kv_link_prompts_per_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, phase: ra.PhaseTimes, r: ra.Rates) -> np.ndarray:
+    """Prompts' KV caches per second the ``g`` links of one instance can carry (one
+    direction): ``g W_link (1 - comm/total) / (S KV_token)``, the links' time left by the
+    instance's own collectives during ``phase`` (its prefill pass or decode step)."""
+    free = np.clip(1.0 - phase.comm_s / phase.total_s, 0.0, 1.0)
+    return instance_gpus * r.link_bytes_per_s * free / (prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes))
+
+
+def prefill_batch_limit_budget(prompt_tokens: int, budget_tokens: int) -> int:
+    """``P_budget = max(1, floor(budget / S))``: prompts per prefill pass within the engine's
+    per-pass token budget (one prompt longer than the budget runs alone)."""
+    return max(1, budget_tokens // prompt_tokens)
 
 
 def prefill_share(prompts_per_s_prefill, requests_per_s_decode) -> np.ndarray:
