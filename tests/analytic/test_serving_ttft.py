@@ -131,3 +131,20 @@ def test_cost_does_not_grow_with_output_tokens_or_the_batch(o, batch_max):
         batch = _search(tau, factor * top, batch_max, 1, o)
         assert len(calls) <= 2 * 3 + 64
         assert 0 < batch < batch_max and batch == _scan(tau, factor * top, batch_max, 1, o)
+
+
+def test_worst_case_divisor_search_stays_exact_and_under_two_sqrt_n_pieces():
+    # tau = B (no constant part), O = 9,973 (a prime), p = 1, SLO N + 0.5: ceil(N/B) B <= N + 0.5
+    # only where B divides N, i.e. B = 1 below B_max = N - 1. Every piece is scanned: fewer than
+    # 2 sqrt(N) + 1 of them (the distinct values of ceil(N/B)), two evaluations each.
+    o = 9_973
+    calls = []
+
+    def tau(batch):
+        calls.append(1)
+        return 1e-12 + np.asarray(batch, float)
+
+    assert _search(tau, o + 0.5, o - 1, 1, o) == 1 == _scan(tau, o + 0.5, o - 1, 1, o)
+    calls.clear()
+    _search(tau, o + 0.5, o - 1, 1, o)
+    assert len(calls) <= 2 * (2 * np.sqrt(o) + 1) + 64
