@@ -86,11 +86,13 @@ def test_equals_the_scan_for_affine_steps(a, c, p, o, batch_max, slo_factor):
 
 
 _LLAMA = load_model_card("llama-3-70b", "workload.model", [])
+_MODELS = {name: load_model_card(name, "workload.model", []) for name in ("llama-3-70b", "mixtral-8x7b")}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    tensor=st.sampled_from([1, 2, 4, 8, 16]),
+    model=st.sampled_from(sorted(_MODELS)),
+    tensor=st.sampled_from([1, 2, 4, 8]),
     p=st.integers(1, 4),
     prompt=st.integers(16, 8192),
     o=st.integers(1, 2000),
@@ -100,13 +102,14 @@ _LLAMA = load_model_card("llama-3-70b", "workload.model", [])
     algorithm=st.sampled_from(["ring", "auto"]),
     slo_factor=st.floats(0.05, 1.5),
 )
-def test_equals_the_scan_for_the_continuous_step(tensor, p, prompt, o, batch_max, eta, overhead_ms, algorithm, slo_factor):
-    # the real step (heads sharded, where tau and B/tau are non-decreasing in B) at random rates
+def test_equals_the_scan_for_the_continuous_step(model, tensor, p, prompt, o, batch_max, eta, overhead_ms, algorithm, slo_factor):
+    # the real step (heads sharded, where tau and B/tau are non-decreasing in B; dense and
+    # MoE) at random rates
     r = ra.Rates.from_peaks(989.4, 3.35, 450.0, eta, eta, 0.8, 5.0, 1.0, overhead_ms, 0.0)
     layout = ra.Layout(tensor, p, allreduce=algorithm)
 
     def tau(batch):
-        return sv.continuous_step(_LLAMA, layout, batch, prompt, o, r).total_s
+        return sv.continuous_step(_MODELS[model], layout, batch, prompt, o, r).total_s
 
     slo = slo_factor * float(sv.continuous_ttft_s(tau(np.array([batch_max])), batch_max, p, o)[0])
     assert _search(tau, slo, batch_max, p, o) == _scan(tau, slo, batch_max, p, o)
