@@ -22,7 +22,8 @@ Model (per phase, aggregate roofline with collectives in series, docs/sources.md
   ``t <= n_kv`` the per-rank weights are exactly ``P/t``. With data-parallel attention
   (``Layout.attention = "data"``, docs/sources.md#roof-attention-dp) the attention weights are
   replicated, each rank attends to ``ceil(b/t)`` whole sequences with all KV heads, and
-  the MLP stays sharded behind a reduce-scatter and an all-gather.
+  the MLP stays sharded behind a reduce-scatter and an all-gather, and the vocab-sharded
+  LM head behind one all-gather of the hidden states it scores.
 * Two all-reduces per layer (after attention and after the MLP) of ``tokens x d x 2``
   bytes, by the layout's algorithm (:func:`allreduce_seconds`: ring ``collective_start +
   2(t-1) hop + 2(t-1)/t bytes/W_link``, the GenZ form, docs/sources.md#roof-collectives; tree, one-shot,
@@ -361,16 +362,22 @@ def allreduce_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) 
     raise ValueError(f"unknown all-reduce algorithm {algorithm!r}")
 
 
-def gather_scatter_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) -> np.ndarray:
-    """A reduce-scatter plus an all-gather of a ``nbytes`` message (the MLP collectives
-    of data-parallel attention), each ``α + k h + (t-1)/t M/W`` with ``k = t - 1`` hops
-    round a ring, ``ceil(log2 t)`` down a tree (recursive halving/doubling), 1 direct on
-    a switch (``one_shot``, ``two_shot``); 0 at ``t = 1`` (docs/sources.md#roof-attention-dp)."""
+def all_gather_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) -> np.ndarray:
+    """An all-gather (or a reduce-scatter) of a ``nbytes`` message: ``α + k h + (t-1)/t M/W``
+    with ``k = t - 1`` hops round a ring, ``ceil(log2 t)`` down a tree (recursive
+    halving/doubling), 1 direct on a switch (``one_shot``, ``two_shot``); 0 at ``t = 1``
+    (docs/sources.md#roof-attention-dp)."""
     m = np.asarray(nbytes, float)
     if t == 1:
         return np.zeros(np.broadcast_shapes(np.shape(m), np.shape(link_Bps), np.shape(alpha_s), np.shape(hop_s)))
     hops = {"ring": t - 1, "tree": math.ceil(math.log2(t)), "one_shot": 1, "two_shot": 1}[algorithm]
-    return 2.0 * (alpha_s + hops * hop_s + (t - 1) / t * m / link_Bps)
+    return alpha_s + hops * hop_s + (t - 1) / t * m / link_Bps
+
+
+def gather_scatter_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) -> np.ndarray:
+    """A reduce-scatter plus an all-gather of a ``nbytes`` message (the MLP collectives
+    of data-parallel attention): twice :func:`all_gather_seconds`."""
+    return 2.0 * all_gather_seconds(algorithm, t, nbytes, link_Bps, alpha_s, hop_s)
 
 
 def _candidates(algorithm: str) -> tuple[str, ...]:
@@ -416,23 +423,31 @@ def p2p_s(nbytes, r: Rates) -> np.ndarray:
     return r.collective_start_s + r.hop_latency_s + np.asarray(nbytes) / r.link_bytes_per_s
 
 
-def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates) -> np.ndarray:
+def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=None) -> np.ndarray:
     """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers.
 
     Heads sharded: 2 all-reduces per layer of ``tokens d 2`` bytes (the attention one
     stays with expert parallelism, whose MLP is a dispatch and a combine all-to-all).
     Data-parallel attention: no attention collective; the MLP's reduce-scatter +
-    all-gather (:func:`gather_scatter_seconds`), or the two all-to-alls.
+    all-gather (:func:`gather_scatter_seconds`), or the two all-to-alls; and before the
+    vocab-sharded LM head one all-gather of the ``head_rows`` hidden states it scores
+    (``head_rows d 2`` bytes; default ``tokens``), which after the last reduce-scatter
+    each rank holds only for its own sequences (SGLang's logits processor gathers them,
+    docs/sources.md#roof-attention-dp). Heads sharded, the last all-reduce leaves them on
+    every rank. (The all-gather of the vocab-sharded logits is in neither mode.)
     """
     t, message = layout.tensor, np.asarray(tokens, float) * m.hidden * ACT_BYTES
     attention = layout.attention == "tensor"
+    if not attention:
+        rows = np.asarray(tokens if head_rows is None else head_rows, float)
+        head = _fastest(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, r)[0]
     if m.experts and layout.expert_parallel:
         dispatch = message * m.experts_per_token / t
         moe = 2 * all_to_all_s(dispatch, t, r)
-        return m.layers * (allreduce_s(message, t, r, layout.allreduce) + moe) if attention else m.layers * moe
+        return m.layers * (allreduce_s(message, t, r, layout.allreduce) + moe) if attention else m.layers * moe + head
     if attention:
         return 2 * m.layers * allreduce_s(message, t, r, layout.allreduce)
-    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, r)[0]
+    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, r)[0] + head
 
 
 # --------------------------------------------------------------------------- phases
@@ -501,7 +516,7 @@ def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rat
         attn = seqs * (2.0 * m.layers * attention_params(m) * s + 2.0 * m.layers * m.heads * m.head_dim * s * s)
         flops = attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
         nbytes = weights + seqs * s * kv
-    return flops, nbytes, forward_comm_s(m, layout, b * s, r)
+    return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b)
 
 
 def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:

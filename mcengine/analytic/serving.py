@@ -35,18 +35,36 @@ micro-batch's steps).
 
 **Disaggregated prefill and decode** (Splitwise, DistServe:
 docs/sources.md#serve-disaggregated). Each instance is a prefill or a decode instance,
-each with its own layout. A prefill instance runs one prompt per forward pass
-(pipelining keeps ``p`` of them in flight, :func:`mcengine.analytic.roofline.prefill`
-at batch 1); a decode instance decodes ``B`` sequences (the static decode step). The
-share ``f`` of instances given to prefill makes prompt supply equal decode demand,
-``f r_p = (1 - f) r_d`` with ``r_p = 1/prefill(1)`` prompts/s per prefill instance and
+each with its own layout. A prefill instance batches ``P`` prompts per forward pass
+(:func:`mcengine.analytic.roofline.prefill` at batch ``P``, pipelining keeping the stages
+full): the weights are streamed once per pass while compute is linear in prompts, so
+short prompts gain. ``P`` is the largest batch whose ``P S`` tokens fit the engine's
+per-pass token budget (``prefill_chunk_tokens``; ``P = 1`` if one prompt exceeds it,
+:func:`prefill_batch_limit_budget`), whose KV cache fits HBM next to the weights, and
+whose TTFT meets the SLO. A prompt's TTFT is the whole pass's latency (the batch's last
+request, :func:`mcengine.analytic.roofline.batch_time_to_first_token`) plus moving the
+pass's KV caches to the decode instances; waiting for a pass to start (queueing) is not
+modelled. A decode instance decodes ``B`` sequences (the static decode step).
+
+The share ``f`` of instances given to prefill makes prompt supply equal decode demand,
+``f r_p = (1 - f) r_d`` with ``r_p = P/prefill(P)`` prompts/s per prefill instance and
 ``r_d = B / (O TPOT)`` requests/s per decode instance, so ``f = r_d / (r_p + r_d)``;
 output tokens/s per instance of the cluster (prefill instances included) is
-``min((1 - f) B / TPOT, f r_p O)`` (equal at the chosen split, the bottleneck when a
-trial's rates move away from it). Each prompt's KV cache, ``S`` x the whole model's KV
-bytes per token, crosses the scale-up links from the prefill to a decode instance, every
-GPU of the prefill instance sending its share over its own link (one point-to-point of
-``S KV_token / g`` bytes, ``g`` GPUs per instance), which adds to TTFT.
+``min((1 - f) r_d O, f r_p O)`` (equal at the chosen split, the bottleneck when a
+trial's rates move away from it).
+
+Each prompt's KV cache, ``S`` x the whole model's KV bytes per token ``KV_token``,
+crosses the scale-up links from the prefill to a decode instance, every GPU of the
+prefill instance sending its share over its own link: a pass's ``P`` caches are one
+point-to-point of ``P S KV_token / g`` bytes per GPU (``g`` GPUs per instance), added to
+TTFT. **Link contention**: the KV stream must fit the links. A prefill instance's ``g``
+links can send at most ``g W_link (1 - u) / (S KV_token)`` prompts/s, a decode
+instance's ``g`` links receive at most as many requests/s, with ``u`` the share of the
+instance's time its links carry its own collectives (``comm/total`` of a prefill pass or
+a decode step; a link's two directions are counted separately, the collectives load
+both); ``r_p`` and ``r_d`` are capped by these (:func:`kv_link_prompts_per_s`). Below
+the cap (link load < 1) the transfer keeps the point-to-point time above: no queueing
+behind other prompts' transfers is modelled.
 """
 
 from __future__ import annotations
@@ -104,7 +122,7 @@ def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: in
     kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank
     memory = (weights + kv_read) / r.hbm_bytes_per_s
     tokens = b + chunk
-    comm = ra.forward_comm_s(m, layout, tokens, r) + (p - 1) * ra.p2p_s(tokens * m.hidden * ra.ACT_BYTES, r)
+    comm = ra.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s) + (p - 1) * ra.p2p_s(tokens * m.hidden * ra.ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return ra._phase(compute, memory, comm, overhead, r.comm_overlap)
 
@@ -117,6 +135,92 @@ def continuous_ttft_s(step_s, batch, pipeline: int, output_tokens: int) -> np.nd
     return steps * np.asarray(step_s, float)
 
 
+def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, output_tokens: int) -> np.ndarray:
+    """``B_TTFT``: the largest integer batch ``B`` in ``[1, B_max]`` whose continuous-batching
+    TTFT ``g(B) = k(B) tau(B)``, ``k(B) = ceil(O m / B)``, ``m = min(B, p)``, is at most
+    ``ttft_slo_s`` (0 if none is; ``B_max`` without a search for an infinite SLO). Equal to a
+    scan over every integer ``B`` (tests/analytic/test_serving_ttft.py), by the argument below.
+
+    ``step_s(B)`` is ``tau``, an int64 array of batches (one per trial) to seconds; ``batch_max``
+    the other limits' batch (memory, TPOT SLO, chunk budget), int64 per trial.
+
+    *Why the largest.* Throughput ``B / tau(B)`` is non-decreasing in ``B``: for ``B <= p``
+    every micro-batch holds one sequence, ``tau`` is constant; above, ``B/tau = p b / tau(b)``
+    with ``b = B/p``, and every term of ``tau(b)`` (:func:`continuous_step` with heads sharded)
+    is a non-negative constant plus a linear or concave function of ``b`` (weights streamed
+    once per step; the distinct MoE experts touched; all-reduces ``alpha + ... + bytes/W``,
+    the fastest of several for "auto"), so ``tau(b)/b`` is non-increasing. The best
+    throughput under the TTFT SLO is then the largest batch that meets it.
+
+    *Why not bisection.* ``g`` is a sawtooth: ``k(B) = O`` for ``B <= p`` (and ``tau(B) =
+    tau(1)``), then ``k(B) = ceil(N/B)`` with ``N = O p``, which steps down as ``B`` grows
+    while ``tau`` grows. The integers with one value ``k`` form a *piece* ``[lo_k, hi_k]``,
+    ``lo_k = ceil(N/k)`` (1 for ``k = O``), ``hi_k = floor((N-1)/(k-1))``; on a piece ``g = k
+    tau(B)`` is non-decreasing, so its feasible batches are a prefix and its largest one is a
+    bisection on integers (at most 64 steps).
+
+    *Which pieces.* Scanning the pieces from the one holding ``B_max`` down, the first whose
+    left end ``lo_k`` meets the SLO holds the answer (every larger batch is in a piece whose
+    left end, its best, missed). The scan stops without an answer at the first piece whose
+    right end already has ``h(hi) = N tau(hi)/hi > T``: for ``B >= p``, ``g(B) >= N tau(B)/B
+    = h(B)``, and ``h`` is non-increasing because the throughput is non-decreasing, so every
+    smaller batch misses too (for ``B < p`` ``g = O tau(1) = h(p)``). The pieces scanned are
+    those whose left ends miss while ``h <= T`` still holds (``g - h < tau``: ``k(B) <
+    N/B + 1``), a band around the SLO of fewer than ``2 + k_top (tau(B_top)/tau(B_h) - 1)``
+    pieces (``k_top = k(B_max)``, ``B_h`` the smallest batch with ``h <= T``; from
+    ``k_top tau(lo_top) > T >= h(B') > (k_top + j - 2) tau(B')`` at the right end ``B'``
+    of the ``j``-th piece scanned). ``tau`` changes little across the band at real rates:
+    at most 21 evaluations in all in sweeps of O up to 10^6 and B_max up to 10^6 at
+    Llama-70B rates (tests/analytic/test_serving_ttft.py counts them). Each piece costs two evaluations of
+    ``tau`` per trial, vectorised over the trials still open. The band is not bounded by a
+    constant for every input, only by the number of distinct values of ``ceil(N/B)``,
+    under ``2 sqrt(N)``: with a step that is nearly proportional to ``B`` (``tau = a + c B``,
+    ``a << c``) and an SLO just above ``c N``, meeting it needs ``B`` to divide a number in
+    ``[N, T/c]``, a divisor search that no bounded number of evaluations of ``tau`` settles
+    (O = 999,983, a prime, ``T = N + 0.5``: 3,996 evaluations, 0.08 s). Real steps carry
+    the weights, collectives and overheads in ``a``, which keeps the band to a few pieces.
+
+    With data-parallel attention ``tau`` and ``B/tau`` can dip where the busiest rank's
+    ``ceil(b/t)`` steps, as for the TPOT bisection (:func:`mcengine.analytic.roofline.largest_batch`):
+    the batch returned then meets the SLO but may not be the largest that does.
+    """
+    o, p = int(output_tokens), int(pipeline)
+    top = np.asarray(batch_max, np.int64)
+    slo = np.broadcast_to(np.asarray(ttft_slo_s, float), top.shape)
+    if np.all(np.isinf(slo)):
+        return np.maximum(top, 0)
+    big_n = o * p
+
+    def steps(b):
+        return -(-(o * np.minimum(b, p)) // b)
+
+    def left_end(k):
+        return np.where(k >= o, 1, -(-big_n // np.maximum(k, 1)))
+
+    answer = np.where(np.isinf(slo), np.maximum(top, 0), 0)
+    open_ = np.isfinite(slo) & (top >= 1)
+    hi = np.maximum(top, 1)
+    found_lo, found_hi, found_k = np.ones_like(hi), np.zeros_like(hi), np.ones_like(hi)
+    while np.any(open_):
+        k = steps(hi)
+        lo = left_end(k)
+        ok = open_ & (k * step_s(np.where(open_, lo, 1)) <= slo)
+        found_lo, found_hi, found_k = np.where(ok, lo, found_lo), np.where(ok, hi, found_hi), np.where(ok, k, found_k)
+        open_ &= ~ok
+        below = lo - 1  # the next piece's right end
+        h = big_n * step_s(np.maximum(np.where(open_, below, 1), 1)) / np.maximum(below, 1)
+        open_ &= (below >= 1) & ~((below >= p) & (h > slo))
+        hi = np.where(open_, below, hi)
+    # bisection inside each trial's piece: k tau(B) is non-decreasing there, tau(lo) met
+    lo, hi = found_lo, found_hi
+    while np.any(gap := hi > lo):
+        mid = np.where(gap, (lo + hi + 1) // 2, lo)
+        ok = found_k * step_s(mid) <= slo
+        lo = np.where(gap & ok, mid, lo)
+        hi = np.where(gap & ~ok, mid - 1, hi)
+    return np.where(found_hi >= 1, lo, answer)
+
+
 def continuous_tokens_per_s(step_s, batch) -> np.ndarray:
     """Output tokens/s of one instance: ``B / tau``."""
     return np.asarray(batch, float) / np.asarray(step_s, float)
@@ -125,12 +229,26 @@ def continuous_tokens_per_s(step_s, batch) -> np.ndarray:
 # --------------------------------------------------------------------------- disaggregated
 
 
-def kv_transfer_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, r: ra.Rates) -> np.ndarray:
-    """Moving one prompt's KV cache (``S x 2 L n_kv d_h b_kv`` bytes, the whole model) from
-    a prefill to a decode instance: each of the ``g`` GPUs sends ``1/g`` of it over its
-    own link, one point-to-point ``start + hop + bytes / W_link``."""
-    nbytes = prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes) / instance_gpus
+def kv_transfer_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, r: ra.Rates, prompts=1) -> np.ndarray:
+    """Moving ``prompts`` prompts' KV caches (``S x 2 L n_kv d_h b_kv`` bytes each, the whole
+    model) from a prefill to a decode instance: each of the ``g`` GPUs sends ``1/g`` of
+    them over its own link, one point-to-point ``start + hop + bytes / W_link``."""
+    nbytes = np.asarray(prompts, float) * prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes) / instance_gpus
     return ra.p2p_s(nbytes, r)
+
+
+def kv_link_prompts_per_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, phase: ra.PhaseTimes, r: ra.Rates) -> np.ndarray:
+    """Prompts' KV caches per second the ``g`` links of one instance can carry (one
+    direction): ``g W_link (1 - comm/total) / (S KV_token)``, the links' time left by the
+    instance's own collectives during ``phase`` (its prefill pass or decode step)."""
+    free = np.clip(1.0 - phase.comm_s / phase.total_s, 0.0, 1.0)
+    return instance_gpus * r.link_bytes_per_s * free / (prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes))
+
+
+def prefill_batch_limit_budget(prompt_tokens: int, budget_tokens: int) -> int:
+    """``P_budget = max(1, floor(budget / S))``: prompts per prefill pass within the engine's
+    per-pass token budget (one prompt longer than the budget runs alone)."""
+    return max(1, budget_tokens // prompt_tokens)
 
 
 def prefill_share(prompts_per_s_prefill, requests_per_s_decode) -> np.ndarray:

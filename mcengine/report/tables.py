@@ -334,8 +334,11 @@ def _serving_table(body: dict):
             continue
         layout = f"{row['tensor']} x {row['pipeline']}"
         note = "chosen" if row["chosen"] else ""
+        if "batch_binds" in row:
+            note = f"{note} batch limit: {row['batch_binds']}".strip()
         if "prefill" in row:
-            layout = f"decode {layout}, prefill {row['prefill']['tensor']} x {row['prefill']['pipeline']}"
+            pre = row["prefill"]
+            layout = f"decode {layout}, prefill {pre['tensor']} x {pre['pipeline']}" + (f" ({pre['batch']} prompts/pass)" if "batch" in pre else "")
             note = f"{note} prefill share {row['prefill_share']:.2f}".strip()
         table.add_row(mode, layout, str(row["batch"]), _sig3(row["tpot_ms"]), _sig3(row["ttft_ms"]), "met" if row["slo_met"] else "missed",
                       _sig3(row["tokens_per_s_per_gpu"]), _sig3(row["tokens_per_s_per_h100_equivalent"]), note)

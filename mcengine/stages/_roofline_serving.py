@@ -9,8 +9,8 @@ SLOs (if none does, static's choice). As with layouts, the mode, its layout(s), 
 disaggregated prefill share are chosen once at the median inputs and kept for every
 trial.
 
-The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode
-and the prefill layout choice.
+The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode,
+the continuous batch search and the prefill layout choice.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Continuous:
     batch_memory: np.ndarray
     batch_slo: np.ndarray
     batch_chunk: np.ndarray
+    batch_ttft: np.ndarray
     batch: np.ndarray
     step: ra.PhaseTimes
     ttft_s: np.ndarray
@@ -52,6 +53,14 @@ class Continuous:
     @property
     def tpot_s(self) -> np.ndarray:
         return self.step.total_s
+
+    @property
+    def binding_limit(self) -> np.ndarray:
+        """Which limit sets each trial's ``batch = "auto"``: "memory", "slo" (TPOT), "chunk"
+        or "ttft" (the TTFT SLO, when it holds the batch below the others; ties: that order)."""
+        limits = np.stack(np.broadcast_arrays(self.batch_memory, self.batch_slo, self.batch_chunk))
+        names = np.asarray(("memory", "slo", "chunk"))[np.argmin(limits, axis=0)]
+        return np.where(self.batch_ttft < limits.min(axis=0), "ttft", names)
 
     @property
     def fits(self) -> np.ndarray:
@@ -73,24 +82,32 @@ class Continuous:
 
 
 def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Continuous:
-    """``layout`` under continuous batching: ``batch = "auto"`` takes
-    ``max(1, min(B_max, B_SLO, B_chunk))`` with ``B_SLO`` the largest batch whose step
-    meets the TPOT SLO; a fixed batch is taken as given (``fits`` says if it is feasible)."""
+    """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
+    ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
+    ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
+    (:func:`mcengine.analytic.serving.largest_batch_within_ttft`; the throughput ``B/tau``
+    is non-decreasing in ``B``, so it is also the best), ``B_SLO`` the largest batch whose
+    step meets the TPOT SLO. A fixed batch is taken as given (``fits`` says if it is
+    feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
+    (``slo_met`` false)."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
     s, o = w.prompt_tokens, w.output_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
+    ttft_ms = ttft_slo_ms(scenario, inputs)
     b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates))
+    b_ttft = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, ttft_ms / MS_PER_S,
+                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o)
     if w.batch == "auto":
-        batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_chunk))
+        batch = np.maximum(1, b_ttft)
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
     step = sv.continuous_step(m, layout, batch, s, o, rates)
     ttft = sv.continuous_ttft_s(step.total_s, batch, layout.pipeline, o)
     per_instance = sv.continuous_tokens_per_s(step.total_s, batch)
-    return Continuous(layout, b_mem, b_slo, b_chunk, batch, step, ttft, per_instance, slo_ms, ttft_slo_ms(scenario, inputs))
+    return Continuous(layout, b_mem, b_slo, b_chunk, b_ttft, batch, step, ttft, per_instance, slo_ms, ttft_ms)
 
 
 @dataclass(frozen=True)
@@ -98,19 +115,25 @@ class Disaggregated:
     """A prefill layout and a decode layout sharing the cluster (arrays of shape (n,)).
 
     ``decode`` is the static evaluation of the decode layout (its batch and decode step;
-    its prefill terms are unused). ``prefill`` is one prompt's instance time on the
-    prefill layout (pipeline kept full), ``ttft`` one prompt's latency there.
+    its prefill terms are unused). ``prefill`` is the instance time of one prefill pass of
+    ``prefill_batch`` prompts (pipeline kept full), ``ttft`` that pass's latency (its last
+    prompt's first token). ``kv_send_prompts_per_s`` / ``kv_receive_requests_per_s``: the
+    KV caches per second the links of one prefill / decode instance can carry.
     """
 
     prefill_layout: ra.Layout
     decode: Evaluation
     prefill_batch_memory: np.ndarray
+    prefill_batch: np.ndarray
     prefill: ra.PhaseTimes
     ttft: ra.PhaseTimes
     kv_transfer_s: np.ndarray
+    kv_send_prompts_per_s: np.ndarray
+    kv_receive_requests_per_s: np.ndarray
     prefill_share: np.ndarray
     tokens_per_s_instance: np.ndarray
     ttft_slo_ms: np.ndarray
+    output_tokens: int
 
     @property
     def layout(self) -> ra.Layout:
@@ -130,14 +153,31 @@ class Disaggregated:
         return self.ttft.total_s + self.kv_transfer_s
 
     @property
+    def prefill_compute_prompts_per_s(self) -> np.ndarray:
+        """Prompts/s one prefill instance computes, ``P / prefill(P)``."""
+        return self.prefill_batch / self.prefill.total_s
+
+    @property
+    def decode_compute_tokens_per_s(self) -> np.ndarray:
+        """Output tokens/s one decode instance computes, ``B / TPOT``."""
+        return self.decode.batch / self.tpot_s
+
+    @property
     def prompts_per_s_prefill(self) -> np.ndarray:
-        """Prompts/s of one prefill instance."""
-        return 1.0 / self.prefill.total_s
+        """Prompts/s of one prefill instance: computed, capped by what its links can send."""
+        return np.minimum(self.prefill_compute_prompts_per_s, self.kv_send_prompts_per_s)
 
     @property
     def decode_tokens_per_s(self) -> np.ndarray:
-        """Output tokens/s of one decode instance, ``B / TPOT``."""
-        return self.decode.batch / self.tpot_s
+        """Output tokens/s of one decode instance, ``B / TPOT`` capped by the requests/s whose
+        KV caches its links can receive (x ``O``)."""
+        return np.minimum(self.decode_compute_tokens_per_s, self.kv_receive_requests_per_s * self.output_tokens)
+
+    @property
+    def kv_link_load(self) -> dict[str, np.ndarray]:
+        """Demand on the KV links at the computed rates, per direction (> 1: the link caps)."""
+        return {"send": self.prefill_compute_prompts_per_s / self.kv_send_prompts_per_s,
+                "receive": self.decode_compute_tokens_per_s / self.output_tokens / self.kv_receive_requests_per_s}
 
     @property
     def fits(self) -> np.ndarray:
@@ -154,33 +194,68 @@ class Disaggregated:
     @property
     def busy_fraction(self) -> np.ndarray:
         """GPU-weighted share of time computing or streaming HBM: the prefill share ``f`` of
-        the GPUs at the busy share of a prompt's forward pass, the rest at that of a decode
+        the GPUs at the busy share of a prefill pass, the rest at that of a decode
         step (docs/model.md#power)."""
         f = self.prefill_share
         return f * self.prefill.busy_s / self.prefill.total_s + (1.0 - f) * self.decode.decode.busy_s / self.decode.decode.total_s
 
 
-def _prefill_terms(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> tuple:
-    """A prefill instance on ``layout``: (prompts whose KV fits HBM, one prompt's
-    instance time, one prompt's latency)."""
+@dataclass(frozen=True)
+class _PrefillPass:
+    """A prefill instance on one layout: prompts whose KV fits HBM, prompts per pass, the
+    pass's instance time and latency, and the KV transfer of its prompts."""
+
+    batch_memory: np.ndarray
+    batch: np.ndarray
+    prefill: ra.PhaseTimes
+    ttft: ra.PhaseTimes
+    kv_transfer_s: np.ndarray
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.ttft.total_s + self.kv_transfer_s
+
+
+def _prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> _PrefillPass:
+    """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
+    ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
+    whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
+    ``P``, bisection), while prompts/s ``P / prefill(P)`` grows with ``P`` (weights
+    streamed once per pass), so the largest allowed ``P`` is the best."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
-    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], w.prompt_tokens, rates.bytes_per_param, rates.kv_bytes)
-    return b_mem, ra.prefill(m, layout, 1, w.prompt_tokens, rates), ra.time_to_first_token(m, layout, w.prompt_tokens, rates)
+    s, g = w.prompt_tokens, scenario.cluster.instance_gpus
+    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s, rates.bytes_per_param, rates.kv_bytes)
+    limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
+    slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
+
+    def latency_s(batch):
+        return ra.batch_time_to_first_token(m, layout, batch, s, rates).total_s + sv.kv_transfer_s(m, s, g, rates, batch)
+
+    if not np.all(np.isinf(slo_s)):
+        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max()))))
+    batch = np.maximum(1, limit)
+    return _PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
+                        np.broadcast_to(sv.kv_transfer_s(m, s, g, rates, batch), (inputs.n,)))
 
 
 def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode_layout: ra.Layout, inputs: TrialInputs, share=None) -> Disaggregated:
     """Prefill instances on ``prefill_layout``, decode instances on ``decode_layout``; the
-    prefill share ``share`` (None: the balanced share of each trial, ``f = r_d/(r_p + r_d)``)."""
+    prefill share ``share`` (None: the balanced share of each trial, ``f = r_d/(r_p + r_d)``,
+    on the rates after the KV link caps)."""
     w = scenario.workload
+    s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
+    rates = rates_of(scenario, inputs)
     decode = evaluate(scenario, decode_layout, inputs, prefills=False)
-    b_mem, pre, ttft = _prefill_terms(scenario, prefill_layout, inputs)
-    kv = sv.kv_transfer_s(w.model, w.prompt_tokens, scenario.cluster.instance_gpus, rates_of(scenario, inputs))
-    r_p = 1.0 / pre.total_s
-    r_d = decode.batch / decode.decode.total_s
-    f = sv.prefill_share(r_p, r_d / w.output_tokens) if share is None else np.broadcast_to(np.asarray(share, float), (inputs.n,))
-    per_instance = sv.disaggregated_tokens_per_s(f, r_p, r_d, w.output_tokens)
-    return Disaggregated(prefill_layout, decode, b_mem, pre, ttft, np.broadcast_to(kv, (inputs.n,)), f, per_instance, ttft_slo_ms(scenario, inputs))
+    pre = _prefill_pass(scenario, prefill_layout, inputs)
+    send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, rates), (inputs.n,))
+    receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, rates), (inputs.n,))
+    r_p = np.minimum(pre.batch / pre.prefill.total_s, send)
+    r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
+    f = sv.prefill_share(r_p, r_d) if share is None else np.broadcast_to(np.asarray(share, float), (inputs.n,))
+    per_instance = sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o)
+    return Disaggregated(prefill_layout, decode, pre.batch_memory, pre.batch, pre.prefill, pre.ttft, pre.kv_transfer_s, send, receive, f,
+                         per_instance, ttft_slo_ms(scenario, inputs), o)
 
 
 # --------------------------------------------------------------------------- choices at the median
@@ -210,25 +285,31 @@ def choose_continuous(scenario: Scenario) -> tuple[Continuous | None, list[Conti
 
 @lru_cache(maxsize=64)
 def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
-    """The best prefill layout (most prompts/s per GPU among those that fit one prompt and
-    meet the TTFT SLO, else the lowest TTFT) and the best decode layout (the static search's
-    criteria on decode tokens/s per GPU), at the median inputs, with the balanced share.
-    None if no layout fits a prompt or a decoding batch."""
+    """The best prefill layout (most prompts/s per GPU, ``P/prefill(P)`` capped by its KV
+    links, among those that fit a prompt and meet the TTFT SLO, else the lowest TTFT) and
+    the best decode layout (the static search's criteria on decode tokens/s per GPU), at
+    the median inputs, with the balanced share. None if no layout fits a prompt or a
+    decoding batch."""
     median = quantile_inputs(scenario, 0.5)
     layouts = candidate_layouts(scenario)
     decode = _decode_best([evaluate(scenario, layout, median, prefills=False) for layout in layouts])
-    prefill = [(layout, *_prefill_terms(scenario, layout, median)) for layout in layouts]
-    prefill = [(layout, pre, ttft) for layout, b_mem, pre, ttft in prefill if b_mem[0] >= 1]
-    if decode is None or not prefill:
+    w, g = scenario.workload, scenario.cluster.instance_gpus
+    rates = rates_of(scenario, median)
+    passes = [(layout, _prefill_pass(scenario, layout, median)) for layout in layouts]
+    passes = [(layout, x) for layout, x in passes if x.batch_memory[0] >= 1]
+    if decode is None or not passes:
         return None
-    w = scenario.workload
-    kv_s = float(sv.kv_transfer_s(w.model, w.prompt_tokens, scenario.cluster.instance_gpus, rates_of(scenario, median))[0])
     slo_ms = float(ttft_slo_ms(scenario, median)[0])
-    within = [x for x in prefill if (float(x[2].total_s[0]) + kv_s) * MS_PER_S <= slo_ms]
+
+    def prompts_per_s_per_gpu(layout: ra.Layout, x: _PrefillPass) -> float:
+        send = sv.kv_link_prompts_per_s(w.model, w.prompt_tokens, g, x.prefill, rates)
+        return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
+
+    within = [(layout, x) for layout, x in passes if float(x.ttft_s[0]) * MS_PER_S <= slo_ms]
     if within:
-        layout = max(within, key=lambda x: 1.0 / float(x[1].total_s[0]) / x[0].gpus)[0]
+        layout = max(within, key=lambda lx: prompts_per_s_per_gpu(*lx))[0]
     else:
-        layout = min(prefill, key=lambda x: float(x[2].total_s[0]))[0]
+        layout = min(passes, key=lambda lx: float(lx[1].ttft_s[0]))[0]
     return evaluate_disaggregated(scenario, layout, decode.layout, median)
 
 

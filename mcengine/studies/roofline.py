@@ -77,8 +77,8 @@ def roofline_study(scenario: Scenario) -> dict:
     of the batch's last request that the TTFT SLO bounds. These describe the static
     model; ``serving`` names the mode the run uses (``workload.serving``) and
     ``serving_modes`` gives each mode's best combination (layout(s), batch, TPOT, TTFT,
-    throughput; continuous adds its chunk and batch limits, disaggregated its prefill
-    layout, prefill share and KV transfer). The top-level ``tokens_per_s_*`` and
+    throughput; continuous adds its chunk, batch limits and the one that binds, disaggregated its prefill
+    layout and batch, prefill share, KV transfer and KV link load). The top-level ``tokens_per_s_*`` and
     ``slo_met`` are the chosen mode's (static's: unchanged).
     """
     best, evaluations = choose_layout(scenario)
@@ -142,10 +142,13 @@ def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
     if name == "continuous":
         w = scenario.workload
         row["chunk_tokens"] = at_trial(sv.chunk_tokens(e.batch, w.prompt_tokens, w.output_tokens))
-        row["batch_limits"] = {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0]), "chunk": int(e.batch_chunk[0])}
+        ttft = None if np.isinf(at_trial(e.ttft_slo_ms)) else int(e.batch_ttft[0])
+        row["batch_limits"] = {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0]), "chunk": int(e.batch_chunk[0]), "ttft": ttft}
+        row["batch_binds"] = str(e.binding_limit[0]) if w.batch == "auto" else "fixed"
         row["terms"] = e.step.terms_ms()
     if name == "disaggregated":
-        row["prefill"] = {"tensor": e.prefill_layout.tensor, "pipeline": e.prefill_layout.pipeline}
+        row["prefill"] = {"tensor": e.prefill_layout.tensor, "pipeline": e.prefill_layout.pipeline, "batch": int(e.prefill_batch[0])}
+        row["kv_link_load"] = {direction: at_trial(load) for direction, load in e.kv_link_load.items()}
         row["prefill_share"] = at_trial(e.prefill_share)
         row["kv_transfer_ms"] = at_trial(e.kv_transfer_s) * MS_PER_S
         row["prefill_ttft_ms"] = at_trial(e.ttft.total_s) * MS_PER_S

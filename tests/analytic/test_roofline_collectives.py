@@ -127,11 +127,14 @@ def test_data_attention_decode_step_by_hand(llama70):
     assert float(d.compute_s) == pytest.approx(flops / (989.4e12), rel=1e-12)
     nbytes = 2 * (80 * (P_ATTN + (P_MLP + NORMS) / t) + VD / t) + s * ctx * 327_680
     assert float(d.memory_s) == pytest.approx(nbytes / 3.35e12, rel=1e-12)
-    # no attention all-reduce; the MLP's reduce-scatter + all-gather of b d 2 bytes, ring: 2 (a + (t-1) h + (t-1)/t M/W) per layer
+    # no attention all-reduce; the MLP's reduce-scatter + all-gather of b d 2 bytes, ring: 2 (a + (t-1) h + (t-1)/t M/W) per layer;
+    # then one all-gather of the b hidden states before the vocab-sharded LM head: 20 us + 15/16 x 524,288 B / 450 GB/s = 21.09 us
     message = b * 8192 * 2
-    comm = 80 * 2 * (5e-6 + 15 * 1e-6 + 15 / 16 * message / 450e9)
+    head = 5e-6 + 15 * 1e-6 + 15 / 16 * message / 450e9
+    assert head * 1e6 == pytest.approx(21.092, abs=5e-4)
+    comm = 80 * 2 * (5e-6 + 15 * 1e-6 + 15 / 16 * message / 450e9) + head
     assert float(d.comm_s) == pytest.approx(comm, rel=1e-12)
-    # the volume is one all-reduce's (2 (t-1)/t M/W), half of today's two all-reduces per layer
+    # the volume per layer is one all-reduce's (2 (t-1)/t M/W), half of the two all-reduces of heads sharded
     tensor = ra.decode_step(llama70, ra.Layout(t), b, ctx, r)
     assert float(tensor.comm_s) == pytest.approx(2 * 80 * (5e-6 + 2 * 15 * 1e-6 + 2 * 15 / 16 * message / 450e9), rel=1e-12)
 
@@ -143,6 +146,10 @@ def test_data_attention_ttft_runs_one_prompt_on_one_rank(llama70):
     head = VD / t
     flops = 2 * 80 * P_ATTN * s + 2 * 80 * 64 * 128 * s * s + 2 * (80 * (P_MLP + NORMS) / t + head - head) * s + 2 * head
     assert float(ttft.compute_s) == pytest.approx(flops / 989.4e12, rel=1e-12)
+    # collectives (no latency here): the MLP's 80 reduce-scatter + all-gather pairs of S d 2 bytes, and the
+    # LM head's all-gather of the one prompt's last hidden state (d 2 bytes, not S d 2: the head scores one token)
+    comm = 80 * 2 * 7 / 8 * s * 8192 * 2 / 450e9 + 7 / 8 * 8192 * 2 / 450e9
+    assert float(ttft.comm_s) == pytest.approx(comm, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- TTFT SLO

@@ -11,6 +11,7 @@ from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import roofline
+from mcengine.stages._roofline_layout import rates_of
 from mcengine.stages._roofline_serving import choose_serving, evaluate_disaggregated
 from mcengine.studies.roofline import roofline_study
 from mcengine.validation.roofline import CALIBRATED_SERVING
@@ -73,10 +74,13 @@ def test_disaggregated_split_matches_prompt_supply_to_decode_demand():
     assert 0 < f < 1
     assert f * r_p == pytest.approx((1 - f) * r_d, rel=1e-12)
     assert float(e.tokens_per_s_instance[0]) == pytest.approx((1 - f) * r_d * o, rel=1e-12)
-    # the KV transfer adds to TTFT: S x 327,680 B / 8 GPUs over 450 x 0.82 GB/s + start + hop
+    # a prefill pass batches P = 8192 // 2048 = 4 prompts (the token budget binds; their KV
+    # fits and the 2 s TTFT SLO is met); the pass's KV caches add to TTFT:
+    # 4 x S x 327,680 B / 8 GPUs over 450 x 0.82 GB/s + start + hop
+    assert int(e.prefill_batch[0]) == 4
     median = quantile_inputs(s, 0.5)
     latency_us = float(median["workload.collective_start_us"][0] + median["workload.hop_latency_us"][0])
-    kv = latency_us * 1e-6 + 2048 * 327_680 / 8 / (450e9 * 0.82)
+    kv = latency_us * 1e-6 + 4 * 2048 * 327_680 / 8 / (450e9 * 0.82)
     assert float(e.kv_transfer_s[0]) == pytest.approx(kv, rel=1e-9)
     assert float(e.ttft_s[0]) == pytest.approx(float(e.ttft.total_s[0]) + kv, rel=1e-12)
     # per trial the share stays the median's and the bottleneck binds
@@ -122,3 +126,27 @@ def test_auto_picks_the_mode_with_the_most_tokens_per_gpu():
     best = max((n for n in sv.SERVING_MODES if rows[n]["feasible"] and rows[n]["slo_met"]), key=lambda n: rows[n]["tokens_per_s_per_gpu"])
     assert body["serving"] == best and rows[best]["chosen"]
     assert sum(r["chosen"] for r in rows.values()) == 1
+
+
+def test_a_ttft_slo_moves_the_continuous_batch_down_a_sawtooth_instead_of_missing():
+    """h100 at tensor 2 x pipeline 4 (N = O p = 1024): the TPOT SLO allows B = 130, whose
+    prompts take ceil(1024/130) = 8 steps of 49.74 ms = 397.9 ms to prefill. Under a 395 ms
+    TTFT SLO the trial used to miss (no tokens); now the batch is the largest below 130 that
+    meets it: B = 129 still takes 8 steps (1024/129 = 7.94), of a shorter step."""
+    base = ("workload.serving='continuous'", "workload.tensor_parallel=2")
+    free = choose_serving(load_scenario("h100", base)).best["continuous"]
+    assert int(free.batch[0]) == 130 and float(free.ttft_s[0]) * 1e3 == pytest.approx(397.94, abs=0.005)
+    s = load_scenario("h100", (*base, "workload.ttft_slo_ms=395"))
+    e = choose_serving(s).best["continuous"]
+    assert int(e.batch[0]) == 129 and bool(e.slo_met[0]) and str(e.binding_limit[0]) == "ttft"
+    assert float(e.ttft_s[0]) == 8 * float(e.tpot_s[0]) and float(e.ttft_s[0]) * 1e3 <= 395.0
+    # a scan of every batch up to the TPOT limit at the median rates finds the same one
+    median = quantile_inputs(s, 0.5)
+    batches = np.arange(1, 131)
+    tau = sv.continuous_step(s.workload.model, e.layout, batches, 2048, 256, rates_of(s, median)).total_s
+    met = batches[sv.continuous_ttft_s(tau, batches, 4, 256) * 1e3 <= 395.0]
+    assert met.max() == 129
+    row = roofline_study(s)["serving_modes"]["continuous"]
+    assert row["batch_binds"] == "ttft" and row["batch_limits"]["ttft"] == 129 and row["batch_limits"]["slo"] == 130
+    unbounded = roofline_study(load_scenario("h100", (*base, "workload.ttft_slo_ms='inf'")))["serving_modes"]["continuous"]
+    assert unbounded["batch_limits"]["ttft"] is None and unbounded["batch_binds"] == "slo"

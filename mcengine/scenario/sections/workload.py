@@ -39,8 +39,9 @@ class WorkloadSection:
         ("static", "continuous", "disaggregated", "auto"),
     )
     prefill_chunk_tokens: int = integer(
-        8192, "Continuous serving: prompt tokens an engine step may prefill (vLLM's max_num_batched_tokens on H100, "
-        "docs/sources.md#serve-chunked-prefill); a batch needing more per step (B S/O) is infeasible.", "tokens", lo=1, hi=10**7, why=_TOKENS,
+        8192, "Prompt tokens an engine step may prefill (vLLM's max_num_batched_tokens on H100, "
+        "docs/sources.md#serve-chunked-prefill). Continuous serving: a batch needing more per step (B S/O) is infeasible; "
+        "disaggregated: a prefill pass batches at most budget // S prompts (at least one).", "tokens", lo=1, hi=10**7, why=_TOKENS,
     )
     batch: int | str = integer(AUTO, 'Concurrent sequences per instance; "auto" = largest that fits HBM and the SLO.', lo=1, hi=10**7, auto_ok=True,
                                why="KV-cache bytes of a batch stay far inside int64")
