@@ -871,7 +871,6 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
     return s.nv
 
 
-@parallel_kernel
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
                        capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True):
@@ -936,6 +935,18 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
         host failures, and the GPU failures of each Weibull group (column
         ``OUT_WEAR_FAILURES + g``).
     """
+    return _simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, int(active_gpus),
+                               int(instance_gpus), int(gpus_per_host), bool(host_mode), int(spare_units), int(crews),
+                               capacity, bool(reshard), float(thin_max), bool(fast_paths))
+
+
+@parallel_kernel
+def _simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, active_gpus, instance_gpus,
+                        gpus_per_host, host_mode, spare_units, crews, capacity, reshard, thin_max, fast_paths):
+    """:func:`simulate_lifetimes` compiled, every argument given: the same types
+    whichever optional arguments the caller passed, so one compiled specialisation (the
+    lifetime loop, :func:`_simulate_one`, is the bulk of the reliability stage's compile
+    time: a literal default would compile it again for each value)."""
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
@@ -958,6 +969,7 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
     cluster ``shape``: its six int arguments, then reshard and modules as 0/1). A variant that leaves the joint pass runs
     alone afterwards, from the start, in the order it left."""
     n_var = laws.shape[1]
+    alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled _simulate_one for both calls)
     c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1)
     ws = _workspace(c, n_var, wb.shape[1], inst_of, capacity)
     vids, parted = ws.vids, ws.parted
@@ -972,5 +984,6 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
         for j in range(kept, n_var):
             vids[0] = parted[j]
             reset_stream(ws.st, seed, STAGE_LIFE, 0, trial_start + i)
-            _simulate_one(c, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, ws, 1, fast_paths, out_f, out_i, i)
+            _simulate_one(c, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, ws, alone, fast_paths, out_f,
+                          out_i, i)
             out_i[i, parted[j], OUT_PARTED] = 1
