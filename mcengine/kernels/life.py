@@ -107,13 +107,18 @@ lifetime index)``; draws happen in the order of the loop, so a lifetime's result
 not depend on its block, chunk or thread.
 
 Implementation: the loop of a lifetime (:func:`_simulate_one`) calls one named handler
-per kind of step, each inlined into it (:data:`~mcengine.jit.inline_kernel`): the next
-event (:func:`_next_event`), a superposed event or a per-unit clock (:func:`_pick_superposed`,
-:func:`_pick_clock`), a permanent host failure (:func:`_host_fails`), the repairs due
-(:func:`_repairs_due`, each completion :func:`_repair_completes`), a slot whose unit
-fails (:func:`_slot_empties`) and the instances it hits (:func:`_touch_instances`), a
-slot refilled (:func:`_slot_refilled`), the superposed clock (:func:`_reschedule`) and
-the horizon (:func:`_close`). They share a named workspace (:class:`Workspace`, arrays
+per kind of step: the next event (:func:`_next_event`), a superposed event or a per-unit
+clock (:func:`_pick_superposed`, :func:`_pick_clock`), a permanent host failure
+(:func:`_host_fails`), the repairs due (:func:`_repairs_due`, each completion
+:func:`_repair_completes`), a slot whose unit fails (:func:`_slot_empties`) and the
+instances it hits (:func:`_touch_instances`), a slot refilled (:func:`_slot_refilled`),
+the superposed clock (:func:`_reschedule`) and the horizon (:func:`_close`). The
+handlers of the events are inlined into the loop (:data:`~mcengine.jit.inline_kernel`);
+those that run once per lifetime or seldom (:func:`_lifetime`, :func:`_start`,
+:func:`_close`, :func:`_module_fails`) are compiled apart and called
+(:data:`~mcengine.jit.event_kernel`): a call passes the whole workspace, too dear per
+event, but each inlined handler adds its compile time to the loop's (measured: these
+four apart compile the loop in about a fifth less time, and it runs no slower). They share a named workspace (:class:`Workspace`, arrays
 allocated once per block of lifetimes) and the lifetime's scalar state (one record of
 :data:`STATE`, fields by name). What happens at one instant runs in passes (the repairs
 due, each failing slot with the instances it touches, then the units assigned), so
@@ -213,7 +218,7 @@ _BLOCKS = 256  # lifetimes run in at most this many blocks (one workspace each)
 # --------------------------------------------------------------------------- event handlers
 
 
-@inline_kernel
+@event_kernel
 def _start(ws, s, c, lf, wb, n_wb):
     """``t = 0``: every slot filled with a new unit (its per-unit clocks armed), every
     instance up, nothing in repair; the first superposed event drawn."""
@@ -378,7 +383,7 @@ def _pick_clock(ws, s, c, lf, laws, t):
     return False
 
 
-@inline_kernel
+@event_kernel
 def _module_fails(ws, s, c, lf, laws, p, t):
     """The module of GPU position ``p`` fails at ``t``: the GPU's instance goes down (its
     restart after the module swap, in place: no pool unit, no repair; reshard: the GPU
@@ -692,7 +697,7 @@ def _reschedule(ws, s, fresh, t):
     s.lam = new
 
 
-@inline_kernel
+@event_kernel
 def _close(ws, s, c, lf, out_f, out_i, row):
     """The horizon: downtime and stock-outs still open are counted (reshard: each
     instance's served capacity-hours, :func:`_reshard`); the rows of the
@@ -728,7 +733,7 @@ def _close(ws, s, c, lf, out_f, out_i, row):
             out_i[row, v, N_OUT_I + k] = ws.by_class[k]
 
 
-@inline_kernel
+@event_kernel
 def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     """The lifetime's fixed values (:data:`Lifetime`), its superposed rates per unit and
     thinned hazards (``ws.rates``, ``ws.wear``); the followers that cannot share the
