@@ -107,13 +107,18 @@ lifetime index)``; draws happen in the order of the loop, so a lifetime's result
 not depend on its block, chunk or thread.
 
 Implementation: the loop of a lifetime (:func:`_simulate_one`) calls one named handler
-per kind of step, each inlined into it (:data:`~mcengine.jit.inline_kernel`): the next
-event (:func:`_next_event`), a superposed event or a per-unit clock (:func:`_pick_superposed`,
-:func:`_pick_clock`), a permanent host failure (:func:`_host_fails`), the repairs due
-(:func:`_repairs_due`, each completion :func:`_repair_completes`), a slot whose unit
-fails (:func:`_slot_empties`) and the instances it hits (:func:`_touch_instances`), a
-slot refilled (:func:`_slot_refilled`), the superposed clock (:func:`_reschedule`) and
-the horizon (:func:`_close`). They share a named workspace (:class:`Workspace`, arrays
+per kind of step: the next event (:func:`_next_event`), a superposed event or a per-unit
+clock (:func:`_pick_superposed`, :func:`_pick_clock`), a permanent host failure
+(:func:`_host_fails`), the repairs due (:func:`_repairs_due`, each completion
+:func:`_repair_completes`), a slot whose unit fails (:func:`_slot_empties`) and the
+instances it hits (:func:`_touch_instances`), a slot refilled (:func:`_slot_refilled`),
+the superposed clock (:func:`_reschedule`) and the horizon (:func:`_close`). The
+handlers of the events are inlined into the loop (:data:`~mcengine.jit.inline_kernel`);
+those that run once per lifetime or seldom (:func:`_lifetime`, :func:`_start`,
+:func:`_close`, :func:`_module_fails`) are compiled apart and called
+(:data:`~mcengine.jit.event_kernel`): a call passes the whole workspace, too dear per
+event, but each inlined handler adds its compile time to the loop's (measured: these
+four apart compile the loop in about a fifth less time, and it runs no slower). They share a named workspace (:class:`Workspace`, arrays
 allocated once per block of lifetimes) and the lifetime's scalar state (one record of
 :data:`STATE`, fields by name). What happens at one instant runs in passes (the repairs
 due, each failing slot with the instances it touches, then the units assigned), so
@@ -213,7 +218,7 @@ _BLOCKS = 256  # lifetimes run in at most this many blocks (one workspace each)
 # --------------------------------------------------------------------------- event handlers
 
 
-@inline_kernel
+@event_kernel
 def _start(ws, s, c, lf, wb, n_wb):
     """``t = 0``: every slot filled with a new unit (its per-unit clocks armed), every
     instance up, nothing in repair; the first superposed event drawn."""
@@ -378,7 +383,7 @@ def _pick_clock(ws, s, c, lf, laws, t):
     return False
 
 
-@inline_kernel
+@event_kernel
 def _module_fails(ws, s, c, lf, laws, p, t):
     """The module of GPU position ``p`` fails at ``t``: the GPU's instance goes down (its
     restart after the module swap, in place: no pool unit, no repair; reshard: the GPU
@@ -692,7 +697,7 @@ def _reschedule(ws, s, fresh, t):
     s.lam = new
 
 
-@inline_kernel
+@event_kernel
 def _close(ws, s, c, lf, out_f, out_i, row):
     """The horizon: downtime and stock-outs still open are counted (reshard: each
     instance's served capacity-hours, :func:`_reshard`); the rows of the
@@ -728,7 +733,7 @@ def _close(ws, s, c, lf, out_f, out_i, row):
             out_i[row, v, N_OUT_I + k] = ws.by_class[k]
 
 
-@inline_kernel
+@event_kernel
 def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     """The lifetime's fixed values (:data:`Lifetime`), its superposed rates per unit and
     thinned hazards (``ws.rates``, ``ws.wear``); the followers that cannot share the
@@ -871,7 +876,6 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
     return s.nv
 
 
-@parallel_kernel
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
                        capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True):
@@ -936,6 +940,18 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
         host failures, and the GPU failures of each Weibull group (column
         ``OUT_WEAR_FAILURES + g``).
     """
+    return _simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, int(active_gpus),
+                               int(instance_gpus), int(gpus_per_host), bool(host_mode), int(spare_units), int(crews),
+                               capacity, bool(reshard), float(thin_max), bool(fast_paths))
+
+
+@parallel_kernel
+def _simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, active_gpus, instance_gpus,
+                        gpus_per_host, host_mode, spare_units, crews, capacity, reshard, thin_max, fast_paths):
+    """:func:`simulate_lifetimes` compiled, every argument given: the same types
+    whichever optional arguments the caller passed, so one compiled specialisation (the
+    lifetime loop, :func:`_simulate_one`, is the bulk of the reliability stage's compile
+    time: a literal default would compile it again for each value)."""
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
@@ -958,6 +974,7 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
     cluster ``shape``: its six int arguments, then reshard and modules as 0/1). A variant that leaves the joint pass runs
     alone afterwards, from the start, in the order it left."""
     n_var = laws.shape[1]
+    alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled _simulate_one for both calls)
     c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1)
     ws = _workspace(c, n_var, wb.shape[1], inst_of, capacity)
     vids, parted = ws.vids, ws.parted
@@ -972,5 +989,6 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
         for j in range(kept, n_var):
             vids[0] = parted[j]
             reset_stream(ws.st, seed, STAGE_LIFE, 0, trial_start + i)
-            _simulate_one(c, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, ws, 1, fast_paths, out_f, out_i, i)
+            _simulate_one(c, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, ws, alone, fast_paths, out_f,
+                          out_i, i)
             out_i[i, parted[j], OUT_PARTED] = 1
