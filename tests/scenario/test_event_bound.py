@@ -1,0 +1,115 @@
+"""The events bound of a lifetime (issue 18, part 2): it counts the renewals an
+infant-mortality law adds beyond T/MTTF (docs/sources.md#rel-renewal-bound), a host
+failure as its GPUs and a host fault as the instances it restarts, so that no legal
+value makes `mcengine reliability` outrun its budget; and the host's own class name is
+not a component's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mcengine.errors import InputError
+from mcengine.scenario.checks import size_problems
+from mcengine.scenario.sections.reliability import renewals_bound, weibull_rate_per_hour
+from mcengine.units import HOURS_PER_YEAR
+from mcengine.validation.reliability import toy_scenario
+
+HORIZON_HOURS = 5 * HOURS_PER_YEAR
+
+
+def simulated_renewals(shape: float, rate_per_hour: float, horizon_hours: float, units: int = 4000, seed: int = 7):
+    """Mean and SEM of the renewals in [0, T] of ``units`` independent Weibull renewal processes."""
+    rng = np.random.default_rng(seed)
+    t, count, alive = np.zeros(units), np.zeros(units), np.ones(units, bool)
+    while alive.any():
+        idx = np.flatnonzero(alive)
+        t[idx] += rng.weibull(shape, idx.size) / rate_per_hour
+        done = t[idx] > horizon_hours
+        count[idx[~done]] += 1
+        alive[idx[done]] = False
+    return count.mean(), count.std(ddof=1) / math.sqrt(units)
+
+
+@pytest.mark.parametrize("shape, afr", [(0.05, 0.07), (0.1, 0.07), (0.3, 0.5), (0.5, 2.0), (0.7, 20.0), (1.0, 3.0), (2.0, 1.0)])
+def test_the_renewal_bound_holds_and_is_within_twice_the_count(shape, afr):
+    """An upper bound on M(T) (a simulated count 4 SEM above it would refute it), and
+    tight: within 2x of the simulated count at every shape (T/MTTF, the old bound,
+    undercounts shape 0.05 about 6,000-fold)."""
+    rate = float(weibull_rate_per_hour("afr", afr, shape))
+    bound = renewals_bound(rate, shape, HORIZON_HOURS)
+    mean, sem = simulated_renewals(shape, rate, HORIZON_HOURS)
+    assert mean - 4 * sem <= bound <= 2.0 * mean, (mean, sem, bound)
+
+
+def test_the_renewal_bound_is_t_over_mttf_from_shape_one_up():
+    for shape in (1.0, 1.5, 3.0, 20.0):
+        rate = float(weibull_rate_per_hour("mttf_hours", 20_000.0, shape))
+        assert renewals_bound(rate, shape, HORIZON_HOURS) == pytest.approx(HORIZON_HOURS / 20_000.0, rel=1e-12)
+    assert renewals_bound(0.0, 0.5, HORIZON_HOURS) == 0.0
+
+
+def test_shape_0_05_host_law_by_hand():
+    """F(T)/(1 - F(T)) of the h100 host law at shape 0.05 (afr 0.07 read as 1/MTTF):
+    eta = 8766 / 0.07 / Gamma(21), H(T) = (T / eta)^0.05, bound = e^H - 1 (Lorden's is larger)."""
+    eta = HOURS_PER_YEAR / 0.07 / math.gamma(21.0)
+    by_hand = math.expm1((HORIZON_HOURS / eta) ** 0.05)
+    assert 2600 < by_hand < 2700
+    assert renewals_bound(1.0 / eta, 0.05, HORIZON_HOURS) == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_an_infant_mortality_host_law_that_would_outrun_the_budget_is_exit_2(cli):
+    """The case of issue 18: h100 with one 8,192-GPU instance and host_weibull_shape 0.05
+    (~2,640 renewals per host in 5 years, 8 GPUs each: 2.2e7 failures) ran 77 s for one
+    lifetime with instant swaps; 65,536-GPU instances ran for hours. Now refused, naming
+    the host law; at shape 1 the same cluster runs."""
+    sets = ["--set", "cluster.instances=1", "--set", "cluster.instance_gpus=8192", "--set", "cluster.spare_gpus=0"]
+    r = cli("check", "h100", *sets, "--set", "reliability.host_weibull_shape=0.05")
+    assert r.code == 2 and "reliability.host_afr" in r.err and "2.16e+07" in r.err and "weibull_shape below 1" in r.err, r.err
+    assert cli("check", "h100", *sets).code == 0
+
+
+def test_an_infant_mortality_gpu_class_counts_its_renewals():
+    """A GPU class at shape 0.1 (afr 0.07 as 1/MTTF: ~58 renewals per GPU in 5 years where
+    T/MTTF says 0.35) on 200,000 GPUs: 1.2e7 failures, refused naming its law key."""
+    with pytest.raises(InputError) as err:
+        toy_scenario(instances=200_000, horizon_years=5, components={"die": {"afr": 0.07, "weibull_shape": 0.1}})
+    (problem,) = err.value.problems
+    assert problem.key == "reliability.components.die.afr" and "per lifetime" in str(problem.value)
+    toy_scenario(instances=200_000, horizon_years=5, components={"die": {"afr": 0.07, "weibull_shape": 1.0}})
+
+
+def test_a_host_failure_counts_its_gpus_and_a_host_fault_its_instances():
+    """h100-like hosts of 1,024 GPUs, one GPU per instance: 1,000 hosts x 1,024 GPUs x
+    host_afr 2 x 5 years = 1.02e7 failures; host faults at 2/yr restart 1,024 instances
+    each: 1.02e7 restarts (counted once per host event, 1e4). Each is refused alone; one
+    host at the same rates is not."""
+    base = dict(instances=1_024_000, gpus_per_host=1024, horizon_years=5)
+    for key, rates in (("reliability.host_afr", dict(host_afr=2.0)), ("reliability.host_transient_afr", dict(host_transient_afr=2.0))):
+        with pytest.raises(InputError) as err:
+            toy_scenario(**base, **rates)
+        assert err.value.problems[0].key == key
+        s = toy_scenario(**{**base, "instances": 1000}, **rates)
+        assert size_problems(s.cluster, s.reliability, s.run) == []
+
+
+def test_shipped_scenarios_stay_within_the_bound():
+    from mcengine.scenario import load_scenario
+
+    for name in ("h100", "lite-h100", "lite-h100-2x-fastswap"):
+        s = load_scenario(name)
+        assert size_problems(s.cluster, s.reliability, s.run) == []
+
+
+def test_a_component_named_host_is_exit_2(cli):
+    """``failures_by_class`` keys the host's own class ``host``: a component class of that
+    name would collide with it."""
+    with pytest.raises(InputError) as err:
+        toy_scenario(instances=4, components={"host": {"afr": 0.01}})
+    (problem,) = err.value.problems
+    assert problem.key == "reliability.components.host" and "any component name but 'host'" in problem.allowed
+    r = cli("reliability", "h100", "--lifetimes", "1", "--set", "reliability.components.host={afr=0.01}")
+    assert r.code == 2 and "reliability.components.host" in r.err and "Traceback" not in r.err and r.out == ""
+    toy_scenario(instances=4, components={"host_board": {"afr": 0.01}})
