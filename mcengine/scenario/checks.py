@@ -6,13 +6,14 @@ user sees them together with the per-key problems.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from ..errors import Problem
 from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
-from .sections.reliability import renewals_bound, weibull_rate_per_hour
+from .sections.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
 from ..units import HOURS_PER_YEAR
 
 #: The quantile of an uncertain rate used to bound a lifetime's events: the run time is
@@ -65,6 +66,37 @@ def _high_renewals(law_key: str, dist, shape, horizon_hours: float) -> float:
                for k in _shapes(shape))
 
 
+def _series_renewals(r, modules: bool, horizon_hours: float) -> tuple[str | None, float]:
+    """With an infant-mortality class (a shape below 1 at either extreme quantile), the
+    renewals of one GPU's series life (its classes with ``replace_unit = "module"``
+    when ``modules``, else the others) by
+    :func:`~mcengine.scenario.sections.reliability.series_renewals_bound`, each class at
+    its high quantile and every combination of its extreme shapes; and the law key of
+    the class that fails most by the horizon (the one to name). ``(None, 0)`` otherwise:
+    the classes' own T/MTTF add up."""
+    classes = []  # (key, value at its high quantile, shapes)
+    for name, comp in r.components:
+        law_key = comp.law_key()
+        if law_key is None or (comp.replace_unit == "module") != modules:
+            continue
+        dist = getattr(comp, law_key)
+        q = _RATE_QUANTILE if law_key in ("afr", "first_year_fraction") else 1.0 - _RATE_QUANTILE
+        value = float(dist.value) if dist.is_fixed else dist.quantile(q)
+        shapes = _shapes(comp.weibull_shape)
+        classes.append((f"reliability.components.{name}.{law_key}", law_key, value, comp.count, [shapes[0], shapes[-1]]))
+    if not any(min(shapes) < 1.0 for *_, shapes in classes):
+        return None, 0.0
+    best, top, top_hazard = 0.0, None, -1.0
+    for combo in itertools.product(*(shapes for *_, shapes in classes)):
+        terms = [(k, count * float(weibull_rate_per_hour(law_key, value, k)) ** k)
+                 for (_, law_key, value, count, _), k in zip(classes, combo)]
+        best = max(best, series_renewals_bound(terms, horizon_hours))
+        for (key, *_), (k, c) in zip(classes, terms):
+            if c * horizon_hours ** k > top_hazard:
+                top, top_hazard = key, c * horizon_hours ** k
+    return top, best
+
+
 def _instances_per_host(c) -> int:
     """Most instances one host's GPUs span (a host fault restarts each of them)."""
     if c.instance_gpus % c.gpus_per_host == 0:  # hosts never straddle instances
@@ -97,13 +129,17 @@ def size_problems(c, r, run) -> list[Problem]:
             shares[f"reliability.components.{name}.{law_key}"] = active * comp.count * _high_renewals(
                 law_key, getattr(comp, law_key), comp.weibull_shape, horizon_hours)
         shares[f"reliability.components.{name}.transient_afr"] = years * active * comp.count * _high(comp.transient_afr)
+    for modules in (False, True):  # a GPU's own life, and its field-replaceable module's
+        key, renewals = _series_renewals(r, modules, horizon_hours)
+        if key is not None:
+            shares[key] = max(shares[key], active * renewals)
     events = sum(shares.values())
     if events > MAX_EVENTS_PER_LIFETIME:
         top = max(shares, key=shares.get)  # name the rate that contributes most
         return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate)",
                         f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e}: the failures over run.horizon_years (per GPU x the components' "
                         "count and per host x its GPUs: horizon / MTTF, more for a weibull_shape below 1, whose early failures "
-                        "renew at once) plus the faults (GPUs x count x transient_afr + hosts x the instances each spans x "
+                        "renew at once, so counted on a GPU's classes in series) plus the faults (GPUs x count x transient_afr + hosts x the instances each spans x "
                         f"host_transient_afr, per year), rates at their {_RATE_QUANTILE:g} quantile; "
                         "the reliability kernel's time grows with it",
                         "lower the rates, raise the shape, or shrink the cluster or the horizon")]

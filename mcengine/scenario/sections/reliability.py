@@ -104,6 +104,36 @@ def renewals_bound(rate_per_hour: float, shape: float, horizon_hours: float) -> 
     return min(lorden, math.expm1(cum_hazard) if cum_hazard < 700.0 else math.inf)
 
 
+def series_renewals_bound(terms: list[tuple[float, float]], horizon_hours: float) -> float:
+    """An upper bound on the expected renewals in ``[0, T]`` of a series system renewed
+    as a whole at its first failure (a GPU and its component classes), with cumulative
+    hazard ``H(t) = sum c t**k`` over ``terms = [(k, c)]`` (docs/sources.md#rel-renewal-bound).
+
+    The minimum of ``n`` Weibull(k, eta) lives is Weibull(k, eta n**(-1/k)): for ``k < 1``
+    the series fails far sooner than ``n`` separate renewals suggest. The same bounds as
+    :func:`renewals_bound`, on the series law: ``T / MTTF`` when every shape is at least 1
+    (a series of IFR lives is IFR), else the smaller of ``e**H(T) - 1`` and Lorden's
+    ``T / MTTF + E[X^2] / MTTF^2 - 1``, the moments by quadrature in ``log t``.
+    """
+    terms = [(float(k), float(c)) for k, c in terms if c > 0.0]
+    if not terms or horizon_hours <= 0.0:
+        return 0.0
+    # S(t) = exp(-H(t)) is ~1 below t_lo and below e**-60 above t_hi
+    t_hi = min((60.0 / c) ** (1.0 / k) for k, c in terms)
+    t_lo = min(min((1e-12 / c) ** (1.0 / k) for k, c in terms), t_hi * 1e-12)
+    u = np.linspace(math.log(t_lo), math.log(t_hi), 4001)
+    t = np.exp(u)
+    surv = np.exp(-sum(np.exp(math.log(c) + k * u) for k, c in terms))
+    mean = t_lo + np.trapezoid(surv * t, u)  # int_0^inf S(t) dt
+    second = t_lo ** 2 + np.trapezoid(2.0 * surv * t * t, u)  # E[X^2] = int_0^inf 2 t S(t) dt
+    cycles = horizon_hours / mean
+    if all(k >= 1.0 for k, _ in terms):
+        return cycles
+    cum_hazard = sum(c * horizon_hours ** k for k, c in terms)
+    lorden = cycles + second / mean ** 2 - 1.0
+    return min(lorden, math.expm1(cum_hazard) if cum_hazard < 700.0 else math.inf)
+
+
 def resolved_law(law_key: str | None, value: float, shape: float) -> dict[str, float | str]:
     """The four equivalent statements of one class's law (the ``resolved`` view).
 
