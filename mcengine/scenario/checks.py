@@ -66,15 +66,17 @@ def _high_renewals(law_key: str, dist, shape, horizon_hours: float) -> float:
                for k in _shapes(shape))
 
 
-def _series_renewals(r, modules: bool, horizon_hours: float) -> tuple[str | None, float]:
-    """With an infant-mortality class (a shape below 1 at either extreme quantile), the
-    renewals of one GPU's series life (its classes with ``replace_unit = "module"``
-    when ``modules``, else the others) by
-    :func:`~mcengine.scenario.sections.reliability.series_renewals_bound`, each class at
-    its high quantile and every combination of its extreme shapes; and the law key of
-    the class that fails most by the horizon (the one to name). ``(None, 0)`` otherwise:
-    the classes' own T/MTTF add up."""
-    classes = []  # (key, value at its high quantile, shapes)
+def _series_renewals(r, modules: bool, horizon_hours: float, gpus_per_unit: int = 1) -> tuple[str | None, float]:
+    """With an infant-mortality law (a shape below 1 at either extreme quantile), the
+    renewals of one unit's series life by
+    :func:`~mcengine.scenario.sections.reliability.series_renewals_bound`: a GPU's
+    classes with ``replace_unit = "module"`` when ``modules`` (its module), else its
+    other classes, ``gpus_per_unit`` times over, and with more than one GPU per unit
+    (``replace_unit = "host"``: the unit is a host and its GPUs, renewed whole) the
+    host's law too. Each law at its high quantile and every combination of its extreme
+    shapes; also the law key that fails most by the horizon (the one to name).
+    ``(None, 0)`` when every shape is at least 1: the laws' own T/MTTF add up."""
+    laws = []  # (key, law key, value at its high quantile, count, extreme shapes)
     for name, comp in r.components:
         law_key = comp.law_key()
         if law_key is None or (comp.replace_unit == "module") != modules:
@@ -83,15 +85,18 @@ def _series_renewals(r, modules: bool, horizon_hours: float) -> tuple[str | None
         q = _RATE_QUANTILE if law_key in ("afr", "first_year_fraction") else 1.0 - _RATE_QUANTILE
         value = float(dist.value) if dist.is_fixed else dist.quantile(q)
         shapes = _shapes(comp.weibull_shape)
-        classes.append((f"reliability.components.{name}.{law_key}", law_key, value, comp.count, [shapes[0], shapes[-1]]))
-    if not any(min(shapes) < 1.0 for *_, shapes in classes):
+        laws.append((f"reliability.components.{name}.{law_key}", law_key, value, comp.count * gpus_per_unit, [shapes[0], shapes[-1]]))
+    if gpus_per_unit > 1:
+        shapes = _shapes(r.host_weibull_shape)
+        laws.append(("reliability.host_afr", "afr", _high(r.host_afr), 1, [shapes[0], shapes[-1]]))
+    if not any(min(shapes) < 1.0 for *_, shapes in laws):
         return None, 0.0
     best, top, top_hazard = 0.0, None, -1.0
-    for combo in itertools.product(*(shapes for *_, shapes in classes)):
+    for combo in itertools.product(*(shapes for *_, shapes in laws)):
         terms = [(k, count * float(weibull_rate_per_hour(law_key, value, k)) ** k)
-                 for (_, law_key, value, count, _), k in zip(classes, combo)]
+                 for (_, law_key, value, count, _), k in zip(laws, combo)]
         best = max(best, series_renewals_bound(terms, horizon_hours))
-        for (key, *_), (k, c) in zip(classes, terms):
+        for (key, *_), (k, c) in zip(laws, terms):
             if c * horizon_hours ** k > top_hazard:
                 top, top_hazard = key, c * horizon_hours ** k
     return top, best
@@ -129,17 +134,20 @@ def size_problems(c, r, run) -> list[Problem]:
             shares[f"reliability.components.{name}.{law_key}"] = active * comp.count * _high_renewals(
                 law_key, getattr(comp, law_key), comp.weibull_shape, horizon_hours)
         shares[f"reliability.components.{name}.transient_afr"] = years * active * comp.count * _high(comp.transient_afr)
-    for modules in (False, True):  # a GPU's own life, and its field-replaceable module's
-        key, renewals = _series_renewals(r, modules, horizon_hours)
-        if key is not None:
-            shares[key] = max(shares[key], active * renewals)
+    key, renewals = _series_renewals(r, True, horizon_hours)  # a GPU's field-replaceable module
+    if key is not None:
+        shares[key] = max(shares[key], active * renewals)
+    gph = c.gpus_per_host if r.replace_unit == "host" else 1  # a unit's GPUs, renewed whole
+    key, renewals = _series_renewals(r, False, horizon_hours, gph)
+    if key is not None:  # (a unit's failure counts its GPUs)
+        shares[key] = max(shares[key], (active if gph == 1 else hosts * gph) * renewals)
     events = sum(shares.values())
     if events > MAX_EVENTS_PER_LIFETIME:
         top = max(shares, key=shares.get)  # name the rate that contributes most
         return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate)",
                         f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e}: the failures over run.horizon_years (per GPU x the components' "
                         "count and per host x its GPUs: horizon / MTTF, more for a weibull_shape below 1, whose early failures "
-                        "renew at once, so counted on a GPU's classes in series) plus the faults (GPUs x count x transient_afr + hosts x the instances each spans x "
+                        "renew at once, so counted on a unit's laws in series: a GPU, or a host and its GPUs) plus the faults (GPUs x count x transient_afr + hosts x the instances each spans x "
                         f"host_transient_afr, per year), rates at their {_RATE_QUANTILE:g} quantile; "
                         "the reliability kernel's time grows with it",
                         "lower the rates, raise the shape, or shrink the cluster or the horizon")]

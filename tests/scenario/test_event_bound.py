@@ -153,3 +153,18 @@ def test_nine_infant_mortality_components_in_series_are_counted_as_one_gpu_life(
         toy_scenario(instances=36_830, horizon_years=1.4332425916326674,
                      components={"die": {"count": 9, "scale_hours": 1.0, "weibull_shape": 0.05}})
     assert err.value.problems[0].key == "reliability.components.die.scale_hours"
+
+
+def test_in_host_mode_a_unit_is_a_host_and_its_gpus_renewed_whole():
+    """replace_unit = "host": a GPU failure swaps its whole host, renewing its 8 GPUs. A
+    die law at shape 0.3 (mttf 1e5 h) renews a GPU at most ~3.6 times in 5 years but a
+    host of 8 such GPUs in series ~480 times (every renewal 8 GPUs): 250,000 GPUs are
+    refused in host mode, not in gpu mode."""
+    die = {"die": {"mttf_hours": 1e5, "weibull_shape": 0.3}}
+    one = series_renewals_bound([(0.3, float(weibull_rate_per_hour("mttf_hours", 1e5, 0.3)) ** 0.3)], HORIZON_HOURS)
+    eight = series_renewals_bound([(0.3, 8 * float(weibull_rate_per_hour("mttf_hours", 1e5, 0.3)) ** 0.3)], HORIZON_HOURS)
+    assert 250_000 * one < 1e7 < 250_000 * eight
+    toy_scenario(instances=31_250, instance_gpus=8, gpus_per_host=8, horizon_years=5, components=die)
+    with pytest.raises(InputError) as err:
+        toy_scenario(instances=31_250, instance_gpus=8, gpus_per_host=8, horizon_years=5, components=die, replace_unit="host")
+    assert err.value.problems[0].key == "reliability.components.die.mttf_hours"
