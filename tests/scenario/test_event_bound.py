@@ -168,3 +168,22 @@ def test_in_host_mode_a_unit_is_a_host_and_its_gpus_renewed_whole():
     with pytest.raises(InputError) as err:
         toy_scenario(instances=31_250, instance_gpus=8, gpus_per_host=8, horizon_years=5, components=die, replace_unit="host")
     assert err.value.problems[0].key == "reliability.components.die.mttf_hours"
+
+
+def test_the_series_bound_is_a_number_for_every_extreme_law():
+    """Laws at the ends of the legal ranges (lives of 10^-260 h to 10^260 h): a finite or
+    infinite non-negative bound, never NaN, an overflow or a warning (the suite turns
+    warnings into errors)."""
+    for shape in (0.05, 0.3, 1.0, 2.0, 20.0):
+        for coef in (1e-300, 1e-100, 1e-15, 1e-5, 1.0, 1e5, 1e30, 1e300):
+            for extra in ([], [(1.0, 1e-4)], [(0.05, 1e10)], [(20.0, 1e-200)]):
+                bound = series_renewals_bound([(shape, coef), *extra], 30 * HOURS_PER_YEAR)
+                assert bound >= 0.0 and not math.isnan(bound), (shape, coef, extra, bound)
+
+
+def test_ten_thousand_components_at_the_highest_afr_and_shape_0_05_is_exit_2(cli):
+    """Found by the every-key property: the series bound's quadrature range underflowed
+    (a math domain error, exit 1); now exit 2 naming the law key."""
+    r = cli("check", "h100", "--set", "cluster.instances=1", "--set", "cluster.instance_gpus=1", "--set", "cluster.spare_gpus=0",
+            "--set", 'reliability.components.die={count=10000, weibull_shape=0.05, afr=8766.0}')
+    assert r.code == 2 and "reliability.components.die.afr" in r.err, r.err

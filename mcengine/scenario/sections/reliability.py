@@ -113,25 +113,31 @@ def series_renewals_bound(terms: list[tuple[float, float]], horizon_hours: float
     the series fails far sooner than ``n`` separate renewals suggest. The same bounds as
     :func:`renewals_bound`, on the series law: ``T / MTTF`` when every shape is at least 1
     (a series of IFR lives is IFR), else the smaller of ``e**H(T) - 1`` and Lorden's
-    ``T / MTTF + E[X^2] / MTTF^2 - 1``, the moments by quadrature in ``log t``.
+    ``T / MTTF + E[X^2] / MTTF^2 - 1``, the moments by quadrature in ``log t``
+    (``e**H(T) - 1`` alone for a law too extreme for the quadrature).
     """
     terms = [(float(k), float(c)) for k, c in terms if c > 0.0]
     if not terms or horizon_hours <= 0.0:
         return 0.0
-    # S(t) = exp(-H(t)) is ~1 below t_lo and below e**-60 above t_hi
-    t_hi = min((60.0 / c) ** (1.0 / k) for k, c in terms)
-    t_lo = min(min((1e-12 / c) ** (1.0 / k) for k, c in terms), t_hi * 1e-12)
-    u = np.linspace(math.log(t_lo), math.log(t_hi), 4001)
-    t = np.exp(u)
-    surv = np.exp(-sum(np.exp(math.log(c) + k * u) for k, c in terms))
-    mean = t_lo + np.trapezoid(surv * t, u)  # int_0^inf S(t) dt
-    second = t_lo ** 2 + np.trapezoid(2.0 * surv * t * t, u)  # E[X^2] = int_0^inf 2 t S(t) dt
-    cycles = horizon_hours / mean
-    if all(k >= 1.0 for k, _ in terms):
-        return cycles
-    cum_hazard = sum(c * horizon_hours ** k for k, c in terms)
-    lorden = cycles + second / mean ** 2 - 1.0
-    return min(lorden, math.expm1(cum_hazard) if cum_hazard < 700.0 else math.inf)
+    cum_hazard = sum(math.exp(min(math.log(c) + k * math.log(horizon_hours), 700.0)) for k, c in terms)  # H(T)
+    tail = math.expm1(cum_hazard) if cum_hazard < 700.0 else math.inf  # F / (1 - F): any law
+    # in u = log t: S(t) = exp(-H(t)) is ~1 below u_lo and below e**-60 above u_hi
+    u_hi = min((math.log(60.0) - math.log(c)) / k for k, c in terms)
+    if not -600.0 < u_hi < 600.0:  # lives beyond 10^260 h (hardly any renewal) or below
+        return tail  # 10^-260 h (countless): F / (1 - F) says how few or many
+    u_lo = min(min((math.log(1e-12) - math.log(c)) / k for k, c in terms), u_hi - math.log(1e12))
+    u = np.linspace(u_lo, u_hi, 4001)
+    with np.errstate(all="ignore"):  # (extreme laws: an overflow or 0/0 leaves F / (1 - F))
+        t = np.exp(u)
+        surv = np.exp(-sum(np.exp(np.minimum(math.log(c) + k * u, 700.0)) for k, c in terms))
+        t_lo = math.exp(u_lo)
+        mean = t_lo + np.trapezoid(surv * t, u)  # int_0^inf S(t) dt
+        second = t_lo ** 2 + np.trapezoid(2.0 * surv * t * t, u)  # E[X^2] = int_0^inf 2 t S(t) dt
+        cycles = np.float64(horizon_hours) / mean
+        bound = cycles if all(k >= 1.0 for k, _ in terms) else cycles + second / mean ** 2 - 1.0  # (Lorden's)
+    if math.isnan(bound):
+        return tail
+    return float(bound) if all(k >= 1.0 for k, _ in terms) else min(float(bound), tail)
 
 
 def resolved_law(law_key: str | None, value: float, shape: float) -> dict[str, float | str]:
