@@ -1,4 +1,5 @@
-"""An indexed binary min-heap of timers, in plain arrays (for the event kernels).
+"""An indexed binary min-heap of timers, in plain arrays (for the event kernels), and a
+plain one of bare times (:func:`times_push`, :func:`times_pop`: entries without ids).
 
 Each timer has a fixed integer id in ``[0, n_ids)`` and at most one entry in the heap,
 so a heap never holds more than ``n_ids`` entries (memory is bounded by the model, not
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from mcengine.jit import kernel
 
-__all__ = ["heap_set", "heap_remove"]
+__all__ = ["heap_set", "heap_remove", "times_push", "times_pop"]
 
 
 @kernel
@@ -118,3 +119,40 @@ def heap_remove(keys, ids, pos, n, ident):
             else:
                 _sift_down(keys, ids, pos, n, j)
     return n
+
+
+@kernel
+def times_push(keys, n, key):
+    """Insert time ``key`` into the min-heap ``keys[:n]`` of bare times; returns ``n + 1``."""
+    j = n
+    while j > 0:
+        parent = (j - 1) >> 1
+        if keys[parent] <= key:
+            break
+        keys[j] = keys[parent]
+        j = parent
+    keys[j] = key
+    return n + 1
+
+
+@kernel
+def times_pop(keys, n):
+    """Remove the earliest time of the min-heap ``keys[:n]`` (``n > 0``); returns it and
+    ``n - 1``. The top is then ``keys[0]`` if any is left."""
+    top = keys[0]
+    n -= 1
+    key = keys[n]
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= n:
+            break
+        if child + 1 < n and keys[child + 1] < keys[child]:
+            child += 1
+        if keys[child] >= key:
+            break
+        keys[j] = keys[child]
+        j = child
+    if n > 0:
+        keys[j] = key
+    return top, n

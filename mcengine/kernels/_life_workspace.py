@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from mcengine.jit import inline_kernel, kernel
-from mcengine.kernels._heap import heap_set
+from mcengine.kernels._heap import heap_set, times_pop
 from mcengine.kernels._life_variants import LAW_RESTART, N_LAWS
 from mcengine.kernels.laws import sample_law
 from mcengine.rng import STREAM_WORDS
@@ -44,7 +44,8 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   (downtime hours): the counts that differ between variants;
 #: * ``wq`` int64[slots]: the FIFO ring of slots out of stock;
 #: * ``hkeys``, ``hids``, ``hpos``: the indexed heap of per-unit clocks (:mod:`._heap`);
-#: * ``rq`` float64[crews + 1]: pending repair completion times (unordered);
+#: * ``rq`` float64[crews + 1]: pending repair completion times, a min-heap
+#:   (:func:`~mcengine.kernels._heap.times_push`; ``rq[0]`` the earliest);
 #: * ``batch`` int64[gph]: the slots failing at one instant; ``hit`` int64[gph]: the
 #:   instances they hit (fast path); ``assign`` int64[slots + gph]: the slots assigned a
 #:   unit at one instant, ``2 * slot + (1 if it was out of stock)``;
@@ -67,7 +68,7 @@ Workspace = namedtuple("Workspace", [
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
-#: ``rq_min`` the earliest pending repair completion (``min(rq[:rn])``);
+#: ``rq_min`` the earliest pending repair completion (``rq[0]``, ``inf`` if none);
 #: ``stockout_hours``; list lengths ``n_g``, ``n_h`` (listed positions and hosts),
 #: ``hn`` (heap), ``rn`` (repairs pending), ``wq_head``, ``wq_len`` (stock-out FIFO),
 #: ``n_batch`` (slots failing now), ``n_assign`` (units assigned now), ``nv`` (variants
@@ -200,18 +201,14 @@ def _install(ws, v, i, t_in):
 
 @inline_kernel
 def _take_due(rq, rn, t):
-    """Take the repairs due by ``t`` off the list ``rq[:rn]`` (swap-remove); return the
-    entries left, how many were taken, and the earliest left (``inf`` if none)."""
-    rq_min, done, j = np.inf, 0, 0
-    while j < rn:
-        if rq[j] > t:
-            rq_min = min(rq_min, rq[j])
-            j += 1
-        else:
-            rn -= 1
-            rq[j] = rq[rn]
-            done += 1
-    return rn, done, rq_min
+    """Take the repairs due by ``t`` off the heap ``rq[:rn]``; return the entries left,
+    how many were taken, and the earliest left (``inf`` if none). Costs ``O(log rn)`` per
+    repair taken, whatever the repairs pending."""
+    done = 0
+    while rn > 0 and rq[0] <= t:
+        _, rn = times_pop(rq, rn)
+        done += 1
+    return rn, done, rq[0] if rn > 0 else np.inf
 
 
 @inline_kernel

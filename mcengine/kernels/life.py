@@ -73,13 +73,14 @@ it is next looked at or at the horizon:
   its pending swaps, so its **restart** starts at ``ready_at`` (its duration drawn when
   the instance is next looked at) and ends at ``up_at``; a later fault or failure
   compares its time with these, and the downtime is added when the instance is seen up;
-* **repair completions** are bare times in an unordered list, their minimum kept
-  beside it: they are events only while something waits for them (a slot out of
-  stock, a repair queued for a crew); otherwise the pool, crew and repair counts are
-  bounds (pool at least, busy crews and units in repair at most) and the repairs due
-  are taken off in one pass only when a failure needs an exact count (an empty pool,
-  all crews busy, a possible new maximum in repair) and at the horizon, and only if
-  one is due by then;
+* **repair completions** are bare times in a min-heap (:func:`~mcengine.kernels._heap.times_push`,
+  so taking one off costs ``O(log n)`` however many are pending): they are events only
+  while something waits for them (a slot out of stock, a repair queued for a crew);
+  otherwise the pool, crew and repair counts are bounds (pool at least, busy crews and
+  units in repair at most) and the repairs due are taken off, earliest first, only when
+  a failure needs an exact count (an empty pool, all crews busy, a possible new maximum
+  in repair) and at the horizon. (The order among repairs due at once decides no draw:
+  they draw only while a repair is queued, and then each is taken off at its own time.)
 * a zero-length swap or restart completes at once.
 
 In the shipped Lite-GPU cluster this leaves about one loop iteration in five of an
@@ -150,7 +151,7 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
-from mcengine.kernels._heap import heap_remove
+from mcengine.kernels._heap import heap_remove, times_pop, times_push
 from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
     _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
@@ -471,9 +472,8 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
         s.in_repair += 1
         s.max_in_repair = max(s.max_in_repair, s.in_repair)
         when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
-        ws.rq[s.rn] = when
+        s.rn = times_push(ws.rq, s.rn, when)
         s.rq_min = min(s.rq_min, when)
-        s.rn += 1
         i = ws.inst_of[p]
         if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
             hit[n_hit] = i
@@ -535,8 +535,7 @@ def _repair_completes(ws, s, c, lf, laws, t_done):
     s.events += 1
     if s.queue > 0:
         s.queue -= 1
-        ws.rq[s.rn] = t_done + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
-        s.rn += 1
+        s.rn = times_push(ws.rq, s.rn, t_done + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR))
     else:
         s.busy -= 1
     if s.wq_len > 0:  # (t_done == t)
@@ -552,7 +551,7 @@ def _repair_completes(ws, s, c, lf, laws, t_done):
 
 @inline_kernel
 def _repairs_due(ws, s, c, lf, laws, t, failing, finishing):
-    """The repairs due by ``t`` complete (in list order), when the exact counts matter:
+    """The repairs due by ``t`` complete (earliest first), when the exact counts matter:
     something waits, the horizon (``finishing``), or a failing slot (``failing``) that
     needs the pool, a crew or a possible new maximum in repair. Otherwise the pool,
     crew and repair counts stay bounds and none is taken off."""
@@ -562,18 +561,10 @@ def _repairs_due(ws, s, c, lf, laws, t, failing, finishing):
     if not exact or s.rq_min > t:  # (else none is due: nothing to scan)
         return
     rq = ws.rq
-    rq_min = np.inf  # the earliest repair left, found by the scan
-    j = 0
-    while j < s.rn:
-        if rq[j] > t:
-            rq_min = min(rq_min, rq[j])
-            j += 1
-            continue
-        t_done = rq[j]
-        s.rn -= 1
-        rq[j] = rq[s.rn]
+    while s.rn > 0 and rq[0] <= t:  # earliest first (a repair drawn now and due by t too)
+        t_done, s.rn = times_pop(rq, s.rn)
         _repair_completes(ws, s, c, lf, laws, t_done)
-    s.rq_min = rq_min
+    s.rq_min = rq[0] if s.rn > 0 else np.inf
 
 
 @inline_kernel
@@ -602,9 +593,8 @@ def _slot_empties(ws, s, c, lf, laws, x, t):
     if s.busy < c.crews:
         s.busy += 1
         when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
-        ws.rq[s.rn] = when
+        s.rn = times_push(ws.rq, s.rn, when)
         s.rq_min = min(s.rq_min, when)
-        s.rn += 1
     else:
         s.queue += 1
     if s.pool > 0:

@@ -6,11 +6,15 @@ user sees them together with the per-key problems.
 
 from __future__ import annotations
 
+import itertools
 import math
+
+import numpy as np
 
 from ..errors import Problem
 from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
-from .sections.reliability import resolved_law
+from .sections.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
+from ..units import HOURS_PER_YEAR
 
 #: The quantile of an uncertain rate used to bound a lifetime's events: the run time is
 #: that of its busiest trials, not of the median one.
@@ -42,21 +46,78 @@ def _high(dist) -> float:
     return float(dist.value) if dist.is_fixed else dist.quantile(_RATE_QUANTILE)
 
 
-def _high_long_run_afr(comp, law_key: str) -> float:
-    """A high long-run permanent rate (1/MTTF per year) of a component: ``afr`` itself,
-    else its law key at the quantile that fails most, at either extreme of the shape."""
-    if law_key == "afr":
-        return _high(comp.afr)
-    dist = getattr(comp, law_key)
-    value = float(dist.value) if dist.is_fixed else dist.quantile(_RATE_QUANTILE if law_key == "first_year_fraction" else 1.0 - _RATE_QUANTILE)
-    shape = comp.weibull_shape
-    shapes = [float(shape.value)] if shape.is_fixed else [shape.quantile(1.0 - _RATE_QUANTILE), shape.quantile(_RATE_QUANTILE)]
-    return max(float(resolved_law(law_key, value, k)["afr_long_run"]) for k in shapes)
+def _shapes(shape) -> np.ndarray:
+    """Shapes spanning a (possibly uncertain) Weibull shape between its extreme quantiles."""
+    if shape.is_fixed:
+        return np.array([float(shape.value)])
+    return np.geomspace(shape.quantile(1.0 - _RATE_QUANTILE), shape.quantile(_RATE_QUANTILE), 17)
+
+
+def _high_renewals(law_key: str, dist, shape, horizon_hours: float) -> float:
+    """A high expected count of permanent failures of one unit over the horizon (replace
+    on failure): its law key at the quantile that fails most, the shape anywhere between
+    its extreme quantiles, through :func:`renewals_bound` (which counts the renewals an
+    infant-mortality law adds beyond T/MTTF)."""
+    if dist.is_fixed:
+        value = float(dist.value)
+    else:
+        value = dist.quantile(_RATE_QUANTILE if law_key in ("afr", "first_year_fraction") else 1.0 - _RATE_QUANTILE)
+    return max(renewals_bound(float(weibull_rate_per_hour(law_key, value, k)), float(k), horizon_hours)
+               for k in _shapes(shape))
+
+
+def _series_renewals(r, modules: bool, horizon_hours: float, gpus_per_unit: int = 1) -> tuple[str | None, float]:
+    """With an infant-mortality law (a shape below 1 at either extreme quantile), the
+    renewals of one unit's series life by
+    :func:`~mcengine.scenario.sections.reliability.series_renewals_bound`: a GPU's
+    classes with ``replace_unit = "module"`` when ``modules`` (its module), else its
+    other classes, ``gpus_per_unit`` times over, and with more than one GPU per unit
+    (``replace_unit = "host"``: the unit is a host and its GPUs, renewed whole) the
+    host's law too. Each law at its high quantile and every combination of its extreme
+    shapes; also the law key that fails most by the horizon (the one to name).
+    ``(None, 0)`` when every shape is at least 1: the laws' own T/MTTF add up."""
+    laws = []  # (key, law key, value at its high quantile, count, extreme shapes)
+    for name, comp in r.components:
+        law_key = comp.law_key()
+        if law_key is None or (comp.replace_unit == "module") != modules:
+            continue
+        dist = getattr(comp, law_key)
+        q = _RATE_QUANTILE if law_key in ("afr", "first_year_fraction") else 1.0 - _RATE_QUANTILE
+        value = float(dist.value) if dist.is_fixed else dist.quantile(q)
+        shapes = _shapes(comp.weibull_shape)
+        laws.append((f"reliability.components.{name}.{law_key}", law_key, value, comp.count * gpus_per_unit, [shapes[0], shapes[-1]]))
+    if gpus_per_unit > 1:
+        shapes = _shapes(r.host_weibull_shape)
+        laws.append(("reliability.host_afr", "afr", _high(r.host_afr), 1, [shapes[0], shapes[-1]]))
+    if not any(min(shapes) < 1.0 for *_, shapes in laws):
+        return None, 0.0
+    best, top, top_hazard = 0.0, None, -1.0
+    for combo in itertools.product(*(shapes for *_, shapes in laws)):
+        terms = [(k, count * float(weibull_rate_per_hour(law_key, value, k)) ** k)
+                 for (_, law_key, value, count, _), k in zip(laws, combo)]
+        best = max(best, series_renewals_bound(terms, horizon_hours))
+        for (key, *_), (k, c) in zip(laws, terms):
+            if c * horizon_hours ** k > top_hazard:
+                top, top_hazard = key, c * horizon_hours ** k
+    return top, best
+
+
+def _instances_per_host(c) -> int:
+    """Most instances one host's GPUs span (a host fault restarts each of them)."""
+    if c.instance_gpus % c.gpus_per_host == 0:  # hosts never straddle instances
+        return 1
+    return min(c.instances, (c.gpus_per_host + c.instance_gpus - 2) // c.instance_gpus + 1)
 
 
 def size_problems(c, r, run) -> list[Problem]:
     """The cluster's size and its expected events per lifetime: the reliability kernel's
-    memory grows with the GPUs and its time with the events, so both are bounded."""
+    memory grows with the GPUs and its time with the events, so both are bounded.
+
+    The events are those the kernel handles: each unit's permanent failures over the
+    horizon under replace on failure (the renewal bound of
+    :func:`~mcengine.scenario.sections.reliability.renewals_bound`: T/MTTF, more for an
+    infant-mortality shape), a host failure counting its GPUs (each is swapped and
+    repaired), and transient faults, a host fault counting the instances it restarts."""
     total = c.instances * c.instance_gpus + c.spare_gpus
     if total > MAX_TOTAL_GPUS:
         return [Problem("cluster.instances", f"{c.instances} x cluster.instance_gpus {c.instance_gpus} + cluster.spare_gpus {c.spare_gpus} = {total:,} GPUs",
@@ -64,21 +125,32 @@ def size_problems(c, r, run) -> list[Problem]:
     active = c.instances * c.instance_gpus
     hosts = -(-active // c.gpus_per_host)
     years = run.horizon_years.value
-    shares = {"reliability.host_afr": years * hosts * _high(r.host_afr),
-              "reliability.host_transient_afr": years * hosts * _high(r.host_transient_afr)}
+    horizon_hours = years * HOURS_PER_YEAR
+    shares = {"reliability.host_afr": hosts * c.gpus_per_host * _high_renewals("afr", r.host_afr, r.host_weibull_shape, horizon_hours),
+              "reliability.host_transient_afr": years * hosts * _instances_per_host(c) * _high(r.host_transient_afr)}
     for name, comp in r.components:
         law_key = comp.law_key()
         if law_key is not None:
-            shares[f"reliability.components.{name}.{law_key}"] = years * active * comp.count * _high_long_run_afr(comp, law_key)
+            shares[f"reliability.components.{name}.{law_key}"] = active * comp.count * _high_renewals(
+                law_key, getattr(comp, law_key), comp.weibull_shape, horizon_hours)
         shares[f"reliability.components.{name}.transient_afr"] = years * active * comp.count * _high(comp.transient_afr)
+    key, renewals = _series_renewals(r, True, horizon_hours)  # a GPU's field-replaceable module
+    if key is not None:
+        shares[key] = max(shares[key], active * renewals)
+    gph = c.gpus_per_host if r.replace_unit == "host" else 1  # a unit's GPUs, renewed whole
+    key, renewals = _series_renewals(r, False, horizon_hours, gph)
+    if key is not None:  # (a unit's failure counts its GPUs)
+        shares[key] = max(shares[key], (active if gph == 1 else hosts * gph) * renewals)
     events = sum(shares.values())
     if events > MAX_EVENTS_PER_LIFETIME:
         top = max(shares, key=shares.get)  # name the rate that contributes most
         return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate)",
-                        f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e} (run.horizon_years x (GPUs x the components' count x (afr or 1/MTTF + transient_afr) "
-                        f"+ hosts x (host_afr + host_transient_afr)), rates at their {_RATE_QUANTILE:g} quantile); "
+                        f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e}: the failures over run.horizon_years (per GPU x the components' "
+                        "count and per host x its GPUs: horizon / MTTF, more for a weibull_shape below 1, whose early failures "
+                        "renew at once, so counted on a unit's laws in series: a GPU, or a host and its GPUs) plus the faults (GPUs x count x transient_afr + hosts x the instances each spans x "
+                        f"host_transient_afr, per year), rates at their {_RATE_QUANTILE:g} quantile; "
                         "the reliability kernel's time grows with it",
-                        "lower the rates, the cluster or the horizon")]
+                        "lower the rates, raise the shape, or shrink the cluster or the horizon")]
     return []
 
 

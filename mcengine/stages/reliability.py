@@ -30,7 +30,7 @@ from ..kernels.laws import CUM_WEIGHT, KIND, LAW_COLUMNS, P1, P2
 from ..kernels.law_codes import LAW_WEIBULL, MAX_LAW_PARTS
 from ..scenario.dists import Law, MixtureLaw
 from ..scenario.sampling import TrialInputs
-from ..scenario.sections.reliability import weibull_rate_per_hour
+from ..scenario.sections.reliability import HOST_CLASS, weibull_rate_per_hour
 from ..scenario.schema import Scenario
 from ._roofline_layout import capacity_table
 from ..units import HOURS_PER_YEAR
@@ -44,8 +44,6 @@ COLUMNS = (
     "stockout_hours", "repairs", "events", "max_failed_gpus", "module_swaps_per_year",
 )
 
-#: The name of the host's own class in ``failures_by_class`` (beside the GPU's component classes).
-HOST_CLASS = "host"
 #: What each class reports (per year of horizon), in columns ``CLASS_PREFIX + <class>.<kind>``.
 CLASS_KINDS = ("failures_per_year", "faults_per_year")
 

@@ -16,7 +16,7 @@ import pytest
 
 from mcengine.jit import kernel
 from mcengine.kernels import life
-from mcengine.kernels._heap import heap_remove, heap_set
+from mcengine.kernels._heap import heap_remove, heap_set, times_pop, times_push
 from mcengine.kernels.laws import law_part, sample_law
 from mcengine.rng import new_stream
 from mcengine.kernels.law_codes import MAX_LAW_PARTS
@@ -67,6 +67,41 @@ def test_indexed_heap_matches_a_reference_priority_queue():
         expected[k] = min(armed.values()) if armed else np.inf
     np.testing.assert_array_equal(tops, expected)
     assert n == len(armed)
+
+
+@kernel
+def _times_ops(pushes, keys_in, out):
+    """Push ``keys_in[k]`` when ``pushes[k]``, else pop (if any) into ``out[k]`` (nan: nothing)."""
+    keys = np.empty(keys_in.size)
+    n = 0
+    for k in range(pushes.size):
+        out[k] = np.nan
+        if pushes[k]:
+            n = times_push(keys, n, keys_in[k])
+        elif n > 0:
+            out[k], n = times_pop(keys, n)
+    return n
+
+
+def test_times_heap_pops_the_earliest_like_heapq():
+    """The repairs' heap of bare times (ties included) against Python's heapq."""
+    import heapq
+
+    rng = np.random.default_rng(11)
+    n_ops = 20_000
+    pushes = rng.random(n_ops) < 0.55
+    keys = np.round(rng.random(n_ops) * 50.0)  # many ties
+    out = np.empty(n_ops)
+    n = _times_ops(pushes, keys, out)
+    ref: list[float] = []
+    expected = np.full(n_ops, np.nan)
+    for k in range(n_ops):
+        if pushes[k]:
+            heapq.heappush(ref, keys[k])
+        elif ref:
+            expected[k] = heapq.heappop(ref)
+    np.testing.assert_array_equal(out, expected)
+    assert n == len(ref)
 
 
 # ----------------------------------------------------------------------------- laws
