@@ -150,8 +150,17 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
 
 def _shard_problem(scenario: Scenario, t: int, attention: str = "tensor") -> str:
     """Why an engine cannot shard the model over ``t`` tensor ranks ('' if it can);
-    data-parallel attention does not shard the heads."""
+    data-parallel attention does not shard the heads. The MLP is tensor-parallel in every
+    attention mode: its intermediate dimension (``ffn``, each expert's ``expert_ffn`` for a
+    mixture of experts without expert parallelism) is split column-wise into ``t`` equal
+    shards, which engines require to divide evenly (docs/sources.md#roof-tp-divisibility).
+    That also bounds the tensor degrees searched by the divisors of a model dimension,
+    whatever ``instance_gpus``."""
     m = scenario.workload.model
+    ep = bool(m.experts and scenario.workload.expert_parallel)
+    mlp, mlp_key = (m.expert_ffn, "expert_ffn") if m.experts else (m.ffn, "ffn")
+    if not ep and mlp % t:
+        return f"allowed: a divisor of workload.model.{mlp_key} = {mlp} (the MLP is split into {t} equal column shards)"
     if attention == "tensor" and m.heads % t:
         return f"allowed: a divisor of workload.model.heads = {m.heads}"
     if attention == "tensor" and m.kv_heads % t and t % m.kv_heads:

@@ -71,8 +71,9 @@ def test_attention_auto_searches_both_modes_and_keeps_the_better():
 
 
 def test_data_attention_lifts_the_kv_head_constraint():
-    # 12 does not divide 64 heads nor is a multiple of 8 KV heads: only data-parallel attention shards it
-    s = calibrated("h100", ("cluster.instance_gpus=12", "workload.tensor_parallel=12", "workload.pipeline_parallel=1", 'workload.attention="auto"'))
+    # 28 divides the MLP (ffn 28,672) but neither divides 64 heads nor is a multiple of 8 KV
+    # heads: only data-parallel attention shards it
+    s = calibrated("h100", ("cluster.instance_gpus=28", "workload.tensor_parallel=28", "workload.pipeline_parallel=1", 'workload.attention="auto"'))
     assert [lay.attention for lay in candidate_layouts(s)] == ["data"]
 
 

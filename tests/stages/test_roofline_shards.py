@@ -1,0 +1,39 @@
+"""Which tensor degrees the layout search may use: the MLP's equal column shards, and a
+degraded-layout search whose size does not grow with ``instance_gpus``."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcengine.scenario import load_scenario
+from mcengine.scenario.load import apply_overrides
+from mcengine.scenario import scenario_from_dict
+from mcengine.stages._roofline_layout import _degraded_layouts, _shard_problem
+
+
+def _scenario(*overrides: str):
+    base = load_scenario("lite-h100")
+    return scenario_from_dict(apply_overrides(base.to_dict(), list(overrides)), "x")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@pytest.mark.parametrize("t, allowed", [(7, True), (14, True), (3, False), (5, False), (31, False), (4096, True)])
+def test_data_attention_needs_t_to_divide_the_mlp(t, allowed):
+    # Llama-3-70B: ffn 28,672 = 2^12 x 7; with heads sharded t must also divide 64 heads
+    s = _scenario()
+    assert (not _shard_problem(s, t, "data")) is allowed
+    if not allowed:
+        assert "workload.model.ffn = 28672" in _shard_problem(s, t, "data")
+    assert bool(_shard_problem(s, 7, "tensor"))  # 7 divides ffn, not the 64 heads
+
+
+def test_degraded_layouts_are_bounded_by_the_model_not_the_instance():
+    # every (t, p, mode) with t | ffn, p <= layers: at most divisors(ffn) x layers x 2 modes
+    bound = len(_divisors(28672)) * 80 * 2
+    small = _degraded_layouts(_scenario("cluster.instance_gpus=1024", 'cluster.on_failure="reshard"'))
+    big = _degraded_layouts(_scenario("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"'))
+    assert len(small) < len(big) <= bound
+    assert all(28672 % layout.tensor == 0 for layout in big)
