@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from mcengine.jit import kernel
 
-__all__ = ["heap_set", "heap_remove", "times_push", "times_pop"]
+__all__ = ["heap_set", "heap_remove", "times_push", "times_pop", "times_heapify"]
 
 
 @kernel
@@ -156,3 +156,23 @@ def times_pop(keys, n):
     if n > 0:
         keys[j] = key
     return top, n
+
+
+@kernel
+def times_heapify(keys, n):
+    """Make ``keys[:n]`` (bare times in any order) a min-heap in place, ``O(n)`` (Floyd):
+    each parent from the last one up sifts down."""
+    for start in range(n // 2 - 1, -1, -1):
+        key = keys[start]
+        j = start
+        while True:
+            child = 2 * j + 1
+            if child >= n:
+                break
+            if child + 1 < n and keys[child + 1] < keys[child]:
+                child += 1
+            if keys[child] >= key:
+                break
+            keys[j] = keys[child]
+            j = child
+        keys[j] = key

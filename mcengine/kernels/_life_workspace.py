@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from mcengine.jit import inline_kernel, kernel
-from mcengine.kernels._heap import heap_set, times_pop
+from mcengine.kernels._heap import heap_set, times_heapify, times_pop, times_push
 from mcengine.kernels._life_variants import LAW_RESTART, N_LAWS
 from mcengine.kernels.laws import sample_law
 from mcengine.rng import STREAM_WORDS
@@ -44,8 +44,9 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   (downtime hours): the counts that differ between variants;
 #: * ``wq`` int64[slots]: the FIFO ring of slots out of stock;
 #: * ``hkeys``, ``hids``, ``hpos``: the indexed heap of per-unit clocks (:mod:`._heap`);
-#: * ``rq`` float64[crews + 1]: pending repair completion times, a min-heap
-#:   (:func:`~mcengine.kernels._heap.times_push`; ``rq[0]`` the earliest);
+#: * ``rq`` float64[crews + 1]: pending repair completion times: an unordered list while
+#:   at most :data:`RQ_HEAP_ABOVE` are pending, else a min-heap (state ``rq_heap``;
+#:   :func:`~mcengine.kernels._heap.times_push`, ``rq[0]`` the earliest);
 #: * ``batch`` int64[gph]: the slots failing at one instant; ``hit`` int64[gph]: the
 #:   instances they hit (fast path); ``assign`` int64[slots + gph]: the slots assigned a
 #:   unit at one instant, ``2 * slot + (1 if it was out of stock)``;
@@ -68,7 +69,8 @@ Workspace = namedtuple("Workspace", [
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
-#: ``rq_min`` the earliest pending repair completion (``rq[0]``, ``inf`` if none);
+#: ``rq_min`` the earliest pending repair completion (``inf`` if none); ``rq_heap`` 1 while
+#: ``rq`` is a heap;
 #: ``stockout_hours``; list lengths ``n_g``, ``n_h`` (listed positions and hosts),
 #: ``hn`` (heap), ``rn`` (repairs pending), ``wq_head``, ``wq_len`` (stock-out FIFO),
 #: ``n_batch`` (slots failing now), ``n_assign`` (units assigned now), ``nv`` (variants
@@ -78,7 +80,7 @@ Workspace = namedtuple("Workspace", [
 #: ``module_swaps``; ``served`` the capacity-hours served short of GPUs (reshard).
 STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served")]
                  + [(name, np.int64) for name in (
-                     "n_g", "n_h", "hn", "rn", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
+                     "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
                      "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
                      "module_swaps")],
                  align=True)
@@ -199,24 +201,60 @@ def _install(ws, v, i, t_in):
     ws.inst_i[v, _PENDING, i] = 1
 
 
+#: Pending repairs are an unordered list up to this many (a scan of a few is cheaper than a
+#: heap's sifts on every push), a min-heap above it, so taking the due ones off never
+#: scans thousands (a stock-out with a deep pool); back to a list at :data:`RQ_LIST_AT_MOST`.
+#: Which one holds them decides no number (the order among repairs due at once draws
+#: nothing): a speed setting, not a model input.
+RQ_HEAP_ABOVE = 64
+RQ_LIST_AT_MOST = 16
+
+
 @inline_kernel
-def _take_due(rq, rn, t):
-    """Take the repairs due by ``t`` off the heap ``rq[:rn]``; return the entries left,
-    how many were taken, and the earliest left (``inf`` if none). Costs ``O(log rn)`` per
-    repair taken, whatever the repairs pending."""
+def _push_repair(rq, s, when):
+    """Add the repair completing at ``when`` to ``rq`` (a list, or the heap above
+    :data:`RQ_HEAP_ABOVE` pending, heapified once when it gets there)."""
+    if s.rq_heap:
+        s.rn = times_push(rq, s.rn, when)
+    else:
+        rq[s.rn] = when
+        s.rn += 1
+        if s.rn > RQ_HEAP_ABOVE:
+            times_heapify(rq, s.rn)
+            s.rq_heap = 1
+
+
+@inline_kernel
+def _take_due(rq, rn, heap, t):
+    """Take the repairs due by ``t`` off ``rq[:rn]`` (a heap if ``heap``: earliest first,
+    ``O(log rn)`` each; else a list: one swap-remove scan); return the entries left, how
+    many were taken, and the earliest left (``inf`` if none)."""
     done = 0
-    while rn > 0 and rq[0] <= t:
-        _, rn = times_pop(rq, rn)
-        done += 1
-    return rn, done, rq[0] if rn > 0 else np.inf
+    if heap:
+        while rn > 0 and rq[0] <= t:
+            _, rn = times_pop(rq, rn)
+            done += 1
+        return rn, done, rq[0] if rn > 0 else np.inf
+    rq_min, j = np.inf, 0
+    while j < rn:
+        if rq[j] > t:
+            rq_min = min(rq_min, rq[j])
+            j += 1
+        else:
+            rn -= 1
+            rq[j] = rq[rn]
+            done += 1
+    return rn, done, rq_min
 
 
 @inline_kernel
 def _return_due(ws, s, t):
     """The units of the repairs due by ``t`` are back in the pool, their crews free
     (while nothing waits: no completion draws or refills)."""
-    rn, done, s.rq_min = _take_due(ws.rq, s.rn, t)
+    rn, done, s.rq_min = _take_due(ws.rq, s.rn, s.rq_heap, t)
     s.rn = rn
+    if rn <= RQ_LIST_AT_MOST:  # (a heap is a list too)
+        s.rq_heap = 0
     s.in_repair -= done
     s.busy -= done
     s.pool += done

@@ -73,14 +73,15 @@ it is next looked at or at the horizon:
   its pending swaps, so its **restart** starts at ``ready_at`` (its duration drawn when
   the instance is next looked at) and ends at ``up_at``; a later fault or failure
   compares its time with these, and the downtime is added when the instance is seen up;
-* **repair completions** are bare times in a min-heap (:func:`~mcengine.kernels._heap.times_push`,
-  so taking one off costs ``O(log n)`` however many are pending): they are events only
-  while something waits for them (a slot out of stock, a repair queued for a crew);
+* **repair completions** are bare times in an unordered list while a few are pending,
+  in a min-heap above :data:`~mcengine.kernels._life_workspace.RQ_HEAP_ABOVE` (so taking
+  one off never scans thousands, whatever the pool and repair times): they are events
+  only while something waits for them (a slot out of stock, a repair queued for a crew);
   otherwise the pool, crew and repair counts are bounds (pool at least, busy crews and
-  units in repair at most) and the repairs due are taken off, earliest first, only when
-  a failure needs an exact count (an empty pool, all crews busy, a possible new maximum
-  in repair) and at the horizon. (The order among repairs due at once decides no draw:
-  they draw only while a repair is queued, and then each is taken off at its own time.)
+  units in repair at most) and the repairs due are taken off only when a failure needs
+  an exact count (an empty pool, all crews busy, a possible new maximum in repair) and
+  at the horizon. (The order among repairs due at once decides no draw: they draw only
+  while a repair is queued, and then each is taken off at its own time.)
 * a zero-length swap or restart completes at once.
 
 In the shipped Lite-GPU cluster this leaves about one loop iteration in five of an
@@ -151,11 +152,11 @@ import numpy as np
 from numba import prange
 
 from mcengine.jit import event_kernel, inline_kernel, kernel, parallel_kernel
-from mcengine.kernels._heap import heap_remove, times_pop, times_push
+from mcengine.kernels._heap import heap_remove, times_pop
 from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
     _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
-    _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _return_due, _settle, _total_rate, _workspace,
+    _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
 )
 from mcengine.kernels._life_hazard import (
     WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, module_life, thinned, unit_life, wear_group,
@@ -255,7 +256,7 @@ def _start(ws, s, c, lf, wb, n_wb):
         ws.rs_f[:, :] = 0.0
     s.hn = hn
     s.n_g, s.n_h, s.rn, s.wq_head, s.wq_len = c.positions, c.hosts, 0, 0, 0
-    s.rq_min = np.inf
+    s.rq_min, s.rq_heap = np.inf, 0
     s.pool, s.busy, s.queue, s.in_repair, s.max_in_repair = c.spares, 0, 0, 0, 0
     s.failures, s.swaps, s.repairs, s.events, s.module_swaps = 0, 0, 0, 0, 0
     s.stockout_hours, s.served = 0.0, 0.0
@@ -472,7 +473,7 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
         s.in_repair += 1
         s.max_in_repair = max(s.max_in_repair, s.in_repair)
         when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
-        s.rn = times_push(ws.rq, s.rn, when)
+        _push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
         i = ws.inst_of[p]
         if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
@@ -535,7 +536,7 @@ def _repair_completes(ws, s, c, lf, laws, t_done):
     s.events += 1
     if s.queue > 0:
         s.queue -= 1
-        s.rn = times_push(ws.rq, s.rn, t_done + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR))
+        _push_repair(ws.rq, s, t_done + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR))
     else:
         s.busy -= 1
     if s.wq_len > 0:  # (t_done == t)
@@ -561,10 +562,28 @@ def _repairs_due(ws, s, c, lf, laws, t, failing, finishing):
     if not exact or s.rq_min > t:  # (else none is due: nothing to scan)
         return
     rq = ws.rq
-    while s.rn > 0 and rq[0] <= t:  # earliest first (a repair drawn now and due by t too)
-        t_done, s.rn = times_pop(rq, s.rn)
+    if s.rq_heap:
+        while s.rn > 0 and rq[0] <= t:  # earliest first (a repair drawn now and due by t too)
+            t_done, s.rn = times_pop(rq, s.rn)
+            _repair_completes(ws, s, c, lf, laws, t_done)
+        s.rq_min = rq[0] if s.rn > 0 else np.inf
+        if s.rn <= RQ_LIST_AT_MOST:  # (a heap is a list too)
+            s.rq_heap = 0
+        return
+    # a list of at most RQ_HEAP_ABOVE: one swap-remove scan (a completion that draws a new
+    # repair takes one off first, so the list never outgrows RQ_HEAP_ABOVE here)
+    rq_min = np.inf  # the earliest repair left, found by the scan
+    j = 0
+    while j < s.rn:
+        if rq[j] > t:
+            rq_min = min(rq_min, rq[j])
+            j += 1
+            continue
+        t_done = rq[j]
+        s.rn -= 1
+        rq[j] = rq[s.rn]
         _repair_completes(ws, s, c, lf, laws, t_done)
-    s.rq_min = rq[0] if s.rn > 0 else np.inf
+    s.rq_min = rq_min
 
 
 @inline_kernel
@@ -593,7 +612,7 @@ def _slot_empties(ws, s, c, lf, laws, x, t):
     if s.busy < c.crews:
         s.busy += 1
         when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
-        s.rn = times_push(ws.rq, s.rn, when)
+        _push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
     else:
         s.queue += 1

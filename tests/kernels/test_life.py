@@ -16,7 +16,7 @@ import pytest
 
 from mcengine.jit import kernel
 from mcengine.kernels import life
-from mcengine.kernels._heap import heap_remove, heap_set, times_pop, times_push
+from mcengine.kernels._heap import heap_remove, heap_set, times_heapify, times_pop, times_push
 from mcengine.kernels.laws import law_part, sample_law
 from mcengine.rng import new_stream
 from mcengine.kernels.law_codes import MAX_LAW_PARTS
@@ -81,6 +81,24 @@ def _times_ops(pushes, keys_in, out):
         elif n > 0:
             out[k], n = times_pop(keys, n)
     return n
+
+
+@kernel
+def _heapify_then_pop_all(keys_in, out):
+    """Heapify ``keys_in`` (any order) in place, then pop every entry into ``out``."""
+    n = keys_in.size
+    times_heapify(keys_in, n)
+    for k in range(out.size):
+        out[k], n = times_pop(keys_in, n)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 64, 65, 1000])
+def test_times_heapify_makes_a_heap_of_any_list(size):
+    """A list of pending repairs turned into the heap (past RQ_HEAP_ABOVE) pops in order."""
+    keys = np.round(np.random.default_rng(size).random(size) * 30.0)  # ties included
+    out = np.empty(size)
+    _heapify_then_pop_all(keys.copy(), out)
+    assert out.tolist() == sorted(keys.tolist())
 
 
 def test_times_heap_pops_the_earliest_like_heapq():
