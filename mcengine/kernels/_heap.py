@@ -136,13 +136,9 @@ def times_push(keys, n, key):
 
 
 @kernel
-def times_pop(keys, n):
-    """Remove the earliest time of the min-heap ``keys[:n]`` (``n > 0``); returns it and
-    ``n - 1``. The top is then ``keys[0]`` if any is left."""
-    top = keys[0]
-    n -= 1
-    key = keys[n]
-    j = 0
+def _times_sift_down(keys, n, j, key):
+    """Place ``key`` at hole ``j`` of the min-heap ``keys[:n]``, moving it down past
+    smaller children."""
     while True:
         child = 2 * j + 1
         if child >= n:
@@ -153,8 +149,17 @@ def times_pop(keys, n):
             break
         keys[j] = keys[child]
         j = child
+    keys[j] = key
+
+
+@kernel
+def times_pop(keys, n):
+    """Remove the earliest time of the min-heap ``keys[:n]`` (``n > 0``); returns it and
+    ``n - 1``. The top is then ``keys[0]`` if any is left."""
+    top = keys[0]
+    n -= 1
     if n > 0:
-        keys[j] = key
+        _times_sift_down(keys, n, 0, keys[n])
     return top, n
 
 
@@ -163,16 +168,4 @@ def times_heapify(keys, n):
     """Make ``keys[:n]`` (bare times in any order) a min-heap in place, ``O(n)`` (Floyd):
     each parent from the last one up sifts down."""
     for start in range(n // 2 - 1, -1, -1):
-        key = keys[start]
-        j = start
-        while True:
-            child = 2 * j + 1
-            if child >= n:
-                break
-            if child + 1 < n and keys[child + 1] < keys[child]:
-                child += 1
-            if keys[child] >= key:
-                break
-            keys[j] = keys[child]
-            j = child
-        keys[j] = key
+        _times_sift_down(keys, n, start, keys[start])
