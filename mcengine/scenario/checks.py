@@ -50,7 +50,9 @@ def _shapes(shape) -> np.ndarray:
     """Shapes spanning a (possibly uncertain) Weibull shape between its extreme quantiles."""
     if shape.is_fixed:
         return np.array([float(shape.value)])
-    return np.geomspace(shape.quantile(1.0 - _RATE_QUANTILE), shape.quantile(_RATE_QUANTILE), 17)
+    low, high, *_ = shape.support()  # (a quantile of an extreme table can round outside it)
+    ends = np.clip([shape.quantile(1.0 - _RATE_QUANTILE), shape.quantile(_RATE_QUANTILE)], low, high)
+    return np.geomspace(ends[0], ends[1], 17)
 
 
 def _high_renewals(law_key: str, dist, shape, horizon_hours: float) -> float:
@@ -109,6 +111,19 @@ def _instances_per_host(c) -> int:
     return min(c.instances, (c.gpus_per_host + c.instance_gpus - 2) // c.instance_gpus + 1)
 
 
+def _shape_of(r, key: str):
+    """``(shape key, shape)`` of the permanent-failure law ``key`` belongs to when that shape is
+    not exactly 1 (it then decides the count as much as the rate does), else None."""
+    if key == "reliability.host_afr":
+        shape_key, shape = "reliability.host_weibull_shape", r.host_weibull_shape
+    elif key.startswith("reliability.components.") and not key.endswith(".transient_afr"):
+        name = key.split(".")[2]
+        shape_key, shape = f"reliability.components.{name}.weibull_shape", dict(r.components)[name].weibull_shape
+    else:
+        return None
+    return None if shape.is_fixed and float(shape.value) == 1.0 else (shape_key, shape)
+
+
 def size_problems(c, r, run) -> list[Problem]:
     """The cluster's size and its expected events per lifetime: the reliability kernel's
     memory grows with the GPUs and its time with the events, so both are bounded.
@@ -143,8 +158,10 @@ def size_problems(c, r, run) -> list[Problem]:
         shares[key] = max(shares[key], (active if gph == 1 else hosts * gph) * renewals)
     events = sum(shares.values())
     if events > MAX_EVENTS_PER_LIFETIME:
-        top = max(shares, key=shares.get)  # name the rate that contributes most
-        return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate)",
+        top = max(shares, key=shares.get)  # name the rate that contributes most (and its law's shape)
+        shape = _shape_of(r, top)
+        with_shape = "" if shape is None else f" with {shape[0]} = {shape[1].to_toml()}"
+        return [Problem(top, f"~{events:.3g} failures and faults per lifetime ({shares[top]:.3g} from this rate{with_shape})",
                         f"allowed: at most {MAX_EVENTS_PER_LIFETIME:.0e}: the failures over run.horizon_years (per GPU x the components' "
                         "count and per host x its GPUs: horizon / MTTF, more for a weibull_shape below 1, whose early failures "
                         "renew at once, so counted on a unit's laws in series: a GPU, or a host and its GPUs) plus the faults (GPUs x count x transient_afr + hosts x the instances each spans x "

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mcengine.errors import InputError
+from mcengine.scenario import load_scenario
 from mcengine.scenario.checks import size_problems
 from mcengine.scenario.sections.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
 from mcengine.units import HOURS_PER_YEAR
@@ -187,3 +188,23 @@ def test_ten_thousand_components_at_the_highest_afr_and_shape_0_05_is_exit_2(cli
     r = cli("check", "h100", "--set", "cluster.instances=1", "--set", "cluster.instance_gpus=1", "--set", "cluster.spare_gpus=0",
             "--set", 'reliability.components.die={count=10000, weibull_shape=0.05, afr=8766.0}')
     assert r.code == 2 and "reliability.components.die.afr" in r.err, r.err
+
+
+@pytest.mark.parametrize("sd", [818712725509829.0, 409117044357843.0, 407676799932844.0])
+def test_an_extreme_shape_table_loads_or_names_its_key(sd):
+    """Found by the numeric-keys property: a shape table so wide that its extreme quantiles
+    rounded outside its support gave a ValueError, an OverflowError, or a refusal naming only
+    the rate. The shapes are clipped to the table's support, and a refusal names the shape."""
+    key = "reliability.components.die.weibull_shape"
+    text = '{dist="normal", mean=10.025, sd=%r, low=0.05, high=20.0}' % sd
+    try:
+        load_scenario("h100", [f"{key}={text}"])
+    except InputError as exc:
+        assert key in str(exc)
+
+
+def test_a_refusal_names_the_shape_of_the_law_that_fails_most():
+    with pytest.raises(InputError) as exc:
+        load_scenario("h100", ["cluster.instances=32", "cluster.instance_gpus=65536", "cluster.spare_gpus=0",
+                               "reliability.host_afr=0.07", "reliability.host_weibull_shape=0.05"])
+    assert "reliability.host_afr" in str(exc.value) and "reliability.host_weibull_shape = 0.05" in str(exc.value)

@@ -93,14 +93,15 @@ def renewals_bound(rate_per_hour: float, shape: float, horizon_hours: float) -> 
     steepest: the smaller of ``F(T) / (1 - F(T))`` (each of ``n`` renewals needs ``n``
     lives shorter than ``T``) and Lorden's ``T / MTTF + E[X^2] / MTTF^2 - 1``.
     """
-    if rate_per_hour <= 0.0 or horizon_hours <= 0.0:
+    scaled = horizon_hours * rate_per_hour  # T / eta (0 when it underflows: no renewal)
+    if scaled <= 0.0:
         return 0.0
     log_mean_scale = math.lgamma(1.0 + 1.0 / shape)  # MTTF = eta * Gamma(1 + 1/k)
-    cycles = horizon_hours * rate_per_hour / math.exp(log_mean_scale)  # T / MTTF
+    cycles = math.exp(min(math.log(scaled) - log_mean_scale, 700.0))  # T / MTTF
     if shape >= 1.0:
         return cycles
-    lorden = cycles + math.exp(math.lgamma(1.0 + 2.0 / shape) - 2.0 * log_mean_scale) - 1.0
-    cum_hazard = (horizon_hours * rate_per_hour) ** shape  # H(T); F / (1 - F) = e^H - 1
+    lorden = cycles + math.exp(min(math.lgamma(1.0 + 2.0 / shape) - 2.0 * log_mean_scale, 700.0)) - 1.0
+    cum_hazard = scaled ** shape  # H(T); F / (1 - F) = e^H - 1
     return min(lorden, math.expm1(cum_hazard) if cum_hazard < 700.0 else math.inf)
 
 
