@@ -111,8 +111,10 @@ def compute(settings: Settings) -> dict:
                        f"(H100/Lite, 'down'); per failure {forms['whole_instance']:.2f}x")
     values = settings.grid(SWEEP_VALUES)
     runs = [variant(lite_r, f"lite-h100.reshard.swap-{v:g}", [f"{SWEEP_KEY}={v!r}"]) for v in values]
-    swept = chain([h100_r, lite_r, *runs], settings)
-    reshard = _lifetime(swept, {"h100": h100_r.name, "lite-h100": lite_r.name})
+    # the Lite at its own (fixed) swap time: the sweep point that is it, else one more run
+    own = next((r for v, r in zip(values, runs) if lite.reliability.swap_hours.to_toml() == v), None)
+    swept = chain([h100_r, *runs] + ([] if own else [lite_r]), settings)
+    reshard = _lifetime(swept, {"h100": h100_r.name, "lite-h100": (own or lite_r).name})
     reshard.update(per_failure_ratio=forms["reshard"],
                    capacity_kept_after_one_failure={"h100": float(tables["h100"][1]), "lite-h100": float(tables["lite"][1])})
     paper = {"scenarios": ["h100", "lite-h100"], "figure": {"median": forms["package_only"], "p05": forms["package_only"], "p95": forms["package_only"]},
