@@ -32,7 +32,7 @@ import pandas as pd
 from . import interrupt
 from .errors import InputError, Problem
 from .io import write_atomic, write_json
-from .outfolder import locked
+from .outfolder import TRIALS_DIR, locked, remove_parts
 from .provenance import parquet_metadata
 from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
@@ -44,7 +44,6 @@ RUN_FILE = "run.json"
 #: Metrics that crowd just below 1: summarised as their distance from 1.
 NEAR_ONE = ("availability", "instance_availability", "capacity_availability")
 CHECKPOINT_FILE = "checkpoint.json"
-TRIALS_DIR = "trials.parquet"
 #: Version of the checkpoint layout (fingerprint + checksum around the state).
 CHECKPOINT_FORMAT = 2
 
@@ -318,7 +317,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
             write_json(out / RUN_FILE, {**spec.to_dict(), **({"provenance": provenance} if provenance else {})})
     frames: list[pd.DataFrame] = []
     if resume and out is not None:
-        _drop_unfinished_parts(out, acc.trials_done)
+        remove_parts(out, acc.trials_done)  # parts the checkpoint does not count (killed between the two writes)
     bounds = chunk_bounds(spec.trials, chunk_trials, acc.trials_done)
     if progress:
         progress(acc.trials_done, spec.trials)
@@ -349,18 +348,10 @@ def _start_fresh(out: Path) -> None:
         done, trials = state.get("trials_done"), _read_json(run_path).get("trials")
         if not (isinstance(done, int) and isinstance(trials, int) and done >= trials):
             raise InputError(Problem("--out", str(out), "holds an unfinished run: continue it with --resume, or choose another folder"))
-    _drop_unfinished_parts(out, 0)
+    remove_parts(out)
     ck.unlink(missing_ok=True)
 
 
-def _drop_unfinished_parts(out: Path, trials_done: int) -> None:
-    """Parts of chunks the checkpoint does not count (killed between the two writes)."""
-    folder = out / TRIALS_DIR
-    for part in folder.glob("part-*.parquet"):
-        if int(part.stem.split("-")[1]) >= trials_done:
-            part.unlink()
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()  # never leave an empty trials.parquet/ behind
 
 
 def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None):

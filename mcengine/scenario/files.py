@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError, Problem
+from ..io import note_input
 
 
 def configs_dir() -> Path:
@@ -64,9 +65,11 @@ def parse_toml(text: str, key: str, what: str) -> dict:
 
 
 def read_toml(path: Path, key: str = "scenario") -> dict:
-    """The TOML file at ``path``; any failure is an InputError naming ``key`` and the file."""
+    """The TOML file at ``path``; any failure is an InputError naming ``key`` and the file.
+    The file is an input of the command: no ``--out`` folder ever replaces or deletes it."""
     try:
         data = path.read_bytes()
+        note_input(path)
     except FileNotFoundError:
         raise InputError(Problem(key, str(path), "no such file")) from None
     except IsADirectoryError:
