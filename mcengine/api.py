@@ -285,14 +285,13 @@ def run(
         if out is None:
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
         spec = None
+        expect = {"seed": None if seed is None else check_seed(seed), "trials": None if trials is None else positive("--trials", trials),
+                  "keep_trials": keep_trials, "overrides": list(overrides)}
         if scenarios:
             study, resolved, plans = _resolve_run(scenarios, overrides)
             n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
             seed = seed if seed is not None else study["seed"]
             spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), bool(keep_trials), study["label"])
-        else:
-            expect = {"seed": None if seed is None else check_seed(seed),
-                      "trials": None if trials is None else positive("--trials", trials), "keep_trials": keep_trials}
     else:
         study, resolved, plans = _resolve_run(scenarios, overrides)
         n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
