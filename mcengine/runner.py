@@ -423,8 +423,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
                 write_atomic(out / CHECKPOINT_FILE, json.dumps(checkpoint_document(acc, spec.fingerprint())))
             if progress:
                 progress(acc.trials_done, spec.trials)
-            if acc.trials_done < spec.trials:
-                interrupt.check()
+            interrupt.check()
     return RunOutcome(spec, acc, frames, saved if isinstance(saved, dict) else None)
 
 

@@ -197,24 +197,50 @@ def test_chunk_bounds_are_made_lazily():
     assert list(chunk_bounds(2500, 1024, 1024)) == [(1024, 1024), (2048, 452)]
 
 
-def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path):
+def _signal_in_chunk(monkeypatch, first_trial: int) -> None:
+    """The CLI's handler runs (as for SIGTERM) while the chunk from ``first_trial`` computes."""
+    from mcengine import interrupt, runner
+
+    real = runner.run_chunk
+
+    def chunk(scenarios, seed, start, n):
+        if start == first_trial:
+            interrupt.on_signal(signal.SIGTERM)
+        return real(scenarios, seed, start, n)
+
+    monkeypatch.setattr(runner, "run_chunk", chunk)
+
+
+@pytest.mark.parametrize(("first_trial", "saved"), [(0, 1024), (2048, 3000)], ids=["first chunk", "last chunk"])
+def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path, monkeypatch, first_trial, saved):
     from mcengine import interrupt
     from mcengine.errors import Interrupted
 
     out = tmp_path / "run"
-
-    def request_during_first_chunk(done, total):
-        if done == 0:
-            with interrupt.deferred():
-                interrupt.on_signal(signal.SIGTERM)  # as the CLI's handler does inside a kernel loop
-
+    _signal_in_chunk(monkeypatch, first_trial)
     try:
         with pytest.raises(Interrupted) as err:
-            _run(chunk_trials=1024, out=out, progress=request_during_first_chunk, figures=False)
+            _run(chunk_trials=1024, out=out, figures=False)
     finally:
         interrupt.clear()
     assert err.value.signum == signal.SIGTERM
-    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 1024
+    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == saved
+
+
+def test_a_signal_in_a_sweep_point_of_one_chunk_stops_the_sweep_there(monkeypatch):
+    """Issue 34 case 8: a sweep whose points are one chunk each ignored the first signal."""
+    from mcengine import interrupt
+    from mcengine.errors import Interrupted
+
+    _signal_in_chunk(monkeypatch, 0)
+    points = []
+    try:
+        with pytest.raises(Interrupted):
+            api.sweep("h100", "econ.pue", ["1.1", "1.2", "1.3"], outputs=["energy_usd"], trials=1024, overrides=SMALL,
+                      progress=lambda done, total: points.append(done))
+    finally:
+        interrupt.clear()
+    assert points == [0, 1024]  # stopped after the first point
 
 
 # ----------------------------------------------------------------------------- a resume honours everything or refuses
