@@ -5,6 +5,7 @@ Shared by scenario loading (:mod:`.load`) and model cards (:mod:`.cards`).
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -51,12 +52,25 @@ def _depth(value) -> int:
     return deepest
 
 
+def max_int_digits() -> int:
+    """The longest integer literal Python converts (``sys.get_int_max_str_digits``; 4,300 by default)."""
+    return sys.get_int_max_str_digits() or 4300
+
+
+def shortened(value: str, keep: int = 40) -> str:
+    """A long value for a message: its ends and its length."""
+    return value if len(value) <= 2 * keep else f"{value[:keep]}...{value[-keep:]} ({len(value):,} characters)"
+
+
 def parse_toml(text: str, key: str, what: str) -> dict:
     """``tomllib.loads`` with every failure an InputError naming ``key`` (a file or ``--set KEY``)."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(Problem(key, what, f"malformed TOML: {exc}")) from None
+    except ValueError:  # an integer literal beyond Python's digit limit
+        raise InputError(Problem(key, shortened(what), f"an integer literal is too long: more than {max_int_digits():,} digits; "
+                                 f"allowed: integers of at most {max_int_digits():,} digits (every key's range is far narrower)")) from None
     except RecursionError:
         raise InputError(Problem(key, what, f"malformed TOML: nested too deeply (allowed: at most {MAX_TOML_DEPTH} levels of tables and arrays)")) from None
     if _depth(raw) > MAX_TOML_DEPTH:
