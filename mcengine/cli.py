@@ -35,7 +35,7 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="KEY=VALUE ov
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="Numba threads (default: all cores).", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as one JSON document on stdout, nothing else.")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there).")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there), or write beside files mcengine did not write (never replacing them).")]
 
 
 def _version(value: bool) -> None:
