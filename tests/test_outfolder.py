@@ -252,3 +252,14 @@ def test_a_manifest_listing_a_link_never_deletes_through_it(cli, tmp_path):
     (out / MANIFEST).write_text(json.dumps({"fingerprint": "x", "command": "run", "files": ["x.png"]}))
     assert cli("yield", "h100", "--wafers", "8", "--out", str(out), "--force").code == 0
     assert (tmp_path / "victim.txt").read_text() == "keep" and (out / "x.png").is_symlink()
+
+
+def test_a_foreign_entry_inside_trials_parquet_is_refused_not_parsed(cli, tmp_path):
+    """A part named `part-abc.parquet` was a raw exit 1 (int() of 'abc'); it is neither read nor deleted."""
+    out = tmp_path / "o"
+    assert cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out)).code == 0
+    (out / "trials.parquet" / "part-abc.parquet").write_text("user data")
+    for extra in ((), ("--force",), ("--set", "cluster.instances=8", "--force")):
+        r = cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out), *extra)
+        assert r.code == 2 and "trials.parquet/part-abc.parquet is not a part mcengine wrote" in r.err, r.err
+    assert (out / "trials.parquet" / "part-abc.parquet").read_text() == "user data"
