@@ -319,7 +319,10 @@ def _check_parts(out: Path, spec: RunSpec, done: int) -> None:
                     if (m := PART.fullmatch(name)) and int(m.group(1)) < done)
     end = 0
     for start in starts:
-        rows = pq.read_metadata(folder / f"part-{start:012d}.parquet").num_rows
+        try:
+            rows = pq.read_metadata(folder / f"part-{start:012d}.parquet").num_rows
+        except (OSError, ValueError):  # not a Parquet file (pyarrow's errors derive from these)
+            break
         if start != end or rows % len(spec.scenarios):
             break
         end = start + rows // len(spec.scenarios)

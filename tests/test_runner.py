@@ -276,7 +276,8 @@ def test_resume_refuses_a_state_whose_counts_disagree_even_with_its_checksum_rec
     assert str(out / "checkpoint.json") in str(err.value)
 
 
-def test_resume_refuses_kept_parts_that_do_not_cover_the_trials_done(tmp_path):
+@pytest.mark.parametrize("damage", ["deleted", "not parquet"])
+def test_resume_refuses_kept_parts_that_do_not_cover_the_trials_done(tmp_path, damage):
     out = tmp_path / "run"
 
     def stop(done, total):
@@ -285,7 +286,11 @@ def test_resume_refuses_kept_parts_that_do_not_cover_the_trials_done(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         _run(chunk_trials=1024, out=out, progress=stop, figures=False, keep_trials=True)
-    (out / "trials.parquet" / "part-000000001024.parquet").unlink()
+    part = out / "trials.parquet" / "part-000000001024.parquet"
+    if damage == "deleted":
+        part.unlink()
+    else:
+        part.write_bytes(b"not a parquet file")
     with pytest.raises(InputError, match="hold trials 0 to 1024, not the 2048 trials"):
         api.run(None, out=out, resume=True, figures=False)
 
