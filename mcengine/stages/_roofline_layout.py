@@ -270,7 +270,8 @@ def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
 #: The most layouts the reshard capacity table may evaluate (one roofline evaluation at the
 #: median inputs each, a few ms): a scenario whose search is larger is refused, so a
 #: reshard run's set-up stays bounded (tens of seconds) whatever ``workload.model.layers``
-#: and ``cluster.instance_gpus``. Every shipped model on any instance stays far below it.
+#: and ``cluster.instance_gpus``. Every shipped model card stays below it on the largest
+#: instance (65,536 GPUs): at most 3,288 layouts (llama-3.1-405b).
 MAX_DEGRADED_LAYOUTS = 4096
 
 

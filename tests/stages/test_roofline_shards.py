@@ -60,3 +60,11 @@ def test_the_tensor_degrees_searched_are_those_of_a_scan_to_the_instance_size():
         n = s.cluster.instance_gpus
         scanned = [t for t in range(1, n + 1) if any(not _shard_problem(s, t, a) for a in attention_modes(s))]
         assert [t for t in _tensor_degrees(s) if any(not _shard_problem(s, t, a) for a in attention_modes(s))] == scanned
+
+
+@pytest.mark.parametrize("model", ["gpt-3-175b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b"])
+def test_every_shipped_model_card_searches_within_the_bound_on_the_largest_instance(model):
+    from mcengine.stages._roofline_layout import MAX_DEGRADED_LAYOUTS
+
+    s = _scenario("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"', f'workload.model="{model}"')
+    assert len(_degraded_layouts(s)) <= MAX_DEGRADED_LAYOUTS
