@@ -267,16 +267,42 @@ def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
     return min(fitting, key=lambda e: float(e.slo_excess[0])), evaluations
 
 
+#: The most layouts the reshard capacity table may evaluate (one roofline evaluation at the
+#: median inputs each, a few ms): a scenario whose search is larger is refused, so a
+#: reshard run's set-up stays bounded (tens of seconds) whatever ``workload.model.layers``
+#: and ``cluster.instance_gpus``. Every shipped model card stays below it on the largest
+#: instance (65,536 GPUs): at most 3,288 layouts (llama-3.1-405b).
+MAX_DEGRADED_LAYOUTS = 4096
+
+
+def _tensor_degrees(scenario: Scenario) -> list[int]:
+    """The tensor degrees :func:`_shard_problem` can allow, at most ``instance_gpus``: the
+    divisors of the dimension every degree must divide (``experts`` with expert
+    parallelism, else the MLP's), found in O(sqrt) of it, never by counting to ``n``."""
+    m, n = scenario.workload.model, scenario.cluster.instance_gpus
+    ep = bool(m.experts and scenario.workload.expert_parallel)
+    dim = m.experts if ep else (m.expert_ffn if m.experts else m.ffn)
+    small = [d for d in range(1, int(dim**0.5) + 1) if dim % d == 0]
+    return sorted(t for t in {*small, *(dim // d for d in small)} if t <= n)
+
+
 def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
     """Every shardable ``t x p`` layout of at most ``instance_gpus`` GPUs (``p`` at most the
     layers), in each searched attention mode with the searched all-reduce algorithm (as
     :func:`candidate_layouts`): at most (tensor degrees) x layers x modes of them,
-    whatever ``instance_gpus``."""
+    whatever ``instance_gpus``. More than :data:`MAX_DEGRADED_LAYOUTS` is InputError
+    naming ``cluster.on_failure`` and the bound."""
     w, m, n = scenario.workload, scenario.workload.model, scenario.cluster.instance_gpus
     ep = bool(m.experts and w.expert_parallel)
     algorithm = allreduce_algorithm(scenario)
-    return [ra.Layout(t, p, ep, algorithm, a) for t in range(1, n + 1) for a in attention_modes(scenario)
-            if not _shard_problem(scenario, t, a) for p in range(1, min(m.layers, n // t) + 1)]
+    shardable = [(t, a) for t in _tensor_degrees(scenario) for a in attention_modes(scenario) if not _shard_problem(scenario, t, a)]
+    count = sum(min(m.layers, n // t) for t, _ in shardable)
+    if count > MAX_DEGRADED_LAYOUTS:
+        raise InputError(Problem("cluster.on_failure", "reshard", f"the degraded-layout search would evaluate {count:,} layouts "
+                                 f"({len(shardable)} shardable tensor degrees x modes, pipelines up to workload.model.layers = {m.layers} "
+                                 f"on cluster.instance_gpus = {n}); allowed: at most {MAX_DEGRADED_LAYOUTS:,} (a model with fewer "
+                                 'layers or fewer divisors of its MLP, a smaller instance, or cluster.on_failure = "down")'))
+    return [ra.Layout(t, p, ep, algorithm, a) for t, a in shardable for p in range(1, min(m.layers, n // t) + 1)]
 
 
 @lru_cache(maxsize=64)
