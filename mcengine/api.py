@@ -448,11 +448,11 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     """`mcengine paper`: the paper's claims one by one (:mod:`mcengine.paper`): per claim
     the paper's figure, mcengine's under the paper's assumptions (configs/paper/) and
     under the shipped scenarios, and where it flips; plus the SLO frontier. ``out``
-    gets summary.json, table.csv (one row per claim), one figure per claim and the
+    gets summary.json, table.csv (one row per claim, in numbers), one figure per claim and the
     frontier figure, and the scenarios of the paper set; ``progress(text)`` hears each step."""
     from .paper import DEFAULT_SEED, DEFAULT_TRIALS, QUICK_TRIALS, study
     from .paper._common import paper_dir
-    from .report.paper import claim_rows, write_paper_figures
+    from .report.paper import claim_number_rows, write_paper_figures
 
     trials = positive("--trials", trials if trials is not None else (QUICK_TRIALS if quick else DEFAULT_TRIALS))
     seed = check_seed(DEFAULT_SEED if seed is None else seed)
@@ -462,7 +462,7 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     elapsed = doc.pop("elapsed_s")
     doc["provenance"] = provenance(scenarios, doc["seed"], "trials", doc["trials"])
     doc["elapsed_s"] = elapsed
-    _save(folder, doc, scenarios, claim_rows(doc), figures=lambda o: write_paper_figures(doc, o))
+    _save(folder, doc, scenarios, claim_number_rows(doc), figures=lambda o: write_paper_figures(doc, o))
     return doc
 
 

@@ -22,18 +22,19 @@ app = typer.Typer(
     name="mcengine",
     help="Monte Carlo engine: should AI clusters be built from Lite-GPUs or H100s? Cost per token and availability, with error bars.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
 
 # ------------------------------------------------------------------ shared options
-ScenarioArg = Annotated[str, typer.Argument(help="Path to a scenario TOML file, or a shipped scenario name (see `mcengine scenarios`).", show_default=False)]
-SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Master seed (default: the scenario's run.seed). Same seed, same numbers at any thread count.", show_default=False)]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value); NAME:KEY=VALUE or A:/B:... for one scenario. Repeatable.", show_default=False)]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="Numba threads (default: all cores).", show_default=False)]
+ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="Path to a scenario TOML file, or a shipped scenario name (see `mcengine scenarios`).", show_default=False)]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", metavar="S", help="Master seed (default: the scenario's run.seed). Same seed, same numbers at any thread count.", show_default=False)]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value); NAME:KEY=VALUE or A:/B:... for one scenario. Repeatable.", show_default=False)]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="T", help="Numba threads (default: all cores).", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as one JSON document on stdout, nothing else.")]
-OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there).")]
 
 
@@ -88,7 +89,7 @@ def scenarios_cmd(as_json: JsonOpt = False) -> None:
 
 @app.command("keys")
 def keys_cmd(
-    section: Annotated[Optional[str], typer.Argument(help="Only the keys under this table (fab, reliability.components, workload.model, ...).", show_default=False)] = None,
+    section: Annotated[Optional[str], typer.Argument(metavar="[SECTION]", help="Only the keys under this table (fab, reliability.components, workload.model, ...).", show_default=False)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Every scenario key: meaning, unit, default, allowed range and why."""
@@ -128,7 +129,7 @@ def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_j
 @app.command("yield")
 def yield_cmd(
     scenario: ScenarioArg,
-    wafers: Annotated[int, typer.Option("--wafers", help="Wafers to sample.")] = 10_000,
+    wafers: Annotated[int, typer.Option("--wafers", metavar="N", help="Wafers to sample.")] = 10_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -145,7 +146,7 @@ def yield_cmd(
 @app.command("reliability")
 def reliability_cmd(
     scenario: ScenarioArg,
-    lifetimes: Annotated[int, typer.Option("--lifetimes", help="Cluster lifetimes to simulate.")] = 1_000,
+    lifetimes: Annotated[int, typer.Option("--lifetimes", metavar="N", help="Cluster lifetimes to simulate.")] = 1_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -167,12 +168,12 @@ def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonO
     _emit(api.roofline(scenario, overrides or (), out=out, force=force), as_json, render_roofline)
 
 
-TrialsOpt = Annotated[Optional[int], typer.Option("--trials", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
+TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
 KeepOpt = Annotated[bool, typer.Option("--keep-trials", help="Also write the per-trial table (trials.parquet) to --out.")]
-ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", help="Continue the interrupted run saved in this folder.", show_default=False)]
-SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", help="Run chunks on a Dask cluster (tcp://HOST:PORT).", show_default=False)]
+ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Continue the interrupted run saved in this folder.", show_default=False)]
+SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDR", help="Run chunks on a Dask cluster (tcp://HOST:PORT).", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
-ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
+ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", metavar="N", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
 
 
 def _progress_bar(as_json: bool, quiet: bool):
@@ -251,8 +252,8 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
             _console().print(f"results in {folder}/ (summary.json, table.csv, figures, resolved scenarios)")
 
 
-ScenariosArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios (paths or shipped names), or one study (file or shipped name); none = the shipped case study.", show_default=False)]
-PairedArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
+ScenariosArg = Annotated[Optional[list[str]], typer.Argument(metavar="[SCENARIO]...", help="Scenarios (paths or shipped names), or one study (file or shipped name); none = the shipped case study.", show_default=False)]
+PairedArg = Annotated[Optional[list[str]], typer.Argument(metavar="A B [C]...", help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
 
 
 #: `mcengine run paper` is `mcengine paper` (the study is not a list of scenarios).
@@ -308,11 +309,11 @@ app.command("compare")(_chain_command(2, PairedArg, "Paired comparison of B (and
 
 @app.command("sweep")
 def sweep_cmd(
-    scenarios: Annotated[list[str], typer.Argument(help="A scenario, or two (A B: the outputs become the paired ratio B/A and P(B < A)).", show_default=False)],
-    param: Annotated[list[str], typer.Option("--param", help="Dotted key to sweep (B:KEY or A:KEY for one side only); twice for a 2-D grid.", show_default=False)],
-    values: Annotated[list[str], typer.Option("--values", help="Comma-separated TOML values, one --values per --param.", show_default=False)],
-    output: Annotated[Optional[list[str]], typer.Option("--output", help="Metric to report (repeatable; default: cost, availability, tokens/s, GPU cost).", show_default=False)] = None,
-    trials: Annotated[int, typer.Option("--trials", help="Paired trials per value.")] = 1024,
+    scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO", help="A scenario, or two (A B: the outputs become the paired ratio B/A and P(B < A)).", show_default=False)],
+    param: Annotated[list[str], typer.Option("--param", metavar="KEY", help="Dotted key to sweep (B:KEY or A:KEY for one side only); twice for a 2-D grid.", show_default=False)],
+    values: Annotated[list[str], typer.Option("--values", metavar="V1,V2,...", help="Comma-separated TOML values, one --values per --param.", show_default=False)],
+    output: Annotated[Optional[list[str]], typer.Option("--metric", "--output", metavar="METRIC", help="Metric to report (repeatable; default: cost, availability, tokens/s, GPU cost). --output is the same option.", show_default=False)] = None,
+    trials: Annotated[int, typer.Option("--trials", metavar="N", help="Paired trials per value.")] = 1024,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -345,10 +346,10 @@ def sweep_cmd(
 
 @app.command("sensitivity")
 def sensitivity_cmd(
-    scenarios: Annotated[list[str], typer.Argument(help="A scenario, or two (A B: the output becomes the paired ratio B/A).", show_default=False)],
-    method: Annotated[str, typer.Option("--method", help="sobol (variance-based indices) or tornado (one at a time, 5th/95th percentile).")] = "sobol",
-    output: Annotated[str, typer.Option("--output", help="Metric analysed (cost_per_mtok_usd, availability, tokens_per_s, gpu_cost_usd, ...).")] = "cost_per_mtok_usd",
-    trials: Annotated[Optional[int], typer.Option("--trials", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar.", show_default=False)] = None,
+    scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO", help="A scenario, or two (A B: the output becomes the paired ratio B/A).", show_default=False)],
+    method: Annotated[str, typer.Option("--method", metavar="sobol|tornado", help="sobol (variance-based indices) or tornado (one at a time, 5th/95th percentile).")] = "sobol",
+    output: Annotated[str, typer.Option("--metric", "--output", metavar="METRIC", help="Metric analysed (cost_per_mtok_usd, availability, tokens_per_s, gpu_cost_usd, ...). --output is the same option.")] = "cost_per_mtok_usd",
+    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar.", show_default=False)] = None,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -381,12 +382,12 @@ def sensitivity_cmd(
 
 @app.command("paper")
 def paper_cmd(
-    trials: Annotated[Optional[int], typer.Option("--trials", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Master seed (default 0). Same seed, same numbers at any thread count.", show_default=False)] = None,
+    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", metavar="S", help="Master seed (default 0). Same seed, same numbers at any thread count.", show_default=False)] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-long smoke run: few trials, three points per sweep (not a result).")] = False,
     threads: ThreadsOpt = None,
     as_json: JsonOpt = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, table.csv (one row per claim), one figure per claim and the SLO frontier, and the paper's scenarios.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Write summary.json, table.csv (one row per claim), one figure per claim and the SLO frontier, and the paper's scenarios.", show_default=False)] = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -415,7 +416,7 @@ def validate_cmd(as_json: JsonOpt = False) -> None:
 @app.command("bench")
 def bench_cmd(
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-long version (smoke test).")] = False,
-    stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Only these stages (fab, reliability, chain). Repeatable.")] = None,
+    stage: Annotated[Optional[list[str]], typer.Option("--stage", metavar="STAGE", help="Only these stages (fab, reliability, chain). Repeatable.")] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
     force: ForceOpt = False,
