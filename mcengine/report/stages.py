@@ -43,8 +43,10 @@ def yield_figures(doc: dict) -> dict:
 
 
 def reliability_figures(doc: dict) -> dict:
-    """Downtime (quantiles of unavailability) and event rates beside the renewal references."""
+    """Downtime (quantiles of unavailability) and event rates beside the renewal references
+    over the run's horizon (the long-run ones, where they differ, in grey)."""
     from ..units import HOURS_PER_YEAR
+    from .metrics import reliability_references
 
     an = doc.get("analytic", {})
     fig = new_figure(9.0, 4.0)
@@ -55,8 +57,12 @@ def reliability_figures(doc: dict) -> dict:
     # downtime is 1 − availability: its low quantiles come from availability's high ones
     down = [(1 - a[{"p01": "p99", "p05": "p95", "p50": "p50", "p95": "p05", "p99": "p01"}[k]]) * minutes for k, _ in qs]
     ax1.plot(range(len(qs)), down, "o-", color="C0", label="Monte Carlo")
-    if "availability_no_stockout" in an:
-        ax1.axhline((1 - an["availability_no_stockout"]) * minutes, color="C3", ls="--", label="renewal reference (ample spares)")
+    refs = reliability_references(an)
+    ref, long_run = refs["instance_availability"]
+    if ref is not None:
+        ax1.axhline((1 - ref) * minutes, color="C3", ls="--", label="renewal reference over the horizon")
+    if long_run is not None:
+        ax1.axhline((1 - long_run) * minutes, color="C7", ls=":", label="long-run reference (t → ∞)")
     ax1.set_xticks(range(len(qs)), [w for _, w in qs])
     ax1.set(xlabel="quantile over lifetimes", ylabel="downtime per instance (minutes per year)", title="Instance downtime", ylim=(0, None))
     ax1.grid(alpha=0.3)
@@ -68,8 +74,11 @@ def reliability_figures(doc: dict) -> dict:
         d = doc[key]
         ax2.barh(i, d["mean"], color="C0", alpha=0.7)
         ax2.errorbar([d["mean"]], [i], xerr=[[d["mean"] - d["p05"]], [d["p95"] - d["mean"]]], fmt="none", color="k", capsize=4)
-        if ref and ref in an:
-            ax2.plot([an[ref]], [i], "D", color="C3", label="renewal reference" if i == 0 else None)
+        at, long_run = refs.get(ref, (None, None)) if ref else (None, None)
+        if at is not None:
+            ax2.plot([at], [i], "D", color="C3", label="renewal reference over the horizon" if i == 0 else None)
+        if long_run is not None:
+            ax2.plot([long_run], [i], "D", mfc="none", color="C7", label="long-run reference (t → ∞)" if i == 0 else None)
     ax2.set_yticks(range(len(rows)), [r[1] for r in rows])
     ax2.invert_yaxis()
     ax2.set(xlabel="events per year in the cluster (bars: mean; whiskers: 5%–95%)", title="Event rates")

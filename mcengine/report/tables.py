@@ -230,36 +230,44 @@ def render_yield(body: dict):
 
 
 def render_reliability(body: dict):
-    """A rich Table of ``mcengine reliability``: Monte Carlo beside the renewal references."""
+    """A rich Table of ``mcengine reliability``: Monte Carlo beside the renewal reference
+    that matches the run's horizon, the long-run one (1/MTTF, t → ∞) on a row of its own
+    where it differs (:func:`mcengine.report.metrics.reliability_references`)."""
     from rich.table import Table
 
+    from .metrics import reliability_references
+
     an = body.get("analytic", {})
+    refs = reliability_references(an)
     name = body.get("scenario")
     table = Table(title=f"reliability stage{f': {name}' if name else ''}, {body.get('lifetimes', '?')} lifetimes",
-                  caption="references: long-run renewal rates at the median inputs; instance availability: "
-                          f"{an.get('instance_availability_basis', 'ample spares')}; "
+                  caption="reference: renewal references at the median inputs over the run's horizon (a cluster started new); "
+                          "long-run: 1/MTTF per class (t → ∞), shown where a wear-out or infant-mortality law makes it differ; "
+                          f"instance availability: {an.get('instance_availability_basis', 'ample spares')}; "
                           + (f"capacity: {an['capacity_availability_basis']}; " if "capacity_availability_basis" in an else "")
-                          + f"{body.get('events', 0):,} events simulated"
-                          + (f"; over the horizon (renewal function) {an['failures_per_year_over_horizon']:,.1f} failures/yr" if "failures_per_year_over_horizon" in an else ""))
+                          + f"{body.get('events', 0):,} events simulated")
     for col in ("quantity", "MC mean ± sem", "MC p05 – p95", "reference"):
         table.add_column(col, justify="left" if col == "quantity" else "right")
     rows = (
-        ("instance availability", "instance_availability", ".6f", an.get("instance_availability", an.get("availability_no_stockout"))),
-        ("capacity availability", "capacity_availability", ".6f", an.get("capacity_availability")),
-        ("failures / year", "failures_per_year", ",.2f", an.get("failures_per_year")),
-        ("interruptions / year", "interruptions_per_year", ",.2f", an.get("interruptions_per_year")),
-        ("swaps / year", "swaps_per_year", ",.2f", None),
-        ("repairs / year", "repairs_per_year", ",.2f", None),
-        ("module swaps / year", "module_swaps_per_year", ",.2f", None),
-        ("stock-out inst-hours", "stockout_hours", ",.1f", None),
-        ("max failed GPUs", "max_failed_gpus", ",.1f", None),
+        ("instance availability", "instance_availability", ".6f"),
+        ("capacity availability", "capacity_availability", ".6f"),
+        ("failures / year", "failures_per_year", ",.2f"),
+        ("interruptions / year", "interruptions_per_year", ",.2f"),
+        ("swaps / year", "swaps_per_year", ",.2f"),
+        ("repairs / year", "repairs_per_year", ",.2f"),
+        ("module swaps / year", "module_swaps_per_year", ",.2f"),
+        ("stock-out inst-hours", "stockout_hours", ",.1f"),
+        ("max failed GPUs", "max_failed_gpus", ",.1f"),
     )
-    for label, key, fmt, ref in rows:
+    for label, key, fmt in rows:
         if key not in body:
             continue
         d = body[key]
+        ref, long_run = refs.get(key, (None, None))
         table.add_row(label, f"{d['mean']:{fmt}} ± {d['sem']:.2g}", f"{d['p05']:{fmt}} – {d['p95']:{fmt}}",
                       "" if ref is None else f"{ref:{fmt}}")
+        if long_run is not None:
+            table.add_row("  long-run reference (t → ∞)", "", "", f"{long_run:{fmt}}")
     for cls, kinds in body.get("failures_by_class", {}).items():
         for kind, words in (("failures_per_year", "failures"), ("faults_per_year", "faults")):
             d = kinds[kind]
