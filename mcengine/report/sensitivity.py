@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from .figures import save_png
-from .tables import fmt_value
+from .tables import fit, fmt_value
 
 
 def _slug(text: str) -> str:
@@ -61,9 +61,8 @@ def _sweep_1d_table(doc: dict):
     table = Table(*cols, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}",
                   caption=(f"outputs are the paired ratio {doc['ratio_of']} (B / A); lower cost is better, higher availability "
                            "and tokens/s are better (there ties count: P(B ≥ A))") if paired else None)
-    table.columns[0].no_wrap = True
     for col in table.columns[1:]:
-        col.justify, col.no_wrap = "right", True
+        col.justify = "right"
     for m in doc["outputs"]:
         _section(table, metric(m).short + (" ratio B / A" if paired else f" ({metric(m).unit})" if metric(m).unit else ""))
         for row in doc["rows"]:
@@ -72,7 +71,7 @@ def _sweep_1d_table(doc: dict):
             if paired:
                 cells.append(f"{p_better(m, row['p_b_below_a'][m])[0]:.3f}")
             table.add_row(*cells)
-    return table
+    return fit(table)
 
 
 def _sweep_2d_tables(doc: dict):
@@ -93,9 +92,8 @@ def _sweep_2d_tables(doc: dict):
         extra = f" (in brackets {p_better(m, 0.0)[1]})" if paired else ""
         table = Table(p1, *(_value_text(v) for v in v2), title=f"{metric(m).label}: {what}{extra}",
                       caption=f"rows: {p1}; columns: {p2}")
-        table.columns[0].no_wrap = True
         for col in table.columns[1:]:
-            col.justify, col.no_wrap = "right", True
+            col.justify = "right"
         for i, a in enumerate(v1):
             row = [_value_text(a)]
             for j in range(len(v2)):
@@ -105,7 +103,7 @@ def _sweep_2d_tables(doc: dict):
                     text += f" [{p_better(m, r['p_b_below_a'][m])[0]:.2f}]"
                 row.append(text)
             table.add_row(*row)
-        parts.append(table)
+        parts.append(fit(table))
     return Group(*parts)
 
 
@@ -123,12 +121,11 @@ def render_tornado(doc: dict):
     table = Table("input", f"input p{lo * 100:g} → p{hi * 100:g}", f"at p{lo * 100:g}", f"at p{hi * 100:g}", "swing",
                   title=f"tornado of {metric(doc['output']).label}{' ratio ' + doc['ratio_of'] if 'ratio_of' in doc else ''} ({doc['scenario']})",
                   caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}")
-    table.columns[0].no_wrap = True
     for col in table.columns[1:]:
         col.justify = "right"
     for key, bar in doc["bars"].items():
         table.add_row(key, f"{fmt_value(bar['input_low'], 3)} → {fmt_value(bar['input_high'], 3)}", _num(bar["low"]), _num(bar["high"]), _num(bar["swing"]))
-    return table
+    return fit(table)
 
 
 def render_sobol(doc: dict):
@@ -137,10 +134,9 @@ def render_sobol(doc: dict):
     pct = f"{doc['conf_level'] * 100:g}%"
     table = Table("input", "S1", f"± ({pct})", "ST", f"± ({pct})",
                   title=f"Sobol' indices of {_what(doc, doc['output'])} ({doc['scenario']}): N = {doc['base_samples']:,}, {doc['evaluations']:,} trials")
-    table.columns[0].no_wrap = True
     for key, ix in doc["indices"].items():
         table.add_row(key, f"{ix['S1']:.3f}", f"{ix['S1_conf']:.3f}", f"{ix['ST']:.3f}", f"{ix['ST_conf']:.3f}")
-    return table
+    return fit(table)
 
 
 def render(doc: dict):
