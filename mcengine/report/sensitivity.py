@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .display import FigureSet
 from .figures import save_png
 from .tables import fit, fmt_value
 
@@ -309,16 +310,16 @@ def sobol_figure(doc: dict):
     return fig
 
 
-def sensitivity_figures(doc: dict) -> dict:
+def sensitivity_figures(doc: dict) -> FigureSet:
     """{file name: Figure} of a sweep, tornado or Sobol' document."""
     if "rows" in doc:
         if isinstance(doc["param"], list):
             p1, p2 = doc["param"]
-            return {f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png": f for m, f in sweep_2d_figures(doc).items()}
-        return {f"sweep_{_slug(doc['param'])}.png": sweep_1d_figure(doc)}
+            return FigureSet({f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png": f for m, f in sweep_2d_figures(doc).items()})
+        return FigureSet({f"sweep_{_slug(doc['param'])}.png": sweep_1d_figure(doc)})
     if doc["method"] == "tornado":
-        return {f"tornado_{_slug(doc['output'])}.png": tornado_figure(doc)}
-    return {f"sobol_{_slug(doc['output'])}.png": sobol_figure(doc)}
+        return FigureSet({f"tornado_{_slug(doc['output'])}.png": tornado_figure(doc)})
+    return FigureSet({f"sobol_{_slug(doc['output'])}.png": sobol_figure(doc)})
 
 
 def write_figures(doc: dict, out: str | Path) -> list[Path]:

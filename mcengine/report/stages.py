@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .display import FigureSet
 from .figures import new_figure, save_png
 
 
@@ -17,7 +18,7 @@ def _write(figs: dict, out) -> list[Path]:
     return [save_png(fig, out / name) for name, fig in figs.items()]
 
 
-def yield_figures(doc: dict) -> dict:
+def yield_figures(doc: dict) -> FigureSet:
     """Die yield: the Monte Carlo mean with its 90% band beside each closed form."""
     an, mc = doc["analytic"], doc["die_yield"]
     harvest = doc.get("harvesting", {})
@@ -39,10 +40,10 @@ def yield_figures(doc: dict) -> dict:
            title=f"Die yield of {doc.get('scenario', '')}: Monte Carlo vs closed forms ({doc.get('wafers', 0):,} wafers)")
     ax.grid(alpha=0.3, axis="x")
     fig.legend(fontsize=8, loc="outside lower center", ncols=2)
-    return {"die_yield.png": fig}
+    return FigureSet({"die_yield.png": fig})
 
 
-def reliability_figures(doc: dict) -> dict:
+def reliability_figures(doc: dict) -> FigureSet:
     """Downtime (quantiles of unavailability) and event rates beside the renewal references
     over the run's horizon (the long-run ones, where they differ, in grey)."""
     from ..units import HOURS_PER_YEAR
@@ -85,10 +86,10 @@ def reliability_figures(doc: dict) -> dict:
     ax2.grid(alpha=0.3, axis="x")
     ax2.legend(fontsize=7, loc="lower right")
     fig.suptitle(f"Reliability of {doc.get('scenario', '')}: {doc.get('lifetimes', 0):,} cluster lifetimes", fontsize=10)
-    return {"reliability.png": fig}
+    return FigureSet({"reliability.png": fig})
 
 
-def roofline_figures(doc: dict) -> dict:
+def roofline_figures(doc: dict) -> FigureSet:
     """Roofline terms per phase (log scale) and tokens/s per GPU of each searched layout."""
     import numpy as np
 
@@ -120,7 +121,7 @@ def roofline_figures(doc: dict) -> dict:
             ylim=(0, max(vals) * 1.35 if max(vals) > 0 else 1))
     ax2.grid(alpha=0.3, axis="y")
     fig.suptitle(f"Roofline of {doc.get('scenario', '')} at the median inputs", fontsize=10)
-    return {"roofline.png": fig}
+    return FigureSet({"roofline.png": fig})
 
 
 def figures_for_yield(doc: dict, out) -> list[Path]:
