@@ -86,6 +86,15 @@ def check(scenario: str | Scenario, overrides: Iterable[str] = ()) -> Scenario:
     return scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
 
 
+def kernels_cold(work: str) -> bool:
+    """True when ``work`` (``"fab"``, ``"reliability"`` or ``"chain"``) will compile numba
+    kernels before it starts: their on-disk cache is empty or stale
+    (:func:`mcengine.kernels.cache.cold`)."""
+    from .kernels.cache import cold
+
+    return cold(work)
+
+
 def set_threads(threads: int | None) -> None:
     """Numba threads for the kernels; results never depend on it."""
     if threads is None:
@@ -266,7 +275,10 @@ def run(
     ``force``; ``resume=True`` continues the interrupted run in ``out``.
     ``keep_trials`` defaults to keeping the per-trial table (in memory without ``out``),
     and on resume to what the interrupted run did; a ``seed``, ``trials`` or
-    ``keep_trials`` given on resume must match the interrupted run's.
+    ``keep_trials`` given on resume must match the interrupted run's. ``chunk_trials``
+    (a multiple of 1,024) fixes the chunk size; by default chunks grow from 1,024 trials
+    to take about two seconds each (at most 16,384), so progress moves every few seconds.
+    Neither changes a number.
     ``progress``: ``"auto"`` (default) or ``True`` draws a progress bar in a Jupyter
     notebook (nothing elsewhere), ``None`` none, a callable ``progress(done, total)``
     hears the trials done after each chunk.
@@ -277,7 +289,6 @@ def run(
 
     start = time.perf_counter()
     out = Path(out) if out is not None else None
-    chunk_trials = runner.DEFAULT_CHUNK_TRIALS if chunk_trials is None else chunk_trials
     expect, plans, outputs = {}, [], None
     if resume:
         if out is None:

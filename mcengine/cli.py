@@ -38,6 +38,18 @@ OutOpt = Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Wr
 ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there).")]
 
 
+#: The one line printed before numba compiles (stderr, terminal or not).
+COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on disk; later runs start at once)"
+
+
+def _note_compile(work: str, quiet: bool = False) -> None:
+    """Say on stderr that the kernels ``work`` needs are about to be compiled, when their
+    on-disk cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
+    if not quiet and api.kernels_cold(work):
+        sys.stderr.write(COMPILE_NOTICE + "\n")
+        sys.stderr.flush()
+
+
 def _version(value: bool) -> None:
     if value:
         from . import __version__
@@ -119,9 +131,10 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
         sys.stdout.write(resolved_toml(s.to_dict(with_unset=True)))
 
 
-def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out, force) -> None:
+def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out, force, work: str) -> None:
     """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
     api.set_threads(threads)
+    _note_compile(work)
     doc = study(scenario, size, seed, overrides or (), out=out, force=force)
     _emit(doc, as_json, render)
 
@@ -140,7 +153,7 @@ def yield_cmd(
     """Fab stage alone: die yield, good dies per wafer, cost per good GPU."""
     from .report.tables import render_yield
 
-    _sampled_stage(api.yield_, render_yield, scenario, wafers, seed, overrides, threads, as_json, out, force)
+    _sampled_stage(api.yield_, render_yield, scenario, wafers, seed, overrides, threads, as_json, out, force, "fab")
 
 
 @app.command("reliability")
@@ -157,7 +170,7 @@ def reliability_cmd(
     """Reliability stage alone: availability, failures, swaps, stock-outs."""
     from .report.tables import render_reliability
 
-    _sampled_stage(api.reliability, render_reliability, scenario, lifetimes, seed, overrides, threads, as_json, out, force)
+    _sampled_stage(api.reliability, render_reliability, scenario, lifetimes, seed, overrides, threads, as_json, out, force, "reliability")
 
 
 @app.command("roofline")
@@ -226,6 +239,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
     if resume is None or scenarios:
         _note_overrides(scenarios, overrides)
+    _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     folder = resume if resume is not None else out
     try:
@@ -236,10 +250,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
                 scheduler=scheduler, resume=resume is not None, progress=update, force=force,
             )
     except Interrupted as exc:
-        if folder is not None:
-            exc.hint = f"finished chunks are saved; continue with: mcengine run --resume {folder}"
-        else:
-            exc.hint = "nothing saved: run with --out DIR to be able to resume"
+        exc.hint = _saved_hint(folder, getattr(exc, "trials_saved", 0), getattr(exc, "trials", None))
         raise
     doc = results.summary()
     if as_json:
@@ -250,6 +261,16 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         _console().print(render_run(doc))
         if folder is not None:
             _console().print(f"results in {folder}/ (summary.json, table.csv, figures, resolved scenarios)")
+
+
+def _saved_hint(folder, saved: int, trials: int | None) -> str:
+    """What an interrupted run kept: nothing, or N trials and the command that goes on."""
+    if folder is None:
+        return "nothing saved: run with --out DIR to be able to resume"
+    if not saved:
+        return "nothing saved yet (no chunk had finished): run the command again"
+    of = f" of {trials:,}" if trials else ""
+    return f"{saved:,}{of} trials saved in {folder}; continue with: mcengine run --resume {folder}"
 
 
 ScenariosArg = Annotated[Optional[list[str]], typer.Argument(metavar="[SCENARIO]...", help="Scenarios (paths or shipped names), or one study (file or shipped name); none = the shipped case study.", show_default=False)]
@@ -334,6 +355,7 @@ def sweep_cmd(
         raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
     grid = [api.parse_values(v) for v in values]
     _note_overrides(scenarios, overrides)
+    _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     from contextlib import nullcontext
 
@@ -374,6 +396,7 @@ def sensitivity_cmd(
     kwargs = {"output": output, "seed": seed, "overrides": overrides or (), "out": out, "force": force}
     if trials is not None:
         kwargs["trials"] = trials
+    _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     with bar if bar is not None else nullcontext():
         doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
@@ -396,6 +419,7 @@ def paper_cmd(
 
     api.set_threads(threads)
     note = None if quiet or as_json and not sys.stderr.isatty() else (lambda text: sys.stderr.write(text + "\n"))
+    _note_compile("chain", quiet)
     doc = api.paper(trials=trials, seed=seed, quick=quick, out=out, force=force, progress=note)
     _emit(doc, as_json, render_paper)
     if out is not None and not as_json:
@@ -407,6 +431,7 @@ def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
     from .report.tables import render_validate
 
+    _note_compile("chain")
     doc = api.validation_report()
     _emit(doc, as_json, render_validate)
     if not doc["passed"]:
@@ -424,6 +449,7 @@ def bench_cmd(
     """Throughput of each stage and of the whole chain on this machine (peers: benchmarks/)."""
     from .report.tables import render_bench
 
+    _note_compile("chain")
     doc = api.bench(quick=quick, stages=stage or (), out=out, force=force)
     _emit(doc, as_json, render_bench)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from . import interrupt
-from .errors import InputError, Problem
+from .errors import InputError, Interrupted, Problem
 from .io import write_atomic, write_json
 from .outfolder import locked
 from .provenance import parquet_metadata
@@ -40,6 +41,11 @@ from .results import BLOCK_TRIALS, CLASS_PREFIX, Summary
 from .scenario import Scenario, scenario_from_dict
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
+#: Seconds a chunk of a run without ``chunk_trials`` aims to take, so that its progress
+#: moves every few seconds (:func:`chunk_plan`); never changes the numbers.
+TARGET_CHUNK_S = 2.0
+#: A chunk of such a run grows at most this many times over the one before it.
+CHUNK_GROWTH = 4
 RUN_FILE = "run.json"
 #: Metrics that crowd just below 1: summarised as their distance from 1.
 NEAR_ONE = ("availability", "instance_availability", "capacity_availability")
@@ -187,6 +193,25 @@ def chunk_bounds(trials: int, chunk_trials: int, start: int = 0) -> Iterator[tup
     return ((s, min(chunk_trials, trials - s)) for s in range(start, trials, chunk_trials))
 
 
+def chunk_plan(trials: int, start: int = 0, max_trials: int = DEFAULT_CHUNK_TRIALS, target_s: float = TARGET_CHUNK_S,
+               clock: Callable[[], float] = time.perf_counter) -> Iterator[tuple[int, int]]:
+    """(first trial, trials) of each chunk of a run without ``chunk_trials``: the first
+    chunk one block (progress shows after ~a thousand trials, and the kernels compile on a
+    small chunk), each next one sized from the time the one before took (from its yield
+    to the request for the next: compute, summaries, checkpoint) to take about
+    ``target_s``, in whole blocks, at most :data:`CHUNK_GROWTH` times the one before and
+    at most ``max_trials`` (memory stays bounded). Chunk sizes never change the numbers."""
+    size, first = BLOCK_TRIALS, start
+    while first < trials:
+        n = min(size, trials - first)
+        began = clock()
+        yield first, n
+        took = clock() - began
+        first += n
+        wanted = n * target_s / took if took > 0 else max_trials
+        size = max(BLOCK_TRIALS, int(min(max_trials, CHUNK_GROWTH * n, wanted)) // BLOCK_TRIALS * BLOCK_TRIALS)
+
+
 def check_chunk_trials(chunk_trials: int) -> int:
     if chunk_trials < 1 or chunk_trials % BLOCK_TRIALS:
         raise InputError(Problem("--chunk-trials", chunk_trials, f"allowed: a positive multiple of {BLOCK_TRIALS}"))
@@ -280,7 +305,7 @@ def _load_resume(out: Path, spec: RunSpec | None, seed: int | None = None, trial
 
 def execute(
     spec: RunSpec | None,
-    chunk_trials: int = DEFAULT_CHUNK_TRIALS,
+    chunk_trials: int | None = DEFAULT_CHUNK_TRIALS,
     out: Path | None = None,
     resume: bool = False,
     scheduler: str | None = None,
@@ -288,7 +313,9 @@ def execute(
     expect: dict | None = None,
     provenance: dict | None = None,
 ) -> RunOutcome:
-    """Run (or resume) ``spec`` and return its accumulated summaries.
+    """Run (or resume) ``spec`` and return its accumulated summaries; ``chunk_trials=None``
+    sizes the chunks to take about :data:`TARGET_CHUNK_S` each (:func:`chunk_plan`; on a
+    Dask cluster: :data:`DEFAULT_CHUNK_TRIALS`).
 
     With ``out`` the folder is locked for the run. On resume without a ``spec``,
     ``expect`` may hold the ``seed``, ``trials`` and ``keep_trials`` the caller asked for:
@@ -296,7 +323,8 @@ def execute(
     ``provenance`` is written into each Parquet part's schema metadata (never into the
     run's fingerprint).
     """
-    check_chunk_trials(chunk_trials)
+    if chunk_trials is not None:
+        check_chunk_trials(chunk_trials)
     if out is None:
         return _execute(spec, chunk_trials, None, resume, scheduler, progress, expect or {}, provenance)
     with locked(out):
@@ -319,10 +347,24 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
     frames: list[pd.DataFrame] = []
     if resume and out is not None:
         _drop_unfinished_parts(out, acc.trials_done)
-    bounds = chunk_bounds(spec.trials, chunk_trials, acc.trials_done)
+    if chunk_trials is None and scheduler is None:
+        bounds = chunk_plan(spec.trials, acc.trials_done)
+    else:
+        bounds = chunk_bounds(spec.trials, chunk_trials or DEFAULT_CHUNK_TRIALS, acc.trials_done)
     if progress:
         progress(acc.trials_done, spec.trials)
-    with interrupt.deferred():  # a signal stops the run after the chunk it lands in is saved
+    try:
+        _run_chunks(spec, bounds, scheduler, out, acc, frames, progress, provenance)
+    except Interrupted as exc:  # say what is saved: the trials of the checkpoint (none without a folder)
+        exc.trials_saved, exc.trials = (acc.trials_done if out is not None else 0), spec.trials
+        raise
+    return RunOutcome(spec, acc, frames, saved if isinstance(saved, dict) else None)
+
+
+def _run_chunks(spec, bounds, scheduler, out, acc, frames, progress, provenance) -> None:
+    """Each chunk: computed, its per-trial part written or kept, folded into ``acc``,
+    checkpointed; a signal stops the loop after the chunk it lands in is saved."""
+    with interrupt.deferred():
         for start, chunk in _chunks(spec, bounds, scheduler):
             if spec.keep_trials:
                 frame = trials_frame(chunk)
@@ -337,7 +379,6 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
                 progress(acc.trials_done, spec.trials)
             if acc.trials_done < spec.trials:
                 interrupt.check()
-    return RunOutcome(spec, acc, frames, saved if isinstance(saved, dict) else None)
 
 
 def _start_fresh(out: Path) -> None:

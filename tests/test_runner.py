@@ -215,3 +215,105 @@ def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path):
         interrupt.clear()
     assert err.value.signum == signal.SIGTERM
     assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 1024
+
+
+# ------------------------------------------------------------ progress that moves (issue 33)
+def test_default_chunks_do_not_change_numbers(straight):
+    """chunk_trials=None: chunks sized from the measured time (1,024 first); same numbers."""
+    assert _numbers(_run()) == straight
+
+
+def test_chunk_plan_starts_small_and_sizes_chunks_to_the_target_time():
+    """With a clock where every trial takes 2**-10 s, a 2 s target wants 2,048-trial chunks;
+    the plan starts at one block, grows at most 4x, caps at max_trials, covers every trial once."""
+    from mcengine.results import BLOCK_TRIALS
+    from mcengine.runner import chunk_plan
+
+    now = [0.0]
+    plan = chunk_plan(20_000, 0, max_trials=16 * BLOCK_TRIALS, target_s=2.0, clock=lambda: now[0])
+    sizes = []
+    for first, n in plan:
+        assert first == sum(sizes)
+        sizes.append(n)
+        now[0] += n * 2.0**-10
+    assert sizes[0] == BLOCK_TRIALS and sum(sizes) == 20_000
+    assert sizes[1:4] == [2048, 2048, 2048] and all(n % BLOCK_TRIALS == 0 for n in sizes[:-1])
+    fast = chunk_plan(10**6, 0, max_trials=16 * BLOCK_TRIALS, target_s=2.0, clock=lambda: now[0])
+    grown = [n for _, (_, n) in zip(range(4), fast)]  # a clock that never moves: as fast as allowed
+    assert grown == [1024, 4096, 16384, 16384]
+
+
+def test_interrupt_says_how_many_trials_were_saved(tmp_path, cli):
+    """Interrupted in the first chunk: the checkpoint holds that chunk, and the message
+    says so (N of M trials saved), not "finished chunks are saved" in general."""
+    from mcengine import interrupt
+    from mcengine.errors import Interrupted
+
+    out = tmp_path / "run"
+
+    def request_during_first_chunk(done, total):
+        if done == 0:
+            with interrupt.deferred():
+                interrupt.on_signal(signal.SIGINT)
+
+    try:
+        with pytest.raises(Interrupted) as err:
+            _run(chunk_trials=1024, out=out, progress=request_during_first_chunk, figures=False)
+    finally:
+        interrupt.clear()
+    assert (err.value.trials_saved, err.value.trials) == (1024, 3000)
+    from mcengine.cli import _saved_hint
+
+    assert _saved_hint(out, 1024, 3000) == f"1,024 of 3,000 trials saved in {out}; continue with: mcengine run --resume {out}"
+    assert _saved_hint(out, 0, 3000) == "nothing saved yet (no chunk had finished): run the command again"
+    assert _saved_hint(None, 0, 3000).startswith("nothing saved")
+
+
+def test_cli_interrupt_before_any_chunk_says_nothing_was_saved(tmp_path, cli, monkeypatch):
+    """A signal before the first chunk finishes in a second signal's way (at once): the
+    CLI says nothing was saved, never "finished chunks are saved"."""
+    from mcengine import runner
+    from mcengine.errors import Interrupted
+
+    def stop_at_once(*args, **kwargs):
+        raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(runner, "run_chunk", stop_at_once)
+    r = cli("run", "h100", "--trials", "2048", "--out", str(tmp_path / "o"), "--quiet", *sum((["--set", s] for s in SMALL), []))
+    assert r.code == 130
+    assert "nothing saved yet (no chunk had finished)" in r.err and "finished chunks are saved" not in r.err
+
+
+def test_compile_notice_only_when_the_cache_is_cold(tmp_path, cli, monkeypatch):
+    """A fresh NUMBA_CACHE_DIR is cold (numba's own index, read in a new process); this
+    process, having run the chain, is warm and prints nothing; a cold cache prints the
+    notice on stderr even off a terminal (stdout keeps its one JSON document)."""
+    from mcengine import kernels  # noqa: F401
+    from mcengine.cli import COMPILE_NOTICE
+    from mcengine.kernels.cache import cold
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "fresh")}
+    probe = "from mcengine.kernels.cache import cold; print(cold('fab'), cold('reliability'), cold('chain'))"
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr
+    _run(trials=1024)
+    assert not cold("chain")
+    r = cli("run", "h100", "--trials", "1024", "--json", *sum((["--set", s] for s in SMALL), []))
+    assert r.code == 0 and COMPILE_NOTICE not in r.err
+    monkeypatch.setattr(api, "kernels_cold", lambda work: True)
+    r = cli("run", "h100", "--trials", "1024", "--json", *sum((["--set", s] for s in SMALL), []))
+    assert r.code == 0 and r.err.splitlines()[0] == COMPILE_NOTICE and json.loads(r.out)["trials"] == 1024
+
+
+@pytest.mark.slow
+def test_first_run_on_a_cold_cache_says_it_compiles(tmp_path):
+    """A real first run (fresh numba cache, output piped): the notice is stderr's first
+    line, before anything is compiled; the second run prints none."""
+    from mcengine.cli import COMPILE_NOTICE
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "fresh")}
+    cmd = [sys.executable, "-m", "mcengine", "yield", "h100", "--wafers", "1024", "--json"]
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0 and first.stderr.splitlines()[0] == COMPILE_NOTICE
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and COMPILE_NOTICE not in again.stderr
