@@ -3,9 +3,7 @@ what to type, ``--metric`` beside the old ``--output``; none of these start numb
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import click
@@ -13,6 +11,7 @@ import pytest
 import typer
 
 from mcengine.cli import app
+from tests import procs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,9 +45,8 @@ def test_metric_is_the_output_option_under_both_names(command):
 
 
 def _complete(words: str, cword: int) -> list[str]:
-    env = dict(os.environ, _MCENGINE_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword),
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "mcengine"], env=env, capture_output=True, text=True, timeout=120)
+    env = procs.env(_MCENGINE_COMPLETE="complete_bash", COMP_WORDS=words, COMP_CWORD=str(cword))
+    done = subprocess.run(procs.python("-m", "mcengine"), env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numba
@@ -14,6 +13,7 @@ import pytest
 
 from mcengine import api
 from mcengine.errors import InputError
+from tests import procs
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 
@@ -87,9 +87,9 @@ def test_resume_refuses_a_changed_scenario(tmp_path):
 @pytest.mark.slow
 def test_sigkill_then_resume_gives_straight_numbers(tmp_path, straight):
     out = tmp_path / "killed"
-    args = [sys.executable, "-m", "mcengine.cli", "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11",
+    args = [*procs.python("-m", "mcengine.cli"), "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11",
             "--chunk-trials", "1024", "--out", str(out), "--quiet", *sum((["--set", o] for o in SMALL), [])]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
     ck = out / "checkpoint.json"
     deadline = time.time() + 300
     while time.time() < deadline and not (ck.is_file() and json.loads(ck.read_text() or "{}").get("state", {}).get("trials_done", 0) >= 1024):
@@ -98,8 +98,8 @@ def test_sigkill_then_resume_gives_straight_numbers(tmp_path, straight):
     proc.wait()
     done = json.loads(ck.read_text())["state"]["trials_done"]
     assert done in (1024, 2048, 3000)
-    r = subprocess.run([*args[:3], "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11", "--resume", str(out),
-                        "--json", "--quiet", *sum((["--set", o] for o in SMALL), [])], capture_output=True, text=True)
+    r = subprocess.run([*args[:4], "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11", "--resume", str(out),
+                        "--json", "--quiet", *sum((["--set", o] for o in SMALL), [])], capture_output=True, text=True, env=procs.env())
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     for key in ("elapsed_s", "figures", "provenance"):  # the command lines differ
@@ -292,9 +292,9 @@ def test_compile_notice_only_when_the_cache_is_cold(tmp_path, cli, monkeypatch):
     from mcengine.cli import COMPILE_NOTICE
     from mcengine.kernels.cache import cold
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "fresh")}
+    env = procs.env(NUMBA_CACHE_DIR=str(tmp_path / "fresh"))
     probe = "from mcengine.kernels.cache import cold; print(cold('fab'), cold('reliability'), cold('chain'))"
-    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(procs.python("-c", probe), env=env, capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == ["True", "True", "True"], done.stderr
     _run(trials=1024)
     assert not cold("chain")
@@ -311,8 +311,8 @@ def test_first_run_on_a_cold_cache_says_it_compiles(tmp_path):
     line, before anything is compiled; the second run prints none."""
     from mcengine.cli import COMPILE_NOTICE
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "fresh")}
-    cmd = [sys.executable, "-m", "mcengine", "yield", "h100", "--wafers", "1024", "--json"]
+    env = procs.env(NUMBA_CACHE_DIR=str(tmp_path / "fresh"))
+    cmd = [*procs.python("-m", "mcengine"), "yield", "h100", "--wafers", "1024", "--json"]
     first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     assert first.returncode == 0 and first.stderr.splitlines()[0] == COMPILE_NOTICE
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)

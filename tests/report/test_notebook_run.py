@@ -4,13 +4,13 @@ frame with the paired rows and the figures display (slow: a kernel starts)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests import procs
+
 NOTEBOOK = Path(__file__).with_name("api_tour.ipynb")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _outputs(cell) -> tuple[str, list[dict]]:
@@ -19,13 +19,13 @@ def _outputs(cell) -> tuple[str, list[dict]]:
 
 
 @pytest.mark.slow
-def test_the_notebook_runs_with_a_progress_bar_and_displays():
+def test_the_notebook_runs_with_a_progress_bar_and_displays(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute(env=env)
+    # the kernel imports the mcengine the tests import (tests/procs.py), from a folder that is not the checkout
+    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute(env=procs.env())
     signature, _ = _outputs(nb.cells[1])
     assert "trials" in signature and "seed" in signature and "**kwargs" not in signature
     _, shown = _outputs(nb.cells[2])
