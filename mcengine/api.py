@@ -277,7 +277,7 @@ def run(
     and on resume to what the interrupted run did; a ``seed``, ``trials`` or
     ``keep_trials`` given on resume must match the interrupted run's. ``chunk_trials``
     (a multiple of 1,024) fixes the chunk size; by default chunks grow from 1,024 trials
-    to take about two seconds each (at most 16,384), so progress moves every few seconds.
+    to take about five seconds each (at most 16,384), so progress moves every few seconds.
     Neither changes a number.
     ``progress``: ``"auto"`` (default) or ``True`` draws a progress bar in a Jupyter
     notebook (nothing elsewhere), ``None`` none, a callable ``progress(done, total)``
