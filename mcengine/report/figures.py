@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..units import HOURS_PER_YEAR
+from .display import FigureSet
 
 #: Line styles and markers cycled per scenario, so that overlapping curves stay visible.
 STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"), ((0, (1, 1)), "x"))
@@ -222,13 +223,13 @@ def run_figure(results, kind: str = "cost_cdf"):
     return KINDS[kind](results)
 
 
-def run_figures(results) -> dict:
+def run_figures(results) -> FigureSet:
     """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios)."""
     figs = {"cost_per_mtok_cdf.png": cost_cdf_figure(results), "availability.png": availability_figure(results),
             "cost_breakdown.png": cost_breakdown_figure(results.doc)}
     if len(results.doc["scenarios"]) > 1:
         figs["paired_ratio.png"] = paired_ratio_figure(results)
-    return figs
+    return FigureSet(figs)
 
 
 def write_figures(results, out):

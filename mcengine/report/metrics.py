@@ -116,3 +116,22 @@ def fmt_value(value, sig: int = 4) -> str:
     if a >= 1e-3:
         return f"{value:.{sig}g}"
     return f"{value:.{sig - 1}e}"
+
+
+def reliability_references(an: dict) -> dict[str, tuple[float | None, float | None]]:
+    """``{metric: (over the horizon, long-run)}``: the reliability stage's renewal
+    references (its document's ``"analytic"``), the one that matches the run's horizon
+    first. With a Weibull class the long-run rates (1/MTTF) differ from what a cluster
+    started new sees over ``run.horizon_years``; the ``..._over_horizon`` values are the
+    matching references, the long-run ones are kept for comparison (``None`` where the two
+    coincide: every law exponential, or no horizon reference exists)."""
+    avail = an.get("instance_availability", an.get("availability_no_stockout"))
+    ample = avail is not None and avail == an.get("availability_no_stockout")  # (not the no-spares time average)
+    pairs = {
+        "instance_availability": (avail, an.get("availability_no_stockout_over_horizon") if ample else None),
+        "capacity_availability": (an.get("capacity_availability"),
+                                  an.get("availability_no_stockout_over_horizon") if ample and an.get("capacity_availability") == avail else None),
+        "failures_per_year": (an.get("failures_per_year"), an.get("failures_per_year_over_horizon")),
+        "interruptions_per_year": (an.get("interruptions_per_year"), an.get("interruptions_per_year_over_horizon")),
+    }
+    return {k: (long_run, None) if horizon is None else (horizon, long_run) for k, (long_run, horizon) in pairs.items()}

@@ -2,6 +2,7 @@
 
 * :func:`claim_rows`: one row per claim: claim, the paper's figure, mcengine under the
   paper's assumptions and under the shipped scenarios (median [5 % - 95 %]), holds when;
+* :func:`claim_number_rows`: the same claims in numbers (table.csv), prose in text columns;
 * :func:`render_paper`: those rows as a terminal table;
 * :func:`claim_figure`: a claim's boundary sweep: mcengine's figure (median, 90 % band)
   against the swept input with the paper's figure as a line, and P(claim holds) /
@@ -42,7 +43,7 @@ def fmt_interval(figure: dict, unit: str) -> str:
 
 
 def claim_rows(doc: dict) -> list[dict]:
-    """One row per claim (also table.csv of ``--out``)."""
+    """One row per claim as it reads (the terminal table and README's table)."""
     rows = []
     for c in doc["claims"]:
         paper = c["paper_figure_text"] + ("" if c["paper_figure_confirmed"] else " (secondary)")
@@ -53,6 +54,25 @@ def claim_rows(doc: dict) -> list[dict]:
             "mcengine_shipped": c["shipped"].get("text") or fmt_interval(c["shipped"]["figure"], c["unit"]),
             "holds_when": c["holds_when"],
         })
+    return rows
+
+
+def claim_number_rows(doc: dict) -> list[dict]:
+    """One row per claim in numbers (table.csv of ``--out``): the figures as plain
+    fractions or ratios (``unit``: ``gain`` a fraction, ``ratio`` times, ``points`` a
+    difference of shares), empty where the paper gives none; the prose of
+    :func:`claim_rows` in the text columns ``paper_text``, ``paper_assumptions_text``,
+    ``shipped_text`` and ``holds_when``."""
+    rows = []
+    for c in doc["claims"]:
+        row = {"claim": f"{c['number']}. {c['key']}", "unit": c["unit"], "paper": c["paper_figure"],
+               "paper_confirmed": c["paper_figure_confirmed"]}
+        for side in ("paper_assumptions", "shipped"):
+            figure = c[side]["figure"]
+            row.update({f"{side}_{q}": figure[q] for q in ("median", "p05", "p95")})
+        row.update({"paper_text": c["paper_figure_text"], "paper_assumptions_text": c["paper_assumptions"].get("text", ""),
+                    "shipped_text": c["shipped"].get("text", ""), "holds_when": c["holds_when"]})
+        rows.append(row)
     return rows
 
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .display import FigureSet
 from .figures import save_png
-from .tables import fmt_value
+from .tables import fit, fmt_value
 
 
 def _slug(text: str) -> str:
@@ -61,9 +62,8 @@ def _sweep_1d_table(doc: dict):
     table = Table(*cols, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}",
                   caption=(f"outputs are the paired ratio {doc['ratio_of']} (B / A); lower cost is better, higher availability "
                            "and tokens/s are better (there ties count: P(B ≥ A))") if paired else None)
-    table.columns[0].no_wrap = True
     for col in table.columns[1:]:
-        col.justify, col.no_wrap = "right", True
+        col.justify = "right"
     for m in doc["outputs"]:
         _section(table, metric(m).short + (" ratio B / A" if paired else f" ({metric(m).unit})" if metric(m).unit else ""))
         for row in doc["rows"]:
@@ -72,7 +72,7 @@ def _sweep_1d_table(doc: dict):
             if paired:
                 cells.append(f"{p_better(m, row['p_b_below_a'][m])[0]:.3f}")
             table.add_row(*cells)
-    return table
+    return fit(table)
 
 
 def _sweep_2d_tables(doc: dict):
@@ -93,9 +93,8 @@ def _sweep_2d_tables(doc: dict):
         extra = f" (in brackets {p_better(m, 0.0)[1]})" if paired else ""
         table = Table(p1, *(_value_text(v) for v in v2), title=f"{metric(m).label}: {what}{extra}",
                       caption=f"rows: {p1}; columns: {p2}")
-        table.columns[0].no_wrap = True
         for col in table.columns[1:]:
-            col.justify, col.no_wrap = "right", True
+            col.justify = "right"
         for i, a in enumerate(v1):
             row = [_value_text(a)]
             for j in range(len(v2)):
@@ -105,7 +104,7 @@ def _sweep_2d_tables(doc: dict):
                     text += f" [{p_better(m, r['p_b_below_a'][m])[0]:.2f}]"
                 row.append(text)
             table.add_row(*row)
-        parts.append(table)
+        parts.append(fit(table))
     return Group(*parts)
 
 
@@ -123,12 +122,11 @@ def render_tornado(doc: dict):
     table = Table("input", f"input p{lo * 100:g} → p{hi * 100:g}", f"at p{lo * 100:g}", f"at p{hi * 100:g}", "swing",
                   title=f"tornado of {metric(doc['output']).label}{' ratio ' + doc['ratio_of'] if 'ratio_of' in doc else ''} ({doc['scenario']})",
                   caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}")
-    table.columns[0].no_wrap = True
     for col in table.columns[1:]:
         col.justify = "right"
     for key, bar in doc["bars"].items():
         table.add_row(key, f"{fmt_value(bar['input_low'], 3)} → {fmt_value(bar['input_high'], 3)}", _num(bar["low"]), _num(bar["high"]), _num(bar["swing"]))
-    return table
+    return fit(table)
 
 
 def render_sobol(doc: dict):
@@ -137,10 +135,9 @@ def render_sobol(doc: dict):
     pct = f"{doc['conf_level'] * 100:g}%"
     table = Table("input", "S1", f"± ({pct})", "ST", f"± ({pct})",
                   title=f"Sobol' indices of {_what(doc, doc['output'])} ({doc['scenario']}): N = {doc['base_samples']:,}, {doc['evaluations']:,} trials")
-    table.columns[0].no_wrap = True
     for key, ix in doc["indices"].items():
         table.add_row(key, f"{ix['S1']:.3f}", f"{ix['S1_conf']:.3f}", f"{ix['ST']:.3f}", f"{ix['ST_conf']:.3f}")
-    return table
+    return fit(table)
 
 
 def render(doc: dict):
@@ -313,16 +310,16 @@ def sobol_figure(doc: dict):
     return fig
 
 
-def sensitivity_figures(doc: dict) -> dict:
+def sensitivity_figures(doc: dict) -> FigureSet:
     """{file name: Figure} of a sweep, tornado or Sobol' document."""
     if "rows" in doc:
         if isinstance(doc["param"], list):
             p1, p2 = doc["param"]
-            return {f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png": f for m, f in sweep_2d_figures(doc).items()}
-        return {f"sweep_{_slug(doc['param'])}.png": sweep_1d_figure(doc)}
+            return FigureSet({f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png": f for m, f in sweep_2d_figures(doc).items()})
+        return FigureSet({f"sweep_{_slug(doc['param'])}.png": sweep_1d_figure(doc)})
     if doc["method"] == "tornado":
-        return {f"tornado_{_slug(doc['output'])}.png": tornado_figure(doc)}
-    return {f"sobol_{_slug(doc['output'])}.png": sobol_figure(doc)}
+        return FigureSet({f"tornado_{_slug(doc['output'])}.png": tornado_figure(doc)})
+    return FigureSet({f"sobol_{_slug(doc['output'])}.png": sobol_figure(doc)})
 
 
 def write_figures(doc: dict, out: str | Path) -> list[Path]:

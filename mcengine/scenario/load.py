@@ -3,8 +3,8 @@
 * A reference is a path to a ``.toml`` file or the name of a shipped scenario
   (``configs/NAME.toml``, installed as package data ``mcengine/configs``).
 * ``extends = "PARENT"`` starts from another scenario (a shipped name, or a path relative
-  to the extending file) and deep-merges the child over it, table by table. A cycle is an
-  error.
+  to the extending file) and deep-merges the child over it, table by table; a ``dist`` or
+  ``law`` table of another kind replaces the parent's whole. A cycle is an error.
 * ``--set KEY=VALUE`` sets a dotted key after merging; VALUE is a TOML literal (a bare word
   that is not valid TOML is taken as a string); a table value replaces the whole table.
 """
@@ -35,12 +35,24 @@ def shipped_scenarios() -> list[tuple[str, str]]:
     return out
 
 
+def _kind(table: dict) -> tuple[str, Any] | None:
+    """``("dist", kind)`` or ``("law", kind)`` of a distribution or law table, else None."""
+    for tag in ("dist", "law"):
+        if tag in table:
+            return tag, table[tag]
+    return None
+
+
 def deep_merge(base: dict, over: dict) -> dict:
-    """``over`` merged into a copy of ``base``, table by table (lists and values replace)."""
+    """``over`` merged into a copy of ``base``, table by table (lists and values replace).
+    A ``dist`` or ``law`` table of another kind than the one it overrides replaces it
+    whole (a lognormal's ``median`` means nothing to a uniform); of the same kind, or
+    without a kind, it merges key by key like any table."""
     out = copy.deepcopy(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
+        old = out.get(key)
+        if isinstance(value, dict) and isinstance(old, dict) and _kind(value) in (None, _kind(old)):
+            out[key] = deep_merge(old, value)
         else:
             out[key] = copy.deepcopy(value)
     return out
