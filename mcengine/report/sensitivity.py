@@ -122,7 +122,8 @@ def render_tornado(doc: dict):
     lo, hi = doc["quantiles"]
     table = Table("input", f"input p{lo * 100:g} → p{hi * 100:g}", f"at p{lo * 100:g}", f"at p{hi * 100:g}", "swing",
                   title=f"tornado of {metric(doc['output']).label}{' ratio ' + doc['ratio_of'] if 'ratio_of' in doc else ''} ({doc['scenario']})",
-                  caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}")
+                  caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}"
+                  + (f"\n{note}" if (note := tornado_empty_note(doc)) else ""))
     table.columns[0].no_wrap = True
     for col in table.columns[1:]:
         col.justify = "right"
@@ -154,13 +155,20 @@ def render(doc: dict):
 # Figures are matplotlib Figure objects built without pyplot (see .figures.new_figure).
 
 
+#: Characters per line of a 1-D sweep panel's y label: it stays within its own panel.
+PANEL_AXIS_CHARS = 30
+
+
 def _axis(doc: dict, m: str) -> str:
-    """Axis label of output ``m``: its unit, or the paired ratio B / A (dimensionless)."""
+    """Axis label of output ``m`` in a 1-D sweep panel, wrapped to stay beside its own
+    panel: its unit, or the paired ratio B / A (dimensionless; the suptitle names B and A)."""
+    import textwrap
+
     from .metrics import metric
 
     if "ratio_of" in doc:
-        return f"{metric(m).short}: ratio {doc['ratio_of']}\n(dimensionless; 1 = same)"
-    return metric(m).axis()
+        return f"{metric(m).short} ratio B / A\n(dimensionless; 1 = same)"
+    return textwrap.fill(metric(m).axis(), PANEL_AXIS_CHARS)
 
 
 def _param_axis(param: str) -> str:
@@ -223,6 +231,8 @@ def sweep_1d_figure(doc: dict):
 def sweep_2d_figures(doc: dict) -> dict:
     """{output: Figure}: heat map per output of P(B better) in that output's direction
     (paired), or of the median (one scenario)."""
+    import textwrap
+
     import numpy as np
 
     from .figures import new_figure
@@ -260,17 +270,58 @@ def sweep_2d_figures(doc: dict) -> dict:
             title = (f"{words}; {mm.better} {mm.short} is better\n"
                      f"{_directions(doc)}; {doc['trials']:,} paired trials per cell; black line: 0.5 (verdict flips)")
         else:
-            fig.colorbar(im, ax=ax, label=f"median {mm.axis()}")
-            title = f"median {mm.axis()}\n{doc['scenario']}, {doc['trials']:,} trials per cell"
+            fig.colorbar(im, ax=ax, label=textwrap.fill(f"median {mm.axis()}", PANEL_AXIS_CHARS))
+            title = f"{textwrap.fill(f'median {mm.axis()}', 70)}\n{doc['scenario']}, {doc['trials']:,} trials per cell"
         ax.set_title(title, fontsize=9)
         figs[m] = fig
     return figs
 
 
+def tornado_empty_note(doc: dict) -> str | None:
+    """Why a tornado has nothing to draw (every bar has zero swing, or there is no bar),
+    or None when it has bars. The figure shows it in place of the chart; the command says
+    it on stderr."""
+    from .metrics import metric
+
+    if any(b["swing"] != 0 for b in doc["bars"].values()):
+        return None
+    what = (f"{metric(doc['output']).short} ratio {doc['ratio_of']}" if "ratio_of" in doc else metric(doc["output"]).short)
+    if not doc["bars"]:
+        return f"the tornado of {what} is empty: {doc['scenario']} has no uncertain input (dist table) to vary"
+    return (f"the tornado of {what} is empty: none of the {len(doc['bars'])} uncertain inputs (dist tables) moves its median, "
+            f"each alone at its p{doc['quantiles'][0] * 100:g} and p{doc['quantiles'][1] * 100:g} gives the baseline "
+            f"{_num(doc['baseline'])}; what varies it is not among them (per-event laws such as failures and repairs, "
+            "or fixed keys): give such a key a dist table to rank it")
+
+
+def _tornado_note_figure(doc: dict, note: str):
+    """A tornado with no bar to draw: the reason, and the inputs that were varied."""
+    import textwrap
+
+    from .figures import new_figure
+
+    lo, hi = doc["quantiles"]
+    varied = [f"{k}: {fmt_value(b['input_low'], 3)} → {fmt_value(b['input_high'], 3)}" for k, b in doc["bars"].items()]
+    fig = new_figure(8, 0.16 * len(varied) + 1.4)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    text = textwrap.fill(note, 95)
+    if varied:
+        text += f"\n\ninputs varied (each at its {lo * 100:g}th → {hi * 100:g}th percentile):\n" + "\n".join(varied)
+    ax.text(0.0, 1.0, text, ha="left", va="top", fontsize=8, transform=ax.transAxes)
+    ax.set_title(f"Tornado: {doc['scenario']}, {doc['trials']:,} trials per bar: nothing to draw", fontsize=10)
+    return fig
+
+
 def tornado_figure(doc: dict):
+    """Bars from the baseline to the output at each input's low and high percentile,
+    largest swing on top; when no input moves the output, the reason instead of an empty chart."""
     from .figures import new_figure
     from .metrics import metric
 
+    note = tornado_empty_note(doc)
+    if note is not None:
+        return _tornado_note_figure(doc, note)
     bars = list(doc["bars"].items())[::-1]  # largest swing at the top
     base = doc["baseline"]
     lo, hi = doc["quantiles"]
