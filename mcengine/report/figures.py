@@ -39,6 +39,11 @@ def style(i: int, n: int | None = None) -> dict:
     return {"color": f"C{i}", "ls": ls, "marker": marker, "markevery": (0.025 * (i % 4), 0.1), "markersize": 5, "lw": 1.6}
 
 
+#: A legend beside the panel: CDFs of several designs span the whole panel, and a legend
+#: inside would sit on one of them.
+OUTSIDE_LEGEND = {"fontsize": 8, "loc": "upper left", "bbox_to_anchor": (1.0, 1.0)}
+
+
 def _sketch_points(summary) -> tuple:
     """(values, cumulative probability) of a streaming Summary's quantile sketch."""
     return summary.cdf_points()
@@ -136,7 +141,7 @@ def cost_cdf_figure(results):
     ax.set(xlabel="cost per million output tokens (USD per Mtok)", ylabel="share of trials with cost ≤ x (0–1)",
            title="Cost per token over uncertain worlds (left is cheaper)", ylim=(0, 1.02))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(**OUTSIDE_LEGEND)
     return fig
 
 
@@ -171,7 +176,7 @@ def availability_figure(results):
            ylabel="share of trials with downtime ≤ x (0–1)", title="Instance availability over cluster lifetimes (left is better)",
            ylim=(0, 1.02))
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    ax.legend(**OUTSIDE_LEGEND)
     return fig
 
 

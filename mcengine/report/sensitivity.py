@@ -155,6 +155,8 @@ def render(doc: dict):
 # Figures are matplotlib Figure objects built without pyplot (see .figures.new_figure).
 
 
+#: Room above the data of a 1-D sweep panel for its legends (share of the data's span).
+LEGEND_HEADROOM = 0.3
 #: Characters per line of a 1-D sweep panel's y label: it stays within its own panel.
 PANEL_AXIS_CHARS = 30
 
@@ -209,13 +211,16 @@ def sweep_1d_figure(doc: dict):
             p, words = zip(*(p_better(m, r["p_b_below_a"][m]) for r in rows))
             twin.plot(x, p, "s--", color="C3", label=words[0])
             twin.axhline(0.5, color="C3", lw=0.6, ls=":")
-            twin.set_ylim(-0.02, 1.02)
+            twin.set_ylim(-0.02, 1.02 + LEGEND_HEADROOM)
+            twin.set_yticks([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
             twin.set_ylabel("P(B better)\n(share of paired trials)", color="C3", fontsize=8)
             for c in doc.get("crossings", {}).get(m, []):
                 ax.axvline(c, color="C3", lw=1.0)
             twin.legend(loc="upper right", fontsize=7)
             better = metric(m).better
             ax.set_title(f"{metric(m).short} ({better} is better)" if better else metric(m).short, fontsize=9)
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi + LEGEND_HEADROOM * (hi - lo))  # the legends sit above the data, not on it
         ax.legend(loc="upper left", fontsize=7)
     last = axes[-1, 0]
     last.set_xlabel(_param_axis(doc["param"]))

@@ -9,8 +9,8 @@
   labelled; every labelled line, bar group or band is in a legend of the figure;
 * :func:`overlaps_flagged`: a line drawn on top of another (same x, within 0.5 % of the
   panel's height everywhere) says in its legend entry which one it hides;
-* :func:`no_text_over_lines`: no note or annotation is drawn across a line of data or a
-  reference line;
+* :func:`no_text_over_lines`: no note, annotation or legend is drawn across a line of data
+  or a reference line (of its panel or the panel's twin);
 * :func:`labels_stay_in_their_panel`: a y label is no taller than its panel, and no two
   axis labels overlap.
 
@@ -178,17 +178,23 @@ def _crosses(line: Line2D, box) -> bool:
     return len(xy) > 1 and Path(xy).intersects_bbox(box, filled=False)
 
 
+def _same_place(ax) -> list:
+    """``ax`` and its twins (axes drawn in the same box)."""
+    box = ax.get_position().bounds
+    return [other for other in ax.figure.axes if other.get_position().bounds == box]
+
+
 def no_text_over_lines(fig) -> list[str]:
     renderer = _drawn(fig)
     problems = []
     for ax in _panels(fig):
-        for text in ax.texts:
-            if not text.get_visible() or not text.get_text().strip():
-                continue
-            box = text.get_window_extent(renderer)
-            for line in ax.get_lines():
+        notes = [(f"text {t.get_text()!r}", t.get_window_extent(renderer)) for t in ax.texts if t.get_visible() and t.get_text().strip()]
+        if ax.get_legend() is not None:
+            notes.append(("its legend", ax.get_legend().get_window_extent(renderer)))
+        for what, box in notes:
+            for line in (ln for other in _same_place(ax) for ln in other.get_lines()):
                 if line.get_visible() and _crosses(line, box):
-                    problems.append(f"{ax.get_title()!r}: text {text.get_text()!r} is drawn over the line {line.get_label()!r}")
+                    problems.append(f"{ax.get_title()!r}: {what} is drawn over the line {line.get_label()!r}")
     return problems
 
 
