@@ -134,7 +134,7 @@ def cost_cdf_figure(results):
     """CDF of cost per million output tokens, one curve per scenario."""
     names = _names(results)
     curves = [_sketch_points(results.summaries.metrics[(n, "cost_per_mtok_usd")]) for n in names]
-    fig = new_figure()
+    fig = new_figure(9.0)  # room for the legend beside the panel
     ax = fig.add_subplot()
     for i, ((x, p), label) in enumerate(zip(curves, coincident_labels(names, curves))):
         ax.step(x, p, where="post", label=label, **style(i))
@@ -164,7 +164,7 @@ def availability_figure(results):
         x, p = _sketch_points(results.summaries.metrics[(n, "availability")])
         u = (1.0 - x)[::-1] * MINUTES_PER_YEAR  # increasing downtime
         curves.append((u, 1.0 - p[::-1]))  # share of trials with downtime < u, as a CDF
-    fig = new_figure()
+    fig = new_figure(9.0)  # room for the legend beside the panel
     ax = fig.add_subplot()
     for i, ((u, q), label) in enumerate(zip(curves, coincident_labels(names, curves))):
         ax.step(u, q, where="post", label=label, **style(i))

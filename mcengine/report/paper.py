@@ -20,8 +20,6 @@ from .figures import new_figure, save_png, style
 FRONTIER_FILE = "slo-frontier.png"
 #: How a claim's figure reads on an axis, by its unit: (factor, unit words).
 UNIT_AXES = {"gain": (100.0, "%"), "ratio": (1.0, "x, dimensionless"), "points": (100.0, "percentage points")}
-#: The key the SLO frontier sweeps (mcengine.paper.frontier.SLO_KEY; report sits above paper).
-SLO_KEY = "workload.tpot_slo_ms"
 #: Characters per line of a figure's title and axis labels (wrapped, never cut).
 TITLE_CHARS, AXIS_CHARS = 95, 48
 
@@ -150,6 +148,7 @@ def frontier_figure(frontier: dict):
     ``$2``, not ``2×10^0``."""
     import numpy as np
 
+    from ..paper.frontier import SLO_KEY
     from .figures import dollar_log_axis, overlap_labels
     from .metrics import key_axis
 

@@ -9,8 +9,8 @@ functions only draw them. Figures are PNG files written atomically
   with P(B < A) on a second axis and the 0.5 crossings marked;
 * 2-D sweep: ``sweep_<param1>_x_<param2>_<output>.png``, a heat map per output of
   P(B better) in that output's direction (lower cost, higher availability and
-  tokens/s) with its 0.5 contour (where the verdict flips) for two scenarios, or of the
-  median for one;
+  tokens/s) with its 0.5 contour (where the verdict flips) and the median ratio B/A in
+  each cell for two scenarios, or of the median for one;
 * ``tornado_<output>.png``: bars from the baseline to the output at each input's 5th
   and 95th percentile, largest swing on top;
 * ``sobol_<output>.png``: first-order and total indices with their confidence bars.
@@ -261,10 +261,12 @@ def sweep_2d_figures(doc: dict) -> dict:
         im = ax.imshow(grid, origin="lower", aspect="auto", **kw)
         if paired and len(v1) > 1 and len(v2) > 1 and grid.min() < 0.5 < grid.max():
             ax.contour(np.arange(len(v2)), np.arange(len(v1)), grid, levels=[0.5], colors="k", linewidths=1.5)
+        ratio = np.array([r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
         for i in range(len(v1)):
             for j in range(len(v2)):
-                ax.text(j, i, f"{grid[i, j]:.2f}" if paired else fmt_value(float(grid[i, j])), ha="center", va="center", fontsize=8,
-                        color="k" if not paired or 0.25 < grid[i, j] < 0.75 else "w")
+                # paired: P(B better) and, below it, the median ratio B / A (it still moves where P sits at 0 or 1)
+                text = f"{grid[i, j]:.2f}\nratio {fmt_value(float(ratio[i, j]), 3)}" if paired else fmt_value(float(grid[i, j]))
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="k" if not paired or 0.25 < grid[i, j] < 0.75 else "w")
         ax.set_xticks(range(len(v2)), [_value_text(v) for v in v2])
         ax.set_yticks(range(len(v1)), [_value_text(v) for v in v1])
         ax.set(xlabel=_param_axis(p2), ylabel=_param_axis(p1))
@@ -272,7 +274,7 @@ def sweep_2d_figures(doc: dict) -> dict:
         if paired:
             b, a = doc["ratio_of"].split(" / ")
             fig.colorbar(im, ax=ax, label=f"P({b} better than {a})\nblue: B better, red: B worse")
-            title = (f"{words}; {mm.better} {mm.short} is better\n"
+            title = (f"{words}; {mm.better} {mm.short} is better (in each cell: P, then the median ratio B / A)\n"
                      f"{_directions(doc)}; {doc['trials']:,} paired trials per cell; black line: 0.5 (verdict flips)")
         else:
             fig.colorbar(im, ax=ax, label=textwrap.fill(f"median {mm.axis()}", PANEL_AXIS_CHARS))
@@ -352,6 +354,7 @@ def sobol_figure(doc: dict):
     import numpy as np
 
     from .figures import new_figure
+    from .metrics import metric
 
     items = list(doc["indices"].items())[::-1]
     y = np.arange(len(items))
@@ -361,7 +364,8 @@ def sobol_figure(doc: dict):
     ax.barh(y - 0.2, [ix["S1"] for _, ix in items], height=0.4, xerr=[ix["S1_conf"] for _, ix in items], color="C0", label="first order S1")
     ax.set_yticks(y, [k for k, _ in items], fontsize=8)
     ax.axvline(0.0, color="k", lw=0.8)
-    ax.set_xlabel(f"share of the variance of {_what(doc, doc['output'])} (dimensionless, 0–1)\n"
+    what = f"{metric(doc['output']).short}" + (f" ratio {doc['ratio_of']}" if "ratio_of" in doc else "")
+    ax.set_xlabel(f"share of the variance of {what} (dimensionless, 0–1)\n"
                   f"whiskers: {doc['conf_level'] * 100:g}% bootstrap intervals")
     ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)", fontsize=10)
     ax.grid(alpha=0.3, axis="x")
