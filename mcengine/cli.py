@@ -399,7 +399,7 @@ def sensitivity_cmd(
     from contextlib import nullcontext
 
     from .errors import Problem
-    from .report.sensitivity import render
+    from .report.sensitivity import render, tornado_empty_note
 
     api.set_threads(threads)
     studies = {"sobol": api.sobol, "tornado": api.tornado}
@@ -415,6 +415,8 @@ def sensitivity_cmd(
     bar, update = _progress_bar(as_json, quiet)
     with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):
         doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
+    if method == "tornado" and (note := tornado_empty_note(doc)):
+        sys.stderr.write(f"note: {note}\n")
     _emit(doc, as_json, render)
 
 
