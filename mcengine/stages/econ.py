@@ -11,7 +11,8 @@ Per trial, with that trial's inputs and the other stages' columns:
 * hosts: ``ceil(total GPUs / cluster.gpus_per_host) x econ.host_cost_usd`` when set, else
   total GPUs x ``host_cost_per_gpu_usd``; scale-out network: total GPUs x
   ``network_cost_per_gpu_usd``; scale-up fabric: total GPUs x ``scale_up_port_cost_usd``
-  (hosts and fabric times the markup when listed);
+  (per GB/s x link bandwidth under the link rule, docs/model.md#links; hosts and fabric
+  times the markup when listed);
 * capex = total GPUs x (GPU price + host, network and fabric per GPU slot);
 * GPU power = idle + (TDP - idle) x s^3 x utilisation x availability, with ``s`` =
   ``gpu.dvfs_scale`` and utilisation the roofline's ``busy_fraction``; idle =

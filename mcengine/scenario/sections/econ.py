@@ -24,7 +24,11 @@ class EconSection:
     host_cost_per_gpu_usd: Dist = number(2500.0, "Host (CPU, memory, chassis) cost per GPU slot; used when host_cost_usd is unset.", "USD", **USD)
     host_cost_usd: Dist | None = number(None, "Cost of one host (CPU, memory, chassis) carrying cluster.gpus_per_host GPUs; when set, replaces host_cost_per_gpu_usd.", "USD", **USD)
     network_cost_per_gpu_usd: Dist = number(1500.0, "Scale-out network (NICs, pluggable optics, switch share) per GPU slot.", "USD", **USD)
-    scale_up_port_cost_usd: Dist = number(0.0, "Scale-up fabric per GPU port (switch port and its share of the switch) when the fabric is not in the host cost.", "USD", **USD)
+    scale_up_port_cost_usd: Dist = number(0.0, "Scale-up fabric per GPU port (switch port and its share of the switch) when the fabric is not in the host cost; "
+                                   "replaced by scale_up_port_cost_per_gbps_usd x gpu.link_gbps when that is set.", "USD", **USD)
+    scale_up_port_cost_per_gbps_usd: Dist | None = number(None, "Scale-up fabric per GB/s of gpu.link_gbps (per direction); when set, the port cost is this x gpu.link_gbps "
+                                                          "and replaces scale_up_port_cost_usd (docs/sources.md#econ-scale-up-fabric).", "USD per GB/s", lo=0.0, hi=1e6,
+                                                          why="a million dollars per GB/s is beyond any switch; keeps the port price finite")
     power_usd_per_kwh: Dist = number(0.08, "Electricity price.", "USD/kWh", lo=0.0, hi=100.0,
                                      why="~1000x today's industrial price; keeps energy costs finite")
     pue: Dist = number(1.3, "Power usage effectiveness of the data centre.", lo=1.0, hi=5.0,
