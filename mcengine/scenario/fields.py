@@ -296,7 +296,9 @@ def parse_dist(raw: dict, key: str, problems: list[Problem]) -> Dist | None:
         problems.append(Problem(f"{key}.dist", kind, "allowed: " + ", ".join(DISTS), did_you_mean(str(kind), list(DISTS))))
         return None
     cls = DISTS[kind]
-    if not _check_params(raw, "dist", cls.required, cls.optional, key, problems):
+    shared = parse_shared(raw, key, problems)
+    raw = {k: v for k, v in raw.items() if k != "shared"}
+    if not _check_params(raw, "dist", cls.required, cls.optional, key, problems) or shared is None:
         return None
     params = {}
     for p in (*cls.required, *cls.optional):
@@ -305,12 +307,22 @@ def parse_dist(raw: dict, key: str, problems: list[Problem]) -> Dist | None:
             if value is None:
                 return None
             params[p] = value
-    dist = make_dist(kind, params)
+    dist = make_dist(kind, params, shared)
     trouble = dist.check()
     if trouble:
         problems.append(Problem(key, raw, f"{kind}: {trouble}"))
         return None
     return dist
+
+
+def parse_shared(raw: dict, key: str, problems: list[Problem]) -> bool | None:
+    """A dist table's ``shared`` flag (default true), or None after a problem."""
+    shared = raw.get("shared", True)
+    if not isinstance(shared, bool):
+        problems.append(Problem(f"{key}.shared", shared, "allowed: true (every design draws the input at the same quantile in a trial: "
+                                "common random numbers) or false (each design draws it on its own stream)"))
+        return None
+    return shared
 
 
 def _law_param(raw: Any, key: str, problems: list[Problem]) -> Dist | None:
