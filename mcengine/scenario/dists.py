@@ -265,6 +265,38 @@ class Beta(Dist):
         return ""
 
 
+@dataclass(frozen=True)
+class Choice(Dist):
+    """A categorical input: option ``i`` with probability ``weights[i] / sum(weights)``
+    (``{dist = "choice", values = [...], weights = [...]}``, for a key whose value is not a
+    number, e.g. ``econ.markup_applies_to``). A trial draws it, like any input, by inverse
+    transform of its uniform; the drawn value is the option's index (a float column), and
+    :meth:`option` gives the option."""
+
+    options: tuple
+    weights: tuple[float, ...]
+    kind: ClassVar[str] = "choice"
+
+    def _cumulative(self) -> np.ndarray:
+        w = np.asarray(self.weights, dtype=float)
+        return np.cumsum(w) / w.sum()
+
+    def ppf(self, u):
+        index = np.searchsorted(self._cumulative(), np.asarray(u, dtype=float), side="right")
+        return np.minimum(index, len(self.options) - 1).astype(float)
+
+    def support(self):
+        return (0.0, float(len(self.options) - 1), False, False)
+
+    def option(self, index: float):
+        """The option at a drawn index."""
+        return self.options[int(index)]
+
+    def to_toml(self):
+        values = [list(o) if isinstance(o, tuple) else o for o in self.options]
+        return self._with_shared({"dist": self.kind, "values": values, "weights": [_plain(w) for w in self.weights]})
+
+
 #: Registry of uncertain-input kinds, by the ``dist`` name used in scenario files.
 DISTS: dict[str, type[Dist]] = {c.kind: c for c in (Fixed, Uniform, Triangular, Normal, Lognormal, Beta)}
 

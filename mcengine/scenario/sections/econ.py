@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dists import Dist
+from ..dists import Choice, Dist
 from ..fields import number, subset
 from ..limits import USD
 
@@ -17,9 +17,11 @@ MARKUP_PARTS = (*PACKAGE_PARTS, "hosts", "fabric")
 class EconSection:
     gpu_markup: Dist = number(2.0, "The vendor's markup on the parts in markup_applies_to (unless gpu_price_usd is set).", lo=0.0, lo_open=True, hi=1000.0,
                               why="100x the largest margins seen (~10x); keeps prices finite")
-    markup_applies_to: tuple[str, ...] = subset(("die", "packaging", "test"),
-                                                "Cost parts the markup multiplies (the designed silicon by default); the others pass at cost. "
-                                                "All five package parts = price = fab cost x markup.", MARKUP_PARTS)
+    markup_applies_to: tuple[str, ...] | Choice = subset(("die", "packaging", "test"),
+                                                         "Cost parts the markup multiplies (the designed silicon by default); the others pass at cost. "
+                                                         "All five package parts = price = fab cost x markup. May be a choice among lists drawn per trial, "
+                                                         '{dist = "choice", values = [[...], [...]], weights = [...]} (docs/sources.md#econ-markup-scope); '
+                                                         "every run also reports the cost at cost, without any markup.", MARKUP_PARTS)
     gpu_price_usd: Dist | None = number(None, "Given GPU price; when set, the fab cost does not enter the capex.", "USD", **USD)
     host_cost_per_gpu_usd: Dist = number(2500.0, "Host (CPU, memory, chassis) cost per GPU slot; used when host_cost_usd is unset.", "USD", **USD)
     host_cost_usd: Dist | None = number(None, "Cost of one host (CPU, memory, chassis) carrying cluster.gpus_per_host GPUs; when set, replaces host_cost_per_gpu_usd.", "USD", **USD)
