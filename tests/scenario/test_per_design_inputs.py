@@ -82,3 +82,10 @@ def test_tornado_sees_one_factor_per_design():
     # B's efficiency moves the ratio B/A up when it falls; A's the other way
     b, a = doc["bars"][f"B:{KEY}"], doc["bars"][f"A:{KEY}"]
     assert b["low"] > b["high"] and a["low"] < a["high"]
+
+
+def test_sobol_attributes_variance_to_each_design_s_own_input():
+    from mcengine.sensitivity.sampling import MIN_BASE_SAMPLES
+
+    doc = studies.sobol(["h100", "lite-h100"], trials=MIN_BASE_SAMPLES, seed=1, overrides=[*SMALL, OWN], resamples=10)
+    assert {f"A:{KEY}", f"B:{KEY}"} <= set(doc["indices"]) and KEY not in doc["indices"]
