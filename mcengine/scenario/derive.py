@@ -389,28 +389,30 @@ def resolve_links(parts: dict, problems: list[Problem]) -> dict:
                                     "link_pj_per_bit x link_gbps), or set gpu.tdp_w alone"))
         else:
             inputs = (gpu.core_tdp_w, gpu.link_pj_per_bit, link)
-            tdp = _rule_value(link_tdp_w, inputs, "gpu.tdp_w", GpuSection, "gpu.link_pj_per_bit", problems)
+            tdp = _rule_value(link_tdp_w, inputs, "gpu.tdp_w", GpuSection, ("gpu.core_tdp_w", "gpu.link_pj_per_bit", "gpu.link_gbps"), problems)
             if tdp is not None:
                 out["gpu"] = dataclasses.replace(gpu, tdp_w=Fixed(tdp))
     if econ is not None and econ.scale_up_port_cost_per_gbps_usd is not None:
         from .sections.econ import EconSection
 
         inputs = (econ.scale_up_port_cost_per_gbps_usd, link)
-        port = _rule_value(port_cost_usd, inputs, "econ.scale_up_port_cost_usd", EconSection, "econ.scale_up_port_cost_per_gbps_usd", problems)
+        port = _rule_value(port_cost_usd, inputs, "econ.scale_up_port_cost_usd", EconSection, ("econ.scale_up_port_cost_per_gbps_usd", "gpu.link_gbps"), problems)
         if port is not None:
             out["econ"] = dataclasses.replace(econ, scale_up_port_cost_usd=Fixed(port))
     return out
 
 
-def _rule_value(rule, inputs: tuple[Dist, ...], key: str, section, blame: str, problems: list[Problem]) -> float | None:
-    """``rule`` at the inputs' medians, or None (and a problem on ``blame``) when it leaves
-    ``key``'s range at the low or high end of the inputs (the rules grow with each)."""
+def _rule_value(rule, inputs: tuple[Dist, ...], key: str, section, names: tuple[str, ...], problems: list[Problem]) -> float | None:
+    """``rule`` at the inputs' medians, or None (and a problem on the rule's first input
+    key that names them all) when it leaves ``key``'s range at the low or high end of the
+    inputs (the rules grow with each)."""
     spec = spec_of(next(f for f in dataclasses.fields(section) if f.name == key.partition(".")[2]))
     for end in (0, 1):
         value = float(rule(*(_extremes(d, 0.0)[end] for d in inputs)))
         if not spec.in_range(value, value, False, False):
-            problems.append(Problem(blame, inputs[-2].to_toml(), spec.allowed(),
-                                    f"gives {key} = {value:.6g} at the {'low' if end == 0 else 'high'} end of its inputs"))
+            given = ", ".join(f"{n} = {d.to_toml()}" for n, d in zip(names, inputs))
+            problems.append(Problem(names[0], inputs[0].to_toml(), spec.allowed(),
+                                    f"the link rule gives {key} = {value:.6g} at the {'low' if end == 0 else 'high'} end of its inputs ({given})"))
             return None
     return float(rule(*(d.median() for d in inputs)))
 

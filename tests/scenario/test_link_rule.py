@@ -96,4 +96,12 @@ def test_core_tdp_without_its_link_energy_is_refused_naming_the_key(tmp_path):
 def test_a_rule_value_out_of_range_is_refused():
     with pytest.raises(InputError) as exc:
         load_scenarios(["h100"], ["gpu.link_pj_per_bit=1000", "gpu.link_gbps=1e6"])
-    assert any(p.key.endswith("gpu.link_pj_per_bit") and "gpu.tdp_w = 8.00068e+06" in p.hint for p in exc.value.problems)
+    assert [p.key.split(": ")[-1] for p in exc.value.problems] == ["gpu.core_tdp_w"]
+    hint = exc.value.problems[0].hint
+    assert "gpu.tdp_w = 8.00068e+06" in hint and "gpu.link_pj_per_bit = 1000" in hint and "gpu.link_gbps = 1000000" in hint
+
+
+def test_an_idle_power_above_the_rule_s_tdp_names_the_rule():
+    with pytest.raises(InputError) as exc:
+        load_scenarios(["h100"], ["gpu.core_tdp_w=1"])
+    assert "gpu.tdp_w = gpu.core_tdp_w + gpu.link_pj_per_bit x gpu.link_gbps" in str(exc.value)
