@@ -25,6 +25,7 @@ class Metric:
 
 METRICS: dict[str, Metric] = {
     "cost_per_mtok_usd": Metric("cost per million output tokens", "USD per Mtok", "lower", "cost per token"),
+    "cost_per_mtok_at_cost_usd": Metric("cost per million output tokens at cost (no markup)", "USD per Mtok", "lower", "cost per token at cost"),
     "availability": Metric("availability", "time-averaged share of instances up (of throughput with on_failure = \"reshard\")", "higher", "availability"),
     "instance_availability": Metric("instance availability", "time-averaged share of instances up", "higher", "instance availability"),
     "capacity_availability": Metric("capacity availability", "time-averaged delivered ÷ full throughput", "higher", "capacity availability"),
@@ -47,6 +48,7 @@ METRICS: dict[str, Metric] = {
 #: Words for "better" per direction, used in "P(B better: cheaper)".
 BETTER_WORDS = {
     "cost_per_mtok_usd": "cheaper per token",
+    "cost_per_mtok_at_cost_usd": "cheaper per token at cost",
     "availability": "more available",
     "tokens_per_s": "more tokens/s",
     "tokens_per_s_per_gpu": "more tokens/s per GPU",

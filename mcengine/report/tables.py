@@ -94,6 +94,7 @@ def _plain_table(title: str, body: dict):
 #: (metric, label, format) rows of the verdict table.
 VERDICT_ROWS = (
     ("cost_per_mtok_usd", "cost per M output tokens (USD)", "{:.3f}"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost, no markup (USD)", "{:.3f}"),
     ("availability", "instance availability", "{:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", "{:,.0f}"),
     ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
@@ -105,6 +106,7 @@ VERDICT_ROWS = (
 #: (metric, label, format) rows of the paired table.
 PAIRED_ROWS = (
     ("cost_per_mtok_usd", "cost per M output tokens", "{:.3f}"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost (no markup)", "{:.3f}"),
     ("availability", "instance availability", "{:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", "{:.3f}"),
 )

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ..errors import InputError, Problem
 from .fields import did_you_mean
 from .cards import DEFAULT_MODEL, card_table, load_model_card
-from .derive import drop_inherited
+from .derive import drop_inherited, drop_replaced, replaced_keys, without
 from .files import MAX_TOML_DEPTH, configs_dir, parse_toml, read_toml, shortened
 from .files import study_names  # noqa: F401 - re-exported
 from .refs import resolve_ref, shipped_names  # noqa: F401 - re-exported
@@ -77,7 +77,7 @@ def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] 
                 raise
             raise InputError([Problem("extends", p.value, p.allowed, p.hint) for p in exc.problems], str(path)) from None
         base.pop("description", None)  # a description describes one file, not its children
-        raw = deep_merge(drop_inherited(base, raw), raw)
+        raw = deep_merge(drop_replaced(drop_inherited(base, raw), raw), raw)
     raw["name"] = name
     return raw, path
 
@@ -129,6 +129,7 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     problems = []
     for item in overrides:
         key, value = parse_override(item)
+        out = without(out, replaced_keys({key}))  # --set gpu.tdp_w=... replaces the link rule's TDP
         parts = key.split(".")
         node = out
         for i, part in enumerate(parts[:-1]):
@@ -265,7 +266,7 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
     if parent is not None:
         base, _ = load_raw(parent)
         base.pop("description", None)
-        raw = deep_merge(drop_inherited(base, raw), raw)
+        raw = deep_merge(drop_replaced(drop_inherited(base, raw), raw), raw)
     return build(raw, source, load_parent)
 
 

@@ -301,3 +301,13 @@ def test_sobol_of_an_infinite_cost_is_a_clear_error():
     p = _problem(lambda: sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20,
                                            overrides=(*CALIBRATED_SERVING, 'workload.tpot_slo_ms={dist="uniform", low=20, high=70}')))
     assert p.key == "--output" and p.value == "cost_per_mtok_usd" and "tokens_per_s" in p.allowed
+
+
+def test_an_uncertain_markup_scope_is_one_input_of_the_tornado():
+    """``econ.markup_applies_to`` as a choice (docs/model.md#cost): the tornado moves it
+    from the first list (at its 5th percentile) to the last (95th), and the scope moves the
+    paired cost ratio."""
+    scope = 'econ.markup_applies_to={dist="choice", values=[["die"], ["die", "hbm", "packaging", "test", "optics"]]}'
+    doc = sensitivity.tornado(["h100", "lite-h100"], trials=4, seed=1, overrides=["cluster.instances=4", "cluster.spare_gpus=8", scope])
+    bar = doc["bars"]["econ.markup_applies_to"]
+    assert (bar["input_low"], bar["input_high"]) == (0.0, 1.0) and bar["swing"] > 0
