@@ -38,6 +38,7 @@ from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 from .results import BLOCK_TRIALS, CLASS_PREFIX, Summary
 from .scenario import Scenario, scenario_from_dict
+from .scenario.sampling import run_sampler
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
 RUN_FILE = "run.json"
@@ -90,6 +91,12 @@ class Accumulators:
     below: dict = field(default_factory=dict)  # (b, metric) -> trials where b < baseline
     trials_done: int = 0
     missed: dict = field(default_factory=dict)  # scenario -> trials that missed an SLO (no tokens)
+    #: Scramblings of a Sobol'-sampled run (0: pseudo-random): every summary's sem comes
+    #: from their means (:class:`~mcengine.results.Summary`).
+    replicates: int = 0
+
+    def _summary(self, offset: float = 0.0) -> Summary:
+        return Summary(offset=offset, replicates=self.replicates)
 
     def add(self, chunk: dict[str, dict[str, np.ndarray]]) -> None:
         base = self.names[0]
@@ -98,20 +105,20 @@ class Accumulators:
             self.missed[name] = self.missed.get(name, 0) + int(np.count_nonzero(cols["slo_met"] == 0.0))
             for metric in METRICS:
                 offset = 1.0 if metric in NEAR_ONE else 0.0
-                self.metrics.setdefault((name, metric), Summary(offset=offset)).add(cols[metric], f"{name}.{metric}")
+                self.metrics.setdefault((name, metric), self._summary(offset)).add(cols[metric], f"{name}.{metric}")
             for part in BREAKDOWN_PARTS:
                 key = f"{BREAKDOWN}.{part}"
-                self.metrics.setdefault((name, key), Summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
+                self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
             for column in cols:  # failures by component class (the reliability stage's per-class columns)
                 if column.startswith(CLASS_PREFIX):
-                    self.metrics.setdefault((name, column), Summary()).add(cols[column], f"{name}.{column}")
+                    self.metrics.setdefault((name, column), self._summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
             for metric in PAIRED_METRICS:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
-                self.ratios.setdefault((name, metric), Summary(offset=1.0)).add(ratio, f"{name}/{base}.{metric}")
+                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}")
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
         self.trials_done += len(chunk[base]["trial"])
 
@@ -125,6 +132,8 @@ class Accumulators:
                 cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
                 scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
         doc: dict = {"scenarios": scenarios, "slo_missed_share": {name: self.missed.get(name, 0) / self.trials_done for name in self.names}}
+        if self.replicates:  # randomised QMC: how many independent estimates each sem rests on
+            doc.update({"sampler": "sobol", "scramblings": self.replicates})
         pairs = {}
         for name in self.names[1:]:
             pairs[f"{name} / {base}"] = {
@@ -148,16 +157,26 @@ class Accumulators:
             "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()],
             "below": [[n, m, c] for (n, m), c in self.below.items()],
             "missed": dict(self.missed),
+            **({"replicates": self.replicates} if self.replicates else {}),
         }
 
     @classmethod
     def from_state(cls, state: dict) -> "Accumulators":
-        acc = cls(tuple(state["names"]), trials_done=int(state["trials_done"]))
+        acc = cls(tuple(state["names"]), trials_done=int(state["trials_done"]), replicates=int(state.get("replicates", 0)))
         acc.metrics = {(n, m): Summary.from_state(s) for n, m, s in state["metrics"]}
         acc.ratios = {(n, m): Summary.from_state(s) for n, m, s in state["ratios"]}
         acc.below = {(n, m): int(c) for n, m, c in state["below"]}
         acc.missed = {n: int(c) for n, c in state.get("missed", {}).items()}
         return acc
+
+
+def _new_accumulators(spec: RunSpec) -> Accumulators:
+    """Empty summaries of ``spec``'s run, with the standard errors of its sampler."""
+    sampler = run_sampler(spec.scenarios)
+    if sampler.replicates > spec.trials:
+        raise InputError(Problem("--trials", spec.trials, f"allowed: at least run.scramblings = {sampler.replicates} "
+                                 "with run.sampler = \"sobol\" (one trial per scrambling at least)"))
+    return Accumulators(tuple(s.name for s in spec.scenarios), replicates=sampler.replicates)
 
 
 def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
@@ -274,7 +293,7 @@ def _load_resume(out: Path, spec: RunSpec | None, seed: int | None = None, trial
             )
         )
     ck = out / CHECKPOINT_FILE
-    acc = _saved_accumulators(ck, saved_spec) if ck.is_file() else Accumulators(tuple(s.name for s in saved_spec.scenarios))
+    acc = _saved_accumulators(ck, saved_spec) if ck.is_file() else _new_accumulators(saved_spec)
     return saved_spec, acc
 
 
@@ -312,7 +331,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
         if expect.get("keep_trials") and not spec.keep_trials:
             raise InputError(Problem("--keep-trials", True, "the interrupted run keeps no per-trial table; resume without --keep-trials"))
     else:
-        acc = Accumulators(tuple(s.name for s in spec.scenarios))
+        acc = _new_accumulators(spec)
         if out is not None:
             _start_fresh(out)
             write_json(out / RUN_FILE, {**spec.to_dict(), **({"provenance": provenance} if provenance else {})})
