@@ -158,7 +158,7 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     """One chunk of every scenario (the unit of work of the runner and of Dask workers),
     their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`)."""
     memo: dict = {}
-    sampler = run_sampler(scenarios)
-    inputs = {s.name: draw_inputs(s, seed, trial_start, n, sampler) for s in scenarios}
+    sampler, shared = run_sampler(scenarios), {}
+    inputs = {s.name: draw_inputs(s, seed, trial_start, n, sampler, shared) for s in scenarios}
     share_lifetimes(scenarios, inputs, seed, memo)
     return {s.name: run_block(s, seed, trial_start, n, inputs=inputs[s.name], memo=memo) for s in scenarios}

@@ -155,21 +155,27 @@ class TrialInputs:
         return {suffix: self.values[f"{key}.{suffix}"] for suffix, _ in law.param_items()}
 
 
-def draw_inputs(scenario: Scenario, seed: int, trial_start: int, n: int, sampler: Sampler | None = None) -> TrialInputs:
+def draw_inputs(scenario: Scenario, seed: int, trial_start: int, n: int, sampler: Sampler | None = None,
+                shared: dict | None = None) -> TrialInputs:
     """Inputs of trials ``trial_start .. trial_start + n - 1``, drawn by ``sampler``
     (default: pseudo-random; a Sobol' sampler from :func:`run_sampler` holds every
-    uncertain key of the scenario)."""
+    uncertain key of the scenario). ``shared``, a dict the scenarios of one block pass
+    along, keeps each key's uniforms (and the block's Sobol' points): a key's uniforms
+    do not depend on the scenario, so a key several scenarios hold is drawn once."""
     from ..rng import STAGE_INPUTS, uniforms_for_trials
 
-    values, points = {}, {}
+    shared = {} if shared is None else shared
+    values, points = {}, shared.setdefault(("sobol points",), {})
     for key, dist in scenario.inputs().items():
         if dist.is_fixed:
             values[key] = np.full(n, dist.value)
-        else:
+            continue
+        if key not in shared:
             u = uniforms_for_trials(np.uint64(seed), STAGE_INPUTS, input_stream_id(key), trial_start, n)
             if sampler is not None and sampler.kind == "sobol":
                 u = _sobol_uniforms(sampler, key, seed, trial_start, n, u, points)
-            values[key] = dist.ppf(u)
+            shared[key] = u
+        values[key] = dist.ppf(shared[key])
     apply_trials(scenario, values, n)
     return TrialInputs(trial_start, n, values)
 
