@@ -66,15 +66,16 @@ def _usage(usage) -> dict:
 def cold_start(probe: str, root: Path = ROOT) -> dict:
     """Wall and CPU seconds and peak MB of ``probe`` in a fresh process, empty cache."""
     code = _PROBES[probe]
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryFile() as err:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(root)}
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # (wait4: the child's own CPU time and peak memory)
         wall = time.perf_counter() - start
-        if status:
-            raise RuntimeError(f"cold start of {probe!r} failed in {root}: {proc.stderr.read()[-2000:]}")
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            err.seek(0)
+            raise RuntimeError(f"cold start of {probe!r} failed in {root}: {err.read().decode()[-2000:]}")
     return {"wall_s": wall, **_usage(usage)}
 
 
