@@ -3,10 +3,16 @@
 Usage::
 
     python -m benchmarks [HARNESS ...] [--quick]
+    python -m benchmarks compile --against REV [--quick]
     python -m benchmarks instructions [--cases h100 lite lite-pair] [--lifetimes N]
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
-a SimPy peer), ``chain`` (end-to-end throughput and peak memory); default: all three.
+a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chain``
+(end-to-end throughput of the case study and peak memory), ``compile`` (cold start:
+compile seconds and peak MB of a first run on an empty cache) and ``rqmc`` (standard
+errors at equal trials, Sobol' against random inputs); default: all five.
+``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
+and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
 callgrind (use it to judge a kernel change on a machine whose speed varies).
 """
@@ -20,7 +26,7 @@ import sys
 from mcengine.errors import InputError
 
 from .harness import HARNESSES, run_all
-from .harness import instructions
+from .harness import compile, instructions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,9 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="seconds-long version (smoke test)")
     parser.add_argument("--cases", nargs="+", default=list(instructions.CASES), help="instructions: cases to count")
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
+    parser.add_argument("--against", metavar="REV", help="compile: also measure git revision REV, side by side")
     args = parser.parse_args(argv)
     try:
-        if "instructions" in args.harness:
+        if args.against:
+            doc = compile.side_by_side(args.against, args.quick)
+        elif "instructions" in args.harness:
             doc = instructions.run(tuple(args.cases), args.lifetimes)
         else:
             doc = run_all(quick=args.quick, stages=tuple(args.harness))

@@ -201,6 +201,7 @@ KeepOpt = Annotated[bool, typer.Option("--keep-trials", help="Also write the per
 ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Continue the interrupted run saved in this folder.", show_default=False)]
 SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDR", help="Run chunks on a Dask cluster (tcp://HOST:PORT).", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
+SamplerOpt = Annotated[Optional[str], typer.Option("--sampler", metavar="random|sobol", help="How trials draw their uncertain inputs: random (plain Monte Carlo) or sobol (scrambled Sobol' points, randomised QMC; standard errors from run.scramblings independent scramblings). Default: the scenarios' run.sampler.", show_default=False)]
 ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", metavar="N", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
 
 
@@ -305,6 +306,18 @@ def _refuse_for_paper(given: dict) -> None:
         raise InputError(bad)
 
 
+def _with_sampler(overrides: list[str] | None, sampler: str | None) -> list[str] | None:
+    """``--set`` overrides plus ``run.sampler`` for every scenario when ``--sampler`` is given."""
+    if sampler is None:
+        return overrides
+    from .errors import Problem
+    from .scenario.sampling import SAMPLERS
+
+    if sampler not in SAMPLERS:
+        raise InputError(Problem("--sampler", sampler, "allowed: " + ", ".join(SAMPLERS)))
+    return [*(overrides or ()), f'run.sampler="{sampler}"']
+
+
 def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
     """A command over the full chain (``run``, ``compare``): one signature for both, so
     their options are declared once; ``compare`` needs at least two scenarios."""
@@ -323,6 +336,7 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
         quiet: QuietOpt = False,
         chunk_trials: ChunkOpt = None,
         force: ForceOpt = False,
+        sampler: SamplerOpt = None,
     ) -> None:
         if len(scenarios or ()) < min_scenarios:
             from .errors import Problem
@@ -330,9 +344,10 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
             raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more])"))
         if min_scenarios == 0 and scenarios == [PAPER_STUDY]:
             _refuse_for_paper({"--set": overrides, "--resume": resume, "--keep-trials": keep_trials, "--scheduler": scheduler,
-                               "--chunk-trials": chunk_trials})
+                               "--chunk-trials": chunk_trials, "--sampler": sampler})
             return paper_cmd(trials=trials, seed=seed, quick=False, threads=threads, as_json=as_json, out=out, force=force, quiet=quiet)
-        _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force)
+        _run(scenarios, trials, seed, _with_sampler(overrides, sampler), threads, as_json, out, keep_trials, resume, scheduler, quiet,
+             chunk_trials, force)
 
     command.__doc__ = help_text
     command.__annotations__["scenarios"] = scenarios_arg
@@ -358,12 +373,14 @@ def sweep_cmd(
     scheduler: SchedulerOpt = None,
     quiet: QuietOpt = False,
     force: ForceOpt = False,
+    sampler: SamplerOpt = None,
 ) -> None:
     """Run the chain at each value of a key (or a grid of two): where does the verdict flip?"""
     from .errors import Problem
     from .report.sensitivity import render
 
     api.set_threads(threads)
+    overrides = _with_sampler(overrides, sampler)
     if len(scenarios) > 2:
         raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
     if not 1 <= len(param) <= 2 or len(values) != len(param):

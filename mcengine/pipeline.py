@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import NumericalError
 from .scenario import Scenario
-from .scenario.sampling import TrialInputs, draw_inputs
+from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
@@ -156,8 +156,10 @@ def share_lifetimes(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInpu
 
 
 def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
-    """One chunk of every scenario (the unit of work of the runner and of Dask workers)."""
+    """One chunk of every scenario (the unit of work of the runner and of Dask workers),
+    their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`)."""
     memo: dict = {}
-    inputs = {s.name: draw_inputs(s, seed, trial_start, n) for s in scenarios}
+    sampler, shared = run_sampler(scenarios), {}
+    inputs = {s.name: draw_inputs(s, seed, trial_start, n, sampler, shared) for s in scenarios}
     share_lifetimes(scenarios, inputs, seed, memo)
     return {s.name: run_block(s, seed, trial_start, n, inputs=inputs[s.name], memo=memo) for s in scenarios}

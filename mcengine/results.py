@@ -20,6 +20,16 @@ power of two is exact, so the figures are bit for bit those of the plain formula
 wherever those are finite, and stay finite (no overflow of squares above ~1e154, no
 underflow to a zero spread below ~1e-154) for any finite input.
 
+With randomised quasi-Monte Carlo inputs (``run.sampler = "sobol"``,
+:mod:`mcengine.scenario.sampling`) trials are not independent, so ``std / sqrt(n)`` is no
+standard error. A :class:`Summary` made with ``replicates = R`` also keeps the mean of
+each scrambling ``r`` (the trials ``i`` with ``i % R == r``, updated block by block in
+trial order, so again independent of the chunking), and its ``sem`` is the spread of
+those R independent means: ``sqrt(R / (R - 1) * sum_r w_r**2 (m_r - m)**2)`` with ``w_r``
+the scrambling's share of the trials and ``m`` the pooled mean (the plain standard error
+of the mean of R estimates when they are equally sized). ``std`` stays the spread of the
+trials.
+
 A :class:`Summary` also takes ``+inf`` (the cost per token of a trial that delivers no
 tokens because it misses its SLOs, docs/model.md#roofline): the infinite values are
 counted apart and rank above every finite one, so the quantiles stay exact order
@@ -210,16 +220,24 @@ class Summary:
     low: QuantileSketch = field(default_factory=QuantileSketch)
     #: ``+inf`` values seen (counted apart from ``count``, the finite ones; module text).
     infinite: int = 0
+    #: Independent scramblings the standard error comes from (0: independent trials;
+    #: module text), and the finite values and mean of each.
+    replicates: int = 0
+    rep_count: list = field(default_factory=list)
+    rep_mean: list = field(default_factory=list)
 
     def add(self, values: np.ndarray, name: str = "metric") -> "Summary":
         """Add the next trials (in trial order; every call but the last a whole number of
         blocks). ``+inf`` is counted apart; NaN and ``-inf`` are errors."""
         values = np.asarray(values, dtype=float).ravel()
         infinite = np.isposinf(values)
+        first_trial = self.count + self.infinite
         self.infinite += int(infinite.sum())
         _check_finite(values[~infinite], name)
         for start in range(0, values.size, BLOCK_TRIALS):  # blocks of trials, whatever their values
             block = values[start : start + BLOCK_TRIALS]
+            if self.replicates:
+                self._add_replicates(block, first_trial + start)
             block = block[np.isfinite(block)]
             if not block.size:
                 continue
@@ -249,6 +267,30 @@ class Summary:
                 self.sketch.add(values)
         return self
 
+    def _add_replicates(self, block: np.ndarray, first_trial: int) -> None:
+        """Fold one block's finite values into the means of their scramblings."""
+        if not self.rep_count:
+            self.rep_count, self.rep_mean = [0] * self.replicates, [0.0] * self.replicates
+        finite = np.isfinite(block)
+        reps = (first_trial + np.flatnonzero(finite)) % self.replicates
+        counts = np.bincount(reps, minlength=self.replicates)
+        sums = np.bincount(reps, weights=block[finite], minlength=self.replicates)
+        for r in np.flatnonzero(counts).tolist():
+            n_b = int(counts[r])
+            self.rep_count[r] += n_b
+            self.rep_mean[r] += (float(sums[r]) / n_b - self.rep_mean[r]) * n_b / self.rep_count[r]
+
+    def _replicate_sem(self) -> float:
+        """The standard error of the mean from the scramblings' means (module text)."""
+        counts = np.array(self.rep_count, dtype=float)
+        means = np.array(self.rep_mean)[counts > 0]
+        weights = counts[counts > 0] / counts.sum()
+        k = means.size
+        if k < 2:
+            return math.inf
+        pooled = float((weights * means).sum())
+        return math.sqrt(k / (k - 1) * float((weights**2 * (means - pooled) ** 2).sum()))
+
     def _rescale(self, magnitude: float) -> None:
         """Raise ``scale`` to cover ``magnitude`` (the m2 held so far shrinks by an exact
         power of four; a part of it below the smallest float is negligible beside the new
@@ -266,7 +308,8 @@ class Summary:
             out = {"mean": math.inf, "std": math.inf, "sem": math.inf}
         else:
             std = math.sqrt(self.m2 / (self.count - 1)) * (self.scale or 1.0) if self.count > 1 else 0.0
-            out = {"mean": self.mean, "std": std, "sem": std / math.sqrt(self.count)}
+            sem = self._replicate_sem() if self.replicates else std / math.sqrt(self.count)
+            out = {"mean": self.mean, "std": std, "sem": sem}
         for key, q in QUANTILES:
             out[key] = min(max(self.quantile(q), self.min), self.max)
         out["min"] = self.min
@@ -294,13 +337,16 @@ class Summary:
 
     def state(self) -> dict:
         return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(),
-                "offset": self.offset, "scale": self.scale, "low": self.low.state(), "infinite": self.infinite}
+                "offset": self.offset, "scale": self.scale, "low": self.low.state(), "infinite": self.infinite,
+                **({"replicates": self.replicates, "rep_count": self.rep_count, "rep_mean": self.rep_mean} if self.replicates else {})}
 
     @classmethod
     def from_state(cls, state: dict) -> "Summary":
         return cls(state["count"], state["mean"], state["m2"], state["min"], state["max"], QuantileSketch.from_state(state["sketch"]),
                    state["offset"], state.get("scale", 1.0),
-                   QuantileSketch.from_state(state["low"]) if "low" in state else QuantileSketch(), int(state.get("infinite", 0)))
+                   QuantileSketch.from_state(state["low"]) if "low" in state else QuantileSketch(), int(state.get("infinite", 0)),
+                   int(state.get("replicates", 0)), [int(c) for c in state.get("rep_count", [])],
+                   [float(m) for m in state.get("rep_mean", [])])
 
 
 #: Metrics of the HTML and text views of a :class:`Results` (all are in ``to_frame``).

@@ -51,6 +51,7 @@ from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 from .results import BLOCK_TRIALS, CLASS_PREFIX, Summary
 from .scenario import Scenario, scenario_from_dict
 from .scenario.load import load_targeted
+from .scenario.sampling import run_sampler
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
 #: Seconds a chunk of a run without ``chunk_trials`` aims to take, so that its progress
@@ -107,6 +108,12 @@ class Accumulators:
     below: dict = field(default_factory=dict)  # (b, metric) -> trials where b < baseline
     trials_done: int = 0
     missed: dict = field(default_factory=dict)  # scenario -> trials that missed an SLO (no tokens)
+    #: Scramblings of a Sobol'-sampled run (0: pseudo-random): every summary's sem comes
+    #: from their means (:class:`~mcengine.results.Summary`).
+    replicates: int = 0
+
+    def _summary(self, offset: float = 0.0) -> Summary:
+        return Summary(offset=offset, replicates=self.replicates)
 
     def add(self, chunk: dict[str, dict[str, np.ndarray]]) -> None:
         base = self.names[0]
@@ -115,20 +122,20 @@ class Accumulators:
             self.missed[name] = self.missed.get(name, 0) + int(np.count_nonzero(cols["slo_met"] == 0.0))
             for metric in METRICS:
                 offset = 1.0 if metric in NEAR_ONE else 0.0
-                self.metrics.setdefault((name, metric), Summary(offset=offset)).add(cols[metric], f"{name}.{metric}")
+                self.metrics.setdefault((name, metric), self._summary(offset)).add(cols[metric], f"{name}.{metric}")
             for part in BREAKDOWN_PARTS:
                 key = f"{BREAKDOWN}.{part}"
-                self.metrics.setdefault((name, key), Summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
+                self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
             for column in cols:  # failures by component class (the reliability stage's per-class columns)
                 if column.startswith(CLASS_PREFIX):
-                    self.metrics.setdefault((name, column), Summary()).add(cols[column], f"{name}.{column}")
+                    self.metrics.setdefault((name, column), self._summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
             for metric in PAIRED_METRICS:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
-                self.ratios.setdefault((name, metric), Summary(offset=1.0)).add(ratio, f"{name}/{base}.{metric}")
+                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}")
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
         self.trials_done += len(chunk[base]["trial"])
 
@@ -142,6 +149,8 @@ class Accumulators:
                 cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
                 scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
         doc: dict = {"scenarios": scenarios, "slo_missed_share": {name: self.missed.get(name, 0) / self.trials_done for name in self.names}}
+        if self.replicates:  # randomised QMC: how many independent estimates each sem rests on
+            doc.update({"sampler": "sobol", "scramblings": self.replicates})
         pairs = {}
         for name in self.names[1:]:
             pairs[f"{name} / {base}"] = {
@@ -165,16 +174,26 @@ class Accumulators:
             "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()],
             "below": [[n, m, c] for (n, m), c in self.below.items()],
             "missed": dict(self.missed),
+            **({"replicates": self.replicates} if self.replicates else {}),
         }
 
     @classmethod
     def from_state(cls, state: dict) -> "Accumulators":
-        acc = cls(tuple(state["names"]), trials_done=int(state["trials_done"]))
+        acc = cls(tuple(state["names"]), trials_done=int(state["trials_done"]), replicates=int(state.get("replicates", 0)))
         acc.metrics = {(n, m): Summary.from_state(s) for n, m, s in state["metrics"]}
         acc.ratios = {(n, m): Summary.from_state(s) for n, m, s in state["ratios"]}
         acc.below = {(n, m): int(c) for n, m, c in state["below"]}
         acc.missed = {n: int(c) for n, c in state.get("missed", {}).items()}
         return acc
+
+
+def _new_accumulators(spec: RunSpec) -> Accumulators:
+    """Empty summaries of ``spec``'s run, with the standard errors of its sampler."""
+    sampler = run_sampler(spec.scenarios)
+    if sampler.replicates > spec.trials:
+        raise InputError(Problem("--trials", spec.trials, f"allowed: at least run.scramblings = {sampler.replicates} "
+                                 "with run.sampler = \"sobol\" (one trial per scrambling at least)"))
+    return Accumulators(tuple(s.name for s in spec.scenarios), replicates=sampler.replicates)
 
 
 def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
@@ -374,7 +393,7 @@ def _load_resume(out: Path, spec: RunSpec | None, expect: dict) -> tuple[RunSpec
     if changed:
         raise InputError(changed)
     ck = out / CHECKPOINT_FILE
-    acc = _saved_accumulators(ck, saved_spec) if ck.is_file() else Accumulators(tuple(s.name for s in saved_spec.scenarios))
+    acc = _saved_accumulators(ck, saved_spec) if ck.is_file() else _new_accumulators(saved_spec)
     _check_parts(out, saved_spec, acc.trials_done)
     return saved_spec, acc
 
@@ -434,7 +453,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
         saved = _read_json(out / RUN_FILE).get("provenance")
         provenance = provenance or saved
     else:
-        acc = Accumulators(tuple(s.name for s in spec.scenarios))
+        acc = _new_accumulators(spec)
         if out is not None:
             _start_fresh(out)
             write_json(out / RUN_FILE, {**spec.to_dict(), **({"provenance": provenance} if provenance else {})})

@@ -263,9 +263,20 @@ def test_set_reaches_one_number_of_a_shipped_model_card(cli):
     (["bench", "--quick", "--stage", "gpu"], "--stage"),
     (["compare", "h100"], "SCENARIO"),
     (["run", "no-such-scenario"], "no-such-scenario"),
+    (["run", "h100", "--sampler", "halton"], "--sampler"),
+    (["run", "h100", "--sampler", "sobol", "--trials", "8"], "--trials"),
 ])
 def test_bad_input_is_exit_2_naming_the_key_with_nothing_on_stdout(cli, args, key):
     r = cli(*args, "--json")
     assert r.code == 2, (r.code, r.err)
     assert r.out == ""
     assert key in r.err
+
+
+def test_cli_sampler_sobol_reports_its_scramblings(cli):
+    doc = one_document(cli("compare", "h100", "lite-h100", "--trials", "64", "--seed", "2", "--sampler", "sobol", "--quiet",
+                           "--json", *SMALL))
+    assert (doc["sampler"], doc["scramblings"]) == ("sobol", 16)
+    plain = one_document(cli("compare", "h100", "lite-h100", "--trials", "64", "--seed", "2", "--quiet", "--json", *SMALL))
+    assert "sampler" not in plain
+    assert doc["scenarios"]["h100"]["cost_per_mtok_usd"]["mean"] != plain["scenarios"]["h100"]["cost_per_mtok_usd"]["mean"]

@@ -168,3 +168,30 @@ def test_cdf_points_cover_both_regions_in_order():
     values, share = Summary(offset=1.0).add(x).cdf_points()
     assert np.all(np.diff(values) >= 0) and share[-1] == 1.0
     assert values[0] == pytest.approx(0.002, rel=SKETCH_RELATIVE_ACCURACY) and share[0] == 0.25
+
+
+def test_with_replicates_the_sem_is_the_spread_of_their_means():
+    """Trial i of R scramblings belongs to scrambling i % R; values i % R + noise give
+    scramblings of known means, and the sem is the standard error of R estimates."""
+    reps = 5
+    trials = 4 * BLOCK_TRIALS + 7  # unequal scramblings: the first seven have one more trial
+    x = (np.arange(trials) % reps).astype(float) + 1e-3 * _sample(trials)
+    x[11] = math.inf  # an infinite value (scrambling 1) makes the mean and sem infinite
+    streamed = Summary(replicates=reps)
+    for start in range(0, trials, 3 * BLOCK_TRIALS):
+        streamed.add(x[start : start + 3 * BLOCK_TRIALS])
+    assert streamed.to_dict()["sem"] == math.inf
+    x[11] = 1.0
+    s = Summary(replicates=reps).add(x)
+    counts = np.bincount(np.arange(trials) % reps)
+    means = np.bincount(np.arange(trials) % reps, weights=x) / counts
+    w = counts / trials
+    expected = math.sqrt(reps / (reps - 1) * np.sum(w**2 * (means - x.mean()) ** 2))
+    d = s.to_dict()
+    assert d["sem"] == pytest.approx(expected, rel=1e-12)
+    assert d["mean"] == pytest.approx(x.mean(), rel=1e-14)
+    assert d["std"] == pytest.approx(x.std(ddof=1), rel=1e-12)  # the trials' spread, as without replicates
+    half = Summary(replicates=reps).add(x[: 2 * BLOCK_TRIALS])
+    restored = Summary.from_state(json.loads(json.dumps(half.state())))
+    restored.add(x[2 * BLOCK_TRIALS :])
+    assert json.dumps(restored.to_dict()) == json.dumps(d)

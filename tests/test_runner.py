@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -412,3 +413,39 @@ def test_first_run_on_a_cold_cache_says_it_compiles(tmp_path):
     assert first.returncode == 0 and first.stderr.splitlines()[0] == COMPILE_NOTICE
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and COMPILE_NOTICE not in again.stderr
+
+
+SOBOL = [*SMALL, 'run.sampler="sobol"']
+
+
+def test_sobol_runs_give_the_same_numbers_whatever_the_chunking_and_resume(tmp_path):
+    straight = _numbers(_run(overrides=SOBOL, chunk_trials=4096))
+    assert json.loads(straight)["scramblings"] == 16
+    assert _numbers(_run(overrides=SOBOL, chunk_trials=1024)) == straight
+    out = tmp_path / "run"
+    calls = []
+
+    def stop_after_one_chunk(done, total):
+        calls.append(done)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(overrides=SOBOL, chunk_trials=1024, out=out, progress=stop_after_one_chunk, figures=False)
+    resumed = api.run(None, out=out, resume=True, chunk_trials=2048, keep_trials=False, figures=False)
+    assert _numbers(resumed) == straight
+
+
+def test_sobol_converges_to_the_random_answer_within_their_standard_errors(straight):
+    """The same means (each scenario's and the paired ratios') within 4 combined sem."""
+    sobol, plain = json.loads(_numbers(_run(overrides=SOBOL, chunk_trials=4096))), json.loads(straight)
+    pairs = [(sobol["scenarios"][n][m], plain["scenarios"][n][m]) for n in ("h100", "lite-h100")
+             for m in ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")]
+    pairs += [(sobol["paired"][m]["ratio"], plain["paired"][m]["ratio"]) for m in ("cost_per_mtok_usd", "tokens_per_s")]
+    for s, p in pairs:
+        assert abs(s["mean"] - p["mean"]) <= 4 * math.hypot(s["sem"], p["sem"]), (s, p)
+
+
+def test_a_sobol_run_needs_a_trial_per_scrambling():
+    with pytest.raises(InputError, match="--trials"):
+        _run(overrides=SOBOL, trials=8)

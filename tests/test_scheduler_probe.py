@@ -17,20 +17,34 @@ def _listener(greeting: bytes | None):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
-    kept = []
+    server.settimeout(0.1)  # the accept loop looks at ``stop`` ten times a second
+    kept, stop = [], threading.Event()
 
     def serve():
-        while True:
+        while not stop.is_set():
             try:
                 conn, _ = server.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             kept.append(conn)
             if greeting:
                 conn.sendall(greeting)
 
-    threading.Thread(target=serve, daemon=True).start()
-    return server, f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def close():
+        """Stop accepting, then close the listener and every accepted connection (no
+        socket left to the garbage collector, whose ResourceWarning would fail a later test)."""
+        stop.set()
+        thread.join()
+        server.close()
+        for conn in kept:
+            conn.close()
+
+    return close, f"tcp://127.0.0.1:{server.getsockname()[1]}"
 
 
 @pytest.mark.parametrize(("greeting", "says"), [
@@ -43,11 +57,11 @@ def test_an_address_that_is_not_a_dask_scheduler_is_refused_within_the_deadline(
     import time
 
     monkeypatch.setattr(distributed, "CONNECT_TIMEOUT_S", 1)
-    server, address = _listener(greeting)
+    close, address = _listener(greeting)
     start = time.monotonic()
     try:
         with pytest.raises(InputError, match="--scheduler") as err:
             distributed.connect(address)
     finally:
-        server.close()
+        close()
     assert says in str(err.value) and time.monotonic() - start < distributed.CLIENT_DEADLINE_S

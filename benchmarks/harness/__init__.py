@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from mcengine import throughput
 
-from . import chain, fab, reliability
+from . import chain, compile, fab, reliability, rqmc
 
 #: Harnesses with a peer or a probe, in report order.
-HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run}
+HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "compile": compile.run, "rqmc": rqmc.run}
 
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:

@@ -89,3 +89,26 @@ def test_instruction_harness_counts_a_kernel_call():
     # an h100 lifetime is ~0.6M instructions (README); the band only catches a count of
     # the wrong thing (nothing, or the imports and the compile)
     assert 1e5 < doc["instructions_per_lifetime"] < 1e7
+
+
+def test_rqmc_harness_reports_the_gain_at_equal_trials():
+    """Sobol' inputs shrink the spread of the mean cost per token over repeated runs (a
+    smooth function of the inputs), and leave the availability's alone: it reads no
+    uncertain input in the shipped scenarios, and the lifetimes keep their pseudo-random
+    streams, so the two samplers give the very same availabilities."""
+    from benchmarks.harness import rqmc
+
+    doc = rqmc.run(quick=True)
+    assert doc["scramblings"] == 16 and doc["repeats"] == 4
+    rows = {r["estimate"]: r for r in doc["estimates"]}
+    cost = rows["lite-h100: mean cost_per_mtok_usd"]
+    assert cost["variance_gain"] > 4
+    avail = rows["lite-h100: mean availability"]
+    assert avail["se_sobol"] == avail["se_random"] > 0
+
+
+def test_compile_harness_reports_a_cold_start():
+    from benchmarks.harness import compile as cold
+
+    doc = cold.run(quick=True)
+    assert doc["reliability"]["cpu_s"] > 0 and doc["reliability"]["peak_mb"] > 0

@@ -1,0 +1,130 @@
+"""Cold start: the first command after a fresh install, and the same code side by side
+with another revision.
+
+A fresh process with an empty ``NUMBA_CACHE_DIR`` runs the first call of a command and
+reports its wall seconds, CPU seconds (user + system, of the child alone: on a shared
+machine the wall time also holds other people's work) and peak resident MB:
+
+* ``run``: `mcengine run lite-h100` on a few trials (every kernel of the chain: inputs,
+  fab, reliability; the roofline and econ stages are NumPy);
+* ``reliability``: the reliability kernels alone (the toy scenario of the
+  ``reliability`` harness).
+
+:func:`side_by_side` runs the same probes and the life-kernel rates on this tree and on
+another checkout (``python -m benchmarks compile --against REV``), alternating between
+them so that a slow spell of the machine falls on both, and reports the ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_PROBES = {
+    "run": """
+from mcengine.api import run
+run(["lite-h100"], trials=16, keep_trials=False, figures=False)
+""",
+    "reliability": """
+from mcengine.validation.reliability import toy_scenario
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages.reliability import lifetimes
+s = toy_scenario(instances=2, afr=1.0)
+lifetimes(s, draw_inputs(s, 0, 0, 2), 0)
+""",
+}
+
+_RATES = """
+import json, sys, time
+from mcengine.scenario import load_scenario
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages.reliability import lifetimes
+out = {}
+for name, n in (("h100", int(sys.argv[1])), ("lite-h100", int(sys.argv[1]) // 4)):
+    s = load_scenario(name)
+    inputs = draw_inputs(s, 11, 0, n)
+    lifetimes(s, draw_inputs(s, 11, 0, 2), 11)
+    t0 = time.perf_counter()
+    cols = lifetimes(s, inputs, 11)
+    dt = time.perf_counter() - t0
+    out[name] = {"lifetimes_per_s": n / dt, "events_per_lifetime": float(cols["events"].sum()) / n}
+print(json.dumps(out))
+"""
+
+
+def _usage(usage) -> dict:
+    return {"cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def cold_start(probe: str, root: Path = ROOT) -> dict:
+    """Wall and CPU seconds and peak MB of ``probe`` in a fresh process, empty cache."""
+    code = _PROBES[probe]
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryFile() as err:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(root)}
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # (wait4: the child's own CPU time and peak memory)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            err.seek(0)
+            raise RuntimeError(f"cold start of {probe!r} failed in {root}: {err.read().decode()[-2000:]}")
+    return {"wall_s": wall, **_usage(usage)}
+
+
+def _rates(root: Path, cache: str, lifetimes: int) -> dict:
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", _RATES, str(lifetimes)], cwd=root, env=env, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def _checkout(rev: str, into: str) -> Path:
+    """The tree of ``rev`` (a git revision of this repository) exported into ``into``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
+    return Path(into)
+
+
+def side_by_side(rev: str, quick: bool = False) -> dict:
+    """This tree (``after``) against revision ``rev`` (``before``): cold starts, then the
+    life kernel's lifetimes/s and events per lifetime on warm caches, best of alternated
+    repeats, and the after/before ratios."""
+    lifetimes, repeats = (200, 1) if quick else (2000, 3)
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"before": _checkout(rev, tempfile.mkdtemp(dir=tmp)), "after": ROOT}
+        caches = {side: tempfile.mkdtemp(dir=tmp) for side in trees}
+        out: dict = {"against": rev, "lifetimes_h100": lifetimes, "repeats": repeats}
+        for probe in ("reliability", "run"):
+            for side, root in trees.items():
+                out.setdefault(side, {})[f"cold_{probe}"] = cold_start(probe, root)
+        for side, root in trees.items():  # warm the caches (compile outside the timers)
+            _rates(root, caches[side], 8)
+        best: dict = {side: {} for side in trees}
+        for _ in range(repeats):
+            for side, root in trees.items():
+                for name, r in _rates(root, caches[side], lifetimes).items():
+                    b = best[side].setdefault(name, r)
+                    if r["lifetimes_per_s"] > b["lifetimes_per_s"]:
+                        best[side][name] = r
+        for side in trees:
+            out[side]["rates"] = best[side]
+    a, b = out["after"], out["before"]
+    out["ratios"] = {
+        **{f"{name} lifetimes/s": a["rates"][name]["lifetimes_per_s"] / b["rates"][name]["lifetimes_per_s"] for name in a["rates"]},
+        **{f"cold {p} cpu_s": a[f"cold_{p}"]["cpu_s"] / b[f"cold_{p}"]["cpu_s"] for p in ("reliability", "run")},
+        **{f"cold {p} peak_mb": a[f"cold_{p}"]["peak_mb"] / b[f"cold_{p}"]["peak_mb"] for p in ("reliability", "run")},
+    }
+    return out
+
+
+def run(quick: bool = False) -> dict:
+    """Cold starts of this tree (the first `mcengine run`, and the reliability kernels)."""
+    return {probe: cold_start(probe) for probe in (("reliability",) if quick else ("reliability", "run"))}
