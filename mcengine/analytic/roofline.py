@@ -386,10 +386,16 @@ def _candidates(algorithm: str) -> tuple[str, ...]:
 
 
 def _fastest(formula, algorithm: str, t: int, nbytes, r: "Rates") -> tuple[np.ndarray, np.ndarray]:
-    """Seconds of the fastest of ``algorithm``'s candidates per element, and its index."""
-    times = np.stack(np.broadcast_arrays(*(formula(a, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s) for a in _candidates(algorithm))))
-    best = np.argmin(times, axis=0)
-    return np.take_along_axis(times, best[None], axis=0)[0], best
+    """Seconds of the fastest of ``algorithm``'s candidates per element, and its index
+    (the first on exact ties): a running minimum, without stacking the candidates."""
+    names = _candidates(algorithm)
+    best = np.asarray(formula(names[0], t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s), float)
+    index = np.zeros(np.shape(best), np.int64)
+    for k, name in enumerate(names[1:], start=1):
+        times = formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s)
+        faster = times < best
+        best, index = np.where(faster, times, best), np.where(faster, k, index)
+    return best, index
 
 
 def allreduce_s(nbytes, t: int, r: Rates, algorithm: str = "ring") -> np.ndarray:
@@ -600,11 +606,12 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
 
 
-def largest_batch(time_s, limit_s, shape, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """The largest integer batch ``B <= cap`` with ``time_s(B) <= limit_s`` (0 if even one
-    sequence misses it), by bisection (``time_s`` non-decreasing in ``B``). int64."""
+    sequence misses it), by bisection (``time_s`` non-decreasing in ``B``); ``cap`` an int
+    or a per-trial int array (the bisection takes ``log2`` of its largest value steps). int64."""
     lo = np.zeros(shape, np.int64)  # time(lo) <= limit (lo = 0: vacuous)
-    hi = np.full(shape, cap + 1, np.int64)  # time(hi) > limit (cap + 1: assumed)
+    hi = np.broadcast_to(np.asarray(cap, np.int64) + 1, shape).copy()  # time(hi) > limit (cap + 1: assumed)
     while np.any(open_ := hi - lo > 1):
         mid = np.where(open_, (lo + hi) // 2, 1)
         ok = time_s(mid) <= limit_s
@@ -618,17 +625,17 @@ def trial_shape(limit_s, r: Rates) -> tuple:
     return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
 
 
-def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
     it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
     return largest_batch(lambda b: decode_step(m, layout, b, context, r).total_s, slo_s, trial_shape(slo_s, r), cap)
 
 
-def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """``B_TTFT``: the largest batch whose last request's TTFT
     (:func:`batch_time_to_first_token`) is at most ``slo_s`` (0 if one prompt misses
     it; ``cap`` for an infinite SLO, without a search). int64."""
     shape = trial_shape(slo_s, r)
     if np.all(np.isinf(slo_s)):
-        return np.full(shape, cap, np.int64)
+        return np.broadcast_to(np.asarray(cap, np.int64), shape).copy()
     return largest_batch(lambda b: batch_time_to_first_token(m, layout, b, prompt_tokens, r).total_s, slo_s, shape, cap)

@@ -81,7 +81,7 @@ class Continuous:
         return self.step.busy_s / self.step.total_s
 
 
-def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Continuous:
+def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, within_memory: bool = False) -> Continuous:
     """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
     ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
     ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
@@ -89,7 +89,8 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     is non-decreasing in ``B``, so it is also the best), ``B_SLO`` the largest batch whose
     step meets the TPOT SLO. A fixed batch is taken as given (``fits`` says if it is
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
-    (``slo_met`` false)."""
+    (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
+    (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
     s, o = w.prompt_tokens, w.output_tokens
@@ -97,7 +98,8 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
-    b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates))
+    cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
+    b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap)
     b_ttft = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, ttft_ms / MS_PER_S,
                                           np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o)
     if w.batch == "auto":

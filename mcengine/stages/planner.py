@@ -80,11 +80,11 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> list:
     out: list = []
     for mode in modes:
         if mode == "static":
-            out += [evaluate(scenario, layout, inputs) for layout in layouts]
+            out += [evaluate(scenario, layout, inputs, within_memory=True) for layout in layouts]
         elif mode == "continuous":
-            out += [evaluate_continuous(scenario, layout, inputs) for layout in layouts]
+            out += [evaluate_continuous(scenario, layout, inputs, within_memory=True) for layout in layouts]
         else:
-            decodes = [evaluate(scenario, layout, inputs, prefills=False) for layout in layouts]
+            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True) for layout in layouts]
             passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
             out += [disaggregated_of(scenario, pre_layout, x, decode, inputs) for decode in decodes for pre_layout, x in zip(layouts, passes)]
     return out
