@@ -211,16 +211,22 @@ class Summary:
     #: ``+inf`` values seen (counted apart from ``count``, the finite ones; module text).
     infinite: int = 0
 
-    def add(self, values: np.ndarray, name: str = "metric") -> "Summary":
+    def add(self, values: np.ndarray, name: str = "metric", keep: np.ndarray | None = None) -> "Summary":
         """Add the next trials (in trial order; every call but the last a whole number of
-        blocks). ``+inf`` is counted apart; NaN and ``-inf`` are errors."""
+        blocks). ``+inf`` is counted apart; NaN and ``-inf`` are errors. ``keep`` (bool, one
+        per trial): only those trials enter the summary (the blocks stay those of all
+        trials, so the moments do not depend on the chunking)."""
         values = np.asarray(values, dtype=float).ravel()
-        infinite = np.isposinf(values)
+        if keep is not None:
+            keep = np.asarray(keep, bool).ravel()
+            values = np.where(keep, values, 0.0)  # left out below; 0 keeps the checks quiet
+        kept = np.ones(values.size, bool) if keep is None else keep
+        infinite = np.isposinf(values) & kept
         self.infinite += int(infinite.sum())
         _check_finite(values[~infinite], name)
         for start in range(0, values.size, BLOCK_TRIALS):  # blocks of trials, whatever their values
             block = values[start : start + BLOCK_TRIALS]
-            block = block[np.isfinite(block)]
+            block = block[np.isfinite(block) & kept[start : start + BLOCK_TRIALS]]
             if not block.size:
                 continue
             self._rescale(float(np.abs(block).max()))
@@ -236,7 +242,7 @@ class Summary:
             self.count = n
         if infinite.any():
             self.max = math.inf
-            values = values[~infinite]
+        values = values[kept & ~infinite]
         if values.size:
             self.min = min(self.min, float(values.min()))
             self.max = max(self.max, float(values.max()))
@@ -260,9 +266,13 @@ class Summary:
             self.scale = new
 
     def to_dict(self) -> dict:
+        """Moments, quantiles, min and max of the finite values. With ``+inf`` values (a
+        cost per token in trials that serve no tokens) they describe the others and
+        ``"infinite_share"`` gives the share of ``+inf`` (``max`` is then ``inf``); when
+        every value is ``+inf`` every entry is."""
         if self.count + self.infinite == 0:
             raise NumericalError("summary of an empty sample")
-        if self.infinite:
+        if not self.count:
             out = {"mean": math.inf, "std": math.inf, "sem": math.inf}
         else:
             std = math.sqrt(self.m2 / (self.count - 1)) * (self.scale or 1.0) if self.count > 1 else 0.0
@@ -271,12 +281,16 @@ class Summary:
             out[key] = min(max(self.quantile(q), self.min), self.max)
         out["min"] = self.min
         out["max"] = self.max
+        if self.infinite:
+            out["infinite_share"] = self.infinite / (self.count + self.infinite)
         return out
 
     def quantile(self, q: float) -> float:
-        """The sketched value at rank q·(n − 1): from the low sketch, then the offset one,
-        ``inf`` above the finite values."""
-        rank = int(round(q * (self.count + self.infinite - 1)))
+        """The sketched value at rank q·(n − 1) of the finite values: from the low sketch,
+        then the offset one (``inf`` when there are none)."""
+        if not self.count:
+            return math.inf
+        rank = int(round(q * (self.count - 1)))
         if rank >= self.count:
             return math.inf
         below = self.low.count

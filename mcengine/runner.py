@@ -21,6 +21,7 @@ under ``trials.parquet/`` (a Parquet dataset that pandas and pyarrow read as one
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from .outfolder import locked
 from .provenance import parquet_metadata
 from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
-from .results import BLOCK_TRIALS, CLASS_PREFIX, Summary
+from .results import BLOCK_TRIALS, CLASS_PREFIX, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
@@ -90,6 +91,7 @@ class Accumulators:
     below: dict = field(default_factory=dict)  # (b, metric) -> trials where b < baseline
     trials_done: int = 0
     missed: dict = field(default_factory=dict)  # scenario -> trials that missed an SLO (no tokens)
+    sides: dict = field(default_factory=dict)  # (b, "both" | "only_a" | "only_b") -> trials in which those serve tokens
 
     def add(self, chunk: dict[str, dict[str, np.ndarray]]) -> None:
         base = self.names[0]
@@ -107,11 +109,14 @@ class Accumulators:
                     self.metrics.setdefault((name, column), Summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
+            serves_a, serves_b = chunk[base]["tokens_per_s"] > 0.0, cols["tokens_per_s"] > 0.0
+            for side, count in (("both", serves_a & serves_b), ("only_a", serves_a & ~serves_b), ("only_b", ~serves_a & serves_b)):
+                self.sides[(name, side)] = self.sides.get((name, side), 0) + int(np.count_nonzero(count))
             for metric in PAIRED_METRICS:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
-                self.ratios.setdefault((name, metric), Summary(offset=1.0)).add(ratio, f"{name}/{base}.{metric}")
+                    ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials
+                self.ratios.setdefault((name, metric), Summary(offset=1.0)).add(ratio, f"{name}/{base}.{metric}", keep=serves_a & serves_b)
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
         self.trials_done += len(chunk[base]["trial"])
 
@@ -124,13 +129,16 @@ class Accumulators:
             if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}
                 cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
                 scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
-        doc: dict = {"scenarios": scenarios, "slo_missed_share": {name: self.missed.get(name, 0) / self.trials_done for name in self.names}}
+        infeasible = {name: self.missed.get(name, 0) / self.trials_done for name in self.names}
+        doc: dict = {"scenarios": scenarios, "slo_infeasible_share": infeasible, "slo_missed_share": dict(infeasible)}
         pairs = {}
         for name in self.names[1:]:
+            serving = {side: self.sides.get((name, side), 0) / self.trials_done for side in ("both", "only_a", "only_b")}
             pairs[f"{name} / {base}"] = {
                 metric: {
-                    "ratio": self.ratios[(name, metric)].to_dict(),
+                    "ratio": self._ratio(name, metric),
                     "p_b_below_a": self.below[(name, metric)] / self.trials_done,
+                    "serving": serving,
                 }
                 for metric in PAIRED_METRICS
             }
@@ -140,6 +148,14 @@ class Accumulators:
             doc["paired_all"] = pairs
         return doc
 
+    def _ratio(self, name: str, metric: str) -> dict:
+        """The paired ratio's summary over the trials in which both serve tokens (every
+        entry NaN-free: ``inf`` when there are none)."""
+        summary = self.ratios[(name, metric)]
+        if summary.count + summary.infinite:
+            return summary.to_dict()
+        return {**{key: math.inf for key in ("mean", "std", "sem", "min", "max")}, **{key: math.inf for key, _ in QUANTILES}}
+
     def state(self) -> dict:
         return {
             "names": list(self.names),
@@ -148,6 +164,7 @@ class Accumulators:
             "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()],
             "below": [[n, m, c] for (n, m), c in self.below.items()],
             "missed": dict(self.missed),
+            "sides": [[n, side, c] for (n, side), c in self.sides.items()],
         }
 
     @classmethod
@@ -157,6 +174,7 @@ class Accumulators:
         acc.ratios = {(n, m): Summary.from_state(s) for n, m, s in state["ratios"]}
         acc.below = {(n, m): int(c) for n, m, c in state["below"]}
         acc.missed = {n: int(c) for n, c in state.get("missed", {}).items()}
+        acc.sides = {(n, side): int(c) for n, side, c in state.get("sides", [])}
         return acc
 
 

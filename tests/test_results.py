@@ -69,15 +69,30 @@ def test_non_finite_values_are_an_error_not_a_nan():
         summarize(np.array([np.nan]))
 
 
-def test_infinite_values_rank_last_and_make_the_mean_infinite():
-    """A trial that delivers no tokens costs +inf per token: counted apart, above every
-    finite value, so 3 of 10 infinite values leave p50 finite and p95 infinite."""
+def test_infinite_values_are_a_share_beside_a_summary_of_the_finite_ones():
+    """A trial that delivers no tokens costs +inf per token: counted apart as
+    ``infinite_share``; moments and quantiles describe the trials that serve (1..7: mean
+    4, sample std sqrt(28/6), p50 the middle value 4), ``max`` stays inf."""
     values = np.array([1.0, 2.0, np.inf, 3.0, 4.0, np.inf, 5.0, 6.0, np.inf, 7.0])
     d = Summary().add(values).to_dict()
-    assert d["mean"] == d["std"] == d["sem"] == d["max"] == np.inf
-    assert d["min"] == 1.0 and d["p95"] == np.inf and d["p99"] == np.inf
-    assert d["p50"] == pytest.approx(5.0, rel=SKETCH_RELATIVE_ACCURACY)  # rank round(0.5 x 9) = 4 (0-based): 5.0
-    assert Summary().add(np.full(3, np.inf)).to_dict()["p01"] == np.inf
+    assert d["mean"] == pytest.approx(4.0, rel=1e-15) and d["std"] == pytest.approx((28 / 6) ** 0.5, rel=1e-15)
+    assert d["sem"] == pytest.approx(d["std"] / 7 ** 0.5, rel=1e-15)
+    assert d["infinite_share"] == 0.3 and d["max"] == np.inf and d["min"] == 1.0
+    assert d["p50"] == pytest.approx(4.0, rel=SKETCH_RELATIVE_ACCURACY)  # rank round(0.5 x 6) = 3 (0-based) of 1..7
+    assert d["p99"] == pytest.approx(7.0, rel=SKETCH_RELATIVE_ACCURACY)
+    assert "infinite_share" not in Summary().add(values[np.isfinite(values)]).to_dict()
+    everything = Summary().add(np.full(3, np.inf)).to_dict()
+    assert everything["p01"] == everything["mean"] == np.inf and everything["infinite_share"] == 1.0
+
+
+def test_keep_leaves_trials_out_without_changing_the_blocks():
+    x = _sample(3 * BLOCK_TRIALS)
+    keep = np.arange(x.size) % 5 != 0
+    whole = Summary().add(x, keep=keep)
+    parts = Summary().add(x[:BLOCK_TRIALS], keep=keep[:BLOCK_TRIALS]).add(x[BLOCK_TRIALS:], keep=keep[BLOCK_TRIALS:])
+    assert whole.state() == parts.state() and whole.count == int(keep.sum())
+    assert whole.to_dict()["mean"] == pytest.approx(x[keep].mean(), rel=1e-12)
+    assert whole.min == x[keep].min() and whole.max == x[keep].max()
 
 
 def test_infinite_values_keep_the_moments_independent_of_chunking():

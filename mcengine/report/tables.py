@@ -130,18 +130,20 @@ def render_run(doc: dict):
         for n in names:
             d = doc["scenarios"][n][key]
             table.add_row(n, fmt.format(d["p50"]), f"{fmt.format(d['p05'])} – {fmt.format(d['p95'])}")
-    missed = doc.get("slo_missed_share") or {n: 1.0 - doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names}
-    if max(missed.values()) > 0.0:  # a trial that misses its TPOT or TTFT SLO delivers no tokens
-        _section(table, "share of trials missing the TPOT/TTFT SLOs (zero tokens)")
+    missed = (doc.get("slo_infeasible_share") or doc.get("slo_missed_share")
+              or {n: 1.0 - doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names})
+    if max(missed.values()) > 0.0:  # a trial in which the plan misses its TPOT or TTFT SLO delivers no tokens
+        _section(table, "SLO-infeasible share of trials (zero tokens; the costs above are over the others)")
         for n in names:
-            table.add_row(n, f"{missed[n]:.3f}" + ("  (MISSED)" if missed[n] > 0.0 else ""), "")
+            table.add_row(n, f"{missed[n]:.3f}" + ("  (INFEASIBLE)" if missed[n] > 0.0 else ""), "")
     parts = [table]
     if "paired_all" in doc:
         base = doc["baseline"]
         paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)",
                        title=f"paired with {base} = A (same trials, common random numbers)",
                        caption="lower cost is better; higher availability and tokens/s are better "
-                               "(there P(B better) counts ties: P(B ≥ A))")
+                               "(there P(B better) counts ties: P(B ≥ A)); ratios over the trials in which both serve "
+                               "tokens; P(B better) over all trials, a trial where only one side serves counted for it")
         paired.columns[0].no_wrap = True
         for col in paired.columns[1:]:
             col.justify, col.no_wrap = "right", True
