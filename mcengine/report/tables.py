@@ -292,6 +292,7 @@ def render_roofline(body: dict):
 
     ar = body.get("allreduce", {})
     for name, value in (
+        *((("plan in use (workload.plan = " + body["plan_rule"] + ")", body["plan"]),) if "plan" in body else ()),
         ("layout (tensor x pipeline)", f"{par['tensor']} x {par['pipeline']}" + (" + expert parallel" if par.get("expert_parallel") else "")),
         ("attention", "data-parallel (sequences sharded)" if body.get("attention") == "data" else "tensor-parallel (heads sharded)"),
         ("all-reduce (prefill, decode)", f"{ar.get('prefill', 'ring')}, {ar.get('decode', 'ring')}"),
@@ -314,7 +315,7 @@ def render_roofline(body: dict):
     for phase, t in body["terms"].items():
         total = t.get("total_ms", max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"])
         terms.add_row(labels[phase], *(_sig3(t[k]) for k in ("compute_ms", "memory_ms", "comm_ms", "overhead_ms")), _sig3(total), bounds[phase])
-    layouts = Table("tensor", "pipeline", "attention", "fits", "batch", "TPOT ms", "SLO", "tokens/s per GPU", "", title="layouts searched (median inputs)")
+    layouts = Table("tensor", "pipeline", "attention", "fits", "batch", "TPOT ms", "SLO", "tokens/s per GPU", "", title=f"layouts searched in {body.get('serving', 'static')} serving (median inputs)")
     for row in body["layouts"]:
         layouts.add_row(
             str(row["tensor"]), str(row["pipeline"]), row.get("attention", "tensor"), "yes" if row["fits"] else "no", str(row["batch"]),

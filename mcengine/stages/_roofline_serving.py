@@ -343,6 +343,17 @@ class ServingChoice:
     why: dict
 
 
+def infeasible_why(scenario: Scenario, mode: str) -> str:
+    """Why no layout serves in ``mode`` (for a mode none of whose layouts fits)."""
+    w = scenario.workload
+    if mode == "continuous":
+        return (f"no layout fits a prefill chunk of B S/O = {w.prompt_tokens / w.output_tokens:g} tokens per sequence within "
+                f"workload.prefill_chunk_tokens = {w.prefill_chunk_tokens} next to the weights and KV cache")
+    if mode == "disaggregated":
+        return "no layout fits the weights and one prompt's KV cache"
+    return "no layout fits the weights and one sequence's KV cache"
+
+
 @lru_cache(maxsize=64)
 def choose_serving(scenario: Scenario) -> ServingChoice:
     """Evaluate every serving mode at the median inputs and pick ``workload.serving``'s
@@ -353,14 +364,7 @@ def choose_serving(scenario: Scenario) -> ServingChoice:
     disaggregated = choose_disaggregated(scenario)
     best = {"static": static, "continuous": continuous, "disaggregated": disaggregated}
     w = scenario.workload
-    why = {
-        "static": "",
-        "continuous": "" if continuous is not None else (
-            f"no layout fits a prefill chunk of B S/O = {w.prompt_tokens / w.output_tokens:g} tokens per sequence within "
-            f"workload.prefill_chunk_tokens = {w.prefill_chunk_tokens} next to the weights and KV cache"
-        ),
-        "disaggregated": "" if disaggregated is not None else "no layout fits the weights and one prompt's KV cache",
-    }
+    why = {name: "" if best[name] is not None else infeasible_why(scenario, name) for name in sv.SERVING_MODES}
     mode = w.serving
     if mode == "auto":
         meeting = [name for name in sv.SERVING_MODES if best[name] is not None and best[name].slo_met[0]]

@@ -167,7 +167,25 @@ def plan_at(scenario: Scenario, inputs: TrialInputs) -> tuple[Plan, object]:
     roofline``) under ``workload.plan``, with its evaluation there."""
     mode = scenario.workload.plan
     if mode == "per_trial":
-        block = plan_per_trial(scenario, inputs)
-        return block.plan_of(0), block.evaluations[int(block.index[0])]
+        plan = plan_per_trial(scenario, inputs).plan_of(0)
+        return plan, evaluate_plan(scenario, plan, inputs)
     plan, share = chosen_plan(scenario) if mode == "median" else quantile_plan(scenario)
     return plan, evaluate_plan(scenario, plan, inputs, share)
+
+
+def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Plan, object] | None]:
+    """At the one trial ``inputs``: each searched mode's best plan by the per-trial rule
+    (the most tokens/s among the plans that fit and meet the SLOs, else the fitting one
+    with the lowest TPOT) with its evaluation (every batch limit searched in full); None
+    for a mode where no plan fits."""
+    plans, evaluations = candidates(scenario), evaluate_candidates(scenario, inputs)
+    out: dict[str, tuple[Plan, object] | None] = {}
+    for mode in serving_modes(scenario):
+        ours = [(p, e) for p, e in zip(plans, evaluations) if p.mode == mode and bool(np.ravel(e.fits)[0])]
+        serving = [(p, e) for p, e in ours if bool(np.ravel(e.slo_met)[0])]
+        if serving:
+            best = max(serving, key=lambda pe: float(np.ravel(pe[1].tokens_per_s_instance)[0]))[0]
+        elif ours:
+            best = min(ours, key=lambda pe: float(np.ravel(pe[1].tpot_s)[0]))[0]
+        out[mode] = (best, evaluate_plan(scenario, best, inputs)) if ours else None
+    return out

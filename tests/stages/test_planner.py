@@ -82,3 +82,26 @@ def test_median_plan_reproduces_the_median_choice_to_the_bit(design):
 
 MEDIAN_H100 = [1954.3077863982157, 3177.6796847848154, 2113.0011606699627, 3101.997783044941]
 MEDIAN_LITE_2X = [1802.6512212974524, 2798.845111437491, 1937.9349446312835, 1900.6518601964528]
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100"])
+def test_roofline_output_describes_the_plan_in_use(design):
+    """Issue #28: the top level, the layout table and the serving modes all read the plan
+    the chained run serves at the median inputs."""
+    from mcengine.studies.roofline import roofline_study
+
+    s = load_scenario(design)
+    body = roofline_study(s)
+    median = quantile_inputs(s, 0.5)
+    block = planner.plan_per_trial(s, median)
+    plan = block.plan_of(0)
+    assert body["plan"] == plan.describe() and body["serving"] == plan.mode and body["plan_rule"] == "per_trial"
+    assert body["tokens_per_s_instance"] == roofline.throughput(s, median)["tokens_per_s_instance"][0]
+    chosen = body["serving_modes"][plan.mode]
+    assert chosen["chosen"] and chosen["tokens_per_s_instance"] == body["tokens_per_s_instance"]
+    assert chosen["batch"] == body["decode"]["batch"] and chosen["tpot_ms"] == body["decode"]["tpot_ms"]
+    assert (body["parallelism"]["tensor"], body["parallelism"]["pipeline"]) == (plan.layout.tensor, plan.layout.pipeline)
+    [row] = [r for r in body["layouts"] if r["chosen"]]
+    assert row["tokens_per_s_per_gpu"] == body["tokens_per_s_per_gpu"]
+    runners_up = [r for name, r in body["serving_modes"].items() if name != plan.mode and r["feasible"] and r["slo_met"]]
+    assert runners_up and all(r["tokens_per_s_instance"] <= body["tokens_per_s_instance"] for r in runners_up)
