@@ -271,7 +271,7 @@ def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
     return min(fitting, key=lambda e: float(e.slo_excess[0])), evaluations
 
 
-def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
+def degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
     """Every shardable ``t x p`` layout of at most ``instance_gpus`` GPUs (``p`` at most the
     layers), in each searched attention mode with the searched all-reduce algorithm (as
     :func:`candidate_layouts`): at most (tensor degrees) x layers x modes of them,
@@ -293,7 +293,7 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     shardable ``t x p`` layout of at most ``m`` GPUs whose weights and batch fit HBM (and
     which meets the TPOT SLO if the chosen layout does), 0 if none fits. All at the median
     inputs, as the layout choice. ``thr`` changes only at the sizes of the feasible
-    layouts, so the layouts evaluated are those of :func:`_degraded_layouts` (at most
+    layouts, so the layouts evaluated are those of :func:`degraded_layouts` (at most
     tensor degrees x layers, independent of ``n``) and the table is their running maximum
     over ``m``. ``table[0] = 1``.
     """
@@ -302,7 +302,7 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     median = quantile_inputs(scenario, 0.5)
     full = float(best.tokens_per_s_instance[0])
     by_size = np.zeros(n + 1)  # best tokens/s of a layout of exactly this many GPUs
-    for layout in _degraded_layouts(scenario):
+    for layout in degraded_layouts(scenario):
         e = evaluate(scenario, layout, median)
         if e.fits[0] and (e.slo_met[0] or not best.slo_met[0]):
             by_size[layout.gpus] = max(by_size[layout.gpus], float(e.tokens_per_s_instance[0]))

@@ -30,6 +30,7 @@ decode evaluation.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -39,7 +40,8 @@ from ..analytic import serving as sv
 from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
-from ._roofline_layout import candidate_layouts, evaluate
+from ._roofline_layout import candidate_layouts, degraded_layouts, evaluate
+from ._roofline_layout import capacity_table as _static_capacity_table
 from ._roofline_serving import Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, prefill_pass
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
@@ -189,3 +191,60 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Pla
             best = min(ours, key=lambda pe: float(np.ravel(pe[1].tpot_s)[0]))[0]
         out[mode] = (best, evaluate_plan(scenario, best, inputs)) if ours else None
     return out
+
+
+def _resized(scenario: Scenario, gpus: int) -> Scenario:
+    """``scenario`` with instances of ``gpus`` GPUs whose layout is searched ("auto"
+    degrees: a degraded instance re-plans whatever degrees the full one fixes)."""
+    w = dataclasses.replace(scenario.workload, tensor_parallel="auto", pipeline_parallel="auto")
+    return dataclasses.replace(scenario, cluster=dataclasses.replace(scenario.cluster, instance_gpus=gpus), workload=w)
+
+
+def layout_sizes(scenario: Scenario) -> list[int]:
+    """The instance sizes ``t x p <= instance_gpus`` on which some layout can shard the model
+    (:func:`~._roofline_layout.degraded_layouts`): at most (tensor degrees) x layers of
+    them, whatever ``instance_gpus``."""
+    return sorted({layout.gpus for layout in degraded_layouts(scenario)})
+
+
+def best_tokens(scenario: Scenario, inputs: TrialInputs) -> float:
+    """The most output tokens/s of one instance (``cluster.instance_gpus`` GPUs) at the one
+    trial ``inputs`` by the per-trial rule; 0 where no plan meets the SLOs or fits."""
+    tokens = max(float(np.ravel(served_tokens(e))[0]) for e in evaluate_candidates(scenario, inputs))
+    return max(tokens, 0.0)
+
+
+@lru_cache(maxsize=64)
+def capacity_table(scenario: Scenario) -> np.ndarray:
+    """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k`` of
+    its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard), at the median
+    inputs (one table per scenario, whatever ``workload.plan``; "median" keeps the static
+    layout table of :func:`~._roofline_layout.capacity_table`).
+
+    ``table[k] = min(1, thr(n - k) / full)``: ``full`` is the output tokens/s of the plan in
+    use (:func:`plan_at`); ``r(g)`` the best tokens/s by the per-trial rule of an instance of
+    exactly ``g`` GPUs, in the same searched serving modes (0 if no plan meets the SLOs);
+    ``thr(m)`` the best set of replicas that fits ``m`` GPUs: ``q = floor(m / g)`` replicas of
+    one size ``g`` plus the best single instance on the ``m - q g`` GPUs left over. The
+    sizes ``g`` are :func:`layout_sizes` (independent of ``n``), so the cost is bounded
+    by the model's divisors and layers. ``table[0] = 1``.
+    """
+    if scenario.workload.plan == "median":
+        return _static_capacity_table(scenario)
+    n = scenario.cluster.instance_gpus
+    median = quantile_inputs(scenario, 0.5)
+    _, e = plan_at(scenario, median)
+    full = float(np.ravel(served_tokens(e))[0])
+    if not full > 0.0:
+        return np.concatenate([[1.0], np.zeros(n)])
+    single = np.zeros(n + 1)  # r(g) at the sizes with a layout
+    for g in layout_sizes(scenario):
+        single[g] = best_tokens(_resized(scenario, g), median) if g != n else full
+    best_single = np.maximum.accumulate(single)  # the best single instance on at most m GPUs
+    m = np.arange(n + 1)
+    thr = best_single.copy()
+    for g in np.flatnonzero(single > 0.0):
+        thr = np.maximum(thr, (m // g) * single[g] + best_single[m % g])
+    table = np.minimum(1.0, thr[::-1] / full)
+    table[0] = 1.0
+    return table

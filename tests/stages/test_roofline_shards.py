@@ -8,7 +8,7 @@ import pytest
 from mcengine.scenario import load_scenario
 from mcengine.scenario.load import apply_overrides
 from mcengine.scenario import scenario_from_dict
-from mcengine.stages._roofline_layout import _degraded_layouts, _shard_problem
+from mcengine.stages._roofline_layout import degraded_layouts, _shard_problem
 
 
 def _scenario(*overrides: str):
@@ -33,7 +33,7 @@ def test_data_attention_needs_t_to_divide_the_mlp(t, allowed):
 def test_degraded_layouts_are_bounded_by_the_model_not_the_instance():
     # every (t, p, mode) with t | ffn, p <= layers: at most divisors(ffn) x layers x 2 modes
     bound = len(_divisors(28672)) * 80 * 2
-    small = _degraded_layouts(_scenario("cluster.instance_gpus=1024", 'cluster.on_failure="reshard"'))
-    big = _degraded_layouts(_scenario("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"'))
+    small = degraded_layouts(_scenario("cluster.instance_gpus=1024", 'cluster.on_failure="reshard"'))
+    big = degraded_layouts(_scenario("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"'))
     assert len(small) < len(big) <= bound
     assert all(28672 % layout.tensor == 0 for layout in big)
