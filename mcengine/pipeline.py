@@ -87,6 +87,13 @@ def fab_key(scenario: Scenario) -> tuple:
     return ("fab", scenario.fab, scenario.total_gpus)
 
 
+def roofline_key(scenario: Scenario) -> tuple:
+    """What the roofline stage reads (the served model and plan rule, the GPU, the
+    instance): two scenarios equal here, with drawn inputs, serve bit-identical tokens
+    (lite-h100-2x and its fast-swap variant differ in reliability alone)."""
+    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster)
+
+
 def run_block(
     scenario: Scenario,
     seed: int,
@@ -100,9 +107,9 @@ def run_block(
     ``inputs`` replaces the drawn uncertain inputs (sensitivity designs); the stages' own
     per-event randomness still comes from the trials' streams. ``memo`` lets the
     scenarios of one chunk share the fab and reliability columns of equal
-    :func:`fab_key` and :func:`reliability_key` (the dear stages: lite-h100, lite-h100-2x
-    and its fast-swap variant build the same packages; the first two also share their
-    lifetimes; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
+    :func:`fab_key`, :func:`reliability_key` and :func:`roofline_key` (the dear stages:
+    lite-h100, lite-h100-2x and its fast-swap variant build the same packages; the first
+    two also share their lifetimes, the last two their plans; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
     ``memo`` only with them.
     """
     from .stages import econ, fab, reliability, roofline
@@ -116,7 +123,7 @@ def run_block(
         ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
         ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
                                         lambda: reliability.lifetimes(scenario, inputs, seed))),
-        ("roofline", lambda: roofline.throughput(scenario, inputs)),
+        ("roofline", lambda: shared_columns(memo, roofline_key(scenario), lambda: roofline.throughput(scenario, inputs))),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()

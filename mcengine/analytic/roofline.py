@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -175,8 +176,9 @@ class PhaseTimes:
     overhead_s: np.ndarray
     overlap: np.ndarray | float = 0.0
 
-    @property
+    @cached_property
     def total_s(self) -> np.ndarray:
+        """The phase's time (computed once per phase: searches and planners read it often)."""
         o = self.overlap
         return np.maximum(np.maximum(self.compute_s, self.memory_s), o * self.comm_s) + (1.0 - o) * self.comm_s + self.overhead_s
 
@@ -608,15 +610,39 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
 
 def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """The largest integer batch ``B <= cap`` with ``time_s(B) <= limit_s`` (0 if even one
-    sequence misses it), by bisection (``time_s`` non-decreasing in ``B``); ``cap`` an int
-    or a per-trial int array (the bisection takes ``log2`` of its largest value steps). int64."""
-    lo = np.zeros(shape, np.int64)  # time(lo) <= limit (lo = 0: vacuous)
-    hi = np.broadcast_to(np.asarray(cap, np.int64) + 1, shape).copy()  # time(hi) > limit (cap + 1: assumed)
+    sequence misses it; ``time_s`` non-decreasing in ``B``, so the answer is unique); ``cap``
+    an int or a per-trial int array. int64.
+
+    A bracketed search on integers: ``time_s(1)`` and ``time_s(cap)`` settle the trials
+    outside ``[1, cap)``; then steps alternate between the point where the straight line
+    through the bracket's two times meets the limit (the times are piecewise linear in
+    ``B``, so this lands next to the answer in a few steps) and the midpoint (at most twice
+    the steps of a bisection whatever the shape).
+    """
+    top = np.broadcast_to(np.asarray(cap, np.int64), shape)
+    one = np.ones(shape, np.int64)
+    limit = np.broadcast_to(np.asarray(limit_s, float), shape)
+    t_one = np.broadcast_to(time_s(one), shape)
+    t_top = np.broadcast_to(time_s(np.maximum(top, 1)), shape)
+    inside = (top > 1) & (t_one <= limit) & (t_top > limit)
+    # outside the bracket: 0 (one sequence misses, or cap 0) or cap (cap itself meets it)
+    lo = np.where(inside, 1, np.where((top >= 1) & (t_top <= limit), top, 0))  # time(lo) <= limit (lo = 0: vacuous)
+    hi = np.where(inside, top, lo + 1)  # time(hi) > limit (cap + 1: assumed)
+    t_lo, t_hi = np.where(inside, t_one, 0.0), np.where(inside, t_top, 0.0)
+    interpolate = True
     while np.any(open_ := hi - lo > 1):
-        mid = np.where(open_, (lo + hi) // 2, 1)
-        ok = time_s(mid) <= limit_s
-        lo = np.where(open_ & ok, mid, lo)
-        hi = np.where(open_ & ~ok, mid, hi)
+        if interpolate:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = np.floor((limit - t_lo) / (t_hi - t_lo) * (hi - lo))
+            mid = np.clip(lo + np.nan_to_num(step, nan=1.0, posinf=1.0, neginf=1.0).astype(np.int64), lo + 1, hi - 1)
+        else:
+            mid = (lo + hi) // 2
+        mid = np.where(open_, mid, 1)
+        t_mid = np.broadcast_to(time_s(mid), shape)
+        ok = t_mid <= limit
+        lo, t_lo = np.where(open_ & ok, mid, lo), np.where(open_ & ok, t_mid, t_lo)
+        hi, t_hi = np.where(open_ & ~ok, mid, hi), np.where(open_ & ~ok, t_mid, t_hi)
+        interpolate = not interpolate
     return lo
 
 

@@ -250,13 +250,13 @@ def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode
 
 
 def disaggregated_of(scenario: Scenario, prefill_layout: ra.Layout, pre: PrefillPass, decode: Evaluation, inputs: TrialInputs,
-                     share=None) -> Disaggregated:
+                     share=None, rates: ra.Rates | None = None) -> Disaggregated:
     """:func:`evaluate_disaggregated` from a prefill pass on ``prefill_layout`` and a
-    decode-only evaluation already made (the planner pairs every prefill layout with every
-    decode layout without evaluating either twice)."""
+    decode-only evaluation already made, and the trials' rates if known (the planner pairs
+    every prefill layout with every decode layout without evaluating either twice)."""
     w = scenario.workload
     s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
-    rates = rates_of(scenario, inputs)
+    rates = rates_of(scenario, inputs) if rates is None else rates
     send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, rates), (inputs.n,))
     receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, rates), (inputs.n,))
     r_p = np.minimum(pre.batch / pre.prefill.total_s, send)

@@ -40,7 +40,7 @@ from ..analytic import serving as sv
 from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
-from ._roofline_layout import candidate_layouts, degraded_layouts, evaluate
+from ._roofline_layout import candidate_layouts, degraded_layouts, evaluate, rates_of
 from ._roofline_layout import capacity_table as _static_capacity_table
 from ._roofline_serving import Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, prefill_pass
 
@@ -88,7 +88,8 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> list:
         else:
             decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True) for layout in layouts]
             passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
-            out += [disaggregated_of(scenario, pre_layout, x, decode, inputs) for decode in decodes for pre_layout, x in zip(layouts, passes)]
+            rates = rates_of(scenario, inputs)
+            out += [disaggregated_of(scenario, pre_layout, x, decode, inputs, rates=rates) for decode in decodes for pre_layout, x in zip(layouts, passes)]
     return out
 
 
