@@ -45,11 +45,12 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), ``slo_met`` (1.0 when the trial meets
     its TPOT and TTFT SLOs, else 0.0: such a trial delivers no tokens),
     ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
-    utilisation of the power model), at the layout chosen at the median inputs, in the
-    serving mode ``workload.serving`` picks (static: the lines below, unchanged; others:
-    :mod:`._roofline_serving`).
-    Raises InputError if in some trial the weights (or an integer batch) do not fit HBM,
-    NumericalError on a non-finite output.
+    utilisation of the power model), of the plan ``workload.plan`` says the trial serves
+    (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
+    pessimistic inputs; with "median", the static lines below are unchanged and other
+    modes are :mod:`._roofline_serving`'s).
+    Raises InputError if in some trial the weights (or an integer batch) fit no plan
+    searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
     if scenario.workload.plan == "per_trial":
         return _planned_columns(planner.plan_per_trial(scenario, inputs), inputs)

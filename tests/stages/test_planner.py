@@ -105,3 +105,30 @@ def test_roofline_output_describes_the_plan_in_use(design):
     assert row["tokens_per_s_per_gpu"] == body["tokens_per_s_per_gpu"]
     runners_up = [r for name, r in body["serving_modes"].items() if name != plan.mode and r["feasible"] and r["slo_met"]]
     assert runners_up and all(r["tokens_per_s_instance"] <= body["tokens_per_s_instance"] for r in runners_up)
+
+
+def test_quantile_plan_is_the_per_trial_choice_at_pessimistic_inputs_served_everywhere():
+    s = load_scenario("lite-h100-2x", ('workload.plan="quantile"', "workload.plan_quantile=0.1"))
+    plan, share = planner.quantile_plan(s)
+    at = planner.pessimistic_inputs(s, 0.1)
+    # efficiencies at their 10th percentile, latencies at their 90th
+    assert at["workload.memory_efficiency"][0] == pytest.approx(0.52 + 0.1 * 0.20)
+    assert at["workload.collective_start_us"][0] > quantile_inputs(s, 0.5)["workload.collective_start_us"][0]
+    assert plan == planner.plan_per_trial(s, at).plan_of(0)
+    inputs = draw_inputs(s, 4, 0, 64)
+    cols = roofline.throughput(s, inputs)
+    e = planner.evaluate_plan(s, plan, inputs, share)
+    assert cols["tokens_per_s_instance"].tolist() == np.where(e.slo_met, e.tokens_per_s_instance, 0.0).tolist()
+    per_trial = roofline.throughput(load_scenario("lite-h100-2x"), inputs)["tokens_per_s_instance"]
+    assert (per_trial >= cols["tokens_per_s_instance"]).all()  # planning per trial never serves less
+
+
+def test_a_trial_no_plan_serves_is_infeasible_and_named():
+    s = load_scenario("h100", ("workload.tpot_slo_ms=2",))
+    cols = roofline.throughput(s, draw_inputs(s, 0, 0, 16))
+    assert cols["slo_met"].tolist() == [0.0] * 16 and cols["tokens_per_s_instance"].tolist() == [0.0] * 16
+    assert np.isfinite(cols["tpot_ms"]).all() and (cols["tpot_ms"] > 2.0).all()
+    small = load_scenario("h100", ("gpu.hbm_gb=10",))  # 17.5 GB of weights per GPU on any layout of 8
+    with pytest.raises(InputError) as err:
+        roofline.throughput(small, draw_inputs(small, 0, 0, 4))
+    assert err.value.problems[0].key == "gpu.hbm_gb"
