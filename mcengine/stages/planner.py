@@ -49,10 +49,6 @@ from ._roofline_serving import Plan, chosen_plan, disaggregated_of, evaluate_con
 #: roofline input (efficiencies, peaks, bandwidths, HBM, SLOs) is taken at its lower one.
 HIGHER_IS_SLOWER = ("workload.collective_start_us", "workload.hop_latency_us", "workload.step_overhead_ms", "workload.layer_overhead_us")
 
-#: The per-trial columns a plan's evaluation gives (properties of every evaluation type).
-COLUMNS = ("tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_s", "tpot_s", "batch", "slo_met", "busy_fraction", "fits")
-
-
 def serving_modes(scenario: Scenario) -> tuple[str, ...]:
     """The modes searched: ``workload.serving``, or all of them for "auto"."""
     mode = scenario.workload.serving
@@ -111,10 +107,12 @@ class PlannedBlock:
     evaluations: list
 
     def column(self, name: str) -> np.ndarray:
-        """Per-trial ``name`` (one of :data:`COLUMNS`) of each trial's plan."""
+        """Per-trial ``name`` of each trial's plan: a property every evaluation type has
+        (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``ttft_s``, ``tpot_s``,
+        ``batch``, ``slo_met``, ``busy_fraction``, ``fits``)."""
         n = self.index.size
-        first = np.broadcast_to(np.asarray(getattr(self.evaluations[int(self.index[0])], name)), (n,))
-        out = np.empty(n, dtype=first.dtype)
+        dtype = np.asarray(getattr(self.evaluations[int(self.index[0])], name)).dtype
+        out = np.empty(n, dtype=dtype)
         for k in np.unique(self.index):
             rows = self.index == k
             out[rows] = np.broadcast_to(np.asarray(getattr(self.evaluations[int(k)], name)), (n,))[rows]
