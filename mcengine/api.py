@@ -58,10 +58,16 @@ def _one(scenario: str | Scenario, overrides: Iterable[str]) -> tuple[Scenario, 
     return found[0], plans
 
 
-def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool, owned=()) -> OutFolder | None:
+def _writes(scenarios) -> list[str]:
+    """The names every command writes to its folder (figures aside): summary, table, scenarios."""
+    return ["summary.json", TABLE_FILE, *(f"{s.name}.toml" for s in scenarios)]
+
+
+def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool) -> OutFolder | None:
     if out is None:
         return None
-    return OutFolder.claim(Path(out), command, run_fingerprint(command, scenarios, seed, size, params), force=force, owned=owned)
+    return OutFolder.claim(Path(out), command, run_fingerprint(command, scenarios, seed, size, params), force=force,
+                           writes=_writes(scenarios))
 
 
 def _save(folder: OutFolder | None, doc: dict, scenarios, rows: list[dict], figures=None, extra: Sequence[str] = ()) -> None:
@@ -279,14 +285,13 @@ def run(
         if out is None:
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
         spec = None
+        expect = {"seed": None if seed is None else check_seed(seed), "trials": None if trials is None else positive("--trials", trials),
+                  "keep_trials": keep_trials, "overrides": list(overrides)}
         if scenarios:
             study, resolved, plans = _resolve_run(scenarios, overrides)
             n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
             seed = seed if seed is not None else study["seed"]
             spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), bool(keep_trials), study["label"])
-        else:
-            expect = {"seed": None if seed is None else check_seed(seed),
-                      "trials": None if trials is None else positive("--trials", trials), "keep_trials": keep_trials}
     else:
         study, resolved, plans = _resolve_run(scenarios, overrides)
         n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
@@ -297,7 +302,8 @@ def run(
     folder = None
     if out is not None:
         fingerprint = None if spec is None else run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})
-        folder = OutFolder.claim(out, "run", fingerprint, force=force, resume=resume, owned=RUN_FILES)
+        folder = OutFolder.claim(out, "run", fingerprint, force=force, resume=resume, owned=RUN_FILES,
+                                 writes=_writes(spec.scenarios if spec is not None else ()))
     prov = None if spec is None else provenance(spec.scenarios, spec.seed, "trials", spec.trials, plans)
     outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress,
                              expect=expect, provenance=prov)

@@ -8,6 +8,7 @@ Heavy imports (numba, the stages) happen inside the commands, so ``--help`` is f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="KEY=VALUE ov
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="Numba threads (default: all cores).", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as one JSON document on stdout, nothing else.")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there).")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there), or write beside files mcengine did not write (never replacing them).")]
 
 
 def _version(value: bool) -> None:
@@ -66,6 +67,20 @@ def _emit(doc: dict, as_json: bool, render) -> None:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         _console().print(render(doc))
+
+
+@contextlib.contextmanager
+def _saves_at_end(command: str, out):
+    """A command that writes its results (its --out folder included) only when it
+    finishes: an interrupt (between its points or steps) says that nothing was saved."""
+    from .errors import Interrupted
+
+    try:
+        yield
+    except Interrupted as exc:
+        where = f" to {out}" if out is not None else ""
+        exc.hint = f"stopped before its next step; nothing saved{where} (`mcengine {command}` reports and writes its results only when it finishes)"
+        raise
 
 
 # ------------------------------------------------------------------ commands
@@ -336,7 +351,7 @@ def sweep_cmd(
     bar, update = _progress_bar(as_json, quiet)
     from contextlib import nullcontext
 
-    with bar if bar is not None else nullcontext():
+    with bar if bar is not None else nullcontext(), _saves_at_end("sweep", out):
         doc = api.sweep(scenarios if len(scenarios) > 1 else scenarios[0], param[0] if len(param) == 1 else param, grid[0] if len(param) == 1 else grid,
                     outputs=tuple(output) if output else None, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update,
                     out=out, force=force)
@@ -374,7 +389,7 @@ def sensitivity_cmd(
     if trials is not None:
         kwargs["trials"] = trials
     bar, update = _progress_bar(as_json, quiet)
-    with bar if bar is not None else nullcontext():
+    with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):
         doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
     _emit(doc, as_json, render)
 
@@ -395,7 +410,8 @@ def paper_cmd(
 
     api.set_threads(threads)
     note = None if quiet or as_json and not sys.stderr.isatty() else (lambda text: sys.stderr.write(text + "\n"))
-    doc = api.paper(trials=trials, seed=seed, quick=quick, out=out, force=force, progress=note)
+    with _saves_at_end("paper", out):
+        doc = api.paper(trials=trials, seed=seed, quick=quick, out=out, force=force, progress=note)
     _emit(doc, as_json, render_paper)
     if out is not None and not as_json:
         _console().print(f"results in {out}/ (summary.json, table.csv, one figure per claim, slo-frontier.png)")
@@ -406,7 +422,8 @@ def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
     from .report.tables import render_validate
 
-    doc = api.validation_report()
+    with _saves_at_end("validate", None):
+        doc = api.validation_report()
     _emit(doc, as_json, render_validate)
     if not doc["passed"]:
         raise typer.Exit(1)
@@ -423,7 +440,8 @@ def bench_cmd(
     """Throughput of each stage and of the whole chain on this machine (peers: benchmarks/)."""
     from .report.tables import render_bench
 
-    doc = api.bench(quick=quick, stages=stage or (), out=out, force=force)
+    with _saves_at_end("bench", out):
+        doc = api.bench(quick=quick, stages=stage or (), out=out, force=force)
     _emit(doc, as_json, render_bench)
 
 

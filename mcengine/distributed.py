@@ -4,17 +4,29 @@ Chunks are submitted a bounded window ahead and gathered strictly in chunk order
 the driver merges them exactly as a local run would: identical numbers. Workers need
 mcengine installed in the same version (``pip install 'mcengine[dask]'`` on each).
 
-Nothing waits forever: the scheduler must answer within :data:`CONNECT_TIMEOUT_S`, a
-worker must join within :data:`WORKER_WAIT_S`, and while a chunk is awaited the
-cluster is polled every :data:`POLL_S`; a cluster left without workers for
-:data:`WORKER_WAIT_S`, or a scheduler that goes away, ends the run with one line
-(:class:`~mcengine.errors.ExecutionError`; the chunks finished before are checkpointed).
+Nothing waits forever:
+
+* Before the Dask client is made, a ``tcp://`` address (or ``HOST:PORT``) is probed: a
+  Dask scheduler sends its handshake (a length-prefixed message) as soon as it accepts a
+  connection, so anything else that listens there (a web server, a socket that accepts
+  and never replies) is told apart within :data:`CONNECT_TIMEOUT_S` and refused
+  (InputError naming ``--scheduler``, exit 2). Any address is then given at most
+  :data:`CLIENT_DEADLINE_S` to yield a connected client (exit 2 naming ``--scheduler``
+  beyond it): a run against a wrong address ends within :data:`CLIENT_DEADLINE_S` s.
+* A worker must join within :data:`WORKER_WAIT_S` (exit 1 naming the address).
+* While a chunk is awaited the cluster is polled every :data:`POLL_S`; a scheduler that
+  goes away mid-run, or a cluster left without workers for :data:`WORKER_WAIT_S`, ends
+  the run with one line (:class:`~mcengine.errors.ExecutionError`, exit 1, within about
+  :data:`WORKER_WAIT_S` + :data:`POLL_S` s; the chunks finished before are checkpointed).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import socket
+import struct
+import threading
 import time
 from collections import deque
 
@@ -23,8 +35,12 @@ from .pipeline import run_chunk
 
 #: Chunks in flight per worker thread (keeps workers busy, memory bounded).
 WINDOW_PER_THREAD = 2
-#: Seconds to reach the scheduler.
+#: Seconds to reach the scheduler (and, for tcp://, to receive its handshake).
 CONNECT_TIMEOUT_S = 10
+#: Seconds the Dask client may take to connect, whatever the address: beyond it, exit 2.
+CLIENT_DEADLINE_S = 3 * CONNECT_TIMEOUT_S
+#: Largest handshake a Dask scheduler sends on connection (it is a few hundred bytes).
+HANDSHAKE_MAX_BYTES = 1 << 16
 #: Seconds the cluster may have no worker (at the start, or after losing them all).
 WORKER_WAIT_S = 60.0
 #: Seconds between checks of the cluster while a chunk is awaited.
@@ -40,10 +56,62 @@ def connect(scheduler: str):
         from dask.distributed import Client
     except ImportError:
         raise InputError(Problem("--scheduler", scheduler, "needs the dask extra: pip install 'mcengine[dask]'")) from None
-    try:
-        return Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
-    except (OSError, TimeoutError, ValueError) as exc:
+    _probe(scheduler)
+    made: dict = {}
+
+    def make() -> None:
+        try:
+            made["client"] = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller's thread
+            made["error"] = exc
+
+    maker = threading.Thread(target=make, name="mcengine-dask-connect", daemon=True)
+    maker.start()
+    maker.join(CLIENT_DEADLINE_S)
+    if maker.is_alive():
+        raise InputError(Problem("--scheduler", scheduler, f"no Dask client connected within {CLIENT_DEADLINE_S} s "
+                                 "(not a Dask scheduler, or it does not answer)"))
+    exc = made.get("error")
+    if isinstance(exc, (OSError, TimeoutError, ValueError)):
         raise InputError(Problem("--scheduler", scheduler, f"no Dask scheduler answers there ({exc})")) from None
+    if exc is not None:
+        raise exc
+    return made["client"]
+
+
+def _recv(sock: socket.socket, n: int, deadline: float) -> bytes:
+    data = b""
+    while len(data) < n:
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        piece = sock.recv(n - len(data))
+        if not piece:
+            raise ConnectionError("the connection was closed")
+        data += piece
+    return data
+
+
+def _probe(scheduler: str) -> None:
+    """Refuse a ``tcp://`` address (or ``HOST:PORT``) where no Dask scheduler listens: a
+    scheduler sends its handshake (8 bytes of length, then a message holding its
+    ``pickle-protocol``) right after accepting; silence for :data:`CONNECT_TIMEOUT_S`
+    or anything else is InputError naming ``--scheduler``. Other protocols are left to
+    the client (within :data:`CLIENT_DEADLINE_S`)."""
+    protocol, _, rest = scheduler.rpartition("://")
+    if protocol not in ("", "tcp"):
+        return
+    host, _, port = rest.rpartition(":")
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S) as sock:
+            (size,) = struct.unpack("Q", _recv(sock, 8, deadline))
+            if not 0 < size <= HANDSHAKE_MAX_BYTES or b"pickle-protocol" not in _recv(sock, size, deadline):
+                raise InputError(Problem("--scheduler", scheduler, "something answers there that is not a Dask scheduler "
+                                         "(no Dask handshake); allowed: a Dask scheduler address such as tcp://HOST:8786"))
+    except (socket.timeout, TimeoutError):
+        raise InputError(Problem("--scheduler", scheduler, f"nothing answered within {CONNECT_TIMEOUT_S} s like a Dask scheduler "
+                                 "(a Dask scheduler greets every connection at once); allowed: a Dask scheduler address such as tcp://HOST:8786")) from None
+    except OSError as exc:
+        raise InputError(Problem("--scheduler", scheduler, f"no Dask scheduler answers there ({exc.strerror or exc})")) from None
 
 
 def _wait_for_workers(client, scheduler: str) -> None:

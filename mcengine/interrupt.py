@@ -5,8 +5,11 @@ run blocks of work it raises :class:`~mcengine.errors.Interrupted` at once (plai
 Python code is running). Inside them (:func:`deferred`), where a numba kernel may be
 running and an exception raised from a signal handler would surface as a SystemError,
 the first signal only records a request; the loop calls :func:`check` between blocks,
-after saving what it finished, and stops there. A second signal stops at once.
-Library callers that install no handler keep Python's default behaviour.
+after saving what it finished, and stops there, and leaving the region checks again, so
+a request that lands in a region's last block (a sweep point, a study step of one
+chunk) stops the command before its next unit of work rather than being dropped. A
+second signal stops at once. Library callers that install no handler keep Python's
+default behaviour.
 """
 
 from __future__ import annotations
@@ -41,13 +44,17 @@ def clear() -> None:
 
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """A region whose loop calls :func:`check` between blocks: signals wait for it."""
+    """A region whose loop calls :func:`check` between blocks: signals wait for it. A
+    request still pending when the outermost region ends stops the caller there
+    (Interrupted)."""
     global _depth
     _depth += 1
     try:
         yield
     finally:
         _depth -= 1
+    if not _depth:
+        check()
 
 
 def check() -> None:

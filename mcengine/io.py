@@ -3,13 +3,22 @@
 Every file mcengine writes goes through :func:`write_atomic`: the bytes go to a temporary
 file in the same folder, are flushed to disk, then renamed over the target, so a reader
 (or an interrupted run) sees either the old file or the whole new one.
+
+:func:`write_atomic` never replaces what is not a plain file of mcengine's: a link or a
+folder at the target, a file of this process's input (:func:`note_input`: every scenario,
+study and model file read), a name an output folder's claim protects (:func:`guard`: the
+files mcengine did not write there), or a file in a sub-folder of a claimed folder that is
+a link (it would be written wherever the link points). Each is an InputError naming
+``--out``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,12 +32,78 @@ def _umask() -> int:
     return mask
 
 
+#: (device, inode, modification time) of every file this process read as input (scenarios,
+#: studies, model cards): the time keeps a later file that reuses a deleted input's inode apart.
+_inputs: set[tuple[int, int, int]] = set()
+#: Per claimed output folder (its absolute path): the names mcengine must not write there.
+_guarded: dict[str, frozenset[str]] = {}
+
+
+def note_input(path: str | os.PathLike) -> None:
+    """Record ``path`` as an input of this process: no output ever replaces or deletes it."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path)
+        _inputs.add((st.st_dev, st.st_ino, st.st_mtime_ns))
+
+
+def is_input(st: os.stat_result) -> bool:
+    """Whether the file of ``st`` (an ``os.lstat`` result) was read as an input."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns) in _inputs
+
+
+def guard(folder: str | os.PathLike, names) -> None:
+    """Claim ``folder`` for output: ``names`` there (files mcengine did not write) are never
+    written, and its sub-folders must be real folders, not links."""
+    _guarded[os.path.abspath(folder)] = frozenset(names)
+
+
+def lstat_or_none(path: str | os.PathLike) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def kind_of(st: os.stat_result) -> str:
+    """What a non-regular entry is, in words."""
+    if stat.S_ISLNK(st.st_mode):
+        return "a link"
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def refused_target(path: Path) -> str | None:
+    """Why mcengine must not write ``path`` (None: it may)."""
+    parent = os.path.abspath(path.parent)
+    if path.name in _guarded.get(parent, ()):
+        return f"{path.name} is not mcengine's (no manifest lists it); mcengine never replaces it"
+    if os.path.dirname(parent) in _guarded:
+        up = lstat_or_none(parent)
+        if up is not None and not stat.S_ISDIR(up.st_mode):
+            return f"{path.parent.name} is {kind_of(up)} where mcengine writes a folder; mcengine never follows it"
+    st = lstat_or_none(path)
+    if st is None:
+        return None
+    if is_input(st):
+        return f"{path.name} is an input of this command; mcengine never replaces it"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path.name} is {kind_of(st)} where mcengine writes a file; mcengine never follows or replaces it"
+    return None
+
+
 def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` atomically; an OSError (a full disk, a read-only folder)
-    names the path it could not write."""
+    names the path it could not write; a target mcengine must not replace
+    (:func:`refused_target`) is an InputError naming ``--out``."""
+    from .errors import InputError, Problem
+
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     tmp = None
+    why = refused_target(path)
+    if why is not None:
+        raise InputError(Problem("--out", str(path.parent), f"{why}: remove it or choose another folder"))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

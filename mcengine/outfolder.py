@@ -5,11 +5,17 @@ of the rows it reports (``table.csv``) and its figures, then the manifest
 ``mcengine.json``: the files it wrote there and the fingerprint of the run (what decides
 its numbers: command, scenarios, seed, sample size, parameters; never the provenance).
 
-A folder whose manifest holds another run is refused (InputError) unless ``force``, which
-deletes only the files that manifest lists; the same run may write again (its files are
-replaced, and files of its previous write that it no longer makes are removed), and a run
-resumes in its own folder. A folder without a manifest is used as it is: only files
-mcengine listed are ever deleted.
+mcengine touches only what it wrote. A folder holding anything its manifest does not list
+(no manifest at all: anything) is refused before anything is computed (InputError naming
+``--out``) unless ``force``; even then mcengine writes beside those entries and never
+replaces, follows or deletes them (a name the command would write among them is refused).
+A folder whose manifest holds another run is refused unless ``force``, which deletes only
+the regular files inside the folder that the manifest lists. The same run may write
+again (its files are replaced, and files of its previous write that it no longer makes
+are removed), and a run resumes in its own folder. Nothing is ever followed through a
+link: a link (or a folder) where mcengine writes or deletes a file, the lock file and
+the ``trials.parquet`` parts included, is refused; a file the command read as input
+(its scenario, an ``extends`` parent, a study) is never replaced, listed or deleted.
 """
 
 from __future__ import annotations
@@ -20,11 +26,13 @@ import fcntl
 import io
 import json
 import os
+import re
+import stat
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from .errors import InputError, Problem
-from .io import prepare_folder, write_json
+from .io import guard, is_input, kind_of, lstat_or_none, prepare_folder, write_json
 from .provenance import scenario_sha256, sha256_of
 
 MANIFEST = "mcengine.json"
@@ -34,6 +42,14 @@ MANIFEST_FORMAT = 1
 TABLE_FILE = "table.csv"
 #: The chain runner's own files (runner.py): run settings, checkpoint, per-trial parts.
 RUN_FILES = ("run.json", "checkpoint.json", "trials.parquet")
+#: The one entry mcengine writes as a folder (of per-chunk Parquet parts).
+TRIALS_DIR = "trials.parquet"
+#: A per-chunk part of ``trials.parquet/`` (its first trial, 12 digits).
+PART = re.compile(r"part-(\d{12})\.parquet")
+#: Leftovers of mcengine's own atomic writes and folder probes (io.py) killed mid-write.
+_SCRATCH = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp|\.mcengine-probe\.[A-Za-z0-9_]{8}")
+#: Foreign entries named in a refusal (the rest are counted).
+_SHOWN = 5
 
 
 def run_fingerprint(command: str, scenarios: Iterable = (), seed: int | None = None, size=None, params: dict | None = None) -> str:
@@ -56,8 +72,7 @@ def locked(out: Path) -> Iterator[None]:
     """Hold ``out``'s lock for a run (an advisory lock the OS drops with the process, so a
     killed run never leaves the folder locked); a second run on the folder is refused."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(out, os.O_RDWR | os.O_CREAT)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -74,12 +89,34 @@ def _in_use(out: Path, fd: int) -> InputError:
     return InputError(Problem("--out", str(out), f"is in use by another mcengine run (process {_holder(fd)}); wait for it or choose another folder"))
 
 
+def _open_lock(out: Path, flags: int) -> int:
+    """The lock file's descriptor, never through a link (a link or a folder there is
+    InputError naming ``--out``: writing the PID would truncate whatever it points to)."""
+    path = out / LOCK_FILE
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        st = lstat_or_none(path)
+        if st is None:
+            raise
+        raise _unsafe(out, LOCK_FILE, st, "the lock") from exc
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise _unsafe(out, LOCK_FILE, st, "the lock")
+    return fd
+
+
+def _unsafe(out: Path, name: str, st: os.stat_result, what: str = "a file") -> InputError:
+    return InputError(Problem("--out", str(out), f"{name} is {kind_of(st)} where mcengine writes {what}; mcengine never "
+                              "follows or replaces it: remove it or choose another folder"))
+
+
 def check_unlocked(out: Path) -> None:
     """InputError if a run holds ``out``'s lock now (before any of its files is touched)."""
-    path = out / LOCK_FILE
-    if not path.is_file():
+    if lstat_or_none(out / LOCK_FILE) is None:
         return
-    fd = os.open(path, os.O_RDONLY)
+    fd = _open_lock(out, os.O_RDONLY)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -91,11 +128,16 @@ def check_unlocked(out: Path) -> None:
 
 
 def read_manifest(folder: Path) -> dict | None:
+    """The folder's manifest (None without one; a link or a folder named like it is no
+    manifest, and is never followed)."""
     path = Path(folder) / MANIFEST
-    if not path.is_file():
+    st = lstat_or_none(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
         return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            doc = json.loads(fh.read().decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         doc = None
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
@@ -103,28 +145,93 @@ def read_manifest(folder: Path) -> dict | None:
     return doc
 
 
+def _mine(path: Path) -> bool:
+    """A file mcengine may delete: a regular file (never a link), never an input."""
+    st = lstat_or_none(path)
+    return st is not None and stat.S_ISREG(st.st_mode) and not is_input(st)
+
+
+def remove_parts(folder: Path, first_trial: int = 0) -> None:
+    """Delete the per-chunk parts of ``folder/trials.parquet`` from ``first_trial`` on (only
+    regular files named like a part; a link there is never followed), then the folder if
+    it is left empty."""
+    parts = folder / TRIALS_DIR
+    st = lstat_or_none(parts)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        return
+    for name in os.listdir(parts):
+        match = PART.fullmatch(name)
+        if match and int(match.group(1)) >= first_trial and _mine(parts / name):
+            (parts / name).unlink()
+    with contextlib.suppress(OSError):  # never leave an empty trials.parquet/ behind
+        parts.rmdir()
+
+
 def remove_listed(folder: Path, names: Iterable[str]) -> None:
-    """Delete the listed files (a listed folder: its files, then the folder if empty)."""
+    """Delete the listed files that are regular files inside ``folder`` (``trials.parquet``:
+    its parts, then the folder if empty); links, folders and inputs are left alone."""
     for name in names:
         if not _safe(name):
             continue
+        if name == TRIALS_DIR:
+            remove_parts(folder)
+        elif _mine(folder / name):
+            (folder / name).unlink()
+
+
+def _foreign(folder: Path, listed: Iterable[str]) -> list[str]:
+    """Entries of ``folder`` mcengine did not write: neither listed, nor its manifest or
+    lock (as regular files), nor the scratch of its own killed writes."""
+    ours = set(listed)
+    out = []
+    for name in sorted(os.listdir(folder)):
+        st = lstat_or_none(folder / name)
+        if st is None or _SCRATCH.fullmatch(name):
+            continue
+        if name in ours or name in (MANIFEST, LOCK_FILE) and stat.S_ISREG(st.st_mode):
+            continue
+        out.append(name)
+    return out
+
+
+def _shown(folder: Path, names: list[str]) -> str:
+    """The first few ``names`` (a folder with a trailing slash, a link marked), then a count."""
+    def one(name):
+        st = lstat_or_none(folder / name)
+        mode = st.st_mode if st is not None else 0
+        return name + ("/" if stat.S_ISDIR(mode) else " (a link)" if stat.S_ISLNK(mode) else "")
+
+    more = len(names) - _SHOWN
+    return ", ".join(one(n) for n in names[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _check_writable(folder: Path, names: Iterable[str], protected: set[str]) -> None:
+    """Refuse (InputError naming ``--out``) before any work when a name the command writes
+    is protected (not mcengine's, or an input of the command), a link, or a folder where a
+    file goes; ``trials.parquet`` must be a real folder holding only parts."""
+    problems = []
+    for name in sorted(set(names)):
         path = folder / name
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.is_dir():
-            for part in path.iterdir():
-                if part.is_file() and not part.is_symlink():
-                    part.unlink()
-            with _ignore_nonempty():
-                path.rmdir()
-
-
-class _ignore_nonempty:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        return kind is not None and issubclass(kind, OSError)
+        st = lstat_or_none(path)
+        if name in protected:
+            why = "an input of this command" if st is not None and is_input(st) else "not mcengine's (no manifest lists it)"
+            problems.append(Problem("--out", str(folder), f"{name} is {why} and this command writes a file of that name; mcengine "
+                                    "never replaces it: choose another folder"))
+        elif st is None:
+            continue
+        elif name == TRIALS_DIR:
+            if not stat.S_ISDIR(st.st_mode):
+                problems.append(_unsafe(folder, name, st, "a folder of per-trial parts").problems[0])
+                continue
+            for part in sorted(os.listdir(path)):
+                pst = lstat_or_none(path / part)
+                if pst is not None and not (PART.fullmatch(part) and stat.S_ISREG(pst.st_mode)):
+                    problems.append(Problem("--out", str(folder), f"{name}/{part} is not a part mcengine wrote (a regular file "
+                                            "part-<12 digits>.parquet); mcengine never reads, follows or deletes it: remove it or choose another folder"))
+        elif not stat.S_ISREG(st.st_mode):
+            problems.append(_unsafe(folder, name, st).problems[0])
+    if problems:
+        raise InputError(problems)
 
 
 class OutFolder:
@@ -135,25 +242,36 @@ class OutFolder:
 
     @classmethod
     def claim(cls, path, command: str, fingerprint: str | None, force: bool = False, resume: bool = False,
-              owned: Iterable[str] = ()) -> "OutFolder":
+              owned: Iterable[str] = (), writes: Iterable[str] = ()) -> "OutFolder":
         """Check ``path`` can take this run (before anything is computed) and record the
-        claim. A resume keeps the folder's claim (the runner checks it is the same run); ``owned`` are files the command writes while it runs (listed from the start,
-        so that an interrupted run's files are known)."""
+        claim. A resume keeps the folder's claim (the runner checks it is the same run);
+        ``owned`` are files the command writes while it runs (listed from the start, so
+        that an interrupted run's files are known); ``writes`` the other names it will
+        write (checked now, so that a refusal comes before the work)."""
         path = prepare_folder(path)
         check_unlocked(path)  # never touch the files (or the claim) of a folder another run is using
         manifest = read_manifest(path)
+        listed = [f for f in (manifest or {}).get("files", []) if _safe(f)]
+        inputs = {f for f in os.listdir(path) if (st := lstat_or_none(path / f)) is not None and is_input(st)}
+        listed = [f for f in listed if f not in inputs]  # never listed, replaced or deleted
+        foreign = _foreign(path, listed)
+        same = manifest is not None and (resume or manifest.get("fingerprint") == fingerprint)  # a resume is checked against run.json
+        if manifest is not None and not same and not force:
+            raise InputError(Problem("--out", str(path), f"holds another run (`{manifest.get('command', '?')}`, {len(listed)} files mcengine wrote); "
+                                     "add --force to replace it (deletes only those files), or choose another folder"))
+        if foreign and not force:
+            raise InputError(Problem("--out", str(path), f"holds {len(foreign)} entr{'y' if len(foreign) == 1 else 'ies'} mcengine did not write "
+                                     f"({_shown(path, foreign)}); choose an empty or new folder, or add --force (mcengine then writes "
+                                     "beside them, never replacing or deleting them)"))
+        protected = set(foreign) | inputs
+        _check_writable(path, {MANIFEST, *owned, *writes}, protected)
         previous: list[str] = []
-        if manifest is not None:
-            listed = [f for f in manifest.get("files", []) if _safe(f)]
-            same = resume or manifest.get("fingerprint") == fingerprint  # a resume is checked against run.json
-            if same:
-                previous = listed
-                fingerprint = manifest.get("fingerprint") if resume else fingerprint
-            elif not force:
-                raise InputError(Problem("--out", str(path), f"holds another run (`{manifest.get('command', '?')}`, {len(listed)} files mcengine wrote); "
-                                         "add --force to replace it (deletes only those files), or choose another folder"))
-            else:
-                remove_listed(path, listed)
+        if same:
+            previous = listed
+            fingerprint = manifest.get("fingerprint") if resume else fingerprint
+        elif manifest is not None:
+            remove_listed(path, listed)
+        guard(path, protected)
         folder = cls(path, command, fingerprint, previous)
         folder._write(sorted({*previous, *owned}), complete=False)
         return folder
@@ -174,7 +292,8 @@ class OutFolder:
 
     def _present(self, name: str) -> bool:
         path = self.path / name
-        return path.is_file() or (path.is_dir() and any(path.iterdir()))
+        st = lstat_or_none(path)
+        return st is not None and (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) and any(path.iterdir()))
 
 
 def table_csv(rows: list[dict]) -> str:

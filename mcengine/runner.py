@@ -14,6 +14,16 @@ The folder is locked while a run uses it (a second run on it is refused, naming 
 holder). ``run.json`` carries the fingerprint (sha256) of the run's settings, and
 ``checkpoint.json`` carries that fingerprint and the sha256 of its own state: a resume
 verifies both and refuses a file that was edited, truncated or written by another run.
+The checksums are not signatures (no secret): they catch accidents (a partial write, an
+edit by hand, a file copied from another run's folder), not a forgery that recomputes
+them. A resume therefore also checks the state's counts against each other and against
+the run (:func:`check_state`): every summary holds exactly the trials done, each
+scenario's and pair's counts are within them, the trials done end on a block boundary
+(or at the run's end), and the kept Parquet parts cover exactly those trials. A state
+whose statistics were changed consistently (a mean edited, its checksum recomputed) is
+beyond what any check can see. A resume honours the saved run or refuses: an option
+that would change its numbers (a scenario, ``--set``, ``--seed``, ``--trials``,
+``--keep-trials``) and differs from the saved run is InputError naming it.
 With ``keep_trials`` each chunk's per-trial table is written as its own Parquet part
 under ``trials.parquet/`` (a Parquet dataset that pandas and pyarrow read as one table).
 """
@@ -23,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import math
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -33,19 +44,19 @@ import pandas as pd
 from . import interrupt
 from .errors import InputError, Problem
 from .io import write_atomic, write_json
-from .outfolder import locked
+from .outfolder import PART, TRIALS_DIR, locked, remove_parts
 from .provenance import parquet_metadata
 from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 from .results import BLOCK_TRIALS, CLASS_PREFIX, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
+from .scenario.load import load_targeted
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
 RUN_FILE = "run.json"
 #: Metrics that crowd just below 1: summarised as their distance from 1.
 NEAR_ONE = ("availability", "instance_availability", "capacity_availability")
 CHECKPOINT_FILE = "checkpoint.json"
-TRIALS_DIR = "trials.parquet"
 #: Version of the checkpoint layout (fingerprint + checksum around the state).
 CHECKPOINT_FORMAT = 2
 
@@ -266,34 +277,115 @@ def _saved_accumulators(path: Path, spec: RunSpec) -> "Accumulators":
         raise InputError(Problem(str(path), "(file)", "its state does not match its checksum (edited or truncated); start a new --out folder"))
     if doc.get("run_fingerprint") != spec.fingerprint():
         raise InputError(Problem(str(path), "(file)", f"belongs to another run than {RUN_FILE} beside it; start a new --out folder"))
-    acc = Accumulators.from_state(state)
-    if acc.names != tuple(s.name for s in spec.scenarios) or not 0 <= acc.trials_done <= spec.trials:
-        raise InputError(Problem(str(path), "(file)", "does not describe this run's scenarios and trials; start a new --out folder"))
+    try:
+        acc = Accumulators.from_state(state)
+        problem = check_state(acc, spec)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        problem = f"its state is malformed ({type(exc).__name__}: {exc})"
+    if problem:
+        raise InputError(Problem(str(path), "(file)", f"does not describe this run: {problem}; start a new --out folder"))
     return acc
 
 
-def _load_resume(out: Path, spec: RunSpec | None, seed: int | None = None, trials: int | None = None) -> tuple[RunSpec, Accumulators]:
+def _summaries(acc: "Accumulators", spec: RunSpec) -> dict:
+    """Every summary a checkpoint of ``spec`` holds once a chunk is done, by name."""
+    names = tuple(s.name for s in spec.scenarios)
+    want = {(n, m): acc.metrics.get((n, m)) for n in names for m in (*METRICS, *(f"{BREAKDOWN}.{p}" for p in BREAKDOWN_PARTS))}
+    want.update({(n, m): acc.metrics[(n, m)] for n, m in acc.metrics if m.startswith(CLASS_PREFIX)})
+    want.update({(f"{n}/{names[0]}", m): acc.ratios.get((n, m)) for n in names[1:] for m in PAIRED_METRICS})
+    return want
+
+
+def check_state(acc: "Accumulators", spec: RunSpec) -> str:
+    """What is inconsistent in a checkpoint's state for ``spec`` ('' if nothing): its
+    scenarios, its trials done (within the run, on a block boundary or at the run's end),
+    and every count against the trials done (each summary's finite + infinite values and
+    its quantile sketch, each scenario's SLO misses, each pair's "B below A" count)."""
+    names = tuple(s.name for s in spec.scenarios)
+    done = acc.trials_done
+    if acc.names != names:
+        return f"its scenarios {list(acc.names)} are not the run's {list(names)}"
+    if not 0 <= done <= spec.trials:
+        return f"{done} trials done of a run of {spec.trials}"
+    if done % BLOCK_TRIALS and done != spec.trials:
+        return f"{done} trials done is not a chunk boundary (a multiple of {BLOCK_TRIALS}, or the run's {spec.trials})"
+    if done == 0:
+        return "" if not (acc.metrics or acc.ratios or acc.below or acc.missed) else "summaries without any trial done"
+    for (who, metric), summary in _summaries(acc, spec).items():
+        if summary is None:
+            return f"no summary of {who}.{metric}"
+        if summary.count + summary.infinite != done or summary.sketch.count + summary.low.count != summary.count:
+            return (f"{who}.{metric} summarises {summary.count + summary.infinite} trials ({summary.sketch.count + summary.low.count} "
+                    f"in its quantiles), not the {done} trials done")
+    counts = [(f"{n}: trials that missed an SLO", acc.missed.get(n)) for n in names]
+    counts += [(f"{n}/{names[0]}.{m}: trials below the baseline", acc.below.get((n, m))) for n in names[1:] for m in PAIRED_METRICS]
+    for what, count in counts:
+        if not isinstance(count, int) or not 0 <= count <= done:
+            return f"{what} is {count!r}, not a count within the {done} trials done"
+    return ""
+
+
+def _check_parts(out: Path, spec: RunSpec, done: int) -> None:
+    """The kept Parquet parts before ``done`` follow each other from trial 0 to ``done``
+    (their names' first trials and their row counts), or the resume is refused."""
+    if not spec.keep_trials:
+        return
+    import pyarrow.parquet as pq
+
+    folder = out / TRIALS_DIR
+    starts = sorted(int(m.group(1)) for name in (os.listdir(folder) if folder.is_dir() else ())
+                    if (m := PART.fullmatch(name)) and int(m.group(1)) < done)
+    end = 0
+    for start in starts:
+        try:
+            rows = pq.read_metadata(folder / f"part-{start:012d}.parquet").num_rows
+        except (OSError, ValueError):  # not a Parquet file (pyarrow's errors derive from these)
+            break
+        if start != end or rows % len(spec.scenarios):
+            break
+        end = start + rows // len(spec.scenarios)
+    if end != done:
+        raise InputError(Problem(str(folder), "(parts)", f"hold trials 0 to {end}, not the {done} trials the checkpoint counts "
+                                 "(a part missing, added or cut); start a new --out folder"))
+
+
+def _load_resume(out: Path, spec: RunSpec | None, expect: dict) -> tuple[RunSpec, Accumulators]:
     run_path = out / RUN_FILE
     if not run_path.is_file():
         raise InputError(Problem("--resume", str(out), f"no {RUN_FILE} here: not an mcengine run folder"))
     saved_spec = _saved_spec(run_path)
-    changed = [Problem(option, given, f"the interrupted run used {was}; resume with the same value or without the option")
-               for option, given, was in (("--seed", seed, saved_spec.seed), ("--trials", trials, saved_spec.trials))
-               if given is not None and given != was]
+    given = {"--seed": expect.get("seed"), "--trials": expect.get("trials"), "--keep-trials": expect.get("keep_trials")}
+    if spec is not None:
+        given.update({"--seed": spec.seed, "--trials": spec.trials})
+    changed = [Problem(option, value, f"the interrupted run used {was}; resume with the same value or without the option")
+               for option, value, was in ((o, v, getattr(saved_spec, o[2:].replace("-", "_"))) for o, v in given.items())
+               if value is not None and value != was]
+    changed += _changed_scenarios(saved_spec, spec, expect.get("overrides") or ())
     if changed:
         raise InputError(changed)
-    if spec is not None and spec.fingerprint() != saved_spec.fingerprint():
-        raise InputError(
-            Problem(
-                "--resume",
-                str(out),
-                "the scenarios, seed, trials or --keep-trials differ from the interrupted run's; "
-                "resume with the same arguments (or none: `mcengine run --resume DIR`), or start a new --out folder",
-            )
-        )
     ck = out / CHECKPOINT_FILE
     acc = _saved_accumulators(ck, saved_spec) if ck.is_file() else Accumulators(tuple(s.name for s in saved_spec.scenarios))
+    _check_parts(out, saved_spec, acc.trials_done)
     return saved_spec, acc
+
+
+def _changed_scenarios(saved: RunSpec, spec: RunSpec | None, overrides) -> list[Problem]:
+    """The scenarios or ``--set`` overrides of a resume that differ from the saved run's.
+    Without scenarios each override is applied to the saved scenarios and named if it
+    changes them; with scenarios (their overrides applied) they are compared whole."""
+    def same(scenarios) -> bool:
+        return [s.to_dict() for s in scenarios] == [s.to_dict() for s in saved.scenarios]
+
+    keep = "resume without it (the saved run's settings are kept), or start a new --out folder"
+    if spec is None:
+        return [Problem(f"--set {o}", o.partition("=")[2], f"changes the interrupted run's scenarios; {keep}")
+                for o in overrides if not same(load_targeted(list(saved.scenarios), [o])[0])]
+    if same(spec.scenarios):
+        return []
+    given = [s.name for s in spec.scenarios]
+    return [Problem("SCENARIO" + (" with --set " + " --set ".join(overrides) if overrides else ""), given,
+                    f"differs from the interrupted run's scenarios {[s.name for s in saved.scenarios]} and their settings; resume with "
+                    "the same scenarios and --set (or none: `mcengine run --resume DIR`), or start a new --out folder")]
 
 
 def execute(
@@ -308,9 +400,10 @@ def execute(
 ) -> RunOutcome:
     """Run (or resume) ``spec`` and return its accumulated summaries.
 
-    With ``out`` the folder is locked for the run. On resume without a ``spec``,
-    ``expect`` may hold the ``seed``, ``trials`` and ``keep_trials`` the caller asked for:
-    each given one must equal the interrupted run's (InputError before any work).
+    With ``out`` the folder is locked for the run. On resume, ``expect`` may hold the
+    ``seed``, ``trials``, ``keep_trials`` and ``overrides`` the caller asked for, and
+    ``spec`` the scenarios: each given one must equal the interrupted run's (InputError
+    naming it, before any work).
     ``provenance`` is written into each Parquet part's schema metadata (never into the
     run's fingerprint).
     """
@@ -324,11 +417,9 @@ def execute(
 def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, provenance=None) -> RunOutcome:
     saved = None
     if resume:
-        spec, acc = _load_resume(out, spec, expect.get("seed"), expect.get("trials"))
+        spec, acc = _load_resume(out, spec, expect)
         saved = _read_json(out / RUN_FILE).get("provenance")
         provenance = provenance or saved
-        if expect.get("keep_trials") and not spec.keep_trials:
-            raise InputError(Problem("--keep-trials", True, "the interrupted run keeps no per-trial table; resume without --keep-trials"))
     else:
         acc = Accumulators(tuple(s.name for s in spec.scenarios))
         if out is not None:
@@ -336,7 +427,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
             write_json(out / RUN_FILE, {**spec.to_dict(), **({"provenance": provenance} if provenance else {})})
     frames: list[pd.DataFrame] = []
     if resume and out is not None:
-        _drop_unfinished_parts(out, acc.trials_done)
+        remove_parts(out, acc.trials_done)  # parts the checkpoint does not count (killed between the two writes)
     bounds = chunk_bounds(spec.trials, chunk_trials, acc.trials_done)
     if progress:
         progress(acc.trials_done, spec.trials)
@@ -353,8 +444,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
                 write_atomic(out / CHECKPOINT_FILE, json.dumps(checkpoint_document(acc, spec.fingerprint())))
             if progress:
                 progress(acc.trials_done, spec.trials)
-            if acc.trials_done < spec.trials:
-                interrupt.check()
+            interrupt.check()
     return RunOutcome(spec, acc, frames, saved if isinstance(saved, dict) else None)
 
 
@@ -367,18 +457,10 @@ def _start_fresh(out: Path) -> None:
         done, trials = state.get("trials_done"), _read_json(run_path).get("trials")
         if not (isinstance(done, int) and isinstance(trials, int) and done >= trials):
             raise InputError(Problem("--out", str(out), "holds an unfinished run: continue it with --resume, or choose another folder"))
-    _drop_unfinished_parts(out, 0)
+    remove_parts(out)
     ck.unlink(missing_ok=True)
 
 
-def _drop_unfinished_parts(out: Path, trials_done: int) -> None:
-    """Parts of chunks the checkpoint does not count (killed between the two writes)."""
-    folder = out / TRIALS_DIR
-    for part in folder.glob("part-*.parquet"):
-        if int(part.stem.split("-")[1]) >= trials_done:
-            part.unlink()
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()  # never leave an empty trials.parquet/ behind
 
 
 def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None):

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numba
 
+from . import interrupt
 from .errors import InputError, Problem
 from .pipeline import fab_key, reliability_key, share_lifetimes, shared_columns
 from .runner import DEFAULT_CHUNK_TRIALS, RunSpec, execute
@@ -63,6 +64,7 @@ def _best_rates(cases: dict[str, Callable[[], int]], repeats: int) -> dict[str, 
             start = time.perf_counter()
             count[label] = case()
             best[label] = min(best[label], time.perf_counter() - start)
+            interrupt.check()  # a SIGINT/SIGTERM stops between two timed cases
     return {label: count[label] / best[label] for label in cases}
 
 
@@ -163,6 +165,7 @@ def chain(quick: bool = False) -> dict:
             many[label] = min(many[label], _chain_seconds(refs, trials, threads))
             for stage, seconds in _stage_seconds(refs, trials).items():
                 stages[label][stage] = min(stages[label].get(stage, float("inf")), seconds)
+            interrupt.check()
     rows = {}
     for label, refs in cases.items():
         rows[label] = {
@@ -190,6 +193,7 @@ def run_all(quick: bool = False, stages: tuple[str, ...] = (), harnesses: dict[s
     if unknown:
         raise InputError([Problem("--stage", s, "allowed: " + ", ".join(harnesses)) for s in unknown])
     out = {"machine": machine(), "quick": quick}
-    for name in stages or tuple(harnesses):
-        out[name] = harnesses[name](quick)
+    with interrupt.deferred():  # kernels run here: a signal stops between cases (mcengine.interrupt)
+        for name in stages or tuple(harnesses):
+            out[name] = harnesses[name](quick)
     return out

@@ -93,8 +93,10 @@ def test_run_table_has_one_row_per_scenario_metric_and_pair(cli, tmp_path):
 
 def test_an_empty_trials_folder_is_never_left(cli, tmp_path):
     out = tmp_path / "d"
-    (out / "trials.parquet").mkdir(parents=True)
-    assert cli("run", "h100", *RUN, "--out", str(out)).code == 0
+    assert cli("run", "h100", *RUN, "--keep-trials", "--out", str(out)).code == 0
+    for part in (out / "trials.parquet").iterdir():
+        part.unlink()
+    assert cli("run", "h100", *RUN, "--out", str(out), "--force").code == 0
     assert not (out / "trials.parquet").exists()
 
 
@@ -139,3 +141,125 @@ def test_force_never_deletes_the_files_of_a_folder_a_run_is_using(tmp_path):
         with pytest.raises(InputError, match="in use by another mcengine run"):
             api.roofline("lite-h100", out=out, force=True)
     assert sorted(p.name for p in out.iterdir() if p.name != ".mcengine.lock") == listed
+
+
+# ----------------------------------------------------------------------------- --out touches only what mcengine wrote
+SMALL = ("--trials", "64", "--quiet", "--set", "cluster.instances=4")
+
+
+def _tree(root) -> dict:
+    """Every entry under ``root`` (links not followed) with its bytes (files) or target (links)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        out[rel] = ("link", str(p.readlink())) if p.is_symlink() else ("dir",) if p.is_dir() else p.read_bytes()
+    return out
+
+
+def test_a_linked_trials_folder_is_never_followed(cli, tmp_path):
+    """Issue 34 case 1: `trials.parquet` a link to a folder outside --out (its part was deleted)."""
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "part-000000000000.parquet").write_bytes(b"user data")
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "trials.parquet").symlink_to("../v")
+    before = _tree(tmp_path)
+    for extra in ((), ("--force",)):
+        r = cli("run", "h100", *SMALL, "--out", str(tmp_path / "o"), *extra)
+        assert r.code == 2 and "--out" in r.err and "trials.parquet" in r.err, r.err
+        assert _tree(tmp_path) == before
+
+
+def test_a_link_swapped_into_a_finished_run_folder_is_never_followed(cli, tmp_path):
+    out = tmp_path / "o"
+    assert cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out)).code == 0
+    for part in (out / "trials.parquet").iterdir():
+        part.unlink()
+    (out / "trials.parquet").rmdir()
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "part-000000000000.parquet").write_bytes(b"user data")
+    (out / "trials.parquet").symlink_to("../v")
+    for extra in ((), ("--force",), ("--set", "cluster.instances=8", "--force")):
+        r = cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out), *extra)
+        assert r.code == 2 and "trials.parquet is a link" in r.err, r.err
+    assert (tmp_path / "v" / "part-000000000000.parquet").read_bytes() == b"user data"
+
+
+def test_a_linked_lock_file_is_never_written_through(cli, tmp_path):
+    """Issue 34 case 2: `.mcengine.lock` a link to a user file (it was truncated to a PID)."""
+    (tmp_path / "v.txt").write_text("DATA\n")
+    (tmp_path / "o3").mkdir()
+    (tmp_path / "o3" / ".mcengine.lock").symlink_to(tmp_path / "v.txt")
+    for extra in ((), ("--force",)):
+        r = cli("run", "h100", *SMALL, "--out", str(tmp_path / "o3"), *extra)
+        assert r.code == 2 and "--out" in r.err and ".mcengine.lock" in r.err, r.err
+    assert (tmp_path / "v.txt").read_text() == "DATA\n"
+
+
+def test_the_input_scenario_is_never_replaced(cli, tmp_path, monkeypatch):
+    """Issue 34 case 3 (and issue 33 item 2): `run mine.toml --out .` replaced mine.toml."""
+    text = '# my own comments\nname = "mine"\nextends = "h100"\n'
+    (tmp_path / "mine.toml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    r = cli("run", "mine.toml", *SMALL, "--out", ".")
+    assert r.code == 2 and "--out" in r.err and "mine.toml" in r.err and "--force" in r.err, r.err
+    r = cli("run", "mine.toml", *SMALL, "--out", ".", "--force")
+    assert r.code == 2 and "mine.toml is an input of this command" in r.err, r.err
+    assert (tmp_path / "mine.toml").read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.toml"]
+
+
+def test_a_folder_of_user_files_is_refused(cli, tmp_path):
+    """Issue 33 item 2: the user's commented h100.toml and summary.json were replaced."""
+    text = '# mine\nname = "h100"\nextends = "h100"\n'
+    (tmp_path / "h100.toml").write_text(text)
+    (tmp_path / "summary.json").write_text('{"mine": 1}')
+    before = _tree(tmp_path)
+    r = cli("yield", str(tmp_path / "h100.toml"), "--wafers", "8", "--out", str(tmp_path))
+    assert r.code == 2 and "did not write" in r.err and "h100.toml" in r.err and "summary.json" in r.err, r.err
+    r = cli("yield", "h100", "--wafers", "8", "--out", str(tmp_path), "--force")
+    assert r.code == 2 and "summary.json is not mcengine's" in r.err, r.err
+    assert _tree(tmp_path) == before
+
+
+def test_force_writes_beside_foreign_files_and_never_deletes_them(cli, tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "sub").mkdir()
+    (out / "elsewhere").symlink_to(tmp_path)
+    assert cli("yield", "h100", "--wafers", "8", "--out", str(out)).code == 2
+    assert cli("yield", "h100", "--wafers", "8", "--out", str(out), "--force").code == 0
+    assert "notes.txt" not in _manifest(out)["files"]
+    r = cli("reliability", "h100", "--lifetimes", "2", "--out", str(out), "--force")
+    assert r.code == 0, r.err
+    assert (out / "notes.txt").read_text() == "mine" and (out / "sub").is_dir() and (out / "elsewhere").is_symlink()
+
+
+def test_a_folder_where_the_manifest_goes_is_exit_2(cli, tmp_path):
+    """Issue 34 case 4: `m1/mcengine.json/` a folder (raw exit 1, Is a directory)."""
+    (tmp_path / "m1" / "mcengine.json").mkdir(parents=True)
+    for extra in ((), ("--force",)):
+        r = cli("yield", "h100", "--wafers", "8", "--out", str(tmp_path / "m1"), *extra)
+        assert r.code == 2 and "--out" in r.err and "mcengine.json" in r.err, r.err
+    assert [p.name for p in (tmp_path / "m1").iterdir()] == ["mcengine.json"]
+
+
+def test_a_manifest_listing_a_link_never_deletes_through_it(cli, tmp_path):
+    (tmp_path / "victim.txt").write_text("keep")
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "x.png").symlink_to(tmp_path / "victim.txt")
+    (out / MANIFEST).write_text(json.dumps({"fingerprint": "x", "command": "run", "files": ["x.png"]}))
+    assert cli("yield", "h100", "--wafers", "8", "--out", str(out), "--force").code == 0
+    assert (tmp_path / "victim.txt").read_text() == "keep" and (out / "x.png").is_symlink()
+
+
+def test_a_foreign_entry_inside_trials_parquet_is_refused_not_parsed(cli, tmp_path):
+    """A part named `part-abc.parquet` was a raw exit 1 (int() of 'abc'); it is neither read nor deleted."""
+    out = tmp_path / "o"
+    assert cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out)).code == 0
+    (out / "trials.parquet" / "part-abc.parquet").write_text("user data")
+    for extra in ((), ("--force",), ("--set", "cluster.instances=8", "--force")):
+        r = cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out), *extra)
+        assert r.code == 2 and "trials.parquet/part-abc.parquet is not a part mcengine wrote" in r.err, r.err
+    assert (out / "trials.parquet" / "part-abc.parquet").read_text() == "user data"

@@ -185,7 +185,7 @@ def test_resume_refuses_keep_trials_the_run_did_not_keep_before_any_work(tmp_pat
     out = tmp_path / "run"
     _interrupted_run(out)
     monkeypatch.setattr(runner, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
-    with pytest.raises(InputError, match="keeps no per-trial table"):
+    with pytest.raises(InputError, match="--keep-trials: got True; the interrupted run used False"):
         api.run(None, out=out, resume=True, keep_trials=True, figures=False)
 
 
@@ -197,21 +197,120 @@ def test_chunk_bounds_are_made_lazily():
     assert list(chunk_bounds(2500, 1024, 1024)) == [(1024, 1024), (2048, 452)]
 
 
-def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path):
+def _signal_in_chunk(monkeypatch, first_trial: int) -> None:
+    """The CLI's handler runs (as for SIGTERM) while the chunk from ``first_trial`` computes."""
+    from mcengine import interrupt, runner
+
+    real = runner.run_chunk
+
+    def chunk(scenarios, seed, start, n):
+        if start == first_trial:
+            interrupt.on_signal(signal.SIGTERM)
+        return real(scenarios, seed, start, n)
+
+    monkeypatch.setattr(runner, "run_chunk", chunk)
+
+
+@pytest.mark.parametrize(("first_trial", "saved"), [(0, 1024), (2048, 3000)], ids=["first chunk", "last chunk"])
+def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path, monkeypatch, first_trial, saved):
     from mcengine import interrupt
     from mcengine.errors import Interrupted
 
     out = tmp_path / "run"
-
-    def request_during_first_chunk(done, total):
-        if done == 0:
-            with interrupt.deferred():
-                interrupt.on_signal(signal.SIGTERM)  # as the CLI's handler does inside a kernel loop
-
+    _signal_in_chunk(monkeypatch, first_trial)
     try:
         with pytest.raises(Interrupted) as err:
-            _run(chunk_trials=1024, out=out, progress=request_during_first_chunk, figures=False)
+            _run(chunk_trials=1024, out=out, figures=False)
     finally:
         interrupt.clear()
     assert err.value.signum == signal.SIGTERM
-    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 1024
+    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == saved
+
+
+def test_a_signal_in_a_sweep_point_of_one_chunk_stops_the_sweep_there(monkeypatch):
+    """Issue 34 case 8: a sweep whose points are one chunk each ignored the first signal."""
+    from mcengine import interrupt
+    from mcengine.errors import Interrupted
+
+    _signal_in_chunk(monkeypatch, 0)
+    points = []
+    try:
+        with pytest.raises(Interrupted):
+            api.sweep("h100", "econ.pue", ["1.1", "1.2", "1.3"], outputs=["energy_usd"], trials=1024, overrides=SMALL,
+                      progress=lambda done, total: points.append(done))
+    finally:
+        interrupt.clear()
+    assert points == [0, 1024]  # stopped after the first point
+
+
+# ----------------------------------------------------------------------------- a resume honours everything or refuses
+def _recompute(ck, edit) -> None:
+    """Edit the checkpoint's state and recompute its checksum (a forgery the sha256 cannot see)."""
+    from mcengine.runner import _state_sha256
+
+    doc = json.loads(ck.read_text())
+    edit(doc["state"])
+    doc["sha256"] = _state_sha256(doc["state"])
+    ck.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("edit", [
+    lambda st: st.update(trials_done=65536),  # issue 34 case 6: statistics of 1,024 trials reported as 65,536
+    lambda st: st.update(trials_done=2048),
+    lambda st: st.update(trials_done=1000),  # not a chunk boundary
+    lambda st: st["metrics"][0][2].update(count=999),
+    lambda st: st["missed"].update({"h100": 5000}),
+    lambda st: st["below"][0].__setitem__(2, -1),
+    lambda st: st["metrics"].pop(0),
+    lambda st: st["ratios"][0][2].pop("sketch"),
+], ids=["65536", "2048", "1000", "count", "missed", "below", "missing", "malformed"])
+def test_resume_refuses_a_state_whose_counts_disagree_even_with_its_checksum_recomputed(tmp_path, edit, monkeypatch):
+    from mcengine import runner
+
+    out = tmp_path / "run"
+    _interrupted_run(out)
+    _recompute(out / "checkpoint.json", edit)
+    monkeypatch.setattr(runner, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
+    with pytest.raises(InputError, match="does not describe this run") as err:
+        api.run(None, out=out, resume=True, figures=False)
+    assert str(out / "checkpoint.json") in str(err.value)
+
+
+@pytest.mark.parametrize("damage", ["deleted", "not parquet"])
+def test_resume_refuses_kept_parts_that_do_not_cover_the_trials_done(tmp_path, damage):
+    out = tmp_path / "run"
+
+    def stop(done, total):
+        if done >= 2048:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(chunk_trials=1024, out=out, progress=stop, figures=False, keep_trials=True)
+    part = out / "trials.parquet" / "part-000000001024.parquet"
+    if damage == "deleted":
+        part.unlink()
+    else:
+        part.write_bytes(b"not a parquet file")
+    with pytest.raises(InputError, match="hold trials 0 to 1024, not the 2048 trials"):
+        api.run(None, out=out, resume=True, figures=False)
+
+
+def test_resume_refuses_a_set_that_changes_the_run_and_names_it(tmp_path, monkeypatch):
+    """Issue 34 case 5: `--resume DIR --set cluster.reshard_hours=0.3` ran the old settings."""
+    from mcengine import runner
+
+    out = tmp_path / "run"
+    _interrupted_run(out)
+    monkeypatch.setattr(runner, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
+    with pytest.raises(InputError) as err:
+        api.run(None, out=out, resume=True, figures=False, overrides=["cluster.reshard_hours=0.3", SMALL[0]])
+    assert [p.key for p in err.value.problems] == ["--set cluster.reshard_hours=0.3"]  # the run's own --set is no change
+    with pytest.raises(InputError, match="SCENARIO with --set"):
+        _run(chunk_trials=1024, out=out, resume=True, overrides=[*SMALL, "cluster.reshard_hours=0.3"], figures=False)
+
+
+def test_resume_with_the_runs_own_set_continues(tmp_path, straight):
+    out = tmp_path / "run"
+    _interrupted_run(out)
+    resumed = api.run(None, out=out, resume=True, figures=False, overrides=SMALL)
+    assert _numbers(resumed) == straight

@@ -5,11 +5,13 @@ Shared by scenario loading (:mod:`.load`) and model cards (:mod:`.cards`).
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError, Problem
+from ..io import note_input
 
 
 def configs_dir() -> Path:
@@ -50,12 +52,25 @@ def _depth(value) -> int:
     return deepest
 
 
+def max_int_digits() -> int:
+    """The longest integer literal Python converts (``sys.get_int_max_str_digits``; 4,300 by default)."""
+    return sys.get_int_max_str_digits() or 4300
+
+
+def shortened(value: str, keep: int = 40) -> str:
+    """A long value for a message: its ends and its length."""
+    return value if len(value) <= 2 * keep else f"{value[:keep]}...{value[-keep:]} ({len(value):,} characters)"
+
+
 def parse_toml(text: str, key: str, what: str) -> dict:
     """``tomllib.loads`` with every failure an InputError naming ``key`` (a file or ``--set KEY``)."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(Problem(key, what, f"malformed TOML: {exc}")) from None
+    except ValueError:  # an integer literal beyond Python's digit limit
+        raise InputError(Problem(key, shortened(what), f"an integer literal is too long: more than {max_int_digits():,} digits; "
+                                 f"allowed: integers of at most {max_int_digits():,} digits (every key's range is far narrower)")) from None
     except RecursionError:
         raise InputError(Problem(key, what, f"malformed TOML: nested too deeply (allowed: at most {MAX_TOML_DEPTH} levels of tables and arrays)")) from None
     if _depth(raw) > MAX_TOML_DEPTH:
@@ -64,9 +79,11 @@ def parse_toml(text: str, key: str, what: str) -> dict:
 
 
 def read_toml(path: Path, key: str = "scenario") -> dict:
-    """The TOML file at ``path``; any failure is an InputError naming ``key`` and the file."""
+    """The TOML file at ``path``; any failure is an InputError naming ``key`` and the file.
+    The file is an input of the command: no ``--out`` folder ever replaces or deletes it."""
     try:
         data = path.read_bytes()
+        note_input(path)
     except FileNotFoundError:
         raise InputError(Problem(key, str(path), "no such file")) from None
     except IsADirectoryError:

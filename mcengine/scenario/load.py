@@ -21,7 +21,7 @@ from ..errors import InputError, Problem
 from .fields import did_you_mean
 from .cards import DEFAULT_MODEL, card_table, load_model_card
 from .derive import drop_inherited
-from .files import configs_dir, parse_toml, read_toml
+from .files import MAX_TOML_DEPTH, configs_dir, parse_toml, read_toml, shortened
 from .files import study_names  # noqa: F401 - re-exported
 from .refs import resolve_ref, shipped_names  # noqa: F401 - re-exported
 
@@ -84,12 +84,17 @@ def parse_override(item: str) -> tuple[str, Any]:
         raise InputError(Problem("--set", item, "allowed: KEY=VALUE with a dotted KEY, e.g. fab.defect_density_per_cm2=0.2"))
     if "\n" in text or "\r" in text:
         raise InputError(Problem(f"--set {key}", text, "allowed: one TOML literal on one line"))
+    if key.count(".") >= MAX_TOML_DEPTH:
+        raise InputError(Problem(f"--set {shortened(key)}", shortened(text), f"the key is nested too deeply ({key.count('.') + 1} parts); "
+                                 f"allowed: at most {MAX_TOML_DEPTH} dotted parts, as deep as a scenario file may nest"))
     try:
         value = parse_toml(f"v = {text}", f"--set {key}", text)["v"]
     except InputError as exc:
         if BARE_WORD.fullmatch(text) and "nested too deeply" not in str(exc):
             return key, text  # a bare word: take it as a string (replace_unit=host)
         problem = exc.problems[0]
+        if "integer literal is too long" in problem.allowed:  # a message of its own: no quoting advice
+            raise
         where = re.sub(r"column (\d+)", lambda m: f"column {max(1, int(m.group(1)) - 4)}", problem.allowed)  # "v = " was ours
         quoted = text.replace("\\", "\\\\").replace('"', '\\"')
         raise InputError(Problem(problem.key, text, f"{where}; VALUE must be a TOML literal: a number, \"inf\", "
@@ -205,7 +210,7 @@ def _blame(exc: InputError, applied: list[Override]) -> list[Problem]:
         if cause is None:
             out.append(p)
         elif p.key.startswith("--set "):
-            out.append(Problem(f"--set {cause.item}", p.value, p.allowed, p.hint))
+            out.append(Problem(f"--set {shortened(cause.item)}", p.value, p.allowed, p.hint))
         else:
             out.append(Problem(p.key, p.value, p.allowed, "; ".join(h for h in (f"from --set {cause.item}", p.hint) if h)))
     return out

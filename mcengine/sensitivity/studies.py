@@ -222,8 +222,17 @@ def _target(param: str, bases: list[Scenario]) -> tuple[str, list[str]]:
     return key, [name] if _has_key(bases[names.index(name)], key) else []
 
 
+#: Keys that name or describe a scenario rather than set its numbers: a sweep keeps them
+#: (a point renamed would not be found in its own summary; ``extends`` is resolved once).
+NOT_SWEEPABLE = ("name", "extends", "description")
+
+
 def _grid_scenarios(bases: list[Scenario], params: list[str], values: list[list[str]]) -> tuple[list[tuple], list[list[Scenario]], dict]:
     """Every grid point's parsed values and overridden scenarios (all validated first)."""
+    fixed = [p for p in params if p.rpartition(":")[2] in NOT_SWEEPABLE]
+    if fixed:
+        raise InputError([Problem("--param", p, f"identifies or describes the scenario; allowed: a key of its settings (not "
+                                  f"{', '.join(NOT_SWEEPABLE)}); to compare scenarios use `mcengine compare`") for p in fixed])
     targets = [_target(p, bases) for p in params]
     problems = []
     for param, (key, names) in zip(params, targets):

@@ -271,16 +271,42 @@ def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
     return min(fitting, key=lambda e: float(e.slo_excess[0])), evaluations
 
 
-def degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
+#: The most layouts the reshard capacity table may evaluate (one roofline evaluation at the
+#: median inputs each, a few ms): a scenario whose search is larger is refused, so a
+#: reshard run's set-up stays bounded (tens of seconds) whatever ``workload.model.layers``
+#: and ``cluster.instance_gpus``. Every shipped model card stays below it on the largest
+#: instance (65,536 GPUs): at most 3,288 layouts (llama-3.1-405b).
+MAX_DEGRADED_LAYOUTS = 4096
+
+
+def _tensor_degrees(scenario: Scenario) -> list[int]:
+    """The tensor degrees :func:`_shard_problem` can allow, at most ``instance_gpus``: the
+    divisors of the dimension every degree must divide (``experts`` with expert
+    parallelism, else the MLP's), found in O(sqrt) of it, never by counting to ``n``."""
+    m, n = scenario.workload.model, scenario.cluster.instance_gpus
+    ep = bool(m.experts and scenario.workload.expert_parallel)
+    dim = m.experts if ep else (m.expert_ffn if m.experts else m.ffn)
+    small = [d for d in range(1, int(dim**0.5) + 1) if dim % d == 0]
+    return sorted(t for t in {*small, *(dim // d for d in small)} if t <= n)
+
+
+def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
     """Every shardable ``t x p`` layout of at most ``instance_gpus`` GPUs (``p`` at most the
     layers), in each searched attention mode with the searched all-reduce algorithm (as
     :func:`candidate_layouts`): at most (tensor degrees) x layers x modes of them,
-    whatever ``instance_gpus``."""
+    whatever ``instance_gpus``. More than :data:`MAX_DEGRADED_LAYOUTS` is InputError
+    naming ``cluster.on_failure`` and the bound."""
     w, m, n = scenario.workload, scenario.workload.model, scenario.cluster.instance_gpus
     ep = bool(m.experts and w.expert_parallel)
     algorithm = allreduce_algorithm(scenario)
-    return [ra.Layout(t, p, ep, algorithm, a) for t in range(1, n + 1) for a in attention_modes(scenario)
-            if not _shard_problem(scenario, t, a) for p in range(1, min(m.layers, n // t) + 1)]
+    shardable = [(t, a) for t in _tensor_degrees(scenario) for a in attention_modes(scenario) if not _shard_problem(scenario, t, a)]
+    count = sum(min(m.layers, n // t) for t, _ in shardable)
+    if count > MAX_DEGRADED_LAYOUTS:
+        raise InputError(Problem("cluster.on_failure", "reshard", f"the degraded-layout search would evaluate {count:,} layouts "
+                                 f"({len(shardable)} shardable tensor degrees x modes, pipelines up to workload.model.layers = {m.layers} "
+                                 f"on cluster.instance_gpus = {n}); allowed: at most {MAX_DEGRADED_LAYOUTS:,} (a model with fewer "
+                                 'layers or fewer divisors of its MLP, a smaller instance, or cluster.on_failure = "down")'))
+    return [ra.Layout(t, p, ep, algorithm, a) for t, a in shardable for p in range(1, min(m.layers, n // t) + 1)]
 
 
 @lru_cache(maxsize=64)
@@ -293,7 +319,7 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     shardable ``t x p`` layout of at most ``m`` GPUs whose weights and batch fit HBM (and
     which meets the TPOT SLO if the chosen layout does), 0 if none fits. All at the median
     inputs, as the layout choice. ``thr`` changes only at the sizes of the feasible
-    layouts, so the layouts evaluated are those of :func:`degraded_layouts` (at most
+    layouts, so the layouts evaluated are those of :func:`_degraded_layouts` (at most
     tensor degrees x layers, independent of ``n``) and the table is their running maximum
     over ``m``. ``table[0] = 1``.
     """
@@ -302,7 +328,7 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     median = quantile_inputs(scenario, 0.5)
     full = float(best.tokens_per_s_instance[0])
     by_size = np.zeros(n + 1)  # best tokens/s of a layout of exactly this many GPUs
-    for layout in degraded_layouts(scenario):
+    for layout in _degraded_layouts(scenario):
         e = evaluate(scenario, layout, median)
         if e.fits[0] and (e.slo_met[0] or not best.slo_met[0]):
             by_size[layout.gpus] = max(by_size[layout.gpus], float(e.tokens_per_s_instance[0]))

@@ -40,7 +40,7 @@ from ..analytic import serving as sv
 from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
-from ._roofline_layout import candidate_layouts, degraded_layouts, evaluate, rates_of
+from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, rates_of
 from ._roofline_layout import capacity_table as _static_capacity_table
 from ._roofline_serving import Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, prefill_pass
 
@@ -201,9 +201,9 @@ def _resized(scenario: Scenario, gpus: int) -> Scenario:
 
 def layout_sizes(scenario: Scenario) -> list[int]:
     """The instance sizes ``t x p <= instance_gpus`` on which some layout can shard the model
-    (:func:`~._roofline_layout.degraded_layouts`): at most (tensor degrees) x layers of
+    (:func:`~._roofline_layout._degraded_layouts`): at most (tensor degrees) x layers of
     them, whatever ``instance_gpus``."""
-    return sorted({layout.gpus for layout in degraded_layouts(scenario)})
+    return sorted({layout.gpus for layout in _degraded_layouts(scenario)})
 
 
 def best_tokens(scenario: Scenario, inputs: TrialInputs) -> float:

@@ -7,6 +7,7 @@ measurement (the roofline calibration anchors).
 
 from __future__ import annotations
 
+from .. import interrupt
 from . import fab, reliability, roofline, sensitivity
 from .check import Check, mc_check
 
@@ -14,5 +15,11 @@ __all__ = ["Check", "all_checks", "mc_check"]
 
 
 def all_checks() -> list[Check]:
-    """Every check, in report order: fab, reliability, roofline, sensitivity."""
-    return [*fab.checks(), *reliability.checks(), *roofline.checks(), *sensitivity.checks()]
+    """Every check, in report order: fab, reliability, roofline, sensitivity. A SIGINT or
+    SIGTERM stops between two stages' checks (:mod:`mcengine.interrupt`)."""
+    checks: list[Check] = []
+    with interrupt.deferred():
+        for stage in (fab, reliability, roofline, sensitivity):
+            checks += stage.checks()
+            interrupt.check()
+    return checks

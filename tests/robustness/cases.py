@@ -30,15 +30,16 @@ SMALL = ["--set", "cluster.instances=4", "--set", "cluster.spare_gpus=8"]
 @dataclass(frozen=True)
 class Case:
     """One hostile input or fault. ``argv`` may hold ``{tmp}`` (the case's folder);
-    ``prepare(tmp)`` makes its files first; ``signal_after`` sends a signal once the
-    named file exists (or after that many seconds, for a float); ``check(stdout)`` tests
-    a successful run's output."""
+    ``prepare(tmp)`` makes its files first (and may return more ``{name}`` substitutions
+    for ``argv``, such as the address of a server it started); ``signal_after`` sends a
+    signal once the named file exists (or after that many seconds, for a float);
+    ``check(stdout)`` tests a successful run's output."""
 
     name: str
     argv: tuple[str, ...]
     exit: int
     says: tuple[str, ...] = ()
-    prepare: Callable[[Path], None] | None = None
+    prepare: Callable[[Path], dict | None] | None = None
     signal_after: tuple[int, str | float] | None = None
     check: Callable[[str], None] | None = None
     outside: tuple[str, ...] = ()  # paths that must not exist afterwards
@@ -86,6 +87,68 @@ def _tampered_checkpoint(tmp: Path) -> None:
     doc = json.loads(ck.read_text())
     doc["state"]["metrics"][0][2]["mean"] = 1.0
     ck.write_text(json.dumps(doc))
+
+
+def _outside_run_folder(tmp: Path) -> None:
+    """Issue 34 case 1: `o/trials.parquet` links to `v/`, which holds a user's part."""
+    _write(tmp / "v" / "part-000000000000.parquet", b"user data")
+    (tmp / "o").mkdir()
+    (tmp / "o" / "trials.parquet").symlink_to("../v")
+
+
+def _linked_lock(tmp: Path) -> None:
+    """Issue 34 case 2: `o3/.mcengine.lock` links to a user's file."""
+    _write(tmp / "v.txt", "DATA\n")
+    (tmp / "o3").mkdir()
+    (tmp / "o3" / ".mcengine.lock").symlink_to(tmp / "v.txt")
+
+
+def _forged_checkpoint(tmp: Path) -> None:
+    """Issue 34 case 6: trials done raised to 65,536 and the checksum recomputed."""
+    import hashlib
+
+    _unfinished_run(tmp)
+    ck = tmp / "run" / "checkpoint.json"
+    doc = json.loads(ck.read_text())
+    doc["state"]["trials_done"] = 65536
+    doc["sha256"] = hashlib.sha256(json.dumps(doc["state"], sort_keys=True).encode()).hexdigest()
+    ck.write_text(json.dumps(doc))
+
+
+def _server(handler: str) -> Callable[[Path], dict]:
+    """A local server for ``--scheduler {address}`` in a daemon thread of the test process:
+    ``"http"`` a web server (Python's http.server), ``"silent"`` a socket that accepts and
+    never replies."""
+    def prepare(tmp: Path) -> dict:
+        import http.server
+        import socket
+        import threading
+
+        if handler == "http":
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            port = server.server_address[1]
+        else:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(8)
+
+            def hold() -> None:
+                held = []  # accepted connections, kept open and never answered
+                while True:
+                    held.append(sock.accept())
+
+            threading.Thread(target=hold, daemon=True).start()
+            port = sock.getsockname()[1]
+        return {"address": f"tcp://127.0.0.1:{port}"}
+
+    return prepare
+
+
+RESHARD_65536 = ("--set", 'cluster.on_failure="reshard"', "--set", "cluster.instance_gpus=65536", "--set", "cluster.instances=2",
+                 "--set", "cluster.gpus_per_host=1024")
+#: 40 sweep points of one chunk each (issue 34 case 8: SIGTERM at 8 s, all 40 ran, exit 0).
+SWEEP_40 = ",".join(f"{0.02 * i:.2f}" for i in range(1, 41))
 
 
 def _finite_json(stdout: str) -> None:
@@ -177,6 +240,53 @@ CASES: tuple[Case, ...] = (
          signal_after=(signal.SIGINT, 0.3), group="signals"),
     Case("a second run on a busy --out (mixed two runs)", ("run", "h100", "--trials", "2048", "--out", "{tmp}/run", "--quiet"), 2,
          ("in use",), busy=True, group="signals"),
+    # ------------------------------------------------------------ --out touches only what mcengine wrote (issue 34, 33)
+    Case("trials.parquet a link to a folder outside --out (deleted the user's part there)", ("run", "h100", "--trials", "64",
+         "--quiet", "--out", "{tmp}/o", "--force", *SMALL), 2, ("--out", "trials.parquet is not mcengine's"), prepare=_outside_run_folder,
+         group="files"),
+    Case(".mcengine.lock a link to a user's file (truncated it to a PID)", ("run", "h100", "--trials", "64", "--quiet", "--out",
+         "{tmp}/o3", "--force", *SMALL), 2, ("--out", ".mcengine.lock is a link"), prepare=_linked_lock, group="files"),
+    Case("run mine.toml --out . --force (replaced mine.toml, listed it, a later --force deleted it)", ("run", "mine.toml", "--trials",
+         "64", "--quiet", "--out", ".", "--force", *SMALL), 2, ("--out", "mine.toml is an input of this command"),
+         prepare=lambda tmp: _write(tmp / "mine.toml", '# mine\nname = "mine"\nextends = "h100"\n'), group="files"),
+    Case("a folder of the user's files without a manifest (h100.toml and summary.json replaced)", ("yield", "h100.toml", "--wafers",
+         "8", "--out", "."), 2, ("--out", "mcengine did not write", "h100.toml, summary.json"),
+         prepare=lambda tmp: (_write(tmp / "h100.toml", '# mine\nname = "h100"\nextends = "h100"\n'), _write(tmp / "summary.json", "{}")),
+         group="files"),
+    Case("mcengine.json/ a folder where the manifest goes (raw exit 1: Is a directory)", ("yield", "h100", "--wafers", "8", "--out",
+         "{tmp}/m1", "--force"), 2, ("--out", "mcengine.json"), prepare=lambda tmp: (tmp / "m1" / "mcengine.json").mkdir(parents=True),
+         group="files"),
+    # ------------------------------------------------------------ resume honours everything or refuses (issue 34)
+    Case("--resume --set cluster.reshard_hours=0.3 (silently ignored)", ("run", "--resume", "{tmp}/run", "--set",
+         "cluster.reshard_hours=0.3", "--quiet"), 2, ("--set cluster.reshard_hours=0.3",), prepare=_unfinished_run, group="resume"),
+    Case("checkpoint trials_done 65,536 with its sha256 recomputed (accepted)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "does not describe this run", "65536"), prepare=_forged_checkpoint, group="resume"),
+    # ------------------------------------------------------------ every wait has a deadline; every command hears signals (issue 34)
+    Case("--scheduler a web server (never exited)", ("run", "h100", "--trials", "64", "--quiet", "--scheduler", "{address}"), 2,
+         ("--scheduler", "Dask"), prepare=_server("http"), group="signals"),
+    Case("--scheduler a socket that accepts and never replies (never exited)", ("run", "h100", "--trials", "64", "--quiet",
+         "--scheduler", "{address}"), 2, ("--scheduler", "within 10 s"), prepare=_server("silent"), group="signals"),
+    Case("SIGTERM during a sweep of one-chunk points (all 40 ran, exit 0)", ("sweep", "lite-h100", "--param",
+         "fab.defect_density_per_cm2", "--values", SWEEP_40, "--trials", "1024", "--quiet", "--out", "{tmp}/o"), 143,
+         ("nothing saved",), signal_after=(signal.SIGTERM, 10.0), group="signals"),
+    Case("SIGTERM during paper --quick (ignored)", ("paper", "--quick", "--quiet", "--out", "{tmp}/o"), 143, ("nothing saved",),
+         signal_after=(signal.SIGTERM, 10.0), group="signals"),
+    Case("SIGINT during validate", ("validate",), 130, ("interrupted",), signal_after=(signal.SIGINT, 4.0), group="signals"),
+    Case("SIGTERM during bench --quick (SystemError, exit 1)", ("bench", "--quick"), 143, ("interrupted",),
+         signal_after=(signal.SIGTERM, 4.0), group="signals"),
+    # ------------------------------------------------------------ bounded cost, bad input (issue 34)
+    Case("reshard on 65,536 GPUs with 4,000 layers (unfinished at 400 s)", ("run", "lite-h100", "--trials", "64", "--quiet",
+         *RESHARD_65536, "--set", "workload.model.layers=4000"), 2, ("cluster.on_failure", "at most 4,096"), group="input"),
+    Case("an integer of 5,000 digits (raw exit 1: Exceeds the limit)", ("check", "h100", "--set", "cluster.instances=" + "9" * 5000), 2,
+         ("cluster.instances", "4,300 digits"), group="input"),
+    Case("a key of 2,001 dotted parts (RecursionError)", ("check", "h100", "--set", ".".join(["a"] * 2001) + "=1"), 2,
+         ("--set a.a.a", "at most 32"), group="input"),
+    Case("sweep --param name (KeyError)", ("sweep", "h100", "--param", "name", "--values", "a,b", "--trials", "64"), 2,
+         ("--param", "name"), group="input"),
+    Case("run.horizon_years = 1e-310 (RuntimeWarning, exit 1: cost inf)", ("run", "h100", "--trials", "64", "--quiet", *SMALL,
+         "--set", "run.horizon_years=1e-310"), 2, ("run.horizon_years",), group="input"),
+    Case("run.horizon_years = 1e-305 (exit 0: 3.7e305 USD per M tokens)", ("run", "h100", "--trials", "64", "--quiet", *SMALL,
+         "--set", "run.horizon_years=1e-305"), 2, ("run.horizon_years",), group="input"),
 )
 
 
@@ -187,10 +297,14 @@ def _files(root: Path) -> set[str]:
 def run_case(case: Case, tmp: Path) -> Outcome:
     """Run ``case`` as a real process in ``tmp`` (its working folder)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    if case.prepare:
-        case.prepare(tmp)
-    argv = [a.replace("{tmp}", str(tmp)) for a in case.argv]
+    made = case.prepare(tmp) if case.prepare else None
+    subs = {"tmp": str(tmp), **(made if isinstance(made, dict) else {})}
+    argv = list(case.argv)
+    for name, value in subs.items():
+        argv = [a.replace("{" + name + "}", value) for a in argv]
     before = _files(tmp)
+    allowed = {str(Path(a).relative_to(tmp)) for a in argv if a.startswith(str(tmp)) and a != str(tmp)}
+    kept = _contents(tmp, allowed)
     holder = None
     if case.busy:
         holder = subprocess.Popen([sys.executable, "-m", "mcengine", "run", "h100", "--trials", "400000", "--out",
@@ -215,10 +329,27 @@ def run_case(case: Case, tmp: Path) -> Outcome:
             holder.kill()
             holder.wait()
     seconds = time.perf_counter() - start
-    allowed = {str(Path(a).relative_to(tmp)) for a in argv if a.startswith(str(tmp))}
-    new = sorted(f for f in _files(tmp) - before if not any(f == a or f.startswith(a + "/") for a in allowed))
+    new = sorted(f for f in _files(tmp) - before if not _inside(f, allowed))
     new += [p for p in case.outside if Path(p).exists()]
+    after = _contents(tmp, allowed)
+    new += [f"{f} (changed or deleted)" for f in sorted(kept) if after.get(f) != kept[f]]
     return Outcome(proc.returncode, out, err, seconds, new)
+
+
+def _inside(rel: str, allowed: set[str]) -> bool:
+    return any(rel == a or rel.startswith(a + "/") for a in allowed)
+
+
+def _contents(root: Path, allowed: set[str]) -> dict:
+    """Every entry under ``root`` outside the ``allowed`` folders: a file's bytes, a link's
+    target (never followed), or "dir"."""
+    out = {}
+    for p in root.rglob("*"):
+        rel = str(p.relative_to(root))
+        if _inside(rel, allowed):
+            continue
+        out[rel] = ("link", os.readlink(p)) if p.is_symlink() else "dir" if p.is_dir() else p.read_bytes()
+    return out
 
 
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:

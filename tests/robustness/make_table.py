@@ -18,9 +18,9 @@ HEADER = """# Robustness: hostile inputs and faults
 Each row is a real `mcengine` process (`tests/robustness/cases.py`), run by
 `python -m tests.robustness.make_table`, which wrote this page; `pytest -m slow
 tests/robustness` asserts the same cases. The contract: exit 0 with finite numbers, or
-exit 2 naming the input and what is allowed, or 128 + signal after SIGINT/SIGTERM with
-the finished work saved; never a traceback, never a hang, nothing written outside
-`--out`. "Before" says what the case did before it was fixed.
+exit 2 naming the input and what is allowed, or 128 + signal after SIGINT/SIGTERM
+saying what was saved; never a traceback, never a hang, nothing outside `--out` made,
+changed or deleted. "Before" says what the case did before it was fixed.
 
 | group | case (before) | command | exit | first line of the message | s | ok |
 | --- | --- | --- | --- | --- | --- | --- |
@@ -38,7 +38,7 @@ def main() -> None:
             folder = Path(tmp) / f"case{i}"
             got = run_case(case, folder)
             first = next((line.strip() for line in (got.stderr or got.stdout).splitlines() if line.strip()
-                          and not line.startswith("error: invalid input")), "").replace(str(folder), "DIR")
+                          and not line.startswith("error: invalid input")), "").replace(str(folder), "DIR").replace(f"{ROOT}/", "")
             bad = problems(case, got)
             command = "mcengine " + " ".join(a.replace("{tmp}", "DIR") for a in case.argv)
             rows.append(f"| {case.group} | {_cell(case.name)} | `{_cell(command)}` | {got.exit} | {_cell(first)} | "

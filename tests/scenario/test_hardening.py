@@ -62,7 +62,7 @@ def _bad(cli, *args, key, also=()):
         ('reliability.repair_hours={law="mixture", parts=[{weight=1e308, law="fixed", value=2}, {weight=1e308, law="fixed", value=3}]}',
          "reliability.repair_hours.parts.0.weight", ["sum finite"]),
         ("reliability.components.die.afr=nan", "reliability.components.die.afr", ["nan"]),
-        ("run.horizon_years=inf", "run.horizon_years", ["(0, 30]"]),
+        ("run.horizon_years=inf", "run.horizon_years", ["[0.000114077, 30]"]),
         ("fab.defect_clustering=-inf", "fab.defect_clustering", ['"inf"']),
     ],
 )
