@@ -201,7 +201,7 @@ CASES: tuple[Case, ...] = (
     # ------------------------------------------------------------ honest numbers
     Case("wafers without a good die count in the cost", ("yield", "h100", "--wafers", "200", "--json", "--set",
          "fab.defect_density_per_cm2=20"), 0, check=_pooled_headline, group="numbers"),
-    Case("an infeasible TPOT SLO is flagged", ("run", "h100", "--trials", "64", "--quiet", "--set", "workload.tpot_slo_ms=5"), 0,
+    Case("a missed TPOT SLO is flagged", ("run", "h100", "--trials", "64", "--quiet", "--set", "workload.tpot_slo_ms=5"), 0,
          ("INFEASIBLE",), group="numbers"),
     # ------------------------------------------------------------ files and names
     Case("scenario name is an absolute path", ("check", "{tmp}/s.toml"), 2, ("name",),
