@@ -133,7 +133,7 @@ def render_run(doc: dict):
     missed = (doc.get("slo_infeasible_share") or doc.get("slo_missed_share")
               or {n: 1.0 - doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names})
     if max(missed.values()) > 0.0:  # a trial in which the plan misses its TPOT or TTFT SLO delivers no tokens
-        _section(table, "SLO-infeasible share of trials (zero tokens; the costs above are over the others)")
+        _section(table, "SLO-infeasible trials (no tokens; not in the costs above)")
         for n in names:
             table.add_row(n, f"{missed[n]:.3f}" + ("  (INFEASIBLE)" if missed[n] > 0.0 else ""), "")
     parts = [table]
