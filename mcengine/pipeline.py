@@ -8,6 +8,8 @@ chunked.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from .errors import NumericalError
@@ -88,6 +90,18 @@ def fab_key(scenario: Scenario) -> tuple:
     return ("fab", scenario.fab, scenario.total_gpus)
 
 
+def roofline_key(scenario: Scenario, inputs: TrialInputs) -> tuple:
+    """What the roofline stage reads (the served model and plan rule, the GPU, the
+    instance, and the trials' ``workload.*`` and ``gpu.*`` inputs, by digest: a per-design
+    input is drawn apart): two scenarios equal here serve bit-identical tokens
+    (lite-h100-2x and its fast-swap variant differ in reliability alone)."""
+    digest = hashlib.sha256()
+    for key in sorted(k for k in inputs.values if k.startswith(("workload.", "gpu."))):
+        digest.update(key.encode())
+        digest.update(np.ascontiguousarray(inputs[key], dtype=float).tobytes())
+    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster, digest.hexdigest())
+
+
 def run_block(
     scenario: Scenario,
     seed: int,
@@ -101,9 +115,9 @@ def run_block(
     ``inputs`` replaces the drawn uncertain inputs (sensitivity designs); the stages' own
     per-event randomness still comes from the trials' streams. ``memo`` lets the
     scenarios of one chunk share the fab and reliability columns of equal
-    :func:`fab_key` and :func:`reliability_key` (the dear stages: lite-h100, lite-h100-2x
-    and its fast-swap variant build the same packages; the first two also share their
-    lifetimes; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
+    :func:`fab_key`, :func:`reliability_key` and :func:`roofline_key` (the dear stages:
+    lite-h100, lite-h100-2x and its fast-swap variant build the same packages; the first
+    two also share their lifetimes, the last two their plans; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
     ``memo`` only with them.
     """
     from .stages import econ, fab, reliability, roofline
@@ -117,7 +131,7 @@ def run_block(
         ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
         ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
                                         lambda: reliability.lifetimes(scenario, inputs, seed))),
-        ("roofline", lambda: roofline.throughput(scenario, inputs)),
+        ("roofline", lambda: shared_columns(memo, roofline_key(scenario, inputs), lambda: roofline.throughput(scenario, inputs))),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()

@@ -225,20 +225,31 @@ class Summary:
     replicates: int = 0
     rep_count: list = field(default_factory=list)
     rep_mean: list = field(default_factory=list)
+    #: Trials an ``add`` left out (``keep`` false): every trial added is counted once in
+    #: ``count``, ``infinite`` or here, so a summary's trials can be checked on resume.
+    skipped: int = 0
 
-    def add(self, values: np.ndarray, name: str = "metric") -> "Summary":
+    def add(self, values: np.ndarray, name: str = "metric", keep: np.ndarray | None = None) -> "Summary":
         """Add the next trials (in trial order; every call but the last a whole number of
-        blocks). ``+inf`` is counted apart; NaN and ``-inf`` are errors."""
+        blocks). ``+inf`` is counted apart; NaN and ``-inf`` are errors. ``keep`` (bool, one
+        per trial): only those trials enter the summary (the blocks stay those of all
+        trials, so the moments do not depend on the chunking)."""
         values = np.asarray(values, dtype=float).ravel()
-        infinite = np.isposinf(values)
-        first_trial = self.count + self.infinite
+        first_trial = self.count + self.infinite + self.skipped
+        if keep is not None:
+            keep = np.asarray(keep, bool).ravel()
+            values = np.where(keep, values, 0.0)  # left out below; 0 keeps the checks quiet
+        kept = np.ones(values.size, bool) if keep is None else keep
+        self.skipped += int(values.size - np.count_nonzero(kept))
+        infinite = np.isposinf(values) & kept
         self.infinite += int(infinite.sum())
         _check_finite(values[~infinite], name)
         for start in range(0, values.size, BLOCK_TRIALS):  # blocks of trials, whatever their values
             block = values[start : start + BLOCK_TRIALS]
+            in_block = kept[start : start + BLOCK_TRIALS]
             if self.replicates:
-                self._add_replicates(block, first_trial + start)
-            block = block[np.isfinite(block)]
+                self._add_replicates(block, first_trial + start, in_block)
+            block = block[np.isfinite(block) & in_block]
             if not block.size:
                 continue
             self._rescale(float(np.abs(block).max()))
@@ -254,7 +265,7 @@ class Summary:
             self.count = n
         if infinite.any():
             self.max = math.inf
-            values = values[~infinite]
+        values = values[kept & ~infinite]
         if values.size:
             self.min = min(self.min, float(values.min()))
             self.max = max(self.max, float(values.max()))
@@ -267,11 +278,11 @@ class Summary:
                 self.sketch.add(values)
         return self
 
-    def _add_replicates(self, block: np.ndarray, first_trial: int) -> None:
-        """Fold one block's finite values into the means of their scramblings."""
+    def _add_replicates(self, block: np.ndarray, first_trial: int, kept: np.ndarray) -> None:
+        """Fold one block's finite kept values into the means of their scramblings."""
         if not self.rep_count:
             self.rep_count, self.rep_mean = [0] * self.replicates, [0.0] * self.replicates
-        finite = np.isfinite(block)
+        finite = np.isfinite(block) & kept
         reps = (first_trial + np.flatnonzero(finite)) % self.replicates
         counts = np.bincount(reps, minlength=self.replicates)
         sums = np.bincount(reps, weights=block[finite], minlength=self.replicates)
@@ -302,9 +313,13 @@ class Summary:
             self.scale = new
 
     def to_dict(self) -> dict:
+        """Moments, quantiles, min and max of the finite values. With ``+inf`` values (a
+        cost per token in trials that serve no tokens) they describe the others and
+        ``"infinite_share"`` gives the share of ``+inf`` (``max`` is then ``inf``); when
+        every value is ``+inf`` every entry is."""
         if self.count + self.infinite == 0:
             raise NumericalError("summary of an empty sample")
-        if self.infinite:
+        if not self.count:
             out = {"mean": math.inf, "std": math.inf, "sem": math.inf}
         else:
             std = math.sqrt(self.m2 / (self.count - 1)) * (self.scale or 1.0) if self.count > 1 else 0.0
@@ -314,12 +329,16 @@ class Summary:
             out[key] = min(max(self.quantile(q), self.min), self.max)
         out["min"] = self.min
         out["max"] = self.max
+        if self.infinite:
+            out["infinite_share"] = self.infinite / (self.count + self.infinite)
         return out
 
     def quantile(self, q: float) -> float:
-        """The sketched value at rank q·(n − 1): from the low sketch, then the offset one,
-        ``inf`` above the finite values."""
-        rank = int(round(q * (self.count + self.infinite - 1)))
+        """The sketched value at rank q·(n − 1) of the finite values: from the low sketch,
+        then the offset one (``inf`` when there are none)."""
+        if not self.count:
+            return math.inf
+        rank = int(round(q * (self.count - 1)))
         if rank >= self.count:
             return math.inf
         below = self.low.count
@@ -338,7 +357,8 @@ class Summary:
     def state(self) -> dict:
         return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(),
                 "offset": self.offset, "scale": self.scale, "low": self.low.state(), "infinite": self.infinite,
-                **({"replicates": self.replicates, "rep_count": self.rep_count, "rep_mean": self.rep_mean} if self.replicates else {})}
+                **({"replicates": self.replicates, "rep_count": self.rep_count, "rep_mean": self.rep_mean} if self.replicates else {}),
+                **({"skipped": self.skipped} if self.skipped else {})}
 
     @classmethod
     def from_state(cls, state: dict) -> "Summary":
@@ -346,7 +366,7 @@ class Summary:
                    state["offset"], state.get("scale", 1.0),
                    QuantileSketch.from_state(state["low"]) if "low" in state else QuantileSketch(), int(state.get("infinite", 0)),
                    int(state.get("replicates", 0)), [int(c) for c in state.get("rep_count", [])],
-                   [float(m) for m in state.get("rep_mean", [])])
+                   [float(m) for m in state.get("rep_mean", [])], int(state.get("skipped", 0)))
 
 
 #: Metrics of the HTML and text views of a :class:`Results` (all are in ``to_frame``).

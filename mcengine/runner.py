@@ -31,6 +31,7 @@ under ``trials.parquet/`` (a Parquet dataset that pandas and pyarrow read as one
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 import os
 import time
@@ -48,7 +49,7 @@ from .outfolder import PART, TRIALS_DIR, locked, remove_parts
 from .provenance import parquet_metadata
 from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
-from .results import BLOCK_TRIALS, CLASS_PREFIX, Summary
+from .results import BLOCK_TRIALS, CLASS_PREFIX, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
 from .scenario.load import load_targeted
 from .scenario.sampling import run_sampler
@@ -111,6 +112,7 @@ class Accumulators:
     #: Scramblings of a Sobol'-sampled run (0: pseudo-random): every summary's sem comes
     #: from their means (:class:`~mcengine.results.Summary`).
     replicates: int = 0
+    sides: dict = field(default_factory=dict)  # (b, "both" | "only_a" | "only_b") -> trials in which those serve tokens
 
     def _summary(self, offset: float = 0.0) -> Summary:
         return Summary(offset=offset, replicates=self.replicates)
@@ -131,11 +133,14 @@ class Accumulators:
                     self.metrics.setdefault((name, column), self._summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
+            serves_a, serves_b = chunk[base]["tokens_per_s"] > 0.0, cols["tokens_per_s"] > 0.0
+            for side, count in (("both", serves_a & serves_b), ("only_a", serves_a & ~serves_b), ("only_b", ~serves_a & serves_b)):
+                self.sides[(name, side)] = self.sides.get((name, side), 0) + int(np.count_nonzero(count))
             for metric in PAIRED_METRICS:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
-                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}")
+                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}", keep=serves_a & serves_b)
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
         self.trials_done += len(chunk[base]["trial"])
 
@@ -148,15 +153,18 @@ class Accumulators:
             if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}
                 cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
                 scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
-        doc: dict = {"scenarios": scenarios, "slo_missed_share": {name: self.missed.get(name, 0) / self.trials_done for name in self.names}}
+        infeasible = {name: self.missed.get(name, 0) / self.trials_done for name in self.names}
+        doc: dict = {"scenarios": scenarios, "slo_infeasible_share": infeasible, "slo_missed_share": dict(infeasible)}
         if self.replicates:  # randomised QMC: how many independent estimates each sem rests on
             doc.update({"sampler": "sobol", "scramblings": self.replicates})
         pairs = {}
         for name in self.names[1:]:
+            serving = {side: self.sides.get((name, side), 0) / self.trials_done for side in ("both", "only_a", "only_b")}
             pairs[f"{name} / {base}"] = {
                 metric: {
-                    "ratio": self.ratios[(name, metric)].to_dict(),
+                    "ratio": self._ratio(name, metric),
                     "p_b_below_a": self.below[(name, metric)] / self.trials_done,
+                    "serving": serving,
                 }
                 for metric in PAIRED_METRICS
             }
@@ -165,6 +173,14 @@ class Accumulators:
             doc["paired"] = pairs[f"{self.names[1]} / {base}"]
             doc["paired_all"] = pairs
         return doc
+
+    def _ratio(self, name: str, metric: str) -> dict:
+        """The paired ratio's summary over the trials in which both serve tokens (every
+        entry NaN-free: ``inf`` when there are none)."""
+        summary = self.ratios[(name, metric)]
+        if summary.count + summary.infinite:
+            return summary.to_dict()
+        return {**{key: math.inf for key in ("mean", "std", "sem", "min", "max")}, **{key: math.inf for key, _ in QUANTILES}}
 
     def state(self) -> dict:
         return {
@@ -175,6 +191,7 @@ class Accumulators:
             "below": [[n, m, c] for (n, m), c in self.below.items()],
             "missed": dict(self.missed),
             **({"replicates": self.replicates} if self.replicates else {}),
+            "sides": [[n, side, c] for (n, side), c in self.sides.items()],
         }
 
     @classmethod
@@ -184,6 +201,7 @@ class Accumulators:
         acc.ratios = {(n, m): Summary.from_state(s) for n, m, s in state["ratios"]}
         acc.below = {(n, m): int(c) for n, m, c in state["below"]}
         acc.missed = {n: int(c) for n, c in state.get("missed", {}).items()}
+        acc.sides = {(n, side): int(c) for n, side, c in state.get("sides", [])}
         return acc
 
 
@@ -343,8 +361,8 @@ def check_state(acc: "Accumulators", spec: RunSpec) -> str:
     for (who, metric), summary in _summaries(acc, spec).items():
         if summary is None:
             return f"no summary of {who}.{metric}"
-        if summary.count + summary.infinite != done or summary.sketch.count + summary.low.count != summary.count:
-            return (f"{who}.{metric} summarises {summary.count + summary.infinite} trials ({summary.sketch.count + summary.low.count} "
+        if summary.count + summary.infinite + summary.skipped != done or summary.sketch.count + summary.low.count != summary.count:
+            return (f"{who}.{metric} summarises {summary.count + summary.infinite + summary.skipped} trials ({summary.sketch.count + summary.low.count} "
                     f"in its quantiles), not the {done} trials done")
     counts = [(f"{n}: trials that missed an SLO", acc.missed.get(n)) for n in names]
     counts += [(f"{n}/{names[0]}.{m}: trials below the baseline", acc.below.get((n, m))) for n in names[1:] for m in PAIRED_METRICS]

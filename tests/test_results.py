@@ -69,15 +69,30 @@ def test_non_finite_values_are_an_error_not_a_nan():
         summarize(np.array([np.nan]))
 
 
-def test_infinite_values_rank_last_and_make_the_mean_infinite():
-    """A trial that delivers no tokens costs +inf per token: counted apart, above every
-    finite value, so 3 of 10 infinite values leave p50 finite and p95 infinite."""
+def test_infinite_values_are_a_share_beside_a_summary_of_the_finite_ones():
+    """A trial that delivers no tokens costs +inf per token: counted apart as
+    ``infinite_share``; moments and quantiles describe the trials that serve (1..7: mean
+    4, sample std sqrt(28/6), p50 the middle value 4), ``max`` stays inf."""
     values = np.array([1.0, 2.0, np.inf, 3.0, 4.0, np.inf, 5.0, 6.0, np.inf, 7.0])
     d = Summary().add(values).to_dict()
-    assert d["mean"] == d["std"] == d["sem"] == d["max"] == np.inf
-    assert d["min"] == 1.0 and d["p95"] == np.inf and d["p99"] == np.inf
-    assert d["p50"] == pytest.approx(5.0, rel=SKETCH_RELATIVE_ACCURACY)  # rank round(0.5 x 9) = 4 (0-based): 5.0
-    assert Summary().add(np.full(3, np.inf)).to_dict()["p01"] == np.inf
+    assert d["mean"] == pytest.approx(4.0, rel=1e-15) and d["std"] == pytest.approx((28 / 6) ** 0.5, rel=1e-15)
+    assert d["sem"] == pytest.approx(d["std"] / 7 ** 0.5, rel=1e-15)
+    assert d["infinite_share"] == 0.3 and d["max"] == np.inf and d["min"] == 1.0
+    assert d["p50"] == pytest.approx(4.0, rel=SKETCH_RELATIVE_ACCURACY)  # rank round(0.5 x 6) = 3 (0-based) of 1..7
+    assert d["p99"] == pytest.approx(7.0, rel=SKETCH_RELATIVE_ACCURACY)
+    assert "infinite_share" not in Summary().add(values[np.isfinite(values)]).to_dict()
+    everything = Summary().add(np.full(3, np.inf)).to_dict()
+    assert everything["p01"] == everything["mean"] == np.inf and everything["infinite_share"] == 1.0
+
+
+def test_keep_leaves_trials_out_without_changing_the_blocks():
+    x = _sample(3 * BLOCK_TRIALS)
+    keep = np.arange(x.size) % 5 != 0
+    whole = Summary().add(x, keep=keep)
+    parts = Summary().add(x[:BLOCK_TRIALS], keep=keep[:BLOCK_TRIALS]).add(x[BLOCK_TRIALS:], keep=keep[BLOCK_TRIALS:])
+    assert whole.state() == parts.state() and whole.count == int(keep.sum())
+    assert whole.to_dict()["mean"] == pytest.approx(x[keep].mean(), rel=1e-12)
+    assert whole.min == x[keep].min() and whole.max == x[keep].max()
 
 
 def test_infinite_values_keep_the_moments_independent_of_chunking():
@@ -176,17 +191,23 @@ def test_with_replicates_the_sem_is_the_spread_of_their_means():
     reps = 5
     trials = 4 * BLOCK_TRIALS + 7  # unequal scramblings: the first seven have one more trial
     x = (np.arange(trials) % reps).astype(float) + 1e-3 * _sample(trials)
-    x[11] = math.inf  # an infinite value (scrambling 1) makes the mean and sem infinite
+    def replicate_sem(finite: np.ndarray) -> float:
+        rep = (np.arange(trials) % reps)[finite]
+        counts = np.bincount(rep)
+        means = np.bincount(rep, weights=x[finite]) / counts
+        w = counts / counts.sum()
+        return math.sqrt(reps / (reps - 1) * np.sum(w**2 * (means - x[finite].mean()) ** 2))
+
+    x[11] = math.inf  # an infinite value (scrambling 1): the summary describes the finite ones
     streamed = Summary(replicates=reps)
     for start in range(0, trials, 3 * BLOCK_TRIALS):
         streamed.add(x[start : start + 3 * BLOCK_TRIALS])
-    assert streamed.to_dict()["sem"] == math.inf
+    with_inf = streamed.to_dict()
+    assert with_inf["infinite_share"] == 1 / trials
+    assert with_inf["sem"] == pytest.approx(replicate_sem(np.isfinite(x)), rel=1e-12)
     x[11] = 1.0
     s = Summary(replicates=reps).add(x)
-    counts = np.bincount(np.arange(trials) % reps)
-    means = np.bincount(np.arange(trials) % reps, weights=x) / counts
-    w = counts / trials
-    expected = math.sqrt(reps / (reps - 1) * np.sum(w**2 * (means - x.mean()) ** 2))
+    expected = replicate_sem(np.ones(trials, bool))
     d = s.to_dict()
     assert d["sem"] == pytest.approx(expected, rel=1e-12)
     assert d["mean"] == pytest.approx(x.mean(), rel=1e-14)
@@ -195,3 +216,21 @@ def test_with_replicates_the_sem_is_the_spread_of_their_means():
     restored = Summary.from_state(json.loads(json.dumps(half.state())))
     restored.add(x[2 * BLOCK_TRIALS :])
     assert json.dumps(restored.to_dict()) == json.dumps(d)
+
+
+def test_left_out_trials_are_counted_and_survive_the_state():
+    """``keep`` leaves trials out of a summary; each is counted in ``skipped`` (so a
+    checkpoint's summary still accounts for every trial done), across a saved state too,
+    and the replicate of a later trial does not shift."""
+    x = np.arange(2 * BLOCK_TRIALS, dtype=float) + 1.0
+    keep = x % 3 != 0
+    half = Summary(offset=1.0, replicates=4).add(x[:BLOCK_TRIALS], keep=keep[:BLOCK_TRIALS])
+    restored = Summary.from_state(json.loads(json.dumps(half.state())))
+    restored.add(x[BLOCK_TRIALS:], keep=keep[BLOCK_TRIALS:])
+    whole = Summary(offset=1.0, replicates=4).add(x, keep=keep)
+    assert restored.skipped == whole.skipped == int(np.count_nonzero(~keep))
+    assert whole.count + whole.infinite + whole.skipped == x.size
+    assert json.dumps(restored.to_dict()) == json.dumps(whole.to_dict())
+    assert whole.to_dict()["mean"] == pytest.approx(x[keep].mean(), rel=1e-14)
+    reps = np.arange(x.size) % 4
+    assert whole.rep_count == np.bincount(reps[keep], minlength=4).tolist()

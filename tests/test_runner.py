@@ -449,3 +449,17 @@ def test_sobol_converges_to_the_random_answer_within_their_standard_errors(strai
 def test_a_sobol_run_needs_a_trial_per_scrambling():
     with pytest.raises(InputError, match="--trials"):
         _run(overrides=SOBOL, trials=8)
+
+
+def test_a_run_whose_pairs_serve_on_one_side_only_resumes_to_the_straight_numbers(tmp_path):
+    """Paired ratios leave out the trials in which one side serves no tokens; the
+    checkpoint counts those trials (``Summary.skipped``), so the resume's consistency check
+    accepts it and the resumed run equals a straight one."""
+    one_sided = [*SMALL, 'B:workload.tpot_slo_ms={dist="uniform", low=1, high=60}']
+    straight = _run(overrides=one_sided, chunk_trials=4096)
+    serving = straight.summary()["paired"]["cost_per_mtok_usd"]["serving"]
+    assert 0 < serving["only_a"] < 1 and serving["both"] > 0  # the case is one-sided in some trials
+    out = tmp_path / "run"
+    _interrupted_run(out, overrides=one_sided)
+    resumed = api.run(None, out=out, resume=True, figures=False)
+    assert _numbers(resumed) == _numbers(straight)

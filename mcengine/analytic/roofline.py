@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -175,8 +176,9 @@ class PhaseTimes:
     overhead_s: np.ndarray
     overlap: np.ndarray | float = 0.0
 
-    @property
+    @cached_property
     def total_s(self) -> np.ndarray:
+        """The phase's time (computed once per phase: searches and planners read it often)."""
         o = self.overlap
         return np.maximum(np.maximum(self.compute_s, self.memory_s), o * self.comm_s) + (1.0 - o) * self.comm_s + self.overhead_s
 
@@ -385,11 +387,27 @@ def _candidates(algorithm: str) -> tuple[str, ...]:
     return SWITCHED_ALGORITHMS if algorithm == "auto" else (algorithm,)
 
 
+def _fastest_s(formula, algorithm: str, t: int, nbytes, r: "Rates") -> np.ndarray:
+    """Seconds of the fastest of ``algorithm``'s candidates per element (the value
+    :func:`_fastest` gives, without its index)."""
+    names = _candidates(algorithm)
+    best = np.asarray(formula(names[0], t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s), float)
+    for name in names[1:]:
+        best = np.minimum(best, formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s))
+    return best
+
+
 def _fastest(formula, algorithm: str, t: int, nbytes, r: "Rates") -> tuple[np.ndarray, np.ndarray]:
-    """Seconds of the fastest of ``algorithm``'s candidates per element, and its index."""
-    times = np.stack(np.broadcast_arrays(*(formula(a, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s) for a in _candidates(algorithm))))
-    best = np.argmin(times, axis=0)
-    return np.take_along_axis(times, best[None], axis=0)[0], best
+    """Seconds of the fastest of ``algorithm``'s candidates per element, and its index
+    (the first on exact ties): a running minimum, without stacking the candidates."""
+    names = _candidates(algorithm)
+    best = np.asarray(formula(names[0], t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s), float)
+    index = np.zeros(np.shape(best), np.int64)
+    for k, name in enumerate(names[1:], start=1):
+        times = formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s)
+        faster = times < best
+        best, index = np.where(faster, times, best), np.where(faster, k, index)
+    return best, index
 
 
 def allreduce_s(nbytes, t: int, r: Rates, algorithm: str = "ring") -> np.ndarray:
@@ -398,7 +416,7 @@ def allreduce_s(nbytes, t: int, r: Rates, algorithm: str = "ring") -> np.ndarray
     2(t-1) hop + 2(t-1)/t nbytes / W_link``."""
     if algorithm == "ring":  # the common case, without the stacking of "auto"
         return allreduce_seconds("ring", t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s)
-    return _fastest(allreduce_seconds, algorithm, t, nbytes, r)[0]
+    return _fastest_s(allreduce_seconds, algorithm, t, nbytes, r)
 
 
 def allreduce_used(nbytes, t: int, r: Rates, algorithm: str) -> str:
@@ -440,14 +458,14 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
     attention = layout.attention == "tensor"
     if not attention:
         rows = np.asarray(tokens if head_rows is None else head_rows, float)
-        head = _fastest(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, r)[0]
+        head = _fastest_s(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, r)
     if m.experts and layout.expert_parallel:
         dispatch = message * m.experts_per_token / t
         moe = 2 * all_to_all_s(dispatch, t, r)
         return m.layers * (allreduce_s(message, t, r, layout.allreduce) + moe) if attention else m.layers * moe + head
     if attention:
         return 2 * m.layers * allreduce_s(message, t, r, layout.allreduce)
-    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, r)[0] + head
+    return m.layers * _fastest_s(gather_scatter_seconds, layout.allreduce, t, message, r) + head
 
 
 # --------------------------------------------------------------------------- phases
@@ -600,16 +618,41 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
 
 
-def largest_batch(time_s, limit_s, shape, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """The largest integer batch ``B <= cap`` with ``time_s(B) <= limit_s`` (0 if even one
-    sequence misses it), by bisection (``time_s`` non-decreasing in ``B``). int64."""
-    lo = np.zeros(shape, np.int64)  # time(lo) <= limit (lo = 0: vacuous)
-    hi = np.full(shape, cap + 1, np.int64)  # time(hi) > limit (cap + 1: assumed)
+    sequence misses it; ``time_s`` non-decreasing in ``B``, so the answer is unique); ``cap``
+    an int or a per-trial int array. int64.
+
+    A bracketed search on integers: ``time_s(1)`` and ``time_s(cap)`` settle the trials
+    outside ``[1, cap)``; then steps alternate between the point where the straight line
+    through the bracket's two times meets the limit (the times are piecewise linear in
+    ``B``, so this lands next to the answer in a few steps) and the midpoint (at most twice
+    the steps of a bisection whatever the shape).
+    """
+    top = np.broadcast_to(np.asarray(cap, np.int64), shape)
+    one = np.ones(shape, np.int64)
+    limit = np.broadcast_to(np.asarray(limit_s, float), shape)
+    t_one = np.broadcast_to(time_s(one), shape)
+    t_top = np.broadcast_to(time_s(np.maximum(top, 1)), shape)
+    inside = (top > 1) & (t_one <= limit) & (t_top > limit)
+    # outside the bracket: 0 (one sequence misses, or cap 0) or cap (cap itself meets it)
+    lo = np.where(inside, 1, np.where((top >= 1) & (t_top <= limit), top, 0))  # time(lo) <= limit (lo = 0: vacuous)
+    hi = np.where(inside, top, lo + 1)  # time(hi) > limit (cap + 1: assumed)
+    t_lo, t_hi = np.where(inside, t_one, 0.0), np.where(inside, t_top, 0.0)
+    interpolate = True
     while np.any(open_ := hi - lo > 1):
-        mid = np.where(open_, (lo + hi) // 2, 1)
-        ok = time_s(mid) <= limit_s
-        lo = np.where(open_ & ok, mid, lo)
-        hi = np.where(open_ & ~ok, mid, hi)
+        if interpolate:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = np.floor((limit - t_lo) / (t_hi - t_lo) * (hi - lo))
+            mid = np.clip(lo + np.nan_to_num(step, nan=1.0, posinf=1.0, neginf=1.0).astype(np.int64), lo + 1, hi - 1)
+        else:
+            mid = (lo + hi) // 2
+        mid = np.where(open_, mid, 1)
+        t_mid = np.broadcast_to(time_s(mid), shape)
+        ok = t_mid <= limit
+        lo, t_lo = np.where(open_ & ok, mid, lo), np.where(open_ & ok, t_mid, t_lo)
+        hi, t_hi = np.where(open_ & ~ok, mid, hi), np.where(open_ & ~ok, t_mid, t_hi)
+        interpolate = not interpolate
     return lo
 
 
@@ -618,17 +661,17 @@ def trial_shape(limit_s, r: Rates) -> tuple:
     return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
 
 
-def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
     it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
     return largest_batch(lambda b: decode_step(m, layout, b, context, r).total_s, slo_s, trial_shape(slo_s, r), cap)
 
 
-def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap: int = SLO_SEARCH_CAP) -> np.ndarray:
+def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """``B_TTFT``: the largest batch whose last request's TTFT
     (:func:`batch_time_to_first_token`) is at most ``slo_s`` (0 if one prompt misses
     it; ``cap`` for an infinite SLO, without a search). int64."""
     shape = trial_shape(slo_s, r)
     if np.all(np.isinf(slo_s)):
-        return np.full(shape, cap, np.int64)
+        return np.broadcast_to(np.asarray(cap, np.int64), shape).copy()
     return largest_batch(lambda b: batch_time_to_first_token(m, layout, b, prompt_tokens, r).total_s, slo_s, shape, cap)

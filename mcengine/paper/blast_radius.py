@@ -13,7 +13,7 @@ share, ``instance_gpus x h100_equivalents / cluster``: the same for an 8-H100 an
 argument needs) an instance that lost ``k`` GPUs serves, after ``reshard_hours``, on the
 best layout that fits the rest: a failure loses ``(1 - table[1])`` of its instance
 (:func:`per_failure_reshard`, ``table`` from the roofline layout search,
-:func:`mcengine.stages._roofline_layout.capacity_table`), which is ``1/n`` only when
+:func:`mcengine.stages.planner.capacity_table`), which is ``1/n`` only when
 ``n - 1`` GPUs still carry a layout as fast per GPU as ``n`` do.
 
 Over a lifetime the figure is the capacity-time lost, ``1 - capacity availability``, of
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stages._roofline_layout import capacity_table
+from ..stages.planner import capacity_table
 from ._common import SECONDARY, Settings, boundary, chain, entry, interval, scenario, variant
 from .performance import SWEEP_MODEL, designs_run
 

@@ -117,7 +117,7 @@ def roofline_figures(doc: dict) -> FigureSet:
     for i, r in enumerate(lay):
         ax2.text(i, vals[i], " chosen" if r["chosen"] else ("" if r["slo_met"] else " SLO missed"), rotation=90, ha="center", va="bottom", fontsize=7)
     ax2.set_xticks(range(len(lay)), labels, rotation=30, ha="right", fontsize=8)
-    ax2.set(ylabel="output tokens per second per GPU (tokens/s)", title=f"Layouts searched (TPOT SLO {doc['tpot_slo_ms']:g} ms)",
+    ax2.set(ylabel="output tokens per second per GPU (tokens/s)", title=f"Layouts searched, {doc.get('serving', 'static')} serving (TPOT SLO {doc['tpot_slo_ms']:g} ms)",
             ylim=(0, max(vals) * 1.35 if max(vals) > 0 else 1))
     ax2.grid(alpha=0.3, axis="y")
     fig.suptitle(f"Roofline of {doc.get('scenario', '')} at the median inputs", fontsize=10)

@@ -144,18 +144,20 @@ def render_run(doc: dict):
         for n in names:
             d = doc["scenarios"][n][key]
             table.add_row(n, fmt.format(d["p50"]), f"{fmt.format(d['p05'])} – {fmt.format(d['p95'])}")
-    missed = doc.get("slo_missed_share") or {n: 1.0 - doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names}
-    if max(missed.values()) > 0.0:  # a trial that misses its TPOT or TTFT SLO delivers no tokens
-        _section(table, "share of trials missing the TPOT/TTFT SLOs (zero tokens)")
+    missed = (doc.get("slo_infeasible_share") or doc.get("slo_missed_share")
+              or {n: 1.0 - doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names})
+    if max(missed.values()) > 0.0:  # a trial in which the plan misses its TPOT or TTFT SLO delivers no tokens
+        _section(table, "SLO-infeasible trials (no tokens; not in the costs above)")
         for n in names:
-            table.add_row(n, f"{missed[n]:.3f}" + ("  (MISSED)" if missed[n] > 0.0 else ""), "")
+            table.add_row(n, f"{missed[n]:.3f}" + ("  (INFEASIBLE)" if missed[n] > 0.0 else ""), "")
     parts = [fit(table)]
     if "paired_all" in doc:
         base = doc["baseline"]
         paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)",
                        title=f"paired with {base} = A (same trials, common random numbers)",
                        caption="lower cost is better; higher availability and tokens/s are better "
-                               "(there P(B better) counts ties: P(B ≥ A))")
+                               "(there P(B better) counts ties: P(B ≥ A)); ratios over the trials in which both serve "
+                               "tokens; P(B better) over all trials, a trial where only one side serves counted for it")
         for col in paired.columns[1:]:
             col.justify = "right"
         for key, label, fmt in PAIRED_ROWS:
@@ -337,6 +339,7 @@ def render_roofline(body: dict):
 
     ar = body.get("allreduce", {})
     for name, value in (
+        *((("plan in use (workload.plan = " + body["plan_rule"] + ")", body["plan"]),) if "plan" in body else ()),
         ("layout (tensor x pipeline)", f"{par['tensor']} x {par['pipeline']}" + (" + expert parallel" if par.get("expert_parallel") else "")),
         ("attention", "data-parallel (sequences sharded)" if body.get("attention") == "data" else "tensor-parallel (heads sharded)"),
         ("all-reduce (prefill, decode)", f"{ar.get('prefill', 'ring')}, {ar.get('decode', 'ring')}"),
@@ -357,7 +360,7 @@ def render_roofline(body: dict):
     for phase, t in body["terms"].items():
         total = t.get("total_ms", max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"])
         terms.add_row(labels[phase], *(_sig3(t[k]) for k in ("compute_ms", "memory_ms", "comm_ms", "overhead_ms")), _sig3(total), bounds[phase])
-    layouts = Table("TP", "PP", "attn", "fits", "batch", "TPOT ms", "SLO", "tokens/s/GPU", "", title="layouts searched (median inputs)",
+    layouts = Table("TP", "PP", "attn", "fits", "batch", "TPOT ms", "SLO", "tokens/s/GPU", "", title=f"layouts searched in {body.get('serving', 'static')} serving (median inputs)",
                     caption="TP x PP: tensor x pipeline parallel ranks; attn: attention sharded by heads (tensor) or sequences (data)")
     for row in body["layouts"]:
         layouts.add_row(

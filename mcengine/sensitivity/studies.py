@@ -129,21 +129,39 @@ def _inputs(scenario: Scenario, columns: dict, n: int) -> TrialInputs:
     return TrialInputs(0, n, values)
 
 
+#: The output analysed instead when the requested one is infinite in some trials: 1 in a
+#: trial where every scenario serves tokens (the output is finite), else 0. Its mean is
+#: the feasible share; its indices say which inputs decide feasibility.
+SERVED = "served"
+
+
+class _InfiniteOutput(Exception):
+    """The requested output is infinite in some trial (a scenario served no tokens)."""
+
+
 def _evaluate(scenarios: list[Scenario], seed: int, output: str, trial_start: int, n: int, columns: Callable[[Scenario], dict]) -> np.ndarray:
     """The output of trials ``trial_start ..`` with each scenario's inputs from ``columns(s)``.
 
-    Raises InputError when the output is infinite in a trial (a cost per token where the
-    trial misses its SLOs and delivers no tokens): variances and slopes of it mean nothing.
+    ``output = SERVED``: the indicator of the trials in which every scenario serves tokens
+    (its cost per token is finite). Otherwise raises :class:`_InfiniteOutput` when the output
+    is infinite in a trial (a cost per token where no plan meets the SLOs).
     """
-    values = _paired([run_block(s, seed, trial_start, n, inputs=_inputs(s, columns(s), n))[output] for s in scenarios])
-    infinite = ~np.isfinite(values)
-    if infinite.any():
-        raise InputError(Problem(
-            "--output", output,
-            f"is infinite in {int(infinite.sum())} of {n} trials: there the chosen layout misses the TPOT or TTFT SLO "
-            "(workload.tpot_slo_ms, workload.ttft_slo_ms) and delivers no tokens; allowed: an output finite in every "
-            "trial (tokens_per_s), or SLO ranges every trial meets"))
-    return values
+    outs = _outputs(scenarios, seed, "cost_per_mtok_usd" if output == SERVED else output, trial_start, n, columns)
+    if output == SERVED:
+        return _served(outs)
+    if not all(np.isfinite(v).all() for v in outs):
+        raise _InfiniteOutput
+    return _paired(outs)
+
+
+def _outputs(scenarios: list[Scenario], seed: int, metric: str, trial_start: int, n: int, columns: Callable[[Scenario], dict]) -> list[np.ndarray]:
+    """``metric`` of each scenario in trials ``trial_start ..`` with its inputs from ``columns(s)``."""
+    return [run_block(s, seed, trial_start, n, inputs=_inputs(s, columns(s), n))[metric] for s in scenarios]
+
+
+def _served(outs: list[np.ndarray]) -> np.ndarray:
+    """1.0 in the trials where every scenario's output is finite (it serves tokens), else 0.0."""
+    return np.logical_and.reduce([np.isfinite(v) for v in outs]).astype(float)
 
 
 # ----------------------------------------------------------------------------- sweep
@@ -355,15 +373,18 @@ def sweep(
 
 
 # ----------------------------------------------------------------------------- tornado
-def _median_output(scenarios, seed, output, n, chunk, columns, tick) -> float:
-    y = np.empty(n)
+def _median_output(scenarios, seed, output, n, chunk, columns, tick) -> tuple[float, float]:
+    """The output's median over the trials (``+inf``, a trial without tokens, ranks last)
+    and the share of trials in which it is infinite or, paired, either side serves none."""
+    y, served = np.empty(n), np.empty(n)
     with interrupt.deferred():  # a signal stops between chunks
         for start in range(0, n, chunk):
             stop = min(n, start + chunk)
-            y[start:stop] = _evaluate(scenarios, seed, output, start, stop - start, columns)
+            outs = _outputs(scenarios, seed, output, start, stop - start, columns)
+            y[start:stop], served[start:stop] = _paired(outs), _served(outs)
             tick(stop - start)
             interrupt.check()
-    return float(np.median(y))
+    return float(np.median(y)), float(1.0 - served.mean())
 
 
 def tornado(
@@ -388,8 +409,10 @@ def tornado(
     -------
     dict
         ``"method": "tornado"``, ``"output"``, ``"baseline"`` (all inputs at medians),
-        ``"bars": {input_key: {"low", "high", "swing", "input_low", "input_high"}}``
-        ordered by swing ``|high - low|``, largest first (``input_*``: the input's values,
+        ``"bars": {input_key: {"low", "high", "swing", "input_low", "input_high",
+        "infeasible_share": {"low", "high"}}}`` ordered by swing ``|high - low|``, largest
+        first (a median ranks a trial without tokens, cost ``+inf``, last; ``infeasible_share``:
+        the share of such trials; ``input_*``: the input's values,
         in the first scenario that has it).
     """
     start = time.perf_counter()
@@ -415,16 +438,19 @@ def tornado(
         key, where = factors[label]
         return lambda s: {key: s.uncertain_inputs()[key].quantile(q)} if _position(chosen, s) in where else {}
 
-    baseline = _median_output(chosen, seed, output, trials, chunk, lambda s: {}, tick)
+    baseline, baseline_infeasible = _median_output(chosen, seed, output, trials, chunk, lambda s: {}, tick)
     bars = {}
     for key in keys:
-        low = _median_output(chosen, seed, output, trials, chunk, at(key, lo_q), tick)
-        high = _median_output(chosen, seed, output, trials, chunk, at(key, hi_q), tick)
+        low, low_infeasible = _median_output(chosen, seed, output, trials, chunk, at(key, lo_q), tick)
+        high, high_infeasible = _median_output(chosen, seed, output, trials, chunk, at(key, hi_q), tick)
         dist = chosen[factors[key][1][0]].uncertain_inputs()[factors[key][0]]
-        bars[key] = {"low": low, "high": high, "swing": abs(high - low), "input_low": dist.quantile(lo_q), "input_high": dist.quantile(hi_q)}
+        swing = 0.0 if high == low else abs(high - low)
+        bars[key] = {"low": low, "high": high, "swing": swing, "input_low": dist.quantile(lo_q), "input_high": dist.quantile(hi_q),
+                     "infeasible_share": {"low": low_infeasible, "high": high_infeasible}}
     order = sorted(bars, key=lambda k: (-bars[k]["swing"], keys.index(k)))
     doc = {"scenario": _label(chosen), "seed": seed, "trials": trials, "method": "tornado", "output": output, **_ratio_of(chosen)}
-    doc.update({"quantiles": [lo_q, hi_q], "evaluations": total * len(chosen), "baseline": baseline, "bars": {k: bars[k] for k in order}})
+    doc.update({"quantiles": [lo_q, hi_q], "evaluations": total * len(chosen), "baseline": baseline,
+                "baseline_infeasible_share": baseline_infeasible, "bars": {k: bars[k] for k in order}})
     doc["elapsed_s"] = time.perf_counter() - start
     return doc
 
@@ -476,10 +502,20 @@ def sobol(
             unc, here = s.uncertain_inputs(), _position(chosen, s)
             return {key: unc[key].ppf(u[:, j]) for j, (key, where) in enumerate(factors.values()) if here in where}
 
-        return _evaluate(chosen, seed, output, trial_start, u.shape[0], columns)
+        return _evaluate(chosen, seed, analysed, trial_start, u.shape[0], columns)
 
-    est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, resamples=resamples, conf_level=conf_level, chunk=chunk, progress=progress)
-    doc = {"scenario": _label(chosen), "seed": seed, "trials": n, "method": "sobol", "output": output, **_ratio_of(chosen)}
+    analysed = output
+    try:
+        est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, resamples=resamples, conf_level=conf_level, chunk=chunk, progress=progress)
+    except _InfiniteOutput:  # some trial serves no tokens: analyse which inputs decide that instead
+        analysed = SERVED
+        est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, resamples=resamples, conf_level=conf_level, chunk=chunk, progress=progress)
+    doc = {"scenario": _label(chosen), "seed": seed, "trials": n, "method": "sobol", "output": analysed, **_ratio_of(chosen)}
+    if analysed != output:
+        doc["requested_output"] = output
+        doc["note"] = (f"{output} is infinite in trials where no plan meets the TPOT or TTFT SLO (no tokens served): the indices "
+                       f"are those of {SERVED!r}, 1 where every scenario serves tokens, else 0 (its mean, output_mean, is the "
+                       "feasible share)")
     doc.update(
         {
             "indices": est.indices(),

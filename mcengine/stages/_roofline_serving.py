@@ -81,7 +81,7 @@ class Continuous:
         return self.step.busy_s / self.step.total_s
 
 
-def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> Continuous:
+def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, within_memory: bool = False) -> Continuous:
     """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
     ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
     ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
@@ -89,7 +89,8 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     is non-decreasing in ``B``, so it is also the best), ``B_SLO`` the largest batch whose
     step meets the TPOT SLO. A fixed batch is taken as given (``fits`` says if it is
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
-    (``slo_met`` false)."""
+    (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
+    (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
     s, o = w.prompt_tokens, w.output_tokens
@@ -97,7 +98,8 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
-    b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates))
+    cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
+    b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap)
     b_ttft = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, ttft_ms / MS_PER_S,
                                           np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o)
     if w.batch == "auto":
@@ -201,7 +203,7 @@ class Disaggregated:
 
 
 @dataclass(frozen=True)
-class _PrefillPass:
+class PrefillPass:
     """A prefill instance on one layout: prompts whose KV fits HBM, prompts per pass, the
     pass's instance time and latency, and the KV transfer of its prompts."""
 
@@ -216,7 +218,7 @@ class _PrefillPass:
         return self.ttft.total_s + self.kv_transfer_s
 
 
-def _prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> _PrefillPass:
+def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> PrefillPass:
     """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
     ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
     whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
@@ -235,7 +237,7 @@ def _prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) ->
     if not np.all(np.isinf(slo_s)):
         limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max()))))
     batch = np.maximum(1, limit)
-    return _PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
+    return PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
                         np.broadcast_to(sv.kv_transfer_s(m, s, g, rates, batch), (inputs.n,)))
 
 
@@ -243,11 +245,18 @@ def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode
     """Prefill instances on ``prefill_layout``, decode instances on ``decode_layout``; the
     prefill share ``share`` (None: the balanced share of each trial, ``f = r_d/(r_p + r_d)``,
     on the rates after the KV link caps)."""
+    decode = evaluate(scenario, decode_layout, inputs, prefills=False)
+    return disaggregated_of(scenario, prefill_layout, prefill_pass(scenario, prefill_layout, inputs), decode, inputs, share)
+
+
+def disaggregated_of(scenario: Scenario, prefill_layout: ra.Layout, pre: PrefillPass, decode: Evaluation, inputs: TrialInputs,
+                     share=None, rates: ra.Rates | None = None) -> Disaggregated:
+    """:func:`evaluate_disaggregated` from a prefill pass on ``prefill_layout`` and a
+    decode-only evaluation already made, and the trials' rates if known (the planner pairs
+    every prefill layout with every decode layout without evaluating either twice)."""
     w = scenario.workload
     s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
-    rates = rates_of(scenario, inputs)
-    decode = evaluate(scenario, decode_layout, inputs, prefills=False)
-    pre = _prefill_pass(scenario, prefill_layout, inputs)
+    rates = rates_of(scenario, inputs) if rates is None else rates
     send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, rates), (inputs.n,))
     receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, rates), (inputs.n,))
     r_p = np.minimum(pre.batch / pre.prefill.total_s, send)
@@ -295,13 +304,13 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
     decode = _decode_best([evaluate(scenario, layout, median, prefills=False) for layout in layouts])
     w, g = scenario.workload, scenario.cluster.instance_gpus
     rates = rates_of(scenario, median)
-    passes = [(layout, _prefill_pass(scenario, layout, median)) for layout in layouts]
+    passes = [(layout, prefill_pass(scenario, layout, median)) for layout in layouts]
     passes = [(layout, x) for layout, x in passes if x.batch_memory[0] >= 1]
     if decode is None or not passes:
         return None
     slo_ms = float(ttft_slo_ms(scenario, median)[0])
 
-    def prompts_per_s_per_gpu(layout: ra.Layout, x: _PrefillPass) -> float:
+    def prompts_per_s_per_gpu(layout: ra.Layout, x: PrefillPass) -> float:
         send = sv.kv_link_prompts_per_s(w.model, w.prompt_tokens, g, x.prefill, rates)
         return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
 
@@ -334,6 +343,17 @@ class ServingChoice:
     why: dict
 
 
+def infeasible_why(scenario: Scenario, mode: str) -> str:
+    """Why no layout serves in ``mode`` (for a mode none of whose layouts fits)."""
+    w = scenario.workload
+    if mode == "continuous":
+        return (f"no layout fits a prefill chunk of B S/O = {w.prompt_tokens / w.output_tokens:g} tokens per sequence within "
+                f"workload.prefill_chunk_tokens = {w.prefill_chunk_tokens} next to the weights and KV cache")
+    if mode == "disaggregated":
+        return "no layout fits the weights and one prompt's KV cache"
+    return "no layout fits the weights and one sequence's KV cache"
+
+
 @lru_cache(maxsize=64)
 def choose_serving(scenario: Scenario) -> ServingChoice:
     """Evaluate every serving mode at the median inputs and pick ``workload.serving``'s
@@ -344,14 +364,7 @@ def choose_serving(scenario: Scenario) -> ServingChoice:
     disaggregated = choose_disaggregated(scenario)
     best = {"static": static, "continuous": continuous, "disaggregated": disaggregated}
     w = scenario.workload
-    why = {
-        "static": "",
-        "continuous": "" if continuous is not None else (
-            f"no layout fits a prefill chunk of B S/O = {w.prompt_tokens / w.output_tokens:g} tokens per sequence within "
-            f"workload.prefill_chunk_tokens = {w.prefill_chunk_tokens} next to the weights and KV cache"
-        ),
-        "disaggregated": "" if disaggregated is not None else "no layout fits the weights and one prompt's KV cache",
-    }
+    why = {name: "" if best[name] is not None else infeasible_why(scenario, name) for name in sv.SERVING_MODES}
     mode = w.serving
     if mode == "auto":
         meeting = [name for name in sv.SERVING_MODES if best[name] is not None and best[name].slo_met[0]]
@@ -361,12 +374,50 @@ def choose_serving(scenario: Scenario) -> ServingChoice:
     return ServingChoice(mode, best, why)
 
 
-def evaluate_chosen(scenario: Scenario, inputs: TrialInputs):
-    """The chosen mode at its median-chosen layout(s) (and prefill share) for every trial."""
+@dataclass(frozen=True)
+class Plan:
+    """What an operator chooses for one instance: a serving ``mode`` (one of
+    :data:`mcengine.analytic.serving.SERVING_MODES`), its ``layout`` (tensor x pipeline,
+    attention mode, all-reduce; disaggregated: the decode layout) and, disaggregated, the
+    ``prefill_layout``. The batch is not part of it: each evaluator takes the largest
+    batch its limits allow (``workload.batch = "auto"``) or the fixed one."""
+
+    mode: str
+    layout: ra.Layout
+    prefill_layout: ra.Layout | None = None
+
+    def describe(self) -> str:
+        """``"disaggregated 8x1 data / decode 4x2 tensor"``-style label of the plan."""
+        lay = self.layout
+        text = f"{lay.tensor}x{lay.pipeline} {lay.attention}"
+        if self.prefill_layout is None:
+            return f"{self.mode} {text}"
+        pre = self.prefill_layout
+        return f"{self.mode} prefill {pre.tensor}x{pre.pipeline} {pre.attention} / decode {text}"
+
+
+def evaluate_plan(scenario: Scenario, plan: Plan, inputs: TrialInputs, share=None):
+    """``plan`` for every trial of ``inputs`` (disaggregated: with prefill share ``share``,
+    None = each trial's balanced share): a :class:`~._roofline_layout.Evaluation`,
+    :class:`Continuous` or :class:`Disaggregated`."""
+    if plan.mode == "continuous":
+        return evaluate_continuous(scenario, plan.layout, inputs)
+    if plan.mode == "disaggregated":
+        return evaluate_disaggregated(scenario, plan.prefill_layout, plan.layout, inputs, share)
+    return evaluate(scenario, plan.layout, inputs)
+
+
+def chosen_plan(scenario: Scenario) -> tuple[Plan, float | None]:
+    """The plan :func:`choose_serving` picks at the median inputs and, disaggregated, its
+    prefill share there (None otherwise)."""
     choice = choose_serving(scenario)
     chosen = choice.best[choice.mode]
-    if choice.mode == "continuous":
-        return evaluate_continuous(scenario, chosen.layout, inputs)
     if choice.mode == "disaggregated":
-        return evaluate_disaggregated(scenario, chosen.prefill_layout, chosen.layout, inputs, float(chosen.prefill_share[0]))
-    return evaluate(scenario, chosen.layout, inputs)
+        return Plan("disaggregated", chosen.layout, chosen.prefill_layout), float(chosen.prefill_share[0])
+    return Plan(choice.mode, chosen.layout), None
+
+
+def evaluate_chosen(scenario: Scenario, inputs: TrialInputs):
+    """The chosen mode at its median-chosen layout(s) (and prefill share) for every trial."""
+    plan, share = chosen_plan(scenario)
+    return evaluate_plan(scenario, plan, inputs, share)

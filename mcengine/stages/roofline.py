@@ -5,8 +5,11 @@ No random numbers: the stage is a deterministic function of each trial's inputs,
 vectorised with NumPy over trials (a few dozen array operations per layout, so no
 kernel). Uncertain efficiencies, latencies and overheads arrive per trial through
 :class:`~mcengine.scenario.sampling.TrialInputs`; ``mcengine roofline`` evaluates them at
-their medians. The layout (tensor x pipeline) is chosen once at the median inputs and
-kept for every trial (see :mod:`mcengine.stages._roofline_layout`).
+their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.planner`
+chooses the plan (serving mode x layout x attention x all-reduce) as
+``workload.plan`` says: per trial for its own inputs and SLOs (the default), once at the
+median inputs (:mod:`mcengine.stages._roofline_layout`, :mod:`._roofline_serving`), or once
+at pessimistic inputs; the closed forms of those modules time it.
 
 Throughput of an instance: batches of ``B`` requests are prefilled together and then
 decoded for ``O`` steps, ``B O / (prefill(B) + O TPOT(B))`` output tokens/s, with TPOT at
@@ -24,7 +27,8 @@ from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
 from ..units import MS_PER_S
 from ._roofline_layout import choose_layout, evaluate
-from ._roofline_serving import evaluate_chosen
+from ._roofline_serving import evaluate_chosen, evaluate_plan
+from . import planner
 
 STAGE = "roofline"
 
@@ -41,12 +45,18 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     ``ttft_ms``, ``tpot_ms``, ``batch`` (int64), ``slo_met`` (1.0 when the trial meets
     its TPOT and TTFT SLOs, else 0.0: such a trial delivers no tokens),
     ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
-    utilisation of the power model), at the layout chosen at the median inputs, in the
-    serving mode ``workload.serving`` picks (static: the lines below, unchanged; others:
-    :mod:`._roofline_serving`).
-    Raises InputError if in some trial the weights (or an integer batch) do not fit HBM,
-    NumericalError on a non-finite output.
+    utilisation of the power model), of the plan ``workload.plan`` says the trial serves
+    (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
+    pessimistic inputs; with "median", the static lines below are unchanged and other
+    modes are :mod:`._roofline_serving`'s).
+    Raises InputError if in some trial the weights (or an integer batch) fit no plan
+    searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
+    if scenario.workload.plan == "per_trial":
+        return _planned_columns(planner.plan_per_trial(scenario, inputs), inputs)
+    if scenario.workload.plan == "quantile":
+        plan, share = planner.quantile_plan(scenario)
+        return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")
     if scenario.workload.serving != "static":
         return _columns(evaluate_chosen(scenario, inputs), inputs, scenario.workload.serving)
     best, _ = choose_layout(scenario)
@@ -68,7 +78,7 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     return _columns(e, inputs, "static")
 
 
-def _columns(e, inputs: TrialInputs, serving: str) -> dict[str, np.ndarray]:
+def _columns(e, inputs: TrialInputs, serving: str, chosen: str = "at the median inputs") -> dict[str, np.ndarray]:
     """The per-trial columns of an evaluation of any serving mode (checked finite)."""
     misfit = ~e.fits
     if misfit.any():
@@ -78,12 +88,12 @@ def _columns(e, inputs: TrialInputs, serving: str) -> dict[str, np.ndarray]:
                 "workload.serving",
                 serving,
                 f"in trial {inputs.trial_start + i} the weights, the batch's KV cache or the prefill chunk do not fit at the layout "
-                f"chosen at the median inputs (tensor {e.layout.tensor} x pipeline {e.layout.pipeline}); allowed: inputs whose "
-                "whole range fits them (gpu.hbm_gb, workload.hbm_usable_fraction, workload.prefill_chunk_tokens)",
+                f"chosen {chosen} (tensor {e.layout.tensor} x pipeline {e.layout.pipeline}); allowed: inputs whose "
+                "whole range fits them (gpu.hbm_gb, workload.hbm_usable_fraction, workload.prefill_chunk_tokens), or workload.plan = \"per_trial\"",
             )
         )
     served = e.slo_met
-    columns = {
+    return _checked({
         "tokens_per_s_instance": np.where(served, e.tokens_per_s_instance, 0.0),
         "tokens_per_s_per_gpu": np.where(served, e.tokens_per_s_per_gpu, 0.0),
         "ttft_ms": e.ttft_s * MS_PER_S,
@@ -91,7 +101,26 @@ def _columns(e, inputs: TrialInputs, serving: str) -> dict[str, np.ndarray]:
         "batch": e.batch.astype(np.int64),
         "slo_met": served.astype(np.float64),
         "busy_fraction": e.busy_fraction,
-    }
+    }, inputs)
+
+
+def _planned_columns(block: planner.PlannedBlock, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The per-trial columns of each trial's own plan (``slo_met`` 0 and no tokens where no
+    plan meets the SLOs: the trial is infeasible)."""
+    served = block.feasible
+    return _checked({
+        "tokens_per_s_instance": np.where(served, block.column("tokens_per_s_instance"), 0.0),
+        "tokens_per_s_per_gpu": np.where(served, block.column("tokens_per_s_per_gpu"), 0.0),
+        "ttft_ms": block.column("ttft_s") * MS_PER_S,
+        "tpot_ms": block.column("tpot_s") * MS_PER_S,
+        "batch": block.column("batch").astype(np.int64),
+        "slo_met": served.astype(np.float64),
+        "busy_fraction": block.column("busy_fraction"),
+    }, inputs)
+
+
+def _checked(columns: dict[str, np.ndarray], inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """``columns``, after checking every value finite (NumericalError naming the trial)."""
     for name, values in columns.items():
         bad = ~np.isfinite(values.astype(float))
         if bad.any():

@@ -1,4 +1,4 @@
-"""``mcengine roofline``: the roofline stage at the median inputs, with every searched layout."""
+"""``mcengine roofline``: the plan in use at the median inputs, with every searched layout and each serving mode's best."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from ..analytic import roofline as ra
 from ..analytic import serving as sv
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
-from ..stages._roofline_layout import Evaluation, choose_layout, rates_of
-from ..stages._roofline_serving import choose_serving
+from ..stages import planner
+from ..stages._roofline_layout import Evaluation, candidate_layouts, choose_layout, rates_of
+from ..stages._roofline_serving import Plan, choose_serving, evaluate_plan, infeasible_why
 from ..stages.roofline import at_trial
 from ..units import BYTES_PER_GB, MS_PER_S
 
@@ -62,63 +63,125 @@ def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, 
 
 
 def roofline_study(scenario: Scenario) -> dict:
-    """The body of ``mcengine roofline``: deterministic, at the median inputs.
+    """The body of ``mcengine roofline``: deterministic, at the median inputs, for the plan
+    in use there (``workload.plan``: :func:`mcengine.stages.planner.plan_at`).
 
+    ``plan`` names it (mode and layout(s)), ``plan_rule`` is ``workload.plan``.
     ``prefill``: ``ttft_ms`` and ``ttft_bound`` for one prompt; ``tokens_per_s``
-    (prompt tokens/s), ``batch_ms`` and ``bound`` for the prefill of the operating batch.
-    ``decode``: the operating ``batch``, ``tpot_ms``, ``tokens_per_s`` = batch / TPOT and
-    ``bound``. ``tokens_per_s_instance`` includes the prefill share (module docstring);
-    ``tokens_per_s_per_gpu`` divides it by ``cluster.instance_gpus``. ``terms`` holds the
-    compute/memory/comm/overhead ms of ``prefill`` (batch), ``ttft`` and ``decode``
-    (``total = max(max(compute, memory), o comm) + (1 - o) comm + overhead``).
-    ``layouts`` lists every searched layout. ``allreduce`` names the algorithm of each
-    phase, ``attention`` the chosen attention mode; ``slo_failed`` lists the SLO limits
-    missed (a trial at these inputs delivers no tokens), with ``ttft_batch_ms`` the TTFT
-    of the batch's last request that the TTFT SLO bounds. These describe the static
-    model; ``serving`` names the mode the run uses (``workload.serving``) and
-    ``serving_modes`` gives each mode's best combination (layout(s), batch, TPOT, TTFT,
-    throughput; continuous adds its chunk, batch limits and the one that binds, disaggregated its prefill
-    layout and batch, prefill share, KV transfer and KV link load). The top-level ``tokens_per_s_*`` and
-    ``slo_met`` are the chosen mode's (static's: unchanged).
+    (prompt tokens/s), ``batch_ms`` and ``bound`` for the prefill of the operating batch
+    (continuous: a step's chunk; disaggregated: a prefill pass, its TTFT with the KV
+    transfer). ``decode``: the operating ``batch``, ``tpot_ms``, ``tokens_per_s`` = batch /
+    TPOT and ``bound``. ``tokens_per_s_instance`` includes the prefill share (module
+    docstring); ``tokens_per_s_per_gpu`` divides it by ``cluster.instance_gpus``. ``terms``
+    holds the compute/memory/comm/overhead ms of the plan's phases (``total =
+    max(max(compute, memory), o comm) + (1 - o) comm + overhead``). ``layouts`` lists
+    every searched layout in the plan's mode (disaggregated: each as the decode layout,
+    with the plan's prefill layout). ``allreduce`` names the algorithm of each phase,
+    ``attention`` the plan's attention mode; ``slo_failed`` lists the SLO limits missed
+    (a trial at these inputs delivers no tokens). ``serving`` names the plan's mode and
+    ``serving_modes`` gives each mode's best plan (the one in use and the runners-up:
+    layout(s), batch, TPOT, TTFT, throughput; continuous adds its chunk, batch limits and
+    the one that binds, disaggregated its prefill layout and batch, prefill share, KV
+    transfer and KV link load).
     """
-    best, evaluations = choose_layout(scenario)
     median = quantile_inputs(scenario, 0.5)
+    plan, e = planner.plan_at(scenario, median)
     w, m = scenario.workload, scenario.workload.model
-    layout = best.layout
-    batch = int(best.batch[0])
-    tpot_s = at_trial(best.decode.total_s)
-    per_gpu = at_trial(best.tokens_per_s_per_gpu)
+    layout = plan.layout
+    per_gpu = at_trial(e.tokens_per_s_per_gpu)
     body = {
-        "prefill": {
-            "ttft_ms": at_trial(best.ttft.total_s) * MS_PER_S,
-            "tokens_per_s": batch * w.prompt_tokens / at_trial(best.prefill.total_s),
-            "bound": str(best.prefill.bound[0]),
-            "ttft_bound": str(best.ttft.bound[0]),
-            "batch_ms": at_trial(best.prefill.total_s) * MS_PER_S,
-            "ttft_batch_ms": at_trial(best.ttft_batch.total_s) * MS_PER_S,
-        },
-        "decode": {"batch": batch, "tpot_ms": tpot_s * MS_PER_S, "tokens_per_s": batch / tpot_s, "bound": str(best.decode.bound[0])},
+        "plan": plan.describe(),
+        "plan_rule": w.plan,
+        **_phases(scenario, plan, e),
         "tokens_per_s_per_gpu": per_gpu,
         "parallelism": {"tensor": layout.tensor, "pipeline": layout.pipeline, "expert_parallel": layout.expert_parallel},
-        "allreduce": allreduce_per_phase(scenario, best, median),
+        "allreduce": allreduce_per_phase(scenario, e, median),
         "attention": layout.attention,
-        "tokens_per_s_instance": at_trial(best.tokens_per_s_instance),
+        "tokens_per_s_instance": at_trial(e.tokens_per_s_instance),
         "tokens_per_s_per_h100_equivalent": per_gpu / scenario.gpu.h100_equivalents.value,
-        "terms": {"prefill": best.prefill.terms_ms(), "ttft": best.ttft.terms_ms(), "decode": best.decode.terms_ms()},
-        "batch_limits": {"memory": int(best.batch_memory[0]), "slo": int(best.batch_slo[0]), "ttft": _ttft_limit(best)},
-        "slo_met": bool(best.slo_met[0]),
-        "slo_failed": slo_failures(best),
-        "tpot_slo_ms": at_trial(best.tpot_slo_ms),
-        "ttft_slo_ms": at_trial(best.ttft_slo_ms),
+        "slo_met": bool(e.slo_met[0]),
+        "tpot_slo_ms": at_trial(median["workload.tpot_slo_ms"]),
+        "ttft_slo_ms": at_trial(median["workload.ttft_slo_ms"]),
         "kv_bytes_per_token_per_gpu": ra.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
         "weights_gb_per_gpu": ra.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
-        "layouts": [_layout_row(e, e is best) for e in evaluations],
+        "layouts": _layout_rows(scenario, plan, median),
     }
-    body.update(serving_section(scenario))
-    chosen = body["serving_modes"][body["serving"]]
-    for key in ("tokens_per_s_per_gpu", "tokens_per_s_instance", "tokens_per_s_per_h100_equivalent", "slo_met"):
-        body[key] = chosen[key]
+    body.update(serving_section(scenario, plan, e, median))
     return body
+
+
+def _phases(scenario: Scenario, plan: Plan, e) -> dict:
+    """``prefill``, ``decode``, ``terms``, ``batch_limits`` and ``slo_failed`` of the plan
+    ``plan`` evaluated as ``e`` (trial 0)."""
+    s, o = scenario.workload.prompt_tokens, scenario.workload.output_tokens
+    if plan.mode == "static":
+        batch = int(e.batch[0])
+        return {
+            "prefill": {
+                "ttft_ms": at_trial(e.ttft.total_s) * MS_PER_S,
+                "tokens_per_s": batch * s / at_trial(e.prefill.total_s),
+                "bound": str(e.prefill.bound[0]),
+                "ttft_bound": str(e.ttft.bound[0]),
+                "batch_ms": at_trial(e.prefill.total_s) * MS_PER_S,
+                "ttft_batch_ms": at_trial(e.ttft_batch.total_s) * MS_PER_S,
+            },
+            "decode": _decode_block(batch, e.decode),
+            "terms": {"prefill": e.prefill.terms_ms(), "ttft": e.ttft.terms_ms(), "decode": e.decode.terms_ms()},
+            "batch_limits": {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0]), "ttft": _ttft_limit(e)},
+            "slo_failed": slo_failures(e),
+        }
+    if plan.mode == "continuous":
+        batch, step = int(e.batch[0]), e.step
+        ttft = None if np.isinf(at_trial(e.ttft_slo_ms)) else int(e.batch_ttft[0])
+        return {
+            "prefill": {"ttft_ms": at_trial(e.ttft_s) * MS_PER_S, "tokens_per_s": batch * s / o / at_trial(step.total_s),
+                        "bound": str(step.bound[0]), "ttft_bound": str(step.bound[0]), "batch_ms": at_trial(step.total_s) * MS_PER_S,
+                        "ttft_batch_ms": at_trial(e.ttft_s) * MS_PER_S},
+            "decode": _decode_block(batch, step),
+            "terms": {"decode": step.terms_ms()},
+            "batch_limits": {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0]), "ttft": ttft, "chunk": int(e.batch_chunk[0])},
+            "slo_failed": _failures(at_trial(step.total_s), at_trial(e.tpot_slo_ms), at_trial(e.ttft_s), at_trial(e.ttft_slo_ms)),
+        }
+    d = e.decode
+    return {
+        "prefill": {"ttft_ms": at_trial(e.ttft_s) * MS_PER_S, "tokens_per_s": at_trial(e.prefill_batch) * s / at_trial(e.prefill.total_s),
+                    "bound": str(e.prefill.bound[0]), "ttft_bound": str(e.ttft.bound[0]), "batch_ms": at_trial(e.prefill.total_s) * MS_PER_S,
+                    "ttft_batch_ms": at_trial(e.ttft_s) * MS_PER_S},
+        "decode": _decode_block(int(d.batch[0]), d.decode),
+        "terms": {"prefill": e.prefill.terms_ms(), "ttft": e.ttft.terms_ms(), "decode": d.decode.terms_ms()},
+        "batch_limits": {"memory": int(d.batch_memory[0]), "slo": int(d.batch_slo[0]), "ttft": None},
+        "slo_failed": _failures(at_trial(d.decode.total_s), at_trial(d.tpot_slo_ms), at_trial(e.ttft_s), at_trial(e.ttft_slo_ms)),
+    }
+
+
+def _decode_block(batch: int, step: ra.PhaseTimes) -> dict:
+    tpot_s = at_trial(step.total_s)
+    return {"batch": batch, "tpot_ms": tpot_s * MS_PER_S, "tokens_per_s": batch / tpot_s, "bound": str(step.bound[0])}
+
+
+def _failures(tpot_s: float, tpot_slo_ms: float, ttft_s: float, ttft_slo_ms: float) -> list[dict]:
+    """:func:`slo_failures` from a plan's TPOT and TTFT (seconds) and their SLOs (ms)."""
+    out = []
+    for limit, value_s, slo in (("tpot", tpot_s, tpot_slo_ms), ("ttft", ttft_s, ttft_slo_ms)):
+        if value_s * MS_PER_S > slo:
+            out.append({"limit": limit, "ms": value_s * MS_PER_S, "slo_ms": slo, "over_ms": value_s * MS_PER_S - slo})
+    return out
+
+
+def _layout_rows(scenario: Scenario, plan: Plan, median) -> list[dict]:
+    """Every searched layout in the plan's mode at the median inputs (static: the rows of
+    :func:`_layout_row`; disaggregated: each layout decoding, with the plan's prefill layout)."""
+    if plan.mode == "static":
+        _, evaluations = choose_layout(scenario)
+        return [_layout_row(e, e.layout == plan.layout) for e in evaluations]
+    rows = []
+    for layout in candidate_layouts(scenario):
+        e = evaluate_plan(scenario, Plan(plan.mode, layout, plan.prefill_layout), median)
+        rows.append({"tensor": layout.tensor, "pipeline": layout.pipeline, "attention": layout.attention, "fits": bool(e.fits[0]),
+                     "slo_met": bool(e.slo_met[0]), "batch": int(e.batch[0]), "ttft_ms": at_trial(e.ttft_s) * MS_PER_S,
+                     "tpot_ms": at_trial(e.tpot_s) * MS_PER_S, "tokens_per_s_per_gpu": at_trial(e.tokens_per_s_per_gpu),
+                     "chosen": layout == plan.layout})
+    return rows
 
 
 def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
@@ -155,9 +218,23 @@ def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
     return row
 
 
-def serving_section(scenario: Scenario) -> dict:
-    """``"serving"`` (the mode the run uses) and ``"serving_modes"``: each mode's best
-    combination (the chosen one and the runner-up of every other mode)."""
-    choice = choose_serving(scenario)
-    modes = {name: _mode_row(scenario, name, choice.best[name], choice.why[name], name == choice.mode) for name in sv.SERVING_MODES}
-    return {"serving": choice.mode, "serving_modes": modes}
+def serving_section(scenario: Scenario, plan: Plan | None = None, e=None, median=None) -> dict:
+    """``"serving"`` (the mode of the plan in use) and ``"serving_modes"``: each mode's best
+    plan at the median inputs, the one in use (``plan``, evaluated as ``e``; default:
+    :func:`mcengine.stages.planner.plan_at`) and the runner-up of every other mode
+    (``workload.plan = "median"``: the median choice of each mode; otherwise the per-trial
+    rule's best of each mode at the median)."""
+    median = quantile_inputs(scenario, 0.5) if median is None else median
+    if plan is None:
+        plan, e = planner.plan_at(scenario, median)
+    if scenario.workload.plan == "median":
+        choice = choose_serving(scenario)
+        best, why = choice.best, choice.why
+    else:
+        found = planner.best_by_mode(scenario, median)
+        best = {name: (found[name][1] if found.get(name) else None) for name in sv.SERVING_MODES}
+        why = {name: "" if found.get(name) else ("not searched (workload.serving)" if name not in found else infeasible_why(scenario, name))
+               for name in sv.SERVING_MODES}
+    best[plan.mode] = e
+    modes = {name: _mode_row(scenario, name, best[name], why.get(name, ""), name == plan.mode) for name in sv.SERVING_MODES}
+    return {"serving": plan.mode, "serving_modes": modes}

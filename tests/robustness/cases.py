@@ -202,7 +202,7 @@ CASES: tuple[Case, ...] = (
     Case("wafers without a good die count in the cost", ("yield", "h100", "--wafers", "200", "--json", "--set",
          "fab.defect_density_per_cm2=20"), 0, check=_pooled_headline, group="numbers"),
     Case("a missed TPOT SLO is flagged", ("run", "h100", "--trials", "64", "--quiet", "--set", "workload.tpot_slo_ms=5"), 0,
-         ("MISSED",), group="numbers"),
+         ("INFEASIBLE",), group="numbers"),
     # ------------------------------------------------------------ files and names
     Case("scenario name is an absolute path", ("check", "{tmp}/s.toml"), 2, ("name",),
          prepare=_scenario('name = "/tmp/mcengine-robustness-owned"'), outside=("/tmp/mcengine-robustness-owned.toml",), group="files"),

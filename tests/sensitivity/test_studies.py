@@ -296,11 +296,17 @@ def test_sobol_sees_both_slos_given_as_dist_tables():
     assert {"workload.tpot_slo_ms", "workload.ttft_slo_ms"} <= set(doc["indices"])
 
 
-def test_sobol_of_an_infinite_cost_is_a_clear_error():
-    """A TPOT SLO below the Lite design's batch-1 TPOT in some trials: cost per token is +inf there."""
-    p = _problem(lambda: sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20,
-                                           overrides=(*CALIBRATED_SERVING, 'workload.tpot_slo_ms={dist="uniform", low=20, high=70}')))
-    assert p.key == "--output" and p.value == "cost_per_mtok_usd" and "tokens_per_s" in p.allowed
+def test_sobol_of_an_infinite_cost_analyses_the_served_share_instead():
+    """A TPOT SLO below the Lite design's batch-1 TPOT in some trials: cost per token is +inf
+    there, so the indices are those of the served indicator, and the TPOT SLO drives it."""
+    overrides = (*CALIBRATED_SERVING, 'workload.tpot_slo_ms={dist="uniform", low=20, high=70}')
+    doc = sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20, overrides=overrides)
+    assert doc["output"] == "served" and doc["requested_output"] == "cost_per_mtok_usd" and "infinite" in doc["note"]
+    assert 0.0 < doc["output_mean"] < 1.0  # the feasible share
+    assert max(doc["indices"], key=lambda k: doc["indices"][k]["ST"]) == "workload.tpot_slo_ms"
+    tornado = sensitivity.tornado(["h100", "lite-h100-2x"], trials=16, seed=3, overrides=overrides)
+    bar = tornado["bars"]["workload.tpot_slo_ms"]
+    assert bar["infeasible_share"]["low"] == 1.0 and bar["infeasible_share"]["high"] == 0.0 and bar["low"] == np.inf
 
 
 def test_an_uncertain_markup_scope_is_one_input_of_the_tornado():

@@ -17,6 +17,10 @@ from mcengine.studies.roofline import roofline_study
 from mcengine.validation.roofline import CALIBRATED_SERVING
 
 
+#: The chained columns below are those of the one plan chosen at the median inputs.
+MEDIAN_PLAN = "workload.plan='median'"
+
+
 def _mode(name: str) -> str:
     return f"workload.serving='{name}'"
 
@@ -35,7 +39,7 @@ def test_static_reproduces_the_numbers_before_serving_modes():
 
 @pytest.mark.parametrize("mode", ["continuous", "disaggregated"])
 def test_chained_run_columns_in_each_mode(mode):
-    s = load_scenario("lite-h100", (_mode(mode),))
+    s = load_scenario("lite-h100", (_mode(mode), MEDIAN_PLAN))
     inputs = draw_inputs(s, 11, 0, 32)
     cols = roofline.throughput(s, inputs)
     assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction"}
@@ -109,7 +113,7 @@ def test_infeasible_chunk():
     # S/O = 2048/256 = 8 prompt tokens per running sequence and step: a budget of 7 fits none
     chunk = "workload.prefill_chunk_tokens=7"
     with pytest.raises(InputError) as err:
-        roofline.throughput(load_scenario("h100", (_mode("continuous"), chunk)), quantile_inputs(load_scenario("h100"), 0.5))
+        roofline.throughput(load_scenario("h100", (_mode("continuous"), chunk, MEDIAN_PLAN)), quantile_inputs(load_scenario("h100"), 0.5))
     assert "workload.serving" in str(err.value) and "prefill_chunk_tokens = 7" in str(err.value)
     body = roofline_study(load_scenario("h100", (_mode("auto"), chunk)))
     assert body["serving"] != "continuous"

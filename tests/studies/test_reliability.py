@@ -194,33 +194,67 @@ def _no_spares_reshard(n: int, **over):
     return dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, on_failure="reshard"))
 
 
+def _capacity_closed_form(s, n: int, table: np.ndarray) -> float:
+    """Σ_k C(n,k) a^k (1-a)^(n-k) table[n - k] time-averaged over the horizon (each GPU in
+    place with p(t) = a + (1 - a) e^-(λ+μ)t, started new; λ = 2 per year, μ = 1/500 h)."""
+    from scipy import stats as sst
+
+    lam, mu, t = 2.0 / H, 1 / 500.0, H
+    a = mu / (lam + mu)
+    grid = np.linspace(0, t, 20_001)
+    p = a + (1 - a) * np.exp(-(lam + mu) * grid)
+    k = np.arange(n + 1)
+    share = np.array([np.dot(sst.binom.pmf(k, n, 1 - q), table) for q in p])
+    return float(np.trapezoid(share, grid) / t)
+
+
+def _check_reshard(s, n: int, table: np.ndarray, margin: float) -> None:
+    expected = _capacity_closed_form(s, n, table)
+    ref = study.analytic_reference(s)
+    assert ref["capacity_availability"] == pytest.approx(expected, rel=1e-6)
+    cols = run(s, 200, seed=7)
+    assert_mc(cols["capacity_availability"], expected)
+    assert (cols["capacity_availability"] >= cols["instance_availability"]).all()
+    assert cols["capacity_availability"].mean() > cols["instance_availability"].mean() + margin  # not vacuous
+
+
 def test_reshard_meets_the_binomial_closed_form():
     """The issue's check: capacity availability = Σ_k C(n,k) a^k (1-a)^(n-k) thr(k)/thr(n)
-    with thr from the layout table, here time-averaged over the horizon (each GPU in
-    place with p(t) = a + (1 - a) e^-(λ+μ)t, started new). The re-layout time is set to 0
-    (the closed form has none); the MC meets it within 4 SEM."""
+    with thr from the capacity table, here time-averaged over the horizon. The re-layout
+    time is set to 0 (the closed form has none); the MC meets it within 4 SEM."""
     from mcengine.scenario import Fixed
-    from mcengine.stages._roofline_layout import capacity_table
+    from mcengine.stages.planner import capacity_table
     import dataclasses
 
     s = _no_spares_reshard(8)
     s = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, reshard_hours=Fixed(0.0)))
     table = capacity_table(s)
     assert table[0] == 1.0 and 0.0 < table[1] < 1.0 and table[-1] == 0.0
-    lam, mu, t = 2.0 / H, 1 / 500.0, H
-    a = mu / (lam + mu)
-    grid = np.linspace(0, t, 20_001)
-    p = a + (1 - a) * np.exp(-(lam + mu) * grid)
-    k = np.arange(9)
-    from scipy import stats as sst
-    share = np.array([np.dot(sst.binom.pmf(k, 8, 1 - q), table) for q in p])
-    expected = np.trapezoid(share, grid) / t
-    ref = study.analytic_reference(s)
-    assert ref["capacity_availability"] == pytest.approx(expected, rel=1e-6)
-    cols = run(s, 200, seed=7)
-    assert_mc(cols["capacity_availability"], expected)
-    assert (cols["capacity_availability"] >= cols["instance_availability"]).all()
-    assert cols["capacity_availability"].mean() > cols["instance_availability"].mean() + 0.1  # not vacuous
+    _check_reshard(s, 8, table, 0.1)
+
+
+def test_reshard_capacity_of_two_gpus_is_the_planner_throughput_on_one_over_two():
+    """Issue #28: a model that fits one GPU (Llama-3-8B) on instances of 2 under continuous
+    serving keeps, with one GPU lost, the planner's own throughput on 1 GPU divided by its
+    throughput on 2, to the bit; the binomial closed form with that table holds."""
+    from mcengine.scenario import Fixed
+    from mcengine.scenario.sampling import quantile_inputs
+    from mcengine.stages import roofline
+    from mcengine.stages.planner import capacity_table
+    import dataclasses
+
+    s = _no_spares_reshard(2)
+    card = load_scenario("h100", ('workload.model="llama-3-8b"',)).workload.model
+    s = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, reshard_hours=Fixed(0.0)),
+                            workload=dataclasses.replace(s.workload, model=card, serving="continuous"))
+    one = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, instance_gpus=1, gpus_per_host=1))
+    median = quantile_inputs(s, 0.5)
+    thr_1 = roofline.throughput(one, median)["tokens_per_s_instance"][0]
+    thr_2 = roofline.throughput(s, median)["tokens_per_s_instance"][0]
+    table = capacity_table(s)
+    assert table.tolist() == [1.0, min(1.0, thr_1 / thr_2), 0.0]
+    assert 0.5 <= table[1] < 1.0  # one GPU of two keeps at least half: its own replica
+    _check_reshard(s, 2, table, 0.05)
 
 
 def test_down_leaves_every_number_as_it_was_and_reshard_only_adds_capacity():

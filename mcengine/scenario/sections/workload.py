@@ -38,6 +38,20 @@ class WorkloadSection:
         'instances (Splitwise, DistServe), or "auto": the mode with the most output tokens/s per GPU under the SLOs.',
         ("static", "continuous", "disaggregated", "auto"),
     )
+    plan: str = choice(
+        "per_trial",
+        'When the operator chooses the plan (serving mode x layout x attention x all-reduce, batch within; docs/model.md#plan): '
+        '"per_trial" = in every trial, for that trial\'s inputs and SLOs, the plan with the most output tokens/s of the instance '
+        '(an operator tunes the plan to the hardware it got); "median" = one plan chosen at the median inputs serves every trial; '
+        '"quantile" = one plan chosen at pessimistic inputs (each at workload.plan_quantile on its side that lowers throughput) '
+        "serves every trial, a plan provisioned in advance.",
+        ("per_trial", "median", "quantile"),
+    )
+    plan_quantile: Dist = number(
+        0.1, 'With workload.plan = "quantile": the quantile at which every uncertain roofline input is taken, on its pessimistic '
+        "side (low efficiencies, bandwidths and SLOs; high latencies and overheads), to choose the one plan.",
+        lo=0.0, lo_open=True, hi=0.5, uncertain=False, why="a quantile on the pessimistic side; 0.5 is the median",
+    )
     prefill_chunk_tokens: int = integer(
         8192, "Prompt tokens an engine step may prefill (vLLM's max_num_batched_tokens on H100, "
         "docs/sources.md#serve-chunked-prefill). Continuous serving: a batch needing more per step (B S/O) is infeasible; "

@@ -1,0 +1,134 @@
+"""The per-trial planner against a brute-force scan of every plan, the median plan to the
+bit, the quantile plan, and infeasible trials (docs/model.md#plan)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine.analytic import roofline as ra
+from mcengine.errors import InputError
+from mcengine.scenario import load_scenario
+from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
+from mcengine.stages import planner, roofline
+from mcengine.stages._roofline_layout import allreduce_algorithm, evaluate
+from mcengine.stages._roofline_serving import evaluate_continuous, evaluate_disaggregated
+
+#: Small cases: a model that fits one GPU on instances of 2 and 4, uncertain efficiencies,
+#: latencies and SLOs so that plans and feasibility change from trial to trial.
+SMALL = (
+    'workload.model="llama-3-8b"',
+    "workload.tpot_slo_ms={dist=\"uniform\", low=2, high=30}",
+    "workload.ttft_slo_ms={dist=\"uniform\", low=20, high=1500}",
+    'workload.serving="auto"',
+    'workload.attention="auto"',
+    'workload.allreduce="auto"',
+)
+
+
+def _every_layout(scenario) -> list[ra.Layout]:
+    """Every tensor x pipeline = instance_gpus layout an engine can shard, written out
+    from the model card (independently of the planner's candidate list)."""
+    w, m, n = scenario.workload, scenario.workload.model, scenario.cluster.instance_gpus
+    out = []
+    for t in range(1, n + 1):
+        for attention in ("tensor", "data"):
+            heads_ok = attention == "data" or (m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0))
+            if n % t == 0 and n // t <= m.layers and m.ffn % t == 0 and heads_ok:
+                out.append(ra.Layout(t, n // t, False, allreduce_algorithm(scenario), attention))
+    return out
+
+
+def _brute_force_tokens(scenario, inputs: TrialInputs) -> np.ndarray:
+    """Per trial, the most output tokens/s of any plan that fits and meets both SLOs
+    (0 if none does), each plan evaluated by the public evaluators on its own."""
+    layouts = _every_layout(scenario)
+    plans = [evaluate(scenario, lay, inputs) for lay in layouts]
+    plans += [evaluate_continuous(scenario, lay, inputs) for lay in layouts]
+    plans += [evaluate_disaggregated(scenario, pre, dec, inputs) for pre in layouts for dec in layouts]
+    best = np.zeros(inputs.n)
+    for i in range(inputs.n):
+        for e in plans:
+            if bool(np.broadcast_to(e.fits, (inputs.n,))[i]) and bool(np.broadcast_to(e.slo_met, (inputs.n,))[i]):
+                best[i] = max(best[i], float(np.broadcast_to(e.tokens_per_s_instance, (inputs.n,))[i]))
+    return best
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100"])
+@pytest.mark.parametrize("gpus", [2, 4])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_per_trial_plan_equals_a_brute_force_scan_of_every_plan(design, gpus, seed):
+    s = load_scenario(design, (*SMALL, f"cluster.instance_gpus={gpus}", 'workload.plan="per_trial"'))
+    inputs = draw_inputs(s, seed, 0, 48)
+    cols = roofline.throughput(s, inputs)
+    expected = _brute_force_tokens(s, inputs)
+    assert cols["tokens_per_s_instance"].tolist() == expected.tolist()
+    assert cols["slo_met"].tolist() == (expected > 0).astype(float).tolist()
+    # the small cases exercise both outcomes and more than one serving mode
+    block = planner.plan_per_trial(s, inputs)
+    assert 0 < cols["slo_met"].sum() < inputs.n
+    assert block.feasible.tolist() == (expected > 0).tolist()
+    assert {block.plan_of(i).mode for i in np.flatnonzero(block.feasible)} == {"continuous", "disaggregated"} or seed != 0
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100-2x"])
+def test_median_plan_reproduces_the_median_choice_to_the_bit(design):
+    # main at 8ebb93d (before the planner): the tokens/s of the first trials of seed 0
+    s = load_scenario(design, ('workload.plan="median"',))
+    cols = roofline.throughput(s, draw_inputs(s, 0, 0, 1024))
+    expected = {"h100": MEDIAN_H100, "lite-h100-2x": MEDIAN_LITE_2X}[design]
+    assert cols["tokens_per_s_instance"][:4].tolist() == expected
+
+
+MEDIAN_H100 = [1954.3077863982157, 3177.6796847848154, 2113.0011606699627, 3101.997783044941]
+MEDIAN_LITE_2X = [1802.6512212974524, 2798.845111437491, 1937.9349446312835, 1900.6518601964528]
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100"])
+def test_roofline_output_describes_the_plan_in_use(design):
+    """Issue #28: the top level, the layout table and the serving modes all read the plan
+    the chained run serves at the median inputs."""
+    from mcengine.studies.roofline import roofline_study
+
+    s = load_scenario(design)
+    body = roofline_study(s)
+    median = quantile_inputs(s, 0.5)
+    block = planner.plan_per_trial(s, median)
+    plan = block.plan_of(0)
+    assert body["plan"] == plan.describe() and body["serving"] == plan.mode and body["plan_rule"] == "per_trial"
+    assert body["tokens_per_s_instance"] == roofline.throughput(s, median)["tokens_per_s_instance"][0]
+    chosen = body["serving_modes"][plan.mode]
+    assert chosen["chosen"] and chosen["tokens_per_s_instance"] == body["tokens_per_s_instance"]
+    assert chosen["batch"] == body["decode"]["batch"] and chosen["tpot_ms"] == body["decode"]["tpot_ms"]
+    assert (body["parallelism"]["tensor"], body["parallelism"]["pipeline"]) == (plan.layout.tensor, plan.layout.pipeline)
+    [row] = [r for r in body["layouts"] if r["chosen"]]
+    assert row["tokens_per_s_per_gpu"] == body["tokens_per_s_per_gpu"]
+    runners_up = [r for name, r in body["serving_modes"].items() if name != plan.mode and r["feasible"] and r["slo_met"]]
+    assert runners_up and all(r["tokens_per_s_instance"] <= body["tokens_per_s_instance"] for r in runners_up)
+
+
+def test_quantile_plan_is_the_per_trial_choice_at_pessimistic_inputs_served_everywhere():
+    s = load_scenario("lite-h100-2x", ('workload.plan="quantile"', "workload.plan_quantile=0.1"))
+    plan, share = planner.quantile_plan(s)
+    at = planner.pessimistic_inputs(s, 0.1)
+    # efficiencies at their 10th percentile, latencies at their 90th
+    assert at["workload.memory_efficiency"][0] == pytest.approx(0.52 + 0.1 * 0.20)
+    assert at["workload.collective_start_us"][0] > quantile_inputs(s, 0.5)["workload.collective_start_us"][0]
+    assert plan == planner.plan_per_trial(s, at).plan_of(0)
+    inputs = draw_inputs(s, 4, 0, 64)
+    cols = roofline.throughput(s, inputs)
+    e = planner.evaluate_plan(s, plan, inputs, share)
+    assert cols["tokens_per_s_instance"].tolist() == np.where(e.slo_met, e.tokens_per_s_instance, 0.0).tolist()
+    per_trial = roofline.throughput(load_scenario("lite-h100-2x"), inputs)["tokens_per_s_instance"]
+    assert (per_trial >= cols["tokens_per_s_instance"]).all()  # planning per trial never serves less
+
+
+def test_a_trial_no_plan_serves_is_infeasible_and_named():
+    s = load_scenario("h100", ("workload.tpot_slo_ms=2",))
+    cols = roofline.throughput(s, draw_inputs(s, 0, 0, 16))
+    assert cols["slo_met"].tolist() == [0.0] * 16 and cols["tokens_per_s_instance"].tolist() == [0.0] * 16
+    assert np.isfinite(cols["tpot_ms"]).all() and (cols["tpot_ms"] > 2.0).all()
+    small = load_scenario("h100", ("gpu.hbm_gb=10",))  # 17.5 GB of weights per GPU on any layout of 8
+    with pytest.raises(InputError) as err:
+        roofline.throughput(small, draw_inputs(small, 0, 0, 4))
+    assert err.value.problems[0].key == "gpu.hbm_gb"
