@@ -81,6 +81,7 @@ def _plain_table(title: str, body: dict):
 #: (metric, label, format) rows of the verdict table.
 VERDICT_ROWS = (
     ("cost_per_mtok_usd", "cost per M output tokens (USD)", "{:.3f}"),
+    ("cost_per_request_usd", "cost per request (USD)", "{:.3g}"),
     ("availability", "instance availability", "{:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", "{:,.0f}"),
     ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
@@ -147,7 +148,9 @@ def render_run(doc: dict):
         paired.columns[0].no_wrap = True
         for col in paired.columns[1:]:
             col.justify, col.no_wrap = "right", True
-        for key, label, fmt in PAIRED_ROWS:
+        class_rows = tuple((f"mix.{c}.cost_per_mtok_usd", f"class {c} alone: cost per M output tokens", "{:.3f}")
+                           for c in doc["scenarios"][base].get("mix", {}))
+        for key, label, fmt in PAIRED_ROWS + class_rows:
             _section(paired, label)
             for pair, metrics in doc["paired_all"].items():
                 if key not in metrics:
@@ -156,7 +159,30 @@ def render_run(doc: dict):
                 r = d["ratio"]
                 paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}")
         parts.append(paired)
+    if any("mix" in doc["scenarios"][n] for n in names):
+        parts.append(_mix_table(doc, names))
     return Group(*parts)
+
+
+#: (per-class metric, label, format) columns of the request-class table.
+MIX_COLUMNS = (("request_share", "requests", "{:.3f}"), ("instance_share", "instances", "{:.3f}"), ("ttft_ms", "TTFT ms", "{:.3g}"),
+               ("tpot_ms", "TPOT ms", "{:.3g}"), ("cost_per_mtok_usd", "USD/M tok alone", "{:.3f}"))
+
+
+def _mix_table(doc: dict, names: list[str]):
+    """Per request class of each scenario's mix: medians of its share of the requests
+    and of the instances, its TTFT and TPOT, and its cost per M output tokens were the
+    cluster to serve it alone (docs/model.md#mix)."""
+    from rich.table import Table
+
+    table = Table("scenario", "class", *(label for _, label, _ in MIX_COLUMNS),
+                  title="request classes (medians; each class on its own instances, docs/model.md#mix)")
+    for col in table.columns[2:]:
+        col.justify, col.no_wrap = "right", True
+    for n in names:
+        for cls, metrics in doc["scenarios"][n].get("mix", {}).items():
+            table.add_row(n, cls, *(fmt.format(metrics[key]["p50"]) if key in metrics else "-" for key, _, fmt in MIX_COLUMNS))
+    return table
 
 
 def render_scenarios(rows: list[tuple[str, str]]):
