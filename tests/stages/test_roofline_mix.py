@@ -97,3 +97,19 @@ def test_bad_mix_input_exits_2_naming_the_key(cli, override, key):
 def test_a_class_without_its_lengths_exits_2_naming_the_key(cli):
     r = cli("check", "h100", "--set", "workload.classes.chat.share=1")
     assert r.code == 2 and "workload.classes.chat.prompt_tokens" in r.err
+
+
+def test_a_sweep_of_a_share_is_the_run_with_that_share_set():
+    """``workload.classes.code.share`` is a key like any other: each sweep point is the
+    run with ``--set`` at that value (same seed, same trials, same numbers)."""
+    from mcengine.sensitivity.studies import sweep
+
+    base = SMALL + CHAT + CODE
+    doc = sweep("h100", "workload.classes.code.share", ["0.05", "3"], outputs=("tokens_per_s", "cost_per_request_usd"), trials=16, seed=2, overrides=base)
+    for row, value in zip(doc["rows"], ("0.05", "3")):
+        run = api.run(["h100"], trials=16, seed=2, overrides=base + [f"workload.classes.code.share={value}"], figures=False)
+        ours = run.summary()["scenarios"]["h100"]
+        assert row["tokens_per_s"]["p50"] == ours["tokens_per_s"]["p50"]
+        assert row["cost_per_request_usd"]["p50"] == ours["cost_per_request_usd"]["p50"]
+    # more code requests (32 output tokens vs chat's 128): fewer output tokens per request, cheaper requests
+    assert doc["rows"][1]["cost_per_request_usd"]["p50"] < doc["rows"][0]["cost_per_request_usd"]["p50"]
