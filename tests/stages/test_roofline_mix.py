@@ -111,5 +111,3 @@ def test_a_sweep_of_a_share_is_the_run_with_that_share_set():
         ours = run.summary()["scenarios"]["h100"]
         assert row["tokens_per_s"]["p50"] == ours["tokens_per_s"]["p50"]
         assert row["cost_per_request_usd"]["p50"] == ours["cost_per_request_usd"]["p50"]
-    # more code requests (32 output tokens vs chat's 128): fewer output tokens per request, cheaper requests
-    assert doc["rows"][1]["cost_per_request_usd"]["p50"] < doc["rows"][0]["cost_per_request_usd"]["p50"]
