@@ -111,3 +111,13 @@ def test_a_sweep_of_a_share_is_the_run_with_that_share_set():
         ours = run.summary()["scenarios"]["h100"]
         assert row["tokens_per_s"]["p50"] == ours["tokens_per_s"]["p50"]
         assert row["cost_per_request_usd"]["p50"] == ours["cost_per_request_usd"]["p50"]
+
+
+def test_a_drawn_share_has_a_tornado_bar():
+    """The tornado moves the code share alone to its 5th and 95th percentiles (0.12 and 0.48
+    of uniform(0.1, 0.5)); code requests cost far more per output token than chat (2,048
+    prompt tokens for 32 output tokens), so more of them raise the mix's cost per token."""
+    base = SMALL + CHAT + [c for c in CODE if ".share=" not in c] + ['workload.classes.code.share={dist="uniform", low=0.1, high=0.5}']
+    bar = api.tornado("h100", trials=16, overrides=base)["bars"]["workload.classes.code.share"]
+    assert (bar["input_low"], bar["input_high"]) == pytest.approx((0.12, 0.48), rel=1e-12)
+    assert bar["low"] < bar["high"]
