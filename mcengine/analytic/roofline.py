@@ -387,6 +387,16 @@ def _candidates(algorithm: str) -> tuple[str, ...]:
     return SWITCHED_ALGORITHMS if algorithm == "auto" else (algorithm,)
 
 
+def _fastest_s(formula, algorithm: str, t: int, nbytes, r: "Rates") -> np.ndarray:
+    """Seconds of the fastest of ``algorithm``'s candidates per element (the value
+    :func:`_fastest` gives, without its index)."""
+    names = _candidates(algorithm)
+    best = np.asarray(formula(names[0], t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s), float)
+    for name in names[1:]:
+        best = np.minimum(best, formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s))
+    return best
+
+
 def _fastest(formula, algorithm: str, t: int, nbytes, r: "Rates") -> tuple[np.ndarray, np.ndarray]:
     """Seconds of the fastest of ``algorithm``'s candidates per element, and its index
     (the first on exact ties): a running minimum, without stacking the candidates."""
@@ -406,7 +416,7 @@ def allreduce_s(nbytes, t: int, r: Rates, algorithm: str = "ring") -> np.ndarray
     2(t-1) hop + 2(t-1)/t nbytes / W_link``."""
     if algorithm == "ring":  # the common case, without the stacking of "auto"
         return allreduce_seconds("ring", t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s)
-    return _fastest(allreduce_seconds, algorithm, t, nbytes, r)[0]
+    return _fastest_s(allreduce_seconds, algorithm, t, nbytes, r)
 
 
 def allreduce_used(nbytes, t: int, r: Rates, algorithm: str) -> str:
@@ -448,14 +458,14 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
     attention = layout.attention == "tensor"
     if not attention:
         rows = np.asarray(tokens if head_rows is None else head_rows, float)
-        head = _fastest(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, r)[0]
+        head = _fastest_s(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, r)
     if m.experts and layout.expert_parallel:
         dispatch = message * m.experts_per_token / t
         moe = 2 * all_to_all_s(dispatch, t, r)
         return m.layers * (allreduce_s(message, t, r, layout.allreduce) + moe) if attention else m.layers * moe + head
     if attention:
         return 2 * m.layers * allreduce_s(message, t, r, layout.allreduce)
-    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, r)[0] + head
+    return m.layers * _fastest_s(gather_scatter_seconds, layout.allreduce, t, message, r) + head
 
 
 # --------------------------------------------------------------------------- phases
