@@ -304,9 +304,15 @@ def _sig3(x: float) -> str:
 
 
 def render_roofline(body: dict):
-    """Rich tables: the result, the terms per phase, the searched layouts, the serving modes."""
+    """Rich tables: the result, the terms per phase, the searched layouts, the serving modes
+    (a workload mix: those of each request class in turn)."""
     from rich.console import Group
     from rich.table import Table
+
+    if "classes" in body:
+        return Group(*(render_roofline({**b, "scenario": f"{body.get('scenario', '')}, class {name} ({b['request_share']:.1%} of "
+                                                         f"requests, {b['instance_share']:.1%} of instances)"})
+                       for name, b in body["classes"].items()))
 
     par, lim = body["parallelism"], body["batch_limits"]
     summary = Table("measure", "value", title=f"roofline: {body.get('scenario', '')}".rstrip(": "))

@@ -121,3 +121,16 @@ def test_a_drawn_share_has_a_tornado_bar():
     bar = api.tornado("h100", trials=16, overrides=base)["bars"]["workload.classes.code.share"]
     assert (bar["input_low"], bar["input_high"]) == pytest.approx((0.12, 0.48), rel=1e-12)
     assert bar["low"] < bar["high"]
+
+
+def test_mcengine_roofline_of_a_mix_shows_each_class_planned_alone(cli):
+    mixed = api.roofline("h100", SMALL + CHAT + CODE)
+    for name, p, o in (("chat", 1024, 128), ("code", 2048, 32)):
+        alone = api.roofline("h100", SMALL + [f"workload.prompt_tokens={p}", f"workload.output_tokens={o}"])
+        assert mixed["classes"][name]["tokens_per_s_instance"] == alone["tokens_per_s_instance"]
+        assert mixed["classes"][name]["plan"] == alone["plan"]
+    t = {n: mixed["classes"][n]["tokens_per_s_instance"] for n in ("chat", "code")}
+    w_chat = 0.7 * 128 / (0.7 * 128 + 0.3 * 32)
+    assert mixed["tokens_per_s_instance_mix"] == pytest.approx(1.0 / (w_chat / t["chat"] + (1.0 - w_chat) / t["code"]), rel=1e-13)
+    r = cli("roofline", "h100", *[a for o in SMALL + CHAT + CODE for a in ("--set", o)])
+    assert r.code == 0 and "class chat" in r.out and "class code" in r.out
