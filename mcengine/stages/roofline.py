@@ -68,9 +68,11 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
 
 
 def class_scenario(scenario: Scenario, name: str) -> Scenario:
-    """``scenario`` serving only request class ``name``: its prompt and output lengths, no classes."""
+    """``scenario`` serving only request class ``name``: its prompt and output lengths (and
+    its model, when it names one), no classes."""
     cls = dict(scenario.workload.classes)[name]
-    w = dataclasses.replace(scenario.workload, prompt_tokens=cls.prompt_tokens, output_tokens=cls.output_tokens, classes=())
+    w = dataclasses.replace(scenario.workload, prompt_tokens=cls.prompt_tokens, output_tokens=cls.output_tokens, classes=(),
+                            model=cls.model or scenario.workload.model)
     return dataclasses.replace(scenario, workload=w)
 
 

@@ -134,3 +134,24 @@ def test_mcengine_roofline_of_a_mix_shows_each_class_planned_alone(cli):
     assert mixed["tokens_per_s_instance_mix"] == pytest.approx(1.0 / (w_chat / t["chat"] + (1.0 - w_chat) / t["code"]), rel=1e-13)
     r = cli("roofline", "h100", *[a for o in SMALL + CHAT + CODE for a in ("--set", o)])
     assert r.code == 0 and "class chat" in r.out and "class code" in r.out
+
+
+def test_a_class_may_name_its_own_model():
+    """A fleet: the chat class goes to Llama-3-8B; its instances serve what the scenario
+    with that model would, the code class's serve the scenario's own model."""
+    s = api.check("h100", SMALL + CHAT + CODE + ['workload.classes.chat.model="llama-3-8b"'])
+    inputs = draw_inputs(s, 0, 0, 16)
+    got = roofline.throughput(s, inputs)
+    small = roofline.throughput(api.check("h100", SMALL + ['workload.model="llama-3-8b"', "workload.prompt_tokens=1024", "workload.output_tokens=128"]), inputs)
+    big = roofline.throughput(api.check("h100", SMALL + ["workload.prompt_tokens=2048", "workload.output_tokens=32"]), inputs)
+    assert np.array_equal(got["mix.chat.tokens_per_s_instance"], small["tokens_per_s_instance"])
+    assert np.array_equal(got["mix.code.tokens_per_s_instance"], big["tokens_per_s_instance"])
+
+
+def test_a_class_model_card_is_checked_naming_its_key(cli):
+    r = cli("check", "h100", *[a for o in CHAT + CODE + ["workload.classes.code.model.name=x", "workload.classes.code.model.layers=2",
+                                                          "workload.classes.code.model.hidden=64", "workload.classes.code.model.heads=4",
+                                                          "workload.classes.code.model.kv_heads=3", "workload.classes.code.model.head_dim=16",
+                                                          "workload.classes.code.model.ffn=128", "workload.classes.code.model.vocab=100"]
+                               for a in ("--set", o)])
+    assert r.code == 2 and "workload.classes.code.model.kv_heads" in r.err

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..cards import ModelCard
+from ..cards import ModelCard, parse_model
 from ..dists import Dist
 from ...errors import Problem
 from ..fields import AUTO, choice, flag, integer, number, parse_section
@@ -37,6 +37,14 @@ class RequestClass:
     prompt_tokens: int = integer(2048, "Prompt length S of a typical request of this class (the planner plans it as every request's).",
                                  "tokens", lo=1, hi=10**7, why=_TOKENS)
     output_tokens: int = integer(256, "Generated tokens O of a typical request of this class.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    model: ModelCard | None = field(default=None, metadata={
+        "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
+                "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
+
+
+def _class_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:
+    """A request class's model card; unset (None) is the scenario's ``workload.model``."""
+    return None if raw is None else parse_model(raw, key, problems)
 
 
 def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, RequestClass], ...] | None:
@@ -59,7 +67,7 @@ def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Re
         if missing:
             problems.append(Problem(f"{key}.{name}.{missing[0]}", None, "required in every request class: share, prompt_tokens, output_tokens"))
             continue
-        cls = parse_section(RequestClass, body, f"{key}.{name}.", problems)
+        cls = parse_section(RequestClass, body, f"{key}.{name}.", problems, {"model": _class_model})
         if cls is not None:
             out.append((name, cls))
     return tuple(out)
