@@ -31,12 +31,13 @@ class RequestClass:
     ``workload.output_tokens`` when the planner plans this class's instances."""
 
     share: Dist = number(
-        1.0, "Relative share of the requests in this class; the shares of all classes are normalised to sum to 1 in every "
+        1.0, "Required. Relative share of the requests in this class; the shares of all classes are normalised to sum to 1 in every "
         "trial (docs/model.md#mix), so 0.6 and 0.4, or 3 and 2, give the same mix.",
         lo=0.0, lo_open=True, hi=1e6, why="a relative weight; 10^6 to 1 is already no mix")
-    prompt_tokens: int = integer(2048, "Prompt length S of a typical request of this class (the planner plans it as every request's).",
+    prompt_tokens: int = integer(2048, "Required. Prompt length S of a typical request of this class (the planner plans it as every request's; "
+                                 "a number: a per-request spread or a dist table is not modelled).",
                                  "tokens", lo=1, hi=10**7, why=_TOKENS)
-    output_tokens: int = integer(256, "Generated tokens O of a typical request of this class.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    output_tokens: int = integer(256, "Required. Generated tokens O of a typical request of this class.", "tokens", lo=1, hi=10**7, why=_TOKENS)
     model: ModelCard | None = field(default=None, metadata={
         "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
                 "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
