@@ -8,6 +8,7 @@ chunked.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import numpy as np
@@ -20,6 +21,7 @@ from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, CLASS_COST_COLUMN
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
 METRICS = (
     "cost_per_mtok_usd",
+    "cost_per_mtok_at_cost_usd",
     "availability",
     "instance_availability",
     "capacity_availability",
@@ -55,7 +57,8 @@ PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO + ("instance_a
 
 #: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
 #: (cost per token); in any other trial they must be finite.
-MAY_BE_INFINITE = ("cost_per_mtok_usd", "energy_j_per_token", "cost_per_request_usd", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+MAY_BE_INFINITE = ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "energy_j_per_token", "cost_per_request_usd",
+                   *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
 
 #: A request class's cost column (:data:`~mcengine.stages.econ.CLASS_COST_COLUMN`), ``+inf`` where the mix serves no tokens.
 CLASS_COST = re.compile(re.escape(CLASS_COST_COLUMN).replace(r"\{\}", "[a-z0-9_]+"))
@@ -93,11 +96,16 @@ def fab_key(scenario: Scenario) -> tuple:
     return ("fab", scenario.fab, scenario.total_gpus)
 
 
-def roofline_key(scenario: Scenario) -> tuple:
+def roofline_key(scenario: Scenario, inputs: TrialInputs) -> tuple:
     """What the roofline stage reads (the served model and plan rule, the GPU, the
-    instance): two scenarios equal here, with drawn inputs, serve bit-identical tokens
+    instance, and the trials' ``workload.*`` and ``gpu.*`` inputs, by digest: a per-design
+    input is drawn apart): two scenarios equal here serve bit-identical tokens
     (lite-h100-2x and its fast-swap variant differ in reliability alone)."""
-    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster)
+    digest = hashlib.sha256()
+    for key in sorted(k for k in inputs.values if k.startswith(("workload.", "gpu."))):
+        digest.update(key.encode())
+        digest.update(np.ascontiguousarray(inputs[key], dtype=float).tobytes())
+    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster, digest.hexdigest())
 
 
 def run_block(
@@ -129,7 +137,7 @@ def run_block(
         ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
         ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
                                         lambda: reliability.lifetimes(scenario, inputs, seed))),
-        ("roofline", lambda: shared_columns(memo, roofline_key(scenario), lambda: roofline.throughput(scenario, inputs))),
+        ("roofline", lambda: shared_columns(memo, roofline_key(scenario, inputs), lambda: roofline.throughput(scenario, inputs))),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()
