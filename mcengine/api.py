@@ -46,7 +46,8 @@ def override_plan(refs: Sequence[str | Scenario] | None, overrides: Iterable[str
     """Which scenarios each ``--set`` reaches (``{"set", "scenarios"}`` per override), for
     the scenarios of ``refs`` (a study expanded; none = the shipped case study)."""
     run = _expand(refs)
-    return [o.to_dict() for o in load_targeted(run["scenarios"], overrides)[1]]
+    plans = load_targeted(run["scenarios"], [*run["set"], *overrides])[1]
+    return [o.to_dict() for o in plans[len(run["set"]):]]
 
 
 def _one(scenario: str | Scenario, overrides: Iterable[str]) -> tuple[Scenario, list]:
@@ -230,7 +231,7 @@ def _expand(refs: Sequence[str | Scenario] | None) -> dict:
         raise InputError(Problem("SCENARIO", studies[0], "a study runs alone: give the study, or scenarios, not both"))
     if studies:
         return load_study(studies[0])
-    return {"name": None, "scenarios": refs, "trials": None, "seed": None, "outputs": None}
+    return {"name": None, "scenarios": refs, "trials": None, "seed": None, "outputs": None, "set": ()}
 
 
 def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> tuple[str, list[Scenario], int | None]:
@@ -243,7 +244,7 @@ def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable
 
 def _resolve_run(refs, overrides) -> tuple[dict, list[Scenario], list]:
     study = _expand(refs)
-    scenarios, plans = load_targeted(study["scenarios"], overrides)
+    scenarios, plans = load_targeted(study["scenarios"], [*study["set"], *overrides])
     study["label"] = study["name"] or " vs ".join(s.name for s in scenarios)
     if study.get("outputs"):
         from .pipeline import METRICS

@@ -318,6 +318,13 @@ def _with_sampler(overrides: list[str] | None, sampler: str | None) -> list[str]
     return [*(overrides or ()), f'run.sampler="{sampler}"']
 
 
+def _one_study(scenarios) -> bool:
+    """``scenarios`` is one study (a file or a shipped name), which names its own scenarios."""
+    from .scenario.study import study_path
+
+    return len(scenarios or ()) == 1 and study_path(scenarios[0]) is not None
+
+
 def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
     """A command over the full chain (``run``, ``compare``): one signature for both, so
     their options are declared once; ``compare`` needs at least two scenarios."""
@@ -338,10 +345,10 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
         force: ForceOpt = False,
         sampler: SamplerOpt = None,
     ) -> None:
-        if len(scenarios or ()) < min_scenarios:
+        if len(scenarios or ()) < min_scenarios and not _one_study(scenarios):
             from .errors import Problem
 
-            raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more])"))
+            raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more]), or a study"))
         if min_scenarios == 0 and scenarios == [PAPER_STUDY]:
             _refuse_for_paper({"--set": overrides, "--resume": resume, "--keep-trials": keep_trials, "--scheduler": scheduler,
                                "--chunk-trials": chunk_trials, "--sampler": sampler})
@@ -355,7 +362,7 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
 
 
 app.command("run")(_chain_command(0, ScenariosArg, "Full chain: cost per token and availability distributions (a study file or name runs its scenarios; no argument = the case study)."))
-app.command("compare")(_chain_command(2, PairedArg, "Paired comparison of B (and more) against A: same seed, common random numbers."))
+app.command("compare")(_chain_command(2, PairedArg, "Paired comparison of B (and more) against A: same seed, common random numbers (a study: its scenarios, the first as A)."))
 
 
 @app.command("sweep")

@@ -9,13 +9,14 @@ chunked.
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 
 from .errors import NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
-from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
+from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, CLASS_COST_COLUMN
 
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
 METRICS = (
@@ -38,6 +39,7 @@ METRICS = (
     "gpu_power_w",
     "power_w_per_h100_equivalent",
     "energy_j_per_token",
+    "cost_per_request_usd",
 )
 
 #: The parts of ``cost_per_mtok_usd`` summarised per scenario under
@@ -55,7 +57,11 @@ PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO + ("instance_a
 
 #: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
 #: (cost per token); in any other trial they must be finite.
-MAY_BE_INFINITE = ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "energy_j_per_token", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+MAY_BE_INFINITE = ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "energy_j_per_token", "cost_per_request_usd",
+                   *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+
+#: A request class's cost column (:data:`~mcengine.stages.econ.CLASS_COST_COLUMN`), ``+inf`` where the mix serves no tokens.
+CLASS_COST = re.compile(re.escape(CLASS_COST_COLUMN).replace(r"\{\}", "[a-z0-9_]+"))
 
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."
@@ -67,7 +73,7 @@ def _check_finite(stage: str, scenario: Scenario, columns: dict[str, np.ndarray]
     for name, values in columns.items():
         values = np.asarray(values, dtype=float)
         bad = ~np.isfinite(values)
-        if name in MAY_BE_INFINITE:
+        if name in MAY_BE_INFINITE or CLASS_COST.fullmatch(name):
             bad &= ~(np.isposinf(values) & no_tokens)
         if bad.any():
             i = int(np.argmax(bad))

@@ -47,8 +47,9 @@ from .errors import InputError, Interrupted, Problem
 from .io import write_atomic, write_json
 from .outfolder import PART, TRIALS_DIR, locked, remove_parts
 from .provenance import parquet_metadata
-from .pipeline import BREAKDOWN, METRICS, PAIRED_METRICS, run_chunk
+from .pipeline import BREAKDOWN, CLASS_COST, METRICS, PAIRED_METRICS, run_chunk
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
+from .stages.roofline import MIX_PREFIX
 from .results import BLOCK_TRIALS, CLASS_PREFIX, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
 from .scenario.load import load_targeted
@@ -128,15 +129,15 @@ class Accumulators:
             for part in BREAKDOWN_PARTS:
                 key = f"{BREAKDOWN}.{part}"
                 self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
-            for column in cols:  # failures by component class (the reliability stage's per-class columns)
-                if column.startswith(CLASS_PREFIX):
+            for column in cols:  # failures by component class, and the request classes of a mix
+                if column.startswith((CLASS_PREFIX, MIX_PREFIX)):
                     self.metrics.setdefault((name, column), self._summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
             serves_a, serves_b = chunk[base]["tokens_per_s"] > 0.0, cols["tokens_per_s"] > 0.0
             for side, count in (("both", serves_a & serves_b), ("only_a", serves_a & ~serves_b), ("only_b", ~serves_a & serves_b)):
                 self.sides[(name, side)] = self.sides.get((name, side), 0) + int(np.count_nonzero(count))
-            for metric in PAIRED_METRICS:
+            for metric in paired_metrics(chunk[base], cols):
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
@@ -153,6 +154,9 @@ class Accumulators:
             if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}
                 cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
                 scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
+            elif column.startswith(MIX_PREFIX):  # "mix": {request class: {metric: summary}}
+                cls, metric = column[len(MIX_PREFIX):].split(".", 1)
+                scenarios[name].setdefault("mix", {}).setdefault(cls, {})[metric] = summary.to_dict()
         infeasible = {name: self.missed.get(name, 0) / self.trials_done for name in self.names}
         doc: dict = {"scenarios": scenarios, "slo_infeasible_share": infeasible, "slo_missed_share": dict(infeasible)}
         if self.replicates:  # randomised QMC: how many independent estimates each sem rests on
@@ -166,7 +170,7 @@ class Accumulators:
                     "p_b_below_a": self.below[(name, metric)] / self.trials_done,
                     "serving": serving,
                 }
-                for metric in PAIRED_METRICS
+                for metric in (*PAIRED_METRICS, *sorted(m for n, m in self.ratios if n == name and m.startswith(MIX_PREFIX)))
             }
         if pairs:
             doc["baseline"] = base
@@ -212,6 +216,12 @@ def _new_accumulators(spec: RunSpec) -> Accumulators:
         raise InputError(Problem("--trials", spec.trials, f"allowed: at least run.scramblings = {sampler.replicates} "
                                  "with run.sampler = \"sobol\" (one trial per scrambling at least)"))
     return Accumulators(tuple(s.name for s in spec.scenarios), replicates=sampler.replicates)
+
+
+def paired_metrics(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[str, ...]:
+    """The metrics compared as paired ratios B/A: :data:`PAIRED_METRICS`, and each request
+    class's cost per token (``mix.NAME.cost_per_mtok_usd``) that both sides serve."""
+    return (*PAIRED_METRICS, *(c for c in b if CLASS_COST.fullmatch(c) and c in a))
 
 
 def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
@@ -338,8 +348,9 @@ def _summaries(acc: "Accumulators", spec: RunSpec) -> dict:
     """Every summary a checkpoint of ``spec`` holds once a chunk is done, by name."""
     names = tuple(s.name for s in spec.scenarios)
     want = {(n, m): acc.metrics.get((n, m)) for n in names for m in (*METRICS, *(f"{BREAKDOWN}.{p}" for p in BREAKDOWN_PARTS))}
-    want.update({(n, m): acc.metrics[(n, m)] for n, m in acc.metrics if m.startswith(CLASS_PREFIX)})
+    want.update({(n, m): acc.metrics[(n, m)] for n, m in acc.metrics if m.startswith((CLASS_PREFIX, MIX_PREFIX))})
     want.update({(f"{n}/{names[0]}", m): acc.ratios.get((n, m)) for n in names[1:] for m in PAIRED_METRICS})
+    want.update({(f"{n}/{names[0]}", m): acc.ratios[(n, m)] for n, m in acc.ratios if m.startswith(MIX_PREFIX)})
     return want
 
 
@@ -366,6 +377,7 @@ def check_state(acc: "Accumulators", spec: RunSpec) -> str:
                     f"in its quantiles), not the {done} trials done")
     counts = [(f"{n}: trials that missed an SLO", acc.missed.get(n)) for n in names]
     counts += [(f"{n}/{names[0]}.{m}: trials below the baseline", acc.below.get((n, m))) for n in names[1:] for m in PAIRED_METRICS]
+    counts += [(f"{n}/{names[0]}.{m}: trials below the baseline", acc.below.get((n, m))) for n, m in acc.ratios if m.startswith(MIX_PREFIX)]
     for what, count in counts:
         if not isinstance(count, int) or not 0 <= count <= done:
             return f"{what} is {count!r}, not a count within the {done} trials done"

@@ -95,6 +95,7 @@ def _plain_table(title: str, body: dict):
 VERDICT_ROWS = (
     ("cost_per_mtok_usd", "cost per M output tokens (USD)", "{:.3f}"),
     ("cost_per_mtok_at_cost_usd", "the same at cost, no markup (USD)", "{:.3f}"),
+    ("cost_per_request_usd", "cost per request (USD)", "{:.3g}"),
     ("availability", "instance availability", "{:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", "{:,.0f}"),
     ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
@@ -160,7 +161,9 @@ def render_run(doc: dict):
                                "tokens; P(B better) over all trials, a trial where only one side serves counted for it")
         for col in paired.columns[1:]:
             col.justify = "right"
-        for key, label, fmt in PAIRED_ROWS:
+        class_rows = tuple((f"mix.{c}.cost_per_mtok_usd", f"class {c} alone: cost per M output tokens", "{:.3f}")
+                           for c in doc["scenarios"][base].get("mix", {}))
+        for key, label, fmt in PAIRED_ROWS + class_rows:
             _section(paired, label)
             for pair, metrics in doc["paired_all"].items():
                 if key not in metrics:
@@ -169,7 +172,30 @@ def render_run(doc: dict):
                 r = d["ratio"]
                 paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}")
         parts.append(fit(paired))
+    if any("mix" in doc["scenarios"][n] for n in names):
+        parts.append(_mix_table(doc, names))
     return Group(*parts)
+
+
+#: (per-class metric, label, format) columns of the request-class table.
+MIX_COLUMNS = (("request_share", "requests", "{:.3f}"), ("instance_share", "instances", "{:.3f}"), ("ttft_ms", "TTFT ms", "{:.3g}"),
+               ("tpot_ms", "TPOT ms", "{:.3g}"), ("cost_per_mtok_usd", "USD/M tok alone", "{:.3f}"))
+
+
+def _mix_table(doc: dict, names: list[str]):
+    """Per request class of each scenario's mix: medians of its share of the requests
+    and of the instances, its TTFT and TPOT, and its cost per M output tokens were the
+    cluster to serve it alone (docs/model.md#mix)."""
+    from rich.table import Table
+
+    table = Table("scenario", "class", *(label for _, label, _ in MIX_COLUMNS),
+                  title="request classes (medians; each class on its own instances, docs/model.md#mix)")
+    for col in table.columns[2:]:
+        col.justify, col.no_wrap = "right", True
+    for n in names:
+        for cls, metrics in doc["scenarios"][n].get("mix", {}).items():
+            table.add_row(n, cls, *(fmt.format(metrics[key]["p50"]) if key in metrics else "-" for key, _, fmt in MIX_COLUMNS))
+    return table
 
 
 def render_scenarios(rows: list[tuple[str, str]]):
@@ -325,9 +351,15 @@ def _sig3(x: float) -> str:
 
 
 def render_roofline(body: dict):
-    """Rich tables: the result, the terms per phase, the searched layouts, the serving modes."""
+    """Rich tables: the result, the terms per phase, the searched layouts, the serving modes
+    (a workload mix: those of each request class in turn)."""
     from rich.console import Group
     from rich.table import Table
+
+    if "classes" in body:
+        return Group(*(render_roofline({**b, "scenario": f"{body.get('scenario', '')}, class {name} ({b['request_share']:.1%} of "
+                                                         f"requests, {b['instance_share']:.1%} of instances)"})
+                       for name, b in body["classes"].items()))
 
     par, lim = body["parallelism"], body["batch_limits"]
     summary = Table("measure", "value", title=f"roofline: {body.get('scenario', '')}".rstrip(": "))

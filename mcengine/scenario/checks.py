@@ -185,16 +185,26 @@ def cluster_problems(c, r) -> list[Problem]:
     return out
 
 
-def workload_problems(w, c) -> list[Problem]:
-    m, n = w.model, c.instance_gpus
+def model_problems(m, key: str) -> list[Problem]:
+    """Problems across the keys of the model card at ``key`` (``workload.model``, or a
+    request class's ``workload.classes.NAME.model``)."""
     out = []
     if m.heads % m.kv_heads:
-        out.append(Problem("workload.model.kv_heads", m.kv_heads, f"allowed: a divisor of workload.model.heads = {m.heads}"))
+        out.append(Problem(f"{key}.kv_heads", m.kv_heads, f"allowed: a divisor of {key}.heads = {m.heads}"))
     if m.experts:
         if not 1 <= m.experts_per_token <= m.experts:
-            out.append(Problem("workload.model.experts_per_token", m.experts_per_token, f"allowed: 1 to workload.model.experts = {m.experts}"))
+            out.append(Problem(f"{key}.experts_per_token", m.experts_per_token, f"allowed: 1 to {key}.experts = {m.experts}"))
         if m.expert_ffn < 1:
-            out.append(Problem("workload.model.expert_ffn", m.expert_ffn, "allowed: a positive integer when experts > 0"))
+            out.append(Problem(f"{key}.expert_ffn", m.expert_ffn, "allowed: a positive integer when experts > 0"))
+    return out
+
+
+def workload_problems(w, c) -> list[Problem]:
+    m, n = w.model, c.instance_gpus
+    out = model_problems(m, "workload.model")
+    for name, cls in w.classes:
+        if cls.model is not None:
+            out += model_problems(cls.model, f"workload.classes.{name}.model")
     t, p = w.tensor_parallel, w.pipeline_parallel
     if isinstance(t, int) and isinstance(p, int) and t * p != n:
         out.append(Problem("workload.tensor_parallel", f"{t} x pipeline {p}", f"allowed: tensor_parallel x pipeline_parallel = cluster.instance_gpus = {n}"))
@@ -203,6 +213,10 @@ def workload_problems(w, c) -> list[Problem]:
             out.append(Problem(key, deg, f"allowed: a divisor of cluster.instance_gpus = {n}"))
     if isinstance(p, int) and p > m.layers:
         out.append(Problem("workload.pipeline_parallel", p, f"allowed: at most workload.model.layers = {m.layers}"))
+    if w.classes and c.on_failure == "reshard":
+        out.append(Problem("workload.classes", ", ".join(name for name, _ in w.classes),
+                           'allowed: request classes with cluster.on_failure = "down" only (the resharded capacity table '
+                           "is planned for one request shape: docs/model.md#mix)"))
     return out
 
 

@@ -1,6 +1,7 @@
 """Every scenario key with its meaning, unit, default and allowed range, from the field
 metadata of the schema (`mcengine keys`). Component classes are listed once, as
-``reliability.components.NAME.KEY``; model-card keys as ``workload.model.KEY``."""
+``reliability.components.NAME.KEY``, request classes as ``workload.classes.NAME.KEY``;
+model-card keys as ``workload.model.KEY``."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from .dists import Dist, Law
 from .fields import _interval, did_you_mean, spec_of
 from .sections.gpu import DeriveSection
 from .sections.reliability import Component
+from .sections.workload import RequestClass
 
 #: Sub-tables whose keys are listed under a placeholder name.
-NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection)}
+NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection),
+          "classes": ("classes.NAME", RequestClass)}
 
 
 def _default(f) -> object:

@@ -22,7 +22,7 @@ from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .cards import parse_model
-from .sections.workload import WorkloadSection
+from .sections.workload import WorkloadSection, parse_classes
 
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (
@@ -31,7 +31,7 @@ SECTIONS = (
     ("fab", FabSection, {}),
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
-    ("workload", WorkloadSection, {"model": parse_model}),
+    ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes}),
     ("econ", EconSection, {}),
 )
 TOP_KEYS = ("name", "description", "extends", *(s[0] for s in SECTIONS))
@@ -82,7 +82,8 @@ class Scenario:
         """Every number-valued input by dotted key (fixed ones included), in schema order.
 
         Law parameters appear as ``reliability.repair_hours.parts.1.median``; component
-        fields as ``reliability.components.die.afr``.
+        fields as ``reliability.components.die.afr``; request-class shares as
+        ``workload.classes.code.share``.
         """
         out: dict[str, Dist] = {}
         for table, _cls, _special in SECTIONS:
@@ -99,7 +100,7 @@ class Scenario:
                     for df in fields(value):
                         if isinstance(getattr(value, df.name), Dist):
                             out[f"{key}.{df.name}"] = getattr(value, df.name)
-                elif f.name == "components":
+                elif f.name in ("components", "classes"):
                     for name, comp in value:
                         for cf in fields(comp):
                             cv = getattr(comp, cf.name)
@@ -178,6 +179,9 @@ def _section_dict(section, with_unset: bool = False) -> dict:
         if f.name == "components":
             out[f.name] = {name: {**_section_dict(comp, with_unset), **({"resolved": component_resolved(comp)} if with_unset else {})}
                            for name, comp in value}
+        elif f.name == "classes":
+            if value:  # no classes: the scenario's dict is what it was without the key
+                out[f.name] = {name: _section_dict(cls, with_unset) for name, cls in value}
         elif f.name in ("model", "derive"):
             out[f.name] = _section_dict(value, with_unset)
         else:

@@ -9,6 +9,8 @@ the keys of :data:`STUDY_KEYS`::
     trials = 20000                       # optional: trials per scenario
     seed = 7                             # optional: master seed (else the first scenario's run.seed)
     outputs = ["cost_per_mtok_usd"]      # optional: the metrics the study's table reports
+    set = ["workload.classes.chat.share=0.7"]  # optional: KEY=VALUE overrides of every scenario
+                                         # (applied like --set, before the command line's)
 
 Every problem of a study file is reported at once (unknown keys with a suggestion, bad
 scenario references, bad sample size or seed).
@@ -24,7 +26,7 @@ from .fields import did_you_mean, unknown_keys
 from .files import configs_dir, read_toml, studies_dir, study_names
 from .refs import resolve_ref
 
-STUDY_KEYS = ("name", "description", "scenarios", "trials", "seed", "outputs")
+STUDY_KEYS = ("name", "description", "scenarios", "trials", "seed", "outputs", "set")
 
 
 def shipped_studies() -> list[tuple[str, str]]:
@@ -58,7 +60,8 @@ def study_path(ref: str) -> Path | None:
 
 def load_study(ref: str | Path) -> dict:
     """A validated study: ``{"name", "description", "scenarios": [paths or shipped names],
-    "trials", "seed", "outputs", "source"}`` (``trials``/``seed``/``outputs`` None when unset)."""
+    "trials", "seed", "outputs", "set", "source"}`` (``trials``/``seed``/``outputs`` None
+    when unset; ``set`` the study's overrides, empty when unset)."""
     from .schema import name_problems
 
     path = Path(ref) if isinstance(ref, Path) else study_path(ref)
@@ -94,7 +97,10 @@ def load_study(ref: str | Path) -> dict:
     outputs = raw.get("outputs")
     if outputs is not None and (not isinstance(outputs, list) or not outputs or not all(isinstance(o, str) for o in outputs)):
         problems.append(Problem("outputs", outputs, "allowed: a non-empty list of metric names (e.g. [\"cost_per_mtok_usd\", \"availability\"])"))
+    overrides = raw.get("set", [])
+    if not isinstance(overrides, list) or not all(isinstance(o, str) and "=" in o for o in overrides):
+        problems.append(Problem("set", overrides, 'allowed: a list of "KEY=VALUE" overrides, as given to --set'))
     if problems:
         raise InputError(problems, str(path) if path.parent != studies_dir() else f"shipped study {path.stem}")
     return {"name": name, "description": description, "scenarios": scenarios, "trials": trials, "seed": seed,
-            "outputs": outputs, "source": str(path)}
+            "outputs": outputs, "set": tuple(overrides), "source": str(path)}

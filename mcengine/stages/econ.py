@@ -27,6 +27,9 @@ Per trial, with that trial's inputs and the other stages' columns:
 * the same at cost (``cost_per_mtok_at_cost_usd``): no markup on anything, the GPU at
   its fab cost (also when ``econ.gpu_price_usd`` is set), so the verdict's share that
   is the vendor's margin shows (docs/model.md#cost).
+* cost per request = cost per token x the output tokens per request (the mix's mean
+  with request classes); per request class (docs/model.md#mix), the cost per million
+  tokens were the cluster to serve that class alone (:data:`CLASS_COST_COLUMN`).
 
 Vectorised NumPy: a handful of multiplications per trial needs no kernel.
 """
@@ -52,7 +55,11 @@ BREAKDOWN_COLUMN = "cost_per_mtok_{}_usd"
 #: Columns this stage adds, in order.
 COLUMNS = ("gpu_price_usd", "gpu_price_per_h100_equivalent_usd", "capex_usd", "energy_usd", "repair_usd", "total_cost_usd",
            "availability", "tokens_per_s", "tokens_total", "cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "gpu_power_w", "power_w_per_h100_equivalent",
-           "energy_j_per_token", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+           "energy_j_per_token", "cost_per_request_usd", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+
+#: Per-trial column of a request class's cost per million output tokens, were the
+#: cluster to serve that class alone (``mix.code.cost_per_mtok_usd``).
+CLASS_COST_COLUMN = "mix.{}.cost_per_mtok_usd"
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -167,6 +174,9 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     cost_per_mtok = per_unit(total, mtok)
     cost_per_mtok_at_cost = per_unit(capex_at_cost + energy + repairs, mtok)
     breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in BREAKDOWN_PARTS}
+    served_mtok = horizon_hours * SECONDS_PER_HOUR * scenario.cluster.instances * availability / TOKENS_PER_MTOK
+    by_class = {CLASS_COST_COLUMN.format(name): per_unit(total, columns[f"mix.{name}.tokens_per_s_instance"] * served_mtok)
+                for name, _ in scenario.workload.classes}
     joules_per_token = per_unit(scenario.active_gpus * power_w * horizon_hours * SECONDS_PER_HOUR, tokens_total)
     price = np.broadcast_to(price, (n,)).astype(float)
     return {
@@ -184,5 +194,7 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         "gpu_power_w": power_w,
         "power_w_per_h100_equivalent": power_w / h100e,
         "energy_j_per_token": joules_per_token,
+        "cost_per_request_usd": cost_per_mtok * columns["output_tokens_per_request"] / TOKENS_PER_MTOK,
         **breakdown,
+        **by_class,
     }

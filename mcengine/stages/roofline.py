@@ -19,9 +19,11 @@ context (``batch = "auto"``: also at most what meets the TPOT SLO).
 
 from __future__ import annotations
 
+import dataclasses
 
 import numpy as np
 
+from ..analytic import mix as mx
 from ..errors import InputError, NumericalError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
@@ -31,6 +33,9 @@ from ._roofline_serving import evaluate_chosen, evaluate_plan
 from . import planner
 
 STAGE = "roofline"
+
+#: Prefix of the per-class columns of a mix (``mix.code.instance_share``).
+MIX_PREFIX = "mix."
 
 
 def at_trial(x: np.ndarray, i: int = 0) -> float:
@@ -49,9 +54,72 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
     pessimistic inputs; with "median", the static lines below are unchanged and other
     modes are :mod:`._roofline_serving`'s).
+    ``output_tokens_per_request`` is ``workload.output_tokens`` (the mix's mean with
+    request classes). With ``[workload.classes]`` the columns are those of the mix
+    (:func:`mix_columns`).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
+    if scenario.workload.classes:
+        return mix_columns(scenario, inputs)
+    columns = _one_shape(scenario, inputs)
+    columns["output_tokens_per_request"] = np.full(inputs.n, float(scenario.workload.output_tokens))
+    return columns
+
+
+def class_scenario(scenario: Scenario, name: str) -> Scenario:
+    """``scenario`` serving only request class ``name``: its prompt and output lengths (and
+    its model, when it names one), no classes."""
+    cls = dict(scenario.workload.classes)[name]
+    w = dataclasses.replace(scenario.workload, prompt_tokens=cls.prompt_tokens, output_tokens=cls.output_tokens, classes=(),
+                            model=cls.model or scenario.workload.model)
+    return dataclasses.replace(scenario, workload=w)
+
+
+def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The columns of a mix of request classes (docs/model.md#mix, :mod:`mcengine.analytic.mix`).
+
+    Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths)
+    on instances that serve only it. Mix columns: ``tokens_per_s_instance`` and
+    ``tokens_per_s_per_gpu`` the output-token-weighted harmonic means of the classes';
+    ``ttft_ms`` the request-weighted mean, ``tpot_ms`` the output-token-weighted mean;
+    ``batch`` the instance-weighted mean (rounded); ``busy_fraction`` the
+    instance-weighted mean; ``slo_met`` 1 only where every class meets its SLOs (an
+    unserved class leaves the mix unserved); ``output_tokens_per_request`` the mean
+    ``sum r_c O_c``. Per class ``NAME``: ``mix.NAME.`` + ``request_share``,
+    ``instance_share``, ``tokens_per_s_instance``, ``ttft_ms``, ``tpot_ms``, ``slo_met``.
+    One class gives the columns of the scenario without classes, to the bit.
+    """
+    names = [name for name, _ in scenario.workload.classes]
+    outputs = [cls.output_tokens for _, cls in scenario.workload.classes]
+    per_class = [_one_shape(class_scenario(scenario, name), inputs) for name in names]
+    shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
+    weights = mx.output_token_weights(shares, outputs)
+    rates = [c["tokens_per_s_instance"] for c in per_class]
+    split = mx.instance_shares(weights, rates)
+
+    def weighted(by: list[np.ndarray], column: str) -> np.ndarray:
+        terms = [b * c[column] for b, c in zip(by, per_class)]
+        return sum(terms[1:], terms[0])
+
+    out = {
+        "tokens_per_s_instance": mx.mix_rate(weights, rates),
+        "tokens_per_s_per_gpu": mx.mix_rate(weights, [c["tokens_per_s_per_gpu"] for c in per_class]),
+        "ttft_ms": weighted(shares, "ttft_ms"),
+        "tpot_ms": weighted(weights, "tpot_ms"),
+        "batch": np.rint(weighted(split, "batch")).astype(np.int64),
+        "slo_met": np.minimum.reduce([c["slo_met"] for c in per_class]),
+        "busy_fraction": weighted(split, "busy_fraction"),
+        "output_tokens_per_request": mx.mean_output_tokens(shares, outputs),
+    }
+    for name, share, instances, c in zip(names, shares, split, per_class):
+        out.update({f"{MIX_PREFIX}{name}.request_share": share, f"{MIX_PREFIX}{name}.instance_share": instances,
+                    **{f"{MIX_PREFIX}{name}.{k}": c[k] for k in ("tokens_per_s_instance", "ttft_ms", "tpot_ms", "slo_met")}})
+    return _checked(out, inputs)
+
+
+def _one_shape(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The columns of one request shape (``workload.prompt_tokens`` / ``output_tokens``)."""
     if scenario.workload.plan == "per_trial":
         return _planned_columns(planner.plan_per_trial(scenario, inputs), inputs)
     if scenario.workload.plan == "quantile":

@@ -11,7 +11,7 @@ from ..scenario.sampling import quantile_inputs
 from ..stages import planner
 from ..stages._roofline_layout import Evaluation, candidate_layouts, choose_layout, rates_of
 from ..stages._roofline_serving import Plan, choose_serving, evaluate_plan, infeasible_why
-from ..stages.roofline import at_trial
+from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
 from ..units import BYTES_PER_GB, MS_PER_S
 
 
@@ -84,6 +84,8 @@ def roofline_study(scenario: Scenario) -> dict:
     the one that binds, disaggregated its prefill layout and batch, prefill share, KV
     transfer and KV link load).
     """
+    if scenario.workload.classes:
+        return _mix_study(scenario)
     median = quantile_inputs(scenario, 0.5)
     plan, e = planner.plan_at(scenario, median)
     w, m = scenario.workload, scenario.workload.model
@@ -108,6 +110,22 @@ def roofline_study(scenario: Scenario) -> dict:
     }
     body.update(serving_section(scenario, plan, e, median))
     return body
+
+
+def _mix_study(scenario: Scenario) -> dict:
+    """``mcengine roofline`` of a workload mix (docs/model.md#mix): at the median inputs,
+    ``classes`` holds each request class's own study (its lengths, planned alone) with its
+    ``instance_share`` and ``request_share``, and ``tokens_per_s_instance_mix`` the mix's
+    output tokens/s per instance; the top level repeats the study of the class with the
+    most instances (named by ``class``)."""
+    median = quantile_inputs(scenario, 0.5)
+    mix = mix_columns(scenario, median)
+    classes = {}
+    for name, _ in scenario.workload.classes:
+        shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
+        classes[name] = {**roofline_study(class_scenario(scenario, name)), **shares}
+    main = max(classes, key=lambda name: classes[name]["instance_share"])
+    return {**classes[main], "class": main, "classes": classes, "tokens_per_s_instance_mix": at_trial(mix["tokens_per_s_instance"])}
 
 
 def _phases(scenario: Scenario, plan: Plan, e) -> dict:

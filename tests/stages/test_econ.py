@@ -52,6 +52,7 @@ def _columns(gpu_cost, availability, repairs, tokens_per_s_instance, busy_fracti
         "repairs": np.asarray(repairs, dtype=np.int64),
         "tokens_per_s_instance": np.asarray(tokens_per_s_instance, dtype=float),
         "busy_fraction": np.full(cost.shape, 0.5) if busy_fraction is None else np.asarray(busy_fraction, dtype=float),
+        "output_tokens_per_request": np.full(cost.shape, 256.0),
     }
 
 
@@ -80,6 +81,7 @@ def test_every_column_worked_by_hand():
         "gpu_power_w": 700.0,  # gpu.idle_w unset: the TDP whatever the load
         "energy_j_per_token": 32 * 700.0 * hours * 3600.0 / (3_960.0 * hours * 3600.0),  # 5.657 J per token
         "gpu_price_per_h100_equivalent_usd": 24_000.0,
+        "cost_per_request_usd": 1_308_724.0 / 624_840.48 * 256 / 1e6,  # 256 output tokens per request: $0.000536
     }
     assert expected["tokens_total"] == pytest.approx(6.2484048e11, rel=1e-12)
     for name, value in expected.items():

@@ -20,7 +20,9 @@ TP8 = ("workload.tensor_parallel=8", "workload.pipeline_parallel=1")
 def test_throughput_columns_match_the_study_at_the_median(h100_body):
     s = calibrated("h100")
     cols = roofline.throughput(s, quantile_inputs(s, 0.5))
-    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction"}
+    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction",
+                         "output_tokens_per_request"}
+    assert cols["output_tokens_per_request"][0] == s.workload.output_tokens
     assert cols["slo_met"][0] == 1.0 and h100_body["slo_met"]
     assert cols["batch"].dtype == np.int64
     assert cols["tokens_per_s_instance"][0] == pytest.approx(h100_body["tokens_per_s_instance"])

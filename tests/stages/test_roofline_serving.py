@@ -42,7 +42,8 @@ def test_chained_run_columns_in_each_mode(mode):
     s = load_scenario("lite-h100", (_mode(mode), MEDIAN_PLAN))
     inputs = draw_inputs(s, 11, 0, 32)
     cols = roofline.throughput(s, inputs)
-    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction"}
+    assert set(cols) == {"tokens_per_s_instance", "tokens_per_s_per_gpu", "ttft_ms", "tpot_ms", "batch", "slo_met", "busy_fraction",
+                         "output_tokens_per_request"}
     assert all(v.shape == (32,) and np.all(np.isfinite(v)) for v in cols.values())
     assert np.all((cols["busy_fraction"] > 0) & (cols["busy_fraction"] <= 1))
     np.testing.assert_allclose(cols["tokens_per_s_per_gpu"], cols["tokens_per_s_instance"] / 32)

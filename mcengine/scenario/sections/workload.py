@@ -6,17 +6,72 @@ table), validated by :class:`~mcengine.scenario.cards.ModelCard`. Sources: ``doc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from ..cards import ModelCard
+from ..cards import ModelCard, parse_model
 from ..dists import Dist
-from ..fields import AUTO, choice, flag, integer, number
+from ...errors import Problem
+from ..fields import AUTO, choice, flag, integer, number, parse_section
 
 
 _EFF = dict(lo=0.0, lo_open=True, hi=1.0, why="a share of the peak")
 _TOKENS = "10^7 tokens is ~100x the longest context; token counts stay exact"
 _DEGREE = "at most cluster.instance_gpus (65,536)"
 _LATENCY = "a second per collective, hop or step is no longer a serving system"
+
+#: A request class's name becomes part of a dotted key and of column names.
+CLASS_NAME_ALLOWED = "allowed: 1 to 32 of a-z 0-9 _, starting with a letter (e.g. chat, code, reasoning)"
+
+
+@dataclass(frozen=True)
+class RequestClass:
+    """One ``[workload.classes.NAME]`` table: a kind of request in the served mix
+    (docs/model.md#mix). Its lengths replace ``workload.prompt_tokens`` and
+    ``workload.output_tokens`` when the planner plans this class's instances."""
+
+    share: Dist = number(
+        1.0, "Required. Relative share of the requests in this class; the shares of all classes are normalised to sum to 1 in every "
+        "trial (docs/model.md#mix), so 0.6 and 0.4, or 3 and 2, give the same mix.",
+        lo=0.0, lo_open=True, hi=1e6, why="a relative weight; 10^6 to 1 is already no mix")
+    prompt_tokens: int = integer(2048, "Required. Prompt length S of a typical request of this class (the planner plans it as every request's; "
+                                 "a number: a per-request spread or a dist table is not modelled).",
+                                 "tokens", lo=1, hi=10**7, why=_TOKENS)
+    output_tokens: int = integer(256, "Required. Generated tokens O of a typical request of this class.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    model: ModelCard | None = field(default=None, metadata={
+        "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
+                "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
+
+
+def _class_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:
+    """A request class's model card; unset (None) is the scenario's ``workload.model``."""
+    return None if raw is None else parse_model(raw, key, problems)
+
+
+def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, RequestClass], ...] | None:
+    """``[workload.classes]``: a table of request-class tables, in file order (none: the
+    single request shape of ``workload.prompt_tokens`` / ``output_tokens``)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        problems.append(Problem(key, raw, "allowed: a table of request-class tables, e.g. [workload.classes.chat]"))
+        return None
+    out = []
+    for name, body in raw.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", name):
+            problems.append(Problem(f"{key}.{name}", name, CLASS_NAME_ALLOWED))
+            continue
+        if not isinstance(body, dict):
+            problems.append(Problem(f"{key}.{name}", body, "allowed: a table with share, prompt_tokens, output_tokens"))
+            continue
+        missing = [k for k in ("share", "prompt_tokens", "output_tokens") if k not in body]
+        if missing:
+            problems.append(Problem(f"{key}.{name}.{missing[0]}", None, "required in every request class: share, prompt_tokens, output_tokens"))
+            continue
+        cls = parse_section(RequestClass, body, f"{key}.{name}.", problems, {"model": _class_model})
+        if cls is not None:
+            out.append((name, cls))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -88,3 +143,6 @@ class WorkloadSection:
     step_overhead_ms: Dist = number(0.5, "Fixed per-step overhead (scheduling, kernel launches).", "ms", lo=0.0, hi=1e3, why=_LATENCY)
     layer_overhead_us: Dist = number(0.0, "Extra per-layer per-step overhead (one simulator uses 20 us).", "us", lo=0.0, hi=1e6, why=_LATENCY)
     hbm_usable_fraction: Dist = number(0.9, "Share of HBM available for weights + KV cache.", lo=0.0, lo_open=True, hi=1.0, why="a share")
+    classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
+                                                          "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
+                                                          "request is workload.prompt_tokens / output_tokens."})

@@ -1,0 +1,76 @@
+"""Closed forms of a workload mix: request classes sharing one cluster (docs/model.md#mix).
+
+Plain NumPy, vectorised over trials. Class ``c`` has request share ``r_c`` (normalised so
+that the shares sum to 1), ``O_c`` output tokens per request and, on an instance that
+serves only that class with the plan chosen for it, ``T_c`` output tokens/s.
+
+Sharing rule: every instance serves one class (no instance is shared between classes);
+the cluster's instances are split among the classes in proportion to the instance time
+each class's demand needs, taken as a continuous share (whole-instance rounding is not
+modelled: load moves between instances over time). Per output token of the mix, class
+``c`` supplies the share ``w_c = r_c O_c / sum_k r_k O_k`` and needs ``1/T_c`` instance
+seconds per token, so::
+
+    instance share  s_c = (w_c / T_c) / sum_k (w_k / T_k)
+    mix rate        T   = 1 / sum_k (w_k / T_k)        (the w-weighted harmonic mean)
+
+A class that no plan serves (``T_c = 0``) leaves the mix unserved (``T = 0``). The mix's
+mean output tokens per request is ``sum_c r_c O_c``: the cost per request is the cost
+per output token times it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def normalised_shares(shares: list[np.ndarray]) -> list[np.ndarray]:
+    """Request shares ``r_c / sum_k r_k`` per trial (every ``r_c`` > 0)."""
+    total = sum(shares[1:], np.asarray(shares[0], float))
+    return [np.asarray(r, float) / total for r in shares]
+
+
+def output_token_weights(shares: list[np.ndarray], output_tokens: list[int]) -> list[np.ndarray]:
+    """Share of the mix's output tokens from each class, ``w_c = r_c O_c / sum_k r_k O_k``."""
+    tokens = [np.asarray(r, float) * o for r, o in zip(shares, output_tokens)]
+    total = sum(tokens[1:], tokens[0])
+    return [t / total for t in tokens]
+
+
+def mean_output_tokens(shares: list[np.ndarray], output_tokens: list[int]) -> np.ndarray:
+    """Output tokens per request of the mix, ``sum_c r_c O_c`` (normalised shares)."""
+    tokens = [np.asarray(r, float) * o for r, o in zip(shares, output_tokens)]
+    return sum(tokens[1:], tokens[0])
+
+
+def instance_seconds_per_token(weights: list[np.ndarray], rates: list[np.ndarray]) -> list[np.ndarray]:
+    """Instance seconds each class needs per output token of the mix, ``w_c / T_c``,
+    relative to the fastest class's ``1/T_max`` (``w_c T_max / T_c``; ``inf`` where
+    ``T_c = 0``). Relative so that one class gives exactly ``1``."""
+    fastest = np.maximum.reduce([np.asarray(t, float) for t in rates])
+    out = []
+    for w, t in zip(weights, rates):
+        t = np.asarray(t, float)
+        ratio = np.divide(fastest, t, out=np.full(np.broadcast(fastest, t).shape, np.inf), where=t > 0)
+        out.append(np.asarray(w, float) * ratio)
+    return out
+
+
+def mix_rate(weights: list[np.ndarray], rates: list[np.ndarray]) -> np.ndarray:
+    """The mix's output tokens/s per instance, ``1 / sum_c (w_c / T_c)``, written
+    ``T_max / sum_c (w_c T_max / T_c)`` (one class: ``T`` to the bit); 0 where a class
+    with demand has ``T_c = 0``."""
+    fastest = np.maximum.reduce([np.asarray(t, float) for t in rates])
+    need = instance_seconds_per_token(weights, rates)
+    total = sum(need[1:], need[0])
+    return np.divide(fastest, total, out=np.zeros_like(total), where=np.isfinite(total))
+
+
+def instance_shares(weights: list[np.ndarray], rates: list[np.ndarray]) -> list[np.ndarray]:
+    """Share of the cluster's instances serving each class, ``(w_c/T_c) / sum_k (w_k/T_k)``
+    (one class: exactly 1). Where some class is unserved (``T_c = 0``), the shares are
+    those of the request-weighted demand ``w_c`` (the split is moot: no tokens)."""
+    need = instance_seconds_per_token(weights, rates)
+    total = sum(need[1:], need[0])
+    served = np.isfinite(total)
+    return [np.where(served, np.divide(n, total, out=np.zeros_like(total), where=served), w) for n, w in zip(need, weights)]
