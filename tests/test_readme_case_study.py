@@ -1,9 +1,11 @@
-"""The README's case study is the current code's output: README block = the committed
-summary's rendering (fast), committed summary = a fresh run of the shipped study (slow)."""
+"""The README's study tables are the current code's output: each README block = its
+committed summary's rendering (fast), each committed summary = a fresh run of the
+shipped study (slow)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -18,35 +20,41 @@ def _script():
     return module
 
 
-def test_readme_case_study_is_the_committed_runs_rendering():
-    cs = _script()
-    assert cs.readme_block((ROOT / "README.md").read_text(encoding="utf-8")) == cs.render_block(cs.summary())
+CS = _script()
 
 
-def test_the_check_can_fail(tmp_path):
-    cs = _script()
-    doc = cs.summary()
+@pytest.mark.parametrize("study", CS.STUDIES)
+def test_readme_block_is_the_committed_runs_rendering(study):
+    assert CS.readme_block((ROOT / "README.md").read_text(encoding="utf-8"), study) == CS.render_block(CS.summary(study))
+
+
+def test_the_check_can_fail():
+    doc = CS.summary("case-study")
     name = next(iter(doc["scenarios"]))
     doc["scenarios"][name]["cost_per_mtok_usd"]["p50"] += 0.01
-    assert cs.readme_block((ROOT / "README.md").read_text(encoding="utf-8")) != cs.render_block(doc)
+    assert CS.readme_block((ROOT / "README.md").read_text(encoding="utf-8"), "case-study") != CS.render_block(doc)
 
 
-#: The statistics compared between the committed run and a fresh one (provenance and
+def test_a_mix_block_shows_each_class():
+    doc = CS.summary("mix-reasoning")
+    block = CS.render_block(doc)
+    for cls in doc["scenarios"]["h100"]["mix"]:
+        assert f"instances serving {cls}" in block and f"  {cls} alone" in block
+
+
+#: The statistics compared between a committed run and a fresh one (provenance and
 #: elapsed time are not numbers of the model).
-NUMBERS = ("scenarios", "paired_all", "slo_missed_share", "trials", "seed")
+NUMBERS = ("scenarios", "paired_all", "slo_infeasible_share", "trials", "seed")
 
 
 @pytest.mark.slow
-def test_committed_case_study_is_the_current_codes():
+@pytest.mark.parametrize("study", CS.STUDIES)
+def test_committed_study_is_the_current_codes(study):
     import mcengine.api as mc
-
-    cs = _script()
-    committed = cs.summary()
-    import json
-
     from mcengine.io import dumps
 
-    doc = mc.run(trials=committed["trials"], seed=committed["seed"], keep_trials=False, figures=False).summary()
+    committed = CS.summary(study)
+    doc = mc.run([study], trials=committed["trials"], seed=committed["seed"], keep_trials=False, figures=False).summary()
     fresh = json.loads(dumps(doc))  # as summary.json holds it
     for key in NUMBERS:
-        assert fresh.get(key) == committed.get(key), f"{key} drifted: run python docs/case-study/make_case_study.py"
+        assert fresh.get(key) == committed.get(key), f"{study}: {key} drifted: run python docs/case-study/make_case_study.py"

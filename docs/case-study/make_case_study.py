@@ -1,15 +1,16 @@
-"""Regenerate the README's case study from the code: the run, its figures and the table.
+"""Regenerate the README's study tables from the code: each shipped study's run, its
+figures and its condensed table.
 
-    python docs/case-study/make_case_study.py          # run the case study, rewrite README
-    python docs/case-study/make_case_study.py --check  # exit 1 if README and summary.json differ
+    python docs/case-study/make_case_study.py          # run the studies, rewrite README
+    python docs/case-study/make_case_study.py --check  # exit 1 if README and the runs differ
 
-The run is the shipped study (``mcengine run``: ``configs/studies/case-study.toml``, its
-own trial count, seed 0) written with ``--out`` into ``run/`` beside this script, so ``summary.json``,
-``table.csv``, the resolved scenarios and every figure of ``run`` sit here. The block of
-README.md between the markers ``<!-- case-study:begin -->`` and ``<!-- case-study:end -->``
-is rendered from ``summary.json`` by :func:`render_block`; ``tests/test_readme_case_study.py``
-checks the README against the committed summary (fast) and the committed summary against a
-fresh run of the current code (slow), so neither can drift.
+Each study of :data:`STUDIES` (``mcengine run NAME``: its own trial count, seed 0) is
+written with ``--out`` into a folder of its name beside this script, so ``summary.json``,
+``table.csv``, the resolved scenarios and every figure of ``run`` sit there. The block of
+README.md between ``<!-- study:NAME:begin -->`` and ``<!-- study:NAME:end -->`` is rendered
+from that ``summary.json`` by :func:`render_block`; ``tests/test_readme_case_study.py``
+checks the README against the committed summaries (fast) and the committed summaries
+against fresh runs of the current code (slow), so neither can drift.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 README = ROOT / "README.md"
-RUN = HERE / "run"
-BEGIN, END = "<!-- case-study:begin -->", "<!-- case-study:end -->"
 SEED = 0
+#: The shipped studies the README quotes: the case study and the two workload mixes.
+STUDIES = ("case-study", "mix-azure-2023", "mix-reasoning")
 
 #: (metric, label, formatter of a summary's statistics) rows of the per-scenario table.
 SCENARIO_ROWS = (
     ("cost_per_mtok_usd", "cost per M output tokens", lambda s: f"{s['p50']:.3f} [{s['p05']:.3f}–{s['p95']:.3f}]"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost (no markup)", lambda s: f"{s['p50']:.3f}"),
     ("instance_availability", "instance availability", lambda s: f"{s['mean']:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", lambda s: f"{s['p50']:,.0f}"),
     ("gpu_cost_usd", "fab cost per GPU package", lambda s: f"${s['p50']:,.0f}"),
@@ -36,6 +38,7 @@ SCENARIO_ROWS = (
     ("power_w_per_h100_equivalent", "GPU power per H100-equivalent", lambda s: f"{s['p50']:.0f} W"),
     ("interruptions_per_year", "instance interruptions / yr", lambda s: f"{s['mean']:,.0f}"),
 )
+MIX_COST = "mix.{}.cost_per_mtok_usd"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -44,72 +47,93 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [" " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
 
 
-def render_block(doc: dict) -> str:
-    """The README's condensed case-study tables from a ``run`` summary document.
+def _ratio(r: dict) -> str:
+    return f"{r['p50']:.3f} [{r['p05']:.3f}–{r['p95']:.3f}]"
 
-    Per scenario: the median and 5–95 % of cost per token, mean instance availability and
-    interruptions a year, medians of the rest. Paired with the baseline: the median and
-    5–95 % of the cost ratio, P(B cheaper per token) and P(B less available), each over
-    the trials the document's paired statistics count.
+
+def render_block(doc: dict) -> str:
+    """The README's condensed tables of a ``run`` summary document.
+
+    Per scenario: the median and 5–95 % of cost per token, the median at cost, mean
+    instance availability and interruptions a year, medians of the rest, and for a
+    workload mix each request class's share of the instances. Paired with the baseline:
+    the median and 5–95 % of the cost ratio over the trials in which both serve, its
+    median at cost, P(B cheaper per token) and P(B less available); for a mix, each
+    request class's cost ratio served alone.
     """
     names = list(doc["scenarios"])
-    rows = [[label, *(fmt(doc["scenarios"][n][key]) for n in names)]
-            for key, label, fmt in SCENARIO_ROWS if all(key in doc["scenarios"][n] for n in names)]
-    infeasible = {n: doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names}
-    if min(infeasible.values()) < 1.0:
-        rows.append(["share of trials meeting the SLOs", *(f"{infeasible[n]:.3f}" for n in names)])
+    sides = [doc["scenarios"][n] for n in names]
+    rows = [[label, *(fmt(s[key]) for s in sides)] for key, label, fmt in SCENARIO_ROWS if all(key in s for s in sides)]
+    classes = list(sides[0].get("mix", {}))
+    rows += [[f"instances serving {c}", *(f"{s['mix'][c]['instance_share']['p50']:.2f}" for s in sides)] for c in classes]
+    infeasible = doc.get("slo_infeasible_share", {})
+    if any(infeasible.values()):
+        rows.append(["share of trials no plan serves", *(f"{infeasible[n]:.3f}" for n in names)])
     lines = [f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}", ""]
     lines += _table(["metric (median [5% – 95%])", *names], rows)
     paired = []
     for pair, metrics in doc["paired_all"].items():
         cost, avail = metrics["cost_per_mtok_usd"], metrics["availability"]
-        r = cost["ratio"]
-        paired.append([pair, f"{r['p50']:.3f} [{r['p05']:.3f}–{r['p95']:.3f}]", f"{cost['p_b_below_a']:.3f}",
-                       f"{avail['p_b_below_a']:.3f}"])
-    lines += [""] + _table([f"paired with {doc['baseline']}", "cost/Mtok ratio", "P(cheaper per token)", "P(less available)"], paired)
+        at_cost = metrics.get("cost_per_mtok_at_cost_usd")
+        paired.append([pair, _ratio(cost["ratio"]), f"{at_cost['ratio']['p50']:.3f}" if at_cost else "",
+                       f"{cost['p_b_below_a']:.3f}", f"{avail['p_b_below_a']:.3f}"])
+        for c in classes:
+            alone = metrics[MIX_COST.format(c)]
+            paired.append([f"  {c} alone", _ratio(alone["ratio"]), "", f"{alone['p_b_below_a']:.3f}", ""])
+    lines += [""] + _table([f"paired with {doc['baseline']}", "cost/Mtok ratio", "at cost", "P(cheaper per token)",
+                            "P(less available)"], paired)
     return "\n".join(["```", *lines, "```"])
 
 
-def readme_block(text: str) -> str:
-    """The README's current case-study block (between the markers, markers excluded)."""
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[start:end].strip("\n")
+def markers(study: str) -> tuple[str, str]:
+    return f"<!-- study:{study}:begin -->", f"<!-- study:{study}:end -->"
 
 
-def summary() -> dict:
-    """The committed summary of the case-study run."""
-    return json.loads((RUN / "summary.json").read_text(encoding="utf-8"))
+def readme_block(text: str, study: str) -> str:
+    """The README's current block of ``study`` (between its markers, markers excluded)."""
+    begin, end = markers(study)
+    return text[text.index(begin) + len(begin):text.index(end)].strip("\n")
 
 
-def write_readme(doc: dict) -> None:
-    """Replace README.md's case-study block by the rendering of ``doc`` (atomically)."""
+def summary(study: str) -> dict:
+    """The committed summary of ``study``'s run."""
+    return json.loads((HERE / study / "summary.json").read_text(encoding="utf-8"))
+
+
+def write_readme(docs: dict[str, dict]) -> None:
+    """Replace each study's block of README.md by the rendering of its document (atomically)."""
     from mcengine.io import write_atomic
 
     text = README.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    write_atomic(README, text[:start] + "\n" + render_block(doc) + "\n" + text[end:])
+    for study, doc in docs.items():
+        begin, end = markers(study)
+        start, stop = text.index(begin) + len(begin), text.index(end)
+        text = text[:start] + "\n" + render_block(doc) + "\n" + text[stop:]
+    write_atomic(README, text)
 
 
-def run() -> dict:
-    """Run the shipped case study into ``run/`` (replacing the previous run's files)."""
+def run(study: str) -> dict:
+    """Run the shipped ``study`` into the folder of its name (replacing the previous run's files)."""
     import mcengine.api as mc
 
-    return mc.run(seed=SEED, out=RUN, force=True, keep_trials=False).summary()
+    return mc.run([study], seed=SEED, out=HERE / study, force=True, keep_trials=False).summary()
 
 
 def main(argv: list[str]) -> int:
     if argv == ["--check"]:
-        same = readme_block(README.read_text(encoding="utf-8")) == render_block(summary())
-        print("README case study matches docs/case-study/run/summary.json" if same
-              else "README case study differs from docs/case-study/run/summary.json: run this script")
-        return 0 if same else 1
+        text = README.read_text(encoding="utf-8")
+        stale = [s for s in STUDIES if readme_block(text, s) != render_block(summary(s))]
+        print(f"README differs from docs/case-study/ for {stale}: run this script" if stale
+              else "README's study tables match docs/case-study/")
+        return 1 if stale else 0
     if argv:
         print(__doc__)
         return 2
     sys.path.insert(0, str(ROOT))  # this checkout's mcengine
-    run()
-    write_readme(summary())
-    print("wrote docs/case-study/ and README.md's case study")
+    for study in STUDIES:
+        run(study)
+    write_readme({study: summary(study) for study in STUDIES})
+    print("wrote docs/case-study/ and README.md's study tables")
     return 0
 
 
