@@ -28,6 +28,11 @@ Model (per phase, aggregate roofline with collectives in series, docs/sources.md
   bytes, by the layout's algorithm (:func:`allreduce_seconds`: ring ``collective_start +
   2(t-1) hop + 2(t-1)/t bytes/W_link``, the GenZ form, docs/sources.md#roof-collectives; tree, one-shot,
   two-shot, or the fastest per message, docs/sources.md#roof-allreduce-algorithms); zero at ``t = 1``.
+* Scale-up domains (docs/sources.md#roof-scale-up-domain): ``Layout.domain`` GPUs share
+  the scale-up links (0: the whole instance). A tensor group spanning ``k > 1`` domains
+  all-reduces hierarchically (:func:`hierarchical_allreduce_s`) and runs its other
+  collectives at the scale-out bandwidth and hop latency (``Rates.scale_out``); a
+  pipeline boundary between domains is a scale-out point-to-point (:func:`stage_hop_s`).
 * Pipeline parallelism (docs/sources.md#roof-pipeline): ``L/p`` layers per stage, balanced (the embedding
   and LM head counted as ``1/p`` per stage), ``m = min(B, p)`` micro-batches of ``B/m``
   sequences, each stage re-reading its weights per micro-batch, one point-to-point
@@ -53,7 +58,7 @@ Model (per phase, aggregate roofline with collectives in series, docs/sources.md
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Protocol
 
@@ -107,10 +112,37 @@ class Layout:
     expert_parallel: bool = False
     allreduce: str = "ring"
     attention: str = "tensor"
+    domain: int = 0
 
     @property
     def gpus(self) -> int:
         return self.tensor * self.pipeline
+
+    @property
+    def tensor_split(self) -> tuple[int, int]:
+        """``(a, k)``: the tensor group's ranks per scale-up domain and the domains it spans
+        (docs/sources.md#roof-scale-up-domain). The instance's GPUs are numbered in
+        order, a stage's ``t`` ranks consecutive, domains of ``D = domain`` GPUs (0: one
+        domain spans the instance). A group inside one domain (``D`` a multiple of ``t``)
+        is ``(t, 1)``; otherwise ``a = gcd(t, D)`` ranks in each of ``k = t/a`` domains,
+        the worst group's split when groups straddle domains unevenly."""
+        t, d = self.tensor, self.domain
+        if d == 0 or d % t == 0:
+            return t, 1
+        a = math.gcd(t, d)
+        return a, t // a
+
+    @property
+    def crossing_hops(self) -> int:
+        """Pipeline stage boundaries (of ``p - 1``) whose point-to-point leaves a scale-up
+        domain: stage ``i`` holds GPUs ``[i t, (i+1) t)`` and its boundary with stage ``i-1``
+        stays inside one domain only when both stages do. At most ``p - 1`` (bounded by the
+        model's layers)."""
+        t, p, d = self.tensor, self.pipeline, self.domain
+        if d == 0 or p == 1:
+            return 0
+        i = np.arange(1, p)
+        return int(np.count_nonzero((i - 1) * t // d != ((i + 1) * t - 1) // d))
 
 
 @dataclass(frozen=True)
@@ -130,6 +162,14 @@ class Rates:
     bytes_per_param: float = 2.0
     kv_bytes: float = 2.0
     comm_overlap: np.ndarray | float = 0.0
+    scale_out_bytes_per_s: np.ndarray | float = 0.0
+    scale_out_hop_s: np.ndarray | float = 0.0
+
+    def scale_out(self) -> "Rates":
+        """These rates with the link bandwidth and per-hop latency of the scale-out network
+        (a hop between scale-up domains, docs/sources.md#roof-scale-up-domain); the
+        collective start latency is unchanged."""
+        return replace(self, link_bytes_per_s=self.scale_out_bytes_per_s, hop_latency_s=self.scale_out_hop_s)
 
     @classmethod
     def from_peaks(
@@ -147,8 +187,11 @@ class Rates:
         bytes_per_param: float = 2.0,
         kv_bytes: float = 2.0,
         comm_overlap=0.0,
+        scale_out_gbps=0.0,
+        scale_out_hop_us=0.0,
     ) -> "Rates":
-        """From datasheet units: ``F = peak x compute_efficiency`` etc."""
+        """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
+        bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
         return cls(
             flops_per_s=np.asarray(peak_tflops, float) * FLOPS_PER_TFLOP * compute_efficiency,
             hbm_bytes_per_s=np.asarray(hbm_tbps, float) * BYTES_PER_TB * memory_efficiency,
@@ -160,6 +203,8 @@ class Rates:
             bytes_per_param=float(bytes_per_param),
             kv_bytes=float(kv_bytes),
             comm_overlap=np.asarray(comm_overlap, float),
+            scale_out_bytes_per_s=np.asarray(scale_out_gbps, float) * BYTES_PER_GB * link_efficiency,
+            scale_out_hop_s=np.asarray(scale_out_hop_us, float) / US_PER_S,
         )
 
 
@@ -431,6 +476,44 @@ def p2p_s(nbytes, r: Rates) -> np.ndarray:
     return r.collective_start_s + r.hop_latency_s + np.asarray(nbytes) / r.link_bytes_per_s
 
 
+def hierarchical_allreduce_s(nbytes, layout: Layout, r: Rates) -> np.ndarray:
+    """All-reduce of ``nbytes`` per rank over a tensor group of ``a`` ranks in each of ``k``
+    scale-up domains (:attr:`Layout.tensor_split`), hierarchically (docs/sources.md#roof-scale-up-domain):
+    a reduce-scatter inside each domain (``a`` ranks, scale-up links), an all-reduce of
+    the ``M/a`` shard across the ``k`` domains (scale-out links and hop latency), an
+    all-gather inside each domain; one start latency ``α`` for the whole:
+
+    ``α + RS(a, M) + AR(k, M/a; W_out, h_out) + AG(a, M)``
+
+    with ``RS = AG`` the :func:`all_gather_seconds` form and ``AR`` the
+    :func:`allreduce_seconds` form, each without ``α``, by the layout's algorithm
+    (``"auto"``: the fastest per phase). ``k = 1`` is :func:`allreduce_s`."""
+    a, k = layout.tensor_split
+    if k == 1:
+        return allreduce_s(nbytes, layout.tensor, r, layout.allreduce)
+    m = np.asarray(nbytes, float)
+    intra, inter = replace(r, collective_start_s=0.0), replace(r.scale_out(), collective_start_s=0.0)
+    scatter = _fastest(all_gather_seconds, layout.allreduce, a, m, intra)[0]
+    return r.collective_start_s + 2.0 * scatter + _fastest(allreduce_seconds, layout.allreduce, k, m / a, inter)[0]
+
+
+def _group_rates(layout: Layout, r: Rates) -> Rates:
+    """The rates of a collective over the whole tensor group other than the all-reduce: the
+    scale-up links inside one domain, the scale-out network once the group spans several
+    (the whole collective at scale-out speed, docs/sources.md#roof-scale-up-domain)."""
+    return r if layout.tensor_split[1] == 1 else r.scale_out()
+
+
+def stage_hop_s(layout: Layout, nbytes, r: Rates) -> np.ndarray:
+    """Mean point-to-point time of one of the ``p - 1`` pipeline stage boundaries:
+    :func:`p2p_s` on the scale-up links, on the scale-out network for the
+    :attr:`Layout.crossing_hops` boundaries that leave a domain."""
+    c, boundaries = layout.crossing_hops, layout.pipeline - 1
+    if c == 0:
+        return p2p_s(nbytes, r)
+    return ((boundaries - c) * p2p_s(nbytes, r) + c * p2p_s(nbytes, r.scale_out())) / boundaries
+
+
 def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=None) -> np.ndarray:
     """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers.
 
@@ -443,19 +526,23 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
     each rank holds only for its own sequences (SGLang's logits processor gathers them,
     docs/sources.md#roof-attention-dp). Heads sharded, the last all-reduce leaves them on
     every rank. (The all-gather of the vocab-sharded logits is in neither mode.)
+    A tensor group spanning scale-up domains runs its all-reduces hierarchically
+    (:func:`hierarchical_allreduce_s`) and its other collectives at scale-out speed
+    (:func:`_group_rates`).
     """
     t, message = layout.tensor, np.asarray(tokens, float) * m.hidden * ACT_BYTES
     attention = layout.attention == "tensor"
+    group = _group_rates(layout, r)
     if not attention:
         rows = np.asarray(tokens if head_rows is None else head_rows, float)
-        head = _fastest(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, r)[0]
+        head = _fastest(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, group)[0]
     if m.experts and layout.expert_parallel:
         dispatch = message * m.experts_per_token / t
-        moe = 2 * all_to_all_s(dispatch, t, r)
-        return m.layers * (allreduce_s(message, t, r, layout.allreduce) + moe) if attention else m.layers * moe + head
+        moe = 2 * all_to_all_s(dispatch, t, group)
+        return m.layers * (hierarchical_allreduce_s(message, layout, r) + moe) if attention else m.layers * moe + head
     if attention:
-        return 2 * m.layers * allreduce_s(message, t, r, layout.allreduce)
-    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, r)[0] + head
+        return 2 * m.layers * hierarchical_allreduce_s(message, layout, r)
+    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, group)[0] + head
 
 
 # --------------------------------------------------------------------------- phases
@@ -501,7 +588,7 @@ def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> Phase
     b = np.asarray(batch, float) / micro_batches(batch, p)
     ctx = np.asarray(context, float)
     flops, nbytes = _decode_work(m, layout, b, ctx, r)
-    comm = forward_comm_s(m, layout, b, r) + (p - 1) * p2p_s(b * m.hidden * ACT_BYTES, r)
+    comm = forward_comm_s(m, layout, b, r) + (p - 1) * stage_hop_s(layout, b * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead, r.comm_overlap)
 
@@ -543,7 +630,7 @@ def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -
     b = np.asarray(batch, float) / mb
     share = mb / p
     flops, nbytes, comm = _prefill_forward(m, layout, b, prompt_tokens, r)
-    hops = mb * (p - 1) / p * p2p_s(b * prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = mb * (p - 1) / p * stage_hop_s(layout, b * prompt_tokens * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + share * m.layers * r.layer_overhead_s
     return _phase(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead, r.comm_overlap)
 
@@ -552,7 +639,7 @@ def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rat
     """TTFT: the latency of one prompt's prefill, through all ``p`` stages in turn
     (``= prefill(batch=1)`` without pipelining; ``(p-1)`` point-to-points with it)."""
     flops, nbytes, comm = _prefill_forward(m, layout, 1.0, prompt_tokens, r)
-    hops = (layout.pipeline - 1) * p2p_s(prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = (layout.pipeline - 1) * stage_hop_s(layout, prompt_tokens * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
 

@@ -122,7 +122,7 @@ def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: in
     kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank
     memory = (weights + kv_read) / r.hbm_bytes_per_s
     tokens = b + chunk
-    comm = ra.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s) + (p - 1) * ra.p2p_s(tokens * m.hidden * ra.ACT_BYTES, r)
+    comm = ra.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s) + (p - 1) * ra.stage_hop_s(layout, tokens * m.hidden * ra.ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return ra._phase(compute, memory, comm, overhead, r.comm_overlap)
 

@@ -48,6 +48,8 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
         bytes_per_param=w.bytes_per_param.value,
         kv_bytes=w.kv_bytes.value,
         comm_overlap=inputs["workload.comm_overlap"],
+        scale_out_gbps=inputs["gpu.scale_out_gbps"],
+        scale_out_hop_us=inputs["workload.scale_out_hop_us"],
     )
 
 
@@ -185,6 +187,15 @@ def allreduce_algorithm(scenario: Scenario) -> str:
     return "ring" if fabric == "ring" else algorithm
 
 
+def scale_up_domain(scenario: Scenario) -> int:
+    """``cluster.scale_up_domain_gpus`` as a :class:`~mcengine.analytic.roofline.Layout`
+    reads it: 0 (one domain spans every layout) for "auto" or a domain at least as large
+    as the instance, so that such a scenario's layouts and times are today's flat ones."""
+    c = scenario.cluster
+    d = c.scale_up_domain_gpus
+    return 0 if d == "auto" or d >= c.instance_gpus else int(d)
+
+
 def attention_modes(scenario: Scenario) -> tuple[str, ...]:
     """The attention modes to search: ``workload.attention``, or both for "auto"."""
     a = scenario.workload.attention
@@ -198,6 +209,7 @@ def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
     w, n = scenario.workload, scenario.cluster.instance_gpus
     ep = bool(scenario.workload.model.experts and w.expert_parallel)
     algorithm, modes = allreduce_algorithm(scenario), attention_modes(scenario)
+    domain = scale_up_domain(scenario)
     t_fixed, p_fixed = w.tensor_parallel, w.pipeline_parallel
     if t_fixed != "auto" or p_fixed != "auto":
         t = t_fixed if t_fixed != "auto" else n // p_fixed
@@ -209,9 +221,9 @@ def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
             raise InputError(
                 Problem("workload.tensor_parallel", t, f"leaves pipeline {p} > workload.model.layers = {scenario.workload.model.layers}; allowed: a larger tensor degree")
             )
-        return [ra.Layout(t, p, ep, algorithm, a) for a, problem in zip(modes, problems) if not problem]
+        return [ra.Layout(t, p, ep, algorithm, a, domain) for a, problem in zip(modes, problems) if not problem]
     layouts = [
-        ra.Layout(t, n // t, ep, algorithm, a)
+        ra.Layout(t, n // t, ep, algorithm, a, domain)
         for t in range(n, 0, -1)
         for a in modes
         if n % t == 0 and n // t <= scenario.workload.model.layers and not _shard_problem(scenario, t, a)
@@ -306,7 +318,8 @@ def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
                                  f"({len(shardable)} shardable tensor degrees x modes, pipelines up to workload.model.layers = {m.layers} "
                                  f"on cluster.instance_gpus = {n}); allowed: at most {MAX_DEGRADED_LAYOUTS:,} (a model with fewer "
                                  'layers or fewer divisors of its MLP, a smaller instance, or cluster.on_failure = "down")'))
-    return [ra.Layout(t, p, ep, algorithm, a) for t, a in shardable for p in range(1, min(m.layers, n // t) + 1)]
+    domain = scale_up_domain(scenario)
+    return [ra.Layout(t, p, ep, algorithm, a, domain) for t, a in shardable for p in range(1, min(m.layers, n // t) + 1)]
 
 
 @lru_cache(maxsize=64)

@@ -85,6 +85,7 @@ class WorkloadSection:
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
     collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective.", "us", lo=0.0, hi=1e6, why=_LATENCY)
     hop_latency_us: Dist = number(1.0, "Latency per ring hop; a ring all-reduce makes 2(t-1) hops.", "us", lo=0.0, hi=1e6, why=_LATENCY)
+    scale_out_hop_us: Dist = number(4.0, "Latency per hop between scale-up domains (the scale-out network; docs/sources.md#roof-scale-up-domain).", "us", lo=0.0, hi=1e6, why=_LATENCY)
     step_overhead_ms: Dist = number(0.5, "Fixed per-step overhead (scheduling, kernel launches).", "ms", lo=0.0, hi=1e3, why=_LATENCY)
     layer_overhead_us: Dist = number(0.0, "Extra per-layer per-step overhead (one simulator uses 20 us).", "us", lo=0.0, hi=1e6, why=_LATENCY)
     hbm_usable_fraction: Dist = number(0.9, "Share of HBM available for weights + KV cache.", lo=0.0, lo_open=True, hi=1.0, why="a share")
