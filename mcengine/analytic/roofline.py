@@ -164,6 +164,12 @@ class Rates:
     comm_overlap: np.ndarray | float = 0.0
     scale_out_bytes_per_s: np.ndarray | float = 0.0
     scale_out_hop_s: np.ndarray | float = 0.0
+    allreduce_start_s: np.ndarray | float | None = None
+
+    def for_allreduce(self) -> "Rates":
+        """These rates with the all-reduce's own start latency in place of
+        ``collective_start_s`` (``allreduce_start_s``; None: the same for every collective)."""
+        return self if self.allreduce_start_s is None else replace(self, collective_start_s=self.allreduce_start_s)
 
     def scale_out(self) -> "Rates":
         """These rates with the link bandwidth and per-hop latency of the scale-out network
@@ -189,6 +195,7 @@ class Rates:
         comm_overlap=0.0,
         scale_out_gbps=0.0,
         scale_out_hop_us=0.0,
+        allreduce_start_us=None,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
         bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
@@ -205,6 +212,7 @@ class Rates:
             comm_overlap=np.asarray(comm_overlap, float),
             scale_out_bytes_per_s=np.asarray(scale_out_gbps, float) * BYTES_PER_GB * link_efficiency,
             scale_out_hop_s=np.asarray(scale_out_hop_us, float) / US_PER_S,
+            allreduce_start_s=None if allreduce_start_us is None else np.asarray(allreduce_start_us, float) / US_PER_S,
         )
 
 
@@ -487,8 +495,10 @@ def hierarchical_allreduce_s(nbytes, layout: Layout, r: Rates) -> np.ndarray:
 
     with ``RS = AG`` the :func:`all_gather_seconds` form and ``AR`` the
     :func:`allreduce_seconds` form, each without ``α``, by the layout's algorithm
-    (``"auto"``: the fastest per phase). ``k = 1`` is :func:`allreduce_s`."""
+    (``"auto"``: the fastest per phase). ``k = 1`` is :func:`allreduce_s`. ``α`` is the
+    all-reduce's start latency (:meth:`Rates.for_allreduce`)."""
     a, k = layout.tensor_split
+    r = r.for_allreduce()
     if k == 1:
         return allreduce_s(nbytes, layout.tensor, r, layout.allreduce)
     m = np.asarray(nbytes, float)

@@ -32,7 +32,9 @@ from ..units import BYTES_PER_GB, MS_PER_S
 
 
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
-    """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...)."""
+    """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...);
+    with ``workload.allreduce_impl = "nccl"`` the all-reduce starts after
+    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``."""
     w = scenario.workload
     return ra.Rates.from_peaks(
         peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],
@@ -50,6 +52,7 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
         comm_overlap=inputs["workload.comm_overlap"],
         scale_out_gbps=inputs["gpu.scale_out_gbps"],
         scale_out_hop_us=inputs["workload.scale_out_hop_us"],
+        allreduce_start_us=inputs["workload.nccl_start_us"] if w.allreduce_impl == "nccl" else None,
     )
 
 

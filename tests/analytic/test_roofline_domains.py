@@ -82,3 +82,20 @@ def test_16_gpu_instance_with_8_gpu_domains_is_slower_per_step():
         message = batch * card.hidden * ra.ACT_BYTES
         assert float(b.comm_s) == pytest.approx(2 * card.layers * float(ra.hierarchical_allreduce_s(message, split, r)), rel=1e-12)
     assert float(ra.prefill(card, split, 4, 2048, r).total_s) > float(ra.prefill(card, flat, 4, 2048, r).total_s)
+
+
+def test_nccl_start_applies_to_the_allreduce_only():
+    """``allreduce_start_s`` (workload.allreduce_impl = "nccl") starts each all-reduce; every
+    other collective and the pipeline hops keep ``collective_start_s``."""
+    r = ra.Rates(1.0, 1.0, 4.0, 1.0, 0.5, allreduce_start_s=30.0)
+
+    class One:
+        layers, hidden, experts = 1, 40, 0
+
+    tensor = ra.Layout(4, 2, allreduce="ring")
+    # 2 all-reduces of 160 B over 4 ranks: 30 + 3 x 2 x 0.5 + 2 x 3/4 x 160/4 = 93 each
+    assert float(ra.forward_comm_s(One, tensor, 2.0, r)) == pytest.approx(2 * 93.0, rel=1e-12)
+    assert float(ra.stage_hop_s(tensor, 8.0, r)) == pytest.approx(1 + 0.5 + 8 / 4, rel=1e-12)
+    data = ra.Layout(4, 1, allreduce="ring", attention="data")
+    assert float(ra.forward_comm_s(One, data, 2.0, r)) == float(ra.forward_comm_s(One, data, 2.0, ra.Rates(1.0, 1.0, 4.0, 1.0, 0.5)))
+    assert ra.Rates(1.0, 1.0, 4.0, 1.0, 0.5).for_allreduce().collective_start_s == 1.0

@@ -4,6 +4,8 @@ domain, and the planner's layouts carry the scenario's domain."""
 
 from __future__ import annotations
 
+import pytest
+
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import quantile_inputs
 from mcengine.stages import planner
@@ -25,3 +27,20 @@ def test_auto_domain_is_the_flat_instance():
     lite = load_scenario("lite-h100")
     assert lite.cluster.scale_up_domain_gpus == "auto"
     assert {layout.domain for layout in candidate_layouts(lite)} == {0}
+
+
+def test_nccl_allreduce_impl_slows_the_h100_decode_by_its_start_latency():
+    from mcengine.analytic import roofline as ra
+    from mcengine.stages._roofline_layout import rates_of
+
+    custom = load_scenario("h100")
+    nccl = load_scenario("h100", ['workload.allreduce_impl="nccl"'])
+    median = quantile_inputs(nccl, 0.5)
+    r_custom, r_nccl = rates_of(custom, median), rates_of(nccl, median)
+    assert r_custom.allreduce_start_s is None
+    assert float(r_nccl.allreduce_start_s[0]) == float(median["workload.nccl_start_us"][0]) / 1e6
+    card, tp8 = custom.workload.model, ra.Layout(8, 1, allreduce="auto")
+    a, b = ra.decode_step(card, tp8, 16, 2176.0, r_custom), ra.decode_step(card, tp8, 16, 2176.0, r_nccl)
+    # two all-reduces per layer, each later by the difference of the start latencies
+    extra = 2 * card.layers * (float(r_nccl.allreduce_start_s[0]) - float(r_custom.collective_start_s[0]))
+    assert float(b.comm_s[0] - a.comm_s[0]) == pytest.approx(extra, rel=1e-9)

@@ -83,7 +83,16 @@ class WorkloadSection:
     compute_efficiency: Dist = number(0.5, "Achieved share of peak FLOP/s (prefill measured 33-45%).", **_EFF)
     memory_efficiency: Dist = number(0.7, "Achieved share of HBM bandwidth (decode measured 55-60% of the bound).", **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
-    collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective.", "us", lo=0.0, hi=1e6, why=_LATENCY)
+    collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective (with allreduce_impl = \"nccl\": of every collective but the all-reduce).",
+                                       "us", lo=0.0, hi=1e6, why=_LATENCY)
+    allreduce_impl: str = choice(
+        "custom",
+        'All-reduce implementation: "custom" (an engine\'s one-/two-shot kernel in a CUDA graph, starting after collective_start_us) '
+        'or "nccl" (eager NCCL calls, starting after nccl_start_us, measured; docs/sources.md#roof-collective-measured).',
+        ("custom", "nccl"),
+    )
+    nccl_start_us: Dist = number(31.0, "Start-up latency of an eager NCCL all-reduce (allreduce_impl = \"nccl\"; H100 DGX, 4-8 ranks, measured 22-42 us).",
+                                 "us", lo=0.0, hi=1e6, why=_LATENCY)
     hop_latency_us: Dist = number(1.0, "Latency per ring hop; a ring all-reduce makes 2(t-1) hops.", "us", lo=0.0, hi=1e6, why=_LATENCY)
     scale_out_hop_us: Dist = number(4.0, "Latency per hop between scale-up domains (the scale-out network; docs/sources.md#roof-scale-up-domain).", "us", lo=0.0, hi=1e6, why=_LATENCY)
     step_overhead_ms: Dist = number(0.5, "Fixed per-step overhead (scheduling, kernel launches).", "ms", lo=0.0, hi=1e3, why=_LATENCY)
