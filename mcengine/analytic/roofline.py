@@ -97,8 +97,9 @@ class ModelCard(Protocol):
 ALLREDUCE_ALGORITHMS = ("ring", "tree", "one_shot", "two_shot")
 #: What a switched scale-up fabric (NVSwitch, a flat optical fabric) allows; a ring fabric allows "ring" only.
 SWITCHED_ALGORITHMS = ALLREDUCE_ALGORITHMS
-#: Where attention runs: sharded by heads over the tensor group, or by sequence (data-parallel).
-ATTENTION_MODES = ("tensor", "data")
+#: Where attention runs: sharded by heads over the tensor group, by sequence (data-parallel),
+#: or by sequence over groups of ranks that shard the heads inside each group ("grouped").
+ATTENTION_MODES = ("tensor", "data", "grouped")
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,20 @@ class Layout:
     allreduce: str = "ring"
     attention: str = "tensor"
     domain: int = 0
+    attention_groups: int = 0
+
+    @property
+    def groups(self) -> int:
+        """Data-parallel attention groups ``g``: 1 with heads sharded, ``t`` with
+        data-parallel attention, ``attention_groups`` when grouped (docs/sources.md#roof-attention-dp)."""
+        if self.attention == "tensor":
+            return 1
+        return self.attention_groups if self.attention == "grouped" else self.tensor
+
+    @property
+    def attention_label(self) -> str:
+        """The attention mode, with its groups when grouped (``"grouped/4"``)."""
+        return f"grouped/{self.attention_groups}" if self.attention == "grouped" else self.attention
 
     @property
     def gpus(self) -> int:
@@ -321,25 +336,44 @@ def kv_heads_per_rank(m: ModelCard, t: int) -> float:
     return max(1.0, m.kv_heads / t)
 
 
-def _attention_rank(m: ModelCard, t: int, attention: str = "tensor") -> float:
-    """Attention weights per rank and layer: Q and O sharded, K and V per the replicated
-    KV heads; with data-parallel attention every rank holds them all (replicated)."""
+def attention_ranks(t: int, attention: str = "tensor", groups: int = 0) -> int:
+    """``u``: the ranks that shard one sequence's attention heads: ``t`` (heads sharded),
+    1 (data-parallel), ``t/g`` (``g = groups`` grouped data-parallel groups)."""
+    if attention == "tensor":
+        return t
+    return t // groups if attention == "grouped" else 1
+
+
+def _attention_groups(t: int, attention: str, groups: int) -> int:
+    """``g``: the data-parallel attention groups (1 with heads sharded)."""
+    return t // attention_ranks(t, attention, groups)
+
+
+def _attention_rank(m: ModelCard, t: int, attention: str = "tensor", groups: int = 0) -> float:
+    """Attention weights per rank and layer: Q and O sharded over the ``u`` ranks of the
+    attention group (:func:`attention_ranks`), K and V per the KV heads each keeps
+    (``max(1, n_kv/u)``, replicated above ``u = n_kv``); with data-parallel attention
+    (``u = 1``) every rank holds them all, grouped they are replicated ``g`` times."""
     if attention == "data":
         return float(attention_params(m))
+    u = attention_ranks(t, attention, groups)
     d, dh = m.hidden, m.head_dim
-    return 2.0 * d * m.heads * dh / t + 2.0 * d * dh * kv_heads_per_rank(m, t)
+    return 2.0 * d * m.heads * dh / u + 2.0 * d * dh * kv_heads_per_rank(m, u)
 
 
-def attention_sequences_per_rank(batch, t: int, attention: str = "tensor") -> np.ndarray:
+def attention_sequences_per_rank(batch, t: int, attention: str = "tensor", groups: int = 0) -> np.ndarray:
     """Sequences whose attention one rank computes: all ``b`` (heads sharded), or with
-    data-parallel attention those of the busiest rank, ``ceil(b/t)`` (docs/sources.md#roof-attention-dp)."""
+    data-parallel attention those of the busiest rank, ``ceil(b/t)``, grouped those of
+    the busiest group, ``ceil(b/g)`` (docs/sources.md#roof-attention-dp)."""
     b = np.asarray(batch, float)
-    return np.ceil(b / t) if attention == "data" else b
+    if attention == "tensor":
+        return b
+    return np.ceil(b / _attention_groups(t, attention, groups))
 
 
-def rank_params_active(m: ModelCard, t: int, attention: str = "tensor") -> float:
+def rank_params_active(m: ModelCard, t: int, attention: str = "tensor", groups: int = 0) -> float:
     """Weights per rank that one token multiplies by (all layers, LM head included)."""
-    per_layer = _attention_rank(m, t, attention) + (active_mlp_params(m) + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention, groups) + (active_mlp_params(m) + 2 * m.hidden) / t
     return m.layers * per_layer + m.vocab * m.hidden / t
 
 
@@ -348,7 +382,7 @@ def _sharded_params_active(m: ModelCard, t: int) -> float:
     return m.layers * (active_mlp_params(m) + 2 * m.hidden) / t + m.vocab * m.hidden / t
 
 
-def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor") -> np.ndarray:
+def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor", groups: int = 0) -> np.ndarray:
     """Weights per rank read by a forward pass over ``tokens`` tokens (all layers + LM head).
 
     Dense: every weight. MoE: attention, norms, router, shared experts and the expected
@@ -358,35 +392,39 @@ def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor"
         mlp = m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m)
     else:
         mlp = np.full(np.shape(tokens), float(mlp_params(m)))
-    per_layer = _attention_rank(m, t, attention) + (mlp + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention, groups) + (mlp + 2 * m.hidden) / t
     return m.layers * per_layer + m.vocab * m.hidden / t
 
 
-def rank_params_held(m: ModelCard, t: int, attention: str = "tensor") -> float:
+def rank_params_held(m: ModelCard, t: int, attention: str = "tensor", groups: int = 0) -> float:
     """Weights per rank held in HBM over all layers (embedding included unless tied)."""
-    per_layer = _attention_rank(m, t, attention) + (mlp_params(m) + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention, groups) + (mlp_params(m) + 2 * m.hidden) / t
     embeddings = 1 if m.tied_embeddings else 2
     return m.layers * per_layer + embeddings * m.vocab * m.hidden / t
 
 
-def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float, attention: str = "tensor") -> float:
+def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float, attention: str = "tensor", groups: int = 0) -> float:
     """KV bytes per token of a sequence one tensor-parallel rank attends to, over all ``L``
     layers: ``2 L max(1, n_kv/t) d_h b_kv`` (docs/sources.md#roof-kv-bytes); with
-    data-parallel attention a rank holds all ``n_kv`` heads of its own sequences."""
-    heads = float(m.kv_heads) if attention == "data" else kv_heads_per_rank(m, t)
+    data-parallel attention a rank holds all ``n_kv`` heads of its own sequences, grouped
+    ``max(1, n_kv/u)`` of the sequences of its group (``u = t/g`` ranks)."""
+    heads = float(m.kv_heads) if attention == "data" else kv_heads_per_rank(m, attention_ranks(t, attention, groups))
     return 2.0 * m.layers * heads * m.head_dim * kv_bytes
 
 
 def kv_bytes_per_token_per_gpu(m: ModelCard, layout: Layout, kv_bytes: float) -> float:
     """KV bytes per token of the batch on one GPU: the rank's share of its ``L/p`` layers
-    (with data-parallel attention, averaged over the ``t`` ranks that split the sequences)."""
-    per_rank = kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention) / layout.pipeline
+    (with data-parallel attention, averaged over the ``t`` ranks that split the sequences;
+    grouped, over the ``g`` groups)."""
+    per_rank = kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention, layout.attention_groups) / layout.pipeline
+    if layout.attention == "grouped":
+        return per_rank / layout.groups
     return per_rank / layout.tensor if layout.attention == "data" else per_rank
 
 
 def weights_bytes_per_gpu(m: ModelCard, layout: Layout, bytes_per_param: float) -> float:
     """Weight bytes one GPU holds: ``b_w x held params per rank / p``."""
-    return bytes_per_param * rank_params_held(m, layout.tensor, layout.attention) / layout.pipeline
+    return bytes_per_param * rank_params_held(m, layout.tensor, layout.attention, layout.attention_groups) / layout.pipeline
 
 
 # --------------------------------------------------------------------------- collectives
@@ -524,7 +562,7 @@ def stage_hop_s(layout: Layout, nbytes, r: Rates) -> np.ndarray:
     return ((boundaries - c) * p2p_s(nbytes, r) + c * p2p_s(nbytes, r.scale_out())) / boundaries
 
 
-def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=None) -> np.ndarray:
+def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=None, group_tokens=None) -> np.ndarray:
     """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers.
 
     Heads sharded: 2 all-reduces per layer of ``tokens d 2`` bytes (the attention one
@@ -538,7 +576,11 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
     every rank. (The all-gather of the vocab-sharded logits is in neither mode.)
     A tensor group spanning scale-up domains runs its all-reduces hierarchically
     (:func:`hierarchical_allreduce_s`) and its other collectives at scale-out speed
-    (:func:`_group_rates`).
+    (:func:`_group_rates`). Grouped data-parallel attention adds, per layer, the
+    all-reduce of the attention output inside the busiest group (``u = t/g`` consecutive
+    ranks, :func:`hierarchical_allreduce_s`) over its ``group_tokens`` tokens (default
+    ``ceil(tokens/g)``); the MLP's collectives stay those of data-parallel attention over
+    all ``t`` ranks (docs/sources.md#roof-attention-dp).
     """
     t, message = layout.tensor, np.asarray(tokens, float) * m.hidden * ACT_BYTES
     attention = layout.attention == "tensor"
@@ -552,7 +594,13 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
         return m.layers * (hierarchical_allreduce_s(message, layout, r) + moe) if attention else m.layers * moe + head
     if attention:
         return 2 * m.layers * hierarchical_allreduce_s(message, layout, r)
-    return m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, group)[0] + head
+    mlp = m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, group)[0] + head
+    if layout.attention != "grouped":
+        return mlp
+    g = layout.groups
+    rows = np.ceil(np.asarray(tokens, float) / g) if group_tokens is None else np.asarray(group_tokens, float)
+    inner = Layout(t // g, 1, allreduce=layout.allreduce, domain=layout.domain)
+    return mlp + m.layers * hierarchical_allreduce_s(rows * m.hidden * ACT_BYTES, inner, r)
 
 
 # --------------------------------------------------------------------------- phases
@@ -574,17 +622,28 @@ def _decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates) -> tuple:
     Heads sharded: ``b (2 P_active + 4 L n_h d_h T̄)/t`` FLOPs, ``b_w P_stream/t + b T̄
     KV_rank`` bytes. Data-parallel attention: the busiest rank's ``s = ceil(b/t)``
     sequences run the whole attention (``s (2 L P_attn + 4 L n_h d_h T̄)``, their KV
-    ``s T̄ KV``), the MLP and LM head stay sharded over all ``b``.
+    ``s T̄ KV``), the MLP and LM head stay sharded over all ``b``. Grouped: the busiest
+    group's ``s = ceil(b/g)`` sequences, their heads sharded over its ``u = t/g`` ranks
+    (``s (2 L P_attn,rank + 4 L (n_h/u) d_h T̄)``, KV ``s T̄ KV_rank(u)``).
     """
-    t, att = layout.tensor, layout.attention
-    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b, att)
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b, att, g)
     if att == "tensor":
         flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
         return flops, weights + b * ctx * kv
-    s = attention_sequences_per_rank(b, t, att)
-    flops = s * (2.0 * m.layers * attention_params(m) + 4.0 * m.layers * m.heads * m.head_dim * ctx) + b * 2.0 * _sharded_params_active(m, t)
+    s = attention_sequences_per_rank(b, t, att, g)
+    attn_w, heads = _attention_work(m, t, att, g)
+    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * m.head_dim * ctx) + b * 2.0 * _sharded_params_active(m, t)
     return flops, weights + s * ctx * kv
+
+
+def _attention_work(m: ModelCard, t: int, attention: str, groups: int) -> tuple:
+    """Attention weights and query heads one rank of a data-parallel attention group
+    computes per sequence: all of them (``"data"``), or its ``1/u`` share (``"grouped"``)."""
+    if attention == "data":
+        return attention_params(m), m.heads
+    return _attention_rank(m, t, attention, groups), m.heads / attention_ranks(t, attention, groups)
 
 
 def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> PhaseTimes:
@@ -608,20 +667,21 @@ def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rat
     over ``b`` prompts of ``S`` tokens (causal attention, LM head on the last token).
     With data-parallel attention the busiest rank runs the attention of ``ceil(b/t)``
     whole prompts, the MLP stays sharded over all ``b S`` tokens."""
-    t, att = layout.tensor, layout.attention
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = float(prompt_tokens)
     head = m.vocab * m.hidden / t
-    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att)
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
     if att == "tensor":
         flops = b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
         nbytes = weights + b * s * kv
-    else:
-        seqs = attention_sequences_per_rank(b, t, att)
-        attn = seqs * (2.0 * m.layers * attention_params(m) * s + 2.0 * m.layers * m.heads * m.head_dim * s * s)
-        flops = attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
-        nbytes = weights + seqs * s * kv
-    return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b)
+        return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b)
+    seqs = attention_sequences_per_rank(b, t, att, g)
+    attn_w, heads = _attention_work(m, t, att, g)
+    attn = seqs * (2.0 * m.layers * attn_w * s + 2.0 * m.layers * heads * m.head_dim * s * s)
+    flops = attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
+    nbytes = weights + seqs * s * kv
+    return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b, group_tokens=seqs * s)
 
 
 def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
@@ -698,9 +758,9 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
     attention each of the ``t`` ranks holds whole sequences: ``t`` times what fits one
     rank. int64."""
     free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param)
-    if layout.attention == "data":
-        per_sequence = context_tokens * kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, "data") / layout.pipeline
-        return layout.tensor * np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
+    if layout.attention != "tensor":  # each of the g groups holds whole sequences (g = t: data-parallel)
+        per_sequence = context_tokens * kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention, layout.attention_groups) / layout.pipeline
+        return layout.groups * np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
     per_sequence = context_tokens * kv_bytes_per_token_per_gpu(m, layout, kv_bytes)
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
 

@@ -75,8 +75,9 @@ class WorkloadSection:
     attention: str = choice(
         "tensor",
         'Attention "tensor" (heads sharded, KV heads replicated above t = n_kv), "data" (sequences sharded, attention '
-        'weights replicated, MLP tensor-parallel) or "auto" = searched with the layouts (docs/sources.md#roof-attention-dp).',
-        ("tensor", "data", AUTO),
+        'weights replicated, MLP tensor-parallel), "grouped" (sequences sharded over g groups of t/g ranks that shard the heads, '
+        'g searched with the layouts) or "auto" = all searched with the layouts (docs/sources.md#roof-attention-dp).',
+        ("tensor", "data", "grouped", AUTO),
     )
     comm_overlap: Dist = number(0.0, "Share of collective time hidden under compute/memory time (0 = in series; docs/sources.md#roof-overlap).",
                                 lo=0.0, hi=1.0, why="a share")
