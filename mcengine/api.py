@@ -92,6 +92,15 @@ def check(scenario: str | Scenario, overrides: Iterable[str] = ()) -> Scenario:
     return scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
 
 
+def kernels_cold(work: str) -> bool:
+    """True when ``work`` (``"fab"``, ``"reliability"`` or ``"chain"``) will compile numba
+    kernels before it starts: their on-disk cache is empty or stale
+    (:func:`mcengine.kernels.cache.cold`)."""
+    from .kernels.cache import cold
+
+    return cold(work)
+
+
 def set_threads(threads: int | None) -> None:
     """Numba threads for the kernels; results never depend on it."""
     if threads is None:
@@ -255,7 +264,7 @@ def run(
     chunk_trials: int | None = None,
     scheduler: str | None = None,
     resume: bool = False,
-    progress=None,
+    progress="auto",
     figures: bool = True,
     force: bool = False,
 ):
@@ -272,14 +281,20 @@ def run(
     ``force``; ``resume=True`` continues the interrupted run in ``out``.
     ``keep_trials`` defaults to keeping the per-trial table (in memory without ``out``),
     and on resume to what the interrupted run did; a ``seed``, ``trials`` or
-    ``keep_trials`` given on resume must match the interrupted run's.
+    ``keep_trials`` given on resume must match the interrupted run's. ``chunk_trials``
+    (a multiple of 1,024) fixes the chunk size; by default chunks grow from 1,024 trials
+    to take about five seconds each (at most 16,384), so progress moves every few seconds.
+    Neither changes a number.
+    ``progress``: ``"auto"`` (default) or ``True`` draws a progress bar in a Jupyter
+    notebook (nothing elsewhere), ``None`` none, a callable ``progress(done, total)``
+    hears the trials done after each chunk.
     """
     from . import runner
+    from .report.progress import progress_for
     from .results import Results
 
     start = time.perf_counter()
     out = Path(out) if out is not None else None
-    chunk_trials = runner.DEFAULT_CHUNK_TRIALS if chunk_trials is None else chunk_trials
     expect, plans, outputs = {}, [], None
     if resume:
         if out is None:
@@ -305,6 +320,7 @@ def run(
         folder = OutFolder.claim(out, "run", fingerprint, force=force, resume=resume, owned=RUN_FILES,
                                  writes=_writes(spec.scenarios if spec is not None else ()))
     prov = None if spec is None else provenance(spec.scenarios, spec.seed, "trials", spec.trials, plans)
+    progress = progress_for(progress, "mcengine run" if spec is None else spec.label)
     outcome = runner.execute(spec, chunk_trials=chunk_trials, out=out, resume=resume, scheduler=scheduler, progress=progress,
                              expect=expect, provenance=prov)
     spec = outcome.spec
@@ -325,9 +341,7 @@ def run(
             table = pd.read_parquet(out / runner.TRIALS_DIR)
         elif outcome.frames:
             table = pd.concat(outcome.frames, ignore_index=True)
-    from .report.figures import run_figure  # notebook figures: Results.plot(kind=...)
-
-    results = Results(doc, outcome.accumulators, table, plotter=run_figure)
+    results = Results(doc, outcome.accumulators, table, plotter=_plot, rows=run_rows)
     if folder is not None:
         fingerprint = run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})
         folder.fingerprint = fingerprint
@@ -335,14 +349,42 @@ def run(
     return results
 
 
-def compare(a: str | Scenario, b: str | Scenario, *more: str | Scenario, **kwargs):
-    """Paired comparison of B (and more) against A: :func:`run` with two or more scenarios."""
-    return run([a, b, *more], **kwargs)
+def _plot(results, kind: str):
+    """``Results.plot``: one figure of a run (:func:`mcengine.report.figures.run_figure`)
+    that a notebook draws as a cell's value."""
+    from .report.display import displayable
+    from .report.figures import run_figure
+
+    return displayable(run_figure(results, kind))
+
+
+def compare(
+    a: str | Scenario,
+    b: str | Scenario,
+    *more: str | Scenario,
+    trials: int | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    out: str | Path | None = None,
+    keep_trials: bool | None = None,
+    chunk_trials: int | None = None,
+    scheduler: str | None = None,
+    resume: bool = False,
+    progress="auto",
+    figures: bool = True,
+    force: bool = False,
+):
+    """Paired comparison of B (and more) against A: :func:`run` with two or more scenarios
+    (same seed, common random numbers); every keyword as for :func:`run`. The result's
+    ``to_frame()`` has the paired ratio B / A and P(B better) per metric."""
+    return run([a, b, *more], trials=trials, seed=seed, overrides=overrides, out=out, keep_trials=keep_trials,
+               chunk_trials=chunk_trials, scheduler=scheduler, resume=resume, progress=progress, figures=figures, force=force)
 
 
 def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
-    """The table of a `run`/`compare` summary: one row per (scenario, metric), then one per
-    (pair, metric) with the paired ratio and P(B < A)."""
+    """The table of a `run`/`compare` summary (table.csv, ``Results.to_frame()``): one row
+    per (scenario, metric), then one per (pair ``"B / A"``, ``"<metric> ratio"``) with the
+    paired ratio's distribution, P(B < A) and P(B better) in the metric's direction."""
     from .outfolder import STATS
     from .results import metric_items
 
@@ -355,8 +397,16 @@ def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
         for metric, paired in metrics.items():
             if not outputs or metric in outputs:
                 rows.append({"scenario": pair, "metric": f"{metric} ratio", **{k: paired["ratio"].get(k) for k in STATS},
-                             "p_b_below_a": paired["p_b_below_a"]})
+                             "p_b_below_a": paired["p_b_below_a"], "p_b_better": _p_better(metric, paired["p_b_below_a"])})
     return rows
+
+
+def _p_better(metric: str, p_b_below_a: float) -> float | None:
+    """P(B better) in the metric's direction (ties count for higher-is-better metrics:
+    P(B ≥ A)); None for a metric without a direction."""
+    from .report.metrics import metric as describe, p_better
+
+    return p_better(metric, p_b_below_a)[0] if describe(metric).better else None
 
 
 def _write_outputs(results, spec, folder: OutFolder, figures: bool, outputs=None) -> None:
@@ -375,11 +425,13 @@ def _study_refs(scenarios) -> list:
 
 def _analysis(command: str, study, scenarios, kwargs: dict, params: dict, rows, out, force) -> dict:
     """A sweep or sensitivity study with the ``--out`` contract and provenance."""
+    from .report.progress import progress_for
     from .report.sensitivity import write_figures
 
     resolved, plans = load_targeted(_study_refs(scenarios), kwargs.pop("overrides", ()))
     seed = seed_of(resolved[0], kwargs.get("seed"))
     folder = _claim(out, command, resolved, seed, kwargs.get("trials"), params, force)
+    kwargs["progress"] = progress_for(kwargs.get("progress"), command)
     doc = study(resolved if len(resolved) > 1 else resolved[0], **kwargs)
     size = doc.get("trials", kwargs.get("trials"))
     elapsed = doc.pop("elapsed_s", None)
@@ -411,15 +463,31 @@ def sensitivity_rows(doc: dict) -> list[dict]:
     return [{"input": k, **v} for k, v in doc.get("indices", {}).items()]
 
 
-def sweep(scenarios, param, values, outputs: Sequence[str] | None = None, **kwargs) -> dict:
-    """`mcengine sweep`: the chain at each value of a key (or on a grid of two keys);
-    ``outputs`` default to cost, availability, tokens/s and GPU cost. See
-    :func:`mcengine.sensitivity.studies.sweep` for the other keyword arguments."""
-    from .sensitivity.studies import SWEEP_OUTPUTS, sweep as study
+def sweep(
+    scenarios,
+    param: str | Sequence[str],
+    values: Sequence,
+    outputs: Sequence[str] | None = None,
+    trials: int | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    chunk_trials: int | None = None,
+    scheduler: str | None = None,
+    progress="auto",
+    out: str | Path | None = None,
+    force: bool = False,
+) -> dict:
+    """`mcengine sweep`: the chain at each value of a key (or on a grid of two keys: two
+    ``param``, ``values`` a list per key); ``outputs`` default to cost, availability,
+    tokens/s and GPU cost; ``trials`` paired trials per value (default 1,024). One
+    scenario, or two (A, B: the outputs become the paired ratio B/A and P(B < A)). See
+    :func:`mcengine.sensitivity.studies.sweep`; ``out``/``force`` as for :func:`yield_`."""
+    from .sensitivity.studies import DEFAULT_SWEEP_TRIALS, SWEEP_OUTPUTS, sweep as study
 
-    out, force = kwargs.pop("out", None), kwargs.pop("force", False)
     outputs = tuple(outputs or SWEEP_OUTPUTS)
-    kwargs.update(param=param, values=values, outputs=outputs)
+    trials = DEFAULT_SWEEP_TRIALS if trials is None else trials
+    kwargs = dict(param=param, values=values, outputs=outputs, trials=trials, seed=seed, overrides=overrides,
+                  chunk_trials=chunk_trials, scheduler=scheduler, progress=progress)
     params = {"param": param, "values": [str(v) for v in values], "outputs": list(outputs)}
     return _analysis("sweep", lambda s, **kw: study(s, **kw), scenarios, kwargs, params, sweep_rows, out, force)
 
@@ -431,22 +499,55 @@ def parse_values(text: str) -> list[str]:
     return parse(text)
 
 
-def tornado(scenarios, **kwargs) -> dict:
+def tornado(
+    scenarios,
+    output: str = "cost_per_mtok_usd",
+    trials: int | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    quantiles: tuple[float, float] | None = None,
+    chunk_trials: int | None = None,
+    progress="auto",
+    out: str | Path | None = None,
+    force: bool = False,
+) -> dict:
     """`mcengine sensitivity --method tornado`: each uncertain input alone at its 5th and
-    95th percentile (:func:`mcengine.sensitivity.studies.tornado`)."""
-    from .sensitivity.studies import tornado as study
+    95th percentile (``quantiles``), ``trials`` per bar
+    (:func:`mcengine.sensitivity.studies.tornado`); ``out``/``force`` as for :func:`yield_`."""
+    from .sensitivity import studies
 
-    out, force = kwargs.pop("out", None), kwargs.pop("force", False)
-    return _analysis("tornado", study, scenarios, kwargs, {"output": kwargs.get("output")}, sensitivity_rows, out, force)
+    kwargs = _given(output=output, trials=trials, seed=seed, overrides=overrides, quantiles=quantiles,
+                    chunk_trials=chunk_trials, progress=progress)
+    return _analysis("tornado", studies.tornado, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
 
 
-def sobol(scenarios, **kwargs) -> dict:
+def sobol(
+    scenarios,
+    output: str = "cost_per_mtok_usd",
+    trials: int | None = None,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    resamples: int | None = None,
+    conf_level: float | None = None,
+    chunk_trials: int | None = None,
+    progress="auto",
+    out: str | Path | None = None,
+    force: bool = False,
+) -> dict:
     """`mcengine sensitivity --method sobol`: first-order and total Sobol' indices of every
-    uncertain input (:func:`mcengine.sensitivity.studies.sobol`)."""
-    from .sensitivity.studies import sobol as study
+    uncertain input, ``trials`` base samples N (a power of two; N(d+3) trials run),
+    ``resamples`` bootstrap resamples for the ``conf_level`` intervals
+    (:func:`mcengine.sensitivity.studies.sobol`); ``out``/``force`` as for :func:`yield_`."""
+    from .sensitivity import studies
 
-    out, force = kwargs.pop("out", None), kwargs.pop("force", False)
-    return _analysis("sobol", study, scenarios, kwargs, {"output": kwargs.get("output")}, sensitivity_rows, out, force)
+    kwargs = _given(output=output, trials=trials, seed=seed, overrides=overrides, resamples=resamples,
+                    conf_level=conf_level, chunk_trials=chunk_trials, progress=progress)
+    return _analysis("sobol", studies.sobol, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
+
+
+def _given(**kwargs) -> dict:
+    """The keyword arguments given (not None): the others keep the study's own default."""
+    return {k: v for k, v in kwargs.items() if v is not None}
 
 
 def paper(trials: int | None = None, seed: int | None = None, quick: bool = False, out: str | Path | None = None,
@@ -454,11 +555,11 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     """`mcengine paper`: the paper's claims one by one (:mod:`mcengine.paper`): per claim
     the paper's figure, mcengine's under the paper's assumptions (configs/paper/) and
     under the shipped scenarios, and where it flips; plus the SLO frontier. ``out``
-    gets summary.json, table.csv (one row per claim), one figure per claim and the
+    gets summary.json, table.csv (one row per claim, in numbers), one figure per claim and the
     frontier figure, and the scenarios of the paper set; ``progress(text)`` hears each step."""
     from .paper import DEFAULT_SEED, DEFAULT_TRIALS, QUICK_TRIALS, study
     from .paper._common import paper_dir
-    from .report.paper import claim_rows, write_paper_figures
+    from .report.paper import claim_number_rows, write_paper_figures
 
     trials = positive("--trials", trials if trials is not None else (QUICK_TRIALS if quick else DEFAULT_TRIALS))
     seed = check_seed(DEFAULT_SEED if seed is None else seed)
@@ -468,7 +569,7 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     elapsed = doc.pop("elapsed_s")
     doc["provenance"] = provenance(scenarios, doc["seed"], "trials", doc["trials"])
     doc["elapsed_s"] = elapsed
-    _save(folder, doc, scenarios, claim_rows(doc), figures=lambda o: write_paper_figures(doc, o))
+    _save(folder, doc, scenarios, claim_number_rows(doc), figures=lambda o: write_paper_figures(doc, o))
     return doc
 
 

@@ -23,19 +23,32 @@ app = typer.Typer(
     name="mcengine",
     help="Monte Carlo engine: should AI clusters be built from Lite-GPUs or H100s? Cost per token and availability, with error bars.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
 
 # ------------------------------------------------------------------ shared options
-ScenarioArg = Annotated[str, typer.Argument(help="Path to a scenario TOML file, or a shipped scenario name (see `mcengine scenarios`).", show_default=False)]
-SeedOpt = Annotated[Optional[int], typer.Option("--seed", help="Master seed (default: the scenario's run.seed). Same seed, same numbers at any thread count.", show_default=False)]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value); NAME:KEY=VALUE or A:/B:... for one scenario. Repeatable.", show_default=False)]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", help="Numba threads (default: all cores).", show_default=False)]
+ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="Path to a scenario TOML file, or a shipped scenario name (see `mcengine scenarios`).", show_default=False)]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", metavar="S", help="Master seed (default: the scenario's run.seed). Same seed, same numbers at any thread count.", show_default=False)]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value); NAME:KEY=VALUE or A:/B:... for one scenario. Repeatable.", show_default=False)]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="T", help="Numba threads (default: all cores).", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as one JSON document on stdout, nothing else.")]
-OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there), or write beside files mcengine did not write (never replacing them).")]
+
+
+#: The one line printed before numba compiles (stderr, terminal or not).
+COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on disk; later runs start at once)"
+
+
+def _note_compile(work: str, quiet: bool = False) -> None:
+    """Say on stderr that the kernels ``work`` needs are about to be compiled, when their
+    on-disk cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
+    if not quiet and api.kernels_cold(work):
+        sys.stderr.write(COMPILE_NOTICE + "\n")
+        sys.stderr.flush()
 
 
 def _version(value: bool) -> None:
@@ -103,7 +116,7 @@ def scenarios_cmd(as_json: JsonOpt = False) -> None:
 
 @app.command("keys")
 def keys_cmd(
-    section: Annotated[Optional[str], typer.Argument(help="Only the keys under this table (fab, reliability.components, workload.model, ...).", show_default=False)] = None,
+    section: Annotated[Optional[str], typer.Argument(metavar="[SECTION]", help="Only the keys under this table (fab, reliability.components, workload.model, ...).", show_default=False)] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Every scenario key: meaning, unit, default, allowed range and why."""
@@ -133,9 +146,10 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
         sys.stdout.write(resolved_toml(s.to_dict(with_unset=True)))
 
 
-def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out, force) -> None:
+def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out, force, work: str) -> None:
     """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
     api.set_threads(threads)
+    _note_compile(work)
     doc = study(scenario, size, seed, overrides or (), out=out, force=force)
     _emit(doc, as_json, render)
 
@@ -143,7 +157,7 @@ def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_j
 @app.command("yield")
 def yield_cmd(
     scenario: ScenarioArg,
-    wafers: Annotated[int, typer.Option("--wafers", help="Wafers to sample.")] = 10_000,
+    wafers: Annotated[int, typer.Option("--wafers", metavar="N", help="Wafers to sample.")] = 10_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -154,13 +168,13 @@ def yield_cmd(
     """Fab stage alone: die yield, good dies per wafer, cost per good GPU."""
     from .report.tables import render_yield
 
-    _sampled_stage(api.yield_, render_yield, scenario, wafers, seed, overrides, threads, as_json, out, force)
+    _sampled_stage(api.yield_, render_yield, scenario, wafers, seed, overrides, threads, as_json, out, force, "fab")
 
 
 @app.command("reliability")
 def reliability_cmd(
     scenario: ScenarioArg,
-    lifetimes: Annotated[int, typer.Option("--lifetimes", help="Cluster lifetimes to simulate.")] = 1_000,
+    lifetimes: Annotated[int, typer.Option("--lifetimes", metavar="N", help="Cluster lifetimes to simulate.")] = 1_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -171,7 +185,7 @@ def reliability_cmd(
     """Reliability stage alone: availability, failures, swaps, stock-outs."""
     from .report.tables import render_reliability
 
-    _sampled_stage(api.reliability, render_reliability, scenario, lifetimes, seed, overrides, threads, as_json, out, force)
+    _sampled_stage(api.reliability, render_reliability, scenario, lifetimes, seed, overrides, threads, as_json, out, force, "reliability")
 
 
 @app.command("roofline")
@@ -182,12 +196,12 @@ def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonO
     _emit(api.roofline(scenario, overrides or (), out=out, force=force), as_json, render_roofline)
 
 
-TrialsOpt = Annotated[Optional[int], typer.Option("--trials", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
+TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
 KeepOpt = Annotated[bool, typer.Option("--keep-trials", help="Also write the per-trial table (trials.parquet) to --out.")]
-ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", help="Continue the interrupted run saved in this folder.", show_default=False)]
-SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", help="Run chunks on a Dask cluster (tcp://HOST:PORT).", show_default=False)]
+ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Continue the interrupted run saved in this folder.", show_default=False)]
+SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDR", help="Run chunks on a Dask cluster (tcp://HOST:PORT).", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
-ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
+ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", metavar="N", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
 
 
 def _progress_bar(as_json: bool, quiet: bool):
@@ -240,6 +254,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
     if resume is None or scenarios:
         _note_overrides(scenarios, overrides)
+    _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     folder = resume if resume is not None else out
     try:
@@ -250,10 +265,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
                 scheduler=scheduler, resume=resume is not None, progress=update, force=force,
             )
     except Interrupted as exc:
-        if folder is not None:
-            exc.hint = f"finished chunks are saved; continue with: mcengine run --resume {folder}"
-        else:
-            exc.hint = "nothing saved: run with --out DIR to be able to resume"
+        exc.hint = _saved_hint(folder, getattr(exc, "trials_saved", 0), getattr(exc, "trials", None))
         raise
     doc = results.summary()
     if as_json:
@@ -266,8 +278,18 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
             _console().print(f"results in {folder}/ (summary.json, table.csv, figures, resolved scenarios)")
 
 
-ScenariosArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios (paths or shipped names), or one study (file or shipped name); none = the shipped case study.", show_default=False)]
-PairedArg = Annotated[Optional[list[str]], typer.Argument(help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
+def _saved_hint(folder, saved: int, trials: int | None) -> str:
+    """What an interrupted run kept: nothing, or N trials and the command that goes on."""
+    if folder is None:
+        return "nothing saved: run with --out DIR to be able to resume"
+    if not saved:
+        return "nothing saved yet (no chunk had finished): run the command again"
+    of = f" of {trials:,}" if trials else ""
+    return f"{saved:,}{of} trials saved in {folder}; continue with: mcengine run --resume {folder}"
+
+
+ScenariosArg = Annotated[Optional[list[str]], typer.Argument(metavar="[SCENARIO]...", help="Scenarios (paths or shipped names), or one study (file or shipped name); none = the shipped case study.", show_default=False)]
+PairedArg = Annotated[Optional[list[str]], typer.Argument(metavar="A B [C]...", help="Scenarios A B [more]: each later one is paired with A.", show_default=False)]
 
 
 #: `mcengine run paper` is `mcengine paper` (the study is not a list of scenarios).
@@ -323,11 +345,11 @@ app.command("compare")(_chain_command(2, PairedArg, "Paired comparison of B (and
 
 @app.command("sweep")
 def sweep_cmd(
-    scenarios: Annotated[list[str], typer.Argument(help="A scenario, or two (A B: the outputs become the paired ratio B/A and P(B < A)).", show_default=False)],
-    param: Annotated[list[str], typer.Option("--param", help="Dotted key to sweep (B:KEY or A:KEY for one side only); twice for a 2-D grid.", show_default=False)],
-    values: Annotated[list[str], typer.Option("--values", help="Comma-separated TOML values, one --values per --param.", show_default=False)],
-    output: Annotated[Optional[list[str]], typer.Option("--output", help="Metric to report (repeatable; default: cost, availability, tokens/s, GPU cost).", show_default=False)] = None,
-    trials: Annotated[int, typer.Option("--trials", help="Paired trials per value.")] = 1024,
+    scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO", help="A scenario, or two (A B: the outputs become the paired ratio B/A and P(B < A)).", show_default=False)],
+    param: Annotated[list[str], typer.Option("--param", metavar="KEY", help="Dotted key to sweep (B:KEY or A:KEY for one side only); twice for a 2-D grid.", show_default=False)],
+    values: Annotated[list[str], typer.Option("--values", metavar="V1,V2,...", help="Comma-separated TOML values, one --values per --param.", show_default=False)],
+    output: Annotated[Optional[list[str]], typer.Option("--metric", "--output", metavar="METRIC", help="Metric to report (repeatable; default: cost, availability, tokens/s, GPU cost). --output is the same option.", show_default=False)] = None,
+    trials: Annotated[int, typer.Option("--trials", metavar="N", help="Paired trials per value.")] = 1024,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -348,6 +370,7 @@ def sweep_cmd(
         raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
     grid = [api.parse_values(v) for v in values]
     _note_overrides(scenarios, overrides)
+    _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     from contextlib import nullcontext
 
@@ -360,10 +383,10 @@ def sweep_cmd(
 
 @app.command("sensitivity")
 def sensitivity_cmd(
-    scenarios: Annotated[list[str], typer.Argument(help="A scenario, or two (A B: the output becomes the paired ratio B/A).", show_default=False)],
-    method: Annotated[str, typer.Option("--method", help="sobol (variance-based indices) or tornado (one at a time, 5th/95th percentile).")] = "sobol",
-    output: Annotated[str, typer.Option("--output", help="Metric analysed (cost_per_mtok_usd, availability, tokens_per_s, gpu_cost_usd, ...).")] = "cost_per_mtok_usd",
-    trials: Annotated[Optional[int], typer.Option("--trials", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar.", show_default=False)] = None,
+    scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO", help="A scenario, or two (A B: the output becomes the paired ratio B/A).", show_default=False)],
+    method: Annotated[str, typer.Option("--method", metavar="sobol|tornado", help="sobol (variance-based indices) or tornado (one at a time, 5th/95th percentile).")] = "sobol",
+    output: Annotated[str, typer.Option("--metric", "--output", metavar="METRIC", help="Metric analysed (cost_per_mtok_usd, availability, tokens_per_s, gpu_cost_usd, ...). --output is the same option.")] = "cost_per_mtok_usd",
+    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar.", show_default=False)] = None,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -376,7 +399,7 @@ def sensitivity_cmd(
     from contextlib import nullcontext
 
     from .errors import Problem
-    from .report.sensitivity import render
+    from .report.sensitivity import render, tornado_empty_note
 
     api.set_threads(threads)
     studies = {"sobol": api.sobol, "tornado": api.tornado}
@@ -388,20 +411,23 @@ def sensitivity_cmd(
     kwargs = {"output": output, "seed": seed, "overrides": overrides or (), "out": out, "force": force}
     if trials is not None:
         kwargs["trials"] = trials
+    _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):
         doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
+    if method == "tornado" and (note := tornado_empty_note(doc)):
+        sys.stderr.write(f"note: {note}\n")
     _emit(doc, as_json, render)
 
 
 @app.command("paper")
 def paper_cmd(
-    trials: Annotated[Optional[int], typer.Option("--trials", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Master seed (default 0). Same seed, same numbers at any thread count.", show_default=False)] = None,
+    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", metavar="S", help="Master seed (default 0). Same seed, same numbers at any thread count.", show_default=False)] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-long smoke run: few trials, three points per sweep (not a result).")] = False,
     threads: ThreadsOpt = None,
     as_json: JsonOpt = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write summary.json, table.csv (one row per claim), one figure per claim and the SLO frontier, and the paper's scenarios.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Write summary.json, table.csv (one row per claim), one figure per claim and the SLO frontier, and the paper's scenarios.", show_default=False)] = None,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -410,6 +436,7 @@ def paper_cmd(
 
     api.set_threads(threads)
     note = None if quiet or as_json and not sys.stderr.isatty() else (lambda text: sys.stderr.write(text + "\n"))
+    _note_compile("chain", quiet)
     with _saves_at_end("paper", out):
         doc = api.paper(trials=trials, seed=seed, quick=quick, out=out, force=force, progress=note)
     _emit(doc, as_json, render_paper)
@@ -422,6 +449,7 @@ def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
     from .report.tables import render_validate
 
+    _note_compile("chain")
     with _saves_at_end("validate", None):
         doc = api.validation_report()
     _emit(doc, as_json, render_validate)
@@ -432,7 +460,7 @@ def validate_cmd(as_json: JsonOpt = False) -> None:
 @app.command("bench")
 def bench_cmd(
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-long version (smoke test).")] = False,
-    stage: Annotated[Optional[list[str]], typer.Option("--stage", help="Only these stages (fab, reliability, chain). Repeatable.")] = None,
+    stage: Annotated[Optional[list[str]], typer.Option("--stage", metavar="STAGE", help="Only these stages (fab, reliability, chain). Repeatable.")] = None,
     as_json: JsonOpt = False,
     out: OutOpt = None,
     force: ForceOpt = False,
@@ -440,6 +468,7 @@ def bench_cmd(
     """Throughput of each stage and of the whole chain on this machine (peers: benchmarks/)."""
     from .report.tables import render_bench
 
+    _note_compile("chain")
     with _saves_at_end("bench", out):
         doc = api.bench(quick=quick, stages=stage or (), out=out, force=force)
     _emit(doc, as_json, render_bench)

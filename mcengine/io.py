@@ -144,7 +144,8 @@ def prepare_folder(folder: str | os.PathLike) -> Path:
 
 
 def plain(value: Any) -> Any:
-    """JSON-safe copy: numpy scalars/arrays to Python, non-finite floats to strings."""
+    """JSON-safe copy: numpy scalars/arrays to Python, non-finite floats to the strings
+    ``"inf"``, ``"-inf"``, ``"nan"`` (the convention docs/interface.md#json-summaries states)."""
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

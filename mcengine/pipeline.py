@@ -18,6 +18,7 @@ from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
 METRICS = (
     "cost_per_mtok_usd",
+    "cost_per_mtok_at_cost_usd",
     "availability",
     "instance_availability",
     "capacity_availability",
@@ -52,7 +53,7 @@ PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO + ("instance_a
 
 #: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
 #: (cost per token); in any other trial they must be finite.
-MAY_BE_INFINITE = ("cost_per_mtok_usd", "energy_j_per_token", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+MAY_BE_INFINITE = ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "energy_j_per_token", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
 
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."

@@ -347,6 +347,9 @@ class Results:
     #: ``plotter(results, kind) -> Figure``, given by :func:`mcengine.api.run` (figures
     #: live in the report layer, above this module).
     plotter: object = None
+    #: ``rows(doc) -> list[dict]``: the rows of table.csv, given by :func:`mcengine.api.run`
+    #: (P(B better) needs each metric's direction, which the report layer knows).
+    rows: object = None
 
     def summary(self) -> dict:
         """The docs/interface.md `run`/`compare` JSON document."""
@@ -357,13 +360,20 @@ class Results:
         return list(self.doc["scenarios"])
 
     def to_frame(self):
-        """Tidy DataFrame of the summaries: one row per (scenario, metric), columns
-        ``scenario``, ``metric`` and mean, std, sem, p01, p05, p50, p95, p99, min, max."""
+        """Tidy DataFrame of the summaries, the rows of the CLI's table.csv: one row per
+        (scenario, metric), columns ``scenario``, ``metric`` and mean, std, sem, p01, p05,
+        p50, p95, p99, min, max; with two or more scenarios then one row per (pair
+        ``"B / A"``, metric ``"<metric> ratio"``): the paired ratio's distribution in the
+        same columns, ``p_b_below_a`` and ``p_b_better`` (in the metric's direction; ties
+        count where higher is better). Those two columns are empty on the scenario rows."""
         import pandas as pd
 
+        columns = ["scenario", "metric", *SUMMARY_KEYS, "p_b_below_a", "p_b_better"]
+        if self.rows is not None:
+            return pd.DataFrame(self.rows(self.doc), columns=columns)
         rows = [{"scenario": n, "metric": m, **{k: s[k] for k in SUMMARY_KEYS}}
                 for n, metrics in self.doc["scenarios"].items() for m, s in metric_items(metrics)]
-        return pd.DataFrame(rows, columns=["scenario", "metric", *SUMMARY_KEYS])
+        return pd.DataFrame(rows, columns=columns)
 
     def plot(self, kind: str = "cost_cdf"):
         """A matplotlib Figure: ``"cost_cdf"``, ``"availability"``, ``"cost_breakdown"`` or

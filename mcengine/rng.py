@@ -49,7 +49,7 @@ from mcengine._pointer import address_of, uint64_words_at
 
 __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
-    "STAGE_SENSITIVITY", "STREAM_WORDS", "philox4x32_10", "new_stream", "reset_stream", "uniform",
+    "STAGE_SENSITIVITY", "STAGE_DESIGN_INPUTS", "STREAM_WORDS", "philox4x32_10", "new_stream", "reset_stream", "uniform",
     "uniform_at", "exponential", "normal", "lognormal", "gamma", "poisson", "binomial",
     "weibull", "weibull_scale", "uniforms_for_trials",
 ]
@@ -61,6 +61,7 @@ STAGE_LIFE = 3  # reliability lifetimes
 STAGE_ROOFLINE = 4
 STAGE_ECON = 5
 STAGE_SENSITIVITY = 6
+STAGE_DESIGN_INPUTS = 7  # per-design uncertain inputs (a dist table with shared = false)
 
 #: Draws computed at once into a stream's state (16 Philox blocks; a power of two).
 _BUFFERED = 32

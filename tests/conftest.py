@@ -1,16 +1,61 @@
 """Shared test helpers: run the CLI in-process and capture what it prints; run a call at a
-given numba thread count."""
+given numba thread count.
+
+Which mcengine the tests import: the installed one when it is an install of exactly this
+checkout (README: ``pip install '.[test]' && pytest``), else the checkout. numba keys its
+on-disk cache by the source file's path, so testing the checkout after installing it
+compiled every kernel twice (once for the tests, once for the installed ``mcengine``
+command); importing the installed copy makes the two share one cache. An editable
+install, no install, or an install that differs from the checkout in any module or
+shipped scenario leaves the checkout first on ``sys.path`` (the code under test is always
+the checkout's code).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
-import numba
-import pytest
+ROOT = Path(__file__).resolve().parents[1]
 
-from mcengine.cli import main
+
+def _digest(package: Path, configs: Path) -> str:
+    """sha256 over every module of ``package`` and every shipped config (path and bytes)."""
+    h = hashlib.sha256()
+    files = [(package, p) for p in sorted(package.rglob("*.py")) if "__pycache__" not in p.parts]
+    files += [(configs, p) for p in sorted(configs.rglob("*.toml"))]
+    for base, path in files:
+        h.update(str(path.relative_to(base)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def installed_copy() -> Path | None:
+    """The installed ``mcengine`` package folder when it is a copy of this checkout (same
+    modules, same shipped configs), else None."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        package = Path(str(distribution("mcengine").locate_file("mcengine")))
+    except PackageNotFoundError:
+        return None
+    if not (package / "__init__.py").is_file() or package.resolve() == (ROOT / "mcengine").resolve():
+        return None  # an editable install (or the checkout itself)
+    if _digest(package, package / "configs") != _digest(ROOT / "mcengine", ROOT / "configs"):
+        return None  # installed from other sources: test the checkout
+    return package
+
+
+if "mcengine" not in sys.modules and (_installed := installed_copy()) is not None:
+    sys.path.insert(0, str(_installed.parent))
+
+import numba  # noqa: E402
+import pytest  # noqa: E402
+
+from mcengine.cli import main  # noqa: E402
 
 
 @dataclass

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import numba
@@ -14,6 +13,7 @@ import pytest
 
 from mcengine import api
 from mcengine.errors import InputError
+from tests import procs
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 
@@ -87,9 +87,9 @@ def test_resume_refuses_a_changed_scenario(tmp_path):
 @pytest.mark.slow
 def test_sigkill_then_resume_gives_straight_numbers(tmp_path, straight):
     out = tmp_path / "killed"
-    args = [sys.executable, "-m", "mcengine.cli", "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11",
+    args = [*procs.python("-m", "mcengine.cli"), "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11",
             "--chunk-trials", "1024", "--out", str(out), "--quiet", *sum((["--set", o] for o in SMALL), [])]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
     ck = out / "checkpoint.json"
     deadline = time.time() + 300
     while time.time() < deadline and not (ck.is_file() and json.loads(ck.read_text() or "{}").get("state", {}).get("trials_done", 0) >= 1024):
@@ -98,8 +98,8 @@ def test_sigkill_then_resume_gives_straight_numbers(tmp_path, straight):
     proc.wait()
     done = json.loads(ck.read_text())["state"]["trials_done"]
     assert done in (1024, 2048, 3000)
-    r = subprocess.run([*args[:3], "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11", "--resume", str(out),
-                        "--json", "--quiet", *sum((["--set", o] for o in SMALL), [])], capture_output=True, text=True)
+    r = subprocess.run([*args[:4], "compare", "h100", "lite-h100", "--trials", "3000", "--seed", "11", "--resume", str(out),
+                        "--json", "--quiet", *sum((["--set", o] for o in SMALL), [])], capture_output=True, text=True, env=procs.env())
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     for key in ("elapsed_s", "figures", "provenance"):  # the command lines differ
@@ -314,3 +314,101 @@ def test_resume_with_the_runs_own_set_continues(tmp_path, straight):
     _interrupted_run(out)
     resumed = api.run(None, out=out, resume=True, figures=False, overrides=SMALL)
     assert _numbers(resumed) == straight
+
+
+# ------------------------------------------------------------ progress that moves (issue 33)
+def test_default_chunks_do_not_change_numbers(straight):
+    """chunk_trials=None: chunks sized from the measured time (1,024 first); same numbers."""
+    assert _numbers(_run()) == straight
+
+
+def test_chunk_plan_starts_small_and_sizes_chunks_to_the_target_time():
+    """With a clock where every trial takes 2**-10 s, a 2 s target wants 2,048-trial chunks;
+    the plan starts at one block, grows at most 4x, caps at max_trials, covers every trial once."""
+    from mcengine.results import BLOCK_TRIALS
+    from mcengine.runner import chunk_plan
+
+    now = [0.0]
+    plan = chunk_plan(20_000, 0, max_trials=16 * BLOCK_TRIALS, target_s=2.0, clock=lambda: now[0])
+    sizes = []
+    for first, n in plan:
+        assert first == sum(sizes)
+        sizes.append(n)
+        now[0] += n * 2.0**-10
+    assert sizes[0] == BLOCK_TRIALS and sum(sizes) == 20_000
+    assert sizes[1:4] == [2048, 2048, 2048] and all(n % BLOCK_TRIALS == 0 for n in sizes[:-1])
+    fast = chunk_plan(10**6, 0, max_trials=16 * BLOCK_TRIALS, target_s=2.0, clock=lambda: now[0])
+    grown = [n for _, (_, n) in zip(range(4), fast)]  # a clock that never moves: as fast as allowed
+    assert grown == [1024, 4096, 16384, 16384]
+
+
+def test_interrupt_says_how_many_trials_were_saved(tmp_path, cli, monkeypatch):
+    """Interrupted in the first chunk: the checkpoint holds that chunk, and the message
+    says so (N of M trials saved), not "finished chunks are saved" in general."""
+    from mcengine import interrupt
+    from mcengine.errors import Interrupted
+
+    out = tmp_path / "run"
+
+    _signal_in_chunk(monkeypatch, 0)
+    try:
+        with pytest.raises(Interrupted) as err:
+            _run(chunk_trials=1024, out=out, figures=False)
+    finally:
+        interrupt.clear()
+    assert (err.value.trials_saved, err.value.trials) == (1024, 3000)
+    from mcengine.cli import _saved_hint
+
+    assert _saved_hint(out, 1024, 3000) == f"1,024 of 3,000 trials saved in {out}; continue with: mcengine run --resume {out}"
+    assert _saved_hint(out, 0, 3000) == "nothing saved yet (no chunk had finished): run the command again"
+    assert _saved_hint(None, 0, 3000).startswith("nothing saved")
+
+
+def test_cli_interrupt_before_any_chunk_says_nothing_was_saved(tmp_path, cli, monkeypatch):
+    """A signal before the first chunk finishes in a second signal's way (at once): the
+    CLI says nothing was saved, never "finished chunks are saved"."""
+    from mcengine import runner
+    from mcengine.errors import Interrupted
+
+    def stop_at_once(*args, **kwargs):
+        raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(runner, "run_chunk", stop_at_once)
+    r = cli("run", "h100", "--trials", "2048", "--out", str(tmp_path / "o"), "--quiet", *sum((["--set", s] for s in SMALL), []))
+    assert r.code == 130
+    assert "nothing saved yet (no chunk had finished)" in r.err and "finished chunks are saved" not in r.err
+
+
+def test_compile_notice_only_when_the_cache_is_cold(tmp_path, cli, monkeypatch):
+    """A fresh NUMBA_CACHE_DIR is cold (numba's own index, read in a new process); this
+    process, having run the chain, is warm and prints nothing; a cold cache prints the
+    notice on stderr even off a terminal (stdout keeps its one JSON document)."""
+    from mcengine import kernels  # noqa: F401
+    from mcengine.cli import COMPILE_NOTICE
+    from mcengine.kernels.cache import cold
+
+    env = procs.env(NUMBA_CACHE_DIR=str(tmp_path / "fresh"))
+    probe = "from mcengine.kernels.cache import cold; print(cold('fab'), cold('reliability'), cold('chain'))"
+    done = subprocess.run(procs.python("-c", probe), env=env, capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr
+    _run(trials=1024)
+    assert not cold("chain")
+    r = cli("run", "h100", "--trials", "1024", "--json", *sum((["--set", s] for s in SMALL), []))
+    assert r.code == 0 and COMPILE_NOTICE not in r.err
+    monkeypatch.setattr(api, "kernels_cold", lambda work: True)
+    r = cli("run", "h100", "--trials", "1024", "--json", *sum((["--set", s] for s in SMALL), []))
+    assert r.code == 0 and r.err.splitlines()[0] == COMPILE_NOTICE and json.loads(r.out)["trials"] == 1024
+
+
+@pytest.mark.slow
+def test_first_run_on_a_cold_cache_says_it_compiles(tmp_path):
+    """A real first run (fresh numba cache, output piped): the notice is stderr's first
+    line, before anything is compiled; the second run prints none."""
+    from mcengine.cli import COMPILE_NOTICE
+
+    env = procs.env(NUMBA_CACHE_DIR=str(tmp_path / "fresh"))
+    cmd = [*procs.python("-m", "mcengine"), "yield", "h100", "--wafers", "1024", "--json"]
+    first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0 and first.stderr.splitlines()[0] == COMPILE_NOTICE
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and COMPILE_NOTICE not in again.stderr

@@ -478,6 +478,16 @@ def _candidates(algorithm: str) -> tuple[str, ...]:
     return SWITCHED_ALGORITHMS if algorithm == "auto" else (algorithm,)
 
 
+def _fastest_s(formula, algorithm: str, t: int, nbytes, r: "Rates") -> np.ndarray:
+    """Seconds of the fastest of ``algorithm``'s candidates per element (the value
+    :func:`_fastest` gives, without its index)."""
+    names = _candidates(algorithm)
+    best = np.asarray(formula(names[0], t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s), float)
+    for name in names[1:]:
+        best = np.minimum(best, formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s))
+    return best
+
+
 def _fastest(formula, algorithm: str, t: int, nbytes, r: "Rates") -> tuple[np.ndarray, np.ndarray]:
     """Seconds of the fastest of ``algorithm``'s candidates per element, and its index
     (the first on exact ties): a running minimum, without stacking the candidates."""
@@ -497,7 +507,7 @@ def allreduce_s(nbytes, t: int, r: Rates, algorithm: str = "ring") -> np.ndarray
     2(t-1) hop + 2(t-1)/t nbytes / W_link``."""
     if algorithm == "ring":  # the common case, without the stacking of "auto"
         return allreduce_seconds("ring", t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s)
-    return _fastest(allreduce_seconds, algorithm, t, nbytes, r)[0]
+    return _fastest_s(allreduce_seconds, algorithm, t, nbytes, r)
 
 
 def allreduce_used(nbytes, t: int, r: Rates, algorithm: str) -> str:
@@ -541,8 +551,8 @@ def hierarchical_allreduce_s(nbytes, layout: Layout, r: Rates) -> np.ndarray:
         return allreduce_s(nbytes, layout.tensor, r, layout.allreduce)
     m = np.asarray(nbytes, float)
     intra, inter = replace(r, collective_start_s=0.0), replace(r.scale_out(), collective_start_s=0.0)
-    scatter = _fastest(all_gather_seconds, layout.allreduce, a, m, intra)[0]
-    return r.collective_start_s + 2.0 * scatter + _fastest(allreduce_seconds, layout.allreduce, k, m / a, inter)[0]
+    scatter = _fastest_s(all_gather_seconds, layout.allreduce, a, m, intra)
+    return r.collective_start_s + 2.0 * scatter + _fastest_s(allreduce_seconds, layout.allreduce, k, m / a, inter)
 
 
 def _group_rates(layout: Layout, r: Rates) -> Rates:
@@ -587,14 +597,14 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
     group = _group_rates(layout, r)
     if not attention:
         rows = np.asarray(tokens if head_rows is None else head_rows, float)
-        head = _fastest(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, group)[0]
+        head = _fastest_s(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, group)
     if m.experts and layout.expert_parallel:
         dispatch = message * m.experts_per_token / t
         moe = 2 * all_to_all_s(dispatch, t, group)
         return m.layers * (hierarchical_allreduce_s(message, layout, r) + moe) if attention else m.layers * moe + head
     if attention:
         return 2 * m.layers * hierarchical_allreduce_s(message, layout, r)
-    mlp = m.layers * _fastest(gather_scatter_seconds, layout.allreduce, t, message, group)[0] + head
+    mlp = m.layers * _fastest_s(gather_scatter_seconds, layout.allreduce, t, message, group) + head
     if layout.attention != "grouped":
         return mlp
     g = layout.groups

@@ -140,21 +140,37 @@ def crossings(values: Sequence[float], p: Sequence[float]) -> list[float]:
 
 
 def boundary(key: str, values: Sequence[float], figures: Sequence[np.ndarray], holds: Callable[[np.ndarray], np.ndarray],
-             better: Callable[[np.ndarray], np.ndarray], note: str) -> dict:
+             better: Callable[[np.ndarray], np.ndarray], note: str, *, figure: tuple[str, str] | None = None,
+             key_axis: str | None = None, defined: tuple[str, Callable[[np.ndarray], np.ndarray]] | None = None) -> dict:
     """A 1-D sweep of ``key``: at each value the figure's interval, P(claim holds) (the
-    paper's figure reached) and P(Lite better at all), and where each crosses 0.5."""
+    paper's figure reached) and P(Lite better at all), and where each crosses 0.5.
+
+    ``figure`` = (label, unit) when the sweep measures something other than the claim's
+    metric (``"figure_label"``, ``"figure_unit"``); ``key_axis`` labels a swept quantity
+    that is no scenario key (with its unit); ``defined`` = (words, mask): the interval
+    is taken over the trials where the mask holds (``"defined_when"``, ``"defined_share"``
+    per value; None where no trial does), the probabilities over every trial."""
     p_holds = [float(np.mean(holds(f))) for f in figures]
     p_better = [float(np.mean(better(f))) for f in figures]
-    return {
+    masks = [np.ones(len(f), bool) if defined is None else defined[1](f) for f in figures]
+    out = {
         "key": key,
         "note": note,
         "values": [float(v) for v in values],
-        "figure": [interval(f) for f in figures],
+        "figure": [interval(f[m]) if m.any() else None for f, m in zip(figures, masks)],
         "p_holds": p_holds,
         "p_better": p_better,
         "crossing_holds": crossings(list(values), p_holds),
         "crossing_better": crossings(list(values), p_better),
     }
+    if figure is not None:
+        out["figure_label"], out["figure_unit"] = figure
+    if key_axis is not None:
+        out["key_axis"] = key_axis
+    if defined is not None:
+        out["defined_when"] = defined[0]
+        out["defined_share"] = [float(np.mean(m)) for m in masks]
+    return out
 
 
 def entry(*, number: int, key: str, claim: str, metric: str, paper_figure: float, paper_figure_text: str, source: str,

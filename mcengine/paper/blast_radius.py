@@ -125,7 +125,8 @@ def compute(settings: Settings) -> dict:
     figures = [lost_ratio(swept, h100_r.name, r.name) for r in runs]
     bnd = boundary(f"B:{SWEEP_KEY}", values, figures, lambda f: f >= PAPER_FIGURE, lambda f: f > 1.0,
                    "h100 vs lite-h100, both on_failure = 'reshard', the Lite's spare-swap time (hours) at each value; "
-                   "figure = capacity-time lost, H100 / Lite")
+                   "figure = capacity-time lost, H100 / Lite",
+                   figure=("capacity-time lost over a lifetime, H100 / Lite, both on_failure = 'reshard'", "ratio"))
     holds = (f"per failure only if a failure takes out its package alone: 1/f = {forms['package_only']:g}x for a quarter die; "
              f"{forms['whole_instance']:g}x under 'down'; {forms['reshard']:.2f}x under 'reshard' ({lite.cluster.instance_gpus - 1} of "
              f"{lite.cluster.instance_gpus} Lite-GPUs keep {tables['lite'][1]:.0%} of the instance's throughput); "

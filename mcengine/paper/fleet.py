@@ -151,6 +151,12 @@ def fleet_cost(fleet: Fleet, cols: dict, design: str, label: str, shares=None) -
     return sum(s * cols[f"{design}.{m}.{label}"]["cost_per_mtok_usd"] for m, s in zip(fleet.models, shares) if s > 0)  # a model with no demand adds nothing, even at +inf
 
 
+def defined_ratio(ratio: np.ndarray) -> np.ndarray:
+    """Trials whose paired cost ratio is a number: 0 or +inf mean one fleet served no
+    tokens (a model on it met no SLO), which a band of ratios cannot show."""
+    return np.isfinite(ratio) & (ratio > 0)
+
+
 def swept_shares(fleet: Fleet, first: float) -> tuple[float, ...]:
     """Shares with the first model at ``first``, the others in their proportions."""
     rest = sum(fleet.shares[1:])
@@ -195,7 +201,10 @@ def compute(settings: Settings) -> dict:
     figures = [paired_ratio(fleet_cost(fleet, cols, lite_d, "fleet", swept_shares(fleet, v)), fleet_cost(fleet, cols, base_d, "fleet", swept_shares(fleet, v)))
                for v in values]
     bnd = boundary(f"fleet.models[0].share ({fleet.models[0]})", values, figures, lambda f: f < 1.0, lambda f: f < 1.0,
-                   f"demand share of {fleet.models[0]}, the others in proportion; figure = fleet cost per Mtok {lite_d} / {base_d}")
+                   f"demand share of {fleet.models[0]}, the others in proportion; figure = fleet cost per Mtok {lite_d} / {base_d}",
+                   figure=(f"fleet cost per Mtok, {lite_d} / {base_d}, paired over trials", "ratio"),
+                   key_axis=f"demand share of {fleet.models[0]}, the other models in proportion\nfleet.models[0].share (share of output tokens, 0-1)",
+                   defined=("both fleets serve tokens", defined_ratio))
     cross = bnd["crossing_holds"]
     holds = (f"rounding: Lite loses {100 * loss[lite_d]['mcengine']:.1f} % vs {100 * loss[base_d]['mcengine']:.1f} %; "
              + (f"the Lite fleet is cheaper per token when {fleet.models[0]} has >= {cross[0]:.2f} of the demand" if cross and bnd["p_holds"][-1] > 0.5

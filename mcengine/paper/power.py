@@ -8,7 +8,9 @@ Lite-GPU at a quarter of the H100's TDP and idle power, at rated clocks (s = 1):
 text available to us names "lower power density" and "lighter cooling" but no lower
 operating point. At throughput parity (the paper's claim 5) and equal busy fraction
 ``u`` the energy per token is the power per H100-equivalent, so the gain has the closed
-form :func:`parity_gain`, exactly 0 for a quarter of everything at s = 1. The sweep
+form :func:`parity_gain`, exactly 0 for a quarter of everything at s = 1; the paper's
+2x Lite is a quarter of everything but its links, whose doubled power (9 W a package at
+5 pJ/bit, docs/model.md#links) puts it below 0. The sweep
 moves the Lite-GPU's operating point ``gpu.dvfs_scale`` (FLOP/s x s, dynamic power
 x s^3), the one input of the power model that can give the same silicon a better
 perf per watt, through the chain (it moves the roofline too).

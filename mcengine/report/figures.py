@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..units import HOURS_PER_YEAR
+from .display import FigureSet
 
 #: Line styles and markers cycled per scenario, so that overlapping curves stay visible.
 STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"), ((0, (1, 1)), "x"))
@@ -37,6 +38,11 @@ def style(i: int, n: int | None = None) -> dict:
     # markers start at a different place per curve, so a curve drawn over another still
     # shows its own markers between those of the one beneath
     return {"color": f"C{i}", "ls": ls, "marker": marker, "markevery": (0.025 * (i % 4), 0.1), "markersize": 5, "lw": 1.6}
+
+
+#: A legend beside the panel: CDFs of several designs span the whole panel, and a legend
+#: inside would sit on one of them.
+OUTSIDE_LEGEND = {"fontsize": 8, "loc": "upper left", "bbox_to_anchor": (1.0, 1.0)}
 
 
 def _sketch_points(summary) -> tuple:
@@ -67,6 +73,49 @@ def coincident_labels(names: list[str], curves: list[tuple]) -> list[str]:
     return labels
 
 
+#: Two series on one x grid closer than this share of the panel's span are one line to the eye.
+COINCIDE_SHARE = 0.01
+
+
+def _same_series(a, b, tol: float) -> bool:
+    """Whether two series on one x grid are drawn as one line: missing (NaN) at the same
+    points and within ``tol`` everywhere else."""
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    gaps = np.isnan(a), np.isnan(b)
+    return bool(np.array_equal(*gaps) and np.all(np.abs(a[~gaps[0]] - b[~gaps[0]]) <= tol))
+
+
+def overlap_labels(names: list[str], series: list, span: float) -> list[str]:
+    """Legend labels of series drawn on one x grid; a series within :data:`COINCIDE_SHARE`
+    of ``span`` (the panel's range) of an earlier one everywhere says which it hides."""
+    labels = []
+    for i, (n, y) in enumerate(zip(names, series)):
+        same = [names[j] for j in range(i) if _same_series(series[j], y, COINCIDE_SHARE * span)]
+        labels.append(f"{n} (overlaps {same[0]})" if same else n)
+    return labels
+
+
+def dollars(value: float, _pos=None) -> str:
+    """A tick in dollars as written: ``$2``, ``$0.60``, ``$1.50``, ``$1,000``, ``$0.005``."""
+    if value >= 10 or value == round(value):
+        return f"${value:,.0f}"
+    return f"${value:.2f}" if value >= 0.01 else f"${value:.2g}"
+
+
+def dollar_log_axis(axis) -> None:
+    """Plain dollar ticks on a log axis (never ``2×10^0``): 1, 2, 5 per decade, finer
+    steps when the data spans less than a decade; call after the data is drawn."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    lo, hi = axis.get_view_interval()
+    subs = (1.0, 2.0, 5.0) if hi > 10 * lo else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(dollars))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def save_png(fig, path):
     import io
 
@@ -86,14 +135,14 @@ def cost_cdf_figure(results):
     """CDF of cost per million output tokens, one curve per scenario."""
     names = _names(results)
     curves = [_sketch_points(results.summaries.metrics[(n, "cost_per_mtok_usd")]) for n in names]
-    fig = new_figure()
+    fig = new_figure(9.0)  # room for the legend beside the panel
     ax = fig.add_subplot()
     for i, ((x, p), label) in enumerate(zip(curves, coincident_labels(names, curves))):
         ax.step(x, p, where="post", label=label, **style(i))
-    ax.set(xlabel="cost per million output tokens (USD per Mtok)", ylabel="share of trials with cost ≤ x",
+    ax.set(xlabel="cost per million output tokens (USD per Mtok)", ylabel="share of trials with cost ≤ x (0–1)",
            title="Cost per token over uncertain worlds (left is cheaper)", ylim=(0, 1.02))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(**OUTSIDE_LEGEND)
     return fig
 
 
@@ -116,7 +165,7 @@ def availability_figure(results):
         x, p = _sketch_points(results.summaries.metrics[(n, "availability")])
         u = (1.0 - x)[::-1] * MINUTES_PER_YEAR  # increasing downtime
         curves.append((u, 1.0 - p[::-1]))  # share of trials with downtime < u, as a CDF
-    fig = new_figure()
+    fig = new_figure(9.0)  # room for the legend beside the panel
     ax = fig.add_subplot()
     for i, ((u, q), label) in enumerate(zip(curves, coincident_labels(names, curves))):
         ax.step(u, q, where="post", label=label, **style(i))
@@ -125,10 +174,10 @@ def availability_figure(results):
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:.2g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set(xlabel="downtime per instance (minutes per year) = (1 − availability) × 525,960, log scale",
-           ylabel="share of trials with downtime ≤ x", title="Instance availability over cluster lifetimes (left is better)",
+           ylabel="share of trials with downtime ≤ x (0–1)", title="Instance availability over cluster lifetimes (left is better)",
            ylim=(0, 1.02))
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    ax.legend(**OUTSIDE_LEGEND)
     return fig
 
 
@@ -197,9 +246,8 @@ def paired_ratio_figure(results):
     for i, ((x, p), label) in enumerate(zip(curves, labels), start=1):
         s = style(i)
         ax.hist(x, bins=bins, weights=np.diff(p, prepend=0.0), histtype="step", lw=s["lw"], ls=s["ls"], color=s["color"], label=label)
-    ax.axvline(1.0, color="k", lw=0.8)
-    ax.text(1.0, ax.get_ylim()[1] * 0.97, " same cost ", ha="right", va="top", fontsize=8)
-    ax.set(xlabel=f"paired ratio of cost per token, B / {base} (dimensionless)", ylabel="share of trials per bin",
+    ax.axvline(1.0, color="k", lw=0.8, label="ratio 1: same cost")
+    ax.set(xlabel=f"paired ratio of cost per token, B / {base} (dimensionless)", ylabel="share of trials per bin (0–1)",
            title=f"Paired comparison with {base} (left of 1: B cheaper per token)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -222,13 +270,13 @@ def run_figure(results, kind: str = "cost_cdf"):
     return KINDS[kind](results)
 
 
-def run_figures(results) -> dict:
+def run_figures(results) -> FigureSet:
     """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios)."""
     figs = {"cost_per_mtok_cdf.png": cost_cdf_figure(results), "availability.png": availability_figure(results),
             "cost_breakdown.png": cost_breakdown_figure(results.doc)}
     if len(results.doc["scenarios"]) > 1:
         figs["paired_ratio.png"] = paired_ratio_figure(results)
-    return figs
+    return FigureSet(figs)
 
 
 def write_figures(results, out):

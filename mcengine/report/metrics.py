@@ -8,6 +8,7 @@ for a cost and "B worse" for availability or tokens/s.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Metric:
 
 METRICS: dict[str, Metric] = {
     "cost_per_mtok_usd": Metric("cost per million output tokens", "USD per Mtok", "lower", "cost per token"),
+    "cost_per_mtok_at_cost_usd": Metric("cost per million output tokens at cost (no markup)", "USD per Mtok", "lower", "cost per token at cost"),
     "availability": Metric("availability", "time-averaged share of instances up (of throughput with on_failure = \"reshard\")", "higher", "availability"),
     "instance_availability": Metric("instance availability", "time-averaged share of instances up", "higher", "instance availability"),
     "capacity_availability": Metric("capacity availability", "time-averaged delivered ÷ full throughput", "higher", "capacity availability"),
@@ -46,6 +48,7 @@ METRICS: dict[str, Metric] = {
 #: Words for "better" per direction, used in "P(B better: cheaper)".
 BETTER_WORDS = {
     "cost_per_mtok_usd": "cheaper per token",
+    "cost_per_mtok_at_cost_usd": "cheaper per token at cost",
     "availability": "more available",
     "tokens_per_s": "more tokens/s",
     "tokens_per_s_per_gpu": "more tokens/s per GPU",
@@ -83,19 +86,66 @@ def fmt_metric(key: str, value: float) -> str:
     return f"{value:.5f}" if key == "availability" else fmt_value(float(value), 4)
 
 
-#: Unit of a scenario key from its suffix (the schema names every key with its unit).
-KEY_UNITS = (
-    ("_usd_per_kwh", "USD per kWh"), ("_per_cm2", "per cm²"), ("_usd", "USD"), ("_tbps", "TB/s"), ("_gbps", "GB/s"),
-    ("_tflops", "TFLOP/s"), ("_us", "µs"), ("_ms", "ms"), ("_hours", "hours"), ("_years", "years"), ("_mm2", "mm²"),
-    ("_w", "W"), ("_gb", "GB"), ("_efficiency", "share"), ("afr", "failures per year"),
-)
+#: How a unit of the key metadata reads on an axis (``defects/cm^2`` → ``defects/cm²``).
+_UNIT_GLYPHS = (("^2", "²"), ("^3", "³"))
+#: Unit words that are spelled out on an axis.
+_UNIT_WORDS = {"us": "µs"}
+#: Where a key names a table of the user's (``reliability.components.die.afr``), the
+#: metadata lists it under a placeholder (``reliability.components.NAME.afr``).
+_NAMED_TABLES = ("reliability.components.",)
+#: Longest description taken from a key's help for an axis (its first clause).
+AXIS_HELP_CHARS = 60
+
+
+@lru_cache(maxsize=1)
+def _key_rows() -> dict[str, dict]:
+    from ..scenario.keys import key_rows
+
+    return {r["key"]: r for r in key_rows()}
+
+
+def _key_row(key: str) -> dict | None:
+    """The metadata row of scenario key ``key`` (``mcengine keys``), or None."""
+    rows = _key_rows()
+    if key in rows:
+        return rows[key]
+    for table in _NAMED_TABLES:
+        if key.startswith(table):
+            leaf = key[len(table):].split(".", 1)[-1]
+            return rows.get(f"{table}NAME.{leaf}")
+    return None
+
+
+def unit_text(unit: str) -> str:
+    """A unit of the key metadata as it reads on an axis: ``defects/cm^2`` → ``defects/cm²``, ``us`` → ``µs``."""
+    unit = _UNIT_WORDS.get(unit, unit)
+    for plain, glyph in _UNIT_GLYPHS:
+        unit = unit.replace(plain, glyph)
+    return unit
+
+
+def _help_clause(help_text: str) -> str:
+    """The first clause of a key's help (up to ". ", " (", ":" or ";"), shortened for an axis."""
+    import re
+    import textwrap
+
+    clause = re.split(r"\. | \(|: |; ", help_text.strip(), maxsplit=1)[0].rstrip(".")
+    return textwrap.shorten(clause, AXIS_HELP_CHARS, placeholder=" …")
 
 
 def key_axis(key: str) -> str:
-    """Axis label of a scenario key (``B:fab.optics_cost_usd`` → ``… (USD)``)."""
-    leaf = key.rsplit(".", 1)[-1]
-    unit = next((u for suffix, u in KEY_UNITS if leaf.endswith(suffix)), None)
-    return f"{key} ({unit})" if unit else f"{key} (as set in the scenario)"
+    """Axis label of a scenario key from its metadata (``mcengine keys``): the first clause
+    of its help, then the key (with any ``B:`` / ``NAME:`` target) and its unit in
+    parentheses, ``dimensionless`` for a number without one. ``B:fab.optics_cost_per_gbps_usd``
+    → ``Co-packaged optics per GB/s of gpu.link_gbps`` / ``B:fab.optics_cost_per_gbps_usd (USD per GB/s)``.
+    A name that is no scenario key is shown as given, ``(as set in the scenario)``."""
+    from ..scenario.load import split_target
+
+    row = _key_row(split_target(key)[1])
+    if row is None:
+        return f"{key} (as set in the scenario)"
+    unit = unit_text(row["unit"]) if row["unit"] else "dimensionless" if row["kind"] in ("number", "integer") else "choice"
+    return f"{_help_clause(row['help'])}\n{key} ({unit})"
 
 
 def fmt_value(value, sig: int = 4) -> str:
@@ -116,3 +166,22 @@ def fmt_value(value, sig: int = 4) -> str:
     if a >= 1e-3:
         return f"{value:.{sig}g}"
     return f"{value:.{sig - 1}e}"
+
+
+def reliability_references(an: dict) -> dict[str, tuple[float | None, float | None]]:
+    """``{metric: (over the horizon, long-run)}``: the reliability stage's renewal
+    references (its document's ``"analytic"``), the one that matches the run's horizon
+    first. With a Weibull class the long-run rates (1/MTTF) differ from what a cluster
+    started new sees over ``run.horizon_years``; the ``..._over_horizon`` values are the
+    matching references, the long-run ones are kept for comparison (``None`` where the two
+    coincide: every law exponential, or no horizon reference exists)."""
+    avail = an.get("instance_availability", an.get("availability_no_stockout"))
+    ample = avail is not None and avail == an.get("availability_no_stockout")  # (not the no-spares time average)
+    pairs = {
+        "instance_availability": (avail, an.get("availability_no_stockout_over_horizon") if ample else None),
+        "capacity_availability": (an.get("capacity_availability"),
+                                  an.get("availability_no_stockout_over_horizon") if ample and an.get("capacity_availability") == avail else None),
+        "failures_per_year": (an.get("failures_per_year"), an.get("failures_per_year_over_horizon")),
+        "interruptions_per_year": (an.get("interruptions_per_year"), an.get("interruptions_per_year_over_horizon")),
+    }
+    return {k: (long_run, None) if horizon is None else (horizon, long_run) for k, (long_run, horizon) in pairs.items()}

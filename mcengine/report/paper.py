@@ -2,10 +2,11 @@
 
 * :func:`claim_rows`: one row per claim: claim, the paper's figure, mcengine under the
   paper's assumptions and under the shipped scenarios (median [5 % - 95 %]), holds when;
+* :func:`claim_number_rows`: the same claims in numbers (table.csv), prose in text columns;
 * :func:`render_paper`: those rows as a terminal table;
 * :func:`claim_figure`: a claim's boundary sweep: mcengine's figure (median, 90 % band)
-  against the swept input with the paper's figure as a line, and P(claim holds) /
-  P(Lite better) below;
+  against the swept input (its unit from the key metadata) with the paper's figure as a
+  line, and P(claim holds) / P(Lite better) below;
 * :func:`frontier_figure`: cost per Mtok against the TPOT SLO per design (median, 90 %
   band), and P(Lite cheaper than H100) below;
 * :func:`write_paper_figures`: every figure as PNG (``claim-N-KEY.png``, ``slo-frontier.png``).
@@ -18,8 +19,10 @@ from pathlib import Path
 from .figures import new_figure, save_png, style
 
 FRONTIER_FILE = "slo-frontier.png"
-#: The y axis of a claim's figure, by the claim's unit.
-AXIS_LABELS = {"gain": "Lite's gain (%)", "ratio": "ratio (x)", "points": "difference (percentage points)"}
+#: How a claim's figure reads on an axis, by its unit: (factor, unit words).
+UNIT_AXES = {"gain": (100.0, "%"), "ratio": (1.0, "x, dimensionless"), "points": (100.0, "percentage points")}
+#: Characters per line of a figure's title and axis labels (wrapped, never cut).
+TITLE_CHARS, AXIS_CHARS = 95, 48
 
 
 def fmt_figure(value: float | None, unit: str) -> str:
@@ -42,7 +45,7 @@ def fmt_interval(figure: dict, unit: str) -> str:
 
 
 def claim_rows(doc: dict) -> list[dict]:
-    """One row per claim (also table.csv of ``--out``)."""
+    """One row per claim as it reads (the terminal table and README's table)."""
     rows = []
     for c in doc["claims"]:
         paper = c["paper_figure_text"] + ("" if c["paper_figure_confirmed"] else " (secondary)")
@@ -53,6 +56,25 @@ def claim_rows(doc: dict) -> list[dict]:
             "mcengine_shipped": c["shipped"].get("text") or fmt_interval(c["shipped"]["figure"], c["unit"]),
             "holds_when": c["holds_when"],
         })
+    return rows
+
+
+def claim_number_rows(doc: dict) -> list[dict]:
+    """One row per claim in numbers (table.csv of ``--out``): the figures as plain
+    fractions or ratios (``unit``: ``gain`` a fraction, ``ratio`` times, ``points`` a
+    difference of shares), empty where the paper gives none; the prose of
+    :func:`claim_rows` in the text columns ``paper_text``, ``paper_assumptions_text``,
+    ``shipped_text`` and ``holds_when``."""
+    rows = []
+    for c in doc["claims"]:
+        row = {"claim": f"{c['number']}. {c['key']}", "unit": c["unit"], "paper": c["paper_figure"],
+               "paper_confirmed": c["paper_figure_confirmed"]}
+        for side in ("paper_assumptions", "shipped"):
+            figure = c[side]["figure"]
+            row.update({f"{side}_{q}": figure[q] for q in ("median", "p05", "p95")})
+        row.update({"paper_text": c["paper_figure_text"], "paper_assumptions_text": c["paper_assumptions"].get("text", ""),
+                    "shipped_text": c["shipped"].get("text", ""), "holds_when": c["holds_when"]})
+        rows.append(row)
     return rows
 
 
@@ -74,54 +96,112 @@ def render_paper(doc: dict):
     return Group(table, front)
 
 
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width)
+
+
+def _scaled(figures: list, factor: float, field: str) -> list[float]:
+    """One field of each sweep point's interval times ``factor``; NaN (a gap) where a
+    point has no interval (no trial where the figure is defined)."""
+    return [factor * f[field] if f is not None else float("nan") for f in figures]
+
+
+def _band_label(b: dict) -> str:
+    """The band's legend entry; says which trials it leaves out when some are."""
+    shares = b.get("defined_share")
+    if not shares or min(shares) == 1.0:
+        return "90 % of trials"
+    lo, hi = min(shares), max(shares)
+    share = f"{lo:.0%}" if lo == hi else f"{lo:.0%}-{hi:.0%}"
+    return f"90 % of the trials where {b['defined_when']} ({share} of trials; others left out)"
+
+
 def claim_figure(entry: dict):
     """mcengine's figure along the claim's sweep (median, 90 % band), the paper's figure
-    as a dashed line; P(claim holds) and P(Lite better) in the lower panel."""
+    as a dashed line; P(claim holds) and P(Lite better) in the lower panel.
+
+    The y axis names what the sweep measures (the boundary's ``figure_label`` and
+    ``figure_unit`` when it is not the claim's own metric) with its unit; the x axis the
+    swept key with its unit from the key metadata; points where no trial defines the
+    figure are gaps; a probability curve hidden under the other says so in the legend."""
+    from .figures import overlap_labels
+    from .metrics import key_axis
+
     b = entry["boundary"]
-    fig = new_figure(7.0, 5.0)
+    factor, words = UNIT_AXES[b.get("figure_unit", entry["unit"])]
+    fig = new_figure(7.0, 5.8)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
     x = b["values"]
-    scale = 100.0 if entry["unit"] in ("gain", "points") else 1.0
-    mid = [scale * f["median"] for f in b["figure"]]
-    top.fill_between(x, [scale * f["p05"] for f in b["figure"]], [scale * f["p95"] for f in b["figure"]], color="C0", alpha=0.25, label="90 % of trials")
-    top.plot(x, mid, **{**style(0), "markevery": 1}, label="mcengine (shipped), median")
+    top.fill_between(x, _scaled(b["figure"], factor, "p05"), _scaled(b["figure"], factor, "p95"), color="C0", alpha=0.25, label=_band_label(b))
+    top.plot(x, _scaled(b["figure"], factor, "median"), **{**style(0), "markevery": 1}, label="mcengine (shipped), median")
     if entry["paper_figure"] is not None:
-        top.axhline(scale * entry["paper_figure"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}")
-    top.set_ylabel(AXIS_LABELS[entry["unit"]])
-    top.set_title(f"claim {entry['number']}: {entry['claim'][:110]}\n{entry['metric'][:100]}", fontsize=8)
+        top.axhline(factor * entry["paper_figure"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}")
+    top.set_ylabel(_wrap(f"{b.get('figure_label', entry['metric'])} ({words})", AXIS_CHARS), fontsize=8)
+    top.set_title(_wrap(f"claim {entry['number']}: {entry['claim']}", TITLE_CHARS), fontsize=9)
+    top.grid(alpha=0.3)
     top.legend(fontsize=7)
-    bottom.plot(x, b["p_holds"], **{**style(1), "markevery": 1}, label="P(claim holds)")
-    bottom.plot(x, b["p_better"], **{**style(2), "markevery": 1}, label="P(Lite better)")
+    names = ["P(claim holds)", "P(Lite better)"]
+    for i, (y, label) in enumerate(zip((b["p_holds"], b["p_better"]), overlap_labels(names, [b["p_holds"], b["p_better"]], 1.0)), start=1):
+        # the second curve smaller, so that where it lies on the first both stay visible
+        bottom.plot(x, y, **{**style(i), "markevery": 1, "markersize": 7 - 3 * (i - 1)}, label=label)
     bottom.axhline(0.5, color="0.5", lw=0.8)
     bottom.set_ylim(-0.03, 1.03)
-    bottom.set_xlabel(b["key"])
-    bottom.set_ylabel("probability")
+    bottom.set_xlabel(b.get("key_axis") or key_axis(b["key"]), fontsize=9)
+    bottom.set_ylabel("probability\n(share of trials)", fontsize=8)
+    bottom.grid(alpha=0.3)
     bottom.legend(fontsize=7)
     return fig
 
 
+def _finite(values: list[float]) -> list[float]:
+    """An infinite cost (trials that serve no tokens) as a gap, not a point at infinity."""
+    import math
+
+    return [v if math.isfinite(v) else float("nan") for v in values]
+
+
 def frontier_figure(frontier: dict):
-    """Cost per Mtok against the TPOT SLO per design (median, 90 % band); P(Lite cheaper) below."""
-    fig = new_figure(7.0, 5.2)
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    """Cost per Mtok against the TPOT SLO per design (median, 90 % band); P(Lite cheaper)
+    below. Designs whose curves coincide are named in both legends; dollar ticks read
+    ``$2``, not ``2×10^0``."""
+    import numpy as np
+
+    from ..paper.frontier import SLO_KEY
+    from .figures import dollar_log_axis, overlap_labels
+    from .metrics import key_axis
+
+    fig = new_figure(7.5, 6.6)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1.2))
     x = frontier["slo_ms"]
+    names = list(frontier["designs"])
+    medians = [_finite([v["median"] for v in row["cost_per_mtok_usd"]]) for row in frontier["designs"].values()]
+    logs = np.log10([v for m in medians for v in m if v == v and v > 0] or [1.0])
+    labels = overlap_labels(names, [np.log10(m) for m in medians], float(logs.max() - logs.min()) or 1.0)
+    lite = [n for n in names if "p_cheaper_than_h100" in frontier["designs"][n]]
+    p_labels = dict(zip(lite, overlap_labels(lite, [frontier["designs"][n]["p_cheaper_than_h100"] for n in lite], 1.0)))
     for i, (name, row) in enumerate(frontier["designs"].items()):
         c = row["cost_per_mtok_usd"]
-        top.fill_between(x, [v["p05"] for v in c], [v["p95"] for v in c], color=f"C{i}", alpha=0.15)
-        top.plot(x, [v["median"] for v in c], **{**style(i), "markevery": 1}, label=name)
-        if "p_cheaper_than_h100" in row:
-            bottom.plot(x, row["p_cheaper_than_h100"], **{**style(i), "markevery": 1}, label=name)
+        top.fill_between(x, _finite([v["p05"] for v in c]), _finite([v["p95"] for v in c]), color=f"C{i}", alpha=0.12)
+        top.plot(x, medians[i], **{**style(i), "markevery": 1}, label=labels[i])
+        if name in p_labels:
+            bottom.plot(x, row["p_cheaper_than_h100"], **{**style(i), "markevery": 1}, label=p_labels[name])
     top.set_yscale("log")
-    top.set_ylabel("USD per M output tokens")
-    top.set_title(f"SLO frontier, {frontier['model']}: median and 90 % of trials", fontsize=9)
-    top.legend(fontsize=7)
+    dollar_log_axis(top.yaxis)
+    top.set_ylabel("cost per million output tokens\n(USD per Mtok, log scale)", fontsize=8)
+    top.set_title(f"SLO frontier, {frontier['model']}: median (lines) and 90 % of trials (bands)", fontsize=9)
+    top.grid(alpha=0.3, which="both")
+    top.legend(fontsize=7, ncols=2)
     bottom.axhline(0.5, color="0.5", lw=0.8)
     bottom.set_ylim(-0.03, 1.03)
     bottom.set_xscale("log")
     bottom.set_xticks(x, [f"{v:g}" for v in x])
     bottom.minorticks_off()
-    bottom.set_xlabel("TPOT SLO (ms)")
-    bottom.set_ylabel(f"P(cheaper than {frontier['baseline']})", fontsize=8)
+    bottom.set_xlabel(f"{key_axis(SLO_KEY)}, log scale", fontsize=9)
+    bottom.set_ylabel(f"P(cheaper than {frontier['baseline']})\n(share of trials)", fontsize=8)
+    bottom.grid(alpha=0.3)
+    bottom.legend(fontsize=6, ncols=2)
     return fig
 
 

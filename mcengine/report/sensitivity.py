@@ -9,8 +9,8 @@ functions only draw them. Figures are PNG files written atomically
   with P(B < A) on a second axis and the 0.5 crossings marked;
 * 2-D sweep: ``sweep_<param1>_x_<param2>_<output>.png``, a heat map per output of
   P(B better) in that output's direction (lower cost, higher availability and
-  tokens/s) with its 0.5 contour (where the verdict flips) for two scenarios, or of the
-  median for one;
+  tokens/s) with its 0.5 contour (where the verdict flips) and the median ratio B/A in
+  each cell for two scenarios, or of the median for one;
 * ``tornado_<output>.png``: bars from the baseline to the output at each input's 5th
   and 95th percentile, largest swing on top;
 * ``sobol_<output>.png``: first-order and total indices with their confidence bars.
@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .display import FigureSet
 from .figures import save_png
-from .tables import fmt_value
+from .tables import fit, fmt_value
 
 
 def _slug(text: str) -> str:
@@ -61,9 +62,8 @@ def _sweep_1d_table(doc: dict):
     table = Table(*cols, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}",
                   caption=(f"outputs are the paired ratio {doc['ratio_of']} (B / A); lower cost is better, higher availability "
                            "and tokens/s are better (there ties count: P(B ≥ A))") if paired else None)
-    table.columns[0].no_wrap = True
     for col in table.columns[1:]:
-        col.justify, col.no_wrap = "right", True
+        col.justify = "right"
     for m in doc["outputs"]:
         _section(table, metric(m).short + (" ratio B / A" if paired else f" ({metric(m).unit})" if metric(m).unit else ""))
         for row in doc["rows"]:
@@ -72,7 +72,7 @@ def _sweep_1d_table(doc: dict):
             if paired:
                 cells.append(f"{p_better(m, row['p_b_below_a'][m])[0]:.3f}")
             table.add_row(*cells)
-    return table
+    return fit(table)
 
 
 def _sweep_2d_tables(doc: dict):
@@ -93,9 +93,8 @@ def _sweep_2d_tables(doc: dict):
         extra = f" (in brackets {p_better(m, 0.0)[1]})" if paired else ""
         table = Table(p1, *(_value_text(v) for v in v2), title=f"{metric(m).label}: {what}{extra}",
                       caption=f"rows: {p1}; columns: {p2}")
-        table.columns[0].no_wrap = True
         for col in table.columns[1:]:
-            col.justify, col.no_wrap = "right", True
+            col.justify = "right"
         for i, a in enumerate(v1):
             row = [_value_text(a)]
             for j in range(len(v2)):
@@ -105,7 +104,7 @@ def _sweep_2d_tables(doc: dict):
                     text += f" [{p_better(m, r['p_b_below_a'][m])[0]:.2f}]"
                 row.append(text)
             table.add_row(*row)
-        parts.append(table)
+        parts.append(fit(table))
     return Group(*parts)
 
 
@@ -122,13 +121,13 @@ def render_tornado(doc: dict):
     lo, hi = doc["quantiles"]
     table = Table("input", f"input p{lo * 100:g} → p{hi * 100:g}", f"at p{lo * 100:g}", f"at p{hi * 100:g}", "swing",
                   title=f"tornado of {metric(doc['output']).label}{' ratio ' + doc['ratio_of'] if 'ratio_of' in doc else ''} ({doc['scenario']})",
-                  caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}")
-    table.columns[0].no_wrap = True
+                  caption=f"median over {doc['trials']:,} trials per bar; baseline (every input at its median) {_num(doc['baseline'])}"
+                  + (f"\n{note}" if (note := tornado_empty_note(doc)) else ""))
     for col in table.columns[1:]:
         col.justify = "right"
     for key, bar in doc["bars"].items():
         table.add_row(key, f"{fmt_value(bar['input_low'], 3)} → {fmt_value(bar['input_high'], 3)}", _num(bar["low"]), _num(bar["high"]), _num(bar["swing"]))
-    return table
+    return fit(table)
 
 
 def render_sobol(doc: dict):
@@ -137,10 +136,9 @@ def render_sobol(doc: dict):
     pct = f"{doc['conf_level'] * 100:g}%"
     table = Table("input", "S1", f"± ({pct})", "ST", f"± ({pct})",
                   title=f"Sobol' indices of {_what(doc, doc['output'])} ({doc['scenario']}): N = {doc['base_samples']:,}, {doc['evaluations']:,} trials")
-    table.columns[0].no_wrap = True
     for key, ix in doc["indices"].items():
         table.add_row(key, f"{ix['S1']:.3f}", f"{ix['S1_conf']:.3f}", f"{ix['ST']:.3f}", f"{ix['ST_conf']:.3f}")
-    return table
+    return fit(table)
 
 
 def render(doc: dict):
@@ -154,13 +152,22 @@ def render(doc: dict):
 # Figures are matplotlib Figure objects built without pyplot (see .figures.new_figure).
 
 
+#: Room above the data of a 1-D sweep panel for its legends (share of the data's span).
+LEGEND_HEADROOM = 0.3
+#: Characters per line of a 1-D sweep panel's y label: it stays within its own panel.
+PANEL_AXIS_CHARS = 30
+
+
 def _axis(doc: dict, m: str) -> str:
-    """Axis label of output ``m``: its unit, or the paired ratio B / A (dimensionless)."""
+    """Axis label of output ``m`` in a 1-D sweep panel, wrapped to stay beside its own
+    panel: its unit, or the paired ratio B / A (dimensionless; the suptitle names B and A)."""
+    import textwrap
+
     from .metrics import metric
 
     if "ratio_of" in doc:
-        return f"{metric(m).short}: ratio {doc['ratio_of']}\n(dimensionless; 1 = same)"
-    return metric(m).axis()
+        return f"{metric(m).short} ratio B / A\n(dimensionless; 1 = same)"
+    return textwrap.fill(metric(m).axis(), PANEL_AXIS_CHARS)
 
 
 def _param_axis(param: str) -> str:
@@ -201,13 +208,16 @@ def sweep_1d_figure(doc: dict):
             p, words = zip(*(p_better(m, r["p_b_below_a"][m]) for r in rows))
             twin.plot(x, p, "s--", color="C3", label=words[0])
             twin.axhline(0.5, color="C3", lw=0.6, ls=":")
-            twin.set_ylim(-0.02, 1.02)
+            twin.set_ylim(-0.02, 1.02 + LEGEND_HEADROOM)
+            twin.set_yticks([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
             twin.set_ylabel("P(B better)\n(share of paired trials)", color="C3", fontsize=8)
             for c in doc.get("crossings", {}).get(m, []):
                 ax.axvline(c, color="C3", lw=1.0)
             twin.legend(loc="upper right", fontsize=7)
             better = metric(m).better
             ax.set_title(f"{metric(m).short} ({better} is better)" if better else metric(m).short, fontsize=9)
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi + LEGEND_HEADROOM * (hi - lo))  # the legends sit above the data, not on it
         ax.legend(loc="upper left", fontsize=7)
     last = axes[-1, 0]
     last.set_xlabel(_param_axis(doc["param"]))
@@ -223,6 +233,8 @@ def sweep_1d_figure(doc: dict):
 def sweep_2d_figures(doc: dict) -> dict:
     """{output: Figure}: heat map per output of P(B better) in that output's direction
     (paired), or of the median (one scenario)."""
+    import textwrap
+
     import numpy as np
 
     from .figures import new_figure
@@ -246,10 +258,12 @@ def sweep_2d_figures(doc: dict) -> dict:
         im = ax.imshow(grid, origin="lower", aspect="auto", **kw)
         if paired and len(v1) > 1 and len(v2) > 1 and grid.min() < 0.5 < grid.max():
             ax.contour(np.arange(len(v2)), np.arange(len(v1)), grid, levels=[0.5], colors="k", linewidths=1.5)
+        ratio = np.array([r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
         for i in range(len(v1)):
             for j in range(len(v2)):
-                ax.text(j, i, f"{grid[i, j]:.2f}" if paired else fmt_value(float(grid[i, j])), ha="center", va="center", fontsize=8,
-                        color="k" if not paired or 0.25 < grid[i, j] < 0.75 else "w")
+                # paired: P(B better) and, below it, the median ratio B / A (it still moves where P sits at 0 or 1)
+                text = f"{grid[i, j]:.2f}\nratio {fmt_value(float(ratio[i, j]), 3)}" if paired else fmt_value(float(grid[i, j]))
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="k" if not paired or 0.25 < grid[i, j] < 0.75 else "w")
         ax.set_xticks(range(len(v2)), [_value_text(v) for v in v2])
         ax.set_yticks(range(len(v1)), [_value_text(v) for v in v1])
         ax.set(xlabel=_param_axis(p2), ylabel=_param_axis(p1))
@@ -257,20 +271,61 @@ def sweep_2d_figures(doc: dict) -> dict:
         if paired:
             b, a = doc["ratio_of"].split(" / ")
             fig.colorbar(im, ax=ax, label=f"P({b} better than {a})\nblue: B better, red: B worse")
-            title = (f"{words}; {mm.better} {mm.short} is better\n"
+            title = (f"{words}; {mm.better} {mm.short} is better (in each cell: P, then the median ratio B / A)\n"
                      f"{_directions(doc)}; {doc['trials']:,} paired trials per cell; black line: 0.5 (verdict flips)")
         else:
-            fig.colorbar(im, ax=ax, label=f"median {mm.axis()}")
-            title = f"median {mm.axis()}\n{doc['scenario']}, {doc['trials']:,} trials per cell"
+            fig.colorbar(im, ax=ax, label=textwrap.fill(f"median {mm.axis()}", PANEL_AXIS_CHARS))
+            title = f"{textwrap.fill(f'median {mm.axis()}', 70)}\n{doc['scenario']}, {doc['trials']:,} trials per cell"
         ax.set_title(title, fontsize=9)
         figs[m] = fig
     return figs
 
 
+def tornado_empty_note(doc: dict) -> str | None:
+    """Why a tornado has nothing to draw (every bar has zero swing, or there is no bar),
+    or None when it has bars. The figure shows it in place of the chart; the command says
+    it on stderr."""
+    from .metrics import metric
+
+    if any(b["swing"] != 0 for b in doc["bars"].values()):
+        return None
+    what = (f"{metric(doc['output']).short} ratio {doc['ratio_of']}" if "ratio_of" in doc else metric(doc["output"]).short)
+    if not doc["bars"]:
+        return f"the tornado of {what} is empty: {doc['scenario']} has no uncertain input (dist table) to vary"
+    return (f"the tornado of {what} is empty: none of the {len(doc['bars'])} uncertain inputs (dist tables) moves its median, "
+            f"each alone at its p{doc['quantiles'][0] * 100:g} and p{doc['quantiles'][1] * 100:g} gives the baseline "
+            f"{_num(doc['baseline'])}; what varies it is not among them (per-event laws such as failures and repairs, "
+            "or fixed keys): give such a key a dist table to rank it")
+
+
+def _tornado_note_figure(doc: dict, note: str):
+    """A tornado with no bar to draw: the reason, and the inputs that were varied."""
+    import textwrap
+
+    from .figures import new_figure
+
+    lo, hi = doc["quantiles"]
+    varied = [f"{k}: {fmt_value(b['input_low'], 3)} → {fmt_value(b['input_high'], 3)}" for k, b in doc["bars"].items()]
+    fig = new_figure(8, 0.16 * len(varied) + 1.4)
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    text = textwrap.fill(note, 95)
+    if varied:
+        text += f"\n\ninputs varied (each at its {lo * 100:g}th → {hi * 100:g}th percentile):\n" + "\n".join(varied)
+    ax.text(0.0, 1.0, text, ha="left", va="top", fontsize=8, transform=ax.transAxes)
+    ax.set_title(f"Tornado: {doc['scenario']}, {doc['trials']:,} trials per bar: nothing to draw", fontsize=10)
+    return fig
+
+
 def tornado_figure(doc: dict):
+    """Bars from the baseline to the output at each input's low and high percentile,
+    largest swing on top; when no input moves the output, the reason instead of an empty chart."""
     from .figures import new_figure
     from .metrics import metric
 
+    note = tornado_empty_note(doc)
+    if note is not None:
+        return _tornado_note_figure(doc, note)
     bars = list(doc["bars"].items())[::-1]  # largest swing at the top
     base = doc["baseline"]
     lo, hi = doc["quantiles"]
@@ -296,6 +351,7 @@ def sobol_figure(doc: dict):
     import numpy as np
 
     from .figures import new_figure
+    from .metrics import metric
 
     items = list(doc["indices"].items())[::-1]
     y = np.arange(len(items))
@@ -305,7 +361,8 @@ def sobol_figure(doc: dict):
     ax.barh(y - 0.2, [ix["S1"] for _, ix in items], height=0.4, xerr=[ix["S1_conf"] for _, ix in items], color="C0", label="first order S1")
     ax.set_yticks(y, [k for k, _ in items], fontsize=8)
     ax.axvline(0.0, color="k", lw=0.8)
-    ax.set_xlabel(f"share of the variance of {_what(doc, doc['output'])} (dimensionless, 0–1)\n"
+    what = f"{metric(doc['output']).short}" + (f" ratio {doc['ratio_of']}" if "ratio_of" in doc else "")
+    ax.set_xlabel(f"share of the variance of {what} (dimensionless, 0–1)\n"
                   f"whiskers: {doc['conf_level'] * 100:g}% bootstrap intervals")
     ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)", fontsize=10)
     ax.grid(alpha=0.3, axis="x")
@@ -313,16 +370,16 @@ def sobol_figure(doc: dict):
     return fig
 
 
-def sensitivity_figures(doc: dict) -> dict:
+def sensitivity_figures(doc: dict) -> FigureSet:
     """{file name: Figure} of a sweep, tornado or Sobol' document."""
     if "rows" in doc:
         if isinstance(doc["param"], list):
             p1, p2 = doc["param"]
-            return {f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png": f for m, f in sweep_2d_figures(doc).items()}
-        return {f"sweep_{_slug(doc['param'])}.png": sweep_1d_figure(doc)}
+            return FigureSet({f"sweep_{_slug(p1)}_x_{_slug(p2)}_{_slug(m)}.png": f for m, f in sweep_2d_figures(doc).items()})
+        return FigureSet({f"sweep_{_slug(doc['param'])}.png": sweep_1d_figure(doc)})
     if doc["method"] == "tornado":
-        return {f"tornado_{_slug(doc['output'])}.png": tornado_figure(doc)}
-    return {f"sobol_{_slug(doc['output'])}.png": sobol_figure(doc)}
+        return FigureSet({f"tornado_{_slug(doc['output'])}.png": tornado_figure(doc)})
+    return FigureSet({f"sobol_{_slug(doc['output'])}.png": sobol_figure(doc)})
 
 
 def write_figures(doc: dict, out: str | Path) -> list[Path]:

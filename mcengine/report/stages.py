@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .display import FigureSet
 from .figures import new_figure, save_png
 
 
@@ -17,7 +18,7 @@ def _write(figs: dict, out) -> list[Path]:
     return [save_png(fig, out / name) for name, fig in figs.items()]
 
 
-def yield_figures(doc: dict) -> dict:
+def yield_figures(doc: dict) -> FigureSet:
     """Die yield: the Monte Carlo mean with its 90% band beside each closed form."""
     an, mc = doc["analytic"], doc["die_yield"]
     harvest = doc.get("harvesting", {})
@@ -39,12 +40,14 @@ def yield_figures(doc: dict) -> dict:
            title=f"Die yield of {doc.get('scenario', '')}: Monte Carlo vs closed forms ({doc.get('wafers', 0):,} wafers)")
     ax.grid(alpha=0.3, axis="x")
     fig.legend(fontsize=8, loc="outside lower center", ncols=2)
-    return {"die_yield.png": fig}
+    return FigureSet({"die_yield.png": fig})
 
 
-def reliability_figures(doc: dict) -> dict:
-    """Downtime (quantiles of unavailability) and event rates beside the renewal references."""
+def reliability_figures(doc: dict) -> FigureSet:
+    """Downtime (quantiles of unavailability) and event rates beside the renewal references
+    over the run's horizon (the long-run ones, where they differ, in grey)."""
     from ..units import HOURS_PER_YEAR
+    from .metrics import reliability_references
 
     an = doc.get("analytic", {})
     fig = new_figure(9.0, 4.0)
@@ -55,8 +58,12 @@ def reliability_figures(doc: dict) -> dict:
     # downtime is 1 − availability: its low quantiles come from availability's high ones
     down = [(1 - a[{"p01": "p99", "p05": "p95", "p50": "p50", "p95": "p05", "p99": "p01"}[k]]) * minutes for k, _ in qs]
     ax1.plot(range(len(qs)), down, "o-", color="C0", label="Monte Carlo")
-    if "availability_no_stockout" in an:
-        ax1.axhline((1 - an["availability_no_stockout"]) * minutes, color="C3", ls="--", label="renewal reference (ample spares)")
+    refs = reliability_references(an)
+    ref, long_run = refs["instance_availability"]
+    if ref is not None:
+        ax1.axhline((1 - ref) * minutes, color="C3", ls="--", label="renewal reference over the horizon")
+    if long_run is not None:
+        ax1.axhline((1 - long_run) * minutes, color="C7", ls=":", label="long-run reference (t → ∞)")
     ax1.set_xticks(range(len(qs)), [w for _, w in qs])
     ax1.set(xlabel="quantile over lifetimes", ylabel="downtime per instance (minutes per year)", title="Instance downtime", ylim=(0, None))
     ax1.grid(alpha=0.3)
@@ -68,18 +75,21 @@ def reliability_figures(doc: dict) -> dict:
         d = doc[key]
         ax2.barh(i, d["mean"], color="C0", alpha=0.7)
         ax2.errorbar([d["mean"]], [i], xerr=[[d["mean"] - d["p05"]], [d["p95"] - d["mean"]]], fmt="none", color="k", capsize=4)
-        if ref and ref in an:
-            ax2.plot([an[ref]], [i], "D", color="C3", label="renewal reference" if i == 0 else None)
+        at, long_run = refs.get(ref, (None, None)) if ref else (None, None)
+        if at is not None:
+            ax2.plot([at], [i], "D", color="C3", label="renewal reference over the horizon" if i == 0 else None)
+        if long_run is not None:
+            ax2.plot([long_run], [i], "D", mfc="none", color="C7", label="long-run reference (t → ∞)" if i == 0 else None)
     ax2.set_yticks(range(len(rows)), [r[1] for r in rows])
     ax2.invert_yaxis()
     ax2.set(xlabel="events per year in the cluster (bars: mean; whiskers: 5%–95%)", title="Event rates")
     ax2.grid(alpha=0.3, axis="x")
     ax2.legend(fontsize=7, loc="lower right")
     fig.suptitle(f"Reliability of {doc.get('scenario', '')}: {doc.get('lifetimes', 0):,} cluster lifetimes", fontsize=10)
-    return {"reliability.png": fig}
+    return FigureSet({"reliability.png": fig})
 
 
-def roofline_figures(doc: dict) -> dict:
+def roofline_figures(doc: dict) -> FigureSet:
     """Roofline terms per phase (log scale) and tokens/s per GPU of each searched layout."""
     import numpy as np
 
@@ -107,11 +117,11 @@ def roofline_figures(doc: dict) -> dict:
     for i, r in enumerate(lay):
         ax2.text(i, vals[i], " chosen" if r["chosen"] else ("" if r["slo_met"] else " SLO missed"), rotation=90, ha="center", va="bottom", fontsize=7)
     ax2.set_xticks(range(len(lay)), labels, rotation=30, ha="right", fontsize=8)
-    ax2.set(ylabel="output tokens/s per GPU", title=f"Layouts searched, {doc.get('serving', 'static')} serving (TPOT SLO {doc['tpot_slo_ms']:g} ms)",
+    ax2.set(ylabel="output tokens per second per GPU (tokens/s)", title=f"Layouts searched, {doc.get('serving', 'static')} serving (TPOT SLO {doc['tpot_slo_ms']:g} ms)",
             ylim=(0, max(vals) * 1.35 if max(vals) > 0 else 1))
     ax2.grid(alpha=0.3, axis="y")
     fig.suptitle(f"Roofline of {doc.get('scenario', '')} at the median inputs", fontsize=10)
-    return {"roofline.png": fig}
+    return FigureSet({"roofline.png": fig})
 
 
 def figures_for_yield(doc: dict, out) -> list[Path]:

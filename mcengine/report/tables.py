@@ -6,6 +6,22 @@ from ..analytic.fab import YIELD_MODELS
 from .metrics import fmt_value  # noqa: F401  (tables.fmt_value is used by sensitivity)
 
 
+def fit(table, labels: int = 1, text: tuple[int, ...] = ()):
+    """``table`` readable at any width, also piped (80 columns): its first ``labels``
+    columns (names, keys, values swept) and the columns ``text`` wrap, folding a long word,
+    and every other column (numbers) keeps the width of its widest cell, so a number is
+    never cut to ``0.9333…`` and no column shrinks to nothing. Returns the table."""
+    from rich.cells import cell_len
+
+    for i, col in enumerate(table.columns):
+        if i < labels or i in text:
+            col.no_wrap, col.overflow = False, "fold"
+            continue
+        widths = [cell_len(c.plain if hasattr(c, "plain") else str(c)) for c in (col.header, *col.cells)]
+        col.no_wrap, col.min_width = True, max(widths, default=1)
+    return table
+
+
 def _flatten(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
     rows = []
     for key, value in doc.items():
@@ -34,20 +50,18 @@ def _bench_table(harness: str, body: dict):
     title, caption = f"bench: {harness}", settings or None
     if len(measures) <= 4:
         table = Table("case", *(_label(m) for m in measures), title=title, caption=caption)
-        table.columns[0].no_wrap = True
         for case, rows in flat.items():
             got = dict(rows)
             table.add_row(case, *(fmt_value(got[m]) if m in got else "" for m in measures))
         for col in table.columns[1:]:
             col.justify = "right"
-        return table
+        return fit(table)
     table = Table("measure", *cases, title=title, caption=caption)
-    table.columns[0].no_wrap = True
     for m in measures:
         table.add_row(_label(m), *(fmt_value(dict(flat[c]).get(m, "")) for c in cases))
     for col in table.columns[1:]:
         col.justify = "right"
-    return table
+    return fit(table)
 
 
 def render_bench(doc: dict):
@@ -70,10 +84,9 @@ def _plain_table(title: str, body: dict):
     from rich.table import Table
 
     table = Table("measure", "value", title=title)
-    table.columns[0].no_wrap = True
     for name, value in _flatten(body):
         table.add_row(name, fmt_value(value))
-    return table
+    return fit(table)
 
 
 # ----------------------------------------------------------------------------- run / compare
@@ -81,6 +94,7 @@ def _plain_table(title: str, body: dict):
 #: (metric, label, format) rows of the verdict table.
 VERDICT_ROWS = (
     ("cost_per_mtok_usd", "cost per M output tokens (USD)", "{:.3f}"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost, no markup (USD)", "{:.3f}"),
     ("availability", "instance availability", "{:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", "{:,.0f}"),
     ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
@@ -92,6 +106,7 @@ VERDICT_ROWS = (
 #: (metric, label, format) rows of the paired table.
 PAIRED_ROWS = (
     ("cost_per_mtok_usd", "cost per M output tokens", "{:.3f}"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost (no markup)", "{:.3f}"),
     ("availability", "instance availability", "{:.5f}"),
     ("tokens_per_s", "cluster output tokens/s", "{:.3f}"),
 )
@@ -120,9 +135,8 @@ def render_run(doc: dict):
 
     names = list(doc["scenarios"])
     table = Table("scenario", "median", "5% – 95%", title=f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}")
-    table.columns[0].no_wrap = True
     for col in table.columns[1:]:
-        col.justify, col.no_wrap = "right", True
+        col.justify = "right"
     for key, label, fmt in VERDICT_ROWS:
         if any(key not in doc["scenarios"][n] for n in names):
             continue  # a document without the metric (written before it existed)
@@ -136,7 +150,7 @@ def render_run(doc: dict):
         _section(table, "SLO-infeasible trials (no tokens; not in the costs above)")
         for n in names:
             table.add_row(n, f"{missed[n]:.3f}" + ("  (INFEASIBLE)" if missed[n] > 0.0 else ""), "")
-    parts = [table]
+    parts = [fit(table)]
     if "paired_all" in doc:
         base = doc["baseline"]
         paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)",
@@ -144,9 +158,8 @@ def render_run(doc: dict):
                        caption="lower cost is better; higher availability and tokens/s are better "
                                "(there P(B better) counts ties: P(B ≥ A)); ratios over the trials in which both serve "
                                "tokens; P(B better) over all trials, a trial where only one side serves counted for it")
-        paired.columns[0].no_wrap = True
         for col in paired.columns[1:]:
-            col.justify, col.no_wrap = "right", True
+            col.justify = "right"
         for key, label, fmt in PAIRED_ROWS:
             _section(paired, label)
             for pair, metrics in doc["paired_all"].items():
@@ -155,7 +168,7 @@ def render_run(doc: dict):
                 d, (p, _) = metrics[key], p_better(key, metrics[key]["p_b_below_a"])
                 r = d["ratio"]
                 paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}")
-        parts.append(paired)
+        parts.append(fit(paired))
     return Group(*parts)
 
 
@@ -166,22 +179,48 @@ def render_scenarios(rows: list[tuple[str, str]]):
     table = Table("scenario", "description", title="shipped scenarios")
     for name, desc in rows:
         table.add_row(name, desc)
-    return table
+    return fit(table, text=(1,))
+
+
+#: The verdicts of `mcengine validate`, in the order of its tally.
+VALIDATE_STATUSES = ("pass", "known miss", "FAIL")
+
+
+def validate_tally(doc: dict) -> dict[str, int]:
+    """How many checks passed, missed a measurement knowingly, or failed."""
+    statuses = [c.get("status", "pass" if c["passed"] else "FAIL") for c in doc["checks"]]
+    return {s: statuses.count(s) for s in VALIDATE_STATUSES}
 
 
 def render_validate(doc: dict):
-    """`mcengine validate`: one row per cross-check."""
+    """`mcengine validate`: the cross-checks against closed forms, then the calibration
+    against measured bands (each table naming what its expected column holds), and the
+    tally of pass / known miss / FAIL."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table("stage", "check", "closed form", "mcengine", "tolerance", "", title="analytic cross-checks")
-    for c in doc["checks"]:
-        table.add_row(c["stage"], c["name"], f"{c['expected']:.6g}", f"{c['got']:.6g}", f"{c['tolerance']:.3g}",
-                      c.get("status", "pass" if c["passed"] else "FAIL"))
-    misses = [c for c in doc["checks"] if c.get("status") == "known miss"]
-    if misses:
-        table.caption = "known miss: a published measurement the model misses, reported, not required: " + "; ".join(
-            f"{c['name']}: {c['known_miss']}" for c in misses)
-    return table
+    parts = []
+    for basis, title, expected, tol in (
+        ("closed form", "analytic cross-checks: mcengine against the closed form", "closed form", "tolerance"),
+        ("measured", "calibration: mcengine against measured results (band centre ± half-width)", "measured", "± band"),
+    ):
+        checks = [c for c in doc["checks"] if c.get("basis", "closed form") == basis]
+        if not checks:
+            continue
+        table = Table("stage", "check", expected, "mcengine", tol, "result", title=title)
+        for c in checks:
+            table.add_row(c["stage"], c["name"], f"{c['expected']:.6g}", f"{c['got']:.6g}", f"{c['tolerance']:.3g}",
+                          c.get("status", "pass" if c["passed"] else "FAIL"))
+        misses = [c for c in checks if c.get("status") == "known miss"]
+        if misses:
+            table.caption = "known miss: a published measurement the model misses, reported, not required: " + "; ".join(
+                f"{c['name']}: {c['known_miss']}" for c in misses)
+        parts.append(fit(table, labels=2))
+    tally = validate_tally(doc)
+    parts.append(Text(f"{len(doc['checks'])} checks: " + ", ".join(f"{n} {s}" for s, n in tally.items())
+                      + ("" if tally["FAIL"] else " (a known miss does not fail validate)")))
+    return Group(*parts)
 
 
 # ----------------------------------------------------------------------------- stages alone
@@ -228,40 +267,48 @@ def render_yield(body: dict):
     if body.get("wafers_without_good_dies"):
         table.add_row("wafers without a good die", f"{body['wafers_without_good_dies']:,}", "", "")
     table.add_row("good dies with defects", value(body["harvested_share"], ".3f"), "", "")
-    return table
+    return fit(table)
 
 
 def render_reliability(body: dict):
-    """A rich Table of ``mcengine reliability``: Monte Carlo beside the renewal references."""
+    """A rich Table of ``mcengine reliability``: Monte Carlo beside the renewal reference
+    that matches the run's horizon, the long-run one (1/MTTF, t → ∞) on a row of its own
+    where it differs (:func:`mcengine.report.metrics.reliability_references`)."""
     from rich.table import Table
 
+    from .metrics import reliability_references
+
     an = body.get("analytic", {})
+    refs = reliability_references(an)
     name = body.get("scenario")
     table = Table(title=f"reliability stage{f': {name}' if name else ''}, {body.get('lifetimes', '?')} lifetimes",
-                  caption="references: long-run renewal rates at the median inputs; instance availability: "
-                          f"{an.get('instance_availability_basis', 'ample spares')}; "
+                  caption="reference: renewal references at the median inputs over the run's horizon (a cluster started new); "
+                          "long-run: 1/MTTF per class (t → ∞), shown where a wear-out or infant-mortality law makes it differ; "
+                          f"instance availability: {an.get('instance_availability_basis', 'ample spares')}; "
                           + (f"capacity: {an['capacity_availability_basis']}; " if "capacity_availability_basis" in an else "")
-                          + f"{body.get('events', 0):,} events simulated"
-                          + (f"; over the horizon (renewal function) {an['failures_per_year_over_horizon']:,.1f} failures/yr" if "failures_per_year_over_horizon" in an else ""))
+                          + f"{body.get('events', 0):,} events simulated")
     for col in ("quantity", "MC mean ± sem", "MC p05 – p95", "reference"):
         table.add_column(col, justify="left" if col == "quantity" else "right")
     rows = (
-        ("instance availability", "instance_availability", ".6f", an.get("instance_availability", an.get("availability_no_stockout"))),
-        ("capacity availability", "capacity_availability", ".6f", an.get("capacity_availability")),
-        ("failures / year", "failures_per_year", ",.2f", an.get("failures_per_year")),
-        ("interruptions / year", "interruptions_per_year", ",.2f", an.get("interruptions_per_year")),
-        ("swaps / year", "swaps_per_year", ",.2f", None),
-        ("repairs / year", "repairs_per_year", ",.2f", None),
-        ("module swaps / year", "module_swaps_per_year", ",.2f", None),
-        ("stock-out inst-hours", "stockout_hours", ",.1f", None),
-        ("max failed GPUs", "max_failed_gpus", ",.1f", None),
+        ("instance availability", "instance_availability", ".6f"),
+        ("capacity availability", "capacity_availability", ".6f"),
+        ("failures / year", "failures_per_year", ",.2f"),
+        ("interruptions / year", "interruptions_per_year", ",.2f"),
+        ("swaps / year", "swaps_per_year", ",.2f"),
+        ("repairs / year", "repairs_per_year", ",.2f"),
+        ("module swaps / year", "module_swaps_per_year", ",.2f"),
+        ("stock-out inst-hours", "stockout_hours", ",.1f"),
+        ("max failed GPUs", "max_failed_gpus", ",.1f"),
     )
-    for label, key, fmt, ref in rows:
+    for label, key, fmt in rows:
         if key not in body:
             continue
         d = body[key]
+        ref, long_run = refs.get(key, (None, None))
         table.add_row(label, f"{d['mean']:{fmt}} ± {d['sem']:.2g}", f"{d['p05']:{fmt}} – {d['p95']:{fmt}}",
                       "" if ref is None else f"{ref:{fmt}}")
+        if long_run is not None:
+            table.add_row("  long-run reference (t → ∞)", "", "", f"{long_run:{fmt}}")
     for cls, kinds in body.get("failures_by_class", {}).items():
         for kind, words in (("failures_per_year", "failures"), ("faults_per_year", "faults")):
             d = kinds[kind]
@@ -270,7 +317,7 @@ def render_reliability(body: dict):
                               f"{d['p05']:,.2f} – {d['p95']:,.2f}", "")
     if "p_stockout" in an:
         table.add_row("P(units in repair > spares)", "", "", f"{an['p_stockout']:.3g}")
-    return table
+    return fit(table)
 
 
 def _sig3(x: float) -> str:
@@ -310,39 +357,44 @@ def render_roofline(body: dict):
     terms = Table("phase", "compute", "memory", "comm", "overhead", "total", "bound", title="terms (ms): max(max(compute, memory), o·comm) + (1−o)·comm + overhead, o = comm_overlap")
     bounds = {"prefill": body["prefill"]["bound"], "ttft": body["prefill"]["ttft_bound"], "decode": body["decode"]["bound"]}
     labels = {"prefill": f"prefill ×{body['decode']['batch']}", "ttft": "TTFT (prefill ×1)", "decode": "TPOT (decode)"}
-    for i in (0, 6):
-        terms.columns[i].no_wrap = True
     for phase, t in body["terms"].items():
         total = t.get("total_ms", max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"])
         terms.add_row(labels[phase], *(_sig3(t[k]) for k in ("compute_ms", "memory_ms", "comm_ms", "overhead_ms")), _sig3(total), bounds[phase])
-    layouts = Table("tensor", "pipeline", "attention", "fits", "batch", "TPOT ms", "SLO", "tokens/s per GPU", "", title=f"layouts searched in {body.get('serving', 'static')} serving (median inputs)")
+    layouts = Table("TP", "PP", "attn", "fits", "batch", "TPOT ms", "SLO", "tokens/s/GPU", "", title=f"layouts searched in {body.get('serving', 'static')} serving (median inputs)",
+                    caption="TP x PP: tensor x pipeline parallel ranks; attn: attention sharded by heads (tensor) or sequences (data)")
     for row in body["layouts"]:
         layouts.add_row(
             str(row["tensor"]), str(row["pipeline"]), row.get("attention", "tensor"), "yes" if row["fits"] else "no", str(row["batch"]),
             _sig3(row["tpot_ms"]), "met" if row["slo_met"] else "missed",
             _sig3(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "chosen" if row["chosen"] else "",
         )
-    return Group(summary, terms, layouts, _serving_table(body)) if "serving_modes" in body else Group(summary, terms, layouts)
+    parts = [fit(summary, text=(1,)), fit(terms), fit(layouts, labels=0)]
+    return Group(*parts, _serving_table(body)) if "serving_modes" in body else Group(*parts)
 
 
 def _serving_table(body: dict):
-    """Each serving mode's best combination at the median inputs (docs/model.md#serving)."""
+    """Each serving mode's best combination at the median inputs (docs/model.md#serving):
+    one column per mode, so that it reads at 80 columns."""
     from rich.table import Table
 
-    table = Table("mode", "layout", "batch", "TPOT ms", "TTFT ms", "SLO", "tokens/s per GPU", "per H100-eq.", "",
-                  title=f"serving modes (median inputs): {body['serving']} chosen")
-    for mode, row in body["serving_modes"].items():
+    labels = ("layout", "batch", "TPOT ms", "TTFT ms", "SLO", "tokens/s per GPU", "per H100-eq.", "note")
+    modes = body["serving_modes"]
+    columns = {}
+    for mode, row in modes.items():
         if not row["feasible"]:
-            table.add_row(mode, "-", "-", "-", "-", "-", "-", "-", f"infeasible: {row['why']}")
+            columns[mode] = ["-"] * (len(labels) - 1) + [f"infeasible: {row['why']}"]
             continue
         layout = f"{row['tensor']} x {row['pipeline']}"
         note = "chosen" if row["chosen"] else ""
         if "batch_binds" in row:
-            note = f"{note} batch limit: {row['batch_binds']}".strip()
+            note = f"{note}; batch limit: {row['batch_binds']}".strip("; ")
         if "prefill" in row:
             pre = row["prefill"]
             layout = f"decode {layout}, prefill {pre['tensor']} x {pre['pipeline']}" + (f" ({pre['batch']} prompts/pass)" if "batch" in pre else "")
-            note = f"{note} prefill share {row['prefill_share']:.2f}".strip()
-        table.add_row(mode, layout, str(row["batch"]), _sig3(row["tpot_ms"]), _sig3(row["ttft_ms"]), "met" if row["slo_met"] else "missed",
-                      _sig3(row["tokens_per_s_per_gpu"]), _sig3(row["tokens_per_s_per_h100_equivalent"]), note)
-    return table
+            note = f"{note}; prefill share {row['prefill_share']:.2f}".strip("; ")
+        columns[mode] = [layout, str(row["batch"]), _sig3(row["tpot_ms"]), _sig3(row["ttft_ms"]), "met" if row["slo_met"] else "missed",
+                         _sig3(row["tokens_per_s_per_gpu"]), _sig3(row["tokens_per_s_per_h100_equivalent"]), note]
+    table = Table("", *modes, title=f"serving modes (median inputs): {body['serving']} chosen")
+    for i, label in enumerate(labels):
+        table.add_row(label, *(columns[m][i] for m in modes))
+    return fit(table, text=tuple(range(1, len(modes) + 1)))

@@ -214,7 +214,8 @@ def power_problems(g) -> list[Problem]:
     idle_high = g.idle_w.drawn_range()[1]
     tdp_low = g.tdp_w.drawn_range()[0]
     if idle_high > tdp_low:
-        return [Problem("gpu.idle_w", g.idle_w.to_toml(), f"allowed: at most gpu.tdp_w in every trial (idle can reach {idle_high:g} W, "
+        rule = " = gpu.core_tdp_w + gpu.link_pj_per_bit x gpu.link_gbps" if g.core_tdp_w is not None else ""
+        return [Problem("gpu.idle_w", g.idle_w.to_toml(), f"allowed: at most gpu.tdp_w{rule} in every trial (idle can reach {idle_high:g} W, "
                         f"the TDP can be as low as {tdp_low:g} W)")]
     return []
 

@@ -9,6 +9,15 @@ the link bandwidth and TDP of each trial from its drawn rates, so those rates ma
 ``dist`` tables. Explicit ``[gpu]``, ``[fab]`` and ``reliability.components.hbm.count``
 values always win; :func:`drop_inherited` keeps the values a design file inherits through
 ``extends`` from counting as explicit.
+
+The scale-up links follow one rule in every design, typed in or derived
+(docs/model.md#links): the switch port is priced per GB/s of link bandwidth
+(``econ.scale_up_port_cost_per_gbps_usd``) and the links' power, pJ/bit x link bandwidth,
+is part of the TDP (``gpu.core_tdp_w`` + ``gpu.link_pj_per_bit``; a derived design takes
+both from ``[gpu.derive]``). :func:`resolve_links` fills ``econ.scale_up_port_cost_usd``
+and ``gpu.tdp_w`` from them (at the inputs' medians) and :func:`apply_trials` recomputes
+them per trial; :data:`LINK_RULES` and :func:`replaced_keys` let a file or ``--set`` that
+types in the old key replace the rule it inherits.
 """
 
 from __future__ import annotations
@@ -35,6 +44,12 @@ HBM_COMPONENT = "hbm"
 HBM_COUNT_KEY = f"reliability.components.{HBM_COMPONENT}.count"
 #: The gpu keys that depend on the per-trial rates (``dist`` tables allowed).
 PER_TRIAL = ("gpu.link_gbps", "gpu.tdp_w")
+
+#: The rule keys that replace an old key when set, by old key (docs/model.md#links).
+LINK_RULES = {"gpu.tdp_w": ("gpu.core_tdp_w", "gpu.link_pj_per_bit"),
+              "econ.scale_up_port_cost_usd": ("econ.scale_up_port_cost_per_gbps_usd",)}
+#: The gpu keys a derived design replaces by its own ``[gpu.derive]`` figures.
+DERIVE_REPLACES = ("core_tdp_w", "link_pj_per_bit")
 
 #: Slack on ``floor(edge / stack edge)`` so that an edge of exactly n stacks holds n
 #: despite float rounding (e.g. 3 x 10.4667 mm).
@@ -135,7 +150,7 @@ def drop_inherited(base: dict, child: dict) -> dict:
     if not _table(child, "gpu.derive"):
         return base
     out = {**base}
-    for table, keys in (("gpu", DERIVED_GPU), ("fab", DERIVED_FAB)):
+    for table, keys in (("gpu", (*DERIVED_GPU, *DERIVE_REPLACES)), ("fab", DERIVED_FAB)):
         if isinstance(out.get(table), dict):
             out[table] = {k: v for k, v in out[table].items() if k not in keys}
     comps = _table(out, "reliability.components")
@@ -145,8 +160,44 @@ def drop_inherited(base: dict, child: dict) -> dict:
     return out
 
 
+def _dotted(raw: dict) -> set[str]:
+    """The dotted ``table.key`` names of the values in ``raw``'s tables."""
+    return {f"{table}.{key}" for table, node in raw.items() if isinstance(node, dict) for key in node}
+
+
+def replaced_keys(keys: set[str]) -> list[str]:
+    """The dotted keys that setting ``keys`` replaces: typing in an old key
+    (``gpu.tdp_w``, ``econ.scale_up_port_cost_usd``) drops the rule keys that would
+    replace it, and setting a rule key drops the old key."""
+    out = []
+    for old, rule in LINK_RULES.items():
+        if old in keys:
+            out += rule
+        elif keys & set(rule):
+            out.append(old)
+    return out
+
+
+def without(raw: dict, keys: list[str]) -> dict:
+    """``raw`` (a copy of its touched tables) without the dotted ``table.key`` ``keys``."""
+    out = {**raw}
+    for key in keys:
+        table, _, name = key.partition(".")
+        if isinstance(out.get(table), dict) and name in out[table]:
+            out[table] = {k: v for k, v in out[table].items() if k != name}
+    return out
+
+
+def drop_replaced(base: dict, child: dict) -> dict:
+    """``base`` without the keys ``child``'s own keys replace (:func:`replaced_keys`): a
+    file extending a rule-priced design that types in ``gpu.tdp_w`` gets that TDP."""
+    return without(base, replaced_keys(_dotted(child)))
+
+
 def _explicit(raw: dict) -> set[str]:
     keys = {f"gpu.{k}" for k in DERIVED_GPU if k in _table(raw, "gpu")}
+    if any(k in _table(raw, "gpu") for k in DERIVE_REPLACES):  # the link rule's TDP is an explicit one
+        keys.add("gpu.tdp_w")
     keys |= {f"fab.{k}" for k in DERIVED_FAB if k in _table(raw, "fab")}
     if "count" in _table(raw, f"reliability.components.{HBM_COMPONENT}"):
         keys.add(HBM_COUNT_KEY)
@@ -308,15 +359,83 @@ def _filled(parts: dict, record: Derivation) -> dict:
     return out
 
 
+# ----------------------------------------------------------------------------- link rule
+
+
+def link_tdp_w(core_tdp_w, pj_per_bit, link_gbps_):
+    """TDP of a typed-in design: the board without its links + their power (W)."""
+    return core_tdp_w + io_power_w(link_gbps_, pj_per_bit)
+
+
+def port_cost_usd(usd_per_gbps, link_gbps_):
+    """Scale-up switch port of ``link_gbps_`` GB/s per direction at ``usd_per_gbps`` (USD)."""
+    return usd_per_gbps * link_gbps_
+
+
+def resolve_links(parts: dict, problems: list[Problem]) -> dict:
+    """``parts`` with ``gpu.tdp_w`` and ``econ.scale_up_port_cost_usd`` filled from the link
+    rule where its keys are set (at the inputs' medians), and a problem for each rule value
+    outside its key's range at the extremes of its inputs. In a derived design the rule's
+    TDP is an explicit one: it replaces ``[gpu.derive]``'s (:func:`_explicit`)."""
+    out = dict(parts)
+    gpu, econ = parts.get("gpu"), parts.get("econ")
+    if gpu is None:
+        return out
+    link = gpu.link_gbps
+    if gpu.core_tdp_w is not None or gpu.link_pj_per_bit is not None:
+        if gpu.core_tdp_w is None or gpu.link_pj_per_bit is None:
+            missing = "gpu.core_tdp_w" if gpu.core_tdp_w is None else "gpu.link_pj_per_bit"
+            problems.append(Problem(missing, None, "missing; gpu.core_tdp_w and gpu.link_pj_per_bit go together (TDP = core_tdp_w + "
+                                    "link_pj_per_bit x link_gbps), or set gpu.tdp_w alone"))
+        else:
+            inputs = (gpu.core_tdp_w, gpu.link_pj_per_bit, link)
+            tdp = _rule_value(link_tdp_w, inputs, "gpu.tdp_w", GpuSection, ("gpu.core_tdp_w", "gpu.link_pj_per_bit", "gpu.link_gbps"), problems)
+            if tdp is not None:
+                out["gpu"] = dataclasses.replace(gpu, tdp_w=Fixed(tdp))
+    if econ is not None and econ.scale_up_port_cost_per_gbps_usd is not None:
+        from .sections.econ import EconSection
+
+        inputs = (econ.scale_up_port_cost_per_gbps_usd, link)
+        port = _rule_value(port_cost_usd, inputs, "econ.scale_up_port_cost_usd", EconSection, ("econ.scale_up_port_cost_per_gbps_usd", "gpu.link_gbps"), problems)
+        if port is not None:
+            out["econ"] = dataclasses.replace(econ, scale_up_port_cost_usd=Fixed(port))
+    return out
+
+
+def _rule_value(rule, inputs: tuple[Dist, ...], key: str, section, names: tuple[str, ...], problems: list[Problem]) -> float | None:
+    """``rule`` at the inputs' medians, or None (and a problem on the rule's first input
+    key that names them all) when it leaves ``key``'s range at the low or high end of the
+    inputs (the rules grow with each)."""
+    spec = spec_of(next(f for f in dataclasses.fields(section) if f.name == key.partition(".")[2]))
+    for end in (0, 1):
+        value = float(rule(*(_extremes(d, 0.0)[end] for d in inputs)))
+        if not spec.in_range(value, value, False, False):
+            given = ", ".join(f"{n} = {d.to_toml()}" for n, d in zip(names, inputs))
+            problems.append(Problem(names[0], inputs[0].to_toml(), spec.allowed(),
+                                    f"the link rule gives {key} = {value:.6g} at the {'low' if end == 0 else 'high'} end of its inputs ({given})"))
+            return None
+    return float(rule(*(d.median() for d in inputs)))
+
+
 # ----------------------------------------------------------------------------- per trial
 
 
 def apply_trials(scenario, values: dict[str, np.ndarray], n: int) -> None:
     """Recompute, in ``values``, the derived link bandwidth and TDP of ``n`` trials from
-    their drawn ``gpu.derive`` rates (vectorised; a no-op for a typed-in GPU)."""
+    their drawn ``gpu.derive`` rates, then the link rule's TDP and port cost
+    (:func:`resolve_links`) from their drawn inputs (vectorised)."""
     record = getattr(scenario, "derivation", None)
-    if record is None:
-        return
+    if record is not None:
+        _apply_derivation(record, values, n)
+    gpu, econ = scenario.gpu, scenario.econ
+    if gpu.core_tdp_w is not None:
+        values["gpu.tdp_w"] = np.asarray(link_tdp_w(values["gpu.core_tdp_w"], values["gpu.link_pj_per_bit"], values["gpu.link_gbps"]), dtype=float)
+    if econ.scale_up_port_cost_per_gbps_usd is not None:
+        values["econ.scale_up_port_cost_usd"] = np.asarray(port_cost_usd(values["econ.scale_up_port_cost_per_gbps_usd"], values["gpu.link_gbps"]), dtype=float)
+
+
+def _apply_derivation(record: Derivation, values: dict[str, np.ndarray], n: int) -> None:
+    """The derived link bandwidth and TDP of ``n`` trials from their ``gpu.derive`` rates."""
     hbm, io = record.hbm, record.io
 
     def rate(key: str, fallback: float) -> np.ndarray:

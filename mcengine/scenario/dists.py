@@ -4,7 +4,8 @@ Two kinds of randomness are kept apart (docs/interface.md#scenario-files-toml):
 
 * an **uncertain input** (:class:`Dist`, epistemic) is drawn once per trial by inverse
   transform of a counter-based uniform, so trial *i* of two scenarios that share a key
-  gets the same quantile (common random numbers);
+  gets the same quantile (common random numbers); a ``dist`` table with
+  ``shared = false`` is drawn per design instead (docs/model.md#per-design-inputs);
 * a **law** (:class:`Law`, aleatory) is sampled per event inside a kernel. Its parameters
   are themselves :class:`Dist` values, so they may be uncertain.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 import numpy as np
@@ -46,8 +47,13 @@ def _plain(x: float) -> float | int | str:
 
 @dataclass(frozen=True)
 class Dist(ABC):
-    """Base of the uncertain-input kinds. Subclasses are frozen dataclasses of floats."""
+    """Base of the uncertain-input kinds. Subclasses are frozen dataclasses of floats.
 
+    ``shared`` (``true`` unless a table says ``shared = false``): in a comparison, whether
+    every design draws this input at the same quantile in a trial (common random numbers)
+    or each design on its own stream (docs/model.md#per-design-inputs)."""
+
+    shared: bool = field(default=True, kw_only=True)
     kind: ClassVar[str] = ""
     required: ClassVar[tuple[str, ...]] = ()
     optional: ClassVar[dict[str, float]] = {}
@@ -93,8 +99,13 @@ class Dist(ABC):
     def to_toml(self) -> dict | float | str:
         out: dict = {"dist": self.kind}
         for f in fields(self):
-            out[f.name] = _plain(getattr(self, f.name))
-        return out
+            if f.name != "shared":
+                out[f.name] = _plain(getattr(self, f.name))
+        return self._with_shared(out)
+
+    def _with_shared(self, table: dict) -> dict:
+        """``table`` with ``shared = false`` when the input is drawn per design."""
+        return table if self.shared else {**table, "shared": False}
 
 
 @dataclass(frozen=True)
@@ -222,7 +233,7 @@ class Lognormal(Dist):
         return "" if self.sigma > 0 else "needs sigma > 0"
 
     def to_toml(self):
-        return {"dist": self.kind, "median": _plain(self.median_), "sigma": _plain(self.sigma)}
+        return self._with_shared({"dist": self.kind, "median": _plain(self.median_), "sigma": _plain(self.sigma)})
 
 
 @dataclass(frozen=True)
@@ -254,16 +265,48 @@ class Beta(Dist):
         return ""
 
 
+@dataclass(frozen=True)
+class Choice(Dist):
+    """A categorical input: option ``i`` with probability ``weights[i] / sum(weights)``
+    (``{dist = "choice", values = [...], weights = [...]}``, for a key whose value is not a
+    number, e.g. ``econ.markup_applies_to``). A trial draws it, like any input, by inverse
+    transform of its uniform; the drawn value is the option's index (a float column), and
+    :meth:`option` gives the option."""
+
+    options: tuple
+    weights: tuple[float, ...]
+    kind: ClassVar[str] = "choice"
+
+    def _cumulative(self) -> np.ndarray:
+        w = np.asarray(self.weights, dtype=float)
+        return np.cumsum(w) / w.sum()
+
+    def ppf(self, u):
+        index = np.searchsorted(self._cumulative(), np.asarray(u, dtype=float), side="right")
+        return np.minimum(index, len(self.options) - 1).astype(float)
+
+    def support(self):
+        return (0.0, float(len(self.options) - 1), False, False)
+
+    def option(self, index: float):
+        """The option at a drawn index."""
+        return self.options[int(index)]
+
+    def to_toml(self):
+        values = [list(o) if isinstance(o, tuple) else o for o in self.options]
+        return self._with_shared({"dist": self.kind, "values": values, "weights": [_plain(w) for w in self.weights]})
+
+
 #: Registry of uncertain-input kinds, by the ``dist`` name used in scenario files.
 DISTS: dict[str, type[Dist]] = {c.kind: c for c in (Fixed, Uniform, Triangular, Normal, Lognormal, Beta)}
 
 _FIELD_OF_PARAM = {"median": "median_"}
 
 
-def make_dist(kind: str, params: dict[str, float]) -> Dist:
+def make_dist(kind: str, params: dict[str, float], shared: bool = True) -> Dist:
     """Build a registered Dist from its scenario-file parameter names."""
     cls = DISTS[kind]
-    return cls(**{_FIELD_OF_PARAM.get(k, k): v for k, v in params.items()})
+    return cls(**{_FIELD_OF_PARAM.get(k, k): v for k, v in params.items()}, shared=shared)
 
 
 # --------------------------------------------------------------------------- laws

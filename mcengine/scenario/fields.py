@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..errors import Problem
 from ..kernels.law_codes import MAX_LAW_PARTS
-from .dists import DISTS, LAWS, Dist, Fixed, Law, MixtureLaw, fixed_law, make_dist, make_law
+from .dists import DISTS, LAWS, Choice, Dist, Fixed, Law, MixtureLaw, fixed_law, make_dist, make_law
 
 AUTO = "auto"
 INF_WORDS = ("inf", "+inf", "infinity")
@@ -130,7 +130,8 @@ class Spec:
         if self.kind == "choice":
             return "allowed: one of " + ", ".join(repr(c) for c in self.choices)
         if self.kind == "subset":
-            return "allowed: a list of distinct names from " + ", ".join(repr(c) for c in self.choices)
+            return ("allowed: a list of distinct names from " + ", ".join(repr(c) for c in self.choices)
+                    + ', or a choice among such lists: {dist = "choice", values = [[...], [...]], weights = [...]}')
         if self.kind == "flag":
             return "allowed: true or false"
         return "allowed: a string"
@@ -214,7 +215,9 @@ class Spec:
             return None
         return raw
 
-    def _parse_subset(self, raw, key, problems) -> tuple[str, ...] | None:
+    def _parse_subset(self, raw, key, problems) -> tuple[str, ...] | Choice | None:
+        if isinstance(raw, dict):
+            return self._parse_subset_choice(raw, key, problems)
         if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw) or len(set(raw)) != len(raw):
             problems.append(Problem(key, raw, self.allowed()))
             return None
@@ -223,6 +226,30 @@ class Spec:
             problems.append(Problem(key, raw, self.allowed(), did_you_mean(bad[0], self.choices)))
             return None
         return tuple(raw)
+
+    def _parse_subset_choice(self, raw: dict, key: str, problems: list[Problem]) -> Choice | None:
+        """``{dist = "choice", values = [list, ...], weights = [w, ...]}``: an uncertain
+        subset; weights positive (normalised), equal when left out."""
+        before = len(problems)
+        if raw.get("dist") != "choice":
+            problems.append(Problem(f"{key}.dist", raw.get("dist"), 'allowed: "choice" (a list of names, or a choice among lists)'))
+            return None
+        unknown_keys(raw, ["dist", "values", "weights", "shared"], f"{key}.", problems)
+        shared = parse_shared(raw, key, problems)
+        values = raw.get("values")
+        if not isinstance(values, list) or len(values) < 2:
+            problems.append(Problem(f"{key}.values", values, "allowed: a list of at least two options, each a list of distinct names from "
+                                    + ", ".join(repr(c) for c in self.choices)))
+            return None
+        options = [self._parse_subset(v if isinstance(v, list) else None, f"{key}.values.{i}", problems) for i, v in enumerate(values)]
+        weights = raw.get("weights", [1.0] * len(values))
+        if (not isinstance(weights, list) or len(weights) != len(values)
+                or not all(_is_number(w) and math.isfinite(w) and 0 < w <= MAX_LAW_WEIGHT for w in weights)):
+            problems.append(Problem(f"{key}.weights", weights, f"allowed: one positive number up to {MAX_LAW_WEIGHT:g} per option "
+                                    f"({len(values)} here; they are normalised)"))
+        if len(problems) > before:
+            return None
+        return Choice(tuple(options), tuple(float(w) for w in weights), shared=shared)
 
     def _parse_text(self, raw, key, problems) -> str | None:
         if not isinstance(raw, str):
@@ -296,7 +323,9 @@ def parse_dist(raw: dict, key: str, problems: list[Problem]) -> Dist | None:
         problems.append(Problem(f"{key}.dist", kind, "allowed: " + ", ".join(DISTS), did_you_mean(str(kind), list(DISTS))))
         return None
     cls = DISTS[kind]
-    if not _check_params(raw, "dist", cls.required, cls.optional, key, problems):
+    shared = parse_shared(raw, key, problems)
+    raw = {k: v for k, v in raw.items() if k != "shared"}
+    if not _check_params(raw, "dist", cls.required, cls.optional, key, problems) or shared is None:
         return None
     params = {}
     for p in (*cls.required, *cls.optional):
@@ -305,12 +334,22 @@ def parse_dist(raw: dict, key: str, problems: list[Problem]) -> Dist | None:
             if value is None:
                 return None
             params[p] = value
-    dist = make_dist(kind, params)
+    dist = make_dist(kind, params, shared)
     trouble = dist.check()
     if trouble:
         problems.append(Problem(key, raw, f"{kind}: {trouble}"))
         return None
     return dist
+
+
+def parse_shared(raw: dict, key: str, problems: list[Problem]) -> bool | None:
+    """A dist table's ``shared`` flag (default true), or None after a problem."""
+    shared = raw.get("shared", True)
+    if not isinstance(shared, bool):
+        problems.append(Problem(f"{key}.shared", shared, "allowed: true (every design draws the input at the same quantile in a trial: "
+                                "common random numbers) or false (each design draws it on its own stream)"))
+        return None
+    return shared
 
 
 def _law_param(raw: Any, key: str, problems: list[Problem]) -> Dist | None:

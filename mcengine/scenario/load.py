@@ -3,8 +3,8 @@
 * A reference is a path to a ``.toml`` file or the name of a shipped scenario
   (``configs/NAME.toml``, installed as package data ``mcengine/configs``).
 * ``extends = "PARENT"`` starts from another scenario (a shipped name, or a path relative
-  to the extending file) and deep-merges the child over it, table by table. A cycle is an
-  error.
+  to the extending file) and deep-merges the child over it, table by table; a ``dist`` or
+  ``law`` table of another kind replaces the parent's whole. A cycle is an error.
 * ``--set KEY=VALUE`` sets a dotted key after merging; VALUE is a TOML literal (a bare word
   that is not valid TOML is taken as a string); a table value replaces the whole table.
 """
@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ..errors import InputError, Problem
 from .fields import did_you_mean
 from .cards import DEFAULT_MODEL, card_table, load_model_card
-from .derive import drop_inherited
+from .derive import drop_inherited, drop_replaced, replaced_keys, without
 from .files import MAX_TOML_DEPTH, configs_dir, parse_toml, read_toml, shortened
 from .files import study_names  # noqa: F401 - re-exported
 from .refs import resolve_ref, shipped_names  # noqa: F401 - re-exported
@@ -35,12 +35,24 @@ def shipped_scenarios() -> list[tuple[str, str]]:
     return out
 
 
+def _kind(table: dict) -> tuple[str, Any] | None:
+    """``("dist", kind)`` or ``("law", kind)`` of a distribution or law table, else None."""
+    for tag in ("dist", "law"):
+        if tag in table:
+            return tag, table[tag]
+    return None
+
+
 def deep_merge(base: dict, over: dict) -> dict:
-    """``over`` merged into a copy of ``base``, table by table (lists and values replace)."""
+    """``over`` merged into a copy of ``base``, table by table (lists and values replace).
+    A ``dist`` or ``law`` table of another kind than the one it overrides replaces it
+    whole (a lognormal's ``median`` means nothing to a uniform); of the same kind, or
+    without a kind, it merges key by key like any table."""
     out = copy.deepcopy(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
+        old = out.get(key)
+        if isinstance(value, dict) and isinstance(old, dict) and _kind(value) in (None, _kind(old)):
+            out[key] = deep_merge(old, value)
         else:
             out[key] = copy.deepcopy(value)
     return out
@@ -65,7 +77,7 @@ def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] 
                 raise
             raise InputError([Problem("extends", p.value, p.allowed, p.hint) for p in exc.problems], str(path)) from None
         base.pop("description", None)  # a description describes one file, not its children
-        raw = deep_merge(drop_inherited(base, raw), raw)
+        raw = deep_merge(drop_replaced(drop_inherited(base, raw), raw), raw)
     raw["name"] = name
     return raw, path
 
@@ -117,6 +129,7 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
     problems = []
     for item in overrides:
         key, value = parse_override(item)
+        out = without(out, replaced_keys({key}))  # --set gpu.tdp_w=... replaces the link rule's TDP
         parts = key.split(".")
         node = out
         for i, part in enumerate(parts[:-1]):
@@ -253,7 +266,7 @@ def scenario_from_dict(raw: dict, source: str = "<dict>"):
     if parent is not None:
         base, _ = load_raw(parent)
         base.pop("description", None)
-        raw = deep_merge(drop_inherited(base, raw), raw)
+        raw = deep_merge(drop_replaced(drop_inherited(base, raw), raw), raw)
     return build(raw, source, load_parent)
 
 

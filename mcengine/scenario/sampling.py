@@ -3,7 +3,10 @@
 Input ``key`` of trial ``i`` is ``dist.ppf(u)`` with ``u`` the first uniform of the
 counter-based stream ``(seed, STAGE_INPUTS, crc32(key), i)``. So a trial's inputs do not
 depend on the chunking, and two scenarios that share a key (whatever their other keys)
-draw it at the same quantile in the same trial: common random numbers.
+draw it at the same quantile in the same trial: common random numbers. An input whose
+``dist`` table says ``shared = false`` is drawn per design instead, from
+``(seed, STAGE_DESIGN_INPUTS, crc32(scenario name NUL key), i)``
+(docs/model.md#per-design-inputs).
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ def input_stream_id(key: str) -> int:
     return zlib.crc32(key.encode("utf-8"))
 
 
+def input_stream(scenario: Scenario, key: str, dist) -> tuple[int, int]:
+    """(stage, stream id) of an input: the common stream of its key, or for a ``shared =
+    false`` input one of the scenario's own, so each design draws it independently."""
+    from ..rng import STAGE_DESIGN_INPUTS, STAGE_INPUTS
+
+    if dist.shared:
+        return STAGE_INPUTS, input_stream_id(key)
+    return STAGE_DESIGN_INPUTS, input_stream_id(f"{scenario.name}\x00{key}")
+
+
 @dataclass(frozen=True)
 class TrialInputs:
     """Per-trial values of every number-valued input: ``values[key]`` has shape (n,)."""
@@ -42,14 +55,14 @@ class TrialInputs:
 
 def draw_inputs(scenario: Scenario, seed: int, trial_start: int, n: int) -> TrialInputs:
     """Inputs of trials ``trial_start .. trial_start + n - 1``."""
-    from ..rng import STAGE_INPUTS, uniforms_for_trials
+    from ..rng import uniforms_for_trials
 
     values = {}
     for key, dist in scenario.inputs().items():
         if dist.is_fixed:
             values[key] = np.full(n, dist.value)
         else:
-            u = uniforms_for_trials(np.uint64(seed), STAGE_INPUTS, input_stream_id(key), trial_start, n)
+            u = uniforms_for_trials(np.uint64(seed), *input_stream(scenario, key, dist), trial_start, n)
             values[key] = dist.ppf(u)
     apply_trials(scenario, values, n)
     return TrialInputs(trial_start, n, values)

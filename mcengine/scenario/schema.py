@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from ..errors import InputError, Problem
 from .dists import Dist, Law
 from .checks import cross_checks
-from .derive import Derivation, resolve
+from .derive import Derivation, resolve, resolve_links
 from .fields import parse_section, spec_of, unknown_keys
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
@@ -201,6 +201,7 @@ def build(raw: dict, source: str = "", load_parent=None) -> Scenario:
         shown = description[:60] + "..." if isinstance(description, str) and len(description) > 60 else description
         problems.append(Problem("description", shown, f"allowed: a string of at most {MAX_DESCRIPTION_CHARS:,} characters, without NUL"))
     parts, derivation = resolve(parts, raw, problems, load_parent)
+    parts = resolve_links(parts, problems)
     problems += cross_checks(parts)
     if not problems:
         return Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), derivation=derivation, **parts)

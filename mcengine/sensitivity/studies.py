@@ -17,7 +17,8 @@ Three plain functions return the docs/interface.md JSON documents of ``mcengine 
 Every function works on one scenario (the output is a metric of its trials) or on two,
 A and B (the output is the paired ratio B/A trial by trial, and a sweep also reports
 P(B < A)). The two scenarios share the design's inputs by key; an input only one of them
-has is varied in that one alone. Trials run in chunks through
+has is varied in that one alone, and an input drawn per design (``shared = false``) is
+one factor per scenario, ``A:key`` and ``B:key`` (docs/model.md#per-design-inputs). Trials run in chunks through
 :func:`mcengine.pipeline.run_block`, so memory is bounded by the chunk size plus one
 float per trial of the analysed output.
 """
@@ -38,7 +39,7 @@ from ..options import positive, seed_of
 from ..pipeline import METRICS, PAIRED_METRICS, run_block
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.fields import did_you_mean
-from ..scenario.load import apply_overrides, load_scenarios, parse_override
+from ..scenario.load import POSITIONS, apply_overrides, load_scenarios, parse_override
 from ..scenario.derive import apply_trials
 from ..scenario.sampling import TrialInputs
 from . import analysis, sampling
@@ -90,14 +91,25 @@ def _ratio_of(scenarios: list[Scenario]) -> dict:
     return {"ratio_of": f"{scenarios[1].name} / {scenarios[0].name}"} if len(scenarios) == 2 else {}
 
 
-def _union_inputs(scenarios: list[Scenario]) -> list[str]:
-    """Uncertain inputs of A, then those only B has, by dotted key."""
-    keys: list[str] = []
-    for s in scenarios:
-        keys += [k for k in s.uncertain_inputs() if k not in keys]
-    if not keys:
+def _union_inputs(scenarios: list[Scenario]) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """The factors: uncertain inputs of A, then those only B has, each as ``label ->
+    (dotted key, positions of the scenarios it moves)``. A key drawn per design
+    (``shared = false`` in a scenario of a comparison) is one factor per scenario,
+    labelled ``A:key``, ``B:key``; any other is one factor, labelled by its key."""
+    factors: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for i, s in enumerate(scenarios):
+        for key in s.uncertain_inputs():
+            per_design = len(scenarios) > 1 and any(not c.uncertain_inputs()[key].shared for c in scenarios if key in c.uncertain_inputs())
+            label = f"{POSITIONS[i]}:{key}" if per_design else key
+            factors[label] = (key, (*factors.get(label, (key, ()))[1], i))
+    if not factors:
         raise InputError(Problem("SCENARIO", _label(scenarios), "has no uncertain inputs (no dist tables): nothing to analyse"))
-    return keys
+    return factors
+
+
+def _position(scenarios: list[Scenario], s: Scenario) -> int:
+    """Position of ``s`` (the object itself) among ``scenarios``."""
+    return next(i for i, c in enumerate(scenarios) if c is s)
 
 
 def _paired(values: list[np.ndarray]) -> np.ndarray:
@@ -412,7 +424,8 @@ def tornado(
     chosen = _resolve(scenarios, overrides)
     output = check_output(output, len(chosen) == 2)
     seed = seed_of(chosen[0], seed)
-    keys = _union_inputs(chosen)
+    factors = _union_inputs(chosen)
+    keys = list(factors)
     total = (2 * len(keys) + 1) * trials
     done = [0]
 
@@ -421,15 +434,16 @@ def tornado(
         if progress:
             progress(done[0], total)
 
-    def at(key, q):
-        return lambda s: {key: s.uncertain_inputs()[key].quantile(q)} if key in s.uncertain_inputs() else {}
+    def at(label, q):
+        key, where = factors[label]
+        return lambda s: {key: s.uncertain_inputs()[key].quantile(q)} if _position(chosen, s) in where else {}
 
     baseline, baseline_infeasible = _median_output(chosen, seed, output, trials, chunk, lambda s: {}, tick)
     bars = {}
     for key in keys:
         low, low_infeasible = _median_output(chosen, seed, output, trials, chunk, at(key, lo_q), tick)
         high, high_infeasible = _median_output(chosen, seed, output, trials, chunk, at(key, hi_q), tick)
-        dist = next(s.uncertain_inputs()[key] for s in chosen if key in s.uncertain_inputs())
+        dist = chosen[factors[key][1][0]].uncertain_inputs()[factors[key][0]]
         swing = 0.0 if high == low else abs(high - low)
         bars[key] = {"low": low, "high": high, "swing": swing, "input_low": dist.quantile(lo_q), "input_high": dist.quantile(hi_q),
                      "infeasible_share": {"low": low_infeasible, "high": high_infeasible}}
@@ -480,12 +494,13 @@ def sobol(
     chosen = _resolve(scenarios, overrides)
     output = check_output(output, len(chosen) == 2)
     seed = seed_of(chosen[0], seed)
-    keys = _union_inputs(chosen)
+    factors = _union_inputs(chosen)
+    keys = list(factors)
 
     def evaluate(u: np.ndarray, trial_start: int) -> np.ndarray:
         def columns(s):
-            unc = s.uncertain_inputs()
-            return {k: unc[k].ppf(u[:, j]) for j, k in enumerate(keys) if k in unc}
+            unc, here = s.uncertain_inputs(), _position(chosen, s)
+            return {key: unc[key].ppf(u[:, j]) for j, (key, where) in enumerate(factors.values()) if here in where}
 
         return _evaluate(chosen, seed, analysed, trial_start, u.shape[0], columns)
 

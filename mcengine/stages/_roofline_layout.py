@@ -119,7 +119,8 @@ class Evaluation:
         return self.ttft.total_s
 
 
-def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False) -> Evaluation:
+def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False,
+             limits_of: Evaluation | None = None) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
     ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
@@ -129,7 +130,9 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     arrive prefilled, so its batch's prefill does not bound TTFT (``B_TTFT`` unlimited).
     ``within_memory``: the SLO searches stop at ``B_max`` (``B_SLO`` and ``B_TTFT`` then
     read at most ``B_max``; the batch and every time are unchanged), the planner's
-    shortcut.
+    shortcut. ``limits_of``: an evaluation of the same layout, trials and
+    ``within_memory`` whose ``B_max`` and ``B_SLO`` are reused (neither depends on
+    ``prefills``).
     """
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
@@ -137,9 +140,12 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     context = ra.mean_context(s, o)
     slo_ms = inputs["workload.tpot_slo_ms"]
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
-    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
+    if limits_of is None:
+        b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
+        b_slo = ra.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, b_mem if within_memory else ra.SLO_SEARCH_CAP)
+    else:
+        b_mem, b_slo = limits_of.batch_memory, limits_of.batch_slo
     cap = b_mem if within_memory else ra.SLO_SEARCH_CAP
-    b_slo = ra.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, cap)
     b_ttft = ra.batch_limit_ttft(m, layout, s, ttft_slo_ms / MS_PER_S, rates, np.minimum(b_mem, b_slo) if within_memory else cap)
     if w.batch == "auto":
         batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_ttft))

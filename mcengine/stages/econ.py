@@ -4,14 +4,15 @@ docs/model.md#cost, docs/model.md#power).
 Per trial, with that trial's inputs and the other stages' columns:
 
 * GPU price by part (:func:`price_parts`): the fab stage's cost parts of a good package
-  (die, HBM, packaging, test, optics), those in ``econ.markup_applies_to`` times
-  ``econ.gpu_markup``, the others at cost; or ``econ.gpu_price_usd`` when set (then one
-  part, ``gpu_price``). With all five package parts listed the price is exactly
-  fab cost x markup;
+  (die, HBM, packaging, test, optics), those in ``econ.markup_applies_to`` (the trial's
+  option when it is a choice, :func:`markup_scope`) times ``econ.gpu_markup``, the others
+  at cost; or ``econ.gpu_price_usd`` when set (then one part, ``gpu_price``). With all
+  five package parts listed the price is exactly fab cost x markup;
 * hosts: ``ceil(total GPUs / cluster.gpus_per_host) x econ.host_cost_usd`` when set, else
   total GPUs x ``host_cost_per_gpu_usd``; scale-out network: total GPUs x
   ``network_cost_per_gpu_usd``; scale-up fabric: total GPUs x ``scale_up_port_cost_usd``
-  (hosts and fabric times the markup when listed);
+  (per GB/s x link bandwidth under the link rule, docs/model.md#links; hosts and fabric
+  times the markup when listed);
 * capex = total GPUs x (GPU price + host, network and fabric per GPU slot);
 * GPU power = idle + (TDP - idle) x s^3 x utilisation x availability, with ``s`` =
   ``gpu.dvfs_scale`` and utilisation the roofline's ``busy_fraction``; idle =
@@ -22,7 +23,10 @@ Per trial, with that trial's inputs and the other stages' columns:
   instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
   availability (an instance short of GPUs still serves on a smaller layout);
 * cost per million tokens = (capex + energy + repairs) / (cluster tokens/s x horizon
-  seconds / 10^6), and the same per part (:data:`BREAKDOWN_PARTS`), which add up to it.
+  seconds / 10^6), and the same per part (:data:`BREAKDOWN_PARTS`), which add up to it;
+* the same at cost (``cost_per_mtok_at_cost_usd``): no markup on anything, the GPU at
+  its fab cost (also when ``econ.gpu_price_usd`` is set), so the verdict's share that
+  is the vendor's margin shows (docs/model.md#cost).
 
 Vectorised NumPy: a handful of multiplications per trial needs no kernel.
 """
@@ -34,7 +38,8 @@ import numpy as np
 from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
-from ..scenario.sections.econ import PACKAGE_PARTS
+from ..scenario.dists import Choice
+from ..scenario.sections.econ import MARKUP_PARTS, PACKAGE_PARTS
 from ..units import HOURS_PER_YEAR, TOKENS_PER_MTOK, W_PER_KW
 
 #: The parts of the cost per token, in the order of the breakdown figure: the package
@@ -46,7 +51,7 @@ BREAKDOWN_COLUMN = "cost_per_mtok_{}_usd"
 
 #: Columns this stage adds, in order.
 COLUMNS = ("gpu_price_usd", "gpu_price_per_h100_equivalent_usd", "capex_usd", "energy_usd", "repair_usd", "total_cost_usd",
-           "availability", "tokens_per_s", "tokens_total", "cost_per_mtok_usd", "gpu_power_w", "power_w_per_h100_equivalent",
+           "availability", "tokens_per_s", "tokens_total", "cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "gpu_power_w", "power_w_per_h100_equivalent",
            "energy_j_per_token", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
 
 SECONDS_PER_HOUR = 3600.0
@@ -62,17 +67,27 @@ def per_unit(amount, units) -> np.ndarray:
     np.divide(amount, units, out=out, where=units > 0)
     return out
 
-def price_parts(cost_parts: dict[str, np.ndarray], markup: np.ndarray, applies_to: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The GPU price by part (USD): each package cost part times ``markup`` when it is in
-    ``applies_to``, else at cost (docs/model.md#cost)."""
-    return {part: cost_parts[part] * markup if part in applies_to else cost_parts[part] for part in PACKAGE_PARTS}
+def markup_scope(scope: tuple[str, ...] | Choice, drawn: np.ndarray) -> dict[str, np.ndarray]:
+    """Per part of :data:`MARKUP_PARTS`, whether the markup multiplies it in each trial:
+    the parts listed in ``scope``, or, for a choice, in the option each trial drew
+    (``drawn``: the trial's option index, the input column ``econ.markup_applies_to``)."""
+    if isinstance(scope, Choice):
+        index = np.asarray(drawn).astype(np.int64)
+        return {p: np.array([p in option for option in scope.options])[index] for p in MARKUP_PARTS}
+    return {p: np.full(np.shape(drawn), p in scope) for p in MARKUP_PARTS}
 
 
-def gpu_price(cost_usd: np.ndarray, cost_parts: dict[str, np.ndarray], markup: np.ndarray, applies_to: tuple[str, ...]) -> np.ndarray:
+def price_parts(cost_parts: dict[str, np.ndarray], markup: np.ndarray, applies: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The GPU price by part (USD): each package cost part times ``markup`` where
+    ``applies[part]`` (:func:`markup_scope`), else at cost (docs/model.md#cost)."""
+    return {part: np.where(applies[part], cost_parts[part] * markup, cost_parts[part]) for part in PACKAGE_PARTS}
+
+
+def gpu_price(cost_usd: np.ndarray, cost_parts: dict[str, np.ndarray], markup: np.ndarray, applies: dict[str, np.ndarray]) -> np.ndarray:
     """Price of one GPU package: the marked-up share of ``cost_usd`` times ``markup`` plus
     the parts at cost. Written ``(cost - at_cost) x markup + at_cost`` so that with every
     package part marked up it is ``cost x markup`` to the bit."""
-    at_cost = sum((cost_parts[p] for p in PACKAGE_PARTS if p not in applies_to), np.zeros_like(cost_usd))
+    at_cost = sum((np.where(applies[p], 0.0, cost_parts[p]) for p in PACKAGE_PARTS), np.zeros_like(cost_usd))
     return (cost_usd - at_cost) * markup + at_cost
 
 
@@ -121,18 +136,21 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     n, total_gpus = inputs.n, scenario.total_gpus
     horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
     markup = inputs["econ.gpu_markup"]
+    applies = markup_scope(e.markup_applies_to, inputs.values.get("econ.markup_applies_to", np.zeros(n)))
     cost_parts = {p: columns[f"gpu_cost_{p}_usd"] for p in PACKAGE_PARTS}
     if e.gpu_price_usd is None:
-        price = gpu_price(columns["gpu_cost_usd"], cost_parts, markup, e.markup_applies_to)
-        per_gpu = {**price_parts(cost_parts, markup, e.markup_applies_to), "gpu_price": np.zeros(n)}
+        price = gpu_price(columns["gpu_cost_usd"], cost_parts, markup, applies)
+        per_gpu = {**price_parts(cost_parts, markup, applies), "gpu_price": np.zeros(n)}
     else:
         price = inputs["econ.gpu_price_usd"]
         per_gpu = {**{p: np.zeros(n) for p in PACKAGE_PARTS}, "gpu_price": price}
-    host = host_cost_per_slot(scenario, inputs) * (markup if "hosts" in e.markup_applies_to else 1.0)
-    fabric = inputs["econ.scale_up_port_cost_usd"] * (markup if "fabric" in e.markup_applies_to else 1.0)
+    host_at_cost, fabric_at_cost = host_cost_per_slot(scenario, inputs), inputs["econ.scale_up_port_cost_usd"]
+    host = host_at_cost * np.where(applies["hosts"], markup, 1.0)
+    fabric = fabric_at_cost * np.where(applies["fabric"], markup, 1.0)
     network = inputs["econ.network_cost_per_gpu_usd"]
     per_slot = price + host + network + fabric
     capex = total_gpus * per_slot
+    capex_at_cost = total_gpus * (columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost)
     reshard = scenario.cluster.on_failure == "reshard"
     availability = columns["capacity_availability" if reshard else "instance_availability"]
     power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
@@ -147,6 +165,7 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
              "fabric": total_gpus * fabric, "energy": energy, "repairs": repairs}
     h100e = scenario.gpu.h100_equivalents.value
     cost_per_mtok = per_unit(total, mtok)
+    cost_per_mtok_at_cost = per_unit(capex_at_cost + energy + repairs, mtok)
     breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in BREAKDOWN_PARTS}
     joules_per_token = per_unit(scenario.active_gpus * power_w * horizon_hours * SECONDS_PER_HOUR, tokens_total)
     price = np.broadcast_to(price, (n,)).astype(float)
@@ -161,6 +180,7 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         "tokens_per_s": tokens_per_s,
         "tokens_total": tokens_total,
         "cost_per_mtok_usd": cost_per_mtok,
+        "cost_per_mtok_at_cost_usd": cost_per_mtok_at_cost,
         "gpu_power_w": power_w,
         "power_w_per_h100_equivalent": power_w / h100e,
         "energy_j_per_token": joules_per_token,

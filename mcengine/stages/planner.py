@@ -75,14 +75,15 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> list:
     (disaggregated at each trial's balanced prefill share)."""
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
+    statics = [evaluate(scenario, layout, inputs, within_memory=True) for layout in layouts] if "static" in modes else [None] * len(layouts)
     out: list = []
     for mode in modes:
         if mode == "static":
-            out += [evaluate(scenario, layout, inputs, within_memory=True) for layout in layouts]
+            out += statics
         elif mode == "continuous":
             out += [evaluate_continuous(scenario, layout, inputs, within_memory=True) for layout in layouts]
-        else:
-            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True) for layout in layouts]
+        else:  # a decode instance's memory and TPOT limits are the static evaluation's
+            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e) for layout, e in zip(layouts, statics)]
             passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
             rates = rates_of(scenario, inputs)
             out += [disaggregated_of(scenario, pre_layout, x, decode, inputs, rates=rates) for decode in decodes for pre_layout, x in zip(layouts, passes)]

@@ -16,7 +16,8 @@ from .. import interrupt
 from ..options import check_seed, positive
 from ..results import BLOCK_TRIALS, Summary
 from ..scenario.sampling import draw_inputs, quantile_inputs
-from ..stages.econ import price_parts
+from ..scenario.dists import Choice
+from ..stages.econ import markup_scope, price_parts
 from ..stages.fab import FabModel, attempt_cost_usd, cost_inputs, fab_model, simulate_wafer_block
 
 #: Wafers per kernel call in a yield study (bounds the per-call arrays).
@@ -81,12 +82,15 @@ def analytic_at_median(scenario, model: FabModel | None = None) -> dict:
 
 def _price_breakdown(scenario, parts: dict | None) -> dict | None:
     """The package's price by part: the pooled cost parts with ``econ.gpu_markup`` at its
-    median on the parts of ``econ.markup_applies_to`` (docs/model.md#cost); ``None`` when
+    median on the parts of ``econ.markup_applies_to`` (a choice at its median option,
+    docs/model.md#cost); ``None`` when
     ``econ.gpu_price_usd`` is given or no wafer had a good die."""
     if parts is None or scenario.econ.gpu_price_usd is not None:
         return None
     markup = scenario.econ.gpu_markup.median()
-    priced = price_parts({k: np.asarray(v) for k, v in parts.items()}, np.asarray(markup), scenario.econ.markup_applies_to)
+    scope = scenario.econ.markup_applies_to
+    applies = markup_scope(scope, np.asarray(scope.median() if isinstance(scope, Choice) else 0.0))
+    priced = price_parts({k: np.asarray(v) for k, v in parts.items()}, np.asarray(markup), applies)
     return {k: float(v) for k, v in priced.items()}
 
 

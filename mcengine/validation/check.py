@@ -16,7 +16,9 @@ class Check:
     ``tolerance`` is absolute; for Monte Carlo estimates it is 4 standard errors.
     ``known_miss`` (empty for a required check) says why the model is known to miss a
     published measurement: such a check is reported beside the others but does not
-    fail ``mcengine validate``.
+    fail ``mcengine validate``. ``basis`` says what ``expected`` is: ``"closed form"``
+    (an analytic twin or a published computation) or ``"measured"`` (the centre of a
+    measured band, ``tolerance`` its half-width: a calibration anchor).
     """
 
     stage: str
@@ -26,6 +28,7 @@ class Check:
     tolerance: float
     detail: str = ""
     known_miss: str = ""
+    basis: str = "closed form"
 
     @property
     def passed(self) -> bool:

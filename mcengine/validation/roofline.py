@@ -281,5 +281,5 @@ def checks() -> list[Check]:
     checks = _reference_checks() + _collective_checks()
     for a in (*CALIBRATION, *KNOWN_MISSES):
         checks.append(Check(STAGE, f"calibration: {a.name}", (a.low + a.high) / 2, a.value(), (a.high - a.low) / 2, a.source,
-                            a.known_miss))
+                            a.known_miss, basis="measured"))
     return checks

@@ -88,14 +88,14 @@ def test_sweep_heat_maps_show_p_better_in_each_metric_direction():
     assert "higher" in avail.get_title() and "P(B < A) of" not in avail.get_title()
     assert np.allclose(cost.images[0].get_array(), 0.2)  # lower cost better: P(B < A)
     assert np.allclose(avail.images[0].get_array(), 0.8)  # higher availability better: 1 − P(B < A)
-    assert "(per cm²)" in cost.get_ylabel() and "(µs)" in cost.get_xlabel()
+    assert "(defects/cm²)" in cost.get_ylabel() and "(µs)" in cost.get_xlabel()  # units of the key metadata
 
 
 def test_sweep_1d_axes_carry_units_and_directions():
     fig = sensitivity.sweep_1d_figure(sweep_doc(False))
     axes = [a for a in fig.axes if a.get_ylabel().startswith(("cost", "availability", "throughput", "GPU"))]
     assert len(axes) == 4 and all("dimensionless" in a.get_ylabel() for a in axes)
-    assert "(per cm²)" in fig.axes[-1].get_xlabel() or any("(per cm²)" in a.get_xlabel() for a in fig.axes)
+    assert any("(defects/cm²)" in a.get_xlabel() for a in fig.axes)
     assert any("higher is better" in a.get_title() for a in fig.axes)
 
 

@@ -105,3 +105,65 @@ def test_fmt_value_uses_separators_not_exponents():
     assert tables.fmt_value(0.61234) == "0.6123"
     assert tables.fmt_value(2048) == "2,048"
     assert tables.fmt_value(0.0003) == "3.000e-04"
+
+
+# ------------------------------------------------------------ issue 33: long labels, piped output
+#: A swept value 90 characters long (a `dist` table given in --values).
+LONG_VALUE = '{dist = "lognormal", median = 0.1, sigma = 0.3, low = 0.01, high = 10.0, shared = false}'
+
+
+def _cells_whole(text: str, cells) -> None:
+    """Each number appears whole on one line (never cut, never wrapped)."""
+    for cell in cells:
+        assert cell in text, (cell, text)
+
+
+def test_sweep_with_a_long_value_label_keeps_every_column_at_80():
+    doc = sweep_doc(False)
+    for row in doc["rows"]:
+        row["value"] = LONG_VALUE
+    doc["values"] = [LONG_VALUE] * 3
+    text = narrow(sensitivity.render(doc))
+    header = next(line for line in text.splitlines() if "median" in line)
+    assert "5% – 95%" in header and "P(B better)" in header  # no column squeezed to nothing
+    _cells_whole(text, ["0.9 – 1.1", "0.99 – 1.21", "0.200"])
+    # the label folds over lines, never cut: its first column, read across lines, holds it whole
+    folded = "".join(line.strip("│ ").split("│")[0].strip() for line in text.splitlines() if "│" in line)
+    assert "".join(LONG_VALUE.split()) in "".join(folded.split())
+
+
+def test_validate_names_every_row_whole_and_tallies(cli):
+    """Roofline rows (long calibration names) at 80 columns: no name cut, the calibration
+    rows in a table whose expected column says "measured", and the tally line."""
+    from mcengine.validation import roofline
+
+    doc = {"checks": [c.to_dict() for c in roofline.checks()]}
+    text = narrow(tables.render_validate(doc))
+    flat = " ".join(text.split())
+    for c in doc["checks"]:
+        words = c["name"].split()
+        assert words[-1] in flat and words[0] in flat
+    assert "measured" in text and "closed form" in text
+    tally = tables.validate_tally(doc)
+    assert f"{len(doc['checks'])} checks: {tally['pass']} pass, {tally['known miss']} known miss, {tally['FAIL']} FAIL" in text
+    assert tally["pass"] + tally["known miss"] == len(doc["checks"]) and tally["known miss"] > 0
+    assert {c["basis"] for c in doc["checks"] if c["name"].startswith("calibration:")} == {"measured"}
+
+
+@pytest.mark.parametrize("name", ["h100", "lite-h100"])
+def test_roofline_tables_keep_mode_and_row_names_at_80(name):
+    from mcengine.scenario import load_scenario
+    from mcengine.studies import roofline
+
+    body = roofline.roofline_study(load_scenario(name))
+    text = narrow(tables.render_roofline({"scenario": name, **body}))
+    for word in ("static", "continuous", "disaggregated", "tokens/s per GPU", "TPOT ms", "chosen"):
+        assert word in text
+
+
+def test_piped_sweep_output_has_no_cut_cells(cli):
+    """The CLI's stdout when piped (not a terminal: rich's 80 columns): the real sweep."""
+    r = cli("sweep", "h100", "--param", "fab.defect_density_per_cm2", "--values",
+            '{dist="lognormal", median=0.1, sigma=0.3},{dist="uniform", low=0.05, high=0.3}', "--trials", "64")
+    assert r.code == 0, r.err
+    assert "…" not in r.out and max(len(line) for line in r.out.splitlines()) <= 80

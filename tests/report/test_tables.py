@@ -55,7 +55,8 @@ def test_validate_table_marks_a_known_miss_and_says_why():
          "status": "known miss", "known_miss": "+32%: fitted on FP8"},
     ]}
     text = _text(tables.render_validate(doc))
-    assert "known miss" in text and "+32%: fitted on FP8" in text and "FAIL" not in text
+    assert "known miss" in text and "+32%: fitted on FP8" in text and "1 checks: 0 pass, 1 known miss, 0 FAIL" in text
+    assert "│ FAIL" not in text
 
 
 def test_scenarios_table_lists_names_and_descriptions():
@@ -66,3 +67,32 @@ def test_scenarios_table_lists_names_and_descriptions():
 def test_bench_table_flattens_nested_figures():
     text = _text(tables.render_bench({"machine": {"cpus": 2}, "chain": {"cases": {"h100": {"trials_per_s": 12345.678}}}}))
     assert "cpus 2" in text and "bench: chain" in text and "trials/s" in text and "12,346" in text
+
+
+def test_reliability_reference_is_the_horizons_and_the_long_run_one_is_labelled():
+    """lite-h100 has a wear-out laser: over its 5-year horizon the renewal function expects
+    fewer failures than the long-run 1/MTTF rate. The reference beside the Monte Carlo
+    value is the horizon's (and within 4 SEM of it); the long-run one sits on a labelled row."""
+    body = reliability.lifetime_study(load_scenario("lite-h100"), 64, 0)
+    an = body["analytic"]
+    text = _text(tables.render_reliability({**body, "scenario": "lite-h100", "lifetimes": 64}))
+    lines = text.splitlines()
+    failures = next(i for i, line in enumerate(lines) if "failures / year" in line)
+    assert lines[failures].rstrip(" │").endswith(f"{an['failures_per_year_over_horizon']:,.2f}")
+    assert "long-run reference (t → ∞)" in lines[failures + 1] and f"{an['failures_per_year']:,.2f}" in lines[failures + 1]
+    d = body["failures_per_year"]
+    assert abs(d["mean"] - an["failures_per_year_over_horizon"]) <= 4 * d["sem"]
+    avail = next(line for line in lines if "instance availability" in line)
+    assert avail.rstrip(" │").endswith(f"{an['availability_no_stockout_over_horizon']:.6f}")
+
+
+def test_reliability_figure_marks_the_horizon_reference_and_the_long_run_one():
+    from mcengine.report import stages
+
+    body = reliability.lifetime_study(load_scenario("lite-h100"), 64, 0)
+    an = body["analytic"]
+    fig = stages.reliability_figures({**body, "scenario": "lite-h100", "lifetimes": 64})["reliability.png"]
+    events = fig.axes[1]
+    marks = {line.get_label(): line.get_xdata()[0] for line in events.get_lines() if not line.get_label().startswith("_")}
+    assert marks == {"renewal reference over the horizon": an["failures_per_year_over_horizon"],
+                     "long-run reference (t → ∞)": an["failures_per_year"]}

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from tests import procs
 
 #: A case that has not ended within this many seconds has hung.
 BUDGET_S = 180.0
@@ -67,8 +67,8 @@ def _scenario(name_line: str) -> Callable[[Path], None]:
 
 def _unfinished_run(tmp: Path) -> None:
     """A run folder left by a run killed (SIGKILL) after its first checkpoint."""
-    proc = subprocess.Popen([sys.executable, "-m", "mcengine", "run", "h100", "--trials", "400000", "--chunk-trials", "1024",
-                             "--out", str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([*procs.python("-m", "mcengine"), "run", "h100", "--trials", "400000", "--chunk-trials", "1024",
+                             "--out", str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
     try:
         _wait_for(tmp / "run" / "checkpoint.json", proc)
     finally:
@@ -307,12 +307,12 @@ def run_case(case: Case, tmp: Path) -> Outcome:
     kept = _contents(tmp, allowed)
     holder = None
     if case.busy:
-        holder = subprocess.Popen([sys.executable, "-m", "mcengine", "run", "h100", "--trials", "400000", "--out",
-                                   str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        holder = subprocess.Popen([*procs.python("-m", "mcengine"), "run", "h100", "--trials", "400000", "--out",
+                                   str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
         _wait_for(tmp / "run" / "checkpoint.json", holder)
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "mcengine", *argv], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "COLUMNS": "120"})
+    proc = subprocess.Popen([*procs.python("-m", "mcengine"), *argv], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=procs.env(COLUMNS="120"))
     try:
         if case.signal_after is not None:
             signum, when = case.signal_after

@@ -109,7 +109,7 @@ def test_half_and_eighth_dies():
 def test_lite_h100_is_unchanged():
     s = load_scenario("lite-h100")
     assert s.derivation is None
-    assert (s.gpu.hbm_gb.value, s.gpu.hbm_tbps.value, s.gpu.link_gbps.value, s.gpu.tdp_w.value, s.fab.hbm_stacks) == (20.0, 0.84, 112.5, 175.0, 1)
+    assert (s.gpu.hbm_gb.value, s.gpu.hbm_tbps.value, s.gpu.link_gbps.value, s.gpu.tdp_w.value, s.fab.hbm_stacks) == (20.0, 0.84, 112.5, 177.25, 1)  # 170.5 + 7.5 pJ/bit x 112.5 GB/s
 
 
 def test_uncertain_rates_are_derived_per_trial():

@@ -36,6 +36,24 @@ def test_extends_merges_table_by_table():
     assert lite.active_gpus == h100.active_gpus * 4
 
 
+def test_extends_replaces_a_dist_or_law_of_another_kind(tmp_path):
+    """A child's ``dist``/``law`` table of another kind replaces the parent's whole; of the
+    same kind it merges key by key (the parent's sigma kept)."""
+    from mcengine.scenario.dists import Uniform
+
+    (tmp_path / "kind.toml").write_text(
+        'extends = "lite-h100"\n[fab]\ndefect_density_per_cm2 = { dist = "uniform", low = 0.07, high = 0.2 }\n'
+        '[reliability]\nrepair_hours = { law = "lognormal", median = 72, sigma = 0.9 }\n')
+    s = load_scenario(str(tmp_path / "kind.toml"))
+    assert isinstance(s.fab.defect_density_per_cm2, Uniform)
+    assert (s.fab.defect_density_per_cm2.low, s.fab.defect_density_per_cm2.high) == (0.07, 0.2)
+    assert s.to_dict()["reliability"]["repair_hours"] == {"law": "lognormal", "median": 72, "sigma": 0.9}  # h100's is a mixture
+    parent = load_scenario("lite-h100").fab.defect_density_per_cm2
+    (tmp_path / "same.toml").write_text('extends = "lite-h100"\n[fab]\ndefect_density_per_cm2 = { dist = "lognormal", median = 0.2 }\n')
+    same = load_scenario(str(tmp_path / "same.toml")).fab.defect_density_per_cm2
+    assert isinstance(same, Lognormal) and same.median_ == 0.2 and same.sigma == parent.sigma
+
+
 def test_extends_by_relative_path(tmp_path):
     (tmp_path / "base.toml").write_text('extends = "h100"\n[cluster]\ninstances = 3\n')
     (tmp_path / "child.toml").write_text('extends = "base.toml"\n[cluster]\nspare_gpus = 5\n')

@@ -307,3 +307,13 @@ def test_sobol_of_an_infinite_cost_analyses_the_served_share_instead():
     tornado = sensitivity.tornado(["h100", "lite-h100-2x"], trials=16, seed=3, overrides=overrides)
     bar = tornado["bars"]["workload.tpot_slo_ms"]
     assert bar["infeasible_share"]["low"] == 1.0 and bar["infeasible_share"]["high"] == 0.0 and bar["low"] == np.inf
+
+
+def test_an_uncertain_markup_scope_is_one_input_of_the_tornado():
+    """``econ.markup_applies_to`` as a choice (docs/model.md#cost): the tornado moves it
+    from the first list (at its 5th percentile) to the last (95th), and the scope moves the
+    paired cost ratio."""
+    scope = 'econ.markup_applies_to={dist="choice", values=[["die"], ["die", "hbm", "packaging", "test", "optics"]]}'
+    doc = sensitivity.tornado(["h100", "lite-h100"], trials=4, seed=1, overrides=["cluster.instances=4", "cluster.spare_gpus=8", scope])
+    bar = doc["bars"]["econ.markup_applies_to"]
+    assert (bar["input_low"], bar["input_high"]) == (0.0, 1.0) and bar["swing"] > 0

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mcengine.errors import InputError
-from mcengine.scenario import load_scenario
+from mcengine.scenario import load_scenario, scenario_from_dict
 from mcengine.scenario.schema import build
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, COLUMNS, economics
@@ -75,6 +75,8 @@ def test_every_column_worked_by_hand():
         "tokens_per_s": 3_960.0,  # 1,000 x 4 instances x 0.99
         "tokens_total": 3_960.0 * hours * 3600.0,  # 6.2484048e11 tokens
         "cost_per_mtok_usd": 1_308_724.0 / 624_840.48,  # $2.0945 per million tokens
+        # at cost: 40 x (3,000 + 4,000 + 1,500) + energy + repairs = 468,724: $0.7502 per million tokens
+        "cost_per_mtok_at_cost_usd": 468_724.0 / 624_840.48,
         "gpu_power_w": 700.0,  # gpu.idle_w unset: the TDP whatever the load
         "energy_j_per_token": 32 * 700.0 * hours * 3600.0 / (3_960.0 * hours * 3600.0),  # 5.657 J per token
         "gpu_price_per_h100_equivalent_usd": 24_000.0,
@@ -301,3 +303,67 @@ def test_econ_uses_capacity_availability_when_resharding():
     assert np.array_equal(down["availability"], cols["instance_availability"])
     assert np.array_equal(reshard["availability"], cols["capacity_availability"])
     assert reshard["tokens_per_s"] == pytest.approx(down["tokens_per_s"] * 0.95 / 0.9)
+
+
+# ----------------------------------------------------------------------------- markup scope as an input
+SCOPES = (["die"], ["die", "packaging", "test"], ["die", "hbm", "packaging", "test", "optics", "hosts", "fabric"])
+WEIGHTS = (1.0, 2.0, 5.0)
+CHOICE = ('econ.markup_applies_to={dist="choice", values=[' + ", ".join("[" + ", ".join(f'"{p}"' for p in s) + "]" for s in SCOPES)
+          + "], weights=[" + ", ".join(f"{w:g}" for w in WEIGHTS) + "]}")
+
+
+def test_a_choice_of_scopes_draws_each_with_its_weight():
+    s = load_scenario("h100", [CHOICE])
+    n = 40_000
+    drawn = draw_inputs(s, 11, 0, n)["econ.markup_applies_to"]
+    for i, w in enumerate(WEIGHTS):
+        p = w / sum(WEIGHTS)
+        share = float(np.mean(drawn == i))
+        assert abs(share - p) < 4 * np.sqrt(p * (1 - p) / n), (i, share, p)
+    # the resolved scenario prints the table and loads back to the same scenario
+    assert s.to_dict()["econ"]["markup_applies_to"] == {"dist": "choice", "values": [list(x) for x in SCOPES], "weights": list(WEIGHTS)}
+    assert scenario_from_dict(s.to_dict()) == s
+
+
+def test_each_trial_is_priced_at_the_scope_it_drew():
+    s = load_scenario("h100", FIXED_ECON + [CHOICE])
+    n = 64
+    inputs = draw_inputs(s, 5, 0, n)
+    cols = _columns(np.full(n, 3000.0), np.full(n, 0.99), np.full(n, 12), np.full(n, 1000.0))
+    got = economics(s, inputs, cols)
+    drawn = inputs["econ.markup_applies_to"].astype(int)
+    assert set(drawn) == {0, 1, 2}
+    for i, scope in enumerate(SCOPES):
+        fixed = load_scenario("h100", FIXED_ECON + ["econ.markup_applies_to=[" + ", ".join(f'"{p}"' for p in scope) + "]"])
+        want = economics(fixed, quantile_inputs(fixed), _columns([3000.0], [0.99], [12], [1000.0]))
+        for column in ("gpu_price_usd", "capex_usd", "cost_per_mtok_usd", "cost_per_mtok_at_cost_usd"):
+            np.testing.assert_allclose(got[column][drawn == i], want[column][0], rtol=1e-15, err_msg=column)
+    # the scope moves the price, never the cost at cost
+    assert np.unique(got["cost_per_mtok_at_cost_usd"]).size == 1 and np.unique(got["cost_per_mtok_usd"]).size == 3
+
+
+def test_at_cost_ratio_of_two_designs_by_hand():
+    """The cost ratio with and without the markup, worked by hand for two fixed designs:
+    A (the FIXED_ECON H100: package $3,000, markup 8 on the package) and B (a package of
+    $1,000 with the same hosts, network, power and tokens; a $500 port marked up too)."""
+    a = load_scenario("h100", FIXED_ECON)
+    b = load_scenario("h100", FIXED_ECON + ["econ.scale_up_port_cost_usd=500",
+                                            'econ.markup_applies_to=["die", "hbm", "packaging", "test", "optics", "fabric"]'])
+    ca = economics(a, quantile_inputs(a), _columns([3000.0], [0.99], [12], [1000.0]))
+    cb = economics(b, quantile_inputs(b), _columns([1000.0], [0.99], [12], [1000.0]))
+    energy_repairs = 122_724.0 + 6_000.0
+    # at price: A 40 x (24,000 + 5,500) = 1,180,000; B 40 x (8,000 + 5,500 + 4,000) = 700,000
+    assert cb["cost_per_mtok_usd"][0] / ca["cost_per_mtok_usd"][0] == pytest.approx((700_000.0 + energy_repairs) / (1_180_000.0 + energy_repairs), rel=1e-12)
+    # at cost: A 40 x (3,000 + 5,500) = 340,000; B 40 x (1,000 + 5,500 + 500) = 280,000
+    at_cost = cb["cost_per_mtok_at_cost_usd"][0] / ca["cost_per_mtok_at_cost_usd"][0]
+    assert at_cost == pytest.approx((280_000.0 + energy_repairs) / (340_000.0 + energy_repairs), rel=1e-12)  # 0.872 against 0.630 at price
+
+
+def test_a_bad_choice_of_scopes_names_the_key():
+    for bad, where in (('{dist="choice", values=[["die"], ["chips"]]}', "econ.markup_applies_to.values.1"),
+                       ('{dist="choice", values=[["die"], ["test"]], weights=[1]}', "econ.markup_applies_to.weights"),
+                       ('{dist="choice", values=[["die"]]}', "econ.markup_applies_to.values"),
+                       ('{dist="uniform", low=0, high=1}', "econ.markup_applies_to.dist")):
+        with pytest.raises(InputError) as exc:
+            load_scenario("h100", [f"econ.markup_applies_to={bad}"])
+        assert [p.key.split(": ")[-1] for p in exc.value.problems] == [where], bad

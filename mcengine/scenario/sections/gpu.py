@@ -80,6 +80,12 @@ class GpuSection:
                                   why="2000x a 400 Gb/s NIC")
     tdp_w: Dist = number(700.0, "Board power drawn while serving (TDP).", "W", lo=0.0, lo_open=True, hi=1e5,
                          why="100 kW per package is beyond any cooling")
+    core_tdp_w: Dist | None = number(None, "Board power at full load without the scale-up links (die, HBM, board). Set with link_pj_per_bit, it replaces tdp_w: "
+                                     "TDP = core_tdp_w + link_pj_per_bit x link_gbps (docs/model.md#power).", "W", lo=0.0, lo_open=True, hi=1e5,
+                                     why="as tdp_w")
+    link_pj_per_bit: Dist | None = number(None, "Energy per bit the scale-up links send; with core_tdp_w, the link power pJ/bit x 8 x link_gbps is charged in the TDP "
+                                          "(docs/sources.md#power-link-energy).", "pJ/bit", lo=0.0, hi=1000.0,
+                                          why="50x a pluggable optical module's ~20 pJ/bit, as gpu.derive.io_pj_per_bit")
     idle_w: Dist | None = number(None, "Board power of an idle GPU (clocks up, nothing to do); power = idle + (TDP - idle) x utilisation. Unset: the GPU draws its TDP whatever it does.", "W", lo=0.0, hi=1e5,
                                  why="as tdp_w; at most tdp_w in every trial")
     dvfs_scale: Dist = number(1.0, "Voltage/frequency operating point s: peak FLOP/s x s, dynamic power (TDP - idle) x s^3; 1 = the rated clocks.", lo=0.3, hi=1.5,
