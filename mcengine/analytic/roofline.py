@@ -105,8 +105,11 @@ ATTENTION_MODES = ("tensor", "data", "grouped")
 @dataclass(frozen=True)
 class Layout:
     """How one instance is split: ``tensor`` x ``pipeline`` GPUs, the all-reduce
-    algorithm (one of :data:`ALLREDUCE_ALGORITHMS` or ``"auto"``) and where attention
-    runs (``"tensor"``: heads sharded; ``"data"``: sequences sharded, docs/sources.md#roof-attention-dp)."""
+    algorithm (one of :data:`ALLREDUCE_ALGORITHMS` or ``"auto"``), where attention
+    runs (``"tensor"``: heads sharded; ``"data"``: sequences sharded; ``"grouped"``:
+    sequences sharded over ``attention_groups`` groups whose ranks shard the heads,
+    docs/sources.md#roof-attention-dp) and the GPUs per scale-up domain (``domain``, 0:
+    the whole instance, docs/sources.md#roof-scale-up-domain)."""
 
     tensor: int
     pipeline: int = 1

@@ -6,7 +6,8 @@ layout that an engine can shard (``tensor`` divides the query heads; KV heads di
 evenly or replicate: ``n_kv % t == 0`` or ``t % n_kv == 0``, a constraint that
 data-parallel attention lifts; with expert parallelism ``tensor`` divides the experts;
 ``pipeline`` at most the layers), times the attention modes of ``workload.attention``
-(``"auto"``: heads sharded and data-parallel), with ``workload.allreduce`` (``"auto"``:
+(``"auto"``: heads sharded, data-parallel, and grouped data-parallel with every
+number of groups :func:`attention_variants` allows), with ``workload.allreduce`` (``"auto"``:
 the fastest algorithm the fabric ``cluster.scale_up`` allows, per message), and keep the
 best output tokens/s per GPU among the layouts that meet the TPOT and TTFT SLOs at
 batch >= 1; if none meets them, the one that misses them by the smallest factor.
