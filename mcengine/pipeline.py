@@ -8,6 +8,8 @@ chunked.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from .errors import NumericalError
@@ -88,11 +90,16 @@ def fab_key(scenario: Scenario) -> tuple:
     return ("fab", scenario.fab, scenario.total_gpus)
 
 
-def roofline_key(scenario: Scenario) -> tuple:
+def roofline_key(scenario: Scenario, inputs: TrialInputs) -> tuple:
     """What the roofline stage reads (the served model and plan rule, the GPU, the
-    instance): two scenarios equal here, with drawn inputs, serve bit-identical tokens
+    instance, and the trials' ``workload.*`` and ``gpu.*`` inputs, by digest: a per-design
+    input is drawn apart): two scenarios equal here serve bit-identical tokens
     (lite-h100-2x and its fast-swap variant differ in reliability alone)."""
-    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster)
+    digest = hashlib.sha256()
+    for key in sorted(k for k in inputs.values if k.startswith(("workload.", "gpu."))):
+        digest.update(key.encode())
+        digest.update(np.ascontiguousarray(inputs[key], dtype=float).tobytes())
+    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster, digest.hexdigest())
 
 
 def run_block(
@@ -124,7 +131,7 @@ def run_block(
         ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
         ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
                                         lambda: reliability.lifetimes(scenario, inputs, seed))),
-        ("roofline", lambda: shared_columns(memo, roofline_key(scenario), lambda: roofline.throughput(scenario, inputs))),
+        ("roofline", lambda: shared_columns(memo, roofline_key(scenario, inputs), lambda: roofline.throughput(scenario, inputs))),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()
