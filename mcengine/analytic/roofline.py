@@ -28,6 +28,11 @@ Model (per phase, aggregate roofline with collectives in series, docs/sources.md
   bytes, by the layout's algorithm (:func:`allreduce_seconds`: ring ``collective_start +
   2(t-1) hop + 2(t-1)/t bytes/W_link``, the GenZ form, docs/sources.md#roof-collectives; tree, one-shot,
   two-shot, or the fastest per message, docs/sources.md#roof-allreduce-algorithms); zero at ``t = 1``.
+* Scale-up domains (docs/sources.md#roof-scale-up-domain): ``Layout.domain`` GPUs share
+  the scale-up links (0: the whole instance). A tensor group spanning ``k > 1`` domains
+  all-reduces hierarchically (:func:`hierarchical_allreduce_s`) and runs its other
+  collectives at the scale-out bandwidth and hop latency (``Rates.scale_out``); a
+  pipeline boundary between domains is a scale-out point-to-point (:func:`stage_hop_s`).
 * Pipeline parallelism (docs/sources.md#roof-pipeline): ``L/p`` layers per stage, balanced (the embedding
   and LM head counted as ``1/p`` per stage), ``m = min(B, p)`` micro-batches of ``B/m``
   sequences, each stage re-reading its weights per micro-batch, one point-to-point
@@ -53,7 +58,7 @@ Model (per phase, aggregate roofline with collectives in series, docs/sources.md
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Protocol
 
@@ -92,25 +97,70 @@ class ModelCard(Protocol):
 ALLREDUCE_ALGORITHMS = ("ring", "tree", "one_shot", "two_shot")
 #: What a switched scale-up fabric (NVSwitch, a flat optical fabric) allows; a ring fabric allows "ring" only.
 SWITCHED_ALGORITHMS = ALLREDUCE_ALGORITHMS
-#: Where attention runs: sharded by heads over the tensor group, or by sequence (data-parallel).
-ATTENTION_MODES = ("tensor", "data")
+#: Where attention runs: sharded by heads over the tensor group, by sequence (data-parallel),
+#: or by sequence over groups of ranks that shard the heads inside each group ("grouped").
+ATTENTION_MODES = ("tensor", "data", "grouped")
 
 
 @dataclass(frozen=True)
 class Layout:
     """How one instance is split: ``tensor`` x ``pipeline`` GPUs, the all-reduce
-    algorithm (one of :data:`ALLREDUCE_ALGORITHMS` or ``"auto"``) and where attention
-    runs (``"tensor"``: heads sharded; ``"data"``: sequences sharded, docs/sources.md#roof-attention-dp)."""
+    algorithm (one of :data:`ALLREDUCE_ALGORITHMS` or ``"auto"``), where attention
+    runs (``"tensor"``: heads sharded; ``"data"``: sequences sharded; ``"grouped"``:
+    sequences sharded over ``attention_groups`` groups whose ranks shard the heads,
+    docs/sources.md#roof-attention-dp) and the GPUs per scale-up domain (``domain``, 0:
+    the whole instance, docs/sources.md#roof-scale-up-domain)."""
 
     tensor: int
     pipeline: int = 1
     expert_parallel: bool = False
     allreduce: str = "ring"
     attention: str = "tensor"
+    domain: int = 0
+    attention_groups: int = 0
+
+    @property
+    def groups(self) -> int:
+        """Data-parallel attention groups ``g``: 1 with heads sharded, ``t`` with
+        data-parallel attention, ``attention_groups`` when grouped (docs/sources.md#roof-attention-dp)."""
+        if self.attention == "tensor":
+            return 1
+        return self.attention_groups if self.attention == "grouped" else self.tensor
+
+    @property
+    def attention_label(self) -> str:
+        """The attention mode, with its groups when grouped (``"grouped/4"``)."""
+        return f"grouped/{self.attention_groups}" if self.attention == "grouped" else self.attention
 
     @property
     def gpus(self) -> int:
         return self.tensor * self.pipeline
+
+    @property
+    def tensor_split(self) -> tuple[int, int]:
+        """``(a, k)``: the tensor group's ranks per scale-up domain and the domains it spans
+        (docs/sources.md#roof-scale-up-domain). The instance's GPUs are numbered in
+        order, a stage's ``t`` ranks consecutive, domains of ``D = domain`` GPUs (0: one
+        domain spans the instance). A group inside one domain (``D`` a multiple of ``t``)
+        is ``(t, 1)``; otherwise ``a = gcd(t, D)`` ranks in each of ``k = t/a`` domains,
+        the worst group's split when groups straddle domains unevenly."""
+        t, d = self.tensor, self.domain
+        if d == 0 or d % t == 0:
+            return t, 1
+        a = math.gcd(t, d)
+        return a, t // a
+
+    @property
+    def crossing_hops(self) -> int:
+        """Pipeline stage boundaries (of ``p - 1``) whose point-to-point leaves a scale-up
+        domain: stage ``i`` holds GPUs ``[i t, (i+1) t)`` and its boundary with stage ``i-1``
+        stays inside one domain only when both stages do. At most ``p - 1`` (bounded by the
+        model's layers)."""
+        t, p, d = self.tensor, self.pipeline, self.domain
+        if d == 0 or p == 1:
+            return 0
+        i = np.arange(1, p)
+        return int(np.count_nonzero((i - 1) * t // d != ((i + 1) * t - 1) // d))
 
 
 @dataclass(frozen=True)
@@ -130,6 +180,20 @@ class Rates:
     bytes_per_param: float = 2.0
     kv_bytes: float = 2.0
     comm_overlap: np.ndarray | float = 0.0
+    scale_out_bytes_per_s: np.ndarray | float = 0.0
+    scale_out_hop_s: np.ndarray | float = 0.0
+    allreduce_start_s: np.ndarray | float | None = None
+
+    def for_allreduce(self) -> "Rates":
+        """These rates with the all-reduce's own start latency in place of
+        ``collective_start_s`` (``allreduce_start_s``; None: the same for every collective)."""
+        return self if self.allreduce_start_s is None else replace(self, collective_start_s=self.allreduce_start_s)
+
+    def scale_out(self) -> "Rates":
+        """These rates with the link bandwidth and per-hop latency of the scale-out network
+        (a hop between scale-up domains, docs/sources.md#roof-scale-up-domain); the
+        collective start latency is unchanged."""
+        return replace(self, link_bytes_per_s=self.scale_out_bytes_per_s, hop_latency_s=self.scale_out_hop_s)
 
     @classmethod
     def from_peaks(
@@ -147,8 +211,12 @@ class Rates:
         bytes_per_param: float = 2.0,
         kv_bytes: float = 2.0,
         comm_overlap=0.0,
+        scale_out_gbps=0.0,
+        scale_out_hop_us=0.0,
+        allreduce_start_us=None,
     ) -> "Rates":
-        """From datasheet units: ``F = peak x compute_efficiency`` etc."""
+        """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
+        bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
         return cls(
             flops_per_s=np.asarray(peak_tflops, float) * FLOPS_PER_TFLOP * compute_efficiency,
             hbm_bytes_per_s=np.asarray(hbm_tbps, float) * BYTES_PER_TB * memory_efficiency,
@@ -160,6 +228,9 @@ class Rates:
             bytes_per_param=float(bytes_per_param),
             kv_bytes=float(kv_bytes),
             comm_overlap=np.asarray(comm_overlap, float),
+            scale_out_bytes_per_s=np.asarray(scale_out_gbps, float) * BYTES_PER_GB * link_efficiency,
+            scale_out_hop_s=np.asarray(scale_out_hop_us, float) / US_PER_S,
+            allreduce_start_s=None if allreduce_start_us is None else np.asarray(allreduce_start_us, float) / US_PER_S,
         )
 
 
@@ -268,25 +339,44 @@ def kv_heads_per_rank(m: ModelCard, t: int) -> float:
     return max(1.0, m.kv_heads / t)
 
 
-def _attention_rank(m: ModelCard, t: int, attention: str = "tensor") -> float:
-    """Attention weights per rank and layer: Q and O sharded, K and V per the replicated
-    KV heads; with data-parallel attention every rank holds them all (replicated)."""
+def attention_ranks(t: int, attention: str = "tensor", groups: int = 0) -> int:
+    """``u``: the ranks that shard one sequence's attention heads: ``t`` (heads sharded),
+    1 (data-parallel), ``t/g`` (``g = groups`` grouped data-parallel groups)."""
+    if attention == "tensor":
+        return t
+    return t // groups if attention == "grouped" else 1
+
+
+def _attention_groups(t: int, attention: str, groups: int) -> int:
+    """``g``: the data-parallel attention groups (1 with heads sharded)."""
+    return t // attention_ranks(t, attention, groups)
+
+
+def _attention_rank(m: ModelCard, t: int, attention: str = "tensor", groups: int = 0) -> float:
+    """Attention weights per rank and layer: Q and O sharded over the ``u`` ranks of the
+    attention group (:func:`attention_ranks`), K and V per the KV heads each keeps
+    (``max(1, n_kv/u)``, replicated above ``u = n_kv``); with data-parallel attention
+    (``u = 1``) every rank holds them all, grouped they are replicated ``g`` times."""
     if attention == "data":
         return float(attention_params(m))
+    u = attention_ranks(t, attention, groups)
     d, dh = m.hidden, m.head_dim
-    return 2.0 * d * m.heads * dh / t + 2.0 * d * dh * kv_heads_per_rank(m, t)
+    return 2.0 * d * m.heads * dh / u + 2.0 * d * dh * kv_heads_per_rank(m, u)
 
 
-def attention_sequences_per_rank(batch, t: int, attention: str = "tensor") -> np.ndarray:
+def attention_sequences_per_rank(batch, t: int, attention: str = "tensor", groups: int = 0) -> np.ndarray:
     """Sequences whose attention one rank computes: all ``b`` (heads sharded), or with
-    data-parallel attention those of the busiest rank, ``ceil(b/t)`` (docs/sources.md#roof-attention-dp)."""
+    data-parallel attention those of the busiest rank, ``ceil(b/t)``, grouped those of
+    the busiest group, ``ceil(b/g)`` (docs/sources.md#roof-attention-dp)."""
     b = np.asarray(batch, float)
-    return np.ceil(b / t) if attention == "data" else b
+    if attention == "tensor":
+        return b
+    return np.ceil(b / _attention_groups(t, attention, groups))
 
 
-def rank_params_active(m: ModelCard, t: int, attention: str = "tensor") -> float:
+def rank_params_active(m: ModelCard, t: int, attention: str = "tensor", groups: int = 0) -> float:
     """Weights per rank that one token multiplies by (all layers, LM head included)."""
-    per_layer = _attention_rank(m, t, attention) + (active_mlp_params(m) + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention, groups) + (active_mlp_params(m) + 2 * m.hidden) / t
     return m.layers * per_layer + m.vocab * m.hidden / t
 
 
@@ -295,7 +385,7 @@ def _sharded_params_active(m: ModelCard, t: int) -> float:
     return m.layers * (active_mlp_params(m) + 2 * m.hidden) / t + m.vocab * m.hidden / t
 
 
-def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor") -> np.ndarray:
+def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor", groups: int = 0) -> np.ndarray:
     """Weights per rank read by a forward pass over ``tokens`` tokens (all layers + LM head).
 
     Dense: every weight. MoE: attention, norms, router, shared experts and the expected
@@ -305,35 +395,39 @@ def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor"
         mlp = m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m)
     else:
         mlp = np.full(np.shape(tokens), float(mlp_params(m)))
-    per_layer = _attention_rank(m, t, attention) + (mlp + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention, groups) + (mlp + 2 * m.hidden) / t
     return m.layers * per_layer + m.vocab * m.hidden / t
 
 
-def rank_params_held(m: ModelCard, t: int, attention: str = "tensor") -> float:
+def rank_params_held(m: ModelCard, t: int, attention: str = "tensor", groups: int = 0) -> float:
     """Weights per rank held in HBM over all layers (embedding included unless tied)."""
-    per_layer = _attention_rank(m, t, attention) + (mlp_params(m) + 2 * m.hidden) / t
+    per_layer = _attention_rank(m, t, attention, groups) + (mlp_params(m) + 2 * m.hidden) / t
     embeddings = 1 if m.tied_embeddings else 2
     return m.layers * per_layer + embeddings * m.vocab * m.hidden / t
 
 
-def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float, attention: str = "tensor") -> float:
+def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float, attention: str = "tensor", groups: int = 0) -> float:
     """KV bytes per token of a sequence one tensor-parallel rank attends to, over all ``L``
     layers: ``2 L max(1, n_kv/t) d_h b_kv`` (docs/sources.md#roof-kv-bytes); with
-    data-parallel attention a rank holds all ``n_kv`` heads of its own sequences."""
-    heads = float(m.kv_heads) if attention == "data" else kv_heads_per_rank(m, t)
+    data-parallel attention a rank holds all ``n_kv`` heads of its own sequences, grouped
+    ``max(1, n_kv/u)`` of the sequences of its group (``u = t/g`` ranks)."""
+    heads = float(m.kv_heads) if attention == "data" else kv_heads_per_rank(m, attention_ranks(t, attention, groups))
     return 2.0 * m.layers * heads * m.head_dim * kv_bytes
 
 
 def kv_bytes_per_token_per_gpu(m: ModelCard, layout: Layout, kv_bytes: float) -> float:
     """KV bytes per token of the batch on one GPU: the rank's share of its ``L/p`` layers
-    (with data-parallel attention, averaged over the ``t`` ranks that split the sequences)."""
-    per_rank = kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention) / layout.pipeline
+    (with data-parallel attention, averaged over the ``t`` ranks that split the sequences;
+    grouped, over the ``g`` groups)."""
+    per_rank = kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention, layout.attention_groups) / layout.pipeline
+    if layout.attention == "grouped":
+        return per_rank / layout.groups
     return per_rank / layout.tensor if layout.attention == "data" else per_rank
 
 
 def weights_bytes_per_gpu(m: ModelCard, layout: Layout, bytes_per_param: float) -> float:
     """Weight bytes one GPU holds: ``b_w x held params per rank / p``."""
-    return bytes_per_param * rank_params_held(m, layout.tensor, layout.attention) / layout.pipeline
+    return bytes_per_param * rank_params_held(m, layout.tensor, layout.attention, layout.attention_groups) / layout.pipeline
 
 
 # --------------------------------------------------------------------------- collectives
@@ -441,7 +535,47 @@ def p2p_s(nbytes, r: Rates) -> np.ndarray:
     return r.collective_start_s + r.hop_latency_s + np.asarray(nbytes) / r.link_bytes_per_s
 
 
-def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=None) -> np.ndarray:
+def hierarchical_allreduce_s(nbytes, layout: Layout, r: Rates) -> np.ndarray:
+    """All-reduce of ``nbytes`` per rank over a tensor group of ``a`` ranks in each of ``k``
+    scale-up domains (:attr:`Layout.tensor_split`), hierarchically (docs/sources.md#roof-scale-up-domain):
+    a reduce-scatter inside each domain (``a`` ranks, scale-up links), an all-reduce of
+    the ``M/a`` shard across the ``k`` domains (scale-out links and hop latency), an
+    all-gather inside each domain; one start latency ``α`` for the whole:
+
+    ``α + RS(a, M) + AR(k, M/a; W_out, h_out) + AG(a, M)``
+
+    with ``RS = AG`` the :func:`all_gather_seconds` form and ``AR`` the
+    :func:`allreduce_seconds` form, each without ``α``, by the layout's algorithm
+    (``"auto"``: the fastest per phase). ``k = 1`` is :func:`allreduce_s`. ``α`` is the
+    all-reduce's start latency (:meth:`Rates.for_allreduce`)."""
+    a, k = layout.tensor_split
+    r = r.for_allreduce()
+    if k == 1:
+        return allreduce_s(nbytes, layout.tensor, r, layout.allreduce)
+    m = np.asarray(nbytes, float)
+    intra, inter = replace(r, collective_start_s=0.0), replace(r.scale_out(), collective_start_s=0.0)
+    scatter = _fastest_s(all_gather_seconds, layout.allreduce, a, m, intra)
+    return r.collective_start_s + 2.0 * scatter + _fastest_s(allreduce_seconds, layout.allreduce, k, m / a, inter)
+
+
+def _group_rates(layout: Layout, r: Rates) -> Rates:
+    """The rates of a collective over the whole tensor group other than the all-reduce: the
+    scale-up links inside one domain, the scale-out network once the group spans several
+    (the whole collective at scale-out speed, docs/sources.md#roof-scale-up-domain)."""
+    return r if layout.tensor_split[1] == 1 else r.scale_out()
+
+
+def stage_hop_s(layout: Layout, nbytes, r: Rates) -> np.ndarray:
+    """Mean point-to-point time of one of the ``p - 1`` pipeline stage boundaries:
+    :func:`p2p_s` on the scale-up links, on the scale-out network for the
+    :attr:`Layout.crossing_hops` boundaries that leave a domain."""
+    c, boundaries = layout.crossing_hops, layout.pipeline - 1
+    if c == 0:
+        return p2p_s(nbytes, r)
+    return ((boundaries - c) * p2p_s(nbytes, r) + c * p2p_s(nbytes, r.scale_out())) / boundaries
+
+
+def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=None, group_tokens=None) -> np.ndarray:
     """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers.
 
     Heads sharded: 2 all-reduces per layer of ``tokens d 2`` bytes (the attention one
@@ -453,19 +587,33 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
     each rank holds only for its own sequences (SGLang's logits processor gathers them,
     docs/sources.md#roof-attention-dp). Heads sharded, the last all-reduce leaves them on
     every rank. (The all-gather of the vocab-sharded logits is in neither mode.)
+    A tensor group spanning scale-up domains runs its all-reduces hierarchically
+    (:func:`hierarchical_allreduce_s`) and its other collectives at scale-out speed
+    (:func:`_group_rates`). Grouped data-parallel attention adds, per layer, the
+    all-reduce of the attention output inside the busiest group (``u = t/g`` consecutive
+    ranks, :func:`hierarchical_allreduce_s`) over its ``group_tokens`` tokens (default
+    ``ceil(tokens/g)``); the MLP's collectives stay those of data-parallel attention over
+    all ``t`` ranks (docs/sources.md#roof-attention-dp).
     """
     t, message = layout.tensor, np.asarray(tokens, float) * m.hidden * ACT_BYTES
     attention = layout.attention == "tensor"
+    group = _group_rates(layout, r)
     if not attention:
         rows = np.asarray(tokens if head_rows is None else head_rows, float)
-        head = _fastest_s(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, r)
+        head = _fastest_s(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, group)
     if m.experts and layout.expert_parallel:
         dispatch = message * m.experts_per_token / t
-        moe = 2 * all_to_all_s(dispatch, t, r)
-        return m.layers * (allreduce_s(message, t, r, layout.allreduce) + moe) if attention else m.layers * moe + head
+        moe = 2 * all_to_all_s(dispatch, t, group)
+        return m.layers * (hierarchical_allreduce_s(message, layout, r) + moe) if attention else m.layers * moe + head
     if attention:
-        return 2 * m.layers * allreduce_s(message, t, r, layout.allreduce)
-    return m.layers * _fastest_s(gather_scatter_seconds, layout.allreduce, t, message, r) + head
+        return 2 * m.layers * hierarchical_allreduce_s(message, layout, r)
+    mlp = m.layers * _fastest_s(gather_scatter_seconds, layout.allreduce, t, message, group) + head
+    if layout.attention != "grouped":
+        return mlp
+    g = layout.groups
+    rows = np.ceil(np.asarray(tokens, float) / g) if group_tokens is None else np.asarray(group_tokens, float)
+    inner = Layout(t // g, 1, allreduce=layout.allreduce, domain=layout.domain)
+    return mlp + m.layers * hierarchical_allreduce_s(rows * m.hidden * ACT_BYTES, inner, r)
 
 
 # --------------------------------------------------------------------------- phases
@@ -487,17 +635,28 @@ def _decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates) -> tuple:
     Heads sharded: ``b (2 P_active + 4 L n_h d_h T̄)/t`` FLOPs, ``b_w P_stream/t + b T̄
     KV_rank`` bytes. Data-parallel attention: the busiest rank's ``s = ceil(b/t)``
     sequences run the whole attention (``s (2 L P_attn + 4 L n_h d_h T̄)``, their KV
-    ``s T̄ KV``), the MLP and LM head stay sharded over all ``b``.
+    ``s T̄ KV``), the MLP and LM head stay sharded over all ``b``. Grouped: the busiest
+    group's ``s = ceil(b/g)`` sequences, their heads sharded over its ``u = t/g`` ranks
+    (``s (2 L P_attn,rank + 4 L (n_h/u) d_h T̄)``, KV ``s T̄ KV_rank(u)``).
     """
-    t, att = layout.tensor, layout.attention
-    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b, att)
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b, att, g)
     if att == "tensor":
         flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
         return flops, weights + b * ctx * kv
-    s = attention_sequences_per_rank(b, t, att)
-    flops = s * (2.0 * m.layers * attention_params(m) + 4.0 * m.layers * m.heads * m.head_dim * ctx) + b * 2.0 * _sharded_params_active(m, t)
+    s = attention_sequences_per_rank(b, t, att, g)
+    attn_w, heads = _attention_work(m, t, att, g)
+    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * m.head_dim * ctx) + b * 2.0 * _sharded_params_active(m, t)
     return flops, weights + s * ctx * kv
+
+
+def _attention_work(m: ModelCard, t: int, attention: str, groups: int) -> tuple:
+    """Attention weights and query heads one rank of a data-parallel attention group
+    computes per sequence: all of them (``"data"``), or its ``1/u`` share (``"grouped"``)."""
+    if attention == "data":
+        return attention_params(m), m.heads
+    return _attention_rank(m, t, attention, groups), m.heads / attention_ranks(t, attention, groups)
 
 
 def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> PhaseTimes:
@@ -511,7 +670,7 @@ def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> Phase
     b = np.asarray(batch, float) / micro_batches(batch, p)
     ctx = np.asarray(context, float)
     flops, nbytes = _decode_work(m, layout, b, ctx, r)
-    comm = forward_comm_s(m, layout, b, r) + (p - 1) * p2p_s(b * m.hidden * ACT_BYTES, r)
+    comm = forward_comm_s(m, layout, b, r) + (p - 1) * stage_hop_s(layout, b * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead, r.comm_overlap)
 
@@ -521,20 +680,21 @@ def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rat
     over ``b`` prompts of ``S`` tokens (causal attention, LM head on the last token).
     With data-parallel attention the busiest rank runs the attention of ``ceil(b/t)``
     whole prompts, the MLP stays sharded over all ``b S`` tokens."""
-    t, att = layout.tensor, layout.attention
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = float(prompt_tokens)
     head = m.vocab * m.hidden / t
-    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att)
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
     if att == "tensor":
         flops = b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
         nbytes = weights + b * s * kv
-    else:
-        seqs = attention_sequences_per_rank(b, t, att)
-        attn = seqs * (2.0 * m.layers * attention_params(m) * s + 2.0 * m.layers * m.heads * m.head_dim * s * s)
-        flops = attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
-        nbytes = weights + seqs * s * kv
-    return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b)
+        return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b)
+    seqs = attention_sequences_per_rank(b, t, att, g)
+    attn_w, heads = _attention_work(m, t, att, g)
+    attn = seqs * (2.0 * m.layers * attn_w * s + 2.0 * m.layers * heads * m.head_dim * s * s)
+    flops = attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
+    nbytes = weights + seqs * s * kv
+    return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b, group_tokens=seqs * s)
 
 
 def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
@@ -553,7 +713,7 @@ def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -
     b = np.asarray(batch, float) / mb
     share = mb / p
     flops, nbytes, comm = _prefill_forward(m, layout, b, prompt_tokens, r)
-    hops = mb * (p - 1) / p * p2p_s(b * prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = mb * (p - 1) / p * stage_hop_s(layout, b * prompt_tokens * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + share * m.layers * r.layer_overhead_s
     return _phase(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead, r.comm_overlap)
 
@@ -562,7 +722,7 @@ def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rat
     """TTFT: the latency of one prompt's prefill, through all ``p`` stages in turn
     (``= prefill(batch=1)`` without pipelining; ``(p-1)`` point-to-points with it)."""
     flops, nbytes, comm = _prefill_forward(m, layout, 1.0, prompt_tokens, r)
-    hops = (layout.pipeline - 1) * p2p_s(prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = (layout.pipeline - 1) * stage_hop_s(layout, prompt_tokens * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
 
@@ -611,9 +771,9 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
     attention each of the ``t`` ranks holds whole sequences: ``t`` times what fits one
     rank. int64."""
     free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param)
-    if layout.attention == "data":
-        per_sequence = context_tokens * kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, "data") / layout.pipeline
-        return layout.tensor * np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
+    if layout.attention != "tensor":  # each of the g groups holds whole sequences (g = t: data-parallel)
+        per_sequence = context_tokens * kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention, layout.attention_groups) / layout.pipeline
+        return layout.groups * np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
     per_sequence = context_tokens * kv_bytes_per_token_per_gpu(m, layout, kv_bytes)
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
 

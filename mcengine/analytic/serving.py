@@ -115,14 +115,14 @@ def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: in
     decode = ra.decode_step(m, layout, batch, context, r)
     one_prompt = ra.time_to_first_token(m, layout, prompt_tokens, r)
     compute = decode.compute_s + chunk / s * one_prompt.compute_s
-    att = layout.attention
-    kv_rank = ra.kv_bytes_per_token_rank(m, t, r.kv_bytes, att)
-    share = ra.attention_sequences_per_rank(b, t, att) / b  # the busiest rank's share of the sequences (1: heads sharded)
-    weights = r.bytes_per_param * ra.rank_params_streamed(m, t, b + chunk, att)
+    att, g = layout.attention, layout.attention_groups
+    kv_rank = ra.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    share = ra.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
+    weights = r.bytes_per_param * ra.rank_params_streamed(m, t, b + chunk, att, g)
     kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank
     memory = (weights + kv_read) / r.hbm_bytes_per_s
     tokens = b + chunk
-    comm = ra.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s) + (p - 1) * ra.p2p_s(tokens * m.hidden * ra.ACT_BYTES, r)
+    comm = ra.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s, group_tokens=share * tokens) + (p - 1) * ra.stage_hop_s(layout, tokens * m.hidden * ra.ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return ra._phase(compute, memory, comm, overhead, r.comm_overlap)
 

@@ -350,6 +350,15 @@ def _sig3(x: float) -> str:
     return f"{x:,.3g}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
+
+def _attention_text(attention: str) -> str:
+    """The roofline body's attention mode in words ("grouped/4": 4 data-parallel groups)."""
+    if attention == "data":
+        return "data-parallel (sequences sharded)"
+    if attention.startswith("grouped/"):
+        return f"{attention.split('/')[1]} data-parallel groups (sequences sharded over groups, heads within each)"
+    return "tensor-parallel (heads sharded)"
+
 def render_roofline(body: dict):
     """Rich tables: the result, the terms per phase, the searched layouts, the serving modes
     (a workload mix: those of each request class in turn)."""
@@ -373,7 +382,7 @@ def render_roofline(body: dict):
     for name, value in (
         *((("plan in use (workload.plan = " + body["plan_rule"] + ")", body["plan"]),) if "plan" in body else ()),
         ("layout (tensor x pipeline)", f"{par['tensor']} x {par['pipeline']}" + (" + expert parallel" if par.get("expert_parallel") else "")),
-        ("attention", "data-parallel (sequences sharded)" if body.get("attention") == "data" else "tensor-parallel (heads sharded)"),
+        ("attention", _attention_text(body.get("attention", "tensor"))),
         ("all-reduce (prefill, decode)", f"{ar.get('prefill', 'ring')}, {ar.get('decode', 'ring')}"),
         ("batch (memory limit, TPOT limit, TTFT limit)", f"{body['decode']['batch']} ({lim['memory']}, {lim['slo']}, {lim.get('ttft') if lim.get('ttft') is not None else '-'})"),
         ("TTFT ms (one prompt)", f"{_sig3(body['prefill']['ttft_ms'])} ({body['prefill']['ttft_bound']})"),

@@ -6,7 +6,8 @@ layout that an engine can shard (``tensor`` divides the query heads; KV heads di
 evenly or replicate: ``n_kv % t == 0`` or ``t % n_kv == 0``, a constraint that
 data-parallel attention lifts; with expert parallelism ``tensor`` divides the experts;
 ``pipeline`` at most the layers), times the attention modes of ``workload.attention``
-(``"auto"``: heads sharded and data-parallel), with ``workload.allreduce`` (``"auto"``:
+(``"auto"``: heads sharded, data-parallel, and grouped data-parallel with every
+number of groups :func:`attention_variants` allows), with ``workload.allreduce`` (``"auto"``:
 the fastest algorithm the fabric ``cluster.scale_up`` allows, per message), and keep the
 best output tokens/s per GPU among the layouts that meet the TPOT and TTFT SLOs at
 batch >= 1; if none meets them, the one that misses them by the smallest factor.
@@ -32,7 +33,9 @@ from ..units import BYTES_PER_GB, MS_PER_S
 
 
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
-    """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...)."""
+    """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...);
+    with ``workload.allreduce_impl = "nccl"`` the all-reduce starts after
+    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``."""
     w = scenario.workload
     return ra.Rates.from_peaks(
         peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],
@@ -48,6 +51,9 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
         bytes_per_param=w.bytes_per_param.value,
         kv_bytes=w.kv_bytes.value,
         comm_overlap=inputs["workload.comm_overlap"],
+        scale_out_gbps=inputs["gpu.scale_out_gbps"],
+        scale_out_hop_us=inputs["workload.scale_out_hop_us"],
+        allreduce_start_us=inputs["workload.nccl_start_us"] if w.allreduce_impl == "nccl" else None,
     )
 
 
@@ -158,7 +164,7 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
 # --------------------------------------------------------------------------- layouts
 
 
-def _shard_problem(scenario: Scenario, t: int, attention: str = "tensor") -> str:
+def _shard_problem(scenario: Scenario, t: int, attention: str = "tensor", groups: int = 0) -> str:
     """Why an engine cannot shard the model over ``t`` tensor ranks ('' if it can);
     data-parallel attention does not shard the heads. The MLP is tensor-parallel in every
     attention mode: its intermediate dimension (``ffn``, each expert's ``expert_ffn`` for a
@@ -171,9 +177,10 @@ def _shard_problem(scenario: Scenario, t: int, attention: str = "tensor") -> str
     mlp, mlp_key = (m.expert_ffn, "expert_ffn") if m.experts else (m.ffn, "ffn")
     if not ep and mlp % t:
         return f"allowed: a divisor of workload.model.{mlp_key} = {mlp} (the MLP is split into {t} equal column shards)"
-    if attention == "tensor" and m.heads % t:
+    u = ra.attention_ranks(t, attention, groups)  # the ranks that shard one sequence's heads
+    if u > 1 and m.heads % u:
         return f"allowed: a divisor of workload.model.heads = {m.heads}"
-    if attention == "tensor" and m.kv_heads % t and t % m.kv_heads:
+    if u > 1 and m.kv_heads % u and u % m.kv_heads:
         return f"allowed: a divisor or a multiple of workload.model.kv_heads = {m.kv_heads}"
     if m.experts and scenario.workload.expert_parallel and m.experts % t:
         return f"allowed: a divisor of workload.model.experts = {m.experts} with workload.expert_parallel"
@@ -191,10 +198,36 @@ def allreduce_algorithm(scenario: Scenario) -> str:
     return "ring" if fabric == "ring" else algorithm
 
 
+def scale_up_domain(scenario: Scenario) -> int:
+    """``cluster.scale_up_domain_gpus`` as a :class:`~mcengine.analytic.roofline.Layout`
+    reads it: 0 (one domain spans every layout) for "auto" or a domain at least as large
+    as the instance, so that such a scenario's layouts and times are today's flat ones."""
+    c = scenario.cluster
+    d = c.scale_up_domain_gpus
+    return 0 if d == "auto" or d >= c.instance_gpus else int(d)
+
+
 def attention_modes(scenario: Scenario) -> tuple[str, ...]:
-    """The attention modes to search: ``workload.attention``, or both for "auto"."""
+    """The attention modes to search: ``workload.attention``, or all of them for "auto"."""
     a = scenario.workload.attention
     return ra.ATTENTION_MODES if a == "auto" else (a,)
+
+
+def attention_variants(scenario: Scenario, t: int, grouped: bool = True) -> list[tuple[str, int, str]]:
+    """``(attention, groups, problem)`` of every searched attention mode at ``t`` tensor
+    ranks: "tensor" and "data" once (groups 0), "grouped" once per number of groups
+    ``1 < g < t`` dividing ``t`` whose ``u = t/g`` ranks per group divide the KV heads
+    (a larger group would replicate KV heads, what grouping exists to remove): at most
+    the divisors of ``n_kv``, whatever the instance. ``problem`` is :func:`_shard_problem`'s
+    ('' if an engine can shard it). ``grouped = False`` leaves the grouped modes out."""
+    kv = scenario.workload.model.kv_heads
+    out = []
+    for a in attention_modes(scenario):
+        if a == "grouped":
+            out += [(a, t // u, _shard_problem(scenario, t, a, t // u)) for u in range(min(t - 1, kv), 1, -1) if grouped and t % u == 0 and kv % u == 0]
+        else:
+            out.append((a, 0, _shard_problem(scenario, t, a)))
+    return out
 
 
 def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
@@ -203,24 +236,28 @@ def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
     in every searched attention mode (heads sharded first, so exact ties go to it)."""
     w, n = scenario.workload, scenario.cluster.instance_gpus
     ep = bool(scenario.workload.model.experts and w.expert_parallel)
-    algorithm, modes = allreduce_algorithm(scenario), attention_modes(scenario)
+    algorithm = allreduce_algorithm(scenario)
+    domain = scale_up_domain(scenario)
     t_fixed, p_fixed = w.tensor_parallel, w.pipeline_parallel
     if t_fixed != "auto" or p_fixed != "auto":
         t = t_fixed if t_fixed != "auto" else n // p_fixed
         p = p_fixed if p_fixed != "auto" else n // t_fixed
-        problems = [_shard_problem(scenario, t, a) for a in modes]
-        if all(problems):
-            raise InputError(Problem("workload.tensor_parallel", t, problems[0]))
+        variants = attention_variants(scenario, t)
+        if all(problem for _, _, problem in variants):
+            raise InputError(Problem("workload.tensor_parallel", t, variants[0][2] if variants else
+                                     f"allowed with workload.attention = \"grouped\": a degree with groups of 1 < u < t ranks, u dividing workload.model.kv_heads = "
+                                     f"{scenario.workload.model.kv_heads}"))
         if p > scenario.workload.model.layers:
             raise InputError(
                 Problem("workload.tensor_parallel", t, f"leaves pipeline {p} > workload.model.layers = {scenario.workload.model.layers}; allowed: a larger tensor degree")
             )
-        return [ra.Layout(t, p, ep, algorithm, a) for a, problem in zip(modes, problems) if not problem]
+        return [ra.Layout(t, p, ep, algorithm, a, domain, g) for a, g, problem in variants if not problem]
     layouts = [
-        ra.Layout(t, n // t, ep, algorithm, a)
+        ra.Layout(t, n // t, ep, algorithm, a, domain, g)
         for t in range(n, 0, -1)
-        for a in modes
-        if n % t == 0 and n // t <= scenario.workload.model.layers and not _shard_problem(scenario, t, a)
+        if n % t == 0 and n // t <= scenario.workload.model.layers
+        for a, g, problem in attention_variants(scenario, t)
+        if not problem
     ]
     if not layouts:
         raise InputError(
@@ -298,21 +335,24 @@ def _tensor_degrees(scenario: Scenario) -> list[int]:
 
 def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
     """Every shardable ``t x p`` layout of at most ``instance_gpus`` GPUs (``p`` at most the
-    layers), in each searched attention mode with the searched all-reduce algorithm (as
+    layers), in each searched attention mode but the grouped one (a degraded instance
+    reshards with heads sharded or data-parallel attention; the full instance's plan may be
+    grouped) with the searched all-reduce algorithm (as
     :func:`candidate_layouts`): at most (tensor degrees) x layers x modes of them,
     whatever ``instance_gpus``. More than :data:`MAX_DEGRADED_LAYOUTS` is InputError
     naming ``cluster.on_failure`` and the bound."""
     w, m, n = scenario.workload, scenario.workload.model, scenario.cluster.instance_gpus
     ep = bool(m.experts and w.expert_parallel)
     algorithm = allreduce_algorithm(scenario)
-    shardable = [(t, a) for t in _tensor_degrees(scenario) for a in attention_modes(scenario) if not _shard_problem(scenario, t, a)]
-    count = sum(min(m.layers, n // t) for t, _ in shardable)
+    shardable = [(t, a, g) for t in _tensor_degrees(scenario) for a, g, problem in attention_variants(scenario, t, grouped=False) if not problem]
+    count = sum(min(m.layers, n // t) for t, _, _ in shardable)
     if count > MAX_DEGRADED_LAYOUTS:
         raise InputError(Problem("cluster.on_failure", "reshard", f"the degraded-layout search would evaluate {count:,} layouts "
                                  f"({len(shardable)} shardable tensor degrees x modes, pipelines up to workload.model.layers = {m.layers} "
                                  f"on cluster.instance_gpus = {n}); allowed: at most {MAX_DEGRADED_LAYOUTS:,} (a model with fewer "
                                  'layers or fewer divisors of its MLP, a smaller instance, or cluster.on_failure = "down")'))
-    return [ra.Layout(t, p, ep, algorithm, a) for t, a in shardable for p in range(1, min(m.layers, n // t) + 1)]
+    domain = scale_up_domain(scenario)
+    return [ra.Layout(t, p, ep, algorithm, a, domain, g) for t, a, g in shardable for p in range(1, min(m.layers, n // t) + 1)]
 
 
 @lru_cache(maxsize=64)

@@ -389,11 +389,11 @@ class Plan:
     def describe(self) -> str:
         """``"disaggregated 8x1 data / decode 4x2 tensor"``-style label of the plan."""
         lay = self.layout
-        text = f"{lay.tensor}x{lay.pipeline} {lay.attention}"
+        text = f"{lay.tensor}x{lay.pipeline} {lay.attention_label}"
         if self.prefill_layout is None:
             return f"{self.mode} {text}"
         pre = self.prefill_layout
-        return f"{self.mode} prefill {pre.tensor}x{pre.pipeline} {pre.attention} / decode {text}"
+        return f"{self.mode} prefill {pre.tensor}x{pre.pipeline} {pre.attention_label} / decode {text}"
 
 
 def evaluate_plan(scenario: Scenario, plan: Plan, inputs: TrialInputs, share=None):

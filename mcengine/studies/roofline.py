@@ -24,7 +24,7 @@ def _layout_row(e: Evaluation, chosen: bool) -> dict:
     return {
         "tensor": e.layout.tensor,
         "pipeline": e.layout.pipeline,
-        "attention": e.layout.attention,
+        "attention": e.layout.attention_label,
         "fits": bool(e.fits[0]),
         "slo_met": bool(e.slo_met[0]),
         "batch": int(e.batch[0]),
@@ -98,7 +98,7 @@ def roofline_study(scenario: Scenario) -> dict:
         "tokens_per_s_per_gpu": per_gpu,
         "parallelism": {"tensor": layout.tensor, "pipeline": layout.pipeline, "expert_parallel": layout.expert_parallel},
         "allreduce": allreduce_per_phase(scenario, e, median),
-        "attention": layout.attention,
+        "attention": layout.attention_label,
         "tokens_per_s_instance": at_trial(e.tokens_per_s_instance),
         "tokens_per_s_per_h100_equivalent": per_gpu / scenario.gpu.h100_equivalents.value,
         "slo_met": bool(e.slo_met[0]),
@@ -195,7 +195,7 @@ def _layout_rows(scenario: Scenario, plan: Plan, median) -> list[dict]:
     rows = []
     for layout in candidate_layouts(scenario):
         e = evaluate_plan(scenario, Plan(plan.mode, layout, plan.prefill_layout), median)
-        rows.append({"tensor": layout.tensor, "pipeline": layout.pipeline, "attention": layout.attention, "fits": bool(e.fits[0]),
+        rows.append({"tensor": layout.tensor, "pipeline": layout.pipeline, "attention": layout.attention_label, "fits": bool(e.fits[0]),
                      "slo_met": bool(e.slo_met[0]), "batch": int(e.batch[0]), "ttft_ms": at_trial(e.ttft_s) * MS_PER_S,
                      "tpot_ms": at_trial(e.tpot_s) * MS_PER_S, "tokens_per_s_per_gpu": at_trial(e.tokens_per_s_per_gpu),
                      "chosen": layout == plan.layout})

@@ -13,7 +13,7 @@ from ..scenario import load_scenario
 from ..scenario.cards import load_model_card
 from ..stages.roofline import STAGE, at_trial as _at
 from ..studies.roofline import roofline_study
-from ..units import MS_PER_S
+from ..units import MS_PER_S, US_PER_S
 from .check import Check
 
 
@@ -237,11 +237,48 @@ def _reference_checks() -> list[Check]:
     ]
 
 
+#: Measured NCCL all-reduce latency (µs) on an H100 DGX by ranks and message bytes: the median
+#: over the profiled calls of torch.distributed.all_reduce on fp16 buffers of 2,048,
+#: 124,928 and 518,144 elements (docs/sources.md#roof-collective-measured).
+NCCL_H100_DGX_US = {
+    2: {4_096: 7.0, 249_856: 8.0, 1_036_288: 11.0},
+    4: {4_096: 38.0, 249_856: 40.0, 1_036_288: 42.0},
+    8: {4_096: 37.0, 249_856: 27.0, 1_036_288: 31.0},
+}
+#: Band of each measured latency: the spread between neighbouring message sizes of one
+#: rank count in the profile (22-37 µs at 8 ranks below 256 KiB), +-25 %.
+NCCL_BAND = 0.25
+_NCCL_MISS = {
+    "custom": ("eager NCCL calls pay ~30 us of launch and protocol latency from 4 ranks up, which the shipped CUDA-graph "
+               "collective_start_us (2/5/10 us) does not carry (docs/sources.md#roof-collective-measured)"),
+    "nccl": ("nccl_start_us is one figure for 4-8 ranks: at 2 ranks the eager call measured 7-11 us, and neighbouring "
+             "sizes at 8 ranks scatter over 22-37 us (docs/sources.md#roof-collective-measured)"),
+}
+
+
+def _collective_checks() -> list[Check]:
+    """The shipped H100 all-reduce (``allreduce = "auto"``, the modes of the shipped latencies:
+    alpha 5 us, 1 us per hop, 450 GB/s x 0.82) with each ``workload.allreduce_impl`` against
+    the measured eager NCCL latencies of :data:`NCCL_H100_DGX_US`, by ranks and message size:
+    "nccl" (start 31 us) should meet them, "custom" is the CUDA-graph all-reduce they do not
+    measure."""
+    out = []
+    for impl, start_us in (("nccl", 31.0), ("custom", None)):
+        r = ra.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0,
+                                allreduce_start_us=start_us)
+        for t, by_size in NCCL_H100_DGX_US.items():
+            for nbytes, measured_us in by_size.items():
+                got_us = float(ra.hierarchical_allreduce_s(float(nbytes), ra.Layout(t, allreduce="auto"), r)) * US_PER_S
+                out.append(Check(STAGE, f"{impl} all-reduce vs NCCL H100 t={t} {nbytes / 1024:,.0f} KiB (us)", measured_us, got_us,
+                                 NCCL_BAND * measured_us, "docs/sources.md#roof-collective-measured", _NCCL_MISS[impl]))
+    return out
+
+
 def checks() -> list[Check]:
     """The roofline arithmetic against docs/sources.md#roof-llama3-70b-tp8 (exact reproductions) and the shipped
     H100 defaults against the measured H100 bands of docs/sources.md#roof-h100-measured (calibration, then
     the known misses of docs/sources.md#roof-h100-bf16)."""
-    checks = _reference_checks()
+    checks = _reference_checks() + _collective_checks()
     for a in (*CALIBRATION, *KNOWN_MISSES):
         checks.append(Check(STAGE, f"calibration: {a.name}", (a.low + a.high) / 2, a.value(), (a.high - a.low) / 2, a.source,
                             a.known_miss, basis="measured"))

@@ -59,22 +59,26 @@ def test_auto_algorithm_is_at_least_as_fast_as_ring_and_reported_per_phase():
     assert auto["allreduce"]["decode"] != "ring"  # at t = 8, two-shot or one-shot beat the 14-hop ring
 
 
-def test_attention_auto_searches_both_modes_and_keeps_the_better():
+def test_attention_auto_searches_every_mode_and_keeps_the_better():
     s = calibrated("lite-h100", ('workload.attention="auto"',))
     layouts = candidate_layouts(s)
-    assert {lay.attention for lay in layouts} == {"tensor", "data"}
+    assert {lay.attention for lay in layouts} == {"tensor", "data", "grouped"}
+    # grouped: every g with 1 < g < t whose t/g ranks divide the 8 KV heads (t = 32: 4, 8, 16)
+    assert sorted(lay.attention_groups for lay in layouts if lay.attention == "grouped" and lay.tensor == 32) == [4, 8, 16]
     best, evaluations = choose_layout(s)
     meeting = [e for e in evaluations if e.fits[0] and e.slo_met[0]]
     assert best.tokens_per_s_per_gpu[0] == max(e.tokens_per_s_per_gpu[0] for e in meeting)
     body = study.roofline_study(s)
-    assert body["attention"] == best.layout.attention and {r["attention"] for r in body["layouts"]} == {"tensor", "data"}
+    labels = {r["attention"] for r in body["layouts"]}
+    assert body["attention"] == best.layout.attention_label and {"tensor", "data", "grouped/4", "grouped/8"} <= labels
 
 
 def test_data_attention_lifts_the_kv_head_constraint():
     # 28 divides the MLP (ffn 28,672) but neither divides 64 heads nor is a multiple of 8 KV
     # heads: only data-parallel attention shards it
     s = calibrated("h100", ("cluster.instance_gpus=28", "workload.tensor_parallel=28", "workload.pipeline_parallel=1", 'workload.attention="auto"'))
-    assert [lay.attention for lay in candidate_layouts(s)] == ["data"]
+    # (or grouped attention whose groups of t/g ranks do: g = 7 and 14 give 4 and 2 ranks)
+    assert [lay.attention_label for lay in candidate_layouts(s)] == ["data", "grouped/7", "grouped/14"]
 
 
 def _two_trials(scenario, **columns) -> TrialInputs:

@@ -52,14 +52,17 @@ def test_a_degraded_layout_search_beyond_its_bound_is_refused_naming_it():
 
 
 def test_the_tensor_degrees_searched_are_those_of_a_scan_to_the_instance_size():
-    from mcengine.stages._roofline_layout import _tensor_degrees, attention_modes
+    from mcengine.stages._roofline_layout import _tensor_degrees, attention_variants
+
+    def shardable(s, t):
+        return any(not problem for _, _, problem in attention_variants(s, t))
 
     for overrides in ((), ("cluster.instance_gpus=65536", "cluster.instances=2"), ('workload.model="mixtral-8x7b"',),
                       ('workload.model="mixtral-8x7b"', "workload.expert_parallel=true")):
         s = _scenario(*overrides)
         n = s.cluster.instance_gpus
-        scanned = [t for t in range(1, n + 1) if any(not _shard_problem(s, t, a) for a in attention_modes(s))]
-        assert [t for t in _tensor_degrees(s) if any(not _shard_problem(s, t, a) for a in attention_modes(s))] == scanned
+        scanned = [t for t in range(1, n + 1) if shardable(s, t)]
+        assert [t for t in _tensor_degrees(s) if shardable(s, t)] == scanned
 
 
 @pytest.mark.parametrize("model", ["gpt-3-175b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b"])

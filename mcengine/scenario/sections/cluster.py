@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dists import Dist
-from ..fields import choice, integer, number
+from ..fields import AUTO, choice, integer, number
 from ..limits import MAX_DURATION_HOURS, MAX_TOTAL_GPUS
 
 
@@ -25,6 +25,10 @@ class ClusterSection:
         "(ring all-reduce only; docs/sources.md#roof-scale-up-fabric).",
         ("switched", "ring"),
     )
+    scale_up_domain_gpus: int | str = integer(AUTO, "GPUs sharing one scale-up domain (gpu.link_gbps); a collective or pipeline hop between domains runs on "
+                                                     'the scale-out network (gpu.scale_out_gbps, workload.scale_out_hop_us). "auto" = instance_gpus: one domain '
+                                                     "per instance (HGX H100: 8; docs/sources.md#roof-scale-up-domain).", lo=1, hi=2**16, auto_ok=True,
+                                              why="as instance_gpus")
     on_failure: str = choice("down", "What an instance does when it loses GPUs: \"down\" until every slot has a unit again and it has "
                                      "restarted; \"reshard\": after reshard_hours it serves on the best layout that fits the GPUs it "
                                      "still has (docs/model.md#reshard).", ("down", "reshard"))

@@ -75,6 +75,9 @@ class GpuSection:
                             why="1000x an H100")
     link_gbps: Dist = number(450.0, "Scale-up bandwidth per direction per GPU for tensor-parallel traffic.", "GB/s", lo=0.0, lo_open=True, hi=1e6,
                              why="2000x NVLink 4")
+    scale_out_gbps: Dist = number(50.0, "Scale-out (NIC) bandwidth per direction per GPU, for collectives and pipeline hops that leave a scale-up domain "
+                                        "(H100: one 400 Gb/s ConnectX-7 per GPU; docs/sources.md#roof-scale-up-domain).", "GB/s", lo=0.0, lo_open=True, hi=1e6,
+                                  why="2000x a 400 Gb/s NIC")
     tdp_w: Dist = number(700.0, "Board power drawn while serving (TDP).", "W", lo=0.0, lo_open=True, hi=1e5,
                          why="100 kW per package is beyond any cooling")
     core_tdp_w: Dist | None = number(None, "Board power at full load without the scale-up links (die, HBM, board). Set with link_pj_per_bit, it replaces tdp_w: "

@@ -130,16 +130,27 @@ class WorkloadSection:
     attention: str = choice(
         "tensor",
         'Attention "tensor" (heads sharded, KV heads replicated above t = n_kv), "data" (sequences sharded, attention '
-        'weights replicated, MLP tensor-parallel) or "auto" = searched with the layouts (docs/sources.md#roof-attention-dp).',
-        ("tensor", "data", AUTO),
+        'weights replicated, MLP tensor-parallel), "grouped" (sequences sharded over g groups of t/g ranks that shard the heads, '
+        'g searched with the layouts) or "auto" = all searched with the layouts (docs/sources.md#roof-attention-dp).',
+        ("tensor", "data", "grouped", AUTO),
     )
     comm_overlap: Dist = number(0.0, "Share of collective time hidden under compute/memory time (0 = in series; docs/sources.md#roof-overlap).",
                                 lo=0.0, hi=1.0, why="a share")
     compute_efficiency: Dist = number(0.5, "Achieved share of peak FLOP/s (prefill measured 33-45%).", **_EFF)
     memory_efficiency: Dist = number(0.7, "Achieved share of HBM bandwidth (decode measured 55-60% of the bound).", **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
-    collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective.", "us", lo=0.0, hi=1e6, why=_LATENCY)
+    collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective (with allreduce_impl = \"nccl\": of every collective but the all-reduce).",
+                                       "us", lo=0.0, hi=1e6, why=_LATENCY)
+    allreduce_impl: str = choice(
+        "custom",
+        'All-reduce implementation: "custom" (an engine\'s one-/two-shot kernel in a CUDA graph, starting after collective_start_us) '
+        'or "nccl" (eager NCCL calls, starting after nccl_start_us, measured; docs/sources.md#roof-collective-measured).',
+        ("custom", "nccl"),
+    )
+    nccl_start_us: Dist = number(31.0, "Start-up latency of an eager NCCL all-reduce (allreduce_impl = \"nccl\"; H100 DGX, 4-8 ranks, measured 22-42 us).",
+                                 "us", lo=0.0, hi=1e6, why=_LATENCY)
     hop_latency_us: Dist = number(1.0, "Latency per ring hop; a ring all-reduce makes 2(t-1) hops.", "us", lo=0.0, hi=1e6, why=_LATENCY)
+    scale_out_hop_us: Dist = number(4.0, "Latency per hop between scale-up domains (the scale-out network; docs/sources.md#roof-scale-up-domain).", "us", lo=0.0, hi=1e6, why=_LATENCY)
     step_overhead_ms: Dist = number(0.5, "Fixed per-step overhead (scheduling, kernel launches).", "ms", lo=0.0, hi=1e3, why=_LATENCY)
     layer_overhead_us: Dist = number(0.0, "Extra per-layer per-step overhead (one simulator uses 20 us).", "us", lo=0.0, hi=1e6, why=_LATENCY)
     hbm_usable_fraction: Dist = number(0.9, "Share of HBM available for weights + KV cache.", lo=0.0, lo_open=True, hi=1.0, why="a share")
