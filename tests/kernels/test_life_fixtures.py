@@ -29,8 +29,9 @@ CASES = {
     # a pool that runs dry now and then: stock-outs between long spells with units to spare
     "stockout-mild": (("lite-h100",), ("cluster.spare_gpus=24", "reliability.repair_hours=150"), 12),
     "stockout-h100": (("h100",), ("cluster.spare_gpus=1", "reliability.repair_crews=1", "reliability.repair_hours=300"), 24),
-    # the capacity table of the saved run: the static one that workload.plan = "median" keeps
-    "reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", 'workload.plan="median"'), 8),
+    # the capacity table of the saved run: the static one that workload.plan = "median"
+    # keeps, with the tensor-parallel attention its layouts used
+    "reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", 'workload.plan="median"', 'workload.attention="tensor"'), 8),
 }
 
 
