@@ -1,7 +1,8 @@
 """Regenerate the README's study tables from the code: each shipped study's run, its
-figures and its condensed table.
+figures and its condensed table, and the paper table from docs/paper/summary.json.
 
     python docs/case-study/make_case_study.py          # run the studies, rewrite README
+    python docs/case-study/make_case_study.py --paper  # rewrite README's paper table only
     python docs/case-study/make_case_study.py --check  # exit 1 if README and the runs differ
 
 Each study of :data:`STUDIES` (``mcengine run NAME``: its own trial count, seed 0) is
@@ -10,7 +11,9 @@ written with ``--out`` into a folder of its name beside this script, so ``summar
 README.md between ``<!-- study:NAME:begin -->`` and ``<!-- study:NAME:end -->`` is rendered
 from that ``summary.json`` by :func:`render_block`; ``tests/test_readme_case_study.py``
 checks the README against the committed summaries (fast) and the committed summaries
-against fresh runs of the current code (slow), so neither can drift.
+against fresh runs of the current code (slow), so neither can drift. The paper table
+(after ``mcengine paper --out docs/paper --force``) is the rows of
+:func:`mcengine.report.paper.claim_rows`, checked by ``tests/paper/test_readme_table.py``.
 """
 
 from __future__ import annotations
@@ -112,6 +115,24 @@ def write_readme(docs: dict[str, dict]) -> None:
     write_atomic(README, text)
 
 
+PAPER_HEADER = "| claim | paper's figure | mcengine (paper's assumptions) | mcengine (shipped) | holds when |"
+
+
+def write_paper_table() -> None:
+    """Replace README.md's paper table by the rows of docs/paper/summary.json (atomically)."""
+    from mcengine.io import write_atomic
+    from mcengine.report.paper import claim_rows
+
+    doc = json.loads((ROOT / "docs" / "paper" / "summary.json").read_text(encoding="utf-8"))
+    lines = README.read_text(encoding="utf-8").split("\n")
+    start = lines.index(PAPER_HEADER) + 2  # the header and its rule stay
+    end = start
+    while lines[end].startswith("|"):
+        end += 1
+    rows = ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in claim_rows(doc)]
+    write_atomic(README, "\n".join(lines[:start] + rows + lines[end:]))
+
+
 def run(study: str) -> dict:
     """Run the shipped ``study`` into the folder of its name (replacing the previous run's files)."""
     import mcengine.api as mc
@@ -126,10 +147,14 @@ def main(argv: list[str]) -> int:
         print(f"README differs from docs/case-study/ for {stale}: run this script" if stale
               else "README's study tables match docs/case-study/")
         return 1 if stale else 0
+    sys.path.insert(0, str(ROOT))  # this checkout's mcengine
+    if argv == ["--paper"]:
+        write_paper_table()
+        print("wrote README.md's paper table")
+        return 0
     if argv:
         print(__doc__)
         return 2
-    sys.path.insert(0, str(ROOT))  # this checkout's mcengine
     for study in STUDIES:
         run(study)
     write_readme({study: summary(study) for study in STUDIES})
