@@ -42,7 +42,8 @@ def test_an_install_of_this_checkout_is_the_copy_the_tests_import(tmp_path, monk
 def test_the_tests_and_their_child_processes_import_one_copy(tmp_path, installed):
     """conftest run in a fresh interpreter with the fake install on the path: mcengine
     comes from the install (else from the checkout), and a child started as the tests
-    start them (tests/procs.py) imports the same file."""
+    start them (tests/procs.py) imports the same file; without it, the environment's own
+    install of this checkout if there is one, else the checkout."""
     site = tmp_path / "site"
     if installed:
         fake_install(site)
@@ -56,5 +57,7 @@ def test_the_tests_and_their_child_processes_import_one_copy(tmp_path, installed
                           env={**procs.env(), "PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr
     tests_copy, child_copy = done.stdout.split()
-    expected = (site if installed else ROOT) / "mcengine" / "__init__.py"
+    # without the fake install: the environment's own install of this checkout (CI's
+    # `pip install '.[test]'`) when there is one, else the checkout
+    expected = (site / "mcengine" if installed else installed_copy() or ROOT / "mcengine") / "__init__.py"
     assert Path(tests_copy) == expected and Path(child_copy) == expected
