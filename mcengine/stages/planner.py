@@ -135,6 +135,12 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs) -> PlannedBlock:
         fits = np.stack([np.broadcast_to(e.fits, (inputs.n,)) for e in evaluations])
         if not fits.any(axis=0).all():
             i = int(np.argmin(fits.any(axis=0)))
+            room = max(int(np.broadcast_to(_sequences_that_fit(e), (inputs.n,))[i]) for e in evaluations)
+            if scenario.workload.batch != "auto" and room >= 1:  # the weights fit: the fixed batch does not
+                raise InputError(Problem(
+                    "workload.batch", scenario.workload.batch,
+                    f"in trial {inputs.trial_start + i} at most {room} sequences fit HBM beside the weights in any plan "
+                    f"(cluster.instance_gpus = {scenario.cluster.instance_gpus}); allowed: a batch every trial fits, or \"auto\""))
             raise InputError(Problem(
                 "gpu.hbm_gb", float(np.broadcast_to(inputs["gpu.hbm_gb"], (inputs.n,))[i]),
                 f"in trial {inputs.trial_start + i} no plan fits the weights, a batch's KV cache and a prefill chunk in HBM "
@@ -143,6 +149,13 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs) -> PlannedBlock:
         tpot = np.stack([np.where(f, np.broadcast_to(e.tpot_s, (inputs.n,)), np.inf) for f, e in zip(fits, evaluations)])
         best = np.where(feasible, best, np.argmin(tpot, axis=0))
     return PlannedBlock(plans, best.astype(np.int64), feasible, evaluations)
+
+
+def _sequences_that_fit(evaluation) -> np.ndarray:
+    """Per trial, the sequences whose KV cache fits HBM beside the weights in an evaluated
+    plan (a disaggregated plan's decode instances hold the sequences)."""
+    holder = evaluation.decode if hasattr(evaluation, "prefill_batch_memory") else evaluation
+    return holder.batch_memory
 
 
 def pessimistic_inputs(scenario: Scenario, q: float) -> TrialInputs:

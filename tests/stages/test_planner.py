@@ -135,3 +135,15 @@ def test_a_trial_no_plan_serves_is_infeasible_and_named():
     with pytest.raises(InputError) as err:
         roofline.throughput(small, draw_inputs(small, 0, 0, 4))
     assert err.value.problems[0].key == "gpu.hbm_gb"
+
+
+@pytest.mark.parametrize(("override", "key", "says"), [
+    ("workload.batch=100000", "workload.batch", "at most"),  # the weights fit; the fixed batch does not
+    ("gpu.hbm_gb=1", "gpu.hbm_gb", "no plan fits the weights"),
+])
+def test_a_block_no_plan_fits_names_the_key_that_decides_it(override, key, says):
+    from mcengine import api
+
+    with pytest.raises(InputError) as err:
+        api.roofline("h100", [override])
+    assert f"{key}:" in str(err.value) and says in str(err.value)
