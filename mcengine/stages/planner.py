@@ -42,7 +42,7 @@ from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, rates_of
 from ._roofline_layout import capacity_table as _static_capacity_table
-from ._roofline_serving import Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, prefill_pass
+from ._roofline_serving import Disaggregated, Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, prefill_pass
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
 #: pessimistic side of ``workload.plan = "quantile"`` is their upper quantile. Every other
@@ -154,7 +154,7 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs) -> PlannedBlock:
 def _sequences_that_fit(evaluation) -> np.ndarray:
     """Per trial, the sequences whose KV cache fits HBM beside the weights in an evaluated
     plan (a disaggregated plan's decode instances hold the sequences)."""
-    holder = evaluation.decode if hasattr(evaluation, "prefill_batch_memory") else evaluation
+    holder = evaluation.decode if isinstance(evaluation, Disaggregated) else evaluation
     return holder.batch_memory
 
 
