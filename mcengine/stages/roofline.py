@@ -67,20 +67,38 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     return columns
 
 
+#: Workload keys a request class may set for its own instances, overriding the workload's.
+CLASS_OVERRIDES = ("tpot_slo_ms", "ttft_slo_ms")
+
+
+def class_overrides(scenario: Scenario, name: str) -> tuple[str, ...]:
+    """The keys of :data:`CLASS_OVERRIDES` request class ``name`` sets."""
+    cls = dict(scenario.workload.classes)[name]
+    return tuple(k for k in CLASS_OVERRIDES if getattr(cls, k) is not None)
+
+
 def class_scenario(scenario: Scenario, name: str) -> Scenario:
     """``scenario`` serving only request class ``name``: its prompt and output lengths (and
-    its model, when it names one), no classes."""
+    its model and SLOs, when it sets them), no classes."""
     cls = dict(scenario.workload.classes)[name]
+    own = {k: getattr(cls, k) for k in class_overrides(scenario, name)}
     w = dataclasses.replace(scenario.workload, prompt_tokens=cls.prompt_tokens, output_tokens=cls.output_tokens, classes=(),
-                            model=cls.model or scenario.workload.model)
+                            model=cls.model or scenario.workload.model, **own)
     return dataclasses.replace(scenario, workload=w)
+
+
+def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInputs:
+    """``inputs`` as request class ``name``'s instances see them: its own SLOs
+    (``workload.classes.NAME.tpot_slo_ms``) in place of the workload's, when it sets them."""
+    own = {f"workload.{k}": inputs[f"workload.classes.{name}.{k}"] for k in class_overrides(scenario, name)}
+    return dataclasses.replace(inputs, values={**inputs.values, **own}) if own else inputs
 
 
 def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The columns of a mix of request classes (docs/model.md#mix, :mod:`mcengine.analytic.mix`).
 
-    Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths)
-    on instances that serve only it. Mix columns: ``tokens_per_s_instance`` and
+    Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths,
+    and its own TPOT/TTFT SLOs where it sets them) on instances that serve only it. Mix columns: ``tokens_per_s_instance`` and
     ``tokens_per_s_per_gpu`` the output-token-weighted harmonic means of the classes';
     ``ttft_ms`` the request-weighted mean, ``tpot_ms`` the output-token-weighted mean;
     ``batch`` the instance-weighted mean (rounded); ``busy_fraction`` the
@@ -92,7 +110,7 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
     """
     names = [name for name, _ in scenario.workload.classes]
     outputs = [cls.output_tokens for _, cls in scenario.workload.classes]
-    per_class = [_one_shape(class_scenario(scenario, name), inputs) for name in names]
+    per_class = [_one_shape(class_scenario(scenario, name), class_inputs(scenario, name, inputs)) for name in names]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]

@@ -155,3 +155,31 @@ def test_a_class_model_card_is_checked_naming_its_key(cli):
                                                           "workload.classes.code.model.ffn=128", "workload.classes.code.model.vocab=100"]
                                for a in ("--set", o)])
     assert r.code == 2 and "workload.classes.code.model.kv_heads" in r.err
+
+
+def test_a_class_slo_overrides_the_workloads_for_that_class_alone():
+    """The code class at TPOT 30 ms / TTFT 900 ms is planned as the scenario without classes
+    at those SLOs and the code lengths (to the bit); the chat class keeps the workload's 50 ms."""
+    own = ["workload.classes.code.tpot_slo_ms=30", "workload.classes.code.ttft_slo_ms=900"]
+    s = api.check("h100", SMALL + CHAT + CODE + own)
+    got = roofline.throughput(s, draw_inputs(s, 0, 0, 32))
+    code = api.check("h100", SMALL + ["workload.prompt_tokens=2048", "workload.output_tokens=32", "workload.tpot_slo_ms=30", "workload.ttft_slo_ms=900"])
+    chat = api.check("h100", SMALL + ["workload.prompt_tokens=1024", "workload.output_tokens=128"])
+    alone = {"code": roofline.throughput(code, draw_inputs(code, 0, 0, 32)), "chat": roofline.throughput(chat, draw_inputs(chat, 0, 0, 32))}
+    for name in ("chat", "code"):
+        for k in ("tokens_per_s_instance", "tpot_ms", "ttft_ms", "slo_met"):
+            assert np.array_equal(got[f"mix.{name}.{k}"], alone[name][k]), (name, k)
+    assert (got["mix.code.tpot_ms"] <= 30.0).all() and (got["mix.code.ttft_ms"] <= 900.0).all()
+    assert (got["mix.chat.tpot_ms"] > 30.0).any()  # the chat class is not held to the code class's SLO
+    # without its own SLO the code class runs at the workload's 50 ms, with a larger batch
+    plain = roofline.throughput(api.check("h100", SMALL + CHAT + CODE), draw_inputs(s, 0, 0, 32))
+    assert (plain["mix.code.tokens_per_s_instance"] > got["mix.code.tokens_per_s_instance"]).all()
+
+
+def test_a_class_slo_is_an_input_key_checked_by_name(cli):
+    s = api.check("h100", CHAT + CODE + ['workload.classes.code.tpot_slo_ms={dist="uniform", low=20, high=60}'])
+    assert "workload.classes.code.tpot_slo_ms" in s.uncertain_inputs() and "workload.classes.chat.tpot_slo_ms" not in s.inputs()
+    r = cli("check", "h100", *[a for o in CHAT + CODE + ["workload.classes.code.tpot_slo_ms=-1"] for a in ("--set", o)])
+    assert r.code == 2 and "workload.classes.code.tpot_slo_ms" in r.err
+    r = cli("keys", "workload")
+    assert r.code == 0 and "workload.classes.NAME.ttft_slo_ms" in r.out

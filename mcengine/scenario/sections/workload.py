@@ -38,6 +38,13 @@ class RequestClass:
                                  "a number: a per-request spread or a dist table is not modelled).",
                                  "tokens", lo=1, hi=10**7, why=_TOKENS)
     output_tokens: int = integer(256, "Required. Generated tokens O of a typical request of this class.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    tpot_slo_ms: Dist | None = number(
+        None, "This class's time-per-output-token SLO; unset: workload.tpot_slo_ms (a class's own SLO overrides the workload's "
+        "when its instances are planned, docs/model.md#mix).", "ms", lo=0.0, lo_open=True, hi=1e6, why="1,000 s per token is no SLO at all")
+    ttft_slo_ms: Dist | None = number(
+        None, 'This class\'s time-to-first-token SLO ("inf" = none); unset: workload.ttft_slo_ms (a class\'s own SLO overrides the '
+        "workload's, docs/model.md#mix).", "ms", lo=0.0, lo_open=True, hi=1e7, inf_ok=True,
+        why="10^4 s to a first token is no SLO at all: use \"inf\"")
     model: ModelCard | None = field(default=None, metadata={
         "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
                 "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
