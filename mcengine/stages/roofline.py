@@ -106,6 +106,13 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
     unserved class leaves the mix unserved); ``output_tokens_per_request`` the mean
     ``sum r_c O_c``. Per class ``NAME``: ``mix.NAME.`` + ``request_share``,
     ``instance_share``, ``tokens_per_s_instance``, ``ttft_ms``, ``tpot_ms``, ``slo_met``.
+    With ``workload.class_instances = "whole"`` each class holds whole instances
+    (:func:`mcengine.analytic.mix.whole_instance_rate`): the mix's rates are the
+    continuous ones times the share the rounding keeps, ``instance_share`` is the class's
+    whole instances over ``cluster.instances`` (left-over instances serve no class),
+    ``batch`` is weighted by them, ``busy_fraction`` by the instance time each class keeps
+    busy, and each class adds ``mix.NAME.instances`` and ``mix.NAME.idle_share`` (the
+    share of its instances' time the rounding leaves idle).
     One class gives the columns of the scenario without classes, to the bit.
     """
     names = [name for name, _ in scenario.workload.classes]
@@ -114,7 +121,12 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
-    split = mx.instance_shares(weights, rates)
+    split = load = mx.instance_shares(weights, rates)
+    kept = None
+    if scenario.workload.class_instances == "whole":
+        kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.instances)
+        load = [s * kept for s in split]  # instance time each class's share of the mix keeps busy
+        split = [n / scenario.cluster.instances for n in counts]
 
     def weighted(by: list[np.ndarray], column: str) -> np.ndarray:
         terms = [b * c[column] for b, c in zip(by, per_class)]
@@ -125,14 +137,20 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
         "tokens_per_s_per_gpu": mx.mix_rate(weights, [c["tokens_per_s_per_gpu"] for c in per_class]),
         "ttft_ms": weighted(shares, "ttft_ms"),
         "tpot_ms": weighted(weights, "tpot_ms"),
-        "batch": np.rint(weighted(split, "batch")).astype(np.int64),
+        "batch": np.rint(weighted(split, "batch") / (sum(split[1:], split[0]) if kept is not None else 1.0)).astype(np.int64),
         "slo_met": np.minimum.reduce([c["slo_met"] for c in per_class]),
-        "busy_fraction": weighted(split, "busy_fraction"),
+        "busy_fraction": weighted(load, "busy_fraction"),
         "output_tokens_per_request": mx.mean_output_tokens(shares, outputs),
     }
     for name, share, instances, c in zip(names, shares, split, per_class):
         out.update({f"{MIX_PREFIX}{name}.request_share": share, f"{MIX_PREFIX}{name}.instance_share": instances,
                     **{f"{MIX_PREFIX}{name}.{k}": c[k] for k in ("tokens_per_s_instance", "ttft_ms", "tpot_ms", "slo_met")}})
+    if kept is not None:
+        out["tokens_per_s_instance"] = out["tokens_per_s_instance"] * kept
+        out["tokens_per_s_per_gpu"] = out["tokens_per_s_per_gpu"] * kept
+        for name, n, busy in zip(names, counts, load):
+            out[f"{MIX_PREFIX}{name}.instances"] = n
+            out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.instances, n, out=np.ones_like(n), where=n > 0)
     return _checked(out, inputs)
 
 

@@ -183,3 +183,35 @@ def test_a_class_slo_is_an_input_key_checked_by_name(cli):
     assert r.code == 2 and "workload.classes.code.tpot_slo_ms" in r.err
     r = cli("keys", "workload")
     assert r.code == 0 and "workload.classes.NAME.ttft_slo_ms" in r.out
+
+
+def test_whole_instances_per_class_serve_the_best_split_of_the_cluster():
+    """4 instances, chat and code: every split (n_chat, n_code >= 1, at most 4) serves
+    min_c n_c T_c / w_c tokens/s of the mix; the stage keeps the best one, rate per instance
+    = that over 4 (against the continuous 1 / sum w_c / T_c), instance shares n_c / 4."""
+    whole = ['workload.class_instances="whole"']
+    s = api.check("h100", SMALL + CHAT + CODE + whole)
+    inputs = draw_inputs(s, 0, 0, 16)
+    got = roofline.throughput(s, inputs)
+    cont = roofline.throughput(api.check("h100", SMALL + CHAT + CODE), inputs)
+    t = [got["mix.chat.tokens_per_s_instance"], got["mix.code.tokens_per_s_instance"]]
+    w_chat = 0.7 * 128 / (0.7 * 128 + 0.3 * 32)
+    w = [w_chat, 1.0 - w_chat]
+    for i in range(16):
+        best = max((min(n * t[0][i] / w[0], (k - n) * t[1][i] / w[1]), n, k - n) for k in (2, 3, 4) for n in range(1, k))
+        assert got["tokens_per_s_instance"][i] == pytest.approx(best[0] / 4, rel=1e-12)
+        assert got["tokens_per_s_instance"][i] <= cont["tokens_per_s_instance"][i] * (1 + 1e-12)
+        # the counts serve that rate (a split with fewer instances can tie: the smallest counts that do are taken)
+        assert min(got["mix.chat.instances"][i] * t[0][i] / w[0], got["mix.code.instances"][i] * t[1][i] / w[1]) == pytest.approx(best[0], rel=1e-12)
+        assert got["mix.chat.instance_share"][i] == got["mix.chat.instances"][i] / 4
+        busy = [best[0] * w[c] / t[c][i] for c in (0, 1)]  # instances' worth of time each class keeps busy
+        for c, name in enumerate(("chat", "code")):
+            assert got[f"mix.{name}.idle_share"][i] == pytest.approx(1 - busy[c] / got[f"mix.{name}.instances"][i], rel=1e-9, abs=1e-12)
+    r = api.roofline("h100", SMALL + CHAT + CODE + whole)
+    assert 0.0 <= r["rounding_loss"] < 1.0 and r["classes"]["chat"]["instances"] >= 1
+
+
+def test_whole_instances_need_one_per_class(cli):
+    r = cli("check", "h100", *[a for o in CHAT + CODE + ["cluster.instances=1", "cluster.spare_gpus=0", 'workload.class_instances="whole"']
+                               for a in ("--set", o)])
+    assert r.code == 2 and "cluster.instances" in r.err and "workload.class_instances" in r.err
