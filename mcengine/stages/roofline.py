@@ -20,6 +20,7 @@ context (``batch = "auto"``: also at most what meets the TPOT SLO).
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 
 import numpy as np
 
@@ -152,6 +153,28 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
             out[f"{MIX_PREFIX}{name}.instances"] = n
             out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.instances, n, out=np.ones_like(n), where=n > 0)
     return _checked(out, inputs)
+
+
+@lru_cache(maxsize=64)
+def capacity_table(scenario: Scenario) -> np.ndarray:
+    """``float64[instance_gpus + 1]``: the share of an instance's throughput it keeps with
+    ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs:
+    :func:`.planner.capacity_table`, and for a mix the mean of its classes' tables (each
+    class's own plan, lengths and SLOs) weighted by the instance shares at the median
+    inputs (normalised: instances left over by whole-instance rounding serve no class).
+    The life kernel adds ``capacity[k]`` x time to the served capacity, so with the
+    instances exchangeable (a failure lands on a class-``c`` instance with probability
+    ``s_c``) the weighted table gives the mix's expected capacity availability exactly,
+    a degraded instance counting as that share of an instance of its class, and the
+    router keeping the classes' shares of the capacity."""
+    if not scenario.workload.classes:
+        return planner.capacity_table(scenario)
+    from ..scenario.sampling import quantile_inputs
+
+    mix = mix_columns(scenario, quantile_inputs(scenario, 0.5))
+    shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
+    tables = [share * planner.capacity_table(class_scenario(scenario, name)) for share, (name, _) in zip(shares, scenario.workload.classes)]
+    return sum(tables[1:], tables[0]) / sum(shares)
 
 
 def _one_shape(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:

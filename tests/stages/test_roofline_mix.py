@@ -14,7 +14,7 @@ import pytest
 from mcengine import api
 from mcengine.pipeline import run_block
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import roofline
+from mcengine.stages import planner, roofline
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 CHAT = ["workload.classes.chat.share=0.7", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=128"]
@@ -86,7 +86,6 @@ def test_a_drawn_share_is_an_uncertain_input():
     ("workload.classes.code.share=-0.5", "workload.classes.code.share"),
     ("workload.classes.code.output_tokens=0", "workload.classes.code.output_tokens"),
     ("workload.classes.Code.share=1", "workload.classes.Code"),
-    ("cluster.on_failure=reshard", "workload.classes"),
 ])
 def test_bad_mix_input_exits_2_naming_the_key(cli, override, key):
     r = cli("check", "h100", *[a for o in CHAT + CODE + [override] for a in ("--set", o)])
@@ -215,3 +214,34 @@ def test_whole_instances_need_one_per_class(cli):
     r = cli("check", "h100", *[a for o in CHAT + CODE + ["cluster.instances=1", "cluster.spare_gpus=0", 'workload.class_instances="whole"']
                                for a in ("--set", o)])
     assert r.code == 2 and "cluster.instances" in r.err and "workload.class_instances" in r.err
+
+
+RESHARD = ["cluster.on_failure=reshard"]
+
+
+def test_reshard_with_one_class_is_the_scenario_without_classes_to_the_bit():
+    plain = api.check("h100", SMALL + RESHARD)
+    mixed = api.check("h100", SMALL + RESHARD + _one_class((plain.workload.prompt_tokens, plain.workload.output_tokens)))
+    assert np.array_equal(roofline.capacity_table(mixed), planner.capacity_table(plain))
+    a, b = run_block(plain, 3, 512, 24), run_block(mixed, 3, 512, 24)
+    for column in a:
+        assert np.array_equal(a[column], b[column]), column
+
+
+def test_reshard_with_two_classes_weights_each_class_table_by_its_instance_share():
+    """At the median inputs: chat and code alone give rates T_c and tables K_c; the mix's
+    table is (s_chat K_chat + s_code K_code) with s_c = (w_c / T_c) / sum_k (w_k / T_k)."""
+    s = api.check("h100", SMALL + RESHARD + CHAT + CODE)
+    alone = {name: api.check("h100", SMALL + RESHARD + [f"workload.prompt_tokens={p}", f"workload.output_tokens={o}"])
+             for name, p, o in (("chat", 1024, 128), ("code", 2048, 32))}
+    t = {name: api.roofline("h100", SMALL + RESHARD + [f"workload.prompt_tokens={p}", f"workload.output_tokens={o}"])["tokens_per_s_instance"]
+         for name, p, o in (("chat", 1024, 128), ("code", 2048, 32))}
+    w_chat = 0.7 * 128 / (0.7 * 128 + 0.3 * 32)
+    need = {"chat": w_chat / t["chat"], "code": (1.0 - w_chat) / t["code"]}
+    by_hand = sum(need[n] / sum(need.values()) * planner.capacity_table(alone[n]) for n in need)
+    got = roofline.capacity_table(s)
+    np.testing.assert_allclose(got, by_hand, rtol=1e-12)
+    assert got[0] == pytest.approx(1.0, rel=1e-15) and len(got) == s.cluster.instance_gpus + 1
+    assert not np.array_equal(planner.capacity_table(alone["chat"]), planner.capacity_table(alone["code"]))  # the weighting matters
+    cols = run_block(s, 3, 512, 24)
+    assert np.all((cols["capacity_availability"] > 0.9) & (cols["capacity_availability"] <= 1.0))
