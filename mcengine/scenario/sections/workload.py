@@ -163,7 +163,8 @@ class WorkloadSection:
     hbm_usable_fraction: Dist = number(0.9, "Share of HBM available for weights + KV cache.", lo=0.0, lo_open=True, hi=1.0, why="a share")
     class_instances: str = choice(
         "continuous",
-        'How the cluster\'s instances are split among request classes (docs/model.md#mix): "continuous" = in proportion to '
+        'How the cluster\'s instances are split among request classes (docs/model.md#mix, docs/sources.md#mix-split): '
+        '"continuous" = in proportion to '
         "the instance time each class's demand needs, as a real share (a router moves instances between classes as load "
         'shifts, so the split is right on average); "whole" = each class gets a whole number of the cluster.instances '
         "instances, at least one, chosen to serve the most of the mix, and the rate the rounding loses is reported per class "
