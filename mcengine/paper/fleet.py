@@ -197,10 +197,11 @@ def allocations(fleet: Fleet) -> dict:
 
 def size_fleet(fleet: Fleet, alloc: dict, cols: dict) -> None:
     """Fill each allocation row with the sizes in use (``sized_instance_gpus``: the
-    smallest, or the cost-optimal one; ``host_instance_gpus``: it in whole hosts), the
-    median cost per Mtok of every size compared, the weights' share of the HBM at the
-    size in use and ``sized_at_largest`` (the cheapest size is the largest compared, so
-    a larger bound might find a cheaper one); alias the runs of those sizes ``DESIGN.MODEL.fleet`` / ``.hosts`` (and of the
+    smallest, or the cost-optimal one; ``host_instance_gpus``: the fewest whole hosts
+    that hold it, among the sizes compared), the median cost per Mtok of every size
+    compared, the weights' share of the HBM at the size in use and ``sized_at_largest``
+    (the cheapest size is the largest compared, so a larger bound might find a cheaper
+    one); alias the runs of those sizes ``DESIGN.MODEL.fleet`` / ``.hosts`` (and of the
     smallest instance ``.smallest``)."""
     for d in fleet.designs:
         host = scenario(d).cluster.gpus_per_host
@@ -208,7 +209,11 @@ def size_fleet(fleet: Fleet, alloc: dict, cols: dict) -> None:
             a = alloc[d][m]
             costs = {k: cols[f"{d}.{m}.n{k}"]["cost_per_mtok_usd"] for k in a["candidate_instance_gpus"]}
             n = a["instance_gpus"] if fleet.sizing == "smallest" else cost_optimal_size(costs)
-            a.update({"sized_instance_gpus": n, "host_instance_gpus": host_rounded(n, host),
+            hosts = min((k for k in costs if k >= n and k % host == 0), default=None)
+            if hosts is None:
+                raise InputError(Problem("fleet.largest_instance_gpus", fleet.largest_instance_gpus,
+                                         f"{m} on {d}: no whole-host instance of at least {n} GPUs fits up to this size; allowed: a larger bound"))
+            a.update({"sized_instance_gpus": n, "host_instance_gpus": hosts,
                       "sized_at_largest": fleet.sizing != "smallest" and n == max(costs) and n > a["instance_gpus"],
                       "weights_share_of_hbm": a["packages_needed"] / n,
                       "median_cost_per_mtok_usd": {str(k): interval(c)["median"] for k, c in costs.items()}})

@@ -238,3 +238,16 @@ def test_fleet_sizing_is_checked(tmp_path):
         fleet.load_fleet(bad)
     assert "fleet.sizing" in str(exc.value) and "biggest" in str(exc.value) and "cost_optimal" in str(exc.value)
     assert fleet.load_fleet().sizing == "cost_optimal"
+
+
+def test_fleet_without_a_whole_host_size_is_refused_naming_the_bound():
+    import dataclasses
+
+    import numpy as np
+
+    f = dataclasses.replace(fleet.load_fleet(), designs=("h100", "h100"), models=("llama-3-8b",), shares=(1.0,))
+    alloc = {"h100": {"llama-3-8b": {"instance_gpus": 1, "packages_needed": 0.5, "candidate_instance_gpus": [1, 2]}}}
+    cols = {f"h100.llama-3-8b.n{k}": {"cost_per_mtok_usd": np.array([1.0])} for k in (1, 2)}
+    with pytest.raises(InputError) as exc:
+        fleet.size_fleet(f, alloc, cols)
+    assert "fleet.largest_instance_gpus" in str(exc.value)
