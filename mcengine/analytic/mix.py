@@ -74,3 +74,49 @@ def instance_shares(weights: list[np.ndarray], rates: list[np.ndarray]) -> list[
     total = sum(need[1:], need[0])
     served = np.isfinite(total)
     return [np.where(served, np.divide(n, total, out=np.zeros_like(total), where=served), w) for n, w in zip(need, weights)]
+
+
+#: Relative round-off allowed when ``z a_c`` lands on a whole number of instances: ``z``
+#: is computed as ``n / a_c``, so ``z a_c`` is ``n`` up to a few ulps.
+WHOLE_ROUNDOFF = 1e-12
+
+
+def _instances_for(z: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """Whole instances a class with relative need ``need`` takes at mix rate ``z``: ``ceil(z need)``
+    (a product within :data:`WHOLE_ROUNDOFF` of a whole number counts as that number)."""
+    x = z * need
+    return np.ceil(x - x * WHOLE_ROUNDOFF)
+
+
+def whole_instance_rate(weights: list[np.ndarray], rates: list[np.ndarray], instances: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The mix served on whole instances: (the share of the continuous mix rate it keeps,
+    the whole instances of each class), per trial (docs/model.md#mix).
+
+    Every class gets whole instances, at least one; the mix keeps its token proportions,
+    so the cluster serves the rate ``z`` of its slowest class, the largest ``z`` with
+    ``sum_c ceil(z a_c) <= N`` (``a_c = w_c / T_c``, here relative to the fastest class:
+    :func:`instance_seconds_per_token`; ``N`` = ``instances``). That ``z`` is ``n / a_c``
+    for some class ``c`` with ``n`` whole, and since ``z_cont (1 - C/N) <= z <= z_cont``
+    (``z_cont = N / sum a``: rounding each of the ``C`` classes up costs at most one
+    instance each) ``n`` lies in ``[N s_c - C, N s_c]`` (``s_c`` the continuous share):
+    ``C + 1`` candidates per class, each checked, so the work grows with the classes
+    only. The kept share is ``z sum_c a_c / N`` (1 when every ``N s_c`` is whole); a
+    class's instances are ``ceil(z a_c)``, and ``N - sum_c`` of them are left over (they
+    cannot raise the slowest class's rate alone). Unserved (some ``T_c = 0``) or fewer
+    instances than classes: 0 and no instances."""
+    need = instance_seconds_per_token(weights, rates)
+    total = sum(need[1:], need[0])
+    served = np.isfinite(total) & (instances >= len(need))
+    safe = [np.where(served, a, 1.0) for a in need]
+    total = np.where(served, total, 1.0)
+    whole = float(instances)
+    best = np.zeros_like(total)
+    for a in safe:
+        top = np.floor(whole * a / total)
+        for step in range(len(safe) + 1):
+            n = top - step
+            z = np.divide(n, a, out=np.zeros_like(a), where=n >= 1)
+            fits = sum(_instances_for(z, b) for b in safe) <= whole
+            best = np.where(served & (n >= 1) & fits, np.maximum(best, z), best)
+    kept = np.where(served, best * total / whole, 0.0)
+    return kept, [np.where(served, _instances_for(best, a), 0.0) for a in safe]

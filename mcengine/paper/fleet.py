@@ -6,18 +6,29 @@ output tokens) and the designs compared. For each model and design:
 
 * ``need`` = the model's weights over one package's usable HBM, in packages (a real
   number: what a perfectly divisible machine would allocate), :func:`packages_needed`;
-* the paper's allocation rounds it up to whole packages, ``ceil(need)``; mcengine's is
-  the smallest instance that fits weights and KV cache and meets the TPOT SLO at the
-  median inputs (:func:`smallest_instance`, the roofline's layout search);
-* the capacity lost to rounding is ``1 - need / allocated`` (:func:`rounding_loss`),
-  and a fleet's is the demand-weighted mean over its models.
+* the paper's allocation rounds it up to whole packages, ``ceil(need)``; the smallest
+  instance that fits weights and KV cache and meets the TPOT SLO at the median inputs
+  is :func:`smallest_instance` (the roofline's layout search);
+* the capacity lost to rounding is ``1 - need / allocated`` (:func:`rounding_loss`) at
+  the smallest instance, and a fleet's is the demand-weighted mean over its models.
+
+Sizing (``fleet.sizing``): each model's instance size on each design, the one its
+clusters are built of. ``"cost_optimal"`` (the default): among the candidate sizes
+(:func:`candidate_sizes`: the smallest instance, every power of two and every power of
+two times the host above it up to ``fleet.largest_instance_gpus``, and each of those
+rounded up to whole hosts), the size whose cluster has the lowest median cost per Mtok
+over the paired trials (the full chain: batch and KV room, availability, power), ties
+to the smaller size; an operator buys one size per model and design, so the size is
+fixed across trials (:func:`cost_optimal_size`). ``"smallest"``: the smallest instance
+(the study's reading before cost-optimal sizing, kept reproducible).
 
 Cost: each model runs on a cluster of its instances (the shipped cluster's silicon),
 its cost per Mtok from the full chain; the fleet's cost per Mtok is the demand-weighted
 sum (tokens add). Per-model clusters, the baseline, round every instance up to whole
 hosts (``cluster.gpus_per_host``), as a cluster built host by host does. The sweep moves
 the demand share of the smallest model (the others keep their proportions): P(the Lite
-fleet is cheaper per token than the H100 fleet) along it, no re-run needed.
+fleet is cheaper per token than the H100 fleet) along it, no re-run needed (the sizes
+are per model, so the mix does not move them).
 """
 
 from __future__ import annotations
@@ -34,6 +45,8 @@ from ._common import Settings, boundary, chain, paired_ratio, entry, interval, p
 FLEET_FILE = "fleet.toml"
 SHARE_TOLERANCE = 1e-6
 SWEEP_VALUES = (0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 0.95)
+#: ``fleet.sizing``: how each model's instance is sized on each design (module docstring).
+SIZINGS = ("cost_optimal", "smallest")
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,7 @@ class Fleet:
     models: tuple[str, ...]
     shares: tuple[float, ...]
     largest_instance_gpus: int
+    sizing: str = "cost_optimal"
 
 
 def load_fleet(path=None) -> Fleet:
@@ -59,6 +73,10 @@ def load_fleet(path=None) -> Fleet:
     largest = raw.get("largest_instance_gpus", 128)
     if isinstance(largest, bool) or not isinstance(largest, int) or not 1 <= largest <= 4096:
         problems.append(Problem("fleet.largest_instance_gpus", largest, "allowed: an integer in [1, 4096] (the search is linear in it)"))
+    sizing = raw.get("sizing", SIZINGS[0])
+    if sizing not in SIZINGS:
+        problems.append(Problem("fleet.sizing", sizing, "allowed: " + " | ".join(f'"{k}"' for k in SIZINGS)
+                                + " (the cheapest instance per model and design, or the smallest that fits and meets the SLOs)"))
     models, shares = [], []
     for i, m in enumerate(raw.get("models") or []):
         name, share = (m.get("model"), m.get("share")) if isinstance(m, dict) else (None, None)
@@ -74,7 +92,7 @@ def load_fleet(path=None) -> Fleet:
         problems.append(Problem("fleet.models[].share", sum(shares), "allowed: shares summing to 1"))
     if problems:
         raise InputError(problems, str(path))
-    return Fleet(tuple(designs), tuple(models), tuple(float(s) for s in shares), int(largest))
+    return Fleet(tuple(designs), tuple(models), tuple(float(s) for s in shares), int(largest), sizing)
 
 
 def packages_needed(weights_bytes: float, hbm_gb: float, usable_fraction: float) -> float:
@@ -96,18 +114,26 @@ def need_of(base, model: str) -> float:
     return packages_needed(params_total(w.model) * w.bytes_per_param.value, s.gpu.hbm_gb.median(), w.hbm_usable_fraction.median())
 
 
+def fits(base, model: str, gpus: int):
+    """The best layout of ``model`` on instances of ``gpus`` at the median inputs, or None
+    when its weights and KV cache fit no layout there."""
+    from ..stages._roofline_layout import choose_layout
+
+    s = variant(base, f"{base.name}.{model}.n{gpus}", [f'workload.model="{model}"', f"cluster.instance_gpus={gpus}", "cluster.instances=1"])
+    try:
+        return choose_layout(s)[0]
+    except InputError:
+        return None
+
+
 def smallest_instance(base, model: str, largest: int) -> tuple[int, bool]:
     """(GPUs, SLO met): the fewest GPUs whose best layout fits ``model`` and meets the
     TPOT SLO at the median inputs; when no size up to ``largest`` meets it, the fewest
     that fit (the roofline then serves one sequence at a time, and says so)."""
-    from ..stages._roofline_layout import choose_layout
-
     first_fit = None
     for n in range(max(1, math.ceil(need_of(base, model))), largest + 1):
-        s = variant(base, f"{base.name}.{model}.n{n}", [f'workload.model="{model}"', f"cluster.instance_gpus={n}", "cluster.instances=1"])
-        try:
-            best, _ = choose_layout(s)
-        except InputError:
+        best = fits(base, model, n)
+        if best is None:
             continue
         if best.slo_met[0]:
             return n, True
@@ -115,6 +141,32 @@ def smallest_instance(base, model: str, largest: int) -> tuple[int, bool]:
     if first_fit is None:
         raise InputError(Problem("fleet.largest_instance_gpus", largest, f"{model} fits no instance of {base.name} up to this size; allowed: a larger bound"))
     return first_fit, False
+
+
+def host_rounded(gpus: int, host: int) -> int:
+    """``gpus`` rounded up to whole hosts of ``host`` GPUs."""
+    return -(-gpus // host) * host
+
+
+def candidate_sizes(smallest: int, largest: int, host: int) -> tuple[int, ...]:
+    """The instance sizes cost-optimal sizing compares, ascending: ``smallest``, every
+    power of two and every ``host`` x power of two in ``(smallest, largest]``, and each of
+    those rounded up to whole hosts (so the host-rounded twin of any candidate is one)."""
+    sizes = {smallest}
+    for unit in (1, host):
+        n = unit
+        while n <= largest:
+            sizes.update({n} if n > smallest else set())
+            n *= 2
+    return tuple(sorted(sizes | {host_rounded(n, host) for n in sizes}))
+
+
+def cost_optimal_size(costs: dict[int, np.ndarray]) -> int:
+    """The size (key of ``costs``: per-trial cost per Mtok of a cluster of instances of
+    that size) with the lowest median cost per Mtok (nearest rank, as the study's
+    intervals take it: a size that meets its SLOs in under half the trials has an
+    infinite median), ties to the smaller size."""
+    return min(costs, key=lambda n: (interval(costs[n])["median"], n))
 
 
 def on_cluster(base, model: str, gpus: int, label: str):
@@ -125,7 +177,8 @@ def on_cluster(base, model: str, gpus: int, label: str):
 
 
 def allocations(fleet: Fleet) -> dict:
-    """Per design and model: need, the paper's and mcengine's instance, host-rounded instance, losses."""
+    """Per design and model: need, the paper's and the smallest instance, the sizes
+    :attr:`Fleet.sizing` compares (``candidate_instance_gpus``), losses."""
     out = {}
     for d in fleet.designs:
         base = scenario(d)
@@ -134,11 +187,39 @@ def allocations(fleet: Fleet) -> dict:
         for m in fleet.models:
             need = need_of(base, m)
             n, met = smallest_instance(base, m, fleet.largest_instance_gpus)
+            compared = (n, host_rounded(n, host)) if fleet.sizing == "smallest" else candidate_sizes(n, fleet.largest_instance_gpus, host)
             rows[m] = {"packages_needed": need, "paper_instance_gpus": math.ceil(need), "instance_gpus": n, "slo_met": met,
-                       "host_instance_gpus": -(-n // host) * host,
+                       "candidate_instance_gpus": [k for k in sorted(set(compared)) if k == n or fits(base, m, k) is not None],
                        "paper_rounding_loss": rounding_loss(need, math.ceil(need)), "rounding_loss": rounding_loss(need, n)}
         out[d] = rows
     return out
+
+
+def size_fleet(fleet: Fleet, alloc: dict, cols: dict) -> None:
+    """Fill each allocation row with the sizes in use (``sized_instance_gpus``: the
+    smallest, or the cost-optimal one; ``host_instance_gpus``: the fewest whole hosts
+    that hold it, among the sizes compared), the median cost per Mtok of every size
+    compared, the weights' share of the HBM at the size in use and ``sized_at_largest``
+    (the cheapest size is the largest compared, so a larger bound might find a cheaper
+    one); alias the runs of those sizes ``DESIGN.MODEL.fleet`` / ``.hosts`` (and of the
+    smallest instance ``.smallest``)."""
+    for d in fleet.designs:
+        host = scenario(d).cluster.gpus_per_host
+        for m in fleet.models:
+            a = alloc[d][m]
+            costs = {k: cols[f"{d}.{m}.n{k}"]["cost_per_mtok_usd"] for k in a["candidate_instance_gpus"]}
+            n = a["instance_gpus"] if fleet.sizing == "smallest" else cost_optimal_size(costs)
+            hosts = min((k for k in costs if k >= n and k % host == 0), default=None)
+            if hosts is None:
+                raise InputError(Problem("fleet.largest_instance_gpus", fleet.largest_instance_gpus,
+                                         f"{m} on {d}: no whole-host instance of at least {n} GPUs fits up to this size; allowed: a larger bound"))
+            a.update({"sized_instance_gpus": n, "host_instance_gpus": hosts,
+                      "sized_at_largest": fleet.sizing != "smallest" and n == max(costs) and n > a["instance_gpus"],
+                      "weights_share_of_hbm": a["packages_needed"] / n,
+                      "median_cost_per_mtok_usd": {str(k): interval(c)["median"] for k, c in costs.items()}})
+            cols[f"{d}.{m}.fleet"] = cols[f"{d}.{m}.n{n}"]
+            cols[f"{d}.{m}.smallest"] = cols[f"{d}.{m}.n{a['instance_gpus']}"]
+            cols[f"{d}.{m}.hosts"] = cols[f"{d}.{m}.n{a['host_instance_gpus']}"]
 
 
 def weighted(fleet: Fleet, per_model: dict, field: str) -> float:
@@ -167,24 +248,21 @@ def compute(settings: Settings) -> dict:
     settings.note("claim 6: flexible allocation (fleet)")
     fleet = load_fleet()
     alloc = allocations(fleet)
-    runs = {}
-    for d in fleet.designs:
-        base = scenario(d)
-        for m in fleet.models:
-            a = alloc[d][m]
-            runs[f"{d}.{m}.fleet"] = on_cluster(base, m, a["instance_gpus"], "fleet")
-            runs[f"{d}.{m}.hosts"] = on_cluster(base, m, a["host_instance_gpus"], "hosts")
-    cols = chain(list(runs.values()), settings)
+    runs = [on_cluster(scenario(d), m, k, f"n{k}") for d in fleet.designs for m in fleet.models for k in alloc[d][m]["candidate_instance_gpus"]]
+    cols = chain(runs, settings)
+    size_fleet(fleet, alloc, cols)
     base_d, lite_d = fleet.designs[0], fleet.designs[1]
     loss = {d: {"paper": weighted(fleet, alloc[d], "paper_rounding_loss"), "mcengine": weighted(fleet, alloc[d], "rounding_loss")} for d in fleet.designs}
-    costs = {d: {"fleet": fleet_cost(fleet, cols, d, "fleet"), "per_model_clusters": fleet_cost(fleet, cols, d, "hosts")} for d in fleet.designs}
+    costs = {d: {"fleet": fleet_cost(fleet, cols, d, "fleet"), "per_model_clusters": fleet_cost(fleet, cols, d, "hosts"),
+                 "smallest_instances": fleet_cost(fleet, cols, d, "smallest")} for d in fleet.designs}
     ratio = paired_ratio(costs[lite_d]["fleet"], costs[base_d]["fleet"])
     paper_gap = loss[base_d]["paper"] - loss[lite_d]["paper"]
     paper = {"scenarios": list(fleet.designs), "figure": {"median": paper_gap, "p05": paper_gap, "p95": paper_gap},
              "rounding_loss": {d: loss[d]["paper"] for d in fleet.designs}, "p_holds": float(paper_gap > 0)}
     gap = loss[base_d]["mcengine"] - loss[lite_d]["mcengine"]
     shipped = {
-        "scenarios": list(fleet.designs), "figure": {"median": gap, "p05": gap, "p95": gap},
+        "scenarios": list(fleet.designs), "figure": {"median": gap, "p05": gap, "p95": gap}, "sizing": fleet.sizing,
+        "instance_gpus": {d: {m: alloc[d][m]["sized_instance_gpus"] for m in fleet.models} for d in fleet.designs},
         "rounding_loss": {d: loss[d]["mcengine"] for d in fleet.designs}, "p_holds": float(gap > 0),
         "fleet_cost_per_mtok_usd": {d: {k: interval(v) for k, v in c.items()} for d, c in costs.items()},
         "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - paired_ratio(c["fleet"], c["per_model_clusters"])) for d, c in costs.items()},
@@ -194,9 +272,13 @@ def compute(settings: Settings) -> dict:
         "batch": {d: {m: interval(cols[f"{d}.{m}.fleet"]["batch"]) for m in fleet.models} for d in fleet.designs},
     }
     unmet = [f"{m} on {d}" for d in fleet.designs for m in fleet.models if not alloc[d][m]["slo_met"]]
+    sizes = "; ".join(f"{d} " + "/".join(str(alloc[d][m]["sized_instance_gpus"]) for m in fleet.models) for d in fleet.designs)
+    bound = [f"{m} on {d}" for d in fleet.designs for m in fleet.models if alloc[d][m]["sized_at_largest"]]
     shipped["text"] = (f"{100 * gap:+.1f} pts (rounding loss {base_d} {100 * loss[base_d]['mcengine']:.1f} %, {lite_d} "
                        f"{100 * loss[lite_d]['mcengine']:.1f} %); fleet cost {lite_d}/{base_d} {shipped['fleet_paired_ratio']['median']:.2f}x"
-                       + (f" ({', '.join(unmet)}: TPOT SLO met on no instance)" if unmet else ""))
+                       f" on {fleet.sizing.replace('_', '-')} instances ({sizes} GPUs)"
+                       + (f" ({', '.join(unmet)}: TPOT SLO met on no instance)" if unmet else "")
+                       + (f" ({', '.join(bound)}: the largest size compared, fleet.largest_instance_gpus may bind)" if bound else ""))
     values = settings.grid(SWEEP_VALUES)
     figures = [paired_ratio(fleet_cost(fleet, cols, lite_d, "fleet", swept_shares(fleet, v)), fleet_cost(fleet, cols, base_d, "fleet", swept_shares(fleet, v)))
                for v in values]
@@ -217,6 +299,8 @@ def compute(settings: Settings) -> dict:
         source="the paper's abstract: resource management opportunities (docs/sources.md#paper-lite-gpu)", confirmed=True,
         unit="points", paper_assumptions=paper, shipped=shipped, boundary_=bnd, holds_when=holds,
         model=("paper: weights over usable HBM rounded up to whole packages; mcengine: the smallest instance that fits and meets "
-               "the TPOT SLO (roofline layout search at the median inputs); costs from the full chain, per-model clusters in whole hosts"),
+               "the TPOT SLO (roofline layout search at the median inputs); costs from the full chain on instances sized by fleet.sizing "
+               f"(here {fleet.sizing}: " + ("the smallest instance" if fleet.sizing == "smallest" else
+                                             "the size with the lowest median cost per Mtok per model and design") + "), per-model clusters in whole hosts"),
         extra={"fleet": {"designs": list(fleet.designs), "models": dict(zip(fleet.models, fleet.shares)), "allocations": alloc}},
     )

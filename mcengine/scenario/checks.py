@@ -213,10 +213,9 @@ def workload_problems(w, c) -> list[Problem]:
             out.append(Problem(key, deg, f"allowed: a divisor of cluster.instance_gpus = {n}"))
     if isinstance(p, int) and p > m.layers:
         out.append(Problem("workload.pipeline_parallel", p, f"allowed: at most workload.model.layers = {m.layers}"))
-    if w.classes and c.on_failure == "reshard":
-        out.append(Problem("workload.classes", ", ".join(name for name, _ in w.classes),
-                           'allowed: request classes with cluster.on_failure = "down" only (the resharded capacity table '
-                           "is planned for one request shape: docs/model.md#mix)"))
+    if w.classes and w.class_instances == "whole" and c.instances < len(w.classes):
+        out.append(Problem("cluster.instances", c.instances, f'allowed: at least one instance per request class ({len(w.classes)}) with '
+                           'workload.class_instances = "whole"'))
     return out
 
 

@@ -32,7 +32,7 @@ from ..scenario.dists import Law, MixtureLaw
 from ..scenario.sampling import TrialInputs
 from ..scenario.sections.reliability import HOST_CLASS, weibull_rate_per_hour
 from ..scenario.schema import Scenario
-from .planner import capacity_table
+from .roofline import capacity_table
 from ..units import HOURS_PER_YEAR
 
 __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "CLASS_PREFIX", "CLASS_KINDS",

@@ -20,6 +20,7 @@ context (``batch = "auto"``: also at most what meets the TPOT SLO).
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 
 import numpy as np
 
@@ -67,20 +68,38 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     return columns
 
 
+#: Workload keys a request class may set for its own instances, overriding the workload's.
+CLASS_OVERRIDES = ("tpot_slo_ms", "ttft_slo_ms")
+
+
+def class_overrides(scenario: Scenario, name: str) -> tuple[str, ...]:
+    """The keys of :data:`CLASS_OVERRIDES` request class ``name`` sets."""
+    cls = dict(scenario.workload.classes)[name]
+    return tuple(k for k in CLASS_OVERRIDES if getattr(cls, k) is not None)
+
+
 def class_scenario(scenario: Scenario, name: str) -> Scenario:
     """``scenario`` serving only request class ``name``: its prompt and output lengths (and
-    its model, when it names one), no classes."""
+    its model and SLOs, when it sets them), no classes."""
     cls = dict(scenario.workload.classes)[name]
+    own = {k: getattr(cls, k) for k in class_overrides(scenario, name)}
     w = dataclasses.replace(scenario.workload, prompt_tokens=cls.prompt_tokens, output_tokens=cls.output_tokens, classes=(),
-                            model=cls.model or scenario.workload.model)
+                            model=cls.model or scenario.workload.model, **own)
     return dataclasses.replace(scenario, workload=w)
+
+
+def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInputs:
+    """``inputs`` as request class ``name``'s instances see them: its own SLOs
+    (``workload.classes.NAME.tpot_slo_ms``) in place of the workload's, when it sets them."""
+    own = {f"workload.{k}": inputs[f"workload.classes.{name}.{k}"] for k in class_overrides(scenario, name)}
+    return dataclasses.replace(inputs, values={**inputs.values, **own}) if own else inputs
 
 
 def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The columns of a mix of request classes (docs/model.md#mix, :mod:`mcengine.analytic.mix`).
 
-    Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths)
-    on instances that serve only it. Mix columns: ``tokens_per_s_instance`` and
+    Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths,
+    and its own TPOT/TTFT SLOs where it sets them) on instances that serve only it. Mix columns: ``tokens_per_s_instance`` and
     ``tokens_per_s_per_gpu`` the output-token-weighted harmonic means of the classes';
     ``ttft_ms`` the request-weighted mean, ``tpot_ms`` the output-token-weighted mean;
     ``batch`` the instance-weighted mean (rounded); ``busy_fraction`` the
@@ -88,15 +107,27 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
     unserved class leaves the mix unserved); ``output_tokens_per_request`` the mean
     ``sum r_c O_c``. Per class ``NAME``: ``mix.NAME.`` + ``request_share``,
     ``instance_share``, ``tokens_per_s_instance``, ``ttft_ms``, ``tpot_ms``, ``slo_met``.
+    With ``workload.class_instances = "whole"`` each class holds whole instances
+    (:func:`mcengine.analytic.mix.whole_instance_rate`): the mix's rates are the
+    continuous ones times the share the rounding keeps, ``instance_share`` is the class's
+    whole instances over ``cluster.instances`` (left-over instances serve no class),
+    ``batch`` is weighted by them, ``busy_fraction`` by the instance time each class keeps
+    busy, and each class adds ``mix.NAME.instances`` and ``mix.NAME.idle_share`` (the
+    share of its instances' time the rounding leaves idle).
     One class gives the columns of the scenario without classes, to the bit.
     """
     names = [name for name, _ in scenario.workload.classes]
     outputs = [cls.output_tokens for _, cls in scenario.workload.classes]
-    per_class = [_one_shape(class_scenario(scenario, name), inputs) for name in names]
+    per_class = [_one_shape(class_scenario(scenario, name), class_inputs(scenario, name, inputs)) for name in names]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
-    split = mx.instance_shares(weights, rates)
+    split = load = mx.instance_shares(weights, rates)
+    kept = None
+    if scenario.workload.class_instances == "whole":
+        kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.instances)
+        load = [s * kept for s in split]  # instance time each class's share of the mix keeps busy
+        split = [n / scenario.cluster.instances for n in counts]
 
     def weighted(by: list[np.ndarray], column: str) -> np.ndarray:
         terms = [b * c[column] for b, c in zip(by, per_class)]
@@ -107,15 +138,43 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
         "tokens_per_s_per_gpu": mx.mix_rate(weights, [c["tokens_per_s_per_gpu"] for c in per_class]),
         "ttft_ms": weighted(shares, "ttft_ms"),
         "tpot_ms": weighted(weights, "tpot_ms"),
-        "batch": np.rint(weighted(split, "batch")).astype(np.int64),
+        "batch": np.rint(weighted(split, "batch") / (sum(split[1:], split[0]) if kept is not None else 1.0)).astype(np.int64),
         "slo_met": np.minimum.reduce([c["slo_met"] for c in per_class]),
-        "busy_fraction": weighted(split, "busy_fraction"),
+        "busy_fraction": weighted(load, "busy_fraction"),
         "output_tokens_per_request": mx.mean_output_tokens(shares, outputs),
     }
     for name, share, instances, c in zip(names, shares, split, per_class):
         out.update({f"{MIX_PREFIX}{name}.request_share": share, f"{MIX_PREFIX}{name}.instance_share": instances,
                     **{f"{MIX_PREFIX}{name}.{k}": c[k] for k in ("tokens_per_s_instance", "ttft_ms", "tpot_ms", "slo_met")}})
+    if kept is not None:
+        out["tokens_per_s_instance"] = out["tokens_per_s_instance"] * kept
+        out["tokens_per_s_per_gpu"] = out["tokens_per_s_per_gpu"] * kept
+        for name, n, busy in zip(names, counts, load):
+            out[f"{MIX_PREFIX}{name}.instances"] = n
+            out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.instances, n, out=np.ones_like(n), where=n > 0)
     return _checked(out, inputs)
+
+
+@lru_cache(maxsize=64)
+def capacity_table(scenario: Scenario) -> np.ndarray:
+    """``float64[instance_gpus + 1]``: the share of an instance's throughput it keeps with
+    ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs:
+    :func:`.planner.capacity_table`, and for a mix the mean of its classes' tables (each
+    class's own plan, lengths and SLOs) weighted by the instance shares at the median
+    inputs (normalised: instances left over by whole-instance rounding serve no class).
+    The life kernel adds ``capacity[k]`` x time to the served capacity, so with the
+    instances exchangeable (a failure lands on a class-``c`` instance with probability
+    ``s_c``) the weighted table gives the mix's expected capacity availability exactly,
+    a degraded instance counting as that share of an instance of its class, and the
+    router keeping the classes' shares of the capacity."""
+    if not scenario.workload.classes:
+        return planner.capacity_table(scenario)
+    from ..scenario.sampling import quantile_inputs
+
+    mix = mix_columns(scenario, quantile_inputs(scenario, 0.5))
+    shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
+    tables = [share * planner.capacity_table(class_scenario(scenario, name)) for share, (name, _) in zip(shares, scenario.workload.classes)]
+    return sum(tables[1:], tables[0]) / sum(shares)
 
 
 def _one_shape(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:

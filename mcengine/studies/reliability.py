@@ -13,7 +13,7 @@ from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
 from ..scenario.sections.reliability import resolved_law, weibull_rate_per_hour
-from ..stages.planner import capacity_table
+from ..stages.roofline import capacity_table
 from ..stages.reliability import CLASS_KINDS, class_column, class_names, lifetimes_of, nest_by_class
 from ..units import HOURS_PER_YEAR
 

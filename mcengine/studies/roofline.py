@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..analytic import roofline as ra
@@ -117,7 +119,9 @@ def _mix_study(scenario: Scenario) -> dict:
     ``classes`` holds each request class's own study (its lengths, planned alone) with its
     ``instance_share`` and ``request_share``, and ``tokens_per_s_instance_mix`` the mix's
     output tokens/s per instance; the top level repeats the study of the class with the
-    most instances (named by ``class``)."""
+    most instances (named by ``class``). With ``workload.class_instances = "whole"`` each
+    class also shows its whole ``instances`` and ``idle_share``, and ``rounding_loss`` is
+    the share of the continuous split's mix rate the whole instances lose."""
     median = quantile_inputs(scenario, 0.5)
     mix = mix_columns(scenario, median)
     classes = {}
@@ -125,7 +129,13 @@ def _mix_study(scenario: Scenario) -> dict:
         shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
         classes[name] = {**roofline_study(class_scenario(scenario, name)), **shares}
     main = max(classes, key=lambda name: classes[name]["instance_share"])
-    return {**classes[main], "class": main, "classes": classes, "tokens_per_s_instance_mix": at_trial(mix["tokens_per_s_instance"])}
+    out = {**classes[main], "class": main, "classes": classes, "tokens_per_s_instance_mix": at_trial(mix["tokens_per_s_instance"])}
+    if scenario.workload.class_instances == "whole":  # whole instances per class: what the rounding costs
+        for name in classes:
+            classes[name].update({k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instances", "idle_share")})
+        split = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, class_instances="continuous"))
+        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median)["tokens_per_s_instance"])
+    return out
 
 
 def _phases(scenario: Scenario, plan: Plan, e) -> dict:

@@ -10,6 +10,7 @@ second. Every number is exact in binary floating point.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mcengine.analytic import mix as mx
 
@@ -56,3 +57,45 @@ def test_an_unserved_class_leaves_the_mix_unserved():
     assert float(mx.mix_rate(w, [np.array([1000.0]), np.array([0.0])])[0]) == 0.0
     split = mx.instance_shares(w, [np.array([1000.0]), np.array([0.0])])
     assert [float(s[0]) for s in split] == [0.5, 0.5]
+
+
+def _arrays(*values):
+    return [np.array([float(v)]) for v in values]
+
+
+def test_whole_instances_by_hand():
+    """w = (0.5, 0.5), T = (1, 3): relative needs a = (1.5, 0.5), continuous shares 0.75 / 0.25.
+    N = 5 (3.75 / 1.25): z = 2 takes ceil(3) + ceil(1) = 4 instances, any larger z needs 6,
+    so the mix keeps 2 x 2 / 5 = 0.8 of its continuous rate, one instance left over.
+    N = 6 (4.5 / 1.5): z = 8/3 takes 4 + 2 = 6, keeps (8/3) x 2 / 6 = 8/9."""
+    kept, counts = mx.whole_instance_rate(_arrays(0.5, 0.5), _arrays(1.0, 3.0), 5)
+    assert kept[0] == pytest.approx(0.8, rel=1e-14) and [c[0] for c in counts] == [3.0, 1.0]
+    kept, counts = mx.whole_instance_rate(_arrays(0.5, 0.5), _arrays(1.0, 3.0), 6)
+    assert kept[0] == pytest.approx(8.0 / 9.0, rel=1e-14) and [c[0] for c in counts] == [4.0, 2.0]
+    # shares that are whole already lose nothing: 0.75 / 0.25 of 4 instances
+    kept, counts = mx.whole_instance_rate(_arrays(0.5, 0.5), _arrays(1.0, 3.0), 4)
+    assert kept[0] == pytest.approx(1.0, rel=1e-14) and [c[0] for c in counts] == [3.0, 1.0]
+    # fewer instances than classes, or an unserved class: nothing
+    kept, counts = mx.whole_instance_rate(_arrays(0.2, 0.3, 0.5), _arrays(1.0, 2.0, 3.0), 2)
+    assert kept[0] == 0.0 and all(c[0] == 0.0 for c in counts)
+    kept, _ = mx.whole_instance_rate(_arrays(0.5, 0.5), _arrays(1.0, 0.0), 8)
+    assert kept[0] == 0.0
+
+
+def test_whole_instances_equal_an_exhaustive_search():
+    """Every split of N instances (each class at least one): the best min_c n_c / a_c, over
+    continuous z_cont = N / sum a, for random mixes of 1-3 classes on 1-13 instances."""
+    import itertools
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        c, n = int(rng.integers(1, 4)), int(rng.integers(1, 14))
+        w = rng.random(c)
+        w /= w.sum()
+        t = rng.random(c) * 10 + 0.1
+        a = w / t
+        splits = [s for s in itertools.product(range(1, n + 1), repeat=c) if sum(s) <= n]
+        best = max((min(k / x for k, x in zip(s, a)) for s in splits), default=0.0) * a.sum() / n
+        kept, counts = mx.whole_instance_rate(_arrays(*w), _arrays(*t), n)
+        assert kept[0] == pytest.approx(best, rel=1e-12, abs=0.0)
+        assert sum(x[0] for x in counts) <= n

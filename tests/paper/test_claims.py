@@ -173,3 +173,81 @@ def test_fleet_paper_rounding_loss_by_hand():
     h = scenario("h100")
     rows = {m: {"paper_rounding_loss": fleet.rounding_loss(fleet.need_of(h, m), math.ceil(fleet.need_of(h, m)))} for m in f.models}
     assert fleet.weighted(f, rows, "paper_rounding_loss") == pytest.approx(0.4046, abs=1e-4)
+
+
+def test_fleet_candidate_sizes_by_hand():
+    """The smallest size, powers of two and host multiples above it, each rounded to whole hosts."""
+    assert fleet.candidate_sizes(1, 128, 8) == (1, 2, 4, 8, 16, 32, 64, 128)
+    assert fleet.candidate_sizes(16, 128, 8) == (16, 32, 64, 128)
+    # hosts of 12: 3 -> 12, 4 -> 12, 8 -> 12, 16 -> 24, 32 -> 36, 64 -> 72; 12, 24, 48 are host multiples
+    assert fleet.candidate_sizes(3, 64, 12) == (3, 4, 8, 12, 16, 24, 32, 36, 48, 64, 72)
+    assert fleet.candidate_sizes(46, 128, 16) == (46, 48, 64, 128)
+    assert fleet.host_rounded(46, 16) == 48 and fleet.host_rounded(48, 16) == 48
+
+
+def test_fleet_cost_optimal_size_takes_the_lowest_median_ties_to_the_smaller():
+    import numpy as np
+
+    inf = np.inf
+    # medians (nearest rank, 3 trials): 3, 1, 1, inf -> 2 (tie with 4, the smaller wins)
+    costs = {1: np.array([3.0, 3.0, 3.0]), 2: np.array([1.0, 1.0, inf]), 4: np.array([1.0, 1.0, 1.0]), 8: np.array([inf, inf, 0.5])}
+    assert fleet.cost_optimal_size(costs) == 2
+    costs[8] = np.array([0.5, 0.5, inf])
+    assert fleet.cost_optimal_size(costs) == 8
+
+
+def test_fleet_flags_a_size_at_the_bound():
+    import dataclasses
+
+    import numpy as np
+
+    f = dataclasses.replace(fleet.load_fleet(), designs=("h100", "h100"), models=("llama-3-8b",), shares=(1.0,))
+    alloc = {"h100": {"llama-3-8b": {"instance_gpus": 1, "packages_needed": 0.5, "candidate_instance_gpus": [1, 8]}}}
+    cols = {"h100.llama-3-8b.n1": {"cost_per_mtok_usd": np.array([2.0])}, "h100.llama-3-8b.n8": {"cost_per_mtok_usd": np.array([1.0])}}
+    fleet.size_fleet(f, alloc, cols)
+    assert alloc["h100"]["llama-3-8b"]["sized_at_largest"] is True
+
+
+def test_fleet_size_fleet_aliases_the_chosen_runs_under_either_sizing():
+    import dataclasses
+
+    import numpy as np
+
+    f = dataclasses.replace(fleet.load_fleet(), models=("llama-3-8b",), shares=(1.0,))
+    cost = {1: [4.0, 4.0], 2: [3.0, 3.0], 8: [2.0, 2.5], 16: [2.2, 2.0]}  # medians (nearest rank) 4, 3, 2, 2: 8 wins the tie
+    for sizing, chosen, hosts in (("cost_optimal", {"h100": 8, "lite-h100-2x": 8}, {"h100": 8, "lite-h100-2x": 16}),
+                                  ("smallest", {"h100": 1, "lite-h100-2x": 1}, {"h100": 8, "lite-h100-2x": 16})):
+        alloc = {d: {"llama-3-8b": {"instance_gpus": 1, "packages_needed": 0.5, "candidate_instance_gpus": [1, 2, 8, 16]}} for d in f.designs}
+        cols = {f"{d}.llama-3-8b.n{k}": {"cost_per_mtok_usd": np.array(v)} for d in f.designs for k, v in cost.items()}
+        fleet.size_fleet(dataclasses.replace(f, sizing=sizing), alloc, cols)
+        for d in f.designs:
+            a = alloc[d]["llama-3-8b"]
+            assert (a["sized_instance_gpus"], a["host_instance_gpus"]) == (chosen[d], hosts[d])
+            assert a["weights_share_of_hbm"] == 0.5 / chosen[d]
+            assert a["sized_at_largest"] is False
+            assert a["median_cost_per_mtok_usd"] == {"1": 4.0, "2": 3.0, "8": 2.0, "16": 2.0}
+            assert cols[f"{d}.llama-3-8b.fleet"] is cols[f"{d}.llama-3-8b.n{chosen[d]}"]
+            assert cols[f"{d}.llama-3-8b.hosts"] is cols[f"{d}.llama-3-8b.n{hosts[d]}"]
+            assert cols[f"{d}.llama-3-8b.smallest"] is cols[f"{d}.llama-3-8b.n1"]
+
+
+def test_fleet_sizing_is_checked(tmp_path):
+    bad = tmp_path / "fleet.toml"
+    bad.write_text('[fleet]\ndesigns = ["h100", "lite-h100"]\nsizing = "biggest"\n[[fleet.models]]\nmodel = "llama-3-8b"\nshare = 1\n')
+    with pytest.raises(InputError) as exc:
+        fleet.load_fleet(bad)
+    assert "fleet.sizing" in str(exc.value) and "biggest" in str(exc.value) and "cost_optimal" in str(exc.value)
+    assert fleet.load_fleet().sizing == "cost_optimal"
+
+
+def test_fleet_without_a_whole_host_size_is_refused_naming_the_bound():
+    import dataclasses
+
+    import numpy as np
+
+    f = dataclasses.replace(fleet.load_fleet(), designs=("h100", "h100"), models=("llama-3-8b",), shares=(1.0,))
+    alloc = {"h100": {"llama-3-8b": {"instance_gpus": 1, "packages_needed": 0.5, "candidate_instance_gpus": [1, 2]}}}
+    cols = {f"h100.llama-3-8b.n{k}": {"cost_per_mtok_usd": np.array([1.0])} for k in (1, 2)}
+    with pytest.raises(InputError) as exc:
+        fleet.size_fleet(f, alloc, cols)
+    assert "fleet.largest_instance_gpus" in str(exc.value)

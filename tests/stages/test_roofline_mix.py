@@ -14,7 +14,7 @@ import pytest
 from mcengine import api
 from mcengine.pipeline import run_block
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import roofline
+from mcengine.stages import planner, roofline
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 CHAT = ["workload.classes.chat.share=0.7", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=128"]
@@ -86,7 +86,6 @@ def test_a_drawn_share_is_an_uncertain_input():
     ("workload.classes.code.share=-0.5", "workload.classes.code.share"),
     ("workload.classes.code.output_tokens=0", "workload.classes.code.output_tokens"),
     ("workload.classes.Code.share=1", "workload.classes.Code"),
-    ("cluster.on_failure=reshard", "workload.classes"),
 ])
 def test_bad_mix_input_exits_2_naming_the_key(cli, override, key):
     r = cli("check", "h100", *[a for o in CHAT + CODE + [override] for a in ("--set", o)])
@@ -155,3 +154,94 @@ def test_a_class_model_card_is_checked_naming_its_key(cli):
                                                           "workload.classes.code.model.ffn=128", "workload.classes.code.model.vocab=100"]
                                for a in ("--set", o)])
     assert r.code == 2 and "workload.classes.code.model.kv_heads" in r.err
+
+
+def test_a_class_slo_overrides_the_workloads_for_that_class_alone():
+    """The code class at TPOT 30 ms / TTFT 900 ms is planned as the scenario without classes
+    at those SLOs and the code lengths (to the bit); the chat class keeps the workload's 50 ms."""
+    own = ["workload.classes.code.tpot_slo_ms=30", "workload.classes.code.ttft_slo_ms=900"]
+    s = api.check("h100", SMALL + CHAT + CODE + own)
+    got = roofline.throughput(s, draw_inputs(s, 0, 0, 32))
+    code = api.check("h100", SMALL + ["workload.prompt_tokens=2048", "workload.output_tokens=32", "workload.tpot_slo_ms=30", "workload.ttft_slo_ms=900"])
+    chat = api.check("h100", SMALL + ["workload.prompt_tokens=1024", "workload.output_tokens=128"])
+    alone = {"code": roofline.throughput(code, draw_inputs(code, 0, 0, 32)), "chat": roofline.throughput(chat, draw_inputs(chat, 0, 0, 32))}
+    for name in ("chat", "code"):
+        for k in ("tokens_per_s_instance", "tpot_ms", "ttft_ms", "slo_met"):
+            assert np.array_equal(got[f"mix.{name}.{k}"], alone[name][k]), (name, k)
+    assert (got["mix.code.tpot_ms"] <= 30.0).all() and (got["mix.code.ttft_ms"] <= 900.0).all()
+    assert (got["mix.chat.tpot_ms"] > 30.0).any()  # the chat class is not held to the code class's SLO
+    # without its own SLO the code class runs at the workload's 50 ms, with a larger batch
+    plain = roofline.throughput(api.check("h100", SMALL + CHAT + CODE), draw_inputs(s, 0, 0, 32))
+    assert (plain["mix.code.tokens_per_s_instance"] > got["mix.code.tokens_per_s_instance"]).all()
+
+
+def test_a_class_slo_is_an_input_key_checked_by_name(cli):
+    s = api.check("h100", CHAT + CODE + ['workload.classes.code.tpot_slo_ms={dist="uniform", low=20, high=60}'])
+    assert "workload.classes.code.tpot_slo_ms" in s.uncertain_inputs() and "workload.classes.chat.tpot_slo_ms" not in s.inputs()
+    r = cli("check", "h100", *[a for o in CHAT + CODE + ["workload.classes.code.tpot_slo_ms=-1"] for a in ("--set", o)])
+    assert r.code == 2 and "workload.classes.code.tpot_slo_ms" in r.err
+    r = cli("keys", "workload")
+    assert r.code == 0 and "workload.classes.NAME.ttft_slo_ms" in r.out
+
+
+def test_whole_instances_per_class_serve_the_best_split_of_the_cluster():
+    """4 instances, chat and code: every split (n_chat, n_code >= 1, at most 4) serves
+    min_c n_c T_c / w_c tokens/s of the mix; the stage keeps the best one, rate per instance
+    = that over 4 (against the continuous 1 / sum w_c / T_c), instance shares n_c / 4."""
+    whole = ['workload.class_instances="whole"']
+    s = api.check("h100", SMALL + CHAT + CODE + whole)
+    inputs = draw_inputs(s, 0, 0, 16)
+    got = roofline.throughput(s, inputs)
+    cont = roofline.throughput(api.check("h100", SMALL + CHAT + CODE), inputs)
+    t = [got["mix.chat.tokens_per_s_instance"], got["mix.code.tokens_per_s_instance"]]
+    w_chat = 0.7 * 128 / (0.7 * 128 + 0.3 * 32)
+    w = [w_chat, 1.0 - w_chat]
+    for i in range(16):
+        best = max((min(n * t[0][i] / w[0], (k - n) * t[1][i] / w[1]), n, k - n) for k in (2, 3, 4) for n in range(1, k))
+        assert got["tokens_per_s_instance"][i] == pytest.approx(best[0] / 4, rel=1e-12)
+        assert got["tokens_per_s_instance"][i] <= cont["tokens_per_s_instance"][i] * (1 + 1e-12)
+        # the counts serve that rate (a split with fewer instances can tie: the smallest counts that do are taken)
+        assert min(got["mix.chat.instances"][i] * t[0][i] / w[0], got["mix.code.instances"][i] * t[1][i] / w[1]) == pytest.approx(best[0], rel=1e-12)
+        assert got["mix.chat.instance_share"][i] == got["mix.chat.instances"][i] / 4
+        busy = [best[0] * w[c] / t[c][i] for c in (0, 1)]  # instances' worth of time each class keeps busy
+        for c, name in enumerate(("chat", "code")):
+            assert got[f"mix.{name}.idle_share"][i] == pytest.approx(1 - busy[c] / got[f"mix.{name}.instances"][i], rel=1e-9, abs=1e-12)
+    r = api.roofline("h100", SMALL + CHAT + CODE + whole)
+    assert 0.0 <= r["rounding_loss"] < 1.0 and r["classes"]["chat"]["instances"] >= 1
+
+
+def test_whole_instances_need_one_per_class(cli):
+    r = cli("check", "h100", *[a for o in CHAT + CODE + ["cluster.instances=1", "cluster.spare_gpus=0", 'workload.class_instances="whole"']
+                               for a in ("--set", o)])
+    assert r.code == 2 and "cluster.instances" in r.err and "workload.class_instances" in r.err
+
+
+RESHARD = ["cluster.on_failure=reshard"]
+
+
+def test_reshard_with_one_class_is_the_scenario_without_classes_to_the_bit():
+    plain = api.check("h100", SMALL + RESHARD)
+    mixed = api.check("h100", SMALL + RESHARD + _one_class((plain.workload.prompt_tokens, plain.workload.output_tokens)))
+    assert np.array_equal(roofline.capacity_table(mixed), planner.capacity_table(plain))
+    a, b = run_block(plain, 3, 512, 24), run_block(mixed, 3, 512, 24)
+    for column in a:
+        assert np.array_equal(a[column], b[column]), column
+
+
+def test_reshard_with_two_classes_weights_each_class_table_by_its_instance_share():
+    """At the median inputs: chat and code alone give rates T_c and tables K_c; the mix's
+    table is (s_chat K_chat + s_code K_code) with s_c = (w_c / T_c) / sum_k (w_k / T_k)."""
+    s = api.check("h100", SMALL + RESHARD + CHAT + CODE)
+    alone = {name: api.check("h100", SMALL + RESHARD + [f"workload.prompt_tokens={p}", f"workload.output_tokens={o}"])
+             for name, p, o in (("chat", 1024, 128), ("code", 2048, 32))}
+    t = {name: api.roofline("h100", SMALL + RESHARD + [f"workload.prompt_tokens={p}", f"workload.output_tokens={o}"])["tokens_per_s_instance"]
+         for name, p, o in (("chat", 1024, 128), ("code", 2048, 32))}
+    w_chat = 0.7 * 128 / (0.7 * 128 + 0.3 * 32)
+    need = {"chat": w_chat / t["chat"], "code": (1.0 - w_chat) / t["code"]}
+    by_hand = sum(need[n] / sum(need.values()) * planner.capacity_table(alone[n]) for n in need)
+    got = roofline.capacity_table(s)
+    np.testing.assert_allclose(got, by_hand, rtol=1e-12)
+    assert got[0] == pytest.approx(1.0, rel=1e-15) and len(got) == s.cluster.instance_gpus + 1
+    assert not np.array_equal(planner.capacity_table(alone["chat"]), planner.capacity_table(alone["code"]))  # the weighting matters
+    cols = run_block(s, 3, 512, 24)
+    assert np.all((cols["capacity_availability"] > 0.9) & (cols["capacity_availability"] <= 1.0))

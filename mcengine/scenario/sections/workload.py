@@ -38,6 +38,13 @@ class RequestClass:
                                  "a number: a per-request spread or a dist table is not modelled).",
                                  "tokens", lo=1, hi=10**7, why=_TOKENS)
     output_tokens: int = integer(256, "Required. Generated tokens O of a typical request of this class.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    tpot_slo_ms: Dist | None = number(
+        None, "This class's time-per-output-token SLO; unset: workload.tpot_slo_ms (a class's own SLO overrides the workload's "
+        "when its instances are planned, docs/model.md#mix).", "ms", lo=0.0, lo_open=True, hi=1e6, why="1,000 s per token is no SLO at all")
+    ttft_slo_ms: Dist | None = number(
+        None, 'This class\'s time-to-first-token SLO ("inf" = none); unset: workload.ttft_slo_ms (a class\'s own SLO overrides the '
+        "workload's, docs/model.md#mix).", "ms", lo=0.0, lo_open=True, hi=1e7, inf_ok=True,
+        why="10^4 s to a first token is no SLO at all: use \"inf\"")
     model: ModelCard | None = field(default=None, metadata={
         "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
                 "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
@@ -154,6 +161,16 @@ class WorkloadSection:
     step_overhead_ms: Dist = number(0.5, "Fixed per-step overhead (scheduling, kernel launches).", "ms", lo=0.0, hi=1e3, why=_LATENCY)
     layer_overhead_us: Dist = number(0.0, "Extra per-layer per-step overhead (one simulator uses 20 us).", "us", lo=0.0, hi=1e6, why=_LATENCY)
     hbm_usable_fraction: Dist = number(0.9, "Share of HBM available for weights + KV cache.", lo=0.0, lo_open=True, hi=1.0, why="a share")
+    class_instances: str = choice(
+        "continuous",
+        'How the cluster\'s instances are split among request classes (docs/model.md#mix, docs/sources.md#mix-split): '
+        '"continuous" = in proportion to '
+        "the instance time each class's demand needs, as a real share (a router moves instances between classes as load "
+        'shifts, so the split is right on average); "whole" = each class gets a whole number of the cluster.instances '
+        "instances, at least one, chosen to serve the most of the mix, and the rate the rounding loses is reported per class "
+        "(mix.NAME.instances, mix.NAME.idle_share).",
+        ("continuous", "whole"),
+    )
     classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
                                                           "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
                                                           "request is workload.prompt_tokens / output_tokens."})
