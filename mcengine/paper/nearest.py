@@ -57,7 +57,8 @@ class Assumption:
     """One input the search may move: a scenario key (``A:``/``B:`` prefix = one design
     of the pair; none = both), its shipped value, its plausible range, and where the
     range comes from. ``levels`` makes it a choice among values (``low``/``high``
-    unused); a level may be a label whose meaning the claim's world builder knows."""
+    unused); a level may be a label whose meaning the claim's world builder knows.
+    ``integer``: the value is rounded to a whole number (a token count)."""
 
     key: str
     shipped: object
@@ -66,6 +67,7 @@ class Assumption:
     source: str = ""
     levels: tuple = ()
     label: str = ""
+    integer: bool = False
 
     @property
     def is_choice(self) -> bool:
@@ -81,7 +83,8 @@ class Assumption:
         """The value at coordinate ``z`` (the nearest level for a choice)."""
         if self.is_choice:
             return self.levels[int(round(float(np.clip(z, 0.0, 1.0)) * (len(self.levels) - 1)))]
-        return self.low + float(z) * (self.high - self.low)
+        v = self.low + float(z) * (self.high - self.low)
+        return int(round(v)) if self.integer else v
 
     def describe(self) -> dict:
         out = {"key": self.key, "label": self.label or self.key, "shipped": _plain(self.shipped), "source": self.source}
@@ -207,18 +210,23 @@ def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | N
     return np.clip(origin + hi * d, 0.0, 1.0)
 
 
-def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple[np.ndarray, float]]) -> np.ndarray | None:
-    """The nearest feasible world with the ``frozen`` coordinates at their shipped values."""
+def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple[np.ndarray, float]],
+            warm: np.ndarray | None = None) -> np.ndarray | None:
+    """The nearest feasible world with the ``frozen`` coordinates at their shipped values;
+    ``warm``: the previous world, whose continuous moves start the first search."""
     choices = [i for i, a in enumerate(ev.assumptions) if a.is_choice and i not in frozen]
     cont = [i for i, a in enumerate(ev.assumptions) if not a.is_choice and i not in frozen]
     best, best_d = None, math.inf
     combos = itertools.product(*[[k / max(1, len(ev.assumptions[i].levels) - 1) for k in range(len(ev.assumptions[i].levels))] for i in choices])
+    bases = []
     for combo in combos:
         base = z0.copy()
         base[choices] = combo
+        bases.append(base)
+    for base in sorted(bases, key=lambda b: distance(b, z0)):  # the shipped levels first
         if distance(base, z0) >= best_d:
             continue
-        starts = [base]
+        starts = [base] if warm is None else [np.where(np.isin(np.arange(len(z0)), cont), warm, base), base]
         feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: distance(p, z0))
         starts += [np.where(np.isin(np.arange(len(z0)), cont), p, base) for p in feasible[:1]]
         for start in starts:
@@ -289,10 +297,11 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
                                   "note": "the claim holds in the shipped world"})
         frozen: set[int] = set()
         while not out["worlds"] or (len(out["worlds"]) < count and out["worlds"][0]["distance"] > 0):
-            z = _search(ev, z0, frozen, screen)
+            before = len(ev.cache)
+            z = _search(ev, z0, frozen, screen, np.array(out["worlds"][-1]["coordinates"]) if out["worlds"] else None)
             if z is None:
                 break
-            out["worlds"].append(_describe_world(ev, z0, z, frozen))
+            out["worlds"].append({**_describe_world(ev, z0, z, frozen), "points": len(ev.cache) - before})
             moves = np.abs(ev.snapped(z) - z0)
             movers = [int(i) for i in np.argsort(-moves, kind="stable") if int(i) not in frozen and moves[i] >= CHANGED]
             if not movers:
