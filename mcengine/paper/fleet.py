@@ -42,6 +42,7 @@ class Fleet:
     models: tuple[str, ...]
     shares: tuple[float, ...]
     largest_instance_gpus: int
+    sizing: str = "smallest_fit"
 
 
 def load_fleet(path=None) -> Fleet:
@@ -59,6 +60,9 @@ def load_fleet(path=None) -> Fleet:
     largest = raw.get("largest_instance_gpus", 128)
     if isinstance(largest, bool) or not isinstance(largest, int) or not 1 <= largest <= 4096:
         problems.append(Problem("fleet.largest_instance_gpus", largest, "allowed: an integer in [1, 4096] (the search is linear in it)"))
+    sizing = raw.get("sizing", "smallest_fit")
+    if sizing not in SIZING_POLICIES:
+        problems.append(Problem("fleet.sizing", sizing, "allowed: " + ", ".join(SIZING_POLICIES)))
     models, shares = [], []
     for i, m in enumerate(raw.get("models") or []):
         name, share = (m.get("model"), m.get("share")) if isinstance(m, dict) else (None, None)
@@ -74,7 +78,7 @@ def load_fleet(path=None) -> Fleet:
         problems.append(Problem("fleet.models[].share", sum(shares), "allowed: shares summing to 1"))
     if problems:
         raise InputError(problems, str(path))
-    return Fleet(tuple(designs), tuple(models), tuple(float(s) for s in shares), int(largest))
+    return Fleet(tuple(designs), tuple(models), tuple(float(s) for s in shares), int(largest), sizing)
 
 
 def packages_needed(weights_bytes: float, hbm_gb: float, usable_fraction: float) -> float:
@@ -117,6 +121,12 @@ def smallest_instance(base, model: str, largest: int) -> tuple[int, bool]:
     return first_fit, False
 
 
+#: Instance sizing policies by name, each ``(base, model, largest) -> (GPUs, SLO met)``;
+#: ``[fleet] sizing`` picks one (default ``"smallest_fit"``). The readings of claim 6 name
+#: a ``"cost_optimal"`` policy when one is registered here.
+SIZING_POLICIES = {"smallest_fit": smallest_instance}
+
+
 def on_cluster(base, model: str, gpus: int, label: str):
     """``base`` serving ``model`` on instances of ``gpus``, about the shipped cluster's silicon."""
     silicon = base.active_gpus * base.gpu.h100_equivalents.value
@@ -133,7 +143,7 @@ def allocations(fleet: Fleet) -> dict:
         rows = {}
         for m in fleet.models:
             need = need_of(base, m)
-            n, met = smallest_instance(base, m, fleet.largest_instance_gpus)
+            n, met = SIZING_POLICIES[fleet.sizing](base, m, fleet.largest_instance_gpus)
             rows[m] = {"packages_needed": need, "paper_instance_gpus": math.ceil(need), "instance_gpus": n, "slo_met": met,
                        "host_instance_gpus": -(-n // host) * host,
                        "paper_rounding_loss": rounding_loss(need, math.ceil(need)), "rounding_loss": rounding_loss(need, n)}

@@ -139,6 +139,7 @@ class _Evaluator:
     threshold: float
     budget: Budget
     cache: dict = field(default_factory=dict)
+    extra: int = 0  # points allowed beyond the budget (the path of the figure)
 
     def world(self, z: np.ndarray) -> dict:
         return {a.key: a.value(zi) for a, zi in zip(self.assumptions, z)}
@@ -149,7 +150,7 @@ class _Evaluator:
     def run(self, points: Sequence[np.ndarray]) -> list[np.ndarray]:
         keys = [tuple(np.round(self.snapped(np.clip(z, 0.0, 1.0)), 12)) for z in points]
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
-        if len(self.cache) + len(todo) > self.budget.max_points:
+        if len(self.cache) + len(todo) > self.budget.max_points + self.extra:
             raise _Spent()
         if todo:
             for k, s in zip(todo, self.score([self.world(np.array(k)) for k in todo])):
@@ -253,7 +254,10 @@ def _describe_world(ev: _Evaluator, z0: np.ndarray, z: np.ndarray, frozen: set[i
             "coordinates": [float(v) for v in ev.snapped(z)]}
 
 
-def path(ev: _Evaluator, z0: np.ndarray, z1: np.ndarray, steps: int = 10) -> dict:
+PATH_STEPS = 10
+
+
+def path(ev: _Evaluator, z0: np.ndarray, z1: np.ndarray, steps: int = PATH_STEPS) -> dict:
     """P(holds) and the score's median and 90 % interval along the segment from the
     shipped world to ``z1`` (a choice switches where the segment passes half a level)."""
     ts = np.linspace(0.0, 1.0, steps + 1)
@@ -274,7 +278,9 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     ``{"norm", "budget", "assumptions", "shipped", "worlds": [...], "found",
     "best_screen", "path", "points", "budget_spent", "elapsed_s"}``; each world has its
     ``distance``, ``p_holds``, ``figure_median``, ``changed`` inputs (key, shipped, value,
-    signed move as a share of the range, source), and the ``frozen`` inputs."""
+    signed move as a share of the range, source), and the ``frozen`` inputs. ``path``:
+    the score along the segment to the nearest world (or, when none reaches the claim,
+    to the screen's best point; ``path_to`` says which)."""
     from scipy.stats import qmc
 
     start = time.perf_counter()
@@ -282,7 +288,7 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     ev = _Evaluator(assumptions, score, threshold, budget)
     z0 = np.array([a.coordinate(a.shipped) for a in assumptions])
     out = {"norm": NORM, "budget": budget.describe(), "threshold": threshold, "assumptions": [a.describe() for a in assumptions],
-           "worlds": [], "budget_spent": False}
+           "worlds": [], "budget_spent": False, "path_points": PATH_STEPS + 1}
     try:
         shipped = _describe_world(ev, z0, z0, set())
         out["shipped"] = {k: shipped[k] for k in ("p_holds", "figure_median")}
@@ -291,7 +297,8 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
         screen = list(zip(design, ev.margin(design)))
         best = max(screen, key=lambda pm: pm[1])
         out["best_screen"] = {"margin": best[1], "p_holds": float(np.mean(ev.run([best[0]])[0] >= threshold)),
-                              "feasible_share": float(np.mean([m >= 0 for _, m in screen]))}
+                              "feasible_share": float(np.mean([m >= 0 for _, m in screen])),
+                              "distance": distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
         if shipped["p_holds"] >= 0.5:
             out["worlds"].append({**shipped, "distance": 0.0, "changed": [], "frozen": [], "coordinates": [float(v) for v in z0],
                                   "note": "the claim holds in the shipped world"})
@@ -310,9 +317,12 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     except _Spent:
         out["budget_spent"] = True
     out["found"] = bool(out["worlds"])
+    ev.extra = PATH_STEPS + 1  # the figure's path is drawn even when the search spent its budget
     try:
         if out["worlds"] and out["worlds"][0]["distance"] > 0:
-            out["path"] = path(ev, z0, np.array(out["worlds"][0]["coordinates"]))
+            out["path"], out["path_to"] = path(ev, z0, np.array(out["worlds"][0]["coordinates"])), "the nearest world"
+        elif not out["worlds"] and "best_screen" in out:
+            out["path"], out["path_to"] = path(ev, z0, np.array(out["best_screen"]["coordinates"])), "the screen's best world (none reaches the claim)"
     except _Spent:
         out["budget_spent"] = True
     out["points"] = len(ev.cache)
