@@ -280,7 +280,7 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     ``distance``, ``p_holds``, ``figure_median``, ``changed`` inputs (key, shipped, value,
     signed move as a share of the range, source), and the ``frozen`` inputs. ``path``:
     the score along the segment to the nearest world (or, when none reaches the claim,
-    to the screen's best point; ``path_to`` says which)."""
+    to the evaluated point nearest to reaching it, ``best_seen``; ``path_to`` says which)."""
     from scipy.stats import qmc
 
     start = time.perf_counter()
@@ -317,12 +317,18 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     except _Spent:
         out["budget_spent"] = True
     out["found"] = bool(out["worlds"])
+    if ev.cache:
+        key = max(ev.cache, key=lambda k: upper_median_margin(ev.cache[k], threshold))
+        s = ev.cache[key]
+        out["best_seen"] = {"distance": distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
+                            "figure_median": float(np.median(s)), "margin": upper_median_margin(s, threshold),
+                            "coordinates": [float(v) for v in key]}
     ev.extra = PATH_STEPS + 1  # the figure's path is drawn even when the search spent its budget
     try:
         if out["worlds"] and out["worlds"][0]["distance"] > 0:
             out["path"], out["path_to"] = path(ev, z0, np.array(out["worlds"][0]["coordinates"])), "the nearest world"
-        elif not out["worlds"] and "best_screen" in out:
-            out["path"], out["path_to"] = path(ev, z0, np.array(out["best_screen"]["coordinates"])), "the screen's best world (none reaches the claim)"
+        elif not out["worlds"] and "best_seen" in out:
+            out["path"], out["path_to"] = path(ev, z0, np.array(out["best_seen"]["coordinates"])), "the best world seen (none reaches the claim)"
     except _Spent:
         out["budget_spent"] = True
     out["points"] = len(ev.cache)

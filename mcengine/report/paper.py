@@ -61,9 +61,9 @@ def nearest_text(nearest: dict | None, unit: str = "gain") -> str:
         return "-"
     worlds = nearest.get("worlds") or []
     if not worlds:
-        best = nearest.get("best_screen", {}).get("p_holds")
+        best = nearest.get("best_seen")
         where = "not found within the search's budget" if nearest.get("budget_spent") else "none within the plausible ranges"
-        return where + (f" (best P(holds) seen {best:.2f})" if best is not None else "")
+        return where + (f" (best seen: P(holds) {best['p_holds']:.2f}, median figure {fmt_figure(best['figure_median'], unit)})" if best else "")
     w = worlds[0]
     if w["distance"] == 0.0:
         return f"the shipped world (P(holds) {w['p_holds']:.2f})"

@@ -77,7 +77,9 @@ def test_second_and_third_worlds_freeze_the_largest_moves():
 def test_a_claim_out_of_reach_has_no_world():
     out = nearest_worlds(ASSUMPTIONS, linear, 100.0, Budget(screen=8, maxiter=4))
     assert out["worlds"] == [] and not out["found"]
-    assert out["best_screen"]["p_holds"] == 0.0
+    assert out["best_screen"]["p_holds"] == 0.0 and out["best_seen"]["p_holds"] == 0.0
+    # the best world seen is the box's corner that maximises the linear score (w > 0)
+    assert np.allclose(out["best_seen"]["coordinates"], 1.0, atol=0.05) and out["path_to"].startswith("the best world seen")
 
 
 def test_a_claim_that_holds_is_its_own_nearest_world():
