@@ -91,7 +91,7 @@ def test_collectives_at_full_power_by_hand():
 
 
 def _linear_claim() -> dict:
-    asm = (Assumption("x", 1.0, 0.0, 4.0, "docs/sources.md#a"), Assumption("y", 0.3, 0.0, 1.0, "docs/sources.md#b"))
+    asm = (Assumption("x", 1.0, 0.0, 4.0, "assumed"), Assumption("y", 0.3, 0.0, 1.0, "assumed"))
     nearest = nearest_worlds(asm, lambda ws: [0.5 * w["x"] + w["y"] + np.linspace(-0.2, 0.2, 16) for w in ws], 2.0,
                              Budget(trials=16, screen=8))
     nearest["figure"] = "a linear score"
