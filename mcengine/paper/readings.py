@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import Settings, interval, scenario, variant
+from ._common import Settings, interval, paired_ratio, scenario, variant
 
 #: Per claim: what the paper's available text states, and what it does not.
 TEXT = {
@@ -102,7 +102,6 @@ def joules_collectives_at_full_power(cols: dict, s) -> np.ndarray:
 def _power(doc: dict, settings: Settings) -> list[dict]:
     from .performance import SWEEP_MODEL, designs_run, on_model
     from .power import PAPER_FIGURE
-    from ._common import paired_ratio
 
     cols = designs_run(settings)
     out = []

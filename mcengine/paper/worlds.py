@@ -10,9 +10,9 @@ paired run of the same trials (the study's seed), so the search sees the claim's
 move smoothly.
 
 The assumptions and their plausible ranges are declared per claim in :data:`CLAIM_WORLDS`,
-each range with its source (docs/sources.md#paper-nearest-world lists them). Claim 6's
-score is the fleet's, whose sizing policy the workload-mix work replaces
-(:data:`SIZING_POLICIES` is the hook); its claim as stated holds in the shipped world.
+each range with its source (docs/sources.md#paper-nearest-world lists them). Claim 6 has
+no search: as stated (less capacity lost to rounding) it holds in the shipped world; its
+sizing policy is a registered one (:data:`mcengine.paper.fleet.SIZING_POLICIES`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.derive import replaced_keys, without
-from ._common import Settings, chain, fab_columns, paired_ratio, scenario, variant
+from ._common import Settings, fab_columns, paired_ratio, scenario, variant
 from .nearest import Assumption, Budget, nearest_worlds
 
 #: The choice of precision: its level -> what it sets (``gpu.peak_tflops`` is scaled,
@@ -92,8 +92,7 @@ def _same(v, shipped) -> bool:
 
 def _pairs(worlds: list[dict], bases: tuple[Scenario, Scenario], shipped: tuple[dict, dict]) -> tuple[list[tuple[Scenario, Scenario]], list[Scenario]]:
     """Per world its (A, B) scenarios, only the moves away from each design's ``shipped``
-    values applied, and
-    the distinct scenarios to run (equal moves share one scenario)."""
+    values applied, and the distinct scenarios to run (equal moves share one scenario)."""
     made: dict = {}
     pairs = []
     for world in worlds:
