@@ -19,6 +19,7 @@ from mcengine.results import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs
 from mcengine.validation.roofline import CALIBRATED_SERVING
+from tests.conftest import FP8_FIT_EFFICIENCIES
 
 DENSITIES = [0.05, 0.1, 0.2, 0.4]
 
@@ -299,7 +300,7 @@ def test_sobol_sees_both_slos_given_as_dist_tables():
 def test_sobol_of_an_infinite_cost_analyses_the_served_share_instead():
     """A TPOT SLO below the Lite design's batch-1 TPOT in some trials: cost per token is +inf
     there, so the indices are those of the served indicator, and the TPOT SLO drives it."""
-    overrides = (*CALIBRATED_SERVING, 'workload.tpot_slo_ms={dist="uniform", low=20, high=70}')
+    overrides = (*CALIBRATED_SERVING, *FP8_FIT_EFFICIENCIES, 'workload.tpot_slo_ms={dist="uniform", low=20, high=70}')
     doc = sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20, overrides=overrides)
     assert doc["output"] == "served" and doc["requested_output"] == "cost_per_mtok_usd" and "infinite" in doc["note"]
     assert 0.0 < doc["output_mean"] < 1.0  # the feasible share
