@@ -403,8 +403,38 @@ def _fit_checks() -> list[Check]:
     return out
 
 
+#: Measured large-message all-reduce bus bandwidth (GB/s) on 8 x H100 SXM, nccl-tests
+#: ``all_reduce_perf -b 2G -e 4G`` (docs/sources.md#roof-collective-measured): ``NCCL_ALGO=RING``
+#: 365-370 at 2-8 GPUs; ``NCCL_ALGO=NVLS`` (NVLink SHARP, reduced in the NVSwitch) 365-370 at 2-4
+#: GPUs, 420 / 440 / 460 / 480 at 5 / 6 / 7 / 8.
+NCCL_H100_BUSBW_GBPS = {"ring": {2: 367.5, 4: 367.5, 8: 367.5}, "nvls": {2: 367.5, 4: 367.5, 8: 480.0}}
+#: Half the 365-370 GB/s spread the measurement gives.
+NCCL_BUSBW_BAND_GBPS = 2.5
+#: The message of those rows: 2 GiB, where the bandwidth term is all that counts.
+BUSBW_MESSAGE_BYTES = 2.0 * 2**30
+_NVLS_MISS = ("-23%: NVLink SHARP reduces inside the NVSwitch, so each GPU moves about M each way instead of 2(t-1)/t M; "
+              "the model's switched algorithms (two-shot here) have no in-switch reduction (docs/sources.md#roof-collective-measured)")
+
+
+def _bandwidth_checks() -> list[Check]:
+    """The model's all-reduce bus bandwidth ``2(t-1)/t M / time`` at a 2 GiB message, shipped
+    modes (450 GB/s x 0.82, alpha 5 us, 1 us per hop), against nccl-tests on 8 x H100: ring
+    against ``NCCL_ALGO=RING``, the fastest switched algorithm ("auto") against NCCL's default
+    NVLS, by ranks."""
+    r = ra.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0)
+    out = []
+    for algorithm, nccl in (("ring", "ring"), ("auto", "nvls")):
+        for t, measured in NCCL_H100_BUSBW_GBPS[nccl].items():
+            seconds = float(ra.hierarchical_allreduce_s(BUSBW_MESSAGE_BYTES, ra.Layout(t, allreduce=algorithm), r))
+            busbw = 2.0 * (t - 1) / t * BUSBW_MESSAGE_BYTES / seconds / 1e9
+            out.append(Check(STAGE, f"{algorithm} all-reduce bus bandwidth vs NCCL {nccl.upper()} H100 t={t}, 2 GiB (GB/s)", measured, busbw,
+                             NCCL_BUSBW_BAND_GBPS, "docs/sources.md#roof-collective-measured", _NVLS_MISS if nccl == "nvls" and t == 8 else "",
+                             basis="measured"))
+    return out
+
+
 def checks() -> list[Check]:
     """The roofline arithmetic against docs/sources.md#roof-llama3-70b-tp8 (exact reproductions), the measured
     all-reduce latencies, and per precision the refit of the shipped efficiency table with every anchor's error at
     the shipped and refitted medians (docs/sources.md#roof-calibration; fit and held-out anchors, known misses)."""
-    return _reference_checks() + _collective_checks() + _fit_checks()
+    return _reference_checks() + _collective_checks() + _bandwidth_checks() + _fit_checks()

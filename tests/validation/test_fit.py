@@ -52,3 +52,15 @@ def test_validate_reports_role_and_refit_error_per_anchor():
         c = checks[f"calibration: {a.name}"]
         assert c.detail.startswith(f"[{a.precision}, {a.role}] error at the refit ")
     assert checks["bf16 memory efficiency median: shipped vs refit on its fit anchors"].passed
+
+
+def test_large_all_reduce_bandwidth_rows_ring_passes_nvls_at_eight_is_the_known_miss():
+    """nccl-tests on 8 x H100 at 2 GiB (docs/sources.md#roof-collective-measured): the model's ring
+    bus bandwidth 450 x 0.82 = 369 GB/s meets NCCL's ring (365-370) at 2-8 ranks; NCCL's NVLS reaches
+    480 at 8 ranks, 23 % above the model's best switched algorithm."""
+    rows = {c.name: c for c in roofline._bandwidth_checks()}
+    assert len(rows) == 6
+    missed = [c for c in rows.values() if not c.passed]
+    assert [c.name for c in missed] == ["auto all-reduce bus bandwidth vs NCCL NVLS H100 t=8, 2 GiB (GB/s)"]
+    assert missed[0].status == "known miss" and round(100 * (missed[0].got / missed[0].expected - 1)) == -23
+    assert missed[0].known_miss.startswith("-23%")
