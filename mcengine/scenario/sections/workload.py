@@ -88,14 +88,15 @@ class EfficiencyTable:
     engine computing in that number format reaches, fitted to that precision's measured
     anchors (docs/sources.md#roof-calibration; ``mcengine validate`` refits them)."""
 
-    compute: Dist = number(0.5, "Achieved share of the peak FLOP/s at this precision (the peak of gpu.peak_tflops).", **_EFF)
-    memory: Dist = number(0.7, "Achieved share of the HBM bandwidth at this precision.", **_EFF)
+    compute: Dist = number(0.59, "Achieved share of the peak FLOP/s (gpu.peak_tflops) at this precision; default: the fit, "
+                                 "bf16 0.59, fp8 0.45 (configs/h100.toml gives the shipped ranges).", **_EFF)
+    memory: Dist = number(0.85, "Achieved share of the HBM bandwidth at this precision; default: the fit, bf16 0.85, fp8 0.62.", **_EFF)
 
 
 #: The medians of the shipped tables (configs/h100.toml gives their ranges; docs/sources.md#roof-calibration):
 #: the fits to each precision's fit anchors.
 DEFAULT_EFFICIENCY = (
-    ("bf16", EfficiencyTable(compute=Fixed(0.59), memory=Fixed(0.85))),
+    ("bf16", EfficiencyTable()),
     ("fp8", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62))),
 )
 
