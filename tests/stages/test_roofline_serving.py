@@ -81,12 +81,13 @@ def test_disaggregated_split_matches_prompt_supply_to_decode_demand():
     assert f * r_p == pytest.approx((1 - f) * r_d, rel=1e-12)
     assert float(e.tokens_per_s_instance[0]) == pytest.approx((1 - f) * r_d * o, rel=1e-12)
     # a prefill pass batches P = 8192 // 2048 = 4 prompts (the token budget binds; their KV
-    # fits and the 2 s TTFT SLO is met); the pass's KV caches add to TTFT:
-    # 4 x S x 327,680 B / 8 GPUs over 450 x 0.82 GB/s + start + hop
+    # fits and the 2 s TTFT SLO is met); the pass's KV caches add to TTFT, sent between two
+    # 8-GPU hosts (8-GPU NVLink domains) over each GPU's NIC:
+    # 4 x S x 327,680 B / 8 GPUs over 50 x 0.82 GB/s + start + one scale-out hop
     assert int(e.prefill_batch[0]) == 4
     median = quantile_inputs(s, 0.5)
-    latency_us = float(median["workload.collective_start_us"][0] + median["workload.hop_latency_us"][0])
-    kv = latency_us * 1e-6 + 4 * 2048 * 327_680 / 8 / (450e9 * 0.82)
+    latency_us = float(median["workload.collective_start_us"][0] + median["workload.scale_out_hop_us"][0])
+    kv = latency_us * 1e-6 + 4 * 2048 * 327_680 / 8 / (50e9 * 0.82)
     assert float(e.kv_transfer_s[0]) == pytest.approx(kv, rel=1e-9)
     assert float(e.ttft_s[0]) == pytest.approx(float(e.ttft.total_s[0]) + kv, rel=1e-12)
     # per trial the share stays the median's and the bottleneck binds

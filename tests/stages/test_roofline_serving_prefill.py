@@ -17,9 +17,11 @@ from mcengine.studies.roofline import roofline_study
 from tests.conftest import FP8_FIT_EFFICIENCIES
 
 #: h100 disaggregated at tensor 8 x pipeline 1 for both kinds of instance (heads sharded,
-#: ring all-reduce, no overlap), no TTFT SLO, the efficiencies the hand numbers were worked at.
+#: ring all-reduce, no overlap), no TTFT SLO, the efficiencies the hand numbers were worked at,
+#: and a 16-GPU scale-up domain that holds a prefill and a decode instance, so the KV caches
+#: ride the scale-up links (gpu.link_gbps) the link-cap cases below vary.
 BASE = ("workload.serving='disaggregated'", "workload.tensor_parallel=8", "workload.ttft_slo_ms='inf'", "workload.attention='tensor'",
-        "workload.allreduce='ring'", "workload.comm_overlap=0", *FP8_FIT_EFFICIENCIES)
+        "workload.allreduce='ring'", "workload.comm_overlap=0", "cluster.scale_up_domain_gpus=16", *FP8_FIT_EFFICIENCIES)
 
 
 def _chosen(*overrides):
