@@ -39,9 +39,10 @@ class EfficiencyFit:
     memory: float
     errors: dict
 
-    def overrides(self) -> tuple[str, ...]:
-        """``--set`` overrides that put the fitted medians in use (the old keys win over the tables)."""
-        return (f"workload.compute_efficiency={self.compute!r}", f"workload.memory_efficiency={self.memory!r}")
+
+def efficiency_overrides(compute: float, memory: float) -> tuple[str, ...]:
+    """``--set`` overrides that put these efficiencies in use (the old keys win over the tables)."""
+    return (f"workload.compute_efficiency={float(compute)!r}", f"workload.memory_efficiency={float(memory)!r}")
 
 
 def shipped_medians(precision: str) -> tuple[float, float]:
@@ -57,10 +58,8 @@ def fit_precision(precision: str, anchors) -> EfficiencyFit:
     fit_on = [a for a in mine if a.role == "fit"]
 
     def residuals(x):
-        extra = (f"workload.compute_efficiency={float(x[0])!r}", f"workload.memory_efficiency={float(x[1])!r}")
-        return np.array([math.log(a.value(extra) / a.measured) for a in fit_on])
+        return np.array([math.log(a.value(efficiency_overrides(*x)) / a.measured) for a in fit_on])
 
-    result = least_squares(residuals, np.array(shipped_medians(precision)), bounds=BOUNDS, diff_step=1e-4, xtol=1e-10)
-    fit = EfficiencyFit(precision, float(result.x[0]), float(result.x[1]), {})
-    errors = {a.name: a.value(fit.overrides()) / a.measured - 1.0 for a in mine}
-    return EfficiencyFit(precision, fit.compute, fit.memory, errors)
+    c, m = least_squares(residuals, np.array(shipped_medians(precision)), bounds=BOUNDS, diff_step=1e-4, xtol=1e-10).x
+    errors = {a.name: a.value(efficiency_overrides(c, m)) / a.measured - 1.0 for a in mine}
+    return EfficiencyFit(precision, float(c), float(m), errors)

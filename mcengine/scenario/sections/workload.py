@@ -6,10 +6,9 @@ table), validated by :class:`~mcengine.scenario.cards.ModelCard`. Sources: ``doc
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
-
-import dataclasses
 
 from ..cards import ModelCard, parse_model
 from ..dists import Dist, Fixed
