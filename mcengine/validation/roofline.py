@@ -12,10 +12,10 @@ from ..analytic import roofline as ra
 from ..errors import Problem
 from ..scenario import load_scenario
 from ..scenario.cards import load_model_card
+from ..scenario.sections.workload import EFFICIENCY_KINDS, PRECISIONS
 from ..stages.roofline import STAGE, at_trial as _at
 from ..studies.roofline import roofline_study
 from ..units import MS_PER_S, US_PER_S
-from ..scenario.sections.workload import EFFICIENCY_KINDS, PRECISIONS
 from . import fit
 from .check import Check
 
@@ -110,7 +110,7 @@ _TRT_V06 = ("TensorRT-LLM v0.6.1 Llama-2-70B, H100 FP8 TP{}, static batch {} (gp
             "{:,} output tok/s per GPU (docs/sources.md#roof-h100-measured row {}; +-10%)")
 
 
-def _trt_v06(batch: int, tp: int, prompt: int, output: int, measured: float) -> tuple[str, ...]:
+def _trt_v06(batch: int, tp: int, prompt: int, output: int) -> tuple[str, ...]:
     """The overrides of a TensorRT-LLM v0.6.1 FP8 static-batch throughput row."""
     return (*_FP8, f"cluster.instance_gpus={tp}", f"workload.tensor_parallel={tp}", "workload.pipeline_parallel=1",
             f"workload.batch={batch}", f"workload.prompt_tokens={prompt}", f"workload.output_tokens={output}",
@@ -189,7 +189,7 @@ CALIBRATION: tuple[Anchor, ...] = (
     ),
     Anchor(
         "TRT-LLM v0.6.1 static tok/s/GPU, batch 96, 2,048 in / 128 out, FP8 TP2",
-        _trt_v06(96, 2, 2048, 128, 306),
+        _trt_v06(96, 2, 2048, 128),
         "tokens_per_s_per_gpu",
         1.0,
         306 * 0.9,
@@ -250,7 +250,7 @@ KNOWN_MISSES: tuple[Anchor, ...] = (
     ),
     Anchor(
         "TRT-LLM v0.6.1 static tok/s/GPU, batch 1,024, 128 in / 128 out, FP8 TP2",
-        _trt_v06(1024, 2, 128, 128, 2657),
+        _trt_v06(1024, 2, 128, 128),
         "tokens_per_s_per_gpu",
         1.0,
         2657 * 0.9,
@@ -262,7 +262,7 @@ KNOWN_MISSES: tuple[Anchor, ...] = (
     ),
     Anchor(
         "TRT-LLM v0.6.1 static tok/s/GPU, batch 480, 128 in / 2,048 out, FP8 TP4",
-        _trt_v06(480, 4, 128, 2048, 1486),
+        _trt_v06(480, 4, 128, 2048),
         "tokens_per_s_per_gpu",
         1.0,
         1486 * 0.9,
@@ -275,7 +275,7 @@ KNOWN_MISSES: tuple[Anchor, ...] = (
     ),
     Anchor(
         "TRT-LLM v0.6.1 static tok/s/GPU, batch 64, 2,048 in / 2,048 out, FP8 TP2",
-        _trt_v06(64, 2, 2048, 2048, 547),
+        _trt_v06(64, 2, 2048, 2048),
         "tokens_per_s_per_gpu",
         1.0,
         547 * 0.9,
