@@ -274,12 +274,14 @@ def test_tables_and_figures(tmp_path, density_sweep, paired_sweep, h100_tornado)
 
 @pytest.mark.slow
 def test_sobol_cost_drivers_of_lite_h100():
-    """A moderate design: the cost per token of Lite-H100 is decided by the efficiencies
-    and the markup; fab inputs and model noise are minor."""
+    """A moderate design: the cost per token of Lite-H100 is decided by the compute efficiency
+    and the markup (ST 0.72 and 0.26 at seed 8); the bf16 memory efficiency, fitted to
+    0.82-0.88, no longer ranks (it led under the FP8 fit's 0.52-0.72); fab inputs and model
+    noise are minor."""
     doc = sensitivity.sobol("lite-h100", trials=128, seed=8, resamples=200)
     ix = doc["indices"]
-    top = list(ix)[:3]
-    assert {"workload.memory_efficiency", "workload.compute_efficiency"} <= set(top)
+    assert set(list(ix)[:2]) == {"workload.compute_efficiency", "econ.gpu_markup"}
+    assert ix["workload.memory_efficiency"]["ST"] < ix["workload.compute_efficiency"]["ST"] / 10
     # "minor" means under 5% of the variance (a threshold of meaning, not a tolerance);
     # the estimate plus 4 of its bootstrap standard errors (ST_conf is z = 1.96 of them)
     # must stay under it, so a noisy estimate cannot pass by luck
