@@ -218,6 +218,17 @@ class PrefillPass:
         return self.ttft.total_s + self.kv_transfer_s
 
 
+def kv_rates(scenario: Scenario, rates: ra.Rates) -> ra.Rates:
+    """The rates a prompt's KV cache moves at from a prefill to a decode instance: the scale-up
+    links when one scale-up domain can hold both instances (``cluster.scale_up_domain_gpus`` at
+    least twice ``cluster.instance_gpus``), else the scale-out network, each GPU its own NIC
+    (:meth:`~mcengine.analytic.roofline.Rates.scale_out`; "auto" = one domain per instance, so the
+    transfer leaves it; docs/sources.md#roof-scale-up-domain)."""
+    c = scenario.cluster
+    d = c.scale_up_domain_gpus
+    return rates if d != "auto" and d >= 2 * c.instance_gpus else rates.scale_out()
+
+
 def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> PrefillPass:
     """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
     ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
@@ -226,19 +237,20 @@ def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> 
     streamed once per pass), so the largest allowed ``P`` is the best."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
+    kv = kv_rates(scenario, rates)
     s, g = w.prompt_tokens, scenario.cluster.instance_gpus
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s, rates.bytes_per_param, rates.kv_bytes)
     limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
     slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
 
     def latency_s(batch):
-        return ra.batch_time_to_first_token(m, layout, batch, s, rates).total_s + sv.kv_transfer_s(m, s, g, rates, batch)
+        return ra.batch_time_to_first_token(m, layout, batch, s, rates).total_s + sv.kv_transfer_s(m, s, g, kv, batch)
 
     if not np.all(np.isinf(slo_s)):
         limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max()))))
     batch = np.maximum(1, limit)
     return PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
-                        np.broadcast_to(sv.kv_transfer_s(m, s, g, rates, batch), (inputs.n,)))
+                        np.broadcast_to(sv.kv_transfer_s(m, s, g, kv, batch), (inputs.n,)))
 
 
 def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode_layout: ra.Layout, inputs: TrialInputs, share=None) -> Disaggregated:
@@ -256,9 +268,9 @@ def disaggregated_of(scenario: Scenario, prefill_layout: ra.Layout, pre: Prefill
     every prefill layout with every decode layout without evaluating either twice)."""
     w = scenario.workload
     s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
-    rates = rates_of(scenario, inputs) if rates is None else rates
-    send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, rates), (inputs.n,))
-    receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, rates), (inputs.n,))
+    kv = kv_rates(scenario, rates_of(scenario, inputs) if rates is None else rates)
+    send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, kv), (inputs.n,))
+    receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (inputs.n,))
     r_p = np.minimum(pre.batch / pre.prefill.total_s, send)
     r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
     f = sv.prefill_share(r_p, r_d) if share is None else np.broadcast_to(np.asarray(share, float), (inputs.n,))

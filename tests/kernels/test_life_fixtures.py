@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import FP8_FIT_EFFICIENCIES
+
 FIXTURE = Path(__file__).parent / "fixtures" / "life_reference.npz"
 SEED = 20261204
 
@@ -30,8 +32,9 @@ CASES = {
     "stockout-mild": (("lite-h100",), ("cluster.spare_gpus=24", "reliability.repair_hours=150"), 12),
     "stockout-h100": (("h100",), ("cluster.spare_gpus=1", "reliability.repair_crews=1", "reliability.repair_hours=300"), 24),
     # the capacity table of the saved run: the static one that workload.plan = "median"
-    # keeps, with the tensor-parallel attention its layouts used
-    "reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", 'workload.plan="median"', 'workload.attention="tensor"'), 8),
+    # keeps, with the tensor-parallel attention its layouts used and the efficiencies of then
+    "reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", 'workload.plan="median"', 'workload.attention="tensor"',
+                                 *FP8_FIT_EFFICIENCIES), 8),
 }
 
 
