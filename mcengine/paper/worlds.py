@@ -25,6 +25,7 @@ import numpy as np
 
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.derive import replaced_keys, without
+from ..scenario.sections.workload import EFFICIENCY_KINDS
 from ._common import Settings, fab_columns, paired_ratio, scenario, variant
 from .nearest import Assumption, Budget, nearest_worlds
 
@@ -37,12 +38,32 @@ PRECISION_KEY = "workload.precision"
 LOCATION = ("low", "high", "mode", "median", "value")
 
 
+#: Efficiency keys whose "auto" is the precision table's value in use.
+EFFICIENCY_KEYS = {f"workload.{kind}_efficiency": kind for kind in EFFICIENCY_KINDS}
+
+
 def _current(s: Scenario, key: str):
-    """The scenario's value at a dotted ``key`` (components by name)."""
+    """The scenario's value at a dotted ``key`` (components by name; an efficiency left
+    "auto" is its precision table's)."""
+    if key in EFFICIENCY_KEYS:
+        return s.workload.efficiency_of(EFFICIENCY_KEYS[key])
     node = s
     for part in key.split("."):
         node = dict(node)[part] if isinstance(node, tuple) else getattr(node, part)
     return node
+
+
+def _raw_law(raw: dict, base: Scenario, key: str):
+    """The raw value at ``key`` of ``base.to_dict()``; an "auto" efficiency reads the law
+    of its precision table, so a moved efficiency keeps that table's spread."""
+    parts = key.split(".")
+    node = raw
+    for part in parts[:-1]:
+        node = node.get(part, {})
+    old = node.get(parts[-1])
+    if key in EFFICIENCY_KEYS and isinstance(old, str):
+        return raw["workload"]["efficiency"][base.workload.precision_in_use()][EFFICIENCY_KEYS[key]]
+    return old
 
 
 def moved(base: Scenario, name: str, moves: dict) -> Scenario:
@@ -56,12 +77,12 @@ def moved(base: Scenario, name: str, moves: dict) -> Scenario:
         moves["gpu.peak_tflops"] = base.gpu.peak_tflops.median() * level["gpu.peak_tflops"]
     raw = base.to_dict()
     for key, value in moves.items():
+        old = _raw_law(raw, base, key)
         raw = without(raw, replaced_keys({key}))
         parts = key.split(".")
         node = raw
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        old = node.get(parts[-1])
         if isinstance(old, dict) and "dist" in old and isinstance(value, (int, float)):
             ratio = float(value) / _median(base, key)
             node[parts[-1]] = {k: (v * ratio if k in LOCATION else v) for k, v in old.items()}
@@ -187,8 +208,8 @@ def _power_assumptions(pair) -> list[Assumption]:
         _num(pair, "B:gpu.link_pj_per_bit", 2.0, 10.0, SRC + "power-link-energy", "Lite link energy (pJ/bit)"),
         _num(pair, "B:econ.pue", 1.05, 1.3, SRC + "econ-power-pue", "Lite facility PUE (lighter cooling)"),
         _num(pair, "B:gpu.idle_w", 10.0, 25.0, SRC + "power-idle", "Lite idle power (median, W)"),
-        _num(pair, "B:workload.memory_efficiency", 0.52, 0.8, SRC + "roof-calibration", "Lite memory efficiency (median)"),
-        _num(pair, "B:workload.compute_efficiency", 0.33, 0.6, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
+        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
     ]
 
 
@@ -196,8 +217,8 @@ def _performance_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:gpu.hbm_tbps", 0.84, 1.68, SRC + "derive-hbm3", "Lite HBM bandwidth (TB/s; 1-2 HBM3 stacks)"),
         _num(pair, "B:gpu.hbm_gb", 20.0, 40.0, SRC + "derive-hbm3", "Lite HBM capacity (GB; 1-2 stacks)"),
-        _num(pair, "B:workload.memory_efficiency", 0.52, 0.8, SRC + "roof-calibration", "Lite memory efficiency (median)"),
-        _num(pair, "B:workload.compute_efficiency", 0.33, 0.6, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
+        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
         _num(pair, "workload.tpot_slo_ms", 20.0, 200.0, SRC + "roof-slo", "TPOT SLO (ms)"),
         _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
         _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),

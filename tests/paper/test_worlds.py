@@ -17,12 +17,12 @@ from ..report.figure_checks import check_figure
 
 def test_a_move_shifts_a_dist_median_and_keeps_its_spread():
     base = scenario("lite-h100-2x")
-    s = worlds.moved(base, "x", {"workload.memory_efficiency": 0.744, "gpu.hbm_tbps": 1.2, "workload.output_tokens": 512})
+    s = worlds.moved(base, "x", {"workload.memory_efficiency": 0.68, "gpu.hbm_tbps": 1.2, "workload.output_tokens": 512})
     eff = s.workload.memory_efficiency
-    # uniform 0.52-0.72 (median 0.62) scaled by 0.744 / 0.62 = 1.2
-    assert (eff.low, eff.high) == pytest.approx((0.52 * 1.2, 0.72 * 1.2)) and eff.median() == pytest.approx(0.744)
+    # "auto": the bf16 table's uniform 0.82-0.88 (median 0.85), scaled by 0.68 / 0.85 = 0.8
+    assert (eff.low, eff.high) == pytest.approx((0.82 * 0.8, 0.88 * 0.8)) and eff.median() == pytest.approx(0.68)
     assert s.gpu.hbm_tbps.median() == 1.2 and s.workload.output_tokens == 512 and s.name == "x"
-    assert base.workload.memory_efficiency.median() == pytest.approx(0.62)  # the base is untouched
+    assert base.workload.memory_efficiency == "auto" and base.workload.efficiency_of("memory").median() == pytest.approx(0.85)
 
 
 def test_fp8_halves_the_bytes_and_doubles_the_peak():
