@@ -100,8 +100,8 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     ttft_ms = ttft_slo_ms(scenario, inputs)
     cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
     b_slo = ra.largest_batch(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap, rates=rates)
-    b_ttft = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, ttft_ms / MS_PER_S,
-                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o)
+    b_ttft = sv.largest_batch_within_ttft(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, ttft_ms / MS_PER_S,
+                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=rates)
     if w.batch == "auto":
         batch = np.maximum(1, b_ttft)
     else:
