@@ -31,6 +31,10 @@ Per trial, with that trial's inputs and the other stages' columns:
   with request classes); per request class (docs/model.md#mix), the cost per million
   tokens were the cluster to serve that class alone (:data:`CLASS_COST_COLUMN`).
 
+Before the roofline stage, :func:`plan_power_weight` hands the per-trial planner what it
+needs to take the least cost per token (docs/model.md#plan): the weight of the dynamic
+energy against the costs every plan of the trial shares.
+
 Vectorised NumPy: a handful of multiplications per trial needs no kernel.
 """
 

@@ -94,7 +94,7 @@ class CandidateTable:
     built: dict = dataclasses.field(default_factory=dict)
 
     def evaluation(self, k: int):
-        """Plan ``k``'s evaluation (its batch at every limit of the planner's search)."""
+        """Plan ``k``'s evaluation over the block (built once, when first asked for)."""
         if k not in self.built:
             self.built[k] = self.builders[k]()
         return self.built[k]
@@ -136,8 +136,9 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
             passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
             rates = rates_of(scenario, inputs)
             pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates)
-            for (s_, b_, f_, t_), decode in zip(pairs, decodes):
-                served.append(s_), busy.append(b_), fits.append(f_), tpot.append(t_)
+            for columns, decode in zip(pairs, decodes):
+                for out, values in zip((served, busy, fits, tpot), columns):
+                    out.append(values)
                 holders.append(_sequences_that_fit(decode))
                 builders += [lambda d=decode, lay=lay, x=x: disaggregated_of(scenario, lay, x, d, inputs, rates=rates) for lay, x in zip(layouts, passes)]
     return CandidateTable(candidates(scenario), np.concatenate(served), np.concatenate(busy), np.concatenate(fits), np.concatenate(tpot), holders, builders)
