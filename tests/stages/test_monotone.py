@@ -30,6 +30,10 @@ SCENARIOS = ("h100", "lite-h100", "lite-h100-2x")
 #: Inputs whose rise can only help the roofline (efficiencies are shares: at most 1).
 BETTER_WHEN_HIGHER = ("workload.compute_efficiency", "workload.memory_efficiency", "workload.link_efficiency", "gpu.hbm_tbps",
                       "gpu.peak_tflops", "gpu.link_gbps", "workload.tpot_slo_ms", "workload.ttft_slo_ms")
+#: Relative rise of the cost per token taken as floating-point rounding (a few hundred
+#: ulps: found by the slow property at a factor of 1 + 2^-52, where every rate moves by
+#: one ulp). The throughput objective's dearer plans raised it by 0.1-0.3 % on h100.
+ROUNDING = 1e-13
 #: Inputs whose rise can only help and that no price reads (``gpu.link_gbps`` prices the optics).
 CHEAPER_WHEN_HIGHER = tuple(k for k in BETTER_WHEN_HIGHER if k != "gpu.link_gbps")
 PRICES = ("econ.power_usd_per_kwh", "econ.gpu_markup", "econ.host_cost_usd", "econ.repair_cost_usd")
@@ -67,7 +71,8 @@ def _cost_never_rises(name: str, key: str, factor: float, seed: int) -> None:
     after = run_block(s, seed, 0, TRIALS, inputs=_moved(inputs, key, factor))
     served = after["slo_met"] > 0
     assert (served >= (before["slo_met"] > 0)).all(), (name, key, factor)  # a trial that served still serves
-    rose = np.flatnonzero(served & (after["cost_per_mtok_usd"] > before["cost_per_mtok_usd"]))
+    # a rise within ROUNDING is floating-point rounding, not a dearer plan
+    rose = np.flatnonzero(served & (after["cost_per_mtok_usd"] > before["cost_per_mtok_usd"] * (1.0 + ROUNDING)))
     assert rose.size == 0, (name, key, factor, seed, rose, after["cost_per_mtok_usd"][rose] / before["cost_per_mtok_usd"][rose])
 
 
