@@ -77,21 +77,37 @@ def candidates(scenario: Scenario) -> tuple[Plan, ...]:
 @dataclass(frozen=True)
 class CandidateTable:
     """Every plan of :func:`candidates` evaluated for a block of ``n`` trials: per plan
-    and trial ((c, n) arrays, rows in :func:`candidates` order) the ``served`` output
-    tokens/s of the instance (``-inf`` where the plan does not fit or misses an SLO,
-    :func:`served_tokens`), the ``busy`` fraction of the power model, ``fits`` and
-    ``tpot_s``; every plan's whole evaluation on demand (:meth:`evaluation`).
+    and trial the ``served`` output tokens/s of the instance (``-inf`` where the plan does
+    not fit or misses an SLO, :func:`served_tokens`), the ``busy`` fraction of the power
+    model, ``fits`` and ``tpot_s``, kept as ``blocks`` of rows ((r, n) arrays of those
+    four, rows in :func:`candidates` order: one per static or continuous layout, one per
+    decode layout's disaggregated pairs); every plan's whole evaluation on demand
+    (:meth:`evaluation`).
     ``holders``: the sequences that fit beside the weights per evaluated layout
     (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
 
     plans: tuple[Plan, ...]
-    served: np.ndarray
-    busy: np.ndarray
-    fits: np.ndarray
-    tpot_s: np.ndarray
+    blocks: list
     holders: list
     builders: list
     built: dict = dataclasses.field(default_factory=dict)
+
+    def stacked(self, field: int) -> np.ndarray:
+        """One of the (c, n) arrays (0 ``served``, 1 ``busy``, 2 ``fits``, 3 ``tpot_s``),
+        from the blocks of rows the table keeps (the choice reads them block by block)."""
+        return np.concatenate([block[field] for block in self.blocks])
+
+    @property
+    def served(self) -> np.ndarray:
+        return self.stacked(0)
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.stacked(2)
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return self.stacked(3)
 
     def evaluation(self, k: int):
         """Plan ``k``'s evaluation over the block (built once, when first asked for)."""
@@ -114,13 +130,10 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
         return np.broadcast_to(x, (n,))
 
     statics = [evaluate(scenario, layout, inputs, within_memory=True) for layout in layouts] if "static" in modes else [None] * len(layouts)
-    served, busy, fits, tpot, holders, builders = [], [], [], [], [], []
+    blocks, holders, builders = [], [], []
 
     def add(e) -> None:
-        served.append(rows(served_tokens(e))[None])
-        busy.append(rows(e.busy_fraction)[None])
-        fits.append(rows(e.fits)[None])
-        tpot.append(rows(e.tpot_s)[None])
+        blocks.append((rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None]))
         holders.append(_sequences_that_fit(e))
         builders.append(lambda e=e: e)
 
@@ -136,12 +149,11 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
             passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
             rates = rates_of(scenario, inputs)
             pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates)
-            for columns, decode in zip(pairs, decodes):
-                for out, values in zip((served, busy, fits, tpot), columns):
-                    out.append(values)
+            blocks += pairs
+            for decode in decodes:
                 holders.append(_sequences_that_fit(decode))
                 builders += [lambda d=decode, lay=lay, x=x: disaggregated_of(scenario, lay, x, d, inputs, rates=rates) for lay, x in zip(layouts, passes)]
-    return CandidateTable(candidates(scenario), np.concatenate(served), np.concatenate(busy), np.concatenate(fits), np.concatenate(tpot), holders, builders)
+    return CandidateTable(candidates(scenario), blocks, holders, builders)
 
 
 def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates) -> list[tuple]:
@@ -179,16 +191,36 @@ def served_tokens(e) -> np.ndarray:
     return np.where(e.fits & e.slo_met, e.tokens_per_s_instance, -np.inf)
 
 
-def objective(table: CandidateTable, power_weight=None) -> np.ndarray:
-    """What the planner maximises per plan and trial ((c, n)): the served tokens/s for
-    ``workload.plan_objective = "throughput"`` (``power_weight`` None), else tokens per
-    dollar up to a factor common to a trial's plans, ``served / (1 + k busy)`` with ``k``
-    the trial's ``power_weight`` (:func:`mcengine.stages.econ.plan_power_weight`: the
-    cost of the GPUs' dynamic power at full load over the plan-independent cost, so that
-    the largest value is the least cost per token). ``-inf`` where a plan does not serve."""
+def objective(served: np.ndarray, busy: np.ndarray, power_weight=None) -> np.ndarray:
+    """What the planner maximises per plan and trial (rows of a :class:`CandidateTable`):
+    the ``served`` tokens/s for ``workload.plan_objective = "throughput"``
+    (``power_weight`` None), else tokens per dollar up to a factor common to a trial's
+    plans, ``served / (1 + k busy)`` with ``k`` the trial's ``power_weight``
+    (:func:`mcengine.stages.econ.plan_power_weight`: the cost of the GPUs' dynamic power
+    at full load over the plan-independent cost, so that the largest value is the least
+    cost per token). ``-inf`` where a plan does not serve."""
     if power_weight is None:
-        return table.served
-    return table.served / (1.0 + np.asarray(power_weight, float) * table.busy)
+        return served
+    return served / (1.0 + np.asarray(power_weight, float) * busy)
+
+
+def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial, the first row with the largest :func:`objective` (``np.argmax`` over
+    every row, NaN first as there) and its served tokens/s, block by block without
+    stacking the table."""
+    trials, offset = np.arange(n), 0
+    best = value = served = None
+    for block in table.blocks:
+        v = objective(block[0], block[1], power_weight)
+        k = np.argmax(v, axis=0)
+        bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
+        if best is None:
+            best, value, served = k + offset, bv, bs
+        else:
+            better = (bv > value) | (np.isnan(bv) & ~np.isnan(value))
+            best, value, served = np.where(better, k + offset, best), np.where(better, bv, value), np.where(better, bs, served)
+        offset += v.shape[0]
+    return best, served
 
 
 @dataclass(frozen=True)
@@ -229,8 +261,8 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
     batch in HBM."""
     table = evaluate_candidates(scenario, inputs) if table is None else table
     plans = table.plans
-    best = np.argmax(objective(table, power_weight), axis=0)
-    feasible = np.isfinite(table.served[best, np.arange(inputs.n)])
+    best, served = _best_rows(table, power_weight, inputs.n)
+    feasible = np.isfinite(served)
     if not feasible.all():
         fits = table.fits
         if not fits.any(axis=0).all():
@@ -294,15 +326,16 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Pla
     with the lowest TPOT) with its evaluation (every batch limit searched in full); None
     for a mode where no plan fits."""
     table = evaluate_candidates(scenario, inputs)
+    served, fits, tpot = table.served[:, 0], table.fits[:, 0], table.tpot_s[:, 0]
     modes = np.array([p.mode for p in table.plans])
     out: dict[str, tuple[Plan, object] | None] = {}
     for mode in serving_modes(scenario):
-        ours = (modes == mode) & table.fits[:, 0]
+        ours = (modes == mode) & fits
         if not ours.any():
             out[mode] = None
             continue
-        serving = ours & np.isfinite(table.served[:, 0])
-        k = int(np.argmax(np.where(serving, table.served[:, 0], -np.inf))) if serving.any() else int(np.argmin(np.where(ours, table.tpot_s[:, 0], np.inf)))
+        serving = ours & np.isfinite(served)
+        k = int(np.argmax(np.where(serving, served, -np.inf))) if serving.any() else int(np.argmin(np.where(ours, tpot, np.inf)))
         out[mode] = (table.plans[k], evaluate_plan(scenario, table.plans[k], inputs))
     return out
 
