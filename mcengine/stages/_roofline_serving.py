@@ -99,9 +99,9 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
     cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
-    b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap)
-    b_ttft = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, ttft_ms / MS_PER_S,
-                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o)
+    b_slo = ra.largest_batch(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap, rates=rates)
+    b_ttft = sv.largest_batch_within_ttft(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, ttft_ms / MS_PER_S,
+                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=rates)
     if w.batch == "auto":
         batch = np.maximum(1, b_ttft)
     else:
@@ -243,11 +243,11 @@ def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> 
     limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
     slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
 
-    def latency_s(batch):
-        return ra.batch_time_to_first_token(m, layout, batch, s, rates).total_s + sv.kv_transfer_s(m, s, g, kv, batch)
+    def latency_s(batch, r):
+        return ra.batch_time_to_first_token(m, layout, batch, s, r).total_s + sv.kv_transfer_s(m, s, g, kv_rates(scenario, r), batch)
 
     if not np.all(np.isinf(slo_s)):
-        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max()))))
+        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max())), rates=rates))
     batch = np.maximum(1, limit)
     return PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
                         np.broadcast_to(sv.kv_transfer_s(m, s, g, kv, batch), (inputs.n,)))
@@ -315,7 +315,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
     layouts = candidate_layouts(scenario)
     decode = _decode_best([evaluate(scenario, layout, median, prefills=False) for layout in layouts])
     w, g = scenario.workload, scenario.cluster.instance_gpus
-    rates = rates_of(scenario, median)
+    kv = kv_rates(scenario, rates_of(scenario, median))
     passes = [(layout, prefill_pass(scenario, layout, median)) for layout in layouts]
     passes = [(layout, x) for layout, x in passes if x.batch_memory[0] >= 1]
     if decode is None or not passes:
@@ -323,7 +323,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
     slo_ms = float(ttft_slo_ms(scenario, median)[0])
 
     def prompts_per_s_per_gpu(layout: ra.Layout, x: PrefillPass) -> float:
-        send = sv.kv_link_prompts_per_s(w.model, w.prompt_tokens, g, x.prefill, rates)
+        send = sv.kv_link_prompts_per_s(w.model, w.prompt_tokens, g, x.prefill, kv)
         return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
 
     within = [(layout, x) for layout, x in passes if float(x.ttft_s[0]) * MS_PER_S <= slo_ms]

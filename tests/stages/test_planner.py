@@ -10,7 +10,8 @@ from mcengine.analytic import roofline as ra
 from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
-from mcengine.stages import planner, roofline
+from mcengine.pipeline import run_block
+from mcengine.stages import econ, planner, roofline
 from mcengine.stages._roofline_layout import allreduce_algorithm, evaluate
 from mcengine.stages._roofline_serving import evaluate_continuous, evaluate_disaggregated
 from tests.conftest import FP8_FIT_EFFICIENCIES
@@ -152,3 +153,42 @@ def test_a_block_no_plan_fits_names_the_key_that_decides_it(override, key, says)
     with pytest.raises(InputError) as err:
         api.roofline("h100", [override])
     assert f"{key}:" in str(err.value) and says in str(err.value)
+
+
+def _brute_force_evaluations(scenario, inputs: TrialInputs) -> list:
+    """Every plan's evaluation by the public evaluators, one plan at a time."""
+    layouts = _every_layout(scenario)
+    return ([evaluate(scenario, lay, inputs) for lay in layouts] + [evaluate_continuous(scenario, lay, inputs) for lay in layouts]
+            + [evaluate_disaggregated(scenario, pre, dec, inputs) for pre in layouts for dec in layouts])
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cost_objective_takes_the_most_tokens_per_dollar_of_a_brute_force_scan(design, seed):
+    """workload.plan_objective = "cost": in every trial the plan served has the largest
+    T / (1 + k u) (T tokens/s, u busy fraction, k the trial's econ weight) of any plan
+    that fits and meets both SLOs, each plan evaluated on its own; the chain serves it."""
+    s = load_scenario(design, (*SMALL, "cluster.instance_gpus=2", 'workload.plan="per_trial"'))
+    inputs = draw_inputs(s, seed, 0, 32)
+    chain = run_block(s, seed, 0, inputs.n, inputs=inputs)
+    k = econ.plan_power_weight(s, inputs, chain)
+    assert (k > 0).all()  # idle power is set: a busier plan costs more energy
+    cols = roofline.throughput(s, inputs, k)
+    best = np.zeros(inputs.n)
+    for e in _brute_force_evaluations(s, inputs):
+        ok = np.broadcast_to(e.fits & e.slo_met, (inputs.n,))
+        value = np.broadcast_to(e.tokens_per_s_instance, (inputs.n,)) / (1.0 + k * np.broadcast_to(e.busy_fraction, (inputs.n,)))
+        best = np.where(ok, np.maximum(best, value), best)
+    assert (cols["tokens_per_s_instance"] / (1.0 + k * cols["busy_fraction"])).tolist() == np.where(cols["slo_met"] > 0, best, 0.0).tolist()
+    assert chain["tokens_per_s_instance"].tolist() == cols["tokens_per_s_instance"].tolist()
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100-2x"])
+def test_cost_objective_never_costs_more_per_token_than_the_throughput_objective(design):
+    s = load_scenario(design)
+    inputs = draw_inputs(s, 5, 0, 256)
+    cost = run_block(s, 5, 0, inputs.n, inputs=inputs)
+    fast = run_block(load_scenario(design, ('workload.plan_objective="throughput"',)), 5, 0, inputs.n, inputs=inputs)
+    assert (cost["cost_per_mtok_usd"] <= fast["cost_per_mtok_usd"]).all()
+    assert (fast["tokens_per_s_instance"] >= cost["tokens_per_s_instance"]).all()
+    assert (cost["cost_per_mtok_usd"] < fast["cost_per_mtok_usd"]).any()  # some trial trades a few tokens/s for less power

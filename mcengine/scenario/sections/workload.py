@@ -148,11 +148,19 @@ class WorkloadSection:
     plan: str = choice(
         "per_trial",
         'When the operator chooses the plan (serving mode x layout x attention x all-reduce, batch within; docs/model.md#plan): '
-        '"per_trial" = in every trial, for that trial\'s inputs and SLOs, the plan with the most output tokens/s of the instance '
+        '"per_trial" = in every trial, for that trial\'s inputs and SLOs, the best plan by workload.plan_objective (least cost per token) '
         '(an operator tunes the plan to the hardware it got); "median" = one plan chosen at the median inputs serves every trial; '
         '"quantile" = one plan chosen at pessimistic inputs (each at workload.plan_quantile on its side that lowers throughput) '
         "serves every trial, a plan provisioned in advance.",
         ("per_trial", "median", "quantile"),
+    )
+    plan_objective: str = choice(
+        "cost",
+        'What the per-trial planner (workload.plan = "per_trial") maximises in each trial (docs/model.md#plan): "cost" = '
+        "tokens per dollar, the least cost per output token (a trial's plans share its capex, repairs and idle power and differ "
+        'in tokens/s and dynamic power), so better hardware never costs more per token; "throughput" = the most output '
+        "tokens/s of the instance, whatever the power it draws.",
+        ("cost", "throughput"),
     )
     plan_quantile: Dist = number(
         0.1, 'With workload.plan = "quantile": the quantile at which every uncertain roofline input is taken, on its pessimistic '
