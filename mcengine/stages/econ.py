@@ -18,7 +18,7 @@ Per trial, with that trial's inputs and the other stages' columns:
   ``gpu.dvfs_scale`` and utilisation the roofline's ``busy_fraction``; idle =
   ``gpu.idle_w``, or the TDP when unset (a GPU that always draws its TDP);
 * energy = active GPUs x power x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
-* repairs = repair events x ``repair_cost_usd``;
+* repairs = (GPU and host repairs, NIC swaps) x ``repair_cost_usd`` + module swaps x ``module_cost_usd``;
 * cluster tokens/s = per-instance output tokens/s x instances x availability: the
   instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
   availability (an instance short of GPUs still serves on a smaller layout);
@@ -105,10 +105,13 @@ def hosts(scenario: Scenario) -> int:
 
 def host_cost_per_slot(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
     """Host cost per GPU slot (USD): ``hosts x econ.host_cost_usd / total GPUs`` when the
-    per-host price is set, else ``econ.host_cost_per_gpu_usd``."""
+    per-host price is set, else ``econ.host_cost_per_gpu_usd``; with host units
+    (``reliability.host_failure = "host"``) the ``cluster.spare_hosts`` of the pool too."""
+    spare = scenario.cluster.spare_hosts if scenario.reliability.host_failure == "host" else 0  # the host pool
     if scenario.econ.host_cost_usd is None:
-        return inputs["econ.host_cost_per_gpu_usd"]
-    return hosts(scenario) * inputs["econ.host_cost_usd"] / scenario.total_gpus
+        per_gpu = inputs["econ.host_cost_per_gpu_usd"]
+        return per_gpu * (1.0 + spare * scenario.cluster.gpus_per_host / scenario.total_gpus) if spare else per_gpu
+    return (hosts(scenario) + spare) * inputs["econ.host_cost_usd"] / scenario.total_gpus
 
 
 def gpu_power_w(scenario: Scenario, inputs: TrialInputs, busy_fraction: np.ndarray, availability: np.ndarray) -> np.ndarray:
@@ -163,7 +166,10 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
     energy_kwh = scenario.active_gpus * power_w / W_PER_KW * inputs["econ.pue"] * horizon_hours
     energy = energy_kwh * inputs["econ.power_usd_per_kwh"]
-    repairs = columns["repairs"] * inputs["econ.repair_cost_usd"]
+    years = inputs["run.horizon_years"]
+    # GPU and host repairs and NIC swaps at repair_cost_usd each; a module swap uses up a module
+    repairs = ((columns["repairs"] + columns["host_repairs"] + columns["nic_swaps_per_year"] * years) * inputs["econ.repair_cost_usd"]
+               + columns["module_swaps_per_year"] * years * inputs["econ.module_cost_usd"])
     total = capex + energy + repairs
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR

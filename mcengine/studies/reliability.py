@@ -21,7 +21,8 @@ from ..units import HOURS_PER_YEAR
 #: Distributions of :func:`lifetime_study` (docs/interface.md first, then extras).
 SUMMARY_METRICS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
-    "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year",
+    "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year", "host_repairs_per_year",
+    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year",
 )
 
 
@@ -238,6 +239,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
             inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
             cols = lifetimes_of([scenario], [inputs], seed)[0]
             cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
+            cols["host_repairs_per_year"] = cols["host_repairs"] / inputs["run.horizon_years"]
             for name, summary in summaries.items():
                 summary.add(cols[name], f"reliability {name}")
             events += int(cols["events"].sum())
