@@ -320,7 +320,7 @@ def _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t):
     r = uniform(st) * s.lam
     cat = -1
     for k in range(_N_CAT):
-        w = (n_g if k < _HOST_FAULT else n_h) * rates[k]
+        w = (n_h if _HOST_FAULT <= k < _GPU_NIC else n_g) * rates[k]
         if w > 0.0:
             cat = k
             if r < w:
