@@ -168,8 +168,10 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     energy = energy_kwh * inputs["econ.power_usd_per_kwh"]
     years = inputs["run.horizon_years"]
     # GPU and host repairs and NIC swaps at repair_cost_usd each; a module swap uses up a module
-    repairs = ((columns["repairs"] + columns["host_repairs"] + columns["nic_swaps_per_year"] * years) * inputs["econ.repair_cost_usd"]
-               + columns["module_swaps_per_year"] * years * inputs["econ.module_cost_usd"])
+    # (a reliability column not given, as in a hand-built block: none of those events)
+    host_repairs, nic_swaps, module_swaps = (columns.get(k, 0.0) for k in ("host_repairs", "nic_swaps_per_year", "module_swaps_per_year"))
+    repairs = ((columns["repairs"] + host_repairs + nic_swaps * years) * inputs["econ.repair_cost_usd"]
+               + module_swaps * years * inputs["econ.module_cost_usd"])
     total = capex + energy + repairs
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR

@@ -66,28 +66,39 @@ def analytic_reference(scenario: Scenario) -> dict:
 
     key = "reliability.components"
     # (classes with replace_unit = "module" are swapped in place, not failures of a unit: left out)
-    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.replace_unit != "module") / HOURS_PER_YEAR
-    gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
+    # (classes counted per host or NIC are the host's and the NICs', docs/model.md#per-unit)
+    per_gpu = [(name, comp) for name, comp in r.components if comp.per == "gpu"]
+    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in per_gpu if comp.replace_unit != "module") / HOURS_PER_YEAR
+    gpu_transient = (sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in per_gpu)
+                     + sum(comp.count * at(f"{key}.{name}.transient_afr") / c.gpus_per_nic
+                           for name, comp in r.components if comp.per == "nic")) / HOURS_PER_YEAR
+    nic_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.per == "nic") / c.gpus_per_nic / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
-    host_rate = at("reliability.host_afr") / HOURS_PER_YEAR
+    host_rate = (at("reliability.host_afr")
+                 + sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.per == "host")) / HOURS_PER_YEAR
+    host_transient = (at("reliability.host_transient_afr")
+                      + sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components if comp.per == "host"))
+    host_units = r.host_failure == "host"
 
     def reference(gpu_perm_rate: float) -> dict:
         return analytic.cluster_reference(
             c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm_rate, gpu_transient,
-            host_rate, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
+            host_rate, host_transient / HOURS_PER_YEAR,
             law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
-            c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
+            c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews),
+            host_units, at("reliability.host_swap_hours") if host_units else 0.0, nic_perm, at("reliability.nic_swap_hours"))
 
     ref = reference(gpu_perm)
     ref["mean_repair_hours"] = law_mean("repair_hours")
     ref["mean_restart_hours"] = law_mean("restart_hours")
-    ref.update(_instance_availability(scenario, at, ref, repair_parts, gpu_perm + host_rate, gpu_transient))
+    renews_gpus = 0.0 if host_units else host_rate  # (host units: a host failure renews no GPU)
+    ref.update(_instance_availability(scenario, at, ref, repair_parts, gpu_perm + renews_gpus, gpu_transient))
     ref.update(_horizon_reference(scenario, at, ref["failures_per_year"]))
     over = ref.get("failures_per_year_over_horizon")
     if over is not None and at("reliability.host_weibull_shape") == 1.0:
         # the same references with each GPU's horizon-average permanent rate in place of the
         # long-run one (a slot's renewals less the Poisson host failures that renew it)
-        horizon = reference(max(0.0, over / HOURS_PER_YEAR / scenario.active_gpus - host_rate))
+        horizon = reference(max(0.0, over / HOURS_PER_YEAR / scenario.active_gpus - renews_gpus))
         ref["interruptions_per_year_over_horizon"] = horizon["interruptions_per_year"]
         ref["availability_no_stockout_over_horizon"] = horizon["availability_no_stockout"]
     return ref
