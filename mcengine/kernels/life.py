@@ -43,6 +43,19 @@ Model (docs/model.md#reliability; every time in hours, rates per hour)
   Weibull lives), renewed at each module swap and GPU install; a module failure takes
   the GPU's instance down (reshard: the GPU lost) for ``P_MODULE_SWAP_HOURS`` in place,
   no pool unit, no repair.
+* **Host units** (``reliability.host_failure = "host"``, docs/model.md#host-units): a
+  permanent host failure takes the host out, not its GPUs: its instances go down, the
+  host goes to repair (no crew; a list of completion times, ``ws.hrq``), and a pool host
+  (``spare_hosts``) takes its place after ``P_HOST_SWAP_HOURS`` (the host's ``at_h`` in
+  the future: candidates on it are rejected meanwhile), or, with none, the host waits
+  (``at_h = inf``, FIFO ``ws.hwq``, its instances' ``hwait_i``) for the next host repair to
+  complete (an event then, :data:`_EV_HOST_REPAIR`). Its GPUs stay, age on, and neither
+  fail with it nor draw on the GPU pool (:func:`_host_unit_fails`).
+* **NICs** (classes with ``per = "nic"``, docs/model.md#per-unit): a NIC's permanent
+  failures are a superposed category at ``P_LAM_NIC_PERM`` per GPU position (its rate over
+  its ``gpus_per_nic`` GPUs, all in one instance): the NIC is swapped in place in
+  ``P_NIC_SWAP_HOURS``, its instance down meanwhile (:func:`_nic_fails`). Its transient
+  faults are the GPU positions' (the stage adds rate / ``gpus_per_nic`` to each).
 * At ``t = 0`` every slot is filled with a new unit and every instance is up; the run
   stops at the horizon.
 

@@ -118,3 +118,23 @@ def test_per_host_classes_are_host_failures_and_faults():
     assert_mc(total, hosts * (own + extra))
     assert_mc(c["failures_by_class.psu.faults_per_year"], hosts * extra)
     assert_mc(c["interruptions_per_year"], hosts * (own + extra))
+
+
+def test_bad_combinations_name_the_key():
+    """A NIC that would span instances, a host unit where the host is the replaced unit
+    already, a class per host with a wear-out law: refused, each naming its key."""
+    import pytest
+
+    from mcengine.errors import InputError
+    from mcengine.scenario import load_scenario
+
+    cases = {
+        "cluster.gpus_per_nic": ["cluster.gpus_per_nic=3"],
+        "reliability.host_failure": ['reliability.replace_unit="host"'],
+        "reliability.components.die.weibull_shape": ['reliability.components.die.per="host"', "reliability.components.die.weibull_shape=2.0"],
+        "reliability.components.laser.per": ['reliability.components.laser.per="nic"'],
+    }
+    for key, overrides in cases.items():
+        with pytest.raises(InputError) as err:
+            load_scenario("lite-h100" if "laser" in key else "h100", overrides)
+        assert key in str(err.value), (key, str(err.value))
