@@ -190,9 +190,6 @@ def cluster_problems(c, r) -> list[Problem]:
             out.append(Problem("cluster.gpus_per_nic", c.gpus_per_nic,
                                f"allowed: a divisor of cluster.instance_gpus = {c.instance_gpus} when a class is per NIC "
                                f"({key}.per): a NIC serves GPUs of one instance"))
-    if r.host_failure == "host" and r.replace_unit == "host":
-        out.append(Problem("reliability.host_failure", r.host_failure,
-                           "allowed: \"gpus\" when reliability.replace_unit = 'host' (the host is the replaced unit already)"))
     names = [name for name, _ in r.components]
     if len(set(names)) != len(names):
         out.append(Problem("reliability.components", names, "allowed: each component name once"))

@@ -107,7 +107,8 @@ def host_cost_per_slot(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
     """Host cost per GPU slot (USD): ``hosts x econ.host_cost_usd / total GPUs`` when the
     per-host price is set, else ``econ.host_cost_per_gpu_usd``; with host units
     (``reliability.host_failure = "host"``) the ``cluster.spare_hosts`` of the pool too."""
-    spare = scenario.cluster.spare_hosts if scenario.reliability.host_failure == "host" else 0  # the host pool
+    r = scenario.reliability
+    spare = scenario.cluster.spare_hosts if r.host_failure == "host" and r.replace_unit != "host" else 0  # the host pool
     if scenario.econ.host_cost_usd is None:
         per_gpu = inputs["econ.host_cost_per_gpu_usd"]
         return per_gpu * (1.0 + spare * scenario.cluster.gpus_per_host / scenario.total_gpus) if spare else per_gpu

@@ -199,7 +199,7 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
                                        + sum(f for f, _ in host_classes) / HOURS_PER_YEAR)
     params[:, life.P_LAM_NIC_PERM] = sum(f for per, f, _ in per_unit.values() if per == "nic") / c.gpus_per_nic / HOURS_PER_YEAR
     params[:, life.P_NIC_SWAP_HOURS] = inputs["reliability.nic_swap_hours"]
-    host_units = r.host_failure == "host"
+    host_units = r.host_failure == "host" and r.replace_unit != "host"  # (host mode: the host is the unit already)
     params[:, life.P_HOST_SWAP_HOURS] = inputs["reliability.host_swap_hours"] if host_units else 0.0
     params[:, life.P_HOST_SHAPE] = host_shape
     with np.errstate(divide="ignore"):

@@ -78,7 +78,7 @@ def analytic_reference(scenario: Scenario) -> dict:
                  + sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.per == "host")) / HOURS_PER_YEAR
     host_transient = (at("reliability.host_transient_afr")
                       + sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components if comp.per == "host"))
-    host_units = r.host_failure == "host"
+    host_units = r.host_failure == "host" and not host_mode
 
     def reference(gpu_perm_rate: float) -> dict:
         return analytic.cluster_reference(
@@ -181,7 +181,8 @@ def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float
 
 
 def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, float]], dict]:
-    """One GPU position's life at the median inputs, a host failure included (gpu mode).
+    """One GPU position's life at the median inputs, a host failure included (gpu mode;
+    with host units a host failure renews no GPU, and classes per host or NIC are not the GPU's).
 
     Returns the exponential rate per hour (shape-1 classes and an exponential host law),
     the finite Weibull groups ``[(shape, scale hours), ...]`` (a class of ``count``
@@ -195,7 +196,7 @@ def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, fl
     exp_rate, groups, classes = 0.0, [], {}
     for name, comp in r.components:
         law_key = comp.law_key()
-        if law_key is None or comp.replace_unit == "module":
+        if law_key is None or comp.replace_unit == "module" or comp.per != "gpu":
             continue
         key = f"reliability.components.{name}"
         shape = at(f"{key}.weibull_shape")
@@ -212,6 +213,8 @@ def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, fl
             "first_order_failures_per_year_over_horizon": active * float(-math.expm1(-comp.count * (horizon * rate) ** shape)) / years,
         }
     host_afr, host_shape = at("reliability.host_afr"), at("reliability.host_weibull_shape")
+    if r.host_failure == "host" and r.replace_unit != "host":
+        host_afr = 0.0
     if host_shape == 1.0:
         exp_rate += host_afr / HOURS_PER_YEAR
     elif host_afr > 0.0:

@@ -121,8 +121,8 @@ def test_per_host_classes_are_host_failures_and_faults():
 
 
 def test_bad_combinations_name_the_key():
-    """A NIC that would span instances, a host unit where the host is the replaced unit
-    already, a class per host with a wear-out law: refused, each naming its key."""
+    """A NIC that would span instances, a class per host with a wear-out law, a module per
+    NIC: refused, each naming its key."""
     import pytest
 
     from mcengine.errors import InputError
@@ -130,7 +130,6 @@ def test_bad_combinations_name_the_key():
 
     cases = {
         "cluster.gpus_per_nic": ["cluster.gpus_per_nic=3"],
-        "reliability.host_failure": ['reliability.replace_unit="host"'],
         "reliability.components.die.weibull_shape": ['reliability.components.die.per="host"', "reliability.components.die.weibull_shape=2.0"],
         "reliability.components.laser.per": ['reliability.components.laser.per="nic"'],
     }

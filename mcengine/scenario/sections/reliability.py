@@ -237,7 +237,8 @@ class ReliabilitySection:
     host_failure: str = choice("gpus", "What a permanent host failure does: \"gpus\" (each of its GPUs is swapped from the GPU pool and "
                                        "repaired, the host renewed) or \"host\": the host is the unit (replaced from cluster.spare_hosts in "
                                        "host_swap_hours, or it waits for a host repair; the failed host repaired in repair_hours), its GPUs "
-                                       "stay in place, neither repaired nor replaced (docs/model.md#host-units).", ("gpus", "host"))
+                                       "stay in place, neither repaired nor replaced (docs/model.md#host-units). With replace_unit = \"host\" the host "
+                                       "is the replaced unit already: both read the same.", ("gpus", "host"))
     host_swap_hours: Dist = number(2.0, "Time to put a spare host in a failed host's place (reliability.host_failure = \"host\"): a "
                                         "technician moves the GPU baseboard or trays to a spare chassis, as a GPU swap, 2-4 h "
                                         "(docs/sources.md#rel-technician-swap).", "hours", **_DURATION)
