@@ -31,7 +31,7 @@ from mcengine.rng import STREAM_WORDS
 #: per host) and of a NIC swap's end (``n0``, one per NIC).
 Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", "host_mode", "hosts",
                                  "instances", "slots", "spares", "crews", "gpus_per_unit", "clock_ids", "reshard",
-                                 "modules", "m0", "host_units", "spare_hosts", "gpus_per_nic", "h0", "n0"])
+                                 "modules", "m0", "host_units", "spare_hosts", "gpus_per_nic", "h0", "n0", "nics"])
 
 #: A block's workspace (:func:`_workspace`), reused by its lifetimes; each lifetime
 #: overwrites what it reads (``hpos`` is all -1 between lifetimes).
@@ -117,13 +117,13 @@ _N_VAR_I = 2
 # GPUs without an installed unit; rs_f[_RS_SEEN, i] served time counted up to there,
 # rs_f[_RS_FROM, i] when its current smaller layout starts serving
 _RS_SEEN, _RS_FROM = 0, 1
-# ---- superposed categories: rates[c] per listed position (c < 3, and _GPU_NIC: a NIC's
-# permanent failures spread over its GPU positions) or host (3 <= c < 6)
-_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR, _GPU_NIC = range(7)
-_N_CAT = 7
+# ---- superposed categories: rates[c] per listed position (c < 3) or host (3 <= c < 6); the
+# NICs' (c >= 6: permanent failures, transient faults) for all NICs at once (always in place)
+_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR, _NIC_FAIL, _NIC_FAULT = range(8)
+_N_CAT = 8
 # ---- events by class: by_class[k] (then _K_WEAR + g per GPU Weibull group g)
-_K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_NIC_FAIL, _K_WEAR = range(6)
-_N_BY_CLASS = 5
+_K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR = range(7)
+_N_BY_CLASS = 6
 # ---- what the next event is (_next_event)
 _EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON, _EV_HOST_REPAIR = range(5)
 
@@ -141,10 +141,11 @@ def _positions(x, host_mode, gph, n_pos):
 
 @kernel
 def _total_rate(rates, n_g, n_h):
-    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts."""
+    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts (and of
+    every NIC: ``rates[_NIC_*]`` hold the NICs' totals)."""
     lam = 0.0
     for c in range(_N_CAT):
-        lam += (n_h if _HOST_FAULT <= c < _GPU_NIC else n_g) * rates[c]
+        lam += (n_g if c < _HOST_FAULT else n_h if c < _NIC_FAIL else 1) * rates[c]
     return lam
 
 
@@ -320,11 +321,13 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
     m0 = active_gpus + hosts + (slots if reshard else 0)
     h0 = m0 + (active_gpus * (2 if reshard else 1) if modules else 0)
     n0 = h0 + (hosts if reshard and host_units else 0)
-    ids = n0 + ((active_gpus + gpus_per_nic - 1) // gpus_per_nic if reshard and nic_swaps else 0)
+    nics = (active_gpus + gpus_per_nic - 1) // gpus_per_nic
+    ids = n0 + (nics if reshard and nic_swaps else 0)
     crews = min(crews, slots + spare_units)  # never more repairs than units
     per_unit = gpus_per_host if host_mode else 1
     return Cluster(active_gpus, instance_gpus, gpus_per_host, host_mode, hosts, active_gpus // instance_gpus, slots,
-                   spare_units, crews, per_unit, ids, reshard, modules, m0, host_units, spare_hosts, gpus_per_nic, h0, n0)
+                   spare_units, crews, per_unit, ids, reshard, modules, m0, host_units, spare_hosts, gpus_per_nic, h0, n0,
+                   nics)
 
 
 @kernel

@@ -51,11 +51,12 @@ Model (docs/model.md#reliability; every time in hours, rates per hour)
   (``at_h = inf``, FIFO ``ws.hwq``, its instances' ``hwait_i``) for the next host repair to
   complete (an event then, :data:`_EV_HOST_REPAIR`). Its GPUs stay, age on, and neither
   fail with it nor draw on the GPU pool (:func:`_host_unit_fails`).
-* **NICs** (classes with ``per = "nic"``, docs/model.md#per-unit): a NIC's permanent
-  failures are a superposed category at ``P_LAM_NIC_PERM`` per GPU position (its rate over
-  its ``gpus_per_nic`` GPUs, all in one instance): the NIC is swapped in place in
-  ``P_NIC_SWAP_HOURS``, its instance down meanwhile (:func:`_nic_fails`). Its transient
-  faults are the GPU positions' (the stage adds rate / ``gpus_per_nic`` to each).
+* **NICs** (classes with ``per = "nic"``, docs/model.md#per-unit): NIC ``k`` serves GPU
+  positions ``k * gpus_per_nic ..`` (possibly of several instances) and is always in
+  place. Its permanent failures (``P_LAM_NIC_PERM``) and transient faults
+  (``P_LAM_NIC_FAULT``) are two superposed categories over all NICs: a fault restarts
+  the NIC's instances; a failure swaps the NIC in place in ``P_NIC_SWAP_HOURS``, its
+  instances down meanwhile (:func:`_nic_fails`).
 * At ``t = 0`` every slot is filled with a new unit and every instance is up; the run
   stops at the horizon.
 
@@ -168,7 +169,8 @@ from mcengine.jit import event_kernel, inline_kernel, parallel_kernel
 from mcengine.kernels._heap import heap_remove, times_pop
 from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_HOST_REPAIR, _EV_REPAIR,
-    _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_NIC, _GPU_WEAR,
+    _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
+    _GPU_WEAR, _NIC_FAIL, _NIC_FAULT,
     _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
     _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
 )
@@ -185,7 +187,7 @@ from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
     "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "P_MODULE_SWAP_HOURS", "P_HOST_SWAP_HOURS",
-    "P_LAM_NIC_PERM", "P_NIC_SWAP_HOURS", "N_PARAMS", "OUT_HOST_STOCKOUT_HOURS", "OUT_HOST_REPAIRS", "OUT_HOST_SWAPS",
+    "P_LAM_NIC_PERM", "P_NIC_SWAP_HOURS", "P_LAM_NIC_FAULT", "N_PARAMS", "OUT_NIC_FAULTS", "OUT_HOST_STOCKOUT_HOURS", "OUT_HOST_REPAIRS", "OUT_HOST_SWAPS",
     "OUT_NIC_SWAPS", "OUT_NIC_FAILURES",
     "WB_SHAPE", "WB_SCALE", "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
@@ -205,9 +207,10 @@ P_HORIZON_HOURS = 6
 P_RESHARD_HOURS = 7  # cluster.on_failure = "reshard": the zero-output time of a re-layout
 P_MODULE_SWAP_HOURS = 8  # time to swap a failed field-replaceable module in place
 P_HOST_SWAP_HOURS = 9  # host units: time to put a pool host in a failed host's place
-P_LAM_NIC_PERM = 10  # permanent NIC failures per GPU-hour (a NIC's rate over its GPUs), swapped in place
+P_LAM_NIC_PERM = 10  # permanent failures per NIC-hour, each NIC swapped in place
 P_NIC_SWAP_HOURS = 11  # time to swap a failed NIC (or its cable, transceiver, switch port) in place
-N_PARAMS = 12
+P_LAM_NIC_FAULT = 12  # transient faults per NIC-hour (restart the NIC's instances)
+N_PARAMS = 13
 # ---- outputs: out_f[i, :] and out_i[i, :]
 OUT_AVAILABILITY = 0  # time-averaged fraction of instances up
 OUT_STOCKOUT_HOURS = 1  # instance-hours with a slot waiting for a unit
@@ -232,6 +235,7 @@ OUT_GPU_EXP_FAILURES = N_OUT_I + _K_GPU_EXP  # permanent GPU failures of the exp
 OUT_HOST_FAULTS = N_OUT_I + _K_HOST_FAULT  # transient host faults
 OUT_HOST_FAILURES = N_OUT_I + _K_HOST_FAIL  # permanent host failures (hosts, not their GPUs)
 OUT_NIC_FAILURES = N_OUT_I + _K_NIC_FAIL  # permanent NIC failures (each a NIC swap)
+OUT_NIC_FAULTS = N_OUT_I + _K_NIC_FAULT  # transient NIC faults
 OUT_WEAR_FAILURES = N_OUT_I + _K_WEAR  # permanent GPU failures of Weibull group g: column OUT_WEAR_FAILURES + g
 
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
@@ -333,16 +337,22 @@ def _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t):
     r = uniform(st) * s.lam
     cat = -1
     for k in range(_N_CAT):
-        w = (n_h if _HOST_FAULT <= k < _GPU_NIC else n_g) * rates[k]
+        w = (n_g if k < _HOST_FAULT else n_h if k < _NIC_FAIL else 1) * rates[k]
         if w > 0.0:
             cat = k
             if r < w:
                 break
             r -= w
-    if cat == _GPU_NIC:
+    if cat >= _NIC_FAIL:  # one of the NICs, uniformly: GPU positions first .. end - 1
         s.events += 1
-        ws.by_class[_K_NIC_FAIL] += 1
-        _nic_fails(ws, s, c, lf, laws, ws.occ_g[0, min(int(r / rates[cat]), n_g - 1)], t)
+        nic = min(int(r / rates[cat] * c.nics), c.nics - 1)
+        first, end = nic * c.gpus_per_nic, min(nic * c.gpus_per_nic + c.gpus_per_nic, c.positions)
+        if cat == _NIC_FAULT:
+            ws.by_class[_K_NIC_FAULT] += 1
+            s.fi0, s.fi1 = ws.inst_of[first], ws.inst_of[end - 1]
+        else:
+            ws.by_class[_K_NIC_FAIL] += 1
+            _nic_fails(ws, s, c, lf, laws, nic, first, end, t)
     elif cat < _HOST_FAULT:
         p = ws.occ_g[0, min(int(r / rates[cat]), n_g - 1)]
         live = ws.at_g[lf.lead, p] <= t  # else a swap is in progress: no GPU there yet
@@ -446,25 +456,26 @@ def _module_fails(ws, s, c, lf, laws, p, t):
 
 
 @event_kernel
-def _nic_fails(ws, s, c, lf, laws, p, t):
-    """The NIC serving GPU position ``p`` fails at ``t`` (a ``per = "nic"`` class): it is
-    swapped in place in ``nic_swap_hours`` (no pool unit, no GPU repair), its instance down
-    meanwhile and restarted after (reshard: the NIC's GPUs lost until the swap ends, a
-    timer per NIC; a NIC that fails again while in its swap loses no more GPUs)."""
-    i = ws.inst_of[p]
+def _nic_fails(ws, s, c, lf, laws, nic, first, end, t):
+    """NIC ``nic`` (GPU positions ``first .. end - 1``) fails at ``t`` (a ``per = "nic"``
+    class): it is swapped in place in ``nic_swap_hours`` (no pool unit, no GPU repair), its
+    instances down meanwhile and restarted after (reshard: the NIC's GPUs lost until the
+    swap ends, a timer per NIC; a NIC that fails again while in its swap loses no more GPUs)."""
     s.nic_swaps += 1
     t_back = t + lf.nic_swap_hours
-    for k in range(s.nv):
-        v = ws.vids[k]
-        _settle(ws, laws, v, i, t)
-        _interrupt(ws, v, i, t, False)
-        ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_back)
-        ws.inst_i[v, _PENDING, i] = 1
+    ident = c.n0 + nic
+    lost = lf.reshard and ws.hpos[ident] < 0
+    for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+        for k in range(s.nv):
+            v = ws.vids[k]
+            _settle(ws, laws, v, i, t)
+            _interrupt(ws, v, i, t, False)
+            ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_back)
+            ws.inst_i[v, _PENDING, i] = 1
+        if lf.reshard:
+            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus) if lost else 0, lf.relayout_hours)
     if lf.reshard:
-        ident = c.n0 + p // c.gpus_per_nic
-        lost = c.gpus_per_nic if ws.hpos[ident] < 0 else 0
-        s.served += _reshard(ws, i, t, lost, lf.relayout_hours)
-        if lost > 0 or t_back <= lf.horizon:
+        if lost or t_back <= lf.horizon:
             s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, ident, t_back, lf.horizon)
         else:  # (a swap past the horizon: the GPUs stay lost)
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
@@ -475,10 +486,9 @@ def _swap_ends(ws, s, c, lf, ident, t):
     """Reshard: the swap timer ``ident`` fires at ``t``: a host swap's end (``h0 + host``)
     or a NIC swap's end (``n0 + nic``) gives the GPUs back to their instances."""
     if ident >= c.n0:
-        p = (ident - c.n0) * c.gpus_per_nic
-        s.served += _reshard(ws, ws.inst_of[p], t, -c.gpus_per_nic, lf.relayout_hours)
-        return
-    first, end = _positions(ident - c.h0, True, c.gpus_per_host, c.positions)
+        first, end = _positions(ident - c.n0, True, c.gpus_per_nic, c.positions)
+    else:
+        first, end = _positions(ident - c.h0, True, c.gpus_per_host, c.positions)
     for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
         s.served += _reshard(ws, i, t, -_overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
 
@@ -932,7 +942,8 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     rates, wear = ws.rates, ws.wear
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
     rates[_HOST_FAULT], rates[_HOST_EXP] = par[P_LAM_TRANSIENT_HOST], par[P_LAM_PERM_HOST]
-    rates[_GPU_WEAR], rates[_HOST_WEAR], rates[_GPU_NIC] = 0.0, 0.0, par[P_LAM_NIC_PERM]
+    rates[_GPU_WEAR], rates[_HOST_WEAR] = 0.0, 0.0
+    rates[_NIC_FAIL], rates[_NIC_FAULT] = c.nics * par[P_LAM_NIC_PERM], c.nics * par[P_LAM_NIC_FAULT]
     clocked_g = False
     for g in range(n_wb):  # wear-out laws thinned at their hazard at the horizon
         wear[g] = 0.0
@@ -1128,8 +1139,9 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     spare_hosts : int
         Pool hosts at the start (host units).
     gpus_per_nic : int
-        GPU positions one NIC serves (consecutive, within one instance): a permanent NIC
-        failure (``params[i, P_LAM_NIC_PERM]`` per GPU-hour) is swapped in place.
+        GPU positions one NIC serves (consecutive; they may span instances): a permanent NIC
+        failure (``params[i, P_LAM_NIC_PERM]`` per NIC-hour) is swapped in place, a
+        transient fault (``P_LAM_NIC_FAULT``) restarts the NIC's instances.
 
     Returns
     -------

@@ -186,10 +186,6 @@ def cluster_problems(c, r) -> list[Problem]:
                                f"allowed: 1 when per = {comp.per!r} (a class counted per host or NIC is exponential)"))
         if comp.per != "gpu" and comp.replace_unit == "module":
             out.append(Problem(f"{key}.per", comp.per, "allowed: \"gpu\" for a field-replaceable module (replace_unit = \"module\")"))
-        if comp.per == "nic" and c.instance_gpus % c.gpus_per_nic:
-            out.append(Problem("cluster.gpus_per_nic", c.gpus_per_nic,
-                               f"allowed: a divisor of cluster.instance_gpus = {c.instance_gpus} when a class is per NIC "
-                               f"({key}.per): a NIC serves GPUs of one instance"))
     names = [name for name, _ in r.components]
     if len(set(names)) != len(names):
         out.append(Problem("reliability.components", names, "allowed: each component name once"))

@@ -173,11 +173,9 @@ def _unit_rates(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[str,
 
 
 def _transient_per_gpu(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
-    """Transient faults per GPU-year of each class counted per GPU or per NIC (a NIC's rate
-    over its ``cluster.gpus_per_nic`` GPUs: a fault at any of them restarts the same instance)."""
-    gpn = scenario.cluster.gpus_per_nic
-    return {name: comp.count * inputs[f"reliability.components.{name}.transient_afr"] / (gpn if comp.per == "nic" else 1)
-            for name, comp in scenario.reliability.components if comp.per != "host"}
+    """Transient faults per GPU-year of each class counted per GPU."""
+    return {name: comp.count * inputs[f"reliability.components.{name}.transient_afr"]
+            for name, comp in scenario.reliability.components if comp.per == "gpu"}
 
 
 def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
@@ -197,7 +195,8 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     host_exp = host_shape == 1.0
     params[:, life.P_LAM_PERM_HOST] = (np.where(host_exp, host_afr / HOURS_PER_YEAR, 0.0)
                                        + sum(f for f, _ in host_classes) / HOURS_PER_YEAR)
-    params[:, life.P_LAM_NIC_PERM] = sum(f for per, f, _ in per_unit.values() if per == "nic") / c.gpus_per_nic / HOURS_PER_YEAR
+    params[:, life.P_LAM_NIC_PERM] = sum(f for per, f, _ in per_unit.values() if per == "nic") / HOURS_PER_YEAR
+    params[:, life.P_LAM_NIC_FAULT] = sum(t for per, _, t in per_unit.values() if per == "nic") / HOURS_PER_YEAR
     params[:, life.P_NIC_SWAP_HOURS] = inputs["reliability.nic_swap_hours"]
     host_units = r.host_failure == "host" and r.replace_unit != "host"  # (host mode: the host is the unit already)
     params[:, life.P_HOST_SWAP_HOURS] = inputs["reliability.host_swap_hours"] if host_units else 0.0
@@ -319,7 +318,7 @@ def _by_class(scenario: Scenario, inputs: TrialInputs, out_i: np.ndarray) -> dic
     _, _, _, shares = _weibull_groups(scenario, inputs)
     rows = np.arange(inputs.n)
     comps = [(name, comp) for name, comp in scenario.reliability.components if comp.per == "gpu"]
-    transient = _transient_per_gpu(scenario, inputs)  # (classes per NIC fault at their GPUs' instances too)
+    transient = _transient_per_gpu(scenario, inputs)
     total_transient = sum(transient.values()) if transient else 0.0
     out: dict[str, np.ndarray] = {}
 
@@ -337,14 +336,14 @@ def _by_class(scenario: Scenario, inputs: TrialInputs, out_i: np.ndarray) -> dic
     host_perm = inputs["reliability.host_afr"] + sum(f for per, f, _ in per_unit.values() if per == "host")
     host_transient = inputs["reliability.host_transient_afr"] + sum(t for per, _, t in per_unit.values() if per == "host")
     nic_perm = sum(f for per, f, _ in per_unit.values() if per == "nic")
+    nic_transient = sum(t for per, _, t in per_unit.values() if per == "nic")
     for name, (per, perm, trans) in per_unit.items():
         if per == "host":
             out[class_column(name, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] * share_of(perm, host_perm) / years
             out[class_column(name, "faults_per_year")] = out_i[:, life.OUT_HOST_FAULTS] * share_of(trans, host_transient) / years
         else:
             out[class_column(name, "failures_per_year")] = out_i[:, life.OUT_NIC_FAILURES] * share_of(perm, nic_perm) / years
-            out[class_column(name, "faults_per_year")] = (out_i[:, life.OUT_GPU_FAULTS]
-                                                          * share_of(transient[name], total_transient) / years)
+            out[class_column(name, "faults_per_year")] = out_i[:, life.OUT_NIC_FAULTS] * share_of(trans, nic_transient) / years
     own = 1.0 if not per_unit else share_of(inputs["reliability.host_afr"], host_perm)
     own_t = 1.0 if not per_unit else share_of(inputs["reliability.host_transient_afr"], host_transient)
     out[class_column(HOST_CLASS, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] * own / years

@@ -70,7 +70,7 @@ def analytic_reference(scenario: Scenario) -> dict:
     per_gpu = [(name, comp) for name, comp in r.components if comp.per == "gpu"]
     gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in per_gpu if comp.replace_unit != "module") / HOURS_PER_YEAR
     gpu_transient = (sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in per_gpu)
-                     + sum(comp.count * at(f"{key}.{name}.transient_afr") / c.gpus_per_nic
+                     + sum(comp.count * at(f"{key}.{name}.transient_afr") / c.gpus_per_nic  # (a NIC in one instance)
                            for name, comp in r.components if comp.per == "nic")) / HOURS_PER_YEAR
     nic_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.per == "nic") / c.gpus_per_nic / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"

@@ -91,6 +91,18 @@ def test_per_nic_faults_by_hand():
     assert_mc(c["failures_by_class.network.faults_per_year"], 32 * rate)
 
 
+def test_a_nic_serving_two_instances_restarts_both():
+    """NICs of 4 GPUs over 2-GPU instances: each fault interrupts both its instances
+    (zero restart), so interruptions a year = 2 x NICs x rate, faults = NICs x rate."""
+    rate = 3.0
+    s = toy_scenario(instances=32, instance_gpus=2, gpus_per_host=8, horizon_years=1.0,
+                     components={"network": {"per": "nic", "transient_afr": rate}})
+    s = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, gpus_per_nic=4))
+    c = run_lifetimes(s, 200, seed=8)
+    assert_mc(c["interruptions_per_year"], 2 * 16 * rate)
+    assert_mc(c["failures_by_class.network.faults_per_year"], 16 * rate)
+
+
 def test_per_nic_failures_swap_the_nic_in_place():
     """Permanent NIC failures (rate f per NIC) are NIC swaps of s hours in place: NIC swaps a
     year = NICs x f, no GPU repair or swap; an instance of 2 NICs is down while any swap is
@@ -121,15 +133,13 @@ def test_per_host_classes_are_host_failures_and_faults():
 
 
 def test_bad_combinations_name_the_key():
-    """A NIC that would span instances, a class per host with a wear-out law, a module per
-    NIC: refused, each naming its key."""
+    """A class per host with a wear-out law, a module per NIC: refused, each naming its key."""
     import pytest
 
     from mcengine.errors import InputError
     from mcengine.scenario import load_scenario
 
     cases = {
-        "cluster.gpus_per_nic": ["cluster.gpus_per_nic=3"],
         "reliability.components.die.weibull_shape": ['reliability.components.die.per="host"', "reliability.components.die.weibull_shape=2.0"],
         "reliability.components.laser.per": ['reliability.components.laser.per="nic"'],
     }

@@ -23,7 +23,7 @@ class ClusterSection:
                                    "its GPUs stay; docs/model.md#host-units).", lo=0, hi=2**20,
                                why="a pool larger than the cluster's hosts never runs dry; the kernel keeps one repair entry per host")
     gpus_per_nic: int = integer(1, "GPUs one scale-out NIC serves (component classes with per = \"nic\" fail per NIC): HGX H100 one 400 Gb/s "
-                                   "ConnectX-7 per GPU (docs/sources.md#rel-per-nic). Must divide instance_gpus when a class is per NIC.",
+                                   "ConnectX-7 per GPU (docs/sources.md#rel-per-nic); NIC k serves GPUs k x gpus_per_nic onwards (of one or more instances).",
                                 lo=1, hi=1024, why="a NIC serves GPUs of one host; 1,024 is the largest host")
     scale_up: str = choice(
         "switched",
