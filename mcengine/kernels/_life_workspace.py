@@ -144,9 +144,9 @@ def _total_rate(rates, n_g, n_h):
     """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts (and of
     every NIC: ``rates[_NIC_*]`` hold the NICs' totals)."""
     lam = 0.0
-    for c in range(_N_CAT):
-        lam += (n_g if c < _HOST_FAULT else n_h if c < _NIC_FAIL else 1) * rates[c]
-    return lam
+    for c in range(_NIC_FAIL):
+        lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
+    return lam + rates[_NIC_FAIL] + rates[_NIC_FAULT]  # (the NICs: totals, always in place)
 
 
 @kernel
