@@ -18,7 +18,7 @@ Per trial, with that trial's inputs and the other stages' columns:
   ``gpu.dvfs_scale`` and utilisation the roofline's ``busy_fraction``; idle =
   ``gpu.idle_w``, or the TDP when unset (a GPU that always draws its TDP);
 * energy = active GPUs x power x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
-* repairs = repair events x ``repair_cost_usd``;
+* repairs = (GPU and host repairs, NIC swaps) x ``repair_cost_usd`` + module swaps x ``module_cost_usd``;
 * cluster tokens/s = per-instance output tokens/s x instances x availability: the
   instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
   availability (an instance short of GPUs still serves on a smaller layout);
@@ -109,10 +109,14 @@ def hosts(scenario: Scenario) -> int:
 
 def host_cost_per_slot(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
     """Host cost per GPU slot (USD): ``hosts x econ.host_cost_usd / total GPUs`` when the
-    per-host price is set, else ``econ.host_cost_per_gpu_usd``."""
+    per-host price is set, else ``econ.host_cost_per_gpu_usd``; with host units
+    (``reliability.host_failure = "host"``) the ``cluster.spare_hosts`` of the pool too."""
+    r = scenario.reliability
+    spare = scenario.cluster.spare_hosts if r.host_failure == "host" and r.replace_unit != "host" else 0  # the host pool
     if scenario.econ.host_cost_usd is None:
-        return inputs["econ.host_cost_per_gpu_usd"]
-    return hosts(scenario) * inputs["econ.host_cost_usd"] / scenario.total_gpus
+        per_gpu = inputs["econ.host_cost_per_gpu_usd"]
+        return per_gpu * (1.0 + spare * scenario.cluster.gpus_per_host / scenario.total_gpus) if spare else per_gpu
+    return (hosts(scenario) + spare) * inputs["econ.host_cost_usd"] / scenario.total_gpus
 
 
 def gpu_power_w(scenario: Scenario, inputs: TrialInputs, busy_fraction: np.ndarray, availability: np.ndarray) -> np.ndarray:
@@ -163,7 +167,7 @@ def plan_power_weight(scenario: Scenario, inputs: TrialInputs, columns: dict[str
     availability = served_availability(scenario, columns)
     idle = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.zeros(inputs.n), availability))
     full = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.ones(inputs.n), availability))
-    fixed = purchase(scenario, inputs, columns)["capex"] + columns["repairs"] * inputs["econ.repair_cost_usd"] + idle
+    fixed = purchase(scenario, inputs, columns)["capex"] + repair_usd(inputs, columns) + idle
     return (full - idle) / fixed
 
 
@@ -193,6 +197,17 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
             "capex_at_cost": total_gpus * (columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost)}
 
 
+def repair_usd(inputs: TrialInputs, columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Repair spend over the horizon: GPU and host repairs and NIC swaps at
+    ``econ.repair_cost_usd`` each, and a module swap using up a module
+    (``econ.module_cost_usd``); a reliability column not given (a hand-built block) means
+    none of those events."""
+    years = inputs["run.horizon_years"]
+    host_repairs, nic_swaps, module_swaps = (columns.get(k, 0.0) for k in ("host_repairs", "nic_swaps_per_year", "module_swaps_per_year"))
+    return ((columns["repairs"] + host_repairs + nic_swaps * years) * inputs["econ.repair_cost_usd"]
+            + module_swaps * years * inputs["econ.module_cost_usd"])
+
+
 def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The econ columns of a block of trials.
 
@@ -210,7 +225,7 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     availability = served_availability(scenario, columns)
     power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
     energy = energy_usd(scenario, inputs, power_w)
-    repairs = columns["repairs"] * inputs["econ.repair_cost_usd"]
+    repairs = repair_usd(inputs, columns)
     total = capex + energy + repairs
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR

@@ -147,9 +147,10 @@ def test_the_never_repaired_reference_is_the_time_averaged_survival():
     survival, times the faults' restarts; the MC meets it within 4 SEM."""
     s = load_scenario("h100", ["cluster.instances=500", "cluster.instance_gpus=1", "cluster.gpus_per_host=1",
                                "cluster.spare_gpus=0", "reliability.host_afr=0", "reliability.host_transient_afr=0",
-                               'reliability.repair_crews="inf"', "reliability.repair_hours=1e9"])
+                               'reliability.repair_crews="inf"', "reliability.repair_hours=1e9",
+                               'reliability.components.network.per="gpu"'])
     ref = study.analytic_reference(s)
-    lam = (0.025 + 5 * 0.002 + 0.002 + 0.004) / H  # h100's permanent classes
+    lam = (0.025 + 5 * 0.002 + 0.002 + 0.004) / H  # h100's permanent classes (the network's per GPU here)
     faults = (0.044 + 5 * 0.004 + 0.005 + 0.0105) / H
     t = 5 * H
     survival = (1 - math.exp(-lam * t)) / (lam * t)
