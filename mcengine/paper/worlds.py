@@ -196,9 +196,9 @@ def _blast_assumptions(pair) -> list[Assumption]:
         _num(pair, "B:reliability.swap_hours", 0.05, 4.0, SRC + "rel-hot-spare-swap", "Lite spare swap (hours)"),
         _num(pair, "A:reliability.swap_hours", 2.0, 4.0, SRC + "rel-technician-swap", "H100 technician swap (hours)"),
         _num(pair, "cluster.reshard_hours", 0.02, 1.0, SRC + "rel-reshard-time", "re-layout after losing GPUs (hours)"),
-        _num(pair, "B:reliability.components.network.afr", 0.001, 0.0068, SRC + "rel-cpo-mtbf", "Lite optics failures (per unit-year)"),
-        _num(pair, "B:reliability.components.laser.first_year_fraction", 0.001, 0.03, SRC + "rel-laser-wearout",
-             "Lite lasers failing in their first year"),
+        _num(pair, "B:reliability.components.optics.afr", 0.001, 0.0068, SRC + "rel-cpo-mtbf", "Lite optical engine failures (per unit-year)"),
+        _num(pair, "B:reliability.components.laser.afr", 0.00044, 0.0088, SRC + "rel-laser-els",
+             "Lite external laser failures (per laser-year; 50-1,000 FIT)"),
     ]
 
 
