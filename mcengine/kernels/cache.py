@@ -14,7 +14,7 @@ from __future__ import annotations
 DRIVERS = {
     "fab": (("fab", "simulate_wafers"),),
     "reliability": (("life", "_run_block"),),
-    "chain": (("fab", "simulate_runs"), ("life", "_run_block")),
+    "chain": (("fab", "_run_trials"), ("life", "_run_block")),
 }
 
 

@@ -148,13 +148,11 @@ docs/sources.md, Reliability: the closed forms this kernel is tested against.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
-import numba
 import numpy as np
 
 from mcengine.jit import event_kernel, inline_kernel, kernel
 from mcengine.kernels._heap import heap_remove, times_pop
+from mcengine.kernels.blocks import run_blocks
 from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
     _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
@@ -215,8 +213,6 @@ OUT_WEAR_FAILURES = N_OUT_I + _K_WEAR  # permanent GPU failures of Weibull group
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
 #: this many candidates over the horizon (``k * H(horizon)``); else one clock per unit.
 THIN_MAX_CANDIDATES = 2.0
-
-_BLOCKS_PER_THREAD = 4  # lifetimes run in this many blocks per thread (one workspace each)
 
 
 # --------------------------------------------------------------------------- event handlers
@@ -903,12 +899,10 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     the trials are chunked. Each block allocates one ``O(GPUs)`` workspace
     (:data:`Workspace`) and reuses it for its lifetimes (every lifetime overwrites it).
 
-    The blocks run on a pool of Python threads, each calling the serial, GIL-free
-    :func:`_run_block`, rather than in a ``prange`` loop: numba links every callee's code
-    into its caller's module and optimises and compiles that whole module again, and a
-    ``prange`` driver stacks four such layers (the loop body, two gufunc wrappers and the
-    driver) over the lifetime loop (measured: the first ``mcengine run`` compiles in
-    about a sixth less CPU time this way).
+    The blocks run on Python threads, each calling the serial, GIL-free :func:`_run_block`
+    (:func:`~mcengine.kernels.blocks.run_blocks`, not ``prange``: one layer of compiled
+    calls over the lifetime loop instead of four; the first ``mcengine run`` compiles in
+    about a sixth less CPU time).
 
     Parameters
     ----------
@@ -968,19 +962,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
 
     args = (np.uint64(seed), np.int64(trial_start), params, wb, n_wb, mwb, n_mwb, laws, shape, capacity,
             float(thin_max), bool(fast_paths), inst_of)
-    threads = numba.get_num_threads()
-    edges = np.linspace(0, n, min(n, threads * _BLOCKS_PER_THREAD) + 1).astype(np.int64)
-    blocks = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
-    if threads == 1 or len(blocks) < 2:
-        for i0, i1 in blocks:
-            _run_block(*args, i0, i1, out_f, out_i)
-        return out_f, out_i
-    # compiled (or loaded from the cache) in this thread, not in a worker: memory a
-    # compile takes in a short-lived thread's malloc arena is not reused by the next one
-    # (measured: +40 MB peak on a first run)
-    _run_block.compile(tuple(numba.typeof(a) for a in (*args, 0, 0, out_f, out_i)))
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(lambda b: _run_block(*args, b[0], b[1], out_f, out_i), blocks))  # (list: raises a block's error)
+    run_blocks(_run_block, args, n, (out_f, out_i))
     return out_f, out_i
 
 
