@@ -97,10 +97,11 @@ def fab_key(scenario: Scenario) -> tuple:
 
 
 def roofline_key(scenario: Scenario, inputs: TrialInputs) -> tuple:
-    """What the roofline stage reads (the served model and plan rule, the GPU, the
-    instance, and the trials' ``workload.*`` and ``gpu.*`` inputs, by digest: a per-design
-    input is drawn apart): two scenarios equal here serve bit-identical tokens
-    (lite-h100-2x and its fast-swap variant differ in reliability alone)."""
+    """What the roofline stage's plan evaluations read (the served model and plan rule,
+    the GPU, the instance, and the trials' ``workload.*`` and ``gpu.*`` inputs, by digest:
+    a per-design input is drawn apart): two scenarios equal here share the evaluations of
+    every candidate plan (lite-h100-2x and its fast-swap variant differ in reliability
+    alone); each chooses its plans with its own costs (:func:`mcengine.stages.econ.plan_power_weight`)."""
     digest = hashlib.sha256()
     for key in sorted(k for k in inputs.values if k.startswith(("workload.", "gpu."))):
         digest.update(key.encode())
@@ -123,7 +124,7 @@ def run_block(
     scenarios of one chunk share the fab and reliability columns of equal
     :func:`fab_key`, :func:`reliability_key` and :func:`roofline_key` (the dear stages:
     lite-h100, lite-h100-2x and its fast-swap variant build the same packages; the first
-    two also share their lifetimes, the last two their plans; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
+    two also share their lifetimes, the last two their plans' evaluations; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
     ``memo`` only with them.
     """
     from .stages import econ, fab, reliability, roofline
@@ -137,7 +138,8 @@ def run_block(
         ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
         ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
                                         lambda: reliability.lifetimes(scenario, inputs, seed))),
-        ("roofline", lambda: shared_columns(memo, roofline_key(scenario, inputs), lambda: roofline.throughput(scenario, inputs))),
+        ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
+                                                 None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}))),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()

@@ -3,8 +3,9 @@
 
 It records the mcengine version, the command line, the seed, the sample size, the
 overrides (with the scenarios each reached), a sha256 fingerprint of each resolved
-scenario (of ``Scenario.to_dict()`` as canonical JSON) and the numpy, numba and Python
-versions. It never enters a run's fingerprint: the numbers do not depend on it.
+scenario (of ``Scenario.to_dict()`` as canonical JSON), the roofline calibration each
+scenario runs with (:func:`calibration`) and the numpy, numba and Python versions. It never
+enters a run's fingerprint: the numbers do not depend on it.
 """
 
 from __future__ import annotations
@@ -64,6 +65,20 @@ def versions() -> dict:
     return {"mcengine": __version__, "python": platform.python_version(), "numpy": _version("numpy"), "numba": _version("numba")}
 
 
+def calibration(scenario) -> dict:
+    """The roofline calibration a scenario runs with (docs/sources.md#roof-calibration): the
+    precision whose efficiency table is in use, the compute and memory efficiencies (as TOML
+    values) with where they come from (``"table"``: ``workload.efficiency.PRECISION``;
+    ``"set"``: the old keys given), and the all-reduce implementation."""
+    w = scenario.workload
+    return {
+        "precision": w.precision_in_use(),
+        **{f"{kind}_efficiency": w.efficiency_of(kind).to_toml() for kind in ("compute", "memory")},
+        "efficiency_from": {kind: "table" if isinstance(getattr(w, f"{kind}_efficiency"), str) else "set" for kind in ("compute", "memory")},
+        "allreduce_impl": w.allreduce_impl,
+    }
+
+
 def provenance(scenarios: Iterable = (), seed: int | None = None, size_key: str | None = None, size: int | None = None,
                overrides: Iterable = ()) -> dict:
     """The provenance object. ``overrides`` holds ``--set`` texts or objects with
@@ -75,6 +90,7 @@ def provenance(scenarios: Iterable = (), seed: int | None = None, size_key: str 
         "sample_size": {size_key: size} if size_key else None,
         "overrides": [o.to_dict() if hasattr(o, "to_dict") else {"set": str(o)} for o in overrides],
         "scenarios_sha256": {s.name: scenario_sha256(s) for s in scenarios},
+        "calibration": {s.name: calibration(s) for s in scenarios},
         "versions": versions(),
     }
     return doc

@@ -135,7 +135,7 @@ def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
         cols.update(fab_stage.package_costs(s, inputs, cols))
         t1 = time.perf_counter()
         cols.update(memo[reliability_key(s)])
-        cols.update(roofline.throughput(s, inputs))
+        cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols)))
         t2 = time.perf_counter()
         econ.economics(s, inputs, cols)
         t3 = time.perf_counter()

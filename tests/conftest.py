@@ -87,6 +87,13 @@ def with_threads(threads: int, fn, *args):
         numba.set_num_threads(previous)
 
 
+#: The efficiencies every shipped design served bf16 with before the per-precision tables (the FP8
+#: fit, docs/sources.md#roof-calibration): tests that pin numbers computed then set them (an explicit
+#: workload.compute_efficiency / memory_efficiency wins over the tables).
+FP8_FIT_EFFICIENCIES = ('workload.compute_efficiency={dist="uniform", low=0.33, high=0.57}',
+                        'workload.memory_efficiency={dist="uniform", low=0.52, high=0.72}')
+
+
 @pytest.fixture(scope="module")
 def h100_body():
     """`mcengine roofline h100`'s body under the calibrated serving choices (deterministic: computed once per module)."""

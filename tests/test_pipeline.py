@@ -41,7 +41,7 @@ def test_block_equals_the_stages_called_one_by_one(case):
     cols = {}
     cols.update(fab.production_runs(s, inputs, seed))
     cols.update(reliability.lifetimes(s, inputs, seed))
-    cols.update(roofline.throughput(s, inputs))
+    cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols)))
     cols.update(econ.economics(s, inputs, cols))
     for name, values in cols.items():
         np.testing.assert_array_equal(got[name], values, err_msg=name)

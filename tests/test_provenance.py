@@ -38,6 +38,22 @@ def test_run_provenance_has_seed_size_overrides_and_scenario_hashes(cli):
     assert prov["scenarios_sha256"] == {"h100": scenario_sha256(load_scenario("h100", ["econ.pue=1.4"]))}
 
 
+def test_provenance_states_the_calibration_of_each_scenario():
+    """docs/sources.md#roof-calibration: the precision, its efficiencies and where they come from."""
+    from mcengine.provenance import calibration
+
+    assert calibration(load_scenario("h100")) == {
+        "precision": "bf16",
+        "compute_efficiency": {"dist": "uniform", "low": 0.47, "high": 0.71},
+        "memory_efficiency": {"dist": "uniform", "low": 0.82, "high": 0.88},
+        "efficiency_from": {"compute": "table", "memory": "table"},
+        "allreduce_impl": "custom",
+    }
+    fp8 = calibration(load_scenario("lite-h100", ["workload.bytes_per_param=1", "workload.memory_efficiency=0.6"]))
+    assert fp8["precision"] == "fp8" and fp8["compute_efficiency"]["low"] == 0.33
+    assert fp8["memory_efficiency"] == 0.6 and fp8["efficiency_from"] == {"compute": "table", "memory": "set"}
+
+
 def test_provenance_never_changes_the_numbers_or_the_run_fingerprint(tmp_path):
     from mcengine.provenance import reset_command_line, set_command_line
 

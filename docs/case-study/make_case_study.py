@@ -115,22 +115,26 @@ def write_readme(docs: dict[str, dict]) -> None:
     write_atomic(README, text)
 
 
-PAPER_HEADER = "| claim | paper's figure | mcengine (paper's assumptions) | mcengine (shipped) | holds when |"
+#: The paper table's header starts so (its columns follow the study's rows).
+PAPER_HEADER = "| claim | paper's figure |"
 
 
 def write_paper_table() -> None:
-    """Replace README.md's paper table by the rows of docs/paper/summary.json (atomically)."""
+    """Replace README.md's paper table (header, rule and rows) by the rows of
+    docs/paper/summary.json (atomically)."""
     from mcengine.io import write_atomic
-    from mcengine.report.paper import claim_rows
+    from mcengine.report.paper import claim_rows, table_header
 
     doc = json.loads((ROOT / "docs" / "paper" / "summary.json").read_text(encoding="utf-8"))
     lines = README.read_text(encoding="utf-8").split("\n")
-    start = lines.index(PAPER_HEADER) + 2  # the header and its rule stay
+    start = next(i for i, line in enumerate(lines) if line.startswith(PAPER_HEADER))
     end = start
     while lines[end].startswith("|"):
         end += 1
-    rows = ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in claim_rows(doc)]
-    write_atomic(README, "\n".join(lines[:start] + rows + lines[end:]))
+    rows = claim_rows(doc)
+    header = table_header(rows)
+    body = ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
+    write_atomic(README, "\n".join(lines[:start] + [header, "|" + " --- |" * (header.count(" | ") + 1)] + body + lines[end:]))
 
 
 def run(study: str) -> dict:

@@ -343,8 +343,13 @@ def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
 def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, host_mode: bool,
                       gpu_perm_rate: float, gpu_transient_rate: float, host_perm_rate: float,
                       host_transient_rate: float, swap_hours: float, restart_hours: float,
-                      repair_parts: list[tuple], spare_units: int, unlimited_crews: bool) -> dict:
+                      repair_parts: list[tuple], spare_units: int, unlimited_crews: bool, host_units: bool = False,
+                      host_swap_hours: float = 0.0, nic_perm_rate: float = 0.0, nic_swap_hours: float = 0.0) -> dict:
     """Renewal-theory reference values of a whole cluster (long-run rates, no stock-out).
+
+    With ``host_units`` (``reliability.host_failure = "host"``) a host failure costs its
+    instances one ``host_swap_hours`` + restart and counts no GPU; a permanent NIC failure
+    (``nic_perm_rate`` per GPU) costs one ``nic_swap_hours`` + restart.
 
     Each instance ``i`` sees permanent events at ``Λ_p,i`` and restart-only ones at
     ``Λ_t,i``, counting every host with a GPU of ``i`` (gpu mode: ``n λ_g + Σ λ_h``;
@@ -367,23 +372,31 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
     last_host = ((np.arange(instances) + 1) * instance_gpus - 1) // gpus_per_host
     hosts_touched = last_host - first_host + 1
     perm = np.zeros(instances)
+    hostly = np.zeros(instances)  # host units: host failures per hour touching the instance
     for offset in range(int(hosts_touched.max())):
         k = first_host + offset
         on = k <= last_host
         g_k = np.minimum((k + 1) * gpus_per_host, active) - k * gpus_per_host
-        perm += np.where(on, host_perm_rate + (g_k * gpu_perm_rate if host_mode else 0.0), 0.0)
+        if host_units:
+            hostly += np.where(on, host_perm_rate, 0.0)
+        else:
+            perm += np.where(on, host_perm_rate + (g_k * gpu_perm_rate if host_mode else 0.0), 0.0)
     if not host_mode:
         perm += instance_gpus * gpu_perm_rate
     transient = instance_gpus * gpu_transient_rate + hosts_touched * host_transient_rate
-    avail = 1.0 / (1.0 + perm * (swap_hours + restart_hours) + transient * restart_hours)
+    nic = instance_gpus * nic_perm_rate
+    avail = 1.0 / (1.0 + perm * (swap_hours + restart_hours) + transient * restart_hours
+                   + hostly * (host_swap_hours + restart_hours) + nic * (nic_swap_hours + restart_hours))
     out = {
         "availability_no_stockout": float(avail.mean()),
-        "interruptions_per_year": float(np.sum((perm + transient) * avail) * HOURS_PER_YEAR),
-        "failures_per_year": active * (gpu_perm_rate + host_perm_rate) * HOURS_PER_YEAR,
+        "interruptions_per_year": float(np.sum((perm + transient + hostly + nic) * avail) * HOURS_PER_YEAR),
+        "failures_per_year": active * (gpu_perm_rate + (0.0 if host_units else host_perm_rate)) * HOURS_PER_YEAR,
     }
     if unlimited_crews:
         hosts = -(-active // gpus_per_host)
-        if host_mode:
+        if host_units:  # only GPUs draw on the GPU pool
+            stock = batch_mginf_stockout(active * gpu_perm_rate, 0.0, gpus_per_host, repair_parts, spare_units)
+        elif host_mode:
             stock = batch_mginf_stockout(hosts * host_perm_rate + active * gpu_perm_rate, 0.0, 1, repair_parts, spare_units)
         else:
             stock = batch_mginf_stockout(active * gpu_perm_rate, hosts * host_perm_rate, gpus_per_host, repair_parts, spare_units)

@@ -189,6 +189,11 @@ class Rates:
         ``collective_start_s`` (``allreduce_start_s``; None: the same for every collective)."""
         return self if self.allreduce_start_s is None else replace(self, collective_start_s=self.allreduce_start_s)
 
+    def take(self, rows: np.ndarray) -> "Rates":
+        """These rates at the trials ``rows`` (an index array): every per-trial field indexed,
+        scalars kept."""
+        return replace(self, **{f: v[rows] for f in self.__dataclass_fields__ if np.ndim(v := getattr(self, f)) > 0})
+
     def scale_out(self) -> "Rates":
         """These rates with the link bandwidth and per-hop latency of the scale-out network
         (a hop between scale-up domains, docs/sources.md#roof-scale-up-domain); the
@@ -481,10 +486,20 @@ def _candidates(algorithm: str) -> tuple[str, ...]:
     return SWITCHED_ALGORITHMS if algorithm == "auto" else (algorithm,)
 
 
+#: For ``"auto"``, the algorithms that can be the fastest by each formula: the others share
+#: one of these' bandwidth term (the same expression, so the same float) and add more hops,
+#: ``k h`` with ``k`` at least as large and ``h >= 0`` (floating-point products and sums are
+#: monotone, so no other algorithm is ever strictly faster). All-reduce: ring ``2(t-1)`` and
+#: tree ``2 ceil(log2 t)`` hops against two-shot's 2; all-gather (and gather + scatter): ring
+#: ``t - 1`` and tree ``ceil(log2 t)`` against one-shot's 1.
+_UNDOMINATED = {allreduce_seconds: ("two_shot", "one_shot"), all_gather_seconds: ("one_shot",), gather_scatter_seconds: ("one_shot",)}
+
+
 def _fastest_s(formula, algorithm: str, t: int, nbytes, r: "Rates") -> np.ndarray:
     """Seconds of the fastest of ``algorithm``'s candidates per element (the value
-    :func:`_fastest` gives, without its index)."""
-    names = _candidates(algorithm)
+    :func:`_fastest` gives, without its index; for ``"auto"`` only the candidates of
+    :data:`_UNDOMINATED` are timed)."""
+    names = _UNDOMINATED[formula] if algorithm == "auto" else _candidates(algorithm)
     best = np.asarray(formula(names[0], t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s), float)
     for name in names[1:]:
         best = np.minimum(best, formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s))
@@ -778,7 +793,7 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
 
 
-def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP) -> np.ndarray:
+def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP, rates: Rates | None = None) -> np.ndarray:
     """The largest integer batch ``B <= cap`` with ``time_s(B) <= limit_s`` (0 if even one
     sequence misses it; ``time_s`` non-decreasing in ``B``, so the answer is unique); ``cap``
     an int or a per-trial int array. int64.
@@ -788,30 +803,64 @@ def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP) -> np.ndarray:
     through the bracket's two times meets the limit (the times are piecewise linear in
     ``B``, so this lands next to the answer in a few steps) and the midpoint (at most twice
     the steps of a bisection whatever the shape).
+
+    ``rates``: when given, ``time_s(B, r)`` reads the trials' rates from ``r`` (and nothing
+    else per trial), and each step after the bracket times only the trials still open,
+    ``time_s(B[rows], rates.take(rows))`` (elementwise, so the same numbers as timing
+    every trial, in a fraction of the work once most trials have settled).
     """
+    def timed(batch, rows=None):
+        if rates is None:
+            return time_s(batch)
+        return time_s(batch, rates if rows is None else rates.take(rows))
+
     top = np.broadcast_to(np.asarray(cap, np.int64), shape)
     one = np.ones(shape, np.int64)
     limit = np.broadcast_to(np.asarray(limit_s, float), shape)
-    t_one = np.broadcast_to(time_s(one), shape)
-    t_top = np.broadcast_to(time_s(np.maximum(top, 1)), shape)
+    t_one = np.broadcast_to(timed(one), shape)
+    t_top = np.broadcast_to(timed(np.maximum(top, 1)), shape)
     inside = (top > 1) & (t_one <= limit) & (t_top > limit)
     # outside the bracket: 0 (one sequence misses, or cap 0) or cap (cap itself meets it)
     lo = np.where(inside, 1, np.where((top >= 1) & (t_top <= limit), top, 0))  # time(lo) <= limit (lo = 0: vacuous)
     hi = np.where(inside, top, lo + 1)  # time(hi) > limit (cap + 1: assumed)
     t_lo, t_hi = np.where(inside, t_one, 0.0), np.where(inside, t_top, 0.0)
+    if rates is not None and len(shape) == 1:
+        return _bracketed_on_rows(timed, limit, lo, hi, t_lo, t_hi)
     interpolate = True
     while np.any(open_ := hi - lo > 1):
-        if interpolate:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.floor((limit - t_lo) / (t_hi - t_lo) * (hi - lo))
-            mid = np.clip(lo + np.nan_to_num(step, nan=1.0, posinf=1.0, neginf=1.0).astype(np.int64), lo + 1, hi - 1)
-        else:
-            mid = (lo + hi) // 2
+        mid = _next_probe(limit, lo, hi, t_lo, t_hi, interpolate)
         mid = np.where(open_, mid, 1)
-        t_mid = np.broadcast_to(time_s(mid), shape)
+        t_mid = np.broadcast_to(timed(mid), shape)
         ok = t_mid <= limit
         lo, t_lo = np.where(open_ & ok, mid, lo), np.where(open_ & ok, t_mid, t_lo)
         hi, t_hi = np.where(open_ & ~ok, mid, hi), np.where(open_ & ~ok, t_mid, t_hi)
+        interpolate = not interpolate
+    return lo
+
+
+def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate: bool) -> np.ndarray:
+    """The next batch :func:`largest_batch` times inside each bracket ``(lo, hi)``: where the
+    straight line through the bracket's times meets ``limit`` (``interpolate``), else the
+    midpoint."""
+    if not interpolate:
+        return (lo + hi) // 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.floor((limit - t_lo) / (t_hi - t_lo) * (hi - lo))
+    return np.clip(lo + np.nan_to_num(step, nan=1.0, posinf=1.0, neginf=1.0).astype(np.int64), lo + 1, hi - 1)
+
+
+def _bracketed_on_rows(timed, limit, lo, hi, t_lo, t_hi) -> np.ndarray:
+    """:func:`largest_batch`'s steps on the open trials only (``timed(B, rows)``): the same
+    probes and updates per trial as its loop over every trial."""
+    lo, hi, t_lo, t_hi = lo.copy(), hi.copy(), t_lo.copy(), t_hi.copy()
+    interpolate = True
+    while (rows := np.flatnonzero(hi - lo > 1)).size:
+        r_lo, r_hi, r_limit = lo[rows], hi[rows], limit[rows]
+        mid = _next_probe(r_limit, r_lo, r_hi, t_lo[rows], t_hi[rows], interpolate)
+        t_mid = np.broadcast_to(timed(mid, rows), rows.shape)
+        ok = t_mid <= r_limit
+        lo[rows[ok]], t_lo[rows[ok]] = mid[ok], t_mid[ok]
+        hi[rows[~ok]], t_hi[rows[~ok]] = mid[~ok], t_mid[~ok]
         interpolate = not interpolate
     return lo
 
@@ -824,7 +873,7 @@ def trial_shape(limit_s, r: Rates) -> tuple:
 def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
     it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
-    return largest_batch(lambda b: decode_step(m, layout, b, context, r).total_s, slo_s, trial_shape(slo_s, r), cap)
+    return largest_batch(lambda b, r: decode_step(m, layout, b, context, r).total_s, slo_s, trial_shape(slo_s, r), cap, rates=r)
 
 
 def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
@@ -834,4 +883,4 @@ def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r:
     shape = trial_shape(slo_s, r)
     if np.all(np.isinf(slo_s)):
         return np.broadcast_to(np.asarray(cap, np.int64), shape).copy()
-    return largest_batch(lambda b: batch_time_to_first_token(m, layout, b, prompt_tokens, r).total_s, slo_s, shape, cap)
+    return largest_batch(lambda b, r: batch_time_to_first_token(m, layout, b, prompt_tokens, r).total_s, slo_s, shape, cap, rates=r)

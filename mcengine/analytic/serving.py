@@ -135,7 +135,7 @@ def continuous_ttft_s(step_s, batch, pipeline: int, output_tokens: int) -> np.nd
     return steps * np.asarray(step_s, float)
 
 
-def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, output_tokens: int) -> np.ndarray:
+def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, output_tokens: int, rates: ra.Rates | None = None) -> np.ndarray:
     """``B_TTFT``: the largest integer batch ``B`` in ``[1, B_max]`` whose continuous-batching
     TTFT ``g(B) = k(B) tau(B)``, ``k(B) = ceil(O m / B)``, ``m = min(B, p)``, is at most
     ``ttft_slo_s`` (0 if none is; ``B_max`` without a search for an infinite SLO). Equal to a
@@ -183,6 +183,10 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
     With data-parallel attention ``tau`` and ``B/tau`` can dip where the busiest rank's
     ``ceil(b/t)`` steps, as for the TPOT bisection (:func:`mcengine.analytic.roofline.largest_batch`):
     the batch returned then meets the SLO but may not be the largest that does.
+
+    ``rates``: when given, ``step_s(B, r)`` reads the trials' rates from ``r`` (and nothing
+    else per trial), and each step times only the trials still open
+    (``rates.take(rows)``; elementwise, so the same batches as timing every trial).
     """
     o, p = int(output_tokens), int(pipeline)
     top = np.asarray(batch_max, np.int64)
@@ -190,6 +194,15 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
     if np.all(np.isinf(slo)):
         return np.maximum(top, 0)
     big_n = o * p
+
+    def timed(batch, live):
+        """``tau`` of ``batch`` where ``live`` (elsewhere 0, never read)."""
+        if rates is None or batch.ndim != 1:
+            return step_s(batch)
+        rows = np.flatnonzero(live)
+        out = np.zeros(batch.shape)
+        out[rows] = np.broadcast_to(step_s(batch[rows], rates.take(rows)), rows.shape)
+        return out
 
     def steps(b):
         return -(-(o * np.minimum(b, p)) // b)
@@ -204,18 +217,18 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
     while np.any(open_):
         k = steps(hi)
         lo = left_end(k)
-        ok = open_ & (k * step_s(np.where(open_, lo, 1)) <= slo)
+        ok = open_ & (k * timed(np.where(open_, lo, 1), open_) <= slo)
         found_lo, found_hi, found_k = np.where(ok, lo, found_lo), np.where(ok, hi, found_hi), np.where(ok, k, found_k)
         open_ &= ~ok
         below = lo - 1  # the next piece's right end
-        h = big_n * step_s(np.maximum(np.where(open_, below, 1), 1)) / np.maximum(below, 1)
+        h = big_n * timed(np.maximum(np.where(open_, below, 1), 1), open_) / np.maximum(below, 1)
         open_ &= (below >= 1) & ~((below >= p) & (h > slo))
         hi = np.where(open_, below, hi)
     # bisection inside each trial's piece: k tau(B) is non-decreasing there, tau(lo) met
     lo, hi = found_lo, found_hi
     while np.any(gap := hi > lo):
         mid = np.where(gap, (lo + hi + 1) // 2, lo)
-        ok = found_k * step_s(mid) <= slo
+        ok = found_k * timed(mid, gap) <= slo
         lo = np.where(gap & ok, mid, lo)
         hi = np.where(gap & ~ok, mid - 1, hi)
     return np.where(found_hi >= 1, lo, answer)

@@ -25,10 +25,13 @@ from mcengine.rng import STREAM_WORDS
 #: active hosts, instances, slots, pool units at t = 0, repairs at once (at most the
 #: units), GPUs per unit, per-unit clock ids (:func:`_config`), whether an instance
 #: short of GPUs reshards (``cluster.on_failure = "reshard"``), whether a GPU has a
-#: field-replaceable module, and the first module clock id.
+#: field-replaceable module, and the first module clock id; whether a host failure
+#: takes its host out as a unit (``reliability.host_failure = "host"``), the host pool at
+#: t = 0, GPUs per NIC, and the first reshard timer id of a host swap's end (``h0``, one
+#: per host) and of a NIC swap's end (``n0``, one per NIC).
 Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", "host_mode", "hosts",
                                  "instances", "slots", "spares", "crews", "gpus_per_unit", "clock_ids", "reshard",
-                                 "modules", "m0"])
+                                 "modules", "m0", "host_units", "spare_hosts", "gpus_per_nic", "h0", "n0", "nics"])
 
 #: A block's workspace (:func:`_workspace`), reused by its lifetimes; each lifetime
 #: overwrites what it reads (``hpos`` is all -1 between lifetimes).
@@ -61,11 +64,15 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #: * ``by_class`` int64[_N_BY_CLASS + K]: events by class (``_K_*``, then one per Weibull group);
 #: * ``capacity`` float64[instance_gpus + 1]: reshard, the share of full throughput an
 #:   instance serves with ``k`` GPUs lost (shared, read only);
-#: * ``rs_k`` int64[I], ``rs_f`` float64[2, I]: reshard state (:func:`_reshard`).
+#: * ``rs_k`` int64[I], ``rs_f`` float64[2, I]: reshard state (:func:`_reshard`);
+#: * host units (``reliability.host_failure = "host"``): ``hrq`` float64[H + spare hosts + 1]
+#:   the pending host repair completions (an unordered list), ``hwq`` int64[H] the FIFO ring of
+#:   failed hosts waiting for a host, ``hwait_i`` int64[I], ``hwait_f`` float64[I]: hosts an
+#:   instance waits for, and since when.
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
-    "clock_group", "by_class", "capacity", "rs_k", "rs_f"])
+    "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -77,20 +84,26 @@ Workspace = namedtuple("Workspace", [
 #: in the pass); ``host`` (a host failing now, -1: none), ``fi0 .. fi1`` (instances a
 #: fault touches now); repair system ``pool``, ``busy`` (crews), ``queue``, ``in_repair``,
 #: ``max_in_repair``; counts ``failures``, ``swaps``, ``repairs``, ``events``,
-#: ``module_swaps``; ``served`` the capacity-hours served short of GPUs (reshard).
-STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served")]
+#: ``module_swaps``; ``served`` the capacity-hours served short of GPUs (reshard); host
+#: units: ``hrq_min`` the earliest pending host repair, ``host_stockout_hours``
+#: (instance-hours waiting for a host), ``host_pool``, ``hrn`` (host repairs pending),
+#: ``hwq_head``, ``hwq_len`` (hosts waiting), counts ``host_repairs``, ``host_swaps``; and
+#: ``nic_swaps`` (NICs swapped in place).
+STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served",
+                                                  "hrq_min", "host_stockout_hours")]
                  + [(name, np.int64) for name in (
                      "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
                      "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
-                     "module_swaps")],
+                     "module_swaps", "host_pool", "hrn", "hwq_head", "hwq_len", "host_repairs", "host_swaps", "nic_swaps")],
                  align=True)
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
 #: module groups (``mwb``, ``n_mwb`` used), the re-layout and module swap hours
-#: (:func:`_simulate_one`).
+#: (:func:`_simulate_one`), the host swap and NIC swap hours.
 Lifetime = namedtuple("Lifetime", ["horizon", "host_shape", "host_scale", "lead", "swaps_fixed", "clocked_g",
                                    "clocked_h", "clocked", "crews_free", "fast_paths", "reshard", "modular",
-                                   "mwb", "n_mwb", "relayout_hours", "module_swap_hours"])
+                                   "mwb", "n_mwb", "relayout_hours", "module_swap_hours", "host_swap_hours",
+                                   "nic_swap_hours"])
 
 # ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i]
 _DOWN, _PENDING = 0, 1
@@ -104,14 +117,15 @@ _N_VAR_I = 2
 # GPUs without an installed unit; rs_f[_RS_SEEN, i] served time counted up to there,
 # rs_f[_RS_FROM, i] when its current smaller layout starts serving
 _RS_SEEN, _RS_FROM = 0, 1
-# ---- superposed categories: rates[c] per listed position (c < 3) or host (c >= 3)
-_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR = range(6)
-_N_CAT = 6
+# ---- superposed categories: rates[c] per listed position (c < 3) or host (3 <= c < 6); the
+# NICs' (c >= 6: permanent failures, transient faults) for all NICs at once (always in place)
+_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR, _NIC_FAIL, _NIC_FAULT = range(8)
+_N_CAT = 8
 # ---- events by class: by_class[k] (then _K_WEAR + g per GPU Weibull group g)
-_K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_WEAR = range(5)
-_N_BY_CLASS = 4
+_K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR = range(7)
+_N_BY_CLASS = 6
 # ---- what the next event is (_next_event)
-_EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON = range(4)
+_EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON, _EV_HOST_REPAIR = range(5)
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -127,11 +141,12 @@ def _positions(x, host_mode, gph, n_pos):
 
 @kernel
 def _total_rate(rates, n_g, n_h):
-    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts."""
+    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts (and of
+    every NIC: ``rates[_NIC_*]`` hold the NICs' totals)."""
     lam = 0.0
-    for c in range(_N_CAT):
+    for c in range(_NIC_FAIL):
         lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
-    return lam
+    return lam + rates[_NIC_FAIL] + rates[_NIC_FAULT]  # (the NICs: totals, always in place)
 
 
 @kernel
@@ -167,7 +182,7 @@ def _settle(ws, laws, v, i, t):
     ``_READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
     its downtime counted."""
     inst_i, inst_f = ws.inst_i, ws.inst_f
-    if inst_i[v, _DOWN, i] == 1 and ws.wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
+    if inst_i[v, _DOWN, i] == 1 and ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
         if inst_i[v, _PENDING, i] == 1:
             inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(ws.st, laws, v * N_LAWS + LAW_RESTART)
             inst_i[v, _PENDING, i] = 0
@@ -180,15 +195,15 @@ def _settle(ws, laws, v, i, t):
 @inline_kernel
 def _interrupt(ws, v, i, t, fault):
     """Instance ``i`` of variant ``v`` (settled) is hit at ``t``: an up instance goes
-    down; a fault (``fault``) also restarts it from ``t``, unless it waits for a unit or
-    a swap (it then restarts after the swap)."""
+    down; a fault (``fault``) also restarts it from ``t``, unless it waits for a unit (a
+    GPU or a host) or a swap (it then restarts after the swap)."""
     inst_i, inst_f = ws.inst_i, ws.inst_f
     up = inst_i[v, _DOWN, i] == 0
     if up:
         inst_i[v, _DOWN, i] = 1
         inst_f[v, _DOWN_SINCE, i] = t
         ws.var_i[_V_INTERRUPTIONS, v] += 1
-    if fault and (up or (ws.wait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
+    if fault and (up or (ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
         inst_f[v, _READY_AT, i] = t
         inst_i[v, _PENDING, i] = 1
 
@@ -293,26 +308,34 @@ def _overlap(first, end, i, ng):
 
 
 @kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False):
+def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False,
+            host_units=False, spare_hosts=0, gpus_per_nic=1, nic_swaps=False):
     """The cluster's structure (:data:`Cluster`). Per-unit clock ids: ``[0, A)`` GPU
     positions, then one per active host, then (reshard) one per slot for the end of its
     swap; then (``modules``) from ``m0`` one per GPU position for its module's failure
-    and (reshard) one per position for the end of its module swap."""
+    and (reshard) one per position for the end of its module swap; then (reshard) from
+    ``h0`` one per host for the end of a host swap (``host_units``) and from ``n0`` one
+    per NIC for the end of a NIC swap (``nic_swaps``)."""
     hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
     slots = hosts if host_mode else active_gpus
     m0 = active_gpus + hosts + (slots if reshard else 0)
-    return Cluster(
-        active_gpus, instance_gpus, gpus_per_host, host_mode, hosts, active_gpus // instance_gpus, slots,
-        spare_units, min(crews, slots + spare_units),  # never more repairs than units
-        gpus_per_host if host_mode else 1, m0 + (active_gpus * (2 if reshard else 1) if modules else 0),
-        reshard, modules, m0,
-    )
+    h0 = m0 + (active_gpus * (2 if reshard else 1) if modules else 0)
+    n0 = h0 + (hosts if reshard and host_units else 0)
+    nics = (active_gpus + gpus_per_nic - 1) // gpus_per_nic
+    ids = n0 + (nics if reshard and nic_swaps else 0)
+    crews = min(crews, slots + spare_units)  # never more repairs than units
+    per_unit = gpus_per_host if host_mode else 1
+    return Cluster(active_gpus, instance_gpus, gpus_per_host, host_mode, hosts, active_gpus // instance_gpus, slots,
+                   spare_units, crews, per_unit, ids, reshard, modules, m0, host_units, spare_hosts, gpus_per_nic, h0, n0,
+                   nics)
 
 
 @kernel
 def _workspace(c, n_var, n_groups, inst_of, capacity):
     """A fresh :data:`Workspace` for ``n_var`` variants and ``n_groups`` Weibull groups."""
     a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
+    n_hrq = h + c.spare_hosts + 1 if c.host_units else 1  # (computed apart: a call of this many
+    n_hwq = h if c.host_units else 1  # arguments may hold no branch, for numba)
     return Workspace(
         np.empty((2, a), np.int64), np.empty((2, h), np.int64), np.empty((n_var, a)), np.empty((n_var, h)),
         np.empty((n_var, _N_INST_I, ni), np.int64), np.empty((n_var, _N_INST_F, ni)),
@@ -322,4 +345,6 @@ def _workspace(c, n_var, n_groups, inst_of, capacity):
         np.empty(n_groups), np.empty(_N_CAT), inst_of, np.empty(n_var, np.int64), np.empty(n_var, np.int64),
         np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE), np.empty(a, np.int64),
         np.empty(_N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
+        np.empty(n_hrq), np.empty(n_hwq, np.int64),
+        np.zeros(ni, np.int64), np.zeros(ni),
     )

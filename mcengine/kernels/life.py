@@ -43,6 +43,20 @@ Model (docs/model.md#reliability; every time in hours, rates per hour)
   Weibull lives), renewed at each module swap and GPU install; a module failure takes
   the GPU's instance down (reshard: the GPU lost) for ``P_MODULE_SWAP_HOURS`` in place,
   no pool unit, no repair.
+* **Host units** (``reliability.host_failure = "host"``, docs/model.md#host-units): a
+  permanent host failure takes the host out, not its GPUs: its instances go down, the
+  host goes to repair (no crew; a list of completion times, ``ws.hrq``), and a pool host
+  (``spare_hosts``) takes its place after ``P_HOST_SWAP_HOURS`` (the host's ``at_h`` in
+  the future: candidates on it are rejected meanwhile), or, with none, the host waits
+  (``at_h = inf``, FIFO ``ws.hwq``, its instances' ``hwait_i``) for the next host repair to
+  complete (an event then, :data:`_EV_HOST_REPAIR`). Its GPUs stay, age on, and neither
+  fail with it nor draw on the GPU pool (:func:`_host_unit_fails`).
+* **NICs** (classes with ``per = "nic"``, docs/model.md#per-unit): NIC ``k`` serves GPU
+  positions ``k * gpus_per_nic ..`` (possibly of several instances) and is always in
+  place. Its permanent failures (``P_LAM_NIC_PERM``) and transient faults
+  (``P_LAM_NIC_FAULT``) are two superposed categories over all NICs: a fault restarts
+  the NIC's instances; a failure swaps the NIC in place in ``P_NIC_SWAP_HOURS``, its
+  instances down meanwhile (:func:`_nic_fails`).
 * At ``t = 0`` every slot is filled with a new unit and every instance is up; the run
   stops at the horizon.
 
@@ -154,8 +168,10 @@ from mcengine.jit import event_kernel, inline_kernel, kernel
 from mcengine.kernels._heap import heap_remove, times_pop
 from mcengine.kernels.blocks import run_blocks
 from mcengine.kernels._life_workspace import (
-    STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_REPAIR, _EV_SUPERPOSED,
-    _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT, _GPU_WEAR, _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
+    STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_HOST_REPAIR, _EV_REPAIR,
+    _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
+    _GPU_WEAR, _NIC_FAIL, _NIC_FAULT,
+    _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
     _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
 )
 from mcengine.kernels._life_hazard import (
@@ -170,7 +186,9 @@ from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull
 
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
-    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "P_MODULE_SWAP_HOURS", "N_PARAMS",
+    "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "P_MODULE_SWAP_HOURS", "P_HOST_SWAP_HOURS",
+    "P_LAM_NIC_PERM", "P_NIC_SWAP_HOURS", "P_LAM_NIC_FAULT", "N_PARAMS", "OUT_NIC_FAULTS", "OUT_HOST_STOCKOUT_HOURS", "OUT_HOST_REPAIRS", "OUT_HOST_SWAPS",
+    "OUT_NIC_SWAPS", "OUT_NIC_FAILURES",
     "WB_SHAPE", "WB_SCALE", "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
     "OUT_MODULE_SWAPS", "N_OUT_I", "OUT_GPU_FAULTS", "OUT_GPU_EXP_FAILURES", "OUT_HOST_FAULTS", "OUT_HOST_FAILURES",
@@ -188,12 +206,17 @@ P_HOST_SCALE = 5  # Weibull host law: scale in hours; 0 = no Weibull host law
 P_HORIZON_HOURS = 6
 P_RESHARD_HOURS = 7  # cluster.on_failure = "reshard": the zero-output time of a re-layout
 P_MODULE_SWAP_HOURS = 8  # time to swap a failed field-replaceable module in place
-N_PARAMS = 9
+P_HOST_SWAP_HOURS = 9  # host units: time to put a pool host in a failed host's place
+P_LAM_NIC_PERM = 10  # permanent failures per NIC-hour, each NIC swapped in place
+P_NIC_SWAP_HOURS = 11  # time to swap a failed NIC (or its cable, transceiver, switch port) in place
+P_LAM_NIC_FAULT = 12  # transient faults per NIC-hour (restart the NIC's instances)
+N_PARAMS = 13
 # ---- outputs: out_f[i, :] and out_i[i, :]
 OUT_AVAILABILITY = 0  # time-averaged fraction of instances up
 OUT_STOCKOUT_HOURS = 1  # instance-hours with a slot waiting for a unit
 OUT_CAPACITY = 2  # time-averaged delivered throughput / full (reshard: degraded service counts)
-N_OUT_F = 3
+OUT_HOST_STOCKOUT_HOURS = 3  # host units: instance-hours waiting for a host
+N_OUT_F = 4
 OUT_FAILURES = 0  # permanent GPU failures (a host failure counts its GPUs)
 OUT_INTERRUPTIONS = 1  # instance up -> down transitions
 OUT_SWAPS = 2  # units assigned to empty slots
@@ -202,12 +225,17 @@ OUT_EVENTS = 4  # events by the horizon (failures, faults, installs, restarts, r
 OUT_MAX_FAILED_GPUS = 5  # most GPUs in the repair system (queued or in repair) at once
 OUT_PARTED = 6  # 1 if the variant parted from the joint pass and ran alone (simulate_lifetimes)
 OUT_MODULE_SWAPS = 7  # failed field-replaceable modules swapped in place
-N_OUT_I = 8
+OUT_HOST_REPAIRS = 8  # host units: failed hosts sent to repair
+OUT_HOST_SWAPS = 9  # host units: hosts assigned to failed hosts' places
+OUT_NIC_SWAPS = 10  # failed NICs swapped in place
+N_OUT_I = 11
 # events by class, after the N_OUT_I counts (shared by the variants of a pass, like OUT_FAILURES)
 OUT_GPU_FAULTS = N_OUT_I + _K_GPU_FAULT  # transient GPU faults (every class summed)
 OUT_GPU_EXP_FAILURES = N_OUT_I + _K_GPU_EXP  # permanent GPU failures of the exponential classes
 OUT_HOST_FAULTS = N_OUT_I + _K_HOST_FAULT  # transient host faults
 OUT_HOST_FAILURES = N_OUT_I + _K_HOST_FAIL  # permanent host failures (hosts, not their GPUs)
+OUT_NIC_FAILURES = N_OUT_I + _K_NIC_FAIL  # permanent NIC failures (each a NIC swap)
+OUT_NIC_FAULTS = N_OUT_I + _K_NIC_FAULT  # transient NIC faults
 OUT_WEAR_FAILURES = N_OUT_I + _K_WEAR  # permanent GPU failures of Weibull group g: column OUT_WEAR_FAILURES + g
 
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
@@ -237,6 +265,7 @@ def _start(ws, s, c, lf, wb, n_wb):
     ws.var_i[:, :] = 0
     ws.var_f[:] = 0.0
     ws.by_class[:] = 0
+    ws.hwait_i[:] = 0
     hn = 0
     if lf.clocked_g:
         for p in range(c.positions):
@@ -258,6 +287,8 @@ def _start(ws, s, c, lf, wb, n_wb):
     s.pool, s.busy, s.queue, s.in_repair, s.max_in_repair = c.spares, 0, 0, 0, 0
     s.failures, s.swaps, s.repairs, s.events, s.module_swaps = 0, 0, 0, 0, 0
     s.stockout_hours, s.served = 0.0, 0.0
+    s.host_pool, s.hrn, s.hwq_head, s.hwq_len, s.hrq_min, s.host_stockout_hours = c.spare_hosts, 0, 0, 0, np.inf, 0.0
+    s.host_repairs, s.host_swaps, s.nic_swaps = 0, 0, 0
     lam = _total_rate(ws.rates, s.n_g, s.n_h)
     s.lam = lam
     s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
@@ -266,10 +297,14 @@ def _start(ws, s, c, lf, wb, n_wb):
 @inline_kernel
 def _next_event(ws, s, c, lf):
     """The next event, its time in ``s.t``: the superposed one, a per-unit clock, or a
-    repair something waits for (a slot out of stock, a queued repair); past the horizon,
-    the horizon. Clears the failing slots, host and faulted instances of the last."""
+    repair something waits for (a slot out of stock, a queued repair; a host repair a
+    failed host waits for); past the horizon, the horizon. Clears the failing slots, host
+    and faulted instances of the last."""
     t_heap = ws.hkeys[0] if s.hn > 0 else np.inf
     t_ret = s.rq_min if s.wq_len > 0 or s.queue > 0 else np.inf
+    ret = _EV_REPAIR
+    if s.hwq_len > 0 and s.hrq_min < t_ret:
+        ret, t_ret = _EV_HOST_REPAIR, s.hrq_min
     t_exp = s.t_exp
     s.n_batch, s.host, s.fi0, s.fi1 = 0, -1, 0, -1
     if t_exp <= t_heap and t_exp <= t_ret:
@@ -277,7 +312,7 @@ def _next_event(ws, s, c, lf):
     elif t_heap <= t_ret:
         kind, t = _EV_CLOCK, t_heap
     else:
-        kind, t = _EV_REPAIR, t_ret
+        kind, t = ret, t_ret
     if t > lf.horizon:
         kind, t = _EV_HORIZON, lf.horizon
         s.fi1 = c.instances - 1  # one last pass settles every instance there
@@ -286,26 +321,37 @@ def _next_event(ws, s, c, lf):
 
 
 @inline_kernel
-def _pick_superposed(ws, s, c, lf, wb, n_wb, t):
+def _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t):
     """The superposed event at ``t``: a second uniform picks the category, then the unit
     uniformly among those listed (Gillespie's direct method); a candidate on a unit
     still in its swap is rejected, a wear-out candidate is accepted with probability
     ``h(age) / h(horizon)`` (thinning). An accepted one is a transient fault (its
-    instances in ``fi0 .. fi1``), a GPU failure (its slot in ``batch``) or a host failure
-    (``host``)."""
+    instances in ``fi0 .. fi1``), a GPU failure (its slot in ``batch``), a host failure
+    (``host``) or a NIC failure (handled here, :func:`_nic_fails`: a NIC is in place
+    whatever its GPUs are doing, so no candidate is rejected)."""
     st, rates, vids = ws.st, ws.rates, ws.vids
     n_g, n_h = s.n_g, s.n_h
     u = 0.0
     r = uniform(st) * s.lam
     cat = -1
     for k in range(_N_CAT):
-        w = (n_g if k < _HOST_FAULT else n_h) * rates[k]
+        w = (n_g if k < _HOST_FAULT else n_h if k < _NIC_FAIL else 1) * rates[k]
         if w > 0.0:
             cat = k
             if r < w:
                 break
             r -= w
-    if cat < _HOST_FAULT:
+    if cat >= _NIC_FAIL:  # one of the NICs, uniformly: GPU positions first .. end - 1
+        s.events += 1
+        nic = min(int(r / rates[cat] * c.nics), c.nics - 1)
+        first, end = nic * c.gpus_per_nic, min(nic * c.gpus_per_nic + c.gpus_per_nic, c.positions)
+        if cat == _NIC_FAULT:
+            ws.by_class[_K_NIC_FAULT] += 1
+            s.fi0, s.fi1 = ws.inst_of[first], ws.inst_of[end - 1]
+        else:
+            ws.by_class[_K_NIC_FAIL] += 1
+            _nic_fails(ws, s, c, lf, laws, nic, first, end, t)
+    elif cat < _HOST_FAULT:
         p = ws.occ_g[0, min(int(r / rates[cat]), n_g - 1)]
         live = ws.at_g[lf.lead, p] <= t  # else a swap is in progress: no GPU there yet
         if s.nv > 1:
@@ -356,10 +402,13 @@ def _pick_clock(ws, s, c, lf, laws, t):
     """The earliest per-unit clock fires: a GPU position's (its slot in ``batch``) or a
     host's (``host``); or, handled here (returns True: nothing else happens now), a
     module's failure (:func:`_module_fails`), or (reshard) the end of a module swap or
-    of a slot's swap, whose GPUs are back."""
+    of a slot's swap, a host swap or a NIC swap, whose GPUs are back."""
     ident = ws.hids[0]
     s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
     n_pos = c.positions
+    if ident >= c.h0:  # reshard: a host swap or a NIC swap ends (the ids past every other)
+        _swap_ends(ws, s, c, lf, ident, t)
+        return True
     if lf.modular and ident >= c.m0 + n_pos:  # reshard: a module swap ends, its GPU is back
         s.served += _reshard(ws, ws.inst_of[ident - c.m0 - n_pos], t, -1, lf.relayout_hours)
         return True
@@ -404,6 +453,137 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + module_life(ws.st, lf.mwb, lf.n_mwb), lf.horizon)
 
 
+@event_kernel
+def _nic_fails(ws, s, c, lf, laws, nic, first, end, t):
+    """NIC ``nic`` (GPU positions ``first .. end - 1``) fails at ``t`` (a ``per = "nic"``
+    class): it is swapped in place in ``nic_swap_hours`` (no pool unit, no GPU repair), its
+    instances down meanwhile and restarted after (reshard: the NIC's GPUs lost until the
+    swap ends, a timer per NIC; a NIC that fails again while in its swap loses no more GPUs)."""
+    s.nic_swaps += 1
+    t_back = t + lf.nic_swap_hours
+    ident = c.n0 + nic
+    lost = lf.reshard and ws.hpos[ident] < 0
+    for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+        for k in range(s.nv):
+            v = ws.vids[k]
+            _settle(ws, laws, v, i, t)
+            _interrupt(ws, v, i, t, False)
+            ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_back)
+            ws.inst_i[v, _PENDING, i] = 1
+        if lf.reshard:
+            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus) if lost else 0, lf.relayout_hours)
+    if lf.reshard:
+        if lost or t_back <= lf.horizon:
+            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, ident, t_back, lf.horizon)
+        else:  # (a swap past the horizon: the GPUs stay lost)
+            s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
+
+
+@event_kernel
+def _swap_ends(ws, s, c, lf, ident, t):
+    """Reshard: the swap timer ``ident`` fires at ``t``: a host swap's end (``h0 + host``)
+    or a NIC swap's end (``n0 + nic``) gives the GPUs back to their instances."""
+    if ident >= c.n0:
+        first, end = _positions(ident - c.n0, True, c.gpus_per_nic, c.positions)
+    else:
+        first, end = _positions(ident - c.h0, True, c.gpus_per_host, c.positions)
+    for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+        s.served += _reshard(ws, i, t, -_overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+
+
+@event_kernel
+def _host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
+    """Host units (``reliability.host_failure = "host"``, docs/model.md#host-units): host
+    ``host`` (GPU positions ``first .. end - 1``) fails at ``t``. It goes to repair (one
+    ``repair_hours`` draw; host repairs take no crew) and takes its instances down; its
+    GPUs stay in place, age on and are neither repaired nor replaced. A pool host takes
+    its place in ``host_swap_hours`` (:func:`_host_assigned`); with none, the host waits
+    (FIFO) for the next host repair to complete. Reshard: its GPUs are lost until then."""
+    _host_repairs_due(ws, s, c, lf, laws, t)  # the pool count exact
+    s.host_repairs += 1
+    when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+    ws.hrq[s.hrn] = when
+    s.hrn += 1
+    s.hrq_min = min(s.hrq_min, when)
+    i0, i1 = ws.inst_of[first], ws.inst_of[end - 1]
+    for i in range(i0, i1 + 1):
+        for k in range(s.nv):
+            v = ws.vids[k]
+            _settle(ws, laws, v, i, t)
+            _interrupt(ws, v, i, t, False)
+        if lf.reshard:
+            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+    if lf.clocked_h and ws.hpos[c.positions + host] >= 0:  # (its clock: the failure that fired, or a spare one)
+        s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + host)
+    if s.host_pool > 0:
+        s.host_pool -= 1
+        _host_assigned(ws, s, c, lf, host, first, end, t)
+        return
+    for k in range(s.nv):  # no host in place: every candidate on it is rejected until one comes
+        ws.at_h[ws.vids[k], host] = np.inf
+    j = s.hwq_head + s.hwq_len
+    ws.hwq[j - c.hosts if j >= c.hosts else j] = host
+    s.hwq_len += 1
+    for i in range(i0, i1 + 1):
+        if ws.hwait_i[i] == 0:
+            ws.hwait_f[i] = t
+        ws.hwait_i[i] += 1
+
+
+@event_kernel
+def _host_assigned(ws, s, c, lf, host, first, end, t):
+    """A host (from the pool, or just repaired) takes failed host ``host``'s place at ``t``:
+    in place after ``host_swap_hours`` (every variant: a fixed time), its clock armed
+    there; its instances restart once their last install ends (reshard: its GPUs back then)."""
+    s.host_swaps += 1
+    t_in = t + lf.host_swap_hours
+    for k in range(s.nv):
+        v = ws.vids[k]
+        ws.at_h[v, host] = t_in
+        if t_in <= lf.horizon:
+            ws.var_i[_V_EVENTS, v] += 1  # the install
+        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+            _install(ws, v, i, t_in)
+    if lf.clocked_h:
+        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + host,
+                    t_in + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
+    if lf.reshard:
+        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.h0 + host, t_in, lf.horizon)
+
+
+@event_kernel
+def _host_repairs_due(ws, s, c, lf, laws, t):
+    """The host repairs due by ``t`` complete (host units): each repaired host takes the
+    place of the longest-waiting failed host (its instances' wait for a host ends) or
+    returns to the host pool."""
+    if s.hrq_min > t:
+        return
+    hrq = ws.hrq
+    hrq_min = np.inf
+    j = 0
+    while j < s.hrn:
+        if hrq[j] > t:
+            hrq_min = min(hrq_min, hrq[j])
+            j += 1
+            continue
+        s.hrn -= 1
+        hrq[j] = hrq[s.hrn]
+        s.events += 1
+        if s.hwq_len == 0:
+            s.host_pool += 1
+            continue
+        host = ws.hwq[s.hwq_head]
+        s.hwq_head = s.hwq_head + 1 if s.hwq_head + 1 < c.hosts else 0
+        s.hwq_len -= 1
+        first, end = _positions(host, True, c.gpus_per_host, c.positions)
+        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+            ws.hwait_i[i] -= 1
+            if ws.hwait_i[i] == 0:
+                s.host_stockout_hours += t - ws.hwait_f[i]
+        _host_assigned(ws, s, c, lf, host, first, end, t)
+    s.hrq_min = hrq_min
+
+
 @inline_kernel
 def _fault_fast(ws, s, lf, laws, t):
     """Fast path: a transient fault while nothing waits for a unit or a crew. The passes
@@ -418,12 +598,16 @@ def _fault_fast(ws, s, lf, laws, t):
 
 
 @inline_kernel
-def _host_fails(ws, s, c, lf, t):
-    """A permanent failure of host ``s.host``: in host mode its slot fails (every GPU
-    counted); in gpu mode each of its GPUs in place fails (common cause, into ``batch``)
-    and the host is renewed (its clock armed afresh)."""
+def _host_fails(ws, s, c, lf, laws, t):
+    """A permanent failure of host ``s.host``: with host units (``reliability.host_failure
+    = "host"``) the host alone (:func:`_host_unit_fails`); in host mode its slot fails
+    (every GPU counted); in gpu mode each of its GPUs in place fails (common cause, into
+    ``batch``) and the host is renewed (its clock armed afresh)."""
     host, gph = s.host, c.gpus_per_host
     first, end = host * gph, min(host * gph + gph, c.positions)
+    if c.host_units:
+        _host_unit_fails(ws, s, c, lf, laws, host, first, end, t)
+        return
     if c.host_mode:
         s.failures += end - first
         ws.batch[0] = host
@@ -713,10 +897,12 @@ def _close(ws, s, c, lf, out_f, out_i, row):
     horizon, n_inst = lf.horizon, c.instances
     for j in range(s.hn):
         ws.hpos[ws.hids[j]] = -1
-    stockout_hours = s.stockout_hours
+    stockout_hours, host_stockout_hours = s.stockout_hours, s.host_stockout_hours
     for i in range(n_inst):
         if ws.wait_i[i] > 0:
             stockout_hours += horizon - ws.wait_f[i]
+        if ws.hwait_i[i] > 0:
+            host_stockout_hours += horizon - ws.hwait_f[i]
         if lf.reshard:
             s.served += _reshard(ws, i, horizon, 0, lf.relayout_hours)
     for k in range(s.nv):
@@ -728,6 +914,7 @@ def _close(ws, s, c, lf, out_f, out_i, row):
         out_f[row, v, OUT_AVAILABILITY] = 1.0 - down_hours / (n_inst * horizon)
         out_f[row, v, OUT_CAPACITY] = 1.0 - (down_hours - s.served) / (n_inst * horizon)  # (down: served = 0)
         out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
+        out_f[row, v, OUT_HOST_STOCKOUT_HOURS] = host_stockout_hours
         out_i[row, v, OUT_FAILURES] = s.failures
         out_i[row, v, OUT_INTERRUPTIONS] = ws.var_i[_V_INTERRUPTIONS, v]
         out_i[row, v, OUT_SWAPS] = s.swaps
@@ -736,6 +923,9 @@ def _close(ws, s, c, lf, out_f, out_i, row):
         out_i[row, v, OUT_MAX_FAILED_GPUS] = s.max_in_repair * c.gpus_per_unit
         out_i[row, v, OUT_PARTED] = 0
         out_i[row, v, OUT_MODULE_SWAPS] = s.module_swaps
+        out_i[row, v, OUT_HOST_REPAIRS] = s.host_repairs
+        out_i[row, v, OUT_HOST_SWAPS] = s.host_swaps
+        out_i[row, v, OUT_NIC_SWAPS] = s.nic_swaps
         for k in range(ws.by_class.size):
             out_i[row, v, N_OUT_I + k] = ws.by_class[k]
 
@@ -751,6 +941,7 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
     rates[_HOST_FAULT], rates[_HOST_EXP] = par[P_LAM_TRANSIENT_HOST], par[P_LAM_PERM_HOST]
     rates[_GPU_WEAR], rates[_HOST_WEAR] = 0.0, 0.0
+    rates[_NIC_FAIL], rates[_NIC_FAULT] = c.nics * par[P_LAM_NIC_PERM], c.nics * par[P_LAM_NIC_FAULT]
     clocked_g = False
     for g in range(n_wb):  # wear-out laws thinned at their hazard at the horizon
         wear[g] = 0.0
@@ -772,18 +963,16 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
         s.nv = 1
     if s.nv > 1:
         s.nv = part_on_laws(laws, ws.vids, s.nv)
-    return Lifetime(
-        horizon, host_shape, host_scale, lead,
-        # no variant's swap law draws (followers that share the pass have draw-free laws):
-        # a batch of swaps ends at one time
-        fixed_law(laws, lead * N_LAWS + LAW_SWAP),
-        clocked_g, clocked_h,
-        # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
-        clocked_g or (c.host_mode and clocked_h) or modular,
-        c.crews >= c.slots + c.spares,  # a crew for every unit: no repair ever queues
-        fast_paths and not (c.reshard or modular),
-        c.reshard, modular, mwb, n_mwb, par[P_RESHARD_HOURS], par[P_MODULE_SWAP_HOURS],
-    )
+    # no variant's swap law draws (followers that share the pass have draw-free laws):
+    # a batch of swaps ends at one time
+    swaps_fixed = fixed_law(laws, lead * N_LAWS + LAW_SWAP)
+    # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
+    clocked = clocked_g or (c.host_mode and clocked_h) or modular
+    crews_free = c.crews >= c.slots + c.spares  # a crew for every unit: no repair ever queues
+    fast = fast_paths and not (c.reshard or modular)
+    return Lifetime(horizon, host_shape, host_scale, lead, swaps_fixed, clocked_g, clocked_h, clocked, crews_free, fast,
+                    c.reshard, modular, mwb, n_mwb, par[P_RESHARD_HOURS], par[P_MODULE_SWAP_HOURS],
+                    par[P_HOST_SWAP_HOURS], par[P_NIC_SWAP_HOURS])
 
 
 @event_kernel
@@ -848,16 +1037,19 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
         t = s.t
         finishing = kind == _EV_HORIZON
         if kind == _EV_SUPERPOSED:
-            _pick_superposed(ws, s, c, lf, wb, n_wb, t)
+            _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t)
         elif kind == _EV_CLOCK:
             if _pick_clock(ws, s, c, lf, laws, t):
                 continue
+        elif kind == _EV_HOST_REPAIR:  # a host repair a failed host waits for: it takes that place
+            _host_repairs_due(ws, s, c, lf, laws, t)
+            continue
         # (_EV_REPAIR: a repair that a slot or a queued repair waits for: the passes below)
         if fast_paths and s.fi1 >= s.fi0 and not finishing and s.wq_len == 0 and s.queue == 0:
             _fault_fast(ws, s, lf, laws, t)
             continue
         if s.host >= 0:
-            _host_fails(ws, s, c, lf, t)
+            _host_fails(ws, s, c, lf, laws, t)
         if fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0:
             _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t)
         # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
@@ -885,7 +1077,8 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
 
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
-                       capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True):
+                       capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True,
+                       host_units=False, spare_hosts=0, gpus_per_nic=1):
     """Simulate ``n`` cluster lifetimes of ``V`` variants in blocks on ``numba.get_num_threads()`` threads.
 
     The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
@@ -941,23 +1134,37 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     fast_paths : bool
         Take the fast paths of :func:`_simulate_one` (default); False gives the same
         numbers through the general passes only (for tests).
+    host_units : bool
+        ``reliability.host_failure = "host"``: a permanent host failure takes the host out
+        as a unit (a pool host in its place after ``params[i, P_HOST_SWAP_HOURS]``, the
+        failed one repaired), its GPUs untouched; else (gpu mode) each of its GPUs is
+        swapped and repaired. Not with ``host_mode``.
+    spare_hosts : int
+        Pool hosts at the start (host units).
+    gpus_per_nic : int
+        GPU positions one NIC serves (consecutive; they may span instances): a permanent NIC
+        failure (``params[i, P_LAM_NIC_PERM]`` per NIC-hour) is swapped in place, a
+        transient fault (``P_LAM_NIC_FAULT``) restarts the NIC's instances.
 
     Returns
     -------
     out_f : float64[n, V, N_OUT_F]
-        Availability, stock-out instance-hours and capacity availability (``OUT_*`` columns).
+        Availability, stock-out instance-hours, capacity availability and instance-hours
+        waiting for a host (``OUT_*`` columns).
     out_i : int64[n, V, OUT_WEAR_FAILURES + K]
         Counts over the horizon (``OUT_*`` columns), then the events by class: transient
         GPU faults, exponential-class GPU failures, transient host faults, permanent
-        host failures, and the GPU failures of each Weibull group (column
+        host failures, permanent NIC failures, and the GPU failures of each Weibull group (column
         ``OUT_WEAR_FAILURES + g``).
     """
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
     modules = n > 0 and n_mwb.max() > 0
+    nic_swaps = n > 0 and params[:, P_LAM_NIC_PERM].max() > 0.0
     shape = np.array([active_gpus, instance_gpus, gpus_per_host, 1 if host_mode else 0, spare_units, crews,
-                      1 if reshard else 0, 1 if modules else 0], dtype=np.int64)
+                      1 if reshard else 0, 1 if modules else 0, 1 if host_units else 0, spare_hosts, gpus_per_nic,
+                      1 if nic_swaps else 0], dtype=np.int64)
     inst_of = np.arange(int(active_gpus), dtype=np.int64) // int(instance_gpus)  # read by every block
 
     args = (np.uint64(seed), np.int64(trial_start), params, wb, n_wb, mwb, n_mwb, laws, shape, capacity,
@@ -970,7 +1177,8 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
 def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capacity, thin_max, fast_paths, inst_of,
                i0, i1, out_f, out_i):
     """Lifetimes ``i0 .. i1 - 1`` of :func:`simulate_lifetimes` on one workspace (the
-    cluster ``shape``: its six int arguments, then reshard and modules as 0/1). A variant that leaves the joint pass runs
+    cluster ``shape``: its six int arguments, then reshard and modules as 0/1, host units
+    0/1, spare hosts, GPUs per NIC, NIC swaps 0/1). A variant that leaves the joint pass runs
     alone afterwards, from the start, in the order it left.
 
     Called from Python, one thread per block: the only layer of calls over
@@ -978,7 +1186,8 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
     types are fixed by :func:`simulate_lifetimes` (one compiled specialisation)."""
     n_var = laws.shape[1]
     alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled _simulate_one for both calls)
-    c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1)
+    c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1,
+                shape[8] == 1, shape[9], shape[10], shape[11] == 1)
     ws = _workspace(c, n_var, wb.shape[1], inst_of, capacity)
     vids, parted = ws.vids, ws.parted
     for i in range(i0, i1):

@@ -3,8 +3,12 @@
 Each claim is a module with a ``compute(settings) -> dict`` that returns its JSON entry
 (:func:`mcengine.paper._common.entry`): the paper's figure and where it comes from,
 mcengine's figure under the paper's assumptions (configs/paper/) and under the shipped
-scenarios, each with its 90 % interval, and the 1-D sweep where the claim flips. Adding
-or upgrading a claim touches its module and its line in :data:`CLAIMS`.
+scenarios, each with its 90 % interval, and the 1-D sweep where the claim flips. Then
+every entry gains the readings of the paper it is evaluated under
+(:func:`mcengine.paper.readings.readings`) and its nearest world: the smallest move of its
+declared assumptions under which P(claim holds) >= 0.5 (:mod:`mcengine.paper.worlds`,
+:mod:`mcengine.paper.nearest`). Adding or upgrading a claim touches its module and its
+line in :data:`CLAIMS` (and its search in :data:`mcengine.paper.worlds.CLAIM_WORLDS`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import time
 from ..options import check_seed, positive
 from . import blast_radius, cost_claim, fleet, frontier, performance, power, yield_claim
 from ._common import Settings
+from .nearest import NORM
 
 #: The claims in the paper's order: (number, key, module).
 CLAIMS = (
@@ -31,16 +36,39 @@ DEFAULT_SEED = 0
 DESCRIPTION = "The paper's claims one by one: its figure, mcengine's under its assumptions and the shipped ones, where each flips"
 
 
+def nearest_world(claim: dict, settings: Settings) -> dict:
+    """The claim's nearest-world search (:func:`mcengine.paper.worlds.search`); a claim
+    without a search that holds as shipped is its own nearest world."""
+    from .worlds import search
+
+    found = search(claim["key"], settings)
+    if found:
+        return found
+    p = claim["shipped"].get("p_holds")
+    worlds = [{"distance": 0.0, "p_holds": p, "changed": [], "note": "the claim holds in the shipped world (no search)"}] if p is not None and p >= 0.5 else []
+    return {"norm": NORM, "worlds": worlds, "found": bool(worlds), "searched": False}
+
+
 def study(trials: int | None = None, seed: int | None = None, quick: bool = False, progress=None) -> dict:
-    """The paper study's document: ``"claims"`` (one entry per claim), ``"frontier"``,
-    ``"trials"``, ``"seed"``, ``"quick"``, ``"elapsed_s"``."""
+    """The paper study's document: ``"claims"`` (one entry per claim, with its
+    ``"readings"`` and ``"nearest_world"``), ``"frontier"``, ``"trials"``, ``"seed"``,
+    ``"quick"``, ``"elapsed_s"`` and the searches' wall time per claim,
+    ``"nearest_world_elapsed_s"`` (kept out of the claims, which are the same numbers
+    for the same seed whatever the threads)."""
     start = time.perf_counter()
     trials = positive("--trials", trials if trials is not None else (QUICK_TRIALS if quick else DEFAULT_TRIALS))
     seed = check_seed(DEFAULT_SEED if seed is None else seed)
     settings = Settings(trials=trials, seed=seed, quick=quick, progress=progress)
     claims = [module.compute(settings) for _, _, module in CLAIMS]
+    from .readings import readings
+
+    searched = {}
+    for c in claims:
+        c.update(readings(c, settings))
+        c["nearest_world"] = nearest_world(c, settings)
+        searched[c["key"]] = c["nearest_world"].pop("elapsed_s", 0.0)
     doc = {"scenario": "paper", "seed": seed, "trials": trials, "quick": quick,
-           "claims": claims, "frontier": frontier.compute(settings)}
+           "claims": claims, "frontier": frontier.compute(settings), "nearest_world_elapsed_s": searched}
     doc["elapsed_s"] = time.perf_counter() - start
     return doc
 

@@ -264,6 +264,8 @@ def compute(settings: Settings) -> dict:
         "scenarios": list(fleet.designs), "figure": {"median": gap, "p05": gap, "p95": gap}, "sizing": fleet.sizing,
         "instance_gpus": {d: {m: alloc[d][m]["sized_instance_gpus"] for m in fleet.models} for d in fleet.designs},
         "rounding_loss": {d: loss[d]["mcengine"] for d in fleet.designs}, "p_holds": float(gap > 0),
+        "sized_rounding_loss": {d: float(sum(s * rounding_loss(alloc[d][m]["packages_needed"], alloc[d][m]["sized_instance_gpus"])
+                                             for m, s in zip(fleet.models, fleet.shares))) for d in fleet.designs},
         "fleet_cost_per_mtok_usd": {d: {k: interval(v) for k, v in c.items()} for d, c in costs.items()},
         "fleet_saving_vs_per_model_clusters": {d: interval(1.0 - paired_ratio(c["fleet"], c["per_model_clusters"])) for d, c in costs.items()},
         "fleet_paired_ratio": interval(ratio), "p_lite_fleet_cheaper": float(np.mean(ratio < 1.0)),

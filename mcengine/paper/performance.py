@@ -10,7 +10,8 @@ per H100-equivalent (ratio >= 1); the shipped side also reports the shoreline-de
 quarter die (``lite-h100-shoreline``: HBM stacks and links from its perimeter,
 docs/model.md#derive), mcengine's sourced version of "more bandwidth per FLOP". The
 sweep moves the Lite-GPU's HBM bandwidth, the input that decides decode throughput
-(README, "What decides it").
+(README, "What decides it"), with its HBM capacity moving with it as stacks do (20 GB per
+0.84 TB/s: one to two HBM3 stacks, the shoreline design's two).
 
 The same paired run feeds claims 3 and 4 (:func:`designs_run`).
 """
@@ -32,7 +33,10 @@ SHIPPED = ("h100", "lite-h100", "lite-h100-2x", "lite-h100-shoreline")
 PAPER = ("paper-h100", "paper-lite-h100", "paper-lite-h100-2x")
 SWEEP_MODEL = "llama-3-70b"
 SWEEP_KEY = "gpu.hbm_tbps"
-SWEEP_VALUES = (0.84, 0.95, 1.05, 1.15, 1.3, 1.5)
+#: The capacity that moves with the bandwidth in the sweep: GB per TB/s of one Lite stack (20 / 0.84).
+CAPACITY_KEY = "gpu.hbm_gb"
+GB_PER_TBPS = 20.0 / 0.84
+SWEEP_VALUES = (0.84, 0.95, 1.05, 1.15, 1.3, 1.5, 1.68)  # TB/s: 1 to 2 stacks
 
 
 def instance_h100s(model: str) -> int:
@@ -114,14 +118,17 @@ def compute(settings: Settings) -> dict:
     p, s = _side(cols, PAPER), _side(cols, SHIPPED)
     h100, wide = (on_model(scenario(r), SWEEP_MODEL) for r in ("h100", "lite-h100-2x"))
     values = settings.grid(SWEEP_VALUES)
-    runs = [variant(wide, f"{wide.name}.hbm-{v:g}", [f"{SWEEP_KEY}={v!r}"]) for v in values]
+    runs = [variant(wide, f"{wide.name}.hbm-{v:g}", [f"{SWEEP_KEY}={v!r}", f"{CAPACITY_KEY}={GB_PER_TBPS * v!r}"]) for v in values]
     swept = chain([h100, *runs], settings)
     figures = [ratios(swept, h100.name, r.name)["throughput"] for r in runs]
     b = boundary(f"B:{SWEEP_KEY}", values, figures, lambda f: f >= PAPER_FIGURE, lambda f: f >= PAPER_FIGURE,
-                 f"shipped h100 vs lite-h100-2x on {SWEEP_MODEL}, the Lite-GPU's HBM bandwidth (TB/s) at each value",
-                 figure=(f"tokens/s per H100-equivalent, lite-h100-2x / h100 on {SWEEP_MODEL}", "ratio"))
+                 f"shipped h100 vs lite-h100-2x on {SWEEP_MODEL}, the Lite-GPU's HBM bandwidth (TB/s) at each value and its "
+                 f"capacity with it ({GB_PER_TBPS:.1f} GB per TB/s, as HBM3 stacks)",
+                 figure=(f"tokens/s per H100-equivalent, lite-h100-2x / h100 on {SWEEP_MODEL}", "ratio"),
+                 key_axis=(f"Lite-GPU HBM bandwidth (TB/s), capacity {GB_PER_TBPS:.1f} GB per TB/s with it\n"
+                           f"B:{SWEEP_KEY} and B:{CAPACITY_KEY} (1 to 2 HBM3 stacks)"))
     cross = b["crossing_holds"]
-    holds = (f"Lite-GPU HBM >= {cross[0]:.2f} TB/s (0.84 = a quarter of H100's) on {SWEEP_MODEL}" if cross
+    holds = (f"Lite-GPU HBM >= {cross[0]:.2f} TB/s with {GB_PER_TBPS * cross[0]:.0f} GB (0.84 TB/s, 20 GB = a quarter of H100's) on {SWEEP_MODEL}" if cross
              else f"2x links: not over Lite HBM {values[0]:g}-{values[-1]:g} TB/s on {SWEEP_MODEL}")
     holds += _derived_holds(s)
     return entry(

@@ -9,7 +9,10 @@
   line, and P(claim holds) / P(Lite better) below;
 * :func:`frontier_figure`: cost per Mtok against the TPOT SLO per design (median, 90 %
   band), and P(Lite cheaper than H100) below;
-* :func:`write_paper_figures`: every figure as PNG (``claim-N-KEY.png``, ``slo-frontier.png``).
+* :func:`nearest_text` / :func:`nearest_figure`: a claim's nearest world in words, and
+  P(claim holds) with the claim's figure along the path from the shipped world to it;
+* :func:`write_paper_figures`: every figure as PNG (``claim-N-KEY.png``,
+  ``claim-N-KEY-nearest.png``, ``slo-frontier.png``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from pathlib import Path
 from .figures import new_figure, save_png, style
 
 FRONTIER_FILE = "slo-frontier.png"
+#: The table's column headers (README's paper table), by row key.
+HEADERS = {"claim": "claim", "paper": "paper's figure", "mcengine_paper_assumptions": "mcengine (paper's assumptions)",
+           "mcengine_shipped": "mcengine (shipped)", "holds_when": "holds when", "nearest_world": "nearest world"}
 #: How a claim's figure reads on an axis, by its unit: (factor, unit words).
 UNIT_AXES = {"gain": (100.0, "%"), "ratio": (1.0, "x, dimensionless"), "points": (100.0, "percentage points")}
 #: Characters per line of a figure's title and axis labels (wrapped, never cut).
@@ -44,8 +50,31 @@ def fmt_interval(figure: dict, unit: str) -> str:
     return f"{fmt_figure(mid, unit)} [{fmt_figure(lo, unit)} - {fmt_figure(hi, unit)}]"
 
 
+def _value(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def nearest_text(nearest: dict | None, unit: str = "gain") -> str:
+    """A claim's nearest world in words: distance, P(holds) there, the inputs it moves
+    (shipped -> value), largest first; or why there is none."""
+    if not nearest:
+        return "-"
+    worlds = nearest.get("worlds") or []
+    if not worlds:
+        best = nearest.get("best_seen")
+        where = "not found within the search's budget" if nearest.get("budget_spent") else "none within the plausible ranges"
+        return where + (f" (best seen: P(holds) {best['p_holds']:.2f}, median figure {fmt_figure(best['figure_median'], unit)})" if best else "")
+    w = worlds[0]
+    if w["distance"] == 0.0:
+        return f"the shipped world (P(holds) {w['p_holds']:.2f})"
+    moves = ", ".join(f"{c['key']} {_value(c['shipped'])} -> {_value(c['value'])}" for c in w["changed"][:4])
+    more = f" (+{len(w['changed']) - 4} smaller)" if len(w["changed"]) > 4 else ""
+    return f"d = {w['distance']:.2f}, P(holds) {w['p_holds']:.2f}: {moves}{more}"
+
+
 def claim_rows(doc: dict) -> list[dict]:
-    """One row per claim as it reads (the terminal table and README's table)."""
+    """One row per claim as it reads (the terminal table and README's table); the
+    ``nearest_world`` column when the study searched for it."""
     rows = []
     for c in doc["claims"]:
         paper = c["paper_figure_text"] + ("" if c["paper_figure_confirmed"] else " (secondary)")
@@ -56,7 +85,14 @@ def claim_rows(doc: dict) -> list[dict]:
             "mcengine_shipped": c["shipped"].get("text") or fmt_interval(c["shipped"]["figure"], c["unit"]),
             "holds_when": c["holds_when"],
         })
+        if "nearest_world" in c:
+            rows[-1]["nearest_world"] = nearest_text(c["nearest_world"], c["unit"])
     return rows
+
+
+def table_header(rows: list[dict]) -> str:
+    """README's header line of the paper table for ``rows`` (:func:`claim_rows`)."""
+    return "| " + " | ".join(HEADERS[k] for k in rows[0]) + " |"
 
 
 def claim_number_rows(doc: dict) -> list[dict]:
@@ -74,6 +110,10 @@ def claim_number_rows(doc: dict) -> list[dict]:
             row.update({f"{side}_{q}": figure[q] for q in ("median", "p05", "p95")})
         row.update({"paper_text": c["paper_figure_text"], "paper_assumptions_text": c["paper_assumptions"].get("text", ""),
                     "shipped_text": c["shipped"].get("text", ""), "holds_when": c["holds_when"]})
+        if "nearest_world" in c:
+            worlds = c["nearest_world"].get("worlds") or [{}]
+            row.update({"nearest_world": nearest_text(c["nearest_world"], c["unit"]), "nearest_world_distance": worlds[0].get("distance", ""),
+                        "nearest_world_p_holds": worlds[0].get("p_holds", "")})
         rows.append(row)
     return rows
 
@@ -84,9 +124,10 @@ def render_paper(doc: dict):
     from rich.table import Table
 
     title = f"the paper, claim by claim: {doc['trials']:,} paired trials, seed {doc['seed']}" + (" (quick)" if doc.get("quick") else "")
-    table = Table("claim", "paper's figure", "mcengine (paper's assumptions)", "mcengine (shipped)", "holds when", title=title)
-    for r in claim_rows(doc):
-        table.add_row(r["claim"], r["paper"], r["mcengine_paper_assumptions"], r["mcengine_shipped"], r["holds_when"])
+    rows = claim_rows(doc)
+    table = Table(*[HEADERS[k] for k in rows[0]], title=title)
+    for r in rows:
+        table.add_row(*r.values())
     f = doc["frontier"]
     front = Table("design", *[f"{v:g} ms" for v in f["slo_ms"]], title=f"SLO frontier ({f['model']}): cost per M output tokens, median; P(cheaper than {f['baseline']})")
     for name, row in f["designs"].items():
@@ -205,9 +246,43 @@ def frontier_figure(frontier: dict):
     return fig
 
 
+def nearest_figure(entry: dict):
+    """P(claim holds) along the straight path from the shipped world to the claim's
+    nearest one (x: the distance travelled, in shares of the inputs' plausible ranges),
+    and the claim's figure there (median, 90 % band of the search's trials) with the
+    paper's figure as a dashed line; the inputs the world moves in the title."""
+    n = entry["nearest_world"]
+    p = n["path"]
+    factor, words = UNIT_AXES[entry["unit"]]
+    fig = new_figure(7.0, 5.8)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    x = p["distance"]
+    top.fill_between(x, [factor * v for v in p["p05"]], [factor * v for v in p["p95"]], color="C0", alpha=0.25,
+                     label=f"90 % of {n['budget']['trials_per_point']} trials")
+    top.plot(x, [factor * v for v in p["median"]], **{**style(0), "markevery": 1}, label="median")
+    if n.get("threshold") is not None:
+        top.axhline(factor * n["threshold"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}")
+    top.set_ylabel(_wrap(f"{n['figure']} ({words})", AXIS_CHARS), fontsize=8)
+    top.set_title(_wrap(f"claim {entry['number']} ({entry['key']}): the path to {n.get('path_to', 'the nearest world')}: "
+                        f"{nearest_text(n, entry['unit'])}", TITLE_CHARS), fontsize=8)
+    top.grid(alpha=0.3)
+    top.legend(fontsize=7)
+    bottom.plot(x, p["p_holds"], **{**style(1), "markevery": 1}, label="P(claim holds)")
+    bottom.axhline(0.5, color="0.5", lw=0.8)
+    bottom.set_ylim(-0.03, 1.03)
+    bottom.set_xlabel(_wrap("distance from the shipped world (root-sum-square of each input's move as a share of its plausible range)",
+                            AXIS_CHARS * 2), fontsize=8)
+    bottom.set_ylabel("probability\n(share of trials)", fontsize=8)
+    bottom.grid(alpha=0.3)
+    bottom.legend(fontsize=7)
+    return fig
+
+
 def write_paper_figures(doc: dict, out) -> list[Path]:
     """Every figure of the study into ``out`` (atomic writes)."""
     out = Path(out)
     paths = [save_png(claim_figure(c), out / f"claim-{c['number']}-{c['key']}.png") for c in doc["claims"] if c.get("boundary")]
+    paths += [save_png(nearest_figure(c), out / f"claim-{c['number']}-{c['key']}-nearest.png") for c in doc["claims"]
+              if c.get("nearest_world", {}).get("path")]
     paths.append(save_png(frontier_figure(doc["frontier"]), out / FRONTIER_FILE))
     return paths

@@ -323,7 +323,11 @@ def render_reliability(body: dict):
         ("swaps / year", "swaps_per_year", ",.2f"),
         ("repairs / year", "repairs_per_year", ",.2f"),
         ("module swaps / year", "module_swaps_per_year", ",.2f"),
+        ("host repairs / year", "host_repairs_per_year", ",.2f"),
+        ("host swaps / year", "host_swaps_per_year", ",.2f"),
+        ("NIC swaps / year", "nic_swaps_per_year", ",.2f"),
         ("stock-out inst-hours", "stockout_hours", ",.1f"),
+        ("host stock-out inst-hours", "host_stockout_hours", ",.1f"),
         ("max failed GPUs", "max_failed_gpus", ",.1f"),
     )
     for label, key, fmt in rows:

@@ -179,6 +179,13 @@ def cluster_problems(c, r) -> list[Problem]:
                                f"allowed: \"unit\", reliability.replace_unit = {r.replace_unit!r}, or \"module\""))
     if r.replace_unit == "host" and c.spare_gpus % c.gpus_per_host:
         out.append(Problem("cluster.spare_gpus", c.spare_gpus, f"allowed: a multiple of cluster.gpus_per_host = {c.gpus_per_host} when reliability.replace_unit = 'host'"))
+    for name, comp in r.components:
+        key = f"reliability.components.{name}"
+        if comp.per != "gpu" and not (comp.weibull_shape.is_fixed and float(comp.weibull_shape.value) == 1.0):
+            out.append(Problem(f"{key}.weibull_shape", comp.weibull_shape.to_toml(),
+                               f"allowed: 1 when per = {comp.per!r} (a class counted per host or NIC is exponential)"))
+        if comp.per != "gpu" and comp.replace_unit == "module":
+            out.append(Problem(f"{key}.per", comp.per, "allowed: \"gpu\" for a field-replaceable module (replace_unit = \"module\")"))
     names = [name for name, _ in r.components]
     if len(set(names)) != len(names):
         out.append(Problem("reliability.components", names, "allowed: each component name once"))

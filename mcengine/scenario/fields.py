@@ -112,6 +112,8 @@ class Spec:
             what = f"a number in {_interval(self.lo, self.hi, self.lo_open, self.hi_open)}"
             if self.inf_ok:
                 what += ' or "inf"'
+            if self.auto_ok:
+                what += ' or "auto"'
             if self.uncertain:
                 what += " (or a dist table: " + ", ".join(DISTS) + ")"
             return "allowed: " + what
@@ -155,7 +157,9 @@ class Spec:
         parser: Callable = getattr(self, "_parse_" + self.kind)
         return parser(raw, key, problems)
 
-    def _parse_number(self, raw, key, problems) -> Dist | None:
+    def _parse_number(self, raw, key, problems) -> Dist | str | None:
+        if self.auto_ok and raw == AUTO:
+            return AUTO
         if isinstance(raw, dict):
             if not self.uncertain:
                 problems.append(Problem(key, raw, self.allowed().replace(" (or a dist", " (not a dist") , "this key is structural: give one number"))
@@ -424,9 +428,10 @@ def _field(default, spec: Spec):
 
 
 def number(default: float | None, help: str, unit: str = "", **kw):
-    """A float key; uncertain (dist table) unless ``uncertain=False``; ``None`` default = optional."""
+    """A float key; uncertain (dist table) unless ``uncertain=False``; ``None`` default = optional;
+    ``"auto"`` (with ``auto_ok=True``) = a value the scenario derives from other keys."""
     spec = Spec("number", help, unit=unit, optional=default is None, **kw)
-    return _field(None if default is None else Fixed(float(default)), spec)
+    return _field(default if default is None or default == AUTO else Fixed(float(default)), spec)
 
 
 def integer(default, help: str, unit: str = "", **kw):

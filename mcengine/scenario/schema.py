@@ -22,7 +22,7 @@ from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .cards import parse_model
-from .sections.workload import WorkloadSection, parse_classes
+from .sections.workload import EFFICIENCY_KINDS, WorkloadSection, parse_classes, parse_efficiency
 
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (
@@ -31,9 +31,11 @@ SECTIONS = (
     ("fab", FabSection, {}),
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
-    ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes}),
+    ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes, "efficiency": parse_efficiency}),
     ("econ", EconSection, {}),
 )
+#: The workload keys whose "auto" is a precision table's efficiency.
+_EFFICIENCY_FIELDS = tuple(f"{kind}_efficiency" for kind in EFFICIENCY_KINDS)
 TOP_KEYS = ("name", "description", "extends", *(s[0] for s in SECTIONS))
 
 #: A scenario's name becomes a file name (``<out>/<name>.toml``): a letter or digit, then
@@ -83,7 +85,9 @@ class Scenario:
 
         Law parameters appear as ``reliability.repair_hours.parts.1.median``; component
         fields as ``reliability.components.die.afr``; request-class shares as
-        ``workload.classes.code.share``.
+        ``workload.classes.code.share``. ``workload.compute_efficiency`` and
+        ``workload.memory_efficiency`` are the ones in use (the precision table's when "auto");
+        the tables of ``[workload.efficiency]`` are not inputs of their own.
         """
         out: dict[str, Dist] = {}
         for table, _cls, _special in SECTIONS:
@@ -91,7 +95,9 @@ class Scenario:
             for f in fields(section):
                 value = getattr(section, f.name)
                 key = f"{table}.{f.name}"
-                if isinstance(value, Dist):
+                if table == "workload" and f.name in _EFFICIENCY_FIELDS:
+                    out[key] = section.efficiency_of(f.name.removesuffix("_efficiency"))
+                elif isinstance(value, Dist):
                     out[key] = value
                 elif isinstance(value, Law):
                     for suffix, dist in value.param_items():
@@ -179,6 +185,8 @@ def _section_dict(section, with_unset: bool = False) -> dict:
         if f.name == "components":
             out[f.name] = {name: {**_section_dict(comp, with_unset), **({"resolved": component_resolved(comp)} if with_unset else {})}
                            for name, comp in value}
+        elif f.name == "efficiency":
+            out[f.name] = {name: _section_dict(table, with_unset) for name, table in value}
         elif f.name == "classes":
             if value:  # no classes: the scenario's dict is what it was without the key
                 out[f.name] = {name: _section_dict(cls, with_unset) for name, cls in value}

@@ -99,9 +99,9 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
     cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
-    b_slo = ra.largest_batch(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap)
-    b_ttft = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, s, o, rates).total_s, ttft_ms / MS_PER_S,
-                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o)
+    b_slo = ra.largest_batch(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap, rates=rates)
+    b_ttft = sv.largest_batch_within_ttft(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, ttft_ms / MS_PER_S,
+                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=rates)
     if w.batch == "auto":
         batch = np.maximum(1, b_ttft)
     else:
@@ -218,6 +218,17 @@ class PrefillPass:
         return self.ttft.total_s + self.kv_transfer_s
 
 
+def kv_rates(scenario: Scenario, rates: ra.Rates) -> ra.Rates:
+    """The rates a prompt's KV cache moves at from a prefill to a decode instance: the scale-up
+    links when one scale-up domain can hold both instances (``cluster.scale_up_domain_gpus`` at
+    least twice ``cluster.instance_gpus``), else the scale-out network, each GPU its own NIC
+    (:meth:`~mcengine.analytic.roofline.Rates.scale_out`; "auto" = one domain per instance, so the
+    transfer leaves it; docs/sources.md#roof-scale-up-domain)."""
+    c = scenario.cluster
+    d = c.scale_up_domain_gpus
+    return rates if d != "auto" and d >= 2 * c.instance_gpus else rates.scale_out()
+
+
 def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> PrefillPass:
     """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
     ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
@@ -226,19 +237,20 @@ def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> 
     streamed once per pass), so the largest allowed ``P`` is the best."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
+    kv = kv_rates(scenario, rates)
     s, g = w.prompt_tokens, scenario.cluster.instance_gpus
     b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s, rates.bytes_per_param, rates.kv_bytes)
     limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
     slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
 
-    def latency_s(batch):
-        return ra.batch_time_to_first_token(m, layout, batch, s, rates).total_s + sv.kv_transfer_s(m, s, g, rates, batch)
+    def latency_s(batch, r):
+        return ra.batch_time_to_first_token(m, layout, batch, s, r).total_s + sv.kv_transfer_s(m, s, g, kv_rates(scenario, r), batch)
 
     if not np.all(np.isinf(slo_s)):
-        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max()))))
+        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max())), rates=rates))
     batch = np.maximum(1, limit)
     return PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
-                        np.broadcast_to(sv.kv_transfer_s(m, s, g, rates, batch), (inputs.n,)))
+                        np.broadcast_to(sv.kv_transfer_s(m, s, g, kv, batch), (inputs.n,)))
 
 
 def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode_layout: ra.Layout, inputs: TrialInputs, share=None) -> Disaggregated:
@@ -256,9 +268,9 @@ def disaggregated_of(scenario: Scenario, prefill_layout: ra.Layout, pre: Prefill
     every prefill layout with every decode layout without evaluating either twice)."""
     w = scenario.workload
     s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
-    rates = rates_of(scenario, inputs) if rates is None else rates
-    send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, rates), (inputs.n,))
-    receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, rates), (inputs.n,))
+    kv = kv_rates(scenario, rates_of(scenario, inputs) if rates is None else rates)
+    send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, kv), (inputs.n,))
+    receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (inputs.n,))
     r_p = np.minimum(pre.batch / pre.prefill.total_s, send)
     r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
     f = sv.prefill_share(r_p, r_d) if share is None else np.broadcast_to(np.asarray(share, float), (inputs.n,))
@@ -303,7 +315,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
     layouts = candidate_layouts(scenario)
     decode = _decode_best([evaluate(scenario, layout, median, prefills=False) for layout in layouts])
     w, g = scenario.workload, scenario.cluster.instance_gpus
-    rates = rates_of(scenario, median)
+    kv = kv_rates(scenario, rates_of(scenario, median))
     passes = [(layout, prefill_pass(scenario, layout, median)) for layout in layouts]
     passes = [(layout, x) for layout, x in passes if x.batch_memory[0] >= 1]
     if decode is None or not passes:
@@ -311,7 +323,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
     slo_ms = float(ttft_slo_ms(scenario, median)[0])
 
     def prompts_per_s_per_gpu(layout: ra.Layout, x: PrefillPass) -> float:
-        send = sv.kv_link_prompts_per_s(w.model, w.prompt_tokens, g, x.prefill, rates)
+        send = sv.kv_link_prompts_per_s(w.model, w.prompt_tokens, g, x.prefill, kv)
         return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
 
     within = [(layout, x) for layout, x in passes if float(x.ttft_s[0]) * MS_PER_S <= slo_ms]

@@ -18,7 +18,7 @@ Per trial, with that trial's inputs and the other stages' columns:
   ``gpu.dvfs_scale`` and utilisation the roofline's ``busy_fraction``; idle =
   ``gpu.idle_w``, or the TDP when unset (a GPU that always draws its TDP);
 * energy = active GPUs x power x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
-* repairs = repair events x ``repair_cost_usd``;
+* repairs = (GPU and host repairs, NIC swaps) x ``repair_cost_usd`` + module swaps x ``module_cost_usd``;
 * cluster tokens/s = per-instance output tokens/s x instances x availability: the
   instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
   availability (an instance short of GPUs still serves on a smaller layout);
@@ -30,6 +30,10 @@ Per trial, with that trial's inputs and the other stages' columns:
 * cost per request = cost per token x the output tokens per request (the mix's mean
   with request classes); per request class (docs/model.md#mix), the cost per million
   tokens were the cluster to serve that class alone (:data:`CLASS_COST_COLUMN`).
+
+Before the roofline stage, :func:`plan_power_weight` hands the per-trial planner what it
+needs to take the least cost per token (docs/model.md#plan): the weight of the dynamic
+energy against the costs every plan of the trial shares.
 
 Vectorised NumPy: a handful of multiplications per trial needs no kernel.
 """
@@ -105,10 +109,14 @@ def hosts(scenario: Scenario) -> int:
 
 def host_cost_per_slot(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
     """Host cost per GPU slot (USD): ``hosts x econ.host_cost_usd / total GPUs`` when the
-    per-host price is set, else ``econ.host_cost_per_gpu_usd``."""
+    per-host price is set, else ``econ.host_cost_per_gpu_usd``; with host units
+    (``reliability.host_failure = "host"``) the ``cluster.spare_hosts`` of the pool too."""
+    r = scenario.reliability
+    spare = scenario.cluster.spare_hosts if r.host_failure == "host" and r.replace_unit != "host" else 0  # the host pool
     if scenario.econ.host_cost_usd is None:
-        return inputs["econ.host_cost_per_gpu_usd"]
-    return hosts(scenario) * inputs["econ.host_cost_usd"] / scenario.total_gpus
+        per_gpu = inputs["econ.host_cost_per_gpu_usd"]
+        return per_gpu * (1.0 + spare * scenario.cluster.gpus_per_host / scenario.total_gpus) if spare else per_gpu
+    return (hosts(scenario) + spare) * inputs["econ.host_cost_usd"] / scenario.total_gpus
 
 
 def gpu_power_w(scenario: Scenario, inputs: TrialInputs, busy_fraction: np.ndarray, availability: np.ndarray) -> np.ndarray:
@@ -130,18 +138,46 @@ def gpu_power_w(scenario: Scenario, inputs: TrialInputs, busy_fraction: np.ndarr
     return idle + (tdp - idle) * inputs["gpu.dvfs_scale"] ** 3 * busy_fraction * availability
 
 
-def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The econ columns of a block of trials.
+def served_availability(scenario: Scenario, columns: dict[str, np.ndarray]) -> np.ndarray:
+    """The share of the cluster's capacity that serves: the capacity availability with
+    ``cluster.on_failure = "reshard"`` (docs/model.md#reshard), else the instance one."""
+    return columns["capacity_availability" if scenario.cluster.on_failure == "reshard" else "instance_availability"]
 
-    ``columns`` holds the fab (``gpu_cost_usd`` and its parts ``gpu_cost_<part>_usd``),
-    reliability (``instance_availability``, ``capacity_availability``, ``repairs``) and
-    roofline (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``busy_fraction``)
-    columns of the same trials. With ``cluster.on_failure = "reshard"`` the served share
-    is the capacity availability (docs/model.md#reshard), else the instance availability.
-    """
+
+def energy_usd(scenario: Scenario, inputs: TrialInputs, power_w: np.ndarray) -> np.ndarray:
+    """Energy bill over the horizon (USD): active GPUs x ``power_w`` x ``econ.pue`` x
+    horizon hours x ``econ.power_usd_per_kwh``."""
+    horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
+    energy_kwh = scenario.active_gpus * power_w / W_PER_KW * inputs["econ.pue"] * horizon_hours
+    return energy_kwh * inputs["econ.power_usd_per_kwh"]
+
+
+def plan_power_weight(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Per trial, what the planner needs to take the least cost per token
+    (``workload.plan_objective = "cost"``, docs/model.md#plan): ``k = D / C``.
+
+    A trial's plans share ``C`` = capex + repairs + the energy of idle GPUs (all before
+    the roofline stage: fab and reliability columns, prices) and differ in output tokens/s
+    ``T`` and busy fraction ``u``; the energy is ``C``'s idle part plus ``D u`` with ``D``
+    the energy of the GPUs' dynamic power at full load (:func:`gpu_power_w` at ``u = 1``
+    minus ``u = 0``; 0 with ``gpu.idle_w`` unset). Cost per token is ``(C + D u) / (T x
+    served hours)``, so the least is the largest ``T / (1 + k u)``.
+    ``columns`` holds the fab (``gpu_cost_usd`` and its parts) and reliability
+    (availabilities, ``repairs``) columns of the trials."""
+    availability = served_availability(scenario, columns)
+    idle = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.zeros(inputs.n), availability))
+    full = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.ones(inputs.n), availability))
+    fixed = purchase(scenario, inputs, columns)["capex"] + repair_usd(inputs, columns) + idle
+    return (full - idle) / fixed
+
+
+def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """What the cluster costs to buy, per trial: the GPU ``price`` and its parts
+    (``per_gpu``, :data:`BREAKDOWN_PARTS`' package parts and ``gpu_price``), per GPU slot
+    the ``host``, ``network`` and ``fabric`` (marked up where listed) and their at-cost
+    ``host_at_cost``, ``fabric_at_cost``, and ``capex`` / ``capex_at_cost`` (module docstring)."""
     e = scenario.econ
     n, total_gpus = inputs.n, scenario.total_gpus
-    horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
     markup = inputs["econ.gpu_markup"]
     applies = markup_scope(e.markup_applies_to, inputs.values.get("econ.markup_applies_to", np.zeros(n)))
     cost_parts = {p: columns[f"gpu_cost_{p}_usd"] for p in PACKAGE_PARTS}
@@ -156,14 +192,40 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     fabric = fabric_at_cost * np.where(applies["fabric"], markup, 1.0)
     network = inputs["econ.network_cost_per_gpu_usd"]
     per_slot = price + host + network + fabric
-    capex = total_gpus * per_slot
-    capex_at_cost = total_gpus * (columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost)
-    reshard = scenario.cluster.on_failure == "reshard"
-    availability = columns["capacity_availability" if reshard else "instance_availability"]
+    return {"price": price, "per_gpu": per_gpu, "host": host, "network": network, "fabric": fabric, "host_at_cost": host_at_cost,
+            "fabric_at_cost": fabric_at_cost, "capex": total_gpus * per_slot,
+            "capex_at_cost": total_gpus * (columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost)}
+
+
+def repair_usd(inputs: TrialInputs, columns: dict[str, np.ndarray]) -> np.ndarray:
+    """Repair spend over the horizon: GPU and host repairs and NIC swaps at
+    ``econ.repair_cost_usd`` each, and a module swap using up a module
+    (``econ.module_cost_usd``); a reliability column not given (a hand-built block) means
+    none of those events."""
+    years = inputs["run.horizon_years"]
+    host_repairs, nic_swaps, module_swaps = (columns.get(k, 0.0) for k in ("host_repairs", "nic_swaps_per_year", "module_swaps_per_year"))
+    return ((columns["repairs"] + host_repairs + nic_swaps * years) * inputs["econ.repair_cost_usd"]
+            + module_swaps * years * inputs["econ.module_cost_usd"])
+
+
+def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The econ columns of a block of trials.
+
+    ``columns`` holds the fab (``gpu_cost_usd`` and its parts ``gpu_cost_<part>_usd``),
+    reliability (``instance_availability``, ``capacity_availability``, ``repairs``) and
+    roofline (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``busy_fraction``)
+    columns of the same trials. With ``cluster.on_failure = "reshard"`` the served share
+    is the capacity availability (docs/model.md#reshard), else the instance availability.
+    """
+    n, total_gpus = inputs.n, scenario.total_gpus
+    horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
+    bought = purchase(scenario, inputs, columns)
+    price, per_gpu, host, network, fabric = (bought[k] for k in ("price", "per_gpu", "host", "network", "fabric"))
+    capex, capex_at_cost = bought["capex"], bought["capex_at_cost"]
+    availability = served_availability(scenario, columns)
     power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
-    energy_kwh = scenario.active_gpus * power_w / W_PER_KW * inputs["econ.pue"] * horizon_hours
-    energy = energy_kwh * inputs["econ.power_usd_per_kwh"]
-    repairs = columns["repairs"] * inputs["econ.repair_cost_usd"]
+    energy = energy_usd(scenario, inputs, power_w)
+    repairs = repair_usd(inputs, columns)
     total = capex + energy + repairs
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR

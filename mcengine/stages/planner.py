@@ -9,23 +9,26 @@ forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_servi
 
 ``workload.plan`` says when the plan is chosen:
 
-* ``"per_trial"``: in every trial, the plan with the most output tokens/s of the instance
-  among the candidates that fit HBM and meet that trial's TPOT and TTFT SLOs. Exact ties
-  go to the earlier candidate (:func:`candidates` order). A trial where no candidate
+* ``"per_trial"``: in every trial, the best plan by :func:`objective` among the
+  candidates that fit HBM and meet that trial's TPOT and TTFT SLOs: the least cost per
+  token (``workload.plan_objective = "cost"``, given the trial's econ weight) or the most
+  output tokens/s of the instance. Exact ties go to the earlier candidate
+  (:func:`candidates` order). A trial where no candidate
   meets them is *infeasible*: it serves no tokens (``slo_met`` 0) and its columns
   describe the fitting candidate with the lowest TPOT.
 * ``"median"``: one plan chosen at the median inputs
   (:func:`~._roofline_serving.choose_serving`) serves every trial.
 * ``"quantile"``: one plan, chosen by the per-trial rule at pessimistic inputs
   (:func:`pessimistic_inputs`), serves every trial, disaggregated with the prefill share
-  it was planned with: a plan provisioned in advance.
+  it was planned with: a plan provisioned in advance. Like :func:`plan_at`, it has no
+  trial's costs to weigh and takes the most tokens/s.
 
 Cost: the candidates are the searched serving modes x the candidate layouts (pairs of
 them for disaggregated serving), and the layouts are at most the tensor degrees that
 divide the model's dimensions x the attention modes (``pipeline`` at most the layers):
 never more with the instance size or an input's value. Each layout is evaluated once per
 block of trials (vectorised); a disaggregated pair only combines its prefill pass and its
-decode evaluation.
+decode evaluation, for every prefill layout at once (:class:`CandidateTable`).
 """
 
 from __future__ import annotations
@@ -40,9 +43,10 @@ from ..analytic import serving as sv
 from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
+from ..units import MS_PER_S
 from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, rates_of
 from ._roofline_layout import capacity_table as _static_capacity_table
-from ._roofline_serving import Disaggregated, Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, prefill_pass
+from ._roofline_serving import Disaggregated, Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
 #: pessimistic side of ``workload.plan = "quantile"`` is their upper quantile. Every other
@@ -70,23 +74,115 @@ def candidates(scenario: Scenario) -> tuple[Plan, ...]:
     return tuple(plans)
 
 
-def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> list:
-    """The evaluation of every plan of :func:`candidates` for every trial of ``inputs``
-    (disaggregated at each trial's balanced prefill share)."""
+@dataclass(frozen=True)
+class CandidateTable:
+    """Every plan of :func:`candidates` evaluated for a block of ``n`` trials: per plan
+    and trial the ``served`` output tokens/s of the instance (``-inf`` where the plan does
+    not fit or misses an SLO, :func:`served_tokens`), the ``busy`` fraction of the power
+    model, ``fits`` and ``tpot_s``, kept as ``blocks`` of rows ((r, n) arrays of those
+    four, rows in :func:`candidates` order: one per static or continuous layout, one per
+    decode layout's disaggregated pairs); every plan's whole evaluation on demand
+    (:meth:`evaluation`).
+    ``holders``: the sequences that fit beside the weights per evaluated layout
+    (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
+
+    plans: tuple[Plan, ...]
+    blocks: list
+    holders: list
+    builders: list
+    built: dict = dataclasses.field(default_factory=dict)
+
+    def stacked(self, field: int) -> np.ndarray:
+        """One of the (c, n) arrays (0 ``served``, 1 ``busy``, 2 ``fits``, 3 ``tpot_s``),
+        from the blocks of rows the table keeps (the choice reads them block by block)."""
+        return np.concatenate([block[field] for block in self.blocks])
+
+    @property
+    def served(self) -> np.ndarray:
+        return self.stacked(0)
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.stacked(2)
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return self.stacked(3)
+
+    def evaluation(self, k: int):
+        """Plan ``k``'s evaluation over the block (built once, when first asked for)."""
+        if k not in self.built:
+            self.built[k] = self.builders[k]()
+        return self.built[k]
+
+
+def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTable:
+    """The :class:`CandidateTable` of ``inputs`` (disaggregated at each trial's balanced
+    prefill share). Each layout is evaluated once per mode; the disaggregated pairs of a
+    decode layout with every prefill layout are combined in one array step per decode
+    layout (:func:`~._roofline_serving.disaggregated_of`'s formulas, elementwise, so its
+    numbers to the bit), and a pair's whole evaluation is built only when asked for."""
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
+    n = inputs.n
+
+    def rows(x) -> np.ndarray:
+        return np.broadcast_to(x, (n,))
+
     statics = [evaluate(scenario, layout, inputs, within_memory=True) for layout in layouts] if "static" in modes else [None] * len(layouts)
-    out: list = []
+    blocks, holders, builders = [], [], []
+
+    def add(e) -> None:
+        blocks.append((rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None]))
+        holders.append(_sequences_that_fit(e))
+        builders.append(lambda e=e: e)
+
     for mode in modes:
         if mode == "static":
-            out += statics
+            for e in statics:
+                add(e)
         elif mode == "continuous":
-            out += [evaluate_continuous(scenario, layout, inputs, within_memory=True) for layout in layouts]
+            for layout in layouts:
+                add(evaluate_continuous(scenario, layout, inputs, within_memory=True))
         else:  # a decode instance's memory and TPOT limits are the static evaluation's
             decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e) for layout, e in zip(layouts, statics)]
             passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
             rates = rates_of(scenario, inputs)
-            out += [disaggregated_of(scenario, pre_layout, x, decode, inputs, rates=rates) for decode in decodes for pre_layout, x in zip(layouts, passes)]
+            pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates)
+            blocks += pairs
+            for decode in decodes:
+                holders.append(_sequences_that_fit(decode))
+                builders += [lambda d=decode, lay=lay, x=x: disaggregated_of(scenario, lay, x, d, inputs, rates=rates) for lay, x in zip(layouts, passes)]
+    return CandidateTable(candidates(scenario), blocks, holders, builders)
+
+
+def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates) -> list[tuple]:
+    """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
+    tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
+    ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
+    share, written out over a prefill axis."""
+    w, n = scenario.workload, inputs.n
+    s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
+
+    def stack(xs) -> np.ndarray:
+        return np.stack([np.broadcast_to(x, (n,)) for x in xs])
+
+    kv = kv_rates(scenario, rates)
+    send = stack([sv.kv_link_prompts_per_s(w.model, s, g, x.prefill, kv) for x in passes])
+    r_p = np.minimum(stack([x.batch / x.prefill.total_s for x in passes]), send)
+    pre_fits = stack([x.batch_memory >= 1 for x in passes])
+    ttft_met = stack([x.ttft_s for x in passes]) * MS_PER_S <= ttft_slo_ms(scenario, inputs)
+    pre_busy, pre_total = stack([x.prefill.busy_s for x in passes]), stack([x.prefill.total_s for x in passes])
+    out = []
+    for decode in decodes:
+        receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
+        r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
+        f = sv.prefill_share(r_p, r_d)
+        tokens = sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o)
+        ok = np.broadcast_to(decode.fits, (n,)) & pre_fits & np.broadcast_to(decode.slo_met, (n,)) & ttft_met
+        busy = f * pre_busy / pre_total + (1.0 - f) * decode.decode.busy_s / decode.decode.total_s
+        tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
+        out.append((np.where(ok, tokens, -np.inf), busy, np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits, tpot))
     return out
 
 
@@ -96,46 +192,83 @@ def served_tokens(e) -> np.ndarray:
     return np.where(e.fits & e.slo_met, e.tokens_per_s_instance, -np.inf)
 
 
+def objective(served: np.ndarray, busy: np.ndarray, power_weight=None) -> np.ndarray:
+    """What the planner maximises per plan and trial (rows of a :class:`CandidateTable`):
+    the ``served`` tokens/s for ``workload.plan_objective = "throughput"``
+    (``power_weight`` None), else tokens per dollar up to a factor common to a trial's
+    plans, ``served / (1 + k busy)`` with ``k`` the trial's ``power_weight``
+    (:func:`mcengine.stages.econ.plan_power_weight`: the cost of the GPUs' dynamic power
+    at full load over the plan-independent cost, so that the largest value is the least
+    cost per token). ``-inf`` where a plan does not serve."""
+    if power_weight is None:
+        return served
+    return served / (1.0 + np.asarray(power_weight, float) * busy)
+
+
+def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial, the first row with the largest :func:`objective` (``np.argmax`` over
+    every row, NaN first as there) and its served tokens/s, block by block without
+    stacking the table."""
+    trials, offset = np.arange(n), 0
+    best = value = served = None
+    for block in table.blocks:
+        v = objective(block[0], block[1], power_weight)
+        k = np.argmax(v, axis=0)
+        bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
+        if best is None:
+            best, value, served = k + offset, bv, bs
+        else:
+            better = (bv > value) | (np.isnan(bv) & ~np.isnan(value))
+            best, value, served = np.where(better, k + offset, best), np.where(better, bv, value), np.where(better, bs, served)
+        offset += v.shape[0]
+    return best, served
+
+
 @dataclass(frozen=True)
 class PlannedBlock:
     """The plan each trial of a block serves: ``index`` (int64, (n,)) into ``plans``,
     ``feasible`` (bool, (n,): some plan meets the trial's SLOs), and every candidate's
-    evaluation (the chosen one is gathered per trial by :meth:`column`)."""
+    evaluation (``table``; the chosen one is gathered per trial by :meth:`column`)."""
 
     plans: tuple[Plan, ...]
     index: np.ndarray
     feasible: np.ndarray
-    evaluations: list
+    table: CandidateTable
 
     def column(self, name: str) -> np.ndarray:
         """Per-trial ``name`` of each trial's plan: a property every evaluation type has
         (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``ttft_s``, ``tpot_s``,
         ``batch``, ``slo_met``, ``busy_fraction``, ``fits``)."""
         n = self.index.size
-        dtype = np.asarray(getattr(self.evaluations[int(self.index[0])], name)).dtype
+        dtype = np.asarray(getattr(self.evaluation(0), name)).dtype
         out = np.empty(n, dtype=dtype)
         for k in np.unique(self.index):
             rows = self.index == k
-            out[rows] = np.broadcast_to(np.asarray(getattr(self.evaluations[int(k)], name)), (n,))[rows]
+            out[rows] = np.broadcast_to(np.asarray(getattr(self.table.evaluation(int(k)), name)), (n,))[rows]
         return out
+
+    def evaluation(self, trial: int):
+        """The evaluation of the plan trial ``trial`` serves (every trial of the block)."""
+        return self.table.evaluation(int(self.index[trial]))
 
     def plan_of(self, trial: int) -> Plan:
         return self.plans[int(self.index[trial])]
 
 
-def plan_per_trial(scenario: Scenario, inputs: TrialInputs) -> PlannedBlock:
-    """Each trial's best plan (module docstring). Raises InputError when in some trial no
-    candidate fits the weights and a batch in HBM."""
-    plans = candidates(scenario)
-    evaluations = evaluate_candidates(scenario, inputs)
-    tokens = np.stack([np.broadcast_to(served_tokens(e), (inputs.n,)) for e in evaluations])
-    best = np.argmax(tokens, axis=0)
-    feasible = np.isfinite(tokens[best, np.arange(inputs.n)])
+def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, table: CandidateTable | None = None) -> PlannedBlock:
+    """Each trial's best plan (module docstring) by :func:`objective` (``power_weight``
+    None: the most tokens/s); ``table`` the block's :class:`CandidateTable` when already
+    evaluated. Raises InputError when in some trial no candidate fits the weights and a
+    batch in HBM."""
+    table = evaluate_candidates(scenario, inputs) if table is None else table
+    plans = table.plans
+    best, served = _best_rows(table, power_weight, inputs.n)
+    feasible = np.isfinite(served)
     if not feasible.all():
-        fits = np.stack([np.broadcast_to(e.fits, (inputs.n,)) for e in evaluations])
+        fits = table.fits
         if not fits.any(axis=0).all():
             i = int(np.argmin(fits.any(axis=0)))
-            room = max(int(np.broadcast_to(_sequences_that_fit(e), (inputs.n,))[i]) for e in evaluations)
+            room = max(int(np.broadcast_to(h, (inputs.n,))[i]) for h in table.holders)
             if scenario.workload.batch != "auto" and room >= 1:  # the weights fit: the fixed batch does not
                 raise InputError(Problem(
                     "workload.batch", scenario.workload.batch,
@@ -146,9 +279,9 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs) -> PlannedBlock:
                 f"in trial {inputs.trial_start + i} no plan fits the weights, a batch's KV cache and a prefill chunk in HBM "
                 f"(workload.hbm_usable_fraction, workload.prefill_chunk_tokens, cluster.instance_gpus = {scenario.cluster.instance_gpus}); "
                 "allowed: inputs whose whole range fits them"))
-        tpot = np.stack([np.where(f, np.broadcast_to(e.tpot_s, (inputs.n,)), np.inf) for f, e in zip(fits, evaluations)])
+        tpot = np.where(fits, table.tpot_s, np.inf)
         best = np.where(feasible, best, np.argmin(tpot, axis=0))
-    return PlannedBlock(plans, best.astype(np.int64), feasible, evaluations)
+    return PlannedBlock(plans, best.astype(np.int64), feasible, table)
 
 
 def _sequences_that_fit(evaluation) -> np.ndarray:
@@ -173,7 +306,7 @@ def quantile_plan(scenario: Scenario) -> tuple[Plan, float | None]:
     at = pessimistic_inputs(scenario, scenario.workload.plan_quantile.value)
     block = plan_per_trial(scenario, at)
     plan = block.plan_of(0)
-    share = float(block.evaluations[int(block.index[0])].prefill_share[0]) if plan.mode == "disaggregated" else None
+    share = float(block.evaluation(0).prefill_share[0]) if plan.mode == "disaggregated" else None
     return plan, share
 
 
@@ -193,16 +326,18 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Pla
     (the most tokens/s among the plans that fit and meet the SLOs, else the fitting one
     with the lowest TPOT) with its evaluation (every batch limit searched in full); None
     for a mode where no plan fits."""
-    plans, evaluations = candidates(scenario), evaluate_candidates(scenario, inputs)
+    table = evaluate_candidates(scenario, inputs)
+    served, fits, tpot = table.served[:, 0], table.fits[:, 0], table.tpot_s[:, 0]
+    modes = np.array([p.mode for p in table.plans])
     out: dict[str, tuple[Plan, object] | None] = {}
     for mode in serving_modes(scenario):
-        ours = [(p, e) for p, e in zip(plans, evaluations) if p.mode == mode and bool(np.ravel(e.fits)[0])]
-        serving = [(p, e) for p, e in ours if bool(np.ravel(e.slo_met)[0])]
-        if serving:
-            best = max(serving, key=lambda pe: float(np.ravel(pe[1].tokens_per_s_instance)[0]))[0]
-        elif ours:
-            best = min(ours, key=lambda pe: float(np.ravel(pe[1].tpot_s)[0]))[0]
-        out[mode] = (best, evaluate_plan(scenario, best, inputs)) if ours else None
+        ours = (modes == mode) & fits
+        if not ours.any():
+            out[mode] = None
+            continue
+        serving = ours & np.isfinite(served)
+        k = int(np.argmax(np.where(serving, served, -np.inf))) if serving.any() else int(np.argmin(np.where(ours, tpot, np.inf)))
+        out[mode] = (table.plans[k], evaluate_plan(scenario, table.plans[k], inputs))
     return out
 
 
@@ -223,8 +358,7 @@ def layout_sizes(scenario: Scenario) -> list[int]:
 def best_tokens(scenario: Scenario, inputs: TrialInputs) -> float:
     """The most output tokens/s of one instance (``cluster.instance_gpus`` GPUs) at the one
     trial ``inputs`` by the per-trial rule; 0 where no plan meets the SLOs or fits."""
-    tokens = max(float(np.ravel(served_tokens(e))[0]) for e in evaluate_candidates(scenario, inputs))
-    return max(tokens, 0.0)
+    return max(float(evaluate_candidates(scenario, inputs).served[:, 0].max()), 0.0)
 
 
 @lru_cache(maxsize=64)

@@ -41,7 +41,8 @@ __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "C
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
-    "stockout_hours", "repairs", "events", "max_failed_gpus", "module_swaps_per_year",
+    "stockout_hours", "repairs", "events", "max_failed_gpus", "module_swaps_per_year", "host_repairs",
+    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year",
 )
 
 #: What each class reports (per year of horizon), in columns ``CLASS_PREFIX + <class>.<kind>``.
@@ -123,7 +124,8 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs, modules: bool = Fal
     for name, comp in comps:
         key = f"reliability.components.{name}"
         law_key, shape = comp.law_key(), inputs[f"{key}.weibull_shape"]
-        if law_key is None or (comp.replace_unit == "module") != modules:  # never fails, or in the other set
+        if law_key is None or (comp.replace_unit == "module") != modules or comp.per != "gpu":  # never fails, in the other
+            # set, or counted per host or NIC (:func:`_unit_rates`)
             classes[name] = (np.full(n, -1), np.zeros(n))  # (a module's failures are module swaps, not GPU failures)
             continue
         value = inputs[f"{key}.{law_key}"]
@@ -154,20 +156,50 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs, modules: bool = Fal
     return lam_perm, wb, n_wb, shares
 
 
+def _unit_rates(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """The classes counted per host or per NIC (``per``, docs/model.md#per-unit): per class,
+    its unit and its permanent and transient rates per year of one such unit (``count *
+    afr``, ``count * transient_afr``; exponential laws only)."""
+    out = {}
+    for name, comp in scenario.reliability.components:
+        if comp.per == "gpu":
+            continue
+        key = f"reliability.components.{name}"
+        law_key = comp.law_key()
+        perm = (np.zeros(inputs.n) if law_key is None
+                else comp.count * weibull_rate_per_hour(law_key, inputs[f"{key}.{law_key}"], 1.0) * HOURS_PER_YEAR)
+        out[name] = (comp.per, perm, comp.count * inputs[f"{key}.transient_afr"])
+    return out
+
+
+def _transient_per_gpu(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """Transient faults per GPU-year of each class counted per GPU."""
+    return {name: comp.count * inputs[f"reliability.components.{name}.transient_afr"]
+            for name, comp in scenario.reliability.components if comp.per == "gpu"}
+
+
 def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     """Every kernel argument of :func:`simulate_lifetimes` but the seed and trial start."""
     r, c = scenario.reliability, scenario.cluster
     n = inputs.n
     lam_perm, wb, n_wb, _ = _weibull_groups(scenario, inputs)
+    per_unit = _unit_rates(scenario, inputs)
     params = np.zeros((n, life.N_PARAMS))
-    params[:, life.P_LAM_TRANSIENT_GPU] = sum(
-        comp.count * inputs[f"reliability.components.{name}.transient_afr"] for name, comp in r.components
-    ) / HOURS_PER_YEAR if r.components else 0.0
+    transient = _transient_per_gpu(scenario, inputs)
+    params[:, life.P_LAM_TRANSIENT_GPU] = sum(transient.values()) / HOURS_PER_YEAR if transient else 0.0
     params[:, life.P_LAM_PERM_GPU] = lam_perm
-    params[:, life.P_LAM_TRANSIENT_HOST] = inputs["reliability.host_transient_afr"] / HOURS_PER_YEAR
+    host_classes = [v for per, *v in per_unit.values() if per == "host"]
+    params[:, life.P_LAM_TRANSIENT_HOST] = (inputs["reliability.host_transient_afr"]
+                                           + sum(t for _, t in host_classes)) / HOURS_PER_YEAR
     host_afr, host_shape = inputs["reliability.host_afr"], inputs["reliability.host_weibull_shape"]
     host_exp = host_shape == 1.0
-    params[:, life.P_LAM_PERM_HOST] = np.where(host_exp, host_afr / HOURS_PER_YEAR, 0.0)
+    params[:, life.P_LAM_PERM_HOST] = (np.where(host_exp, host_afr / HOURS_PER_YEAR, 0.0)
+                                       + sum(f for f, _ in host_classes) / HOURS_PER_YEAR)
+    params[:, life.P_LAM_NIC_PERM] = sum(f for per, f, _ in per_unit.values() if per == "nic") / HOURS_PER_YEAR
+    params[:, life.P_LAM_NIC_FAULT] = sum(t for per, _, t in per_unit.values() if per == "nic") / HOURS_PER_YEAR
+    params[:, life.P_NIC_SWAP_HOURS] = inputs["reliability.nic_swap_hours"]
+    host_units = r.host_failure == "host" and r.replace_unit != "host"  # (host mode: the host is the unit already)
+    params[:, life.P_HOST_SWAP_HOURS] = inputs["reliability.host_swap_hours"] if host_units else 0.0
     params[:, life.P_HOST_SHAPE] = host_shape
     with np.errstate(divide="ignore"):
         scale = HOURS_PER_YEAR / host_afr / special.gamma(1.0 + 1.0 / host_shape)
@@ -196,7 +228,8 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     return dict(
         params=params, wb=wb, n_wb=n_wb, mwb=mwb, n_mwb=n_mwb, laws=laws, active_gpus=scenario.active_gpus, instance_gpus=c.instance_gpus,
         gpus_per_host=c.gpus_per_host, host_mode=host_mode, spare_units=spare_units, crews=crews,
-        capacity=capacity, reshard=reshard,
+        capacity=capacity, reshard=reshard, host_units=host_units, spare_hosts=c.spare_hosts if host_units else 0,
+        gpus_per_nic=c.gpus_per_nic,
     )
 
 
@@ -221,7 +254,13 @@ def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, n
         ``swaps_per_year``, ``stockout_hours`` (instance-hours waiting for a unit),
         ``repairs`` (units sent to repair over the horizon), ``events`` (int64),
         ``max_failed_gpus`` (int64: most GPUs in the repair system at once),
-        ``module_swaps_per_year`` (failed field-replaceable modules swapped in place).
+        ``module_swaps_per_year`` (failed field-replaceable modules swapped in place);
+        with ``reliability.host_failure = "host"`` (docs/model.md#host-units)
+        ``host_repairs`` (failed hosts sent to repair over the horizon),
+        ``host_swaps_per_year`` (pool or repaired hosts put in failed hosts' places) and
+        ``host_stockout_hours`` (instance-hours waiting for a host; not in
+        ``stockout_hours``, which counts the waits for GPUs), zero otherwise;
+        ``nic_swaps_per_year`` (failed NICs of ``per = "nic"`` classes swapped in place).
     """
     return lifetimes_of([scenario], [inputs], seed)[0]
 
@@ -278,18 +317,37 @@ def _by_class(scenario: Scenario, inputs: TrialInputs, out_i: np.ndarray) -> dic
     years = inputs["run.horizon_years"]
     _, _, _, shares = _weibull_groups(scenario, inputs)
     rows = np.arange(inputs.n)
-    comps = scenario.reliability.components
-    transient = {name: comp.count * inputs[f"reliability.components.{name}.transient_afr"] for name, comp in comps}
+    comps = [(name, comp) for name, comp in scenario.reliability.components if comp.per == "gpu"]
+    transient = _transient_per_gpu(scenario, inputs)
     total_transient = sum(transient.values()) if transient else 0.0
     out: dict[str, np.ndarray] = {}
+
+    def share_of(part, whole):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(whole > 0.0, part / whole, 0.0)
+
     for name, _ in comps:
         column, share = shares[name]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_share = np.where(total_transient > 0.0, transient[name] / total_transient, 0.0)
         out[class_column(name, "failures_per_year")] = out_i[rows, column] * share / years
-        out[class_column(name, "faults_per_year")] = out_i[:, life.OUT_GPU_FAULTS] * t_share / years
-    out[class_column(HOST_CLASS, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] / years
-    out[class_column(HOST_CLASS, "faults_per_year")] = out_i[:, life.OUT_HOST_FAULTS] / years
+        out[class_column(name, "faults_per_year")] = out_i[:, life.OUT_GPU_FAULTS] * share_of(transient[name], total_transient) / years
+    # classes per host or NIC share their unit's columns by rate (the host's own law at its
+    # long-run rate 1/MTTF: an exact split in mean when it is exponential)
+    per_unit = _unit_rates(scenario, inputs)
+    host_perm = inputs["reliability.host_afr"] + sum(f for per, f, _ in per_unit.values() if per == "host")
+    host_transient = inputs["reliability.host_transient_afr"] + sum(t for per, _, t in per_unit.values() if per == "host")
+    nic_perm = sum(f for per, f, _ in per_unit.values() if per == "nic")
+    nic_transient = sum(t for per, _, t in per_unit.values() if per == "nic")
+    for name, (per, perm, trans) in per_unit.items():
+        if per == "host":
+            out[class_column(name, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] * share_of(perm, host_perm) / years
+            out[class_column(name, "faults_per_year")] = out_i[:, life.OUT_HOST_FAULTS] * share_of(trans, host_transient) / years
+        else:
+            out[class_column(name, "failures_per_year")] = out_i[:, life.OUT_NIC_FAILURES] * share_of(perm, nic_perm) / years
+            out[class_column(name, "faults_per_year")] = out_i[:, life.OUT_NIC_FAULTS] * share_of(trans, nic_transient) / years
+    own = 1.0 if not per_unit else share_of(inputs["reliability.host_afr"], host_perm)
+    own_t = 1.0 if not per_unit else share_of(inputs["reliability.host_transient_afr"], host_transient)
+    out[class_column(HOST_CLASS, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] * own / years
+    out[class_column(HOST_CLASS, "faults_per_year")] = out_i[:, life.OUT_HOST_FAULTS] * own_t / years
     return out
 
 
@@ -339,6 +397,10 @@ def _columns(out_f: np.ndarray, out_i: np.ndarray, inputs: TrialInputs) -> dict[
         "events": out_i[:, life.OUT_EVENTS],
         "max_failed_gpus": out_i[:, life.OUT_MAX_FAILED_GPUS],
         "module_swaps_per_year": out_i[:, life.OUT_MODULE_SWAPS] / years,
+        "host_repairs": out_i[:, life.OUT_HOST_REPAIRS].astype(float),
+        "host_swaps_per_year": out_i[:, life.OUT_HOST_SWAPS] / years,
+        "host_stockout_hours": out_f[:, life.OUT_HOST_STOCKOUT_HOURS],
+        "nic_swaps_per_year": out_i[:, life.OUT_NIC_SWAPS] / years,
     }
     for name, values in cols.items():
         bad = ~np.isfinite(values)

@@ -44,7 +44,7 @@ def at_trial(x: np.ndarray, i: int = 0) -> float:
     return float(np.ravel(x)[i])
 
 
-def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None) -> dict[str, np.ndarray]:
     """Per-trial roofline columns for the chained run (arrays of shape (n,)).
 
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
@@ -58,12 +58,20 @@ def throughput(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     ``output_tokens_per_request`` is ``workload.output_tokens`` (the mix's mean with
     request classes). With ``[workload.classes]`` the columns are those of the mix
     (:func:`mix_columns`).
+    ``power_weight``: the trials' :func:`mcengine.stages.econ.plan_power_weight`, with
+    which the per-trial planner takes the least cost per token (``workload.plan_objective
+    = "cost"``); None, or ``"throughput"``: the most tokens/s. ``tables``: a dict kept by
+    the caller for trials whose roofline inputs are equal (the chain's scenarios that
+    differ in reliability alone), in which each request shape's candidate evaluations
+    are kept and reused (the choice, which reads the weight, is made per call).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
+    if scenario.workload.plan_objective == "throughput":
+        power_weight = None
     if scenario.workload.classes:
-        return mix_columns(scenario, inputs)
-    columns = _one_shape(scenario, inputs)
+        return mix_columns(scenario, inputs, power_weight, tables)
+    columns = _one_shape(scenario, inputs, power_weight, tables)
     columns["output_tokens_per_request"] = np.full(inputs.n, float(scenario.workload.output_tokens))
     return columns
 
@@ -95,11 +103,14 @@ def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInp
     return dataclasses.replace(inputs, values={**inputs.values, **own}) if own else inputs
 
 
-def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None) -> dict[str, np.ndarray]:
     """The columns of a mix of request classes (docs/model.md#mix, :mod:`mcengine.analytic.mix`).
 
     Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths,
-    and its own TPOT/TTFT SLOs where it sets them) on instances that serve only it. Mix columns: ``tokens_per_s_instance`` and
+    and its own TPOT/TTFT SLOs where it sets them) on instances that serve only it (by
+    cost, the least cost per token of each class's instances is the least of the mix: the
+    mix's cost per token is the classes' weighted by their output-token shares). Mix
+    columns: ``tokens_per_s_instance`` and
     ``tokens_per_s_per_gpu`` the output-token-weighted harmonic means of the classes';
     ``ttft_ms`` the request-weighted mean, ``tpot_ms`` the output-token-weighted mean;
     ``batch`` the instance-weighted mean (rounded); ``busy_fraction`` the
@@ -118,7 +129,7 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray
     """
     names = [name for name, _ in scenario.workload.classes]
     outputs = [cls.output_tokens for _, cls in scenario.workload.classes]
-    per_class = [_one_shape(class_scenario(scenario, name), class_inputs(scenario, name, inputs)) for name in names]
+    per_class = [_one_shape(class_scenario(scenario, name), class_inputs(scenario, name, inputs), power_weight, tables, name) for name in names]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
@@ -177,10 +188,16 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     return sum(tables[1:], tables[0]) / sum(shares)
 
 
-def _one_shape(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
-    """The columns of one request shape (``workload.prompt_tokens`` / ``output_tokens``)."""
+def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
+               shape: str = "") -> dict[str, np.ndarray]:
+    """The columns of one request shape (``workload.prompt_tokens`` / ``output_tokens``;
+    ``shape``: its key in ``tables``)."""
     if scenario.workload.plan == "per_trial":
-        return _planned_columns(planner.plan_per_trial(scenario, inputs), inputs)
+        table = None if tables is None else tables.get(shape)
+        block = planner.plan_per_trial(scenario, inputs, power_weight, table)
+        if tables is not None:
+            tables[shape] = block.table
+        return _planned_columns(block, inputs)
     if scenario.workload.plan == "quantile":
         plan, share = planner.quantile_plan(scenario)
         return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")

@@ -21,7 +21,8 @@ from ..units import HOURS_PER_YEAR
 #: Distributions of :func:`lifetime_study` (docs/interface.md first, then extras).
 SUMMARY_METRICS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
-    "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year",
+    "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year", "host_repairs_per_year",
+    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year",
 )
 
 
@@ -65,28 +66,39 @@ def analytic_reference(scenario: Scenario) -> dict:
 
     key = "reliability.components"
     # (classes with replace_unit = "module" are swapped in place, not failures of a unit: left out)
-    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.replace_unit != "module") / HOURS_PER_YEAR
-    gpu_transient = sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components) / HOURS_PER_YEAR
+    # (classes counted per host or NIC are the host's and the NICs', docs/model.md#per-unit)
+    per_gpu = [(name, comp) for name, comp in r.components if comp.per == "gpu"]
+    gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in per_gpu if comp.replace_unit != "module") / HOURS_PER_YEAR
+    gpu_transient = (sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in per_gpu)
+                     + sum(comp.count * at(f"{key}.{name}.transient_afr") / c.gpus_per_nic  # (a NIC in one instance)
+                           for name, comp in r.components if comp.per == "nic")) / HOURS_PER_YEAR
+    nic_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.per == "nic") / c.gpus_per_nic / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
-    host_rate = at("reliability.host_afr") / HOURS_PER_YEAR
+    host_rate = (at("reliability.host_afr")
+                 + sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.per == "host")) / HOURS_PER_YEAR
+    host_transient = (at("reliability.host_transient_afr")
+                      + sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in r.components if comp.per == "host"))
+    host_units = r.host_failure == "host" and not host_mode
 
     def reference(gpu_perm_rate: float) -> dict:
         return analytic.cluster_reference(
             c.instances, c.instance_gpus, c.gpus_per_host, host_mode, gpu_perm_rate, gpu_transient,
-            host_rate, at("reliability.host_transient_afr") / HOURS_PER_YEAR,
+            host_rate, host_transient / HOURS_PER_YEAR,
             law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
-            c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews))
+            c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews),
+            host_units, at("reliability.host_swap_hours") if host_units else 0.0, nic_perm, at("reliability.nic_swap_hours"))
 
     ref = reference(gpu_perm)
     ref["mean_repair_hours"] = law_mean("repair_hours")
     ref["mean_restart_hours"] = law_mean("restart_hours")
-    ref.update(_instance_availability(scenario, at, ref, repair_parts, gpu_perm + host_rate, gpu_transient))
+    renews_gpus = 0.0 if host_units else host_rate  # (host units: a host failure renews no GPU)
+    ref.update(_instance_availability(scenario, at, ref, repair_parts, gpu_perm + renews_gpus, gpu_transient))
     ref.update(_horizon_reference(scenario, at, ref["failures_per_year"]))
     over = ref.get("failures_per_year_over_horizon")
     if over is not None and at("reliability.host_weibull_shape") == 1.0:
         # the same references with each GPU's horizon-average permanent rate in place of the
         # long-run one (a slot's renewals less the Poisson host failures that renew it)
-        horizon = reference(max(0.0, over / HOURS_PER_YEAR / scenario.active_gpus - host_rate))
+        horizon = reference(max(0.0, over / HOURS_PER_YEAR / scenario.active_gpus - renews_gpus))
         ref["interruptions_per_year_over_horizon"] = horizon["interruptions_per_year"]
         ref["availability_no_stockout_over_horizon"] = horizon["availability_no_stockout"]
     return ref
@@ -169,7 +181,8 @@ def _horizon_reference(scenario: Scenario, at, long_run_failures_per_year: float
 
 
 def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, float]], dict]:
-    """One GPU position's life at the median inputs, a host failure included (gpu mode).
+    """One GPU position's life at the median inputs, a host failure included (gpu mode;
+    with host units a host failure renews no GPU, and classes per host or NIC are not the GPU's).
 
     Returns the exponential rate per hour (shape-1 classes and an exponential host law),
     the finite Weibull groups ``[(shape, scale hours), ...]`` (a class of ``count``
@@ -183,7 +196,7 @@ def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, fl
     exp_rate, groups, classes = 0.0, [], {}
     for name, comp in r.components:
         law_key = comp.law_key()
-        if law_key is None or comp.replace_unit == "module":
+        if law_key is None or comp.replace_unit == "module" or comp.per != "gpu":
             continue
         key = f"reliability.components.{name}"
         shape = at(f"{key}.weibull_shape")
@@ -200,6 +213,8 @@ def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, fl
             "first_order_failures_per_year_over_horizon": active * float(-math.expm1(-comp.count * (horizon * rate) ** shape)) / years,
         }
     host_afr, host_shape = at("reliability.host_afr"), at("reliability.host_weibull_shape")
+    if r.host_failure == "host" and r.replace_unit != "host":
+        host_afr = 0.0
     if host_shape == 1.0:
         exp_rate += host_afr / HOURS_PER_YEAR
     elif host_afr > 0.0:
@@ -238,6 +253,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
             inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
             cols = lifetimes_of([scenario], [inputs], seed)[0]
             cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
+            cols["host_repairs_per_year"] = cols["host_repairs"] / inputs["run.horizon_years"]
             for name, summary in summaries.items():
                 summary.add(cols[name], f"reliability {name}")
             events += int(cols["events"].sum())

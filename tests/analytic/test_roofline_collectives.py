@@ -172,3 +172,33 @@ def test_static_ttft_is_the_whole_batch_prefill_plus_the_pipeline_fill():
     got = ra.batch_time_to_first_token(TINY, ra.Layout(1, 2), 4, 3, RATES)
     assert float(got.compute_s) == pytest.approx(1.5 * float(pre.compute_s))
     assert float(got.overhead_s) == pytest.approx(2.0 + 2 * 0.25)
+
+
+@pytest.mark.parametrize("formula", [ra.allreduce_seconds, ra.all_gather_seconds, ra.gather_scatter_seconds])
+@pytest.mark.parametrize("t", [2, 3, 4, 5, 8, 16, 64])
+def test_auto_times_only_the_algorithms_that_can_be_fastest_to_the_bit(formula, t):
+    """"auto" times the candidates of ``_UNDOMINATED`` only: the same floats as the running
+    minimum over every switched algorithm, at random messages, bandwidths and latencies
+    (hop latency 0 included, where the hop terms tie)."""
+    rng = np.random.default_rng(t)
+    n = 4096
+    r = ra.Rates(1.0, 1.0, rng.uniform(1e9, 1e12, n), collective_start_s=rng.uniform(0, 1e-4, n),
+                 hop_latency_s=np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0, 1e-5, n)))
+    nbytes = rng.uniform(1.0, 1e9, n)
+    every = [formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s) for name in ra.SWITCHED_ALGORITHMS]
+    assert ra._fastest_s(formula, "auto", t, nbytes, r).tolist() == np.minimum.reduce(every).tolist()
+
+
+def test_a_search_that_times_only_its_open_trials_equals_one_that_times_every_trial():
+    """:func:`mcengine.analytic.roofline.largest_batch` with ``rates`` (each step on the
+    trials still open) gives the batches of the search over every trial, to the bit."""
+    rng = np.random.default_rng(3)
+    n = 2048
+    r = ra.Rates(rng.uniform(1e3, 1e4, n), rng.uniform(50, 200, n), rng.uniform(5, 20, n), 1.0, 0.5, rng.uniform(0, 4, n), 0.25,
+                 bytes_per_param=2.0, kv_bytes=1.0)
+    slo = rng.uniform(2.0, 400.0, n)
+    cap = rng.integers(0, 5000, n)
+    every = ra.largest_batch(lambda b: ra.decode_step(TINY, ra.Layout(2, 2), b, 6.0, r).total_s, slo, (n,), cap)
+    open_only = ra.largest_batch(lambda b, rr: ra.decode_step(TINY, ra.Layout(2, 2), b, 6.0, rr).total_s, slo, (n,), cap, rates=r)
+    assert open_only.tolist() == every.tolist()
+    assert 0 < np.count_nonzero((every > 0) & (every < cap)) < n  # the searches open and settle inside the bracket

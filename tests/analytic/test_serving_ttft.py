@@ -151,3 +151,20 @@ def test_worst_case_divisor_search_stays_exact_and_under_two_sqrt_n_pieces():
     calls.clear()
     _search(tau, o + 0.5, o - 1, 1, o)
     assert len(calls) <= 2 * (2 * np.sqrt(o) + 1) + 64
+
+
+def test_a_search_that_times_only_its_open_trials_equals_one_that_times_every_trial():
+    """With ``rates`` each step times the open trials only (``rates.take``): the batches of
+    the search that times every trial, to the bit, on a real model's continuous steps."""
+    m = _LLAMA
+    rng = np.random.default_rng(11)
+    n = 1024
+    r = ra.Rates.from_peaks(989.0, 3.35, 450.0, rng.uniform(0.35, 0.65, n), rng.uniform(0.55, 0.85, n), 0.8, 5.0, 1.0,
+                            rng.uniform(0.5, 3.0, n), 2.0)
+    layout = ra.Layout(4, 2)
+    slo = rng.uniform(50.0, 5000.0, n) / 1e3
+    top = rng.integers(0, 400, n)
+    every = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, 2048, 256, r).total_s, slo, top, 2, 256)
+    open_only = sv.largest_batch_within_ttft(lambda b, rr: sv.continuous_step(m, layout, b, 2048, 256, rr).total_s, slo, top, 2, 256, rates=r)
+    assert open_only.tolist() == every.tolist()
+    assert 0 < np.count_nonzero((every > 0) & (every < top)) < n  # the SLO binds in some trials, not all

@@ -5,7 +5,10 @@ any number fails here.
 
 The fixture ``fixtures/life_reference.npz`` was written by this module
 (``python tests/kernels/test_life_fixtures.py --write``) with the kernel of commit
-8ebb93d; regenerate it only for a change that is meant to move the numbers.
+8ebb93d, and the ``units-*`` cases (hosts as units, classes per NIC, the shipped
+designs since) with the kernel that added them, after checking every other case
+against the file as it was; regenerate it only for a change that is meant to move the
+numbers.
 """
 
 from __future__ import annotations
@@ -16,22 +19,44 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import FP8_FIT_EFFICIENCIES
+
 FIXTURE = Path(__file__).parent / "fixtures" / "life_reference.npz"
 SEED = 20261204
 
+#: The shipped designs as they were before hosts were units and classes were counted per
+#: NIC (every host failure a failure of its GPUs, network faults per GPU package, the Lite's
+#: laser an assumed wear-out law on the package): the cases below that use these keep the
+#: numbers of the kernel of commit 8ebb93d, bit for bit.
+OLD_H100 = ('reliability.host_failure="gpus"', 'reliability.components.network.per="gpu"')
+OLD_LITE = ('reliability.host_failure="gpus"', "reliability.host_afr=0.07", "reliability.host_transient_afr=0.11",
+            "reliability.components={die={afr=0.00625, transient_afr=0.011}, hbm={afr=0.002, transient_afr=0.004}, "
+            "gsp={afr=0.002, transient_afr=0.005}, network={afr=0.0034, transient_afr=0.0105}, "
+            "laser={first_year_fraction=0.01, weibull_shape=2.0}}")
+
 #: name -> (scenarios run in one reliability call, overrides, lifetimes)
 CASES = {
-    "h100": (("h100",), (), 32),
-    "lite-h100": (("lite-h100",), (), 16),
-    "fastswap-pair": (("lite-h100-2x", "lite-h100-2x-fastswap"), (), 12),
+    "h100": (("h100",), OLD_H100, 32),
+    "lite-h100": (("lite-h100",), OLD_LITE, 16),
+    "fastswap-pair": (("lite-h100-2x", "lite-h100-2x-fastswap"), OLD_LITE, 12),
     # a shallow pool, few slow crews: stock-outs, queued repairs, the heap of repairs
-    "stockout": (("lite-h100",), ("cluster.spare_gpus=6", "reliability.repair_crews=3", "reliability.repair_hours=400"), 12),
+    "stockout": (("lite-h100",), OLD_LITE + ("cluster.spare_gpus=6", "reliability.repair_crews=3", "reliability.repair_hours=400"), 12),
     # a pool that runs dry now and then: stock-outs between long spells with units to spare
-    "stockout-mild": (("lite-h100",), ("cluster.spare_gpus=24", "reliability.repair_hours=150"), 12),
-    "stockout-h100": (("h100",), ("cluster.spare_gpus=1", "reliability.repair_crews=1", "reliability.repair_hours=300"), 24),
+    "stockout-mild": (("lite-h100",), OLD_LITE + ("cluster.spare_gpus=24", "reliability.repair_hours=150"), 12),
+    "stockout-h100": (("h100",), OLD_H100 + ("cluster.spare_gpus=1", "reliability.repair_crews=1", "reliability.repair_hours=300"), 24),
     # the capacity table of the saved run: the static one that workload.plan = "median"
-    # keeps, with the tensor-parallel attention its layouts used
-    "reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", 'workload.plan="median"', 'workload.attention="tensor"'), 8),
+    # keeps, with the tensor-parallel attention its layouts used and the efficiencies of then
+    "reshard": (("lite-h100",), OLD_LITE + ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", 'workload.plan="median"', 'workload.attention="tensor"',
+                                           *FP8_FIT_EFFICIENCIES), 8),
+    # the shipped designs: hosts as units with host pools, network faults per NIC, the
+    # Lite's laser an external module (saved by the kernel of this commit's parent's change)
+    "units-h100": (("h100",), (), 32),
+    "units-lite-h100": (("lite-h100",), (), 16),
+    "units-fastswap-pair": (("lite-h100-2x", "lite-h100-2x-fastswap"), (), 12),
+    # host stock-outs: one spare host, slow host repairs
+    "units-host-stockout": (("lite-h100",), ("cluster.spare_hosts=1", "reliability.repair_hours=400", "reliability.host_afr=0.5"), 12),
+    "units-reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", "cluster.spare_hosts=1", 'workload.plan="median"',
+                                       'workload.attention="tensor"', "reliability.host_afr=0.5", "reliability.repair_hours=200", *FP8_FIT_EFFICIENCIES), 8),
 }
 
 
@@ -69,6 +94,8 @@ def test_the_stockout_cases_do_run_out_of_stock(reference):
     for case in ("stockout", "stockout-mild", "stockout-h100"):
         hours = [v for k, v in reference.items() if k.startswith(case + ":") and k.endswith("/stockout_hours")]
         assert hours and (hours[0] > 0).mean() > 0.5, case
+    hours = [v for k, v in reference.items() if k.startswith("units-host-stockout:") and k.endswith("/host_stockout_hours")]
+    assert hours and (hours[0] > 0).mean() > 0.5
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

@@ -27,6 +27,10 @@ def test_quick_paper_json_and_out(cli, tmp_path):
             assert f["p05"] <= f["median"] <= f["p95"], (c["key"], side)
         assert BOUNDARY_FIELDS <= set(c["boundary"])
         assert len(c["boundary"]["values"]) == len(c["boundary"]["p_holds"]) == 3  # --quick: three points
+        assert c["readings"] and c["text_states"] and c["text_does_not_state"], c["key"]
+        n = c["nearest_world"]
+        assert n["norm"].startswith("L2") and all(w["p_holds"] >= 0.5 for w in n["worlds"]), c["key"]
+        assert n.get("points", 0) <= n.get("budget", {}).get("max_points", 0) + n.get("path_points", 0), c["key"]
     by_key = {c["key"]: c for c in claims}
     assert set(by_key["performance"]["shipped"]["models"]) == {"llama-3-70b", "gpt-3-175b", "llama-3.1-405b"}
     assert by_key["blast_radius"]["paper_assumptions"]["figure"]["median"] == 4.0
@@ -53,6 +57,8 @@ def test_quick_paper_json_and_out(cli, tmp_path):
     assert all(len(row["p_cheaper_than_h100"]) == len(front["slo_ms"]) for name, row in front["designs"].items() if name != "h100")
     files = json.loads((out / "mcengine.json").read_text())["files"]
     assert {f"claim-{c['number']}-{c['key']}.png" for c in claims} | {"slo-frontier.png", "table.csv", "summary.json"} <= set(files)
+    assert {f"claim-{c['number']}-{c['key']}-nearest.png" for c in claims if c["nearest_world"].get("path")} <= set(files)
+    assert set(doc["nearest_world_elapsed_s"]) == {c["key"] for c in claims}
     with (out / "table.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert [row["claim"] for row in rows] == [f"{c['number']}. {c['key']}" for c in claims]

@@ -12,7 +12,7 @@ import pytest
 
 from mcengine.paper._common import boundary, entry, interval
 from mcengine.paper.fleet import defined_ratio
-from mcengine.report.paper import claim_figure, frontier_figure, write_paper_figures
+from mcengine.report.paper import claim_figure, frontier_figure, nearest_figure, write_paper_figures
 
 from ..report.figure_checks import _drawn, _tick_texts, check_figure
 
@@ -96,9 +96,12 @@ def test_every_figure_of_a_quick_study_reads_right(tmp_path):
     from mcengine.paper import study
 
     doc = study(trials=16, seed=0, quick=True)
-    figs = [claim_figure(c) for c in doc["claims"]] + [frontier_figure(doc["frontier"])]
+    figs = ([claim_figure(c) for c in doc["claims"]] + [frontier_figure(doc["frontier"])]
+            + [nearest_figure(c) for c in doc["claims"] if c["nearest_world"].get("path")])
     problems = {i: check_figure(f) for i, f in enumerate(figs)}
     assert {k: v for k, v in problems.items() if v} == {}
     fleet = next(c for c in doc["claims"] if c["key"] == "fleet")
     assert fleet["boundary"]["figure_unit"] == "ratio" and "defined_share" in fleet["boundary"]
-    assert len(write_paper_figures(doc, tmp_path)) == 7
+    paths = sum(1 for c in doc["claims"] if c["nearest_world"].get("path"))
+    assert paths >= 4  # every claim with a search draws its path (to its nearest world or the best one seen)
+    assert len(write_paper_figures(doc, tmp_path)) == 7 + paths

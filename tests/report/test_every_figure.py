@@ -170,7 +170,7 @@ def test_an_empty_tornado_says_why_in_the_figure_and_the_table():
 
 
 def test_the_empty_availability_tornado_says_so_on_stderr(cli):
-    r = cli("sensitivity", "lite-h100", "--output", "availability", "--method", "tornado", "--trials", "16", "--seed", "1")
+    r = cli("sensitivity", "h100", "--output", "availability", "--method", "tornado", "--trials", "16", "--seed", "1")
     assert r.code == 0, r.err[-2000:]
     assert "note: the tornado of availability is empty: none of the" in r.err
 

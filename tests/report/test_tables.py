@@ -69,11 +69,17 @@ def test_bench_table_flattens_nested_figures():
     assert "cpus 2" in text and "bench: chain" in text and "trials/s" in text and "12,346" in text
 
 
+#: The laser's sensitivity case (docs/sources.md#rel-laser-els): 1 % failing in its first
+#: year, Weibull shape 2, on the package.
+WEAROUT_LASER = "reliability.components.laser={first_year_fraction=0.01, weibull_shape=2.0}"
+
+
 def test_reliability_reference_is_the_horizons_and_the_long_run_one_is_labelled():
-    """lite-h100 has a wear-out laser: over its 5-year horizon the renewal function expects
-    fewer failures than the long-run 1/MTTF rate. The reference beside the Monte Carlo
-    value is the horizon's (and within 4 SEM of it); the long-run one sits on a labelled row."""
-    body = reliability.lifetime_study(load_scenario("lite-h100"), 64, 0)
+    """lite-h100 with a wear-out laser on the package (the laser's sensitivity case): over its
+    5-year horizon the renewal function expects fewer failures than the long-run 1/MTTF
+    rate. The reference beside the Monte Carlo value is the horizon's (and within 4 SEM of
+    it); the long-run one sits on a labelled row."""
+    body = reliability.lifetime_study(load_scenario("lite-h100", [WEAROUT_LASER]), 64, 0)
     an = body["analytic"]
     text = _text(tables.render_reliability({**body, "scenario": "lite-h100", "lifetimes": 64}))
     lines = text.splitlines()
@@ -89,7 +95,7 @@ def test_reliability_reference_is_the_horizons_and_the_long_run_one_is_labelled(
 def test_reliability_figure_marks_the_horizon_reference_and_the_long_run_one():
     from mcengine.report import stages
 
-    body = reliability.lifetime_study(load_scenario("lite-h100"), 64, 0)
+    body = reliability.lifetime_study(load_scenario("lite-h100", [WEAROUT_LASER]), 64, 0)
     an = body["analytic"]
     fig = stages.reliability_figures({**body, "scenario": "lite-h100", "lifetimes": 64})["reliability.png"]
     events = fig.axes[1]

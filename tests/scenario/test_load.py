@@ -27,12 +27,14 @@ def test_extends_merges_table_by_table():
     h100 = load_scenario("h100")
     assert lite.gpu.hbm_gb.value == 20
     # inherited from h100, untouched by lite-h100.toml
-    assert lite.reliability.host_afr == h100.reliability.host_afr
+    assert lite.reliability.host_weibull_shape == h100.reliability.host_weibull_shape
+    assert lite.reliability.host_failure == h100.reliability.host_failure == "host"
     assert lite.fab.wafer_diameter_mm.value == 300
     # a component table merged key by key: count overridden, rates inherited
     assert lite.reliability.component("hbm").count == 1
     assert lite.reliability.component("hbm").afr == h100.reliability.component("hbm").afr
-    assert [n for n, _ in lite.reliability.components] == ["die", "hbm", "gsp", "network", "laser"]
+    assert [n for n, _ in lite.reliability.components] == ["die", "hbm", "gsp", "network", "optics", "laser"]
+    assert lite.reliability.component("network") == h100.reliability.component("network")  # per NIC, inherited whole
     assert lite.active_gpus == h100.active_gpus * 4
 
 

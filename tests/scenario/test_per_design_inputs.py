@@ -22,11 +22,11 @@ COMMON = f'{KEY}={{dist="uniform", low=0.33, high=0.57}}'
 
 def test_shared_false_parses_prints_and_loads_back():
     s = load_scenarios(["h100"], [OWN])[0]
-    assert not s.workload.compute_efficiency.shared and s.workload.memory_efficiency.shared
+    assert not s.workload.efficiency_of("compute").shared and s.workload.efficiency_of("memory").shared
     table = s.to_dict()["workload"]["compute_efficiency"]
     assert table == {"dist": "uniform", "low": 0.33, "high": 0.57, "shared": False}
     assert scenario_from_dict(s.to_dict()) == s
-    assert "shared" not in load_scenario("h100").to_dict()["workload"]["compute_efficiency"]
+    assert "shared" not in load_scenario("h100").to_dict()["workload"]["efficiency"]["bf16"]["compute"]
 
 
 def test_shared_must_be_a_boolean_naming_the_key():

@@ -30,6 +30,7 @@ FIXED_ECON = [
     "econ.power_usd_per_kwh=0.1", "econ.pue=1.25", "econ.repair_cost_usd=500", ALL_PACKAGE_PARTS,
     "gpu.idle_w=700",  # idle = TDP: the GPU draws 700 W whatever the load
     "econ.scale_up_port_cost_usd=0",
+    "cluster.spare_hosts=0",  # no host pool (test_host_pool_and_unit_repairs_by_hand prices one)
 ]
 
 
@@ -112,7 +113,8 @@ def test_uncertain_gpu_price_is_taken_trial_by_trial():
 
 def test_drawn_inputs_column_by_column_against_a_per_trial_loop():
     """Shipped h100 (markup, idle power and power price uncertain; markup on the die,
-    packaging and test; hosts of 8 priced per host): each trial by the formulas."""
+    packaging and test; hosts of 8 priced per host, 2 more in the host pool): each trial by
+    the formulas."""
     s = load_scenario("h100")
     n = 32
     inputs = draw_inputs(s, 3, 0, n)
@@ -126,7 +128,7 @@ def test_drawn_inputs_column_by_column_against_a_per_trial_loop():
         x = {k: float(v[i]) for k, v in inputs.values.items()}
         cost = cols["gpu_cost_usd"][i]
         price = cost * (SHARES["die"] + SHARES["packaging"] + SHARES["test"]) * x["econ.gpu_markup"] + cost * (SHARES["hbm"] + SHARES["optics"])
-        capex = 1040 * (price + 130 * x["econ.host_cost_usd"] / 1040 + x["econ.network_cost_per_gpu_usd"] + x["econ.scale_up_port_cost_usd"])
+        capex = 1040 * (price + (130 + 2) * x["econ.host_cost_usd"] / 1040 + x["econ.network_cost_per_gpu_usd"] + x["econ.scale_up_port_cost_usd"])
         power = x["gpu.idle_w"] + (x["gpu.tdp_w"] - x["gpu.idle_w"]) * cols["busy_fraction"][i] * cols["instance_availability"][i]
         energy = 1024 * power / 1000 * x["econ.pue"] * hours * x["econ.power_usd_per_kwh"]
         repairs = cols["repairs"][i] * x["econ.repair_cost_usd"]
@@ -198,6 +200,21 @@ def test_hosts_priced_per_host_of_gpus_per_host():
     a = economics(per_gpu, quantile_inputs(per_gpu), _columns([3000.0], [1.0], [0], [1000.0]))
     b = economics(per_host, quantile_inputs(per_host), _columns([3000.0], [1.0], [0], [1000.0]))
     assert a["capex_usd"][0] == b["capex_usd"][0] == 1_180_000.0
+
+
+def test_host_pool_and_unit_repairs_by_hand():
+    """Hosts as units: 2 pool hosts of 8 slots at $4,000 a slot add 2 x 8 x 4,000 = $64,000
+    of capex; host repairs and NIC swaps cost repair_cost_usd each, a module swap one module."""
+    s = load_scenario("h100", FIXED_ECON + ["cluster.spare_hosts=2", "econ.module_cost_usd=300"])
+    assert s.reliability.host_failure == "host"
+    cols = {**_columns([3000.0], [1.0], [12], [1000.0]), "host_repairs": np.array([3.0]),
+            "nic_swaps_per_year": np.array([0.4]), "module_swaps_per_year": np.array([1.0])}
+    got = economics(s, quantile_inputs(s), cols)
+    assert got["capex_usd"][0] == pytest.approx(1_180_000.0 + 64_000.0, rel=1e-12)
+    # (12 GPU + 3 host repairs + 0.4 x 5 NIC swaps) x 500 + 1 x 5 modules x 300
+    assert got["repair_usd"][0] == pytest.approx((12 + 3 + 2) * 500 + 5 * 300, rel=1e-12)
+    old = load_scenario("h100", FIXED_ECON + ["cluster.spare_hosts=2", 'reliability.host_failure="gpus"'])
+    assert economics(old, quantile_inputs(old), cols)["capex_usd"][0] == pytest.approx(1_180_000.0, rel=1e-12)
 
 
 def test_scale_up_ports_and_a_listed_markup_on_hosts():

@@ -10,9 +10,11 @@ from mcengine.analytic import roofline as ra
 from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
-from mcengine.stages import planner, roofline
+from mcengine.pipeline import run_block
+from mcengine.stages import econ, planner, roofline
 from mcengine.stages._roofline_layout import allreduce_algorithm, evaluate
 from mcengine.stages._roofline_serving import evaluate_continuous, evaluate_disaggregated
+from tests.conftest import FP8_FIT_EFFICIENCIES
 
 #: Small cases: a model that fits one GPU on instances of 2 and 4, uncertain efficiencies,
 #: latencies and SLOs so that plans and feasibility change from trial to trial.
@@ -36,6 +38,10 @@ def _every_layout(scenario) -> list[ra.Layout]:
             heads_ok = attention == "data" or (m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0))
             if n % t == 0 and n // t <= m.layers and m.ffn % t == 0 and heads_ok:
                 out.append(ra.Layout(t, n // t, False, allreduce_algorithm(scenario), attention))
+        # grouped attention: g groups of u = t/g ranks (1 < u < t) that shard the heads and KV heads
+        for u in range(2, t):
+            if n % t == 0 and n // t <= m.layers and m.ffn % t == 0 and t % u == 0 and m.kv_heads % u == 0 and m.heads % u == 0:
+                out.append(ra.Layout(t, n // t, False, allreduce_algorithm(scenario), "grouped", 0, t // u))
     return out
 
 
@@ -76,8 +82,8 @@ def test_median_plan_reproduces_the_median_choice_to_the_bit(design):
     # main at 8ebb93d (before the planner): the tokens/s of the first trials of seed 0. Both
     # median plans there had heads sharded (continuous 2x4 and 8x4 tensor), so restricting
     # the search to that attention mode (which grouped attention, searched since, would
-    # otherwise beat on the Lite) keeps the same choice.
-    s = load_scenario(design, ('workload.plan="median"', 'workload.attention="tensor"'))
+    # otherwise beat on the Lite) keeps the same choice; the efficiencies are those of then.
+    s = load_scenario(design, ('workload.plan="median"', 'workload.attention="tensor"', *FP8_FIT_EFFICIENCIES))
     cols = roofline.throughput(s, draw_inputs(s, 0, 0, 1024))
     expected = {"h100": MEDIAN_H100, "lite-h100-2x": MEDIAN_LITE_2X}[design]
     assert cols["tokens_per_s_instance"][:4].tolist() == expected
@@ -115,7 +121,7 @@ def test_quantile_plan_is_the_per_trial_choice_at_pessimistic_inputs_served_ever
     plan, share = planner.quantile_plan(s)
     at = planner.pessimistic_inputs(s, 0.1)
     # efficiencies at their 10th percentile, latencies at their 90th
-    assert at["workload.memory_efficiency"][0] == pytest.approx(0.52 + 0.1 * 0.20)
+    assert at["workload.memory_efficiency"][0] == pytest.approx(0.82 + 0.1 * 0.06)  # the bf16 table's
     assert at["workload.collective_start_us"][0] > quantile_inputs(s, 0.5)["workload.collective_start_us"][0]
     assert plan == planner.plan_per_trial(s, at).plan_of(0)
     inputs = draw_inputs(s, 4, 0, 64)
@@ -147,3 +153,42 @@ def test_a_block_no_plan_fits_names_the_key_that_decides_it(override, key, says)
     with pytest.raises(InputError) as err:
         api.roofline("h100", [override])
     assert f"{key}:" in str(err.value) and says in str(err.value)
+
+
+def _brute_force_evaluations(scenario, inputs: TrialInputs) -> list:
+    """Every plan's evaluation by the public evaluators, one plan at a time."""
+    layouts = _every_layout(scenario)
+    return ([evaluate(scenario, lay, inputs) for lay in layouts] + [evaluate_continuous(scenario, lay, inputs) for lay in layouts]
+            + [evaluate_disaggregated(scenario, pre, dec, inputs) for pre in layouts for dec in layouts])
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cost_objective_takes_the_most_tokens_per_dollar_of_a_brute_force_scan(design, seed):
+    """workload.plan_objective = "cost": in every trial the plan served has the largest
+    T / (1 + k u) (T tokens/s, u busy fraction, k the trial's econ weight) of any plan
+    that fits and meets both SLOs, each plan evaluated on its own; the chain serves it."""
+    s = load_scenario(design, (*SMALL, "cluster.instance_gpus=2", 'workload.plan="per_trial"'))
+    inputs = draw_inputs(s, seed, 0, 32)
+    chain = run_block(s, seed, 0, inputs.n, inputs=inputs)
+    k = econ.plan_power_weight(s, inputs, chain)
+    assert (k > 0).all()  # idle power is set: a busier plan costs more energy
+    cols = roofline.throughput(s, inputs, k)
+    best = np.zeros(inputs.n)
+    for e in _brute_force_evaluations(s, inputs):
+        ok = np.broadcast_to(e.fits & e.slo_met, (inputs.n,))
+        value = np.broadcast_to(e.tokens_per_s_instance, (inputs.n,)) / (1.0 + k * np.broadcast_to(e.busy_fraction, (inputs.n,)))
+        best = np.where(ok, np.maximum(best, value), best)
+    assert (cols["tokens_per_s_instance"] / (1.0 + k * cols["busy_fraction"])).tolist() == np.where(cols["slo_met"] > 0, best, 0.0).tolist()
+    assert chain["tokens_per_s_instance"].tolist() == cols["tokens_per_s_instance"].tolist()
+
+
+@pytest.mark.parametrize("design", ["h100", "lite-h100-2x"])
+def test_cost_objective_never_costs_more_per_token_than_the_throughput_objective(design):
+    s = load_scenario(design)
+    inputs = draw_inputs(s, 5, 0, 256)
+    cost = run_block(s, 5, 0, inputs.n, inputs=inputs)
+    fast = run_block(load_scenario(design, ('workload.plan_objective="throughput"',)), 5, 0, inputs.n, inputs=inputs)
+    assert (cost["cost_per_mtok_usd"] <= fast["cost_per_mtok_usd"]).all()
+    assert (fast["tokens_per_s_instance"] >= cost["tokens_per_s_instance"]).all()
+    assert (cost["cost_per_mtok_usd"] < fast["cost_per_mtok_usd"]).any()  # some trial trades a few tokens/s for less power

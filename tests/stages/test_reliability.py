@@ -203,11 +203,12 @@ def test_uncertain_rates_and_law_parameters_are_drawn_per_lifetime():
 
 
 def test_shipped_scenarios_zero_spares_cost_availability():
-    """With no pool, every permanent failure waits for a repair (mean ~87 h)."""
+    """With no GPU pool, every permanent GPU failure waits for a repair (mean ~87 h; host
+    failures draw on the host pool, not on the GPUs')."""
     for name in ("h100", "lite-h100"):
         full = run(load_scenario(name), 100)
         none = run(load_scenario(name, ["cluster.spare_gpus=0"]), 100)
-        assert none["instance_availability"].mean() < full["instance_availability"].mean() - 0.003
+        assert none["instance_availability"].mean() < full["instance_availability"].mean() - 0.002
         assert none["stockout_hours"].mean() > 100 * full["stockout_hours"].mean()
         # the pool changes how long a slot waits, not how often GPUs fail: the paired
         # difference (same seed, same trials) is within 4 of its standard errors of zero

@@ -15,6 +15,7 @@ from mcengine.stages._roofline_layout import rates_of
 from mcengine.stages._roofline_serving import choose_serving, evaluate_disaggregated
 from mcengine.studies.roofline import roofline_study
 from mcengine.validation.roofline import CALIBRATED_SERVING
+from tests.conftest import FP8_FIT_EFFICIENCIES
 
 
 #: The chained columns below are those of the one plan chosen at the median inputs.
@@ -30,7 +31,7 @@ def test_static_reproduces_the_numbers_before_serving_modes():
     # TPOT 47.010632317300015 ms, TTFT 184.9187411391766 ms; lite-h100 49.416283815095014
     for name, per_gpu, tpot in (("h100", 285.41505305485384, 47.010632317300015), ("lite-h100", 49.416283815095014, 49.98331758755644)):
         for overrides in (CALIBRATED_SERVING, (*CALIBRATED_SERVING, _mode("static"))):
-            body = roofline_study(load_scenario(name, overrides))
+            body = roofline_study(load_scenario(name, (*overrides, *FP8_FIT_EFFICIENCIES)))
             assert body["serving"] == "static"
             assert body["tokens_per_s_per_gpu"] == per_gpu
             assert body["decode"]["tpot_ms"] == tpot
@@ -80,12 +81,13 @@ def test_disaggregated_split_matches_prompt_supply_to_decode_demand():
     assert f * r_p == pytest.approx((1 - f) * r_d, rel=1e-12)
     assert float(e.tokens_per_s_instance[0]) == pytest.approx((1 - f) * r_d * o, rel=1e-12)
     # a prefill pass batches P = 8192 // 2048 = 4 prompts (the token budget binds; their KV
-    # fits and the 2 s TTFT SLO is met); the pass's KV caches add to TTFT:
-    # 4 x S x 327,680 B / 8 GPUs over 450 x 0.82 GB/s + start + hop
+    # fits and the 2 s TTFT SLO is met); the pass's KV caches add to TTFT, sent between two
+    # 8-GPU hosts (8-GPU NVLink domains) over each GPU's NIC:
+    # 4 x S x 327,680 B / 8 GPUs over 50 x 0.82 GB/s + start + one scale-out hop
     assert int(e.prefill_batch[0]) == 4
     median = quantile_inputs(s, 0.5)
-    latency_us = float(median["workload.collective_start_us"][0] + median["workload.hop_latency_us"][0])
-    kv = latency_us * 1e-6 + 4 * 2048 * 327_680 / 8 / (450e9 * 0.82)
+    latency_us = float(median["workload.collective_start_us"][0] + median["workload.scale_out_hop_us"][0])
+    kv = latency_us * 1e-6 + 4 * 2048 * 327_680 / 8 / (50e9 * 0.82)
     assert float(e.kv_transfer_s[0]) == pytest.approx(kv, rel=1e-9)
     assert float(e.ttft_s[0]) == pytest.approx(float(e.ttft.total_s[0]) + kv, rel=1e-12)
     # per trial the share stays the median's and the bottleneck binds
@@ -138,7 +140,7 @@ def test_a_ttft_slo_moves_the_continuous_batch_down_a_sawtooth_instead_of_missin
     prompts take ceil(1024/130) = 8 steps of 49.74 ms = 397.9 ms to prefill. Under a 395 ms
     TTFT SLO the trial used to miss (no tokens); now the batch is the largest below 130 that
     meets it: B = 129 still takes 8 steps (1024/129 = 7.94), of a shorter step."""
-    base = ("workload.serving='continuous'", "workload.tensor_parallel=2")
+    base = ("workload.serving='continuous'", "workload.tensor_parallel=2", *FP8_FIT_EFFICIENCIES)
     free = choose_serving(load_scenario("h100", base)).best["continuous"]
     assert int(free.batch[0]) == 130 and float(free.ttft_s[0]) * 1e3 == pytest.approx(397.94, abs=0.005)
     s = load_scenario("h100", (*base, "workload.ttft_slo_ms=395"))

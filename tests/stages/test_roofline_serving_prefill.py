@@ -14,11 +14,14 @@ from mcengine.scenario.sampling import quantile_inputs
 from mcengine.stages._roofline_layout import rates_of
 from mcengine.stages._roofline_serving import choose_serving
 from mcengine.studies.roofline import roofline_study
+from tests.conftest import FP8_FIT_EFFICIENCIES
 
 #: h100 disaggregated at tensor 8 x pipeline 1 for both kinds of instance (heads sharded,
-#: ring all-reduce, no overlap), no TTFT SLO.
+#: ring all-reduce, no overlap), no TTFT SLO, the efficiencies the hand numbers were worked at,
+#: and a 16-GPU scale-up domain that holds a prefill and a decode instance, so the KV caches
+#: ride the scale-up links (gpu.link_gbps) the link-cap cases below vary.
 BASE = ("workload.serving='disaggregated'", "workload.tensor_parallel=8", "workload.ttft_slo_ms='inf'", "workload.attention='tensor'",
-        "workload.allreduce='ring'", "workload.comm_overlap=0")
+        "workload.allreduce='ring'", "workload.comm_overlap=0", "cluster.scale_up_domain_gpus=16", *FP8_FIT_EFFICIENCIES)
 
 
 def _chosen(*overrides):

@@ -19,6 +19,12 @@ class ClusterSection:
                               why=f"counts towards the {MAX_TOTAL_GPUS:,} GPUs of a scenario")
     gpus_per_host: int = integer(8, "GPUs per host; a host failure takes all of them down.", lo=1, hi=1024,
                                  why="a host of 1,024 GPUs is 14x an NVL72 rack; per-host work scales with it")
+    spare_hosts: int = integer(0, "Hosts in the shared host spare pool (reliability.host_failure = \"host\": a failed host is replaced by one, "
+                                   "its GPUs stay; docs/model.md#host-units).", lo=0, hi=2**20,
+                               why="a pool larger than the cluster's hosts never runs dry; the kernel keeps one repair entry per host")
+    gpus_per_nic: int = integer(1, "GPUs one scale-out NIC serves (component classes with per = \"nic\" fail per NIC): HGX H100 one 400 Gb/s "
+                                   "ConnectX-7 per GPU (docs/sources.md#rel-per-nic); NIC k serves GPUs k x gpus_per_nic onwards (of one or more instances).",
+                                lo=1, hi=1024, why="a NIC serves GPUs of one host; 1,024 is the largest host")
     scale_up: str = choice(
         "switched",
         'Scale-up fabric inside an instance: "switched" (any-to-any, NVSwitch-like: every all-reduce algorithm) or "ring" '

@@ -35,4 +35,8 @@ class EconSection:
                                      why="~1000x today's industrial price; keeps energy costs finite")
     pue: Dist = number(1.3, "Power usage effectiveness of the data centre.", lo=1.0, hi=5.0,
                        why="1 is the ideal; 5 is worse than any data centre on record")
-    repair_cost_usd: Dist = number(500.0, "Cost of one repair (parts, labour, logistics).", "USD", **USD)
+    repair_cost_usd: Dist = number(500.0, "Cost of one repair (parts, labour, logistics): a GPU's, a host's (reliability.host_failure = "
+                                          "\"host\") or a NIC swap's.", "USD", **USD)
+    module_cost_usd: Dist = number(0.0, "Price of one field-replaceable module (an external laser source) used up by a module swap "
+                                        "(reliability.module_swap_hours); the failed one is scrapped (docs/sources.md#econ-els-module).",
+                                   "USD", **USD)

@@ -49,6 +49,12 @@ class Component:
                                        "module (a pluggable laser) swapped in place in reliability.module_swap_hours, from an ample module "
                                        "stock; no pool unit, no repair (docs/model.md#modules).", ("unit", "gpu", "host", "module"))
 
+    per: str = choice("gpu", "The unit this class is counted per: \"gpu\" (count per GPU package, default), \"host\" (count per host: "
+                             "its failures are host failures, its faults host faults) or \"nic\" (count per scale-out NIC of "
+                             "cluster.gpus_per_nic GPUs: a fault restarts the NIC's instance, a failure swaps the NIC in place in "
+                             "reliability.nic_swap_hours; docs/model.md#per-unit). Per host or NIC: exponential only (weibull_shape = 1).",
+                      ("gpu", "host", "nic"))
+
     def law_key(self) -> str | None:
         """The key that sets the permanent-failure law's scale (None: never fails)."""
         return next((k for k in LAW_KEYS if getattr(self, k) is not None), None)
@@ -228,6 +234,17 @@ class ReliabilitySection:
     module_swap_hours: Dist = number(0.1, "Time to swap a failed field-replaceable module (a component class with replace_unit = \"module\") in "
                                           "place: a hot-pluggable front-panel laser (ELSFP) comes out in minutes (docs/sources.md#rel-module-swap).",
                                      "hours", **_DURATION)
+    host_failure: str = choice("gpus", "What a permanent host failure does: \"gpus\" (each of its GPUs is swapped from the GPU pool and "
+                                       "repaired, the host renewed) or \"host\": the host is the unit (replaced from cluster.spare_hosts in "
+                                       "host_swap_hours, or it waits for a host repair; the failed host repaired in repair_hours), its GPUs "
+                                       "stay in place, neither repaired nor replaced (docs/model.md#host-units). With replace_unit = \"host\" the host "
+                                       "is the replaced unit already: both read the same.", ("gpus", "host"))
+    host_swap_hours: Dist = number(2.0, "Time to put a spare host in a failed host's place (reliability.host_failure = \"host\"): a "
+                                        "technician moves the GPU baseboard or trays to a spare chassis, as a GPU swap, 2-4 h "
+                                        "(docs/sources.md#rel-technician-swap).", "hours", **_DURATION)
+    nic_swap_hours: Dist = number(0.5, "Time to swap a failed scale-out NIC, cable, transceiver or switch port in place (a per = \"nic\" "
+                                       "class's permanent failure): a hot-pluggable part, under an hour (assumed; docs/sources.md#rel-per-nic).",
+                                  "hours", **_DURATION)
     components: tuple = field(default=(), metadata={"help": "Component classes of one GPU package, one table each."})
 
     def component(self, name: str) -> Component | None:

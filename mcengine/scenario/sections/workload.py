@@ -6,11 +6,12 @@ table), validated by :class:`~mcengine.scenario.cards.ModelCard`. Sources: ``doc
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from ..cards import ModelCard, parse_model
-from ..dists import Dist
+from ..dists import Dist, Fixed
 from ...errors import Problem
 from ..fields import AUTO, choice, flag, integer, number, parse_section
 
@@ -81,6 +82,50 @@ def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Re
     return tuple(out)
 
 
+#: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
+PRECISIONS = ("bf16", "fp8")
+#: The efficiencies a precision's table gives, by the old ``workload.KIND_efficiency`` key.
+EFFICIENCY_KINDS = ("compute", "memory")
+
+
+@dataclass(frozen=True)
+class EfficiencyTable:
+    """One ``[workload.efficiency.PRECISION]`` table: the achieved shares of the peaks an
+    engine computing in that number format reaches, fitted to that precision's measured
+    anchors (docs/sources.md#roof-calibration; ``mcengine validate`` refits them)."""
+
+    compute: Dist = number(0.59, "Achieved share of the peak FLOP/s (gpu.peak_tflops) at this precision; default: the fit, "
+                                 "bf16 0.59, fp8 0.45 (configs/h100.toml gives the shipped ranges).", **_EFF)
+    memory: Dist = number(0.85, "Achieved share of the HBM bandwidth at this precision; default: the fit, bf16 0.85, fp8 0.62.", **_EFF)
+
+
+#: The medians of the shipped tables (configs/h100.toml gives their ranges; docs/sources.md#roof-calibration):
+#: the fits to each precision's fit anchors.
+DEFAULT_EFFICIENCY = (
+    ("bf16", EfficiencyTable()),
+    ("fp8", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62))),
+)
+
+
+def parse_efficiency(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, EfficiencyTable], ...] | None:
+    """``[workload.efficiency]``: one table per precision of :data:`PRECISIONS`; a precision
+    or key left out keeps its default of :data:`DEFAULT_EFFICIENCY`."""
+    if raw is None:
+        return DEFAULT_EFFICIENCY
+    if not isinstance(raw, dict):
+        problems.append(Problem(key, raw, "allowed: a table of precision tables, e.g. [workload.efficiency.bf16]"))
+        return None
+    out, before = dict(DEFAULT_EFFICIENCY), len(problems)
+    for name, body in raw.items():
+        if name not in PRECISIONS:
+            problems.append(Problem(f"{key}.{name}", body, "allowed precisions: " + ", ".join(PRECISIONS)))
+            continue
+        table = parse_section(EfficiencyTable, body, f"{key}.{name}.", problems)
+        if table is not None:
+            out[name] = dataclasses.replace(out[name], **{k: getattr(table, k) for k in body})
+    return None if len(problems) > before else tuple((name, out[name]) for name in PRECISIONS)
+
+
 @dataclass(frozen=True)
 class WorkloadSection:
     model: ModelCard = field(default=None, metadata={"help": "Shipped model card name or inline table."})
@@ -103,11 +148,19 @@ class WorkloadSection:
     plan: str = choice(
         "per_trial",
         'When the operator chooses the plan (serving mode x layout x attention x all-reduce, batch within; docs/model.md#plan): '
-        '"per_trial" = in every trial, for that trial\'s inputs and SLOs, the plan with the most output tokens/s of the instance '
+        '"per_trial" = in every trial, for that trial\'s inputs and SLOs, the best plan by workload.plan_objective (least cost per token) '
         '(an operator tunes the plan to the hardware it got); "median" = one plan chosen at the median inputs serves every trial; '
         '"quantile" = one plan chosen at pessimistic inputs (each at workload.plan_quantile on its side that lowers throughput) '
         "serves every trial, a plan provisioned in advance.",
         ("per_trial", "median", "quantile"),
+    )
+    plan_objective: str = choice(
+        "cost",
+        'What the per-trial planner (workload.plan = "per_trial") maximises in each trial (docs/model.md#plan): "cost" = '
+        "tokens per dollar, the least cost per output token (a trial's plans share its capex, repairs and idle power and differ "
+        'in tokens/s and dynamic power), so better hardware never costs more per token; "throughput" = the most output '
+        "tokens/s of the instance, whatever the power it draws.",
+        ("cost", "throughput"),
     )
     plan_quantile: Dist = number(
         0.1, 'With workload.plan = "quantile": the quantile at which every uncertain roofline input is taken, on its pessimistic '
@@ -143,8 +196,21 @@ class WorkloadSection:
     )
     comm_overlap: Dist = number(0.0, "Share of collective time hidden under compute/memory time (0 = in series; docs/sources.md#roof-overlap).",
                                 lo=0.0, hi=1.0, why="a share")
-    compute_efficiency: Dist = number(0.5, "Achieved share of peak FLOP/s (prefill measured 33-45%).", **_EFF)
-    memory_efficiency: Dist = number(0.7, "Achieved share of HBM bandwidth (decode measured 55-60% of the bound).", **_EFF)
+    precision: str = choice(
+        AUTO,
+        'Number format the engine computes and streams weights in, which picks the efficiency table '
+        '(workload.efficiency.PRECISION): "bf16", "fp8", or "auto" = "fp8" when workload.bytes_per_param <= 1, else "bf16".',
+        (AUTO, *PRECISIONS),
+    )
+    efficiency: tuple = field(default=DEFAULT_EFFICIENCY, metadata={
+        "help": "Efficiencies per precision, one [workload.efficiency.PRECISION] table each (compute, memory), fitted to "
+                "that precision's measured anchors (docs/sources.md#roof-calibration)."})
+    compute_efficiency: Dist | str = number(
+        AUTO, 'Achieved share of peak FLOP/s; "auto" = workload.efficiency.PRECISION.compute of the precision in use '
+        "(a number or dist table here wins over the table).", auto_ok=True, **_EFF)
+    memory_efficiency: Dist | str = number(
+        AUTO, 'Achieved share of HBM bandwidth; "auto" = workload.efficiency.PRECISION.memory of the precision in use '
+        "(a number or dist table here wins over the table).", auto_ok=True, **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
     collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective (with allreduce_impl = \"nccl\": of every collective but the all-reduce).",
                                        "us", lo=0.0, hi=1e6, why=_LATENCY)
@@ -174,3 +240,17 @@ class WorkloadSection:
     classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
                                                           "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
                                                           "request is workload.prompt_tokens / output_tokens."})
+
+    def precision_in_use(self) -> str:
+        """``workload.precision``, "auto" resolved: fp8 for weights of at most one byte, else bf16."""
+        if self.precision != AUTO:
+            return self.precision
+        return "fp8" if self.bytes_per_param.median() <= 1.0 else "bf16"
+
+    def efficiency_of(self, kind: str) -> Dist:
+        """The efficiency ``kind`` (of :data:`EFFICIENCY_KINDS`) in use: ``workload.KIND_efficiency``
+        when set, else the precision table's."""
+        explicit = getattr(self, f"{kind}_efficiency")
+        if not isinstance(explicit, str):
+            return explicit
+        return getattr(dict(self.efficiency)[self.precision_in_use()], kind)

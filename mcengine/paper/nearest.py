@@ -1,0 +1,336 @@
+"""The nearest world in which a claim holds: a search over declared assumptions.
+
+A claim's *score* is a per-trial number (a paired ratio or gain) and the claim holds in
+a trial when the score reaches the paper's figure. Over ``n`` paired trials,
+``P(holds) >= 0.5`` exactly when the upper median of the scores reaches the figure:
+``g(z) = sort(score)[n // 2] - threshold >= 0``. The search works on ``g`` instead of
+``P`` because, with the same trials at every point (fixed seed, common random numbers),
+each trial's score moves continuously with the inputs, and so does their median, while
+``P`` moves in steps of ``1/n``.
+
+Coordinates. Each :class:`Assumption` has a plausible range; a world is a point ``z`` of
+the unit box, ``z_i = (value_i - low_i) / (high_i - low_i)`` (a choice among levels:
+``level index / (levels - 1)``, snapped to the nearest level). **The distance** of a
+world from the shipped one is the Euclidean norm of the moves in these units,
+``d = sqrt(sum_i (z_i - z0_i)^2)``: distance 1 is one input moved across its whole
+plausible range (or one choice switched between two levels).
+
+Search (bounded: at most ``budget.max_points`` evaluated points per claim, each one a
+paired run of ``budget.trials`` trials):
+
+1. *Screen*: a scrambled Sobol' design (``scipy.stats.qmc.Sobol``, fixed seed) of
+   ``budget.screen`` points over the box, evaluated in one batch: it says whether any
+   world in the box reaches the claim and gives fallback starting points.
+2. *Local search*, for every combination of choice levels: SLSQP
+   (``scipy.optimize.minimize``) minimises ``d^2`` subject to ``g >= 0`` inside the box,
+   from the shipped world (then from the nearest feasible screen point if that fails),
+   with ``g``'s gradient by forward differences (step ``budget.step``) evaluated as one
+   batch.
+3. *Polish*: along the ray from the shipped world through the optimum, the smallest
+   step where ``g >= 0``, by two rounds of a grid of ``budget.ray_points`` (one batch
+   each), so the reported world is an evaluated one with ``P(holds) >= 0.5``.
+
+The second and third nearest worlds are the nearest ones with the first world's largest
+move frozen at its shipped value, then with the first and second worlds' largest moves
+frozen: distinct by construction, each one says what else would do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+#: A move smaller than this share of an input's range is reported as no change.
+CHANGED = 0.01
+#: The norm, as every result states it.
+NORM = ("L2: the root-sum-square of each input's move as a share of its plausible range "
+        "(a choice: level steps / (levels - 1)); distance 1 = one input across its whole range")
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One input the search may move: a scenario key (``A:``/``B:`` prefix = one design
+    of the pair; none = both), its shipped value, its plausible range, and where the
+    range comes from. ``levels`` makes it a choice among values (``low``/``high``
+    unused); a level may be a label whose meaning the claim's world builder knows.
+    ``integer``: the value is rounded to a whole number (a token count)."""
+
+    key: str
+    shipped: object
+    low: float = 0.0
+    high: float = 1.0
+    source: str = ""
+    levels: tuple = ()
+    label: str = ""
+    integer: bool = False
+
+    @property
+    def is_choice(self) -> bool:
+        return bool(self.levels)
+
+    def coordinate(self, value) -> float:
+        """The normalised coordinate of ``value`` (its level's position for a choice)."""
+        if self.is_choice:
+            return self.levels.index(value) / max(1, len(self.levels) - 1)
+        return (float(value) - self.low) / (self.high - self.low)
+
+    def value(self, z: float):
+        """The value at coordinate ``z`` (the nearest level for a choice)."""
+        if self.is_choice:
+            return self.levels[int(round(float(np.clip(z, 0.0, 1.0)) * (len(self.levels) - 1)))]
+        v = self.low + float(z) * (self.high - self.low)
+        return int(round(v)) if self.integer else v
+
+    def describe(self) -> dict:
+        out = {"key": self.key, "label": self.label or self.key, "shipped": _plain(self.shipped), "source": self.source}
+        if self.is_choice:
+            out["levels"] = [_plain(v) for v in self.levels]
+        else:
+            out.update(low=self.low, high=self.high)
+        return out
+
+
+def _plain(v):
+    return float(v) if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) else v
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much the search may spend: ``trials`` paired trials per point, ``seed``,
+    ``screen`` Sobol' points, ``maxiter`` SLSQP iterations per start, ``step`` of the
+    finite differences, ``ray_points`` per polishing round, at most ``max_points``
+    evaluated points per claim (then the best world found so far is reported)."""
+
+    trials: int = 128
+    seed: int = 0
+    screen: int = 32
+    maxiter: int = 12
+    step: float = 0.03
+    ray_points: int = 8
+    max_points: int = 1500
+
+    def describe(self) -> dict:
+        return {"trials_per_point": self.trials, "seed": self.seed, "screen_points": self.screen, "slsqp_maxiter": self.maxiter,
+                "finite_difference_step": self.step, "ray_points": self.ray_points, "max_points": self.max_points}
+
+
+class _Spent(Exception):
+    """The evaluation budget ran out (caught by the search)."""
+
+
+def upper_median_margin(scores: np.ndarray, threshold: float) -> float:
+    """``sort(scores)[n // 2] - threshold``: >= 0 exactly when at least half the trials
+    reach ``threshold`` (P(holds) >= 0.5); infinite scores clipped to a finite margin."""
+    s = np.sort(np.asarray(scores, float))
+    return float(np.clip(s[len(s) // 2] - threshold, -1e6, 1e6))
+
+
+@dataclass
+class _Evaluator:
+    """Scores per point, cached, counted against the budget; ``run`` evaluates a batch."""
+
+    assumptions: Sequence[Assumption]
+    score: Callable[[list[dict]], list[np.ndarray]]
+    threshold: float
+    budget: Budget
+    cache: dict = field(default_factory=dict)
+    extra: int = 0  # points allowed beyond the budget (the path of the figure)
+
+    def world(self, z: np.ndarray) -> dict:
+        return {a.key: a.value(zi) for a, zi in zip(self.assumptions, z)}
+
+    def snapped(self, z: np.ndarray) -> np.ndarray:
+        return np.array([a.coordinate(a.value(zi)) for a, zi in zip(self.assumptions, z)])
+
+    def run(self, points: Sequence[np.ndarray]) -> list[np.ndarray]:
+        keys = [tuple(np.round(self.snapped(np.clip(z, 0.0, 1.0)), 12)) for z in points]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        if len(self.cache) + len(todo) > self.budget.max_points + self.extra:
+            raise _Spent()
+        if todo:
+            for k, s in zip(todo, self.score([self.world(np.array(k)) for k in todo])):
+                self.cache[k] = np.asarray(s, float)
+        return [self.cache[k] for k in keys]
+
+    def margin(self, points: Sequence[np.ndarray]) -> list[float]:
+        return [upper_median_margin(s, self.threshold) for s in self.run(points)]
+
+
+def distance(z: np.ndarray, z0: np.ndarray) -> float:
+    return float(np.sqrt(np.sum((np.asarray(z) - np.asarray(z0)) ** 2)))
+
+
+def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], fixed: np.ndarray) -> np.ndarray | None:
+    """SLSQP over the ``free`` coordinates (others as in ``fixed``): min d^2 s.t. g >= 0."""
+    from scipy.optimize import minimize
+
+    h = ev.budget.step
+
+    def full(u):
+        z = fixed.copy()
+        z[free] = np.clip(u, 0.0, 1.0)
+        return z
+
+    def g(u):
+        return ev.margin([full(u)])[0]
+
+    def g_jac(u):
+        z = full(u)
+        steps = [h if z[i] + h <= 1.0 else -h for i in free]
+        pts = [z] + [z + s * np.eye(len(z))[i] for i, s in zip(free, steps)]
+        m = ev.margin(pts)
+        return np.array([(m[k + 1] - m[0]) / steps[k] for k in range(len(free))])
+
+    res = minimize(lambda u: float(np.sum((u - z0[free]) ** 2)), start[free], jac=lambda u: 2.0 * (u - z0[free]), method="SLSQP",
+                   bounds=[(0.0, 1.0)] * len(free), constraints=[{"type": "ineq", "fun": g, "jac": g_jac}],
+                   options={"maxiter": ev.budget.maxiter, "ftol": 1e-6})
+    return full(res.x)
+
+
+def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | None:
+    """The nearest evaluated point with ``g >= 0`` on the ray from ``origin`` through
+    ``z`` (inside the box; beyond ``z`` when ``z`` itself falls short): a grid of steps,
+    then a finer grid inside the bracket."""
+    d = z - origin
+    if ev.margin([origin])[0] >= 0 or not np.any(d):
+        return origin if ev.margin([origin])[0] >= 0 else None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(d > 0, (1.0 - origin) / d, np.where(d < 0, -origin / d, np.inf))
+    lo, hi = 0.0, 1.0 if ev.margin([z])[0] >= 0 else float(min(np.min(room), 4.0))
+    for _ in range(2):
+        ts = np.linspace(lo, hi, ev.budget.ray_points + 1)[1:]
+        ok = [t for t, m in zip(ts, ev.margin([origin + t * d for t in ts])) if m >= 0]
+        if not ok:
+            return None
+        lo, hi = max(lo, ok[0] - (ts[1] - ts[0])), ok[0]
+    return np.clip(origin + hi * d, 0.0, 1.0)
+
+
+def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple[np.ndarray, float]],
+            warm: np.ndarray | None = None) -> np.ndarray | None:
+    """The nearest feasible world with the ``frozen`` coordinates at their shipped values;
+    ``warm``: the previous world, whose continuous moves start the first search."""
+    choices = [i for i, a in enumerate(ev.assumptions) if a.is_choice and i not in frozen]
+    cont = [i for i, a in enumerate(ev.assumptions) if not a.is_choice and i not in frozen]
+    best, best_d = None, math.inf
+    combos = itertools.product(*[[k / max(1, len(ev.assumptions[i].levels) - 1) for k in range(len(ev.assumptions[i].levels))] for i in choices])
+    bases = []
+    for combo in combos:
+        base = z0.copy()
+        base[choices] = combo
+        bases.append(base)
+    for base in sorted(bases, key=lambda b: distance(b, z0)):  # the shipped levels first
+        if distance(base, z0) >= best_d:
+            continue
+        starts = [base] if warm is None else [np.where(np.isin(np.arange(len(z0)), cont), warm, base), base]
+        feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: distance(p, z0))
+        starts += [np.where(np.isin(np.arange(len(z0)), cont), p, base) for p in feasible[:1]]
+        for start in starts:
+            try:
+                z = _slsqp(ev, z0, start, cont, base) if cont else base
+            except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+                continue
+            found = _polish(ev, base, z)
+            if found is not None and distance(found, z0) < best_d:
+                best, best_d = found, distance(found, z0)
+                break
+    return best
+
+
+def _describe_world(ev: _Evaluator, z0: np.ndarray, z: np.ndarray, frozen: set[int]) -> dict:
+    scores = ev.run([z])[0]
+    moves = ev.snapped(z) - z0
+    changed = [{**{"key": a.key, "label": a.label or a.key, "shipped": _plain(a.shipped), "value": _plain(a.value(zi))},
+                "move": float(m), "source": a.source}
+               for a, zi, m in zip(ev.assumptions, z, moves) if abs(m) >= CHANGED]
+    changed.sort(key=lambda c: -abs(c["move"]))
+    return {"distance": distance(ev.snapped(z), z0), "p_holds": float(np.mean(scores >= ev.threshold)),
+            "figure_median": float(np.median(scores)), "changed": changed, "frozen": [ev.assumptions[i].key for i in sorted(frozen)],
+            "coordinates": [float(v) for v in ev.snapped(z)]}
+
+
+PATH_STEPS = 10
+
+
+def path(ev: _Evaluator, z0: np.ndarray, z1: np.ndarray, steps: int = PATH_STEPS) -> dict:
+    """P(holds) and the score's median and 90 % interval along the segment from the
+    shipped world to ``z1`` (a choice switches where the segment passes half a level)."""
+    ts = np.linspace(0.0, 1.0, steps + 1)
+    scores = ev.run([z0 + t * (z1 - z0) for t in ts])
+    return {"t": [float(t) for t in ts], "distance": [distance(ev.snapped(z0 + t * (z1 - z0)), z0) for t in ts],
+            "p_holds": [float(np.mean(s >= ev.threshold)) for s in scores],
+            "median": [float(np.median(s)) for s in scores],
+            "p05": [float(np.quantile(s, 0.05, method="nearest")) for s in scores],
+            "p95": [float(np.quantile(s, 0.95, method="nearest")) for s in scores]}
+
+
+def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict]], list[np.ndarray]], threshold: float,
+                   budget: Budget = Budget(), count: int = 3) -> dict:
+    """The ``count`` nearest worlds (module docstring) in which P(score >= threshold) >= 0.5.
+
+    ``score(worlds)`` takes a list of worlds (``{key: value}`` for every assumption) and
+    returns each one's per-trial scores, the same trials at every world. Returns
+    ``{"norm", "budget", "assumptions", "shipped", "worlds": [...], "found",
+    "best_screen", "path", "points", "budget_spent", "elapsed_s"}``; each world has its
+    ``distance``, ``p_holds``, ``figure_median``, ``changed`` inputs (key, shipped, value,
+    signed move as a share of the range, source), and the ``frozen`` inputs. ``path``:
+    the score along the segment to the nearest world (or, when none reaches the claim,
+    to the evaluated point nearest to reaching it, ``best_seen``; ``path_to`` says which)."""
+    from scipy.stats import qmc
+
+    start = time.perf_counter()
+    assumptions = list(assumptions)
+    ev = _Evaluator(assumptions, score, threshold, budget)
+    z0 = np.array([a.coordinate(a.shipped) for a in assumptions])
+    out = {"norm": NORM, "budget": budget.describe(), "threshold": threshold, "assumptions": [a.describe() for a in assumptions],
+           "worlds": [], "budget_spent": False, "path_points": PATH_STEPS + 1}
+    try:
+        shipped = _describe_world(ev, z0, z0, set())
+        out["shipped"] = {k: shipped[k] for k in ("p_holds", "figure_median")}
+        design = qmc.Sobol(len(assumptions), scramble=True, seed=budget.seed).random(budget.screen)
+        design = [ev.snapped(p) for p in design]
+        screen = list(zip(design, ev.margin(design)))
+        best = max(screen, key=lambda pm: pm[1])
+        out["best_screen"] = {"margin": best[1], "p_holds": float(np.mean(ev.run([best[0]])[0] >= threshold)),
+                              "feasible_share": float(np.mean([m >= 0 for _, m in screen])),
+                              "distance": distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
+        if shipped["p_holds"] >= 0.5:
+            out["worlds"].append({**shipped, "distance": 0.0, "changed": [], "frozen": [], "coordinates": [float(v) for v in z0],
+                                  "note": "the claim holds in the shipped world"})
+        frozen: set[int] = set()
+        while not out["worlds"] or (len(out["worlds"]) < count and out["worlds"][0]["distance"] > 0):
+            before = len(ev.cache)
+            z = _search(ev, z0, frozen, screen, np.array(out["worlds"][-1]["coordinates"]) if out["worlds"] else None)
+            if z is None:
+                break
+            out["worlds"].append({**_describe_world(ev, z0, z, frozen), "points": len(ev.cache) - before})
+            moves = np.abs(ev.snapped(z) - z0)
+            movers = [int(i) for i in np.argsort(-moves, kind="stable") if int(i) not in frozen and moves[i] >= CHANGED]
+            if not movers:
+                break
+            frozen = frozen | {movers[0]}
+    except _Spent:
+        out["budget_spent"] = True
+    out["found"] = bool(out["worlds"])
+    if ev.cache:
+        key = max(ev.cache, key=lambda k: upper_median_margin(ev.cache[k], threshold))
+        s = ev.cache[key]
+        out["best_seen"] = {"distance": distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
+                            "figure_median": float(np.median(s)), "margin": upper_median_margin(s, threshold),
+                            "coordinates": [float(v) for v in key]}
+    ev.extra = PATH_STEPS + 1  # the figure's path is drawn even when the search spent its budget
+    try:
+        if out["worlds"] and out["worlds"][0]["distance"] > 0:
+            out["path"], out["path_to"] = path(ev, z0, np.array(out["worlds"][0]["coordinates"])), "the nearest world"
+        elif not out["worlds"] and "best_seen" in out:
+            out["path"], out["path_to"] = path(ev, z0, np.array(out["best_seen"]["coordinates"])), "the best world seen (none reaches the claim)"
+    except _Spent:
+        out["budget_spent"] = True
+    out["points"] = len(ev.cache)
+    out["elapsed_s"] = time.perf_counter() - start
+    return out

@@ -1,0 +1,348 @@
+"""Each claim's declared assumptions and its score, for the nearest-world search
+(:mod:`mcengine.paper.nearest`).
+
+A claim's world is a pair of scenarios: the shipped baseline (``A``) and the shipped Lite
+design (``B``), each with the moves of the world applied (a key with an ``A:``/``B:``
+prefix moves one design, a key without one moves both). A move of an uncertain input
+(a ``dist`` table) shifts its median and keeps its spread: every location parameter of
+the table is scaled by ``new median / shipped median``. Every point of the search is a
+paired run of the same trials (the study's seed), so the search sees the claim's score
+move smoothly.
+
+The assumptions and their plausible ranges are declared per claim in :data:`CLAIM_WORLDS`,
+each range with its source (docs/sources.md#paper-nearest-world lists them). Claim 6 has
+no search: as stated (less capacity lost to rounding) it holds in the shipped world; its
+instances are sized by ``fleet.sizing`` (:mod:`mcengine.paper.fleet`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..scenario import Scenario, scenario_from_dict
+from ..scenario.derive import replaced_keys, without
+from ..scenario.sections.workload import EFFICIENCY_KINDS
+from ._common import Settings, fab_columns, paired_ratio, scenario, variant
+from .nearest import Assumption, Budget, nearest_worlds
+
+#: The choice of precision: its level -> what it sets (``gpu.peak_tflops`` is scaled,
+#: the dense FP8 peak being twice the BF16 one, docs/sources.md#fab-h100-specs).
+PRECISION = {"bf16": {"workload.bytes_per_param": 2.0, "workload.kv_bytes": 2.0, "gpu.peak_tflops": 1.0},
+             "fp8": {"workload.bytes_per_param": 1.0, "workload.kv_bytes": 1.0, "gpu.peak_tflops": 2.0}}
+PRECISION_KEY = "workload.precision"
+#: Keys of a ``dist`` table that move with its median (the spread parameters stay).
+LOCATION = ("low", "high", "mode", "median", "value")
+
+
+#: Efficiency keys whose "auto" is the precision table's value in use.
+EFFICIENCY_KEYS = {f"workload.{kind}_efficiency": kind for kind in EFFICIENCY_KINDS}
+
+
+def _current(s: Scenario, key: str):
+    """The scenario's value at a dotted ``key`` (components by name; an efficiency left
+    "auto" is its precision table's)."""
+    if key in EFFICIENCY_KEYS:
+        return s.workload.efficiency_of(EFFICIENCY_KEYS[key])
+    node = s
+    for part in key.split("."):
+        node = dict(node)[part] if isinstance(node, tuple) else getattr(node, part)
+    return node
+
+
+def _raw_law(raw: dict, base: Scenario, key: str):
+    """The raw value at ``key`` of ``base.to_dict()``; an "auto" efficiency reads the law
+    of its precision table, so a moved efficiency keeps that table's spread."""
+    parts = key.split(".")
+    node = raw
+    for part in parts[:-1]:
+        node = node.get(part, {})
+    old = node.get(parts[-1])
+    if key in EFFICIENCY_KEYS and isinstance(old, str):
+        return raw["workload"]["efficiency"][base.workload.precision_in_use()][EFFICIENCY_KEYS[key]]
+    return old
+
+
+def moved(base: Scenario, name: str, moves: dict) -> Scenario:
+    """``base`` with ``moves`` (``{key: value}``, no design prefix) applied, renamed
+    ``name``: a ``dist`` input keeps its spread around the new median; the precision
+    choice sets its keys (:data:`PRECISION`)."""
+    moves = dict(moves)
+    if PRECISION_KEY in moves:
+        level = PRECISION[moves.pop(PRECISION_KEY)]
+        moves.update({k: v for k, v in level.items() if k != "gpu.peak_tflops"})
+        moves["gpu.peak_tflops"] = base.gpu.peak_tflops.median() * level["gpu.peak_tflops"]
+    raw = base.to_dict()
+    for key, value in moves.items():
+        old = _raw_law(raw, base, key)
+        raw = without(raw, replaced_keys({key}))
+        parts = key.split(".")
+        node = raw
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        if isinstance(old, dict) and "dist" in old and isinstance(value, (int, float)):
+            ratio = float(value) / _median(base, key)
+            node[parts[-1]] = {k: (v * ratio if k in LOCATION else v) for k, v in old.items()}
+        else:
+            node[parts[-1]] = value
+    raw["name"] = name
+    return scenario_from_dict(raw, name)
+
+
+def split(world: dict) -> tuple[dict, dict]:
+    """A world's moves of design A and of design B (unprefixed keys move both)."""
+    a, b = {}, {}
+    for key, value in world.items():
+        side, _, bare = key.partition(":") if key[:2] in ("A:", "B:") else ("", "", key)
+        if side in ("", "A"):
+            a[bare] = value
+        if side in ("", "B"):
+            b[bare] = value
+    return a, b
+
+
+def _same(v, shipped) -> bool:
+    """A value equal to the shipped one (a coordinate's round trip may move a float by an ulp)."""
+    if isinstance(v, (int, float)) and isinstance(shipped, (int, float)):
+        return math.isclose(v, shipped, rel_tol=1e-9, abs_tol=1e-12)
+    return v == shipped
+
+
+def _pairs(worlds: list[dict], bases: tuple[Scenario, Scenario], shipped: tuple[dict, dict]) -> tuple[list[tuple[Scenario, Scenario]], list[Scenario]]:
+    """Per world its (A, B) scenarios, only the moves away from each design's ``shipped``
+    values applied, and the distinct scenarios to run (equal moves share one scenario)."""
+    made: dict = {}
+    pairs = []
+    for world in worlds:
+        sides = []
+        for base, moves, own in zip(bases, split(world), shipped):
+            moves = {k: v for k, v in moves.items() if not _same(v, own.get(k))}
+            key = (base.name, tuple(sorted((k, repr(v)) for k, v in moves.items())))
+            if key not in made:
+                made[key] = moved(base, f"{base.name}.nw{len(made)}", moves) if moves else base
+            sides.append(made[key])
+        pairs.append(tuple(sides))
+    return pairs, list(dict.fromkeys(made.values()))
+
+
+@dataclass(frozen=True)
+class ClaimWorld:
+    """One claim's search: its ``threshold`` (the claim holds in a trial when the score
+    reaches it), the scenarios ``pair`` builds (A, B), how a trial is scored (``score``
+    from the two scenarios' columns), whether the fab stage alone gives the columns,
+    the declared ``assumptions`` (``assumptions(pair)`` reads the shipped values), the
+    paired trials per point and the points per search (claim 3's lifetimes of 4,096 GPUs
+    cost ~40 ms a trial; claim 5 moves nine inputs, so each gradient costs ten points)."""
+
+    threshold: float
+    pair: Callable[[], tuple[Scenario, Scenario]]
+    score: Callable[[dict, dict, Scenario, Scenario], np.ndarray]
+    assumptions: Callable[[tuple[Scenario, Scenario]], list[Assumption]]
+    fab_only: bool
+    figure: str
+    trials: int = 64
+    max_points: int = 200
+
+
+def _median(s: Scenario, key: str) -> float:
+    """The median of an input (a fixed law's value)."""
+    v = _current(s, key)
+    v = v.value if not hasattr(v, "median") and hasattr(v, "value") else v
+    return float(v.median()) if hasattr(v, "median") else float(v)
+
+
+def _num(pair, key: str, low: float, high: float, source: str, label: str = "") -> Assumption:
+    side, _, bare = key.partition(":") if key[:2] in ("A:", "B:") else ("", "", key)
+    s = pair[0] if side == "A" else pair[1]
+    integer = isinstance(_current(s, bare), int)
+    return Assumption(key, int(_median(s, bare)) if integer else _median(s, bare), low, high, source, label=label, integer=integer)
+
+
+def _choice(pair, key: str, levels: tuple, source: str, label: str = "") -> Assumption:
+    side, _, bare = key.partition(":") if key[:2] in ("A:", "B:") else ("", "", key)
+    s = pair[0] if side == "A" else pair[1]
+    shipped = "bf16" if bare == PRECISION_KEY else type(levels[0])(_median(s, bare))
+    return Assumption(key, shipped, levels=levels, source=source, label=label)
+
+
+SRC = "docs/sources.md#"
+
+
+def _yield_assumptions(pair) -> list[Assumption]:
+    return [
+        _num(pair, "fab.defect_density_per_cm2", 0.05, 0.3, SRC + "fab-defect-density", "defect density D0 (median, /cm²)"),
+        _num(pair, "fab.defect_clustering", 1.5, 20.0, SRC + "fab-defect-clustering", "defect clustering alpha (median)"),
+        _num(pair, "fab.unit_area_fraction", 0.6, 0.9, SRC + "fab-harvesting", "share of the die in SMs"),
+        _choice(pair, "A:fab.units_required", (132, 144), SRC + "fab-h100-sms", "H100 SMs required (132 harvested, 144 whole die)"),
+        _choice(pair, "B:fab.units_required", (33, 36), SRC + "fab-harvesting", "Lite SMs required (33 harvested, 36 whole die)"),
+    ]
+
+
+def _cost_assumptions(pair) -> list[Assumption]:
+    return [
+        _num(pair, "B:fab.optics_cost_per_gbps_usd", 0.78, 4.0, SRC + "fab-cpo-cost", "Lite co-packaged optics (median, USD per GB/s)"),
+        _num(pair, "B:fab.package_cost_usd", 46.9, 250.0, SRC + "paper-nearest-world", "Lite package (USD; 750 x 0.25^2 superlinear .. 250)"),
+        _num(pair, "B:fab.test_cost_usd", 112.5, 300.0, SRC + "fab-test-cost", "Lite test (USD)"),
+        _num(pair, "B:fab.assembly_yield", 0.96, 0.995, SRC + "fab-assembly-yield", "Lite assembly yield"),
+        _num(pair, "fab.defect_density_per_cm2", 0.05, 0.3, SRC + "fab-defect-density", "defect density D0 (median, /cm²)"),
+    ]
+
+
+def _blast_assumptions(pair) -> list[Assumption]:
+    return [
+        _num(pair, "B:reliability.swap_hours", 0.05, 4.0, SRC + "rel-hot-spare-swap", "Lite spare swap (hours)"),
+        _num(pair, "A:reliability.swap_hours", 2.0, 4.0, SRC + "rel-technician-swap", "H100 technician swap (hours)"),
+        _num(pair, "cluster.reshard_hours", 0.02, 1.0, SRC + "rel-reshard-time", "re-layout after losing GPUs (hours)"),
+        _num(pair, "B:reliability.components.network.afr", 0.001, 0.0068, SRC + "rel-cpo-mtbf", "Lite optics failures (per unit-year)"),
+        _num(pair, "B:reliability.components.laser.first_year_fraction", 0.001, 0.03, SRC + "rel-laser-wearout",
+             "Lite lasers failing in their first year"),
+    ]
+
+
+def _power_assumptions(pair) -> list[Assumption]:
+    return [
+        _num(pair, "B:gpu.dvfs_scale", 0.6, 1.0, SRC + "power-dvfs", "Lite operating point s (FLOP/s x s, dynamic power x s^3)"),
+        _num(pair, "B:gpu.link_pj_per_bit", 2.0, 10.0, SRC + "power-link-energy", "Lite link energy (pJ/bit)"),
+        _num(pair, "B:econ.pue", 1.05, 1.3, SRC + "econ-power-pue", "Lite facility PUE (lighter cooling)"),
+        _num(pair, "B:gpu.idle_w", 10.0, 25.0, SRC + "power-idle", "Lite idle power (median, W)"),
+        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
+        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+    ]
+
+
+def _performance_assumptions(pair) -> list[Assumption]:
+    return [
+        _num(pair, "B:gpu.hbm_tbps", 0.84, 1.68, SRC + "derive-hbm3", "Lite HBM bandwidth (TB/s; 1-2 HBM3 stacks)"),
+        _num(pair, "B:gpu.hbm_gb", 20.0, 40.0, SRC + "derive-hbm3", "Lite HBM capacity (GB; 1-2 stacks)"),
+        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
+        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+        _num(pair, "workload.tpot_slo_ms", 20.0, 200.0, SRC + "roof-slo", "TPOT SLO (ms)"),
+        _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
+        _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
+        _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute"),
+        _choice(pair, PRECISION_KEY, ("bf16", "fp8"), SRC + "paper-nearest-world", "precision (fp8: 1 byte, 2x peak)"),
+    ]
+
+
+def _on_70b(a: str, b: str) -> Callable[[], tuple[Scenario, Scenario]]:
+    from .performance import SWEEP_MODEL, on_model
+
+    return lambda: (on_model(scenario(a), SWEEP_MODEL), on_model(scenario(b), SWEEP_MODEL))
+
+
+def _reshard_pair() -> tuple[Scenario, Scenario]:
+    from .blast_radius import RESHARD
+
+    a, b = _on_70b("h100", "lite-h100")()
+    return variant(a, f"{a.name}.reshard", [RESHARD]), variant(b, f"{b.name}.reshard", [RESHARD])
+
+
+def _yield_score(ca, cb, a, b):
+    return cb["die_yield"] / ca["die_yield"] - 1.0
+
+
+def _cost_score(ca, cb, a, b):
+    return 1.0 - (cb["gpu_cost_usd"] / b.gpu.h100_equivalents.value) / (ca["gpu_cost_usd"] / a.gpu.h100_equivalents.value)
+
+
+def _blast_score(ca, cb, a, b):
+    from .blast_radius import lost_ratio
+
+    return lost_ratio({"a": ca, "b": cb}, "a", "b")
+
+
+def facility_joules(cols: dict, s: Scenario) -> np.ndarray:
+    """Energy per output token at the wall: the GPUs' ``energy_j_per_token`` x the site's PUE."""
+    return cols["energy_j_per_token"] * _median(s, "econ.pue")
+
+
+def _power_score(ca, cb, a, b):
+    return paired_ratio(facility_joules(ca, a), facility_joules(cb, b)) - 1.0
+
+
+def _performance_score(ca, cb, a, b):
+    return paired_ratio(cb["tokens_per_s_per_h100_equivalent"], ca["tokens_per_s_per_h100_equivalent"])
+
+
+#: Claim key -> its search. The figures: claim 4's is the perf-per-watt gain at the wall
+#: (PUE per design, equal as shipped), the others the claim's own figure.
+CLAIM_WORLDS = {
+    "yield": ClaimWorld(0.41, lambda: (scenario("h100"), scenario("lite-h100")), _yield_score, _yield_assumptions, True,
+                        "wafer-yield gain Y_lite / Y_h100 - 1"),
+    "cost": ClaimWorld(0.32, lambda: (scenario("h100"), scenario("lite-h100")), _cost_score, _cost_assumptions, True,
+                       "1 - fab cost per H100-equivalent (Lite / H100)"),
+    "blast_radius": ClaimWorld(8.0, _reshard_pair, _blast_score, _blast_assumptions, False,
+                               "capacity-time lost H100 / Lite, both on 'reshard'", trials=16, max_points=60),
+    "power": ClaimWorld(0.19, _on_70b("h100", "lite-h100-2x"), _power_score, _power_assumptions, False,
+                        "perf-per-watt gain at the wall (J x PUE), h100 / lite-h100-2x - 1"),
+    "performance": ClaimWorld(1.0, _on_70b("h100", "lite-h100-2x"), _performance_score, _performance_assumptions, False,
+                              "tokens/s per H100-equivalent, lite-h100-2x / h100", max_points=300),
+}
+
+def budget(settings: Settings, trials: int = 64, max_points: int = 200) -> Budget:
+    """The search's budget for this run of the study (``quick``: a smoke test): at most
+    ``trials`` paired trials per point (fewer when the study runs fewer), a 16-point
+    screen, 5 SLSQP iterations per start, at most ``max_points`` points per claim."""
+    if settings.quick:
+        return Budget(trials=min(settings.trials, 16), seed=settings.seed, screen=4, maxiter=2, ray_points=3, max_points=30)
+    return Budget(trials=min(settings.trials, trials), seed=settings.seed, screen=16, maxiter=5, ray_points=6, max_points=max_points)
+
+
+def columns(runs: list[Scenario], settings: Settings, memo: dict, fab_only: bool) -> dict[str, dict[str, np.ndarray]]:
+    """Per-trial columns of ``runs`` (trials ``0 .. settings.trials - 1``), the chain's or
+    the fab stage's alone, with ``memo`` kept across the calls of one search: a stage
+    whose inputs did not move (:func:`mcengine.pipeline.fab_key`,
+    :func:`~mcengine.pipeline.reliability_key`, :func:`~mcengine.pipeline.roofline_key`)
+    is computed once per search, as one chunk of the chain shares it between scenarios.
+    The numbers are the chain's: the same seed, trials and drawn inputs."""
+    from ..pipeline import fab_key, reliability_key, run_block, share_lifetimes
+    from ..scenario.sampling import draw_inputs, run_sampler
+
+    if fab_only:
+        out = {}
+        for s in runs:
+            key = ("fab columns", fab_key(s), s.gpu)
+            if key not in memo:
+                memo[key] = fab_columns(s, settings)
+            out[s.name] = memo[key]
+        return out
+    sampler, shared = run_sampler(runs), {}
+    inputs = {s.name: draw_inputs(s, settings.seed, 0, settings.trials, sampler, shared) for s in runs}
+    fresh = [s for s in runs if reliability_key(s) not in memo]
+    if fresh:
+        share_lifetimes(tuple(fresh), inputs, settings.seed, memo)
+    return {s.name: run_block(s, settings.seed, 0, settings.trials, inputs=inputs[s.name], memo=memo) for s in runs}
+
+
+def scorer(world: ClaimWorld, pair: tuple[Scenario, Scenario], shipped: tuple[dict, dict], settings: Settings) -> Callable[[list[dict]], list[np.ndarray]]:
+    """``score(worlds)``: every world's per-trial score from one paired run of all of them."""
+    memo: dict = {}
+
+    def score(worlds: list[dict]) -> list[np.ndarray]:
+        pairs, runs = _pairs(worlds, pair, shipped)
+        cols = columns(runs, settings, memo, world.fab_only)
+        return [world.score(cols[a.name], cols[b.name], a, b) for a, b in pairs]
+
+    return score
+
+
+def search(key: str, settings: Settings) -> dict:
+    """The nearest worlds of claim ``key`` (:func:`mcengine.paper.nearest.nearest_worlds`)
+    with the claim's declared assumptions; ``{}`` for a claim without a search."""
+    if key not in CLAIM_WORLDS:
+        return {}
+    world = CLAIM_WORLDS[key]
+    settings.note(f"nearest world: {key}")
+    pair = world.pair()
+    assumptions = world.assumptions(pair)
+    b = budget(settings, world.trials, world.max_points)
+    small = Settings(trials=b.trials, seed=settings.seed, quick=settings.quick)
+    shipped = split({a.key: a.shipped for a in assumptions})
+    out = nearest_worlds(assumptions, scorer(world, pair, shipped, small), world.threshold, b)
+    out["figure"] = world.figure
+    out["scenarios"] = [s.name for s in pair]
+    return out
+

@@ -1,0 +1,65 @@
+"""Fitting each precision's efficiency medians to its fit anchors (docs/sources.md#roof-calibration).
+
+For one precision (``workload.efficiency.PRECISION``) the compute and memory efficiencies
+``(c, m)`` are chosen to minimise the sum of squared log errors of the model against that
+precision's ``role = "fit"`` anchors (:data:`mcengine.validation.roofline.CALIBRATION`):
+
+    min_{c, m}  sum_a ( ln model_a(c, m) - ln measured_a )^2,   0.05 <= c, m <= 1,
+
+by ``scipy.optimize.least_squares`` (trust-region reflective) from the shipped medians, every
+other input at the shipped h100 medians and the anchor's own setup. ``mcengine validate``
+then reports, per anchor, the error at the shipped medians and at the refit, and checks that
+the shipped table's medians are the refit within :data:`FIT_TOLERANCE`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from ..scenario import load_scenario
+
+#: How far a shipped table's median may sit from the refit on its fit anchors (the tables
+#: are written to two decimals).
+FIT_TOLERANCE = 0.02
+#: Search box of the fit: efficiencies are shares of a peak.
+BOUNDS = (0.05, 1.0)
+
+
+@dataclass(frozen=True)
+class EfficiencyFit:
+    """The medians fitted for ``precision`` and the relative error of every anchor of that
+    precision at them (model / measured - 1), by anchor name."""
+
+    precision: str
+    compute: float
+    memory: float
+    errors: dict
+
+
+def efficiency_overrides(compute: float, memory: float) -> tuple[str, ...]:
+    """``--set`` overrides that put these efficiencies in use (the old keys win over the tables)."""
+    return (f"workload.compute_efficiency={float(compute)!r}", f"workload.memory_efficiency={float(memory)!r}")
+
+
+def shipped_medians(precision: str) -> tuple[float, float]:
+    """(compute, memory) medians of the shipped h100 table of ``precision``."""
+    table = dict(load_scenario("h100").workload.efficiency)[precision]
+    return table.compute.median(), table.memory.median()
+
+
+def fit_precision(precision: str, anchors) -> EfficiencyFit:
+    """Least-squares fit of ``precision``'s (compute, memory) medians to its ``role = "fit"``
+    anchors among ``anchors``; errors of all of that precision's anchors at the fit."""
+    mine = [a for a in anchors if a.precision == precision]
+    fit_on = [a for a in mine if a.role == "fit"]
+
+    def residuals(x):
+        return np.array([math.log(a.value(efficiency_overrides(*x)) / a.measured) for a in fit_on])
+
+    c, m = least_squares(residuals, np.array(shipped_medians(precision)), bounds=BOUNDS, diff_step=1e-4, xtol=1e-10).x
+    errors = {a.name: a.value(efficiency_overrides(c, m)) / a.measured - 1.0 for a in mine}
+    return EfficiencyFit(precision, float(c), float(m), errors)

@@ -1,0 +1,116 @@
+"""The nearest-world search on synthetic claims whose nearest world is known in closed form.
+
+A linear score ``s_i(v) = w . v + e_i`` over trials ``i`` (fixed offsets ``e_i``) holds
+with P >= 0.5 exactly where ``w . v + e_med >= t`` (``e_med`` the upper median of the
+offsets): a half-space. In normalised coordinates ``z`` (``v = low + z r``) its normal is
+``a = w r`` and the nearest point from ``z0`` is the projection
+``z* = z0 + (t - c - a . z0) / |a|^2 a``, ``c = w . low + e_med``, at distance
+``(t - c - a . z0) / |a|``. The search reports an evaluated world found on a ray by two
+grids of 8 steps, so its distance lies in ``[d*, d* (1 + 1/64)]``: the tolerance 2 %.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine.paper.nearest import Assumption, Budget, nearest_worlds, upper_median_margin
+
+OFFSETS = np.linspace(-0.5, 0.5, 64)
+ASSUMPTIONS = (Assumption("x", 1.0, 0.0, 4.0), Assumption("y", 10.0, 5.0, 25.0), Assumption("z", 0.3, 0.0, 1.0))
+W = np.array([0.5, 0.05, 1.0])
+TOLERANCE = 0.02
+
+
+def linear(worlds):
+    return [W @ np.array([w["x"], w["y"], w["z"]]) + OFFSETS for w in worlds]
+
+
+def closed_form(threshold, free=(0, 1, 2)):
+    low = np.array([a.low for a in ASSUMPTIONS])
+    r = np.array([a.high - a.low for a in ASSUMPTIONS])
+    z0 = np.array([a.coordinate(a.shipped) for a in ASSUMPTIONS])
+    a = (W * r)[list(free)]
+    c = W @ low + np.sort(OFFSETS)[len(OFFSETS) // 2] + (W * r) @ z0 - a @ z0[list(free)]
+    gap = threshold - c - a @ z0[list(free)]
+    z = z0.copy()
+    z[list(free)] += gap / (a @ a) * a
+    return z, gap / np.sqrt(a @ a)
+
+
+def test_upper_median_margin_is_p_half():
+    s = np.array([0.0, 1.0, 2.0, 3.0])
+    assert upper_median_margin(s, 2.0) == 0.0 and np.mean(s >= 2.0) == 0.5
+    assert upper_median_margin(s, 2.01) < 0 and np.mean(s >= 2.01) < 0.5
+
+
+def test_nearest_world_of_a_linear_claim():
+    threshold = 3.0
+    z_star, d_star = closed_form(threshold)
+    assert np.all((z_star >= 0) & (z_star <= 1))  # the projection is inside the box
+    out = nearest_worlds(ASSUMPTIONS, linear, threshold, Budget(screen=16))
+    first = out["worlds"][0]
+    assert d_star * (1 - 1e-9) <= first["distance"] <= d_star * (1 + TOLERANCE)
+    assert np.allclose(first["coordinates"], z_star, atol=TOLERANCE)
+    assert first["p_holds"] >= 0.5
+    assert not out["budget_spent"]
+
+
+def test_second_and_third_worlds_freeze_the_largest_moves():
+    """At t = 2.5 the nearest world moves x most; with x frozen the projection on (y, z)
+    is inside the box; with x and the next mover frozen no single input reaches: no third."""
+    threshold = 2.5
+    out = nearest_worlds(ASSUMPTIONS, linear, threshold, Budget(screen=16))
+    z_star, _ = closed_form(threshold)
+    z0 = np.array([a.coordinate(a.shipped) for a in ASSUMPTIONS])
+    top = int(np.argmax(np.abs(z_star - z0)))
+    free = [i for i in range(3) if i != top]
+    z2, d2 = closed_form(threshold, free)
+    second = out["worlds"][1]
+    assert second["frozen"] == [ASSUMPTIONS[top].key]
+    assert d2 * (1 - 1e-9) <= second["distance"] <= d2 * (1 + TOLERANCE)
+    assert np.allclose(second["coordinates"], z2, atol=TOLERANCE)
+    assert np.all((z2 >= 0) & (z2 <= 1))
+    assert len(out["worlds"]) == 2
+
+
+def test_a_claim_out_of_reach_has_no_world():
+    out = nearest_worlds(ASSUMPTIONS, linear, 100.0, Budget(screen=8, maxiter=4))
+    assert out["worlds"] == [] and not out["found"]
+    assert out["best_screen"]["p_holds"] == 0.0 and out["best_seen"]["p_holds"] == 0.0
+    # the best world seen is the box's corner that maximises the linear score (w > 0)
+    assert np.allclose(out["best_seen"]["coordinates"], 1.0, atol=0.05) and out["path_to"].startswith("the best world seen")
+
+
+def test_a_claim_that_holds_is_its_own_nearest_world():
+    out = nearest_worlds(ASSUMPTIONS, linear, 0.0, Budget(screen=8))
+    assert [w["distance"] for w in out["worlds"]] == [0.0] and out["worlds"][0]["p_holds"] == 1.0
+
+
+def test_a_choice_is_a_whole_step():
+    """A choice that adds 0.6 to every score: switching it (distance 1) beats moving the
+    others when their projection is farther than 1, and the search says so."""
+    choice = Assumption("fp8", "no", levels=("no", "yes"))
+
+    def score(worlds):
+        return [s + (0.6 if w["fp8"] == "yes" else 0.0) for s, w in zip(linear(worlds), worlds)]
+
+    threshold = 3.0
+    _, d_star = closed_form(threshold)
+    _, d_with = closed_form(threshold - 0.6)
+    out = nearest_worlds((*ASSUMPTIONS, choice), score, threshold, Budget(screen=16))
+    expected = min(d_star, np.hypot(1.0, d_with))
+    assert expected * (1 - 1e-9) <= out["worlds"][0]["distance"] <= expected * (1 + TOLERANCE)
+
+
+def test_the_budget_bounds_the_search():
+    out = nearest_worlds(ASSUMPTIONS, linear, 3.0, Budget(screen=16, max_points=20))
+    assert out["budget_spent"] and out["points"] <= 20 + out["path_points"]  # the figure's path is drawn beyond the budget
+
+
+@pytest.mark.parametrize("threshold", [2.5, 3.5])
+def test_the_path_reaches_the_world(threshold):
+    out = nearest_worlds(ASSUMPTIONS, linear, threshold, Budget(screen=16))
+    p = out["path"]
+    assert p["p_holds"][0] == out["shipped"]["p_holds"] < 0.5 and p["p_holds"][-1] >= 0.5
+    assert p["distance"][-1] == pytest.approx(out["worlds"][0]["distance"])

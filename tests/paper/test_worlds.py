@@ -1,0 +1,122 @@
+"""The claims' nearest-world layer (mcengine/paper/worlds.py, readings.py) and its
+output: moves of a world applied to scenarios as declared, the search's columns equal to
+the chain's, the readings' figures by hand, and the nearest-world column and figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine.paper import readings, worlds
+from mcengine.paper._common import Settings, chain, fab_columns, scenario
+from mcengine.paper.nearest import Assumption, Budget, nearest_worlds
+from mcengine.report.paper import claim_number_rows, claim_rows, nearest_figure, nearest_text, table_header
+
+from ..report.figure_checks import check_figure
+
+
+def test_a_move_shifts_a_dist_median_and_keeps_its_spread():
+    base = scenario("lite-h100-2x")
+    s = worlds.moved(base, "x", {"workload.memory_efficiency": 0.68, "gpu.hbm_tbps": 1.2, "workload.output_tokens": 512})
+    eff = s.workload.memory_efficiency
+    # "auto": the bf16 table's uniform 0.82-0.88 (median 0.85), scaled by 0.68 / 0.85 = 0.8
+    assert (eff.low, eff.high) == pytest.approx((0.82 * 0.8, 0.88 * 0.8)) and eff.median() == pytest.approx(0.68)
+    assert s.gpu.hbm_tbps.median() == 1.2 and s.workload.output_tokens == 512 and s.name == "x"
+    assert base.workload.memory_efficiency == "auto" and base.workload.efficiency_of("memory").median() == pytest.approx(0.85)
+
+
+def test_fp8_halves_the_bytes_and_doubles_the_peak():
+    base = scenario("h100")
+    s = worlds.moved(base, "fp8", {worlds.PRECISION_KEY: "fp8"})
+    assert (s.workload.bytes_per_param.median(), s.workload.kv_bytes.median()) == (1.0, 1.0)
+    assert s.gpu.peak_tflops.median() == pytest.approx(2 * 989.4)
+
+
+def test_a_world_splits_by_design():
+    a, b = worlds.split({"A:x": 1, "B:x": 2, "y": 3})
+    assert a == {"x": 1, "y": 3} and b == {"x": 2, "y": 3}
+
+
+def test_the_link_rule_follows_a_moved_link_energy():
+    s = worlds.moved(scenario("lite-h100-2x"), "pj", {"gpu.link_pj_per_bit": 5.0})
+    assert s.gpu.tdp_w.median() == pytest.approx(170.5 + 5.0 * 225 * 8 / 1000)
+
+
+def test_every_claims_assumptions_hold_their_shipped_value_in_range():
+    for key, world in worlds.CLAIM_WORLDS.items():
+        pair = world.pair()
+        for a in world.assumptions(pair):
+            assert a.source.startswith("docs/sources.md#"), (key, a.key)
+            if a.is_choice:
+                assert a.shipped in a.levels, (key, a.key)
+            else:
+                assert a.low <= a.shipped <= a.high, (key, a.key, a.shipped)
+
+
+def test_the_searchs_columns_are_the_chains():
+    """The memo kept across a search's calls gives the chain's numbers (same seed, trials)."""
+    settings = Settings(trials=16, seed=4)
+    world = worlds.CLAIM_WORLDS["performance"]
+    pair = world.pair()
+    moved = worlds.moved(pair[1], "hbm", {"gpu.hbm_tbps": 1.1})
+    memo: dict = {}
+    worlds.columns([pair[0], pair[1]], settings, memo, False)
+    got = worlds.columns([pair[0], moved], settings, memo, False)
+    want = chain([pair[0], moved], settings)
+    for name in (pair[0].name, "hbm"):
+        for col in ("tokens_per_s_per_h100_equivalent", "cost_per_mtok_usd", "energy_j_per_token", "capacity_availability"):
+            assert np.array_equal(got[name][col], want[name][col]), (name, col)
+    fab = worlds.columns([pair[0]], settings, {}, True)[pair[0].name]
+    assert np.array_equal(fab["die_yield"], fab_columns(pair[0], settings)["die_yield"])
+
+
+def test_packaging_readings_scale_the_package_by_hand():
+    doc = {"key": "cost"}
+    got = readings.readings(doc, Settings(trials=16, seed=0))
+    by_name = {r["name"]: r for r in got["readings"]}
+    assert set(by_name) == {f"packaging ~ fraction^{k:g}, {s}" for k in readings.PACKAGING_EXPONENTS for s in ("paper", "shipped")}
+    assert "$47 (H100 $750 x 0.25^2)" in by_name["packaging ~ fraction^2, paper"]["reading"]
+    # a cheaper package never lowers the reduction: the same trials, only the Lite's package moves
+    med = {k: by_name[f"packaging ~ fraction^{k:g}, paper"]["figure"]["median"] for k in readings.PACKAGING_EXPONENTS}
+    assert med[1.0] < med[1.5] < med[2.0]
+    assert got["text_states"] and got["text_does_not_state"]
+
+
+def test_collectives_at_full_power_by_hand():
+    s = scenario("lite-h100-2x")
+    cols = {"input.gpu.idle_w": np.array([20.0, 20.0]), "availability": np.array([1.0, 0.5]),
+            "gpu_power_w": np.array([100.0, 50.0]), "energy_j_per_token": np.array([2.0, 3.0])}
+    full = 20.0 + (184.0 - 20.0) * np.array([1.0, 0.5])
+    assert np.allclose(readings.joules_collectives_at_full_power(cols, s), cols["energy_j_per_token"] * full / cols["gpu_power_w"])
+
+
+def _linear_claim() -> dict:
+    asm = (Assumption("x", 1.0, 0.0, 4.0, "assumed"), Assumption("y", 0.3, 0.0, 1.0, "assumed"))
+    nearest = nearest_worlds(asm, lambda ws: [0.5 * w["x"] + w["y"] + np.linspace(-0.2, 0.2, 16) for w in ws], 2.0,
+                             Budget(trials=16, screen=8))
+    nearest["figure"] = "a linear score"
+    side = {"figure": {"median": 0.5, "p05": 0.4, "p95": 0.6}, "p_holds": 0.0}
+    return {"number": 9, "key": "linear", "claim": "c", "unit": "ratio", "paper_figure": 2.0, "paper_figure_text": "2x",
+            "paper_figure_confirmed": True, "paper_assumptions": side, "shipped": side, "holds_when": "h", "nearest_world": nearest}
+
+
+def test_the_nearest_world_column_and_figure():
+    c = _linear_claim()
+    w = c["nearest_world"]["worlds"][0]
+    text = nearest_text(c["nearest_world"])
+    assert text.startswith(f"d = {w['distance']:.2f}, P(holds) {w['p_holds']:.2f}: ") and "x 1 -> " in text
+    rows = claim_rows({"claims": [c]})
+    assert rows[0]["nearest_world"] == text
+    assert table_header(rows) == "| claim | paper's figure | mcengine (paper's assumptions) | mcengine (shipped) | holds when | nearest world |"
+    number = claim_number_rows({"claims": [c]})[0]
+    assert number["nearest_world_distance"] == w["distance"] and number["nearest_world_p_holds"] == w["p_holds"]
+    fig = nearest_figure(c)
+    top, bottom = fig.axes
+    assert list(bottom.get_lines()[0].get_ydata()) == c["nearest_world"]["path"]["p_holds"]
+    assert check_figure(fig) == []
+
+
+def test_no_world_reads_as_none():
+    best = {"p_holds": 0.0, "figure_median": 0.36}
+    assert nearest_text({"worlds": [], "best_seen": best}, "ratio") == "none within the plausible ranges (best seen: P(holds) 0.00, median figure 0.36x)"
+    assert nearest_text({"worlds": [], "budget_spent": True, "best_seen": best}).startswith("not found within the search's budget")
