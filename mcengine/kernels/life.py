@@ -1095,7 +1095,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     The blocks run on Python threads, each calling the serial, GIL-free :func:`_run_block`
     (:func:`~mcengine.kernels.blocks.run_blocks`, not ``prange``: one layer of compiled
     calls over the lifetime loop instead of four; the first ``mcengine run`` compiles in
-    about a sixth less CPU time).
+    about a fifth less CPU time, with the fab runs on blocks too).
 
     Parameters
     ----------
