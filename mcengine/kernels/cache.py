@@ -4,8 +4,8 @@ The first run after an install compiles the kernels (about a minute on two cores
 life kernel is most of it) and numba caches the machine code on disk (``cache=True``,
 :mod:`mcengine.jit`). :func:`cold` looks at that cache the way numba will: a driver
 whose cache index has no entry for the current source file (missing, or stale because
-the source changed) will be compiled on its first call. Only the parallel drivers that
-Python calls are looked at: the kernels they call are compiled into them.
+the source changed) will be compiled on its first call. Only the drivers that Python
+calls are looked at: the kernels they call are compiled into them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 #: The drivers each kind of work calls: (kernel module, function).
 DRIVERS = {
     "fab": (("fab", "simulate_wafers"),),
-    "reliability": (("life", "_simulate_lifetimes"),),
-    "chain": (("fab", "simulate_runs"), ("life", "_simulate_lifetimes")),
+    "reliability": (("life", "_run_block"),),
+    "chain": (("fab", "_run_trials"), ("life", "_run_block")),
 }
 
 

@@ -75,6 +75,7 @@ from numba import prange
 
 from mcengine import rng
 from mcengine.jit import kernel, parallel_kernel
+from mcengine.kernels.blocks import run_blocks
 from mcengine.kernels.geometry import die_at
 
 STREAM_WAFER = 0
@@ -480,7 +481,6 @@ def simulate_wafers(seed, wafer_start, density, clustering, edge_ratio, unit_fra
     return good, harvested, uniforms
 
 
-@parallel_kernel
 def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fraction, assembly_yield,
                   die_area_cm2, r2_fraction, units, spares, table, target_packages, max_wafers):
     """Production runs: trial ``t`` makes wafers until ``target_packages`` pass assembly.
@@ -497,17 +497,29 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
     (exact in distribution; the yield study keeps the walk, which also tells the
     harvested dies apart). Other wafers walk their dies (:func:`wafer_good_dies`).
 
+    The trials run in blocks on threads (:func:`~mcengine.kernels.blocks.run_blocks`),
+    each block a call of :func:`_run_trials`; trial ``t`` draws from its own stream.
+
     Returns
     -------
     wafers, good_dies, packages : int64[n]
         Wafers started, good dies (= assembly attempts), good packages, per trial.
     """
     n = density.shape[0]
+    outs = tuple(np.empty(n, dtype=np.int64) for _ in range(3))
+    args = (np.uint64(seed), np.int64(trial_start), density, clustering, edge_ratio, unit_fraction, assembly_yield,
+            float(die_area_cm2), r2_fraction, int(units), int(spares), table, int(target_packages), int(max_wafers))
+    run_blocks(_run_trials, args, n, outs)
+    return outs
+
+
+@kernel
+def _run_trials(seed, trial_start, density, clustering, edge_ratio, unit_fraction, assembly_yield,
+                die_area_cm2, r2_fraction, units, spares, table, target_packages, max_wafers, i0, i1,
+                wafers, good_dies, packages):
+    """Trials ``i0 .. i1 - 1`` of :func:`simulate_runs`, written to rows ``i0 .. i1 - 1``."""
     n_dies = r2_fraction.shape[0]
-    wafers = np.empty(n, dtype=np.int64)
-    good_dies = np.empty(n, dtype=np.int64)
-    packages = np.empty(n, dtype=np.int64)
-    for i in prange(n):
+    for i in range(i0, i1):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_RUN, trial_start + i)
         scratch = new_scratch(table)
         w = 0
@@ -527,7 +539,6 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
         wafers[i] = w
         good_dies[i] = g_total
         packages[i] = p_total
-    return wafers, good_dies, packages
 
 
 @kernel

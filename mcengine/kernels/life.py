@@ -163,10 +163,10 @@ docs/sources.md, Reliability: the closed forms this kernel is tested against.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from mcengine.jit import event_kernel, inline_kernel, parallel_kernel
+from mcengine.jit import event_kernel, inline_kernel, kernel
 from mcengine.kernels._heap import heap_remove, times_pop
+from mcengine.kernels.blocks import run_blocks
 from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_HOST_REPAIR, _EV_REPAIR,
     _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
@@ -241,8 +241,6 @@ OUT_WEAR_FAILURES = N_OUT_I + _K_WEAR  # permanent GPU failures of Weibull group
 #: A wear-out Weibull law is thinned when a unit installed at t = 0 would offer at most
 #: this many candidates over the horizon (``k * H(horizon)``); else one clock per unit.
 THIN_MAX_CANDIDATES = 2.0
-
-_BLOCKS = 256  # lifetimes run in at most this many blocks (one workspace each)
 
 
 # --------------------------------------------------------------------------- event handlers
@@ -1081,7 +1079,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
                        capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True,
                        host_units=False, spare_hosts=0, gpus_per_nic=1):
-    """Simulate ``n`` cluster lifetimes of ``V`` variants, ``prange`` over blocks of lifetimes.
+    """Simulate ``n`` cluster lifetimes of ``V`` variants in blocks on ``numba.get_num_threads()`` threads.
 
     The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
     numbers are those it would have alone. Variants whose swap and restart laws draw
@@ -1093,6 +1091,11 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     writes only row ``i``, so the result depends neither on the thread count nor on how
     the trials are chunked. Each block allocates one ``O(GPUs)`` workspace
     (:data:`Workspace`) and reuses it for its lifetimes (every lifetime overwrites it).
+
+    The blocks run on Python threads, each calling the serial, GIL-free :func:`_run_block`
+    (:func:`~mcengine.kernels.blocks.run_blocks`, not ``prange``: one layer of compiled
+    calls over the lifetime loop instead of four; the first ``mcengine run`` compiles in
+    about a fifth less CPU time, with the fab runs on blocks too).
 
     Parameters
     ----------
@@ -1154,38 +1157,23 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
         host failures, permanent NIC failures, and the GPU failures of each Weibull group (column
         ``OUT_WEAR_FAILURES + g``).
     """
-    return _simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, int(active_gpus),
-                               int(instance_gpus), int(gpus_per_host), bool(host_mode), int(spare_units), int(crews),
-                               capacity, bool(reshard), float(thin_max), bool(fast_paths), bool(host_units),
-                               int(spare_hosts), int(gpus_per_nic))
-
-
-@parallel_kernel
-def _simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, active_gpus, instance_gpus,
-                        gpus_per_host, host_mode, spare_units, crews, capacity, reshard, thin_max, fast_paths,
-                        host_units, spare_hosts, gpus_per_nic):
-    """:func:`simulate_lifetimes` compiled, every argument given: the same types
-    whichever optional arguments the caller passed, so one compiled specialisation (the
-    lifetime loop, :func:`_simulate_one`, is the bulk of the reliability stage's compile
-    time: a literal default would compile it again for each value)."""
     n, n_var = laws.shape[0], laws.shape[1]
     out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
     out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
-    n_blocks = min(n, _BLOCKS)
-    per_block = (n + n_blocks - 1) // max(n_blocks, 1)
-    inst_of = np.arange(active_gpus) // instance_gpus  # read by every block
     modules = n > 0 and n_mwb.max() > 0
     nic_swaps = n > 0 and params[:, P_LAM_NIC_PERM].max() > 0.0
     shape = np.array([active_gpus, instance_gpus, gpus_per_host, 1 if host_mode else 0, spare_units, crews,
                       1 if reshard else 0, 1 if modules else 0, 1 if host_units else 0, spare_hosts, gpus_per_nic,
-                      1 if nic_swaps else 0])
-    for b in prange(n_blocks):
-        _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capacity, thin_max, fast_paths,
-                   inst_of, b * per_block, min(n, (b + 1) * per_block), out_f, out_i)
+                      1 if nic_swaps else 0], dtype=np.int64)
+    inst_of = np.arange(int(active_gpus), dtype=np.int64) // int(instance_gpus)  # read by every block
+
+    args = (np.uint64(seed), np.int64(trial_start), params, wb, n_wb, mwb, n_mwb, laws, shape, capacity,
+            float(thin_max), bool(fast_paths), inst_of)
+    run_blocks(_run_block, args, n, (out_f, out_i))
     return out_f, out_i
 
 
-@inline_kernel
+@kernel
 def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capacity, thin_max, fast_paths, inst_of,
                i0, i1, out_f, out_i):
     """Lifetimes ``i0 .. i1 - 1`` of :func:`simulate_lifetimes` on one workspace (the
@@ -1193,10 +1181,9 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
     0/1, spare hosts, GPUs per NIC, NIC swaps 0/1). A variant that leaves the joint pass runs
     alone afterwards, from the start, in the order it left.
 
-    Inlined into the ``prange`` body: numba links every callee's code into its caller's
-    module and optimises and compiles that whole module again, so each layer of calls
-    between the driver and :func:`_simulate_one` costs another pass over the lifetime
-    loop (measured: this layer was a tenth of the reliability stage's cold compile)."""
+    Called from Python, one thread per block: the only layer of calls over
+    :func:`_simulate_one` (each layer compiles the lifetime loop again). Its argument
+    types are fixed by :func:`simulate_lifetimes` (one compiled specialisation)."""
     n_var = laws.shape[1]
     alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled _simulate_one for both calls)
     c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1,
