@@ -29,6 +29,11 @@ CLAIMS = (
     (5, "performance", performance),
     (6, "fleet", fleet),
 )
+#: The case study's own question, searched like a claim (not one of the paper's): the
+#: nearest world in which the 2x-link Lite cluster serves a token for no more than the
+#: H100 cluster, over the cost, calibration and workload inputs the claims do not move.
+VERDICT = {"number": 0, "key": "verdict", "unit": "ratio", "paper_figure_text": "same cost per token",
+           "question": "is lite-h100-2x no dearer per output token than h100 (cost per M tokens, h100 / lite-h100-2x >= 1)?"}
 DEFAULT_TRIALS = 2048
 QUICK_TRIALS = 128
 DEFAULT_SEED = 0
@@ -52,7 +57,8 @@ def nearest_world(claim: dict, settings: Settings) -> dict:
 def study(trials: int | None = None, seed: int | None = None, quick: bool = False, progress=None) -> dict:
     """The paper study's document: ``"claims"`` (one entry per claim, with its
     ``"readings"`` and ``"nearest_world"``), ``"frontier"``, ``"trials"``, ``"seed"``,
-    ``"quick"``, ``"elapsed_s"`` and the searches' wall time per claim,
+    ``"quick"``, ``"verdict"`` (:data:`VERDICT` with its ``"nearest_world"``), ``"elapsed_s"``
+    and the searches' wall time per claim,
     ``"nearest_world_elapsed_s"`` (kept out of the claims, which are the same numbers
     for the same seed whatever the threads)."""
     start = time.perf_counter()
@@ -67,8 +73,10 @@ def study(trials: int | None = None, seed: int | None = None, quick: bool = Fals
         c.update(readings(c, settings))
         c["nearest_world"] = nearest_world(c, settings)
         searched[c["key"]] = c["nearest_world"].pop("elapsed_s", 0.0)
+    verdict = {**VERDICT, "nearest_world": nearest_world({**VERDICT, "shipped": {}}, settings)}
+    searched["verdict"] = verdict["nearest_world"].pop("elapsed_s", 0.0)
     doc = {"scenario": "paper", "seed": seed, "trials": trials, "quick": quick,
-           "claims": claims, "frontier": frontier.compute(settings), "nearest_world_elapsed_s": searched}
+           "claims": claims, "verdict": verdict, "frontier": frontier.compute(settings), "nearest_world_elapsed_s": searched}
     doc["elapsed_s"] = time.perf_counter() - start
     return doc
 

@@ -227,6 +227,22 @@ def _performance_assumptions(pair) -> list[Assumption]:
     ]
 
 
+def _verdict_assumptions(pair) -> list[Assumption]:
+    return [
+        _num(pair, "B:fab.optics_cost_per_gbps_usd", 0.78, 4.0, SRC + "fab-cpo-cost", "Lite co-packaged optics (median, USD per GB/s)"),
+        _num(pair, "B:econ.scale_up_port_cost_per_gbps_usd", 2.7777777777777777, 5.555555555555555, SRC + "econ-scale-up-fabric",
+             "Lite scale-up switch port (USD per GB/s; low end: equal dollars per H100-equivalent at 2x links)"),
+        _num(pair, "B:econ.host_cost_usd", 8000.0, 16000.0, SRC + "econ-host-cost", "Lite host of 16 (USD)"),
+        _num(pair, "B:fab.test_cost_usd", 112.5, 300.0, SRC + "fab-test-cost", "Lite test (USD)"),
+        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
+        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+        _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute"),
+        _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
+        _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
+        _choice(pair, PRECISION_KEY, ("bf16", "fp8"), SRC + "paper-nearest-world", "precision (fp8: 1 byte, 2x peak)"),
+    ]
+
+
 def _on_70b(a: str, b: str) -> Callable[[], tuple[Scenario, Scenario]]:
     from .performance import SWEEP_MODEL, on_model
 
@@ -267,6 +283,10 @@ def _performance_score(ca, cb, a, b):
     return paired_ratio(cb["tokens_per_s_per_h100_equivalent"], ca["tokens_per_s_per_h100_equivalent"])
 
 
+def _verdict_score(ca, cb, a, b):
+    return paired_ratio(ca["cost_per_mtok_usd"], cb["cost_per_mtok_usd"])
+
+
 #: Claim key -> its search. The figures: claim 4's is the perf-per-watt gain at the wall
 #: (PUE per design, equal as shipped), the others the claim's own figure.
 CLAIM_WORLDS = {
@@ -280,6 +300,10 @@ CLAIM_WORLDS = {
                         "perf-per-watt gain at the wall (J x PUE), h100 / lite-h100-2x - 1"),
     "performance": ClaimWorld(1.0, _on_70b("h100", "lite-h100-2x"), _performance_score, _performance_assumptions, False,
                               "tokens/s per H100-equivalent, lite-h100-2x / h100", max_points=300),
+    # not a claim of the paper: the case study's question, whether the 2x-link Lite serves
+    # a token for less (mcengine.paper.VERDICT)
+    "verdict": ClaimWorld(1.0, lambda: (scenario("h100"), scenario("lite-h100-2x")), _verdict_score, _verdict_assumptions, False,
+                          "cost per M output tokens, h100 / lite-h100-2x (>= 1: the Lite no dearer)"),
 }
 
 def budget(settings: Settings, trials: int = 64, max_points: int = 200) -> Budget:

@@ -12,7 +12,7 @@
 * :func:`nearest_text` / :func:`nearest_figure`: a claim's nearest world in words, and
   P(claim holds) with the claim's figure along the path from the shipped world to it;
 * :func:`write_paper_figures`: every figure as PNG (``claim-N-KEY.png``,
-  ``claim-N-KEY-nearest.png``, ``slo-frontier.png``).
+  ``claim-N-KEY-nearest.png``, ``verdict-nearest.png``, ``slo-frontier.png``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 from .figures import new_figure, save_png, style
 
 FRONTIER_FILE = "slo-frontier.png"
+#: The case study's own question's path to its nearest world (``doc["verdict"]``).
+VERDICT_FILE = "verdict-nearest.png"
 #: The table's column headers (README's paper table), by row key.
 HEADERS = {"claim": "claim", "paper": "paper's figure", "mcengine_paper_assumptions": "mcengine (paper's assumptions)",
            "mcengine_shipped": "mcengine (shipped)", "holds_when": "holds when", "nearest_world": "nearest world"}
@@ -119,7 +121,8 @@ def claim_number_rows(doc: dict) -> list[dict]:
 
 
 def render_paper(doc: dict):
-    """The claim table, and the SLO frontier as P(Lite cheaper) per SLO."""
+    """The claim table, the case study's verdict's nearest world, and the SLO frontier as
+    P(Lite cheaper) per SLO."""
     from rich.console import Group
     from rich.table import Table
 
@@ -134,7 +137,11 @@ def render_paper(doc: dict):
         cells = [f"{c['median']:.2f}" + (f" P={p:.2f}" if p is not None else "") for c, p in
                  zip(row["cost_per_mtok_usd"], row.get("p_cheaper_than_h100", [None] * len(f["slo_ms"])))]
         front.add_row(name, *cells)
-    return Group(table, front)
+    parts = [table]
+    if "verdict" in doc:
+        v = doc["verdict"]
+        parts.append(f"{v['question']}\n  nearest world: {nearest_text(v['nearest_world'], v['unit'])}")
+    return Group(*parts, front)
 
 
 def _wrap(text: str, width: int) -> str:
@@ -178,7 +185,7 @@ def claim_figure(entry: dict):
     top.fill_between(x, _scaled(b["figure"], factor, "p05"), _scaled(b["figure"], factor, "p95"), color="C0", alpha=0.25, label=_band_label(b))
     top.plot(x, _scaled(b["figure"], factor, "median"), **{**style(0), "markevery": 1}, label="mcengine (shipped), median")
     if entry["paper_figure"] is not None:
-        top.axhline(factor * entry["paper_figure"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}")
+        top.axhline(factor * entry["paper_figure"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}" if entry["number"] else entry["paper_figure_text"])
     top.set_ylabel(_wrap(f"{b.get('figure_label', entry['metric'])} ({words})", AXIS_CHARS), fontsize=8)
     top.set_title(_wrap(f"claim {entry['number']}: {entry['claim']}", TITLE_CHARS), fontsize=9)
     top.grid(alpha=0.3)
@@ -261,13 +268,14 @@ def nearest_figure(entry: dict):
                      label=f"90 % of {n['budget']['trials_per_point']} trials")
     top.plot(x, [factor * v for v in p["median"]], **{**style(0), "markevery": 1}, label="median")
     if n.get("threshold") is not None:
-        top.axhline(factor * n["threshold"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}")
+        top.axhline(factor * n["threshold"], color="C3", ls="--", lw=1.2, label=f"paper: {entry['paper_figure_text']}" if entry["number"] else entry["paper_figure_text"])
     top.set_ylabel(_wrap(f"{n['figure']} ({words})", AXIS_CHARS), fontsize=8)
-    top.set_title(_wrap(f"claim {entry['number']} ({entry['key']}): the path to {n.get('path_to', 'the nearest world')}: "
+    name = f"claim {entry['number']} ({entry['key']})" if entry["number"] else entry["key"]
+    top.set_title(_wrap(f"{name}: the path to {n.get('path_to', 'the nearest world')}: "
                         f"{nearest_text(n, entry['unit'])}", TITLE_CHARS), fontsize=8)
     top.grid(alpha=0.3)
     top.legend(fontsize=7)
-    bottom.plot(x, p["p_holds"], **{**style(1), "markevery": 1}, label="P(claim holds)")
+    bottom.plot(x, p["p_holds"], **{**style(1), "markevery": 1}, label="P(claim holds)" if entry["number"] else "P(Lite no dearer)")
     bottom.axhline(0.5, color="0.5", lw=0.8)
     bottom.set_ylim(-0.03, 1.03)
     bottom.set_xlabel(_wrap("distance from the shipped world (root-sum-square of each input's move as a share of its plausible range)",
@@ -284,5 +292,7 @@ def write_paper_figures(doc: dict, out) -> list[Path]:
     paths = [save_png(claim_figure(c), out / f"claim-{c['number']}-{c['key']}.png") for c in doc["claims"] if c.get("boundary")]
     paths += [save_png(nearest_figure(c), out / f"claim-{c['number']}-{c['key']}-nearest.png") for c in doc["claims"]
               if c.get("nearest_world", {}).get("path")]
+    if doc.get("verdict", {}).get("nearest_world", {}).get("path"):
+        paths.append(save_png(nearest_figure(doc["verdict"]), out / VERDICT_FILE))
     paths.append(save_png(frontier_figure(doc["frontier"]), out / FRONTIER_FILE))
     return paths

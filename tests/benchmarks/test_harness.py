@@ -93,9 +93,9 @@ def test_instruction_harness_counts_a_kernel_call():
 
 def test_rqmc_harness_reports_the_gain_at_equal_trials():
     """Sobol' inputs shrink the spread of the mean cost per token over repeated runs (a
-    smooth function of the inputs), and leave the availability's alone: it reads no
-    uncertain input in the shipped scenarios, and the lifetimes keep their pseudo-random
-    streams, so the two samplers give the very same availabilities."""
+    smooth function of the inputs) far more than the availability's: the lifetimes keep
+    their pseudo-random streams, and the one uncertain input the availability reads (the
+    Lite's external-laser failure rate) moves it little."""
     from benchmarks.harness import rqmc
 
     doc = rqmc.run(quick=True)
@@ -104,7 +104,8 @@ def test_rqmc_harness_reports_the_gain_at_equal_trials():
     cost = rows["lite-h100: mean cost_per_mtok_usd"]
     assert cost["variance_gain"] > 4
     avail = rows["lite-h100: mean availability"]
-    assert avail["se_sobol"] == avail["se_random"] > 0
+    assert avail["se_sobol"] > 0 and avail["se_random"] > 0
+    assert avail["variance_gain"] < cost["variance_gain"]
 
 
 def test_compile_harness_reports_a_cold_start():

@@ -58,7 +58,11 @@ def test_quick_paper_json_and_out(cli, tmp_path):
     files = json.loads((out / "mcengine.json").read_text())["files"]
     assert {f"claim-{c['number']}-{c['key']}.png" for c in claims} | {"slo-frontier.png", "table.csv", "summary.json"} <= set(files)
     assert {f"claim-{c['number']}-{c['key']}-nearest.png" for c in claims if c["nearest_world"].get("path")} <= set(files)
-    assert set(doc["nearest_world_elapsed_s"]) == {c["key"] for c in claims}
+    assert set(doc["nearest_world_elapsed_s"]) == {c["key"] for c in claims} | {"verdict"}
+    verdict = doc["verdict"]
+    assert verdict["key"] == "verdict" and verdict["nearest_world"]["norm"].startswith("L2")
+    assert all(w["p_holds"] >= 0.5 for w in verdict["nearest_world"]["worlds"])
+    assert ("verdict-nearest.png" in files) == bool(verdict["nearest_world"].get("path"))
     with (out / "table.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert [row["claim"] for row in rows] == [f"{c['number']}. {c['key']}" for c in claims]
