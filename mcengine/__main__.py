@@ -11,6 +11,20 @@ import signal
 import sys
 
 
+def _signal_of(exc: BaseException) -> int | None:
+    """The signal that ended the imports: the exception's own (``Interrupted`` carries its
+    ``signum``, ``KeyboardInterrupt`` is SIGINT), or one in its chain of causes (a signal
+    inside an extension module's initialisation surfaces as that module's ImportError)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        signum = getattr(exc, "signum", None) or (signal.SIGINT if isinstance(exc, KeyboardInterrupt) else None)
+        if signum:
+            return signum
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from .interrupt import on_signal
 
@@ -19,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .cli import main as cli_main
     except BaseException as exc:  # a signal during the imports (anything else re-raised)
-        signum = getattr(exc, "signum", None) or (signal.SIGINT if isinstance(exc, KeyboardInterrupt) else None)
+        signum = _signal_of(exc)
         if signum is None:
             raise
         sys.stderr.write("interrupted\n")

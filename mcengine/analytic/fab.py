@@ -19,6 +19,10 @@ from scipy import integrate, stats
 #: Names of the whole-die yield formulas reported by ``mcengine yield`` (docs/interface.md).
 YIELD_MODELS = ("poisson", "murphy", "negative_binomial", "seeds", "moore")
 
+#: Expected defects per die below which clustering cannot move the yield (see
+#: :func:`harvest_yield`): the Poisson yield at the mean density is exact to 1e-24.
+NEGLIGIBLE_DEFECTS_PER_DIE = 1e-12
+
 
 def poisson_yield(m: float) -> float:
     """Poisson yield ``exp(-m)`` (uniform defects, no clustering)."""
@@ -110,7 +114,9 @@ def harvest_yield(die_area_cm2: float, defect_density_per_cm2: float, clustering
 
     if defect_density_per_cm2 == 0.0:
         return 1.0
-    if math.isinf(clustering):
+    if math.isinf(clustering) or defect_density_per_cm2 * die_area_cm2 < NEGLIGIBLE_DEFECTS_PER_DIE:
+        # the gamma mixture differs from the Poisson yield at its mean by f''(D0) Var / 2,
+        # (D0 A)^2 / alpha relative: below 1e-24 here (and a denormal D0 breaks the gamma law)
         return conditional(defect_density_per_cm2)
     law = stats.gamma(clustering, scale=defect_density_per_cm2 / clustering)
     high = law.isf(1e-15)

@@ -277,7 +277,9 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
             raise InputError(Problem(
                 "gpu.hbm_gb", float(np.broadcast_to(inputs["gpu.hbm_gb"], (inputs.n,))[i]),
                 f"in trial {inputs.trial_start + i} no plan fits the weights, a batch's KV cache and a prefill chunk in HBM "
-                f"(workload.hbm_usable_fraction, workload.prefill_chunk_tokens, cluster.instance_gpus = {scenario.cluster.instance_gpus}); "
+                f"(workload.prompt_tokens + workload.output_tokens = {scenario.workload.prompt_tokens + scenario.workload.output_tokens:,} "
+                f"tokens a sequence, workload.hbm_usable_fraction, workload.prefill_chunk_tokens, "
+                f"cluster.instance_gpus = {scenario.cluster.instance_gpus}); "
                 "allowed: inputs whose whole range fits them"))
         tpot = np.where(fits, table.tpot_s, np.inf)
         best = np.where(feasible, best, np.argmin(tpot, axis=0))

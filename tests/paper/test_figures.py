@@ -97,11 +97,12 @@ def test_every_figure_of_a_quick_study_reads_right(tmp_path):
 
     doc = study(trials=16, seed=0, quick=True)
     figs = ([claim_figure(c) for c in doc["claims"]] + [frontier_figure(doc["frontier"])]
-            + [nearest_figure(c) for c in doc["claims"] if c["nearest_world"].get("path")])
+            + [nearest_figure(c) for c in [*doc["claims"], doc["verdict"]] if c["nearest_world"].get("path")])
     problems = {i: check_figure(f) for i, f in enumerate(figs)}
     assert {k: v for k, v in problems.items() if v} == {}
     fleet = next(c for c in doc["claims"] if c["key"] == "fleet")
     assert fleet["boundary"]["figure_unit"] == "ratio" and "defined_share" in fleet["boundary"]
     paths = sum(1 for c in doc["claims"] if c["nearest_world"].get("path"))
     assert paths >= 4  # every claim with a search draws its path (to its nearest world or the best one seen)
-    assert len(write_paper_figures(doc, tmp_path)) == 7 + paths
+    verdict = 1 if doc["verdict"]["nearest_world"].get("path") else 0  # verdict-nearest.png
+    assert len(write_paper_figures(doc, tmp_path)) == 7 + paths + verdict
