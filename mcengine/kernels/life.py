@@ -432,6 +432,17 @@ def _pick_clock(ws, s, c, lf, laws, t):
     return False
 
 
+@inline_kernel
+def _down_for_swap(ws, s, laws, i, t, t_back):
+    """Instance ``i`` goes down at ``t`` in every variant for a part swapped in place
+    (a module, a NIC): it restarts when the swap ends at ``t_back`` (:func:`_install`)."""
+    for k in range(s.nv):
+        v = ws.vids[k]
+        _settle(ws, laws, v, i, t)
+        _interrupt(ws, v, i, t, False)
+        _install(ws, v, i, t_back)
+
+
 @event_kernel
 def _module_fails(ws, s, c, lf, laws, p, t):
     """The module of GPU position ``p`` fails at ``t``: the GPU's instance goes down (its
@@ -441,12 +452,7 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     s.events += 1
     s.module_swaps += 1
     t_back = t + lf.module_swap_hours
-    for k in range(s.nv):
-        v = ws.vids[k]
-        _settle(ws, laws, v, i, t)
-        _interrupt(ws, v, i, t, False)
-        ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_back)
-        ws.inst_i[v, _PENDING, i] = 1
+    _down_for_swap(ws, s, laws, i, t, t_back)
     if lf.reshard:
         s.served += _reshard(ws, i, t, 1, lf.relayout_hours)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
@@ -464,12 +470,7 @@ def _nic_fails(ws, s, c, lf, laws, nic, first, end, t):
     ident = c.n0 + nic
     lost = lf.reshard and ws.hpos[ident] < 0
     for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-        for k in range(s.nv):
-            v = ws.vids[k]
-            _settle(ws, laws, v, i, t)
-            _interrupt(ws, v, i, t, False)
-            ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_back)
-            ws.inst_i[v, _PENDING, i] = 1
+        _down_for_swap(ws, s, laws, i, t, t_back)
         if lf.reshard:
             s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus) if lost else 0, lf.relayout_hours)
     if lf.reshard:

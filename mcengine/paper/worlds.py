@@ -202,14 +202,22 @@ def _blast_assumptions(pair) -> list[Assumption]:
     ]
 
 
+def _lite_efficiencies(pair) -> list[Assumption]:
+    """The Lite's own memory and compute efficiency medians, from the fp8 table's low end
+    to the bf16 table's kernel ceiling."""
+    return [
+        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
+        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+    ]
+
+
 def _power_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:gpu.dvfs_scale", 0.6, 1.0, SRC + "power-dvfs", "Lite operating point s (FLOP/s x s, dynamic power x s^3)"),
         _num(pair, "B:gpu.link_pj_per_bit", 2.0, 10.0, SRC + "power-link-energy", "Lite link energy (pJ/bit)"),
         _num(pair, "B:econ.pue", 1.05, 1.3, SRC + "econ-power-pue", "Lite facility PUE (lighter cooling)"),
         _num(pair, "B:gpu.idle_w", 10.0, 25.0, SRC + "power-idle", "Lite idle power (median, W)"),
-        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
-        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+        *_lite_efficiencies(pair),
     ]
 
 
@@ -217,8 +225,7 @@ def _performance_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:gpu.hbm_tbps", 0.84, 1.68, SRC + "derive-hbm3", "Lite HBM bandwidth (TB/s; 1-2 HBM3 stacks)"),
         _num(pair, "B:gpu.hbm_gb", 20.0, 40.0, SRC + "derive-hbm3", "Lite HBM capacity (GB; 1-2 stacks)"),
-        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
-        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+        *_lite_efficiencies(pair),
         _num(pair, "workload.tpot_slo_ms", 20.0, 200.0, SRC + "roof-slo", "TPOT SLO (ms)"),
         _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
         _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
@@ -234,8 +241,7 @@ def _verdict_assumptions(pair) -> list[Assumption]:
              "Lite scale-up switch port (USD per GB/s; low end: equal dollars per H100-equivalent at 2x links)"),
         _num(pair, "B:econ.host_cost_usd", 8000.0, 16000.0, SRC + "econ-host-cost", "Lite host of 16 (USD)"),
         _num(pair, "B:fab.test_cost_usd", 112.5, 300.0, SRC + "fab-test-cost", "Lite test (USD)"),
-        _num(pair, "B:workload.memory_efficiency", 0.52, 0.88, SRC + "roof-calibration", "Lite memory efficiency (median)"),
-        _num(pair, "B:workload.compute_efficiency", 0.33, 0.71, SRC + "roof-calibration", "Lite compute efficiency (median)"),
+        *_lite_efficiencies(pair),
         _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute"),
         _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
         _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
