@@ -22,7 +22,7 @@ from ..units import HOURS_PER_YEAR
 SUMMARY_METRICS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year", "host_repairs_per_year",
-    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year",
+    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year", "module_stockout_hours",
 )
 
 
