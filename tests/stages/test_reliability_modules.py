@@ -88,3 +88,21 @@ def test_the_pool_is_bought_and_auto_is_the_gpu_pool():
     cols = {"repairs": np.zeros(2), "module_swaps_per_year": np.array([2.0, 0.0])}
     cost = inputs["econ.module_cost_usd"]
     np.testing.assert_allclose(repair_usd(inputs, cols, s.spare_modules) - repair_usd(inputs, cols), 16 * cost)
+
+
+def test_the_analytic_reference_counts_module_swaps():
+    """The renewal reference (docs/model.md#modules) counts a module failure as an
+    interruption costing one module swap + restart: with zero restart each one-GPU instance
+    alternates Exp(λ) up and s down, λ / (1 + λ s) interruptions an hour, which the
+    lifetimes match."""
+    from mcengine.studies.reliability import analytic_reference
+
+    gpus, afr, years, swap = 64, 20.0, 2.0, 10.0
+    s = modules_only(gpus, afr, years, 1000, 672.0, swap, 0.0)
+    lam = afr / H
+    ref = analytic_reference(s)
+    assert ref["interruptions_per_year"] == pytest.approx(gpus * lam / (1 + lam * swap) * H, rel=1e-12)
+    assert ref["availability_no_stockout"] == pytest.approx(1 / (1 + lam * swap), rel=1e-12)
+    c = run_lifetimes(s, 100, seed=21)
+    assert_mc(c["interruptions_per_year"], ref["interruptions_per_year"])
+    assert_mc(c["instance_availability"], ref["availability_no_stockout"])
