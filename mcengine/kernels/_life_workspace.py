@@ -74,11 +74,12 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #: * a module pool (``spare_modules >= 0``): ``mrq`` float64[A + spare modules + 1] the FIFO
 #:   ring of the restock arrival times still pending (in order: one lead time after each
 #:   module swap), ``m_at`` float64[A] the end of the module swap a position waits for
-#:   stock for (0: none), ``mwait_f`` float64[I] the end of an instance's latest wait for a module.
+#:   stock for (0: none), ``mwait_f`` float64[I] the end of an instance's latest wait for a module;
+#: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`).
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
-    "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f"])
+    "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -310,12 +311,6 @@ def _reshard(ws, i, t, lost, relayout_hours):
 
 
 @kernel
-def _overlap(first, end, i, ng):
-    """GPU positions of ``[first, end)`` in instance ``i`` (of ``ng`` GPUs)."""
-    return min(end, (i + 1) * ng) - max(first, i * ng)
-
-
-@kernel
 def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False,
             host_units=False, spare_hosts=0, gpus_per_nic=1, nic_swaps=False, spare_modules=-1):
     """The cluster's structure (:data:`Cluster`). Per-unit clock ids: ``[0, A)`` GPU
@@ -349,6 +344,7 @@ def _workspace(c, n_var, n_groups, inst_of, capacity):
     n_mrq = a + c.spare_modules + 1 if pooled else 1  # (at most one wait per position: the pool plus them)
     n_mat = a if pooled else 1
     n_mwait = ni if pooled else 1
+    n_lost = a if c.reshard else 1
     return Workspace(
         np.empty((2, a), np.int64), np.empty((2, h), np.int64), np.empty((n_var, a)), np.empty((n_var, h)),
         np.empty((n_var, _N_INST_I, ni), np.int64), np.empty((n_var, _N_INST_F, ni)),
@@ -360,5 +356,5 @@ def _workspace(c, n_var, n_groups, inst_of, capacity):
         np.empty(_N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
         np.empty(n_hrq), np.empty(n_hwq, np.int64),
         np.zeros(ni, np.int64), np.zeros(ni),
-        np.empty(n_mrq), np.zeros(n_mat), np.zeros(n_mwait),
+        np.empty(n_mrq), np.zeros(n_mat), np.zeros(n_mwait), np.zeros(n_lost, np.int64),
     )

@@ -175,7 +175,7 @@ from mcengine.kernels._life_workspace import (
     _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
     _GPU_WEAR, _NIC_FAIL, _NIC_FAULT,
     _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
-    _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
+    _config, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
 )
 from mcengine.kernels._life_hazard import (
     WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, module_life, thinned, unit_life, wear_group,
@@ -287,6 +287,7 @@ def _start(ws, s, c, lf, wb, n_wb):
     if lf.reshard:
         ws.rs_k[:] = 0
         ws.rs_f[:, :] = 0.0
+        ws.lost_by[:] = 0
     s.hn = hn
     s.n_g, s.n_h, s.rn, s.wq_head, s.wq_len = c.positions, c.hosts, 0, 0, 0
     s.rq_min, s.rq_heap = np.inf, 0
@@ -420,15 +421,14 @@ def _pick_clock(ws, s, c, lf, laws, t):
         _swap_ends(ws, s, c, lf, ident, t)
         return True
     if lf.modular and ident >= c.m0 + n_pos:  # reshard: a module swap ends, its GPU is back
-        s.served += _reshard(ws, ws.inst_of[ident - c.m0 - n_pos], t, -1, lf.relayout_hours)
+        _lose(ws, s, c, lf, ident - c.m0 - n_pos, ident - c.m0 - n_pos + 1, t, -1)
         return True
     if lf.modular and ident >= c.m0:
         _module_fails(ws, s, c, lf, laws, ident - c.m0, t)
         return True
     if ident >= n_pos + c.hosts:  # reshard: the swap into a slot ends, its GPUs are back
         first, end = _positions(ident - n_pos - c.hosts, c.host_mode, c.gpus_per_host, n_pos)
-        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-            s.served += _reshard(ws, i, t, -_overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+        _lose(ws, s, c, lf, first, end, t, -1)
         return True
     s.events += 1
     if ident < c.positions:
@@ -453,6 +453,22 @@ def _down_for_swap(ws, s, laws, i, t, t_back):
         _install(ws, v, i, t_back)
 
 
+@inline_kernel
+def _lose(ws, s, c, lf, first, end, t, delta):
+    """Reshard: GPU positions ``first .. end - 1`` gain (``delta = 1``) or shed (``-1``) one
+    reason to be out of service (their slot empty or in a swap, a module swap, their host
+    or NIC out; ``ws.lost_by``); each instance's lost GPUs change by those whose reasons
+    rise from or fall to none, so a GPU out for two reasons counts once (:func:`_reshard`:
+    a change of none re-layouts as a fault while short does)."""
+    for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+        change = 0
+        for p in range(max(first, i * c.instance_gpus), min(end, (i + 1) * c.instance_gpus)):
+            before = ws.lost_by[p]
+            ws.lost_by[p] = before + delta
+            change += (before == 0) - (before + delta == 0)
+        s.served += _reshard(ws, i, t, change, lf.relayout_hours)
+
+
 @event_kernel
 def _module_fails(ws, s, c, lf, laws, p, t):
     """The module of GPU position ``p`` fails at ``t``: the GPU's instance goes down (its
@@ -464,7 +480,7 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     t_back = (_module_from_pool(ws, s, c, lf, p, i, t) if c.spare_modules >= 0 else t) + lf.module_swap_hours
     _down_for_swap(ws, s, laws, i, t, t_back)
     if lf.reshard:
-        s.served += _reshard(ws, i, t, 1, lf.relayout_hours)
+        _lose(ws, s, c, lf, p, p + 1, t, 1)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
     s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + module_life(ws.st, lf.mwb, lf.n_mwb), lf.horizon)
 
@@ -510,8 +526,10 @@ def _nic_fails(ws, s, c, lf, laws, nic, first, end, t):
     lost = lf.reshard and ws.hpos[ident] < 0
     for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
         _down_for_swap(ws, s, laws, i, t, t_back)
-        if lf.reshard:
-            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus) if lost else 0, lf.relayout_hours)
+        if lf.reshard and not lost:
+            s.served += _reshard(ws, i, t, 0, lf.relayout_hours)
+    if lost:
+        _lose(ws, s, c, lf, first, end, t, 1)
     if lf.reshard:
         if lost or t_back <= lf.horizon:
             s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, ident, t_back, lf.horizon)
@@ -527,8 +545,7 @@ def _swap_ends(ws, s, c, lf, ident, t):
         first, end = _positions(ident - c.n0, True, c.gpus_per_nic, c.positions)
     else:
         first, end = _positions(ident - c.h0, True, c.gpus_per_host, c.positions)
-    for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-        s.served += _reshard(ws, i, t, -_overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+    _lose(ws, s, c, lf, first, end, t, -1)
 
 
 @event_kernel
@@ -551,8 +568,8 @@ def _host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
             v = ws.vids[k]
             _settle(ws, laws, v, i, t)
             _interrupt(ws, v, i, t, False)
-        if lf.reshard:
-            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+    if lf.reshard:
+        _lose(ws, s, c, lf, first, end, t, 1)
     if lf.clocked_h and ws.hpos[c.positions + host] >= 0:  # (its clock: the failure that fired, or a spare one)
         s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + host)
     if s.host_pool > 0:
@@ -822,10 +839,9 @@ def _slot_empties(ws, s, c, lf, laws, x, t):
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p)
         if lf.modular and lf.reshard and ws.hpos[c.m0 + c.positions + p] >= 0:  # (in a module swap: counted
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p)  # lost already, once)
-            s.served += _reshard(ws, ws.inst_of[p], t, -1, lf.relayout_hours)
+            _lose(ws, s, c, lf, p, p + 1, t, -1)
     if lf.reshard:  # the slot's GPUs leave their instances
-        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+        _lose(ws, s, c, lf, first, end, t, 1)
     if c.host_mode and ws.hpos[c.positions + x] >= 0:
         s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x)
     s.repairs += 1
