@@ -7,8 +7,9 @@ The fixture ``fixtures/life_reference.npz`` was written by this module
 (``python tests/kernels/test_life_fixtures.py --write``) with the kernel of commit
 8ebb93d, and the ``units-*`` cases (hosts as units, classes per NIC, the shipped
 designs since) with the kernel that added them, after checking every other case
-against the file as it was; regenerate it only for a change that is meant to move the
-numbers.
+against the file as it was; the ``units-module-*`` cases (the module pool) and every
+case's ``module_stockout_hours`` column likewise, every other column of the file kept
+bit for bit; regenerate it only for a change that is meant to move the numbers.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ CASES = {
     "units-host-stockout": (("lite-h100",), ("cluster.spare_hosts=1", "reliability.repair_hours=400", "reliability.host_afr=0.5"), 12),
     "units-reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", "cluster.spare_hosts=1", 'workload.plan="median"',
                                        'workload.attention="tensor"', "reliability.host_afr=0.5", "reliability.repair_hours=200", *FP8_FIT_EFFICIENCIES), 8),
+    # module stock-outs: a pool of one laser module, a long restock, lasers failing often
+    "units-module-stockout": (("lite-h100",), ("cluster.spare_modules=1", "reliability.module_restock_hours=2000",
+                                               "reliability.components.laser.afr=0.002"), 12),
+    "units-module-reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_modules=1", 'workload.plan="median"',
+                                              'workload.attention="tensor"', "reliability.module_restock_hours=2000",
+                                              "reliability.components.laser.afr=0.002", *FP8_FIT_EFFICIENCIES), 8),
 }
 
 
