@@ -292,11 +292,18 @@ def _sequences_that_fit(evaluation) -> np.ndarray:
     return holder.batch_memory
 
 
+#: Prefixes of the length inputs (a drawn length, a length law's median and sigma, the KV
+#: quantile), whose larger value also lowers throughput.
+LONGER_IS_SLOWER = ("workload.prompt_tokens", "workload.output_tokens", "workload.kv_length_quantile")
+
+
 def pessimistic_inputs(scenario: Scenario, q: float) -> TrialInputs:
     """One trial with every input at its ``q`` quantile, those of :data:`HIGHER_IS_SLOWER`
-    at ``1 - q`` (``q`` < 0.5: a slower world than the median)."""
+    and the lengths (:data:`LONGER_IS_SLOWER`) at ``1 - q`` (``q`` < 0.5: a slower world
+    than the median)."""
     inputs = scenario.inputs()
-    return quantile_inputs(scenario, q, {key: 1.0 - q for key in HIGHER_IS_SLOWER if key in inputs})
+    slower = [key for key in inputs if key in HIGHER_IS_SLOWER or key.startswith(LONGER_IS_SLOWER)]
+    return quantile_inputs(scenario, q, {key: 1.0 - q for key in slower})
 
 
 @lru_cache(maxsize=64)

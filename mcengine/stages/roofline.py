@@ -14,7 +14,10 @@ at pessimistic inputs; the closed forms of those modules time it.
 Throughput of an instance: batches of ``B`` requests are prefilled together and then
 decoded for ``O`` steps, ``B O / (prefill(B) + O TPOT(B))`` output tokens/s, with TPOT at
 the mean context ``S + O/2`` and ``B`` at most what fits HBM at the full ``S + O``
-context (``batch = "auto"``: also at most what meets the TPOT SLO).
+context (``batch = "auto"``: also at most what meets the TPOT SLO). Lengths drawn per
+trial or spread across requests by a length law enter as per-trial means ``S``, ``O`` and
+the context at ``workload.kv_length_quantile`` (:func:`._roofline_layout.lengths_of`,
+docs/model.md#lengths).
 """
 
 from __future__ import annotations

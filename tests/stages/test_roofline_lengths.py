@@ -149,3 +149,15 @@ def test_any_legal_length_gives_finite_columns_or_names_its_inputs(case, q):
     for column, x in columns.items():
         assert np.all(np.isfinite(x)), column
     assert np.all(columns["tokens_per_s_instance"] >= 0.0)
+
+
+def test_the_pessimistic_plan_takes_long_requests():
+    from mcengine.stages.planner import pessimistic_inputs
+
+    s = api.check("h100", ['workload.output_tokens={law="lognormal", median={dist="uniform", low=100, high=300}, sigma=0.5}',
+                           'workload.prompt_tokens={dist="uniform", low=1000, high=3000}', 'workload.kv_length_quantile={dist="uniform", low=0.9, high=0.99}'])
+    at = pessimistic_inputs(s, 0.1)
+    assert at["workload.output_tokens.median"][0] == pytest.approx(280.0, rel=1e-12)
+    assert at["workload.prompt_tokens"][0] == pytest.approx(2800.0, rel=1e-12)
+    assert at["workload.kv_length_quantile"][0] == pytest.approx(0.981, rel=1e-12)
+    assert at["workload.compute_efficiency"][0] < s.workload.efficiency_of("compute").median()
