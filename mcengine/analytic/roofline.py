@@ -696,7 +696,7 @@ def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rat
     With data-parallel attention the busiest rank runs the attention of ``ceil(b/t)``
     whole prompts, the MLP stays sharded over all ``b S`` tokens."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
-    s = float(prompt_tokens)
+    s = np.asarray(prompt_tokens, float)
     head = m.vocab * m.hidden / t
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
@@ -793,7 +793,7 @@ def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, co
     return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
 
 
-def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP, rates: Rates | None = None) -> np.ndarray:
+def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP, rates: Rates | Timing | None = None) -> np.ndarray:
     """The largest integer batch ``B <= cap`` with ``time_s(B) <= limit_s`` (0 if even one
     sequence misses it; ``time_s`` non-decreasing in ``B``, so the answer is unique); ``cap``
     an int or a per-trial int array. int64.
@@ -804,7 +804,8 @@ def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP, rates: Rates | Non
     ``B``, so this lands next to the answer in a few steps) and the midpoint (at most twice
     the steps of a bisection whatever the shape).
 
-    ``rates``: when given, ``time_s(B, r)`` reads the trials' rates from ``r`` (and nothing
+    ``rates``: when given (:class:`Rates`, or a :class:`Timing` of rates and lengths),
+    ``time_s(B, r)`` reads the trials' rates from ``r`` (and nothing
     else per trial), and each step after the bracket times only the trials still open,
     ``time_s(B[rows], rates.take(rows))`` (elementwise, so the same numbers as timing
     every trial, in a fraction of the work once most trials have settled).
@@ -865,22 +866,39 @@ def _bracketed_on_rows(timed, limit, lo, hi, t_lo, t_hi) -> np.ndarray:
     return lo
 
 
-def trial_shape(limit_s, r: Rates) -> tuple:
-    """The shape of per-trial results: ``limit_s`` and every field of ``r`` broadcast."""
-    return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__))
+def trial_shape(limit_s, r: Rates, *lengths) -> tuple:
+    """The shape of per-trial results: ``limit_s``, every field of ``r`` and ``lengths`` broadcast."""
+    return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__), *map(np.shape, lengths))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What a batch search times its trials with: their ``rates`` and request ``lengths``
+    (numbers or per-trial arrays), taken at a subset of the trials together (:meth:`take`,
+    as :func:`largest_batch` does with the trials still open)."""
+
+    rates: Rates
+    lengths: tuple
+
+    def take(self, rows: np.ndarray) -> "Timing":
+        return Timing(self.rates.take(rows), tuple(x[rows] if np.ndim(x) > 0 else x for x in self.lengths))
 
 
 def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
-    it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64."""
-    return largest_batch(lambda b, r: decode_step(m, layout, b, context, r).total_s, slo_s, trial_shape(slo_s, r), cap, rates=r)
+    it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64.
+    ``context`` a number or per trial."""
+    return largest_batch(lambda b, x: decode_step(m, layout, b, x.lengths[0], x.rates).total_s, slo_s, trial_shape(slo_s, r, context), cap,
+                         rates=Timing(r, (context,)))
 
 
-def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens: int, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
+def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
     """``B_TTFT``: the largest batch whose last request's TTFT
     (:func:`batch_time_to_first_token`) is at most ``slo_s`` (0 if one prompt misses
-    it; ``cap`` for an infinite SLO, without a search). int64."""
-    shape = trial_shape(slo_s, r)
+    it; ``cap`` for an infinite SLO, without a search). int64. ``prompt_tokens`` a number
+    or per trial."""
+    shape = trial_shape(slo_s, r, prompt_tokens)
     if np.all(np.isinf(slo_s)):
         return np.broadcast_to(np.asarray(cap, np.int64), shape).copy()
-    return largest_batch(lambda b, r: batch_time_to_first_token(m, layout, b, prompt_tokens, r).total_s, slo_s, shape, cap, rates=r)
+    return largest_batch(lambda b, x: batch_time_to_first_token(m, layout, b, x.lengths[0], x.rates).total_s, slo_s, shape, cap,
+                         rates=Timing(r, (prompt_tokens,)))

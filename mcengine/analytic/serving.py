@@ -95,7 +95,7 @@ def chunk_kv_read_tokens(chunk, prompt_tokens: int) -> np.ndarray:
     users of 5,000-token prompts is ~500x the prefix and puts the step far above NIM's
     measured 60 ms (docs/sources.md#serve-nim-concurrency).
     """
-    return np.maximum(np.asarray(chunk, float), float(prompt_tokens)) / 2.0
+    return np.maximum(np.asarray(chunk, float), np.asarray(prompt_tokens, float)) / 2.0
 
 
 def batch_limit_chunk(prompt_tokens: int, output_tokens: int, chunk_budget_tokens) -> np.ndarray:
@@ -108,7 +108,7 @@ def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: in
     """One step of continuous batching with chunked prefill (module docstring): ``B``
     sequences decode one token each while ``c = B S/O`` prompt tokens are prefilled.
     ``total_s`` is the TPOT. Broadcasts over trials."""
-    t, p, s = layout.tensor, layout.pipeline, float(prompt_tokens)
+    t, p, s = layout.tensor, layout.pipeline, np.asarray(prompt_tokens, float)
     b = np.asarray(batch, float) / ra.micro_batches(batch, p)
     chunk = chunk_tokens(b, prompt_tokens, output_tokens)
     context = ra.mean_context(prompt_tokens, output_tokens)
@@ -184,11 +184,14 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
     ``ceil(b/t)`` steps, as for the TPOT bisection (:func:`mcengine.analytic.roofline.largest_batch`):
     the batch returned then meets the SLO but may not be the largest that does.
 
-    ``rates``: when given, ``step_s(B, r)`` reads the trials' rates from ``r`` (and nothing
+    ``rates``: when given (:class:`~mcengine.analytic.roofline.Rates` or a
+    :class:`~mcengine.analytic.roofline.Timing`), ``step_s(B, r)`` reads the trials' rates from ``r`` (and nothing
     else per trial), and each step times only the trials still open
     (``rates.take(rows)``; elementwise, so the same batches as timing every trial).
+    ``output_tokens`` a whole number (exact integer ceilings) or a mean per trial (a real ``O``:
+    the same pieces, ``k(B) = ceil(O m / B)`` in floating point).
     """
-    o, p = int(output_tokens), int(pipeline)
+    o, p = _steps_numerator(output_tokens), int(pipeline)
     top = np.asarray(batch_max, np.int64)
     slo = np.broadcast_to(np.asarray(ttft_slo_s, float), top.shape)
     if np.all(np.isinf(slo)):
@@ -231,7 +234,15 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
         ok = found_k * timed(mid, gap) <= slo
         lo = np.where(gap & ok, mid, lo)
         hi = np.where(gap & ~ok, mid - 1, hi)
-    return np.where(found_hi >= 1, lo, answer)
+    return np.where(found_hi >= 1, lo, answer).astype(np.int64)
+
+
+def _steps_numerator(output_tokens):
+    """``O`` as :func:`largest_batch_within_ttft` counts steps with it: a Python int when it
+    is a whole number (exact), else a float array (a mean length per trial)."""
+    if np.ndim(output_tokens) == 0 and float(output_tokens).is_integer():
+        return int(output_tokens)
+    return np.asarray(output_tokens, float)
 
 
 def continuous_tokens_per_s(step_s, batch) -> np.ndarray:
@@ -258,10 +269,13 @@ def kv_link_prompts_per_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: in
     return instance_gpus * r.link_bytes_per_s * free / (prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes))
 
 
-def prefill_batch_limit_budget(prompt_tokens: int, budget_tokens: int) -> int:
+def prefill_batch_limit_budget(prompt_tokens, budget_tokens: int):
     """``P_budget = max(1, floor(budget / S))``: prompts per prefill pass within the engine's
-    per-pass token budget (one prompt longer than the budget runs alone)."""
-    return max(1, budget_tokens // prompt_tokens)
+    per-pass token budget (one prompt longer than the budget runs alone); ``S`` a whole
+    number (an int back) or per trial (int64 per trial)."""
+    if np.ndim(prompt_tokens) == 0 and float(prompt_tokens).is_integer():
+        return max(1, budget_tokens // int(prompt_tokens))
+    return np.maximum(1, np.floor_divide(float(budget_tokens), np.asarray(prompt_tokens, float))).astype(np.int64)
 
 
 def prefill_share(prompts_per_s_prefill, requests_per_s_decode) -> np.ndarray:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
 from ..errors import Problem
 from ..kernels.law_codes import MAX_LAW_PARTS
 from .dists import DISTS, LAWS, Choice, Dist, Fixed, Law, MixtureLaw, fixed_law, make_dist, make_law
+from .lengths import LENGTH_LAWS, MAX_TABLE_POINTS, EmpiricalLength, LengthLaw, LognormalLength
 
 AUTO = "auto"
 INF_WORDS = ("inf", "+inf", "infinity")
@@ -83,7 +84,7 @@ def _interval(lo, hi, lo_open, hi_open) -> str:
 class Spec:
     """How one key is parsed and checked."""
 
-    kind: str  # number | integer | law | choice | subset | text | flag
+    kind: str  # number | integer | law | length | choice | subset | text | flag
     help: str
     unit: str = ""
     lo: float | None = None
@@ -99,7 +100,7 @@ class Spec:
 
     def __post_init__(self):
         # every numeric key has finite bounds: no legal value may make a run unbounded
-        if self.kind in ("number", "integer", "law") and self.help and (self.lo is None or self.hi is None or not self.why):
+        if self.kind in ("number", "integer", "law", "length") and self.help and (self.lo is None or self.hi is None or not self.why):
             raise TypeError(f"numeric key {self.help!r}: give finite lo, hi and the reason (why=...)")
 
     # ---------------------------------------------------------------- descriptions
@@ -128,6 +129,12 @@ class Spec:
             return (
                 f"allowed: a duration in {_interval(self.lo, self.hi, self.lo_open, False)} or a law table "
                 "(law = " + ", ".join([*LAWS, "mixture"]) + ")"
+            )
+        if self.kind == "length":
+            return (
+                f"allowed: a length in {_interval(self.lo, self.hi, False, False)} (every request's), a dist table (the typical "
+                "length, uncertain: " + ", ".join(DISTS) + ") or a length law table (the spread across requests: "
+                '{law = "lognormal", median, sigma} or {law = "empirical", quantiles = [0, ..., 1], tokens = [...]})'
             )
         if self.kind == "choice":
             return "allowed: one of " + ", ".join(repr(c) for c in self.choices)
@@ -211,6 +218,53 @@ class Spec:
                 problems.append(Problem(f"{key}.{suffix}", dist.to_toml(), spec.allowed()))
                 ok = False
         return law if ok else None
+
+    def _parse_length(self, raw, key, problems) -> int | float | Dist | LengthLaw | None:
+        """A request length (:mod:`.lengths`): a number (an integer stays an int), a dist
+        table, or a length law whose median, sigma and tabulated lengths lie in range."""
+        if isinstance(raw, dict) and "law" in raw:
+            return self._parse_length_law(raw, key, problems)
+        if isinstance(raw, dict):
+            return replace(self, kind="number")._parse_number(raw, key, problems)
+        value = _as_float(raw, inf_ok=False)
+        if value is None or not self.in_range(value, value, False, False):
+            problems.append(Problem(key, raw, self.allowed()))
+            return None
+        return raw if isinstance(raw, int) else value
+
+    def _parse_length_law(self, raw: dict, key: str, problems: list[Problem]) -> LengthLaw | None:
+        kind = raw["law"]
+        if kind not in LENGTH_LAWS:
+            problems.append(Problem(f"{key}.law", kind, "allowed: " + ", ".join(LENGTH_LAWS) + " (a length law)",
+                                    did_you_mean(str(kind), list(LENGTH_LAWS))))
+            return None
+        if kind == "lognormal":
+            if not _check_params(raw, "law", ("median", "sigma"), (), key, problems):
+                return None
+            median, sigma = (_law_param(raw[p], f"{key}.{p}", problems) for p in ("median", "sigma"))
+            if median is None or sigma is None:
+                return None
+            ok = True
+            for name, dist, spec in (("median", median, replace(self, kind="number")), ("sigma", sigma, LAW_SHAPE_SPECS["sigma"])):
+                if not spec.in_range(*dist.drawn_range()):
+                    problems.append(Problem(f"{key}.{name}", dist.to_toml(), spec.allowed()))
+                    ok = False
+            return LognormalLength(median, sigma) if ok else None
+        if not _check_params(raw, "law", ("quantiles", "tokens"), (), key, problems):
+            return None
+        q, x = raw["quantiles"], raw["tokens"]
+        numbers = all(isinstance(v, list) and all(_as_float(e, inf_ok=False) is not None for e in v) for v in (q, x))
+        if not numbers or not 2 <= len(q) <= MAX_TABLE_POINTS or len(x) != len(q):
+            problems.append(Problem(key, raw, f"allowed: quantiles and tokens, two lists of 2 to {MAX_TABLE_POINTS} numbers of one length"))
+            return None
+        q, x = [float(e) for e in q], [float(e) for e in x]
+        if q[0] != 0.0 or q[-1] != 1.0 or any(b <= a for a, b in zip(q, q[1:])):
+            problems.append(Problem(f"{key}.quantiles", raw["quantiles"], "allowed: increasing from 0 (the shortest request) to 1 (the longest)"))
+            return None
+        if any(b < a for a, b in zip(x, x[1:])) or not all(self.in_range(e, e, False, False) for e in x):
+            problems.append(Problem(f"{key}.tokens", raw["tokens"], f"allowed: non-decreasing lengths in {_interval(self.lo, self.hi, False, False)}"))
+            return None
+        return EmpiricalLength(tuple(q), tuple(x))
 
     def _parse_choice(self, raw, key, problems) -> str | None:
         if raw not in self.choices:
@@ -436,6 +490,11 @@ def number(default: float | None, help: str, unit: str = "", **kw):
 
 def integer(default, help: str, unit: str = "", **kw):
     return _field(default, Spec("integer", help, unit=unit, uncertain=False, **kw))
+
+
+def length(default: int, help: str, **kw):
+    """A request length in tokens: a number, a dist table or a length law (:mod:`.lengths`)."""
+    return _field(default, Spec("length", help, unit="tokens", **kw))
 
 
 def law(default: float, help: str, unit: str = "hours", **kw):

@@ -37,11 +37,11 @@ def _row(key: str, f) -> dict:
     row = {"key": key, "kind": spec.kind, "help": spec.help, "unit": spec.unit, "default": _default(f)}
     if spec.optional:
         row["default"] = None
-    if spec.kind in ("number", "integer", "law"):
+    if spec.kind in ("number", "integer", "law", "length"):
         row["range"] = _interval(spec.lo, spec.hi, spec.lo_open, spec.hi_open and spec.kind == "number")
         row["why"] = spec.why
         row["inf_ok"], row["auto_ok"] = spec.inf_ok, spec.auto_ok
-        row["uncertain"] = spec.kind == "number" and spec.uncertain
+        row["uncertain"] = spec.kind in ("number", "length") and spec.uncertain
     if spec.choices:
         row["choices"] = list(spec.choices)
     return row
@@ -88,6 +88,8 @@ def _allowed(row: dict) -> str:
             text += " (or a dist table)"
         if row["kind"] == "law":
             text += " (or a law table)"
+        if row["kind"] == "length":
+            text += ' (or a length law: law = "lognormal" or "empirical")'
         return text
     if "choices" in row:
         return ("a list of distinct names from " if row["kind"] == "subset" else "one of ") + ", ".join(row["choices"])

@@ -15,6 +15,7 @@ from .dists import Dist, Law
 from .checks import cross_checks
 from .derive import Derivation, resolve, resolve_links
 from .fields import AUTO, parse_section, spec_of, unknown_keys
+from .lengths import LengthLaw
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
 from .sections.fab import FabSection
@@ -93,7 +94,8 @@ class Scenario:
     def inputs(self) -> dict[str, Dist]:
         """Every number-valued input by dotted key (fixed ones included), in schema order.
 
-        Law parameters appear as ``reliability.repair_hours.parts.1.median``; component
+        Law parameters appear as ``reliability.repair_hours.parts.1.median`` (a length law's
+        as ``workload.prompt_tokens.median``); component
         fields as ``reliability.components.die.afr``; request-class shares as
         ``workload.classes.code.share``. ``workload.compute_efficiency`` and
         ``workload.memory_efficiency`` are the ones in use (the precision table's when "auto");
@@ -109,7 +111,7 @@ class Scenario:
                     out[key] = section.efficiency_of(f.name.removesuffix("_efficiency"))
                 elif isinstance(value, Dist):
                     out[key] = value
-                elif isinstance(value, Law):
+                elif isinstance(value, (Law, LengthLaw)):
                     for suffix, dist in value.param_items():
                         out[f"{key}.{suffix}"] = dist
                 elif isinstance(value, DeriveSection):
@@ -122,6 +124,8 @@ class Scenario:
                             cv = getattr(comp, cf.name)
                             if isinstance(cv, Dist):
                                 out[f"{key}.{name}.{cf.name}"] = cv
+                            elif isinstance(cv, LengthLaw):
+                                out.update({f"{key}.{name}.{cf.name}.{suffix}": d for suffix, d in cv.param_items()})
         return out
 
     def uncertain_inputs(self) -> dict[str, Dist]:
@@ -175,7 +179,7 @@ def _derived_dict(out: dict, record: Derivation, with_unset: bool) -> None:
 
 
 def _value_dict(value):
-    if isinstance(value, (Dist, Law)):
+    if isinstance(value, (Dist, Law, LengthLaw)):
         return value.to_toml()
     if isinstance(value, float) and math.isinf(value):
         return "inf"

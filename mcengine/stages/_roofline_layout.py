@@ -25,9 +25,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..analytic import lengths as al
 from ..analytic import roofline as ra
 from ..errors import InputError, Problem
-from ..scenario import Scenario
+from ..scenario import Dist, Scenario
+from ..scenario.lengths import EmpiricalLength, LognormalLength
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import BYTES_PER_GB, MS_PER_S
 
@@ -57,6 +59,45 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
     )
 
 
+#: What a length key holds besides a number: per-trial draws or a length law.
+_DRAWN = (Dist, LognormalLength, EmpiricalLength)
+
+
+def lengths_of(scenario: Scenario, inputs: TrialInputs) -> al.Lengths:
+    """The request lengths of every trial (docs/model.md#lengths): ``workload.prompt_tokens``
+    and ``output_tokens`` as numbers (every request's), drawn per trial (a dist table) or
+    as the mean and the ``workload.kv_length_quantile`` quantile of a length law; the
+    context at the quantile is the prompt's plus the output's (a request long in both)."""
+    w = scenario.workload
+    if not isinstance(w.prompt_tokens, _DRAWN) and not isinstance(w.output_tokens, _DRAWN):
+        return al.Lengths.fixed(w.prompt_tokens, w.output_tokens)
+    q = inputs["workload.kv_length_quantile"]
+    (s, s_kv), (o, o_kv) = (_length_terms(getattr(w, k), f"workload.{k}", inputs, q) for k in ("prompt_tokens", "output_tokens"))
+    return al.Lengths(s, o, s_kv, s_kv + o_kv)
+
+
+def _length_terms(value, key: str, inputs: TrialInputs, q) -> tuple:
+    """A length key's mean and its quantile ``q`` (a number, per-trial draws, or a law's)."""
+    if isinstance(value, Dist):
+        return inputs[key], inputs[key]
+    if isinstance(value, LognormalLength):
+        median, sigma = inputs[f"{key}.median"], inputs[f"{key}.sigma"]
+        return al.lognormal_mean(median, sigma), al.lognormal_quantile(median, sigma, q)
+    if isinstance(value, EmpiricalLength):
+        return al.empirical_mean(value.quantiles, value.tokens), al.empirical_quantile(value.quantiles, value.tokens, q)
+    return value, value
+
+
+def lengths_label(scenario: Scenario) -> str:
+    """The request lengths as an error message names them."""
+    w = scenario.workload
+
+    def shown(value) -> str:
+        return f"{value:,}" if isinstance(value, (int, float)) else str(value.to_toml())
+
+    return f"workload.prompt_tokens = {shown(w.prompt_tokens)}, workload.output_tokens = {shown(w.output_tokens)}"
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """One layout over a block of trials (arrays of shape (n,))."""
@@ -73,7 +114,7 @@ class Evaluation:
     ttft_slo_ms: np.ndarray
     batch_ttft: np.ndarray
     ttft_batch: ra.PhaseTimes
-    output_tokens: int
+    output_tokens: object
 
     @property
     def fits(self) -> np.ndarray:
@@ -137,12 +178,14 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     """
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
-    s, o = w.prompt_tokens, w.output_tokens
+    lengths = lengths_of(scenario, inputs)
+    s, o = lengths.prompt_tokens, lengths.output_tokens
     context = ra.mean_context(s, o)
     slo_ms = inputs["workload.tpot_slo_ms"]
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
     if limits_of is None:
-        b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
+        b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
+                                      rates.bytes_per_param, rates.kv_bytes)
         b_slo = ra.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, b_mem if within_memory else ra.SLO_SEARCH_CAP)
     else:
         b_mem, b_slo = limits_of.batch_memory, limits_of.batch_slo
@@ -276,8 +319,8 @@ def _no_fit(scenario: Scenario, evaluations: list[Evaluation]) -> InputError:
             Problem(
                 "workload.batch",
                 w.batch,
-                f"allowed: at most {int(best.batch_memory[0])} sequences (the KV cache at "
-                f"{w.prompt_tokens + w.output_tokens} tokens of context must fit HBM next to the weights; "
+                f"allowed: at most {int(best.batch_memory[0])} sequences (the KV cache of every sequence at the context of "
+                f"{lengths_label(scenario)} must fit HBM next to the weights; "
                 f"layout tensor {best.layout.tensor} x pipeline {best.layout.pipeline})",
             )
         )

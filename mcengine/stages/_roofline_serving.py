@@ -26,7 +26,7 @@ from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import MS_PER_S
-from ._roofline_layout import Evaluation, candidate_layouts, choose_layout, evaluate, rates_of
+from ._roofline_layout import Evaluation, candidate_layouts, choose_layout, evaluate, lengths_of, rates_of
 
 
 def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
@@ -93,15 +93,21 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
-    s, o = w.prompt_tokens, w.output_tokens
+    lengths = lengths_of(scenario, inputs)
+    s, o = lengths.prompt_tokens, lengths.output_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
-    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s + o, rates.bytes_per_param, rates.kv_bytes)
+    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
+                                  rates.bytes_per_param, rates.kv_bytes)
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
     cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
-    b_slo = ra.largest_batch(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates), cap, rates=rates)
-    b_ttft = sv.largest_batch_within_ttft(lambda b, r: sv.continuous_step(m, layout, b, s, o, r).total_s, ttft_ms / MS_PER_S,
-                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=rates)
+    timing = ra.Timing(rates, (s, o))
+
+    def step_s(b, x):
+        return sv.continuous_step(m, layout, b, *x.lengths, x.rates).total_s
+
+    b_slo = ra.largest_batch(step_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates, s, o), cap, rates=timing)
+    b_ttft = sv.largest_batch_within_ttft(step_s, ttft_ms / MS_PER_S, np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=timing)
     if w.batch == "auto":
         batch = np.maximum(1, b_ttft)
     else:
@@ -135,7 +141,7 @@ class Disaggregated:
     prefill_share: np.ndarray
     tokens_per_s_instance: np.ndarray
     ttft_slo_ms: np.ndarray
-    output_tokens: int
+    output_tokens: object
 
     @property
     def layout(self) -> ra.Layout:
@@ -238,16 +244,20 @@ def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> 
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs)
     kv = kv_rates(scenario, rates)
-    s, g = w.prompt_tokens, scenario.cluster.instance_gpus
-    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], s, rates.bytes_per_param, rates.kv_bytes)
+    lengths = lengths_of(scenario, inputs)
+    s, g = lengths.prompt_tokens, scenario.cluster.instance_gpus
+    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_prompt_tokens,
+                                  rates.bytes_per_param, rates.kv_bytes)
     limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
     slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
 
-    def latency_s(batch, r):
-        return ra.batch_time_to_first_token(m, layout, batch, s, r).total_s + sv.kv_transfer_s(m, s, g, kv_rates(scenario, r), batch)
+    def latency_s(batch, x):
+        prompt = x.lengths[0]
+        return ra.batch_time_to_first_token(m, layout, batch, prompt, x.rates).total_s + sv.kv_transfer_s(m, prompt, g, kv_rates(scenario, x.rates), batch)
 
     if not np.all(np.isinf(slo_s)):
-        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates), int(max(1, limit.max())), rates=rates))
+        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates, s), int(max(1, limit.max())),
+                                                   rates=ra.Timing(rates, (s,))))
     batch = np.maximum(1, limit)
     return PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
                         np.broadcast_to(sv.kv_transfer_s(m, s, g, kv, batch), (inputs.n,)))
@@ -266,8 +276,8 @@ def disaggregated_of(scenario: Scenario, prefill_layout: ra.Layout, pre: Prefill
     """:func:`evaluate_disaggregated` from a prefill pass on ``prefill_layout`` and a
     decode-only evaluation already made, and the trials' rates if known (the planner pairs
     every prefill layout with every decode layout without evaluating either twice)."""
-    w = scenario.workload
-    s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
+    w, lengths = scenario.workload, lengths_of(scenario, inputs)
+    s, g, o = lengths.prompt_tokens, scenario.cluster.instance_gpus, lengths.output_tokens
     kv = kv_rates(scenario, rates_of(scenario, inputs) if rates is None else rates)
     send = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, pre.prefill, kv), (inputs.n,))
     receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (inputs.n,))
@@ -323,7 +333,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
     slo_ms = float(ttft_slo_ms(scenario, median)[0])
 
     def prompts_per_s_per_gpu(layout: ra.Layout, x: PrefillPass) -> float:
-        send = sv.kv_link_prompts_per_s(w.model, w.prompt_tokens, g, x.prefill, kv)
+        send = sv.kv_link_prompts_per_s(w.model, lengths_of(scenario, median).prompt_tokens, g, x.prefill, kv)
         return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
 
     within = [(layout, x) for layout, x in passes if float(x.ttft_s[0]) * MS_PER_S <= slo_ms]
@@ -359,7 +369,9 @@ def infeasible_why(scenario: Scenario, mode: str) -> str:
     """Why no layout serves in ``mode`` (for a mode none of whose layouts fits)."""
     w = scenario.workload
     if mode == "continuous":
-        return (f"no layout fits a prefill chunk of B S/O = {w.prompt_tokens / w.output_tokens:g} tokens per sequence within "
+        lengths = lengths_of(scenario, quantile_inputs(scenario, 0.5))
+        per_sequence = float(np.ravel(np.asarray(lengths.prompt_tokens, float) / lengths.output_tokens)[0])
+        return (f"no layout fits a prefill chunk of B S/O = {per_sequence:g} tokens per sequence (at the median inputs) within "
                 f"workload.prefill_chunk_tokens = {w.prefill_chunk_tokens} next to the weights and KV cache")
     if mode == "disaggregated":
         return "no layout fits the weights and one prompt's KV cache"

@@ -44,7 +44,7 @@ from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import MS_PER_S
-from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, rates_of
+from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
 from ._roofline_layout import capacity_table as _static_capacity_table
 from ._roofline_serving import Disaggregated, Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
@@ -161,8 +161,8 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
     ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
     share, written out over a prefill axis."""
-    w, n = scenario.workload, inputs.n
-    s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
+    w, n, lengths = scenario.workload, inputs.n, lengths_of(scenario, inputs)
+    s, g, o = lengths.prompt_tokens, scenario.cluster.instance_gpus, lengths.output_tokens
 
     def stack(xs) -> np.ndarray:
         return np.stack([np.broadcast_to(x, (n,)) for x in xs])
@@ -277,8 +277,7 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
             raise InputError(Problem(
                 "gpu.hbm_gb", float(np.broadcast_to(inputs["gpu.hbm_gb"], (inputs.n,))[i]),
                 f"in trial {inputs.trial_start + i} no plan fits the weights, a batch's KV cache and a prefill chunk in HBM "
-                f"(workload.prompt_tokens + workload.output_tokens = {scenario.workload.prompt_tokens + scenario.workload.output_tokens:,} "
-                f"tokens a sequence, workload.hbm_usable_fraction, workload.prefill_chunk_tokens, "
+                f"(a sequence's context at {lengths_label(scenario)}, workload.hbm_usable_fraction, workload.prefill_chunk_tokens, "
                 f"cluster.instance_gpus = {scenario.cluster.instance_gpus}); "
                 "allowed: inputs whose whole range fits them"))
         tpot = np.where(fits, table.tpot_s, np.inf)
@@ -293,11 +292,18 @@ def _sequences_that_fit(evaluation) -> np.ndarray:
     return holder.batch_memory
 
 
+#: Prefixes of the length inputs (a drawn length, a length law's median and sigma, the KV
+#: quantile), whose larger value also lowers throughput.
+LONGER_IS_SLOWER = ("workload.prompt_tokens", "workload.output_tokens", "workload.kv_length_quantile")
+
+
 def pessimistic_inputs(scenario: Scenario, q: float) -> TrialInputs:
     """One trial with every input at its ``q`` quantile, those of :data:`HIGHER_IS_SLOWER`
-    at ``1 - q`` (``q`` < 0.5: a slower world than the median)."""
+    and the lengths (:data:`LONGER_IS_SLOWER`) at ``1 - q`` (``q`` < 0.5: a slower world
+    than the median)."""
     inputs = scenario.inputs()
-    return quantile_inputs(scenario, q, {key: 1.0 - q for key in HIGHER_IS_SLOWER if key in inputs})
+    slower = [key for key in inputs if key in HIGHER_IS_SLOWER or key.startswith(LONGER_IS_SLOWER)]
+    return quantile_inputs(scenario, q, {key: 1.0 - q for key in slower})
 
 
 @lru_cache(maxsize=64)

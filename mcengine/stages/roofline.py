@@ -14,7 +14,10 @@ at pessimistic inputs; the closed forms of those modules time it.
 Throughput of an instance: batches of ``B`` requests are prefilled together and then
 decoded for ``O`` steps, ``B O / (prefill(B) + O TPOT(B))`` output tokens/s, with TPOT at
 the mean context ``S + O/2`` and ``B`` at most what fits HBM at the full ``S + O``
-context (``batch = "auto"``: also at most what meets the TPOT SLO).
+context (``batch = "auto"``: also at most what meets the TPOT SLO). Lengths drawn per
+trial or spread across requests by a length law enter as per-trial means ``S``, ``O`` and
+the context at ``workload.kv_length_quantile`` (:func:`._roofline_layout.lengths_of`,
+docs/model.md#lengths).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from ..errors import InputError, NumericalError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
 from ..units import MS_PER_S
-from ._roofline_layout import choose_layout, evaluate
+from ._roofline_layout import choose_layout, evaluate, lengths_of
 from ._roofline_serving import evaluate_chosen, evaluate_plan
 from . import planner
 
@@ -55,8 +58,8 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
     pessimistic inputs; with "median", the static lines below are unchanged and other
     modes are :mod:`._roofline_serving`'s).
-    ``output_tokens_per_request`` is ``workload.output_tokens`` (the mix's mean with
-    request classes). With ``[workload.classes]`` the columns are those of the mix
+    ``output_tokens_per_request`` is ``workload.output_tokens`` (its mean per trial: a
+    drawn typical length or a length law's mean; the mix's mean with request classes). With ``[workload.classes]`` the columns are those of the mix
     (:func:`mix_columns`).
     ``power_weight``: the trials' :func:`mcengine.stages.econ.plan_power_weight`, with
     which the per-trial planner takes the least cost per token (``workload.plan_objective
@@ -72,8 +75,13 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     if scenario.workload.classes:
         return mix_columns(scenario, inputs, power_weight, tables)
     columns = _one_shape(scenario, inputs, power_weight, tables)
-    columns["output_tokens_per_request"] = np.full(inputs.n, float(scenario.workload.output_tokens))
+    columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
     return columns
+
+
+def _per_trial(x, n: int) -> np.ndarray:
+    """A number or per-trial array as a float array of shape (n,)."""
+    return np.broadcast_to(np.asarray(x, float), (n,)).copy()
 
 
 #: Workload keys a request class may set for its own instances, overriding the workload's.
@@ -98,8 +106,13 @@ def class_scenario(scenario: Scenario, name: str) -> Scenario:
 
 def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInputs:
     """``inputs`` as request class ``name``'s instances see them: its own SLOs
-    (``workload.classes.NAME.tpot_slo_ms``) in place of the workload's, when it sets them."""
+    (``workload.classes.NAME.tpot_slo_ms``) in place of the workload's, when it sets them,
+    and its drawn lengths (``workload.classes.NAME.prompt_tokens``, a length law's
+    ``.median`` ...) as ``workload.prompt_tokens`` ...."""
     own = {f"workload.{k}": inputs[f"workload.classes.{name}.{k}"] for k in class_overrides(scenario, name)}
+    prefix = f"workload.classes.{name}."
+    own.update({"workload." + key.removeprefix(prefix): value for key, value in inputs.values.items()
+                if key.startswith(prefix) and key.removeprefix(prefix).split(".")[0] in ("prompt_tokens", "output_tokens")})
     return dataclasses.replace(inputs, values={**inputs.values, **own}) if own else inputs
 
 
@@ -128,7 +141,7 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     One class gives the columns of the scenario without classes, to the bit.
     """
     names = [name for name, _ in scenario.workload.classes]
-    outputs = [cls.output_tokens for _, cls in scenario.workload.classes]
+    outputs = [lengths_of(class_scenario(scenario, name), class_inputs(scenario, name, inputs)).output_tokens for name in names]
     per_class = [_one_shape(class_scenario(scenario, name), class_inputs(scenario, name, inputs), power_weight, tables, name) for name in names]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)

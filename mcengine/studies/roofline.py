@@ -11,7 +11,7 @@ from ..analytic import serving as sv
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
 from ..stages import planner
-from ..stages._roofline_layout import Evaluation, candidate_layouts, choose_layout, rates_of
+from ..stages._roofline_layout import Evaluation, candidate_layouts, choose_layout, lengths_of, rates_of
 from ..stages._roofline_serving import Plan, choose_serving, evaluate_plan, infeasible_why
 from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
 from ..units import BYTES_PER_GB, MS_PER_S
@@ -50,6 +50,12 @@ def slo_failures(e: Evaluation) -> list[dict]:
     return out
 
 
+def median_lengths(scenario: Scenario) -> tuple:
+    """The mean prompt and output lengths at the median inputs (a number as it is given)."""
+    lengths = lengths_of(scenario, quantile_inputs(scenario, 0.5))
+    return tuple(x if np.ndim(x) == 0 else at_trial(x) for x in (lengths.prompt_tokens, lengths.output_tokens))
+
+
 def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, str]:
     """The all-reduce algorithm the prefill (of the operating batch) and a decode step
     of ``e`` run at the median inputs ("auto" resolves per message size; "none" at t = 1)."""
@@ -59,7 +65,7 @@ def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, 
     b = float(e.batch[0]) / min(float(e.batch[0]), p)
     message = b * m.hidden * ra.ACT_BYTES
     return {
-        "prefill": ra.allreduce_used(message * scenario.workload.prompt_tokens, layout.tensor, rates, layout.allreduce),
+        "prefill": ra.allreduce_used(message * median_lengths(scenario)[0], layout.tensor, rates, layout.allreduce),
         "decode": ra.allreduce_used(message, layout.tensor, rates, layout.allreduce),
     }
 
@@ -141,7 +147,7 @@ def _mix_study(scenario: Scenario) -> dict:
 def _phases(scenario: Scenario, plan: Plan, e) -> dict:
     """``prefill``, ``decode``, ``terms``, ``batch_limits`` and ``slo_failed`` of the plan
     ``plan`` evaluated as ``e`` (trial 0)."""
-    s, o = scenario.workload.prompt_tokens, scenario.workload.output_tokens
+    s, o = median_lengths(scenario)
     if plan.mode == "static":
         batch = int(e.batch[0])
         return {
@@ -232,7 +238,7 @@ def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
     }
     if name == "continuous":
         w = scenario.workload
-        row["chunk_tokens"] = at_trial(sv.chunk_tokens(e.batch, w.prompt_tokens, w.output_tokens))
+        row["chunk_tokens"] = at_trial(sv.chunk_tokens(e.batch, *median_lengths(scenario)))
         ttft = None if np.isinf(at_trial(e.ttft_slo_ms)) else int(e.batch_ttft[0])
         row["batch_limits"] = {"memory": int(e.batch_memory[0]), "slo": int(e.batch_slo[0]), "chunk": int(e.batch_chunk[0]), "ttft": ttft}
         row["batch_binds"] = str(e.binding_limit[0]) if w.batch == "auto" else "fixed"

@@ -95,7 +95,7 @@ def _numeric_specs():
     for table, cls, _special in SECTIONS:
         for f in fields(cls):
             spec = spec_of(f)
-            if spec is not None and spec.kind in ("number", "integer", "law"):
+            if spec is not None and spec.kind in ("number", "integer", "law", "length"):
                 out.append((f"{table}.{f.name}", spec))
     out += [(f"reliability.components.die.{f.name}", spec_of(f)) for f in fields(Component)
             if spec_of(f).kind in ("number", "integer", "law")]

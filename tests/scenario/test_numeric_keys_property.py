@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from mcengine.errors import InputError
 from mcengine.scenario import Law, load_scenario
 from mcengine.scenario.dists import Dist
+from mcengine.scenario.lengths import EmpiricalLength, LengthLaw
 
 from .test_hardening import NUMERIC
 
@@ -61,6 +62,10 @@ def _forms(key) -> list[str]:
                 '{law="exponential", mean={dist="lognormal", median=V, sigma=0.2}}',
                 '{law="mixture", parts=[{weight=V, law="fixed", value=2}, {weight=1, law="exponential", mean=V}]}']
     forms = ["V"]
+    if spec.kind == "length":
+        forms += ['{law="lognormal", median=V, sigma=0.5}', '{law="lognormal", median=1000, sigma=V}',
+                  '{law="lognormal", median={dist="uniform", low=V, high=2000}, sigma=0.5}',
+                  '{law="empirical", quantiles=[0, 0.5, 1], tokens=[1, V, 10000000]}', '{law="empirical", quantiles=[0, V, 1], tokens=[1, 2, 3]}']
     if spec.uncertain:
         mid = (spec.lo + spec.hi) / 2
         forms += ['{dist="fixed", value=V}', '{dist="lognormal", median=V, sigma=0.1}', f'{{dist="lognormal", median={mid!r}, sigma=V}}',
@@ -88,10 +93,12 @@ def _finite_and_in_bounds(s, key: str) -> None:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 spec = SPECS[full]
                 assert (math.isinf(v) and v > 0 and spec.inf_ok) or spec.lo <= v <= spec.hi, (full, v)
-            elif isinstance(v, Law):
+            elif isinstance(v, (Law, LengthLaw)):
                 assert all(math.isfinite(x) for _, d in v.param_items() for x in d.drawn_range()[:2]), (full, v)
+                if isinstance(v, EmpiricalLength):
+                    assert all(SPECS[full].lo <= x <= SPECS[full].hi for x in v.tokens), (full, v)
             else:
-                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law)) or f.name == "model", (full, v)
+                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name == "model", (full, v)
     m = s.workload.model
     for f in fields(m):
         v = getattr(m, f.name)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from ..cards import ModelCard, parse_model
 from ..dists import Dist, Fixed
 from ...errors import Problem
-from ..fields import AUTO, choice, flag, integer, number, parse_section
+from ..fields import AUTO, choice, flag, integer, length, number, parse_section
+from ..lengths import LengthLaw
 
 
 _EFF = dict(lo=0.0, lo_open=True, hi=1.0, why="a share of the peak")
@@ -35,10 +36,13 @@ class RequestClass:
         1.0, "Required. Relative share of the requests in this class; the shares of all classes are normalised to sum to 1 in every "
         "trial (docs/model.md#mix), so 0.6 and 0.4, or 3 and 2, give the same mix.",
         lo=0.0, lo_open=True, hi=1e6, why="a relative weight; 10^6 to 1 is already no mix")
-    prompt_tokens: int = integer(2048, "Required. Prompt length S of a typical request of this class (the planner plans it as every request's; "
-                                 "a number: a per-request spread or a dist table is not modelled).",
-                                 "tokens", lo=1, hi=10**7, why=_TOKENS)
-    output_tokens: int = integer(256, "Required. Generated tokens O of a typical request of this class.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    prompt_tokens: int | float | Dist | LengthLaw = length(
+        2048, "Required. Prompt length S of this class's requests: a number (every request's), a dist table (the typical length, "
+        "drawn per trial) or a length law (the spread across requests: its mean sets the prefill work, its "
+        "workload.kv_length_quantile the KV memory; docs/model.md#lengths).", lo=1, hi=10**7, why=_TOKENS)
+    output_tokens: int | float | Dist | LengthLaw = length(
+        256, "Required. Generated tokens O of this class's requests (a number, a dist table or a length law, as prompt_tokens: "
+        "its mean sets the decode steps per request).", lo=1, hi=10**7, why=_TOKENS)
     tpot_slo_ms: Dist | None = number(
         None, "This class's time-per-output-token SLO; unset: workload.tpot_slo_ms (a class's own SLO overrides the workload's "
         "when its instances are planned, docs/model.md#mix).", "ms", lo=0.0, lo_open=True, hi=1e6, why="1,000 s per token is no SLO at all")
@@ -131,8 +135,18 @@ class WorkloadSection:
     model: ModelCard = field(default=None, metadata={"help": "Shipped model card name or inline table."})
     bytes_per_param: Dist = number(2.0, "Bytes per weight (bf16 2, fp8 1).", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
     kv_bytes: Dist = number(2.0, "Bytes per KV-cache element.", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
-    prompt_tokens: int = integer(2048, "Prompt length S.", "tokens", lo=1, hi=10**7, why=_TOKENS)
-    output_tokens: int = integer(256, "Generated tokens O per request.", "tokens", lo=1, hi=10**7, why=_TOKENS)
+    prompt_tokens: int | float | Dist | LengthLaw = length(
+        2048, "Prompt length S: a number (every request's), a dist table (the typical length, uncertain: drawn per trial) or a "
+        'length law, the spread across requests ({law = "lognormal", median, sigma} or {law = "empirical", quantiles, tokens}): '
+        "its mean sets the prefill work, its workload.kv_length_quantile the KV memory (docs/model.md#lengths).", lo=1, hi=10**7, why=_TOKENS)
+    output_tokens: int | float | Dist | LengthLaw = length(
+        256, "Generated tokens O per request (a number, a dist table or a length law, as prompt_tokens): the mean sets the "
+        "decode steps per request, the quantile workload.kv_length_quantile the KV memory.", lo=1, hi=10**7, why=_TOKENS)
+    kv_length_quantile: Dist = number(
+        0.99, "With a length law: the quantile of a request's context (prompt and output at this quantile of their laws) that "
+        "the KV cache of every sequence in a batch is sized for (docs/model.md#lengths, docs/sources.md#mix-length-spread); "
+        "a request longer than it waits or is preempted, which the p99 latency SLOs the batch is planned for leave aside.",
+        lo=0.5, hi=1.0, hi_open=True, why="a high quantile; 1 is the longest request, unbounded under a lognormal law")
     tpot_slo_ms: Dist = number(50.0, "Time-per-output-token SLO that caps the batch.", "ms", lo=0.0, lo_open=True, hi=1e6,
                                why="1,000 s per token is no SLO at all")
     ttft_slo_ms: Dist = number(
