@@ -30,9 +30,10 @@ SCENARIOS = ("h100", "lite-h100", "lite-h100-2x")
 #: Inputs whose rise can only help the roofline (efficiencies are shares: at most 1).
 BETTER_WHEN_HIGHER = ("workload.compute_efficiency", "workload.memory_efficiency", "workload.link_efficiency", "gpu.hbm_tbps",
                       "gpu.peak_tflops", "gpu.link_gbps", "workload.tpot_slo_ms", "workload.ttft_slo_ms")
-#: Relative rise of the cost per token taken as floating-point rounding (a few hundred
-#: ulps: found by the slow property at a factor of 1 + 2^-52, where every rate moves by
-#: one ulp). The throughput objective's dearer plans raised it by 0.1-0.3 % on h100.
+#: Relative move of the cost per token or the tokens/s taken as floating-point rounding (a
+#: few hundred ulps: found by the slow properties at a factor of 1 + 2^-52, where every
+#: rate moves by one ulp). The throughput objective's dearer plans raised the cost by
+#: 0.1-0.3 % on h100.
 ROUNDING = 1e-13
 #: Inputs whose rise can only help and that no price reads (``gpu.link_gbps`` prices the optics).
 CHEAPER_WHEN_HIGHER = tuple(k for k in BETTER_WHEN_HIGHER if k != "gpu.link_gbps")
@@ -52,7 +53,10 @@ def _tokens_never_fall(name: str, key: str, factor: float, seed: int) -> None:
     inputs = draw_inputs(s, seed, 0, TRIALS)
     before = roofline.throughput(s, inputs)["tokens_per_s_instance"]
     after = roofline.throughput(s, _moved(inputs, key, factor))["tokens_per_s_instance"]
-    assert (after >= before).all(), (name, key, factor, np.flatnonzero(after < before))
+    # a fall within ROUNDING is floating-point rounding (a factor of 1 + 2^-52 moves the
+    # tokens/s by -1 to -6 ulps in some trials), not a worse plan
+    fell = np.flatnonzero(after < before * (1.0 - ROUNDING))
+    assert fell.size == 0, (name, key, factor, seed, fell, after[fell] / before[fell])
 
 
 def _cost_never_falls(name: str, key: str, factor: float, seed: int) -> None:
@@ -97,7 +101,7 @@ def test_better_inputs_never_cost_more_per_token(name, key, factor, seed):
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(**_CHEAPER)
 def test_better_inputs_never_cost_more_per_token_many(name, key, factor, seed):
     _cost_never_rises(name, key, factor, seed)
@@ -110,14 +114,14 @@ def test_a_dearer_price_never_costs_less(name, key, factor, seed):
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(**_TOKENS)
 def test_better_inputs_never_serve_fewer_tokens_many(name, key, factor, seed):
     _tokens_never_fall(name, key, factor, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(**_COST)
 def test_a_dearer_price_never_costs_less_many(name, key, factor, seed):
     _cost_never_falls(name, key, factor, seed)
@@ -160,7 +164,7 @@ def test_more_spares_or_crews_never_lower_availability(name, spares, more_spares
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(**_AVAILABILITY)
 def test_more_spares_or_crews_never_lower_availability_many(name, spares, more_spares, crews, more_crews, seed):
     _availability_never_falls(name, spares, more_spares, crews, more_crews, seed)
