@@ -4,8 +4,8 @@ A :class:`~._roofline_serving.Plan` is a serving mode with its layout(s) (tensor
 pipeline, attention mode, all-reduce algorithm; disaggregated: a prefill and a decode
 layout). Its batch is set inside the evaluators (the largest the memory, chunk and SLO
 limits allow with ``workload.batch = "auto"``). This module only chooses; the closed
-forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_serving`
-(which also hold the median choice of ``workload.plan = "median"``).
+forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_serving`;
+the median rule of ``workload.plan = "median"`` is :mod:`._plan_median`.
 
 ``workload.plan`` says when the plan is chosen:
 
@@ -17,7 +17,7 @@ forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_servi
   meets them is *infeasible*: it serves no tokens (``slo_met`` 0) and its columns
   describe the fitting candidate with the lowest TPOT.
 * ``"median"``: one plan chosen at the median inputs
-  (:func:`~._roofline_serving.choose_serving`) serves every trial.
+  (:func:`~._plan_median.choose_serving`) serves every trial.
 * ``"quantile"``: one plan, chosen by the per-trial rule at pessimistic inputs
   (:func:`pessimistic_inputs`), serves every trial, disaggregated with the prefill share
   it was planned with: a plan provisioned in advance. Like :func:`plan_at`, it has no
@@ -45,8 +45,8 @@ from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import MS_PER_S
 from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, rates_of
-from ._roofline_layout import capacity_table as _static_capacity_table
-from ._roofline_serving import Disaggregated, Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
+from . import _plan_median
+from ._roofline_serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
 #: pessimistic side of ``workload.plan = "quantile"`` is their upper quantile. Every other
@@ -319,7 +319,7 @@ def plan_at(scenario: Scenario, inputs: TrialInputs) -> tuple[Plan, object]:
     if mode == "per_trial":
         plan = plan_per_trial(scenario, inputs).plan_of(0)
         return plan, evaluate_plan(scenario, plan, inputs)
-    plan, share = chosen_plan(scenario) if mode == "median" else quantile_plan(scenario)
+    plan, share = _plan_median.chosen_plan(scenario) if mode == "median" else quantile_plan(scenario)
     return plan, evaluate_plan(scenario, plan, inputs, share)
 
 
@@ -368,7 +368,7 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k`` of
     its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard), at the median
     inputs (one table per scenario, whatever ``workload.plan``; "median" keeps the static
-    layout table of :func:`~._roofline_layout.capacity_table`).
+    layout table of :func:`~._plan_median.capacity_table`).
 
     ``table[k] = min(1, thr(n - k) / full)``: ``full`` is the output tokens/s of the plan in
     use (:func:`plan_at`); ``r(g)`` the best tokens/s by the per-trial rule of an instance of
@@ -379,7 +379,7 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     by the model's divisors and layers. ``table[0] = 1``.
     """
     if scenario.workload.plan == "median":
-        return _static_capacity_table(scenario)
+        return _plan_median.capacity_table(scenario)
     n = scenario.cluster.instance_gpus
     median = quantile_inputs(scenario, 0.5)
     _, e = plan_at(scenario, median)

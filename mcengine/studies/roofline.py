@@ -11,8 +11,9 @@ from ..analytic import serving as sv
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
 from ..stages import planner
-from ..stages._roofline_layout import Evaluation, candidate_layouts, choose_layout, rates_of
-from ..stages._roofline_serving import Plan, choose_serving, evaluate_plan, infeasible_why
+from ..stages._plan_median import choose_layout, choose_serving, infeasible_why
+from ..stages._roofline_layout import Evaluation, candidate_layouts, rates_of
+from ..stages._roofline_serving import Plan, evaluate_plan
 from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
 from ..units import BYTES_PER_GB, MS_PER_S
 
