@@ -173,7 +173,9 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs:
     :func:`.planner.capacity_table`, and for a mix the mean of its classes' tables (each
     class's own plan, lengths and SLOs) weighted by the instance shares at the median
-    inputs (normalised: instances left over by whole-instance rounding serve no class).
+    inputs, planned by the objective with the weight there
+    (:func:`.planner.advance_weight`; normalised: instances left over by whole-instance
+    rounding serve no class).
     The life kernel adds ``capacity[k]`` x time to the served capacity, so with the
     instances exchangeable (a failure lands on a class-``c`` instance with probability
     ``s_c``) the weighted table gives the mix's expected capacity availability exactly,
@@ -183,7 +185,8 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
         return planner.capacity_table(scenario)
     from ..scenario.sampling import quantile_inputs
 
-    mix = mix_columns(scenario, quantile_inputs(scenario, 0.5))
+    median = quantile_inputs(scenario, 0.5)
+    mix = mix_columns(scenario, median, planner.advance_weight(scenario, median))
     shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
     tables = [share * planner.capacity_table(class_scenario(scenario, name)) for share, (name, _) in zip(shares, scenario.workload.classes)]
     return sum(tables[1:], tables[0]) / sum(shares)
