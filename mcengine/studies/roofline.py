@@ -252,7 +252,8 @@ def serving_section(scenario: Scenario, plan: Plan | None = None, e=None, median
     plan at the median inputs, the one in use (``plan``, evaluated as ``e``; default:
     :func:`mcengine.stages.planner.plan_at`) and the runner-up of every other mode
     (``workload.plan = "median"``: the median choice of each mode; otherwise the per-trial
-    rule's best of each mode at the median)."""
+    rule's best of each mode at the median, by ``workload.plan_objective`` with the weight
+    there: :func:`mcengine.stages.planner.best_by_mode`)."""
     median = quantile_inputs(scenario, 0.5) if median is None else median
     if plan is None:
         plan, e = planner.plan_at(scenario, median)
