@@ -181,8 +181,10 @@ def planning_power_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray
     (availability 1, no repairs). Failures left out move ``k`` by about the unavailability
     and the repairs' share of ``C`` (under 1 % on the shipped designs, docs/model.md#plan),
     and keep the choice free of the reliability stage, which reads the reshard table
-    chosen this way."""
+    chosen this way. InputError where the fab inputs cannot build the cluster (as the
+    chain's production runs)."""
     n = inputs.n
+    fab.check_buildable(scenario, inputs)
     columns = {**fab.expected_package_costs(scenario, inputs), "instance_availability": np.ones(n), "capacity_availability": np.ones(n),
                "repairs": np.zeros(n)}
     return plan_power_weight(scenario, inputs, columns)

@@ -210,6 +210,13 @@ def _refuse_infeasible_runs(model: FabModel, inputs: TrialInputs, a: dict[str, n
             "fab inputs that can build the cluster"))
 
 
+def check_buildable(scenario, inputs: TrialInputs) -> None:
+    """InputError where a trial's fab inputs cannot build the cluster, as the production
+    runs would refuse them (:func:`_refuse_infeasible_runs`), for a use of the expected
+    package cost in their stead (:func:`mcengine.stages.econ.planning_power_weight`)."""
+    _refuse_infeasible_runs(fab_model(scenario), inputs, _kernel_arrays(inputs), cost_inputs(scenario, inputs))
+
+
 def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.ndarray]:
     """Per-trial fab columns of the chained run: :func:`simulate_production` and its
     :func:`package_costs` (trial ``t = inputs.trial_start + i``)."""
