@@ -346,8 +346,8 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Pla
     with its evaluation (every batch limit searched in full); None for a mode where no
     plan fits."""
     table = evaluate_candidates(scenario, inputs)
+    weight = advance_weight(scenario, inputs)
     served, fits, tpot = table.served[:, 0], table.fits[:, 0], table.tpot_s[:, 0]
-    value = objective(served, table.stacked(1)[:, 0], advance_weight(scenario, inputs))
     modes = np.array([p.mode for p in table.plans])
     out: dict[str, tuple[Plan, object] | None] = {}
     for mode in serving_modes(scenario):
@@ -356,9 +356,18 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Pla
             out[mode] = None
             continue
         serving = ours & np.isfinite(served)
-        k = int(np.argmax(np.where(serving, value, -np.inf))) if serving.any() else int(np.argmin(np.where(ours, tpot, np.inf)))
+        k = _best_of_mode(table, mode, weight) if serving.any() else int(np.argmin(np.where(ours, tpot, np.inf)))
         out[mode] = (table.plans[k], evaluate_plan(scenario, table.plans[k], inputs))
     return out
+
+
+def _best_of_mode(table: CandidateTable, mode: str, power_weight) -> int:
+    """The row of ``table`` (one trial) that :func:`_best_rows` picks among the plans of
+    serving mode ``mode`` alone (each block of rows holds plans of one mode)."""
+    starts = np.cumsum([0] + [block[0].shape[0] for block in table.blocks])
+    ours = [i for i, start in enumerate(starts[:-1]) if table.plans[start].mode == mode]
+    best, _ = _best_rows(dataclasses.replace(table, blocks=[table.blocks[i] for i in ours]), power_weight, 1)
+    return int(starts[ours[0]] + best[0])
 
 
 def _resized(scenario: Scenario, gpus: int) -> Scenario:
