@@ -1,25 +1,23 @@
-"""Roofline stage internals: per-trial rates, one layout's evaluation, the layout search.
+"""Roofline stage internals: per-trial rates, one layout's evaluation, the layouts that exist.
 
 A layout is ``tensor x pipeline`` GPUs with ``tensor x pipeline = cluster.instance_gpus``,
-an attention mode and an all-reduce algorithm. ``"auto"`` degrees search every such
-layout that an engine can shard (``tensor`` divides the query heads; KV heads divide
-evenly or replicate: ``n_kv % t == 0`` or ``t % n_kv == 0``, a constraint that
+an attention mode and an all-reduce algorithm. ``"auto"`` degrees make every such
+layout that an engine can shard a candidate (``tensor`` divides the query heads; KV heads
+divide evenly or replicate: ``n_kv % t == 0`` or ``t % n_kv == 0``, a constraint that
 data-parallel attention lifts; with expert parallelism ``tensor`` divides the experts;
 ``pipeline`` at most the layers), times the attention modes of ``workload.attention``
 (``"auto"``: heads sharded, data-parallel, and grouped data-parallel with every
 number of groups :func:`attention_variants` allows), with ``workload.allreduce`` (``"auto"``:
-the fastest algorithm the fabric ``cluster.scale_up`` allows, per message), and keep the
-best output tokens/s per GPU among the layouts that meet the TPOT and TTFT SLOs at
-batch >= 1; if none meets them, the one that misses them by the smallest factor.
+the fastest algorithm the fabric ``cluster.scale_up`` allows, per message).
 
-The layout is chosen **once, at the median inputs**, and kept for every trial: a real
-deployment picks one layout and lives with it, so a trial with unlucky efficiencies
-gets a worse throughput, not a different parallelism.
+This module evaluates (:func:`evaluate`: batch limits, phase times and tokens/s of one
+layout under static batching) and lists the candidates (:func:`candidate_layouts`, and
+:func:`_degraded_layouts` for instances short of GPUs); it chooses nothing. The choice is
+the planner's (:mod:`.planner`; the median rule of ``workload.plan = "median"`` in
+:mod:`._plan_median`).
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 from dataclasses import dataclass, replace
 
@@ -30,8 +28,8 @@ from ..analytic import roofline as ra
 from ..errors import InputError, Problem
 from ..scenario import Dist, Scenario
 from ..scenario.lengths import EmpiricalLength, LognormalLength
-from ..scenario.sampling import TrialInputs, quantile_inputs
-from ..units import BYTES_PER_GB, MS_PER_S
+from ..scenario.sampling import TrialInputs
+from ..units import MS_PER_S
 
 
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
@@ -309,54 +307,6 @@ def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
     return layouts
 
 
-def _no_fit(scenario: Scenario, evaluations: list[Evaluation]) -> InputError:
-    """The error for a model that fits no layout (weights) or a batch that fits none."""
-    w, g, m = scenario.workload, scenario.gpu, scenario.workload.model
-    best = max(evaluations, key=lambda e: int(e.batch_memory[0]))
-    layouts = ", ".join(f"{e.layout.tensor}x{e.layout.pipeline}" for e in evaluations)
-    if int(best.batch_memory[0]) >= 1:
-        return InputError(
-            Problem(
-                "workload.batch",
-                w.batch,
-                f"allowed: at most {int(best.batch_memory[0])} sequences (the KV cache of every sequence at the context of "
-                f"{lengths_label(scenario)} must fit HBM next to the weights; "
-                f"layout tensor {best.layout.tensor} x pipeline {best.layout.pipeline})",
-            )
-        )
-    need_gb = min(ra.weights_bytes_per_gpu(m, e.layout, w.bytes_per_param.value) for e in evaluations) / BYTES_PER_GB
-    have_gb = g.hbm_gb.median() * w.hbm_usable_fraction.median()
-    return InputError(
-        Problem(
-            "workload.model",
-            m.name,
-            f"does not fit: {need_gb:.2f} GB of weights per GPU (+ one sequence's KV cache) at best, on layouts "
-            f"tensor x pipeline = {layouts} of cluster.instance_gpus = {scenario.cluster.instance_gpus}, but "
-            f"gpu.hbm_gb x workload.hbm_usable_fraction = {have_gb:.2f} GB; allowed: more GPUs per instance, "
-            "a smaller workload.bytes_per_param, or more HBM",
-        )
-    )
-
-
-@lru_cache(maxsize=64)
-def choose_layout(scenario: Scenario) -> tuple[Evaluation, list[Evaluation]]:
-    """The chosen layout's evaluation at the median inputs, and every candidate's.
-
-    Cached per (frozen, hashable) scenario: every chunk of a run reuses the choice.
-
-    Raises InputError when the model (or an integer batch) fits no candidate layout.
-    """
-    median = quantile_inputs(scenario, 0.5)
-    evaluations = [evaluate(scenario, layout, median) for layout in candidate_layouts(scenario)]
-    fitting = [e for e in evaluations if e.fits[0]]
-    if not fitting:
-        raise _no_fit(scenario, evaluations)
-    meeting = [e for e in fitting if e.slo_met[0]]
-    if meeting:
-        return max(meeting, key=lambda e: float(e.tokens_per_s_per_gpu[0])), evaluations
-    return min(fitting, key=lambda e: float(e.slo_excess[0])), evaluations
-
-
 #: The most layouts the reshard capacity table may evaluate (one roofline evaluation at the
 #: median inputs each, a few ms): a scenario whose search is larger is refused, so a
 #: reshard run's set-up stays bounded (tens of seconds) whatever ``workload.model.layers``
@@ -396,32 +346,3 @@ def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
                                  'layers or fewer divisors of its MLP, a smaller instance, or cluster.on_failure = "down")'))
     domain = scale_up_domain(scenario)
     return [ra.Layout(t, p, ep, algorithm, a, domain, g) for t, a, g in shardable for p in range(1, min(m.layers, n // t) + 1)]
-
-
-@lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario) -> np.ndarray:
-    """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k``
-    of its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard).
-
-    ``table[k] = min(1, thr(n - k) / thr(n))``: ``thr(n)`` is the chosen layout's output
-    tokens/s (:func:`choose_layout`), ``thr(m)`` the best tokens/s of one instance on a
-    shardable ``t x p`` layout of at most ``m`` GPUs whose weights and batch fit HBM (and
-    which meets the TPOT SLO if the chosen layout does), 0 if none fits. All at the median
-    inputs, as the layout choice. ``thr`` changes only at the sizes of the feasible
-    layouts, so the layouts evaluated are those of :func:`_degraded_layouts` (at most
-    tensor degrees x layers, independent of ``n``) and the table is their running maximum
-    over ``m``. ``table[0] = 1``.
-    """
-    n = scenario.cluster.instance_gpus
-    best, _ = choose_layout(scenario)
-    median = quantile_inputs(scenario, 0.5)
-    full = float(best.tokens_per_s_instance[0])
-    by_size = np.zeros(n + 1)  # best tokens/s of a layout of exactly this many GPUs
-    for layout in _degraded_layouts(scenario):
-        e = evaluate(scenario, layout, median)
-        if e.fits[0] and (e.slo_met[0] or not best.slo_met[0]):
-            by_size[layout.gpus] = max(by_size[layout.gpus], float(e.tokens_per_s_instance[0]))
-    thr = np.maximum.accumulate(by_size)  # thr[m]: the best on at most m GPUs
-    table = np.minimum(1.0, thr[::-1] / full) if full > 0.0 else np.zeros(n + 1)
-    table[0] = 1.0
-    return table

@@ -1,32 +1,29 @@
-"""Roofline stage internals: the serving modes beyond static batching and the mode search
+"""Roofline stage internals: the serving modes beyond static batching
 (docs/model.md#serving; formulas in :mod:`mcengine.analytic.serving`).
 
-``workload.serving`` picks the mode: ``"static"`` is :mod:`._roofline_layout` unchanged;
-``"continuous"`` (chunked prefill) and ``"disaggregated"`` (prefill and decode instances)
-search the same candidate layouts with their own step models; ``"auto"`` evaluates all
-three and keeps the one with the most output tokens/s per GPU among those that meet the
-SLOs (if none does, static's choice). As with layouts, the mode, its layout(s), and the
-disaggregated prefill share are chosen once at the median inputs and kept for every
-trial.
+``"static"`` is :mod:`._roofline_layout`'s evaluation; ``"continuous"`` (chunked
+prefill, :func:`evaluate_continuous`) and ``"disaggregated"`` (prefill and decode
+instances, :func:`evaluate_disaggregated`) evaluate the same candidate layouts with their
+own step models; :func:`evaluate_plan` evaluates one :class:`Plan` in whichever mode it
+names. This module chooses nothing: the planner (:mod:`.planner`, and :mod:`._plan_median`
+for ``workload.plan = "median"``) picks the plan these closed forms time.
 
 The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode,
-the continuous batch search and the prefill layout choice.
+the continuous batch search and the prefill batch search.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from ..analytic import roofline as ra
 from ..analytic import serving as sv
-from ..errors import InputError, Problem
 from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs, quantile_inputs
+from ..scenario.sampling import TrialInputs
 from ..units import MS_PER_S
-from ._roofline_layout import Evaluation, candidate_layouts, choose_layout, evaluate, lengths_of, rates_of
+from ._roofline_layout import Evaluation, evaluate, lengths_of, rates_of
 
 
 def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
@@ -289,115 +286,6 @@ def disaggregated_of(scenario: Scenario, prefill_layout: ra.Layout, pre: Prefill
                          per_instance, ttft_slo_ms(scenario, inputs), o)
 
 
-# --------------------------------------------------------------------------- choices at the median
-
-
-def _best(evaluations: list):
-    """Best of ``evaluations`` at the median (trial 0): the most tokens/s per GPU among those
-    that fit and meet the SLOs; else the lowest TPOT among those that fit; None if none fits.
-    Ties go to the earlier (larger tensor degree)."""
-    fitting = [e for e in evaluations if e.fits[0]]
-    if not fitting:
-        return None
-    meeting = [e for e in fitting if e.slo_met[0]]
-    if meeting:
-        return max(meeting, key=lambda e: float(e.tokens_per_s_per_gpu[0]))
-    return min(fitting, key=lambda e: float(e.tpot_s[0]))
-
-
-@lru_cache(maxsize=64)
-def choose_continuous(scenario: Scenario) -> tuple[Continuous | None, list[Continuous]]:
-    """The best continuous-batching layout at the median inputs (None if no layout fits the
-    weights, a KV cache and a prefill chunk) and every candidate's evaluation."""
-    median = quantile_inputs(scenario, 0.5)
-    evaluations = [evaluate_continuous(scenario, layout, median) for layout in candidate_layouts(scenario)]
-    return _best(evaluations), evaluations
-
-
-@lru_cache(maxsize=64)
-def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
-    """The best prefill layout (most prompts/s per GPU, ``P/prefill(P)`` capped by its KV
-    links, among those that fit a prompt and meet the TTFT SLO, else the lowest TTFT) and
-    the best decode layout (the static search's criteria on decode tokens/s per GPU), at
-    the median inputs, with the balanced share. None if no layout fits a prompt or a
-    decoding batch."""
-    median = quantile_inputs(scenario, 0.5)
-    layouts = candidate_layouts(scenario)
-    decode = _decode_best([evaluate(scenario, layout, median, prefills=False) for layout in layouts])
-    w, g = scenario.workload, scenario.cluster.instance_gpus
-    kv = kv_rates(scenario, rates_of(scenario, median))
-    passes = [(layout, prefill_pass(scenario, layout, median)) for layout in layouts]
-    passes = [(layout, x) for layout, x in passes if x.batch_memory[0] >= 1]
-    if decode is None or not passes:
-        return None
-    slo_ms = float(ttft_slo_ms(scenario, median)[0])
-
-    def prompts_per_s_per_gpu(layout: ra.Layout, x: PrefillPass) -> float:
-        send = sv.kv_link_prompts_per_s(w.model, lengths_of(scenario, median).prompt_tokens, g, x.prefill, kv)
-        return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
-
-    within = [(layout, x) for layout, x in passes if float(x.ttft_s[0]) * MS_PER_S <= slo_ms]
-    if within:
-        layout = max(within, key=lambda lx: prompts_per_s_per_gpu(*lx))[0]
-    else:
-        layout = min(passes, key=lambda lx: float(lx[1].ttft_s[0]))[0]
-    return evaluate_disaggregated(scenario, layout, decode.layout, median)
-
-
-def _decode_best(evaluations: list[Evaluation]) -> Evaluation | None:
-    """The static search's choice ranked on decode tokens/s per GPU (B/TPOT/g)."""
-    fitting = [e for e in evaluations if e.fits[0]]
-    if not fitting:
-        return None
-    meeting = [e for e in fitting if e.slo_met[0]]
-    if meeting:
-        return max(meeting, key=lambda e: float(e.batch[0] / e.decode.total_s[0]) / e.layout.gpus)
-    return min(fitting, key=lambda e: float(e.decode.total_s[0]))
-
-
-@dataclass(frozen=True)
-class ServingChoice:
-    """The mode the run uses and the best evaluation of each mode at the median inputs
-    (None: the mode is infeasible, ``why`` says so)."""
-
-    mode: str
-    best: dict
-    why: dict
-
-
-def infeasible_why(scenario: Scenario, mode: str) -> str:
-    """Why no layout serves in ``mode`` (for a mode none of whose layouts fits)."""
-    w = scenario.workload
-    if mode == "continuous":
-        lengths = lengths_of(scenario, quantile_inputs(scenario, 0.5))
-        per_sequence = float(np.ravel(np.asarray(lengths.prompt_tokens, float) / lengths.output_tokens)[0])
-        return (f"no layout fits a prefill chunk of B S/O = {per_sequence:g} tokens per sequence (at the median inputs) within "
-                f"workload.prefill_chunk_tokens = {w.prefill_chunk_tokens} next to the weights and KV cache")
-    if mode == "disaggregated":
-        return "no layout fits the weights and one prompt's KV cache"
-    return "no layout fits the weights and one sequence's KV cache"
-
-
-@lru_cache(maxsize=64)
-def choose_serving(scenario: Scenario) -> ServingChoice:
-    """Evaluate every serving mode at the median inputs and pick ``workload.serving``'s
-    (``"auto"``: the most tokens/s per GPU among the modes meeting the SLOs, static's
-    choice if none does). Raises InputError when the requested mode is infeasible."""
-    static, _ = choose_layout(scenario)
-    continuous, _ = choose_continuous(scenario)
-    disaggregated = choose_disaggregated(scenario)
-    best = {"static": static, "continuous": continuous, "disaggregated": disaggregated}
-    w = scenario.workload
-    why = {name: "" if best[name] is not None else infeasible_why(scenario, name) for name in sv.SERVING_MODES}
-    mode = w.serving
-    if mode == "auto":
-        meeting = [name for name in sv.SERVING_MODES if best[name] is not None and best[name].slo_met[0]]
-        mode = max(meeting, key=lambda name: float(best[name].tokens_per_s_per_gpu[0])) if meeting else "static"
-    if best[mode] is None:
-        raise InputError(Problem("workload.serving", w.serving, f"{why[mode]}; allowed: another serving mode or a larger budget"))
-    return ServingChoice(mode, best, why)
-
-
 @dataclass(frozen=True)
 class Plan:
     """What an operator chooses for one instance: a serving ``mode`` (one of
@@ -429,19 +317,3 @@ def evaluate_plan(scenario: Scenario, plan: Plan, inputs: TrialInputs, share=Non
     if plan.mode == "disaggregated":
         return evaluate_disaggregated(scenario, plan.prefill_layout, plan.layout, inputs, share)
     return evaluate(scenario, plan.layout, inputs)
-
-
-def chosen_plan(scenario: Scenario) -> tuple[Plan, float | None]:
-    """The plan :func:`choose_serving` picks at the median inputs and, disaggregated, its
-    prefill share there (None otherwise)."""
-    choice = choose_serving(scenario)
-    chosen = choice.best[choice.mode]
-    if choice.mode == "disaggregated":
-        return Plan("disaggregated", chosen.layout, chosen.prefill_layout), float(chosen.prefill_share[0])
-    return Plan(choice.mode, chosen.layout), None
-
-
-def evaluate_chosen(scenario: Scenario, inputs: TrialInputs):
-    """The chosen mode at its median-chosen layout(s) (and prefill share) for every trial."""
-    plan, share = chosen_plan(scenario)
-    return evaluate_plan(scenario, plan, inputs, share)

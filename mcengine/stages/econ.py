@@ -34,7 +34,8 @@ Per trial, with that trial's inputs and the other stages' columns:
 
 Before the roofline stage, :func:`plan_power_weight` hands the per-trial planner what it
 needs to take the least cost per token (docs/model.md#plan): the weight of the dynamic
-energy against the costs every plan of the trial shares.
+energy against the costs every plan of the trial shares; :func:`planning_power_weight`
+the same weight for a plan chosen ahead of the trials.
 
 Vectorised NumPy: a handful of multiplications per trial needs no kernel.
 """
@@ -49,6 +50,7 @@ from ..scenario.sampling import TrialInputs
 from ..scenario.dists import Choice
 from ..scenario.sections.econ import MARKUP_PARTS, PACKAGE_PARTS
 from ..units import HOURS_PER_YEAR, TOKENS_PER_MTOK, W_PER_KW
+from . import fab
 
 #: The parts of the cost per token, in the order of the breakdown figure: the package
 #: (at price), a given GPU price, hosts, scale-out network, scale-up fabric, energy, repairs.
@@ -170,6 +172,23 @@ def plan_power_weight(scenario: Scenario, inputs: TrialInputs, columns: dict[str
     full = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.ones(inputs.n), availability))
     fixed = purchase(scenario, inputs, columns)["capex"] + repair_usd(inputs, columns, scenario.spare_modules) + idle
     return (full - idle) / fixed
+
+
+def planning_power_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
+    """:func:`plan_power_weight` for a plan chosen ahead of the trials, at ``inputs`` (one
+    trial: the median, a pessimistic quantile; docs/model.md#plan), which have no fab or
+    reliability columns of their own: the package at its expected cost at those inputs
+    (:func:`mcengine.stages.fab.expected_package_costs`) and a cluster that never fails
+    (availability 1, no repairs). Failures left out move ``k`` by about the unavailability
+    and the repairs' share of ``C`` (under 1 % on the shipped designs, docs/model.md#plan),
+    and keep the choice free of the reliability stage, which reads the reshard table
+    chosen this way. InputError where the fab inputs cannot build the cluster (as the
+    chain's production runs)."""
+    n = inputs.n
+    fab.check_buildable(scenario, inputs)
+    columns = {**fab.expected_package_costs(scenario, inputs), "instance_availability": np.ones(n), "capacity_availability": np.ones(n),
+               "repairs": np.zeros(n)}
+    return plan_power_weight(scenario, inputs, columns)
 
 
 def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -31,6 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..analytic import fab as analytic
 from ..errors import InputError, NumericalError, Problem
 from ..options import check_seed
 from ..scenario.sampling import TrialInputs
@@ -209,6 +210,13 @@ def _refuse_infeasible_runs(model: FabModel, inputs: TrialInputs, a: dict[str, n
             "fab inputs that can build the cluster"))
 
 
+def check_buildable(scenario, inputs: TrialInputs) -> None:
+    """InputError where a trial's fab inputs cannot build the cluster, as the production
+    runs would refuse them (:func:`_refuse_infeasible_runs`), for a use of the expected
+    package cost in their stead (:func:`mcengine.stages.econ.planning_power_weight`)."""
+    _refuse_infeasible_runs(fab_model(scenario), inputs, _kernel_arrays(inputs), cost_inputs(scenario, inputs))
+
+
 def production_runs(scenario, inputs: TrialInputs, seed: int) -> dict[str, np.ndarray]:
     """Per-trial fab columns of the chained run: :func:`simulate_production` and its
     :func:`package_costs` (trial ``t = inputs.trial_start + i``)."""
@@ -290,6 +298,36 @@ def package_costs(scenario, inputs: TrialInputs, runs: dict[str, np.ndarray]) ->
         columns[PART_COLUMN.format(part)] = values
     _check_fab_columns(columns, inputs)
     return columns
+
+
+def expected_harvest_yield(model: FabModel, inputs: TrialInputs) -> np.ndarray:
+    """Per trial, the expected share of a wafer's dies that are good after harvesting at the
+    trial's inputs: the closed form :func:`mcengine.analytic.fab.harvest_yield`
+    (docs/sources.md#fab-harvesting) over the wafer map's dies. A loop over trials (an
+    integral each): meant for the few trials of a closed-form reference or an advance plan."""
+
+    def one(i: int) -> float:
+        at = {key: float(np.broadcast_to(inputs[key], (inputs.n,))[i]) for key in _KERNEL_INPUTS.values()}
+        return analytic.harvest_yield(model.wafer.die_area_cm2, at["fab.defect_density_per_cm2"], at["fab.defect_clustering"], model.units,
+                                      model.units - model.spares, at["fab.unit_area_fraction"], model.wafer.weights(at["fab.defect_edge_ratio"]))
+
+    return np.array([one(i) for i in range(inputs.n)])
+
+
+def expected_package_costs(scenario, inputs: TrialInputs, model: FabModel | None = None) -> dict[str, np.ndarray]:
+    """The columns of :func:`package_costs` in expectation at each trial's inputs, with no
+    production run: :func:`mcengine.analytic.fab.cost_per_good_package` and its parts
+    (:func:`~mcengine.analytic.fab.cost_parts_per_good_package`) at
+    :func:`expected_harvest_yield`'s good dies per wafer. ``mcengine yield`` sets them
+    beside the simulated wafers; a plan chosen before any trial runs weighs them
+    (:func:`mcengine.stages.econ.planning_power_weight`)."""
+    model = fab_model(scenario) if model is None else model
+    c = cost_inputs(scenario, inputs)
+    good = model.wafer.dies * expected_harvest_yield(model, inputs)
+    args = (c["wafer_cost_usd"], good, model.hbm_stacks, c["hbm_stack_cost_usd"], c["hbm_stack_yield"], c["package_cost_usd"],
+            c["test_cost_usd"], c["assembly_yield"], c["optics_cost_usd"])
+    parts = analytic.cost_parts_per_good_package(*args)
+    return {"gpu_cost_usd": analytic.cost_per_good_package(*args), **{PART_COLUMN.format(p): v for p, v in parts.items()}}
 
 
 def _check_fab_columns(columns: dict[str, np.ndarray], inputs: TrialInputs) -> None:

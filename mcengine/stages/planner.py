@@ -4,8 +4,8 @@ A :class:`~._roofline_serving.Plan` is a serving mode with its layout(s) (tensor
 pipeline, attention mode, all-reduce algorithm; disaggregated: a prefill and a decode
 layout). Its batch is set inside the evaluators (the largest the memory, chunk and SLO
 limits allow with ``workload.batch = "auto"``). This module only chooses; the closed
-forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_serving`
-(which also hold the median choice of ``workload.plan = "median"``).
+forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_serving`;
+the median rule of ``workload.plan = "median"`` is :mod:`._plan_median`.
 
 ``workload.plan`` says when the plan is chosen:
 
@@ -17,11 +17,16 @@ forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_servi
   meets them is *infeasible*: it serves no tokens (``slo_met`` 0) and its columns
   describe the fitting candidate with the lowest TPOT.
 * ``"median"``: one plan chosen at the median inputs
-  (:func:`~._roofline_serving.choose_serving`) serves every trial.
+  (:func:`~._plan_median.choose_serving`) serves every trial.
 * ``"quantile"``: one plan, chosen by the per-trial rule at pessimistic inputs
   (:func:`pessimistic_inputs`), serves every trial, disaggregated with the prefill share
-  it was planned with: a plan provisioned in advance. Like :func:`plan_at`, it has no
-  trial's costs to weigh and takes the most tokens/s.
+  it was planned with: a plan provisioned in advance.
+
+Every choice made ahead of the trials by the per-trial rule (the quantile plan,
+:func:`plan_at` and :func:`best_by_mode` for ``mcengine roofline``, the plans of
+:func:`capacity_table`) takes the same objective as the trials, at its own inputs: by
+cost, with the econ weight there (:func:`advance_weight`). Only ``"median"``'s rule
+(:mod:`._plan_median`) ranks by tokens/s per GPU whatever the objective.
 
 Cost: the candidates are the searched serving modes x the candidate layouts (pairs of
 them for disaggregated serving), and the layouts are at most the tensor degrees that
@@ -45,8 +50,8 @@ from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import MS_PER_S
 from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
-from ._roofline_layout import capacity_table as _static_capacity_table
-from ._roofline_serving import Disaggregated, Plan, chosen_plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
+from . import _plan_median, econ
+from ._roofline_serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
 #: pessimistic side of ``workload.plan = "quantile"`` is their upper quantile. Every other
@@ -306,13 +311,22 @@ def pessimistic_inputs(scenario: Scenario, q: float) -> TrialInputs:
     return quantile_inputs(scenario, q, {key: 1.0 - q for key in slower})
 
 
+def advance_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray | None:
+    """The ``power_weight`` of :func:`objective` for a plan chosen ahead of the trials at
+    ``inputs`` (the median, pessimistic inputs): by ``workload.plan_objective = "cost"``
+    the econ weight at those inputs (:func:`mcengine.stages.econ.planning_power_weight`),
+    None (the most tokens/s) for ``"throughput"``."""
+    return econ.planning_power_weight(scenario, inputs) if scenario.workload.plan_objective == "cost" else None
+
+
 @lru_cache(maxsize=64)
 def quantile_plan(scenario: Scenario) -> tuple[Plan, float | None]:
     """``workload.plan = "quantile"``: the per-trial rule's plan at
-    :func:`pessimistic_inputs` (``workload.plan_quantile``) and, disaggregated, its prefill
-    share there (None otherwise). Raises InputError when the model fits no plan there."""
+    :func:`pessimistic_inputs` (``workload.plan_quantile``), by the objective with the
+    weight there (:func:`advance_weight`), and, disaggregated, its prefill share there
+    (None otherwise). Raises InputError when the model fits no plan there."""
     at = pessimistic_inputs(scenario, scenario.workload.plan_quantile.value)
-    block = plan_per_trial(scenario, at)
+    block = plan_per_trial(scenario, at, advance_weight(scenario, at))
     plan = block.plan_of(0)
     share = float(block.evaluation(0).prefill_share[0]) if plan.mode == "disaggregated" else None
     return plan, share
@@ -320,21 +334,25 @@ def quantile_plan(scenario: Scenario) -> tuple[Plan, float | None]:
 
 def plan_at(scenario: Scenario, inputs: TrialInputs) -> tuple[Plan, object]:
     """The plan in use at the one trial ``inputs`` (e.g. the median, for ``mcengine
-    roofline``) under ``workload.plan``, with its evaluation there."""
+    roofline``) under ``workload.plan``, with its evaluation there: by ``"per_trial"`` the
+    trial's best plan by the objective with the weight at ``inputs``
+    (:func:`advance_weight`)."""
     mode = scenario.workload.plan
     if mode == "per_trial":
-        plan = plan_per_trial(scenario, inputs).plan_of(0)
+        plan = plan_per_trial(scenario, inputs, advance_weight(scenario, inputs)).plan_of(0)
         return plan, evaluate_plan(scenario, plan, inputs)
-    plan, share = chosen_plan(scenario) if mode == "median" else quantile_plan(scenario)
+    plan, share = _plan_median.chosen_plan(scenario) if mode == "median" else quantile_plan(scenario)
     return plan, evaluate_plan(scenario, plan, inputs, share)
 
 
 def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Plan, object] | None]:
     """At the one trial ``inputs``: each searched mode's best plan by the per-trial rule
-    (the most tokens/s among the plans that fit and meet the SLOs, else the fitting one
-    with the lowest TPOT) with its evaluation (every batch limit searched in full); None
-    for a mode where no plan fits."""
+    (the largest :func:`objective` with the weight at ``inputs``, :func:`advance_weight`,
+    among the plans that fit and meet the SLOs, else the fitting one with the lowest TPOT)
+    with its evaluation (every batch limit searched in full); None for a mode where no
+    plan fits."""
     table = evaluate_candidates(scenario, inputs)
+    weight = advance_weight(scenario, inputs)
     served, fits, tpot = table.served[:, 0], table.fits[:, 0], table.tpot_s[:, 0]
     modes = np.array([p.mode for p in table.plans])
     out: dict[str, tuple[Plan, object] | None] = {}
@@ -344,9 +362,18 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Pla
             out[mode] = None
             continue
         serving = ours & np.isfinite(served)
-        k = int(np.argmax(np.where(serving, served, -np.inf))) if serving.any() else int(np.argmin(np.where(ours, tpot, np.inf)))
+        k = _best_of_mode(table, mode, weight) if serving.any() else int(np.argmin(np.where(ours, tpot, np.inf)))
         out[mode] = (table.plans[k], evaluate_plan(scenario, table.plans[k], inputs))
     return out
+
+
+def _best_of_mode(table: CandidateTable, mode: str, power_weight) -> int:
+    """The row of ``table`` (one trial) that :func:`_best_rows` picks among the plans of
+    serving mode ``mode`` alone (each block of rows holds plans of one mode)."""
+    starts = np.cumsum([0] + [block[0].shape[0] for block in table.blocks])
+    ours = [i for i, start in enumerate(starts[:-1]) if table.plans[start].mode == mode]
+    best, _ = _best_rows(dataclasses.replace(table, blocks=[table.blocks[i] for i in ours]), power_weight, 1)
+    return int(starts[ours[0]] + best[0])
 
 
 def _resized(scenario: Scenario, gpus: int) -> Scenario:
@@ -363,10 +390,12 @@ def layout_sizes(scenario: Scenario) -> list[int]:
     return sorted({layout.gpus for layout in _degraded_layouts(scenario)})
 
 
-def best_tokens(scenario: Scenario, inputs: TrialInputs) -> float:
-    """The most output tokens/s of one instance (``cluster.instance_gpus`` GPUs) at the one
-    trial ``inputs`` by the per-trial rule; 0 where no plan meets the SLOs or fits."""
-    return max(float(evaluate_candidates(scenario, inputs).served[:, 0].max()), 0.0)
+def best_tokens(scenario: Scenario, inputs: TrialInputs, power_weight=None) -> float:
+    """The output tokens/s of one instance (``cluster.instance_gpus`` GPUs) at the one trial
+    ``inputs`` in the plan the per-trial rule picks there by :func:`objective` with
+    ``power_weight`` (None: the most tokens/s); 0 where no plan meets the SLOs or fits."""
+    _, served = _best_rows(evaluate_candidates(scenario, inputs), power_weight, 1)
+    return max(float(served[0]), 0.0)
 
 
 @lru_cache(maxsize=64)
@@ -374,27 +403,38 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k`` of
     its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard), at the median
     inputs (one table per scenario, whatever ``workload.plan``; "median" keeps the static
-    layout table of :func:`~._roofline_layout.capacity_table`).
+    layout table of :func:`~._plan_median.capacity_table`).
 
     ``table[k] = min(1, thr(n - k) / full)``: ``full`` is the output tokens/s of the plan in
-    use (:func:`plan_at`); ``r(g)`` the best tokens/s by the per-trial rule of an instance of
-    exactly ``g`` GPUs, in the same searched serving modes (0 if no plan meets the SLOs);
-    ``thr(m)`` the best set of replicas that fits ``m`` GPUs: ``q = floor(m / g)`` replicas of
-    one size ``g`` plus the best single instance on the ``m - q g`` GPUs left over. The
-    sizes ``g`` are :func:`layout_sizes` (independent of ``n``), so the cost is bounded
-    by the model's divisors and layers. ``table[0] = 1``.
+    use (:func:`plan_at`); ``r(g)`` the tokens/s of the plan the per-trial rule picks for an
+    instance of exactly ``g`` GPUs, in the same searched serving modes and by the same
+    objective as the full instance's, with the full cluster's weight at the median
+    (:func:`advance_weight`; 0 if no plan meets the SLOs); ``thr(m)`` the best set of
+    replicas that fits ``m`` GPUs: ``q = floor(m / g)`` replicas of one size ``g`` plus the
+    best single instance on the ``m - q g`` GPUs left over. The sizes ``g`` are
+    :func:`layout_sizes` (independent of ``n``), so the cost is bounded by the model's
+    divisors and layers. ``table[0] = 1``.
+
+    The table is a ratio of tokens/s whatever the objective: the econ stage multiplies the
+    full plan's tokens/s by the capacity availability the table feeds, charges capex and
+    repairs whole, and the dynamic power at the full plan's busy fraction times that same
+    availability (docs/model.md#reshard), so the cost per token, ``(C + D u A) / (T A)``,
+    falls as the tokens a degraded instance keeps rise and reads nothing else of its plan;
+    for the same reason ``m`` GPUs are split into the replicas of the chosen plans that
+    keep the most tokens/s.
     """
     if scenario.workload.plan == "median":
-        return _static_capacity_table(scenario)
+        return _plan_median.capacity_table(scenario)
     n = scenario.cluster.instance_gpus
     median = quantile_inputs(scenario, 0.5)
     _, e = plan_at(scenario, median)
     full = float(np.ravel(served_tokens(e))[0])
     if not full > 0.0:
         return np.concatenate([[1.0], np.zeros(n)])
+    weight = advance_weight(scenario, median)  # the whole cluster's: a degraded instance is part of it
     single = np.zeros(n + 1)  # r(g) at the sizes with a layout
     for g in layout_sizes(scenario):
-        single[g] = best_tokens(_resized(scenario, g), median) if g != n else full
+        single[g] = best_tokens(_resized(scenario, g), median, weight) if g != n else full
     best_single = np.maximum.accumulate(single)  # the best single instance on at most m GPUs
     m = np.arange(n + 1)
     thr = best_single.copy()

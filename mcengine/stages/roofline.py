@@ -8,8 +8,9 @@ kernel). Uncertain efficiencies, latencies and overheads arrive per trial throug
 their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.planner`
 chooses the plan (serving mode x layout x attention x all-reduce) as
 ``workload.plan`` says: per trial for its own inputs and SLOs (the default), once at the
-median inputs (:mod:`mcengine.stages._roofline_layout`, :mod:`._roofline_serving`), or once
-at pessimistic inputs; the closed forms of those modules time it.
+median inputs (its median rule: :mod:`mcengine.stages._plan_median`), or once at
+pessimistic inputs; the closed forms of :mod:`._roofline_layout` and
+:mod:`._roofline_serving` time it.
 
 Throughput of an instance: batches of ``B`` requests are prefilled together and then
 decoded for ``O`` steps, ``B O / (prefill(B) + O TPOT(B))`` output tokens/s, with TPOT at
@@ -32,9 +33,9 @@ from ..errors import InputError, NumericalError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
 from ..units import MS_PER_S
-from ._roofline_layout import choose_layout, evaluate, lengths_of
-from ._roofline_serving import evaluate_chosen, evaluate_plan
-from . import planner
+from ._roofline_layout import evaluate, lengths_of
+from ._roofline_serving import evaluate_plan
+from . import _plan_median, planner
 
 STAGE = "roofline"
 
@@ -56,10 +57,11 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
     utilisation of the power model), of the plan ``workload.plan`` says the trial serves
     (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
-    pessimistic inputs; with "median", the static lines below are unchanged and other
-    modes are :mod:`._roofline_serving`'s).
+    pessimistic inputs; with "median", :mod:`._plan_median`'s plan, evaluated as the static
+    lines below say or by :mod:`._roofline_serving`).
     ``output_tokens_per_request`` is ``workload.output_tokens`` (its mean per trial: a
-    drawn typical length or a length law's mean; the mix's mean with request classes). With ``[workload.classes]`` the columns are those of the mix
+    drawn typical length or a length law's mean; the mix's mean with request classes).
+    With ``[workload.classes]`` the columns are those of the mix
     (:func:`mix_columns`).
     ``power_weight``: the trials' :func:`mcengine.stages.econ.plan_power_weight`, with
     which the per-trial planner takes the least cost per token (``workload.plan_objective
@@ -185,7 +187,9 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs:
     :func:`.planner.capacity_table`, and for a mix the mean of its classes' tables (each
     class's own plan, lengths and SLOs) weighted by the instance shares at the median
-    inputs (normalised: instances left over by whole-instance rounding serve no class).
+    inputs, planned by the objective with the weight there
+    (:func:`.planner.advance_weight`; normalised: instances left over by whole-instance
+    rounding serve no class).
     The life kernel adds ``capacity[k]`` x time to the served capacity, so with the
     instances exchangeable (a failure lands on a class-``c`` instance with probability
     ``s_c``) the weighted table gives the mix's expected capacity availability exactly,
@@ -195,7 +199,8 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
         return planner.capacity_table(scenario)
     from ..scenario.sampling import quantile_inputs
 
-    mix = mix_columns(scenario, quantile_inputs(scenario, 0.5))
+    median = quantile_inputs(scenario, 0.5)
+    mix = mix_columns(scenario, median, planner.advance_weight(scenario, median))
     shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
     tables = [share * planner.capacity_table(class_scenario(scenario, name)) for share, (name, _) in zip(shares, scenario.workload.classes)]
     return sum(tables[1:], tables[0]) / sum(shares)
@@ -215,8 +220,9 @@ def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
         plan, share = planner.quantile_plan(scenario)
         return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")
     if scenario.workload.serving != "static":
-        return _columns(evaluate_chosen(scenario, inputs), inputs, scenario.workload.serving)
-    best, _ = choose_layout(scenario)
+        plan, share = _plan_median.chosen_plan(scenario)
+        return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, scenario.workload.serving)
+    best, _ = _plan_median.choose_layout(scenario)
     e = evaluate(scenario, best.layout, inputs)
     misfit = ~e.fits
     if misfit.any():

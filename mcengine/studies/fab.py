@@ -17,8 +17,9 @@ from ..options import check_seed, positive
 from ..results import BLOCK_TRIALS, Summary
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.dists import Choice
+from ..scenario.sections.econ import PACKAGE_PARTS
 from ..stages.econ import markup_scope, price_parts
-from ..stages.fab import FabModel, attempt_cost_usd, cost_inputs, fab_model, simulate_wafer_block
+from ..stages.fab import PART_COLUMN, FabModel, attempt_cost_usd, cost_inputs, expected_harvest_yield, expected_package_costs, fab_model, simulate_wafer_block
 
 #: Wafers per kernel call in a yield study (bounds the per-call arrays).
 CHUNK_WAFERS = 1 << 16
@@ -64,17 +65,14 @@ def analytic_at_median(scenario, model: FabModel | None = None) -> dict:
     area = model.wafer.die_area_cm2
     m = area * med["defect_density_per_cm2"]
     yields = analytic.closed_form_yields(m, med["defect_clustering"])
-    harvest = analytic.harvest_yield(area, med["defect_density_per_cm2"], med["defect_clustering"], model.units,
-                                     model.units - model.spares, med["unit_area_fraction"],
-                                     model.wafer.weights(med["defect_edge_ratio"]))
+    q = quantile_inputs(scenario, 0.5)
+    harvest = float(expected_harvest_yield(model, q)[0])
     good = model.wafer.dies * harvest
-    args = (med["wafer_cost_usd"], good, model.hbm_stacks, med["hbm_stack_cost_usd"], med["hbm_stack_yield"],
-            med["package_cost_usd"], med["test_cost_usd"], med["assembly_yield"], med["optics_cost_usd"])
-    gpu = analytic.cost_per_good_package(*args)
+    costs = expected_package_costs(scenario, q, model)
     return {
         "yields": {**yields, "harvesting": harvest},
-        "cost": {"good_dies_per_wafer": good, "cost_per_good_die_usd": med["wafer_cost_usd"] / good, "gpu_cost_usd": gpu},
-        "cost_parts": analytic.cost_parts_per_good_package(*args),
+        "cost": {"good_dies_per_wafer": good, "cost_per_good_die_usd": med["wafer_cost_usd"] / good, "gpu_cost_usd": float(costs["gpu_cost_usd"][0])},
+        "cost_parts": {p: float(costs[PART_COLUMN.format(p)][0]) for p in PACKAGE_PARTS},
         "median_inputs": {"defect_density_per_cm2": med["defect_density_per_cm2"],
                           "defect_clustering": med["defect_clustering"], "die_defects_mean": m},
     }

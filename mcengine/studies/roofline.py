@@ -11,8 +11,9 @@ from ..analytic import serving as sv
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
 from ..stages import planner
-from ..stages._roofline_layout import Evaluation, candidate_layouts, choose_layout, lengths_of, rates_of
-from ..stages._roofline_serving import Plan, choose_serving, evaluate_plan, infeasible_why
+from ..stages._plan_median import choose_serving, infeasible_why
+from ..stages._roofline_layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
+from ..stages._roofline_serving import Plan, evaluate_plan
 from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
 from ..units import BYTES_PER_GB, MS_PER_S
 
@@ -129,7 +130,8 @@ def _mix_study(scenario: Scenario) -> dict:
     class also shows its whole ``instances`` and ``idle_share``, and ``rounding_loss`` is
     the share of the continuous split's mix rate the whole instances lose."""
     median = quantile_inputs(scenario, 0.5)
-    mix = mix_columns(scenario, median)
+    weight = planner.advance_weight(scenario, median)
+    mix = mix_columns(scenario, median, weight)
     classes = {}
     for name, _ in scenario.workload.classes:
         shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
@@ -140,7 +142,7 @@ def _mix_study(scenario: Scenario) -> dict:
         for name in classes:
             classes[name].update({k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instances", "idle_share")})
         split = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, class_instances="continuous"))
-        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median)["tokens_per_s_instance"])
+        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median, weight)["tokens_per_s_instance"])
     return out
 
 
@@ -206,8 +208,7 @@ def _layout_rows(scenario: Scenario, plan: Plan, median) -> list[dict]:
     """Every searched layout in the plan's mode at the median inputs (static: the rows of
     :func:`_layout_row`; disaggregated: each layout decoding, with the plan's prefill layout)."""
     if plan.mode == "static":
-        _, evaluations = choose_layout(scenario)
-        return [_layout_row(e, e.layout == plan.layout) for e in evaluations]
+        return [_layout_row(e, e.layout == plan.layout) for e in (evaluate(scenario, layout, median) for layout in candidate_layouts(scenario))]
     rows = []
     for layout in candidate_layouts(scenario):
         e = evaluate_plan(scenario, Plan(plan.mode, layout, plan.prefill_layout), median)
@@ -257,7 +258,8 @@ def serving_section(scenario: Scenario, plan: Plan | None = None, e=None, median
     plan at the median inputs, the one in use (``plan``, evaluated as ``e``; default:
     :func:`mcengine.stages.planner.plan_at`) and the runner-up of every other mode
     (``workload.plan = "median"``: the median choice of each mode; otherwise the per-trial
-    rule's best of each mode at the median)."""
+    rule's best of each mode at the median, by ``workload.plan_objective`` with the weight
+    there: :func:`mcengine.stages.planner.best_by_mode`)."""
     median = quantile_inputs(scenario, 0.5) if median is None else median
     if plan is None:
         plan, e = planner.plan_at(scenario, median)

@@ -102,10 +102,11 @@ def test_roofline_output_describes_the_plan_in_use(design):
     s = load_scenario(design)
     body = roofline_study(s)
     median = quantile_inputs(s, 0.5)
-    block = planner.plan_per_trial(s, median)
+    k = planner.advance_weight(s, median)
+    block = planner.plan_per_trial(s, median, k)
     plan = block.plan_of(0)
     assert body["plan"] == plan.describe() and body["serving"] == plan.mode and body["plan_rule"] == "per_trial"
-    assert body["tokens_per_s_instance"] == roofline.throughput(s, median)["tokens_per_s_instance"][0]
+    assert body["tokens_per_s_instance"] == roofline.throughput(s, median, k)["tokens_per_s_instance"][0]
     chosen = body["serving_modes"][plan.mode]
     assert chosen["chosen"] and chosen["tokens_per_s_instance"] == body["tokens_per_s_instance"]
     assert chosen["batch"] == body["decode"]["batch"] and chosen["tpot_ms"] == body["decode"]["tpot_ms"]
@@ -113,7 +114,9 @@ def test_roofline_output_describes_the_plan_in_use(design):
     [row] = [r for r in body["layouts"] if r["chosen"]]
     assert row["tokens_per_s_per_gpu"] == body["tokens_per_s_per_gpu"]
     runners_up = [r for name, r in body["serving_modes"].items() if name != plan.mode and r["feasible"] and r["slo_met"]]
-    assert runners_up and all(r["tokens_per_s_instance"] <= body["tokens_per_s_instance"] for r in runners_up)
+    assert runners_up
+    value = {name: float(_value(e, k)[0]) for name, (_, e) in planner.best_by_mode(s, median).items() if e.slo_met[0]}
+    assert all(v <= value[plan.mode] for v in value.values())  # the runners-up are each mode's best by the same objective
 
 
 def test_quantile_plan_is_the_per_trial_choice_at_pessimistic_inputs_served_everywhere():
@@ -123,7 +126,7 @@ def test_quantile_plan_is_the_per_trial_choice_at_pessimistic_inputs_served_ever
     # efficiencies at their 10th percentile, latencies at their 90th
     assert at["workload.memory_efficiency"][0] == pytest.approx(0.82 + 0.1 * 0.06)  # the bf16 table's
     assert at["workload.collective_start_us"][0] > quantile_inputs(s, 0.5)["workload.collective_start_us"][0]
-    assert plan == planner.plan_per_trial(s, at).plan_of(0)
+    assert plan == planner.plan_per_trial(s, at, econ.planning_power_weight(s, at)).plan_of(0)
     inputs = draw_inputs(s, 4, 0, 64)
     cols = roofline.throughput(s, inputs)
     e = planner.evaluate_plan(s, plan, inputs, share)
@@ -192,3 +195,90 @@ def test_cost_objective_never_costs_more_per_token_than_the_throughput_objective
     assert (cost["cost_per_mtok_usd"] <= fast["cost_per_mtok_usd"]).all()
     assert (fast["tokens_per_s_instance"] >= cost["tokens_per_s_instance"]).all()
     assert (cost["cost_per_mtok_usd"] < fast["cost_per_mtok_usd"]).any()  # some trial trades a few tokens/s for less power
+
+
+def _value(e, k) -> np.ndarray:
+    """The cost objective's T / (1 + k u) of an evaluation (T tokens/s of the instance, u its
+    busy fraction, k the econ weight)."""
+    return np.asarray(e.tokens_per_s_instance) / (1.0 + k * np.asarray(e.busy_fraction))
+
+
+#: The Lite at 2 $/kWh: at the median its most tokens/s (disaggregated, decode 16x2 in
+#: groups of 2) draws more power than a plan with 2 % fewer tokens/s (decode 32x1 in groups
+#: of 4), so the cost objective and the throughput objective choose apart.
+DEAR_POWER = ("econ.power_usd_per_kwh=2",)
+
+
+def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_differs_from_throughput():
+    """Every plan chosen ahead of the trials takes the trials' objective at its own inputs
+    (docs/model.md#plan): mcengine roofline's plan in use at the median is the plan with
+    the largest T / (1 + k u) there (k the econ weight at the median: the package at its
+    expected cost, no failures), which the chain serves at those inputs with its own
+    weight; the quantile plan is the one with the largest T / (1 + k u) at the pessimistic
+    inputs. With "throughput" both take the most tokens/s, other plans."""
+    from mcengine.studies.roofline import roofline_study
+
+    s, fast = load_scenario("lite-h100", DEAR_POWER), load_scenario("lite-h100", (*DEAR_POWER, 'workload.plan_objective="throughput"'))
+    median = quantile_inputs(s, 0.5)
+    k = econ.planning_power_weight(s, median)
+    plan, e = planner.plan_at(s, median)
+    other, f = planner.plan_at(fast, median)
+    assert plan != other
+    assert f.tokens_per_s_instance[0] > e.tokens_per_s_instance[0] and f.busy_fraction[0] > e.busy_fraction[0]
+    assert _value(e, k)[0] > _value(f, k)[0]  # fewer tokens/s, less cost per token
+    # the plan in use is the best of every plan by the public evaluators (the plan's own layouts
+    # and, disaggregated, every prefill layout with every decode layout of the plan's degrees)
+    layouts = candidates_of(s)
+    pairs = [evaluate_disaggregated(s, pre, dec, median) for pre in layouts for dec in layouts]
+    served = [x for x in pairs + [evaluate(s, lay, median) for lay in layouts] + [evaluate_continuous(s, lay, median) for lay in layouts]
+              if x.fits[0] and x.slo_met[0]]
+    assert _value(e, k)[0] == max(float(_value(x, k)[0]) for x in served)
+    body, body_fast = roofline_study(s), roofline_study(fast)
+    assert body["plan"] == plan.describe() and body_fast["plan"] == other.describe()
+    assert body["serving_modes"]["disaggregated"]["tokens_per_s_instance"] == body["tokens_per_s_instance"] == e.tokens_per_s_instance[0]
+    # the chain at the median inputs (its weight from the simulated fab and reliability columns)
+    at_median = TrialInputs(0, 4, {key: np.repeat(np.asarray(v, float), 4) for key, v in median.values.items()})
+    chain = run_block(s, 0, 0, 4, inputs=at_median)
+    assert chain["tokens_per_s_instance"].tolist() == [body["tokens_per_s_instance"]] * 4
+    assert run_block(fast, 0, 0, 4, inputs=at_median)["tokens_per_s_instance"].tolist() == [body_fast["tokens_per_s_instance"]] * 4
+    # the quantile plan: the largest T / (1 + k u) at the pessimistic inputs, with the weight there
+    q = ('workload.plan="quantile"', "workload.plan_quantile=0.1")
+    at = planner.pessimistic_inputs(s, 0.1)
+    by_cost, _ = planner.quantile_plan(load_scenario("lite-h100", (*DEAR_POWER, *q)))
+    by_tokens, _ = planner.quantile_plan(load_scenario("lite-h100", (*DEAR_POWER, *q, 'workload.plan_objective="throughput"')))
+    assert by_cost != by_tokens
+    k_at = econ.planning_power_weight(s, at)
+    cost_e, tokens_e = (planner.evaluate_plan(s, p, at) for p in (by_cost, by_tokens))
+    assert tokens_e.tokens_per_s_instance[0] > cost_e.tokens_per_s_instance[0] and _value(cost_e, k_at)[0] > _value(tokens_e, k_at)[0]
+
+
+def candidates_of(scenario) -> list[ra.Layout]:
+    """The distinct layouts of the planner's candidate plans."""
+    return list(dict.fromkeys(p.layout for p in planner.candidates(scenario)))
+
+
+def test_a_degraded_instance_takes_the_full_instance_objective():
+    """The reshard table under "cost" (docs/model.md#reshard): r(g), the tokens/s of an
+    instance of g GPUs, is that of the plan the chain's own rule picks for it with the full
+    cluster's weight at the median, thr(m) the best replicas of those on m GPUs, and
+    table[k] = thr(n - k) / thr(n), thr(n) the plan in use. At 2 $/kWh the Lite's
+    instances of 16 and 24 GPUs serve fewer tokens/s by cost than by throughput, and the
+    table is not the throughput objective's."""
+    s = load_scenario("lite-h100", (*DEAR_POWER, 'cluster.on_failure="reshard"'))
+    n, median = s.cluster.instance_gpus, quantile_inputs(s, 0.5)
+    k = planner.advance_weight(s, median)
+    r = np.zeros(n + 1)
+    for g in planner.layout_sizes(s):
+        try:
+            r[g] = roofline.throughput(planner._resized(s, g), median, k)["tokens_per_s_instance"][0]
+        except InputError:  # the weights fit no plan on g GPUs: r(g) = 0
+            continue
+    fast = [roofline.throughput(planner._resized(s, g), median)["tokens_per_s_instance"][0] for g in (16, 24)]
+    assert r[16] < fast[0] and r[24] < fast[1]
+    thr = [max([r[m]] + [(m // g) * r[g] + max(r[: m % g + 1]) for g in range(1, m + 1) if r[g] > 0]) for m in range(n + 1)]
+    by_hand = np.minimum(1.0, np.array(thr[::-1]) / r[n])
+    by_hand[0] = 1.0
+    table = planner.capacity_table(s)
+    np.testing.assert_allclose(table, by_hand, rtol=1e-15)
+    assert not np.array_equal(table, planner.capacity_table(load_scenario("lite-h100", (*DEAR_POWER, 'cluster.on_failure="reshard"',
+                                                                                         'workload.plan_objective="throughput"'))))

@@ -62,7 +62,8 @@ def test_throughput_rejects_trials_where_the_weights_do_not_fit():
 def test_busy_fraction_is_the_compute_or_memory_share_of_the_serving_cycle():
     """Utilisation of the power model by hand from the phase terms: (max(c, m) of the
     prefill + O x max(c, m) of a decode step) / (prefill + O x TPOT)."""
-    from mcengine.stages._roofline_layout import choose_layout, evaluate
+    from mcengine.stages._plan_median import choose_layout
+    from mcengine.stages._roofline_layout import evaluate
 
     s = calibrated("lite-h100-2x")
     inputs = draw_inputs(s, 3, 0, 8)

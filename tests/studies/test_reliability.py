@@ -237,12 +237,13 @@ def test_reshard_meets_the_binomial_closed_form():
 def test_reshard_capacity_of_two_gpus_is_the_planner_throughput_on_one_over_two():
     """Issue #28: a model that fits one GPU (Llama-3-8B) on instances of 2 under continuous
     serving keeps, with one GPU lost, the planner's own throughput on 1 GPU divided by its
-    throughput on 2, to the bit; the binomial closed form with that table holds."""
+    throughput on 2 (both by the cost objective with the cluster's weight at the median),
+    to the bit; the binomial closed form with that table holds."""
     from mcengine.scenario import Fixed
     from mcengine.scenario.dists import Uniform
     from mcengine.scenario.sampling import quantile_inputs
     from mcengine.stages import roofline
-    from mcengine.stages.planner import capacity_table
+    from mcengine.stages.planner import advance_weight, capacity_table
     import dataclasses
 
     s = _no_spares_reshard(2)
@@ -254,8 +255,9 @@ def test_reshard_capacity_of_two_gpus_is_the_planner_throughput_on_one_over_two(
                                                          compute_efficiency=Uniform(0.33, 0.57), memory_efficiency=Uniform(0.52, 0.72)))
     one = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, instance_gpus=1, gpus_per_host=1))
     median = quantile_inputs(s, 0.5)
-    thr_1 = roofline.throughput(one, median)["tokens_per_s_instance"][0]
-    thr_2 = roofline.throughput(s, median)["tokens_per_s_instance"][0]
+    k = advance_weight(s, median)
+    thr_1 = roofline.throughput(one, median, k)["tokens_per_s_instance"][0]
+    thr_2 = roofline.throughput(s, median, k)["tokens_per_s_instance"][0]
     table = capacity_table(s)
     assert table.tolist() == [1.0, min(1.0, thr_1 / thr_2), 0.0]
     assert 0.5 <= table[1] < 1.0  # one GPU of two keeps at least half: its own replica

@@ -170,9 +170,10 @@ class WorkloadSection:
     )
     plan_objective: str = choice(
         "cost",
-        'What the per-trial planner (workload.plan = "per_trial") maximises in each trial (docs/model.md#plan): "cost" = '
-        "tokens per dollar, the least cost per output token (a trial's plans share its capex, repairs and idle power and differ "
-        'in tokens/s and dynamic power), so better hardware never costs more per token; "throughput" = the most output '
+        'What the planner maximises (docs/model.md#plan): in each trial (workload.plan = "per_trial"), at the pessimistic inputs '
+        '("quantile"), and in the plans chosen at the median (mcengine roofline, the reshard table); "median" keeps its own rule. '
+        '"cost" = tokens per dollar, the least cost per output token (a trial\'s plans share its capex, repairs and idle power and '
+        'differ in tokens/s and dynamic power), so better hardware never costs more per token; "throughput" = the most output '
         "tokens/s of the instance, whatever the power it draws.",
         ("cost", "throughput"),
     )
