@@ -135,11 +135,21 @@ def best_offset(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, y_steps, 
     for k in range(y_steps):
         y0 = pitch_y_mm * k / y_steps
         counts[k], xs[k] = best_x_offset(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, y0)
-    grid_best = counts.max()
-    ties = np.flatnonzero(counts == grid_best)
-    stride = max(1, ties.size // MAX_POLISH_STARTS)
+    grid_best, n_ties = np.int64(-1), 0
+    for k in range(y_steps):  # (loops, not counts.max() and np.flatnonzero: each compiles a NumPy routine)
+        if counts[k] > grid_best:
+            grid_best, n_ties = counts[k], 0
+        if counts[k] == grid_best:
+            n_ties += 1
+    stride = max(1, n_ties // MAX_POLISH_STARTS)
     best, best_x, best_y = np.int64(-1), 0.0, 0.0
-    for k in ties[::stride]:
+    tie = -1
+    for k in range(y_steps):
+        if counts[k] != grid_best:
+            continue
+        tie += 1
+        if tie % stride != 0:  # every stride-th tie, from the first
+            continue
         n, x0, y0 = counts[k], xs[k], pitch_y_mm * k / y_steps
         for _ in range(polish_rounds):
             # exact y0 for this x0: the x-search with the axes swapped
