@@ -39,7 +39,10 @@ kernel = njit(**_OPTIONS)
 #: Decorator for the samplers an event loop calls per event with arrays (the stream, a
 #: law table): numba inlines them in its own IR, so there is no call and no pair of
 #: reference-count updates per array around it (measured: the life kernel ~15-20%
-#: faster; each inlined helper adds compile time to every kernel that calls it).
+#: faster; each inlined helper adds compile time to every kernel that calls it). Also
+#: for small helpers with one or two callers: inlined, a helper is not compiled on its
+#: own, nor its code linked and optimised again in every caller's module (the fab
+#: kernels' first run: 6.2 -> 5.2 CPU s, 10 MB less memory).
 inline_kernel = njit(inline="always", **_OPTIONS)
 
 #: Decorator for an event loop that allocates nothing (it works on a workspace its

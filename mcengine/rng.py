@@ -323,7 +323,7 @@ def lognormal(st, median, sigma):
     return median * math.exp(sigma * normal(st, 0.0, 1.0)) + 0.0 * st.size
 
 
-@kernel
+@inline_kernel
 def _gamma_ge1(st, shape):
     """Standard gamma, ``shape >= 1``: Marsaglia & Tsang (2000), squeeze + log test."""
     d = shape - 1.0 / 3.0
@@ -356,7 +356,7 @@ def gamma(st, shape, scale):
     return scale * _gamma_ge1(st, shape)
 
 
-@kernel
+@inline_kernel
 def _poisson_inversion(st, lam):
     """Poisson by sequential-search inversion (one uniform per attempt)."""
     p0 = math.exp(-lam)
@@ -370,7 +370,7 @@ def _poisson_inversion(st, lam):
             p *= lam / (k + 1)
 
 
-@kernel
+@inline_kernel
 def _poisson_ptrs(st, lam):
     """Poisson for ``lam >= 10`` by Hörmann's (1993) transformed rejection PTRS."""
     slam = math.sqrt(lam)
@@ -408,7 +408,7 @@ def poisson(st, lam):
     return _poisson_ptrs(st, lam)
 
 
-@kernel
+@inline_kernel
 def _binomial_inversion(st, n, p):
     """Binomial(n, p) by sequential-search inversion (one uniform per attempt)."""
     r = p / (1.0 - p)
@@ -424,7 +424,7 @@ def _binomial_inversion(st, n, p):
             f *= r * (n - k) / (k + 1)
 
 
-@kernel
+@inline_kernel
 def _binomial_btrs(st, n, p):
     """Binomial(n, p), ``p <= 0.5``, ``n * p >= 10``, by Hörmann's (1993) BTRS."""
     nf = np.float64(n)

@@ -125,7 +125,7 @@ def harvest_table(units, spares, n_max):
     return out
 
 
-@kernel
+@inline_kernel
 def wafer_density(st, mean_per_cm2, clustering):
     """Defect density of one wafer: ``Gamma(shape=alpha, scale=D0/alpha)``; ``D0`` if
     ``alpha`` is inf (Poisson) or ``D0 = 0`` (no draw then)."""
@@ -162,7 +162,7 @@ def place_defects(st, n, units, spares, remainder_fraction):
     return True
 
 
-@kernel
+@inline_kernel
 def _positive_poisson(st, mean):
     """Zero-truncated Poisson by rejection with :func:`mcengine.rng.poisson`."""
     while True:
@@ -210,7 +210,7 @@ def outcome_bins(mean, unit_fraction, table, cum, good_end):
     return k
 
 
-@kernel
+@inline_kernel
 def die_good_probability(mean, unit_fraction, table, cum, good_end):
     """Probability that a die with Poisson(``mean``) defects is good: ``sum_n P(N = n)
     f^n S[n]``, from the bins of :func:`outcome_bins` (written into ``cum`` and
@@ -396,13 +396,13 @@ def _wafer_per_die(st, mean, r2_fraction, edge_ratio, unit_fraction, units, spar
     return good, harvested
 
 
-@kernel
+@inline_kernel
 def new_scratch(table):
     """Work space of :func:`wafer_good_dies` for a harvesting table: float64[5, k]."""
     return np.empty((5, max(table.shape[0], 2 * _BRANCHLESS_BINS)), dtype=np.float64)
 
 
-@kernel
+@inline_kernel
 def _flat(edge_ratio, mean):
     """Whether a wafer's dies are alike (flat profile) with a per-die mean ``mean`` that the
     bins of :func:`outcome_bins` serve (below :data:`INVERSION_MAX_MEAN`)."""

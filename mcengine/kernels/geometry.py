@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from mcengine.jit import kernel
+from mcengine.jit import inline_kernel, kernel
 
 #: Distance beside a breakpoint at which a count is evaluated (mm, 0.1 nm): counted
 #: dies clear the circle by about this much, so no count rests on a touching corner.
@@ -42,7 +42,7 @@ CLEARANCE_MM = 1e-7
 MAX_POLISH_STARTS = 16
 
 
-@kernel
+@inline_kernel
 def _row_range(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, x0_mm, y0_mm, j):
     """Column range ``(i_lo, i_hi)`` of whole dies in row ``j``; empty when ``i_hi < i_lo``."""
     y_bottom = y0_mm + j * pitch_y_mm
@@ -55,7 +55,7 @@ def _row_range(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, x0_mm, y0_
     return np.int64(i_lo), np.int64(i_hi)
 
 
-@kernel
+@inline_kernel
 def _row_span(radius_mm, pitch_y_mm, y0_mm):
     """First and last row index that can intersect the disc."""
     return (np.int64(math.floor((-radius_mm - y0_mm) / pitch_y_mm)) - 1,
