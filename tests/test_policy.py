@@ -1,7 +1,7 @@
 """Source-level checks of the kernel policy (one decorator: cache, no GIL, NumPy error model, no fastmath).
 
 * numba's jit decorators are used only in ``mcengine/jit.py``; every other module
-  compiles through ``mcengine.jit.kernel`` / ``inline_kernel`` / ``parallel_kernel``;
+  compiles through ``mcengine.jit.kernel`` / ``inline_kernel`` / ``event_kernel``;
 * ``fastmath`` appears nowhere, except as a word in the docstrings or comments of
   ``jit.py`` (which explain why it is off);
 * no kernel module (``mcengine/kernels/``, ``mcengine/rng.py``) touches NumPy's global
@@ -56,7 +56,7 @@ def test_sources_found():
 def test_jit_decorators_only_in_jit_py(path):
     text = path.read_text(encoding="utf-8")
     hits = [m.group(0) for m in JIT_DECORATORS.finditer(text)]
-    assert not hits, f"{path.name} uses {hits}: use mcengine.jit.kernel / inline_kernel / parallel_kernel"
+    assert not hits, f"{path.name} uses {hits}: use mcengine.jit.kernel / inline_kernel / event_kernel"
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=_ids)

@@ -12,11 +12,10 @@ import math
 import numba
 import numpy as np
 import pytest
-from numba import prange
 from scipy import stats
 
 from mcengine import rng
-from mcengine.jit import kernel, parallel_kernel
+from mcengine.jit import kernel, run_blocks
 
 MASK32 = 0xFFFFFFFF
 
@@ -111,11 +110,16 @@ def _mixed_row(seed, trial, row):
     row[4] = rng.uniform(st)
 
 
-@parallel_kernel
-def _mixed_parallel(seed, n_trials):
-    out = np.empty((n_trials, 5))
-    for i in prange(n_trials):
+@kernel
+def _mixed_block(seed, i0, i1, out):
+    for i in range(i0, i1):
         _mixed_row(seed, i, out[i])
+
+
+def _mixed_blocks(seed, n_trials):
+    """Trials in blocks on threads (run_blocks), as the fab and life drivers run them."""
+    out = np.empty((n_trials, 5))
+    run_blocks(_mixed_block, (seed,), n_trials, (out,))
     return out
 
 
@@ -242,9 +246,9 @@ def test_uniforms_for_trials_and_thread_count_independence():
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        u1, m1 = rng.uniforms_for_trials(99, 2, 3, 1000, 4096), _mixed_parallel(5, 3000)
+        u1, m1 = rng.uniforms_for_trials(99, 2, 3, 1000, 4096), _mixed_blocks(5, 3000)
         numba.set_num_threads(2)
-        u2, m2 = rng.uniforms_for_trials(99, 2, 3, 1000, 4096), _mixed_parallel(5, 3000)
+        u2, m2 = rng.uniforms_for_trials(99, 2, 3, 1000, 4096), _mixed_blocks(5, 3000)
     finally:
         numba.set_num_threads(before)
     assert np.array_equal(u1, u2) and np.array_equal(m1, m2)

@@ -8,7 +8,9 @@ machine the wall time also holds other people's work) and peak resident MB:
 * ``run``: `mcengine run lite-h100` on a few trials (every kernel of the chain: inputs,
   fab, reliability; the roofline and econ stages are NumPy);
 * ``reliability``: the reliability kernels alone (the toy scenario of the
-  ``reliability`` harness).
+  ``reliability`` harness);
+* ``fab``: the input draws and the fab stage alone (`lite-h100`'s production runs and
+  wafer map).
 
 :func:`side_by_side` runs the same probes and the life-kernel rates on this tree and on
 another checkout (``python -m benchmarks compile --against REV``), alternating between
@@ -38,6 +40,13 @@ from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages.reliability import lifetimes
 s = toy_scenario(instances=2, afr=1.0)
 lifetimes(s, draw_inputs(s, 0, 0, 2), 0)
+""",
+    "fab": """
+from mcengine.scenario import load_scenario
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages.fab import production_runs
+s = load_scenario("lite-h100")
+production_runs(s, draw_inputs(s, 0, 0, 16), 0)
 """,
 }
 
@@ -102,7 +111,7 @@ def side_by_side(rev: str, quick: bool = False) -> dict:
         trees = {"before": _checkout(rev, tempfile.mkdtemp(dir=tmp)), "after": ROOT}
         caches = {side: tempfile.mkdtemp(dir=tmp) for side in trees}
         out: dict = {"against": rev, "lifetimes_h100": lifetimes, "repeats": repeats}
-        for probe in ("reliability", "run"):
+        for probe in _PROBES:
             for side, root in trees.items():
                 out.setdefault(side, {})[f"cold_{probe}"] = cold_start(probe, root)
         for side, root in trees.items():  # warm the caches (compile outside the timers)
@@ -119,12 +128,12 @@ def side_by_side(rev: str, quick: bool = False) -> dict:
     a, b = out["after"], out["before"]
     out["ratios"] = {
         **{f"{name} lifetimes/s": a["rates"][name]["lifetimes_per_s"] / b["rates"][name]["lifetimes_per_s"] for name in a["rates"]},
-        **{f"cold {p} cpu_s": a[f"cold_{p}"]["cpu_s"] / b[f"cold_{p}"]["cpu_s"] for p in ("reliability", "run")},
-        **{f"cold {p} peak_mb": a[f"cold_{p}"]["peak_mb"] / b[f"cold_{p}"]["peak_mb"] for p in ("reliability", "run")},
+        **{f"cold {p} cpu_s": a[f"cold_{p}"]["cpu_s"] / b[f"cold_{p}"]["cpu_s"] for p in _PROBES},
+        **{f"cold {p} peak_mb": a[f"cold_{p}"]["peak_mb"] / b[f"cold_{p}"]["peak_mb"] for p in _PROBES},
     }
     return out
 
 
 def run(quick: bool = False) -> dict:
-    """Cold starts of this tree (the first `mcengine run`, and the reliability kernels)."""
-    return {probe: cold_start(probe) for probe in (("reliability",) if quick else ("reliability", "run"))}
+    """Cold starts of this tree (the first `mcengine run`, the reliability kernels, the fab stage)."""
+    return {probe: cold_start(probe) for probe in (("reliability",) if quick else _PROBES)}

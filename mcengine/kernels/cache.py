@@ -12,7 +12,7 @@ from __future__ import annotations
 
 #: The drivers each kind of work calls: (kernel module, function).
 DRIVERS = {
-    "fab": (("fab", "simulate_wafers"),),
+    "fab": (("fab", "_wafer_block"),),
     "reliability": (("life", "_run_block"),),
     "chain": (("fab", "_run_trials"), ("life", "_run_block")),
 }

@@ -71,11 +71,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from mcengine import rng
-from mcengine.jit import kernel, parallel_kernel
-from mcengine.kernels.blocks import run_blocks
+from mcengine.jit import inline_kernel, kernel, run_blocks
 from mcengine.kernels.geometry import die_at
 
 STREAM_WAFER = 0
@@ -127,7 +125,7 @@ def harvest_table(units, spares, n_max):
     return out
 
 
-@kernel
+@inline_kernel
 def wafer_density(st, mean_per_cm2, clustering):
     """Defect density of one wafer: ``Gamma(shape=alpha, scale=D0/alpha)``; ``D0`` if
     ``alpha`` is inf (Poisson) or ``D0 = 0`` (no draw then)."""
@@ -164,7 +162,7 @@ def place_defects(st, n, units, spares, remainder_fraction):
     return True
 
 
-@kernel
+@inline_kernel
 def _positive_poisson(st, mean):
     """Zero-truncated Poisson by rejection with :func:`mcengine.rng.poisson`."""
     while True:
@@ -212,7 +210,7 @@ def outcome_bins(mean, unit_fraction, table, cum, good_end):
     return k
 
 
-@kernel
+@inline_kernel
 def die_good_probability(mean, unit_fraction, table, cum, good_end):
     """Probability that a die with Poisson(``mean``) defects is good: ``sum_n P(N = n)
     f^n S[n]``, from the bins of :func:`outcome_bins` (written into ``cum`` and
@@ -224,9 +222,10 @@ def die_good_probability(mean, unit_fraction, table, cum, good_end):
     return min(p, 1.0)
 
 
-@kernel
+@inline_kernel
 def _edge(cum, n_bins, k):
-    """Bin edge ``k`` (``inf`` past the last bin)."""
+    """Bin edge ``k`` (``inf`` past the last bin); inlined, so its eight constant ``k``
+    are not eight compiled specialisations."""
     return cum[k] if k < n_bins else np.inf
 
 
@@ -397,13 +396,13 @@ def _wafer_per_die(st, mean, r2_fraction, edge_ratio, unit_fraction, units, spar
     return good, harvested
 
 
-@kernel
+@inline_kernel
 def new_scratch(table):
     """Work space of :func:`wafer_good_dies` for a harvesting table: float64[5, k]."""
     return np.empty((5, max(table.shape[0], 2 * _BRANCHLESS_BINS)), dtype=np.float64)
 
 
-@kernel
+@inline_kernel
 def _flat(edge_ratio, mean):
     """Whether a wafer's dies are alike (flat profile) with a per-die mean ``mean`` that the
     bins of :func:`outcome_bins` serve (below :data:`INVERSION_MAX_MEAN`)."""
@@ -447,10 +446,12 @@ def wafer_good_dies(st, density_per_cm2, die_area_cm2, r2_fraction, edge_ratio, 
     return _wafer_per_die(st, mean, r2_fraction, edge_ratio, unit_fraction, units, spares, table)
 
 
-@parallel_kernel
 def simulate_wafers(seed, wafer_start, density, clustering, edge_ratio, unit_fraction,
                     die_area_cm2, r2_fraction, units, spares, table):
-    """Independent wafers ``wafer_start .. wafer_start + n - 1`` (``prange`` over wafers).
+    """Independent wafers ``wafer_start .. wafer_start + n - 1``.
+
+    The wafers run in blocks on threads (:func:`~mcengine.jit.run_blocks`), each block a
+    call of :func:`_wafer_block`; wafer ``w`` draws from its own stream.
 
     Parameters
     ----------
@@ -467,18 +468,30 @@ def simulate_wafers(seed, wafer_start, density, clustering, edge_ratio, unit_fra
     good, harvested, uniforms : int64[n]
         Good dies, good dies with defects, and uniforms drawn, per wafer.
     """
-    n = density.shape[0]
-    good = np.empty(n, dtype=np.int64)
-    harvested = np.empty(n, dtype=np.int64)
-    uniforms = np.empty(n, dtype=np.int64)
-    for i in prange(n):
+    per_wafer = _float_rows(density, clustering, edge_ratio, unit_fraction)
+    outs = tuple(np.empty(per_wafer[0].shape[0], dtype=np.int64) for _ in range(3))
+    args = (np.uint64(seed), np.int64(wafer_start), *per_wafer, float(die_area_cm2), _float_rows(r2_fraction)[0],
+            int(units), int(spares), _float_rows(table)[0])
+    run_blocks(_wafer_block, args, outs[0].shape[0], outs)
+    return outs
+
+
+@kernel
+def _wafer_block(seed, wafer_start, density, clustering, edge_ratio, unit_fraction, die_area_cm2, r2_fraction, units,
+                 spares, table, i0, i1, good, harvested, uniforms):
+    """Wafers ``i0 .. i1 - 1`` of :func:`simulate_wafers`, written to rows ``i0 .. i1 - 1``."""
+    scratch = new_scratch(table)
+    for i in range(i0, i1):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_WAFER, wafer_start + i)
-        scratch = new_scratch(table)
         lam = wafer_density(st, density[i], clustering[i])
         good[i], harvested[i] = wafer_good_dies(
             st, lam, die_area_cm2, r2_fraction, edge_ratio[i], unit_fraction[i], units, spares, table, scratch)
         uniforms[i] = np.int64(st[3])
-    return good, harvested, uniforms
+
+
+def _float_rows(*arrays):
+    """The arrays as contiguous float64 (one compiled specialisation of each driver's kernel)."""
+    return tuple(np.ascontiguousarray(a, dtype=np.float64) for a in arrays)
 
 
 def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fraction, assembly_yield,
@@ -495,9 +508,10 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
     alike given the wafer's density, so the count is Binomial(dies,
     :func:`die_good_probability`): one binomial draw instead of a walk over the dies
     (exact in distribution; the yield study keeps the walk, which also tells the
-    harvested dies apart). Other wafers walk their dies (:func:`wafer_good_dies`).
+    harvested dies apart). Other wafers walk their dies (:func:`_wafer_per_die`, as
+    :func:`wafer_good_dies` does for them).
 
-    The trials run in blocks on threads (:func:`~mcengine.kernels.blocks.run_blocks`),
+    The trials run in blocks on threads (:func:`~mcengine.jit.run_blocks`),
     each block a call of :func:`_run_trials`; trial ``t`` draws from its own stream.
 
     Returns
@@ -505,10 +519,11 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
     wafers, good_dies, packages : int64[n]
         Wafers started, good dies (= assembly attempts), good packages, per trial.
     """
-    n = density.shape[0]
+    per_trial = _float_rows(density, clustering, edge_ratio, unit_fraction, assembly_yield)
+    n = per_trial[0].shape[0]
     outs = tuple(np.empty(n, dtype=np.int64) for _ in range(3))
-    args = (np.uint64(seed), np.int64(trial_start), density, clustering, edge_ratio, unit_fraction, assembly_yield,
-            float(die_area_cm2), r2_fraction, int(units), int(spares), table, int(target_packages), int(max_wafers))
+    args = (np.uint64(seed), np.int64(trial_start), *per_trial, float(die_area_cm2), _float_rows(r2_fraction)[0],
+            int(units), int(spares), _float_rows(table)[0], int(target_packages), int(max_wafers))
     run_blocks(_run_trials, args, n, outs)
     return outs
 
@@ -519,9 +534,9 @@ def _run_trials(seed, trial_start, density, clustering, edge_ratio, unit_fractio
                 wafers, good_dies, packages):
     """Trials ``i0 .. i1 - 1`` of :func:`simulate_runs`, written to rows ``i0 .. i1 - 1``."""
     n_dies = r2_fraction.shape[0]
+    scratch = new_scratch(table)
     for i in range(i0, i1):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_RUN, trial_start + i)
-        scratch = new_scratch(table)
         w = 0
         g_total = 0
         p_total = 0
@@ -530,9 +545,10 @@ def _run_trials(seed, trial_start, density, clustering, edge_ratio, unit_fractio
             mean = lam * die_area_cm2
             if _flat(edge_ratio[i], mean):
                 g = rng.binomial(st, n_dies, die_good_probability(mean, unit_fraction[i], table, scratch[0], scratch[1]))
-            else:
-                g, _ = wafer_good_dies(st, lam, die_area_cm2, r2_fraction, edge_ratio[i], unit_fraction[i],
-                                       units, spares, table, scratch)
+            elif mean <= 0.0:
+                g = n_dies
+            else:  # (what wafer_good_dies does here, without compiling its flat walk, never taken)
+                g, _ = _wafer_per_die(st, mean, r2_fraction, edge_ratio[i], unit_fraction[i], units, spares, table)
             p_total += rng.binomial(st, g, assembly_yield[i])
             g_total += g
             w += 1
@@ -556,7 +572,6 @@ def disc_point(st, radius_mm, edge_ratio):
     return r * math.cos(theta), r * math.sin(theta)
 
 
-@parallel_kernel
 def simulate_wafers_spatial(seed, wafer_start, density, clustering, edge_ratio, unit_fraction, radius_mm,
                             die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, x0_mm, y0_mm, j_first, rows,
                             n_dies, units, spares):
@@ -565,20 +580,34 @@ def simulate_wafers_spatial(seed, wafer_start, density, clustering, edge_ratio, 
     Per wafer: density (gamma mixing), a Poisson count over the usable disc area, each
     defect at :func:`disc_point`, mapped by :func:`mcengine.kernels.geometry.die_at` to
     a whole die or lost (street, edge ring). Then each die's defects are placed into
-    units by :func:`place_defects`. Keeps one count per die, nothing per defect.
+    units by :func:`place_defects`. Keeps one count per die, nothing per defect. The
+    wafers run in blocks on threads (:func:`~mcengine.jit.run_blocks`), each block a
+    call of :func:`_spatial_block`.
 
     Returns
     -------
     good, harvested : int64[n]
     """
-    n = density.shape[0]
-    good = np.empty(n, dtype=np.int64)
-    harvested = np.empty(n, dtype=np.int64)
+    per_wafer = _float_rows(density, clustering, edge_ratio, unit_fraction)
+    outs = tuple(np.empty(per_wafer[0].shape[0], dtype=np.int64) for _ in range(2))
+    grid = (float(radius_mm), float(die_w_mm), float(die_h_mm), float(pitch_x_mm), float(pitch_y_mm), float(x0_mm),
+            float(y0_mm), int(j_first), np.ascontiguousarray(rows, dtype=np.int64), int(n_dies))
+    args = (np.uint64(seed), np.int64(wafer_start), *per_wafer, *grid, int(units), int(spares))
+    run_blocks(_spatial_block, args, outs[0].shape[0], outs)
+    return outs
+
+
+@kernel
+def _spatial_block(seed, wafer_start, density, clustering, edge_ratio, unit_fraction, radius_mm, die_w_mm, die_h_mm,
+                   pitch_x_mm, pitch_y_mm, x0_mm, y0_mm, j_first, rows, n_dies, units, spares, i0, i1, good, harvested):
+    """Wafers ``i0 .. i1 - 1`` of :func:`simulate_wafers_spatial`, written to rows ``i0 .. i1 - 1``."""
     disc_cm2 = math.pi * radius_mm * radius_mm / 100.0
-    for i in prange(n):
+    counts = np.empty(n_dies, dtype=np.int64)
+    for i in range(i0, i1):
         st = rng.new_stream(seed, rng.STAGE_FAB, STREAM_SPATIAL, wafer_start + i)
         lam = wafer_density(st, density[i], clustering[i])
-        counts = np.zeros(n_dies, dtype=np.int64)
+        for d in range(n_dies):
+            counts[d] = 0
         for _ in range(rng.poisson(st, lam * disc_cm2)):
             x, y = disc_point(st, radius_mm, edge_ratio[i])
             d = die_at(x, y, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, x0_mm, y0_mm, j_first, rows)
@@ -594,4 +623,3 @@ def simulate_wafers_spatial(seed, wafer_start, density, clustering, edge_ratio, 
                 h += 1
         good[i] = g
         harvested[i] = h
-    return good, harvested

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from mcengine.jit import kernel
+from mcengine.jit import inline_kernel, kernel
 
 #: Distance beside a breakpoint at which a count is evaluated (mm, 0.1 nm): counted
 #: dies clear the circle by about this much, so no count rests on a touching corner.
@@ -42,7 +42,7 @@ CLEARANCE_MM = 1e-7
 MAX_POLISH_STARTS = 16
 
 
-@kernel
+@inline_kernel
 def _row_range(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, x0_mm, y0_mm, j):
     """Column range ``(i_lo, i_hi)`` of whole dies in row ``j``; empty when ``i_hi < i_lo``."""
     y_bottom = y0_mm + j * pitch_y_mm
@@ -55,7 +55,7 @@ def _row_range(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, x0_mm, y0_
     return np.int64(i_lo), np.int64(i_hi)
 
 
-@kernel
+@inline_kernel
 def _row_span(radius_mm, pitch_y_mm, y0_mm):
     """First and last row index that can intersect the disc."""
     return (np.int64(math.floor((-radius_mm - y0_mm) / pitch_y_mm)) - 1,
@@ -135,11 +135,21 @@ def best_offset(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, y_steps, 
     for k in range(y_steps):
         y0 = pitch_y_mm * k / y_steps
         counts[k], xs[k] = best_x_offset(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, y0)
-    grid_best = counts.max()
-    ties = np.flatnonzero(counts == grid_best)
-    stride = max(1, ties.size // MAX_POLISH_STARTS)
+    grid_best, n_ties = np.int64(-1), 0
+    for k in range(y_steps):  # (loops, not counts.max() and np.flatnonzero: each compiles a NumPy routine)
+        if counts[k] > grid_best:
+            grid_best, n_ties = counts[k], 0
+        if counts[k] == grid_best:
+            n_ties += 1
+    stride = max(1, n_ties // MAX_POLISH_STARTS)
     best, best_x, best_y = np.int64(-1), 0.0, 0.0
-    for k in ties[::stride]:
+    tie = -1
+    for k in range(y_steps):
+        if counts[k] != grid_best:
+            continue
+        tie += 1
+        if tie % stride != 0:  # every stride-th tie, from the first
+            continue
         n, x0, y0 = counts[k], xs[k], pitch_y_mm * k / y_steps
         for _ in range(polish_rounds):
             # exact y0 for this x0: the x-search with the axes swapped

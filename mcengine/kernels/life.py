@@ -167,9 +167,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcengine.jit import event_kernel, inline_kernel, kernel
+from mcengine.jit import event_kernel, inline_kernel, kernel, run_blocks
 from mcengine.kernels._heap import heap_remove, times_pop
-from mcengine.kernels.blocks import run_blocks
 from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_HOST_REPAIR, _EV_REPAIR,
     _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
@@ -1150,7 +1149,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     (:data:`Workspace`) and reuses it for its lifetimes (every lifetime overwrites it).
 
     The blocks run on Python threads, each calling the serial, GIL-free :func:`_run_block`
-    (:func:`~mcengine.kernels.blocks.run_blocks`, not ``prange``: one layer of compiled
+    (:func:`~mcengine.jit.run_blocks`, not ``prange``: one layer of compiled
     calls over the lifetime loop instead of four; the first ``mcengine run`` compiles in
     about a fifth less CPU time, with the fab runs on blocks too).
 

@@ -249,6 +249,29 @@ def test_wafers_identical_at_1_and_2_threads_and_across_chunks():
     assert not np.array_equal(one[0], _wafers(0, 4000, 1, seed=4)[0])
 
 
+def _spatial(start, n, threads):
+    wm = wafer_map(300, 3, *QUARTER, 0.1)
+    d0 = np.linspace(0.05, 0.6, 400)[start:start + n]
+    rho = np.where(np.arange(start, start + n) % 2 == 0, 1.0, 2.5)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        return k.simulate_wafers_spatial(np.uint64(5), start, d0, np.full(n, 3.0), rho, np.full(n, 0.8), wm.radius_mm,
+                                         wm.die_w_mm, wm.die_h_mm, wm.pitch_x_mm, wm.pitch_y_mm, wm.x0_mm, wm.y0_mm,
+                                         wm.j_first, wm.rows, wm.dies, 36, 3)
+    finally:
+        numba.set_num_threads(previous)
+
+
+def test_spatial_twin_identical_at_1_and_2_threads_and_across_chunks():
+    one = _spatial(0, 400, 1)
+    halves = [np.concatenate(parts) for parts in zip(_spatial(0, 150, 2), _spatial(150, 250, 1))]
+    for a, b, c in zip(one, _spatial(0, 400, 2), halves):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+    good, harvested = one
+    assert np.all(harvested <= good) and harvested.sum() > 0 and np.any(good < wafer_map(300, 3, *QUARTER, 0.1).dies)
+
+
 def _runs(start, n, threads):
     wm = wafer_map(300, 3, *QUARTER, 0.1)
     table = k.harvest_table(36, 3, k.TABLE_MAX_DEFECTS)
