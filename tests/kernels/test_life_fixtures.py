@@ -7,7 +7,8 @@ The fixture ``fixtures/life_reference.npz`` was written by this module
 (``python tests/kernels/test_life_fixtures.py --write``) with the kernel of commit
 8ebb93d, and the ``units-*`` cases (hosts as units, classes per NIC, the shipped
 designs since) with the kernel that added them, after checking every other case
-against the file as it was; regenerate it only for a change that is meant to move the
+against the file as it was; the ``units-clocked*`` and ``units-stockout`` cases with the
+kernel of commit 9cc837d; regenerate it only for a change that is meant to move the
 numbers.
 """
 
@@ -34,6 +35,12 @@ OLD_LITE = ('reliability.host_failure="gpus"', "reliability.host_afr=0.07", "rel
             "gsp={afr=0.002, transient_afr=0.005}, network={afr=0.0034, transient_afr=0.0105}, "
             "laser={first_year_fraction=0.01, weibull_shape=2.0}}")
 
+#: Per-unit clocks for every kind of unit: dies and hosts with infant mortality (shape < 1),
+#: the laser modules wearing out, a second module class of its own shape.
+CLOCKED = ("reliability.components.die.weibull_shape=0.7", "reliability.host_weibull_shape=0.8",
+           "reliability.components.laser.weibull_shape=2.0",
+           'reliability.components.laser2={afr=0.002, replace_unit="module"}')
+
 #: name -> (scenarios run in one reliability call, overrides, lifetimes)
 CASES = {
     "h100": (("h100",), OLD_H100, 32),
@@ -57,6 +64,14 @@ CASES = {
     "units-host-stockout": (("lite-h100",), ("cluster.spare_hosts=1", "reliability.repair_hours=400", "reliability.host_afr=0.5"), 12),
     "units-reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", "cluster.spare_hosts=1", 'workload.plan="median"',
                                        'workload.attention="tensor"', "reliability.host_afr=0.5", "reliability.repair_hours=200", *FP8_FIT_EFFICIENCIES), 8),
+    # per-unit clocks everywhere: infant-mortality dies and hosts, two module groups (one
+    # wear-out), alone and as the fast-swap pair (variants parting at a clock armed later)
+    "units-clocked": (("lite-h100",), CLOCKED, 12),
+    "units-clocked-pair": (("lite-h100-2x", "lite-h100-2x-fastswap"), CLOCKED, 8),
+    # modules beside a dry GPU pool, queued repairs and one spare host
+    "units-stockout": (("lite-h100",), ("cluster.spare_gpus=6", "reliability.repair_crews=3", "reliability.repair_hours=400",
+                                        "cluster.spare_hosts=1", "reliability.host_afr=0.3",
+                                        'reliability.components.laser2={afr=0.02, replace_unit="module"}'), 12),
 }
 
 
