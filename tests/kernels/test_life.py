@@ -437,6 +437,13 @@ FAST_PATH_CASES = {
         instances=12, instance_gpus=2, gpus_per_host=4, spare_gpus=3, repair_crews=2, afr=8.0, transient_afr=6.0,
         host_afr=2.0, host_transient_afr=1.0, repair_hours={"law": "exponential", "mean": 150}, swap_hours=2.0,
         restart_hours={"law": "exponential", "mean": 0.5}),
+    "field-replaceable modules (two groups, one wearing out) beside common-cause host failures": dict(
+        instances=8, instance_gpus=4, gpus_per_host=8, spare_gpus=48,
+        components={"die": {"afr": 2.0, "transient_afr": 3.0},
+                    "laser": {"afr": 1.5, "replace_unit": "module"},
+                    "laser2": {"afr": 1.0, "weibull_shape": 2.0, "replace_unit": "module"}},
+        host_afr=2.0, host_transient_afr=2.0, repair_hours={"law": "lognormal", "median": 100, "sigma": 0.6},
+        swap_hours=1.0, restart_hours=0.3),
     "host mode (transient fast path only)": dict(
         instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=8, afr=4.0, transient_afr=6.0, host_afr=2.0,
         host_transient_afr=3.0, replace_unit="host", repair_hours=48.0, swap_hours=1.0, restart_hours=0.2),
