@@ -56,8 +56,9 @@ def life_within(st, scale, shape, u_past):
     """A Weibull life, :func:`~mcengine.rng.weibull_scale`'s draw (one uniform, the same
     arithmetic), or ``inf`` without its log and power when the uniform is below ``u_past``
     (:func:`past_uniform`: the life is past the bound; ``u_past = 0`` computes every life).
-    The same draws either way: a life past the horizon arms no clock, so a lifetime's
-    start draws every unit's life but computes only the few that fall within it."""
+    The same draws either way: a life past the horizon arms no clock, whenever it starts,
+    so a lifetime draws every unit's life but computes only the few that can fall within
+    it (about 1 % of the shipped Lite's 4,096 module lives at its start)."""
     u = uniform(st)
     if u < u_past:
         return np.inf + 0.0 * st.size  # (st lives to the end: see rng.uniform)

@@ -69,10 +69,9 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   the pending host repair completions (an unordered list), ``hwq`` int64[H] the FIFO ring of
 #:   failed hosts waiting for a host, ``hwait_i`` int64[I], ``hwait_f`` float64[I]: hosts an
 #:   instance waits for, and since when;
-#: * ``u_past`` float64[3, K]: per Weibull group, the uniform below which a life drawn at
-#:   ``t = 0`` is past the horizon (:func:`~mcengine.kernels._life_hazard.past_uniform`):
-#:   row ``_PAST_NONE`` zeros (every life computed), ``_PAST_GPU`` a GPU's groups,
-#:   ``_PAST_MODULE`` a module's.
+#: * ``u_past`` float64[2, K]: per Weibull group, the uniform below which a life is past
+#:   the horizon however late it starts (:func:`~mcengine.kernels._life_hazard.past_uniform`
+#:   at the horizon): row ``_PAST_GPU`` a GPU's groups, ``_PAST_MODULE`` a module's.
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
@@ -128,8 +127,8 @@ _N_CAT = 8
 # ---- events by class: by_class[k] (then _K_WEAR + g per GPU Weibull group g)
 _K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR = range(7)
 _N_BY_CLASS = 6
-# ---- rows of u_past: no cut, a GPU's Weibull groups at t = 0, a module's at t = 0
-_PAST_NONE, _PAST_GPU, _PAST_MODULE = 0, 1, 2
+# ---- rows of u_past: a GPU's Weibull groups, a module's
+_PAST_GPU, _PAST_MODULE = 0, 1
 # ---- what the next event is (_next_event)
 _EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON, _EV_HOST_REPAIR = range(5)
 
@@ -353,5 +352,5 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
         np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE), np.empty(a, np.int64),
         np.empty(_N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
         np.empty(n_hrq), np.empty(n_hwq, np.int64),
-        np.zeros(ni, np.int64), np.zeros(ni), np.zeros((3, n_past)),
+        np.zeros(ni, np.int64), np.zeros(ni), np.zeros((2, n_past)),
     )

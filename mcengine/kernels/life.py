@@ -173,7 +173,7 @@ from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_HOST_REPAIR, _EV_REPAIR,
     _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
     _GPU_WEAR, _NIC_FAIL, _NIC_FAULT,
-    _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _PAST_GPU, _PAST_MODULE, _PAST_NONE, _V_EVENTS, _V_INTERRUPTIONS, _arm,
+    _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _PAST_GPU, _PAST_MODULE, _V_EVENTS, _V_INTERRUPTIONS, _arm,
     _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
 )
 from mcengine.kernels._life_hazard import (
@@ -269,7 +269,7 @@ def _start(ws, s, c, lf, wb, n_wb):
     ws.by_class[:] = 0
     ws.hwait_i[:] = 0
     hn = 0
-    u_past = ws.u_past  # the lives past the horizon are drawn, not computed (life_within)
+    u_past = ws.u_past  # lives past the horizon are drawn, not computed (life_within), here and later
     if lf.clocked_g:
         for g in range(n_wb):
             u_past[_PAST_GPU, g] = past_uniform(wb[g, WB_SHAPE], wb[g, WB_SCALE], lf.horizon)
@@ -465,7 +465,7 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     if lf.reshard:
         s.served += _reshard(ws, i, t, 1, lf.relayout_hours)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
-    life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_NONE)
+    life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
     s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + life, lf.horizon)
 
 
@@ -706,11 +706,11 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
             if lf.clocked and s.nv > 1:
                 s.nv = part_at_install(ws.at_g, vids, s.nv, p)
             if lf.clocked_g:
-                life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, _PAST_NONE)
+                life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, _PAST_GPU)
                 s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
             if lf.modular:  # a new GPU comes with a new module
                 s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
-                            ws.at_g[lf.lead, p] + module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_NONE), lf.horizon)
+                            ws.at_g[lf.lead, p] + module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE), lf.horizon)
     s.n_batch = 0
     return True
 
@@ -872,7 +872,7 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
         s.nv = part_at_install(ws.at_g, vids, s.nv, first)
     if lf.clocked_g:
         for p in range(first, end):
-            life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, _PAST_NONE)
+            life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, _PAST_GPU)
             s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
     if c.host_mode and lf.clocked_h:
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x,
@@ -880,7 +880,7 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     if lf.modular:  # a new GPU comes with a new module
         for p in range(first, end):
             s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
-                        ws.at_g[lf.lead, p] + module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_NONE), lf.horizon)
+                        ws.at_g[lf.lead, p] + module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE), lf.horizon)
     if lf.reshard:  # the swap's end gives the slot's GPUs back (a timer; never past the horizon)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + c.hosts + x, ws.at_g[lf.lead, first], lf.horizon)
     if from_wait:
