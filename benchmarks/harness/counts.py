@@ -89,10 +89,11 @@ def _push_repair(rq, s, when):""", str(ws))
 def _copy(rev: str | None, dest: Path) -> None:
     if rev is None:
         shutil.copytree(ROOT / "mcengine", dest / "mcengine", ignore=shutil.ignore_patterns("__pycache__"))
-    else:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "mcengine"], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    (dest / "configs").symlink_to(ROOT / "configs")
+        (dest / "configs").symlink_to(ROOT / "configs")
+        return
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "mcengine", "configs"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
 
 
 def count(rev: str | None = None, scenarios: tuple[str, ...] = ("h100", "lite-h100"), lifetimes: int = LIFETIMES) -> dict:
