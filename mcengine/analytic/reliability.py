@@ -344,12 +344,15 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
                       gpu_perm_rate: float, gpu_transient_rate: float, host_perm_rate: float,
                       host_transient_rate: float, swap_hours: float, restart_hours: float,
                       repair_parts: list[tuple], spare_units: int, unlimited_crews: bool, host_units: bool = False,
-                      host_swap_hours: float = 0.0, nic_perm_rate: float = 0.0, nic_swap_hours: float = 0.0) -> dict:
+                      host_swap_hours: float = 0.0, nic_perm_rate: float = 0.0, nic_swap_hours: float = 0.0,
+                      module_rate: float = 0.0, module_swap_hours: float = 0.0) -> dict:
     """Renewal-theory reference values of a whole cluster (long-run rates, no stock-out).
 
     With ``host_units`` (``reliability.host_failure = "host"``) a host failure costs its
     instances one ``host_swap_hours`` + restart and counts no GPU; a permanent NIC failure
-    (``nic_perm_rate`` per GPU) costs one ``nic_swap_hours`` + restart.
+    (``nic_perm_rate`` per GPU) costs one ``nic_swap_hours`` + restart, and a module failure
+    (``module_rate`` per GPU, docs/model.md#modules) one ``module_swap_hours`` + restart
+    (an ample module pool); neither counts a GPU failure.
 
     Each instance ``i`` sees permanent events at ``Λ_p,i`` and restart-only ones at
     ``Λ_t,i``, counting every host with a GPU of ``i`` (gpu mode: ``n λ_g + Σ λ_h``;
@@ -385,11 +388,13 @@ def cluster_reference(instances: int, instance_gpus: int, gpus_per_host: int, ho
         perm += instance_gpus * gpu_perm_rate
     transient = instance_gpus * gpu_transient_rate + hosts_touched * host_transient_rate
     nic = instance_gpus * nic_perm_rate
+    module = instance_gpus * module_rate
     avail = 1.0 / (1.0 + perm * (swap_hours + restart_hours) + transient * restart_hours
-                   + hostly * (host_swap_hours + restart_hours) + nic * (nic_swap_hours + restart_hours))
+                   + hostly * (host_swap_hours + restart_hours) + nic * (nic_swap_hours + restart_hours)
+                   + module * (module_swap_hours + restart_hours))
     out = {
         "availability_no_stockout": float(avail.mean()),
-        "interruptions_per_year": float(np.sum((perm + transient + hostly + nic) * avail) * HOURS_PER_YEAR),
+        "interruptions_per_year": float(np.sum((perm + transient + hostly + nic + module) * avail) * HOURS_PER_YEAR),
         "failures_per_year": active * (gpu_perm_rate + (0.0 if host_units else host_perm_rate)) * HOURS_PER_YEAR,
     }
     if unlimited_crews:

@@ -28,10 +28,12 @@ from mcengine.rng import STREAM_WORDS
 #: field-replaceable module, and the first module clock id; whether a host failure
 #: takes its host out as a unit (``reliability.host_failure = "host"``), the host pool at
 #: t = 0, GPUs per NIC, and the first reshard timer id of a host swap's end (``h0``, one
-#: per host) and of a NIC swap's end (``n0``, one per NIC).
+#: per host) and of a NIC swap's end (``n0``, one per NIC); the module pool at t = 0
+#: (``spare_modules``; negative: an unlimited stock).
 Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", "host_mode", "hosts",
                                  "instances", "slots", "spares", "crews", "gpus_per_unit", "clock_ids", "reshard",
-                                 "modules", "m0", "host_units", "spare_hosts", "gpus_per_nic", "h0", "n0", "nics"])
+                                 "modules", "m0", "host_units", "spare_hosts", "gpus_per_nic", "h0", "n0", "nics",
+                                 "spare_modules"])
 
 #: A block's workspace (:func:`_workspace`), reused by its lifetimes; each lifetime
 #: overwrites what it reads (``hpos`` is all -1 between lifetimes).
@@ -69,13 +71,19 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   the pending host repair completions (an unordered list), ``hwq`` int64[H] the FIFO ring of
 #:   failed hosts waiting for a host, ``hwait_i`` int64[I], ``hwait_f`` float64[I]: hosts an
 #:   instance waits for, and since when;
+#: * a module pool (``spare_modules >= 0``): ``mrq`` float64[A + spare modules + 1] the FIFO
+#:   ring of the restock arrival times still pending (in order: one lead time after each
+#:   module swap), ``m_at`` float64[A] the end of the module swap a position waits for
+#:   stock for (0: none), ``mwait_f`` float64[I] the end of an instance's latest wait for a module;
+#: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`);
 #: * ``u_past`` float64[2, K]: per Weibull group, the uniform below which a life is past
 #:   the horizon however late it starts (:func:`~mcengine.kernels._life_hazard.past_uniform`
 #:   at the horizon): row ``_PAST_GPU`` a GPU's groups, ``_PAST_MODULE`` a module's.
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
-    "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "u_past"])
+    "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by",
+    "u_past"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -91,22 +99,24 @@ Workspace = namedtuple("Workspace", [
 #: units: ``hrq_min`` the earliest pending host repair, ``host_stockout_hours``
 #: (instance-hours waiting for a host), ``host_pool``, ``hrn`` (host repairs pending),
 #: ``hwq_head``, ``hwq_len`` (hosts waiting), counts ``host_repairs``, ``host_swaps``; and
-#: ``nic_swaps`` (NICs swapped in place).
+#: ``nic_swaps`` (NICs swapped in place); a module pool: ``module_stockout_hours``
+#: (instance-hours waiting for a module), ``mrq_head``, ``mrq_len`` (restocks pending).
 STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served",
-                                                  "hrq_min", "host_stockout_hours")]
+                                                  "hrq_min", "host_stockout_hours", "module_stockout_hours")]
                  + [(name, np.int64) for name in (
                      "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
                      "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
-                     "module_swaps", "host_pool", "hrn", "hwq_head", "hwq_len", "host_repairs", "host_swaps", "nic_swaps")],
+                     "module_swaps", "host_pool", "hrn", "hwq_head", "hwq_len", "host_repairs", "host_swaps", "nic_swaps",
+                     "mrq_head", "mrq_len")],
                  align=True)
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
 #: module groups (``mwb``, ``n_mwb`` used), the re-layout and module swap hours
-#: (:func:`_simulate_one`), the host swap and NIC swap hours.
+#: (:func:`_simulate_one`), the host swap and NIC swap hours, the module restock lead time.
 Lifetime = namedtuple("Lifetime", ["horizon", "host_shape", "host_scale", "lead", "swaps_fixed", "clocked_g",
                                    "clocked_h", "clocked", "crews_free", "fast_paths", "reshard", "modular",
                                    "mwb", "n_mwb", "relayout_hours", "module_swap_hours", "host_swap_hours",
-                                   "nic_swap_hours"])
+                                   "nic_swap_hours", "module_restock_hours"])
 
 # ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i]
 _DOWN, _PENDING = 0, 1
@@ -307,20 +317,15 @@ def _reshard(ws, i, t, lost, relayout_hours):
 
 
 @kernel
-def _overlap(first, end, i, ng):
-    """GPU positions of ``[first, end)`` in instance ``i`` (of ``ng`` GPUs)."""
-    return min(end, (i + 1) * ng) - max(first, i * ng)
-
-
-@kernel
 def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False,
-            host_units=False, spare_hosts=0, gpus_per_nic=1, nic_swaps=False):
+            host_units=False, spare_hosts=0, gpus_per_nic=1, nic_swaps=False, spare_modules=-1):
     """The cluster's structure (:data:`Cluster`). Per-unit clock ids: ``[0, A)`` GPU
     positions, then one per active host, then (reshard) one per slot for the end of its
     swap; then (``modules``) from ``m0`` one per GPU position for its module's failure
     and (reshard) one per position for the end of its module swap; then (reshard) from
     ``h0`` one per host for the end of a host swap (``host_units``) and from ``n0`` one
-    per NIC for the end of a NIC swap (``nic_swaps``)."""
+    per NIC for the end of a NIC swap (``nic_swaps``). ``spare_modules`` < 0: modules
+    come from an unlimited stock."""
     hosts = (active_gpus + gpus_per_host - 1) // gpus_per_host
     slots = hosts if host_mode else active_gpus
     m0 = active_gpus + hosts + (slots if reshard else 0)
@@ -332,7 +337,7 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
     per_unit = gpus_per_host if host_mode else 1
     return Cluster(active_gpus, instance_gpus, gpus_per_host, host_mode, hosts, active_gpus // instance_gpus, slots,
                    spare_units, crews, per_unit, ids, reshard, modules, m0, host_units, spare_hosts, gpus_per_nic, h0, n0,
-                   nics)
+                   nics, spare_modules)
 
 
 @kernel
@@ -342,6 +347,11 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
     a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
     n_hrq = h + c.spare_hosts + 1 if c.host_units else 1  # (computed apart: a call of this many
     n_hwq = h if c.host_units else 1  # arguments may hold no branch, for numba)
+    pooled = c.modules and c.spare_modules >= 0
+    n_mrq = a + c.spare_modules + 1 if pooled else 1  # (at most one wait per position: the pool plus them)
+    n_mat = a if pooled else 1
+    n_mwait = ni if pooled else 1
+    n_lost = a if c.reshard else 1
     return Workspace(
         np.empty((2, a), np.int64), np.empty((2, h), np.int64), np.empty((n_var, a)), np.empty((n_var, h)),
         np.empty((n_var, _N_INST_I, ni), np.int64), np.empty((n_var, _N_INST_F, ni)),
@@ -352,5 +362,7 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
         np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE), np.empty(a, np.int64),
         np.empty(_N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
         np.empty(n_hrq), np.empty(n_hwq, np.int64),
-        np.zeros(ni, np.int64), np.zeros(ni), np.zeros((2, n_past)),
+        np.zeros(ni, np.int64), np.zeros(ni),
+        np.empty(n_mrq), np.zeros(n_mat), np.zeros(n_mwait), np.zeros(n_lost, np.int64),
+        np.zeros((2, n_past)),
     )

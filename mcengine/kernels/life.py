@@ -42,7 +42,10 @@ Model (docs/model.md#reliability; every time in hours, rates per hour)
   one clock per GPU position for its module (the minimum of the module classes'
   Weibull lives), renewed at each module swap and GPU install; a module failure takes
   the GPU's instance down (reshard: the GPU lost) for ``P_MODULE_SWAP_HOURS`` in place,
-  no pool unit, no repair.
+  no repair. With a module pool (``spare_modules`` >= 0, docs/model.md#module-pool) the
+  swap takes a pool module, and the failed one is replaced: a new module is ordered and
+  joins the pool ``P_MODULE_RESTOCK_HOURS`` later (one-for-one base stock); with the pool
+  empty the swap waits, FIFO, for the next restock (:func:`_module_from_pool`).
 * **Host units** (``reliability.host_failure = "host"``, docs/model.md#host-units): a
   permanent host failure takes the host out, not its GPUs: its instances go down, the
   host goes to repair (no crew; a list of completion times, ``ws.hrq``), and a pool host
@@ -181,7 +184,7 @@ from mcengine.kernels._life_workspace import (
     _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
     _GPU_WEAR, _NIC_FAIL, _NIC_FAULT,
     _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _PAST_GPU, _PAST_MODULE, _V_EVENTS, _V_INTERRUPTIONS, _arm,
-    _config, _overlap, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
+    _config, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
 )
 from mcengine.kernels._life_hazard import (
     WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, life_within, module_life, past_uniform, thinned, unit_life, wear_group,
@@ -196,7 +199,8 @@ from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull
 __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST",
     "P_HOST_SHAPE", "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "P_MODULE_SWAP_HOURS", "P_HOST_SWAP_HOURS",
-    "P_LAM_NIC_PERM", "P_NIC_SWAP_HOURS", "P_LAM_NIC_FAULT", "N_PARAMS", "OUT_NIC_FAULTS", "OUT_HOST_STOCKOUT_HOURS", "OUT_HOST_REPAIRS", "OUT_HOST_SWAPS",
+    "P_LAM_NIC_PERM", "P_NIC_SWAP_HOURS", "P_LAM_NIC_FAULT", "P_MODULE_RESTOCK_HOURS", "N_PARAMS",
+    "OUT_MODULE_STOCKOUT_HOURS", "OUT_NIC_FAULTS", "OUT_HOST_STOCKOUT_HOURS", "OUT_HOST_REPAIRS", "OUT_HOST_SWAPS",
     "OUT_NIC_SWAPS", "OUT_NIC_FAILURES",
     "WB_SHAPE", "WB_SCALE", "OUT_AVAILABILITY", "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "N_OUT_F", "OUT_FAILURES",
     "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS", "OUT_PARTED",
@@ -219,13 +223,15 @@ P_HOST_SWAP_HOURS = 9  # host units: time to put a pool host in a failed host's 
 P_LAM_NIC_PERM = 10  # permanent failures per NIC-hour, each NIC swapped in place
 P_NIC_SWAP_HOURS = 11  # time to swap a failed NIC (or its cable, transceiver, switch port) in place
 P_LAM_NIC_FAULT = 12  # transient faults per NIC-hour (restart the NIC's instances)
-N_PARAMS = 13
+P_MODULE_RESTOCK_HOURS = 13  # module pool: lead time of a new module ordered for a failed one
+N_PARAMS = 14
 # ---- outputs: out_f[i, :] and out_i[i, :]
 OUT_AVAILABILITY = 0  # time-averaged fraction of instances up
 OUT_STOCKOUT_HOURS = 1  # instance-hours with a slot waiting for a unit
 OUT_CAPACITY = 2  # time-averaged delivered throughput / full (reshard: degraded service counts)
 OUT_HOST_STOCKOUT_HOURS = 3  # host units: instance-hours waiting for a host
-N_OUT_F = 4
+OUT_MODULE_STOCKOUT_HOURS = 4  # module pool: instance-hours waiting for a module
+N_OUT_F = 5
 OUT_FAILURES = 0  # permanent GPU failures (a host failure counts its GPUs)
 OUT_INTERRUPTIONS = 1  # instance up -> down transitions
 OUT_SWAPS = 2  # units assigned to empty slots
@@ -297,6 +303,7 @@ def _start(ws, s, c, lf, wb, n_wb):
     if lf.reshard:
         ws.rs_k[:] = 0
         ws.rs_f[:, :] = 0.0
+        ws.lost_by[:] = 0
     s.hn = hn
     s.n_g, s.n_h, s.rn, s.wq_head, s.wq_len = c.positions, c.hosts, 0, 0, 0
     s.rq_min, s.rq_heap = np.inf, 0
@@ -305,6 +312,10 @@ def _start(ws, s, c, lf, wb, n_wb):
     s.stockout_hours, s.served = 0.0, 0.0
     s.host_pool, s.hrn, s.hwq_head, s.hwq_len, s.hrq_min, s.host_stockout_hours = c.spare_hosts, 0, 0, 0, np.inf, 0.0
     s.host_repairs, s.host_swaps, s.nic_swaps = 0, 0, 0
+    s.module_stockout_hours, s.mrq_head, s.mrq_len = 0.0, 0, 0
+    if lf.modular and c.spare_modules >= 0:
+        ws.m_at[:] = 0.0
+        ws.mwait_f[:] = 0.0
     lam = _total_rate(ws.rates, s.n_g, s.n_h)
     s.lam = lam
     s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
@@ -426,15 +437,14 @@ def _pick_clock(ws, s, c, lf, laws, t):
         _swap_ends(ws, s, c, lf, ident, t)
         return True
     if lf.modular and ident >= c.m0 + n_pos:  # reshard: a module swap ends, its GPU is back
-        s.served += _reshard(ws, ws.inst_of[ident - c.m0 - n_pos], t, -1, lf.relayout_hours)
+        _lose(ws, s, c, lf, ident - c.m0 - n_pos, ident - c.m0 - n_pos + 1, t, -1)
         return True
     if lf.modular and ident >= c.m0:
         _module_fails(ws, s, c, lf, laws, ident - c.m0, t)
         return True
     if ident >= n_pos + c.hosts:  # reshard: the swap into a slot ends, its GPUs are back
         first, end = _positions(ident - n_pos - c.hosts, c.host_mode, c.gpus_per_host, n_pos)
-        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-            s.served += _reshard(ws, i, t, -_overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+        _lose(ws, s, c, lf, first, end, t, -1)
         return True
     s.events += 1
     if ident < c.positions:
@@ -459,6 +469,22 @@ def _down_for_swap(ws, s, laws, i, t, t_back):
         _install(ws, v, i, t_back)
 
 
+@inline_kernel
+def _lose(ws, s, c, lf, first, end, t, delta):
+    """Reshard: GPU positions ``first .. end - 1`` gain (``delta = 1``) or shed (``-1``) one
+    reason to be out of service (their slot empty or in a swap, a module swap, their host
+    or NIC out; ``ws.lost_by``); each instance's lost GPUs change by those whose reasons
+    rise from or fall to none, so a GPU out for two reasons counts once (:func:`_reshard`:
+    a change of none re-layouts as a fault while short does)."""
+    for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
+        change = 0
+        for p in range(max(first, i * c.instance_gpus), min(end, (i + 1) * c.instance_gpus)):
+            before = ws.lost_by[p]
+            ws.lost_by[p] = before + delta
+            change += (before == 0) - (before + delta == 0)
+        s.served += _reshard(ws, i, t, change, lf.relayout_hours)
+
+
 @event_kernel
 def _module_fails(ws, s, c, lf, laws, p, t):
     """The module of GPU position ``p`` fails at ``t``: the GPU's instance goes down (its
@@ -467,13 +493,42 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     i = ws.inst_of[p]
     s.events += 1
     s.module_swaps += 1
-    t_back = t + lf.module_swap_hours
+    t_back = (_module_from_pool(ws, s, c, lf, p, i, t) if c.spare_modules >= 0 else t) + lf.module_swap_hours
     _down_for_swap(ws, s, laws, i, t, t_back)
     if lf.reshard:
-        s.served += _reshard(ws, i, t, 1, lf.relayout_hours)
+        _lose(ws, s, c, lf, p, p + 1, t, 1)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
     life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
     s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + life, lf.horizon)
+
+
+@inline_kernel
+def _module_from_pool(ws, s, c, lf, p, i, t):
+    """A module for position ``p`` (instance ``i``), failed at ``t``, from the pool
+    (docs/model.md#module-pool): a new one is ordered, in at ``t + module_restock_hours``
+    (one-for-one base stock, Sherbrooke 2004 ch. 2). Stock on hand plus orders pending
+    minus swaps waiting is ``spare_modules`` at all times, so with ``O`` orders pending
+    (this one's included) the swap waits when ``O > spare_modules``, FIFO: for the
+    ``(O - spare_modules)``-th pending order (one lead time for all, so the ring of pending
+    orders is in arrival order). Returns when the module is at hand; a wait is counted in
+    the instance's stock-out hours (instance-hours: overlapping waits once) and, in
+    ``m_at``, delays the module clock of a GPU installed meanwhile (:func:`_slot_refilled`)."""
+    mrq, n = ws.mrq, ws.mrq.size
+    while s.mrq_len > 0 and mrq[s.mrq_head] <= t:  # restocks in by now: to the pool or a waiting swap
+        s.mrq_head = s.mrq_head + 1 if s.mrq_head + 1 < n else 0
+        s.mrq_len -= 1
+    j = s.mrq_head + s.mrq_len
+    mrq[j - n if j >= n else j] = t + lf.module_restock_hours
+    s.mrq_len += 1
+    short = s.mrq_len - c.spare_modules
+    if short <= 0:
+        return t
+    j = s.mrq_head + short - 1
+    t_in = mrq[j - n if j >= n else j]
+    s.module_stockout_hours += max(0.0, min(t_in, lf.horizon) - max(t, ws.mwait_f[i]))
+    ws.mwait_f[i] = max(ws.mwait_f[i], t_in)
+    ws.m_at[p] = t_in + lf.module_swap_hours
+    return t_in
 
 
 @event_kernel
@@ -488,8 +543,10 @@ def _nic_fails(ws, s, c, lf, laws, nic, first, end, t):
     lost = lf.reshard and ws.hpos[ident] < 0
     for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
         _down_for_swap(ws, s, laws, i, t, t_back)
-        if lf.reshard:
-            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus) if lost else 0, lf.relayout_hours)
+        if lf.reshard and not lost:
+            s.served += _reshard(ws, i, t, 0, lf.relayout_hours)
+    if lost:
+        _lose(ws, s, c, lf, first, end, t, 1)
     if lf.reshard:
         if lost or t_back <= lf.horizon:
             s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, ident, t_back, lf.horizon)
@@ -505,8 +562,7 @@ def _swap_ends(ws, s, c, lf, ident, t):
         first, end = _positions(ident - c.n0, True, c.gpus_per_nic, c.positions)
     else:
         first, end = _positions(ident - c.h0, True, c.gpus_per_host, c.positions)
-    for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-        s.served += _reshard(ws, i, t, -_overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+    _lose(ws, s, c, lf, first, end, t, -1)
 
 
 @event_kernel
@@ -529,8 +585,8 @@ def _host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
             v = ws.vids[k]
             _settle(ws, laws, v, i, t)
             _interrupt(ws, v, i, t, False)
-        if lf.reshard:
-            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+    if lf.reshard:
+        _lose(ws, s, c, lf, first, end, t, 1)
     if lf.clocked_h and ws.hpos[c.positions + host] >= 0:  # (its clock: the failure that fired, or a spare one)
         s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + host)
     if s.host_pool > 0:
@@ -715,9 +771,8 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
             if lf.clocked_g:
                 life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, _PAST_GPU)
                 s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
-            if lf.modular:  # a new GPU comes with a new module
-                s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
-                            ws.at_g[lf.lead, p] + module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE), lf.horizon)
+            if lf.modular:
+                _module_installed(ws, s, c, lf, p)
     s.n_batch = 0
     return True
 
@@ -805,10 +860,9 @@ def _slot_empties(ws, s, c, lf, laws, x, t):
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p)
         if lf.modular and lf.reshard and ws.hpos[c.m0 + c.positions + p] >= 0:  # (in a module swap: counted
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p)  # lost already, once)
-            s.served += _reshard(ws, ws.inst_of[p], t, -1, lf.relayout_hours)
+            _lose(ws, s, c, lf, p, p + 1, t, -1)
     if lf.reshard:  # the slot's GPUs leave their instances
-        for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-            s.served += _reshard(ws, i, t, _overlap(first, end, i, c.instance_gpus), lf.relayout_hours)
+        _lose(ws, s, c, lf, first, end, t, 1)
     if c.host_mode and ws.hpos[c.positions + x] >= 0:
         s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x)
     s.repairs += 1
@@ -856,6 +910,15 @@ def _touch_instances(ws, s, laws, i0, i1, t, i_done, hit, fault, waits):
 
 
 @inline_kernel
+def _module_installed(ws, s, c, lf, p):
+    """A new GPU at position ``p`` comes with a new module (or, module pool, the one its
+    position waits for: ``m_at``): its clock armed from the later of the two installs."""
+    t_m = max(ws.at_g[lf.lead, p], ws.m_at[p]) if c.spare_modules >= 0 else ws.at_g[lf.lead, p]
+    life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
+    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_m + life, lf.horizon)
+
+
+@inline_kernel
 def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     """Slot ``x`` is assigned a unit at ``t`` (from the pool, or a repaired one if it was
     out of stock, ``from_wait``): in place after a swap draw (per variant), its clocks
@@ -884,10 +947,9 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     if c.host_mode and lf.clocked_h:
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x,
                     ws.at_h[lf.lead, x] + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
-    if lf.modular:  # a new GPU comes with a new module
+    if lf.modular:  # a new GPU comes with a new module (or the one its position waits for)
         for p in range(first, end):
-            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
-                        ws.at_g[lf.lead, p] + module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE), lf.horizon)
+            _module_installed(ws, s, c, lf, p)
     if lf.reshard:  # the swap's end gives the slot's GPUs back (a timer; never past the horizon)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + c.hosts + x, ws.at_g[lf.lead, first], lf.horizon)
     if from_wait:
@@ -938,6 +1000,7 @@ def _close(ws, s, c, lf, out_f, out_i, row):
         out_f[row, v, OUT_CAPACITY] = 1.0 - (down_hours - s.served) / (n_inst * horizon)  # (down: served = 0)
         out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
         out_f[row, v, OUT_HOST_STOCKOUT_HOURS] = host_stockout_hours
+        out_f[row, v, OUT_MODULE_STOCKOUT_HOURS] = s.module_stockout_hours
         out_i[row, v, OUT_FAILURES] = s.failures
         out_i[row, v, OUT_INTERRUPTIONS] = ws.var_i[_V_INTERRUPTIONS, v]
         out_i[row, v, OUT_SWAPS] = s.swaps
@@ -995,7 +1058,7 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     fast = fast_paths and not c.reshard
     return Lifetime(horizon, host_shape, host_scale, lead, swaps_fixed, clocked_g, clocked_h, clocked, crews_free, fast,
                     c.reshard, modular, mwb, n_mwb, par[P_RESHARD_HOURS], par[P_MODULE_SWAP_HOURS],
-                    par[P_HOST_SWAP_HOURS], par[P_NIC_SWAP_HOURS])
+                    par[P_HOST_SWAP_HOURS], par[P_NIC_SWAP_HOURS], par[P_MODULE_RESTOCK_HOURS])
 
 
 @event_kernel
@@ -1101,7 +1164,7 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
                        capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True,
-                       host_units=False, spare_hosts=0, gpus_per_nic=1):
+                       host_units=False, spare_hosts=0, gpus_per_nic=1, spare_modules=-1):
     """Simulate ``n`` cluster lifetimes of ``V`` variants in blocks on ``numba.get_num_threads()`` threads.
 
     The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
@@ -1168,12 +1231,15 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
         GPU positions one NIC serves (consecutive; they may span instances): a permanent NIC
         failure (``params[i, P_LAM_NIC_PERM]`` per NIC-hour) is swapped in place, a
         transient fault (``P_LAM_NIC_FAULT``) restarts the NIC's instances.
+    spare_modules : int
+        Pool modules at the start (a failed module replaced by a new one
+        ``params[i, P_MODULE_RESTOCK_HOURS]`` later); negative: an unlimited stock.
 
     Returns
     -------
     out_f : float64[n, V, N_OUT_F]
-        Availability, stock-out instance-hours, capacity availability and instance-hours
-        waiting for a host (``OUT_*`` columns).
+        Availability, stock-out instance-hours, capacity availability, instance-hours
+        waiting for a host and for a module (``OUT_*`` columns).
     out_i : int64[n, V, OUT_WEAR_FAILURES + K]
         Counts over the horizon (``OUT_*`` columns), then the events by class: transient
         GPU faults, exponential-class GPU failures, transient host faults, permanent
@@ -1187,7 +1253,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     nic_swaps = n > 0 and params[:, P_LAM_NIC_PERM].max() > 0.0
     shape = np.array([active_gpus, instance_gpus, gpus_per_host, 1 if host_mode else 0, spare_units, crews,
                       1 if reshard else 0, 1 if modules else 0, 1 if host_units else 0, spare_hosts, gpus_per_nic,
-                      1 if nic_swaps else 0], dtype=np.int64)
+                      1 if nic_swaps else 0, spare_modules], dtype=np.int64)
     inst_of = np.arange(int(active_gpus), dtype=np.int64) // int(instance_gpus)  # read by every block
 
     args = (np.uint64(seed), np.int64(trial_start), params, wb, n_wb, mwb, n_mwb, laws, shape, capacity,
@@ -1201,7 +1267,7 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
                i0, i1, out_f, out_i):
     """Lifetimes ``i0 .. i1 - 1`` of :func:`simulate_lifetimes` on one workspace (the
     cluster ``shape``: its six int arguments, then reshard and modules as 0/1, host units
-    0/1, spare hosts, GPUs per NIC, NIC swaps 0/1). A variant that leaves the joint pass runs
+    0/1, spare hosts, GPUs per NIC, NIC swaps 0/1, spare modules). A variant that leaves the joint pass runs
     alone afterwards, from the start, in the order it left.
 
     Called from Python, one thread per block: the only layer of calls over
@@ -1210,7 +1276,7 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
     n_var = laws.shape[1]
     alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled _simulate_one for both calls)
     c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1,
-                shape[8] == 1, shape[9], shape[10], shape[11] == 1)
+                shape[8] == 1, shape[9], shape[10], shape[11] == 1, shape[12])
     ws = _workspace(c, n_var, wb.shape[1], max(wb.shape[1], mwb.shape[1]), inst_of, capacity)
     vids, parted = ws.vids, ws.parted
     for i in range(i0, i1):

@@ -335,6 +335,8 @@ def tornado_figure(doc: dict):
     ax.barh(ys, [b["low"] - base for _, b in bars], left=base, color="C0", label=f"input at its {lo * 100:g}th percentile")
     ax.barh(ys, [b["high"] - base for _, b in bars], left=base, color="C1", alpha=0.8, hatch="//", label=f"input at its {hi * 100:g}th percentile")
     ax.axvline(base, color="k", lw=0.8)
+    ax.ticklabel_format(axis="x", useOffset=False)  # values read as printed: an availability's ppm, not "1e-6+9.998e-1"
+    ax.locator_params(axis="x", nbins=5)  # room for such long tick values side by side
     ax.set_yticks(list(ys), [f"{k}\n{fmt_value(b['input_low'], 3)} → {fmt_value(b['input_high'], 3)}" for k, b in bars], fontsize=8)
     what = (f"median {metric(doc['output']).short}: ratio {doc['ratio_of']} (dimensionless)" if "ratio_of" in doc
             else f"median {metric(doc['output']).axis()}")

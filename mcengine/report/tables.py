@@ -328,6 +328,7 @@ def render_reliability(body: dict):
         ("NIC swaps / year", "nic_swaps_per_year", ",.2f"),
         ("stock-out inst-hours", "stockout_hours", ",.1f"),
         ("host stock-out inst-hours", "host_stockout_hours", ",.1f"),
+        ("module stock-out inst-hours", "module_stockout_hours", ",.1f"),
         ("max failed GPUs", "max_failed_gpus", ",.1f"),
     )
     for label, key, fmt in rows:

@@ -14,7 +14,7 @@ from ..errors import InputError, Problem
 from .dists import Dist, Law
 from .checks import cross_checks
 from .derive import Derivation, resolve, resolve_links
-from .fields import parse_section, spec_of, unknown_keys
+from .fields import AUTO, parse_section, spec_of, unknown_keys
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
 from .sections.fab import FabSection
@@ -78,6 +78,16 @@ class Scenario:
     @property
     def total_gpus(self) -> int:
         return self.active_gpus + self.cluster.spare_gpus
+
+    @property
+    def spare_modules(self) -> int:
+        """The module pool at the start: ``cluster.spare_modules`` (``"auto"`` =
+        ``spare_gpus``, docs/sources.md#rel-module-pool); 0 without a class with
+        ``replace_unit = "module"``."""
+        if not any(comp.replace_unit == "module" for _, comp in self.reliability.components):
+            return 0
+        pool = self.cluster.spare_modules
+        return self.cluster.spare_gpus if pool == AUTO else int(pool)
 
     # ------------------------------------------------------------------ inputs
     def inputs(self) -> dict[str, Dist]:

@@ -18,7 +18,8 @@ Per trial, with that trial's inputs and the other stages' columns:
   ``gpu.dvfs_scale`` and utilisation the roofline's ``busy_fraction``; idle =
   ``gpu.idle_w``, or the TDP when unset (a GPU that always draws its TDP);
 * energy = active GPUs x power x ``econ.pue`` x horizon hours x ``power_usd_per_kwh``;
-* repairs = (GPU and host repairs, NIC swaps) x ``repair_cost_usd`` + module swaps x ``module_cost_usd``;
+* repairs = (GPU and host repairs, NIC swaps) x ``repair_cost_usd`` + (module swaps + the
+  module pool, ``Scenario.spare_modules``) x ``module_cost_usd``;
 * cluster tokens/s = per-instance output tokens/s x instances x availability: the
   instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
   availability (an instance short of GPUs still serves on a smaller layout);
@@ -167,7 +168,7 @@ def plan_power_weight(scenario: Scenario, inputs: TrialInputs, columns: dict[str
     availability = served_availability(scenario, columns)
     idle = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.zeros(inputs.n), availability))
     full = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.ones(inputs.n), availability))
-    fixed = purchase(scenario, inputs, columns)["capex"] + repair_usd(inputs, columns) + idle
+    fixed = purchase(scenario, inputs, columns)["capex"] + repair_usd(inputs, columns, scenario.spare_modules) + idle
     return (full - idle) / fixed
 
 
@@ -197,15 +198,16 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
             "capex_at_cost": total_gpus * (columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost)}
 
 
-def repair_usd(inputs: TrialInputs, columns: dict[str, np.ndarray]) -> np.ndarray:
+def repair_usd(inputs: TrialInputs, columns: dict[str, np.ndarray], spare_modules: int = 0) -> np.ndarray:
     """Repair spend over the horizon: GPU and host repairs and NIC swaps at
     ``econ.repair_cost_usd`` each, and a module swap using up a module
-    (``econ.module_cost_usd``); a reliability column not given (a hand-built block) means
-    none of those events."""
+    (``econ.module_cost_usd``), as does each of the ``spare_modules`` of the module pool
+    bought at the start (docs/model.md#module-pool); a reliability column not given (a
+    hand-built block) means none of those events."""
     years = inputs["run.horizon_years"]
     host_repairs, nic_swaps, module_swaps = (columns.get(k, 0.0) for k in ("host_repairs", "nic_swaps_per_year", "module_swaps_per_year"))
     return ((columns["repairs"] + host_repairs + nic_swaps * years) * inputs["econ.repair_cost_usd"]
-            + module_swaps * years * inputs["econ.module_cost_usd"])
+            + (module_swaps * years + spare_modules) * inputs["econ.module_cost_usd"])
 
 
 def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -225,7 +227,7 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     availability = served_availability(scenario, columns)
     power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
     energy = energy_usd(scenario, inputs, power_w)
-    repairs = repair_usd(inputs, columns)
+    repairs = repair_usd(inputs, columns, scenario.spare_modules)
     total = capex + energy + repairs
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR

@@ -42,7 +42,7 @@ __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "C
 COLUMNS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs", "events", "max_failed_gpus", "module_swaps_per_year", "host_repairs",
-    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year",
+    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year", "module_stockout_hours",
 )
 
 #: What each class reports (per year of horizon), in columns ``CLASS_PREFIX + <class>.<kind>``.
@@ -207,6 +207,7 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     params[:, life.P_HORIZON_HOURS] = inputs["run.horizon_years"] * HOURS_PER_YEAR
     _, mwb, n_mwb, _ = _weibull_groups(scenario, inputs, modules=True)  # field-replaceable module classes
     params[:, life.P_MODULE_SWAP_HOURS] = inputs["reliability.module_swap_hours"]
+    params[:, life.P_MODULE_RESTOCK_HOURS] = inputs["reliability.module_restock_hours"]
     reshard = c.on_failure == "reshard"
     params[:, life.P_RESHARD_HOURS] = inputs["cluster.reshard_hours"] if reshard else 0.0
     # the share of throughput kept with k GPUs lost, from the roofline layout search (reshard only)
@@ -229,7 +230,7 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
         params=params, wb=wb, n_wb=n_wb, mwb=mwb, n_mwb=n_mwb, laws=laws, active_gpus=scenario.active_gpus, instance_gpus=c.instance_gpus,
         gpus_per_host=c.gpus_per_host, host_mode=host_mode, spare_units=spare_units, crews=crews,
         capacity=capacity, reshard=reshard, host_units=host_units, spare_hosts=c.spare_hosts if host_units else 0,
-        gpus_per_nic=c.gpus_per_nic,
+        gpus_per_nic=c.gpus_per_nic, spare_modules=scenario.spare_modules,
     )
 
 
@@ -260,7 +261,9 @@ def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, n
         ``host_swaps_per_year`` (pool or repaired hosts put in failed hosts' places) and
         ``host_stockout_hours`` (instance-hours waiting for a host; not in
         ``stockout_hours``, which counts the waits for GPUs), zero otherwise;
-        ``nic_swaps_per_year`` (failed NICs of ``per = "nic"`` classes swapped in place).
+        ``nic_swaps_per_year`` (failed NICs of ``per = "nic"`` classes swapped in place);
+        ``module_stockout_hours`` (instance-hours a module swap waits for a module from the
+        module pool, docs/model.md#module-pool; not in ``stockout_hours``).
     """
     return lifetimes_of([scenario], [inputs], seed)[0]
 
@@ -401,6 +404,7 @@ def _columns(out_f: np.ndarray, out_i: np.ndarray, inputs: TrialInputs) -> dict[
         "host_swaps_per_year": out_i[:, life.OUT_HOST_SWAPS] / years,
         "host_stockout_hours": out_f[:, life.OUT_HOST_STOCKOUT_HOURS],
         "nic_swaps_per_year": out_i[:, life.OUT_NIC_SWAPS] / years,
+        "module_stockout_hours": out_f[:, life.OUT_MODULE_STOCKOUT_HOURS],
     }
     for name, values in cols.items():
         bad = ~np.isfinite(values)

@@ -22,7 +22,7 @@ from ..units import HOURS_PER_YEAR
 SUMMARY_METRICS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year", "host_repairs_per_year",
-    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year",
+    "host_swaps_per_year", "host_stockout_hours", "nic_swaps_per_year", "module_stockout_hours",
 )
 
 
@@ -65,13 +65,14 @@ def analytic_reference(scenario: Scenario) -> dict:
                     for j, (w, part) in enumerate(repair.parts())]
 
     key = "reliability.components"
-    # (classes with replace_unit = "module" are swapped in place, not failures of a unit: left out)
+    # (classes with replace_unit = "module" are swapped in place, not failures of a unit: interruptions of their own)
     # (classes counted per host or NIC are the host's and the NICs', docs/model.md#per-unit)
     per_gpu = [(name, comp) for name, comp in r.components if comp.per == "gpu"]
     gpu_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in per_gpu if comp.replace_unit != "module") / HOURS_PER_YEAR
     gpu_transient = (sum(comp.count * at(f"{key}.{name}.transient_afr") for name, comp in per_gpu)
                      + sum(comp.count * at(f"{key}.{name}.transient_afr") / c.gpus_per_nic  # (a NIC in one instance)
                            for name, comp in r.components if comp.per == "nic")) / HOURS_PER_YEAR
+    module_rate = sum(comp.count * long_run_afr(name, comp) for name, comp in per_gpu if comp.replace_unit == "module") / HOURS_PER_YEAR
     nic_perm = sum(comp.count * long_run_afr(name, comp) for name, comp in r.components if comp.per == "nic") / c.gpus_per_nic / HOURS_PER_YEAR
     host_mode = r.replace_unit == "host"
     host_rate = (at("reliability.host_afr")
@@ -86,7 +87,8 @@ def analytic_reference(scenario: Scenario) -> dict:
             host_rate, host_transient / HOURS_PER_YEAR,
             law_mean("swap_hours"), law_mean("restart_hours"), repair_parts,
             c.spare_gpus // c.gpus_per_host if host_mode else c.spare_gpus, math.isinf(r.repair_crews),
-            host_units, at("reliability.host_swap_hours") if host_units else 0.0, nic_perm, at("reliability.nic_swap_hours"))
+            host_units, at("reliability.host_swap_hours") if host_units else 0.0, nic_perm, at("reliability.nic_swap_hours"),
+            module_rate, at("reliability.module_swap_hours"))
 
     ref = reference(gpu_perm)
     ref["mean_repair_hours"] = law_mean("repair_hours")

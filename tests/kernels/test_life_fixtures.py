@@ -7,9 +7,11 @@ The fixture ``fixtures/life_reference.npz`` was written by this module
 (``python tests/kernels/test_life_fixtures.py --write``) with the kernel of commit
 8ebb93d, and the ``units-*`` cases (hosts as units, classes per NIC, the shipped
 designs since) with the kernel that added them, after checking every other case
-against the file as it was; the ``units-clocked*`` and ``units-stockout`` cases with the
-kernel of commit 9cc837d; regenerate it only for a change that is meant to move the
-numbers.
+against the file as it was; the ``units-module-*`` cases (the module pool) and every
+case's ``module_stockout_hours`` column likewise, every other column of the file kept
+bit for bit; the ``units-clocked*`` and ``units-stockout`` cases with the kernel of
+commit 27af731 (before lives past the horizon were left uncomputed and modules took the
+fast paths); regenerate it only for a change that is meant to move the numbers.
 """
 
 from __future__ import annotations
@@ -64,11 +66,17 @@ CASES = {
     "units-host-stockout": (("lite-h100",), ("cluster.spare_hosts=1", "reliability.repair_hours=400", "reliability.host_afr=0.5"), 12),
     "units-reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_gpus=8", "cluster.spare_hosts=1", 'workload.plan="median"',
                                        'workload.attention="tensor"', "reliability.host_afr=0.5", "reliability.repair_hours=200", *FP8_FIT_EFFICIENCIES), 8),
+    # module stock-outs: a pool of one laser module, a long restock, lasers failing often
+    "units-module-stockout": (("lite-h100",), ("cluster.spare_modules=1", "reliability.module_restock_hours=2000",
+                                               "reliability.components.laser.afr=0.002"), 12),
+    "units-module-reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_modules=1", 'workload.plan="median"',
+                                              'workload.attention="tensor"', "reliability.module_restock_hours=2000",
+                                              "reliability.components.laser.afr=0.002", *FP8_FIT_EFFICIENCIES), 8),
     # per-unit clocks everywhere: infant-mortality dies and hosts, two module groups (one
     # wear-out), alone and as the fast-swap pair (variants parting at a clock armed later)
     "units-clocked": (("lite-h100",), CLOCKED, 12),
     "units-clocked-pair": (("lite-h100-2x", "lite-h100-2x-fastswap"), CLOCKED, 8),
-    # modules beside a dry GPU pool, queued repairs and one spare host
+    # modules beside a dry GPU pool (and so a module pool of 6), queued repairs and one spare host
     "units-stockout": (("lite-h100",), ("cluster.spare_gpus=6", "reliability.repair_crews=3", "reliability.repair_hours=400",
                                         "cluster.spare_hosts=1", "reliability.host_afr=0.3",
                                         'reliability.components.laser2={afr=0.02, replace_unit="module"}'), 12),

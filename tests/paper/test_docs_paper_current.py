@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The model's numbers in summary.json (provenance, elapsed time and file names are not).
-NUMBERS = ("claims", "frontier", "trials", "seed", "quick")
+NUMBERS = ("claims", "verdict", "frontier", "trials", "seed", "quick")
 
 
 @pytest.mark.slow

@@ -219,8 +219,21 @@ def labels_stay_in_their_panel(fig) -> list[str]:
     return problems
 
 
+def ticks_read_directly(fig) -> list[str]:
+    """No axis shifts its tick values by an offset printed at its end (matplotlib's
+    "1e-6+9.998e-1"): the reader cannot add it in their head, and it lands on the axis title."""
+    _drawn(fig)
+    problems = []
+    for ax in _panels(fig):
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            offset = axis.get_offset_text()
+            if offset.get_visible() and "+" in offset.get_text():
+                problems.append(f"{ax.get_title()!r}: {name} ticks are shifted by the offset {offset.get_text()!r}")
+    return problems
+
+
 CHECKS = (axis_labels_carry_units, texts_balanced, legends_list_every_series, overlaps_flagged, no_text_over_lines,
-          labels_stay_in_their_panel)
+          labels_stay_in_their_panel, ticks_read_directly)
 
 
 def check_figure(fig) -> list[str]:

@@ -48,6 +48,15 @@ def empty_tornado_doc() -> dict:
     return doc
 
 
+def availability_tornado_doc() -> dict:
+    """One input moving an availability near 1 by parts per million (the Lite's laser rate)."""
+    doc = empty_tornado_doc()
+    doc["baseline"] = 0.9998405
+    doc["bars"] = {k: {**b, "low": 0.9998405 + (1.5e-6 if i == 0 else 0.0), "high": 0.9998405 - (1.9e-6 if i == 0 else 0.0),
+                       "swing": 3.4e-6 if i == 0 else 0.0} for i, (k, b) in enumerate(doc["bars"].items())}
+    return doc
+
+
 def sobol_doc() -> dict:
     indices = {"workload.memory_efficiency": {"S1": 0.6, "S1_conf": 0.05, "ST": 0.7, "ST_conf": 0.06},
                "fab.optics_cost_per_gbps_usd": {"S1": 0.2, "S1_conf": 0.04, "ST": 0.25, "ST_conf": 0.05}}
@@ -64,14 +73,15 @@ def command_figures(res) -> dict:
     figs.update(stages.reliability_figures({"scenario": "lite-h100", "lifetimes": 20, **reliability.lifetime_study(load_scenario("lite-h100"), 20, 0)}))
     figs.update(stages.roofline_figures({"scenario": "lite-h100", **roofline.roofline_study(load_scenario("lite-h100"))}))
     for label, doc in (("paired", sweep_doc(False)), ("one", unpaired(sweep_doc(False))), ("paired", sweep_doc(True)),
-                       ("one", unpaired(sweep_doc(True))), ("bars", tornado_doc()), ("empty", empty_tornado_doc()), ("", sobol_doc())):
+                       ("one", unpaired(sweep_doc(True))), ("bars", tornado_doc()), ("empty", empty_tornado_doc()),
+                       ("ppm", availability_tornado_doc()), ("", sobol_doc())):
         figs.update({f"{label}/{k}": f for k, f in sensitivity.sensitivity_figures(doc).items()})
     return figs
 
 
 def test_every_command_figure_reads_right(res):
     figs = command_figures(res)
-    assert len(figs) == 4 + 3 + 2 * (1 + 4) + 2 + 1
+    assert len(figs) == 4 + 3 + 2 * (1 + 4) + 3 + 1
     problems = {name: check_figure(fig) for name, fig in figs.items()}
     assert {k: v for k, v in problems.items() if v} == {}
 

@@ -316,8 +316,8 @@ def test_failures_by_class_add_up_to_the_gpu_failures():
 
 def test_a_field_replaceable_module_is_swapped_in_place():
     """A class with replace_unit = "module" (exponential, λ): its failure takes the GPU out
-    for module_swap_hours s in place, no pool unit, no repair, then a new module. With
-    single-GPU instances and zero restart each alternates Exp(λ) up and s down:
+    for module_swap_hours s in place, no pool unit, no repair, then a new module (restocked
+    at once: no wait for a module). With single-GPU instances and zero restart each alternates Exp(λ) up and s down:
     availability 1/(1 + λ s) (alternating renewal), module swaps N λ a per year."""
     import dataclasses
 
@@ -328,7 +328,8 @@ def test_a_field_replaceable_module_is_swapped_in_place():
     lam_year, swap = 50.0, 20.0
     s = toy_scenario(instances=64, horizon_years=5.0, repair_hours=100.0, swap_hours=3.0,
                      components={"laser": {"afr": lam_year, "replace_unit": "module"}})
-    s = dataclasses.replace(s, reliability=dataclasses.replace(s.reliability, module_swap_hours=Fixed(swap)))
+    s = dataclasses.replace(s, reliability=dataclasses.replace(s.reliability, module_swap_hours=Fixed(swap),
+                                                               module_restock_hours=Fixed(0.0)))
     a = 1 / (1 + lam_year / HOURS_PER_YEAR * swap)
     cols = run_lifetimes(s, 100, seed=2)
     assert_mc(cols["instance_availability"], a)

@@ -147,3 +147,26 @@ def test_bad_combinations_name_the_key():
         with pytest.raises(InputError) as err:
             load_scenario("lite-h100" if "laser" in key else "h100", overrides)
         assert key in str(err.value), (key, str(err.value))
+
+
+def test_reshard_counts_a_gpu_out_for_two_reasons_once():
+    """Reshard (docs/model.md#reshard) with hosts as units of one GPU, 2-GPU instances that
+    serve in full with one GPU lost and nothing with two (capacity 1, 1, 0), zero restart
+    and re-layout: a GPU is out while its host is out (Exp(λ_h) up, s_h out: a share
+    p_h = λ_h s_h / (1 + λ_h s_h)) or its own slot is in a swap (p_g likewise; a GPU fails
+    inside a host that is out too), independently, so out with q = 1 - (1 - p_h)(1 - p_g) and
+    the capacity availability is 1 - q^2. Counted twice, a GPU failing in a host already out
+    would take its instance to 0 (here 1 - 0.181 instead of 1 - 0.130)."""
+    from mcengine.kernels import life
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.reliability import _params, group_arguments
+
+    out_hours, p = 50.0, 0.2
+    afr = p / (1 - p) / out_hours * H  # λ s = p / (1 - p)
+    s = toy_scenario(instances=64, instance_gpus=2, gpus_per_host=1, spare_gpus=128, host_afr=afr, swap_hours=out_hours,
+                     repair_hours=10.0, horizon_years=5.0, components={"die": {"afr": afr}})
+    s = host_units(s, spare_hosts=128, host_swap_hours=out_hours)
+    args = group_arguments([_params(s, draw_inputs(s, 9, 0, 50))])
+    out_f, _ = life.simulate_lifetimes(np.uint64(9), 0, **{**args, "reshard": True, "capacity": np.array([1.0, 1.0, 0.0])})
+    q = 1 - (1 - p) ** 2
+    assert_mc(out_f[:, 0, life.OUT_CAPACITY], 1 - q * q)

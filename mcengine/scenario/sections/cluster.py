@@ -22,6 +22,13 @@ class ClusterSection:
     spare_hosts: int = integer(0, "Hosts in the shared host spare pool (reliability.host_failure = \"host\": a failed host is replaced by one, "
                                    "its GPUs stay; docs/model.md#host-units).", lo=0, hi=2**20,
                                why="a pool larger than the cluster's hosts never runs dry; the kernel keeps one repair entry per host")
+    spare_modules: int | str = integer(AUTO, "Field-replaceable modules (component classes with replace_unit = \"module\": an external laser "
+                                             "source) in the shared module pool; a failed module is replaced by a new one "
+                                             "reliability.module_restock_hours later, a swap with the pool empty waits for it "
+                                             "(docs/model.md#module-pool). \"auto\" = spare_gpus: the GPU pool's share of units "
+                                             "(docs/sources.md#rel-module-pool).", lo=0, hi=2**20, auto_ok=True,
+                                       why="a pool larger than the modules' failures over a lead time never runs dry; the kernel keeps one "
+                                           "pending restock per pool module and GPU")
     gpus_per_nic: int = integer(1, "GPUs one scale-out NIC serves (component classes with per = \"nic\" fail per NIC): HGX H100 one 400 Gb/s "
                                    "ConnectX-7 per GPU (docs/sources.md#rel-per-nic); NIC k serves GPUs k x gpus_per_nic onwards (of one or more instances).",
                                 lo=1, hi=1024, why="a NIC serves GPUs of one host; 1,024 is the largest host")

@@ -38,5 +38,6 @@ class EconSection:
     repair_cost_usd: Dist = number(500.0, "Cost of one repair (parts, labour, logistics): a GPU's, a host's (reliability.host_failure = "
                                           "\"host\") or a NIC swap's.", "USD", **USD)
     module_cost_usd: Dist = number(0.0, "Price of one field-replaceable module (an external laser source) used up by a module swap "
-                                        "(reliability.module_swap_hours); the failed one is scrapped (docs/sources.md#econ-els-module).",
+                                        "(reliability.module_swap_hours) and by each of the module pool (cluster.spare_modules); the failed one is scrapped "
+                                        "(docs/sources.md#econ-els-module).",
                                    "USD", **USD)

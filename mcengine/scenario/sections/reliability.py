@@ -46,8 +46,8 @@ class Component:
     first_year_fraction: Dist | None = number(None, "Share of components failing within their first year in service, F(8,766 h); instead of afr.", **_FRACTION)
     replace_unit: str = choice("unit", "What a permanent failure of this class replaces: \"unit\" (default) or \"gpu\"/\"host\" (the same: "
                                        "reliability.replace_unit's unit from the pool, sent to repair), or \"module\": a field-replaceable "
-                                       "module (a pluggable laser) swapped in place in reliability.module_swap_hours, from an ample module "
-                                       "stock; no pool unit, no repair (docs/model.md#modules).", ("unit", "gpu", "host", "module"))
+                                       "module (a pluggable laser) swapped in place in reliability.module_swap_hours, from the module pool "
+                                       "(cluster.spare_modules); no GPU pool unit, no repair (docs/model.md#modules).", ("unit", "gpu", "host", "module"))
 
     per: str = choice("gpu", "The unit this class is counted per: \"gpu\" (count per GPU package, default), \"host\" (count per host: "
                              "its failures are host failures, its faults host faults) or \"nic\" (count per scale-out NIC of "
@@ -234,6 +234,10 @@ class ReliabilitySection:
     module_swap_hours: Dist = number(0.1, "Time to swap a failed field-replaceable module (a component class with replace_unit = \"module\") in "
                                           "place: a hot-pluggable front-panel laser (ELSFP) comes out in minutes (docs/sources.md#rel-module-swap).",
                                      "hours", **_DURATION)
+    module_restock_hours: Dist = number(672.0, "Lead time of a new field-replaceable module ordered for a failed one (replace_unit = \"module\"; "
+                                               "the failed module is replaced, not repaired): it joins cluster.spare_modules then; a module swap "
+                                               "with the pool empty waits for it. Optical modules ship in 2-4 weeks, 10-16 in a shortage "
+                                               "(docs/sources.md#rel-module-pool).", "hours", **_DURATION)
     host_failure: str = choice("gpus", "What a permanent host failure does: \"gpus\" (each of its GPUs is swapped from the GPU pool and "
                                        "repaired, the host renewed) or \"host\": the host is the unit (replaced from cluster.spare_hosts in "
                                        "host_swap_hours, or it waits for a host repair; the failed host repaired in repair_hours), its GPUs "
