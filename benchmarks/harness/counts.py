@@ -78,7 +78,7 @@ def _push_repair(rq, s, when):""", str(ws))
     s = _replace(s, "s.hn = _arm(", "s.hn = _arm_count(s, ", str(life))
     s = _replace(s, "hn = _arm(ws.hkeys", "hn = _arm_count(s, ws.hkeys", str(life))
     s = re.sub(r"(\n(\s*))s\.hn = heap_remove\(", r"\1s.heap_ops += 1\1s.hn = heap_remove(", s)
-    s = _replace(s, "_config, _overlap,", "_config, _arm_count, _overlap,", str(life))
+    s = _replace(s, "    _config, _", "    _config, _arm_count, _", str(life))
     s = _replace(s, "        kind = _next_event(ws, s, c, lf)\n", "        kind = _next_event(ws, s, c, lf)\n        s.loops += 1\n", str(life))
     s = _replace(s, "    st = ws.st\n    for p in range(c.positions):", "    st = ws.st\n    s.loops, s.heap_ops = 0, 0\n    for p in range(c.positions):", str(life))
     s = _replace(s, "        out_i[row, v, OUT_PARTED] = 0\n", "        out_i[row, v, OUT_PARTED] = s.loops\n"
