@@ -5,6 +5,7 @@ Usage::
     python -m benchmarks [HARNESS ...] [--quick]
     python -m benchmarks compile --against REV [--quick]
     python -m benchmarks instructions [--cases h100 lite lite-pair] [--lifetimes N]
+    python -m benchmarks counts [--against REV]
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
 a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chain``
@@ -15,6 +16,8 @@ errors at equal trials, Sobol' against random inputs); default: all five.
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
 callgrind (use it to judge a kernel change on a machine whose speed varies).
+``counts`` counts the life kernel's loop iterations and heap operations per lifetime
+(an instrumented copy of the package), beside its events; ``--against REV`` also of REV.
 """
 
 from __future__ import annotations
@@ -26,19 +29,21 @@ import sys
 from mcengine.errors import InputError
 
 from .harness import HARNESSES, run_all
-from .harness import compile, instructions
+from .harness import compile, counts, instructions
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("harness", nargs="*", choices=[*HARNESSES, "instructions"], metavar="HARNESS")
+    parser.add_argument("harness", nargs="*", choices=[*HARNESSES, "instructions", "counts"], metavar="HARNESS")
     parser.add_argument("--quick", action="store_true", help="seconds-long version (smoke test)")
     parser.add_argument("--cases", nargs="+", default=list(instructions.CASES), help="instructions: cases to count")
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
-    parser.add_argument("--against", metavar="REV", help="compile: also measure git revision REV, side by side")
+    parser.add_argument("--against", metavar="REV", help="compile, counts: also measure git revision REV, side by side")
     args = parser.parse_args(argv)
     try:
-        if args.against:
+        if "counts" in args.harness:
+            doc = counts.run(args.against)
+        elif args.against:
             doc = compile.side_by_side(args.against, args.quick)
         elif "instructions" in args.harness:
             doc = instructions.run(tuple(args.cases), args.lifetimes)

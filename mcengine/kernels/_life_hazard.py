@@ -9,12 +9,15 @@ Weibull hazard ``h(a) = (k / eta) (a / eta)**(k - 1)`` and cumulative hazard ``H
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mcengine.jit import kernel
-from mcengine.rng import weibull_scale
+from mcengine.rng import uniform
 
-__all__ = ["WB_SHAPE", "WB_SCALE", "hazard", "thinned", "unit_life", "gpu_wear_hazard", "wear_group", "module_life"]
+__all__ = ["WB_SHAPE", "WB_SCALE", "hazard", "thinned", "unit_life", "gpu_wear_hazard", "wear_group", "module_life",
+           "past_uniform", "life_within"]
 
 # ---- Weibull groups of a GPU: wb[g, :] = (shape, scale hours)
 WB_SHAPE = 0
@@ -33,14 +36,44 @@ def thinned(shape, scale, horizon, thin_max):
     return shape >= 1.0 and shape * (horizon / scale) ** shape <= thin_max
 
 
+#: Margins of :func:`past_uniform`, relative and absolute on the cumulative hazard: far
+#: above the rounding of a log, a power and an exp (a few 1e-16), so a uniform below the
+#: cut gives a life past the bound also in floating point (for shapes below 1e5).
+_CUT_REL, _CUT_ABS = 1e-9, 1e-15
+
+
 @kernel
-def unit_life(st, wb, n_wb, wear):
+def past_uniform(shape, scale, bound):
+    """The uniform below which :func:`life_within`'s Weibull life certainly exceeds
+    ``bound`` hours: ``exp(-H)`` with ``H`` the cumulative hazard ``(bound / scale)**shape``
+    raised by the margins ``_CUT_REL``, ``_CUT_ABS`` (the life ``scale * (-log u)**(1/shape)``
+    falls as ``u`` rises). 0 (never cut) when ``bound`` is infinite."""
+    return math.exp(-((bound / scale) ** shape * (1.0 + _CUT_REL) + _CUT_ABS))
+
+
+@kernel
+def life_within(st, scale, shape, u_past):
+    """A Weibull life, :func:`~mcengine.rng.weibull_scale`'s draw (one uniform, the same
+    arithmetic), or ``inf`` without its log and power when the uniform is below ``u_past``
+    (:func:`past_uniform`: the life is past the bound; ``u_past = 0`` computes every life).
+    The same draws either way: a life past the horizon arms no clock, whenever it starts,
+    so a lifetime draws every unit's life but computes only the few that can fall within
+    it (about 1 % of the shipped Lite's 4,096 module lives at its start)."""
+    u = uniform(st)
+    if u < u_past:
+        return np.inf + 0.0 * st.size  # (st lives to the end: see rng.uniform)
+    return scale * (-math.log(u)) ** (1.0 / shape) + 0.0 * st.size
+
+
+@kernel
+def unit_life(st, wb, n_wb, wear, u_past, row):
     """A new unit's time to its first failure among the GPU Weibull groups not thinned
-    (one draw per such group, in group order), and the group that fails then (-1: none)."""
+    (one draw per such group, in group order), and the group that fails then (-1: none, or
+    every life past the bound of ``u_past[row, g]``, :func:`life_within`)."""
     life, group = np.inf, -1
     for g in range(n_wb):
         if wear[g] == 0.0:
-            x = weibull_scale(st, wb[g, WB_SCALE], wb[g, WB_SHAPE])
+            x = life_within(st, wb[g, WB_SCALE], wb[g, WB_SHAPE], u_past[row, g])
             if x < life:
                 life, group = x, g
     return life, group
@@ -72,10 +105,11 @@ def wear_group(wb, n_wb, wear, age, u):
 
 
 @kernel
-def module_life(st, mwb, n_mwb):
+def module_life(st, mwb, n_mwb, u_past, row):
     """A new field-replaceable module's life: the first failure among its Weibull groups
-    (rows of ``mwb``, ``n_mwb`` used; docs/model.md#modules)."""
+    (rows of ``mwb``, ``n_mwb`` used; docs/model.md#modules); ``inf`` if every group's
+    is past the bound of ``u_past[row, g]`` (:func:`life_within`)."""
     life = np.inf
     for g in range(n_mwb):
-        life = min(life, weibull_scale(st, mwb[g, WB_SCALE], mwb[g, WB_SHAPE]))
+        life = min(life, life_within(st, mwb[g, WB_SCALE], mwb[g, WB_SHAPE], u_past[row, g]))
     return life

@@ -75,11 +75,15 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   ring of the restock arrival times still pending (in order: one lead time after each
 #:   module swap), ``m_at`` float64[A] the end of the module swap a position waits for
 #:   stock for (0: none), ``mwait_f`` float64[I] the end of an instance's latest wait for a module;
-#: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`).
+#: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`);
+#: * ``u_past`` float64[2, K]: per Weibull group, the uniform below which a life is past
+#:   the horizon however late it starts (:func:`~mcengine.kernels._life_hazard.past_uniform`
+#:   at the horizon): row ``_PAST_GPU`` a GPU's groups, ``_PAST_MODULE`` a module's.
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
-    "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by"])
+    "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by",
+    "u_past"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -133,6 +137,8 @@ _N_CAT = 8
 # ---- events by class: by_class[k] (then _K_WEAR + g per GPU Weibull group g)
 _K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR = range(7)
 _N_BY_CLASS = 6
+# ---- rows of u_past: a GPU's Weibull groups, a module's
+_PAST_GPU, _PAST_MODULE = 0, 1
 # ---- what the next event is (_next_event)
 _EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON, _EV_HOST_REPAIR = range(5)
 
@@ -335,8 +341,9 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
 
 
 @kernel
-def _workspace(c, n_var, n_groups, inst_of, capacity):
-    """A fresh :data:`Workspace` for ``n_var`` variants and ``n_groups`` Weibull groups."""
+def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
+    """A fresh :data:`Workspace` for ``n_var`` variants, ``n_groups`` Weibull groups of a
+    GPU and ``n_past`` of a GPU or a module (the larger)."""
     a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
     n_hrq = h + c.spare_hosts + 1 if c.host_units else 1  # (computed apart: a call of this many
     n_hwq = h if c.host_units else 1  # arguments may hold no branch, for numba)
@@ -357,4 +364,5 @@ def _workspace(c, n_var, n_groups, inst_of, capacity):
         np.empty(n_hrq), np.empty(n_hwq, np.int64),
         np.zeros(ni, np.int64), np.zeros(ni),
         np.empty(n_mrq), np.zeros(n_mat), np.zeros(n_mwait), np.zeros(n_lost, np.int64),
+        np.zeros((2, n_past)),
     )

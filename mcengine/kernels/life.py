@@ -99,11 +99,18 @@ it is next looked at or at the horizon:
   an exact count (an empty pool, all crews busy, a possible new maximum in repair) and
   at the horizon. (The order among repairs due at once decides no draw: they draw only
   while a repair is queued, and then each is taken off at its own time.)
-* a zero-length swap or restart completes at once.
+* a zero-length swap or restart completes at once;
+* a per-unit **life past the horizon** is drawn (the stream stays where it would be) but
+  not computed: a uniform below ``exp(-H(horizon))`` (with a margin far above rounding,
+  :func:`~mcengine.kernels._life_hazard.past_uniform`) is such a life whenever it
+  starts, and it arms no clock. A lifetime's start draws one life per unit (the shipped
+  Lite's 4,096 laser modules, about 1 % of them within five years), so its cost per
+  unit is a uniform and a compare, not a log and a power.
 
-In the shipped Lite-GPU cluster this leaves about one loop iteration in five of an
-event-by-event simulation (swaps, installs, restarts and repairs need none). Memory
-per lifetime is ``O(GPUs)``, reused across the lifetimes of a block. The counts of
+In the shipped Lite-GPU cluster this leaves about one loop iteration per failure or
+fault: 924 per lifetime for 2,488 events an event-by-event simulation would make (swaps,
+installs, restarts and repairs need none), with 93 operations on the clock heap (the
+modules'). Memory per lifetime is ``O(GPUs)``, reused across the lifetimes of a block. The counts of
 swaps, installs, restarts and repair completions by the horizon are still reported as
 events (``OUT_EVENTS``), as an event-by-event simulation would count them.
 
@@ -148,7 +155,9 @@ Two *fast paths* do what the passes do with less bookkeeping, only when the argu
 crews suffice for all of them (:func:`_gpus_fail_fast`; a host's common-cause failure:
 16 GPUs in the Lite cluster, more than four in five of its failures), and a transient
 fault while nothing waits for a unit or a crew (:func:`_fault_fast`: a fault changes only
-the instances it touches, about two thirds of the loop's events). They make the same
+the instances it touches, about two thirds of the loop's events); modules ride along
+(a failing GPU's module clock stops, its new module's is drawn after its swap, as in
+the passes), reshard never takes them. They make the same
 draws in the same order, so the numbers are those of the passes; the tests run both
 ways and require bit-identical outputs. The loop is an
 :data:`~mcengine.jit.event_kernel`: compiled without numba's reference counting, it
@@ -173,11 +182,11 @@ from mcengine.kernels._life_workspace import (
     STATE, Cluster, Lifetime, Workspace, _DOWN, _DOWN_SINCE, _PENDING, _READY_AT, _EV_CLOCK, _EV_HORIZON, _EV_HOST_REPAIR, _EV_REPAIR,
     _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
     _GPU_WEAR, _NIC_FAIL, _NIC_FAULT,
-    _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _V_EVENTS, _V_INTERRUPTIONS, _arm,
+    _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _PAST_GPU, _PAST_MODULE, _V_EVENTS, _V_INTERRUPTIONS, _arm,
     _config, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, RQ_LIST_AT_MOST, _total_rate, _workspace,
 )
 from mcengine.kernels._life_hazard import (
-    WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, module_life, thinned, unit_life, wear_group,
+    WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, life_within, module_life, past_uniform, thinned, unit_life, wear_group,
 )
 from mcengine.kernels._life_variants import (
     LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, fixed_law, part_at_install, part_on_laws, part_on_liveness,
@@ -272,17 +281,24 @@ def _start(ws, s, c, lf, wb, n_wb):
     ws.by_class[:] = 0
     ws.hwait_i[:] = 0
     hn = 0
+    u_past = ws.u_past  # lives past the horizon are drawn, not computed (life_within), here and later
     if lf.clocked_g:
+        for g in range(n_wb):
+            u_past[_PAST_GPU, g] = past_uniform(wb[g, WB_SHAPE], wb[g, WB_SCALE], lf.horizon)
         for p in range(c.positions):
-            life, ws.clock_group[p] = unit_life(st, wb, n_wb, ws.wear)
+            life, ws.clock_group[p] = unit_life(st, wb, n_wb, ws.wear, u_past, _PAST_GPU)
             hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, p, life, lf.horizon)
     if lf.clocked_h:
+        host_past = past_uniform(lf.host_shape, lf.host_scale, lf.horizon)
         for k in range(c.hosts):
-            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.positions + k, weibull_scale(st, lf.host_scale, lf.host_shape),
-                      lf.horizon)
+            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.positions + k,
+                      life_within(st, lf.host_scale, lf.host_shape, host_past), lf.horizon)
     if lf.modular:
+        for g in range(lf.n_mwb):
+            u_past[_PAST_MODULE, g] = past_uniform(lf.mwb[g, WB_SHAPE], lf.mwb[g, WB_SCALE], lf.horizon)
         for p in range(c.positions):
-            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, module_life(st, lf.mwb, lf.n_mwb), lf.horizon)
+            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, module_life(st, lf.mwb, lf.n_mwb, u_past, _PAST_MODULE),
+                      lf.horizon)
     if lf.reshard:
         ws.rs_k[:] = 0
         ws.rs_f[:, :] = 0.0
@@ -481,7 +497,8 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     if lf.reshard:
         _lose(ws, s, c, lf, p, p + 1, t, 1)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
-    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + module_life(ws.st, lf.mwb, lf.n_mwb), lf.horizon)
+    life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
+    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + life, lf.horizon)
 
 
 @inline_kernel
@@ -706,6 +723,8 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
         p = batch[b]
         if lf.clocked_g and ws.hpos[p] >= 0:
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, p)
+        if lf.modular and ws.hpos[c.m0 + p] >= 0:  # the module goes with its GPU
+            s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p)
         if s.in_repair >= s.max_in_repair and s.rq_min <= t:
             _return_due(ws, s, t)
         s.in_repair += 1
@@ -725,7 +744,7 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
     s.busy += n_batch
     s.pool -= n_batch
     s.swaps += n_batch
-    if lf.swaps_fixed and not lf.clocked_g:  # one install time per variant for the whole batch
+    if lf.swaps_fixed and not (lf.clocked_g or lf.modular):  # one install time per variant for the whole batch
         for k in range(s.nv):
             v = vids[k]
             t_in = t + laws[v * N_LAWS + LAW_SWAP, 0, P1]
@@ -735,7 +754,7 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
                 ws.at_g[v, batch[b]] = t_in
             for m in range(n_hit):
                 _install(ws, v, hit[m], t_in)
-    else:  # each GPU's swap drawn in turn, then its clock if it has one
+    else:  # each GPU's swap drawn in turn, then its clocks if it has them (its module's last)
         for b in range(n_batch):
             p = batch[b]
             i = ws.inst_of[p]
@@ -746,11 +765,13 @@ def _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
                     ws.var_i[_V_EVENTS, v] += 1  # the install
                 ws.at_g[v, p] = t_in
                 _install(ws, v, i, t_in)
+            if lf.clocked and s.nv > 1:
+                s.nv = part_at_install(ws.at_g, vids, s.nv, p)
             if lf.clocked_g:
-                if s.nv > 1:
-                    s.nv = part_at_install(ws.at_g, vids, s.nv, p)
-                life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear)
+                life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, _PAST_GPU)
                 s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
+            if lf.modular:
+                _module_installed(ws, s, c, lf, p)
     s.n_batch = 0
     return True
 
@@ -888,6 +909,15 @@ def _touch_instances(ws, s, laws, i0, i1, t, i_done, hit, fault, waits):
 
 
 @inline_kernel
+def _module_installed(ws, s, c, lf, p):
+    """A new GPU at position ``p`` comes with a new module (or, module pool, the one its
+    position waits for: ``m_at``): its clock armed from the later of the two installs."""
+    t_m = max(ws.at_g[lf.lead, p], ws.m_at[p]) if c.spare_modules >= 0 else ws.at_g[lf.lead, p]
+    life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
+    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_m + life, lf.horizon)
+
+
+@inline_kernel
 def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     """Slot ``x`` is assigned a unit at ``t`` (from the pool, or a repaired one if it was
     out of stock, ``from_wait``): in place after a swap draw (per variant), its clocks
@@ -911,15 +941,14 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
         s.nv = part_at_install(ws.at_g, vids, s.nv, first)
     if lf.clocked_g:
         for p in range(first, end):
-            life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear)
+            life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, _PAST_GPU)
             s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
     if c.host_mode and lf.clocked_h:
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x,
                     ws.at_h[lf.lead, x] + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
     if lf.modular:  # a new GPU comes with a new module (or the one its position waits for)
         for p in range(first, end):
-            t_m = max(ws.at_g[lf.lead, p], ws.m_at[p]) if c.spare_modules >= 0 else ws.at_g[lf.lead, p]
-            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_m + module_life(ws.st, lf.mwb, lf.n_mwb), lf.horizon)
+            _module_installed(ws, s, c, lf, p)
     if lf.reshard:  # the swap's end gives the slot's GPUs back (a timer; never past the horizon)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + c.hosts + x, ws.at_g[lf.lead, first], lf.horizon)
     if from_wait:
@@ -990,8 +1019,8 @@ def _close(ws, s, c, lf, out_f, out_i, row):
 def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     """The lifetime's fixed values (:data:`Lifetime`), its superposed rates per unit and
     thinned hazards (``ws.rates``, ``ws.wear``); the followers that cannot share the
-    pass leave (``ws.state[0].nv``; reshard: every variant runs alone). Reshard and
-    modules take no fast path."""
+    pass leave (``ws.state[0].nv``; reshard: every variant runs alone). Reshard takes
+    no fast path."""
     horizon, host_shape, host_scale = par[P_HORIZON_HOURS], par[P_HOST_SHAPE], par[P_HOST_SCALE]
     rates, wear = ws.rates, ws.wear
     rates[_GPU_FAULT], rates[_GPU_EXP] = par[P_LAM_TRANSIENT_GPU], par[P_LAM_PERM_GPU]
@@ -1025,7 +1054,7 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
     clocked = clocked_g or (c.host_mode and clocked_h) or modular
     crews_free = c.crews >= c.slots + c.spares  # a crew for every unit: no repair ever queues
-    fast = fast_paths and not (c.reshard or modular)
+    fast = fast_paths and not c.reshard
     return Lifetime(horizon, host_shape, host_scale, lead, swaps_fixed, clocked_g, clocked_h, clocked, crews_free, fast,
                     c.reshard, modular, mwb, n_mwb, par[P_RESHARD_HOURS], par[P_MODULE_SWAP_HOURS],
                     par[P_HOST_SWAP_HOURS], par[P_NIC_SWAP_HOURS], par[P_MODULE_RESTOCK_HOURS])
@@ -1064,7 +1093,7 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
         everywhere on entry, and is again on return.
     fast_paths : bool
         Take the fast paths (same numbers; False runs every event through the passes).
-        Reshard and modules never take them.
+        Reshard never takes them.
     out_f, out_i : arrays
         Output rows ``[row, v, OUT_*]``.
 
@@ -1247,7 +1276,7 @@ def _run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, cap
     alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled _simulate_one for both calls)
     c = _config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1,
                 shape[8] == 1, shape[9], shape[10], shape[11] == 1, shape[12])
-    ws = _workspace(c, n_var, wb.shape[1], inst_of, capacity)
+    ws = _workspace(c, n_var, wb.shape[1], max(wb.shape[1], mwb.shape[1]), inst_of, capacity)
     vids, parted = ws.vids, ws.parted
     for i in range(i0, i1):
         lw = laws[i].reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))

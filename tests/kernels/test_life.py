@@ -18,7 +18,8 @@ from mcengine.jit import kernel
 from mcengine.kernels import life
 from mcengine.kernels._heap import heap_remove, heap_set, times_heapify, times_pop, times_push
 from mcengine.kernels.laws import law_part, sample_law
-from mcengine.rng import new_stream
+from mcengine.kernels._life_hazard import life_within, past_uniform
+from mcengine.rng import new_stream, uniform, weibull_scale
 from mcengine.kernels.law_codes import MAX_LAW_PARTS
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import reliability as R
@@ -437,6 +438,13 @@ FAST_PATH_CASES = {
         instances=12, instance_gpus=2, gpus_per_host=4, spare_gpus=3, repair_crews=2, afr=8.0, transient_afr=6.0,
         host_afr=2.0, host_transient_afr=1.0, repair_hours={"law": "exponential", "mean": 150}, swap_hours=2.0,
         restart_hours={"law": "exponential", "mean": 0.5}),
+    "field-replaceable modules (two groups, one wearing out) beside common-cause host failures": dict(
+        instances=8, instance_gpus=4, gpus_per_host=8, spare_gpus=48,
+        components={"die": {"afr": 2.0, "transient_afr": 3.0},
+                    "laser": {"afr": 1.5, "replace_unit": "module"},
+                    "laser2": {"afr": 1.0, "weibull_shape": 2.0, "replace_unit": "module"}},
+        host_afr=2.0, host_transient_afr=2.0, repair_hours={"law": "lognormal", "median": 100, "sigma": 0.6},
+        swap_hours=1.0, restart_hours=0.3),
     "host mode (transient fast path only)": dict(
         instances=8, instance_gpus=2, gpus_per_host=4, spare_gpus=8, afr=4.0, transient_afr=6.0, host_afr=2.0,
         host_transient_afr=3.0, replace_unit="host", repair_hours=48.0, swap_hours=1.0, restart_hours=0.2),
@@ -462,3 +470,46 @@ def test_fast_paths_are_bit_identical_to_the_general_passes(case, thin_max):
     assert fast[1][:, :, life.OUT_FAILURES].sum() > 0 and fast[1][:, :, life.OUT_INTERRUPTIONS].min() > 0
     for a, b in zip(fast, general):
         np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------- lives past the horizon
+
+
+@kernel
+def _lives_both_ways(seed, scale, shape, u_past, n):
+    """``n`` lives of one stream through life_within, and of a copy of it through
+    weibull_scale, with each draw's uniform."""
+    a, b, u = new_stream(seed, 3, 0, 0), new_stream(seed, 3, 0, 0), new_stream(seed, 3, 0, 0)
+    cut, full, us = np.empty(n), np.empty(n), np.empty(n)
+    for j in range(n):
+        cut[j] = life_within(a, scale, shape, u_past)
+        full[j] = weibull_scale(b, scale, shape)
+        us[j] = uniform(u)
+    return cut, full, us
+
+
+@pytest.mark.parametrize("shape, scale, bound", [(1.0, 3.78e6, 43830.0), (2.0, 9.0e6, 43830.0), (0.7, 1.4e6, 43830.0),
+                                                 (0.3, 5e3, 8766.0), (5.0, 5e4, 43830.0), (1.0, 1e30, 43830.0)])
+def test_a_life_cut_at_the_bound_is_past_it_and_the_others_are_the_same_draws(shape, scale, bound):
+    """life_within consumes the same uniform as weibull_scale: below past_uniform's cut the
+    life it would have computed is past the bound (so no clock is armed either way), and
+    every other life is the same bits. Checked on a stream, and on uniforms packed around
+    the cut (its 200 neighbouring doubles each side), where rounding would show."""
+    u_past = past_uniform(shape, scale, bound)
+    cut, full, us = _lives_both_ways(np.uint64(5), scale, shape, u_past, 20_000)
+    skipped = us < u_past
+    assert np.array_equal(cut[~skipped], full[~skipped]) and np.isinf(cut[skipped]).all()
+    assert (full[skipped] > bound).all() and skipped.any()
+    below = [u_past]
+    for _ in range(200):
+        below.append(np.nextafter(below[-1], 0.0))
+    assert (_weibull_at(np.array(below[1:]), scale, shape) > bound).all()
+
+
+@kernel
+def _weibull_at(us, scale, shape):
+    """weibull_scale's arithmetic at given uniforms."""
+    out = np.empty(us.size)
+    for j in range(us.size):
+        out[j] = scale * (-math.log(us[j])) ** (1.0 / shape)
+    return out

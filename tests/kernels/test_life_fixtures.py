@@ -9,7 +9,9 @@ The fixture ``fixtures/life_reference.npz`` was written by this module
 designs since) with the kernel that added them, after checking every other case
 against the file as it was; the ``units-module-*`` cases (the module pool) and every
 case's ``module_stockout_hours`` column likewise, every other column of the file kept
-bit for bit; regenerate it only for a change that is meant to move the numbers.
+bit for bit; the ``units-clocked*`` and ``units-stockout`` cases with the kernel of
+commit 27af731 (before lives past the horizon were left uncomputed and modules took the
+fast paths); regenerate it only for a change that is meant to move the numbers.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ OLD_LITE = ('reliability.host_failure="gpus"', "reliability.host_afr=0.07", "rel
             "reliability.components={die={afr=0.00625, transient_afr=0.011}, hbm={afr=0.002, transient_afr=0.004}, "
             "gsp={afr=0.002, transient_afr=0.005}, network={afr=0.0034, transient_afr=0.0105}, "
             "laser={first_year_fraction=0.01, weibull_shape=2.0}}")
+
+#: Per-unit clocks for every kind of unit: dies and hosts with infant mortality (shape < 1),
+#: the laser modules wearing out, a second module class of its own shape.
+CLOCKED = ("reliability.components.die.weibull_shape=0.7", "reliability.host_weibull_shape=0.8",
+           "reliability.components.laser.weibull_shape=2.0",
+           'reliability.components.laser2={afr=0.002, replace_unit="module"}')
 
 #: name -> (scenarios run in one reliability call, overrides, lifetimes)
 CASES = {
@@ -64,6 +72,14 @@ CASES = {
     "units-module-reshard": (("lite-h100",), ('cluster.on_failure="reshard"', "cluster.spare_modules=1", 'workload.plan="median"',
                                               'workload.attention="tensor"', "reliability.module_restock_hours=2000",
                                               "reliability.components.laser.afr=0.002", *FP8_FIT_EFFICIENCIES), 8),
+    # per-unit clocks everywhere: infant-mortality dies and hosts, two module groups (one
+    # wear-out), alone and as the fast-swap pair (variants parting at a clock armed later)
+    "units-clocked": (("lite-h100",), CLOCKED, 12),
+    "units-clocked-pair": (("lite-h100-2x", "lite-h100-2x-fastswap"), CLOCKED, 8),
+    # modules beside a dry GPU pool (and so a module pool of 6), queued repairs and one spare host
+    "units-stockout": (("lite-h100",), ("cluster.spare_gpus=6", "reliability.repair_crews=3", "reliability.repair_hours=400",
+                                        "cluster.spare_hosts=1", "reliability.host_afr=0.3",
+                                        'reliability.components.laser2={afr=0.02, replace_unit="module"}'), 12),
 }
 
 

@@ -1,0 +1,120 @@
+"""Work per lifetime of the life kernel: loop iterations and heap operations, counted.
+
+The kernel reports ``events`` (failures, faults, installs, restarts and repair
+completions by the horizon, as an event-by-event simulation would count them), not the
+work it does for them. This harness counts that work on a copy of the package: it adds
+two counters to the lifetime's state record of the copy (loop iterations of the event
+loop, operations on the indexed heap of per-unit clocks) and writes them into two output
+columns the measurement reads in place of their own (``OUT_PARTED``,
+``OUT_MAX_FAILED_GPUS``; the copy's other numbers are unchanged). The shipped kernel
+carries no counter. A revision (``python -m benchmarks counts --against REV``, since
+8ebb93d) is counted the same way, from ``git archive``.
+
+A clock-heap operation is an arm that pushes (a clock within the horizon) or a removal.
+Repair completions (one per repair) go to a list, a heap only above a few dozen pending.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from mcengine.errors import InputError, Problem
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Lifetimes counted per scenario (counts per lifetime vary by a few percent between lifetimes).
+LIFETIMES = 64
+SEED = 7
+
+_CHILD = """
+import json, sys
+import numpy as np
+from mcengine.scenario import load_scenario
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages.reliability import _params, group_arguments
+from mcengine.kernels import life
+out = {}
+for name in sys.argv[2:]:
+    s = load_scenario(name)
+    a = group_arguments([_params(s, draw_inputs(s, %d, 0, int(sys.argv[1])))])
+    _, oi = life.simulate_lifetimes(np.uint64(%d), 0, **a)
+    col = lambda k: float(oi[:, 0, k].mean())
+    out[name] = {"events": col(life.OUT_EVENTS), "loop_iterations": col(life.OUT_PARTED),
+                 "clock_heap_ops": col(life.OUT_MAX_FAILED_GPUS), "repairs": col(life.OUT_REPAIRS),
+                 "failures": col(life.OUT_FAILURES), "module_swaps": col(life.OUT_MODULE_SWAPS)}
+print(json.dumps(out))
+""" % (SEED, SEED)
+
+
+def _replace(text: str, old: str, new: str, where: str) -> str:
+    if old not in text:
+        raise InputError(Problem("counts", where, f"a life kernel with {old.strip()!r} to count at (its structure of 9cc837d)"))
+    return text.replace(old, new)
+
+
+def instrument(package: Path) -> None:
+    """Add the counters to the life kernel of the package copy at ``package``."""
+    ws = package / "kernels" / "_life_workspace.py"
+    s = ws.read_text()
+    s = _replace(s, '"module_swaps"', '"module_swaps", "loops", "heap_ops"', str(ws))
+    s = _replace(s, "@inline_kernel\ndef _push_repair(rq, s, when):", """@inline_kernel
+def _arm_count(s, hkeys, hids, hpos, hn, ident, when, horizon):
+    if when <= horizon:
+        s.heap_ops += 1
+    return _arm(hkeys, hids, hpos, hn, ident, when, horizon)
+
+
+@inline_kernel
+def _push_repair(rq, s, when):""", str(ws))
+    ws.write_text(s)
+    life = package / "kernels" / "life.py"
+    s = life.read_text()
+    s = _replace(s, "s.hn = _arm(", "s.hn = _arm_count(s, ", str(life))
+    s = _replace(s, "hn = _arm(ws.hkeys", "hn = _arm_count(s, ws.hkeys", str(life))
+    s = re.sub(r"(\n(\s*))s\.hn = heap_remove\(", r"\1s.heap_ops += 1\1s.hn = heap_remove(", s)
+    s = _replace(s, "    _config, _", "    _config, _arm_count, _", str(life))
+    s = _replace(s, "        kind = _next_event(ws, s, c, lf)\n", "        kind = _next_event(ws, s, c, lf)\n        s.loops += 1\n", str(life))
+    s = _replace(s, "    st = ws.st\n    for p in range(c.positions):", "    st = ws.st\n    s.loops, s.heap_ops = 0, 0\n    for p in range(c.positions):", str(life))
+    s = _replace(s, "        out_i[row, v, OUT_PARTED] = 0\n", "        out_i[row, v, OUT_PARTED] = s.loops\n"
+                 "        out_i[row, v, OUT_MAX_FAILED_GPUS] = s.heap_ops\n", str(life))
+    life.write_text(s)
+
+
+def _copy(rev: str | None, dest: Path) -> None:
+    if rev is None:
+        shutil.copytree(ROOT / "mcengine", dest / "mcengine", ignore=shutil.ignore_patterns("__pycache__"))
+        (dest / "configs").symlink_to(ROOT / "configs")
+        return
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "mcengine", "configs"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+
+
+def count(rev: str | None = None, scenarios: tuple[str, ...] = ("h100", "lite-h100"), lifetimes: int = LIFETIMES) -> dict:
+    """Per lifetime of each scenario: events, loop iterations, clock-heap operations,
+    repairs, failures and module swaps of this tree (``rev`` None) or of git revision ``rev``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree, cache = Path(tmp) / "tree", Path(tmp) / "cache"
+        tree.mkdir()
+        _copy(rev, tree)
+        instrument(tree / "mcengine")
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tree), "NUMBA_CACHE_DIR": str(cache), "NUMBA_NUM_THREADS": "1"}
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(lifetimes), *scenarios], cwd=tree, env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise InputError(Problem("--against", rev or "this tree", f"a tree whose instrumented kernel runs ({done.stderr.strip()[-300:]})"))
+        return json.loads(done.stdout)
+
+
+def run(against: str | None = None) -> dict:
+    """Counts of this tree, and (``against``) of another revision beside it."""
+    out = {"lifetimes": LIFETIMES, "after": count()}
+    if against:
+        out["before"] = count(against)
+    return out
