@@ -10,10 +10,14 @@ each trial's score moves continuously with the inputs, and so does their median,
 
 Coordinates. Each :class:`Assumption` has a plausible range; a world is a point ``z`` of
 the unit box, ``z_i = (value_i - low_i) / (high_i - low_i)`` (a choice among levels:
-``level index / (levels - 1)``, snapped to the nearest level). **The distance** of a
-world from the shipped one is the Euclidean norm of the moves in these units,
-``d = sqrt(sum_i (z_i - z0_i)^2)``: distance 1 is one input moved across its whole
-plausible range (or one choice switched between two levels).
+``level index / (levels - 1)``, snapped to the nearest level; a level may be any value,
+a list of parts included). **The distance** of a world from the shipped one is the
+Euclidean norm of the moves in these units, ``d = sqrt(sum_i m_i^2)``, ``m_i = z_i - z0_i``:
+distance 1 is one input moved across its whole plausible range. The move of a choice
+depends on its kind: an *ordered* choice (levels in a natural order, e.g. nested markup
+scopes) moves ``level steps / (levels - 1)``, so its two ends are 1 apart; a *nominal*
+one (levels without an order, e.g. workload mixes) moves 1 for any change of level and
+0 for none.
 
 Search (bounded: at most ``budget.max_points`` evaluated points per claim, each one a
 paired run of ``budget.trials`` trials):
@@ -49,7 +53,8 @@ import numpy as np
 CHANGED = 0.01
 #: The norm, as every result states it.
 NORM = ("L2: the root-sum-square of each input's move as a share of its plausible range "
-        "(a choice: level steps / (levels - 1)); distance 1 = one input across its whole range")
+        "(an ordered choice: level steps / (levels - 1); a nominal choice: 1 for any change of level); "
+        "distance 1 = one input across its whole range")
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,9 @@ class Assumption:
     """One input the search may move: a scenario key (``A:``/``B:`` prefix = one design
     of the pair; none = both), its shipped value, its plausible range, and where the
     range comes from. ``levels`` makes it a choice among values (``low``/``high``
-    unused); a level may be a label whose meaning the claim's world builder knows.
+    unused); a level may be a label whose meaning the claim's world builder knows, or a
+    tuple (a list of parts). ``ordered``: a choice's levels are in a natural order (a
+    level step moves ``1 / (levels - 1)``); otherwise any change of level moves 1.
     ``integer``: the value is rounded to a whole number (a token count)."""
 
     key: str
@@ -68,10 +75,21 @@ class Assumption:
     levels: tuple = ()
     label: str = ""
     integer: bool = False
+    ordered: bool = True
 
     @property
     def is_choice(self) -> bool:
         return bool(self.levels)
+
+    @property
+    def is_nominal(self) -> bool:
+        return self.is_choice and not self.ordered
+
+    def move(self, z: float, z0: float) -> float:
+        """The move from coordinate ``z0`` to ``z`` in the distance's units (module docstring)."""
+        if self.is_nominal:
+            return 0.0 if self.value(z) == self.value(z0) else 1.0
+        return float(z) - float(z0)
 
     def coordinate(self, value) -> float:
         """The normalised coordinate of ``value`` (its level's position for a choice)."""
@@ -90,12 +108,15 @@ class Assumption:
         out = {"key": self.key, "label": self.label or self.key, "shipped": _plain(self.shipped), "source": self.source}
         if self.is_choice:
             out["levels"] = [_plain(v) for v in self.levels]
+            out["choice"] = "ordered: a level step moves 1 / (levels - 1)" if self.ordered else "nominal: any change of level moves 1"
         else:
             out.update(low=self.low, high=self.high)
         return out
 
 
 def _plain(v):
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
     return float(v) if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) else v
 
 
@@ -160,9 +181,13 @@ class _Evaluator:
     def margin(self, points: Sequence[np.ndarray]) -> list[float]:
         return [upper_median_margin(s, self.threshold) for s in self.run(points)]
 
+    def moves(self, z: np.ndarray, z0: np.ndarray) -> np.ndarray:
+        """Each input's move from ``z0`` to ``z`` (:meth:`Assumption.move`)."""
+        return np.array([a.move(zi, z0i) for a, zi, z0i in zip(self.assumptions, z, z0)])
 
-def distance(z: np.ndarray, z0: np.ndarray) -> float:
-    return float(np.sqrt(np.sum((np.asarray(z) - np.asarray(z0)) ** 2)))
+    def distance(self, z: np.ndarray, z0: np.ndarray) -> float:
+        """The distance of the module docstring: the L2 norm of :meth:`moves`."""
+        return float(np.sqrt(np.sum(self.moves(z, z0) ** 2)))
 
 
 def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], fixed: np.ndarray) -> np.ndarray | None:
@@ -224,11 +249,11 @@ def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple
         base = z0.copy()
         base[choices] = combo
         bases.append(base)
-    for base in sorted(bases, key=lambda b: distance(b, z0)):  # the shipped levels first
-        if distance(base, z0) >= best_d:
+    for base in sorted(bases, key=lambda b: ev.distance(b, z0)):  # the shipped levels first
+        if ev.distance(base, z0) >= best_d:
             continue
         starts = [base] if warm is None else [np.where(np.isin(np.arange(len(z0)), cont), warm, base), base]
-        feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: distance(p, z0))
+        feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: ev.distance(p, z0))
         starts += [np.where(np.isin(np.arange(len(z0)), cont), p, base) for p in feasible[:1]]
         for start in starts:
             try:
@@ -236,20 +261,20 @@ def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple
             except (ValueError, FloatingPointError, np.linalg.LinAlgError):
                 continue
             found = _polish(ev, base, z)
-            if found is not None and distance(found, z0) < best_d:
-                best, best_d = found, distance(found, z0)
+            if found is not None and ev.distance(found, z0) < best_d:
+                best, best_d = found, ev.distance(found, z0)
                 break
     return best
 
 
 def _describe_world(ev: _Evaluator, z0: np.ndarray, z: np.ndarray, frozen: set[int]) -> dict:
     scores = ev.run([z])[0]
-    moves = ev.snapped(z) - z0
+    moves = ev.moves(ev.snapped(z), z0)
     changed = [{**{"key": a.key, "label": a.label or a.key, "shipped": _plain(a.shipped), "value": _plain(a.value(zi))},
                 "move": float(m), "source": a.source}
                for a, zi, m in zip(ev.assumptions, z, moves) if abs(m) >= CHANGED]
     changed.sort(key=lambda c: -abs(c["move"]))
-    return {"distance": distance(ev.snapped(z), z0), "p_holds": float(np.mean(scores >= ev.threshold)),
+    return {"distance": ev.distance(ev.snapped(z), z0), "p_holds": float(np.mean(scores >= ev.threshold)),
             "figure_median": float(np.median(scores)), "changed": changed, "frozen": [ev.assumptions[i].key for i in sorted(frozen)],
             "coordinates": [float(v) for v in ev.snapped(z)]}
 
@@ -262,7 +287,7 @@ def path(ev: _Evaluator, z0: np.ndarray, z1: np.ndarray, steps: int = PATH_STEPS
     shipped world to ``z1`` (a choice switches where the segment passes half a level)."""
     ts = np.linspace(0.0, 1.0, steps + 1)
     scores = ev.run([z0 + t * (z1 - z0) for t in ts])
-    return {"t": [float(t) for t in ts], "distance": [distance(ev.snapped(z0 + t * (z1 - z0)), z0) for t in ts],
+    return {"t": [float(t) for t in ts], "distance": [ev.distance(ev.snapped(z0 + t * (z1 - z0)), z0) for t in ts],
             "p_holds": [float(np.mean(s >= ev.threshold)) for s in scores],
             "median": [float(np.median(s)) for s in scores],
             "p05": [float(np.quantile(s, 0.05, method="nearest")) for s in scores],
@@ -298,7 +323,7 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
         best = max(screen, key=lambda pm: pm[1])
         out["best_screen"] = {"margin": best[1], "p_holds": float(np.mean(ev.run([best[0]])[0] >= threshold)),
                               "feasible_share": float(np.mean([m >= 0 for _, m in screen])),
-                              "distance": distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
+                              "distance": ev.distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
         if shipped["p_holds"] >= 0.5:
             out["worlds"].append({**shipped, "distance": 0.0, "changed": [], "frozen": [], "coordinates": [float(v) for v in z0],
                                   "note": "the claim holds in the shipped world"})
@@ -309,7 +334,7 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
             if z is None:
                 break
             out["worlds"].append({**_describe_world(ev, z0, z, frozen), "points": len(ev.cache) - before})
-            moves = np.abs(ev.snapped(z) - z0)
+            moves = np.abs(ev.moves(ev.snapped(z), z0))
             movers = [int(i) for i in np.argsort(-moves, kind="stable") if int(i) not in frozen and moves[i] >= CHANGED]
             if not movers:
                 break
@@ -320,7 +345,7 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     if ev.cache:
         key = max(ev.cache, key=lambda k: upper_median_margin(ev.cache[k], threshold))
         s = ev.cache[key]
-        out["best_seen"] = {"distance": distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
+        out["best_seen"] = {"distance": ev.distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
                             "figure_median": float(np.median(s)), "margin": upper_median_margin(s, threshold),
                             "coordinates": [float(v) for v in key]}
     ev.extra = PATH_STEPS + 1  # the figure's path is drawn even when the search spent its budget
