@@ -32,6 +32,40 @@ def test_fp8_halves_the_bytes_and_doubles_the_peak():
     assert s.gpu.peak_tflops.median() == pytest.approx(2 * 989.4)
 
 
+def test_a_markup_scope_keeps_the_h100s_price():
+    """Each scope comes with the markup re-fitted so that the H100's median price
+    (markup x the parts in scope + the rest at cost) stays the shipped one."""
+    from mcengine.studies.fab import analytic_at_median
+
+    h100 = scenario("h100")
+    parts = analytic_at_median(h100)["cost_parts"]
+
+    def price(markup, scope):
+        return sum(v * (markup if p in scope else 1.0) for p, v in parts.items())
+
+    shipped = price(12.625, ("die", "packaging", "test"))
+    assert worlds.markup_for_scope(h100.econ.markup_applies_to) == pytest.approx(h100.econ.gpu_markup.median())
+    for scope in worlds.MARKUP_SCOPES:
+        assert price(worlds.markup_for_scope(scope), scope) == pytest.approx(shipped, rel=1e-12)
+    s = worlds.moved(scenario("lite-h100-2x"), "die", {worlds.MARKUP_KEY: ("die",)})
+    m = worlds.markup_for_scope(("die",))
+    assert s.econ.markup_applies_to == ("die",) and m > 60
+    assert (s.econ.gpu_markup.low, s.econ.gpu_markup.high) == pytest.approx((10.5 * m / 12.625, 14.75 * m / 12.625))
+
+
+def test_a_mix_level_sets_its_studys_classes_and_a_domain_its_size():
+    s = worlds.moved(scenario("lite-h100-2x"), "mix", {worlds.MIX_KEY: "mix-reasoning", worlds.DOMAIN_KEY: 16})
+    classes = dict(s.workload.classes)
+    assert set(classes) == {"conversation", "reasoning"} and classes["reasoning"].output_tokens == 4096
+    assert s.cluster.scale_up_domain_gpus == 16
+    same = worlds.moved(scenario("lite-h100-2x"), "none", {worlds.MIX_KEY: worlds.NO_MIX})
+    assert not same.workload.classes
+    pair = worlds.CLAIM_WORLDS["verdict"].pair()
+    levels = {a.key: a for a in worlds.CLAIM_WORLDS["verdict"].assumptions(pair) if a.is_choice}
+    assert levels["B:" + worlds.DOMAIN_KEY].shipped == 32 and levels[worlds.MIX_KEY].shipped == worlds.NO_MIX
+    assert levels[worlds.MIX_KEY].is_nominal and not levels[worlds.MARKUP_KEY].is_nominal
+
+
 def test_a_world_splits_by_design():
     a, b = worlds.split({"A:x": 1, "B:x": 2, "y": 3})
     assert a == {"x": 1, "y": 3} and b == {"x": 2, "y": 3}
