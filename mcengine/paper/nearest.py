@@ -301,14 +301,15 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     ``score(worlds)`` takes a list of worlds (``{key: value}`` for every assumption) and
     returns each one's per-trial scores, the same trials at every world. Returns
     ``{"norm", "budget", "assumptions", "shipped", "worlds": [...], "found",
-    "best_screen", "path", "points", "budget_spent", "elapsed_s"}``; each world has its
+    "best_screen", "path", "points", "budget_spent", "elapsed_s", "cpu_s"}`` (wall and
+    this process's CPU seconds); each world has its
     ``distance``, ``p_holds``, ``figure_median``, ``changed`` inputs (key, shipped, value,
     signed move as a share of the range, source), and the ``frozen`` inputs. ``path``:
     the score along the segment to the nearest world (or, when none reaches the claim,
     to the evaluated point nearest to reaching it, ``best_seen``; ``path_to`` says which)."""
     from scipy.stats import qmc
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     assumptions = list(assumptions)
     ev = _Evaluator(assumptions, score, threshold, budget)
     z0 = np.array([a.coordinate(a.shipped) for a in assumptions])
@@ -357,5 +358,5 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     except _Spent:
         out["budget_spent"] = True
     out["points"] = len(ev.cache)
-    out["elapsed_s"] = time.perf_counter() - start
+    out["elapsed_s"], out["cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
     return out

@@ -124,6 +124,18 @@ def test_collectives_at_full_power_by_hand():
     assert np.allclose(readings.joules_collectives_at_full_power(cols, s), cols["energy_j_per_token"] * full / cols["gpu_power_w"])
 
 
+def test_collectives_at_link_power_by_hand():
+    """The 2x Lite's links: 7.5 pJ/bit x 8 x 225 GB/s = 13.5 W (its TDP's link share,
+    184 - 170.5 W), drawn while the GPU waits (1 - busy) and is up."""
+    s = scenario("lite-h100-2x")
+    assert readings.link_watts(s) == pytest.approx(13.5) == pytest.approx(s.gpu.tdp_w.median() - 170.5)
+    cols = {"busy_fraction": np.array([1.0, 0.6]), "availability": np.array([1.0, 0.5]),
+            "gpu_power_w": np.array([100.0, 50.0]), "energy_j_per_token": np.array([2.0, 3.0])}
+    want = cols["energy_j_per_token"] * (cols["gpu_power_w"] + 13.5 * np.array([0.0, 0.4 * 0.5])) / cols["gpu_power_w"]
+    assert np.allclose(readings.joules_links_during_collectives(cols, s), want)
+    assert readings.link_watts(scenario("h100")) == pytest.approx(18.0)
+
+
 def _linear_claim() -> dict:
     asm = (Assumption("x", 1.0, 0.0, 4.0, "assumed"), Assumption("y", 0.3, 0.0, 1.0, "assumed"))
     nearest = nearest_worlds(asm, lambda ws: [0.5 * w["x"] + w["y"] + np.linspace(-0.2, 0.2, 16) for w in ws], 2.0,
