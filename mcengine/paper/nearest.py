@@ -32,7 +32,10 @@ paired run of ``budget.trials`` trials):
    batch.
 3. *Polish*: along the ray from the shipped world through the optimum, the smallest
    step where ``g >= 0``, by two rounds of a grid of ``budget.ray_points`` (one batch
-   each), so the reported world is an evaluated one with ``P(holds) >= 0.5``.
+   each), so the reported world is an evaluated one with ``P(holds) >= 0.5``. Where
+   SLSQP stopped short and that ray never reaches ``g >= 0``, one linearised step from
+   where it stopped (along ``g``'s gradient to its zero) gives the ray its direction,
+   or else the start (a feasible screen point reaches).
 
 The second and third nearest worlds are the nearest ones with the first world's largest
 move frozen at its shipped value, then with the first and second worlds' largest moves
@@ -190,11 +193,33 @@ class _Evaluator:
         return float(np.sqrt(np.sum(self.moves(z, z0) ** 2)))
 
 
+def _gradient(ev: _Evaluator, z: np.ndarray, free: list[int]) -> tuple[float, np.ndarray]:
+    """``g`` at ``z`` and its gradient over the ``free`` coordinates by forward differences
+    of ``budget.step`` (backwards at the box's top), evaluated as one batch."""
+    h = ev.budget.step
+    steps = [h if z[i] + h <= 1.0 else -h for i in free]
+    m = ev.margin([z] + [z + s * np.eye(len(z))[i] for i, s in zip(free, steps)])
+    return m[0], np.array([(m[k + 1] - m[0]) / steps[k] for k in range(len(free))])
+
+
+def _linearised(ev: _Evaluator, z: np.ndarray, free: list[int]) -> np.ndarray | None:
+    """The nearest point of ``g``'s linearisation at ``z``, ``z + max(0, -g) grad / |grad|^2``
+    over the ``free`` coordinates (clipped to the box); None where ``g`` is flat. Where
+    SLSQP stops short of ``g >= 0`` (its line search on a median of trials can stall),
+    this step and the ray through it cost one gradient (often cached) and two ray grids."""
+    m, grad = _gradient(ev, z, free)
+    if m >= 0:
+        return z
+    if not np.any(grad):
+        return None
+    out = z.copy()
+    out[free] = np.clip(z[free] - m / float(grad @ grad) * grad, 0.0, 1.0)
+    return out
+
+
 def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], fixed: np.ndarray) -> np.ndarray | None:
     """SLSQP over the ``free`` coordinates (others as in ``fixed``): min d^2 s.t. g >= 0."""
     from scipy.optimize import minimize
-
-    h = ev.budget.step
 
     def full(u):
         z = fixed.copy()
@@ -205,11 +230,7 @@ def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], f
         return ev.margin([full(u)])[0]
 
     def g_jac(u):
-        z = full(u)
-        steps = [h if z[i] + h <= 1.0 else -h for i in free]
-        pts = [z] + [z + s * np.eye(len(z))[i] for i, s in zip(free, steps)]
-        m = ev.margin(pts)
-        return np.array([(m[k + 1] - m[0]) / steps[k] for k in range(len(free))])
+        return _gradient(ev, full(u), free)[1]
 
     res = minimize(lambda u: float(np.sum((u - z0[free]) ** 2)), start[free], jac=lambda u: 2.0 * (u - z0[free]), method="SLSQP",
                    bounds=[(0.0, 1.0)] * len(free), constraints=[{"type": "ineq", "fun": g, "jac": g_jac}],
@@ -261,6 +282,10 @@ def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple
             except (ValueError, FloatingPointError, np.linalg.LinAlgError):
                 continue
             found = _polish(ev, base, z)
+            if found is None and cont:  # SLSQP stopped short: a linearised step, then the start itself, as the ray's direction
+                step = _linearised(ev, z, cont)
+                found = _polish(ev, base, step) if step is not None else None
+                found = _polish(ev, base, start) if found is None else found
             if found is not None and ev.distance(found, z0) < best_d:
                 best, best_d = found, ev.distance(found, z0)
                 break

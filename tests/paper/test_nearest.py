@@ -164,3 +164,27 @@ def test_an_ordered_choice_of_lists_moves_by_level_steps():
     nominal, score = _scope_claim(levels, {levels[1]: 1.2, levels[2]: 1.5}, ordered=False)
     first = nearest_worlds(nominal, score, threshold, Budget(screen=16))["worlds"][0]
     assert d_star * (1 - 1e-9) <= first["distance"] <= d_star * (1 + TOLERANCE)
+
+
+def test_a_plateaued_score_still_reaches_a_world():
+    """Scores in steps of 0.25 (a median over few distinct values): finite differences of
+    0.03 see no slope, so SLSQP stalls where it starts. The holds-region is still the
+    half-space w . v >= 3 (threshold 3, e_med < 0.25), nearest at the projection d*; the
+    search must report a world no nearer than d* (it cannot beat the closed form) and no
+    farther than the nearest feasible screen point (the ray towards that start reaches it)."""
+    from scipy.stats import qmc
+
+    def stepped(worlds):
+        return [np.floor(W @ np.array([w["x"], w["y"], w["z"]]) / 0.25) * 0.25 + OFFSETS for w in worlds]
+
+    e_med = np.sort(OFFSETS)[len(OFFSETS) // 2]
+    _, d_star = closed_form(3.0 + e_med)
+    budget = Budget(screen=16, maxiter=2)
+    out = nearest_worlds(ASSUMPTIONS, stepped, 3.0, budget)
+    z0 = np.array([a.coordinate(a.shipped) for a in ASSUMPTIONS])
+    lows, spans = np.array([a.low for a in ASSUMPTIONS]), np.array([a.high - a.low for a in ASSUMPTIONS])
+    design = qmc.Sobol(3, scramble=True, seed=budget.seed).random(budget.screen)
+    feasible = [p for p, s in zip(design, stepped([dict(zip("xyz", lows + p * spans)) for p in design])) if np.sort(s)[32] >= 3.0]
+    first = out["worlds"][0]
+    assert feasible and first["p_holds"] >= 0.5
+    assert d_star * (1 - 1e-9) <= first["distance"] <= min(np.linalg.norm(p - z0) for p in feasible) * (1 + 1e-9)
