@@ -162,6 +162,12 @@ def test_the_nearest_world_column_and_figure():
     assert check_figure(fig) == []
 
 
+def test_a_list_value_reads_as_its_parts():
+    w = {"distance": 0.33, "p_holds": 0.6, "changed": [{"key": "econ.markup_applies_to", "shipped": ["die", "packaging", "test"],
+                                                       "value": ["die"]}]}
+    assert nearest_text({"worlds": [w]}) == "d = 0.33, P(holds) 0.60: econ.markup_applies_to die+packaging+test -> die"
+
+
 def test_no_world_reads_as_none():
     best = {"p_holds": 0.0, "figure_median": 0.36}
     assert nearest_text({"worlds": [], "best_seen": best}, "ratio") == "none within the plausible ranges (best seen: P(holds) 0.00, median figure 0.36x)"
