@@ -30,9 +30,9 @@ paired run of ``budget.trials`` trials):
    from the shipped world (then from the nearest feasible screen point if that fails),
    with ``g``'s gradient by forward differences (step ``budget.step``) evaluated as one
    batch.
-3. *Polish*: along the ray from the shipped world through the optimum, the smallest
-   step where ``g >= 0``, by two rounds of a grid of ``budget.ray_points`` (one batch
-   each), so the reported world is an evaluated one with ``P(holds) >= 0.5``. Where
+3. *Polish*: along the ray from the shipped world through the optimum (on to the box's
+   edge when the optimum falls short), the smallest step where ``g >= 0``, by rounds of
+   a grid of ``budget.ray_points`` (one batch each; two when the optimum reaches), so the reported world is an evaluated one with ``P(holds) >= 0.5``. Where
    SLSQP stopped short and that ray never reaches ``g >= 0``, one linearised step from
    where it stopped (along ``g``'s gradient to its zero) gives the ray its direction,
    or else the start (a feasible screen point reaches).
@@ -238,22 +238,31 @@ def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], f
     return full(res.x)
 
 
+#: At most this many grids per ray (the first over the whole ray, each next inside the bracket).
+RAY_ROUNDS = 4
+
+
 def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | None:
     """The nearest evaluated point with ``g >= 0`` on the ray from ``origin`` through
-    ``z`` (inside the box; beyond ``z`` when ``z`` itself falls short): a grid of steps,
-    then a finer grid inside the bracket."""
+    ``z`` (inside the box; beyond ``z``, up to the box's edge, when ``z`` itself falls
+    short): a grid of ``n = budget.ray_points`` steps, then finer grids inside the bracket
+    until it is at most ``1 / n^2`` of the step to ``z`` wide (two grids when ``z``
+    reaches; at most :data:`RAY_ROUNDS`)."""
     d = z - origin
     if ev.margin([origin])[0] >= 0 or not np.any(d):
         return origin if ev.margin([origin])[0] >= 0 else None
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(d > 0, (1.0 - origin) / d, np.where(d < 0, -origin / d, np.inf))
-    lo, hi = 0.0, 1.0 if ev.margin([z])[0] >= 0 else float(min(np.min(room), 4.0))
-    for _ in range(2):
-        ts = np.linspace(lo, hi, ev.budget.ray_points + 1)[1:]
+    n = ev.budget.ray_points
+    lo, hi = 0.0, 1.0 if ev.margin([z])[0] >= 0 else float(np.min(room))
+    for _ in range(RAY_ROUNDS):
+        ts = np.linspace(lo, hi, n + 1)[1:]
         ok = [t for t, m in zip(ts, ev.margin([origin + t * d for t in ts])) if m >= 0]
         if not ok:
             return None
         lo, hi = max(lo, ok[0] - (ts[1] - ts[0])), ok[0]
+        if hi - lo <= 1.0 / n**2 * (1 + 1e-9):
+            break
     return np.clip(origin + hi * d, 0.0, 1.0)
 
 

@@ -385,7 +385,7 @@ CLAIM_WORLDS = {
     "cost": ClaimWorld(0.32, lambda: (scenario("h100"), scenario("lite-h100")), _cost_score, _cost_assumptions, True,
                        "1 - fab cost per H100-equivalent (Lite / H100)"),
     "blast_radius": ClaimWorld(8.0, _reshard_pair, _blast_score, _blast_assumptions, False,
-                               "capacity-time lost H100 / Lite, both on 'reshard'", trials=16, max_points=60),
+                               "capacity-time lost H100 / Lite, both on 'reshard'", trials=16, max_points=90),
     "power": ClaimWorld(0.19, _on_70b("h100", "lite-h100-2x"), _power_score, _power_assumptions, False,
                         "perf-per-watt gain at the wall (J x PUE), h100 / lite-h100-2x - 1"),
     "performance": ClaimWorld(1.0, _on_70b("h100", "lite-h100-2x"), _performance_score, _performance_assumptions, False,
@@ -393,7 +393,7 @@ CLAIM_WORLDS = {
     # not a claim of the paper: the case study's question, whether the 2x-link Lite serves
     # a token for less (mcengine.paper.VERDICT)
     "verdict": ClaimWorld(1.0, lambda: (scenario("h100"), scenario("lite-h100-2x")), _verdict_score, _verdict_assumptions, False,
-                          "cost per M output tokens, h100 / lite-h100-2x (>= 1: the Lite no dearer)", max_points=300),
+                          "cost per M output tokens, h100 / lite-h100-2x (>= 1: the Lite no dearer)", max_points=360),
 }
 
 def budget(settings: Settings, trials: int = 64, max_points: int = 200) -> Budget:
