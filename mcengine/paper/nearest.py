@@ -30,9 +30,10 @@ paired run of ``budget.trials`` trials):
    from the shipped world (then from the nearest feasible screen point if that fails),
    with ``g``'s gradient by forward differences (step ``budget.step``) evaluated as one
    batch.
-3. *Polish*: along the ray from the shipped world through the optimum (on to the box's
-   edge when the optimum falls short), the smallest step where ``g >= 0``, by rounds of
-   a grid of ``budget.ray_points`` (one batch each; two when the optimum reaches), so the reported world is an evaluated one with ``P(holds) >= 0.5``. Where
+3. *Polish*: along the ray from the shipped world through the optimum (on beyond it,
+   along the box's faces, when the optimum falls short), the smallest step where
+   ``g >= 0``, by rounds of a grid of ``budget.ray_points`` (one batch each; two when the
+   optimum reaches), so the reported world is an evaluated one with ``P(holds) >= 0.5``. Where
    SLSQP stopped short and that ray never reaches ``g >= 0``, one linearised step from
    where it stopped (along ``g``'s gradient to its zero) gives the ray its direction,
    or else the start (a feasible screen point reaches).
@@ -164,6 +165,7 @@ class _Evaluator:
     budget: Budget
     cache: dict = field(default_factory=dict)
     extra: int = 0  # points allowed beyond the budget (the path of the figure)
+    spent: bool = False  # the budget ran out during a search that had found a world
 
     def world(self, z: np.ndarray) -> dict:
         return {a.key: a.value(zi) for a, zi in zip(self.assumptions, z)}
@@ -243,24 +245,29 @@ RAY_ROUNDS = 4
 
 
 def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | None:
-    """The nearest evaluated point with ``g >= 0`` on the ray from ``origin`` through
-    ``z`` (inside the box; beyond ``z``, up to the box's edge, when ``z`` itself falls
-    short): a grid of ``n = budget.ray_points`` steps, then finer grids inside the bracket
-    until it is at most ``1 / n^2`` of the step to ``z`` wide (two grids when ``z``
+    """The nearest evaluated point with ``g >= 0`` on the path ``clip(origin + t (z - origin))``
+    from ``origin`` through ``z`` (beyond ``z`` when ``z`` itself falls short: a coordinate
+    that reaches the box's edge stays there while the others go on, until all have; each
+    coordinate's move only grows with ``t``, so the distance does): a grid of
+    ``n = budget.ray_points`` steps (geometric beyond ``z``), then finer grids inside the
+    bracket until it is at most ``1 / n^2`` of the step to ``z`` wide (two grids when ``z``
     reaches; at most :data:`RAY_ROUNDS`)."""
     d = z - origin
     if ev.margin([origin])[0] >= 0 or not np.any(d):
         return origin if ev.margin([origin])[0] >= 0 else None
     with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(d > 0, (1.0 - origin) / d, np.where(d < 0, -origin / d, np.inf))
+        room = np.where(d > 0, (1.0 - origin) / d, np.where(d < 0, -origin / d, 0.0))
     n = ev.budget.ray_points
-    lo, hi = 0.0, 1.0 if ev.margin([z])[0] >= 0 else float(np.min(room))
-    for _ in range(RAY_ROUNDS):
-        ts = np.linspace(lo, hi, n + 1)[1:]
-        ok = [t for t, m in zip(ts, ev.margin([origin + t * d for t in ts])) if m >= 0]
+    reaches = ev.margin([z])[0] >= 0
+    lo, hi = (0.0, 1.0) if reaches else (1.0, float(np.max(room)))
+    if hi <= lo:
+        return None
+    for k in range(RAY_ROUNDS):
+        ts = np.geomspace(lo, hi, n + 1)[1:] if k == 0 and not reaches else np.linspace(lo, hi, n + 1)[1:]
+        ok = [i for i, m in enumerate(ev.margin([np.clip(origin + t * d, 0.0, 1.0) for t in ts])) if m >= 0]
         if not ok:
             return None
-        lo, hi = max(lo, ok[0] - (ts[1] - ts[0])), ok[0]
+        lo, hi = (ts[ok[0] - 1] if ok[0] > 0 else lo), ts[ok[0]]
         if hi - lo <= 1.0 / n**2 * (1 + 1e-9):
             break
     return np.clip(origin + hi * d, 0.0, 1.0)
@@ -279,25 +286,30 @@ def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple
         base = z0.copy()
         base[choices] = combo
         bases.append(base)
-    for base in sorted(bases, key=lambda b: ev.distance(b, z0)):  # the shipped levels first
-        if ev.distance(base, z0) >= best_d:
-            continue
-        starts = [base] if warm is None else [np.where(np.isin(np.arange(len(z0)), cont), warm, base), base]
-        feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: ev.distance(p, z0))
-        starts += [np.where(np.isin(np.arange(len(z0)), cont), p, base) for p in feasible[:1]]
-        for start in starts:
-            try:
-                z = _slsqp(ev, z0, start, cont, base) if cont else base
-            except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+    try:
+        for base in sorted(bases, key=lambda b: ev.distance(b, z0)):  # the shipped levels first
+            if ev.distance(base, z0) >= best_d:
                 continue
-            found = _polish(ev, base, z)
-            if found is None and cont:  # SLSQP stopped short: a linearised step, then the start itself, as the ray's direction
-                step = _linearised(ev, z, cont)
-                found = _polish(ev, base, step) if step is not None else None
-                found = _polish(ev, base, start) if found is None else found
-            if found is not None and ev.distance(found, z0) < best_d:
-                best, best_d = found, ev.distance(found, z0)
-                break
+            starts = [base] if warm is None else [np.where(np.isin(np.arange(len(z0)), cont), warm, base), base]
+            feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: ev.distance(p, z0))
+            starts += [np.where(np.isin(np.arange(len(z0)), cont), p, base) for p in feasible[:1]]
+            for start in starts:
+                try:
+                    z = _slsqp(ev, z0, start, cont, base) if cont else base
+                except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+                    continue
+                found = _polish(ev, base, z)
+                if found is None and cont:  # SLSQP stopped short: a linearised step, then the start itself, as the ray's direction
+                    step = _linearised(ev, z, cont)
+                    found = _polish(ev, base, step) if step is not None else None
+                    found = _polish(ev, base, start) if found is None else found
+                if found is not None and ev.distance(found, z0) < best_d:
+                    best, best_d = found, ev.distance(found, z0)
+                    break
+    except _Spent:  # the budget ran out: the nearest world found so far, if any, is the search's
+        if best is None:
+            raise
+        ev.spent = True
     return best
 
 
@@ -338,7 +350,9 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     "best_screen", "path", "points", "budget_spent", "elapsed_s", "cpu_s"}`` (wall and
     this process's CPU seconds); each world has its
     ``distance``, ``p_holds``, ``figure_median``, ``changed`` inputs (key, shipped, value,
-    signed move as a share of the range, source), and the ``frozen`` inputs. ``path``:
+    signed move as a share of the range, source), and the ``frozen`` inputs (and
+    ``budget_spent`` when the budget ran out during its search: the nearest world found
+    by then, whose distance bounds the nearest one's from above). ``path``:
     the score along the segment to the nearest world (or, when none reaches the claim,
     to the evaluated point nearest to reaching it, ``best_seen``; ``path_to`` says which)."""
     from scipy.stats import qmc
@@ -369,6 +383,9 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
             if z is None:
                 break
             out["worlds"].append({**_describe_world(ev, z0, z, frozen), "points": len(ev.cache) - before})
+            if ev.spent:  # found before the budget ran out: its distance bounds the nearest world's from above
+                out["budget_spent"] = out["worlds"][-1]["budget_spent"] = True
+                break
             moves = np.abs(ev.moves(ev.snapped(z), z0))
             movers = [int(i) for i in np.argsort(-moves, kind="stable") if int(i) not in frozen and moves[i] >= CHANGED]
             if not movers:
