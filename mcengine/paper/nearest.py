@@ -10,10 +10,14 @@ each trial's score moves continuously with the inputs, and so does their median,
 
 Coordinates. Each :class:`Assumption` has a plausible range; a world is a point ``z`` of
 the unit box, ``z_i = (value_i - low_i) / (high_i - low_i)`` (a choice among levels:
-``level index / (levels - 1)``, snapped to the nearest level). **The distance** of a
-world from the shipped one is the Euclidean norm of the moves in these units,
-``d = sqrt(sum_i (z_i - z0_i)^2)``: distance 1 is one input moved across its whole
-plausible range (or one choice switched between two levels).
+``level index / (levels - 1)``, snapped to the nearest level; a level may be any value,
+a list of parts included). **The distance** of a world from the shipped one is the
+Euclidean norm of the moves in these units, ``d = sqrt(sum_i m_i^2)``, ``m_i = z_i - z0_i``:
+distance 1 is one input moved across its whole plausible range. The move of a choice
+depends on its kind: an *ordered* choice (levels in a natural order, e.g. nested markup
+scopes) moves ``level steps / (levels - 1)``, so its two ends are 1 apart; a *nominal*
+one (levels without an order, e.g. workload mixes) moves 1 for any change of level and
+0 for none.
 
 Search (bounded: at most ``budget.max_points`` evaluated points per claim, each one a
 paired run of ``budget.trials`` trials):
@@ -26,9 +30,13 @@ paired run of ``budget.trials`` trials):
    from the shipped world (then from the nearest feasible screen point if that fails),
    with ``g``'s gradient by forward differences (step ``budget.step``) evaluated as one
    batch.
-3. *Polish*: along the ray from the shipped world through the optimum, the smallest
-   step where ``g >= 0``, by two rounds of a grid of ``budget.ray_points`` (one batch
-   each), so the reported world is an evaluated one with ``P(holds) >= 0.5``.
+3. *Polish*: along the ray from the shipped world through the optimum (on beyond it,
+   along the box's faces, when the optimum falls short), the smallest step where
+   ``g >= 0``, by rounds of a grid of ``budget.ray_points`` (one batch each; two when the
+   optimum reaches), so the reported world is an evaluated one with ``P(holds) >= 0.5``. Where
+   SLSQP stopped short and that ray never reaches ``g >= 0``, one linearised step from
+   where it stopped (along ``g``'s gradient to its zero) gives the ray its direction,
+   or else the start (a feasible screen point reaches).
 
 The second and third nearest worlds are the nearest ones with the first world's largest
 move frozen at its shipped value, then with the first and second worlds' largest moves
@@ -49,7 +57,8 @@ import numpy as np
 CHANGED = 0.01
 #: The norm, as every result states it.
 NORM = ("L2: the root-sum-square of each input's move as a share of its plausible range "
-        "(a choice: level steps / (levels - 1)); distance 1 = one input across its whole range")
+        "(an ordered choice: level steps / (levels - 1); a nominal choice: 1 for any change of level); "
+        "distance 1 = one input across its whole range")
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,9 @@ class Assumption:
     """One input the search may move: a scenario key (``A:``/``B:`` prefix = one design
     of the pair; none = both), its shipped value, its plausible range, and where the
     range comes from. ``levels`` makes it a choice among values (``low``/``high``
-    unused); a level may be a label whose meaning the claim's world builder knows.
+    unused); a level may be a label whose meaning the claim's world builder knows, or a
+    tuple (a list of parts). ``ordered``: a choice's levels are in a natural order (a
+    level step moves ``1 / (levels - 1)``); otherwise any change of level moves 1.
     ``integer``: the value is rounded to a whole number (a token count)."""
 
     key: str
@@ -68,10 +79,21 @@ class Assumption:
     levels: tuple = ()
     label: str = ""
     integer: bool = False
+    ordered: bool = True
 
     @property
     def is_choice(self) -> bool:
         return bool(self.levels)
+
+    @property
+    def is_nominal(self) -> bool:
+        return self.is_choice and not self.ordered
+
+    def move(self, z: float, z0: float) -> float:
+        """The move from coordinate ``z0`` to ``z`` in the distance's units (module docstring)."""
+        if self.is_nominal:
+            return 0.0 if self.value(z) == self.value(z0) else 1.0
+        return float(z) - float(z0)
 
     def coordinate(self, value) -> float:
         """The normalised coordinate of ``value`` (its level's position for a choice)."""
@@ -90,12 +112,15 @@ class Assumption:
         out = {"key": self.key, "label": self.label or self.key, "shipped": _plain(self.shipped), "source": self.source}
         if self.is_choice:
             out["levels"] = [_plain(v) for v in self.levels]
+            out["choice"] = "ordered: a level step moves 1 / (levels - 1)" if self.ordered else "nominal: any change of level moves 1"
         else:
             out.update(low=self.low, high=self.high)
         return out
 
 
 def _plain(v):
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
     return float(v) if isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) else v
 
 
@@ -140,6 +165,7 @@ class _Evaluator:
     budget: Budget
     cache: dict = field(default_factory=dict)
     extra: int = 0  # points allowed beyond the budget (the path of the figure)
+    spent: bool = False  # the budget ran out during a search that had found a world
 
     def world(self, z: np.ndarray) -> dict:
         return {a.key: a.value(zi) for a, zi in zip(self.assumptions, z)}
@@ -160,16 +186,42 @@ class _Evaluator:
     def margin(self, points: Sequence[np.ndarray]) -> list[float]:
         return [upper_median_margin(s, self.threshold) for s in self.run(points)]
 
+    def moves(self, z: np.ndarray, z0: np.ndarray) -> np.ndarray:
+        """Each input's move from ``z0`` to ``z`` (:meth:`Assumption.move`)."""
+        return np.array([a.move(zi, z0i) for a, zi, z0i in zip(self.assumptions, z, z0)])
 
-def distance(z: np.ndarray, z0: np.ndarray) -> float:
-    return float(np.sqrt(np.sum((np.asarray(z) - np.asarray(z0)) ** 2)))
+    def distance(self, z: np.ndarray, z0: np.ndarray) -> float:
+        """The distance of the module docstring: the L2 norm of :meth:`moves`."""
+        return float(np.sqrt(np.sum(self.moves(z, z0) ** 2)))
+
+
+def _gradient(ev: _Evaluator, z: np.ndarray, free: list[int]) -> tuple[float, np.ndarray]:
+    """``g`` at ``z`` and its gradient over the ``free`` coordinates by forward differences
+    of ``budget.step`` (backwards at the box's top), evaluated as one batch."""
+    h = ev.budget.step
+    steps = [h if z[i] + h <= 1.0 else -h for i in free]
+    m = ev.margin([z] + [z + s * np.eye(len(z))[i] for i, s in zip(free, steps)])
+    return m[0], np.array([(m[k + 1] - m[0]) / steps[k] for k in range(len(free))])
+
+
+def _linearised(ev: _Evaluator, z: np.ndarray, free: list[int]) -> np.ndarray | None:
+    """The nearest point of ``g``'s linearisation at ``z``, ``z + max(0, -g) grad / |grad|^2``
+    over the ``free`` coordinates (clipped to the box); None where ``g`` is flat. Where
+    SLSQP stops short of ``g >= 0`` (its line search on a median of trials can stall),
+    this step and the ray through it cost one gradient (often cached) and two ray grids."""
+    m, grad = _gradient(ev, z, free)
+    if m >= 0:
+        return z
+    if not np.any(grad):
+        return None
+    out = z.copy()
+    out[free] = np.clip(z[free] - m / float(grad @ grad) * grad, 0.0, 1.0)
+    return out
 
 
 def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], fixed: np.ndarray) -> np.ndarray | None:
     """SLSQP over the ``free`` coordinates (others as in ``fixed``): min d^2 s.t. g >= 0."""
     from scipy.optimize import minimize
-
-    h = ev.budget.step
 
     def full(u):
         z = fixed.copy()
@@ -180,11 +232,7 @@ def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], f
         return ev.margin([full(u)])[0]
 
     def g_jac(u):
-        z = full(u)
-        steps = [h if z[i] + h <= 1.0 else -h for i in free]
-        pts = [z] + [z + s * np.eye(len(z))[i] for i, s in zip(free, steps)]
-        m = ev.margin(pts)
-        return np.array([(m[k + 1] - m[0]) / steps[k] for k in range(len(free))])
+        return _gradient(ev, full(u), free)[1]
 
     res = minimize(lambda u: float(np.sum((u - z0[free]) ** 2)), start[free], jac=lambda u: 2.0 * (u - z0[free]), method="SLSQP",
                    bounds=[(0.0, 1.0)] * len(free), constraints=[{"type": "ineq", "fun": g, "jac": g_jac}],
@@ -192,22 +240,36 @@ def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], f
     return full(res.x)
 
 
+#: At most this many grids per ray (the first over the whole ray, each next inside the bracket).
+RAY_ROUNDS = 4
+
+
 def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | None:
-    """The nearest evaluated point with ``g >= 0`` on the ray from ``origin`` through
-    ``z`` (inside the box; beyond ``z`` when ``z`` itself falls short): a grid of steps,
-    then a finer grid inside the bracket."""
+    """The nearest evaluated point with ``g >= 0`` on the path ``clip(origin + t (z - origin))``
+    from ``origin`` through ``z`` (beyond ``z`` when ``z`` itself falls short: a coordinate
+    that reaches the box's edge stays there while the others go on, until all have; each
+    coordinate's move only grows with ``t``, so the distance does): a grid of
+    ``n = budget.ray_points`` steps (geometric beyond ``z``), then finer grids inside the
+    bracket until it is at most ``1 / n^2`` of the step to ``z`` wide (two grids when ``z``
+    reaches; at most :data:`RAY_ROUNDS`)."""
     d = z - origin
     if ev.margin([origin])[0] >= 0 or not np.any(d):
         return origin if ev.margin([origin])[0] >= 0 else None
     with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(d > 0, (1.0 - origin) / d, np.where(d < 0, -origin / d, np.inf))
-    lo, hi = 0.0, 1.0 if ev.margin([z])[0] >= 0 else float(min(np.min(room), 4.0))
-    for _ in range(2):
-        ts = np.linspace(lo, hi, ev.budget.ray_points + 1)[1:]
-        ok = [t for t, m in zip(ts, ev.margin([origin + t * d for t in ts])) if m >= 0]
+        room = np.where(d > 0, (1.0 - origin) / d, np.where(d < 0, -origin / d, 0.0))
+    n = ev.budget.ray_points
+    reaches = ev.margin([z])[0] >= 0
+    lo, hi = (0.0, 1.0) if reaches else (1.0, float(np.max(room)))
+    if hi <= lo:
+        return None
+    for k in range(RAY_ROUNDS):
+        ts = np.geomspace(lo, hi, n + 1)[1:] if k == 0 and not reaches else np.linspace(lo, hi, n + 1)[1:]
+        ok = [i for i, m in enumerate(ev.margin([np.clip(origin + t * d, 0.0, 1.0) for t in ts])) if m >= 0]
         if not ok:
             return None
-        lo, hi = max(lo, ok[0] - (ts[1] - ts[0])), ok[0]
+        lo, hi = (ts[ok[0] - 1] if ok[0] > 0 else lo), ts[ok[0]]
+        if hi - lo <= 1.0 / n**2 * (1 + 1e-9):
+            break
     return np.clip(origin + hi * d, 0.0, 1.0)
 
 
@@ -224,32 +286,41 @@ def _search(ev: _Evaluator, z0: np.ndarray, frozen: set[int], screen: list[tuple
         base = z0.copy()
         base[choices] = combo
         bases.append(base)
-    for base in sorted(bases, key=lambda b: distance(b, z0)):  # the shipped levels first
-        if distance(base, z0) >= best_d:
-            continue
-        starts = [base] if warm is None else [np.where(np.isin(np.arange(len(z0)), cont), warm, base), base]
-        feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: distance(p, z0))
-        starts += [np.where(np.isin(np.arange(len(z0)), cont), p, base) for p in feasible[:1]]
-        for start in starts:
-            try:
-                z = _slsqp(ev, z0, start, cont, base) if cont else base
-            except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+    try:
+        for base in sorted(bases, key=lambda b: ev.distance(b, z0)):  # the shipped levels first
+            if ev.distance(base, z0) >= best_d:
                 continue
-            found = _polish(ev, base, z)
-            if found is not None and distance(found, z0) < best_d:
-                best, best_d = found, distance(found, z0)
-                break
+            starts = [base] if warm is None else [np.where(np.isin(np.arange(len(z0)), cont), warm, base), base]
+            feasible = sorted((p for p, m in screen if m >= 0), key=lambda p: ev.distance(p, z0))
+            starts += [np.where(np.isin(np.arange(len(z0)), cont), p, base) for p in feasible[:1]]
+            for start in starts:
+                try:
+                    z = _slsqp(ev, z0, start, cont, base) if cont else base
+                except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+                    continue
+                found = _polish(ev, base, z)
+                if found is None and cont:  # SLSQP stopped short: a linearised step, then the start itself, as the ray's direction
+                    step = _linearised(ev, z, cont)
+                    found = _polish(ev, base, step) if step is not None else None
+                    found = _polish(ev, base, start) if found is None else found
+                if found is not None and ev.distance(found, z0) < best_d:
+                    best, best_d = found, ev.distance(found, z0)
+                    break
+    except _Spent:  # the budget ran out: the nearest world found so far, if any, is the search's
+        if best is None:
+            raise
+        ev.spent = True
     return best
 
 
 def _describe_world(ev: _Evaluator, z0: np.ndarray, z: np.ndarray, frozen: set[int]) -> dict:
     scores = ev.run([z])[0]
-    moves = ev.snapped(z) - z0
+    moves = ev.moves(ev.snapped(z), z0)
     changed = [{**{"key": a.key, "label": a.label or a.key, "shipped": _plain(a.shipped), "value": _plain(a.value(zi))},
                 "move": float(m), "source": a.source}
                for a, zi, m in zip(ev.assumptions, z, moves) if abs(m) >= CHANGED]
     changed.sort(key=lambda c: -abs(c["move"]))
-    return {"distance": distance(ev.snapped(z), z0), "p_holds": float(np.mean(scores >= ev.threshold)),
+    return {"distance": ev.distance(ev.snapped(z), z0), "p_holds": float(np.mean(scores >= ev.threshold)),
             "figure_median": float(np.median(scores)), "changed": changed, "frozen": [ev.assumptions[i].key for i in sorted(frozen)],
             "coordinates": [float(v) for v in ev.snapped(z)]}
 
@@ -262,7 +333,7 @@ def path(ev: _Evaluator, z0: np.ndarray, z1: np.ndarray, steps: int = PATH_STEPS
     shipped world to ``z1`` (a choice switches where the segment passes half a level)."""
     ts = np.linspace(0.0, 1.0, steps + 1)
     scores = ev.run([z0 + t * (z1 - z0) for t in ts])
-    return {"t": [float(t) for t in ts], "distance": [distance(ev.snapped(z0 + t * (z1 - z0)), z0) for t in ts],
+    return {"t": [float(t) for t in ts], "distance": [ev.distance(ev.snapped(z0 + t * (z1 - z0)), z0) for t in ts],
             "p_holds": [float(np.mean(s >= ev.threshold)) for s in scores],
             "median": [float(np.median(s)) for s in scores],
             "p05": [float(np.quantile(s, 0.05, method="nearest")) for s in scores],
@@ -276,14 +347,17 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     ``score(worlds)`` takes a list of worlds (``{key: value}`` for every assumption) and
     returns each one's per-trial scores, the same trials at every world. Returns
     ``{"norm", "budget", "assumptions", "shipped", "worlds": [...], "found",
-    "best_screen", "path", "points", "budget_spent", "elapsed_s"}``; each world has its
+    "best_screen", "path", "points", "budget_spent", "elapsed_s", "cpu_s"}`` (wall and
+    this process's CPU seconds); each world has its
     ``distance``, ``p_holds``, ``figure_median``, ``changed`` inputs (key, shipped, value,
-    signed move as a share of the range, source), and the ``frozen`` inputs. ``path``:
+    signed move as a share of the range, source), and the ``frozen`` inputs (and
+    ``budget_spent`` when the budget ran out during its search: the nearest world found
+    by then, whose distance bounds the nearest one's from above). ``path``:
     the score along the segment to the nearest world (or, when none reaches the claim,
     to the evaluated point nearest to reaching it, ``best_seen``; ``path_to`` says which)."""
     from scipy.stats import qmc
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     assumptions = list(assumptions)
     ev = _Evaluator(assumptions, score, threshold, budget)
     z0 = np.array([a.coordinate(a.shipped) for a in assumptions])
@@ -298,7 +372,7 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
         best = max(screen, key=lambda pm: pm[1])
         out["best_screen"] = {"margin": best[1], "p_holds": float(np.mean(ev.run([best[0]])[0] >= threshold)),
                               "feasible_share": float(np.mean([m >= 0 for _, m in screen])),
-                              "distance": distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
+                              "distance": ev.distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
         if shipped["p_holds"] >= 0.5:
             out["worlds"].append({**shipped, "distance": 0.0, "changed": [], "frozen": [], "coordinates": [float(v) for v in z0],
                                   "note": "the claim holds in the shipped world"})
@@ -309,7 +383,10 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
             if z is None:
                 break
             out["worlds"].append({**_describe_world(ev, z0, z, frozen), "points": len(ev.cache) - before})
-            moves = np.abs(ev.snapped(z) - z0)
+            if ev.spent:  # found before the budget ran out: its distance bounds the nearest world's from above
+                out["budget_spent"] = out["worlds"][-1]["budget_spent"] = True
+                break
+            moves = np.abs(ev.moves(ev.snapped(z), z0))
             movers = [int(i) for i in np.argsort(-moves, kind="stable") if int(i) not in frozen and moves[i] >= CHANGED]
             if not movers:
                 break
@@ -320,7 +397,7 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     if ev.cache:
         key = max(ev.cache, key=lambda k: upper_median_margin(ev.cache[k], threshold))
         s = ev.cache[key]
-        out["best_seen"] = {"distance": distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
+        out["best_seen"] = {"distance": ev.distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
                             "figure_median": float(np.median(s)), "margin": upper_median_margin(s, threshold),
                             "coordinates": [float(v) for v in key]}
     ev.extra = PATH_STEPS + 1  # the figure's path is drawn even when the search spent its budget
@@ -332,5 +409,5 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
     except _Spent:
         out["budget_spent"] = True
     out["points"] = len(ev.cache)
-    out["elapsed_s"] = time.perf_counter() - start
+    out["elapsed_s"], out["cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
     return out

@@ -12,9 +12,11 @@ given under each (:func:`readings`):
   everything") or superlinearly in package size, ``cost ~ fraction^k`` with ``k`` = 1.5, 2;
 * claim 3: a failure takes out its package alone (paper), its instance (``down``) or the
   throughput its best smaller layout gives up (``reshard``, served plans);
-* claim 4: energy at the GPUs with collective time at idle power (shipped), collective time
-  at full dynamic power (an upper bound on what links and SMs draw while they wait), and
-  energy at the wall with the Lite's lighter cooling (its own PUE);
+* claim 4: energy at the GPUs with collective time at idle power (shipped, a lower bound),
+  collective time with the links at their own share of the TDP and the SMs idle (the
+  link rule's power while the links carry the collective), collective time at full
+  dynamic power (an upper bound on what links and SMs draw while they wait), and energy
+  at the wall with the Lite's lighter cooling (its own PUE);
 * claim 5: the 2x-link Lite with a quarter of the H100's HBM (paper's customised design), or
   HBM bandwidth and capacity from the die's shoreline (two stacks);
 * claim 6: whole packages for the weights (paper), the smallest instance that fits and
@@ -99,6 +101,27 @@ def joules_collectives_at_full_power(cols: dict, s) -> np.ndarray:
         return np.where(cols["gpu_power_w"] > 0, cols["energy_j_per_token"] * full / cols["gpu_power_w"], cols["energy_j_per_token"])
 
 
+def link_watts(s) -> float:
+    """The scale-up links' share of the TDP by the link rule, ``pJ/bit x 8 x link_gbps``
+    (W; docs/sources.md#power-link-energy): 0 when ``gpu.link_pj_per_bit`` is unset (the
+    links are not charged apart from the TDP)."""
+    pj = s.gpu.link_pj_per_bit
+    return 0.0 if pj is None else float(pj.median()) * 8.0 * float(s.gpu.link_gbps.median()) / 1000.0
+
+
+def joules_links_during_collectives(cols: dict, s) -> np.ndarray:
+    """``energy_j_per_token`` with the links drawing their own share of the TDP
+    (:func:`link_watts`, at full rate: no DVFS on the SerDes) whenever the GPU waits on a
+    collective, the SMs at idle: the power ``P + W_link (1 - busy) a`` (busy fraction,
+    availability a) instead of ``P``, so ``J x (P + W_link (1 - busy) a) / P``. The waiting
+    time is the exposed collectives plus per-step overhead (0 as shipped), so this
+    charges the links for the whole of it."""
+    extra = link_watts(s) * (1.0 - cols["busy_fraction"]) * cols["availability"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(cols["gpu_power_w"] > 0, cols["energy_j_per_token"] * (cols["gpu_power_w"] + extra) / cols["gpu_power_w"],
+                        cols["energy_j_per_token"])
+
+
 def _power(doc: dict, settings: Settings) -> list[dict]:
     from .performance import SWEEP_MODEL, designs_run, on_model
     from .power import PAPER_FIGURE
@@ -111,12 +134,18 @@ def _power(doc: dict, settings: Settings) -> list[dict]:
         pue = sh.econ.pue.median()
         gains = {
             "chip energy, collectives at idle": paired_ratio(ch["energy_j_per_token"], cl["energy_j_per_token"]) - 1.0,
+            "collectives at link power": paired_ratio(joules_links_during_collectives(ch, sh), joules_links_during_collectives(cl, sl)) - 1.0,
             "collectives at full power": paired_ratio(joules_collectives_at_full_power(ch, sh), joules_collectives_at_full_power(cl, sl)) - 1.0,
             f"at the wall, Lite PUE {LITE_PUE:g} vs {pue:g}": paired_ratio(ch["energy_j_per_token"] * pue, cl["energy_j_per_token"] * LITE_PUE) - 1.0,
         }
         words = {"chip energy, collectives at idle": "GPU energy; a GPU waiting on a collective draws idle power (the roofline's busy "
-                                                     "fraction counts compute and HBM time)",
-                 "collectives at full power": "GPU energy; collective time at full dynamic power (upper bound)"}
+                                                     "fraction counts compute and HBM time; a lower bound)",
+                 "collectives at link power": f"GPU energy; while a collective runs the links draw their share of the TDP "
+                                              f"(pJ/bit x 8 x GB/s: {link_watts(sh):.1f} W on the H100, {link_watts(sl):.1f} W on the Lite) "
+                                              "and the SMs idle power (the paper's text states no power during collectives; "
+                                              "this is the reading the link rule supports)",
+                 "collectives at full power": "GPU energy; collective time at full dynamic power (an upper bound: SMs and HBM "
+                                              "do not run at full power while they wait on links)"}
         for name, g in gains.items():
             out.append(_reading(f"{name}, {label}", words.get(name, f"energy at the wall: GPUs x PUE, the Lite's lighter cooling "
                                 f"as a PUE of {LITE_PUE:g} against the H100's {pue:g}"), interval(g), float(np.mean(g >= PAPER_FIGURE)),

@@ -23,9 +23,15 @@ from typing import Callable
 
 import numpy as np
 
+from functools import lru_cache
+
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.derive import replaced_keys, without
+from ..scenario.fields import AUTO
+from ..scenario.load import apply_overrides
+from ..scenario.sections.econ import PACKAGE_PARTS
 from ..scenario.sections.workload import EFFICIENCY_KINDS
+from ..scenario.study import load_study
 from ._common import Settings, fab_columns, paired_ratio, scenario, variant
 from .nearest import Assumption, Budget, nearest_worlds
 
@@ -36,6 +42,18 @@ PRECISION = {"bf16": {"workload.bytes_per_param": 2.0, "workload.kv_bytes": 2.0,
 PRECISION_KEY = "workload.precision"
 #: Keys of a ``dist`` table that move with its median (the spread parameters stay).
 LOCATION = ("low", "high", "mode", "median", "value")
+#: The markup scope's levels, nested (an ordered choice): the die alone, what the vendor
+#: designs and makes (shipped), that and the HBM, every package part (price = fab cost x
+#: markup). Each level comes with the markup re-fitted to it (:func:`markup_for_scope`).
+MARKUP_KEY = "econ.markup_applies_to"
+MARKUP_SCOPES = (("die",), ("die", "packaging", "test"), ("die", "hbm", "packaging", "test"), PACKAGE_PARTS)
+#: The workload mix as a whole (a nominal choice): no request classes (the scenario's one
+#: request length, shipped) or a shipped study's mix (configs/studies/NAME.toml's ``set``).
+MIX_KEY = "workload.mix"
+NO_MIX = "none"
+MIXES = (NO_MIX, "mix-azure-2023", "mix-reasoning")
+#: The scale-up domain's key ("auto" = the instance: its shipped level is instance_gpus).
+DOMAIN_KEY = "cluster.scale_up_domain_gpus"
 
 
 #: Efficiency keys whose "auto" is the precision table's value in use.
@@ -66,16 +84,45 @@ def _raw_law(raw: dict, base: Scenario, key: str):
     return old
 
 
-def moved(base: Scenario, name: str, moves: dict) -> Scenario:
-    """``base`` with ``moves`` (``{key: value}``, no design prefix) applied, renamed
-    ``name``: a ``dist`` input keeps its spread around the new median; the precision
-    choice sets its keys (:data:`PRECISION`)."""
+@lru_cache(maxsize=None)
+def markup_for_scope(scope: tuple[str, ...]) -> float:
+    """The markup median that keeps the H100's price at its shipped median when the markup
+    multiplies the parts in ``scope``: with the H100's cost parts c_p at the median inputs,
+    price = m0 x sum(c_p, p in the shipped scope) + the rest at cost = m x sum(c_p, p in
+    scope) + the rest at cost (the markup range was fitted to the H100's street price,
+    docs/sources.md#econ-gpu-markup; the same re-fit for another scope)."""
+    from ..studies.fab import analytic_at_median
+
+    h100 = scenario("h100")
+    parts = analytic_at_median(h100)["cost_parts"]
+    shipped = h100.econ.markup_applies_to
+    price = h100.econ.gpu_markup.median() * sum(parts[p] for p in shipped) + sum(v for p, v in parts.items() if p not in shipped)
+    return (price - sum(v for p, v in parts.items() if p not in scope)) / sum(parts[p] for p in scope)
+
+
+def _level_moves(base: Scenario, moves: dict) -> tuple[dict, list[str]]:
+    """``moves`` with each labelled choice replaced by the keys it sets, and the
+    ``--set`` overrides of a mix: precision (:data:`PRECISION`), the markup scope with
+    its re-fitted markup (:func:`markup_for_scope`), the workload mix (the study's ``set``)."""
     moves = dict(moves)
     if PRECISION_KEY in moves:
         level = PRECISION[moves.pop(PRECISION_KEY)]
         moves.update({k: v for k, v in level.items() if k != "gpu.peak_tflops"})
         moves["gpu.peak_tflops"] = base.gpu.peak_tflops.median() * level["gpu.peak_tflops"]
-    raw = base.to_dict()
+    if MARKUP_KEY in moves:
+        scope = tuple(moves[MARKUP_KEY])
+        moves[MARKUP_KEY] = list(scope)
+        moves["econ.gpu_markup"] = markup_for_scope(scope)
+    mix = moves.pop(MIX_KEY, NO_MIX)
+    return moves, ([] if mix == NO_MIX else list(load_study(mix)["set"]))
+
+
+def moved(base: Scenario, name: str, moves: dict) -> Scenario:
+    """``base`` with ``moves`` (``{key: value}``, no design prefix) applied, renamed
+    ``name``: a ``dist`` input keeps its spread around the new median; a labelled choice
+    sets its keys (:func:`_level_moves`)."""
+    moves, overrides = _level_moves(base, moves)
+    raw = apply_overrides(base.to_dict(), overrides)
     for key, value in moves.items():
         old = _raw_law(raw, base, key)
         raw = without(raw, replaced_keys({key}))
@@ -135,7 +182,8 @@ class ClaimWorld:
     from the two scenarios' columns), whether the fab stage alone gives the columns,
     the declared ``assumptions`` (``assumptions(pair)`` reads the shipped values), the
     paired trials per point and the points per search (claim 3's lifetimes of 4,096 GPUs
-    cost ~40 ms a trial; claim 5 moves nine inputs, so each gradient costs ten points)."""
+    cost ~40 ms a trial; claim 5 moves nine inputs and the verdict eleven, so each
+    gradient costs ten or twelve points, and three worlds take ~100 points each)."""
 
     threshold: float
     pair: Callable[[], tuple[Scenario, Scenario]]
@@ -161,11 +209,25 @@ def _num(pair, key: str, low: float, high: float, source: str, label: str = "") 
     return Assumption(key, int(_median(s, bare)) if integer else _median(s, bare), low, high, source, label=label, integer=integer)
 
 
-def _choice(pair, key: str, levels: tuple, source: str, label: str = "") -> Assumption:
+def _shipped_level(s: Scenario, key: str, levels: tuple):
+    """A choice's shipped level: the precision in use, the mix ("none" without request
+    classes; a scenario with classes of its own is none of the levels), a list of parts as a tuple, an "auto" scale-up domain as the instance."""
+    if key == PRECISION_KEY:
+        return s.workload.precision_in_use()
+    if key == MIX_KEY:
+        return NO_MIX if not s.workload.classes else "the scenario's own classes"
+    v = _current(s, key)
+    if isinstance(v, tuple):
+        return v
+    if key == DOMAIN_KEY and v == AUTO:
+        return s.cluster.instance_gpus
+    return type(levels[0])(_median(s, key))
+
+
+def _choice(pair, key: str, levels: tuple, source: str, label: str = "", ordered: bool = True) -> Assumption:
     side, _, bare = key.partition(":") if key[:2] in ("A:", "B:") else ("", "", key)
     s = pair[0] if side == "A" else pair[1]
-    shipped = "bf16" if bare == PRECISION_KEY else type(levels[0])(_median(s, bare))
-    return Assumption(key, shipped, levels=levels, source=source, label=label)
+    return Assumption(key, _shipped_level(s, bare, levels), levels=levels, source=source, label=label, ordered=ordered)
 
 
 SRC = "docs/sources.md#"
@@ -199,6 +261,7 @@ def _blast_assumptions(pair) -> list[Assumption]:
         _num(pair, "B:reliability.components.optics.afr", 0.001, 0.0068, SRC + "rel-cpo-mtbf", "Lite optical engine failures (per unit-year)"),
         _num(pair, "B:reliability.components.laser.afr", 0.00044, 0.0088, SRC + "rel-laser-els",
              "Lite external laser failures (per laser-year; 50-1,000 FIT)"),
+        _lite_domain(pair),
     ]
 
 
@@ -211,6 +274,19 @@ def _lite_efficiencies(pair) -> list[Assumption]:
     ]
 
 
+def _lite_domain(pair) -> Assumption:
+    """The Lite's scale-up domain: the instance (shipped "auto", the paper's premise) down
+    to 8 GPUs, the H100's copper NVLink domain by package count (an ordered choice)."""
+    return _choice(pair, "B:" + DOMAIN_KEY, (8, 16, 32), SRC + "roof-scale-up-domain", "Lite scale-up domain (GPUs; 32 = the instance)")
+
+
+def _mix(pair) -> Assumption:
+    """The workload mix as a whole: no request classes (shipped) or a shipped study's mix
+    (a nominal choice: any switch moves 1)."""
+    return _choice(pair, MIX_KEY, MIXES, SRC + "paper-nearest-world", "workload mix (none = one request length; a shipped study's classes)",
+                   ordered=False)
+
+
 def _power_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:gpu.dvfs_scale", 0.6, 1.0, SRC + "power-dvfs", "Lite operating point s (FLOP/s x s, dynamic power x s^3)"),
@@ -218,6 +294,7 @@ def _power_assumptions(pair) -> list[Assumption]:
         _num(pair, "B:econ.pue", 1.05, 1.3, SRC + "econ-power-pue", "Lite facility PUE (lighter cooling)"),
         _num(pair, "B:gpu.idle_w", 10.0, 25.0, SRC + "power-idle", "Lite idle power (median, W)"),
         *_lite_efficiencies(pair),
+        _mix(pair),
     ]
 
 
@@ -231,6 +308,8 @@ def _performance_assumptions(pair) -> list[Assumption]:
         _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
         _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute"),
         _choice(pair, PRECISION_KEY, ("bf16", "fp8"), SRC + "paper-nearest-world", "precision (fp8: 1 byte, 2x peak)"),
+        _lite_domain(pair),
+        _mix(pair),
     ]
 
 
@@ -245,7 +324,12 @@ def _verdict_assumptions(pair) -> list[Assumption]:
         _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute"),
         _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
         _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
+        _num(pair, "workload.tpot_slo_ms", 20.0, 200.0, SRC + "roof-slo", "TPOT SLO (ms)"),
+        _num(pair, "workload.ttft_slo_ms", 450.0, 6000.0, SRC + "paper-nearest-world", "TTFT SLO (ms)"),
         _choice(pair, PRECISION_KEY, ("bf16", "fp8"), SRC + "paper-nearest-world", "precision (fp8: 1 byte, 2x peak)"),
+        _choice(pair, MARKUP_KEY, MARKUP_SCOPES, SRC + "econ-markup-scope", "parts the markup multiplies (the markup re-fitted to the H100's price)"),
+        _lite_domain(pair),
+        _mix(pair),
     ]
 
 
@@ -301,15 +385,15 @@ CLAIM_WORLDS = {
     "cost": ClaimWorld(0.32, lambda: (scenario("h100"), scenario("lite-h100")), _cost_score, _cost_assumptions, True,
                        "1 - fab cost per H100-equivalent (Lite / H100)"),
     "blast_radius": ClaimWorld(8.0, _reshard_pair, _blast_score, _blast_assumptions, False,
-                               "capacity-time lost H100 / Lite, both on 'reshard'", trials=16, max_points=60),
+                               "capacity-time lost H100 / Lite, both on 'reshard'", trials=16, max_points=90),
     "power": ClaimWorld(0.19, _on_70b("h100", "lite-h100-2x"), _power_score, _power_assumptions, False,
                         "perf-per-watt gain at the wall (J x PUE), h100 / lite-h100-2x - 1"),
     "performance": ClaimWorld(1.0, _on_70b("h100", "lite-h100-2x"), _performance_score, _performance_assumptions, False,
-                              "tokens/s per H100-equivalent, lite-h100-2x / h100", max_points=300),
+                              "tokens/s per H100-equivalent, lite-h100-2x / h100", max_points=400),
     # not a claim of the paper: the case study's question, whether the 2x-link Lite serves
     # a token for less (mcengine.paper.VERDICT)
     "verdict": ClaimWorld(1.0, lambda: (scenario("h100"), scenario("lite-h100-2x")), _verdict_score, _verdict_assumptions, False,
-                          "cost per M output tokens, h100 / lite-h100-2x (>= 1: the Lite no dearer)"),
+                          "cost per M output tokens, h100 / lite-h100-2x (>= 1: the Lite no dearer)", max_points=360),
 }
 
 def budget(settings: Settings, trials: int = 64, max_points: int = 200) -> Budget:

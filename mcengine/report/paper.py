@@ -53,6 +53,9 @@ def fmt_interval(figure: dict, unit: str) -> str:
 
 
 def _value(v) -> str:
+    """A moved input's value: a number to 3 significant figures, a list of parts joined by "+"."""
+    if isinstance(v, (list, tuple)):
+        return "+".join(str(x) for x in v)
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 

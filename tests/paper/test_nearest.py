@@ -114,3 +114,77 @@ def test_the_path_reaches_the_world(threshold):
     p = out["path"]
     assert p["p_holds"][0] == out["shipped"]["p_holds"] < 0.5 and p["p_holds"][-1] >= 0.5
     assert p["distance"][-1] == pytest.approx(out["worlds"][0]["distance"])
+
+
+def _scope_claim(levels, bonus, ordered):
+    """The linear claim plus a choice among lists of parts (a markup scope), each list
+    adding its ``bonus`` to every score; shipped: the first list."""
+    scope = Assumption("scope", levels[0], levels=levels, ordered=ordered)
+
+    def score(worlds):
+        return [s + bonus.get(w["scope"], 0.0) for s, w in zip(linear(worlds), worlds)]
+
+    return (*ASSUMPTIONS, scope), score
+
+
+def test_a_nominal_choice_of_lists_moves_one_for_any_level():
+    """Nominal: switching to any other list is distance 1, whatever its position. At
+    t = 4 the continuous projection is 1.10 away; the list ("die", "hbm", "test") adds
+    3, enough alone, so the nearest world switches to it and moves nothing else:
+    distance exactly 1, though the list sits in the middle of the levels."""
+    levels = (("die",), ("die", "hbm", "test"), ("die", "test"))
+    assumptions, score = _scope_claim(levels, {levels[1]: 3.0, levels[2]: 0.3}, ordered=False)
+    threshold = 4.0
+    _, d_star = closed_form(threshold)
+    assert d_star > 1.05 and closed_form(threshold - 3.0)[1] < 0
+    out = nearest_worlds(assumptions, score, threshold, Budget(screen=16))
+    first = out["worlds"][0]
+    assert first["distance"] == pytest.approx(1.0, abs=1e-12) and first["p_holds"] >= 0.5
+    assert [(c["key"], c["value"], c["move"]) for c in first["changed"]] == [("scope", list(levels[1]), 1.0)]
+    assert out["assumptions"][-1]["levels"] == [list(v) for v in levels] and out["assumptions"][-1]["choice"].startswith("nominal")
+
+
+def test_an_ordered_choice_of_lists_moves_by_level_steps():
+    """Ordered (nested scopes): one step of three levels moves 0.5. The middle list adds
+    1.2, so its nearest world is the middle list plus the continuous projection of the
+    rest, sqrt(0.5^2 + d(t - 1.2)^2) = 0.54, nearer than the continuous world alone
+    (0.69) or the last list (1.0, which reaches alone); as a nominal choice the same
+    lists would not win (sqrt(1 + 0.2^2) > 0.69)."""
+    levels = (("die",), ("die", "test"), ("die", "hbm", "test"))
+    threshold = 3.0
+    _, d_star = closed_form(threshold)
+    z_with, d_with = closed_form(threshold - 1.2)
+    expected = np.hypot(0.5, d_with)
+    assert expected < d_star < np.hypot(1.0, d_with)
+    ordered, score = _scope_claim(levels, {levels[1]: 1.2, levels[2]: 1.5}, ordered=True)
+    first = nearest_worlds(ordered, score, threshold, Budget(screen=16))["worlds"][0]
+    assert expected * (1 - 1e-9) <= first["distance"] <= expected * (1 + TOLERANCE)
+    assert np.allclose(first["coordinates"][:3], z_with, atol=TOLERANCE) and first["coordinates"][3] == 0.5
+    assert {c["key"]: c["value"] for c in first["changed"]}["scope"] == list(levels[1])
+    nominal, score = _scope_claim(levels, {levels[1]: 1.2, levels[2]: 1.5}, ordered=False)
+    first = nearest_worlds(nominal, score, threshold, Budget(screen=16))["worlds"][0]
+    assert d_star * (1 - 1e-9) <= first["distance"] <= d_star * (1 + TOLERANCE)
+
+
+def test_a_plateaued_score_still_reaches_a_world():
+    """Scores in steps of 0.25 (a median over few distinct values): finite differences of
+    0.03 see no slope, so SLSQP stalls where it starts. The holds-region is still the
+    half-space w . v >= 3 (threshold 3, e_med < 0.25), nearest at the projection d*; the
+    search must report a world no nearer than d* (it cannot beat the closed form) and no
+    farther than the nearest feasible screen point (the ray towards that start reaches it)."""
+    from scipy.stats import qmc
+
+    def stepped(worlds):
+        return [np.floor(W @ np.array([w["x"], w["y"], w["z"]]) / 0.25) * 0.25 + OFFSETS for w in worlds]
+
+    e_med = np.sort(OFFSETS)[len(OFFSETS) // 2]
+    _, d_star = closed_form(3.0 + e_med)
+    budget = Budget(screen=16, maxiter=2)
+    out = nearest_worlds(ASSUMPTIONS, stepped, 3.0, budget)
+    z0 = np.array([a.coordinate(a.shipped) for a in ASSUMPTIONS])
+    lows, spans = np.array([a.low for a in ASSUMPTIONS]), np.array([a.high - a.low for a in ASSUMPTIONS])
+    design = qmc.Sobol(3, scramble=True, seed=budget.seed).random(budget.screen)
+    feasible = [p for p, s in zip(design, stepped([dict(zip("xyz", lows + p * spans)) for p in design])) if np.sort(s)[32] >= 3.0]
+    first = out["worlds"][0]
+    assert feasible and first["p_holds"] >= 0.5
+    assert d_star * (1 - 1e-9) <= first["distance"] <= min(np.linalg.norm(p - z0) for p in feasible) * (1 + 1e-9)

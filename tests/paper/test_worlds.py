@@ -32,6 +32,40 @@ def test_fp8_halves_the_bytes_and_doubles_the_peak():
     assert s.gpu.peak_tflops.median() == pytest.approx(2 * 989.4)
 
 
+def test_a_markup_scope_keeps_the_h100s_price():
+    """Each scope comes with the markup re-fitted so that the H100's median price
+    (markup x the parts in scope + the rest at cost) stays the shipped one."""
+    from mcengine.studies.fab import analytic_at_median
+
+    h100 = scenario("h100")
+    parts = analytic_at_median(h100)["cost_parts"]
+
+    def price(markup, scope):
+        return sum(v * (markup if p in scope else 1.0) for p, v in parts.items())
+
+    shipped = price(12.625, ("die", "packaging", "test"))
+    assert worlds.markup_for_scope(h100.econ.markup_applies_to) == pytest.approx(h100.econ.gpu_markup.median())
+    for scope in worlds.MARKUP_SCOPES:
+        assert price(worlds.markup_for_scope(scope), scope) == pytest.approx(shipped, rel=1e-12)
+    s = worlds.moved(scenario("lite-h100-2x"), "die", {worlds.MARKUP_KEY: ("die",)})
+    m = worlds.markup_for_scope(("die",))
+    assert s.econ.markup_applies_to == ("die",) and m > 60
+    assert (s.econ.gpu_markup.low, s.econ.gpu_markup.high) == pytest.approx((10.5 * m / 12.625, 14.75 * m / 12.625))
+
+
+def test_a_mix_level_sets_its_studys_classes_and_a_domain_its_size():
+    s = worlds.moved(scenario("lite-h100-2x"), "mix", {worlds.MIX_KEY: "mix-reasoning", worlds.DOMAIN_KEY: 16})
+    classes = dict(s.workload.classes)
+    assert set(classes) == {"conversation", "reasoning"} and classes["reasoning"].output_tokens == 4096
+    assert s.cluster.scale_up_domain_gpus == 16
+    same = worlds.moved(scenario("lite-h100-2x"), "none", {worlds.MIX_KEY: worlds.NO_MIX})
+    assert not same.workload.classes
+    pair = worlds.CLAIM_WORLDS["verdict"].pair()
+    levels = {a.key: a for a in worlds.CLAIM_WORLDS["verdict"].assumptions(pair) if a.is_choice}
+    assert levels["B:" + worlds.DOMAIN_KEY].shipped == 32 and levels[worlds.MIX_KEY].shipped == worlds.NO_MIX
+    assert levels[worlds.MIX_KEY].is_nominal and not levels[worlds.MARKUP_KEY].is_nominal
+
+
 def test_a_world_splits_by_design():
     a, b = worlds.split({"A:x": 1, "B:x": 2, "y": 3})
     assert a == {"x": 1, "y": 3} and b == {"x": 2, "y": 3}
@@ -90,6 +124,18 @@ def test_collectives_at_full_power_by_hand():
     assert np.allclose(readings.joules_collectives_at_full_power(cols, s), cols["energy_j_per_token"] * full / cols["gpu_power_w"])
 
 
+def test_collectives_at_link_power_by_hand():
+    """The 2x Lite's links: 7.5 pJ/bit x 8 x 225 GB/s = 13.5 W (its TDP's link share,
+    184 - 170.5 W), drawn while the GPU waits (1 - busy) and is up."""
+    s = scenario("lite-h100-2x")
+    assert readings.link_watts(s) == pytest.approx(13.5) == pytest.approx(s.gpu.tdp_w.median() - 170.5)
+    cols = {"busy_fraction": np.array([1.0, 0.6]), "availability": np.array([1.0, 0.5]),
+            "gpu_power_w": np.array([100.0, 50.0]), "energy_j_per_token": np.array([2.0, 3.0])}
+    want = cols["energy_j_per_token"] * (cols["gpu_power_w"] + 13.5 * np.array([0.0, 0.4 * 0.5])) / cols["gpu_power_w"]
+    assert np.allclose(readings.joules_links_during_collectives(cols, s), want)
+    assert readings.link_watts(scenario("h100")) == pytest.approx(18.0)
+
+
 def _linear_claim() -> dict:
     asm = (Assumption("x", 1.0, 0.0, 4.0, "assumed"), Assumption("y", 0.3, 0.0, 1.0, "assumed"))
     nearest = nearest_worlds(asm, lambda ws: [0.5 * w["x"] + w["y"] + np.linspace(-0.2, 0.2, 16) for w in ws], 2.0,
@@ -114,6 +160,12 @@ def test_the_nearest_world_column_and_figure():
     top, bottom = fig.axes
     assert list(bottom.get_lines()[0].get_ydata()) == c["nearest_world"]["path"]["p_holds"]
     assert check_figure(fig) == []
+
+
+def test_a_list_value_reads_as_its_parts():
+    w = {"distance": 0.33, "p_holds": 0.6, "changed": [{"key": "econ.markup_applies_to", "shipped": ["die", "packaging", "test"],
+                                                       "value": ["die"]}]}
+    assert nearest_text({"worlds": [w]}) == "d = 0.33, P(holds) 0.60: econ.markup_applies_to die+packaging+test -> die"
 
 
 def test_no_world_reads_as_none():
