@@ -84,7 +84,8 @@ class CandidateTable:
     not fit or misses an SLO, :func:`served_tokens`), the ``busy`` fraction of the power
     model, ``fits`` and ``tpot_s``, kept as ``blocks`` of rows ((r, n) arrays of those
     four, rows in :func:`candidates` order: one per static or continuous layout, one per
-    decode layout's disaggregated pairs); every plan's whole evaluation on demand
+    decode layout's disaggregated pairs; ``busy`` None where no plan of the block serves
+    any trial, ``served`` then all ``-inf``); every plan's whole evaluation on demand
     (:meth:`evaluation`).
     ``holders``: the sequences that fit beside the weights per evaluated layout
     (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
@@ -163,7 +164,9 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
     ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
-    share, written out over a prefill axis."""
+    share, written out over a prefill axis. A decode evaluation that serves no trial
+    (it misses HBM or the TPOT SLO in every one) serves none in any pair: its served
+    tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None."""
     w, n = scenario.workload, inputs.n
     s, g, o = w.prompt_tokens, scenario.cluster.instance_gpus, w.output_tokens
 
@@ -178,14 +181,18 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     pre_busy, pre_total = stack([x.prefill.busy_s for x in passes]), stack([x.prefill.total_s for x in passes])
     out = []
     for decode in decodes:
+        fits = np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits
+        tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
+        if not np.any(decode.fits & decode.slo_met):
+            out.append((np.broadcast_to(-np.inf, (len(passes), n)), None, fits, tpot))
+            continue
         receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
         f = sv.prefill_share(r_p, r_d)
         tokens = sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o)
         ok = np.broadcast_to(decode.fits, (n,)) & pre_fits & np.broadcast_to(decode.slo_met, (n,)) & ttft_met
         busy = f * pre_busy / pre_total + (1.0 - f) * decode.decode.busy_s / decode.decode.total_s
-        tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
-        out.append((np.where(ok, tokens, -np.inf), busy, np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits, tpot))
+        out.append((np.where(ok, tokens, -np.inf), busy, fits, tpot))
     return out
 
 
@@ -211,19 +218,20 @@ def objective(served: np.ndarray, busy: np.ndarray, power_weight=None) -> np.nda
 def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per trial, the first row with the largest :func:`objective` (``np.argmax`` over
     every row, NaN first as there) and its served tokens/s, block by block without
-    stacking the table."""
+    stacking the table. A block that serves no trial (``busy`` None) is skipped: its
+    objective, ``-inf`` throughout, beats no row; a trial that no row serves keeps row 0
+    and ``-inf``, as ``np.argmax`` over ``-inf`` rows gives."""
     trials, offset = np.arange(n), 0
-    best = value = served = None
+    best, value, served = np.zeros(n, np.int64), np.full(n, -np.inf), np.full(n, -np.inf)
     for block in table.blocks:
-        v = objective(block[0], block[1], power_weight)
-        k = np.argmax(v, axis=0)
-        bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
-        if best is None:
-            best, value, served = k + offset, bv, bs
-        else:
+        rows = block[0].shape[0]
+        if block[1] is not None:
+            v = objective(block[0], block[1], power_weight)
+            k = np.argmax(v, axis=0)
+            bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
             better = (bv > value) | (np.isnan(bv) & ~np.isnan(value))
             best, value, served = np.where(better, k + offset, best), np.where(better, bv, value), np.where(better, bs, served)
-        offset += v.shape[0]
+        offset += rows
     return best, served
 
 

@@ -63,6 +63,7 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     = "cost"``); None, or ``"throughput"``: the most tokens/s. ``tables``: a dict kept by
     the caller for trials whose roofline inputs are equal (the chain's scenarios that
     differ in reliability alone), in which each request shape's candidate evaluations
+    (per piece of trials the plan search runs on a thread, :func:`.planner.on_trial_blocks`)
     are kept and reused (the choice, which reads the weight, is made per call).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
