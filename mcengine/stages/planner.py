@@ -129,11 +129,12 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
     n = inputs.n
+    rates = _common_across_trials(rates_of(scenario, inputs))
 
     def rows(x) -> np.ndarray:
         return np.broadcast_to(x, (n,))
 
-    statics = [evaluate(scenario, layout, inputs, within_memory=True) for layout in layouts] if "static" in modes else [None] * len(layouts)
+    statics = [evaluate(scenario, layout, inputs, within_memory=True, rates=rates) for layout in layouts] if "static" in modes else [None] * len(layouts)
     blocks, holders, builders = [], [], []
 
     def add(e) -> None:
@@ -147,17 +148,30 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
                 add(e)
         elif mode == "continuous":
             for layout in layouts:
-                add(evaluate_continuous(scenario, layout, inputs, within_memory=True))
+                add(evaluate_continuous(scenario, layout, inputs, within_memory=True, rates=rates))
         else:  # a decode instance's memory and TPOT limits are the static evaluation's
-            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e) for layout, e in zip(layouts, statics)]
-            passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
-            rates = rates_of(scenario, inputs)
+            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e, rates=rates) for layout, e in zip(layouts, statics)]
+            passes = [prefill_pass(scenario, layout, inputs, rates) for layout in layouts]
             pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates)
             blocks += pairs
             for decode in decodes:
                 holders.append(_sequences_that_fit(decode))
                 builders += [lambda d=decode, lay=lay, x=x: disaggregated_of(scenario, lay, x, d, inputs, rates=rates) for lay, x in zip(layouts, passes)]
     return CandidateTable(candidates(scenario), blocks, holders, builders)
+
+
+def _common_across_trials(rates):
+    """``rates`` with each per-trial field whose value is the same in every trial (bit for
+    bit: a fixed input) as one 0-d value: every formula then gives the same numbers,
+    broadcast, without repeating that field's arithmetic per trial or indexing it in
+    each batch search's step."""
+    def common(v):
+        if np.ndim(v) != 1 or v.size == 0:
+            return v
+        bits = np.ascontiguousarray(v, np.float64).view(np.int64)
+        return v[0:1].reshape(()) if np.all(bits == bits[0]) else v
+
+    return dataclasses.replace(rates, **{f: common(getattr(rates, f)) for f in rates.__dataclass_fields__})
 
 
 def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates) -> list[tuple]:
