@@ -28,18 +28,15 @@ them for disaggregated serving), and the layouts are at most the tensor degrees 
 divide the model's dimensions x the attention modes (``pipeline`` at most the layers):
 never more with the instance size or an input's value. Each layout is evaluated once per
 block of trials (vectorised); a disaggregated pair only combines its prefill pass and its
-decode evaluation, for every prefill layout at once (:class:`CandidateTable`). The
-chain's blocks of trials are planned in pieces on threads (:func:`on_trial_blocks`).
+decode evaluation, for every prefill layout at once (:class:`CandidateTable`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numba
 import numpy as np
 
 from ..analytic import serving as sv
@@ -309,53 +306,6 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
         tpot = np.where(fits, table.tpot_s, np.inf)
         best = np.where(feasible, best, np.argmin(tpot, axis=0))
     return PlannedBlock(plans, best.astype(np.int64), feasible, table)
-
-
-#: Fewest trials in a piece of :func:`on_trial_blocks`: each piece repeats the plan
-#: search's few thousand small NumPy calls, which hold the GIL, so a smaller piece costs
-#: more than a second thread saves.
-MIN_PIECE_TRIALS = 1024
-
-
-def trial_pieces(n: int, threads: int | None = None) -> list[tuple[int, int]]:
-    """The pieces ``[i0, i1)`` of ``n`` trials :func:`on_trial_blocks` plans apart: one per
-    thread (``threads``, default ``numba.get_num_threads()``), at least
-    :data:`MIN_PIECE_TRIALS` each (one piece below that)."""
-    threads = numba.get_num_threads() if threads is None else threads
-    count = max(1, min(threads, n // MIN_PIECE_TRIALS))
-    edges = np.linspace(0, n, count + 1).astype(np.int64)
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
-
-
-def _piece(inputs: TrialInputs, i0: int, i1: int) -> TrialInputs:
-    """Trials ``i0 .. i1 - 1`` of ``inputs`` (views, no copy)."""
-    return TrialInputs(inputs.trial_start + i0, i1 - i0, {k: v[i0:i1] if np.ndim(v) else v for k, v in inputs.values.items()})
-
-
-def on_trial_blocks(work, inputs: TrialInputs, power_weight=None, pieces: list[tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
-    """The columns ``work(inputs, power_weight, piece)`` returns for the whole block,
-    computed per piece of trials (:func:`trial_pieces`, or ``pieces``) on as many Python
-    threads and concatenated; ``piece`` is ``(i0, i1)``, or None for the whole block.
-
-    The plan search is elementwise over trials (every batch search, evaluation and
-    choice reads only its own trial's inputs), so a piece's rows are the whole block's
-    to the bit, whatever the pieces or threads; its NumPy array loops release the GIL,
-    so two threads overlap them. Should a piece raise, the whole block runs again in one
-    piece, so that an error names the same trial whatever the threads."""
-    pieces = trial_pieces(inputs.n) if pieces is None else pieces
-    if len(pieces) < 2:
-        return work(inputs, power_weight, None)
-
-    def run(piece: tuple[int, int]) -> dict[str, np.ndarray]:
-        i0, i1 = piece
-        return work(_piece(inputs, i0, i1), power_weight if np.ndim(power_weight) == 0 else power_weight[i0:i1], piece)
-
-    try:
-        with ThreadPoolExecutor(max_workers=len(pieces)) as pool:
-            parts = list(pool.map(run, pieces))
-    except Exception:
-        return work(inputs, power_weight, None)
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
 def _sequences_that_fit(evaluation) -> np.ndarray:

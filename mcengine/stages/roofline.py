@@ -63,7 +63,6 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     = "cost"``); None, or ``"throughput"``: the most tokens/s. ``tables``: a dict kept by
     the caller for trials whose roofline inputs are equal (the chain's scenarios that
     differ in reliability alone), in which each request shape's candidate evaluations
-    (per piece of trials the plan search runs on a thread, :func:`.planner.on_trial_blocks`)
     are kept and reused (the choice, which reads the weight, is made per call).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
@@ -194,15 +193,11 @@ def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     """The columns of one request shape (``workload.prompt_tokens`` / ``output_tokens``;
     ``shape``: its key in ``tables``)."""
     if scenario.workload.plan == "per_trial":
-        def planned(piece_inputs: TrialInputs, piece_weight, piece) -> dict[str, np.ndarray]:
-            key = shape if piece is None else (shape, piece)
-            table = None if tables is None else tables.get(key)
-            block = planner.plan_per_trial(scenario, piece_inputs, piece_weight, table)
-            if tables is not None:
-                tables[key] = block.table
-            return _planned_columns(block, piece_inputs)
-
-        return planner.on_trial_blocks(planned, inputs, power_weight)
+        table = None if tables is None else tables.get(shape)
+        block = planner.plan_per_trial(scenario, inputs, power_weight, table)
+        if tables is not None:
+            tables[shape] = block.table
+        return _planned_columns(block, inputs)
     if scenario.workload.plan == "quantile":
         plan, share = planner.quantile_plan(scenario)
         return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")

@@ -192,35 +192,3 @@ def test_cost_objective_never_costs_more_per_token_than_the_throughput_objective
     assert (cost["cost_per_mtok_usd"] <= fast["cost_per_mtok_usd"]).all()
     assert (fast["tokens_per_s_instance"] >= cost["tokens_per_s_instance"]).all()
     assert (cost["cost_per_mtok_usd"] < fast["cost_per_mtok_usd"]).any()  # some trial trades a few tokens/s for less power
-
-
-def test_plan_search_pieces_are_one_per_thread_of_at_least_the_minimum():
-    assert planner.trial_pieces(8192, 2) == [(0, 4096), (4096, 8192)]
-    assert planner.trial_pieces(8192, 1) == [(0, 8192)]
-    assert planner.trial_pieces(2 * planner.MIN_PIECE_TRIALS - 1, 4) == [(0, 2 * planner.MIN_PIECE_TRIALS - 1)]
-
-
-@pytest.mark.parametrize("design", ["h100", "lite-h100"])
-def test_planning_in_pieces_on_threads_changes_no_number(design, monkeypatch):
-    """The chain plans a block's trials in pieces on threads (planner.on_trial_blocks): every
-    column equals the block's planned in one piece, to the bit, tables reused or not; an
-    error names the same trial."""
-    s = load_scenario(design, (*SMALL, "cluster.instance_gpus=4", 'workload.plan="per_trial"'))
-    inputs = draw_inputs(s, 3, 0, 96)
-    weight = np.linspace(0.05, 2.0, inputs.n)
-    whole = roofline.throughput(s, inputs, weight)
-    monkeypatch.setattr(planner, "trial_pieces", lambda n, threads=None: [(0, 10), (10, 61), (61, n)])
-    tables: dict = {}
-    for _ in range(2):  # the second call reuses the pieces' candidate tables
-        pieces = roofline.throughput(s, inputs, weight, tables)
-        assert pieces.keys() == whole.keys()
-        for name, column in whole.items():
-            assert pieces[name].dtype == column.dtype and pieces[name].tolist() == column.tolist(), name
-    bad = load_scenario(design, ('workload.batch=100000',))
-    bad_inputs = draw_inputs(bad, 3, 0, 96)
-    with pytest.raises(InputError) as in_pieces:
-        roofline.throughput(bad, bad_inputs)
-    monkeypatch.undo()
-    with pytest.raises(InputError) as in_one:
-        roofline.throughput(bad, bad_inputs)
-    assert str(in_pieces.value) == str(in_one.value)
