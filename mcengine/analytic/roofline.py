@@ -690,26 +690,34 @@ def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> Phase
     return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead, r.comm_overlap)
 
 
-def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:
-    """FLOPs, HBM bytes and collective seconds per TP rank of one whole-model forward
-    over ``b`` prompts of ``S`` tokens (causal attention, LM head on the last token).
-    With data-parallel attention the busiest rank runs the attention of ``ceil(b/t)``
-    whole prompts, the MLP stays sharded over all ``b S`` tokens."""
+def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int):
+    """FLOPs of the busiest TP rank in one whole-model forward over ``b`` prompts of ``S``
+    tokens (causal attention, LM head on the last token). With data-parallel attention
+    the busiest rank runs the attention of ``ceil(b/t)`` whole prompts, the MLP stays
+    sharded over all ``b S`` tokens."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = np.asarray(prompt_tokens, float)
     head = m.vocab * m.hidden / t
-    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
     if att == "tensor":
-        flops = b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
-        nbytes = weights + b * s * kv
-        return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b)
+        return b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
     seqs = attention_sequences_per_rank(b, t, att, g)
     attn_w, heads = _attention_work(m, t, att, g)
     attn = seqs * (2.0 * m.layers * attn_w * s + 2.0 * m.layers * heads * m.head_dim * s * s)
-    flops = attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
-    nbytes = weights + seqs * s * kv
-    return flops, nbytes, forward_comm_s(m, layout, b * s, r, head_rows=b, group_tokens=seqs * s)
+    return attn + b * (2.0 * (_sharded_params_active(m, t) - head) * s + 2.0 * head)
+
+
+def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:
+    """FLOPs (:func:`prefill_flops`), HBM bytes and collective seconds per TP rank of one
+    whole-model forward over ``b`` prompts of ``S`` tokens."""
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    s = float(prompt_tokens)
+    flops = prefill_flops(m, layout, b, prompt_tokens)
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
+    if att == "tensor":
+        return flops, weights + b * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b)
+    seqs = attention_sequences_per_rank(b, t, att, g)
+    return flops, weights + seqs * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b, group_tokens=seqs * s)
 
 
 def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
@@ -758,9 +766,9 @@ def batch_time_to_first_token(m: ModelCard, layout: Layout, batch, prompt_tokens
 
 
 def _phase(compute, memory, comm, overhead, overlap=0.0) -> PhaseTimes:
-    """The four terms as float arrays of one common (trial) shape, and the overlap share."""
-    parts = np.broadcast_arrays(*(np.asarray(x, float) for x in (compute, memory, comm, overhead, overlap)))
-    return PhaseTimes(*(np.array(x) for x in parts))
+    """The four terms as float arrays of one common (trial) shape, and the overlap share
+    (read-only broadcast views: a term common to every trial is not copied per trial)."""
+    return PhaseTimes(*np.broadcast_arrays(*(np.asarray(x, float) for x in (compute, memory, comm, overhead, overlap))))
 
 
 def instance_tokens_per_s(m: ModelCard, layout: Layout, batch, prompt_tokens: int, output_tokens: int, r: Rates) -> np.ndarray:

@@ -112,9 +112,9 @@ def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: in
     b = np.asarray(batch, float) / ra.micro_batches(batch, p)
     chunk = chunk_tokens(b, prompt_tokens, output_tokens)
     context = ra.mean_context(prompt_tokens, output_tokens)
-    decode = ra.decode_step(m, layout, batch, context, r)
-    one_prompt = ra.time_to_first_token(m, layout, prompt_tokens, r)
-    compute = decode.compute_s + chunk / s * one_prompt.compute_s
+    decode_flops, _ = ra._decode_work(m, layout, b, np.asarray(context, float), r)  # (:func:`~mcengine.analytic.roofline.decode_step`'s compute)
+    one_prompt_flops = ra.prefill_flops(m, layout, 1.0, prompt_tokens)  # (:func:`~mcengine.analytic.roofline.time_to_first_token`'s)
+    compute = decode_flops / r.flops_per_s + chunk / s * (one_prompt_flops / r.flops_per_s)
     att, g = layout.attention, layout.attention_groups
     kv_rank = ra.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     share = ra.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)

@@ -160,7 +160,7 @@ class Evaluation:
 
 
 def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False,
-             limits_of: Evaluation | None = None) -> Evaluation:
+             limits_of: Evaluation | None = None, rates: ra.Rates | None = None) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
     ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
@@ -172,10 +172,10 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     read at most ``B_max``; the batch and every time are unchanged), the planner's
     shortcut. ``limits_of``: an evaluation of the same layout, trials and
     ``within_memory`` whose ``B_max`` and ``B_SLO`` are reused (neither depends on
-    ``prefills``).
+    ``prefills``). ``rates``: the trials' :func:`rates_of` when already made.
     """
     w, m = scenario.workload, scenario.workload.model
-    rates = rates_of(scenario, inputs)
+    rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
     s, o = lengths.prompt_tokens, lengths.output_tokens
     context = ra.mean_context(s, o)

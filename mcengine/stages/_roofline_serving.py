@@ -78,7 +78,8 @@ class Continuous:
         return self.step.busy_s / self.step.total_s
 
 
-def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, within_memory: bool = False) -> Continuous:
+def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, within_memory: bool = False,
+                        rates: ra.Rates | None = None) -> Continuous:
     """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
     ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
     ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
@@ -87,9 +88,10 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     step meets the TPOT SLO. A fixed batch is taken as given (``fits`` says if it is
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
     (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
-    (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut."""
+    (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut.
+    ``rates``: the trials' :func:`~._roofline_layout.rates_of` when already made."""
     w, m = scenario.workload, scenario.workload.model
-    rates = rates_of(scenario, inputs)
+    rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
     s, o = lengths.prompt_tokens, lengths.output_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
@@ -232,14 +234,15 @@ def kv_rates(scenario: Scenario, rates: ra.Rates) -> ra.Rates:
     return rates if d != "auto" and d >= 2 * c.instance_gpus else rates.scale_out()
 
 
-def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs) -> PrefillPass:
+def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, rates: ra.Rates | None = None) -> PrefillPass:
     """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
     ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
     whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
     ``P``, bisection), while prompts/s ``P / prefill(P)`` grows with ``P`` (weights
-    streamed once per pass), so the largest allowed ``P`` is the best."""
+    streamed once per pass), so the largest allowed ``P`` is the best. ``rates``: the
+    trials' :func:`~._roofline_layout.rates_of` when already made."""
     w, m = scenario.workload, scenario.workload.model
-    rates = rates_of(scenario, inputs)
+    rates = rates_of(scenario, inputs) if rates is None else rates
     kv = kv_rates(scenario, rates)
     lengths = lengths_of(scenario, inputs)
     s, g = lengths.prompt_tokens, scenario.cluster.instance_gpus

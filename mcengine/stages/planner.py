@@ -86,7 +86,8 @@ class CandidateTable:
     not fit or misses an SLO, :func:`served_tokens`), the ``busy`` fraction of the power
     model, ``fits`` and ``tpot_s``, kept as ``blocks`` of rows ((r, n) arrays of those
     four, rows in :func:`candidates` order: one per static or continuous layout, one per
-    decode layout's disaggregated pairs); every plan's whole evaluation on demand
+    decode layout's disaggregated pairs; ``busy`` None where no plan of the block serves
+    any trial, ``served`` then all ``-inf``); every plan's whole evaluation on demand
     (:meth:`evaluation`).
     ``holders``: the sequences that fit beside the weights per evaluated layout
     (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
@@ -130,11 +131,12 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
     n = inputs.n
+    rates = _common_across_trials(rates_of(scenario, inputs))
 
     def rows(x) -> np.ndarray:
         return np.broadcast_to(x, (n,))
 
-    statics = [evaluate(scenario, layout, inputs, within_memory=True) for layout in layouts] if "static" in modes else [None] * len(layouts)
+    statics = [evaluate(scenario, layout, inputs, within_memory=True, rates=rates) for layout in layouts] if "static" in modes else [None] * len(layouts)
     blocks, holders, builders = [], [], []
 
     def add(e) -> None:
@@ -148,11 +150,10 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
                 add(e)
         elif mode == "continuous":
             for layout in layouts:
-                add(evaluate_continuous(scenario, layout, inputs, within_memory=True))
+                add(evaluate_continuous(scenario, layout, inputs, within_memory=True, rates=rates))
         else:  # a decode instance's memory and TPOT limits are the static evaluation's
-            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e) for layout, e in zip(layouts, statics)]
-            passes = [prefill_pass(scenario, layout, inputs) for layout in layouts]
-            rates = rates_of(scenario, inputs)
+            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e, rates=rates) for layout, e in zip(layouts, statics)]
+            passes = [prefill_pass(scenario, layout, inputs, rates) for layout in layouts]
             pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates)
             blocks += pairs
             for decode in decodes:
@@ -161,11 +162,27 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     return CandidateTable(candidates(scenario), blocks, holders, builders)
 
 
+def _common_across_trials(rates):
+    """``rates`` with each per-trial field whose value is the same in every trial (bit for
+    bit: a fixed input) as one 0-d value: every formula then gives the same numbers,
+    broadcast, without repeating that field's arithmetic per trial or indexing it in
+    each batch search's step."""
+    def common(v):
+        if np.ndim(v) != 1 or v.size == 0:
+            return v
+        bits = np.ascontiguousarray(v, np.float64).view(np.int64)
+        return v[0:1].reshape(()) if np.all(bits == bits[0]) else v
+
+    return dataclasses.replace(rates, **{f: common(getattr(rates, f)) for f in rates.__dataclass_fields__})
+
+
 def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates) -> list[tuple]:
     """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
     ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
-    share, written out over a prefill axis."""
+    share, written out over a prefill axis. A decode evaluation that serves no trial
+    (it misses HBM or the TPOT SLO in every one) serves none in any pair: its served
+    tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None."""
     w, n, lengths = scenario.workload, inputs.n, lengths_of(scenario, inputs)
     s, g, o = lengths.prompt_tokens, scenario.cluster.instance_gpus, lengths.output_tokens
 
@@ -180,14 +197,18 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     pre_busy, pre_total = stack([x.prefill.busy_s for x in passes]), stack([x.prefill.total_s for x in passes])
     out = []
     for decode in decodes:
+        fits = np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits
+        tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
+        if not np.any(decode.fits & decode.slo_met):
+            out.append((np.broadcast_to(-np.inf, (len(passes), n)), None, fits, tpot))
+            continue
         receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
         f = sv.prefill_share(r_p, r_d)
         tokens = sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o)
         ok = np.broadcast_to(decode.fits, (n,)) & pre_fits & np.broadcast_to(decode.slo_met, (n,)) & ttft_met
         busy = f * pre_busy / pre_total + (1.0 - f) * decode.decode.busy_s / decode.decode.total_s
-        tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
-        out.append((np.where(ok, tokens, -np.inf), busy, np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits, tpot))
+        out.append((np.where(ok, tokens, -np.inf), busy, fits, tpot))
     return out
 
 
@@ -213,19 +234,20 @@ def objective(served: np.ndarray, busy: np.ndarray, power_weight=None) -> np.nda
 def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per trial, the first row with the largest :func:`objective` (``np.argmax`` over
     every row, NaN first as there) and its served tokens/s, block by block without
-    stacking the table."""
+    stacking the table. A block that serves no trial (``busy`` None) is skipped: its
+    objective, ``-inf`` throughout, beats no row; a trial that no row serves keeps row 0
+    and ``-inf``, as ``np.argmax`` over ``-inf`` rows gives."""
     trials, offset = np.arange(n), 0
-    best = value = served = None
+    best, value, served = np.zeros(n, np.int64), np.full(n, -np.inf), np.full(n, -np.inf)
     for block in table.blocks:
-        v = objective(block[0], block[1], power_weight)
-        k = np.argmax(v, axis=0)
-        bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
-        if best is None:
-            best, value, served = k + offset, bv, bs
-        else:
+        rows = block[0].shape[0]
+        if block[1] is not None:
+            v = objective(block[0], block[1], power_weight)
+            k = np.argmax(v, axis=0)
+            bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
             better = (bv > value) | (np.isnan(bv) & ~np.isnan(value))
             best, value, served = np.where(better, k + offset, best), np.where(better, bv, value), np.where(better, bs, served)
-        offset += v.shape[0]
+        offset += rows
     return best, served
 
 
