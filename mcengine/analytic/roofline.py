@@ -710,7 +710,7 @@ def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rat
     """FLOPs (:func:`prefill_flops`), HBM bytes and collective seconds per TP rank of one
     whole-model forward over ``b`` prompts of ``S`` tokens."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
-    s = float(prompt_tokens)
+    s = np.asarray(prompt_tokens, float)
     flops = prefill_flops(m, layout, b, prompt_tokens)
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
