@@ -7,7 +7,6 @@ import math
 from fractions import Fraction
 from math import comb
 
-import numba
 import numpy as np
 import pytest
 
@@ -18,6 +17,8 @@ from mcengine.kernels import fab as k
 from mcengine.kernels.geometry import count_dies, die_at
 from mcengine.stages.fab import die_yields
 from mcengine.stages.fab_geometry import wafer_map
+
+from tests.conftest import with_threads
 
 H100 = (25.9, 31.4)
 QUARTER = (12.95, 15.7)
@@ -231,13 +232,8 @@ def _wafers(start, n, threads, seed=3):
     wm = wafer_map(300, 3, *H100, 0.1)
     table = k.harvest_table(144, 12, k.TABLE_MAX_DEFECTS)
     d0 = np.linspace(0.02, 0.4, 4000)[start:start + n]  # spans skip-ahead and per-die wafers
-    previous = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        return k.simulate_wafers(np.uint64(seed), start, d0, np.full(n, 2.0), np.ones(n), np.full(n, 0.8),
-                                 wm.die_area_cm2, wm.r2_fraction, 144, 12, table)
-    finally:
-        numba.set_num_threads(previous)
+    return with_threads(threads, k.simulate_wafers, np.uint64(seed), start, d0, np.full(n, 2.0), np.ones(n), np.full(n, 0.8),
+                        wm.die_area_cm2, wm.r2_fraction, 144, 12, table)
 
 
 def test_wafers_identical_at_1_and_2_threads_and_across_chunks():
@@ -253,14 +249,8 @@ def _spatial(start, n, threads):
     wm = wafer_map(300, 3, *QUARTER, 0.1)
     d0 = np.linspace(0.05, 0.6, 400)[start:start + n]
     rho = np.where(np.arange(start, start + n) % 2 == 0, 1.0, 2.5)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        return k.simulate_wafers_spatial(np.uint64(5), start, d0, np.full(n, 3.0), rho, np.full(n, 0.8), wm.radius_mm,
-                                         wm.die_w_mm, wm.die_h_mm, wm.pitch_x_mm, wm.pitch_y_mm, wm.x0_mm, wm.y0_mm,
-                                         wm.j_first, wm.rows, wm.dies, 36, 3)
-    finally:
-        numba.set_num_threads(previous)
+    return with_threads(threads, k.simulate_wafers_spatial, np.uint64(5), start, d0, np.full(n, 3.0), rho, np.full(n, 0.8), wm.radius_mm,
+                        wm.die_w_mm, wm.die_h_mm, wm.pitch_x_mm, wm.pitch_y_mm, wm.x0_mm, wm.y0_mm, wm.j_first, wm.rows, wm.dies, 36, 3)
 
 
 def test_spatial_twin_identical_at_1_and_2_threads_and_across_chunks():
@@ -275,13 +265,8 @@ def test_spatial_twin_identical_at_1_and_2_threads_and_across_chunks():
 def _runs(start, n, threads):
     wm = wafer_map(300, 3, *QUARTER, 0.1)
     table = k.harvest_table(36, 3, k.TABLE_MAX_DEFECTS)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        return k.simulate_runs(np.uint64(9), start, np.full(n, 0.1), np.full(n, 3.0), np.ones(n), np.full(n, 0.8),
-                               np.full(n, 0.98), wm.die_area_cm2, wm.r2_fraction, 36, 3, table, 500, 1000)
-    finally:
-        numba.set_num_threads(previous)
+    return with_threads(threads, k.simulate_runs, np.uint64(9), start, np.full(n, 0.1), np.full(n, 3.0), np.ones(n), np.full(n, 0.8),
+                        np.full(n, 0.98), wm.die_area_cm2, wm.r2_fraction, 36, 3, table, 500, 1000)
 
 
 def test_runs_identical_at_1_and_2_threads_and_across_chunks():
