@@ -151,13 +151,19 @@ def test_any_legal_length_gives_finite_columns_or_names_its_inputs(case, q):
     assert np.all(columns["tokens_per_s_instance"] >= 0.0)
 
 
-def test_the_pessimistic_plan_takes_long_requests():
-    from mcengine.stages.planner import pessimistic_inputs
+def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
+    """Long prompts and a high KV quantile, short answers: each side the one that serves
+    fewer output tokens/s (a longer answer spreads its prompt's prefill over more tokens)."""
+    from mcengine.scenario.sampling import TrialInputs
+    from mcengine.stages.planner import pessimistic_inputs, plan_at
 
     s = api.check("h100", ['workload.output_tokens={law="lognormal", median={dist="uniform", low=100, high=300}, sigma=0.5}',
                            'workload.prompt_tokens={dist="uniform", low=1000, high=3000}', 'workload.kv_length_quantile={dist="uniform", low=0.9, high=0.99}'])
     at = pessimistic_inputs(s, 0.1)
-    assert at["workload.output_tokens.median"][0] == pytest.approx(280.0, rel=1e-12)
+    assert at["workload.output_tokens.median"][0] == pytest.approx(120.0, rel=1e-12)
     assert at["workload.prompt_tokens"][0] == pytest.approx(2800.0, rel=1e-12)
     assert at["workload.kv_length_quantile"][0] == pytest.approx(0.981, rel=1e-12)
     assert at["workload.compute_efficiency"][0] < s.workload.efficiency_of("compute").median()
+    longer_answers = TrialInputs(at.trial_start, at.n, {**at.values, "workload.output_tokens.median": np.full(1, 280.0)})
+    tokens = [float(plan_at(s, x)[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
+    assert tokens[0] < tokens[1]
