@@ -104,14 +104,17 @@ def batch_limit_chunk(prompt_tokens: int, output_tokens: int, chunk_budget_token
     return np.floor(np.asarray(chunk_budget_tokens, float) * output_tokens / prompt_tokens).astype(np.int64)
 
 
-def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: int, output_tokens: int, r: ra.Rates) -> ra.PhaseTimes:
+def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: int, output_tokens: int, r: ra.Rates,
+                    context_tokens=None) -> ra.PhaseTimes:
     """One step of continuous batching with chunked prefill (module docstring): ``B``
     sequences decode one token each while ``c = B S/O`` prompt tokens are prefilled.
-    ``total_s`` is the TPOT. Broadcasts over trials."""
+    ``total_s`` is the TPOT. Broadcasts over trials. ``context_tokens``: the mean context
+    the decoding sequences read (:class:`~mcengine.analytic.lengths.Lengths`), ``S + O/2``
+    when not given."""
     t, p, s = layout.tensor, layout.pipeline, np.asarray(prompt_tokens, float)
     b = np.asarray(batch, float) / ra.micro_batches(batch, p)
     chunk = chunk_tokens(b, prompt_tokens, output_tokens)
-    context = ra.mean_context(prompt_tokens, output_tokens)
+    context = ra.mean_context(prompt_tokens, output_tokens) if context_tokens is None else context_tokens
     decode_flops, _ = ra._decode_work(m, layout, b, np.asarray(context, float), r)  # (:func:`~mcengine.analytic.roofline.decode_step`'s compute)
     one_prompt_flops = ra.prefill_flops(m, layout, 1.0, prompt_tokens)  # (:func:`~mcengine.analytic.roofline.time_to_first_token`'s)
     compute = decode_flops / r.flops_per_s + chunk / s * (one_prompt_flops / r.flops_per_s)

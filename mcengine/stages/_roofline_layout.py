@@ -65,25 +65,29 @@ def lengths_of(scenario: Scenario, inputs: TrialInputs) -> al.Lengths:
     """The request lengths of every trial (docs/model.md#lengths): ``workload.prompt_tokens``
     and ``output_tokens`` as numbers (every request's), drawn per trial (a dist table) or
     as the mean and the ``workload.kv_length_quantile`` quantile of a length law; the
-    context at the quantile is the prompt's plus the output's (a request long in both)."""
+    context at the quantile is the prompt's plus the output's (a request long in both);
+    a decode step reads the mean prompt plus half the length-weighted mean output
+    (:class:`~mcengine.analytic.lengths.Lengths`)."""
     w = scenario.workload
     if not isinstance(w.prompt_tokens, _DRAWN) and not isinstance(w.output_tokens, _DRAWN):
         return al.Lengths.fixed(w.prompt_tokens, w.output_tokens)
     q = inputs["workload.kv_length_quantile"]
-    (s, s_kv), (o, o_kv) = (_length_terms(getattr(w, k), f"workload.{k}", inputs, q) for k in ("prompt_tokens", "output_tokens"))
-    return al.Lengths(s, o, s_kv, s_kv + o_kv)
+    (s, s_kv, _), (o, o_kv, o_biased) = (_length_terms(getattr(w, k), f"workload.{k}", inputs, q) for k in ("prompt_tokens", "output_tokens"))
+    return al.Lengths(s, o, s_kv, s_kv + o_kv, s + o_biased / 2.0)
 
 
 def _length_terms(value, key: str, inputs: TrialInputs, q) -> tuple:
-    """A length key's mean and its quantile ``q`` (a number, per-trial draws, or a law's)."""
+    """A length key's mean, its quantile ``q`` and its length-weighted mean ``E[X^2]/E[X]``
+    (a number, per-trial draws, or a law's)."""
     if isinstance(value, Dist):
-        return inputs[key], inputs[key]
+        return inputs[key], inputs[key], inputs[key]
     if isinstance(value, LognormalLength):
         median, sigma = inputs[f"{key}.median"], inputs[f"{key}.sigma"]
-        return al.lognormal_mean(median, sigma), al.lognormal_quantile(median, sigma, q)
+        return al.lognormal_mean(median, sigma), al.lognormal_quantile(median, sigma, q), al.lognormal_size_biased_mean(median, sigma)
     if isinstance(value, EmpiricalLength):
-        return al.empirical_mean(value.quantiles, value.tokens), al.empirical_quantile(value.quantiles, value.tokens, q)
-    return value, value
+        return (al.empirical_mean(value.quantiles, value.tokens), al.empirical_quantile(value.quantiles, value.tokens, q),
+                al.empirical_size_biased_mean(value.quantiles, value.tokens))
+    return value, value, value
 
 
 def lengths_label(scenario: Scenario) -> str:
@@ -178,7 +182,7 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
     s, o = lengths.prompt_tokens, lengths.output_tokens
-    context = ra.mean_context(s, o)
+    context = lengths.context_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
     if limits_of is None:

@@ -100,10 +100,11 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
     cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
-    timing = ra.Timing(rates, (s, o))
+    timing = ra.Timing(rates, (s, o, lengths.context_tokens))
 
     def step_s(b, x):
-        return sv.continuous_step(m, layout, b, *x.lengths, x.rates).total_s
+        prompt, output, context = x.lengths
+        return sv.continuous_step(m, layout, b, prompt, output, x.rates, context).total_s
 
     b_slo = ra.largest_batch(step_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates, s, o), cap, rates=timing)
     b_ttft = sv.largest_batch_within_ttft(step_s, ttft_ms / MS_PER_S, np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=timing)
@@ -111,7 +112,7 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
         batch = np.maximum(1, b_ttft)
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
-    step = sv.continuous_step(m, layout, batch, s, o, rates)
+    step = sv.continuous_step(m, layout, batch, s, o, rates, lengths.context_tokens)
     ttft = sv.continuous_ttft_s(step.total_s, batch, layout.pipeline, o)
     per_instance = sv.continuous_tokens_per_s(step.total_s, batch)
     return Continuous(layout, b_mem, b_slo, b_chunk, b_ttft, batch, step, ttft, per_instance, slo_ms, ttft_ms)

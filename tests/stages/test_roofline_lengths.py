@@ -62,6 +62,38 @@ def test_a_lognormal_prompt_law_prefills_its_mean_and_sizes_the_kv_cache_at_its_
     assert e.tokens_per_s_instance[0] == pytest.approx(tokens, rel=1e-14)
 
 
+def test_a_decode_step_reads_the_length_weighted_mean_answer():
+    """A request holds its slot for its O steps: the slots hold answers in proportion to
+    their length, so a decode step reads S + E[O^2] / (2 E[O]) (lognormal: E[O^2]/E[O] =
+    m exp(3 sigma^2 / 2)), in static and in continuous serving alike."""
+    from mcengine.analytic import serving as sv
+    from mcengine.stages._roofline_serving import evaluate_continuous
+
+    law = 'workload.output_tokens={law="lognormal", median=200, sigma=0.8}'
+    s = api.check("h100", [*ONE_LAYOUT, "workload.prompt_tokens=1000", law])
+    median = quantile_inputs(s, 0.5)
+    context = 1000 + 0.5 * 200 * math.exp(1.5 * 0.8**2)  # 1,000 + 261.2 tokens (S + O/2 would read 1,000 + 137.7)
+    assert float(lengths_of(s, median).context_tokens[0]) == pytest.approx(context, rel=1e-14)
+    layout, r = ra.Layout(8, 1), rates_of(s, median)
+    e = evaluate(s, layout, median)
+    assert e.decode.total_s[0] == pytest.approx(ra.decode_step(s.workload.model, layout, e.batch, context, r).total_s[0], rel=1e-14)
+    c = evaluate_continuous(s, layout, median)
+    mean_answer = 200 * math.exp(0.5 * 0.8**2)
+    step = sv.continuous_step(s.workload.model, layout, c.batch, 1000.0, mean_answer, r, context)
+    assert c.step.total_s[0] == pytest.approx(step.total_s[0], rel=1e-14)
+    assert c.step.total_s[0] > sv.continuous_step(s.workload.model, layout, c.batch, 1000.0, mean_answer, r).total_s[0]
+
+
+def test_the_empirical_length_weighted_mean_is_that_of_its_requests():
+    # E[X^2] of 200,000 requests drawn by inverse transform against E[X] E[X^2]/E[X]; 4 SEM
+    quantiles, tokens = (0.0, 0.5, 0.9, 1.0), (10.0, 100.0, 400.0, 1000.0)
+    x = al.empirical_quantile(quantiles, tokens, uniforms_for_trials(np.uint64(7), 0, 12, 0, 200_000))
+    second = al.empirical_size_biased_mean(quantiles, tokens) * al.empirical_mean(quantiles, tokens)
+    # by hand: 0.5 (10^2 + 10 100 + 100^2)/3 + 0.4 (100^2 + 100 400 + 400^2)/3 + 0.1 (400^2 + 400 1000 + 1000^2)/3
+    assert second == pytest.approx(0.5 * 11100 / 3 + 0.4 * 210000 / 3 + 0.1 * 1560000 / 3, rel=1e-14)
+    assert abs((x**2).mean() - second) < 4 * (x**2).std() / math.sqrt(x.size)
+
+
 @pytest.mark.parametrize("law, mean", [(("lognormal", 1000.0, 0.8), 1000 * math.exp(0.32)),
                                        (("empirical", (0.0, 0.5, 0.9, 1.0), (10.0, 100.0, 400.0, 1000.0)),
                                         0.5 * 55 + 0.4 * 250 + 0.1 * 700)])
