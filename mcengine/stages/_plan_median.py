@@ -59,6 +59,17 @@ def _no_fit(scenario: Scenario, evaluations: list[Evaluation]) -> InputError:
         )
     need_gb = min(ra.weights_bytes_per_gpu(m, e.layout, w.bytes_per_param.value) for e in evaluations) / BYTES_PER_GB
     have_gb = g.hbm_gb.median() * w.hbm_usable_fraction.median()
+    if need_gb < have_gb:  # the weights fit: one sequence's KV cache does not
+        return InputError(
+            Problem(
+                "workload.prompt_tokens + workload.output_tokens",
+                lengths_label(scenario),
+                f"one sequence's KV cache does not fit HBM beside {need_gb:.2f} GB of weights per GPU at best (on layouts "
+                f"tensor x pipeline = {layouts} of cluster.instance_gpus = {scenario.cluster.instance_gpus}; gpu.hbm_gb x "
+                f"workload.hbm_usable_fraction = {have_gb:.2f} GB); allowed: shorter requests (or a lower "
+                "workload.kv_length_quantile with a length law), more GPUs per instance, or more HBM",
+            )
+        )
     return InputError(
         Problem(
             "workload.model",

@@ -33,7 +33,7 @@ from ..errors import InputError, NumericalError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
 from ..units import MS_PER_S
-from ._roofline_layout import evaluate, lengths_of
+from ._roofline_layout import evaluate, lengths_label, lengths_of
 from ._roofline_serving import evaluate_plan
 from . import _plan_median, planner
 
@@ -234,8 +234,8 @@ def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
                 scenario.workload.batch if key == "workload.batch" else at_trial(inputs["gpu.hbm_gb"], i),
                 f"in trial {inputs.trial_start + i} only {int(e.batch_memory[i])} sequences fit HBM at layout tensor "
                 f"{best.layout.tensor} x pipeline {best.layout.pipeline} (gpu.hbm_gb = {at_trial(inputs['gpu.hbm_gb'], i):g}, "
-                f"workload.hbm_usable_fraction = {at_trial(inputs['workload.hbm_usable_fraction'], i):g}); allowed: inputs whose "
-                "whole range fits the weights and the batch",
+                f"workload.hbm_usable_fraction = {at_trial(inputs['workload.hbm_usable_fraction'], i):g}, a sequence's context at "
+                f"{lengths_label(scenario)}); allowed: inputs whose whole range fits the weights and the batch",
             )
         )
     return _columns(e, inputs, "static")

@@ -199,3 +199,13 @@ def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
     longer_answers = TrialInputs(at.trial_start, at.n, {**at.values, "workload.output_tokens.median": np.full(1, 280.0)})
     tokens = [float(plan_at(s, x)[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
     assert tokens[0] < tokens[1]
+
+
+def test_a_context_no_sequence_fits_is_named_as_the_lengths_under_the_median_plan():
+    """The weights fit (17.6 GB of 72 GB per GPU), one sequence of up to 3 M prompt tokens does
+    not: the refusal names the request lengths, not the model."""
+    s = api.check("h100", ["workload.plan='median'", 'workload.prompt_tokens={dist="uniform", low=1000, high=3000000}'])
+    with pytest.raises(InputError) as caught:
+        roofline.throughput(s, draw_inputs(s, 0, 0, 8))
+    text = str(caught.value)
+    assert "workload.prompt_tokens + workload.output_tokens" in text and "17.64 GB of weights" in text and "72.00 GB" in text
