@@ -287,6 +287,30 @@ def _mix(pair) -> Assumption:
                    ordered=False)
 
 
+def _request_lengths(pair) -> list[Assumption]:
+    """Output and prompt tokens per request, over the Azure 2023 trace's span of class means
+    and the long-context and long-answer cases beside it."""
+    return [
+        _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
+        _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
+    ]
+
+
+def _overlap(pair) -> Assumption:
+    """The share of communication overlapped with compute, none to all."""
+    return _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute")
+
+
+def _tpot_slo(pair) -> Assumption:
+    """The TPOT SLO, from an interactive 20 ms to a batch-like 200 ms."""
+    return _num(pair, "workload.tpot_slo_ms", 20.0, 200.0, SRC + "roof-slo", "TPOT SLO (ms)")
+
+
+def _precision(pair) -> Assumption:
+    """bf16 (shipped) or fp8 weights and KV with twice the peak FLOP/s."""
+    return _choice(pair, PRECISION_KEY, ("bf16", "fp8"), SRC + "paper-nearest-world", "precision (fp8: 1 byte, 2x peak)")
+
+
 def _power_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:gpu.dvfs_scale", 0.6, 1.0, SRC + "power-dvfs", "Lite operating point s (FLOP/s x s, dynamic power x s^3)"),
@@ -303,11 +327,10 @@ def _performance_assumptions(pair) -> list[Assumption]:
         _num(pair, "B:gpu.hbm_tbps", 0.84, 1.68, SRC + "derive-hbm3", "Lite HBM bandwidth (TB/s; 1-2 HBM3 stacks)"),
         _num(pair, "B:gpu.hbm_gb", 20.0, 40.0, SRC + "derive-hbm3", "Lite HBM capacity (GB; 1-2 stacks)"),
         *_lite_efficiencies(pair),
-        _num(pair, "workload.tpot_slo_ms", 20.0, 200.0, SRC + "roof-slo", "TPOT SLO (ms)"),
-        _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
-        _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
-        _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute"),
-        _choice(pair, PRECISION_KEY, ("bf16", "fp8"), SRC + "paper-nearest-world", "precision (fp8: 1 byte, 2x peak)"),
+        _tpot_slo(pair),
+        *_request_lengths(pair),
+        _overlap(pair),
+        _precision(pair),
         _lite_domain(pair),
         _mix(pair),
     ]
@@ -321,12 +344,11 @@ def _verdict_assumptions(pair) -> list[Assumption]:
         _num(pair, "B:econ.host_cost_usd", 8000.0, 16000.0, SRC + "econ-host-cost", "Lite host of 16 (USD)"),
         _num(pair, "B:fab.test_cost_usd", 112.5, 300.0, SRC + "fab-test-cost", "Lite test (USD)"),
         *_lite_efficiencies(pair),
-        _num(pair, "workload.comm_overlap", 0.0, 1.0, SRC + "roof-overlap", "communication overlapped with compute"),
-        _num(pair, "workload.output_tokens", 128.0, 2048.0, SRC + "mix-azure-2023", "output tokens per request"),
-        _num(pair, "workload.prompt_tokens", 512.0, 8192.0, SRC + "mix-azure-2023", "prompt tokens per request"),
-        _num(pair, "workload.tpot_slo_ms", 20.0, 200.0, SRC + "roof-slo", "TPOT SLO (ms)"),
+        _overlap(pair),
+        *_request_lengths(pair),
+        _tpot_slo(pair),
         _num(pair, "workload.ttft_slo_ms", 450.0, 6000.0, SRC + "paper-nearest-world", "TTFT SLO (ms)"),
-        _choice(pair, PRECISION_KEY, ("bf16", "fp8"), SRC + "paper-nearest-world", "precision (fp8: 1 byte, 2x peak)"),
+        _precision(pair),
         _choice(pair, MARKUP_KEY, MARKUP_SCOPES, SRC + "econ-markup-scope", "parts the markup multiplies (the markup re-fitted to the H100's price)"),
         _lite_domain(pair),
         _mix(pair),
