@@ -54,8 +54,7 @@ def _check_command(cli, tmp_path, command: str, key: str, value) -> None:
 
 def _property(command: str, examples: int):
     @pytest.mark.slow
-    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-              derandomize=True)
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(data=st.data())
     def test(cli, tmp_path_factory, data):
         key = data.draw(st.sampled_from(KEYS), label="key")
@@ -165,7 +164,7 @@ INFANT_STOCKOUT = {"cluster.instances": 500, "cluster.spare_gpus": 100_000, "rel
 
 
 def _reliability_property(examples: int, pinned=(INFANT_HOSTS,)):
-    @settings(max_examples=examples, deadline=RELIABILITY_DEADLINE_MS, derandomize=True,
+    @settings(max_examples=examples, deadline=RELIABILITY_DEADLINE_MS,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(sets=reliability_scenarios())
     def test(cli, sets):

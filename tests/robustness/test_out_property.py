@@ -62,7 +62,7 @@ def out_folders(draw):
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=out_folders())
 @example(case=({"trials.parquet": "link-dir"}, None, True, "run"))  # issue 34 case 1
@@ -132,7 +132,7 @@ OPTIONS = {
 
 
 @pytest.mark.slow
-@settings(max_examples=24, deadline=None, derandomize=True,
+@settings(max_examples=24, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(choice=st.fixed_dictionaries({k: st.sampled_from([None, "same", "other"]) for k in OPTIONS}),
        scenarios=st.sampled_from([None, ["h100", "lite-h100"], ["h100", "lite-h100-2x"]]))

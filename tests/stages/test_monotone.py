@@ -85,7 +85,7 @@ _TOKENS = dict(name=st.sampled_from(SCENARIOS), key=st.sampled_from(BETTER_WHEN_
 _COST = dict(name=st.sampled_from(SCENARIOS), key=st.sampled_from(PRICES), factor=st.floats(1.001, 2.0), seed=st.integers(0, 2**16))
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_TOKENS)
 def test_better_inputs_never_serve_fewer_tokens(name, key, factor, seed):
     _tokens_never_fall(name, key, factor, seed)
@@ -94,34 +94,34 @@ def test_better_inputs_never_serve_fewer_tokens(name, key, factor, seed):
 _CHEAPER = dict(name=st.sampled_from(SCENARIOS), key=st.sampled_from(CHEAPER_WHEN_HIGHER), factor=st.floats(1.0, 2.0), seed=st.integers(0, 2**16))
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_CHEAPER)
 def test_better_inputs_never_cost_more_per_token(name, key, factor, seed):
     _cost_never_rises(name, key, factor, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_CHEAPER)
 def test_better_inputs_never_cost_more_per_token_many(name, key, factor, seed):
     _cost_never_rises(name, key, factor, seed)
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_COST)
 def test_a_dearer_price_never_costs_less(name, key, factor, seed):
     _cost_never_falls(name, key, factor, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_TOKENS)
 def test_better_inputs_never_serve_fewer_tokens_many(name, key, factor, seed):
     _tokens_never_fall(name, key, factor, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_COST)
 def test_a_dearer_price_never_costs_less_many(name, key, factor, seed):
     _cost_never_falls(name, key, factor, seed)
@@ -157,14 +157,14 @@ _AVAILABILITY = dict(name=st.sampled_from(("h100", "lite-h100")), spares=st.inte
                      seed=st.integers(0, 2**16))
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_AVAILABILITY)
 def test_more_spares_or_crews_never_lower_availability(name, spares, more_spares, crews, more_crews, seed):
     _availability_never_falls(name, spares, more_spares, crews, more_crews, seed)
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**_AVAILABILITY)
 def test_more_spares_or_crews_never_lower_availability_many(name, spares, more_spares, crews, more_crews, seed):
     _availability_never_falls(name, spares, more_spares, crews, more_crews, seed)
