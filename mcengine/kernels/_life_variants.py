@@ -15,7 +15,8 @@ from mcengine.kernels.law_codes import LAW_FIXED
 from mcengine.kernels.laws import CUM_WEIGHT, KIND
 
 __all__ = ["N_LAWS", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "leave", "part_on_liveness", "part_at_install",
-           "part_on_wear", "fixed_law", "draw_free", "same_table", "part_on_laws"]
+           "part_on_wear", "module_due", "first_module_due", "part_on_module", "fixed_law", "draw_free", "same_table",
+           "part_on_laws"]
 
 # ---- the law stack of a trial: laws[v * N_LAWS + w] for these w
 LAW_REPAIR, LAW_SWAP, LAW_RESTART = 0, 1, 2
@@ -75,6 +76,41 @@ def part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_s
                 nv = leave(vids, nv, k)
                 continue
         k += 1
+    return nv
+
+
+@kernel
+def module_due(at, m_at, pooled, v, p, life):
+    """Variant ``v``'s failure time of the module that came with GPU position ``p``'s unit
+    (a life of ``life`` hours from the later of the unit's install and, with a module pool
+    (``pooled``), the end of the module swap the position waits for, ``m_at[p]``)."""
+    start = max(at[v, p], m_at[p]) if pooled else at[v, p]
+    return start + life
+
+
+@kernel
+def first_module_due(at, m_at, pooled, vids, nv, p, life):
+    """The earliest :func:`module_due` of the variants ``vids[:nv]``: the time the module's
+    clock is armed at (``inf``: past the horizon, as ``life`` is)."""
+    due = module_due(at, m_at, pooled, vids[0], p, life)
+    for k in range(1, nv):
+        due = min(due, module_due(at, m_at, pooled, vids[k], p, life))
+    return due
+
+
+@kernel
+def part_on_module(at, m_at, pooled, vids, nv, p, life, t):
+    """The clock of the module that came with position ``p``'s unit fires at ``t``, the
+    earliest of the variants' times (:func:`first_module_due`): followers whose module
+    fails now otherwise than the leader's leave. Until then its install time differed
+    in no draw or decision (a unit's module is looked at only when it fails)."""
+    now = module_due(at, m_at, pooled, vids[0], p, life) == t
+    k = 1
+    while k < nv:
+        if (module_due(at, m_at, pooled, vids[k], p, life) == t) != now:
+            nv = leave(vids, nv, k)
+        else:
+            k += 1
     return nv
 
 

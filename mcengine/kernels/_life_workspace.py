@@ -75,6 +75,10 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   ring of the restock arrival times still pending (in order: one lead time after each
 #:   module swap), ``m_at`` float64[A] the end of the module swap a position waits for
 #:   stock for (0: none), ``mwait_f`` float64[I] the end of an instance's latest wait for a module;
+#: * modules: ``m_life`` float64[A] the life of the module whose clock a position's timer is,
+#:   when it came with a unit installed at another time in each variant (the clock armed at
+#:   the earliest, :func:`~mcengine.kernels._life_variants.first_module_due`); -1: a start
+#:   common to every variant (``t = 0``, a module swap);
 #: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`);
 #: * ``u_past`` float64[2, K]: per Weibull group, the uniform below which a life is past
 #:   the horizon however late it starts (:func:`~mcengine.kernels._life_hazard.past_uniform`
@@ -83,7 +87,7 @@ Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
     "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by",
-    "u_past"])
+    "u_past", "m_life"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -352,6 +356,7 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
     n_mat = a if pooled else 1
     n_mwait = ni if pooled else 1
     n_lost = a if c.reshard else 1
+    n_mlife = a if c.modules else 1
     return Workspace(
         np.empty((2, a), np.int64), np.empty((2, h), np.int64), np.empty((n_var, a)), np.empty((n_var, h)),
         np.empty((n_var, _N_INST_I, ni), np.int64), np.empty((n_var, _N_INST_F, ni)),
@@ -364,5 +369,5 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
         np.empty(n_hrq), np.empty(n_hwq, np.int64),
         np.zeros(ni, np.int64), np.zeros(ni),
         np.empty(n_mrq), np.zeros(n_mat), np.zeros(n_mwait), np.zeros(n_lost, np.int64),
-        np.zeros((2, n_past)),
+        np.zeros((2, n_past)), np.empty(n_mlife),
     )

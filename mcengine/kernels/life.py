@@ -189,8 +189,8 @@ from mcengine.kernels._life_hazard import (
     WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, life_within, module_life, past_uniform, thinned, unit_life, wear_group,
 )
 from mcengine.kernels._life_variants import (
-    LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, fixed_law, part_at_install, part_on_laws, part_on_liveness,
-    part_on_wear,
+    LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, first_module_due, fixed_law, module_due, part_at_install, part_on_laws,
+    part_on_liveness, part_on_module, part_on_wear,
 )
 from mcengine.kernels.laws import P1, sample_law
 from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull_scale
@@ -297,6 +297,7 @@ def _start(ws, s, c, lf, wb, n_wb):
         for g in range(lf.n_mwb):
             u_past[_PAST_MODULE, g] = past_uniform(lf.mwb[g, WB_SHAPE], lf.mwb[g, WB_SCALE], lf.horizon)
         for p in range(c.positions):
+            ws.m_life[p] = -1.0  # (a start common to every variant)
             hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, module_life(st, lf.mwb, lf.n_mwb, u_past, _PAST_MODULE),
                       lf.horizon)
     if lf.reshard:
@@ -486,9 +487,24 @@ def _lose(ws, s, c, lf, first, end, t, delta):
 
 @event_kernel
 def _module_fails(ws, s, c, lf, laws, p, t):
-    """The module of GPU position ``p`` fails at ``t``: the GPU's instance goes down (its
-    restart after the module swap, in place: no pool unit, no repair; reshard: the GPU
-    lost until the swap ends, a timer) and a new module's clock starts at the swap's end."""
+    """The clock of GPU position ``p``'s module fires at ``t``: the module fails, the GPU's
+    instance goes down (its restart after the module swap, in place: no pool unit, no
+    repair; reshard: the GPU lost until the swap ends, a timer) and a new module's clock
+    starts at the swap's end, a time common to every variant.
+
+    A module that came with a unit installed at another time in each variant of the pass
+    (``ws.m_life[p] >= 0``) has its clock at the earliest of their failure times: the
+    followers whose module fails now otherwise than the leader's leave
+    (:func:`~mcengine.kernels._life_variants.part_on_module`), and if the leader's fails
+    later, nothing fails now: the clock is armed again at the earliest time left."""
+    life = ws.m_life[p]
+    if life >= 0.0:
+        pooled = c.spare_modules >= 0
+        s.nv = part_on_module(ws.at_g, ws.m_at, pooled, ws.vids, s.nv, p, life, t)
+        if module_due(ws.at_g, ws.m_at, pooled, lf.lead, p, life) != t:
+            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
+                        first_module_due(ws.at_g, ws.m_at, pooled, ws.vids, s.nv, p, life), lf.horizon)
+            return
     i = ws.inst_of[p]
     s.events += 1
     s.module_swaps += 1
@@ -498,6 +514,7 @@ def _module_fails(ws, s, c, lf, laws, p, t):
         _lose(ws, s, c, lf, p, p + 1, t, 1)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
     life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
+    ws.m_life[p] = -1.0
     s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + life, lf.horizon)
 
 
@@ -911,10 +928,12 @@ def _touch_instances(ws, s, laws, i0, i1, t, i_done, hit, fault, waits):
 @inline_kernel
 def _module_installed(ws, s, c, lf, p):
     """A new GPU at position ``p`` comes with a new module (or, module pool, the one its
-    position waits for: ``m_at``): its clock armed from the later of the two installs."""
-    t_m = max(ws.at_g[lf.lead, p], ws.m_at[p]) if c.spare_modules >= 0 else ws.at_g[lf.lead, p]
+    position waits for: ``m_at``): its clock armed from the later of the two installs, at
+    the earliest of the variants' times (:func:`_module_fails` parts the others there)."""
     life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
-    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_m + life, lf.horizon)
+    ws.m_life[p] = life
+    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
+                first_module_due(ws.at_g, ws.m_at, c.spare_modules >= 0, ws.vids, s.nv, p, life), lf.horizon)
 
 
 @inline_kernel
@@ -1052,7 +1071,8 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     # a batch of swaps ends at one time
     swaps_fixed = fixed_law(laws, lead * N_LAWS + LAW_SWAP)
     # a per-unit clock armed at a swap's end: followers whose swap ends elsewhere part there
-    clocked = clocked_g or (c.host_mode and clocked_h) or modular
+    # (a module's clock is armed at the earliest variant's time instead: _module_fails)
+    clocked = clocked_g or (c.host_mode and clocked_h)
     crews_free = c.crews >= c.slots + c.spares  # a crew for every unit: no repair ever queues
     fast = fast_paths and not c.reshard
     return Lifetime(horizon, host_shape, host_scale, lead, swaps_fixed, clocked_g, clocked_h, clocked, crews_free, fast,
