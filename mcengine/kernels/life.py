@@ -940,8 +940,9 @@ def _module_installed(ws, s, c, lf, p):
 def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     """Slot ``x`` is assigned a unit at ``t`` (from the pool, or a repaired one if it was
     out of stock, ``from_wait``): in place after a swap draw (per variant), its clocks
-    armed (and its modules'; reshard: the swap's end a timer); its instances restart
-    once their last swap ends."""
+    armed (and its modules'; reshard: the swap's end a timer, and a GPU whose position
+    waits for a module from the pool stays lost until that module swap ends, the module
+    swap's timer); its instances restart once their last swap ends."""
     s.swaps += 1
     vids = ws.vids
     first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
@@ -970,6 +971,11 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
             _module_installed(ws, s, c, lf, p)
     if lf.reshard:  # the swap's end gives the slot's GPUs back (a timer; never past the horizon)
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + c.hosts + x, ws.at_g[lf.lead, first], lf.horizon)
+        if lf.modular and c.spare_modules >= 0:  # a GPU whose position waits for a module is back when it is in
+            for p in range(first, end):
+                if ws.m_at[p] > ws.at_g[lf.lead, p]:
+                    ws.lost_by[p] += 1  # (a second reason: its slot's is counted, no change now)
+                    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, ws.m_at[p], lf.horizon)
     if from_wait:
         for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
             ws.wait_i[i] -= 1

@@ -11,7 +11,10 @@ against the file as it was; the ``units-module-*`` cases (the module pool) and e
 case's ``module_stockout_hours`` column likewise, every other column of the file kept
 bit for bit; the ``units-clocked*`` and ``units-stockout`` cases with the kernel of
 commit 27af731 (before lives past the horizon were left uncomputed and modules took the
-fast paths); regenerate it only for a change that is meant to move the numbers.
+fast paths); the ``units-module-reshard`` case's columns with the kernel that keeps a
+GPU lost under reshard until the module its position waits for is in (its capacity
+availability moved in 2 of 8 lifetimes, every other column the same bits); regenerate it
+only for a change that is meant to move the numbers.
 """
 
 from __future__ import annotations

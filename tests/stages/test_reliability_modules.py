@@ -106,3 +106,28 @@ def test_the_analytic_reference_counts_module_swaps():
     c = run_lifetimes(s, 100, seed=21)
     assert_mc(c["interruptions_per_year"], ref["interruptions_per_year"])
     assert_mc(c["instance_availability"], ref["availability_no_stockout"])
+
+
+def test_under_reshard_a_gpu_waiting_for_its_module_stays_lost_until_the_module_is_in():
+    """Reshard with a module pool that runs dry: a GPU that fails while its position waits
+    for a module, and is replaced, is back in service when the module swap ends, not at the
+    GPU's install. With losing GPUs costing nothing (every capacity 1) and no restart or
+    re-layout time, an instance is down only while it lacks a GPU, and then serves in full:
+    capacity availability is 1 (to rounding) while instance availability is not. A GPU given
+    back at its install would leave its instance down with no GPU lost, serving nothing."""
+    from mcengine.kernels import life
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages import reliability as R
+
+    s = toy_scenario(instances=16, instance_gpus=2, gpus_per_host=2, spare_gpus=64, horizon_years=2.0, swap_hours=5.0,
+                     repair_hours=24.0, components={"die": {"afr": 3.0}, "laser": {"afr": 0.5, "replace_unit": "module"}})
+    r = dataclasses.replace(s.reliability, module_swap_hours=Fixed(1.0), module_restock_hours=Fixed(2000.0))
+    s = dataclasses.replace(s, reliability=r, cluster=dataclasses.replace(s.cluster, spare_modules=0, on_failure="reshard"))
+    n = 64
+    table = R.group_arguments([R._params(s, draw_inputs(s, 4, 0, n))])
+    table["capacity"] = np.ones_like(table["capacity"])
+    table["params"][:, life.P_RESHARD_HOURS] = 0.0
+    out_f, out_i = life.simulate_lifetimes(np.uint64(4), 0, **table)
+    assert out_f[:, 0, life.OUT_MODULE_STOCKOUT_HOURS].min() > 0 and out_i[:, 0, life.OUT_FAILURES].min() > 0
+    assert out_f[:, 0, life.OUT_AVAILABILITY].max() < 0.99
+    np.testing.assert_allclose(out_f[:, 0, life.OUT_CAPACITY], 1.0, rtol=0.0, atol=1e-12)
