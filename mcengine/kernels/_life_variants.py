@@ -15,8 +15,8 @@ from mcengine.kernels.law_codes import LAW_FIXED
 from mcengine.kernels.laws import CUM_WEIGHT, KIND
 
 __all__ = ["N_LAWS", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "leave", "part_on_liveness", "part_at_install",
-           "part_on_wear", "module_due", "first_module_due", "part_on_module", "fixed_law", "draw_free", "same_table",
-           "part_on_laws"]
+           "part_on_wear", "first_module_due", "module_fails_now", "part_on_module", "restocks_in", "part_on_restocks",
+           "fixed_law", "draw_free", "same_table", "part_on_laws"]
 
 # ---- the law stack of a trial: laws[v * N_LAWS + w] for these w
 LAW_REPAIR, LAW_SWAP, LAW_RESTART = 0, 1, 2
@@ -80,38 +80,66 @@ def part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_s
 
 
 @kernel
-def module_due(at, m_at, pooled, v, p, life):
-    """Variant ``v``'s failure time of the module that came with GPU position ``p``'s unit
-    (a life of ``life`` hours from the later of the unit's install and, with a module pool
-    (``pooled``), the end of the module swap the position waits for, ``m_at[p]``)."""
-    start = max(at[v, p], m_at[p]) if pooled else at[v, p]
-    return start + life
-
-
-@kernel
-def first_module_due(at, m_at, pooled, vids, nv, p, life):
-    """The earliest :func:`module_due` of the variants ``vids[:nv]``: the time the module's
-    clock is armed at (``inf``: past the horizon, as ``life`` is)."""
-    due = module_due(at, m_at, pooled, vids[0], p, life)
+def first_module_due(m_t0, vids, nv, p, life):
+    """The earliest failure time, over the variants ``vids[:nv]``, of position ``p``'s
+    module (a life of ``life`` hours from its start in each variant, ``m_t0[v, p]``): the
+    time its clock is armed at (``inf``: past the horizon, as ``life`` is)."""
+    due = m_t0[vids[0], p] + life
     for k in range(1, nv):
-        due = min(due, module_due(at, m_at, pooled, vids[k], p, life))
+        due = min(due, m_t0[vids[k], p] + life)
     return due
 
 
 @kernel
-def part_on_module(at, m_at, pooled, vids, nv, p, life, t):
-    """The clock of the module that came with position ``p``'s unit fires at ``t``, the
-    earliest of the variants' times (:func:`first_module_due`): followers whose module
-    fails now otherwise than the leader's leave. Until then its install time differed
-    in no draw or decision (a unit's module is looked at only when it fails)."""
-    now = module_due(at, m_at, pooled, vids[0], p, life) == t
+def module_fails_now(due, t, t_next, horizon):
+    """Whether a variant's module due at ``due`` fails with the one whose clock fires at
+    ``t``: at ``t``, or by the horizon before ``t_next``, the next other event, so that
+    nothing happens in between (it then fails, and its new module's life is drawn, as in
+    the variant's own run)."""
+    return due == t or (due < t_next and due <= horizon)
+
+
+@kernel
+def part_on_module(m_t0, vids, nv, p, life, t, t_next, horizon):
+    """The clock of position ``p``'s module fires at ``t``, the earliest of the variants'
+    failure times (:func:`first_module_due`): followers whose module fails now
+    (:func:`module_fails_now`) otherwise than the leader's leave."""
+    now = module_fails_now(m_t0[vids[0], p] + life, t, t_next, horizon)
     k = 1
     while k < nv:
-        if (module_due(at, m_at, pooled, vids[k], p, life) == t) != now:
+        if module_fails_now(m_t0[vids[k], p] + life, t, t_next, horizon) != now:
             nv = leave(vids, nv, k)
         else:
             k += 1
     return nv
+
+
+@kernel
+def restocks_in(mrq, v, head, length, t):
+    """How many of the pending module restocks, the ring ``mrq[v]`` from ``head`` (``length``
+    of them, in arrival order), are in by ``t`` in variant ``v``."""
+    n = mrq.shape[1]
+    done = 0
+    while done < length:
+        j = head + done
+        if mrq[v, j - n if j >= n else j] > t:
+            break
+        done += 1
+    return done
+
+
+@kernel
+def part_on_restocks(mrq, vids, nv, head, length, due):
+    """Followers in which another number of module restocks is in by their module's
+    failure (``due[v]``) than in the leader leave; returns ``nv`` and the leader's number."""
+    done = restocks_in(mrq, vids[0], head, length, due[vids[0]])
+    k = 1
+    while k < nv:
+        if restocks_in(mrq, vids[k], head, length, due[vids[k]]) != done:
+            nv = leave(vids, nv, k)
+        else:
+            k += 1
+    return nv, done
 
 
 @kernel

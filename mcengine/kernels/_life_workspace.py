@@ -71,14 +71,16 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   the pending host repair completions (an unordered list), ``hwq`` int64[H] the FIFO ring of
 #:   failed hosts waiting for a host, ``hwait_i`` int64[I], ``hwait_f`` float64[I]: hosts an
 #:   instance waits for, and since when;
-#: * a module pool (``spare_modules >= 0``): ``mrq`` float64[A + spare modules + 1] the FIFO
-#:   ring of the restock arrival times still pending (in order: one lead time after each
-#:   module swap), ``m_at`` float64[A] the end of the module swap a position waits for
-#:   stock for (0: none), ``mwait_f`` float64[I] the end of an instance's latest wait for a module;
-#: * modules: ``m_life`` float64[A] the life of the module whose clock a position's timer is,
-#:   when it came with a unit installed at another time in each variant (the clock armed at
-#:   the earliest, :func:`~mcengine.kernels._life_variants.first_module_due`); -1: a start
-#:   common to every variant (``t = 0``, a module swap);
+#: * a module pool (``spare_modules >= 0``), per variant: ``mrq`` float64[V, A + spare modules
+#:   + 1] the FIFO ring of the restock arrival times still pending (in order: one lead time
+#:   after each module swap; its head and length are the state's, the same in every
+#:   variant), ``m_at`` float64[V, A] the end of the module swap a position waits for stock
+#:   for (0: none), ``mwait_f`` float64[V, I] the end of an instance's latest wait for a module;
+#:   ``m_so`` float64[V]: instance-hours waiting for a module;
+#: * modules: ``m_life`` float64[A] the life of the module whose clock a position's timer
+#:   is, from its start in each variant, ``m_t0`` float64[V, A] (its clock armed at the
+#:   earliest, :func:`~mcengine.kernels._life_variants.first_module_due`); ``m_due``
+#:   float64[V]: the failure time, per variant, of the module failing now;
 #: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`);
 #: * ``u_past`` float64[2, K]: per Weibull group, the uniform below which a life is past
 #:   the horizon however late it starts (:func:`~mcengine.kernels._life_hazard.past_uniform`
@@ -87,7 +89,7 @@ Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
     "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by",
-    "u_past", "m_life"])
+    "u_past", "m_life", "m_t0", "m_due", "m_so"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
@@ -103,10 +105,10 @@ Workspace = namedtuple("Workspace", [
 #: units: ``hrq_min`` the earliest pending host repair, ``host_stockout_hours``
 #: (instance-hours waiting for a host), ``host_pool``, ``hrn`` (host repairs pending),
 #: ``hwq_head``, ``hwq_len`` (hosts waiting), counts ``host_repairs``, ``host_swaps``; and
-#: ``nic_swaps`` (NICs swapped in place); a module pool: ``module_stockout_hours``
-#: (instance-hours waiting for a module), ``mrq_head``, ``mrq_len`` (restocks pending).
+#: ``nic_swaps`` (NICs swapped in place); a module pool: ``mrq_head``, ``mrq_len`` (restocks
+#: pending).
 STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served",
-                                                  "hrq_min", "host_stockout_hours", "module_stockout_hours")]
+                                                  "hrq_min", "host_stockout_hours")]
                  + [(name, np.int64) for name in (
                      "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
                      "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
@@ -368,6 +370,6 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
         np.empty(_N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
         np.empty(n_hrq), np.empty(n_hwq, np.int64),
         np.zeros(ni, np.int64), np.zeros(ni),
-        np.empty(n_mrq), np.zeros(n_mat), np.zeros(n_mwait), np.zeros(n_lost, np.int64),
-        np.zeros((2, n_past)), np.empty(n_mlife),
+        np.empty((n_var, n_mrq)), np.zeros((n_var, n_mat)), np.zeros((n_var, n_mwait)), np.zeros(n_lost, np.int64),
+        np.zeros((2, n_past)), np.empty(n_mlife), np.empty((n_var, n_mlife)), np.empty(n_var), np.zeros(n_var),
     )

@@ -189,8 +189,8 @@ from mcengine.kernels._life_hazard import (
     WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, life_within, module_life, past_uniform, thinned, unit_life, wear_group,
 )
 from mcengine.kernels._life_variants import (
-    LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, first_module_due, fixed_law, module_due, part_at_install, part_on_laws,
-    part_on_liveness, part_on_module, part_on_wear,
+    LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS, first_module_due, fixed_law, module_fails_now, part_at_install,
+    part_on_laws, part_on_liveness, part_on_module, part_on_restocks, part_on_wear,
 )
 from mcengine.kernels.laws import P1, sample_law
 from mcengine.rng import STAGE_LIFE, exponential, reset_stream, uniform, weibull_scale
@@ -296,10 +296,11 @@ def _start(ws, s, c, lf, wb, n_wb):
     if lf.modular:
         for g in range(lf.n_mwb):
             u_past[_PAST_MODULE, g] = past_uniform(lf.mwb[g, WB_SHAPE], lf.mwb[g, WB_SCALE], lf.horizon)
+        ws.m_t0[:, :] = 0.0
         for p in range(c.positions):
-            ws.m_life[p] = -1.0  # (a start common to every variant)
-            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, module_life(st, lf.mwb, lf.n_mwb, u_past, _PAST_MODULE),
-                      lf.horizon)
+            life = module_life(st, lf.mwb, lf.n_mwb, u_past, _PAST_MODULE)
+            ws.m_life[p] = life
+            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, life, lf.horizon)
     if lf.reshard:
         ws.rs_k[:] = 0
         ws.rs_f[:, :] = 0.0
@@ -312,10 +313,11 @@ def _start(ws, s, c, lf, wb, n_wb):
     s.stockout_hours, s.served = 0.0, 0.0
     s.host_pool, s.hrn, s.hwq_head, s.hwq_len, s.hrq_min, s.host_stockout_hours = c.spare_hosts, 0, 0, 0, np.inf, 0.0
     s.host_repairs, s.host_swaps, s.nic_swaps = 0, 0, 0
-    s.module_stockout_hours, s.mrq_head, s.mrq_len = 0.0, 0, 0
+    s.mrq_head, s.mrq_len = 0, 0
+    ws.m_so[:] = 0.0
     if lf.modular and c.spare_modules >= 0:
-        ws.m_at[:] = 0.0
-        ws.mwait_f[:] = 0.0
+        ws.m_at[:, :] = 0.0
+        ws.mwait_f[:, :] = 0.0
     lam = _total_rate(ws.rates, s.n_g, s.n_h)
     s.lam = lam
     s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
@@ -459,14 +461,12 @@ def _pick_clock(ws, s, c, lf, laws, t):
 
 
 @inline_kernel
-def _down_for_swap(ws, s, laws, i, t, t_back):
-    """Instance ``i`` goes down at ``t`` in every variant for a part swapped in place
-    (a module, a NIC): it restarts when the swap ends at ``t_back`` (:func:`_install`)."""
-    for k in range(s.nv):
-        v = ws.vids[k]
-        _settle(ws, laws, v, i, t)
-        _interrupt(ws, v, i, t, False)
-        _install(ws, v, i, t_back)
+def _down_for_swap(ws, laws, v, i, t, t_back):
+    """Instance ``i`` of variant ``v`` goes down at ``t`` for a part swapped in place (a
+    module, a NIC): it restarts when the swap ends at ``t_back`` (:func:`_install`)."""
+    _settle(ws, laws, v, i, t)
+    _interrupt(ws, v, i, t, False)
+    _install(ws, v, i, t_back)
 
 
 @inline_kernel
@@ -490,61 +490,81 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     """The clock of GPU position ``p``'s module fires at ``t``: the module fails, the GPU's
     instance goes down (its restart after the module swap, in place: no pool unit, no
     repair; reshard: the GPU lost until the swap ends, a timer) and a new module's clock
-    starts at the swap's end, a time common to every variant.
+    starts at the swap's end.
 
-    A module that came with a unit installed at another time in each variant of the pass
-    (``ws.m_life[p] >= 0``) has its clock at the earliest of their failure times: the
-    followers whose module fails now otherwise than the leader's leave
-    (:func:`~mcengine.kernels._life_variants.part_on_module`), and if the leader's fails
-    later, nothing fails now: the clock is armed again at the earliest time left."""
-    life = ws.m_life[p]
-    if life >= 0.0:
-        pooled = c.spare_modules >= 0
-        s.nv = part_on_module(ws.at_g, ws.m_at, pooled, ws.vids, s.nv, p, life, t)
-        if module_due(ws.at_g, ws.m_at, pooled, lf.lead, p, life) != t:
-            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
-                        first_module_due(ws.at_g, ws.m_at, pooled, ws.vids, s.nv, p, life), lf.horizon)
+    In each variant the module fails at its own time, ``m_t0[v, p] + m_life[p]`` (a module
+    that came with a unit installed at another time in each), the clock armed at the
+    earliest. Those due by the horizon before the next other event fail together, each at
+    its own time (nothing happens in between, so each does what its own run does, and the
+    new module's life is one draw); followers that fail now otherwise than the leader
+    leave (:func:`~mcengine.kernels._life_variants.part_on_module`), and if the leader's
+    fails later, nothing fails now: the clock is armed again at the earliest time left."""
+    vids, life, due = ws.vids, ws.m_life[p], ws.m_due
+    if s.nv > 1 or ws.m_t0[lf.lead, p] + life != t:  # (else the leader alone, at t)
+        t_next = min(s.t_exp, ws.hkeys[0] if s.hn > 0 else np.inf)
+        if s.wq_len > 0 or s.queue > 0:
+            t_next = min(t_next, s.rq_min)
+        if s.hwq_len > 0:
+            t_next = min(t_next, s.hrq_min)
+        s.nv = part_on_module(ws.m_t0, vids, s.nv, p, life, t, t_next, lf.horizon)
+        if not module_fails_now(ws.m_t0[lf.lead, p] + life, t, t_next, lf.horizon):
+            s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, first_module_due(ws.m_t0, vids, s.nv, p, life),
+                        lf.horizon)
             return
     i = ws.inst_of[p]
     s.events += 1
     s.module_swaps += 1
-    t_back = (_module_from_pool(ws, s, c, lf, p, i, t) if c.spare_modules >= 0 else t) + lf.module_swap_hours
-    _down_for_swap(ws, s, laws, i, t, t_back)
+    for k in range(s.nv):  # m_t0: the time the new module is at hand (the pool may delay it), then in place
+        v = vids[k]
+        due[v] = ws.m_t0[v, p] + life
+        ws.m_t0[v, p] = due[v]
+    if c.spare_modules >= 0:
+        _module_from_pool(ws, s, c, lf, p, i)
+    for k in range(s.nv):
+        v = vids[k]
+        ws.m_t0[v, p] += lf.module_swap_hours
+        _down_for_swap(ws, laws, v, i, due[v], ws.m_t0[v, p])
     if lf.reshard:
         _lose(ws, s, c, lf, p, p + 1, t, 1)
-        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, t_back, lf.horizon)
+        s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, ws.m_t0[lf.lead, p], lf.horizon)
     life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
-    ws.m_life[p] = -1.0
-    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, t_back + life, lf.horizon)
+    ws.m_life[p] = life
+    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, first_module_due(ws.m_t0, vids, s.nv, p, life), lf.horizon)
 
 
 @inline_kernel
-def _module_from_pool(ws, s, c, lf, p, i, t):
-    """A module for position ``p`` (instance ``i``), failed at ``t``, from the pool
-    (docs/model.md#module-pool): a new one is ordered, in at ``t + module_restock_hours``
-    (one-for-one base stock, Sherbrooke 2004 ch. 2). Stock on hand plus orders pending
-    minus swaps waiting is ``spare_modules`` at all times, so with ``O`` orders pending
-    (this one's included) the swap waits when ``O > spare_modules``, FIFO: for the
-    ``(O - spare_modules)``-th pending order (one lead time for all, so the ring of pending
-    orders is in arrival order). Returns when the module is at hand; a wait is counted in
-    the instance's stock-out hours (instance-hours: overlapping waits once) and, in
-    ``m_at``, delays the module clock of a GPU installed meanwhile (:func:`_slot_refilled`)."""
-    mrq, n = ws.mrq, ws.mrq.size
-    while s.mrq_len > 0 and mrq[s.mrq_head] <= t:  # restocks in by now: to the pool or a waiting swap
-        s.mrq_head = s.mrq_head + 1 if s.mrq_head + 1 < n else 0
-        s.mrq_len -= 1
+def _module_from_pool(ws, s, c, lf, p, i):
+    """A module for position ``p`` (instance ``i``), failed at ``m_due[v]`` in each variant
+    ``v`` of the pass, from the pool (docs/model.md#module-pool): a new one is ordered, in
+    at ``m_due[v] + module_restock_hours`` (one-for-one base stock, Sherbrooke 2004 ch. 2).
+    Stock on hand plus orders pending minus swaps waiting is ``spare_modules`` at all
+    times, so with ``O`` orders pending (this one's included) the swap waits when ``O >
+    spare_modules``, FIFO: for the ``(O - spare_modules)``-th pending order (one lead time
+    for all, so the ring of pending orders is in arrival order). A wait sets when the
+    module is at hand, ``m_t0[v, p]``; it is counted in the instance's stock-out hours
+    (instance-hours: overlapping waits once) and, in ``m_at``, delays the module clock of
+    a GPU installed meanwhile (:func:`_slot_refilled`). Followers in which another number
+    of restocks is in by their failure leave (the ring's length is common)."""
+    mrq, n, vids, due = ws.mrq, ws.mrq.shape[1], ws.vids, ws.m_due
+    s.nv, done = part_on_restocks(mrq, vids, s.nv, s.mrq_head, s.mrq_len, due)
+    s.mrq_head = s.mrq_head + done - (n if s.mrq_head + done >= n else 0)  # restocks in by now: to the pool or a waiting swap
+    s.mrq_len -= done
     j = s.mrq_head + s.mrq_len
-    mrq[j - n if j >= n else j] = t + lf.module_restock_hours
+    for k in range(s.nv):
+        v = vids[k]
+        mrq[v, j - n if j >= n else j] = due[v] + lf.module_restock_hours
     s.mrq_len += 1
     short = s.mrq_len - c.spare_modules
     if short <= 0:
-        return t
+        return
     j = s.mrq_head + short - 1
-    t_in = mrq[j - n if j >= n else j]
-    s.module_stockout_hours += max(0.0, min(t_in, lf.horizon) - max(t, ws.mwait_f[i]))
-    ws.mwait_f[i] = max(ws.mwait_f[i], t_in)
-    ws.m_at[p] = t_in + lf.module_swap_hours
-    return t_in
+    for k in range(s.nv):
+        v = vids[k]
+        t_in = mrq[v, j - n if j >= n else j]
+        ws.m_so[v] += max(0.0, min(t_in, lf.horizon) - max(due[v], ws.mwait_f[v, i]))
+        ws.mwait_f[v, i] = max(ws.mwait_f[v, i], t_in)
+        ws.m_at[v, p] = t_in + lf.module_swap_hours
+        ws.m_t0[v, p] = t_in
 
 
 @event_kernel
@@ -558,7 +578,8 @@ def _nic_fails(ws, s, c, lf, laws, nic, first, end, t):
     ident = c.n0 + nic
     lost = lf.reshard and ws.hpos[ident] < 0
     for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
-        _down_for_swap(ws, s, laws, i, t, t_back)
+        for k in range(s.nv):
+            _down_for_swap(ws, laws, ws.vids[k], i, t, t_back)
         if lf.reshard and not lost:
             s.served += _reshard(ws, i, t, 0, lf.relayout_hours)
     if lost:
@@ -929,11 +950,13 @@ def _touch_instances(ws, s, laws, i0, i1, t, i_done, hit, fault, waits):
 def _module_installed(ws, s, c, lf, p):
     """A new GPU at position ``p`` comes with a new module (or, module pool, the one its
     position waits for: ``m_at``): its clock armed from the later of the two installs, at
-    the earliest of the variants' times (:func:`_module_fails` parts the others there)."""
+    the earliest of the variants' times (:func:`_module_fails`)."""
     life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
     ws.m_life[p] = life
-    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p,
-                first_module_due(ws.at_g, ws.m_at, c.spare_modules >= 0, ws.vids, s.nv, p, life), lf.horizon)
+    for k in range(s.nv):
+        v = ws.vids[k]
+        ws.m_t0[v, p] = max(ws.at_g[v, p], ws.m_at[v, p]) if c.spare_modules >= 0 else ws.at_g[v, p]
+    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, first_module_due(ws.m_t0, ws.vids, s.nv, p, life), lf.horizon)
 
 
 @inline_kernel
@@ -973,9 +996,10 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
         s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + c.hosts + x, ws.at_g[lf.lead, first], lf.horizon)
         if lf.modular and c.spare_modules >= 0:  # a GPU whose position waits for a module is back when it is in
             for p in range(first, end):
-                if ws.m_at[p] > ws.at_g[lf.lead, p]:
+                if ws.m_at[lf.lead, p] > ws.at_g[lf.lead, p]:
                     ws.lost_by[p] += 1  # (a second reason: its slot's is counted, no change now)
-                    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, ws.m_at[p], lf.horizon)
+                    s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, ws.m_at[lf.lead, p],
+                                lf.horizon)
     if from_wait:
         for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
             ws.wait_i[i] -= 1
@@ -1024,7 +1048,7 @@ def _close(ws, s, c, lf, out_f, out_i, row):
         out_f[row, v, OUT_CAPACITY] = 1.0 - (down_hours - s.served) / (n_inst * horizon)  # (down: served = 0)
         out_f[row, v, OUT_STOCKOUT_HOURS] = stockout_hours
         out_f[row, v, OUT_HOST_STOCKOUT_HOURS] = host_stockout_hours
-        out_f[row, v, OUT_MODULE_STOCKOUT_HOURS] = s.module_stockout_hours
+        out_f[row, v, OUT_MODULE_STOCKOUT_HOURS] = ws.m_so[v]
         out_i[row, v, OUT_FAILURES] = s.failures
         out_i[row, v, OUT_INTERRUPTIONS] = ws.var_i[_V_INTERRUPTIONS, v]
         out_i[row, v, OUT_SWAPS] = s.swaps
