@@ -276,6 +276,8 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
     design beside its plain twin, with common random numbers) are variants of one
     kernel call: it simulates them in one pass while their draws coincide, each with
     exactly the numbers of its own run (:func:`mcengine.kernels.life.simulate_lifetimes`).
+    Scenarios whose tables are equal in full (``lite-h100`` and ``lite-h100-2x``: links
+    change no reliability input) are one variant, its lifetimes simulated once.
     """
     check_seed(seed)
     tables = [_params(s, inp) for s, inp in zip(scenarios, inputs)]
@@ -288,15 +290,25 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
             group.append(k)
     out: list[dict[str, np.ndarray]] = [{} for _ in scenarios]
     for group in groups:
-        args = group_arguments([tables[k] for k in group])
+        distinct: list[int] = []  # the group's scenarios with laws of their own, one variant each
+        variant = []
+        for k in group:
+            v = next((v for v, d in enumerate(distinct) if np.array_equal(tables[d]["laws"], tables[k]["laws"])), None)
+            if v is None:
+                distinct.append(k)
+                v = len(distinct) - 1
+            variant.append(v)
+        args = group_arguments([tables[k] for k in distinct])
         # the kernel's blocks go to the threads one at a time as they free up, so a thread
         # slowed by other load on its core does not hold up the call (numba's default
         # splits the blocks statically). Same numbers either way.
         with numba.parallel_chunksize(1):
             out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **args)
-        for v, k in enumerate(group):
+        for v, k in zip(variant, group):
             out[k] = _columns(out_f[:, v], out_i[:, v], inputs[k])
             out[k].update(_by_class(scenarios[k], inputs[k], out_i[:, v]))
+            if variant.index(v) < group.index(k):  # (a variant's second scenario: arrays of its own)
+                out[k] = {name: np.array(values) for name, values in out[k].items()}
     return out
 
 

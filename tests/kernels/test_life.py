@@ -420,6 +420,31 @@ def test_variants_in_one_pass_have_the_numbers_of_their_own_runs(case):
             np.testing.assert_array_equal(c[name], alone[name])
 
 
+def test_scenarios_with_equal_tables_are_simulated_once(monkeypatch):
+    """Scenarios whose kernel tables are equal in full, laws too (``lite-h100`` and
+    ``lite-h100-2x``: links change no reliability input), are one variant of the kernel
+    call: with a fast-swap twin beside them the call has two variants, and each scenario
+    has the columns of its own run, in arrays of its own."""
+    scenarios = [toy_scenario(**_VARIANT_BASE), toy_scenario(**_VARIANT_BASE, name="twin"),
+                 toy_scenario(**{**_VARIANT_BASE, "swap_hours": 0.5})]
+    n = 64
+    calls = []
+    simulate = life.simulate_lifetimes
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs["laws"].shape[1])
+        return simulate(*args, **kwargs)
+
+    monkeypatch.setattr(R.life, "simulate_lifetimes", recording)
+    cols = R.lifetimes_of(scenarios, [draw_inputs(s, 8, 0, n) for s in scenarios], 8)
+    assert calls == [2]
+    for s, c in zip(scenarios, cols):
+        alone = _run(s, n, seed=8)
+        for name in R.COLUMNS:
+            np.testing.assert_array_equal(c[name], alone[name])
+    assert not any(np.shares_memory(cols[0][name], cols[1][name]) for name in R.COLUMNS)
+
+
 def _module_pair(pool: int):
     """A cluster whose GPUs and laser modules fail often (each a module with its GPU), and
     its fast-swap twin: a module that came with a replaced GPU fails at another time in
