@@ -302,11 +302,12 @@ def _start(ws, s, c, lf, wb, n_wb):
     if lf.modular:
         for g in range(lf.n_mwb):
             u_past[_PAST_MODULE, g] = past_uniform(lf.mwb[g, WB_SHAPE], lf.mwb[g, WB_SCALE], lf.horizon)
-        ws.m_t0[:, :] = 0.0
         for p in range(c.positions):
             life = module_life(st, lf.mwb, lf.n_mwb, u_past, _PAST_MODULE)
-            ws.m_life[p] = life
-            hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, life, lf.horizon)
+            if life <= lf.horizon:  # (else no clock, nothing to keep)
+                ws.m_life[p] = life
+                ws.m_t0[:, p] = 0.0
+                hn = _arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, life, lf.horizon)
     if lf.reshard:
         ws.rs_k[:] = 0
         ws.rs_f[:, :] = 0.0
@@ -958,6 +959,8 @@ def _module_installed(ws, s, c, lf, p):
     position waits for: ``m_at``): its clock armed from the later of the two installs, at
     the earliest of the variants' times (:func:`_module_fails`)."""
     life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
+    if life > lf.horizon:  # (no clock, nothing to keep: most lives)
+        return
     ws.m_life[p] = life
     for k in range(s.nv):
         v = ws.vids[k]
