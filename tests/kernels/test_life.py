@@ -470,16 +470,18 @@ def test_module_failures_at_other_times_keep_the_variants_in_one_pass(pool):
     another time in each: the variants stay in one pass through it (each failing at its
     own time) while nothing else happens in between, also when the module pool runs dry
     (restocks and waits per variant). Each row is bit-identical to the variant's own run,
-    and most lifetimes never part (22-28 % part here; a pass that parts at the first such
-    failure parts in all 256)."""
+    through the fast paths and through the general passes alone, and most lifetimes never
+    part (22-28 % part here; a pass that parts at the first such failure parts in all 256)."""
     scenarios = _module_pair(pool)
     n = 256
     tables = [R._params(s, draw_inputs(s, 9, 0, n)) for s in scenarios]
     joint_f, joint_i = life.simulate_lifetimes(np.uint64(9), 0, **R.group_arguments(tables))
+    general_f, general_i = life.simulate_lifetimes(np.uint64(9), 0, **R.group_arguments(tables), fast_paths=False)
     for v, table in enumerate(tables):
         alone_f, alone_i = life.simulate_lifetimes(np.uint64(9), 0, **R.group_arguments([table]))
-        np.testing.assert_array_equal(joint_f[:, v], alone_f[:, 0])
-        np.testing.assert_array_equal(joint_i[:, v, :life.OUT_PARTED], alone_i[:, 0, :life.OUT_PARTED])
+        for out_f, out_i in ((joint_f, joint_i), (general_f, general_i)):
+            np.testing.assert_array_equal(out_f[:, v], alone_f[:, 0])
+            np.testing.assert_array_equal(out_i[:, v, :life.OUT_PARTED], alone_i[:, 0, :life.OUT_PARTED])
     assert joint_i[:, 0, life.OUT_MODULE_SWAPS].mean() > 20
     assert (joint_f[:, 0, life.OUT_MODULE_STOCKOUT_HOURS] > 0).mean() > (0.5 if pool == 1 else -1.0)
     assert 0.0 < joint_i[:, 1, life.OUT_PARTED].mean() < 0.5
