@@ -81,6 +81,21 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     return columns
 
 
+def plan_tables(scenario: Scenario, inputs: TrialInputs) -> dict:
+    """The ``tables`` :func:`throughput` keeps for these trials, made ahead of it: with
+    ``workload.plan = "per_trial"`` each request shape's candidate evaluations
+    (:func:`.planner.evaluate_candidates`, keyed as :func:`throughput` keys them: ``""``,
+    or each class's name in a mix), which read the trials' inputs alone (no fab or
+    reliability column, no econ weight); empty for a plan chosen ahead of the trials.
+    The chain makes them while the reliability kernel runs (:func:`mcengine.pipeline.run_chunk`)."""
+    if scenario.workload.plan != "per_trial":
+        return {}
+    if not scenario.workload.classes:
+        return {"": planner.evaluate_candidates(scenario, inputs)}
+    return {name: planner.evaluate_candidates(class_scenario(scenario, name), class_inputs(scenario, name, inputs))
+            for name, _ in scenario.workload.classes}
+
+
 def _per_trial(x, n: int) -> np.ndarray:
     """A number or per-trial array as a float array of shape (n,)."""
     return np.broadcast_to(np.asarray(x, float), (n,)).copy()
