@@ -754,14 +754,15 @@ def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rat
     return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
 
 
-def batch_time_to_first_token(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
+def batch_time_to_first_token(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates, pre: PhaseTimes | None = None) -> PhaseTimes:
     """Static batching: the TTFT of the batch's last request, the prefill of the whole
     batch (docs/sources.md#roof-slo). With ``p`` stages the ``m`` micro-batches leave
     the pipeline after its ``p - 1`` stage fill: the prefill terms times
-    ``(m + p - 1)/m``, with one prompt's overhead (``= prefill(B)`` at ``p = 1``)."""
+    ``(m + p - 1)/m``, with one prompt's overhead (``= prefill(B)`` at ``p = 1``).
+    ``pre``: :func:`prefill` of the same batch, prompts and rates, when already made."""
     p = layout.pipeline
     mb = micro_batches(batch, p)
-    pre = prefill(m, layout, batch, prompt_tokens, r)
+    pre = prefill(m, layout, batch, prompt_tokens, r) if pre is None else pre
     fill = (mb + p - 1) / mb
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     if p == 1:
