@@ -46,6 +46,7 @@ import numpy as np
 
 from ..analytic import serving as sv
 from ..errors import InputError, Problem
+from ..kernels.plan import fold_best
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import MS_PER_S
@@ -235,21 +236,27 @@ def objective(served: np.ndarray, busy: np.ndarray, power_weight=None) -> np.nda
 def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per trial, the first row with the largest :func:`objective` (``np.argmax`` over
     every row, NaN first as there) and its served tokens/s, block by block without
-    stacking the table. A block that serves no trial (``busy`` None) is skipped: its
-    objective, ``-inf`` throughout, beats no row; a trial that no row serves keeps row 0
-    and ``-inf``, as ``np.argmax`` over ``-inf`` rows gives."""
-    trials, offset = np.arange(n), 0
+    stacking the table, in one pass over each block's rows
+    (:func:`mcengine.kernels.plan.fold_best`: :func:`objective`'s arithmetic, operation by
+    operation). A block that serves no trial (``busy`` None) is skipped: its objective,
+    ``-inf`` throughout, beats no row; a trial that no row serves keeps row 0 and
+    ``-inf``, as ``np.argmax`` over ``-inf`` rows gives."""
     best, value, served = np.zeros(n, np.int64), np.full(n, -np.inf), np.full(n, -np.inf)
+    by_cost = power_weight is not None
+    weight = _kernel_rows(power_weight if by_cost else 0.0, (n,))
+    offset = 0
     for block in table.blocks:
         rows = block[0].shape[0]
         if block[1] is not None:
-            v = objective(block[0], block[1], power_weight)
-            k = np.argmax(v, axis=0)
-            bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
-            better = (bv > value) | (np.isnan(bv) & ~np.isnan(value))
-            best, value, served = np.where(better, k + offset, best), np.where(better, bv, value), np.where(better, bs, served)
+            fold_best(_kernel_rows(block[0], (rows, n)), _kernel_rows(block[1], (rows, n)), weight, by_cost, offset, best, value, served)
         offset += rows
     return best, served
+
+
+def _kernel_rows(x, shape: tuple) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as the one array type :func:`~mcengine.kernels.plan.fold_best`
+    is compiled for (float64, C order, writeable: a broadcast or read-only view is copied)."""
+    return np.require(np.broadcast_to(np.asarray(x, float), shape), np.float64, ["C", "W"])
 
 
 @dataclass(frozen=True)
