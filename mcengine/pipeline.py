@@ -179,6 +179,15 @@ def share_lifetimes(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInpu
     memo.update(zip(distinct, cols))
 
 
+def share_production(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs], seed: int, memo: dict) -> None:
+    """Put the production runs of every distinct :func:`fab_key` into ``memo``, as
+    :func:`run_block` would make them (``inputs``: each scenario's drawn inputs, by name)."""
+    from .stages import fab
+
+    for s in scenarios:
+        shared_columns(memo, fab_key(s), lambda s=s: fab.simulate_production(s, inputs[s.name], seed))
+
+
 def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
     """One chunk of every scenario (the unit of work of the runner and of Dask workers),
     their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`).
@@ -187,8 +196,9 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     (:func:`mcengine.stages.roofline.plan_tables`, NumPy on one Python thread) are made
     while the reliability kernel runs (GIL-free, on the numba threads), so that the core
     the kernel's last blocks leave idle, and the one the single-threaded roofline stage
-    would leave idle, take them. They read the drawn inputs alone, so the columns are the
-    same to the bit; a plan evaluation that fails is left to :func:`run_block`, which
+    would leave idle, take them; the fab stage's production runs (GIL-free kernels too)
+    follow the reliability kernel before the plan evaluations are waited for. The plan
+    evaluations read the drawn inputs alone, so the columns are the same to the bit; a plan evaluation that fails is left to :func:`run_block`, which
     raises its error where a serial run would."""
     memo: dict = {}
     sampler, shared = run_sampler(scenarios), {}
@@ -196,6 +206,7 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     with ThreadPoolExecutor(max_workers=1) as pool:
         ahead = pool.submit(_plan_tables, scenarios, inputs) if numba.get_num_threads() > 1 else None
         share_lifetimes(scenarios, inputs, seed, memo)
+        share_production(scenarios, inputs, seed, memo)
         if ahead is not None and ahead.exception() is None:
             memo.update(ahead.result())
     return {s.name: run_block(s, seed, trial_start, n, inputs=inputs[s.name], memo=memo) for s in scenarios}
