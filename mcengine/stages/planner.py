@@ -197,18 +197,20 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     pre_fits = stack([x.batch_memory >= 1 for x in passes])
     ttft_met = stack([x.ttft_s for x in passes]) * MS_PER_S <= ttft_slo_ms(scenario, inputs)
     pre_busy, pre_total = stack([x.prefill.busy_s for x in passes]), stack([x.prefill.total_s for x in passes])
+    pre_ok = pre_fits & ttft_met
     out = []
     for decode in decodes:
         fits = np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits
         tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
-        if not np.any(decode.fits & decode.slo_met):
+        serves = np.broadcast_to(decode.fits & decode.slo_met, (n,))
+        if not np.any(serves):
             out.append((np.broadcast_to(-np.inf, (len(passes), n)), None, fits, tpot))
             continue
         receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
         f = sv.prefill_share(r_p, r_d)
         tokens = sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o)
-        ok = np.broadcast_to(decode.fits, (n,)) & pre_fits & np.broadcast_to(decode.slo_met, (n,)) & ttft_met
+        ok = serves & pre_ok
         busy = f * pre_busy / pre_total + (1.0 - f) * decode.decode.busy_s / decode.decode.total_s
         out.append((np.where(ok, tokens, -np.inf), busy, fits, tpot))
     return out
