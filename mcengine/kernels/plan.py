@@ -1,5 +1,5 @@
-"""The per-trial planner's choice as one pass over its candidate table
-(:func:`mcengine.stages.planner.plan_per_trial`, docs/model.md#plan).
+"""The per-trial planner's candidate table of disaggregated pairs, and its choice, as
+single passes (:func:`mcengine.stages.planner.plan_per_trial`, docs/model.md#plan).
 
 Model
 -----
@@ -10,11 +10,15 @@ plan's busy fraction (``"cost"``, the least cost per token). A NaN objective cou
 the largest, and the first NaN wins, as ``np.argmax`` has it. Done with NumPy this is
 three array operations, an ``argmax`` and gathers over every (plan, trial) pair; here
 it is one pass that reads each pair once and writes nothing but the running best.
+A decode layout's pairs with every prefill layout (:func:`disaggregated_rows`) are
+likewise a dozen (prefill layouts, trials) array operations in NumPy, one pass here.
 The arithmetic is NumPy's, operation by operation (no fast-math, no fused multiply-add),
-so the objective and the choice are the same to the bit.
+so every number and the choice are the same to the bit.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..jit import kernel
 
@@ -41,3 +45,32 @@ def fold_best(served, busy, weight, by_cost, offset, best, value, chosen):
                 best[i] = offset + k
                 value[i] = x
                 chosen[i] = served[k, i]
+
+
+@kernel
+def disaggregated_rows(r_p, r_d, output_tokens, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, served, busy):
+    """One decode layout paired with every prefill layout (rows) at each trial's balanced
+    prefill share (:class:`mcengine.stages._roofline_serving.Disaggregated`'s properties,
+    with :func:`mcengine.analytic.serving.prefill_share` and
+    :func:`~mcengine.analytic.serving.disaggregated_tokens_per_s` operation by operation):
+    ``f = r_d / (r_p + r_d)``; ``served`` the output tokens/s ``min((1 - f) r_d O, f r_p
+    O)`` (``np.minimum``: a NaN operand gives NaN) where the prefill pass fits and meets
+    TTFT (``pre_ok``) and the decode serves the trial (``serves``), else ``-inf``;
+    ``busy`` the GPU-weighted busy fraction ``f u_p / t_p + (1 - f) u_d / t_d``.
+
+    ``r_p``, ``pre_ok``, ``pre_busy``, ``pre_total``: (r, n), per prefill layout and trial
+    (prompts/s after the KV send cap, fit and TTFT, a pass's busy and total seconds);
+    ``r_d``, ``output_tokens``, ``serves``, ``decode_busy``, ``decode_total``: (n,) (the
+    decode's requests/s after the KV receive cap, ``O``, its fit and SLOs, a step's busy
+    and total seconds). ``served``, ``busy``: (r, n) outputs.
+    """
+    rows, n = r_p.shape
+    for k in range(rows):
+        for i in range(n):
+            rp, rd, o = r_p[k, i], r_d[i], output_tokens[i]
+            f = rd / (rp + rd)
+            decoded = (1.0 - f) * (rd * o)
+            supplied = f * rp * o
+            tokens = decoded if (decoded < supplied or decoded != decoded) else supplied
+            served[k, i] = tokens if (pre_ok[k, i] and serves[i]) else -np.inf
+            busy[k, i] = f * pre_busy[k, i] / pre_total[k, i] + (1.0 - f) * decode_busy[i] / decode_total[i]

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..analytic import serving as sv
 from ..errors import InputError, Problem
-from ..kernels.plan import fold_best
+from ..kernels.plan import disaggregated_rows, fold_best
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import MS_PER_S
@@ -127,7 +127,7 @@ class CandidateTable:
 def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTable:
     """The :class:`CandidateTable` of ``inputs`` (disaggregated at each trial's balanced
     prefill share). Each layout is evaluated once per mode; the disaggregated pairs of a
-    decode layout with every prefill layout are combined in one array step per decode
+    decode layout with every prefill layout are combined in one kernel pass per decode
     layout (:func:`~._roofline_serving.disaggregated_of`'s formulas, elementwise, so its
     numbers to the bit), and a pair's whole evaluation is built only when asked for."""
     layouts = candidate_layouts(scenario)
@@ -182,9 +182,10 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
     ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
-    share, written out over a prefill axis. A decode evaluation that serves no trial
-    (it misses HBM or the TPOT SLO in every one) serves none in any pair: its served
-    tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None."""
+    share, over a prefill axis in one kernel pass
+    (:func:`mcengine.kernels.plan.disaggregated_rows`). A decode evaluation that serves
+    no trial (it misses HBM or the TPOT SLO in every one) serves none in any pair: its
+    served tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None."""
     w, n, lengths = scenario.workload, inputs.n, lengths_of(scenario, inputs)
     s, g, o = lengths.prompt_tokens, scenario.cluster.instance_gpus, lengths.output_tokens
 
@@ -208,11 +209,10 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
             continue
         receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
-        f = sv.prefill_share(r_p, r_d)
-        tokens = sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o)
-        ok = serves & pre_ok
-        busy = f * pre_busy / pre_total + (1.0 - f) * decode.decode.busy_s / decode.decode.total_s
-        out.append((np.where(ok, tokens, -np.inf), busy, fits, tpot))
+        served, busy = np.empty((len(passes), n)), np.empty((len(passes), n))
+        disaggregated_rows(r_p, _kernel_rows(r_d, (n,)), _kernel_rows(o, (n,)), pre_ok, _kernel_rows(serves, (n,), np.bool_), pre_busy, pre_total,
+                           _kernel_rows(decode.decode.busy_s, (n,)), _kernel_rows(decode.decode.total_s, (n,)), served, busy)
+        out.append((served, busy, fits, tpot))
     return out
 
 
@@ -255,10 +255,11 @@ def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray,
     return best, served
 
 
-def _kernel_rows(x, shape: tuple) -> np.ndarray:
-    """``x`` broadcast to ``shape`` as the one array type :func:`~mcengine.kernels.plan.fold_best`
-    is compiled for (float64, C order, writeable: a broadcast or read-only view is copied)."""
-    return np.require(np.broadcast_to(np.asarray(x, float), shape), np.float64, ["C", "W"])
+def _kernel_rows(x, shape: tuple, dtype=np.float64) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as the one array type the kernels of
+    :mod:`mcengine.kernels.plan` are compiled for (``dtype``, C order, writeable: a
+    broadcast or read-only view is copied)."""
+    return np.require(np.broadcast_to(np.asarray(x, dtype), shape), dtype, ["C", "W"])
 
 
 @dataclass(frozen=True)

@@ -62,3 +62,30 @@ def test_a_trial_no_row_serves_keeps_row_zero():
     blocks = [(np.full((2, n), -np.inf), np.ones((2, n)), None, None), (np.full((1, n), -np.inf), np.ones((1, n)), None, None)]
     best, served = planner._best_rows(planner.CandidateTable((), blocks, [], []), np.ones(n), n)
     assert best.tolist() == [0] * n and np.isneginf(served).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_disaggregated_rows_equal_the_serving_formulas(seed):
+    """The pairs' served tokens/s and busy fraction: mcengine.analytic.serving's share and
+    tokens formulas and the busy-fraction expression in NumPy, bit for bit, with NaN and
+    infinite rates, zeros, and masks that leave rows and trials unserved."""
+    from mcengine.analytic import serving as sv
+    from mcengine.kernels.plan import disaggregated_rows
+
+    rng = np.random.default_rng(seed)
+    rows, n = 5, 300
+    r_p = rng.choice([0.0, 0.7, 3.0, 11.0, np.inf, np.nan], size=(rows, n), p=[0.05, 0.3, 0.3, 0.25, 0.05, 0.05])
+    r_d = rng.choice([0.0, 0.4, 5.0, np.nan], size=n, p=[0.05, 0.45, 0.45, 0.05])
+    o = rng.choice([1.0, 128.0, 1000.5], size=n)
+    pre_ok, serves = rng.random((rows, n)) < 0.8, rng.random(n) < 0.8
+    pre_busy, pre_total = rng.random((rows, n)), rng.random((rows, n)) + 0.5
+    decode_busy, decode_total = rng.random(n), rng.random(n) + 0.5
+    served, busy = np.empty((rows, n)), np.empty((rows, n))
+    disaggregated_rows(r_p, r_d, o, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, served, busy)
+    with np.errstate(all="ignore"):
+        f = sv.prefill_share(r_p, r_d)
+        want = np.where(serves & pre_ok, sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o), -np.inf)
+        want_busy = f * pre_busy / pre_total + (1.0 - f) * decode_busy / decode_total
+    assert served.tobytes() == want.tobytes()
+    assert busy.tobytes() == want_busy.tobytes()
+    assert np.isnan(want).any() and np.isneginf(want).any()
