@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 
 from .errors import NumericalError
@@ -177,11 +179,47 @@ def share_lifetimes(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInpu
     memo.update(zip(distinct, cols))
 
 
+def share_production(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs], seed: int, memo: dict) -> None:
+    """Put the production runs of every distinct :func:`fab_key` into ``memo``, as
+    :func:`run_block` would make them (``inputs``: each scenario's drawn inputs, by name)."""
+    from .stages import fab
+
+    for s in scenarios:
+        shared_columns(memo, fab_key(s), lambda s=s: fab.simulate_production(s, inputs[s.name], seed))
+
+
 def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
     """One chunk of every scenario (the unit of work of the runner and of Dask workers),
-    their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`)."""
+    their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`).
+
+    With more than one numba thread, the roofline stage's plan evaluations
+    (:func:`mcengine.stages.roofline.plan_tables`, NumPy on one Python thread) are made
+    while the reliability kernel runs (GIL-free, on the numba threads), so that the core
+    the kernel's last blocks leave idle, and the one the single-threaded roofline stage
+    would leave idle, take them; the fab stage's production runs (GIL-free kernels too)
+    follow the reliability kernel before the plan evaluations are waited for. The plan
+    evaluations read the drawn inputs alone, so the columns are the same to the bit; a plan evaluation that fails is left to :func:`run_block`, which
+    raises its error where a serial run would."""
     memo: dict = {}
     sampler, shared = run_sampler(scenarios), {}
     inputs = {s.name: draw_inputs(s, seed, trial_start, n, sampler, shared) for s in scenarios}
-    share_lifetimes(scenarios, inputs, seed, memo)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(_plan_tables, scenarios, inputs) if numba.get_num_threads() > 1 else None
+        share_lifetimes(scenarios, inputs, seed, memo)
+        share_production(scenarios, inputs, seed, memo)
+        if ahead is not None and ahead.exception() is None:
+            memo.update(ahead.result())
     return {s.name: run_block(s, seed, trial_start, n, inputs=inputs[s.name], memo=memo) for s in scenarios}
+
+
+def _plan_tables(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs]) -> dict[tuple, dict]:
+    """The roofline stage's ``tables`` of every distinct :func:`roofline_key` among
+    ``scenarios`` (``inputs`` by name), as :func:`run_block` keeps them in its ``memo``."""
+    from .stages import roofline
+
+    tables: dict[tuple, dict] = {}
+    for s in scenarios:
+        key = roofline_key(s, inputs[s.name])
+        if key not in tables:
+            tables[key] = roofline.plan_tables(s, inputs[s.name])
+    return tables

@@ -28,7 +28,7 @@ import numba
 
 from . import interrupt
 from .errors import InputError, Problem
-from .pipeline import fab_key, reliability_key, share_lifetimes, shared_columns
+from .pipeline import fab_key, reliability_key, roofline_key, share_lifetimes, shared_columns
 from .runner import DEFAULT_CHUNK_TRIALS, RunSpec, execute
 from .scenario import load_scenario
 from .scenario.load import load_study
@@ -120,7 +120,9 @@ def _chain_seconds(refs: list[str], trials: int, threads: int) -> float:
 
 
 def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
-    """The stages alone on the chain's trials, sharing columns as the chain does."""
+    """The stages alone on the chain's trials, sharing columns and plan evaluations as
+    the chain does, each timed on its own (the chain makes the plan evaluations while the
+    reliability kernel runs: :func:`mcengine.pipeline.run_chunk`)."""
     out = {"fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
     memo: dict = {}
     scenarios = tuple(load_scenario(ref) for ref in refs)
@@ -135,7 +137,7 @@ def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
         cols.update(fab_stage.package_costs(s, inputs, cols))
         t1 = time.perf_counter()
         cols.update(memo[reliability_key(s)])
-        cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols)))
+        cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {})))
         t2 = time.perf_counter()
         econ.economics(s, inputs, cols)
         t3 = time.perf_counter()

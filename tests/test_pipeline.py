@@ -12,13 +12,15 @@ import numpy as np
 import pytest
 
 from mcengine import api
-from mcengine.errors import NumericalError
+from mcengine.errors import InputError, NumericalError
 from mcengine.pipeline import (
     INPUT_PREFIX, METRICS, PAIRED_METRICS, fab_key, reliability_key, run_block, run_chunk, share_lifetimes,
     shared_columns,
 )
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ, fab, reliability, roofline
+
+from .conftest import with_threads
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 #: The production runs (shared between scenarios of equal fab keys); their prices
@@ -110,6 +112,39 @@ def test_chunk_split_in_two_equals_one_chunk(case):
     # and the seed matters
     other = run_chunk(case[:1], 12, 0, 96)["h100"]
     assert not np.array_equal(other["gpu_cost_usd"], whole["h100"]["gpu_cost_usd"])
+
+
+#: A two-class mix (each class its own lengths and plan tables).
+MIX = ["workload.classes.chat.share=2", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=256",
+       "workload.classes.code.share=1", "workload.classes.code.prompt_tokens=4096", "workload.classes.code.output_tokens=32"]
+
+
+@pytest.mark.parametrize("extra", [[], MIX], ids=["case-study", "mix"])
+def test_plan_tables_made_beside_the_reliability_kernel_change_no_bit(case, extra):
+    """With two numba threads the chunk makes the roofline plan tables while the life kernel
+    runs; with one it makes them in the stage: the same columns, bit for bit, and each
+    scenario's (the 2x-links pair sharing its table) equal to the scenario run alone."""
+    scenarios = case if not extra else tuple(api.check(s.name, SMALL + extra) for s in case)
+    two, one = (with_threads(k, run_chunk, scenarios, 5, 512, 200) for k in (2, 1))
+    for s in scenarios:
+        alone = run_block(s, 5, 512, 200)
+        assert set(two[s.name]) == set(one[s.name]) == set(alone)
+        assert ("mix.code.instance_share" in alone) == bool(extra)
+        for col, values in one[s.name].items():
+            np.testing.assert_array_equal(two[s.name][col], values, err_msg=f"{s.name}: {col}")
+            np.testing.assert_array_equal(alone[col], values, err_msg=f"{s.name}: {col}")
+
+
+def test_a_plan_that_fits_nowhere_is_refused_alike_on_one_or_two_threads():
+    """The plan tables made ahead raise nothing themselves: the roofline stage raises the
+    same InputError, naming the key, on one thread and on two."""
+    broken = (api.check("lite-h100", SMALL + ["gpu.hbm_gb=1"]),)
+    messages = []
+    for threads in (1, 2):
+        with pytest.raises(InputError) as info:
+            with_threads(threads, run_chunk, broken, 1, 0, 16)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1] and "gpu.hbm_gb" in messages[0] and "no plan fits the weights" in messages[0]
 
 
 def test_shared_columns_produces_once_per_key():

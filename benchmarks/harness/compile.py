@@ -6,7 +6,8 @@ reports its wall seconds, CPU seconds (user + system, of the child alone: on a s
 machine the wall time also holds other people's work) and peak resident MB:
 
 * ``run``: `mcengine run lite-h100` on a few trials (every kernel of the chain: inputs,
-  fab, reliability; the roofline and econ stages are NumPy);
+  fab, reliability, the roofline stage's choice of plan; the rest of the roofline and
+  econ stages is NumPy);
 * ``reliability``: the reliability kernels alone (the toy scenario of the
   ``reliability`` harness);
 * ``fab``: the input draws and the fab stage alone (`lite-h100`'s production runs and

@@ -396,10 +396,14 @@ def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor"
     Dense: every weight. MoE: attention, norms, router, shared experts and the expected
     distinct routed experts the tokens touch.
     """
-    if m.experts:
-        mlp = m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m)
-    else:
-        mlp = np.full(np.shape(tokens), float(mlp_params(m)))
+    if not m.experts:  # the same number for any tokens: computed once, broadcast (a read-only view)
+        return np.broadcast_to(_params_streamed(m, t, float(mlp_params(m)), attention, groups), np.shape(tokens))
+    mlp = m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m)
+    return _params_streamed(m, t, mlp, attention, groups)
+
+
+def _params_streamed(m: ModelCard, t: int, mlp, attention: str, groups: int):
+    """:func:`rank_params_streamed` with ``mlp`` MLP weights per layer streamed."""
     per_layer = _attention_rank(m, t, attention, groups) + (mlp + 2 * m.hidden) / t
     return m.layers * per_layer + m.vocab * m.hidden / t
 
@@ -750,14 +754,15 @@ def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rat
     return _phase(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
 
 
-def batch_time_to_first_token(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
+def batch_time_to_first_token(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates, pre: PhaseTimes | None = None) -> PhaseTimes:
     """Static batching: the TTFT of the batch's last request, the prefill of the whole
     batch (docs/sources.md#roof-slo). With ``p`` stages the ``m`` micro-batches leave
     the pipeline after its ``p - 1`` stage fill: the prefill terms times
-    ``(m + p - 1)/m``, with one prompt's overhead (``= prefill(B)`` at ``p = 1``)."""
+    ``(m + p - 1)/m``, with one prompt's overhead (``= prefill(B)`` at ``p = 1``).
+    ``pre``: :func:`prefill` of the same batch, prompts and rates, when already made."""
     p = layout.pipeline
     mb = micro_batches(batch, p)
-    pre = prefill(m, layout, batch, prompt_tokens, r)
+    pre = prefill(m, layout, batch, prompt_tokens, r) if pre is None else pre
     fill = (mb + p - 1) / mb
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     if p == 1:
@@ -815,13 +820,11 @@ def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP, rates: Rates | Tim
     ``rates``: when given (:class:`Rates`, or a :class:`Timing` of rates and lengths),
     ``time_s(B, r)`` reads the trials' rates from ``r`` (and nothing
     else per trial), and each step after the bracket times only the trials still open,
-    ``time_s(B[rows], rates.take(rows))`` (elementwise, so the same numbers as timing
+    ``time_s(B[rows], rates.take(rows))`` (:func:`_bracketed_on_rows`; elementwise, so the same numbers as timing
     every trial, in a fraction of the work once most trials have settled).
     """
-    def timed(batch, rows=None):
-        if rates is None:
-            return time_s(batch)
-        return time_s(batch, rates if rows is None else rates.take(rows))
+    def timed(batch):
+        return time_s(batch) if rates is None else time_s(batch, rates)
 
     top = np.broadcast_to(np.asarray(cap, np.int64), shape)
     one = np.ones(shape, np.int64)
@@ -834,7 +837,7 @@ def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP, rates: Rates | Tim
     hi = np.where(inside, top, lo + 1)  # time(hi) > limit (cap + 1: assumed)
     t_lo, t_hi = np.where(inside, t_one, 0.0), np.where(inside, t_top, 0.0)
     if rates is not None and len(shape) == 1:
-        return _bracketed_on_rows(timed, limit, lo, hi, t_lo, t_hi)
+        return _bracketed_on_rows(time_s, rates, limit, lo, hi, t_lo, t_hi)
     interpolate = True
     while np.any(open_ := hi - lo > 1):
         mid = _next_probe(limit, lo, hi, t_lo, t_hi, interpolate)
@@ -858,19 +861,27 @@ def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate: bool) -> np.ndarray:
     return np.clip(lo + np.nan_to_num(step, nan=1.0, posinf=1.0, neginf=1.0).astype(np.int64), lo + 1, hi - 1)
 
 
-def _bracketed_on_rows(timed, limit, lo, hi, t_lo, t_hi) -> np.ndarray:
-    """:func:`largest_batch`'s steps on the open trials only (``timed(B, rows)``): the same
-    probes and updates per trial as its loop over every trial."""
-    lo, hi, t_lo, t_hi = lo.copy(), hi.copy(), t_lo.copy(), t_hi.copy()
+def _bracketed_on_rows(time_s, rates, limit, lo, hi, t_lo, t_hi) -> np.ndarray:
+    """:func:`largest_batch`'s steps on the open trials only (``time_s(B, rates of those
+    trials)``): the same probes and updates per trial as its loop over every trial. The
+    open trials' brackets and rates are kept packed, and packed again as trials settle,
+    so that a step reads and gathers only the trials still open."""
+    lo = lo.copy()
+    rows = np.flatnonzero(hi - lo > 1)
+    x, r_lo, r_hi, r_limit, r_tlo, r_thi = rates.take(rows), lo[rows], hi[rows], limit[rows], t_lo[rows], t_hi[rows]
     interpolate = True
-    while (rows := np.flatnonzero(hi - lo > 1)).size:
-        r_lo, r_hi, r_limit = lo[rows], hi[rows], limit[rows]
-        mid = _next_probe(r_limit, r_lo, r_hi, t_lo[rows], t_hi[rows], interpolate)
-        t_mid = np.broadcast_to(timed(mid, rows), rows.shape)
+    while rows.size:
+        mid = _next_probe(r_limit, r_lo, r_hi, r_tlo, r_thi, interpolate)
+        t_mid = np.broadcast_to(time_s(mid, x), rows.shape)
         ok = t_mid <= r_limit
-        lo[rows[ok]], t_lo[rows[ok]] = mid[ok], t_mid[ok]
-        hi[rows[~ok]], t_hi[rows[~ok]] = mid[~ok], t_mid[~ok]
+        r_lo, r_tlo = np.where(ok, mid, r_lo), np.where(ok, t_mid, r_tlo)
+        r_hi, r_thi = np.where(ok, r_hi, mid), np.where(ok, r_thi, t_mid)
         interpolate = not interpolate
+        settled = r_hi - r_lo <= 1
+        if settled.any():
+            lo[rows[settled]] = r_lo[settled]
+            keep = np.flatnonzero(~settled)
+            rows, x, r_lo, r_hi, r_limit, r_tlo, r_thi = rows[keep], x.take(keep), r_lo[keep], r_hi[keep], r_limit[keep], r_tlo[keep], r_thi[keep]
     return lo
 
 

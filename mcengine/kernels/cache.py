@@ -14,7 +14,7 @@ from __future__ import annotations
 DRIVERS = {
     "fab": (("fab", "_wafer_block"),),
     "reliability": (("life", "_run_block"),),
-    "chain": (("fab", "_run_trials"), ("life", "_run_block")),
+    "chain": (("fab", "_run_trials"), ("life", "_run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows")),
 }
 
 

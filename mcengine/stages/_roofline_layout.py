@@ -174,9 +174,9 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     arrive prefilled, so its batch's prefill does not bound TTFT (``B_TTFT`` unlimited).
     ``within_memory``: the SLO searches stop at ``B_max`` (``B_SLO`` and ``B_TTFT`` then
     read at most ``B_max``; the batch and every time are unchanged), the planner's
-    shortcut. ``limits_of``: an evaluation of the same layout, trials and
-    ``within_memory`` whose ``B_max`` and ``B_SLO`` are reused (neither depends on
-    ``prefills``). ``rates``: the trials' :func:`rates_of` when already made.
+    shortcut. ``limits_of``: an evaluation of the same layout, trials, rates and
+    ``within_memory`` whose ``B_max``, ``B_SLO`` and one prompt's TTFT are reused (none
+    depends on ``prefills``). ``rates``: the trials' :func:`rates_of` when already made.
     """
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
@@ -199,8 +199,8 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
         batch = np.full(inputs.n, w.batch, np.int64)
     decode = ra.decode_step(m, layout, batch, context, rates)
     pre = ra.prefill(m, layout, batch, s, rates)
-    ttft = ra.time_to_first_token(m, layout, s, rates)
-    ttft_batch = ra.batch_time_to_first_token(m, layout, batch, s, rates)
+    ttft = ra.time_to_first_token(m, layout, s, rates) if limits_of is None else limits_of.ttft  # (one prompt: the same)
+    ttft_batch = ra.batch_time_to_first_token(m, layout, batch, s, rates, pre)
     per_instance = batch * o / (pre.total_s + o * decode.total_s)
     e = Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, ttft_slo_ms, b_ttft, ttft_batch, o)
     return replace(e, tokens_per_s_instance=np.where(e.slo_met, per_instance, 0.0))

@@ -260,7 +260,8 @@ def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, rat
         limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates, s), int(max(1, limit.max())),
                                                    rates=ra.Timing(rates, (s,))))
     batch = np.maximum(1, limit)
-    return PrefillPass(b_mem, batch, ra.prefill(m, layout, batch, s, rates), ra.batch_time_to_first_token(m, layout, batch, s, rates),
+    pre = ra.prefill(m, layout, batch, s, rates)
+    return PrefillPass(b_mem, batch, pre, ra.batch_time_to_first_token(m, layout, batch, s, rates, pre),
                         np.broadcast_to(sv.kv_transfer_s(m, s, g, kv, batch), (inputs.n,)))
 
 

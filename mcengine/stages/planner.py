@@ -46,6 +46,7 @@ import numpy as np
 
 from ..analytic import serving as sv
 from ..errors import InputError, Problem
+from ..kernels.plan import disaggregated_rows, fold_best
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, quantile_inputs
 from ..units import MS_PER_S
@@ -126,7 +127,7 @@ class CandidateTable:
 def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTable:
     """The :class:`CandidateTable` of ``inputs`` (disaggregated at each trial's balanced
     prefill share). Each layout is evaluated once per mode; the disaggregated pairs of a
-    decode layout with every prefill layout are combined in one array step per decode
+    decode layout with every prefill layout are combined in one kernel pass per decode
     layout (:func:`~._roofline_serving.disaggregated_of`'s formulas, elementwise, so its
     numbers to the bit), and a pair's whole evaluation is built only when asked for."""
     layouts = candidate_layouts(scenario)
@@ -181,9 +182,10 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
     ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
-    share, written out over a prefill axis. A decode evaluation that serves no trial
-    (it misses HBM or the TPOT SLO in every one) serves none in any pair: its served
-    tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None."""
+    share, over a prefill axis in one kernel pass
+    (:func:`mcengine.kernels.plan.disaggregated_rows`). A decode evaluation that serves
+    no trial (it misses HBM or the TPOT SLO in every one) serves none in any pair: its
+    served tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None."""
     w, n, lengths = scenario.workload, inputs.n, lengths_of(scenario, inputs)
     s, g, o = lengths.prompt_tokens, scenario.cluster.instance_gpus, lengths.output_tokens
 
@@ -196,20 +198,21 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     pre_fits = stack([x.batch_memory >= 1 for x in passes])
     ttft_met = stack([x.ttft_s for x in passes]) * MS_PER_S <= ttft_slo_ms(scenario, inputs)
     pre_busy, pre_total = stack([x.prefill.busy_s for x in passes]), stack([x.prefill.total_s for x in passes])
+    pre_ok = pre_fits & ttft_met
     out = []
     for decode in decodes:
         fits = np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits
         tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
-        if not np.any(decode.fits & decode.slo_met):
+        serves = np.broadcast_to(decode.fits & decode.slo_met, (n,))
+        if not np.any(serves):
             out.append((np.broadcast_to(-np.inf, (len(passes), n)), None, fits, tpot))
             continue
         receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
-        f = sv.prefill_share(r_p, r_d)
-        tokens = sv.disaggregated_tokens_per_s(f, r_p, r_d * o, o)
-        ok = np.broadcast_to(decode.fits, (n,)) & pre_fits & np.broadcast_to(decode.slo_met, (n,)) & ttft_met
-        busy = f * pre_busy / pre_total + (1.0 - f) * decode.decode.busy_s / decode.decode.total_s
-        out.append((np.where(ok, tokens, -np.inf), busy, fits, tpot))
+        served, busy = np.empty((len(passes), n)), np.empty((len(passes), n))
+        disaggregated_rows(r_p, _kernel_rows(r_d, (n,)), _kernel_rows(o, (n,)), pre_ok, _kernel_rows(serves, (n,), np.bool_), pre_busy, pre_total,
+                           _kernel_rows(decode.decode.busy_s, (n,)), _kernel_rows(decode.decode.total_s, (n,)), served, busy)
+        out.append((served, busy, fits, tpot))
     return out
 
 
@@ -235,21 +238,28 @@ def objective(served: np.ndarray, busy: np.ndarray, power_weight=None) -> np.nda
 def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per trial, the first row with the largest :func:`objective` (``np.argmax`` over
     every row, NaN first as there) and its served tokens/s, block by block without
-    stacking the table. A block that serves no trial (``busy`` None) is skipped: its
-    objective, ``-inf`` throughout, beats no row; a trial that no row serves keeps row 0
-    and ``-inf``, as ``np.argmax`` over ``-inf`` rows gives."""
-    trials, offset = np.arange(n), 0
+    stacking the table, in one pass over each block's rows
+    (:func:`mcengine.kernels.plan.fold_best`: :func:`objective`'s arithmetic, operation by
+    operation). A block that serves no trial (``busy`` None) is skipped: its objective,
+    ``-inf`` throughout, beats no row; a trial that no row serves keeps row 0 and
+    ``-inf``, as ``np.argmax`` over ``-inf`` rows gives."""
     best, value, served = np.zeros(n, np.int64), np.full(n, -np.inf), np.full(n, -np.inf)
+    by_cost = power_weight is not None
+    weight = _kernel_rows(power_weight if by_cost else 0.0, (n,))
+    offset = 0
     for block in table.blocks:
         rows = block[0].shape[0]
         if block[1] is not None:
-            v = objective(block[0], block[1], power_weight)
-            k = np.argmax(v, axis=0)
-            bv, bs = v[k, trials], np.broadcast_to(block[0], v.shape)[k, trials]
-            better = (bv > value) | (np.isnan(bv) & ~np.isnan(value))
-            best, value, served = np.where(better, k + offset, best), np.where(better, bv, value), np.where(better, bs, served)
+            fold_best(_kernel_rows(block[0], (rows, n)), _kernel_rows(block[1], (rows, n)), weight, by_cost, offset, best, value, served)
         offset += rows
     return best, served
+
+
+def _kernel_rows(x, shape: tuple, dtype=np.float64) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as the one array type the kernels of
+    :mod:`mcengine.kernels.plan` are compiled for (``dtype``, C order, writeable: a
+    broadcast or read-only view is copied)."""
+    return np.require(np.broadcast_to(np.asarray(x, dtype), shape), dtype, ["C", "W"])
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 (docs/model.md#roofline; formulas in :mod:`mcengine.analytic.roofline`).
 
 No random numbers: the stage is a deterministic function of each trial's inputs,
-vectorised with NumPy over trials (a few dozen array operations per layout, so no
-kernel). Uncertain efficiencies, latencies and overheads arrive per trial through
+vectorised with NumPy over trials (a few dozen array operations per layout; only the
+per-trial planner's choice over its candidate table is a kernel pass,
+:mod:`mcengine.kernels.plan`). Uncertain efficiencies, latencies and overheads arrive per trial through
 :class:`~mcengine.scenario.sampling.TrialInputs`; ``mcengine roofline`` evaluates them at
 their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.planner`
 chooses the plan (serving mode x layout x attention x all-reduce) as
@@ -79,6 +80,21 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     columns = _one_shape(scenario, inputs, power_weight, tables)
     columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
     return columns
+
+
+def plan_tables(scenario: Scenario, inputs: TrialInputs) -> dict:
+    """The ``tables`` :func:`throughput` keeps for these trials, made ahead of it: with
+    ``workload.plan = "per_trial"`` each request shape's candidate evaluations
+    (:func:`.planner.evaluate_candidates`, keyed as :func:`throughput` keys them: ``""``,
+    or each class's name in a mix), which read the trials' inputs alone (no fab or
+    reliability column, no econ weight); empty for a plan chosen ahead of the trials.
+    The chain makes them while the reliability kernel runs (:func:`mcengine.pipeline.run_chunk`)."""
+    if scenario.workload.plan != "per_trial":
+        return {}
+    if not scenario.workload.classes:
+        return {"": planner.evaluate_candidates(scenario, inputs)}
+    return {name: planner.evaluate_candidates(class_scenario(scenario, name), class_inputs(scenario, name, inputs))
+            for name, _ in scenario.workload.classes}
 
 
 def _per_trial(x, n: int) -> np.ndarray:
