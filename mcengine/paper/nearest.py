@@ -91,6 +91,10 @@ class Assumption:
     integer: bool = False
     ordered: bool = True
 
+    def __post_init__(self):
+        if self.levels and self.shipped not in self.levels:
+            raise ValueError(f"{self.key}: the shipped level {self.shipped!r} is not one of the choice's levels {list(self.levels)}")
+
     @property
     def is_choice(self) -> bool:
         return bool(self.levels)
@@ -361,9 +365,11 @@ def confirmed(scores: np.ndarray, threshold: float) -> dict:
 
 
 def _confirm(out: dict, ev: _Evaluator, z0: np.ndarray, confirm: Callable[[list[dict]], list[np.ndarray]]) -> None:
-    """Score the shipped world and every reported world on the ``confirm`` trials (one
-    paired batch) and add each one's :func:`confirmed`."""
+    """Score every reported world and the shipped one on the ``confirm`` trials (one
+    paired batch; nothing without a world) and add each one's :func:`confirmed`."""
     worlds = out["worlds"]
+    if not worlds:
+        return
     scores = confirm([ev.world(z) for z in [z0] + [np.array(w["coordinates"]) for w in worlds]])
     out["shipped"]["confirmed"] = confirmed(scores[0], ev.threshold)
     for w, s in zip(worlds, scores[1:]):
