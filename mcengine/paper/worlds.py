@@ -439,7 +439,7 @@ CLAIM_WORLDS = {
     "cost": ClaimWorld(0.32, lambda: (scenario("h100"), scenario("lite-h100")), _cost_score, _cost_assumptions, True,
                        "1 - fab cost per H100-equivalent (Lite / H100)"),
     "blast_radius": ClaimWorld(8.0, _reshard_pair, _blast_score, _blast_assumptions, False,
-                               "capacity-time lost H100 / Lite, both on 'reshard'", trials=16, max_points=90),
+                               "capacity-time lost H100 / Lite, both on 'reshard'", trials=16, max_points=150),
     "power": ClaimWorld(0.19, _on_70b("h100", "lite-h100-2x"), _power_score, _power_assumptions, False,
                         "perf-per-watt gain at the wall (J x PUE), h100 / lite-h100-2x - 1"),
     "performance": ClaimWorld(1.0, _on_70b("h100", "lite-h100-2x"), _performance_score, _performance_assumptions, False,
