@@ -47,10 +47,13 @@ has its own budget: a world found as its budget ran out is kept and flagged, and
 next world is searched with a fresh budget.
 
 Confirmation: the search's points are judged on ``budget.trials`` trials, so a reported
-``P(holds)`` near 0.5 is a share of few trials. Given a ``confirm`` scorer (the same
-claim on more paired trials, common to every world), the shipped world and every reported
-world are scored again on it, and each gains ``confirmed``: its ``P(holds)`` on those
-trials with the binomial standard error ``sqrt(P (1 - P) / n)``.
+``P(holds)`` near 0.5 is a share of few trials, and the search, which stops where those
+trials just reach the claim, favours worlds where they happen to (a winner's curse).
+Given a ``confirm`` scorer (the same claim on more paired trials, common to every world),
+the shipped world and every reported world are scored again on it, and each gains
+``confirmed``: its ``P(holds)`` on those trials with the binomial standard error
+``sqrt(P (1 - P) / n)``; where that P falls below 0.5, the nearest point on the same ray
+from the shipped world where the confirming trials reach the claim (``on_ray``).
 """
 
 from __future__ import annotations
@@ -259,14 +262,14 @@ def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], f
 RAY_ROUNDS = 4
 
 
-def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | None:
+def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray, rounds: int = RAY_ROUNDS) -> np.ndarray | None:
     """The nearest evaluated point with ``g >= 0`` on the path ``clip(origin + t (z - origin))``
     from ``origin`` through ``z`` (beyond ``z`` when ``z`` itself falls short: a coordinate
     that reaches the box's edge stays there while the others go on, until all have; each
     coordinate's move only grows with ``t``, so the distance does): a grid of
     ``n = budget.ray_points`` steps (geometric beyond ``z``), then finer grids inside the
     bracket until it is at most ``1 / n^2`` of the step to ``z`` wide (two grids when ``z``
-    reaches; at most :data:`RAY_ROUNDS`)."""
+    reaches; at most ``rounds``)."""
     d = z - origin
     if ev.margin([origin])[0] >= 0 or not np.any(d):
         return origin if ev.margin([origin])[0] >= 0 else None
@@ -277,7 +280,7 @@ def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | N
     lo, hi = (0.0, 1.0) if reaches else (1.0, float(np.max(room)))
     if hi <= lo:
         return None
-    for k in range(RAY_ROUNDS):
+    for k in range(rounds):
         ts = np.geomspace(lo, hi, n + 1)[1:] if k == 0 and not reaches else np.linspace(lo, hi, n + 1)[1:]
         ok = [i for i, m in enumerate(ev.margin([np.clip(origin + t * d, 0.0, 1.0) for t in ts])) if m >= 0]
         if not ok:
@@ -364,16 +367,36 @@ def confirmed(scores: np.ndarray, threshold: float) -> dict:
             "holds": p >= 0.5}
 
 
+#: Ray grids on the confirming trials per world that does not hold there (``ray_points`` points each).
+CONFIRM_ROUNDS = 2
+
+
 def _confirm(out: dict, ev: _Evaluator, z0: np.ndarray, confirm: Callable[[list[dict]], list[np.ndarray]]) -> None:
     """Score every reported world and the shipped one on the ``confirm`` trials (one
-    paired batch; nothing without a world) and add each one's :func:`confirmed`."""
+    paired batch; nothing without a world) and add each one's :func:`confirmed`. Where a
+    world does not hold on them, its ``confirmed`` gains ``on_ray``: the nearest point
+    on the same ray from the shipped world (on beyond the world, :func:`_polish`, at most
+    :data:`CONFIRM_ROUNDS` grids) where it does, with its distance, moves and P(holds)
+    and standard error on the confirming trials; ``None`` when the ray never gets there."""
     worlds = out["worlds"]
     if not worlds:
         return
-    scores = confirm([ev.world(z) for z in [z0] + [np.array(w["coordinates"]) for w in worlds]])
+    big = _Evaluator(ev.assumptions, confirm, ev.threshold, ev.budget, limit=1 + len(worlds))
+    scores = big.run([z0] + [np.array(w["coordinates"]) for w in worlds])
     out["shipped"]["confirmed"] = confirmed(scores[0], ev.threshold)
     for w, s in zip(worlds, scores[1:]):
         w["confirmed"] = confirmed(s, ev.threshold)
+        if w["confirmed"]["holds"]:
+            continue
+        big.limit = len(big.cache) + CONFIRM_ROUNDS * ev.budget.ray_points
+        z = _polish(big, z0, np.array(w["coordinates"]), rounds=CONFIRM_ROUNDS)
+        if z is None:
+            w["confirmed"]["on_ray"] = None
+            continue
+        found = _describe_world(big, z0, z, set())
+        w["confirmed"]["on_ray"] = {**{k: found[k] for k in ("distance", "p_holds", "figure_median", "changed", "coordinates")},
+                                    "se": confirmed(big.run([z])[0], ev.threshold)["se"]}
+    out["confirm_points"] = len(big.cache)
 
 
 def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict]], list[np.ndarray]], threshold: float,

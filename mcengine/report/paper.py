@@ -79,10 +79,18 @@ def nearest_text(nearest: dict | None, unit: str = "gain") -> str:
 
 def p_text(world: dict) -> str:
     """A world's P(holds) as the search judged it, and on its confirming trials with the
-    standard error when it was confirmed (:func:`mcengine.paper.nearest.confirmed`)."""
+    standard error when it was confirmed (:func:`mcengine.paper.nearest.confirmed`); where
+    it falls below 0.5 there, the distance at which the same ray reaches the claim on them."""
     text = f"P(holds) {world['p_holds']:.2f}"
     c = world.get("confirmed")
-    return text if c is None else text + f"; {c['p_holds']:.3f} ± {c['se']:.3f} on {c['trials']:,} trials"
+    if c is None:
+        return text
+    text += f"; {c['p_holds']:.3f} ± {c['se']:.3f} on {c['trials']:,} trials"
+    if c["holds"]:
+        return text
+    ray = c.get("on_ray")
+    return text + (f", which reach it on the same ray at d = {ray['distance']:.2f} (P {ray['p_holds']:.3f} ± {ray['se']:.3f})"
+                   if ray else ", which do not reach it on the same ray")
 
 
 def claim_rows(doc: dict) -> list[dict]:

@@ -197,9 +197,14 @@ def test_a_list_value_reads_as_its_parts():
 def test_a_confirmed_world_reads_with_its_standard_error():
     w = {"distance": 0.5, "p_holds": 0.52, "changed": [{"key": "x", "shipped": 1.0, "value": 2.0}],
          "confirmed": {"trials": 1024, "p_holds": 0.4912109375, "se": 0.015622, "figure_median": 1.0, "holds": False}}
-    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 trials: x 1 -> 2"
+    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 trials, which do not reach it on the same ray: x 1 -> 2"
+    w["confirmed"]["on_ray"] = {"distance": 0.53, "p_holds": 0.5009765625, "se": 0.015625}
+    assert nearest_text({"worlds": [w]}) == ("d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 trials, which reach it on the same ray at "
+                                             "d = 0.53 (P 0.501 ± 0.016): x 1 -> 2")
+    w["confirmed"] = {**w["confirmed"], "p_holds": 0.5, "se": 0.015625, "holds": True}
+    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.500 ± 0.016 on 1,024 trials: x 1 -> 2"
     row = claim_number_rows({"claims": [{**_linear_claim(), "nearest_world": {"worlds": [w]}}]})[0]
-    assert (row["nearest_world_p_holds_confirmed"], row["nearest_world_p_holds_se"]) == (0.4912109375, 0.015622)
+    assert (row["nearest_world_p_holds_confirmed"], row["nearest_world_p_holds_se"]) == (0.5, 0.015625)
 
 
 def test_no_world_reads_as_none():
