@@ -19,8 +19,10 @@ scopes) moves ``level steps / (levels - 1)``, so its two ends are 1 apart; a *no
 one (levels without an order, e.g. workload mixes) moves 1 for any change of level and
 0 for none.
 
-Search (bounded: at most ``budget.max_points`` evaluated points per claim, each one a
-paired run of ``budget.trials`` trials):
+Search (bounded: the shipped world and ``budget.screen`` screen points, then at most
+``budget.max_points`` newly evaluated points for each reported world's search, and the
+figure's path, each point a paired run of ``budget.trials`` trials; so at most
+``1 + screen + count x max_points + path`` points per claim, plus the confirmation):
 
 1. *Screen*: a scrambled Sobol' design (``scipy.stats.qmc.Sobol``, fixed seed) of
    ``budget.screen`` points over the box, evaluated in one batch: it says whether any
@@ -40,7 +42,18 @@ paired run of ``budget.trials`` trials):
 
 The second and third nearest worlds are the nearest ones with the first world's largest
 move frozen at its shipped value, then with the first and second worlds' largest moves
-frozen: distinct by construction, each one says what else would do.
+frozen: distinct by construction, each one says what else would do. Each world's search
+has its own budget: a world found as its budget ran out is kept and flagged, and the
+next world is searched with a fresh budget.
+
+Confirmation: the search's points are judged on ``budget.trials`` trials, so a reported
+``P(holds)`` near 0.5 is a share of few trials, and the search, which stops where those
+trials just reach the claim, favours worlds where they happen to (a winner's curse).
+Given a ``confirm`` scorer (the same claim on more paired trials, common to every world),
+the shipped world and every reported world are scored again on it, and each gains
+``confirmed``: its ``P(holds)`` on those trials with the binomial standard error
+``sqrt(P (1 - P) / n)``; where that P falls below 0.5, the nearest point on the same ray
+from the shipped world where the confirming trials reach the claim (``on_ray``).
 """
 
 from __future__ import annotations
@@ -80,6 +93,10 @@ class Assumption:
     label: str = ""
     integer: bool = False
     ordered: bool = True
+
+    def __post_init__(self):
+        if self.levels and self.shipped not in self.levels:
+            raise ValueError(f"{self.key}: the shipped level {self.shipped!r} is not one of the choice's levels {list(self.levels)}")
 
     @property
     def is_choice(self) -> bool:
@@ -128,8 +145,9 @@ def _plain(v):
 class Budget:
     """How much the search may spend: ``trials`` paired trials per point, ``seed``,
     ``screen`` Sobol' points, ``maxiter`` SLSQP iterations per start, ``step`` of the
-    finite differences, ``ray_points`` per polishing round, at most ``max_points``
-    evaluated points per claim (then the best world found so far is reported)."""
+    finite differences, ``ray_points`` per polishing round, at most ``max_points`` newly
+    evaluated points per reported world's search (then the nearest world it found so
+    far is reported, flagged)."""
 
     trials: int = 128
     seed: int = 0
@@ -164,7 +182,7 @@ class _Evaluator:
     threshold: float
     budget: Budget
     cache: dict = field(default_factory=dict)
-    extra: int = 0  # points allowed beyond the budget (the path of the figure)
+    limit: int = 0  # the evaluated points allowed so far (raised for each world's search and the figure's path)
     spent: bool = False  # the budget ran out during a search that had found a world
 
     def world(self, z: np.ndarray) -> dict:
@@ -176,7 +194,7 @@ class _Evaluator:
     def run(self, points: Sequence[np.ndarray]) -> list[np.ndarray]:
         keys = [tuple(np.round(self.snapped(np.clip(z, 0.0, 1.0)), 12)) for z in points]
         todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
-        if len(self.cache) + len(todo) > self.budget.max_points + self.extra:
+        if len(self.cache) + len(todo) > self.limit:
             raise _Spent()
         if todo:
             for k, s in zip(todo, self.score([self.world(np.array(k)) for k in todo])):
@@ -244,14 +262,14 @@ def _slsqp(ev: _Evaluator, z0: np.ndarray, start: np.ndarray, free: list[int], f
 RAY_ROUNDS = 4
 
 
-def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | None:
+def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray, rounds: int = RAY_ROUNDS) -> np.ndarray | None:
     """The nearest evaluated point with ``g >= 0`` on the path ``clip(origin + t (z - origin))``
     from ``origin`` through ``z`` (beyond ``z`` when ``z`` itself falls short: a coordinate
     that reaches the box's edge stays there while the others go on, until all have; each
     coordinate's move only grows with ``t``, so the distance does): a grid of
     ``n = budget.ray_points`` steps (geometric beyond ``z``), then finer grids inside the
     bracket until it is at most ``1 / n^2`` of the step to ``z`` wide (two grids when ``z``
-    reaches; at most :data:`RAY_ROUNDS`)."""
+    reaches; at most ``rounds``)."""
     d = z - origin
     if ev.margin([origin])[0] >= 0 or not np.any(d):
         return origin if ev.margin([origin])[0] >= 0 else None
@@ -262,7 +280,7 @@ def _polish(ev: _Evaluator, origin: np.ndarray, z: np.ndarray) -> np.ndarray | N
     lo, hi = (0.0, 1.0) if reaches else (1.0, float(np.max(room)))
     if hi <= lo:
         return None
-    for k in range(RAY_ROUNDS):
+    for k in range(rounds):
         ts = np.geomspace(lo, hi, n + 1)[1:] if k == 0 and not reaches else np.linspace(lo, hi, n + 1)[1:]
         ok = [i for i, m in enumerate(ev.margin([np.clip(origin + t * d, 0.0, 1.0) for t in ts])) if m >= 0]
         if not ok:
@@ -340,74 +358,123 @@ def path(ev: _Evaluator, z0: np.ndarray, z1: np.ndarray, steps: int = PATH_STEPS
             "p95": [float(np.quantile(s, 0.95, method="nearest")) for s in scores]}
 
 
+def confirmed(scores: np.ndarray, threshold: float) -> dict:
+    """P(holds) on a confirming sample of ``n`` paired trials with its binomial standard
+    error ``sqrt(P (1 - P) / n)``, the score's median there, and whether P >= 0.5."""
+    s = np.asarray(scores, float)
+    p = float(np.mean(s >= threshold))
+    return {"trials": int(s.size), "p_holds": p, "se": math.sqrt(p * (1.0 - p) / s.size), "figure_median": float(np.median(s)),
+            "holds": p >= 0.5}
+
+
+#: Ray grids on the confirming trials per world that does not hold there (``ray_points`` points each).
+CONFIRM_ROUNDS = 2
+
+
+def _confirm(out: dict, ev: _Evaluator, z0: np.ndarray, confirm: Callable[[list[dict]], list[np.ndarray]]) -> None:
+    """Score every reported world and the shipped one on the ``confirm`` trials (one
+    paired batch; nothing without a world) and add each one's :func:`confirmed`. Where a
+    world does not hold on them, its ``confirmed`` gains ``on_ray``: the nearest point
+    on the same ray from the shipped world (on beyond the world, :func:`_polish`, at most
+    :data:`CONFIRM_ROUNDS` grids) where it does, with its distance, moves and P(holds)
+    and standard error on the confirming trials; ``None`` when the ray never gets there."""
+    worlds = out["worlds"]
+    if not worlds:
+        return
+    big = _Evaluator(ev.assumptions, confirm, ev.threshold, ev.budget, limit=1 + len(worlds))
+    scores = big.run([z0] + [np.array(w["coordinates"]) for w in worlds])
+    out["shipped"]["confirmed"] = confirmed(scores[0], ev.threshold)
+    for w, s in zip(worlds, scores[1:]):
+        w["confirmed"] = confirmed(s, ev.threshold)
+        if w["confirmed"]["holds"]:
+            continue
+        big.limit = len(big.cache) + CONFIRM_ROUNDS * ev.budget.ray_points
+        z = _polish(big, z0, np.array(w["coordinates"]), rounds=CONFIRM_ROUNDS)
+        if z is None:
+            w["confirmed"]["on_ray"] = None
+            continue
+        found = _describe_world(big, z0, z, set())
+        w["confirmed"]["on_ray"] = {**{k: found[k] for k in ("distance", "p_holds", "figure_median", "changed", "coordinates")},
+                                    "se": confirmed(big.run([z])[0], ev.threshold)["se"]}
+    out["confirm_points"] = len(big.cache)
+
+
 def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict]], list[np.ndarray]], threshold: float,
-                   budget: Budget = Budget(), count: int = 3) -> dict:
+                   budget: Budget = Budget(), count: int = 3, confirm: Callable[[list[dict]], list[np.ndarray]] | None = None) -> dict:
     """The ``count`` nearest worlds (module docstring) in which P(score >= threshold) >= 0.5.
 
     ``score(worlds)`` takes a list of worlds (``{key: value}`` for every assumption) and
-    returns each one's per-trial scores, the same trials at every world. Returns
-    ``{"norm", "budget", "assumptions", "shipped", "worlds": [...], "found",
-    "best_screen", "path", "points", "budget_spent", "elapsed_s", "cpu_s"}`` (wall and
-    this process's CPU seconds); each world has its
+    returns each one's per-trial scores, the same trials at every world; ``confirm`` (if
+    given) does the same on a larger paired sample, to confirm the reported worlds.
+    Returns ``{"norm", "budget", "assumptions", "shipped", "worlds": [...], "found",
+    "best_screen", "path", "points", "points_bound", "budget_spent", "stopped",
+    "elapsed_s", "cpu_s"}`` (wall and this process's CPU seconds); each world has its
     ``distance``, ``p_holds``, ``figure_median``, ``changed`` inputs (key, shipped, value,
-    signed move as a share of the range, source), and the ``frozen`` inputs (and
-    ``budget_spent`` when the budget ran out during its search: the nearest world found
-    by then, whose distance bounds the nearest one's from above). ``path``:
+    signed move as a share of the range, source), the ``frozen`` inputs, the ``points``
+    its search evaluated (and ``budget_spent`` when its budget ran out during its search:
+    the nearest world found by then, whose distance bounds the nearest one's from above),
+    and ``confirmed`` (:func:`confirmed`) with ``confirm``. ``stopped``: why fewer than
+    ``count`` worlds were found (``{"world": k, "reason"}``; absent otherwise). ``path``:
     the score along the segment to the nearest world (or, when none reaches the claim,
     to the evaluated point nearest to reaching it, ``best_seen``; ``path_to`` says which)."""
     from scipy.stats import qmc
 
     start, cpu = time.perf_counter(), time.process_time()
     assumptions = list(assumptions)
-    ev = _Evaluator(assumptions, score, threshold, budget)
+    ev = _Evaluator(assumptions, score, threshold, budget, limit=1 + budget.screen)
     z0 = np.array([a.coordinate(a.shipped) for a in assumptions])
     out = {"norm": NORM, "budget": budget.describe(), "threshold": threshold, "assumptions": [a.describe() for a in assumptions],
-           "worlds": [], "budget_spent": False, "path_points": PATH_STEPS + 1}
-    try:
-        shipped = _describe_world(ev, z0, z0, set())
-        out["shipped"] = {k: shipped[k] for k in ("p_holds", "figure_median")}
-        design = qmc.Sobol(len(assumptions), scramble=True, seed=budget.seed).random(budget.screen)
-        design = [ev.snapped(p) for p in design]
-        screen = list(zip(design, ev.margin(design)))
-        best = max(screen, key=lambda pm: pm[1])
-        out["best_screen"] = {"margin": best[1], "p_holds": float(np.mean(ev.run([best[0]])[0] >= threshold)),
-                              "feasible_share": float(np.mean([m >= 0 for _, m in screen])),
-                              "distance": ev.distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
-        if shipped["p_holds"] >= 0.5:
-            out["worlds"].append({**shipped, "distance": 0.0, "changed": [], "frozen": [], "coordinates": [float(v) for v in z0],
-                                  "note": "the claim holds in the shipped world"})
-        frozen: set[int] = set()
-        while not out["worlds"] or (len(out["worlds"]) < count and out["worlds"][0]["distance"] > 0):
-            before = len(ev.cache)
+           "worlds": [], "budget_spent": False, "path_points": PATH_STEPS + 1,
+           "points_bound": 1 + budget.screen + count * budget.max_points + PATH_STEPS + 1}
+    shipped = _describe_world(ev, z0, z0, set())
+    out["shipped"] = {k: shipped[k] for k in ("p_holds", "figure_median")}
+    design = qmc.Sobol(len(assumptions), scramble=True, seed=budget.seed).random(budget.screen)
+    design = [ev.snapped(p) for p in design]
+    screen = list(zip(design, ev.margin(design)))
+    best = max(screen, key=lambda pm: pm[1])
+    out["best_screen"] = {"margin": best[1], "p_holds": float(np.mean(ev.run([best[0]])[0] >= threshold)),
+                          "feasible_share": float(np.mean([m >= 0 for _, m in screen])),
+                          "distance": ev.distance(best[0], z0), "coordinates": [float(v) for v in best[0]]}
+    if shipped["p_holds"] >= 0.5:
+        out["worlds"].append({**shipped, "distance": 0.0, "changed": [], "frozen": [], "coordinates": [float(v) for v in z0],
+                              "note": "the claim holds in the shipped world"})
+    frozen: set[int] = set()
+    while not out["worlds"] or (len(out["worlds"]) < count and out["worlds"][0]["distance"] > 0):
+        before = len(ev.cache)
+        ev.limit, ev.spent = before + budget.max_points, False  # each world's search has its own budget
+        try:
             z = _search(ev, z0, frozen, screen, np.array(out["worlds"][-1]["coordinates"]) if out["worlds"] else None)
-            if z is None:
-                break
-            out["worlds"].append({**_describe_world(ev, z0, z, frozen), "points": len(ev.cache) - before})
-            if ev.spent:  # found before the budget ran out: its distance bounds the nearest world's from above
-                out["budget_spent"] = out["worlds"][-1]["budget_spent"] = True
-                break
-            moves = np.abs(ev.moves(ev.snapped(z), z0))
-            movers = [int(i) for i in np.argsort(-moves, kind="stable") if int(i) not in frozen and moves[i] >= CHANGED]
-            if not movers:
-                break
-            frozen = frozen | {movers[0]}
-    except _Spent:
-        out["budget_spent"] = True
+        except _Spent:
+            out["budget_spent"] = True
+            out["stopped"] = {"world": len(out["worlds"]) + 1, "reason": f"none found within its budget of {budget.max_points} points"}
+            break
+        if z is None:
+            out["stopped"] = {"world": len(out["worlds"]) + 1, "reason": "none within the plausible ranges"
+                              + (" with the nearer worlds' largest moves frozen" if frozen else "")}
+            break
+        out["worlds"].append({**_describe_world(ev, z0, z, frozen), "points": len(ev.cache) - before})
+        if ev.spent:  # found before its budget ran out: its distance bounds the nearest such world's from above
+            out["budget_spent"] = out["worlds"][-1]["budget_spent"] = True
+        moves = np.abs(ev.moves(ev.snapped(z), z0))
+        movers = [int(i) for i in np.argsort(-moves, kind="stable") if int(i) not in frozen and moves[i] >= CHANGED]
+        if not movers:
+            if len(out["worlds"]) < count:
+                out["stopped"] = {"world": len(out["worlds"]) + 1, "reason": "every input the last world moves is frozen"}
+            break
+        frozen = frozen | {movers[0]}
     out["found"] = bool(out["worlds"])
-    if ev.cache:
-        key = max(ev.cache, key=lambda k: upper_median_margin(ev.cache[k], threshold))
-        s = ev.cache[key]
-        out["best_seen"] = {"distance": ev.distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
-                            "figure_median": float(np.median(s)), "margin": upper_median_margin(s, threshold),
-                            "coordinates": [float(v) for v in key]}
-    ev.extra = PATH_STEPS + 1  # the figure's path is drawn even when the search spent its budget
-    try:
-        if out["worlds"] and out["worlds"][0]["distance"] > 0:
-            out["path"], out["path_to"] = path(ev, z0, np.array(out["worlds"][0]["coordinates"])), "the nearest world"
-        elif not out["worlds"] and "best_seen" in out:
-            out["path"], out["path_to"] = path(ev, z0, np.array(out["best_seen"]["coordinates"])), "the best world seen (none reaches the claim)"
-    except _Spent:
-        out["budget_spent"] = True
+    key = max(ev.cache, key=lambda k: upper_median_margin(ev.cache[k], threshold))
+    s = ev.cache[key]
+    out["best_seen"] = {"distance": ev.distance(np.array(key), z0), "p_holds": float(np.mean(s >= threshold)),
+                        "figure_median": float(np.median(s)), "margin": upper_median_margin(s, threshold),
+                        "coordinates": [float(v) for v in key]}
+    ev.limit = len(ev.cache) + PATH_STEPS + 1  # the figure's path has its own points
+    if out["worlds"] and out["worlds"][0]["distance"] > 0:
+        out["path"], out["path_to"] = path(ev, z0, np.array(out["worlds"][0]["coordinates"])), "the nearest world"
+    elif not out["worlds"]:
+        out["path"], out["path_to"] = path(ev, z0, np.array(out["best_seen"]["coordinates"])), "the best world seen (none reaches the claim)"
     out["points"] = len(ev.cache)
+    if confirm is not None:
+        _confirm(out, ev, z0, confirm)
     out["elapsed_s"], out["cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
     return out

@@ -71,10 +71,26 @@ def nearest_text(nearest: dict | None, unit: str = "gain") -> str:
         return where + (f" (best seen: P(holds) {best['p_holds']:.2f}, median figure {fmt_figure(best['figure_median'], unit)})" if best else "")
     w = worlds[0]
     if w["distance"] == 0.0:
-        return f"the shipped world (P(holds) {w['p_holds']:.2f})"
+        return f"the shipped world ({p_text(w)})"
     moves = ", ".join(f"{c['key']} {_value(c['shipped'])} -> {_value(c['value'])}" for c in w["changed"][:4])
     more = f" (+{len(w['changed']) - 4} smaller)" if len(w["changed"]) > 4 else ""
-    return f"d = {w['distance']:.2f}, P(holds) {w['p_holds']:.2f}: {moves}{more}"
+    return f"d = {w['distance']:.2f}, {p_text(w)}: {moves}{more}"
+
+
+def p_text(world: dict) -> str:
+    """A world's P(holds) as the search judged it, and on its confirming trials with the
+    standard error when it was confirmed (:func:`mcengine.paper.nearest.confirmed`); where
+    it falls below 0.5 there, the distance at which the same ray reaches the claim on them."""
+    text = f"P(holds) {world['p_holds']:.2f}"
+    c = world.get("confirmed")
+    if c is None:
+        return text
+    text += f"; {c['p_holds']:.3f} ± {c['se']:.3f} on {c['trials']:,} trials"
+    if c["holds"]:
+        return text
+    ray = c.get("on_ray")
+    return text + (f", which reach it on the same ray at d = {ray['distance']:.2f} (P {ray['p_holds']:.3f} ± {ray['se']:.3f})"
+                   if ray else ", which do not reach it on the same ray")
 
 
 def claim_rows(doc: dict) -> list[dict]:
@@ -117,8 +133,10 @@ def claim_number_rows(doc: dict) -> list[dict]:
                     "shipped_text": c["shipped"].get("text", ""), "holds_when": c["holds_when"]})
         if "nearest_world" in c:
             worlds = c["nearest_world"].get("worlds") or [{}]
+            confirmed = worlds[0].get("confirmed", {})
             row.update({"nearest_world": nearest_text(c["nearest_world"], c["unit"]), "nearest_world_distance": worlds[0].get("distance", ""),
-                        "nearest_world_p_holds": worlds[0].get("p_holds", "")})
+                        "nearest_world_p_holds": worlds[0].get("p_holds", ""),
+                        "nearest_world_p_holds_confirmed": confirmed.get("p_holds", ""), "nearest_world_p_holds_se": confirmed.get("se", "")})
         rows.append(row)
     return rows
 

@@ -30,7 +30,10 @@ def test_quick_paper_json_and_out(cli, tmp_path):
         assert c["readings"] and c["text_states"] and c["text_does_not_state"], c["key"]
         n = c["nearest_world"]
         assert n["norm"].startswith("L2") and all(w["p_holds"] >= 0.5 for w in n["worlds"]), c["key"]
-        assert n.get("points", 0) <= n.get("budget", {}).get("max_points", 0) + n.get("path_points", 0), c["key"]
+        assert n.get("points", 0) <= n.get("points_bound", 0), c["key"]
+        # every reported world confirmed on more trials (--quick: twice the search's, at most the study's 16)
+        assert all(w["confirmed"]["trials"] == 16 and w["confirmed"]["se"] == pytest.approx((w["confirmed"]["p_holds"] * (1 - w["confirmed"]["p_holds"]) / 16) ** 0.5)
+                   for w in n["worlds"] if n.get("searched", True)), c["key"]
     by_key = {c["key"]: c for c in claims}
     assert set(by_key["performance"]["shipped"]["models"]) == {"llama-3-70b", "gpt-3-175b", "llama-3.1-405b"}
     assert by_key["blast_radius"]["paper_assumptions"]["figure"]["median"] == 4.0

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from mcengine.paper import readings, worlds
-from mcengine.paper._common import Settings, chain, fab_columns, scenario
+from mcengine.errors import InputError
+from mcengine.paper._common import Settings, chain, fab_columns, scenario, variant
 from mcengine.paper.nearest import Assumption, Budget, nearest_worlds
 from mcengine.report.paper import claim_number_rows, claim_rows, nearest_figure, nearest_text, table_header
 
@@ -64,6 +65,31 @@ def test_a_mix_level_sets_its_studys_classes_and_a_domain_its_size():
     levels = {a.key: a for a in worlds.CLAIM_WORLDS["verdict"].assumptions(pair) if a.is_choice}
     assert levels["B:" + worlds.DOMAIN_KEY].shipped == 32 and levels[worlds.MIX_KEY].shipped == worlds.NO_MIX
     assert levels[worlds.MIX_KEY].is_nominal and not levels[worlds.MARKUP_KEY].is_nominal
+
+
+def test_a_shipped_level_outside_the_choices_levels_is_added():
+    """An "auto" scale-up domain on a 64-GPU instance is the level 64, put after 32; a
+    Lite with request classes of its own has the mix level "own classes", put first."""
+    from mcengine.scenario.study import load_study
+
+    base = scenario("lite-h100-2x")
+    wide = variant(base, "wide", ["cluster.instance_gpus=64"])
+    domain = worlds._lite_domain((scenario("h100"), wide))
+    assert domain.shipped == 64 and domain.levels == (8, 16, 32, 64) and domain.coordinate(64) == 1.0
+    own = variant(base, "own", list(load_study("mix-azure-2023")["set"]))
+    mix = worlds._mix((scenario("h100"), own))
+    assert mix.shipped == worlds.OWN_MIX and mix.levels == (worlds.OWN_MIX, *worlds.MIXES) and mix.is_nominal
+    assert worlds.moved(own, "n", {worlds.MIX_KEY: worlds.NO_MIX}).workload.classes == ()
+    reasoning = dict(worlds.moved(own, "r", {worlds.MIX_KEY: "mix-reasoning"}).workload.classes)
+    assert set(reasoning) == {"conversation", "reasoning"} and reasoning["reasoning"].output_tokens == 4096
+    assert worlds.moved(own, "o", {worlds.MIX_KEY: worlds.OWN_MIX}).workload.classes == own.workload.classes
+
+
+def test_a_shipped_level_with_no_place_among_ordered_levels_is_refused():
+    with pytest.raises(InputError, match=r"econ.markup_applies_to: got \('hbm',\); the nearest-world search's levels"):
+        worlds._with_level(worlds.MARKUP_KEY, worlds.MARKUP_SCOPES, ("hbm",), True)
+    with pytest.raises(ValueError, match="k: the shipped level 'c' is not one of the choice's levels"):
+        Assumption("k", "c", levels=("a", "b"))
 
 
 def test_a_world_splits_by_design():
@@ -166,6 +192,19 @@ def test_a_list_value_reads_as_its_parts():
     w = {"distance": 0.33, "p_holds": 0.6, "changed": [{"key": "econ.markup_applies_to", "shipped": ["die", "packaging", "test"],
                                                        "value": ["die"]}]}
     assert nearest_text({"worlds": [w]}) == "d = 0.33, P(holds) 0.60: econ.markup_applies_to die+packaging+test -> die"
+
+
+def test_a_confirmed_world_reads_with_its_standard_error():
+    w = {"distance": 0.5, "p_holds": 0.52, "changed": [{"key": "x", "shipped": 1.0, "value": 2.0}],
+         "confirmed": {"trials": 1024, "p_holds": 0.4912109375, "se": 0.015622, "figure_median": 1.0, "holds": False}}
+    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 trials, which do not reach it on the same ray: x 1 -> 2"
+    w["confirmed"]["on_ray"] = {"distance": 0.53, "p_holds": 0.5009765625, "se": 0.015625}
+    assert nearest_text({"worlds": [w]}) == ("d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 trials, which reach it on the same ray at "
+                                             "d = 0.53 (P 0.501 ± 0.016): x 1 -> 2")
+    w["confirmed"] = {**w["confirmed"], "p_holds": 0.5, "se": 0.015625, "holds": True}
+    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.500 ± 0.016 on 1,024 trials: x 1 -> 2"
+    row = claim_number_rows({"claims": [{**_linear_claim(), "nearest_world": {"worlds": [w]}}]})[0]
+    assert (row["nearest_world_p_holds_confirmed"], row["nearest_world_p_holds_se"]) == (0.5, 0.015625)
 
 
 def test_no_world_reads_as_none():
