@@ -54,9 +54,8 @@ inline_kernel = njit(inline="always", **_OPTIONS)
 #: into the loop once the two are linked, so it costs no call at run time and numba does
 #: not type and lower it again at every site (``inline_kernel`` does: the life kernel's
 #: first run took 17 % more CPU time with ``sample_law`` and the repair-list helpers
-#: inlined by numba). The helpers that take a workspace stay ``inline_kernel``: LLVM
-#: inlines the smallest of them too, but the loop then ran 3-7 % slower (measured), and a
-#: larger one is left a call that passes several hundred scalars.
+#: inlined by numba). A helper that takes a workspace stays an ``inline_kernel``: LLVM
+#: does not inline a call that passes several hundred scalars, nor is such a call cheap.
 event_kernel = njit(_nrt=False, **_OPTIONS)
 
 #: Blocks per thread: a few, so a slow block does not leave a thread idle for long.
