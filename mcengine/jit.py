@@ -49,13 +49,7 @@ inline_kernel = njit(inline="always", **_OPTIONS)
 #: caller passes), and for the handlers it calls rather than inlines: compiled without
 #: numba's reference counting (``_nrt=False``), so no call to ``NRT_incref``/``NRT_decref``
 #: is made around the draws and helpers it inlines, nor the register spills around those
-#: calls. Also for a small helper with a small signature (a few arrays and scalars, not a
-#: workspace) that an event loop calls at many sites: compiled once, and LLVM inlines it
-#: into the loop once the two are linked, so it costs no call at run time and numba does
-#: not type and lower it again at every site (``inline_kernel`` does: the life kernel's
-#: first run took 17 % more CPU time with ``sample_law`` and the repair-list helpers
-#: inlined by numba). A helper that takes a workspace stays an ``inline_kernel``: LLVM
-#: does not inline a call that passes several hundred scalars, nor is such a call cheap.
+#: calls.
 event_kernel = njit(_nrt=False, **_OPTIONS)
 
 #: Blocks per thread: a few, so a slow block does not leave a thread idle for long.

@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from mcengine.jit import event_kernel, inline_kernel, kernel
+from mcengine.jit import inline_kernel, kernel
 from mcengine.kernels._heap import heap_set, times_heapify, times_pop, times_push
 from mcengine.kernels._life_variants import LAW_RESTART, N_LAWS
 from mcengine.kernels.laws import sample_law
@@ -240,7 +240,7 @@ RQ_HEAP_ABOVE = 64
 RQ_LIST_AT_MOST = 16
 
 
-@event_kernel
+@inline_kernel
 def _push_repair(rq, s, when):
     """Add the repair completing at ``when`` to ``rq`` (a list, or the heap above
     :data:`RQ_HEAP_ABOVE` pending, heapified once when it gets there)."""
@@ -254,7 +254,7 @@ def _push_repair(rq, s, when):
             s.rq_heap = 1
 
 
-@event_kernel
+@inline_kernel
 def _take_due(rq, rn, heap, t):
     """Take the repairs due by ``t`` off ``rq[:rn]`` (a heap if ``heap``: earliest first,
     ``O(log rn)`` each; else a list: one swap-remove scan); return the entries left, how

@@ -63,17 +63,14 @@ def law_part(laws, w, u):
     return j
 
 
-@event_kernel
+@inline_kernel
 def sample_law(st, laws, w):
     """One duration drawn from law ``w`` of the stack ``laws``: a one-part fixed law
     here (it draws nothing), any other by :func:`draw_law`.
 
-    Compiled once, apart (:data:`~mcengine.jit.event_kernel`), with the draws in a
-    function of their own: LLVM inlines this small test into each caller once they are
-    linked, so an event loop pays no call for its fixed laws (the shipped swaps and
-    restarts), while numba types and lowers it once, not at each of the loop's dozen call
-    sites (numba's own inlining did that: about 0.2 CPU s per site on a first run), and
-    compiles the samplers once. Measured side by side: with the
+    Inlined where it is called, with the draws in a function of their own: an event loop
+    pays no call for its fixed laws (the shipped swaps and restarts), and compiles the
+    samplers once, not at each of its call sites. Measured side by side: with the
     samplers (the ziggurat of :func:`~mcengine.rng.normal` above all) inlined at every
     site, the reliability stage's cold compile took about 45% more CPU time and 65% more
     memory; the call costs the life kernel about 5% of its time in the shipped
