@@ -14,7 +14,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy import integrate, stats
 
 #: Names of the whole-die yield formulas reported by ``mcengine yield`` (docs/interface.md).
 YIELD_MODELS = ("poisson", "murphy", "negative_binomial", "seeds", "moore")
@@ -73,6 +72,8 @@ def closed_form_yields(m: float, clustering: float) -> dict[str, float]:
 def _conditional_yield(lam, die_area_cm2, units, required, unit_fraction, weights):
     """Die yield at a known density ``lam``, averaged over dies of relative density
     ``weights``: ``exp(-lam A w (1 - f)) * P[Binomial(U, exp(-lam A w f / U)) >= K]``."""
+    from scipy import stats  # (imported where used: a first `mcengine run` needs no scipy.stats, about 45 MB)
+
     m = lam * die_area_cm2 * weights
     clean_unit = np.exp(-m * unit_fraction / units)
     tail = stats.binom.sf(required - 1, units, clean_unit)
@@ -107,6 +108,8 @@ def harvest_yield(die_area_cm2: float, defect_density_per_cm2: float, clustering
     -------
     float
     """
+    from scipy import integrate, stats  # (imported where used: see _conditional_yield)
+
     w = np.ones(1) if weights is None else np.asarray(weights, dtype=float)
 
     def conditional(lam):

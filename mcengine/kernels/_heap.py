@@ -27,6 +27,8 @@ CACM 7(6):347-348, with a position index (Cormen et al., *Introduction to Algori
 
 from __future__ import annotations
 
+import numpy as np
+
 from mcengine.jit import kernel
 
 __all__ = ["heap_set", "heap_remove", "times_push", "times_pop", "times_heapify"]
@@ -159,7 +161,7 @@ def times_pop(keys, n):
     top = keys[0]
     n -= 1
     if n > 0:
-        _times_sift_down(keys, n, 0, keys[n])
+        _times_sift_down(keys, n, np.int64(0), keys[n])  # (int64, not a literal 0: one compiled sift for both callers)
     return top, n
 
 
