@@ -21,15 +21,65 @@ compiles that whole module again, and a ``prange`` driver stacks four such layer
 loop body, two gufunc wrappers and the driver) over the kernel it calls. A block's
 trials write only their own rows, so the numbers depend neither on the blocks nor on
 the threads.
+
+numba stamps a cached kernel with its own source file only, while every kernel here
+inlines or links callees from other files (``laws.py``, ``rng.py``, ``_life_workspace.py``,
+...): a change to a callee alone would leave the caller's cached machine code in use.
+:func:`kernel_sources_digest` stamps every cached kernel with all the kernel sources
+instead (:data:`KERNEL_SOURCES`), so any change to any of them recompiles every kernel
+on its next call (the locators registered below, ahead of numba's own).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numba
 import numpy as np
 from numba import njit
+from numba.core import caching
+
+_PACKAGE = Path(__file__).resolve().parent
+
+#: The files whose code a kernel can compile in: every module of ``mcengine/kernels``
+#: and the modules they take kernels or constants from.
+KERNEL_SOURCES = (*sorted((_PACKAGE / "kernels").glob("*.py")), *(_PACKAGE / name for name in ("jit.py", "rng.py", "_pointer.py")))
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_sources_digest(paths: tuple[Path, ...] = KERNEL_SOURCES) -> bytes:
+    """SHA-256 over the names and contents of ``paths``: the source stamp of every
+    cached kernel (read once per process)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.digest()
+
+
+class _StampedByAllKernelSources:
+    """A numba cache locator for mcengine's own kernels whose source stamp is
+    :func:`kernel_sources_digest`; functions in other packages fall through to
+    numba's locators."""
+
+    def get_source_stamp(self):
+        return kernel_sources_digest()
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if _PACKAGE not in Path(py_file).resolve().parents:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+if not any(c.__name__.startswith("KernelSources") for c in caching.CacheImpl._locator_classes):  # once, if reloaded
+    caching.CacheImpl._locator_classes[:0] = [
+        type(f"KernelSources{base.__name__}", (_StampedByAllKernelSources, base), {})
+        for base in (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)
+    ]
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 

@@ -460,7 +460,7 @@ def budget(settings: Settings, trials: int = 256, max_points: int = 200) -> Budg
     ``trials`` paired trials per point (fewer when the study runs fewer), a 16-point
     screen, 5 SLSQP iterations per start, at most ``max_points`` points per reported world."""
     if settings.quick:
-        return Budget(trials=min(settings.trials, 16), seed=settings.seed, screen=4, maxiter=2, ray_points=3, max_points=30)
+        return Budget(trials=min(settings.trials, 16), seed=settings.seed, screen=4, maxiter=2, ray_points=3, max_points=10)
     return Budget(trials=min(settings.trials, trials), seed=settings.seed, screen=16, maxiter=5, ray_points=6, max_points=max_points)
 
 
