@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,8 +46,10 @@ from numba.core import caching
 _PACKAGE = Path(__file__).resolve().parent
 
 #: The files whose code a kernel can compile in: every module of ``mcengine/kernels``
-#: and the modules they take kernels or constants from.
-KERNEL_SOURCES = (*sorted((_PACKAGE / "kernels").glob("*.py")), *(_PACKAGE / name for name in ("jit.py", "rng.py", "_pointer.py")))
+#: but ``cache.py`` (which looks at the cache and holds no kernel), and the modules they
+#: take kernels or constants from.
+KERNEL_SOURCES = (*sorted(p for p in (_PACKAGE / "kernels").glob("*.py") if p.name != "cache.py"),
+                  *(_PACKAGE / name for name in ("jit.py", "rng.py", "_pointer.py")))
 
 
 @functools.lru_cache(maxsize=None)
@@ -75,11 +78,29 @@ class _StampedByAllKernelSources:
         return super().from_function(py_func, py_file)
 
 
-if not any(c.__name__.startswith("KernelSources") for c in caching.CacheImpl._locator_classes):  # once, if reloaded
-    caching.CacheImpl._locator_classes[:0] = [
-        type(f"KernelSources{base.__name__}", (_StampedByAllKernelSources, base), {})
-        for base in (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)
-    ]
+def _numba_caching(name: str):
+    """A class of ``numba.core.caching`` by its public name (numba >= 0.62) or its older
+    private one (``_`` + name), or None."""
+    return getattr(caching, name, None) or getattr(caching, "_" + name, None)
+
+
+def _stamp_kernels_with_all_sources() -> None:
+    """Put the locators of :class:`_StampedByAllKernelSources` ahead of numba's own (once
+    per package path); on a numba whose caching classes are not where they are looked
+    for, warn and leave numba's per-file stamp."""
+    impl = _numba_caching("CacheImpl")
+    bases = [_numba_caching(name) for name in ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator")]
+    locators = getattr(impl, "_locator_classes", None)
+    if not isinstance(locators, list) or None in bases:
+        warnings.warn("mcengine: this numba's cache locators were not found, so a cached kernel is checked against its own "
+                      "source file only: clear NUMBA_CACHE_DIR after changing any file of mcengine/kernels", RuntimeWarning, stacklevel=2)
+        return
+    if not any(getattr(c, "package", None) == _PACKAGE for c in locators):
+        locators[:0] = [type(f"KernelSources{base.__name__.lstrip('_')}", (_StampedByAllKernelSources, base), {"package": _PACKAGE})
+                        for base in bases]
+
+
+_stamp_kernels_with_all_sources()
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from concurrent.futures import ThreadPoolExecutor
+import threading
 
 import numba
 import numpy as np
 
-from .errors import NumericalError
+from .errors import InputError, NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
 from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, CLASS_COST_COLUMN
@@ -198,18 +198,44 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     the kernel's last blocks leave idle, and the one the single-threaded roofline stage
     would leave idle, take them; the fab stage's production runs (GIL-free kernels too)
     follow the reliability kernel before the plan evaluations are waited for. The plan
-    evaluations read the drawn inputs alone, so the columns are the same to the bit; a plan evaluation that fails is left to :func:`run_block`, which
-    raises its error where a serial run would."""
+    evaluations read the drawn inputs alone, so the columns are the same to the bit. A
+    plan evaluation refused for its inputs (:class:`~mcengine.errors.InputError`,
+    :class:`~mcengine.errors.NumericalError`) is left to :func:`run_block`, which raises
+    it where a serial run would; any other error is raised. The planning thread is a
+    daemon and is not waited for when the chunk stops early (an interrupt stops at once)."""
     memo: dict = {}
     sampler, shared = run_sampler(scenarios), {}
     inputs = {s.name: draw_inputs(s, seed, trial_start, n, sampler, shared) for s in scenarios}
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        ahead = pool.submit(_plan_tables, scenarios, inputs) if numba.get_num_threads() > 1 else None
-        share_lifetimes(scenarios, inputs, seed, memo)
-        share_production(scenarios, inputs, seed, memo)
-        if ahead is not None and ahead.exception() is None:
-            memo.update(ahead.result())
+    ahead = _Ahead(_plan_tables, scenarios, inputs) if numba.get_num_threads() > 1 else None
+    share_lifetimes(scenarios, inputs, seed, memo)
+    share_production(scenarios, inputs, seed, memo)
+    if ahead is not None:
+        memo.update(ahead.outcome())
     return {s.name: run_block(s, seed, trial_start, n, inputs=inputs[s.name], memo=memo) for s in scenarios}
+
+
+class _Ahead(threading.Thread):
+    """``work(*args)`` (a dict) on a daemon thread, started at once."""
+
+    def __init__(self, work, *args):
+        super().__init__(daemon=True, name="mcengine-plan-ahead")
+        self._work, self._args, self._result, self._error = work, args, {}, None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._result = self._work(*self._args)
+        except (InputError, NumericalError):
+            pass  # refused for its inputs: run_block raises it in order
+        except BaseException as error:  # noqa: BLE001 - handed to the caller by outcome()
+            self._error = error
+
+    def outcome(self) -> dict:
+        """The work's dict, once done ({} when refused for its inputs); its other errors raised."""
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 def _plan_tables(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs]) -> dict[tuple, dict]:

@@ -9,6 +9,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from mcengine import jit
 from mcengine.kernels import fab, life, plan
@@ -65,3 +68,20 @@ def test_a_callee_file_changed_alone_recompiles_its_callers(tmp_path):
     laws = tmp_path / "mcengine" / "kernels" / "laws.py"  # a file plan.py does not even import
     laws.write_text(laws.read_text() + "\n# changed\n")
     assert probe("look") == "False"  # stale: the next call compiles
+
+
+def test_a_numba_without_the_locators_warns_and_keeps_its_own_stamp(monkeypatch):
+    monkeypatch.setattr(jit, "caching", SimpleNamespace())
+    with pytest.warns(RuntimeWarning, match="NUMBA_CACHE_DIR"):
+        jit._stamp_kernels_with_all_sources()
+
+
+def test_the_locators_are_registered_once_per_package(monkeypatch):
+    fake = SimpleNamespace(**{name: getattr(jit.caching, name) for name in
+                              ("UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator")})
+    fake._CacheImpl = SimpleNamespace(_locator_classes=[])  # an older numba's private name
+    monkeypatch.setattr(jit, "caching", fake)
+    jit._stamp_kernels_with_all_sources()
+    jit._stamp_kernels_with_all_sources()
+    assert [c.__name__ for c in fake._CacheImpl._locator_classes] == [
+        "KernelSourcesUserProvidedCacheLocator", "KernelSourcesInTreeCacheLocator", "KernelSourcesUserWideCacheLocator"]

@@ -8,17 +8,19 @@ trials cut into other chunks.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 from mcengine import api
 from mcengine.errors import InputError, NumericalError
 from mcengine.pipeline import (
-    INPUT_PREFIX, METRICS, PAIRED_METRICS, fab_key, reliability_key, run_block, run_chunk, share_lifetimes,
+    INPUT_PREFIX, METRICS, PAIRED_METRICS, fab_key, reliability_key, roofline_key, run_block, run_chunk, share_lifetimes,
     shared_columns,
 )
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import econ, fab, reliability, roofline
+from mcengine.stages import econ, fab, planner, reliability, roofline
 
 from .conftest import with_threads
 
@@ -136,8 +138,8 @@ def test_plan_tables_made_beside_the_reliability_kernel_change_no_bit(case, extr
 
 
 def test_a_plan_that_fits_nowhere_is_refused_alike_on_one_or_two_threads():
-    """The plan tables made ahead raise nothing themselves: the roofline stage raises the
-    same InputError, naming the key, on one thread and on two."""
+    """A plan refused for its inputs while the tables are made ahead is raised by the
+    roofline stage, in order: the same InputError, naming the key, on one thread and on two."""
     broken = (api.check("lite-h100", SMALL + ["gpu.hbm_gb=1"]),)
     messages = []
     for threads in (1, 2):
@@ -145,6 +147,34 @@ def test_a_plan_that_fits_nowhere_is_refused_alike_on_one_or_two_threads():
             with_threads(threads, run_chunk, broken, 1, 0, 16)
         messages.append(str(info.value))
     assert messages[0] == messages[1] and "gpu.hbm_gb" in messages[0] and "no plan fits the weights" in messages[0]
+
+
+def test_plan_tables_are_made_ahead_once_per_key_on_two_threads_only(case, monkeypatch):
+    """Two numba threads: each distinct roofline key's tables are made once, on the planning
+    thread, and the stage takes them from the memo; one thread: the stage makes them."""
+    made = []
+    evaluate = planner.evaluate_candidates
+
+    def spy(scenario, inputs, *args, **kwargs):
+        made.append(threading.current_thread().name)
+        return evaluate(scenario, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(planner, "evaluate_candidates", spy)
+    keys = {roofline_key(s, draw_inputs(s, 5, 512, 64)) for s in case}
+    with_threads(2, run_chunk, case, 5, 512, 64)
+    assert made == ["mcengine-plan-ahead"] * len(keys) and len(keys) == 3  # the 2x-links pair shares its tables
+    made.clear()
+    with_threads(1, run_chunk, case, 5, 512, 64)
+    assert len(made) == len(keys) and "mcengine-plan-ahead" not in made
+
+
+def test_an_error_of_the_planning_thread_that_is_not_the_inputs_is_raised(case, monkeypatch):
+    def broken(scenario, inputs):
+        raise RuntimeError("a bug of the threaded path")
+
+    monkeypatch.setattr(roofline, "plan_tables", broken)
+    with pytest.raises(RuntimeError, match="threaded path"):
+        with_threads(2, run_chunk, case, 5, 0, 16)
 
 
 def test_shared_columns_produces_once_per_key():

@@ -6,7 +6,7 @@ reports its wall seconds, CPU seconds (user + system, of the child alone: on a s
 machine the wall time also holds other people's work) and peak resident MB:
 
 * ``run``: `mcengine run lite-h100` on a few trials (every kernel of the chain: inputs,
-  fab, reliability, the roofline stage's choice of plan; the rest of the roofline and
+  fab, reliability, the roofline stage's choice of plan and disaggregated pairs; the rest of the roofline and
   econ stages is NumPy);
 * ``reliability``: the reliability kernels alone (the toy scenario of the
   ``reliability`` harness);

@@ -3,8 +3,8 @@
 The first run after an install compiles the kernels (about a minute on two cores; the
 life kernel is most of it) and numba caches the machine code on disk (``cache=True``,
 :mod:`mcengine.jit`). :func:`cold` looks at that cache the way numba will: a driver
-whose cache index has no entry for the current source file (missing, or stale because
-the source changed) will be compiled on its first call. Only the drivers that Python
+whose cache index has no entry for the current kernel sources (missing, or stale because
+any of :data:`mcengine.jit.KERNEL_SOURCES` changed) will be compiled on its first call. Only the drivers that Python
 calls are looked at: the kernels they call are compiled into them.
 """
 
@@ -20,7 +20,8 @@ DRIVERS = {
 
 def _cached(dispatcher) -> bool:
     """True when the dispatcher's on-disk cache index holds a compiled entry that is
-    current for its source file (numba's own index and source stamp)."""
+    current for the kernel sources (numba's own index, stamped by
+    :func:`mcengine.jit.kernel_sources_digest`)."""
     cache = getattr(dispatcher, "_cache", None)
     load = getattr(getattr(cache, "_cache_file", None), "_load_index", None)
     if load is None:  # caching off (or a numba without this layout): say nothing

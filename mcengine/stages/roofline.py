@@ -2,9 +2,9 @@
 (docs/model.md#roofline; formulas in :mod:`mcengine.analytic.roofline`).
 
 No random numbers: the stage is a deterministic function of each trial's inputs,
-vectorised with NumPy over trials (a few dozen array operations per layout; only the
-per-trial planner's choice over its candidate table is a kernel pass,
-:mod:`mcengine.kernels.plan`). Uncertain efficiencies, latencies and overheads arrive per trial through
+vectorised with NumPy over trials (a few dozen array operations per layout; the
+per-trial planner's choice over its candidate table and the disaggregated pairs' rows
+are kernel passes, :mod:`mcengine.kernels.plan`). Uncertain efficiencies, latencies and overheads arrive per trial through
 :class:`~mcengine.scenario.sampling.TrialInputs`; ``mcengine roofline`` evaluates them at
 their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.planner`
 chooses the plan (serving mode x layout x attention x all-reduce) as

@@ -471,7 +471,7 @@ def test_module_failures_at_other_times_keep_the_variants_in_one_pass(pool):
     own time) while nothing else happens in between, also when the module pool runs dry
     (restocks and waits per variant). Each row is bit-identical to the variant's own run,
     through the fast paths and through the general passes alone, and most lifetimes never
-    part (22-28 % part here; a pass that parts at the first such failure parts in all 256)."""
+    part (71 and 57 of 256 here; a pass that parts at the first such failure parts in all 256)."""
     scenarios = _module_pair(pool)
     n = 256
     tables = [R._params(s, draw_inputs(s, 9, 0, n)) for s in scenarios]
@@ -483,8 +483,9 @@ def test_module_failures_at_other_times_keep_the_variants_in_one_pass(pool):
             np.testing.assert_array_equal(out_f[:, v], alone_f[:, 0])
             np.testing.assert_array_equal(out_i[:, v, :life.OUT_PARTED], alone_i[:, 0, :life.OUT_PARTED])
     assert joint_i[:, 0, life.OUT_MODULE_SWAPS].mean() > 20
-    assert (joint_f[:, 0, life.OUT_MODULE_STOCKOUT_HOURS] > 0).mean() > (0.5 if pool == 1 else -1.0)
-    assert 0.0 < joint_i[:, 1, life.OUT_PARTED].mean() < 0.5
+    stockout = joint_f[:, :, life.OUT_MODULE_STOCKOUT_HOURS]
+    assert (stockout > 0).all() if pool == 1 else (stockout == 0).all()  # one module runs dry every lifetime; 64 never do
+    assert joint_i[:, 1, life.OUT_PARTED].sum() == {1: 71, 64: 57}[pool]  # of 256 lifetimes (seed 9), pinned
 
 
 # ----------------------------------------------------------------------------- fast paths
