@@ -15,10 +15,12 @@ total from callgrind's report. The child waits by polling a flag file, so valgri
 control to take the command. Counts are single-threaded (one numba thread), of the
 kernel only (the input draws and tables are built before the count starts).
 
-Caveat: valgrind emulates a CPU without AVX-512, and numba compiles for the CPU it
-sees, so the counted code is a build for that CPU, cached apart from the native one:
-right for comparing two versions, close to but not the instructions of a native run.
-The first count on a machine compiles that build under valgrind (minutes).
+The counted code is numba's build for a generic x86-64 CPU (``NUMBA_CPU_NAME=generic``):
+valgrind emulates a CPU of its own (without AVX-512), so a build for the host's CPU
+would be compiled again under valgrind (minutes, at valgrind's pace) each time a kernel
+source changes. The generic build is the same whatever CPU runs it, so a native process
+compiles it first into a cache of its own (seconds), and the child under valgrind loads
+it: right for comparing two versions, close to but not the instructions of a native run.
 
 Cases: ``h100`` (one variant), ``lite`` (``lite-h100-2x`` alone) and ``lite-pair``
 (``lite-h100-2x`` with its fast-swap variant in one pass, as in the case study).
@@ -63,16 +65,24 @@ def kernel_arguments(case: str, lifetimes: int) -> dict:
     return group_arguments([_params(s, draw_inputs(s, SEED, 0, lifetimes)) for s in scenarios])
 
 
-def _child(case: str, lifetimes: int, flags: Path) -> None:
-    """Run under callgrind: warm up, signal ``ready``, wait for ``go``, make the measured
-    call, signal ``done``, wait for ``end``."""
+def _warm(case: str):
+    """Load or compile the kernel ``case`` calls (one call of two lifetimes); return it."""
     import numba
     import numpy as np
 
     from mcengine.kernels.life import simulate_lifetimes
 
     numba.set_num_threads(1)
-    simulate_lifetimes(np.uint64(SEED), 0, **kernel_arguments(case, 2))  # load or compile, uncounted
+    simulate_lifetimes(np.uint64(SEED), 0, **kernel_arguments(case, 2))
+    return simulate_lifetimes
+
+
+def _child(case: str, lifetimes: int, flags: Path) -> None:
+    """Run under callgrind: warm up, signal ``ready``, wait for ``go``, make the measured
+    call, signal ``done``, wait for ``end``."""
+    import numpy as np
+
+    simulate_lifetimes = _warm(case)  # loads the build the native warm-up cached, uncounted
     args = kernel_arguments(case, lifetimes)
     _signal_and_wait(flags, "ready", "go")
     simulate_lifetimes(np.uint64(SEED), 0, **args)
@@ -101,11 +111,13 @@ def count(case: str, lifetimes: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         flags = Path(tmp)
         out = flags / "callgrind.out"
+        env = {**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": _child_path(), "NUMBA_CACHE_DIR": str(VALGRIND_CACHE),
+               "NUMBA_CPU_NAME": "generic"}
+        harness = [sys.executable, "-m", "benchmarks.harness.instructions"]
+        subprocess.run([*harness, "--warm", case], env=env, check=True, capture_output=True, timeout=_TIMEOUT_S)
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-               sys.executable, "-m", "benchmarks.harness.instructions", "--child", case, str(lifetimes), str(flags)]
-        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                 env={**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": _child_path(),
-                                      "NUMBA_CACHE_DIR": str(VALGRIND_CACHE)})
+               *harness, "--child", case, str(lifetimes), str(flags)]
+        child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         try:
             _wait_for(flags, "ready", child)
             _control(child.pid, "on")
@@ -125,8 +137,8 @@ def count(case: str, lifetimes: int) -> int:
         return int(match.group(1))
 
 
-#: numba's cache for the build valgrind's CPU gets: apart from the native cache, which
-#: would otherwise hand later native runs the slower build (about 20% on the life kernel).
+#: numba's cache for the generic build: apart from the native cache, which would
+#: otherwise hand later native runs the slower build (about 20% on the life kernel).
 VALGRIND_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcengine-valgrind-numba"
 
 
@@ -160,3 +172,5 @@ def run(cases: tuple[str, ...] = tuple(CASES), lifetimes: int = 256) -> dict:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
     _child(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))
+elif __name__ == "__main__" and sys.argv[1:2] == ["--warm"]:
+    _warm(sys.argv[2])
