@@ -94,13 +94,14 @@ def shared_chain(label: str, scenarios: Sequence[Scenario], settings: Settings) 
     return settings.memo[label]
 
 
-def fab_columns(scenario_: Scenario, settings: Settings) -> dict[str, np.ndarray]:
-    """Per-trial fab columns alone (:func:`mcengine.stages.fab.production_runs`): trial
-    ``t`` draws the same inputs and wafers it draws in the chain."""
+def fab_columns(scenario_: Scenario, settings: Settings, trial_start: int = 0) -> dict[str, np.ndarray]:
+    """Per-trial fab columns alone (:func:`mcengine.stages.fab.production_runs`) of trials
+    ``trial_start .. trial_start + settings.trials - 1``: trial ``t`` draws the same
+    inputs and wafers it draws in the chain."""
     from ..scenario.sampling import draw_inputs
     from ..stages.fab import production_runs
 
-    inputs = draw_inputs(scenario_, settings.seed, 0, settings.trials)
+    inputs = draw_inputs(scenario_, settings.seed, trial_start, settings.trials)
     return production_runs(scenario_, inputs, settings.seed)
 
 

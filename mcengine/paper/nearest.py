@@ -49,11 +49,13 @@ next world is searched with a fresh budget.
 Confirmation: the search's points are judged on ``budget.trials`` trials, so a reported
 ``P(holds)`` near 0.5 is a share of few trials, and the search, which stops where those
 trials just reach the claim, favours worlds where they happen to (a winner's curse).
-Given a ``confirm`` scorer (the same claim on more paired trials, common to every world),
-the shipped world and every reported world are scored again on it, and each gains
-``confirmed``: its ``P(holds)`` on those trials with the binomial standard error
-``sqrt(P (1 - P) / n)``; where that P falls below 0.5, the nearest point on the same ray
-from the shipped world where the confirming trials reach the claim (``on_ray``).
+Given a ``confirm`` scorer (the same claim on more paired trials, common to every world,
+and disjoint from the search's, so none of them chose the world), the shipped world and
+every reported world are scored again on it, and each gains ``confirmed``: its
+``P(holds)`` on those trials with the binomial standard error ``sqrt(P (1 - P) / n)``;
+where that P falls below 0.5, the nearest point on the same ray from the shipped world
+where the confirming trials reach the claim (``on_ray``). ``on_ray`` is itself found by a
+search on the confirming trials, so it is *reached* on them, not confirmed.
 """
 
 from __future__ import annotations
@@ -377,7 +379,8 @@ def _confirm(out: dict, ev: _Evaluator, z0: np.ndarray, confirm: Callable[[list[
     world does not hold on them, its ``confirmed`` gains ``on_ray``: the nearest point
     on the same ray from the shipped world (on beyond the world, :func:`_polish`, at most
     :data:`CONFIRM_ROUNDS` grids) where it does, with its distance, moves and P(holds)
-    and standard error on the confirming trials; ``None`` when the ray never gets there."""
+    and standard error on the confirming trials (reached on them by this ray search, so
+    not confirmed); ``None`` when the ray never gets there."""
     worlds = out["worlds"]
     if not worlds:
         return
@@ -405,7 +408,8 @@ def nearest_worlds(assumptions: Sequence[Assumption], score: Callable[[list[dict
 
     ``score(worlds)`` takes a list of worlds (``{key: value}`` for every assumption) and
     returns each one's per-trial scores, the same trials at every world; ``confirm`` (if
-    given) does the same on a larger paired sample, to confirm the reported worlds.
+    given) does the same on a larger paired sample disjoint from ``score``'s trials, to
+    confirm the reported worlds.
     Returns ``{"norm", "budget", "assumptions", "shipped", "worlds": [...], "found",
     "best_screen", "path", "points", "points_bound", "budget_spent", "stopped",
     "elapsed_s", "cpu_s"}`` (wall and this process's CPU seconds); each world has its

@@ -465,15 +465,18 @@ def budget(settings: Settings, trials: int = 256, max_points: int = 200) -> Budg
 
 
 def confirm_trials(settings: Settings, world: ClaimWorld) -> int:
-    """The paired trials that confirm each reported world: the claim's ``confirm_trials``
-    (fewer when the study runs fewer; twice the search's with ``quick``)."""
+    """The number of paired trials that confirm each reported world: the claim's
+    ``confirm_trials`` (fewer when the study runs fewer; twice the search's with
+    ``quick``). They are the trials that follow the search's (:func:`search`), so none
+    of them chose the world."""
     return min(settings.trials, 2 * budget(settings).trials if settings.quick else world.confirm_trials)
 
 
-def columns(runs: list[Scenario], settings: Settings, memo: dict, fab_only: bool) -> dict[str, dict[str, np.ndarray]]:
-    """Per-trial columns of ``runs`` (trials ``0 .. settings.trials - 1``), the chain's or
-    the fab stage's alone, with ``memo`` kept across the calls of one search: a stage
-    whose inputs did not move (:func:`mcengine.pipeline.fab_key`,
+def columns(runs: list[Scenario], settings: Settings, memo: dict, fab_only: bool, trial_start: int = 0) -> dict[str, dict[str, np.ndarray]]:
+    """Per-trial columns of ``runs`` (trials ``trial_start .. trial_start +
+    settings.trials - 1``), the chain's or the fab stage's alone, with ``memo`` kept
+    across the calls of one search: a stage whose inputs did not move
+    (:func:`mcengine.pipeline.fab_key`,
     :func:`~mcengine.pipeline.reliability_key`, :func:`~mcengine.pipeline.roofline_key`)
     is computed once per search, as one chunk of the chain shares it between scenarios.
     The numbers are the chain's: the same seed, trials and drawn inputs."""
@@ -485,24 +488,26 @@ def columns(runs: list[Scenario], settings: Settings, memo: dict, fab_only: bool
         for s in runs:
             key = ("fab columns", fab_key(s), s.gpu)
             if key not in memo:
-                memo[key] = fab_columns(s, settings)
+                memo[key] = fab_columns(s, settings, trial_start)
             out[s.name] = memo[key]
         return out
     sampler, shared = run_sampler(runs), {}
-    inputs = {s.name: draw_inputs(s, settings.seed, 0, settings.trials, sampler, shared) for s in runs}
+    inputs = {s.name: draw_inputs(s, settings.seed, trial_start, settings.trials, sampler, shared) for s in runs}
     fresh = [s for s in runs if reliability_key(s) not in memo]
     if fresh:
         share_lifetimes(tuple(fresh), inputs, settings.seed, memo)
-    return {s.name: run_block(s, settings.seed, 0, settings.trials, inputs=inputs[s.name], memo=memo) for s in runs}
+    return {s.name: run_block(s, settings.seed, trial_start, settings.trials, inputs=inputs[s.name], memo=memo) for s in runs}
 
 
-def scorer(world: ClaimWorld, pair: tuple[Scenario, Scenario], shipped: tuple[dict, dict], settings: Settings) -> Callable[[list[dict]], list[np.ndarray]]:
-    """``score(worlds)``: every world's per-trial score from one paired run of all of them."""
+def scorer(world: ClaimWorld, pair: tuple[Scenario, Scenario], shipped: tuple[dict, dict], settings: Settings,
+           trial_start: int = 0) -> Callable[[list[dict]], list[np.ndarray]]:
+    """``score(worlds)``: every world's per-trial score from one paired run of all of them
+    on ``settings.trials`` trials from ``trial_start``."""
     memo: dict = {}
 
     def score(worlds: list[dict]) -> list[np.ndarray]:
         pairs, runs = _pairs(worlds, pair, shipped)
-        cols = columns(runs, settings, memo, world.fab_only)
+        cols = columns(runs, settings, memo, world.fab_only, trial_start)
         return [world.score(cols[a.name], cols[b.name], a, b) for a, b in pairs]
 
     return score
@@ -510,7 +515,10 @@ def scorer(world: ClaimWorld, pair: tuple[Scenario, Scenario], shipped: tuple[di
 
 def search(key: str, settings: Settings) -> dict:
     """The nearest worlds of claim ``key`` (:func:`mcengine.paper.nearest.nearest_worlds`)
-    with the claim's declared assumptions; ``{}`` for a claim without a search."""
+    with the claim's declared assumptions, searched on trials ``0 .. b.trials - 1`` and
+    confirmed on the :func:`confirm_trials` trials that follow them (disjoint, so the
+    confirmation is free of the search's winner's curse; ``confirm_trial_start`` says
+    where they start); ``{}`` for a claim without a search."""
     if key not in CLAIM_WORLDS:
         return {}
     world = CLAIM_WORLDS[key]
@@ -522,7 +530,8 @@ def search(key: str, settings: Settings) -> dict:
     large = Settings(trials=confirm_trials(settings, world), seed=settings.seed, quick=settings.quick)
     shipped = split({a.key: a.shipped for a in assumptions})
     out = nearest_worlds(assumptions, scorer(world, pair, shipped, small), world.threshold, b,
-                         confirm=scorer(world, pair, shipped, large))
+                         confirm=scorer(world, pair, shipped, large, trial_start=b.trials))
+    out["confirm_trial_start"] = b.trials if out["worlds"] else None
     out["figure"] = world.figure
     out["scenarios"] = [s.name for s in pair]
     return out

@@ -80,16 +80,18 @@ def nearest_text(nearest: dict | None, unit: str = "gain") -> str:
 def p_text(world: dict) -> str:
     """A world's P(holds) as the search judged it, and on its confirming trials with the
     standard error when it was confirmed (:func:`mcengine.paper.nearest.confirmed`); where
-    it falls below 0.5 there, the distance at which the same ray reaches the claim on them."""
+    it falls below 0.5 there, the distance at which the same ray reaches the claim on them
+    (a point found on those trials, so reached on them, not confirmed)."""
     text = f"P(holds) {world['p_holds']:.2f}"
     c = world.get("confirmed")
     if c is None:
         return text
-    text += f"; {c['p_holds']:.3f} ± {c['se']:.3f} on {c['trials']:,} trials"
+    text += f"; {c['p_holds']:.3f} ± {c['se']:.3f} on {c['trials']:,} confirming trials"
     if c["holds"]:
         return text
     ray = c.get("on_ray")
-    return text + (f", which reach it on the same ray at d = {ray['distance']:.2f} (P {ray['p_holds']:.3f} ± {ray['se']:.3f})"
+    return text + (f", which reach it on the same ray at d = {ray['distance']:.2f} (P {ray['p_holds']:.3f} ± {ray['se']:.3f}"
+                   " reached on the confirming trials, not confirmed)"
                    if ray else ", which do not reach it on the same ray")
 
 

@@ -130,6 +130,27 @@ def test_the_searchs_columns_are_the_chains():
     assert np.array_equal(fab["die_yield"], fab_columns(pair[0], settings)["die_yield"])
 
 
+def test_the_confirmation_runs_on_the_trials_after_the_searchs(monkeypatch):
+    """The confirming trials follow the search's (disjoint, so none of them chose the
+    world): the confirmation of a point is the chain run directly from trial
+    ``budget.trials``, and the search's score of it the chain from trial 0."""
+    from mcengine.pipeline import run_block
+
+    settings = Settings(trials=48, seed=4, quick=True)  # searched on 16 trials, confirmed on 32
+    got = {}
+    monkeypatch.setattr(worlds, "nearest_worlds", lambda assumptions, score, threshold, b, confirm: got.update(
+        score=score, confirm=confirm, b=b) or {"worlds": [{}]})
+    assert worlds.search("yield", settings)["confirm_trial_start"] == 16
+    world = worlds.CLAIM_WORLDS["yield"]
+    a, b = world.pair()
+    point = {"fab.defect_density_per_cm2": 0.2, "A:fab.units_required": 144}
+    moved_a = worlds.moved(a, "a", {"fab.defect_density_per_cm2": 0.2, "fab.units_required": 144})
+    moved_b = worlds.moved(b, "b", {"fab.defect_density_per_cm2": 0.2})
+    for scorer, start, n in ((got["score"], 0, 16), (got["confirm"], 16, 32)):
+        ca, cb = (run_block(s, settings.seed, start, n) for s in (moved_a, moved_b))
+        assert np.array_equal(scorer([point])[0], world.score(ca, cb, moved_a, moved_b)), start
+
+
 def test_packaging_readings_scale_the_package_by_hand():
     doc = {"key": "cost"}
     got = readings.readings(doc, Settings(trials=16, seed=0))
@@ -197,12 +218,13 @@ def test_a_list_value_reads_as_its_parts():
 def test_a_confirmed_world_reads_with_its_standard_error():
     w = {"distance": 0.5, "p_holds": 0.52, "changed": [{"key": "x", "shipped": 1.0, "value": 2.0}],
          "confirmed": {"trials": 1024, "p_holds": 0.4912109375, "se": 0.015622, "figure_median": 1.0, "holds": False}}
-    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 trials, which do not reach it on the same ray: x 1 -> 2"
+    assert nearest_text({"worlds": [w]}) == ("d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 confirming trials, which do not reach it "
+                                             "on the same ray: x 1 -> 2")
     w["confirmed"]["on_ray"] = {"distance": 0.53, "p_holds": 0.5009765625, "se": 0.015625}
-    assert nearest_text({"worlds": [w]}) == ("d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 trials, which reach it on the same ray at "
-                                             "d = 0.53 (P 0.501 ± 0.016): x 1 -> 2")
+    assert nearest_text({"worlds": [w]}) == ("d = 0.50, P(holds) 0.52; 0.491 ± 0.016 on 1,024 confirming trials, which reach it on the same "
+                                             "ray at d = 0.53 (P 0.501 ± 0.016 reached on the confirming trials, not confirmed): x 1 -> 2")
     w["confirmed"] = {**w["confirmed"], "p_holds": 0.5, "se": 0.015625, "holds": True}
-    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.500 ± 0.016 on 1,024 trials: x 1 -> 2"
+    assert nearest_text({"worlds": [w]}) == "d = 0.50, P(holds) 0.52; 0.500 ± 0.016 on 1,024 confirming trials: x 1 -> 2"
     row = claim_number_rows({"claims": [{**_linear_claim(), "nearest_world": {"worlds": [w]}}]})[0]
     assert (row["nearest_world_p_holds_confirmed"], row["nearest_world_p_holds_se"]) == (0.5, 0.015625)
 
