@@ -267,15 +267,16 @@ CASES: tuple[Case, ...] = (
     Case("--scheduler a socket that accepts and never replies (never exited)", ("run", "h100", "--trials", "64", "--quiet",
          "--scheduler", "{address}"), 2, ("--scheduler", "within 10 s"), prepare=_server("silent"), group="signals"),
     Case("SIGTERM during a sweep of one-chunk points (all 40 ran, exit 0)", ("sweep", "lite-h100", "--param",
-         "fab.defect_density_per_cm2", "--values", SWEEP_40, "--trials", "1024", "--quiet", "--out", "{tmp}/o"), 143,
-         ("nothing saved",), signal_after=(signal.SIGTERM, 10.0), group="signals"),
+         "fab.defect_density_per_cm2", "--values", SWEEP_40, "--trials", "8192", "--quiet", "--out", "{tmp}/o"), 143,
+         ("nothing saved",), signal_after=(signal.SIGTERM, 10.0), group="signals"),  # ~40 s of work: still running at 10 s
     Case("SIGTERM during paper --quick (ignored)", ("paper", "--quick", "--quiet", "--out", "{tmp}/o"), 143, ("nothing saved",),
          signal_after=(signal.SIGTERM, 10.0), group="signals"),
     # validate takes 2-4 s with the kernels cached: the signal lands while it imports or
     # checks (the handler is installed first thing, so either way it is exit 130)
     Case("SIGINT during validate", ("validate",), 130, ("interrupted",), signal_after=(signal.SIGINT, 1.0), group="signals"),
+    # bench --quick takes about 5 s with the kernels cached: the signal lands while it measures
     Case("SIGTERM during bench --quick (SystemError, exit 1)", ("bench", "--quick"), 143, ("interrupted",),
-         signal_after=(signal.SIGTERM, 4.0), group="signals"),
+         signal_after=(signal.SIGTERM, 2.0), group="signals"),
     # ------------------------------------------------------------ bounded cost, bad input (issue 34)
     # the served plan's capacity table (workload.plan = "per_trial") degrades by replicas of
     # one size and stays bounded; the static search of the median plan refuses beyond its bound
