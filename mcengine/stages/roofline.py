@@ -91,10 +91,16 @@ def plan_tables(scenario: Scenario, inputs: TrialInputs) -> dict:
     The chain makes them while the reliability kernel runs (:func:`mcengine.pipeline.run_chunk`)."""
     if scenario.workload.plan != "per_trial":
         return {}
+    return {shape: planner.evaluate_candidates(s, i) for shape, s, i in request_shapes(scenario, inputs)}
+
+
+def request_shapes(scenario: Scenario, inputs: TrialInputs) -> list[tuple[str, Scenario, TrialInputs]]:
+    """Each request shape the instances serve, as ``(key in tables, scenario, inputs)``:
+    the scenario itself (key ``""``), or each request class alone (key its name,
+    :func:`class_scenario` and :func:`class_inputs`)."""
     if not scenario.workload.classes:
-        return {"": planner.evaluate_candidates(scenario, inputs)}
-    return {name: planner.evaluate_candidates(class_scenario(scenario, name), class_inputs(scenario, name, inputs))
-            for name, _ in scenario.workload.classes}
+        return [("", scenario, inputs)]
+    return [(name, class_scenario(scenario, name), class_inputs(scenario, name, inputs)) for name, _ in scenario.workload.classes]
 
 
 def _per_trial(x, n: int) -> np.ndarray:
@@ -158,9 +164,10 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     share of its instances' time the rounding leaves idle).
     One class gives the columns of the scenario without classes, to the bit.
     """
-    names = [name for name, _ in scenario.workload.classes]
-    outputs = [lengths_of(class_scenario(scenario, name), class_inputs(scenario, name, inputs)).output_tokens for name in names]
-    per_class = [_one_shape(class_scenario(scenario, name), class_inputs(scenario, name, inputs), power_weight, tables, name) for name in names]
+    shapes = request_shapes(scenario, inputs)
+    names = [name for name, _, _ in shapes]
+    outputs = [lengths_of(s, i).output_tokens for _, s, i in shapes]
+    per_class = [_one_shape(s, i, power_weight, tables, name) for name, s, i in shapes]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
