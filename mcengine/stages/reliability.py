@@ -290,25 +290,22 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
             group.append(k)
     out: list[dict[str, np.ndarray]] = [{} for _ in scenarios]
     for group in groups:
-        distinct: list[int] = []  # the group's scenarios with laws of their own, one variant each
-        variant = []
-        for k in group:
-            v = next((v for v, d in enumerate(distinct) if np.array_equal(tables[d]["laws"], tables[k]["laws"])), None)
-            if v is None:
-                distinct.append(k)
-                v = len(distinct) - 1
-            variant.append(v)
-        args = group_arguments([tables[k] for k in distinct])
+        first: dict[bytes, int] = {}  # a law stack (its bytes) -> its variant: equal stacks, one variant
+        variant = [first.setdefault(tables[k]["laws"].tobytes(), len(first)) for k in group]
+        args = group_arguments([tables[group[variant.index(v)]] for v in range(len(first))])
         # the kernel's blocks go to the threads one at a time as they free up, so a thread
         # slowed by other load on its core does not hold up the call (numba's default
         # splits the blocks statically). Same numbers either way.
         with numba.parallel_chunksize(1):
             out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **args)
+        taken: set[int] = set()
         for v, k in zip(variant, group):
-            out[k] = _columns(out_f[:, v], out_i[:, v], inputs[k])
-            out[k].update(_by_class(scenarios[k], inputs[k], out_i[:, v]))
-            if variant.index(v) < group.index(k):  # (a variant's second scenario: arrays of its own)
-                out[k] = {name: np.array(values) for name, values in out[k].items()}
+            f, i = out_f[:, v], out_i[:, v]
+            if v in taken:  # a variant's second scenario: arrays of its own
+                f, i = f.copy(), i.copy()
+            taken.add(v)
+            out[k] = _columns(f, i, inputs[k])
+            out[k].update(_by_class(scenarios[k], inputs[k], i))
     return out
 
 
