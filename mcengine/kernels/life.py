@@ -331,16 +331,25 @@ def _start(ws, s, c, lf, wb, n_wb):
 
 
 @inline_kernel
+def _repair_waited_for(s):
+    """The earliest repair completion something waits for, and its kind: a GPU repair
+    (a slot out of stock, a queued repair) or a host repair (a failed host waiting for a
+    host), the earlier of the two; ``inf`` when nothing waits."""
+    t_ret = s.rq_min if s.wq_len > 0 or s.queue > 0 else np.inf
+    ret = _EV_REPAIR
+    if s.hwq_len > 0 and s.hrq_min < t_ret:
+        ret, t_ret = _EV_HOST_REPAIR, s.hrq_min
+    return ret, t_ret
+
+
+@inline_kernel
 def _next_event(ws, s, c, lf):
     """The next event, its time in ``s.t``: the superposed one, a per-unit clock, or a
     repair something waits for (a slot out of stock, a queued repair; a host repair a
     failed host waits for); past the horizon, the horizon. Clears the failing slots, host
     and faulted instances of the last."""
     t_heap = ws.hkeys[0] if s.hn > 0 else np.inf
-    t_ret = s.rq_min if s.wq_len > 0 or s.queue > 0 else np.inf
-    ret = _EV_REPAIR
-    if s.hwq_len > 0 and s.hrq_min < t_ret:
-        ret, t_ret = _EV_HOST_REPAIR, s.hrq_min
+    ret, t_ret = _repair_waited_for(s)
     t_exp = s.t_exp
     s.n_batch, s.host, s.fi0, s.fi1 = 0, -1, 0, -1
     if t_exp <= t_heap and t_exp <= t_ret:
@@ -508,11 +517,7 @@ def _module_fails(ws, s, c, lf, laws, p, t):
     fails later, nothing fails now: the clock is armed again at the earliest time left."""
     vids, life, due = ws.vids, ws.m_life[p], ws.m_due
     if s.nv > 1 or ws.m_t0[lf.lead, p] + life != t:  # (else the leader alone, at t)
-        t_next = min(s.t_exp, ws.hkeys[0] if s.hn > 0 else np.inf)
-        if s.wq_len > 0 or s.queue > 0:
-            t_next = min(t_next, s.rq_min)
-        if s.hwq_len > 0:
-            t_next = min(t_next, s.hrq_min)
+        t_next = min(s.t_exp, ws.hkeys[0] if s.hn > 0 else np.inf, _repair_waited_for(s)[1])  # (the next event's time, _next_event)
         s.nv = part_on_module(ws.m_t0, vids, s.nv, p, life, t, t_next, lf.horizon)
         if not module_fails_now(ws.m_t0[lf.lead, p] + life, t, t_next, lf.horizon):
             s.hn = _arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, first_module_due(ws.m_t0, vids, s.nv, p, life),
