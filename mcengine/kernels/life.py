@@ -871,28 +871,32 @@ def _repairs_due(ws, s, c, lf, laws, t, failing, finishing):
     if not exact or s.rq_min > t:  # (else none is due: nothing to scan)
         return
     rq = ws.rq
-    if s.rq_heap:
-        while s.rn > 0 and rq[0] <= t:  # earliest first (a repair drawn now and due by t too)
-            t_done, s.rn = times_pop(rq, s.rn)
-            _repair_completes(ws, s, c, lf, laws, t_done)
-        s.rq_min = rq[0] if s.rn > 0 else np.inf
-        if s.rn <= RQ_LIST_AT_MOST:  # (a heap is a list too)
-            s.rq_heap = 0
-        return
-    # a list of at most RQ_HEAP_ABOVE: one swap-remove scan (a completion that draws a new
-    # repair takes one off first, so the list never outgrows RQ_HEAP_ABOVE here)
-    rq_min = np.inf  # the earliest repair left, found by the scan
+    # the form holds through the loop: a completion that draws a new repair takes one off
+    # first, so a list never outgrows RQ_HEAP_ABOVE here
+    heap = s.rq_heap != 0
+    rq_min = np.inf  # a list: one swap-remove scan, and the earliest repair it leaves
     j = 0
-    while j < s.rn:
-        if rq[j] > t:
-            rq_min = min(rq_min, rq[j])
-            j += 1
-            continue
-        t_done = rq[j]
-        s.rn -= 1
-        rq[j] = rq[s.rn]
+    while True:  # one repair due at a time, its completion inlined once
+        if heap:  # earliest first (a repair drawn now and due by t too)
+            if s.rn == 0 or rq[0] > t:
+                break
+            t_done, s.rn = times_pop(rq, s.rn)
+        else:
+            while j < s.rn and rq[j] > t:
+                rq_min = min(rq_min, rq[j])
+                j += 1
+            if j >= s.rn:
+                break
+            t_done = rq[j]
+            s.rn -= 1
+            rq[j] = rq[s.rn]
         _repair_completes(ws, s, c, lf, laws, t_done)
-    s.rq_min = rq_min
+    if not heap:
+        s.rq_min = rq_min
+        return
+    s.rq_min = rq[0] if s.rn > 0 else np.inf
+    if s.rn <= RQ_LIST_AT_MOST:  # (a heap is a list too)
+        s.rq_heap = 0
 
 
 @inline_kernel
@@ -1205,18 +1209,21 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
         # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
         s.n_assign = 0
         i_done = -1
-        for b in range(s.n_batch):
-            _repairs_due(ws, s, c, lf, laws, t, True, finishing)
-            x = ws.batch[b]
-            waits = _slot_empties(ws, s, c, lf, laws, x, t)
-            first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
-            i_done = _touch_instances(ws, s, laws, ws.inst_of[first], ws.inst_of[end - 1], t, i_done, True, False,
-                                      waits)
-        _repairs_due(ws, s, c, lf, laws, t, False, finishing)
-        if lf.reshard and not finishing:  # a fault while short costs a re-layout
-            for i in range(s.fi0, s.fi1 + 1):
-                s.served += _reshard(ws, i, t, 0, lf.relayout_hours)
-        _touch_instances(ws, s, laws, s.fi0, s.fi1, t, i_done, False, not finishing, False)
+        n_batch = s.n_batch
+        for b in range(n_batch + 1):  # each failing slot, then the faults of this instant (or the horizon)
+            failing = b < n_batch
+            _repairs_due(ws, s, c, lf, laws, t, failing, finishing)
+            if failing:
+                x = ws.batch[b]
+                waits = _slot_empties(ws, s, c, lf, laws, x, t)
+                first, end = _positions(x, c.host_mode, c.gpus_per_host, c.positions)
+                i0, i1 = ws.inst_of[first], ws.inst_of[end - 1]
+            else:
+                if lf.reshard and not finishing:  # a fault while short costs a re-layout
+                    for i in range(s.fi0, s.fi1 + 1):
+                        s.served += _reshard(ws, i, t, 0, lf.relayout_hours)
+                i0, i1, waits = s.fi0, s.fi1, False
+            i_done = _touch_instances(ws, s, laws, i0, i1, t, i_done, failing, not (failing or finishing), waits)
         # ---- units assigned now: in place after a swap draw
         for a in range(s.n_assign):
             _slot_refilled(ws, s, c, lf, laws, wb, n_wb, ws.assign[a] >> 1, ws.assign[a] & 1 == 1, t)
