@@ -34,11 +34,13 @@ import hashlib
 import math
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -537,7 +539,12 @@ def _start_fresh(out: Path) -> None:
 
 
 def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None):
-    """Yield (start, chunk result) in chunk order, computed here or on a Dask cluster."""
+    """Yield (start, chunk result) in chunk order, computed here (the next chunk beside
+    the caller's work on this one with more than one numba thread: :func:`_overlapped`)
+    or on a Dask cluster."""
+    if scheduler is None and numba.get_num_threads() > 1:
+        yield from _overlapped(spec, bounds)
+        return
     if scheduler is None:
         for start, n in bounds:
             yield start, run_chunk(spec.scenarios, spec.seed, start, n)
@@ -545,3 +552,58 @@ def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None)
     from .distributed import map_chunks
 
     yield from map_chunks(scheduler, spec, bounds)
+
+
+def _overlapped(spec: RunSpec, bounds) -> Iterator[tuple[int, dict]]:
+    """:func:`_chunks` of a local run on more than one numba thread: each chunk after the
+    first is computed on a daemon thread (:class:`_NextChunk`) while the caller folds,
+    writes and checkpoints the one before, so that the caller's serial work (summaries,
+    Parquet part, checkpoint) and the chunk's own serial stretches (input draws, kernel
+    tables, the stages' NumPy tails) fill the core the other leaves idle. The chunks are
+    yielded in order, each once its computation is done, and at most one is computed
+    beyond the one yielded (memory stays bounded). An error of a chunk's computation is
+    raised when that chunk is asked for, after the chunks before it were yielded: where
+    the serial loop raises it. The first chunk is computed on this thread (it compiles or
+    loads the kernels, whose memory then stays in this thread's arena). The next bounds
+    are asked for when the chunk before is done, so :func:`chunk_plan` times a chunk as
+    the period between two chunks, the caller's work included."""
+    bounds = iter(bounds)
+    first = next(bounds, None)
+    if first is None:
+        return
+    start, chunk = first[0], run_chunk(spec.scenarios, spec.seed, *first)
+    for later in bounds:
+        ahead = _NextChunk(spec, *later)
+        yield start, chunk
+        del chunk  # (folded: freed before the chunk after the next is started)
+        start, chunk = later[0], ahead.outcome()
+    yield start, chunk
+
+
+class _NextChunk(threading.Thread):
+    """``run_chunk`` of the chunk of ``n`` trials from ``start`` on a daemon thread
+    (started at once), with the numba thread count of the thread that made it (numba's
+    count is per thread: a new thread would have ``NUMBA_NUM_THREADS``). A daemon: a run
+    that stops (a signal, an error) drops it without waiting for it."""
+
+    def __init__(self, spec: RunSpec, start: int, n: int):
+        super().__init__(daemon=True, name="mcengine-next-chunk")
+        self._spec, self._first, self._n = spec, start, n
+        self._threads = numba.get_num_threads()
+        self._chunk: dict | None = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        numba.set_num_threads(self._threads)
+        try:
+            self._chunk = run_chunk(self._spec.scenarios, self._spec.seed, self._first, self._n)
+        except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by outcome()
+            self._error = error
+
+    def outcome(self) -> dict:
+        """The chunk's columns once computed; an error of its computation raised here."""
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._chunk
