@@ -187,7 +187,9 @@ class QuantileSketch:
         return values, np.array([c for _, _, c in keys], dtype=float)
 
     def state(self) -> dict:
-        return {"alpha": self.alpha, "positive": self.positive, "negative": self.negative, "zeros": self.zeros}
+        """The counts as JSON holds them (bucket keys as strings; :meth:`from_state` reads both)."""
+        return {"alpha": self.alpha, "positive": dict(zip(map(str, self.positive), self.positive.values())),
+                "negative": dict(zip(map(str, self.negative), self.negative.values())), "zeros": self.zeros}
 
     @classmethod
     def from_state(cls, state: dict) -> "QuantileSketch":

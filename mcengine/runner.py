@@ -304,11 +304,15 @@ def _state_sha256(state: dict) -> str:
     return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
 
 
-def checkpoint_document(acc: "Accumulators", fingerprint: str) -> dict:
-    """What ``checkpoint.json`` holds: the state, tied to its run and to itself (the
-    checksum is of the state as JSON reads it back: integer keys become strings)."""
-    state = json.loads(json.dumps(acc.state()))
-    return {"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": _state_sha256(state), "state": state}
+def checkpoint_text(acc: "Accumulators", fingerprint: str) -> str:
+    """What ``checkpoint.json`` holds, as JSON: the state, tied to its run and to itself
+    (the checksum is :func:`_state_sha256` of the state as JSON reads it back). The state
+    holds JSON's types already (its keys are strings: :meth:`QuantileSketch.state
+    <mcengine.results.QuantileSketch.state>`), so it is encoded once, with sorted keys, and
+    that text is both hashed and written."""
+    state = json.dumps(acc.state(), sort_keys=True)
+    head = json.dumps({"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": hashlib.sha256(state.encode()).hexdigest()})
+    return f'{head[:-1]}, "state": {state}}}'
 
 
 def _saved_spec(run_path: Path) -> RunSpec:
@@ -509,6 +513,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
 def _run_chunks(spec, bounds, scheduler, out, acc, frames, progress, provenance) -> None:
     """Each chunk: computed, its per-trial part written or kept, folded into ``acc``,
     checkpointed; a signal stops the loop after the chunk it lands in is saved."""
+    fingerprint = spec.fingerprint()
     with interrupt.deferred():
         for start, chunk in _chunks(spec, bounds, scheduler):
             if spec.keep_trials:
@@ -519,7 +524,7 @@ def _run_chunks(spec, bounds, scheduler, out, acc, frames, progress, provenance)
                     frames.append(frame)
             acc.add(chunk)
             if out is not None:
-                write_atomic(out / CHECKPOINT_FILE, json.dumps(checkpoint_document(acc, spec.fingerprint())))
+                write_atomic(out / CHECKPOINT_FILE, checkpoint_text(acc, fingerprint))
             if progress:
                 progress(acc.trials_done, spec.trials)
             interrupt.check()
