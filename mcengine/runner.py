@@ -5,7 +5,8 @@ Trials stream through chunks of ``chunk_trials`` (a whole number of
 summaries in chunk order, so memory does not grow with the trial count. Because every
 random number is keyed by (seed, stage, trial) and summaries merge block by block in
 trial order, the result is bit-identical whatever the chunk size, thread count, Dask
-workers or resume point.
+workers or resume point. A local run on two or more numba threads computes each next
+chunk while the one before is folded and saved (:func:`_overlapped`), in the same order.
 
 With an output folder, the run's settings go to ``run.json`` and, after every chunk,
 the accumulated state to ``checkpoint.json`` (atomically), so a killed run (SIGKILL
