@@ -35,6 +35,7 @@ import hashlib
 import math
 import json
 import os
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -561,55 +562,75 @@ def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None)
 
 
 def _overlapped(spec: RunSpec, bounds) -> Iterator[tuple[int, dict]]:
-    """:func:`_chunks` of a local run on more than one numba thread: each chunk after the
-    first is computed on a daemon thread (:class:`_NextChunk`) while the caller folds,
+    """:func:`_chunks` of a local run on more than one numba thread: the chunks are computed
+    on one daemon thread (:class:`_ChunkWorker`), each next one while the caller folds,
     writes and checkpoints the one before, so that the caller's serial work (summaries,
     Parquet part, checkpoint) and the chunk's own serial stretches (input draws, kernel
     tables, the stages' NumPy tails) fill the core the other leaves idle. The chunks are
     yielded in order, each once its computation is done, and at most one is computed
     beyond the one yielded (memory stays bounded). An error of a chunk's computation is
     raised when that chunk is asked for, after the chunks before it were yielded: where
-    the serial loop raises it. The first chunk is computed on this thread (it compiles or
-    loads the kernels, whose memory then stays in this thread's arena). The next bounds
-    are asked for when the chunk before is done, so :func:`chunk_plan` times a chunk as
-    the period between two chunks, the caller's work included."""
+    the serial loop raises it. The next bounds are asked for when the chunk before is
+    done, so :func:`chunk_plan` times a chunk as the period between two chunks, the
+    caller's work included."""
     bounds = iter(bounds)
     first = next(bounds, None)
     if first is None:
         return
-    start, chunk = first[0], run_chunk(spec.scenarios, spec.seed, *first)
-    for later in bounds:
-        ahead = _NextChunk(spec, *later)
-        yield start, chunk
-        del chunk  # (folded: freed before the chunk after the next is started)
-        start, chunk = later[0], ahead.outcome()
-    yield start, chunk
+    worker = _ChunkWorker(spec)
+    try:
+        worker.ask(*first)
+        start = first[0]
+        while True:
+            chunk = worker.outcome()
+            later = next(bounds, None)
+            if later is None:
+                yield start, chunk
+                return
+            worker.ask(*later)
+            yield start, chunk
+            del chunk  # (folded: freed before the chunk after the next is started)
+            start = later[0]
+    finally:
+        worker.stop()
 
 
-class _NextChunk(threading.Thread):
-    """``run_chunk`` of the chunk of ``n`` trials from ``start`` on a daemon thread
-    (started at once), with the numba thread count of the thread that made it (numba's
-    count is per thread: a new thread would have ``NUMBA_NUM_THREADS``). A daemon: a run
-    that stops (a signal, an error) drops it without waiting for it."""
+class _ChunkWorker(threading.Thread):
+    """``run_chunk`` of each chunk asked for, in order, on one daemon thread (started at
+    once), with the numba thread count of the thread that made it (numba's count is per
+    thread: a new thread would have ``NUMBA_NUM_THREADS``). One thread for every chunk:
+    the chunks' temporaries reuse its malloc arena, as those of a serial run reuse the
+    main thread's (a new thread may be given a new arena). A daemon: a run that stops (a
+    signal, an error) drops the chunk it computes without waiting for it; :meth:`stop`
+    ends it after that chunk."""
 
-    def __init__(self, spec: RunSpec, start: int, n: int):
-        super().__init__(daemon=True, name="mcengine-next-chunk")
-        self._spec, self._first, self._n = spec, start, n
-        self._threads = numba.get_num_threads()
-        self._chunk: dict | None = None
-        self._error: BaseException | None = None
+    def __init__(self, spec: RunSpec):
+        super().__init__(daemon=True, name="mcengine-chunks")
+        self._spec, self._threads = spec, numba.get_num_threads()
+        self._asked: queue.Queue = queue.Queue()
+        self._done: queue.Queue = queue.Queue()
         self.start()
+
+    def ask(self, start: int, n: int) -> None:
+        """Compute the chunk of ``n`` trials from ``start`` after those asked for before."""
+        self._asked.put((start, n))
+
+    def stop(self) -> None:
+        """End the thread once the chunk it computes (if any) is done."""
+        self._asked.put(None)
 
     def run(self) -> None:
         numba.set_num_threads(self._threads)
-        try:
-            self._chunk = run_chunk(self._spec.scenarios, self._spec.seed, self._first, self._n)
-        except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by outcome()
-            self._error = error
+        while (bounds := self._asked.get()) is not None:
+            try:
+                self._done.put((run_chunk(self._spec.scenarios, self._spec.seed, *bounds), None))
+            except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by outcome()
+                self._done.put((None, error))
 
     def outcome(self) -> dict:
-        """The chunk's columns once computed; an error of its computation raised here."""
-        self.join()
-        if self._error is not None:
-            raise self._error
-        return self._chunk
+        """The columns of the earliest chunk asked for and not yet taken, once computed; an
+        error of its computation raised here."""
+        chunk, error = self._done.get()
+        if error is not None:
+            raise error
+        return chunk

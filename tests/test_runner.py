@@ -269,8 +269,8 @@ def _recording_chunks(monkeypatch, fail_at: int | None = None) -> list[tuple[int
 
 
 def test_overlapped_chunks_give_the_serial_numbers_and_compute_at_most_one_ahead(tmp_path, monkeypatch, straight):
-    """With two threads each chunk after the first is computed on another thread while the
-    one before is folded and saved: same numbers, at most one chunk computed beyond those
+    """With two threads the chunks are computed on one other thread, each while the one
+    before is folded and saved: same numbers, at most one chunk computed beyond those
     saved (memory stays bounded), and the run resumes from its checkpoint to the same numbers."""
     started = _recording_chunks(monkeypatch)
     ahead = []
@@ -280,7 +280,7 @@ def test_overlapped_chunks_give_the_serial_numbers_and_compute_at_most_one_ahead
 
     assert _numbers(with_threads(2, lambda: _run(chunk_trials=1024, out=tmp_path / "run", progress=progress, figures=False))) == straight
     assert [s for s, _, _ in started] == [0, 1024, 2048]
-    assert [name for _, name, _ in started] == ["MainThread", "mcengine-next-chunk", "mcengine-next-chunk"]
+    assert [name for _, name, _ in started] == ["mcengine-chunks"] * 3
     assert max(ahead) <= 1 and ahead[-1] == 0
 
 
@@ -291,9 +291,15 @@ def test_the_next_chunks_thread_uses_the_callers_numba_thread_count(monkeypatch)
     from mcengine.scenario import load_scenario
 
     started = _recording_chunks(monkeypatch)
-    spec = runner.RunSpec((load_scenario("h100", SMALL),), 11, 1024)
-    with_threads(1, lambda: runner._NextChunk(spec, 0, 1024).outcome())
-    assert numba.config.NUMBA_NUM_THREADS > 1 and started == [(0, "mcengine-next-chunk", 1)]
+    spec = runner.RunSpec((load_scenario("h100", SMALL),), 11, 2048)
+    worker = with_threads(1, runner._ChunkWorker, spec)
+    worker.ask(0, 1024)
+    worker.ask(1024, 1024)
+    worker.outcome(), worker.outcome()
+    worker.stop()
+    worker.join(60)
+    assert numba.config.NUMBA_NUM_THREADS > 1 and started == [(0, "mcengine-chunks", 1), (1024, "mcengine-chunks", 1)]
+    assert not worker.is_alive()
 
 
 @pytest.mark.parametrize("threads", [2, 1])
