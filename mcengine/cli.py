@@ -33,7 +33,7 @@ app = typer.Typer(
 ScenarioArg = Annotated[str, typer.Argument(metavar="SCENARIO", help="Path to a scenario TOML file, or a shipped scenario name (see `mcengine scenarios`).", show_default=False)]
 SeedOpt = Annotated[Optional[int], typer.Option("--seed", metavar="S", help="Master seed (default: the scenario's run.seed). Same seed, same numbers at any thread count.", show_default=False)]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="KEY=VALUE override of any scenario key (dotted path, TOML literal value); NAME:KEY=VALUE or A:/B:... for one scenario. Repeatable.", show_default=False)]
-ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="T", help="Numba threads (default: all cores); with two or more, a chain also plans on one Python thread while they run.", show_default=False)]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", metavar="T", help="Numba threads (default: all cores); with two or more, a chain also plans on one Python thread while they run, and a run computes its next chunk while it saves the one before.", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as one JSON document on stdout, nothing else.")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Write summary.json, the resolved scenario(s), table.csv and figures to this folder.", show_default=False)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there), or write beside files mcengine did not write (never replacing them).")]

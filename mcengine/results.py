@@ -40,7 +40,9 @@ value is.
 from __future__ import annotations
 
 import io
+import itertools
 import math
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -112,6 +114,22 @@ def summarize(values: np.ndarray, name: str = "metric") -> dict:
     return out
 
 
+def _finite_blocks(values: np.ndarray, finite: np.ndarray):
+    """The finite kept values (``finite``) of each block of :data:`BLOCK_TRIALS` trials,
+    as 2-D arrays of blocks of equal length in trial order: all full blocks at once when
+    every value is finite and kept, else one block at a time (empty ones left out)."""
+    if finite.all():
+        full = values.size - values.size % BLOCK_TRIALS
+        yield values[:full].reshape(-1, BLOCK_TRIALS)
+        if full < values.size:
+            yield values[full:][None]
+        return
+    for start in range(0, values.size, BLOCK_TRIALS):
+        block = values[start : start + BLOCK_TRIALS][finite[start : start + BLOCK_TRIALS]]
+        if block.size:
+            yield block[None]
+
+
 @dataclass
 class QuantileSketch:
     """Log-bucket quantile sketch: value x > 0 goes to bucket ceil(log_gamma(x)).
@@ -138,8 +156,8 @@ class QuantileSketch:
             counts, keys = counts[keys], keys + lo
         else:  # values over hundreds of orders of magnitude
             keys, counts = np.unique(idx, return_counts=True)
-        for k, c in zip(keys.tolist(), counts.tolist()):
-            into[k] = into.get(k, 0) + c
+        keys = keys.tolist()  # into[k] += c for each bucket, in bucket order (the loop in C)
+        into.update(zip(keys, map(operator.add, map(into.get, keys, itertools.repeat(0)), counts.tolist())))
 
     def add(self, values: np.ndarray) -> None:
         pos = values[values > 0]
@@ -187,7 +205,9 @@ class QuantileSketch:
         return values, np.array([c for _, _, c in keys], dtype=float)
 
     def state(self) -> dict:
-        return {"alpha": self.alpha, "positive": self.positive, "negative": self.negative, "zeros": self.zeros}
+        """The counts as JSON holds them (bucket keys as strings; :meth:`from_state` reads both)."""
+        return {"alpha": self.alpha, "positive": dict(zip(map(str, self.positive), self.positive.values())),
+                "negative": dict(zip(map(str, self.negative), self.negative.values())), "zeros": self.zeros}
 
     @classmethod
     def from_state(cls, state: dict) -> "QuantileSketch":
@@ -244,25 +264,11 @@ class Summary:
         infinite = np.isposinf(values) & kept
         self.infinite += int(infinite.sum())
         _check_finite(values[~infinite], name)
-        for start in range(0, values.size, BLOCK_TRIALS):  # blocks of trials, whatever their values
-            block = values[start : start + BLOCK_TRIALS]
-            in_block = kept[start : start + BLOCK_TRIALS]
-            if self.replicates:
-                self._add_replicates(block, first_trial + start, in_block)
-            block = block[np.isfinite(block) & in_block]
-            if not block.size:
-                continue
-            self._rescale(float(np.abs(block).max()))
-            s = self.scale or 1.0
-            n_b = block.size
-            scaled = block / s
-            mean_b = float(scaled.mean())
-            m2_b = float(((scaled - mean_b) ** 2).sum())
-            n = self.count + n_b
-            delta = mean_b - self.mean / s
-            self.mean += delta * n_b / n * s
-            self.m2 += m2_b + delta * delta * self.count * n_b / n
-            self.count = n
+        if self.replicates:
+            for start in range(0, values.size, BLOCK_TRIALS):  # blocks of trials, whatever their values
+                self._add_replicates(values[start : start + BLOCK_TRIALS], first_trial + start, kept[start : start + BLOCK_TRIALS])
+        for blocks in _finite_blocks(values, kept & ~infinite):
+            self._merge_blocks(blocks)
         if infinite.any():
             self.max = math.inf
         values = values[kept & ~infinite]
@@ -277,6 +283,29 @@ class Summary:
             else:
                 self.sketch.add(values)
         return self
+
+    def _merge_blocks(self, blocks: np.ndarray) -> None:
+        """Fold blocks of equally many values (rows, in trial order) into the moments, one
+        after the other: each block's mean and squared deviations in units of the scale
+        that covers it and every block before (:meth:`_rescale`), merged by Chan et al.'s
+        update. The blocks' sums are made row by row in one NumPy call (the same pairwise
+        sums, so the same bits, as one block at a time)."""
+        magnitudes = np.abs(blocks).max(axis=1).tolist()
+        scales, scale = [], self.scale
+        for magnitude in magnitudes:  # the scale each block is read in, as _rescale raises it
+            scale = power_of_two_above(magnitude) if magnitude > scale else scale
+            scales.append(scale or 1.0)
+        scaled = blocks / np.array(scales)[:, None]
+        means = scaled.mean(axis=1)
+        m2s = ((scaled - means[:, None]) ** 2).sum(axis=1)
+        n_b = blocks.shape[1]
+        for magnitude, s, mean_b, m2_b in zip(magnitudes, scales, means.tolist(), m2s.tolist()):
+            self._rescale(magnitude)
+            n = self.count + n_b
+            delta = mean_b - self.mean / s
+            self.mean += delta * n_b / n * s
+            self.m2 += m2_b + delta * delta * self.count * n_b / n
+            self.count = n
 
     def _add_replicates(self, block: np.ndarray, first_trial: int, kept: np.ndarray) -> None:
         """Fold one block's finite kept values into the means of their scramblings."""

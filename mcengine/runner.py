@@ -5,7 +5,8 @@ Trials stream through chunks of ``chunk_trials`` (a whole number of
 summaries in chunk order, so memory does not grow with the trial count. Because every
 random number is keyed by (seed, stage, trial) and summaries merge block by block in
 trial order, the result is bit-identical whatever the chunk size, thread count, Dask
-workers or resume point.
+workers or resume point. A local run on two or more numba threads computes each next
+chunk while the one before is folded and saved (:func:`_overlapped`), in the same order.
 
 With an output folder, the run's settings go to ``run.json`` and, after every chunk,
 the accumulated state to ``checkpoint.json`` (atomically), so a killed run (SIGKILL
@@ -34,11 +35,14 @@ import hashlib
 import math
 import json
 import os
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -302,11 +306,15 @@ def _state_sha256(state: dict) -> str:
     return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
 
 
-def checkpoint_document(acc: "Accumulators", fingerprint: str) -> dict:
-    """What ``checkpoint.json`` holds: the state, tied to its run and to itself (the
-    checksum is of the state as JSON reads it back: integer keys become strings)."""
-    state = json.loads(json.dumps(acc.state()))
-    return {"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": _state_sha256(state), "state": state}
+def checkpoint_text(acc: "Accumulators", fingerprint: str) -> str:
+    """What ``checkpoint.json`` holds, as JSON: the state, tied to its run and to itself
+    (the checksum is :func:`_state_sha256` of the state as JSON reads it back). The state
+    holds JSON's types already (its keys are strings: :meth:`QuantileSketch.state
+    <mcengine.results.QuantileSketch.state>`), so it is encoded once, with sorted keys, and
+    that text is both hashed and written."""
+    state = json.dumps(acc.state(), sort_keys=True)
+    head = json.dumps({"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": hashlib.sha256(state.encode()).hexdigest()})
+    return f'{head[:-1]}, "state": {state}}}'
 
 
 def _saved_spec(run_path: Path) -> RunSpec:
@@ -507,6 +515,7 @@ def _execute(spec, chunk_trials, out, resume, scheduler, progress, expect, prove
 def _run_chunks(spec, bounds, scheduler, out, acc, frames, progress, provenance) -> None:
     """Each chunk: computed, its per-trial part written or kept, folded into ``acc``,
     checkpointed; a signal stops the loop after the chunk it lands in is saved."""
+    fingerprint = spec.fingerprint()
     with interrupt.deferred():
         for start, chunk in _chunks(spec, bounds, scheduler):
             if spec.keep_trials:
@@ -517,7 +526,7 @@ def _run_chunks(spec, bounds, scheduler, out, acc, frames, progress, provenance)
                     frames.append(frame)
             acc.add(chunk)
             if out is not None:
-                write_atomic(out / CHECKPOINT_FILE, json.dumps(checkpoint_document(acc, spec.fingerprint())))
+                write_atomic(out / CHECKPOINT_FILE, checkpoint_text(acc, fingerprint))
             if progress:
                 progress(acc.trials_done, spec.trials)
             interrupt.check()
@@ -537,7 +546,12 @@ def _start_fresh(out: Path) -> None:
 
 
 def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None):
-    """Yield (start, chunk result) in chunk order, computed here or on a Dask cluster."""
+    """Yield (start, chunk result) in chunk order, computed here (the next chunk beside
+    the caller's work on this one with more than one numba thread: :func:`_overlapped`)
+    or on a Dask cluster."""
+    if scheduler is None and numba.get_num_threads() > 1:
+        yield from _overlapped(spec, bounds)
+        return
     if scheduler is None:
         for start, n in bounds:
             yield start, run_chunk(spec.scenarios, spec.seed, start, n)
@@ -545,3 +559,78 @@ def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None)
     from .distributed import map_chunks
 
     yield from map_chunks(scheduler, spec, bounds)
+
+
+def _overlapped(spec: RunSpec, bounds) -> Iterator[tuple[int, dict]]:
+    """:func:`_chunks` of a local run on more than one numba thread: the chunks are computed
+    on one daemon thread (:class:`_ChunkWorker`), each next one while the caller folds,
+    writes and checkpoints the one before, so that the caller's serial work (summaries,
+    Parquet part, checkpoint) and the chunk's own serial stretches (input draws, kernel
+    tables, the stages' NumPy tails) fill the core the other leaves idle. The chunks are
+    yielded in order, each once its computation is done, and at most one is computed
+    beyond the one yielded (memory stays bounded). An error of a chunk's computation is
+    raised when that chunk is asked for, after the chunks before it were yielded: where
+    the serial loop raises it. The next bounds are asked for when the chunk before is
+    done, so :func:`chunk_plan` times a chunk as the period between two chunks, the
+    caller's work included."""
+    bounds = iter(bounds)
+    first = next(bounds, None)
+    if first is None:
+        return
+    worker = _ChunkWorker(spec)
+    try:
+        worker.ask(*first)
+        start = first[0]
+        while True:
+            chunk = worker.outcome()
+            later = next(bounds, None)
+            if later is None:
+                yield start, chunk
+                return
+            worker.ask(*later)
+            yield start, chunk
+            del chunk  # (folded: freed before the chunk after the next is started)
+            start = later[0]
+    finally:
+        worker.stop()
+
+
+class _ChunkWorker(threading.Thread):
+    """``run_chunk`` of each chunk asked for, in order, on one daemon thread (started at
+    once), with the numba thread count of the thread that made it (numba's count is per
+    thread: a new thread would have ``NUMBA_NUM_THREADS``). One thread for every chunk:
+    the chunks' temporaries reuse its malloc arena, as those of a serial run reuse the
+    main thread's (a new thread may be given a new arena). A daemon: a run that stops (a
+    signal, an error) drops the chunk it computes without waiting for it; :meth:`stop`
+    ends it after that chunk."""
+
+    def __init__(self, spec: RunSpec):
+        super().__init__(daemon=True, name="mcengine-chunks")
+        self._spec, self._threads = spec, numba.get_num_threads()
+        self._asked: queue.Queue = queue.Queue()
+        self._done: queue.Queue = queue.Queue()
+        self.start()
+
+    def ask(self, start: int, n: int) -> None:
+        """Compute the chunk of ``n`` trials from ``start`` after those asked for before."""
+        self._asked.put((start, n))
+
+    def stop(self) -> None:
+        """End the thread once the chunk it computes (if any) is done."""
+        self._asked.put(None)
+
+    def run(self) -> None:
+        numba.set_num_threads(self._threads)
+        while (bounds := self._asked.get()) is not None:
+            try:
+                self._done.put((run_chunk(self._spec.scenarios, self._spec.seed, *bounds), None))
+            except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by outcome()
+                self._done.put((None, error))
+
+    def outcome(self) -> dict:
+        """The columns of the earliest chunk asked for and not yet taken, once computed; an
+        error of its computation raised here."""
+        chunk, error = self._done.get()
+        if error is not None:
+            raise error
+        return chunk

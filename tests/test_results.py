@@ -158,6 +158,17 @@ def test_moments_of_ordinary_values_are_bit_for_bit_the_plain_formulas():
     assert s.to_dict()["std"] == math.sqrt(m2 / (count - 1))
 
 
+def test_blocks_folded_at_once_give_the_bits_of_blocks_folded_one_by_one():
+    """Finite values fold all their blocks in one NumPy call; a +inf among them sends every
+    block through one at a time. With magnitudes that raise the scale block after block,
+    the moments of the finite values are the same bits either way."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(1.0, 0.5, 5 * BLOCK_TRIALS + 100) * 3.0 ** np.repeat(np.arange(6), BLOCK_TRIALS)[: 5 * BLOCK_TRIALS + 100]
+    at_once, by_block = Summary().add(x), Summary().add(np.append(x, np.inf))
+    assert by_block.infinite == 1 and by_block.scale == at_once.scale == 1024.0
+    assert (at_once.count, at_once.mean, at_once.m2) == (by_block.count, by_block.mean, by_block.m2)
+
+
 def test_near_zero_values_of_a_near_one_metric_keep_relative_accuracy():
     """Availabilities are sketched on their distance from 1; those far from 1 (a cluster
     that is mostly down) keep 0.1% relative accuracy on the value itself, and a sample

@@ -15,6 +15,7 @@ import pytest
 from mcengine import api
 from mcengine.errors import InputError
 from tests import procs
+from tests.conftest import with_threads
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 
@@ -212,20 +213,111 @@ def _signal_in_chunk(monkeypatch, first_trial: int) -> None:
     monkeypatch.setattr(runner, "run_chunk", chunk)
 
 
-@pytest.mark.parametrize(("first_trial", "saved"), [(0, 1024), (2048, 3000)], ids=["first chunk", "last chunk"])
-def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path, monkeypatch, first_trial, saved):
+def _signal_in_fold(monkeypatch, first_trial: int) -> None:
+    """The CLI's handler runs (as for SIGTERM) while the chunk from ``first_trial`` is folded
+    into the summaries (on the main thread, where signals land; the next chunk may be
+    computing beside it)."""
+    from mcengine import interrupt, runner
+
+    real = runner.Accumulators.add
+
+    def add(acc, chunk):
+        if int(next(iter(chunk.values()))["trial"][0]) == first_trial:
+            interrupt.on_signal(signal.SIGTERM)
+        return real(acc, chunk)
+
+    monkeypatch.setattr(runner.Accumulators, "add", add)
+
+
+@pytest.mark.parametrize(("threads", "first_trial", "saved"), [(2, 0, 1024), (1, 0, 1024), (2, 2048, 3000), (2, 1024, 2048)],
+                         ids=["first chunk", "first chunk, one thread", "last chunk", "middle chunk, next one computing"])
+def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path, monkeypatch, threads, first_trial, saved):
+    """Whatever is computing beside it (the next chunk, with two threads), a signal that
+    lands while a chunk is computed or saved stops the run once that chunk is saved."""
     from mcengine import interrupt
     from mcengine.errors import Interrupted
 
     out = tmp_path / "run"
-    _signal_in_chunk(monkeypatch, first_trial)
+    (_signal_in_chunk if first_trial == 0 else _signal_in_fold)(monkeypatch, first_trial)
     try:
         with pytest.raises(Interrupted) as err:
-            _run(chunk_trials=1024, out=out, figures=False)
+            with_threads(threads, lambda: _run(chunk_trials=1024, out=out, figures=False))
     finally:
         interrupt.clear()
     assert err.value.signum == signal.SIGTERM
     assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == saved
+
+
+def _recording_chunks(monkeypatch, fail_at: int | None = None) -> list[tuple[int, str, int]]:
+    """(first trial, thread name, numba threads) of every chunk computation as it starts;
+    the chunk from ``fail_at`` raises InputError (a refused input)."""
+    import threading
+
+    from mcengine import runner
+    from mcengine.errors import Problem
+
+    real, started = runner.run_chunk, []
+
+    def chunk(scenarios, seed, start, n):
+        started.append((start, threading.current_thread().name, numba.get_num_threads()))
+        if start == fail_at:
+            raise InputError(Problem("workload.x", start, "refused by the test"))
+        return real(scenarios, seed, start, n)
+
+    monkeypatch.setattr(runner, "run_chunk", chunk)
+    return started
+
+
+def test_overlapped_chunks_give_the_serial_numbers_and_compute_at_most_one_ahead(tmp_path, monkeypatch, straight):
+    """With two threads the chunks are computed on one other thread, each while the one
+    before is folded and saved: same numbers, at most one chunk computed beyond those
+    saved (memory stays bounded), and the run resumes from its checkpoint to the same numbers."""
+    started = _recording_chunks(monkeypatch)
+    ahead = []
+
+    def progress(done, total):
+        ahead.append(len(started) - -(-done // 1024))
+
+    assert _numbers(with_threads(2, lambda: _run(chunk_trials=1024, out=tmp_path / "run", progress=progress, figures=False))) == straight
+    assert [s for s, _, _ in started] == [0, 1024, 2048]
+    assert [name for _, name, _ in started] == ["mcengine-chunks"] * 3
+    assert max(ahead) <= 1 and ahead[-1] == 0
+
+
+def test_the_next_chunks_thread_uses_the_callers_numba_thread_count(monkeypatch):
+    """numba's thread count is per thread (a new thread starts at NUMBA_NUM_THREADS): the
+    chunk computed ahead runs with the count of the thread that asked for it."""
+    from mcengine import runner
+    from mcengine.scenario import load_scenario
+
+    started = _recording_chunks(monkeypatch)
+    spec = runner.RunSpec((load_scenario("h100", SMALL),), 11, 2048)
+    worker = with_threads(1, runner._ChunkWorker, spec)
+    worker.ask(0, 1024)
+    worker.ask(1024, 1024)
+    worker.outcome(), worker.outcome()
+    worker.stop()
+    worker.join(60)
+    assert numba.config.NUMBA_NUM_THREADS > 1 and started == [(0, "mcengine-chunks", 1), (1024, "mcengine-chunks", 1)]
+    assert not worker.is_alive()
+
+
+@pytest.mark.parametrize("threads", [2, 1])
+def test_an_error_of_a_chunk_computed_ahead_is_raised_in_order(tmp_path, monkeypatch, threads):
+    """A chunk refused for its inputs stops the run where the serial loop would: every
+    chunk before it saved, the error raised to the caller as it was raised."""
+    _recording_chunks(monkeypatch, fail_at=2048)
+    out = tmp_path / "run"
+    with pytest.raises(InputError, match="workload.x: got 2048; refused by the test"):
+        with_threads(threads, lambda: _run(chunk_trials=1024, out=out, figures=False))
+    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 2048
+
+
+def test_cli_exits_2_on_an_input_error_of_a_chunk_computed_ahead(tmp_path, cli, monkeypatch):
+    _recording_chunks(monkeypatch, fail_at=1024)
+    r = cli("run", "h100", "--trials", "3000", "--chunk-trials", "1024", "--threads", "2", "--out", str(tmp_path / "o"), "--quiet",
+            *sum((["--set", s] for s in SMALL), []))
+    assert r.code == 2 and "workload.x: got 1024; refused by the test" in r.err and "Traceback" not in r.err
 
 
 def test_a_signal_in_a_sweep_point_of_one_chunk_stops_the_sweep_there(monkeypatch):

@@ -119,7 +119,6 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs, modules: bool = Fal
     shapes = np.zeros((n, max(1, len(comps))))
     coef = np.zeros_like(shapes)  # sum of count * eta**-shape
     n_wb = np.zeros(n, dtype=np.int64)
-    slot = np.arange(shapes.shape[1])
     classes = {}  # name -> (weibull group per trial (-1: exponential class), its rate or coefficient per trial)
     for name, comp in comps:
         key = f"reliability.components.{name}"
@@ -134,8 +133,7 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs, modules: bool = Fal
         # afr keeps its historical expression (bit-identical numbers for old files)
         lam_perm += np.where(exp_class, comp.count * value / HOURS_PER_YEAR if law_key == "afr" else comp.count * rate, 0.0)
         a = np.where(exp_class, 0.0, comp.count * rate ** shape)
-        match = (shapes == shape[:, None]) & (slot < n_wb[:, None])
-        group = np.where(match.any(axis=1), match.argmax(axis=1), n_wb)
+        group = _group_of(shape, shapes, n_wb)
         rows = np.flatnonzero(a > 0.0)
         shapes[rows, group[rows]] = shape[rows]
         coef[rows, group[rows]] += a[rows]
@@ -154,6 +152,16 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs, modules: bool = Fal
             share = np.where(total > 0.0, weight / total, 0.0)
         shares[name] = (np.where(group < 0, life.OUT_GPU_EXP_FAILURES, life.OUT_WEAR_FAILURES + group), share)
     return lam_perm, wb, n_wb, shares
+
+
+def _group_of(shape: np.ndarray, shapes: np.ndarray, n_wb: np.ndarray) -> np.ndarray:
+    """Per trial, the first of its ``n_wb`` Weibull groups (columns of ``shapes``) whose
+    shape is ``shape``, else ``n_wb`` (a new group): one pass per group in use, the
+    lowest matching group written last."""
+    group = n_wb.copy()
+    for j in range(int(n_wb.max(initial=0)) - 1, -1, -1):
+        group[(shapes[:, j] == shape) & (j < n_wb)] = j
+    return group
 
 
 def _unit_rates(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:

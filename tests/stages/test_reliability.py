@@ -357,3 +357,18 @@ def test_modules_with_reshard_keep_the_counts_of_down():
         assert np.array_equal(down[name], resharded[name]), name
     assert (resharded["capacity_availability"] > resharded["instance_availability"]).all()
     assert (resharded["capacity_availability"] <= 1.0).all()
+
+
+def test_a_class_joins_the_first_group_of_its_shape_or_opens_one():
+    """Per trial: the first group in use whose shape equals the class's, else a new one
+    (index ``n_wb``), whatever shapes the later, unused groups hold."""
+    rng = np.random.default_rng(3)
+    n, groups = 2000, 5
+    shapes = rng.choice([0.5, 1.0, 2.0], (n, groups))
+    n_wb = rng.integers(0, groups, n)
+    shape = rng.choice([0.5, 1.0, 2.0, 3.0], n)
+    got = R._group_of(shape, shapes, n_wb)
+    for i in range(n):
+        same = [j for j in range(n_wb[i]) if shapes[i, j] == shape[i]]
+        assert got[i] == (same[0] if same else n_wb[i])
+    assert R._group_of(shape[:0], shapes[:0], n_wb[:0]).size == 0
