@@ -302,8 +302,10 @@ def _start(ws, s, c, lf, wb, n_wb):
     if lf.modular:
         for g in range(lf.n_mwb):
             u_past[_PAST_MODULE, g] = past_uniform(lf.mwb[g, WB_SHAPE], lf.mwb[g, WB_SCALE], lf.horizon)
+        # one group (the shipped designs): module_life's draw, with the group's values read once
+        one, scale, shape, cut = lf.n_mwb == 1, lf.mwb[0, WB_SCALE], lf.mwb[0, WB_SHAPE], u_past[_PAST_MODULE, 0]
         for p in range(c.positions):
-            life = module_life(st, lf.mwb, lf.n_mwb, u_past, _PAST_MODULE)
+            life = life_within(st, scale, shape, cut) if one else module_life(st, lf.mwb, lf.n_mwb, u_past, _PAST_MODULE)
             if life <= lf.horizon:  # (else no clock, nothing to keep)
                 ws.m_life[p] = life
                 ws.m_t0[:, p] = 0.0
