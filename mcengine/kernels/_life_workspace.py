@@ -92,7 +92,8 @@ Workspace = namedtuple("Workspace", [
     "u_past", "m_life", "m_t0", "m_due", "m_so"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
-#: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate;
+#: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate
+#: (``relisted`` 1 once a list of filled units changed since ``lam`` was summed);
 #: ``rq_min`` the earliest pending repair completion (``inf`` if none); ``rq_heap`` 1 while
 #: ``rq`` is a heap;
 #: ``stockout_hours``; list lengths ``n_g``, ``n_h`` (listed positions and hosts),
@@ -113,7 +114,7 @@ STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min",
                      "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
                      "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
                      "module_swaps", "host_pool", "hrn", "hwq_head", "hwq_len", "host_repairs", "host_swaps", "nic_swaps",
-                     "mrq_head", "mrq_len")],
+                     "mrq_head", "mrq_len", "relisted")],
                  align=True)
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the

@@ -328,7 +328,7 @@ def _start(ws, s, c, lf, wb, n_wb):
         ws.m_at[:, :] = 0.0
         ws.mwait_f[:, :] = 0.0
     lam = _total_rate(ws.rates, s.n_g, s.n_h)
-    s.lam = lam
+    s.lam, s.relisted = lam, 0
     s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
 
 
@@ -836,6 +836,7 @@ def _unlist(ws, s, c, x, add):
         s.n_g = _list_add(ws.occ_g, s.n_g, p) if add else _list_remove(ws.occ_g, s.n_g, p)
     if c.host_mode:
         s.n_h = _list_add(ws.occ_h, s.n_h, x) if add else _list_remove(ws.occ_h, s.n_h, x)
+    s.relisted = 1
 
 
 @inline_kernel
@@ -1031,9 +1032,10 @@ def _slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
 def _reschedule(ws, s, fresh, t):
     """The superposed clock after an event at ``t``: drawn afresh after its own event
     (``fresh``), else its pending time rescaled to the new total rate (memoryless: exact,
-    no draw)."""
-    new = _total_rate(ws.rates, s.n_g, s.n_h)
+    no draw). The total is summed again only when a list of units changed (``relisted``)."""
     lam = s.lam
+    new = _total_rate(ws.rates, s.n_g, s.n_h) if s.relisted else lam  # (lists as they were: the same sum)
+    s.relisted = 0
     if fresh or lam <= 0.0:
         s.t_exp = t + exponential(ws.st, 1.0 / new) if new > 0.0 else np.inf
     elif new != lam:
