@@ -970,7 +970,10 @@ def _module_installed(ws, s, c, lf, p):
     """A new GPU at position ``p`` comes with a new module (or, module pool, the one its
     position waits for: ``m_at``): its clock armed from the later of the two installs, at
     the earliest of the variants' times (:func:`_module_fails`)."""
-    life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
+    if lf.n_mwb == 1:  # one group (the shipped designs): module_life's draw without its loop and minimum
+        life = life_within(ws.st, lf.mwb[0, WB_SCALE], lf.mwb[0, WB_SHAPE], ws.u_past[_PAST_MODULE, 0])
+    else:
+        life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, _PAST_MODULE)
     if life > lf.horizon:  # (no clock, nothing to keep: most lives)
         return
     ws.m_life[p] = life
