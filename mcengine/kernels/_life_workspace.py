@@ -84,12 +84,14 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`);
 #: * ``u_past`` float64[2, K]: per Weibull group, the uniform below which a life is past
 #:   the horizon however late it starts (:func:`~mcengine.kernels._life_hazard.past_uniform`
-#:   at the horizon): row ``_PAST_GPU`` a GPU's groups, ``_PAST_MODULE`` a module's.
+#:   at the horizon): row ``_PAST_GPU`` a GPU's groups, ``_PAST_MODULE`` a module's;
+#: * ``weights`` float64[_N_CAT]: the superposed rate of each category over the listed
+#:   units (:func:`_weigh`, the terms of the state's ``lam``).
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
     "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by",
-    "u_past", "m_life", "m_t0", "m_due", "m_so"])
+    "u_past", "m_life", "m_t0", "m_due", "m_so", "weights"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate
@@ -169,6 +171,15 @@ def _total_rate(rates, n_g, n_h):
     for c in range(_NIC_FAIL):
         lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
     return lam + rates[_NIC_FAIL] + rates[_NIC_FAULT]  # (the NICs: totals, always in place)
+
+
+@kernel
+def _weigh(weights, rates, n_g, n_h):
+    """Each superposed category's rate over the listed units into ``weights``: ``rates[c]``
+    times ``n_g`` listed GPU positions (c < 3) or ``n_h`` listed hosts (3 <= c < 6), the
+    NICs' totals as they are; kept while the lists stay, not recomputed at every pick."""
+    for c in range(_N_CAT):
+        weights[c] = (n_g if c < _HOST_FAULT else n_h if c < _NIC_FAIL else 1) * rates[c]
 
 
 @kernel
@@ -373,4 +384,5 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
         np.zeros(ni, np.int64), np.zeros(ni),
         np.empty((n_var, n_mrq)), np.zeros((n_var, n_mat)), np.zeros((n_var, n_mwait)), np.zeros(n_lost, np.int64),
         np.zeros((2, n_past)), np.empty(n_mlife), np.empty((n_var, n_mlife)), np.empty(n_var), np.zeros(n_var),
+        np.empty(_N_CAT),
     )
