@@ -164,22 +164,16 @@ def _positions(x, host_mode, gph, n_pos):
 
 
 @kernel
-def _total_rate(rates, n_g, n_h):
-    """The superposed rate of ``n_g`` listed GPU positions and ``n_h`` listed hosts (and of
-    every NIC: ``rates[_NIC_*]`` hold the NICs' totals)."""
-    lam = 0.0
-    for c in range(_NIC_FAIL):
-        lam += (n_g if c < _HOST_FAULT else n_h) * rates[c]
-    return lam + rates[_NIC_FAIL] + rates[_NIC_FAULT]  # (the NICs: totals, always in place)
-
-
-@kernel
 def _weigh(weights, rates, n_g, n_h):
-    """Each superposed category's rate over the listed units into ``weights``: ``rates[c]``
-    times ``n_g`` listed GPU positions (c < 3) or ``n_h`` listed hosts (3 <= c < 6), the
-    NICs' totals as they are; kept while the lists stay, not recomputed at every pick."""
+    """Each superposed category's rate over the listed units into ``weights`` (``rates[c]``
+    times ``n_g`` listed GPU positions for c < 3, ``n_h`` listed hosts for 3 <= c < 6; the
+    NICs' totals as they are, always in place), kept while the lists stay; returns their
+    sum in category order, the superposed total rate."""
+    lam = 0.0
     for c in range(_N_CAT):
         weights[c] = (n_g if c < _HOST_FAULT else n_h if c < _NIC_FAIL else 1) * rates[c]
+        lam += weights[c]
+    return lam
 
 
 @kernel

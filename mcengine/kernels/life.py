@@ -189,7 +189,7 @@ from mcengine.kernels._life_workspace import (
     _EV_SUPERPOSED, _K_GPU_EXP, _K_GPU_FAULT, _K_HOST_FAIL, _K_HOST_FAULT, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR, _GPU_EXP, _GPU_FAULT,
     _GPU_WEAR, _NIC_FAIL, _NIC_FAULT,
     _HOST_EXP, _HOST_FAULT, _HOST_WEAR, _N_CAT, _PAST_GPU, _PAST_MODULE, _V_EVENTS, _V_INTERRUPTIONS, _arm,
-    _config, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, _weigh, RQ_LIST_AT_MOST, _total_rate, _workspace,
+    _config, _reshard, _install, _interrupt, _list_add, _list_remove, _positions, _push_repair, _return_due, _settle, _weigh, RQ_LIST_AT_MOST, _workspace,
 )
 from mcengine.kernels._life_hazard import (
     WB_SCALE, WB_SHAPE, gpu_wear_hazard, hazard, life_within, module_life, past_uniform, thinned, unit_life, wear_group,
@@ -327,9 +327,8 @@ def _start(ws, s, c, lf, wb, n_wb):
     if lf.modular and c.spare_modules >= 0:
         ws.m_at[:, :] = 0.0
         ws.mwait_f[:, :] = 0.0
-    lam = _total_rate(ws.rates, s.n_g, s.n_h)
+    lam = _weigh(ws.weights, ws.rates, s.n_g, s.n_h)
     s.lam, s.relisted = lam, 0
-    _weigh(ws.weights, ws.rates, s.n_g, s.n_h)
     s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
 
 
@@ -1040,8 +1039,7 @@ def _reschedule(ws, s, fresh, t):
     when a list of units changed (``relisted``; else they are the same numbers)."""
     lam = new = s.lam
     if s.relisted:
-        new = _total_rate(ws.rates, s.n_g, s.n_h)
-        _weigh(ws.weights, ws.rates, s.n_g, s.n_h)
+        new = _weigh(ws.weights, ws.rates, s.n_g, s.n_h)
         s.relisted = 0
     if fresh or lam <= 0.0:
         s.t_exp = t + exponential(ws.st, 1.0 / new) if new > 0.0 else np.inf
