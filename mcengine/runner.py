@@ -302,8 +302,17 @@ def _read_json(path: Path) -> dict:
     return doc
 
 
+def _state_json(state: dict) -> str:
+    """The state as its checksum reads it: JSON with sorted keys."""
+    return json.dumps(state, sort_keys=True)
+
+
+def _text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _state_sha256(state: dict) -> str:
-    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+    return _text_sha256(_state_json(state))
 
 
 def checkpoint_text(acc: "Accumulators", fingerprint: str) -> str:
@@ -312,8 +321,8 @@ def checkpoint_text(acc: "Accumulators", fingerprint: str) -> str:
     holds JSON's types already (its keys are strings: :meth:`QuantileSketch.state
     <mcengine.results.QuantileSketch.state>`), so it is encoded once, with sorted keys, and
     that text is both hashed and written."""
-    state = json.dumps(acc.state(), sort_keys=True)
-    head = json.dumps({"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": hashlib.sha256(state.encode()).hexdigest()})
+    state = _state_json(acc.state())
+    head = json.dumps({"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": _text_sha256(state)})
     return f'{head[:-1]}, "state": {state}}}'
 
 
