@@ -147,10 +147,13 @@ instances it hits (:func:`_touch_instances`), a slot refilled (:func:`_slot_refi
 the superposed clock (:func:`_reschedule`) and the horizon (:func:`_close`). The
 handlers of the events are inlined into the loop (:data:`~mcengine.jit.inline_kernel`);
 those that run once per lifetime or seldom (:func:`_lifetime`, :func:`_start`,
-:func:`_close`, :func:`_module_fails`) are compiled apart and called
-(:data:`~mcengine.jit.event_kernel`): a call passes the whole workspace, too dear per
-event, but each inlined handler adds its compile time to the loop's (measured: these
-four apart compile the loop in about a fifth less time, and it runs no slower). They share a named workspace (:class:`Workspace`, arrays
+:func:`_close`, :func:`_module_fails`, the host units' and NICs') are compiled apart and
+called (:data:`~mcengine.jit.event_kernel`): each inlined handler adds its compile time to
+the loop's (measured: the first four apart compile the loop in about a fifth less time,
+and it runs no slower). The loop passes those it calls per event the workspace, the
+cluster and the lifetime's fixed values by reference (:data:`_Shared`: one word a call,
+not their ~400, measured: 5 % of an ``h100`` lifetime's instructions, 4 % of the Lite
+pair's). They share a named workspace (:class:`Workspace`, arrays
 allocated once per block of lifetimes) and the lifetime's scalar state (one record of
 :data:`STATE`, fields by name). What happens at one instant runs in passes (the repairs
 due, each failing slot with the instances it touches, then the units assigned), so
@@ -180,8 +183,11 @@ docs/sources.md, Reliability: the closed forms this kernel is tested against.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
+from mcengine._pointer import by_reference
 from mcengine.jit import event_kernel, inline_kernel, kernel, run_blocks
 from mcengine.kernels._heap import heap_remove, times_pop
 from mcengine.kernels._life_workspace import (
@@ -264,6 +270,13 @@ THIN_MAX_CANDIDATES = 2.0
 
 
 # --------------------------------------------------------------------------- event handlers
+
+#: The workspace, the cluster and the lifetime's fixed values as the event loop passes them
+#: to the handlers it calls rather than inlines (:data:`~mcengine.jit.event_kernel`): by
+#: reference (:func:`~mcengine._pointer.by_reference`, made once per lifetime), one word a
+#: call instead of the ~400 words of their arrays and values, each copied at every call.
+#: A handler reads their fields as it would the tuples' (``ws.hrq``), each where it is used.
+_Shared = namedtuple("_Shared", ["ws", "c", "lf"])
 
 
 @event_kernel
@@ -368,7 +381,7 @@ def _next_event(ws, s, c, lf):
 
 
 @inline_kernel
-def _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t):
+def _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs):
     """The superposed event at ``t``: a second uniform picks the category, then the unit
     uniformly among those listed (Gillespie's direct method); a candidate on a unit
     still in its swap is rejected, a wear-out candidate is accepted with probability
@@ -397,7 +410,7 @@ def _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t):
             s.fi0, s.fi1 = ws.inst_of[first], ws.inst_of[end - 1]
         else:
             ws.by_class[_K_NIC_FAIL] += 1
-            _nic_fails(ws, s, c, lf, laws, nic, first, end, t)
+            _nic_fails(refs.ws, s, refs.c, refs.lf, laws, nic, first, end, t)
     elif cat < _HOST_FAULT:
         p = ws.occ_g[0, min(int(r / rates[cat]), n_g - 1)]
         live = ws.at_g[lf.lead, p] <= t  # else a swap is in progress: no GPU there yet
@@ -445,7 +458,7 @@ def _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t):
 
 
 @inline_kernel
-def _pick_clock(ws, s, c, lf, laws, t):
+def _pick_clock(ws, s, c, lf, laws, t, refs):
     """The earliest per-unit clock fires: a GPU position's (its slot in ``batch``) or a
     host's (``host``); or, handled here (returns True: nothing else happens now), a
     module's failure (:func:`_module_fails`), or (reshard) the end of a module swap or
@@ -454,13 +467,13 @@ def _pick_clock(ws, s, c, lf, laws, t):
     s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
     n_pos = c.positions
     if ident >= c.h0:  # reshard: a host swap or a NIC swap ends (the ids past every other)
-        _swap_ends(ws, s, c, lf, ident, t)
+        _swap_ends(refs.ws, s, refs.c, refs.lf, ident, t)
         return True
     if lf.modular and ident >= c.m0 + n_pos:  # reshard: a module swap ends, its GPU is back
         _lose(ws, s, c, lf, ident - c.m0 - n_pos, ident - c.m0 - n_pos + 1, t, -1)
         return True
     if lf.modular and ident >= c.m0:
-        _module_fails(ws, s, c, lf, laws, ident - c.m0, t)
+        _module_fails(refs.ws, s, refs.c, refs.lf, laws, ident - c.m0, t)
         return True
     if ident >= n_pos + c.hosts:  # reshard: the swap into a slot ends, its GPUs are back
         first, end = _positions(ident - n_pos - c.hosts, c.host_mode, c.gpus_per_host, n_pos)
@@ -723,7 +736,7 @@ def _fault_fast(ws, s, lf, laws, t):
 
 
 @inline_kernel
-def _host_fails(ws, s, c, lf, laws, t):
+def _host_fails(ws, s, c, lf, laws, t, refs):
     """A permanent failure of host ``s.host``: with host units (``reliability.host_failure
     = "host"``) the host alone (:func:`_host_unit_fails`); in host mode its slot fails
     (every GPU counted); in gpu mode each of its GPUs in place fails (common cause, into
@@ -731,7 +744,7 @@ def _host_fails(ws, s, c, lf, laws, t):
     host, gph = s.host, c.gpus_per_host
     first, end = host * gph, min(host * gph + gph, c.positions)
     if c.host_units:
-        _host_unit_fails(ws, s, c, lf, laws, host, first, end, t)
+        _host_unit_fails(refs.ws, s, refs.c, refs.lf, laws, host, first, end, t)
         return
     if c.host_mode:
         s.failures += end - first
@@ -1192,6 +1205,7 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
     s = ws.state[0]
     s.nv = n_var
     lf = _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths)
+    refs = by_reference(_Shared(ws, c, lf))
     fast_paths = lf.fast_paths
     _start(ws, s, c, lf, wb, n_wb)
     finishing = False
@@ -1200,19 +1214,19 @@ def _simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_
         t = s.t
         finishing = kind == _EV_HORIZON
         if kind == _EV_SUPERPOSED:
-            _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t)
+            _pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs)
         elif kind == _EV_CLOCK:
-            if _pick_clock(ws, s, c, lf, laws, t):
+            if _pick_clock(ws, s, c, lf, laws, t, refs):
                 continue
         elif kind == _EV_HOST_REPAIR:  # a host repair a failed host waits for: it takes that place
-            _host_repairs_due(ws, s, c, lf, laws, t)
+            _host_repairs_due(refs.ws, s, refs.c, refs.lf, laws, t)
             continue
         # (_EV_REPAIR: a repair that a slot or a queued repair waits for: the passes below)
         if fast_paths and s.fi1 >= s.fi0 and not finishing and s.wq_len == 0 and s.queue == 0:
             _fault_fast(ws, s, lf, laws, t)
             continue
         if s.host >= 0:
-            _host_fails(ws, s, c, lf, laws, t)
+            _host_fails(ws, s, c, lf, laws, t, refs)
         if fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0:
             _gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t)
         # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
