@@ -13,7 +13,10 @@ named tuple of arrays all of theirs, copied at every call (two instructions a wo
 kernel that calls others often with the same large named tuple passes it by reference
 instead (:func:`by_reference`: one word a call): a :class:`ByRef`, whose fields read
 like the tuple's (``ws.rq``), each loaded where it is used, so a callee written for the
-tuple takes either.
+tuple takes either. For the compiler the copy may alias any memory the callee writes, so
+a field read in a loop that writes is loaded again at each turn (an array's data pointer,
+shape and strides): worth it for callees that loop little, not for a pass over thousands
+of elements (which takes the tuple by value).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ register_model(ByRef)(models.PointerModel)
 
 @infer_getattr
 class _ByRefFields(AttributeTemplate):
+    """The fields of a :class:`ByRef` have the named tuple's types (a named tuple's: a reference)."""
+
     key = ByRef
 
     def generic_resolve(self, ref, attr):
@@ -79,6 +84,7 @@ class _ByRefFields(AttributeTemplate):
 
 @lower_getattr_generic(ByRef)
 def _load_field(context, builder, ref, pointer, attr):
+    """A field read through a :class:`ByRef`: loaded here (a named tuple's: its address)."""
     j = ref.dtype.fields.index(attr)
     field = ref.dtype[j]
     at = cgutils.gep_inbounds(builder, pointer, 0, j)
@@ -91,8 +97,9 @@ def _load_field(context, builder, ref, pointer, attr):
 def by_reference(typingctx, value):
     """The named tuple ``value`` by reference (a :class:`ByRef`): a copy of it in the
     calling kernel's stack frame, made here (call it once, ahead of a loop, and pass the
-    reference to the calls in it), valid until that kernel returns. The copy holds no
-    reference count: for kernels whose arrays their caller keeps alive."""
+    reference to the calls in it), valid until that kernel returns (never return it). The
+    copy holds no reference count: for kernels whose arrays their caller keeps alive, such
+    as an :data:`~mcengine.jit.event_kernel`'s."""
     if not isinstance(value, types.BaseNamedTuple):
         return None
     signature = ByRef(value)(value)
