@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from mcengine._pointer import ByRef, by_reference
+from mcengine._pointer import by_reference
 from mcengine.jit import event_kernel
 
 Inner = namedtuple("Inner", ["counts", "flag"])
@@ -53,13 +53,6 @@ def test_a_reference_reads_and_writes_like_the_tuple(flag):
     assert outer.values.tolist() == [1.5, 7.0, 3.5]
     assert outer.inner.counts.tolist() == [10, 21, 30]
     assert after == by_value == _reads.py_func(outer, 1)
-
-
-def test_the_callees_are_compiled_for_the_reference():
-    _through_reference(_outer(True), 0, 1.0)
-    assert {type(sig[0]) for sig in _reads.signatures} == {ByRef, numba.types.NamedTuple}
-    assert [type(sig[0]) for sig in _writes.signatures] == [ByRef]
-    assert ByRef(numba.typeof(_outer(True))) != ByRef(numba.typeof(_outer(True).inner))
 
 
 def test_only_a_named_tuple_is_passed_by_reference():
