@@ -33,6 +33,7 @@ on its next call (the locators registered below, ahead of numba's own).
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +42,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba import njit
-from numba.core import caching
+from numba.core import caching, event
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -101,6 +102,40 @@ def _stamp_kernels_with_all_sources() -> None:
 
 
 _stamp_kernels_with_all_sources()
+
+#: The first threshold of Python's cyclic garbage collector while numba compiles (CPython's
+#: default, 700, otherwise). A compile makes millions of objects, most of them garbage
+#: within moments, and a collection runs each time the allocations outnumber the frees by
+#: the threshold: at 700, the survivors reach the oldest generation soon, and its full
+#: collections (each a walk over every object alive) take about a tenth of a first run's
+#: compile. A speed setting (no number depends on it): measured on the first `mcengine
+#: run` (docs/performance.md#compile).
+COMPILE_GC_THRESHOLD = 5000
+
+
+class _CompileGarbage(event.Listener):
+    """Raises the collector's first threshold to :data:`COMPILE_GC_THRESHOLD` for numba's
+    outermost compile and puts it back after (numba compiles under its global compiler
+    lock, so compiles nest but never overlap; a kernel loaded from the cache compiles
+    nothing)."""
+
+    def __init__(self):
+        self.depth = 0
+        self.saved = gc.get_threshold()
+
+    def on_start(self, ev):
+        if self.depth == 0:
+            self.saved = gc.get_threshold()
+            gc.set_threshold(max(self.saved[0], COMPILE_GC_THRESHOLD), *self.saved[1:])
+        self.depth += 1
+
+    def on_end(self, ev):
+        self.depth -= 1
+        if self.depth == 0:
+            gc.set_threshold(*self.saved)
+
+
+event.register("numba:compile", _CompileGarbage())
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
