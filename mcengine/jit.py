@@ -122,7 +122,7 @@ class _CompileGarbage(event.Listener):
 
     def __init__(self):
         self.depth = 0
-        self.saved = gc.get_threshold()
+        self.saved = None  # the thresholds to put back, kept while the outermost compile runs
 
     def on_start(self, ev):
         if self.depth == 0:
