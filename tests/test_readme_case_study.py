@@ -1,6 +1,6 @@
-"""The README's study tables are the current code's output: each README block = its
-committed summary's rendering (fast), each committed summary = a fresh run of the
-shipped study (slow)."""
+"""The study tables of docs/case-study.md and README.md's headline verdict are the current
+code's output: each block = its committed summary's rendering (fast), each committed
+summary = a fresh run of the shipped study (slow)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,23 @@ CS = _script()
 
 
 @pytest.mark.parametrize("study", CS.STUDIES)
-def test_readme_block_is_the_committed_runs_rendering(study):
-    assert CS.readme_block((ROOT / "README.md").read_text(encoding="utf-8"), study) == CS.render_block(CS.summary(study))
+def test_page_block_is_the_committed_runs_rendering(study):
+    assert CS.block(CS.PAGE.read_text(encoding="utf-8"), study) == CS.render_block(CS.summary(study))
+
+
+def test_readme_headline_is_the_committed_case_studys_rendering():
+    text = CS.README.read_text(encoding="utf-8")
+    assert CS.block(text, CS.HEADLINE, "verdict") == CS.render_verdict(CS.summary(CS.HEADLINE))
+    # the headline is the first screen: within the README's first 40 lines
+    assert text.index(CS.markers(CS.HEADLINE, "verdict")[1]) < len("\n".join(text.splitlines()[:40]))
+    assert not CS.stale({s: CS.summary(s) for s in CS.STUDIES})
 
 
 def test_the_check_can_fail():
-    doc = CS.summary("case-study")
-    name = next(iter(doc["scenarios"]))
-    doc["scenarios"][name]["cost_per_mtok_usd"]["p50"] += 0.01
-    assert CS.readme_block((ROOT / "README.md").read_text(encoding="utf-8"), "case-study") != CS.render_block(doc)
+    docs = {s: CS.summary(s) for s in CS.STUDIES}
+    name = next(iter(docs["case-study"]["scenarios"]))
+    docs["case-study"]["scenarios"][name]["cost_per_mtok_usd"]["p50"] += 0.01
+    assert CS.stale(docs) == ["docs/case-study.md case-study", "README.md case-study"]
 
 
 def test_a_mix_block_shows_each_class():

@@ -1,4 +1,4 @@
-"""The README's paper table is the shipped study's output (docs/paper/summary.json), cell for
+"""docs/paper.md's table is the shipped study's output (docs/paper/summary.json), cell for
 cell; the study's table.csv holds its figures as numbers."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 HEADER = "| claim | paper's figure |"
 
 
-def readme_lines() -> list[str]:
-    return (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+def page_lines() -> list[str]:
+    return (ROOT / "docs" / "paper.md").read_text(encoding="utf-8").splitlines()
 
 
-def readme_rows() -> list[list[str]]:
-    lines = readme_lines()
+def page_rows() -> list[list[str]]:
+    lines = page_lines()
     start = next(i for i, line in enumerate(lines) if line.startswith(HEADER)) + 2  # skip the header and its rule
     rows = []
     for line in lines[start:]:
@@ -34,10 +34,10 @@ def shipped_summary() -> dict:
     return json.loads((ROOT / "docs" / "paper" / "summary.json").read_text(encoding="utf-8"))
 
 
-def test_readme_paper_table_is_the_studys_table():
+def test_page_paper_table_is_the_studys_table():
     rows = claim_rows(shipped_summary())
-    assert readme_rows() == [list(r.values()) for r in rows]
-    assert table_header(rows) in readme_lines()
+    assert page_rows() == [list(r.values()) for r in rows]
+    assert table_header(rows) in page_lines()
 
 
 def test_table_csv_holds_numbers():
