@@ -148,7 +148,7 @@ def stale(docs: dict[str, dict]) -> list[str]:
 
 def write_tables(docs: dict[str, dict]) -> None:
     """Replace each study's block of docs/case-study.md by the rendering of its document,
-    and README.md's headline by the case study's paired table (atomically)."""
+    and README.md's headline by :func:`render_verdict` of the case study (atomically)."""
     from mcengine.io import write_atomic
 
     text = PAGE.read_text(encoding="utf-8")
