@@ -36,6 +36,42 @@ def test_readme_headline_is_the_committed_case_studys_rendering():
     assert not CS.stale({s: CS.summary(s) for s in CS.STUDIES})
 
 
+def _sci(x: float) -> str:
+    """A small share as the page writes it: 3.5e-5."""
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def case_study_figures(doc: dict) -> list[str]:
+    """The phrases of docs/case-study.md's "How to read it" that quote the case study's
+    run, rendered from its summary document."""
+    s, paired = doc["scenarios"], doc["paired_all"]
+    down = {n: 1 - s[n]["instance_availability"]["mean"] for n in s}
+    return [
+        f"distribution over {doc['trials']:,} possible worlds",
+        f"four Lite packages cost ${4 * s['lite-h100']['gpu_cost_usd']['p50']:,.0f} against ${s['h100']['gpu_cost_usd']['p50']:,.0f} for one H100",
+        f"({paired['lite-h100 / h100']['cost_per_mtok_at_cost_usd']['ratio']['p50']:.2f}× and "
+        f"{paired['lite-h100-2x / h100']['cost_per_mtok_at_cost_usd']['ratio']['p50']:.2f}×)",
+        f"(unavailability {_sci(down['lite-h100-2x-fastswap'])} vs {_sci(down['h100'])}; {_sci(down['lite-h100-2x'])} without them)",
+        f"interrupted {s['lite-h100']['interruptions_per_year']['mean']:.0f} times a year against {s['h100']['interruptions_per_year']['mean']:.0f}",
+    ]
+
+
+def test_how_to_read_it_quotes_the_committed_run():
+    """The figures the case study's prose quotes are its committed run's (edit the page
+    when make_case_study.py changes them)."""
+    text = " ".join(CS.PAGE.read_text(encoding="utf-8").split())
+    missing = [phrase for phrase in case_study_figures(CS.summary("case-study")) if phrase not in text]
+    assert not missing, f"docs/case-study.md no longer quotes its run: {missing}"
+
+
+def test_the_prose_check_can_fail():
+    doc = CS.summary("case-study")
+    doc["scenarios"]["h100"]["interruptions_per_year"]["mean"] += 1
+    text = " ".join(CS.PAGE.read_text(encoding="utf-8").split())
+    assert [p for p in case_study_figures(doc) if p not in text] == [case_study_figures(doc)[-1]]
+
+
 def test_the_check_can_fail():
     docs = {s: CS.summary(s) for s in CS.STUDIES}
     name = next(iter(docs["case-study"]["scenarios"]))
