@@ -109,8 +109,8 @@ _stamp_kernels_with_all_sources()
 #: the threshold: at 700, the survivors reach the oldest generation soon, and its full
 #: collections (each a walk over every object alive) take about a tenth of a first run's
 #: compile. A speed setting (no number depends on it): a first `mcengine run lite-h100`
-#: takes about 3 CPU s less and 10 MB more peak memory than at 700 (README.md, "Long
-#: runs": ``python -m benchmarks compile``).
+#: takes about 3 CPU s less and 10 MB more peak memory than at 700 (docs/performance.md,
+#: ``python -m benchmarks compile``).
 COMPILE_GC_THRESHOLD = 5000
 
 

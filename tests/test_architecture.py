@@ -1,4 +1,4 @@
-"""The layer order (README "Code layout") holds: checked by import-linter's contracts in
+"""The layer order (docs/architecture.md) holds: checked by import-linter's contracts in
 pyproject.toml, shown to catch an upward import, and no import cycle anywhere (module-
 or function-level: grimp reads every import statement)."""
 

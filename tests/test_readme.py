@@ -1,8 +1,9 @@
-"""README.md's examples run: every fenced ``toml``, ``bash`` and ``python`` block, except
-one marked ``<!-- not run by tests: REASON -->`` on the line before its fence (the install
-commands, which CI runs as written: .ci/run). Sample sizes are cut to a few dozen trials
-so the whole file runs in seconds; what is checked is that each example works as a user
-would type it (exit 0, the scenario and study files load), not its numbers."""
+"""The examples of README.md and of every page under docs/ run: every fenced ``toml``,
+``bash`` and ``python`` block, except one marked ``<!-- not run by tests: REASON -->`` on
+the line before its fence (README's install commands, which CI runs as written: .ci/run).
+Sample sizes are cut to a few dozen trials so the pages run in seconds; what is checked is
+that each example works as a user would type it (exit 0, the scenario and study files
+load), not its numbers."""
 
 from __future__ import annotations
 
@@ -20,9 +21,13 @@ SMALL_TRIALS = 32
 SAMPLED = {"run", "compare", "sweep", "sensitivity"}
 
 
-def readme_blocks() -> list[tuple[int, str, str]]:
-    """(line, language, text) of every fenced block with a language, not marked as skipped."""
-    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+#: The pages whose examples run: README.md and every page under docs/.
+PAGES = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")))
+
+
+def readme_blocks(page: str = "README.md") -> list[tuple[int, str, str]]:
+    """(line, language, text) of every fenced block of ``page`` with a language, not marked as skipped."""
+    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
     blocks, i = [], 0
     while i < len(lines):
         fence = re.fullmatch(r"```(\w+)", lines[i])
@@ -42,7 +47,20 @@ def _skip_fence(lines: list[str], i: int) -> int:
 
 
 def _ids(kind: str) -> list:
-    return [pytest.param(text, id=f"README.md:{line}") for line, lang, text in readme_blocks() if lang == kind]
+    return [pytest.param(text, id=f"{page}:{line}") for page in PAGES for line, lang, text in readme_blocks(page) if lang == kind]
+
+
+#: The two commands that set everything up on a fresh machine (CI runs them as written: .ci/run).
+SETUP = ("pip install . && mcengine run", "pip install '.[test]' && pytest")
+#: The README is the landing page: the answer, the two commands, a tour and links.
+README_MAX_LINES = 200
+
+
+def test_the_readme_is_a_landing_page():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines; reference material belongs under docs/"
+    skipped = ["\n".join(lines[i + 2:lines.index("```", i + 2)]) for i, line in enumerate(lines) if SKIP.fullmatch(line.strip())]
+    assert skipped == list(SETUP)
 
 
 def test_the_readme_has_examples_of_each_kind():
@@ -66,7 +84,7 @@ def commands(text: str) -> list[list[str]]:
     """The ``mcengine`` command lines of a bash block (continuation lines joined)."""
     joined = text.replace("\\\n", " ")
     lines = [shlex.split(line) for line in joined.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    assert all(words[0] == "mcengine" for words in lines), f"a README bash block runs something else: {lines}"
+    assert all(words[0] == "mcengine" for words in lines), f"a page's bash block runs something else: {lines}"
     return [words[1:] for words in lines]
 
 
@@ -97,14 +115,16 @@ def test_readme_toml_loads(text, tmp_path):
         assert api.check(str(path)).name == raw["name"]
 
 
-def test_readme_python_runs(tmp_path, monkeypatch):
-    """The Python API blocks, in order, in one namespace (as in one notebook)."""
+@pytest.mark.parametrize("page", [p for p in PAGES if any(lang == "python" for _, lang, _ in readme_blocks(p))])
+def test_readme_python_runs(page, tmp_path, monkeypatch):
+    """A page's Python API blocks, in order, in one namespace (as in one notebook)."""
     import matplotlib
 
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    for text in [p.values[0] for p in _ids("python")]:
-        code = re.sub(r"trials=[\d_]+", f"trials={SMALL_TRIALS}", text)
-        exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
+    for _, lang, text in readme_blocks(page):
+        if lang == "python":
+            code = re.sub(r"trials=[\d_]+", f"trials={SMALL_TRIALS}", text)
+            exec(compile(code, page, "exec"), namespace)  # noqa: S102 - the page's own code
     assert (tmp_path / "trials.parquet").exists()

@@ -1,6 +1,6 @@
-"""The README's study tables are the current code's output: each README block = its
-committed summary's rendering (fast), each committed summary = a fresh run of the
-shipped study (slow)."""
+"""The study tables of docs/case-study.md and README.md's headline verdict are the current
+code's output: each block = its committed summary's rendering (fast), each committed
+summary = a fresh run of the shipped study (slow)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,59 @@ CS = _script()
 
 
 @pytest.mark.parametrize("study", CS.STUDIES)
-def test_readme_block_is_the_committed_runs_rendering(study):
-    assert CS.readme_block((ROOT / "README.md").read_text(encoding="utf-8"), study) == CS.render_block(CS.summary(study))
+def test_page_block_is_the_committed_runs_rendering(study):
+    assert CS.block(CS.PAGE.read_text(encoding="utf-8"), study) == CS.render_block(CS.summary(study))
+
+
+def test_readme_headline_is_the_committed_case_studys_rendering():
+    text = CS.README.read_text(encoding="utf-8")
+    assert CS.block(text, CS.HEADLINE, "verdict") == CS.render_verdict(CS.summary(CS.HEADLINE))
+    # the headline is the first screen: within the README's first 40 lines
+    assert text.index(CS.markers(CS.HEADLINE, "verdict")[1]) < len("\n".join(text.splitlines()[:40]))
+    assert not CS.stale({s: CS.summary(s) for s in CS.STUDIES})
+
+
+def _sci(x: float) -> str:
+    """A small share as the page writes it: 3.5e-5."""
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def case_study_figures(doc: dict) -> list[str]:
+    """The phrases of docs/case-study.md's "How to read it" that quote the case study's
+    run, rendered from its summary document."""
+    s, paired = doc["scenarios"], doc["paired_all"]
+    down = {n: 1 - s[n]["instance_availability"]["mean"] for n in s}
+    return [
+        f"distribution over {doc['trials']:,} possible worlds",
+        f"four Lite packages cost ${4 * s['lite-h100']['gpu_cost_usd']['p50']:,.0f} against ${s['h100']['gpu_cost_usd']['p50']:,.0f} for one H100",
+        f"({paired['lite-h100 / h100']['cost_per_mtok_at_cost_usd']['ratio']['p50']:.2f}× and "
+        f"{paired['lite-h100-2x / h100']['cost_per_mtok_at_cost_usd']['ratio']['p50']:.2f}×)",
+        f"(unavailability {_sci(down['lite-h100-2x-fastswap'])} vs {_sci(down['h100'])}; {_sci(down['lite-h100-2x'])} without them)",
+        f"interrupted {s['lite-h100']['interruptions_per_year']['mean']:.0f} times a year against {s['h100']['interruptions_per_year']['mean']:.0f}",
+    ]
+
+
+def test_how_to_read_it_quotes_the_committed_run():
+    """The figures the case study's prose quotes are its committed run's (edit the page
+    when make_case_study.py changes them)."""
+    text = " ".join(CS.PAGE.read_text(encoding="utf-8").split())
+    missing = [phrase for phrase in case_study_figures(CS.summary("case-study")) if phrase not in text]
+    assert not missing, f"docs/case-study.md no longer quotes its run: {missing}"
+
+
+def test_the_prose_check_can_fail():
+    doc = CS.summary("case-study")
+    doc["scenarios"]["h100"]["interruptions_per_year"]["mean"] += 1
+    text = " ".join(CS.PAGE.read_text(encoding="utf-8").split())
+    assert [p for p in case_study_figures(doc) if p not in text] == [case_study_figures(doc)[-1]]
 
 
 def test_the_check_can_fail():
-    doc = CS.summary("case-study")
-    name = next(iter(doc["scenarios"]))
-    doc["scenarios"][name]["cost_per_mtok_usd"]["p50"] += 0.01
-    assert CS.readme_block((ROOT / "README.md").read_text(encoding="utf-8"), "case-study") != CS.render_block(doc)
+    docs = {s: CS.summary(s) for s in CS.STUDIES}
+    name = next(iter(docs["case-study"]["scenarios"]))
+    docs["case-study"]["scenarios"][name]["cost_per_mtok_usd"]["p50"] += 0.01
+    assert CS.stale(docs) == ["docs/case-study.md case-study", "README.md case-study"]
 
 
 def test_a_mix_block_shows_each_class():

@@ -1,19 +1,22 @@
-"""Regenerate the README's study tables from the code: each shipped study's run, its
-figures and its condensed table, and the paper table from docs/paper/summary.json.
+"""Regenerate the study tables the pages quote from the code: each shipped study's run, its
+figures and its condensed table, the headline verdict of README.md, and the paper table
+of docs/paper.md from docs/paper/summary.json.
 
-    python docs/case-study/make_case_study.py          # run the studies, rewrite README
-    python docs/case-study/make_case_study.py --paper  # rewrite README's paper table only
-    python docs/case-study/make_case_study.py --check  # exit 1 if README and the runs differ
+    python docs/case-study/make_case_study.py          # run the studies, rewrite the tables
+    python docs/case-study/make_case_study.py --paper  # rewrite docs/paper.md's table only
+    python docs/case-study/make_case_study.py --check  # exit 1 if a table and the runs differ
 
 Each study of :data:`STUDIES` (``mcengine run NAME``: its own trial count, seed 0) is
 written with ``--out`` into a folder of its name beside this script, so ``summary.json``,
 ``table.csv``, the resolved scenarios and every figure of ``run`` sit there. The block of
-README.md between ``<!-- study:NAME:begin -->`` and ``<!-- study:NAME:end -->`` is rendered
-from that ``summary.json`` by :func:`render_block`; ``tests/test_readme_case_study.py``
-checks the README against the committed summaries (fast) and the committed summaries
-against fresh runs of the current code (slow), so neither can drift. The paper table
-(after ``mcengine paper --out docs/paper --force``) is the rows of
-:func:`mcengine.report.paper.claim_rows`, checked by ``tests/paper/test_readme_table.py``.
+docs/case-study.md between ``<!-- study:NAME:begin -->`` and ``<!-- study:NAME:end -->``
+is rendered from that ``summary.json`` by :func:`render_block`, and README.md's block
+between ``<!-- verdict:case-study:begin -->`` and ``<!-- verdict:case-study:end -->`` by
+:func:`render_verdict`; ``tests/test_readme_case_study.py`` checks both pages against the
+committed summaries (fast) and the committed summaries against fresh runs of the current
+code (slow), so neither can drift. The paper table (after ``mcengine paper --out
+docs/paper --force``) is the rows of :func:`mcengine.report.paper.claim_rows`, checked by
+``tests/paper/test_page_table.py``.
 """
 
 from __future__ import annotations
@@ -25,9 +28,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 README = ROOT / "README.md"
+#: The page of the case study's and the workload mixes' tables.
+PAGE = ROOT / "docs" / "case-study.md"
+#: The page of the paper study's table.
+PAPER_PAGE = ROOT / "docs" / "paper.md"
 SEED = 0
-#: The shipped studies the README quotes: the case study and the two workload mixes.
+#: The shipped studies the case-study page quotes: the case study and the two workload mixes.
 STUDIES = ("case-study", "mix-azure-2023", "mix-reasoning")
+#: The study whose paired table README.md quotes as the headline verdict.
+HEADLINE = "case-study"
 
 #: (metric, label, formatter of a summary's statistics) rows of the per-scenario table.
 SCENARIO_ROWS = (
@@ -55,25 +64,47 @@ def _ratio(r: dict) -> str:
 
 
 def render_block(doc: dict) -> str:
-    """The README's condensed tables of a ``run`` summary document.
+    """The case-study page's condensed tables of a ``run`` summary document.
 
     Per scenario: the median and 5–95 % of cost per token, the median at cost, mean
     instance availability and interruptions a year, medians of the rest, and for a
-    workload mix each request class's share of the instances. Paired with the baseline:
-    the median and 5–95 % of the cost ratio over the trials in which both serve, its
-    median at cost, P(B cheaper per token) and P(B less available); for a mix, each
-    request class's cost ratio served alone.
+    workload mix each request class's share of the instances. Then the paired table of
+    :func:`_paired_table`.
     """
     names = list(doc["scenarios"])
     sides = [doc["scenarios"][n] for n in names]
-    rows = [[label, *(fmt(s[key]) for s in sides)] for key, label, fmt in SCENARIO_ROWS if all(key in s for s in sides)]
     classes = list(sides[0].get("mix", {}))
-    rows += [[f"instances serving {c}", *(f"{s['mix'][c]['instance_share']['p50']:.2f}" for s in sides)] for c in classes]
+    rows = [[f"instances serving {c}", *(f"{s['mix'][c]['instance_share']['p50']:.2f}" for s in sides)] for c in classes]
     infeasible = doc.get("slo_infeasible_share", {})
     if any(infeasible.values()):
         rows.append(["share of trials no plan serves", *(f"{infeasible[n]:.3f}" for n in names)])
-    lines = [f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}", ""]
-    lines += _table(["metric (median [5% – 95%])", *names], rows)
+    lines = [_title(doc), ""] + _scenario_table(doc, SCENARIO_ROWS, rows) + [""] + _paired_table(doc, classes)
+    return "\n".join(["```", *lines, "```"])
+
+
+def render_verdict(doc: dict) -> str:
+    """README's headline of a ``run`` summary document: the cost per token per scenario
+    (the first row of :data:`SCENARIO_ROWS`) and the paired table."""
+    lines = [_title(doc), ""] + _scenario_table(doc, SCENARIO_ROWS[:1]) + [""] + _paired_table(doc, [])
+    return "\n".join(["```", *lines, "```"])
+
+
+def _scenario_table(doc: dict, metrics: tuple, more: list[list[str]] = ()) -> list[str]:
+    """One column per scenario, one row per metric of ``metrics`` the scenarios all have,
+    then the rows ``more``."""
+    sides = list(doc["scenarios"].values())
+    rows = [[label, *(fmt(s[key]) for s in sides)] for key, label, fmt in metrics if all(key in s for s in sides)]
+    return _table(["metric (median [5% – 95%])", *doc["scenarios"]], rows + list(more))
+
+
+def _title(doc: dict) -> str:
+    return f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}"
+
+
+def _paired_table(doc: dict, classes: list[str]) -> list[str]:
+    """Paired with the baseline: the median and 5–95 % of the cost ratio over the trials
+    in which both serve, its median at cost, P(B cheaper per token) and P(B less
+    available); for a mix, each request class's cost ratio served alone."""
     paired = []
     for pair, metrics in doc["paired_all"].items():
         cost, avail = metrics["cost_per_mtok_usd"], metrics["availability"]
@@ -83,18 +114,17 @@ def render_block(doc: dict) -> str:
         for c in classes:
             alone = metrics[MIX_COST.format(c)]
             paired.append([f"  {c} alone", _ratio(alone["ratio"]), "", f"{alone['p_b_below_a']:.3f}", ""])
-    lines += [""] + _table([f"paired with {doc['baseline']}", "cost/Mtok ratio", "at cost", "P(cheaper per token)",
-                            "P(less available)"], paired)
-    return "\n".join(["```", *lines, "```"])
+    return _table([f"paired with {doc['baseline']}", "cost/Mtok ratio", "at cost", "P(cheaper per token)",
+                   "P(less available)"], paired)
 
 
-def markers(study: str) -> tuple[str, str]:
-    return f"<!-- study:{study}:begin -->", f"<!-- study:{study}:end -->"
+def markers(study: str, kind: str = "study") -> tuple[str, str]:
+    return f"<!-- {kind}:{study}:begin -->", f"<!-- {kind}:{study}:end -->"
 
 
-def readme_block(text: str, study: str) -> str:
-    """The README's current block of ``study`` (between its markers, markers excluded)."""
-    begin, end = markers(study)
+def block(text: str, study: str, kind: str = "study") -> str:
+    """A page's current block of ``study`` (between its markers, markers excluded)."""
+    begin, end = markers(study, kind)
     return text[text.index(begin) + len(begin):text.index(end)].strip("\n")
 
 
@@ -103,16 +133,29 @@ def summary(study: str) -> dict:
     return json.loads((HERE / study / "summary.json").read_text(encoding="utf-8"))
 
 
-def write_readme(docs: dict[str, dict]) -> None:
-    """Replace each study's block of README.md by the rendering of its document (atomically)."""
+def _replace(text: str, study: str, kind: str, rendered: str) -> str:
+    begin, end = markers(study, kind)
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    return text[:start] + "\n" + rendered + "\n" + text[stop:]
+
+
+def stale(docs: dict[str, dict]) -> list[str]:
+    """The blocks of README.md and docs/case-study.md that differ from the rendering of ``docs``."""
+    page, readme = PAGE.read_text(encoding="utf-8"), README.read_text(encoding="utf-8")
+    out = [f"docs/case-study.md {s}" for s in STUDIES if block(page, s) != render_block(docs[s])]
+    return out + ([f"README.md {HEADLINE}"] if block(readme, HEADLINE, "verdict") != render_verdict(docs[HEADLINE]) else [])
+
+
+def write_tables(docs: dict[str, dict]) -> None:
+    """Replace each study's block of docs/case-study.md by the rendering of its document,
+    and README.md's headline by :func:`render_verdict` of the case study (atomically)."""
     from mcengine.io import write_atomic
 
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     for study, doc in docs.items():
-        begin, end = markers(study)
-        start, stop = text.index(begin) + len(begin), text.index(end)
-        text = text[:start] + "\n" + render_block(doc) + "\n" + text[stop:]
-    write_atomic(README, text)
+        text = _replace(text, study, "study", render_block(doc))
+    write_atomic(PAGE, text)
+    write_atomic(README, _replace(README.read_text(encoding="utf-8"), HEADLINE, "verdict", render_verdict(docs[HEADLINE])))
 
 
 #: The paper table's header starts so (its columns follow the study's rows).
@@ -120,13 +163,13 @@ PAPER_HEADER = "| claim | paper's figure |"
 
 
 def write_paper_table() -> None:
-    """Replace README.md's paper table (header, rule and rows) by the rows of
+    """Replace docs/paper.md's table (header, rule and rows) by the rows of
     docs/paper/summary.json (atomically)."""
     from mcengine.io import write_atomic
     from mcengine.report.paper import claim_rows, table_header
 
     doc = json.loads((ROOT / "docs" / "paper" / "summary.json").read_text(encoding="utf-8"))
-    lines = README.read_text(encoding="utf-8").split("\n")
+    lines = PAPER_PAGE.read_text(encoding="utf-8").split("\n")
     start = next(i for i, line in enumerate(lines) if line.startswith(PAPER_HEADER))
     end = start
     while lines[end].startswith("|"):
@@ -134,7 +177,7 @@ def write_paper_table() -> None:
     rows = claim_rows(doc)
     header = table_header(rows)
     body = ["| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows]
-    write_atomic(README, "\n".join(lines[:start] + [header, "|" + " --- |" * (header.count(" | ") + 1)] + body + lines[end:]))
+    write_atomic(PAPER_PAGE, "\n".join(lines[:start] + [header, "|" + " --- |" * (header.count(" | ") + 1)] + body + lines[end:]))
 
 
 def run(study: str) -> dict:
@@ -146,23 +189,22 @@ def run(study: str) -> dict:
 
 def main(argv: list[str]) -> int:
     if argv == ["--check"]:
-        text = README.read_text(encoding="utf-8")
-        stale = [s for s in STUDIES if readme_block(text, s) != render_block(summary(s))]
-        print(f"README differs from docs/case-study/ for {stale}: run this script" if stale
-              else "README's study tables match docs/case-study/")
-        return 1 if stale else 0
+        differ = stale({s: summary(s) for s in STUDIES})
+        print(f"{differ} differ from docs/case-study/: run this script" if differ
+              else "the study tables match docs/case-study/")
+        return 1 if differ else 0
     sys.path.insert(0, str(ROOT))  # this checkout's mcengine
     if argv == ["--paper"]:
         write_paper_table()
-        print("wrote README.md's paper table")
+        print("wrote docs/paper.md's table")
         return 0
     if argv:
         print(__doc__)
         return 2
     for study in STUDIES:
         run(study)
-    write_readme({study: summary(study) for study in STUDIES})
-    print("wrote docs/case-study/ and README.md's study tables")
+    write_tables({study: summary(study) for study in STUDIES})
+    print("wrote docs/case-study/, docs/case-study.md's tables and README.md's headline")
     return 0
 
 

@@ -26,7 +26,7 @@ GALLERY = {"trials": 8192, "wafers": 2000, "lifetimes": 500, "sweep_trials": 204
 SMOKE = {"trials": 64, "wafers": 100, "lifetimes": 10, "sweep_trials": 32, "tornado_trials": 16, "sobol_base": 16}
 #: The pair the sweeps and Sobol' compare: the H100 and the Lite-GPU with 2x links.
 PAIR = ["h100", "lite-h100-2x"]
-#: The keys that decide the Lite's cost per token today (README, "What decides it"): its
+#: The keys that decide the Lite's cost per token today (docs/case-study.md#what-decides-it): its
 #: HBM bandwidth (decode is memory-bound) and its co-packaged optics price per GB/s of links.
 HBM_KEY, HBM_TBPS = "B:gpu.hbm_tbps", ["0.84", "1.26", "1.68"]  # a quarter of the H100's, 1.5x, 2x
 OPTICS_KEY, OPTICS_USD_PER_GBPS = "B:fab.optics_cost_per_gbps_usd", ["0", "1.78", "3.5"]  # free, the shipped median, 2x

@@ -10,7 +10,7 @@ per H100-equivalent (ratio >= 1); the shipped side also reports the shoreline-de
 quarter die (``lite-h100-shoreline``: HBM stacks and links from its perimeter,
 docs/model.md#derive), mcengine's sourced version of "more bandwidth per FLOP". The
 sweep moves the Lite-GPU's HBM bandwidth, the input that decides decode throughput
-(README, "What decides it"), with its HBM capacity moving with it as stacks do (20 GB per
+(docs/case-study.md#what-decides-it), with its HBM capacity moving with it as stacks do (20 GB per
 0.84 TB/s: one to two HBM3 stacks, the shoreline design's two).
 
 The same paired run feeds claims 3 and 4 (:func:`designs_run`).

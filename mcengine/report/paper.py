@@ -24,7 +24,7 @@ from .figures import new_figure, save_png, style
 FRONTIER_FILE = "slo-frontier.png"
 #: The case study's own question's path to its nearest world (``doc["verdict"]``).
 VERDICT_FILE = "verdict-nearest.png"
-#: The table's column headers (README's paper table), by row key.
+#: The table's column headers (docs/paper.md's table), by row key.
 HEADERS = {"claim": "claim", "paper": "paper's figure", "mcengine_paper_assumptions": "mcengine (paper's assumptions)",
            "mcengine_shipped": "mcengine (shipped)", "holds_when": "holds when", "nearest_world": "nearest world"}
 #: How a claim's figure reads on an axis, by its unit: (factor, unit words).
@@ -96,7 +96,7 @@ def p_text(world: dict) -> str:
 
 
 def claim_rows(doc: dict) -> list[dict]:
-    """One row per claim as it reads (the terminal table and README's table); the
+    """One row per claim as it reads (the terminal table and docs/paper.md's table); the
     ``nearest_world`` column when the study searched for it."""
     rows = []
     for c in doc["claims"]:
@@ -114,7 +114,7 @@ def claim_rows(doc: dict) -> list[dict]:
 
 
 def table_header(rows: list[dict]) -> str:
-    """README's header line of the paper table for ``rows`` (:func:`claim_rows`)."""
+    """docs/paper.md's header line of the paper table for ``rows`` (:func:`claim_rows`)."""
     return "| " + " | ".join(HEADERS[k] for k in rows[0]) + " |"
 
 
