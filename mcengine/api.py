@@ -528,7 +528,7 @@ def sobol(
     trials: int | None = None,
     seed: int | None = None,
     overrides: Iterable[str] = (),
-    resamples: int | None = None,
+    scramblings: int | None = None,
     conf_level: float | None = None,
     chunk_trials: int | None = None,
     progress="auto",
@@ -537,11 +537,11 @@ def sobol(
 ) -> dict:
     """`mcengine sensitivity --method sobol`: first-order and total Sobol' indices of every
     uncertain input, ``trials`` base samples N (a power of two; N(d+3) trials run),
-    ``resamples`` bootstrap resamples for the ``conf_level`` intervals
+    ``scramblings`` independent scramblings of the design for the ``conf_level`` intervals
     (:func:`mcengine.sensitivity.studies.sobol`); ``out``/``force`` as for :func:`yield_`."""
     from .sensitivity import studies
 
-    kwargs = _given(output=output, trials=trials, seed=seed, overrides=overrides, resamples=resamples,
+    kwargs = _given(output=output, trials=trials, seed=seed, overrides=overrides, scramblings=scramblings,
                     conf_level=conf_level, chunk_trials=chunk_trials, progress=progress)
     return _analysis("sobol", studies.sobol, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
 

@@ -365,7 +365,7 @@ def sobol_figure(doc: dict):
     ax.axvline(0.0, color="k", lw=0.8)
     what = f"{metric(doc['output']).short}" + (f" ratio {doc['ratio_of']}" if "ratio_of" in doc else "")
     ax.set_xlabel(f"share of the variance of {what} (dimensionless, 0–1)\n"
-                  f"whiskers: {doc['conf_level'] * 100:g}% bootstrap intervals")
+                  f"whiskers: {doc['conf_level'] * 100:g}% intervals over {doc['scramblings']} independent scramblings")
     ax.set_title(f"Sobol' indices: {doc['scenario']}, N = {doc['base_samples']:,} ({doc['evaluations']:,} trials)", fontsize=10)
     ax.grid(alpha=0.3, axis="x")
     ax.legend(fontsize=8, loc="lower right")

@@ -57,6 +57,11 @@ TORNADO_QUANTILES = (0.05, 0.95)
 #: Trials per run_block call of the tornado and Sobol' designs.
 DEFAULT_CHUNK_TRIALS = 4096
 
+INTERVAL_METHOD = (
+    "Student's t interval on the delete-one-scrambling jackknife standard error over the design's independent "
+    "scramblings (randomised QMC)"
+)
+
 NOISE_TREATMENT = (
     "the model's own randomness is the extra input 'model_noise': design rows of A use trials "
     "[0, N), rows of B trials [N, 2N); AB_i keeps A's trials and AB_noise is A's inputs on B's "
@@ -462,7 +467,7 @@ def sobol(
     trials: int = DEFAULT_SOBOL_SAMPLES,
     seed: int | None = None,
     overrides: Iterable[str] = (),
-    resamples: int = analysis.DEFAULT_RESAMPLES,
+    scramblings: int = sampling.DEFAULT_SCRAMBLINGS,
     conf_level: float = analysis.DEFAULT_CONF_LEVEL,
     chunk_trials: int = DEFAULT_CHUNK_TRIALS,
     progress: Progress | None = None,
@@ -472,8 +477,9 @@ def sobol(
     A Saltelli design of ``trials`` (N, a power of two) base rows on a scrambled Sobol'
     sequence seeded from ``seed``; each unit column is mapped through the input's
     ``Dist.ppf`` (per scenario: both scenarios see the same quantile of a shared key).
-    S1 by Saltelli et al. (2010), ST by Jansen (1999), confidence half-widths from
-    ``resamples`` bootstrap resamples at ``conf_level``. The model's own randomness is
+    S1 by Saltelli et al. (2010), ST by Jansen (1999), confidence half-widths at
+    ``conf_level`` from the spread over ``scramblings`` independent scramblings of the
+    design (:mod:`mcengine.sensitivity.analysis`). The model's own randomness is
     handled explicitly: it is the extra input ``"model_noise"``, realised by the trial
     index of the random streams (A's rows are trials [0, N), B's rows [N, 2N), AB_i keeps
     A's trials, AB_noise is A's inputs on B's trials), so its share of the variance is
@@ -485,7 +491,7 @@ def sobol(
     dict
         ``"method": "sobol"``, ``"output"``, ``"indices": {input_key: {"S1", "S1_conf",
         "ST", "ST_conf"}}`` (``"model_noise"`` included; largest ST first), and the
-        design: ``"base_samples"``, ``"evaluations"``, ``"resamples"``, ``"conf_level"``,
+        design: ``"base_samples"``, ``"evaluations"``, ``"scramblings"``, ``"interval"``, ``"conf_level"``,
         ``"output_mean"``, ``"output_variance"``, ``"model_noise_treatment"``.
     """
     start = time.perf_counter()
@@ -506,10 +512,10 @@ def sobol(
 
     analysed = output
     try:
-        est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, resamples=resamples, conf_level=conf_level, chunk=chunk, progress=progress)
+        est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, scramblings=scramblings, conf_level=conf_level, chunk=chunk, progress=progress)
     except _InfiniteOutput:  # some trial serves no tokens: analyse which inputs decide that instead
         analysed = SERVED
-        est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, resamples=resamples, conf_level=conf_level, chunk=chunk, progress=progress)
+        est = analysis.sobol_indices(evaluate, keys, n, seed, noise=True, scramblings=scramblings, conf_level=conf_level, chunk=chunk, progress=progress)
     doc = {"scenario": _label(chosen), "seed": seed, "trials": n, "method": "sobol", "output": analysed, **_ratio_of(chosen)}
     if analysed != output:
         doc["requested_output"] = output
@@ -522,7 +528,8 @@ def sobol(
             "estimators": {"S1": "Saltelli et al. 2010", "ST": "Jansen 1999"},
             "base_samples": n,
             "evaluations": est.evaluations * len(chosen),
-            "resamples": resamples,
+            "scramblings": scramblings,
+            "interval": INTERVAL_METHOD,
             "conf_level": conf_level,
             "output_mean": est.mean,
             "output_variance": est.variance,

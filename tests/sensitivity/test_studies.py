@@ -201,7 +201,7 @@ def test_tornado_does_not_depend_on_chunking():
 def test_sobol_document_and_noise_only_output():
     """Availability depends on no uncertain input of h100: every input index is exactly
     0 and the model's own randomness explains the whole variance."""
-    doc = sensitivity.sobol("h100", output="availability", trials=32, seed=5, resamples=100)
+    doc = sensitivity.sobol("h100", output="availability", trials=32, seed=5)
     keys = set(load_scenario("h100").uncertain_inputs())
     assert set(doc["indices"]) == keys | {"model_noise"}
     assert doc["evaluations"] == 32 * (len(keys) + 3)
@@ -210,9 +210,9 @@ def test_sobol_document_and_noise_only_output():
     for key in keys:
         assert doc["indices"][key] == {"S1": 0.0, "S1_conf": 0.0, "ST": 0.0, "ST_conf": 0.0}
     noise = doc["indices"]["model_noise"]
-    z95 = stats.norm.ppf(0.975)  # *_conf are 95% half-widths, z95 standard errors wide
-    assert abs(noise["ST"] - 1.0) <= 4.0 * noise["ST_conf"] / z95
-    assert abs(noise["S1"] - 1.0) <= 4.0 * noise["S1_conf"] / z95
+    t95 = stats.t.ppf(0.975, doc["scramblings"] - 1)  # *_conf are 95% half-widths, t95 standard errors wide
+    assert abs(noise["ST"] - 1.0) <= 4.0 * noise["ST_conf"] / t95
+    assert abs(noise["S1"] - 1.0) <= 4.0 * noise["S1_conf"] / t95
     json.dumps(doc, allow_nan=False)
 
 
@@ -220,9 +220,9 @@ def test_sobol_same_numbers_at_one_and_two_threads_and_any_chunking():
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = sensitivity.sobol("h100", trials=16, seed=6, resamples=20, chunk_trials=16)
+        one = sensitivity.sobol("h100", trials=16, seed=6, chunk_trials=16)
         numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        two = sensitivity.sobol("h100", trials=16, seed=6, resamples=20, chunk_trials=7)
+        two = sensitivity.sobol("h100", trials=16, seed=6, chunk_trials=7)
     finally:
         numba.set_num_threads(before)
     assert one["indices"] == two["indices"]
@@ -232,7 +232,7 @@ def test_sobol_same_numbers_at_one_and_two_threads_and_any_chunking():
 def test_sobol_of_the_paired_ratio_uses_the_union_of_inputs():
     a = load_scenario("h100")
     b = load_scenario("lite-h100-2x", ['gpu.link_gbps={dist="uniform", low=150, high=300}'])
-    doc = sensitivity.sobol([a, b], trials=16, seed=7, resamples=20)
+    doc = sensitivity.sobol([a, b], trials=16, seed=7)
     assert doc["ratio_of"] == "lite-h100-2x / h100"
     # the union: h100's inputs, the Lite's own link bandwidth, optics price per GB/s, and
     # its external laser module's failure rate and price
@@ -255,7 +255,7 @@ def _rendered(doc) -> str:
 
 def test_tables_and_figures(tmp_path, density_sweep, paired_sweep, h100_tornado):
     grid = sensitivity.sweep(["h100", "lite-h100-2x"], ["B:gpu.hbm_tbps", "B:fab.optics_cost_usd"], [[0.84, 1.2], [0, 200]], outputs=["cost_per_mtok_usd"], trials=8)
-    sob = sensitivity.sobol("h100", trials=16, resamples=10)
+    sob = sensitivity.sobol("h100", trials=16)
     expected = {
         id(density_sweep): ["sweep_fab-defect-density-per-cm2.png"],
         id(paired_sweep): ["sweep_B-fab-optics-cost-usd.png"],
@@ -279,14 +279,14 @@ def test_sobol_cost_drivers_of_lite_h100():
     and the markup (ST 0.72 and 0.26 at seed 8); the bf16 memory efficiency, fitted to
     0.82-0.88, no longer ranks (it led under the FP8 fit's 0.52-0.72); fab inputs and model
     noise are minor."""
-    doc = sensitivity.sobol("lite-h100", trials=128, seed=8, resamples=200)
+    doc = sensitivity.sobol("lite-h100", trials=128, seed=8)
     ix = doc["indices"]
     assert set(list(ix)[:2]) == {"workload.compute_efficiency", "econ.gpu_markup"}
     assert ix["workload.memory_efficiency"]["ST"] < ix["workload.compute_efficiency"]["ST"] / 10
     # "minor" means under 5% of the variance (a threshold of meaning, not a tolerance);
-    # the estimate plus 4 of its bootstrap standard errors (ST_conf is z = 1.96 of them)
-    # must stay under it, so a noisy estimate cannot pass by luck
-    z = stats.norm.ppf(0.5 + doc["conf_level"] / 2)
+    # the estimate plus 4 of its standard errors (ST_conf is Student's t of them) must
+    # stay under it, so a noisy estimate cannot pass by luck
+    z = stats.t.ppf(0.5 + doc["conf_level"] / 2, doc["scramblings"] - 1)
     assert ix["model_noise"]["ST"] + 4 * ix["model_noise"]["ST_conf"] / z < 0.05
     assert sum(v["ST"] for v in ix.values()) > 0.9
 
@@ -296,7 +296,7 @@ SLO_DISTS = ('workload.tpot_slo_ms={dist="uniform", low=45, high=70}', 'workload
 
 def test_sobol_sees_both_slos_given_as_dist_tables():
     """Issue #19: `sensitivity h100 lite-h100-2x --method sobol` lists the SLOs among its indices."""
-    doc = sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20, overrides=SLO_DISTS)
+    doc = sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, overrides=SLO_DISTS)
     assert {"workload.tpot_slo_ms", "workload.ttft_slo_ms"} <= set(doc["indices"])
 
 
@@ -304,7 +304,7 @@ def test_sobol_of_an_infinite_cost_analyses_the_served_share_instead():
     """A TPOT SLO below the Lite design's batch-1 TPOT in some trials: cost per token is +inf
     there, so the indices are those of the served indicator, and the TPOT SLO drives it."""
     overrides = (*CALIBRATED_SERVING, *FP8_FIT_EFFICIENCIES, 'workload.tpot_slo_ms={dist="uniform", low=20, high=70}')
-    doc = sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, resamples=20, overrides=overrides)
+    doc = sensitivity.sobol(["h100", "lite-h100-2x"], trials=16, seed=3, overrides=overrides)
     assert doc["output"] == "served" and doc["requested_output"] == "cost_per_mtok_usd" and "infinite" in doc["note"]
     assert 0.0 < doc["output_mean"] < 1.0  # the feasible share
     assert max(doc["indices"], key=lambda k: doc["indices"][k]["ST"]) == "workload.tpot_slo_ms"
