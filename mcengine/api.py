@@ -247,7 +247,7 @@ def _resolve_run(refs, overrides) -> tuple[dict, list[Scenario], list]:
     scenarios, plans = load_targeted(study["scenarios"], [*study["set"], *overrides])
     study["label"] = study["name"] or " vs ".join(s.name for s in scenarios)
     if study.get("outputs"):
-        from .pipeline import METRICS
+        from .columns import METRICS
 
         bad = [m for m in study["outputs"] if m not in METRICS]
         if bad:

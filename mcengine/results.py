@@ -63,12 +63,6 @@ SKETCH_RELATIVE_ACCURACY = 1e-3
 _BINCOUNT_SPAN = 1 << 20
 
 
-#: Prefix of the reliability stage's per-trial columns of failures by component class,
-#: ``failures_by_class.<class>.<failures_per_year | faults_per_year>``; summaries nest
-#: them as ``"failures_by_class": {class: {kind: summary}}`` (docs/interface.md).
-CLASS_PREFIX = "failures_by_class."
-
-
 def metric_items(metrics: dict, prefix: str = ""):
     """``(metric, summary)`` of one scenario's summaries for tables and frames, a group of
     summaries flattened to dotted names: the cost breakdown as

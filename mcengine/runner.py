@@ -51,10 +51,10 @@ from .errors import InputError, Interrupted, Problem
 from .io import write_atomic, write_json
 from .outfolder import PART, TRIALS_DIR, locked, remove_parts
 from .provenance import parquet_metadata
-from .pipeline import BREAKDOWN, CLASS_COST, METRICS, PAIRED_METRICS, run_chunk
-from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
-from .stages.roofline import MIX_PREFIX
-from .results import BLOCK_TRIALS, CLASS_PREFIX, QUANTILES, Summary
+from .columns import BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE, PAIRED_METRICS
+from .pipeline import run_chunk
+from .stages.econ import BREAKDOWN_PARTS
+from .results import BLOCK_TRIALS, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
 from .scenario.load import load_targeted
 from .scenario.sampling import run_sampler
@@ -66,8 +66,6 @@ TARGET_CHUNK_S = 5.0
 #: A chunk of such a run grows at most this many times over the one before it.
 CHUNK_GROWTH = 4
 RUN_FILE = "run.json"
-#: Metrics that crowd just below 1: summarised as their distance from 1.
-NEAR_ONE = ("availability", "instance_availability", "capacity_availability")
 CHECKPOINT_FILE = "checkpoint.json"
 #: Version of the checkpoint layout (fingerprint + checksum around the state).
 CHECKPOINT_FORMAT = 2

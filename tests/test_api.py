@@ -15,7 +15,7 @@ import pytest
 from mcengine import api
 from mcengine.errors import InputError
 from mcengine.io import dumps
-from mcengine.pipeline import PAIRED_METRICS
+from mcengine.columns import PAIRED_METRICS
 from mcengine.results import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
 from mcengine.sensitivity import studies
