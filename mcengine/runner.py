@@ -1,7 +1,7 @@
 """Chunked, resumable, optionally distributed execution of the trial pipeline.
 
 Trials stream through chunks of ``chunk_trials`` (a whole number of
-:data:`~mcengine.results.BLOCK_TRIALS`); each chunk's columns fold into streaming
+:data:`~mcengine.summaries.BLOCK_TRIALS`); each chunk's columns fold into streaming
 summaries in chunk order, so memory does not grow with the trial count. Because every
 random number is keyed by (seed, stage, trial) and summaries merge block by block in
 trial order, the result is bit-identical whatever the chunk size, thread count, Dask
@@ -54,7 +54,7 @@ from .provenance import parquet_metadata
 from .columns import BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE, PAIRED_METRICS
 from .pipeline import run_chunk
 from .stages.econ import BREAKDOWN_PARTS
-from .results import BLOCK_TRIALS, QUANTILES, Summary
+from .summaries import BLOCK_TRIALS, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
 from .scenario.load import load_targeted
 from .scenario.sampling import run_sampler
@@ -113,7 +113,7 @@ class Accumulators:
     trials_done: int = 0
     missed: dict = field(default_factory=dict)  # scenario -> trials that missed an SLO (no tokens)
     #: Scramblings of a Sobol'-sampled run (0: pseudo-random): every summary's sem comes
-    #: from their means (:class:`~mcengine.results.Summary`).
+    #: from their means (:class:`~mcengine.summaries.Summary`).
     replicates: int = 0
     sides: dict = field(default_factory=dict)  # (b, "both" | "only_a" | "only_b") -> trials in which those serve tokens
 
@@ -317,7 +317,7 @@ def checkpoint_text(acc: "Accumulators", fingerprint: str) -> str:
     """What ``checkpoint.json`` holds, as JSON: the state, tied to its run and to itself
     (the checksum is :func:`_state_sha256` of the state as JSON reads it back). The state
     holds JSON's types already (its keys are strings: :meth:`QuantileSketch.state
-    <mcengine.results.QuantileSketch.state>`), so it is encoded once, with sorted keys, and
+    <mcengine.summaries.QuantileSketch.state>`), so it is encoded once, with sorted keys, and
     that text is both hashed and written."""
     state = _state_json(acc.state())
     head = json.dumps({"format": CHECKPOINT_FORMAT, "run_fingerprint": fingerprint, "sha256": _text_sha256(state)})

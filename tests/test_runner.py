@@ -418,7 +418,7 @@ def test_default_chunks_do_not_change_numbers(straight):
 def test_chunk_plan_starts_small_and_sizes_chunks_to_the_target_time():
     """With a clock where every trial takes 2**-10 s, a 2 s target wants 2,048-trial chunks;
     the plan starts at one block, grows at most 4x, caps at max_trials, covers every trial once."""
-    from mcengine.results import BLOCK_TRIALS
+    from mcengine.summaries import BLOCK_TRIALS
     from mcengine.runner import chunk_plan
 
     now = [0.0]
