@@ -557,3 +557,24 @@ def test_a_run_whose_pairs_serve_on_one_side_only_resumes_to_the_straight_number
     _interrupted_run(out, overrides=one_sided)
     resumed = api.run(None, out=out, resume=True, figures=False)
     assert _numbers(resumed) == _numbers(straight)
+
+
+def test_the_memory_and_folder_backends_give_the_same_run(tmp_path, straight):
+    """One loop, two backends: the same summaries, and the same per-trial table kept in
+    memory as written to the folder's Parquet parts."""
+    import pandas as pd
+
+    memory = _run(chunk_trials=1024, keep_trials=True)
+    folder = _run(chunk_trials=1024, keep_trials=True, out=tmp_path / "run", figures=False)
+    assert _numbers(memory) == _numbers(folder) == straight
+    assert sorted(os.listdir(tmp_path / "run" / "trials.parquet")) == [f"part-{s:012d}.parquet" for s in (0, 1024, 2048)]
+    pd.testing.assert_frame_equal(memory.trials, folder.trials)
+
+
+def test_the_memory_backend_saves_nothing_and_cannot_resume():
+    from mcengine.runner import MemoryBackend
+
+    backend = MemoryBackend()
+    assert backend.trials_saved(None) == 0 and backend.frames == []
+    with pytest.raises(InputError, match="--resume: .*needs the folder of the interrupted run"):
+        backend.resume(None, {})
