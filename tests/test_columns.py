@@ -10,6 +10,8 @@ from mcengine import api, columns
 from mcengine.columns import COLUMNS, METRICS, PAIRED_METRICS, column
 from mcengine.pipeline import run_chunk
 from mcengine.report.metrics import BETTER_WORDS, metric
+from mcengine.results import metric_items
+from mcengine.runner import Accumulators
 
 from .conftest import ROOT
 
@@ -19,19 +21,21 @@ MIX = ROOT / "docs" / "case-study" / "mix-azure-2023"
 
 
 @pytest.fixture(scope="module")
-def produced() -> dict[str, set[str]]:
-    """Columns of a few trials of each scenario: the case study, the mix of docs/case-study
-    (its classes sharing instances) and the same mix on whole instances per class."""
+def chunks() -> dict[str, dict]:
+    """A few trials of each run: the case study, the mix of docs/case-study (its classes
+    sharing instances) and the same mix on whole instances per class."""
     runs = {
         "case": [api.check(n, SMALL) for n in CASE],
         "mix": [api.check(str(MIX / f"{n}.toml"), SMALL) for n in ("h100", "lite-h100")],
         "whole": [api.check(str(MIX / "h100.toml"), [*SMALL, 'workload.class_instances="whole"'])],
     }
-    out = {}
-    for run, scenarios in runs.items():
-        for name, cols in run_chunk(tuple(scenarios), 0, 0, 4).items():
-            out[f"{run}/{name}"] = set(cols)
-    return out
+    return {run: run_chunk(tuple(scenarios), 0, 0, 4) for run, scenarios in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def produced(chunks) -> dict[str, set[str]]:
+    """The columns of each scenario of each run, by ``run/scenario``."""
+    return {f"{run}/{name}": set(cols) for run, chunk in chunks.items() for name, cols in chunk.items()}
 
 
 def test_every_column_a_run_produces_has_an_entry(produced):
@@ -46,6 +50,25 @@ def test_every_entry_is_produced_and_only_conditional_ones_are_missing_anywhere(
         if not entry.conditional:
             assert len(where) == len(produced), (entry.name, sorted(set(produced) - set(where)))
     assert not [c for c in produced["case/h100"] if c.startswith(columns.MIX_PREFIX)]
+
+
+def test_the_summaries_hold_the_summarised_columns_and_the_pairs_the_paired_ones(chunks):
+    """A run's JSON summary (its group keys read back as the columns they summarise) holds
+    exactly the produced columns marked summarised, and each pair exactly those marked paired."""
+    as_column = {columns.BREAKDOWN: columns.BREAKDOWN_COLUMN.format}
+    for chunk in chunks.values():
+        acc = Accumulators(tuple(chunk))
+        acc.add(chunk)
+        doc = acc.summary()
+        for name, cols in chunk.items():
+            summarised = set()
+            for key, _ in metric_items(doc["scenarios"][name]):
+                group, _, rest = key.partition(".")
+                summarised.add(as_column[group](rest) if group in as_column else key)
+            assert summarised == {c for c in cols if column(c).summarised}, name
+        for pair in doc.get("paired_all", {}).values():
+            base = chunk[doc["baseline"]]
+            assert set(pair) == {c for c in base if column(c).paired}
 
 
 def test_an_exact_name_wins_over_a_family():
