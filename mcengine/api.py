@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 from .errors import InputError, Problem
 from .io import prepare_folder
 from .options import check_seed, positive, seed_of
-from .outfolder import RUN_FILES, TABLE_FILE, OutFolder, metric_rows, run_fingerprint, table_csv
+from .outfolder import RUN_FILES, TABLE_FILE, TRIALS_DIR, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import provenance
 from .scenario import Scenario, load_scenario, shipped_scenarios
 from .scenario.load import load_targeted
@@ -247,7 +247,7 @@ def _resolve_run(refs, overrides) -> tuple[dict, list[Scenario], list]:
     scenarios, plans = load_targeted(study["scenarios"], [*study["set"], *overrides])
     study["label"] = study["name"] or " vs ".join(s.name for s in scenarios)
     if study.get("outputs"):
-        from .pipeline import METRICS
+        from .columns import METRICS
 
         bad = [m for m in study["outputs"] if m not in METRICS]
         if bad:
@@ -339,7 +339,7 @@ def run(
         import pandas as pd
 
         if out is not None:
-            table = pd.read_parquet(out / runner.TRIALS_DIR)
+            table = pd.read_parquet(out / TRIALS_DIR)
         elif outcome.frames:
             table = pd.concat(outcome.frames, ignore_index=True)
     results = Results(doc, outcome.accumulators, table, plotter=_plot, rows=run_rows)

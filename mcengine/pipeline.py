@@ -9,73 +9,24 @@ chunked.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 
 import numba
 import numpy as np
 
+from .columns import INPUT_PREFIX, may_be_infinite
 from .errors import InputError, NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
-from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, CLASS_COST_COLUMN
-
-#: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
-METRICS = (
-    "cost_per_mtok_usd",
-    "cost_per_mtok_at_cost_usd",
-    "availability",
-    "instance_availability",
-    "capacity_availability",
-    "tokens_per_s",
-    "gpu_cost_usd",
-    "capex_usd",
-    "energy_usd",
-    "repair_usd",
-    "interruptions_per_year",
-    "stockout_hours",
-    "tokens_per_s_per_gpu",
-    "slo_met",
-    "gpu_price_usd",
-    "gpu_price_per_h100_equivalent_usd",
-    "gpu_power_w",
-    "power_w_per_h100_equivalent",
-    "energy_j_per_token",
-    "cost_per_request_usd",
-)
-
-#: The parts of ``cost_per_mtok_usd`` summarised per scenario under
-#: ``"cost_breakdown_per_mtok_usd"`` (docs/interface.md#json-summaries), each from its
-#: per-trial column ``cost_per_mtok_<part>_usd``.
-BREAKDOWN = "cost_breakdown_per_mtok_usd"
-
-#: Metrics that can be zero in a trial (a count such as stock-out hours), so that a
-#: ratio of them would mean nothing.
-MAY_BE_ZERO = ("repair_usd", "interruptions_per_year", "stockout_hours", "slo_met")
-
-#: Metrics compared as paired ratios B/A: those positive in every trial that delivers
-#: tokens (a trial that misses its SLOs delivers none: docs/model.md#roofline).
-PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO + ("instance_availability", "capacity_availability"))
-
-#: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
-#: (cost per token); in any other trial they must be finite.
-MAY_BE_INFINITE = ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "energy_j_per_token", "cost_per_request_usd",
-                   *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
-
-#: A request class's cost column (:data:`~mcengine.stages.econ.CLASS_COST_COLUMN`), ``+inf`` where the mix serves no tokens.
-CLASS_COST = re.compile(re.escape(CLASS_COST_COLUMN).replace(r"\{\}", "[a-z0-9_]+"))
-
-#: Prefix of the input columns in the per-trial table.
-INPUT_PREFIX = "input."
 
 
 def _check_finite(stage: str, scenario: Scenario, columns: dict[str, np.ndarray], inputs: TrialInputs, no_tokens: np.ndarray | bool = False) -> None:
     """Fail loudly on a non-finite output, naming the stage, the trial and its inputs
-    (``+inf`` in :data:`MAY_BE_INFINITE` columns is allowed where ``no_tokens``)."""
+    (``+inf`` in the columns :func:`~mcengine.columns.may_be_infinite` names is allowed where ``no_tokens``)."""
     for name, values in columns.items():
         values = np.asarray(values, dtype=float)
         bad = ~np.isfinite(values)
-        if name in MAY_BE_INFINITE or CLASS_COST.fullmatch(name):
+        if may_be_infinite(name):
             bad &= ~(np.isposinf(values) & no_tokens)
         if bad.any():
             i = int(np.argmax(bad))

@@ -15,8 +15,8 @@ import pytest
 from mcengine import api
 from mcengine.errors import InputError
 from mcengine.io import dumps
-from mcengine.pipeline import PAIRED_METRICS
-from mcengine.results import SUMMARY_KEYS
+from mcengine.columns import PAIRED_METRICS
+from mcengine.summaries import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
 from mcengine.sensitivity import studies
 from mcengine.studies.fab import yield_study

@@ -15,8 +15,9 @@ import pytest
 
 from mcengine import api
 from mcengine.errors import InputError, NumericalError
+from mcengine.columns import INPUT_PREFIX, METRICS, PAIRED_METRICS
 from mcengine.pipeline import (
-    INPUT_PREFIX, METRICS, PAIRED_METRICS, fab_key, reliability_key, roofline_key, run_block, run_chunk, share_lifetimes,
+    fab_key, reliability_key, roofline_key, run_block, run_chunk, share_lifetimes,
     shared_columns,
 )
 from mcengine.scenario.sampling import draw_inputs

@@ -182,11 +182,11 @@ def test_resume_without_scenarios_refuses_a_changed_seed_or_trial_count(tmp_path
 
 
 def test_resume_refuses_keep_trials_the_run_did_not_keep_before_any_work(tmp_path, monkeypatch):
-    from mcengine import runner
+    from mcengine.runner import execution
 
     out = tmp_path / "run"
     _interrupted_run(out)
-    monkeypatch.setattr(runner, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
+    monkeypatch.setattr(execution, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
     with pytest.raises(InputError, match="--keep-trials: got True; the interrupted run used False"):
         api.run(None, out=out, resume=True, keep_trials=True, figures=False)
 
@@ -201,16 +201,17 @@ def test_chunk_bounds_are_made_lazily():
 
 def _signal_in_chunk(monkeypatch, first_trial: int) -> None:
     """The CLI's handler runs (as for SIGTERM) while the chunk from ``first_trial`` computes."""
-    from mcengine import interrupt, runner
+    from mcengine import interrupt
+    from mcengine.runner import execution
 
-    real = runner.run_chunk
+    real = execution.run_chunk
 
     def chunk(scenarios, seed, start, n):
         if start == first_trial:
             interrupt.on_signal(signal.SIGTERM)
         return real(scenarios, seed, start, n)
 
-    monkeypatch.setattr(runner, "run_chunk", chunk)
+    monkeypatch.setattr(execution, "run_chunk", chunk)
 
 
 def _signal_in_fold(monkeypatch, first_trial: int) -> None:
@@ -253,10 +254,10 @@ def _recording_chunks(monkeypatch, fail_at: int | None = None) -> list[tuple[int
     the chunk from ``fail_at`` raises InputError (a refused input)."""
     import threading
 
-    from mcengine import runner
+    from mcengine.runner import execution
     from mcengine.errors import Problem
 
-    real, started = runner.run_chunk, []
+    real, started = execution.run_chunk, []
 
     def chunk(scenarios, seed, start, n):
         started.append((start, threading.current_thread().name, numba.get_num_threads()))
@@ -264,7 +265,7 @@ def _recording_chunks(monkeypatch, fail_at: int | None = None) -> list[tuple[int
             raise InputError(Problem("workload.x", start, "refused by the test"))
         return real(scenarios, seed, start, n)
 
-    monkeypatch.setattr(runner, "run_chunk", chunk)
+    monkeypatch.setattr(execution, "run_chunk", chunk)
     return started
 
 
@@ -288,11 +289,12 @@ def test_the_next_chunks_thread_uses_the_callers_numba_thread_count(monkeypatch)
     """numba's thread count is per thread (a new thread starts at NUMBA_NUM_THREADS): the
     chunk computed ahead runs with the count of the thread that asked for it."""
     from mcengine import runner
+    from mcengine.runner import execution
     from mcengine.scenario import load_scenario
 
     started = _recording_chunks(monkeypatch)
     spec = runner.RunSpec((load_scenario("h100", SMALL),), 11, 2048)
-    worker = with_threads(1, runner._ChunkWorker, spec)
+    worker = with_threads(1, execution._ChunkWorker, spec)
     worker.ask(0, 1024)
     worker.ask(1024, 1024)
     worker.outcome(), worker.outcome()
@@ -339,7 +341,7 @@ def test_a_signal_in_a_sweep_point_of_one_chunk_stops_the_sweep_there(monkeypatc
 # ----------------------------------------------------------------------------- a resume honours everything or refuses
 def _recompute(ck, edit) -> None:
     """Edit the checkpoint's state and recompute its checksum (a forgery the sha256 cannot see)."""
-    from mcengine.runner import _state_sha256
+    from mcengine.runner.checkpoint import _state_sha256
 
     doc = json.loads(ck.read_text())
     edit(doc["state"])
@@ -358,12 +360,12 @@ def _recompute(ck, edit) -> None:
     lambda st: st["ratios"][0][2].pop("sketch"),
 ], ids=["65536", "2048", "1000", "count", "missed", "below", "missing", "malformed"])
 def test_resume_refuses_a_state_whose_counts_disagree_even_with_its_checksum_recomputed(tmp_path, edit, monkeypatch):
-    from mcengine import runner
+    from mcengine.runner import execution
 
     out = tmp_path / "run"
     _interrupted_run(out)
     _recompute(out / "checkpoint.json", edit)
-    monkeypatch.setattr(runner, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
+    monkeypatch.setattr(execution, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
     with pytest.raises(InputError, match="does not describe this run") as err:
         api.run(None, out=out, resume=True, figures=False)
     assert str(out / "checkpoint.json") in str(err.value)
@@ -390,11 +392,11 @@ def test_resume_refuses_kept_parts_that_do_not_cover_the_trials_done(tmp_path, d
 
 def test_resume_refuses_a_set_that_changes_the_run_and_names_it(tmp_path, monkeypatch):
     """Issue 34 case 5: `--resume DIR --set cluster.reshard_hours=0.3` ran the old settings."""
-    from mcengine import runner
+    from mcengine.runner import execution
 
     out = tmp_path / "run"
     _interrupted_run(out)
-    monkeypatch.setattr(runner, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
+    monkeypatch.setattr(execution, "run_chunk", lambda *a: pytest.fail("a chunk ran before the refusal"))
     with pytest.raises(InputError) as err:
         api.run(None, out=out, resume=True, figures=False, overrides=["cluster.reshard_hours=0.3", SMALL[0]])
     assert [p.key for p in err.value.problems] == ["--set cluster.reshard_hours=0.3"]  # the run's own --set is no change
@@ -418,7 +420,7 @@ def test_default_chunks_do_not_change_numbers(straight):
 def test_chunk_plan_starts_small_and_sizes_chunks_to_the_target_time():
     """With a clock where every trial takes 2**-10 s, a 2 s target wants 2,048-trial chunks;
     the plan starts at one block, grows at most 4x, caps at max_trials, covers every trial once."""
-    from mcengine.results import BLOCK_TRIALS
+    from mcengine.summaries import BLOCK_TRIALS
     from mcengine.runner import chunk_plan
 
     now = [0.0]
@@ -460,13 +462,13 @@ def test_interrupt_says_how_many_trials_were_saved(tmp_path, cli, monkeypatch):
 def test_cli_interrupt_before_any_chunk_says_nothing_was_saved(tmp_path, cli, monkeypatch):
     """A signal before the first chunk finishes in a second signal's way (at once): the
     CLI says nothing was saved, never "finished chunks are saved"."""
-    from mcengine import runner
+    from mcengine.runner import execution
     from mcengine.errors import Interrupted
 
     def stop_at_once(*args, **kwargs):
         raise Interrupted(signal.SIGINT)
 
-    monkeypatch.setattr(runner, "run_chunk", stop_at_once)
+    monkeypatch.setattr(execution, "run_chunk", stop_at_once)
     r = cli("run", "h100", "--trials", "2048", "--out", str(tmp_path / "o"), "--quiet", *sum((["--set", s] for s in SMALL), []))
     assert r.code == 130
     assert "nothing saved yet (no chunk had finished)" in r.err and "finished chunks are saved" not in r.err
@@ -555,3 +557,24 @@ def test_a_run_whose_pairs_serve_on_one_side_only_resumes_to_the_straight_number
     _interrupted_run(out, overrides=one_sided)
     resumed = api.run(None, out=out, resume=True, figures=False)
     assert _numbers(resumed) == _numbers(straight)
+
+
+def test_the_memory_and_folder_backends_give_the_same_run(tmp_path, straight):
+    """One loop, two backends: the same summaries, and the same per-trial table kept in
+    memory as written to the folder's Parquet parts."""
+    import pandas as pd
+
+    memory = _run(chunk_trials=1024, keep_trials=True)
+    folder = _run(chunk_trials=1024, keep_trials=True, out=tmp_path / "run", figures=False)
+    assert _numbers(memory) == _numbers(folder) == straight
+    assert sorted(os.listdir(tmp_path / "run" / "trials.parquet")) == [f"part-{s:012d}.parquet" for s in (0, 1024, 2048)]
+    pd.testing.assert_frame_equal(memory.trials, folder.trials)
+
+
+def test_the_memory_backend_saves_nothing_and_cannot_resume():
+    from mcengine.runner import MemoryBackend
+
+    backend = MemoryBackend()
+    assert backend.trials_saved(None) == 0 and backend.frames == []
+    with pytest.raises(InputError, match="--resume: .*needs the folder of the interrupted run"):
+        backend.resume(None, {})

@@ -1,6 +1,6 @@
 """What each output metric is called, its unit, and which direction is better.
 
-Tables and figures read this one table so that every label, axis unit and
+Tables and figures read this one table (made from :mod:`mcengine.columns`) so that every label, axis unit and
 "P(B better)" agrees: a paired document stores P(B < A) only, which means "B better"
 for a cost and "B worse" for availability or tokens/s.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+
+from ..columns import COLUMNS
 
 
 @dataclass(frozen=True)
@@ -23,38 +25,11 @@ class Metric:
         return f"{self.label} ({self.unit})" if self.unit else self.label
 
 
-METRICS: dict[str, Metric] = {
-    "cost_per_mtok_usd": Metric("cost per million output tokens", "USD per Mtok", "lower", "cost per token"),
-    "cost_per_mtok_at_cost_usd": Metric("cost per million output tokens at cost (no markup)", "USD per Mtok", "lower", "cost per token at cost"),
-    "availability": Metric("availability", "time-averaged share of instances up (of throughput with on_failure = \"reshard\")", "higher", "availability"),
-    "instance_availability": Metric("instance availability", "time-averaged share of instances up", "higher", "instance availability"),
-    "capacity_availability": Metric("capacity availability", "time-averaged delivered ÷ full throughput", "higher", "capacity availability"),
-    "tokens_per_s": Metric("cluster output tokens/s", "tokens/s", "higher", "throughput"),
-    "tokens_per_s_per_gpu": Metric("output tokens/s per GPU", "tokens/s", "higher", "throughput per GPU"),
-    "gpu_cost_usd": Metric("fab cost per GPU package", "USD", "lower", "GPU package cost"),
-    "capex_usd": Metric("capital cost", "USD", "lower", "capex"),
-    "energy_usd": Metric("energy cost", "USD", "lower", "energy cost"),
-    "repair_usd": Metric("repair cost", "USD", "lower", "repair cost"),
-    "interruptions_per_year": Metric("instance interruptions per year", "per year", "lower", "interruptions"),
-    "stockout_hours": Metric("spare stock-out", "instance-hours", "lower", "stock-outs"),
-    "slo_met": Metric("share of trials meeting the TPOT and TTFT SLOs", "", "higher", "SLO attainment"),
-    "gpu_price_usd": Metric("GPU price", "USD", "lower", "GPU price"),
-    "gpu_price_per_h100_equivalent_usd": Metric("GPU price per H100-equivalent", "USD", "lower", "price per H100-equivalent"),
-    "gpu_power_w": Metric("mean GPU power", "W", "lower", "GPU power"),
-    "power_w_per_h100_equivalent": Metric("GPU power per H100-equivalent", "W", "lower", "power per H100-equivalent"),
-    "energy_j_per_token": Metric("GPU energy per output token", "J per token", "lower", "energy per token"),
-}
+#: The metrics the reports describe (:mod:`mcengine.columns`: those with a ``short`` name).
+METRICS: dict[str, Metric] = {c.name: Metric(c.label, c.unit, c.better, c.short) for c in COLUMNS if c.short}
 
 #: Words for "better" per direction, used in "P(B better: cheaper)".
-BETTER_WORDS = {
-    "cost_per_mtok_usd": "cheaper per token",
-    "cost_per_mtok_at_cost_usd": "cheaper per token at cost",
-    "availability": "more available",
-    "tokens_per_s": "more tokens/s",
-    "tokens_per_s_per_gpu": "more tokens/s per GPU",
-    "gpu_cost_usd": "cheaper GPU package",
-    "interruptions_per_year": "fewer interruptions",
-}
+BETTER_WORDS = {c.name: c.better_words for c in COLUMNS if c.better_words}
 
 
 def metric(key: str) -> Metric:

@@ -16,7 +16,7 @@ uniform on the grid of ``2**-B`` (``B`` = :data:`SOBOL_BITS`), and the random un
 the ``"random"`` sampler places it inside its cell, so ``u`` is exactly uniform on (0, 1)
 and the R scramblings are independent, identically distributed estimates (Owen 1997,
 L'Ecuyer & Lemieux 2002): a standard error is the spread of their means
-(:class:`mcengine.results.Summary`). A trial's point is a function of its index alone,
+(:class:`mcengine.summaries.Summary`). A trial's point is a function of its index alone,
 so chunks, threads, Dask and resume give the same numbers; a key shared by two scenarios
 of a run has the same dimension and scrambling in both (common random numbers).
 

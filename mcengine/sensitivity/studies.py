@@ -36,7 +36,8 @@ import numpy as np
 from .. import interrupt
 from ..errors import InputError, Problem
 from ..options import positive, seed_of
-from ..pipeline import METRICS, PAIRED_METRICS, run_block
+from ..columns import METRICS, PAIRED_METRICS
+from ..pipeline import run_block
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.fields import did_you_mean
 from ..scenario.load import POSITIONS, apply_overrides, load_scenarios, parse_override
@@ -318,7 +319,7 @@ def sweep(
         ``'"inf"'``, ``'{dist="uniform", low=1, high=2}'``, or numbers); with a sequence
         of keys, one sequence of values per key. Each is applied like ``--set KEY=VALUE``
         (after ``overrides``) to every scenario that has the key.
-    outputs : metrics of :data:`mcengine.pipeline.METRICS` to report
+    outputs : metrics of :data:`mcengine.columns.METRICS` to report
     trials, seed : trials per grid point; the same seed (and so the same trials) at
         every point and for both scenarios
 

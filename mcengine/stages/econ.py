@@ -30,7 +30,7 @@ Per trial, with that trial's inputs and the other stages' columns:
   is the vendor's margin shows (docs/model.md#cost).
 * cost per request = cost per token x the output tokens per request (the mix's mean
   with request classes); per request class (docs/model.md#mix), the cost per million
-  tokens were the cluster to serve that class alone (:data:`CLASS_COST_COLUMN`).
+  tokens were the cluster to serve that class alone (:data:`~mcengine.columns.CLASS_COST_COLUMN`).
 
 Before the roofline stage, :func:`plan_power_weight` hands the per-trial planner what it
 needs to take the least cost per token (docs/model.md#plan): the weight of the dynamic
@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..columns import BREAKDOWN_COLUMN, CLASS_COST_COLUMN
 from ..errors import InputError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
@@ -56,17 +57,10 @@ from . import fab
 #: (at price), a given GPU price, hosts, scale-out network, scale-up fabric, energy, repairs.
 BREAKDOWN_PARTS = (*PACKAGE_PARTS, "gpu_price", "hosts", "network", "fabric", "energy", "repairs")
 
-#: Per-trial column of one part of the cost per million tokens.
-BREAKDOWN_COLUMN = "cost_per_mtok_{}_usd"
-
 #: Columns this stage adds, in order.
 COLUMNS = ("gpu_price_usd", "gpu_price_per_h100_equivalent_usd", "capex_usd", "energy_usd", "repair_usd", "total_cost_usd",
            "availability", "tokens_per_s", "tokens_total", "cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "gpu_power_w", "power_w_per_h100_equivalent",
            "energy_j_per_token", "cost_per_request_usd", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
-
-#: Per-trial column of a request class's cost per million output tokens, were the
-#: cluster to serve that class alone (``mix.code.cost_per_mtok_usd``).
-CLASS_COST_COLUMN = "mix.{}.cost_per_mtok_usd"
 
 SECONDS_PER_HOUR = 3600.0
 

@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..analytic import fab as analytic
+from ..columns import PACKAGE_PART_COLUMN as PART_COLUMN
 from ..errors import InputError, NumericalError, Problem
 from ..options import check_seed
 from ..scenario.sampling import TrialInputs
@@ -278,8 +279,6 @@ def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, n
     return columns
 
 
-#: Prefix of the per-part package cost columns (``gpu_cost_die_usd``, ...).
-PART_COLUMN = "gpu_cost_{}_usd"
 
 
 def package_costs(scenario, inputs: TrialInputs, runs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -24,7 +24,7 @@ from scipy import special
 
 from ..errors import NumericalError
 from ..options import check_seed
-from ..results import CLASS_PREFIX
+from ..columns import CLASS_PREFIX
 from ..kernels import life
 from ..kernels.laws import CUM_WEIGHT, KIND, LAW_COLUMNS, P1, P2
 from ..kernels.law_codes import LAW_WEIBULL, MAX_LAW_PARTS

@@ -30,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..analytic import mix as mx
+from ..columns import MIX_PREFIX
 from ..errors import InputError, NumericalError, Problem
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
@@ -40,8 +41,6 @@ from . import _plan_median, planner
 
 STAGE = "roofline"
 
-#: Prefix of the per-class columns of a mix (``mix.code.instance_share``).
-MIX_PREFIX = "mix."
 
 
 def at_trial(x: np.ndarray, i: int = 0) -> float:

@@ -14,7 +14,7 @@ import numpy as np
 from ..analytic import fab as analytic
 from .. import interrupt
 from ..options import check_seed, positive
-from ..results import BLOCK_TRIALS, Summary
+from ..summaries import BLOCK_TRIALS, Summary
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.dists import Choice
 from ..scenario.sections.econ import PACKAGE_PARTS
@@ -26,7 +26,7 @@ CHUNK_WAFERS = 1 << 16
 
 
 class _BlockFeeder:
-    """Feeds a :class:`~mcengine.results.Summary` whole blocks of ``BLOCK_TRIALS``
+    """Feeds a :class:`~mcengine.summaries.Summary` whole blocks of ``BLOCK_TRIALS``
     values whatever the chunks it is given (e.g. the wafers with a good die of each
     chunk), so the summary's bits do not depend on the chunk size."""
 

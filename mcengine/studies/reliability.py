@@ -8,7 +8,7 @@ import math
 from ..analytic import reliability as analytic
 from .. import interrupt
 from ..options import check_seed, positive
-from ..results import BLOCK_TRIALS, Summary
+from ..summaries import BLOCK_TRIALS, Summary
 from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario

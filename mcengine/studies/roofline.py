@@ -14,7 +14,8 @@ from ..stages import planner
 from ..stages._plan_median import choose_serving, infeasible_why
 from ..stages._roofline_layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
 from ..stages._roofline_serving import Plan, evaluate_plan
-from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
+from ..columns import MIX_PREFIX
+from ..stages.roofline import at_trial, class_scenario, mix_columns
 from ..units import BYTES_PER_GB, MS_PER_S
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import mcengine.api as mc
-from mcengine.results import SUMMARY_KEYS, metric_items
+from mcengine.results import metric_items
+from mcengine.summaries import SUMMARY_KEYS
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mcengine.errors import InputError
-from mcengine.results import Summary
+from mcengine.summaries import Summary
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import Sampler, _sobol_uniforms, draw_inputs, run_sampler
 

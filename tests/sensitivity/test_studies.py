@@ -15,7 +15,7 @@ from mcengine.sensitivity import studies as sensitivity
 from mcengine.report import sensitivity as report_sensitivity
 from mcengine.errors import InputError
 from mcengine.pipeline import run_block
-from mcengine.results import SUMMARY_KEYS
+from mcengine.summaries import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs
 from mcengine.validation.roofline import CALIBRATED_SERVING

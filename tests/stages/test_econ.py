@@ -16,7 +16,8 @@ from mcengine.errors import InputError
 from mcengine.scenario import load_scenario, scenario_from_dict
 from mcengine.scenario.schema import build
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
-from mcengine.stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, COLUMNS, economics
+from mcengine.columns import BREAKDOWN_COLUMN
+from mcengine.stages.econ import BREAKDOWN_PARTS, COLUMNS, economics
 from mcengine.units import HOURS_PER_YEAR
 
 #: Every package part under the markup: price = fab cost x markup, as before the markup

@@ -9,7 +9,7 @@ import pytest
 
 from mcengine.analytic import fab as analytic
 from mcengine.errors import InputError
-from mcengine.results import SUMMARY_KEYS
+from mcengine.summaries import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
 from mcengine.studies import fab as study
 from tests.conftest import with_threads

@@ -9,7 +9,7 @@ import pytest
 
 from mcengine.analytic import reliability as ar
 from mcengine.errors import InputError
-from mcengine.results import BLOCK_TRIALS
+from mcengine.summaries import BLOCK_TRIALS
 from mcengine.scenario import load_scenario
 from mcengine.studies import reliability as study
 from mcengine.validation.reliability import (

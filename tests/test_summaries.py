@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mcengine.errors import NumericalError
-from mcengine.results import BLOCK_TRIALS, SKETCH_RELATIVE_ACCURACY, SUMMARY_KEYS, QuantileSketch, Summary, summarize
+from mcengine.summaries import BLOCK_TRIALS, SKETCH_RELATIVE_ACCURACY, SUMMARY_KEYS, QuantileSketch, Summary, summarize
 
 
 def _sample(n=50_000, seed=3):

@@ -1,0 +1,205 @@
+"""Every per-trial output column of the run chain, and how it is summarised and shown.
+
+One :class:`Column` per column, or per family of columns (a name with ``{}`` for the
+part that varies: a component class, a request class, a cost part, an input key). The
+run chain's summaries (docs/interface.md#json-summaries), its per-trial finiteness
+check, its paired ratios and the reports' labels and "P(B better)" words all read this
+table:
+
+* ``summarised`` columns are the metrics of ``mcengine run`` / ``compare``, summarised
+  in this order (:data:`METRICS`); the families of component classes, request classes
+  and cost parts are summarised under their own keys (``"failures_by_class"``,
+  ``"mix"``, ``"cost_breakdown_per_mtok_usd"``);
+* ``may_be_zero``: zero in some trial (a count such as stock-out hours), so a ratio of
+  it would mean nothing;
+* ``may_be_infinite``: ``+inf`` in a trial that misses its SLOs and so delivers no
+  tokens (a cost per token, docs/model.md#roofline), finite in any other;
+* ``paired``: compared as a paired ratio B/A, positive in every trial that delivers
+  tokens;
+* ``short`` (with ``better`` and ``better_words``): the words the reports use for the
+  metrics they describe (docs/interface.md); a column without them is shown by name.
+
+Columns that only some scenarios produce say when in ``conditional``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+#: Prefix of the reliability stage's columns of failures by component class,
+#: ``failures_by_class.<class>.<failures_per_year | faults_per_year>``; summaries nest
+#: them as ``"failures_by_class": {class: {kind: summary}}`` (docs/interface.md).
+CLASS_PREFIX = "failures_by_class."
+#: Prefix of the per-class columns of a mix of request classes (``mix.code.instance_share``).
+MIX_PREFIX = "mix."
+#: Prefix of the input columns in the per-trial table.
+INPUT_PREFIX = "input."
+#: Per-trial column of one part of the fab cost of a good GPU package.
+PACKAGE_PART_COLUMN = "gpu_cost_{}_usd"
+#: Per-trial column of one part of the cost per million tokens.
+BREAKDOWN_COLUMN = "cost_per_mtok_{}_usd"
+#: Per-trial column of a request class's cost per million output tokens, were the
+#: cluster to serve that class alone (``mix.code.cost_per_mtok_usd``).
+CLASS_COST_COLUMN = MIX_PREFIX + "{}.cost_per_mtok_usd"
+#: The summaries' key of the parts of ``cost_per_mtok_usd`` (docs/interface.md#json-summaries),
+#: each from its per-trial column ``cost_per_mtok_<part>_usd``.
+BREAKDOWN = "cost_breakdown_per_mtok_usd"
+
+#: What the ``{}`` of a family's name stands for: one name (a class, a part).
+_SEGMENT = "[a-z0-9_]+"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One per-trial output column, or one family of them (module text)."""
+
+    name: str  #: the column's name, or a family's with ``{}`` for the part that varies
+    label: str  #: words for a table row or an axis
+    unit: str  #: unit for an axis label ("" for a share or a count)
+    better: str | None = None  #: "lower", "higher" or None (no direction)
+    short: str = ""  #: a few words for titles ("cost per token"); "" where the reports show the name
+    better_words: str = ""  #: words of "P(B better: …)" ("cheaper per token"); "" for ``short``
+    may_be_zero: bool = False
+    may_be_infinite: bool = False
+    paired: bool = False
+    summarised: bool = False
+    near_one: bool = False  #: crowds just below 1: summarised as its distance from 1
+    conditional: str = ""  #: when only some scenarios produce it ("" for every scenario)
+    segment: str = _SEGMENT  #: regex of what a family's ``{}`` stands for
+
+    @property
+    def family(self) -> bool:
+        return "{}" in self.name
+
+    def format(self, part: str) -> str:
+        """The column of one member of a family (``cost_per_mtok_{}_usd`` → ``cost_per_mtok_die_usd``)."""
+        return self.name.format(part)
+
+    @cached_property
+    def pattern(self) -> re.Pattern:
+        """The names this entry covers (a family's members; a column's own name)."""
+        return re.compile(re.escape(self.name).replace(r"\{\}", self.segment))
+
+
+_COST = "USD per Mtok"
+_AVAILABILITY = "time-averaged share of instances up"
+
+#: Every output column, the summarised metrics first, in the order of the summaries.
+COLUMNS: tuple[Column, ...] = (
+    Column("cost_per_mtok_usd", "cost per million output tokens", _COST, "lower", "cost per token", "cheaper per token",
+           may_be_infinite=True, paired=True, summarised=True),
+    Column("cost_per_mtok_at_cost_usd", "cost per million output tokens at cost (no markup)", _COST, "lower",
+           "cost per token at cost", "cheaper per token at cost", may_be_infinite=True, paired=True, summarised=True),
+    Column("availability", "availability", _AVAILABILITY + " (of throughput with on_failure = \"reshard\")", "higher",
+           "availability", "more available", paired=True, summarised=True, near_one=True),
+    Column("instance_availability", "instance availability", _AVAILABILITY, "higher", "instance availability",
+           summarised=True, near_one=True),
+    Column("capacity_availability", "capacity availability", "time-averaged delivered ÷ full throughput", "higher",
+           "capacity availability", summarised=True, near_one=True),
+    Column("tokens_per_s", "cluster output tokens/s", "tokens/s", "higher", "throughput", "more tokens/s", paired=True, summarised=True),
+    Column("gpu_cost_usd", "fab cost per GPU package", "USD", "lower", "GPU package cost", "cheaper GPU package",
+           paired=True, summarised=True),
+    Column("capex_usd", "capital cost", "USD", "lower", "capex", paired=True, summarised=True),
+    Column("energy_usd", "energy cost", "USD", "lower", "energy cost", paired=True, summarised=True),
+    Column("repair_usd", "repair cost", "USD", "lower", "repair cost", may_be_zero=True, summarised=True),
+    Column("interruptions_per_year", "instance interruptions per year", "per year", "lower", "interruptions",
+           "fewer interruptions", may_be_zero=True, summarised=True),
+    Column("stockout_hours", "spare stock-out", "instance-hours", "lower", "stock-outs", may_be_zero=True, summarised=True),
+    Column("tokens_per_s_per_gpu", "output tokens/s per GPU", "tokens/s", "higher", "throughput per GPU",
+           "more tokens/s per GPU", paired=True, summarised=True),
+    Column("slo_met", "share of trials meeting the TPOT and TTFT SLOs", "", "higher", "SLO attainment",
+           may_be_zero=True, summarised=True),
+    Column("gpu_price_usd", "GPU price", "USD", "lower", "GPU price", paired=True, summarised=True),
+    Column("gpu_price_per_h100_equivalent_usd", "GPU price per H100-equivalent", "USD", "lower", "price per H100-equivalent",
+           paired=True, summarised=True),
+    Column("gpu_power_w", "mean GPU power", "W", "lower", "GPU power", paired=True, summarised=True),
+    Column("power_w_per_h100_equivalent", "GPU power per H100-equivalent", "W", "lower", "power per H100-equivalent",
+           paired=True, summarised=True),
+    Column("energy_j_per_token", "GPU energy per output token", "J per token", "lower", "energy per token",
+           may_be_infinite=True, paired=True, summarised=True),
+    Column("cost_per_request_usd", "cost per request", "USD", "lower", "cost per request", "cheaper per request",
+           may_be_infinite=True, paired=True, summarised=True),
+    # the families summarised under their own keys
+    Column(BREAKDOWN_COLUMN, "part of the cost per million output tokens", _COST, may_be_zero=True, may_be_infinite=True, summarised=True),
+    Column(CLASS_PREFIX + "{}.failures_per_year", "failures per year of a component class", "per year", may_be_zero=True, summarised=True),
+    Column(CLASS_PREFIX + "{}.faults_per_year", "faults per year of a component class", "per year", may_be_zero=True, summarised=True),
+    Column(CLASS_COST_COLUMN, "cost per million output tokens of a request class served alone", _COST,
+           may_be_infinite=True, paired=True, summarised=True, conditional="a mix of request classes ([workload.classes])"),
+    *(Column(MIX_PREFIX + "{}." + name, label, unit, may_be_zero=zero, summarised=True, conditional=when)
+      for name, label, unit, zero, when in (
+          ("request_share", "a request class's share of the requests", "", False, "a mix of request classes ([workload.classes])"),
+          ("instance_share", "a request class's share of the instances", "", True, "a mix of request classes ([workload.classes])"),
+          ("tokens_per_s_instance", "a request class's output tokens/s per instance", "tokens/s", True,
+           "a mix of request classes ([workload.classes])"),
+          ("ttft_ms", "a request class's time to first token", "ms", False, "a mix of request classes ([workload.classes])"),
+          ("tpot_ms", "a request class's time per output token", "ms", False, "a mix of request classes ([workload.classes])"),
+          ("slo_met", "whether a request class meets its SLOs", "", True, "a mix of request classes ([workload.classes])"),
+          ("instances", "a request class's whole instances", "instances", True, 'a mix with workload.class_instances = "whole"'),
+          ("idle_share", "share of a request class's instance time left idle", "", True,
+           'a mix with workload.class_instances = "whole"'),
+      )),
+    # the per-trial table's other columns: (name, label, unit, may be zero)
+    *(Column(name, label, unit, may_be_zero=zero) for name, label, unit, zero in (
+        ("trial", "trial index", "", False),
+        (PACKAGE_PART_COLUMN, "part of the fab cost per GPU package", "USD", True),
+        ("cost_per_good_die_usd", "wafer spend per good die", "USD", False),
+        ("die_yield", "good dies per die site", "", False),
+        ("good_dies_per_wafer", "good dies per wafer", "", False),
+        ("wafers", "wafers started", "wafers", False),
+        ("good_dies", "good dies", "dies", False),
+        ("packages", "good packages built", "packages", False),
+        ("failures_per_year", "GPU failures per year", "per year", True),
+        ("swaps_per_year", "GPU swaps per year", "per year", True),
+        ("repairs", "repairs over the horizon", "repairs", True),
+        ("events", "events of the life simulation", "events", True),
+        ("max_failed_gpus", "most GPUs failed at once", "GPUs", True),
+        ("module_swaps_per_year", "module swaps per year", "per year", True),
+        ("host_repairs", "host repairs over the horizon", "repairs", True),
+        ("host_swaps_per_year", "host swaps per year", "per year", True),
+        ("host_stockout_hours", "spare host stock-out", "instance-hours", True),
+        ("nic_swaps_per_year", "NIC swaps per year", "per year", True),
+        ("module_stockout_hours", "spare module stock-out", "instance-hours", True),
+        ("tokens_per_s_instance", "output tokens/s of one instance", "tokens/s", True),
+        ("ttft_ms", "time to first token", "ms", False),
+        ("tpot_ms", "time per output token", "ms", False),
+        ("batch", "decode batch", "requests", False),
+        ("busy_fraction", "share of the serving cycle computing or streaming HBM", "", False),
+        ("output_tokens_per_request", "output tokens per request", "tokens", False),
+        ("total_cost_usd", "total cost over the horizon", "USD", False),
+        ("tokens_total", "output tokens over the horizon", "tokens", True),
+        ("tokens_per_s_per_h100_equivalent", "output tokens/s per H100-equivalent", "tokens/s", True),
+    )),
+    Column(INPUT_PREFIX + "{}", "a drawn uncertain input", "the scenario key's", segment=r"[A-Za-z0-9_.]+",
+           conditional="an uncertain scenario key (a distribution)"),
+)
+
+_BY_NAME = {c.name: c for c in COLUMNS if not c.family}
+_FAMILIES = {c.name: c for c in COLUMNS if c.family}
+
+
+def column(name: str) -> Column | None:
+    """The entry of column ``name``: its own, else its family's (None for no column)."""
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    return next((c for c in _FAMILIES.values() if c.pattern.fullmatch(name)), None)
+
+
+#: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
+METRICS = tuple(c.name for c in COLUMNS if c.summarised and not c.family)
+#: Metrics that can be zero in a trial, so that a ratio of them would mean nothing.
+MAY_BE_ZERO = tuple(m for m in METRICS if _BY_NAME[m].may_be_zero)
+#: Metrics compared as paired ratios B/A: those positive in every trial that delivers
+#: tokens (a trial that misses its SLOs delivers none: docs/model.md#roofline).
+PAIRED_METRICS = tuple(m for m in METRICS if _BY_NAME[m].paired)
+#: Metrics that crowd just below 1: summarised as their distance from 1.
+NEAR_ONE = tuple(m for m in METRICS if _BY_NAME[m].near_one)
+#: A request class's cost column (:data:`CLASS_COST_COLUMN`), ``+inf`` where the mix serves no tokens.
+CLASS_COST = _FAMILIES[CLASS_COST_COLUMN].pattern
+
+
+def may_be_infinite(name: str) -> bool:
+    """Whether column ``name`` is ``+inf`` in a trial that delivers no tokens (module text)."""
+    entry = column(name)
+    return entry is not None and entry.may_be_infinite

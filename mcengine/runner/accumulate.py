@@ -1,0 +1,142 @@
+"""The streaming summaries of a run: every metric of every scenario and the paired ratios
+of each later scenario to the first, folded chunk by chunk in trial order; their state is
+what a checkpoint saves."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..columns import BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE, PAIRED_METRICS
+from ..errors import InputError, Problem
+from ..scenario.sampling import run_sampler
+from ..stages.econ import BREAKDOWN_PARTS
+from ..summaries import QUANTILES, Summary
+from .spec import RunSpec
+
+
+@dataclass
+class Accumulators:
+    """Streaming summaries of every metric of every scenario, and of the paired ratios
+    of each later scenario to the first (the baseline)."""
+
+    names: tuple[str, ...]
+    metrics: dict = field(default_factory=dict)  # (scenario, metric) -> Summary
+    ratios: dict = field(default_factory=dict)  # (b, metric) -> Summary of b / baseline
+    below: dict = field(default_factory=dict)  # (b, metric) -> trials where b < baseline
+    trials_done: int = 0
+    missed: dict = field(default_factory=dict)  # scenario -> trials that missed an SLO (no tokens)
+    #: Scramblings of a Sobol'-sampled run (0: pseudo-random): every summary's sem comes
+    #: from their means (:class:`~mcengine.summaries.Summary`).
+    replicates: int = 0
+    sides: dict = field(default_factory=dict)  # (b, "both" | "only_a" | "only_b") -> trials in which those serve tokens
+
+    def _summary(self, offset: float = 0.0) -> Summary:
+        return Summary(offset=offset, replicates=self.replicates)
+
+    def add(self, chunk: dict[str, dict[str, np.ndarray]]) -> None:
+        base = self.names[0]
+        for name in self.names:
+            cols = chunk[name]
+            self.missed[name] = self.missed.get(name, 0) + int(np.count_nonzero(cols["slo_met"] == 0.0))
+            for metric in METRICS:
+                offset = 1.0 if metric in NEAR_ONE else 0.0
+                self.metrics.setdefault((name, metric), self._summary(offset)).add(cols[metric], f"{name}.{metric}")
+            for part in BREAKDOWN_PARTS:
+                key = f"{BREAKDOWN}.{part}"
+                self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
+            for column in cols:  # failures by component class, and the request classes of a mix
+                if column.startswith((CLASS_PREFIX, MIX_PREFIX)):
+                    self.metrics.setdefault((name, column), self._summary()).add(cols[column], f"{name}.{column}")
+            if name == base:
+                continue
+            serves_a, serves_b = chunk[base]["tokens_per_s"] > 0.0, cols["tokens_per_s"] > 0.0
+            for side, count in (("both", serves_a & serves_b), ("only_a", serves_a & ~serves_b), ("only_b", ~serves_a & serves_b)):
+                self.sides[(name, side)] = self.sides.get((name, side), 0) + int(np.count_nonzero(count))
+            for metric in paired_metrics(chunk[base], cols):
+                a, b = chunk[base][metric], cols[metric]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
+                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}", keep=serves_a & serves_b)
+                self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
+        self.trials_done += len(chunk[base]["trial"])
+
+    def summary(self) -> dict:
+        base = self.names[0]
+        scenarios = {name: {**{metric: self.metrics[(name, metric)].to_dict() for metric in METRICS},
+                            BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in BREAKDOWN_PARTS}}
+                     for name in self.names}
+        for (name, column), summary in self.metrics.items():
+            if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}
+                cls, kind = column[len(CLASS_PREFIX):].rsplit(".", 1)
+                scenarios[name].setdefault("failures_by_class", {}).setdefault(cls, {})[kind] = summary.to_dict()
+            elif column.startswith(MIX_PREFIX):  # "mix": {request class: {metric: summary}}
+                cls, metric = column[len(MIX_PREFIX):].split(".", 1)
+                scenarios[name].setdefault("mix", {}).setdefault(cls, {})[metric] = summary.to_dict()
+        infeasible = {name: self.missed.get(name, 0) / self.trials_done for name in self.names}
+        doc: dict = {"scenarios": scenarios, "slo_infeasible_share": infeasible, "slo_missed_share": dict(infeasible)}
+        if self.replicates:  # randomised QMC: how many independent estimates each sem rests on
+            doc.update({"sampler": "sobol", "scramblings": self.replicates})
+        pairs = {}
+        for name in self.names[1:]:
+            serving = {side: self.sides.get((name, side), 0) / self.trials_done for side in ("both", "only_a", "only_b")}
+            pairs[f"{name} / {base}"] = {
+                metric: {
+                    "ratio": self._ratio(name, metric),
+                    "p_b_below_a": self.below[(name, metric)] / self.trials_done,
+                    "serving": serving,
+                }
+                for metric in (*PAIRED_METRICS, *sorted(m for n, m in self.ratios if n == name and m.startswith(MIX_PREFIX)))
+            }
+        if pairs:
+            doc["baseline"] = base
+            doc["paired"] = pairs[f"{self.names[1]} / {base}"]
+            doc["paired_all"] = pairs
+        return doc
+
+    def _ratio(self, name: str, metric: str) -> dict:
+        """The paired ratio's summary over the trials in which both serve tokens (every
+        entry NaN-free: ``inf`` when there are none)."""
+        summary = self.ratios[(name, metric)]
+        if summary.count + summary.infinite:
+            return summary.to_dict()
+        return {**{key: math.inf for key in ("mean", "std", "sem", "min", "max")}, **{key: math.inf for key, _ in QUANTILES}}
+
+    def state(self) -> dict:
+        return {
+            "names": list(self.names),
+            "trials_done": self.trials_done,
+            "metrics": [[n, m, s.state()] for (n, m), s in self.metrics.items()],
+            "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()],
+            "below": [[n, m, c] for (n, m), c in self.below.items()],
+            "missed": dict(self.missed),
+            **({"replicates": self.replicates} if self.replicates else {}),
+            "sides": [[n, side, c] for (n, side), c in self.sides.items()],
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Accumulators":
+        acc = cls(tuple(state["names"]), trials_done=int(state["trials_done"]), replicates=int(state.get("replicates", 0)))
+        acc.metrics = {(n, m): Summary.from_state(s) for n, m, s in state["metrics"]}
+        acc.ratios = {(n, m): Summary.from_state(s) for n, m, s in state["ratios"]}
+        acc.below = {(n, m): int(c) for n, m, c in state["below"]}
+        acc.missed = {n: int(c) for n, c in state.get("missed", {}).items()}
+        acc.sides = {(n, side): int(c) for n, side, c in state.get("sides", [])}
+        return acc
+
+
+def _new_accumulators(spec: RunSpec) -> Accumulators:
+    """Empty summaries of ``spec``'s run, with the standard errors of its sampler."""
+    sampler = run_sampler(spec.scenarios)
+    if sampler.replicates > spec.trials:
+        raise InputError(Problem("--trials", spec.trials, f"allowed: at least run.scramblings = {sampler.replicates} "
+                                 "with run.sampler = \"sobol\" (one trial per scrambling at least)"))
+    return Accumulators(tuple(s.name for s in spec.scenarios), replicates=sampler.replicates)
+
+
+def paired_metrics(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[str, ...]:
+    """The metrics compared as paired ratios B/A: :data:`PAIRED_METRICS`, and each request
+    class's cost per token (``mix.NAME.cost_per_mtok_usd``) that both sides serve."""
+    return (*PAIRED_METRICS, *(c for c in b if CLASS_COST.fullmatch(c) and c in a))

@@ -1,0 +1,150 @@
+"""Where a run keeps what it saves: in memory, or in its output folder, behind one interface.
+
+The execution loop (:mod:`.execution`) makes the same calls on either backend, in this
+order: :meth:`Backend.locked` around the run; :meth:`Backend.start` for a new run or
+:meth:`Backend.resume` for an interrupted one; after each chunk :meth:`Backend.save_trials`
+(with ``keep_trials``: the chunk's per-trial table) and then :meth:`Backend.save_state`
+(the summaries so far). :class:`MemoryBackend` keeps the per-trial tables in a list and
+saves no state, so nothing survives the process. :class:`FolderBackend` writes
+``run.json`` at the start, each chunk's per-trial table as its own Parquet part under
+``trials.parquet/`` (a Parquet dataset that pandas and pyarrow read as one table) and
+the summaries to ``checkpoint.json`` (atomically, :mod:`.checkpoint`), so a killed run
+resumes from its last finished chunk to exactly the straight-run numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, Problem
+from ..io import write_atomic, write_json
+from ..outfolder import TRIALS_DIR, locked, remove_parts
+from ..provenance import parquet_metadata
+from .accumulate import Accumulators
+from .checkpoint import CHECKPOINT_FILE, _load_resume, _read_json, checkpoint_text
+from .spec import RUN_FILE, RunSpec
+
+
+class Backend(ABC):
+    """What a run saves, and where (module text)."""
+
+    def __init__(self) -> None:
+        #: Per-chunk tables kept in memory (keep_trials without a folder).
+        self.frames: list[pd.DataFrame] = []
+
+    @abstractmethod
+    def locked(self) -> contextlib.AbstractContextManager:
+        """Held for the whole run: no other run may save beside it."""
+
+    @abstractmethod
+    def start(self, spec: RunSpec, provenance: dict | None) -> None:
+        """A new run of ``spec`` begins (after its summaries are made)."""
+
+    @abstractmethod
+    def resume(self, spec: RunSpec | None, expect: dict) -> tuple[RunSpec, Accumulators, object]:
+        """(the saved run, its summaries so far, the provenance of its start) of an
+        interrupted run; ``spec`` and ``expect``: what the caller asked for (each given
+        setting must equal the saved run's)."""
+
+    @abstractmethod
+    def save_trials(self, start: int, frame: pd.DataFrame, provenance: dict | None) -> None:
+        """Keep the per-trial table of the chunk from trial ``start``."""
+
+    @abstractmethod
+    def save_state(self, acc: Accumulators, fingerprint: str) -> None:
+        """Save the summaries after a chunk is folded into them."""
+
+    @abstractmethod
+    def trials_saved(self, acc: Accumulators) -> int:
+        """The trials a resume would find done."""
+
+
+class MemoryBackend(Backend):
+    """A run without a folder: per-trial tables in :attr:`frames`, nothing saved."""
+
+    def locked(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def start(self, spec: RunSpec, provenance: dict | None) -> None:
+        pass
+
+    def resume(self, spec: RunSpec | None, expect: dict) -> tuple[RunSpec, Accumulators, object]:
+        raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
+
+    def save_trials(self, start: int, frame: pd.DataFrame, provenance: dict | None) -> None:
+        self.frames.append(frame)
+
+    def save_state(self, acc: Accumulators, fingerprint: str) -> None:
+        pass
+
+    def trials_saved(self, acc: Accumulators) -> int:
+        return 0
+
+
+class FolderBackend(Backend):
+    """A run in the output folder ``out`` (module text), locked while it runs."""
+
+    def __init__(self, out: Path) -> None:
+        super().__init__()
+        self.out = out
+
+    def locked(self) -> contextlib.AbstractContextManager:
+        return locked(self.out)
+
+    def start(self, spec: RunSpec, provenance: dict | None) -> None:
+        _start_fresh(self.out)
+        write_json(self.out / RUN_FILE, {**spec.to_dict(), **({"provenance": provenance} if provenance else {})})
+
+    def resume(self, spec: RunSpec | None, expect: dict) -> tuple[RunSpec, Accumulators, object]:
+        spec, acc = _load_resume(self.out, spec, expect)
+        saved = _read_json(self.out / RUN_FILE).get("provenance")
+        remove_parts(self.out, acc.trials_done)  # parts the checkpoint does not count (killed between the two writes)
+        return spec, acc, saved
+
+    def save_trials(self, start: int, frame: pd.DataFrame, provenance: dict | None) -> None:
+        write_atomic(self.out / TRIALS_DIR / f"part-{start:012d}.parquet", _parquet_bytes(frame, provenance))
+
+    def save_state(self, acc: Accumulators, fingerprint: str) -> None:
+        write_atomic(self.out / CHECKPOINT_FILE, checkpoint_text(acc, fingerprint))
+
+    def trials_saved(self, acc: Accumulators) -> int:
+        return acc.trials_done
+
+
+def _start_fresh(out: Path) -> None:
+    """A new run may reuse a finished run's folder, never an unfinished one's."""
+    ck, run_path = out / CHECKPOINT_FILE, out / RUN_FILE
+    if ck.is_file() and run_path.is_file():
+        doc = _read_json(ck)
+        state = doc.get("state", doc)
+        done, trials = state.get("trials_done"), _read_json(run_path).get("trials")
+        if not (isinstance(done, int) and isinstance(trials, int) and done >= trials):
+            raise InputError(Problem("--out", str(out), "holds an unfinished run: continue it with --resume, or choose another folder"))
+    remove_parts(out)
+    ck.unlink(missing_ok=True)
+
+
+def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
+    """Long per-trial table of one chunk: one row per (scenario, trial)."""
+    frames = [pd.DataFrame({"scenario": name, **cols}) for name, cols in chunk.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _parquet_bytes(frame: pd.DataFrame, provenance: dict | None = None) -> bytes:
+    """One Parquet part; ``provenance`` goes to the schema metadata (key
+    :data:`mcengine.provenance.PARQUET_KEY`)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **parquet_metadata(provenance)})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
