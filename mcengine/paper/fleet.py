@@ -117,7 +117,7 @@ def need_of(base, model: str) -> float:
 def fits(base, model: str, gpus: int):
     """The best layout of ``model`` on instances of ``gpus`` at the median inputs, or None
     when its weights and KV cache fit no layout there."""
-    from ..stages._plan_median import choose_layout
+    from ..stages.roofline.median_plan import choose_layout
 
     s = variant(base, f"{base.name}.{model}.n{gpus}", [f'workload.model="{model}"', f"cluster.instance_gpus={gpus}", "cluster.instances=1"])
     try:

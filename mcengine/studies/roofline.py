@@ -8,12 +8,13 @@ import numpy as np
 
 from ..analytic import roofline as ra
 from ..analytic import serving as sv
+from ..pipeline import ahead_weights, planning_weight
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
-from ..stages import planner
-from ..stages._plan_median import choose_serving, infeasible_why
-from ..stages._roofline_layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
-from ..stages._roofline_serving import Plan, evaluate_plan
+from ..stages.roofline import planner
+from ..stages.roofline.median_plan import choose_serving, infeasible_why
+from ..stages.roofline.layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
+from ..stages.roofline.serving import Plan, evaluate_plan
 from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
 from ..units import BYTES_PER_GB, MS_PER_S
 
@@ -73,7 +74,7 @@ def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, 
 
 def roofline_study(scenario: Scenario) -> dict:
     """The body of ``mcengine roofline``: deterministic, at the median inputs, for the plan
-    in use there (``workload.plan``: :func:`mcengine.stages.planner.plan_at`).
+    in use there (``workload.plan``: :func:`mcengine.stages.roofline.planner.plan_at`).
 
     ``plan`` names it (mode and layout(s)), ``plan_rule`` is ``workload.plan``.
     ``prefill``: ``ttft_ms`` and ``ttft_bound`` for one prompt; ``tokens_per_s``
@@ -96,7 +97,7 @@ def roofline_study(scenario: Scenario) -> dict:
     if scenario.workload.classes:
         return _mix_study(scenario)
     median = quantile_inputs(scenario, 0.5)
-    plan, e = planner.plan_at(scenario, median)
+    plan, e = planner.plan_at(scenario, median, planning_weight(scenario, median), ahead_weights(scenario))
     w, m = scenario.workload, scenario.workload.model
     layout = plan.layout
     per_gpu = at_trial(e.tokens_per_s_per_gpu)
@@ -130,8 +131,8 @@ def _mix_study(scenario: Scenario) -> dict:
     class also shows its whole ``instances`` and ``idle_share``, and ``rounding_loss`` is
     the share of the continuous split's mix rate the whole instances lose."""
     median = quantile_inputs(scenario, 0.5)
-    weight = planner.advance_weight(scenario, median)
-    mix = mix_columns(scenario, median, weight)
+    weight, ahead = planning_weight(scenario, median), ahead_weights(scenario)
+    mix = mix_columns(scenario, median, weight, ahead=ahead)
     classes = {}
     for name, _ in scenario.workload.classes:
         shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
@@ -142,7 +143,7 @@ def _mix_study(scenario: Scenario) -> dict:
         for name in classes:
             classes[name].update({k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instances", "idle_share")})
         split = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, class_instances="continuous"))
-        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median, weight)["tokens_per_s_instance"])
+        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median, weight, ahead=ahead)["tokens_per_s_instance"])
     return out
 
 
@@ -256,18 +257,18 @@ def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
 def serving_section(scenario: Scenario, plan: Plan | None = None, e=None, median=None) -> dict:
     """``"serving"`` (the mode of the plan in use) and ``"serving_modes"``: each mode's best
     plan at the median inputs, the one in use (``plan``, evaluated as ``e``; default:
-    :func:`mcengine.stages.planner.plan_at`) and the runner-up of every other mode
+    :func:`mcengine.stages.roofline.planner.plan_at`) and the runner-up of every other mode
     (``workload.plan = "median"``: the median choice of each mode; otherwise the per-trial
     rule's best of each mode at the median, by ``workload.plan_objective`` with the weight
-    there: :func:`mcengine.stages.planner.best_by_mode`)."""
+    there: :func:`mcengine.stages.roofline.planner.best_by_mode`)."""
     median = quantile_inputs(scenario, 0.5) if median is None else median
     if plan is None:
-        plan, e = planner.plan_at(scenario, median)
+        plan, e = planner.plan_at(scenario, median, planning_weight(scenario, median), ahead_weights(scenario))
     if scenario.workload.plan == "median":
         choice = choose_serving(scenario)
         best, why = choice.best, choice.why
     else:
-        found = planner.best_by_mode(scenario, median)
+        found = planner.best_by_mode(scenario, median, planning_weight(scenario, median))
         best = {name: (found[name][1] if found.get(name) else None) for name in sv.SERVING_MODES}
         why = {name: "" if found.get(name) else ("not searched (workload.serving)" if name not in found else infeasible_why(scenario, name))
                for name in sv.SERVING_MODES}

@@ -8,8 +8,8 @@ import pytest
 
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import quantile_inputs
-from mcengine.stages import planner
-from mcengine.stages._roofline_layout import candidate_layouts
+from mcengine.stages.roofline import planner
+from mcengine.stages.roofline.layout import candidate_layouts
 
 ON_405B = ['workload.model="llama-3.1-405b"', "cluster.instance_gpus=16", "cluster.instances=64"]
 
@@ -31,7 +31,7 @@ def test_auto_domain_is_the_flat_instance():
 
 def test_nccl_allreduce_impl_slows_the_h100_decode_by_its_start_latency():
     from mcengine.analytic import roofline as ra
-    from mcengine.stages._roofline_layout import rates_of
+    from mcengine.stages.roofline.layout import rates_of
 
     custom = load_scenario("h100")
     nccl = load_scenario("h100", ['workload.allreduce_impl="nccl"'])

@@ -28,7 +28,7 @@ from mcengine.pipeline import run_block
 from mcengine.rng import uniforms_for_trials
 from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
 from mcengine.stages import roofline
-from mcengine.stages._roofline_layout import evaluate, lengths_of, rates_of
+from mcengine.stages.roofline.layout import evaluate, lengths_of, rates_of
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 #: One plan, fixed: H100 TP 8, heads sharded, static batches chosen at the median.
@@ -67,7 +67,7 @@ def test_a_decode_step_reads_the_length_weighted_mean_answer():
     their length, so a decode step reads S + E[O^2] / (2 E[O]) (lognormal: E[O^2]/E[O] =
     m exp(3 sigma^2 / 2)), in static and in continuous serving alike."""
     from mcengine.analytic import serving as sv
-    from mcengine.stages._roofline_serving import evaluate_continuous
+    from mcengine.stages.roofline.serving import evaluate_continuous
 
     law = 'workload.output_tokens={law="lognormal", median=200, sigma=0.8}'
     s = api.check("h100", [*ONE_LAYOUT, "workload.prompt_tokens=1000", law])
@@ -187,7 +187,8 @@ def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
     """Long prompts and a high KV quantile, short answers: each side the one that serves
     fewer output tokens/s (a longer answer spreads its prompt's prefill over more tokens)."""
     from mcengine.scenario.sampling import TrialInputs
-    from mcengine.stages.planner import pessimistic_inputs, plan_at
+    from mcengine.pipeline import ahead_weights, planning_weight
+    from mcengine.stages.roofline.planner import pessimistic_inputs, plan_at
 
     s = api.check("h100", ['workload.output_tokens={law="lognormal", median={dist="uniform", low=100, high=300}, sigma=0.5}',
                            'workload.prompt_tokens={dist="uniform", low=1000, high=3000}', 'workload.kv_length_quantile={dist="uniform", low=0.9, high=0.99}'])
@@ -197,7 +198,7 @@ def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
     assert at["workload.kv_length_quantile"][0] == pytest.approx(0.981, rel=1e-12)
     assert at["workload.compute_efficiency"][0] < s.workload.efficiency_of("compute").median()
     longer_answers = TrialInputs(at.trial_start, at.n, {**at.values, "workload.output_tokens.median": np.full(1, 280.0)})
-    tokens = [float(plan_at(s, x)[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
+    tokens = [float(plan_at(s, x, planning_weight(s, x), ahead_weights(s))[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
     assert tokens[0] < tokens[1]
 
 

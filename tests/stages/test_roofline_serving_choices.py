@@ -11,8 +11,8 @@ from mcengine.analytic import roofline as ra
 from mcengine.errors import InputError
 from mcengine.scenario.sampling import TrialInputs, quantile_inputs
 from mcengine.stages import roofline
-from mcengine.stages._plan_median import choose_layout
-from mcengine.stages._roofline_layout import candidate_layouts
+from mcengine.stages.roofline.median_plan import choose_layout
+from mcengine.stages.roofline.layout import candidate_layouts
 from mcengine.studies import roofline as study
 from mcengine.validation.roofline import CALIBRATION, KNOWN_MISSES, Anchor, calibrated_scenario as calibrated
 

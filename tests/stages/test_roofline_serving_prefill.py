@@ -11,8 +11,8 @@ from mcengine.analytic import serving as sv
 from mcengine.scenario import load_scenario
 from mcengine.scenario.cards import load_model_card
 from mcengine.scenario.sampling import quantile_inputs
-from mcengine.stages._roofline_layout import rates_of
-from mcengine.stages._plan_median import choose_serving
+from mcengine.stages.roofline.layout import rates_of
+from mcengine.stages.roofline.median_plan import choose_serving
 from mcengine.studies.roofline import roofline_study
 from tests.conftest import FP8_FIT_EFFICIENCIES
 

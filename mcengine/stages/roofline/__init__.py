@@ -6,19 +6,19 @@ vectorised with NumPy over trials (a few dozen array operations per layout; the
 per-trial planner's choice over its candidate table and the disaggregated pairs' rows
 are kernel passes, :mod:`mcengine.kernels.plan`). Uncertain efficiencies, latencies and overheads arrive per trial through
 :class:`~mcengine.scenario.sampling.TrialInputs`; ``mcengine roofline`` evaluates them at
-their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.planner`
+their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.roofline.planner`
 chooses the plan (serving mode x layout x attention x all-reduce) as
 ``workload.plan`` says: per trial for its own inputs and SLOs (the default), once at the
-median inputs (its median rule: :mod:`mcengine.stages._plan_median`), or once at
-pessimistic inputs; the closed forms of :mod:`._roofline_layout` and
-:mod:`._roofline_serving` time it.
+median inputs (its median rule: :mod:`mcengine.stages.roofline.median_plan`), or once at
+pessimistic inputs; the closed forms of :mod:`.layout` and
+:mod:`.serving` time it.
 
 Throughput of an instance: batches of ``B`` requests are prefilled together and then
 decoded for ``O`` steps, ``B O / (prefill(B) + O TPOT(B))`` output tokens/s, with TPOT at
 the mean context ``S + O/2`` and ``B`` at most what fits HBM at the full ``S + O``
 context (``batch = "auto"``: also at most what meets the TPOT SLO). Lengths drawn per
 trial or spread across requests by a length law enter as per-trial means ``S``, ``O`` and
-the context at ``workload.kv_length_quantile`` (:func:`._roofline_layout.lengths_of`,
+the context at ``workload.kv_length_quantile`` (:func:`.layout.lengths_of`,
 docs/model.md#lengths).
 """
 
@@ -29,14 +29,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..analytic import mix as mx
-from ..errors import InputError, NumericalError, Problem
-from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs
-from ..units import MS_PER_S
-from ._roofline_layout import evaluate, lengths_label, lengths_of
-from ._roofline_serving import evaluate_plan
-from . import _plan_median, planner
+from ...analytic import mix as mx
+from ...errors import InputError, NumericalError, Problem
+from ...scenario import Scenario
+from ...scenario.sampling import TrialInputs
+from ...units import MS_PER_S
+from .layout import evaluate, lengths_label, lengths_of
+from .serving import evaluate_plan
+from . import median_plan, planner
+from .planner import AheadWeights, ahead_inputs, ahead_points
 
 STAGE = "roofline"
 
@@ -49,7 +50,8 @@ def at_trial(x: np.ndarray, i: int = 0) -> float:
     return float(np.ravel(x)[i])
 
 
-def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None) -> dict[str, np.ndarray]:
+def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
+               ahead: AheadWeights = AheadWeights()) -> dict[str, np.ndarray]:
     """Per-trial roofline columns for the chained run (arrays of shape (n,)).
 
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
@@ -58,8 +60,8 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
     utilisation of the power model), of the plan ``workload.plan`` says the trial serves
     (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
-    pessimistic inputs; with "median", :mod:`._plan_median`'s plan, evaluated as the static
-    lines below say or by :mod:`._roofline_serving`).
+    pessimistic inputs; with "median", :mod:`.median_plan`'s plan, evaluated as the static
+    lines below say or by :mod:`.serving`).
     ``output_tokens_per_request`` is ``workload.output_tokens`` (its mean per trial: a
     drawn typical length or a length law's mean; the mix's mean with request classes).
     With ``[workload.classes]`` the columns are those of the mix
@@ -70,14 +72,16 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     the caller for trials whose roofline inputs are equal (the chain's scenarios that
     differ in reliability alone), in which each request shape's candidate evaluations
     are kept and reused (the choice, which reads the weight, is made per call).
+    ``ahead``: the weights of the plans chosen ahead of the trials (``workload.plan =
+    "quantile"`` reads the pessimistic one; :class:`~.planner.AheadWeights`).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
     if scenario.workload.plan_objective == "throughput":
         power_weight = None
     if scenario.workload.classes:
-        return mix_columns(scenario, inputs, power_weight, tables)
-    columns = _one_shape(scenario, inputs, power_weight, tables)
+        return mix_columns(scenario, inputs, power_weight, tables, ahead)
+    columns = _one_shape(scenario, inputs, power_weight, tables, ahead)
     columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
     return columns
 
@@ -140,7 +144,8 @@ def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInp
     return dataclasses.replace(inputs, values={**inputs.values, **own}) if own else inputs
 
 
-def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None) -> dict[str, np.ndarray]:
+def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
+                ahead: AheadWeights = AheadWeights()) -> dict[str, np.ndarray]:
     """The columns of a mix of request classes (docs/model.md#mix, :mod:`mcengine.analytic.mix`).
 
     Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths,
@@ -167,7 +172,7 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     shapes = request_shapes(scenario, inputs)
     names = [name for name, _, _ in shapes]
     outputs = [lengths_of(s, i).output_tokens for _, s, i in shapes]
-    per_class = [_one_shape(s, i, power_weight, tables, name) for name, s, i in shapes]
+    per_class = [_one_shape(s, i, power_weight, tables, ahead, name) for name, s, i in shapes]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
@@ -205,13 +210,13 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
 
 
 @lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario) -> np.ndarray:
+def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     """``float64[instance_gpus + 1]``: the share of an instance's throughput it keeps with
     ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs:
     :func:`.planner.capacity_table`, and for a mix the mean of its classes' tables (each
     class's own plan, lengths and SLOs) weighted by the instance shares at the median
-    inputs, planned by the objective with the weight there
-    (:func:`.planner.advance_weight`; normalised: instances left over by whole-instance
+    inputs, planned by the objective with ``ahead``'s weights (the class scenarios
+    share the mix's: the weight reads no ``workload`` key; normalised: instances left over by whole-instance
     rounding serve no class).
     The life kernel adds ``capacity[k]`` x time to the served capacity, so with the
     instances exchangeable (a failure lands on a class-``c`` instance with probability
@@ -219,18 +224,16 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     a degraded instance counting as that share of an instance of its class, and the
     router keeping the classes' shares of the capacity."""
     if not scenario.workload.classes:
-        return planner.capacity_table(scenario)
-    from ..scenario.sampling import quantile_inputs
-
-    median = quantile_inputs(scenario, 0.5)
-    mix = mix_columns(scenario, median, planner.advance_weight(scenario, median))
+        return planner.capacity_table(scenario, ahead)
+    median = ahead_inputs(scenario, "median")
+    mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
     shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
-    tables = [share * planner.capacity_table(class_scenario(scenario, name)) for share, (name, _) in zip(shares, scenario.workload.classes)]
+    tables = [share * planner.capacity_table(class_scenario(scenario, name), ahead) for share, (name, _) in zip(shares, scenario.workload.classes)]
     return sum(tables[1:], tables[0]) / sum(shares)
 
 
-def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
-               shape: str = "") -> dict[str, np.ndarray]:
+def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None, tables: dict | None,
+               ahead: AheadWeights, shape: str = "") -> dict[str, np.ndarray]:
     """The columns of one request shape (``workload.prompt_tokens`` / ``output_tokens``;
     ``shape``: its key in ``tables``)."""
     if scenario.workload.plan == "per_trial":
@@ -240,12 +243,12 @@ def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
             tables[shape] = block.table
         return _planned_columns(block, inputs)
     if scenario.workload.plan == "quantile":
-        plan, share = planner.quantile_plan(scenario)
+        plan, share = planner.quantile_plan(scenario, ahead.at(scenario, "pessimistic"))
         return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")
     if scenario.workload.serving != "static":
-        plan, share = _plan_median.chosen_plan(scenario)
+        plan, share = median_plan.chosen_plan(scenario)
         return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, scenario.workload.serving)
-    best, _ = _plan_median.choose_layout(scenario)
+    best, _ = median_plan.choose_layout(scenario)
     e = evaluate(scenario, best.layout, inputs)
     misfit = ~e.fits
     if misfit.any():

@@ -1,11 +1,11 @@
 """Roofline stage internals: the serving modes beyond static batching
 (docs/model.md#serving; formulas in :mod:`mcengine.analytic.serving`).
 
-``"static"`` is :mod:`._roofline_layout`'s evaluation; ``"continuous"`` (chunked
+``"static"`` is :mod:`.layout`'s evaluation; ``"continuous"`` (chunked
 prefill, :func:`evaluate_continuous`) and ``"disaggregated"`` (prefill and decode
 instances, :func:`evaluate_disaggregated`) evaluate the same candidate layouts with their
 own step models; :func:`evaluate_plan` evaluates one :class:`Plan` in whichever mode it
-names. This module chooses nothing: the planner (:mod:`.planner`, and :mod:`._plan_median`
+names. This module chooses nothing: the planner (:mod:`.planner`, and :mod:`.median_plan`
 for ``workload.plan = "median"``) picks the plan these closed forms time.
 
 The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode,
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analytic import roofline as ra
-from ..analytic import serving as sv
-from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs
-from ..units import MS_PER_S
-from ._roofline_layout import Evaluation, evaluate, lengths_of, rates_of
+from ...analytic import roofline as ra
+from ...analytic import serving as sv
+from ...scenario import Scenario
+from ...scenario.sampling import TrialInputs
+from ...units import MS_PER_S
+from .layout import Evaluation, evaluate, lengths_of, rates_of
 
 
 def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
@@ -89,7 +89,7 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
     (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
     (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut.
-    ``rates``: the trials' :func:`~._roofline_layout.rates_of` when already made."""
+    ``rates``: the trials' :func:`~.layout.rates_of` when already made."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
@@ -241,7 +241,7 @@ def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, rat
     whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
     ``P``, bisection), while prompts/s ``P / prefill(P)`` grows with ``P`` (weights
     streamed once per pass), so the largest allowed ``P`` is the best. ``rates``: the
-    trials' :func:`~._roofline_layout.rates_of` when already made."""
+    trials' :func:`~.layout.rates_of` when already made."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     kv = kv_rates(scenario, rates)
@@ -315,7 +315,7 @@ class Plan:
 
 def evaluate_plan(scenario: Scenario, plan: Plan, inputs: TrialInputs, share=None):
     """``plan`` for every trial of ``inputs`` (disaggregated: with prefill share ``share``,
-    None = each trial's balanced share): a :class:`~._roofline_layout.Evaluation`,
+    None = each trial's balanced share): a :class:`~.layout.Evaluation`,
     :class:`Continuous` or :class:`Disaggregated`."""
     if plan.mode == "continuous":
         return evaluate_continuous(scenario, plan.layout, inputs)

@@ -12,9 +12,9 @@ the fastest algorithm the fabric ``cluster.scale_up`` allows, per message).
 
 This module evaluates (:func:`evaluate`: batch limits, phase times and tokens/s of one
 layout under static batching) and lists the candidates (:func:`candidate_layouts`, and
-:func:`_degraded_layouts` for instances short of GPUs); it chooses nothing. The choice is
+:func:`degraded_layouts` for instances short of GPUs); it chooses nothing. The choice is
 the planner's (:mod:`.planner`; the median rule of ``workload.plan = "median"`` in
-:mod:`._plan_median`).
+:mod:`.median_plan`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..analytic import lengths as al
-from ..analytic import roofline as ra
-from ..errors import InputError, Problem
-from ..scenario import Dist, Scenario
-from ..scenario.lengths import EmpiricalLength, LognormalLength
-from ..scenario.sampling import TrialInputs
-from ..units import MS_PER_S
+from ...analytic import lengths as al
+from ...analytic import roofline as ra
+from ...errors import InputError, Problem
+from ...scenario import Dist, Scenario
+from ...scenario.lengths import EmpiricalLength, LognormalLength
+from ...scenario.sampling import TrialInputs
+from ...units import MS_PER_S
 
 
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
@@ -330,7 +330,7 @@ def _tensor_degrees(scenario: Scenario) -> list[int]:
     return sorted(t for t in {*small, *(dim // d for d in small)} if t <= n)
 
 
-def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
+def degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
     """Every shardable ``t x p`` layout of at most ``instance_gpus`` GPUs (``p`` at most the
     layers), in each searched attention mode but the grouped one (a degraded instance
     reshards with heads sharded or data-parallel attention; the full instance's plan may be

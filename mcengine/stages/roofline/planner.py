@@ -1,11 +1,11 @@
 """The planner: which plan each trial serves (docs/model.md#plan).
 
-A :class:`~._roofline_serving.Plan` is a serving mode with its layout(s) (tensor x
+A :class:`~.serving.Plan` is a serving mode with its layout(s) (tensor x
 pipeline, attention mode, all-reduce algorithm; disaggregated: a prefill and a decode
 layout). Its batch is set inside the evaluators (the largest the memory, chunk and SLO
 limits allow with ``workload.batch = "auto"``). This module only chooses; the closed
-forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_serving`;
-the median rule of ``workload.plan = "median"`` is :mod:`._plan_median`.
+forms that time one plan are :mod:`.layout` and :mod:`.serving`;
+the median rule of ``workload.plan = "median"`` is :mod:`.median_plan`.
 
 ``workload.plan`` says when the plan is chosen:
 
@@ -17,7 +17,7 @@ the median rule of ``workload.plan = "median"`` is :mod:`._plan_median`.
   meets them is *infeasible*: it serves no tokens (``slo_met`` 0) and its columns
   describe the fitting candidate with the lowest TPOT.
 * ``"median"``: one plan chosen at the median inputs
-  (:func:`~._plan_median.choose_serving`) serves every trial.
+  (:func:`~.median_plan.choose_serving`) serves every trial.
 * ``"quantile"``: one plan, chosen by the per-trial rule at pessimistic inputs
   (:func:`pessimistic_inputs`), serves every trial, disaggregated with the prefill share
   it was planned with: a plan provisioned in advance.
@@ -25,8 +25,9 @@ the median rule of ``workload.plan = "median"`` is :mod:`._plan_median`.
 Every choice made ahead of the trials by the per-trial rule (the quantile plan,
 :func:`plan_at` and :func:`best_by_mode` for ``mcengine roofline``, the plans of
 :func:`capacity_table`) takes the same objective as the trials, at its own inputs: by
-cost, with the econ weight there (:func:`advance_weight`). Only ``"median"``'s rule
-(:mod:`._plan_median`) ranks by tokens/s per GPU whatever the objective.
+cost, with the econ weight there, which the pipeline computes and hands in
+(:class:`AheadWeights`). Only ``"median"``'s rule
+(:mod:`.median_plan`) ranks by tokens/s per GPU whatever the objective.
 
 Cost: the candidates are the searched serving modes x the candidate layouts (pairs of
 them for disaggregated serving), and the layouts are at most the tensor degrees that
@@ -44,15 +45,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..analytic import serving as sv
-from ..errors import InputError, Problem
-from ..kernels.plan import disaggregated_rows, fold_best
-from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs, quantile_inputs
-from ..units import MS_PER_S
-from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
-from . import _plan_median, econ
-from ._roofline_serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
+from ...analytic import serving as sv
+from ...errors import InputError, Problem
+from ...kernels.plan import disaggregated_rows, fold_best
+from ...scenario import Scenario
+from ...scenario.sampling import TrialInputs, quantile_inputs
+from ...units import MS_PER_S
+from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
+from . import median_plan
+from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
 #: pessimistic side of ``workload.plan = "quantile"`` is their upper quantile. Every other
@@ -68,7 +69,7 @@ def serving_modes(scenario: Scenario) -> tuple[str, ...]:
 @lru_cache(maxsize=64)
 def candidates(scenario: Scenario) -> tuple[Plan, ...]:
     """Every plan searched, in tie-break order: modes in :data:`~mcengine.analytic.serving.SERVING_MODES`
-    order, layouts in :func:`~._roofline_layout.candidate_layouts` order (disaggregated:
+    order, layouts in :func:`~.layout.candidate_layouts` order (disaggregated:
     decode layout, then prefill layout)."""
     layouts = candidate_layouts(scenario)
     plans: list[Plan] = []
@@ -128,7 +129,7 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     """The :class:`CandidateTable` of ``inputs`` (disaggregated at each trial's balanced
     prefill share). Each layout is evaluated once per mode; the disaggregated pairs of a
     decode layout with every prefill layout are combined in one kernel pass per decode
-    layout (:func:`~._roofline_serving.disaggregated_of`'s formulas, elementwise, so its
+    layout (:func:`~.serving.disaggregated_of`'s formulas, elementwise, so its
     numbers to the bit), and a pair's whole evaluation is built only when asked for."""
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
@@ -181,7 +182,7 @@ def _common_across_trials(rates):
 def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates) -> list[tuple]:
     """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
-    ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
+    ``passes``: :class:`~.serving.Disaggregated`'s properties at the balanced
     share, over a prefill axis in one kernel pass
     (:func:`mcengine.kernels.plan.disaggregated_rows`). A decode evaluation that serves
     no trial (it misses HBM or the TPOT SLO in every one) serves none in any pair: its
@@ -348,48 +349,81 @@ def pessimistic_inputs(scenario: Scenario, q: float) -> TrialInputs:
     return quantile_inputs(scenario, q, {key: 1.0 - q for key in slower})
 
 
-def advance_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray | None:
-    """The ``power_weight`` of :func:`objective` for a plan chosen ahead of the trials at
-    ``inputs`` (the median, pessimistic inputs): by ``workload.plan_objective = "cost"``
-    the econ weight at those inputs (:func:`mcengine.stages.econ.planning_power_weight`),
-    None (the most tokens/s) for ``"throughput"``."""
-    return econ.planning_power_weight(scenario, inputs) if scenario.workload.plan_objective == "cost" else None
+#: The one-trial inputs at which a plan is chosen ahead of the trials (:func:`ahead_inputs`).
+AHEAD_POINTS = ("median", "pessimistic")
+
+
+def ahead_inputs(scenario: Scenario, point: str) -> TrialInputs:
+    """The one trial of :data:`AHEAD_POINTS` ``point``: the median inputs, or
+    :func:`pessimistic_inputs` at ``workload.plan_quantile``."""
+    if point == "median":
+        return quantile_inputs(scenario, 0.5)
+    return pessimistic_inputs(scenario, scenario.workload.plan_quantile.value)
+
+
+def ahead_points(scenario: Scenario, reshard: bool) -> tuple[str, ...]:
+    """The points of :data:`AHEAD_POINTS` at which ``workload.plan`` chooses a plan ahead of
+    the trials: ``"quantile"`` the pessimistic one; with ``reshard`` also the median, where
+    :func:`capacity_table` plans (not ``"median"``'s rule, which reads no weight)."""
+    rule = scenario.workload.plan
+    points = ("pessimistic",) if rule == "quantile" else ()
+    return ("median", *points) if reshard and rule != "median" else points
+
+
+@dataclass(frozen=True)
+class AheadWeights:
+    """The ``power_weight`` of :func:`objective` for the plans chosen ahead of the trials,
+    at each point of :data:`AHEAD_POINTS` (:func:`ahead_inputs`): by
+    ``workload.plan_objective = "cost"`` the econ stage's planning power weight there
+    (:func:`mcengine.stages.econ.planning_power_weight`, computed and handed in by
+    :func:`mcengine.pipeline.ahead_weights`); None, the most tokens/s, for ``"throughput"``.
+    Plain floats: a cache key of the plans chosen with them."""
+
+    median: float | None = None
+    pessimistic: float | None = None
+
+    def at(self, scenario: Scenario, point: str) -> float | None:
+        """The weight at ``point``; ValueError where ``scenario`` plans by cost and it was
+        not given (a plan chosen by throughput in its stead would be another model)."""
+        weight = getattr(self, point)
+        if weight is None and scenario.workload.plan_objective == "cost":
+            raise ValueError(f"workload.plan_objective = \"cost\" plans at the {point} inputs with the econ weight there: "
+                             "pass it (mcengine.pipeline.ahead_weights)")
+        return weight
 
 
 @lru_cache(maxsize=64)
-def quantile_plan(scenario: Scenario) -> tuple[Plan, float | None]:
+def quantile_plan(scenario: Scenario, weight: float | None) -> tuple[Plan, float | None]:
     """``workload.plan = "quantile"``: the per-trial rule's plan at
     :func:`pessimistic_inputs` (``workload.plan_quantile``), by the objective with the
-    weight there (:func:`advance_weight`), and, disaggregated, its prefill share there
-    (None otherwise). Raises InputError when the model fits no plan there."""
-    at = pessimistic_inputs(scenario, scenario.workload.plan_quantile.value)
-    block = plan_per_trial(scenario, at, advance_weight(scenario, at))
+    ``weight`` there (:attr:`AheadWeights.pessimistic`), and, disaggregated, its prefill
+    share there (None otherwise). Raises InputError when the model fits no plan there."""
+    at = ahead_inputs(scenario, "pessimistic")
+    block = plan_per_trial(scenario, at, weight)
     plan = block.plan_of(0)
     share = float(block.evaluation(0).prefill_share[0]) if plan.mode == "disaggregated" else None
     return plan, share
 
 
-def plan_at(scenario: Scenario, inputs: TrialInputs) -> tuple[Plan, object]:
+def plan_at(scenario: Scenario, inputs: TrialInputs, weight: float | None, ahead: AheadWeights) -> tuple[Plan, object]:
     """The plan in use at the one trial ``inputs`` (e.g. the median, for ``mcengine
     roofline``) under ``workload.plan``, with its evaluation there: by ``"per_trial"`` the
-    trial's best plan by the objective with the weight at ``inputs``
-    (:func:`advance_weight`)."""
+    trial's best plan by the objective with ``weight``, the econ weight at ``inputs``; by
+    ``"quantile"`` the plan chosen with ``ahead``'s pessimistic weight."""
     mode = scenario.workload.plan
     if mode == "per_trial":
-        plan = plan_per_trial(scenario, inputs, advance_weight(scenario, inputs)).plan_of(0)
+        plan = plan_per_trial(scenario, inputs, weight).plan_of(0)
         return plan, evaluate_plan(scenario, plan, inputs)
-    plan, share = _plan_median.chosen_plan(scenario) if mode == "median" else quantile_plan(scenario)
+    plan, share = median_plan.chosen_plan(scenario) if mode == "median" else quantile_plan(scenario, ahead.at(scenario, "pessimistic"))
     return plan, evaluate_plan(scenario, plan, inputs, share)
 
 
-def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Plan, object] | None]:
+def best_by_mode(scenario: Scenario, inputs: TrialInputs, weight: float | None) -> dict[str, tuple[Plan, object] | None]:
     """At the one trial ``inputs``: each searched mode's best plan by the per-trial rule
-    (the largest :func:`objective` with the weight at ``inputs``, :func:`advance_weight`,
-    among the plans that fit and meet the SLOs, else the fitting one with the lowest TPOT)
+    (the largest :func:`objective` with ``weight``, the econ weight at ``inputs``, among the plans that fit and meet the SLOs, else the fitting one with the lowest TPOT)
     with its evaluation (every batch limit searched in full); None for a mode where no
     plan fits."""
     table = evaluate_candidates(scenario, inputs)
-    weight = advance_weight(scenario, inputs)
     served, fits, tpot = table.served[:, 0], table.fits[:, 0], table.tpot_s[:, 0]
     modes = np.array([p.mode for p in table.plans])
     out: dict[str, tuple[Plan, object] | None] = {}
@@ -422,9 +456,9 @@ def _resized(scenario: Scenario, gpus: int) -> Scenario:
 
 def layout_sizes(scenario: Scenario) -> list[int]:
     """The instance sizes ``t x p <= instance_gpus`` on which some layout can shard the model
-    (:func:`~._roofline_layout._degraded_layouts`): at most (tensor degrees) x layers of
+    (:func:`~.layout.degraded_layouts`): at most (tensor degrees) x layers of
     them, whatever ``instance_gpus``."""
-    return sorted({layout.gpus for layout in _degraded_layouts(scenario)})
+    return sorted({layout.gpus for layout in degraded_layouts(scenario)})
 
 
 def best_tokens(scenario: Scenario, inputs: TrialInputs, power_weight=None) -> float:
@@ -436,17 +470,17 @@ def best_tokens(scenario: Scenario, inputs: TrialInputs, power_weight=None) -> f
 
 
 @lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario) -> np.ndarray:
+def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k`` of
     its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard), at the median
     inputs (one table per scenario, whatever ``workload.plan``; "median" keeps the static
-    layout table of :func:`~._plan_median.capacity_table`).
+    layout table of :func:`~.median_plan.capacity_table`).
 
     ``table[k] = min(1, thr(n - k) / full)``: ``full`` is the output tokens/s of the plan in
     use (:func:`plan_at`); ``r(g)`` the tokens/s of the plan the per-trial rule picks for an
     instance of exactly ``g`` GPUs, in the same searched serving modes and by the same
     objective as the full instance's, with the full cluster's weight at the median
-    (:func:`advance_weight`; 0 if no plan meets the SLOs); ``thr(m)`` the best set of
+    (``ahead``'s median weight; 0 if no plan meets the SLOs); ``thr(m)`` the best set of
     replicas that fits ``m`` GPUs: ``q = floor(m / g)`` replicas of one size ``g`` plus the
     best single instance on the ``m - q g`` GPUs left over. The sizes ``g`` are
     :func:`layout_sizes` (independent of ``n``), so the cost is bounded by the model's
@@ -461,14 +495,14 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     keep the most tokens/s.
     """
     if scenario.workload.plan == "median":
-        return _plan_median.capacity_table(scenario)
+        return median_plan.capacity_table(scenario)
     n = scenario.cluster.instance_gpus
-    median = quantile_inputs(scenario, 0.5)
-    _, e = plan_at(scenario, median)
+    median = ahead_inputs(scenario, "median")
+    weight = ahead.at(scenario, "median")  # the whole cluster's: a degraded instance is part of it
+    _, e = plan_at(scenario, median, weight, ahead)
     full = float(np.ravel(served_tokens(e))[0])
     if not full > 0.0:
         return np.concatenate([[1.0], np.zeros(n)])
-    weight = advance_weight(scenario, median)  # the whole cluster's: a degraded instance is part of it
     single = np.zeros(n + 1)  # r(g) at the sizes with a layout
     for g in layout_sizes(scenario):
         single[g] = best_tokens(_resized(scenario, g), median, weight) if g != n else full

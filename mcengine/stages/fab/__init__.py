@@ -31,11 +31,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..analytic import fab as analytic
-from ..errors import InputError, NumericalError, Problem
-from ..options import check_seed
-from ..scenario.sampling import TrialInputs
-from .fab_geometry import WaferMap, scenario_wafer_map
+from ...analytic import fab as analytic
+from ...errors import InputError, NumericalError, Problem
+from ...options import check_seed
+from ...scenario.sampling import TrialInputs
+from .geometry import WaferMap, scenario_wafer_map
 
 #: A production run that has not reached its target after this many wafers is reported
 #: as infeasible (NumericalError) instead of running on.
@@ -70,7 +70,7 @@ class FabModel:
 
 @lru_cache(maxsize=64)
 def _table(units: int, spares: int) -> np.ndarray:
-    from ..kernels.fab import TABLE_MAX_DEFECTS, harvest_table
+    from ...kernels.fab import TABLE_MAX_DEFECTS, harvest_table
 
     return harvest_table(units, spares, TABLE_MAX_DEFECTS)
 
@@ -157,7 +157,7 @@ def simulate_wafer_block(model: FabModel, inputs: TrialInputs, seed: int, spatia
     good, harvested : int64[n]
         Good dies per wafer and how many of them carry defects (harvested).
     """
-    from ..kernels.fab import simulate_wafers, simulate_wafers_spatial
+    from ...kernels.fab import simulate_wafers, simulate_wafers_spatial
 
     a = _kernel_arrays(inputs)
     w = model.wafer
@@ -248,7 +248,7 @@ def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, n
         When a trial needs more than :data:`MAX_WAFERS_PER_RUN` wafers, naming the
         trial and its drawn fab inputs.
     """
-    from ..kernels.fab import simulate_runs
+    from ...kernels.fab import simulate_runs
 
     model = fab_model(scenario)
     a = _kernel_arrays(inputs)
