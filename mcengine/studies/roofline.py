@@ -11,11 +11,9 @@ from ..analytic import serving as sv
 from ..pipeline import ahead_weights, planning_weight
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
-from ..stages.roofline import planner
-from ..stages.roofline.median_plan import choose_serving, infeasible_why
 from ..stages.roofline.layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
 from ..stages.roofline.serving import Plan, evaluate_plan
-from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
+from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns, rule_of
 from ..units import BYTES_PER_GB, MS_PER_S
 
 
@@ -74,7 +72,7 @@ def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, 
 
 def roofline_study(scenario: Scenario) -> dict:
     """The body of ``mcengine roofline``: deterministic, at the median inputs, for the plan
-    in use there (``workload.plan``: :func:`mcengine.stages.roofline.planner.plan_at`).
+    in use there (``workload.plan``'s rule: :meth:`mcengine.stages.roofline.rules.PlanRule.plan`).
 
     ``plan`` names it (mode and layout(s)), ``plan_rule`` is ``workload.plan``.
     ``prefill``: ``ttft_ms`` and ``ttft_bound`` for one prompt; ``tokens_per_s``
@@ -97,7 +95,7 @@ def roofline_study(scenario: Scenario) -> dict:
     if scenario.workload.classes:
         return _mix_study(scenario)
     median = quantile_inputs(scenario, 0.5)
-    plan, e = planner.plan_at(scenario, median, planning_weight(scenario, median), ahead_weights(scenario))
+    plan, e = rule_of(scenario).plan(scenario, median, _weight(scenario, median), ahead_weights(scenario))
     w, m = scenario.workload, scenario.workload.model
     layout = plan.layout
     per_gpu = at_trial(e.tokens_per_s_per_gpu)
@@ -254,24 +252,23 @@ def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
     return row
 
 
+def _weight(scenario: Scenario, inputs) -> np.ndarray | None:
+    """The econ weight at the one trial ``inputs`` where ``scenario``'s plan rule reads one
+    (:attr:`~mcengine.stages.roofline.rules.PlanRule.weighs`), else None."""
+    return planning_weight(scenario, inputs) if rule_of(scenario).weighs else None
+
+
 def serving_section(scenario: Scenario, plan: Plan | None = None, e=None, median=None) -> dict:
     """``"serving"`` (the mode of the plan in use) and ``"serving_modes"``: each mode's best
     plan at the median inputs, the one in use (``plan``, evaluated as ``e``; default:
-    :func:`mcengine.stages.roofline.planner.plan_at`) and the runner-up of every other mode
+    :meth:`mcengine.stages.roofline.rules.PlanRule.plan`) and the runner-up of every other mode
     (``workload.plan = "median"``: the median choice of each mode; otherwise the per-trial
     rule's best of each mode at the median, by ``workload.plan_objective`` with the weight
-    there: :func:`mcengine.stages.roofline.planner.best_by_mode`)."""
+    there: :meth:`mcengine.stages.roofline.rules.PlanRule.modes`)."""
     median = quantile_inputs(scenario, 0.5) if median is None else median
     if plan is None:
-        plan, e = planner.plan_at(scenario, median, planning_weight(scenario, median), ahead_weights(scenario))
-    if scenario.workload.plan == "median":
-        choice = choose_serving(scenario)
-        best, why = choice.best, choice.why
-    else:
-        found = planner.best_by_mode(scenario, median, planning_weight(scenario, median))
-        best = {name: (found[name][1] if found.get(name) else None) for name in sv.SERVING_MODES}
-        why = {name: "" if found.get(name) else ("not searched (workload.serving)" if name not in found else infeasible_why(scenario, name))
-               for name in sv.SERVING_MODES}
+        plan, e = rule_of(scenario).plan(scenario, median, _weight(scenario, median), ahead_weights(scenario))
+    best, why = rule_of(scenario).modes(scenario, median, _weight(scenario, median))
     best[plan.mode] = e
     modes = {name: _mode_row(scenario, name, best[name], why.get(name, ""), name == plan.mode) for name in sv.SERVING_MODES}
     return {"serving": plan.mode, "serving_modes": modes}

@@ -12,7 +12,7 @@ from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
 from mcengine.pipeline import ahead_weights, planning_weight, reshard_capacity, run_block
 from mcengine.stages import econ, roofline
-from mcengine.stages.roofline import planner
+from mcengine.stages.roofline import planner, rules
 from mcengine.stages.roofline.layout import allreduce_algorithm, evaluate
 from mcengine.stages.roofline.serving import evaluate_continuous, evaluate_disaggregated
 from tests.conftest import FP8_FIT_EFFICIENCIES
@@ -122,7 +122,7 @@ def test_roofline_output_describes_the_plan_in_use(design):
 
 def test_quantile_plan_is_the_per_trial_choice_at_pessimistic_inputs_served_everywhere():
     s = load_scenario("lite-h100-2x", ('workload.plan="quantile"', "workload.plan_quantile=0.1"))
-    plan, share = planner.quantile_plan(s, ahead_weights(s).pessimistic)
+    plan, share = rules.quantile_plan(s, ahead_weights(s).pessimistic)
     at = planner.pessimistic_inputs(s, 0.1)
     # efficiencies at their 10th percentile, latencies at their 90th
     assert at["workload.memory_efficiency"][0] == pytest.approx(0.82 + 0.1 * 0.06)  # the bf16 table's
@@ -222,8 +222,8 @@ def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_diffe
     s, fast = load_scenario("lite-h100", DEAR_POWER), load_scenario("lite-h100", (*DEAR_POWER, 'workload.plan_objective="throughput"'))
     median = quantile_inputs(s, 0.5)
     k = planning_weight(s, median)
-    plan, e = planner.plan_at(s, median, k, ahead_weights(s))
-    other, f = planner.plan_at(fast, median, None, ahead_weights(fast))
+    plan, e = rules.rule_of(s).plan(s, median, k, ahead_weights(s))
+    other, f = rules.rule_of(fast).plan(fast, median, None, ahead_weights(fast))
     assert plan != other
     assert f.tokens_per_s_instance[0] > e.tokens_per_s_instance[0] and f.busy_fraction[0] > e.busy_fraction[0]
     assert _value(e, k)[0] > _value(f, k)[0]  # fewer tokens/s, less cost per token
@@ -246,8 +246,8 @@ def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_diffe
     q = ('workload.plan="quantile"', "workload.plan_quantile=0.1")
     at = planner.pessimistic_inputs(s, 0.1)
     cost_q, tokens_q = load_scenario("lite-h100", (*DEAR_POWER, *q)), load_scenario("lite-h100", (*DEAR_POWER, *q, 'workload.plan_objective="throughput"'))
-    by_cost, _ = planner.quantile_plan(cost_q, ahead_weights(cost_q).pessimistic)
-    by_tokens, _ = planner.quantile_plan(tokens_q, ahead_weights(tokens_q).pessimistic)
+    by_cost, _ = rules.quantile_plan(cost_q, ahead_weights(cost_q).pessimistic)
+    by_tokens, _ = rules.quantile_plan(tokens_q, ahead_weights(tokens_q).pessimistic)
     assert by_cost != by_tokens
     k_at = planning_weight(s, at)
     cost_e, tokens_e = (planner.evaluate_plan(s, p, at) for p in (by_cost, by_tokens))
@@ -272,10 +272,10 @@ def test_a_degraded_instance_takes_the_full_instance_objective():
     r = np.zeros(n + 1)
     for g in planner.layout_sizes(s):
         try:
-            r[g] = roofline.throughput(planner._resized(s, g), median, k)["tokens_per_s_instance"][0]
+            r[g] = roofline.throughput(planner.resized(s, g), median, k)["tokens_per_s_instance"][0]
         except InputError:  # the weights fit no plan on g GPUs: r(g) = 0
             continue
-    fast = [roofline.throughput(planner._resized(s, g), median)["tokens_per_s_instance"][0] for g in (16, 24)]
+    fast = [roofline.throughput(planner.resized(s, g), median)["tokens_per_s_instance"][0] for g in (16, 24)]
     assert r[16] < fast[0] and r[24] < fast[1]
     thr = [max([r[m]] + [(m // g) * r[g] + max(r[: m % g + 1]) for g in range(1, m + 1) if r[g] > 0]) for m in range(n + 1)]
     by_hand = np.minimum(1.0, np.array(thr[::-1]) / r[n])
@@ -284,3 +284,20 @@ def test_a_degraded_instance_takes_the_full_instance_objective():
     np.testing.assert_allclose(table, by_hand, rtol=1e-15)
     assert not np.array_equal(table, reshard_capacity(load_scenario("lite-h100", (*DEAR_POWER, 'cluster.on_failure="reshard"',
                                                                                    'workload.plan_objective="throughput"'))))
+
+
+def test_every_plan_rule_the_schema_allows_is_registered_by_its_name():
+    """``workload.plan`` picks a rule from one registry (mcengine/stages/roofline/rules.py):
+    the schema's choices are exactly the registered names, and a scenario's rule is the
+    one its ``workload.plan`` names."""
+    import dataclasses
+
+    from mcengine.scenario.fields import spec_of
+    from mcengine.scenario.sections.workload import WorkloadSection
+
+    field = next(f for f in dataclasses.fields(WorkloadSection) if f.name == "plan")
+    assert set(rules.RULES) == set(spec_of(field).choices) == {"per_trial", "quantile", "median"}
+    kinds = {"per_trial": rules.PerTrial, "quantile": rules.Quantile, "median": rules.Median}
+    for name, kind in kinds.items():
+        rule = rules.rule_of(load_scenario("h100", (f'workload.plan="{name}"',)))
+        assert type(rule) is kind and rule.name == name and rules.RULES[name] is rule

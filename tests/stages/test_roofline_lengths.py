@@ -188,7 +188,8 @@ def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
     fewer output tokens/s (a longer answer spreads its prompt's prefill over more tokens)."""
     from mcengine.scenario.sampling import TrialInputs
     from mcengine.pipeline import ahead_weights, planning_weight
-    from mcengine.stages.roofline.planner import pessimistic_inputs, plan_at
+    from mcengine.stages.roofline import rule_of
+    from mcengine.stages.roofline.planner import pessimistic_inputs
 
     s = api.check("h100", ['workload.output_tokens={law="lognormal", median={dist="uniform", low=100, high=300}, sigma=0.5}',
                            'workload.prompt_tokens={dist="uniform", low=1000, high=3000}', 'workload.kv_length_quantile={dist="uniform", low=0.9, high=0.99}'])
@@ -198,7 +199,7 @@ def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
     assert at["workload.kv_length_quantile"][0] == pytest.approx(0.981, rel=1e-12)
     assert at["workload.compute_efficiency"][0] < s.workload.efficiency_of("compute").median()
     longer_answers = TrialInputs(at.trial_start, at.n, {**at.values, "workload.output_tokens.median": np.full(1, 280.0)})
-    tokens = [float(plan_at(s, x, planning_weight(s, x), ahead_weights(s))[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
+    tokens = [float(rule_of(s).plan(s, x, planning_weight(s, x), ahead_weights(s))[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
     assert tokens[0] < tokens[1]
 
 

@@ -6,12 +6,12 @@ vectorised with NumPy over trials (a few dozen array operations per layout; the
 per-trial planner's choice over its candidate table and the disaggregated pairs' rows
 are kernel passes, :mod:`mcengine.kernels.plan`). Uncertain efficiencies, latencies and overheads arrive per trial through
 :class:`~mcengine.scenario.sampling.TrialInputs`; ``mcengine roofline`` evaluates them at
-their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.roofline.planner`
-chooses the plan (serving mode x layout x attention x all-reduce) as
-``workload.plan`` says: per trial for its own inputs and SLOs (the default), once at the
-median inputs (its median rule: :mod:`mcengine.stages.roofline.median_plan`), or once at
-pessimistic inputs; the closed forms of :mod:`.layout` and
-:mod:`.serving` time it.
+their medians. The stage reads: plan, then evaluate. The plan rule ``workload.plan``
+names (:mod:`.rules`, registered by name: :data:`RULES`) chooses the plan (serving mode x
+layout x attention x all-reduce): per trial for its own inputs and SLOs (the default, the
+search of :mod:`.planner`), once at pessimistic inputs by that search, or once at the
+median inputs (the median rule, :mod:`.median_plan`); the closed forms of :mod:`.layout`
+and :mod:`.serving` time it, and :mod:`.columns` turns the evaluation into columns.
 
 Throughput of an instance: batches of ``B`` requests are prefilled together and then
 decoded for ``O`` steps, ``B O / (prefill(B) + O TPOT(B))`` output tokens/s, with TPOT at
@@ -30,24 +30,20 @@ from functools import lru_cache
 import numpy as np
 
 from ...analytic import mix as mx
-from ...errors import InputError, NumericalError, Problem
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs
-from ...units import MS_PER_S
-from .layout import evaluate, lengths_label, lengths_of
-from .serving import evaluate_plan
-from . import median_plan, planner
-from .planner import AheadWeights, ahead_inputs, ahead_points
+from .columns import at_trial, checked
+from .layout import lengths_of
+from .rules import RULES, AheadWeights, PlanRule, ahead_inputs, register, rule_of
+
+__all__ = ["STAGE", "MIX_PREFIX", "CLASS_OVERRIDES", "RULES", "AheadWeights", "PlanRule", "ahead_inputs", "ahead_points", "at_trial",
+           "capacity_table", "class_inputs", "class_overrides", "class_scenario", "mix_columns", "plan_tables", "register",
+           "request_shapes", "rule_of", "throughput"]
 
 STAGE = "roofline"
 
 #: Prefix of the per-class columns of a mix (``mix.code.instance_share``).
 MIX_PREFIX = "mix."
-
-
-def at_trial(x: np.ndarray, i: int = 0) -> float:
-    """Element ``i`` of a per-trial array (or a scalar) as a float."""
-    return float(np.ravel(x)[i])
 
 
 def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
@@ -59,9 +55,9 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     its TPOT and TTFT SLOs, else 0.0: such a trial delivers no tokens),
     ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
     utilisation of the power model), of the plan ``workload.plan`` says the trial serves
-    (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
-    pessimistic inputs; with "median", :mod:`.median_plan`'s plan, evaluated as the static
-    lines below say or by :mod:`.serving`).
+    (its rule in :data:`~.rules.RULES`: its own best plan, or one plan chosen at the
+    median or at pessimistic inputs; with "median", :mod:`.median_plan`'s plan, evaluated
+    as the static lines below say or by :mod:`.serving`).
     ``output_tokens_per_request`` is ``workload.output_tokens`` (its mean per trial: a
     drawn typical length or a length law's mean; the mix's mean with request classes).
     With ``[workload.classes]`` the columns are those of the mix
@@ -73,7 +69,7 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     differ in reliability alone), in which each request shape's candidate evaluations
     are kept and reused (the choice, which reads the weight, is made per call).
     ``ahead``: the weights of the plans chosen ahead of the trials (``workload.plan =
-    "quantile"`` reads the pessimistic one; :class:`~.planner.AheadWeights`).
+    "quantile"`` reads the pessimistic one; :class:`~.rules.AheadWeights`).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
@@ -81,7 +77,7 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
         power_weight = None
     if scenario.workload.classes:
         return mix_columns(scenario, inputs, power_weight, tables, ahead)
-    columns = _one_shape(scenario, inputs, power_weight, tables, ahead)
+    columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead)
     columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
     return columns
 
@@ -89,13 +85,21 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
 def plan_tables(scenario: Scenario, inputs: TrialInputs) -> dict:
     """The ``tables`` :func:`throughput` keeps for these trials, made ahead of it: with
     ``workload.plan = "per_trial"`` each request shape's candidate evaluations
-    (:func:`.planner.evaluate_candidates`, keyed as :func:`throughput` keys them: ``""``,
+    (:meth:`.rules.PlanRule.table`, keyed as :func:`throughput` keys them: ``""``,
     or each class's name in a mix), which read the trials' inputs alone (no fab or
     reliability column, no econ weight); empty for a plan chosen ahead of the trials.
     The chain makes them while the reliability kernel runs (:func:`mcengine.pipeline.run_chunk`)."""
-    if scenario.workload.plan != "per_trial":
+    rule = rule_of(scenario)
+    if not rule.tabled:
         return {}
-    return {shape: planner.evaluate_candidates(s, i) for shape, s, i in request_shapes(scenario, inputs)}
+    return {shape: rule.table(s, i) for shape, s, i in request_shapes(scenario, inputs)}
+
+
+def ahead_points(scenario: Scenario, reshard: bool) -> tuple[str, ...]:
+    """The points of :data:`~.rules.AHEAD_POINTS` whose econ weights ``scenario``'s plan
+    rule reads (:meth:`~.rules.PlanRule.ahead_points`; with ``reshard``, those of its
+    reshard table too): the pipeline computes them (:func:`mcengine.pipeline.ahead_weights`)."""
+    return rule_of(scenario).ahead_points(reshard)
 
 
 def request_shapes(scenario: Scenario, inputs: TrialInputs) -> list[tuple[str, Scenario, TrialInputs]]:
@@ -172,7 +176,8 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     shapes = request_shapes(scenario, inputs)
     names = [name for name, _, _ in shapes]
     outputs = [lengths_of(s, i).output_tokens for _, s, i in shapes]
-    per_class = [_one_shape(s, i, power_weight, tables, ahead, name) for name, s, i in shapes]
+    rule = rule_of(scenario)
+    per_class = [rule.columns(s, i, power_weight, tables, ahead, name) for name, s, i in shapes]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
@@ -206,14 +211,15 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
         for name, n, busy in zip(names, counts, load):
             out[f"{MIX_PREFIX}{name}.instances"] = n
             out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.instances, n, out=np.ones_like(n), where=n > 0)
-    return _checked(out, inputs)
+    return checked(out, inputs)
 
 
 @lru_cache(maxsize=64)
+@lru_cache(maxsize=64)
 def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     """``float64[instance_gpus + 1]``: the share of an instance's throughput it keeps with
-    ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs:
-    :func:`.planner.capacity_table`, and for a mix the mean of its classes' tables (each
+    ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs: its plan
+    rule's (:meth:`~.rules.PlanRule.capacity_table`), and for a mix the mean of its classes' tables (each
     class's own plan, lengths and SLOs) weighted by the instance shares at the median
     inputs, planned by the objective with ``ahead``'s weights (the class scenarios
     share the mix's: the weight reads no ``workload`` key; normalised: instances left over by whole-instance
@@ -224,95 +230,9 @@ def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     a degraded instance counting as that share of an instance of its class, and the
     router keeping the classes' shares of the capacity."""
     if not scenario.workload.classes:
-        return planner.capacity_table(scenario, ahead)
+        return rule_of(scenario).capacity_table(scenario, ahead)
     median = ahead_inputs(scenario, "median")
     mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
     shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
-    tables = [share * planner.capacity_table(class_scenario(scenario, name), ahead) for share, (name, _) in zip(shares, scenario.workload.classes)]
+    tables = [share * rule_of(scenario).capacity_table(class_scenario(scenario, name), ahead) for share, (name, _) in zip(shares, scenario.workload.classes)]
     return sum(tables[1:], tables[0]) / sum(shares)
-
-
-def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None, tables: dict | None,
-               ahead: AheadWeights, shape: str = "") -> dict[str, np.ndarray]:
-    """The columns of one request shape (``workload.prompt_tokens`` / ``output_tokens``;
-    ``shape``: its key in ``tables``)."""
-    if scenario.workload.plan == "per_trial":
-        table = None if tables is None else tables.get(shape)
-        block = planner.plan_per_trial(scenario, inputs, power_weight, table)
-        if tables is not None:
-            tables[shape] = block.table
-        return _planned_columns(block, inputs)
-    if scenario.workload.plan == "quantile":
-        plan, share = planner.quantile_plan(scenario, ahead.at(scenario, "pessimistic"))
-        return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")
-    if scenario.workload.serving != "static":
-        plan, share = median_plan.chosen_plan(scenario)
-        return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, scenario.workload.serving)
-    best, _ = median_plan.choose_layout(scenario)
-    e = evaluate(scenario, best.layout, inputs)
-    misfit = ~e.fits
-    if misfit.any():
-        i = int(np.argmax(misfit))
-        key = "workload.batch" if scenario.workload.batch != "auto" and e.batch_memory[i] >= 1 else "gpu.hbm_gb"
-        raise InputError(
-            Problem(
-                key,
-                scenario.workload.batch if key == "workload.batch" else at_trial(inputs["gpu.hbm_gb"], i),
-                f"in trial {inputs.trial_start + i} only {int(e.batch_memory[i])} sequences fit HBM at layout tensor "
-                f"{best.layout.tensor} x pipeline {best.layout.pipeline} (gpu.hbm_gb = {at_trial(inputs['gpu.hbm_gb'], i):g}, "
-                f"workload.hbm_usable_fraction = {at_trial(inputs['workload.hbm_usable_fraction'], i):g}, a sequence's context at "
-                f"{lengths_label(scenario)}); allowed: inputs whose whole range fits the weights and the batch",
-            )
-        )
-    return _columns(e, inputs, "static")
-
-
-def _columns(e, inputs: TrialInputs, serving: str, chosen: str = "at the median inputs") -> dict[str, np.ndarray]:
-    """The per-trial columns of an evaluation of any serving mode (checked finite)."""
-    misfit = ~e.fits
-    if misfit.any():
-        i = int(np.argmax(misfit))
-        raise InputError(
-            Problem(
-                "workload.serving",
-                serving,
-                f"in trial {inputs.trial_start + i} the weights, the batch's KV cache or the prefill chunk do not fit at the layout "
-                f"chosen {chosen} (tensor {e.layout.tensor} x pipeline {e.layout.pipeline}); allowed: inputs whose "
-                "whole range fits them (gpu.hbm_gb, workload.hbm_usable_fraction, workload.prefill_chunk_tokens), or workload.plan = \"per_trial\"",
-            )
-        )
-    served = e.slo_met
-    return _checked({
-        "tokens_per_s_instance": np.where(served, e.tokens_per_s_instance, 0.0),
-        "tokens_per_s_per_gpu": np.where(served, e.tokens_per_s_per_gpu, 0.0),
-        "ttft_ms": e.ttft_s * MS_PER_S,
-        "tpot_ms": e.tpot_s * MS_PER_S,
-        "batch": e.batch.astype(np.int64),
-        "slo_met": served.astype(np.float64),
-        "busy_fraction": e.busy_fraction,
-    }, inputs)
-
-
-def _planned_columns(block: planner.PlannedBlock, inputs: TrialInputs) -> dict[str, np.ndarray]:
-    """The per-trial columns of each trial's own plan (``slo_met`` 0 and no tokens where no
-    plan meets the SLOs: the trial is infeasible)."""
-    served = block.feasible
-    return _checked({
-        "tokens_per_s_instance": np.where(served, block.column("tokens_per_s_instance"), 0.0),
-        "tokens_per_s_per_gpu": np.where(served, block.column("tokens_per_s_per_gpu"), 0.0),
-        "ttft_ms": block.column("ttft_s") * MS_PER_S,
-        "tpot_ms": block.column("tpot_s") * MS_PER_S,
-        "batch": block.column("batch").astype(np.int64),
-        "slo_met": served.astype(np.float64),
-        "busy_fraction": block.column("busy_fraction"),
-    }, inputs)
-
-
-def _checked(columns: dict[str, np.ndarray], inputs: TrialInputs) -> dict[str, np.ndarray]:
-    """``columns``, after checking every value finite (NumericalError naming the trial)."""
-    for name, values in columns.items():
-        bad = ~np.isfinite(values.astype(float))
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise NumericalError(f"roofline stage: {name} = {values[i]} at trial {inputs.trial_start + i}")
-    return columns

@@ -17,7 +17,7 @@ pair.
   and the mode (:func:`choose_serving`): ``workload.serving``, or for ``"auto"`` the mode
   with the most tokens/s per GPU among those that meet the SLOs (static's choice if none
   does). The disaggregated prefill share is the balanced share at the median.
-* The reshard table (:func:`capacity_table`): the best static layout of at most ``m``
+* The reshard table (:func:`static_capacity`): the best static layout of at most ``m``
   GPUs, one replica.
 
 A real deployment of this kind picks one plan and lives with it, so a trial with unlucky
@@ -218,7 +218,7 @@ def chosen_plan(scenario: Scenario) -> tuple[Plan, float | None]:
 
 
 @lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario) -> np.ndarray:
+def static_capacity(scenario: Scenario) -> np.ndarray:
     """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k``
     of its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard).
 

@@ -1,33 +1,22 @@
-"""The planner: which plan each trial serves (docs/model.md#plan).
+"""The per-trial search: the best plan of each trial (docs/model.md#plan).
 
 A :class:`~.serving.Plan` is a serving mode with its layout(s) (tensor x
 pipeline, attention mode, all-reduce algorithm; disaggregated: a prefill and a decode
 layout). Its batch is set inside the evaluators (the largest the memory, chunk and SLO
 limits allow with ``workload.batch = "auto"``). This module only chooses; the closed
-forms that time one plan are :mod:`.layout` and :mod:`.serving`;
-the median rule of ``workload.plan = "median"`` is :mod:`.median_plan`.
+forms that time one plan are :mod:`.layout` and :mod:`.serving`; the plan rules of
+``workload.plan`` that call it (in every trial, or once at pessimistic inputs) and the
+median rule's own search are :mod:`.rules` and :mod:`.median_plan`.
 
-``workload.plan`` says when the plan is chosen:
-
-* ``"per_trial"``: in every trial, the best plan by :func:`objective` among the
-  candidates that fit HBM and meet that trial's TPOT and TTFT SLOs: the least cost per
-  token (``workload.plan_objective = "cost"``, given the trial's econ weight) or the most
-  output tokens/s of the instance. Exact ties go to the earlier candidate
-  (:func:`candidates` order). A trial where no candidate
-  meets them is *infeasible*: it serves no tokens (``slo_met`` 0) and its columns
-  describe the fitting candidate with the lowest TPOT.
-* ``"median"``: one plan chosen at the median inputs
-  (:func:`~.median_plan.choose_serving`) serves every trial.
-* ``"quantile"``: one plan, chosen by the per-trial rule at pessimistic inputs
-  (:func:`pessimistic_inputs`), serves every trial, disaggregated with the prefill share
-  it was planned with: a plan provisioned in advance.
-
-Every choice made ahead of the trials by the per-trial rule (the quantile plan,
-:func:`plan_at` and :func:`best_by_mode` for ``mcengine roofline``, the plans of
-:func:`capacity_table`) takes the same objective as the trials, at its own inputs: by
-cost, with the econ weight there, which the pipeline computes and hands in
-(:class:`AheadWeights`). Only ``"median"``'s rule
-(:mod:`.median_plan`) ranks by tokens/s per GPU whatever the objective.
+In a block of trials, each trial's plan is the best by :func:`objective` among the
+candidates that fit HBM and meet that trial's TPOT and TTFT SLOs: the least cost per
+token (``workload.plan_objective = "cost"``, given the trial's econ weight) or the most
+output tokens/s of the instance. Exact ties go to the earlier candidate
+(:func:`candidates` order). A trial where no candidate meets them is *infeasible*: it
+serves no tokens (``slo_met`` 0) and its columns describe the fitting candidate with the
+lowest TPOT. A choice made ahead of the trials (the quantile plan, ``mcengine roofline``,
+the reshard table) takes the same objective, with the econ weight at its own inputs,
+which the pipeline computes and hands in (:class:`~.rules.AheadWeights`).
 
 Cost: the candidates are the searched serving modes x the candidate layouts (pairs of
 them for disaggregated serving), and the layouts are at most the tensor degrees that
@@ -52,7 +41,6 @@ from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs, quantile_inputs
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
-from . import median_plan
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
@@ -349,75 +337,6 @@ def pessimistic_inputs(scenario: Scenario, q: float) -> TrialInputs:
     return quantile_inputs(scenario, q, {key: 1.0 - q for key in slower})
 
 
-#: The one-trial inputs at which a plan is chosen ahead of the trials (:func:`ahead_inputs`).
-AHEAD_POINTS = ("median", "pessimistic")
-
-
-def ahead_inputs(scenario: Scenario, point: str) -> TrialInputs:
-    """The one trial of :data:`AHEAD_POINTS` ``point``: the median inputs, or
-    :func:`pessimistic_inputs` at ``workload.plan_quantile``."""
-    if point == "median":
-        return quantile_inputs(scenario, 0.5)
-    return pessimistic_inputs(scenario, scenario.workload.plan_quantile.value)
-
-
-def ahead_points(scenario: Scenario, reshard: bool) -> tuple[str, ...]:
-    """The points of :data:`AHEAD_POINTS` at which ``workload.plan`` chooses a plan ahead of
-    the trials: ``"quantile"`` the pessimistic one; with ``reshard`` also the median, where
-    :func:`capacity_table` plans (not ``"median"``'s rule, which reads no weight)."""
-    rule = scenario.workload.plan
-    points = ("pessimistic",) if rule == "quantile" else ()
-    return ("median", *points) if reshard and rule != "median" else points
-
-
-@dataclass(frozen=True)
-class AheadWeights:
-    """The ``power_weight`` of :func:`objective` for the plans chosen ahead of the trials,
-    at each point of :data:`AHEAD_POINTS` (:func:`ahead_inputs`): by
-    ``workload.plan_objective = "cost"`` the econ stage's planning power weight there
-    (:func:`mcengine.stages.econ.planning_power_weight`, computed and handed in by
-    :func:`mcengine.pipeline.ahead_weights`); None, the most tokens/s, for ``"throughput"``.
-    Plain floats: a cache key of the plans chosen with them."""
-
-    median: float | None = None
-    pessimistic: float | None = None
-
-    def at(self, scenario: Scenario, point: str) -> float | None:
-        """The weight at ``point``; ValueError where ``scenario`` plans by cost and it was
-        not given (a plan chosen by throughput in its stead would be another model)."""
-        weight = getattr(self, point)
-        if weight is None and scenario.workload.plan_objective == "cost":
-            raise ValueError(f"workload.plan_objective = \"cost\" plans at the {point} inputs with the econ weight there: "
-                             "pass it (mcengine.pipeline.ahead_weights)")
-        return weight
-
-
-@lru_cache(maxsize=64)
-def quantile_plan(scenario: Scenario, weight: float | None) -> tuple[Plan, float | None]:
-    """``workload.plan = "quantile"``: the per-trial rule's plan at
-    :func:`pessimistic_inputs` (``workload.plan_quantile``), by the objective with the
-    ``weight`` there (:attr:`AheadWeights.pessimistic`), and, disaggregated, its prefill
-    share there (None otherwise). Raises InputError when the model fits no plan there."""
-    at = ahead_inputs(scenario, "pessimistic")
-    block = plan_per_trial(scenario, at, weight)
-    plan = block.plan_of(0)
-    share = float(block.evaluation(0).prefill_share[0]) if plan.mode == "disaggregated" else None
-    return plan, share
-
-
-def plan_at(scenario: Scenario, inputs: TrialInputs, weight: float | None, ahead: AheadWeights) -> tuple[Plan, object]:
-    """The plan in use at the one trial ``inputs`` (e.g. the median, for ``mcengine
-    roofline``) under ``workload.plan``, with its evaluation there: by ``"per_trial"`` the
-    trial's best plan by the objective with ``weight``, the econ weight at ``inputs``; by
-    ``"quantile"`` the plan chosen with ``ahead``'s pessimistic weight."""
-    mode = scenario.workload.plan
-    if mode == "per_trial":
-        plan = plan_per_trial(scenario, inputs, weight).plan_of(0)
-        return plan, evaluate_plan(scenario, plan, inputs)
-    plan, share = median_plan.chosen_plan(scenario) if mode == "median" else quantile_plan(scenario, ahead.at(scenario, "pessimistic"))
-    return plan, evaluate_plan(scenario, plan, inputs, share)
-
-
 def best_by_mode(scenario: Scenario, inputs: TrialInputs, weight: float | None) -> dict[str, tuple[Plan, object] | None]:
     """At the one trial ``inputs``: each searched mode's best plan by the per-trial rule
     (the largest :func:`objective` with ``weight``, the econ weight at ``inputs``, among the plans that fit and meet the SLOs, else the fitting one with the lowest TPOT)
@@ -447,7 +366,7 @@ def _best_of_mode(table: CandidateTable, mode: str, power_weight) -> int:
     return int(starts[ours[0]] + best[0])
 
 
-def _resized(scenario: Scenario, gpus: int) -> Scenario:
+def resized(scenario: Scenario, gpus: int) -> Scenario:
     """``scenario`` with instances of ``gpus`` GPUs whose layout is searched ("auto"
     degrees: a degraded instance re-plans whatever degrees the full one fixes)."""
     w = dataclasses.replace(scenario.workload, tensor_parallel="auto", pipeline_parallel="auto")
@@ -467,50 +386,3 @@ def best_tokens(scenario: Scenario, inputs: TrialInputs, power_weight=None) -> f
     ``power_weight`` (None: the most tokens/s); 0 where no plan meets the SLOs or fits."""
     _, served = _best_rows(evaluate_candidates(scenario, inputs), power_weight, 1)
     return max(float(served[0]), 0.0)
-
-
-@lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
-    """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k`` of
-    its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard), at the median
-    inputs (one table per scenario, whatever ``workload.plan``; "median" keeps the static
-    layout table of :func:`~.median_plan.capacity_table`).
-
-    ``table[k] = min(1, thr(n - k) / full)``: ``full`` is the output tokens/s of the plan in
-    use (:func:`plan_at`); ``r(g)`` the tokens/s of the plan the per-trial rule picks for an
-    instance of exactly ``g`` GPUs, in the same searched serving modes and by the same
-    objective as the full instance's, with the full cluster's weight at the median
-    (``ahead``'s median weight; 0 if no plan meets the SLOs); ``thr(m)`` the best set of
-    replicas that fits ``m`` GPUs: ``q = floor(m / g)`` replicas of one size ``g`` plus the
-    best single instance on the ``m - q g`` GPUs left over. The sizes ``g`` are
-    :func:`layout_sizes` (independent of ``n``), so the cost is bounded by the model's
-    divisors and layers. ``table[0] = 1``.
-
-    The table is a ratio of tokens/s whatever the objective: the econ stage multiplies the
-    full plan's tokens/s by the capacity availability the table feeds, charges capex and
-    repairs whole, and the dynamic power at the full plan's busy fraction times that same
-    availability (docs/model.md#reshard), so the cost per token, ``(C + D u A) / (T A)``,
-    falls as the tokens a degraded instance keeps rise and reads nothing else of its plan;
-    for the same reason ``m`` GPUs are split into the replicas of the chosen plans that
-    keep the most tokens/s.
-    """
-    if scenario.workload.plan == "median":
-        return median_plan.capacity_table(scenario)
-    n = scenario.cluster.instance_gpus
-    median = ahead_inputs(scenario, "median")
-    weight = ahead.at(scenario, "median")  # the whole cluster's: a degraded instance is part of it
-    _, e = plan_at(scenario, median, weight, ahead)
-    full = float(np.ravel(served_tokens(e))[0])
-    if not full > 0.0:
-        return np.concatenate([[1.0], np.zeros(n)])
-    single = np.zeros(n + 1)  # r(g) at the sizes with a layout
-    for g in layout_sizes(scenario):
-        single[g] = best_tokens(_resized(scenario, g), median, weight) if g != n else full
-    best_single = np.maximum.accumulate(single)  # the best single instance on at most m GPUs
-    m = np.arange(n + 1)
-    thr = best_single.copy()
-    for g in np.flatnonzero(single > 0.0):
-        thr = np.maximum(thr, (m // g) * single[g] + best_single[m % g])
-    table = np.minimum(1.0, thr[::-1] / full)
-    table[0] = 1.0
-    return table
