@@ -107,7 +107,7 @@ def rounding_loss(need: float, allocated: int) -> float:
 
 def need_of(base, model: str) -> float:
     """:func:`packages_needed` of ``model`` on ``base``'s package at its median HBM."""
-    from ..analytic.roofline import params_total
+    from ..analytic.roofline.weights import params_total
 
     s = variant(base, f"{base.name}.{model}", [f'workload.model="{model}"'])
     w = s.workload

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from ..analytic import roofline as ra
+from ..analytic.roofline import model as rm, weights as rw, collectives as rc
 from ..analytic import serving as sv
 from ..pipeline import ahead_weights, planning_weight
 from ..scenario import Scenario
@@ -63,10 +63,10 @@ def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, 
     rates = rates_of(scenario, median)
     p = layout.pipeline
     b = float(e.batch[0]) / min(float(e.batch[0]), p)
-    message = b * m.hidden * ra.ACT_BYTES
+    message = b * m.hidden * rm.ACT_BYTES
     return {
-        "prefill": ra.allreduce_used(message * median_lengths(scenario)[0], layout.tensor, rates, layout.allreduce),
-        "decode": ra.allreduce_used(message, layout.tensor, rates, layout.allreduce),
+        "prefill": rc.allreduce_used(message * median_lengths(scenario)[0], layout.tensor, rates, layout.allreduce),
+        "decode": rc.allreduce_used(message, layout.tensor, rates, layout.allreduce),
     }
 
 
@@ -112,8 +112,8 @@ def roofline_study(scenario: Scenario) -> dict:
         "slo_met": bool(e.slo_met[0]),
         "tpot_slo_ms": at_trial(median["workload.tpot_slo_ms"]),
         "ttft_slo_ms": at_trial(median["workload.ttft_slo_ms"]),
-        "kv_bytes_per_token_per_gpu": ra.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
-        "weights_gb_per_gpu": ra.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
+        "kv_bytes_per_token_per_gpu": rw.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
+        "weights_gb_per_gpu": rw.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
         "layouts": _layout_rows(scenario, plan, median),
     }
     body.update(serving_section(scenario, plan, e, median))
@@ -189,7 +189,7 @@ def _phases(scenario: Scenario, plan: Plan, e) -> dict:
     }
 
 
-def _decode_block(batch: int, step: ra.PhaseTimes) -> dict:
+def _decode_block(batch: int, step: rm.PhaseTimes) -> dict:
     tpot_s = at_trial(step.total_s)
     return {"batch": batch, "tpot_ms": tpot_s * MS_PER_S, "tokens_per_s": batch / tpot_s, "bound": str(step.bound[0])}
 

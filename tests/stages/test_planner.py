@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm
 from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
@@ -29,7 +29,7 @@ SMALL = (
 )
 
 
-def _every_layout(scenario) -> list[ra.Layout]:
+def _every_layout(scenario) -> list[rm.Layout]:
     """Every tensor x pipeline = instance_gpus layout an engine can shard, written out
     from the model card (independently of the planner's candidate list)."""
     w, m, n = scenario.workload, scenario.workload.model, scenario.cluster.instance_gpus
@@ -38,11 +38,11 @@ def _every_layout(scenario) -> list[ra.Layout]:
         for attention in ("tensor", "data"):
             heads_ok = attention == "data" or (m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0))
             if n % t == 0 and n // t <= m.layers and m.ffn % t == 0 and heads_ok:
-                out.append(ra.Layout(t, n // t, False, allreduce_algorithm(scenario), attention))
+                out.append(rm.Layout(t, n // t, False, allreduce_algorithm(scenario), attention))
         # grouped attention: g groups of u = t/g ranks (1 < u < t) that shard the heads and KV heads
         for u in range(2, t):
             if n % t == 0 and n // t <= m.layers and m.ffn % t == 0 and t % u == 0 and m.kv_heads % u == 0 and m.heads % u == 0:
-                out.append(ra.Layout(t, n // t, False, allreduce_algorithm(scenario), "grouped", 0, t // u))
+                out.append(rm.Layout(t, n // t, False, allreduce_algorithm(scenario), "grouped", 0, t // u))
     return out
 
 
@@ -254,7 +254,7 @@ def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_diffe
     assert tokens_e.tokens_per_s_instance[0] > cost_e.tokens_per_s_instance[0] and _value(cost_e, k_at)[0] > _value(tokens_e, k_at)[0]
 
 
-def candidates_of(scenario) -> list[ra.Layout]:
+def candidates_of(scenario) -> list[rm.Layout]:
     """The distinct layouts of the planner's candidate plans."""
     return list(dict.fromkeys(p.layout for p in planner.candidates(scenario)))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm
 from mcengine.errors import InputError
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import roofline
@@ -44,7 +44,7 @@ def test_throughput_per_trial_keeps_the_layout_and_is_chunk_independent():
         np.testing.assert_array_equal(values, np.concatenate([h[key] for h in halves]))
     # every trial at the median layout: a trial's numbers are those of that layout alone
     best = study.roofline_study(s)["parallelism"]
-    layout = ra.Layout(best["tensor"], best["pipeline"])
+    layout = rm.Layout(best["tensor"], best["pipeline"])
     from mcengine.stages.roofline.layout import evaluate
 
     np.testing.assert_array_equal(evaluate(s, layout, inputs).tokens_per_s_instance, cols["tokens_per_s_instance"])

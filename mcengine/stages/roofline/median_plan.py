@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ...analytic import roofline as ra
+from ...analytic.roofline import model as rm, weights as rw
 from ...analytic import serving as sv
 from ...errors import InputError, Problem
 from ...scenario import Scenario
@@ -57,7 +57,7 @@ def _no_fit(scenario: Scenario, evaluations: list[Evaluation]) -> InputError:
                 f"layout tensor {best.layout.tensor} x pipeline {best.layout.pipeline})",
             )
         )
-    need_gb = min(ra.weights_bytes_per_gpu(m, e.layout, w.bytes_per_param.value) for e in evaluations) / BYTES_PER_GB
+    need_gb = min(rw.weights_bytes_per_gpu(m, e.layout, w.bytes_per_param.value) for e in evaluations) / BYTES_PER_GB
     have_gb = g.hbm_gb.median() * w.hbm_usable_fraction.median()
     if need_gb < have_gb:  # the weights fit: one sequence's KV cache does not
         return InputError(
@@ -141,7 +141,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
         return None
     slo_ms = float(ttft_slo_ms(scenario, median)[0])
 
-    def prompts_per_s_per_gpu(layout: ra.Layout, x: PrefillPass) -> float:
+    def prompts_per_s_per_gpu(layout: rm.Layout, x: PrefillPass) -> float:
         send = sv.kv_link_prompts_per_s(w.model, lengths_of(scenario, median).prompt_tokens, g, x.prefill, kv)
         return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
 
