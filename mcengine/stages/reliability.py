@@ -223,6 +223,8 @@ def _params(scenario: Scenario, inputs: TrialInputs, capacity: np.ndarray | None
         capacity = np.ones(1)
     elif capacity is None:
         raise ValueError("cluster.on_failure = \"reshard\" needs the roofline's capacity table (mcengine.pipeline.reshard_capacity)")
+    else:  # a writeable copy of the roofline's cached, read-only table: the kernel is compiled for writeable arrays
+        capacity = np.array(capacity, dtype=np.float64)
     named = ((life.LAW_REPAIR, "repair_hours"), (life.LAW_SWAP, "swap_hours"), (life.LAW_RESTART, "restart_hours"))
     parts = max(len(getattr(r, name).parts()) for _, name in named)  # no unused lines for the kernel to carry
     laws = np.empty((n, life.N_LAWS, parts, LAW_COLUMNS))

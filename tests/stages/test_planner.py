@@ -301,3 +301,19 @@ def test_every_plan_rule_the_schema_allows_is_registered_by_its_name():
     for name, kind in kinds.items():
         rule = rules.rule_of(load_scenario("h100", (f'workload.plan="{name}"',)))
         assert type(rule) is kind and rule.name == name and rules.RULES[name] is rule
+
+
+def test_cached_tables_are_read_only():
+    """The reshard tables and the harvest table are cached and shared by every caller: a
+    write raises instead of changing the next caller's numbers."""
+    from mcengine.stages.fab import fab_model
+    from mcengine.stages.roofline.median_plan import static_capacity
+
+    for plan in ("per_trial", "median"):
+        s = load_scenario("lite-h100", ('cluster.on_failure="reshard"', f'workload.plan="{plan}"'))
+        table = reshard_capacity(s)
+        assert table[0] == 1.0 and not table.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            table[1] = 0.0
+    assert not static_capacity(s).flags.writeable
+    assert not fab_model(s).table.flags.writeable

@@ -70,9 +70,19 @@ class FabModel:
 
 @lru_cache(maxsize=64)
 def _table(units: int, spares: int) -> np.ndarray:
+    """The harvest table of ``units`` units with ``spares`` spares, cached and so read-only
+    (the kernels take a writeable copy: :func:`kernel_table`)."""
     from ...kernels.fab import TABLE_MAX_DEFECTS, harvest_table
 
-    return harvest_table(units, spares, TABLE_MAX_DEFECTS)
+    table = harvest_table(units, spares, TABLE_MAX_DEFECTS)
+    table.setflags(write=False)
+    return table
+
+
+def kernel_table(model: FabModel) -> np.ndarray:
+    """``model.table`` as the fab kernels are compiled for it: a writeable copy of the
+    read-only cached table (a read-only array would compile them again)."""
+    return np.require(model.table, requirements=["W"])
 
 
 def fab_model(scenario) -> FabModel:
@@ -169,7 +179,7 @@ def simulate_wafer_block(model: FabModel, inputs: TrialInputs, seed: int, spatia
             w.rows, w.dies, model.units, model.spares)
     good, harvested, _uniforms = simulate_wafers(
         key, inputs.trial_start, a["density"], a["clustering"], a["edge_ratio"], a["unit_fraction"],
-        w.die_area_cm2, w.r2_fraction, model.units, model.spares, model.table)
+        w.die_area_cm2, w.r2_fraction, model.units, model.spares, kernel_table(model))
     return good, harvested
 
 
@@ -258,7 +268,7 @@ def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, n
     wafers, good, packages = simulate_runs(
         np.uint64(check_seed(seed)), inputs.trial_start, a["density"], a["clustering"], a["edge_ratio"], a["unit_fraction"],
         np.ascontiguousarray(c["assembly_yield"]), w.die_area_cm2, w.r2_fraction, model.units, model.spares,
-        model.table, model.target_packages, MAX_WAFERS_PER_RUN)
+        kernel_table(model), model.target_packages, MAX_WAFERS_PER_RUN)
     short = np.flatnonzero(packages < model.target_packages)
     if short.size:
         i = int(short[0])

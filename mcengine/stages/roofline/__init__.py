@@ -228,11 +228,14 @@ def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     instances exchangeable (a failure lands on a class-``c`` instance with probability
     ``s_c``) the weighted table gives the mix's expected capacity availability exactly,
     a degraded instance counting as that share of an instance of its class, and the
-    router keeping the classes' shares of the capacity."""
+    router keeping the classes' shares of the capacity. Cached, so read-only."""
     if not scenario.workload.classes:
-        return rule_of(scenario).capacity_table(scenario, ahead)
-    median = ahead_inputs(scenario, "median")
-    mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
-    shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
-    tables = [share * rule_of(scenario).capacity_table(class_scenario(scenario, name), ahead) for share, (name, _) in zip(shares, scenario.workload.classes)]
-    return sum(tables[1:], tables[0]) / sum(shares)
+        table = rule_of(scenario).capacity_table(scenario, ahead)
+    else:
+        median = ahead_inputs(scenario, "median")
+        mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
+        shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
+        tables = [share * rule_of(scenario).capacity_table(class_scenario(scenario, name), ahead) for share, (name, _) in zip(shares, scenario.workload.classes)]
+        table = sum(tables[1:], tables[0]) / sum(shares)
+    table.setflags(write=False)  # cached: every caller shares it
+    return table

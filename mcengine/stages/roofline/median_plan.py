@@ -243,4 +243,5 @@ def static_capacity(scenario: Scenario) -> np.ndarray:
     thr = np.maximum.accumulate(by_size)  # thr[m]: the best on at most m GPUs
     table = np.minimum(1.0, thr[::-1] / full) if full > 0.0 else np.zeros(n + 1)
     table[0] = 1.0
+    table.setflags(write=False)  # cached: every caller shares it
     return table
