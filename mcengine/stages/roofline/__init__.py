@@ -96,7 +96,7 @@ def plan_tables(scenario: Scenario, inputs: TrialInputs) -> dict:
 
 
 def ahead_points(scenario: Scenario, reshard: bool) -> tuple[str, ...]:
-    """The points of :data:`~.rules.AHEAD_POINTS` whose econ weights ``scenario``'s plan
+    """The points (:func:`~.rules.ahead_inputs`) whose econ weights ``scenario``'s plan
     rule reads (:meth:`~.rules.PlanRule.ahead_points`; with ``reshard``, those of its
     reshard table too): the pipeline computes them (:func:`mcengine.pipeline.ahead_weights`)."""
     return rule_of(scenario).ahead_points(reshard)

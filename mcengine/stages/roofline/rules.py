@@ -35,13 +35,11 @@ from .columns import at_trial, evaluation_columns, planned_columns
 from .layout import evaluate, lengths_label
 from .serving import Plan, evaluate_plan
 
-#: The one-trial inputs at which a plan is chosen ahead of the trials (:func:`ahead_inputs`).
-AHEAD_POINTS = ("median", "pessimistic")
-
 
 def ahead_inputs(scenario: Scenario, point: str) -> TrialInputs:
-    """The one trial of :data:`AHEAD_POINTS` ``point``: the median inputs, or
-    :func:`~.planner.pessimistic_inputs` at ``workload.plan_quantile``."""
+    """The one trial at which a plan is chosen ahead of the trials, by ``point`` (a field
+    of :class:`AheadWeights`): the median inputs (``"median"``), or
+    :func:`~.planner.pessimistic_inputs` at ``workload.plan_quantile`` (``"pessimistic"``)."""
     if point == "median":
         return quantile_inputs(scenario, 0.5)
     return planner.pessimistic_inputs(scenario, scenario.workload.plan_quantile.value)
@@ -50,7 +48,7 @@ def ahead_inputs(scenario: Scenario, point: str) -> TrialInputs:
 @dataclass(frozen=True)
 class AheadWeights:
     """The ``power_weight`` of :func:`~.planner.objective` for the plans chosen ahead of the
-    trials, at each point of :data:`AHEAD_POINTS` (:func:`ahead_inputs`): by
+    trials, at each point where one is chosen (:func:`ahead_inputs`): by
     ``workload.plan_objective = "cost"`` the econ stage's planning power weight there
     (:func:`mcengine.stages.econ.planning_power_weight`, computed and handed in by
     :func:`mcengine.pipeline.ahead_weights`); None, the most tokens/s, for ``"throughput"``.
@@ -74,7 +72,7 @@ class PlanRule:
 
     #: The ``workload.plan`` value the rule is registered under.
     name: ClassVar[str]
-    #: The points of :data:`AHEAD_POINTS` at which the rule chooses its trials' plan.
+    #: The points (:func:`ahead_inputs`) at which the rule chooses its trials' plan.
     plans_at: ClassVar[tuple[str, ...]] = ()
     #: Whether the rule evaluates every candidate plan per block of trials (:meth:`table`).
     tabled: ClassVar[bool] = False
@@ -82,7 +80,7 @@ class PlanRule:
     weighs: ClassVar[bool] = True
 
     def ahead_points(self, reshard: bool) -> tuple[str, ...]:
-        """The points of :data:`AHEAD_POINTS` whose weights the rule reads: those of its
+        """The points (:func:`ahead_inputs`) whose weights the rule reads: those of its
         trials' plan and, with ``reshard``, those of its reshard table."""
         return self.plans_at
 
