@@ -1,5 +1,11 @@
 """One block of trials through the chained stages: inputs → fab → reliability → roofline → econ.
 
+The stages import no other stage (docs/model.md#stage-handoffs): what one needs from another
+is computed here and handed in as arrays or plain values: the roofline's reshard table
+to the reliability stage (:func:`reshard_capacity`), the econ stage's planning power
+weight to the roofline (:func:`planning_weight`, :func:`ahead_weights`, with the fab
+stage's expected package costs), and each stage's columns to the next.
+
 Trial *i* of seed *s* draws every random number from streams keyed by (s, stage, i), so
 the same trial of two scenarios shares its inputs wherever the scenarios share a key
 (common random numbers), and a block gives the same numbers however the trials are
@@ -10,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from functools import lru_cache
 
 import numba
 import numpy as np
@@ -90,9 +97,10 @@ def run_block(
     for stage, produce in (
         ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
         ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
-                                        lambda: reliability.lifetimes(scenario, inputs, seed))),
+                                        lambda: reliability.lifetimes(scenario, inputs, seed, reshard_capacity(scenario)))),
         ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
-                                                 None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}))),
+                                                 None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
+                                                 ahead_weights(scenario))),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()
@@ -102,6 +110,46 @@ def run_block(
     for key in scenario.uncertain_inputs():
         columns[INPUT_PREFIX + key] = inputs[key]
     return columns
+
+
+def planning_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray | None:
+    """The roofline's power weight for a plan chosen ahead of the trials at the one trial
+    ``inputs`` (docs/model.md#plan): by ``workload.plan_objective = "cost"`` the econ
+    stage's planning power weight there (:func:`mcengine.stages.econ.planning_power_weight`)
+    with the fab stage's expected package costs at those inputs
+    (:func:`mcengine.stages.fab.expected_package_costs`; InputError where those fab inputs
+    cannot build the cluster, as the production runs would refuse them); None, the most
+    tokens/s, for ``"throughput"``."""
+    from .stages import econ, fab
+
+    if scenario.workload.plan_objective != "cost":
+        return None
+    fab.check_buildable(scenario, inputs)
+    return econ.planning_power_weight(scenario, inputs, fab.expected_package_costs(scenario, inputs))
+
+
+@lru_cache(maxsize=64)
+def ahead_weights(scenario: Scenario):
+    """The :class:`~mcengine.stages.roofline.AheadWeights` of ``scenario``: the
+    :func:`planning_weight` at each point where its plan rule chooses ahead of the trials,
+    for its trials' plan and, with ``cluster.on_failure = "reshard"``, its reshard table
+    (:func:`mcengine.stages.roofline.ahead_points`); the others None."""
+    from .stages import roofline
+
+    def at(point: str) -> float | None:
+        weight = planning_weight(scenario, roofline.ahead_inputs(scenario, point))
+        return None if weight is None else float(weight[0])
+
+    return roofline.AheadWeights(**{point: at(point) for point in roofline.ahead_points(scenario, scenario.cluster.on_failure == "reshard")})
+
+
+def reshard_capacity(scenario: Scenario) -> np.ndarray | None:
+    """The roofline stage's reshard table of ``scenario`` for its reliability stage
+    (:func:`mcengine.stages.roofline.capacity_table`, with :func:`ahead_weights`), None
+    unless ``cluster.on_failure = "reshard"``."""
+    from .stages import roofline
+
+    return roofline.capacity_table(scenario, ahead_weights(scenario)) if scenario.cluster.on_failure == "reshard" else None
 
 
 def _priced(fab, scenario: Scenario, inputs: TrialInputs, runs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -126,7 +174,8 @@ def share_lifetimes(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInpu
     from .stages import reliability
 
     distinct = {reliability_key(s): s for s in scenarios}
-    cols = reliability.lifetimes_of(list(distinct.values()), [inputs[s.name] for s in distinct.values()], seed)
+    cols = reliability.lifetimes_of(list(distinct.values()), [inputs[s.name] for s in distinct.values()], seed,
+                                    [reshard_capacity(s) for s in distinct.values()])
     memo.update(zip(distinct, cols))
 
 

@@ -28,7 +28,7 @@ import numba
 
 from . import interrupt
 from .errors import InputError, Problem
-from .pipeline import fab_key, reliability_key, roofline_key, share_lifetimes, shared_columns
+from .pipeline import ahead_weights, fab_key, reliability_key, reshard_capacity, roofline_key, share_lifetimes, shared_columns
 from .runner import DEFAULT_CHUNK_TRIALS, RunSpec, execute
 from .scenario import load_scenario
 from .scenario.load import load_study
@@ -94,12 +94,12 @@ def reliability(quick: bool = False) -> dict:
     inputs = {name: draw_inputs(s, SEED, 0, n) for name, s in scenarios.items()}
     t0 = time.perf_counter()
     for name, s in scenarios.items():
-        lifetimes(s, draw_inputs(s, SEED, 0, 2), SEED)
+        lifetimes(s, draw_inputs(s, SEED, 0, 2), SEED, reshard_capacity(s))
     compile_s = time.perf_counter() - t0
     events: dict[str, int] = {}
 
     def case(name: str) -> int:
-        events[name] = int(lifetimes(scenarios[name], inputs[name], SEED)["events"].sum())
+        events[name] = int(lifetimes(scenarios[name], inputs[name], SEED, reshard_capacity(scenarios[name]))["events"].sum())
         return n
 
     rates = _best_rates({name: (lambda name=name: case(name)) for name in scenarios}, 1 if quick else REPEATS)
@@ -137,7 +137,8 @@ def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
         cols.update(fab_stage.package_costs(s, inputs, cols))
         t1 = time.perf_counter()
         cols.update(memo[reliability_key(s)])
-        cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {})))
+        cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {}),
+                                       ahead_weights(s)))
         t2 = time.perf_counter()
         econ.economics(s, inputs, cols)
         t3 = time.perf_counter()

@@ -112,11 +112,13 @@ def h100_body():
 
 
 def run_lifetimes(scenario, n: int, seed: int = 1) -> dict:
-    """Per-lifetime columns of ``n`` lifetimes of ``scenario`` through the reliability stage."""
+    """Per-lifetime columns of ``n`` lifetimes of ``scenario`` through the reliability stage
+    (with reshard, the roofline's table the pipeline hands it)."""
+    from mcengine.pipeline import reshard_capacity
     from mcengine.scenario.sampling import draw_inputs
     from mcengine.stages.reliability import lifetimes
 
-    return lifetimes(scenario, draw_inputs(scenario, seed, 0, n), seed)
+    return lifetimes(scenario, draw_inputs(scenario, seed, 0, n), seed, reshard_capacity(scenario))
 
 
 def assert_mc(sample, expected: float, k: float = 4.0) -> None:

@@ -27,17 +27,37 @@ def test_import_contracts_are_kept():
     r = _lint_imports(ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "layers point down KEPT" in r.stdout
+    assert "stages share nothing but arrays KEPT" in r.stdout
+
+
+def _copy(tmp_path: Path) -> Path:
+    """A copy of the package and its pyproject contracts under ``tmp_path``."""
+    shutil.copytree(ROOT / "mcengine", tmp_path / "mcengine", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    return tmp_path
 
 
 def test_an_upward_import_breaks_the_contract(tmp_path):
-    shutil.copytree(ROOT / "mcengine", tmp_path / "mcengine", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    _copy(tmp_path)
     kernel = tmp_path / "mcengine" / "kernels" / "law_codes.py"
     kernel.write_text(kernel.read_text() + "\nfrom mcengine import api  # a kernel reaching up to the API\n")
     r = _lint_imports(tmp_path)
     assert r.returncode != 0
     assert "layers point down BROKEN" in r.stdout
     assert "mcengine.kernels.law_codes -> mcengine.api" in r.stdout
+
+
+def test_a_stage_importing_another_breaks_the_contract(tmp_path):
+    """The stages share nothing but arrays (docs/model.md#stage-handoffs): a helper module of the
+    roofline package reaching into the econ stage breaks the independence contract."""
+    _copy(tmp_path)
+    planner = tmp_path / "mcengine" / "stages" / "roofline" / "planner.py"
+    planner.write_text(planner.read_text() + "\nfrom mcengine.stages import econ  # a stage reaching into another\n")
+    r = _lint_imports(tmp_path)
+    assert r.returncode != 0
+    assert "stages share nothing but arrays BROKEN" in r.stdout
+    assert "layers point down KEPT" in r.stdout
+    assert "mcengine.stages.roofline.planner -> mcengine.stages.econ" in r.stdout
 
 
 @pytest.fixture(scope="module")

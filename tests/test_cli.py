@@ -66,7 +66,7 @@ def one_document(r) -> dict:
 
 
 def test_cli_yield(cli):
-    from mcengine.stages.fab_geometry import wafer_map
+    from mcengine.stages.fab.geometry import wafer_map
 
     doc = one_document(cli("yield", "h100", "--wafers", "256", "--seed", "2", "--json"))
     assert (doc["scenario"], doc["seed"], doc["wafers"]) == ("h100", 2, 256) and doc["elapsed_s"] > 0

@@ -21,7 +21,8 @@ from mcengine.pipeline import (
     shared_columns,
 )
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import econ, fab, planner, reliability, roofline
+from mcengine.stages import econ, fab, reliability, roofline
+from mcengine.stages.roofline import planner
 
 from .conftest import with_threads
 
@@ -213,8 +214,8 @@ def test_finiteness_check_names_the_stage_the_trial_and_its_inputs(case, monkeyp
     h100 = case[0]
     real = reliability.lifetimes
 
-    def down_in_trial_5(scenario, inputs, seed):
-        cols = dict(real(scenario, inputs, seed))
+    def down_in_trial_5(scenario, inputs, seed, capacity):
+        cols = dict(real(scenario, inputs, seed, capacity))
         cols["instance_availability"] = cols["instance_availability"].copy()
         cols["instance_availability"][5] = 0.0
         return cols

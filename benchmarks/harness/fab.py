@@ -95,7 +95,7 @@ def _sem(per_wafer_yields: np.ndarray) -> float:
 def _first_calls() -> dict:
     """Time of the first call of each kernel in this process (compile or cache load)."""
     from mcengine.kernels.fab import TABLE_MAX_DEFECTS, _wafer_block, harvest_table, simulate_runs, simulate_wafers
-    from mcengine.stages.fab_geometry import wafer_map
+    from mcengine.stages.fab.geometry import wafer_map
 
     out = {}
     t0 = time.perf_counter()
@@ -153,7 +153,7 @@ def run(quick: bool = False) -> dict:
     import numba
 
     from mcengine.analytic.fab import harvest_yield
-    from mcengine.stages.fab_geometry import wafer_map
+    from mcengine.stages.fab.geometry import wafer_map
 
     first = _first_calls()
     repeats = 1 if quick else 3

@@ -16,11 +16,104 @@ from scipy import integrate, special, stats
 from ..units import HOURS_PER_YEAR
 
 __all__ = [
-    "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
+    "weibull_rate_per_hour", "renewals_bound", "series_renewals_bound", "resolved_law", "weibull_scale", "alternating_renewal", "series_availability", "machine_repairman",
     "spares_birth_death", "weibull_mean_survival", "series_mean_survival",
     "restart_only", "renewal_count", "renewal_function", "series_renewals", "ample_pool_availability", "mginf_stockout_probability", "repair_survival",
     "batch_mginf_stockout", "compound_poisson_excess", "cluster_reference", "no_spares_in_place", "reshard_share",
 ]
+
+
+def weibull_rate_per_hour(law_key: str, value, shape):
+    """``1/eta`` per hour of a Weibull law (shape ``k``) given by one law key.
+
+    ``afr``: ``afr Γ(1 + 1/k) / 8766`` (afr read as 1/MTTF); ``mttf_hours``:
+    ``Γ(1 + 1/k) / MTTF``; ``scale_hours``: ``1/eta``; ``first_year_fraction`` ``F``:
+    ``(-ln(1 - F))^(1/k) / 8766``, from ``F = 1 - exp(-(8766/eta)^k)``
+    (docs/sources.md#rel-unit-conversions). At ``k = 1`` it is the exponential rate.
+    Works on floats and float64 arrays alike.
+    """
+    if law_key == "afr":
+        return value * special.gamma(1.0 + 1.0 / shape) / HOURS_PER_YEAR
+    if law_key == "mttf_hours":
+        return special.gamma(1.0 + 1.0 / shape) / value
+    if law_key == "scale_hours":
+        return 1.0 / value
+    if law_key == "first_year_fraction":
+        return (-np.log1p(-value)) ** (1.0 / shape) / HOURS_PER_YEAR
+    raise ValueError(f"not a law key: {law_key!r}")
+
+
+def renewals_bound(rate_per_hour: float, shape: float, horizon_hours: float) -> float:
+    """An upper bound on the expected renewals of one unit in ``[0, T]`` under replace on
+    failure, a Weibull law of shape ``k`` and ``1/eta = rate_per_hour``
+    (docs/sources.md#rel-renewal-bound).
+
+    Wear-out and exponential (``k >= 1``, NBUE): ``M(T) <= T / MTTF``. Infant mortality
+    (``k < 1``), where ``M(T)`` exceeds ``T / MTTF`` and renewals restart the clock at its
+    steepest: the smaller of ``F(T) / (1 - F(T))`` (each of ``n`` renewals needs ``n``
+    lives shorter than ``T``) and Lorden's ``T / MTTF + E[X^2] / MTTF^2 - 1``.
+    """
+    scaled = horizon_hours * rate_per_hour  # T / eta (0 when it underflows: no renewal)
+    if scaled <= 0.0:
+        return 0.0
+    log_mean_scale = math.lgamma(1.0 + 1.0 / shape)  # MTTF = eta * Gamma(1 + 1/k)
+    cycles = math.exp(min(math.log(scaled) - log_mean_scale, 700.0))  # T / MTTF
+    if shape >= 1.0:
+        return cycles
+    lorden = cycles + math.exp(min(math.lgamma(1.0 + 2.0 / shape) - 2.0 * log_mean_scale, 700.0)) - 1.0
+    cum_hazard = scaled ** shape  # H(T); F / (1 - F) = e^H - 1
+    return min(lorden, math.expm1(cum_hazard) if cum_hazard < 700.0 else math.inf)
+
+
+def series_renewals_bound(terms: list[tuple[float, float]], horizon_hours: float) -> float:
+    """An upper bound on the expected renewals in ``[0, T]`` of a series system renewed
+    as a whole at its first failure (a GPU and its component classes), with cumulative
+    hazard ``H(t) = sum c t**k`` over ``terms = [(k, c)]`` (docs/sources.md#rel-renewal-bound).
+
+    The minimum of ``n`` Weibull(k, eta) lives is Weibull(k, eta n**(-1/k)): for ``k < 1``
+    the series fails far sooner than ``n`` separate renewals suggest. The same bounds as
+    :func:`renewals_bound`, on the series law: ``T / MTTF`` when every shape is at least 1
+    (a series of IFR lives is IFR), else the smaller of ``e**H(T) - 1`` and Lorden's
+    ``T / MTTF + E[X^2] / MTTF^2 - 1``, the moments by quadrature in ``log t``
+    (``e**H(T) - 1`` alone for a law too extreme for the quadrature).
+    """
+    terms = [(float(k), float(c)) for k, c in terms if c > 0.0]
+    if not terms or horizon_hours <= 0.0:
+        return 0.0
+    cum_hazard = sum(math.exp(min(math.log(c) + k * math.log(horizon_hours), 700.0)) for k, c in terms)  # H(T)
+    tail = math.expm1(cum_hazard) if cum_hazard < 700.0 else math.inf  # F / (1 - F): any law
+    # in u = log t: S(t) = exp(-H(t)) is ~1 below u_lo and below e**-60 above u_hi
+    u_hi = min((math.log(60.0) - math.log(c)) / k for k, c in terms)
+    if not -600.0 < u_hi < 600.0:  # lives beyond 10^260 h (hardly any renewal) or below
+        return tail  # 10^-260 h (countless): F / (1 - F) says how few or many
+    u_lo = min(min((math.log(1e-12) - math.log(c)) / k for k, c in terms), u_hi - math.log(1e12))
+    u = np.linspace(u_lo, u_hi, 4001)
+    with np.errstate(all="ignore"):  # (extreme laws: an overflow or 0/0 leaves F / (1 - F))
+        t = np.exp(u)
+        surv = np.exp(-sum(np.exp(np.minimum(math.log(c) + k * u, 700.0)) for k, c in terms))
+        t_lo = math.exp(u_lo)
+        mean = t_lo + np.trapezoid(surv * t, u)  # int_0^inf S(t) dt
+        second = t_lo ** 2 + np.trapezoid(2.0 * surv * t * t, u)  # E[X^2] = int_0^inf 2 t S(t) dt
+        cycles = np.float64(horizon_hours) / mean
+        bound = cycles if all(k >= 1.0 for k, _ in terms) else cycles + second / mean ** 2 - 1.0  # (Lorden's)
+    if math.isnan(bound):
+        return tail
+    return float(bound) if all(k >= 1.0 for k, _ in terms) else min(float(bound), tail)
+
+
+def resolved_law(law_key: str | None, value: float, shape: float) -> dict[str, float | str]:
+    """The four equivalent statements of one class's law (the ``resolved`` view).
+
+    ``afr_long_run`` is the long-run renewal rate 1/MTTF per unit-year (elementary
+    renewal theorem, docs/sources.md#rel-renewal); ``"inf"`` marks a law that never fails.
+    """
+    rate = 0.0 if law_key is None else float(weibull_rate_per_hour(law_key, value, shape))
+    if rate <= 0.0:
+        return {"afr_long_run": 0.0, "mttf_hours": "inf", "scale_hours": "inf", "first_year_fraction": 0.0}
+    mttf = float(special.gamma(1.0 + 1.0 / shape)) / rate
+    law = {"afr_long_run": HOURS_PER_YEAR / mttf, "mttf_hours": mttf, "scale_hours": 1.0 / rate,
+           "first_year_fraction": float(-np.expm1(-((HOURS_PER_YEAR * rate) ** shape)))}
+    return {k: float(f"{v:.15g}") for k, v in law.items()}  # 876600, not 876599.9999999999
 
 
 def weibull_scale(mttf_hours: float, shape: float) -> float:

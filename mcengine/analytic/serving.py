@@ -36,13 +36,13 @@ micro-batch's steps).
 **Disaggregated prefill and decode** (Splitwise, DistServe:
 docs/sources.md#serve-disaggregated). Each instance is a prefill or a decode instance,
 each with its own layout. A prefill instance batches ``P`` prompts per forward pass
-(:func:`mcengine.analytic.roofline.prefill` at batch ``P``, pipelining keeping the stages
+(:func:`mcengine.analytic.roofline.steps.prefill` at batch ``P``, pipelining keeping the stages
 full): the weights are streamed once per pass while compute is linear in prompts, so
 short prompts gain. ``P`` is the largest batch whose ``P S`` tokens fit the engine's
 per-pass token budget (``prefill_chunk_tokens``; ``P = 1`` if one prompt exceeds it,
 :func:`prefill_batch_limit_budget`), whose KV cache fits HBM next to the weights, and
 whose TTFT meets the SLO. A prompt's TTFT is the whole pass's latency (the batch's last
-request, :func:`mcengine.analytic.roofline.batch_time_to_first_token`) plus moving the
+request, :func:`mcengine.analytic.roofline.steps.batch_time_to_first_token`) plus moving the
 pass's KV caches to the decode instances; waiting for a pass to start (queueing) is not
 modelled. A decode instance decodes ``B`` sequences (the static decode step).
 
@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import roofline as ra
+from .roofline import model as rm, weights as rw, collectives as rc, steps as rt
 
 SERVING_MODES = ("static", "continuous", "disaggregated")
 
@@ -104,30 +104,30 @@ def batch_limit_chunk(prompt_tokens: int, output_tokens: int, chunk_budget_token
     return np.floor(np.asarray(chunk_budget_tokens, float) * output_tokens / prompt_tokens).astype(np.int64)
 
 
-def continuous_step(m: ra.ModelCard, layout: ra.Layout, batch, prompt_tokens: int, output_tokens: int, r: ra.Rates,
-                    context_tokens=None) -> ra.PhaseTimes:
+def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: int, output_tokens: int, r: rm.Rates,
+                    context_tokens=None) -> rm.PhaseTimes:
     """One step of continuous batching with chunked prefill (module docstring): ``B``
     sequences decode one token each while ``c = B S/O`` prompt tokens are prefilled.
     ``total_s`` is the TPOT. Broadcasts over trials. ``context_tokens``: the mean context
     the decoding sequences read (:class:`~mcengine.analytic.lengths.Lengths`), ``S + O/2``
     when not given."""
     t, p, s = layout.tensor, layout.pipeline, np.asarray(prompt_tokens, float)
-    b = np.asarray(batch, float) / ra.micro_batches(batch, p)
+    b = np.asarray(batch, float) / rt.micro_batches(batch, p)
     chunk = chunk_tokens(b, prompt_tokens, output_tokens)
-    context = ra.mean_context(prompt_tokens, output_tokens) if context_tokens is None else context_tokens
-    decode_flops, _ = ra._decode_work(m, layout, b, np.asarray(context, float), r)  # (:func:`~mcengine.analytic.roofline.decode_step`'s compute)
-    one_prompt_flops = ra.prefill_flops(m, layout, 1.0, prompt_tokens)  # (:func:`~mcengine.analytic.roofline.time_to_first_token`'s)
+    context = rt.mean_context(prompt_tokens, output_tokens) if context_tokens is None else context_tokens
+    decode_flops, _ = rt.decode_work(m, layout, b, np.asarray(context, float), r)  # (:func:`~mcengine.analytic.roofline.steps.decode_step`'s compute)
+    one_prompt_flops = rt.prefill_flops(m, layout, 1.0, prompt_tokens)  # (:func:`~mcengine.analytic.roofline.steps.time_to_first_token`'s)
     compute = decode_flops / r.flops_per_s + chunk / s * (one_prompt_flops / r.flops_per_s)
     att, g = layout.attention, layout.attention_groups
-    kv_rank = ra.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
-    share = ra.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
-    weights = r.bytes_per_param * ra.rank_params_streamed(m, t, b + chunk, att, g)
+    kv_rank = rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    share = rw.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
+    weights = r.bytes_per_param * rw.rank_params_streamed(m, t, b + chunk, att, g)
     kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank
     memory = (weights + kv_read) / r.hbm_bytes_per_s
     tokens = b + chunk
-    comm = ra.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s, group_tokens=share * tokens) + (p - 1) * ra.stage_hop_s(layout, tokens * m.hidden * ra.ACT_BYTES, r)
+    comm = rc.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s, group_tokens=share * tokens) + (p - 1) * rc.stage_hop_s(layout, tokens * m.hidden * rm.ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
-    return ra._phase(compute, memory, comm, overhead, r.comm_overlap)
+    return rt.phase_times(compute, memory, comm, overhead, r.comm_overlap)
 
 
 def continuous_ttft_s(step_s, batch, pipeline: int, output_tokens: int) -> np.ndarray:
@@ -138,7 +138,7 @@ def continuous_ttft_s(step_s, batch, pipeline: int, output_tokens: int) -> np.nd
     return steps * np.asarray(step_s, float)
 
 
-def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, output_tokens: int, rates: ra.Rates | None = None) -> np.ndarray:
+def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, output_tokens: int, rates: rm.Rates | None = None) -> np.ndarray:
     """``B_TTFT``: the largest integer batch ``B`` in ``[1, B_max]`` whose continuous-batching
     TTFT ``g(B) = k(B) tau(B)``, ``k(B) = ceil(O m / B)``, ``m = min(B, p)``, is at most
     ``ttft_slo_s`` (0 if none is; ``B_max`` without a search for an infinite SLO). Equal to a
@@ -184,11 +184,11 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
     the weights, collectives and overheads in ``a``, which keeps the band to a few pieces.
 
     With data-parallel attention ``tau`` and ``B/tau`` can dip where the busiest rank's
-    ``ceil(b/t)`` steps, as for the TPOT bisection (:func:`mcengine.analytic.roofline.largest_batch`):
+    ``ceil(b/t)`` steps, as for the TPOT bisection (:func:`mcengine.analytic.roofline.limits.largest_batch`):
     the batch returned then meets the SLO but may not be the largest that does.
 
-    ``rates``: when given (:class:`~mcengine.analytic.roofline.Rates` or a
-    :class:`~mcengine.analytic.roofline.Timing`), ``step_s(B, r)`` reads the trials' rates from ``r`` (and nothing
+    ``rates``: when given (:class:`~mcengine.analytic.roofline.model.Rates` or a
+    :class:`~mcengine.analytic.roofline.limits.Timing`), ``step_s(B, r)`` reads the trials' rates from ``r`` (and nothing
     else per trial), and each step times only the trials still open
     (``rates.take(rows)``; elementwise, so the same batches as timing every trial).
     ``output_tokens`` a whole number (exact integer ceilings) or a mean per trial (a real ``O``:
@@ -256,20 +256,20 @@ def continuous_tokens_per_s(step_s, batch) -> np.ndarray:
 # --------------------------------------------------------------------------- disaggregated
 
 
-def kv_transfer_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, r: ra.Rates, prompts=1) -> np.ndarray:
+def kv_transfer_s(m: rm.ModelCard, prompt_tokens: int, instance_gpus: int, r: rm.Rates, prompts=1) -> np.ndarray:
     """Moving ``prompts`` prompts' KV caches (``S x 2 L n_kv d_h b_kv`` bytes each, the whole
     model) from a prefill to a decode instance: each of the ``g`` GPUs sends ``1/g`` of
     them over its own link, one point-to-point ``start + hop + bytes / W_link``."""
-    nbytes = np.asarray(prompts, float) * prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes) / instance_gpus
-    return ra.p2p_s(nbytes, r)
+    nbytes = np.asarray(prompts, float) * prompt_tokens * rw.kv_bytes_per_token_rank(m, 1, r.kv_bytes) / instance_gpus
+    return rc.p2p_s(nbytes, r)
 
 
-def kv_link_prompts_per_s(m: ra.ModelCard, prompt_tokens: int, instance_gpus: int, phase: ra.PhaseTimes, r: ra.Rates) -> np.ndarray:
+def kv_link_prompts_per_s(m: rm.ModelCard, prompt_tokens: int, instance_gpus: int, phase: rm.PhaseTimes, r: rm.Rates) -> np.ndarray:
     """Prompts' KV caches per second the ``g`` links of one instance can carry (one
     direction): ``g W_link (1 - comm/total) / (S KV_token)``, the links' time left by the
     instance's own collectives during ``phase`` (its prefill pass or decode step)."""
     free = np.clip(1.0 - phase.comm_s / phase.total_s, 0.0, 1.0)
-    return instance_gpus * r.link_bytes_per_s * free / (prompt_tokens * ra.kv_bytes_per_token_rank(m, 1, r.kv_bytes))
+    return instance_gpus * r.link_bytes_per_s * free / (prompt_tokens * rw.kv_bytes_per_token_rank(m, 1, r.kv_bytes))
 
 
 def prefill_batch_limit_budget(prompt_tokens, budget_tokens: int):

@@ -1,5 +1,5 @@
 """The per-trial planner's candidate table of disaggregated pairs, and its choice, as
-single passes (:func:`mcengine.stages.planner.plan_per_trial`, docs/model.md#plan).
+single passes (:func:`mcengine.stages.roofline.planner.plan_per_trial`, docs/model.md#plan).
 
 Model
 -----
@@ -50,7 +50,7 @@ def fold_best(served, busy, weight, by_cost, offset, best, value, chosen):
 @kernel
 def disaggregated_rows(r_p, r_d, output_tokens, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, served, busy):
     """One decode layout paired with every prefill layout (rows) at each trial's balanced
-    prefill share (:class:`mcengine.stages._roofline_serving.Disaggregated`'s properties,
+    prefill share (:class:`mcengine.stages.roofline.serving.Disaggregated`'s properties,
     with :func:`mcengine.analytic.serving.prefill_share` and
     :func:`~mcengine.analytic.serving.disaggregated_tokens_per_s` operation by operation):
     ``f = r_d / (r_p + r_d)``; ``served`` the output tokens/s ``min((1 - f) r_d O, f r_p

@@ -13,7 +13,7 @@ share, ``instance_gpus x h100_equivalents / cluster``: the same for an 8-H100 an
 argument needs) an instance that lost ``k`` GPUs serves, after ``reshard_hours``, on the
 best layout that fits the rest: a failure loses ``(1 - table[1])`` of its instance
 (:func:`per_failure_reshard`, ``table`` from the roofline layout search,
-:func:`mcengine.stages.planner.capacity_table`), which is ``1/n`` only when
+:func:`mcengine.pipeline.reshard_capacity`), which is ``1/n`` only when
 ``n - 1`` GPUs still carry a layout as fast per GPU as ``n`` do.
 
 Over a lifetime the figure is the capacity-time lost, ``1 - capacity availability``, of
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stages.planner import capacity_table
+from ..pipeline import reshard_capacity
 from ._common import SECONDARY, Settings, boundary, chain, entry, interval, scenario, variant
 from .performance import SWEEP_MODEL, designs_run
 
@@ -49,7 +49,7 @@ def _cluster_h100e(s) -> float:
 def per_failure_reshard(s, table: np.ndarray) -> float:
     """Share of the cluster one failure takes out under ``reshard``: the instance's
     GPUs' worth of compute times ``1 - table[1]``, the share of its throughput the best
-    layout on ``n - 1`` GPUs gives up (``table``: :func:`capacity_table`)."""
+    layout on ``n - 1`` GPUs gives up (``table``: :func:`~mcengine.pipeline.reshard_capacity`)."""
     return share_lost_per_failure(s.cluster.instance_gpus * (1.0 - float(table[1])), s.gpu.h100_equivalents.value, _cluster_h100e(s))
 
 
@@ -103,7 +103,7 @@ def compute(settings: Settings) -> dict:
     settings.note("claim 3: blast radius")
     h100, lite = scenario("h100"), scenario("lite-h100")
     h100_r, lite_r = variant(h100, "h100.reshard", [RESHARD]), variant(lite, "lite-h100.reshard", [RESHARD])
-    tables = {"h100": capacity_table(h100_r), "lite": capacity_table(lite_r)}
+    tables = {"h100": reshard_capacity(h100_r), "lite": reshard_capacity(lite_r)}
     forms = closed_forms(h100, lite, tables)
     shipped = _lifetime(designs_run(settings), {d: f"{d}.{SWEEP_MODEL}" for d in ("h100", "lite-h100")})
     shipped.update(scenarios=["h100", "lite-h100"], on_failure="down", share_lost_per_failure_ratio_down=forms["whole_instance"])

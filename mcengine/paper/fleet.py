@@ -107,7 +107,7 @@ def rounding_loss(need: float, allocated: int) -> float:
 
 def need_of(base, model: str) -> float:
     """:func:`packages_needed` of ``model`` on ``base``'s package at its median HBM."""
-    from ..analytic.roofline import params_total
+    from ..analytic.roofline.weights import params_total
 
     s = variant(base, f"{base.name}.{model}", [f'workload.model="{model}"'])
     w = s.workload
@@ -117,7 +117,7 @@ def need_of(base, model: str) -> float:
 def fits(base, model: str, gpus: int):
     """The best layout of ``model`` on instances of ``gpus`` at the median inputs, or None
     when its weights and KV cache fit no layout there."""
-    from ..stages._plan_median import choose_layout
+    from ..stages.roofline.median_plan import choose_layout
 
     s = variant(base, f"{base.name}.{model}.n{gpus}", [f'workload.model="{model}"', f"cluster.instance_gpus={gpus}", "cluster.instances=1"])
     try:

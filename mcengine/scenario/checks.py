@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import Problem
 from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
-from .sections.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
+from ..analytic.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
 from ..units import HOURS_PER_YEAR
 
 #: The quantile of an uncertain rate used to bound a lifetime's events: the run time is
@@ -71,7 +71,7 @@ def _high_renewals(law_key: str, dist, shape, horizon_hours: float) -> float:
 def _series_renewals(r, modules: bool, horizon_hours: float, gpus_per_unit: int = 1) -> tuple[str | None, float]:
     """With an infant-mortality law (a shape below 1 at either extreme quantile), the
     renewals of one unit's series life by
-    :func:`~mcengine.scenario.sections.reliability.series_renewals_bound`: a GPU's
+    :func:`~mcengine.analytic.reliability.series_renewals_bound`: a GPU's
     classes with ``replace_unit = "module"`` when ``modules`` (its module), else its
     other classes, ``gpus_per_unit`` times over, and with more than one GPU per unit
     (``replace_unit = "host"``: the unit is a host and its GPUs, renewed whole) the
@@ -130,7 +130,7 @@ def size_problems(c, r, run) -> list[Problem]:
 
     The events are those the kernel handles: each unit's permanent failures over the
     horizon under replace on failure (the renewal bound of
-    :func:`~mcengine.scenario.sections.reliability.renewals_bound`: T/MTTF, more for an
+    :func:`~mcengine.analytic.reliability.renewals_bound`: T/MTTF, more for an
     infant-mortality shape), a host failure counting its GPUs (each is swapped and
     repaired), and transient faults, a host fault counting the instances it restarts."""
     total = c.instances * c.instance_gpus + c.spare_gpus

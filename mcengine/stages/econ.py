@@ -51,7 +51,6 @@ from ..scenario.sampling import TrialInputs
 from ..scenario.dists import Choice
 from ..scenario.sections.econ import MARKUP_PARTS, PACKAGE_PARTS
 from ..units import HOURS_PER_YEAR, TOKENS_PER_MTOK, W_PER_KW
-from . import fab
 
 #: The parts of the cost per token, in the order of the breakdown figure: the package
 #: (at price), a given GPU price, hosts, scale-out network, scale-up fabric, energy, repairs.
@@ -168,20 +167,18 @@ def plan_power_weight(scenario: Scenario, inputs: TrialInputs, columns: dict[str
     return (full - idle) / fixed
 
 
-def planning_power_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
+def planning_power_weight(scenario: Scenario, inputs: TrialInputs, package_costs: dict[str, np.ndarray]) -> np.ndarray:
     """:func:`plan_power_weight` for a plan chosen ahead of the trials, at ``inputs`` (one
     trial: the median, a pessimistic quantile; docs/model.md#plan), which have no fab or
     reliability columns of their own: the package at its expected cost at those inputs
-    (:func:`mcengine.stages.fab.expected_package_costs`) and a cluster that never fails
+    (``package_costs``: ``gpu_cost_usd`` and its parts, which the pipeline takes from
+    :func:`mcengine.stages.fab.expected_package_costs`) and a cluster that never fails
     (availability 1, no repairs). Failures left out move ``k`` by about the unavailability
     and the repairs' share of ``C`` (under 1 % on the shipped designs, docs/model.md#plan),
     and keep the choice free of the reliability stage, which reads the reshard table
-    chosen this way. InputError where the fab inputs cannot build the cluster (as the
-    chain's production runs)."""
+    chosen this way."""
     n = inputs.n
-    fab.check_buildable(scenario, inputs)
-    columns = {**fab.expected_package_costs(scenario, inputs), "instance_availability": np.ones(n), "capacity_availability": np.ones(n),
-               "repairs": np.zeros(n)}
+    columns = {**package_costs, "instance_availability": np.ones(n), "capacity_availability": np.ones(n), "repairs": np.zeros(n)}
     return plan_power_weight(scenario, inputs, columns)
 
 

@@ -10,7 +10,7 @@ Conversions: a class's law is its shape and one of ``afr`` (a rate per unit-year
 a year of :data:`~mcengine.units.HOURS_PER_YEAR` hours; for a Weibull shape read as
 1/MTTF, so the scale is ``MTTF / Γ(1 + 1/shape)``), ``mttf_hours``, ``scale_hours`` or
 ``first_year_fraction``, all through one function
-(:func:`~mcengine.scenario.sections.reliability.weibull_rate_per_hour`,
+(:func:`~mcengine.analytic.reliability.weibull_rate_per_hour`,
 docs/sources.md#rel-unit-conversions).
 """
 
@@ -30,9 +30,9 @@ from ..kernels.laws import CUM_WEIGHT, KIND, LAW_COLUMNS, P1, P2
 from ..kernels.law_codes import LAW_WEIBULL, MAX_LAW_PARTS
 from ..scenario.dists import Law, MixtureLaw
 from ..scenario.sampling import TrialInputs
-from ..scenario.sections.reliability import HOST_CLASS, weibull_rate_per_hour
+from ..analytic.reliability import weibull_rate_per_hour
+from ..scenario.sections.reliability import HOST_CLASS
 from ..scenario.schema import Scenario
-from .roofline import capacity_table
 from ..units import HOURS_PER_YEAR
 
 __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "CLASS_PREFIX", "CLASS_KINDS",
@@ -94,7 +94,7 @@ def _weibull_groups(scenario: Scenario, inputs: TrialInputs, modules: bool = Fal
     the law of a GPU's field-replaceable module, renewed at each module swap.
 
     A class of ``count`` units with shape ``k`` and scale ``eta`` (from its one law key,
-    :func:`~mcengine.scenario.sections.reliability.weibull_rate_per_hour`; ``afr`` as
+    :func:`~mcengine.analytic.reliability.weibull_rate_per_hour`; ``afr`` as
     1/MTTF gives ``eta = (HOURS_PER_YEAR / afr) / Γ(1 + 1/k)``) has cumulative hazard
     ``count * (t / eta)**k``; classes of equal shape add their coefficients
     ``count * eta**-k`` into one group.
@@ -186,8 +186,9 @@ def _transient_per_gpu(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.
             for name, comp in scenario.reliability.components if comp.per == "gpu"}
 
 
-def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
-    """Every kernel argument of :func:`simulate_lifetimes` but the seed and trial start."""
+def _params(scenario: Scenario, inputs: TrialInputs, capacity: np.ndarray | None = None) -> dict:
+    """Every kernel argument of :func:`simulate_lifetimes` but the seed and trial start
+    (``capacity``: :func:`lifetimes`')."""
     r, c = scenario.reliability, scenario.cluster
     n = inputs.n
     lam_perm, wb, n_wb, _ = _weibull_groups(scenario, inputs)
@@ -218,8 +219,12 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
     params[:, life.P_MODULE_RESTOCK_HOURS] = inputs["reliability.module_restock_hours"]
     reshard = c.on_failure == "reshard"
     params[:, life.P_RESHARD_HOURS] = inputs["cluster.reshard_hours"] if reshard else 0.0
-    # the share of throughput kept with k GPUs lost, from the roofline layout search (reshard only)
-    capacity = capacity_table(scenario) if reshard else np.ones(1)
+    if not reshard:
+        capacity = np.ones(1)
+    elif capacity is None:
+        raise ValueError("cluster.on_failure = \"reshard\" needs the roofline's capacity table (mcengine.pipeline.reshard_capacity)")
+    else:  # a writeable copy of the roofline's cached, read-only table: the kernel is compiled for writeable arrays
+        capacity = np.array(capacity, dtype=np.float64)
     named = ((life.LAW_REPAIR, "repair_hours"), (life.LAW_SWAP, "swap_hours"), (life.LAW_RESTART, "restart_hours"))
     parts = max(len(getattr(r, name).parts()) for _, name in named)  # no unused lines for the kernel to carry
     laws = np.empty((n, life.N_LAWS, parts, LAW_COLUMNS))
@@ -245,8 +250,13 @@ def _params(scenario: Scenario, inputs: TrialInputs) -> dict:
 # --------------------------------------------------------------------------- stage API
 
 
-def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, np.ndarray]:
+def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int, capacity: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Per-trial reliability columns of the trials in ``inputs``.
+
+    ``capacity``: with ``cluster.on_failure = "reshard"``, the share of an instance's
+    throughput it keeps with ``k`` GPUs lost (``float64[instance_gpus + 1]``, the roofline
+    stage's reshard table, docs/model.md#reshard, handed in by the pipeline:
+    :func:`mcengine.pipeline.reshard_capacity`); unused otherwise.
 
     Trial ``i`` of the block is global lifetime ``inputs.trial_start + i`` and draws its
     events from its own stream, so the columns do not depend on the chunking.
@@ -273,12 +283,13 @@ def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int) -> dict[str, n
         ``module_stockout_hours`` (instance-hours a module swap waits for a module from the
         module pool, docs/model.md#module-pool; not in ``stockout_hours``).
     """
-    return lifetimes_of([scenario], [inputs], seed)[0]
+    return lifetimes_of([scenario], [inputs], seed, [capacity])[0]
 
 
-def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int) -> list[dict[str, np.ndarray]]:
+def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int,
+                 capacities: list[np.ndarray | None] | None = None) -> list[dict[str, np.ndarray]]:
     """:func:`lifetimes` of each scenario, with the same trials (``inputs[k]`` drawn for
-    ``scenarios[k]``).
+    ``scenarios[k]``, ``capacities[k]`` its reshard table; None: no scenario reshards).
 
     Scenarios whose kernel tables are equal but for their duration laws (a fast-swap
     design beside its plain twin, with common random numbers) are variants of one
@@ -288,7 +299,8 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
     change no reliability input) are one variant, its lifetimes simulated once.
     """
     check_seed(seed)
-    tables = [_params(s, inp) for s, inp in zip(scenarios, inputs)]
+    capacities = [None] * len(scenarios) if capacities is None else capacities
+    tables = [_params(s, inp, cap) for s, inp, cap in zip(scenarios, inputs, capacities)]
     groups: list[list[int]] = []
     for k, table in enumerate(tables):
         group = next((g for g in groups if _same_but_laws(tables[g[0]], table)), None)

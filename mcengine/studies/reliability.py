@@ -12,8 +12,8 @@ from ..summaries import BLOCK_TRIALS, Summary
 from ..scenario.dists import MixtureLaw
 from ..scenario.sampling import draw_inputs, quantile_inputs
 from ..scenario.schema import Scenario
-from ..scenario.sections.reliability import resolved_law, weibull_rate_per_hour
-from ..stages.roofline import capacity_table
+from ..analytic.reliability import resolved_law, weibull_rate_per_hour
+from ..pipeline import reshard_capacity
 from ..stages.reliability import CLASS_KINDS, class_column, class_names, lifetimes_of, nest_by_class
 from ..units import HOURS_PER_YEAR
 
@@ -128,7 +128,7 @@ def _instance_availability(scenario: Scenario, at, ref: dict, repair_parts: list
     exp_rate, groups, _ = _gpu_series_law(scenario, at)
     place = analytic.no_spares_in_place(horizon, exp_rate, groups, long_run_rate, repair_parts,
                                         ref["mean_repair_hours"], c.instance_gpus,
-                                        capacity_table(scenario) if reshard else None)
+                                        reshard_capacity(scenario))
     if place["basis"] == "never repaired":
         hosts = -(-c.instance_gpus // c.gpus_per_host)
         faults = c.instance_gpus * gpu_transient + hosts * at("reliability.host_transient_afr") / HOURS_PER_YEAR
@@ -253,7 +253,7 @@ def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     with interrupt.deferred():  # a signal stops between chunks
         for start in range(0, total, CHUNK_LIFETIMES):
             inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
-            cols = lifetimes_of([scenario], [inputs], seed)[0]
+            cols = lifetimes_of([scenario], [inputs], seed, [reshard_capacity(scenario)])[0]
             cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
             cols["host_repairs_per_year"] = cols["host_repairs"] / inputs["run.horizon_years"]
             for name, summary in summaries.items():

@@ -6,16 +6,15 @@ import dataclasses
 
 import numpy as np
 
-from ..analytic import roofline as ra
+from ..analytic.roofline import model as rm, weights as rw, collectives as rc
 from ..analytic import serving as sv
+from ..pipeline import ahead_weights, planning_weight
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
-from ..stages import planner
-from ..stages._plan_median import choose_serving, infeasible_why
-from ..stages._roofline_layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
-from ..stages._roofline_serving import Plan, evaluate_plan
+from ..stages.roofline.layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
+from ..stages.roofline.serving import Plan, evaluate_plan
 from ..columns import MIX_PREFIX
-from ..stages.roofline import at_trial, class_scenario, mix_columns
+from ..stages.roofline import at_trial, class_scenario, mix_columns, rule_of
 from ..units import BYTES_PER_GB, MS_PER_S
 
 
@@ -65,16 +64,16 @@ def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, 
     rates = rates_of(scenario, median)
     p = layout.pipeline
     b = float(e.batch[0]) / min(float(e.batch[0]), p)
-    message = b * m.hidden * ra.ACT_BYTES
+    message = b * m.hidden * rm.ACT_BYTES
     return {
-        "prefill": ra.allreduce_used(message * median_lengths(scenario)[0], layout.tensor, rates, layout.allreduce),
-        "decode": ra.allreduce_used(message, layout.tensor, rates, layout.allreduce),
+        "prefill": rc.allreduce_used(message * median_lengths(scenario)[0], layout.tensor, rates, layout.allreduce),
+        "decode": rc.allreduce_used(message, layout.tensor, rates, layout.allreduce),
     }
 
 
 def roofline_study(scenario: Scenario) -> dict:
     """The body of ``mcengine roofline``: deterministic, at the median inputs, for the plan
-    in use there (``workload.plan``: :func:`mcengine.stages.planner.plan_at`).
+    in use there (``workload.plan``'s rule: :meth:`mcengine.stages.roofline.rules.PlanRule.plan`).
 
     ``plan`` names it (mode and layout(s)), ``plan_rule`` is ``workload.plan``.
     ``prefill``: ``ttft_ms`` and ``ttft_bound`` for one prompt; ``tokens_per_s``
@@ -97,7 +96,7 @@ def roofline_study(scenario: Scenario) -> dict:
     if scenario.workload.classes:
         return _mix_study(scenario)
     median = quantile_inputs(scenario, 0.5)
-    plan, e = planner.plan_at(scenario, median)
+    plan, e = rule_of(scenario).plan(scenario, median, _weight(scenario, median), ahead_weights(scenario))
     w, m = scenario.workload, scenario.workload.model
     layout = plan.layout
     per_gpu = at_trial(e.tokens_per_s_per_gpu)
@@ -114,8 +113,8 @@ def roofline_study(scenario: Scenario) -> dict:
         "slo_met": bool(e.slo_met[0]),
         "tpot_slo_ms": at_trial(median["workload.tpot_slo_ms"]),
         "ttft_slo_ms": at_trial(median["workload.ttft_slo_ms"]),
-        "kv_bytes_per_token_per_gpu": ra.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
-        "weights_gb_per_gpu": ra.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
+        "kv_bytes_per_token_per_gpu": rw.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
+        "weights_gb_per_gpu": rw.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
         "layouts": _layout_rows(scenario, plan, median),
     }
     body.update(serving_section(scenario, plan, e, median))
@@ -131,8 +130,8 @@ def _mix_study(scenario: Scenario) -> dict:
     class also shows its whole ``instances`` and ``idle_share``, and ``rounding_loss`` is
     the share of the continuous split's mix rate the whole instances lose."""
     median = quantile_inputs(scenario, 0.5)
-    weight = planner.advance_weight(scenario, median)
-    mix = mix_columns(scenario, median, weight)
+    weight, ahead = planning_weight(scenario, median), ahead_weights(scenario)
+    mix = mix_columns(scenario, median, weight, ahead=ahead)
     classes = {}
     for name, _ in scenario.workload.classes:
         shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
@@ -143,7 +142,7 @@ def _mix_study(scenario: Scenario) -> dict:
         for name in classes:
             classes[name].update({k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instances", "idle_share")})
         split = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, class_instances="continuous"))
-        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median, weight)["tokens_per_s_instance"])
+        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median, weight, ahead=ahead)["tokens_per_s_instance"])
     return out
 
 
@@ -191,7 +190,7 @@ def _phases(scenario: Scenario, plan: Plan, e) -> dict:
     }
 
 
-def _decode_block(batch: int, step: ra.PhaseTimes) -> dict:
+def _decode_block(batch: int, step: rm.PhaseTimes) -> dict:
     tpot_s = at_trial(step.total_s)
     return {"batch": batch, "tpot_ms": tpot_s * MS_PER_S, "tokens_per_s": batch / tpot_s, "bound": str(step.bound[0])}
 
@@ -254,24 +253,23 @@ def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
     return row
 
 
+def _weight(scenario: Scenario, inputs) -> np.ndarray | None:
+    """The econ weight at the one trial ``inputs`` where ``scenario``'s plan rule reads one
+    (:attr:`~mcengine.stages.roofline.rules.PlanRule.weighs`), else None."""
+    return planning_weight(scenario, inputs) if rule_of(scenario).weighs else None
+
+
 def serving_section(scenario: Scenario, plan: Plan | None = None, e=None, median=None) -> dict:
     """``"serving"`` (the mode of the plan in use) and ``"serving_modes"``: each mode's best
     plan at the median inputs, the one in use (``plan``, evaluated as ``e``; default:
-    :func:`mcengine.stages.planner.plan_at`) and the runner-up of every other mode
+    :meth:`mcengine.stages.roofline.rules.PlanRule.plan`) and the runner-up of every other mode
     (``workload.plan = "median"``: the median choice of each mode; otherwise the per-trial
     rule's best of each mode at the median, by ``workload.plan_objective`` with the weight
-    there: :func:`mcengine.stages.planner.best_by_mode`)."""
+    there: :meth:`mcengine.stages.roofline.rules.PlanRule.modes`)."""
     median = quantile_inputs(scenario, 0.5) if median is None else median
     if plan is None:
-        plan, e = planner.plan_at(scenario, median)
-    if scenario.workload.plan == "median":
-        choice = choose_serving(scenario)
-        best, why = choice.best, choice.why
-    else:
-        found = planner.best_by_mode(scenario, median)
-        best = {name: (found[name][1] if found.get(name) else None) for name in sv.SERVING_MODES}
-        why = {name: "" if found.get(name) else ("not searched (workload.serving)" if name not in found else infeasible_why(scenario, name))
-               for name in sv.SERVING_MODES}
+        plan, e = rule_of(scenario).plan(scenario, median, _weight(scenario, median), ahead_weights(scenario))
+    best, why = rule_of(scenario).modes(scenario, median, _weight(scenario, median))
     best[plan.mode] = e
     modes = {name: _mode_row(scenario, name, best[name], why.get(name, ""), name == plan.mode) for name in sv.SERVING_MODES}
     return {"serving": plan.mode, "serving_modes": modes}

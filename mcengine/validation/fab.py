@@ -9,7 +9,7 @@ import numpy as np
 
 from ..analytic import fab as analytic
 from ..stages.fab import die_yields
-from ..stages.fab_geometry import wafer_map
+from ..stages.fab.geometry import wafer_map
 from .check import Check, mc_check
 
 

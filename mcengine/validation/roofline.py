@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analytic import roofline as ra
+from ..analytic.roofline import model as rm, weights as rw, collectives as rc, steps as rt, limits as rl
 from ..errors import Problem
 from ..scenario import load_scenario
 from ..scenario.cards import load_model_card
@@ -304,19 +304,19 @@ def _reference_checks() -> list[Check]:
     (eta = 1, flat alpha = 10 us, 450 GB/s), aggregate roofline."""
     problems: list[Problem] = []
     m = load_model_card("llama-3-70b", "workload.model", problems)
-    tp8 = ra.Layout(8)
-    ideal = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0)
-    derated = ra.Rates.from_peaks(989.4, 3.35, 450.0, 0.7, 0.8, 370.0 / 450.0, collective_start_us=10.0)
-    per_hop = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=5.0, hop_latency_us=1.0)
-    d1 = ra.decode_step(m, tp8, 1, 2048, ideal)
-    d512 = ra.decode_step(m, tp8, 512, 2048, ideal)
-    p2k = ra.prefill(m, tp8, 1, 2048, ideal)
-    lite = ra.Layout(8, 4)
+    tp8 = rm.Layout(8)
+    ideal = rm.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0)
+    derated = rm.Rates.from_peaks(989.4, 3.35, 450.0, 0.7, 0.8, 370.0 / 450.0, collective_start_us=10.0)
+    per_hop = rm.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=5.0, hop_latency_us=1.0)
+    d1 = rt.decode_step(m, tp8, 1, 2048, ideal)
+    d512 = rt.decode_step(m, tp8, 512, 2048, ideal)
+    p2k = rt.prefill(m, tp8, 1, 2048, ideal)
+    lite = rm.Layout(8, 4)
     ms = MS_PER_S
     src = "docs/sources.md#roof-llama3-70b-tp8"
     return [
-        Check(STAGE, "llama-3-70b parameters (B)", 70.55, ra.params_total(m) / 1e9, 0.005, "docs/sources.md#roof-params: P_layers 68.45 B + 2 V d"),
-        Check(STAGE, "KV bytes/token bf16", 327_680, ra.kv_bytes_per_token_rank(m, 1, 2.0), 0.0, "docs/sources.md#roof-kv-bytes: 320 KiB"),
+        Check(STAGE, "llama-3-70b parameters (B)", 70.55, rw.params_total(m) / 1e9, 0.005, "docs/sources.md#roof-params: P_layers 68.45 B + 2 V d"),
+        Check(STAGE, "KV bytes/token bf16", 327_680, rw.kv_bytes_per_token_rank(m, 1, 2.0), 0.0, "docs/sources.md#roof-kv-bytes: 320 KiB"),
         Check(STAGE, "TP8 B=1 memory ms", 5.21, _at(d1.memory_s) * ms, 0.005, src),
         Check(STAGE, "TP8 B=1 all-reduce ms", 1.61, _at(d1.comm_s) * ms, 0.005, src + ": 160 x (10 us + 2(7/8) 16 KiB / 450 GB/s)"),
         Check(STAGE, "TP8 B=1 TPOT ms", 6.82, _at(d1.total_s) * ms, 0.005, src),
@@ -324,10 +324,10 @@ def _reference_checks() -> list[Check]:
         Check(STAGE, "TP8 B=512 compute ms", 9.34, _at(d512.compute_s) * ms, 0.005, src),
         Check(STAGE, "TP8 prefill S=2048 compute ms", 36.1, _at(p2k.compute_s) * ms, 0.05, src + ": 285.9 TFLOP"),
         Check(STAGE, "TP8 prefill S=2048 all-reduce ms", 22.5, _at(p2k.comm_s) * ms, 0.05, src),
-        Check(STAGE, "TP8 derated B=256 TPOT ms", 19.27, _at(ra.decode_step(m, tp8, 256, 2048, derated).total_s) * ms, 0.005, src + ": eta 0.7/0.8, 370 GB/s"),
-        Check(STAGE, "TP8 per-hop alpha B=1 TPOT ms", 8.26, _at(ra.decode_step(m, tp8, 1, 2048, per_hop).total_s) * ms, 0.005, "docs/sources.md#roof-llama3-70b-tp8: 5 us + 2(n-1) x 1 us"),
-        Check(STAGE, "TP8 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, tp8, 80.0, 0.9, 2048, 2.0, 2.0)), 0.0, "docs/sources.md#roof-batch-limit"),
-        Check(STAGE, "Lite TP8xPP4 B_max at 2k context", 648, _at(ra.batch_limit_memory(m, lite, 20.0, 0.9, 2048, 2.0, 2.0)), 0.0, "docs/sources.md#roof-batch-limit"),
+        Check(STAGE, "TP8 derated B=256 TPOT ms", 19.27, _at(rt.decode_step(m, tp8, 256, 2048, derated).total_s) * ms, 0.005, src + ": eta 0.7/0.8, 370 GB/s"),
+        Check(STAGE, "TP8 per-hop alpha B=1 TPOT ms", 8.26, _at(rt.decode_step(m, tp8, 1, 2048, per_hop).total_s) * ms, 0.005, "docs/sources.md#roof-llama3-70b-tp8: 5 us + 2(n-1) x 1 us"),
+        Check(STAGE, "TP8 B_max at 2k context", 648, _at(rl.batch_limit_memory(m, tp8, 80.0, 0.9, 2048, 2.0, 2.0)), 0.0, "docs/sources.md#roof-batch-limit"),
+        Check(STAGE, "Lite TP8xPP4 B_max at 2k context", 648, _at(rl.batch_limit_memory(m, lite, 20.0, 0.9, 2048, 2.0, 2.0)), 0.0, "docs/sources.md#roof-batch-limit"),
     ]
 
 
@@ -358,11 +358,11 @@ def _collective_checks() -> list[Check]:
     measure."""
     out = []
     for impl, start_us in (("nccl", 31.0), ("custom", None)):
-        r = ra.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0,
+        r = rm.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0,
                                 allreduce_start_us=start_us)
         for t, by_size in NCCL_H100_DGX_US.items():
             for nbytes, measured_us in by_size.items():
-                got_us = float(ra.hierarchical_allreduce_s(float(nbytes), ra.Layout(t, allreduce="auto"), r)) * US_PER_S
+                got_us = float(rc.hierarchical_allreduce_s(float(nbytes), rm.Layout(t, allreduce="auto"), r)) * US_PER_S
                 out.append(Check(STAGE, f"{impl} all-reduce vs NCCL H100 t={t} {nbytes / 1024:,.0f} KiB (us)", measured_us, got_us,
                                  NCCL_BAND * measured_us, "docs/sources.md#roof-collective-measured", _NCCL_MISS[impl]))
     return out
@@ -421,11 +421,11 @@ def _bandwidth_checks() -> list[Check]:
     modes (450 GB/s x 0.82, alpha 5 us, 1 us per hop), against nccl-tests on 8 x H100: ring
     against ``NCCL_ALGO=RING``, the fastest switched algorithm ("auto") against NCCL's default
     NVLS, by ranks."""
-    r = ra.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0)
+    r = rm.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0)
     out = []
     for algorithm, nccl in (("ring", "ring"), ("auto", "nvls")):
         for t, measured in NCCL_H100_BUSBW_GBPS[nccl].items():
-            seconds = float(ra.hierarchical_allreduce_s(BUSBW_MESSAGE_BYTES, ra.Layout(t, allreduce=algorithm), r))
+            seconds = float(rc.hierarchical_allreduce_s(BUSBW_MESSAGE_BYTES, rm.Layout(t, allreduce=algorithm), r))
             busbw = 2.0 * (t - 1) / t * BUSBW_MESSAGE_BYTES / seconds / 1e9
             out.append(Check(STAGE, f"{algorithm} all-reduce bus bandwidth vs NCCL {nccl.upper()} H100 t={t}, 2 GiB (GB/s)", measured, busbw,
                              NCCL_BUSBW_BAND_GBPS, "docs/sources.md#roof-collective-measured", _NVLS_MISS if nccl == "nvls" and t == 8 else "",

@@ -11,15 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
-from mcengine.scenario.cards import load_model_card
+from mcengine.analytic.roofline import model as rm, weights as rw, steps as rt, limits as rl
 
 L, D, NH, NKV, DH, FF, V = 80, 8192, 64, 8, 128, 28672, 128256
-
-
-@pytest.fixture(scope="module")
-def llama70():
-    return load_model_card("llama-3-70b", "workload.model", [])
 
 
 def _hand_weights(t, g):
@@ -41,30 +35,30 @@ def _hand_weights(t, g):
 ])
 def test_weights_and_kv_per_rank_by_hand(llama70, t, g, params, kv_token):
     assert _hand_weights(t, g) == params
-    assert ra.rank_params_held(llama70, t, "grouped", g) == pytest.approx(params, rel=1e-15)
-    layout = ra.Layout(t, 1, attention="grouped", attention_groups=g)
-    assert ra.weights_bytes_per_gpu(llama70, layout, 2.0) == pytest.approx(2.0 * params, rel=1e-15)
+    assert rw.rank_params_held(llama70, t, "grouped", g) == pytest.approx(params, rel=1e-15)
+    layout = rm.Layout(t, 1, attention="grouped", attention_groups=g)
+    assert rw.weights_bytes_per_gpu(llama70, layout, 2.0) == pytest.approx(2.0 * params, rel=1e-15)
     # 2 L max(1, n_kv/u) d_h x 2 bytes, for the sequences of its own group only
-    assert ra.kv_bytes_per_token_rank(llama70, t, 2.0, "grouped", g) == kv_token
-    assert float(ra.attention_sequences_per_rank(9, t, "grouped", g)) == math.ceil(9 / g)
+    assert rw.kv_bytes_per_token_rank(llama70, t, 2.0, "grouped", g) == kv_token
+    assert float(rw.attention_sequences_per_rank(9, t, "grouped", g)) == math.ceil(9 / g)
 
 
 @pytest.mark.parametrize("t, g", [(16, 2), (16, 4), (32, 2), (32, 4)])
 def test_batch_that_fits_is_g_groups_of_whole_sequences(llama70, t, g):
     """Lite-H100 (20 GB, 90 % usable), 2,304 tokens of context: each group's ranks hold its
     sequences' KV at max(1, n_kv/u) heads; the instance fits g times one group's count."""
-    layout = ra.Layout(t, 1, attention="grouped", attention_groups=g)
+    layout = rm.Layout(t, 1, attention="grouped", attention_groups=g)
     free = 0.9 * 20e9 - 2.0 * _hand_weights(t, g)
     per_sequence = 2304 * 2 * L * max(1.0, NKV / (t // g)) * DH * 2
     expected = g * math.floor(free / per_sequence)
     assert expected > 0
-    assert int(ra.batch_limit_memory(llama70, layout, 20.0, 0.9, 2304, 2.0, 2.0)) == expected
+    assert int(rl.batch_limit_memory(llama70, layout, 20.0, 0.9, 2304, 2.0, 2.0)) == expected
 
 
 def test_data_parallel_attention_does_not_fit_a_lite_where_groups_do(llama70):
     """All attention weights on every rank (g = t) need 24 GB on a Lite; 4 groups of 8 ranks 6.7 GB."""
-    assert int(ra.batch_limit_memory(llama70, ra.Layout(32, 1, attention="data"), 20.0, 0.9, 2304, 2.0, 2.0)) == 0
-    assert int(ra.batch_limit_memory(llama70, ra.Layout(32, 1, attention="grouped", attention_groups=4), 20.0, 0.9, 2304, 2.0, 2.0)) > 0
+    assert int(rl.batch_limit_memory(llama70, rm.Layout(32, 1, attention="data"), 20.0, 0.9, 2304, 2.0, 2.0)) == 0
+    assert int(rl.batch_limit_memory(llama70, rm.Layout(32, 1, attention="grouped", attention_groups=4), 20.0, 0.9, 2304, 2.0, 2.0)) > 0
 
 
 @pytest.mark.parametrize("t, g", [(16, 2), (16, 4), (32, 2), (32, 4)])
@@ -74,12 +68,12 @@ def test_decode_collectives_by_hand(llama70, t, g):
     the busiest group (u = t/g ranks, ceil(10/g) sequences); once, the LM head's all-gather
     over t of the 10 hidden states."""
     w, alpha, h = 100e9, 10e-6, 1e-6
-    r = ra.Rates(1.0, 1.0, w, alpha, h)
+    r = rm.Rates(1.0, 1.0, w, alpha, h)
     u, m = t // g, 10 * D * 2
     gather = alpha + (t - 1) * h + (t - 1) / t * m / w
     group = alpha + 2 * (u - 1) * h + 2 * (u - 1) / u * math.ceil(10 / g) * D * 2 / w
-    layout = ra.Layout(t, 1, allreduce="ring", attention="grouped", attention_groups=g)
-    got = ra.decode_step(llama70, layout, 10, 2304.0, r).comm_s
+    layout = rm.Layout(t, 1, allreduce="ring", attention="grouped", attention_groups=g)
+    got = rt.decode_step(llama70, layout, 10, 2304.0, r).comm_s
     assert float(got) == pytest.approx(L * 2 * gather + gather + L * group, rel=1e-12)
 
 
@@ -87,13 +81,13 @@ def test_decode_work_of_the_busiest_group_by_hand(llama70):
     """t = 16, g = 4 (u = 4), b = 10: the busiest group's 3 sequences run attention with 1/4 of
     the heads and weights; the MLP and LM head stay sharded over all 10 across 16 ranks."""
     t, g, u, b, ctx = 16, 4, 4, 10, 2304.0
-    r = ra.Rates(1.0, 1.0, 1.0)
+    r = rm.Rates(1.0, 1.0, 1.0)
     attention = 2 * D * NH * DH / u + 2 * D * DH * 2
     sharded = L * (3 * D * FF + 2 * D) / t + V * D / t
     flops = 3 * (2 * L * attention + 4 * L * (NH / u) * DH * ctx) + b * 2 * sharded
     weights = 2.0 * (L * (attention + (3 * D * FF + 2 * D) / t) + V * D / t)
     kv = 3 * ctx * 2 * L * 2 * DH * 2
-    step = ra.decode_step(llama70, ra.Layout(t, 1, attention="grouped", attention_groups=g), b, ctx, r)
+    step = rt.decode_step(llama70, rm.Layout(t, 1, attention="grouped", attention_groups=g), b, ctx, r)
     assert float(step.compute_s) == pytest.approx(flops, rel=1e-12)
     assert float(step.memory_s) == pytest.approx(weights + kv, rel=1e-12)
     assert np.isfinite(step.total_s)

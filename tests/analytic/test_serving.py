@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm, weights as rw, collectives as rc
 from mcengine.analytic import serving as sv
 from mcengine.scenario.cards import load_model_card
 
 #: Ideal H100 rates of docs/sources.md#roof-llama3-70b-tp8: eta = 1, flat 10 us per
 #: collective, 450 GB/s, no overhead.
-IDEAL = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0)
+IDEAL = rm.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_continuous_step_by_hand(llama70):
     kv_rank = 2 * L * 1 * dh * 2  # one KV head per rank at t = 8
     nbytes = 2 * p_stream / t + B * T * kv_rank + max(c, S) / 2 * kv_rank
     comm = 2 * L * (10e-6 + 2 * 7 / 8 * (B + c) * d * 2 / 450e9)
-    step = sv.continuous_step(llama70, ra.Layout(8), B, S, O, IDEAL)
+    step = sv.continuous_step(llama70, rm.Layout(8), B, S, O, IDEAL)
     assert float(step.compute_s) == pytest.approx(flops / 989.4e12, rel=1e-12)
     assert float(step.memory_s) == pytest.approx(nbytes / 3.35e12, rel=1e-12)
     assert float(step.comm_s) == pytest.approx(comm, rel=1e-12)
@@ -64,9 +64,9 @@ def test_continuous_pipeline_is_the_micro_batch_step_plus_the_hops(llama70):
     # p stages, m = min(B, p) micro-batches of b = B/m: the whole-model step at b (and its
     # chunk b S/O) plus (p-1) point-to-points of (b + c_b) d 2 bytes, as the static decode.
     S, O = 2048, 256
-    piped = sv.continuous_step(llama70, ra.Layout(8, 4), 64, S, O, IDEAL)
-    flat = sv.continuous_step(llama70, ra.Layout(8, 1), 16, S, O, IDEAL)
-    hops = 3 * ra.p2p_s((16 + 128) * 8192 * 2, IDEAL)
+    piped = sv.continuous_step(llama70, rm.Layout(8, 4), 64, S, O, IDEAL)
+    flat = sv.continuous_step(llama70, rm.Layout(8, 1), 16, S, O, IDEAL)
+    hops = 3 * rc.p2p_s((16 + 128) * 8192 * 2, IDEAL)
     assert float(piped.compute_s) == pytest.approx(float(flat.compute_s), rel=1e-12)
     assert float(piped.memory_s) == pytest.approx(float(flat.memory_s), rel=1e-12)
     assert float(piped.comm_s) == pytest.approx(float(flat.comm_s + hops), rel=1e-12)
@@ -98,7 +98,7 @@ def test_disaggregated_split_balances_prompt_supply_and_decode_demand():
 def test_kv_transfer_by_hand(llama70):
     # 2048 tokens x 327,680 B (bf16, whole model) = 671 MB, 1/8 per GPU over 450 x 0.82 GB/s,
     # plus 5 us start + 1 us hop: 0.2274 ms + 6 us
-    r = ra.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0)
+    r = rm.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.82, collective_start_us=5.0, hop_latency_us=1.0)
     expected = 6e-6 + 2048 * 327_680 / 8 / (450e9 * 0.82)
     assert float(sv.kv_transfer_s(llama70, 2048, 8, r)) == pytest.approx(expected, rel=1e-12)
     assert expected * 1e3 == pytest.approx(0.2334, abs=1e-4)
@@ -110,11 +110,11 @@ def test_continuous_step_hides_its_collectives_under_overlap(llama70):
     # the collectives hide under compute: tau = max(10.20, 7.47); with o = 0.5:
     # max(10.20, 3.74) + 3.74 ms.
     B, S, O = 64, 2048, 256
-    base = sv.continuous_step(llama70, ra.Layout(8), B, S, O, IDEAL)
+    base = sv.continuous_step(llama70, rm.Layout(8), B, S, O, IDEAL)
     compute, comm = float(base.compute_s), float(base.comm_s)
     for o in (1.0, 0.5):
-        rates = ra.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0, comm_overlap=o)
-        step = sv.continuous_step(llama70, ra.Layout(8), B, S, O, rates)
+        rates = rm.Rates.from_peaks(989.4, 3.35, 450.0, collective_start_us=10.0, comm_overlap=o)
+        step = sv.continuous_step(llama70, rm.Layout(8), B, S, O, rates)
         assert float(step.total_s) == pytest.approx(max(compute, o * comm) + (1 - o) * comm, rel=1e-12)
 
 
@@ -124,10 +124,10 @@ def test_continuous_step_with_data_parallel_attention_reads_one_ranks_share_of_t
     # 64 sequences with all 8 KV heads. The KV bytes read per step, by hand:
     B, S, O, L, dh = 64, 2048, 256, 80, 128
     T, c = S + O / 2, B * S / O
-    tensor = sv.continuous_step(llama70, ra.Layout(16), B, S, O, IDEAL)
-    data = sv.continuous_step(llama70, ra.Layout(16, attention="data"), B, S, O, IDEAL)
-    weights_t = 2 * ra.rank_params_streamed(llama70, 16, B + c)
-    weights_d = 2 * ra.rank_params_streamed(llama70, 16, B + c, "data")
+    tensor = sv.continuous_step(llama70, rm.Layout(16), B, S, O, IDEAL)
+    data = sv.continuous_step(llama70, rm.Layout(16, attention="data"), B, S, O, IDEAL)
+    weights_t = 2 * rw.rank_params_streamed(llama70, 16, B + c)
+    weights_d = 2 * rw.rank_params_streamed(llama70, 16, B + c, "data")
     kv_t = (B * T + max(c, S) / 2) * 2 * L * 1 * dh * 2
     kv_d = 4 / 64 * (B * T + max(c, S) / 2) * 2 * L * 8 * dh * 2
     assert float(tensor.memory_s) == pytest.approx((weights_t + kv_t) / 3.35e12, rel=1e-12)

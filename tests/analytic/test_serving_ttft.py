@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm
 from mcengine.analytic import serving as sv
 from mcengine.scenario.cards import load_model_card
 
@@ -105,8 +105,8 @@ _MODELS = {name: load_model_card(name, "workload.model", []) for name in ("llama
 def test_equals_the_scan_for_the_continuous_step(model, tensor, p, prompt, o, batch_max, eta, overhead_ms, algorithm, slo_factor):
     # the real step (heads sharded, where tau and B/tau are non-decreasing in B; dense and
     # MoE) at random rates
-    r = ra.Rates.from_peaks(989.4, 3.35, 450.0, eta, eta, 0.8, 5.0, 1.0, overhead_ms, 0.0)
-    layout = ra.Layout(tensor, p, allreduce=algorithm)
+    r = rm.Rates.from_peaks(989.4, 3.35, 450.0, eta, eta, 0.8, 5.0, 1.0, overhead_ms, 0.0)
+    layout = rm.Layout(tensor, p, allreduce=algorithm)
 
     def tau(batch):
         return sv.continuous_step(_MODELS[model], layout, batch, prompt, o, r).total_s
@@ -121,7 +121,7 @@ def test_cost_does_not_grow_with_output_tokens_or_the_batch(o, batch_max):
     # prefill a prompt, so an SLO below its TTFT pushes the batch into the 2- or 3-step
     # pieces; a few pieces plus one bisection of at most ~log2(B_max) steps, the same for
     # O = 256 and O = 10^6.
-    layout, r = ra.Layout(8), ra.Rates.from_peaks(989.4 * 0.5, 3.35 * 0.7, 450.0, link_efficiency=0.8, collective_start_us=5.0, hop_latency_us=1.0)
+    layout, r = rm.Layout(8), rm.Rates.from_peaks(989.4 * 0.5, 3.35 * 0.7, 450.0, link_efficiency=0.8, collective_start_us=5.0, hop_latency_us=1.0)
     calls = []
 
     def tau(batch):
@@ -159,9 +159,9 @@ def test_a_search_that_times_only_its_open_trials_equals_one_that_times_every_tr
     m = _LLAMA
     rng = np.random.default_rng(11)
     n = 1024
-    r = ra.Rates.from_peaks(989.0, 3.35, 450.0, rng.uniform(0.35, 0.65, n), rng.uniform(0.55, 0.85, n), 0.8, 5.0, 1.0,
+    r = rm.Rates.from_peaks(989.0, 3.35, 450.0, rng.uniform(0.35, 0.65, n), rng.uniform(0.55, 0.85, n), 0.8, 5.0, 1.0,
                             rng.uniform(0.5, 3.0, n), 2.0)
-    layout = ra.Layout(4, 2)
+    layout = rm.Layout(4, 2)
     slo = rng.uniform(50.0, 5000.0, n) / 1e3
     top = rng.integers(0, 400, n)
     every = sv.largest_batch_within_ttft(lambda b: sv.continuous_step(m, layout, b, 2048, 256, r).total_s, slo, top, 2, 256)

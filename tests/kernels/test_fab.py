@@ -16,7 +16,7 @@ from mcengine.errors import InputError
 from mcengine.kernels import fab as k
 from mcengine.kernels.geometry import count_dies, die_at
 from mcengine.stages.fab import die_yields
-from mcengine.stages.fab_geometry import wafer_map
+from mcengine.stages.fab.geometry import wafer_map
 
 from tests.conftest import with_threads
 

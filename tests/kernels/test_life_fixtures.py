@@ -88,6 +88,7 @@ CASES = {
 
 def columns(case: str) -> dict[str, np.ndarray]:
     """Every reliability column of ``case``, keyed ``<scenario>/<column>``."""
+    from mcengine.pipeline import reshard_capacity
     from mcengine.scenario import load_scenario
     from mcengine.scenario.sampling import draw_inputs
     from mcengine.stages.reliability import lifetimes_of
@@ -96,7 +97,7 @@ def columns(case: str) -> dict[str, np.ndarray]:
     scenarios = [load_scenario(name, list(overrides)) for name in names]
     inputs = [draw_inputs(s, SEED, 5, n) for s in scenarios]
     out = {}
-    for s, cols in zip(scenarios, lifetimes_of(scenarios, inputs, SEED)):
+    for s, cols in zip(scenarios, lifetimes_of(scenarios, inputs, SEED, [reshard_capacity(s) for s in scenarios])):
         out.update({f"{case}:{s.name}/{k}": np.asarray(v) for k, v in cols.items()})
     return out
 

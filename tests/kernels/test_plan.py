@@ -1,5 +1,5 @@
 """mcengine/kernels/plan.py: the planner's choice in one pass equals the NumPy rule it
-replaces (every row's :func:`~mcengine.stages.planner.objective`, ``np.argmax`` per block,
+replaces (every row's :func:`~mcengine.stages.roofline.planner.objective`, ``np.argmax`` per block,
 a later block only when strictly better or NaN), bit for bit, on tables built to hit its
 edges: exact ties within and across blocks, NaN objectives, rows that serve no trial
 (``-inf``), blocks that serve none (``busy`` None) and broadcast, read-only rows."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcengine.stages import planner
+from mcengine.stages.roofline import planner
 
 
 def _numpy_rule(blocks, power_weight, n):

@@ -120,7 +120,7 @@ def test_power_paper_gain_is_the_power_ratio_over_the_throughput_ratio():
 
 
 def test_fleet_need_and_rounding_by_hand():
-    from mcengine.analytic.roofline import params_total
+    from mcengine.analytic.roofline.weights import params_total
     from mcengine.scenario.cards import load_model_card
 
     card = load_model_card("llama-3-70b", "m", [])
@@ -157,7 +157,7 @@ def test_crossings_interpolate():
 
 def test_fleet_paper_rounding_loss_by_hand():
     """Demand-weighted loss of rounding each model's weights up to whole packages."""
-    from mcengine.analytic.roofline import params_total
+    from mcengine.analytic.roofline.weights import params_total
     from mcengine.scenario.cards import load_model_card
 
     f = fleet.load_fleet()

@@ -14,7 +14,7 @@ import pytest
 from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.checks import size_problems
-from mcengine.scenario.sections.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
+from mcengine.analytic.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
 from mcengine.units import HOURS_PER_YEAR
 from mcengine.validation.reliability import toy_scenario
 

@@ -18,7 +18,8 @@ from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.load import scenario_from_dict
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.scenario.sections.reliability import LAW_KEYS, resolved_law, weibull_rate_per_hour
+from mcengine.analytic.reliability import resolved_law, weibull_rate_per_hour
+from mcengine.scenario.sections.reliability import LAW_KEYS
 from mcengine.stages.reliability import _weibull_groups
 from mcengine.units import HOURS_PER_YEAR as H
 from mcengine.validation.reliability import toy_scenario

@@ -8,9 +8,9 @@ import pytest
 
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import quantile_inputs
-from mcengine.stages._roofline_layout import rates_of
-from mcengine.stages._plan_median import choose_serving
-from mcengine.stages._roofline_serving import kv_rates
+from mcengine.stages.roofline.layout import rates_of
+from mcengine.stages.roofline.median_plan import choose_serving
+from mcengine.stages.roofline.serving import kv_rates
 
 BASE = ("workload.serving='disaggregated'", "workload.tensor_parallel=8", "workload.ttft_slo_ms='inf'", "workload.attention='tensor'",
         "workload.allreduce='ring'", "workload.comm_overlap=0")

@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm
 from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
-from mcengine.pipeline import run_block
-from mcengine.stages import econ, planner, roofline
-from mcengine.stages._roofline_layout import allreduce_algorithm, evaluate
-from mcengine.stages._roofline_serving import evaluate_continuous, evaluate_disaggregated
+from mcengine.pipeline import ahead_weights, planning_weight, reshard_capacity, run_block
+from mcengine.stages import econ, roofline
+from mcengine.stages.roofline import planner, rules
+from mcengine.stages.roofline.layout import allreduce_algorithm, evaluate
+from mcengine.stages.roofline.serving import evaluate_continuous, evaluate_disaggregated
 from tests.conftest import FP8_FIT_EFFICIENCIES
 
 #: Small cases: a model that fits one GPU on instances of 2 and 4, uncertain efficiencies,
@@ -28,7 +29,7 @@ SMALL = (
 )
 
 
-def _every_layout(scenario) -> list[ra.Layout]:
+def _every_layout(scenario) -> list[rm.Layout]:
     """Every tensor x pipeline = instance_gpus layout an engine can shard, written out
     from the model card (independently of the planner's candidate list)."""
     w, m, n = scenario.workload, scenario.workload.model, scenario.cluster.instance_gpus
@@ -37,11 +38,11 @@ def _every_layout(scenario) -> list[ra.Layout]:
         for attention in ("tensor", "data"):
             heads_ok = attention == "data" or (m.heads % t == 0 and (m.kv_heads % t == 0 or t % m.kv_heads == 0))
             if n % t == 0 and n // t <= m.layers and m.ffn % t == 0 and heads_ok:
-                out.append(ra.Layout(t, n // t, False, allreduce_algorithm(scenario), attention))
+                out.append(rm.Layout(t, n // t, False, allreduce_algorithm(scenario), attention))
         # grouped attention: g groups of u = t/g ranks (1 < u < t) that shard the heads and KV heads
         for u in range(2, t):
             if n % t == 0 and n // t <= m.layers and m.ffn % t == 0 and t % u == 0 and m.kv_heads % u == 0 and m.heads % u == 0:
-                out.append(ra.Layout(t, n // t, False, allreduce_algorithm(scenario), "grouped", 0, t // u))
+                out.append(rm.Layout(t, n // t, False, allreduce_algorithm(scenario), "grouped", 0, t // u))
     return out
 
 
@@ -102,7 +103,7 @@ def test_roofline_output_describes_the_plan_in_use(design):
     s = load_scenario(design)
     body = roofline_study(s)
     median = quantile_inputs(s, 0.5)
-    k = planner.advance_weight(s, median)
+    k = planning_weight(s, median)
     block = planner.plan_per_trial(s, median, k)
     plan = block.plan_of(0)
     assert body["plan"] == plan.describe() and body["serving"] == plan.mode and body["plan_rule"] == "per_trial"
@@ -115,20 +116,20 @@ def test_roofline_output_describes_the_plan_in_use(design):
     assert row["tokens_per_s_per_gpu"] == body["tokens_per_s_per_gpu"]
     runners_up = [r for name, r in body["serving_modes"].items() if name != plan.mode and r["feasible"] and r["slo_met"]]
     assert runners_up
-    value = {name: float(_value(e, k)[0]) for name, (_, e) in planner.best_by_mode(s, median).items() if e.slo_met[0]}
+    value = {name: float(_value(e, k)[0]) for name, (_, e) in planner.best_by_mode(s, median, k).items() if e.slo_met[0]}
     assert all(v <= value[plan.mode] for v in value.values())  # the runners-up are each mode's best by the same objective
 
 
 def test_quantile_plan_is_the_per_trial_choice_at_pessimistic_inputs_served_everywhere():
     s = load_scenario("lite-h100-2x", ('workload.plan="quantile"', "workload.plan_quantile=0.1"))
-    plan, share = planner.quantile_plan(s)
+    plan, share = rules.quantile_plan(s, ahead_weights(s).pessimistic)
     at = planner.pessimistic_inputs(s, 0.1)
     # efficiencies at their 10th percentile, latencies at their 90th
     assert at["workload.memory_efficiency"][0] == pytest.approx(0.82 + 0.1 * 0.06)  # the bf16 table's
     assert at["workload.collective_start_us"][0] > quantile_inputs(s, 0.5)["workload.collective_start_us"][0]
-    assert plan == planner.plan_per_trial(s, at, econ.planning_power_weight(s, at)).plan_of(0)
+    assert plan == planner.plan_per_trial(s, at, planning_weight(s, at)).plan_of(0)
     inputs = draw_inputs(s, 4, 0, 64)
-    cols = roofline.throughput(s, inputs)
+    cols = roofline.throughput(s, inputs, ahead=ahead_weights(s))
     e = planner.evaluate_plan(s, plan, inputs, share)
     assert cols["tokens_per_s_instance"].tolist() == np.where(e.slo_met, e.tokens_per_s_instance, 0.0).tolist()
     per_trial = roofline.throughput(load_scenario("lite-h100-2x"), inputs)["tokens_per_s_instance"]
@@ -220,9 +221,9 @@ def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_diffe
 
     s, fast = load_scenario("lite-h100", DEAR_POWER), load_scenario("lite-h100", (*DEAR_POWER, 'workload.plan_objective="throughput"'))
     median = quantile_inputs(s, 0.5)
-    k = econ.planning_power_weight(s, median)
-    plan, e = planner.plan_at(s, median)
-    other, f = planner.plan_at(fast, median)
+    k = planning_weight(s, median)
+    plan, e = rules.rule_of(s).plan(s, median, k, ahead_weights(s))
+    other, f = rules.rule_of(fast).plan(fast, median, None, ahead_weights(fast))
     assert plan != other
     assert f.tokens_per_s_instance[0] > e.tokens_per_s_instance[0] and f.busy_fraction[0] > e.busy_fraction[0]
     assert _value(e, k)[0] > _value(f, k)[0]  # fewer tokens/s, less cost per token
@@ -244,15 +245,16 @@ def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_diffe
     # the quantile plan: the largest T / (1 + k u) at the pessimistic inputs, with the weight there
     q = ('workload.plan="quantile"', "workload.plan_quantile=0.1")
     at = planner.pessimistic_inputs(s, 0.1)
-    by_cost, _ = planner.quantile_plan(load_scenario("lite-h100", (*DEAR_POWER, *q)))
-    by_tokens, _ = planner.quantile_plan(load_scenario("lite-h100", (*DEAR_POWER, *q, 'workload.plan_objective="throughput"')))
+    cost_q, tokens_q = load_scenario("lite-h100", (*DEAR_POWER, *q)), load_scenario("lite-h100", (*DEAR_POWER, *q, 'workload.plan_objective="throughput"'))
+    by_cost, _ = rules.quantile_plan(cost_q, ahead_weights(cost_q).pessimistic)
+    by_tokens, _ = rules.quantile_plan(tokens_q, ahead_weights(tokens_q).pessimistic)
     assert by_cost != by_tokens
-    k_at = econ.planning_power_weight(s, at)
+    k_at = planning_weight(s, at)
     cost_e, tokens_e = (planner.evaluate_plan(s, p, at) for p in (by_cost, by_tokens))
     assert tokens_e.tokens_per_s_instance[0] > cost_e.tokens_per_s_instance[0] and _value(cost_e, k_at)[0] > _value(tokens_e, k_at)[0]
 
 
-def candidates_of(scenario) -> list[ra.Layout]:
+def candidates_of(scenario) -> list[rm.Layout]:
     """The distinct layouts of the planner's candidate plans."""
     return list(dict.fromkeys(p.layout for p in planner.candidates(scenario)))
 
@@ -266,19 +268,52 @@ def test_a_degraded_instance_takes_the_full_instance_objective():
     table is not the throughput objective's."""
     s = load_scenario("lite-h100", (*DEAR_POWER, 'cluster.on_failure="reshard"'))
     n, median = s.cluster.instance_gpus, quantile_inputs(s, 0.5)
-    k = planner.advance_weight(s, median)
+    k = planning_weight(s, median)
     r = np.zeros(n + 1)
     for g in planner.layout_sizes(s):
         try:
-            r[g] = roofline.throughput(planner._resized(s, g), median, k)["tokens_per_s_instance"][0]
+            r[g] = roofline.throughput(planner.resized(s, g), median, k)["tokens_per_s_instance"][0]
         except InputError:  # the weights fit no plan on g GPUs: r(g) = 0
             continue
-    fast = [roofline.throughput(planner._resized(s, g), median)["tokens_per_s_instance"][0] for g in (16, 24)]
+    fast = [roofline.throughput(planner.resized(s, g), median)["tokens_per_s_instance"][0] for g in (16, 24)]
     assert r[16] < fast[0] and r[24] < fast[1]
     thr = [max([r[m]] + [(m // g) * r[g] + max(r[: m % g + 1]) for g in range(1, m + 1) if r[g] > 0]) for m in range(n + 1)]
     by_hand = np.minimum(1.0, np.array(thr[::-1]) / r[n])
     by_hand[0] = 1.0
-    table = planner.capacity_table(s)
+    table = reshard_capacity(s)
     np.testing.assert_allclose(table, by_hand, rtol=1e-15)
-    assert not np.array_equal(table, planner.capacity_table(load_scenario("lite-h100", (*DEAR_POWER, 'cluster.on_failure="reshard"',
-                                                                                         'workload.plan_objective="throughput"'))))
+    assert not np.array_equal(table, reshard_capacity(load_scenario("lite-h100", (*DEAR_POWER, 'cluster.on_failure="reshard"',
+                                                                                   'workload.plan_objective="throughput"'))))
+
+
+def test_every_plan_rule_the_schema_allows_is_registered_by_its_name():
+    """``workload.plan`` picks a rule from one registry (mcengine/stages/roofline/rules.py):
+    the schema's choices are exactly the registered names, and a scenario's rule is the
+    one its ``workload.plan`` names."""
+    import dataclasses
+
+    from mcengine.scenario.fields import spec_of
+    from mcengine.scenario.sections.workload import WorkloadSection
+
+    field = next(f for f in dataclasses.fields(WorkloadSection) if f.name == "plan")
+    assert set(rules.RULES) == set(spec_of(field).choices) == {"per_trial", "quantile", "median"}
+    kinds = {"per_trial": rules.PerTrial, "quantile": rules.Quantile, "median": rules.Median}
+    for name, kind in kinds.items():
+        rule = rules.rule_of(load_scenario("h100", (f'workload.plan="{name}"',)))
+        assert type(rule) is kind and rule.name == name and rules.RULES[name] is rule
+
+
+def test_cached_tables_are_read_only():
+    """The reshard tables and the harvest table are cached and shared by every caller: a
+    write raises instead of changing the next caller's numbers."""
+    from mcengine.stages.fab import fab_model
+    from mcengine.stages.roofline.median_plan import static_capacity
+
+    for plan in ("per_trial", "median"):
+        s = load_scenario("lite-h100", ('cluster.on_failure="reshard"', f'workload.plan="{plan}"'))
+        table = reshard_capacity(s)
+        assert table[0] == 1.0 and not table.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            table[1] = 0.0
+    assert not static_capacity(s).flags.writeable
+    assert not fab_model(s).table.flags.writeable

@@ -124,8 +124,7 @@ def test_under_reshard_a_gpu_waiting_for_its_module_stays_lost_until_the_module_
     r = dataclasses.replace(s.reliability, module_swap_hours=Fixed(1.0), module_restock_hours=Fixed(2000.0))
     s = dataclasses.replace(s, reliability=r, cluster=dataclasses.replace(s.cluster, spare_modules=0, on_failure="reshard"))
     n = 64
-    table = R.group_arguments([R._params(s, draw_inputs(s, 4, 0, n))])
-    table["capacity"] = np.ones_like(table["capacity"])
+    table = R.group_arguments([R._params(s, draw_inputs(s, 4, 0, n), np.ones(s.cluster.instance_gpus + 1))])
     table["params"][:, life.P_RESHARD_HOURS] = 0.0
     out_f, out_i = life.simulate_lifetimes(np.uint64(4), 0, **table)
     assert out_f[:, 0, life.OUT_MODULE_STOCKOUT_HOURS].min() > 0 and out_i[:, 0, life.OUT_FAILURES].min() > 0

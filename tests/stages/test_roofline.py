@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm
 from mcengine.errors import InputError
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import roofline
@@ -44,8 +44,8 @@ def test_throughput_per_trial_keeps_the_layout_and_is_chunk_independent():
         np.testing.assert_array_equal(values, np.concatenate([h[key] for h in halves]))
     # every trial at the median layout: a trial's numbers are those of that layout alone
     best = study.roofline_study(s)["parallelism"]
-    layout = ra.Layout(best["tensor"], best["pipeline"])
-    from mcengine.stages._roofline_layout import evaluate
+    layout = rm.Layout(best["tensor"], best["pipeline"])
+    from mcengine.stages.roofline.layout import evaluate
 
     np.testing.assert_array_equal(evaluate(s, layout, inputs).tokens_per_s_instance, cols["tokens_per_s_instance"])
 
@@ -62,8 +62,8 @@ def test_throughput_rejects_trials_where_the_weights_do_not_fit():
 def test_busy_fraction_is_the_compute_or_memory_share_of_the_serving_cycle():
     """Utilisation of the power model by hand from the phase terms: (max(c, m) of the
     prefill + O x max(c, m) of a decode step) / (prefill + O x TPOT)."""
-    from mcengine.stages._plan_median import choose_layout
-    from mcengine.stages._roofline_layout import evaluate
+    from mcengine.stages.roofline.median_plan import choose_layout
+    from mcengine.stages.roofline.layout import evaluate
 
     s = calibrated("lite-h100-2x")
     inputs = draw_inputs(s, 3, 0, 8)
@@ -79,7 +79,7 @@ def test_busy_fraction_is_the_compute_or_memory_share_of_the_serving_cycle():
 
 def test_dvfs_scale_multiplies_the_peak_flops():
     """s = 0.8: compute terms / 0.8, memory terms unchanged."""
-    from mcengine.stages._roofline_layout import rates_of
+    from mcengine.stages.roofline.layout import rates_of
 
     s = calibrated("h100")
     slow = calibrated("h100", ["gpu.dvfs_scale=0.8"])

@@ -8,8 +8,8 @@ import pytest
 
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import quantile_inputs
-from mcengine.stages import planner
-from mcengine.stages._roofline_layout import candidate_layouts
+from mcengine.stages.roofline import planner
+from mcengine.stages.roofline.layout import candidate_layouts
 
 ON_405B = ['workload.model="llama-3.1-405b"', "cluster.instance_gpus=16", "cluster.instances=64"]
 
@@ -30,8 +30,8 @@ def test_auto_domain_is_the_flat_instance():
 
 
 def test_nccl_allreduce_impl_slows_the_h100_decode_by_its_start_latency():
-    from mcengine.analytic import roofline as ra
-    from mcengine.stages._roofline_layout import rates_of
+    from mcengine.analytic.roofline import model as rm, steps as rt
+    from mcengine.stages.roofline.layout import rates_of
 
     custom = load_scenario("h100")
     nccl = load_scenario("h100", ['workload.allreduce_impl="nccl"'])
@@ -39,8 +39,8 @@ def test_nccl_allreduce_impl_slows_the_h100_decode_by_its_start_latency():
     r_custom, r_nccl = rates_of(custom, median), rates_of(nccl, median)
     assert r_custom.allreduce_start_s is None
     assert float(r_nccl.allreduce_start_s[0]) == float(median["workload.nccl_start_us"][0]) / 1e6
-    card, tp8 = custom.workload.model, ra.Layout(8, 1, allreduce="auto")
-    a, b = ra.decode_step(card, tp8, 16, 2176.0, r_custom), ra.decode_step(card, tp8, 16, 2176.0, r_nccl)
+    card, tp8 = custom.workload.model, rm.Layout(8, 1, allreduce="auto")
+    a, b = rt.decode_step(card, tp8, 16, 2176.0, r_custom), rt.decode_step(card, tp8, 16, 2176.0, r_nccl)
     # two all-reduces per layer, each later by the difference of the start latencies
     extra = 2 * card.layers * (float(r_nccl.allreduce_start_s[0]) - float(r_custom.collective_start_s[0]))
     assert float(b.comm_s[0] - a.comm_s[0]) == pytest.approx(extra, rel=1e-9)

@@ -22,13 +22,13 @@ from scipy.special import ndtri
 
 from mcengine import api
 from mcengine.analytic import lengths as al
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm, weights as rw, steps as rt
 from mcengine.errors import InputError
 from mcengine.pipeline import run_block
 from mcengine.rng import uniforms_for_trials
 from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
 from mcengine.stages import roofline
-from mcengine.stages._roofline_layout import evaluate, lengths_of, rates_of
+from mcengine.stages.roofline.layout import evaluate, lengths_of, rates_of
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 #: One plan, fixed: H100 TP 8, heads sharded, static batches chosen at the median.
@@ -46,18 +46,18 @@ def test_a_lognormal_prompt_law_prefills_its_mean_and_sizes_the_kv_cache_at_its_
     lengths = lengths_of(s, median)
     assert float(lengths.prompt_tokens[0]) == pytest.approx(mean_prompt, rel=1e-14)
     assert float(lengths.kv_context_tokens[0]) == pytest.approx(kv_context, rel=1e-14)
-    layout = ra.Layout(8, 1)
+    layout = rm.Layout(8, 1)
     e = evaluate(s, layout, median)
     # KV memory: 80 layers x 1 KV head per rank x 128 x 2 (K and V) x 2 bytes per token per GPU
     per_token_gpu = 80 * 1 * 128 * 2 * 2
-    free = 0.9 * 80e9 - 2.0 * ra.params_total(s.workload.model) / 8
+    free = 0.9 * 80e9 - 2.0 * rw.params_total(s.workload.model) / 8
     assert int(e.batch_memory[0]) == math.floor(free / (kv_context * per_token_gpu))
     # prefill work: the batch's prompts at the mean length (the compute term is linear in B S
     # plus the attention's S^2), and a decode step at the mean context S + O/2
     r = rates_of(s, median)
     b = e.batch
-    assert e.prefill.compute_s[0] == pytest.approx(ra.prefill(s.workload.model, layout, b, mean_prompt, r).compute_s[0], rel=1e-14)
-    assert e.decode.total_s[0] == pytest.approx(ra.decode_step(s.workload.model, layout, b, mean_prompt + 100, r).total_s[0], rel=1e-14)
+    assert e.prefill.compute_s[0] == pytest.approx(rt.prefill(s.workload.model, layout, b, mean_prompt, r).compute_s[0], rel=1e-14)
+    assert e.decode.total_s[0] == pytest.approx(rt.decode_step(s.workload.model, layout, b, mean_prompt + 100, r).total_s[0], rel=1e-14)
     tokens = float(b[0]) * 200 / (e.prefill.total_s[0] + 200 * e.decode.total_s[0])
     assert e.tokens_per_s_instance[0] == pytest.approx(tokens, rel=1e-14)
 
@@ -67,16 +67,16 @@ def test_a_decode_step_reads_the_length_weighted_mean_answer():
     their length, so a decode step reads S + E[O^2] / (2 E[O]) (lognormal: E[O^2]/E[O] =
     m exp(3 sigma^2 / 2)), in static and in continuous serving alike."""
     from mcengine.analytic import serving as sv
-    from mcengine.stages._roofline_serving import evaluate_continuous
+    from mcengine.stages.roofline.serving import evaluate_continuous
 
     law = 'workload.output_tokens={law="lognormal", median=200, sigma=0.8}'
     s = api.check("h100", [*ONE_LAYOUT, "workload.prompt_tokens=1000", law])
     median = quantile_inputs(s, 0.5)
     context = 1000 + 0.5 * 200 * math.exp(1.5 * 0.8**2)  # 1,000 + 261.2 tokens (S + O/2 would read 1,000 + 137.7)
     assert float(lengths_of(s, median).context_tokens[0]) == pytest.approx(context, rel=1e-14)
-    layout, r = ra.Layout(8, 1), rates_of(s, median)
+    layout, r = rm.Layout(8, 1), rates_of(s, median)
     e = evaluate(s, layout, median)
-    assert e.decode.total_s[0] == pytest.approx(ra.decode_step(s.workload.model, layout, e.batch, context, r).total_s[0], rel=1e-14)
+    assert e.decode.total_s[0] == pytest.approx(rt.decode_step(s.workload.model, layout, e.batch, context, r).total_s[0], rel=1e-14)
     c = evaluate_continuous(s, layout, median)
     mean_answer = 200 * math.exp(0.5 * 0.8**2)
     step = sv.continuous_step(s.workload.model, layout, c.batch, 1000.0, mean_answer, r, context)
@@ -138,7 +138,7 @@ def test_a_one_class_mix_with_length_laws_is_the_scenario_without_classes_to_the
 
 def test_a_higher_kv_quantile_never_admits_a_larger_batch():
     base = SMALL + [*ONE_LAYOUT, 'workload.output_tokens={law="lognormal", median=200, sigma=1.0}']
-    limits = [int(evaluate(s, ra.Layout(8, 1), quantile_inputs(s, 0.5)).batch_memory[0])
+    limits = [int(evaluate(s, rm.Layout(8, 1), quantile_inputs(s, 0.5)).batch_memory[0])
               for s in (api.check("h100", base + [f"workload.kv_length_quantile={q}"]) for q in (0.5, 0.9, 0.99, 0.999))]
     assert limits == sorted(limits, reverse=True) and limits[0] > limits[-1]
 
@@ -187,7 +187,9 @@ def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
     """Long prompts and a high KV quantile, short answers: each side the one that serves
     fewer output tokens/s (a longer answer spreads its prompt's prefill over more tokens)."""
     from mcengine.scenario.sampling import TrialInputs
-    from mcengine.stages.planner import pessimistic_inputs, plan_at
+    from mcengine.pipeline import ahead_weights, planning_weight
+    from mcengine.stages.roofline import rule_of
+    from mcengine.stages.roofline.planner import pessimistic_inputs
 
     s = api.check("h100", ['workload.output_tokens={law="lognormal", median={dist="uniform", low=100, high=300}, sigma=0.5}',
                            'workload.prompt_tokens={dist="uniform", low=1000, high=3000}', 'workload.kv_length_quantile={dist="uniform", low=0.9, high=0.99}'])
@@ -197,7 +199,7 @@ def test_the_pessimistic_plan_takes_long_prompts_and_short_answers():
     assert at["workload.kv_length_quantile"][0] == pytest.approx(0.981, rel=1e-12)
     assert at["workload.compute_efficiency"][0] < s.workload.efficiency_of("compute").median()
     longer_answers = TrialInputs(at.trial_start, at.n, {**at.values, "workload.output_tokens.median": np.full(1, 280.0)})
-    tokens = [float(plan_at(s, x)[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
+    tokens = [float(rule_of(s).plan(s, x, planning_weight(s, x), ahead_weights(s))[1].tokens_per_s_instance[0]) for x in (at, longer_answers)]
     assert tokens[0] < tokens[1]
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from mcengine import api
-from mcengine.pipeline import run_block
+from mcengine.pipeline import reshard_capacity, run_block
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import planner, roofline
+from mcengine.stages import roofline
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 CHAT = ["workload.classes.chat.share=0.7", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=128"]
@@ -222,7 +222,7 @@ RESHARD = ["cluster.on_failure=reshard"]
 def test_reshard_with_one_class_is_the_scenario_without_classes_to_the_bit():
     plain = api.check("h100", SMALL + RESHARD)
     mixed = api.check("h100", SMALL + RESHARD + _one_class((plain.workload.prompt_tokens, plain.workload.output_tokens)))
-    assert np.array_equal(roofline.capacity_table(mixed), planner.capacity_table(plain))
+    assert np.array_equal(reshard_capacity(mixed), reshard_capacity(plain))
     a, b = run_block(plain, 3, 512, 24), run_block(mixed, 3, 512, 24)
     for column in a:
         assert np.array_equal(a[column], b[column]), column
@@ -238,10 +238,10 @@ def test_reshard_with_two_classes_weights_each_class_table_by_its_instance_share
          for name, p, o in (("chat", 1024, 128), ("code", 2048, 32))}
     w_chat = 0.7 * 128 / (0.7 * 128 + 0.3 * 32)
     need = {"chat": w_chat / t["chat"], "code": (1.0 - w_chat) / t["code"]}
-    by_hand = sum(need[n] / sum(need.values()) * planner.capacity_table(alone[n]) for n in need)
-    got = roofline.capacity_table(s)
+    by_hand = sum(need[n] / sum(need.values()) * reshard_capacity(alone[n]) for n in need)
+    got = reshard_capacity(s)
     np.testing.assert_allclose(got, by_hand, rtol=1e-12)
     assert got[0] == pytest.approx(1.0, rel=1e-15) and len(got) == s.cluster.instance_gpus + 1
-    assert not np.array_equal(planner.capacity_table(alone["chat"]), planner.capacity_table(alone["code"]))  # the weighting matters
+    assert not np.array_equal(reshard_capacity(alone["chat"]), reshard_capacity(alone["code"]))  # the weighting matters
     cols = run_block(s, 3, 512, 24)
     assert np.all((cols["capacity_availability"] > 0.9) & (cols["capacity_availability"] <= 1.0))

@@ -11,9 +11,9 @@ from mcengine.errors import InputError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import roofline
-from mcengine.stages._roofline_layout import rates_of
-from mcengine.stages._plan_median import choose_serving
-from mcengine.stages._roofline_serving import evaluate_disaggregated
+from mcengine.stages.roofline.layout import rates_of
+from mcengine.stages.roofline.median_plan import choose_serving
+from mcengine.stages.roofline.serving import evaluate_disaggregated
 from mcengine.studies.roofline import roofline_study
 from mcengine.validation.roofline import CALIBRATED_SERVING
 from tests.conftest import FP8_FIT_EFFICIENCIES

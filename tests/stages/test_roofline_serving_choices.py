@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm
 from mcengine.errors import InputError
 from mcengine.scenario.sampling import TrialInputs, quantile_inputs
 from mcengine.stages import roofline
-from mcengine.stages._plan_median import choose_layout
-from mcengine.stages._roofline_layout import candidate_layouts
+from mcengine.stages.roofline.median_plan import choose_layout
+from mcengine.stages.roofline.layout import candidate_layouts
 from mcengine.studies import roofline as study
 from mcengine.validation.roofline import CALIBRATION, KNOWN_MISSES, Anchor, calibrated_scenario as calibrated
 
@@ -56,7 +56,7 @@ def test_auto_algorithm_is_at_least_as_fast_as_ring_and_reported_per_phase():
     auto = study.roofline_study(calibrated("lite-h100-2x", ('workload.allreduce="auto"',)))
     assert auto["tokens_per_s_per_gpu"] > ring["tokens_per_s_per_gpu"]
     assert ring["allreduce"] == {"prefill": "ring", "decode": "ring"}
-    assert set(auto["allreduce"].values()) <= set(ra.SWITCHED_ALGORITHMS)
+    assert set(auto["allreduce"].values()) <= set(rm.SWITCHED_ALGORITHMS)
     assert auto["allreduce"]["decode"] != "ring"  # at t = 8, two-shot or one-shot beat the 14-hop ring
 
 

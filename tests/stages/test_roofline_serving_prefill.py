@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import model as rm, steps as rt
 from mcengine.analytic import serving as sv
 from mcengine.scenario import load_scenario
 from mcengine.scenario.cards import load_model_card
 from mcengine.scenario.sampling import quantile_inputs
-from mcengine.stages._roofline_layout import rates_of
-from mcengine.stages._plan_median import choose_serving
+from mcengine.stages.roofline.layout import rates_of
+from mcengine.stages.roofline.median_plan import choose_serving
 from mcengine.studies.roofline import roofline_study
 from tests.conftest import FP8_FIT_EFFICIENCIES
 
@@ -79,7 +79,7 @@ def test_ttft_slo_caps_the_prefill_batch():
     r, m, layout = rates_of(s, quantile_inputs(s, 0.5)), s.workload.model, free.prefill_layout
 
     def latency_ms(p):
-        return 1e3 * float((ra.batch_time_to_first_token(m, layout, p, 512, r).total_s + sv.kv_transfer_s(m, 512, 8, r, p))[0])
+        return 1e3 * float((rt.batch_time_to_first_token(m, layout, p, 512, r).total_s + sv.kv_transfer_s(m, 512, 8, r, p))[0])
 
     assert latency_ms(3) < latency_ms(4)
     _, e = _chosen("workload.prompt_tokens=512", f"workload.ttft_slo_ms={(latency_ms(3) + latency_ms(4)) / 2}")
@@ -90,8 +90,8 @@ def test_kv_link_capacity_by_hand():
     # 8 GPUs, 450 GB/s x 0.8 per direction, collectives busy a quarter of the phase:
     # 8 x 360e9 x 0.75 / (2048 x 327,680 B) = 3,218.7 prompts/s
     m = load_model_card("llama-3-70b", "workload.model", [])
-    r = ra.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.8)
-    phase = ra.PhaseTimes(np.array([1.0]), np.array([2.0]), np.array([1.0]), np.array([1.0]))  # total 4, comm 1
+    r = rm.Rates.from_peaks(989.4, 3.35, 450.0, link_efficiency=0.8)
+    phase = rm.PhaseTimes(np.array([1.0]), np.array([2.0]), np.array([1.0]), np.array([1.0]))  # total 4, comm 1
     cap = float(sv.kv_link_prompts_per_s(m, 2048, 8, phase, r)[0])
     assert cap == pytest.approx(8 * 360e9 * 0.75 / (2048 * 327_680), rel=1e-12)
     assert cap == pytest.approx(3218.7, abs=0.05)

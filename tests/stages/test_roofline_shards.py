@@ -8,7 +8,7 @@ import pytest
 from mcengine.scenario import load_scenario
 from mcengine.scenario.load import apply_overrides
 from mcengine.scenario import scenario_from_dict
-from mcengine.stages._roofline_layout import _degraded_layouts, _shard_problem
+from mcengine.stages.roofline.layout import degraded_layouts, _shard_problem
 
 
 def _scenario(*overrides: str):
@@ -30,11 +30,11 @@ def test_data_attention_needs_t_to_divide_the_mlp(t, allowed):
     assert bool(_shard_problem(s, 7, "tensor"))  # 7 divides ffn, not the 64 heads
 
 
-def test_degraded_layouts_are_bounded_by_the_model_not_the_instance():
+def testdegraded_layouts_are_bounded_by_the_model_not_the_instance():
     # every (t, p, mode) with t | ffn, p <= layers: at most divisors(ffn) x layers x 2 modes
     bound = len(_divisors(28672)) * 80 * 2
-    small = _degraded_layouts(_scenario("cluster.instance_gpus=1024", 'cluster.on_failure="reshard"'))
-    big = _degraded_layouts(_scenario("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"'))
+    small = degraded_layouts(_scenario("cluster.instance_gpus=1024", 'cluster.on_failure="reshard"'))
+    big = degraded_layouts(_scenario("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"'))
     assert len(small) < len(big) <= bound
     assert all(28672 % layout.tensor == 0 for layout in big)
 
@@ -42,17 +42,17 @@ def test_degraded_layouts_are_bounded_by_the_model_not_the_instance():
 def test_a_degraded_layout_search_beyond_its_bound_is_refused_naming_it():
     """Issue 34 case 9: the search grew with workload.model.layers (unfinished at 400 s for 4,000)."""
     from mcengine.errors import InputError
-    from mcengine.stages._roofline_layout import MAX_DEGRADED_LAYOUTS
+    from mcengine.stages.roofline.layout import MAX_DEGRADED_LAYOUTS
 
     big = ("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"')
-    assert len(_degraded_layouts(_scenario(*big, "workload.model.layers=80"))) <= MAX_DEGRADED_LAYOUTS
+    assert len(degraded_layouts(_scenario(*big, "workload.model.layers=80"))) <= MAX_DEGRADED_LAYOUTS
     with pytest.raises(InputError, match=f"at most {MAX_DEGRADED_LAYOUTS:,}") as err:
-        _degraded_layouts(_scenario(*big, "workload.model.layers=4000"))
+        degraded_layouts(_scenario(*big, "workload.model.layers=4000"))
     assert err.value.problems[0].key == "cluster.on_failure" and "workload.model.layers = 4000" in str(err.value)
 
 
 def test_the_tensor_degrees_searched_are_those_of_a_scan_to_the_instance_size():
-    from mcengine.stages._roofline_layout import _tensor_degrees, attention_variants
+    from mcengine.stages.roofline.layout import _tensor_degrees, attention_variants
 
     def shardable(s, t):
         return any(not problem for _, _, problem in attention_variants(s, t))
@@ -67,7 +67,7 @@ def test_the_tensor_degrees_searched_are_those_of_a_scan_to_the_instance_size():
 
 @pytest.mark.parametrize("model", ["gpt-3-175b", "llama-3-70b", "llama-3.1-405b", "mixtral-8x7b"])
 def test_every_shipped_model_card_searches_within_the_bound_on_the_largest_instance(model):
-    from mcengine.stages._roofline_layout import MAX_DEGRADED_LAYOUTS
+    from mcengine.stages.roofline.layout import MAX_DEGRADED_LAYOUTS
 
     s = _scenario("cluster.instance_gpus=65536", "cluster.instances=2", 'cluster.on_failure="reshard"', f'workload.model="{model}"')
-    assert len(_degraded_layouts(s)) <= MAX_DEGRADED_LAYOUTS
+    assert len(degraded_layouts(s)) <= MAX_DEGRADED_LAYOUTS

@@ -68,9 +68,9 @@ def test_study_identical_at_1_and_2_threads_and_any_chunking(monkeypatch):
     calls = []
     simulate = study.lifetimes_of
 
-    def recording(scenarios, inputs, seed):
+    def recording(scenarios, inputs, seed, capacities):
         calls.append(inputs[0].n)
-        return simulate(scenarios, inputs, seed)
+        return simulate(scenarios, inputs, seed, capacities)
 
     monkeypatch.setattr(study, "lifetimes_of", recording)
     monkeypatch.setattr(study, "CHUNK_LIFETIMES", BLOCK_TRIALS)
@@ -224,12 +224,12 @@ def test_reshard_meets_the_binomial_closed_form():
     with thr from the capacity table, here time-averaged over the horizon. The re-layout
     time is set to 0 (the closed form has none); the MC meets it within 4 SEM."""
     from mcengine.scenario import Fixed
-    from mcengine.stages.planner import capacity_table
+    from mcengine.pipeline import reshard_capacity
     import dataclasses
 
     s = _no_spares_reshard(8)
     s = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, reshard_hours=Fixed(0.0)))
-    table = capacity_table(s)
+    table = reshard_capacity(s)
     assert table[0] == 1.0 and 0.0 < table[1] < 1.0 and table[-1] == 0.0
     _check_reshard(s, 8, table, 0.1)
 
@@ -243,7 +243,7 @@ def test_reshard_capacity_of_two_gpus_is_the_planner_throughput_on_one_over_two(
     from mcengine.scenario.dists import Uniform
     from mcengine.scenario.sampling import quantile_inputs
     from mcengine.stages import roofline
-    from mcengine.stages.planner import advance_weight, capacity_table
+    from mcengine.pipeline import planning_weight, reshard_capacity
     import dataclasses
 
     s = _no_spares_reshard(2)
@@ -255,10 +255,10 @@ def test_reshard_capacity_of_two_gpus_is_the_planner_throughput_on_one_over_two(
                                                          compute_efficiency=Uniform(0.33, 0.57), memory_efficiency=Uniform(0.52, 0.72)))
     one = dataclasses.replace(s, cluster=dataclasses.replace(s.cluster, instance_gpus=1, gpus_per_host=1))
     median = quantile_inputs(s, 0.5)
-    k = advance_weight(s, median)
+    k = planning_weight(s, median)
     thr_1 = roofline.throughput(one, median, k)["tokens_per_s_instance"][0]
     thr_2 = roofline.throughput(s, median, k)["tokens_per_s_instance"][0]
-    table = capacity_table(s)
+    table = reshard_capacity(s)
     assert table.tolist() == [1.0, min(1.0, thr_1 / thr_2), 0.0]
     assert 0.5 <= table[1] < 1.0  # one GPU of two keeps at least half: its own replica
     _check_reshard(s, 2, table, 0.05)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcengine.analytic import roofline as ra
+from mcengine.analytic.roofline import weights as rw
 from mcengine.errors import InputError
 from mcengine.studies import roofline as study
 from mcengine.validation.roofline import calibrated_scenario as calibrated
@@ -45,7 +45,7 @@ def test_auto_layout_is_the_best_per_gpu_under_the_slo(h100_body):
 def test_memory_limited_batch_at_tp8():
     b = study.roofline_study(calibrated("h100", TP8))
     # (0.9 x 80 GB - 2 x 70.5537 B / 8) / (2,304 tokens x 40,960 B) = 576.04
-    weights = 2 * ra.params_total(calibrated("h100").workload.model) / 8
+    weights = 2 * rw.params_total(calibrated("h100").workload.model) / 8
     assert b["weights_gb_per_gpu"] == pytest.approx(weights / 1e9)
     assert b["kv_bytes_per_token_per_gpu"] == 40_960
     assert b["batch_limits"]["memory"] == int((72e9 - weights) // (2304 * 40_960)) == 576
@@ -102,7 +102,7 @@ def test_moe_expert_parallel_replaces_the_mlp_all_reduce():
     assert ep["terms"]["ttft"]["comm_ms"] < tp["terms"]["ttft"]["comm_ms"]
     # at batch 64 nearly every expert is touched: 8 (1 - (6/8)^64) = 8 - 1e-7
     m = calibrated("h100", ("workload.model='mixtral-8x7b'",)).workload.model
-    assert float(ra.experts_touched(m, 64)) == pytest.approx(8.0)
+    assert float(rw.experts_touched(m, 64)) == pytest.approx(8.0)
 
 
 def test_lite_gpu_loses_per_h100_equivalent_and_more_link_bandwidth_helps():

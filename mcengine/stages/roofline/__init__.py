@@ -6,19 +6,19 @@ vectorised with NumPy over trials (a few dozen array operations per layout; the
 per-trial planner's choice over its candidate table and the disaggregated pairs' rows
 are kernel passes, :mod:`mcengine.kernels.plan`). Uncertain efficiencies, latencies and overheads arrive per trial through
 :class:`~mcengine.scenario.sampling.TrialInputs`; ``mcengine roofline`` evaluates them at
-their medians. The stage reads: plan, then evaluate. :mod:`mcengine.stages.planner`
-chooses the plan (serving mode x layout x attention x all-reduce) as
-``workload.plan`` says: per trial for its own inputs and SLOs (the default), once at the
-median inputs (its median rule: :mod:`mcengine.stages._plan_median`), or once at
-pessimistic inputs; the closed forms of :mod:`._roofline_layout` and
-:mod:`._roofline_serving` time it.
+their medians. The stage reads: plan, then evaluate. The plan rule ``workload.plan``
+names (:mod:`.rules`, registered by name: :data:`RULES`) chooses the plan (serving mode x
+layout x attention x all-reduce): per trial for its own inputs and SLOs (the default, the
+search of :mod:`.planner`), once at pessimistic inputs by that search, or once at the
+median inputs (the median rule, :mod:`.median_plan`); the closed forms of :mod:`.layout`
+and :mod:`.serving` time it, and :mod:`.columns` turns the evaluation into columns.
 
 Throughput of an instance: batches of ``B`` requests are prefilled together and then
 decoded for ``O`` steps, ``B O / (prefill(B) + O TPOT(B))`` output tokens/s, with TPOT at
 the mean context ``S + O/2`` and ``B`` at most what fits HBM at the full ``S + O``
 context (``batch = "auto"``: also at most what meets the TPOT SLO). Lengths drawn per
 trial or spread across requests by a length law enter as per-trial means ``S``, ``O`` and
-the context at ``workload.kv_length_quantile`` (:func:`._roofline_layout.lengths_of`,
+the context at ``workload.kv_length_quantile`` (:func:`.layout.lengths_of`,
 docs/model.md#lengths).
 """
 
@@ -29,26 +29,24 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..analytic import mix as mx
-from ..columns import MIX_PREFIX
-from ..errors import InputError, NumericalError, Problem
-from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs
-from ..units import MS_PER_S
-from ._roofline_layout import evaluate, lengths_label, lengths_of
-from ._roofline_serving import evaluate_plan
-from . import _plan_median, planner
+from ...analytic import mix as mx
+from ...columns import MIX_PREFIX
+from ...scenario import Scenario
+from ...scenario.sampling import TrialInputs
+from .columns import at_trial, checked
+from .layout import lengths_of
+from .rules import RULES, AheadWeights, PlanRule, ahead_inputs, register, rule_of
+
+__all__ = ["STAGE", "MIX_PREFIX", "CLASS_OVERRIDES", "RULES", "AheadWeights", "PlanRule", "ahead_inputs", "ahead_points", "at_trial",
+           "capacity_table", "class_inputs", "class_overrides", "class_scenario", "mix_columns", "plan_tables", "register",
+           "request_shapes", "rule_of", "throughput"]
 
 STAGE = "roofline"
 
 
 
-def at_trial(x: np.ndarray, i: int = 0) -> float:
-    """Element ``i`` of a per-trial array (or a scalar) as a float."""
-    return float(np.ravel(x)[i])
-
-
-def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None) -> dict[str, np.ndarray]:
+def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
+               ahead: AheadWeights = AheadWeights()) -> dict[str, np.ndarray]:
     """Per-trial roofline columns for the chained run (arrays of shape (n,)).
 
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
@@ -56,9 +54,9 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     its TPOT and TTFT SLOs, else 0.0: such a trial delivers no tokens),
     ``busy_fraction`` (share of the serving cycle spent computing or streaming HBM, the
     utilisation of the power model), of the plan ``workload.plan`` says the trial serves
-    (:mod:`.planner`: its own best plan, or one plan chosen at the median or at
-    pessimistic inputs; with "median", :mod:`._plan_median`'s plan, evaluated as the static
-    lines below say or by :mod:`._roofline_serving`).
+    (its rule in :data:`~.rules.RULES`: its own best plan, or one plan chosen at the
+    median or at pessimistic inputs; with "median", :mod:`.median_plan`'s plan, evaluated
+    as the static lines below say or by :mod:`.serving`).
     ``output_tokens_per_request`` is ``workload.output_tokens`` (its mean per trial: a
     drawn typical length or a length law's mean; the mix's mean with request classes).
     With ``[workload.classes]`` the columns are those of the mix
@@ -69,14 +67,16 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     the caller for trials whose roofline inputs are equal (the chain's scenarios that
     differ in reliability alone), in which each request shape's candidate evaluations
     are kept and reused (the choice, which reads the weight, is made per call).
+    ``ahead``: the weights of the plans chosen ahead of the trials (``workload.plan =
+    "quantile"`` reads the pessimistic one; :class:`~.rules.AheadWeights`).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
     if scenario.workload.plan_objective == "throughput":
         power_weight = None
     if scenario.workload.classes:
-        return mix_columns(scenario, inputs, power_weight, tables)
-    columns = _one_shape(scenario, inputs, power_weight, tables)
+        return mix_columns(scenario, inputs, power_weight, tables, ahead)
+    columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead)
     columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
     return columns
 
@@ -84,13 +84,21 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
 def plan_tables(scenario: Scenario, inputs: TrialInputs) -> dict:
     """The ``tables`` :func:`throughput` keeps for these trials, made ahead of it: with
     ``workload.plan = "per_trial"`` each request shape's candidate evaluations
-    (:func:`.planner.evaluate_candidates`, keyed as :func:`throughput` keys them: ``""``,
+    (:meth:`.rules.PlanRule.table`, keyed as :func:`throughput` keys them: ``""``,
     or each class's name in a mix), which read the trials' inputs alone (no fab or
     reliability column, no econ weight); empty for a plan chosen ahead of the trials.
     The chain makes them while the reliability kernel runs (:func:`mcengine.pipeline.run_chunk`)."""
-    if scenario.workload.plan != "per_trial":
+    rule = rule_of(scenario)
+    if not rule.tabled:
         return {}
-    return {shape: planner.evaluate_candidates(s, i) for shape, s, i in request_shapes(scenario, inputs)}
+    return {shape: rule.table(s, i) for shape, s, i in request_shapes(scenario, inputs)}
+
+
+def ahead_points(scenario: Scenario, reshard: bool) -> tuple[str, ...]:
+    """The points (:func:`~.rules.ahead_inputs`) whose econ weights ``scenario``'s plan
+    rule reads (:meth:`~.rules.PlanRule.ahead_points`; with ``reshard``, those of its
+    reshard table too): the pipeline computes them (:func:`mcengine.pipeline.ahead_weights`)."""
+    return rule_of(scenario).ahead_points(reshard)
 
 
 def request_shapes(scenario: Scenario, inputs: TrialInputs) -> list[tuple[str, Scenario, TrialInputs]]:
@@ -139,7 +147,8 @@ def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInp
     return dataclasses.replace(inputs, values={**inputs.values, **own}) if own else inputs
 
 
-def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None) -> dict[str, np.ndarray]:
+def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
+                ahead: AheadWeights = AheadWeights()) -> dict[str, np.ndarray]:
     """The columns of a mix of request classes (docs/model.md#mix, :mod:`mcengine.analytic.mix`).
 
     Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths,
@@ -166,7 +175,8 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     shapes = request_shapes(scenario, inputs)
     names = [name for name, _, _ in shapes]
     outputs = [lengths_of(s, i).output_tokens for _, s, i in shapes]
-    per_class = [_one_shape(s, i, power_weight, tables, name) for name, s, i in shapes]
+    rule = rule_of(scenario)
+    per_class = [rule.columns(s, i, power_weight, tables, ahead, name) for name, s, i in shapes]
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
@@ -200,115 +210,31 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
         for name, n, busy in zip(names, counts, load):
             out[f"{MIX_PREFIX}{name}.instances"] = n
             out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.instances, n, out=np.ones_like(n), where=n > 0)
-    return _checked(out, inputs)
+    return checked(out, inputs)
 
 
 @lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario) -> np.ndarray:
+@lru_cache(maxsize=64)
+def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     """``float64[instance_gpus + 1]``: the share of an instance's throughput it keeps with
-    ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs:
-    :func:`.planner.capacity_table`, and for a mix the mean of its classes' tables (each
+    ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs: its plan
+    rule's (:meth:`~.rules.PlanRule.capacity_table`), and for a mix the mean of its classes' tables (each
     class's own plan, lengths and SLOs) weighted by the instance shares at the median
-    inputs, planned by the objective with the weight there
-    (:func:`.planner.advance_weight`; normalised: instances left over by whole-instance
+    inputs, planned by the objective with ``ahead``'s weights (the class scenarios
+    share the mix's: the weight reads no ``workload`` key; normalised: instances left over by whole-instance
     rounding serve no class).
     The life kernel adds ``capacity[k]`` x time to the served capacity, so with the
     instances exchangeable (a failure lands on a class-``c`` instance with probability
     ``s_c``) the weighted table gives the mix's expected capacity availability exactly,
     a degraded instance counting as that share of an instance of its class, and the
-    router keeping the classes' shares of the capacity."""
+    router keeping the classes' shares of the capacity. Cached, so read-only."""
     if not scenario.workload.classes:
-        return planner.capacity_table(scenario)
-    from ..scenario.sampling import quantile_inputs
-
-    median = quantile_inputs(scenario, 0.5)
-    mix = mix_columns(scenario, median, planner.advance_weight(scenario, median))
-    shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
-    tables = [share * planner.capacity_table(class_scenario(scenario, name)) for share, (name, _) in zip(shares, scenario.workload.classes)]
-    return sum(tables[1:], tables[0]) / sum(shares)
-
-
-def _one_shape(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
-               shape: str = "") -> dict[str, np.ndarray]:
-    """The columns of one request shape (``workload.prompt_tokens`` / ``output_tokens``;
-    ``shape``: its key in ``tables``)."""
-    if scenario.workload.plan == "per_trial":
-        table = None if tables is None else tables.get(shape)
-        block = planner.plan_per_trial(scenario, inputs, power_weight, table)
-        if tables is not None:
-            tables[shape] = block.table
-        return _planned_columns(block, inputs)
-    if scenario.workload.plan == "quantile":
-        plan, share = planner.quantile_plan(scenario)
-        return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")
-    if scenario.workload.serving != "static":
-        plan, share = _plan_median.chosen_plan(scenario)
-        return _columns(evaluate_plan(scenario, plan, inputs, share), inputs, scenario.workload.serving)
-    best, _ = _plan_median.choose_layout(scenario)
-    e = evaluate(scenario, best.layout, inputs)
-    misfit = ~e.fits
-    if misfit.any():
-        i = int(np.argmax(misfit))
-        key = "workload.batch" if scenario.workload.batch != "auto" and e.batch_memory[i] >= 1 else "gpu.hbm_gb"
-        raise InputError(
-            Problem(
-                key,
-                scenario.workload.batch if key == "workload.batch" else at_trial(inputs["gpu.hbm_gb"], i),
-                f"in trial {inputs.trial_start + i} only {int(e.batch_memory[i])} sequences fit HBM at layout tensor "
-                f"{best.layout.tensor} x pipeline {best.layout.pipeline} (gpu.hbm_gb = {at_trial(inputs['gpu.hbm_gb'], i):g}, "
-                f"workload.hbm_usable_fraction = {at_trial(inputs['workload.hbm_usable_fraction'], i):g}, a sequence's context at "
-                f"{lengths_label(scenario)}); allowed: inputs whose whole range fits the weights and the batch",
-            )
-        )
-    return _columns(e, inputs, "static")
-
-
-def _columns(e, inputs: TrialInputs, serving: str, chosen: str = "at the median inputs") -> dict[str, np.ndarray]:
-    """The per-trial columns of an evaluation of any serving mode (checked finite)."""
-    misfit = ~e.fits
-    if misfit.any():
-        i = int(np.argmax(misfit))
-        raise InputError(
-            Problem(
-                "workload.serving",
-                serving,
-                f"in trial {inputs.trial_start + i} the weights, the batch's KV cache or the prefill chunk do not fit at the layout "
-                f"chosen {chosen} (tensor {e.layout.tensor} x pipeline {e.layout.pipeline}); allowed: inputs whose "
-                "whole range fits them (gpu.hbm_gb, workload.hbm_usable_fraction, workload.prefill_chunk_tokens), or workload.plan = \"per_trial\"",
-            )
-        )
-    served = e.slo_met
-    return _checked({
-        "tokens_per_s_instance": np.where(served, e.tokens_per_s_instance, 0.0),
-        "tokens_per_s_per_gpu": np.where(served, e.tokens_per_s_per_gpu, 0.0),
-        "ttft_ms": e.ttft_s * MS_PER_S,
-        "tpot_ms": e.tpot_s * MS_PER_S,
-        "batch": e.batch.astype(np.int64),
-        "slo_met": served.astype(np.float64),
-        "busy_fraction": e.busy_fraction,
-    }, inputs)
-
-
-def _planned_columns(block: planner.PlannedBlock, inputs: TrialInputs) -> dict[str, np.ndarray]:
-    """The per-trial columns of each trial's own plan (``slo_met`` 0 and no tokens where no
-    plan meets the SLOs: the trial is infeasible)."""
-    served = block.feasible
-    return _checked({
-        "tokens_per_s_instance": np.where(served, block.column("tokens_per_s_instance"), 0.0),
-        "tokens_per_s_per_gpu": np.where(served, block.column("tokens_per_s_per_gpu"), 0.0),
-        "ttft_ms": block.column("ttft_s") * MS_PER_S,
-        "tpot_ms": block.column("tpot_s") * MS_PER_S,
-        "batch": block.column("batch").astype(np.int64),
-        "slo_met": served.astype(np.float64),
-        "busy_fraction": block.column("busy_fraction"),
-    }, inputs)
-
-
-def _checked(columns: dict[str, np.ndarray], inputs: TrialInputs) -> dict[str, np.ndarray]:
-    """``columns``, after checking every value finite (NumericalError naming the trial)."""
-    for name, values in columns.items():
-        bad = ~np.isfinite(values.astype(float))
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise NumericalError(f"roofline stage: {name} = {values[i]} at trial {inputs.trial_start + i}")
-    return columns
+        table = rule_of(scenario).capacity_table(scenario, ahead)
+    else:
+        median = ahead_inputs(scenario, "median")
+        mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
+        shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
+        tables = [share * rule_of(scenario).capacity_table(class_scenario(scenario, name), ahead) for share, (name, _) in zip(shares, scenario.workload.classes)]
+        table = sum(tables[1:], tables[0]) / sum(shares)
+    table.setflags(write=False)  # cached: every caller shares it
+    return table

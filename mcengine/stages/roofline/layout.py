@@ -12,9 +12,9 @@ the fastest algorithm the fabric ``cluster.scale_up`` allows, per message).
 
 This module evaluates (:func:`evaluate`: batch limits, phase times and tokens/s of one
 layout under static batching) and lists the candidates (:func:`candidate_layouts`, and
-:func:`_degraded_layouts` for instances short of GPUs); it chooses nothing. The choice is
+:func:`degraded_layouts` for instances short of GPUs); it chooses nothing. The choice is
 the planner's (:mod:`.planner`; the median rule of ``workload.plan = "median"`` in
-:mod:`._plan_median`).
+:mod:`.median_plan`).
 """
 
 from __future__ import annotations
@@ -23,21 +23,21 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..analytic import lengths as al
-from ..analytic import roofline as ra
-from ..errors import InputError, Problem
-from ..scenario import Dist, Scenario
-from ..scenario.lengths import EmpiricalLength, LognormalLength
-from ..scenario.sampling import TrialInputs
-from ..units import MS_PER_S
+from ...analytic import lengths as al
+from ...analytic.roofline import model as rm, weights as rw, steps as rt, limits as rl
+from ...errors import InputError, Problem
+from ...scenario import Dist, Scenario
+from ...scenario.lengths import EmpiricalLength, LognormalLength
+from ...scenario.sampling import TrialInputs
+from ...units import MS_PER_S
 
 
-def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
+def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
     """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...);
     with ``workload.allreduce_impl = "nccl"`` the all-reduce starts after
     ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``."""
     w = scenario.workload
-    return ra.Rates.from_peaks(
+    return rm.Rates.from_peaks(
         peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],
         hbm_tbps=inputs["gpu.hbm_tbps"],
         link_gbps=inputs["gpu.link_gbps"],
@@ -104,18 +104,18 @@ def lengths_label(scenario: Scenario) -> str:
 class Evaluation:
     """One layout over a block of trials (arrays of shape (n,))."""
 
-    layout: ra.Layout
+    layout: rm.Layout
     batch_memory: np.ndarray
     batch_slo: np.ndarray
     batch: np.ndarray
-    decode: ra.PhaseTimes
-    prefill: ra.PhaseTimes
-    ttft: ra.PhaseTimes
+    decode: rm.PhaseTimes
+    prefill: rm.PhaseTimes
+    ttft: rm.PhaseTimes
     tokens_per_s_instance: np.ndarray
     tpot_slo_ms: np.ndarray
     ttft_slo_ms: np.ndarray
     batch_ttft: np.ndarray
-    ttft_batch: ra.PhaseTimes
+    ttft_batch: rm.PhaseTimes
     output_tokens: object
 
     @property
@@ -163,8 +163,8 @@ class Evaluation:
         return self.ttft.total_s
 
 
-def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False,
-             limits_of: Evaluation | None = None, rates: ra.Rates | None = None) -> Evaluation:
+def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False,
+             limits_of: Evaluation | None = None, rates: rm.Rates | None = None) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
     ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
@@ -186,21 +186,21 @@ def evaluate(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, prefill
     slo_ms = inputs["workload.tpot_slo_ms"]
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
     if limits_of is None:
-        b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
+        b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
                                       rates.bytes_per_param, rates.kv_bytes)
-        b_slo = ra.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, b_mem if within_memory else ra.SLO_SEARCH_CAP)
+        b_slo = rl.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, b_mem if within_memory else rm.SLO_SEARCH_CAP)
     else:
         b_mem, b_slo = limits_of.batch_memory, limits_of.batch_slo
-    cap = b_mem if within_memory else ra.SLO_SEARCH_CAP
-    b_ttft = ra.batch_limit_ttft(m, layout, s, ttft_slo_ms / MS_PER_S, rates, np.minimum(b_mem, b_slo) if within_memory else cap)
+    cap = b_mem if within_memory else rm.SLO_SEARCH_CAP
+    b_ttft = rl.batch_limit_ttft(m, layout, s, ttft_slo_ms / MS_PER_S, rates, np.minimum(b_mem, b_slo) if within_memory else cap)
     if w.batch == "auto":
         batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_ttft))
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
-    decode = ra.decode_step(m, layout, batch, context, rates)
-    pre = ra.prefill(m, layout, batch, s, rates)
-    ttft = ra.time_to_first_token(m, layout, s, rates) if limits_of is None else limits_of.ttft  # (one prompt: the same)
-    ttft_batch = ra.batch_time_to_first_token(m, layout, batch, s, rates, pre)
+    decode = rt.decode_step(m, layout, batch, context, rates)
+    pre = rt.prefill(m, layout, batch, s, rates)
+    ttft = rt.time_to_first_token(m, layout, s, rates) if limits_of is None else limits_of.ttft  # (one prompt: the same)
+    ttft_batch = rt.batch_time_to_first_token(m, layout, batch, s, rates, pre)
     per_instance = batch * o / (pre.total_s + o * decode.total_s)
     e = Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, ttft_slo_ms, b_ttft, ttft_batch, o)
     return replace(e, tokens_per_s_instance=np.where(e.slo_met, per_instance, 0.0))
@@ -222,7 +222,7 @@ def _shard_problem(scenario: Scenario, t: int, attention: str = "tensor", groups
     mlp, mlp_key = (m.expert_ffn, "expert_ffn") if m.experts else (m.ffn, "ffn")
     if not ep and mlp % t:
         return f"allowed: a divisor of workload.model.{mlp_key} = {mlp} (the MLP is split into {t} equal column shards)"
-    u = ra.attention_ranks(t, attention, groups)  # the ranks that shard one sequence's heads
+    u = rw.attention_ranks(t, attention, groups)  # the ranks that shard one sequence's heads
     if u > 1 and m.heads % u:
         return f"allowed: a divisor of workload.model.heads = {m.heads}"
     if u > 1 and m.kv_heads % u and u % m.kv_heads:
@@ -244,7 +244,7 @@ def allreduce_algorithm(scenario: Scenario) -> str:
 
 
 def scale_up_domain(scenario: Scenario) -> int:
-    """``cluster.scale_up_domain_gpus`` as a :class:`~mcengine.analytic.roofline.Layout`
+    """``cluster.scale_up_domain_gpus`` as a :class:`~mcengine.analytic.roofline.model.Layout`
     reads it: 0 (one domain spans every layout) for "auto" or a domain at least as large
     as the instance, so that such a scenario's layouts and times are today's flat ones."""
     c = scenario.cluster
@@ -255,7 +255,7 @@ def scale_up_domain(scenario: Scenario) -> int:
 def attention_modes(scenario: Scenario) -> tuple[str, ...]:
     """The attention modes to search: ``workload.attention``, or all of them for "auto"."""
     a = scenario.workload.attention
-    return ra.ATTENTION_MODES if a == "auto" else (a,)
+    return rm.ATTENTION_MODES if a == "auto" else (a,)
 
 
 def attention_variants(scenario: Scenario, t: int, grouped: bool = True) -> list[tuple[str, int, str]]:
@@ -275,7 +275,7 @@ def attention_variants(scenario: Scenario, t: int, grouped: bool = True) -> list
     return out
 
 
-def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
+def candidate_layouts(scenario: Scenario) -> list[rm.Layout]:
     """The layouts to consider: the fixed degrees, or every shardable ``t x p =
     instance_gpus`` (largest ``t`` first, so exact ties go to the least pipelining), each
     in every searched attention mode (heads sharded first, so exact ties go to it)."""
@@ -296,9 +296,9 @@ def candidate_layouts(scenario: Scenario) -> list[ra.Layout]:
             raise InputError(
                 Problem("workload.tensor_parallel", t, f"leaves pipeline {p} > workload.model.layers = {scenario.workload.model.layers}; allowed: a larger tensor degree")
             )
-        return [ra.Layout(t, p, ep, algorithm, a, domain, g) for a, g, problem in variants if not problem]
+        return [rm.Layout(t, p, ep, algorithm, a, domain, g) for a, g, problem in variants if not problem]
     layouts = [
-        ra.Layout(t, n // t, ep, algorithm, a, domain, g)
+        rm.Layout(t, n // t, ep, algorithm, a, domain, g)
         for t in range(n, 0, -1)
         if n % t == 0 and n // t <= scenario.workload.model.layers
         for a, g, problem in attention_variants(scenario, t)
@@ -330,7 +330,7 @@ def _tensor_degrees(scenario: Scenario) -> list[int]:
     return sorted(t for t in {*small, *(dim // d for d in small)} if t <= n)
 
 
-def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
+def degraded_layouts(scenario: Scenario) -> list[rm.Layout]:
     """Every shardable ``t x p`` layout of at most ``instance_gpus`` GPUs (``p`` at most the
     layers), in each searched attention mode but the grouped one (a degraded instance
     reshards with heads sharded or data-parallel attention; the full instance's plan may be
@@ -349,4 +349,4 @@ def _degraded_layouts(scenario: Scenario) -> list[ra.Layout]:
                                  f"on cluster.instance_gpus = {n}); allowed: at most {MAX_DEGRADED_LAYOUTS:,} (a model with fewer "
                                  'layers or fewer divisors of its MLP, a smaller instance, or cluster.on_failure = "down")'))
     domain = scale_up_domain(scenario)
-    return [ra.Layout(t, p, ep, algorithm, a, domain, g) for t, a, g in shardable for p in range(1, min(m.layers, n // t) + 1)]
+    return [rm.Layout(t, p, ep, algorithm, a, domain, g) for t, a, g in shardable for p in range(1, min(m.layers, n // t) + 1)]

@@ -1,32 +1,22 @@
-"""The planner: which plan each trial serves (docs/model.md#plan).
+"""The per-trial search: the best plan of each trial (docs/model.md#plan).
 
-A :class:`~._roofline_serving.Plan` is a serving mode with its layout(s) (tensor x
+A :class:`~.serving.Plan` is a serving mode with its layout(s) (tensor x
 pipeline, attention mode, all-reduce algorithm; disaggregated: a prefill and a decode
 layout). Its batch is set inside the evaluators (the largest the memory, chunk and SLO
 limits allow with ``workload.batch = "auto"``). This module only chooses; the closed
-forms that time one plan are :mod:`._roofline_layout` and :mod:`._roofline_serving`;
-the median rule of ``workload.plan = "median"`` is :mod:`._plan_median`.
+forms that time one plan are :mod:`.layout` and :mod:`.serving`; the plan rules of
+``workload.plan`` that call it (in every trial, or once at pessimistic inputs) and the
+median rule's own search are :mod:`.rules` and :mod:`.median_plan`.
 
-``workload.plan`` says when the plan is chosen:
-
-* ``"per_trial"``: in every trial, the best plan by :func:`objective` among the
-  candidates that fit HBM and meet that trial's TPOT and TTFT SLOs: the least cost per
-  token (``workload.plan_objective = "cost"``, given the trial's econ weight) or the most
-  output tokens/s of the instance. Exact ties go to the earlier candidate
-  (:func:`candidates` order). A trial where no candidate
-  meets them is *infeasible*: it serves no tokens (``slo_met`` 0) and its columns
-  describe the fitting candidate with the lowest TPOT.
-* ``"median"``: one plan chosen at the median inputs
-  (:func:`~._plan_median.choose_serving`) serves every trial.
-* ``"quantile"``: one plan, chosen by the per-trial rule at pessimistic inputs
-  (:func:`pessimistic_inputs`), serves every trial, disaggregated with the prefill share
-  it was planned with: a plan provisioned in advance.
-
-Every choice made ahead of the trials by the per-trial rule (the quantile plan,
-:func:`plan_at` and :func:`best_by_mode` for ``mcengine roofline``, the plans of
-:func:`capacity_table`) takes the same objective as the trials, at its own inputs: by
-cost, with the econ weight there (:func:`advance_weight`). Only ``"median"``'s rule
-(:mod:`._plan_median`) ranks by tokens/s per GPU whatever the objective.
+In a block of trials, each trial's plan is the best by :func:`objective` among the
+candidates that fit HBM and meet that trial's TPOT and TTFT SLOs: the least cost per
+token (``workload.plan_objective = "cost"``, given the trial's econ weight) or the most
+output tokens/s of the instance. Exact ties go to the earlier candidate
+(:func:`candidates` order). A trial where no candidate meets them is *infeasible*: it
+serves no tokens (``slo_met`` 0) and its columns describe the fitting candidate with the
+lowest TPOT. A choice made ahead of the trials (the quantile plan, ``mcengine roofline``,
+the reshard table) takes the same objective, with the econ weight at its own inputs,
+which the pipeline computes and hands in (:class:`~.rules.AheadWeights`).
 
 Cost: the candidates are the searched serving modes x the candidate layouts (pairs of
 them for disaggregated serving), and the layouts are at most the tensor degrees that
@@ -44,15 +34,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..analytic import serving as sv
-from ..errors import InputError, Problem
-from ..kernels.plan import disaggregated_rows, fold_best
-from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs, quantile_inputs
-from ..units import MS_PER_S
-from ._roofline_layout import candidate_layouts, _degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
-from . import _plan_median, econ
-from ._roofline_serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
+from ...analytic import serving as sv
+from ...errors import InputError, Problem
+from ...kernels.plan import disaggregated_rows, fold_best
+from ...scenario import Scenario
+from ...scenario.sampling import TrialInputs, quantile_inputs
+from ...units import MS_PER_S
+from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
+from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
 #: pessimistic side of ``workload.plan = "quantile"`` is their upper quantile. Every other
@@ -68,7 +57,7 @@ def serving_modes(scenario: Scenario) -> tuple[str, ...]:
 @lru_cache(maxsize=64)
 def candidates(scenario: Scenario) -> tuple[Plan, ...]:
     """Every plan searched, in tie-break order: modes in :data:`~mcengine.analytic.serving.SERVING_MODES`
-    order, layouts in :func:`~._roofline_layout.candidate_layouts` order (disaggregated:
+    order, layouts in :func:`~.layout.candidate_layouts` order (disaggregated:
     decode layout, then prefill layout)."""
     layouts = candidate_layouts(scenario)
     plans: list[Plan] = []
@@ -128,7 +117,7 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     """The :class:`CandidateTable` of ``inputs`` (disaggregated at each trial's balanced
     prefill share). Each layout is evaluated once per mode; the disaggregated pairs of a
     decode layout with every prefill layout are combined in one kernel pass per decode
-    layout (:func:`~._roofline_serving.disaggregated_of`'s formulas, elementwise, so its
+    layout (:func:`~.serving.disaggregated_of`'s formulas, elementwise, so its
     numbers to the bit), and a pair's whole evaluation is built only when asked for."""
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
@@ -181,7 +170,7 @@ def _common_across_trials(rates):
 def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates) -> list[tuple]:
     """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
-    ``passes``: :class:`~._roofline_serving.Disaggregated`'s properties at the balanced
+    ``passes``: :class:`~.serving.Disaggregated`'s properties at the balanced
     share, over a prefill axis in one kernel pass
     (:func:`mcengine.kernels.plan.disaggregated_rows`). A decode evaluation that serves
     no trial (it misses HBM or the TPOT SLO in every one) serves none in any pair: its
@@ -348,48 +337,12 @@ def pessimistic_inputs(scenario: Scenario, q: float) -> TrialInputs:
     return quantile_inputs(scenario, q, {key: 1.0 - q for key in slower})
 
 
-def advance_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray | None:
-    """The ``power_weight`` of :func:`objective` for a plan chosen ahead of the trials at
-    ``inputs`` (the median, pessimistic inputs): by ``workload.plan_objective = "cost"``
-    the econ weight at those inputs (:func:`mcengine.stages.econ.planning_power_weight`),
-    None (the most tokens/s) for ``"throughput"``."""
-    return econ.planning_power_weight(scenario, inputs) if scenario.workload.plan_objective == "cost" else None
-
-
-@lru_cache(maxsize=64)
-def quantile_plan(scenario: Scenario) -> tuple[Plan, float | None]:
-    """``workload.plan = "quantile"``: the per-trial rule's plan at
-    :func:`pessimistic_inputs` (``workload.plan_quantile``), by the objective with the
-    weight there (:func:`advance_weight`), and, disaggregated, its prefill share there
-    (None otherwise). Raises InputError when the model fits no plan there."""
-    at = pessimistic_inputs(scenario, scenario.workload.plan_quantile.value)
-    block = plan_per_trial(scenario, at, advance_weight(scenario, at))
-    plan = block.plan_of(0)
-    share = float(block.evaluation(0).prefill_share[0]) if plan.mode == "disaggregated" else None
-    return plan, share
-
-
-def plan_at(scenario: Scenario, inputs: TrialInputs) -> tuple[Plan, object]:
-    """The plan in use at the one trial ``inputs`` (e.g. the median, for ``mcengine
-    roofline``) under ``workload.plan``, with its evaluation there: by ``"per_trial"`` the
-    trial's best plan by the objective with the weight at ``inputs``
-    (:func:`advance_weight`)."""
-    mode = scenario.workload.plan
-    if mode == "per_trial":
-        plan = plan_per_trial(scenario, inputs, advance_weight(scenario, inputs)).plan_of(0)
-        return plan, evaluate_plan(scenario, plan, inputs)
-    plan, share = _plan_median.chosen_plan(scenario) if mode == "median" else quantile_plan(scenario)
-    return plan, evaluate_plan(scenario, plan, inputs, share)
-
-
-def best_by_mode(scenario: Scenario, inputs: TrialInputs) -> dict[str, tuple[Plan, object] | None]:
+def best_by_mode(scenario: Scenario, inputs: TrialInputs, weight: float | None) -> dict[str, tuple[Plan, object] | None]:
     """At the one trial ``inputs``: each searched mode's best plan by the per-trial rule
-    (the largest :func:`objective` with the weight at ``inputs``, :func:`advance_weight`,
-    among the plans that fit and meet the SLOs, else the fitting one with the lowest TPOT)
+    (the largest :func:`objective` with ``weight``, the econ weight at ``inputs``, among the plans that fit and meet the SLOs, else the fitting one with the lowest TPOT)
     with its evaluation (every batch limit searched in full); None for a mode where no
     plan fits."""
     table = evaluate_candidates(scenario, inputs)
-    weight = advance_weight(scenario, inputs)
     served, fits, tpot = table.served[:, 0], table.fits[:, 0], table.tpot_s[:, 0]
     modes = np.array([p.mode for p in table.plans])
     out: dict[str, tuple[Plan, object] | None] = {}
@@ -413,7 +366,7 @@ def _best_of_mode(table: CandidateTable, mode: str, power_weight) -> int:
     return int(starts[ours[0]] + best[0])
 
 
-def _resized(scenario: Scenario, gpus: int) -> Scenario:
+def resized(scenario: Scenario, gpus: int) -> Scenario:
     """``scenario`` with instances of ``gpus`` GPUs whose layout is searched ("auto"
     degrees: a degraded instance re-plans whatever degrees the full one fixes)."""
     w = dataclasses.replace(scenario.workload, tensor_parallel="auto", pipeline_parallel="auto")
@@ -422,9 +375,9 @@ def _resized(scenario: Scenario, gpus: int) -> Scenario:
 
 def layout_sizes(scenario: Scenario) -> list[int]:
     """The instance sizes ``t x p <= instance_gpus`` on which some layout can shard the model
-    (:func:`~._roofline_layout._degraded_layouts`): at most (tensor degrees) x layers of
+    (:func:`~.layout.degraded_layouts`): at most (tensor degrees) x layers of
     them, whatever ``instance_gpus``."""
-    return sorted({layout.gpus for layout in _degraded_layouts(scenario)})
+    return sorted({layout.gpus for layout in degraded_layouts(scenario)})
 
 
 def best_tokens(scenario: Scenario, inputs: TrialInputs, power_weight=None) -> float:
@@ -433,50 +386,3 @@ def best_tokens(scenario: Scenario, inputs: TrialInputs, power_weight=None) -> f
     ``power_weight`` (None: the most tokens/s); 0 where no plan meets the SLOs or fits."""
     _, served = _best_rows(evaluate_candidates(scenario, inputs), power_weight, 1)
     return max(float(served[0]), 0.0)
-
-
-@lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario) -> np.ndarray:
-    """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k`` of
-    its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard), at the median
-    inputs (one table per scenario, whatever ``workload.plan``; "median" keeps the static
-    layout table of :func:`~._plan_median.capacity_table`).
-
-    ``table[k] = min(1, thr(n - k) / full)``: ``full`` is the output tokens/s of the plan in
-    use (:func:`plan_at`); ``r(g)`` the tokens/s of the plan the per-trial rule picks for an
-    instance of exactly ``g`` GPUs, in the same searched serving modes and by the same
-    objective as the full instance's, with the full cluster's weight at the median
-    (:func:`advance_weight`; 0 if no plan meets the SLOs); ``thr(m)`` the best set of
-    replicas that fits ``m`` GPUs: ``q = floor(m / g)`` replicas of one size ``g`` plus the
-    best single instance on the ``m - q g`` GPUs left over. The sizes ``g`` are
-    :func:`layout_sizes` (independent of ``n``), so the cost is bounded by the model's
-    divisors and layers. ``table[0] = 1``.
-
-    The table is a ratio of tokens/s whatever the objective: the econ stage multiplies the
-    full plan's tokens/s by the capacity availability the table feeds, charges capex and
-    repairs whole, and the dynamic power at the full plan's busy fraction times that same
-    availability (docs/model.md#reshard), so the cost per token, ``(C + D u A) / (T A)``,
-    falls as the tokens a degraded instance keeps rise and reads nothing else of its plan;
-    for the same reason ``m`` GPUs are split into the replicas of the chosen plans that
-    keep the most tokens/s.
-    """
-    if scenario.workload.plan == "median":
-        return _plan_median.capacity_table(scenario)
-    n = scenario.cluster.instance_gpus
-    median = quantile_inputs(scenario, 0.5)
-    _, e = plan_at(scenario, median)
-    full = float(np.ravel(served_tokens(e))[0])
-    if not full > 0.0:
-        return np.concatenate([[1.0], np.zeros(n)])
-    weight = advance_weight(scenario, median)  # the whole cluster's: a degraded instance is part of it
-    single = np.zeros(n + 1)  # r(g) at the sizes with a layout
-    for g in layout_sizes(scenario):
-        single[g] = best_tokens(_resized(scenario, g), median, weight) if g != n else full
-    best_single = np.maximum.accumulate(single)  # the best single instance on at most m GPUs
-    m = np.arange(n + 1)
-    thr = best_single.copy()
-    for g in np.flatnonzero(single > 0.0):
-        thr = np.maximum(thr, (m // g) * single[g] + best_single[m % g])
-    table = np.minimum(1.0, thr[::-1] / full)
-    table[0] = 1.0
-    return table

@@ -31,12 +31,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..analytic import fab as analytic
-from ..columns import PACKAGE_PART_COLUMN as PART_COLUMN
-from ..errors import InputError, NumericalError, Problem
-from ..options import check_seed
-from ..scenario.sampling import TrialInputs
-from .fab_geometry import WaferMap, scenario_wafer_map
+from ...analytic import fab as analytic
+from ...columns import PACKAGE_PART_COLUMN as PART_COLUMN
+from ...errors import InputError, NumericalError, Problem
+from ...options import check_seed
+from ...scenario.sampling import TrialInputs
+from .geometry import WaferMap, scenario_wafer_map
 
 #: A production run that has not reached its target after this many wafers is reported
 #: as infeasible (NumericalError) instead of running on.
@@ -71,9 +71,19 @@ class FabModel:
 
 @lru_cache(maxsize=64)
 def _table(units: int, spares: int) -> np.ndarray:
-    from ..kernels.fab import TABLE_MAX_DEFECTS, harvest_table
+    """The harvest table of ``units`` units with ``spares`` spares, cached and so read-only
+    (the kernels take a writeable copy: :func:`kernel_table`)."""
+    from ...kernels.fab import TABLE_MAX_DEFECTS, harvest_table
 
-    return harvest_table(units, spares, TABLE_MAX_DEFECTS)
+    table = harvest_table(units, spares, TABLE_MAX_DEFECTS)
+    table.setflags(write=False)
+    return table
+
+
+def kernel_table(model: FabModel) -> np.ndarray:
+    """``model.table`` as the fab kernels are compiled for it: a writeable copy of the
+    read-only cached table (a read-only array would compile them again)."""
+    return np.require(model.table, requirements=["W"])
 
 
 def fab_model(scenario) -> FabModel:
@@ -158,7 +168,7 @@ def simulate_wafer_block(model: FabModel, inputs: TrialInputs, seed: int, spatia
     good, harvested : int64[n]
         Good dies per wafer and how many of them carry defects (harvested).
     """
-    from ..kernels.fab import simulate_wafers, simulate_wafers_spatial
+    from ...kernels.fab import simulate_wafers, simulate_wafers_spatial
 
     a = _kernel_arrays(inputs)
     w = model.wafer
@@ -170,7 +180,7 @@ def simulate_wafer_block(model: FabModel, inputs: TrialInputs, seed: int, spatia
             w.rows, w.dies, model.units, model.spares)
     good, harvested, _uniforms = simulate_wafers(
         key, inputs.trial_start, a["density"], a["clustering"], a["edge_ratio"], a["unit_fraction"],
-        w.die_area_cm2, w.r2_fraction, model.units, model.spares, model.table)
+        w.die_area_cm2, w.r2_fraction, model.units, model.spares, kernel_table(model))
     return good, harvested
 
 
@@ -249,7 +259,7 @@ def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, n
         When a trial needs more than :data:`MAX_WAFERS_PER_RUN` wafers, naming the
         trial and its drawn fab inputs.
     """
-    from ..kernels.fab import simulate_runs
+    from ...kernels.fab import simulate_runs
 
     model = fab_model(scenario)
     a = _kernel_arrays(inputs)
@@ -259,7 +269,7 @@ def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, n
     wafers, good, packages = simulate_runs(
         np.uint64(check_seed(seed)), inputs.trial_start, a["density"], a["clustering"], a["edge_ratio"], a["unit_fraction"],
         np.ascontiguousarray(c["assembly_yield"]), w.die_area_cm2, w.r2_fraction, model.units, model.spares,
-        model.table, model.target_packages, MAX_WAFERS_PER_RUN)
+        kernel_table(model), model.target_packages, MAX_WAFERS_PER_RUN)
     short = np.flatnonzero(packages < model.target_packages)
     if short.size:
         i = int(short[0])

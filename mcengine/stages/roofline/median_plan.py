@@ -10,19 +10,19 @@ within the TTFT SLO) and decode layout (most decode tokens/s per GPU) apart, not
 pair.
 
 * Static (:func:`choose_layout`): among the candidate layouts
-  (:func:`~._roofline_layout.candidate_layouts`) that fit a batch in HBM, the most output
+  (:func:`~.layout.candidate_layouts`) that fit a batch in HBM, the most output
   tokens/s per GPU among those that meet the TPOT and TTFT SLOs at batch >= 1; if none
   meets them, the one that misses them by the smallest factor.
 * Continuous (:func:`choose_continuous`), disaggregated (:func:`choose_disaggregated`)
   and the mode (:func:`choose_serving`): ``workload.serving``, or for ``"auto"`` the mode
   with the most tokens/s per GPU among those that meet the SLOs (static's choice if none
   does). The disaggregated prefill share is the balanced share at the median.
-* The reshard table (:func:`capacity_table`): the best static layout of at most ``m``
+* The reshard table (:func:`static_capacity`): the best static layout of at most ``m``
   GPUs, one replica.
 
 A real deployment of this kind picks one plan and lives with it, so a trial with unlucky
 efficiencies gets a worse throughput, not a different parallelism. Only this module
-chooses; :mod:`._roofline_layout` and :mod:`._roofline_serving` evaluate.
+chooses; :mod:`.layout` and :mod:`.serving` evaluate.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..analytic import roofline as ra
-from ..analytic import serving as sv
-from ..errors import InputError, Problem
-from ..scenario import Scenario
-from ..scenario.sampling import quantile_inputs
-from ..units import BYTES_PER_GB, MS_PER_S
-from ._roofline_layout import Evaluation, _degraded_layouts, candidate_layouts, evaluate, lengths_label, lengths_of, rates_of
-from ._roofline_serving import Continuous, Disaggregated, Plan, PrefillPass, evaluate_continuous, evaluate_disaggregated, kv_rates, prefill_pass, ttft_slo_ms
+from ...analytic.roofline import model as rm, weights as rw
+from ...analytic import serving as sv
+from ...errors import InputError, Problem
+from ...scenario import Scenario
+from ...scenario.sampling import quantile_inputs
+from ...units import BYTES_PER_GB, MS_PER_S
+from .layout import Evaluation, degraded_layouts, candidate_layouts, evaluate, lengths_label, lengths_of, rates_of
+from .serving import Continuous, Disaggregated, Plan, PrefillPass, evaluate_continuous, evaluate_disaggregated, kv_rates, prefill_pass, ttft_slo_ms
 
 
 def _no_fit(scenario: Scenario, evaluations: list[Evaluation]) -> InputError:
@@ -57,7 +57,7 @@ def _no_fit(scenario: Scenario, evaluations: list[Evaluation]) -> InputError:
                 f"layout tensor {best.layout.tensor} x pipeline {best.layout.pipeline})",
             )
         )
-    need_gb = min(ra.weights_bytes_per_gpu(m, e.layout, w.bytes_per_param.value) for e in evaluations) / BYTES_PER_GB
+    need_gb = min(rw.weights_bytes_per_gpu(m, e.layout, w.bytes_per_param.value) for e in evaluations) / BYTES_PER_GB
     have_gb = g.hbm_gb.median() * w.hbm_usable_fraction.median()
     if need_gb < have_gb:  # the weights fit: one sequence's KV cache does not
         return InputError(
@@ -141,7 +141,7 @@ def choose_disaggregated(scenario: Scenario) -> Disaggregated | None:
         return None
     slo_ms = float(ttft_slo_ms(scenario, median)[0])
 
-    def prompts_per_s_per_gpu(layout: ra.Layout, x: PrefillPass) -> float:
+    def prompts_per_s_per_gpu(layout: rm.Layout, x: PrefillPass) -> float:
         send = sv.kv_link_prompts_per_s(w.model, lengths_of(scenario, median).prompt_tokens, g, x.prefill, kv)
         return float(np.minimum(x.batch / x.prefill.total_s, send)[0]) / layout.gpus
 
@@ -218,7 +218,7 @@ def chosen_plan(scenario: Scenario) -> tuple[Plan, float | None]:
 
 
 @lru_cache(maxsize=64)
-def capacity_table(scenario: Scenario) -> np.ndarray:
+def static_capacity(scenario: Scenario) -> np.ndarray:
     """``float64[n + 1]``: the share of an instance's full throughput it keeps with ``k``
     of its ``n = instance_gpus`` GPUs lost and resharded (docs/model.md#reshard).
 
@@ -227,7 +227,7 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     shardable ``t x p`` layout of at most ``m`` GPUs whose weights and batch fit HBM (and
     which meets the TPOT SLO if the chosen layout does), 0 if none fits. All at the median
     inputs, as the layout choice. ``thr`` changes only at the sizes of the feasible
-    layouts, so the layouts evaluated are those of :func:`_degraded_layouts` (at most
+    layouts, so the layouts evaluated are those of :func:`degraded_layouts` (at most
     tensor degrees x layers, independent of ``n``) and the table is their running maximum
     over ``m``. ``table[0] = 1``.
     """
@@ -236,11 +236,12 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     median = quantile_inputs(scenario, 0.5)
     full = float(best.tokens_per_s_instance[0])
     by_size = np.zeros(n + 1)  # best tokens/s of a layout of exactly this many GPUs
-    for layout in _degraded_layouts(scenario):
+    for layout in degraded_layouts(scenario):
         e = evaluate(scenario, layout, median)
         if e.fits[0] and (e.slo_met[0] or not best.slo_met[0]):
             by_size[layout.gpus] = max(by_size[layout.gpus], float(e.tokens_per_s_instance[0]))
     thr = np.maximum.accumulate(by_size)  # thr[m]: the best on at most m GPUs
     table = np.minimum(1.0, thr[::-1] / full) if full > 0.0 else np.zeros(n + 1)
     table[0] = 1.0
+    table.setflags(write=False)  # cached: every caller shares it
     return table

@@ -1,11 +1,11 @@
 """Roofline stage internals: the serving modes beyond static batching
 (docs/model.md#serving; formulas in :mod:`mcengine.analytic.serving`).
 
-``"static"`` is :mod:`._roofline_layout`'s evaluation; ``"continuous"`` (chunked
+``"static"`` is :mod:`.layout`'s evaluation; ``"continuous"`` (chunked
 prefill, :func:`evaluate_continuous`) and ``"disaggregated"`` (prefill and decode
 instances, :func:`evaluate_disaggregated`) evaluate the same candidate layouts with their
 own step models; :func:`evaluate_plan` evaluates one :class:`Plan` in whichever mode it
-names. This module chooses nothing: the planner (:mod:`.planner`, and :mod:`._plan_median`
+names. This module chooses nothing: the planner (:mod:`.planner`, and :mod:`.median_plan`
 for ``workload.plan = "median"``) picks the plan these closed forms time.
 
 The TTFT limit ``workload.ttft_slo_ms`` (``inf``: none) enters ``slo_met`` of every mode,
@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analytic import roofline as ra
-from ..analytic import serving as sv
-from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs
-from ..units import MS_PER_S
-from ._roofline_layout import Evaluation, evaluate, lengths_of, rates_of
+from ...analytic.roofline import model as rm, steps as rt, limits as rl
+from ...analytic import serving as sv
+from ...scenario import Scenario
+from ...scenario.sampling import TrialInputs
+from ...units import MS_PER_S
+from .layout import Evaluation, evaluate, lengths_of, rates_of
 
 
 def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
@@ -35,13 +35,13 @@ def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
 class Continuous:
     """One layout under continuous batching with chunked prefill (arrays of shape (n,))."""
 
-    layout: ra.Layout
+    layout: rm.Layout
     batch_memory: np.ndarray
     batch_slo: np.ndarray
     batch_chunk: np.ndarray
     batch_ttft: np.ndarray
     batch: np.ndarray
-    step: ra.PhaseTimes
+    step: rm.PhaseTimes
     ttft_s: np.ndarray
     tokens_per_s_instance: np.ndarray
     tpot_slo_ms: np.ndarray
@@ -78,8 +78,8 @@ class Continuous:
         return self.step.busy_s / self.step.total_s
 
 
-def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, within_memory: bool = False,
-                        rates: ra.Rates | None = None) -> Continuous:
+def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, within_memory: bool = False,
+                        rates: rm.Rates | None = None) -> Continuous:
     """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
     ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
     ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
@@ -89,24 +89,24 @@ def evaluate_continuous(scenario: Scenario, layout: ra.Layout, inputs: TrialInpu
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
     (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
     (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut.
-    ``rates``: the trials' :func:`~._roofline_layout.rates_of` when already made."""
+    ``rates``: the trials' :func:`~.layout.rates_of` when already made."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
     s, o = lengths.prompt_tokens, lengths.output_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
-    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
+    b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
                                   rates.bytes_per_param, rates.kv_bytes)
     b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
-    cap = np.minimum(b_mem, b_chunk) if within_memory else ra.SLO_SEARCH_CAP
-    timing = ra.Timing(rates, (s, o, lengths.context_tokens))
+    cap = np.minimum(b_mem, b_chunk) if within_memory else rm.SLO_SEARCH_CAP
+    timing = rl.Timing(rates, (s, o, lengths.context_tokens))
 
     def step_s(b, x):
         prompt, output, context = x.lengths
         return sv.continuous_step(m, layout, b, prompt, output, x.rates, context).total_s
 
-    b_slo = ra.largest_batch(step_s, slo_ms / MS_PER_S, ra.trial_shape(slo_ms, rates, s, o), cap, rates=timing)
+    b_slo = rl.largest_batch(step_s, slo_ms / MS_PER_S, rl.trial_shape(slo_ms, rates, s, o), cap, rates=timing)
     b_ttft = sv.largest_batch_within_ttft(step_s, ttft_ms / MS_PER_S, np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=timing)
     if w.batch == "auto":
         batch = np.maximum(1, b_ttft)
@@ -129,12 +129,12 @@ class Disaggregated:
     KV caches per second the links of one prefill / decode instance can carry.
     """
 
-    prefill_layout: ra.Layout
+    prefill_layout: rm.Layout
     decode: Evaluation
     prefill_batch_memory: np.ndarray
     prefill_batch: np.ndarray
-    prefill: ra.PhaseTimes
-    ttft: ra.PhaseTimes
+    prefill: rm.PhaseTimes
+    ttft: rm.PhaseTimes
     kv_transfer_s: np.ndarray
     kv_send_prompts_per_s: np.ndarray
     kv_receive_requests_per_s: np.ndarray
@@ -144,7 +144,7 @@ class Disaggregated:
     output_tokens: object
 
     @property
-    def layout(self) -> ra.Layout:
+    def layout(self) -> rm.Layout:
         """The decode layout (the one that sets TPOT and the batch)."""
         return self.decode.layout
 
@@ -215,8 +215,8 @@ class PrefillPass:
 
     batch_memory: np.ndarray
     batch: np.ndarray
-    prefill: ra.PhaseTimes
-    ttft: ra.PhaseTimes
+    prefill: rm.PhaseTimes
+    ttft: rm.PhaseTimes
     kv_transfer_s: np.ndarray
 
     @property
@@ -224,48 +224,48 @@ class PrefillPass:
         return self.ttft.total_s + self.kv_transfer_s
 
 
-def kv_rates(scenario: Scenario, rates: ra.Rates) -> ra.Rates:
+def kv_rates(scenario: Scenario, rates: rm.Rates) -> rm.Rates:
     """The rates a prompt's KV cache moves at from a prefill to a decode instance: the scale-up
     links when one scale-up domain can hold both instances (``cluster.scale_up_domain_gpus`` at
     least twice ``cluster.instance_gpus``), else the scale-out network, each GPU its own NIC
-    (:meth:`~mcengine.analytic.roofline.Rates.scale_out`; "auto" = one domain per instance, so the
+    (:meth:`~mcengine.analytic.roofline.model.Rates.scale_out`; "auto" = one domain per instance, so the
     transfer leaves it; docs/sources.md#roof-scale-up-domain)."""
     c = scenario.cluster
     d = c.scale_up_domain_gpus
     return rates if d != "auto" and d >= 2 * c.instance_gpus else rates.scale_out()
 
 
-def prefill_pass(scenario: Scenario, layout: ra.Layout, inputs: TrialInputs, rates: ra.Rates | None = None) -> PrefillPass:
+def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rates: rm.Rates | None = None) -> PrefillPass:
     """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
     ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
     whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
     ``P``, bisection), while prompts/s ``P / prefill(P)`` grows with ``P`` (weights
     streamed once per pass), so the largest allowed ``P`` is the best. ``rates``: the
-    trials' :func:`~._roofline_layout.rates_of` when already made."""
+    trials' :func:`~.layout.rates_of` when already made."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     kv = kv_rates(scenario, rates)
     lengths = lengths_of(scenario, inputs)
     s, g = lengths.prompt_tokens, scenario.cluster.instance_gpus
-    b_mem = ra.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_prompt_tokens,
+    b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_prompt_tokens,
                                   rates.bytes_per_param, rates.kv_bytes)
     limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
     slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
 
     def latency_s(batch, x):
         prompt = x.lengths[0]
-        return ra.batch_time_to_first_token(m, layout, batch, prompt, x.rates).total_s + sv.kv_transfer_s(m, prompt, g, kv_rates(scenario, x.rates), batch)
+        return rt.batch_time_to_first_token(m, layout, batch, prompt, x.rates).total_s + sv.kv_transfer_s(m, prompt, g, kv_rates(scenario, x.rates), batch)
 
     if not np.all(np.isinf(slo_s)):
-        limit = np.minimum(limit, ra.largest_batch(latency_s, slo_s, ra.trial_shape(slo_s, rates, s), int(max(1, limit.max())),
-                                                   rates=ra.Timing(rates, (s,))))
+        limit = np.minimum(limit, rl.largest_batch(latency_s, slo_s, rl.trial_shape(slo_s, rates, s), int(max(1, limit.max())),
+                                                   rates=rl.Timing(rates, (s,))))
     batch = np.maximum(1, limit)
-    pre = ra.prefill(m, layout, batch, s, rates)
-    return PrefillPass(b_mem, batch, pre, ra.batch_time_to_first_token(m, layout, batch, s, rates, pre),
+    pre = rt.prefill(m, layout, batch, s, rates)
+    return PrefillPass(b_mem, batch, pre, rt.batch_time_to_first_token(m, layout, batch, s, rates, pre),
                         np.broadcast_to(sv.kv_transfer_s(m, s, g, kv, batch), (inputs.n,)))
 
 
-def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode_layout: ra.Layout, inputs: TrialInputs, share=None) -> Disaggregated:
+def evaluate_disaggregated(scenario: Scenario, prefill_layout: rm.Layout, decode_layout: rm.Layout, inputs: TrialInputs, share=None) -> Disaggregated:
     """Prefill instances on ``prefill_layout``, decode instances on ``decode_layout``; the
     prefill share ``share`` (None: the balanced share of each trial, ``f = r_d/(r_p + r_d)``,
     on the rates after the KV link caps)."""
@@ -273,8 +273,8 @@ def evaluate_disaggregated(scenario: Scenario, prefill_layout: ra.Layout, decode
     return disaggregated_of(scenario, prefill_layout, prefill_pass(scenario, prefill_layout, inputs), decode, inputs, share)
 
 
-def disaggregated_of(scenario: Scenario, prefill_layout: ra.Layout, pre: PrefillPass, decode: Evaluation, inputs: TrialInputs,
-                     share=None, rates: ra.Rates | None = None) -> Disaggregated:
+def disaggregated_of(scenario: Scenario, prefill_layout: rm.Layout, pre: PrefillPass, decode: Evaluation, inputs: TrialInputs,
+                     share=None, rates: rm.Rates | None = None) -> Disaggregated:
     """:func:`evaluate_disaggregated` from a prefill pass on ``prefill_layout`` and a
     decode-only evaluation already made, and the trials' rates if known (the planner pairs
     every prefill layout with every decode layout without evaluating either twice)."""
@@ -300,8 +300,8 @@ class Plan:
     batch its limits allow (``workload.batch = "auto"``) or the fixed one."""
 
     mode: str
-    layout: ra.Layout
-    prefill_layout: ra.Layout | None = None
+    layout: rm.Layout
+    prefill_layout: rm.Layout | None = None
 
     def describe(self) -> str:
         """``"disaggregated 8x1 data / decode 4x2 tensor"``-style label of the plan."""
@@ -315,7 +315,7 @@ class Plan:
 
 def evaluate_plan(scenario: Scenario, plan: Plan, inputs: TrialInputs, share=None):
     """``plan`` for every trial of ``inputs`` (disaggregated: with prefill share ``share``,
-    None = each trial's balanced share): a :class:`~._roofline_layout.Evaluation`,
+    None = each trial's balanced share): a :class:`~.layout.Evaluation`,
     :class:`Continuous` or :class:`Disaggregated`."""
     if plan.mode == "continuous":
         return evaluate_continuous(scenario, plan.layout, inputs)

@@ -14,8 +14,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import InputError, Problem
-from ..units import MM2_PER_CM2
+from ...errors import InputError, Problem
+from ...units import MM2_PER_CM2
 
 #: ``y0`` grid of the offset search (then polished exactly, see
 #: :func:`mcengine.kernels.geometry.best_offset`): 1/1024 of the pitch.
@@ -100,7 +100,7 @@ def wafer_map(wafer_diameter_mm: float, edge_exclusion_mm: float, die_width_mm: 
 
 @lru_cache(maxsize=64)
 def _wafer_map(diameter, edge, width, height, scribe) -> WaferMap:
-    from ..kernels.geometry import best_offset, die_layout, mean_r2_fraction
+    from ...kernels.geometry import best_offset, die_layout, mean_r2_fraction
 
     problems = []
     for key, value in (("fab.wafer_diameter_mm", diameter), ("fab.die_width_mm", width), ("fab.die_height_mm", height)):

@@ -1,0 +1,150 @@
+"""Batch limits: the sequences whose KV cache fits HBM beside the weights, and the
+largest batch that meets a TPOT or TTFT SLO (a bisection over the step-time formulas,
+docs/model.md#roofline; notation: :mod:`mcengine.analytic.roofline`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...units import BYTES_PER_GB
+from .model import SLO_SEARCH_CAP, Layout, ModelCard, Rates
+from .weights import kv_bytes_per_token_per_gpu, kv_bytes_per_token_rank, weights_bytes_per_gpu
+from .steps import batch_time_to_first_token, decode_step
+
+
+def free_kv_bytes_per_gpu(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, bytes_per_param: float) -> np.ndarray:
+    """HBM left for the KV cache on one GPU: ``u x HBM - weights per GPU`` (negative: no fit)."""
+    hbm = np.asarray(hbm_gb, float) * BYTES_PER_GB
+    return usable_fraction * hbm - weights_bytes_per_gpu(m, layout, bytes_per_param)
+
+
+def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, context_tokens, bytes_per_param: float, kv_bytes: float) -> np.ndarray:
+    """``B_max``: sequences whose KV cache at ``context_tokens`` fits next to the weights
+    (docs/sources.md#roof-batch-limit), 0 when not even one does. With data-parallel
+    attention each of the ``t`` ranks holds whole sequences: ``t`` times what fits one
+    rank. int64."""
+    free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param)
+    if layout.attention != "tensor":  # each of the g groups holds whole sequences (g = t: data-parallel)
+        per_sequence = context_tokens * kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention, layout.attention_groups) / layout.pipeline
+        return layout.groups * np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
+    per_sequence = context_tokens * kv_bytes_per_token_per_gpu(m, layout, kv_bytes)
+    return np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)
+
+
+def largest_batch(time_s, limit_s, shape, cap=SLO_SEARCH_CAP, rates: Rates | Timing | None = None) -> np.ndarray:
+    """The largest integer batch ``B <= cap`` with ``time_s(B) <= limit_s`` (0 if even one
+    sequence misses it; ``time_s`` non-decreasing in ``B``, so the answer is unique); ``cap``
+    an int or a per-trial int array. int64.
+
+    A bracketed search on integers: ``time_s(1)`` and ``time_s(cap)`` settle the trials
+    outside ``[1, cap)``; then steps alternate between the point where the straight line
+    through the bracket's two times meets the limit (the times are piecewise linear in
+    ``B``, so this lands next to the answer in a few steps) and the midpoint (at most twice
+    the steps of a bisection whatever the shape).
+
+    ``rates``: when given (:class:`Rates`, or a :class:`Timing` of rates and lengths),
+    ``time_s(B, r)`` reads the trials' rates from ``r`` (and nothing
+    else per trial), and each step after the bracket times only the trials still open,
+    ``time_s(B[rows], rates.take(rows))`` (:func:`_bracketed_on_rows`; elementwise, so the same numbers as timing
+    every trial, in a fraction of the work once most trials have settled).
+    """
+    def timed(batch):
+        return time_s(batch) if rates is None else time_s(batch, rates)
+
+    top = np.broadcast_to(np.asarray(cap, np.int64), shape)
+    one = np.ones(shape, np.int64)
+    limit = np.broadcast_to(np.asarray(limit_s, float), shape)
+    t_one = np.broadcast_to(timed(one), shape)
+    t_top = np.broadcast_to(timed(np.maximum(top, 1)), shape)
+    inside = (top > 1) & (t_one <= limit) & (t_top > limit)
+    # outside the bracket: 0 (one sequence misses, or cap 0) or cap (cap itself meets it)
+    lo = np.where(inside, 1, np.where((top >= 1) & (t_top <= limit), top, 0))  # time(lo) <= limit (lo = 0: vacuous)
+    hi = np.where(inside, top, lo + 1)  # time(hi) > limit (cap + 1: assumed)
+    t_lo, t_hi = np.where(inside, t_one, 0.0), np.where(inside, t_top, 0.0)
+    if rates is not None and len(shape) == 1:
+        return _bracketed_on_rows(time_s, rates, limit, lo, hi, t_lo, t_hi)
+    interpolate = True
+    while np.any(open_ := hi - lo > 1):
+        mid = _next_probe(limit, lo, hi, t_lo, t_hi, interpolate)
+        mid = np.where(open_, mid, 1)
+        t_mid = np.broadcast_to(timed(mid), shape)
+        ok = t_mid <= limit
+        lo, t_lo = np.where(open_ & ok, mid, lo), np.where(open_ & ok, t_mid, t_lo)
+        hi, t_hi = np.where(open_ & ~ok, mid, hi), np.where(open_ & ~ok, t_mid, t_hi)
+        interpolate = not interpolate
+    return lo
+
+
+def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate: bool) -> np.ndarray:
+    """The next batch :func:`largest_batch` times inside each bracket ``(lo, hi)``: where the
+    straight line through the bracket's times meets ``limit`` (``interpolate``), else the
+    midpoint."""
+    if not interpolate:
+        return (lo + hi) // 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.floor((limit - t_lo) / (t_hi - t_lo) * (hi - lo))
+    return np.clip(lo + np.nan_to_num(step, nan=1.0, posinf=1.0, neginf=1.0).astype(np.int64), lo + 1, hi - 1)
+
+
+def _bracketed_on_rows(time_s, rates, limit, lo, hi, t_lo, t_hi) -> np.ndarray:
+    """:func:`largest_batch`'s steps on the open trials only (``time_s(B, rates of those
+    trials)``): the same probes and updates per trial as its loop over every trial. The
+    open trials' brackets and rates are kept packed, and packed again as trials settle,
+    so that a step reads and gathers only the trials still open."""
+    lo = lo.copy()
+    rows = np.flatnonzero(hi - lo > 1)
+    x, r_lo, r_hi, r_limit, r_tlo, r_thi = rates.take(rows), lo[rows], hi[rows], limit[rows], t_lo[rows], t_hi[rows]
+    interpolate = True
+    while rows.size:
+        mid = _next_probe(r_limit, r_lo, r_hi, r_tlo, r_thi, interpolate)
+        t_mid = np.broadcast_to(time_s(mid, x), rows.shape)
+        ok = t_mid <= r_limit
+        r_lo, r_tlo = np.where(ok, mid, r_lo), np.where(ok, t_mid, r_tlo)
+        r_hi, r_thi = np.where(ok, r_hi, mid), np.where(ok, r_thi, t_mid)
+        interpolate = not interpolate
+        settled = r_hi - r_lo <= 1
+        if settled.any():
+            lo[rows[settled]] = r_lo[settled]
+            keep = np.flatnonzero(~settled)
+            rows, x, r_lo, r_hi, r_limit, r_tlo, r_thi = rows[keep], x.take(keep), r_lo[keep], r_hi[keep], r_limit[keep], r_tlo[keep], r_thi[keep]
+    return lo
+
+
+def trial_shape(limit_s, r: Rates, *lengths) -> tuple:
+    """The shape of per-trial results: ``limit_s``, every field of ``r`` and ``lengths`` broadcast."""
+    return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__), *map(np.shape, lengths))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What a batch search times its trials with: their ``rates`` and request ``lengths``
+    (numbers or per-trial arrays), taken at a subset of the trials together (:meth:`take`,
+    as :func:`largest_batch` does with the trials still open)."""
+
+    rates: Rates
+    lengths: tuple
+
+    def take(self, rows: np.ndarray) -> "Timing":
+        return Timing(self.rates.take(rows), tuple(x[rows] if np.ndim(x) > 0 else x for x in self.lengths))
+
+
+def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
+    """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
+    it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64.
+    ``context`` a number or per trial."""
+    return largest_batch(lambda b, x: decode_step(m, layout, b, x.lengths[0], x.rates).total_s, slo_s, trial_shape(slo_s, r, context), cap,
+                         rates=Timing(r, (context,)))
+
+
+def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
+    """``B_TTFT``: the largest batch whose last request's TTFT
+    (:func:`batch_time_to_first_token`) is at most ``slo_s`` (0 if one prompt misses
+    it; ``cap`` for an infinite SLO, without a search). int64. ``prompt_tokens`` a number
+    or per trial."""
+    shape = trial_shape(slo_s, r, prompt_tokens)
+    if np.all(np.isinf(slo_s)):
+        return np.broadcast_to(np.asarray(cap, np.int64), shape).copy()
+    return largest_batch(lambda b, x: batch_time_to_first_token(m, layout, b, x.lengths[0], x.rates).total_s, slo_s, shape, cap,
+                         rates=Timing(r, (prompt_tokens,)))

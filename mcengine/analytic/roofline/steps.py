@@ -1,0 +1,157 @@
+"""Step times: a decode step, a prefill, the time to first token and the instance's
+tokens/s, each compute, memory and communication in the step-time model of
+:mod:`mcengine.analytic.roofline` (docs/sources.md#roof-step-time, docs/sources.md#roof-pipeline)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import ACT_BYTES, Layout, ModelCard, PhaseTimes, Rates
+from .weights import attention_params, attention_rank, attention_ranks, attention_sequences_per_rank, kv_bytes_per_token_rank, rank_params_active, rank_params_streamed, sharded_params_active
+from .collectives import forward_comm_s, stage_hop_s
+
+
+def mean_context(prompt_tokens: int, output_tokens: int) -> float:
+    """``T̄ = S + O/2``: the mean context a decode step attends to."""
+    return prompt_tokens + output_tokens / 2.0
+
+
+def micro_batches(batch, pipeline: int) -> np.ndarray:
+    """``m = min(B, p)`` micro-batches in flight."""
+    return np.minimum(np.asarray(batch, float), pipeline)
+
+
+def decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates) -> tuple:
+    """FLOPs and HBM bytes per rank of one decode step of ``b`` sequences at context ``ctx``.
+
+    Heads sharded: ``b (2 P_active + 4 L n_h d_h T̄)/t`` FLOPs, ``b_w P_stream/t + b T̄
+    KV_rank`` bytes. Data-parallel attention: the busiest rank's ``s = ceil(b/t)``
+    sequences run the whole attention (``s (2 L P_attn + 4 L n_h d_h T̄)``, their KV
+    ``s T̄ KV``), the MLP and LM head stay sharded over all ``b``. Grouped: the busiest
+    group's ``s = ceil(b/g)`` sequences, their heads sharded over its ``u = t/g`` ranks
+    (``s (2 L P_attn,rank + 4 L (n_h/u) d_h T̄)``, KV ``s T̄ KV_rank(u)``).
+    """
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b, att, g)
+    if att == "tensor":
+        flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
+        return flops, weights + b * ctx * kv
+    s = attention_sequences_per_rank(b, t, att, g)
+    attn_w, heads = _attention_work(m, t, att, g)
+    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * m.head_dim * ctx) + b * 2.0 * sharded_params_active(m, t)
+    return flops, weights + s * ctx * kv
+
+
+def _attention_work(m: ModelCard, t: int, attention: str, groups: int) -> tuple:
+    """Attention weights and query heads one rank of a data-parallel attention group
+    computes per sequence: all of them (``"data"``), or its ``1/u`` share (``"grouped"``)."""
+    if attention == "data":
+        return attention_params(m), m.heads
+    return attention_rank(m, t, attention, groups), m.heads / attention_ranks(t, attention, groups)
+
+
+def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> PhaseTimes:
+    """One decode step of ``batch`` sequences at mean context ``context`` (TPOT terms).
+
+    ``compute`` and ``memory`` from :func:`decode_work` (``F`` and ``W``);
+    ``comm = forward collectives of b d 2 bytes + (p-1) p2p``;
+    ``overhead = step + L layer``, with ``b = B/m`` (``b = B`` without pipelining).
+    """
+    p = layout.pipeline
+    b = np.asarray(batch, float) / micro_batches(batch, p)
+    ctx = np.asarray(context, float)
+    flops, nbytes = decode_work(m, layout, b, ctx, r)
+    comm = forward_comm_s(m, layout, b, r) + (p - 1) * stage_hop_s(layout, b * m.hidden * ACT_BYTES, r)
+    overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
+    return phase_times(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead, r.comm_overlap)
+
+
+def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int):
+    """FLOPs of the busiest TP rank in one whole-model forward over ``b`` prompts of ``S``
+    tokens (causal attention, LM head on the last token). With data-parallel attention
+    the busiest rank runs the attention of ``ceil(b/t)`` whole prompts, the MLP stays
+    sharded over all ``b S`` tokens."""
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    s = np.asarray(prompt_tokens, float)
+    head = m.vocab * m.hidden / t
+    if att == "tensor":
+        return b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
+    seqs = attention_sequences_per_rank(b, t, att, g)
+    attn_w, heads = _attention_work(m, t, att, g)
+    attn = seqs * (2.0 * m.layers * attn_w * s + 2.0 * m.layers * heads * m.head_dim * s * s)
+    return attn + b * (2.0 * (sharded_params_active(m, t) - head) * s + 2.0 * head)
+
+
+def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:
+    """FLOPs (:func:`prefill_flops`), HBM bytes and collective seconds per TP rank of one
+    whole-model forward over ``b`` prompts of ``S`` tokens."""
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    s = np.asarray(prompt_tokens, float)
+    flops = prefill_flops(m, layout, b, prompt_tokens)
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
+    if att == "tensor":
+        return flops, weights + b * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b)
+    seqs = attention_sequences_per_rank(b, t, att, g)
+    return flops, weights + seqs * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b, group_tokens=seqs * s)
+
+
+def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
+    """Instance time to prefill ``batch`` prompts of ``S`` tokens.
+
+    Without pipelining: ``compute = B (2 L P_layer S + 2 L n_h d_h S² + 2 d V)/t / F``,
+    ``memory = (b_w P_stream/t + B S KV_rank) / W``, ``comm = 2L all-reduces of
+    B S d 2 bytes``, ``overhead = step + L layer`` (data-parallel attention:
+    :func:`_prefill_forward`). With ``p`` stages the pipeline is
+    kept full by continuous batching (no fill/drain bubble): ``m`` micro-batches of
+    ``b = B/m`` pass every stage, so each term is ``m/p`` times the whole-model term at
+    ``b``, plus ``m (p-1)/p`` point-to-points of ``b S d 2`` bytes.
+    """
+    p = layout.pipeline
+    mb = micro_batches(batch, p)
+    b = np.asarray(batch, float) / mb
+    share = mb / p
+    flops, nbytes, comm = _prefill_forward(m, layout, b, prompt_tokens, r)
+    hops = mb * (p - 1) / p * stage_hop_s(layout, b * prompt_tokens * m.hidden * ACT_BYTES, r)
+    overhead = r.step_overhead_s + share * m.layers * r.layer_overhead_s
+    return phase_times(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead, r.comm_overlap)
+
+
+def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rates) -> PhaseTimes:
+    """TTFT: the latency of one prompt's prefill, through all ``p`` stages in turn
+    (``= prefill(batch=1)`` without pipelining; ``(p-1)`` point-to-points with it)."""
+    flops, nbytes, comm = _prefill_forward(m, layout, 1.0, prompt_tokens, r)
+    hops = (layout.pipeline - 1) * stage_hop_s(layout, prompt_tokens * m.hidden * ACT_BYTES, r)
+    overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
+    return phase_times(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
+
+
+def batch_time_to_first_token(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates, pre: PhaseTimes | None = None) -> PhaseTimes:
+    """Static batching: the TTFT of the batch's last request, the prefill of the whole
+    batch (docs/sources.md#roof-slo). With ``p`` stages the ``m`` micro-batches leave
+    the pipeline after its ``p - 1`` stage fill: the prefill terms times
+    ``(m + p - 1)/m``, with one prompt's overhead (``= prefill(B)`` at ``p = 1``).
+    ``pre``: :func:`prefill` of the same batch, prompts and rates, when already made."""
+    p = layout.pipeline
+    mb = micro_batches(batch, p)
+    pre = prefill(m, layout, batch, prompt_tokens, r) if pre is None else pre
+    fill = (mb + p - 1) / mb
+    overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
+    if p == 1:
+        return pre
+    return phase_times(fill * pre.compute_s, fill * pre.memory_s, fill * pre.comm_s, overhead, r.comm_overlap)
+
+
+def phase_times(compute, memory, comm, overhead, overlap=0.0) -> PhaseTimes:
+    """The four terms as float arrays of one common (trial) shape, and the overlap share
+    (read-only broadcast views: a term common to every trial is not copied per trial)."""
+    return PhaseTimes(*np.broadcast_arrays(*(np.asarray(x, float) for x in (compute, memory, comm, overhead, overlap))))
+
+
+def instance_tokens_per_s(m: ModelCard, layout: Layout, batch, prompt_tokens: int, output_tokens: int, r: Rates) -> np.ndarray:
+    """Output tokens/s of one instance serving batches of ``B`` requests back to back:
+    ``B O / (prefill(B) + O TPOT(B))`` with TPOT at ``T̄ = S + O/2``."""
+    context = mean_context(prompt_tokens, output_tokens)
+    cycle = prefill(m, layout, batch, prompt_tokens, r).total_s + output_tokens * decode_step(m, layout, batch, context, r).total_s
+    return np.asarray(batch, float) * output_tokens / cycle
