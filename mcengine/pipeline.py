@@ -18,7 +18,7 @@ import numpy as np
 from .errors import InputError, NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
-from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, CLASS_COST_COLUMN
+from .stages.econ import ALL_BREAKDOWN_PARTS, BREAKDOWN_COLUMN, CLASS_COST_COLUMN
 
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
 METRICS = (
@@ -60,7 +60,7 @@ PAIRED_METRICS = tuple(m for m in METRICS if m not in MAY_BE_ZERO + ("instance_a
 #: Columns that are ``+inf`` in a trial that misses its SLOs and so delivers no tokens
 #: (cost per token); in any other trial they must be finite.
 MAY_BE_INFINITE = ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "energy_j_per_token", "cost_per_request_usd",
-                   *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
+                   *(BREAKDOWN_COLUMN.format(p) for p in ALL_BREAKDOWN_PARTS))
 
 #: A request class's cost column (:data:`~mcengine.stages.econ.CLASS_COST_COLUMN`), ``+inf`` where the mix serves no tokens.
 CLASS_COST = re.compile(re.escape(CLASS_COST_COLUMN).replace(r"\{\}", "[a-z0-9_]+"))

@@ -52,7 +52,7 @@ from .io import write_atomic, write_json
 from .outfolder import PART, TRIALS_DIR, locked, remove_parts
 from .provenance import parquet_metadata
 from .pipeline import BREAKDOWN, CLASS_COST, METRICS, PAIRED_METRICS, run_chunk
-from .stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS
+from .stages.econ import ALL_BREAKDOWN_PARTS, BREAKDOWN_COLUMN, breakdown_parts
 from .stages.roofline import MIX_PREFIX
 from .results import BLOCK_TRIALS, CLASS_PREFIX, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
@@ -130,7 +130,7 @@ class Accumulators:
             for metric in METRICS:
                 offset = 1.0 if metric in NEAR_ONE else 0.0
                 self.metrics.setdefault((name, metric), self._summary(offset)).add(cols[metric], f"{name}.{metric}")
-            for part in BREAKDOWN_PARTS:
+            for part in (p for p in ALL_BREAKDOWN_PARTS if BREAKDOWN_COLUMN.format(p) in cols):  # the parts the scenario has
                 key = f"{BREAKDOWN}.{part}"
                 self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
             for column in cols:  # failures by component class, and the request classes of a mix
@@ -152,7 +152,8 @@ class Accumulators:
     def summary(self) -> dict:
         base = self.names[0]
         scenarios = {name: {**{metric: self.metrics[(name, metric)].to_dict() for metric in METRICS},
-                            BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in BREAKDOWN_PARTS}}
+                            BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in ALL_BREAKDOWN_PARTS
+                                        if (name, f"{BREAKDOWN}.{part}") in self.metrics}}
                      for name in self.names}
         for (name, column), summary in self.metrics.items():
             if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}
@@ -364,7 +365,8 @@ def _saved_accumulators(path: Path, spec: RunSpec) -> "Accumulators":
 def _summaries(acc: "Accumulators", spec: RunSpec) -> dict:
     """Every summary a checkpoint of ``spec`` holds once a chunk is done, by name."""
     names = tuple(s.name for s in spec.scenarios)
-    want = {(n, m): acc.metrics.get((n, m)) for n in names for m in (*METRICS, *(f"{BREAKDOWN}.{p}" for p in BREAKDOWN_PARTS))}
+    want = {(s.name, m): acc.metrics.get((s.name, m)) for s in spec.scenarios
+            for m in (*METRICS, *(f"{BREAKDOWN}.{p}" for p in breakdown_parts(s)))}
     want.update({(n, m): acc.metrics[(n, m)] for n, m in acc.metrics if m.startswith((CLASS_PREFIX, MIX_PREFIX))})
     want.update({(f"{n}/{names[0]}", m): acc.ratios.get((n, m)) for n in names[1:] for m in PAIRED_METRICS})
     want.update({(f"{n}/{names[0]}", m): acc.ratios[(n, m)] for n, m in acc.ratios if m.startswith(MIX_PREFIX)})
