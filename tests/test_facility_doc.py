@@ -3,23 +3,16 @@ committed facility run's rendering (fast); the committed run = a fresh run (slow
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("make_facility", ROOT / "docs" / "facility" / "make_facility.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-FD = _script()
+FD = SimpleNamespace(**runpy.run_path(str(ROOT / "docs" / "facility" / "make_facility.py")))
 
 
 def test_page_block_is_the_committed_runs_rendering():
