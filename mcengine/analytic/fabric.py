@@ -17,6 +17,8 @@ ports, which need no transceiver and forward light without a packet-switch hop.
 
 from __future__ import annotations
 
+from ..errors import InputError, Problem
+
 #: The most switch tiers a fabric may have (three tiers of 64-port switches serve 65,536
 #: endpoints; of 128-port ones, 524,288).
 MAX_TIERS = 3
@@ -36,15 +38,19 @@ def fat_tree_capacity(radix: int, tiers: int, oversubscription: float = 1.0) -> 
     return 2 * (radix // 2) ** (tiers - 1) * leaf_endpoint_ports(radix, oversubscription)
 
 
-def tiers_needed(endpoints: int, radix: int, oversubscription: float = 1.0) -> int:
+def tiers_needed(endpoints: int, radix: int, oversubscription: float = 1.0, key: str | None = None) -> int:
     """The fewest switch tiers (1 to :data:`MAX_TIERS`) whose fat tree serves ``endpoints``.
 
-    Raises ``ValueError`` when even :data:`MAX_TIERS` tiers are too few."""
+    Raises ``ValueError`` when even :data:`MAX_TIERS` tiers are too few, or an InputError
+    on the scenario key ``key`` (the radix's) when one is given."""
     for tiers in range(1, MAX_TIERS + 1):
         if endpoints <= fat_tree_capacity(radix, tiers, oversubscription):
             return tiers
-    raise ValueError(f"{endpoints} endpoints need more than {MAX_TIERS} tiers of {radix}-port switches "
-                     f"(at most {fat_tree_capacity(radix, MAX_TIERS, oversubscription)})")
+    why = (f"{endpoints} endpoints need more than {MAX_TIERS} tiers of {radix}-port switches "
+           f"(at most {fat_tree_capacity(radix, MAX_TIERS, oversubscription)})")
+    if key is None:
+        raise ValueError(why)
+    raise InputError(Problem(key, radix, f"allowed: a radix whose {MAX_TIERS} tiers serve the fabric: {why}"))
 
 
 def switch_ports_per_endpoint(tiers: int, oversubscription: float = 1.0, ocs: bool = False) -> tuple[float, float]:

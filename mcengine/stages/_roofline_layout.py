@@ -46,7 +46,7 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> ra.Rates:
     if scenario.econ.fabric_model == "fat_tree":  # fabric hops (issue #46): the tiers lengthen every scale-out hop
         e = scenario.econ
         endpoints = -(-scenario.total_gpus // scenario.cluster.gpus_per_nic)
-        tiers = fb.tiers_needed(endpoints, e.switch_radix, e.oversubscription.value)
+        tiers = fb.tiers_needed(endpoints, e.switch_radix, e.oversubscription.value, "econ.switch_radix")
         scale_out_hop_us = scale_out_hop_us + (fb.switch_traversals(tiers, e.top_tier == "ocs") - 1) * inputs["econ.switch_latency_us"]
     return ra.Rates.from_peaks(
         peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],

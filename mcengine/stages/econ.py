@@ -132,7 +132,7 @@ def scale_out_endpoints(scenario: Scenario) -> int:
 def scale_out_tiers(scenario: Scenario) -> int:
     """Switch tiers the scale-out endpoints need (:func:`mcengine.analytic.fabric.tiers_needed`)."""
     e = scenario.econ
-    return fabric_tiers(scale_out_endpoints(scenario), e.switch_radix, e.oversubscription.value, "econ.switch_radix")
+    return fb.tiers_needed(scale_out_endpoints(scenario), e.switch_radix, e.oversubscription.value, "econ.switch_radix")
 
 
 def scale_up_tiers(scenario: Scenario) -> int:
@@ -140,16 +140,7 @@ def scale_up_tiers(scenario: Scenario) -> int:
     the instance) on ``econ.scale_up_switch_radix``-port switches, non-blocking."""
     c = scenario.cluster
     domain = c.instance_gpus if c.scale_up_domain_gpus == "auto" else c.scale_up_domain_gpus
-    return fabric_tiers(domain, scenario.econ.scale_up_switch_radix, 1.0, "econ.scale_up_switch_radix")
-
-
-def fabric_tiers(endpoints: int, radix: int, oversubscription: float, key: str) -> int:
-    """:func:`mcengine.analytic.fabric.tiers_needed`, with more than three tiers an
-    InputError on ``key``."""
-    try:
-        return fb.tiers_needed(endpoints, radix, oversubscription)
-    except ValueError as err:
-        raise InputError(Problem(key, radix, f"allowed: a radix whose three tiers serve the fabric: {err}")) from None
+    return fb.tiers_needed(domain, scenario.econ.scale_up_switch_radix, 1.0, "econ.scale_up_switch_radix")
 
 
 def switch_tier_parts(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray, np.ndarray]:

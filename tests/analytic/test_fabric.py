@@ -3,6 +3,7 @@
 import pytest
 
 from mcengine.analytic import fabric
+from mcengine.errors import InputError
 
 
 def test_radix_64_two_tiers_serve_2048_and_three_16384():
@@ -25,6 +26,8 @@ def test_oversubscription_widens_the_leaf():
 
 
 def test_more_than_three_tiers_is_refused():
+    with pytest.raises(InputError, match="econ.switch_radix"):
+        fabric.tiers_needed(65537, 64, key="econ.switch_radix")
     with pytest.raises(ValueError, match="more than 3 tiers"):
         fabric.tiers_needed(65537, 64)
 
