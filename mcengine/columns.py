@@ -171,6 +171,14 @@ COLUMNS: tuple[Column, ...] = (
         ("tokens_total", "output tokens over the horizon", "tokens", True),
         ("tokens_per_s_per_h100_equivalent", "output tokens/s per H100-equivalent", "tokens/s", True),
     )),
+    # the switched fabric's and the data hall's columns, each only where it is on
+    *(Column(name, label, unit, conditional=when) for name, label, unit, when in (
+        ("scale_out_tiers", "switch tiers of the scale-out fabric", "tiers", 'econ.fabric_model = "fat_tree"'),
+        ("scale_up_tiers", "switch tiers of the scale-up domain", "tiers", 'econ.fabric_model = "fat_tree"'),
+        ("it_power_mw", "rated IT power of the data hall", "MW", "econ.facility = true"),
+        ("rack_kw", "power of one rack", "kW", "econ.facility = true"),
+        ("liquid_cooled", "whether the racks need liquid cooling", "", "econ.facility = true"),
+    )),
     Column(INPUT_PREFIX + "{}", "a drawn uncertain input", "the scenario key's", segment=r"[A-Za-z0-9_.]+",
            conditional="an uncertain scenario key (a distribution)"),
 )

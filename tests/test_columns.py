@@ -18,16 +18,20 @@ from .conftest import ROOT
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 CASE = ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")
 MIX = ROOT / "docs" / "case-study" / "mix-azure-2023"
+#: The switched fabric, the data hall and the cost of capital on (configs/studies/facility.toml).
+FACILITY = ['econ.fabric_model="fat_tree"', "econ.facility=true", "econ.wacc=0.08"]
 
 
 @pytest.fixture(scope="module")
 def chunks() -> dict[str, dict]:
     """A few trials of each run: the case study, the mix of docs/case-study (its classes
-    sharing instances) and the same mix on whole instances per class."""
+    sharing instances), the same mix on whole instances per class, and two designs with
+    the fabric, the hall and the cost of capital on."""
     runs = {
         "case": [api.check(n, SMALL) for n in CASE],
         "mix": [api.check(str(MIX / f"{n}.toml"), SMALL) for n in ("h100", "lite-h100")],
         "whole": [api.check(str(MIX / "h100.toml"), [*SMALL, 'workload.class_instances="whole"'])],
+        "facility": [api.check(n, [*SMALL, *FACILITY]) for n in ("h100", "lite-h100")],
     }
     return {run: run_chunk(tuple(scenarios), 0, 0, 4) for run, scenarios in runs.items()}
 

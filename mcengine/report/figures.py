@@ -184,8 +184,9 @@ def availability_figure(results):
 #: Labels of the cost parts in the breakdown (``"cost_breakdown_per_mtok_usd"``), in stack order.
 COST_PARTS = (("die", "die (at price)"), ("hbm", "HBM"), ("packaging", "packaging"), ("test", "test"), ("optics", "optics"),
               ("gpu_price", "GPU (given price)"), ("hosts", "hosts"), ("network", "scale-out network"),
-              ("fabric", "scale-up fabric"), ("energy", "energy"), ("repairs", "repairs"))
-_HATCHES = ("", "//", "..", "xx", "\\\\", "--", "++", "oo", "||", "**", "OO")
+              ("fabric", "scale-up fabric"), ("energy", "energy"), ("repairs", "repairs"),
+              ("switch_tiers", "switch tiers"), ("facility", "facility (power, racks)"), ("cooling", "cooling"), ("capital", "cost of capital"))
+_HATCHES = ("", "//", "..", "xx", "\\\\", "--", "++", "oo", "||", "**", "OO", "/.", "\\.", "x.", "-.")
 
 
 def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:
@@ -193,8 +194,10 @@ def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:
     Mtok), from the document's ``"cost_breakdown_per_mtok_usd"``: each part is its
     dollars ÷ the tokens that trial delivered, so the parts add up to the mean cost per
     Mtok and a design that delivers fewer tokens pays more per token for the same dollars.
-    Package parts are at price (the markup where ``econ.markup_applies_to`` puts it)."""
-    return {n: {label: s["cost_breakdown_per_mtok_usd"][part]["mean"] for part, label in COST_PARTS}
+    Package parts are at price (the markup where ``econ.markup_applies_to`` puts it); a
+    part the scenario does not have (the fabric's tiers, the hall, the cost of capital
+    when off) is 0."""
+    return {n: {label: s["cost_breakdown_per_mtok_usd"].get(part, {"mean": 0.0})["mean"] for part, label in COST_PARTS}
             for n, s in doc["scenarios"].items()}
 
 

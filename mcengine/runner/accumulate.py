@@ -12,7 +12,7 @@ import numpy as np
 from ..columns import BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE, PAIRED_METRICS
 from ..errors import InputError, Problem
 from ..scenario.sampling import run_sampler
-from ..stages.econ import BREAKDOWN_PARTS
+from ..stages.econ import ALL_BREAKDOWN_PARTS
 from ..summaries import QUANTILES, Summary
 from .spec import RunSpec
 
@@ -44,7 +44,7 @@ class Accumulators:
             for metric in METRICS:
                 offset = 1.0 if metric in NEAR_ONE else 0.0
                 self.metrics.setdefault((name, metric), self._summary(offset)).add(cols[metric], f"{name}.{metric}")
-            for part in BREAKDOWN_PARTS:
+            for part in (p for p in ALL_BREAKDOWN_PARTS if BREAKDOWN_COLUMN.format(p) in cols):  # the parts the scenario has
                 key = f"{BREAKDOWN}.{part}"
                 self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
             for column in cols:  # failures by component class, and the request classes of a mix
@@ -66,7 +66,8 @@ class Accumulators:
     def summary(self) -> dict:
         base = self.names[0]
         scenarios = {name: {**{metric: self.metrics[(name, metric)].to_dict() for metric in METRICS},
-                            BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in BREAKDOWN_PARTS}}
+                            BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in ALL_BREAKDOWN_PARTS
+                                        if (name, f"{BREAKDOWN}.{part}") in self.metrics}}
                      for name in self.names}
         for (name, column), summary in self.metrics.items():
             if column.startswith(CLASS_PREFIX):  # "failures_by_class": {class: {kind: summary}}

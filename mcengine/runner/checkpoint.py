@@ -30,7 +30,7 @@ from ..columns import BREAKDOWN, CLASS_PREFIX, METRICS, MIX_PREFIX, PAIRED_METRI
 from ..errors import InputError, Problem
 from ..outfolder import PART, TRIALS_DIR
 from ..scenario.load import load_targeted
-from ..stages.econ import BREAKDOWN_PARTS
+from ..stages.econ import breakdown_parts
 from ..summaries import BLOCK_TRIALS
 from .accumulate import Accumulators, _new_accumulators
 from .spec import RUN_FILE, RunSpec
@@ -113,7 +113,8 @@ def _saved_accumulators(path: Path, spec: RunSpec) -> "Accumulators":
 def _summaries(acc: "Accumulators", spec: RunSpec) -> dict:
     """Every summary a checkpoint of ``spec`` holds once a chunk is done, by name."""
     names = tuple(s.name for s in spec.scenarios)
-    want = {(n, m): acc.metrics.get((n, m)) for n in names for m in (*METRICS, *(f"{BREAKDOWN}.{p}" for p in BREAKDOWN_PARTS))}
+    want = {(s.name, m): acc.metrics.get((s.name, m)) for s in spec.scenarios
+            for m in (*METRICS, *(f"{BREAKDOWN}.{p}" for p in breakdown_parts(s)))}
     want.update({(n, m): acc.metrics[(n, m)] for n, m in acc.metrics if m.startswith((CLASS_PREFIX, MIX_PREFIX))})
     want.update({(f"{n}/{names[0]}", m): acc.ratios.get((n, m)) for n in names[1:] for m in PAIRED_METRICS})
     want.update({(f"{n}/{names[0]}", m): acc.ratios[(n, m)] for n, m in acc.ratios if m.startswith(MIX_PREFIX)})

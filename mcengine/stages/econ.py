@@ -32,6 +32,24 @@ Per trial, with that trial's inputs and the other stages' columns:
   with request classes); per request class (docs/model.md#mix), the cost per million
   tokens were the cluster to serve that class alone (:data:`~mcengine.columns.CLASS_COST_COLUMN`).
 
+Off by default, each adding its own columns and breakdown parts only when on:
+
+* the switched fabric (``econ.fabric_model = "fat_tree"``, docs/model.md#fabric): a NIC
+  per ``cluster.gpus_per_nic`` GPUs (``network``) and the switch tiers its endpoints need
+  (``switch_tiers``: switch ports, optics, OCS ports per endpoint,
+  :mod:`mcengine.analytic.fabric`); the scale-up port cost times the ``2 t - 1`` switch
+  ports a GPU needs in its domain's tiers; columns ``scale_out_tiers``, ``scale_up_tiers``;
+* the data hall (``econ.facility``, docs/model.md#facility): capex per MW of rated IT
+  load (GPUs at TDP, hosts, switches and optics) and racks (``facility``), cooling by
+  rack power (``cooling``), the cooling kind's PUE in place of ``econ.pue`` and the host
+  and network power in the energy (:mod:`mcengine.analytic.facility`); columns
+  ``it_power_mw``, ``rack_kw``, ``liquid_cooled``;
+* the cost of capital (``econ.wacc`` and the parts' lives, residual value and price
+  decline, docs/model.md#finance): each part charged at its levelised share over the
+  horizon (:func:`mcengine.analytic.finance.horizon_factor`), the part lines at
+  ``wacc = 0`` and ``capital`` the rest. The data hall is always charged over its own
+  life (``econ.facility_life_years``).
+
 Before the roofline stage, :func:`plan_power_weight` hands the per-trial planner what it
 needs to take the least cost per token (docs/model.md#plan): the weight of the dynamic
 energy against the costs every plan of the trial shares; :func:`planning_power_weight`
@@ -44,9 +62,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analytic import facility as af
+from ..analytic import fabric as fb
+from ..analytic import finance as fi
 from ..columns import BREAKDOWN_COLUMN, CLASS_COST_COLUMN
 from ..errors import InputError, Problem
 from ..scenario import Scenario
+from ..scenario.dists import Fixed
 from ..scenario.sampling import TrialInputs
 from ..scenario.dists import Choice
 from ..scenario.sections.econ import MARKUP_PARTS, PACKAGE_PARTS
@@ -56,12 +78,76 @@ from ..units import HOURS_PER_YEAR, TOKENS_PER_MTOK, W_PER_KW
 #: (at price), a given GPU price, hosts, scale-out network, scale-up fabric, energy, repairs.
 BREAKDOWN_PARTS = (*PACKAGE_PARTS, "gpu_price", "hosts", "network", "fabric", "energy", "repairs")
 
+#: Parts the switched fabric, the data hall and the cost of capital add to the breakdown,
+#: each only in a scenario that turns it on (:func:`breakdown_parts`).
+EXTRA_BREAKDOWN_PARTS = ("switch_tiers", "facility", "cooling", "capital")
+
+#: Every part a breakdown may have, in the figure's order.
+ALL_BREAKDOWN_PARTS = (*BREAKDOWN_PARTS, *EXTRA_BREAKDOWN_PARTS)
+
+#: Columns of the switched fabric and of the data hall, each only when on.
+FABRIC_COLUMNS = ("scale_out_tiers", "scale_up_tiers")
+FACILITY_COLUMNS = ("it_power_mw", "rack_kw", "liquid_cooled")
+
 #: Columns this stage adds, in order.
 COLUMNS = ("gpu_price_usd", "gpu_price_per_h100_equivalent_usd", "capex_usd", "energy_usd", "repair_usd", "total_cost_usd",
            "availability", "tokens_per_s", "tokens_total", "cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "gpu_power_w", "power_w_per_h100_equivalent",
            "energy_j_per_token", "cost_per_request_usd", *(BREAKDOWN_COLUMN.format(p) for p in BREAKDOWN_PARTS))
 
 SECONDS_PER_HOUR = 3600.0
+
+
+def fat_tree(scenario: Scenario) -> bool:
+    """Whether the scale-out network is priced as switch tiers (``econ.fabric_model``)."""
+    return scenario.econ.fabric_model == "fat_tree"
+
+
+def finance_on(scenario: Scenario) -> bool:
+    """Whether capital carries a cost: ``econ.wacc``, a life, the residual value or the
+    price decline set away from the defaults (else the capex counts as spent)."""
+    e = scenario.econ
+    zero = all(isinstance(d, Fixed) and d.value == 0.0 for d in (e.wacc, e.residual_fraction, e.price_decline))
+    return not zero or any(v is not None for v in (e.gpu_life_years, e.host_life_years, e.network_life_years))
+
+
+def breakdown_parts(scenario: Scenario) -> tuple[str, ...]:
+    """The breakdown parts of ``scenario``: :data:`BREAKDOWN_PARTS` and those of
+    :data:`EXTRA_BREAKDOWN_PARTS` it turns on."""
+    on = {"switch_tiers": fat_tree(scenario), "facility": scenario.econ.facility, "cooling": scenario.econ.facility, "capital": finance_on(scenario)}
+    return (*BREAKDOWN_PARTS, *(p for p in EXTRA_BREAKDOWN_PARTS if on[p]))
+
+
+def scale_out_endpoints(scenario: Scenario) -> int:
+    """Scale-out endpoints: one NIC per ``cluster.gpus_per_nic`` GPUs, spares included."""
+    return -(-scenario.total_gpus // scenario.cluster.gpus_per_nic)
+
+
+def scale_out_tiers(scenario: Scenario) -> int:
+    """Switch tiers the scale-out endpoints need (:func:`mcengine.analytic.fabric.tiers_needed`)."""
+    e = scenario.econ
+    return fb.tiers_needed(scale_out_endpoints(scenario), e.switch_radix, e.oversubscription.value, "econ.switch_radix")
+
+
+def scale_up_tiers(scenario: Scenario) -> int:
+    """Switch tiers one scale-up domain needs: ``cluster.scale_up_domain_gpus`` GPUs ("auto":
+    the instance) on ``econ.scale_up_switch_radix``-port switches, non-blocking."""
+    c = scenario.cluster
+    domain = c.instance_gpus if c.scale_up_domain_gpus == "auto" else c.scale_up_domain_gpus
+    return fb.tiers_needed(domain, scenario.econ.scale_up_switch_radix, 1.0, "econ.scale_up_switch_radix")
+
+
+def switch_tier_parts(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarray, np.ndarray]:
+    """Per scale-out endpoint, the switch tiers' price and power (USD, W): each packet-switch
+    port with its optic (pluggable or co-packaged, ``econ.switch_optics``), each OCS port
+    (``econ.top_tier = "ocs"``) and the pluggable at the NIC end
+    (:func:`mcengine.analytic.fabric.switch_ports_per_endpoint`)."""
+    e = scenario.econ
+    packet, ocs = fb.switch_ports_per_endpoint(scale_out_tiers(scenario), e.oversubscription.value, e.top_tier == "ocs")
+    optic = "cpo_port" if e.switch_optics == "cpo" else "pluggable"
+    usd = (packet * (inputs["econ.switch_port_cost_usd"] + inputs[f"econ.{optic}_cost_usd"]) + ocs * inputs["econ.ocs_port_cost_usd"]
+           + inputs["econ.pluggable_cost_usd"])
+    watts = packet * (inputs["econ.switch_port_w"] + inputs[f"econ.{optic}_w"]) + ocs * inputs["econ.ocs_port_w"] + inputs["econ.pluggable_w"]
+    return usd, watts
 
 
 
@@ -140,11 +226,11 @@ def served_availability(scenario: Scenario, columns: dict[str, np.ndarray]) -> n
     return columns["capacity_availability" if scenario.cluster.on_failure == "reshard" else "instance_availability"]
 
 
-def energy_usd(scenario: Scenario, inputs: TrialInputs, power_w: np.ndarray) -> np.ndarray:
-    """Energy bill over the horizon (USD): active GPUs x ``power_w`` x ``econ.pue`` x
-    horizon hours x ``econ.power_usd_per_kwh``."""
+def energy_usd(scenario: Scenario, inputs: TrialInputs, power_w: np.ndarray, pue: np.ndarray | None = None) -> np.ndarray:
+    """Energy bill over the horizon (USD): active GPUs x ``power_w`` x ``econ.pue`` (or
+    ``pue``) x horizon hours x ``econ.power_usd_per_kwh``."""
     horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
-    energy_kwh = scenario.active_gpus * power_w / W_PER_KW * inputs["econ.pue"] * horizon_hours
+    energy_kwh = scenario.active_gpus * power_w / W_PER_KW * (inputs["econ.pue"] if pue is None else pue) * horizon_hours
     return energy_kwh * inputs["econ.power_usd_per_kwh"]
 
 
@@ -202,10 +288,77 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
     host = host_at_cost * np.where(applies["hosts"], markup, 1.0)
     fabric = fabric_at_cost * np.where(applies["fabric"], markup, 1.0)
     network = inputs["econ.network_cost_per_gpu_usd"]
-    per_slot = price + host + network + fabric
-    return {"price": price, "per_gpu": per_gpu, "host": host, "network": network, "fabric": fabric, "host_at_cost": host_at_cost,
-            "fabric_at_cost": fabric_at_cost, "capex": total_gpus * per_slot,
-            "capex_at_cost": total_gpus * (columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost)}
+    bought = {"price": price, "per_gpu": per_gpu, "host": host, "host_at_cost": host_at_cost}
+    if fat_tree(scenario):  # NICs, the switch tiers they need, the scale-up ports of the domain's tiers
+        endpoints_per_slot = scale_out_endpoints(scenario) / total_gpus
+        ports = 2 * scale_up_tiers(scenario) - 1
+        network, tiers = inputs["econ.nic_cost_usd"] * endpoints_per_slot, switch_tier_parts(scenario, inputs)[0] * endpoints_per_slot
+        fabric, fabric_at_cost = fabric * ports, fabric_at_cost * ports
+        per_slot, at_cost = price + host + network + tiers + fabric, columns["gpu_cost_usd"] + host_at_cost + network + tiers + fabric_at_cost
+        bought["switch_tiers"] = tiers
+    else:
+        per_slot, at_cost = price + host + network + fabric, columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost
+    return {**bought, "network": network, "fabric": fabric, "fabric_at_cost": fabric_at_cost, "capex": total_gpus * per_slot,
+            "capex_at_cost": total_gpus * at_cost}
+
+
+def hall(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The data hall of ``econ.facility`` per trial (docs/model.md#facility): the rated
+    IT power (W: every GPU at ``gpu.tdp_w``, every host's own power, the switch tiers'
+    ports and optics), a rack's power (kW: ``econ.hosts_per_rack`` hosts with their GPUs),
+    whether it is liquid-cooled, the PUE, the capex of power delivery and racks
+    (``facility``) and of cooling (``cooling``), and ``running_w``, what the hosts of
+    the active GPUs and the network draw besides the GPUs."""
+    e, c = scenario.econ, scenario.cluster
+    tdp = inputs["gpu.tdp_w"]
+    host_w = c.gpus_per_host * scenario.gpu.h100_equivalents.value * inputs["econ.host_power_per_h100_equivalent_w"]
+    network_w = scale_out_endpoints(scenario) * switch_tier_parts(scenario, inputs)[1]
+    it_w = scenario.total_gpus * tdp + hosts(scenario) * host_w + network_w
+    rack_kw = e.hosts_per_rack * (c.gpus_per_host * tdp + host_w) / W_PER_KW
+    liquid = af.liquid_cooled(rack_kw, inputs["econ.air_cooling_limit_kw"])
+    racks = -(-hosts(scenario) // e.hosts_per_rack)
+    cooling_per_mw = af.by_cooling(liquid, inputs["econ.air_cooling_usd_per_mw"], inputs["econ.liquid_cooling_usd_per_mw"])
+    return {"it_power_w": it_w, "rack_kw": rack_kw, "liquid": liquid, "pue": af.by_cooling(liquid, inputs["econ.air_pue"], inputs["econ.liquid_pue"]),
+            "facility": af.capex_usd(it_w, inputs["econ.facility_usd_per_mw"]) + racks * inputs["econ.rack_cost_usd"],
+            "cooling": af.capex_usd(it_w, cooling_per_mw),
+            "running_w": -(-scenario.active_gpus // c.gpus_per_host) * host_w + network_w}
+
+
+def charge_factors(scenario: Scenario, inputs: TrialInputs, rate) -> dict[str, np.ndarray]:
+    """Per capex part of the breakdown, its levelised charge over the horizon per dollar
+    of its price at cost of capital ``rate`` (:func:`mcengine.analytic.finance.horizon_factor`
+    times :func:`~mcengine.analytic.finance.net_of_residual`): the GPUs, hosts and network
+    over ``econ.gpu_life_years``, ``host_life_years``, ``network_life_years`` (unset: the
+    horizon) with the residual value and price decline; the hall over its own life."""
+    e = scenario.econ
+    horizon = scenario.run.horizon_years.value
+
+    def life(key: str):
+        return horizon if getattr(e, key) is None else inputs[f"econ.{key}"]
+
+    def hardware(key: str):
+        years = life(key)
+        return fi.horizon_factor(rate, years, horizon, inputs["econ.price_decline"]) * fi.net_of_residual(rate, years, inputs["econ.residual_fraction"])
+
+    gpu, host, network = hardware("gpu_life_years"), hardware("host_life_years"), hardware("network_life_years")
+    hall_factor = fi.horizon_factor(rate, inputs["econ.facility_life_years"], horizon)
+    return {**{p: gpu for p in (*PACKAGE_PARTS, "gpu_price")}, "hosts": host, "network": network, "switch_tiers": network, "fabric": network,
+            "facility": hall_factor, "cooling": hall_factor}
+
+
+def levelise(scenario: Scenario, inputs: TrialInputs, spend: dict[str, np.ndarray], at_cost: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """``spend`` and ``at_cost`` (USD by breakdown part) with each capex part charged over
+    the horizon (:func:`charge_factors`): without a cost of capital (:func:`finance_on`)
+    only the hall over its life; with one, the parts at ``wacc = 0`` and ``capital`` the
+    difference the cost of capital makes."""
+    zero = charge_factors(scenario, inputs, 0.0)
+    if not finance_on(scenario):
+        return ({p: v * zero[p] if p in ("facility", "cooling") else v for p, v in spend.items()},
+                {p: v * zero[p] if p in ("facility", "cooling") else v for p, v in at_cost.items()})
+    rated = charge_factors(scenario, inputs, inputs["econ.wacc"])
+    spent = {p: v * zero[p] if p in zero else v for p, v in spend.items()}
+    capital = sum((v * (rated[p] - zero[p]) for p, v in spend.items() if p in zero), np.zeros(inputs.n))
+    return {**spent, "capital": capital}, {p: v * rated[p] if p in rated else v for p, v in at_cost.items()}
 
 
 def repair_usd(inputs: TrialInputs, columns: dict[str, np.ndarray], spare_modules: int = 0) -> np.ndarray:
@@ -236,7 +389,14 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     capex, capex_at_cost = bought["capex"], bought["capex_at_cost"]
     availability = served_availability(scenario, columns)
     power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
-    energy = energy_usd(scenario, inputs, power_w)
+    extra = {}
+    if scenario.econ.facility:
+        h = hall(scenario, inputs)
+        energy = (energy_usd(scenario, inputs, power_w, h["pue"])
+                  + h["running_w"] / W_PER_KW * h["pue"] * horizon_hours * inputs["econ.power_usd_per_kwh"])
+        extra.update(it_power_mw=h["it_power_w"] / af.W_PER_MW, rack_kw=h["rack_kw"], liquid_cooled=h["liquid"].astype(float))
+    else:
+        energy = energy_usd(scenario, inputs, power_w)
     repairs = repair_usd(inputs, columns, scenario.spare_modules)
     total = capex + energy + repairs
     tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
@@ -244,10 +404,23 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     mtok = tokens_total / TOKENS_PER_MTOK
     spend = {**{p: total_gpus * v for p, v in per_gpu.items()}, "hosts": total_gpus * host, "network": total_gpus * network,
              "fabric": total_gpus * fabric, "energy": energy, "repairs": repairs}
+    parts = breakdown_parts(scenario)
+    cost_at_cost = capex_at_cost + energy + repairs
+    if parts != BREAKDOWN_PARTS:  # the fabric's tiers, the hall, the cost of capital
+        at_cost = {"gpu_price": total_gpus * columns["gpu_cost_usd"], "hosts": total_gpus * bought["host_at_cost"], "network": total_gpus * network,
+                   "fabric": total_gpus * bought["fabric_at_cost"], "energy": energy, "repairs": repairs}
+        if fat_tree(scenario):
+            spend["switch_tiers"] = at_cost["switch_tiers"] = total_gpus * bought["switch_tiers"]
+            extra.update(scale_out_tiers=np.full(n, float(scale_out_tiers(scenario))), scale_up_tiers=np.full(n, float(scale_up_tiers(scenario))))
+        if scenario.econ.facility:
+            spend["facility"], spend["cooling"] = at_cost["facility"], at_cost["cooling"] = h["facility"], h["cooling"]
+        spend, at_cost = levelise(scenario, inputs, spend, at_cost)
+        total = sum((np.broadcast_to(spend[p], (n,)) for p in parts), np.zeros(n))
+        cost_at_cost = sum((np.broadcast_to(v, (n,)) for v in at_cost.values()), np.zeros(n))
     h100e = scenario.gpu.h100_equivalents.value
     cost_per_mtok = per_unit(total, mtok)
-    cost_per_mtok_at_cost = per_unit(capex_at_cost + energy + repairs, mtok)
-    breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in BREAKDOWN_PARTS}
+    cost_per_mtok_at_cost = per_unit(cost_at_cost, mtok)
+    breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in parts}
     served_mtok = horizon_hours * SECONDS_PER_HOUR * scenario.cluster.instances * availability / TOKENS_PER_MTOK
     by_class = {CLASS_COST_COLUMN.format(name): per_unit(total, columns[f"mix.{name}.tokens_per_s_instance"] * served_mtok)
                 for name, _ in scenario.workload.classes}
@@ -271,4 +444,5 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         "cost_per_request_usd": cost_per_mtok * columns["output_tokens_per_request"] / TOKENS_PER_MTOK,
         **breakdown,
         **by_class,
+        **extra,
     }

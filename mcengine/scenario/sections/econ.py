@@ -1,16 +1,24 @@
-"""``[econ]``: prices that turn hardware and energy into dollars per token."""
+"""``[econ]``: prices that turn hardware and energy into dollars per token; the switched
+fabric, the data hall and the cost of capital (docs/model.md#fabric, #facility, #finance),
+each off by default (``fabric_model = "per_gpu"``, ``facility = false``, ``wacc = 0``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..dists import Choice, Dist
-from ..fields import number, subset
+from ..fields import choice, flag, integer, number, subset
 from ..limits import USD
 
 #: The parts of a GPU's price, and of a cluster's capex, the GPU markup may multiply.
 PACKAGE_PARTS = ("die", "hbm", "packaging", "test", "optics")
 MARKUP_PARTS = (*PACKAGE_PARTS, "hosts", "fabric")
+
+PUE = dict(lo=1.0, hi=5.0, why="1 is the ideal; 5 is worse than any data centre on record")
+RADIX = dict(lo=4, hi=2048, why="the largest switch ASICs have 512 ports at their lowest speed")
+PORT_W = dict(lo=0.0, hi=1e4, why="ten kilowatts per port is beyond any switch or transceiver")
+PER_MW = dict(lo=0.0, hi=1e9, why="a billion dollars per MW is 50x any data hall")
+LIFE = dict(lo=0.5, hi=50.0, why="fifty years is beyond any computer")
 
 
 @dataclass(frozen=True)
@@ -33,11 +41,68 @@ class EconSection:
                                                           why="a million dollars per GB/s is beyond any switch; keeps the port price finite")
     power_usd_per_kwh: Dist = number(0.08, "Electricity price.", "USD/kWh", lo=0.0, hi=100.0,
                                      why="~1000x today's industrial price; keeps energy costs finite")
-    pue: Dist = number(1.3, "Power usage effectiveness of the data centre.", lo=1.0, hi=5.0,
-                       why="1 is the ideal; 5 is worse than any data centre on record")
+    pue: Dist = number(1.3, "Power usage effectiveness of the data centre.", **PUE)
     repair_cost_usd: Dist = number(500.0, "Cost of one repair (parts, labour, logistics): a GPU's, a host's (reliability.host_failure = "
                                           "\"host\") or a NIC swap's.", "USD", **USD)
     module_cost_usd: Dist = number(0.0, "Price of one field-replaceable module (an external laser source) used up by a module swap "
                                         "(reliability.module_swap_hours) and by each of the module pool (cluster.spare_modules); the failed one is scrapped "
                                         "(docs/sources.md#econ-els-module).",
                                    "USD", **USD)
+
+    # -- the switched fabric (docs/model.md#fabric, docs/sources.md#fabric-switch)
+    fabric_model: str = choice("per_gpu", 'Scale-out network pricing: "per_gpu" (network_cost_per_gpu_usd per GPU slot) or "fat_tree" (a NIC per '
+                                          "cluster.gpus_per_nic GPUs and the switch tiers its endpoints need: switch_radix, oversubscription, "
+                                          "ports and optics per tier; the tiers' extra switch hops lengthen every scale-out hop).", ("per_gpu", "fat_tree"))
+    switch_radix: int = integer(64, "Ports of a scale-out switch (a 51.2 Tb/s ASIC: 64 x 800G); tiers = the fewest whose fat tree, 2 (k/2)^t "
+                                    "endpoints, serves the NICs (docs/sources.md#fabric-fat-tree).", **RADIX)
+    scale_up_switch_radix: int = integer(64, "GPU ports of a scale-up switch (scale_up_tiers from cluster.scale_up_domain_gpus); with fabric_model = "
+                                             '"fat_tree" the scale-up port cost is paid per switch port the tiers need, 2 t - 1 per GPU.', **RADIX)
+    oversubscription: Dist = number(1.0, "Down:up port ratio at the leaf switch (1 = non-blocking).", lo=1.0, hi=16.0, uncertain=False,
+                                    why="beyond 16:1 a leaf is no longer a fabric for collectives")
+    top_tier: str = choice("packet", 'The top tier of a fabric of two tiers or more: "packet" switches or an optical circuit switch, "ocs" '
+                                     "(no transceivers, no packet hop; docs/sources.md#fabric-ocs).", ("packet", "ocs"))
+    switch_optics: str = choice("pluggable", 'Optics at the switch ports: "pluggable" transceivers or switch-side "cpo" (co-packaged); the NIC end is '
+                                             "a pluggable either way.", ("pluggable", "cpo"))
+    nic_cost_usd: Dist = number(1500.0, "One scale-out NIC (fabric_model = \"fat_tree\").", "USD", **USD)
+    switch_port_cost_usd: Dist = number(1000.0, "A packet-switch port: the switch's price over its ports (docs/sources.md#fabric-switch).", "USD", **USD)
+    switch_port_w: Dist = number(15.0, "A packet-switch port's share of the switch's power, optics apart (docs/sources.md#fabric-switch).", "W", **PORT_W)
+    pluggable_cost_usd: Dist = number(1000.0, "A pluggable transceiver (docs/sources.md#fabric-optics).", "USD", **USD)
+    pluggable_w: Dist = number(15.0, "A pluggable transceiver's power (docs/sources.md#fabric-optics).", "W", **PORT_W)
+    cpo_port_cost_usd: Dist = number(500.0, "Co-packaged optics per switch port (switch_optics = \"cpo\"; docs/sources.md#fabric-optics).", "USD", **USD)
+    cpo_port_w: Dist = number(5.0, "Co-packaged optics' power per switch port (docs/sources.md#fabric-optics).", "W", **PORT_W)
+    ocs_port_cost_usd: Dist = number(1000.0, "An optical circuit switch port (top_tier = \"ocs\"; docs/sources.md#fabric-ocs).", "USD", **USD)
+    ocs_port_w: Dist = number(1.0, "An optical circuit switch port's power (docs/sources.md#fabric-ocs).", "W", **PORT_W)
+    switch_latency_us: Dist = number(1.0, "Latency of one more packet switch on a scale-out hop: each tier above the first adds two to the path "
+                                          "(docs/sources.md#fabric-switch).", "us", lo=0.0, hi=1e6,
+                                     why="a second per switch is no longer a network")
+    # -- the data hall (docs/model.md#facility, docs/sources.md#facility-capex, #facility-cooling)
+    facility: bool = flag(False, "Price the data hall: capex per MW of rated IT load (GPUs at TDP, hosts, switches, optics) for power delivery "
+                                 "and cooling, racks, the cooling kind by rack power (air up to air_cooling_limit_kw, liquid above) and its PUE "
+                                 "in place of econ.pue; host and network power in the energy.")
+    facility_usd_per_mw: Dist = number(8e6, "Power delivery, shell and fit-out per MW of IT load, cooling apart (docs/sources.md#facility-capex).",
+                                       "USD/MW", **PER_MW)
+    air_cooling_usd_per_mw: Dist = number(1.5e6, "Air cooling per MW of IT load (docs/sources.md#facility-cooling).", "USD/MW", **PER_MW)
+    liquid_cooling_usd_per_mw: Dist = number(2.5e6, "Liquid (direct-to-chip) cooling per MW of IT load (docs/sources.md#facility-cooling).", "USD/MW", **PER_MW)
+    air_cooling_limit_kw: Dist = number(30.0, "Highest rack power air cooling serves; racks above it are liquid-cooled (docs/sources.md#facility-cooling).",
+                                        "kW", lo=1.0, hi=1000.0, why="no rack draws a megawatt")
+    air_pue: Dist = number(1.4, "PUE of an air-cooled hall (docs/sources.md#facility-cooling).", **PUE)
+    liquid_pue: Dist = number(1.15, "PUE of a liquid-cooled hall (docs/sources.md#facility-cooling).", **PUE)
+    hosts_per_rack: int = integer(4, "Hosts in one rack (rack power = its hosts' rated power).", lo=1, hi=1024,
+                                  why="a thousand hosts is beyond any rack")
+    rack_cost_usd: Dist = number(20000.0, "One rack with its power distribution, cabling and floor (docs/sources.md#facility-capex).", "USD", **USD)
+    host_power_per_h100_equivalent_w: Dist = number(575.0, "A host's own power (CPUs, memory, NICs, fans, scale-up switches) per H100-equivalent of "
+                                                           "GPU silicon it carries (docs/sources.md#facility-host-power).", "W", lo=0.0, hi=1e5,
+                                                    why="a hundred kilowatts per GPU is beyond any host")
+    # -- the cost of capital (docs/model.md#finance, docs/sources.md#finance-crf)
+    wacc: Dist = number(0.0, "Cost of capital a year: each part's price is recovered as a levelised charge over its own life "
+                             "(capital recovery factor); 0 with the lives at the horizon = the capex as spent (docs/sources.md#finance-wacc).",
+                        lo=0.0, hi=1.0, why="100 % a year is beyond any lender")
+    gpu_life_years: Dist | None = number(None, "Economic life of the GPUs (unset: run.horizon_years).", "years", **LIFE)
+    host_life_years: Dist | None = number(None, "Economic life of the hosts (unset: run.horizon_years).", "years", **LIFE)
+    network_life_years: Dist | None = number(None, "Economic life of the network and fabric (unset: run.horizon_years).", "years", **LIFE)
+    facility_life_years: Dist = number(15.0, "Economic life of the data hall and racks (docs/sources.md#facility-capex).", "years", lo=1.0, hi=100.0,
+                                       why="a century is beyond any data hall")
+    residual_fraction: Dist = number(0.0, "Share of the hardware's price its resale returns at the end of its life.", lo=0.0, hi=1.0,
+                                     why="a share of the price")
+    price_decline: Dist = number(0.0, "Yearly fall of the price of new hardware: the charge that recovers a part falls with it "
+                                      "(a tilted annuity, docs/sources.md#finance-wacc).", lo=0.0, hi=0.9, why="a share a year below 1")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...analytic import fabric as fb
 from ...analytic import lengths as al
 from ...analytic.roofline import model as rm, weights as rw, steps as rt, limits as rl
 from ...errors import InputError, Problem
@@ -35,8 +36,18 @@ from ...units import MS_PER_S
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
     """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...);
     with ``workload.allreduce_impl = "nccl"`` the all-reduce starts after
-    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``."""
+    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``.
+    With the switched fabric (``econ.fabric_model = "fat_tree"``, docs/model.md#fabric) a
+    scale-out hop crosses the tiers' packet switches, ``workload.scale_out_hop_us`` for the
+    first and ``econ.switch_latency_us`` for each other one
+    (:func:`mcengine.analytic.fabric.switch_traversals`)."""
     w = scenario.workload
+    scale_out_hop_us = inputs["workload.scale_out_hop_us"]
+    if scenario.econ.fabric_model == "fat_tree":  # fabric hops (issue #46): the tiers lengthen every scale-out hop
+        e = scenario.econ
+        endpoints = -(-scenario.total_gpus // scenario.cluster.gpus_per_nic)
+        tiers = fb.tiers_needed(endpoints, e.switch_radix, e.oversubscription.value, "econ.switch_radix")
+        scale_out_hop_us = scale_out_hop_us + (fb.switch_traversals(tiers, e.top_tier == "ocs") - 1) * inputs["econ.switch_latency_us"]
     return rm.Rates.from_peaks(
         peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],
         hbm_tbps=inputs["gpu.hbm_tbps"],
@@ -52,7 +63,7 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
         kv_bytes=w.kv_bytes.value,
         comm_overlap=inputs["workload.comm_overlap"],
         scale_out_gbps=inputs["gpu.scale_out_gbps"],
-        scale_out_hop_us=inputs["workload.scale_out_hop_us"],
+        scale_out_hop_us=scale_out_hop_us,
         allreduce_start_us=inputs["workload.nccl_start_us"] if w.allreduce_impl == "nccl" else None,
     )
 

@@ -46,7 +46,7 @@ from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous,
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
 #: pessimistic side of ``workload.plan = "quantile"`` is their upper quantile. Every other
 #: roofline input (efficiencies, peaks, bandwidths, HBM, SLOs) is taken at its lower one.
-HIGHER_IS_SLOWER = ("workload.collective_start_us", "workload.hop_latency_us", "workload.scale_out_hop_us", "workload.nccl_start_us", "workload.step_overhead_ms", "workload.layer_overhead_us")
+HIGHER_IS_SLOWER = ("workload.collective_start_us", "workload.hop_latency_us", "workload.scale_out_hop_us", "econ.switch_latency_us", "workload.nccl_start_us", "workload.step_overhead_ms", "workload.layer_overhead_us")
 
 def serving_modes(scenario: Scenario) -> tuple[str, ...]:
     """The modes searched: ``workload.serving``, or all of them for "auto"."""
