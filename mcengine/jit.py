@@ -23,7 +23,7 @@ trials write only their own rows, so the numbers depend neither on the blocks no
 the threads.
 
 numba stamps a cached kernel with its own source file only, while every kernel here
-inlines or links callees from other files (``laws.py``, ``rng.py``, ``_life_workspace.py``,
+inlines or links callees from other files (``laws.py``, ``rng.py``, ``life/workspace.py``,
 ...): a change to a callee alone would leave the caller's cached machine code in use.
 :func:`kernel_sources_digest` stamps every cached kernel with all the kernel sources
 instead (:data:`KERNEL_SOURCES`), so any change to any of them recompiles every kernel
@@ -46,20 +46,25 @@ from numba.core import caching, event
 
 _PACKAGE = Path(__file__).resolve().parent
 
-#: The files whose code a kernel can compile in: every module of ``mcengine/kernels``
-#: but ``cache.py`` (which looks at the cache and holds no kernel), and the modules they
-#: take kernels or constants from.
-KERNEL_SOURCES = (*sorted(p for p in (_PACKAGE / "kernels").glob("*.py") if p.name != "cache.py"),
+#: The files whose code a kernel can compile in: every module under ``mcengine/kernels``
+#: (its packages' too) but ``cache.py`` (which looks at the cache and holds no kernel), and
+#: the modules they take kernels or constants from.
+KERNEL_SOURCES = (*sorted(p for p in (_PACKAGE / "kernels").rglob("*.py") if p.name != "cache.py"),
                   *(_PACKAGE / name for name in ("jit.py", "rng.py", "_pointer.py")))
+
+
+def source_name(path: Path) -> str:
+    """A kernel source's name in the stamp: its folder and file (``life/loop.py``)."""
+    return f"{path.parent.name}/{path.name}"
 
 
 @functools.lru_cache(maxsize=None)
 def kernel_sources_digest(paths: tuple[Path, ...] = KERNEL_SOURCES) -> bytes:
-    """SHA-256 over the names and contents of ``paths``: the source stamp of every
-    cached kernel (read once per process)."""
+    """SHA-256 over the names (:func:`source_name`) and contents of ``paths``: the source
+    stamp of every cached kernel (read once per process)."""
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(path.name.encode())
+        digest.update(source_name(path).encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.digest()
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 #: The drivers each kind of work calls: (kernel module, function).
 DRIVERS = {
     "fab": (("fab", "_wafer_block"),),
-    "reliability": (("life", "_run_block"),),
-    "chain": (("fab", "_run_trials"), ("life", "_run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows")),
+    "reliability": (("life", "run_block"),),
+    "chain": (("fab", "_run_trials"), ("life", "run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows")),
 }
 
 
