@@ -44,8 +44,13 @@ COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on 
 
 
 def _note_compile(work: str, quiet: bool = False) -> None:
-    """Say on stderr that the kernels ``work`` needs are about to be compiled, when their
-    on-disk cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
+    """Before a command that runs kernels: tune the collector for numba's compiles
+    (:func:`mcengine.jit.tune_compile_gc`: a first run compiles in less CPU time), and say
+    on stderr that the kernels ``work`` needs are about to be compiled, when their on-disk
+    cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
+    from .jit import tune_compile_gc
+
+    tune_compile_gc()
     if not quiet and api.kernels_cold(work):
         sys.stderr.write(COMPILE_NOTICE + "\n")
         sys.stderr.flush()

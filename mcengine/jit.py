@@ -108,14 +108,14 @@ def _stamp_kernels_with_all_sources() -> None:
 
 _stamp_kernels_with_all_sources()
 
-#: The first threshold of Python's cyclic garbage collector while numba compiles (CPython's
-#: default, 700, otherwise). A compile makes millions of objects, most of them garbage
-#: within moments, and a collection runs each time the allocations outnumber the frees by
-#: the threshold: at 700, the survivors reach the oldest generation soon, and its full
-#: collections (each a walk over every object alive) take about a tenth of a first run's
-#: compile. A speed setting (no number depends on it): a first `mcengine run lite-h100`
-#: takes about 3 CPU s less and 10 MB more peak memory than at 700 (README.md, "Long
-#: runs": ``python -m benchmarks compile``).
+#: The first threshold of Python's cyclic garbage collector while numba compiles, in a
+#: process that opts in (:func:`tune_compile_gc`; CPython's default, 700, otherwise). A
+#: compile makes millions of objects, most of them garbage within moments, and a collection
+#: runs each time the allocations outnumber the frees by the threshold: at 700, the
+#: survivors reach the oldest generation soon, and its full collections (each a walk over
+#: every object alive) take a large share of a first run's compile. A speed setting (no
+#: number depends on it), traded for a little more peak memory (``python -m benchmarks
+#: compile`` measures both).
 COMPILE_GC_THRESHOLD = 5000
 
 
@@ -141,7 +141,15 @@ class _CompileGarbage(event.Listener):
             gc.set_threshold(*self.saved)
 
 
-event.register("numba:compile", _CompileGarbage())
+@functools.lru_cache(maxsize=None)
+def tune_compile_gc() -> None:
+    """Opt in, for this process: every numba compile from now on runs with the collector's
+    first threshold at :data:`COMPILE_GC_THRESHOLD` (:class:`_CompileGarbage`; each
+    compile's thresholds put back after it). The ``mcengine`` command calls it before a
+    command that runs kernels; importing mcengine changes no collector setting. Once per
+    process (later calls do nothing)."""
+    event.register("numba:compile", _CompileGarbage())
+
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
