@@ -431,8 +431,8 @@ def sensitivity_cmd(
     from .report.sensitivity import render, tornado_empty_note
 
     api.set_threads(threads)
-    studies = {"sobol": api.sobol, "tornado": api.tornado}
-    if method not in studies:
+    methods = {"sobol": api.sobol, "tornado": api.tornado}
+    if method not in methods:
         raise InputError(Problem("--method", method, "allowed: sobol, tornado"))
     if len(scenarios) > 2:
         raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
@@ -443,7 +443,7 @@ def sensitivity_cmd(
     _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):
-        doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
+        doc = methods[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
     if method == "tornado" and (note := tornado_empty_note(doc)):
         sys.stderr.write(f"note: {note}\n")
     _emit(doc, as_json, render)

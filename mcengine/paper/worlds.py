@@ -94,7 +94,7 @@ def markup_for_scope(scope: tuple[str, ...]) -> float:
     price = m0 x sum(c_p, p in the shipped scope) + the rest at cost = m x sum(c_p, p in
     scope) + the rest at cost (the markup range was fitted to the H100's street price,
     docs/sources.md#econ-gpu-markup; the same re-fit for another scope)."""
-    from ..studies.fab import analytic_at_median
+    from ..standalone.fab import analytic_at_median
 
     h100 = scenario("h100")
     parts = analytic_at_median(h100)["cost_parts"]

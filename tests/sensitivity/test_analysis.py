@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mcengine.sensitivity import analysis, sampling
-from mcengine.sensitivity.test_functions import ishigami, ishigami_indices, linear, linear_indices
+from mcengine.sensitivity.known_answers import ishigami, ishigami_indices, linear, linear_indices
 from mcengine.errors import InputError
 from mcengine.rng import STAGE_SENSITIVITY, uniforms_for_trials
 
