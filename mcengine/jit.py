@@ -158,11 +158,10 @@ kernel = njit(**_OPTIONS)
 
 #: Decorator for the samplers an event loop calls per event with arrays (the stream, a
 #: law table): numba inlines them in its own IR, so there is no call and no pair of
-#: reference-count updates per array around it (measured: the life kernel ~15-20%
-#: faster; each inlined helper adds compile time to every kernel that calls it). Also
-#: for small helpers with one or two callers: inlined, a helper is not compiled on its
-#: own, nor its code linked and optimised again in every caller's module (the fab
-#: kernels' first run: 6.2 -> 5.2 CPU s, 10 MB less memory).
+#: reference-count updates per array around it (each inlined helper adds compile time to
+#: every kernel that calls it). Also for small helpers with one or two callers: inlined,
+#: a helper is not compiled on its own, nor its code linked and optimised again in every
+#: caller's module (a shorter, smaller first compile).
 inline_kernel = njit(inline="always", **_OPTIONS)
 
 #: Decorator for an event loop that allocates nothing (it works on a workspace its
@@ -182,8 +181,8 @@ def run_blocks(kernel, args: tuple, n: int, outs: tuple) -> None:
     ``kernel`` fills rows ``i0 .. i1 - 1`` of the arrays ``outs``; the blocks run on
     ``numba.get_num_threads()`` threads. The kernel is compiled (or loaded from numba's
     cache) in the calling thread before the pool starts: memory a compile takes in a
-    short-lived thread's malloc arena is not reused afterwards (measured: +40 MB peak on
-    a first run).
+    short-lived thread's malloc arena is not reused afterwards (it would add to a first
+    run's peak memory).
     """
     threads = numba.get_num_threads()
     edges = np.linspace(0, n, min(n, threads * BLOCKS_PER_THREAD) + 1).astype(np.int64)

@@ -1,7 +1,7 @@
 """Whether numba's on-disk cache already holds a command's compiled kernels.
 
-The first run after an install compiles the kernels (about 40 s of CPU on two cores; the
-life kernel is most of it) and numba caches the machine code on disk (``cache=True``,
+The first run after an install compiles the kernels (the life kernel most of the time;
+``python -m benchmarks compile`` measures it) and numba caches the machine code on disk (``cache=True``,
 :mod:`mcengine.jit`). :func:`cold` looks at that cache the way numba will: a driver
 whose cache index has no entry for the current kernel sources (missing, or stale because
 any of :data:`mcengine.jit.KERNEL_SOURCES` changed) will be compiled on its first call. Only the drivers that Python

@@ -193,9 +193,9 @@ class ClaimWorld:
     reaches it), the scenarios ``pair`` builds (A, B), how a trial is scored (``score``
     from the two scenarios' columns), whether the fab stage alone gives the columns,
     the declared ``assumptions`` (``assumptions(pair)`` reads the shipped values), the
-    paired trials per point (a point of the roofline claims costs ~0.17 CPU s at 256
-    trials against ~0.13 s at 64: building its scenarios dominates; claim 3's lifetimes of
-    4,096 GPUs cost ~40 ms a trial), the points per reported world's search (claim 5
+    paired trials per point (a point of the roofline claims costs little more at 256
+    trials than at 64: building its scenarios dominates; claim 3's lifetimes of 4,096
+    GPUs cost most per trial), the points per reported world's search (claim 5
     moves nine inputs and the verdict eleven,
     so each gradient costs ten or twelve points, and a world takes ~100-250 points), and
     the paired trials that confirm each reported world (:func:`mcengine.paper.nearest.confirmed`)."""
