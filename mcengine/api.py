@@ -149,7 +149,7 @@ def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = No
     folder gets summary.json, the resolved scenario, table.csv (one row per metric) and
     the stage's figures;
     ``force`` replaces another run's files there."""
-    from .studies.fab import yield_study as study
+    from .standalone.fab import yield_summary as study
 
     return _stage("yield", study, scenario, "wafers", wafers, seed, overrides, out, force)
 
@@ -158,7 +158,7 @@ def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | No
                 out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster
     lifetimes (``out``/``force`` as for :func:`yield_`)."""
-    from .studies.reliability import lifetime_study as study
+    from .standalone.reliability import lifetime_summary as study
 
     return _stage("reliability", study, scenario, "lifetimes", lifetimes, seed, overrides, out, force)
 
@@ -166,7 +166,7 @@ def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | No
 def roofline(scenario: str | Scenario, overrides: Iterable[str] = (), out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine roofline`: deterministic throughput at the median inputs (``out``/``force``
     as for :func:`yield_`)."""
-    from .studies.roofline import roofline_study as study
+    from .standalone.roofline import roofline_summary as study
 
     return _stage("roofline", study, scenario, None, None, None, overrides, out, force)
 
@@ -192,9 +192,9 @@ def validation_report() -> dict:
 
 
 def bench(quick: bool = False, stages: Sequence[str] = (), out: str | Path | None = None, force: bool = False) -> dict:
-    """mcengine's own throughput per stage and for the chain (:mod:`mcengine.throughput`);
+    """mcengine's own throughput per stage and for the chain (:mod:`mcengine.bench`);
     ``out``/``force`` as for :func:`yield_` (no scenario file: bench has none)."""
-    from .throughput import run_all
+    from .bench import run_all
 
     folder = _claim(out, "bench", (), None, None, {"quick": quick, "stages": list(stages)}, force)
     doc = run_all(quick=quick, stages=tuple(stages))
@@ -425,7 +425,7 @@ def _study_refs(scenarios) -> list:
 
 
 def _analysis(command: str, study, scenarios, kwargs: dict, params: dict, rows, out, force) -> dict:
-    """A sweep or sensitivity study with the ``--out`` contract and provenance."""
+    """A sweep or sensitivity analysis with the ``--out`` contract and provenance."""
     from .report.progress import progress_for
     from .report.sensitivity import write_figures
 
@@ -458,7 +458,7 @@ def sweep_rows(doc: dict) -> list[dict]:
 
 
 def sensitivity_rows(doc: dict) -> list[dict]:
-    """The table of a sensitivity study: one row per input (tornado bars, or Sobol' indices)."""
+    """The table of a sensitivity analysis: one row per input (tornado bars, or Sobol' indices)."""
     if "bars" in doc:
         return [{"input": k, **v} for k, v in doc["bars"].items()]
     return [{"input": k, **v} for k, v in doc.get("indices", {}).items()]
@@ -482,8 +482,8 @@ def sweep(
     ``param``, ``values`` a list per key); ``outputs`` default to cost, availability,
     tokens/s and GPU cost; ``trials`` paired trials per value (default 1,024). One
     scenario, or two (A, B: the outputs become the paired ratio B/A and P(B < A)). See
-    :func:`mcengine.sensitivity.studies.sweep`; ``out``/``force`` as for :func:`yield_`."""
-    from .sensitivity.studies import DEFAULT_SWEEP_TRIALS, SWEEP_OUTPUTS, sweep as study
+    :func:`mcengine.sensitivity.methods.sweep`; ``out``/``force`` as for :func:`yield_`."""
+    from .sensitivity.methods import DEFAULT_SWEEP_TRIALS, SWEEP_OUTPUTS, sweep as study
 
     outputs = tuple(outputs or SWEEP_OUTPUTS)
     trials = DEFAULT_SWEEP_TRIALS if trials is None else trials
@@ -495,7 +495,7 @@ def sweep(
 
 def parse_values(text: str) -> list[str]:
     """A `--values` list (``"0.1,0.2"``, TOML literals, tables kept whole) as one literal per value."""
-    from .sensitivity.studies import parse_values as parse
+    from .sensitivity.methods import parse_values as parse
 
     return parse(text)
 
@@ -514,12 +514,12 @@ def tornado(
 ) -> dict:
     """`mcengine sensitivity --method tornado`: each uncertain input alone at its 5th and
     95th percentile (``quantiles``), ``trials`` per bar
-    (:func:`mcengine.sensitivity.studies.tornado`); ``out``/``force`` as for :func:`yield_`."""
-    from .sensitivity import studies
+    (:func:`mcengine.sensitivity.methods.tornado`); ``out``/``force`` as for :func:`yield_`."""
+    from .sensitivity import methods
 
     kwargs = _given(output=output, trials=trials, seed=seed, overrides=overrides, quantiles=quantiles,
                     chunk_trials=chunk_trials, progress=progress)
-    return _analysis("tornado", studies.tornado, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
+    return _analysis("tornado", methods.tornado, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
 
 
 def sobol(
@@ -538,12 +538,12 @@ def sobol(
     """`mcengine sensitivity --method sobol`: first-order and total Sobol' indices of every
     uncertain input, ``trials`` base samples N (a power of two; N(d+3) trials run),
     ``scramblings`` independent scramblings of the design for the ``conf_level`` intervals
-    (:func:`mcengine.sensitivity.studies.sobol`); ``out``/``force`` as for :func:`yield_`."""
-    from .sensitivity import studies
+    (:func:`mcengine.sensitivity.methods.sobol`); ``out``/``force`` as for :func:`yield_`."""
+    from .sensitivity import methods
 
     kwargs = _given(output=output, trials=trials, seed=seed, overrides=overrides, scramblings=scramblings,
                     conf_level=conf_level, chunk_trials=chunk_trials, progress=progress)
-    return _analysis("sobol", studies.sobol, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
+    return _analysis("sobol", methods.sobol, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
 
 
 def _given(**kwargs) -> dict:

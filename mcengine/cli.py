@@ -44,8 +44,13 @@ COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on 
 
 
 def _note_compile(work: str, quiet: bool = False) -> None:
-    """Say on stderr that the kernels ``work`` needs are about to be compiled, when their
-    on-disk cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
+    """Before a command that runs kernels: tune the collector for numba's compiles
+    (:func:`mcengine.jit.tune_compile_gc`: a first run compiles in less CPU time), and say
+    on stderr that the kernels ``work`` needs are about to be compiled, when their on-disk
+    cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
+    from .jit import tune_compile_gc
+
+    tune_compile_gc()
     if not quiet and api.kernels_cold(work):
         sys.stderr.write(COMPILE_NOTICE + "\n")
         sys.stderr.flush()
@@ -426,8 +431,8 @@ def sensitivity_cmd(
     from .report.sensitivity import render, tornado_empty_note
 
     api.set_threads(threads)
-    studies = {"sobol": api.sobol, "tornado": api.tornado}
-    if method not in studies:
+    methods = {"sobol": api.sobol, "tornado": api.tornado}
+    if method not in methods:
         raise InputError(Problem("--method", method, "allowed: sobol, tornado"))
     if len(scenarios) > 2:
         raise InputError(Problem("SCENARIO", scenarios, "allowed: one scenario, or two (A B)"))
@@ -438,7 +443,7 @@ def sensitivity_cmd(
     _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet)
     with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):
-        doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
+        doc = methods[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
     if method == "tornado" and (note := tornado_empty_note(doc)):
         sys.stderr.write(f"note: {note}\n")
     _emit(doc, as_json, render)

@@ -23,7 +23,7 @@ trials write only their own rows, so the numbers depend neither on the blocks no
 the threads.
 
 numba stamps a cached kernel with its own source file only, while every kernel here
-inlines or links callees from other files (``laws.py``, ``rng.py``, ``_life_workspace.py``,
+inlines or links callees from other files (``laws.py``, ``rng.py``, ``life/workspace.py``,
 ...): a change to a callee alone would leave the caller's cached machine code in use.
 :func:`kernel_sources_digest` stamps every cached kernel with all the kernel sources
 instead (:data:`KERNEL_SOURCES`), so any change to any of them recompiles every kernel
@@ -46,20 +46,25 @@ from numba.core import caching, event
 
 _PACKAGE = Path(__file__).resolve().parent
 
-#: The files whose code a kernel can compile in: every module of ``mcengine/kernels``
-#: but ``cache.py`` (which looks at the cache and holds no kernel), and the modules they
-#: take kernels or constants from.
-KERNEL_SOURCES = (*sorted(p for p in (_PACKAGE / "kernels").glob("*.py") if p.name != "cache.py"),
+#: The files whose code a kernel can compile in: every module under ``mcengine/kernels``
+#: (its packages' too) but ``cache.py`` (which looks at the cache and holds no kernel), and
+#: the modules they take kernels or constants from.
+KERNEL_SOURCES = (*sorted(p for p in (_PACKAGE / "kernels").rglob("*.py") if p.name != "cache.py"),
                   *(_PACKAGE / name for name in ("jit.py", "rng.py", "_pointer.py")))
+
+
+def source_name(path: Path) -> str:
+    """A kernel source's name in the stamp: its folder and file (``life/loop.py``)."""
+    return f"{path.parent.name}/{path.name}"
 
 
 @functools.lru_cache(maxsize=None)
 def kernel_sources_digest(paths: tuple[Path, ...] = KERNEL_SOURCES) -> bytes:
-    """SHA-256 over the names and contents of ``paths``: the source stamp of every
-    cached kernel (read once per process)."""
+    """SHA-256 over the names (:func:`source_name`) and contents of ``paths``: the source
+    stamp of every cached kernel (read once per process)."""
     digest = hashlib.sha256()
     for path in paths:
-        digest.update(path.name.encode())
+        digest.update(source_name(path).encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.digest()
 
@@ -103,14 +108,14 @@ def _stamp_kernels_with_all_sources() -> None:
 
 _stamp_kernels_with_all_sources()
 
-#: The first threshold of Python's cyclic garbage collector while numba compiles (CPython's
-#: default, 700, otherwise). A compile makes millions of objects, most of them garbage
-#: within moments, and a collection runs each time the allocations outnumber the frees by
-#: the threshold: at 700, the survivors reach the oldest generation soon, and its full
-#: collections (each a walk over every object alive) take about a tenth of a first run's
-#: compile. A speed setting (no number depends on it): a first `mcengine run lite-h100`
-#: takes about 3 CPU s less and 10 MB more peak memory than at 700 (docs/performance.md,
-#: ``python -m benchmarks compile``).
+#: The first threshold of Python's cyclic garbage collector while numba compiles, in a
+#: process that opts in (:func:`tune_compile_gc`; CPython's default, 700, otherwise). A
+#: compile makes millions of objects, most of them garbage within moments, and a collection
+#: runs each time the allocations outnumber the frees by the threshold: at 700, the
+#: survivors reach the oldest generation soon, and its full collections (each a walk over
+#: every object alive) take a large share of a first run's compile. A speed setting (no
+#: number depends on it), traded for a little more peak memory (``python -m benchmarks
+#: compile`` measures both).
 COMPILE_GC_THRESHOLD = 5000
 
 
@@ -136,7 +141,15 @@ class _CompileGarbage(event.Listener):
             gc.set_threshold(*self.saved)
 
 
-event.register("numba:compile", _CompileGarbage())
+@functools.lru_cache(maxsize=None)
+def tune_compile_gc() -> None:
+    """Opt in, for this process: every numba compile from now on runs with the collector's
+    first threshold at :data:`COMPILE_GC_THRESHOLD` (:class:`_CompileGarbage`; each
+    compile's thresholds put back after it). The ``mcengine`` command calls it before a
+    command that runs kernels; importing mcengine changes no collector setting. Once per
+    process (later calls do nothing)."""
+    event.register("numba:compile", _CompileGarbage())
+
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -145,11 +158,10 @@ kernel = njit(**_OPTIONS)
 
 #: Decorator for the samplers an event loop calls per event with arrays (the stream, a
 #: law table): numba inlines them in its own IR, so there is no call and no pair of
-#: reference-count updates per array around it (measured: the life kernel ~15-20%
-#: faster; each inlined helper adds compile time to every kernel that calls it). Also
-#: for small helpers with one or two callers: inlined, a helper is not compiled on its
-#: own, nor its code linked and optimised again in every caller's module (the fab
-#: kernels' first run: 6.2 -> 5.2 CPU s, 10 MB less memory).
+#: reference-count updates per array around it (each inlined helper adds compile time to
+#: every kernel that calls it). Also for small helpers with one or two callers: inlined,
+#: a helper is not compiled on its own, nor its code linked and optimised again in every
+#: caller's module (a shorter, smaller first compile).
 inline_kernel = njit(inline="always", **_OPTIONS)
 
 #: Decorator for an event loop that allocates nothing (it works on a workspace its
@@ -169,8 +181,8 @@ def run_blocks(kernel, args: tuple, n: int, outs: tuple) -> None:
     ``kernel`` fills rows ``i0 .. i1 - 1`` of the arrays ``outs``; the blocks run on
     ``numba.get_num_threads()`` threads. The kernel is compiled (or loaded from numba's
     cache) in the calling thread before the pool starts: memory a compile takes in a
-    short-lived thread's malloc arena is not reused afterwards (measured: +40 MB peak on
-    a first run).
+    short-lived thread's malloc arena is not reused afterwards (it would add to a first
+    run's peak memory).
     """
     threads = numba.get_num_threads()
     edges = np.linspace(0, n, min(n, threads * BLOCKS_PER_THREAD) + 1).astype(np.int64)

@@ -1,4 +1,4 @@
-"""Checks of the command options shared by the API and the sensitivity studies."""
+"""Checks of the command options shared by the API and the sensitivity methods."""
 
 from __future__ import annotations
 

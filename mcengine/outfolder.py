@@ -343,7 +343,3 @@ def metric_rows(body: dict, skip: Iterable[str] = ()) -> list[dict]:
 
     walk(body, "")
     return rows
-
-
-def files_in(folder: Path) -> set[str]:
-    return set(os.listdir(folder)) if Path(folder).is_dir() else set()

@@ -105,10 +105,10 @@ FP8_FIT_EFFICIENCIES = ('workload.compute_efficiency={dist="uniform", low=0.33, 
 def h100_body():
     """`mcengine roofline h100`'s body under the calibrated serving choices (deterministic: computed once per module)."""
     from mcengine.scenario import load_scenario
-    from mcengine.studies.roofline import roofline_study
+    from mcengine.standalone.roofline import roofline_summary
     from mcengine.validation.roofline import CALIBRATED_SERVING
 
-    return roofline_study(load_scenario("h100", CALIBRATED_SERVING))
+    return roofline_summary(load_scenario("h100", CALIBRATED_SERVING))
 
 
 def run_lifetimes(scenario, n: int, seed: int = 1) -> dict:

@@ -2,7 +2,7 @@
 
 Each stage function returns the INTERFACE.md document (``scenario``, ``seed``, size key,
 ``elapsed_s`` around the study's body) and equals what the CLI prints with ``--json``;
-the sensitivity fronts equal :mod:`mcengine.sensitivity.studies`; bad options are
+the sensitivity fronts equal :mod:`mcengine.sensitivity.methods`; bad options are
 InputErrors naming the option; the first API's names keep working.
 """
 
@@ -18,9 +18,9 @@ from mcengine.io import dumps
 from mcengine.columns import PAIRED_METRICS
 from mcengine.summaries import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
-from mcengine.sensitivity import studies
-from mcengine.studies.fab import yield_study
-from mcengine.studies.reliability import lifetime_study
+from mcengine.sensitivity import methods
+from mcengine.standalone.fab import yield_summary
+from mcengine.standalone.reliability import lifetime_summary
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 RUN_METRICS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")
@@ -61,11 +61,11 @@ def test_yield_document_equals_the_cli_and_wraps_the_study(cli):
     assert set(doc["analytic"]) >= {"poisson", "murphy", "negative_binomial", "seeds", "moore"}
     assert tuple(doc["die_yield"]) == SUMMARY_KEYS
     assert _without_elapsed(doc) == _cli_json(cli, "yield", "h100", "--wafers", "128", "--seed", "3")
-    body = json.loads(dumps(yield_study(load_scenario("h100"), 128, 3)))
+    body = json.loads(dumps(yield_summary(load_scenario("h100"), 128, 3)))
     assert {k: v for k, v in _without_elapsed(doc).items() if k not in ("scenario", "seed", "wafers")} == body
     # the alias and the old name give the same numbers
     assert _without_elapsed(api.fab("h100", wafers=128, seed=3)) == _without_elapsed(doc)
-    assert _without_elapsed(api.yield_study("h100", wafers=128, seed=3)) == _without_elapsed(doc)
+    assert _without_elapsed(api.yield_summary("h100", wafers=128, seed=3)) == _without_elapsed(doc)
 
 
 def test_yield_seed_defaults_to_the_scenario_and_overrides_apply():
@@ -84,7 +84,7 @@ def test_reliability_document_equals_the_cli_and_wraps_the_study(cli):
     assert isinstance(doc["events"], int) and doc["events"] > 0
     args = ["reliability", "h100", "--lifetimes", "32", "--seed", "4"] + sum((["--set", o] for o in SMALL), [])
     assert _without_elapsed(doc) == _cli_json(cli, *args)
-    body = json.loads(dumps(lifetime_study(load_scenario("h100", SMALL), 32, 4)))
+    body = json.loads(dumps(lifetime_summary(load_scenario("h100", SMALL), 32, 4)))
     assert {k: v for k, v in _without_elapsed(doc).items() if k not in ("scenario", "seed", "lifetimes")} == body
     assert _without_elapsed(api.reliability_study("h100", lifetimes=32, seed=4, overrides=SMALL)) == _without_elapsed(doc)
 
@@ -92,16 +92,16 @@ def test_reliability_document_equals_the_cli_and_wraps_the_study(cli):
 def test_roofline_document_equals_the_cli_and_the_study(cli):
     """Deterministic at the median inputs: no seed and no sample size in the document."""
     from mcengine.scenario import load_scenario
-    from mcengine.studies.roofline import roofline_study
+    from mcengine.standalone.roofline import roofline_summary
 
-    h100_body = roofline_study(load_scenario("h100"))
+    h100_body = roofline_summary(load_scenario("h100"))
     doc = api.roofline("h100")
     assert doc["scenario"] == "h100" and "seed" not in doc and list(doc)[-1] == "elapsed_s"
     assert {"prefill", "decode", "tokens_per_s_per_gpu", "parallelism"} <= set(doc)
     assert doc["prefill"]["bound"] in ("compute", "memory", "network")
     assert {k: v for k, v in _without_elapsed(doc).items() if k != "scenario"} == json.loads(dumps(h100_body))
     assert _without_elapsed(doc) == _cli_json(cli, "roofline", "h100")
-    assert _without_elapsed(api.roofline_study("h100")) == _without_elapsed(doc)
+    assert _without_elapsed(api.roofline_summary("h100")) == _without_elapsed(doc)
 
 
 def test_run_returns_results_with_the_interface_summary():
@@ -163,17 +163,17 @@ def test_compare_adds_paired_metrics_equal_to_the_trials():
 THROUGHPUT = ('workload.plan_objective="throughput"',)
 
 
-def test_sweep_tornado_and_sobol_equal_the_studies():
+def test_sweep_tornado_and_sobol_equal_the_methods():
     kw = {"trials": 16, "seed": 1}
     pairs = [
         (api.sweep("h100", "fab.defect_density_per_cm2", ["0.05", "0.2"], **kw),
-         studies.sweep("h100", "fab.defect_density_per_cm2", ["0.05", "0.2"], **kw)),
+         methods.sweep("h100", "fab.defect_density_per_cm2", ["0.05", "0.2"], **kw)),
         # the plan of most tokens/s, which the energy price does not move (the least cost per
         # token may serve another plan where energy is dearer)
         (api.sweep("h100", "econ.pue", ["1.1", "1.5"], outputs=["energy_usd"], overrides=THROUGHPUT, **kw),
-         studies.sweep("h100", "econ.pue", ["1.1", "1.5"], outputs=("energy_usd",), overrides=THROUGHPUT, **kw)),
-        (api.tornado("h100", **kw), studies.tornado("h100", **kw)),
-        (api.sobol("h100", resamples=20, **kw), studies.sobol("h100", resamples=20, **kw)),
+         methods.sweep("h100", "econ.pue", ["1.1", "1.5"], outputs=("energy_usd",), overrides=THROUGHPUT, **kw)),
+        (api.tornado("h100", **kw), methods.tornado("h100", **kw)),
+        (api.sobol("h100", resamples=20, **kw), methods.sobol("h100", resamples=20, **kw)),
     ]
     for got, expected in pairs:
         assert _without_elapsed(got) == _without_elapsed(expected)

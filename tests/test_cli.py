@@ -98,9 +98,9 @@ def test_cli_reliability(cli):
 
 def test_cli_roofline(cli):
     from mcengine.scenario import load_scenario
-    from mcengine.studies.roofline import roofline_study
+    from mcengine.standalone.roofline import roofline_summary
 
-    shipped = roofline_study(load_scenario("h100"))
+    shipped = roofline_summary(load_scenario("h100"))
     doc = one_document(cli("roofline", "h100", "--json"))
     assert doc["scenario"] == "h100" and doc["elapsed_s"] > 0
     assert set(doc["prefill"]) >= {"ttft_ms", "tokens_per_s", "bound"}

@@ -2,14 +2,14 @@
 
 Each module's ``run(quick)`` returns one JSON-able document; the scripts
 ``benchmarks/bench_*.py`` print them. mcengine's own throughput comes from
-:mod:`mcengine.throughput` (what `mcengine bench` prints); the peers (a NumPy fab
+:mod:`mcengine.bench` (what `mcengine bench` prints); the peers (a NumPy fab
 model, a SimPy machine-repairman model), the valgrind instruction counter and the
 peak-memory probe live only here, so the package never imports simpy or valgrind.
 """
 
 from __future__ import annotations
 
-from mcengine import throughput
+from mcengine import bench
 
 from . import chain, compile, fab, reliability, rqmc
 
@@ -19,4 +19,4 @@ HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run,
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:
     """Every harness (or those named), with the machine they ran on."""
-    return throughput.run_all(quick, stages, HARNESSES)
+    return bench.run_all(quick, stages, HARNESSES)

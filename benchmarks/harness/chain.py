@@ -1,4 +1,4 @@
-"""End-to-end chain throughput (:func:`mcengine.throughput.chain`) and the peak resident
+"""End-to-end chain throughput (:func:`mcengine.bench.chain`) and the peak resident
 memory of a child ``mcengine run``, which must not grow with the trial count."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from mcengine.throughput import chain
+from mcengine.bench import chain
 
 
 def peak_rss_mb(trials: int) -> dict:

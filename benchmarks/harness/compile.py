@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _PROBES = {
     "run": """
+from mcengine import jit
+getattr(jit, "tune_compile_gc", lambda: None)()  # as the mcengine command does (a revision without it tunes at import)
 from mcengine.api import run
 run(["lite-h100"], trials=16, keep_trials=False, figures=False)
 """,

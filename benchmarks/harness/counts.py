@@ -52,38 +52,60 @@ print(json.dumps(out))
 """ % (SEED, SEED)
 
 
-def _replace(text: str, old: str, new: str, where: str) -> str:
-    if old not in text:
-        raise InputError(Problem("counts", where, f"a life kernel with {old.strip()!r} to count at (its structure of 9cc837d)"))
-    return text.replace(old, new)
+def _layout(kernels: Path) -> tuple[str, dict]:
+    """The life kernel's layout in ``kernels``: the name prefix of its workspace helpers and
+    handlers, and its files by role (the workspace; the files that arm or remove clocks; the
+    loop; the lifetime's start and close): the package ``life/`` by interface, or the
+    older single ``life.py`` beside ``_life_workspace.py`` (revisions before it)."""
+    if (kernels / "life").is_dir():
+        return "", {"ws": "life/workspace.py", "clocks": ("life/handlers.py", "life/units.py"), "loop": "life/loop.py",
+                    "ends": "life/handlers.py"}
+    return "_", {"ws": "_life_workspace.py", "clocks": ("life.py",), "loop": "life.py", "ends": "life.py"}
+
+
+def _patch(path: Path, edits: list[tuple[str, str]], regex: bool = False) -> int:
+    """Apply ``edits`` (old, new) to the file at ``path``; return how many places changed."""
+    s, n = path.read_text(), 0
+    for old, new in edits:
+        s, k = re.subn(old, new, s) if regex else (s.replace(old, new), s.count(old))
+        n += k
+    path.write_text(s)
+    return n
 
 
 def instrument(package: Path) -> None:
     """Add the counters to the life kernel of the package copy at ``package``."""
-    ws = package / "kernels" / "_life_workspace.py"
-    s = ws.read_text()
-    s = _replace(s, '"module_swaps"', '"module_swaps", "loops", "heap_ops"', str(ws))
-    s = _replace(s, "@inline_kernel\ndef _push_repair(rq, s, when):", """@inline_kernel
-def _arm_count(s, hkeys, hids, hpos, hn, ident, when, horizon):
+    kernels = package / "kernels"
+    p, files = _layout(kernels)
+    edits = {
+        "ws": [('"module_swaps"', '"module_swaps", "loops", "heap_ops"'),
+               (f"@inline_kernel\ndef {p}push_repair(rq, s, when):", f"""@inline_kernel
+def {p}arm_count(s, hkeys, hids, hpos, hn, ident, when, horizon):
     if when <= horizon:
         s.heap_ops += 1
-    return _arm(hkeys, hids, hpos, hn, ident, when, horizon)
+    return {p}arm(hkeys, hids, hpos, hn, ident, when, horizon)
 
 
 @inline_kernel
-def _push_repair(rq, s, when):""", str(ws))
-    ws.write_text(s)
-    life = package / "kernels" / "life.py"
-    s = life.read_text()
-    s = _replace(s, "s.hn = _arm(", "s.hn = _arm_count(s, ", str(life))
-    s = _replace(s, "hn = _arm(ws.hkeys", "hn = _arm_count(s, ws.hkeys", str(life))
-    s = re.sub(r"(\n(\s*))s\.hn = heap_remove\(", r"\1s.heap_ops += 1\1s.hn = heap_remove(", s)
-    s = _replace(s, "    _config, _", "    _config, _arm_count, _", str(life))
-    s = _replace(s, "        kind = _next_event(ws, s, c, lf)\n", "        kind = _next_event(ws, s, c, lf)\n        s.loops += 1\n", str(life))
-    s = _replace(s, "    st = ws.st\n    for p in range(c.positions):", "    st = ws.st\n    s.loops, s.heap_ops = 0, 0\n    for p in range(c.positions):", str(life))
-    s = _replace(s, "        out_i[row, v, OUT_PARTED] = 0\n", "        out_i[row, v, OUT_PARTED] = s.loops\n"
-                 "        out_i[row, v, OUT_MAX_FAILED_GPUS] = s.heap_ops\n", str(life))
-    life.write_text(s)
+def {p}push_repair(rq, s, when):""")],
+        "loop": [("        kind = {p}next_event(ws, s, c, lf)\n".format(p=p),
+                  "        kind = {p}next_event(ws, s, c, lf)\n        s.loops += 1\n".format(p=p))],
+        "ends": [("    st = ws.st\n    for p in range(c.positions):", "    st = ws.st\n    s.loops, s.heap_ops = 0, 0\n    for p in range(c.positions):"),
+                 ("        out_i[row, v, OUT_PARTED] = 0\n", "        out_i[row, v, OUT_PARTED] = s.loops\n"
+                  "        out_i[row, v, OUT_MAX_FAILED_GPUS] = s.heap_ops\n")],
+    }
+    done = {role: _patch(kernels / files[role], e) for role, e in edits.items()}
+    arms = 0
+    for name in files["clocks"]:
+        path = kernels / name
+        arms += _patch(path, [(f"s.hn = {p}arm(", f"s.hn = {p}arm_count(s, "), (f"hn = {p}arm(ws.hkeys", f"hn = {p}arm_count(s, ws.hkeys")])
+        arms += _patch(path, [(r"(\n(\s*))s\.hn = heap_remove\(", r"\1s.heap_ops += 1\1s.hn = heap_remove(")], regex=True)
+        arms += _patch(path, [("    _config, _", "    _config, _arm_count, _")] if p else
+                       [("from __future__ import annotations\n", "from __future__ import annotations\n"
+                         "from mcengine.kernels.life.workspace import arm_count\n")])
+    missing = [role for role, n in done.items() if n < len(edits[role])] + (["clocks"] if arms == 0 else [])
+    if missing:
+        raise InputError(Problem("counts", str(kernels), f"a life kernel with the places to count at ({', '.join(missing)} not found)"))
 
 
 def _copy(rev: str | None, dest: Path) -> None:

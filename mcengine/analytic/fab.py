@@ -72,7 +72,7 @@ def closed_form_yields(m: float, clustering: float) -> dict[str, float]:
 def _conditional_yield(lam, die_area_cm2, units, required, unit_fraction, weights):
     """Die yield at a known density ``lam``, averaged over dies of relative density
     ``weights``: ``exp(-lam A w (1 - f)) * P[Binomial(U, exp(-lam A w f / U)) >= K]``."""
-    from scipy import stats  # (imported where used: a first `mcengine run` needs no scipy.stats, about 45 MB)
+    from scipy import stats  # (imported where used: a first `mcengine run` needs no scipy.stats)
 
     m = lam * die_area_cm2 * weights
     clean_unit = np.exp(-m * unit_fraction / units)

@@ -1,7 +1,7 @@
 """Whether numba's on-disk cache already holds a command's compiled kernels.
 
-The first run after an install compiles the kernels (about 40 s of CPU on two cores; the
-life kernel is most of it) and numba caches the machine code on disk (``cache=True``,
+The first run after an install compiles the kernels (the life kernel most of the time;
+``python -m benchmarks compile`` measures it) and numba caches the machine code on disk (``cache=True``,
 :mod:`mcengine.jit`). :func:`cold` looks at that cache the way numba will: a driver
 whose cache index has no entry for the current kernel sources (missing, or stale because
 any of :data:`mcengine.jit.KERNEL_SOURCES` changed) will be compiled on its first call. Only the drivers that Python
@@ -13,8 +13,8 @@ from __future__ import annotations
 #: The drivers each kind of work calls: (kernel module, function).
 DRIVERS = {
     "fab": (("fab", "_wafer_block"),),
-    "reliability": (("life", "_run_block"),),
-    "chain": (("fab", "_run_trials"), ("life", "_run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows")),
+    "reliability": (("life", "run_block"),),
+    "chain": (("fab", "_run_trials"), ("life", "run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows")),
 }
 
 

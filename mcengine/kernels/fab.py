@@ -45,7 +45,7 @@ dies, chosen per wafer by ``m``:
   before the next die with defects is geometric, ``floor(log(u) / -m)``; the place of
   ``u`` inside that gap's bin, mapped into the bins ``n >= 1``, gives the die's count and
   outcome. One uniform, a log and an exp per die *with defects*; cheaper than
-  recycling below about 0.1 defects per die (measured, ``mcengine.bench.fab``).
+  recycling below about 0.1 defects per die (``mcengine bench`` measures the fab kernel).
 
 A production run (:func:`simulate_runs`) needs only a wafer's count of good dies: on a
 flat wafer it draws that count as one binomial, Binomial(dies, P(good die)), the dies
@@ -82,8 +82,8 @@ STREAM_SPATIAL = 2
 
 #: Largest count of the harvesting table ``S[n]`` (bigger counts: explicit placement).
 TABLE_MAX_DEFECTS = 256
-#: A flat wafer with a per-die mean up to this walks its dies by skip-ahead (the measured
-#: crossover with recycling).
+#: A flat wafer with a per-die mean up to this walks its dies by skip-ahead (about where
+#: it becomes cheaper than recycling).
 SKIP_MAX_DIE_MEAN = 0.1
 #: Per-die means from here on draw counts with :func:`mcengine.rng.poisson` (PTRS).
 INVERSION_MAX_MEAN = 10.0

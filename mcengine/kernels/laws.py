@@ -70,11 +70,10 @@ def sample_law(st, laws, w):
 
     Inlined where it is called, with the draws in a function of their own: an event loop
     pays no call for its fixed laws (the shipped swaps and restarts), and compiles the
-    samplers once, not at each of its call sites. Measured side by side: with the
-    samplers (the ziggurat of :func:`~mcengine.rng.normal` above all) inlined at every
-    site, the reliability stage's cold compile took about 45% more CPU time and 65% more
-    memory; the call costs the life kernel about 5% of its time in the shipped
-    scenarios (their repairs draw from a lognormal mixture).
+    samplers once, not at each of its call sites: the samplers (the ziggurat of
+    :func:`~mcengine.rng.normal` above all) inlined at every site would make the
+    reliability stage's first compile much longer and larger, for a call that costs the
+    life kernel little (the shipped repairs draw from a lognormal mixture).
 
     Parameters
     ----------

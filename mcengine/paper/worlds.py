@@ -94,7 +94,7 @@ def markup_for_scope(scope: tuple[str, ...]) -> float:
     price = m0 x sum(c_p, p in the shipped scope) + the rest at cost = m x sum(c_p, p in
     scope) + the rest at cost (the markup range was fitted to the H100's street price,
     docs/sources.md#econ-gpu-markup; the same re-fit for another scope)."""
-    from ..studies.fab import analytic_at_median
+    from ..standalone.fab import analytic_at_median
 
     h100 = scenario("h100")
     parts = analytic_at_median(h100)["cost_parts"]
@@ -193,9 +193,9 @@ class ClaimWorld:
     reaches it), the scenarios ``pair`` builds (A, B), how a trial is scored (``score``
     from the two scenarios' columns), whether the fab stage alone gives the columns,
     the declared ``assumptions`` (``assumptions(pair)`` reads the shipped values), the
-    paired trials per point (a point of the roofline claims costs ~0.17 CPU s at 256
-    trials against ~0.13 s at 64: building its scenarios dominates; claim 3's lifetimes of
-    4,096 GPUs cost ~40 ms a trial), the points per reported world's search (claim 5
+    paired trials per point (a point of the roofline claims costs little more at 256
+    trials than at 64: building its scenarios dominates; claim 3's lifetimes of 4,096
+    GPUs cost most per trial), the points per reported world's search (claim 5
     moves nine inputs and the verdict eleven,
     so each gradient costs ten or twelve points, and a world takes ~100-250 points), and
     the paired trials that confirm each reported world (:func:`mcengine.paper.nearest.confirmed`)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from ..columns import COLUMNS
 
@@ -73,13 +74,14 @@ AXIS_HELP_CHARS = 60
 
 
 @lru_cache(maxsize=1)
-def _key_rows() -> dict[str, dict]:
+def _key_rows() -> MappingProxyType:
+    """Every scenario key's metadata row by key, read once (read only, rows included)."""
     from ..scenario.keys import key_rows
 
-    return {r["key"]: r for r in key_rows()}
+    return MappingProxyType({r["key"]: MappingProxyType(r) for r in key_rows()})
 
 
-def _key_row(key: str) -> dict | None:
+def _key_row(key: str) -> MappingProxyType | None:
     """The metadata row of scenario key ``key`` (``mcengine keys``), or None."""
     rows = _key_rows()
     if key in rows:

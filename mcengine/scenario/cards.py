@@ -6,8 +6,10 @@ table; both are validated by :class:`ModelCard`.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from ..errors import Problem
 from .fields import did_you_mean, flag, integer, parse_section, text
@@ -57,15 +59,23 @@ def model_names() -> list[str]:
 
 
 @lru_cache(maxsize=None)
-def _model_raw(name: str) -> dict:
+def _model_raw(name: str) -> MappingProxyType:
+    """The shipped card's raw table, read once (read only: callers take a copy,
+    :func:`_card_copy`)."""
     raw = read_toml(configs_dir() / "models" / f"{name}.toml")
     raw.setdefault("name", name)
-    return raw
+    return MappingProxyType(raw)
+
+
+def _card_copy(name: str) -> dict:
+    """A copy of the raw table of the shipped card ``name``, its nested tables too (the
+    cached one stays as read)."""
+    return copy.deepcopy(dict(_model_raw(name)))
 
 
 def card_table(name: str) -> dict:
     """A copy of the raw table of the shipped card ``name`` (as an inline table would give it)."""
-    return dict(_model_raw(name))
+    return _card_copy(name)
 
 
 def load_model_card(name: str, key: str, problems: list[Problem]) -> ModelCard | None:
@@ -74,4 +84,4 @@ def load_model_card(name: str, key: str, problems: list[Problem]) -> ModelCard |
         names = model_names()
         problems.append(Problem(key, name, "unknown model card; shipped: " + ", ".join(names), did_you_mean(name, names)))
         return None
-    return parse_section(ModelCard, dict(_model_raw(name)), f"{key}.", problems)
+    return parse_section(ModelCard, _card_copy(name), f"{key}.", problems)

@@ -160,7 +160,7 @@ class Triangular(Dist):
 
     def ppf(self, u):
         # the closed form, as scipy.stats.triang computes it (bit for bit): no scipy.stats
-        # import (about 45 MB and a second of a first run) for the shipped scenarios' dists
+        # import (its memory and start-up) in a first run of the shipped scenarios' dists
         width = self.high - self.low
         c = (self.mode - self.low) / width
         return np.where(u < c, np.sqrt(c * u), 1 - np.sqrt((1 - c) * (1 - u))) * width + self.low

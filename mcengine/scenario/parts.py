@@ -4,8 +4,10 @@ stack and I/O technologies per mm of die edge, each figure sourced in ``docs/sou
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from .files import configs_dir, read_toml
 
@@ -42,14 +44,14 @@ def _table() -> dict:
 
 
 @lru_cache(maxsize=1)
-def hbm_generations() -> dict[str, HbmGeneration]:
-    """Every shipped HBM generation by name."""
-    return {name: HbmGeneration(name, *(_positive(t, k, f"hbm.{name}") for k in ("gb_per_stack", "tbps_per_stack", "w_per_stack")))
-            for name, t in _table()["hbm"].items()}
+def hbm_generations() -> Mapping[str, HbmGeneration]:
+    """Every shipped HBM generation by name (read only: the cache's own mapping)."""
+    return MappingProxyType({name: HbmGeneration(name, *(_positive(t, k, f"hbm.{name}") for k in ("gb_per_stack", "tbps_per_stack", "w_per_stack")))
+            for name, t in _table()["hbm"].items()})
 
 
 @lru_cache(maxsize=1)
-def io_technologies() -> dict[str, IoTechnology]:
-    """Every shipped I/O technology by name."""
-    return {name: IoTechnology(name, *(_positive(t, k, f"io.{name}") for k in ("gbps_per_mm", "pj_per_bit")))
-            for name, t in _table()["io"].items()}
+def io_technologies() -> Mapping[str, IoTechnology]:
+    """Every shipped I/O technology by name (read only: the cache's own mapping)."""
+    return MappingProxyType({name: IoTechnology(name, *(_positive(t, k, f"io.{name}") for k in ("gbps_per_mm", "pj_per_bit")))
+            for name, t in _table()["io"].items()})

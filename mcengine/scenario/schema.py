@@ -14,7 +14,7 @@ from ..errors import InputError, Problem
 from .dists import Dist, Law
 from .checks import cross_checks
 from .derive import Derivation, resolve, resolve_links
-from .fields import AUTO, parse_section, spec_of, unknown_keys
+from .fields import AUTO, parse_section, unknown_keys
 from .lengths import LengthLaw
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
@@ -232,14 +232,3 @@ def build(raw: dict, source: str = "", load_parent=None) -> Scenario:
     if not problems:
         return Scenario(name=raw.get("name", "scenario"), description=raw.get("description", ""), derivation=derivation, **parts)
     raise InputError(problems, source)
-
-
-def field_help(table: str, name: str) -> str:
-    """The help text of one key (for docs and error messages)."""
-    for t, cls, _special in SECTIONS:
-        if t == table:
-            for f in fields(cls):
-                if f.name == name:
-                    spec = spec_of(f)
-                    return spec.help if spec else f.metadata.get("help", "")
-    return ""

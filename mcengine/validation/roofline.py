@@ -14,7 +14,7 @@ from ..scenario import load_scenario
 from ..scenario.cards import load_model_card
 from ..scenario.sections.workload import EFFICIENCY_KINDS, PRECISIONS
 from ..stages.roofline import STAGE, at_trial as _at
-from ..studies.roofline import roofline_study
+from ..standalone.roofline import roofline_summary
 from ..units import MS_PER_S, US_PER_S
 from . import fit
 from .check import Check
@@ -51,7 +51,7 @@ class Anchor:
 
     def value(self, extra: tuple[str, ...] = ()) -> float:
         """The model's figure at the shipped h100 inputs' medians (then ``extra`` overrides)."""
-        body = roofline_study(load_scenario("h100", (*self.overrides, *extra)))
+        body = roofline_summary(load_scenario("h100", (*self.overrides, *extra)))
         for part in self.output.split("."):
             body = body[part]
         return float(body) * self.scale

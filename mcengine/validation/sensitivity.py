@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..sensitivity.analysis import sobol_indices
 from ..sensitivity.sampling import DEFAULT_SCRAMBLINGS
-from ..sensitivity.test_functions import ishigami, ishigami_indices
+from ..sensitivity.known_answers import ishigami, ishigami_indices
 from .check import Check
 
 

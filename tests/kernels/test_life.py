@@ -8,7 +8,9 @@ finite crews, stock-outs, Weibull ages, lognormal laws), in distribution.
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -16,9 +18,9 @@ import pytest
 
 from mcengine.jit import kernel
 from mcengine.kernels import life
-from mcengine.kernels._heap import heap_remove, heap_set, times_heapify, times_pop, times_push
+from mcengine.kernels.life.heap import heap_remove, heap_set, times_heapify, times_pop, times_push
 from mcengine.kernels.laws import law_part, sample_law
-from mcengine.kernels._life_hazard import life_within, past_uniform
+from mcengine.kernels.life.hazard import life_within, past_uniform
 from mcengine.rng import new_stream, uniform, weibull_scale
 from mcengine.kernels.law_codes import MAX_LAW_PARTS
 from mcengine.scenario.sampling import draw_inputs
@@ -26,6 +28,22 @@ from mcengine.stages import reliability as R
 from mcengine.validation.reliability import toy_scenario
 
 from .reference_life import Config, simulate_many
+
+# ----------------------------------------------------------------------------- the package
+
+
+def test_the_modules_of_the_life_package_share_only_public_names():
+    """The life kernel is a package by interface: no module takes an underscore name from
+    another (each file's private helpers stay its own), and its indices live in one module."""
+    package = Path(life.__file__).parent
+    crossing = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mcengine"):
+                crossing += [f"{path.name}: {a.name} from {node.module}" for a in node.names if a.name.startswith("_")]
+    assert crossing == []
+    assert life.OUT_NIC_FAULTS == life.indices.OUT_NIC_FAULTS and life.N_PARAMS == life.indices.N_PARAMS
+    assert set(life.indices.__all__) <= set(life.__all__)
 
 # ----------------------------------------------------------------------------- heap
 
@@ -328,7 +346,7 @@ def test_kernel_driver_block_split_does_not_matter():
 
 
 def test_config_layout_is_consistent():
-    cfg = life._config(12, 4, 8, True, 2, 10**9, False)
+    cfg = life.cluster_config(12, 4, 8, True, 2, 10**9, False)
     # 12 GPUs in 2 hosts; host mode: 2 slots, 2 pool hosts, so at most 4 repairs at once
     assert cfg.hosts == 2 and cfg.slots == 2 and cfg.crews == 4
     # per-unit clocks: one per GPU position and one per host

@@ -36,7 +36,7 @@ def test_fp8_halves_the_bytes_and_doubles_the_peak():
 def test_a_markup_scope_keeps_the_h100s_price():
     """Each scope comes with the markup re-fitted so that the H100's median price
     (markup x the parts in scope + the rest at cost) stays the shipped one."""
-    from mcengine.studies.fab import analytic_at_median
+    from mcengine.standalone.fab import analytic_at_median
 
     h100 = scenario("h100")
     parts = analytic_at_median(h100)["cost_parts"]

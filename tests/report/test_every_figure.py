@@ -16,7 +16,7 @@ from mcengine.report.figures import new_figure
 from mcengine.report.metrics import key_axis, unit_text
 from mcengine.scenario import load_scenario
 from mcengine.scenario.keys import key_rows
-from mcengine.studies import fab, reliability, roofline
+from mcengine.standalone import fab, reliability, roofline
 
 from .figure_checks import (_drawn, _tick_texts, axis_labels_carry_units, check_figure, labels_stay_in_their_panel, legends_list_every_series,
                             no_text_over_lines, overlaps_flagged, texts_balanced)
@@ -68,10 +68,10 @@ def command_figures(res) -> dict:
     """{name: Figure} of every command: run/compare, yield, reliability, roofline, sweep
     (1-D and 2-D, paired and one scenario), tornado (with bars and empty), Sobol."""
     figs = {f"run/{k}": f for k, f in figures.run_figures(res).items()}
-    body = fab.yield_study(load_scenario("lite-h100"), 200, 1)
+    body = fab.yield_summary(load_scenario("lite-h100"), 200, 1)
     figs.update(stages.yield_figures({"scenario": "lite-h100", "wafers": 200, **json.loads(json.dumps(body))}))
-    figs.update(stages.reliability_figures({"scenario": "lite-h100", "lifetimes": 20, **reliability.lifetime_study(load_scenario("lite-h100"), 20, 0)}))
-    figs.update(stages.roofline_figures({"scenario": "lite-h100", **roofline.roofline_study(load_scenario("lite-h100"))}))
+    figs.update(stages.reliability_figures({"scenario": "lite-h100", "lifetimes": 20, **reliability.lifetime_summary(load_scenario("lite-h100"), 20, 0)}))
+    figs.update(stages.roofline_figures({"scenario": "lite-h100", **roofline.roofline_summary(load_scenario("lite-h100"))}))
     for label, doc in (("paired", sweep_doc(False)), ("one", unpaired(sweep_doc(False))), ("paired", sweep_doc(True)),
                        ("one", unpaired(sweep_doc(True))), ("bars", tornado_doc()), ("empty", empty_tornado_doc()),
                        ("ppm", availability_tornado_doc()), ("", sobol_doc())):

@@ -13,7 +13,7 @@ import pytest
 import mcengine.api as mc
 from mcengine.report import figures, sensitivity, stages
 from mcengine.scenario import load_scenario
-from mcengine.studies import fab, reliability, roofline
+from mcengine.standalone import fab, reliability, roofline
 
 from .test_narrow import sweep_doc, tornado_doc
 
@@ -47,7 +47,7 @@ def test_writing_run_figures_leaves_the_backend_and_pyplot_alone(res, tmp_path, 
 def test_sensitivity_and_stage_figures_leave_the_backend_alone(tmp_path, svg_backend):
     sensitivity.write_figures(sweep_doc(True), tmp_path)
     sensitivity.write_figures(tornado_doc(), tmp_path)
-    stages.figures_for_roofline({"scenario": "h100", **roofline.roofline_study(load_scenario("h100"))}, tmp_path)
+    stages.figures_for_roofline({"scenario": "h100", **roofline.roofline_summary(load_scenario("h100"))}, tmp_path)
     assert matplotlib.get_backend() == "svg"
 
 
@@ -100,11 +100,11 @@ def test_sweep_1d_axes_carry_units_and_directions():
 
 
 def test_stage_figures_are_written(tmp_path):
-    body = fab.yield_study(load_scenario("lite-h100"), 200, 1)
+    body = fab.yield_summary(load_scenario("lite-h100"), 200, 1)
     doc = {"scenario": "lite-h100", "wafers": 200, **json.loads(json.dumps(body))}
     [p] = stages.figures_for_yield(doc, tmp_path)
     assert p.name == "die_yield.png" and p.stat().st_size > 10_000
-    rel = {"scenario": "h100", "lifetimes": 20, **reliability.lifetime_study(load_scenario("h100"), 20, 0)}
+    rel = {"scenario": "h100", "lifetimes": 20, **reliability.lifetime_summary(load_scenario("h100"), 20, 0)}
     assert [p.name for p in stages.figures_for_reliability(rel, tmp_path)] == ["reliability.png"]
     fig = stages.yield_figures(doc)["die_yield.png"]
     assert "die yield" in fig.axes[0].get_xlabel()

@@ -153,9 +153,9 @@ def test_validate_names_every_row_whole_and_tallies(cli):
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
 def test_roofline_tables_keep_mode_and_row_names_at_80(name):
     from mcengine.scenario import load_scenario
-    from mcengine.studies import roofline
+    from mcengine.standalone import roofline
 
-    body = roofline.roofline_study(load_scenario(name))
+    body = roofline.roofline_summary(load_scenario(name))
     text = narrow(tables.render_roofline({"scenario": name, **body}))
     for word in ("static", "continuous", "disaggregated", "tokens/s per GPU", "TPOT ms", "chosen"):
         assert word in text

@@ -77,10 +77,10 @@ def test_figure_helpers_return_figures_that_display():
     from matplotlib.figure import Figure
 
     from mcengine.report.stages import roofline_figures
-    from mcengine.studies.roofline import roofline_study
+    from mcengine.standalone.roofline import roofline_summary
     from mcengine.scenario import load_scenario
 
-    figs = roofline_figures({"scenario": "h100", **roofline_study(load_scenario("h100"))})
+    figs = roofline_figures({"scenario": "h100", **roofline_summary(load_scenario("h100"))})
     assert list(figs) == ["roofline.png"] and all(isinstance(f, Figure) for f in figs.values())
     html = figs._repr_html_()
     assert html.count("<img src='data:image/png;base64,") == 1 and "roofline.png" in html

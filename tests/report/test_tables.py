@@ -9,7 +9,7 @@ from rich.table import Table
 
 from mcengine.report import tables
 from mcengine.scenario import load_scenario
-from mcengine.studies import fab, reliability, roofline
+from mcengine.standalone import fab, reliability, roofline
 
 
 def _text(renderable, width: int = 160) -> str:
@@ -19,7 +19,7 @@ def _text(renderable, width: int = 160) -> str:
 
 
 def test_yield_table_has_both_columns():
-    body = fab.yield_study(load_scenario("h100", []), 500, 1)
+    body = fab.yield_summary(load_scenario("h100", []), 500, 1)
     body.update(scenario="h100", wafers=500)
     text = _text(tables.render_yield(body), width=100)
     for word in ("dies per wafer", "closed form", "negative binomial", "moore", "seeds", "GPU package", "67"):
@@ -27,14 +27,14 @@ def test_yield_table_has_both_columns():
 
 
 def test_reliability_table_has_every_metric():
-    body = reliability.lifetime_study(load_scenario("h100"), 50, 0)
+    body = reliability.lifetime_summary(load_scenario("h100"), 50, 0)
     table = tables.render_reliability({**body, "scenario": "h100", "lifetimes": 50})
     assert isinstance(table, Table)
     assert table.row_count >= 7 and len(table.columns) == 4
 
 
 def test_roofline_tables_show_the_terms():
-    body = roofline.roofline_study(load_scenario("h100"))
+    body = roofline.roofline_summary(load_scenario("h100"))
     text = _text(tables.render_roofline({"scenario": "h100", **body}))
     for word in ("terms (ms)", "compute", "memory", "comm", "overhead", "TPOT", "layouts searched", "chosen"):
         assert word in text
@@ -79,7 +79,7 @@ def test_reliability_reference_is_the_horizons_and_the_long_run_one_is_labelled(
     5-year horizon the renewal function expects fewer failures than the long-run 1/MTTF
     rate. The reference beside the Monte Carlo value is the horizon's (and within 4 SEM of
     it); the long-run one sits on a labelled row."""
-    body = reliability.lifetime_study(load_scenario("lite-h100", [WEAROUT_LASER]), 64, 0)
+    body = reliability.lifetime_summary(load_scenario("lite-h100", [WEAROUT_LASER]), 64, 0)
     an = body["analytic"]
     text = _text(tables.render_reliability({**body, "scenario": "lite-h100", "lifetimes": 64}))
     lines = text.splitlines()
@@ -95,7 +95,7 @@ def test_reliability_reference_is_the_horizons_and_the_long_run_one_is_labelled(
 def test_reliability_figure_marks_the_horizon_reference_and_the_long_run_one():
     from mcengine.report import stages
 
-    body = reliability.lifetime_study(load_scenario("lite-h100", [WEAROUT_LASER]), 64, 0)
+    body = reliability.lifetime_summary(load_scenario("lite-h100", [WEAROUT_LASER]), 64, 0)
     an = body["analytic"]
     fig = stages.reliability_figures({**body, "scenario": "lite-h100", "lifetimes": 64})["reliability.png"]
     events = fig.axes[1]

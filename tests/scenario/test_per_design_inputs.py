@@ -12,7 +12,7 @@ from mcengine.errors import InputError
 from mcengine.pipeline import run_block
 from mcengine.scenario.load import load_scenario, load_scenarios, scenario_from_dict
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.sensitivity import studies
+from mcengine.sensitivity import methods
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 KEY = "workload.compute_efficiency"
@@ -76,7 +76,7 @@ def test_same_seed_same_numbers_across_chunking_with_a_per_design_input():
 
 
 def test_tornado_sees_one_factor_per_design():
-    doc = studies.tornado(["h100", "lite-h100"], trials=4, seed=1, overrides=[*SMALL, OWN])
+    doc = methods.tornado(["h100", "lite-h100"], trials=4, seed=1, overrides=[*SMALL, OWN])
     assert f"A:{KEY}" in doc["bars"] and f"B:{KEY}" in doc["bars"] and KEY not in doc["bars"]
     assert "workload.memory_efficiency" in doc["bars"]
     # B's efficiency moves the ratio B/A up when it falls; A's the other way
@@ -87,5 +87,5 @@ def test_tornado_sees_one_factor_per_design():
 def test_sobol_attributes_variance_to_each_design_s_own_input():
     from mcengine.sensitivity.sampling import MIN_BASE_SAMPLES
 
-    doc = studies.sobol(["h100", "lite-h100"], trials=MIN_BASE_SAMPLES, seed=1, overrides=[*SMALL, OWN])
+    doc = methods.sobol(["h100", "lite-h100"], trials=MIN_BASE_SAMPLES, seed=1, overrides=[*SMALL, OWN])
     assert {f"A:{KEY}", f"B:{KEY}"} <= set(doc["indices"]) and KEY not in doc["indices"]

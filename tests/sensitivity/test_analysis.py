@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from mcengine.sensitivity import analysis, sampling
-from mcengine.sensitivity.test_functions import ishigami, ishigami_indices, linear, linear_indices
+from mcengine.sensitivity.known_answers import ishigami, ishigami_indices, linear, linear_indices
 from SALib.analyze import sobol as salib_sobol
 from mcengine.errors import InputError
 from mcengine.rng import STAGE_SENSITIVITY, uniforms_for_trials

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcengine.scenario import load_scenario
 from mcengine.scenario.study import load_study
-from mcengine.sensitivity import studies as sensitivity
+from mcengine.sensitivity import methods as sensitivity
 
 NEW = {"econ.wacc", "econ.facility_usd_per_mw", "econ.air_cooling_limit_kw"}
 

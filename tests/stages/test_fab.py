@@ -11,7 +11,7 @@ from mcengine.errors import InputError, NumericalError
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import fab
-from mcengine.studies import fab as study
+from mcengine.standalone import fab as study
 from tests.conftest import with_threads
 
 # Fixed inputs, so Monte Carlo means have exact closed forms to meet.

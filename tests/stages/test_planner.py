@@ -98,10 +98,10 @@ MEDIAN_LITE_2X = [1802.6512212974524, 2798.845111437491, 1937.9349446312835, 190
 def test_roofline_output_describes_the_plan_in_use(design):
     """Issue #28: the top level, the layout table and the serving modes all read the plan
     the chained run serves at the median inputs."""
-    from mcengine.studies.roofline import roofline_study
+    from mcengine.standalone.roofline import roofline_summary
 
     s = load_scenario(design)
-    body = roofline_study(s)
+    body = roofline_summary(s)
     median = quantile_inputs(s, 0.5)
     k = planning_weight(s, median)
     block = planner.plan_per_trial(s, median, k)
@@ -217,7 +217,7 @@ def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_diffe
     expected cost, no failures), which the chain serves at those inputs with its own
     weight; the quantile plan is the one with the largest T / (1 + k u) at the pessimistic
     inputs. With "throughput" both take the most tokens/s, other plans."""
-    from mcengine.studies.roofline import roofline_study
+    from mcengine.standalone.roofline import roofline_summary
 
     s, fast = load_scenario("lite-h100", DEAR_POWER), load_scenario("lite-h100", (*DEAR_POWER, 'workload.plan_objective="throughput"'))
     median = quantile_inputs(s, 0.5)
@@ -234,7 +234,7 @@ def test_roofline_quantile_plan_and_chain_take_the_cost_objective_where_it_diffe
     served = [x for x in pairs + [evaluate(s, lay, median) for lay in layouts] + [evaluate_continuous(s, lay, median) for lay in layouts]
               if x.fits[0] and x.slo_met[0]]
     assert _value(e, k)[0] == max(float(_value(x, k)[0]) for x in served)
-    body, body_fast = roofline_study(s), roofline_study(fast)
+    body, body_fast = roofline_summary(s), roofline_summary(fast)
     assert body["plan"] == plan.describe() and body_fast["plan"] == other.describe()
     assert body["serving_modes"]["disaggregated"]["tokens_per_s_instance"] == body["tokens_per_s_instance"] == e.tokens_per_s_instance[0]
     # the chain at the median inputs (its weight from the simulated fab and reliability columns)

@@ -95,7 +95,7 @@ def test_the_analytic_reference_counts_module_swaps():
     interruption costing one module swap + restart: with zero restart each one-GPU instance
     alternates Exp(λ) up and s down, λ / (1 + λ s) interruptions an hour, which the
     lifetimes match."""
-    from mcengine.studies.reliability import analytic_reference
+    from mcengine.standalone.reliability import analytic_reference
 
     gpus, afr, years, swap = 64, 20.0, 2.0, 10.0
     s = modules_only(gpus, afr, years, 1000, 672.0, swap, 0.0)

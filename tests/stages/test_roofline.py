@@ -10,7 +10,7 @@ from mcengine.analytic.roofline import model as rm
 from mcengine.errors import InputError
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import roofline
-from mcengine.studies import roofline as study
+from mcengine.standalone import roofline as study
 from mcengine.validation.roofline import calibrated_scenario as calibrated
 
 
@@ -43,7 +43,7 @@ def test_throughput_per_trial_keeps_the_layout_and_is_chunk_independent():
     for key, values in cols.items():
         np.testing.assert_array_equal(values, np.concatenate([h[key] for h in halves]))
     # every trial at the median layout: a trial's numbers are those of that layout alone
-    best = study.roofline_study(s)["parallelism"]
+    best = study.roofline_summary(s)["parallelism"]
     layout = rm.Layout(best["tensor"], best["pipeline"])
     from mcengine.stages.roofline.layout import evaluate
 

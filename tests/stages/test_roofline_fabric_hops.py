@@ -6,7 +6,7 @@ import pytest
 
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import quantile_inputs
-from mcengine.stages._roofline_layout import rates_of
+from mcengine.stages.roofline.layout import rates_of
 
 BASE = ["workload.scale_out_hop_us=4", "econ.switch_latency_us=0.5"]
 

@@ -101,7 +101,7 @@ def test_a_class_without_its_lengths_exits_2_naming_the_key(cli):
 def test_a_sweep_of_a_share_is_the_run_with_that_share_set():
     """``workload.classes.code.share`` is a key like any other: each sweep point is the
     run with ``--set`` at that value (same seed, same trials, same numbers)."""
-    from mcengine.sensitivity.studies import sweep
+    from mcengine.sensitivity.methods import sweep
 
     base = SMALL + CHAT + CODE
     doc = sweep("h100", "workload.classes.code.share", ["0.05", "3"], outputs=("tokens_per_s", "cost_per_request_usd"), trials=16, seed=2, overrides=base)

@@ -14,7 +14,7 @@ from mcengine.stages import roofline
 from mcengine.stages.roofline.layout import rates_of
 from mcengine.stages.roofline.median_plan import choose_serving
 from mcengine.stages.roofline.serving import evaluate_disaggregated
-from mcengine.studies.roofline import roofline_study
+from mcengine.standalone.roofline import roofline_summary
 from mcengine.validation.roofline import CALIBRATED_SERVING
 from tests.conftest import FP8_FIT_EFFICIENCIES
 
@@ -32,7 +32,7 @@ def test_static_reproduces_the_numbers_before_serving_modes():
     # TPOT 47.010632317300015 ms, TTFT 184.9187411391766 ms; lite-h100 49.416283815095014
     for name, per_gpu, tpot in (("h100", 285.41505305485384, 47.010632317300015), ("lite-h100", 49.416283815095014, 49.98331758755644)):
         for overrides in (CALIBRATED_SERVING, (*CALIBRATED_SERVING, _mode("static"))):
-            body = roofline_study(load_scenario(name, (*overrides, *FP8_FIT_EFFICIENCIES)))
+            body = roofline_summary(load_scenario(name, (*overrides, *FP8_FIT_EFFICIENCIES)))
             assert body["serving"] == "static"
             assert body["tokens_per_s_per_gpu"] == per_gpu
             assert body["decode"]["tpot_ms"] == tpot
@@ -96,7 +96,7 @@ def test_disaggregated_split_matches_prompt_supply_to_decode_demand():
     t = evaluate_disaggregated(s, e.prefill_layout, e.layout, inputs, f)
     supply = f * t.prompts_per_s_prefill * o
     np.testing.assert_allclose(t.tokens_per_s_instance, np.minimum((1 - f) * t.decode_tokens_per_s, supply), rtol=1e-12)
-    body = roofline_study(s)
+    body = roofline_summary(s)
     row = body["serving_modes"]["disaggregated"]
     assert body["serving"] == "disaggregated" and row["chosen"]
     assert row["prefill_share"] == pytest.approx(f) and body["tokens_per_s_per_gpu"] == row["tokens_per_s_per_gpu"]
@@ -119,7 +119,7 @@ def test_infeasible_chunk():
     with pytest.raises(InputError) as err:
         roofline.throughput(load_scenario("h100", (_mode("continuous"), chunk, MEDIAN_PLAN)), quantile_inputs(load_scenario("h100"), 0.5))
     assert "workload.serving" in str(err.value) and "prefill_chunk_tokens = 7" in str(err.value)
-    body = roofline_study(load_scenario("h100", (_mode("auto"), chunk)))
+    body = roofline_summary(load_scenario("h100", (_mode("auto"), chunk)))
     assert body["serving"] != "continuous"
     row = body["serving_modes"]["continuous"]
     assert not row["feasible"] and not row["chosen"] and "workload.prefill_chunk_tokens = 7" in row["why"]
@@ -129,7 +129,7 @@ def test_infeasible_chunk():
 
 
 def test_auto_picks_the_mode_with_the_most_tokens_per_gpu():
-    body = roofline_study(load_scenario("h100", (_mode("auto"),)))
+    body = roofline_summary(load_scenario("h100", (_mode("auto"),)))
     rows = body["serving_modes"]
     best = max((n for n in sv.SERVING_MODES if rows[n]["feasible"] and rows[n]["slo_met"]), key=lambda n: rows[n]["tokens_per_s_per_gpu"])
     assert body["serving"] == best and rows[best]["chosen"]
@@ -154,7 +154,7 @@ def test_a_ttft_slo_moves_the_continuous_batch_down_a_sawtooth_instead_of_missin
     tau = sv.continuous_step(s.workload.model, e.layout, batches, 2048, 256, rates_of(s, median)).total_s
     met = batches[sv.continuous_ttft_s(tau, batches, 4, 256) * 1e3 <= 395.0]
     assert met.max() == 129
-    row = roofline_study(s)["serving_modes"]["continuous"]
+    row = roofline_summary(s)["serving_modes"]["continuous"]
     assert row["batch_binds"] == "ttft" and row["batch_limits"]["ttft"] == 129 and row["batch_limits"]["slo"] == 130
-    unbounded = roofline_study(load_scenario("h100", (*base, "workload.ttft_slo_ms='inf'")))["serving_modes"]["continuous"]
+    unbounded = roofline_summary(load_scenario("h100", (*base, "workload.ttft_slo_ms='inf'")))["serving_modes"]["continuous"]
     assert unbounded["batch_limits"]["ttft"] is None and unbounded["batch_binds"] == "slo"

@@ -13,7 +13,7 @@ from mcengine.scenario.sampling import TrialInputs, quantile_inputs
 from mcengine.stages import roofline
 from mcengine.stages.roofline.median_plan import choose_layout
 from mcengine.stages.roofline.layout import candidate_layouts
-from mcengine.studies import roofline as study
+from mcengine.standalone import roofline as study
 from mcengine.validation.roofline import CALIBRATION, KNOWN_MISSES, Anchor, calibrated_scenario as calibrated
 
 
@@ -52,8 +52,8 @@ def test_a_ring_fabric_allows_only_ring():
 
 
 def test_auto_algorithm_is_at_least_as_fast_as_ring_and_reported_per_phase():
-    ring = study.roofline_study(calibrated("lite-h100-2x"))
-    auto = study.roofline_study(calibrated("lite-h100-2x", ('workload.allreduce="auto"',)))
+    ring = study.roofline_summary(calibrated("lite-h100-2x"))
+    auto = study.roofline_summary(calibrated("lite-h100-2x", ('workload.allreduce="auto"',)))
     assert auto["tokens_per_s_per_gpu"] > ring["tokens_per_s_per_gpu"]
     assert ring["allreduce"] == {"prefill": "ring", "decode": "ring"}
     assert set(auto["allreduce"].values()) <= set(rm.SWITCHED_ALGORITHMS)
@@ -69,7 +69,7 @@ def test_attention_auto_searches_every_mode_and_keeps_the_better():
     best, evaluations = choose_layout(s)
     meeting = [e for e in evaluations if e.fits[0] and e.slo_met[0]]
     assert best.tokens_per_s_per_gpu[0] == max(e.tokens_per_s_per_gpu[0] for e in meeting)
-    body = study.roofline_study(s)
+    body = study.roofline_summary(s)
     labels = {r["attention"] for r in body["layouts"]}
     assert body["attention"] == best.layout.attention_label and {"tensor", "data", "grouped/4", "grouped/8"} <= labels
 
@@ -100,21 +100,21 @@ def test_a_trial_that_misses_the_ttft_slo_at_batch_one_delivers_no_tokens():
 
 
 def test_roofline_names_the_failed_ttft_limit():
-    body = study.roofline_study(calibrated("h100", ("workload.ttft_slo_ms=50",)))
+    body = study.roofline_summary(calibrated("h100", ("workload.ttft_slo_ms=50",)))
     (fail,) = body["slo_failed"]
     assert fail["limit"] == "ttft" and fail["slo_ms"] == 50.0 and fail["over_ms"] == pytest.approx(fail["ms"] - 50.0)
     assert body["tokens_per_s_per_gpu"] == 0.0 and body["ttft_slo_ms"] == 50.0 and body["tpot_slo_ms"] == 50.0
 
 
 def test_ttft_slo_caps_the_static_batch():
-    body = study.roofline_study(calibrated("h100", ("workload.ttft_slo_ms=2000",)))
+    body = study.roofline_summary(calibrated("h100", ("workload.ttft_slo_ms=2000",)))
     assert body["slo_failed"] == [] and body["prefill"]["ttft_batch_ms"] <= 2000.0
     assert body["decode"]["batch"] == body["batch_limits"]["ttft"] < body["batch_limits"]["slo"]
 
 
 def test_overlap_raises_throughput_when_communication_is_exposed():
-    base = study.roofline_study(calibrated("lite-h100"))
-    half = study.roofline_study(calibrated("lite-h100", ("workload.comm_overlap=0.5",)))
+    base = study.roofline_summary(calibrated("lite-h100"))
+    half = study.roofline_summary(calibrated("lite-h100", ("workload.comm_overlap=0.5",)))
     assert half["tokens_per_s_per_gpu"] > base["tokens_per_s_per_gpu"]
     t = half["terms"]["decode"]
     total = max(max(t["compute_ms"], t["memory_ms"]), 0.5 * t["comm_ms"]) + 0.5 * t["comm_ms"] + t["overhead_ms"]

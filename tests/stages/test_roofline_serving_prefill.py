@@ -13,7 +13,7 @@ from mcengine.scenario.cards import load_model_card
 from mcengine.scenario.sampling import quantile_inputs
 from mcengine.stages.roofline.layout import rates_of
 from mcengine.stages.roofline.median_plan import choose_serving
-from mcengine.studies.roofline import roofline_study
+from mcengine.standalone.roofline import roofline_summary
 from tests.conftest import FP8_FIT_EFFICIENCIES
 
 #: h100 disaggregated at tensor 8 x pipeline 1 for both kinds of instance (heads sharded,
@@ -61,7 +61,7 @@ def test_prefill_batch_is_the_token_budget_over_the_prompt():
     kv_s = latency_s + 64 * S * 327_680 / 8 / link_s
     assert float(e.kv_transfer_s[0]) == pytest.approx(kv_s, rel=1e-12)
     assert float(e.ttft_s[0]) == pytest.approx(pass_s(64) + kv_s, rel=1e-12)
-    row = roofline_study(s)["serving_modes"]["disaggregated"]
+    row = roofline_summary(s)["serving_modes"]["disaggregated"]
     assert row["prefill"] == {"tensor": 8, "pipeline": 1, "batch": 64}
 
 

@@ -147,11 +147,3 @@ def phase_times(compute, memory, comm, overhead, overlap=0.0) -> PhaseTimes:
     """The four terms as float arrays of one common (trial) shape, and the overlap share
     (read-only broadcast views: a term common to every trial is not copied per trial)."""
     return PhaseTimes(*np.broadcast_arrays(*(np.asarray(x, float) for x in (compute, memory, comm, overhead, overlap))))
-
-
-def instance_tokens_per_s(m: ModelCard, layout: Layout, batch, prompt_tokens: int, output_tokens: int, r: Rates) -> np.ndarray:
-    """Output tokens/s of one instance serving batches of ``B`` requests back to back:
-    ``B O / (prefill(B) + O TPOT(B))`` with TPOT at ``T̄ = S + O/2``."""
-    context = mean_context(prompt_tokens, output_tokens)
-    cycle = prefill(m, layout, batch, prompt_tokens, r).total_s + output_tokens * decode_step(m, layout, batch, context, r).total_s
-    return np.asarray(batch, float) * output_tokens / cycle

@@ -2,7 +2,7 @@
 
 Two entry points (docs/model.md#fab; docs/interface.md#json-summaries):
 
-* :func:`yield_study` (``mcengine yield --wafers N``): N independent wafers, wafer ``w``
+* :func:`yield_summary` (``mcengine yield --wafers N``): N independent wafers, wafer ``w``
   with the scenario's uncertain inputs drawn as trial ``w`` (``draw_inputs``), summarised
   over wafers and set beside the closed forms at the median inputs;
 * :func:`production_runs` (the chained run): trial ``t`` is one production run that makes

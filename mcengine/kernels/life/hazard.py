@@ -14,15 +14,8 @@ import math
 import numpy as np
 
 from mcengine.jit import kernel
+from mcengine.kernels.life.indices import WB_SCALE, WB_SHAPE
 from mcengine.rng import uniform
-
-__all__ = ["WB_SHAPE", "WB_SCALE", "hazard", "thinned", "unit_life", "gpu_wear_hazard", "wear_group", "module_life",
-           "past_uniform", "life_within"]
-
-# ---- Weibull groups of a GPU: wb[g, :] = (shape, scale hours)
-WB_SHAPE = 0
-WB_SCALE = 1
-
 
 @kernel
 def hazard(shape, scale, age):

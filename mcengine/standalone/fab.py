@@ -21,7 +21,7 @@ from ..scenario.sections.econ import PACKAGE_PARTS
 from ..stages.econ import markup_scope, price_parts
 from ..stages.fab import PART_COLUMN, FabModel, attempt_cost_usd, cost_inputs, expected_harvest_yield, expected_package_costs, fab_model, simulate_wafer_block
 
-#: Wafers per kernel call in a yield study (bounds the per-call arrays).
+#: Wafers per kernel call in a yield summary (bounds the per-call arrays).
 CHUNK_WAFERS = 1 << 16
 
 
@@ -92,7 +92,7 @@ def _price_breakdown(scenario, parts: dict | None) -> dict | None:
     return {k: float(v) for k, v in priced.items()}
 
 
-def yield_study(scenario, wafers: int, seed: int) -> dict:
+def yield_summary(scenario, wafers: int, seed: int) -> dict:
     """Body of ``mcengine yield``: ``wafers`` wafers at the scenario's inputs.
 
     Wafer ``w`` draws the scenario's uncertain inputs as trial ``w`` of

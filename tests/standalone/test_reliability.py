@@ -11,7 +11,7 @@ from mcengine.analytic import reliability as ar
 from mcengine.errors import InputError
 from mcengine.summaries import BLOCK_TRIALS
 from mcengine.scenario import load_scenario
-from mcengine.studies import reliability as study
+from mcengine.standalone import reliability as study
 from mcengine.validation.reliability import (
     toy_scenario,
 )
@@ -24,7 +24,7 @@ H = HOURS_PER_YEAR
 def test_lifetime_study_body():
     s = toy_scenario(instances=8, instance_gpus=4, gpus_per_host=4, spare_gpus=4, afr=2.0, transient_afr=3.0,
                      repair_hours=48.0, swap_hours=1.0, restart_hours=0.25)
-    body = study.lifetime_study(s, 300, 2)
+    body = study.lifetime_summary(s, 300, 2)
     for key in ("instance_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
                 "stockout_hours", "repairs_per_year", "max_failed_gpus"):
         assert set(body[key]) == {"mean", "std", "sem", "p01", "p05", "p50", "p95", "p99", "min", "max"}
@@ -40,7 +40,7 @@ def test_lifetime_study_body():
 
 def test_study_quantiles_of_availability_are_exact_to_the_sketch_near_one():
     s = load_scenario("lite-h100")
-    body = study.lifetime_study(s, 200, 0)
+    body = study.lifetime_summary(s, 200, 0)
     values = run(s, 200, seed=0)["instance_availability"]
     for key, q in (("p05", 0.05), ("p50", 0.5), ("p95", 0.95)):
         assert abs(body["instance_availability"][key] - np.quantile(values, q)) < 2e-3 * (1 - values.min())
@@ -49,7 +49,7 @@ def test_study_quantiles_of_availability_are_exact_to_the_sketch_near_one():
 @pytest.mark.parametrize("lifetimes", [0, -3, 1.5, True, "10"])
 def test_bad_lifetime_count_is_an_input_error(lifetimes):
     with pytest.raises(InputError) as err:
-        study.lifetime_study(toy_scenario(instances=1), lifetimes, 0)
+        study.lifetime_summary(toy_scenario(instances=1), lifetimes, 0)
     assert err.value.problems[0].key == "--lifetimes"
     assert "positive integer" in err.value.problems[0].allowed
 
@@ -57,14 +57,14 @@ def test_bad_lifetime_count_is_an_input_error(lifetimes):
 @pytest.mark.parametrize("seed", [-1, 2**64, 1.0])
 def test_bad_seed_is_an_input_error(seed):
     with pytest.raises(InputError):
-        study.lifetime_study(toy_scenario(instances=1), 2, seed)
+        study.lifetime_summary(toy_scenario(instances=1), 2, seed)
 
 
 def test_study_identical_at_1_and_2_threads_and_any_chunking(monkeypatch):
     s = toy_scenario(instances=4, instance_gpus=2, gpus_per_host=4, spare_gpus=2, afr=3.0, transient_afr=2.0,
                      weibull_shape=1.7, host_afr=1.0, repair_hours={"law": "exponential", "mean": 200}, repair_crews=1,
                      swap_hours=1.0, restart_hours=0.5)
-    one = with_threads(1, lambda: study.lifetime_study(s, 2100, 5))
+    one = with_threads(1, lambda: study.lifetime_summary(s, 2100, 5))
     calls = []
     simulate = study.lifetimes_of
 
@@ -74,7 +74,7 @@ def test_study_identical_at_1_and_2_threads_and_any_chunking(monkeypatch):
 
     monkeypatch.setattr(study, "lifetimes_of", recording)
     monkeypatch.setattr(study, "CHUNK_LIFETIMES", BLOCK_TRIALS)
-    two = with_threads(2, lambda: study.lifetime_study(s, 2100, 5))
+    two = with_threads(2, lambda: study.lifetime_summary(s, 2100, 5))
     assert one == two
     assert calls == [1024, 1024, 52]  # memory per call bounded by the chunk, whatever the sample
 

@@ -31,9 +31,6 @@ import numpy as np
 
 from mcengine.jit import kernel
 
-__all__ = ["heap_set", "heap_remove", "times_push", "times_pop", "times_heapify"]
-
-
 @kernel
 def _sift_up(keys, ids, pos, j):
     """Move entry ``j`` towards the root until its parent is not later."""

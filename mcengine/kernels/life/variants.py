@@ -10,18 +10,10 @@ of the live list ``vids[:nv]`` (to be simulated alone afterwards), returning the
 from __future__ import annotations
 
 from mcengine.jit import kernel
-from mcengine.kernels._life_hazard import gpu_wear_hazard, hazard
 from mcengine.kernels.law_codes import LAW_FIXED
 from mcengine.kernels.laws import CUM_WEIGHT, KIND
-
-__all__ = ["N_LAWS", "LAW_REPAIR", "LAW_SWAP", "LAW_RESTART", "leave", "part_on_liveness", "part_at_install",
-           "part_on_wear", "first_module_due", "module_fails_now", "part_on_module", "restocks_in", "part_on_restocks",
-           "fixed_law", "draw_free", "same_table", "part_on_laws"]
-
-# ---- the law stack of a trial: laws[v * N_LAWS + w] for these w
-LAW_REPAIR, LAW_SWAP, LAW_RESTART = 0, 1, 2
-N_LAWS = 3
-
+from mcengine.kernels.life.hazard import gpu_wear_hazard, hazard
+from mcengine.kernels.life.indices import LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS
 
 @kernel
 def leave(vids, nv, k):

@@ -7,7 +7,7 @@ import pytest
 
 from mcengine.analytic.roofline import weights as rw
 from mcengine.errors import InputError
-from mcengine.studies import roofline as study
+from mcengine.standalone import roofline as study
 from mcengine.validation.roofline import calibrated_scenario as calibrated
 
 
@@ -43,7 +43,7 @@ def test_auto_layout_is_the_best_per_gpu_under_the_slo(h100_body):
 
 
 def test_memory_limited_batch_at_tp8():
-    b = study.roofline_study(calibrated("h100", TP8))
+    b = study.roofline_summary(calibrated("h100", TP8))
     # (0.9 x 80 GB - 2 x 70.5537 B / 8) / (2,304 tokens x 40,960 B) = 576.04
     weights = 2 * rw.params_total(calibrated("h100").workload.model) / 8
     assert b["weights_gb_per_gpu"] == pytest.approx(weights / 1e9)
@@ -54,15 +54,15 @@ def test_memory_limited_batch_at_tp8():
 
 
 def test_slo_limited_batch():
-    b = study.roofline_study(calibrated("h100", (*TP8, "workload.tpot_slo_ms=20")))
+    b = study.roofline_summary(calibrated("h100", (*TP8, "workload.tpot_slo_ms=20")))
     assert b["decode"]["batch"] == b["batch_limits"]["slo"] < b["batch_limits"]["memory"]
     assert b["decode"]["tpot_ms"] <= 20.0
-    worse = study.roofline_study(calibrated("h100", (*TP8, f"workload.batch={b['decode']['batch'] + 1}")))
+    worse = study.roofline_summary(calibrated("h100", (*TP8, f"workload.batch={b['decode']['batch'] + 1}")))
     assert worse["decode"]["tpot_ms"] > 20.0
 
 
 def test_unreachable_slo_delivers_no_tokens_and_names_the_limit():
-    b = study.roofline_study(calibrated("h100", (*TP8, "workload.tpot_slo_ms=1")))
+    b = study.roofline_summary(calibrated("h100", (*TP8, "workload.tpot_slo_ms=1")))
     assert b["batch_limits"]["slo"] == 0 and b["decode"]["batch"] == 1 and not b["slo_met"]
     assert b["tokens_per_s_per_gpu"] == 0.0 and b["tokens_per_s_instance"] == 0.0
     (fail,) = b["slo_failed"]
@@ -72,14 +72,14 @@ def test_unreachable_slo_delivers_no_tokens_and_names_the_limit():
 
 def test_integer_batch_that_does_not_fit_names_the_max():
     with pytest.raises(InputError) as err:
-        study.roofline_study(calibrated("h100", (*TP8, "workload.batch=600")))
+        study.roofline_summary(calibrated("h100", (*TP8, "workload.batch=600")))
     (problem,) = err.value.problems
     assert problem.key == "workload.batch" and problem.value == 600 and "at most 576" in problem.allowed
 
 
 def test_model_that_does_not_fit_names_model_and_hbm():
     with pytest.raises(InputError) as err:
-        study.roofline_study(calibrated("h100", ("workload.model='llama-3.1-405b'",)))
+        study.roofline_summary(calibrated("h100", ("workload.model='llama-3.1-405b'",)))
     (problem,) = err.value.problems
     assert problem.key == "workload.model" and "gpu.hbm_gb" in problem.allowed and "8x1" in problem.allowed
 
@@ -87,13 +87,13 @@ def test_model_that_does_not_fit_names_model_and_hbm():
 def test_unshardable_tensor_degree_is_an_input_error():
     s = calibrated("h100", ("workload.model={layers=4, hidden=96, heads=12, kv_heads=4, head_dim=8, ffn=256, vocab=100}", *TP8))
     with pytest.raises(InputError) as err:
-        study.roofline_study(s)
+        study.roofline_summary(s)
     assert err.value.problems[0].key == "workload.tensor_parallel"
 
 
 def test_moe_expert_parallel_replaces_the_mlp_all_reduce():
-    tp = study.roofline_study(calibrated("h100", ("workload.model='mixtral-8x7b'", *TP8, "workload.batch=64")))
-    ep = study.roofline_study(calibrated("h100", ("workload.model='mixtral-8x7b'", *TP8, "workload.batch=64", "workload.expert_parallel=true")))
+    tp = study.roofline_summary(calibrated("h100", ("workload.model='mixtral-8x7b'", *TP8, "workload.batch=64")))
+    ep = study.roofline_summary(calibrated("h100", ("workload.model='mixtral-8x7b'", *TP8, "workload.batch=64", "workload.expert_parallel=true")))
     assert ep["parallelism"]["expert_parallel"] and not tp["parallelism"]["expert_parallel"]
     assert ep["terms"]["decode"]["memory_ms"] == pytest.approx(tp["terms"]["decode"]["memory_ms"])
     # small decode messages: one more collective start per layer makes EP dearer (latency);
@@ -108,9 +108,9 @@ def test_moe_expert_parallel_replaces_the_mlp_all_reduce():
 def test_lite_gpu_loses_per_h100_equivalent_and_more_link_bandwidth_helps():
     """The Lite-GPU finding at the median inputs (Llama-3-70B bf16, 2,048/256, 50 ms SLO, the bf16
     efficiency table: the FP8-fit efficiencies gave 285.4 / 197.7 / 224.2 at TP4 x PP2 on the H100)."""
-    h100 = study.roofline_study(calibrated("h100"))
-    lite = study.roofline_study(calibrated("lite-h100"))
-    lite2x = study.roofline_study(calibrated("lite-h100", ("gpu.link_gbps=225",)))
+    h100 = study.roofline_summary(calibrated("h100"))
+    lite = study.roofline_summary(calibrated("lite-h100"))
+    lite2x = study.roofline_summary(calibrated("lite-h100", ("gpu.link_gbps=225",)))
     per_h100 = [b["tokens_per_s_per_h100_equivalent"] for b in (h100, lite, lite2x)]
     assert per_h100 == pytest.approx([376.3, 283.8, 332.4], abs=0.1)
     assert [(b["parallelism"]["tensor"], b["parallelism"]["pipeline"]) for b in (h100, lite, lite2x)] == [(2, 4), (8, 4), (8, 4)]

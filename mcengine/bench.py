@@ -3,7 +3,7 @@
 Measured per shipped scenario (and the case study for the chain), with a warm-up call
 first so that numba's compile or cache load is reported apart (``warmup_and_compile_s``):
 
-* ``fab``: wafers/s of the yield study (:func:`mcengine.studies.fab.yield_study`);
+* ``fab``: wafers/s of the yield stage alone (:func:`mcengine.standalone.fab.yield_summary`);
 * ``reliability``: cluster lifetimes/s of the reliability stage;
 * ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
   chunked runner with streaming summaries) at 1 thread and at every thread, the
@@ -35,7 +35,7 @@ from .scenario.load import load_study
 from .scenario.sampling import draw_inputs
 from .stages import econ, fab as fab_stage, roofline
 from .stages.reliability import lifetimes
-from .studies.fab import yield_study
+from .standalone.fab import yield_summary
 
 #: Timed runs per case and thread count (the best counts).
 REPEATS = 5
@@ -69,16 +69,16 @@ def _best_rates(cases: dict[str, Callable[[], int]], repeats: int) -> dict[str, 
 
 
 def fab(quick: bool = False) -> dict:
-    """Wafers/s of the yield study of each shipped design."""
+    """Wafers/s of the yield stage alone for each shipped design."""
     wafers = 2048 if quick else 32_768
     scenarios = {name: load_scenario(name) for name in SHIPPED[:2]}
     t0 = time.perf_counter()
     for s in scenarios.values():
-        yield_study(s, 64, SEED)
+        yield_summary(s, 64, SEED)
     compile_s = time.perf_counter() - t0
 
     def case(scenario) -> int:
-        yield_study(scenario, wafers, SEED)
+        yield_summary(scenario, wafers, SEED)
         return wafers
 
     cases = {name: (lambda s=s: case(s)) for name, s in scenarios.items()}

@@ -1,4 +1,5 @@
-"""Closed-form Sobol' indices of standard test functions (tests and ``mcengine validate``).
+"""Known answers: closed-form Sobol' indices of standard test functions (tests and
+``mcengine validate`` check the estimators against them).
 
 * **Ishigami** (Ishigami & Homma 1990), ``x_i ~ U(-pi, pi)``:
   ``Y = sin x1 + a sin^2 x2 + b x3^4 sin x1``. With ``V1 = (1 + b pi^4 / 5)^2 / 2``,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mcengine.sensitivity import studies as sensitivity
+from mcengine.sensitivity import methods as sensitivity
 from mcengine.report import sensitivity as report_sensitivity
 from mcengine.errors import InputError
 from mcengine.pipeline import run_block

@@ -15,15 +15,18 @@ from collections import namedtuple
 import numpy as np
 
 from mcengine.jit import inline_kernel, kernel
-from mcengine.kernels._heap import heap_set, times_heapify, times_pop, times_push
-from mcengine.kernels._life_variants import LAW_RESTART, N_LAWS
 from mcengine.kernels.laws import sample_law
+from mcengine.kernels.life.heap import heap_set, times_heapify, times_pop, times_push
+from mcengine.kernels.life.indices import (
+    DOWN, DOWN_SINCE, EV_HOST_REPAIR, EV_REPAIR, HOST_FAULT, LAW_RESTART, NIC_FAIL, N_BY_CLASS, N_CAT, N_INST_F,
+    N_INST_I, N_LAWS, N_VAR_I, PENDING, READY_AT, RS_FROM, RS_SEEN, UP_AT, V_EVENTS, V_INTERRUPTIONS,
+)
 from mcengine.rng import STREAM_WORDS
 
-#: The cluster's structure (ints, the same for every lifetime of a call; :func:`_config`):
+#: The cluster's structure (ints, the same for every lifetime of a call; :func:`cluster_config`):
 #: active GPU positions, GPUs per instance, GPUs per host, whether the unit is a host,
 #: active hosts, instances, slots, pool units at t = 0, repairs at once (at most the
-#: units), GPUs per unit, per-unit clock ids (:func:`_config`), whether an instance
+#: units), GPUs per unit, per-unit clock ids (:func:`cluster_config`), whether an instance
 #: short of GPUs reshards (``cluster.on_failure = "reshard"``), whether a GPU has a
 #: field-replaceable module, and the first module clock id; whether a host failure
 #: takes its host out as a unit (``reliability.host_failure = "host"``), the host pool at
@@ -35,23 +38,23 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
                                  "modules", "m0", "host_units", "spare_hosts", "gpus_per_nic", "h0", "n0", "nics",
                                  "spare_modules"])
 
-#: A block's workspace (:func:`_workspace`), reused by its lifetimes; each lifetime
+#: A block's workspace (:func:`new_workspace`), reused by its lifetimes; each lifetime
 #: overwrites what it reads (``hpos`` is all -1 between lifetimes).
 #:
 #: * ``occ_g``, ``occ_h`` int64[2, A], [2, H]: the listed (filled) GPU positions and hosts,
 #:   ``occ[0, :n]`` the list, ``occ[1, x]`` the index of ``x`` in it (-1: not listed);
 #: * ``at_g``, ``at_h`` float64[V, A], [V, H]: install time of each position's / host's
 #:   unit, per variant (in the future while its swap lasts);
-#: * ``inst_i`` int64[V, 2, I] (``_DOWN``, ``_PENDING``), ``inst_f`` float64[V, 3, I]
-#:   (``_DOWN_SINCE``, ``_READY_AT``, ``_UP_AT``): instance state per variant;
+#: * ``inst_i`` int64[V, 2, I] (``DOWN``, ``PENDING``), ``inst_f`` float64[V, 3, I]
+#:   (``DOWN_SINCE``, ``READY_AT``, ``UP_AT``): instance state per variant;
 #: * ``wait_i`` int64[I], ``wait_f`` float64[I]: slots of an instance out of stock, and since when;
-#: * ``var_i`` int64[2, V] (``_V_INTERRUPTIONS``, ``_V_EVENTS``), ``var_f`` float64[V]
+#: * ``var_i`` int64[2, V] (``V_INTERRUPTIONS``, ``V_EVENTS``), ``var_f`` float64[V]
 #:   (downtime hours): the counts that differ between variants;
 #: * ``wq`` int64[slots]: the FIFO ring of slots out of stock;
-#: * ``hkeys``, ``hids``, ``hpos``: the indexed heap of per-unit clocks (:mod:`._heap`);
+#: * ``hkeys``, ``hids``, ``hpos``: the indexed heap of per-unit clocks (:mod:`.heap`);
 #: * ``rq`` float64[crews + 1]: pending repair completion times: an unordered list while
 #:   at most :data:`RQ_HEAP_ABOVE` are pending, else a min-heap (state ``rq_heap``;
-#:   :func:`~mcengine.kernels._heap.times_push`, ``rq[0]`` the earliest);
+#:   :func:`~mcengine.kernels.life.heap.times_push`, ``rq[0]`` the earliest);
 #: * ``batch`` int64[gph]: the slots failing at one instant; ``hit`` int64[gph]: the
 #:   instances they hit (fast path); ``assign`` int64[slots + gph]: the slots assigned a
 #:   unit at one instant, ``2 * slot + (1 if it was out of stock)``;
@@ -63,10 +66,10 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #: * ``st`` uint64[STREAM_WORDS]: the lifetime's random stream;
 #: * ``state``: one record of :data:`STATE`;
 #: * ``clock_group`` int64[A]: the Weibull group whose per-unit clock a position's timer is;
-#: * ``by_class`` int64[_N_BY_CLASS + K]: events by class (``_K_*``, then one per Weibull group);
+#: * ``by_class`` int64[N_BY_CLASS + K]: events by class (``K_*``, then one per Weibull group);
 #: * ``capacity`` float64[instance_gpus + 1]: reshard, the share of full throughput an
 #:   instance serves with ``k`` GPUs lost (shared, read only);
-#: * ``rs_k`` int64[I], ``rs_f`` float64[2, I]: reshard state (:func:`_reshard`);
+#: * ``rs_k`` int64[I], ``rs_f`` float64[2, I]: reshard state (:func:`reshard_step`);
 #: * host units (``reliability.host_failure = "host"``): ``hrq`` float64[H + spare hosts + 1]
 #:   the pending host repair completions (an unordered list), ``hwq`` int64[H] the FIFO ring of
 #:   failed hosts waiting for a host, ``hwait_i`` int64[I], ``hwait_f`` float64[I]: hosts an
@@ -79,14 +82,14 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   ``m_so`` float64[V]: instance-hours waiting for a module;
 #: * modules: ``m_life`` float64[A] the life of the module whose clock a position's timer
 #:   is, from its start in each variant, ``m_t0`` float64[V, A] (its clock armed at the
-#:   earliest, :func:`~mcengine.kernels._life_variants.first_module_due`); ``m_due``
+#:   earliest, :func:`~mcengine.kernels.life.variants.first_module_due`); ``m_due``
 #:   float64[V]: the failure time, per variant, of the module failing now;
-#: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life._lose`);
+#: * reshard: ``lost_by`` int64[A] the reasons each GPU position is out of service (:func:`~mcengine.kernels.life.units.lose`);
 #: * ``u_past`` float64[2, K]: per Weibull group, the uniform below which a life is past
-#:   the horizon however late it starts (:func:`~mcengine.kernels._life_hazard.past_uniform`
-#:   at the horizon): row ``_PAST_GPU`` a GPU's groups, ``_PAST_MODULE`` a module's;
-#: * ``weights`` float64[_N_CAT]: the superposed rate of each category over the listed
-#:   units (:func:`_weigh`, the terms of the state's ``lam``).
+#:   the horizon however late it starts (:func:`~mcengine.kernels.life.hazard.past_uniform`
+#:   at the horizon): row ``PAST_GPU`` a GPU's groups, ``PAST_MODULE`` a module's;
+#: * ``weights`` float64[N_CAT]: the superposed rate of each category over the listed
+#:   units (:func:`weigh`, the terms of the state's ``lam``).
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
@@ -121,42 +124,18 @@ STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min",
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
 #: module groups (``mwb``, ``n_mwb`` used), the re-layout and module swap hours
-#: (:func:`_simulate_one`), the host swap and NIC swap hours, the module restock lead time.
+#: (:func:`simulate_one`), the host swap and NIC swap hours, the module restock lead time.
 Lifetime = namedtuple("Lifetime", ["horizon", "host_shape", "host_scale", "lead", "swaps_fixed", "clocked_g",
                                    "clocked_h", "clocked", "crews_free", "fast_paths", "reshard", "modular",
                                    "mwb", "n_mwb", "relayout_hours", "module_swap_hours", "host_swap_hours",
                                    "nic_swap_hours", "module_restock_hours"])
-
-# ---- per-instance state of a variant: inst_i[v, row, i] and inst_f[v, row, i]
-_DOWN, _PENDING = 0, 1
-_N_INST_I = 2
-_DOWN_SINCE, _READY_AT, _UP_AT = 0, 1, 2
-_N_INST_F = 3
-# ---- counts of a variant: var_i[row, v] (its downtime hours: var_f[v])
-_V_INTERRUPTIONS, _V_EVENTS = 0, 1
-_N_VAR_I = 2
-# ---- reshard state of an instance (cluster.on_failure = "reshard", one variant): rs_k[i]
-# GPUs without an installed unit; rs_f[_RS_SEEN, i] served time counted up to there,
-# rs_f[_RS_FROM, i] when its current smaller layout starts serving
-_RS_SEEN, _RS_FROM = 0, 1
-# ---- superposed categories: rates[c] per listed position (c < 3) or host (3 <= c < 6); the
-# NICs' (c >= 6: permanent failures, transient faults) for all NICs at once (always in place)
-_GPU_FAULT, _GPU_EXP, _GPU_WEAR, _HOST_FAULT, _HOST_EXP, _HOST_WEAR, _NIC_FAIL, _NIC_FAULT = range(8)
-_N_CAT = 8
-# ---- events by class: by_class[k] (then _K_WEAR + g per GPU Weibull group g)
-_K_GPU_FAULT, _K_GPU_EXP, _K_HOST_FAULT, _K_HOST_FAIL, _K_NIC_FAIL, _K_NIC_FAULT, _K_WEAR = range(7)
-_N_BY_CLASS = 6
-# ---- rows of u_past: a GPU's Weibull groups, a module's
-_PAST_GPU, _PAST_MODULE = 0, 1
-# ---- what the next event is (_next_event)
-_EV_SUPERPOSED, _EV_CLOCK, _EV_REPAIR, _EV_HORIZON, _EV_HOST_REPAIR = range(5)
 
 
 # --------------------------------------------------------------------------- small helpers
 
 
 @kernel
-def _positions(x, host_mode, gph, n_pos):
+def slot_positions(x, host_mode, gph, n_pos):
     """GPU positions ``first .. end - 1`` of slot ``x`` (a host's in host mode, else one)."""
     if host_mode:
         return x * gph, min(x * gph + gph, n_pos)
@@ -164,20 +143,20 @@ def _positions(x, host_mode, gph, n_pos):
 
 
 @kernel
-def _weigh(weights, rates, n_g, n_h):
+def weigh(weights, rates, n_g, n_h):
     """Each superposed category's rate over the listed units into ``weights`` (``rates[c]``
     times ``n_g`` listed GPU positions for c < 3, ``n_h`` listed hosts for 3 <= c < 6; the
     NICs' totals as they are, always in place), kept while the lists stay; returns their
     sum in category order, the superposed total rate."""
     lam = 0.0
-    for c in range(_N_CAT):
-        weights[c] = (n_g if c < _HOST_FAULT else n_h if c < _NIC_FAIL else 1) * rates[c]
+    for c in range(N_CAT):
+        weights[c] = (n_g if c < HOST_FAULT else n_h if c < NIC_FAIL else 1) * rates[c]
         lam += weights[c]
     return lam
 
 
 @kernel
-def _arm(hkeys, hids, hpos, hn, ident, when, horizon):
+def arm(hkeys, hids, hpos, hn, ident, when, horizon):
     """Arm per-unit clock ``ident`` at ``when``; a clock past the horizon never fires: left out."""
     if when <= horizon:
         hn = heap_set(hkeys, hids, hpos, hn, ident, when)
@@ -185,7 +164,7 @@ def _arm(hkeys, hids, hpos, hn, ident, when, horizon):
 
 
 @kernel
-def _list_add(occ, n, x):
+def list_add(occ, n, x):
     """Append ``x`` to the list ``occ[0, :n]`` (``occ[1, x]`` = its index)."""
     occ[0, n] = x
     occ[1, x] = n
@@ -193,7 +172,7 @@ def _list_add(occ, n, x):
 
 
 @kernel
-def _list_remove(occ, n, x):
+def list_remove(occ, n, x):
     """Swap-remove ``x`` from the list ``occ[0, :n]``; ``occ[1, x] = -1``."""
     j = occ[1, x]
     last = occ[0, n - 1]
@@ -204,43 +183,43 @@ def _list_remove(occ, n, x):
 
 
 @inline_kernel
-def _settle(ws, laws, v, i, t):
+def settle(ws, laws, v, i, t):
     """Settle instance ``i`` of variant ``v`` at ``t``: the restart that began at its
-    ``_READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
+    ``READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
     its downtime counted."""
     inst_i, inst_f = ws.inst_i, ws.inst_f
-    if inst_i[v, _DOWN, i] == 1 and ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t:
-        if inst_i[v, _PENDING, i] == 1:
-            inst_f[v, _UP_AT, i] = inst_f[v, _READY_AT, i] + sample_law(ws.st, laws, v * N_LAWS + LAW_RESTART)
-            inst_i[v, _PENDING, i] = 0
-        if inst_f[v, _UP_AT, i] <= t:
-            inst_i[v, _DOWN, i] = 0
-            ws.var_f[v] += inst_f[v, _UP_AT, i] - inst_f[v, _DOWN_SINCE, i]
-            ws.var_i[_V_EVENTS, v] += 1  # the restart completed
+    if inst_i[v, DOWN, i] == 1 and ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, READY_AT, i] <= t:
+        if inst_i[v, PENDING, i] == 1:
+            inst_f[v, UP_AT, i] = inst_f[v, READY_AT, i] + sample_law(ws.st, laws, v * N_LAWS + LAW_RESTART)
+            inst_i[v, PENDING, i] = 0
+        if inst_f[v, UP_AT, i] <= t:
+            inst_i[v, DOWN, i] = 0
+            ws.var_f[v] += inst_f[v, UP_AT, i] - inst_f[v, DOWN_SINCE, i]
+            ws.var_i[V_EVENTS, v] += 1  # the restart completed
 
 
 @inline_kernel
-def _interrupt(ws, v, i, t, fault):
+def interrupt(ws, v, i, t, fault):
     """Instance ``i`` of variant ``v`` (settled) is hit at ``t``: an up instance goes
     down; a fault (``fault``) also restarts it from ``t``, unless it waits for a unit (a
     GPU or a host) or a swap (it then restarts after the swap)."""
     inst_i, inst_f = ws.inst_i, ws.inst_f
-    up = inst_i[v, _DOWN, i] == 0
+    up = inst_i[v, DOWN, i] == 0
     if up:
-        inst_i[v, _DOWN, i] = 1
-        inst_f[v, _DOWN_SINCE, i] = t
-        ws.var_i[_V_INTERRUPTIONS, v] += 1
-    if fault and (up or (ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, _READY_AT, i] <= t)):
-        inst_f[v, _READY_AT, i] = t
-        inst_i[v, _PENDING, i] = 1
+        inst_i[v, DOWN, i] = 1
+        inst_f[v, DOWN_SINCE, i] = t
+        ws.var_i[V_INTERRUPTIONS, v] += 1
+    if fault and (up or (ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, READY_AT, i] <= t)):
+        inst_f[v, READY_AT, i] = t
+        inst_i[v, PENDING, i] = 1
 
 
 @inline_kernel
-def _install(ws, v, i, t_in):
+def install(ws, v, i, t_in):
     """A unit of instance ``i`` of variant ``v`` is installed at ``t_in``: its restart
     waits for the last such install."""
-    ws.inst_f[v, _READY_AT, i] = max(ws.inst_f[v, _READY_AT, i], t_in)
-    ws.inst_i[v, _PENDING, i] = 1
+    ws.inst_f[v, READY_AT, i] = max(ws.inst_f[v, READY_AT, i], t_in)
+    ws.inst_i[v, PENDING, i] = 1
 
 
 #: Pending repairs are an unordered list up to this many (a scan of a few is cheaper than a
@@ -253,7 +232,7 @@ RQ_LIST_AT_MOST = 16
 
 
 @inline_kernel
-def _push_repair(rq, s, when):
+def push_repair(rq, s, when):
     """Add the repair completing at ``when`` to ``rq`` (a list, or the heap above
     :data:`RQ_HEAP_ABOVE` pending, heapified once when it gets there)."""
     if s.rq_heap:
@@ -290,7 +269,7 @@ def _take_due(rq, rn, heap, t):
 
 
 @inline_kernel
-def _return_due(ws, s, t):
+def return_due(ws, s, t):
     """The units of the repairs due by ``t`` are back in the pool, their crews free
     (while nothing waits: no completion draws or refills)."""
     rn, done, s.rq_min = _take_due(ws.rq, s.rn, s.rq_heap, t)
@@ -304,12 +283,12 @@ def _return_due(ws, s, t):
 
 
 @inline_kernel
-def _reshard(ws, i, t, lost, relayout_hours):
+def reshard_step(ws, i, t, lost, relayout_hours):
     """Reshard bookkeeping of instance ``i`` at ``t`` (``cluster.on_failure = "reshard"``,
     docs/model.md#reshard); returns the capacity-hours it served since it was last seen.
 
     While ``rs_k[i] = k > 0`` of its GPUs have no installed unit, the instance serves
-    ``capacity[k]`` of its full throughput from ``rs_f[_RS_FROM, i]`` on. ``lost`` GPUs
+    ``capacity[k]`` of its full throughput from ``rs_f[RS_FROM, i]`` on. ``lost`` GPUs
     leave (> 0: a failure) or come back (< 0: a swap ends); every change, and a fault
     (``lost = 0``) while it is short, costs a re-layout: no output for ``relayout_hours``.
     """
@@ -317,19 +296,19 @@ def _reshard(ws, i, t, lost, relayout_hours):
     served = 0.0
     k = rs_k[i]
     if k > 0:
-        start = max(rs_f[_RS_SEEN, i], rs_f[_RS_FROM, i])
+        start = max(rs_f[RS_SEEN, i], rs_f[RS_FROM, i])
         if t > start:
             served = ws.capacity[k] * (t - start)
-        rs_f[_RS_FROM, i] = t + relayout_hours
-    rs_f[_RS_SEEN, i] = t
+        rs_f[RS_FROM, i] = t + relayout_hours
+    rs_f[RS_SEEN, i] = t
     rs_k[i] = k + lost
     if k == 0 and lost > 0:
-        rs_f[_RS_FROM, i] = t + relayout_hours
+        rs_f[RS_FROM, i] = t + relayout_hours
     return served
 
 
 @kernel
-def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False,
+def cluster_config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False,
             host_units=False, spare_hosts=0, gpus_per_nic=1, nic_swaps=False, spare_modules=-1):
     """The cluster's structure (:data:`Cluster`). Per-unit clock ids: ``[0, A)`` GPU
     positions, then one per active host, then (reshard) one per slot for the end of its
@@ -353,7 +332,7 @@ def _config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, c
 
 
 @kernel
-def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
+def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity):
     """A fresh :data:`Workspace` for ``n_var`` variants, ``n_groups`` Weibull groups of a
     GPU and ``n_past`` of a GPU or a module (the larger)."""
     a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
@@ -367,16 +346,29 @@ def _workspace(c, n_var, n_groups, n_past, inst_of, capacity):
     n_mlife = a if c.modules else 1
     return Workspace(
         np.empty((2, a), np.int64), np.empty((2, h), np.int64), np.empty((n_var, a)), np.empty((n_var, h)),
-        np.empty((n_var, _N_INST_I, ni), np.int64), np.empty((n_var, _N_INST_F, ni)),
-        np.empty(ni, np.int64), np.empty(ni), np.empty((_N_VAR_I, n_var), np.int64), np.empty(n_var),
+        np.empty((n_var, N_INST_I, ni), np.int64), np.empty((n_var, N_INST_F, ni)),
+        np.empty(ni, np.int64), np.empty(ni), np.empty((N_VAR_I, n_var), np.int64), np.empty(n_var),
         np.empty(ns, np.int64), np.empty(ids), np.empty(ids, np.int64), np.full(ids, -1, np.int64),
         np.empty(c.crews + 1), np.empty(gph, np.int64), np.empty(gph, np.int64), np.empty(ns + gph, np.int64),
-        np.empty(n_groups), np.empty(_N_CAT), inst_of, np.empty(n_var, np.int64), np.empty(n_var, np.int64),
+        np.empty(n_groups), np.empty(N_CAT), inst_of, np.empty(n_var, np.int64), np.empty(n_var, np.int64),
         np.empty(STREAM_WORDS, np.uint64), np.zeros(1, STATE), np.empty(a, np.int64),
-        np.empty(_N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
+        np.empty(N_BY_CLASS + n_groups, np.int64), capacity, np.zeros(ni, np.int64), np.zeros((2, ni)),
         np.empty(n_hrq), np.empty(n_hwq, np.int64),
         np.zeros(ni, np.int64), np.zeros(ni),
         np.empty((n_var, n_mrq)), np.zeros((n_var, n_mat)), np.zeros((n_var, n_mwait)), np.zeros(n_lost, np.int64),
         np.zeros((2, n_past)), np.empty(n_mlife), np.empty((n_var, n_mlife)), np.empty(n_var), np.zeros(n_var),
-        np.empty(_N_CAT),
+        np.empty(N_CAT),
     )
+
+
+@inline_kernel
+def repair_waited_for(s):
+    """The earliest repair completion something waits for, and its kind: a GPU repair
+    (a slot out of stock, a queued repair) or a host repair (a failed host waiting for a
+    host), the earlier of the two; ``inf`` when nothing waits."""
+    t_ret = s.rq_min if s.wq_len > 0 or s.queue > 0 else np.inf
+    ret = EV_REPAIR
+    if s.hwq_len > 0 and s.hrq_min < t_ret:
+        ret, t_ret = EV_HOST_REPAIR, s.hrq_min
+    return ret, t_ret
+

@@ -11,7 +11,7 @@ from mcengine.analytic import fab as analytic
 from mcengine.errors import InputError
 from mcengine.summaries import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
-from mcengine.studies import fab as study
+from mcengine.standalone import fab as study
 from tests.conftest import with_threads
 
 # Fixed inputs, so Monte Carlo means have exact closed forms to meet.
@@ -21,7 +21,7 @@ FIXED = ["fab.defect_density_per_cm2=0.1", "fab.defect_clustering=3.0", "fab.waf
 # --------------------------------------------------------------------------- yield study
 def test_yield_body_shape_and_values():
     s = load_scenario("h100", [])
-    body = study.yield_study(s, 3000, 7)
+    body = study.yield_summary(s, 3000, 7)
     json.dumps(body)  # JSON-able as it stands
     assert isinstance(body["dies_per_wafer"], int) and body["dies_per_wafer"] == 67
     assert body["dies_per_wafer_formula"] == pytest.approx(60.07, abs=0.01)
@@ -49,7 +49,7 @@ def test_yield_study_matches_closed_form_at_fixed_inputs(name, harvest):
     s = load_scenario(name, FIXED)
     over = [] if harvest else [f"fab.units_required={s.fab.units_per_die}"]
     s = load_scenario(name, FIXED + over)
-    body = study.yield_study(s, 4000, 11)
+    body = study.yield_summary(s, 4000, 11)
     y = body["die_yield"]
     assert abs(y["mean"] - body["analytic"]["harvesting"]) <= 4 * y["sem"]
     good = body["good_dies_per_wafer"]
@@ -61,18 +61,18 @@ def test_yield_study_matches_closed_form_at_fixed_inputs(name, harvest):
 
 def test_yield_study_reproducible_across_threads_seeds_and_chunks(monkeypatch):
     s = load_scenario("lite-h100", [])
-    one = with_threads(1, study.yield_study, s, 2500, 3)
-    two = with_threads(2, study.yield_study, s, 2500, 3)
+    one = with_threads(1, study.yield_summary, s, 2500, 3)
+    two = with_threads(2, study.yield_summary, s, 2500, 3)
     assert one == two
     monkeypatch.setattr(study, "CHUNK_WAFERS", 1000)  # not a whole number of summary blocks
-    assert study.yield_study(s, 2500, 3) == one
-    assert study.yield_study(s, 2500, 4)["die_yield"] != one["die_yield"]
+    assert study.yield_summary(s, 2500, 3) == one
+    assert study.yield_summary(s, 2500, 4)["die_yield"] != one["die_yield"]
 
 
 @pytest.mark.parametrize("wafers", [0, -5, 2.5, True, "10", None])
 def test_bad_wafer_count_is_an_input_error(wafers):
     with pytest.raises(InputError) as err:
-        study.yield_study(load_scenario("h100", []), wafers, 1)
+        study.yield_summary(load_scenario("h100", []), wafers, 1)
     assert err.value.problems[0].key == "--wafers"
     assert "positive integer" in str(err.value)
 
@@ -80,14 +80,14 @@ def test_bad_wafer_count_is_an_input_error(wafers):
 @pytest.mark.parametrize("seed", [-1, 2**64, 1.5, "1"])
 def test_bad_seed_is_an_input_error(seed):
     with pytest.raises(InputError) as err:
-        study.yield_study(load_scenario("h100", []), 10, seed)
+        study.yield_summary(load_scenario("h100", []), 10, seed)
     assert err.value.problems[0].key == "--seed"
 
 
 def test_a_sample_without_a_good_die_is_reported_not_an_error():
     """Two wafers at 2 defects/cm²: no good die. The study says so (costs None, every wafer
     counted as empty) instead of failing with an infinite cost (exit 1 before)."""
-    body = study.yield_study(load_scenario("h100", ["fab.defect_density_per_cm2=2.0"]), 2, 0)
+    body = study.yield_summary(load_scenario("h100", ["fab.defect_density_per_cm2=2.0"]), 2, 0)
     assert body["wafers_without_good_dies"] == 2 and body["die_yield"]["max"] == 0.0
     assert body["pooled"]["cost_per_good_die_usd"] is None and body["pooled"]["gpu_cost_usd"] is None
     assert body["cost_per_good_die_usd"] is None and body["harvested_share"] is None
@@ -98,7 +98,7 @@ def test_yield_carries_the_package_cost_and_price_by_part():
     ((10.5 + 14.75) / 2 = 12.625) on the die, packaging and test and passes HBM and
     optics at cost."""
     s = load_scenario("lite-h100", FIXED)
-    body = study.yield_study(s, 2000, 3)
+    body = study.yield_summary(s, 2000, 3)
     parts = body["gpu_cost_breakdown_usd"]
     assert set(parts) == {"die", "hbm", "packaging", "test", "optics"}
     assert sum(parts.values()) == pytest.approx(body["pooled"]["gpu_cost_usd"], rel=1e-12)
@@ -109,5 +109,5 @@ def test_yield_carries_the_package_cost_and_price_by_part():
         assert price[part] == parts[part]
     an = body["analytic_cost_breakdown_usd"]
     assert sum(an.values()) == pytest.approx(body["analytic_cost"]["gpu_cost_usd"], rel=1e-12)
-    given = study.yield_study(load_scenario("lite-h100", FIXED + ["econ.gpu_price_usd=9000"]), 200, 3)
+    given = study.yield_summary(load_scenario("lite-h100", FIXED + ["econ.gpu_price_usd=9000"]), 200, 3)
     assert given["gpu_price_breakdown_usd"] is None

@@ -71,7 +71,7 @@ def allreduce_per_phase(scenario: Scenario, e: Evaluation, median) -> dict[str, 
     }
 
 
-def roofline_study(scenario: Scenario) -> dict:
+def roofline_summary(scenario: Scenario) -> dict:
     """The body of ``mcengine roofline``: deterministic, at the median inputs, for the plan
     in use there (``workload.plan``'s rule: :meth:`mcengine.stages.roofline.rules.PlanRule.plan`).
 
@@ -94,7 +94,7 @@ def roofline_study(scenario: Scenario) -> dict:
     transfer and KV link load).
     """
     if scenario.workload.classes:
-        return _mix_study(scenario)
+        return _mix_summary(scenario)
     median = quantile_inputs(scenario, 0.5)
     plan, e = rule_of(scenario).plan(scenario, median, _weight(scenario, median), ahead_weights(scenario))
     w, m = scenario.workload, scenario.workload.model
@@ -121,11 +121,11 @@ def roofline_study(scenario: Scenario) -> dict:
     return body
 
 
-def _mix_study(scenario: Scenario) -> dict:
+def _mix_summary(scenario: Scenario) -> dict:
     """``mcengine roofline`` of a workload mix (docs/model.md#mix): at the median inputs,
-    ``classes`` holds each request class's own study (its lengths, planned alone) with its
+    ``classes`` holds each request class's own summary (its lengths, planned alone) with its
     ``instance_share`` and ``request_share``, and ``tokens_per_s_instance_mix`` the mix's
-    output tokens/s per instance; the top level repeats the study of the class with the
+    output tokens/s per instance; the top level repeats the summary of the class with the
     most instances (named by ``class``). With ``workload.class_instances = "whole"`` each
     class also shows its whole ``instances`` and ``idle_share``, and ``rounding_loss`` is
     the share of the continuous split's mix rate the whole instances lose."""
@@ -135,7 +135,7 @@ def _mix_study(scenario: Scenario) -> dict:
     classes = {}
     for name, _ in scenario.workload.classes:
         shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
-        classes[name] = {**roofline_study(class_scenario(scenario, name)), **shares}
+        classes[name] = {**roofline_summary(class_scenario(scenario, name)), **shares}
     main = max(classes, key=lambda name: classes[name]["instance_share"])
     out = {**classes[main], "class": main, "classes": classes, "tokens_per_s_instance_mix": at_trial(mix["tokens_per_s_instance"])}
     if scenario.workload.class_instances == "whole":  # whole instances per class: what the rounding costs

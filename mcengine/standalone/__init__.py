@@ -1,4 +1,6 @@
-"""Command bodies of the stage commands: a stage run over a sample, summarised as plain data.
+"""Each stage alone: the bodies of the stage commands, a stage run over a sample and
+summarised as plain data (not to be confused with a *study*, several scenarios run
+together: :mod:`mcengine.scenario.study`).
 
 ``mcengine yield``, ``reliability`` and ``roofline`` (through :mod:`mcengine.api`) return
 what these functions compute; the calibration anchors of :mod:`mcengine.validation`

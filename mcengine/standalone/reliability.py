@@ -18,7 +18,7 @@ from ..stages.reliability import CLASS_KINDS, class_column, class_names, lifetim
 from ..units import HOURS_PER_YEAR
 
 
-#: Distributions of :func:`lifetime_study` (docs/interface.md first, then extras).
+#: Distributions of :func:`lifetime_summary` (docs/interface.md first, then extras).
 SUMMARY_METRICS = (
     "instance_availability", "capacity_availability", "failures_per_year", "interruptions_per_year", "swaps_per_year",
     "stockout_hours", "repairs_per_year", "max_failed_gpus", "module_swaps_per_year", "host_repairs_per_year",
@@ -26,7 +26,7 @@ SUMMARY_METRICS = (
 )
 
 
-#: Lifetimes per kernel call in a study: a whole number of summary blocks, so the
+#: Lifetimes per kernel call in a summary: a whole number of summary blocks, so the
 #: summaries do not depend on it; memory stays bounded for any sample size.
 CHUNK_LIFETIMES = 4 * BLOCK_TRIALS
 
@@ -225,7 +225,7 @@ def _gpu_series_law(scenario: Scenario, at) -> tuple[float, list[tuple[float, fl
 
 
 
-def lifetime_study(scenario: Scenario, lifetimes: int, seed: int) -> dict:
+def lifetime_summary(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     """Body of ``mcengine reliability``: ``lifetimes`` cluster lifetimes.
 
     Lifetime ``l`` draws the uncertain inputs as trial ``l`` and its events from stream
