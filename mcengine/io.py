@@ -65,11 +65,14 @@ def lstat_or_none(path: str | os.PathLike) -> os.stat_result | None:
 
 
 def kind_of(st: os.stat_result) -> str:
-    """What a non-regular entry is, in words."""
+    """What an entry mcengine will not write through is, in words (a non-regular entry, or
+    a regular file that shares its inode with another name)."""
     if stat.S_ISLNK(st.st_mode):
         return "a link"
     if stat.S_ISDIR(st.st_mode):
         return "a folder"
+    if stat.S_ISREG(st.st_mode):
+        return f"a hard link ({st.st_nlink} names share the file)"
     return "not a regular file"
 
 

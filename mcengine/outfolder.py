@@ -90,8 +90,9 @@ def _in_use(out: Path, fd: int) -> InputError:
 
 
 def _open_lock(out: Path, flags: int) -> int:
-    """The lock file's descriptor, never through a link (a link or a folder there is
-    InputError naming ``--out``: writing the PID would truncate whatever it points to)."""
+    """The lock file's descriptor, never through a link (a link, a folder or a file with
+    more than one hard link there is InputError naming ``--out``: writing the PID would
+    truncate whatever it points to or shares its inode with)."""
     path = out / LOCK_FILE
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
@@ -101,7 +102,7 @@ def _open_lock(out: Path, flags: int) -> int:
             raise
         raise _unsafe(out, LOCK_FILE, st, "the lock") from exc
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
         os.close(fd)
         raise _unsafe(out, LOCK_FILE, st, "the lock")
     return fd

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import signal
 import subprocess
 import time
@@ -101,6 +102,13 @@ def _linked_lock(tmp: Path) -> None:
     _write(tmp / "v.txt", "DATA\n")
     (tmp / "o3").mkdir()
     (tmp / "o3" / ".mcengine.lock").symlink_to(tmp / "v.txt")
+
+
+def _hard_linked_lock(tmp: Path) -> None:
+    """Issue 51 case 2: `H/o/.mcengine.lock` a hard link to a user's file."""
+    _write(tmp / "victim", "DATA\n")
+    (tmp / "H" / "o").mkdir(parents=True)
+    os.link(tmp / "victim", tmp / "H" / "o" / ".mcengine.lock")
 
 
 def _forged_checkpoint(tmp: Path) -> None:
@@ -246,6 +254,8 @@ CASES: tuple[Case, ...] = (
          group="files"),
     Case(".mcengine.lock a link to a user's file (truncated it to a PID)", ("run", "h100", "--trials", "64", "--quiet", "--out",
          "{tmp}/o3", "--force", *SMALL), 2, ("--out", ".mcengine.lock is a link"), prepare=_linked_lock, group="files"),
+    Case(".mcengine.lock a hard link to a user's file (wrote a PID into it, exit 0)", ("run", "h100", "--trials", "64", "--quiet",
+         "--out", "{tmp}/H/o", *SMALL), 2, ("--out", ".mcengine.lock is a hard link"), prepare=_hard_linked_lock, group="files"),
     Case("run mine.toml --out . --force (replaced mine.toml, listed it, a later --force deleted it)", ("run", "mine.toml", "--trials",
          "64", "--quiet", "--out", ".", "--force", *SMALL), 2, ("--out", "mine.toml is an input of this command"),
          prepare=lambda tmp: _write(tmp / "mine.toml", '# mine\nname = "mine"\nextends = "h100"\n'), group="files"),
