@@ -303,10 +303,14 @@ def load_targeted(refs, overrides: Iterable[str] = ()) -> tuple[list, list[Overr
             problems += [Problem(f"{exc.source or name}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
     if problems:
         raise InputError(problems)
+    taken = {s.name for s in out}
     seen: dict[str, int] = {}
     for i, s in enumerate(out):
         seen[s.name] = seen.get(s.name, 0) + 1
         if seen[s.name] > 1:
+            while f"{s.name}#{seen[s.name]}" in taken:
+                seen[s.name] += 1
+            taken.add(f"{s.name}#{seen[s.name]}")
             out[i] = dataclasses.replace(s, name=f"{s.name}#{seen[s.name]}")
     return out, plans
 

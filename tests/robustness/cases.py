@@ -66,9 +66,9 @@ def _scenario(name_line: str) -> Callable[[Path], None]:
     return lambda tmp: _write(tmp / "s.toml", f'{name_line}\nextends = "h100"\n')
 
 
-def _unfinished_run(tmp: Path) -> None:
-    """A run folder left by a run killed (SIGKILL) after its first checkpoint."""
-    proc = subprocess.Popen([*procs.python("-m", "mcengine"), "run", "h100", "--trials", "400000", "--chunk-trials", "1024",
+def _unfinished_run(tmp: Path, scenarios: tuple[str, ...] = ("h100",)) -> None:
+    """A run folder left by a run of ``scenarios`` killed (SIGKILL) after its first checkpoint."""
+    proc = subprocess.Popen([*procs.python("-m", "mcengine"), "run", *scenarios, "--trials", "400000", "--chunk-trials", "1024",
                              "--out", str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
     try:
         _wait_for(tmp / "run" / "checkpoint.json", proc)
@@ -235,6 +235,8 @@ CASES: tuple[Case, ...] = (
          ("checkpoint.json", "checksum"), prepare=_tampered_checkpoint, group="resume"),
     Case("--resume with another --trials (silently ignored)", ("run", "--resume", "{tmp}/run", "--trials", "8192", "--quiet"), 2,
          ("--trials",), prepare=_unfinished_run, group="resume"),
+    Case("a resume of a scenario listed twice (exit 2: name h100#2)", ("run", "--resume", "{tmp}/run", "--quiet"), 0,
+         ("400,000 paired trials",), prepare=lambda tmp: _unfinished_run(tmp, ("h100", "h100")), group="resume"),
     Case("--resume A --out B (--out ignored)", ("run", "--resume", "{tmp}/run", "--out", "{tmp}/other", "--quiet"), 2,
          ("--out",), prepare=_unfinished_run, group="resume"),
     Case("--resume --keep-trials the run did not keep (failed at the end)", ("run", "--resume", "{tmp}/run", "--keep-trials",
