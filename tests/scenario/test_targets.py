@@ -47,6 +47,14 @@ def test_the_distinct_name_of_a_repeated_scenario_loads_back():
     assert after.name == "h100#3"
 
 
+def test_scenarios_of_one_command_share_their_sample_size_and_seed(cli):
+    """Issue 51 case 5: per-scenario run.trials / run.seed silently gave way to A's."""
+    r = cli("compare", "h100", "lite-h100", "--set", "A:run.trials=128", "--set", "B:run.trials=256", "--set", "B:run.seed=9", "--quiet")
+    assert r.code == 2 and "run.trials: got {'h100': 128, 'lite-h100': 256}" in r.err and "run.seed: got {'h100': 0, 'lite-h100': 9}" in r.err
+    r = cli("sweep", "h100", "--param", "run.seed", "--values", "1,2", "--trials", "8")
+    assert r.code == 2 and "--param: got 'run.seed'" in r.err and "--seed" in r.err
+
+
 def test_an_unknown_target_names_the_set_and_lists_the_allowed_ones():
     with pytest.raises(InputError) as info:
         plan_overrides(["h100", "lite-h100"], ["C:gpu.hbm_tbps=1"])
