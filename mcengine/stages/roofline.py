@@ -160,7 +160,8 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     continuous ones times the share the rounding keeps, ``instance_share`` is the class's
     whole instances over ``cluster.instances`` (left-over instances serve no class),
     ``batch`` is weighted by them, ``busy_fraction`` by the instance time each class keeps
-    busy, and each class adds ``mix.NAME.instances`` and ``mix.NAME.idle_share`` (the
+    busy (where the mix is unserved and no class holds an instance, the continuous
+    shares stand, as :func:`mcengine.analytic.mix.instance_shares` keeps them), and each class adds ``mix.NAME.instances`` and ``mix.NAME.idle_share`` (the
     share of its instances' time the rounding leaves idle).
     One class gives the columns of the scenario without classes, to the bit.
     """
@@ -176,7 +177,8 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     if scenario.workload.class_instances == "whole":
         kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.instances)
         load = [s * kept for s in split]  # instance time each class's share of the mix keeps busy
-        split = [n / scenario.cluster.instances for n in counts]
+        held = sum(counts[1:], counts[0])  # 0 where the mix is unserved: the continuous split stands (moot, no tokens)
+        split = [np.where(held > 0, n / scenario.cluster.instances, s) for n, s in zip(counts, split)]
 
     def weighted(by: list[np.ndarray], column: str) -> np.ndarray:
         terms = [b * c[column] for b, c in zip(by, per_class)]

@@ -128,7 +128,8 @@ def _mix_study(scenario: Scenario) -> dict:
     output tokens/s per instance; the top level repeats the study of the class with the
     most instances (named by ``class``). With ``workload.class_instances = "whole"`` each
     class also shows its whole ``instances`` and ``idle_share``, and ``rounding_loss`` is
-    the share of the continuous split's mix rate the whole instances lose."""
+    the share of the continuous split's mix rate the whole instances lose (0 for a mix no
+    split serves)."""
     median = quantile_inputs(scenario, 0.5)
     weight = planner.advance_weight(scenario, median)
     mix = mix_columns(scenario, median, weight)
@@ -142,7 +143,8 @@ def _mix_study(scenario: Scenario) -> dict:
         for name in classes:
             classes[name].update({k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instances", "idle_share")})
         split = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, class_instances="continuous"))
-        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median, weight)["tokens_per_s_instance"])
+        continuous = at_trial(mix_columns(split, median, weight)["tokens_per_s_instance"])
+        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / continuous if continuous > 0 else 0.0
     return out
 
 

@@ -66,9 +66,9 @@ def _scenario(name_line: str) -> Callable[[Path], None]:
     return lambda tmp: _write(tmp / "s.toml", f'{name_line}\nextends = "h100"\n')
 
 
-def _unfinished_run(tmp: Path, scenarios: tuple[str, ...] = ("h100",)) -> None:
+def _unfinished_run(tmp: Path, scenarios: tuple[str, ...] = ("h100",), trials: int = 400000) -> None:
     """A run folder left by a run of ``scenarios`` killed (SIGKILL) after its first checkpoint."""
-    proc = subprocess.Popen([*procs.python("-m", "mcengine"), "run", *scenarios, "--trials", "400000", "--chunk-trials", "1024",
+    proc = subprocess.Popen([*procs.python("-m", "mcengine"), "run", *scenarios, "--trials", str(trials), "--chunk-trials", "1024",
                              "--out", str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
     try:
         _wait_for(tmp / "run" / "checkpoint.json", proc)
@@ -155,6 +155,11 @@ def _server(handler: str) -> Callable[[Path], dict]:
 
 RESHARD_65536 = ("--set", 'cluster.on_failure="reshard"', "--set", "cluster.instance_gpus=65536", "--set", "cluster.instances=2",
                  "--set", "cluster.gpus_per_host=1024")
+#: Two request classes on whole instances, class b with a TPOT SLO no plan meets (issue 51 case 3).
+UNSERVED_WHOLE = tuple(a for kv in ("workload.classes.a.share=0.5", "workload.classes.a.prompt_tokens=1000",
+                                    "workload.classes.a.output_tokens=200", "workload.classes.b.share=0.5",
+                                    "workload.classes.b.prompt_tokens=1000", "workload.classes.b.output_tokens=200",
+                                    "workload.classes.b.tpot_slo_ms=0.001", 'workload.class_instances="whole"') for a in ("--set", kv))
 #: 40 sweep points of one chunk each (issue 34 case 8: SIGTERM at 8 s, all 40 ran, exit 0).
 SWEEP_40 = ",".join(f"{0.02 * i:.2f}" for i in range(1, 41))
 
@@ -236,7 +241,7 @@ CASES: tuple[Case, ...] = (
     Case("--resume with another --trials (silently ignored)", ("run", "--resume", "{tmp}/run", "--trials", "8192", "--quiet"), 2,
          ("--trials",), prepare=_unfinished_run, group="resume"),
     Case("a resume of a scenario listed twice (exit 2: name h100#2)", ("run", "--resume", "{tmp}/run", "--quiet"), 0,
-         ("400,000 paired trials",), prepare=lambda tmp: _unfinished_run(tmp, ("h100", "h100")), group="resume"),
+         ("32,768 paired trials",), prepare=lambda tmp: _unfinished_run(tmp, ("h100", "h100"), 32768), group="resume"),
     Case("--resume A --out B (--out ignored)", ("run", "--resume", "{tmp}/run", "--out", "{tmp}/other", "--quiet"), 2,
          ("--out",), prepare=_unfinished_run, group="resume"),
     Case("--resume --keep-trials the run did not keep (failed at the end)", ("run", "--resume", "{tmp}/run", "--keep-trials",
@@ -303,6 +308,13 @@ CASES: tuple[Case, ...] = (
          ("--set a.a.a", "at most 32"), group="input"),
     Case("sweep --param name (KeyError)", ("sweep", "h100", "--param", "name", "--values", "a,b", "--trials", "64"), 2,
          ("--param", "name"), group="input"),
+    Case("whole-instance mix with a class no plan serves, reshard (exit 1: non-finite capacity_availability)", ("run", "h100",
+         "--trials", "64", "--quiet", "--json", *SMALL, *UNSERVED_WHOLE, "--set", 'cluster.on_failure="reshard"'), 0,
+         check=_finite_json, group="numbers"),
+    Case("the same without reshard (numpy RuntimeWarnings: 0/0, NaN cast to int64)", ("run", "h100", "--trials", "64", "--quiet",
+         "--json", *SMALL, *UNSERVED_WHOLE), 0, check=_finite_json, group="numbers"),
+    Case("the same in roofline (ZeroDivisionError)", ("roofline", "h100", "--json", *SMALL, *UNSERVED_WHOLE), 0,
+         check=_finite_json, group="numbers"),
     Case("sweep --param run.trials (identical rows)", ("sweep", "h100", "--param", "run.trials", "--values", "64,128", "--trials",
          "64", "--quiet", *SMALL), 2, ("--param", "run.trials", "--trials"), group="input"),
     Case("sweep --param run.seed (identical rows)", ("sweep", "h100", "--param", "run.seed", "--values", "1,2", "--trials", "64",
@@ -396,6 +408,8 @@ def problems(case: Case, got: Outcome) -> list[str]:
     out += [f"does not say {s!r}" for s in case.says if s not in text]
     if "Traceback" in got.stderr:
         out.append("printed a traceback")
+    if "Warning:" in got.stderr:
+        out.append("printed a raw warning")
     if got.new_files:
         out.append(f"wrote outside --out: {got.new_files}")
     if case.check is not None and got.exit == 0:
