@@ -186,6 +186,15 @@ def _pooled_headline(stdout: str) -> None:
     assert doc["pooled"]["cost_per_good_die_usd"] > doc["cost_per_good_die_usd"]["mean"]  # empty wafers count
 
 
+def _class_card_is_the_8b(stdout: str) -> None:
+    doc = json.loads(stdout)["workload"]
+    assert doc["classes"]["a"]["model"] == {**doc["model"], "layers": 40, "name": "llama-3-8b (layers=40)"}, doc["classes"]["a"]["model"]
+
+
+ONE_CLASS = tuple(a for kv in ("workload.classes.a.share=1", "workload.classes.a.prompt_tokens=1000",
+                               "workload.classes.a.output_tokens=200") for a in ("--set", kv))
+
+
 CASES: tuple[Case, ...] = (
     # ------------------------------------------------------------ NaN, inf, unbounded values
     Case("NaN defect density (hung the fab kernel)", ("yield", "h100", "--wafers", "10", "--set", "fab.defect_density_per_cm2=nan"),
@@ -315,6 +324,9 @@ CASES: tuple[Case, ...] = (
          "--json", *SMALL, *UNSERVED_WHOLE), 0, check=_finite_json, group="numbers"),
     Case("the same in roofline (ZeroDivisionError)", ("roofline", "h100", "--json", *SMALL, *UNSERVED_WHOLE), 0,
          check=_finite_json, group="numbers"),
+    Case("a class's model edit with workload.model llama-3-8b (a 'custom' card with the 70B's hidden size)", ("check", "h100",
+         "--json", "--set", 'workload.model="llama-3-8b"', *ONE_CLASS, "--set", "workload.classes.a.model.layers=40"), 0,
+         check=_class_card_is_the_8b, group="input"),
     Case("sweep --param run.trials (identical rows)", ("sweep", "h100", "--param", "run.trials", "--values", "64,128", "--trials",
          "64", "--quiet", *SMALL), 2, ("--param", "run.trials", "--trials"), group="input"),
     Case("sweep --param run.seed (identical rows)", ("sweep", "h100", "--param", "run.seed", "--values", "1,2", "--trials", "64",
