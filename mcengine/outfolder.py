@@ -36,7 +36,7 @@ from .io import guard, is_input, kind_of, lstat_or_none, prepare_folder, write_j
 from .provenance import scenario_sha256, sha256_of
 
 MANIFEST = "mcengine.json"
-#: The lock a chain run holds on its folder while it runs (fcntl.flock; the OS drops it with the process).
+#: The lock a command holds on its folder from its claim to its finish (fcntl.flock; the OS drops it with the process).
 LOCK_FILE = ".mcengine.lock"
 MANIFEST_FORMAT = 1
 TABLE_FILE = "table.csv"
@@ -67,19 +67,51 @@ def _holder(fd: int) -> str:
     return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
 
 
-@contextlib.contextmanager
-def locked(out: Path) -> Iterator[None]:
-    """Hold ``out``'s lock for a run (an advisory lock the OS drops with the process, so a
-    killed run never leaves the folder locked); a second run on the folder is refused."""
-    out.mkdir(parents=True, exist_ok=True)
+#: The lock descriptor of each folder a command of this process has claimed (its absolute path).
+_held: dict[str, int] = {}
+
+
+def _take(out: Path) -> int:
+    """A descriptor holding ``out``'s lock (an advisory lock the OS drops with the process,
+    so a killed command never leaves the folder locked); a folder another command holds
+    is refused (InputError naming ``--out``)."""
     fd = _open_lock(out, os.O_RDWR | os.O_CREAT)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _in_use(out, fd) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        error = _in_use(out, fd)
+        os.close(fd)
+        raise error from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
+def acquire(out: Path) -> None:
+    """Hold ``out``'s lock for a command's claim until :func:`release` (or the process
+    ends); a claim of this process holds it already."""
+    key = os.path.abspath(out)
+    if key not in _held:
+        _held[key] = _take(out)
+
+
+def release(out: Path) -> None:
+    """Drop the lock of this process's claim of ``out`` (if it holds one)."""
+    fd = _held.pop(os.path.abspath(out), None)
+    if fd is not None:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock while a run uses it: the claim's lock if a command of this
+    process claimed the folder, else a lock of its own for the block."""
+    out.mkdir(parents=True, exist_ok=True)
+    if os.path.abspath(out) in _held:
+        yield
+        return
+    fd = _take(out)
+    try:
         yield
     finally:
         os.close(fd)
@@ -114,8 +146,9 @@ def _unsafe(out: Path, name: str, st: os.stat_result, what: str = "a file") -> I
 
 
 def check_unlocked(out: Path) -> None:
-    """InputError if a run holds ``out``'s lock now (before any of its files is touched)."""
-    if lstat_or_none(out / LOCK_FILE) is None:
+    """InputError if another command holds ``out``'s lock now (before any of its files is
+    touched; a claim of this process, left by a command that stopped, is no other's)."""
+    if os.path.abspath(out) in _held or lstat_or_none(out / LOCK_FILE) is None:
         return
     fd = _open_lock(out, os.O_RDONLY)
     try:
@@ -245,7 +278,8 @@ class OutFolder:
     def claim(cls, path, command: str, fingerprint: str | None, force: bool = False, resume: bool = False,
               owned: Iterable[str] = (), writes: Iterable[str] = ()) -> "OutFolder":
         """Check ``path`` can take this run (before anything is computed) and record the
-        claim. A resume keeps the folder's claim (the runner checks it is the same run);
+        claim, holding the folder's lock until :meth:`finish` (a second command on it is
+        refused). A resume keeps the folder's claim (the runner checks it is the same run);
         ``owned`` are files the command writes while it runs (listed from the start, so
         that an interrupted run's files are known); ``writes`` the other names it will
         write (checked now, so that a refusal comes before the work)."""
@@ -266,6 +300,11 @@ class OutFolder:
                                      "beside them, never replacing or deleting them)"))
         protected = set(foreign) | inputs
         _check_writable(path, {MANIFEST, *owned, *writes}, protected)
+        acquire(path)  # held until finish (or the process ends): no other command writes here meanwhile
+        if read_manifest(path) != manifest:  # another command claimed it between the check and the lock
+            release(path)
+            raise InputError(Problem("--out", str(path), "was claimed by another mcengine command while this one checked it; "
+                                     "wait for it or choose another folder"))
         previous: list[str] = []
         if same:
             previous = listed
@@ -289,6 +328,7 @@ class OutFolder:
         files = sorted({Path(f).name for f in written if self._present(Path(f).name)})
         remove_listed(self.path, [f for f in self.previous if f not in files])
         self._write(files, complete=True)
+        release(self.path)
         return files
 
     def _present(self, name: str) -> bool:

@@ -45,7 +45,9 @@ class Case:
     check: Callable[[str], None] | None = None
     outside: tuple[str, ...] = ()  # paths that must not exist afterwards
     group: str = "input"
-    busy: bool = False  # another run holds {tmp}/run while this one starts
+    busy: bool = False  # another command (``holder``) holds {tmp}/run while this one starts
+    holder: tuple[str, ...] = ("run", "h100", "--trials", "400000", "--quiet", *SMALL)  # ... --out {tmp}/run
+    holder_ready: str = "checkpoint.json"  # the holder holds the lock once this file is in {tmp}/run
 
 
 @dataclass
@@ -264,6 +266,10 @@ CASES: tuple[Case, ...] = (
          signal_after=(signal.SIGINT, 0.3), group="signals"),
     Case("a second run on a busy --out (mixed two runs)", ("run", "h100", "--trials", "2048", "--out", "{tmp}/run", "--quiet"), 2,
          ("in use",), busy=True, group="signals"),
+    Case("a second sweep with --force on a busy sweep's --out (replaced its summary.json)", ("sweep", "h100", "--param",
+         "econ.pue", "--values", "1.1,1.2", "--trials", "64", "--quiet", "--out", "{tmp}/run", "--force", *SMALL), 2, ("in use",),
+         busy=True, holder=("sweep", "lite-h100", "--param", "fab.defect_density_per_cm2", "--values", SWEEP_40, "--trials", "8192", "--quiet"),
+         holder_ready="mcengine.json", group="signals"),
     # ------------------------------------------------------------ --out touches only what mcengine wrote (issue 34, 33)
     Case("trials.parquet a link to a folder outside --out (deleted the user's part there)", ("run", "h100", "--trials", "64",
          "--quiet", "--out", "{tmp}/o", "--force", *SMALL), 2, ("--out", "trials.parquet is not mcengine's"), prepare=_outside_run_folder,
@@ -358,9 +364,9 @@ def run_case(case: Case, tmp: Path) -> Outcome:
     kept = _contents(tmp, allowed)
     holder = None
     if case.busy:
-        holder = subprocess.Popen([*procs.python("-m", "mcengine"), "run", "h100", "--trials", "400000", "--out",
-                                   str(tmp / "run"), "--quiet", *SMALL], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
-        _wait_for(tmp / "run" / "checkpoint.json", holder)
+        holder = subprocess.Popen([*procs.python("-m", "mcengine"), *case.holder, "--out", str(tmp / "run")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
+        _wait_for(tmp / "run" / case.holder_ready, holder)
     start = time.perf_counter()
     proc = subprocess.Popen([*procs.python("-m", "mcengine"), *argv], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=procs.env(COLUMNS="120"))
