@@ -125,13 +125,26 @@ def _forged_checkpoint(tmp: Path) -> None:
     ck.write_text(json.dumps(doc))
 
 
+def _dask_message(msg: dict) -> bytes:
+    """``msg`` framed as a Dask comm sends it over TCP (8 bytes of length, then its frames)."""
+    import struct
+
+    from distributed.protocol.core import dumps
+    from distributed.protocol.utils import pack_frames
+
+    body = pack_frames(dumps(msg))
+    return struct.pack("Q", len(body)) + body
+
+
 def _server(handler: str) -> Callable[[Path], dict]:
     """A local server for ``--scheduler {address}`` in a daemon thread of the test process:
     ``"http"`` a web server (Python's http.server), ``"silent"`` a socket that accepts and
-    never replies."""
+    never replies, ``"greets"`` one that sends a Dask handshake and then nothing,
+    ``"malformed"`` one that sends a Dask handshake and then bytes no Dask message is."""
     def prepare(tmp: Path) -> dict:
         import http.server
         import socket
+        import sys
         import threading
 
         if handler == "http":
@@ -144,9 +157,14 @@ def _server(handler: str) -> Callable[[Path], dict]:
             sock.listen(8)
 
             def hold() -> None:
-                held = []  # accepted connections, kept open and never answered
+                held = []  # accepted connections, kept open
                 while True:
-                    held.append(sock.accept())
+                    conn, _ = sock.accept()
+                    held.append(conn)
+                    if handler != "silent":  # the handshake a scheduler greets with
+                        conn.sendall(_dask_message({"compression": None, "python": tuple(sys.version_info[:3]), "pickle-protocol": 5}))
+                    if handler == "malformed":  # replies of the right framing that no Dask operation gives
+                        conn.sendall(_dask_message({"op": "nonsense"}) * 3)
 
             threading.Thread(target=hold, daemon=True).start()
             port = sock.getsockname()[1]
@@ -298,6 +316,11 @@ CASES: tuple[Case, ...] = (
          ("--scheduler", "Dask"), prepare=_server("http"), group="signals"),
     Case("--scheduler a socket that accepts and never replies (never exited)", ("run", "h100", "--trials", "64", "--quiet",
          "--scheduler", "{address}"), 2, ("--scheduler", "within 10 s"), prepare=_server("silent"), group="signals"),
+    Case("--scheduler a server that greets like Dask, then replies malformed (exit 1: AssertionError)", ("run", "h100", "--trials",
+         "64", "--quiet", "--scheduler", "{address}"), 2, ("--scheduler", "does not reply like one"), prepare=_server("malformed"),
+         group="signals"),
+    Case("--scheduler a server that greets like Dask, then is silent (empty brackets)", ("run", "h100", "--trials", "64", "--quiet",
+         "--scheduler", "{address}"), 2, ("--scheduler", "(TimeoutError)"), prepare=_server("greets"), group="signals"),
     Case("SIGTERM during a sweep of one-chunk points (all 40 ran, exit 0)", ("sweep", "lite-h100", "--param",
          "fab.defect_density_per_cm2", "--values", SWEEP_40, "--trials", "8192", "--quiet", "--out", "{tmp}/o"), 143,
          ("nothing saved",), signal_after=(signal.SIGTERM, 10.0), group="signals"),  # ~40 s of work: still running at 10 s
