@@ -62,6 +62,13 @@ def test_replace_host_needs_whole_hosts_of_spares(cli):
     _bad(cli, "check", "h100", "--set", "reliability.replace_unit=host", "--set", "cluster.spare_gpus=3", key="cluster.spare_gpus", also=["multiple"])
 
 
+def test_a_nic_serves_gpus_of_one_host(cli):
+    """Issue 51 minor: gpus_per_nic = 64 with 8 GPUs per host was accepted against the
+    key's own bound (a NIC serves GPUs of one host)."""
+    _bad(cli, "check", "h100", "--set", "cluster.gpus_per_nic=64", key="cluster.gpus_per_nic", also=["divisor of cluster.gpus_per_host = 8"])
+    _bad(cli, "check", "lite-h100", "--set", "cluster.gpus_per_nic=3", key="cluster.gpus_per_nic", also=["= 16"])
+
+
 def test_malformed_toml_names_file_and_line(cli, tmp_path):
     path = tmp_path / "broken.toml"
     path.write_text('name = "x"\n[fab]\ndie_width_mm = = 3\n')
