@@ -24,7 +24,9 @@ docs/model.md#lengths).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -128,6 +130,25 @@ def class_scenario(scenario: Scenario, name: str) -> Scenario:
     return dataclasses.replace(scenario, workload=w)
 
 
+@contextlib.contextmanager
+def class_keys(scenario: Scenario, name: str):
+    """A block planning request class ``name`` alone (:func:`class_scenario`): its bad
+    input is named by the class's own keys (``workload.classes.NAME.prompt_tokens``, its
+    model and SLOs when it sets them), not by the workload keys its scenario carries them in."""
+    cls = dict(scenario.workload.classes)[name]
+    own = ("prompt_tokens", "output_tokens", *class_overrides(scenario, name), *(("model",) if cls.model is not None else ()))
+    pattern = re.compile(r"\bworkload\.(" + "|".join(own) + r")\b")
+
+    def renamed(text: str) -> str:
+        return pattern.sub(lambda m: f"workload.classes.{name}.{m.group(1)}", text)
+
+    try:
+        yield
+    except InputError as exc:
+        raise InputError([Problem(renamed(p.key), renamed(p.value) if isinstance(p.value, str) else p.value, renamed(p.allowed), p.hint)
+                          for p in exc.problems], exc.source) from None
+
+
 def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInputs:
     """``inputs`` as request class ``name``'s instances see them: its own SLOs
     (``workload.classes.NAME.tpot_slo_ms``) in place of the workload's, when it sets them,
@@ -168,7 +189,10 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     shapes = request_shapes(scenario, inputs)
     names = [name for name, _, _ in shapes]
     outputs = [lengths_of(s, i).output_tokens for _, s, i in shapes]
-    per_class = [_one_shape(s, i, power_weight, tables, name) for name, s, i in shapes]
+    per_class = []
+    for name, s, i in shapes:
+        with class_keys(scenario, name):
+            per_class.append(_one_shape(s, i, power_weight, tables, name))
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
@@ -227,7 +251,10 @@ def capacity_table(scenario: Scenario) -> np.ndarray:
     median = quantile_inputs(scenario, 0.5)
     mix = mix_columns(scenario, median, planner.advance_weight(scenario, median))
     shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
-    tables = [share * planner.capacity_table(class_scenario(scenario, name)) for share, (name, _) in zip(shares, scenario.workload.classes)]
+    tables = []
+    for share, (name, _) in zip(shares, scenario.workload.classes):
+        with class_keys(scenario, name):
+            tables.append(share * planner.capacity_table(class_scenario(scenario, name)))
     return sum(tables[1:], tables[0]) / sum(shares)
 
 

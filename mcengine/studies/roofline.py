@@ -14,7 +14,7 @@ from ..stages import planner
 from ..stages._plan_median import choose_serving, infeasible_why
 from ..stages._roofline_layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
 from ..stages._roofline_serving import Plan, evaluate_plan
-from ..stages.roofline import MIX_PREFIX, at_trial, class_scenario, mix_columns
+from ..stages.roofline import MIX_PREFIX, at_trial, class_keys, class_scenario, mix_columns
 from ..units import BYTES_PER_GB, MS_PER_S
 
 
@@ -136,7 +136,8 @@ def _mix_study(scenario: Scenario) -> dict:
     classes = {}
     for name, _ in scenario.workload.classes:
         shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
-        classes[name] = {**roofline_study(class_scenario(scenario, name)), **shares}
+        with class_keys(scenario, name):
+            classes[name] = {**roofline_study(class_scenario(scenario, name)), **shares}
     main = max(classes, key=lambda name: classes[name]["instance_share"])
     out = {**classes[main], "class": main, "classes": classes, "tokens_per_s_instance_mix": at_trial(mix["tokens_per_s_instance"])}
     if scenario.workload.class_instances == "whole":  # whole instances per class: what the rounding costs

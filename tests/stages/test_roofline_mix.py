@@ -231,6 +231,14 @@ def test_whole_instances_with_a_class_no_plan_serves_leave_the_mix_unserved_with
     assert (r["rounding_loss"], r["tokens_per_s_instance_mix"], r["classes"]["code"]["instances"]) == (0.0, 0.0, 0.0)
 
 
+def test_an_infeasible_class_length_is_named_by_the_classes_key(cli):
+    """Issue 51 minor: a class's length no plan fits was named workload.prompt_tokens."""
+    long = ["workload.classes.a.share=1", "workload.classes.a.prompt_tokens=10000000", "workload.classes.a.output_tokens=200"]
+    for command, extra in (("run", ["--trials", "8", "--quiet"]), ("roofline", []), ("run", ["--trials", "8", "--set", 'workload.plan="median"'])):
+        r = cli(command, "h100", *extra, *[a for kv in long for a in ("--set", kv)])
+        assert r.code == 2 and "workload.classes.a.prompt_tokens = 10,000,000" in r.err and "workload.prompt_tokens" not in r.err, r.err
+
+
 def test_whole_instances_need_one_per_class(cli):
     r = cli("check", "h100", *[a for o in CHAT + CODE + ["cluster.instances=1", "cluster.spare_gpus=0", 'workload.class_instances="whole"']
                                for a in ("--set", o)])
