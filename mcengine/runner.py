@@ -58,6 +58,7 @@ from .results import BLOCK_TRIALS, CLASS_PREFIX, QUANTILES, Summary
 from .scenario import Scenario, scenario_from_dict
 from .scenario.load import load_targeted
 from .scenario.sampling import run_sampler
+from .state_checks import summary_problem
 
 DEFAULT_CHUNK_TRIALS = 16 * BLOCK_TRIALS
 #: Seconds a chunk of a run without ``chunk_trials`` aims to take, so that its progress
@@ -374,13 +375,15 @@ def _summaries(acc: "Accumulators", spec: RunSpec) -> dict:
 def check_state(acc: "Accumulators", spec: RunSpec) -> str:
     """What is inconsistent in a checkpoint's state for ``spec`` ('' if nothing): its
     scenarios, its trials done (within the run, on a block boundary or at the run's end),
-    and every count against the trials done (each summary's finite + infinite values and
-    its quantile sketch, each scenario's SLO misses, each pair's "B below A" count)."""
+    every summary field by field (:func:`~mcengine.state_checks.summary_problem`: finite,
+    ordered, in range), and every count against the trials done (each summary's finite +
+    infinite values and its quantile sketch, each scenario's SLO misses, each pair's "B
+    below A" count)."""
     names = tuple(s.name for s in spec.scenarios)
     done = acc.trials_done
     if acc.names != names:
         return f"its scenarios {list(acc.names)} are not the run's {list(names)}"
-    if not 0 <= done <= spec.trials:
+    if not isinstance(done, int) or not 0 <= done <= spec.trials:
         return f"{done} trials done of a run of {spec.trials}"
     if done % BLOCK_TRIALS and done != spec.trials:
         return f"{done} trials done is not a chunk boundary (a multiple of {BLOCK_TRIALS}, or the run's {spec.trials})"
@@ -389,6 +392,8 @@ def check_state(acc: "Accumulators", spec: RunSpec) -> str:
     for (who, metric), summary in _summaries(acc, spec).items():
         if summary is None:
             return f"no summary of {who}.{metric}"
+        if problem := summary_problem(summary, f"{who}.{metric}", acc.replicates):
+            return problem
         if summary.count + summary.infinite + summary.skipped != done or summary.sketch.count + summary.low.count != summary.count:
             return (f"{who}.{metric} summarises {summary.count + summary.infinite + summary.skipped} trials ({summary.sketch.count + summary.low.count} "
                     f"in its quantiles), not the {done} trials done")

@@ -113,16 +113,27 @@ def _hard_linked_lock(tmp: Path) -> None:
     os.link(tmp / "victim", tmp / "H" / "o" / ".mcengine.lock")
 
 
-def _forged_checkpoint(tmp: Path) -> None:
-    """Issue 34 case 6: trials done raised to 65,536 and the checksum recomputed."""
-    import hashlib
+def _forged(edit: Callable[[dict], None]) -> Callable[[Path], None]:
+    """A checkpoint whose state ``edit`` changes, its checksum recomputed."""
+    def prepare(tmp: Path) -> None:
+        import hashlib
 
-    _unfinished_run(tmp)
-    ck = tmp / "run" / "checkpoint.json"
-    doc = json.loads(ck.read_text())
-    doc["state"]["trials_done"] = 65536
-    doc["sha256"] = hashlib.sha256(json.dumps(doc["state"], sort_keys=True).encode()).hexdigest()
-    ck.write_text(json.dumps(doc))
+        _unfinished_run(tmp)
+        ck = tmp / "run" / "checkpoint.json"
+        doc = json.loads(ck.read_text())
+        edit(doc["state"])
+        doc["sha256"] = hashlib.sha256(json.dumps(doc["state"], sort_keys=True).encode()).hexdigest()
+        ck.write_text(json.dumps(doc))
+
+    return prepare
+
+
+def _first_summary(state: dict) -> dict:
+    return state["metrics"][0][2]
+
+
+#: Issue 34 case 6: trials done raised to 65,536 and the checksum recomputed.
+_forged_checkpoint = _forged(lambda state: state.update(trials_done=65536))
 
 
 def _dask_message(msg: dict) -> bytes:
@@ -311,6 +322,20 @@ CASES: tuple[Case, ...] = (
          "cluster.reshard_hours=0.3", "--quiet"), 2, ("--set cluster.reshard_hours=0.3",), prepare=_unfinished_run, group="resume"),
     Case("checkpoint trials_done 65,536 with its sha256 recomputed (accepted)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
          ("checkpoint.json", "does not describe this run", "65536"), prepare=_forged_checkpoint, group="resume"),
+    Case("checkpoint m2 = -5, checksum recomputed (exit 1)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "m2 is -5"), prepare=_forged(lambda st: _first_summary(st).update(m2=-5.0)), group="resume"),
+    Case("checkpoint sketch bucket key of 11 digits (exit 1)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "bucket 12345678901"), prepare=_forged(lambda st: _first_summary(st)["sketch"]["positive"].update({"12345678901": 1})),
+         group="resume"),
+    Case("checkpoint mean = NaN (accepted, printed wrong numbers)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "mean is nan"), prepare=_forged(lambda st: _first_summary(st).update(mean=math.nan)), group="resume"),
+    Case("checkpoint sketch alpha = 0 (accepted, printed wrong numbers)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "alpha is 0"), prepare=_forged(lambda st: _first_summary(st)["sketch"].update(alpha=0)), group="resume"),
+    Case("checkpoint min > max (accepted, printed wrong numbers)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "is above its max"), prepare=_forged(lambda st: _first_summary(st).update(min=_first_summary(st)["max"] + 1)),
+         group="resume"),
+    Case("checkpoint scale = 0 (accepted, printed wrong numbers)", ("run", "--resume", "{tmp}/run", "--quiet"), 2,
+         ("checkpoint.json", "scale is 0"), prepare=_forged(lambda st: _first_summary(st).update(scale=0.0)), group="resume"),
     # ------------------------------------------------------------ every wait has a deadline; every command hears signals (issue 34)
     Case("--scheduler a web server (never exited)", ("run", "h100", "--trials", "64", "--quiet", "--scheduler", "{address}"), 2,
          ("--scheduler", "Dask"), prepare=_server("http"), group="signals"),
