@@ -72,20 +72,30 @@ def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool) 
 
 
 def _save(folder: OutFolder | None, doc: dict, scenarios, rows: list[dict], figures=None, extra: Sequence[str] = ()) -> None:
-    """The ``--out`` contract: figures, resolved scenarios, the table, summary.json, manifest."""
+    """The ``--out`` contract: figures, resolved scenarios, the table, summary.json, manifest.
+    A SIGINT/SIGTERM while they are written waits for the last of them (the work is done:
+    the folder is left complete), then stops the command; the Interrupted carries
+    ``results`` = (the folder, whether every result is in it)."""
     if folder is None:
         return
+    from . import interrupt
+    from .errors import Interrupted
     from .io import write_atomic, write_json
 
     out = folder.path
     written = list(extra)
-    if figures is not None:
-        doc["figures"] = [p.name for p in figures(out)]
-        written += doc["figures"]
-    written += [write_scenario(s, out).name for s in scenarios]
-    written.append(write_atomic(out / TABLE_FILE, table_csv(rows)).name)
-    written.append(write_json(out / "summary.json", doc).name)
-    folder.finish(written)
+    try:
+        with interrupt.deferred():
+            if figures is not None:
+                doc["figures"] = [p.name for p in figures(out)]
+                written += doc["figures"]
+            written += [write_scenario(s, out).name for s in scenarios]
+            written.append(write_atomic(out / TABLE_FILE, table_csv(rows)).name)
+            written.append(write_json(out / "summary.json", doc).name)
+            folder.finish(written)
+    except Interrupted as exc:
+        exc.results = (out, folder.complete)
+        raise
 
 
 def check(scenario: str | Scenario, overrides: Iterable[str] = ()) -> Scenario:

@@ -4,6 +4,9 @@ A command writes ``summary.json``, the resolved scenario(s) as ``<name>.toml``, 
 of the rows it reports (``table.csv``) and its figures, then the manifest
 ``mcengine.json``: the files it wrote there and the fingerprint of the run (what decides
 its numbers: command, scenarios, seed, sample size, parameters; never the provenance).
+Each file is listed in the manifest (marked ``"complete": false``) before it is written,
+so a folder left by a stop at any instant (a signal, a kill, a full disk) holds only
+files the manifest lists: the same command run again (or a run's ``--resume``) finishes it.
 
 mcengine touches only what it wrote. A folder holding anything its manifest does not list
 (no manifest at all: anything) is refused before anything is computed (InputError naming
@@ -272,7 +275,12 @@ class OutFolder:
     """An output folder claimed for one run (see the module docstring)."""
 
     def __init__(self, path: Path, command: str, fingerprint: str | None, previous: list[str]):
-        self.path, self.command, self.fingerprint, self.previous = path, command, fingerprint, previous
+        self.path, self.command, self.fingerprint = path, command, fingerprint
+        #: Every name the manifest lists while the command runs: its previous write's, the
+        #: files it owns from the start, and each file listed before it is written.
+        self.listed: set[str] = set(previous)
+        #: Whether :meth:`finish` recorded the command's files (the manifest complete).
+        self.complete = False
 
     @classmethod
     def claim(cls, path, command: str, fingerprint: str | None, force: bool = False, resume: bool = False,
@@ -311,10 +319,18 @@ class OutFolder:
             fingerprint = manifest.get("fingerprint") if resume else fingerprint
         elif manifest is not None:
             remove_listed(path, listed)
-        guard(path, protected)
         folder = cls(path, command, fingerprint, previous)
-        folder._write(sorted({*previous, *owned}), complete=False)
+        folder.listed.update(owned)
+        guard(path, protected, folder._before_write)
+        folder._write(sorted(folder.listed), complete=False)
         return folder
+
+    def _before_write(self, name: str) -> None:
+        """List ``name`` in the manifest (the run still incomplete) before it is written,
+        so that a stop at any instant leaves no file the manifest does not list."""
+        if name != MANIFEST and name not in self.listed:
+            self.listed.add(name)
+            self._write(sorted(self.listed), complete=False)
 
     def _write(self, files: list[str], complete: bool) -> None:
         write_json(self.path / MANIFEST, {"format": MANIFEST_FORMAT, "command": self.command, "fingerprint": self.fingerprint,
@@ -326,8 +342,10 @@ class OutFolder:
         if fingerprint is not None:
             self.fingerprint = fingerprint
         files = sorted({Path(f).name for f in written if self._present(Path(f).name)})
-        remove_listed(self.path, [f for f in self.previous if f not in files])
+        remove_listed(self.path, sorted(self.listed - set(files)))
+        self.listed = set(files)
         self._write(files, complete=True)
+        self.complete = True
         release(self.path)
         return files
 

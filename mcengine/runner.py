@@ -303,6 +303,19 @@ def _read_json(path: Path) -> dict:
     return doc
 
 
+def saved_trials(out: Path | None) -> tuple[int, int | None]:
+    """(trials done, the run's trials) that a run folder's checkpoint counts, for a stop
+    message ((0, None) without a readable one; a resume checks it in full)."""
+    if out is None:
+        return 0, None
+    try:
+        done = _read_json(Path(out) / CHECKPOINT_FILE)["state"]["trials_done"]
+        total = _read_json(Path(out) / RUN_FILE)["trials"]
+    except (InputError, KeyError, TypeError):
+        return 0, None
+    return (done, total) if isinstance(done, int) and isinstance(total, int) else (0, None)
+
+
 def _state_json(state: dict) -> str:
     """The state as its checksum reads it: JSON with sorted keys."""
     return json.dumps(state, sort_keys=True)

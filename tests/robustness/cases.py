@@ -48,6 +48,7 @@ class Case:
     busy: bool = False  # another command (``holder``) holds {tmp}/run while this one starts
     holder: tuple[str, ...] = ("run", "h100", "--trials", "400000", "--quiet", *SMALL)  # ... --out {tmp}/run
     holder_ready: str = "checkpoint.json"  # the holder holds the lock once this file is in {tmp}/run
+    fault: str | None = None  # MCENGINE_FAULT_AT_WRITE for the command (mcengine/io.py)
 
 
 @dataclass
@@ -104,6 +105,21 @@ def _linked_lock(tmp: Path) -> None:
     _write(tmp / "v.txt", "DATA\n")
     (tmp / "o3").mkdir()
     (tmp / "o3" / ".mcengine.lock").symlink_to(tmp / "v.txt")
+
+
+#: A run whose results (figures, tables) are written at the end.
+FINAL_WRITES = ("run", "h100", "--trials", "2048", "--quiet", *SMALL, "--out", "{tmp}/run")
+#: A sweep of two points.
+SWEEP_2 = ("sweep", "h100", "--param", "econ.pue", "--values", "1.1,1.3", "--trials", "64", "--quiet", *SMALL, "--out", "{tmp}/run")
+
+
+def _stopped(argv: tuple[str, ...], fault: str) -> Callable[[Path], None]:
+    """A folder left by ``argv`` stopped by ``fault`` (MCENGINE_FAULT_AT_WRITE, mcengine/io.py)."""
+    def prepare(tmp: Path) -> None:
+        subprocess.run([*procs.python("-m", "mcengine"), *(a.replace("{tmp}", str(tmp)) for a in argv)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, env=procs.env(MCENGINE_FAULT_AT_WRITE=fault), timeout=BUDGET_S)
+
+    return prepare
 
 
 def _hard_linked_lock(tmp: Path) -> None:
@@ -291,6 +307,14 @@ CASES: tuple[Case, ...] = (
          143, ("--resume",), signal_after=(signal.SIGTERM, "run/checkpoint.json"), group="signals"),
     Case("SIGINT during a run (SystemError, exit 1)", ("run", "h100", "--trials", "400000", "--out", "{tmp}/run", "--quiet", *SMALL),
          130, ("--resume",), signal_after=(signal.SIGINT, "run/checkpoint.json"), group="signals"),
+    Case("SIGTERM while the results are written (exit 143: 'nothing saved yet', the folder never resumed)", FINAL_WRITES, 143,
+         ("every result was written",), fault="cost_per_mtok_cdf.png:TERM", group="signals"),
+    Case("--resume after SIGKILL while the results were written (refused: an entry mcengine did not write)", ("run", "--resume",
+         "{tmp}/run", "--quiet"), 0, ("2,048 paired trials",), prepare=_stopped(FINAL_WRITES, "cost_per_mtok_cdf.png:KILL"), group="resume"),
+    Case("the same command after a full disk while the results were written (refused once space was freed)", FINAL_WRITES, 0,
+         ("2,048 paired trials",), prepare=_stopped(FINAL_WRITES, "summary.json:ENOSPC"), group="resume"),
+    Case("the same sweep after SIGKILL while its results were written (refused)", SWEEP_2, 0, ("econ.pue",),
+         prepare=_stopped(SWEEP_2, "summary.json:KILL"), group="resume"),
     Case("SIGINT during start-up (traceback)", ("run", "h100", "--trials", "64", "--quiet"), 130, ("interrupted",),
          signal_after=(signal.SIGINT, 0.3), group="signals"),
     Case("a second run on a busy --out (mixed two runs)", ("run", "h100", "--trials", "2048", "--out", "{tmp}/run", "--quiet"), 2,
@@ -421,8 +445,9 @@ def run_case(case: Case, tmp: Path) -> Outcome:
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=procs.env())
         _wait_for(tmp / "run" / case.holder_ready, holder)
     start = time.perf_counter()
+    fault = {"MCENGINE_FAULT_AT_WRITE": case.fault} if case.fault else {}
     proc = subprocess.Popen([*procs.python("-m", "mcengine"), *argv], cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=procs.env(COLUMNS="120"))
+                            text=True, env=procs.env(COLUMNS="120", **fault))
     try:
         if case.signal_after is not None:
             signum, when = case.signal_after
