@@ -122,6 +122,12 @@ def _stopped(argv: tuple[str, ...], fault: str) -> Callable[[Path], None]:
     return prepare
 
 
+def _many_classes(tmp: Path) -> None:
+    """Issue 51 case 8: a scenario of 1,000 request classes."""
+    classes = "".join(f"[workload.classes.c{i}]\nshare = 1\nprompt_tokens = {500 + i}\noutput_tokens = 100\n" for i in range(1000))
+    _write(tmp / "s.toml", f'name = "many"\nextends = "h100"\n{classes}')
+
+
 def _hard_linked_lock(tmp: Path) -> None:
     """Issue 51 case 2: `H/o/.mcengine.lock` a hard link to a user's file."""
     _write(tmp / "victim", "DATA\n")
@@ -410,6 +416,8 @@ CASES: tuple[Case, ...] = (
          2, ("workload.classes.a.prompt_tokens = 10,000,000",), group="input"),
     Case("cluster.gpus_per_nic = 64 with 8 GPUs per host (accepted against its own bound)", ("check", "h100", "--set",
          "cluster.gpus_per_nic=64"), 2, ("cluster.gpus_per_nic", "cluster.gpus_per_host"), group="input"),
+    Case("1,000 request classes (100 s for 64 trials; a SIGTERM waited 134 s)", ("run", "{tmp}/s.toml", "--trials", "64", "--quiet",
+         *SMALL), 2, ("workload.classes", "at most 32"), prepare=_many_classes, group="input"),
     Case("sweep --param run.trials (identical rows)", ("sweep", "h100", "--param", "run.trials", "--values", "64,128", "--trials",
          "64", "--quiet", *SMALL), 2, ("--param", "run.trials", "--trials"), group="input"),
     Case("sweep --param run.seed (identical rows)", ("sweep", "h100", "--param", "run.seed", "--values", "1,2", "--trials", "64",

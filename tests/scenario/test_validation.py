@@ -69,6 +69,17 @@ def test_a_nic_serves_gpus_of_one_host(cli):
     _bad(cli, "check", "lite-h100", "--set", "cluster.gpus_per_nic=3", key="cluster.gpus_per_nic", also=["= 16"])
 
 
+def test_a_mix_has_at_most_32_request_classes(cli):
+    """Issue 51 case 8: 1,000 classes took 100 s for 64 trials (each class is planned alone
+    in every chunk) and a SIGTERM waited for the chunk."""
+    def classes(n):
+        return [a for i in range(n) for kv in (f"workload.classes.c{i}.share=1", f"workload.classes.c{i}.prompt_tokens={500 + i}",
+                                               f"workload.classes.c{i}.output_tokens=100") for a in ("--set", kv)]
+
+    assert cli("check", "h100", *classes(32)).code == 0
+    _bad(cli, "check", "h100", *classes(33), key="workload.classes", also=["33 classes", "at most 32"])
+
+
 def test_malformed_toml_names_file_and_line(cli, tmp_path):
     path = tmp_path / "broken.toml"
     path.write_text('name = "x"\n[fab]\ndie_width_mm = = 3\n')
