@@ -1,6 +1,8 @@
 """Property: a command stopped at any of its file writes, by SIGTERM, by SIGKILL or by a
 full disk, leaves a folder that its ``--resume`` (a run) or the same command run again
-finishes, to the straight run's numbers (issue 51 case 1).
+finishes, to the straight run's numbers (issue 51 case 1): a chain run, a sweep (the
+analyses' path) and a stage command (``yield``; ``reliability``, ``roofline`` and
+``paper`` save through the same code, api._save).
 
 The stop comes from the fault hook of :mod:`mcengine.io` (``MCENGINE_FAULT_AT_WRITE=K:KIND``:
 at the K-th file write, once its bytes are in the temporary file); K is drawn among the
@@ -25,7 +27,6 @@ COMMANDS = {
     "run": ("run", "h100", "lite-h100", "--trials", "2048", "--chunk-trials", "1024", "--quiet", *SMALL),
     "sweep": ("sweep", "h100", "--param", "econ.pue", "--values", "1.1,1.3", "--trials", "64", "--quiet", *SMALL),
     "yield": ("yield", "h100", "--wafers", "4"),
-    "reliability": ("reliability", "h100", "--lifetimes", "2", *SMALL),
 }
 KINDS = {"TERM": (143,), "KILL": (-9,), "ENOSPC": (1,)}
 
@@ -66,7 +67,7 @@ def _write_number(name: str, kind: str, writes: int) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(KINDS))
-@pytest.mark.parametrize("name", ["run", "sweep", "yield"])
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_stop_at_any_write_leaves_a_folder_that_finishes_to_the_straight_numbers(straight, tmp_path, name, kind):
     numbers, writes = straight[name]
     k = _write_number(name, kind, writes)
