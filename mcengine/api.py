@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 from .errors import InputError, Problem
 from .io import prepare_folder
-from .options import check_seed, positive, seed_of
+from .options import check_seed, positive, seed_of, shared_run
 from .outfolder import RUN_FILES, TABLE_FILE, TRIALS_DIR, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import provenance
 from .scenario import Scenario, load_scenario, shipped_scenarios
@@ -72,20 +72,30 @@ def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool) 
 
 
 def _save(folder: OutFolder | None, doc: dict, scenarios, rows: list[dict], figures=None, extra: Sequence[str] = ()) -> None:
-    """The ``--out`` contract: figures, resolved scenarios, the table, summary.json, manifest."""
+    """The ``--out`` contract: figures, resolved scenarios, the table, summary.json, manifest.
+    A SIGINT/SIGTERM while they are written waits for the last of them (the work is done:
+    the folder is left complete), then stops the command; the Interrupted carries
+    ``results`` = (the folder, whether every result is in it)."""
     if folder is None:
         return
+    from . import interrupt
+    from .errors import Interrupted
     from .io import write_atomic, write_json
 
     out = folder.path
     written = list(extra)
-    if figures is not None:
-        doc["figures"] = [p.name for p in figures(out)]
-        written += doc["figures"]
-    written += [write_scenario(s, out).name for s in scenarios]
-    written.append(write_atomic(out / TABLE_FILE, table_csv(rows)).name)
-    written.append(write_json(out / "summary.json", doc).name)
-    folder.finish(written)
+    try:
+        with interrupt.deferred():
+            if figures is not None:
+                doc["figures"] = [p.name for p in figures(out)]
+                written += doc["figures"]
+            written += [write_scenario(s, out).name for s in scenarios]
+            written.append(write_atomic(out / TABLE_FILE, table_csv(rows)).name)
+            written.append(write_json(out / "summary.json", doc).name)
+            folder.finish(written)
+    except Interrupted as exc:
+        exc.results = (out, folder.complete)
+        raise
 
 
 def check(scenario: str | Scenario, overrides: Iterable[str] = ()) -> Scenario:
@@ -255,6 +265,14 @@ def _resolve_run(refs, overrides) -> tuple[dict, list[Scenario], list]:
     return study, scenarios, plans
 
 
+def _sample(resolved: list[Scenario], study: dict, trials: int | None, seed: int | None) -> tuple[int, int]:
+    """(trials, seed) of a run: the options, else the study's, else the scenarios' shared
+    ``run.trials`` and ``run.seed``."""
+    shared = shared_run(resolved, trials=trials if trials is not None else study["trials"] or None,
+                        seed=seed if seed is not None else study["seed"])
+    return positive("--trials", shared["trials"]), check_seed(shared["seed"])
+
+
 def run(
     scenarios: Sequence[str | Scenario] | None = None,
     trials: int | None = None,
@@ -305,15 +323,13 @@ def run(
                   "keep_trials": keep_trials, "overrides": list(overrides)}
         if scenarios:
             study, resolved, plans = _resolve_run(scenarios, overrides)
-            n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
-            seed = seed if seed is not None else study["seed"]
-            spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), bool(keep_trials), study["label"])
+            n, seed = _sample(resolved, study, trials, seed)
+            spec = runner.RunSpec(tuple(resolved), seed, n, bool(keep_trials), study["label"])
     else:
         study, resolved, plans = _resolve_run(scenarios, overrides)
-        n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
-        seed = seed if seed is not None else study["seed"]
+        n, seed = _sample(resolved, study, trials, seed)
         keep = True if keep_trials is None else keep_trials
-        spec = runner.RunSpec(tuple(resolved), seed_of(resolved[0], seed), positive("--trials", n), keep, study["label"])
+        spec = runner.RunSpec(tuple(resolved), seed, n, keep, study["label"])
         outputs = study["outputs"]
     folder = None
     if out is not None:
@@ -430,7 +446,7 @@ def _analysis(command: str, study, scenarios, kwargs: dict, params: dict, rows, 
     from .report.sensitivity import write_figures
 
     resolved, plans = load_targeted(_study_refs(scenarios), kwargs.pop("overrides", ()))
-    seed = seed_of(resolved[0], kwargs.get("seed"))
+    seed = seed_of(resolved, kwargs.get("seed"))
     folder = _claim(out, command, resolved, seed, kwargs.get("trials"), params, force)
     kwargs["progress"] = progress_for(kwargs.get("progress"), command)
     doc = study(resolved if len(resolved) > 1 else resolved[0], **kwargs)

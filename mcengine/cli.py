@@ -96,9 +96,19 @@ def _saves_at_end(command: str, out):
     try:
         yield
     except Interrupted as exc:
-        where = f" to {out}" if out is not None else ""
-        exc.hint = f"stopped before its next step; nothing saved{where} (`mcengine {command}` reports and writes its results only when it finishes)"
+        exc.hint = _results_hint(exc) or (f"stopped before its next step; nothing saved{f' to {out}' if out is not None else ''} "
+                                          f"(`mcengine {command}` reports and writes its results only when it finishes)")
         raise
+
+
+def _results_hint(exc) -> str:
+    """What a stop while the results were being written left ('' if it came before)."""
+    if not hasattr(exc, "results"):
+        return ""
+    out, complete = exc.results
+    if complete:
+        return f"stopped once every result was written to {out}/ (the command had finished its work)"
+    return f"stopped while writing the results to {out}/ (a second signal); run the same command again to finish them"
 
 
 # ------------------------------------------------------------------ commands
@@ -155,7 +165,8 @@ def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_j
     """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
     api.set_threads(threads)
     _note_compile(work)
-    doc = study(scenario, size, seed, overrides or (), out=out, force=force)
+    with _saves_at_end(study.__name__.rstrip("_"), out):
+        doc = study(scenario, size, seed, overrides or (), out=out, force=force)
     _emit(doc, as_json, render)
 
 
@@ -198,7 +209,9 @@ def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonO
     """Roofline stage alone (deterministic, at the median inputs)."""
     from .report.tables import render_roofline
 
-    _emit(api.roofline(scenario, overrides or (), out=out, force=force), as_json, render_roofline)
+    with _saves_at_end("roofline", out):
+        doc = api.roofline(scenario, overrides or (), out=out, force=force)
+    _emit(doc, as_json, render_roofline)
 
 
 TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
@@ -271,7 +284,12 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
                 scheduler=scheduler, resume=resume is not None, progress=update, force=force,
             )
     except Interrupted as exc:
-        exc.hint = _saved_hint(folder, getattr(exc, "trials_saved", 0), getattr(exc, "trials", None))
+        exc.hint = _results_hint(exc)
+        if not exc.hint or not exc.results[1]:  # what the chunks saved, as the run's checkpoint counts them
+            from .runner import saved_trials
+
+            saved, total = (exc.trials_saved, exc.trials) if hasattr(exc, "trials_saved") else saved_trials(folder)
+            exc.hint = _saved_hint(folder, saved, total)
         raise
     doc = results.summary()
     if as_json:

@@ -12,7 +12,8 @@ Nothing waits forever:
   and never replies) is told apart within :data:`CONNECT_TIMEOUT_S` and refused
   (InputError naming ``--scheduler``, exit 2). Any address is then given at most
   :data:`CLIENT_DEADLINE_S` to yield a connected client (exit 2 naming ``--scheduler``
-  beyond it): a run against a wrong address ends within :data:`CLIENT_DEADLINE_S` s.
+  beyond it, or when the client cannot read what answers): a run against a wrong
+  address ends within :data:`CLIENT_DEADLINE_S` s.
 * A worker must join within :data:`WORKER_WAIT_S` (exit 1 naming the address).
 * While a chunk is awaited the cluster is polled every :data:`POLL_S`; a scheduler that
   goes away mid-run, or a cluster left without workers for :data:`WORKER_WAIT_S`, ends
@@ -73,10 +74,19 @@ def connect(scheduler: str):
                                  "(not a Dask scheduler, or it does not answer)"))
     exc = made.get("error")
     if isinstance(exc, (OSError, TimeoutError, ValueError)):
-        raise InputError(Problem("--scheduler", scheduler, f"no Dask scheduler answers there ({exc})")) from None
+        raise InputError(Problem("--scheduler", scheduler, f"no Dask scheduler answers there ({_why(exc)})")) from None
+    if isinstance(exc, Exception) and not isinstance(exc, McEngineError):  # a reply the client could not read
+        raise InputError(Problem("--scheduler", scheduler, f"what answers there greets like a Dask scheduler but does not reply "
+                                 f"like one ({_why(exc)}); allowed: a Dask scheduler address such as tcp://HOST:8786")) from None
     if exc is not None:
         raise exc
     return made["client"]
+
+
+def _why(exc: BaseException) -> str:
+    """An exception in words: its type, and its message when it has one."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _recv(sock: socket.socket, n: int, deadline: float) -> bytes:
@@ -111,7 +121,7 @@ def _probe(scheduler: str) -> None:
         raise InputError(Problem("--scheduler", scheduler, f"nothing answered within {CONNECT_TIMEOUT_S} s like a Dask scheduler "
                                  "(a Dask scheduler greets every connection at once); allowed: a Dask scheduler address such as tcp://HOST:8786")) from None
     except OSError as exc:
-        raise InputError(Problem("--scheduler", scheduler, f"no Dask scheduler answers there ({exc.strerror or exc})")) from None
+        raise InputError(Problem("--scheduler", scheduler, f"no Dask scheduler answers there ({exc.strerror or _why(exc)})")) from None
 
 
 def _wait_for_workers(client, scheduler: str) -> None:

@@ -2,7 +2,9 @@
 
 Every file mcengine writes goes through :func:`write_atomic`: the bytes go to a temporary
 file in the same folder, are flushed to disk, then renamed over the target, so a reader
-(or an interrupted run) sees either the old file or the whole new one.
+(or an interrupted run) sees either the old file or the whole new one. In a claimed
+output folder the file's name is first listed in the folder's manifest (:func:`guard`),
+so a stop at any instant (a kill, a full disk) leaves only files the manifest lists.
 
 :func:`write_atomic` never replaces what is not a plain file of mcengine's: a link or a
 folder at the target, a file of this process's input (:func:`note_input`: every scenario,
@@ -21,7 +23,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,6 +39,15 @@ def _umask() -> int:
 _inputs: set[tuple[int, int, int]] = set()
 #: Per claimed output folder (its absolute path): the names mcengine must not write there.
 _guarded: dict[str, frozenset[str]] = {}
+#: Per claimed output folder: what records a name in its manifest before it is written.
+_listers: dict[str, Callable[[str], None]] = {}
+#: Fault injection for the tests of stops at any instant (tests/robustness/test_stops.py):
+#: ``K:TERM``, ``K:KILL`` or ``K:ENOSPC`` stops this process by SIGTERM or SIGKILL, or
+#: fails with a full disk, at its K-th file write (1-based; or at its write of the file
+#: named K), once the bytes are in the temporary file and before it replaces the target.
+FAULT_ENV = "MCENGINE_FAULT_AT_WRITE"
+#: File writes of this process so far (the count :data:`FAULT_ENV` names one of).
+_writes = 0
 
 
 def note_input(path: str | os.PathLike) -> None:
@@ -51,10 +62,13 @@ def is_input(st: os.stat_result) -> bool:
     return (st.st_dev, st.st_ino, st.st_mtime_ns) in _inputs
 
 
-def guard(folder: str | os.PathLike, names) -> None:
+def guard(folder: str | os.PathLike, names, lister: Callable[[str], None] | None = None) -> None:
     """Claim ``folder`` for output: ``names`` there (files mcengine did not write) are never
-    written, and its sub-folders must be real folders, not links."""
+    written, and its sub-folders must be real folders, not links; ``lister(name)`` is
+    called before each file is written there (its manifest lists it first)."""
     _guarded[os.path.abspath(folder)] = frozenset(names)
+    if lister is not None:
+        _listers[os.path.abspath(folder)] = lister
 
 
 def lstat_or_none(path: str | os.PathLike) -> os.stat_result | None:
@@ -65,11 +79,14 @@ def lstat_or_none(path: str | os.PathLike) -> os.stat_result | None:
 
 
 def kind_of(st: os.stat_result) -> str:
-    """What a non-regular entry is, in words."""
+    """What an entry mcengine will not write through is, in words (a non-regular entry, or
+    a regular file that shares its inode with another name)."""
     if stat.S_ISLNK(st.st_mode):
         return "a link"
     if stat.S_ISDIR(st.st_mode):
         return "a folder"
+    if stat.S_ISREG(st.st_mode):
+        return f"a hard link ({st.st_nlink} names share the file)"
     return "not a regular file"
 
 
@@ -104,6 +121,9 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     why = refused_target(path)
     if why is not None:
         raise InputError(Problem("--out", str(path.parent), f"{why}: remove it or choose another folder"))
+    lister = _listers.get(os.path.abspath(path.parent))
+    if lister is not None:
+        lister(path.name)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -112,6 +132,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        _fault_point(path.name)
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None and os.path.exists(tmp):
@@ -120,6 +141,26 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
             raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}", str(path)) from None
         raise
     return path
+
+
+def _fault_point(name: str) -> None:
+    """The injected fault of :data:`FAULT_ENV` at this write (of file ``name``), if it is
+    the one named."""
+    global _writes
+    _writes += 1
+    fault = os.environ.get(FAULT_ENV)
+    if not fault:
+        return
+    at, _, kind = fault.rpartition(":")
+    if at != (str(_writes) if at.isdigit() else name):
+        return
+    if kind == "ENOSPC":
+        import errno
+
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL if kind == "KILL" else signal.SIGTERM)
 
 
 def prepare_folder(folder: str | os.PathLike) -> Path:

@@ -29,6 +29,23 @@ def check_seed(seed) -> int:
     return int(seed)
 
 
-def seed_of(scenario, seed: int | None) -> int:
-    """The master seed: ``--seed`` if given, else the scenario's ``run.seed``."""
-    return check_seed(scenario.run.seed if seed is None else seed)
+def shared_run(scenarios, **given) -> dict:
+    """Each ``run.<key>`` of a command's scenarios: the given value (``--<key>``) if not
+    None, else the scenarios' own, which must agree: one command draws one sample (paired
+    trials) of one size from one seed. InputError naming each ``run.<key>`` that differs."""
+    problems, out = [], {}
+    for key, value in given.items():
+        values = {s.name: getattr(s.run, key) for s in scenarios}
+        if value is None and len(set(values.values())) > 1:
+            problems.append(Problem(f"run.{key}", values, f"the scenarios of one command share one run.{key} (their trials are "
+                                    f"paired): set it once for all (--set run.{key}=...), or give --{key}"))
+        out[key] = next(iter(values.values())) if value is None else value
+    if problems:
+        raise InputError(problems)
+    return out
+
+
+def seed_of(scenarios, seed: int | None) -> int:
+    """The master seed: ``--seed`` if given, else the scenarios' shared ``run.seed``
+    (``scenarios``: one scenario or several)."""
+    return check_seed(shared_run(scenarios if isinstance(scenarios, (list, tuple)) else [scenarios], seed=seed)["seed"])

@@ -4,6 +4,9 @@ A command writes ``summary.json``, the resolved scenario(s) as ``<name>.toml``, 
 of the rows it reports (``table.csv``) and its figures, then the manifest
 ``mcengine.json``: the files it wrote there and the fingerprint of the run (what decides
 its numbers: command, scenarios, seed, sample size, parameters; never the provenance).
+Each file is listed in the manifest (marked ``"complete": false``) before it is written,
+so a folder left by a stop at any instant (a signal, a kill, a full disk) holds only
+files the manifest lists: the same command run again (or a run's ``--resume``) finishes it.
 
 mcengine touches only what it wrote. A folder holding anything its manifest does not list
 (no manifest at all: anything) is refused before anything is computed (InputError naming
@@ -36,7 +39,7 @@ from .io import guard, is_input, kind_of, lstat_or_none, prepare_folder, write_j
 from .provenance import scenario_sha256, sha256_of
 
 MANIFEST = "mcengine.json"
-#: The lock a chain run holds on its folder while it runs (fcntl.flock; the OS drops it with the process).
+#: The lock a command holds on its folder from its claim to its finish (fcntl.flock; the OS drops it with the process).
 LOCK_FILE = ".mcengine.lock"
 MANIFEST_FORMAT = 1
 TABLE_FILE = "table.csv"
@@ -67,19 +70,51 @@ def _holder(fd: int) -> str:
     return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
 
 
-@contextlib.contextmanager
-def locked(out: Path) -> Iterator[None]:
-    """Hold ``out``'s lock for a run (an advisory lock the OS drops with the process, so a
-    killed run never leaves the folder locked); a second run on the folder is refused."""
-    out.mkdir(parents=True, exist_ok=True)
+#: The lock descriptor of each folder a command of this process has claimed (its absolute path).
+_held: dict[str, int] = {}
+
+
+def _take(out: Path) -> int:
+    """A descriptor holding ``out``'s lock (an advisory lock the OS drops with the process,
+    so a killed command never leaves the folder locked); a folder another command holds
+    is refused (InputError naming ``--out``)."""
     fd = _open_lock(out, os.O_RDWR | os.O_CREAT)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise _in_use(out, fd) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        error = _in_use(out, fd)
+        os.close(fd)
+        raise error from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
+
+
+def acquire(out: Path) -> None:
+    """Hold ``out``'s lock for a command's claim until :func:`release` (or the process
+    ends); a claim of this process holds it already."""
+    key = os.path.abspath(out)
+    if key not in _held:
+        _held[key] = _take(out)
+
+
+def release(out: Path) -> None:
+    """Drop the lock of this process's claim of ``out`` (if it holds one)."""
+    fd = _held.pop(os.path.abspath(out), None)
+    if fd is not None:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock while a run uses it: the claim's lock if a command of this
+    process claimed the folder, else a lock of its own for the block."""
+    out.mkdir(parents=True, exist_ok=True)
+    if os.path.abspath(out) in _held:
+        yield
+        return
+    fd = _take(out)
+    try:
         yield
     finally:
         os.close(fd)
@@ -90,8 +125,9 @@ def _in_use(out: Path, fd: int) -> InputError:
 
 
 def _open_lock(out: Path, flags: int) -> int:
-    """The lock file's descriptor, never through a link (a link or a folder there is
-    InputError naming ``--out``: writing the PID would truncate whatever it points to)."""
+    """The lock file's descriptor, never through a link (a link, a folder or a file with
+    more than one hard link there is InputError naming ``--out``: writing the PID would
+    truncate whatever it points to or shares its inode with)."""
     path = out / LOCK_FILE
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
@@ -101,7 +137,7 @@ def _open_lock(out: Path, flags: int) -> int:
             raise
         raise _unsafe(out, LOCK_FILE, st, "the lock") from exc
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
         os.close(fd)
         raise _unsafe(out, LOCK_FILE, st, "the lock")
     return fd
@@ -113,8 +149,9 @@ def _unsafe(out: Path, name: str, st: os.stat_result, what: str = "a file") -> I
 
 
 def check_unlocked(out: Path) -> None:
-    """InputError if a run holds ``out``'s lock now (before any of its files is touched)."""
-    if lstat_or_none(out / LOCK_FILE) is None:
+    """InputError if another command holds ``out``'s lock now (before any of its files is
+    touched; a claim of this process, left by a command that stopped, is no other's)."""
+    if os.path.abspath(out) in _held or lstat_or_none(out / LOCK_FILE) is None:
         return
     fd = _open_lock(out, os.O_RDONLY)
     try:
@@ -238,13 +275,19 @@ class OutFolder:
     """An output folder claimed for one run (see the module docstring)."""
 
     def __init__(self, path: Path, command: str, fingerprint: str | None, previous: list[str]):
-        self.path, self.command, self.fingerprint, self.previous = path, command, fingerprint, previous
+        self.path, self.command, self.fingerprint = path, command, fingerprint
+        #: Every name the manifest lists while the command runs: its previous write's, the
+        #: files it owns from the start, and each file listed before it is written.
+        self.listed: set[str] = set(previous)
+        #: Whether :meth:`finish` recorded the command's files (the manifest complete).
+        self.complete = False
 
     @classmethod
     def claim(cls, path, command: str, fingerprint: str | None, force: bool = False, resume: bool = False,
               owned: Iterable[str] = (), writes: Iterable[str] = ()) -> "OutFolder":
         """Check ``path`` can take this run (before anything is computed) and record the
-        claim. A resume keeps the folder's claim (the runner checks it is the same run);
+        claim, holding the folder's lock until :meth:`finish` (a second command on it is
+        refused). A resume keeps the folder's claim (the runner checks it is the same run);
         ``owned`` are files the command writes while it runs (listed from the start, so
         that an interrupted run's files are known); ``writes`` the other names it will
         write (checked now, so that a refusal comes before the work)."""
@@ -265,16 +308,29 @@ class OutFolder:
                                      "beside them, never replacing or deleting them)"))
         protected = set(foreign) | inputs
         _check_writable(path, {MANIFEST, *owned, *writes}, protected)
+        acquire(path)  # held until finish (or the process ends): no other command writes here meanwhile
+        if read_manifest(path) != manifest:  # another command claimed it between the check and the lock
+            release(path)
+            raise InputError(Problem("--out", str(path), "was claimed by another mcengine command while this one checked it; "
+                                     "wait for it or choose another folder"))
         previous: list[str] = []
         if same:
             previous = listed
             fingerprint = manifest.get("fingerprint") if resume else fingerprint
         elif manifest is not None:
             remove_listed(path, listed)
-        guard(path, protected)
         folder = cls(path, command, fingerprint, previous)
-        folder._write(sorted({*previous, *owned}), complete=False)
+        folder.listed.update(owned)
+        guard(path, protected, folder._before_write)
+        folder._write(sorted(folder.listed), complete=False)
         return folder
+
+    def _before_write(self, name: str) -> None:
+        """List ``name`` in the manifest (the run still incomplete) before it is written,
+        so that a stop at any instant leaves no file the manifest does not list."""
+        if name != MANIFEST and name not in self.listed:
+            self.listed.add(name)
+            self._write(sorted(self.listed), complete=False)
 
     def _write(self, files: list[str], complete: bool) -> None:
         write_json(self.path / MANIFEST, {"format": MANIFEST_FORMAT, "command": self.command, "fingerprint": self.fingerprint,
@@ -286,8 +342,11 @@ class OutFolder:
         if fingerprint is not None:
             self.fingerprint = fingerprint
         files = sorted({Path(f).name for f in written if self._present(Path(f).name)})
-        remove_listed(self.path, [f for f in self.previous if f not in files])
+        remove_listed(self.path, sorted(self.listed - set(files)))
+        self.listed = set(files)
         self._write(files, complete=True)
+        self.complete = True
+        release(self.path)
         return files
 
     def _present(self, name: str) -> bool:

@@ -246,6 +246,24 @@ def test_set_reaches_one_number_of_a_shipped_model_card(cli):
     assert doc["workload"]["model"]["name"] == "llama-3-70b (heads=32, layers=41)"
 
 
+def test_set_reaches_one_number_of_a_request_classes_model_card(cli):
+    """Issue 51 case 6: a class without a model serves workload.model, so
+    --set workload.classes.a.model.layers=40 edits that card (it gave class a a 'custom'
+    card with the defaults' hidden size and heads); a class naming a card edits that one."""
+    import json
+
+    mix = [a for kv in ("workload.classes.a.share=1", "workload.classes.a.prompt_tokens=1000", "workload.classes.a.output_tokens=200")
+           for a in ("--set", kv)]
+    small = ["--set", 'workload.model="llama-3-8b"', *mix]
+    card = json.loads(cli("check", "h100", *small, "--json").out)["workload"]["model"]
+    doc = json.loads(cli("check", "h100", *small, "--set", "workload.classes.a.model.layers=40", "--json").out)
+    assert doc["workload"]["classes"]["a"]["model"] == {**card, "layers": 40, "name": "llama-3-8b (layers=40)"}
+    assert doc["workload"]["model"] == card
+    named = ["--set", 'workload.classes.a.model="mixtral-8x7b"', "--set", "workload.classes.a.model.layers=8"]
+    doc = json.loads(cli("check", "h100", *small, *named, "--json").out)
+    assert doc["workload"]["classes"]["a"]["model"]["name"] == "mixtral-8x7b (layers=8)"
+
+
 # ----------------------------------------------------------------------------- bad input: exit 2
 
 

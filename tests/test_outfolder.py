@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 
 import pytest
 
@@ -136,7 +137,7 @@ def test_force_never_deletes_the_files_of_a_folder_a_run_is_using(tmp_path):
 
     out = tmp_path / "busy"
     api.roofline("h100", out=out)
-    listed = sorted(p.name for p in out.iterdir())
+    listed = sorted(p.name for p in out.iterdir() if p.name != ".mcengine.lock")
     with locked(out):
         with pytest.raises(InputError, match="in use by another mcengine run"):
             api.roofline("lite-h100", out=out, force=True)
@@ -193,6 +194,18 @@ def test_a_linked_lock_file_is_never_written_through(cli, tmp_path):
         r = cli("run", "h100", *SMALL, "--out", str(tmp_path / "o3"), *extra)
         assert r.code == 2 and "--out" in r.err and ".mcengine.lock" in r.err, r.err
     assert (tmp_path / "v.txt").read_text() == "DATA\n"
+
+
+def test_a_hard_linked_lock_file_is_never_written_through(cli, tmp_path):
+    """Issue 51 case 2: `.mcengine.lock` a hard link to a user file (O_NOFOLLOW stops
+    symlinks only: the file got the PID)."""
+    (tmp_path / "victim").write_text("DATA\n")
+    (tmp_path / "H" / "o").mkdir(parents=True)
+    os.link(tmp_path / "victim", tmp_path / "H" / "o" / ".mcengine.lock")
+    for extra in ((), ("--force",)):
+        r = cli("run", "h100", *SMALL, "--out", str(tmp_path / "H" / "o"), *extra)
+        assert r.code == 2 and ".mcengine.lock is a hard link" in r.err, r.err
+    assert (tmp_path / "victim").read_text() == "DATA\n"
 
 
 def test_the_input_scenario_is_never_replaced(cli, tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ integrity a resume checks first (:mod:`.checkpoint`).
 
 from .accumulate import Accumulators, paired_metrics
 from .backends import Backend, FolderBackend, MemoryBackend, trials_frame
-from .checkpoint import CHECKPOINT_FILE, CHECKPOINT_FORMAT, check_state, checkpoint_text
+from .checkpoint import CHECKPOINT_FILE, CHECKPOINT_FORMAT, check_state, checkpoint_text, saved_trials
 from .execution import RunOutcome, execute
 from .plan import CHUNK_GROWTH, DEFAULT_CHUNK_TRIALS, TARGET_CHUNK_S, check_chunk_trials, chunk_bounds, chunk_plan
 from .spec import RUN_FILE, RunSpec
@@ -22,5 +22,5 @@ from .spec import RUN_FILE, RunSpec
 __all__ = [
     "Accumulators", "Backend", "CHECKPOINT_FILE", "CHECKPOINT_FORMAT", "CHUNK_GROWTH", "DEFAULT_CHUNK_TRIALS", "FolderBackend",
     "MemoryBackend", "RUN_FILE", "RunOutcome", "RunSpec", "TARGET_CHUNK_S", "check_chunk_trials", "check_state",
-    "checkpoint_text", "chunk_bounds", "chunk_plan", "execute", "paired_metrics", "trials_frame",
+    "checkpoint_text", "chunk_bounds", "chunk_plan", "execute", "paired_metrics", "saved_trials", "trials_frame",
 ]

@@ -31,6 +31,7 @@ from ..errors import InputError, Problem
 from ..outfolder import PART, TRIALS_DIR
 from ..scenario.load import load_targeted
 from ..stages.econ import breakdown_parts
+from ..state_checks import summary_problem
 from ..summaries import BLOCK_TRIALS
 from .accumulate import Accumulators, _new_accumulators
 from .spec import RUN_FILE, RunSpec
@@ -121,16 +122,31 @@ def _summaries(acc: "Accumulators", spec: RunSpec) -> dict:
     return want
 
 
+def saved_trials(out: Path | None) -> tuple[int, int | None]:
+    """(trials done, the run's trials) that a run folder's checkpoint counts, for a stop
+    message ((0, None) without a readable one; a resume checks it in full)."""
+    if out is None:
+        return 0, None
+    try:
+        done = _read_json(Path(out) / CHECKPOINT_FILE)["state"]["trials_done"]
+        total = _read_json(Path(out) / RUN_FILE)["trials"]
+    except (InputError, KeyError, TypeError):
+        return 0, None
+    return (done, total) if isinstance(done, int) and isinstance(total, int) else (0, None)
+
+
 def check_state(acc: "Accumulators", spec: RunSpec) -> str:
     """What is inconsistent in a checkpoint's state for ``spec`` ('' if nothing): its
     scenarios, its trials done (within the run, on a block boundary or at the run's end),
-    and every count against the trials done (each summary's finite + infinite values and
-    its quantile sketch, each scenario's SLO misses, each pair's "B below A" count)."""
+    every summary field by field (:func:`~mcengine.state_checks.summary_problem`: finite,
+    ordered, in range), and every count against the trials done (each summary's finite +
+    infinite values and its quantile sketch, each scenario's SLO misses, each pair's "B
+    below A" count)."""
     names = tuple(s.name for s in spec.scenarios)
     done = acc.trials_done
     if acc.names != names:
         return f"its scenarios {list(acc.names)} are not the run's {list(names)}"
-    if not 0 <= done <= spec.trials:
+    if not isinstance(done, int) or not 0 <= done <= spec.trials:
         return f"{done} trials done of a run of {spec.trials}"
     if done % BLOCK_TRIALS and done != spec.trials:
         return f"{done} trials done is not a chunk boundary (a multiple of {BLOCK_TRIALS}, or the run's {spec.trials})"
@@ -139,6 +155,8 @@ def check_state(acc: "Accumulators", spec: RunSpec) -> str:
     for (who, metric), summary in _summaries(acc, spec).items():
         if summary is None:
             return f"no summary of {who}.{metric}"
+        if problem := summary_problem(summary, f"{who}.{metric}", acc.replicates):
+            return problem
         if summary.count + summary.infinite + summary.skipped != done or summary.sketch.count + summary.low.count != summary.count:
             return (f"{who}.{metric} summarises {summary.count + summary.infinite + summary.skipped} trials ({summary.sketch.count + summary.low.count} "
                     f"in its quantiles), not the {done} trials done")

@@ -177,6 +177,9 @@ def cluster_problems(c, r) -> list[Problem]:
         if comp.replace_unit in ("gpu", "host") and comp.replace_unit != r.replace_unit:
             out.append(Problem(f"reliability.components.{name}.replace_unit", comp.replace_unit,
                                f"allowed: \"unit\", reliability.replace_unit = {r.replace_unit!r}, or \"module\""))
+    if c.gpus_per_host % c.gpus_per_nic:  # NIC k serves GPUs k x gpus_per_nic onwards: each NIC within one host
+        out.append(Problem("cluster.gpus_per_nic", c.gpus_per_nic, f"allowed: a divisor of cluster.gpus_per_host = {c.gpus_per_host} "
+                           "(a NIC serves GPUs of one host)"))
     if r.replace_unit == "host" and c.spare_gpus % c.gpus_per_host:
         out.append(Problem("cluster.spare_gpus", c.spare_gpus, f"allowed: a multiple of cluster.gpus_per_host = {c.gpus_per_host} when reliability.replace_unit = 'host'"))
     for name, comp in r.components:

@@ -114,8 +114,26 @@ def parse_override(item: str) -> tuple[str, Any]:
     return key, value
 
 
+def _is_model(parts: list[str]) -> bool:
+    """Whether ``parts`` is the key of a model card: ``workload.model`` or a request
+    class's ``workload.classes.NAME.model``."""
+    return parts == ["workload", "model"] or len(parts) == 4 and parts[:2] == ["workload", "classes"] and parts[3] == "model"
+
+
+def _card_to_edit(raw: dict, raw_model, key: str) -> dict:
+    """The table that ``--set KEY.FIELD=...`` of a model card (``key``) changes one number
+    of: the shipped card ``raw_model`` names, or, for a request class whose model is
+    unset, the card the class serves (``workload.model``'s, itself perhaps edited)."""
+    if raw_model is None and key != "workload.model":
+        workload_model = raw.get("workload", {}).get("model")
+        if isinstance(workload_model, dict):
+            return copy.deepcopy(workload_model)
+        return _shipped_card(workload_model, key)
+    return _shipped_card(raw_model, key)
+
+
 def _shipped_card(raw_model, key: str) -> dict:
-    """The table of the model card that ``workload.model`` names (the default card when
+    """The table of the model card that ``raw_model`` names (the default card when
     unset), so that ``--set workload.model.KEY=...`` changes one number of a shipped card."""
     name = DEFAULT_MODEL if raw_model is None else raw_model
     problems: list[Problem] = []
@@ -133,8 +151,8 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
         parts = key.split(".")
         node = out
         for i, part in enumerate(parts[:-1]):
-            if parts[: i + 1] == ["workload", "model"] and not isinstance(node.get(part), dict):
-                node[part] = _shipped_card(node.get(part), "workload.model")
+            if _is_model(parts[: i + 1]) and not isinstance(node.get(part), dict):
+                node[part] = _card_to_edit(out, node.get(part), ".".join(parts[: i + 1]))
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
                 problems.append(Problem(f"--set {key}", value, f"{'.'.join(parts[: i + 1])} is a value, not a table"))
@@ -142,8 +160,8 @@ def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:
             node = child
         else:
             node[parts[-1]] = value
-            if parts[:2] == ["workload", "model"] and len(parts) == 3 and parts[2] != "name":
-                _label_changed_card(node, parts[2], value)
+            if _is_model(parts[:-1]) and parts[-1] != "name":
+                _label_changed_card(node, parts[-1], value)
     if problems:
         raise InputError(problems)
     return out
@@ -303,10 +321,14 @@ def load_targeted(refs, overrides: Iterable[str] = ()) -> tuple[list, list[Overr
             problems += [Problem(f"{exc.source or name}: {p.key}", p.value, p.allowed, p.hint) for p in exc.problems]
     if problems:
         raise InputError(problems)
+    taken = {s.name for s in out}
     seen: dict[str, int] = {}
     for i, s in enumerate(out):
         seen[s.name] = seen.get(s.name, 0) + 1
         if seen[s.name] > 1:
+            while f"{s.name}#{seen[s.name]}" in taken:
+                seen[s.name] += 1
+            taken.add(f"{s.name}#{seen[s.name]}")
             out[i] = dataclasses.replace(s, name=f"{s.name}#{seen[s.name]}")
     return out, plans
 

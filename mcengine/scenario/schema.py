@@ -40,11 +40,12 @@ _EFFICIENCY_FIELDS = tuple(f"{kind}_efficiency" for kind in EFFICIENCY_KINDS)
 TOP_KEYS = ("name", "description", "extends", *(s[0] for s in SECTIONS))
 
 #: A scenario's name becomes a file name (``<out>/<name>.toml``): a letter or digit, then
-#: up to 63 letters, digits, dots, underscores or hyphens. No separator, no ``..``
-#: prefix, no NUL, never empty.
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-NAME_ALLOWED = ("allowed: 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit (the name becomes the file "
-                "<out>/<name>.toml; a file without `name = ...` is named after its file)")
+#: up to 63 letters, digits, dots, underscores or hyphens, and optionally ``#`` and a
+#: count (the distinct name of a scenario listed twice, ``h100#2``, which a resume reads
+#: back). No separator, no ``..`` prefix, no NUL, never empty.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}(#[1-9][0-9]{0,3})?")
+NAME_ALLOWED = ("allowed: 1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit, optionally then # and a count "
+                "(the name becomes the file <out>/<name>.toml; a file without `name = ...` is named after its file)")
 #: Longest description (free text, shown in listings and summaries).
 MAX_DESCRIPTION_CHARS = 10_000
 

@@ -243,6 +243,9 @@ def _target(param: str, bases: list[Scenario]) -> tuple[str, list[str]]:
 #: Keys that name or describe a scenario rather than set its numbers: a sweep keeps them
 #: (a point renamed would not be found in its own summary; ``extends`` is resolved once).
 NOT_SWEEPABLE = ("name", "extends", "description")
+#: Run settings a sweep takes from its own options, the same at every point (the points'
+#: trials are paired): sweeping them would change nothing.
+RUN_OPTIONS = {"run.trials": "--trials", "run.seed": "--seed"}
 
 
 def _grid_scenarios(bases: list[Scenario], params: list[str], values: list[list[str]]) -> tuple[list[tuple], list[list[Scenario]], dict]:
@@ -251,6 +254,11 @@ def _grid_scenarios(bases: list[Scenario], params: list[str], values: list[list[
     if fixed:
         raise InputError([Problem("--param", p, f"identifies or describes the scenario; allowed: a key of its settings (not "
                                   f"{', '.join(NOT_SWEEPABLE)}); to compare scenarios use `mcengine compare`") for p in fixed])
+    fixed = [p for p in params if p.rpartition(":")[2] in RUN_OPTIONS]
+    if fixed:
+        raise InputError([Problem("--param", p, f"is the sample every point of a sweep shares (paired trials), so sweeping it "
+                                  f"changes nothing; allowed: a key of the model; set the sweep's {RUN_OPTIONS[p.rpartition(':')[2]]} "
+                                  "instead") for p in fixed])
     targets = [_target(p, bases) for p in params]
     problems = []
     for param, (key, names) in zip(params, targets):
@@ -347,7 +355,7 @@ def sweep(
     trials = positive("--trials", trials)
     bases = _resolve(scenarios, overrides)
     outputs = [check_output(m, len(bases) == 2) for m in (outputs or SWEEP_OUTPUTS)]
-    seed = seed_of(bases[0], seed)
+    seed = seed_of(bases, seed)
     texts = [[_literal(v) for v in axis] for axis in axes]
     points, grid, applies = _grid_scenarios(bases, params, texts)
     names = [s.name for s in bases]
@@ -429,7 +437,7 @@ def tornado(
         raise InputError(Problem("quantiles", quantiles, "allowed: (low, high) with 0 < low < 0.5 < high < 1"))
     chosen = _resolve(scenarios, overrides)
     output = check_output(output, len(chosen) == 2)
-    seed = seed_of(chosen[0], seed)
+    seed = seed_of(chosen, seed)
     factors = _union_inputs(chosen)
     keys = list(factors)
     total = (2 * len(keys) + 1) * trials
@@ -500,7 +508,7 @@ def sobol(
     chunk = positive("--chunk-trials", chunk_trials)
     chosen = _resolve(scenarios, overrides)
     output = check_output(output, len(chosen) == 2)
-    seed = seed_of(chosen[0], seed)
+    seed = seed_of(chosen, seed)
     factors = _union_inputs(chosen)
     keys = list(factors)
 

@@ -14,7 +14,7 @@ from ..scenario.sampling import quantile_inputs
 from ..stages.roofline.layout import Evaluation, candidate_layouts, evaluate, lengths_of, rates_of
 from ..stages.roofline.serving import Plan, evaluate_plan
 from ..columns import MIX_PREFIX
-from ..stages.roofline import at_trial, class_scenario, mix_columns, rule_of
+from ..stages.roofline import at_trial, class_keys, class_scenario, mix_columns, rule_of
 from ..units import BYTES_PER_GB, MS_PER_S
 
 
@@ -128,21 +128,24 @@ def _mix_summary(scenario: Scenario) -> dict:
     output tokens/s per instance; the top level repeats the summary of the class with the
     most instances (named by ``class``). With ``workload.class_instances = "whole"`` each
     class also shows its whole ``instances`` and ``idle_share``, and ``rounding_loss`` is
-    the share of the continuous split's mix rate the whole instances lose."""
+    the share of the continuous split's mix rate the whole instances lose (0 for a mix no
+    split serves)."""
     median = quantile_inputs(scenario, 0.5)
     weight, ahead = planning_weight(scenario, median), ahead_weights(scenario)
     mix = mix_columns(scenario, median, weight, ahead=ahead)
     classes = {}
     for name, _ in scenario.workload.classes:
         shares = {k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instance_share", "request_share")}
-        classes[name] = {**roofline_summary(class_scenario(scenario, name)), **shares}
+        with class_keys(scenario, name):
+            classes[name] = {**roofline_summary(class_scenario(scenario, name)), **shares}
     main = max(classes, key=lambda name: classes[name]["instance_share"])
     out = {**classes[main], "class": main, "classes": classes, "tokens_per_s_instance_mix": at_trial(mix["tokens_per_s_instance"])}
     if scenario.workload.class_instances == "whole":  # whole instances per class: what the rounding costs
         for name in classes:
             classes[name].update({k: at_trial(mix[f"{MIX_PREFIX}{name}.{k}"]) for k in ("instances", "idle_share")})
         split = dataclasses.replace(scenario, workload=dataclasses.replace(scenario.workload, class_instances="continuous"))
-        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / at_trial(mix_columns(split, median, weight, ahead=ahead)["tokens_per_s_instance"])
+        continuous = at_trial(mix_columns(split, median, weight, ahead=ahead)["tokens_per_s_instance"])
+        out["rounding_loss"] = 1.0 - out["tokens_per_s_instance_mix"] / continuous if continuous > 0 else 0.0
     return out
 
 

@@ -33,6 +33,28 @@ def test_a_position_letter_reaches_only_its_own_copy_of_a_repeated_scenario():
     assert (a.gpu.tdp_w.value, b.gpu.tdp_w.value, b.name) == (700.0, 650.0, "h100#2")
 
 
+def test_the_distinct_name_of_a_repeated_scenario_loads_back():
+    """Issue 51 case 4: `h100#2` (written to run.json and `h100#2.toml`) was no valid name,
+    so a resume of `compare h100 h100` was refused."""
+    from mcengine.scenario.load import scenario_from_dict
+
+    (a, b, c), _ = load_targeted(["h100", "h100", "h100"])
+    assert [s.name for s in (a, b, c)] == ["h100", "h100#2", "h100#3"]
+    assert scenario_from_dict(b.to_dict()) == b
+    (_, again, taken), _ = load_targeted(["h100", "h100", c])  # a given h100#3 keeps its name
+    assert (again.name, taken.name) == ("h100#2", "h100#3")
+    (_, _, after), _ = load_targeted(["h100", b, "h100"])
+    assert after.name == "h100#3"
+
+
+def test_scenarios_of_one_command_share_their_sample_size_and_seed(cli):
+    """Issue 51 case 5: per-scenario run.trials / run.seed silently gave way to A's."""
+    r = cli("compare", "h100", "lite-h100", "--set", "A:run.trials=128", "--set", "B:run.trials=256", "--set", "B:run.seed=9", "--quiet")
+    assert r.code == 2 and "run.trials: got {'h100': 128, 'lite-h100': 256}" in r.err and "run.seed: got {'h100': 0, 'lite-h100': 9}" in r.err
+    r = cli("sweep", "h100", "--param", "run.seed", "--values", "1,2", "--trials", "8")
+    assert r.code == 2 and "--param: got 'run.seed'" in r.err and "--seed" in r.err
+
+
 def test_an_unknown_target_names_the_set_and_lists_the_allowed_ones():
     with pytest.raises(InputError) as info:
         plan_overrides(["h100", "lite-h100"], ["C:gpu.hbm_tbps=1"])

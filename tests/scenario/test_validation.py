@@ -62,6 +62,24 @@ def test_replace_host_needs_whole_hosts_of_spares(cli):
     _bad(cli, "check", "h100", "--set", "reliability.replace_unit=host", "--set", "cluster.spare_gpus=3", key="cluster.spare_gpus", also=["multiple"])
 
 
+def test_a_nic_serves_gpus_of_one_host(cli):
+    """Issue 51 minor: gpus_per_nic = 64 with 8 GPUs per host was accepted against the
+    key's own bound (a NIC serves GPUs of one host)."""
+    _bad(cli, "check", "h100", "--set", "cluster.gpus_per_nic=64", key="cluster.gpus_per_nic", also=["divisor of cluster.gpus_per_host = 8"])
+    _bad(cli, "check", "lite-h100", "--set", "cluster.gpus_per_nic=3", key="cluster.gpus_per_nic", also=["= 16"])
+
+
+def test_a_mix_has_at_most_32_request_classes(cli):
+    """Issue 51 case 8: 1,000 classes took 100 s for 64 trials (each class is planned alone
+    in every chunk) and a SIGTERM waited for the chunk."""
+    def classes(n):
+        return [a for i in range(n) for kv in (f"workload.classes.c{i}.share=1", f"workload.classes.c{i}.prompt_tokens={500 + i}",
+                                               f"workload.classes.c{i}.output_tokens=100") for a in ("--set", kv)]
+
+    assert cli("check", "h100", *classes(32)).code == 0
+    _bad(cli, "check", "h100", *classes(33), key="workload.classes", also=["33 classes", "at most 32"])
+
+
 def test_malformed_toml_names_file_and_line(cli, tmp_path):
     path = tmp_path / "broken.toml"
     path.write_text('name = "x"\n[fab]\ndie_width_mm = = 3\n')

@@ -17,6 +17,7 @@ from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import roofline
 
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
+RESHARD = ["cluster.on_failure=reshard"]
 CHAT = ["workload.classes.chat.share=0.7", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=128"]
 CODE = ["workload.classes.code.share=0.3", "workload.classes.code.prompt_tokens=2048", "workload.classes.code.output_tokens=32"]
 
@@ -210,13 +211,39 @@ def test_whole_instances_per_class_serve_the_best_split_of_the_cluster():
     assert 0.0 <= r["rounding_loss"] < 1.0 and r["classes"]["chat"]["instances"] >= 1
 
 
+def test_whole_instances_with_a_class_no_plan_serves_leave_the_mix_unserved_with_finite_columns():
+    """Issue 51 case 3: with a class that meets no SLO, whole instances gave 0/0 shares
+    (a NaN batch cast to int64, a non-finite reshard capacity table, a ZeroDivisionError
+    in roofline). The mix is unserved: no instances, the continuous shares, rate 0."""
+    never = ["workload.classes.code.tpot_slo_ms=0.001"]
+    whole = ['workload.class_instances="whole"']
+    s = api.check("h100", SMALL + CHAT + CODE + never + whole)
+    inputs = draw_inputs(s, 0, 0, 8)
+    with np.errstate(all="raise"):
+        got = roofline.throughput(s, inputs)
+        cont = roofline.throughput(api.check("h100", SMALL + CHAT + CODE + never), inputs)
+    assert np.array_equal(got["tokens_per_s_instance"], np.zeros(8)) and np.array_equal(got["mix.code.instances"], np.zeros(8))
+    assert np.array_equal(got["mix.chat.instance_share"], cont["mix.chat.instance_share"])
+    assert np.array_equal(got["batch"], cont["batch"])
+    table = roofline.capacity_table(api.check("h100", SMALL + CHAT + CODE + never + whole + RESHARD))
+    assert np.all(np.isfinite(table))
+    r = api.roofline("h100", SMALL + CHAT + CODE + never + whole)
+    assert (r["rounding_loss"], r["tokens_per_s_instance_mix"], r["classes"]["code"]["instances"]) == (0.0, 0.0, 0.0)
+
+
+def test_an_infeasible_class_length_is_named_by_the_classes_key(cli):
+    """Issue 51 minor: a class's length no plan fits was named workload.prompt_tokens."""
+    long = ["workload.classes.a.share=1", "workload.classes.a.prompt_tokens=10000000", "workload.classes.a.output_tokens=200"]
+    for command, extra in (("run", ["--trials", "8", "--quiet"]), ("roofline", []), ("run", ["--trials", "8", "--set", 'workload.plan="median"'])):
+        r = cli(command, "h100", *extra, *[a for kv in long for a in ("--set", kv)])
+        assert r.code == 2 and "workload.classes.a.prompt_tokens = 10,000,000" in r.err and "workload.prompt_tokens" not in r.err, r.err
+
+
 def test_whole_instances_need_one_per_class(cli):
     r = cli("check", "h100", *[a for o in CHAT + CODE + ["cluster.instances=1", "cluster.spare_gpus=0", 'workload.class_instances="whole"']
                                for a in ("--set", o)])
     assert r.code == 2 and "cluster.instances" in r.err and "workload.class_instances" in r.err
 
-
-RESHARD = ["cluster.on_failure=reshard"]
 
 
 def test_reshard_with_one_class_is_the_scenario_without_classes_to_the_bit():

@@ -15,6 +15,7 @@ from ..dists import Dist, Fixed
 from ...errors import Problem
 from ..fields import AUTO, choice, flag, integer, length, number, parse_section
 from ..lengths import LengthLaw
+from ..limits import MAX_CLASSES
 
 
 _EFF = dict(lo=0.0, lo_open=True, hi=1.0, why="a share of the peak")
@@ -67,6 +68,10 @@ def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Re
         return ()
     if not isinstance(raw, dict) or not raw:
         problems.append(Problem(key, raw, "allowed: a table of request-class tables, e.g. [workload.classes.chat]"))
+        return None
+    if len(raw) > MAX_CLASSES:
+        problems.append(Problem(key, f"{len(raw):,} classes", f"allowed: at most {MAX_CLASSES} request classes (each is planned alone "
+                                "in every chunk of trials, so the run time and the wait for a stop grow with them)"))
         return None
     out = []
     for name, body in raw.items():

@@ -24,13 +24,16 @@ docs/model.md#lengths).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import re
 from functools import lru_cache
 
 import numpy as np
 
 from ...analytic import mix as mx
 from ...columns import MIX_PREFIX
+from ...errors import InputError, Problem
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs
 from .columns import at_trial, checked
@@ -38,7 +41,7 @@ from .layout import lengths_of
 from .rules import RULES, AheadWeights, PlanRule, ahead_inputs, register, rule_of
 
 __all__ = ["STAGE", "MIX_PREFIX", "CLASS_OVERRIDES", "RULES", "AheadWeights", "PlanRule", "ahead_inputs", "ahead_points", "at_trial",
-           "capacity_table", "class_inputs", "class_overrides", "class_scenario", "mix_columns", "plan_tables", "register",
+           "capacity_table", "class_inputs", "class_keys", "class_overrides", "class_scenario", "mix_columns", "plan_tables", "register",
            "request_shapes", "rule_of", "throughput"]
 
 STAGE = "roofline"
@@ -135,6 +138,25 @@ def class_scenario(scenario: Scenario, name: str) -> Scenario:
     return dataclasses.replace(scenario, workload=w)
 
 
+@contextlib.contextmanager
+def class_keys(scenario: Scenario, name: str):
+    """A block planning request class ``name`` alone (:func:`class_scenario`): its bad
+    input is named by the class's own keys (``workload.classes.NAME.prompt_tokens``, its
+    model and SLOs when it sets them), not by the workload keys its scenario carries them in."""
+    cls = dict(scenario.workload.classes)[name]
+    own = ("prompt_tokens", "output_tokens", *class_overrides(scenario, name), *(("model",) if cls.model is not None else ()))
+    pattern = re.compile(r"\bworkload\.(" + "|".join(own) + r")\b")
+
+    def renamed(text: str) -> str:
+        return pattern.sub(lambda m: f"workload.classes.{name}.{m.group(1)}", text)
+
+    try:
+        yield
+    except InputError as exc:
+        raise InputError([Problem(renamed(p.key), renamed(p.value) if isinstance(p.value, str) else p.value, renamed(p.allowed), p.hint)
+                          for p in exc.problems], exc.source) from None
+
+
 def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInputs:
     """``inputs`` as request class ``name``'s instances see them: its own SLOs
     (``workload.classes.NAME.tpot_slo_ms``) in place of the workload's, when it sets them,
@@ -168,7 +190,8 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     continuous ones times the share the rounding keeps, ``instance_share`` is the class's
     whole instances over ``cluster.instances`` (left-over instances serve no class),
     ``batch`` is weighted by them, ``busy_fraction`` by the instance time each class keeps
-    busy, and each class adds ``mix.NAME.instances`` and ``mix.NAME.idle_share`` (the
+    busy (where the mix is unserved and no class holds an instance, the continuous
+    shares stand, as :func:`mcengine.analytic.mix.instance_shares` keeps them), and each class adds ``mix.NAME.instances`` and ``mix.NAME.idle_share`` (the
     share of its instances' time the rounding leaves idle).
     One class gives the columns of the scenario without classes, to the bit.
     """
@@ -176,7 +199,10 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     names = [name for name, _, _ in shapes]
     outputs = [lengths_of(s, i).output_tokens for _, s, i in shapes]
     rule = rule_of(scenario)
-    per_class = [rule.columns(s, i, power_weight, tables, ahead, name) for name, s, i in shapes]
+    per_class = []
+    for name, s, i in shapes:
+        with class_keys(scenario, name):
+            per_class.append(rule.columns(s, i, power_weight, tables, ahead, name))
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
     rates = [c["tokens_per_s_instance"] for c in per_class]
@@ -185,7 +211,8 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     if scenario.workload.class_instances == "whole":
         kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.instances)
         load = [s * kept for s in split]  # instance time each class's share of the mix keeps busy
-        split = [n / scenario.cluster.instances for n in counts]
+        held = sum(counts[1:], counts[0])  # 0 where the mix is unserved: the continuous split stands (moot, no tokens)
+        split = [np.where(held > 0, n / scenario.cluster.instances, s) for n, s in zip(counts, split)]
 
     def weighted(by: list[np.ndarray], column: str) -> np.ndarray:
         terms = [b * c[column] for b, c in zip(by, per_class)]
@@ -234,7 +261,10 @@ def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
         median = ahead_inputs(scenario, "median")
         mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
         shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
-        tables = [share * rule_of(scenario).capacity_table(class_scenario(scenario, name), ahead) for share, (name, _) in zip(shares, scenario.workload.classes)]
+        tables = []
+        for share, (name, _) in zip(shares, scenario.workload.classes):
+            with class_keys(scenario, name):
+                tables.append(share * rule_of(scenario).capacity_table(class_scenario(scenario, name), ahead))
         table = sum(tables[1:], tables[0]) / sum(shares)
     table.setflags(write=False)  # cached: every caller shares it
     return table
