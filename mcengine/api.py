@@ -385,7 +385,8 @@ def compare(
 def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
     """The table of a `run`/`compare` summary (table.csv, ``Results.to_frame()``): one row
     per (scenario, metric), then one per (pair ``"B / A"``, ``"<metric> ratio"``) with the
-    paired ratio's distribution, P(B < A) and P(B better) in the metric's direction."""
+    paired ratio's distribution, P(B < A), P(B better) in the metric's direction (ties
+    counted as not worse where higher is better, as this column always has) and P(B = A)."""
     from .outfolder import STATS
     from .results import metric_items
 
@@ -398,7 +399,8 @@ def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
         for metric, paired in metrics.items():
             if not outputs or metric in outputs:
                 rows.append({"scenario": pair, "metric": f"{metric} ratio", **{k: paired["ratio"].get(k) for k in STATS},
-                             "p_b_below_a": paired["p_b_below_a"], "p_b_better": _p_better(metric, paired["p_b_below_a"])})
+                             "p_b_below_a": paired["p_b_below_a"], "p_b_better": _p_better(metric, paired["p_b_below_a"]),
+                             "p_tie": paired.get("p_tie")})
     return rows
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..units import HOURS_PER_YEAR
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -62,22 +64,39 @@ def metric(key: str) -> Metric:
     return METRICS.get(key, Metric(key.replace("_", " "), "", None, key.replace("_", " ")))
 
 
-def p_better(key: str, p_b_below_a: float) -> tuple[float, str]:
-    """(value, words) of "B better than A" from a document's P(B < A).
+def p_better(key: str, p_b_below_a: float, p_tie: float | None = None) -> tuple[float, str]:
+    """(value, words) of "B better than A" from a document's P(B < A) and P(B = A).
 
-    Lower is better: P(B < A) itself. Higher is better: 1 − P(B < A) = P(B ≥ A), "B at
-    least as good" (the documents do not store ties apart; for a continuous output
-    they have probability zero, for two designs with the same value in every trial,
-    such as the availability of two scenarios that differ only in links, it is 1).
-    No direction: P(B < A) as it is.
+    Lower is better: P(B < A) itself. Higher is better: 1 − P(B < A) − P(B = A) =
+    P(B > A); a tie is never "better" (two designs with the same value in every trial,
+    such as the availability of two scenarios that differ only in links, have
+    P(B better) 0 and P(tie) 1). A document written before ties were counted (no
+    ``p_tie``) gives 1 − P(B < A) = P(B ≥ A), "B not worse". No direction: P(B < A).
     """
     m = metric(key)
     words = BETTER_WORDS.get(key, m.short)
     if m.better == "higher":
-        return 1.0 - p_b_below_a, f"P(B not worse: {m.short} B ≥ A)"
+        if p_tie is None:
+            return 1.0 - p_b_below_a, f"P(B not worse: {m.short} B ≥ A)"
+        return max(0.0, 1.0 - p_b_below_a - p_tie), f"P(B better: {words})"
     if m.better == "lower":
         return p_b_below_a, f"P(B better: {words})"
     return p_b_below_a, "P(B < A)"
+
+
+def paired_p_better(key: str, paired: dict) -> tuple[float, str]:
+    """:func:`p_better` of one metric's entry of a document's ``"paired"`` (its
+    ``p_b_below_a`` and, where counted, ``p_tie``)."""
+    return p_better(key, paired["p_b_below_a"], paired.get("p_tie"))
+
+
+#: Minutes in a year of :data:`~mcengine.units.HOURS_PER_YEAR` hours.
+MINUTES_PER_YEAR = HOURS_PER_YEAR * 60.0
+
+
+def downtime_minutes(availability: float) -> float:
+    """Minutes a year down at an availability (a time-averaged share up): (1 − a) × 525,960."""
+    return (1.0 - availability) * MINUTES_PER_YEAR
 
 
 def fmt_metric(key: str, value: float) -> str:

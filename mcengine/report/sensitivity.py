@@ -61,7 +61,7 @@ def _sweep_1d_table(doc: dict):
     cols = [doc["param"], "median", "5% – 95%"] + (["P(B better)"] if paired else [])
     table = Table(*cols, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}",
                   caption=(f"outputs are the paired ratio {doc['ratio_of']} (B / A); lower cost is better, higher availability "
-                           "and tokens/s are better (there ties count: P(B ≥ A))") if paired else None)
+                           "and tokens/s are better (a tie B = A is not better)") if paired else None)
     for col in table.columns[1:]:
         col.justify = "right"
     for m in doc["outputs"]:
@@ -70,7 +70,7 @@ def _sweep_1d_table(doc: dict):
             d = row[m]
             cells = [_value_text(row["value"]), fmt_metric(m, d["p50"]), f"{fmt_metric(m, d['p05'])} – {fmt_metric(m, d['p95'])}"]
             if paired:
-                cells.append(f"{p_better(m, row['p_b_below_a'][m])[0]:.3f}")
+                cells.append(f"{p_better(m, row['p_b_below_a'][m], row.get('p_tie', {}).get(m))[0]:.3f}")
             table.add_row(*cells)
     return fit(table)
 
@@ -101,7 +101,7 @@ def _sweep_2d_tables(doc: dict):
                 r = cells[(i, j)]
                 text = fmt_metric(m, r[m]["p50"])
                 if paired:
-                    text += f" [{p_better(m, r['p_b_below_a'][m])[0]:.2f}]"
+                    text += f" [{p_better(m, r['p_b_below_a'][m], r.get('p_tie', {}).get(m))[0]:.2f}]"
                 row.append(text)
             table.add_row(*row)
         parts.append(fit(table))
@@ -205,7 +205,7 @@ def sweep_1d_figure(doc: dict):
         if paired:
             ax.axhline(1.0, color="k", lw=0.8)
             twin = ax.twinx()
-            p, words = zip(*(p_better(m, r["p_b_below_a"][m]) for r in rows))
+            p, words = zip(*(p_better(m, r["p_b_below_a"][m], r.get("p_tie", {}).get(m)) for r in rows))
             twin.plot(x, p, "s--", color="C3", label=words[0])
             twin.axhline(0.5, color="C3", lw=0.6, ls=":")
             twin.set_ylim(-0.02, 1.02 + LEGEND_HEADROOM)
@@ -246,7 +246,7 @@ def sweep_2d_figures(doc: dict) -> dict:
     figs = {}
     for m in doc["outputs"]:
         if paired:
-            cells = [p_better(m, r["p_b_below_a"][m]) for r in doc["rows"]]
+            cells = [p_better(m, r["p_b_below_a"][m], r.get("p_tie", {}).get(m)) for r in doc["rows"]]
             grid = np.array([c[0] for c in cells], dtype=float).reshape(len(v1), len(v2))
             words = cells[0][1]
         else:

@@ -132,7 +132,7 @@ def render_run(doc: dict):
     from rich.console import Group
     from rich.table import Table
 
-    from .metrics import p_better
+    from .metrics import downtime_minutes, paired_p_better
 
     names = list(doc["scenarios"])
     table = Table("scenario", "median", "5% – 95%", title=f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}")
@@ -145,6 +145,11 @@ def render_run(doc: dict):
         for n in names:
             d = doc["scenarios"][n][key]
             table.add_row(n, fmt.format(d["p50"]), f"{fmt.format(d['p05'])} – {fmt.format(d['p95'])}")
+        if key == "availability":
+            _section(table, "the same as downtime (minutes a year)")
+            for n in names:
+                d = {q: downtime_minutes(v) for q, v in doc["scenarios"][n][key].items() if q in ("p05", "p50", "p95")}
+                table.add_row(n, f"{d['p50']:,.0f}", f"{d['p95']:,.0f} – {d['p05']:,.0f}")
     missed = (doc.get("slo_infeasible_share") or doc.get("slo_missed_share")
               or {n: 1.0 - doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names})
     if max(missed.values()) > 0.0:  # a trial in which the plan misses its TPOT or TTFT SLO delivers no tokens
@@ -154,10 +159,14 @@ def render_run(doc: dict):
     parts = [fit(table)]
     if "paired_all" in doc:
         base = doc["baseline"]
-        paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)",
+        ties = any(m.get("p_tie", 0.0) > 0.0 for metrics in doc["paired_all"].values() for m in metrics.values())
+        counted = all("p_tie" in m for metrics in doc["paired_all"].values() for m in metrics.values())
+        paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)", *(["P(tie)"] if ties else []),
                        title=f"paired with {base} = A (same trials, common random numbers)",
-                       caption="lower cost is better; higher availability and tokens/s are better "
-                               "(there P(B better) counts ties: P(B ≥ A)); ratios over the trials in which both serve "
+                       caption="lower cost is better; higher availability and tokens/s are better; "
+                               + ("a tie (B = A) is not better" + ("; P(tie): share of trials with B = A" if ties else "")
+                                  if counted else "there P(B better) counts ties: P(B ≥ A)")
+                               + "; ratios over the trials in which both serve "
                                "tokens; P(B better) over all trials, a trial where only one side serves counted for it")
         for col in paired.columns[1:]:
             col.justify = "right"
@@ -168,9 +177,10 @@ def render_run(doc: dict):
             for pair, metrics in doc["paired_all"].items():
                 if key not in metrics:
                     continue
-                d, (p, _) = metrics[key], p_better(key, metrics[key]["p_b_below_a"])
+                d, (p, _) = metrics[key], paired_p_better(key, metrics[key])
                 r = d["ratio"]
-                paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}")
+                paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}",
+                               *([f"{d.get('p_tie', 0.0):.3f}"] if ties else []))
         parts.append(fit(paired))
     if any("mix" in doc["scenarios"][n] for n in names):
         parts.append(_mix_table(doc, names))
