@@ -444,6 +444,23 @@ def sensitivity_cmd(
     _emit(doc, as_json, render)
 
 
+def _sensitivity_alias(method: str):
+    """``mcengine METHOD ...``: ``mcengine sensitivity --method METHOD ...`` (the same options, less ``--method``)."""
+    import inspect
+
+    def command(**kwargs) -> None:
+        sensitivity_cmd(method=method, **kwargs)
+
+    signature = inspect.signature(sensitivity_cmd, eval_str=True)
+    command.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "method"])
+    command.__doc__ = f"The same as `mcengine sensitivity --method {method}`."
+    return command
+
+
+app.command("tornado")(_sensitivity_alias("tornado"))
+app.command("sobol")(_sensitivity_alias("sobol"))
+
+
 @app.command("paper")
 def paper_cmd(
     trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
@@ -517,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as exc:  # noqa: BLE001 - the one place that maps every failure
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # Click usage errors: exit 2
+            _suggest_sample_option(exc)
             exc.show()
             return exc.exit_code
         if interrupt.pending() or isinstance(exc.__context__, (Interrupted, KeyboardInterrupt)):
@@ -536,6 +554,23 @@ def main(argv: list[str] | None = None) -> int:
         interrupt.clear()
         provenance.reset_command_line(token)
     return rv if isinstance(rv, int) else 0
+
+
+#: Each command's sample-size option where it is not ``--trials`` (docs/interface.md#commands).
+SAMPLE_OPTIONS = {"yield": "--wafers", "reliability": "--lifetimes"}
+
+
+def _suggest_sample_option(exc) -> None:
+    """An unknown sample-size option (``yield --trials``) suggests the command's own
+    (``--wafers``), not the option spelled most alike (``--threads``)."""
+    if not hasattr(exc, "option_name") or not hasattr(exc, "possibilities") or exc.ctx is None:
+        return  # not Click's (Typer's copy of Click's) NoSuchOption
+    sizes = {"--trials", *SAMPLE_OPTIONS.values()}
+    own = SAMPLE_OPTIONS.get(exc.ctx.info_name, "--trials")
+    takes = {o for param in exc.ctx.command.params for o in getattr(param, "opts", ())}
+    if exc.option_name in sizes and own != exc.option_name and own in takes:
+        exc.possibilities = None
+        exc.message = f"No such option: {exc.option_name} (the sample size of `mcengine {exc.ctx.info_name}` is {own} N)"
 
 
 def _interrupted(signum: int, hint: str) -> int:
