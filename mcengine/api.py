@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .errors import InputError, Problem
 from .io import prepare_folder
@@ -17,7 +17,12 @@ from .options import check_seed, positive, seed_of
 from .outfolder import RUN_FILES, TABLE_FILE, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import provenance
 from .scenario import Scenario, load_scenario, shipped_scenarios
-from .scenario.load import load_targeted
+from .scenario.load import load_targeted, override_texts
+
+#: ``overrides`` of every function: ``--set`` strings ``"KEY=VALUE"`` (VALUE a TOML
+#: literal), or a mapping ``{KEY: value}`` of Python values (``{"fab.defect_density_per_cm2":
+#: 0.2, "B:econ.gpu_markup": 1.5}``; a dict value is a table, as ``{dist = ...}``).
+Overrides = Iterable[str] | Mapping[str, object]
 
 
 def scenarios() -> list[tuple[str, str]]:
@@ -42,17 +47,17 @@ def keys(section: str | None = None) -> list[dict]:
     return key_rows(section)
 
 
-def override_plan(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> list[dict]:
+def override_plan(refs: Sequence[str | Scenario] | None, overrides: Overrides = ()) -> list[dict]:
     """Which scenarios each ``--set`` reaches (``{"set", "scenarios"}`` per override), for
     the scenarios of ``refs`` (a study expanded; none = the shipped case study)."""
     run = _expand(refs)
-    plans = load_targeted(run["scenarios"], [*run["set"], *overrides])[1]
+    plans = load_targeted(run["scenarios"], [*run["set"], *override_texts(overrides)])[1]
     return [o.to_dict() for o in plans[len(run["set"]):]]
 
 
-def _one(scenario: str | Scenario, overrides: Iterable[str]) -> tuple[Scenario, list]:
+def _one(scenario: str | Scenario, overrides: Overrides) -> tuple[Scenario, list]:
     """One validated scenario and the override plan applied to it."""
-    overrides = list(overrides)
+    overrides = override_texts(overrides)
     if isinstance(scenario, Scenario) and not overrides:
         return scenario, []
     found, plans = load_targeted([scenario], overrides)
@@ -62,6 +67,14 @@ def _one(scenario: str | Scenario, overrides: Iterable[str]) -> tuple[Scenario, 
 def _writes(scenarios) -> list[str]:
     """The names every command writes to its folder (figures aside): summary, table, scenarios."""
     return ["summary.json", TABLE_FILE, *(f"{s.name}.toml" for s in scenarios)]
+
+
+def run_out_files(names: Sequence[str]) -> list[str]:
+    """The files ``run --out DIR`` writes for scenarios ``names`` (``trials.parquet`` aside,
+    written with ``keep_trials``): the summary, the table, the figures, the resolved scenarios."""
+    from .report.figures import run_figure_names
+
+    return ["summary.json", TABLE_FILE, *run_figure_names(len(names)), *(f"{n}.toml" for n in names)]
 
 
 def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool) -> OutFolder | None:
@@ -88,9 +101,9 @@ def _save(folder: OutFolder | None, doc: dict, scenarios, rows: list[dict], figu
     folder.finish(written)
 
 
-def check(scenario: str | Scenario, overrides: Iterable[str] = ()) -> Scenario:
+def check(scenario: str | Scenario, overrides: Overrides = ()) -> Scenario:
     """Load and validate a scenario (raises InputError listing every problem)."""
-    return scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
+    return scenario if isinstance(scenario, Scenario) else load_scenario(scenario, override_texts(overrides))
 
 
 def kernels_cold(work: str) -> bool:
@@ -143,7 +156,7 @@ def _stage(command: str, study, scenario, size_key: str | None, size: int | None
     return doc
 
 
-def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = (),
+def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Overrides = (),
            out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine yield`: the fab stage alone over ``wafers`` wafers. With ``out``, the
     folder gets summary.json, the resolved scenario, table.csv (one row per metric) and
@@ -154,7 +167,7 @@ def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = No
     return _stage("yield", study, scenario, "wafers", wafers, seed, overrides, out, force)
 
 
-def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Iterable[str] = (),
+def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Overrides = (),
                 out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster
     lifetimes (``out``/``force`` as for :func:`yield_`)."""
@@ -163,7 +176,7 @@ def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | No
     return _stage("reliability", study, scenario, "lifetimes", lifetimes, seed, overrides, out, force)
 
 
-def roofline(scenario: str | Scenario, overrides: Iterable[str] = (), out: str | Path | None = None, force: bool = False) -> dict:
+def roofline(scenario: str | Scenario, overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine roofline`: deterministic throughput at the median inputs (``out``/``force``
     as for :func:`yield_`)."""
     from .studies.roofline import roofline_study as study
@@ -234,7 +247,7 @@ def _expand(refs: Sequence[str | Scenario] | None) -> dict:
     return {"name": None, "scenarios": refs, "trials": None, "seed": None, "outputs": None, "set": ()}
 
 
-def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> tuple[str, list[Scenario], int | None]:
+def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Overrides = ()) -> tuple[str, list[Scenario], int | None]:
     """(label, scenarios, study trials) for `run`/`compare`; a study expanded, no refs = the
     shipped case study. Every scenario is validated before anything runs, and all their
     problems are reported together."""
@@ -244,7 +257,7 @@ def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable
 
 def _resolve_run(refs, overrides) -> tuple[dict, list[Scenario], list]:
     study = _expand(refs)
-    scenarios, plans = load_targeted(study["scenarios"], [*study["set"], *overrides])
+    scenarios, plans = load_targeted(study["scenarios"], [*study["set"], *override_texts(overrides)])
     study["label"] = study["name"] or " vs ".join(s.name for s in scenarios)
     if study.get("outputs"):
         from .pipeline import METRICS
@@ -259,7 +272,7 @@ def run(
     scenarios: Sequence[str | Scenario] | None = None,
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     out: str | Path | None = None,
     keep_trials: bool | None = None,
     chunk_trials: int | None = None,
@@ -302,7 +315,7 @@ def run(
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
         spec = None
         expect = {"seed": None if seed is None else check_seed(seed), "trials": None if trials is None else positive("--trials", trials),
-                  "keep_trials": keep_trials, "overrides": list(overrides)}
+                  "keep_trials": keep_trials, "overrides": override_texts(overrides)}
         if scenarios:
             study, resolved, plans = _resolve_run(scenarios, overrides)
             n = trials if trials is not None else (study["trials"] or resolved[0].run.trials)
@@ -365,7 +378,7 @@ def compare(
     *more: str | Scenario,
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     out: str | Path | None = None,
     keep_trials: bool | None = None,
     chunk_trials: int | None = None,
@@ -431,7 +444,7 @@ def _analysis(command: str, study, scenarios, kwargs: dict, params: dict, rows, 
     from .report.progress import progress_for
     from .report.sensitivity import write_figures
 
-    resolved, plans = load_targeted(_study_refs(scenarios), kwargs.pop("overrides", ()))
+    resolved, plans = load_targeted(_study_refs(scenarios), override_texts(kwargs.pop("overrides", ())))
     seed = seed_of(resolved[0], kwargs.get("seed"))
     folder = _claim(out, command, resolved, seed, kwargs.get("trials"), params, force)
     kwargs["progress"] = progress_for(kwargs.get("progress"), command)
@@ -473,7 +486,7 @@ def sweep(
     outputs: Sequence[str] | None = None,
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     chunk_trials: int | None = None,
     scheduler: str | None = None,
     progress="auto",
@@ -507,7 +520,7 @@ def tornado(
     output: str = "cost_per_mtok_usd",
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     quantiles: tuple[float, float] | None = None,
     chunk_trials: int | None = None,
     progress="auto",
@@ -529,7 +542,7 @@ def sobol(
     output: str = "cost_per_mtok_usd",
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     resamples: int | None = None,
     conf_level: float | None = None,
     chunk_trials: int | None = None,

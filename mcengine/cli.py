@@ -275,8 +275,11 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         sys.stdout.write(dumps(doc) + "\n")
     else:
         _console().print(render_run(doc))
+        files = ", ".join(api.run_out_files(list(doc["scenarios"])))
         if folder is not None:
-            _console().print(f"results in {folder}/ (summary.json, table.csv, figures, resolved scenarios)")
+            _console().print(f"results in {folder}/: {files}" + (", trials.parquet" if (Path(folder) / "trials.parquet").exists() else ""))
+        else:
+            _console().print(f"--out DIR writes {files} (and trials.parquet with --keep-trials)")
 
 
 def _saved_hint(folder, saved: int, trials: int | None) -> str:

@@ -270,13 +270,20 @@ def run_figure(results, kind: str = "cost_cdf"):
     return KINDS[kind](results)
 
 
+#: The figure files of a run (:func:`run_figures`), and the one a comparison adds.
+RUN_FIGURES = ("cost_per_mtok_cdf.png", "availability.png", "cost_breakdown.png")
+PAIRED_FIGURE = "paired_ratio.png"
+
+
+def run_figure_names(scenarios: int) -> list[str]:
+    """The file names of :func:`run_figures` for a run of ``scenarios`` scenarios."""
+    return [*RUN_FIGURES, *([PAIRED_FIGURE] if scenarios > 1 else [])]
+
+
 def run_figures(results) -> FigureSet:
     """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios)."""
-    figs = {"cost_per_mtok_cdf.png": cost_cdf_figure(results), "availability.png": availability_figure(results),
-            "cost_breakdown.png": cost_breakdown_figure(results.doc)}
-    if len(results.doc["scenarios"]) > 1:
-        figs["paired_ratio.png"] = paired_ratio_figure(results)
-    return FigureSet(figs)
+    makers = dict(zip(RUN_FIGURES, (cost_cdf_figure, availability_figure, lambda r: cost_breakdown_figure(r.doc))), **{PAIRED_FIGURE: paired_ratio_figure})
+    return FigureSet({name: makers[name](results) for name in run_figure_names(len(results.doc["scenarios"]))})
 
 
 def write_figures(results, out):
