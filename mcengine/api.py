@@ -355,6 +355,10 @@ def run(
             table = pd.read_parquet(out / runner.TRIALS_DIR)
         elif outcome.frames:
             table = pd.concat(outcome.frames, ignore_index=True)
+    if "paired_all" in doc:  # the answer first (docs/interface.md: "verdict")
+        from .report.verdict import stored_paper, verdict
+
+        doc = {**{k: doc[k] for k in ("scenario", "seed", "trials")}, "verdict": verdict(doc, table, stored_paper()), **doc}
     results = Results(doc, outcome.accumulators, table, plotter=_plot, rows=run_rows)
     if folder is not None:
         fingerprint = run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})

@@ -262,7 +262,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         with bar if bar is not None else nullcontext():
             results = api.run(
                 scenarios or None, trials=trials, seed=seed, overrides=overrides or (), out=folder,
-                keep_trials=keep_trials if resume is None else (keep_trials or None), chunk_trials=chunk_trials,
+                keep_trials=_keep(scenarios, trials, overrides, keep_trials, out) if resume is None else (keep_trials or None), chunk_trials=chunk_trials,
                 scheduler=scheduler, resume=resume is not None, progress=update, force=force,
             )
     except Interrupted as exc:
@@ -280,6 +280,22 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
             _console().print(f"results in {folder}/: {files}" + (", trials.parquet" if (Path(folder) / "trials.parquet").exists() else ""))
         else:
             _console().print(f"--out DIR writes {files} (and trials.parquet with --keep-trials)")
+
+
+#: Largest run (trials x scenarios) whose per-trial table `run` keeps in memory, without
+#: --keep-trials or --out, for the verdict's quick sensitivity (about 1 kB a trial and
+#: scenario: 200 MB at most).
+VERDICT_TABLE_TRIALS = 200_000
+
+
+def _keep(scenarios, trials, overrides, keep_trials: bool, out) -> bool | None:
+    """``keep_trials`` for the API: as given, or None (kept in memory) for a run without
+    --out small enough for the verdict's drivers (:data:`VERDICT_TABLE_TRIALS`)."""
+    if keep_trials or out is not None:
+        return keep_trials
+    _, resolved, planned = api.resolve_scenarios(scenarios or None, overrides or ())
+    n = trials or planned or resolved[0].run.trials
+    return None if len(resolved) > 1 and n * len(resolved) <= VERDICT_TABLE_TRIALS else False
 
 
 def _saved_hint(folder, saved: int, trials: int | None) -> str:

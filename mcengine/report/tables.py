@@ -157,6 +157,10 @@ def render_run(doc: dict):
         for n in names:
             table.add_row(n, f"{missed[n]:.3f}" + ("  (INFEASIBLE)" if missed[n] > 0.0 else ""), "")
     parts = [fit(table)]
+    if doc.get("verdict"):
+        from .verdict import render_verdict
+
+        parts.insert(0, render_verdict(doc))
     if "paired_all" in doc:
         base = doc["baseline"]
         ties = any(m.get("p_tie", 0.0) > 0.0 for metrics in doc["paired_all"].values() for m in metrics.values())
