@@ -4,7 +4,8 @@ The functions of :mod:`mcengine.api` are here too: ``mcengine.run``,
 ``mcengine.compare``, ``mcengine.sweep``, ``mcengine.tornado``, ``mcengine.sobol``,
 ``mcengine.yield_``, ``mcengine.reliability``, ``mcengine.roofline``, ``mcengine.check``,
 ``mcengine.scenarios``, ``mcengine.keys``, ``mcengine.validate``, ``mcengine.bench``
-(``mcengine.paper`` is the paper study's package; its command is :func:`mcengine.api.paper`).
+(``mcengine.paper`` and ``mcengine.report`` are packages; their commands are
+:func:`mcengine.api.paper` and :func:`mcengine.api.report`).
 Each is imported on first use, so importing the package is cheap (numba loads only when
 a stage runs).
 """

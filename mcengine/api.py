@@ -570,6 +570,15 @@ def _given(**kwargs) -> dict:
     return {k: v for k, v in kwargs.items() if v is not None}
 
 
+def report(run_dir: str | Path, output: str | Path | None = None) -> Path:
+    """One self-contained HTML page of a ``run``/``compare`` ``--out`` folder (the verdict
+    block, the tables, every figure inline, the provenance; it opens offline), written to
+    ``output`` (default ``run_dir/report.html``); returns its path."""
+    from .report.html import write_report
+
+    return write_report(Path(run_dir), None if output is None else Path(output))
+
+
 def paper(trials: int | None = None, seed: int | None = None, quick: bool = False, out: str | Path | None = None,
           force: bool = False, progress=None) -> dict:
     """`mcengine paper`: the paper's claims one by one (:mod:`mcengine.paper`): per claim

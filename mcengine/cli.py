@@ -504,6 +504,16 @@ def paper_cmd(
         _console().print(f"results in {out}/ (summary.json, table.csv, one figure per claim, slo-frontier.png)")
 
 
+@app.command("report")
+def report_cmd(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="The --out folder of `mcengine run` or `compare`.", show_default=False)],
+    output: Annotated[Optional[Path], typer.Option("--output", metavar="FILE", help="Write the page here (default: RUN_DIR/report.html).", show_default=False)] = None,
+) -> None:
+    """One self-contained HTML page of a run folder (verdict, tables, figures inline, provenance) that opens offline."""
+    path = api.report(run_dir, output)
+    sys.stdout.write(f"{path}\n")
+
+
 @app.command("validate")
 def validate_cmd(as_json: JsonOpt = False) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
