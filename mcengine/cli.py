@@ -39,16 +39,22 @@ OutOpt = Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Wr
 ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there), or write beside files mcengine did not write (never replacing them).")]
 
 
-#: The one line printed before numba compiles (stderr, terminal or not).
+#: The one line printed before numba compiles the chain's kernels (stderr, terminal or not).
 COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on disk; later runs start at once)"
+#: The notice of work whose kernels compile in far less (the fab stage alone: its wafer
+#: kernel, a few seconds; the reliability stage shares the chain's life kernel).
+COMPILE_NOTICES = {"fab": "compiling the fab stage's kernel, once: a few seconds (numba caches it on disk)"}
 
 
-def _note_compile(work: str, quiet: bool = False) -> None:
+def _note_compile(work: str, quiet: bool = False) -> bool:
     """Say on stderr that the kernels ``work`` needs are about to be compiled, when their
-    on-disk cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
-    if not quiet and api.kernels_cold(work):
-        sys.stderr.write(COMPILE_NOTICE + "\n")
+    on-disk cache is cold (:func:`mcengine.api.kernels_cold`), with how long that takes
+    for this work; silent with ``--quiet``. Returns whether they will compile."""
+    cold = api.kernels_cold(work)
+    if cold and not quiet:
+        sys.stderr.write(COMPILE_NOTICES.get(work, COMPILE_NOTICE) + "\n")
         sys.stderr.flush()
+    return cold
 
 
 def _version(value: bool) -> None:
@@ -205,15 +211,20 @@ SamplerOpt = Annotated[Optional[str], typer.Option("--sampler", metavar="random|
 ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", metavar="N", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
 
 
-def _progress_bar(as_json: bool, quiet: bool):
-    """A rich progress bar on stderr when it is a terminal; silent with --quiet (and in logs)."""
+def _progress_bar(as_json: bool, quiet: bool, compiling: bool = False, clock=None):
+    """A rich progress bar on stderr when it is a terminal; silent with --quiet (and in logs).
+    While kernels compile (``compiling``: a cold cache) it says so until the first chunk
+    is done; its trials/s counts from the end of that chunk, so compiling is not in it."""
     if quiet or not sys.stderr.isatty():
         return None, None
+    import time
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    clock = clock or time.perf_counter
     bar = Progress(
-        TextColumn("trials"),
+        TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"),
@@ -222,12 +233,18 @@ def _progress_bar(as_json: bool, quiet: bool):
         TimeRemainingColumn(),
         console=Console(stderr=True),
     )
-    task = bar.add_task("run", total=None, rate="")
+    task = bar.add_task("compiling kernels, then trials" if compiling else "trials", total=None, rate="")
+    seen: dict = {}  # "start": trials done at the first report; "chunk": (time, trials done) when the first chunk ended
 
     def update(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
-        speed = bar.tasks[0].speed
-        bar.update(task, rate=f"{speed:,.0f} trials/s" if speed else "")
+        now = clock()
+        seen.setdefault("start", done)
+        if "chunk" not in seen and done > seen["start"]:
+            seen["chunk"] = (now, done)
+        bar.update(task, completed=done, total=total, **({"description": "trials"} if "chunk" in seen else {}))
+        t0, d0 = seen.get("chunk", (now, done))
+        rate = (done - d0) / (now - t0) if now > t0 and done > d0 else 0.0
+        bar.update(task, rate=f"{rate:,.0f} trials/s" if rate else "")
 
     return bar, update
 
@@ -255,8 +272,8 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
     if resume is None or scenarios:
         _note_overrides(scenarios, overrides)
-    _note_compile("chain", quiet)
-    bar, update = _progress_bar(as_json, quiet)
+    compiling = _note_compile("chain", quiet)
+    bar, update = _progress_bar(as_json, quiet, compiling)
     folder = resume if resume is not None else out
     try:
         with bar if bar is not None else nullcontext():
@@ -413,8 +430,8 @@ def sweep_cmd(
         raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
     grid = [api.parse_values(v) for v in values]
     _note_overrides(scenarios, overrides)
-    _note_compile("chain", quiet)
-    bar, update = _progress_bar(as_json, quiet)
+    compiling = _note_compile("chain", quiet)
+    bar, update = _progress_bar(as_json, quiet, compiling)
     from contextlib import nullcontext
 
     with bar if bar is not None else nullcontext(), _saves_at_end("sweep", out):
@@ -454,8 +471,8 @@ def sensitivity_cmd(
     kwargs = {"output": output, "seed": seed, "overrides": overrides or (), "out": out, "force": force}
     if trials is not None:
         kwargs["trials"] = trials
-    _note_compile("chain", quiet)
-    bar, update = _progress_bar(as_json, quiet)
+    compiling = _note_compile("chain", quiet)
+    bar, update = _progress_bar(as_json, quiet, compiling)
     with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):
         doc = studies[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
     if method == "tornado" and (note := tornado_empty_note(doc)):
