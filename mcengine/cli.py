@@ -532,14 +532,17 @@ def report_cmd(
 
 
 @app.command("validate")
-def validate_cmd(as_json: JsonOpt = False) -> None:
+def validate_cmd(
+    as_json: JsonOpt = False,
+    every: Annotated[bool, typer.Option("--all", help="Every check in full (default: counts per stage, and the checks that did not pass).")] = False,
+) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
     from .report.tables import render_validate
 
     _note_compile("chain")
     with _saves_at_end("validate", None):
         doc = api.validation_report()
-    _emit(doc, as_json, render_validate)
+    _emit(doc, as_json, lambda d: render_validate(d, every))
     if not doc["passed"]:
         raise typer.Exit(1)
 

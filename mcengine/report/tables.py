@@ -226,41 +226,73 @@ def render_scenarios(rows: list[tuple[str, str]]):
 VALIDATE_STATUSES = ("pass", "known miss", "FAIL")
 
 
+def _status(check: dict) -> str:
+    """A check's status (a document without ``"status"``: pass or FAIL by ``"passed"``)."""
+    return check.get("status", "pass" if check["passed"] else "FAIL")
+
+
 def validate_tally(doc: dict) -> dict[str, int]:
     """How many checks passed, missed a measurement knowingly, or failed."""
-    statuses = [c.get("status", "pass" if c["passed"] else "FAIL") for c in doc["checks"]]
+    statuses = [_status(c) for c in doc["checks"]]
     return {s: statuses.count(s) for s in VALIDATE_STATUSES}
 
 
-def render_validate(doc: dict):
-    """`mcengine validate`: the cross-checks against closed forms, then the calibration
-    against measured bands (each table naming what its expected column holds), and the
-    tally of pass / known miss / FAIL."""
+def render_validate(doc: dict, every: bool = False):
+    """`mcengine validate`: the checks per stage and basis as counts of pass / known miss
+    / FAIL, then every check that did not pass (the known misses with why), and the tally;
+    ``every`` (``--all``): every check, the cross-checks against closed forms, then the
+    calibration against measured bands (each table naming what its expected column holds)."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
+
+    tally = validate_tally(doc)
+    parts = _validate_tables(doc, lambda c: True) if every else [_validate_counts(doc), *_validate_tables(doc, lambda c: _status(c) != "pass")]
+    parts.append(Text(f"{len(doc['checks'])} checks: " + ", ".join(f"{n} {s}" for s, n in tally.items())
+                      + ("" if tally["FAIL"] else " (a known miss does not fail validate)")
+                      + ("" if every else "; every check: mcengine validate --all")))
+    return Group(*parts)
+
+
+def _validate_counts(doc: dict):
+    """Checks per (stage, basis): how many pass, miss a known measurement, fail."""
+    from rich.table import Table
+
+    counts: dict = {}
+    for c in doc["checks"]:
+        row = counts.setdefault((c["stage"], c.get("basis", "closed form")), dict.fromkeys(VALIDATE_STATUSES, 0))
+        row[_status(c)] += 1
+    table = Table("stage", "against", "checks", *VALIDATE_STATUSES, title="mcengine validate: checks per stage")
+    for col in table.columns[2:]:
+        col.justify = "right"
+    for (stage, basis), row in counts.items():
+        table.add_row(stage, basis, f"{sum(row.values()):,}", *(f"{row[s]:,}" for s in VALIDATE_STATUSES))
+    return fit(table, labels=2)
+
+
+def _validate_tables(doc: dict, keep) -> list:
+    """The checks ``keep`` selects, one table per basis (closed form, measured)."""
+    from rich.table import Table
 
     parts = []
     for basis, title, expected, tol in (
         ("closed form", "analytic cross-checks: mcengine against the closed form", "closed form", "tolerance"),
         ("measured", "calibration: mcengine against measured results (band centre ± half-width)", "measured", "± band"),
     ):
-        checks = [c for c in doc["checks"] if c.get("basis", "closed form") == basis]
+        checks = [c for c in doc["checks"] if c.get("basis", "closed form") == basis and keep(c)]
         if not checks:
             continue
         table = Table("stage", "check", expected, "mcengine", tol, "result", title=title)
         for c in checks:
-            table.add_row(c["stage"], c["name"], f"{c['expected']:.6g}", f"{c['got']:.6g}", f"{c['tolerance']:.3g}",
-                          c.get("status", "pass" if c["passed"] else "FAIL"))
-        misses = [c for c in checks if c.get("status") == "known miss"]
-        if misses:
+            table.add_row(c["stage"], c["name"], f"{c['expected']:.6g}", f"{c['got']:.6g}", f"{c['tolerance']:.3g}", _status(c))
+        why: dict[str, list[str]] = {}  # each reason once, with the checks it explains
+        for c in checks:
+            if c.get("status") == "known miss":
+                why.setdefault(c["known_miss"], []).append(c["name"])
+        if why:
             table.caption = "known miss: a published measurement the model misses, reported, not required: " + "; ".join(
-                f"{c['name']}: {c['known_miss']}" for c in misses)
+                f"{', '.join(names)}: {reason}" for reason, names in why.items())
         parts.append(fit(table, labels=2))
-    tally = validate_tally(doc)
-    parts.append(Text(f"{len(doc['checks'])} checks: " + ", ".join(f"{n} {s}" for s, n in tally.items())
-                      + ("" if tally["FAIL"] else " (a known miss does not fail validate)")))
-    return Group(*parts)
+    return parts
 
 
 # ----------------------------------------------------------------------------- stages alone
@@ -421,12 +453,13 @@ def render_roofline(body: dict):
         total = t.get("total_ms", max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"])
         terms.add_row(labels[phase], *(_sig3(t[k]) for k in ("compute_ms", "memory_ms", "comm_ms", "overhead_ms")), _sig3(total), bounds[phase])
     layouts = Table("TP", "PP", "attn", "fits", "batch", "TPOT ms", "SLO", "tokens/s/GPU", "", title=f"layouts searched in {body.get('serving', 'static')} serving (median inputs)",
-                    caption="TP x PP: tensor x pipeline parallel ranks; attn: attention sharded by heads (tensor) or sequences (data)")
+                    caption="TP x PP: tensor x pipeline parallel ranks; attn: attention sharded by heads (tensor) or sequences (data); "
+                            "*: the layout chosen")
     for row in body["layouts"]:
         layouts.add_row(
             str(row["tensor"]), str(row["pipeline"]), row.get("attention", "tensor"), "yes" if row["fits"] else "no", str(row["batch"]),
             _sig3(row["tpot_ms"]), "met" if row["slo_met"] else "missed",
-            _sig3(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "chosen" if row["chosen"] else "",
+            _sig3(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "*" if row["chosen"] else "",
         )
     parts = [fit(summary, text=(1,)), fit(terms), fit(layouts, labels=0)]
     return Group(*parts, _serving_table(body)) if "serving_modes" in body else Group(*parts)

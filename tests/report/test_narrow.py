@@ -138,7 +138,7 @@ def test_validate_names_every_row_whole_and_tallies(cli):
     from mcengine.validation import roofline
 
     doc = {"checks": [c.to_dict() for c in roofline.checks()]}
-    text = narrow(tables.render_validate(doc))
+    text = narrow(tables.render_validate(doc, every=True))
     flat = " ".join(text.split())
     for c in doc["checks"]:
         words = c["name"].split()
