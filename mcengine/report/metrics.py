@@ -99,10 +99,36 @@ def downtime_minutes(availability: float) -> float:
     return (1.0 - availability) * MINUTES_PER_YEAR
 
 
-def fmt_metric(key: str, value: float) -> str:
-    """A value of ``key`` for a table: availabilities (and their ratios, near 1) with five
-    decimals, everything else with four significant digits."""
-    return f"{value:.5f}" if key == "availability" else fmt_value(float(value), 4)
+#: How each metric's value reads in every table (`run`, `compare`, `sweep`): one rounding
+#: per metric; a metric not listed gets four significant digits.
+METRIC_FORMATS = {
+    "cost_per_mtok_usd": "{:.3f}",
+    "cost_per_mtok_at_cost_usd": "{:.3f}",
+    "cost_per_request_usd": "{:.3g}",
+    "availability": "{:.5f}",
+    "tokens_per_s": "{:,.0f}",
+    "gpu_cost_usd": "{:,.0f}",
+    "gpu_price_per_h100_equivalent_usd": "{:,.0f}",
+    "energy_j_per_token": "{:.2f}",
+    "power_w_per_h100_equivalent": "{:.0f}",
+    "interruptions_per_year": "{:,.0f}",
+}
+#: How a paired ratio B/A reads: availabilities (near 1) with five decimals, others three.
+RATIO_FORMATS = {"availability": "{:.5f}"}
+RATIO_FORMAT = "{:.3f}"
+
+
+def metric_format(key: str, ratio: bool = False) -> str | None:
+    """The format string of ``key``'s values (``ratio``: of its paired ratios B/A), None
+    for a metric without one (:func:`fmt_metric` then gives four significant digits)."""
+    return RATIO_FORMATS.get(key, RATIO_FORMAT) if ratio else METRIC_FORMATS.get(key)
+
+
+def fmt_metric(key: str, value: float, ratio: bool = False) -> str:
+    """A value of ``key`` (``ratio``: a paired ratio B/A of it) for a table, in the one
+    rounding every table uses (:data:`METRIC_FORMATS`, :data:`RATIO_FORMATS`)."""
+    fmt = metric_format(key, ratio)
+    return fmt.format(float(value)) if fmt else fmt_value(float(value), 4)
 
 
 #: How a unit of the key metadata reads on an axis (``defects/cm^2`` → ``defects/cm²``).

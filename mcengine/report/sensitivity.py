@@ -68,7 +68,7 @@ def _sweep_1d_table(doc: dict):
         _section(table, metric(m).short + (" ratio B / A" if paired else f" ({metric(m).unit})" if metric(m).unit else ""))
         for row in doc["rows"]:
             d = row[m]
-            cells = [_value_text(row["value"]), fmt_metric(m, d["p50"]), f"{fmt_metric(m, d['p05'])} – {fmt_metric(m, d['p95'])}"]
+            cells = [_value_text(row["value"]), fmt_metric(m, d["p50"], paired), f"{fmt_metric(m, d['p05'], paired)} – {fmt_metric(m, d['p95'], paired)}"]
             if paired:
                 cells.append(f"{p_better(m, row['p_b_below_a'][m], row.get('p_tie', {}).get(m))[0]:.3f}")
             table.add_row(*cells)
@@ -99,7 +99,7 @@ def _sweep_2d_tables(doc: dict):
             row = [_value_text(a)]
             for j in range(len(v2)):
                 r = cells[(i, j)]
-                text = fmt_metric(m, r[m]["p50"])
+                text = fmt_metric(m, r[m]["p50"], paired)
                 if paired:
                     text += f" [{p_better(m, r['p_b_below_a'][m], r.get('p_tie', {}).get(m))[0]:.2f}]"
                 row.append(text)

@@ -91,25 +91,26 @@ def _plain_table(title: str, body: dict):
 
 # ----------------------------------------------------------------------------- run / compare
 
-#: (metric, label, format) rows of the verdict table.
+#: (metric, label) rows of the scenario table, each value in its one rounding
+#: (:func:`mcengine.report.metrics.metric_format`).
 VERDICT_ROWS = (
-    ("cost_per_mtok_usd", "cost per M output tokens (USD)", "{:.3f}"),
-    ("cost_per_mtok_at_cost_usd", "the same at cost, no markup (USD)", "{:.3f}"),
-    ("cost_per_request_usd", "cost per request (USD)", "{:.3g}"),
-    ("availability", "instance availability", "{:.5f}"),
-    ("tokens_per_s", "cluster output tokens/s", "{:,.0f}"),
-    ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
-    ("gpu_price_per_h100_equivalent_usd", "GPU price per H100-equivalent (USD)", "{:,.0f}"),
-    ("energy_j_per_token", "GPU energy per output token (J)", "{:.2f}"),
-    ("power_w_per_h100_equivalent", "GPU power per H100-equivalent (W)", "{:.0f}"),
-    ("interruptions_per_year", "instance interruptions per year", "{:,.0f}"),
+    ("cost_per_mtok_usd", "cost per M output tokens (USD)"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost, no markup (USD)"),
+    ("cost_per_request_usd", "cost per request (USD)"),
+    ("availability", "instance availability"),
+    ("tokens_per_s", "cluster output tokens/s"),
+    ("gpu_cost_usd", "fab cost per GPU package (USD)"),
+    ("gpu_price_per_h100_equivalent_usd", "GPU price per H100-equivalent (USD)"),
+    ("energy_j_per_token", "GPU energy per output token (J)"),
+    ("power_w_per_h100_equivalent", "GPU power per H100-equivalent (W)"),
+    ("interruptions_per_year", "instance interruptions per year"),
 )
-#: (metric, label, format) rows of the paired table.
+#: (metric, label) rows of the paired table (ratios in :data:`~mcengine.report.metrics.RATIO_FORMATS`).
 PAIRED_ROWS = (
-    ("cost_per_mtok_usd", "cost per M output tokens", "{:.3f}"),
-    ("cost_per_mtok_at_cost_usd", "the same at cost (no markup)", "{:.3f}"),
-    ("availability", "instance availability", "{:.5f}"),
-    ("tokens_per_s", "cluster output tokens/s", "{:.3f}"),
+    ("cost_per_mtok_usd", "cost per M output tokens"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost (no markup)"),
+    ("availability", "instance availability"),
+    ("tokens_per_s", "cluster output tokens/s"),
 )
 
 
@@ -132,13 +133,14 @@ def render_run(doc: dict):
     from rich.console import Group
     from rich.table import Table
 
-    from .metrics import downtime_minutes, paired_p_better
+    from .metrics import downtime_minutes, metric_format, paired_p_better
 
     names = list(doc["scenarios"])
     table = Table("scenario", "median", "5% – 95%", title=f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}")
     for col in table.columns[1:]:
         col.justify = "right"
-    for key, label, fmt in VERDICT_ROWS:
+    for key, label in VERDICT_ROWS:
+        fmt = metric_format(key)
         if any(key not in doc["scenarios"][n] for n in names):
             continue  # a document without the metric (written before it existed)
         _section(table, label)
@@ -174,9 +176,10 @@ def render_run(doc: dict):
                                "tokens; P(B better) over all trials, a trial where only one side serves counted for it")
         for col in paired.columns[1:]:
             col.justify = "right"
-        class_rows = tuple((f"mix.{c}.cost_per_mtok_usd", f"class {c} alone: cost per M output tokens", "{:.3f}")
+        class_rows = tuple((f"mix.{c}.cost_per_mtok_usd", f"class {c} alone: cost per M output tokens")
                            for c in doc["scenarios"][base].get("mix", {}))
-        for key, label, fmt in PAIRED_ROWS + class_rows:
+        for key, label in PAIRED_ROWS + class_rows:
+            fmt = metric_format(key, ratio=True)
             _section(paired, label)
             for pair, metrics in doc["paired_all"].items():
                 if key not in metrics:

@@ -126,7 +126,7 @@ def test_sweep_with_a_long_value_label_keeps_every_column_at_80():
     text = narrow(sensitivity.render(doc))
     header = next(line for line in text.splitlines() if "median" in line)
     assert "5% – 95%" in header and "P(B better)" in header  # no column squeezed to nothing
-    _cells_whole(text, ["0.9 – 1.1", "0.99 – 1.21", "0.200"])
+    _cells_whole(text, ["0.900 – 1.100", "0.990 – 1.210", "0.200"])  # the ratio in the rounding `run` uses
     # the label folds over lines, never cut: its first column, read across lines, holds it whole
     folded = "".join(line.strip("│ ").split("│")[0].strip() for line in text.splitlines() if "│" in line)
     assert "".join(LONG_VALUE.split()) in "".join(folded.split())

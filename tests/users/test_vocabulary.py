@@ -36,3 +36,19 @@ def test_tornado_and_sobol_are_the_sensitivity_study_with_that_method(method):
     assert "--method" not in got.stdout.replace(f"--method {method}", "")
     bad = _mcengine(method, "h100", "--metric", "nonsense", "--trials", "16")
     assert bad.returncode == 2 and "nonsense" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_one_rounding_per_metric_in_run_and_sweep():
+    # the issue: `run` printed the cost ratio 0.663, `sweep` the same metric 0.6643
+    from mcengine.report import sensitivity, tables
+    from mcengine.report.metrics import fmt_metric
+    from tests.report.test_narrow import narrow, run_doc, sweep_doc
+
+    run, sweep = run_doc(), sweep_doc(False)
+    for metrics in run["paired_all"].values():
+        metrics["cost_per_mtok_usd"]["ratio"]["p50"] = 0.66431
+    sweep["rows"][0]["cost_per_mtok_usd"]["p50"] = 0.66431
+    assert fmt_metric("cost_per_mtok_usd", 0.66431, ratio=True) == "0.664"
+    assert "0.664 " in narrow(tables.render_run(run)) and "0.664 " in narrow(sensitivity.render(sweep))
+    assert "0.6643" not in narrow(sensitivity.render(sweep))
+    assert fmt_metric("tokens_per_s", 431_492.4) == "431,492" and fmt_metric("tokens_per_s", 0.8951, ratio=True) == "0.895"
