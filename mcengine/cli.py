@@ -152,17 +152,38 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
         sys.stdout.write(resolved_toml(s.to_dict(with_unset=True)))
 
 
-def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out, force, work: str) -> None:
-    """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
+StageScenariosArg = Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="A scenario (path or shipped name), or several: each alone, one after the other (--set NAME:KEY=VALUE or A:/B: aims at one; --out DIR gives each its folder DIR/NAME).", show_default=False)]
+
+
+def _each_scenario(one, render, scenarios: list[str], overrides, as_json: bool, out) -> None:
+    """A stage alone for each of ``scenarios``: ``one(scenario, overrides, out)`` computes a
+    document, ``render`` draws it. One scenario: its document as before; several: each
+    table in turn, or one JSON document ``{"scenarios": {name: document}}``."""
+    if len(scenarios) == 1:
+        _emit(one(scenarios[0], overrides or (), out), as_json, render)
+        return
+    _note_overrides(scenarios, overrides)
+    _, resolved, _ = api.resolve_scenarios(scenarios, overrides or ())
+    docs = {s.name: one(s, (), None if out is None else Path(out) / s.name) for s in resolved}
+    if as_json:
+        from .io import dumps
+
+        sys.stdout.write(dumps({"scenarios": docs}) + "\n")
+        return
+    for doc in docs.values():
+        _console().print(render(doc))
+
+
+def _sampled_stage(study, render, scenarios, size, seed, overrides, threads, as_json, out, force, work: str) -> None:
+    """A stage alone over ``size`` samples of each scenario: ``study`` computes a document, ``render`` draws it."""
     api.set_threads(threads)
     _note_compile(work)
-    doc = study(scenario, size, seed, overrides or (), out=out, force=force)
-    _emit(doc, as_json, render)
+    _each_scenario(lambda s, o, folder: study(s, size, seed, o, out=folder, force=force), render, scenarios, overrides, as_json, out)
 
 
 @app.command("yield")
 def yield_cmd(
-    scenario: ScenarioArg,
+    scenario: StageScenariosArg,
     wafers: Annotated[int, typer.Option("--wafers", metavar="N", help="Wafers to sample.")] = 10_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
@@ -179,7 +200,7 @@ def yield_cmd(
 
 @app.command("reliability")
 def reliability_cmd(
-    scenario: ScenarioArg,
+    scenario: StageScenariosArg,
     lifetimes: Annotated[int, typer.Option("--lifetimes", metavar="N", help="Cluster lifetimes to simulate.")] = 1_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
@@ -195,11 +216,11 @@ def reliability_cmd(
 
 
 @app.command("roofline")
-def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None, force: ForceOpt = False) -> None:
+def roofline_cmd(scenario: StageScenariosArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None, force: ForceOpt = False) -> None:
     """Roofline stage alone (deterministic, at the median inputs)."""
     from .report.tables import render_roofline
 
-    _emit(api.roofline(scenario, overrides or (), out=out, force=force), as_json, render_roofline)
+    _each_scenario(lambda s, o, folder: api.roofline(s, o, out=folder, force=force), render_roofline, scenario, overrides, as_json, out)
 
 
 TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]

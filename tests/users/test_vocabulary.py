@@ -4,6 +4,7 @@ sample is counted in other units names that command's own option (real processes
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -52,3 +53,25 @@ def test_one_rounding_per_metric_in_run_and_sweep():
     assert "0.664 " in narrow(tables.render_run(run)) and "0.664 " in narrow(sensitivity.render(sweep))
     assert "0.6643" not in narrow(sensitivity.render(sweep))
     assert fmt_metric("tokens_per_s", 431_492.4) == "431,492" and fmt_metric("tokens_per_s", 0.8951, ratio=True) == "0.895"
+
+
+def _json(*args: str) -> dict:
+    got = _mcengine(*args, "--json")
+    assert got.returncode == 0, got.stderr
+    return json.loads(got.stdout)
+
+
+def _numbers(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k not in ("elapsed_s", "provenance")}
+
+
+def test_stage_commands_take_several_scenarios_each_as_it_runs_alone():
+    both = _json("roofline", "h100", "lite-h100")
+    assert list(both["scenarios"]) == ["h100", "lite-h100"]
+    assert _numbers(both["scenarios"]["lite-h100"]) == _numbers(_json("roofline", "lite-h100"))
+    aimed = _json("yield", "h100", "lite-h100", "--wafers", "256", "--set", "B:fab.wafer_cost_usd=20000")
+    alone = _json("yield", "lite-h100", "--wafers", "256", "--set", "fab.wafer_cost_usd=20000")
+    assert _numbers(aimed["scenarios"]["lite-h100"]) == _numbers(alone)
+    assert _numbers(aimed["scenarios"]["h100"]) == _numbers(_json("yield", "h100", "--wafers", "256"))
+    text = _mcengine("reliability", "h100", "lite-h100", "--lifetimes", "4")
+    assert text.returncode == 0 and "h100" in text.stdout and "lite-h100" in text.stdout
