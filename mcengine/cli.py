@@ -382,6 +382,10 @@ def _one_study(scenarios) -> bool:
     return len(scenarios or ()) == 1 and study_path(scenarios[0]) is not None
 
 
+FormatOpt = Annotated[str, typer.Option("--format", metavar="png|svg|pdf", help="File format of the figures --out writes.")]
+DpiOpt = Annotated[int, typer.Option("--dpi", metavar="N", help="Resolution of PNG figures (dots per inch).")]
+
+
 def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
     """A command over the full chain (``run``, ``compare``): one signature for both, so
     their options are declared once; ``compare`` needs at least two scenarios."""
@@ -401,7 +405,15 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
         chunk_trials: ChunkOpt = None,
         force: ForceOpt = False,
         sampler: SamplerOpt = None,
+        figure_format: FormatOpt = "png",
+        dpi: DpiOpt = 120,
     ) -> None:
+        from .report.figures import figure_format as formatted
+
+        with formatted(figure_format, dpi):
+            _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler)
+
+    def _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler) -> None:
         if len(scenarios or ()) < min_scenarios and not _one_study(scenarios):
             from .errors import Problem
 

@@ -82,11 +82,12 @@ def _csv_table(folder: Path) -> str:
 
 
 def _figures(folder: Path) -> list[str]:
-    """Every PNG of the folder as an ``<figure>`` with its data inline (base64)."""
+    """Every PNG and SVG figure of the folder as a ``<figure>`` with its data inline (base64)."""
     out = []
-    for png in sorted(folder.glob("*.png")):
-        data = base64.b64encode(png.read_bytes()).decode("ascii")
-        out.append(f'<figure><img alt="{escape(png.name)}" src="data:image/png;base64,{data}"><figcaption>{escape(png.name)}</figcaption></figure>')
+    for path in sorted([*folder.glob("*.png"), *folder.glob("*.svg")]):
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        mime = "image/svg+xml" if path.suffix == ".svg" else "image/png"
+        out.append(f'<figure><img alt="{escape(path.name)}" src="data:{mime};base64,{data}"><figcaption>{escape(path.name)}</figcaption></figure>')
     return out
 
 

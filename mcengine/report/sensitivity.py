@@ -319,7 +319,9 @@ def _tornado_note_figure(doc: dict, note: str):
 
 def tornado_figure(doc: dict):
     """Bars from the baseline to the output at each input's low and high percentile,
-    largest swing on top; when no input moves the output, the reason instead of an empty chart."""
+    largest swing on top; for a paired ratio B/A a dashed line at 1 (no difference, where
+    the verdict flips), always in range; when no input moves the output, the reason
+    instead of an empty chart."""
     from .figures import new_figure
     from .metrics import metric
 
@@ -335,6 +337,11 @@ def tornado_figure(doc: dict):
     ax.barh(ys, [b["low"] - base for _, b in bars], left=base, color="C0", label=f"input at its {lo * 100:g}th percentile")
     ax.barh(ys, [b["high"] - base for _, b in bars], left=base, color="C1", alpha=0.8, hatch="//", label=f"input at its {hi * 100:g}th percentile")
     ax.axvline(base, color="k", lw=0.8)
+    if "ratio_of" in doc:  # a paired ratio: where B and A are level, the verdict flips; always in range
+        ax.axvline(1.0, color="C3", ls="--", lw=1.2, label="no difference (B / A = 1: the verdict flips)")
+        lo_x, hi_x = ax.get_xlim()
+        pad = 0.05 * (max(hi_x, 1.0) - min(lo_x, 1.0))
+        ax.set_xlim(min(lo_x, 1.0 - pad), max(hi_x, 1.0 + pad))
     ax.ticklabel_format(axis="x", useOffset=False)  # values read as printed: an availability's ppm, not "1e-6+9.998e-1"
     ax.locator_params(axis="x", nbins=5)  # room for such long tick values side by side
     ax.set_yticks(list(ys), [f"{k}\n{fmt_value(b['input_low'], 3)} → {fmt_value(b['input_high'], 3)}" for k, b in bars], fontsize=8)
