@@ -142,6 +142,7 @@ def keys_cmd(
 def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False) -> None:
     """Validate a scenario and print it fully resolved (every default filled)."""
     s = api.check(scenario, overrides or ())
+    _warn_inconsistent([s])
     if as_json:
         from .io import dumps
 
@@ -270,6 +271,15 @@ def _progress_bar(as_json: bool, quiet: bool, compiling: bool = False, clock=Non
     return bar, update
 
 
+def _warn_inconsistent(scenarios) -> None:
+    """A line on stderr for each disagreement of precision and weight size (:mod:`mcengine.scenario.consistency`)."""
+    from .scenario.consistency import consistency_warnings
+
+    for s in scenarios:
+        for text in consistency_warnings(s):
+            sys.stderr.write(f"warning: {text}\n")
+
+
 def _note_overrides(refs, overrides) -> None:
     """One line on stderr for each plain --set that reaches several scenarios."""
     if not overrides:
@@ -293,6 +303,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
     if resume is None or scenarios:
         _note_overrides(scenarios, overrides)
+        _warn_inconsistent(api.resolve_scenarios(scenarios or None, overrides or ())[1])
     compiling = _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet, compiling)
     folder = resume if resume is not None else out
