@@ -570,6 +570,37 @@ def _given(**kwargs) -> dict:
     return {k: v for k, v in kwargs.items() if v is not None}
 
 
+def new_gpu(name: str, fraction: float = 0.25, parent: str = "h100", hbm_generation: str | None = None, io: str | None = None,
+            out: str | Path | None = None) -> tuple[Path, Scenario]:
+    """Write ``NAME.toml`` (or ``out``): a scenario of a GPU built from ``fraction`` of
+    ``parent``'s die by the shipped derivation rules (``[gpu.derive]``, docs/model.md#derive:
+    die size and units, HBM stacks from its shoreline, link bandwidth, peak FLOP/s, power,
+    and so the fab cost and price), extending ``lite-h100-shoreline`` (the shipped derived
+    Lite-GPU: its cluster, reliability and packaging). The file is loaded back and
+    validated before it is kept; an existing file is never replaced. Returns (path, scenario)."""
+    from .scenario.load import toml_literal
+
+    path = Path(out) if out is not None else Path(f"{name}.toml")
+    if path.exists():
+        raise InputError(Problem("--out", str(path), "exists: give another path (a file is never replaced)"))
+    derive = {"parent": parent, "fraction": fraction, **({"hbm_generation": hbm_generation} if hbm_generation else {}), **({"io": io} if io else {})}
+    lines = [f"# {name}: a GPU of {fraction:g} of {parent}'s die, its HBM stacks, links, peak and power derived from",
+             "# the die's perimeter by the shipped rules (docs/model.md#derive); `mcengine check` shows each derived value",
+             "# and the rule that gave it ([gpu.derive.resolved]). Cluster, reliability and packaging: lite-h100-shoreline's;",
+             "# set them below for your part (`mcengine keys fab`, `mcengine keys cluster`).",
+             f"name = {toml_literal(name)}", 'extends = "lite-h100-shoreline"', f"description = {toml_literal(f'{fraction:g} of a {parent} die, derived')}",
+             "", "[gpu]", f"name = {toml_literal(name)}", "", "[gpu.derive]",
+             *(f"{k} = {toml_literal(v)}" for k, v in derive.items()), ""]
+    from .io import write_atomic
+
+    write_atomic(path, "\n".join(lines))
+    try:
+        return path, load_scenario(str(path))
+    except InputError:
+        path.unlink()
+        raise
+
+
 def report(run_dir: str | Path, output: str | Path | None = None) -> Path:
     """One self-contained HTML page of a ``run``/``compare`` ``--out`` folder (the verdict
     block, the tables, every figure inline, the provenance; it opens offline), written to

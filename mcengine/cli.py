@@ -565,6 +565,22 @@ def paper_cmd(
         _console().print(f"results in {out}/ (summary.json, table.csv, one figure per claim, slo-frontier.png)")
 
 
+@app.command("new-gpu")
+def new_gpu_cmd(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Name of the new GPU (and of the scenario; the file is NAME.toml).", show_default=False)],
+    fraction: Annotated[float, typer.Option("--fraction", metavar="F", help="Share of the parent's die area (1/2, 1/4, 1/8 ...).")] = 0.25,
+    parent: Annotated[str, typer.Option("--parent", metavar="SCENARIO", help="Scenario whose die, units and peak FLOP/s the GPU is a fraction of.")] = "h100",
+    hbm_generation: Annotated[Optional[str], typer.Option("--hbm-generation", metavar="GEN", help="HBM generation of each stack (`mcengine keys gpu.derive`); default: the parent's.", show_default=False)] = None,
+    io: Annotated[Optional[str], typer.Option("--io", metavar="TECH", help="I/O technology of the links (electrical, cpo, ...); default: electrical.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="FILE", help="Write here instead of NAME.toml (never replacing a file).", show_default=False)] = None,
+) -> None:
+    """Write a scenario of your own GPU whose die, HBM stacks, links, power and price follow the shipped derivation rules."""
+    path, s = api.new_gpu(name, fraction, parent, hbm_generation, io, out)
+    sys.stdout.write(f"wrote {path}: {s.fab.die_width_mm.median():.2f} x {s.fab.die_height_mm.median():.2f} mm die, {s.fab.hbm_stacks} HBM stacks, "
+                     f"{s.gpu.hbm_gb.median():g} GB at {s.gpu.hbm_tbps.median():g} TB/s, {s.gpu.peak_tflops.median():g} TFLOP/s, "
+                     f"TDP {s.gpu.tdp_w.median():.0f} W (each derived value with its rule: mcengine check {path})\n")
+
+
 @app.command("report")
 def report_cmd(
     run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="The --out folder of `mcengine run` or `compare`.", show_default=False)],
