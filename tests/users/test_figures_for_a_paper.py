@@ -60,3 +60,15 @@ def test_run_writes_its_figures_in_the_format_asked_for(tmp_path):
     assert not list(out.glob("*.png")) and "paired_ratio.pdf" in got.stdout
     bad = subprocess.run(python("-m", "mcengine", "run", "h100", "--format", "gif"), capture_output=True, text=True, env=env(), timeout=120)
     assert bad.returncode == 2 and "--format: got 'gif'; allowed: png, svg, pdf" in bad.stderr
+
+
+def test_the_layout_chart_names_each_layout_with_its_attention_mode():
+    # the issue: `TP32×PP1` five times over, the attention mode left out
+    from mcengine import api
+    from mcengine.report.stages import roofline_figures
+
+    doc = api.roofline("lite-h100")
+    ax = roofline_figures(doc)["roofline.png"].axes[1]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == len(doc["layouts"]) == len(set(labels))
+    assert "TP16×PP2 grouped/2" in labels and "TP32×PP1 tensor" in labels
