@@ -97,7 +97,7 @@ def roofline_figures(doc: dict) -> FigureSet:
     phases = [("ttft", "TTFT (prefill ×1)"), ("decode", "TPOT (decode step)"), ("prefill", f"prefill ×{doc['decode']['batch']}")]
     phases = [(k, lab) for k, lab in phases if k in terms]
     parts = [("compute_ms", "compute"), ("memory_ms", "memory"), ("comm_ms", "communication"), ("overhead_ms", "overhead")]
-    fig = new_figure(10.0, 4.2)
+    fig = new_figure(10.0, 5.2)  # room under the layout panel for its upright labels
     ax1, ax2 = fig.subplots(1, 2)
     x = np.arange(len(phases))
     w = 0.2
