@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .errors import InputError, Problem
 from .io import prepare_folder
@@ -17,7 +17,12 @@ from .options import check_seed, positive, seed_of, shared_run
 from .outfolder import RUN_FILES, TABLE_FILE, TRIALS_DIR, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import provenance
 from .scenario import Scenario, load_scenario, shipped_scenarios
-from .scenario.load import load_targeted
+from .scenario.load import load_targeted, override_texts
+
+#: ``overrides`` of every function: ``--set`` strings ``"KEY=VALUE"`` (VALUE a TOML
+#: literal), or a mapping ``{KEY: value}`` of Python values (``{"fab.defect_density_per_cm2":
+#: 0.2, "B:econ.gpu_markup": 1.5}``; a dict value is a table, as ``{dist = ...}``).
+Overrides = Iterable[str] | Mapping[str, object]
 
 
 def scenarios() -> list[tuple[str, str]]:
@@ -42,17 +47,17 @@ def keys(section: str | None = None) -> list[dict]:
     return key_rows(section)
 
 
-def override_plan(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> list[dict]:
+def override_plan(refs: Sequence[str | Scenario] | None, overrides: Overrides = ()) -> list[dict]:
     """Which scenarios each ``--set`` reaches (``{"set", "scenarios"}`` per override), for
     the scenarios of ``refs`` (a study expanded; none = the shipped case study)."""
     run = _expand(refs)
-    plans = load_targeted(run["scenarios"], [*run["set"], *overrides])[1]
+    plans = load_targeted(run["scenarios"], [*run["set"], *override_texts(overrides)])[1]
     return [o.to_dict() for o in plans[len(run["set"]):]]
 
 
-def _one(scenario: str | Scenario, overrides: Iterable[str]) -> tuple[Scenario, list]:
+def _one(scenario: str | Scenario, overrides: Overrides) -> tuple[Scenario, list]:
     """One validated scenario and the override plan applied to it."""
-    overrides = list(overrides)
+    overrides = override_texts(overrides)
     if isinstance(scenario, Scenario) and not overrides:
         return scenario, []
     found, plans = load_targeted([scenario], overrides)
@@ -62,6 +67,14 @@ def _one(scenario: str | Scenario, overrides: Iterable[str]) -> tuple[Scenario, 
 def _writes(scenarios) -> list[str]:
     """The names every command writes to its folder (figures aside): summary, table, scenarios."""
     return ["summary.json", TABLE_FILE, *(f"{s.name}.toml" for s in scenarios)]
+
+
+def run_out_files(names: Sequence[str]) -> list[str]:
+    """The files ``run --out DIR`` writes for scenarios ``names`` (``trials.parquet`` aside,
+    written with ``keep_trials``): the summary, the table, the figures, the resolved scenarios."""
+    from .report.figures import run_figure_names
+
+    return ["summary.json", TABLE_FILE, *run_figure_names(len(names)), *(f"{n}.toml" for n in names)]
 
 
 def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool) -> OutFolder | None:
@@ -98,9 +111,9 @@ def _save(folder: OutFolder | None, doc: dict, scenarios, rows: list[dict], figu
         raise
 
 
-def check(scenario: str | Scenario, overrides: Iterable[str] = ()) -> Scenario:
+def check(scenario: str | Scenario, overrides: Overrides = ()) -> Scenario:
     """Load and validate a scenario (raises InputError listing every problem)."""
-    return scenario if isinstance(scenario, Scenario) else load_scenario(scenario, overrides)
+    return scenario if isinstance(scenario, Scenario) else load_scenario(scenario, override_texts(overrides))
 
 
 def kernels_cold(work: str) -> bool:
@@ -153,7 +166,7 @@ def _stage(command: str, study, scenario, size_key: str | None, size: int | None
     return doc
 
 
-def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Iterable[str] = (),
+def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Overrides = (),
            out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine yield`: the fab stage alone over ``wafers`` wafers. With ``out``, the
     folder gets summary.json, the resolved scenario, table.csv (one row per metric) and
@@ -164,7 +177,7 @@ def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = No
     return _stage("yield", study, scenario, "wafers", wafers, seed, overrides, out, force)
 
 
-def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Iterable[str] = (),
+def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Overrides = (),
                 out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster
     lifetimes (``out``/``force`` as for :func:`yield_`)."""
@@ -173,7 +186,7 @@ def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | No
     return _stage("reliability", study, scenario, "lifetimes", lifetimes, seed, overrides, out, force)
 
 
-def roofline(scenario: str | Scenario, overrides: Iterable[str] = (), out: str | Path | None = None, force: bool = False) -> dict:
+def roofline(scenario: str | Scenario, overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine roofline`: deterministic throughput at the median inputs (``out``/``force``
     as for :func:`yield_`)."""
     from .standalone.roofline import roofline_summary as study
@@ -244,7 +257,7 @@ def _expand(refs: Sequence[str | Scenario] | None) -> dict:
     return {"name": None, "scenarios": refs, "trials": None, "seed": None, "outputs": None, "set": ()}
 
 
-def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable[str] = ()) -> tuple[str, list[Scenario], int | None]:
+def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Overrides = ()) -> tuple[str, list[Scenario], int | None]:
     """(label, scenarios, study trials) for `run`/`compare`; a study expanded, no refs = the
     shipped case study. Every scenario is validated before anything runs, and all their
     problems are reported together."""
@@ -254,7 +267,7 @@ def resolve_scenarios(refs: Sequence[str | Scenario] | None, overrides: Iterable
 
 def _resolve_run(refs, overrides) -> tuple[dict, list[Scenario], list]:
     study = _expand(refs)
-    scenarios, plans = load_targeted(study["scenarios"], [*study["set"], *overrides])
+    scenarios, plans = load_targeted(study["scenarios"], [*study["set"], *override_texts(overrides)])
     study["label"] = study["name"] or " vs ".join(s.name for s in scenarios)
     if study.get("outputs"):
         from .columns import METRICS
@@ -277,7 +290,7 @@ def run(
     scenarios: Sequence[str | Scenario] | None = None,
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     out: str | Path | None = None,
     keep_trials: bool | None = None,
     chunk_trials: int | None = None,
@@ -320,7 +333,7 @@ def run(
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
         spec = None
         expect = {"seed": None if seed is None else check_seed(seed), "trials": None if trials is None else positive("--trials", trials),
-                  "keep_trials": keep_trials, "overrides": list(overrides)}
+                  "keep_trials": keep_trials, "overrides": override_texts(overrides)}
         if scenarios:
             study, resolved, plans = _resolve_run(scenarios, overrides)
             n, seed = _sample(resolved, study, trials, seed)
@@ -358,6 +371,10 @@ def run(
             table = pd.read_parquet(out / TRIALS_DIR)
         elif outcome.frames:
             table = pd.concat(outcome.frames, ignore_index=True)
+    if "paired_all" in doc:  # the answer first (docs/interface.md: "verdict")
+        from .report.verdict import stored_paper, verdict
+
+        doc = {**{k: doc[k] for k in ("scenario", "seed", "trials")}, "verdict": verdict(doc, table, stored_paper()), **doc}
     results = Results(doc, outcome.accumulators, table, plotter=_plot, rows=run_rows)
     if folder is not None:
         fingerprint = run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})
@@ -381,7 +398,7 @@ def compare(
     *more: str | Scenario,
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     out: str | Path | None = None,
     keep_trials: bool | None = None,
     chunk_trials: int | None = None,
@@ -401,7 +418,8 @@ def compare(
 def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
     """The table of a `run`/`compare` summary (table.csv, ``Results.to_frame()``): one row
     per (scenario, metric), then one per (pair ``"B / A"``, ``"<metric> ratio"``) with the
-    paired ratio's distribution, P(B < A) and P(B better) in the metric's direction."""
+    paired ratio's distribution, P(B < A), P(B better) in the metric's direction (ties
+    counted as not worse where higher is better, as this column always has) and P(B = A)."""
     from .outfolder import STATS
     from .results import metric_items
 
@@ -414,7 +432,8 @@ def run_rows(doc: dict, outputs: Sequence[str] | None = None) -> list[dict]:
         for metric, paired in metrics.items():
             if not outputs or metric in outputs:
                 rows.append({"scenario": pair, "metric": f"{metric} ratio", **{k: paired["ratio"].get(k) for k in STATS},
-                             "p_b_below_a": paired["p_b_below_a"], "p_b_better": _p_better(metric, paired["p_b_below_a"])})
+                             "p_b_below_a": paired["p_b_below_a"], "p_b_better": _p_better(metric, paired["p_b_below_a"]),
+                             "p_tie": paired.get("p_tie")})
     return rows
 
 
@@ -445,7 +464,7 @@ def _analysis(command: str, study, scenarios, kwargs: dict, params: dict, rows, 
     from .report.progress import progress_for
     from .report.sensitivity import write_figures
 
-    resolved, plans = load_targeted(_study_refs(scenarios), kwargs.pop("overrides", ()))
+    resolved, plans = load_targeted(_study_refs(scenarios), override_texts(kwargs.pop("overrides", ())))
     seed = seed_of(resolved, kwargs.get("seed"))
     folder = _claim(out, command, resolved, seed, kwargs.get("trials"), params, force)
     kwargs["progress"] = progress_for(kwargs.get("progress"), command)
@@ -487,7 +506,7 @@ def sweep(
     outputs: Sequence[str] | None = None,
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     chunk_trials: int | None = None,
     scheduler: str | None = None,
     progress="auto",
@@ -521,7 +540,7 @@ def tornado(
     output: str = "cost_per_mtok_usd",
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     quantiles: tuple[float, float] | None = None,
     chunk_trials: int | None = None,
     progress="auto",
@@ -543,7 +562,7 @@ def sobol(
     output: str = "cost_per_mtok_usd",
     trials: int | None = None,
     seed: int | None = None,
-    overrides: Iterable[str] = (),
+    overrides: Overrides = (),
     scramblings: int | None = None,
     conf_level: float | None = None,
     chunk_trials: int | None = None,
@@ -565,6 +584,46 @@ def sobol(
 def _given(**kwargs) -> dict:
     """The keyword arguments given (not None): the others keep the study's own default."""
     return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def new_gpu(name: str, fraction: float = 0.25, parent: str = "h100", hbm_generation: str | None = None, io: str | None = None,
+            out: str | Path | None = None) -> tuple[Path, Scenario]:
+    """Write ``NAME.toml`` (or ``out``): a scenario of a GPU built from ``fraction`` of
+    ``parent``'s die by the shipped derivation rules (``[gpu.derive]``, docs/model.md#derive:
+    die size and units, HBM stacks from its shoreline, link bandwidth, peak FLOP/s, power,
+    and so the fab cost and price), extending ``lite-h100-shoreline`` (the shipped derived
+    Lite-GPU: its cluster, reliability and packaging). The file is loaded back and
+    validated before it is kept; an existing file is never replaced. Returns (path, scenario)."""
+    from .scenario.load import toml_literal
+
+    path = Path(out) if out is not None else Path(f"{name}.toml")
+    if path.exists():
+        raise InputError(Problem("--out", str(path), "exists: give another path (a file is never replaced)"))
+    derive = {"parent": parent, "fraction": fraction, **({"hbm_generation": hbm_generation} if hbm_generation else {}), **({"io": io} if io else {})}
+    lines = [f"# {name}: a GPU of {fraction:g} of {parent}'s die, its HBM stacks, links, peak and power derived from",
+             "# the die's perimeter by the shipped rules (docs/model.md#derive); `mcengine check` shows each derived value",
+             "# and the rule that gave it ([gpu.derive.resolved]). Cluster, reliability and packaging: lite-h100-shoreline's;",
+             "# set them below for your part (`mcengine keys fab`, `mcengine keys cluster`).",
+             f"name = {toml_literal(name)}", 'extends = "lite-h100-shoreline"', f"description = {toml_literal(f'{fraction:g} of a {parent} die, derived')}",
+             "", "[gpu]", f"name = {toml_literal(name)}", "", "[gpu.derive]",
+             *(f"{k} = {toml_literal(v)}" for k, v in derive.items()), ""]
+    from .io import write_atomic
+
+    write_atomic(path, "\n".join(lines))
+    try:
+        return path, load_scenario(str(path))
+    except InputError:
+        path.unlink()
+        raise
+
+
+def report(run_dir: str | Path, output: str | Path | None = None) -> Path:
+    """One self-contained HTML page of a ``run``/``compare`` ``--out`` folder (the verdict
+    block, the tables, every figure inline, the provenance; it opens offline), written to
+    ``output`` (default ``run_dir/report.html``); returns its path."""
+    from .report.html import write_report
+
+    return write_report(Path(run_dir), None if output is None else Path(output))
 
 
 def paper(trials: int | None = None, seed: int | None = None, quick: bool = False, out: str | Path | None = None,

@@ -39,21 +39,27 @@ OutOpt = Annotated[Optional[Path], typer.Option("--out", metavar="DIR", help="Wr
 ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace another run's files (only those mcengine wrote there), or write beside files mcengine did not write (never replacing them).")]
 
 
-#: The one line printed before numba compiles (stderr, terminal or not).
+#: The one line printed before numba compiles the chain's kernels (stderr, terminal or not).
 COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on disk; later runs start at once)"
+#: The notice of work whose kernels compile in far less (the fab stage alone: its wafer
+#: kernel, a few seconds; the reliability stage shares the chain's life kernel).
+COMPILE_NOTICES = {"fab": "compiling the fab stage's kernel, once: a few seconds (numba caches it on disk)"}
 
 
-def _note_compile(work: str, quiet: bool = False) -> None:
+def _note_compile(work: str, quiet: bool = False) -> bool:
     """Before a command that runs kernels: tune the collector for numba's compiles
     (:func:`mcengine.jit.tune_compile_gc`: a first run compiles in less CPU time), and say
     on stderr that the kernels ``work`` needs are about to be compiled, when their on-disk
-    cache is cold (:func:`mcengine.api.kernels_cold`); silent with ``--quiet``."""
+    cache is cold (:func:`mcengine.api.kernels_cold`), with how long that takes for this
+    work; silent with ``--quiet``. Returns whether they will compile."""
     from .jit import tune_compile_gc
 
     tune_compile_gc()
-    if not quiet and api.kernels_cold(work):
-        sys.stderr.write(COMPILE_NOTICE + "\n")
+    cold = api.kernels_cold(work)
+    if cold and not quiet:
+        sys.stderr.write(COMPILE_NOTICES.get(work, COMPILE_NOTICE) + "\n")
         sys.stderr.flush()
+    return cold
 
 
 def _version(value: bool) -> None:
@@ -151,6 +157,7 @@ def keys_cmd(
 def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False) -> None:
     """Validate a scenario and print it fully resolved (every default filled)."""
     s = api.check(scenario, overrides or ())
+    _warn_inconsistent([s])
     if as_json:
         from .io import dumps
 
@@ -161,18 +168,39 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
         sys.stdout.write(resolved_toml(s.to_dict(with_unset=True)))
 
 
-def _sampled_stage(study, render, scenario, size, seed, overrides, threads, as_json, out, force, work: str) -> None:
-    """A stage alone over ``size`` samples: ``study`` computes the document, ``render`` draws it."""
+StageScenariosArg = Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="A scenario (path or shipped name), or several: each alone, one after the other (--set NAME:KEY=VALUE or A:/B: aims at one; --out DIR gives each its folder DIR/NAME).", show_default=False)]
+
+
+def _each_scenario(one, render, scenarios: list[str], overrides, as_json: bool, out) -> None:
+    """A stage alone for each of ``scenarios``: ``one(scenario, overrides, out)`` computes a
+    document, ``render`` draws it. One scenario: its document as before; several: each
+    table in turn, or one JSON document ``{"scenarios": {name: document}}``."""
+    if len(scenarios) == 1:
+        _emit(one(scenarios[0], overrides or (), out), as_json, render)
+        return
+    _note_overrides(scenarios, overrides)
+    _, resolved, _ = api.resolve_scenarios(scenarios, overrides or ())
+    docs = {s.name: one(s, (), None if out is None else Path(out) / s.name) for s in resolved}
+    if as_json:
+        from .io import dumps
+
+        sys.stdout.write(dumps({"scenarios": docs}) + "\n")
+        return
+    for doc in docs.values():
+        _console().print(render(doc))
+
+
+def _sampled_stage(study, render, scenarios, size, seed, overrides, threads, as_json, out, force, work: str) -> None:
+    """A stage alone over ``size`` samples of each scenario: ``study`` computes a document, ``render`` draws it."""
     api.set_threads(threads)
     _note_compile(work)
     with _saves_at_end(study.__name__.rstrip("_"), out):
-        doc = study(scenario, size, seed, overrides or (), out=out, force=force)
-    _emit(doc, as_json, render)
+        _each_scenario(lambda s, o, folder: study(s, size, seed, o, out=folder, force=force), render, scenarios, overrides, as_json, out)
 
 
 @app.command("yield")
 def yield_cmd(
-    scenario: ScenarioArg,
+    scenario: StageScenariosArg,
     wafers: Annotated[int, typer.Option("--wafers", metavar="N", help="Wafers to sample.")] = 10_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
@@ -189,7 +217,7 @@ def yield_cmd(
 
 @app.command("reliability")
 def reliability_cmd(
-    scenario: ScenarioArg,
+    scenario: StageScenariosArg,
     lifetimes: Annotated[int, typer.Option("--lifetimes", metavar="N", help="Cluster lifetimes to simulate.")] = 1_000,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
@@ -205,13 +233,12 @@ def reliability_cmd(
 
 
 @app.command("roofline")
-def roofline_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None, force: ForceOpt = False) -> None:
+def roofline_cmd(scenario: StageScenariosArg, overrides: SetOpt = None, as_json: JsonOpt = False, out: OutOpt = None, force: ForceOpt = False) -> None:
     """Roofline stage alone (deterministic, at the median inputs)."""
     from .report.tables import render_roofline
 
     with _saves_at_end("roofline", out):
-        doc = api.roofline(scenario, overrides or (), out=out, force=force)
-    _emit(doc, as_json, render_roofline)
+        _each_scenario(lambda s, o, folder: api.roofline(s, o, out=folder, force=force), render_roofline, scenario, overrides, as_json, out)
 
 
 TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
@@ -223,15 +250,20 @@ SamplerOpt = Annotated[Optional[str], typer.Option("--sampler", metavar="random|
 ChunkOpt = Annotated[Optional[int], typer.Option("--chunk-trials", metavar="N", help="Trials per chunk (a multiple of 1024); never changes the numbers.", show_default=False)]
 
 
-def _progress_bar(as_json: bool, quiet: bool):
-    """A rich progress bar on stderr when it is a terminal; silent with --quiet (and in logs)."""
+def _progress_bar(as_json: bool, quiet: bool, compiling: bool = False, clock=None):
+    """A rich progress bar on stderr when it is a terminal; silent with --quiet (and in logs).
+    While kernels compile (``compiling``: a cold cache) it says so until the first chunk
+    is done; its trials/s counts from the end of that chunk, so compiling is not in it."""
     if quiet or not sys.stderr.isatty():
         return None, None
+    import time
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    clock = clock or time.perf_counter
     bar = Progress(
-        TextColumn("trials"),
+        TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"),
@@ -240,14 +272,29 @@ def _progress_bar(as_json: bool, quiet: bool):
         TimeRemainingColumn(),
         console=Console(stderr=True),
     )
-    task = bar.add_task("run", total=None, rate="")
+    task = bar.add_task("compiling kernels, then trials" if compiling else "trials", total=None, rate="")
+    seen: dict = {}  # "start": trials done at the first report; "chunk": (time, trials done) when the first chunk ended
 
     def update(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
-        speed = bar.tasks[0].speed
-        bar.update(task, rate=f"{speed:,.0f} trials/s" if speed else "")
+        now = clock()
+        seen.setdefault("start", done)
+        if "chunk" not in seen and done > seen["start"]:
+            seen["chunk"] = (now, done)
+        bar.update(task, completed=done, total=total, **({"description": "trials"} if "chunk" in seen else {}))
+        t0, d0 = seen.get("chunk", (now, done))
+        rate = (done - d0) / (now - t0) if now > t0 and done > d0 else 0.0
+        bar.update(task, rate=f"{rate:,.0f} trials/s" if rate else "")
 
     return bar, update
+
+
+def _warn_inconsistent(scenarios) -> None:
+    """A line on stderr for each disagreement of precision and weight size (:mod:`mcengine.scenario.consistency`)."""
+    from .scenario.consistency import consistency_warnings
+
+    for s in scenarios:
+        for text in consistency_warnings(s):
+            sys.stderr.write(f"warning: {text}\n")
 
 
 def _note_overrides(refs, overrides) -> None:
@@ -273,14 +320,15 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
     if resume is None or scenarios:
         _note_overrides(scenarios, overrides)
-    _note_compile("chain", quiet)
-    bar, update = _progress_bar(as_json, quiet)
+        _warn_inconsistent(api.resolve_scenarios(scenarios or None, overrides or ())[1])
+    compiling = _note_compile("chain", quiet)
+    bar, update = _progress_bar(as_json, quiet, compiling)
     folder = resume if resume is not None else out
     try:
         with bar if bar is not None else nullcontext():
             results = api.run(
                 scenarios or None, trials=trials, seed=seed, overrides=overrides or (), out=folder,
-                keep_trials=keep_trials if resume is None else (keep_trials or None), chunk_trials=chunk_trials,
+                keep_trials=_keep(scenarios, trials, overrides, keep_trials, out) if resume is None else (keep_trials or None), chunk_trials=chunk_trials,
                 scheduler=scheduler, resume=resume is not None, progress=update, force=force,
             )
     except Interrupted as exc:
@@ -298,8 +346,27 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         sys.stdout.write(dumps(doc) + "\n")
     else:
         _console().print(render_run(doc))
+        files = ", ".join(api.run_out_files(list(doc["scenarios"])))
         if folder is not None:
-            _console().print(f"results in {folder}/ (summary.json, table.csv, figures, resolved scenarios)")
+            _console().print(f"results in {folder}/: {files}" + (", trials.parquet" if (Path(folder) / "trials.parquet").exists() else ""))
+        else:
+            _console().print(f"--out DIR writes {files} (and trials.parquet with --keep-trials)")
+
+
+#: Largest run (trials x scenarios) whose per-trial table `run` keeps in memory, without
+#: --keep-trials or --out, for the verdict's quick sensitivity (about 1 kB a trial and
+#: scenario: 200 MB at most).
+VERDICT_TABLE_TRIALS = 200_000
+
+
+def _keep(scenarios, trials, overrides, keep_trials: bool, out) -> bool | None:
+    """``keep_trials`` for the API: as given, or None (kept in memory) for a run without
+    --out small enough for the verdict's drivers (:data:`VERDICT_TABLE_TRIALS`)."""
+    if keep_trials or out is not None:
+        return keep_trials
+    _, resolved, planned = api.resolve_scenarios(scenarios or None, overrides or ())
+    n = trials or planned or resolved[0].run.trials
+    return None if len(resolved) > 1 and n * len(resolved) <= VERDICT_TABLE_TRIALS else False
 
 
 def _saved_hint(folder, saved: int, trials: int | None) -> str:
@@ -348,6 +415,10 @@ def _one_study(scenarios) -> bool:
     return len(scenarios or ()) == 1 and study_path(scenarios[0]) is not None
 
 
+FormatOpt = Annotated[str, typer.Option("--format", metavar="png|svg|pdf", help="File format of the figures --out writes.")]
+DpiOpt = Annotated[int, typer.Option("--dpi", metavar="N", help="Resolution of PNG figures (dots per inch).")]
+
+
 def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
     """A command over the full chain (``run``, ``compare``): one signature for both, so
     their options are declared once; ``compare`` needs at least two scenarios."""
@@ -367,7 +438,15 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
         chunk_trials: ChunkOpt = None,
         force: ForceOpt = False,
         sampler: SamplerOpt = None,
+        figure_format: FormatOpt = "png",
+        dpi: DpiOpt = 120,
     ) -> None:
+        from .report.figures import figure_format as formatted
+
+        with formatted(figure_format, dpi):
+            _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler)
+
+    def _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler) -> None:
         if len(scenarios or ()) < min_scenarios and not _one_study(scenarios):
             from .errors import Problem
 
@@ -417,8 +496,8 @@ def sweep_cmd(
         raise InputError(Problem("--param/--values", f"{len(param)} --param, {len(values)} --values", "allowed: one or two --param, each with its own --values"))
     grid = [api.parse_values(v) for v in values]
     _note_overrides(scenarios, overrides)
-    _note_compile("chain", quiet)
-    bar, update = _progress_bar(as_json, quiet)
+    compiling = _note_compile("chain", quiet)
+    bar, update = _progress_bar(as_json, quiet, compiling)
     from contextlib import nullcontext
 
     with bar if bar is not None else nullcontext(), _saves_at_end("sweep", out):
@@ -458,13 +537,30 @@ def sensitivity_cmd(
     kwargs = {"output": output, "seed": seed, "overrides": overrides or (), "out": out, "force": force}
     if trials is not None:
         kwargs["trials"] = trials
-    _note_compile("chain", quiet)
-    bar, update = _progress_bar(as_json, quiet)
+    compiling = _note_compile("chain", quiet)
+    bar, update = _progress_bar(as_json, quiet, compiling)
     with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):
         doc = methods[method](scenarios if len(scenarios) > 1 else scenarios[0], progress=update, **kwargs)
     if method == "tornado" and (note := tornado_empty_note(doc)):
         sys.stderr.write(f"note: {note}\n")
     _emit(doc, as_json, render)
+
+
+def _sensitivity_alias(method: str):
+    """``mcengine METHOD ...``: ``mcengine sensitivity --method METHOD ...`` (the same options, less ``--method``)."""
+    import inspect
+
+    def command(**kwargs) -> None:
+        sensitivity_cmd(method=method, **kwargs)
+
+    signature = inspect.signature(sensitivity_cmd, eval_str=True)
+    command.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "method"])
+    command.__doc__ = f"The same as `mcengine sensitivity --method {method}`."
+    return command
+
+
+app.command("tornado")(_sensitivity_alias("tornado"))
+app.command("sobol")(_sensitivity_alias("sobol"))
 
 
 @app.command("paper")
@@ -491,15 +587,44 @@ def paper_cmd(
         _console().print(f"results in {out}/ (summary.json, table.csv, one figure per claim, slo-frontier.png)")
 
 
+@app.command("new-gpu")
+def new_gpu_cmd(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Name of the new GPU (and of the scenario; the file is NAME.toml).", show_default=False)],
+    fraction: Annotated[float, typer.Option("--fraction", metavar="F", help="Share of the parent's die area (1/2, 1/4, 1/8 ...).")] = 0.25,
+    parent: Annotated[str, typer.Option("--parent", metavar="SCENARIO", help="Scenario whose die, units and peak FLOP/s the GPU is a fraction of.")] = "h100",
+    hbm_generation: Annotated[Optional[str], typer.Option("--hbm-generation", metavar="GEN", help="HBM generation of each stack (`mcengine keys gpu.derive`); default: the parent's.", show_default=False)] = None,
+    io: Annotated[Optional[str], typer.Option("--io", metavar="TECH", help="I/O technology of the links (electrical, cpo, ...); default: electrical.", show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", metavar="FILE", help="Write here instead of NAME.toml (never replacing a file).", show_default=False)] = None,
+) -> None:
+    """Write a scenario of your own GPU whose die, HBM stacks, links, power and price follow the shipped derivation rules."""
+    path, s = api.new_gpu(name, fraction, parent, hbm_generation, io, out)
+    sys.stdout.write(f"wrote {path}: {s.fab.die_width_mm.median():.2f} x {s.fab.die_height_mm.median():.2f} mm die, {s.fab.hbm_stacks} HBM stacks, "
+                     f"{s.gpu.hbm_gb.median():g} GB at {s.gpu.hbm_tbps.median():g} TB/s, {s.gpu.peak_tflops.median():g} TFLOP/s, "
+                     f"TDP {s.gpu.tdp_w.median():.0f} W (each derived value with its rule: mcengine check {path})\n")
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="The --out folder of `mcengine run` or `compare`.", show_default=False)],
+    output: Annotated[Optional[Path], typer.Option("--output", metavar="FILE", help="Write the page here (default: RUN_DIR/report.html).", show_default=False)] = None,
+) -> None:
+    """One self-contained HTML page of a run folder (verdict, tables, figures inline, provenance) that opens offline."""
+    path = api.report(run_dir, output)
+    sys.stdout.write(f"{path}\n")
+
+
 @app.command("validate")
-def validate_cmd(as_json: JsonOpt = False) -> None:
+def validate_cmd(
+    as_json: JsonOpt = False,
+    every: Annotated[bool, typer.Option("--all", help="Every check in full (default: counts per stage, and the checks that did not pass).")] = False,
+) -> None:
     """Run the analytic cross-checks; exit 1 if any fails."""
     from .report.tables import render_validate
 
     _note_compile("chain")
     with _saves_at_end("validate", None):
         doc = api.validation_report()
-    _emit(doc, as_json, render_validate)
+    _emit(doc, as_json, lambda d: render_validate(d, every))
     if not doc["passed"]:
         raise typer.Exit(1)
 
@@ -540,6 +665,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as exc:  # noqa: BLE001 - the one place that maps every failure
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):  # Click usage errors: exit 2
+            _suggest_sample_option(exc)
             exc.show()
             return exc.exit_code
         if interrupt.pending() or isinstance(exc.__context__, (Interrupted, KeyboardInterrupt)):
@@ -559,6 +685,23 @@ def main(argv: list[str] | None = None) -> int:
         interrupt.clear()
         provenance.reset_command_line(token)
     return rv if isinstance(rv, int) else 0
+
+
+#: Each command's sample-size option where it is not ``--trials`` (docs/interface.md#commands).
+SAMPLE_OPTIONS = {"yield": "--wafers", "reliability": "--lifetimes"}
+
+
+def _suggest_sample_option(exc) -> None:
+    """An unknown sample-size option (``yield --trials``) suggests the command's own
+    (``--wafers``), not the option spelled most alike (``--threads``)."""
+    if not hasattr(exc, "option_name") or not hasattr(exc, "possibilities") or exc.ctx is None:
+        return  # not Click's (Typer's copy of Click's) NoSuchOption
+    sizes = {"--trials", *SAMPLE_OPTIONS.values()}
+    own = SAMPLE_OPTIONS.get(exc.ctx.info_name, "--trials")
+    takes = {o for param in exc.ctx.command.params for o in getattr(param, "opts", ())}
+    if exc.option_name in sizes and own != exc.option_name and own in takes:
+        exc.possibilities = None
+        exc.message = f"No such option: {exc.option_name} (the sample size of `mcengine {exc.ctx.info_name}` is {own} N)"
 
 
 def _interrupted(signum: int, hint: str) -> int:

@@ -70,11 +70,12 @@ class Results:
         (scenario, metric), columns ``scenario``, ``metric`` and mean, std, sem, p01, p05,
         p50, p95, p99, min, max; with two or more scenarios then one row per (pair
         ``"B / A"``, metric ``"<metric> ratio"``): the paired ratio's distribution in the
-        same columns, ``p_b_below_a`` and ``p_b_better`` (in the metric's direction; ties
-        count where higher is better). Those two columns are empty on the scenario rows."""
+        same columns, ``p_b_below_a``, ``p_b_better`` (in the metric's direction; ties
+        count where higher is better) and ``p_tie`` (P(B = A)). Those columns are empty on
+        the scenario rows."""
         import pandas as pd
 
-        columns = ["scenario", "metric", *SUMMARY_KEYS, "p_b_below_a", "p_b_better"]
+        columns = ["scenario", "metric", *SUMMARY_KEYS, "p_b_below_a", "p_b_better", "p_tie"]
         if self.rows is not None:
             return pd.DataFrame(self.rows(self.doc), columns=columns)
         rows = [{"scenario": n, "metric": m, **{k: s[k] for k in SUMMARY_KEYS}}

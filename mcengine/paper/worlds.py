@@ -18,6 +18,7 @@ instances are sized by ``fleet.sizing`` (:mod:`mcengine.paper.fleet`).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -513,6 +514,25 @@ def scorer(world: ClaimWorld, pair: tuple[Scenario, Scenario], shipped: tuple[di
     return score
 
 
+#: A search says how far it has got every this many points evaluated.
+NOTE_EVERY_POINTS = 25
+
+
+def _noting(score, key: str, settings: Settings):
+    """``score`` that also notes (``settings.note``) the points evaluated so far, every
+    :data:`NOTE_EVERY_POINTS`, with the seconds since the search began."""
+    start, done = time.perf_counter(), [0]
+
+    def noted(worlds: list[dict]) -> list[np.ndarray]:
+        before = done[0]
+        done[0] += len(worlds)
+        if done[0] // NOTE_EVERY_POINTS > before // NOTE_EVERY_POINTS:
+            settings.note(f"nearest world: {key}: {done[0]} points evaluated ({time.perf_counter() - start:.0f} s)")
+        return score(worlds)
+
+    return noted
+
+
 def search(key: str, settings: Settings) -> dict:
     """The nearest worlds of claim ``key`` (:func:`mcengine.paper.nearest.nearest_worlds`)
     with the claim's declared assumptions, searched on trials ``0 .. b.trials - 1`` and
@@ -529,7 +549,7 @@ def search(key: str, settings: Settings) -> dict:
     small = Settings(trials=b.trials, seed=settings.seed, quick=settings.quick)
     large = Settings(trials=confirm_trials(settings, world), seed=settings.seed, quick=settings.quick)
     shipped = split({a.key: a.shipped for a in assumptions})
-    out = nearest_worlds(assumptions, scorer(world, pair, shipped, small), world.threshold, b,
+    out = nearest_worlds(assumptions, _noting(scorer(world, pair, shipped, small), key, settings), world.threshold, b,
                          confirm=scorer(world, pair, shipped, large, trial_start=b.trials))
     out["confirm_trial_start"] = b.trials if out["worlds"] else None
     out["figure"] = world.figure

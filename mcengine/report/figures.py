@@ -16,6 +16,8 @@ distinct line styles and markers, and the legend says which ones coincide.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ..units import HOURS_PER_YEAR
@@ -116,15 +118,43 @@ def dollar_log_axis(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+#: File formats a figure may be written in (``--format``), and the default resolution.
+FORMATS = ("png", "svg", "pdf")
+DEFAULT_DPI = 120
+#: (format, dpi) of the figures written in this context (:func:`figure_format`).
+_FORMAT: ContextVar[tuple[str, int]] = ContextVar("figure_format", default=("png", DEFAULT_DPI))
+
+
+@contextmanager
+def figure_format(fmt: str = "png", dpi: int = DEFAULT_DPI):
+    """Within it, :func:`save_png` writes ``fmt`` (png, svg or pdf; the file's suffix
+    follows) at ``dpi`` dots per inch (the raster resolution of a PNG)."""
+    from ..errors import InputError, Problem
+
+    if fmt not in FORMATS:
+        raise InputError(Problem("--format", fmt, "allowed: " + ", ".join(FORMATS)))
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not 10 <= dpi <= 2400:
+        raise InputError(Problem("--dpi", dpi, "allowed: an integer in [10, 2400]"))
+    token = _FORMAT.set((fmt, dpi))
+    try:
+        yield
+    finally:
+        _FORMAT.reset(token)
+
+
 def save_png(fig, path):
+    """Write ``fig`` to ``path``, in the format of :func:`figure_format` (PNG at 120 dpi
+    by default; another format changes the suffix); returns the path written."""
     import io
 
     from ..io import write_atomic
 
+    fmt, dpi = _FORMAT.get()
+    path = Path(path).with_suffix(f".{fmt}")
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight")
     write_atomic(path, buf.getvalue())
-    return Path(path)
+    return path
 
 
 def _names(results) -> list[str]:
@@ -273,13 +303,27 @@ def run_figure(results, kind: str = "cost_cdf"):
     return KINDS[kind](results)
 
 
+#: The figure files of a run (:func:`run_figures`), and the one a comparison adds.
+RUN_FIGURES = ("cost_per_mtok_cdf.png", "availability.png", "cost_breakdown.png")
+PAIRED_FIGURE = "paired_ratio.png"
+
+
+def _run_figure_files(scenarios: int) -> list[str]:
+    """The figure files of a run of ``scenarios`` scenarios, as PNG names."""
+    return [*RUN_FIGURES, *([PAIRED_FIGURE] if scenarios > 1 else [])]
+
+
+def run_figure_names(scenarios: int) -> list[str]:
+    """The file names :func:`write_figures` writes for a run of ``scenarios`` scenarios
+    (in the format of :func:`figure_format`)."""
+    fmt = _FORMAT.get()[0]
+    return [str(Path(name).with_suffix(f".{fmt}")) for name in _run_figure_files(scenarios)]
+
+
 def run_figures(results) -> FigureSet:
     """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios)."""
-    figs = {"cost_per_mtok_cdf.png": cost_cdf_figure(results), "availability.png": availability_figure(results),
-            "cost_breakdown.png": cost_breakdown_figure(results.doc)}
-    if len(results.doc["scenarios"]) > 1:
-        figs["paired_ratio.png"] = paired_ratio_figure(results)
-    return FigureSet(figs)
+    makers = dict(zip(RUN_FIGURES, (cost_cdf_figure, availability_figure, lambda r: cost_breakdown_figure(r.doc))), **{PAIRED_FIGURE: paired_ratio_figure})
+    return FigureSet({name: makers[name](results) for name in _run_figure_files(len(results.doc["scenarios"]))})
 
 
 def write_figures(results, out):

@@ -13,6 +13,8 @@ from types import MappingProxyType
 
 from ..columns import COLUMNS
 
+from ..units import HOURS_PER_YEAR
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -38,28 +40,71 @@ def metric(key: str) -> Metric:
     return METRICS.get(key, Metric(key.replace("_", " "), "", None, key.replace("_", " ")))
 
 
-def p_better(key: str, p_b_below_a: float) -> tuple[float, str]:
-    """(value, words) of "B better than A" from a document's P(B < A).
+def p_better(key: str, p_b_below_a: float, p_tie: float | None = None) -> tuple[float, str]:
+    """(value, words) of "B better than A" from a document's P(B < A) and P(B = A).
 
-    Lower is better: P(B < A) itself. Higher is better: 1 − P(B < A) = P(B ≥ A), "B at
-    least as good" (the documents do not store ties apart; for a continuous output
-    they have probability zero, for two designs with the same value in every trial,
-    such as the availability of two scenarios that differ only in links, it is 1).
-    No direction: P(B < A) as it is.
+    Lower is better: P(B < A) itself. Higher is better: 1 − P(B < A) − P(B = A) =
+    P(B > A); a tie is never "better" (two designs with the same value in every trial,
+    such as the availability of two scenarios that differ only in links, have
+    P(B better) 0 and P(tie) 1). A document written before ties were counted (no
+    ``p_tie``) gives 1 − P(B < A) = P(B ≥ A), "B not worse". No direction: P(B < A).
     """
     m = metric(key)
     words = BETTER_WORDS.get(key, m.short)
     if m.better == "higher":
-        return 1.0 - p_b_below_a, f"P(B not worse: {m.short} B ≥ A)"
+        if p_tie is None:
+            return 1.0 - p_b_below_a, f"P(B not worse: {m.short} B ≥ A)"
+        return max(0.0, 1.0 - p_b_below_a - p_tie), f"P(B better: {words})"
     if m.better == "lower":
         return p_b_below_a, f"P(B better: {words})"
     return p_b_below_a, "P(B < A)"
 
 
-def fmt_metric(key: str, value: float) -> str:
-    """A value of ``key`` for a table: availabilities (and their ratios, near 1) with five
-    decimals, everything else with four significant digits."""
-    return f"{value:.5f}" if key == "availability" else fmt_value(float(value), 4)
+def paired_p_better(key: str, paired: dict) -> tuple[float, str]:
+    """:func:`p_better` of one metric's entry of a document's ``"paired"`` (its
+    ``p_b_below_a`` and, where counted, ``p_tie``)."""
+    return p_better(key, paired["p_b_below_a"], paired.get("p_tie"))
+
+
+#: Minutes in a year of :data:`~mcengine.units.HOURS_PER_YEAR` hours.
+MINUTES_PER_YEAR = HOURS_PER_YEAR * 60.0
+
+
+def downtime_minutes(availability: float) -> float:
+    """Minutes a year down at an availability (a time-averaged share up): (1 − a) × 525,960."""
+    return (1.0 - availability) * MINUTES_PER_YEAR
+
+
+#: How each metric's value reads in every table (`run`, `compare`, `sweep`): one rounding
+#: per metric; a metric not listed gets four significant digits.
+METRIC_FORMATS = {
+    "cost_per_mtok_usd": "{:.3f}",
+    "cost_per_mtok_at_cost_usd": "{:.3f}",
+    "cost_per_request_usd": "{:.3g}",
+    "availability": "{:.5f}",
+    "tokens_per_s": "{:,.0f}",
+    "gpu_cost_usd": "{:,.0f}",
+    "gpu_price_per_h100_equivalent_usd": "{:,.0f}",
+    "energy_j_per_token": "{:.2f}",
+    "power_w_per_h100_equivalent": "{:.0f}",
+    "interruptions_per_year": "{:,.0f}",
+}
+#: How a paired ratio B/A reads: availabilities (near 1) with five decimals, others three.
+RATIO_FORMATS = {"availability": "{:.5f}"}
+RATIO_FORMAT = "{:.3f}"
+
+
+def metric_format(key: str, ratio: bool = False) -> str | None:
+    """The format string of ``key``'s values (``ratio``: of its paired ratios B/A), None
+    for a metric without one (:func:`fmt_metric` then gives four significant digits)."""
+    return RATIO_FORMATS.get(key, RATIO_FORMAT) if ratio else METRIC_FORMATS.get(key)
+
+
+def fmt_metric(key: str, value: float, ratio: bool = False) -> str:
+    """A value of ``key`` (``ratio``: a paired ratio B/A of it) for a table, in the one
+    rounding every table uses (:data:`METRIC_FORMATS`, :data:`RATIO_FORMATS`)."""
+    fmt = metric_format(key, ratio)
+    return fmt.format(float(value)) if fmt else fmt_value(float(value), 4)
 
 
 #: How a unit of the key metadata reads on an axis (``defects/cm^2`` → ``defects/cm²``).

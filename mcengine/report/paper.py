@@ -143,28 +143,55 @@ def claim_number_rows(doc: dict) -> list[dict]:
     return rows
 
 
+def short_nearest(nearest: dict | None) -> str:
+    """A claim's nearest world in a few words for the terminal (its moves, and the
+    reason when there is none, are in :func:`nearest_text`, in ``--out``'s table.csv)."""
+    if not nearest:
+        return "-"
+    worlds = nearest.get("worlds") or []
+    if not worlds:
+        return "not found within the search's budget" if nearest.get("budget_spent") else "none within the plausible ranges"
+    w = worlds[0]
+    return "the shipped world" if w["distance"] == 0.0 else f"distance {w['distance']:.2f}, P(holds) {w['p_holds']:.2f}, {len(w['changed'])} inputs moved"
+
+
 def render_paper(doc: dict):
-    """The claim table, the case study's verdict's nearest world, and the SLO frontier as
-    P(Lite cheaper) per SLO."""
+    """The paper's claims, compact at 80 columns or in a pipe: per claim the paper's
+    figure, mcengine's under the paper's assumptions and under the shipped ones and its
+    nearest world in a few words (when each claim holds and the nearest worlds' moves
+    are in ``--out``: table.csv, summary.json); the case study's verdict's nearest world;
+    the SLO frontier, SLO by SLO: per design the median cost per M output tokens and
+    P(cheaper than the baseline)."""
     from rich.console import Group
     from rich.table import Table
 
+    from .tables import _section, fit
+
     title = f"the paper, claim by claim: {doc['trials']:,} paired trials, seed {doc['seed']}" + (" (quick)" if doc.get("quick") else "")
     rows = claim_rows(doc)
-    table = Table(*[HEADERS[k] for k in rows[0]], title=title)
+    claims = {f"{c['number']}. {c['key']}": c for c in doc["claims"]}
+    table = Table("claim", "value", title=title, caption="when each claim holds, and the nearest worlds' moves: --out DIR (table.csv, summary.json)")
     for r in rows:
-        table.add_row(*r.values())
+        _section(table, f"{r['claim']}: {r['paper']}")
+        table.add_row("  under the paper's assumptions", r["mcengine_paper_assumptions"])
+        table.add_row("  under the shipped ones", r["mcengine_shipped"])
+        if "nearest_world" in claims[r["claim"]]:
+            table.add_row("  nearest world", short_nearest(claims[r["claim"]]["nearest_world"]))
     f = doc["frontier"]
-    front = Table("design", *[f"{v:g} ms" for v in f["slo_ms"]], title=f"SLO frontier ({f['model']}): cost per M output tokens, median; P(cheaper than {f['baseline']})")
-    for name, row in f["designs"].items():
-        cells = [f"{c['median']:.2f}" + (f" P={p:.2f}" if p is not None else "") for c, p in
-                 zip(row["cost_per_mtok_usd"], row.get("p_cheaper_than_h100", [None] * len(f["slo_ms"])))]
-        front.add_row(name, *cells)
-    parts = [table]
+    front = Table("TPOT SLO, design", "USD per M tokens", f"P(cheaper than {f['baseline']})",
+                  title=f"SLO frontier ({f['model']}): cost per M output tokens, median")
+    for col in front.columns[1:]:
+        col.justify = "right"
+    for k, slo in enumerate(f["slo_ms"]):
+        _section(front, f"TPOT SLO {slo:g} ms")
+        for name, row in f["designs"].items():
+            p = row.get("p_cheaper_than_h100", [None] * len(f["slo_ms"]))[k]
+            front.add_row(f"  {name}", f"{row['cost_per_mtok_usd'][k]['median']:.2f}", "-" if p is None else f"{p:.2f}")
+    parts = [fit(table, text=(1,))]
     if "verdict" in doc:
         v = doc["verdict"]
-        parts.append(f"{v['question']}\n  nearest world: {nearest_text(v['nearest_world'], v['unit'])}")
-    return Group(*parts, front)
+        parts.append(f"{v['question']}\n  nearest world: {short_nearest(v['nearest_world'])}")
+    return Group(*parts, fit(front))
 
 
 def _wrap(text: str, width: int) -> str:

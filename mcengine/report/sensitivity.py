@@ -61,16 +61,16 @@ def _sweep_1d_table(doc: dict):
     cols = [doc["param"], "median", "5% – 95%"] + (["P(B better)"] if paired else [])
     table = Table(*cols, title=f"sweep of {doc['scenario']}: {doc['trials']:,} paired trials per value, seed {doc['seed']}",
                   caption=(f"outputs are the paired ratio {doc['ratio_of']} (B / A); lower cost is better, higher availability "
-                           "and tokens/s are better (there ties count: P(B ≥ A))") if paired else None)
+                           "and tokens/s are better (a tie B = A is not better)") if paired else None)
     for col in table.columns[1:]:
         col.justify = "right"
     for m in doc["outputs"]:
         _section(table, metric(m).short + (" ratio B / A" if paired else f" ({metric(m).unit})" if metric(m).unit else ""))
         for row in doc["rows"]:
             d = row[m]
-            cells = [_value_text(row["value"]), fmt_metric(m, d["p50"]), f"{fmt_metric(m, d['p05'])} – {fmt_metric(m, d['p95'])}"]
+            cells = [_value_text(row["value"]), fmt_metric(m, d["p50"], paired), f"{fmt_metric(m, d['p05'], paired)} – {fmt_metric(m, d['p95'], paired)}"]
             if paired:
-                cells.append(f"{p_better(m, row['p_b_below_a'][m])[0]:.3f}")
+                cells.append(f"{p_better(m, row['p_b_below_a'][m], row.get('p_tie', {}).get(m))[0]:.3f}")
             table.add_row(*cells)
     return fit(table)
 
@@ -99,9 +99,9 @@ def _sweep_2d_tables(doc: dict):
             row = [_value_text(a)]
             for j in range(len(v2)):
                 r = cells[(i, j)]
-                text = fmt_metric(m, r[m]["p50"])
+                text = fmt_metric(m, r[m]["p50"], paired)
                 if paired:
-                    text += f" [{p_better(m, r['p_b_below_a'][m])[0]:.2f}]"
+                    text += f" [{p_better(m, r['p_b_below_a'][m], r.get('p_tie', {}).get(m))[0]:.2f}]"
                 row.append(text)
             table.add_row(*row)
         parts.append(fit(table))
@@ -205,7 +205,7 @@ def sweep_1d_figure(doc: dict):
         if paired:
             ax.axhline(1.0, color="k", lw=0.8)
             twin = ax.twinx()
-            p, words = zip(*(p_better(m, r["p_b_below_a"][m]) for r in rows))
+            p, words = zip(*(p_better(m, r["p_b_below_a"][m], r.get("p_tie", {}).get(m)) for r in rows))
             twin.plot(x, p, "s--", color="C3", label=words[0])
             twin.axhline(0.5, color="C3", lw=0.6, ls=":")
             twin.set_ylim(-0.02, 1.02 + LEGEND_HEADROOM)
@@ -246,7 +246,7 @@ def sweep_2d_figures(doc: dict) -> dict:
     figs = {}
     for m in doc["outputs"]:
         if paired:
-            cells = [p_better(m, r["p_b_below_a"][m]) for r in doc["rows"]]
+            cells = [p_better(m, r["p_b_below_a"][m], r.get("p_tie", {}).get(m)) for r in doc["rows"]]
             grid = np.array([c[0] for c in cells], dtype=float).reshape(len(v1), len(v2))
             words = cells[0][1]
         else:
@@ -319,7 +319,9 @@ def _tornado_note_figure(doc: dict, note: str):
 
 def tornado_figure(doc: dict):
     """Bars from the baseline to the output at each input's low and high percentile,
-    largest swing on top; when no input moves the output, the reason instead of an empty chart."""
+    largest swing on top; for a paired ratio B/A a dashed line at 1 (no difference, where
+    the verdict flips), always in range; when no input moves the output, the reason
+    instead of an empty chart."""
     from .figures import new_figure
     from .metrics import metric
 
@@ -335,6 +337,11 @@ def tornado_figure(doc: dict):
     ax.barh(ys, [b["low"] - base for _, b in bars], left=base, color="C0", label=f"input at its {lo * 100:g}th percentile")
     ax.barh(ys, [b["high"] - base for _, b in bars], left=base, color="C1", alpha=0.8, hatch="//", label=f"input at its {hi * 100:g}th percentile")
     ax.axvline(base, color="k", lw=0.8)
+    if "ratio_of" in doc:  # a paired ratio: where B and A are level, the verdict flips; always in range
+        ax.axvline(1.0, color="C3", ls="--", lw=1.2, label="no difference (B / A = 1: the verdict flips)")
+        lo_x, hi_x = ax.get_xlim()
+        pad = 0.05 * (max(hi_x, 1.0) - min(lo_x, 1.0))
+        ax.set_xlim(min(lo_x, 1.0 - pad), max(hi_x, 1.0 + pad))
     ax.ticklabel_format(axis="x", useOffset=False)  # values read as printed: an availability's ppm, not "1e-6+9.998e-1"
     ax.locator_params(axis="x", nbins=5)  # room for such long tick values side by side
     ax.set_yticks(list(ys), [f"{k}\n{fmt_value(b['input_low'], 3)} → {fmt_value(b['input_high'], 3)}" for k, b in bars], fontsize=8)

@@ -97,7 +97,7 @@ def roofline_figures(doc: dict) -> FigureSet:
     phases = [("ttft", "TTFT (prefill ×1)"), ("decode", "TPOT (decode step)"), ("prefill", f"prefill ×{doc['decode']['batch']}")]
     phases = [(k, lab) for k, lab in phases if k in terms]
     parts = [("compute_ms", "compute"), ("memory_ms", "memory"), ("comm_ms", "communication"), ("overhead_ms", "overhead")]
-    fig = new_figure(10.0, 4.2)
+    fig = new_figure(10.0, 5.2)  # room under the layout panel for its upright labels
     ax1, ax2 = fig.subplots(1, 2)
     x = np.arange(len(phases))
     w = 0.2
@@ -110,13 +110,13 @@ def roofline_figures(doc: dict) -> FigureSet:
     ax1.grid(alpha=0.3, axis="y", which="both")
     ax1.legend(fontsize=7)
     lay = doc["layouts"]
-    labels = [f"TP{r['tensor']}×PP{r['pipeline']}" for r in lay]
+    labels = [f"TP{r['tensor']}×PP{r['pipeline']} {r.get('attention', 'tensor')}" for r in lay]  # one label per layout searched
     vals = [r["tokens_per_s_per_gpu"] if r["fits"] else 0.0 for r in lay]
     colors = ["C2" if r["chosen"] else ("C0" if r["slo_met"] else "C7") for r in lay]
     ax2.bar(range(len(lay)), vals, color=colors)
     for i, r in enumerate(lay):
         ax2.text(i, vals[i], " chosen" if r["chosen"] else ("" if r["slo_met"] else " SLO missed"), rotation=90, ha="center", va="bottom", fontsize=7)
-    ax2.set_xticks(range(len(lay)), labels, rotation=30, ha="right", fontsize=8)
+    ax2.set_xticks(range(len(lay)), labels, rotation=90, ha="center", fontsize=7)  # one label per bar, none on another
     ax2.set(ylabel="output tokens per second per GPU (tokens/s)", title=f"Layouts searched, {doc.get('serving', 'static')} serving (TPOT SLO {doc['tpot_slo_ms']:g} ms)",
             ylim=(0, max(vals) * 1.35 if max(vals) > 0 else 1))
     ax2.grid(alpha=0.3, axis="y")

@@ -91,25 +91,26 @@ def _plain_table(title: str, body: dict):
 
 # ----------------------------------------------------------------------------- run / compare
 
-#: (metric, label, format) rows of the verdict table.
+#: (metric, label) rows of the scenario table, each value in its one rounding
+#: (:func:`mcengine.report.metrics.metric_format`).
 VERDICT_ROWS = (
-    ("cost_per_mtok_usd", "cost per M output tokens (USD)", "{:.3f}"),
-    ("cost_per_mtok_at_cost_usd", "the same at cost, no markup (USD)", "{:.3f}"),
-    ("cost_per_request_usd", "cost per request (USD)", "{:.3g}"),
-    ("availability", "instance availability", "{:.5f}"),
-    ("tokens_per_s", "cluster output tokens/s", "{:,.0f}"),
-    ("gpu_cost_usd", "fab cost per GPU package (USD)", "{:,.0f}"),
-    ("gpu_price_per_h100_equivalent_usd", "GPU price per H100-equivalent (USD)", "{:,.0f}"),
-    ("energy_j_per_token", "GPU energy per output token (J)", "{:.2f}"),
-    ("power_w_per_h100_equivalent", "GPU power per H100-equivalent (W)", "{:.0f}"),
-    ("interruptions_per_year", "instance interruptions per year", "{:,.0f}"),
+    ("cost_per_mtok_usd", "cost per M output tokens (USD)"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost, no markup (USD)"),
+    ("cost_per_request_usd", "cost per request (USD)"),
+    ("availability", "instance availability"),
+    ("tokens_per_s", "cluster output tokens/s"),
+    ("gpu_cost_usd", "fab cost per GPU package (USD)"),
+    ("gpu_price_per_h100_equivalent_usd", "GPU price per H100-equivalent (USD)"),
+    ("energy_j_per_token", "GPU energy per output token (J)"),
+    ("power_w_per_h100_equivalent", "GPU power per H100-equivalent (W)"),
+    ("interruptions_per_year", "instance interruptions per year"),
 )
-#: (metric, label, format) rows of the paired table.
+#: (metric, label) rows of the paired table (ratios in :data:`~mcengine.report.metrics.RATIO_FORMATS`).
 PAIRED_ROWS = (
-    ("cost_per_mtok_usd", "cost per M output tokens", "{:.3f}"),
-    ("cost_per_mtok_at_cost_usd", "the same at cost (no markup)", "{:.3f}"),
-    ("availability", "instance availability", "{:.5f}"),
-    ("tokens_per_s", "cluster output tokens/s", "{:.3f}"),
+    ("cost_per_mtok_usd", "cost per M output tokens"),
+    ("cost_per_mtok_at_cost_usd", "the same at cost (no markup)"),
+    ("availability", "instance availability"),
+    ("tokens_per_s", "cluster output tokens/s"),
 )
 
 
@@ -132,19 +133,25 @@ def render_run(doc: dict):
     from rich.console import Group
     from rich.table import Table
 
-    from .metrics import p_better
+    from .metrics import downtime_minutes, metric_format, paired_p_better
 
     names = list(doc["scenarios"])
     table = Table("scenario", "median", "5% – 95%", title=f"{doc['scenario']}: {doc['trials']:,} paired trials, seed {doc['seed']}")
     for col in table.columns[1:]:
         col.justify = "right"
-    for key, label, fmt in VERDICT_ROWS:
+    for key, label in VERDICT_ROWS:
+        fmt = metric_format(key)
         if any(key not in doc["scenarios"][n] for n in names):
             continue  # a document without the metric (written before it existed)
         _section(table, label)
         for n in names:
             d = doc["scenarios"][n][key]
             table.add_row(n, fmt.format(d["p50"]), f"{fmt.format(d['p05'])} – {fmt.format(d['p95'])}")
+        if key == "availability":
+            _section(table, "the same as downtime (minutes a year)")
+            for n in names:
+                d = {q: downtime_minutes(v) for q, v in doc["scenarios"][n][key].items() if q in ("p05", "p50", "p95")}
+                table.add_row(n, f"{d['p50']:,.0f}", f"{d['p95']:,.0f} – {d['p05']:,.0f}")
     missed = (doc.get("slo_infeasible_share") or doc.get("slo_missed_share")
               or {n: 1.0 - doc["scenarios"][n].get("slo_met", {}).get("mean", 1.0) for n in names})
     if max(missed.values()) > 0.0:  # a trial in which the plan misses its TPOT or TTFT SLO delivers no tokens
@@ -152,25 +159,35 @@ def render_run(doc: dict):
         for n in names:
             table.add_row(n, f"{missed[n]:.3f}" + ("  (INFEASIBLE)" if missed[n] > 0.0 else ""), "")
     parts = [fit(table)]
+    if doc.get("verdict"):
+        from .verdict import render_verdict
+
+        parts.insert(0, render_verdict(doc))
     if "paired_all" in doc:
         base = doc["baseline"]
-        paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)",
+        ties = any(m.get("p_tie", 0.0) > 0.0 for metrics in doc["paired_all"].values() for m in metrics.values())
+        counted = all("p_tie" in m for metrics in doc["paired_all"].values() for m in metrics.values())
+        paired = Table("scenario (B)", f"B / {base}", "5% – 95%", "P(B better)", *(["P(tie)"] if ties else []),
                        title=f"paired with {base} = A (same trials, common random numbers)",
-                       caption="lower cost is better; higher availability and tokens/s are better "
-                               "(there P(B better) counts ties: P(B ≥ A)); ratios over the trials in which both serve "
+                       caption="lower cost is better; higher availability and tokens/s are better; "
+                               + ("a tie (B = A) is not better" + ("; P(tie): share of trials with B = A" if ties else "")
+                                  if counted else "there P(B better) counts ties: P(B ≥ A)")
+                               + "; ratios over the trials in which both serve "
                                "tokens; P(B better) over all trials, a trial where only one side serves counted for it")
         for col in paired.columns[1:]:
             col.justify = "right"
-        class_rows = tuple((f"mix.{c}.cost_per_mtok_usd", f"class {c} alone: cost per M output tokens", "{:.3f}")
+        class_rows = tuple((f"mix.{c}.cost_per_mtok_usd", f"class {c} alone: cost per M output tokens")
                            for c in doc["scenarios"][base].get("mix", {}))
-        for key, label, fmt in PAIRED_ROWS + class_rows:
+        for key, label in PAIRED_ROWS + class_rows:
+            fmt = metric_format(key, ratio=True)
             _section(paired, label)
             for pair, metrics in doc["paired_all"].items():
                 if key not in metrics:
                     continue
-                d, (p, _) = metrics[key], p_better(key, metrics[key]["p_b_below_a"])
+                d, (p, _) = metrics[key], paired_p_better(key, metrics[key])
                 r = d["ratio"]
-                paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}")
+                paired.add_row(pair.split(" / ")[0], fmt.format(r["p50"]), f"{fmt.format(r['p05'])} – {fmt.format(r['p95'])}", f"{p:.3f}",
+                               *([f"{d.get('p_tie', 0.0):.3f}"] if ties else []))
         parts.append(fit(paired))
     if any("mix" in doc["scenarios"][n] for n in names):
         parts.append(_mix_table(doc, names))
@@ -212,41 +229,73 @@ def render_scenarios(rows: list[tuple[str, str]]):
 VALIDATE_STATUSES = ("pass", "known miss", "FAIL")
 
 
+def _status(check: dict) -> str:
+    """A check's status (a document without ``"status"``: pass or FAIL by ``"passed"``)."""
+    return check.get("status", "pass" if check["passed"] else "FAIL")
+
+
 def validate_tally(doc: dict) -> dict[str, int]:
     """How many checks passed, missed a measurement knowingly, or failed."""
-    statuses = [c.get("status", "pass" if c["passed"] else "FAIL") for c in doc["checks"]]
+    statuses = [_status(c) for c in doc["checks"]]
     return {s: statuses.count(s) for s in VALIDATE_STATUSES}
 
 
-def render_validate(doc: dict):
-    """`mcengine validate`: the cross-checks against closed forms, then the calibration
-    against measured bands (each table naming what its expected column holds), and the
-    tally of pass / known miss / FAIL."""
+def render_validate(doc: dict, every: bool = False):
+    """`mcengine validate`: the checks per stage and basis as counts of pass / known miss
+    / FAIL, then every check that did not pass (the known misses with why), and the tally;
+    ``every`` (``--all``): every check, the cross-checks against closed forms, then the
+    calibration against measured bands (each table naming what its expected column holds)."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
+
+    tally = validate_tally(doc)
+    parts = _validate_tables(doc, lambda c: True) if every else [_validate_counts(doc), *_validate_tables(doc, lambda c: _status(c) != "pass")]
+    parts.append(Text(f"{len(doc['checks'])} checks: " + ", ".join(f"{n} {s}" for s, n in tally.items())
+                      + ("" if tally["FAIL"] else " (a known miss does not fail validate)")
+                      + ("" if every else "; every check: mcengine validate --all")))
+    return Group(*parts)
+
+
+def _validate_counts(doc: dict):
+    """Checks per (stage, basis): how many pass, miss a known measurement, fail."""
+    from rich.table import Table
+
+    counts: dict = {}
+    for c in doc["checks"]:
+        row = counts.setdefault((c["stage"], c.get("basis", "closed form")), dict.fromkeys(VALIDATE_STATUSES, 0))
+        row[_status(c)] += 1
+    table = Table("stage", "against", "checks", *VALIDATE_STATUSES, title="mcengine validate: checks per stage")
+    for col in table.columns[2:]:
+        col.justify = "right"
+    for (stage, basis), row in counts.items():
+        table.add_row(stage, basis, f"{sum(row.values()):,}", *(f"{row[s]:,}" for s in VALIDATE_STATUSES))
+    return fit(table, labels=2)
+
+
+def _validate_tables(doc: dict, keep) -> list:
+    """The checks ``keep`` selects, one table per basis (closed form, measured)."""
+    from rich.table import Table
 
     parts = []
     for basis, title, expected, tol in (
         ("closed form", "analytic cross-checks: mcengine against the closed form", "closed form", "tolerance"),
         ("measured", "calibration: mcengine against measured results (band centre ± half-width)", "measured", "± band"),
     ):
-        checks = [c for c in doc["checks"] if c.get("basis", "closed form") == basis]
+        checks = [c for c in doc["checks"] if c.get("basis", "closed form") == basis and keep(c)]
         if not checks:
             continue
         table = Table("stage", "check", expected, "mcengine", tol, "result", title=title)
         for c in checks:
-            table.add_row(c["stage"], c["name"], f"{c['expected']:.6g}", f"{c['got']:.6g}", f"{c['tolerance']:.3g}",
-                          c.get("status", "pass" if c["passed"] else "FAIL"))
-        misses = [c for c in checks if c.get("status") == "known miss"]
-        if misses:
+            table.add_row(c["stage"], c["name"], f"{c['expected']:.6g}", f"{c['got']:.6g}", f"{c['tolerance']:.3g}", _status(c))
+        why: dict[str, list[str]] = {}  # each reason once, with the checks it explains
+        for c in checks:
+            if c.get("status") == "known miss":
+                why.setdefault(c["known_miss"], []).append(c["name"])
+        if why:
             table.caption = "known miss: a published measurement the model misses, reported, not required: " + "; ".join(
-                f"{c['name']}: {c['known_miss']}" for c in misses)
+                f"{', '.join(names)}: {reason}" for reason, names in why.items())
         parts.append(fit(table, labels=2))
-    tally = validate_tally(doc)
-    parts.append(Text(f"{len(doc['checks'])} checks: " + ", ".join(f"{n} {s}" for s, n in tally.items())
-                      + ("" if tally["FAIL"] else " (a known miss does not fail validate)")))
-    return Group(*parts)
+    return parts
 
 
 # ----------------------------------------------------------------------------- stages alone
@@ -407,12 +456,13 @@ def render_roofline(body: dict):
         total = t.get("total_ms", max(t["compute_ms"], t["memory_ms"]) + t["comm_ms"] + t["overhead_ms"])
         terms.add_row(labels[phase], *(_sig3(t[k]) for k in ("compute_ms", "memory_ms", "comm_ms", "overhead_ms")), _sig3(total), bounds[phase])
     layouts = Table("TP", "PP", "attn", "fits", "batch", "TPOT ms", "SLO", "tokens/s/GPU", "", title=f"layouts searched in {body.get('serving', 'static')} serving (median inputs)",
-                    caption="TP x PP: tensor x pipeline parallel ranks; attn: attention sharded by heads (tensor) or sequences (data)")
+                    caption="TP x PP: tensor x pipeline parallel ranks; attn: attention sharded by heads (tensor) or sequences (data); "
+                            "*: the layout chosen")
     for row in body["layouts"]:
         layouts.add_row(
             str(row["tensor"]), str(row["pipeline"]), row.get("attention", "tensor"), "yes" if row["fits"] else "no", str(row["batch"]),
             _sig3(row["tpot_ms"]), "met" if row["slo_met"] else "missed",
-            _sig3(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "chosen" if row["chosen"] else "",
+            _sig3(row["tokens_per_s_per_gpu"]) if row["fits"] else "-", "*" if row["chosen"] else "",
         )
     parts = [fit(summary, text=(1,)), fit(terms), fit(layouts, labels=0)]
     return Group(*parts, _serving_table(body)) if "serving_modes" in body else Group(*parts)

@@ -26,6 +26,9 @@ class Accumulators:
     metrics: dict = field(default_factory=dict)  # (scenario, metric) -> Summary
     ratios: dict = field(default_factory=dict)  # (b, metric) -> Summary of b / baseline
     below: dict = field(default_factory=dict)  # (b, metric) -> trials where b < baseline
+    #: (b, metric) -> trials where b == baseline; None for a run resumed from a checkpoint
+    #: written before ties were counted (its ``p_tie`` is then left out).
+    ties: dict | None = field(default_factory=dict)
     trials_done: int = 0
     missed: dict = field(default_factory=dict)  # scenario -> trials that missed an SLO (no tokens)
     #: Scramblings of a Sobol'-sampled run (0: pseudo-random): every summary's sem comes
@@ -61,6 +64,8 @@ class Accumulators:
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
                 self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}", keep=serves_a & serves_b)
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
+                if self.ties is not None:
+                    self.ties[(name, metric)] = self.ties.get((name, metric), 0) + int(np.count_nonzero(b == a))
         self.trials_done += len(chunk[base]["trial"])
 
     def summary(self) -> dict:
@@ -87,6 +92,7 @@ class Accumulators:
                 metric: {
                     "ratio": self._ratio(name, metric),
                     "p_b_below_a": self.below[(name, metric)] / self.trials_done,
+                    **({"p_tie": self.ties[(name, metric)] / self.trials_done} if self.ties is not None else {}),
                     "serving": serving,
                 }
                 for metric in (*PAIRED_METRICS, *sorted(m for n, m in self.ratios if n == name and m.startswith(MIX_PREFIX)))
@@ -112,6 +118,7 @@ class Accumulators:
             "metrics": [[n, m, s.state()] for (n, m), s in self.metrics.items()],
             "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()],
             "below": [[n, m, c] for (n, m), c in self.below.items()],
+            **({"ties": [[n, m, c] for (n, m), c in self.ties.items()]} if self.ties is not None else {}),
             "missed": dict(self.missed),
             **({"replicates": self.replicates} if self.replicates else {}),
             "sides": [[n, side, c] for (n, side), c in self.sides.items()],
@@ -123,6 +130,7 @@ class Accumulators:
         acc.metrics = {(n, m): Summary.from_state(s) for n, m, s in state["metrics"]}
         acc.ratios = {(n, m): Summary.from_state(s) for n, m, s in state["ratios"]}
         acc.below = {(n, m): int(c) for n, m, c in state["below"]}
+        acc.ties = {(n, m): int(c) for n, m, c in state["ties"]} if "ties" in state else None
         acc.missed = {n: int(c) for n, c in state.get("missed", {}).items()}
         acc.sides = {(n, side): int(c) for n, side, c in state.get("sides", [])}
         return acc

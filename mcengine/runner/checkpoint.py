@@ -141,7 +141,7 @@ def check_state(acc: "Accumulators", spec: RunSpec) -> str:
     every summary field by field (:func:`~mcengine.state_checks.summary_problem`: finite,
     ordered, in range), and every count against the trials done (each summary's finite +
     infinite values and its quantile sketch, each scenario's SLO misses, each pair's "B
-    below A" count)."""
+    below A" and "B equal to A" count)."""
     names = tuple(s.name for s in spec.scenarios)
     done = acc.trials_done
     if acc.names != names:
@@ -161,8 +161,9 @@ def check_state(acc: "Accumulators", spec: RunSpec) -> str:
             return (f"{who}.{metric} summarises {summary.count + summary.infinite + summary.skipped} trials ({summary.sketch.count + summary.low.count} "
                     f"in its quantiles), not the {done} trials done")
     counts = [(f"{n}: trials that missed an SLO", acc.missed.get(n)) for n in names]
-    counts += [(f"{n}/{names[0]}.{m}: trials below the baseline", acc.below.get((n, m))) for n in names[1:] for m in PAIRED_METRICS]
-    counts += [(f"{n}/{names[0]}.{m}: trials below the baseline", acc.below.get((n, m))) for n, m in acc.ratios if m.startswith(MIX_PREFIX)]
+    pairs = [(n, m) for n in names[1:] for m in PAIRED_METRICS] + [(n, m) for n, m in acc.ratios if m.startswith(MIX_PREFIX)]
+    tallies = [("below", acc.below), *([("equal to", acc.ties)] if acc.ties is not None else [])]
+    counts += [(f"{n}/{names[0]}.{m}: trials {word} the baseline", tally.get((n, m))) for word, tally in tallies for n, m in pairs]
     for what, count in counts:
         if not isinstance(count, int) or not 0 <= count <= done:
             return f"{what} is {count!r}, not a count within the {done} trials done"

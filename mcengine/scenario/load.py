@@ -15,7 +15,7 @@ import copy
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..errors import InputError, Problem
 from .fields import did_you_mean
@@ -140,6 +140,41 @@ def _shipped_card(raw_model, key: str) -> dict:
     if load_model_card(name, key, problems) is None:
         raise InputError(problems)
     return card_table(name)
+
+
+def toml_literal(value) -> str:
+    """``value`` (a number, bool, string, list or table) as a TOML literal on one line:
+    ``0.1``, ``inf``, ``"lognormal"``, ``{dist = "lognormal", median = 0.1, sigma = 0.3}``."""
+    import json
+    import math
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return repr(value) if isinstance(value, float) else str(int(value))
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        keys = (k if re.fullmatch(r"[A-Za-z0-9_-]+", str(k)) else json.dumps(str(k)) for k in value)
+        return "{" + ", ".join(f"{k} = {toml_literal(v)}" for k, v in zip(keys, value.values())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_literal(v) for v in value) + "]"
+    if hasattr(value, "item"):  # a numpy scalar
+        return toml_literal(value.item())
+    raise InputError(Problem("overrides", repr(value), "allowed: a number, bool, string, list or table as each value"))
+
+
+def override_texts(overrides) -> list[str]:
+    """``--set`` overrides as ``KEY=VALUE`` strings, from the strings themselves (one, or
+    an iterable of them) or from a mapping ``{KEY: value}`` (``{"fab.defect_density_per_cm2":
+    0.2, "B:econ.gpu_markup": 1.5}``; each value written as its :func:`toml_literal`)."""
+    if isinstance(overrides, str):
+        return [overrides]
+    if isinstance(overrides, Mapping):
+        return [f"{key}={toml_literal(value)}" for key, value in overrides.items()]
+    return list(overrides or ())
 
 
 def apply_overrides(raw: dict, overrides: Iterable[str]) -> dict:

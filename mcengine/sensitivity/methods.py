@@ -337,7 +337,8 @@ def sweep(
         ``"param"`` (the key; a list of two for a grid), ``"values"``, ``"rows"``: one
         object per value (grid point, first key outermost), ``{"value", <metric>:
         distribution, ...}``. With two scenarios ``<metric>`` is the distribution of the
-        paired ratio B/A, and each row adds ``"p_b_below_a"`` (per metric) and
+        paired ratio B/A, and each row adds ``"p_b_below_a"`` and ``"p_tie"`` (the
+        share of trials where B = A; per metric) and
         ``"scenarios"`` (each scenario's own distributions); a 1-D sweep adds
         ``"crossings"``: the values where P(B < A) crosses 0.5 (linear interpolation).
     """
@@ -371,6 +372,7 @@ def sweep(
         else:
             row.update({m: summary["paired"][m]["ratio"] for m in outputs})
             row["p_b_below_a"] = {m: summary["paired"][m]["p_b_below_a"] for m in outputs}
+            row["p_tie"] = {m: summary["paired"][m]["p_tie"] for m in outputs}
             row["scenarios"] = {n: {m: summary["scenarios"][n][m] for m in outputs} for n in names}
         rows.append(row)
     doc = {"scenario": _label(bases), "seed": seed, "trials": trials, **_ratio_of(bases)}

@@ -20,9 +20,9 @@ def test_to_frame_is_tidy_and_equals_the_summary(res):
     # one row per metric, the cost breakdown's parts as "cost_breakdown_per_mtok_usd.<part>"
     flat = {(n, m): s for n, metrics in doc["scenarios"].items() for m, s in metric_items(metrics)}
     scenario_rows = frame[frame.p_b_below_a.isna()]
-    assert scenario_rows.shape == (len(flat), 4 + len(SUMMARY_KEYS))
+    assert scenario_rows.shape == (len(flat), 5 + len(SUMMARY_KEYS))
     assert ("h100", "cost_breakdown_per_mtok_usd.die") in flat
-    assert list(frame.columns) == ["scenario", "metric", *SUMMARY_KEYS, "p_b_below_a", "p_b_better"]
+    assert list(frame.columns) == ["scenario", "metric", *SUMMARY_KEYS, "p_b_below_a", "p_b_better", "p_tie"]
     assert ("h100", "failures_by_class.host.failures_per_year") in flat
     for row in scenario_rows.itertuples(index=False):
         s = flat[(row.scenario, row.metric)]

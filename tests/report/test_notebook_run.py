@@ -10,7 +10,7 @@ import pytest
 
 from tests import procs
 
-NOTEBOOK = Path(__file__).with_name("api_tour.ipynb")
+NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "api_tour.ipynb"
 
 
 def _outputs(cell) -> tuple[str, list[dict]]:

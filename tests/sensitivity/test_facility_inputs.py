@@ -18,6 +18,6 @@ def test_tornado_and_sobol_include_the_new_inputs():
     assert set(tornado["bars"]) == keys
     for key in ("econ.wacc", "econ.facility_usd_per_mw"):  # dearer capital, dearer hall: dearer tokens
         assert tornado["bars"][key]["high"] > tornado["bars"][key]["low"]
-    sobol = sensitivity.sobol("h100", trials=16, seed=5, resamples=20, overrides=overrides)
+    sobol = sensitivity.sobol("h100", trials=16, seed=5, overrides=overrides)
     assert set(sobol["indices"]) == keys | {"model_noise"}
     assert sobol["indices"]["econ.wacc"]["ST"] > 0.0

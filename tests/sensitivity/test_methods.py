@@ -79,7 +79,7 @@ def test_paired_sweep_of_one_scenario_only(paired_sweep):
     rows = doc["rows"]
     assert [r["value"] for r in rows] == [0, 200, 400]
     for row in rows:
-        assert set(row) == {"value", "cost_per_mtok_usd", "gpu_cost_usd", "p_b_below_a", "scenarios"}
+        assert set(row) == {"value", "cost_per_mtok_usd", "gpu_cost_usd", "p_b_below_a", "p_tie", "scenarios"}
         assert 0.0 <= row["p_b_below_a"]["cost_per_mtok_usd"] <= 1.0
         assert row["scenarios"]["h100"] == rows[0]["scenarios"]["h100"]  # A untouched
     ratio = [r["cost_per_mtok_usd"]["p50"] for r in rows]

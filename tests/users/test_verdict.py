@@ -1,0 +1,86 @@
+"""The verdict block (issue 50, item 1): per design, the median cost ratio with its
+interval, P(cheaper), downtime, drivers (a quick sensitivity, labelled) and the nearest
+flip when the paper study has searched that pair; at the top of `run`/`compare` and in
+their JSON as ``"verdict"``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mcengine.report import tables
+from mcengine.report.verdict import stored_paper, verdict
+from tests.procs import env, python
+from tests.report.test_narrow import narrow, run_doc
+
+GOLDEN = Path(__file__).with_name("golden")
+
+
+def _table(n: int = 64) -> pd.DataFrame:
+    """Per-trial rows of h100 and lite-h100: the Lite's cost rises with its optics price."""
+    rng = np.random.default_rng(0)
+    optics, defects = rng.uniform(0.8, 4.0, n), rng.lognormal(-2.3, 0.3, n)
+    a = pd.DataFrame({"scenario": "h100", "trial": np.arange(n), "cost_per_mtok_usd": 0.6 + 0.1 * defects,
+                      "input.fab.optics_cost_per_gbps_usd": optics, "input.fab.defect_density_per_cm2": defects, "input.econ.pue": 1.3})
+    b = a.assign(scenario="lite-h100", cost_per_mtok_usd=0.6 + 0.05 * optics)
+    return pd.concat([a, b], ignore_index=True)
+
+
+def _doc() -> dict:
+    doc = run_doc()
+    doc["scenarios"] = {n: doc["scenarios"][n] for n in ("h100", "lite-h100")}
+    doc["paired_all"] = {"lite-h100 / h100": doc["paired_all"]["lite-h100 / h100"]}
+    return doc
+
+
+def test_the_block_states_ratio_p_cheaper_downtime_and_labelled_drivers():
+    doc = _doc()
+    block = verdict(doc, _table())
+    entry = block["lite-h100 / h100"]
+    assert entry["cost_ratio"] == {"p50": 1.01, "p05": 0.9 * 1.01, "p95": 1.1 * 1.01} and entry["p_cheaper"] == 0.25
+    assert entry["drivers"]["inputs"][0]["key"] == "fab.optics_cost_per_gbps_usd"
+    assert entry["drivers"]["inputs"][0]["rank_correlation"] > 0.99  # the ratio rises with it
+    assert "econ.pue" not in [i["key"] for i in entry["drivers"]["inputs"]]  # an input that does not vary
+    assert entry["drivers"]["source"].startswith("quick sensitivity: Spearman rank correlation")
+    assert 4 <= len(entry["lines"]) <= 6
+    doc["verdict"] = block
+    text = narrow(tables.render_run(doc))
+    assert text.startswith("verdict") or text.lstrip().startswith("verdict")
+    assert (GOLDEN / "run_verdict_80.txt").read_text() == text
+
+
+def test_without_the_per_trial_table_the_drivers_say_why():
+    entry = verdict(_doc())["lite-h100 / h100"]
+    assert entry["drivers"]["inputs"] == [] and "--keep-trials" in entry["drivers"]["source"]
+    assert "nearest_flip" not in entry
+
+
+def test_the_nearest_flip_is_the_paper_search_of_that_pair():
+    paper = stored_paper()
+    assert paper is not None  # docs/paper/summary.json in the checkout
+    doc = _doc()
+    doc["paired_all"] = {"lite-h100-2x / h100": doc["paired_all"]["lite-h100 / h100"]}
+    doc["scenarios"]["lite-h100-2x"] = doc["scenarios"]["lite-h100"]
+    flip = verdict(doc, None, paper)["lite-h100-2x / h100"]["nearest_flip"]
+    near = paper["verdict"]["nearest_world"]["worlds"][0]
+    assert flip["distance"] == near["distance"] and len(flip["changed"]) == len(near["changed"])
+    assert flip["changed"][0]["key"] == "B:workload.compute_efficiency"  # the largest move first
+
+
+def test_compare_prints_the_verdict_first_and_its_json_carries_it(tmp_path):
+    args = ["compare", "h100", "lite-h100-2x", "--trials", "1024", "--seed", "0", "--quiet"]
+    text = subprocess.run(python("-m", "mcengine", *args), capture_output=True, text=True, env=env(), timeout=600, cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.lstrip().startswith("verdict:")
+    assert "lite-h100-2x vs h100: dearer per output token" in text.stdout and "nearest flip (stored paper search)" in text.stdout
+    got = subprocess.run(python("-m", "mcengine", *args, "--json"), capture_output=True, text=True, env=env(), timeout=600, cwd=tmp_path)
+    doc = json.loads(got.stdout)
+    entry = doc["verdict"]["lite-h100-2x / h100"]
+    assert entry["cost_ratio"]["p50"] == doc["paired"]["cost_per_mtok_usd"]["ratio"]["p50"]
+    assert entry["p_cheaper"] == doc["paired"]["cost_per_mtok_usd"]["p_b_below_a"] == 0.0
+    assert entry["drivers"]["inputs"] and "nearest_flip" in entry
+    assert list(doc)[:4] == ["scenario", "seed", "trials", "verdict"]
