@@ -65,7 +65,7 @@ def test_yield_document_equals_the_cli_and_wraps_the_study(cli):
     assert {k: v for k, v in _without_elapsed(doc).items() if k not in ("scenario", "seed", "wafers")} == body
     # the alias and the old name give the same numbers
     assert _without_elapsed(api.fab("h100", wafers=128, seed=3)) == _without_elapsed(doc)
-    assert _without_elapsed(api.yield_summary("h100", wafers=128, seed=3)) == _without_elapsed(doc)
+    assert _without_elapsed(api.yield_study("h100", wafers=128, seed=3)) == _without_elapsed(doc)
 
 
 def test_yield_seed_defaults_to_the_scenario_and_overrides_apply():
@@ -101,7 +101,7 @@ def test_roofline_document_equals_the_cli_and_the_study(cli):
     assert doc["prefill"]["bound"] in ("compute", "memory", "network")
     assert {k: v for k, v in _without_elapsed(doc).items() if k != "scenario"} == json.loads(dumps(h100_body))
     assert _without_elapsed(doc) == _cli_json(cli, "roofline", "h100")
-    assert _without_elapsed(api.roofline_summary("h100")) == _without_elapsed(doc)
+    assert _without_elapsed(api.roofline_study("h100")) == _without_elapsed(doc)
 
 
 def test_run_returns_results_with_the_interface_summary():

@@ -61,7 +61,7 @@ def sobol_doc() -> dict:
     indices = {"workload.memory_efficiency": {"S1": 0.6, "S1_conf": 0.05, "ST": 0.7, "ST_conf": 0.06},
                "fab.optics_cost_per_gbps_usd": {"S1": 0.2, "S1_conf": 0.04, "ST": 0.25, "ST_conf": 0.05}}
     return {"method": "sobol", "scenario": "h100 vs lite-h100", "output": "cost_per_mtok_usd", "ratio_of": "lite-h100 / h100",
-            "conf_level": 0.95, "base_samples": 64, "evaluations": 640, "indices": indices}
+            "conf_level": 0.95, "scramblings": 8, "base_samples": 64, "evaluations": 640, "indices": indices}
 
 
 def command_figures(res) -> dict:
