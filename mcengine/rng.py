@@ -261,8 +261,8 @@ def uniform_at(seed, stage, stream_id, trial, counter):
 
     Equals the ``counter``-th :func:`uniform` of ``new_stream(seed, stage, stream_id,
     trial)`` (counting from 0). Inlined, with its rounds written out here, so that a loop
-    over trials that calls it runs in SIMD lanes (as :func:`_refill`; measured 8x faster
-    than through a call).
+    over trials that calls it runs in SIMD lanes (as :func:`_refill`; several times faster
+    than through a call, ``python -m benchmarks``).
     """
     c = np.uint64(counter)
     key = np.uint64(seed)

@@ -34,8 +34,8 @@ def chunk_plan(trials: int, start: int = 0, max_trials: int = DEFAULT_CHUNK_TRIA
     to the request for the next: compute, summaries, checkpoint) to take about
     ``target_s`` (to the nearest whole block), at most :data:`CHUNK_GROWTH` times the one
     before and at most ``max_trials`` (memory stays bounded). A chunk has a fixed cost
-    (the serving plan, the summaries, the checkpoint; measured ~0.3-0.9 s for the case
-    study on two loaded cores), so the target is seconds, not less. Chunk sizes never
+    (the serving plan, the summaries, the checkpoint: a sizeable part of a second for the
+    case study, docs/performance.md), so the target is seconds, not less. Chunk sizes never
     change the numbers."""
     size, first = BLOCK_TRIALS, start
     while first < trials:
