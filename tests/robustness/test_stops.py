@@ -1,8 +1,8 @@
 """Property: a command stopped at any of its file writes, by SIGTERM, by SIGKILL or by a
 full disk, leaves a folder that its ``--resume`` (a run) or the same command run again
-finishes, to the straight run's numbers (issue 51 case 1): a chain run, a sweep (the
-analyses' path) and a stage command (``yield``; ``reliability``, ``roofline`` and
-``paper`` save through the same code, api._save).
+finishes, to the straight run's numbers (issue 51 case 1): a chain run, the analyses
+(a sweep, a tornado) and the stage commands (``yield``, ``reliability``, ``roofline``);
+``paper`` (about a minute even with ``--quick``) saves through the same code, api._save.
 
 The stop comes from the fault hook of :mod:`mcengine.io` (``MCENGINE_FAULT_AT_WRITE=K:KIND``:
 at the K-th file write, once its bytes are in the temporary file); K is drawn among the
@@ -26,7 +26,10 @@ SMALL = ("--set", "cluster.instances=4", "--set", "cluster.spare_gpus=8")
 COMMANDS = {
     "run": ("run", "h100", "lite-h100", "--trials", "2048", "--chunk-trials", "1024", "--quiet", *SMALL),
     "sweep": ("sweep", "h100", "--param", "econ.pue", "--values", "1.1,1.3", "--trials", "64", "--quiet", *SMALL),
+    "tornado": ("tornado", "h100", "--trials", "16", "--quiet", *SMALL),
     "yield": ("yield", "h100", "--wafers", "4"),
+    "reliability": ("reliability", "h100", "--lifetimes", "4", *SMALL),
+    "roofline": ("roofline", "h100"),
 }
 KINDS = {"TERM": (143,), "KILL": (-9,), "ENOSPC": (1,)}
 

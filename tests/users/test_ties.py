@@ -7,7 +7,9 @@ import numpy as np
 
 from mcengine.report import tables
 from mcengine.report.metrics import downtime_minutes, p_better
-from mcengine.runner import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, METRICS, PAIRED_METRICS, Accumulators
+from mcengine.columns import BREAKDOWN_COLUMN, METRICS, PAIRED_METRICS
+from mcengine.runner import Accumulators
+from mcengine.stages.econ import BREAKDOWN_PARTS
 from tests.report.test_narrow import narrow, run_doc
 
 
