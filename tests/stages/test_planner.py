@@ -317,3 +317,8 @@ def test_cached_tables_are_read_only():
             table[1] = 0.0
     assert not static_capacity(s).flags.writeable
     assert not fab_model(s).table.flags.writeable
+    # the wafer map is computed once per geometry, and each call gets its own arrays
+    mine = fab_model(s).wafer
+    mine.r2_fraction[0] = -1.0
+    theirs = fab_model(s).wafer
+    assert theirs.r2_fraction[0] != -1.0 and theirs.corners is not mine.corners and theirs.rows is not mine.rows

@@ -9,7 +9,7 @@ position, the row table that maps a point to its die, and each die's mean ``(r/R
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -86,7 +86,8 @@ class WaferMap:
 
 def wafer_map(wafer_diameter_mm: float, edge_exclusion_mm: float, die_width_mm: float,
               die_height_mm: float, scribe_mm: float) -> WaferMap:
-    """The exact, offset-optimised whole-die layout (cached per geometry).
+    """The exact, offset-optimised whole-die layout (computed once per geometry; each call
+    gets its own copy of the arrays, so no caller can change what the next one reads).
 
     Raises
     ------
@@ -94,8 +95,9 @@ def wafer_map(wafer_diameter_mm: float, edge_exclusion_mm: float, die_width_mm: 
         For non-positive sizes, an edge exclusion that leaves no disc, or a die that
         does not fit whole anywhere on the usable disc.
     """
-    return _wafer_map(float(wafer_diameter_mm), float(edge_exclusion_mm), float(die_width_mm),
-                      float(die_height_mm), float(scribe_mm))
+    cached = _wafer_map(float(wafer_diameter_mm), float(edge_exclusion_mm), float(die_width_mm),
+                        float(die_height_mm), float(scribe_mm))
+    return replace(cached, corners=cached.corners.copy(), rows=cached.rows.copy(), r2_fraction=cached.r2_fraction.copy())
 
 
 @lru_cache(maxsize=64)
