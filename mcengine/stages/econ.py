@@ -245,12 +245,30 @@ def plan_power_weight(scenario: Scenario, inputs: TrialInputs, columns: dict[str
     minus ``u = 0``; 0 with ``gpu.idle_w`` unset). Cost per token is ``(C + D u) / (T x
     served hours)``, so the least is the largest ``T / (1 + k u)``.
     ``columns`` holds the fab (``gpu_cost_usd`` and its parts) and reliability
-    (availabilities, ``repairs``) columns of the trials."""
+    (availabilities, ``repairs``) columns of the trials. With the switched fabric, the
+    data hall or a cost of capital on (:func:`breakdown_parts`), ``C`` and ``D`` are read
+    off the stage's own total (:func:`total_at_load` at ``u = 0`` and ``u = 1``): the
+    hall's capex and PUE, the hosts' and network's power and the levelised charges are
+    then part of what the planner weighs."""
+    if breakdown_parts(scenario) != BREAKDOWN_PARTS:
+        idle_total, full_total = (total_at_load(scenario, inputs, columns, u) for u in (0.0, 1.0))
+        return (full_total - idle_total) / idle_total
     availability = served_availability(scenario, columns)
     idle = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.zeros(inputs.n), availability))
     full = energy_usd(scenario, inputs, gpu_power_w(scenario, inputs, np.ones(inputs.n), availability))
     fixed = purchase(scenario, inputs, columns)["capex"] + repair_usd(inputs, columns, scenario.spare_modules) + idle
     return (full - idle) / fixed
+
+
+def total_at_load(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], busy_fraction: float) -> np.ndarray:
+    """The stage's total cost over the horizon (USD, :func:`economics`' ``total_cost_usd``)
+    of the trials were every plan busy ``busy_fraction`` of the time: ``C + D u``, linear
+    in ``u`` (only the GPUs' dynamic energy reads it); the roofline columns it does not
+    read are stand-ins."""
+    n = inputs.n
+    probe = {**columns, "busy_fraction": np.full(n, busy_fraction), "tokens_per_s_instance": np.ones(n), "output_tokens_per_request": np.ones(n),
+             **{f"mix.{name}.tokens_per_s_instance": np.ones(n) for name, _ in scenario.workload.classes}}
+    return economics(scenario, inputs, probe)["total_cost_usd"]
 
 
 def planning_power_weight(scenario: Scenario, inputs: TrialInputs, package_costs: dict[str, np.ndarray]) -> np.ndarray:

@@ -187,12 +187,33 @@ def test_cost_objective_takes_the_most_tokens_per_dollar_of_a_brute_force_scan(d
     assert chain["tokens_per_s_instance"].tolist() == cols["tokens_per_s_instance"].tolist()
 
 
+#: The switched fabric, the data hall and the cost of capital on (configs/studies/facility.toml).
+FACILITY = ('econ.fabric_model="fat_tree"', "econ.facility=true", "econ.wacc=0.08")
+
+
 @pytest.mark.parametrize("design", ["h100", "lite-h100-2x"])
-def test_cost_objective_never_costs_more_per_token_than_the_throughput_objective(design):
-    s = load_scenario(design)
+def test_with_the_hall_on_the_planner_weighs_the_stage_s_own_total(design):
+    """With the fabric, the hall and a cost of capital on, the total cost the econ stage
+    charges a trial is C (1 + k u) for the weight k the planner used and the served plan's
+    busy fraction u (C: the total at u = 0): the hall's capex and PUE, the hosts' and the
+    network's power and the levelised charges are in what the planner minimises."""
+    s = load_scenario(design, FACILITY)
+    inputs = draw_inputs(s, 2, 0, 64)
+    chain = run_block(s, 2, 0, inputs.n, inputs=inputs)
+    k = econ.plan_power_weight(s, inputs, chain)
+    idle = econ.total_at_load(s, inputs, chain, 0.0)
+    np.testing.assert_allclose(chain["total_cost_usd"], idle * (1.0 + k * chain["busy_fraction"]), rtol=1e-12)
+    plain = load_scenario(design)
+    assert (k < econ.plan_power_weight(plain, inputs, run_block(plain, 2, 0, inputs.n, inputs=inputs))).all()  # the hall adds to C
+
+
+@pytest.mark.parametrize("extra", [(), FACILITY], ids=["shipped", "facility"])
+@pytest.mark.parametrize("design", ["h100", "lite-h100-2x"])
+def test_cost_objective_never_costs_more_per_token_than_the_throughput_objective(design, extra):
+    s = load_scenario(design, extra)
     inputs = draw_inputs(s, 5, 0, 256)
     cost = run_block(s, 5, 0, inputs.n, inputs=inputs)
-    fast = run_block(load_scenario(design, ('workload.plan_objective="throughput"',)), 5, 0, inputs.n, inputs=inputs)
+    fast = run_block(load_scenario(design, (*extra, 'workload.plan_objective="throughput"')), 5, 0, inputs.n, inputs=inputs)
     assert (cost["cost_per_mtok_usd"] <= fast["cost_per_mtok_usd"]).all()
     assert (fast["tokens_per_s_instance"] >= cost["tokens_per_s_instance"]).all()
     assert (cost["cost_per_mtok_usd"] < fast["cost_per_mtok_usd"]).any()  # some trial trades a few tokens/s for less power
