@@ -225,7 +225,7 @@ def test_whole_instances_with_a_class_no_plan_serves_leave_the_mix_unserved_with
     assert np.array_equal(got["tokens_per_s_instance"], np.zeros(8)) and np.array_equal(got["mix.code.instances"], np.zeros(8))
     assert np.array_equal(got["mix.chat.instance_share"], cont["mix.chat.instance_share"])
     assert np.array_equal(got["batch"], cont["batch"])
-    table = roofline.capacity_table(api.check("h100", SMALL + CHAT + CODE + never + whole + RESHARD))
+    table = reshard_capacity(api.check("h100", SMALL + CHAT + CODE + never + whole + RESHARD))
     assert np.all(np.isfinite(table))
     r = api.roofline("h100", SMALL + CHAT + CODE + never + whole)
     assert (r["rounding_loss"], r["tokens_per_s_instance_mix"], r["classes"]["code"]["instances"]) == (0.0, 0.0, 0.0)
