@@ -36,13 +36,14 @@ CLEAR = 0.95
 
 def stored_paper() -> dict | None:
     """The paper study's stored summary (docs/paper/summary.json, written by ``mcengine
-    paper --out docs/paper``) in a checkout, or None (an installed package ships no docs)."""
+    paper --out docs/paper``; an installed package carries it as
+    ``configs/paper/summary.json``, pyproject.toml), or None where neither is."""
     from ..scenario.files import configs_dir
 
-    path = configs_dir().parent / "docs" / "paper" / "summary.json"
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text())
+    for path in (configs_dir() / "paper" / "summary.json", configs_dir().parent / "docs" / "paper" / "summary.json"):
+        if path.is_file():
+            return json.loads(path.read_text())
+    return None
 
 
 def _drivers(table, a: str, b: str) -> dict:
