@@ -20,6 +20,8 @@ registered with :func:`register`.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
@@ -67,7 +69,7 @@ class AheadWeights:
         return weight
 
 
-class PlanRule:
+class PlanRule(ABC):
     """One value of ``workload.plan``: how the plan each trial serves is chosen."""
 
     #: The ``workload.plan`` value the rule is registered under.
@@ -84,31 +86,31 @@ class PlanRule:
         trials' plan and, with ``reshard``, those of its reshard table."""
         return self.plans_at
 
+    @abstractmethod
     def columns(self, scenario: Scenario, inputs: TrialInputs, power_weight, tables: dict | None, ahead: AheadWeights,
                 shape: str = "") -> dict[str, np.ndarray]:
         """The per-trial columns of one request shape (:func:`mcengine.stages.roofline.throughput`;
         ``power_weight`` the trials' own econ weight, ``tables`` the caller's store of
         candidate evaluations, in which this shape's key is ``shape``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def plan(self, scenario: Scenario, inputs: TrialInputs, weight: float | None, ahead: AheadWeights) -> tuple[Plan, object]:
         """The plan in use at the one trial ``inputs`` and its evaluation there (``weight``:
         the econ weight at ``inputs``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def modes(self, scenario: Scenario, inputs: TrialInputs, weight: float | None) -> tuple[dict, dict]:
         """At the one trial ``inputs``: each serving mode's best evaluation by this rule
         (None where the mode has none) and, by mode, why it has none (``""`` where it has)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def capacity_table(self, scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
         """``float64[instance_gpus + 1]``: the reshard table of one request shape
         (docs/model.md#reshard)."""
-        raise NotImplementedError
 
     def table(self, scenario: Scenario, inputs: TrialInputs) -> planner.CandidateTable:
         """The candidate evaluations of a block of trials, for a :attr:`tabled` rule."""
-        raise NotImplementedError
+        raise TypeError(f"the {self.name!r} plan rule evaluates no candidate table (it is not tabled)")
 
 
 #: The plan rules by ``workload.plan`` value (:func:`register`).
