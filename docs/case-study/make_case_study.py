@@ -14,8 +14,8 @@ is rendered from that ``summary.json`` by :func:`render_block`, and README.md's 
 between ``<!-- verdict:case-study:begin -->`` and ``<!-- verdict:case-study:end -->`` by
 :func:`render_verdict`; ``tests/test_readme_case_study.py`` checks both pages against the
 committed summaries (fast) and the committed summaries against fresh runs of the current
-code (slow), so neither can drift. The paper table (after ``mcengine paper --out
-docs/paper --force``) is the rows of :func:`mcengine.report.paper.claim_rows`, checked by
+code (slow), so neither can drift. The paper table (after ``python
+docs/make_paper.py``) is the rows of :func:`mcengine.report.paper.claim_rows`, checked by
 ``tests/paper/test_page_table.py``.
 """
 

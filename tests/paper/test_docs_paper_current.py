@@ -1,31 +1,50 @@
-"""docs/paper/ is the current code's paper study: a fresh `mcengine paper` at the committed
-trials and seed gives the committed claims and frontier (regenerate with
-`mcengine paper --out docs/paper --force`)."""
+"""docs/paper/ is the current code's paper study: a fresh quick study on one thread gives the
+numbers of docs/paper/quick.json (written on two threads, so the thread count is checked
+too), and quick.json's fingerprint is the committed full study's, so the two are current
+together (regenerate both with `python docs/make_paper.py`)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: The model's numbers in summary.json (provenance, elapsed time and file names are not).
-NUMBERS = ("claims", "verdict", "frontier", "trials", "seed", "quick")
+
+def _script():
+    spec = importlib.util.spec_from_file_location("make_paper", ROOT / "docs" / "make_paper.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+MP = _script()
+
+
+def test_quick_json_fingerprints_the_committed_full_study():
+    stored = json.loads(MP.QUICK.read_text(encoding="utf-8"))
+    assert stored["full_sha256"] == MP.fingerprint(MP.committed_full()), "docs/paper/summary.json is not the study quick.json was written with: run python docs/make_paper.py"
+    assert stored["numbers"]["quick"] and stored["numbers"]["trials"] == MP.QUICK_TRIALS and stored["numbers"]["seed"] == MP.SEED
+
+
+def test_a_changed_full_study_changes_its_fingerprint():
+    doc = MP.committed_full()
+    before = MP.fingerprint(doc)
+    doc["claims"][0]["number"] += 1
+    assert MP.fingerprint(doc) != before
+    doc["elapsed_s"] = -1.0  # not one of the model's numbers
+    doc["claims"][0]["number"] -= 1
+    assert MP.fingerprint(doc) == before
 
 
 @pytest.mark.slow
-def test_committed_paper_study_is_the_current_codes():
+def test_committed_quick_study_is_the_current_codes_on_one_thread():
     """The command itself, in a process of its own (as the docs were written), so no state
     an earlier test left in this process can enter the comparison."""
-    committed = json.loads((ROOT / "docs" / "paper" / "summary.json").read_text(encoding="utf-8"))
-    argv = [sys.executable, "-m", "mcengine", "paper", "--trials", str(committed["trials"]), "--seed", str(committed["seed"]),
-            "--json", "--quiet", *(["--quick"] if committed["quick"] else [])]
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    fresh = json.loads(done.stdout)
-    for key in NUMBERS:
-        assert fresh.get(key) == committed.get(key), f"docs/paper/summary.json {key} drifted: run mcengine paper --out docs/paper --force"
+    stored = json.loads(MP.QUICK.read_text(encoding="utf-8"))["numbers"]
+    fresh = MP.numbers(MP.quick_study(threads=1))
+    for key in MP.NUMBERS:
+        assert fresh[key] == stored[key], f"docs/paper {key} drifted: run python docs/make_paper.py"

@@ -77,7 +77,7 @@ def frontier_figures(doc: dict) -> list[str]:
 
 def test_frontier_paragraph_quotes_the_study():
     """The SLO frontier's figures in docs/paper.md are the committed study's (edit the
-    paragraph when `mcengine paper --out docs/paper --force` changes them)."""
+    paragraph when `python docs/make_paper.py` changes them)."""
     text = " ".join("\n".join(page_lines()).split())
     missing = [p for p in frontier_figures(shipped_summary()) if p not in text]
     assert not missing, f"docs/paper.md's SLO frontier no longer quotes docs/paper/summary.json: {missing}"
