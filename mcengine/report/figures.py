@@ -263,25 +263,47 @@ def cost_breakdown_figure(doc: dict):
     return fig
 
 
+#: Share of trials the paired-ratio histogram may leave out at each end (a sketch's
+#: extreme points stretch the axis far past where the trials are).
+RATIO_TAIL = 0.001
+
+
+def central_range(curves: list[tuple], tail: float = RATIO_TAIL) -> tuple[float, float]:
+    """(low, high) holding all but ``tail`` of each CDF (values, cumulative share) at each
+    end, widened to take in ratio 1 (no difference) so the verdict's line is on the axis."""
+    import numpy as np
+
+    lo = min(float(np.interp(tail, p, x)) for x, p in curves)
+    hi = max(float(np.interp(1.0 - tail, p, x)) for x, p in curves)
+    return min(lo, 1.0), max(hi, 1.0)
+
+
 def paired_ratio_figure(results):
-    """Histogram of the paired ratio of cost per token of each scenario to the baseline."""
+    """Histogram of the paired ratio of cost per token of each scenario to the baseline,
+    over the central range of the trials (:func:`central_range`); a curve that coincides
+    with an earlier one is drawn thin over it, the earlier one thick beneath, so both show."""
     import numpy as np
 
     names = _names(results)
     base = names[0]
     curves = [_sketch_points(results.summaries.ratios[(n, "cost_per_mtok_usd")]) for n in names[1:]]
     labels = coincident_labels([f"{n} / {base}" for n in names[1:]], curves)
+    hidden = {i for i, label in enumerate(labels) if "(overlaps " in label}
+    beneath = {j for i in hidden for j in range(i) if ks_distance(curves[j], curves[i]) < COINCIDE_KS}
     fig = new_figure()
     ax = fig.add_subplot()
-    lo = min(x.min() for x, _ in curves)
-    hi = max(x.max() for x, _ in curves)
-    bins = np.linspace(min(lo, 1.0), max(hi, 1.0), 61)
-    for i, ((x, p), label) in enumerate(zip(curves, labels), start=1):
-        s = style(i)
-        ax.hist(x, bins=bins, weights=np.diff(p, prepend=0.0), histtype="step", lw=s["lw"], ls=s["ls"], color=s["color"], label=label)
+    lo, hi = central_range(curves)
+    bins = np.linspace(lo, hi, 61)
+    for i, ((x, p), label) in enumerate(zip(curves, labels)):
+        s = style(i + 1)
+        lw = 1.0 if i in hidden else 3.2 if i in beneath else s["lw"]
+        inside = (x >= lo) & (x <= hi)
+        ax.hist(x[inside], bins=bins, weights=np.diff(p, prepend=0.0)[inside], histtype="step", lw=lw, ls=s["ls"],
+                color=s["color"], label=label)
     ax.axvline(1.0, color="k", lw=0.8, label="ratio 1: same cost")
     ax.set(xlabel=f"paired ratio of cost per token, B / {base} (dimensionless)", ylabel="share of trials per bin (0–1)",
-           title=f"Paired comparison with {base} (left of 1: B cheaper per token)")
+           title=f"Paired comparison with {base} (left of 1: B cheaper per token)\n"
+                 f"the central {100 * (1 - 2 * RATIO_TAIL):g} % of trials of each ratio")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return fig

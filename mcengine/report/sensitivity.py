@@ -230,8 +230,22 @@ def sweep_1d_figure(doc: dict):
     return fig
 
 
+def ratio_norm(ratios):
+    """A colour scale for paired ratios B / A: symmetric in log around 1 (a ratio r and
+    1 / r are equally far from "no difference"), spanning the largest departure."""
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    finite = np.asarray(ratios, dtype=float)
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    span = float(np.abs(np.log(finite)).max()) if finite.size else 0.0
+    span = max(span, 1e-6)
+    return LogNorm(vmin=float(np.exp(-span)), vmax=float(np.exp(span)))
+
+
 def sweep_2d_figures(doc: dict) -> dict:
-    """{output: Figure}: heat map per output of P(B better) in that output's direction
+    """{output: Figure}: heat map per output of the median paired ratio B / A coloured in
+    that output's direction (blue: B better, red: B worse), with P(B better) in each cell
     (paired), or of the median (one scenario)."""
     import textwrap
 
@@ -245,34 +259,42 @@ def sweep_2d_figures(doc: dict) -> dict:
     paired = "ratio_of" in doc
     figs = {}
     for m in doc["outputs"]:
-        if paired:
-            cells = [p_better(m, r["p_b_below_a"][m], r.get("p_tie", {}).get(m)) for r in doc["rows"]]
-            grid = np.array([c[0] for c in cells], dtype=float).reshape(len(v1), len(v2))
-            words = cells[0][1]
-        else:
-            grid = np.array([r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
+        mm = metric(m)
+        median = np.array([r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
         fig = new_figure(1.3 * len(v2) + 4.0, 0.8 * len(v1) + 2.8)
         ax = fig.add_subplot()
-        # blue = B better, red = B worse, whatever the metric's direction
-        kw = dict(cmap="RdBu", vmin=0.0, vmax=1.0) if paired else dict(cmap="viridis")
-        im = ax.imshow(grid, origin="lower", aspect="auto", **kw)
-        if paired and len(v1) > 1 and len(v2) > 1 and grid.min() < 0.5 < grid.max():
-            ax.contour(np.arange(len(v2)), np.arange(len(v1)), grid, levels=[0.5], colors="k", linewidths=1.5)
-        ratio = np.array([r[m]["p50"] for r in doc["rows"]], dtype=float).reshape(len(v1), len(v2))
+        if paired:
+            cells = [p_better(m, r["p_b_below_a"][m], r.get("p_tie", {}).get(m)) for r in doc["rows"]]
+            p = np.array([c[0] for c in cells], dtype=float).reshape(len(v1), len(v2))
+            words = cells[0][1]
+            # RdBu runs red (low) to blue (high): reversed where a lower value is better, so blue is B better
+            im = ax.imshow(median, origin="lower", aspect="auto", cmap="RdBu_r" if mm.better == "lower" else "RdBu",
+                           norm=ratio_norm(median))
+            grid_2d = len(v1) > 1 and len(v2) > 1
+            if grid_2d and np.nanmin(median) < 1.0 < np.nanmax(median):
+                ax.contour(np.arange(len(v2)), np.arange(len(v1)), median, levels=[1.0], colors="k", linewidths=1.5)
+            if grid_2d and np.nanmin(p) < 0.5 < np.nanmax(p):
+                ax.contour(np.arange(len(v2)), np.arange(len(v1)), p, levels=[0.5], colors="k", linewidths=1.0, linestyles="dashed")
+            light = np.abs(np.log(np.where(median > 0, median, 1.0))) < 0.5 * np.log(im.norm.vmax)
+        else:
+            im = ax.imshow(median, origin="lower", aspect="auto", cmap="viridis")
         for i in range(len(v1)):
             for j in range(len(v2)):
-                # paired: P(B better) and, below it, the median ratio B / A (it still moves where P sits at 0 or 1)
-                text = f"{grid[i, j]:.2f}\nratio {fmt_value(float(ratio[i, j]), 3)}" if paired else fmt_value(float(grid[i, j]))
-                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="k" if not paired or 0.25 < grid[i, j] < 0.75 else "w")
+                # paired: the median ratio B / A, then P(B better), which sits at 0 or 1 where the ratio still moves
+                text = (f"ratio {fmt_value(float(median[i, j]), 3)}\nP {p[i, j]:.2f}" if paired
+                        else fmt_value(float(median[i, j])))
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="k" if not paired or light[i, j] else "w")
         ax.set_xticks(range(len(v2)), [_value_text(v) for v in v2])
         ax.set_yticks(range(len(v1)), [_value_text(v) for v in v1])
         ax.set(xlabel=_param_axis(p2), ylabel=_param_axis(p1))
-        mm = metric(m)
         if paired:
-            b, a = doc["ratio_of"].split(" / ")
-            fig.colorbar(im, ax=ax, label=f"P({b} better than {a})\nblue: B better, red: B worse")
-            title = (f"{words}; {mm.better} {mm.short} is better (in each cell: P, then the median ratio B / A)\n"
-                     f"{_directions(doc)}; {doc['trials']:,} paired trials per cell; black line: 0.5 (verdict flips)")
+            bar = fig.colorbar(im, ax=ax, label="median ratio B / A\nblue: B better, red: B worse")
+            # plain ticks at the ends and at 1 (no difference), never 10^0 on the log scale
+            ends = (im.norm.vmin, 1.0, im.norm.vmax)
+            bar.set_ticks(ends, labels=[fmt_value(float(v), 3) for v in ends])
+            bar.ax.minorticks_off()
+            title = (f"each cell: the median ratio B / A, then {words}\n{_directions(doc)}; {doc['trials']:,} paired trials per cell\n"
+                     f"{mm.better} {mm.short} is better; solid line: ratio 1, dashed: P = 0.5")
         else:
             fig.colorbar(im, ax=ax, label=textwrap.fill(f"median {mm.axis()}", PANEL_AXIS_CHARS))
             title = f"{textwrap.fill(f'median {mm.axis()}', 70)}\n{doc['scenario']}, {doc['trials']:,} trials per cell"

@@ -210,3 +210,27 @@ def test_overlap_labels_name_the_series_hidden_beneath():
     assert labels == ["a", "b (overlaps a)", "c"]
     # a gap (no value) where the other has one is a different series
     assert figures.overlap_labels(["a", "b"], [[0.0, math.nan], [0.0, 0.0]], 1.0) == ["a", "b"]
+
+
+def test_paired_ratio_histogram_spans_its_trials_and_shows_a_coinciding_curve(res):
+    """The axis ends where the central 99.8 % of each ratio's trials end (and takes in
+    ratio 1); two coinciding ratios (here the fast-swap design's made the plain 2x
+    design's) are a thick line beneath a thin one, so the reader sees both."""
+    import numpy as np
+
+    ratio = np.array([1.10, 1.12, 1.15, 1.2, 1.3])
+    share = np.array([0.0005, 0.2, 0.6, 0.9995, 1.0])  # the last point is the sketch's far tail
+    # 1 is taken in; the 0.999 quantile lies between the 3rd and 4th points, linearly
+    assert figures.central_range([(ratio, share)]) == (1.0, pytest.approx(1.15 + 0.05 * (0.999 - 0.6) / (0.9995 - 0.6)))
+    assert figures.central_range([(ratio, share)], tail=0.0) == (1.0, 1.3)
+    from types import SimpleNamespace
+
+    ratios = dict(res.summaries.ratios)
+    ratios[("lite-h100-2x-fastswap", "cost_per_mtok_usd")] = ratios[("lite-h100-2x", "cost_per_mtok_usd")]  # a twin
+    ax = figures.paired_ratio_figure(SimpleNamespace(doc=res.doc, summaries=SimpleNamespace(ratios=ratios))).axes[0]
+    widths = {t.get_text(): h.get_linewidth() for t, h in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)}
+    assert widths["lite-h100-2x-fastswap / h100 (overlaps lite-h100-2x / h100)"] == 1.0
+    assert widths["lite-h100-2x / h100"] == 3.2 and widths["lite-h100 / h100"] == 1.6
+    far = max(float(res.summaries.ratios[(n, "cost_per_mtok_usd")].cdf_points()[0].max()) for n in NAMES[1:])
+    drawn = max(float(patch.get_xy()[:, 0].max()) for patch in ax.patches)
+    assert drawn < far  # the bins end before the sketch's farthest point

@@ -80,15 +80,29 @@ def test_cost_breakdown_is_per_million_tokens_and_adds_up(res):
     assert tops == [f"{sum(parts[n].values()):.3f}" for n in NAMES]
 
 
-def test_sweep_heat_maps_show_p_better_in_each_metric_direction():
-    doc = sweep_doc(True)  # P(B < A) = 0.2 in every cell and every output
+def test_sweep_heat_maps_colour_the_ratio_in_each_metric_direction_and_print_p_better():
+    doc = sweep_doc(True)  # median ratio 1.0, 1.1, 1.2, 1.3 over the cells; P(B < A) = 0.2 in every cell and output
     figs = sensitivity.sweep_2d_figures(doc)
     cost, avail = figs["cost_per_mtok_usd"].axes[0], figs["availability"].axes[0]
-    assert "P(B better" in cost.get_title() and "lower" in cost.get_title()
-    assert "higher" in avail.get_title() and "P(B < A) of" not in avail.get_title()
-    assert np.allclose(cost.images[0].get_array(), 0.2)  # lower cost better: P(B < A)
-    assert np.allclose(avail.images[0].get_array(), 0.8)  # higher availability better: 1 − P(B < A)
+    assert "median ratio B / A" in cost.get_title() and "lower" in cost.get_title() and "higher" in avail.get_title()
+    for ax in (cost, avail):
+        assert np.allclose(ax.images[0].get_array(), [[1.0, 1.1], [1.2, 1.3]])  # the colour is the median ratio
+        norm = ax.images[0].norm
+        assert norm.vmin == pytest.approx(1 / 1.3) and norm.vmax == pytest.approx(1.3)  # symmetric in log around 1
+    # blue where B is better: a ratio above 1 is worse for cost (reversed map: high = red), better for availability
+    assert cost.images[0].get_cmap().name == "RdBu_r" and avail.images[0].get_cmap().name == "RdBu"
+    assert [t.get_text() for t in cost.texts][-1] == "ratio 1.3\nP 0.20"  # lower cost better: P(B < A)
+    assert [t.get_text() for t in avail.texts][-1] == "ratio 1.3\nP 0.80"  # higher availability better: 1 − P(B < A)
+    assert len(cost.collections) == 0  # no crossing of ratio 1 or P = 0.5 inside the grid: no contour drawn
     assert "(defects/cm²)" in cost.get_ylabel() and "(µs)" in cost.get_xlabel()  # units of the key metadata
+
+
+def test_a_heat_map_crossing_ratio_1_draws_where_the_verdict_flips():
+    doc = sweep_doc(True)
+    for row, ratio in zip(doc["rows"], (0.9, 1.05, 1.1, 1.2)):
+        row["cost_per_mtok_usd"]["p50"] = ratio
+    ax = sensitivity.sweep_2d_figures(doc)["cost_per_mtok_usd"].axes[0]
+    assert len(ax.collections) == 1  # the solid ratio-1 line (P stays 0.2 everywhere: no dashed one)
 
 
 def test_sweep_1d_axes_carry_units_and_directions():
