@@ -260,9 +260,13 @@ def _finite(values: list[float]) -> list[float]:
     return [v if math.isfinite(v) else float("nan") for v in values]
 
 
+#: Factor between neighbouring designs' x positions at one SLO in the frontier figure.
+FRONTIER_DODGE = 1.018
+
+
 def frontier_figure(frontier: dict):
-    """Cost per Mtok against the TPOT SLO per design (median, 90 % band); P(Lite cheaper)
-    below. Designs whose curves coincide are named in both legends; dollar ticks read
+    """Cost per Mtok against the TPOT SLO per design (median, 90 % whisker, designs set
+    side by side at each SLO); P(Lite cheaper) below. Designs whose curves coincide are named in both legends; dollar ticks read
     ``$2``, not ``2×10^0``."""
     import numpy as np
 
@@ -281,14 +285,17 @@ def frontier_figure(frontier: dict):
     p_labels = dict(zip(lite, overlap_labels(lite, [frontier["designs"][n]["p_cheaper_than_h100"] for n in lite], 1.0)))
     for i, (name, row) in enumerate(frontier["designs"].items()):
         c = row["cost_per_mtok_usd"]
-        top.fill_between(x, _finite([v["p05"] for v in c]), _finite([v["p95"] for v in c]), color=f"C{i}", alpha=0.12)
-        top.plot(x, medians[i], **{**style(i), "markevery": 1}, label=labels[i])
+        # each design's 90 % band is a whisker beside the others' at the same SLO (dodged
+        # along the log x axis), where filled bands of seven designs would cover each other
+        xd = np.asarray(x, dtype=float) * FRONTIER_DODGE ** (i - (len(names) - 1) / 2)
+        top.vlines(xd, _finite([v["p05"] for v in c]), _finite([v["p95"] for v in c]), color=f"C{i}", lw=1.2, alpha=0.6)
+        top.plot(xd, medians[i], **{**style(i), "markevery": 1}, label=labels[i])
         if name in p_labels:
             bottom.plot(x, row["p_cheaper_than_h100"], **{**style(i), "markevery": 1}, label=p_labels[name])
     top.set_yscale("log")
     dollar_log_axis(top.yaxis)
     top.set_ylabel("cost per million output tokens\n(USD per Mtok, log scale)", fontsize=8)
-    top.set_title(f"SLO frontier, {frontier['model']}: median (lines) and 90 % of trials (bands)", fontsize=9)
+    top.set_title(f"SLO frontier, {frontier['model']}: median (markers) and 90 % of trials (whiskers)", fontsize=9)
     top.grid(alpha=0.3, which="both")
     top.legend(fontsize=7, ncols=2)
     bottom.axhline(0.5, color="0.5", lw=0.8)

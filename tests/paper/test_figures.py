@@ -106,3 +106,21 @@ def test_every_figure_of_a_quick_study_reads_right(tmp_path):
     assert paths >= 4  # every claim with a search draws its path (to its nearest world or the best one seen)
     verdict = 1 if doc["verdict"]["nearest_world"].get("path") else 0  # verdict-nearest.png
     assert len(write_paper_figures(doc, tmp_path)) == 7 + paths + verdict
+
+
+def test_the_frontier_sets_each_designs_band_beside_the_others_at_every_slo():
+    """Whiskers, not filled bands: at each SLO the designs' 90 % whiskers stand at distinct
+    x positions, neighbours a factor FRONTIER_DODGE apart, centred on the SLO; a band with
+    an infinite end (trials that serve nothing) is a gap, not a whisker to infinity."""
+    import numpy as np
+
+    from mcengine.report.paper import FRONTIER_DODGE
+
+    f = frontier()
+    h100, middle, last = frontier_figure(f).axes[0].collections  # one whisker set per design, in order
+    assert all(len(seg) == 0 for seg in h100.get_segments())
+    xs = np.array([[seg[0][0] for seg in coll.get_segments()] for coll in (middle, last)])
+    assert np.allclose(xs[0], f["slo_ms"])  # the middle design of three sits on the SLO itself
+    assert np.allclose(xs[1] / xs[0], FRONTIER_DODGE)
+    lows = [seg[0][1] for seg in middle.get_segments()]
+    assert lows == [0.8 * c["median"] for c in f["designs"]["lite-h100-2x"]["cost_per_mtok_usd"]]
