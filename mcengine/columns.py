@@ -171,6 +171,22 @@ COLUMNS: tuple[Column, ...] = (
         ("tokens_total", "output tokens over the horizon", "tokens", True),
         ("tokens_per_s_per_h100_equivalent", "output tokens/s per H100-equivalent", "tokens/s", True),
     )),
+    # the load stage's columns, only with a demand (docs/load.md)
+    *(Column(name, label, unit, better, may_be_zero=zero, conditional="a demand (workload.load.demand)")
+      for name, label, unit, better, zero in (
+        ("demand_tokens_per_s", "mean offered load", "tokens/s", None, False),
+        ("saturated_tokens_per_s", "cluster output tokens/s at saturation", "tokens/s", "higher", True),
+        ("capacity_at_slo_tokens_per_s", "largest cluster load meeting the SLO quantile", "tokens/s", "higher", True),
+        ("served_tokens_per_s", "goodput: output tokens/s served within the SLOs", "tokens/s", "higher", True),
+        ("utilisation_mean", "mean utilisation over the day", "", None, True),
+        ("utilisation_peak", "utilisation at the peak demand", "", None, True),
+        ("ttft_at_load_ms", "time to first token at the SLO quantile at the peak", "ms", "lower", False),
+        ("slo_attainment", "share of the day the SLO quantile holds", "", "higher", True),
+        ("fleet_instances", "instances a fleet sized for the peak with failure headroom needs", "instances", "lower", True),
+        ("headroom_instances", "instances bought for failures beyond those the peak needs", "instances", "lower", True),
+    )),
+    Column("cost_per_mtok_fleet_usd", "cost per million output tokens of the fleet sized for the demand", _COST, "lower",
+           may_be_infinite=True, conditional="a demand (workload.load.demand)"),
     # the switched fabric's and the data hall's columns, each only where it is on
     *(Column(name, label, unit, conditional=when) for name, label, unit, when in (
         ("scale_out_tiers", "switch tiers of the scale-out fabric", "tiers", 'econ.fabric_model = "fat_tree"'),
