@@ -33,7 +33,7 @@ def chunks() -> dict[str, dict]:
         "mix": [api.check(str(MIX / f"{n}.toml"), SMALL) for n in ("h100", "lite-h100")],
         "whole": [api.check(str(MIX / "h100.toml"), [*SMALL, 'workload.class_instances="whole"'])],
         "facility": [api.check(n, [*SMALL, *FACILITY]) for n in ("h100", "lite-h100")],
-        "load": [api.check("h100", [*SMALL, "workload.load.demand=5000"])],
+        "load": [api.check(n, [*SMALL, "workload.load.demand=5000"]) for n in ("h100", "lite-h100")],
     }
     return {run: run_chunk(tuple(scenarios), 0, 0, 4) for run, scenarios in runs.items()}
 

@@ -19,7 +19,7 @@ the pipeline hands in:
   where the plan misses its SLOs unloaded;
 * goodput: the diurnal demand served within the SLOs, ``E[min(D(t), capacity at SLO)]``
   (:func:`~mcengine.analytic.queueing.served_mean`), and the share of the day the SLO
-  quantile holds (``slo_attainment``);
+  quantile holds (``load.slo_attainment``);
 * the fleet a demand needs: the fewest instances that meet the SLO quantile at the peak
   with the instances down at ``cluster.headroom_quantile``
   (:func:`~mcengine.analytic.queueing.fleet_instances`, instances down independently
@@ -38,13 +38,13 @@ from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
 from ..scenario.sections.workload import SATURATE
 
-#: Highest utilisation at which ``ttft_at_load_ms`` is shown: above it (a peak beyond the
-#: saturated rate) the queue grows without bound and ``slo_attainment`` says so.
+#: Highest utilisation at which ``load.ttft_at_load_ms`` is shown: above it (a peak beyond the
+#: saturated rate) the queue grows without bound and ``load.slo_attainment`` says so.
 RHO_SHOWN = 0.999
 
 #: Columns this stage adds, in order.
-COLUMNS = ("demand_tokens_per_s", "saturated_tokens_per_s", "capacity_at_slo_tokens_per_s", "served_tokens_per_s", "utilisation_mean",
-           "utilisation_peak", "ttft_at_load_ms", "slo_attainment", "fleet_instances", "headroom_instances")
+COLUMNS = ("load.demand_tokens_per_s", "load.saturated_tokens_per_s", "load.capacity_at_slo_tokens_per_s", "load.served_tokens_per_s", "load.utilisation_mean",
+           "load.utilisation_peak", "load.ttft_at_load_ms", "load.slo_attainment", "load.fleet_instances", "load.headroom_instances")
 
 
 def loaded(scenario: Scenario) -> bool:
@@ -85,14 +85,14 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     up_needed = np.divide(peak, per_instance_at_slo, out=np.zeros(n), where=per_instance_at_slo > 0)
     fleet = qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"])
     return {
-        "demand_tokens_per_s": demand,
-        "saturated_tokens_per_s": saturated,
-        "capacity_at_slo_tokens_per_s": capacity,
-        "served_tokens_per_s": qu.served_mean(demand, peak_to_mean, capacity),
-        "utilisation_mean": rho_mean,
-        "utilisation_peak": np.minimum(rho_peak, 1.0),
-        "ttft_at_load_ms": ttft,
-        "slo_attainment": qu.share_below(demand, peak_to_mean, capacity),
-        "fleet_instances": np.where(capacity > 0, fleet, 0.0),
-        "headroom_instances": np.where(capacity > 0, fleet - np.ceil(up_needed), 0.0),
+        "load.demand_tokens_per_s": demand,
+        "load.saturated_tokens_per_s": saturated,
+        "load.capacity_at_slo_tokens_per_s": capacity,
+        "load.served_tokens_per_s": qu.served_mean(demand, peak_to_mean, capacity),
+        "load.utilisation_mean": rho_mean,
+        "load.utilisation_peak": np.minimum(rho_peak, 1.0),
+        "load.ttft_at_load_ms": ttft,
+        "load.slo_attainment": qu.share_below(demand, peak_to_mean, capacity),
+        "load.fleet_instances": np.where(capacity > 0, fleet, 0.0),
+        "load.headroom_instances": np.where(capacity > 0, fleet - np.ceil(up_needed), 0.0),
     }

@@ -31,7 +31,7 @@ def at_demand(name: str, demand: float, *more: str) -> dict[str, np.ndarray]:
 
 def test_saturate_adds_no_column(saturated):
     _, _, cols = saturated
-    assert "served_tokens_per_s" not in cols and "fleet_instances" not in cols
+    assert "load.served_tokens_per_s" not in cols and "load.fleet_instances" not in cols
 
 
 def test_cost_at_half_load_is_saturation_plus_idle_capex_and_idle_power(saturated):
@@ -45,8 +45,8 @@ def test_cost_at_half_load_is_saturation_plus_idle_capex_and_idle_power(saturate
     demand = 0.5 * float(served.min())  # at most 50 % in every trial, and within the SLOs (the TTFT SLO holds at low load)
     got = at_demand(name, demand)
     u = demand / served
-    np.testing.assert_allclose(got["utilisation_mean"], u, rtol=1e-12)
-    np.testing.assert_array_equal(got["served_tokens_per_s"], demand)
+    np.testing.assert_allclose(got["load.utilisation_mean"], u, rtol=1e-12)
+    np.testing.assert_array_equal(got["load.served_tokens_per_s"], demand)
     inputs = draw_inputs(s, 0, 0, N)
     availability = econ.served_availability(s, sat)
     idle = econ.energy_usd(s, inputs, econ.gpu_power_w(s, inputs, np.zeros(N), availability))
@@ -64,14 +64,14 @@ def test_ttft_at_ten_percent_load_is_near_unloaded_and_rises_with_demand(saturat
     name, _, sat = saturated
     floor = float(sat["tokens_per_s"].min())
     runs = [at_demand(name, share * floor) for share in (0.1, 0.5, 0.8, 0.95)]
-    ttft = [r["ttft_at_load_ms"] for r in runs]
+    ttft = [r["load.ttft_at_load_ms"] for r in runs]
     np.testing.assert_array_less(ttft[0], 1.2 * sat["ttft_ms"])
     assert (ttft[0] >= sat["ttft_ms"]).all()
     for lower, higher in zip(ttft, ttft[1:]):
         assert (higher >= lower).all()
     # the wait for one of B slots is rare (Erlang C below 1 - q) until the slots are nearly all busy
     # (an arrival waits with probability above 1 - q): there the quantile rises
-    rho = runs[-1]["utilisation_peak"]
+    rho = runs[-1]["load.utilisation_peak"]
     busy = qu.erlang_c(sat["batch"], rho * sat["batch"]) > 0.01
     assert busy.sum() >= 4 and (ttft[-1][busy] > ttft[0][busy]).all()
     np.testing.assert_array_equal(ttft[-1][~busy], ttft[0][~busy])
@@ -81,16 +81,16 @@ def test_fleet_and_capacity_at_slo(saturated):
     name, s, sat = saturated
     demand = 0.3 * float(sat["tokens_per_s"].min())
     got = at_demand(name, demand, "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=3")
-    assert (got["capacity_at_slo_tokens_per_s"] <= got["saturated_tokens_per_s"]).all()
-    np.testing.assert_array_equal(got["saturated_tokens_per_s"], sat["tokens_per_s"])
+    assert (got["load.capacity_at_slo_tokens_per_s"] <= got["load.saturated_tokens_per_s"]).all()
+    np.testing.assert_array_equal(got["load.saturated_tokens_per_s"], sat["tokens_per_s"])
     # the fleet: enough up instances at the peak, at the SLO's per-instance capacity, with the headroom on top
-    per_instance = got["capacity_at_slo_tokens_per_s"] / (s.cluster.instances * sat["availability"])
+    per_instance = got["load.capacity_at_slo_tokens_per_s"] / (s.cluster.instances * sat["availability"])
     needed = np.ceil(1.5 * demand / per_instance)
-    np.testing.assert_array_equal(got["fleet_instances"], qu.fleet_instances(needed, 1 - sat["instance_availability"], 0.999))
-    np.testing.assert_array_equal(got["headroom_instances"], got["fleet_instances"] - needed)
-    assert (got["fleet_instances"] >= needed).all()
-    np.testing.assert_allclose(got["utilisation_peak"], 1.5 * demand / sat["tokens_per_s"], rtol=1e-12)
-    np.testing.assert_allclose(got["slo_attainment"], qu.share_below(demand, 1.5, got["capacity_at_slo_tokens_per_s"]))
+    np.testing.assert_array_equal(got["load.fleet_instances"], qu.fleet_instances(needed, 1 - sat["instance_availability"], 0.999))
+    np.testing.assert_array_equal(got["load.headroom_instances"], got["load.fleet_instances"] - needed)
+    assert (got["load.fleet_instances"] >= needed).all()
+    np.testing.assert_allclose(got["load.utilisation_peak"], 1.5 * demand / sat["tokens_per_s"], rtol=1e-12)
+    np.testing.assert_allclose(got["load.slo_attainment"], qu.share_below(demand, 1.5, got["load.capacity_at_slo_tokens_per_s"]))
 
 
 def test_bad_load_input_names_the_key():
