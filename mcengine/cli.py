@@ -165,7 +165,7 @@ def check_cmd(scenario: ScenarioArg, overrides: SetOpt = None, as_json: JsonOpt 
     else:
         from .report.scenario import resolved_toml
 
-        sys.stdout.write(resolved_toml(s.to_dict(with_unset=True)))
+        sys.stdout.write(resolved_toml(s.to_dict(with_unset=True), s.to_dict()))
 
 
 StageScenariosArg = Annotated[list[str], typer.Argument(metavar="SCENARIO...", help="A scenario (path or shipped name), or several: each alone, one after the other (--set NAME:KEY=VALUE or A:/B: aims at one; --out DIR gives each its folder DIR/NAME).", show_default=False)]

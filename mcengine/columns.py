@@ -34,6 +34,11 @@ from functools import cached_property
 CLASS_PREFIX = "failures_by_class."
 #: Prefix of the per-class columns of a mix of request classes (``mix.code.instance_share``).
 MIX_PREFIX = "mix."
+#: Prefix of the load stage's columns (``load.fleet_instances``), only with a demand
+#: (docs/load.md); summaries nest them as ``"load": {column: summary}``.
+LOAD_PREFIX = "load."
+#: The load stage's column compared as a paired ratio B/A: the cost per token of the fleet sized for the demand.
+LOAD_PAIRED = LOAD_PREFIX + "cost_per_mtok_fleet_usd"
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."
 #: Per-trial column of one part of the fab cost of a good GPU package.
@@ -171,6 +176,22 @@ COLUMNS: tuple[Column, ...] = (
         ("tokens_total", "output tokens over the horizon", "tokens", True),
         ("tokens_per_s_per_h100_equivalent", "output tokens/s per H100-equivalent", "tokens/s", True),
     )),
+    # the load stage's columns, only with a demand (docs/load.md)
+    *(Column(LOAD_PREFIX + name, label, unit, better, may_be_zero=zero, summarised=True, conditional="a demand (workload.load.demand)")
+      for name, label, unit, better, zero in (
+        ("demand_tokens_per_s", "mean offered load", "tokens/s", None, False),
+        ("saturated_tokens_per_s", "cluster output tokens/s at saturation", "tokens/s", "higher", True),
+        ("capacity_at_slo_tokens_per_s", "largest cluster load meeting the SLO quantile", "tokens/s", "higher", True),
+        ("served_tokens_per_s", "goodput: output tokens/s served within the SLOs", "tokens/s", "higher", True),
+        ("utilisation_mean", "mean utilisation over the day", "", None, True),
+        ("utilisation_peak", "utilisation at the peak demand", "", None, True),
+        ("ttft_at_load_ms", "time to first token at the SLO quantile at the peak", "ms", "lower", False),
+        ("slo_attainment", "share of the day the SLO quantile holds", "", "higher", True),
+        ("fleet_instances", "instances a fleet sized for the peak with failure headroom needs", "instances", "lower", True),
+        ("headroom_instances", "instances bought for failures beyond those the peak needs", "instances", "lower", True),
+    )),
+    Column(LOAD_PAIRED, "cost per million output tokens of the fleet sized for the demand", _COST, "lower",
+           may_be_infinite=True, paired=True, summarised=True, conditional="a demand (workload.load.demand)"),
     # the switched fabric's and the data hall's columns, each only where it is on
     *(Column(name, label, unit, conditional=when) for name, label, unit, when in (
         ("scale_out_tiers", "switch tiers of the scale-out fabric", "tiers", 'econ.fabric_model = "fat_tree"'),
@@ -195,7 +216,7 @@ def column(name: str) -> Column | None:
 
 
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
-METRICS = tuple(c.name for c in COLUMNS if c.summarised and not c.family)
+METRICS = tuple(c.name for c in COLUMNS if c.summarised and not c.family and not c.name.startswith(LOAD_PREFIX))
 #: Metrics that can be zero in a trial, so that a ratio of them would mean nothing.
 MAY_BE_ZERO = tuple(m for m in METRICS if _BY_NAME[m].may_be_zero)
 #: Metrics compared as paired ratios B/A: those positive in every trial that delivers

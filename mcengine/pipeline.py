@@ -1,4 +1,5 @@
-"""One block of trials through the chained stages: inputs → fab → reliability → roofline → econ.
+"""One block of trials through the chained stages: inputs → fab → reliability → roofline → load → econ
+(the load stage only with a demand, ``workload.load.demand``, docs/load.md).
 
 The stages import no other stage (docs/model.md#stage-handoffs): what one needs from another
 is computed here and handed in as arrays or plain values: the roofline's reshard table
@@ -87,7 +88,7 @@ def run_block(
     two also share their lifetimes, the last two their plans' evaluations; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
     ``memo`` only with them.
     """
-    from .stages import econ, fab, reliability, roofline
+    from .stages import econ, fab, load, reliability, roofline
 
     if inputs is None:
         inputs = draw_inputs(scenario, seed, trial_start, n)
@@ -101,6 +102,7 @@ def run_block(
         ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
                                                  None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
                                                  ahead_weights(scenario))),
+        ("load", lambda: load.load_columns(scenario, inputs, columns, econ.served_availability(scenario, columns)) if load.loaded(scenario) else {}),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()

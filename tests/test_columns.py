@@ -1,6 +1,7 @@
 """The column registry (mcengine/columns.py) against the columns a run produces: every
 column of the case study and of mixes of request classes has an entry, and every entry
-is produced by one of those runs (those marked conditional by some scenarios only)."""
+is produced by one of those runs (those marked conditional by some scenarios only; the
+load stage's under a demand)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,13 @@ FACILITY = ['econ.fabric_model="fat_tree"', "econ.facility=true", "econ.wacc=0.0
 def chunks() -> dict[str, dict]:
     """A few trials of each run: the case study, the mix of docs/case-study (its classes
     sharing instances), the same mix on whole instances per class, and two designs with
-    the fabric, the hall and the cost of capital on."""
+    the fabric, the hall and the cost of capital on, and one design under a demand (the load stage)."""
     runs = {
         "case": [api.check(n, SMALL) for n in CASE],
         "mix": [api.check(str(MIX / f"{n}.toml"), SMALL) for n in ("h100", "lite-h100")],
         "whole": [api.check(str(MIX / "h100.toml"), [*SMALL, 'workload.class_instances="whole"'])],
         "facility": [api.check(n, [*SMALL, *FACILITY]) for n in ("h100", "lite-h100")],
+        "load": [api.check(n, [*SMALL, "workload.load.demand=5000"]) for n in ("h100", "lite-h100")],
     }
     return {run: run_chunk(tuple(scenarios), 0, 0, 4) for run, scenarios in runs.items()}
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from mcengine import bench
 
-from . import chain, compile, fab, reliability, rqmc
+from . import chain, compile, fab, load, reliability, rqmc
 
 #: Harnesses with a peer or a probe, in report order.
-HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "compile": compile.run, "rqmc": rqmc.run}
+HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "compile": compile.run, "rqmc": rqmc.run,
+             "load": load.run}
 
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:

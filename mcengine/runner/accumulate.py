@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..columns import BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE, PAIRED_METRICS
+from ..columns import BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, LOAD_PAIRED, LOAD_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE, PAIRED_METRICS
 from ..errors import InputError, Problem
 from ..scenario.sampling import run_sampler
 from ..stages.econ import ALL_BREAKDOWN_PARTS
@@ -50,8 +50,8 @@ class Accumulators:
             for part in (p for p in ALL_BREAKDOWN_PARTS if BREAKDOWN_COLUMN.format(p) in cols):  # the parts the scenario has
                 key = f"{BREAKDOWN}.{part}"
                 self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
-            for column in cols:  # failures by component class, and the request classes of a mix
-                if column.startswith((CLASS_PREFIX, MIX_PREFIX)):
+            for column in cols:  # failures by component class, the request classes of a mix, the load stage's columns
+                if column.startswith((CLASS_PREFIX, MIX_PREFIX, LOAD_PREFIX)):
                     self.metrics.setdefault((name, column), self._summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
@@ -81,6 +81,8 @@ class Accumulators:
             elif column.startswith(MIX_PREFIX):  # "mix": {request class: {metric: summary}}
                 cls, metric = column[len(MIX_PREFIX):].split(".", 1)
                 scenarios[name].setdefault("mix", {}).setdefault(cls, {})[metric] = summary.to_dict()
+            elif column.startswith(LOAD_PREFIX):  # "load": {column: summary}
+                scenarios[name].setdefault("load", {})[column[len(LOAD_PREFIX):]] = summary.to_dict()
         infeasible = {name: self.missed.get(name, 0) / self.trials_done for name in self.names}
         doc: dict = {"scenarios": scenarios, "slo_infeasible_share": infeasible, "slo_missed_share": dict(infeasible)}
         if self.replicates:  # randomised QMC: how many independent estimates each sem rests on
@@ -95,7 +97,7 @@ class Accumulators:
                     **({"p_tie": self.ties[(name, metric)] / self.trials_done} if self.ties is not None else {}),
                     "serving": serving,
                 }
-                for metric in (*PAIRED_METRICS, *sorted(m for n, m in self.ratios if n == name and m.startswith(MIX_PREFIX)))
+                for metric in (*PAIRED_METRICS, *sorted(m for n, m in self.ratios if n == name and m.startswith((MIX_PREFIX, LOAD_PREFIX))))
             }
         if pairs:
             doc["baseline"] = base
@@ -147,5 +149,6 @@ def _new_accumulators(spec: RunSpec) -> Accumulators:
 
 def paired_metrics(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[str, ...]:
     """The metrics compared as paired ratios B/A: :data:`PAIRED_METRICS`, and each request
-    class's cost per token (``mix.NAME.cost_per_mtok_usd``) that both sides serve."""
-    return (*PAIRED_METRICS, *(c for c in b if CLASS_COST.fullmatch(c) and c in a))
+    class's cost per token (``mix.NAME.cost_per_mtok_usd``) and the cost per token of the fleet
+    sized for a demand (``load.cost_per_mtok_fleet_usd``, docs/load.md) that both sides have."""
+    return (*PAIRED_METRICS, *(c for c in b if (CLASS_COST.fullmatch(c) or c == LOAD_PAIRED) and c in a))

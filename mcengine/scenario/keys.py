@@ -14,11 +14,12 @@ from .dists import Dist, Law
 from .fields import _interval, did_you_mean, spec_of
 from .sections.gpu import DeriveSection
 from .sections.reliability import Component
-from .sections.workload import EfficiencyTable, RequestClass
+from .sections.workload import EfficiencyTable, LoadSection, RequestClass
 
 #: Sub-tables whose keys are listed under a placeholder name.
 NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection),
-          "classes": ("classes.NAME", RequestClass), "efficiency": ("efficiency.PRECISION", EfficiencyTable)}
+          "classes": ("classes.NAME", RequestClass), "efficiency": ("efficiency.PRECISION", EfficiencyTable),
+          "load": ("load", LoadSection)}
 
 
 def _default(f) -> object:
@@ -41,6 +42,8 @@ def _row(key: str, f) -> dict:
         row["range"] = _interval(spec.lo, spec.hi, spec.lo_open, spec.hi_open and spec.kind == "number")
         row["why"] = spec.why
         row["inf_ok"], row["auto_ok"] = spec.inf_ok, spec.auto_ok
+        if spec.auto_ok and spec.word != "auto":
+            row["word"] = spec.word
         row["uncertain"] = spec.kind in ("number", "length") and spec.uncertain
     if spec.choices:
         row["choices"] = list(spec.choices)
@@ -83,7 +86,7 @@ def _allowed(row: dict) -> str:
         if row.get("inf_ok"):
             text += ' or "inf"'
         if row.get("auto_ok"):
-            text += ' or "auto"'
+            text += f' or "{row.get("word", "auto")}"'
         if row.get("uncertain"):
             text += " (or a dist table)"
         if row["kind"] == "law":

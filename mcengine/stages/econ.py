@@ -22,7 +22,11 @@ Per trial, with that trial's inputs and the other stages' columns:
   module pool, ``Scenario.spare_modules``) x ``module_cost_usd``;
 * cluster tokens/s = per-instance output tokens/s x instances x availability: the
   instance availability, or with ``cluster.on_failure = "reshard"`` the capacity
-  availability (an instance short of GPUs still serves on a smaller layout);
+  availability (an instance short of GPUs still serves on a smaller layout); with a
+  demand (``workload.load.demand``, docs/load.md) the goodput the load stage hands in
+  (``load.served_tokens_per_s``: tokens served within the SLOs), and the utilisation
+  ``busy_fraction`` is scaled by the mean utilisation (``load.utilisation_mean``): idle
+  capacity draws idle power and its capex is charged to the tokens served;
 * cost per million tokens = (capex + energy + repairs) / (cluster tokens/s x horizon
   seconds / 10^6), and the same per part (:data:`BREAKDOWN_PARTS`), which add up to it;
 * the same at cost (``cost_per_mtok_at_cost_usd``): no markup on anything, the GPU at
@@ -391,6 +395,23 @@ def repair_usd(inputs: TrialInputs, columns: dict[str, np.ndarray], spare_module
             + (module_swaps * years + spare_modules) * inputs["econ.module_cost_usd"])
 
 
+def fleet_cost_per_mtok(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], total: np.ndarray,
+                        dynamic_energy: np.ndarray) -> np.ndarray:
+    """Cost per million output tokens of the fleet sized for the demand (USD, docs/load.md#fleet):
+    ``load.fleet_instances`` instances serving the whole mean demand within the SLOs.
+
+    Every cost but the GPUs' dynamic energy scales with the instances bought (capex,
+    idle energy, repairs, spare pools: ``(total - dynamic) x fleet / cluster.instances``);
+    the dynamic energy scales with the tokens processed (the demand over the tokens the
+    scenario's cluster processes, ``utilisation_mean x saturated_tokens_per_s``). ``+inf``
+    where no fleet meets the SLOs (the plan misses them unloaded)."""
+    horizon_s = scenario.run.horizon_years.value * HOURS_PER_YEAR * SECONDS_PER_HOUR
+    processed = columns["load.utilisation_mean"] * columns["load.saturated_tokens_per_s"]
+    dynamic = dynamic_energy * per_unit(columns["load.demand_tokens_per_s"], processed)
+    fleet_total = (total - dynamic_energy) * columns["load.fleet_instances"] / scenario.cluster.instances + np.where(processed > 0, dynamic, 0.0)
+    return np.where(columns["load.fleet_instances"] > 0, fleet_total / (columns["load.demand_tokens_per_s"] * horizon_s / TOKENS_PER_MTOK), np.inf)
+
+
 def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The econ columns of a block of trials.
 
@@ -406,7 +427,9 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     price, per_gpu, host, network, fabric = (bought[k] for k in ("price", "per_gpu", "host", "network", "fabric"))
     capex, capex_at_cost = bought["capex"], bought["capex_at_cost"]
     availability = served_availability(scenario, columns)
-    power_w = gpu_power_w(scenario, inputs, columns["busy_fraction"], availability)
+    demand = "load.served_tokens_per_s" in columns  # the load stage ran: a demand, not saturation
+    busy = columns["busy_fraction"] * columns["load.utilisation_mean"] if demand else columns["busy_fraction"]
+    power_w = gpu_power_w(scenario, inputs, busy, availability)
     extra = {}
     if scenario.econ.facility:
         h = hall(scenario, inputs)
@@ -417,7 +440,7 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         energy = energy_usd(scenario, inputs, power_w)
     repairs = repair_usd(inputs, columns, scenario.spare_modules)
     total = capex + energy + repairs
-    tokens_per_s = columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
+    tokens_per_s = columns["load.served_tokens_per_s"] if demand else columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR
     mtok = tokens_total / TOKENS_PER_MTOK
     spend = {**{p: total_gpus * v for p, v in per_gpu.items()}, "hosts": total_gpus * host, "network": total_gpus * network,
@@ -436,10 +459,15 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         total = sum((np.broadcast_to(spend[p], (n,)) for p in parts), np.zeros(n))
         cost_at_cost = sum((np.broadcast_to(v, (n,)) for v in at_cost.values()), np.zeros(n))
     h100e = scenario.gpu.h100_equivalents.value
+    if demand:
+        extra["load.cost_per_mtok_fleet_usd"] = fleet_cost_per_mtok(scenario, inputs, columns, total, energy - energy_usd(
+            scenario, inputs, gpu_power_w(scenario, inputs, np.zeros(n), availability), h["pue"] if scenario.econ.facility else None))
     cost_per_mtok = per_unit(total, mtok)
     cost_per_mtok_at_cost = per_unit(cost_at_cost, mtok)
     breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in parts}
     served_mtok = horizon_hours * SECONDS_PER_HOUR * scenario.cluster.instances * availability / TOKENS_PER_MTOK
+    if demand:  # each class's instances serve the goodput's share of their saturated rate
+        served_mtok = served_mtok * per_unit(columns["load.served_tokens_per_s"], columns["load.saturated_tokens_per_s"])
     by_class = {CLASS_COST_COLUMN.format(name): per_unit(total, columns[f"mix.{name}.tokens_per_s_instance"] * served_mtok)
                 for name, _ in scenario.workload.classes}
     joules_per_token = per_unit(scenario.active_gpus * power_w * horizon_hours * SECONDS_PER_HOUR, tokens_total)

@@ -98,7 +98,7 @@ def _finite_and_in_bounds(s, key: str) -> None:
                 if isinstance(v, EmpiricalLength):
                     assert all(SPECS[full].lo <= x <= SPECS[full].hi for x in v.tokens), (full, v)
             else:
-                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name == "model", (full, v)
+                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name in ("model", "load"), (full, v)  # [workload.load]: its numbers are inputs, checked above
     m = s.workload.model
     for f in fields(m):
         v = getattr(m, f.name)

@@ -45,6 +45,10 @@ class ClusterSection:
     on_failure: str = choice("down", "What an instance does when it loses GPUs: \"down\" until every slot has a unit again and it has "
                                      "restarted; \"reshard\": after reshard_hours it serves on the best layout that fits the GPUs it "
                                      "still has (docs/model.md#reshard).", ("down", "reshard"))
+    headroom_quantile: Dist = number(
+        0.999, "With a demand (workload.load.demand): the share of the time the fleet (load.fleet_instances) still meets the SLO "
+        "quantile at the peak demand with the instances the reliability stage has down (docs/load.md#fleet).",
+        lo=0.5, hi=1.0, hi_open=True, why="a high quantile; 1 buys for every instance down at once")
     reshard_hours: Dist = number(0.1, "Time to reload the weights and restart at a smaller layout after losing GPUs (on_failure = "
                                       "\"reshard\"): a vLLM cold start from local storage, 3-5 min (docs/sources.md#rel-reshard-time).",
                                  "hours", lo=0.0, hi=MAX_DURATION_HOURS, why="10^9 h already means never; keeps event times finite")

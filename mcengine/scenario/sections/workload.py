@@ -135,6 +135,43 @@ def parse_efficiency(raw, key: str, problems: list[Problem]) -> tuple[tuple[str,
     return None if len(problems) > before else tuple((name, out[name]) for name in PRECISIONS)
 
 
+#: ``workload.load.demand``'s word for the old world: every instance runs its largest batch forever.
+SATURATE = "saturate"
+#: Arrival processes of ``workload.load.arrival``.
+ARRIVALS = ("poisson", "gamma")
+_CV = dict(lo=0.0, hi=10.0, why="a coefficient of variation of 10 is burstier than any published serving trace (BLIS: 3)")
+
+
+@dataclass(frozen=True)
+class LoadSection:
+    """``[workload.load]``: the demand the cluster serves and how its requests arrive
+    (docs/load.md; the queueing model :mod:`mcengine.analytic.queueing`)."""
+
+    demand: Dist | str = number(
+        SATURATE, 'The cluster\'s mean offered load in output tokens/s, or "saturate": every instance runs its largest feasible batch '
+        "forever and latencies are unloaded step times (the upper-bound world, the default). A request class of a mix takes its share "
+        "of it (docs/load.md).", "tokens/s", lo=0.0, lo_open=True, hi=1e12, auto_ok=True, word=SATURATE,
+        why="10^12 tokens/s is ~10^6 times the shipped clusters' capacity")
+    peak_to_mean: Dist = number(
+        1.0, "Peak over mean of the diurnal demand: D(t) = demand x (1 + (peak_to_mean - 1) sin(2 pi t / 24 h)), a sinusoid "
+        "(1 = flat; docs/load.md#diurnal, docs/sources.md#load-diurnal).", lo=1.0, hi=2.0,
+        why="the sinusoid's trough, demand x (2 - peak_to_mean), stays at or above zero")
+    arrival: str = choice(
+        "poisson", 'Request arrival process: "poisson" (arrival CV 1) or "gamma" renewal arrivals with workload.load.arrival_cv '
+        "(bursty traffic; BLIS, docs/sources.md#load-arrivals).", ARRIVALS)
+    arrival_cv: Dist = number(
+        2.0, 'Coefficient of variation of the gaps between requests with arrival = "gamma" (ignored for "poisson", whose CV is 1); '
+        "BLIS measures at CV 3 (docs/sources.md#load-arrivals).", **_CV)
+    service_cv: Dist = number(
+        1.0, "Coefficient of variation of the time a request holds a batch slot (its prefill and decode), the service CV of the "
+        "G/G/c queue (docs/load.md#queue; 1 = exponential, the M/M/c reading; output lengths spread across requests raise it).", **_CV)
+
+
+def parse_load(raw, key: str, problems: list[Problem]) -> LoadSection | None:
+    """``[workload.load]``; absent: the defaults (``demand = "saturate"``)."""
+    return LoadSection() if raw is None else parse_section(LoadSection, raw, f"{key}.", problems)
+
+
 @dataclass(frozen=True)
 class WorkloadSection:
     model: ModelCard = field(default=None, metadata={"help": "Shipped model card name or inline table."})
@@ -257,6 +294,13 @@ class WorkloadSection:
         "(mix.NAME.instances, mix.NAME.idle_share).",
         ("continuous", "whole"),
     )
+    slo_quantile: Dist = number(
+        0.99, "With a demand (workload.load.demand): the quantile of a request's TTFT and TPOT the SLOs hold at (docs/load.md; "
+        "Vidur plans at TTFT P90 and TBT P99, docs/sources.md#load-arrivals).", lo=0.5, hi=1.0, hi_open=True,
+        why="a high quantile; 1 is the worst request, unbounded under any arrival law")
+    load: LoadSection = field(default=LoadSection(), metadata={
+        "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv; '
+                'docs/load.md); absent: demand = "saturate".'})
     classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
                                                           "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
                                                           "request is workload.prompt_tokens / output_tokens."})

@@ -1,0 +1,102 @@
+"""mcengine/stages/load.py and the econ stage under a demand (docs/load.md): hand tests
+through the chain on the shipped designs at a small cluster size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine import api
+from mcengine.analytic import queueing as qu
+from mcengine.errors import InputError
+from mcengine.pipeline import run_block
+from mcengine.scenario.sampling import draw_inputs
+from mcengine.stages import econ
+from mcengine.units import HOURS_PER_YEAR, TOKENS_PER_MTOK
+
+SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
+N = 32
+
+
+@pytest.fixture(scope="module", params=["h100", "lite-h100"])
+def saturated(request):
+    """(name, scenario, columns) of a design at saturation."""
+    s = api.check(request.param, SMALL)
+    return request.param, s, run_block(s, 0, 0, N)
+
+
+def at_demand(name: str, demand: float, *more: str) -> dict[str, np.ndarray]:
+    return run_block(api.check(name, [*SMALL, f"workload.load.demand={demand!r}", *more]), 0, 0, N)
+
+
+def test_saturate_adds_no_column(saturated):
+    _, _, cols = saturated
+    assert "load.served_tokens_per_s" not in cols and "load.fleet_instances" not in cols
+
+
+def test_cost_at_half_load_is_saturation_plus_idle_capex_and_idle_power(saturated):
+    """At 50 % mean utilisation the fleet's cost is its capex, repairs and idle energy
+    (all as at saturation) plus the dynamic energy of the tokens it serves: per served
+    token, saturation's cost times (C + D u) / (u (C + D)), with D the dynamic energy at
+    saturation and C the rest of the total."""
+    name, s, sat = saturated
+    served = sat["tokens_per_s"]
+    assert (sat["slo_met"] == 1.0).all()
+    demand = 0.5 * float(served.min())  # at most 50 % in every trial, and within the SLOs (the TTFT SLO holds at low load)
+    got = at_demand(name, demand)
+    u = demand / served
+    np.testing.assert_allclose(got["load.utilisation_mean"], u, rtol=1e-12)
+    np.testing.assert_array_equal(got["load.served_tokens_per_s"], demand)
+    inputs = draw_inputs(s, 0, 0, N)
+    availability = econ.served_availability(s, sat)
+    idle = econ.energy_usd(s, inputs, econ.gpu_power_w(s, inputs, np.zeros(N), availability))
+    dynamic = sat["energy_usd"] - idle
+    fixed = sat["total_cost_usd"] - dynamic
+    expected = sat["cost_per_mtok_usd"] * (fixed + dynamic * u) / (u * (fixed + dynamic))
+    np.testing.assert_allclose(got["cost_per_mtok_usd"], expected, rtol=1e-12)
+    assert (got["cost_per_mtok_usd"] > 1.9 * sat["cost_per_mtok_usd"]).all()  # idle capex: about 1 / u
+    assert (got["gpu_power_w"] < sat["gpu_power_w"]).all()
+    horizon_s = s.run.horizon_years.value * HOURS_PER_YEAR * 3600
+    np.testing.assert_allclose(got["cost_per_mtok_usd"], got["total_cost_usd"] / (demand * horizon_s / TOKENS_PER_MTOK), rtol=1e-12)
+
+
+def test_ttft_at_ten_percent_load_is_near_unloaded_and_rises_with_demand(saturated):
+    name, _, sat = saturated
+    floor = float(sat["tokens_per_s"].min())
+    runs = [at_demand(name, share * floor) for share in (0.1, 0.5, 0.8, 0.95)]
+    ttft = [r["load.ttft_at_load_ms"] for r in runs]
+    np.testing.assert_array_less(ttft[0], 1.2 * sat["ttft_ms"])
+    assert (ttft[0] >= sat["ttft_ms"]).all()
+    for lower, higher in zip(ttft, ttft[1:]):
+        assert (higher >= lower).all()
+    # the wait for one of B slots is rare (Erlang C below 1 - q) until the slots are nearly all busy
+    # (an arrival waits with probability above 1 - q): there the quantile rises
+    rho = runs[-1]["load.utilisation_peak"]
+    busy = qu.erlang_c(sat["batch"], rho * sat["batch"]) > 0.01
+    assert busy.sum() >= 4 and (ttft[-1][busy] > ttft[0][busy]).all()
+    np.testing.assert_array_equal(ttft[-1][~busy], ttft[0][~busy])
+
+
+def test_fleet_and_capacity_at_slo(saturated):
+    name, s, sat = saturated
+    demand = 0.3 * float(sat["tokens_per_s"].min())
+    got = at_demand(name, demand, "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=3")
+    assert (got["load.capacity_at_slo_tokens_per_s"] <= got["load.saturated_tokens_per_s"]).all()
+    np.testing.assert_array_equal(got["load.saturated_tokens_per_s"], sat["tokens_per_s"])
+    # the fleet: enough up instances at the peak, at the SLO's per-instance capacity, with the headroom on top
+    per_instance = got["load.capacity_at_slo_tokens_per_s"] / (s.cluster.instances * sat["availability"])
+    needed = np.ceil(1.5 * demand / per_instance)
+    np.testing.assert_array_equal(got["load.fleet_instances"], qu.fleet_instances(needed, 1 - sat["instance_availability"], 0.999))
+    np.testing.assert_array_equal(got["load.headroom_instances"], got["load.fleet_instances"] - needed)
+    assert (got["load.fleet_instances"] >= needed).all()
+    np.testing.assert_allclose(got["load.utilisation_peak"], 1.5 * demand / sat["tokens_per_s"], rtol=1e-12)
+    np.testing.assert_allclose(got["load.slo_attainment"], qu.share_below(demand, 1.5, got["load.capacity_at_slo_tokens_per_s"]))
+
+
+def test_bad_load_input_names_the_key():
+    with pytest.raises(InputError) as err:
+        api.check("h100", ["workload.load.demand=\"lots\""])
+    assert "workload.load.demand" in str(err.value) and "saturate" in str(err.value)
+    with pytest.raises(InputError) as err:
+        api.check("h100", ["workload.load.peak_to_mean=3"])
+    assert "workload.load.peak_to_mean" in str(err.value)
