@@ -114,7 +114,10 @@ class Layout:
 
 @dataclass(frozen=True)
 class Rates:
-    """Effective per-device rates, latencies and precisions (floats or per-trial arrays).
+    """Effective per-device rates, latencies and precisions (floats or per-trial arrays),
+    and the decoding scheme every decode step reads: ``draft_tokens`` ``k`` (0: one token
+    per step), ``acceptance`` ``α`` and ``draft_cost`` (a draft step's share of a target
+    step) of speculative decoding (:func:`.steps.decode_step`, docs/generation.md#speculative).
 
     Units: FLOP/s, bytes/s, seconds, bytes per element.
     """
@@ -132,6 +135,9 @@ class Rates:
     scale_out_bytes_per_s: np.ndarray | float = 0.0
     scale_out_hop_s: np.ndarray | float = 0.0
     allreduce_start_s: np.ndarray | float | None = None
+    draft_tokens: int = 0
+    acceptance: np.ndarray | float = 0.0
+    draft_cost: np.ndarray | float = 0.0
 
     def for_allreduce(self) -> "Rates":
         """These rates with the all-reduce's own start latency in place of
@@ -168,6 +174,9 @@ class Rates:
         scale_out_gbps=0.0,
         scale_out_hop_us=0.0,
         allreduce_start_us=None,
+        draft_tokens: int = 0,
+        acceptance=0.0,
+        draft_cost=0.0,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
         bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
@@ -185,6 +194,9 @@ class Rates:
             scale_out_bytes_per_s=np.asarray(scale_out_gbps, float) * BYTES_PER_GB * link_efficiency,
             scale_out_hop_s=np.asarray(scale_out_hop_us, float) / US_PER_S,
             allreduce_start_s=None if allreduce_start_us is None else np.asarray(allreduce_start_us, float) / US_PER_S,
+            draft_tokens=int(draft_tokens),
+            acceptance=np.asarray(acceptance, float),
+            draft_cost=np.asarray(draft_cost, float),
         )
 
 

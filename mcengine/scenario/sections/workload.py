@@ -91,6 +91,36 @@ def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Re
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class SpeculativeSection:
+    """``[workload.speculative]``: speculative decoding (docs/generation.md#speculative).
+    A draft (a small model or a multi-token-prediction head) proposes ``k`` tokens per
+    sequence, each accepted with probability ``α`` until the first rejection; the target
+    verifies all ``k + 1`` positions in one step, reading its weights once, and emits
+    ``(1 - α^(k+1)) / (1 - α)`` tokens per sequence on average (Leviathan et al. 2023,
+    docs/sources.md#gen-speculative)."""
+
+    draft_tokens: int = integer(0, "Tokens k the draft proposes per sequence and step; 0 = no speculative decoding.",
+                                "tokens", lo=0, hi=64, why="acceptance alpha^k makes more than a few dozen drafts useless")
+    acceptance: Dist = number(0.7, "Probability alpha that the target accepts a drafted token (EAGLE/Medusa drafts 0.6-0.8; "
+                                   "DeepSeek-V3's multi-token-prediction head 0.85-0.9, docs/sources.md#gen-speculative).",
+                              lo=0.0, hi=1.0, why="a probability")
+    draft_cost: Dist = number(0.05, "Time of one draft step as a share of a target decode step at the same batch (a 1 B draft "
+                                    "for a 70 B target ~0.05; a multi-token-prediction head, one extra layer of 61, ~0.02; "
+                                    "docs/sources.md#gen-speculative).", lo=0.0, hi=10.0,
+                              why="a draft ten times slower than its target is never used")
+
+
+def parse_speculative(raw, key: str, problems: list[Problem]) -> SpeculativeSection | None:
+    """``[workload.speculative]`` (unset: no speculative decoding)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        problems.append(Problem(key, raw, "allowed: a table with draft_tokens, acceptance, draft_cost"))
+        return None
+    return parse_section(SpeculativeSection, raw, f"{key}.", problems)
+
+
 #: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
 PRECISIONS = ("bf16", "fp8")
 #: The efficiencies a precision's table gives, by the old ``workload.KIND_efficiency`` key.
@@ -257,6 +287,9 @@ class WorkloadSection:
         "(mix.NAME.instances, mix.NAME.idle_share).",
         ("continuous", "whole"),
     )
+    speculative: SpeculativeSection | None = field(default=None, metadata={
+        "help": "Speculative decoding, a [workload.speculative] table (draft_tokens, acceptance, draft_cost; "
+                "docs/generation.md#speculative); unset: none."})
     classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
                                                           "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
                                                           "request is workload.prompt_tokens / output_tokens."})

@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...analytic import mix as mx
+from ...analytic.roofline.steps import tokens_per_step
 from ...columns import MIX_PREFIX
 from ...errors import InputError, Problem
 from ...scenario import Scenario
@@ -63,7 +64,8 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     ``output_tokens_per_request`` is ``workload.output_tokens`` (its mean per trial: a
     drawn typical length or a length law's mean; the mix's mean with request classes).
     With ``[workload.classes]`` the columns are those of the mix
-    (:func:`mix_columns`).
+    (:func:`mix_columns`). With ``[workload.speculative]``, ``tokens_per_step``: the
+    tokens a sequence emits per verification step (docs/generation.md#speculative).
     ``power_weight``: the trials' :func:`mcengine.stages.econ.plan_power_weight`, with
     which the per-trial planner takes the least cost per token (``workload.plan_objective
     = "cost"``); None, or ``"throughput"``: the most tokens/s. ``tables``: a dict kept by
@@ -78,9 +80,13 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     if scenario.workload.plan_objective == "throughput":
         power_weight = None
     if scenario.workload.classes:
-        return mix_columns(scenario, inputs, power_weight, tables, ahead)
-    columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead)
-    columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
+        columns = mix_columns(scenario, inputs, power_weight, tables, ahead)
+    else:
+        columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead)
+        columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
+    spec = scenario.workload.speculative
+    if spec is not None:
+        columns["tokens_per_step"] = _per_trial(tokens_per_step(spec.draft_tokens, inputs["workload.speculative.acceptance"]), inputs.n)
     return columns
 
 

@@ -36,7 +36,8 @@ from ...units import MS_PER_S
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
     """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...);
     with ``workload.allreduce_impl = "nccl"`` the all-reduce starts after
-    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``.
+    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``;
+    ``[workload.speculative]`` sets the decoding scheme (docs/generation.md#speculative).
     With the switched fabric (``econ.fabric_model = "fat_tree"``, docs/model.md#fabric) a
     scale-out hop crosses the tiers' packet switches, ``workload.scale_out_hop_us`` for the
     first and ``econ.switch_latency_us`` for each other one
@@ -65,6 +66,8 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
         scale_out_gbps=inputs["gpu.scale_out_gbps"],
         scale_out_hop_us=scale_out_hop_us,
         allreduce_start_us=inputs["workload.nccl_start_us"] if w.allreduce_impl == "nccl" else None,
+        **({} if w.speculative is None else {"draft_tokens": w.speculative.draft_tokens, "acceptance": inputs["workload.speculative.acceptance"],
+                                              "draft_cost": inputs["workload.speculative.draft_cost"]}),
     )
 
 
