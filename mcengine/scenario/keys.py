@@ -14,12 +14,12 @@ from .dists import Dist, Law
 from .fields import _interval, did_you_mean, spec_of
 from .sections.gpu import DeriveSection
 from .sections.reliability import Component
-from .sections.workload import EfficiencyTable, RequestClass, SpeculativeSection
+from .sections.workload import EfficiencyTable, PrefixCacheSection, RequestClass, SpeculativeSection
 
 #: Sub-tables whose keys are listed under a placeholder name.
 NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection),
           "classes": ("classes.NAME", RequestClass), "efficiency": ("efficiency.PRECISION", EfficiencyTable),
-          "speculative": ("speculative", SpeculativeSection)}
+          "speculative": ("speculative", SpeculativeSection), "prefix_cache": ("prefix_cache", PrefixCacheSection)}
 
 
 def _default(f) -> object:

@@ -23,7 +23,8 @@ from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .cards import parse_model
-from .sections.workload import EFFICIENCY_KINDS, SpeculativeSection, WorkloadSection, parse_classes, parse_efficiency, parse_speculative
+from .sections.workload import (EFFICIENCY_KINDS, PrefixCacheSection, SpeculativeSection, WorkloadSection, parse_classes, parse_efficiency,
+                                parse_prefix_cache, parse_speculative)
 
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (
@@ -33,7 +34,7 @@ SECTIONS = (
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
     ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes, "efficiency": parse_efficiency,
-                                   "speculative": parse_speculative}),
+                                   "speculative": parse_speculative, "prefix_cache": parse_prefix_cache}),
     ("econ", EconSection, {}),
 )
 #: The workload keys whose "auto" is a precision table's efficiency.
@@ -116,7 +117,7 @@ class Scenario:
                 elif isinstance(value, (Law, LengthLaw)):
                     for suffix, dist in value.param_items():
                         out[f"{key}.{suffix}"] = dist
-                elif isinstance(value, (DeriveSection, SpeculativeSection)):
+                elif isinstance(value, (DeriveSection, SpeculativeSection, PrefixCacheSection)):
                     for df in fields(value):
                         if isinstance(getattr(value, df.name), Dist):
                             out[f"{key}.{df.name}"] = getattr(value, df.name)
@@ -206,7 +207,7 @@ def _section_dict(section, with_unset: bool = False) -> dict:
         elif f.name == "classes":
             if value:  # no classes: the scenario's dict is what it was without the key
                 out[f.name] = {name: _section_dict(cls, with_unset) for name, cls in value}
-        elif f.name in ("model", "derive", "speculative"):
+        elif f.name in ("model", "derive", "speculative", "prefix_cache"):
             out[f.name] = _section_dict(value, with_unset)
         else:
             out[f.name] = _value_dict(value)

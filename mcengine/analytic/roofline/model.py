@@ -117,7 +117,9 @@ class Rates:
     """Effective per-device rates, latencies and precisions (floats or per-trial arrays),
     and the decoding scheme every decode step reads: ``draft_tokens`` ``k`` (0: one token
     per step), ``acceptance`` ``α`` and ``draft_cost`` (a draft step's share of a target
-    step) of speculative decoding (:func:`.steps.decode_step`, docs/generation.md#speculative).
+    step) of speculative decoding (:func:`.steps.decode_step`, docs/generation.md#speculative),
+    and the share of a prompt found in the prefix cache, ``prefix_hit``
+    (:func:`.steps.prefill_flops`, docs/generation.md#prefix-caching).
 
     Units: FLOP/s, bytes/s, seconds, bytes per element.
     """
@@ -138,6 +140,7 @@ class Rates:
     draft_tokens: int = 0
     acceptance: np.ndarray | float = 0.0
     draft_cost: np.ndarray | float = 0.0
+    prefix_hit: np.ndarray | float = 0.0
 
     def for_allreduce(self) -> "Rates":
         """These rates with the all-reduce's own start latency in place of
@@ -177,6 +180,7 @@ class Rates:
         draft_tokens: int = 0,
         acceptance=0.0,
         draft_cost=0.0,
+        prefix_hit=0.0,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
         bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
@@ -197,6 +201,7 @@ class Rates:
             draft_tokens=int(draft_tokens),
             acceptance=np.asarray(acceptance, float),
             draft_cost=np.asarray(draft_cost, float),
+            prefix_hit=np.asarray(prefix_hit, float),
         )
 
 

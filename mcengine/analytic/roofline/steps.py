@@ -108,34 +108,41 @@ def speculative(verify: PhaseTimes, draft, r: Rates) -> PhaseTimes:
     return phase_times(verify.compute_s / tau, verify.memory_s / tau, verify.comm_s / tau, (verify.overhead_s + draft) / tau, r.comm_overlap)
 
 
-def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int):
+def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int, hit=0.0):
     """FLOPs of the busiest TP rank in one whole-model forward over ``b`` prompts of ``S``
     tokens (causal attention, LM head on the last token). With data-parallel attention
     the busiest rank runs the attention of ``ceil(b/t)`` whole prompts, the MLP stays
-    sharded over all ``b S`` tokens."""
+    sharded over all ``b S`` tokens. With a share ``h = hit`` of each prompt in the prefix
+    cache (docs/generation.md#prefix-caching) only the last ``(1 - h) S`` tokens are
+    computed: the weight FLOPs times ``1 - h``, the causal attention of those tokens over
+    the whole prefix times ``1 - h²`` (positions ``hS..S``: ``(S² - h²S²)/2``), the LM head unchanged."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = np.asarray(prompt_tokens, float)
+    new, attended = 1.0 - np.asarray(hit, float), 1.0 - np.asarray(hit, float) ** 2
     head = m.vocab * m.hidden / t
     if att == "tensor":
-        return b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
+        return b * (2.0 * (rank_params_active(m, t) - head) * s * new + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s * attended + 2.0 * head)
     seqs = attention_sequences_per_rank(b, t, att, g)
     attn_w, heads = _attention_work(m, t, att, g)
-    attn = seqs * (2.0 * m.layers * attn_w * s + 2.0 * m.layers * heads * m.head_dim * s * s)
-    return attn + b * (2.0 * (sharded_params_active(m, t) - head) * s + 2.0 * head)
+    attn = seqs * (2.0 * m.layers * attn_w * s * new + 2.0 * m.layers * heads * m.head_dim * s * s * attended)
+    return attn + b * (2.0 * (sharded_params_active(m, t) - head) * s * new + 2.0 * head)
 
 
 def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:
     """FLOPs (:func:`prefill_flops`), HBM bytes and collective seconds per TP rank of one
-    whole-model forward over ``b`` prompts of ``S`` tokens."""
+    whole-model forward over ``b`` prompts of ``S`` tokens. With prefix caching the
+    ``(1 - h) S`` tokens computed stream the experts and cross the collectives; the KV
+    bytes are unchanged (the cached share's KV is read where it would have been written)."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = np.asarray(prompt_tokens, float)
-    flops = prefill_flops(m, layout, b, prompt_tokens)
+    new = 1.0 - r.prefix_hit
+    flops = prefill_flops(m, layout, b, prompt_tokens, r.prefix_hit)
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s * new, att, g)
     if att == "tensor":
-        return flops, weights + b * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b)
+        return flops, weights + b * s * kv, forward_comm_s(m, layout, b * s * new, r, head_rows=b)
     seqs = attention_sequences_per_rank(b, t, att, g)
-    return flops, weights + seqs * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b, group_tokens=seqs * s)
+    return flops, weights + seqs * s * kv, forward_comm_s(m, layout, b * s * new, r, head_rows=b, group_tokens=seqs * s * new)
 
 
 def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
@@ -154,7 +161,7 @@ def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -
     b = np.asarray(batch, float) / mb
     share = mb / p
     flops, nbytes, comm = _prefill_forward(m, layout, b, prompt_tokens, r)
-    hops = mb * (p - 1) / p * stage_hop_s(layout, b * prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = mb * (p - 1) / p * stage_hop_s(layout, b * prompt_tokens * (1.0 - r.prefix_hit) * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + share * m.layers * r.layer_overhead_s
     return phase_times(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead, r.comm_overlap)
 
@@ -163,7 +170,7 @@ def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rat
     """TTFT: the latency of one prompt's prefill, through all ``p`` stages in turn
     (``= prefill(batch=1)`` without pipelining; ``(p-1)`` point-to-points with it)."""
     flops, nbytes, comm = _prefill_forward(m, layout, 1.0, prompt_tokens, r)
-    hops = (layout.pipeline - 1) * stage_hop_s(layout, prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = (layout.pipeline - 1) * stage_hop_s(layout, prompt_tokens * (1.0 - r.prefix_hit) * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return phase_times(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
 

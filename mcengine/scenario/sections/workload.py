@@ -51,6 +51,10 @@ class RequestClass:
         None, 'This class\'s time-to-first-token SLO ("inf" = none); unset: workload.ttft_slo_ms (a class\'s own SLO overrides the '
         "workload's, docs/model.md#mix).", "ms", lo=0.0, lo_open=True, hi=1e7, inf_ok=True,
         why="10^4 s to a first token is no SLO at all: use \"inf\"")
+    prefix_hit_rate: Dist | None = number(
+        None, "Share of this class's prompt tokens found in the prefix cache; unset: workload.prefix_cache.hit_rate (none without "
+        "that table; docs/generation.md#prefix-caching).", lo=0.0, hi=1.0, hi_open=True,
+        why="a share; all of a prompt cached leaves nothing to prefill")
     model: ModelCard | None = field(default=None, metadata={
         "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
                 "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
@@ -119,6 +123,33 @@ def parse_speculative(raw, key: str, problems: list[Problem]) -> SpeculativeSect
         problems.append(Problem(key, raw, "allowed: a table with draft_tokens, acceptance, draft_cost"))
         return None
     return parse_section(SpeculativeSection, raw, f"{key}.", problems)
+
+
+@dataclass(frozen=True)
+class PrefixCacheSection:
+    """``[workload.prefix_cache]``: prefix caching (docs/generation.md#prefix-caching). A
+    share ``h`` of every prompt's tokens is found in the cache (a shared system prompt, a
+    conversation's earlier turns): the prefill computes only the other ``(1 - h) S`` tokens,
+    whose queries still attend to the whole prefix; the cache's blocks are held in a share of
+    the HBM left for the KV cache."""
+
+    hit_rate: Dist = number(0.5, "Share h of a prompt's tokens found in the prefix cache (a request class may set its own, "
+                                 "workload.classes.NAME.prefix_hit_rate); SGLang reports 0.5-0.9 on multi-turn chat and "
+                                 "few-shot workloads (docs/sources.md#gen-prefix-cache).", lo=0.0, hi=1.0, hi_open=True,
+                            why="a share; all of a prompt cached leaves nothing to prefill")
+    cache_share: Dist = number(0.1, "Share of the HBM left for the KV cache (after the weights) that the prefix cache "
+                                    "keeps, no longer available to running sequences (an assumption, docs/sources.md#gen-prefix-cache).",
+                               lo=0.0, hi=1.0, hi_open=True, why="a share; all of it leaves no room for a running sequence")
+
+
+def parse_prefix_cache(raw, key: str, problems: list[Problem]) -> PrefixCacheSection | None:
+    """``[workload.prefix_cache]`` (unset: no prefix caching)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        problems.append(Problem(key, raw, "allowed: a table with hit_rate, cache_share"))
+        return None
+    return parse_section(PrefixCacheSection, raw, f"{key}.", problems)
 
 
 #: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
@@ -287,6 +318,9 @@ class WorkloadSection:
         "(mix.NAME.instances, mix.NAME.idle_share).",
         ("continuous", "whole"),
     )
+    prefix_cache: PrefixCacheSection | None = field(default=None, metadata={
+        "help": "Prefix caching, a [workload.prefix_cache] table (hit_rate, cache_share; docs/generation.md#prefix-caching); "
+                "unset: none (a request class's prefix_hit_rate turns it on for that class)."})
     speculative: SpeculativeSection | None = field(default=None, metadata={
         "help": "Speculative decoding, a [workload.speculative] table (draft_tokens, acceptance, draft_cost; "
                 "docs/generation.md#speculative); unset: none."})

@@ -23,7 +23,7 @@ from ...analytic import serving as sv
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs
 from ...units import MS_PER_S
-from .layout import Evaluation, evaluate, lengths_of, rates_of
+from .layout import Evaluation, evaluate, lengths_of, prefix_cache_share, rates_of
 
 
 def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
@@ -96,9 +96,9 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
     s, o = lengths.prompt_tokens, lengths.output_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
     b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
-                                  rates.bytes_per_param, rates.kv_bytes)
+                                  rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
     o_steps = sv.decode_steps(o, rates)  # engine steps per request (O / tokens per step when speculative)
-    b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o_steps, w.prefill_chunk_tokens), (inputs.n,))
+    b_chunk = np.broadcast_to(sv.batch_limit_chunk(sv.computed_prompt_tokens(s, rates), o_steps, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
     cap = np.minimum(b_mem, b_chunk) if within_memory else rm.SLO_SEARCH_CAP
     timing = rl.Timing(rates, (s, o, lengths.context_tokens))
@@ -253,8 +253,8 @@ def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rat
     lengths = lengths_of(scenario, inputs)
     s, g = lengths.prompt_tokens, scenario.cluster.instance_gpus
     b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_prompt_tokens,
-                                  rates.bytes_per_param, rates.kv_bytes)
-    limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
+                                  rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
+    limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(sv.computed_prompt_tokens(s, rates), w.prefill_chunk_tokens))
     slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
 
     def latency_s(batch, x):
