@@ -39,6 +39,10 @@ class ModelCard(Protocol):
     experts_per_token: int
     expert_ffn: int
     shared_experts: int
+    dense_layers: int
+    kv_lora_rank: int
+    q_lora_rank: int
+    rope_head_dim: int
 
 
 #: All-reduce algorithms (docs/sources.md#roof-allreduce-algorithms); "auto" takes the
@@ -119,7 +123,9 @@ class Rates:
     per step), ``acceptance`` ``α`` and ``draft_cost`` (a draft step's share of a target
     step) of speculative decoding (:func:`.steps.decode_step`, docs/generation.md#speculative),
     and the share of a prompt found in the prefix cache, ``prefix_hit``
-    (:func:`.steps.prefill_flops`, docs/generation.md#prefix-caching).
+    (:func:`.steps.prefill_flops`, docs/generation.md#prefix-caching), and the routing
+    imbalance of expert parallelism, ``moe_imbalance`` (the hottest expert's load over the
+    mean, :func:`.collectives.forward_comm_s`, docs/generation.md#moe).
 
     Units: FLOP/s, bytes/s, seconds, bytes per element.
     """
@@ -141,6 +147,7 @@ class Rates:
     acceptance: np.ndarray | float = 0.0
     draft_cost: np.ndarray | float = 0.0
     prefix_hit: np.ndarray | float = 0.0
+    moe_imbalance: np.ndarray | float = 1.0
 
     def for_allreduce(self) -> "Rates":
         """These rates with the all-reduce's own start latency in place of
@@ -181,6 +188,7 @@ class Rates:
         acceptance=0.0,
         draft_cost=0.0,
         prefix_hit=0.0,
+        moe_imbalance=1.0,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
         bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
@@ -202,6 +210,7 @@ class Rates:
             acceptance=np.asarray(acceptance, float),
             draft_cost=np.asarray(draft_cost, float),
             prefix_hit=np.asarray(prefix_hit, float),
+            moe_imbalance=np.asarray(moe_imbalance, float),
         )
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .model import ACT_BYTES, Layout, ModelCard, PhaseTimes, Rates
-from .weights import attention_params, attention_rank, attention_ranks, attention_sequences_per_rank, kv_bytes_per_token_rank, rank_params_active, rank_params_streamed, sharded_params_active
+from .weights import (attention_params, attention_rank, attention_ranks, attention_sequences_per_rank, attention_width, expert_params,
+                      kv_bytes_per_token_rank, rank_params_active, rank_params_streamed, routed_layers, sharded_params_active)
 from .collectives import forward_comm_s, stage_hop_s
 
 
@@ -38,12 +39,22 @@ def decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates, q: int = 1) -> t
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     weights = r.bytes_per_param * rank_params_streamed(m, t, b * q, att, g)
     if att == "tensor":
-        flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
-        return q * flops, weights + b * ctx * kv
+        flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * attention_width(m, True) * ctx)
+        return q * flops + hot_expert_flops(m, layout, b * q, r), weights + b * ctx * kv
     s = attention_sequences_per_rank(b, t, att, g)
     attn_w, heads = _attention_work(m, t, att, g)
-    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * m.head_dim * ctx) + b * 2.0 * sharded_params_active(m, t)
-    return q * flops, weights + s * ctx * kv
+    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * attention_width(m, True) * ctx) + b * 2.0 * sharded_params_active(m, t)
+    return q * flops + hot_expert_flops(m, layout, b * q, r), weights + s * ctx * kv
+
+
+def hot_expert_flops(m: ModelCard, layout: Layout, tokens, r: Rates):
+    """The busiest expert-parallel rank's extra routed-expert FLOPs over ``tokens`` tokens:
+    its experts receive ``ρ`` (``r.moe_imbalance``, the hottest expert's load over the
+    mean) times the mean rank's ``tokens k`` expert passes, ``(ρ - 1) tokens 2 k P_expert
+    L_routed / t`` (0 without expert parallelism or at ρ = 1, docs/generation.md#moe)."""
+    if not (m.experts and layout.expert_parallel):
+        return 0.0
+    return (r.moe_imbalance - 1.0) * tokens * 2.0 * m.experts_per_token * expert_params(m) * routed_layers(m) / layout.tensor
 
 
 def _attention_work(m: ModelCard, t: int, attention: str, groups: int) -> tuple:
@@ -121,10 +132,10 @@ def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int, hit=0.0):
     new, attended = 1.0 - np.asarray(hit, float), 1.0 - np.asarray(hit, float) ** 2
     head = m.vocab * m.hidden / t
     if att == "tensor":
-        return b * (2.0 * (rank_params_active(m, t) - head) * s * new + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s * attended + 2.0 * head)
+        return b * (2.0 * (rank_params_active(m, t) - head) * s * new + 2.0 * m.layers * (m.heads / t) * attention_width(m, False) * s * s * attended + 2.0 * head)
     seqs = attention_sequences_per_rank(b, t, att, g)
     attn_w, heads = _attention_work(m, t, att, g)
-    attn = seqs * (2.0 * m.layers * attn_w * s * new + 2.0 * m.layers * heads * m.head_dim * s * s * attended)
+    attn = seqs * (2.0 * m.layers * attn_w * s * new + 2.0 * m.layers * heads * attention_width(m, False) * s * s * attended)
     return attn + b * (2.0 * (sharded_params_active(m, t) - head) * s * new + 2.0 * head)
 
 
@@ -136,7 +147,7 @@ def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rat
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = np.asarray(prompt_tokens, float)
     new = 1.0 - r.prefix_hit
-    flops = prefill_flops(m, layout, b, prompt_tokens, r.prefix_hit)
+    flops = prefill_flops(m, layout, b, prompt_tokens, r.prefix_hit) + hot_expert_flops(m, layout, b * s * new, r)
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     weights = r.bytes_per_param * rank_params_streamed(m, t, b * s * new, att, g)
     if att == "tensor":

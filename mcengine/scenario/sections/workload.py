@@ -262,6 +262,11 @@ class WorkloadSection:
         "MoE only: each tensor-parallel rank holds experts/t whole experts and tokens move by a dispatch and a "
         "combine all-to-all per layer (GenZ, llm-analysis: docs/sources.md#roof-moe) instead of sharding every expert.",
     )
+    moe_imbalance: Dist | None = number(
+        None, "Expert parallelism: the hottest expert's routed load over the mean (1 = uniform routing): the busiest rank "
+        "computes and moves that many times the mean (docs/generation.md#moe). An assumed range 1 (a perfect balancer) to "
+        "~4 (small unbalanced batches), no public measurement of it (docs/sources.md#gen-moe-imbalance); unset: 1.",
+        lo=1.0, hi=64.0, why="at most every token of a batch on one expert of 64", )
     allreduce: str = choice(
         "ring",
         'All-reduce algorithm: ring, tree, one_shot, two_shot (switched fabrics only) or "auto" = the fastest the fabric '

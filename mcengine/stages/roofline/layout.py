@@ -70,6 +70,7 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
         **({} if w.speculative is None else {"draft_tokens": w.speculative.draft_tokens, "acceptance": inputs["workload.speculative.acceptance"],
                                               "draft_cost": inputs["workload.speculative.draft_cost"]}),
         **({} if w.prefix_cache is None else {"prefix_hit": inputs["workload.prefix_cache.hit_rate"]}),
+        **({} if w.moe_imbalance is None else {"moe_imbalance": inputs["workload.moe_imbalance"]}),
     )
 
 
