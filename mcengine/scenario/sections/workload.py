@@ -115,14 +115,21 @@ class SpeculativeSection:
                               why="a draft ten times slower than its target is never used")
 
 
-def parse_speculative(raw, key: str, problems: list[Problem]) -> SpeculativeSection | None:
-    """``[workload.speculative]`` (unset: no speculative decoding)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        problems.append(Problem(key, raw, "allowed: a table with draft_tokens, acceptance, draft_cost"))
-        return None
-    return parse_section(SpeculativeSection, raw, f"{key}.", problems)
+def optional_table(cls):
+    """A parser of an optional sub-table of ``cls`` keys: unset is None (the feature off),
+    a non-table a Problem naming the keys it takes."""
+    def parse(raw, key: str, problems: list[Problem]):
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            problems.append(Problem(key, raw, "allowed: a table with " + ", ".join(f.name for f in dataclasses.fields(cls))))
+            return None
+        return parse_section(cls, raw, f"{key}.", problems)
+    return parse
+
+
+#: ``[workload.speculative]`` (unset: no speculative decoding).
+parse_speculative = optional_table(SpeculativeSection)
 
 
 @dataclass(frozen=True)
@@ -142,14 +149,8 @@ class PrefixCacheSection:
                                lo=0.0, hi=1.0, hi_open=True, why="a share; all of it leaves no room for a running sequence")
 
 
-def parse_prefix_cache(raw, key: str, problems: list[Problem]) -> PrefixCacheSection | None:
-    """``[workload.prefix_cache]`` (unset: no prefix caching)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        problems.append(Problem(key, raw, "allowed: a table with hit_rate, cache_share"))
-        return None
-    return parse_section(PrefixCacheSection, raw, f"{key}.", problems)
+#: ``[workload.prefix_cache]`` (unset: no prefix caching).
+parse_prefix_cache = optional_table(PrefixCacheSection)
 
 
 #: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
