@@ -35,3 +35,19 @@ def test_tokens_per_step_column_is_each_trials_expected_tokens():
     a = np.asarray(inputs["workload.speculative.acceptance"])
     np.testing.assert_allclose(cols["tokens_per_step"], 1 + a + a * a, rtol=1e-15)
     assert len(set(np.round(a, 6))) == 8  # drawn per trial
+
+
+@pytest.mark.parametrize("mode", ["static", "continuous", "disaggregated"])
+def test_speculative_decoding_reaches_every_serving_mode(mode):
+    # one sequence on TP8 is weight-bound: with k = 3, alpha = 0.8, draft_cost 0.05 each mode's
+    # TPOT falls by ~tau / (1 + k c) = 2.952 / 1.15 = 2.57 (docs/generation.md#speculative)
+    from mcengine.analytic.roofline import model as rm
+    from mcengine.stages.roofline.serving import Plan, evaluate_plan
+    pinned = ["workload.batch=1", "workload.tensor_parallel=8", "workload.pipeline_parallel=1", "workload.attention='tensor'"]
+    spec = ["workload.speculative.draft_tokens=3", "workload.speculative.acceptance=0.8", "workload.speculative.draft_cost=0.05"]
+    plan = Plan(mode, rm.Layout(8, allreduce="auto"), rm.Layout(8, allreduce="auto") if mode == "disaggregated" else None)
+    tpot = []
+    for extra in ([], spec):
+        s = api.check("h100", [*pinned, *extra])
+        tpot.append(float(evaluate_plan(s, plan, quantile_inputs(s)).tpot_s[0]))
+    assert tpot[0] / tpot[1] == pytest.approx(2.952 / 1.15, rel=0.05)
