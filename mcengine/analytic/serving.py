@@ -108,26 +108,52 @@ def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: in
                     context_tokens=None) -> rm.PhaseTimes:
     """One step of continuous batching with chunked prefill (module docstring): ``B``
     sequences decode one token each while ``c = B S/O`` prompt tokens are prefilled.
-    ``total_s`` is the TPOT. Broadcasts over trials. ``context_tokens``: the mean context
+    ``total_s`` is the TPOT. With speculative decoding (``r.draft_tokens = k``) each
+    sequence verifies ``k + 1`` tokens and emits ``τ`` (:func:`step_tokens`), ``c = B S τ/O``
+    (:func:`decode_steps`), and the terms are per output token
+    (:func:`~mcengine.analytic.roofline.steps.speculative`: the engine step is ``τ total_s``).
+    With prefix caching (``r.prefix_hit = h``) the chunk computes ``(1 - h) c`` tokens
+    (:func:`~mcengine.analytic.roofline.steps.prefill_flops`); its KV read is unchanged. Broadcasts over trials. ``context_tokens``: the mean context
     the decoding sequences read (:class:`~mcengine.analytic.lengths.Lengths`), ``S + O/2``
     when not given."""
     t, p, s = layout.tensor, layout.pipeline, np.asarray(prompt_tokens, float)
+    q = r.draft_tokens + 1  # query tokens per decoding sequence (k + 1 when speculative)
     b = np.asarray(batch, float) / rt.micro_batches(batch, p)
-    chunk = chunk_tokens(b, prompt_tokens, output_tokens)
+    chunk = chunk_tokens(b, prompt_tokens, decode_steps(output_tokens, r))
     context = rt.mean_context(prompt_tokens, output_tokens) if context_tokens is None else context_tokens
-    decode_flops, _ = rt.decode_work(m, layout, b, np.asarray(context, float), r)  # (:func:`~mcengine.analytic.roofline.steps.decode_step`'s compute)
-    one_prompt_flops = rt.prefill_flops(m, layout, 1.0, prompt_tokens)  # (:func:`~mcengine.analytic.roofline.steps.time_to_first_token`'s)
+    decode_flops, _ = rt.decode_work(m, layout, b, np.asarray(context, float), r, q)  # (:func:`~mcengine.analytic.roofline.steps.decode_step`'s compute)
+    one_prompt_flops = rt.prefill_flops(m, layout, 1.0, prompt_tokens, r.prefix_hit)  # (:func:`~mcengine.analytic.roofline.steps.time_to_first_token`'s)
     compute = decode_flops / r.flops_per_s + chunk / s * (one_prompt_flops / r.flops_per_s)
     att, g = layout.attention, layout.attention_groups
     kv_rank = rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     share = rw.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
-    weights = r.bytes_per_param * rw.rank_params_streamed(m, t, b + chunk, att, g)
+    computed = chunk * (1.0 - r.prefix_hit)  # the chunk's tokens not in the prefix cache
+    weights = r.bytes_per_param * rw.rank_params_streamed(m, t, b * q + computed, att, g)
     kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank
     memory = (weights + kv_read) / r.hbm_bytes_per_s
-    tokens = b + chunk
-    comm = rc.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s, group_tokens=share * tokens) + (p - 1) * rc.stage_hop_s(layout, tokens * m.hidden * rm.ACT_BYTES, r)
+    tokens = b * q + computed
+    comm = rc.forward_comm_s(m, layout, tokens, r, head_rows=b * q + chunk / s, group_tokens=share * tokens) + (p - 1) * rc.stage_hop_s(layout, tokens * m.hidden * rm.ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
-    return rt.phase_times(compute, memory, comm, overhead, r.comm_overlap)
+    step = rt.phase_times(compute, memory, comm, overhead, r.comm_overlap)
+    return rt.speculative(step, rt.draft_s(m, layout, batch, context, r), r) if r.draft_tokens else step
+
+
+def step_tokens(r: rm.Rates):
+    """Tokens a decoding sequence emits per engine step: 1, or with speculative decoding
+    :func:`~mcengine.analytic.roofline.steps.tokens_per_step` (per trial)."""
+    return rt.tokens_per_step(r.draft_tokens, r.acceptance) if r.draft_tokens else 1
+
+
+def computed_prompt_tokens(prompt_tokens, r: rm.Rates):
+    """Prompt tokens a prefill computes, ``(1 - h) S`` (``h`` the prefix-cache hit rate):
+    what the engine's per-step token budget bounds."""
+    return prompt_tokens * (1.0 - r.prefix_hit)
+
+
+def decode_steps(output_tokens, r: rm.Rates):
+    """Engine steps a request decodes for: ``O``, or ``O / τ`` with speculative decoding
+    (so a continuous batch admits ``c = B S τ / O`` prompt tokens per step)."""
+    return output_tokens / step_tokens(r) if r.draft_tokens else output_tokens
 
 
 def continuous_ttft_s(step_s, batch, pipeline: int, output_tokens: int) -> np.ndarray:

@@ -446,6 +446,7 @@ def render_roofline(body: dict):
         ("output tokens/s per GPU", _sig3(body["tokens_per_s_per_gpu"])),
         ("output tokens/s per H100-equivalent", _sig3(body["tokens_per_s_per_h100_equivalent"])),
         ("weights GB per GPU", _sig3(body["weights_gb_per_gpu"])),
+        *((("KV bytes per token (the model)", _sig3(body["kv_bytes_per_token"])),) if "kv_bytes_per_token" in body else ()),
         ("KV bytes per token per GPU", _sig3(body["kv_bytes_per_token_per_gpu"])),
     ):
         summary.add_row(name, value)

@@ -40,6 +40,14 @@ class ModelCard:
     experts_per_token: int = integer(0, "Routed experts each token uses.", lo=0, hi=100_000, why=_SHAPE_WHY)
     expert_ffn: int = integer(0, "Feed-forward size of one expert.", lo=0, hi=10**7, why=_SHAPE_WHY)
     shared_experts: int = integer(0, "Always-on shared experts per MoE layer.", lo=0, hi=10_000, why=_SHAPE_WHY)
+    dense_layers: int = integer(0, "MoE only: the first layers whose MLP is dense (ffn) rather than experts (DeepSeek-V3: 3).",
+                                lo=0, hi=10_000, why=_SHAPE_WHY)
+    kv_lora_rank: int = integer(0, "Multi-head latent attention (MLA): the compressed KV latent per layer and token; 0 = "
+                                   "ordinary (grouped-query) attention (docs/generation.md#mla).", lo=0, hi=10**6, why=_SHAPE_WHY)
+    q_lora_rank: int = integer(0, "MLA: the compressed query latent (0 = queries projected straight from d).", lo=0, hi=10**6,
+                               why=_SHAPE_WHY)
+    rope_head_dim: int = integer(0, "MLA: the decoupled rotary key width cached beside the latent per layer and token "
+                                    "(head_dim is then each head's no-rope query/key and value width).", lo=0, hi=10**6, why=_SHAPE_WHY)
 
 
 def parse_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:

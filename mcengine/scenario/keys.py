@@ -14,12 +14,13 @@ from .dists import Dist, Law
 from .fields import _interval, did_you_mean, spec_of
 from .sections.gpu import DeriveSection
 from .sections.reliability import Component
-from .sections.workload import EfficiencyTable, LoadSection, RequestClass
+from .sections.workload import EfficiencyTable, LoadSection, PrefixCacheSection, RequestClass, SpeculativeSection
 
 #: Sub-tables whose keys are listed under a placeholder name.
 NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection),
           "classes": ("classes.NAME", RequestClass), "efficiency": ("efficiency.PRECISION", EfficiencyTable),
-          "load": ("load", LoadSection)}
+          "load": ("load", LoadSection), "speculative": ("speculative", SpeculativeSection),
+          "prefix_cache": ("prefix_cache", PrefixCacheSection)}
 
 
 def _default(f) -> object:

@@ -23,7 +23,8 @@ from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .cards import parse_model
-from .sections.workload import EFFICIENCY_KINDS, LoadSection, WorkloadSection, parse_classes, parse_efficiency, parse_load
+from .sections.workload import (EFFICIENCY_KINDS, LoadSection, PrefixCacheSection, SpeculativeSection, WorkloadSection, parse_classes,
+                                 parse_efficiency, parse_load, parse_prefix_cache, parse_speculative)
 
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (
@@ -33,7 +34,7 @@ SECTIONS = (
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
     ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes, "efficiency": parse_efficiency,
-                                         "load": parse_load}),
+                                   "load": parse_load, "speculative": parse_speculative, "prefix_cache": parse_prefix_cache}),
     ("econ", EconSection, {}),
 )
 #: The workload keys whose "auto" is a precision table's efficiency.
@@ -116,7 +117,7 @@ class Scenario:
                 elif isinstance(value, (Law, LengthLaw)):
                     for suffix, dist in value.param_items():
                         out[f"{key}.{suffix}"] = dist
-                elif isinstance(value, (DeriveSection, LoadSection)):
+                elif isinstance(value, (DeriveSection, LoadSection, SpeculativeSection, PrefixCacheSection)):
                     for df in fields(value):
                         if isinstance(getattr(value, df.name), Dist):
                             out[f"{key}.{df.name}"] = getattr(value, df.name)
@@ -209,7 +210,7 @@ def _section_dict(section, with_unset: bool = False) -> dict:
         elif f.name == "load":
             if with_unset or value != LoadSection():  # saturate: the scenario's dict is what it was without the table
                 out[f.name] = _section_dict(value, with_unset)
-        elif f.name in ("model", "derive"):
+        elif f.name in ("model", "derive", "speculative", "prefix_cache"):
             out[f.name] = _section_dict(value, with_unset)
         else:
             out[f.name] = _value_dict(value)

@@ -113,6 +113,7 @@ def roofline_summary(scenario: Scenario) -> dict:
         "slo_met": bool(e.slo_met[0]),
         "tpot_slo_ms": at_trial(median["workload.tpot_slo_ms"]),
         "ttft_slo_ms": at_trial(median["workload.ttft_slo_ms"]),
+        "kv_bytes_per_token": rw.kv_bytes_per_token_rank(m, 1, w.kv_bytes.value),
         "kv_bytes_per_token_per_gpu": rw.kv_bytes_per_token_per_gpu(m, layout, w.kv_bytes.value),
         "weights_gb_per_gpu": rw.weights_bytes_per_gpu(m, layout, w.bytes_per_param.value) / BYTES_PER_GB,
         "layouts": _layout_rows(scenario, plan, median),

@@ -48,11 +48,19 @@ Model (per phase, aggregate roofline with collectives in series, docs/sources.md
 * MoE: every layer's MLP is ``experts`` routed experts of ``expert_ffn`` (+ shared
   experts + a ``d x E`` router); ``ffn`` is unused. A token computes ``k`` experts;
   a step streams the distinct experts its tokens touch, ``E (1 - (1 - k/E)^tokens)``
-  under uniform routing (docs/sources.md#roof-moe; routing imbalance is not modelled). Experts are
+  under uniform routing (docs/sources.md#roof-moe). Experts are
   tensor-sharded like a dense MLP unless ``expert_parallel``: then each rank holds
   ``E/t`` whole experts (same bytes and FLOPs per rank in expectation) and the MLP
   all-reduce is replaced by a dispatch and a combine all-to-all of
   ``tokens x k x d x 2 / t`` bytes per rank, each
   ``collective_start + (t-1) hop + (t-1)/t bytes/W_link`` (docs/sources.md#roof-moe; GenZ,
-  llm-analysis). The attention all-reduce stays.
+  llm-analysis), the busiest rank's times the routing imbalance ``ρ`` (``Rates.moe_imbalance``,
+  :func:`.collectives.moe_dispatch_bytes`, with its ``(ρ - 1)`` extra expert FLOPs,
+  :func:`.steps.hot_expert_flops`; docs/generation.md#moe). The attention all-reduce stays.
+  The first ``dense_layers`` of a mixture are dense (:func:`.weights.per_layer_mlp`).
+* Multi-head latent attention (``kv_lora_rank > 0``, docs/generation.md#mla): KV bytes per
+  token ``L (kv_lora + d_rope) b_kv`` on every rank; attention width ``(2 kv_lora + d_rope)/2``
+  decoding, ``(2 d_h + d_rope)/2`` in prefill (:func:`.weights.attention_width`).
+* Speculative decoding (``Rates.draft_tokens``) and prefix caching (``Rates.prefix_hit``):
+  :func:`.steps.decode_step`, :func:`.steps.prefill_flops` (docs/generation.md).
 """

@@ -165,6 +165,15 @@ def stage_hop_s(layout: Layout, nbytes, r: Rates) -> np.ndarray:
     return ((boundaries - c) * p2p_s(nbytes, r) + c * p2p_s(nbytes, r.scale_out())) / boundaries
 
 
+def moe_dispatch_bytes(m: ModelCard, tokens, t: int, imbalance=1.0) -> np.ndarray:
+    """Bytes the busiest rank moves in one dispatch (or combine) all-to-all of an
+    expert-parallel layer over ``tokens`` tokens: each token goes to ``k`` experts spread over
+    ``t`` ranks, ``tokens k d 2 / t`` per rank on average, times ``ρ = imbalance`` (the
+    hottest expert's load over the mean) on the rank holding the hottest expert
+    (docs/sources.md#roof-moe, docs/generation.md#moe)."""
+    return np.asarray(tokens, float) * m.hidden * ACT_BYTES * m.experts_per_token / t * imbalance
+
+
 def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=None, group_tokens=None) -> np.ndarray:
     """Tensor/expert-parallel collectives of a forward pass over ``tokens`` tokens, all layers.
 
@@ -192,7 +201,7 @@ def forward_comm_s(m: ModelCard, layout: Layout, tokens, r: Rates, head_rows=Non
         rows = np.asarray(tokens if head_rows is None else head_rows, float)
         head = fastest_s(all_gather_seconds, layout.allreduce, t, rows * m.hidden * ACT_BYTES, group)
     if m.experts and layout.expert_parallel:
-        dispatch = message * m.experts_per_token / t
+        dispatch = moe_dispatch_bytes(m, tokens, t, r.moe_imbalance)
         moe = 2 * all_to_all_s(dispatch, t, group)
         return m.layers * (hierarchical_allreduce_s(message, layout, r) + moe) if attention else m.layers * moe + head
     if attention:

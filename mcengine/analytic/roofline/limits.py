@@ -20,12 +20,14 @@ def free_kv_bytes_per_gpu(m: ModelCard, layout: Layout, hbm_gb, usable_fraction,
     return usable_fraction * hbm - weights_bytes_per_gpu(m, layout, bytes_per_param)
 
 
-def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, context_tokens, bytes_per_param: float, kv_bytes: float) -> np.ndarray:
+def batch_limit_memory(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, context_tokens, bytes_per_param: float, kv_bytes: float,
+                       cache_share=0.0) -> np.ndarray:
     """``B_max``: sequences whose KV cache at ``context_tokens`` fits next to the weights
     (docs/sources.md#roof-batch-limit), 0 when not even one does. With data-parallel
     attention each of the ``t`` ranks holds whole sequences: ``t`` times what fits one
-    rank. int64."""
-    free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param)
+    rank. ``cache_share``: the share of the free HBM a prefix cache keeps
+    (docs/generation.md#prefix-caching). int64."""
+    free = free_kv_bytes_per_gpu(m, layout, hbm_gb, usable_fraction, bytes_per_param) * (1.0 - np.asarray(cache_share, float))
     if layout.attention != "tensor":  # each of the g groups holds whole sequences (g = t: data-parallel)
         per_sequence = context_tokens * kv_bytes_per_token_rank(m, layout.tensor, kv_bytes, layout.attention, layout.attention_groups) / layout.pipeline
         return layout.groups * np.floor(np.maximum(free, 0.0) / per_sequence).astype(np.int64)

@@ -39,6 +39,10 @@ class ModelCard(Protocol):
     experts_per_token: int
     expert_ffn: int
     shared_experts: int
+    dense_layers: int
+    kv_lora_rank: int
+    q_lora_rank: int
+    rope_head_dim: int
 
 
 #: All-reduce algorithms (docs/sources.md#roof-allreduce-algorithms); "auto" takes the
@@ -114,7 +118,14 @@ class Layout:
 
 @dataclass(frozen=True)
 class Rates:
-    """Effective per-device rates, latencies and precisions (floats or per-trial arrays).
+    """Effective per-device rates, latencies and precisions (floats or per-trial arrays),
+    and the decoding scheme every decode step reads: ``draft_tokens`` ``k`` (0: one token
+    per step), ``acceptance`` ``α`` and ``draft_cost`` (a draft step's share of a target
+    step) of speculative decoding (:func:`.steps.decode_step`, docs/generation.md#speculative),
+    and the share of a prompt found in the prefix cache, ``prefix_hit``
+    (:func:`.steps.prefill_flops`, docs/generation.md#prefix-caching), and the routing
+    imbalance of expert parallelism, ``moe_imbalance`` (the hottest expert's load over the
+    mean, :func:`.collectives.forward_comm_s`, docs/generation.md#moe).
 
     Units: FLOP/s, bytes/s, seconds, bytes per element.
     """
@@ -132,6 +143,11 @@ class Rates:
     scale_out_bytes_per_s: np.ndarray | float = 0.0
     scale_out_hop_s: np.ndarray | float = 0.0
     allreduce_start_s: np.ndarray | float | None = None
+    draft_tokens: int = 0
+    acceptance: np.ndarray | float = 0.0
+    draft_cost: np.ndarray | float = 0.0
+    prefix_hit: np.ndarray | float = 0.0
+    moe_imbalance: np.ndarray | float = 1.0
 
     def for_allreduce(self) -> "Rates":
         """These rates with the all-reduce's own start latency in place of
@@ -168,6 +184,11 @@ class Rates:
         scale_out_gbps=0.0,
         scale_out_hop_us=0.0,
         allreduce_start_us=None,
+        draft_tokens: int = 0,
+        acceptance=0.0,
+        draft_cost=0.0,
+        prefix_hit=0.0,
+        moe_imbalance=1.0,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
         bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
@@ -185,6 +206,11 @@ class Rates:
             scale_out_bytes_per_s=np.asarray(scale_out_gbps, float) * BYTES_PER_GB * link_efficiency,
             scale_out_hop_s=np.asarray(scale_out_hop_us, float) / US_PER_S,
             allreduce_start_s=None if allreduce_start_us is None else np.asarray(allreduce_start_us, float) / US_PER_S,
+            draft_tokens=int(draft_tokens),
+            acceptance=np.asarray(acceptance, float),
+            draft_cost=np.asarray(draft_cost, float),
+            prefix_hit=np.asarray(prefix_hit, float),
+            moe_imbalance=np.asarray(moe_imbalance, float),
         )
 
 

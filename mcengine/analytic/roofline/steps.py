@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .model import ACT_BYTES, Layout, ModelCard, PhaseTimes, Rates
-from .weights import attention_params, attention_rank, attention_ranks, attention_sequences_per_rank, kv_bytes_per_token_rank, rank_params_active, rank_params_streamed, sharded_params_active
+from .weights import (attention_params, attention_rank, attention_ranks, attention_sequences_per_rank, attention_width, expert_params,
+                      kv_bytes_per_token_rank, rank_params_active, rank_params_streamed, routed_layers, sharded_params_active)
 from .collectives import forward_comm_s, stage_hop_s
 
 
@@ -21,8 +22,11 @@ def micro_batches(batch, pipeline: int) -> np.ndarray:
     return np.minimum(np.asarray(batch, float), pipeline)
 
 
-def decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates) -> tuple:
-    """FLOPs and HBM bytes per rank of one decode step of ``b`` sequences at context ``ctx``.
+def decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates, q: int = 1) -> tuple:
+    """FLOPs and HBM bytes per rank of one decode step of ``b`` sequences at context ``ctx``,
+    each with ``q`` query tokens (1; ``k + 1`` when a speculative step verifies ``k``
+    drafted tokens: ``q`` times the FLOPs, the weights one pass over ``b q`` tokens streams,
+    the KV cache read once).
 
     Heads sharded: ``b (2 P_active + 4 L n_h d_h T̄)/t`` FLOPs, ``b_w P_stream/t + b T̄
     KV_rank`` bytes. Data-parallel attention: the busiest rank's ``s = ceil(b/t)``
@@ -33,14 +37,24 @@ def decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates) -> tuple:
     """
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * q, att, g)
     if att == "tensor":
-        flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * m.head_dim * ctx)
-        return flops, weights + b * ctx * kv
+        flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * attention_width(m, True) * ctx)
+        return q * flops + hot_expert_flops(m, layout, b * q, r), weights + b * ctx * kv
     s = attention_sequences_per_rank(b, t, att, g)
     attn_w, heads = _attention_work(m, t, att, g)
-    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * m.head_dim * ctx) + b * 2.0 * sharded_params_active(m, t)
-    return flops, weights + s * ctx * kv
+    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * attention_width(m, True) * ctx) + b * 2.0 * sharded_params_active(m, t)
+    return q * flops + hot_expert_flops(m, layout, b * q, r), weights + s * ctx * kv
+
+
+def hot_expert_flops(m: ModelCard, layout: Layout, tokens, r: Rates):
+    """The busiest expert-parallel rank's extra routed-expert FLOPs over ``tokens`` tokens:
+    its experts receive ``ρ`` (``r.moe_imbalance``, the hottest expert's load over the
+    mean) times the mean rank's ``tokens k`` expert passes, ``(ρ - 1) tokens 2 k P_expert
+    L_routed / t`` (0 without expert parallelism or at ρ = 1, docs/generation.md#moe)."""
+    if not (m.experts and layout.expert_parallel):
+        return 0.0
+    return (r.moe_imbalance - 1.0) * tokens * 2.0 * m.experts_per_token * expert_params(m) * routed_layers(m) / layout.tensor
 
 
 def _attention_work(m: ModelCard, t: int, attention: str, groups: int) -> tuple:
@@ -57,44 +71,89 @@ def decode_step(m: ModelCard, layout: Layout, batch, context, r: Rates) -> Phase
     ``compute`` and ``memory`` from :func:`decode_work` (``F`` and ``W``);
     ``comm = forward collectives of b d 2 bytes + (p-1) p2p``;
     ``overhead = step + L layer``, with ``b = B/m`` (``b = B`` without pipelining).
+    With speculative decoding (``r.draft_tokens = k > 0``) the terms are those of one
+    output token, :func:`speculative`: a verification step of ``k + 1`` tokens per
+    sequence plus ``k`` draft steps, over the tokens it emits.
     """
+    if r.draft_tokens:
+        verify = _decode_pass(m, layout, batch, context, r, r.draft_tokens + 1)
+        return speculative(verify, draft_s(m, layout, batch, context, r), r)
+    return _decode_pass(m, layout, batch, context, r, 1)
+
+
+def _decode_pass(m: ModelCard, layout: Layout, batch, context, r: Rates, q: int) -> PhaseTimes:
+    """A forward pass of ``batch`` sequences with ``q`` query tokens each (:func:`decode_step`'s terms)."""
     p = layout.pipeline
     b = np.asarray(batch, float) / micro_batches(batch, p)
     ctx = np.asarray(context, float)
-    flops, nbytes = decode_work(m, layout, b, ctx, r)
-    comm = forward_comm_s(m, layout, b, r) + (p - 1) * stage_hop_s(layout, b * m.hidden * ACT_BYTES, r)
+    flops, nbytes = decode_work(m, layout, b, ctx, r, q)
+    comm = forward_comm_s(m, layout, b * q, r) + (p - 1) * stage_hop_s(layout, b * q * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return phase_times(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm, overhead, r.comm_overlap)
 
 
-def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int):
+def tokens_per_step(draft_tokens: int, acceptance) -> np.ndarray:
+    """Expected tokens a sequence emits per verification step of ``k = draft_tokens``
+    drafted tokens, each accepted with probability ``α`` until the first rejection (the
+    target's own token always counts): ``(1 - α^(k+1)) / (1 - α)`` = ``1 + α + ... + α^k``,
+    ``k + 1`` at ``α = 1`` and 1 without drafts (Leviathan et al. 2023,
+    docs/sources.md#gen-speculative)."""
+    a = np.asarray(acceptance, float)
+    return sum(a**i for i in range(draft_tokens + 1)) + np.zeros(np.shape(a))
+
+
+def draft_s(m: ModelCard, layout: Layout, batch, context, r: Rates) -> np.ndarray:
+    """Seconds the draft spends per verification step: ``k`` draft steps, each
+    ``draft_cost`` times a plain decode step of the same batch (a share of the target's
+    step, so a draft model or a multi-token-prediction head is one number)."""
+    return r.draft_tokens * r.draft_cost * _decode_pass(m, layout, batch, context, r, 1).total_s
+
+
+def speculative(verify: PhaseTimes, draft, r: Rates) -> PhaseTimes:
+    """Per-output-token terms of a speculative step: the verification step's terms and
+    the draft's seconds ``draft`` (in series, as overhead: the target waits for them)
+    over the :func:`tokens_per_step` ``τ`` it emits per sequence, so ``total_s`` is the
+    TPOT and ``B / total_s`` the instance's tokens/s (the max of the roofline is
+    homogeneous, so ``total(x/τ) = total(x)/τ``)."""
+    tau = tokens_per_step(r.draft_tokens, r.acceptance)
+    return phase_times(verify.compute_s / tau, verify.memory_s / tau, verify.comm_s / tau, (verify.overhead_s + draft) / tau, r.comm_overlap)
+
+
+def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int, hit=0.0):
     """FLOPs of the busiest TP rank in one whole-model forward over ``b`` prompts of ``S``
     tokens (causal attention, LM head on the last token). With data-parallel attention
     the busiest rank runs the attention of ``ceil(b/t)`` whole prompts, the MLP stays
-    sharded over all ``b S`` tokens."""
+    sharded over all ``b S`` tokens. With a share ``h = hit`` of each prompt in the prefix
+    cache (docs/generation.md#prefix-caching) only the last ``(1 - h) S`` tokens are
+    computed: the weight FLOPs times ``1 - h``, the causal attention of those tokens over
+    the whole prefix times ``1 - h²`` (positions ``hS..S``: ``(S² - h²S²)/2``), the LM head unchanged."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = np.asarray(prompt_tokens, float)
+    new, attended = 1.0 - np.asarray(hit, float), 1.0 - np.asarray(hit, float) ** 2
     head = m.vocab * m.hidden / t
     if att == "tensor":
-        return b * (2.0 * (rank_params_active(m, t) - head) * s + 2.0 * m.layers * (m.heads / t) * m.head_dim * s * s + 2.0 * head)
+        return b * (2.0 * (rank_params_active(m, t) - head) * s * new + 2.0 * m.layers * (m.heads / t) * attention_width(m, False) * s * s * attended + 2.0 * head)
     seqs = attention_sequences_per_rank(b, t, att, g)
     attn_w, heads = _attention_work(m, t, att, g)
-    attn = seqs * (2.0 * m.layers * attn_w * s + 2.0 * m.layers * heads * m.head_dim * s * s)
-    return attn + b * (2.0 * (sharded_params_active(m, t) - head) * s + 2.0 * head)
+    attn = seqs * (2.0 * m.layers * attn_w * s * new + 2.0 * m.layers * heads * attention_width(m, False) * s * s * attended)
+    return attn + b * (2.0 * (sharded_params_active(m, t) - head) * s * new + 2.0 * head)
 
 
 def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:
     """FLOPs (:func:`prefill_flops`), HBM bytes and collective seconds per TP rank of one
-    whole-model forward over ``b`` prompts of ``S`` tokens."""
+    whole-model forward over ``b`` prompts of ``S`` tokens. With prefix caching the
+    ``(1 - h) S`` tokens computed stream the experts and cross the collectives; the KV
+    bytes are unchanged (the cached share's KV is read where it would have been written)."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = np.asarray(prompt_tokens, float)
-    flops = prefill_flops(m, layout, b, prompt_tokens)
+    new = 1.0 - r.prefix_hit
+    flops = prefill_flops(m, layout, b, prompt_tokens, r.prefix_hit) + hot_expert_flops(m, layout, b * s * new, r)
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
-    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s, att, g)
+    weights = r.bytes_per_param * rank_params_streamed(m, t, b * s * new, att, g)
     if att == "tensor":
-        return flops, weights + b * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b)
+        return flops, weights + b * s * kv, forward_comm_s(m, layout, b * s * new, r, head_rows=b)
     seqs = attention_sequences_per_rank(b, t, att, g)
-    return flops, weights + seqs * s * kv, forward_comm_s(m, layout, b * s, r, head_rows=b, group_tokens=seqs * s)
+    return flops, weights + seqs * s * kv, forward_comm_s(m, layout, b * s * new, r, head_rows=b, group_tokens=seqs * s * new)
 
 
 def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -> PhaseTimes:
@@ -113,7 +172,7 @@ def prefill(m: ModelCard, layout: Layout, batch, prompt_tokens: int, r: Rates) -
     b = np.asarray(batch, float) / mb
     share = mb / p
     flops, nbytes, comm = _prefill_forward(m, layout, b, prompt_tokens, r)
-    hops = mb * (p - 1) / p * stage_hop_s(layout, b * prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = mb * (p - 1) / p * stage_hop_s(layout, b * prompt_tokens * (1.0 - r.prefix_hit) * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + share * m.layers * r.layer_overhead_s
     return phase_times(share * flops / r.flops_per_s, share * nbytes / r.hbm_bytes_per_s, share * comm + hops, overhead, r.comm_overlap)
 
@@ -122,7 +181,7 @@ def time_to_first_token(m: ModelCard, layout: Layout, prompt_tokens: int, r: Rat
     """TTFT: the latency of one prompt's prefill, through all ``p`` stages in turn
     (``= prefill(batch=1)`` without pipelining; ``(p-1)`` point-to-points with it)."""
     flops, nbytes, comm = _prefill_forward(m, layout, 1.0, prompt_tokens, r)
-    hops = (layout.pipeline - 1) * stage_hop_s(layout, prompt_tokens * m.hidden * ACT_BYTES, r)
+    hops = (layout.pipeline - 1) * stage_hop_s(layout, prompt_tokens * (1.0 - r.prefix_hit) * m.hidden * ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
     return phase_times(flops / r.flops_per_s, nbytes / r.hbm_bytes_per_s, comm + hops, overhead, r.comm_overlap)
 

@@ -14,9 +14,37 @@ def _matrices(m: ModelCard) -> int:
 
 
 def attention_params(m: ModelCard) -> int:
-    """Q, K, V and O projections of one layer: ``d n_h d_h + 2 d n_kv d_h + n_h d_h d``."""
+    """Q, K, V and O projections of one layer: ``d n_h d_h + 2 d n_kv d_h + n_h d_h d``;
+    with multi-head latent attention the down-projections every rank keeps plus the
+    per-head up-projections and output (:func:`mla_replicated_params`, :func:`mla_head_params`)."""
+    if m.kv_lora_rank:
+        return mla_replicated_params(m) + mla_head_params(m)
     d, dh = m.hidden, m.head_dim
     return d * m.heads * dh + 2 * d * m.kv_heads * dh + m.heads * dh * d
+
+
+def mla_replicated_params(m: ModelCard) -> int:
+    """MLA's down-projections of one layer, which a rank sharding the heads still holds
+    whole: ``d q_lora + d (kv_lora + d_rope)`` (DeepSeek-V2/V3, docs/sources.md#gen-mla)."""
+    return m.hidden * m.q_lora_rank + m.hidden * (m.kv_lora_rank + m.rope_head_dim)
+
+
+def mla_head_params(m: ModelCard) -> int:
+    """MLA's per-head weights of one layer, sharded with the heads: the query up-projection
+    ``q_in n_h (d_h + d_rope)`` (``q_in = q_lora``, or ``d`` without a query latent), the key
+    and value up-projections ``kv_lora n_h 2 d_h`` and the output ``n_h d_h d``."""
+    q_in = m.q_lora_rank or m.hidden
+    return q_in * m.heads * (m.head_dim + m.rope_head_dim) + m.kv_lora_rank * m.heads * 2 * m.head_dim + m.heads * m.head_dim * m.hidden
+
+
+def attention_width(m: ModelCard, absorbed: bool) -> float:
+    """``w``: attention FLOPs per query token, head and context token are ``4 w``: ``d_h``
+    (scores and values over the head dimension); with MLA, decoding with the up-projections
+    absorbed (``absorbed``) attends over the cached latent, ``(2 kv_lora + d_rope)/2``, and
+    prefill over the decompressed heads, ``(2 d_h + d_rope)/2`` (docs/generation.md#mla)."""
+    if not m.kv_lora_rank:
+        return m.head_dim
+    return (2 * m.kv_lora_rank + m.rope_head_dim) / 2 if absorbed else (2 * m.head_dim + m.rope_head_dim) / 2
 
 
 def expert_params(m: ModelCard) -> int:
@@ -25,17 +53,31 @@ def expert_params(m: ModelCard) -> int:
 
 
 def mlp_params(m: ModelCard) -> int:
-    """MLP weights of one layer: ``(3 or 2) d d_ff`` dense; all experts + shared + router for MoE."""
+    """MLP weights of one layer: ``(3 or 2) d d_ff`` dense; all experts + shared + router for MoE
+    (averaged over the layers when the first ``dense_layers`` are dense, :func:`per_layer_mlp`)."""
     if not m.experts:
         return _matrices(m) * m.hidden * m.ffn
-    return (m.experts + m.shared_experts) * expert_params(m) + m.hidden * m.experts
+    return per_layer_mlp(m, (m.experts + m.shared_experts) * expert_params(m) + m.hidden * m.experts)
 
 
 def active_mlp_params(m: ModelCard) -> int:
     """MLP weights one token multiplies by (``k`` routed + shared experts + router for MoE)."""
     if not m.experts:
         return mlp_params(m)
-    return (m.experts_per_token + m.shared_experts) * expert_params(m) + m.hidden * m.experts
+    return per_layer_mlp(m, (m.experts_per_token + m.shared_experts) * expert_params(m) + m.hidden * m.experts)
+
+
+def per_layer_mlp(m: ModelCard, moe):
+    """The mean MLP weights per layer of a mixture whose first ``D = dense_layers`` of ``L``
+    layers are dense: ``((L - D) moe + D (3 or 2) d d_ff) / L`` (``moe`` itself when ``D = 0``)."""
+    if not m.dense_layers:
+        return moe
+    return ((m.layers - m.dense_layers) * moe + m.dense_layers * _matrices(m) * m.hidden * m.ffn) / m.layers
+
+
+def routed_layers(m: ModelCard) -> int:
+    """Layers whose MLP is routed experts: ``L - dense_layers`` (0 for a dense model)."""
+    return m.layers - m.dense_layers if m.experts else 0
 
 
 def params_per_layer(m: ModelCard) -> int:
@@ -94,6 +136,8 @@ def attention_rank(m: ModelCard, t: int, attention: str = "tensor", groups: int 
     if attention == "data":
         return float(attention_params(m))
     u = attention_ranks(t, attention, groups)
+    if m.kv_lora_rank:  # MLA: the down-projections whole on every rank, the heads' weights sharded
+        return mla_replicated_params(m) + mla_head_params(m) / u
     d, dh = m.hidden, m.head_dim
     return 2.0 * d * m.heads * dh / u + 2.0 * d * dh * kv_heads_per_rank(m, u)
 
@@ -127,7 +171,7 @@ def rank_params_streamed(m: ModelCard, t: int, tokens, attention: str = "tensor"
     """
     if not m.experts:  # the same number for any tokens: computed once, broadcast (a read-only view)
         return np.broadcast_to(_params_streamed(m, t, float(mlp_params(m)), attention, groups), np.shape(tokens))
-    mlp = m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m)
+    mlp = per_layer_mlp(m, m.hidden * m.experts + (m.shared_experts + experts_touched(m, tokens)) * expert_params(m))
     return _params_streamed(m, t, mlp, attention, groups)
 
 
@@ -148,7 +192,11 @@ def kv_bytes_per_token_rank(m: ModelCard, t: int, kv_bytes: float, attention: st
     """KV bytes per token of a sequence one tensor-parallel rank attends to, over all ``L``
     layers: ``2 L max(1, n_kv/t) d_h b_kv`` (docs/sources.md#roof-kv-bytes); with
     data-parallel attention a rank holds all ``n_kv`` heads of its own sequences, grouped
-    ``max(1, n_kv/u)`` of the sequences of its group (``u = t/g`` ranks)."""
+    ``max(1, n_kv/u)`` of the sequences of its group (``u = t/g`` ranks). With multi-head
+    latent attention every rank caches the whole latent and rope key of its sequences:
+    ``L (kv_lora + d_rope) b_kv`` in every mode (docs/generation.md#mla)."""
+    if m.kv_lora_rank:
+        return float(m.layers * (m.kv_lora_rank + m.rope_head_dim) * kv_bytes)
     heads = float(m.kv_heads) if attention == "data" else kv_heads_per_rank(m, attention_ranks(t, attention, groups))
     return 2.0 * m.layers * heads * m.head_dim * kv_bytes
 

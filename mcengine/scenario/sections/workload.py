@@ -51,6 +51,10 @@ class RequestClass:
         None, 'This class\'s time-to-first-token SLO ("inf" = none); unset: workload.ttft_slo_ms (a class\'s own SLO overrides the '
         "workload's, docs/model.md#mix).", "ms", lo=0.0, lo_open=True, hi=1e7, inf_ok=True,
         why="10^4 s to a first token is no SLO at all: use \"inf\"")
+    prefix_hit_rate: Dist | None = number(
+        None, "Share of this class's prompt tokens found in the prefix cache; unset: workload.prefix_cache.hit_rate (none without "
+        "that table; docs/generation.md#prefix-caching).", lo=0.0, hi=1.0, hi_open=True,
+        why="a share; all of a prompt cached leaves nothing to prefill")
     model: ModelCard | None = field(default=None, metadata={
         "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
                 "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
@@ -89,6 +93,64 @@ def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Re
         if cls is not None:
             out.append((name, cls))
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class SpeculativeSection:
+    """``[workload.speculative]``: speculative decoding (docs/generation.md#speculative).
+    A draft (a small model or a multi-token-prediction head) proposes ``k`` tokens per
+    sequence, each accepted with probability ``α`` until the first rejection; the target
+    verifies all ``k + 1`` positions in one step, reading its weights once, and emits
+    ``(1 - α^(k+1)) / (1 - α)`` tokens per sequence on average (Leviathan et al. 2023,
+    docs/sources.md#gen-speculative)."""
+
+    draft_tokens: int = integer(0, "Tokens k the draft proposes per sequence and step; 0 = no speculative decoding.",
+                                "tokens", lo=0, hi=64, why="acceptance alpha^k makes more than a few dozen drafts useless")
+    acceptance: Dist = number(0.7, "Probability alpha that the target accepts a drafted token (EAGLE/Medusa drafts 0.6-0.8; "
+                                   "DeepSeek-V3's multi-token-prediction head 0.85-0.9, docs/sources.md#gen-speculative).",
+                              lo=0.0, hi=1.0, why="a probability")
+    draft_cost: Dist = number(0.05, "Time of one draft step as a share of a target decode step at the same batch (a 1 B draft "
+                                    "for a 70 B target ~0.05; a multi-token-prediction head, one extra layer of 61, ~0.02; "
+                                    "docs/sources.md#gen-speculative).", lo=0.0, hi=10.0,
+                              why="a draft ten times slower than its target is never used")
+
+
+def optional_table(cls):
+    """A parser of an optional sub-table of ``cls`` keys: unset is None (the feature off),
+    a non-table a Problem naming the keys it takes."""
+    def parse(raw, key: str, problems: list[Problem]):
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            problems.append(Problem(key, raw, "allowed: a table with " + ", ".join(f.name for f in dataclasses.fields(cls))))
+            return None
+        return parse_section(cls, raw, f"{key}.", problems)
+    return parse
+
+
+#: ``[workload.speculative]`` (unset: no speculative decoding).
+parse_speculative = optional_table(SpeculativeSection)
+
+
+@dataclass(frozen=True)
+class PrefixCacheSection:
+    """``[workload.prefix_cache]``: prefix caching (docs/generation.md#prefix-caching). A
+    share ``h`` of every prompt's tokens is found in the cache (a shared system prompt, a
+    conversation's earlier turns): the prefill computes only the other ``(1 - h) S`` tokens,
+    whose queries still attend to the whole prefix; the cache's blocks are held in a share of
+    the HBM left for the KV cache."""
+
+    hit_rate: Dist = number(0.5, "Share h of a prompt's tokens found in the prefix cache (a request class may set its own, "
+                                 "workload.classes.NAME.prefix_hit_rate); SGLang reports 0.5-0.9 on multi-turn chat and "
+                                 "few-shot workloads (docs/sources.md#gen-prefix-cache).", lo=0.0, hi=1.0, hi_open=True,
+                            why="a share; all of a prompt cached leaves nothing to prefill")
+    cache_share: Dist = number(0.1, "Share of the HBM left for the KV cache (after the weights) that the prefix cache "
+                                    "keeps, no longer available to running sequences (an assumption, docs/sources.md#gen-prefix-cache).",
+                               lo=0.0, hi=1.0, hi_open=True, why="a share; all of it leaves no room for a running sequence")
+
+
+#: ``[workload.prefix_cache]`` (unset: no prefix caching).
+parse_prefix_cache = optional_table(PrefixCacheSection)
 
 
 #: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
@@ -238,6 +300,11 @@ class WorkloadSection:
         "MoE only: each tensor-parallel rank holds experts/t whole experts and tokens move by a dispatch and a "
         "combine all-to-all per layer (GenZ, llm-analysis: docs/sources.md#roof-moe) instead of sharding every expert.",
     )
+    moe_imbalance: Dist | None = number(
+        None, "Expert parallelism: the hottest expert's routed load over the mean (1 = uniform routing): the busiest rank "
+        "computes and moves that many times the mean (docs/generation.md#moe). An assumed range 1 (a perfect balancer) to "
+        "~4 (small unbalanced batches), no public measurement of it (docs/sources.md#gen-moe-imbalance); unset: 1.",
+        lo=1.0, hi=64.0, why="at most every token of a batch on one expert of 64", )
     allreduce: str = choice(
         "ring",
         'All-reduce algorithm: ring, tree, one_shot, two_shot (switched fabrics only) or "auto" = the fastest the fabric '
@@ -301,6 +368,12 @@ class WorkloadSection:
     load: LoadSection = field(default=LoadSection(), metadata={
         "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv; '
                 'docs/load.md); absent: demand = "saturate".'})
+    prefix_cache: PrefixCacheSection | None = field(default=None, metadata={
+        "help": "Prefix caching, a [workload.prefix_cache] table (hit_rate, cache_share; docs/generation.md#prefix-caching); "
+                "unset: none (a request class's prefix_hit_rate turns it on for that class)."})
+    speculative: SpeculativeSection | None = field(default=None, metadata={
+        "help": "Speculative decoding, a [workload.speculative] table (draft_tokens, acceptance, draft_cost; "
+                "docs/generation.md#speculative); unset: none."})
     classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
                                                           "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
                                                           "request is workload.prompt_tokens / output_tokens."})

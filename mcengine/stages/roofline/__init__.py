@@ -32,9 +32,11 @@ from functools import lru_cache
 import numpy as np
 
 from ...analytic import mix as mx
+from ...analytic.roofline.steps import tokens_per_step
 from ...columns import MIX_PREFIX
 from ...errors import InputError, Problem
 from ...scenario import Scenario
+from ...scenario.sections.workload import PrefixCacheSection
 from ...scenario.sampling import TrialInputs
 from .columns import at_trial, checked
 from .layout import lengths_of
@@ -63,7 +65,8 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     ``output_tokens_per_request`` is ``workload.output_tokens`` (its mean per trial: a
     drawn typical length or a length law's mean; the mix's mean with request classes).
     With ``[workload.classes]`` the columns are those of the mix
-    (:func:`mix_columns`).
+    (:func:`mix_columns`). With ``[workload.speculative]``, ``tokens_per_step``: the
+    tokens a sequence emits per verification step (docs/generation.md#speculative).
     ``power_weight``: the trials' :func:`mcengine.stages.econ.plan_power_weight`, with
     which the per-trial planner takes the least cost per token (``workload.plan_objective
     = "cost"``); None, or ``"throughput"``: the most tokens/s. ``tables``: a dict kept by
@@ -78,9 +81,13 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     if scenario.workload.plan_objective == "throughput":
         power_weight = None
     if scenario.workload.classes:
-        return mix_columns(scenario, inputs, power_weight, tables, ahead)
-    columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead)
-    columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
+        columns = mix_columns(scenario, inputs, power_weight, tables, ahead)
+    else:
+        columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead)
+        columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
+    spec = scenario.workload.speculative
+    if spec is not None:
+        columns["tokens_per_step"] = _per_trial(tokens_per_step(spec.draft_tokens, inputs["workload.speculative.acceptance"]), inputs.n)
     return columns
 
 
@@ -130,9 +137,11 @@ def class_overrides(scenario: Scenario, name: str) -> tuple[str, ...]:
 
 def class_scenario(scenario: Scenario, name: str) -> Scenario:
     """``scenario`` serving only request class ``name``: its prompt and output lengths (and
-    its model and SLOs, when it sets them), no classes."""
+    its model, SLOs and prefix-cache hit rate, when it sets them), no classes."""
     cls = dict(scenario.workload.classes)[name]
     own = {k: getattr(cls, k) for k in class_overrides(scenario, name)}
+    if cls.prefix_hit_rate is not None:  # its own prefix-cache hit rate (the workload's cache share, or the default one)
+        own["prefix_cache"] = dataclasses.replace(scenario.workload.prefix_cache or PrefixCacheSection(), hit_rate=cls.prefix_hit_rate)
     w = dataclasses.replace(scenario.workload, prompt_tokens=cls.prompt_tokens, output_tokens=cls.output_tokens, classes=(),
                             model=cls.model or scenario.workload.model, **own)
     return dataclasses.replace(scenario, workload=w)
@@ -159,10 +168,16 @@ def class_keys(scenario: Scenario, name: str):
 
 def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInputs:
     """``inputs`` as request class ``name``'s instances see them: its own SLOs
-    (``workload.classes.NAME.tpot_slo_ms``) in place of the workload's, when it sets them,
+    (``workload.classes.NAME.tpot_slo_ms``) and prefix-cache hit rate
+    (``.prefix_hit_rate``, with the default cache share when the workload has no
+    ``[workload.prefix_cache]``) in place of the workload's, when it sets them,
     and its drawn lengths (``workload.classes.NAME.prompt_tokens``, a length law's
     ``.median`` ...) as ``workload.prompt_tokens`` ...."""
     own = {f"workload.{k}": inputs[f"workload.classes.{name}.{k}"] for k in class_overrides(scenario, name)}
+    if dict(scenario.workload.classes)[name].prefix_hit_rate is not None:
+        own["workload.prefix_cache.hit_rate"] = inputs[f"workload.classes.{name}.prefix_hit_rate"]
+        if scenario.workload.prefix_cache is None:
+            own["workload.prefix_cache.cache_share"] = PrefixCacheSection().cache_share.median()
     prefix = f"workload.classes.{name}."
     own.update({"workload." + key.removeprefix(prefix): value for key, value in inputs.values.items()
                 if key.startswith(prefix) and key.removeprefix(prefix).split(".")[0] in ("prompt_tokens", "output_tokens")})

@@ -36,7 +36,9 @@ from ...units import MS_PER_S
 def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
     """Effective per-device rates of every trial (``F = peak x dvfs_scale x compute_efficiency`` ...);
     with ``workload.allreduce_impl = "nccl"`` the all-reduce starts after
-    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``.
+    ``workload.nccl_start_us``, every other collective after ``workload.collective_start_us``;
+    ``[workload.speculative]`` sets the decoding scheme (docs/generation.md#speculative),
+    ``[workload.prefix_cache]`` the prefill's cached share (docs/generation.md#prefix-caching).
     With the switched fabric (``econ.fabric_model = "fat_tree"``, docs/model.md#fabric) a
     scale-out hop crosses the tiers' packet switches, ``workload.scale_out_hop_us`` for the
     first and ``econ.switch_latency_us`` for each other one
@@ -65,7 +67,17 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
         scale_out_gbps=inputs["gpu.scale_out_gbps"],
         scale_out_hop_us=scale_out_hop_us,
         allreduce_start_us=inputs["workload.nccl_start_us"] if w.allreduce_impl == "nccl" else None,
+        **({} if w.speculative is None else {"draft_tokens": w.speculative.draft_tokens, "acceptance": inputs["workload.speculative.acceptance"],
+                                              "draft_cost": inputs["workload.speculative.draft_cost"]}),
+        **({} if w.prefix_cache is None else {"prefix_hit": inputs["workload.prefix_cache.hit_rate"]}),
+        **({} if w.moe_imbalance is None else {"moe_imbalance": inputs["workload.moe_imbalance"]}),
     )
+
+
+def prefix_cache_share(scenario: Scenario, inputs: TrialInputs):
+    """The share of the HBM free for the KV cache that the prefix cache keeps:
+    ``workload.prefix_cache.cache_share``, 0 without prefix caching."""
+    return 0.0 if scenario.workload.prefix_cache is None else inputs["workload.prefix_cache.cache_share"]
 
 
 #: What a length key holds besides a number: per-trial draws or a length law.
@@ -198,7 +210,7 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
     if limits_of is None:
         b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
-                                      rates.bytes_per_param, rates.kv_bytes)
+                                      rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
         b_slo = rl.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, b_mem if within_memory else rm.SLO_SEARCH_CAP)
     else:
         b_mem, b_slo = limits_of.batch_memory, limits_of.batch_slo

@@ -23,7 +23,7 @@ from ...analytic import serving as sv
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs
 from ...units import MS_PER_S
-from .layout import Evaluation, evaluate, lengths_of, rates_of
+from .layout import Evaluation, evaluate, lengths_of, prefix_cache_share, rates_of
 
 
 def ttft_slo_ms(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
@@ -96,8 +96,9 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
     s, o = lengths.prompt_tokens, lengths.output_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
     b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
-                                  rates.bytes_per_param, rates.kv_bytes)
-    b_chunk = np.broadcast_to(sv.batch_limit_chunk(s, o, w.prefill_chunk_tokens), (inputs.n,))
+                                  rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
+    o_steps = sv.decode_steps(o, rates)  # engine steps per request (O / tokens per step when speculative)
+    b_chunk = np.broadcast_to(sv.batch_limit_chunk(sv.computed_prompt_tokens(s, rates), o_steps, w.prefill_chunk_tokens), (inputs.n,))
     ttft_ms = ttft_slo_ms(scenario, inputs)
     cap = np.minimum(b_mem, b_chunk) if within_memory else rm.SLO_SEARCH_CAP
     timing = rl.Timing(rates, (s, o, lengths.context_tokens))
@@ -106,14 +107,18 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
         prompt, output, context = x.lengths
         return sv.continuous_step(m, layout, b, prompt, output, x.rates, context).total_s
 
+    def engine_step_s(b, x):  # an engine step emits step_tokens per sequence: TTFT counts whole steps
+        return step_s(b, x) * sv.step_tokens(x.rates)
+
     b_slo = rl.largest_batch(step_s, slo_ms / MS_PER_S, rl.trial_shape(slo_ms, rates, s, o), cap, rates=timing)
-    b_ttft = sv.largest_batch_within_ttft(step_s, ttft_ms / MS_PER_S, np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o, rates=timing)
+    b_ttft = sv.largest_batch_within_ttft(engine_step_s if rates.draft_tokens else step_s, ttft_ms / MS_PER_S,
+                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o_steps, rates=timing)
     if w.batch == "auto":
         batch = np.maximum(1, b_ttft)
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
     step = sv.continuous_step(m, layout, batch, s, o, rates, lengths.context_tokens)
-    ttft = sv.continuous_ttft_s(step.total_s, batch, layout.pipeline, o)
+    ttft = sv.continuous_ttft_s(step.total_s * sv.step_tokens(rates), batch, layout.pipeline, o_steps)
     per_instance = sv.continuous_tokens_per_s(step.total_s, batch)
     return Continuous(layout, b_mem, b_slo, b_chunk, b_ttft, batch, step, ttft, per_instance, slo_ms, ttft_ms)
 
@@ -248,8 +253,8 @@ def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rat
     lengths = lengths_of(scenario, inputs)
     s, g = lengths.prompt_tokens, scenario.cluster.instance_gpus
     b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_prompt_tokens,
-                                  rates.bytes_per_param, rates.kv_bytes)
-    limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(s, w.prefill_chunk_tokens))
+                                  rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
+    limit = np.minimum(b_mem, sv.prefill_batch_limit_budget(sv.computed_prompt_tokens(s, rates), w.prefill_chunk_tokens))
     slo_s = ttft_slo_ms(scenario, inputs) / MS_PER_S
 
     def latency_s(batch, x):
