@@ -26,7 +26,7 @@ from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
 from ..stages.roofline import at_trial, rule_of
 from ..stages.roofline.layout import lengths_of, rates_of
-from ..stages.roofline.serving import kv_rates
+from ..stages.roofline.serving import Plan, kv_rates
 from ..units import MS_PER_S
 from .roofline import plan_weight
 
@@ -36,6 +36,8 @@ MODES = {"static": ks.MODE_STATIC, "continuous": ks.MODE_CONTINUOUS, "disaggrega
 #: Chunk sizes the continuous step is tabulated at (``G``: ``0, C/G, .., C`` tokens of the
 #: step budget ``C``; the kernel interpolates linearly between them).
 CHUNK_GRID = 16
+#: The most requests one simulation takes (about 200 bytes each).
+MAX_REQUESTS = 10_000_000
 #: Quantiles of TTFT and TPOT the command reports.
 QUANTILES = (0.5, 0.9, 0.99)
 
@@ -94,8 +96,8 @@ def simulate_requests(system: ServingSystem, rate_per_s: float, n_requests: int,
         problems.append(Problem("--arrival", arrival, f"allowed: {' | '.join(ARRIVALS)}"))
     if lengths not in LENGTH_LAWS:
         problems.append(Problem("--lengths", lengths, f"allowed: {' | '.join(LENGTH_LAWS)}"))
-    if not (isinstance(n_requests, (int, np.integer)) and 1 <= n_requests <= 10**8):
-        problems.append(Problem("--requests", n_requests, "allowed: a whole number from 1 to 100,000,000"))
+    if isinstance(n_requests, bool) or not (isinstance(n_requests, (int, np.integer)) and 1 <= n_requests <= MAX_REQUESTS):
+        problems.append(Problem("--requests", n_requests, f"allowed: a whole number from 1 to {MAX_REQUESTS:,} (memory grows with it)"))
     if not (np.isfinite(rate_per_s) and rate_per_s > 0):
         problems.append(Problem("--demand", rate_per_s, "allowed: a finite demand > 0"))
     if not (np.isfinite(arrival_cv) and 0.05 <= arrival_cv <= 20):
@@ -176,7 +178,7 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
         if e is None:
             raise InputError(Problem("--mode", mode, f"this scenario has no {mode} plan ({why[mode]}); allowed: "
                                      + ", ".join(k for k, v in best.items() if v is not None)))
-        label = mode
+        label = Plan(mode, e.layout, e.prefill_layout if mode == "disaggregated" else None).describe()
     rates = rates_of(scenario, median)
     lengths = lengths_of(scenario, median)
     s, o = (int(round(float(at_trial(x)))) for x in (lengths.prompt_tokens, lengths.output_tokens))
@@ -255,7 +257,8 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
                   warmup: float = 0.2) -> tuple[dict, pd.DataFrame]:
     """The body of ``mcengine serve`` and its per-request table: ``requests`` requests at
     ``demand_tokens_per_s`` output tokens/s (``demand / workload.output_tokens`` requests/s)
-    on :func:`serving_system`; statistics after the first ``warmup`` share of requests."""
+    on :func:`serving_system`; statistics after the first ``warmup`` share of requests
+    (the table's ``measured`` column)."""
     if arrival == "poisson" and arrival_cv != 1.0:
         raise InputError(Problem("--cv", arrival_cv, "allowed: 1 with --arrival poisson (a coefficient of variation needs --arrival gamma)"))
     if not (0.0 <= warmup < 0.9):
@@ -265,6 +268,8 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
     system = serving_system(scenario, mode, instances)
     rate = demand_tokens_per_s / system.output_tokens
     df, busy = simulate_requests(system, rate, requests, seed, 0, arrival, arrival_cv, lengths)
+    summary = latency_summary(df, busy, system, warmup)
+    df["measured"] = np.arange(len(df)) >= len(df) - summary["requests_measured"]
     body = {
         "plan": system.plan,
         "serving": system.mode,
@@ -283,6 +288,6 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
         "batch_max": system.batch_max,
         "ttft_slo_ms": system.ttft_slo_s * MS_PER_S,
         "tpot_slo_ms": system.tpot_slo_s * MS_PER_S,
-        **latency_summary(df, busy, system, warmup),
+        **summary,
     }
     return body, df
