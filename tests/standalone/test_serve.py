@@ -66,3 +66,20 @@ def test_serve_command_writes_requests_and_the_cdf(cli, tmp_path):
 def test_bad_input_is_a_clear_message_and_exit_2(cli, args, key):
     r = cli("serve", "h100", "--requests", "100", *args)
     assert r.code == 2 and key in r.err and "Traceback" not in r.err
+
+
+def test_the_load_table_on_the_page_is_the_committed_grid():
+    """docs/serve.md's load table is rendered from docs/serve/load-table.csv (regenerated
+    together by docs/serve/make_load_table.py), over the whole grid."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "serve" / "make_load_table.py"
+    spec = importlib.util.spec_from_file_location("make_load_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = pd.read_csv(module.CSV)
+    assert len(table) == len(module.DESIGNS) * len(module.MODES) * len(module.ARRIVALS) * len(module.LOADS)
+    text = module.PAGE.read_text()
+    block = text[text.index(module.BEGIN) + len(module.BEGIN):text.index(module.END)]
+    assert block.strip() == module.render(table)
