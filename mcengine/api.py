@@ -118,7 +118,7 @@ def check(scenario: str | Scenario, overrides: Overrides = ()) -> Scenario:
 
 
 def kernels_cold(work: str) -> bool:
-    """True when ``work`` (``"fab"``, ``"reliability"`` or ``"chain"``) will compile numba
+    """True when ``work`` (``"fab"``, ``"reliability"``, ``"chain"`` or ``"serve"``) will compile numba
     kernels before it starts: their on-disk cache is empty or stale
     (:func:`mcengine.kernels.cache.cold`)."""
     from .kernels.cache import cold

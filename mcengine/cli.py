@@ -43,7 +43,8 @@ ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace anoth
 COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on disk; later runs start at once)"
 #: The notice of work whose kernels compile in far less (the fab stage alone: its wafer
 #: kernel, a few seconds; the reliability stage shares the chain's life kernel).
-COMPILE_NOTICES = {"fab": "compiling the fab stage's kernel, once: a few seconds (numba caches it on disk)"}
+COMPILE_NOTICES = {"fab": "compiling the fab stage's kernel, once: a few seconds (numba caches it on disk)",
+                   "serve": "compiling the serving simulator's kernel, once: under a minute (numba caches it on disk)"}
 
 
 def _note_compile(work: str, quiet: bool = False) -> bool:
@@ -263,6 +264,7 @@ def serve_cmd(
     and the latency CDF figure)."""
     from .report.serve import render_serve
 
+    _note_compile("serve")
     with _saves_at_end("serve", out):
         _emit(api.serve(scenario, demand, requests, seed, arrival, cv, mode, instances, lengths, warmup, overrides or (), out, force),
               as_json, render_serve)

@@ -11,6 +11,9 @@ from .display import FigureSet
 from .figures import new_figure, save_png
 from .tables import _sig3
 
+#: Measured requests per request in flight below which the table says the run is too
+#: short to reach a steady state (the system starts empty).
+STEADY_TURNOVERS = 10
 #: The figure `serve --out DIR` writes.
 SERVE_FIGURE = "latency_cdf.png"
 
@@ -56,7 +59,8 @@ def render_serve(doc: dict):
         ("goodput (requests/s within both SLOs)", _sig3(doc["goodput_requests_per_s"])),
         ("utilisation (served / capacity)", f"{doc['utilisation']:.1%} (instances busy {doc['busy_share']:.1%} of the time)"),
         ("preemptions per request", f"{doc['preemptions_per_request']:.3g}"),
-        ("requests measured (in flight on average)", f"{doc['requests_measured']:,} ({_sig3(doc['in_flight_mean'])})"),
+        ("requests measured (in flight on average)", f"{doc['requests_measured']:,} ({_sig3(doc['in_flight_mean'])})"
+         + (": too few for a steady state, raise --requests" if doc["requests_measured"] < STEADY_TURNOVERS * doc["in_flight_mean"] else "")),
     ):
         t.add_row(name, str(value))
     return t
