@@ -2,7 +2,7 @@
 
 The functions of :mod:`mcengine.api` are here too: ``mcengine.run``,
 ``mcengine.compare``, ``mcengine.sweep``, ``mcengine.tornado``, ``mcengine.sobol``,
-``mcengine.yield_``, ``mcengine.reliability``, ``mcengine.roofline``, ``mcengine.check``,
+``mcengine.yield_``, ``mcengine.reliability``, ``mcengine.roofline``, ``mcengine.serve``, ``mcengine.check``,
 ``mcengine.scenarios``, ``mcengine.keys``, ``mcengine.validate``, ``mcengine.bench``
 (``mcengine.paper`` and ``mcengine.report`` are packages; their commands are
 :func:`mcengine.api.paper` and :func:`mcengine.api.report`).
@@ -13,7 +13,7 @@ a stage runs).
 __version__ = "0.1.0"
 
 #: The functions of :mod:`mcengine.api` reachable as ``mcengine.<name>``.
-API = ("run", "compare", "sweep", "tornado", "sobol", "yield_", "reliability", "roofline", "check", "scenarios", "keys",
+API = ("run", "compare", "sweep", "tornado", "sobol", "yield_", "reliability", "roofline", "serve", "check", "scenarios", "keys",
        "validate", "bench")
 
 __all__ = ["__version__", *API]

@@ -7,6 +7,7 @@ this module (and ``mcengine --help``) does not start numba.
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -117,7 +118,7 @@ def check(scenario: str | Scenario, overrides: Overrides = ()) -> Scenario:
 
 
 def kernels_cold(work: str) -> bool:
-    """True when ``work`` (``"fab"``, ``"reliability"`` or ``"chain"``) will compile numba
+    """True when ``work`` (``"fab"``, ``"reliability"``, ``"chain"`` or ``"serve"``) will compile numba
     kernels before it starts: their on-disk cache is empty or stale
     (:func:`mcengine.kernels.cache.cold`)."""
     from .kernels.cache import cold
@@ -192,6 +193,41 @@ def roofline(scenario: str | Scenario, overrides: Overrides = (), out: str | Pat
     from .standalone.roofline import roofline_summary as study
 
     return _stage("roofline", study, scenario, None, None, None, overrides, out, force)
+
+
+#: The per-request table ``serve --out DIR`` writes.
+SERVE_REQUESTS_FILE = "requests.parquet"
+
+
+def serve(scenario: str | Scenario, demand: float, requests: int = 100_000, seed: int | None = None, arrival: str = "poisson",
+          arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed", warmup: float = 0.2,
+          overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
+    """`mcengine serve`: ``requests`` requests arriving at ``demand`` output tokens/s,
+    simulated one by one on the plan in use at the median inputs (``mode``: that mode's
+    best plan instead) over ``instances`` instances (default ``cluster.instances``;
+    :func:`mcengine.standalone.serve.serve_summary`, docs/serve.md). With ``out``, the
+    folder also gets the per-request table (requests.parquet) and the latency CDF figure;
+    ``force`` as for :func:`yield_`."""
+    from .io import write_atomic
+    from .report.serve import figures_for_serve
+    from .standalone.serve import MAX_REQUESTS, serve_summary
+
+    start = time.perf_counter()
+    positive("--requests", requests, MAX_REQUESTS)
+    s, plans = _one(scenario, overrides)
+    seed = seed_of(s, seed)
+    params = {"demand": demand, "arrival": arrival, "arrival_cv": arrival_cv, "mode": mode, "instances": instances, "lengths": lengths,
+              "warmup": warmup}
+    folder = _claim(out, "serve", [s], seed, requests, params, force)
+    body, table = serve_summary(s, demand, requests, seed, arrival, arrival_cv, mode, instances, lengths, warmup)
+    doc = _document(s, seed, "requests", requests, body, start, plans)
+    extra = []
+    if folder is not None:
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        extra.append(write_atomic(folder.path / SERVE_REQUESTS_FILE, buffer.getvalue()).name)
+    _save(folder, doc, [s], metric_rows(body), figures=lambda o: figures_for_serve(doc, table, o), extra=extra)
+    return doc
 
 
 #: `mcengine yield` is the fab stage: both names work.

@@ -43,7 +43,8 @@ ForceOpt = Annotated[bool, typer.Option("--force", help="Let --out replace anoth
 COMPILE_NOTICE = "compiling kernels, once: about a minute (numba caches them on disk; later runs start at once)"
 #: The notice of work whose kernels compile in far less (the fab stage alone: its wafer
 #: kernel, a few seconds; the reliability stage shares the chain's life kernel).
-COMPILE_NOTICES = {"fab": "compiling the fab stage's kernel, once: a few seconds (numba caches it on disk)"}
+COMPILE_NOTICES = {"fab": "compiling the fab stage's kernel, once: a few seconds (numba caches it on disk)",
+                   "serve": "compiling the serving simulator's kernel, once: under a minute (numba caches it on disk)"}
 
 
 def _note_compile(work: str, quiet: bool = False) -> bool:
@@ -239,6 +240,34 @@ def roofline_cmd(scenario: StageScenariosArg, overrides: SetOpt = None, as_json:
 
     with _saves_at_end("roofline", out):
         _each_scenario(lambda s, o, folder: api.roofline(s, o, out=folder, force=force), render_roofline, scenario, overrides, as_json, out)
+
+
+@app.command("serve")
+def serve_cmd(
+    scenario: Annotated[str, typer.Argument(metavar="SCENARIO", help="A scenario (path or shipped name).", show_default=False)],
+    demand: Annotated[float, typer.Option("--demand", metavar="X", help="Offered load in output tokens/s for the simulated instances.", show_default=False)],
+    arrival: Annotated[str, typer.Option("--arrival", metavar="poisson|gamma", help="Arrival process: Poisson, or a gamma renewal process with --cv.")] = "poisson",
+    cv: Annotated[float, typer.Option("--cv", metavar="CV", help="Coefficient of variation of the inter-arrival times (--arrival gamma).")] = 1.0,
+    mode: Annotated[Optional[str], typer.Option("--mode", metavar="static|continuous|disaggregated", help="Serving mode (default: the plan in use).", show_default=False)] = None,
+    requests: Annotated[int, typer.Option("--requests", metavar="N", help="Requests to simulate.")] = 100_000,
+    instances: Annotated[Optional[int], typer.Option("--instances", metavar="N", help="Instances (default: cluster.instances).", show_default=False)] = None,
+    lengths: Annotated[str, typer.Option("--lengths", metavar="fixed|geometric", help="Output tokens per request: workload.output_tokens each, or geometric with that mean.")] = "fixed",
+    warmup: Annotated[float, typer.Option("--warmup", metavar="SHARE", help="Share of the first requests left out of the statistics (the system starts empty).")] = 0.2,
+    seed: SeedOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Requests arriving at a demand, simulated one by one on the plan at the median inputs:
+    TTFT and TPOT quantiles, goodput, SLO attainment, utilisation (with --out: requests.parquet
+    and the latency CDF figure)."""
+    from .report.serve import render_serve
+
+    _note_compile("serve")
+    with _saves_at_end("serve", out):
+        _emit(api.serve(scenario, demand, requests, seed, arrival, cv, mode, instances, lengths, warmup, overrides or (), out, force),
+              as_json, render_serve)
 
 
 TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]

@@ -48,7 +48,7 @@ from mcengine._pointer import address_of, uint64_words_at
 
 __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
-    "STAGE_SENSITIVITY", "STAGE_DESIGN_INPUTS", "STAGE_SCRAMBLE", "STREAM_WORDS", "philox4x32_10", "new_stream", "reset_stream", "uniform",
+    "STAGE_SENSITIVITY", "STAGE_DESIGN_INPUTS", "STAGE_SCRAMBLE", "STAGE_SERVE", "STREAM_WORDS", "philox4x32_10", "new_stream", "reset_stream", "uniform",
     "uniform_at", "exponential", "normal", "lognormal", "gamma", "poisson", "binomial",
     "weibull", "weibull_scale", "uniforms_for_trials",
 ]
@@ -62,6 +62,7 @@ STAGE_ECON = 5
 STAGE_SENSITIVITY = 6
 STAGE_DESIGN_INPUTS = 7  # per-design uncertain inputs (a dist table with shared = false)
 STAGE_SCRAMBLE = 8  # the random scramblings of the Sobol' input sampler (randomised QMC)
+STAGE_SERVE = 9  # the request-level serving simulator (arrivals, output lengths)
 
 #: Draws computed at once into a stream's state (16 Philox blocks; a power of two).
 _BUFFERED = 32

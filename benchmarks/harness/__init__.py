@@ -9,13 +9,13 @@ peak-memory probe live only here, so the package never imports simpy or valgrind
 
 from __future__ import annotations
 
-from mcengine import bench
+import mcengine.bench as bench  # (the submodule: `from mcengine import bench` gives the API function of the same name)
 
-from . import chain, compile, fab, load, reliability, rqmc
+from . import chain, compile, fab, load, reliability, rqmc, serve
 
 #: Harnesses with a peer or a probe, in report order.
 HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "compile": compile.run, "rqmc": rqmc.run,
-             "load": load.run}
+             "load": load.run, "serve": serve.run}
 
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:

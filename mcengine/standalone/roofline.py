@@ -96,7 +96,7 @@ def roofline_summary(scenario: Scenario) -> dict:
     if scenario.workload.classes:
         return _mix_summary(scenario)
     median = quantile_inputs(scenario, 0.5)
-    plan, e = rule_of(scenario).plan(scenario, median, _weight(scenario, median), ahead_weights(scenario))
+    plan, e = rule_of(scenario).plan(scenario, median, plan_weight(scenario, median), ahead_weights(scenario))
     w, m = scenario.workload, scenario.workload.model
     layout = plan.layout
     per_gpu = at_trial(e.tokens_per_s_per_gpu)
@@ -257,7 +257,7 @@ def _mode_row(scenario: Scenario, name: str, e, why: str, chosen: bool) -> dict:
     return row
 
 
-def _weight(scenario: Scenario, inputs) -> np.ndarray | None:
+def plan_weight(scenario: Scenario, inputs) -> np.ndarray | None:
     """The econ weight at the one trial ``inputs`` where ``scenario``'s plan rule reads one
     (:attr:`~mcengine.stages.roofline.rules.PlanRule.weighs`), else None."""
     return planning_weight(scenario, inputs) if rule_of(scenario).weighs else None
@@ -272,8 +272,8 @@ def serving_section(scenario: Scenario, plan: Plan | None = None, e=None, median
     there: :meth:`mcengine.stages.roofline.rules.PlanRule.modes`)."""
     median = quantile_inputs(scenario, 0.5) if median is None else median
     if plan is None:
-        plan, e = rule_of(scenario).plan(scenario, median, _weight(scenario, median), ahead_weights(scenario))
-    best, why = rule_of(scenario).modes(scenario, median, _weight(scenario, median))
+        plan, e = rule_of(scenario).plan(scenario, median, plan_weight(scenario, median), ahead_weights(scenario))
+    best, why = rule_of(scenario).modes(scenario, median, plan_weight(scenario, median))
     best[plan.mode] = e
     modes = {name: _mode_row(scenario, name, best[name], why.get(name, ""), name == plan.mode) for name in sv.SERVING_MODES}
     return {"serving": plan.mode, "serving_modes": modes}

@@ -1,0 +1,293 @@
+"""``mcengine serve``: requests arriving at a demand, simulated one by one on the plan the
+roofline serves at the median inputs (docs/serve.md).
+
+:func:`serving_system` turns a scenario's plan in one serving mode into the step-time
+tables of the request-level simulator (:func:`mcengine.kernels.serve.simulate`), built with
+the roofline's own step functions at the median inputs, so the simulator and the chain
+time the same machine; :func:`simulate_requests` validates a :class:`ServingSystem` and
+runs it; :func:`serve_summary` is the command's body (latency quantiles, goodput, SLO
+attainment, utilisation) and its per-request table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..analytic import serving as sv
+from ..analytic.roofline import steps as rt
+from ..errors import InputError, Problem
+from ..kernels import serve as ks
+from ..pipeline import ahead_weights
+from ..scenario import Scenario
+from ..scenario.sampling import quantile_inputs
+from ..stages.roofline import at_trial, rule_of
+from ..stages.roofline.layout import lengths_of, rates_of
+from ..stages.roofline.serving import Plan, kv_rates
+from ..units import MS_PER_S
+from .roofline import plan_weight
+
+ARRIVALS = {"poisson": ks.ARRIVAL_POISSON, "gamma": ks.ARRIVAL_GAMMA}
+LENGTH_LAWS = {"fixed": ks.LENGTH_FIXED, "geometric": ks.LENGTH_GEOMETRIC}
+MODES = {"static": ks.MODE_STATIC, "continuous": ks.MODE_CONTINUOUS, "disaggregated": ks.MODE_DISAGGREGATED}
+#: Chunk sizes the continuous step is tabulated at (``G``: ``0, C/G, .., C`` tokens of the
+#: step budget ``C``; the kernel interpolates linearly between them).
+CHUNK_GRID = 16
+#: The most requests one simulation takes (about 200 bytes each).
+MAX_REQUESTS = 10_000_000
+#: Quantiles of TTFT and TPOT the command reports.
+QUANTILES = (0.5, 0.9, 0.99)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServingSystem:
+    """What the simulator serves: ``instances`` instances in ``mode`` (disaggregated: the
+    first ``prefill_instances`` prefill), requests of ``prompt_tokens`` and (mean)
+    ``output_tokens``, and the step-time tables (seconds; arguments of
+    :func:`mcengine.kernels.serve.simulate`; ``mixed_s`` None: ``decode_s`` at every chunk,
+    ``prefill_busy_s`` None: ``prefill_s``). ``capacity_tokens_per_s``: the roofline's
+    saturated output tokens/s of the instances; ``tpot_slo_s``, ``ttft_slo_s``: the SLOs."""
+
+    mode: str
+    instances: int
+    prompt_tokens: int
+    output_tokens: int
+    batch_max: int
+    decode_s: np.ndarray
+    prefill_s: np.ndarray
+    mixed_s: np.ndarray | None = None
+    prefill_busy_s: np.ndarray | None = None
+    transfer_s: np.ndarray | None = None
+    prefill_instances: int = 0
+    prefill_batch_max: int = 0
+    chunk_tokens: float = 1.0
+    kv_capacity_tokens: float = math.inf
+    capacity_tokens_per_s: float = math.nan
+    tpot_slo_s: float = math.inf
+    ttft_slo_s: float = math.inf
+    plan: str = ""
+
+
+def queue_system(servers: int, service_s: float, exponential: bool) -> tuple[ServingSystem, str]:
+    """A plain FIFO queue with ``servers`` servers of mean service time ``service_s``: static
+    batches of one request whose prefill takes no time and whose ``O - 1`` decode steps take
+    ``service_s / (O - 1)`` each. Deterministic service: ``O = 2`` fixed; exponential: ``O``
+    geometric with mean ``10^6 + 1`` (``O - 1`` geometric with mean ``10^6``: the service's
+    second moment is ``2 service_s^2 (1 + 5 10^-7)``, exponential's to 5e-7). Returns the
+    system and the output-length law to simulate it with."""
+    steps = 10**6 if exponential else 1
+    system = ServingSystem("static", servers, 1, steps + 1, 1, np.array([0.0, service_s / steps]), np.zeros(2))
+    return system, ("geometric" if exponential else "fixed")
+
+
+def simulate_requests(system: ServingSystem, rate_per_s: float, n_requests: int, seed: int = 0, replication: int = 0,
+                      arrival: str = "poisson", arrival_cv: float = 1.0, lengths: str = "fixed") -> tuple[pd.DataFrame, np.ndarray]:
+    """Simulate ``n_requests`` requests arriving at ``rate_per_s`` on ``system``.
+
+    Returns the per-request table (``arrival_s``, ``first_token_s``, ``finish_s``,
+    ``ttft_s``, ``tpot_s`` (0 for a one-token request), ``output_tokens``,
+    ``preemptions``, ``instance``) and each instance's busy seconds. The numbers are a
+    pure function of the arguments (``seed``, ``replication``: the random streams)."""
+    problems = []
+    if arrival not in ARRIVALS:
+        problems.append(Problem("--arrival", arrival, f"allowed: {' | '.join(ARRIVALS)}"))
+    if lengths not in LENGTH_LAWS:
+        problems.append(Problem("--lengths", lengths, f"allowed: {' | '.join(LENGTH_LAWS)}"))
+    if isinstance(n_requests, bool) or not (isinstance(n_requests, (int, np.integer)) and 1 <= n_requests <= MAX_REQUESTS):
+        problems.append(Problem("--requests", n_requests, f"allowed: a whole number from 1 to {MAX_REQUESTS:,} (memory grows with it)"))
+    if not (np.isfinite(rate_per_s) and rate_per_s > 0):
+        problems.append(Problem("--demand", rate_per_s, "allowed: a finite demand > 0"))
+    if not (np.isfinite(arrival_cv) and 0.05 <= arrival_cv <= 20):
+        problems.append(Problem("--cv", arrival_cv, "allowed: 0.05 .. 20 (the inter-arrival times' coefficient of variation)"))
+    if problems:
+        raise InputError(problems)
+    s = system
+    width = max(s.batch_max, s.prefill_batch_max) + 1
+
+    def table(x) -> np.ndarray:
+        out = np.zeros(width)
+        if x is not None:
+            out[: len(x)] = x
+        return out
+
+    decode = table(s.decode_s)
+    mixed = np.zeros((width, s.mixed_s.shape[1])) if s.mixed_s is not None else np.c_[decode, decode]
+    if s.mixed_s is not None:
+        mixed[: len(s.mixed_s)] = s.mixed_s
+
+    n = int(n_requests)
+    rows = {name: np.empty(n) for name in ("arrival_s", "first_token_s", "finish_s")}
+    ints = {name: np.empty(n, np.int64) for name in ("output_tokens", "preemptions", "instance")}
+    busy = np.empty(s.instances)
+    ks.simulate(int(seed), int(replication), n, float(rate_per_s), ARRIVALS[arrival], float(arrival_cv), int(s.output_tokens),
+                LENGTH_LAWS[lengths], MODES[s.mode], int(s.instances), int(s.prefill_instances), int(s.prompt_tokens), int(s.batch_max),
+                int(s.prefill_batch_max), float(s.chunk_tokens), float(s.kv_capacity_tokens), decode, mixed,
+                table(s.prefill_s), table(s.prefill_s if s.prefill_busy_s is None else s.prefill_busy_s), table(s.transfer_s), rows["arrival_s"], rows["first_token_s"], rows["finish_s"],
+                ints["output_tokens"], ints["preemptions"], ints["instance"], busy)
+    df = pd.DataFrame({**rows, **ints})
+    df["ttft_s"] = df.first_token_s - df.arrival_s
+    steps = (df.output_tokens - 1).to_numpy()
+    df["tpot_s"] = np.where(steps > 0, (df.finish_s - df.first_token_s).to_numpy() / np.maximum(steps, 1), 0.0)
+    return df, busy
+
+
+# --------------------------------------------------------------------------- the scenario's machine
+
+
+def _batches(n: int) -> np.ndarray:
+    return np.arange(1, n + 1, dtype=float)
+
+
+def serving_system(scenario: Scenario, mode: str | None = None, instances: int | None = None) -> ServingSystem:
+    """The plan the roofline serves in ``mode`` (None: the plan in use) at the median
+    inputs, as step-time tables for ``instances`` instances (None: ``cluster.instances``).
+
+    * decode step of ``b`` sequences: :func:`mcengine.analytic.roofline.steps.decode_step`
+      at the mean context (static, disaggregated decode, continuous without a chunk);
+    * static pass of ``k`` prompts, disaggregated prefill pass: the batch's TTFT
+      (:func:`~mcengine.analytic.roofline.steps.batch_time_to_first_token`); the KV
+      transfer of ``k`` prompts: :func:`mcengine.analytic.serving.kv_transfer_s`;
+    * continuous step of ``b`` sequences and a chunk of ``c`` tokens, at :data:`CHUNK_GRID`
+      chunks up to ``workload.prefill_chunk_tokens``:
+      :func:`mcengine.analytic.serving.continuous_step` at that chunk (a chunk alone: one
+      prompt of ``c`` tokens prefilled); the kernel interpolates between them;
+    * a prefill pass keeps its instance for :func:`~mcengine.analytic.roofline.steps.prefill`'s
+      instance time (pipeline stages kept full), shorter than its latency when ``p > 1``;
+    * KV capacity: the memory batch limit times the KV context it is sized for.
+    """
+    if scenario.workload.classes:
+        raise InputError(Problem("workload.classes", len(scenario.workload.classes),
+                                 "mcengine serve simulates one request class; allowed: a scenario without a workload mix"))
+    w, m = scenario.workload, scenario.workload.model
+    n = scenario.cluster.instances if instances is None else instances
+    if not (isinstance(n, (int, np.integer)) and 1 <= n <= 100_000):
+        raise InputError(Problem("--instances", n, "allowed: a whole number from 1 to 100,000"))
+    median = quantile_inputs(scenario, 0.5)
+    weight = plan_weight(scenario, median)
+    if mode is None:
+        plan, e = rule_of(scenario).plan(scenario, median, weight, ahead_weights(scenario))
+        mode, label = plan.mode, plan.describe()
+    else:
+        if mode not in MODES:
+            raise InputError(Problem("--mode", mode, f"allowed: {' | '.join(MODES)} (or leave it out: the plan in use)"))
+        best, why = rule_of(scenario).modes(scenario, median, weight)
+        e = best[mode]
+        if e is None:
+            raise InputError(Problem("--mode", mode, f"this scenario has no {mode} plan ({why[mode]}); allowed: "
+                                     + ", ".join(k for k, v in best.items() if v is not None)))
+        label = Plan(mode, e.layout, e.prefill_layout if mode == "disaggregated" else None).describe()
+    rates = rates_of(scenario, median)
+    lengths = lengths_of(scenario, median)
+    s, o = (int(round(float(at_trial(x)))) for x in (lengths.prompt_tokens, lengths.output_tokens))
+    context, kv_context = (float(at_trial(x)) for x in (lengths.context_tokens, lengths.kv_context_tokens))
+    common = dict(instances=int(n), prompt_tokens=s, output_tokens=o, capacity_tokens_per_s=float(n * at_trial(e.tokens_per_s_instance)),
+                  tpot_slo_s=float(at_trial(median["workload.tpot_slo_ms"])) / MS_PER_S, plan=label,
+                  ttft_slo_s=float(at_trial(median["workload.ttft_slo_ms"])) / MS_PER_S)
+    if mode == "disaggregated":
+        if n < 2:
+            raise InputError(Problem("--instances", n, "allowed: at least 2 with --mode disaggregated (a prefill and a decode instance)"))
+        d, p = int(e.decode.batch[0]), int(e.prefill_batch[0])
+        k = _batches(p)
+        decode = rt.decode_step(m, e.layout, _batches(d), context, rates).total_s
+        busy = rt.prefill(m, e.prefill_layout, k, s, rates)
+        prefill = rt.batch_time_to_first_token(m, e.prefill_layout, k, s, rates, busy).total_s
+        transfer = np.broadcast_to(sv.kv_transfer_s(m, s, scenario.cluster.instance_gpus, kv_rates(scenario, rates), k), k.shape)
+        share = int(min(max(round(float(e.prefill_share[0]) * n), 1), n - 1))
+        return ServingSystem("disaggregated", batch_max=d, decode_s=np.r_[0.0, decode], prefill_s=np.r_[0.0, prefill],
+                             prefill_busy_s=np.r_[0.0, busy.total_s], transfer_s=np.r_[0.0, transfer], prefill_instances=share, prefill_batch_max=p,
+                             kv_capacity_tokens=float(e.decode.batch_memory[0]) * kv_context, **common)
+    b = int(e.batch[0])
+    batch = _batches(b)
+    decode = rt.decode_step(m, e.layout, batch, context, rates).total_s
+    if mode == "static":
+        prefill = rt.batch_time_to_first_token(m, e.layout, batch, s, rates).total_s
+        return ServingSystem("static", batch_max=b, decode_s=np.r_[0.0, decode], prefill_s=np.r_[0.0, prefill], **common)
+    chunk = int(w.prefill_chunk_tokens)
+    mixed = np.zeros((b + 1, CHUNK_GRID + 1))
+    mixed[1:, 0] = decode
+    for j in range(1, CHUNK_GRID + 1):
+        c = chunk * j / CHUNK_GRID
+        mixed[1:, j] = sv.continuous_step(m, e.layout, batch, s, batch * s / c, rates, context).total_s  # (c over the step's micro-batches)
+        mixed[0, j] = float(at_trial(rt.prefill(m, e.layout, 1.0, c, rates).total_s))
+    return ServingSystem("continuous", batch_max=b, decode_s=np.r_[0.0, decode], prefill_s=np.zeros(b + 1), mixed_s=mixed,
+                         chunk_tokens=float(chunk), kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, **common)
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, warmup: float) -> dict:
+    """Quantiles of TTFT and TPOT (ms), SLO attainment, goodput and utilisation over the
+    requests after the first ``warmup`` share (the system starts empty). ``served_tokens_per_s``:
+    output tokens of the requests finishing between the first and last measured arrival,
+    per second of that window; ``utilisation``: that over the roofline's capacity;
+    ``busy_share``: the instances' time with a request running, over the whole run;
+    ``in_flight_mean``: requests in the system (Little's law), against which
+    ``requests_measured`` says how many times the system turned over."""
+    kept = df.iloc[int(len(df) * warmup):]
+    met = (kept.ttft_s <= system.ttft_slo_s) & (kept.tpot_s <= system.tpot_slo_s)
+    span = kept.arrival_s.iloc[-1] - kept.arrival_s.iloc[0]
+    rate = (len(kept) - 1) / span if span > 0 else math.nan
+    start, end = kept.arrival_s.iloc[0], kept.arrival_s.iloc[-1]
+    window = (df.finish_s >= start) & (df.finish_s <= end)
+    served = float(df.output_tokens[window].sum()) / (end - start) if end > start else math.nan
+    q = {f"p{round(x * 100)}": x for x in QUANTILES}
+    return {
+        "requests_measured": len(kept),
+        "ttft_ms": {k: float(np.quantile(kept.ttft_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.ttft_s.mean()) * MS_PER_S},
+        "tpot_ms": {k: float(np.quantile(kept.tpot_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.tpot_s.mean()) * MS_PER_S},
+        "slo_attainment": float(met.mean()),
+        "ttft_attainment": float((kept.ttft_s <= system.ttft_slo_s).mean()),
+        "tpot_attainment": float((kept.tpot_s <= system.tpot_slo_s).mean()),
+        "goodput_requests_per_s": float(met.mean()) * rate,
+        "arrival_rate_per_s": rate,
+        "served_tokens_per_s": served,
+        "utilisation": served / system.capacity_tokens_per_s,
+        "busy_share": float(busy.sum() / (float(df.finish_s.max()) * len(busy))),
+        "preemptions_per_request": float(df.preemptions.mean()),
+        "in_flight_mean": rate * float((kept.finish_s - kept.arrival_s).mean()),
+    }
+
+
+def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int = 100_000, seed: int = 0, arrival: str = "poisson",
+                  arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed",
+                  warmup: float = 0.2) -> tuple[dict, pd.DataFrame]:
+    """The body of ``mcengine serve`` and its per-request table: ``requests`` requests at
+    ``demand_tokens_per_s`` output tokens/s (``demand / workload.output_tokens`` requests/s)
+    on :func:`serving_system`; statistics after the first ``warmup`` share of requests
+    (the table's ``measured`` column)."""
+    if arrival == "poisson" and arrival_cv != 1.0:
+        raise InputError(Problem("--cv", arrival_cv, "allowed: 1 with --arrival poisson (a coefficient of variation needs --arrival gamma)"))
+    if not (0.0 <= warmup < 0.9):
+        raise InputError(Problem("--warmup", warmup, "allowed: 0 <= warmup < 0.9 (the share of first requests left out of the statistics)"))
+    if not (np.isfinite(demand_tokens_per_s) and demand_tokens_per_s > 0):
+        raise InputError(Problem("--demand", demand_tokens_per_s, "allowed: a finite number of output tokens/s > 0"))
+    system = serving_system(scenario, mode, instances)
+    rate = demand_tokens_per_s / system.output_tokens
+    df, busy = simulate_requests(system, rate, requests, seed, 0, arrival, arrival_cv, lengths)
+    summary = latency_summary(df, busy, system, warmup)
+    df["measured"] = np.arange(len(df)) >= len(df) - summary["requests_measured"]
+    body = {
+        "plan": system.plan,
+        "serving": system.mode,
+        "instances": system.instances,
+        **({"prefill_instances": system.prefill_instances} if system.mode == "disaggregated" else {}),
+        "demand_tokens_per_s": demand_tokens_per_s,
+        "capacity_tokens_per_s": system.capacity_tokens_per_s,
+        "load": demand_tokens_per_s / system.capacity_tokens_per_s,
+        "arrival": arrival,
+        "arrival_cv": arrival_cv,
+        "lengths": lengths,
+        "requests": requests,
+        "warmup": warmup,
+        "prompt_tokens": system.prompt_tokens,
+        "output_tokens": system.output_tokens,
+        "batch_max": system.batch_max,
+        "ttft_slo_ms": system.ttft_slo_s * MS_PER_S,
+        "tpot_slo_ms": system.tpot_slo_s * MS_PER_S,
+        **summary,
+    }
+    return body, df

@@ -1,0 +1,138 @@
+"""The request-level serving simulator (mcengine/kernels/serve) configured as plain
+queues, against closed forms within 4 standard errors (independent replications, fixed
+seeds), and its reproducibility (docs/serve.md#closed-form-checks)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mcengine.analytic import queueing_closed as qc
+from mcengine.errors import InputError
+from mcengine.standalone.serve import ServingSystem, queue_system, simulate_requests
+
+REPLICATIONS = 16
+REQUESTS = 20_000
+WARMUP = 2_000
+
+
+def _replicated(system, lengths, lam, stat, seed=7):
+    """``stat(table)`` over the measured requests of each replication: (mean, SEM)."""
+    values = []
+    for r in range(REPLICATIONS):
+        df, _ = simulate_requests(system, lam, REQUESTS, seed=seed, replication=r, lengths=lengths)
+        values.append(stat(df.iloc[WARMUP:]))
+    values = np.asarray(values)
+    return values.mean(), values.std(ddof=1) / math.sqrt(REPLICATIONS)
+
+
+def _within(estimate, exact):
+    mean, sem = estimate
+    assert sem > 0
+    assert abs(mean - exact) < 4 * sem, (mean, exact, sem)
+
+
+def _wait(df):
+    return df.ttft_s.mean()  # (prefill takes no time: the first token comes as service starts)
+
+
+def _sojourn(df):
+    return (df.finish_s - df.arrival_s).mean()
+
+
+def test_mm1_mean_wait_sojourn_and_quantile():
+    lam, mu = 0.5, 1.0
+    system, lengths = queue_system(1, 1.0 / mu, exponential=True)
+    _within(_replicated(system, lengths, lam, _wait), qc.mm1_wait_mean(lam, mu))  # 1.0 s
+    _within(_replicated(system, lengths, lam, _sojourn), qc.mm1_sojourn_mean(lam, mu))  # 2.0 s
+    p90 = _replicated(system, lengths, lam, lambda df: np.quantile(df.finish_s - df.arrival_s, 0.9))
+    _within(p90, qc.mm1_sojourn_quantile(lam, mu, 0.9))  # ln(10) / 0.5 = 4.605 s
+
+
+def test_md1_pollaczek_khinchine_mean_wait():
+    lam, d = 0.6, 1.0
+    system, lengths = queue_system(1, d, exponential=False)
+    _within(_replicated(system, lengths, lam, _wait), qc.md1_wait_mean(lam, d))  # 0.75 s
+    sojourn = _replicated(system, lengths, lam, _sojourn)
+    _within(sojourn, qc.md1_wait_mean(lam, d) + d)
+
+
+def test_mmc_erlang_c_waiting_probability_and_mean_wait():
+    lam, mu, c = 2.1, 1.0, 3
+    system, lengths = queue_system(c, 1.0 / mu, exponential=True)
+    assert qc.erlang_c(c, lam / mu) == pytest.approx(5.145 / (5.305 + 5.145), rel=1e-12)  # by hand: 1.5435/0.3 over 1 + 2.1 + 2.205 + that
+    _within(_replicated(system, lengths, lam, lambda df: (df.ttft_s > 0).mean()), qc.erlang_c(c, lam / mu))
+    _within(_replicated(system, lengths, lam, _wait), qc.mmc_wait_mean(lam, mu, c))
+
+
+def test_gamma_arrivals_have_the_given_rate_and_cv():
+    system, lengths = queue_system(1, 0.1, exponential=False)
+    df, _ = simulate_requests(system, 2.0, 40_000, seed=3, arrival="gamma", arrival_cv=2.0, lengths=lengths)
+    gaps = np.diff(np.r_[0.0, df.arrival_s.to_numpy()])
+    n = len(gaps)
+    assert abs(gaps.mean() - 0.5) < 4 * gaps.std() / math.sqrt(n)
+    # the CV (2) by its square: E[g^2] = (1 + cv^2) / lam^2 = 1.25, its SEM from the sample of g^2
+    assert abs((gaps**2).mean() - 1.25) < 4 * (gaps**2).std() / math.sqrt(n)
+
+
+def test_same_seed_same_numbers_and_replications_differ():
+    system, lengths = queue_system(2, 1.0, exponential=True)
+    a, busy_a = simulate_requests(system, 1.5, 5_000, seed=11, replication=2, lengths=lengths)
+    b, busy_b = simulate_requests(system, 1.5, 5_000, seed=11, replication=2, lengths=lengths)
+    c, _ = simulate_requests(system, 1.5, 5_000, seed=11, replication=3, lengths=lengths)
+    assert a.equals(b) and np.array_equal(busy_a, busy_b)
+    assert not np.array_equal(a.arrival_s.to_numpy(), c.arrival_s.to_numpy())
+
+
+def _lone(mode, **tables):
+    """One request every 1,000 s on a lightly loaded instance: it never meets another."""
+    system = ServingSystem(mode, 2 if mode == "disaggregated" else 1, 2048, 64, 4, prefill_instances=1 if mode == "disaggregated" else 0,
+                           prefill_batch_max=4 if mode == "disaggregated" else 0, **tables)
+    df, _ = simulate_requests(system, 1e-3, 50, seed=1)
+    return df
+
+
+def test_a_lone_request_sees_the_tables_step_times():
+    decode = np.array([0.0, 0.010, 0.011, 0.012, 0.013])
+    prefill = np.array([0.0, 0.2, 0.3, 0.4, 0.5])
+    df = _lone("static", decode_s=decode, prefill_s=prefill)
+    assert np.allclose(df.ttft_s, 0.2, rtol=1e-9) and np.allclose(df.tpot_s, 0.010, rtol=1e-9)
+    df = _lone("disaggregated", decode_s=decode, prefill_s=prefill, prefill_busy_s=prefill / 4, transfer_s=prefill / 100)
+    assert np.allclose(df.ttft_s, 0.2 + 0.002, rtol=1e-9) and np.allclose(df.tpot_s, 0.010, rtol=1e-9)
+    # continuous: the prompt (2,048 tokens) is one step's chunk (budget 4,096, grid 0 / 2,048 / 4,096 tokens)
+    mixed = np.array([[0.0, 0.15, 0.3], [0.010, 0.16, 0.31], [0.011, 0.17, 0.32], [0.012, 0.18, 0.33], [0.013, 0.19, 0.34]])
+    df = _lone("continuous", decode_s=decode, prefill_s=np.zeros(5), mixed_s=mixed, chunk_tokens=4096.0)
+    assert np.allclose(df.ttft_s, 0.15, rtol=1e-9) and np.allclose(df.tpot_s, 0.010, rtol=1e-9)
+
+
+def test_a_full_kv_cache_preempts_the_request_admitted_last_and_it_recomputes():
+    """Two requests of 10 prompt and 100 output tokens arriving together on one instance
+    whose KV cache holds 150 tokens; decode steps take 1 s, a chunk of ``c`` of the
+    20-token budget ``c/20`` s more. By hand, from request 0's arrival: request 0 prefills
+    alone (0.5 s), request 1 joins (a 1.5 s step), both decode until, at 65 s, 75 + 75
+    tokens of KV leave no room for the next step: request 1 (admitted last, 64 tokens
+    generated) is preempted; 75 + 1 + 74 <= 150 lets it back in, and at 67 s, 2 s into
+    re-prefilling its 74 tokens, it is preempted again; request 0 ends at 101 s (its 99
+    steps after the first token, two of them 1.5 s and 2 s long); request 1 then
+    re-prefills alone (3 steps of 20 tokens, 1 s each, one of 14 tokens, 0.7 s), gets its
+    65th token at 104.7 s and its 100th at 139.7 s."""
+    mixed = np.array([[0.0, 1.0], [1.0, 2.0], [1.0, 2.0]])
+    system = ServingSystem("continuous", 1, 10, 100, 2, decode_s=np.array([0.0, 1.0, 1.0]), prefill_s=np.zeros(3), mixed_s=mixed,
+                           chunk_tokens=20.0, kv_capacity_tokens=150.0)
+    df, _ = simulate_requests(system, 1e6, 2, seed=0)
+    assert df.preemptions.tolist() == [0, 2]
+    start = df.arrival_s[0]
+    assert (df.finish_s - start).to_numpy() == pytest.approx([101.0, 139.7], rel=1e-9)
+    assert (df.first_token_s - start).to_numpy() == pytest.approx([0.5, 2.0], rel=1e-9)
+
+
+def test_bad_input_names_the_option():
+    system, lengths = queue_system(1, 1.0, exponential=True)
+    with pytest.raises(InputError, match="--arrival"):
+        simulate_requests(system, 0.5, 10, arrival="bursty")
+    with pytest.raises(InputError, match="--cv"):
+        simulate_requests(system, 0.5, 10, arrival="gamma", arrival_cv=0.0)
+    with pytest.raises(InputError, match="--requests"):
+        simulate_requests(system, 0.5, 0)
