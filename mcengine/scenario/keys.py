@@ -14,11 +14,13 @@ from .dists import Dist, Law
 from .fields import _interval, did_you_mean, spec_of
 from .sections.gpu import DeriveSection
 from .sections.reliability import Component
+from .sections.training import TrainingSection
 from .sections.workload import EfficiencyTable, RequestClass
 
 #: Sub-tables whose keys are listed under a placeholder name.
 NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection),
-          "classes": ("classes.NAME", RequestClass), "efficiency": ("efficiency.PRECISION", EfficiencyTable)}
+          "classes": ("classes.NAME", RequestClass), "efficiency": ("efficiency.PRECISION", EfficiencyTable),
+          "training": ("training", TrainingSection)}
 
 
 def _default(f) -> object:

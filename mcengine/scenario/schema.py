@@ -22,6 +22,7 @@ from .sections.fab import FabSection
 from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
+from .sections.training import TrainingSection, parse_training
 from .cards import parse_model
 from .sections.workload import EFFICIENCY_KINDS, WorkloadSection, parse_classes, parse_efficiency
 
@@ -32,7 +33,7 @@ SECTIONS = (
     ("fab", FabSection, {}),
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
-    ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes, "efficiency": parse_efficiency}),
+    ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes, "efficiency": parse_efficiency, "training": parse_training}),
     ("econ", EconSection, {}),
 )
 #: The workload keys whose "auto" is a precision table's efficiency.
@@ -115,7 +116,7 @@ class Scenario:
                 elif isinstance(value, (Law, LengthLaw)):
                     for suffix, dist in value.param_items():
                         out[f"{key}.{suffix}"] = dist
-                elif isinstance(value, DeriveSection):
+                elif isinstance(value, (DeriveSection, TrainingSection)):
                     for df in fields(value):
                         if isinstance(getattr(value, df.name), Dist):
                             out[f"{key}.{df.name}"] = getattr(value, df.name)
@@ -205,7 +206,7 @@ def _section_dict(section, with_unset: bool = False) -> dict:
         elif f.name == "classes":
             if value:  # no classes: the scenario's dict is what it was without the key
                 out[f.name] = {name: _section_dict(cls, with_unset) for name, cls in value}
-        elif f.name in ("model", "derive"):
+        elif f.name in ("model", "derive", "training"):
             out[f.name] = _section_dict(value, with_unset)
         else:
             out[f.name] = _value_dict(value)

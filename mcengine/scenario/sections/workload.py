@@ -16,6 +16,7 @@ from ...errors import Problem
 from ..fields import AUTO, choice, flag, integer, length, number, parse_section
 from ..lengths import LengthLaw
 from ..limits import MAX_CLASSES
+from .training import TrainingSection
 
 
 _EFF = dict(lo=0.0, lo_open=True, hi=1.0, why="a share of the peak")
@@ -138,6 +139,12 @@ def parse_efficiency(raw, key: str, problems: list[Problem]) -> tuple[tuple[str,
 @dataclass(frozen=True)
 class WorkloadSection:
     model: ModelCard = field(default=None, metadata={"help": "Shipped model card name or inline table."})
+    kind: str = choice(
+        "inference",
+        'What the cluster runs: "inference" (serving, docs/model.md#roofline) or "training" (one synchronous job of '
+        "[workload.training] on workload.model, with its interruptions and checkpoints: docs/training.md).",
+        ("inference", "training"),
+    )
     bytes_per_param: Dist = number(2.0, "Bytes per weight (bf16 2, fp8 1).", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
     kv_bytes: Dist = number(2.0, "Bytes per KV-cache element.", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
     prompt_tokens: int | float | Dist | LengthLaw = length(
@@ -257,6 +264,8 @@ class WorkloadSection:
         "(mix.NAME.instances, mix.NAME.idle_share).",
         ("continuous", "whole"),
     )
+    training: TrainingSection = field(default=TrainingSection(), metadata={
+        "help": 'The training job of workload.kind = "training", one [workload.training] table (docs/training.md).'})
     classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
                                                           "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
                                                           "request is workload.prompt_tokens / output_tokens."})
