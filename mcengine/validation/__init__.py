@@ -8,18 +8,18 @@ measurement (the roofline calibration anchors).
 from __future__ import annotations
 
 from .. import interrupt
-from . import fab, reliability, roofline, sensitivity
+from . import fab, reliability, roofline, sensitivity, training
 from .check import Check, mc_check
 
 __all__ = ["Check", "all_checks", "mc_check"]
 
 
 def all_checks() -> list[Check]:
-    """Every check, in report order: fab, reliability, roofline, sensitivity. A SIGINT or
+    """Every check, in report order: fab, reliability, roofline, training, sensitivity. A SIGINT or
     SIGTERM stops between two stages' checks (:mod:`mcengine.interrupt`)."""
     checks: list[Check] = []
     with interrupt.deferred():
-        for stage in (fab, reliability, roofline, sensitivity):
+        for stage in (fab, reliability, roofline, training, sensitivity):
             checks += stage.checks()
             interrupt.check()
     return checks

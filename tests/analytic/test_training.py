@@ -11,36 +11,14 @@ import pytest
 
 from mcengine.analytic import training as at
 from mcengine.scenario.cards import load_model_card
-
-
-def _simulated_segment_times(tau, delta, restart, mtbf, n, rng):
-    """Wall time of ``n`` segments of ``tau`` compute + ``delta`` write, each retried after
-    an exponential interruption (mean ``mtbf``, also during restarts) and a restart."""
-    total = np.zeros(n)
-    pending = np.ones(n, bool)
-    while pending.any():
-        idx = np.flatnonzero(pending)
-        x = rng.exponential(mtbf, idx.size)
-        done = x >= tau + delta
-        total[idx[done]] += tau + delta
-        failed = idx[~done]
-        total[failed] += x[~done]
-        restarting = failed
-        while restarting.size:  # a restart completes only without an interruption in it
-            y = rng.exponential(mtbf, restarting.size)
-            ok = y >= restart
-            total[restarting[ok]] += restart
-            total[restarting[~ok]] += y[~ok]
-            restarting = restarting[~ok]
-        pending[idx[done]] = False
-    return total
+from mcengine.validation.training import simulated_segment_hours
 
 
 @pytest.mark.parametrize("tau_over_m", [0.05, 0.5, 2.0])
 def test_daly_expected_wall_time_matches_a_monte_carlo_within_4_sem(tau_over_m):
     mtbf, delta, restart = 3.0, 0.02, 0.25
     tau = tau_over_m * mtbf
-    wall = _simulated_segment_times(tau, delta, restart, mtbf, 200_000, np.random.default_rng(44))
+    wall = simulated_segment_hours(tau, delta, restart, mtbf, 200_000, np.random.default_rng(44))
     sem = wall.std(ddof=1) / math.sqrt(wall.size)
     expected = tau * float(at.daly_wall_factor(tau, delta, restart, mtbf))
     assert abs(wall.mean() - expected) < 4 * sem

@@ -51,7 +51,7 @@ class TrainingSection:
         2000.0, "Aggregate write bandwidth of the job's checkpoints (Llama 3's Tectonic: 2 TB/s sustained, 7 TB/s peak; "
         "docs/sources.md#train-checkpoint).", "GB/s", lo=0.0, lo_open=True, hi=1e7, why="5,000x Llama 3's storage")
     restart_minutes: Dist = number(
-        14.0, "Time from an interruption to training again (detection, rescheduling onto hot spares, reloading the checkpoint), "
+        12.5, "Time from an interruption to training again (detection, rescheduling onto hot spares, reloading the checkpoint), "
         "derived from Llama 3's ~17 min lost per interruption (docs/sources.md#train-restart).", "minutes",
         lo=0.0, hi=1e5, why="~70 days per restart: no job")
     software_afr: Dist = number(0.0223, "Job interruptions by software bugs per H100-equivalent-year (Llama 3: 54 in 54 days; "
