@@ -98,7 +98,13 @@ def _finite_and_in_bounds(s, key: str) -> None:
                 if isinstance(v, EmpiricalLength):
                     assert all(SPECS[full].lo <= x <= SPECS[full].hi for x in v.tokens), (full, v)
             else:
-                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name == "model", (full, v)
+                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name in ("model", "training"), (full, v)
+    t = s.workload.training
+    for f in fields(t):
+        v = getattr(t, f.name)
+        if isinstance(v, int) and not isinstance(v, bool):
+            spec = SPECS[f"workload.training.{f.name}"]
+            assert spec.lo <= v <= spec.hi, (f.name, v)
     m = s.workload.model
     for f in fields(m):
         v = getattr(m, f.name)
