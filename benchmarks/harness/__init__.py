@@ -9,14 +9,15 @@ peak-memory probe live only here, so the package never imports simpy or valgrind
 
 from __future__ import annotations
 
-from mcengine import bench
+from mcengine.bench import run_all as _bench_run_all, training_chain  # mcengine.bench is also the package's bench()
 
 from . import chain, compile, fab, reliability, rqmc
 
 #: Harnesses with a peer or a probe, in report order.
-HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "compile": compile.run, "rqmc": rqmc.run}
+HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "training": training_chain,
+             "compile": compile.run, "rqmc": rqmc.run}
 
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:
     """Every harness (or those named), with the machine they ran on."""
-    return bench.run_all(quick, stages, HARNESSES)
+    return _bench_run_all(quick, stages, HARNESSES)
