@@ -196,6 +196,7 @@ COLUMNS: tuple[Column, ...] = (
         ("training_recompute", "whether the training layout recomputes activations (1 full, 0 none)", "", True),
         ("training_bubble", "pipeline bubble share of the training step", "", True),
         ("job_interruptions.{}.per_day", "job interruptions per day by cause", "per day", True),
+        ("job_lost_hours.{}.per_day", "hours a day the job loses to rollbacks and restarts, by cause", "hours per day", True),
     )),
     # the switched fabric's and the data hall's columns, each only where it is on
     *(Column(name, label, unit, conditional=when) for name, label, unit, when in (

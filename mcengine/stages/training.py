@@ -15,7 +15,10 @@ host, times the job's GPUs, hosts (``job_gpus / gpus_per_host``) and NICs
 (``job_gpus / gpus_per_nic``); plus the causes the hardware rates leave out (software,
 NCCL timeouts, silent data corruption, thermal: ``[workload.training]``'s four rates,
 per H100-equivalent or per GPU). Interruptions are taken as exponential at that rate
-(Daly's model); a failed unit is replaced from the spare pool within the restart.
+(Daly's model); a failed unit is replaced from the spare pool within the restart. The
+wall time neither useful nor spent writing checkpoints (rollbacks and restarts,
+``1 - ETTR (tau + delta) / tau``) is lost hours, split among the causes in proportion
+to their rates (competing exponential risks): ``job_lost_hours.<cause>.per_day``.
 
 **Cost.** The job pays its share ``job_gpus / active GPUs`` of the cluster's cost per
 hour, the econ stage's total over the horizon at full load (``busy_fraction = 1``,
@@ -127,6 +130,7 @@ def training(scenario: Scenario, inputs: TrialInputs, cost_at_full_load_usd: np.
     restart = inputs[_KEY + "restart_minutes"] / 60.0
     tau = at.optimal_interval(delta, mtbf) if t.checkpoint_interval_minutes == OPTIMAL else inputs[_KEY + "checkpoint_interval_minutes"] / 60.0
     effective = at.ettr(tau, delta, restart, mtbf)
+    lost_share = 1.0 - effective * (tau + delta) / tau  # of wall time: neither useful nor writing checkpoints
     step = step_plan(scenario, inputs, gpus, domain_gpus(scenario))
     trained_per_s = step["tokens_per_s"] * effective
     horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
@@ -142,4 +146,5 @@ def training(scenario: Scenario, inputs: TrialInputs, cost_at_full_load_usd: np.
         "checkpoint_write_s": delta * SECONDS_PER_HOUR,
         **{f"training_{k}": step[k] for k in ("tensor_parallel", "pipeline_parallel", "data_parallel", "zero_stage", "recompute", "bubble")},
         **{f"job_interruptions.{cause}.per_day": r * HOURS_PER_DAY for cause, r in by_cause.items()},
+        **{f"job_lost_hours.{cause}.per_day": lost_share * HOURS_PER_DAY * r / rate for cause, r in by_cause.items()},
     }

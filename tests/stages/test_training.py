@@ -49,6 +49,12 @@ def test_lite_job_sums_its_own_units():
     assert set(by_cause) == {"die", "hbm", "gsp", "network", "optics", "laser", "host", "software", "nccl_timeout", "sdc", "thermal"}
     np.testing.assert_allclose(by_cause["optics"], 65536 * 0.0034 / 8766 * 24, rtol=1e-12)
     np.testing.assert_allclose(sum(by_cause.values()), cols["job_interruptions_per_day"], rtol=1e-12)
+    lost = {k.split(".")[1]: v for k, v in cols.items() if k.startswith("job_lost_hours.")}
+    assert set(lost) == set(by_cause)
+    tau, delta = cols["checkpoint_interval_minutes"] / 60, cols["checkpoint_write_s"] / 3600
+    # the day's hours: useful + writing checkpoints + lost, the lost split as the rates
+    np.testing.assert_allclose(24 * cols["ettr"] * (tau + delta) / tau + sum(lost.values()), 24.0, rtol=1e-12)
+    np.testing.assert_allclose(lost["optics"] / lost["die"], by_cause["optics"] / by_cause["die"], rtol=1e-12)
 
 
 @pytest.mark.parametrize("minutes", [2, 10, 30, 120, 600])
