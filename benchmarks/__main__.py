@@ -9,11 +9,12 @@ Usage::
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
 a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chain``
-(end-to-end throughput of the case study and peak memory), ``compile`` (cold start:
-compile seconds and peak MB of a first run on an empty cache), ``rqmc`` (standard
-errors at equal trials, Sobol' against random inputs), ``load`` (chain trials/s with a
-demand against "saturate", docs/load.md) and ``serve`` (the request-level serving
-simulator's requests/s, beside a SimPy M/M/c peer); default: all seven.
+(end-to-end throughput of the case study and peak memory), ``training`` (the chain's
+trials/s with h100 and lite-h100 as training jobs against the same serving),
+``compile`` (cold start: compile seconds and peak MB of a first run on an empty cache),
+``rqmc`` (standard errors at equal trials, Sobol' against random inputs), ``load`` (chain
+trials/s with a demand against "saturate", docs/load.md) and ``serve`` (the request-level
+serving simulator's requests/s, beside a SimPy M/M/c peer); default: all eight.
 ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's

@@ -107,11 +107,12 @@ def reliability(quick: bool = False) -> dict:
             "cases": {name: {"lifetimes_per_s": rate, "events_per_s": rate * events[name] / n} for name, rate in rates.items()}}
 
 
-def _chain_seconds(refs: list[str], trials: int, threads: int) -> float:
+def _chain_seconds(refs: list[str], trials: int, threads: int, overrides: tuple[str, ...] = ()) -> float:
+    """Seconds of one run of ``refs`` (each with ``overrides``) over ``trials`` trials at ``threads`` threads."""
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        spec = RunSpec(tuple(load_scenario(ref) for ref in refs), SEED, trials)
+        spec = RunSpec(tuple(load_scenario(ref, overrides) for ref in refs), SEED, trials)
         start = time.perf_counter()
         execute(spec, chunk_trials=DEFAULT_CHUNK_TRIALS)
         return time.perf_counter() - start
@@ -184,6 +185,28 @@ def chain(quick: bool = False) -> dict:
             "projected_s_for_1e6_trials": many[label] * 1e6 / trials,
         }
     return {"warmup_and_compile_s": compile_s, "cases": rows}
+
+
+#: What turns a scenario into a training job of its own cluster (docs/training.md).
+TRAINING = ('workload.kind="training"',)
+
+
+def training_chain(quick: bool = False) -> dict:
+    """Trials/s of the case study's h100 and lite-h100 as training jobs of their own
+    clusters (``workload.kind = "training"``, the training stage after econ) against the
+    same scenarios serving, at all threads (best of the repeats)."""
+    trials = 1024 if quick else 8192
+    threads = numba.config.NUMBA_NUM_THREADS
+    refs = ["h100", "lite-h100"]
+    _chain_seconds(refs, 256, threads)
+    _chain_seconds(refs, 256, threads, TRAINING)
+    inference = training = float("inf")
+    for _ in range(1 if quick else REPEATS):
+        inference = min(inference, _chain_seconds(refs, trials, threads))
+        training = min(training, _chain_seconds(refs, trials, threads, TRAINING))
+        interrupt.check()
+    return {"scenarios": refs, "trials": trials, "threads": threads, "inference_trials_per_s": trials / inference,
+            "training_trials_per_s": trials / training, "training_over_inference": inference / training}
 
 
 #: The harnesses of `mcengine bench --stage`, in report order.

@@ -89,6 +89,8 @@ class Column:
 
 
 _COST = "USD per Mtok"
+#: The ``conditional`` of the columns only a training job produces.
+TRAINING = 'workload.kind = "training"'
 _AVAILABILITY = "time-averaged share of instances up"
 
 #: Every output column, the summarised metrics first, in the order of the summaries.
@@ -126,6 +128,17 @@ COLUMNS: tuple[Column, ...] = (
            may_be_infinite=True, paired=True, summarised=True),
     Column("cost_per_request_usd", "cost per request", "USD", "lower", "cost per request", "cheaper per request",
            may_be_infinite=True, paired=True, summarised=True),
+    # a training job's (workload.kind = "training", docs/training.md)
+    Column("cost_per_mtok_trained_usd", "cost per million trained tokens", _COST, "lower", "cost per trained token",
+           "cheaper per trained token", paired=True, summarised=True, conditional=TRAINING),
+    Column("time_to_train_days", "time to train the job's tokens", "days", "lower", "time to train", "faster to train",
+           paired=True, summarised=True, conditional=TRAINING),
+    Column("ettr", "effective training time ratio", "useful ÷ wall time", "higher", "ETTR", "more effective training time",
+           paired=True, summarised=True, conditional=TRAINING),
+    Column("job_interruptions_per_day", "job interruptions per day", "per day", "lower", "job interruptions",
+           "fewer job interruptions", paired=True, summarised=True, conditional=TRAINING),
+    Column("mfu", "model FLOPs utilisation of the training step", "", "higher", "MFU", "higher MFU",
+           paired=True, summarised=True, conditional=TRAINING),
     # the families summarised under their own keys
     Column(BREAKDOWN_COLUMN, "part of the cost per million output tokens", _COST, may_be_zero=True, may_be_infinite=True, summarised=True),
     Column(CLASS_PREFIX + "{}.failures_per_year", "failures per year of a component class", "per year", may_be_zero=True, summarised=True),
@@ -192,6 +205,20 @@ COLUMNS: tuple[Column, ...] = (
     )),
     Column(LOAD_PAIRED, "cost per million output tokens of the fleet sized for the demand", _COST, "lower",
            may_be_infinite=True, paired=True, summarised=True, conditional="a demand (workload.load.demand)"),
+    # the training job's other columns
+    *(Column(name, label, unit, may_be_zero=zero, conditional=TRAINING) for name, label, unit, zero in (
+        ("training_tokens_per_s", "trained tokens/s of the job while it runs", "tokens/s", False),
+        ("checkpoint_interval_minutes", "compute time between checkpoints", "minutes", False),
+        ("checkpoint_write_s", "time to write one checkpoint", "s", False),
+        ("training_tensor_parallel", "tensor-parallel degree of the training layout", "GPUs", False),
+        ("training_pipeline_parallel", "pipeline stages of the training layout", "stages", False),
+        ("training_data_parallel", "data-parallel replicas of the training layout", "replicas", False),
+        ("training_zero_stage", "optimizer sharding stage of the training layout (1 or 3)", "", False),
+        ("training_recompute", "whether the training layout recomputes activations (1 full, 0 none)", "", True),
+        ("training_bubble", "pipeline bubble share of the training step", "", True),
+        ("job_interruptions.{}.per_day", "job interruptions per day by cause", "per day", True),
+        ("job_lost_hours.{}.per_day", "hours a day the job loses to rollbacks and restarts, by cause", "hours per day", True),
+    )),
     # the switched fabric's and the data hall's columns, each only where it is on
     *(Column(name, label, unit, conditional=when) for name, label, unit, when in (
         ("scale_out_tiers", "switch tiers of the scale-out fabric", "tiers", 'econ.fabric_model = "fat_tree"'),
@@ -218,6 +245,21 @@ def column(name: str) -> Column | None:
 
 #: Per-trial metrics summarised by `mcengine run` / `compare` (docs/interface.md names first).
 METRICS = tuple(c.name for c in COLUMNS if c.summarised and not c.family and not c.name.startswith(LOAD_PREFIX))
+#: Metrics only a training job (``workload.kind = "training"``) produces.
+TRAINING_METRICS = tuple(m for m in METRICS if _BY_NAME[m].conditional == TRAINING)
+
+
+def metrics_of(training: bool) -> tuple[str, ...]:
+    """The :data:`METRICS` a scenario produces (a training job's only with ``training``)."""
+    return METRICS if training else tuple(m for m in METRICS if m not in TRAINING_METRICS)
+
+
+def paired_of(a_training: bool, b_training: bool) -> tuple[str, ...]:
+    """The :data:`PAIRED_METRICS` two scenarios both produce."""
+    both = set(metrics_of(a_training)) & set(metrics_of(b_training))
+    return tuple(m for m in PAIRED_METRICS if m in both)
+
+
 #: Metrics that can be zero in a trial, so that a ratio of them would mean nothing.
 MAY_BE_ZERO = tuple(m for m in METRICS if _BY_NAME[m].may_be_zero)
 #: Metrics compared as paired ratios B/A: those positive in every trial that delivers

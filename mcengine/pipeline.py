@@ -1,5 +1,6 @@
 """One block of trials through the chained stages: inputs → fab → reliability → roofline → load → econ
-(the load stage only with a demand, ``workload.load.demand``, docs/load.md).
+(→ training, for ``workload.kind = "training"``; the load stage only with a demand,
+``workload.load.demand``, docs/load.md).
 
 The stages import no other stage (docs/model.md#stage-handoffs): what one needs from another
 is computed here and handed in as arrays or plain values: the roofline's reshard table
@@ -108,10 +109,24 @@ def run_block(
         produced = produce()
         _check_finite(stage, scenario, produced, inputs, columns.get("slo_met", 1.0) == 0.0)
         columns.update(produced)
+    if scenario.workload.kind == "training":
+        produced = training_columns(scenario, inputs, columns)
+        _check_finite("training", scenario, produced, inputs)
+        columns.update(produced)
     columns["tokens_per_s_per_h100_equivalent"] = columns["tokens_per_s_per_gpu"] / scenario.gpu.h100_equivalents.value
     for key in scenario.uncertain_inputs():
         columns[INPUT_PREFIX + key] = inputs[key]
     return columns
+
+
+def training_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The training stage's columns (:func:`mcengine.stages.training.training`), handed the
+    econ stage's total cost with every GPU busy (``busy_fraction = 1``: a training job
+    computes throughout)."""
+    from .stages import econ, training
+
+    at_full_load = econ.economics(scenario, inputs, {**columns, "busy_fraction": np.ones(inputs.n)})["total_cost_usd"]
+    return training.training(scenario, inputs, at_full_load)
 
 
 def planning_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray | None:

@@ -15,7 +15,7 @@ import pytest
 from mcengine import api
 from mcengine.errors import InputError
 from mcengine.io import dumps
-from mcengine.columns import PAIRED_METRICS
+from mcengine.columns import paired_of
 from mcengine.summaries import SUMMARY_KEYS
 from mcengine.scenario import load_scenario
 from mcengine.sensitivity import methods
@@ -146,11 +146,11 @@ def test_compare_adds_paired_metrics_equal_to_the_trials():
     res = api.compare("h100", "lite-h100", trials=1024, seed=6, overrides=SMALL)
     doc = res.summary()
     assert doc["scenario"] == "h100 vs lite-h100" and list(doc["scenarios"]) == ["h100", "lite-h100"]
-    assert set(doc["paired"]) == set(PAIRED_METRICS)
+    assert set(doc["paired"]) == set(paired_of(False, False))  # two serving scenarios: no training metrics
     t = res.trials
     a = t[t.scenario == "h100"].set_index("trial")
     b = t[t.scenario == "lite-h100"].set_index("trial")
-    for metric in PAIRED_METRICS:
+    for metric in paired_of(False, False):
         block = doc["paired"][metric]
         assert tuple(block["ratio"]) == SUMMARY_KEYS
         assert block["p_b_below_a"] == float((b[metric] < a[metric]).mean()), metric

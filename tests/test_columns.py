@@ -28,7 +28,7 @@ def chunks() -> dict[str, dict]:
     """A few trials of each run: the case study, the mix of docs/case-study (its classes
     sharing instances), the same mix on whole instances per class, two designs with
     the fabric, the hall and the cost of capital on, one design under a demand (the load
-    stage), and speculative decoding."""
+    stage), speculative decoding, and two designs as a training job."""
     runs = {
         "case": [api.check(n, SMALL) for n in CASE],
         "mix": [api.check(str(MIX / f"{n}.toml"), SMALL) for n in ("h100", "lite-h100")],
@@ -36,6 +36,7 @@ def chunks() -> dict[str, dict]:
         "facility": [api.check(n, [*SMALL, *FACILITY]) for n in ("h100", "lite-h100")],
         "load": [api.check(n, [*SMALL, "workload.load.demand=5000"]) for n in ("h100", "lite-h100")],
         "speculative": [api.check("h100", [*SMALL, "workload.speculative.draft_tokens=2"])],
+        "training": [api.check(n, [*SMALL, 'workload.kind="training"']) for n in ("h100", "lite-h100")],
     }
     return {run: run_chunk(tuple(scenarios), 0, 0, 4) for run, scenarios in runs.items()}
 
@@ -88,7 +89,8 @@ def test_an_exact_name_wins_over_a_family():
 
 def test_derived_lists_keep_the_summaries_order():
     assert METRICS[:3] == ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "availability")
-    assert METRICS[-1] == "cost_per_request_usd"
+    assert columns.metrics_of(False)[-1] == "cost_per_request_usd" and METRICS[-1] == "mfu"
+    assert columns.TRAINING_METRICS == ("cost_per_mtok_trained_usd", "time_to_train_days", "ettr", "job_interruptions_per_day", "mfu")
     assert set(PAIRED_METRICS) == set(METRICS) - set(columns.MAY_BE_ZERO) - {"instance_availability", "capacity_availability"}
     assert columns.NEAR_ONE == ("availability", "instance_availability", "capacity_availability")
     assert columns.CLASS_COST.fullmatch("mix.code.cost_per_mtok_usd") and not columns.CLASS_COST.fullmatch("cost_per_mtok_usd")

@@ -15,7 +15,7 @@ import pytest
 
 from mcengine import api
 from mcengine.errors import InputError, NumericalError
-from mcengine.columns import INPUT_PREFIX, METRICS, PAIRED_METRICS
+from mcengine.columns import INPUT_PREFIX, METRICS, PAIRED_METRICS, TRAINING_METRICS, metrics_of
 from mcengine.pipeline import (
     fab_key, reliability_key, roofline_key, run_block, run_chunk, share_lifetimes,
     shared_columns,
@@ -57,7 +57,8 @@ def test_block_equals_the_stages_called_one_by_one(case):
     assert inputs_cols == {INPUT_PREFIX + k for k in s.uncertain_inputs()}
     for key in s.uncertain_inputs():
         np.testing.assert_array_equal(got[INPUT_PREFIX + key], inputs[key])
-    assert set(METRICS) <= set(got) and set(PAIRED_METRICS) < set(METRICS)
+    assert set(metrics_of(False)) <= set(got) and set(PAIRED_METRICS) < set(METRICS)
+    assert not set(TRAINING_METRICS) & set(got)  # an inference scenario has no training job
 
 
 def test_keys_follow_what_each_stage_reads(case):

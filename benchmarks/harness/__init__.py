@@ -14,8 +14,8 @@ import mcengine.bench as bench  # (the submodule: `from mcengine import bench` g
 from . import chain, compile, fab, load, reliability, rqmc, serve
 
 #: Harnesses with a peer or a probe, in report order.
-HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "compile": compile.run, "rqmc": rqmc.run,
-             "load": load.run, "serve": serve.run}
+HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "training": bench.training_chain,
+             "compile": compile.run, "rqmc": rqmc.run, "load": load.run, "serve": serve.run}
 
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:

@@ -44,7 +44,7 @@ class Accumulators:
         for name in self.names:
             cols = chunk[name]
             self.missed[name] = self.missed.get(name, 0) + int(np.count_nonzero(cols["slo_met"] == 0.0))
-            for metric in METRICS:
+            for metric in (m for m in METRICS if m in cols):  # a training job's metrics where it is one
                 offset = 1.0 if metric in NEAR_ONE else 0.0
                 self.metrics.setdefault((name, metric), self._summary(offset)).add(cols[metric], f"{name}.{metric}")
             for part in (p for p in ALL_BREAKDOWN_PARTS if BREAKDOWN_COLUMN.format(p) in cols):  # the parts the scenario has
@@ -70,7 +70,7 @@ class Accumulators:
 
     def summary(self) -> dict:
         base = self.names[0]
-        scenarios = {name: {**{metric: self.metrics[(name, metric)].to_dict() for metric in METRICS},
+        scenarios = {name: {**{metric: self.metrics[(name, metric)].to_dict() for metric in METRICS if (name, metric) in self.metrics},
                             BREAKDOWN: {part: self.metrics[(name, f"{BREAKDOWN}.{part}")].to_dict() for part in ALL_BREAKDOWN_PARTS
                                         if (name, f"{BREAKDOWN}.{part}") in self.metrics}}
                      for name in self.names}
@@ -97,7 +97,8 @@ class Accumulators:
                     **({"p_tie": self.ties[(name, metric)] / self.trials_done} if self.ties is not None else {}),
                     "serving": serving,
                 }
-                for metric in (*PAIRED_METRICS, *sorted(m for n, m in self.ratios if n == name and m.startswith((MIX_PREFIX, LOAD_PREFIX))))
+                for metric in (*(m for m in PAIRED_METRICS if (name, m) in self.ratios),
+                               *sorted(m for n, m in self.ratios if n == name and m.startswith((MIX_PREFIX, LOAD_PREFIX))))
             }
         if pairs:
             doc["baseline"] = base
@@ -148,7 +149,8 @@ def _new_accumulators(spec: RunSpec) -> Accumulators:
 
 
 def paired_metrics(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[str, ...]:
-    """The metrics compared as paired ratios B/A: :data:`PAIRED_METRICS`, and each request
-    class's cost per token (``mix.NAME.cost_per_mtok_usd``) and the cost per token of the fleet
-    sized for a demand (``load.cost_per_mtok_fleet_usd``, docs/load.md) that both sides have."""
-    return (*PAIRED_METRICS, *(c for c in b if (CLASS_COST.fullmatch(c) or c == LOAD_PAIRED) and c in a))
+    """The metrics compared as paired ratios B/A: :data:`PAIRED_METRICS` that both sides
+    produce, and each request class's cost per token (``mix.NAME.cost_per_mtok_usd``) and the
+    cost per token of the fleet sized for a demand (``load.cost_per_mtok_fleet_usd``,
+    docs/load.md) that both sides have."""
+    return (*(m for m in PAIRED_METRICS if m in a and m in b), *(c for c in b if (CLASS_COST.fullmatch(c) or c == LOAD_PAIRED) and c in a))

@@ -93,7 +93,7 @@ class Spec:
     hi_open: bool = False
     inf_ok: bool = False
     auto_ok: bool = False
-    word: str = AUTO  # the word auto_ok allows ("auto"; "saturate" for workload.load.demand)
+    auto_word: str = AUTO  #: the word that, with ``auto_ok``, asks the scenario to derive the value ("auto", "all", "optimal")
     uncertain: bool = True
     optional: bool = False
     choices: tuple[str, ...] = ()
@@ -115,7 +115,7 @@ class Spec:
             if self.inf_ok:
                 what += ' or "inf"'
             if self.auto_ok:
-                what += f' or "{self.word}"'
+                what += f' or "{self.auto_word}"'
             if self.uncertain:
                 what += " (or a dist table: " + ", ".join(DISTS) + ")"
             return "allowed: " + what
@@ -124,7 +124,7 @@ class Spec:
             if self.inf_ok:
                 what += ' or "inf"'
             if self.auto_ok:
-                what += f' or "{self.word}"'
+                what += f' or "{self.auto_word}"'
             return "allowed: " + what
         if self.kind == "law":
             return (
@@ -166,8 +166,8 @@ class Spec:
         return parser(raw, key, problems)
 
     def _parse_number(self, raw, key, problems) -> Dist | str | None:
-        if self.auto_ok and raw == self.word:
-            return self.word
+        if self.auto_ok and raw == self.auto_word:
+            return self.auto_word
         if isinstance(raw, dict):
             if not self.uncertain:
                 problems.append(Problem(key, raw, self.allowed().replace(" (or a dist", " (not a dist") , "this key is structural: give one number"))
@@ -192,8 +192,8 @@ class Spec:
         return Fixed(value)
 
     def _parse_integer(self, raw, key, problems) -> int | float | str | None:
-        if self.auto_ok and raw == self.word:
-            return self.word
+        if self.auto_ok and raw == self.auto_word:
+            return self.auto_word
         if self.inf_ok and isinstance(raw, str) and raw.strip().lower() in INF_WORDS:
             return math.inf
         if self.inf_ok and isinstance(raw, float) and raw == math.inf:  # the TOML literal inf
@@ -484,7 +484,7 @@ def _field(default, spec: Spec):
 
 def number(default: float | None, help: str, unit: str = "", **kw):
     """A float key; uncertain (dist table) unless ``uncertain=False``; ``None`` default = optional;
-    ``"auto"`` (with ``auto_ok=True``; another word with ``word=``) = a value the scenario derives from other keys."""
+    ``"auto"`` (with ``auto_ok=True``; another word with ``auto_word=``) = a value the scenario derives from other keys."""
     spec = Spec("number", help, unit=unit, optional=default is None, **kw)
     return _field(default if default is None or isinstance(default, str) else Fixed(float(default)), spec)
 

@@ -14,13 +14,14 @@ from .dists import Dist, Law
 from .fields import _interval, did_you_mean, spec_of
 from .sections.gpu import DeriveSection
 from .sections.reliability import Component
+from .sections.training import TrainingSection
 from .sections.workload import EfficiencyTable, LoadSection, PrefixCacheSection, RequestClass, SpeculativeSection
 
 #: Sub-tables whose keys are listed under a placeholder name.
 NESTED = {"components": ("components.NAME", Component), "model": ("model", ModelCard), "derive": ("derive", DeriveSection),
           "classes": ("classes.NAME", RequestClass), "efficiency": ("efficiency.PRECISION", EfficiencyTable),
           "load": ("load", LoadSection), "speculative": ("speculative", SpeculativeSection),
-          "prefix_cache": ("prefix_cache", PrefixCacheSection)}
+          "prefix_cache": ("prefix_cache", PrefixCacheSection), "training": ("training", TrainingSection)}
 
 
 def _default(f) -> object:
@@ -43,8 +44,8 @@ def _row(key: str, f) -> dict:
         row["range"] = _interval(spec.lo, spec.hi, spec.lo_open, spec.hi_open and spec.kind == "number")
         row["why"] = spec.why
         row["inf_ok"], row["auto_ok"] = spec.inf_ok, spec.auto_ok
-        if spec.auto_ok and spec.word != "auto":
-            row["word"] = spec.word
+        if spec.auto_ok and spec.auto_word != "auto":
+            row["word"] = spec.auto_word
         row["uncertain"] = spec.kind in ("number", "length") and spec.uncertain
     if spec.choices:
         row["choices"] = list(spec.choices)

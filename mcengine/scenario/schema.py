@@ -22,6 +22,7 @@ from .sections.fab import FabSection
 from .sections.gpu import DeriveSection, GpuSection, parse_derive
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
+from .sections.training import TrainingSection, parse_training
 from .cards import parse_model
 from .sections.workload import (EFFICIENCY_KINDS, LoadSection, PrefixCacheSection, SpeculativeSection, WorkloadSection, parse_classes,
                                  parse_efficiency, parse_load, parse_prefix_cache, parse_speculative)
@@ -34,7 +35,8 @@ SECTIONS = (
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
     ("workload", WorkloadSection, {"model": parse_model, "classes": parse_classes, "efficiency": parse_efficiency,
-                                   "load": parse_load, "speculative": parse_speculative, "prefix_cache": parse_prefix_cache}),
+                                   "load": parse_load, "speculative": parse_speculative, "prefix_cache": parse_prefix_cache,
+                                   "training": parse_training}),
     ("econ", EconSection, {}),
 )
 #: The workload keys whose "auto" is a precision table's efficiency.
@@ -117,7 +119,7 @@ class Scenario:
                 elif isinstance(value, (Law, LengthLaw)):
                     for suffix, dist in value.param_items():
                         out[f"{key}.{suffix}"] = dist
-                elif isinstance(value, (DeriveSection, LoadSection, SpeculativeSection, PrefixCacheSection)):
+                elif isinstance(value, (DeriveSection, LoadSection, SpeculativeSection, PrefixCacheSection, TrainingSection)):
                     for df in fields(value):
                         if isinstance(getattr(value, df.name), Dist):
                             out[f"{key}.{df.name}"] = getattr(value, df.name)
@@ -210,7 +212,7 @@ def _section_dict(section, with_unset: bool = False) -> dict:
         elif f.name == "load":
             if with_unset or value != LoadSection():  # saturate: the scenario's dict is what it was without the table
                 out[f.name] = _section_dict(value, with_unset)
-        elif f.name in ("model", "derive", "speculative", "prefix_cache"):
+        elif f.name in ("model", "derive", "speculative", "prefix_cache", "training"):
             out[f.name] = _section_dict(value, with_unset)
         else:
             out[f.name] = _value_dict(value)

@@ -23,6 +23,7 @@ from mcengine.scenario.cards import ModelCard, model_names
 from mcengine.scenario.files import configs_dir
 from mcengine.scenario.load import load_study, shipped_names, study_names
 from mcengine.scenario.schema import SECTIONS
+from mcengine.scenario.sections.training import TrainingSection
 from mcengine.scenario.sections.reliability import Component
 from mcengine.scenario.sections.run import RunSection
 
@@ -100,6 +101,7 @@ def _numeric_specs():
     out += [(f"reliability.components.die.{f.name}", spec_of(f)) for f in fields(Component)
             if spec_of(f).kind in ("number", "integer", "law")]
     out += [(f"workload.model.{f.name}", spec_of(f)) for f in fields(ModelCard) if spec_of(f).kind == "integer"]
+    out += [(f"workload.training.{f.name}", spec_of(f)) for f in fields(TrainingSection) if spec_of(f).kind in ("number", "integer")]
     return out
 
 

@@ -98,13 +98,14 @@ def _finite_and_in_bounds(s, key: str) -> None:
                 if isinstance(v, EmpiricalLength):
                     assert all(SPECS[full].lo <= x <= SPECS[full].hi for x in v.tokens), (full, v)
             else:
-                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name in ("model", "load"), (full, v)  # [workload.load]: its numbers are inputs, checked above
-    m = s.workload.model
-    for f in fields(m):
-        v = getattr(m, f.name)
-        if isinstance(v, int) and not isinstance(v, bool):
-            spec = SPECS[f"workload.model.{f.name}"]
-            assert spec.lo <= v <= spec.hi, (f.name, v)
+                assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name in ("model", "training", "load"), (full, v)
+    for table in ("training", "model"):  # the nested tables' integers
+        nested = getattr(s.workload, table)
+        for f in fields(nested):
+            v = getattr(nested, f.name)
+            if isinstance(v, int) and not isinstance(v, bool):
+                spec = SPECS[f"workload.{table}.{f.name}"]
+                assert spec.lo <= v <= spec.hi, (table, f.name, v)
 
 
 def _check(key: str, form: str, value) -> None:

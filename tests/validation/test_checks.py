@@ -82,4 +82,4 @@ def test_mc_check_tolerance_is_four_standard_errors():
 def test_all_checks_lists_every_stage_in_order():
     stages = [c.stage for c in validation.all_checks()]
     firsts = [s for i, s in enumerate(stages) if i == 0 or stages[i - 1] != s]
-    assert firsts == ["fab", "reliability", "roofline", "sensitivity"]
+    assert firsts == ["fab", "reliability", "roofline", "training", "sensitivity"]

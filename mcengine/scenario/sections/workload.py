@@ -16,6 +16,7 @@ from ...errors import Problem
 from ..fields import AUTO, choice, flag, integer, length, number, parse_section
 from ..lengths import LengthLaw
 from ..limits import MAX_CLASSES
+from .training import TrainingSection
 
 
 _EFF = dict(lo=0.0, lo_open=True, hi=1.0, why="a share of the peak")
@@ -212,7 +213,7 @@ class LoadSection:
     demand: Dist | str = number(
         SATURATE, 'The cluster\'s mean offered load in output tokens/s, or "saturate": every instance runs its largest feasible batch '
         "forever and latencies are unloaded step times (the upper-bound world, the default). A request class of a mix takes its share "
-        "of it (docs/load.md).", "tokens/s", lo=0.0, lo_open=True, hi=1e12, auto_ok=True, word=SATURATE,
+        "of it (docs/load.md).", "tokens/s", lo=0.0, lo_open=True, hi=1e12, auto_ok=True, auto_word=SATURATE,
         why="10^12 tokens/s is ~10^6 times the shipped clusters' capacity")
     peak_to_mean: Dist = number(
         1.0, "Peak over mean of the diurnal demand: D(t) = demand x (1 + (peak_to_mean - 1) sin(2 pi t / 24 h)), a sinusoid "
@@ -237,6 +238,12 @@ def parse_load(raw, key: str, problems: list[Problem]) -> LoadSection | None:
 @dataclass(frozen=True)
 class WorkloadSection:
     model: ModelCard = field(default=None, metadata={"help": "Shipped model card name or inline table."})
+    kind: str = choice(
+        "inference",
+        'What the cluster runs: "inference" (serving, docs/model.md#roofline) or "training" (one synchronous job of '
+        "[workload.training] on workload.model, with its interruptions and checkpoints: docs/training.md).",
+        ("inference", "training"),
+    )
     bytes_per_param: Dist = number(2.0, "Bytes per weight (bf16 2, fp8 1).", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
     kv_bytes: Dist = number(2.0, "Bytes per KV-cache element.", "bytes", lo=0.0, lo_open=True, hi=8.0, uncertain=False, why="fp64 is 8 bytes")
     prompt_tokens: int | float | Dist | LengthLaw = length(
@@ -374,6 +381,8 @@ class WorkloadSection:
     speculative: SpeculativeSection | None = field(default=None, metadata={
         "help": "Speculative decoding, a [workload.speculative] table (draft_tokens, acceptance, draft_cost; "
                 "docs/generation.md#speculative); unset: none."})
+    training: TrainingSection = field(default=TrainingSection(), metadata={
+        "help": 'The training job of workload.kind = "training", one [workload.training] table (docs/training.md).'})
     classes: tuple = field(default=(), metadata={"help": "Request classes of the served mix, one [workload.classes.NAME] table each "
                                                           "(share, prompt_tokens, output_tokens; docs/model.md#mix); none: every "
                                                           "request is workload.prompt_tokens / output_tokens."})
