@@ -374,8 +374,8 @@ def _performance_assumptions(pair) -> list[Assumption]:
 def _verdict_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:fab.optics_cost_per_gbps_usd", 0.78, 4.0, SRC + "fab-cpo-cost", "Lite co-packaged optics (median, USD per GB/s)"),
-        _num(pair, "B:econ.scale_up_port_cost_per_gbps_usd", 2.7777777777777777, 5.555555555555555, SRC + "econ-scale-up-fabric",
-             "Lite scale-up switch port (USD per GB/s; low end: equal dollars per H100-equivalent at 2x links)"),
+        _num(pair, "B:econ.optical_port_cost_per_gbps_usd", 0.0, 23.4375, SRC + "econ-scale-up-fabric",
+             "Lite optical scale-up switch port (USD per GB/s; $0 passive fabric .. an 800G Ethernet switch port)"),
         _num(pair, "B:econ.host_cost_usd", 8000.0, 16000.0, SRC + "econ-host-cost", "Lite host of 16 (USD)"),
         _num(pair, "B:fab.test_cost_usd", 112.5, 300.0, SRC + "fab-test-cost", "Lite test (USD)"),
         *_lite_efficiencies(pair),

@@ -39,6 +39,12 @@ class EconSection:
     scale_up_port_cost_per_gbps_usd: Dist | None = number(None, "Scale-up fabric per GB/s of gpu.link_gbps (per direction); when set, the port cost is this x gpu.link_gbps "
                                                           "and replaces scale_up_port_cost_usd (docs/sources.md#econ-scale-up-fabric).", "USD per GB/s", lo=0.0, hi=1e6,
                                                           why="a million dollars per GB/s is beyond any switch; keeps the port price finite")
+    scale_up_fabric: str = choice("electrical", 'The scale-up fabric\'s kind: "electrical" (switch ports at scale_up_port_cost_per_gbps_usd, '
+                                                'an NVSwitch) or "optical" (at optical_port_cost_per_gbps_usd when that is set; the electrical price '
+                                                'otherwise, the "electrical-equal" reading; docs/sources.md#econ-scale-up-fabric).', ("electrical", "optical"))
+    optical_port_cost_per_gbps_usd: Dist | None = number(None, 'Scale-up switch port per GB/s of gpu.link_gbps of an optical fabric (scale_up_fabric = '
+                                                         '"optical"): its own price range, apart from the electrical one (docs/sources.md#econ-scale-up-fabric).',
+                                                         "USD per GB/s", lo=0.0, hi=1e6, why="a million dollars per GB/s is beyond any switch; keeps the port price finite")
     power_usd_per_kwh: Dist = number(0.08, "Electricity price.", "USD/kWh", lo=0.0, hi=100.0,
                                      why="~1000x today's industrial price; keeps energy costs finite")
     pue: Dist = number(1.3, "Power usage effectiveness of the data centre.", **PUE)
