@@ -72,6 +72,12 @@ PICO = 1e-12
 # ----------------------------------------------------------------------------- formulas
 
 
+def die_area_mm2(fraction, parent_area_mm2, uncore_mm2):
+    """A derived die's area: ``fraction`` of the parent's area without its uncore, plus the
+    uncore every die carries (mm²; ``fraction x parent`` with no uncore)."""
+    return fraction * (parent_area_mm2 - uncore_mm2) + uncore_mm2
+
+
 def die_size_mm(area_mm2, aspect):
     """(width, height) of a rectangular die of ``area_mm2`` with height / width = ``aspect``."""
     width = np.sqrt(area_mm2 / aspect)
@@ -257,7 +263,11 @@ def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -
     fraction = d.fraction.value
     parent_area_mm2 = pf.die_width_mm.value * pf.die_height_mm.value
     aspect = _median(d.aspect, pf.die_height_mm.value / pf.die_width_mm.value)
-    area_mm2 = fraction * parent_area_mm2
+    uncore_mm2 = d.uncore_area_mm2.value
+    if uncore_mm2 >= parent_area_mm2:
+        problems.append(Problem("gpu.derive.uncore_area_mm2", uncore_mm2, f"allowed: below the parent's die area, {parent_area_mm2:.6g} mm2"))
+        return parts, None
+    area_mm2 = die_area_mm2(fraction, parent_area_mm2, uncore_mm2)
     width_mm, height_mm = (round(float(x), DIE_DECIMALS) for x in die_size_mm(area_mm2, aspect))
     edge_mm = float(perimeter_mm(width_mm, height_mm))
     hbm_edge_mm = d.hbm_edge_share.value * edge_mm
@@ -286,7 +296,8 @@ def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -
         return f"gpu.derive.{key}" if getattr(d, key) is not None else table_name
 
     origins = {
-        "fab.die_width_mm": f"sqrt(area / aspect {aspect:.4g}); area = fraction {fraction:g} x {d.parent}'s {pf.die_width_mm.value:g} x {pf.die_height_mm.value:g} mm",
+        "fab.die_width_mm": (f"sqrt(area / aspect {aspect:.4g}); area = fraction {fraction:g} x {d.parent}'s {pf.die_width_mm.value:g} x {pf.die_height_mm.value:g} mm"
+                             + (f" less uncore, + uncore {uncore_mm2:g} mm2" if uncore_mm2 else "")),
         "fab.die_height_mm": f"width x aspect {aspect:.4g}",
         "fab.units_per_die": f"round(fraction {fraction:g} x {d.parent}'s {pf.units_per_die})",
         "fab.units_required": f"ceil(fraction {fraction:g} x {d.parent}'s {pf.units_required})",

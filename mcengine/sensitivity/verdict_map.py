@@ -72,6 +72,13 @@ register(Reading("port", "What the Lite's optical scale-up port costs per GB/s (
     Option("electrical_equal", ('econ.scale_up_fabric="electrical"',), "the H100's electrical NVSwitch price per GB/s"),
 )))
 
+register(Reading("die_faults", "Whether the die's fault rates shrink with its area (docs/sources.md#rel-die-area-scaling)", (
+    Option("per_area", (), "the die class scales with die area (the Lite's a quarter of the H100's)"),
+    # the H100's die rates (configs/h100.toml, reliability.components.die) for every package
+    Option("per_package", ("reliability.components.die.afr=0.025", "reliability.components.die.transient_afr=0.044"),
+           "every package's die faults at the H100's rates: NVLink, driver, GSP faults per package"),
+)))
+
 
 def cell_count(readings: dict[str, Reading] | None = None) -> int:
     """Cells of the grid: the product of the readings' option counts."""
