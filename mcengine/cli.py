@@ -420,7 +420,7 @@ def _one_study(scenarios) -> bool:
     return len(scenarios or ()) == 1 and study_path(scenarios[0]) is not None
 
 
-VerdictMapOpt = Annotated[Optional[int], typer.Option("--verdict-map", metavar="TRIALS", help="Also the verdict in each cell of the structural readings' grid (markup scope x port price x die faults; docs/verdict-map.md), TRIALS paired trials per cell: cells x TRIALS more trials to run.", show_default=False)]
+VerdictMapOpt = Annotated[Optional[int], typer.Option("--verdict-map", metavar="TRIALS", help="Also the verdict in each cell of the structural readings' grid (markup scope x port price x die faults x memory; docs/verdict-map.md), TRIALS paired trials per cell: cells x TRIALS more trials to run.", show_default=False)]
 MapWeightOpt = Annotated[Optional[list[str]], typer.Option("--map-weight", metavar="READING.OPTION=W", help="Weight of a reading's option in the map's total (repeatable; an option not given weighs 1); with --verdict-map.", show_default=False)]
 FormatOpt = Annotated[str, typer.Option("--format", metavar="png|svg|pdf", help="File format of the figures --out writes.")]
 DpiOpt = Annotated[int, typer.Option("--dpi", metavar="N", help="Resolution of PNG figures (dots per inch).")]

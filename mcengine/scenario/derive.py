@@ -427,7 +427,9 @@ def resolve_links(parts: dict, problems: list[Problem]) -> dict:
     """``parts`` with ``gpu.tdp_w`` and ``econ.scale_up_port_cost_usd`` filled from the link
     rule where its keys are set (at the inputs' medians), and a problem for each rule value
     outside its key's range at the extremes of its inputs. In a derived design the rule's
-    TDP is an explicit one: it replaces ``[gpu.derive]``'s (:func:`_explicit`)."""
+    TDP is an explicit one: it replaces ``[gpu.derive]``'s (:func:`_explicit`). Also the
+    package-cost laws (``fab.package_cost_usd``, ``test_cost_usd``) and, with
+    ``gpu.hbm_part``, the HBM capacity and bandwidth of ``fab.hbm_stacks`` catalogue stacks."""
     out = dict(parts)
     gpu, econ, fab = parts.get("gpu"), parts.get("econ"), parts.get("fab")
     if fab is not None:
@@ -440,6 +442,9 @@ def resolve_links(parts: dict, problems: list[Problem]) -> dict:
         out["fab"] = dataclasses.replace(fab, **filled)
     if gpu is None:
         return out
+    if gpu.hbm_part != "typed" and fab is not None:  # a whole number of catalogue stacks
+        part = hbm_generations()[gpu.hbm_part]
+        gpu = out["gpu"] = dataclasses.replace(gpu, hbm_gb=Fixed(fab.hbm_stacks * part.gb_per_stack), hbm_tbps=Fixed(fab.hbm_stacks * part.tbps_per_stack))
     link = gpu.link_gbps
     if gpu.core_tdp_w is not None or gpu.link_pj_per_bit is not None:
         if gpu.core_tdp_w is None or gpu.link_pj_per_bit is None:

@@ -79,6 +79,11 @@ register(Reading("die_faults", "Whether the die's fault rates shrink with its ar
            "every package's die faults at the H100's rates: NVLink, driver, GSP faults per package"),
 )))
 
+register(Reading("memory", "Each design's HBM: as typed, or a whole number of real stacks (gpu.hbm_part, docs/model.md#hbm-part)", (
+    Option("typed", (), "gpu.hbm_gb and gpu.hbm_tbps as given (the Lite's 20 GB at 0.84 TB/s, a quarter of the H100's)"),
+    Option("hbm3_stacks", ('gpu.hbm_part="hbm3-h100"',), "fab.hbm_stacks HBM3 stacks as the H100 runs them, 16 GB at 0.67 TB/s each"),
+)))
+
 
 def cell_count(readings: dict[str, Reading] | None = None) -> int:
     """Cells of the grid: the product of the readings' option counts."""

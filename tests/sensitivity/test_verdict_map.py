@@ -13,9 +13,10 @@ from mcengine.sensitivity import verdict_map as vm
 
 def test_the_grid_is_the_product_of_the_readings_options_shipped_first():
     grid = vm.cells()
-    assert len(grid) == vm.cell_count() == 3 * 2 * 2
-    assert grid[0] == {"readings": {"markup": "per_part", "port": "optical_own", "die_faults": "per_area"}, "overrides": []}
-    assert grid[-1]["overrides"] == ['econ.markup_scope="value"', 'econ.scale_up_fabric="electrical"', *vm.READINGS["die_faults"].options[1].overrides]
+    assert len(grid) == vm.cell_count() == 3 * 2 * 2 * 2
+    assert grid[0] == {"readings": {"markup": "per_part", "port": "optical_own", "die_faults": "per_area", "memory": "typed"}, "overrides": []}
+    assert grid[-1]["overrides"] == ['econ.markup_scope="value"', 'econ.scale_up_fabric="electrical"', *vm.READINGS["die_faults"].options[1].overrides,
+                                     'gpu.hbm_part="hbm3-h100"']
 
 
 def test_the_per_package_die_reading_is_the_h100s_die_rates():
@@ -36,8 +37,10 @@ def test_a_reading_registers_with_its_shipped_option_first():
 def test_weights_multiply_per_cell_and_normalise():
     grid = vm.cells()
     w = vm.cell_weights(grid, vm.parse_weights(["markup.value=2", "port.electrical_equal=0", "die_faults.per_package=3"]))
-    # per_part / package / value weigh 1 / 1 / 2, optical_own 1 and electrical_equal 0, per_area 1 and per_package 3: 16 in all
-    np.testing.assert_allclose(w, np.array([1, 3, 0, 0, 1, 3, 0, 0, 2, 6, 0, 0]) / 16)
+    # per_part / package / value weigh 1 / 1 / 2, optical_own 1 and electrical_equal 0, per_area 1 and per_package 3,
+    # both memory options 1: 4 x 1 x 4 x 2 = 32 in all, the last reading varying fastest
+    one_memory = np.array([1, 3, 0, 0, 1, 3, 0, 0, 2, 6, 0, 0])
+    np.testing.assert_allclose(w, np.repeat(one_memory, 2) / 32)
 
 
 @pytest.mark.parametrize("text", ["markup.nope=1", "markup.value", "nope.x=1", "markup.value=-1", "markup.value=nan"])
@@ -66,13 +69,13 @@ def test_the_weighted_median_and_total_by_hand():
 
 @pytest.mark.slow
 def test_a_runs_map_holds_the_run_in_its_shipped_cell_and_each_reading_as_its_own_run():
-    r = api.run(["h100", "lite-h100"], trials=32, seed=3, progress=None, figures=False, verdict_map=32, map_weights=["markup.value=0"])
+    r = api.run(["h100", "lite-h100"], trials=16, seed=3, progress=None, figures=False, verdict_map=16, map_weights=["markup.value=0"])
     vmap, pair = r.doc["verdict_map"], "lite-h100 / h100"
     shipped = r.doc["paired_all"][pair]["cost_per_mtok_usd"]
     assert vmap["cells"][0]["verdict"][pair] == {"cost_ratio": shipped["ratio"]["p50"], "p_cheaper": shipped["p_b_below_a"]}
-    alone = api.run(["h100", "lite-h100"], trials=32, seed=3, progress=None, figures=False, overrides=['econ.scale_up_fabric="electrical"'])
-    assert vmap["cells"][2]["readings"] == {"markup": "per_part", "port": "electrical_equal", "die_faults": "per_area"}
-    assert vmap["cells"][2]["verdict"][pair]["cost_ratio"] == alone.doc["paired_all"][pair]["cost_per_mtok_usd"]["ratio"]["p50"]
+    alone = api.run(["h100", "lite-h100"], trials=16, seed=3, progress=None, figures=False, overrides=['econ.scale_up_fabric="electrical"'])
+    assert vmap["cells"][4]["readings"] == {"markup": "per_part", "port": "electrical_equal", "die_faults": "per_area", "memory": "typed"}
+    assert vmap["cells"][4]["verdict"][pair]["cost_ratio"] == alone.doc["paired_all"][pair]["cost_per_mtok_usd"]["ratio"]["p50"]
     # the electrical-equal reading prices the Lite's port at the H100's draw: the Lite's ratio moves
-    assert vmap["cells"][2]["verdict"][pair]["cost_ratio"] != vmap["cells"][0]["verdict"][pair]["cost_ratio"]
-    assert vmap["weights"][8:] == [0.0] * 4 and set(vmap["total"]) == {pair}
+    assert vmap["cells"][4]["verdict"][pair]["cost_ratio"] != vmap["cells"][0]["verdict"][pair]["cost_ratio"]
+    assert vmap["weights"][16:] == [0.0] * 8 and set(vmap["total"]) == {pair}

@@ -77,6 +77,10 @@ class GpuSection:
                           why="1000x an H100; keeps the batch that fits HBM within int64")
     hbm_tbps: Dist = number(3.35, "HBM bandwidth per package.", "TB/s", lo=0.0, lo_open=True, hi=1e4,
                             why="1000x an H100")
+    hbm_part: str = choice("typed", 'The HBM stack the package carries: "typed" (hbm_gb and hbm_tbps as given) or a part of the catalogue '
+                                    "(configs/parts/shoreline.toml: hbm3, hbm3-h100, hbm3e, hbm3e-h200), which replaces both by "
+                                    "fab.hbm_stacks x the part's GB and TB/s per stack: a whole number of real stacks (docs/model.md#hbm-part).",
+                           ("typed", *_HBM_GENERATIONS))
     link_gbps: Dist = number(450.0, "Scale-up bandwidth per direction per GPU for tensor-parallel traffic.", "GB/s", lo=0.0, lo_open=True, hi=1e6,
                              why="2000x NVLink 4")
     scale_out_gbps: Dist = number(50.0, "Scale-out (NIC) bandwidth per direction per GPU, for collectives and pipeline hops that leave a scale-up domain "
