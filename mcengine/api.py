@@ -70,12 +70,13 @@ def _writes(scenarios) -> list[str]:
     return ["summary.json", TABLE_FILE, *(f"{s.name}.toml" for s in scenarios)]
 
 
-def run_out_files(names: Sequence[str]) -> list[str]:
+def run_out_files(names: Sequence[str], verdict_map: bool = False) -> list[str]:
     """The files ``run --out DIR`` writes for scenarios ``names`` (``trials.parquet`` aside,
-    written with ``keep_trials``): the summary, the table, the figures, the resolved scenarios."""
+    written with ``keep_trials``): the summary, the table, the figures (the verdict map's
+    with ``verdict_map``), the resolved scenarios."""
     from .report.figures import run_figure_names
 
-    return ["summary.json", TABLE_FILE, *run_figure_names(len(names)), *(f"{n}.toml" for n in names)]
+    return ["summary.json", TABLE_FILE, *run_figure_names(len(names), verdict_map), *(f"{n}.toml" for n in names)]
 
 
 def _claim(out, command: str, scenarios, seed, size, params: dict, force: bool) -> OutFolder | None:
@@ -335,6 +336,8 @@ def run(
     progress="auto",
     figures: bool = True,
     force: bool = False,
+    verdict_map: int | None = None,
+    map_weights: Sequence[str] = (),
 ):
     """The full chain over ``trials`` trials of each scenario (paired: same seed, common
     random numbers); returns a :class:`~mcengine.results.Results`.
@@ -353,6 +356,10 @@ def run(
     (a multiple of 1,024) fixes the chunk size; by default chunks grow from 1,024 trials
     to take about five seconds each (at most 16,384), so progress moves every few seconds.
     Neither changes a number.
+    ``verdict_map`` (trials per cell) adds ``"verdict_map"`` to a paired run's summary: the
+    verdict in each cell of the structural readings' grid (:mod:`mcengine.sensitivity.verdict_map`,
+    cells x ``verdict_map`` trials more to run), with a weighted total when ``map_weights``
+    (``reading.option=w`` texts) are given.
     ``progress``: ``"auto"`` (default) or ``True`` draws a progress bar in a Jupyter
     notebook (nothing elsewhere), ``None`` none, a callable ``progress(done, total)``
     hears the trials done after each chunk.
@@ -364,6 +371,12 @@ def run(
     start = time.perf_counter()
     out = Path(out) if out is not None else None
     expect, plans, outputs = {}, [], None
+    weights = None
+    if verdict_map is not None:
+        from .sensitivity import verdict_map as vm
+
+        positive("--verdict-map", verdict_map)
+        weights = vm.parse_weights(map_weights) if map_weights else None
     if resume:
         if out is None:
             raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
@@ -411,12 +424,28 @@ def run(
         from .report.verdict import stored_paper, verdict
 
         doc = {**{k: doc[k] for k in ("scenario", "seed", "trials")}, "verdict": verdict(doc, table, stored_paper()), **doc}
+        if verdict_map is not None:
+            doc["verdict_map"] = _verdict_map(scenarios, verdict_map, spec.seed, overrides, weights)
     results = Results(doc, outcome.accumulators, table, plotter=_plot, rows=run_rows)
     if folder is not None:
         fingerprint = run_fingerprint("run", spec.scenarios, spec.seed, spec.trials, {"keep_trials": spec.keep_trials})
         folder.fingerprint = fingerprint
         _write_outputs(results, spec, folder, figures, outputs)
     return results
+
+
+def _verdict_map(scenarios, trials: int, seed: int, overrides: Overrides, weights) -> dict:
+    """The ``verdict_map`` of :func:`run`: one run of ``scenarios`` per cell of the grid,
+    ``trials`` each, the cell's overrides after the run's own."""
+    from .sensitivity import verdict_map as vm
+
+    grid, verdicts, ratios = vm.cells(), [], []
+    for cell in grid:
+        r = run(scenarios, trials=trials, seed=seed, overrides=[*override_texts(overrides), *cell["overrides"]], keep_trials=True,
+                progress=None, figures=False)
+        verdicts.append(vm.cell_verdict(r.doc))
+        ratios.append(vm.paired_ratios(r.table, r.doc))
+    return vm.document(grid, verdicts, ratios, None if weights is None else vm.cell_weights(grid, weights), trials)
 
 
 def _plot(results, kind: str):

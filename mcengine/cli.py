@@ -335,7 +335,8 @@ def _note_overrides(refs, overrides) -> None:
             sys.stderr.write(f"--set {plan['set']} applies to {len(plan['scenarios'])} scenarios: {', '.join(plan['scenarios'])}\n")
 
 
-def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force=False) -> None:
+def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force=False,
+         verdict_map=None, map_weights=()) -> None:
     from contextlib import nullcontext
 
     from .report.tables import render_run
@@ -345,6 +346,10 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
     api.set_threads(threads)
     if keep_trials and out is None and resume is None:
         raise InputError(Problem("--keep-trials", True, "needs --out DIR (the per-trial table is written there)"))
+    if map_weights and verdict_map is None:
+        raise InputError(Problem("--map-weight", list(map_weights), "needs --verdict-map TRIALS (the map the weights total)"))
+    if verdict_map is not None and resume is not None:
+        raise InputError(Problem("--verdict-map", verdict_map, "not with --resume: run the map with the run that starts"))
     if resume is not None and out is not None and Path(out).resolve() != Path(resume).resolve():
         raise InputError(Problem("--out", str(out), f"a resumed run writes to its own folder ({resume}); drop --out, or give the same folder"))
     if resume is None or scenarios:
@@ -358,7 +363,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
             results = api.run(
                 scenarios or None, trials=trials, seed=seed, overrides=overrides or (), out=folder,
                 keep_trials=_keep(scenarios, trials, overrides, keep_trials, out) if resume is None else (keep_trials or None), chunk_trials=chunk_trials,
-                scheduler=scheduler, resume=resume is not None, progress=update, force=force,
+                scheduler=scheduler, resume=resume is not None, progress=update, force=force, verdict_map=verdict_map, map_weights=map_weights,
             )
     except Interrupted as exc:
         exc.hint = _results_hint(exc)
@@ -375,7 +380,7 @@ def _run(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials,
         sys.stdout.write(dumps(doc) + "\n")
     else:
         _console().print(render_run(doc))
-        files = ", ".join(api.run_out_files(list(doc["scenarios"])))
+        files = ", ".join(api.run_out_files(list(doc["scenarios"]), "verdict_map" in doc))
         if folder is not None:
             _console().print(f"results in {folder}/: {files}" + (", trials.parquet" if (Path(folder) / "trials.parquet").exists() else ""))
         else:
@@ -444,6 +449,8 @@ def _one_study(scenarios) -> bool:
     return len(scenarios or ()) == 1 and study_path(scenarios[0]) is not None
 
 
+VerdictMapOpt = Annotated[Optional[int], typer.Option("--verdict-map", metavar="TRIALS", help="Also the verdict in each cell of the structural readings' grid (markup scope x port price x die faults x memory; docs/verdict-map.md), TRIALS paired trials per cell: cells x TRIALS more trials to run.", show_default=False)]
+MapWeightOpt = Annotated[Optional[list[str]], typer.Option("--map-weight", metavar="READING.OPTION=W", help="Weight of a reading's option in the map's total (repeatable; an option not given weighs 1); with --verdict-map.", show_default=False)]
 FormatOpt = Annotated[str, typer.Option("--format", metavar="png|svg|pdf", help="File format of the figures --out writes.")]
 DpiOpt = Annotated[int, typer.Option("--dpi", metavar="N", help="Resolution of PNG figures (dots per inch).")]
 
@@ -469,23 +476,28 @@ def _chain_command(min_scenarios: int, scenarios_arg, help_text: str):
         sampler: SamplerOpt = None,
         figure_format: FormatOpt = "png",
         dpi: DpiOpt = 120,
+        verdict_map: VerdictMapOpt = None,
+        map_weight: MapWeightOpt = None,
     ) -> None:
         from .report.figures import figure_format as formatted
 
         with formatted(figure_format, dpi):
-            _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler)
+            _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler,
+                   {"verdict_map": verdict_map, "map_weights": tuple(map_weight or ())})
 
-    def _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler) -> None:
+    def _chain(scenarios, trials, seed, overrides, threads, as_json, out, keep_trials, resume, scheduler, quiet, chunk_trials, force, sampler,
+               readings) -> None:
         if len(scenarios or ()) < min_scenarios and not _one_study(scenarios):
             from .errors import Problem
 
             raise InputError(Problem("SCENARIO", scenarios or [], f"allowed: at least {min_scenarios} scenarios (A B [more]), or a study"))
         if min_scenarios == 0 and scenarios == [PAPER_STUDY]:
             _refuse_for_paper({"--set": overrides, "--resume": resume, "--keep-trials": keep_trials, "--scheduler": scheduler,
-                               "--chunk-trials": chunk_trials, "--sampler": sampler})
+                               "--chunk-trials": chunk_trials, "--sampler": sampler, "--verdict-map": readings["verdict_map"],
+                               "--map-weight": readings["map_weights"]})
             return paper_cmd(trials=trials, seed=seed, quick=False, threads=threads, as_json=as_json, out=out, force=force, quiet=quiet)
         _run(scenarios, trials, seed, _with_sampler(overrides, sampler), threads, as_json, out, keep_trials, resume, scheduler, quiet,
-             chunk_trials, force)
+             chunk_trials, force, **readings)
 
     command.__doc__ = help_text
     command.__annotations__["scenarios"] = scenarios_arg

@@ -49,9 +49,12 @@ def test_economics_identity_on_a_failure_free_cluster():
     assert (t["repairs"] == 0).all()
     horizon_h = 5 * HOURS_PER_YEAR
     # the markup on the die, packaging and test; HBM and optics at cost; 130 hosts of 8 and
-    # 2 in the host pool at $32,000; scale-out $1,500 and an NVLink port $2,500 per GPU slot
+    # 2 in the host pool at $32,000; scale-out $1,500 and an NVLink port per GPU slot, its
+    # trial's price per GB/s x 450 GB/s ($2,375-2,875)
     price = (t["gpu_cost_die_usd"] + t["gpu_cost_packaging_usd"] + t["gpu_cost_test_usd"]) * 7.5 + t["gpu_cost_hbm_usd"] + t["gpu_cost_optics_usd"]
-    capex = 1040 * price + (130 + 2) * 32000 + 1040 * (1500 + 2500)
+    port = t["input.econ.scale_up_port_cost_per_gbps_usd"] * 450
+    assert port.between(2375, 2875).all() and port.nunique() > 1
+    capex = 1040 * price + (130 + 2) * 32000 + 1040 * (1500 + port)
     power_w = 80 + (700 - 80) * t["busy_fraction"]  # always up: utilisation x availability 1
     energy = 1024 * power_w / 1000 * 1.3 * horizon_h * 0.08
     tokens = t["tokens_per_s_instance"] * 128 * horizon_h * 3600

@@ -281,8 +281,8 @@ def _yield_assumptions(pair) -> list[Assumption]:
 def _cost_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:fab.optics_cost_per_gbps_usd", 0.78, 4.0, SRC + "fab-cpo-cost", "Lite co-packaged optics (median, USD per GB/s)"),
-        _num(pair, "B:fab.package_cost_usd", 46.9, 250.0, SRC + "paper-nearest-world", "Lite package (USD; 750 x 0.25^2 superlinear .. 250)"),
-        _num(pair, "B:fab.test_cost_usd", 112.5, 300.0, SRC + "fab-test-cost", "Lite test (USD)"),
+        _num(pair, "B:fab.package_cost_area_exponent", 0.66, 2.0, SRC + "fab-package-law", "Lite package's area exponent (median; $300 .. 750 x 0.25^2)"),
+        _num(pair, "B:fab.test_cost_area_exponent", 0.5, 1.5, SRC + "fab-package-law", "Lite test's area exponent (median; $450 .. 900 x 0.25^1.5)"),
         _num(pair, "B:fab.assembly_yield", 0.96, 0.995, SRC + "fab-assembly-yield", "Lite assembly yield"),
         _num(pair, "fab.defect_density_per_cm2", 0.05, 0.3, SRC + "fab-defect-density", "defect density D0 (median, /cm²)"),
     ]
@@ -374,10 +374,10 @@ def _performance_assumptions(pair) -> list[Assumption]:
 def _verdict_assumptions(pair) -> list[Assumption]:
     return [
         _num(pair, "B:fab.optics_cost_per_gbps_usd", 0.78, 4.0, SRC + "fab-cpo-cost", "Lite co-packaged optics (median, USD per GB/s)"),
-        _num(pair, "B:econ.scale_up_port_cost_per_gbps_usd", 2.7777777777777777, 5.555555555555555, SRC + "econ-scale-up-fabric",
-             "Lite scale-up switch port (USD per GB/s; low end: equal dollars per H100-equivalent at 2x links)"),
+        _num(pair, "B:econ.optical_port_cost_per_gbps_usd", 0.0, 23.4375, SRC + "econ-scale-up-fabric",
+             "Lite optical scale-up switch port (USD per GB/s; $0 passive fabric .. an 800G Ethernet switch port)"),
         _num(pair, "B:econ.host_cost_usd", 8000.0, 16000.0, SRC + "econ-host-cost", "Lite host of 16 (USD)"),
-        _num(pair, "B:fab.test_cost_usd", 112.5, 300.0, SRC + "fab-test-cost", "Lite test (USD)"),
+        _num(pair, "B:fab.test_cost_area_exponent", 0.5, 1.5, SRC + "fab-package-law", "Lite test's area exponent (median; $450 .. 900 x 0.25^1.5)"),
         *_lite_efficiencies(pair),
         _overlap(pair),
         *_request_lengths(pair),

@@ -335,17 +335,53 @@ def _run_figure_files(scenarios: int) -> list[str]:
     return [*RUN_FIGURES, *([PAIRED_FIGURE] if scenarios > 1 else [])]
 
 
-def run_figure_names(scenarios: int) -> list[str]:
+def run_figure_names(scenarios: int, verdict_map: bool = False) -> list[str]:
     """The file names :func:`write_figures` writes for a run of ``scenarios`` scenarios
-    (in the format of :func:`figure_format`)."""
+    (in the format of :func:`figure_format`), with the verdict map's when ``verdict_map``."""
     fmt = _FORMAT.get()[0]
-    return [str(Path(name).with_suffix(f".{fmt}")) for name in _run_figure_files(scenarios)]
+    names = [*_run_figure_files(scenarios), *([VERDICT_MAP_FIGURE] if verdict_map else [])]
+    return [str(Path(name).with_suffix(f".{fmt}")) for name in names]
 
 
 def run_figures(results) -> FigureSet:
-    """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios)."""
+    """{file name: Figure} of a run or compare (the paired ratio with two or more scenarios,
+    the verdict map when the run has one)."""
     makers = dict(zip(RUN_FIGURES, (cost_cdf_figure, availability_figure, lambda r: cost_breakdown_figure(r.doc))), **{PAIRED_FIGURE: paired_ratio_figure})
-    return FigureSet({name: makers[name](results) for name in _run_figure_files(len(results.doc["scenarios"]))})
+    figures = {name: makers[name](results) for name in _run_figure_files(len(results.doc["scenarios"]))}
+    if "verdict_map" in results.doc:
+        figures[VERDICT_MAP_FIGURE] = verdict_map_figure(results.doc["verdict_map"])
+    return FigureSet(figures)
+
+
+#: The figure file of a run's verdict map (``run --verdict-map``).
+VERDICT_MAP_FIGURE = "verdict_map.png"
+
+
+def verdict_map_figure(vmap: dict):
+    """The verdict map as a heat map: a row per pair B / A, a column per cell of the
+    readings' grid (and the weighted total), coloured by the median paired cost ratio
+    (below 1: B cheaper), each cell labelled with the ratio and P(B cheaper)."""
+    import numpy as np
+
+    pairs = list(vmap["cells"][0]["verdict"])
+    columns = [(" / ".join(c["readings"].values()), c["verdict"]) for c in vmap["cells"]]
+    if "total" in vmap:
+        columns.append(("weighted total", vmap["total"]))
+    ratio = np.array([[v[p]["cost_ratio"] for _, v in columns] for p in pairs])
+    fig = new_figure(max(7.0, 1.3 * len(columns) + 2.5), 1.0 * len(pairs) + 2.6)
+    ax = fig.add_subplot()
+    span = max(abs(np.nanmax(ratio) - 1.0), abs(np.nanmin(ratio) - 1.0), 0.05)
+    image = ax.imshow(ratio, cmap="RdBu_r", vmin=1.0 - span, vmax=1.0 + span, aspect="auto")
+    for i, p in enumerate(pairs):
+        for j, (_, v) in enumerate(columns):
+            dark = abs(v[p]["cost_ratio"] - 1.0) > 0.6 * span  # white text on the strong colours
+            ax.text(j, i, f"{v[p]['cost_ratio']:.3f}\nP={v[p]['p_cheaper']:.2f}", ha="center", va="center", fontsize=8, color="w" if dark else "k")
+    ax.set_xticks(range(len(columns)), [name for name, _ in columns], rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(pairs)), pairs, fontsize=8)
+    ax.set(xlabel=" / ".join(vmap["readings"]) + " (reading per cell)",
+           title=f"Verdict map: median paired cost ratio B / A, P(B cheaper); {vmap['trials_per_cell']:,} trials a cell")
+    fig.colorbar(image, ax=ax, label="median paired cost ratio (dimensionless; < 1: B cheaper)")
+    return fig
 
 
 def write_figures(results, out):

@@ -191,7 +191,32 @@ def render_run(doc: dict):
         parts.append(fit(paired))
     if any("mix" in doc["scenarios"][n] for n in names):
         parts.append(_mix_table(doc, names))
+    if "verdict_map" in doc:
+        parts.append(fit(verdict_map_table(doc["verdict_map"])))
     return Group(*parts)
+
+
+def verdict_map_table(vmap: dict):
+    """The verdict map (docs/verdict-map.md): a row per cell of the readings' grid (and the
+    weighted total), per pair the median paired cost ratio and P(B cheaper)."""
+    from rich.table import Table
+
+    readings = list(vmap["readings"])
+    pairs = list(vmap["cells"][0]["verdict"])
+    table = Table(*readings, *(p.split(" / ")[0] for p in pairs),
+                  title=f"verdict map: cost per token under each reading, {vmap['trials_per_cell']:,} paired trials a cell",
+                  caption=f"each design: the median paired cost ratio B / {pairs[0].split(' / ')[1]}, P(B cheaper); the first row is the shipped "
+                          "reading; the options and their --set in summary.json (verdict_map.readings), docs/verdict-map.md")
+    for col in table.columns[:len(readings)]:
+        col.no_wrap = True
+    for col in table.columns[len(readings):]:
+        col.justify = "right"
+    for cell in vmap["cells"]:
+        table.add_row(*(cell["readings"][r] for r in readings), *(f"{cell['verdict'][p]['cost_ratio']:.3f}, {cell['verdict'][p]['p_cheaper']:.3f}" for p in pairs))
+    if "total" in vmap:
+        table.add_row("weighted total", *([""] * (len(readings) - 1)),
+                      *(f"{vmap['total'][p]['cost_ratio']:.3f}, {vmap['total'][p]['p_cheaper']:.3f}" for p in pairs))
+    return table
 
 
 #: (per-class metric, label, format) columns of the request-class table.

@@ -47,7 +47,13 @@ PER_TRIAL = ("gpu.link_gbps", "gpu.tdp_w")
 
 #: The rule keys that replace an old key when set, by old key (docs/model.md#links).
 LINK_RULES = {"gpu.tdp_w": ("gpu.core_tdp_w", "gpu.link_pj_per_bit"),
-              "econ.scale_up_port_cost_usd": ("econ.scale_up_port_cost_per_gbps_usd",)}
+              "econ.scale_up_port_cost_usd": ("econ.scale_up_port_cost_per_gbps_usd", "econ.optical_port_cost_per_gbps_usd"),
+              "fab.package_cost_usd": ("fab.package_cost_reference_usd", "fab.package_cost_area_exponent"),
+              "fab.test_cost_usd": ("fab.test_cost_reference_usd", "fab.test_cost_area_exponent")}
+#: The package-cost laws (docs/model.md#package-cost-law): the cost key each fills, by its
+#: (reference cost, area exponent) keys in ``[fab]``.
+AREA_LAWS = {"package_cost_usd": ("package_cost_reference_usd", "package_cost_area_exponent"),
+             "test_cost_usd": ("test_cost_reference_usd", "test_cost_area_exponent")}
 #: The gpu keys a derived design replaces by its own ``[gpu.derive]`` figures.
 DERIVE_REPLACES = ("core_tdp_w", "link_pj_per_bit")
 
@@ -64,6 +70,12 @@ PICO = 1e-12
 
 
 # ----------------------------------------------------------------------------- formulas
+
+
+def die_area_mm2(fraction, parent_area_mm2, uncore_mm2):
+    """A derived die's area: ``fraction`` of the parent's area without its uncore, plus the
+    uncore every die carries (mm²; ``fraction x parent`` with no uncore)."""
+    return fraction * (parent_area_mm2 - uncore_mm2) + uncore_mm2
 
 
 def die_size_mm(area_mm2, aspect):
@@ -251,7 +263,11 @@ def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -
     fraction = d.fraction.value
     parent_area_mm2 = pf.die_width_mm.value * pf.die_height_mm.value
     aspect = _median(d.aspect, pf.die_height_mm.value / pf.die_width_mm.value)
-    area_mm2 = fraction * parent_area_mm2
+    uncore_mm2 = d.uncore_area_mm2.value
+    if uncore_mm2 >= parent_area_mm2:
+        problems.append(Problem("gpu.derive.uncore_area_mm2", uncore_mm2, f"allowed: below the parent's die area, {parent_area_mm2:.6g} mm2"))
+        return parts, None
+    area_mm2 = die_area_mm2(fraction, parent_area_mm2, uncore_mm2)
     width_mm, height_mm = (round(float(x), DIE_DECIMALS) for x in die_size_mm(area_mm2, aspect))
     edge_mm = float(perimeter_mm(width_mm, height_mm))
     hbm_edge_mm = d.hbm_edge_share.value * edge_mm
@@ -280,7 +296,8 @@ def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -
         return f"gpu.derive.{key}" if getattr(d, key) is not None else table_name
 
     origins = {
-        "fab.die_width_mm": f"sqrt(area / aspect {aspect:.4g}); area = fraction {fraction:g} x {d.parent}'s {pf.die_width_mm.value:g} x {pf.die_height_mm.value:g} mm",
+        "fab.die_width_mm": (f"sqrt(area / aspect {aspect:.4g}); area = fraction {fraction:g} x {d.parent}'s {pf.die_width_mm.value:g} x {pf.die_height_mm.value:g} mm"
+                             + (f" less uncore, + uncore {uncore_mm2:g} mm2" if uncore_mm2 else "")),
         "fab.die_height_mm": f"width x aspect {aspect:.4g}",
         "fab.units_per_die": f"round(fraction {fraction:g} x {d.parent}'s {pf.units_per_die})",
         "fab.units_required": f"ceil(fraction {fraction:g} x {d.parent}'s {pf.units_required})",
@@ -372,15 +389,62 @@ def port_cost_usd(usd_per_gbps, link_gbps_):
     return usd_per_gbps * link_gbps_
 
 
+def area_law_usd(reference_usd, area_ratio, exponent):
+    """A cost that scales as a power of die area: ``reference x ratio^k`` (USD), ``ratio``
+    the die's area over the reference die's (docs/model.md#package-cost-law)."""
+    return reference_usd * area_ratio ** exponent
+
+
+def port_price_key(econ) -> str | None:
+    """The key that prices a scale-up port per GB/s: the optical fabric's own price when
+    ``econ.scale_up_fabric = "optical"`` and it is set, else the electrical one (None when
+    neither rule key is set: the port is ``econ.scale_up_port_cost_usd`` as typed)."""
+    if econ.scale_up_fabric == "optical" and econ.optical_port_cost_per_gbps_usd is not None:
+        return "optical_port_cost_per_gbps_usd"
+    return None if econ.scale_up_port_cost_per_gbps_usd is None else "scale_up_port_cost_per_gbps_usd"
+
+
+def _area_ratio(fab) -> float:
+    return float(fab.die_width_mm.median() * fab.die_height_mm.median() / fab.cost_reference_area_mm2.median())
+
+
+def _active_laws(fab, problems: list[Problem] | None = None) -> dict[str, tuple[str, str]]:
+    """The area laws ``fab`` sets in full (a problem for each one half set, or set without
+    ``fab.cost_reference_area_mm2``)."""
+    out = {}
+    for key, (ref, k) in AREA_LAWS.items():
+        given = [getattr(fab, ref) is not None, getattr(fab, k) is not None]
+        if all(given) and fab.cost_reference_area_mm2 is not None:
+            out[key] = (ref, k)
+        elif any(given) and problems is not None:
+            missing = [f"fab.{n}" for n, g in ((ref, given[0]), (k, given[1]), ("cost_reference_area_mm2", fab.cost_reference_area_mm2 is not None)) if not g]
+            problems.append(Problem(missing[0], None, f"missing; fab.{ref}, fab.{k} and fab.cost_reference_area_mm2 go together "
+                                    f"({key} = reference x (die area / reference area)^k), or set fab.{key} alone"))
+    return out
+
+
 def resolve_links(parts: dict, problems: list[Problem]) -> dict:
     """``parts`` with ``gpu.tdp_w`` and ``econ.scale_up_port_cost_usd`` filled from the link
     rule where its keys are set (at the inputs' medians), and a problem for each rule value
     outside its key's range at the extremes of its inputs. In a derived design the rule's
-    TDP is an explicit one: it replaces ``[gpu.derive]``'s (:func:`_explicit`)."""
+    TDP is an explicit one: it replaces ``[gpu.derive]``'s (:func:`_explicit`). Also the
+    package-cost laws (``fab.package_cost_usd``, ``test_cost_usd``) and, with
+    ``gpu.hbm_part``, the HBM capacity and bandwidth of ``fab.hbm_stacks`` catalogue stacks."""
     out = dict(parts)
-    gpu, econ = parts.get("gpu"), parts.get("econ")
+    gpu, econ, fab = parts.get("gpu"), parts.get("econ"), parts.get("fab")
+    if fab is not None:
+        filled = {}
+        for key, (ref, k) in _active_laws(fab, problems).items():
+            inputs = (getattr(fab, ref), Fixed(_area_ratio(fab)), getattr(fab, k))
+            cost = _rule_value(area_law_usd, inputs, f"fab.{key}", FabSection, (f"fab.{ref}", "fab.cost_reference_area_mm2", f"fab.{k}"), problems)
+            if cost is not None:
+                filled[key] = Fixed(cost)
+        out["fab"] = dataclasses.replace(fab, **filled)
     if gpu is None:
         return out
+    if gpu.hbm_part != "typed" and fab is not None:  # a whole number of catalogue stacks
+        part = hbm_generations()[gpu.hbm_part]
+        gpu = out["gpu"] = dataclasses.replace(gpu, hbm_gb=Fixed(fab.hbm_stacks * part.gb_per_stack), hbm_tbps=Fixed(fab.hbm_stacks * part.tbps_per_stack))
     link = gpu.link_gbps
     if gpu.core_tdp_w is not None or gpu.link_pj_per_bit is not None:
         if gpu.core_tdp_w is None or gpu.link_pj_per_bit is None:
@@ -392,11 +456,12 @@ def resolve_links(parts: dict, problems: list[Problem]) -> dict:
             tdp = _rule_value(link_tdp_w, inputs, "gpu.tdp_w", GpuSection, ("gpu.core_tdp_w", "gpu.link_pj_per_bit", "gpu.link_gbps"), problems)
             if tdp is not None:
                 out["gpu"] = dataclasses.replace(gpu, tdp_w=Fixed(tdp))
-    if econ is not None and econ.scale_up_port_cost_per_gbps_usd is not None:
+    price = None if econ is None else port_price_key(econ)
+    if price is not None:
         from .sections.econ import EconSection
 
-        inputs = (econ.scale_up_port_cost_per_gbps_usd, link)
-        port = _rule_value(port_cost_usd, inputs, "econ.scale_up_port_cost_usd", EconSection, ("econ.scale_up_port_cost_per_gbps_usd", "gpu.link_gbps"), problems)
+        inputs = (getattr(econ, price), link)
+        port = _rule_value(port_cost_usd, inputs, "econ.scale_up_port_cost_usd", EconSection, (f"econ.{price}", "gpu.link_gbps"), problems)
         if port is not None:
             out["econ"] = dataclasses.replace(econ, scale_up_port_cost_usd=Fixed(port))
     return out
@@ -427,11 +492,14 @@ def apply_trials(scenario, values: dict[str, np.ndarray], n: int) -> None:
     record = getattr(scenario, "derivation", None)
     if record is not None:
         _apply_derivation(record, values, n)
-    gpu, econ = scenario.gpu, scenario.econ
+    gpu, econ, fab = scenario.gpu, scenario.econ, scenario.fab
     if gpu.core_tdp_w is not None:
         values["gpu.tdp_w"] = np.asarray(link_tdp_w(values["gpu.core_tdp_w"], values["gpu.link_pj_per_bit"], values["gpu.link_gbps"]), dtype=float)
-    if econ.scale_up_port_cost_per_gbps_usd is not None:
-        values["econ.scale_up_port_cost_usd"] = np.asarray(port_cost_usd(values["econ.scale_up_port_cost_per_gbps_usd"], values["gpu.link_gbps"]), dtype=float)
+    price = port_price_key(econ)
+    if price is not None:
+        values["econ.scale_up_port_cost_usd"] = np.asarray(port_cost_usd(values[f"econ.{price}"], values["gpu.link_gbps"]), dtype=float)
+    for key, (ref, k) in _active_laws(fab).items():
+        values[f"fab.{key}"] = np.broadcast_to(np.asarray(area_law_usd(values[f"fab.{ref}"], _area_ratio(fab), values[f"fab.{k}"]), dtype=float), (n,)).copy()
 
 
 def _apply_derivation(record: Derivation, values: dict[str, np.ndarray], n: int) -> None:

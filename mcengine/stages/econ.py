@@ -7,7 +7,11 @@ Per trial, with that trial's inputs and the other stages' columns:
   (die, HBM, packaging, test, optics), those in ``econ.markup_applies_to`` (the trial's
   option when it is a choice, :func:`markup_scope`) times ``econ.gpu_markup``, the others
   at cost; or ``econ.gpu_price_usd`` when set (then one part, ``gpu_price``). With all
-  five package parts listed the price is exactly fab cost x markup;
+  five package parts listed the price is exactly fab cost x markup. ``econ.markup_scope``
+  reads the vendor's pricing (docs/model.md#markup-scope): ``"per_part"`` as above,
+  ``"package"`` ``econ.package_markup`` on all five package parts, ``"value"`` the
+  price ``econ.value_price_per_h100_equivalent_usd x gpu.h100_equivalents`` with the
+  parts at cost and the premium over cost as ``gpu_price``;
 * hosts: ``ceil(total GPUs / cluster.gpus_per_host) x econ.host_cost_usd`` when set, else
   total GPUs x ``host_cost_per_gpu_usd``; scale-out network: total GPUs x
   ``network_cost_per_gpu_usd``; scale-up fabric: total GPUs x ``scale_up_port_cost_usd``
@@ -300,9 +304,16 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
     markup = inputs["econ.gpu_markup"]
     applies = markup_scope(e.markup_applies_to, inputs.values.get("econ.markup_applies_to", np.zeros(n)))
     cost_parts = {p: columns[f"gpu_cost_{p}_usd"] for p in PACKAGE_PARTS}
-    if e.gpu_price_usd is None:
-        price = gpu_price(columns["gpu_cost_usd"], cost_parts, markup, applies)
-        per_gpu = {**price_parts(cost_parts, markup, applies), "gpu_price": np.zeros(n)}
+    package_markup = e.markup_scope == "package" and e.gpu_price_usd is None
+    if package_markup:  # a gross margin on the whole package: its own markup on all five parts
+        applies = {**applies, **{p: np.ones(n, dtype=bool) for p in PACKAGE_PARTS}}
+    if e.gpu_price_usd is None and e.markup_scope == "value":  # price per FLOP; the premium over cost in "gpu_price"
+        price = inputs["econ.value_price_per_h100_equivalent_usd"] * scenario.gpu.h100_equivalents.value
+        per_gpu = {**cost_parts, "gpu_price": price - columns["gpu_cost_usd"]}
+    elif e.gpu_price_usd is None:
+        package = inputs["econ.package_markup"] if package_markup else markup
+        price = gpu_price(columns["gpu_cost_usd"], cost_parts, package, applies)
+        per_gpu = {**price_parts(cost_parts, package, applies), "gpu_price": np.zeros(n)}
     else:
         price = inputs["econ.gpu_price_usd"]
         per_gpu = {**{p: np.zeros(n) for p in PACKAGE_PARTS}, "gpu_price": price}

@@ -81,13 +81,17 @@ def analytic_at_median(scenario, model: FabModel | None = None) -> dict:
 def _price_breakdown(scenario, parts: dict | None) -> dict | None:
     """The package's price by part: the pooled cost parts with ``econ.gpu_markup`` at its
     median on the parts of ``econ.markup_applies_to`` (a choice at its median option,
-    docs/model.md#cost); ``None`` when
-    ``econ.gpu_price_usd`` is given or no wafer had a good die."""
-    if parts is None or scenario.econ.gpu_price_usd is not None:
+    docs/model.md#cost), or ``econ.package_markup`` on all five with ``econ.markup_scope =
+    "package"``; ``None`` when ``econ.gpu_price_usd`` is given, under value pricing
+    (``markup_scope = "value"``: no part is marked up) or when no wafer had a good die."""
+    e = scenario.econ
+    if parts is None or e.gpu_price_usd is not None or e.markup_scope == "value":
         return None
-    markup = scenario.econ.gpu_markup.median()
-    scope = scenario.econ.markup_applies_to
+    markup = (e.package_markup if e.markup_scope == "package" else e.gpu_markup).median()
+    scope = e.markup_applies_to
     applies = markup_scope(scope, np.asarray(scope.median() if isinstance(scope, Choice) else 0.0))
+    if e.markup_scope == "package":
+        applies = {**applies, **{p: np.asarray(True) for p in PACKAGE_PARTS}}
     priced = price_parts({k: np.asarray(v) for k, v in parts.items()}, np.asarray(markup), applies)
     return {k: float(v) for k, v in priced.items()}
 
@@ -115,7 +119,8 @@ def yield_summary(scenario, wafers: int, seed: int) -> dict:
         (docs/model.md#cost): ``gpu_cost_breakdown_usd`` (pooled ``die``, ``hbm``,
         ``packaging``, ``test``, ``optics``, adding up to the pooled ``gpu_cost_usd``),
         ``gpu_price_breakdown_usd`` (the same with the median markup on the parts of
-        ``econ.markup_applies_to``; ``None`` with a given price) and
+        ``econ.markup_applies_to``, or the package markup on all five with ``markup_scope =
+        "package"``; ``None`` with a given price or value pricing) and
         ``analytic_cost_breakdown_usd`` (the closed form's parts at the median inputs).
     """
     positive("--wafers", wafers)

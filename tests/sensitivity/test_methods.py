@@ -234,9 +234,12 @@ def test_sobol_of_the_paired_ratio_uses_the_union_of_inputs():
     b = load_scenario("lite-h100-2x", ['gpu.link_gbps={dist="uniform", low=150, high=300}'])
     doc = sensitivity.sobol([a, b], trials=16, seed=7)
     assert doc["ratio_of"] == "lite-h100-2x / h100"
-    # the union: h100's inputs, the Lite's own link bandwidth, optics price per GB/s, and
-    # its external laser module's failure rate and price
-    lite_only = {"gpu.link_gbps", "fab.optics_cost_per_gbps_usd", "reliability.components.laser.afr", "econ.module_cost_usd"}
+    # the union: h100's inputs, the Lite's own link bandwidth, optics price per GB/s, its
+    # external laser module's failure rate and price, its optical port's price, its package
+    # and test costs' area exponents and its optics' link flaps
+    lite_only = {"gpu.link_gbps", "fab.optics_cost_per_gbps_usd", "reliability.components.laser.afr", "econ.module_cost_usd",
+                 "econ.optical_port_cost_per_gbps_usd", "fab.package_cost_area_exponent", "fab.test_cost_area_exponent",
+                 "reliability.components.optics.transient_afr"}
     assert set(b.uncertain_inputs()) - set(a.uncertain_inputs()) == lite_only
     assert set(doc["indices"]) == set(a.uncertain_inputs()) | lite_only | {"model_noise"}
     assert doc["evaluations"] == 2 * 16 * (len(a.uncertain_inputs()) + len(lite_only) + 3)

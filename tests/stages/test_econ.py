@@ -189,6 +189,28 @@ def test_markup_on_every_package_part_is_todays_price_to_the_bit():
         np.testing.assert_array_equal(got["gpu_price_usd"], cols["gpu_cost_usd"] * inputs["econ.gpu_markup"])
 
 
+def test_markup_scope_package_and_value_by_hand():
+    """$3,000 package (die 1,200, HBM 900, packaging 450, test 300, optics 150). "package":
+    package_markup 7 on all five parts, $21,000, the breakdown's parts each x 7. "value":
+    $28,000 per H100-equivalent x 0.25 = $7,000, the parts at cost and the $4,000 premium
+    as gpu_price; hosts, network and fabric as in "per_part"."""
+    base = [f for f in FIXED_ECON if f != ALL_PACKAGE_PARTS]
+    s = load_scenario("h100", [*base, 'econ.markup_scope="package"', "econ.package_markup=7"])
+    got = economics(s, quantile_inputs(s), _columns([3000.0], [1.0], [0], [1000.0]))
+    assert got["gpu_price_usd"][0] == pytest.approx(21_000.0, rel=1e-12)
+    assert got["capex_usd"][0] == pytest.approx(40 * (21_000.0 + 4_000 + 1_500), rel=1e-12)
+    v = load_scenario("h100", [*base, 'econ.markup_scope="value"', "econ.value_price_per_h100_equivalent_usd=28000", "gpu.h100_equivalents=0.25"])
+    got = economics(v, quantile_inputs(v), _columns([3000.0], [1.0], [0], [1000.0]))
+    assert got["gpu_price_usd"][0] == pytest.approx(7_000.0, rel=1e-12)
+    assert got["gpu_price_per_h100_equivalent_usd"][0] == pytest.approx(28_000.0, rel=1e-12)
+    assert got["capex_usd"][0] == pytest.approx(40 * (7_000.0 + 4_000 + 1_500), rel=1e-12)
+    die, premium = (got[BREAKDOWN_COLUMN.format(p)][0] for p in ("die", "gpu_price"))
+    assert premium / die == pytest.approx(4_000 / 1_200, rel=1e-12)
+    # a given GPU price wins over every scope
+    given = load_scenario("h100", [*base, 'econ.markup_scope="value"', "econ.gpu_price_usd=9000"])
+    assert economics(given, quantile_inputs(given), _columns([3000.0], [1.0], [0], [1000.0]))["gpu_price_usd"][0] == 9000.0
+
+
 def test_hosts_priced_per_host_of_gpus_per_host():
     """40 GPU slots in hosts of 16: ceil(40 / 16) = 3 hosts x $32,000 = $96,000 (not 40 x
     4,000); with hosts of 8 the per-host price 32,000 = 8 x 4,000 gives the old capex."""

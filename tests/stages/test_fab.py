@@ -97,7 +97,10 @@ def test_optics_priced_per_link_bandwidth():
 
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
 def test_production_runs_pooled_yield_and_cost_match_closed_forms(name):
-    s = load_scenario(name, FIXED)
+    # the Lite's package-cost law at its median exponents: area^k is not linear in k, so the
+    # closed form at the median inputs is the runs' expectation only with k fixed
+    law = ["fab.package_cost_area_exponent=1.08", "fab.test_cost_area_exponent=0.75"] if name == "lite-h100" else []
+    s = load_scenario(name, FIXED + law)
     n = 300
     cols = fab.production_runs(s, draw_inputs(s, 13, 0, n), 13)
     dies = fab.fab_model(s).wafer.dies

@@ -111,3 +111,8 @@ def test_yield_carries_the_package_cost_and_price_by_part():
     assert sum(an.values()) == pytest.approx(body["analytic_cost"]["gpu_cost_usd"], rel=1e-12)
     given = study.yield_summary(load_scenario("lite-h100", FIXED + ["econ.gpu_price_usd=9000"]), 200, 3)
     assert given["gpu_price_breakdown_usd"] is None
+    value = study.yield_summary(load_scenario("lite-h100", FIXED + ['econ.markup_scope="value"']), 200, 3)
+    assert value["gpu_price_breakdown_usd"] is None
+    # a whole-package margin: the median package markup (6.5 + 9) / 2 = 7.75 on all five parts
+    package = study.yield_summary(load_scenario("lite-h100", FIXED + ['econ.markup_scope="package"']), 2000, 3)
+    assert package["gpu_price_breakdown_usd"] == {k: pytest.approx(v * 7.75, rel=1e-12) for k, v in package["gpu_cost_breakdown_usd"].items()}

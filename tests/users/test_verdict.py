@@ -81,6 +81,7 @@ def test_compare_prints_the_verdict_first_and_its_json_carries_it(tmp_path):
     doc = json.loads(got.stdout)
     entry = doc["verdict"]["lite-h100-2x / h100"]
     assert entry["cost_ratio"]["p50"] == doc["paired"]["cost_per_mtok_usd"]["ratio"]["p50"]
-    assert entry["p_cheaper"] == doc["paired"]["cost_per_mtok_usd"]["p_b_below_a"] == 0.0
+    # dearer: a few trials of the widest readings (cheap optical port, steep package law) go the Lite's way
+    assert entry["p_cheaper"] == doc["paired"]["cost_per_mtok_usd"]["p_b_below_a"] < 0.05
     assert entry["drivers"]["inputs"] and "nearest_flip" in entry
     assert list(doc)[:4] == ["scenario", "seed", "trials", "verdict"]

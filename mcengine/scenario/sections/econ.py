@@ -30,6 +30,15 @@ class EconSection:
                                                          "All five package parts = price = fab cost x markup. May be a choice among lists drawn per trial, "
                                                          '{dist = "choice", values = [[...], [...]], weights = [...]} (docs/sources.md#econ-markup-scope); '
                                                          "every run also reports the cost at cost, without any markup.", MARKUP_PARTS)
+    markup_scope: str = choice("per_part", 'How the vendor prices a GPU (docs/model.md#markup-scope): "per_part" (gpu_markup on the parts in '
+                                           'markup_applies_to), "package" (a gross margin on the whole package: package_markup on all five '
+                                           'package parts) or "value" (value pricing per FLOP: value_price_per_h100_equivalent_usd x '
+                                           'gpu.h100_equivalents); a given gpu_price_usd wins over each.', ("per_part", "package", "value"))
+    package_markup: Dist = number(7.75, "The markup on the whole package's fab cost (markup_scope = \"package\"; shipped h100: uniform "
+                                  "6.5-9, docs/sources.md#econ-gpu-markup).", lo=0.0, lo_open=True, hi=1000.0,
+                                  why="100x the largest margins seen (~10x); keeps prices finite")
+    value_price_per_h100_equivalent_usd: Dist = number(27500.0, "GPU price per H100-equivalent of compute under value pricing (markup_scope = \"value\"): "
+                                                       "the H100's street price (shipped h100: uniform 25,000-30,000, docs/sources.md#econ-gpu-markup).", "USD", **USD)
     gpu_price_usd: Dist | None = number(None, "Given GPU price; when set, the fab cost does not enter the capex.", "USD", **USD)
     host_cost_per_gpu_usd: Dist = number(2500.0, "Host (CPU, memory, chassis) cost per GPU slot; used when host_cost_usd is unset.", "USD", **USD)
     host_cost_usd: Dist | None = number(None, "Cost of one host (CPU, memory, chassis) carrying cluster.gpus_per_host GPUs; when set, replaces host_cost_per_gpu_usd.", "USD", **USD)
@@ -39,6 +48,12 @@ class EconSection:
     scale_up_port_cost_per_gbps_usd: Dist | None = number(None, "Scale-up fabric per GB/s of gpu.link_gbps (per direction); when set, the port cost is this x gpu.link_gbps "
                                                           "and replaces scale_up_port_cost_usd (docs/sources.md#econ-scale-up-fabric).", "USD per GB/s", lo=0.0, hi=1e6,
                                                           why="a million dollars per GB/s is beyond any switch; keeps the port price finite")
+    scale_up_fabric: str = choice("electrical", 'The scale-up fabric\'s kind: "electrical" (switch ports at scale_up_port_cost_per_gbps_usd, '
+                                                'an NVSwitch) or "optical" (at optical_port_cost_per_gbps_usd when that is set; the electrical price '
+                                                'otherwise, the "electrical-equal" reading; docs/sources.md#econ-scale-up-fabric).', ("electrical", "optical"))
+    optical_port_cost_per_gbps_usd: Dist | None = number(None, 'Scale-up switch port per GB/s of gpu.link_gbps of an optical fabric (scale_up_fabric = '
+                                                         '"optical"): its own price range, apart from the electrical one (docs/sources.md#econ-scale-up-fabric).',
+                                                         "USD per GB/s", lo=0.0, hi=1e6, why="a million dollars per GB/s is beyond any switch; keeps the port price finite")
     power_usd_per_kwh: Dist = number(0.08, "Electricity price.", "USD/kWh", lo=0.0, hi=100.0,
                                      why="~1000x today's industrial price; keeps energy costs finite")
     pue: Dist = number(1.3, "Power usage effectiveness of the data centre.", **PUE)

@@ -46,6 +46,19 @@ class FabSection:
     assembly_yield: Dist = number(0.98, "Share of assemblies that pass; a failure scraps the die and the bonded stacks (CoWoS > 98%).", **_YIELD)
     package_cost_usd: Dist = number(750.0, "Packaging (interposer, substrate, CoWoS) per assembly attempt.", "USD", **USD)
     test_cost_usd: Dist = number(900.0, "Test and assembly labour per assembly attempt.", "USD", **USD)
+    # -- the package-cost law (docs/model.md#package-cost-law, docs/sources.md#fab-package-law)
+    cost_reference_area_mm2: Dist | None = number(None, "Die area the reference package and test costs are quoted at (the parent's die); "
+                                                        "with package_cost_reference_usd and package_cost_area_exponent set, package_cost_usd = "
+                                                        "reference x (die area / this)^exponent, per trial (test_cost_usd alike).", "mm2",
+                                                  lo=1.0, hi=202500.0, uncertain=False, why="a 450 mm square is the largest die any wafer holds")
+    package_cost_reference_usd: Dist | None = number(None, "Packaging cost of the reference die (cost_reference_area_mm2); replaced by a typed-in "
+                                                           "package_cost_usd (docs/sources.md#fab-package-law).", "USD", **USD)
+    package_cost_area_exponent: Dist | None = number(None, "Exponent k of packaging cost ~ die area^k (docs/sources.md#fab-package-law).",
+                                                     lo=0.0, hi=4.0, why="k = 4 is beyond any cost-area law; 0 = a fixed cost")
+    test_cost_reference_usd: Dist | None = number(None, "Test and assembly cost of the reference die (cost_reference_area_mm2); replaced by a typed-in "
+                                                        "test_cost_usd (docs/sources.md#fab-package-law).", "USD", **USD)
+    test_cost_area_exponent: Dist | None = number(None, "Exponent k of test cost ~ die area^k (docs/sources.md#fab-package-law).",
+                                                  lo=0.0, hi=4.0, why="k = 4 is beyond any cost-area law; 0 = a fixed cost")
     optics_cost_usd: Dist = number(0.0, "Co-packaged optics per good package, fixed part.", "USD", **USD)
     optics_cost_per_gbps_usd: Dist = number(0.0, "Co-packaged optics per GB/s of gpu.link_gbps (per direction), added to optics_cost_usd: 2x the links, 2x this part.", "USD per GB/s", lo=0.0, hi=1e6,
                                             why="a million dollars per GB/s is beyond any optics; keeps sums finite")

@@ -34,6 +34,10 @@ class DeriveSection:
     parent: str = text("h100", "Scenario (a shipped name or a path) whose [fab] die, units and [gpu] peak FLOP/s the design is a fraction of.")
     fraction: Dist = number(0.25, "Share of the parent's die area (1/2, 1/4, 1/8 ...); units per die and peak FLOP/s scale with it.", lo=0.0, lo_open=True, hi=1.0, uncertain=False,
                             why="a fraction of the parent's die")
+    uncore_area_mm2: Dist = number(0.0, "Die area every die carries whatever its fraction (memory PHY logic, PCIe, GSP, the optics interface): "
+                                        "the die is fraction x (parent's area - this) + this; units and FLOP/s scale with the fraction "
+                                        "(docs/model.md#derive, docs/sources.md#derive-uncore).", "mm2", lo=0.0, hi=10_000.0, uncertain=False,
+                                   why="more than any reticle; the parent's die bounds it too")
     aspect: Dist = number(None, "Die height / width; unset = the parent's.", lo=0.1, hi=10.0, uncertain=False,
                           why="a 10:1 die is a sliver no floorplan uses")
     hbm_edge_share: Dist = number(0.548, "Share of the die perimeter given to HBM PHYs (H100: both 31.4 mm edges, 62.8 of 114.6 mm); the rest carries I/O.", lo=0.0, hi=1.0, uncertain=False,
@@ -73,6 +77,10 @@ class GpuSection:
                           why="1000x an H100; keeps the batch that fits HBM within int64")
     hbm_tbps: Dist = number(3.35, "HBM bandwidth per package.", "TB/s", lo=0.0, lo_open=True, hi=1e4,
                             why="1000x an H100")
+    hbm_part: str = choice("typed", 'The HBM stack the package carries: "typed" (hbm_gb and hbm_tbps as given) or a part of the catalogue '
+                                    "(configs/parts/shoreline.toml: hbm3, hbm3-h100, hbm3e, hbm3e-h200), which replaces both by "
+                                    "fab.hbm_stacks x the part's GB and TB/s per stack: a whole number of real stacks (docs/model.md#hbm-part).",
+                           ("typed", *_HBM_GENERATIONS))
     link_gbps: Dist = number(450.0, "Scale-up bandwidth per direction per GPU for tensor-parallel traffic.", "GB/s", lo=0.0, lo_open=True, hi=1e6,
                              why="2000x NVLink 4")
     scale_out_gbps: Dist = number(50.0, "Scale-out (NIC) bandwidth per direction per GPU, for collectives and pipeline hops that leave a scale-up domain "
