@@ -66,9 +66,11 @@ EFFICIENCY_KEYS = {f"workload.{kind}_efficiency": kind for kind in EFFICIENCY_KI
 
 def _current(s: Scenario, key: str):
     """The scenario's value at a dotted ``key`` (components by name; an efficiency left
-    "auto" is its precision table's)."""
+    "auto" is its precision table's, the peak the one at the precision in use)."""
     if key in EFFICIENCY_KEYS:
         return s.workload.efficiency_of(EFFICIENCY_KEYS[key])
+    if key == "gpu.peak_tflops":
+        return s.peak_in_use()
     node = s
     for part in key.split("."):
         node = dict(node)[part] if isinstance(node, tuple) else getattr(node, part)
@@ -112,7 +114,7 @@ def _level_moves(base: Scenario, moves: dict) -> tuple[dict, str]:
     if PRECISION_KEY in moves:
         level = PRECISION[moves.pop(PRECISION_KEY)]
         moves.update({k: v for k, v in level.items() if k != "gpu.peak_tflops"})
-        moves["gpu.peak_tflops"] = base.gpu.peak_tflops.median() * level["gpu.peak_tflops"]
+        moves["gpu.peak_tflops"] = base.gpu.peak_tflops.bf16.median() * level["gpu.peak_tflops"]
     if MARKUP_KEY in moves:
         scope = tuple(moves[MARKUP_KEY])
         moves[MARKUP_KEY] = list(scope)

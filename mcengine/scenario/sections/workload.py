@@ -92,7 +92,7 @@ def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Re
 
 
 #: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
-PRECISIONS = ("bf16", "fp8")
+PRECISIONS = ("bf16", "fp8", "fp4")
 #: The efficiencies a precision's table gives, by the old ``workload.KIND_efficiency`` key.
 EFFICIENCY_KINDS = ("compute", "memory")
 
@@ -113,6 +113,7 @@ class EfficiencyTable:
 DEFAULT_EFFICIENCY = (
     ("bf16", EfficiencyTable()),
     ("fp8", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62))),
+    ("fp4", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62))),  # no fp4 anchor: fp8's fit (docs/sources.md#roof-calibration)
 )
 
 
@@ -219,7 +220,8 @@ class WorkloadSection:
     precision: str = choice(
         AUTO,
         'Number format the engine computes and streams weights in, which picks the efficiency table '
-        '(workload.efficiency.PRECISION): "bf16", "fp8", or "auto" = "fp8" when workload.bytes_per_param <= 1, else "bf16".',
+        '(workload.efficiency.PRECISION) and the dense peak (gpu.peak_tflops.PRECISION): "bf16", "fp8", "fp4", or "auto" = '
+        '"fp4" when workload.bytes_per_param <= 0.5, "fp8" when <= 1, else "bf16" (docs/model.md#precision).',
         (AUTO, *PRECISIONS),
     )
     efficiency: tuple = field(default=DEFAULT_EFFICIENCY, metadata={
@@ -262,10 +264,12 @@ class WorkloadSection:
                                                           "request is workload.prompt_tokens / output_tokens."})
 
     def precision_in_use(self) -> str:
-        """``workload.precision``, "auto" resolved: fp8 for weights of at most one byte, else bf16."""
+        """``workload.precision``, "auto" resolved: fp4 for weights of at most half a byte,
+        fp8 for at most one byte, else bf16."""
         if self.precision != AUTO:
             return self.precision
-        return "fp8" if self.bytes_per_param.median() <= 1.0 else "bf16"
+        size = self.bytes_per_param.median()
+        return "fp4" if size <= 0.5 else "fp8" if size <= 1.0 else "bf16"
 
     def efficiency_of(self, kind: str) -> Dist:
         """The efficiency ``kind`` (of :data:`EFFICIENCY_KINDS`) in use: ``workload.KIND_efficiency``
