@@ -122,7 +122,7 @@ def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: in
     kv_rank = rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     share = rw.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
     weights = r.bytes_per_param * rw.rank_params_streamed(m, t, b + chunk, att, g)
-    kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank
+    kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank * r.kv_read_factor
     memory = (weights + kv_read) / r.hbm_bytes_per_s
     tokens = b + chunk
     comm = rc.forward_comm_s(m, layout, tokens, r, head_rows=b + chunk / s, group_tokens=share * tokens) + (p - 1) * rc.stage_hop_s(layout, tokens * m.hidden * rm.ACT_BYTES, r)

@@ -115,7 +115,8 @@ class Scenario:
                 value = getattr(section, f.name)
                 key = f"{table}.{f.name}"
                 if table == "workload" and f.name in _EFFICIENCY_FIELDS:
-                    out[key] = section.efficiency_of(f.name.removesuffix("_efficiency"))
+                    if (used := section.efficiency_of(f.name.removesuffix("_efficiency"))) is not None:
+                        out[key] = used
                 elif isinstance(value, PeakTable):
                     out[key] = self.peak_in_use()
                 elif isinstance(value, Dist):

@@ -132,6 +132,7 @@ class Rates:
     scale_out_bytes_per_s: np.ndarray | float = 0.0
     scale_out_hop_s: np.ndarray | float = 0.0
     allreduce_start_s: np.ndarray | float | None = None
+    kv_read_factor: np.ndarray | float = 1.0
 
     def for_allreduce(self) -> "Rates":
         """These rates with the all-reduce's own start latency in place of
@@ -168,9 +169,13 @@ class Rates:
         scale_out_gbps=0.0,
         scale_out_hop_us=0.0,
         allreduce_start_us=None,
+        kv_efficiency=None,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
-        bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
+        bandwidth is derated by ``link_efficiency`` as the scale-up links are. A decode step
+        reads its KV cache at ``kv_efficiency`` of the HBM bandwidth (None: at
+        ``memory_efficiency``, as the weights): each KV byte costs ``kv_read_factor =
+        memory_efficiency / kv_efficiency`` weight bytes (docs/model.md#kv-read)."""
         return cls(
             flops_per_s=np.asarray(peak_tflops, float) * FLOPS_PER_TFLOP * compute_efficiency,
             hbm_bytes_per_s=np.asarray(hbm_tbps, float) * BYTES_PER_TB * memory_efficiency,
@@ -185,6 +190,7 @@ class Rates:
             scale_out_bytes_per_s=np.asarray(scale_out_gbps, float) * BYTES_PER_GB * link_efficiency,
             scale_out_hop_s=np.asarray(scale_out_hop_us, float) / US_PER_S,
             allreduce_start_s=None if allreduce_start_us is None else np.asarray(allreduce_start_us, float) / US_PER_S,
+            kv_read_factor=1.0 if kv_efficiency is None else np.asarray(memory_efficiency, float) / np.asarray(kv_efficiency, float),
         )
 
 

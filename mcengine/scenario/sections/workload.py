@@ -94,7 +94,7 @@ def parse_classes(raw, key: str, problems: list[Problem]) -> tuple[tuple[str, Re
 #: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
 PRECISIONS = ("bf16", "fp8", "fp4")
 #: The efficiencies a precision's table gives, by the old ``workload.KIND_efficiency`` key.
-EFFICIENCY_KINDS = ("compute", "memory")
+EFFICIENCY_KINDS = ("compute", "memory", "kv")
 
 
 @dataclass(frozen=True)
@@ -106,14 +106,17 @@ class EfficiencyTable:
     compute: Dist = number(0.59, "Achieved share of the peak FLOP/s (gpu.peak_tflops) at this precision; default: the fit, "
                                  "bf16 0.59, fp8 0.45 (configs/h100.toml gives the shipped ranges).", **_EFF)
     memory: Dist = number(0.85, "Achieved share of the HBM bandwidth at this precision; default: the fit, bf16 0.85, fp8 0.62.", **_EFF)
+    kv: Dist | None = number(None, "Achieved share of the HBM bandwidth a decode step reads its KV cache at (paged attention "
+                                   "reads, in-flight chunks), beside memory for the weights; default: the fit, bf16 0.34, "
+                                   "fp8 0.53; unset = this table's memory (docs/model.md#kv-read).", **_EFF)
 
 
 #: The medians of the shipped tables (configs/h100.toml gives their ranges; docs/sources.md#roof-calibration):
 #: the fits to each precision's fit anchors.
 DEFAULT_EFFICIENCY = (
-    ("bf16", EfficiencyTable()),
-    ("fp8", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62))),
-    ("fp4", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62))),  # no fp4 anchor: fp8's fit (docs/sources.md#roof-calibration)
+    ("bf16", EfficiencyTable(kv=Fixed(0.34))),
+    ("fp8", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62), kv=Fixed(0.53))),
+    ("fp4", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62), kv=Fixed(0.53))),  # no fp4 anchor: fp8's fit (docs/sources.md#roof-calibration)
 )
 
 
@@ -233,6 +236,9 @@ class WorkloadSection:
     memory_efficiency: Dist | str = number(
         AUTO, 'Achieved share of HBM bandwidth; "auto" = workload.efficiency.PRECISION.memory of the precision in use '
         "(a number or dist table here wins over the table).", auto_ok=True, **_EFF)
+    kv_efficiency: Dist | str = number(
+        AUTO, 'Achieved share of HBM bandwidth reading the KV cache in decode; "auto" = workload.efficiency.PRECISION.kv of '
+        "the precision in use, or the memory efficiency in use where that is unset (docs/model.md#kv-read).", auto_ok=True, **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
     collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective (with allreduce_impl = \"nccl\": of every collective but the all-reduce).",
                                        "us", lo=0.0, hi=1e6, why=_LATENCY)
@@ -271,9 +277,10 @@ class WorkloadSection:
         size = self.bytes_per_param.median()
         return "fp4" if size <= 0.5 else "fp8" if size <= 1.0 else "bf16"
 
-    def efficiency_of(self, kind: str) -> Dist:
+    def efficiency_of(self, kind: str) -> Dist | None:
         """The efficiency ``kind`` (of :data:`EFFICIENCY_KINDS`) in use: ``workload.KIND_efficiency``
-        when set, else the precision table's."""
+        when set, else the precision table's; None for a KV-read efficiency left to follow the
+        memory efficiency in use (the same draw in every trial)."""
         explicit = getattr(self, f"{kind}_efficiency")
         if not isinstance(explicit, str):
             return explicit

@@ -65,6 +65,7 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
         scale_out_gbps=inputs["gpu.scale_out_gbps"],
         scale_out_hop_us=scale_out_hop_us,
         allreduce_start_us=inputs["workload.nccl_start_us"] if w.allreduce_impl == "nccl" else None,
+        kv_efficiency=None if w.efficiency_of("kv") is None else inputs["workload.kv_efficiency"],
     )
 
 
