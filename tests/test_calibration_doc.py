@@ -4,17 +4,11 @@ anchor's error at them, by precision and role."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.docs_scripts import ROOT, docs_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("make_calibration", ROOT / "docs" / "make_calibration.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return docs_script("make_calibration")
 
 
 def test_the_calibration_paragraph_is_the_codes():

@@ -68,7 +68,7 @@ def parse_derive(raw, key: str, problems: list[Problem]) -> DeriveSection | None
 PEAK_PRECISIONS = ("bf16", "fp8", "fp4")
 _PEAK_SPEC = number(989.4, "Dense peak FLOP/s: one number (the peak at every precision: the bf16 peak of the shipped files) or a table "
                     "{bf16, fp8, fp4} of the dense peak per number format, the one workload.precision computes in taken "
-                    "(H100 SXM5: bf16 989.4, fp8 1979, fp4 1979; docs/sources.md#fab-h100-specs, docs/model.md#precision). "
+                    "(H100 SXM5: bf16 989.4, fp8 1978.9, fp4 1978.9; docs/sources.md#fab-h100-specs, docs/model.md#precision). "
                     "A table must give bf16; a format it leaves out computes at the bf16 peak (a warning).", "TFLOP/s",
                     lo=0.0, lo_open=True, hi=1e6, why="1000x an H100; keeps step times meaningful")
 
