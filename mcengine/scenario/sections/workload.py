@@ -238,7 +238,8 @@ class WorkloadSection:
         "(a number or dist table here wins over the table).", auto_ok=True, **_EFF)
     kv_efficiency: Dist | str = number(
         AUTO, 'Achieved share of HBM bandwidth reading the KV cache in decode; "auto" = workload.efficiency.PRECISION.kv of '
-        "the precision in use, or the memory efficiency in use where that is unset (docs/model.md#kv-read).", auto_ok=True, **_EFF)
+        "the precision in use, or the memory efficiency in use where that is unset or workload.memory_efficiency is set "
+        "(docs/model.md#kv-read).", auto_ok=True, **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
     collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective (with allreduce_impl = \"nccl\": of every collective but the all-reduce).",
                                        "us", lo=0.0, hi=1e6, why=_LATENCY)
@@ -279,9 +280,13 @@ class WorkloadSection:
 
     def efficiency_of(self, kind: str) -> Dist | None:
         """The efficiency ``kind`` (of :data:`EFFICIENCY_KINDS`) in use: ``workload.KIND_efficiency``
-        when set, else the precision table's; None for a KV-read efficiency left to follow the
-        memory efficiency in use (the same draw in every trial)."""
+        when set, else the precision table's; None for a KV-read efficiency that follows the
+        memory efficiency in use (the same draw in every trial): the table has none, or
+        ``workload.memory_efficiency`` is set while ``kv_efficiency`` is not (a file that sets
+        the old key keeps its numbers: its KV cache is read at that efficiency)."""
         explicit = getattr(self, f"{kind}_efficiency")
         if not isinstance(explicit, str):
             return explicit
+        if kind == "kv" and not isinstance(self.memory_efficiency, str):
+            return None
         return getattr(dict(self.efficiency)[self.precision_in_use()], kind)
