@@ -640,7 +640,7 @@ def new_gpu_cmd(
     """Write a scenario of your own GPU whose die, HBM stacks, links, power and price follow the shipped derivation rules."""
     path, s = api.new_gpu(name, fraction, parent, hbm_generation, io, out)
     sys.stdout.write(f"wrote {path}: {s.fab.die_width_mm.median():.2f} x {s.fab.die_height_mm.median():.2f} mm die, {s.fab.hbm_stacks} HBM stacks, "
-                     f"{s.gpu.hbm_gb.median():g} GB at {s.gpu.hbm_tbps.median():g} TB/s, {s.gpu.peak_tflops.median():g} TFLOP/s, "
+                     f"{s.gpu.hbm_gb.median():g} GB at {s.gpu.hbm_tbps.median():g} TB/s, {s.peak_in_use().median():g} TFLOP/s, "
                      f"TDP {s.gpu.tdp_w.median():.0f} W (each derived value with its rule: mcengine check {path})\n")
 
 

@@ -4,22 +4,11 @@ the package (regenerate both with ``python docs/make_reference.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.docs_scripts import ROOT, docs_script
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("make_reference", ROOT / "docs" / "make_reference.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-REF = _script()
+REF = docs_script("make_reference")
 
 
 @pytest.mark.parametrize("page", list(REF.PAGES), ids=lambda p: p.name)

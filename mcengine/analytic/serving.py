@@ -129,7 +129,7 @@ def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: in
     share = rw.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
     computed = chunk * (1.0 - r.prefix_hit)  # the chunk's tokens not in the prefix cache
     weights = r.bytes_per_param * rw.rank_params_streamed(m, t, b * q + computed, att, g)
-    kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank
+    kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank * r.kv_read_factor
     memory = (weights + kv_read) / r.hbm_bytes_per_s
     tokens = b * q + computed
     comm = rc.forward_comm_s(m, layout, tokens, r, head_rows=b * q + chunk / s, group_tokens=share * tokens) + (p - 1) * rc.stage_hop_s(layout, tokens * m.hidden * rm.ACT_BYTES, r)

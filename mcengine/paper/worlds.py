@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import numpy as np
@@ -29,7 +29,8 @@ from functools import lru_cache
 from ..errors import InputError, Problem
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.derive import replaced_keys, without
-from ..scenario.fields import AUTO
+from ..scenario.schema import SECTIONS
+from ..scenario.fields import AUTO, spec_of
 from ..scenario.load import apply_overrides
 from ..scenario.sections.econ import PACKAGE_PARTS
 from ..scenario.sections.workload import EFFICIENCY_KINDS
@@ -66,9 +67,11 @@ EFFICIENCY_KEYS = {f"workload.{kind}_efficiency": kind for kind in EFFICIENCY_KI
 
 def _current(s: Scenario, key: str):
     """The scenario's value at a dotted ``key`` (components by name; an efficiency left
-    "auto" is its precision table's)."""
+    "auto" is its precision table's, the peak the one at the precision in use)."""
     if key in EFFICIENCY_KEYS:
         return s.workload.efficiency_of(EFFICIENCY_KEYS[key])
+    if key == "gpu.peak_tflops":
+        return s.peak_in_use()
     node = s
     for part in key.split("."):
         node = dict(node)[part] if isinstance(node, tuple) else getattr(node, part)
@@ -112,7 +115,7 @@ def _level_moves(base: Scenario, moves: dict) -> tuple[dict, str]:
     if PRECISION_KEY in moves:
         level = PRECISION[moves.pop(PRECISION_KEY)]
         moves.update({k: v for k, v in level.items() if k != "gpu.peak_tflops"})
-        moves["gpu.peak_tflops"] = base.gpu.peak_tflops.median() * level["gpu.peak_tflops"]
+        moves["gpu.peak_tflops"] = base.gpu.peak_tflops.bf16.median() * level["gpu.peak_tflops"]
     if MARKUP_KEY in moves:
         scope = tuple(moves[MARKUP_KEY])
         moves[MARKUP_KEY] = list(scope)
@@ -145,11 +148,25 @@ def moved(base: Scenario, name: str, moves: dict) -> Scenario:
             node = node.setdefault(part, {})
         if isinstance(old, dict) and "dist" in old and isinstance(value, (int, float)):
             ratio = float(value) / _median(base, key)
-            node[parts[-1]] = {k: (v * ratio if k in LOCATION else v) for k, v in old.items()}
+            shifted = {k: (v * ratio if k in LOCATION else v) for k, v in old.items()}
+            node[parts[-1]] = shifted if _within(key, shifted) else value  # a share's spread cannot leave [0, 1]: the point itself
         else:
             node[parts[-1]] = value
     raw["name"] = name
     return scenario_from_dict(raw, name)
+
+
+def _within(key: str, table: dict) -> bool:
+    """Whether a moved ``dist`` table stays inside its key's range (a plain ``table.key``;
+    deeper keys are not checked here and are checked when the scenario is built)."""
+    section, _, name = key.partition(".")
+    cls = next((c for t, c, _ in SECTIONS if t == section), None)
+    f = next((f for f in fields(cls) if f.name == name), None) if cls is not None else None
+    spec = spec_of(f) if f is not None else None
+    if spec is None or spec.kind != "number":
+        return True
+    problems: list = []
+    return spec.parse(table, key, problems) is not None and not problems
 
 
 def split(world: dict) -> tuple[dict, dict]:

@@ -33,7 +33,7 @@ from .dists import Dist, Fixed
 from .fields import spec_of
 from .parts import HbmGeneration, IoTechnology, hbm_generations, io_technologies
 from .sections.fab import FabSection
-from .sections.gpu import GpuSection
+from .sections.gpu import GpuSection, PeakTable
 from .sections.reliability import Component
 
 #: Keys the derivation fills unless the scenario sets them, by table.
@@ -140,10 +140,21 @@ class Derivation:
         out = {"shoreline": (f"die {self.width_mm:.4g} x {self.height_mm:.4g} mm = {self.area_mm2:.4g} mm², perimeter "
                              f"{self.perimeter_mm:.4g} mm: HBM edge {self.hbm_edge_mm:.4g} mm, I/O edge {self.io_edge_mm:.4g} mm")}
         for key, value in self.values.items():
-            shown = f"{value:.6g}"
+            shown = _shown(value)
             out[key] = (f"explicit (the derivation gives {shown} = {self.origins[key]})" if key in self.explicit
                         else f"{shown} = {self.origins[key]}")
         return out
+
+
+def _number(value) -> float:
+    """A derived value as one number: a peak table's bf16 peak (the one its range is checked at)."""
+    return float(value.bf16.value) if isinstance(value, PeakTable) else float(value)
+
+
+def _shown(value) -> str:
+    if isinstance(value, PeakTable) and not value.scalar:
+        return "{" + ", ".join(f"{name} = {d.value:.6g}" for name, d in value.peaks) + "}"
+    return f"{_number(value):.6g}"
 
 
 # ----------------------------------------------------------------------------- loading
@@ -256,7 +267,7 @@ def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -
     if parent is None:
         return parts, None
     if not parent.gpu.peak_tflops.is_fixed:
-        problems.append(Problem("gpu.derive.parent", d.parent, "its gpu.peak_tflops is a dist table; allowed: a parent with a fixed peak, "
+        problems.append(Problem("gpu.derive.parent", d.parent, "its gpu.peak_tflops has a dist table; allowed: a parent with fixed peaks, "
                                 "or set gpu.peak_tflops here"))
         return parts, None
     pf = parent.fab
@@ -286,7 +297,7 @@ def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -
         "fab.units_per_die": max(1, round(fraction * pf.units_per_die)),
         "fab.units_required": max(1, math.ceil(fraction * pf.units_required - EDGE_TOLERANCE)),
         "fab.hbm_stacks": stacks, HBM_COUNT_KEY: stacks,
-        "gpu.peak_tflops": fraction * parent.gpu.peak_tflops.value,
+        "gpu.peak_tflops": parent.gpu.peak_tflops.scaled(fraction),
         "gpu.hbm_gb": stacks * hbm.gb_per_stack, "gpu.hbm_tbps": stacks * hbm.tbps_per_stack,
         "gpu.link_gbps": link,
         "gpu.tdp_w": float(tdp_w(area_mm2, med["w_mm2"], stacks, med["w_stack"], link_used, med["pj"])),
@@ -304,7 +315,7 @@ def resolve(parts: dict, raw: dict, problems: list[Problem], load_parent=None) -
         "fab.hbm_stacks": (f"min(floor(HBM edge {hbm_edge_mm:.4g} mm / hbm_phy_edge_mm {d.hbm_phy_edge_mm.value:g}), hbm_stacks_max {d.hbm_stacks_max}); "
                            f"HBM edge = hbm_edge_share {d.hbm_edge_share.value:g} x perimeter {edge_mm:.4g} mm"),
         HBM_COUNT_KEY: "fab.hbm_stacks (one component per stack)",
-        "gpu.peak_tflops": f"fraction {fraction:g} x {d.parent}'s {parent.gpu.peak_tflops.value:g} TFLOP/s",
+        "gpu.peak_tflops": f"fraction {fraction:g} x {d.parent}'s {_shown(parent.gpu.peak_tflops)} TFLOP/s (every precision's peak)",
         "gpu.hbm_gb": f"{stacks} stacks x {hbm.gb_per_stack:g} GB ({hbm.name})",
         "gpu.hbm_tbps": f"{stacks} stacks x {hbm.tbps_per_stack:g} TB/s ({hbm.name})",
         "gpu.link_gbps": f"I/O edge {io_edge_mm:.4g} mm x {med['density']:g} GB/s/mm ({src('io_gbps_per_mm', io.name)})",
@@ -337,8 +348,8 @@ def _range_problems(record: Derivation, parts: dict, rates: dict, gpu) -> list[P
                         "or gpu.hbm_gb and gpu.hbm_tbps set explicitly")]
     out = []
     for key, value in record.values.items():
-        if record.is_derived(key) and not _spec(key).in_range(float(value), float(value), False, False):
-            out.append(Problem(f"{key} (derived)", round(float(value), 6), _spec(key).allowed(),
+        if record.is_derived(key) and not _spec(key).in_range(_number(value), _number(value), False, False):
+            out.append(Problem(f"{key} (derived)", round(_number(value), 6), _spec(key).allowed(),
                                f"from [gpu.derive]: {record.origins[key]}; set {key} explicitly or change gpu.derive"))
     if out:
         return out
@@ -367,7 +378,7 @@ def _filled(parts: dict, record: Derivation) -> dict:
         for key, value in record.values.items():
             t, _, name = key.partition(".")
             if t == table and record.is_derived(key):
-                changes[name] = int(value) if isinstance(value, int) else Fixed(float(value))
+                changes[name] = value if isinstance(value, (int, PeakTable)) else Fixed(float(value))
         out[table] = dataclasses.replace(section, **changes)
     rel = parts.get("reliability")
     if rel is not None and record.is_derived(HBM_COUNT_KEY):

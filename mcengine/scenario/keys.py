@@ -26,7 +26,7 @@ NESTED = {"components": ("components.NAME", Component), "model": ("model", Model
 
 def _default(f) -> object:
     value = f.default if f.default is not MISSING else None
-    if isinstance(value, (Dist, Law)):
+    if hasattr(value, "to_toml"):  # a dist, law or peak table
         value = value.to_toml()
     if isinstance(value, float) and value == float("inf"):
         value = "inf"

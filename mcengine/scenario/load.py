@@ -4,7 +4,8 @@
   (``configs/NAME.toml``, installed as package data ``mcengine/configs``).
 * ``extends = "PARENT"`` starts from another scenario (a shipped name, or a path relative
   to the extending file) and deep-merges the child over it, table by table; a ``dist`` or
-  ``law`` table of another kind replaces the parent's whole. A cycle is an error.
+  ``law`` table of another kind replaces the parent's whole, and so does a child's
+  ``gpu.peak_tflops`` (a peak table is one GPU's, never half of two). A cycle is an error.
 * ``--set KEY=VALUE`` sets a dotted key after merging; VALUE is a TOML literal (a bare word
   that is not valid TOML is taken as a string); a table value replaces the whole table.
 """
@@ -77,6 +78,8 @@ def load_raw(ref: str, relative_to: Path | None = None, chain: tuple[Path, ...] 
                 raise
             raise InputError([Problem("extends", p.value, p.allowed, p.hint) for p in exc.problems], str(path)) from None
         base.pop("description", None)  # a description describes one file, not its children
+        if isinstance(raw.get("gpu"), dict) and "peak_tflops" in raw["gpu"]:
+            base = without(base, ["gpu.peak_tflops"])
         raw = deep_merge(drop_replaced(drop_inherited(base, raw), raw), raw)
     raw["name"] = name
     return raw, path

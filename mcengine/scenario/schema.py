@@ -19,7 +19,7 @@ from .lengths import LengthLaw
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
 from .sections.fab import FabSection
-from .sections.gpu import DeriveSection, GpuSection, parse_derive
+from .sections.gpu import DeriveSection, GpuSection, PeakTable, parse_derive, parse_peak
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .sections.training import TrainingSection, parse_training
@@ -30,7 +30,7 @@ from .sections.workload import (EFFICIENCY_KINDS, LoadSection, PrefixCacheSectio
 #: (table name, section class, parsers of the fields that are tables themselves)
 SECTIONS = (
     ("run", RunSection, {}),
-    ("gpu", GpuSection, {"derive": parse_derive}),
+    ("gpu", GpuSection, {"derive": parse_derive, "peak_tflops": parse_peak}),
     ("fab", FabSection, {}),
     ("cluster", ClusterSection, {}),
     ("reliability", ReliabilitySection, {"components": parse_components}),
@@ -95,6 +95,11 @@ class Scenario:
         pool = self.cluster.spare_modules
         return self.cluster.spare_gpus if pool == AUTO else int(pool)
 
+    def peak_in_use(self) -> Dist:
+        """The dense peak the workload computes at: ``gpu.peak_tflops`` at
+        ``workload.precision`` (docs/model.md#precision)."""
+        return self.gpu.peak_tflops.at(self.workload.precision_in_use())
+
     # ------------------------------------------------------------------ inputs
     def inputs(self) -> dict[str, Dist]:
         """Every number-valued input by dotted key (fixed ones included), in schema order.
@@ -104,7 +109,8 @@ class Scenario:
         fields as ``reliability.components.die.afr``; request-class shares as
         ``workload.classes.code.share``. ``workload.compute_efficiency`` and
         ``workload.memory_efficiency`` are the ones in use (the precision table's when "auto");
-        the tables of ``[workload.efficiency]`` are not inputs of their own.
+        the tables of ``[workload.efficiency]`` are not inputs of their own. ``gpu.peak_tflops``
+        is the peak at the precision in use (:meth:`peak_in_use`).
         """
         out: dict[str, Dist] = {}
         for table, _cls, _special in SECTIONS:
@@ -113,7 +119,10 @@ class Scenario:
                 value = getattr(section, f.name)
                 key = f"{table}.{f.name}"
                 if table == "workload" and f.name in _EFFICIENCY_FIELDS:
-                    out[key] = section.efficiency_of(f.name.removesuffix("_efficiency"))
+                    if (used := section.efficiency_of(f.name.removesuffix("_efficiency"))) is not None:
+                        out[key] = used
+                elif isinstance(value, PeakTable):
+                    out[key] = self.peak_in_use()
                 elif isinstance(value, Dist):
                     out[key] = value
                 elif isinstance(value, (Law, LengthLaw)):
@@ -184,7 +193,7 @@ def _derived_dict(out: dict, record: Derivation, with_unset: bool) -> None:
 
 
 def _value_dict(value):
-    if isinstance(value, (Dist, Law, LengthLaw)):
+    if isinstance(value, (Dist, Law, LengthLaw, PeakTable)):
         return value.to_toml()
     if isinstance(value, float) and math.isinf(value):
         return "inf"

@@ -30,7 +30,7 @@ def test_fp8_halves_the_bytes_and_doubles_the_peak():
     base = scenario("h100")
     s = worlds.moved(base, "fp8", {worlds.PRECISION_KEY: "fp8"})
     assert (s.workload.bytes_per_param.median(), s.workload.kv_bytes.median()) == (1.0, 1.0)
-    assert s.gpu.peak_tflops.median() == pytest.approx(2 * 989.4)
+    assert s.peak_in_use().median() == pytest.approx(2 * 989.4)
 
 
 def test_a_markup_scope_keeps_the_h100s_price():

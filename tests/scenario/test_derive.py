@@ -54,14 +54,14 @@ def test_derived_quarter_die_of_the_h100():
     assert s.fab.hbm_stacks == 2 and dict(s.reliability.components)["hbm"].count == 2
     assert (s.fab.units_per_die, s.fab.units_required) == (36, 33)
     g = s.gpu
-    assert g.peak_tflops.value == pytest.approx(247.35, rel=1e-12)
+    assert g.peak_tflops.bf16.value == pytest.approx(247.35, rel=1e-12)
     assert g.hbm_gb.value == 32.0
     assert g.hbm_tbps.value == pytest.approx(1.34, rel=1e-12)
     assert g.link_gbps.value == pytest.approx(QUARTER_LINK_GBPS, rel=1e-9)
     assert g.tdp_w.value == pytest.approx(QUARTER_TDP_W, rel=1e-9)
     assert g.h100_equivalents.value == 0.25
     # bandwidth per FLOP: 1.34 TB/s / 0.24735 PFLOP/s = 5.42, 1.6x the H100's 3.35 / 0.9894 = 3.39
-    assert g.hbm_tbps.value / (g.peak_tflops.value / 1000) == pytest.approx(5.4174, rel=1e-4)
+    assert g.hbm_tbps.value / (g.peak_tflops.bf16.value / 1000) == pytest.approx(5.4174, rel=1e-4)
 
 
 def test_the_whole_die_gives_the_parent_back():
@@ -139,7 +139,7 @@ def test_the_resolved_dict_loads_back_and_overrides_still_reach_the_derivation()
     checked = scenario_from_dict(_without_none(s.to_dict(with_unset=True)))   # check's output (TOML drops unset keys) loads too
     assert checked.gpu.hbm_gb == s.gpu.hbm_gb
     half = load_scenarios([s], ["gpu.derive.fraction=0.5"])[0]
-    assert half.fab.hbm_stacks == 4 and half.gpu.peak_tflops.value == pytest.approx(494.7)
+    assert half.fab.hbm_stacks == 4 and half.gpu.peak_tflops.bf16.value == pytest.approx(494.7)
 
 
 def _without_none(doc):

@@ -43,9 +43,9 @@ def test_setting_one_table_key_keeps_the_rest_of_the_table():
 
 def test_an_unknown_precision_or_key_is_named():
     with pytest.raises(InputError) as exc:
-        load_scenario("h100", ["workload.efficiency.fp4.compute=0.5"])
+        load_scenario("h100", ["workload.efficiency.fp16.compute=0.5"])
     (problem,) = exc.value.problems
-    assert problem.key == "workload.efficiency.fp4" and all(p in problem.allowed for p in PRECISIONS)
+    assert problem.key == "workload.efficiency.fp16" and all(p in problem.allowed for p in PRECISIONS)
     with pytest.raises(InputError) as exc:
         load_scenario("h100", ["workload.efficiency.bf16.compute=1.5"])
     assert [p.key for p in exc.value.problems] == ["workload.efficiency.bf16.compute"]

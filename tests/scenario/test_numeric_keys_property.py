@@ -18,6 +18,7 @@ from mcengine.errors import InputError
 from mcengine.scenario import Law, load_scenario
 from mcengine.scenario.dists import Dist
 from mcengine.scenario.lengths import EmpiricalLength, LengthLaw
+from mcengine.scenario.sections.gpu import PeakTable
 
 from .test_hardening import NUMERIC
 
@@ -97,6 +98,8 @@ def _finite_and_in_bounds(s, key: str) -> None:
                 assert all(math.isfinite(x) for _, d in v.param_items() for x in d.drawn_range()[:2]), (full, v)
                 if isinstance(v, EmpiricalLength):
                     assert all(SPECS[full].lo <= x <= SPECS[full].hi for x in v.tokens), (full, v)
+            elif isinstance(v, PeakTable):  # every precision's peak in the key's range
+                assert all(SPECS[full].in_range(*d.drawn_range()) for _, d in v.peaks), (full, v)
             else:
                 assert v is None or isinstance(v, (str, bool, tuple, Dist, Law, LengthLaw)) or f.name in ("model", "training", "load"), (full, v)
     for table in ("training", "model"):  # the nested tables' integers

@@ -141,7 +141,7 @@ def test_a_ttft_slo_moves_the_continuous_batch_down_a_sawtooth_instead_of_missin
     prompts take ceil(1024/130) = 8 steps of 49.74 ms = 397.9 ms to prefill. Under a 395 ms
     TTFT SLO the trial used to miss (no tokens); now the batch is the largest below 130 that
     meets it: B = 129 still takes 8 steps (1024/129 = 7.94), of a shorter step."""
-    base = ("workload.serving='continuous'", "workload.tensor_parallel=2", *FP8_FIT_EFFICIENCIES)
+    base = ("workload.serving='continuous'", "workload.tensor_parallel=2", *FP8_FIT_EFFICIENCIES, "workload.comm_overlap=0")
     free = choose_serving(load_scenario("h100", base)).best["continuous"]
     assert int(free.batch[0]) == 130 and float(free.ttft_s[0]) * 1e3 == pytest.approx(397.94, abs=0.005)
     s = load_scenario("h100", (*base, "workload.ttft_slo_ms=395"))

@@ -148,6 +148,7 @@ class Rates:
     draft_cost: np.ndarray | float = 0.0
     prefix_hit: np.ndarray | float = 0.0
     moe_imbalance: np.ndarray | float = 1.0
+    kv_read_factor: np.ndarray | float = 1.0
 
     def for_allreduce(self) -> "Rates":
         """These rates with the all-reduce's own start latency in place of
@@ -189,9 +190,13 @@ class Rates:
         draft_cost=0.0,
         prefix_hit=0.0,
         moe_imbalance=1.0,
+        kv_efficiency=None,
     ) -> "Rates":
         """From datasheet units: ``F = peak x compute_efficiency`` etc.; the scale-out
-        bandwidth is derated by ``link_efficiency`` as the scale-up links are."""
+        bandwidth is derated by ``link_efficiency`` as the scale-up links are. A decode step
+        reads its KV cache at ``kv_efficiency`` of the HBM bandwidth (None: at
+        ``memory_efficiency``, as the weights): each KV byte costs ``kv_read_factor =
+        memory_efficiency / kv_efficiency`` weight bytes (docs/model.md#kv-read)."""
         return cls(
             flops_per_s=np.asarray(peak_tflops, float) * FLOPS_PER_TFLOP * compute_efficiency,
             hbm_bytes_per_s=np.asarray(hbm_tbps, float) * BYTES_PER_TB * memory_efficiency,
@@ -211,6 +216,7 @@ class Rates:
             draft_cost=np.asarray(draft_cost, float),
             prefix_hit=np.asarray(prefix_hit, float),
             moe_imbalance=np.asarray(moe_imbalance, float),
+            kv_read_factor=1.0 if kv_efficiency is None else np.asarray(memory_efficiency, float) / np.asarray(kv_efficiency, float),
         )
 
 

@@ -33,10 +33,12 @@ def decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates, q: int = 1) -> t
     sequences run the whole attention (``s (2 L P_attn + 4 L n_h d_h T̄)``, their KV
     ``s T̄ KV``), the MLP and LM head stay sharded over all ``b``. Grouped: the busiest
     group's ``s = ceil(b/g)`` sequences, their heads sharded over its ``u = t/g`` ranks
-    (``s (2 L P_attn,rank + 4 L (n_h/u) d_h T̄)``, KV ``s T̄ KV_rank(u)``).
+    (``s (2 L P_attn,rank + 4 L (n_h/u) d_h T̄)``, KV ``s T̄ KV_rank(u)``). The KV bytes
+    are counted in weight-byte equivalents (times ``r.kv_read_factor``,
+    docs/model.md#kv-read), so ``bytes / W`` is the memory time.
     """
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
-    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
+    kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g) * r.kv_read_factor
     weights = r.bytes_per_param * rank_params_streamed(m, t, b * q, att, g)
     if att == "tensor":
         flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * attention_width(m, True) * ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..dists import Dist
+from ..dists import Dist, Fixed
 from ...errors import Problem
 from ..fields import choice, integer, number, parse_section, text
 from ..parts import hbm_generations, io_technologies
@@ -68,11 +68,83 @@ def parse_derive(raw, key: str, problems: list[Problem]) -> DeriveSection | None
     return parse_section(DeriveSection, raw, f"{key}.", problems)
 
 
+#: Number formats with a dense peak of their own in a ``gpu.peak_tflops`` table.
+PEAK_PRECISIONS = ("bf16", "fp8", "fp4")
+_PEAK_SPEC = number(989.4, "Dense peak FLOP/s: one number (the peak at every precision: the bf16 peak of the shipped files) or a table "
+                    "{bf16, fp8, fp4} of the dense peak per number format, the one workload.precision computes in taken "
+                    "(H100 SXM5: bf16 989.4, fp8 1978.9, fp4 1978.9; docs/sources.md#fab-h100-specs, docs/model.md#precision). "
+                    "A table must give bf16; a format it leaves out computes at the bf16 peak (a warning).", "TFLOP/s",
+                    lo=0.0, lo_open=True, hi=1e6, why="1000x an H100; keeps step times meaningful")
+
+
+@dataclass(frozen=True)
+class PeakTable:
+    """``gpu.peak_tflops``: the dense peak per number format (docs/model.md#precision).
+    ``given`` names the formats the file gave (a single number gives every format the
+    same peak and is marked ``scalar``); a format not given computes at the bf16 peak."""
+
+    peaks: tuple[tuple[str, Dist], ...]
+    scalar: bool = True
+
+    @classmethod
+    def of(cls, peak: Dist | float) -> "PeakTable":
+        """One number (or dist table) as the peak at every precision."""
+        return cls(((PEAK_PRECISIONS[0], peak if isinstance(peak, Dist) else Fixed(float(peak))),))
+
+    @property
+    def bf16(self) -> Dist:
+        """The bf16 peak (the one the shipped per-design numbers scale from)."""
+        return dict(self.peaks)[PEAK_PRECISIONS[0]]
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.peaks)
+
+    def at(self, precision: str) -> Dist:
+        """The peak ``precision`` computes at (the bf16 peak when not given)."""
+        return dict(self.peaks).get(precision, self.bf16)
+
+    def missing(self) -> tuple[str, ...]:
+        """Formats of a table that it leaves out (none for a single number)."""
+        return () if self.scalar else tuple(p for p in PEAK_PRECISIONS if p not in self.given)
+
+    @property
+    def is_fixed(self) -> bool:
+        return all(d.is_fixed for _, d in self.peaks)
+
+    def scaled(self, factor: float) -> "PeakTable":
+        """Every format's (fixed) peak times ``factor`` (a derived design's share of the die)."""
+        return PeakTable(tuple((name, Fixed(factor * d.value)) for name, d in self.peaks), self.scalar)
+
+    def to_toml(self):
+        if self.scalar:
+            return self.bf16.to_toml()
+        return {name: d.to_toml() for name, d in self.peaks}
+
+
+def parse_peak(raw, key: str, problems: list[Problem]) -> PeakTable | None:
+    """``gpu.peak_tflops``: a number or dist table (the peak at every precision) or a table
+    of :data:`PEAK_PRECISIONS` whose entries are numbers or dist tables; bf16 required."""
+    spec = _PEAK_SPEC.metadata["spec"]
+    if raw is None:
+        return PeakTable.of(_PEAK_SPEC.default)
+    if not isinstance(raw, dict) or "dist" in raw:
+        dist = spec.parse(raw, key, problems)
+        return None if dist is None else PeakTable.of(dist)
+    before = len(problems)
+    for name in raw:
+        if name not in PEAK_PRECISIONS:
+            problems.append(Problem(f"{key}.{name}", raw[name], "allowed precisions: " + ", ".join(PEAK_PRECISIONS) + ' (or one number, or a dist table with "dist")'))
+    if PEAK_PRECISIONS[0] not in raw:
+        problems.append(Problem(f"{key}.{PEAK_PRECISIONS[0]}", None, "required in a peak table: the bf16 peak (a format left out computes at it)"))
+    peaks = tuple((name, spec.parse(raw[name], f"{key}.{name}", problems)) for name in PEAK_PRECISIONS if name in raw)
+    return None if len(problems) > before else PeakTable(peaks, scalar=False)
+
+
 @dataclass(frozen=True)
 class GpuSection:
     name: str = text("h100-sxm5", "Label of the GPU package.")
-    peak_tflops: Dist = number(989.4, "Dense peak at the workload's precision (H100 SXM5 BF16: 989.4).", "TFLOP/s", lo=0.0, lo_open=True, hi=1e6,
-                               why="1000x an H100; keeps step times meaningful")
+    peak_tflops: PeakTable = field(default=PeakTable.of(989.4), metadata={"help": _PEAK_SPEC.metadata["spec"].help, "spec": _PEAK_SPEC.metadata["spec"]})
     hbm_gb: Dist = number(80.0, "HBM capacity per package.", "GB", lo=0.0, lo_open=True, hi=1e5,
                           why="1000x an H100; keeps the batch that fits HBM within int64")
     hbm_tbps: Dist = number(3.35, "HBM bandwidth per package.", "TB/s", lo=0.0, lo_open=True, hi=1e4,

@@ -155,9 +155,9 @@ parse_prefix_cache = optional_table(PrefixCacheSection)
 
 
 #: Number formats with an efficiency table of their own (``[workload.efficiency.NAME]``).
-PRECISIONS = ("bf16", "fp8")
+PRECISIONS = ("bf16", "fp8", "fp4")
 #: The efficiencies a precision's table gives, by the old ``workload.KIND_efficiency`` key.
-EFFICIENCY_KINDS = ("compute", "memory")
+EFFICIENCY_KINDS = ("compute", "memory", "kv")
 
 
 @dataclass(frozen=True)
@@ -169,13 +169,17 @@ class EfficiencyTable:
     compute: Dist = number(0.59, "Achieved share of the peak FLOP/s (gpu.peak_tflops) at this precision; default: the fit, "
                                  "bf16 0.59, fp8 0.45 (configs/h100.toml gives the shipped ranges).", **_EFF)
     memory: Dist = number(0.85, "Achieved share of the HBM bandwidth at this precision; default: the fit, bf16 0.85, fp8 0.62.", **_EFF)
+    kv: Dist | None = number(None, "Achieved share of the HBM bandwidth a decode step reads its KV cache at (paged attention "
+                                   "reads, in-flight chunks), beside memory for the weights; default: the fit, bf16 0.34, "
+                                   "fp8 0.53; unset = this table's memory (docs/model.md#kv-read).", **_EFF)
 
 
 #: The medians of the shipped tables (configs/h100.toml gives their ranges; docs/sources.md#roof-calibration):
 #: the fits to each precision's fit anchors.
 DEFAULT_EFFICIENCY = (
-    ("bf16", EfficiencyTable()),
-    ("fp8", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62))),
+    ("bf16", EfficiencyTable(kv=Fixed(0.34))),
+    ("fp8", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62), kv=Fixed(0.53))),
+    ("fp4", EfficiencyTable(compute=Fixed(0.45), memory=Fixed(0.62), kv=Fixed(0.53))),  # no fp4 anchor: fp8's fit (docs/sources.md#roof-calibration)
 )
 
 
@@ -330,7 +334,8 @@ class WorkloadSection:
     precision: str = choice(
         AUTO,
         'Number format the engine computes and streams weights in, which picks the efficiency table '
-        '(workload.efficiency.PRECISION): "bf16", "fp8", or "auto" = "fp8" when workload.bytes_per_param <= 1, else "bf16".',
+        '(workload.efficiency.PRECISION) and the dense peak (gpu.peak_tflops.PRECISION): "bf16", "fp8", "fp4", or "auto" = '
+        '"fp4" when workload.bytes_per_param <= 0.5, "fp8" when <= 1, else "bf16" (docs/model.md#precision).',
         (AUTO, *PRECISIONS),
     )
     efficiency: tuple = field(default=DEFAULT_EFFICIENCY, metadata={
@@ -342,6 +347,10 @@ class WorkloadSection:
     memory_efficiency: Dist | str = number(
         AUTO, 'Achieved share of HBM bandwidth; "auto" = workload.efficiency.PRECISION.memory of the precision in use '
         "(a number or dist table here wins over the table).", auto_ok=True, **_EFF)
+    kv_efficiency: Dist | str = number(
+        AUTO, 'Achieved share of HBM bandwidth reading the KV cache in decode; "auto" = workload.efficiency.PRECISION.kv of '
+        "the precision in use, or the memory efficiency in use where that is unset or workload.memory_efficiency is set "
+        "(docs/model.md#kv-read).", auto_ok=True, **_EFF)
     link_efficiency: Dist = number(0.8, "Achieved share of link bandwidth in ring all-reduce (~370 of 450 GB/s).", **_EFF)
     collective_start_us: Dist = number(5.0, "Fixed start-up latency per collective (with allreduce_impl = \"nccl\": of every collective but the all-reduce).",
                                        "us", lo=0.0, hi=1e6, why=_LATENCY)
@@ -388,15 +397,22 @@ class WorkloadSection:
                                                           "request is workload.prompt_tokens / output_tokens."})
 
     def precision_in_use(self) -> str:
-        """``workload.precision``, "auto" resolved: fp8 for weights of at most one byte, else bf16."""
+        """``workload.precision``, "auto" resolved: fp4 for weights of at most half a byte,
+        fp8 for at most one byte, else bf16."""
         if self.precision != AUTO:
             return self.precision
-        return "fp8" if self.bytes_per_param.median() <= 1.0 else "bf16"
+        size = self.bytes_per_param.median()
+        return "fp4" if size <= 0.5 else "fp8" if size <= 1.0 else "bf16"
 
-    def efficiency_of(self, kind: str) -> Dist:
+    def efficiency_of(self, kind: str) -> Dist | None:
         """The efficiency ``kind`` (of :data:`EFFICIENCY_KINDS`) in use: ``workload.KIND_efficiency``
-        when set, else the precision table's."""
+        when set, else the precision table's; None for a KV-read efficiency that follows the
+        memory efficiency in use (the same draw in every trial): the table has none, or
+        ``workload.memory_efficiency`` is set while ``kv_efficiency`` is not (a file that sets
+        the old key keeps its numbers: its KV cache is read at that efficiency)."""
         explicit = getattr(self, f"{kind}_efficiency")
         if not isinstance(explicit, str):
             return explicit
+        if kind == "kv" and not isinstance(self.memory_efficiency, str):
+            return None
         return getattr(dict(self.efficiency)[self.precision_in_use()], kind)

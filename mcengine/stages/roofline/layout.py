@@ -71,6 +71,7 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
                                               "draft_cost": inputs["workload.speculative.draft_cost"]}),
         **({} if w.prefix_cache is None else {"prefix_hit": inputs["workload.prefix_cache.hit_rate"]}),
         **({} if w.moe_imbalance is None else {"moe_imbalance": inputs["workload.moe_imbalance"]}),
+        kv_efficiency=None if w.efficiency_of("kv") is None else inputs["workload.kv_efficiency"],
     )
 
 
