@@ -84,6 +84,15 @@ def checkpoint_hours(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
     return nbytes / (inputs[_KEY + "checkpoint_gbps"] * 1e9) / SECONDS_PER_HOUR
 
 
+def training_peak_tflops(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
+    """The dense peak a training job computes at: the bf16 entry of ``gpu.peak_tflops``
+    (mixed-precision training in bf16, docs/training.md), whatever precision the serving
+    side uses. The trials sample the peak in use (``gpu.peak_tflops``), so its draws are
+    scaled by the bf16 entry over that entry (1 for a single number or for bf16 itself)."""
+    peaks = scenario.gpu.peak_tflops
+    return inputs["gpu.peak_tflops"] * (peaks.bf16.median() / scenario.peak_in_use().median())
+
+
 def step_plan(scenario: Scenario, inputs: TrialInputs, gpus: int, domain_gpus: int) -> dict[str, np.ndarray]:
     """The job's layout and step (:func:`mcengine.analytic.training.plan`) at the trials'
     inputs; InputError where no layout fits the GPUs' memory."""
@@ -91,7 +100,7 @@ def step_plan(scenario: Scenario, inputs: TrialInputs, gpus: int, domain_gpus: i
     eff = inputs["workload.compute_efficiency"] if t.compute_efficiency == "auto" else inputs[_KEY + "compute_efficiency"]
     link_eff = inputs["workload.link_efficiency"]
     hw = at.Hardware(
-        peak_flops=inputs["gpu.peak_tflops"] * 1e12, efficiency=eff,
+        peak_flops=training_peak_tflops(scenario, inputs) * 1e12, efficiency=eff,
         hbm_bytes=inputs["gpu.hbm_gb"] * 1e9 * inputs["workload.hbm_usable_fraction"],
         link_Bps=inputs["gpu.link_gbps"] * 1e9 * link_eff, scale_out_Bps=inputs["gpu.scale_out_gbps"] * 1e9 * link_eff,
         alpha_s=inputs["workload.collective_start_us"] * 1e-6, hop_s=inputs["workload.hop_latency_us"] * 1e-6,

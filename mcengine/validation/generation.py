@@ -16,11 +16,11 @@ from ..standalone.roofline import roofline_summary
 from .check import Check
 from .roofline import CALIBRATED_SERVING
 
-#: B200 FP4 (dense peak 9,000 TFLOP/s, half-byte weights, fp8 KV cache), one GPU per engine,
-#: no latency limit (the throughput scenario: requests at an unbounded rate).
+#: B200 FP4 (half-byte weights select the fp4 precision: the b200's dense fp4 peak, 9,000
+#: TFLOP/s; fp8 KV cache), one GPU per engine, no latency limit (the throughput scenario:
+#: requests at an unbounded rate).
 _FP4_TP1 = (
     *CALIBRATED_SERVING,
-    "gpu.peak_tflops=9000",
     "workload.bytes_per_param=0.5",
     "workload.kv_bytes=1",
     "cluster.instance_gpus=1",

@@ -40,14 +40,15 @@ def test_llama3_405b_job_on_16384_h100s_meets_the_reports_numbers():
 
 
 def test_lite_job_sums_its_own_units():
-    """The Lite cluster's job spans 65,536 packages with their optics and lasers, 4,096 hosts
+    """The Lite cluster's job spans 65,536 packages with their optics (and their link flaps) and lasers, 4,096 hosts
     and 16,384 NICs; its four job fault classes count per H100-equivalent (the same as H100's)."""
     s, cols = _columns(LITE)
     _, h100 = _columns(H100)
     by_cause = {k.split(".")[1]: v for k, v in cols.items() if k.startswith("job_interruptions.")}
     np.testing.assert_allclose(by_cause["software"], h100["job_interruptions.software.per_day"], rtol=1e-12)
     assert set(by_cause) == {"die", "hbm", "gsp", "network", "optics", "laser", "host", "software", "nccl_timeout", "sdc", "thermal"}
-    np.testing.assert_allclose(by_cause["optics"], 65536 * 0.0034 / 8766 * 24, rtol=1e-12)
+    flaps = draw_inputs(s, 0, 0, N)["reliability.components.optics.transient_afr"]  # link flaps (docs/sources.md)
+    np.testing.assert_allclose(by_cause["optics"], 65536 * (0.0034 + flaps) / 8766 * 24, rtol=1e-12)
     np.testing.assert_allclose(sum(by_cause.values()), cols["job_interruptions_per_day"], rtol=1e-12)
     lost = {k.split(".")[1]: v for k, v in cols.items() if k.startswith("job_lost_hours.")}
     assert set(lost) == set(by_cause)
@@ -82,3 +83,15 @@ def test_training_columns_do_not_depend_on_the_chunking():
     two = [run_block(s, 3, 0, 3), run_block(s, 3, 3, 3)]
     for name in ("ettr", "mfu", "cost_per_mtok_trained_usd", "time_to_train_days", "job_interruptions_per_day"):
         np.testing.assert_array_equal(one[name], np.concatenate([b[name] for b in two]), err_msg=name)
+
+
+def test_a_training_job_computes_at_the_bf16_peak_whatever_the_serving_precision():
+    """Mixed-precision training computes in bf16: fp8 weights on the serving side (which
+    select the fp8 peak, 1,978.9 TFLOP/s on the h100) leave the job at the bf16 peak, 989.4."""
+    from mcengine.scenario import load_scenario
+    from mcengine.scenario.sampling import draw_inputs
+    from mcengine.stages.training import training_peak_tflops
+
+    for overrides in ((), ("workload.bytes_per_param=1",)):
+        s = load_scenario("h100", overrides)
+        assert np.all(training_peak_tflops(s, draw_inputs(s, 0, 0, 4)) == 989.4)
