@@ -120,10 +120,12 @@ def test_cli_run(cli):
     block = doc["scenarios"]["h100"]
     for metric in ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd"):
         assert set(block[metric]) == DISTRIBUTION, metric
-    # the API with the same seed: the per-trial table's median (the CLI's is streamed with
-    # 0.1% relative accuracy, summaries.py QuantileSketch)
+    # the API with the same seed: the per-trial table's median, an even count's two middle
+    # trials (the CLI's is streamed with 0.1% relative accuracy on the value at its rank,
+    # summaries.py QuantileSketch)
     t = api.run(["h100"], trials=1024, seed=3, overrides=["cluster.instances=4", "cluster.spare_gpus=8"]).trials
-    assert block["cost_per_mtok_usd"]["p50"] == pytest.approx(float(np.median(t["cost_per_mtok_usd"])), rel=1e-3)
+    middle = np.sort(t["cost_per_mtok_usd"].to_numpy())[511:513]
+    assert middle[0] * (1 - 1e-3) <= block["cost_per_mtok_usd"]["p50"] <= middle[1] * (1 + 1e-3)
     assert block["cost_per_mtok_usd"]["mean"] == pytest.approx(float(t["cost_per_mtok_usd"].mean()), rel=1e-12)
 
 

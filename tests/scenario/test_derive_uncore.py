@@ -19,7 +19,7 @@ def test_the_uncore_adds_its_area_and_keeps_the_units():
     s = load_scenarios(["lite-h100-shoreline"], ["gpu.derive.uncore_area_mm2=40"])[0]
     assert s.derivation.area_mm2 == pytest.approx(0.25 * (25.9 * 31.4 - 40) + 40, rel=1e-12)
     assert s.fab.die_width_mm.value * s.fab.die_height_mm.value == pytest.approx(233.315, rel=1e-6)
-    assert (s.fab.units_per_die, s.gpu.peak_tflops.value) == (plain.fab.units_per_die, plain.gpu.peak_tflops.value)
+    assert (s.fab.units_per_die, s.gpu.peak_tflops) == (plain.fab.units_per_die, plain.gpu.peak_tflops)
 
 
 def test_an_uncore_as_large_as_the_parent_is_refused_naming_it():
