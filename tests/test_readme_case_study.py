@@ -102,3 +102,9 @@ def test_committed_study_is_the_current_codes(study):
     fresh = json.loads(dumps(doc))  # as summary.json holds it
     for key in NUMBERS:
         assert fresh.get(key) == committed.get(key), f"{study}: {key} drifted: run python docs/case-study/make_case_study.py"
+
+
+@pytest.mark.slow
+def test_committed_verdict_map_is_the_current_codes():
+    fresh = json.loads(json.dumps(CS.run_map()))
+    assert fresh == CS.map_summary(), "docs/case-study/case-study/verdict_map.json drifted: run python docs/case-study/make_case_study.py --map"

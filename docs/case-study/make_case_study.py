@@ -4,6 +4,7 @@ of docs/paper.md from docs/paper/summary.json.
 
     python docs/case-study/make_case_study.py          # run the studies, rewrite the tables
     python docs/case-study/make_case_study.py --paper  # rewrite docs/paper.md's table only
+    python docs/case-study/make_case_study.py --map    # rerun the headline's verdict map only
     python docs/case-study/make_case_study.py --check  # exit 1 if a table and the runs differ
 
 Each study of :data:`STUDIES` (``mcengine run NAME``: its own trial count, seed 0) is
@@ -37,6 +38,10 @@ SEED = 0
 STUDIES = ("case-study", "mix-azure-2023", "mix-reasoning")
 #: The study whose paired table README.md quotes as the headline verdict.
 HEADLINE = "case-study"
+#: Paired trials of each cell of the headline's verdict map (docs/verdict-map.md), the run
+#: beside it at as many trials; written to :data:`MAP_FILE`, quoted in README.md.
+MAP_TRIALS = 512
+MAP_FILE = HERE / HEADLINE / "verdict_map.json"
 
 #: (metric, label, formatter of a summary's statistics) rows of the per-scenario table.
 SCENARIO_ROWS = (
@@ -80,6 +85,33 @@ def render_block(doc: dict) -> str:
         rows.append(["share of trials no plan serves", *(f"{infeasible[n]:.3f}" for n in names)])
     lines = [_title(doc), ""] + _scenario_table(doc, SCENARIO_ROWS, rows) + [""] + _paired_table(doc, classes)
     return "\n".join(["```", *lines, "```"])
+
+
+def render_map(vmap: dict) -> str:
+    """README's verdict map: a row per cell of the structural readings' grid (the shipped
+    reading first), per Lite design the median paired cost ratio and, in brackets,
+    P(Lite cheaper)."""
+    readings = list(vmap["readings"])
+    pairs = list(vmap["cells"][0]["verdict"])
+    header = [*readings, *(p.split(" / ")[0] for p in pairs)]
+    rows = [[*(c["readings"][r] for r in readings), *(f"{c['verdict'][p]['cost_ratio']:.3f} ({c['verdict'][p]['p_cheaper']:.3f})" for p in pairs)]
+            for c in vmap["cells"]]
+    base = pairs[0].split(" / ")[1]
+    title = (f"{HEADLINE}: cost per token over {base}'s, median paired ratio (P(Lite cheaper)), "
+             f"{vmap['trials_per_cell']:,} paired trials a cell, seed {SEED}")
+    return "\n".join(["```", title, "", *_table(header, rows), "```"])
+
+
+def map_summary() -> dict:
+    """The committed verdict map of the headline study."""
+    return json.loads(MAP_FILE.read_text(encoding="utf-8"))
+
+
+def run_map() -> dict:
+    """The headline study's verdict map at :data:`MAP_TRIALS` paired trials a cell."""
+    import mcengine.api as mc
+
+    return mc.run([HEADLINE], trials=MAP_TRIALS, seed=SEED, verdict_map=MAP_TRIALS, keep_trials=False, figures=False).summary()["verdict_map"]
 
 
 def render_verdict(doc: dict) -> str:
@@ -139,11 +171,13 @@ def _replace(text: str, study: str, kind: str, rendered: str) -> str:
     return text[:start] + "\n" + rendered + "\n" + text[stop:]
 
 
-def stale(docs: dict[str, dict]) -> list[str]:
-    """The blocks of README.md and docs/case-study.md that differ from the rendering of ``docs``."""
+def stale(docs: dict[str, dict], vmap: dict | None = None) -> list[str]:
+    """The blocks of README.md and docs/case-study.md that differ from the rendering of
+    ``docs`` (and README's verdict map from ``vmap``, the committed one by default)."""
     page, readme = PAGE.read_text(encoding="utf-8"), README.read_text(encoding="utf-8")
     out = [f"docs/case-study.md {s}" for s in STUDIES if block(page, s) != render_block(docs[s])]
-    return out + ([f"README.md {HEADLINE}"] if block(readme, HEADLINE, "verdict") != render_verdict(docs[HEADLINE]) else [])
+    out += [f"README.md {HEADLINE}"] if block(readme, HEADLINE, "verdict") != render_verdict(docs[HEADLINE]) else []
+    return out + ([f"README.md {HEADLINE} verdict map"] if block(readme, HEADLINE, "verdict-map") != render_map(vmap or map_summary()) else [])
 
 
 def write_tables(docs: dict[str, dict]) -> None:
@@ -155,7 +189,8 @@ def write_tables(docs: dict[str, dict]) -> None:
     for study, doc in docs.items():
         text = _replace(text, study, "study", render_block(doc))
     write_atomic(PAGE, text)
-    write_atomic(README, _replace(README.read_text(encoding="utf-8"), HEADLINE, "verdict", render_verdict(docs[HEADLINE])))
+    text = _replace(README.read_text(encoding="utf-8"), HEADLINE, "verdict", render_verdict(docs[HEADLINE]))
+    write_atomic(README, _replace(text, HEADLINE, "verdict-map", render_map(map_summary())))
 
 
 #: The paper table's header starts so (its columns follow the study's rows).
@@ -180,6 +215,13 @@ def write_paper_table() -> None:
     write_atomic(PAPER_PAGE, "\n".join(lines[:start] + [header, "|" + " --- |" * (header.count(" | ") + 1)] + body + lines[end:]))
 
 
+def write_map() -> None:
+    """Run the headline's verdict map and write it to :data:`MAP_FILE` (atomically)."""
+    from mcengine.io import write_atomic
+
+    write_atomic(MAP_FILE, json.dumps(run_map(), indent=1, sort_keys=True) + "\n")
+
+
 def run(study: str) -> dict:
     """Run the shipped ``study`` into the folder of its name (replacing the previous run's files)."""
     import mcengine.api as mc
@@ -198,13 +240,17 @@ def main(argv: list[str]) -> int:
         write_paper_table()
         print("wrote docs/paper.md's table")
         return 0
-    if argv:
+    if argv == ["--map"]:
+        write_map()
+    elif argv:
         print(__doc__)
         return 2
-    for study in STUDIES:
-        run(study)
+    else:
+        for study in STUDIES:
+            run(study)
+        write_map()
     write_tables({study: summary(study) for study in STUDIES})
-    print("wrote docs/case-study/, docs/case-study.md's tables and README.md's headline")
+    print("wrote docs/case-study/, docs/case-study.md's tables and README.md's headline and verdict map")
     return 0
 
 

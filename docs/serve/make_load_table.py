@@ -20,6 +20,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's mcengine
 PAGE = ROOT / "docs" / "serve.md"
 CSV = HERE / "load-table.csv"
 
