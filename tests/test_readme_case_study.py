@@ -92,7 +92,7 @@ NUMBERS = ("scenarios", "paired_all", "slo_infeasible_share", "trials", "seed")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("study", CS.STUDIES)
+@pytest.mark.parametrize("study", (*CS.STUDIES, *(b[0] for b in CS.BEYOND)))
 def test_committed_study_is_the_current_codes(study):
     import mcengine.api as mc
     from mcengine.io import dumps

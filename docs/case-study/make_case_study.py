@@ -5,6 +5,7 @@ of docs/paper.md from docs/paper/summary.json.
     python docs/case-study/make_case_study.py          # run the studies, rewrite the tables
     python docs/case-study/make_case_study.py --paper  # rewrite docs/paper.md's table only
     python docs/case-study/make_case_study.py --map    # rerun the headline's verdict map only
+    python docs/case-study/make_case_study.py --beyond # rerun README's studies away from saturation only
     python docs/case-study/make_case_study.py --check  # exit 1 if a table and the runs differ
 
 Each study of :data:`STUDIES` (``mcengine run NAME``: its own trial count, seed 0) is
@@ -42,6 +43,17 @@ HEADLINE = "case-study"
 #: beside it at as many trials; written to :data:`MAP_FILE`, quoted in README.md.
 MAP_TRIALS = 512
 MAP_FILE = HERE / HEADLINE / "verdict_map.json"
+#: The studies away from saturation README.md's second table quotes, each run (its own
+#: trials, seed 0) into a folder of its name beside this script as :data:`STUDIES` are:
+#: (study, the cost metric it is judged on, what that metric is, its pairs B / A).
+BEYOND = (
+    ("load-diurnal", "load.cost_per_mtok_fleet_usd", "USD per M tokens served by a fleet sized for the peak",
+     ("lite-h100 / h100", "lite-h100-2x / h100")),
+    ("training-405b", "cost_per_mtok_trained_usd", "USD per M trained tokens",
+     ("train-lite-h100 / train-h100", "train-lite-h100-2x / train-h100")),
+    ("gen-b200-deepseek", "cost_per_mtok_usd", "USD per M output tokens",
+     ("lite-b200-electrical / b200", "lite-b200 / b200")),
+)
 
 #: (metric, label, formatter of a summary's statistics) rows of the per-scenario table.
 SCENARIO_ROWS = (
@@ -100,6 +112,22 @@ def render_map(vmap: dict) -> str:
     title = (f"{HEADLINE}: cost per token over {base}'s, median paired ratio (P(Lite cheaper)), "
              f"{vmap['trials_per_cell']:,} paired trials a cell, seed {SEED}")
     return "\n".join(["```", title, "", *_table(header, rows), "```"])
+
+
+def render_beyond(docs: dict[str, dict]) -> str:
+    """README's table of the studies away from saturation (:data:`BEYOND`): per pair the
+    median paired ratio of the study's cost metric with its 5–95 %, and P(B cheaper)."""
+    rows = []
+    for study, metric, what, pairs in BEYOND:
+        for pair in pairs:
+            m = docs[study]["paired_all"][pair][metric]
+            rows.append(f"| `{study}` | {pair} | {what} | {_ratio(m['ratio'])} | {m['p_b_below_a']:.3f} |")
+    header = ["| study | B / A | cost | median ratio [5% – 95%] | P(B cheaper) |", "| --- | --- | --- | --- | --- |"]
+    return "\n".join(header + rows)
+
+
+def beyond_summaries() -> dict[str, dict]:
+    return {study: summary(study) for study, *_ in BEYOND}
 
 
 def map_summary() -> dict:
@@ -177,7 +205,8 @@ def stale(docs: dict[str, dict], vmap: dict | None = None) -> list[str]:
     page, readme = PAGE.read_text(encoding="utf-8"), README.read_text(encoding="utf-8")
     out = [f"docs/case-study.md {s}" for s in STUDIES if block(page, s) != render_block(docs[s])]
     out += [f"README.md {HEADLINE}"] if block(readme, HEADLINE, "verdict") != render_verdict(docs[HEADLINE]) else []
-    return out + ([f"README.md {HEADLINE} verdict map"] if block(readme, HEADLINE, "verdict-map") != render_map(vmap or map_summary()) else [])
+    out += [f"README.md {HEADLINE} verdict map"] if block(readme, HEADLINE, "verdict-map") != render_map(vmap or map_summary()) else []
+    return out + (["README.md beyond saturation"] if block(readme, "beyond", "studies") != render_beyond(beyond_summaries()) else [])
 
 
 def write_tables(docs: dict[str, dict]) -> None:
@@ -190,7 +219,8 @@ def write_tables(docs: dict[str, dict]) -> None:
         text = _replace(text, study, "study", render_block(doc))
     write_atomic(PAGE, text)
     text = _replace(README.read_text(encoding="utf-8"), HEADLINE, "verdict", render_verdict(docs[HEADLINE]))
-    write_atomic(README, _replace(text, HEADLINE, "verdict-map", render_map(map_summary())))
+    text = _replace(text, HEADLINE, "verdict-map", render_map(map_summary()))
+    write_atomic(README, _replace(text, "beyond", "studies", render_beyond(beyond_summaries())))
 
 
 #: The paper table's header starts so (its columns follow the study's rows).
@@ -242,11 +272,14 @@ def main(argv: list[str]) -> int:
         return 0
     if argv == ["--map"]:
         write_map()
+    elif argv == ["--beyond"]:
+        for study, *_ in BEYOND:
+            run(study)
     elif argv:
         print(__doc__)
         return 2
     else:
-        for study in STUDIES:
+        for study in (*STUDIES, *(b[0] for b in BEYOND)):
             run(study)
         write_map()
     write_tables({study: summary(study) for study in STUDIES})
