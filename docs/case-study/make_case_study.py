@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -99,19 +100,34 @@ def render_block(doc: dict) -> str:
     return "\n".join(["```", *lines, "```"])
 
 
+#: A design whose median ratio is within this of an earlier design's in every cell of the
+#: map is not given columns of its own in README's map (the title names it).
+MAP_SAME = 0.005
+
+
 def render_map(vmap: dict) -> str:
-    """README's verdict map: a row per cell of the structural readings' grid (the shipped
-    reading first), per Lite design the median paired cost ratio and, in brackets,
-    P(Lite cheaper)."""
-    readings = list(vmap["readings"])
-    pairs = list(vmap["cells"][0]["verdict"])
-    header = [*readings, *(p.split(" / ")[0] for p in pairs)]
-    rows = [[*(c["readings"][r] for r in readings), *(f"{c['verdict'][p]['cost_ratio']:.3f} ({c['verdict'][p]['p_cheaper']:.3f})" for p in pairs)]
-            for c in vmap["cells"]]
-    base = pairs[0].split(" / ")[1]
-    title = (f"{HEADLINE}: cost per token over {base}'s, median paired ratio (P(Lite cheaper)), "
-             f"{vmap['trials_per_cell']:,} paired trials a cell, seed {SEED}")
-    return "\n".join(["```", title, "", *_table(header, rows), "```"])
+    """README's verdict map: a row per cell of every reading's grid but the last (the shipped
+    reading first), a column per design and option of the last reading, each the median
+    paired cost ratio and, in brackets, P(Lite cheaper); a design within :data:`MAP_SAME`
+    of an earlier one everywhere shares its columns."""
+    *rows_by, last = list(vmap["readings"])
+    all_pairs = list(vmap["cells"][0]["verdict"])
+    ratio = {p: [c["verdict"][p]["cost_ratio"] for c in vmap["cells"]] for p in all_pairs}
+    pairs, same = [], {}
+    for p in all_pairs:
+        twin = next((q for q in pairs if max(abs(a - b) for a, b in zip(ratio[p], ratio[q])) <= MAP_SAME), None)
+        (same.setdefault(twin, []).append(p) if twin else pairs.append(p))
+    options = list(dict.fromkeys(c["readings"][last] for c in vmap["cells"]))
+    cells = {(tuple(c["readings"][r] for r in rows_by), c["readings"][last]): c["verdict"] for c in vmap["cells"]}
+    keys = list(dict.fromkeys(k for k, _ in cells))
+    header = [*rows_by, *(f"{p.split(' / ')[0]} {o.split('_')[0]}" for p in pairs for o in options)]
+    rows = [[*k, *(f"{cells[(k, o)][p]['cost_ratio']:.3f} ({cells[(k, o)][p]['p_cheaper']:.3f})" for p in pairs for o in options)]
+            for k in keys]
+    base = all_pairs[0].split(" / ")[1]
+    twins = "; ".join(f"{', '.join(t.split(' / ')[0] for t in ts)} as {q.split(' / ')[0]} within {MAP_SAME}" for q, ts in same.items())
+    title = (f"{HEADLINE}: cost per token over {base}'s, median paired ratio (P(Lite cheaper)), {vmap['trials_per_cell']:,} "
+             f"paired trials a cell, seed {SEED}; columns: design and {last} reading" + (f"; {twins}" if twins else ""))
+    return "\n".join(["```", *textwrap.wrap(title, 100), "", *_table(header, rows), "```"])
 
 
 def render_beyond(docs: dict[str, dict]) -> str:

@@ -66,8 +66,8 @@ def render(table: pd.DataFrame) -> str:
 
 
 def main() -> int:
-    table = grid()
-    table.to_csv(CSV, index=False, float_format="%.6g")
+    grid().to_csv(CSV, index=False, float_format="%.6g")
+    table = pd.read_csv(CSV)  # the page renders the committed grid, as its test does
     text = PAGE.read_text()
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
     PAGE.write_text(text[:start] + "\n" + render(table) + "\n" + text[end:])
