@@ -39,6 +39,11 @@ MIX_PREFIX = "mix."
 LOAD_PREFIX = "load."
 #: The load stage's column compared as a paired ratio B/A: the cost per token of the fleet sized for the demand.
 LOAD_PAIRED = LOAD_PREFIX + "cost_per_mtok_fleet_usd"
+#: Prefixes of the column groups a run summarises only where a scenario has them (its
+#: component classes, its request classes, its load stage), beside :data:`METRICS`.
+GROUP_PREFIXES = (CLASS_PREFIX, MIX_PREFIX, LOAD_PREFIX)
+#: Of those, the groups whose columns may be paired ratios B/A (a mix's, the load stage's).
+PAIRED_GROUP_PREFIXES = (MIX_PREFIX, LOAD_PREFIX)
 #: Prefix of the input columns in the per-trial table.
 INPUT_PREFIX = "input."
 #: Per-trial column of one part of the fab cost of a good GPU package.

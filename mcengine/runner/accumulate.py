@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..columns import BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, LOAD_PAIRED, LOAD_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE, PAIRED_METRICS
+from ..columns import (BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, GROUP_PREFIXES, LOAD_PAIRED, LOAD_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE,
+                       PAIRED_GROUP_PREFIXES, PAIRED_METRICS)
 from ..errors import InputError, Problem
 from ..scenario.sampling import run_sampler
 from ..stages.econ import ALL_BREAKDOWN_PARTS
@@ -51,7 +52,7 @@ class Accumulators:
                 key = f"{BREAKDOWN}.{part}"
                 self.metrics.setdefault((name, key), self._summary()).add(cols[BREAKDOWN_COLUMN.format(part)], f"{name}.{key}")
             for column in cols:  # failures by component class, the request classes of a mix, the load stage's columns
-                if column.startswith((CLASS_PREFIX, MIX_PREFIX, LOAD_PREFIX)):
+                if column.startswith(GROUP_PREFIXES):
                     self.metrics.setdefault((name, column), self._summary()).add(cols[column], f"{name}.{column}")
             if name == base:
                 continue
@@ -98,7 +99,7 @@ class Accumulators:
                     "serving": serving,
                 }
                 for metric in (*(m for m in PAIRED_METRICS if (name, m) in self.ratios),
-                               *sorted(m for n, m in self.ratios if n == name and m.startswith((MIX_PREFIX, LOAD_PREFIX))))
+                               *sorted(m for n, m in self.ratios if n == name and m.startswith(PAIRED_GROUP_PREFIXES)))
             }
         if pairs:
             doc["baseline"] = base

@@ -26,7 +26,7 @@ import json
 import os
 from pathlib import Path
 
-from ..columns import BREAKDOWN, CLASS_PREFIX, LOAD_PREFIX, MIX_PREFIX, metrics_of, paired_of
+from ..columns import BREAKDOWN, GROUP_PREFIXES, PAIRED_GROUP_PREFIXES, metrics_of, paired_of
 from ..errors import InputError, Problem
 from ..outfolder import PART, TRIALS_DIR
 from ..scenario.load import load_targeted
@@ -116,15 +116,21 @@ def _training(scenario) -> bool:
     return scenario.workload.kind == "training"
 
 
+def _paired(spec: RunSpec) -> list[tuple[str, str]]:
+    """(scenario, metric) of every metric a scenario pairs with the baseline: the
+    :data:`~mcengine.columns.PAIRED_METRICS` both produce."""
+    base = _training(spec.scenarios[0])
+    return [(s.name, m) for s in spec.scenarios[1:] for m in paired_of(base, _training(s))]
+
+
 def _summaries(acc: "Accumulators", spec: RunSpec) -> dict:
     """Every summary a checkpoint of ``spec`` holds once a chunk is done, by name."""
     names = tuple(s.name for s in spec.scenarios)
     want = {(s.name, m): acc.metrics.get((s.name, m)) for s in spec.scenarios
             for m in (*metrics_of(_training(s)), *(f"{BREAKDOWN}.{p}" for p in breakdown_parts(s)))}
-    want.update({(n, m): acc.metrics[(n, m)] for n, m in acc.metrics if m.startswith((CLASS_PREFIX, MIX_PREFIX, LOAD_PREFIX))})
-    want.update({(f"{s.name}/{names[0]}", m): acc.ratios.get((s.name, m)) for s in spec.scenarios[1:]
-                 for m in paired_of(_training(spec.scenarios[0]), _training(s))})
-    want.update({(f"{n}/{names[0]}", m): acc.ratios[(n, m)] for n, m in acc.ratios if m.startswith((MIX_PREFIX, LOAD_PREFIX))})
+    want.update({(n, m): acc.metrics[(n, m)] for n, m in acc.metrics if m.startswith(GROUP_PREFIXES)})
+    want.update({(f"{n}/{names[0]}", m): acc.ratios.get((n, m)) for n, m in _paired(spec)})
+    want.update({(f"{n}/{names[0]}", m): acc.ratios[(n, m)] for n, m in acc.ratios if m.startswith(PAIRED_GROUP_PREFIXES)})
     return want
 
 
@@ -167,7 +173,7 @@ def check_state(acc: "Accumulators", spec: RunSpec) -> str:
             return (f"{who}.{metric} summarises {summary.count + summary.infinite + summary.skipped} trials ({summary.sketch.count + summary.low.count} "
                     f"in its quantiles), not the {done} trials done")
     counts = [(f"{n}: trials that missed an SLO", acc.missed.get(n)) for n in names]
-    pairs = [(s.name, m) for s in spec.scenarios[1:] for m in paired_of(_training(spec.scenarios[0]), _training(s))] + [(n, m) for n, m in acc.ratios if m.startswith((MIX_PREFIX, LOAD_PREFIX))]
+    pairs = _paired(spec) + [(n, m) for n, m in acc.ratios if m.startswith(PAIRED_GROUP_PREFIXES)]
     tallies = [("below", acc.below), *([("equal to", acc.ties)] if acc.ties is not None else [])]
     counts += [(f"{n}/{names[0]}.{m}: trials {word} the baseline", tally.get((n, m))) for word, tally in tallies for n, m in pairs]
     for what, count in counts:
