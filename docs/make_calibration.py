@@ -60,5 +60,7 @@ def page_text() -> str:
 
 
 if __name__ == "__main__":
-    PAGE.write_text(page_text(), encoding="utf-8")
+    from mcengine.io import write_atomic
+
+    write_atomic(PAGE, page_text())
     print(f"wrote {PAGE}")

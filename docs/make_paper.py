@@ -72,7 +72,10 @@ def main(argv: list[str]) -> int:
     subprocess.run([sys.executable, "-m", "mcengine", "paper", "--out", str(PAPER), "--force", "--seed", str(SEED), "--quiet"],
                    cwd=ROOT, check=True)
     doc = {"numbers": numbers(quick_study(threads=2)), "full_sha256": fingerprint(committed_full())}
-    QUICK.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    sys.path.insert(0, str(ROOT))  # this checkout's mcengine
+    from mcengine.io import write_atomic
+
+    write_atomic(QUICK, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     return 0
 
 

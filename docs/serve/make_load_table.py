@@ -70,7 +70,9 @@ def main() -> int:
     table = pd.read_csv(CSV)  # the page renders the committed grid, as its test does
     text = PAGE.read_text()
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    PAGE.write_text(text[:start] + "\n" + render(table) + "\n" + text[end:])
+    from mcengine.io import write_atomic
+
+    write_atomic(PAGE, text[:start] + "\n" + render(table) + "\n" + text[end:])
     return 0
 
 
