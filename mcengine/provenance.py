@@ -67,14 +67,18 @@ def versions() -> dict:
 
 def calibration(scenario) -> dict:
     """The roofline calibration a scenario runs with (docs/sources.md#roof-calibration): the
-    precision whose efficiency table is in use, the compute and memory efficiencies (as TOML
-    values) with where they come from (``"table"``: ``workload.efficiency.PRECISION``;
-    ``"set"``: the old keys given), and the all-reduce implementation."""
+    precision whose efficiency table is in use, the compute, memory and KV-read efficiencies
+    (as TOML values) with where they come from (``"table"``: ``workload.efficiency.PRECISION``;
+    ``"set"``: the keys given; ``"memory"``: the KV cache read at the memory efficiency in
+    use, as ``WorkloadSection.efficiency_of`` states), and the all-reduce implementation."""
     w = scenario.workload
+    kv = w.efficiency_of("kv")
     return {
         "precision": w.precision_in_use(),
         **{f"{kind}_efficiency": w.efficiency_of(kind).to_toml() for kind in ("compute", "memory")},
-        "efficiency_from": {kind: "table" if isinstance(getattr(w, f"{kind}_efficiency"), str) else "set" for kind in ("compute", "memory")},
+        "kv_efficiency": (kv or w.efficiency_of("memory")).to_toml(),
+        "efficiency_from": {**{kind: "table" if isinstance(getattr(w, f"{kind}_efficiency"), str) else "set" for kind in ("compute", "memory")},
+                            "kv": "memory" if kv is None else "table" if isinstance(w.kv_efficiency, str) else "set"},
         "allreduce_impl": w.allreduce_impl,
     }
 

@@ -46,12 +46,16 @@ def test_provenance_states_the_calibration_of_each_scenario():
         "precision": "bf16",
         "compute_efficiency": {"dist": "uniform", "low": 0.47, "high": 0.71},
         "memory_efficiency": {"dist": "uniform", "low": 0.82, "high": 0.88},
-        "efficiency_from": {"compute": "table", "memory": "table"},
+        "kv_efficiency": {"dist": "uniform", "low": 0.28, "high": 0.4},
+        "efficiency_from": {"compute": "table", "memory": "table", "kv": "table"},
         "allreduce_impl": "custom",
     }
     fp8 = calibration(load_scenario("lite-h100", ["workload.bytes_per_param=1", "workload.memory_efficiency=0.6"]))
     assert fp8["precision"] == "fp8" and fp8["compute_efficiency"]["low"] == 0.33
-    assert fp8["memory_efficiency"] == 0.6 and fp8["efficiency_from"] == {"compute": "table", "memory": "set"}
+    assert fp8["memory_efficiency"] == 0.6 and fp8["efficiency_from"] == {"compute": "table", "memory": "set", "kv": "memory"}
+    assert fp8["kv_efficiency"] == 0.6
+    kv_set = calibration(load_scenario("h100", ["workload.kv_efficiency=0.5"]))
+    assert (kv_set["kv_efficiency"], kv_set["efficiency_from"]["kv"]) == (0.5, "set")
 
 
 def test_provenance_never_changes_the_numbers_or_the_run_fingerprint(tmp_path):
