@@ -52,10 +52,10 @@ def reliability_key(scenario: Scenario) -> tuple:
 
 
 def fab_key(scenario: Scenario) -> tuple:
-    """What the fab stage's production runs read (the ``[fab]`` table and the number of
-    packages to build): equal keys, with drawn inputs, give bit-identical production runs
-    (their prices, which also read ``[gpu]``, are computed per scenario)."""
-    return ("fab", scenario.fab, scenario.total_gpus)
+    """What the fab stage's production runs read (the ``[fab]`` table, the dies per package
+    and the number of packages to build): equal keys, with drawn inputs, give bit-identical
+    production runs (their prices, which also read ``[gpu]``, are computed per scenario)."""
+    return ("fab", scenario.fab, scenario.gpu.dies_per_package, scenario.total_gpus)
 
 
 def roofline_key(scenario: Scenario, inputs: TrialInputs) -> tuple:

@@ -108,3 +108,28 @@ def test_committed_study_is_the_current_codes(study):
 def test_committed_verdict_map_is_the_current_codes():
     fresh = json.loads(json.dumps(CS.run_map()))
     assert fresh == CS.map_summary(), "docs/case-study/case-study/verdict_map.json drifted: run python docs/case-study/make_case_study.py --map"
+
+
+def test_readme_generations_block_is_the_committed_rendering():
+    """README's verdict per generation is docs/case-study/generations.json rendered, and
+    that file holds one row per row of GENERATIONS (parent, workload, designs)."""
+    rows = CS.generations_summary()
+    assert CS.block(CS.README.read_text(encoding="utf-8"), "generations", "verdict") == CS.render_generations(rows)
+    assert [(r["workload"], r["parent"], r["designs"]["electrical"]["scenario"], r["designs"]["optical"]["scenario"]) for r in rows] == \
+        [(w, d[0], d[1], d[2]) for w, d, *_ in CS.GENERATIONS]
+    assert all(r["trials"] == CS.GENERATIONS_TRIALS and r["seed"] == CS.SEED for r in rows)
+
+
+def test_the_generations_check_can_fail():
+    rows = CS.generations_summary()
+    rows[0]["designs"]["optical"]["p_cheaper"] += 0.001
+    assert CS.render_generations(rows) != CS.render_generations(CS.generations_summary())
+
+
+@pytest.mark.slow
+def test_committed_generation_row_is_the_current_codes():
+    """One row of the verdict per generation (B200 on DeepSeek-V3, 8 / 32 per instance)
+    rerun at its committed trials: the committed file is the current code's."""
+    i = 4
+    fresh = json.loads(json.dumps(CS.run_generation(*CS.GENERATIONS[i])))
+    assert fresh == CS.generations_summary()[i], "docs/case-study/generations.json drifted: run python docs/case-study/make_case_study.py --generations"

@@ -1,11 +1,13 @@
 """Regenerate the study tables the pages quote from the code: each shipped study's run, its
 figures and its condensed table, the headline verdict of README.md, and the paper table
-of docs/paper.md from docs/paper/summary.json.
+of docs/paper.md from docs/paper/summary.json, and README's verdict per generation
+(:data:`GENERATIONS`, written to :data:`GENERATIONS_FILE`).
 
     python docs/case-study/make_case_study.py          # run the studies, rewrite the tables
     python docs/case-study/make_case_study.py --paper  # rewrite docs/paper.md's table only
     python docs/case-study/make_case_study.py --map    # rerun the headline's verdict map only
     python docs/case-study/make_case_study.py --beyond # rerun README's studies away from saturation only
+    python docs/case-study/make_case_study.py --generations  # rerun README's verdict per generation only
     python docs/case-study/make_case_study.py --check  # exit 1 if a table and the runs differ
 
 Each study of :data:`STUDIES` (``mcengine run NAME``: its own trial count, seed 0) is
@@ -52,8 +54,36 @@ BEYOND = (
      ("lite-h100 / h100", "lite-h100-2x / h100")),
     ("training-405b", "cost_per_mtok_trained_usd", "USD per M trained tokens",
      ("train-lite-h100 / train-h100", "train-lite-h100-2x / train-h100")),
-    ("gen-b200-deepseek", "cost_per_mtok_usd", "USD per M output tokens",
-     ("lite-b200-electrical / b200", "lite-b200 / b200")),
+)
+
+#: README's verdict per generation (docs/generation.md#b200): per row a generation's parent
+#: against its Lite designs with electrical links and with co-packaged optics (the same
+#: silicon), on a workload, run paired at :data:`GENERATIONS_TRIALS` trials, seed 0:
+#: (workload label, scenarios parent / electrical / optical, overrides of every scenario,
+#: GPUs per instance of the parent and of the Lites or None for the scenarios' own). Each
+#: design keeps its cluster's GPUs (instances = GPUs / GPUs per instance). Written to
+#: :data:`GENERATIONS_FILE`; the DeepSeek-V3 rows are the study ``gen-b200-deepseek``'s
+#: workload; DeepSeek-V3 fp8 (671 GB) needs 16 H100s or 64 Lite-H100s an instance.
+GENERATIONS_TRIALS = 2048
+GENERATIONS_FILE = HERE / "generations.json"
+_H100_DESIGNS = ("h100", "lite-h100-electrical", "lite-h100")
+_B200_DESIGNS = ("b200", "lite-b200-electrical", "lite-b200")
+
+
+def _deepseek() -> tuple[str, ...]:
+    """The overrides of the shipped study ``gen-b200-deepseek`` (DeepSeek-V3 fp8, expert parallel)."""
+    from mcengine.scenario.study import load_study
+
+    return tuple(load_study("gen-b200-deepseek")["set"])
+
+
+GENERATIONS = (
+    ("Llama-3-70B bf16", _H100_DESIGNS, lambda: (), None),
+    ("DeepSeek-V3 fp8, EP", _H100_DESIGNS, _deepseek, (16, 64)),
+    ("DeepSeek-V3 fp8, wide EP", _H100_DESIGNS, _deepseek, (64, 64)),
+    ("Llama-3-70B bf16", _B200_DESIGNS, lambda: (), None),
+    ("DeepSeek-V3 fp8, EP", _B200_DESIGNS, _deepseek, None),
+    ("DeepSeek-V3 fp8, wide EP", _B200_DESIGNS, _deepseek, (64, 64)),
 )
 
 #: (metric, label, formatter of a summary's statistics) rows of the per-scenario table.
@@ -142,6 +172,67 @@ def render_beyond(docs: dict[str, dict]) -> str:
     return "\n".join(header + rows)
 
 
+def run_generation(workload: str, designs: tuple[str, ...], overrides, instance_gpus: tuple[int, int] | None) -> dict:
+    """One row of :data:`GENERATIONS`: the paired run of its designs, condensed to each Lite
+    design's median paired cost ratio over the parent (with 5–95 %), P(Lite cheaper), and
+    every design's median cluster output tokens/s per H100-equivalent of silicon."""
+    import mcengine.api as mc
+    from mcengine.scenario import load_scenario
+
+    sets = overrides()
+
+    def scenario(i: int, name: str):
+        s = load_scenario(name, sets)
+        if instance_gpus is None:
+            return s
+        g = instance_gpus[min(i, 1)]
+        return load_scenario(name, (*sets, f"cluster.instance_gpus={g}", f"cluster.instances={s.total_gpus // g}"))
+
+    scenarios = [scenario(i, name) for i, name in enumerate(designs)]
+    doc = mc.run(scenarios, trials=GENERATIONS_TRIALS, seed=SEED, keep_trials=False, figures=False).summary()
+    parent = designs[0]
+
+    def per_h100e(s) -> float:
+        return doc["scenarios"][s.name]["tokens_per_s"]["p50"] / (s.total_gpus * s.gpu.h100_equivalents.value)
+
+    row = {"workload": workload, "parent": parent, "trials": doc["trials"], "seed": doc["seed"], "set": list(sets),
+           "instance_gpus": [s.cluster.instance_gpus for s in scenarios], "parent_tokens_per_s_per_h100e": per_h100e(scenarios[0]),
+           "designs": {}}
+    for kind, s in zip(("electrical", "optical"), scenarios[1:]):
+        cost = doc["paired_all"][f"{s.name} / {parent}"]["cost_per_mtok_usd"]
+        row["designs"][kind] = {"scenario": s.name, "ratio": {q: cost["ratio"][q] for q in ("p05", "p50", "p95")},
+                                "p_cheaper": cost["p_b_below_a"], "tokens_per_s_per_h100e": per_h100e(s)}
+    return row
+
+
+def render_generations(rows: list[dict]) -> str:
+    """README's verdict per generation: per row the Lite designs' median paired cost ratio
+    over their parent [5–95 %] and P(Lite cheaper), and the tokens/s per H100-equivalent
+    of parent, electrical and optical Lite."""
+    def cell(d: dict) -> str:
+        return f"{_ratio(d['ratio'])} ({d['p_cheaper']:.3f})"
+
+    header = ["| parent | workload | GPUs per instance (parent / Lite) | Lite electrical (P cheaper) | Lite optical (P cheaper) "
+              "| tokens/s per H100-eq. (parent / electrical / optical) |", "| --- | --- | --- | --- | --- | --- |"]
+    body = [f"| {r['parent']} | {r['workload']} | {r['instance_gpus'][0]} / {r['instance_gpus'][1]} | {cell(r['designs']['electrical'])} | {cell(r['designs']['optical'])} "
+            f"| {r['parent_tokens_per_s_per_h100e']:,.0f} / {r['designs']['electrical']['tokens_per_s_per_h100e']:,.0f} / "
+            f"{r['designs']['optical']['tokens_per_s_per_h100e']:,.0f} |" for r in rows]
+    return "\n".join(header + body)
+
+
+def generations_summary() -> list[dict]:
+    """The committed verdict per generation."""
+    return json.loads(GENERATIONS_FILE.read_text(encoding="utf-8"))
+
+
+def write_generations() -> None:
+    """Run every row of :data:`GENERATIONS` and write them to :data:`GENERATIONS_FILE` (atomically)."""
+    from mcengine.io import write_atomic
+
+    rows = [run_generation(*spec) for spec in GENERATIONS]
+    write_atomic(GENERATIONS_FILE, json.dumps(rows, indent=1, sort_keys=True) + "\n")
+
+
 def beyond_summaries() -> dict[str, dict]:
     return {study: summary(study) for study, *_ in BEYOND}
 
@@ -222,7 +313,8 @@ def stale(docs: dict[str, dict], vmap: dict | None = None) -> list[str]:
     out = [f"docs/case-study.md {s}" for s in STUDIES if block(page, s) != render_block(docs[s])]
     out += [f"README.md {HEADLINE}"] if block(readme, HEADLINE, "verdict") != render_verdict(docs[HEADLINE]) else []
     out += [f"README.md {HEADLINE} verdict map"] if block(readme, HEADLINE, "verdict-map") != render_map(vmap or map_summary()) else []
-    return out + (["README.md beyond saturation"] if block(readme, "beyond", "studies") != render_beyond(beyond_summaries()) else [])
+    out += ["README.md beyond saturation"] if block(readme, "beyond", "studies") != render_beyond(beyond_summaries()) else []
+    return out + (["README.md generations"] if block(readme, "generations", "verdict") != render_generations(generations_summary()) else [])
 
 
 def write_tables(docs: dict[str, dict]) -> None:
@@ -236,7 +328,8 @@ def write_tables(docs: dict[str, dict]) -> None:
     write_atomic(PAGE, text)
     text = _replace(README.read_text(encoding="utf-8"), HEADLINE, "verdict", render_verdict(docs[HEADLINE]))
     text = _replace(text, HEADLINE, "verdict-map", render_map(map_summary()))
-    write_atomic(README, _replace(text, "beyond", "studies", render_beyond(beyond_summaries())))
+    text = _replace(text, "beyond", "studies", render_beyond(beyond_summaries()))
+    write_atomic(README, _replace(text, "generations", "verdict", render_generations(generations_summary())))
 
 
 #: The paper table's header starts so (its columns follow the study's rows).
@@ -291,6 +384,8 @@ def main(argv: list[str]) -> int:
     elif argv == ["--beyond"]:
         for study, *_ in BEYOND:
             run(study)
+    elif argv == ["--generations"]:
+        write_generations()
     elif argv:
         print(__doc__)
         return 2
@@ -298,6 +393,7 @@ def main(argv: list[str]) -> int:
         for study in (*STUDIES, *(b[0] for b in BEYOND)):
             run(study)
         write_map()
+        write_generations()
     write_tables({study: summary(study) for study in STUDIES})
     print("wrote docs/case-study/, docs/case-study.md's tables and README.md's headline and verdict map")
     return 0

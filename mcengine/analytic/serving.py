@@ -113,7 +113,10 @@ def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: in
     (:func:`decode_steps`), and the terms are per output token
     (:func:`~mcengine.analytic.roofline.steps.speculative`: the engine step is ``τ total_s``).
     With prefix caching (``r.prefix_hit = h``) the chunk computes ``(1 - h) c`` tokens
-    (:func:`~mcengine.analytic.roofline.steps.prefill_flops`); its KV read is unchanged. Broadcasts over trials. ``context_tokens``: the mean context
+    (:func:`~mcengine.analytic.roofline.steps.prefill_flops`); its KV read is unchanged. With
+    expert parallelism and routing imbalance ``ρ`` the busiest rank computes the hottest
+    expert's share of the decode tokens and of the chunk's computed tokens
+    (:func:`~mcengine.analytic.roofline.steps.hot_expert_flops` of each). Broadcasts over trials. ``context_tokens``: the mean context
     the decoding sequences read (:class:`~mcengine.analytic.lengths.Lengths`), ``S + O/2``
     when not given."""
     t, p, s = layout.tensor, layout.pipeline, np.asarray(prompt_tokens, float)
@@ -123,11 +126,12 @@ def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: in
     context = rt.mean_context(prompt_tokens, output_tokens) if context_tokens is None else context_tokens
     decode_flops, _ = rt.decode_work(m, layout, b, np.asarray(context, float), r, q)  # (:func:`~mcengine.analytic.roofline.steps.decode_step`'s compute)
     one_prompt_flops = rt.prefill_flops(m, layout, 1.0, prompt_tokens, r.prefix_hit)  # (:func:`~mcengine.analytic.roofline.steps.time_to_first_token`'s)
-    compute = decode_flops / r.flops_per_s + chunk / s * (one_prompt_flops / r.flops_per_s)
+    computed = chunk * (1.0 - r.prefix_hit)  # the chunk's tokens not in the prefix cache
+    hot = rt.hot_expert_flops(m, layout, computed, r)  # the chunk's tokens at the hottest expert's rank
+    compute = decode_flops / r.flops_per_s + chunk / s * (one_prompt_flops / r.flops_per_s) + hot / r.flops_per_s
     att, g = layout.attention, layout.attention_groups
     kv_rank = rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     share = rw.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
-    computed = chunk * (1.0 - r.prefix_hit)  # the chunk's tokens not in the prefix cache
     weights = r.bytes_per_param * rw.rank_params_streamed(m, t, b * q + computed, att, g)
     kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank * r.kv_read_factor
     memory = (weights + kv_read) / r.hbm_bytes_per_s

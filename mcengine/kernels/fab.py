@@ -495,11 +495,13 @@ def _float_rows(*arrays):
 
 
 def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fraction, assembly_yield,
-                  die_area_cm2, r2_fraction, units, spares, table, target_packages, max_wafers):
+                  die_area_cm2, r2_fraction, units, spares, table, target_packages, max_wafers, dies_per_package=1):
     """Production runs: trial ``t`` makes wafers until ``target_packages`` pass assembly.
 
-    Each wafer of the run draws its own density (gamma mixing); every good die is
-    assembled and passes with probability ``assembly_yield`` (binomial per wafer). The
+    Each wafer of the run draws its own density (gamma mixing); every ``dies_per_package``
+    good dies are assembled into one package, which passes with probability
+    ``assembly_yield`` (binomial per wafer over the packages its good dies complete: after
+    ``G`` good dies in all, ``floor(G / dies_per_package)`` have been attempted). The
     run stops after the wafer that brings the good packages to the target, or at
     ``max_wafers`` (the caller reports such a trial as infeasible).
 
@@ -517,20 +519,21 @@ def simulate_runs(seed, trial_start, density, clustering, edge_ratio, unit_fract
     Returns
     -------
     wafers, good_dies, packages : int64[n]
-        Wafers started, good dies (= assembly attempts), good packages, per trial.
+        Wafers started, good dies (``dies_per_package`` per assembly attempt), good
+        packages, per trial.
     """
     per_trial = _float_rows(density, clustering, edge_ratio, unit_fraction, assembly_yield)
     n = per_trial[0].shape[0]
     outs = tuple(np.empty(n, dtype=np.int64) for _ in range(3))
     args = (np.uint64(seed), np.int64(trial_start), *per_trial, float(die_area_cm2), _float_rows(r2_fraction)[0],
-            int(units), int(spares), _float_rows(table)[0], int(target_packages), int(max_wafers))
+            int(units), int(spares), _float_rows(table)[0], int(target_packages), int(max_wafers), int(dies_per_package))
     run_blocks(_run_trials, args, n, outs)
     return outs
 
 
 @kernel
 def _run_trials(seed, trial_start, density, clustering, edge_ratio, unit_fraction, assembly_yield,
-                die_area_cm2, r2_fraction, units, spares, table, target_packages, max_wafers, i0, i1,
+                die_area_cm2, r2_fraction, units, spares, table, target_packages, max_wafers, dies_per_package, i0, i1,
                 wafers, good_dies, packages):
     """Trials ``i0 .. i1 - 1`` of :func:`simulate_runs`, written to rows ``i0 .. i1 - 1``."""
     n_dies = r2_fraction.shape[0]
@@ -549,7 +552,8 @@ def _run_trials(seed, trial_start, density, clustering, edge_ratio, unit_fractio
                 g = n_dies
             else:  # (what wafer_good_dies does here, without compiling its flat walk, never taken)
                 g, _ = _wafer_per_die(st, mean, r2_fraction, edge_ratio[i], unit_fraction[i], units, spares, table)
-            p_total += rng.binomial(st, g, assembly_yield[i])
+            attempts = (g_total + g) // dies_per_package - g_total // dies_per_package
+            p_total += rng.binomial(st, attempts, assembly_yield[i])
             g_total += g
             w += 1
         wafers[i] = w

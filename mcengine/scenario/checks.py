@@ -243,9 +243,17 @@ def power_problems(g) -> list[Problem]:
     return []
 
 
+def package_problems(f, g) -> list[Problem]:
+    """``fab.units_per_die`` and ``fab.units_required`` split evenly over the
+    ``gpu.dies_per_package`` dies of a package (docs/sources.md#gen-b200-dies)."""
+    n = g.dies_per_package
+    return [Problem(key, value, f"allowed: a multiple of gpu.dies_per_package = {n} (each die carries an equal share)")
+            for key, value in (("fab.units_per_die", f.units_per_die), ("fab.units_required", f.units_required)) if value % n]
+
+
 def cross_checks(parts: dict) -> list[Problem]:
     """Problems across keys, for every group of sections that parsed cleanly."""
-    groups = ((fab_problems, ("fab",)), (power_problems, ("gpu",)), (cluster_problems, ("cluster", "reliability")), (size_problems, ("cluster", "reliability", "run")),
+    groups = ((fab_problems, ("fab",)), (package_problems, ("fab", "gpu")), (power_problems, ("gpu",)), (cluster_problems, ("cluster", "reliability")), (size_problems, ("cluster", "reliability", "run")),
               (workload_problems, ("workload", "cluster")))
     out = []
     for check, names in groups:

@@ -137,25 +137,26 @@ def yield_summary(scenario, wafers: int, seed: int) -> dict:
         for start in range(0, int(wafers), CHUNK_WAFERS):
             inputs = draw_inputs(scenario, seed, start, min(CHUNK_WAFERS, int(wafers) - start))
             good, harvested = simulate_wafer_block(model, inputs, seed)
+            kits = good / model.dies_per_package  # packages' worth of good dies
             c = cost_inputs(scenario, inputs)
             ok = good > 0
             sums["die_yield"].add(good / dies)
             sums["good_dies_per_wafer"].add(good)
-            sums["good_h100_equivalents_per_wafer"].add(good * model.h100_equivalents)
+            sums["good_h100_equivalents_per_wafer"].add(kits * model.h100_equivalents)
             sums["cost_per_good_die_usd"].add(c["wafer_cost_usd"][ok] / good[ok])
             sums["gpu_cost_usd"].add(analytic.cost_per_good_package(
-                c["wafer_cost_usd"][ok], good[ok], model.hbm_stacks, c["hbm_stack_cost_usd"][ok], c["hbm_stack_yield"][ok],
+                c["wafer_cost_usd"][ok], kits[ok], model.hbm_stacks, c["hbm_stack_cost_usd"][ok], c["hbm_stack_yield"][ok],
                 c["package_cost_usd"][ok], c["test_cost_usd"][ok], c["assembly_yield"][ok], c["optics_cost_usd"][ok]))
             total["good"] += int(good.sum())
             total["harvested"] += int(harvested.sum())
             total["empty"] += int((~ok).sum())
             money["wafer_usd"].add(c["wafer_cost_usd"])
-            money["spend_usd"].add(c["wafer_cost_usd"] + good * attempt_cost_usd(model, c))
-            money["packages"].add(good * c["assembly_yield"])
+            money["spend_usd"].add(c["wafer_cost_usd"] + kits * attempt_cost_usd(model, c))
+            money["packages"].add(kits * c["assembly_yield"])
             money["optics_usd"].add(c["optics_cost_usd"])
-            money["hbm_usd"].add(good * model.hbm_stacks * c["hbm_stack_cost_usd"] / c["hbm_stack_yield"])
-            money["packaging_usd"].add(good * c["package_cost_usd"])
-            money["test_usd"].add(good * c["test_cost_usd"])
+            money["hbm_usd"].add(kits * model.hbm_stacks * c["hbm_stack_cost_usd"] / c["hbm_stack_yield"])
+            money["packaging_usd"].add(kits * c["package_cost_usd"])
+            money["test_usd"].add(kits * c["test_cost_usd"])
             interrupt.check()
     mean = {name: feeder.to_dict()["mean"] for name, feeder in money.items()}
     good = total["good"]

@@ -61,6 +61,22 @@ def test_hot_expert_rank_computes_imbalance_times_the_mean(dsv3):
     assert rt.hot_expert_flops(dsv3, rm.Layout(64), 10.0, r) == 0.0  # tensor-sharded experts: every rank its share
 
 
+def test_continuous_steps_prefill_chunk_pays_the_imbalance_too(dsv3):
+    # a continuous step of B = 64 sequences at S = 2048, O = 256 prefills a chunk of
+    # c = 64 x 2048 / 256 = 512 prompt tokens beside its 64 decode tokens; at imbalance 1.5
+    # the hottest expert's rank computes 0.5 x (64 + 512) x 2 x 8 x 3 x 7168 x 2048 x 58 / 64
+    # FLOPs more than at 1 (F = 1,000 FLOP/s), and a half-cached prompt's chunk 256 of its 512
+    from mcengine.analytic import serving as sv
+
+    lay = rm.Layout(64, expert_parallel=True)
+    per_token = 2 * 8 * 3 * 7168 * 2048 * 58 / 64
+    for hit, chunk in ((0.0, 512), (0.5, 256)):
+        base = replace(RATES, prefix_hit=hit)
+        even = sv.continuous_step(dsv3, lay, 64, 2048, 256, base)
+        hot = sv.continuous_step(dsv3, lay, 64, 2048, 256, replace(base, moe_imbalance=np.asarray(1.5)))
+        assert float(hot.compute_s - even.compute_s) == pytest.approx(0.5 * (64 + chunk) * per_token / 1000.0, rel=1e-12)
+
+
 def test_mla_decode_attends_over_the_latent_and_prefill_over_the_heads(dsv3):
     assert rw.attention_width(dsv3, True) == (2 * 512 + 64) / 2 == 544
     assert rw.attention_width(dsv3, False) == (2 * 128 + 64) / 2 == 160

@@ -262,20 +262,22 @@ def test_spatial_twin_identical_at_1_and_2_threads_and_across_chunks():
     assert np.all(harvested <= good) and harvested.sum() > 0 and np.any(good < wafer_map(300, 3, *QUARTER, 0.1).dies)
 
 
-def _runs(start, n, threads):
+def _runs(start, n, threads, dies_per_package=1):
     wm = wafer_map(300, 3, *QUARTER, 0.1)
     table = k.harvest_table(36, 3, k.TABLE_MAX_DEFECTS)
     return with_threads(threads, k.simulate_runs, np.uint64(9), start, np.full(n, 0.1), np.full(n, 3.0), np.ones(n), np.full(n, 0.8),
-                        np.full(n, 0.98), wm.die_area_cm2, wm.r2_fraction, 36, 3, table, 500, 1000)
+                        np.full(n, 0.98), wm.die_area_cm2, wm.r2_fraction, 36, 3, table, 500, 1000, dies_per_package)
 
 
-def test_runs_identical_at_1_and_2_threads_and_across_chunks():
-    one = _runs(0, 200, 1)
-    halves = [np.concatenate(parts) for parts in zip(_runs(0, 100, 2), _runs(100, 100, 2))]
-    for a, b, c in zip(one, _runs(0, 200, 2), halves):
+@pytest.mark.parametrize("dies", [1, 2])
+def test_runs_identical_at_1_and_2_threads_and_across_chunks(dies):
+    one = _runs(0, 200, 1, dies)
+    halves = [np.concatenate(parts) for parts in zip(_runs(0, 100, 2, dies), _runs(100, 100, 2, dies))]
+    for a, b, c in zip(one, _runs(0, 200, 2, dies), halves):
         assert np.array_equal(a, b) and np.array_equal(a, c)
     wafers, good, packages = one
-    assert np.all(packages >= 500) and np.all(good >= packages)
+    # every package takes `dies` good dies: at most floor(good / dies) assembled
+    assert np.all(packages >= 500) and np.all(good // dies >= packages)
     assert np.all(good <= wafers * 295)
 
 

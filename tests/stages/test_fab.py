@@ -170,3 +170,39 @@ def test_h100_package_cost_anchor():
     assert 3000 <= np.median(cost) <= 3500
 
 
+
+
+# --------------------------------------------------------------------------- dies per package
+def test_two_dies_per_package_cost_as_two_good_half_dies_by_hand():
+    """B200's 51.8 x 31.4 mm of silicon as two 25.9 x 31.4 mm dies (80 units, 74 required,
+    each yielded on its own): 67 half dies a wafer against 31 whole ones. By hand, at D0 0.1
+    and alpha 3: the die cost per good package is 2 x wafer / (67 Y_half) / assembly, with
+    Y_half the harvest yield of one 813 mm² die; the production runs meet it within 4 SEM,
+    and it is below the one logical die's wafer / (31 Y_whole) / assembly."""
+    fixed = FIXED + ["fab.defect_edge_ratio=1", "fab.unit_area_fraction=0.8", "fab.assembly_yield=0.932"]
+    two = load_scenario("b200", fixed)
+    one = load_scenario("b200", [*fixed, "gpu.dies_per_package=1"])
+    m2, m1 = fab.fab_model(two), fab.fab_model(one)
+    assert (m2.wafer.dies, m2.units, m2.spares, m2.dies_per_package) == (67, 80, 6, 2)
+    assert (m1.wafer.dies, m1.units, m1.spares, m1.dies_per_package) == (31, 160, 12, 1)
+    assert m2.wafer.die_area_cm2 == pytest.approx(25.9 * 31.4 / 100, rel=1e-12)
+    y_half = analytic.harvest_yield(25.9 * 31.4 / 100, 0.1, 3.0, 80, 74, 0.8)
+    y_whole = analytic.harvest_yield(51.8 * 31.4 / 100, 0.1, 3.0, 160, 148, 0.8)
+    die_two = 2 * 17000 / (67 * y_half) / 0.932
+    die_one = 17000 / (31 * y_whole) / 0.932
+    assert die_two < 0.85 * die_one  # two known-good dies are cheaper than one logical die
+    n = 200
+    cols = fab.production_runs(two, draw_inputs(two, 21, 0, n), 21)
+    die = cols["gpu_cost_die_usd"]
+    assert abs(die.mean() - die_two) <= 4 * die.std(ddof=1) / np.sqrt(n)
+    # every package takes two good dies: the stacks, package and test are paid per package
+    attempts = cols["good_dies"] // 2
+    np.testing.assert_allclose(cols["gpu_cost_packaging_usd"], attempts * two.fab.package_cost_usd.value / cols["packages"], rtol=1e-14)
+    expected = fab.expected_package_costs(two, draw_inputs(two, 21, 0, 1))
+    assert float(expected["gpu_cost_die_usd"][0]) == pytest.approx(die_two, rel=1e-9)
+
+
+def test_dies_per_package_must_divide_the_units():
+    with pytest.raises(InputError) as err:
+        load_scenario("b200", ["gpu.dies_per_package=3"])
+    assert "fab.units_per_die" in str(err.value) and "gpu.dies_per_package = 3" in str(err.value)

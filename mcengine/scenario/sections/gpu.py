@@ -172,4 +172,8 @@ class GpuSection:
                               why="the cube law (voltage tracking frequency) holds only near the rated point; 0.3-1.5 spans every shipped clock range")
     h100_equivalents: Dist = number(1.0, "Silicon of this package in H100 dies (a quarter-die Lite-GPU is 0.25); used to report per-H100-equivalent figures.", lo=0.001, hi=1000.0, uncertain=False,
                                     why="per-H100-equivalent figures divide by it; a wafer holds fewer than 1000 H100 dies")
+    dies_per_package: int = integer(1, "Dies of equal size in one package (B200: 2). The fab stage splits the [fab] die (its area, units and required "
+                                       "units: the package's silicon) into this many dies side by side along its width, each yielded and tested on its own, "
+                                       "and assembles a package from as many known-good dies (docs/model.md#fab, docs/sources.md#gen-b200-dies).",
+                                    lo=1, hi=16, why="16 reticle-size dies exceed any interposer")
     derive: DeriveSection | None = field(default=None, metadata={"help": "Derive the GPU from a fraction of a parent die (docs/model.md#derive); explicit [gpu] and [fab] values override."})

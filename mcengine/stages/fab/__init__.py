@@ -14,8 +14,12 @@ Cost of a good package (run ``t`` or the long-run expectation, docs/sources.md#f
     gpu_cost = (wafers * wafer_cost + attempts * (hbm_stacks * stack_cost / stack_yield
                 + package + test)) / good_packages + optics
 
-with ``attempts`` = good dies (every good die is assembled; a failed assembly scraps the
-die and its bonded stacks). Per wafer this is
+with ``attempts`` = good dies / ``gpu.dies_per_package`` (every good die is assembled,
+``dies_per_package`` to a package; a failed assembly scraps the dies and their bonded
+stacks). A package of ``n = gpu.dies_per_package`` dies is laid out as ``n`` dies of the
+``[fab]`` die's width / n, each with units / n of which required / n
+(docs/sources.md#gen-b200-dies), so its die cost is n good small dies' rather than one
+large die's. Per wafer this is
 :func:`mcengine.analytic.fab.cost_per_good_package`. The stack price is
 ``fab.hbm_stack_cost_usd``, or with ``fab.hbm_cost_per_gb_usd`` set
 ``gpu.hbm_gb / hbm_stacks * hbm_cost_per_gb_usd + hbm_stack_assembly_usd``; the optics are
@@ -67,6 +71,7 @@ class FabModel:
     hbm_stacks: int
     h100_equivalents: float
     target_packages: int
+    dies_per_package: int = 1
 
 
 @lru_cache(maxsize=64)
@@ -87,15 +92,18 @@ def kernel_table(model: FabModel) -> np.ndarray:
 
 
 def fab_model(scenario) -> FabModel:
-    """Wafer map, harvesting table and package structure of a scenario."""
+    """Wafer map, harvesting table and package structure of a scenario: one die of
+    ``gpu.dies_per_package``, with that share of the ``[fab]`` units and required units."""
     f = scenario.fab
-    spares = f.units_per_die - f.units_required
+    n = scenario.gpu.dies_per_package
+    units, spares = f.units_per_die // n, (f.units_per_die - f.units_required) // n
     if spares < 0:
         raise InputError(Problem("fab.units_required", f.units_required, f"allowed: at most fab.units_per_die = {f.units_per_die}"))
     return FabModel(
-        wafer=scenario_wafer_map(scenario), units=f.units_per_die, spares=spares,
-        table=_table(f.units_per_die, spares), hbm_stacks=f.hbm_stacks,
+        wafer=scenario_wafer_map(scenario), units=units, spares=spares,
+        table=_table(units, spares), hbm_stacks=f.hbm_stacks,
         h100_equivalents=float(scenario.gpu.h100_equivalents.value), target_packages=scenario.total_gpus,
+        dies_per_package=n,
     )
 
 
@@ -149,7 +157,7 @@ def package_cost_parts(model: FabModel, c: dict[str, np.ndarray], wafers, attemp
 
 
 def attempt_cost_usd(model: FabModel, c: dict[str, np.ndarray]) -> np.ndarray:
-    """Spend per assembly attempt besides the die: stacks, package, test (USD)."""
+    """Spend per assembly attempt (one package) besides the dies: stacks, package, test (USD)."""
     return model.hbm_stacks * c["hbm_stack_cost_usd"] / c["hbm_stack_yield"] + c["package_cost_usd"] + c["test_cost_usd"]
 
 
@@ -191,7 +199,7 @@ def packages_per_wafer_bound(model: FabModel, a: dict[str, np.ndarray], assembly
     gamma-mixed Poisson defects that has probability ``(1 + D0 A (1 - f) w / alpha)^-alpha``
     (``alpha = inf``: ``exp(-D0 A (1 - f) w)``), largest at the die of least relative
     density ``w`` (the radial profile's minimum). The good packages per wafer are at most
-    ``dies x that x assembly yield``: cheap to evaluate for every trial before a wafer is
+    ``dies x that x assembly yield / dies_per_package``: cheap to evaluate for every trial before a wafer is
     simulated.
     """
     r2 = model.wafer.r2_fraction
@@ -202,7 +210,7 @@ def packages_per_wafer_bound(model: FabModel, a: dict[str, np.ndarray], assembly
     alpha = a["clustering"]
     with np.errstate(over="ignore", divide="ignore"):
         clean = np.where(np.isinf(alpha), np.exp(-m), (1.0 + m / np.where(np.isinf(alpha), 1.0, alpha)) ** -alpha)
-    return model.wafer.dies * clean * assembly_yield
+    return model.wafer.dies * clean * assembly_yield / model.dies_per_package
 
 
 def _refuse_infeasible_runs(model: FabModel, inputs: TrialInputs, a: dict[str, np.ndarray], c: dict[str, np.ndarray]) -> None:
@@ -250,8 +258,8 @@ def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, n
     -------
     dict[str, ndarray]
         ``cost_per_good_die_usd`` (wafer spend / good dies), ``die_yield``,
-        ``good_dies_per_wafer``, ``wafers`` (started), ``good_dies`` (= assembly
-        attempts), ``packages`` (good packages, >= the target).
+        ``good_dies_per_wafer``, ``wafers`` (started), ``good_dies`` (``dies_per_package``
+        per assembly attempt), ``packages`` (good packages, >= the target).
 
     Raises
     ------
@@ -269,7 +277,7 @@ def simulate_production(scenario, inputs: TrialInputs, seed: int) -> dict[str, n
     wafers, good, packages = simulate_runs(
         np.uint64(check_seed(seed)), inputs.trial_start, a["density"], a["clustering"], a["edge_ratio"], a["unit_fraction"],
         np.ascontiguousarray(c["assembly_yield"]), w.die_area_cm2, w.r2_fraction, model.units, model.spares,
-        kernel_table(model), model.target_packages, MAX_WAFERS_PER_RUN)
+        kernel_table(model), model.target_packages, MAX_WAFERS_PER_RUN, model.dies_per_package)
     short = np.flatnonzero(packages < model.target_packages)
     if short.size:
         i = int(short[0])
@@ -300,10 +308,11 @@ def package_costs(scenario, inputs: TrialInputs, runs: dict[str, np.ndarray]) ->
     """
     model = fab_model(scenario)
     c = cost_inputs(scenario, inputs)
-    wafers, good, packages = runs["wafers"], runs["good_dies"], runs["packages"]
-    spend = wafers * c["wafer_cost_usd"] + good * attempt_cost_usd(model, c)
+    wafers, packages = runs["wafers"], runs["packages"]
+    attempts = runs["good_dies"] // model.dies_per_package
+    spend = wafers * c["wafer_cost_usd"] + attempts * attempt_cost_usd(model, c)
     columns = {"gpu_cost_usd": spend / packages + c["optics_cost_usd"]}
-    for part, values in package_cost_parts(model, c, wafers, good, packages).items():
+    for part, values in package_cost_parts(model, c, wafers, attempts, packages).items():
         columns[PART_COLUMN.format(part)] = values
     _check_fab_columns(columns, inputs)
     return columns
@@ -329,10 +338,11 @@ def expected_package_costs(scenario, inputs: TrialInputs, model: FabModel | None
     (:func:`~mcengine.analytic.fab.cost_parts_per_good_package`) at
     :func:`expected_harvest_yield`'s good dies per wafer. ``mcengine yield`` sets them
     beside the simulated wafers; a plan chosen before any trial runs weighs them
-    (:func:`mcengine.stages.econ.planning_power_weight`)."""
+    (:func:`mcengine.stages.econ.planning_power_weight`). A package of ``n`` dies counts
+    ``n`` good dies as one good die of the closed form."""
     model = fab_model(scenario) if model is None else model
     c = cost_inputs(scenario, inputs)
-    good = model.wafer.dies * expected_harvest_yield(model, inputs)
+    good = model.wafer.dies * expected_harvest_yield(model, inputs) / model.dies_per_package
     args = (c["wafer_cost_usd"], good, model.hbm_stacks, c["hbm_stack_cost_usd"], c["hbm_stack_yield"], c["package_cost_usd"],
             c["test_cost_usd"], c["assembly_yield"], c["optics_cost_usd"])
     parts = analytic.cost_parts_per_good_package(*args)

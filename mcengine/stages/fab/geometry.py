@@ -132,7 +132,8 @@ def _wafer_map(diameter, edge, width, height, scribe) -> WaferMap:
 
 
 def scenario_wafer_map(scenario) -> WaferMap:
-    """:func:`wafer_map` of a scenario's ``[fab]`` geometry keys."""
+    """:func:`wafer_map` of one die of a scenario's package: the ``[fab]`` die split into
+    ``gpu.dies_per_package`` dies along its width (the whole ``[fab]`` die when 1)."""
     f = scenario.fab
-    return wafer_map(f.wafer_diameter_mm.value, f.edge_exclusion_mm.value, f.die_width_mm.value,
+    return wafer_map(f.wafer_diameter_mm.value, f.edge_exclusion_mm.value, f.die_width_mm.value / scenario.gpu.dies_per_package,
                      f.die_height_mm.value, f.scribe_mm.value)
