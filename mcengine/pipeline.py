@@ -122,11 +122,12 @@ def run_block(
 def training_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The training stage's columns (:func:`mcengine.stages.training.training`), handed the
     econ stage's total cost with every GPU busy (``busy_fraction = 1``: a training job
-    computes throughout)."""
+    computes throughout) and the reliability stage's columns (the job's interruptions
+    from the life kernel's events)."""
     from .stages import econ, training
 
     at_full_load = econ.economics(scenario, inputs, {**columns, "busy_fraction": np.ones(inputs.n)})["total_cost_usd"]
-    return training.training(scenario, inputs, at_full_load)
+    return training.training(scenario, inputs, at_full_load, columns)
 
 
 def planning_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray | None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..columns import (BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, GROUP_PREFIXES, LOAD_PAIRED, LOAD_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE,
                        PAIRED_GROUP_PREFIXES, PAIRED_METRICS)
+from ..columns import JOB_PREFIXES
 from ..errors import InputError, Problem
 from ..scenario.sampling import run_sampler
 from ..stages.econ import ALL_BREAKDOWN_PARTS
@@ -84,6 +85,9 @@ class Accumulators:
                 scenarios[name].setdefault("mix", {}).setdefault(cls, {})[metric] = summary.to_dict()
             elif column.startswith(LOAD_PREFIX):  # "load": {column: summary}
                 scenarios[name].setdefault("load", {})[column[len(LOAD_PREFIX):]] = summary.to_dict()
+            elif column.startswith(JOB_PREFIXES):  # "job_lost_hours": {cause: {"per_day": summary}}
+                group, cause, kind = column.split(".")
+                scenarios[name].setdefault(group, {}).setdefault(cause, {})[kind] = summary.to_dict()
         infeasible = {name: self.missed.get(name, 0) / self.trials_done for name in self.names}
         doc: dict = {"scenarios": scenarios, "slo_infeasible_share": infeasible, "slo_missed_share": dict(infeasible)}
         if self.replicates:  # randomised QMC: how many independent estimates each sem rests on

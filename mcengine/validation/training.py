@@ -23,10 +23,13 @@ LLAMA3_JOB = ('workload.kind="training"', 'workload.model="llama-3.1-405b"', "wo
 BAND = 0.15
 
 
-def simulated_segment_hours(tau: float, delta: float, restart: float, mtbf: float, n: int, rng: np.random.Generator) -> np.ndarray:
+def simulated_segment_hours(tau: float, delta: float, restart, mtbf: float, n: int, rng: np.random.Generator) -> np.ndarray:
     """Wall time of ``n`` segments of ``tau`` compute and a ``delta`` checkpoint write, each
     retried after an exponential interruption (mean ``mtbf``, striking during restarts
-    too) and a restart ``restart``: the model Daly's expression is exact for."""
+    too) and a restart ``restart``: the model Daly's expression is exact for. ``restart``
+    may be ``(lengths, probabilities)``: each restart's length drawn afresh (the kinds of
+    interruption, some waiting for a replacement unit:
+    :func:`mcengine.analytic.training.restart_with_swaps`)."""
     total, pending = np.zeros(n), np.ones(n, bool)
     while pending.any():
         idx = np.flatnonzero(pending)
@@ -37,8 +40,9 @@ def simulated_segment_hours(tau: float, delta: float, restart: float, mtbf: floa
         restarting = idx[~done]
         while restarting.size:  # a restart completes only without an interruption in it
             y = rng.exponential(mtbf, restarting.size)
-            ok = y >= restart
-            total[restarting[ok]] += restart
+            length = restart if np.isscalar(restart) else rng.choice(restart[0], restarting.size, p=restart[1])
+            ok = y >= length
+            total[restarting[ok]] += length if np.isscalar(length) else length[ok]
             total[restarting[~ok]] += y[~ok]
             restarting = restarting[~ok]
         pending[idx[done]] = False
