@@ -193,8 +193,7 @@ COLUMNS: tuple[Column, ...] = (
         ("nic_swaps_per_year", "NIC swaps per year", "per year", True),
         ("module_stockout_hours", "spare module stock-out", "instance-hours", True),
         ("tokens_per_s_instance", "output tokens/s of one instance", "tokens/s", True),
-        ("ttft_ms", "time to first token", "ms", False),
-        ("tpot_ms", "time per output token", "ms", False),
+
         ("batch", "decode batch", "requests", False),
         ("busy_fraction", "share of the serving cycle computing or streaming HBM", "", False),
         ("output_tokens_per_request", "output tokens per request", "tokens", False),
@@ -202,6 +201,9 @@ COLUMNS: tuple[Column, ...] = (
         ("tokens_total", "output tokens over the horizon", "tokens", True),
         ("tokens_per_s_per_h100_equivalent", "output tokens/s per H100-equivalent", "tokens/s", True),
     )),
+    # +inf where the cluster serves no tokens (a training job's cluster that no serving plan holds, docs/training.md)
+    Column("ttft_ms", "time to first token", "ms", may_be_infinite=True),
+    Column("tpot_ms", "time per output token", "ms", may_be_infinite=True),
     # the load stage's columns, only with a demand (docs/load.md)
     *(Column(LOAD_PREFIX + name, label, unit, better, may_be_zero=zero, summarised=True, conditional="a demand (workload.load.demand)")
       for name, label, unit, better, zero in (

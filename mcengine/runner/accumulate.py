@@ -11,7 +11,7 @@ import numpy as np
 
 from ..columns import (BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, GROUP_PREFIXES, LOAD_PAIRED, LOAD_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE,
                        PAIRED_GROUP_PREFIXES, PAIRED_METRICS)
-from ..columns import JOB_PREFIXES
+from ..columns import JOB_PREFIXES, TRAINING_METRICS
 from ..errors import InputError, Problem
 from ..scenario.sampling import run_sampler
 from ..stages.econ import ALL_BREAKDOWN_PARTS
@@ -64,7 +64,8 @@ class Accumulators:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
-                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}", keep=serves_a & serves_b)
+                keep = serves_a & serves_b if metric not in TRAINING_METRICS else np.ones_like(serves_a)  # a job trains whether or not its cluster serves
+                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}", keep=keep)
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
                 if self.ties is not None:
                     self.ties[(name, metric)] = self.ties.get((name, metric), 0) + int(np.count_nonzero(b == a))

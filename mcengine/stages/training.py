@@ -61,6 +61,20 @@ _KEY = "workload.training."
 SECONDS_PER_HOUR, HOURS_PER_DAY, TOKENS_PER_MTOK = 3600.0, 24.0, 1e6
 
 
+def serves(scenario: Scenario) -> bool:
+    """Whether the chain plans the scenario's serving side: always for inference; for a
+    training job unless its model's weights cannot fit one instance's HBM in any trial
+    (``workload.bytes_per_param`` at its least over ``cluster.instance_gpus x gpu.hbm_gb x
+    workload.hbm_usable_fraction`` at their most): a cluster that trains need not be
+    servable, and its serving columns then say it serves no tokens (docs/training.md)."""
+    if scenario.workload.kind != "training":
+        return True
+    w, g = scenario.workload, scenario.gpu
+    weights = params_total(w.model) * w.bytes_per_param.support()[0]
+    room = scenario.cluster.instance_gpus * g.hbm_gb.support()[1] * 1e9 * w.hbm_usable_fraction.support()[1]
+    return bool(weights <= room)
+
+
 def job_gpus(scenario: Scenario) -> int:
     """The job's GPUs (``"all"``: every active GPU); InputError above the active GPUs."""
     wanted = scenario.workload.training.job_gpus
@@ -120,13 +134,24 @@ def simulated_rates(scenario: Scenario, inputs: TrialInputs, lifetimes: dict[str
     """The job's interruptions per hour by cause from the life kernel's events of each
     trial, as ``(needing a swap, restart only)``: every class's permanent failures and
     transient faults over the cluster's lifetime (the reliability stage's
-    ``failures_by_class.<class>.failures_per_year`` and ``.faults_per_year``) times the
+    ``failures_by_class.<class>.failures_per_year`` and ``.faults_per_year``; a
+    field-replaceable module's failures from ``module_swaps_per_year``) times the
     job's share of the cluster's units, ``job_gpus / active GPUs``; the job fault classes,
     which no unit's hardware law holds, at their rates. :func:`renewal_rates` is its
     long-run mean (a test, within 4 SEM)."""
     share = gpus / scenario.active_gpus
     out = {name: tuple(lifetimes[f"{CLASS_PREFIX}{name}.{kind}"] * share / HOURS_PER_YEAR for kind in ("failures_per_year", "faults_per_year"))
            for name, unit in causes(scenario).items() if unit != "job"}
+    # a field-replaceable module's failures are module swaps (``module_swaps_per_year``, every
+    # such class together): each class its share by its long-run rate
+    modules = [name for name, comp in scenario.reliability.components if comp.replace_unit == "module"]
+    if modules:
+        renewal = renewal_rates(scenario, inputs, gpus)
+        total = sum(renewal[name][0] for name in modules)
+        for name in modules:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                part = np.where(total > 0.0, renewal[name][0] / total, 0.0)
+            out[name] = (lifetimes["module_swaps_per_year"] * share * part / HOURS_PER_YEAR, out[name][1])
     return {**out, **_job_fault_rates(scenario, inputs, gpus)}
 
 

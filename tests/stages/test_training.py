@@ -178,6 +178,29 @@ def test_the_jobs_interruptions_from_the_life_kernels_events_average_to_the_rene
     for cause in ("die", "hbm", "network", "host"):
         assert_mc(cols[f"job_interruptions.{cause}.per_day"], float(np.mean(per_day[cause])))
     np.testing.assert_array_equal(cols["job_interruptions.software.per_day"], per_day["software"])
+    lite = api.check("lite-h100", ["cluster.instances=2", "cluster.spare_gpus=8", 'workload.kind="training"'])
+    cols_lite = run_block(lite, 5, 0, 400)
+    renewal_lite = training.renewal_rates(lite, draw_inputs(lite, 5, 0, 400), 64)
+    for cause in ("optics", "laser", "gsp"):  # the laser: a field-replaceable module, its failures module swaps
+        assert_mc(cols_lite[f"job_interruptions.{cause}.per_day"], float(np.mean(sum(renewal_lite[cause]) * 24)))
     half = api.check("h100", ["cluster.instances=4", "cluster.spare_gpus=8", 'workload.kind="training"', "workload.training.job_gpus=16"])
     np.testing.assert_allclose(run_block(half, 5, 0, 8)["job_interruptions.die.per_day"], cols["job_interruptions.die.per_day"][:8] / 2,
                                rtol=1e-12)
+
+
+def test_a_training_cluster_need_not_be_servable():
+    """Llama-3.1-405B in bf16 (812 GB of weights) fits no 8-H100 instance (640 GB): as a
+    training job the chain runs, its serving side serves no tokens (slo_met 0, an
+    infinite cost per output token and TTFT), and the job's columns are those of the same
+    job whose serving side holds the model in fp8 (training computes at the bf16 peak
+    whatever the serving precision; the cluster's cost at full load does not read the plan)."""
+    base = ["cluster.instances=16", "cluster.spare_gpus=8", 'workload.kind="training"', 'workload.model="llama-3.1-405b"']
+    bf16, fp8 = (api.check("h100", [*base, f"workload.bytes_per_param={b}"]) for b in (2, 1))
+    assert not training.serves(bf16) and training.serves(fp8) and training.serves(api.check("h100", base[:2]))
+    a, b = run_block(bf16, 1, 0, 4), run_block(fp8, 1, 0, 4)
+    assert np.all(a["slo_met"] == 0) and np.all(a["tokens_per_s"] == 0) and np.all(np.isposinf(a["cost_per_mtok_usd"]))
+    assert np.all(np.isposinf(a["ttft_ms"])) and np.all(b["slo_met"] == 1)
+    for name in ("ettr", "mfu", "cost_per_mtok_trained_usd", "time_to_train_days", "job_interruptions_per_day"):
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    with pytest.raises(InputError, match="hbm_gb"):  # an inference scenario still needs its plan
+        run_block(api.check("h100", ['workload.model="llama-3.1-405b"', "workload.bytes_per_param=2"]), 1, 0, 4)
