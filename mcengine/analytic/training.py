@@ -121,11 +121,13 @@ def restart_with_swaps(restart, swap_wait, swap_rates, rate, idle_shares, mtbf):
     return restart - mtbf * np.log1p(-spared / rate)
 
 
-def replicas_lost_share(unit_gpus, tensor_parallel, pipeline_parallel, data_parallel):
+def replicas_lost_share(unit_gpus, tensor_parallel, data_parallel):
     """Share of an elastic job's throughput a failed unit of ``unit_gpus`` GPUs takes away:
-    the data-parallel replicas of ``t p`` GPUs it touches, ``ceil(unit_gpus / (t p))``
-    (units aligned with replicas, as a job's ranks are laid out), over ``d``, at most 1."""
-    return np.minimum(1.0, np.ceil(unit_gpus / (np.asarray(tensor_parallel) * pipeline_parallel)) / data_parallel)
+    the data-parallel replicas it touches over ``d``, at most 1. Ranks laid out tensor
+    parallel innermost, then data parallel, pipeline outermost (Megatron-Core's default
+    order, docs/sources.md#train-elastic): consecutive GPUs hold ``t``-GPU slices of
+    ``ceil(unit_gpus / t)`` replicas."""
+    return np.minimum(1.0, np.ceil(unit_gpus / np.asarray(tensor_parallel)) / data_parallel)
 
 
 # ---------------------------------------------------------------------------- step model

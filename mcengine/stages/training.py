@@ -224,8 +224,8 @@ def training(scenario: Scenario, inputs: TrialInputs, cost_at_full_load_usd: np.
     wait = inputs[_KEY + "swap_wait_minutes"] / 60.0
     step = step_plan(scenario, inputs, gpus, domain_gpus(scenario))
     unit_of, held = causes(scenario), unit_gpus(scenario)
-    idle_share = {cause: at.replicas_lost_share(held[unit_of[cause]], step["tensor_parallel"], step["pipeline_parallel"],
-                                                 step["data_parallel"]) if t.elastic else np.ones(inputs.n) for cause in by_cause}
+    idle_share = {cause: at.replicas_lost_share(held[unit_of[cause]], step["tensor_parallel"], step["data_parallel"]) if t.elastic
+                  else np.ones(inputs.n) for cause in by_cause}
     swaps = [swap for swap, _ in by_cause.values()]
     restart_read = at.restart_with_swaps(restart, wait, swaps, rate, list(idle_share.values()), mtbf)
     tau = at.optimal_interval(delta, mtbf) if t.checkpoint_interval_minutes == OPTIMAL else inputs[_KEY + "checkpoint_interval_minutes"] / 60.0

@@ -50,9 +50,11 @@ def test_restarts_that_wait_for_swaps_match_a_monte_carlo_within_4_sem(idle):
 def test_no_wait_beyond_the_restart_leaves_it_unchanged_and_an_elastic_job_loses_its_replicas_share():
     assert at.restart_with_swaps(0.25, 0.1, [0.3], 1.0, [1.0], 3.0) == 0.25  # the spare joins within the restart
     assert at.restart_with_swaps(0.25, 2.0, [0.0], 1.0, [1.0], 3.0) == 0.25  # no interruption needs a swap
-    # an 8-GPU host in replicas of t p = 8 x 16 GPUs: one replica of 64; a NIC of 8 Lite GPUs in t p = 32 x 1: one of 2,048
-    np.testing.assert_array_equal(at.replicas_lost_share(np.array([8, 1, 300]), 8, 16, 64), [1 / 64, 1 / 64, 3 / 64])
-    assert at.replicas_lost_share(8, 4, 1, 2) == 1.0  # a unit larger than the job's replicas stops it all
+    # tensor parallel innermost, then data parallel: an 8-GPU host at TP 8 holds a slice of one replica of 64, at TP 4 of two;
+    # 300 GPUs at TP 8 slices of 38
+    np.testing.assert_array_equal(at.replicas_lost_share(np.array([8, 1, 300]), 8, 64), [1 / 64, 1 / 64, 38 / 64])
+    assert at.replicas_lost_share(8, 4, 64) == 2 / 64
+    assert at.replicas_lost_share(8, 4, 2) == 1.0  # a unit across all the job's replicas stops it all
 
 
 def test_young_first_order_is_the_small_interval_limit():
