@@ -203,3 +203,18 @@ def test_a_training_cluster_need_not_be_servable():
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     with pytest.raises(InputError, match="hbm_gb"):  # an inference scenario still needs its plan
         run_block(api.check("h100", ['workload.model="llama-3.1-405b"', "workload.bytes_per_param=2"]), 1, 0, 4)
+
+
+def test_training_metrics_are_paired_over_every_trial_even_where_neither_cluster_serves():
+    """A job trains whether or not its cluster serves tokens: its metrics' paired ratios
+    cover every trial; a serving metric's only the trials where both serve (none here)."""
+    from mcengine.runner.accumulate import Accumulators
+
+    n = 8
+    side = lambda ettr: {"trial": np.arange(n), "slo_met": np.zeros(n), "tokens_per_s": np.zeros(n),  # noqa: E731
+                         "cost_per_mtok_usd": np.full(n, np.inf), "ettr": np.full(n, ettr)}
+    acc = Accumulators(("a", "b"))
+    acc.add({"a": side(0.9), "b": side(0.72)})
+    pair = acc.summary()["paired"]
+    assert pair["ettr"]["ratio"]["mean"] == pytest.approx(0.8, rel=1e-12) and pair["ettr"]["p_b_below_a"] == 1.0
+    assert pair["cost_per_mtok_usd"]["ratio"]["mean"] == np.inf  # no trial where both serve: an empty summary
