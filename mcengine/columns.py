@@ -39,9 +39,15 @@ MIX_PREFIX = "mix."
 LOAD_PREFIX = "load."
 #: The load stage's column compared as a paired ratio B/A: the cost per token of the fleet sized for the demand.
 LOAD_PAIRED = LOAD_PREFIX + "cost_per_mtok_fleet_usd"
+#: Prefixes of a training job's interruptions and hours lost a day by cause
+#: (``job_interruptions.optics.per_day``, ``job_lost_hours.optics.per_day``) and its hours
+#: lost by the unit the causes strike (``job_lost_hours_by_unit.host.per_day``: gpu, host,
+#: nic, job); summaries nest each as ``"job_lost_hours": {cause: {"per_day": summary}}``.
+JOB_PREFIXES = ("job_interruptions.", "job_lost_hours.", "job_lost_hours_by_unit.")
 #: Prefixes of the column groups a run summarises only where a scenario has them (its
-#: component classes, its request classes, its load stage), beside :data:`METRICS`.
-GROUP_PREFIXES = (CLASS_PREFIX, MIX_PREFIX, LOAD_PREFIX)
+#: component classes, its request classes, its load stage, a training job's causes),
+#: beside :data:`METRICS`.
+GROUP_PREFIXES = (CLASS_PREFIX, MIX_PREFIX, LOAD_PREFIX, *JOB_PREFIXES)
 #: Of those, the groups whose columns may be paired ratios B/A (a mix's, the load stage's).
 PAIRED_GROUP_PREFIXES = (MIX_PREFIX, LOAD_PREFIX)
 #: Prefix of the input columns in the per-trial table.
@@ -144,6 +150,8 @@ COLUMNS: tuple[Column, ...] = (
            "fewer job interruptions", paired=True, summarised=True, conditional=TRAINING),
     Column("mfu", "model FLOPs utilisation of the training step", "", "higher", "MFU", "higher MFU",
            paired=True, summarised=True, conditional=TRAINING),
+    Column("job_lost_hours_per_day", "hours a day the job loses to rollbacks, restarts and waits for replacements", "hours per day",
+           "lower", "lost hours", "fewer lost hours", may_be_zero=True, summarised=True, conditional=TRAINING),
     # the families summarised under their own keys
     Column(BREAKDOWN_COLUMN, "part of the cost per million output tokens", _COST, may_be_zero=True, may_be_infinite=True, summarised=True),
     Column(CLASS_PREFIX + "{}.failures_per_year", "failures per year of a component class", "per year", may_be_zero=True, summarised=True),
@@ -185,8 +193,7 @@ COLUMNS: tuple[Column, ...] = (
         ("nic_swaps_per_year", "NIC swaps per year", "per year", True),
         ("module_stockout_hours", "spare module stock-out", "instance-hours", True),
         ("tokens_per_s_instance", "output tokens/s of one instance", "tokens/s", True),
-        ("ttft_ms", "time to first token", "ms", False),
-        ("tpot_ms", "time per output token", "ms", False),
+
         ("batch", "decode batch", "requests", False),
         ("busy_fraction", "share of the serving cycle computing or streaming HBM", "", False),
         ("output_tokens_per_request", "output tokens per request", "tokens", False),
@@ -194,6 +201,9 @@ COLUMNS: tuple[Column, ...] = (
         ("tokens_total", "output tokens over the horizon", "tokens", True),
         ("tokens_per_s_per_h100_equivalent", "output tokens/s per H100-equivalent", "tokens/s", True),
     )),
+    # +inf where the cluster serves no tokens (a training job's cluster that no serving plan holds, docs/training.md)
+    Column("ttft_ms", "time to first token", "ms", may_be_infinite=True),
+    Column("tpot_ms", "time per output token", "ms", may_be_infinite=True),
     # the load stage's columns, only with a demand (docs/load.md)
     *(Column(LOAD_PREFIX + name, label, unit, better, may_be_zero=zero, summarised=True, conditional="a demand (workload.load.demand)")
       for name, label, unit, better, zero in (
@@ -221,9 +231,12 @@ COLUMNS: tuple[Column, ...] = (
         ("training_zero_stage", "optimizer sharding stage of the training layout (1 or 3)", "", False),
         ("training_recompute", "whether the training layout recomputes activations (1 full, 0 none)", "", True),
         ("training_bubble", "pipeline bubble share of the training step", "", True),
-        ("job_interruptions.{}.per_day", "job interruptions per day by cause", "per day", True),
-        ("job_lost_hours.{}.per_day", "hours a day the job loses to rollbacks and restarts, by cause", "hours per day", True),
     )),
+    *(Column(prefix + "{}.per_day", label, unit, may_be_zero=True, summarised=True, conditional=TRAINING)
+      for prefix, label, unit in zip(JOB_PREFIXES, (
+          "job interruptions per day by cause",
+          "hours a day the job loses to rollbacks, restarts and waits for replacements, by cause",
+          "hours a day the job loses by the unit its causes strike (gpu, host, nic, job)"), ("per day", "hours per day", "hours per day"))),
     # the switched fabric's and the data hall's columns, each only where it is on
     *(Column(name, label, unit, conditional=when) for name, label, unit, when in (
         ("scale_out_tiers", "switch tiers of the scale-out fabric", "tiers", 'econ.fabric_model = "fat_tree"'),

@@ -89,7 +89,7 @@ def run_block(
     two also share their lifetimes, the last two their plans' evaluations; :func:`run_chunk` fills it). Only the drawn inputs may be shared: pass
     ``memo`` only with them.
     """
-    from .stages import econ, fab, load, reliability, roofline
+    from .stages import econ, fab, load, reliability, roofline, training
 
     if inputs is None:
         inputs = draw_inputs(scenario, seed, trial_start, n)
@@ -102,12 +102,12 @@ def run_block(
                                         lambda: reliability.lifetimes(scenario, inputs, seed, reshard_capacity(scenario)))),
         ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
                                                  None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
-                                                 ahead_weights(scenario))),
+                                                 ahead_weights(scenario)) if training.serves(scenario) else roofline.not_served(scenario, inputs)),
         ("load", lambda: load.load_columns(scenario, inputs, columns, econ.served_availability(scenario, columns)) if load.loaded(scenario) else {}),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
     ):
         produced = produce()
-        _check_finite(stage, scenario, produced, inputs, columns.get("slo_met", 1.0) == 0.0)
+        _check_finite(stage, scenario, produced, inputs, produced.get("slo_met", columns.get("slo_met", 1.0)) == 0.0)
         columns.update(produced)
     if scenario.workload.kind == "training":
         produced = training_columns(scenario, inputs, columns)
@@ -122,11 +122,12 @@ def run_block(
 def training_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The training stage's columns (:func:`mcengine.stages.training.training`), handed the
     econ stage's total cost with every GPU busy (``busy_fraction = 1``: a training job
-    computes throughout)."""
+    computes throughout) and the reliability stage's columns (the job's interruptions
+    from the life kernel's events)."""
     from .stages import econ, training
 
     at_full_load = econ.economics(scenario, inputs, {**columns, "busy_fraction": np.ones(inputs.n)})["total_cost_usd"]
-    return training.training(scenario, inputs, at_full_load)
+    return training.training(scenario, inputs, at_full_load, columns)
 
 
 def planning_weight(scenario: Scenario, inputs: TrialInputs) -> np.ndarray | None:
@@ -258,10 +259,10 @@ class _Ahead(threading.Thread):
 def _plan_tables(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs]) -> dict[tuple, dict]:
     """The roofline stage's ``tables`` of every distinct :func:`roofline_key` among
     ``scenarios`` (``inputs`` by name), as :func:`run_block` keeps them in its ``memo``."""
-    from .stages import roofline
+    from .stages import roofline, training
 
     tables: dict[tuple, dict] = {}
-    for s in scenarios:
+    for s in (s for s in scenarios if training.serves(s)):
         key = roofline_key(s, inputs[s.name])
         if key not in tables:
             tables[key] = roofline.plan_tables(s, inputs[s.name])

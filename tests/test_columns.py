@@ -89,8 +89,9 @@ def test_an_exact_name_wins_over_a_family():
 
 def test_derived_lists_keep_the_summaries_order():
     assert METRICS[:3] == ("cost_per_mtok_usd", "cost_per_mtok_at_cost_usd", "availability")
-    assert columns.metrics_of(False)[-1] == "cost_per_request_usd" and METRICS[-1] == "mfu"
-    assert columns.TRAINING_METRICS == ("cost_per_mtok_trained_usd", "time_to_train_days", "ettr", "job_interruptions_per_day", "mfu")
+    assert columns.metrics_of(False)[-1] == "cost_per_request_usd" and METRICS[-1] == "job_lost_hours_per_day"
+    assert columns.TRAINING_METRICS == ("cost_per_mtok_trained_usd", "time_to_train_days", "ettr", "job_interruptions_per_day", "mfu",
+                                        "job_lost_hours_per_day")
     assert set(PAIRED_METRICS) == set(METRICS) - set(columns.MAY_BE_ZERO) - {"instance_availability", "capacity_availability"}
     assert columns.NEAR_ONE == ("availability", "instance_availability", "capacity_availability")
     assert columns.CLASS_COST.fullmatch("mix.code.cost_per_mtok_usd") and not columns.CLASS_COST.fullmatch("cost_per_mtok_usd")

@@ -101,6 +101,35 @@ def optimal_interval(delta, mtbf):
     return mtbf * (1.0 + w)
 
 
+def restart_with_swaps(restart, swap_wait, swap_rates, rate, idle_shares, mtbf):
+    """The restart Daly's expression reads once some interruptions wait for a replacement
+    unit (any consistent time unit). An interruption of cause ``c`` needing a swap (rate
+    ``r_c`` of all ``r``: ``swap_rates``) costs the restart ``R`` plus the wait beyond it
+    ``e_c = max(0, W - R) l_c``, ``W`` the wait for the replacement counted from the
+    interruption and ``l_c`` the share of the job's throughput it idles (``idle_shares``:
+    1 for a job that stands idle, ``k_c / d`` for an elastic job training on without the
+    ``k_c`` of its ``d`` data-parallel replicas the failed unit held); any other costs
+    ``R``. With exponential interruptions (mean ``M``) striking during restarts too, each
+    retry a fresh draw of the kinds, the expected restart is ``M (1 / E[e^(-X/M)] - 1)``,
+    which is Daly's ``M (e^(R*/M) - 1)`` at
+    ``R* = R - M ln(1 - sum_c (r_c / r)(1 - e^(-e_c/M)))`` (docs/training.md#elastic):
+    ``R`` itself without waits, ``R + sum_c r_c e_c / r`` to first order. An elastic
+    job's slower training until the swap is read as idle time of the share it loses (first
+    order in the wait over ``M``)."""
+    beyond = np.maximum(0.0, np.asarray(swap_wait, float) - np.asarray(restart, float))
+    spared = sum(np.asarray(r, float) * -np.expm1(-beyond * np.asarray(l, float) / mtbf) for r, l in zip(swap_rates, idle_shares))
+    return restart - mtbf * np.log1p(-spared / rate)
+
+
+def replicas_lost_share(unit_gpus, tensor_parallel, data_parallel):
+    """Share of an elastic job's throughput a failed unit of ``unit_gpus`` GPUs takes away:
+    the data-parallel replicas it touches over ``d``, at most 1. Ranks laid out tensor
+    parallel innermost, then data parallel, pipeline outermost (Megatron-Core's default
+    order, docs/sources.md#train-elastic): consecutive GPUs hold ``t``-GPU slices of
+    ``ceil(unit_gpus / t)`` replicas."""
+    return np.minimum(1.0, np.ceil(unit_gpus / np.asarray(tensor_parallel)) / data_parallel)
+
+
 # ---------------------------------------------------------------------------- step model
 
 @dataclass(frozen=True)

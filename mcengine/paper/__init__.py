@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from ..options import check_seed, positive
-from . import blast_radius, cost_claim, fleet, frontier, performance, power, yield_claim
+from . import blast_radius, cost_claim, fault_tolerance, fleet, frontier, performance, power, yield_claim
 from ._common import Settings
 from .nearest import NORM
 
@@ -28,6 +28,8 @@ CLAIMS = (
     (4, "power", power),
     (5, "performance", performance),
     (6, "fleet", fleet),
+    # not one of the paper's figures: its fault-tolerance argument read for a synchronous training job
+    (7, "fault_tolerance", fault_tolerance),
 )
 #: The case study's own question, searched like a claim (not one of the paper's): the
 #: nearest world in which the 2x-link Lite cluster serves a token for no more than the

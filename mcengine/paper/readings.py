@@ -21,7 +21,9 @@ given under each (:func:`readings`):
   HBM bandwidth and capacity from the die's shoreline (two stacks);
 * claim 6: whole packages for the weights (paper), the smallest instance that fits and
   meets the SLO (shipped figure), and each design's cost-optimal instance size
-  (``fleet.sizing``, shipped for the fleet's cost).
+  (``fleet.sizing``, shipped for the fleet's cost);
+* claim 7: a training job that trains on elastically while a technician swaps the failed
+  unit (the paper's finer failure domain), or hot spares within the restart (shipped).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ TEXT = {
                     "the Lite's HBM capacity and bandwidth, batch sizes, SLOs, efficiencies (Table 1 and Figure 3 not available)"),
     "fleet": ("resource-management opportunities from finer-grained allocation",
               "a fleet, demand mix or sizing policy; no figure"),
+    "fault_tolerance": ("a failure affects a smaller share of the cluster (fault tolerance)",
+                        "training: how a synchronous job spanning every unit fares, hot spares, elastic recovery; no figure"),
 }
 #: Claim 2's packaging readings: exponent k of cost ~ (die fraction)^k of the H100's package.
 PACKAGING_EXPONENTS = (1.0, 1.5, 2.0)
@@ -178,7 +182,14 @@ def _fleet(doc: dict, settings: Settings) -> list[dict]:
                      fleet_paired_ratio=s["fleet_paired_ratio"])]
 
 
-READINGS = {"yield": _yield, "cost": _cost, "blast_radius": _blast, "power": _power, "performance": _performance, "fleet": _fleet}
+def _fault_tolerance(doc: dict, settings: Settings) -> list[dict]:
+    return [_reading("elastic jobs, technician swaps", "a failure costs the job its unit's data-parallel replicas while a technician "
+                     "swaps it (2 h), both designs (the paper's finer failure domain)", *_side(doc, "paper_assumptions")),
+            _reading("hot spares", "a spare joins within the restart, Llama 3's practice (shipped)", *_side(doc, "shipped"))]
+
+
+READINGS = {"yield": _yield, "cost": _cost, "blast_radius": _blast, "power": _power, "performance": _performance, "fleet": _fleet,
+            "fault_tolerance": _fault_tolerance}
 
 
 def readings(doc: dict, settings: Settings) -> dict:

@@ -53,9 +53,13 @@ def _sketch_points(summary) -> tuple:
 
 
 def ks_distance(a: tuple, b: tuple) -> float:
-    """Largest vertical gap between two step CDFs given as (values, cumulative share)."""
+    """Largest vertical gap between two step CDFs given as (values, cumulative share); an
+    empty CDF (a scenario with no finite value: a cluster that serves no tokens) is 0 from
+    another empty one and 1 from any other."""
     import numpy as np
 
+    if not len(a[0]) or not len(b[0]):
+        return 0.0 if len(a[0]) == len(b[0]) else 1.0
     grid = np.union1d(a[0], b[0])
     fa = np.interp(grid, a[0], a[1], left=0.0, right=1.0)
     fb = np.interp(grid, b[0], b[1], left=0.0, right=1.0)
@@ -270,12 +274,19 @@ RATIO_TAIL = 0.001
 
 def central_range(curves: list[tuple], tail: float = RATIO_TAIL) -> tuple[float, float]:
     """(low, high) holding all but ``tail`` of each CDF (values, cumulative share) at each
-    end, widened to take in ratio 1 (no difference) so the verdict's line is on the axis."""
+    end, widened to take in ratio 1 (no difference) so the verdict's line is on the axis;
+    an empty CDF (no trial where both sides serve tokens) takes no room, and with none but
+    empty ones the range is 1 +- :data:`EMPTY_HALF_RANGE`."""
     import numpy as np
 
-    lo = min(float(np.interp(tail, p, x)) for x, p in curves)
-    hi = max(float(np.interp(1.0 - tail, p, x)) for x, p in curves)
+    curves = [(x, p) for x, p in curves if len(x)]
+    lo = min((float(np.interp(tail, p, x)) for x, p in curves), default=1.0 - EMPTY_HALF_RANGE)
+    hi = max((float(np.interp(1.0 - tail, p, x)) for x, p in curves), default=1.0 + EMPTY_HALF_RANGE)
     return min(lo, 1.0), max(hi, 1.0)
+
+
+#: Half the width of the paired-ratio axis around 1 when no trial has a ratio to show.
+EMPTY_HALF_RANGE = 0.1
 
 
 def paired_ratio_figure(results):

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..columns import (BREAKDOWN, BREAKDOWN_COLUMN, CLASS_COST, CLASS_PREFIX, GROUP_PREFIXES, LOAD_PAIRED, LOAD_PREFIX, METRICS, MIX_PREFIX, NEAR_ONE,
                        PAIRED_GROUP_PREFIXES, PAIRED_METRICS)
+from ..columns import JOB_PREFIXES, TRAINING_METRICS
 from ..errors import InputError, Problem
 from ..scenario.sampling import run_sampler
 from ..stages.econ import ALL_BREAKDOWN_PARTS
@@ -63,7 +64,8 @@ class Accumulators:
                 a, b = chunk[base][metric], cols[metric]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     ratio = np.where(a == b, 1.0, b / a)  # exactly 1 for identical trials (0/0 included)
-                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}", keep=serves_a & serves_b)
+                keep = serves_a & serves_b if metric not in TRAINING_METRICS else np.ones_like(serves_a)  # a job trains whether or not its cluster serves
+                self.ratios.setdefault((name, metric), self._summary(1.0)).add(ratio, f"{name}/{base}.{metric}", keep=keep)
                 self.below[(name, metric)] = self.below.get((name, metric), 0) + int(np.count_nonzero(b < a))
                 if self.ties is not None:
                     self.ties[(name, metric)] = self.ties.get((name, metric), 0) + int(np.count_nonzero(b == a))
@@ -84,6 +86,9 @@ class Accumulators:
                 scenarios[name].setdefault("mix", {}).setdefault(cls, {})[metric] = summary.to_dict()
             elif column.startswith(LOAD_PREFIX):  # "load": {column: summary}
                 scenarios[name].setdefault("load", {})[column[len(LOAD_PREFIX):]] = summary.to_dict()
+            elif column.startswith(JOB_PREFIXES):  # "job_lost_hours": {cause: {"per_day": summary}}
+                group, cause, kind = column.split(".")
+                scenarios[name].setdefault(group, {}).setdefault(cause, {})[kind] = summary.to_dict()
         infeasible = {name: self.missed.get(name, 0) / self.trials_done for name in self.names}
         doc: dict = {"scenarios": scenarios, "slo_infeasible_share": infeasible, "slo_missed_share": dict(infeasible)}
         if self.replicates:  # randomised QMC: how many independent estimates each sem rests on

@@ -19,7 +19,7 @@ from .lengths import LengthLaw
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
 from .sections.fab import FabSection
-from .sections.gpu import DeriveSection, GpuSection, PeakTable, parse_derive, parse_peak
+from .sections.gpu import PEAK_PRECISIONS, TRAINING_PEAK_KEY, DeriveSection, GpuSection, PeakTable, parse_derive, parse_peak
 from .sections.reliability import ReliabilitySection, component_resolved, parse_components
 from .sections.run import RunSection
 from .sections.training import TrainingSection, parse_training
@@ -100,6 +100,16 @@ class Scenario:
         ``workload.precision`` (docs/model.md#precision)."""
         return self.gpu.peak_tflops.at(self.workload.precision_in_use())
 
+    def training_peak(self) -> Dist | None:
+        """The bf16 peak a training job computes at (mixed precision, docs/training.md), an
+        input of its own (:data:`TRAINING_PEAK_KEY`) where it is not the peak in use: a
+        training job whose serving side computes at another entry of ``gpu.peak_tflops``;
+        None otherwise (the job reads ``gpu.peak_tflops``)."""
+        peaks, precision = self.gpu.peak_tflops, self.workload.precision_in_use()
+        if self.workload.kind != "training" or precision == PEAK_PRECISIONS[0] or precision not in peaks.given:
+            return None
+        return peaks.bf16
+
     # ------------------------------------------------------------------ inputs
     def inputs(self) -> dict[str, Dist]:
         """Every number-valued input by dotted key (fixed ones included), in schema order.
@@ -110,7 +120,8 @@ class Scenario:
         ``workload.classes.code.share``. ``workload.compute_efficiency`` and
         ``workload.memory_efficiency`` are the ones in use (the precision table's when "auto");
         the tables of ``[workload.efficiency]`` are not inputs of their own. ``gpu.peak_tflops``
-        is the peak at the precision in use (:meth:`peak_in_use`).
+        is the peak at the precision in use (:meth:`peak_in_use`); a training job's bf16 peak,
+        where it is another entry, is ``gpu.peak_tflops.bf16`` (:meth:`training_peak`).
         """
         out: dict[str, Dist] = {}
         for table, _cls, _special in SECTIONS:
@@ -123,6 +134,8 @@ class Scenario:
                         out[key] = used
                 elif isinstance(value, PeakTable):
                     out[key] = self.peak_in_use()
+                    if (training_peak := self.training_peak()) is not None:
+                        out[TRAINING_PEAK_KEY] = training_peak
                 elif isinstance(value, Dist):
                     out[key] = value
                 elif isinstance(value, (Law, LengthLaw)):

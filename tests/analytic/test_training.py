@@ -25,6 +25,38 @@ def test_daly_expected_wall_time_matches_a_monte_carlo_within_4_sem(tau_over_m):
     assert abs(tau / wall.mean() - float(at.ettr(tau, delta, restart, mtbf))) < 4 * sem * tau / wall.mean() ** 2
 
 
+@pytest.mark.parametrize("idle", [1.0, 0.25])
+def test_restarts_that_wait_for_swaps_match_a_monte_carlo_within_4_sem(idle):
+    """40 % of the interruptions wait W = 2 h for a replacement (R = 0.25 h, M = 3 h): idle
+    for all of it, or (elastic, a quarter of the replicas lost) for its idle-equivalent
+    0.25 x 1.75 h. Daly's expression at ``restart_with_swaps``' restart against segments
+    whose restarts are drawn afresh from the two kinds."""
+    mtbf, delta, restart, wait, tau = 3.0, 0.02, 0.25, 2.0, 1.5
+    rate, swap_rate = 1 / mtbf, 0.4 / mtbf
+    read = float(at.restart_with_swaps(restart, wait, [swap_rate], rate, [idle], mtbf))
+    kinds = (np.array([restart, restart + (wait - restart) * idle]), np.array([0.6, 0.4]))
+    wall = simulated_segment_hours(tau, delta, kinds, mtbf, 200_000, np.random.default_rng(46))
+    sem = wall.std(ddof=1) / math.sqrt(wall.size)
+    assert abs(wall.mean() - tau * float(at.daly_wall_factor(tau, delta, read, mtbf))) < 4 * sem
+    # by hand: R* = R - M ln(1 - 0.4 (1 - e^(-1.75 l / 3))); first order R + 0.4 x 1.75 l
+    assert read == pytest.approx(restart - mtbf * math.log(1 - 0.4 * (1 - math.exp(-1.75 * idle / mtbf))), rel=1e-12)
+    assert read == pytest.approx(restart + 0.4 * 1.75 * idle, rel=0.2)
+    # the mean restart would miss: its Daly wall time is off by more than 4 SEM for the idle job
+    if idle == 1.0:
+        mean = restart + 0.4 * 1.75
+        assert abs(wall.mean() - tau * float(at.daly_wall_factor(tau, delta, mean, mtbf))) > 4 * sem
+
+
+def test_no_wait_beyond_the_restart_leaves_it_unchanged_and_an_elastic_job_loses_its_replicas_share():
+    assert at.restart_with_swaps(0.25, 0.1, [0.3], 1.0, [1.0], 3.0) == 0.25  # the spare joins within the restart
+    assert at.restart_with_swaps(0.25, 2.0, [0.0], 1.0, [1.0], 3.0) == 0.25  # no interruption needs a swap
+    # tensor parallel innermost, then data parallel: an 8-GPU host at TP 8 holds a slice of one replica of 64, at TP 4 of two;
+    # 300 GPUs at TP 8 slices of 38
+    np.testing.assert_array_equal(at.replicas_lost_share(np.array([8, 1, 300]), 8, 64), [1 / 64, 1 / 64, 38 / 64])
+    assert at.replicas_lost_share(8, 4, 64) == 2 / 64
+    assert at.replicas_lost_share(8, 4, 2) == 1.0  # a unit across all the job's replicas stops it all
+
+
 def test_young_first_order_is_the_small_interval_limit():
     mtbf, delta, restart = 1000.0, 0.01, 0.1
     tau = float(at.young_interval(delta, mtbf))

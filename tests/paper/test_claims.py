@@ -251,3 +251,26 @@ def test_fleet_without_a_whole_host_size_is_refused_naming_the_bound():
     with pytest.raises(InputError) as exc:
         fleet.size_fleet(f, alloc, cols)
     assert "fleet.largest_instance_gpus" in str(exc.value)
+
+
+@pytest.mark.slow
+def test_fault_tolerance_in_training_pairs_the_jobs_and_the_restart_decides_the_penalty():
+    """Claim 7: the figure is the paired ETTR ratio of the training study's jobs; the Lite
+    job, interrupted more often, loses more the longer each restart (per trial, ratio
+    falling along the sweep); its lost hours are its packages' (gpu unit), not its hosts'."""
+    import numpy as np
+
+    from mcengine.paper import fault_tolerance
+    from mcengine.paper._common import interval, paired_ratio
+
+    s = Settings(trials=16, seed=2, quick=True)
+    doc = fault_tolerance.compute(s)
+    cols = s.memo["fault_tolerance"]
+    assert doc["shipped"]["figure"] == interval(paired_ratio(cols["lite-h100"]["ettr"], cols["h100"]["ettr"]))
+    values = doc["boundary"]["values"]
+    ratios = [paired_ratio(cols[f"lite-h100.restart-{v:g}"]["ettr"], cols[f"h100.restart-{v:g}"]["ettr"]) for v in values]
+    assert all(np.all(a > b) for a, b in zip(ratios, ratios[1:]))
+    more = cols["lite-h100"]["job_interruptions_per_day"] / cols["h100"]["job_interruptions_per_day"]
+    assert np.all(more > 1.0) and doc["shipped"]["p_holds"] == 0.0
+    lost = doc["shipped"]["lost_hours_per_day_by_unit"]
+    assert lost["lite-h100"]["gpu"] > 1.4 * lost["h100"]["gpu"] and abs(lost["lite-h100"]["host"] / lost["h100"]["host"] - 1) < 0.2

@@ -20,7 +20,7 @@ def test_quick_paper_json_and_out(cli, tmp_path):
     assert r.code == 0, r.err[-2000:]
     doc = json.loads(r.out)
     claims = doc["claims"]
-    assert [c["number"] for c in claims] == [1, 2, 3, 4, 5, 6]
+    assert [c["number"] for c in claims] == [1, 2, 3, 4, 5, 6, 7]
     for c in claims:
         assert ENTRY_FIELDS <= set(c), c["key"]
         for side in ("paper_assumptions", "shipped"):

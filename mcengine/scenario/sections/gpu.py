@@ -70,6 +70,9 @@ def parse_derive(raw, key: str, problems: list[Problem]) -> DeriveSection | None
 
 #: Number formats with a dense peak of their own in a ``gpu.peak_tflops`` table.
 PEAK_PRECISIONS = ("bf16", "fp8", "fp4")
+#: The input of a training job's bf16 peak where the serving side computes at another
+#: entry of ``gpu.peak_tflops`` (:meth:`mcengine.scenario.Scenario.training_peak`).
+TRAINING_PEAK_KEY = "gpu.peak_tflops.bf16"
 _PEAK_SPEC = number(989.4, "Dense peak FLOP/s: one number (the peak at every precision: the bf16 peak of the shipped files) or a table "
                     "{bf16, fp8, fp4} of the dense peak per number format, the one workload.precision computes in taken "
                     "(H100 SXM5: bf16 989.4, fp8 1978.9, fp4 1978.9; docs/sources.md#fab-h100-specs, docs/model.md#precision). "

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..dists import Dist
 from ...errors import Problem
-from ..fields import AUTO, choice, integer, number, parse_section
+from ..fields import AUTO, choice, flag, integer, number, parse_section
 
 #: ``job_gpus``'s word for "every active GPU of the cluster".
 ALL = "all"
@@ -54,6 +54,15 @@ class TrainingSection:
         12.5, "Time from an interruption to training again (detection, rescheduling onto hot spares, reloading the checkpoint), "
         "derived from Llama 3's ~17 min lost per interruption (docs/sources.md#train-restart).", "minutes",
         lo=0.0, hi=1e5, why="~70 days per restart: no job")
+    swap_wait_minutes: Dist = number(
+        0.0, "Time from a permanent failure (a unit to replace: a component class's permanent failures, the host's) until "
+        "its replacement can join the job, counted from the interruption; 0 = a hot spare joins within the restart, as "
+        "Llama 3's ~17 min lost per interruption implies (docs/sources.md#train-elastic). Beyond restart_minutes the job "
+        "waits for it, or with elastic = true trains on without the lost replicas.", "minutes",
+        lo=0.0, hi=1e5, why="~70 days per swap: no job")
+    elastic: bool = flag(False, "Elastic data parallelism: after a permanent failure the job restarts (restart_minutes) on the "
+                                "data-parallel replicas left and trains at their share of the throughput until the replacement "
+                                "joins (swap_wait_minutes), instead of standing idle for it (docs/training.md#elastic).")
     software_afr: Dist = number(0.0223, "Job interruptions by software bugs per H100-equivalent-year (Llama 3: 54 in 54 days; "
                                         "docs/sources.md#train-job-faults).", "1/year", **_RATE)
     nccl_timeout_afr: Dist = number(0.0029, "Job interruptions by NCCL watchdog timeouts per H100-equivalent-year (Llama 3: 7; "

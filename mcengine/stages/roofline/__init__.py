@@ -43,8 +43,8 @@ from .layout import lengths_of
 from .rules import RULES, AheadWeights, PlanRule, ahead_inputs, register, rule_of
 
 __all__ = ["STAGE", "MIX_PREFIX", "CLASS_OVERRIDES", "RULES", "AheadWeights", "PlanRule", "ahead_inputs", "ahead_points", "at_trial",
-           "capacity_table", "class_inputs", "class_keys", "class_overrides", "class_scenario", "mix_columns", "plan_tables", "register",
-           "request_shapes", "rule_of", "throughput"]
+           "capacity_table", "class_inputs", "class_keys", "class_overrides", "class_scenario", "mix_columns", "not_served", "plan_tables",
+           "register", "request_shapes", "rule_of", "throughput"]
 
 STAGE = "roofline"
 
@@ -118,6 +118,17 @@ def request_shapes(scenario: Scenario, inputs: TrialInputs) -> list[tuple[str, S
     if not scenario.workload.classes:
         return [("", scenario, inputs)]
     return [(name, class_scenario(scenario, name), class_inputs(scenario, name, inputs)) for name, _ in scenario.workload.classes]
+
+
+def not_served(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The roofline columns of a cluster that serves no tokens (a training job's cluster
+    whose model no serving plan can hold, :func:`mcengine.stages.training.serves`): no
+    tokens, ``slo_met`` 0, an infinite TTFT and TPOT, no batch, and every GPU busy (the
+    cluster trains)."""
+    n = inputs.n
+    return {"tokens_per_s_instance": np.zeros(n), "tokens_per_s_per_gpu": np.zeros(n), "ttft_ms": np.full(n, np.inf),
+            "tpot_ms": np.full(n, np.inf), "batch": np.zeros(n, dtype=np.int64), "slo_met": np.zeros(n), "busy_fraction": np.ones(n),
+            "output_tokens_per_request": _per_trial(lengths_of(scenario, inputs).output_tokens, n)}
 
 
 def _per_trial(x, n: int) -> np.ndarray:
