@@ -43,8 +43,6 @@ SWEEP_VALUES = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 SHIPPED_LITE = ("lite-h100-2x", "lite-h100-shoreline")
 #: The study whose settings put the pair in a data hall (configs/studies/facility.toml).
 FACILITY_STUDY = "facility"
-#: The Lite in a liquid-cooled hall: an air-cooling limit under any rack's power.
-LIQUID_KEY, LIQUID_LIMIT_KW = "econ.air_cooling_limit_kw", 1.0
 
 
 def parity_gain(idle_h100_w: float, tdp_h100_w: float, idle_lite_w: float, tdp_lite_w: float, lite_h100_equivalents: float,
@@ -129,11 +127,11 @@ def facility_side(ca: dict, cb: dict, a: str, b: str, liquid_b: dict) -> dict:
 
 def _facility(settings: Settings) -> dict:
     """:func:`facility_side` of shipped h100 and the claim's Lite on the sweep's model, with
-    the ``facility`` study's settings, and the Lite with every rack liquid-cooled (an air
-    limit of 1 kW)."""
+    the ``facility`` study's settings, and the Lite with every rack liquid-cooled
+    (``econ.cooling = "liquid"``)."""
     overrides = list(load_study(FACILITY_STUDY)["set"])
     pair = [variant(on_model(scenario(r), SWEEP_MODEL), f"{r}.{SWEEP_MODEL}.facility", overrides) for r in ("h100", SHIPPED_LITE[0])]
-    liquid = variant(pair[1], f"{pair[1].name}.liquid", [f"{LIQUID_KEY}={LIQUID_LIMIT_KW!r}"])
+    liquid = variant(pair[1], f"{pair[1].name}.liquid", ['econ.cooling="liquid"'])
     cols = chain([*pair, liquid], settings)
     a, b = (s.name for s in pair)
     out = facility_side(cols[a], cols[b], a, b, cols[liquid.name])

@@ -357,7 +357,8 @@ def hall(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The data hall of ``econ.facility`` per trial (docs/model.md#facility): the rated
     IT power (W: every GPU at ``gpu.tdp_w``, every host's own power, the switch tiers'
     ports and optics), a rack's power (kW: ``econ.hosts_per_rack`` hosts with their GPUs),
-    whether it is liquid-cooled, the PUE, the ``racks`` (``ceil(hosts / hosts_per_rack)``),
+    whether it is liquid-cooled (above ``econ.air_cooling_limit_kw``, or every rack with
+    ``econ.cooling = "liquid"``), the PUE, the ``racks`` (``ceil(hosts / hosts_per_rack)``),
     the capex of power delivery and racks (``facility``), of cooling (``cooling``) and of
     the floor (``floor``: racks x ``econ.floor_m2_per_rack`` x ``econ.floor_usd_per_m2``),
     and ``running_w``, what the hosts of the active GPUs and the network draw besides the GPUs."""
@@ -367,7 +368,7 @@ def hall(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
     network_w = scale_out_endpoints(scenario) * switch_tier_parts(scenario, inputs)[1]
     it_w = scenario.total_gpus * tdp + hosts(scenario) * host_w + network_w
     rack_kw = e.hosts_per_rack * (c.gpus_per_host * tdp + host_w) / W_PER_KW
-    liquid = af.liquid_cooled(rack_kw, inputs["econ.air_cooling_limit_kw"])
+    liquid = af.liquid_cooled(rack_kw, inputs["econ.air_cooling_limit_kw"]) | (e.cooling == "liquid")
     racks = -(-hosts(scenario) // e.hosts_per_rack)
     cooling_per_mw = af.by_cooling(liquid, inputs["econ.air_cooling_usd_per_mw"], inputs["econ.liquid_cooling_usd_per_mw"])
     return {"it_power_w": it_w, "rack_kw": rack_kw, "liquid": liquid, "pue": af.by_cooling(liquid, inputs["econ.air_pue"], inputs["econ.liquid_pue"]),

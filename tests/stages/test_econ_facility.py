@@ -95,6 +95,10 @@ def test_air_below_the_limit_liquid_above():
     assert air["liquid_cooled"][0] == 0.0 and liquid["liquid_cooled"][0] == 1.0
     assert air[BREAKDOWN_COLUMN.format("cooling")][0] == pytest.approx(_mtok(0.0508 * 1.5e6 / 3), rel=1e-12)
     assert air["energy_usd"][0] / liquid["energy_usd"][0] == pytest.approx(1.4 / 1.15, rel=1e-12)
+    _, chosen = _run(FABRIC + HALL + ["econ.air_cooling_limit_kw=38.5", 'econ.cooling="liquid"'])  # liquid whatever the rack
+    assert chosen["liquid_cooled"][0] == 1.0
+    for name in ("energy_usd", BREAKDOWN_COLUMN.format("cooling")):
+        assert chosen[name][0] == liquid[name][0]
 
 
 def test_cost_of_capital_by_hand():

@@ -117,6 +117,9 @@ class EconSection:
                                        "USD/MW", **PER_MW)
     air_cooling_usd_per_mw: Dist = number(1.5e6, "Air cooling per MW of IT load (docs/sources.md#facility-cooling).", "USD/MW", **PER_MW)
     liquid_cooling_usd_per_mw: Dist = number(2.5e6, "Liquid (direct-to-chip) cooling per MW of IT load (docs/sources.md#facility-cooling).", "USD/MW", **PER_MW)
+    cooling: str = choice("by_rack", 'How the hall is cooled: "by_rack" (air up to air_cooling_limit_kw, liquid above) or "liquid" '
+                                     "(every rack liquid-cooled whatever its power: what air cooling is worth to a design whose racks "
+                                     "could have it; docs/sources.md#facility-cooling).", ("by_rack", "liquid"))
     air_cooling_limit_kw: Dist = number(30.0, "Highest rack power air cooling serves; racks above it are liquid-cooled (docs/sources.md#facility-cooling).",
                                         "kW", lo=1.0, hi=1000.0, why="no rack draws a megawatt")
     air_pue: Dist = number(1.4, "PUE of an air-cooled hall (docs/sources.md#facility-cooling).", **PUE)
