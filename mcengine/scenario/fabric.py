@@ -6,9 +6,13 @@ power) alike (:mod:`mcengine.analytic.fabric`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..analytic import fabric as fb
 from ..errors import InputError, Problem
+
+if TYPE_CHECKING:
+    from .schema import Scenario
 
 #: Gigabits in a gigabyte (``gpu.scale_out_gbps`` is in GB/s, switch ports in Gb/s).
 GBIT_PER_GBYTE = 8.0
@@ -27,12 +31,12 @@ class ScaleOut:
     share: float
 
 
-def nic_gbps(scenario) -> float:
+def nic_gbps(scenario: Scenario) -> float:
     """A NIC's bandwidth (Gb/s): ``cluster.gpus_per_nic x gpu.scale_out_gbps`` (median) x 8."""
     return scenario.cluster.gpus_per_nic * scenario.gpu.scale_out_gbps.median() * GBIT_PER_GBYTE
 
 
-def scale_out(scenario) -> ScaleOut:
+def scale_out(scenario: Scenario) -> ScaleOut:
     """The scale-out fabric of ``scenario``: one NIC per ``cluster.gpus_per_nic`` GPUs
     (spares included); with ``econ.port_speed = "nic"`` the switch ports run at the NIC's
     bandwidth in whole lanes (:func:`mcengine.analytic.fabric.port_lanes`,

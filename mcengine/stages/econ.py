@@ -45,8 +45,9 @@ Off by default, each adding its own columns and breakdown parts only when on:
 * the switched fabric (``econ.fabric_model = "fat_tree"``, docs/model.md#fabric): a NIC
   per ``cluster.gpus_per_nic`` GPUs (``network``) and the switch tiers its endpoints need
   (``switch_tiers``: switch ports, optics, OCS ports per endpoint, each priced by its
-  bandwidth with ``econ.port_speed = "nic"``, :mod:`mcengine.analytic.fabric`); the scale-up port cost times the ``2 t - 1`` switch
-  ports a GPU needs in its domain's tiers; columns ``scale_out_tiers``, ``scale_up_tiers``;
+  bandwidth with ``econ.port_speed = "nic"``, :mod:`mcengine.analytic.fabric`); the
+  scale-up port cost times the ``2 t - 1`` switch ports a GPU needs in its domain's
+  tiers; columns ``scale_out_tiers``, ``scale_up_tiers``;
 * the data hall (``econ.facility``, docs/model.md#facility): capex per MW of rated IT
   load (GPUs at TDP, hosts, switches and optics) and racks (``facility``), cooling by
   rack power (``cooling``), the building's floor by rack positions (``floor``), the
@@ -161,12 +162,9 @@ def switch_tier_parts(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarr
     e = scenario.econ
     fabric = scale_out(scenario)
     packet, ocs = fb.switch_ports_per_endpoint(fabric.tiers, e.oversubscription.value, e.top_tier == "ocs")
-    if e.port_speed == "switch":
-        share = cost_share = power_share = 1.0
-    else:
-        share = fabric.share
-        cost_share = fb.bandwidth_scale(fabric.port_gbps, e.switch_port_gbps, inputs["econ.optics_cost_exponent"])
-        power_share = fb.bandwidth_scale(fabric.port_gbps, e.switch_port_gbps, inputs["econ.optics_power_exponent"])
+    share = fabric.share  # 1 with econ.port_speed = "switch": every port as quoted
+    cost_share = fb.bandwidth_scale(fabric.port_gbps, e.switch_port_gbps, inputs["econ.optics_cost_exponent"])
+    power_share = fb.bandwidth_scale(fabric.port_gbps, e.switch_port_gbps, inputs["econ.optics_power_exponent"])
     cpo = e.switch_optics == "cpo"
     optic_usd = inputs["econ.cpo_port_cost_usd"] * share if cpo else inputs["econ.pluggable_cost_usd"] * cost_share
     optic_w = inputs["econ.cpo_port_w"] * share if cpo else inputs["econ.pluggable_w"] * power_share
