@@ -244,6 +244,7 @@ COLUMNS: tuple[Column, ...] = (
         ("it_power_mw", "rated IT power of the data hall", "MW", "econ.facility = true"),
         ("rack_kw", "power of one rack", "kW", "econ.facility = true"),
         ("liquid_cooled", "whether the racks need liquid cooling", "", "econ.facility = true"),
+        ("racks", "racks of the data hall (rack positions on its floor)", "racks", "econ.facility = true"),
         ("tokens_per_step", "tokens a sequence emits per speculative verification step", "tokens", "[workload.speculative]"),
     )),
     Column(INPUT_PREFIX + "{}", "a drawn uncertain input", "the scenario key's", segment=r"[A-Za-z0-9_.]+",

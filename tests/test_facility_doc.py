@@ -21,7 +21,7 @@ def test_page_block_is_the_committed_runs_rendering():
 
 def test_the_table_shows_the_new_cost_lines_and_both_verdicts():
     block = FD.rendered()
-    for label in ("switch tiers", "facility (power, racks)", "cooling", "cost of capital", "case study: ratio", "tiers"):
+    for label in ("switch tiers", "facility (power, racks)", "cooling", "floor", "cost of capital", "case study: ratio", "tiers", "switch ports", "racks"):
         assert label in block
 
 

@@ -28,7 +28,8 @@ BEGIN, END = "<!-- facility:begin -->", "<!-- facility:end -->"
 #: (breakdown part, label) rows: every part of the cost per token, the study's new ones last.
 PARTS = (("die", "die"), ("hbm", "HBM"), ("packaging", "packaging"), ("test", "test"), ("optics", "optics"), ("hosts", "hosts"),
          ("network", "NICs"), ("switch_tiers", "switch tiers"), ("fabric", "scale-up fabric"), ("energy", "energy"),
-         ("repairs", "repairs"), ("facility", "facility (power, racks)"), ("cooling", "cooling"), ("capital", "cost of capital"))
+         ("repairs", "repairs"), ("facility", "facility (power, racks)"), ("cooling", "cooling"), ("floor", "floor"),
+         ("capital", "cost of capital"))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -38,19 +39,24 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def designs(names: list[str]) -> list[list[str]]:
-    """Per design at the study's settings: scale-out NICs, their tiers, the scale-up tiers,
-    a rack's rated power and the rated IT power (median inputs)."""
+    """Per design at the study's settings: scale-out NICs, their switch ports (a switch's
+    ports x their speed), their tiers, the scale-up tiers, a rack's rated power, the racks
+    and the rated IT power (median inputs)."""
     sys.path.insert(0, str(ROOT))
     from mcengine.scenario.study import load_study
     from mcengine.scenario import load_scenario
+    from mcengine.scenario.fabric import scale_out
     from mcengine.scenario.sampling import quantile_inputs
     from mcengine.stages import econ
 
     scenarios = [load_scenario(n, load_study(STUDY)["set"]) for n in names]
     halls = [econ.hall(s, quantile_inputs(s)) for s in scenarios]
-    return [["scale-out NICs (endpoints)", *(f"{econ.scale_out_endpoints(s):,}" for s in scenarios)],
-            ["scale-out / scale-up tiers", *(f"{econ.scale_out_tiers(s)} / {econ.scale_up_tiers(s)}" for s in scenarios)],
+    fabrics = [scale_out(s) for s in scenarios]
+    return [["scale-out NICs (endpoints)", *(f"{f.endpoints:,}" for f in fabrics)],
+            ["switch ports", *(f"{f.radix} x {f.port_gbps:g}G" for f in fabrics)],
+            ["scale-out / scale-up tiers", *(f"{f.tiers} / {econ.scale_up_tiers(s)}" for f, s in zip(fabrics, scenarios))],
             ["rack power (4 hosts)", *(f"{float(h['rack_kw'][0]):.1f} kW" for h in halls)],
+            ["racks", *(f"{int(h['racks']):,}" for h in halls)],
             ["rated IT power", *(f"{float(h['it_power_w'][0]) / 1e6:.2f} MW" for h in halls)]]
 
 

@@ -13,9 +13,21 @@ per tier above the leaf, ``2 / r`` ports (a link's two ends), ``1 + 2 (t - 1) / 
 switch ports in all. An optical circuit switch (OCS) as the top tier (Google's Apollo,
 docs/sources.md#fabric-ocs) turns that tier's ``1 / r`` ports per endpoint into OCS
 ports, which need no transceiver and forward light without a packet-switch hop.
+
+Ports by bandwidth (docs/sources.md#fabric-port-bandwidth): a switch ASIC of ``k`` ports
+of ``b_k`` Gb/s has ``k b_k`` Gb/s to split; its SerDes lanes of ``l`` Gb/s group into
+ports, so a port carrying ``b`` Gb/s takes ``ceil(b / l)`` lanes (:func:`port_lanes`)
+and the switch has ``floor(k b_k / (lanes x l))`` of them (:func:`radix_at`): 64 x 800G
+is 128 x 400G or 512 x 100G. A port's share of the switch's price and power is its
+share of the bandwidth, ``lanes x l / b_k``; a transceiver's price and power grow as a
+power of its bandwidth (:func:`bandwidth_scale`), below proportion (one DSP, one laser
+array and one housing per module); a co-packaged optical engine's as its bandwidth
+(pJ/bit); an OCS port's not at all (a mirror passes any bit rate).
 """
 
 from __future__ import annotations
+
+import math
 
 from ..errors import InputError, Problem
 
@@ -65,3 +77,20 @@ def switch_traversals(tiers: int, ocs: bool = False) -> int:
     """Packet switches on the longest path between two endpoints: up ``t`` tiers and down
     again, ``2 t - 1``; one fewer with an OCS top tier (``t >= 2``)."""
     return 2 * tiers - 1 - (1 if ocs and tiers >= 2 else 0)
+
+
+def port_lanes(port_gbps: float, lane_gbps: float) -> int:
+    """SerDes lanes of a switch port that carries ``port_gbps``: ``ceil(port / lane)``, at least one."""
+    return max(1, math.ceil(round(port_gbps / lane_gbps, 9)))
+
+
+def radix_at(radix: int, radix_port_gbps: float, port_gbps: float) -> int:
+    """Ports of ``port_gbps`` a switch of ``radix`` ports of ``radix_port_gbps`` splits its
+    bandwidth into: ``floor(k b_k / b)`` (64 x 800G: 128 at 400G, 32 at 1.6T)."""
+    return int(round(radix * radix_port_gbps / port_gbps, 9))
+
+
+def bandwidth_scale(port_gbps: float, quote_gbps: float, exponent):
+    """A price or power quoted at ``quote_gbps`` moved to ``port_gbps``: ``(b / b_q)^x``
+    (``x = 1``: proportional to the bandwidth; ``x < 1``: a dearer bit on slower parts)."""
+    return (port_gbps / quote_gbps) ** exponent

@@ -219,8 +219,9 @@ def availability_figure(results):
 COST_PARTS = (("die", "die (at price)"), ("hbm", "HBM"), ("packaging", "packaging"), ("test", "test"), ("optics", "optics"),
               ("gpu_price", "GPU (given price)"), ("hosts", "hosts"), ("network", "scale-out network"),
               ("fabric", "scale-up fabric"), ("energy", "energy"), ("repairs", "repairs"),
-              ("switch_tiers", "switch tiers"), ("facility", "facility (power, racks)"), ("cooling", "cooling"), ("capital", "cost of capital"))
-_HATCHES = ("", "//", "..", "xx", "\\\\", "--", "++", "oo", "||", "**", "OO", "/.", "\\.", "x.", "-.")
+              ("switch_tiers", "switch tiers"), ("facility", "facility (power, racks)"), ("cooling", "cooling"), ("floor", "floor"),
+              ("capital", "cost of capital"))
+_HATCHES = ("", "//", "..", "xx", "\\\\", "--", "++", "oo", "||", "**", "OO", "/.", "\\.", "x.", "-.", "+.")
 
 
 def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:

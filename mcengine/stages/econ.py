@@ -44,14 +44,16 @@ Off by default, each adding its own columns and breakdown parts only when on:
 
 * the switched fabric (``econ.fabric_model = "fat_tree"``, docs/model.md#fabric): a NIC
   per ``cluster.gpus_per_nic`` GPUs (``network``) and the switch tiers its endpoints need
-  (``switch_tiers``: switch ports, optics, OCS ports per endpoint,
-  :mod:`mcengine.analytic.fabric`); the scale-up port cost times the ``2 t - 1`` switch
-  ports a GPU needs in its domain's tiers; columns ``scale_out_tiers``, ``scale_up_tiers``;
+  (``switch_tiers``: switch ports, optics, OCS ports per endpoint, each priced by its
+  bandwidth with ``econ.port_speed = "nic"``, :mod:`mcengine.analytic.fabric`); the
+  scale-up port cost times the ``2 t - 1`` switch ports a GPU needs in its domain's
+  tiers; columns ``scale_out_tiers``, ``scale_up_tiers``;
 * the data hall (``econ.facility``, docs/model.md#facility): capex per MW of rated IT
   load (GPUs at TDP, hosts, switches and optics) and racks (``facility``), cooling by
-  rack power (``cooling``), the cooling kind's PUE in place of ``econ.pue`` and the host
-  and network power in the energy (:mod:`mcengine.analytic.facility`); columns
-  ``it_power_mw``, ``rack_kw``, ``liquid_cooled``;
+  rack power (``cooling``), the building's floor by rack positions (``floor``), the
+  cooling kind's PUE in place of ``econ.pue`` and the host and network power in the
+  energy (:mod:`mcengine.analytic.facility`); columns ``it_power_mw``, ``rack_kw``,
+  ``liquid_cooled``, ``racks``;
 * the cost of capital (``econ.wacc`` and the parts' lives, residual value and price
   decline, docs/model.md#finance): each part charged at its levelised share over the
   horizon (:func:`mcengine.analytic.finance.horizon_factor`), the part lines at
@@ -76,6 +78,7 @@ from ..analytic import finance as fi
 from ..columns import BREAKDOWN_COLUMN, CLASS_COST_COLUMN
 from ..errors import InputError, Problem
 from ..scenario import Scenario
+from ..scenario.fabric import scale_out
 from ..scenario.dists import Fixed
 from ..scenario.sampling import TrialInputs
 from ..scenario.dists import Choice
@@ -88,14 +91,17 @@ BREAKDOWN_PARTS = (*PACKAGE_PARTS, "gpu_price", "hosts", "network", "fabric", "e
 
 #: Parts the switched fabric, the data hall and the cost of capital add to the breakdown,
 #: each only in a scenario that turns it on (:func:`breakdown_parts`).
-EXTRA_BREAKDOWN_PARTS = ("switch_tiers", "facility", "cooling", "capital")
+EXTRA_BREAKDOWN_PARTS = ("switch_tiers", "facility", "cooling", "floor", "capital")
 
 #: Every part a breakdown may have, in the figure's order.
 ALL_BREAKDOWN_PARTS = (*BREAKDOWN_PARTS, *EXTRA_BREAKDOWN_PARTS)
 
+#: The data hall's parts, charged over ``econ.facility_life_years``.
+HALL_PARTS = ("facility", "cooling", "floor")
+
 #: Columns of the switched fabric and of the data hall, each only when on.
 FABRIC_COLUMNS = ("scale_out_tiers", "scale_up_tiers")
-FACILITY_COLUMNS = ("it_power_mw", "rack_kw", "liquid_cooled")
+FACILITY_COLUMNS = ("it_power_mw", "rack_kw", "liquid_cooled", "racks")
 
 #: Columns this stage adds, in order.
 COLUMNS = ("gpu_price_usd", "gpu_price_per_h100_equivalent_usd", "capex_usd", "energy_usd", "repair_usd", "total_cost_usd",
@@ -121,19 +127,19 @@ def finance_on(scenario: Scenario) -> bool:
 def breakdown_parts(scenario: Scenario) -> tuple[str, ...]:
     """The breakdown parts of ``scenario``: :data:`BREAKDOWN_PARTS` and those of
     :data:`EXTRA_BREAKDOWN_PARTS` it turns on."""
-    on = {"switch_tiers": fat_tree(scenario), "facility": scenario.econ.facility, "cooling": scenario.econ.facility, "capital": finance_on(scenario)}
+    hall_on = scenario.econ.facility
+    on = {"switch_tiers": fat_tree(scenario), "facility": hall_on, "cooling": hall_on, "floor": hall_on, "capital": finance_on(scenario)}
     return (*BREAKDOWN_PARTS, *(p for p in EXTRA_BREAKDOWN_PARTS if on[p]))
 
 
 def scale_out_endpoints(scenario: Scenario) -> int:
     """Scale-out endpoints: one NIC per ``cluster.gpus_per_nic`` GPUs, spares included."""
-    return -(-scenario.total_gpus // scenario.cluster.gpus_per_nic)
+    return scale_out(scenario).endpoints
 
 
 def scale_out_tiers(scenario: Scenario) -> int:
-    """Switch tiers the scale-out endpoints need (:func:`mcengine.analytic.fabric.tiers_needed`)."""
-    e = scenario.econ
-    return fb.tiers_needed(scale_out_endpoints(scenario), e.switch_radix, e.oversubscription.value, "econ.switch_radix")
+    """Switch tiers the scale-out endpoints need (:func:`mcengine.scenario.fabric.scale_out`)."""
+    return scale_out(scenario).tiers
 
 
 def scale_up_tiers(scenario: Scenario) -> int:
@@ -148,13 +154,23 @@ def switch_tier_parts(scenario: Scenario, inputs: TrialInputs) -> tuple[np.ndarr
     """Per scale-out endpoint, the switch tiers' price and power (USD, W): each packet-switch
     port with its optic (pluggable or co-packaged, ``econ.switch_optics``), each OCS port
     (``econ.top_tier = "ocs"``) and the pluggable at the NIC end
-    (:func:`mcengine.analytic.fabric.switch_ports_per_endpoint`)."""
+    (:func:`mcengine.analytic.fabric.switch_ports_per_endpoint`). With ``econ.port_speed =
+    "nic"`` each is priced and powered at the port's bandwidth (``s``, its share of a quoted
+    ``econ.switch_port_gbps`` port): a switch port and co-packaged optics ``x s``, a
+    pluggable ``x s^econ.optics_cost_exponent`` (power ``^optics_power_exponent``), an OCS
+    port alike at any speed (:func:`mcengine.analytic.fabric.bandwidth_scale`)."""
     e = scenario.econ
-    packet, ocs = fb.switch_ports_per_endpoint(scale_out_tiers(scenario), e.oversubscription.value, e.top_tier == "ocs")
-    optic = "cpo_port" if e.switch_optics == "cpo" else "pluggable"
-    usd = (packet * (inputs["econ.switch_port_cost_usd"] + inputs[f"econ.{optic}_cost_usd"]) + ocs * inputs["econ.ocs_port_cost_usd"]
-           + inputs["econ.pluggable_cost_usd"])
-    watts = packet * (inputs["econ.switch_port_w"] + inputs[f"econ.{optic}_w"]) + ocs * inputs["econ.ocs_port_w"] + inputs["econ.pluggable_w"]
+    fabric = scale_out(scenario)
+    packet, ocs = fb.switch_ports_per_endpoint(fabric.tiers, e.oversubscription.value, e.top_tier == "ocs")
+    share = fabric.share  # 1 with econ.port_speed = "switch": every port as quoted
+    cost_share = fb.bandwidth_scale(fabric.port_gbps, e.switch_port_gbps, inputs["econ.optics_cost_exponent"])
+    power_share = fb.bandwidth_scale(fabric.port_gbps, e.switch_port_gbps, inputs["econ.optics_power_exponent"])
+    cpo = e.switch_optics == "cpo"
+    optic_usd = inputs["econ.cpo_port_cost_usd"] * share if cpo else inputs["econ.pluggable_cost_usd"] * cost_share
+    optic_w = inputs["econ.cpo_port_w"] * share if cpo else inputs["econ.pluggable_w"] * power_share
+    usd = (packet * (inputs["econ.switch_port_cost_usd"] * share + optic_usd) + ocs * inputs["econ.ocs_port_cost_usd"]
+           + inputs["econ.pluggable_cost_usd"] * cost_share)
+    watts = packet * (inputs["econ.switch_port_w"] * share + optic_w) + ocs * inputs["econ.ocs_port_w"] + inputs["econ.pluggable_w"] * power_share
     return usd, watts
 
 
@@ -339,21 +355,24 @@ def hall(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The data hall of ``econ.facility`` per trial (docs/model.md#facility): the rated
     IT power (W: every GPU at ``gpu.tdp_w``, every host's own power, the switch tiers'
     ports and optics), a rack's power (kW: ``econ.hosts_per_rack`` hosts with their GPUs),
-    whether it is liquid-cooled, the PUE, the capex of power delivery and racks
-    (``facility``) and of cooling (``cooling``), and ``running_w``, what the hosts of
-    the active GPUs and the network draw besides the GPUs."""
+    whether it is liquid-cooled (above ``econ.air_cooling_limit_kw``, or every rack with
+    ``econ.cooling = "liquid"``), the PUE, the ``racks`` (``ceil(hosts / hosts_per_rack)``),
+    the capex of power delivery and racks (``facility``), of cooling (``cooling``) and of
+    the floor (``floor``: racks x ``econ.floor_m2_per_rack`` x ``econ.floor_usd_per_m2``),
+    and ``running_w``, what the hosts of the active GPUs and the network draw besides the GPUs."""
     e, c = scenario.econ, scenario.cluster
     tdp = inputs["gpu.tdp_w"]
     host_w = c.gpus_per_host * scenario.gpu.h100_equivalents.value * inputs["econ.host_power_per_h100_equivalent_w"]
     network_w = scale_out_endpoints(scenario) * switch_tier_parts(scenario, inputs)[1]
     it_w = scenario.total_gpus * tdp + hosts(scenario) * host_w + network_w
     rack_kw = e.hosts_per_rack * (c.gpus_per_host * tdp + host_w) / W_PER_KW
-    liquid = af.liquid_cooled(rack_kw, inputs["econ.air_cooling_limit_kw"])
+    liquid = af.liquid_cooled(rack_kw, inputs["econ.air_cooling_limit_kw"]) | (e.cooling == "liquid")
     racks = -(-hosts(scenario) // e.hosts_per_rack)
     cooling_per_mw = af.by_cooling(liquid, inputs["econ.air_cooling_usd_per_mw"], inputs["econ.liquid_cooling_usd_per_mw"])
     return {"it_power_w": it_w, "rack_kw": rack_kw, "liquid": liquid, "pue": af.by_cooling(liquid, inputs["econ.air_pue"], inputs["econ.liquid_pue"]),
             "facility": af.capex_usd(it_w, inputs["econ.facility_usd_per_mw"]) + racks * inputs["econ.rack_cost_usd"],
-            "cooling": af.capex_usd(it_w, cooling_per_mw),
+            "cooling": af.capex_usd(it_w, cooling_per_mw), "racks": racks,
+            "floor": af.floor_usd(racks, inputs["econ.floor_m2_per_rack"], inputs["econ.floor_usd_per_m2"]),
             "running_w": -(-scenario.active_gpus // c.gpus_per_host) * host_w + network_w}
 
 
@@ -376,7 +395,7 @@ def charge_factors(scenario: Scenario, inputs: TrialInputs, rate) -> dict[str, n
     gpu, host, network = hardware("gpu_life_years"), hardware("host_life_years"), hardware("network_life_years")
     hall_factor = fi.horizon_factor(rate, inputs["econ.facility_life_years"], horizon)
     return {**{p: gpu for p in (*PACKAGE_PARTS, "gpu_price")}, "hosts": host, "network": network, "switch_tiers": network, "fabric": network,
-            "facility": hall_factor, "cooling": hall_factor}
+            "facility": hall_factor, "cooling": hall_factor, "floor": hall_factor}
 
 
 def levelise(scenario: Scenario, inputs: TrialInputs, spend: dict[str, np.ndarray], at_cost: dict[str, np.ndarray]) -> tuple[dict, dict]:
@@ -386,8 +405,8 @@ def levelise(scenario: Scenario, inputs: TrialInputs, spend: dict[str, np.ndarra
     difference the cost of capital makes."""
     zero = charge_factors(scenario, inputs, 0.0)
     if not finance_on(scenario):
-        return ({p: v * zero[p] if p in ("facility", "cooling") else v for p, v in spend.items()},
-                {p: v * zero[p] if p in ("facility", "cooling") else v for p, v in at_cost.items()})
+        return ({p: v * zero[p] if p in HALL_PARTS else v for p, v in spend.items()},
+                {p: v * zero[p] if p in HALL_PARTS else v for p, v in at_cost.items()})
     rated = charge_factors(scenario, inputs, inputs["econ.wacc"])
     spent = {p: v * zero[p] if p in zero else v for p, v in spend.items()}
     capital = sum((v * (rated[p] - zero[p]) for p, v in spend.items() if p in zero), np.zeros(inputs.n))
@@ -446,7 +465,8 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         h = hall(scenario, inputs)
         energy = (energy_usd(scenario, inputs, power_w, h["pue"])
                   + h["running_w"] / W_PER_KW * h["pue"] * horizon_hours * inputs["econ.power_usd_per_kwh"])
-        extra.update(it_power_mw=h["it_power_w"] / af.W_PER_MW, rack_kw=h["rack_kw"], liquid_cooled=h["liquid"].astype(float))
+        extra.update(it_power_mw=h["it_power_w"] / af.W_PER_MW, rack_kw=h["rack_kw"], liquid_cooled=h["liquid"].astype(float),
+                     racks=np.full(n, float(h["racks"])))
     else:
         energy = energy_usd(scenario, inputs, power_w)
     repairs = repair_usd(inputs, columns, scenario.spare_modules)
@@ -465,7 +485,8 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
             spend["switch_tiers"] = at_cost["switch_tiers"] = total_gpus * bought["switch_tiers"]
             extra.update(scale_out_tiers=np.full(n, float(scale_out_tiers(scenario))), scale_up_tiers=np.full(n, float(scale_up_tiers(scenario))))
         if scenario.econ.facility:
-            spend["facility"], spend["cooling"] = at_cost["facility"], at_cost["cooling"] = h["facility"], h["cooling"]
+            for part in HALL_PARTS:
+                spend[part] = at_cost[part] = h[part]
         spend, at_cost = levelise(scenario, inputs, spend, at_cost)
         total = sum((np.broadcast_to(spend[p], (n,)) for p in parts), np.zeros(n))
         cost_at_cost = sum((np.broadcast_to(v, (n,)) for v in at_cost.values()), np.zeros(n))

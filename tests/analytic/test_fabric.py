@@ -43,3 +43,21 @@ def test_ports_per_endpoint_and_traversals():
     assert fabric.switch_ports_per_endpoint(1, 1.0, ocs=True) == (1.0, 0.0)
     assert [fabric.switch_traversals(t) for t in (1, 2, 3)] == [1, 3, 5]
     assert [fabric.switch_traversals(t, ocs=True) for t in (1, 2, 3)] == [1, 2, 4]
+
+
+def test_ports_by_bandwidth():
+    """A 51.2 Tb/s switch (64 x 800G) in 100G lanes: 128 x 400G, 512 x 100G, 32 x 1.6T; a
+    150G port takes two lanes; a pluggable's price at 400G is 0.5^0.8 = 0.574 of 800G's."""
+    assert [fabric.port_lanes(b, 100) for b in (50, 100, 150, 400, 1600)] == [1, 1, 2, 4, 16]
+    assert [fabric.radix_at(64, 800, b) for b in (100, 200, 400, 800, 1600)] == [512, 256, 128, 64, 32]
+    assert fabric.bandwidth_scale(400, 800, 0.8) == pytest.approx(0.574349, rel=1e-6)
+    assert fabric.bandwidth_scale(400, 800, 1.0) == 0.5
+
+
+def test_quarter_speed_endpoints_fit_fewer_tiers_at_their_own_speed():
+    """2,048 H100 NICs of 400G and the 8,192 NICs of 100G a quarter-die design would have:
+    at 800G ports (radix 64) the Lite's need three tiers; split to their speed (radix
+    128 and 512) both need two."""
+    assert fabric.tiers_needed(8192, 64) == 3
+    assert fabric.tiers_needed(2048, fabric.radix_at(64, 800, 400)) == 2
+    assert fabric.tiers_needed(8192, fabric.radix_at(64, 800, 100)) == 2

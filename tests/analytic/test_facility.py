@@ -14,3 +14,10 @@ def test_air_up_to_the_limit_liquid_above():
 def test_capex_per_mw():
     """2.5 MW of IT load at $10 M per MW."""
     assert facility.capex_usd(2.5e6, 10e6) == 25e6
+
+
+def test_floor_by_rack_positions():
+    """The Lite's 65 racks x 5 m2 x $1,700 = $552,500; the H100's 33 racks of twice the
+    power, $280,500."""
+    assert facility.floor_usd(65, 5.0, 1700.0) == 552_500.0
+    assert facility.floor_usd(33, 5.0, 1700.0) == 280_500.0

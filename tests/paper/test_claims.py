@@ -119,6 +119,33 @@ def test_power_paper_gain_is_the_power_ratio_over_the_throughput_ratio():
     np.testing.assert_allclose(power.gain(ch, cl)[ok], by_hand[ok], rtol=1e-9)
 
 
+def test_power_under_the_facility_by_hand():
+    """Two trials: A's 40 kW racks liquid-cooled, B's 20 kW air-cooled in one of two. At
+    the wall A spends $100 for 1,000 tokens and B $150 (then $80) for 1,000 (then 500):
+    gains 0.1 / 0.15 - 1 = -1/3 and 0.1 / 0.16 - 1 = -0.375. Cost ratios 1.3 and 1.1; B
+    liquid-cooled costs 1.25 and 1.2, so its own cooling is cheaper in the second trial."""
+    import numpy as np
+
+    from mcengine.columns import BREAKDOWN_COLUMN
+
+    def cols(rack, liquid, energy, tokens, cost, cooling):
+        out = {"rack_kw": np.array(rack), "liquid_cooled": np.array(liquid), "racks": np.array([10.0, 10.0]),
+               "it_power_mw": np.array([1.0, 1.0]), "energy_usd": np.array(energy), "tokens_total": np.array(tokens),
+               "cost_per_mtok_usd": np.array(cost)}
+        return out | {BREAKDOWN_COLUMN.format(p): np.array(v) for p, v in (("cooling", cooling), ("floor", [0.1, 0.1]), ("facility", [0.2, 0.2]))}
+
+    a = cols([40.0, 40.0], [1.0, 1.0], [100.0, 100.0], [1000.0, 1000.0], [1.0, 1.0], [0.02, 0.02])
+    b = cols([20.0, 20.0], [0.0, 1.0], [150.0, 80.0], [1000.0, 500.0], [1.3, 1.1], [0.01, 0.02])
+    liquid = cols([20.0, 20.0], [1.0, 1.0], [120.0, 60.0], [1000.0, 500.0], [1.25, 1.2], [0.02, 0.02])
+    out = power.facility_side(a, b, "a", "b", liquid)
+    assert out["by_design"]["a"]["cooling"] == "liquid" and out["by_design"]["b"]["liquid_share"] == 0.5
+    assert out["by_design"]["b"]["cooling_per_mtok_usd"] == pytest.approx(0.015)
+    assert out["wall_gain"]["p05"] == pytest.approx(-0.375) and out["wall_gain"]["p95"] == pytest.approx(-1 / 3)
+    assert out["cost_ratio"]["p05"] == pytest.approx(1.1) and out["cost_ratio"]["p95"] == pytest.approx(1.3)
+    assert out["p_lite_cheaper"] == 0.0 and out["p_own_cooling_cheaper"] == 0.5
+    assert out["lite_own_cooling_over_liquid"]["p05"] == pytest.approx(1.1 / 1.2)
+
+
 def test_fleet_need_and_rounding_by_hand():
     from mcengine.analytic.roofline.weights import params_total
     from mcengine.scenario.cards import load_model_card

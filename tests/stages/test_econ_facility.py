@@ -16,12 +16,13 @@ from mcengine.stages.econ import BREAKDOWN_COLUMN, BREAKDOWN_PARTS, COLUMNS, bre
 from .test_econ import FIXED_ECON, _columns
 
 # 40 GPU slots (32 active) in 5 hosts of 8, one NIC each: 40 endpoints; 16-port switches
-# serve 16 in one tier, 2 x 8 x 8 = 128 in two.
-FABRIC = ["econ.fabric_model=fat_tree", "econ.switch_radix=16", "econ.nic_cost_usd=800", "econ.switch_port_cost_usd=1000",
+# serve 16 in one tier, 2 x 8 x 8 = 128 in two; every port priced as quoted ("switch").
+FABRIC = ["econ.fabric_model=fat_tree", 'econ.port_speed="switch"', "econ.switch_radix=16", "econ.nic_cost_usd=800", "econ.switch_port_cost_usd=1000",
           "econ.pluggable_cost_usd=500", "econ.switch_port_w=10", "econ.pluggable_w=10"]
 HALL = ["econ.facility=true", "econ.host_power_per_h100_equivalent_w=500", "econ.facility_usd_per_mw=10e6", "econ.rack_cost_usd=20000",
         "econ.liquid_cooling_usd_per_mw=2.5e6", "econ.air_cooling_usd_per_mw=1.5e6", "econ.air_cooling_limit_kw=30",
-        "econ.air_pue=1.4", "econ.liquid_pue=1.15", "econ.hosts_per_rack=4", "econ.facility_life_years=15"]
+        "econ.air_pue=1.4", "econ.liquid_pue=1.15", "econ.hosts_per_rack=4", "econ.facility_life_years=15",
+        "econ.floor_m2_per_rack=5", "econ.floor_usd_per_m2=2000"]
 HOURS = 5 * 8766.0
 
 
@@ -74,12 +75,14 @@ def test_the_hall_by_hand():
     """IT power 40 x 700 W + 5 hosts x 8 x 500 W + 40 endpoints x (3 x 20 + 10) W = 50.8 kW;
     a rack of 4 hosts 4 x (5.6 + 4.0) = 38.4 kW > 30: liquid, PUE 1.15; capex 0.0508 MW x
     $10 M + 2 racks x $20,000 = $548,000 and cooling 0.0508 x $2.5 M = $127,000, charged a
-    third (5 of 15 years). Energy: (32 GPUs x 700 W + 4 hosts x 4,000 W + 2,800 W) x 1.15."""
+    third (5 of 15 years); the floor 2 racks x 5 m2 x $2,000 = $20,000, a third too. Energy:
+    (32 GPUs x 700 W + 4 hosts x 4,000 W + 2,800 W) x 1.15."""
     s, got = _run(FABRIC + HALL)
     assert got["it_power_mw"][0] == pytest.approx(0.0508, rel=1e-12)
     assert got["rack_kw"][0] == pytest.approx(38.4, rel=1e-12) and got["liquid_cooled"][0] == 1.0
     assert got[BREAKDOWN_COLUMN.format("facility")][0] == pytest.approx(_mtok(548_000.0 / 3), rel=1e-12)
     assert got[BREAKDOWN_COLUMN.format("cooling")][0] == pytest.approx(_mtok(127_000.0 / 3), rel=1e-12)
+    assert got["racks"][0] == 2.0 and got[BREAKDOWN_COLUMN.format("floor")][0] == pytest.approx(_mtok(20_000.0 / 3), rel=1e-12)
     energy = (32 * 700.0 + 4 * 4000.0 + 2800.0) / 1000 * 1.15 * HOURS * 0.1
     assert got["energy_usd"][0] == pytest.approx(energy, rel=1e-12)
     assert sum(got[BREAKDOWN_COLUMN.format(p)][0] for p in breakdown_parts(s)) == pytest.approx(got["cost_per_mtok_usd"][0], rel=1e-12)
@@ -92,6 +95,10 @@ def test_air_below_the_limit_liquid_above():
     assert air["liquid_cooled"][0] == 0.0 and liquid["liquid_cooled"][0] == 1.0
     assert air[BREAKDOWN_COLUMN.format("cooling")][0] == pytest.approx(_mtok(0.0508 * 1.5e6 / 3), rel=1e-12)
     assert air["energy_usd"][0] / liquid["energy_usd"][0] == pytest.approx(1.4 / 1.15, rel=1e-12)
+    _, chosen = _run(FABRIC + HALL + ["econ.air_cooling_limit_kw=38.5", 'econ.cooling="liquid"'])  # liquid whatever the rack
+    assert chosen["liquid_cooled"][0] == 1.0
+    for name in ("energy_usd", BREAKDOWN_COLUMN.format("cooling")):
+        assert chosen[name][0] == liquid[name][0]
 
 
 def test_cost_of_capital_by_hand():
@@ -128,3 +135,36 @@ def test_higher_wacc_never_lowers_the_cost():
         cols["gpu_cost_usd"] = np.linspace(2000.0, 4000.0, n)
         costs.append(economics(s, inputs, cols)["cost_per_mtok_usd"])
     assert np.all(np.diff(np.array(costs), axis=0) > 0.0)
+
+
+# The same fabric with its ports at the NIC's speed: a 400 Gb/s NIC (50 GB/s) on 16-port
+# 800G switches that split into 32 ports of 400G, each at half a quoted port's price.
+NIC_SPEED = [f for f in FABRIC if "port_speed" not in f] + ['econ.port_speed="nic"']
+
+
+def test_ports_priced_by_their_bandwidth_by_hand():
+    """400G ports, pluggables at price exponent 1: 40 endpoints still need two tiers of
+    32-port switches; 3 x (500 + 250) + 250 = $2,500 per endpoint, half the 800G price;
+    power 3 x (5 + 5) + 5 = 35 W at power exponent 1."""
+    s, got = _run(NIC_SPEED + ["econ.optics_cost_exponent=1", "econ.optics_power_exponent=1"])
+    assert got["scale_out_tiers"][0] == 2.0
+    assert got[BREAKDOWN_COLUMN.format("switch_tiers")][0] == pytest.approx(_mtok(40 * 2_500.0), rel=1e-12)
+    from mcengine.stages.econ import switch_tier_parts
+
+    assert switch_tier_parts(s, quantile_inputs(s))[1] == pytest.approx(35.0, rel=1e-12)
+
+
+def test_quarter_bandwidth_nics_take_fewer_tiers_and_dearer_bits():
+    """NICs of 100 Gb/s (12.5 GB/s): 128 ports a switch serve the 40 in one tier, one switch
+    port ($1,000 / 8) and two pluggables at (1/8)^0.8 of $500 per endpoint: $314.46."""
+    s, got = _run(NIC_SPEED + ["gpu.scale_out_gbps=12.5"])
+    assert got["scale_out_tiers"][0] == 1.0
+    per_endpoint = 125.0 + 2 * 500.0 * 0.125 ** 0.8
+    assert per_endpoint == pytest.approx(314.4646, rel=1e-6)
+    assert got[BREAKDOWN_COLUMN.format("switch_tiers")][0] == pytest.approx(_mtok(40 * per_endpoint), rel=1e-12)
+
+
+def test_a_nic_faster_than_half_a_switch_is_bad_input():
+    s = load_scenario("h100", FIXED_ECON + NIC_SPEED + ["gpu.scale_out_gbps=1000"])  # 8 Tb/s on a 12.8 Tb/s switch
+    with pytest.raises(InputError, match="gpu.scale_out_gbps"):
+        economics(s, quantile_inputs(s), _columns([3000.0], [0.99], [12], [1000.0]))

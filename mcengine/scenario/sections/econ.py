@@ -79,17 +79,36 @@ class EconSection:
     switch_optics: str = choice("pluggable", 'Optics at the switch ports: "pluggable" transceivers or switch-side "cpo" (co-packaged); the NIC end is '
                                              "a pluggable either way.", ("pluggable", "cpo"))
     nic_cost_usd: Dist = number(1500.0, "One scale-out NIC (fabric_model = \"fat_tree\").", "USD", **USD)
-    switch_port_cost_usd: Dist = number(1000.0, "A packet-switch port: the switch's price over its ports (docs/sources.md#fabric-switch).", "USD", **USD)
+    switch_port_cost_usd: Dist = number(1000.0, "A packet-switch port of switch_port_gbps: the switch's price over its ports (docs/sources.md#fabric-switch).", "USD", **USD)
     switch_port_w: Dist = number(15.0, "A packet-switch port's share of the switch's power, optics apart (docs/sources.md#fabric-switch).", "W", **PORT_W)
-    pluggable_cost_usd: Dist = number(1000.0, "A pluggable transceiver (docs/sources.md#fabric-optics).", "USD", **USD)
+    pluggable_cost_usd: Dist = number(1000.0, "A pluggable transceiver of switch_port_gbps (docs/sources.md#fabric-optics).", "USD", **USD)
     pluggable_w: Dist = number(15.0, "A pluggable transceiver's power (docs/sources.md#fabric-optics).", "W", **PORT_W)
-    cpo_port_cost_usd: Dist = number(500.0, "Co-packaged optics per switch port (switch_optics = \"cpo\"; docs/sources.md#fabric-optics).", "USD", **USD)
+    cpo_port_cost_usd: Dist = number(500.0, "Co-packaged optics per switch port of switch_port_gbps (switch_optics = \"cpo\"; docs/sources.md#fabric-optics).", "USD", **USD)
     cpo_port_w: Dist = number(5.0, "Co-packaged optics' power per switch port (docs/sources.md#fabric-optics).", "W", **PORT_W)
     ocs_port_cost_usd: Dist = number(1000.0, "An optical circuit switch port (top_tier = \"ocs\"; docs/sources.md#fabric-ocs).", "USD", **USD)
     ocs_port_w: Dist = number(1.0, "An optical circuit switch port's power (docs/sources.md#fabric-ocs).", "W", **PORT_W)
     switch_latency_us: Dist = number(1.0, "Latency of one more packet switch on a scale-out hop: each tier above the first adds two to the path "
                                           "(docs/sources.md#fabric-switch).", "us", lo=0.0, hi=1e6,
                                      why="a second per switch is no longer a network")
+    # -- switch ports and optics by bandwidth (docs/model.md#fabric, docs/sources.md#fabric-port-bandwidth)
+    port_speed: str = choice("nic", 'The speed of the scale-out switch ports: "nic" (the NIC\'s bandwidth, cluster.gpus_per_nic x gpu.scale_out_gbps '
+                                    "at its median, in whole switch_lane_gbps lanes: the switch's switch_radix x switch_port_gbps split into "
+                                    "ports of that speed, each priced and powered by its share of the bandwidth, the pluggables by "
+                                    "optics_cost_exponent and optics_power_exponent, co-packaged optics per bit, OCS ports alike at any speed) "
+                                    'or "switch" (every port a switch_radix port at its quoted price and power, whatever the NIC\'s speed).',
+                             ("nic", "switch"))
+    switch_port_gbps: int = integer(800, "Speed of the switch_radix ports, at which the switch port, pluggable and co-packaged optics prices "
+                                         "and powers are quoted (a 51.2 Tb/s ASIC: 64 x 800G; docs/sources.md#fabric-port-bandwidth).", "Gb/s",
+                                    lo=1, hi=1_000_000, why="a petabit port is beyond any switch")
+    switch_lane_gbps: int = integer(100, "A switch SerDes lane: a port is a whole number of lanes, so 51.2 Tb/s has at most 512 ports "
+                                         "(docs/sources.md#fabric-port-bandwidth).", "Gb/s", lo=1, hi=1_000_000,
+                                    why="a petabit lane is beyond any SerDes")
+    optics_cost_exponent: Dist = number(0.8, "A pluggable's price goes as (its bandwidth / switch_port_gbps)^x: 400G at 0.57 of an 800G "
+                                             "one, 1.6T at 1.74 (docs/sources.md#fabric-port-bandwidth).", lo=0.0, hi=2.0,
+                                        why="0 = one price at every speed; 2 = a bit dearer on faster parts than any seen")
+    optics_power_exponent: Dist = number(0.8, "A pluggable's power goes as (its bandwidth / switch_port_gbps)^x "
+                                              "(docs/sources.md#fabric-port-bandwidth).", lo=0.0, hi=2.0,
+                                         why="0 = one power at every speed; 2 = a bit costlier on faster parts than any seen")
     # -- the data hall (docs/model.md#facility, docs/sources.md#facility-capex, #facility-cooling)
     facility: bool = flag(False, "Price the data hall: capex per MW of rated IT load (GPUs at TDP, hosts, switches, optics) for power delivery "
                                  "and cooling, racks, the cooling kind by rack power (air up to air_cooling_limit_kw, liquid above) and its PUE "
@@ -98,13 +117,22 @@ class EconSection:
                                        "USD/MW", **PER_MW)
     air_cooling_usd_per_mw: Dist = number(1.5e6, "Air cooling per MW of IT load (docs/sources.md#facility-cooling).", "USD/MW", **PER_MW)
     liquid_cooling_usd_per_mw: Dist = number(2.5e6, "Liquid (direct-to-chip) cooling per MW of IT load (docs/sources.md#facility-cooling).", "USD/MW", **PER_MW)
+    cooling: str = choice("by_rack", 'How the hall is cooled: "by_rack" (air up to air_cooling_limit_kw, liquid above) or "liquid" '
+                                     "(every rack liquid-cooled whatever its power: what air cooling is worth to a design whose racks "
+                                     "could have it; docs/sources.md#facility-cooling).", ("by_rack", "liquid"))
     air_cooling_limit_kw: Dist = number(30.0, "Highest rack power air cooling serves; racks above it are liquid-cooled (docs/sources.md#facility-cooling).",
                                         "kW", lo=1.0, hi=1000.0, why="no rack draws a megawatt")
     air_pue: Dist = number(1.4, "PUE of an air-cooled hall (docs/sources.md#facility-cooling).", **PUE)
     liquid_pue: Dist = number(1.15, "PUE of a liquid-cooled hall (docs/sources.md#facility-cooling).", **PUE)
     hosts_per_rack: int = integer(4, "Hosts in one rack (rack power = its hosts' rated power).", lo=1, hi=1024,
                                   why="a thousand hosts is beyond any rack")
-    rack_cost_usd: Dist = number(20000.0, "One rack with its power distribution, cabling and floor (docs/sources.md#facility-capex).", "USD", **USD)
+    rack_cost_usd: Dist = number(20000.0, "One rack with its power distribution and cabling, the floor apart (docs/sources.md#facility-capex).", "USD", **USD)
+    floor_m2_per_rack: Dist = number(5.0, "Floor per rack position: the rack, its share of the aisles and of the hall's power and cooling "
+                                          "rooms (docs/sources.md#facility-floor).", "m2", lo=0.1, hi=1000.0,
+                                     why="a rack takes at least its footprint and no hall gives one a thousand m2")
+    floor_usd_per_m2: Dist = number(1700.0, "The building per m2 of floor (shell and core; power and cooling in the prices per MW; "
+                                            "docs/sources.md#facility-floor).", "USD/m2", lo=0.0, hi=1e6,
+                                    why="a million dollars per m2 is beyond any building")
     host_power_per_h100_equivalent_w: Dist = number(575.0, "A host's own power (CPUs, memory, NICs, fans, scale-up switches) per H100-equivalent of "
                                                            "GPU silicon it carries (docs/sources.md#facility-host-power).", "W", lo=0.0, hi=1e5,
                                                     why="a hundred kilowatts per GPU is beyond any host")

@@ -28,6 +28,7 @@ from ...analytic import lengths as al
 from ...analytic.roofline import model as rm, weights as rw, steps as rt, limits as rl
 from ...errors import InputError, Problem
 from ...scenario import Dist, Scenario
+from ...scenario.fabric import scale_out
 from ...scenario.lengths import EmpiricalLength, LognormalLength
 from ...scenario.sampling import TrialInputs
 from ...units import MS_PER_S
@@ -46,10 +47,8 @@ def rates_of(scenario: Scenario, inputs: TrialInputs) -> rm.Rates:
     w = scenario.workload
     scale_out_hop_us = inputs["workload.scale_out_hop_us"]
     if scenario.econ.fabric_model == "fat_tree":  # fabric hops (issue #46): the tiers lengthen every scale-out hop
-        e = scenario.econ
-        endpoints = -(-scenario.total_gpus // scenario.cluster.gpus_per_nic)
-        tiers = fb.tiers_needed(endpoints, e.switch_radix, e.oversubscription.value, "econ.switch_radix")
-        scale_out_hop_us = scale_out_hop_us + (fb.switch_traversals(tiers, e.top_tier == "ocs") - 1) * inputs["econ.switch_latency_us"]
+        tiers = scale_out(scenario).tiers
+        scale_out_hop_us = scale_out_hop_us + (fb.switch_traversals(tiers, scenario.econ.top_tier == "ocs") - 1) * inputs["econ.switch_latency_us"]
     return rm.Rates.from_peaks(
         peak_tflops=inputs["gpu.peak_tflops"] * inputs["gpu.dvfs_scale"],
         hbm_tbps=inputs["gpu.hbm_tbps"],
