@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..analytic import queueing as qu
 from ..analytic import serving as sv
 from ..analytic.roofline import steps as rt
 from ..errors import InputError, Problem
@@ -69,6 +70,7 @@ class ServingSystem:
     tpot_slo_s: float = math.inf
     ttft_slo_s: float = math.inf
     plan: str = ""
+    pipeline: int = 1
 
 
 def queue_system(servers: int, service_s: float, exponential: bool) -> tuple[ServingSystem, str]:
@@ -151,7 +153,9 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
       (:func:`~mcengine.analytic.roofline.steps.batch_time_to_first_token`); the KV
       transfer of ``k`` prompts: :func:`mcengine.analytic.serving.kv_transfer_s`;
     * continuous step of ``b`` sequences and a chunk of ``c`` tokens, at :data:`CHUNK_GRID`
-      chunks up to ``workload.prefill_chunk_tokens``:
+      chunks up to the step's prefill budget, the plan's steady chunk ``B S / O`` (at most
+      ``workload.prefill_chunk_tokens``: the scheduler's token budget set to the plan, so the
+      simulated instance saturates at the roofline's ``B / tau``; docs/serve.md#capacity):
       :func:`mcengine.analytic.serving.continuous_step` at that chunk (a chunk alone: one
       prompt of ``c`` tokens prefilled); the kernel interpolates between them;
     * a prefill pass keeps its instance for :func:`~mcengine.analytic.roofline.steps.prefill`'s
@@ -205,15 +209,15 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
     if mode == "static":
         prefill = rt.batch_time_to_first_token(m, e.layout, batch, s, rates).total_s
         return ServingSystem("static", batch_max=b, decode_s=np.r_[0.0, decode], prefill_s=np.r_[0.0, prefill], **common)
-    chunk = int(w.prefill_chunk_tokens)
+    chunk = float(min(w.prefill_chunk_tokens, b * s / float(at_trial(sv.decode_steps(o, rates)))))
     mixed = np.zeros((b + 1, CHUNK_GRID + 1))
     mixed[1:, 0] = decode
     for j in range(1, CHUNK_GRID + 1):
         c = chunk * j / CHUNK_GRID
         mixed[1:, j] = sv.continuous_step(m, e.layout, batch, s, batch * s / c, rates, context).total_s  # (c over the step's micro-batches)
         mixed[0, j] = float(at_trial(rt.prefill(m, e.layout, 1.0, c, rates).total_s))
-    return ServingSystem("continuous", batch_max=b, decode_s=np.r_[0.0, decode], prefill_s=np.zeros(b + 1), mixed_s=mixed,
-                         chunk_tokens=float(chunk), kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, **common)
+    return ServingSystem("continuous", batch_max=b, pipeline=int(e.layout.pipeline), decode_s=np.r_[0.0, decode], prefill_s=np.zeros(b + 1), mixed_s=mixed,
+                         chunk_tokens=chunk, kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, **common)
 
 
 # --------------------------------------------------------------------------- the command
@@ -291,3 +295,23 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
         **summary,
     }
     return body, df
+
+
+def fast_latency(system: ServingSystem, rate_per_s: float, arrival_cv: float = 1.0, q: float = 0.99) -> qu.LoadLatency:
+    """The chain's fast model (:mod:`mcengine.analytic.queueing`, docs/load.md#modes) of
+    ``system`` at ``rate_per_s`` requests/s: its step-time tables read at batch 1 (continuous:
+    at the plan's micro-batch count) and at the top batch (the model is linear between
+    them), the continuous step at a whole chunk."""
+    s = system
+    common = dict(instances=s.instances, batch=s.batch_max, output_tokens=s.output_tokens, decode_1_s=s.decode_s[1], decode_s=s.decode_s[s.batch_max])
+    if s.mode == "static":
+        return qu.static_at_load(q, rate_per_s, arrival_cv, prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[s.batch_max], **common)
+    if s.mode == "continuous":
+        low = min(s.pipeline, s.batch_max)
+        common |= dict(decode_1_s=s.mixed_s[low, 0], low_batch=low)
+        return qu.continuous_at_load(q, rate_per_s, arrival_cv, prompt_tokens=s.prompt_tokens, chunk_tokens=s.chunk_tokens,
+                                     step_s=s.mixed_s[s.batch_max, -1], chunk_step_1_s=s.mixed_s[low, -1], **common)
+    p = s.prefill_batch_max
+    return qu.disaggregated_at_load(q, rate_per_s, arrival_cv, prefill_instances=s.prefill_instances, prefill_batch=p,
+                                    prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[p], busy_1_s=s.prefill_busy_s[1], busy_s=s.prefill_busy_s[p],
+                                    transfer_1_s=s.transfer_s[1], transfer_s=s.transfer_s[p], **common)
