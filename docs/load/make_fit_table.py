@@ -17,7 +17,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
@@ -26,9 +25,9 @@ sys.path.insert(0, str(ROOT))  # this checkout's mcengine
 PAGE = ROOT / "docs" / "load.md"
 CSV = HERE / "fit-table.csv"
 
-DESIGNS = ("h100", "lite-h100")
-MODES = ("static", "continuous", "disaggregated")
-ARRIVALS = (("poisson", 1.0), ("gamma", 2.0))
+sys.path.insert(0, str(HERE.parent / "serve"))
+from make_load_table import ARRIVALS, DESIGNS, MODES, regenerate  # noqa: E402  (the serve load table's designs, modes and arrivals)
+
 LOADS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 REQUESTS = 100_000
 #: Instances simulated: each design's plan on 16 instances (the fast model is per instance
@@ -90,16 +89,5 @@ def render(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    grid().to_csv(CSV, index=False, float_format="%.6g")
-    table = pd.read_csv(CSV)  # the page renders the committed grid, as its test does
-    text = PAGE.read_text()
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    from mcengine.io import write_atomic
-
-    write_atomic(PAGE, text[:start] + "\n" + render(table) + "\n" + text[end:])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    regenerate(grid(), CSV, PAGE, BEGIN, END, render)

@@ -156,7 +156,7 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
     * continuous step of ``b`` sequences and a chunk of ``c`` tokens, at :data:`CHUNK_GRID`
       chunks up to the step's prefill budget, the plan's steady chunk ``B S / O`` (at most
       ``workload.prefill_chunk_tokens``: the scheduler's token budget set to the plan, so the
-      simulated instance saturates at the roofline's ``B / tau``; docs/serve.md#capacity):
+      simulated instance saturates at the roofline's ``B / tau``; docs/load.md#capacity):
       :func:`mcengine.analytic.serving.continuous_step` at that chunk (a chunk alone: one
       prompt of ``c`` tokens prefilled); the kernel interpolates between them;
     * a prefill pass keeps its instance for :func:`~mcengine.analytic.roofline.steps.prefill`'s
