@@ -158,11 +158,6 @@ def _occupancy(rate, hold_1, hold_top, top, extra_s=0.0):
     return np.clip(n, 0.0, top)
 
 
-def _tail(q):
-    """Standard normal ``q`` quantile."""
-    return stats.norm.ppf(q)
-
-
 def _batch_quantile(q, mean, arrival_cv, top, instances=1):
     """The ``q`` quantile of the occupancy a request shares its life with: the mean plus the
     normal ``q`` quantile of its fluctuation averaged over the request's life. The
@@ -171,7 +166,7 @@ def _batch_quantile(q, mean, arrival_cv, top, instances=1):
     kernel's ``int w^2``); least-loaded dispatch spreads it evenly, so one instance's
     variance is ``2/3 n c_a^2 / N``. At most ``top``."""
     n = np.asarray(mean, float)
-    return np.minimum(n + _tail(q) * np.sqrt(2.0 / 3.0 * n * np.asarray(arrival_cv, float) ** 2 / instances), top)
+    return np.minimum(n + stats.norm.ppf(q) * np.sqrt(2.0 / 3.0 * n * np.asarray(arrival_cv, float) ** 2 / instances), top)
 
 
 #: Fixed-point steps of the static batch and the continuous occupancy (a fixed count: run
@@ -195,12 +190,11 @@ class LoadLatency(NamedTuple):
 
 class BatchQueue(NamedTuple):
     """:func:`batch_queue`'s state: the batch a waiting request leaves with and the mean
-    batch over requests, the cycle at the mean batch (s), the probability of waiting and
-    the mean gap between servers falling idle while all are busy (s)."""
+    batch over requests, the probability of waiting and the mean gap between servers
+    falling idle while all are busy, as a waiting request sees it (s)."""
 
     batch_waited: np.ndarray
     batch_mean: np.ndarray
-    cycle_s: np.ndarray
     wait_probability: np.ndarray
     gap_s: np.ndarray
 
@@ -217,9 +211,9 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     ``k_b = 1 - C + C min(top, 1 + lambda g)`` (:data:`OCCUPANCY_STEPS` damped
     fixed-point steps from 1); a request that waits lands in a length-biased gap, two
     gaps long on average, and leaves with ``k_w = min(top, 1 + 2 lambda g)``. Bursty
-    arrivals (inter-arrival CV ``c_a``) wait and batch as if the gaps were ``(1 + c_a^2) / 2``
-    times longer (Allen-Cunneen's factor with the servers' exponential gaps); the
-    probability of waiting is Erlang C's."""
+    arrivals (inter-arrival CV ``c_a``) wait as if the gaps were ``(1 + c_a^2) / 2`` times
+    longer (Allen-Cunneen's factor with the servers' exponential gaps: ``gap_s`` is that);
+    the probability of waiting and the batches are Poisson's (Erlang C)."""
     lam = np.asarray(rate_per_s, float)
     k = np.ones(np.shape(lam))
     burst = (1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0
@@ -227,14 +221,14 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     def state(k):
         cycle = _linear(cycle_1, cycle_top, top, k)
         u = np.minimum(lam * cycle / (k * servers), RHO_WAIT_MAX)
-        return cycle, erlang_c(servers, u * servers), cycle / servers
+        return erlang_c(servers, u * servers), cycle / servers
 
     for _ in range(OCCUPANCY_STEPS):
-        _, c, gap = state(k)
+        c, gap = state(k)
         k = 0.5 * k + 0.5 * (1.0 - c + c * np.minimum(top, 1.0 + lam * gap))
-    cycle, c, gap = state(k)
+    c, gap = state(k)
     waited = np.minimum(top, 1.0 + 2.0 * lam * gap)
-    return BatchQueue(waited, 1.0 - c + c * waited, cycle, c, gap * burst)
+    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst)
 
 
 def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):

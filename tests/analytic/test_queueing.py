@@ -167,7 +167,7 @@ def test_batch_queue_light_and_heavy_limits():
 def test_batched_ttft_quantile_is_the_hypoexponential_law():
     """A waiting request's TTFT is ``first(1) + a R + b A`` (R, A exponential of mean g):
     the model's quantile against 400,000 samples of that law (fixed seed)."""
-    bq = qu.BatchQueue(np.array(5.0), np.array(5.0), np.array(1.0), np.array(1.0), np.array(0.1))
+    bq = qu.BatchQueue(np.array(5.0), np.array(5.0), np.array(1.0), np.array(0.1))
     rate, first_1, first_top, top = 20.0, 0.5, 2.0, 16
     f = (first_top - first_1) / (top - 1)
     mean, q99 = qu._batched_ttft(0.99, bq, rate, first_1, first_top, top)

@@ -70,3 +70,15 @@ def test_a_continuous_instance_reaches_the_roofline_capacity():
     assert system.chunk_tokens == pytest.approx(b * system.prompt_tokens / system.output_tokens)
     df, busy = simulate_requests(system, 0.9 * system.capacity_tokens_per_s / system.output_tokens, 15_000, seed=3)
     assert latency_summary(df, busy, system, 0.2)["utilisation"] == pytest.approx(0.9, abs=0.02)
+
+
+def test_the_committed_fast_columns_are_the_fast_model_now(fit):
+    """The table's fast-model columns are what the fast model gives today (to the CSV's six
+    significant digits): a change to the model regenerates the table."""
+    table = pd.read_csv(fit.CSV)
+    for (name, mode), part in table.groupby(["design", "mode"]):
+        system = serving_system(load_scenario(name), mode, fit.INSTANCES)
+        rate = part.load.to_numpy() * system.capacity_tokens_per_s / system.output_tokens
+        fast = fast_latency(system, rate, part.cv.to_numpy(), 0.99)
+        for k, v in (("ttft_p99", fast.ttft_q_s), ("ttft_mean", fast.ttft_mean_s), ("tpot_p99", fast.tpot_q_s), ("tpot_mean", fast.tpot_mean_s)):
+            np.testing.assert_allclose(1e3 * v, part[f"fast_{k}_ms"], rtol=1e-5, err_msg=f"{name} {mode} {k}")
