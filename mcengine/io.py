@@ -143,6 +143,17 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     return path
 
 
+
+def write_block(path: str | os.PathLike, begin: str, end: str, body: str) -> Path:
+    """Replace the text between the markers ``begin`` and ``end`` of the file at ``path``
+    with ``body`` (on lines of its own), atomically (:func:`write_atomic`): a generated
+    block of a hand-written page."""
+    path = Path(path)
+    text = path.read_text()
+    start, stop = text.index(begin) + len(begin), text.index(end)
+    return write_atomic(path, text[:start] + "\n" + body + "\n" + text[stop:])
+
+
 def _fault_point(name: str) -> None:
     """The injected fault of :data:`FAULT_ENV` at this write (of file ``name``), if it is
     the one named."""

@@ -65,14 +65,17 @@ def render(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    grid().to_csv(CSV, index=False, float_format="%.6g")
-    table = pd.read_csv(CSV)  # the page renders the committed grid, as its test does
-    text = PAGE.read_text()
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    from mcengine.io import write_atomic
+def regenerate(frame: pd.DataFrame, csv: Path, page: Path, begin: str, end: str, render_table) -> None:
+    """Write ``frame`` to ``csv`` and the page's block between ``begin`` and ``end`` as
+    ``render_table`` renders the CSV read back (the committed grid, as its test reads it)."""
+    from mcengine.io import write_block
 
-    write_atomic(PAGE, text[:start] + "\n" + render(table) + "\n" + text[end:])
+    frame.to_csv(csv, index=False, float_format="%.6g")
+    write_block(page, begin, end, render_table(pd.read_csv(csv)))
+
+
+def main() -> int:
+    regenerate(grid(), CSV, PAGE, BEGIN, END, render)
     return 0
 
 

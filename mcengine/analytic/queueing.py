@@ -21,6 +21,8 @@ and the M/M/c waiting-time law (docs/sources.md#load-queueing).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy import stats
 
@@ -132,3 +134,220 @@ def fleet_instances(up_needed, down_probability, quantile) -> np.ndarray:
         ok = mid - stats.binom.ppf(quantile, mid, p) >= need
         lo, hi = np.where(ok, lo, mid), np.where(ok, mid, hi)
     return np.where(need <= 0.0, 0.0, hi)
+
+
+# --------------------------------------------------------------------------- latency per serving mode
+
+
+def _linear(at_1, at_top, top, x, low=1.0):
+    """A step time linear in the batch through ``(low, at_1)`` and ``(top, at_top)``, at ``x``
+    (at least ``low``)."""
+    span = np.asarray(top, float) - low
+    slope = np.divide(np.asarray(at_top, float) - at_1, span, out=np.zeros(np.broadcast(at_top, at_1, span).shape), where=span > 0)
+    return np.asarray(at_1, float) + slope * (np.maximum(np.asarray(x, float), low) - low)
+
+
+def _occupancy(rate, hold_1, hold_top, top, extra_s=0.0):
+    """Requests running on one instance by Little's law, ``n = rate x hold(n)``, with the time a
+    request is held linear in ``n`` through ``(1, hold_1)`` and ``(top, hold_top)`` plus
+    ``extra_s``: ``n = rate (h_1 - g + extra) / (1 - rate g)``, ``g`` the slope; at most ``top``."""
+    g = np.divide(np.asarray(hold_top, float) - hold_1, np.asarray(top, float) - 1.0, out=np.zeros(np.broadcast(hold_top, hold_1, top).shape),
+                  where=np.asarray(top, float) > 1.0)
+    denom = 1.0 - rate * g
+    n = np.divide(rate * (hold_1 - g + extra_s), denom, out=np.asarray(np.broadcast_to(top, denom.shape), float).copy(), where=denom > 0)
+    return np.clip(n, 0.0, top)
+
+
+def _batch_quantile(q, mean, arrival_cv, top, instances=1):
+    """The ``q`` quantile of the occupancy a request shares its life with: the mean plus the
+    normal ``q`` quantile of its fluctuation averaged over the request's life. The
+    ``instances`` instances' total occupancy varies as an infinite-server queue's count,
+    variance ``N n c_a^2``, ``2/3`` of it left averaged over one holding time (the triangle
+    kernel's ``int w^2``); least-loaded dispatch spreads it evenly, so one instance's
+    variance is ``2/3 n c_a^2 / N``. At most ``top``."""
+    n = np.asarray(mean, float)
+    return np.minimum(n + stats.norm.ppf(q) * np.sqrt(2.0 / 3.0 * n * np.asarray(arrival_cv, float) ** 2 / instances), top)
+
+
+#: Fixed-point steps of the static batch and the continuous occupancy (a fixed count: run
+#: time never grows with a value).
+OCCUPANCY_STEPS = 48
+#: The highest utilisation the static mode's G/D/c wait is evaluated at (the bus bound
+#: takes over where the batches' utilisation reaches 1).
+RHO_WAIT_MAX = 0.9999
+
+
+class LoadLatency(NamedTuple):
+    """A serving mode's latency under load (s; arrays over trials): TTFT and TPOT, mean and at
+    the quantile asked, and the requests running per (decode) instance."""
+
+    ttft_mean_s: np.ndarray
+    ttft_q_s: np.ndarray
+    tpot_mean_s: np.ndarray
+    tpot_q_s: np.ndarray
+    running: np.ndarray
+
+
+class BatchQueue(NamedTuple):
+    """:func:`batch_queue`'s state: the batch a waiting request leaves with and the mean
+    batch over requests, the probability of waiting and the mean gap between servers
+    falling idle while all are busy, as a waiting request sees it (s)."""
+
+    batch_waited: np.ndarray
+    batch_mean: np.ndarray
+    wait_probability: np.ndarray
+    gap_s: np.ndarray
+
+
+def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) -> BatchQueue:
+    """Requests served in batches by ``servers`` servers, each taking every queued request (up
+    to ``top``) when it falls idle and holding them for ``T(k)`` (linear through ``(1,
+    cycle_1)`` and ``(top, cycle_top)``). While all are busy, servers fall idle as a
+    Poisson stream of rate ``c / T`` (gaps ``g = T / c``); a batch started then takes the
+    requests that arrived in its gap (``1 + lambda g`` on average given at least one, the
+    count in an exponential gap being geometric), and a batch started by a request that
+    finds a server idle holds it alone. With ``C`` the probability that a request waits
+    (Erlang C at the batches' utilisation ``u = lambda T / (k_b c)``), the mean batch is
+    ``k_b = 1 - C + C min(top, 1 + lambda g)`` (:data:`OCCUPANCY_STEPS` damped
+    fixed-point steps from 1); a request that waits lands in a length-biased gap, two
+    gaps long on average, and leaves with ``k_w = min(top, 1 + 2 lambda g)``. Bursty
+    arrivals (inter-arrival CV ``c_a``) wait as if the gaps were ``(1 + c_a^2) / 2`` times
+    longer (Allen-Cunneen's factor with the servers' exponential gaps: ``gap_s`` is that);
+    the probability of waiting and the batches are Poisson's (Erlang C)."""
+    lam = np.asarray(rate_per_s, float)
+    k = np.ones(np.shape(lam))
+    burst = (1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0
+
+    def state(k):
+        cycle = _linear(cycle_1, cycle_top, top, k)
+        u = np.minimum(lam * cycle / (k * servers), RHO_WAIT_MAX)
+        return erlang_c(servers, u * servers), cycle / servers
+
+    for _ in range(OCCUPANCY_STEPS):
+        c, gap = state(k)
+        k = 0.5 * k + 0.5 * (1.0 - c + c * np.minimum(top, 1.0 + lam * gap))
+    c, gap = state(k)
+    waited = np.minimum(top, 1.0 + 2.0 * lam * gap)
+    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst)
+
+
+def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
+    """Mean and ``q`` quantile of the TTFT of a :func:`batch_queue` whose batch of ``k`` gives
+    its first tokens ``first(k)`` after it starts (linear in ``k``, slope ``f``). A request
+    that waits (probability ``C``) waits the residual ``R`` of its gap and leaves with the
+    ``1 + lambda (A + R)`` requests of the gap (``A`` its age; ``R``, ``A`` exponential of
+    mean ``g``), so its TTFT is ``first(1) + a R + b A`` with ``a = 1 + lambda f``, ``b =
+    lambda f``: a hypoexponential law, whose ``1 - (1 - q) / C`` quantile is found by
+    :data:`BISECTION_STEPS` bisection steps on ``[0, 50 g (a + b)]``, at most the
+    residual's quantile plus ``first(top)`` (the batch full). Where ``C <= 1 - q`` the
+    quantile is an unwaited request's ``first(1)``."""
+    lam = np.asarray(rate_per_s, float)
+
+    def first(k):
+        return _linear(first_1, first_top, top, k)
+
+    slope = first(2.0) - first(1.0)
+    c, g = bq.wait_probability, bq.gap_s
+    mean = (1.0 - c) * first(1.0) + c * (g + first(bq.batch_waited))
+    a, b = 1.0 + lam * slope, lam * slope
+    tail = np.clip((1.0 - np.asarray(q, float)) / np.maximum(c, 1e-300), 1e-300, 1.0)
+
+    def survival(t):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            two = (a * np.exp(-t / (a * g)) - b * np.exp(-t / np.maximum(b * g, 1e-300))) / np.where(a > b, a - b, 1.0)
+        return np.where(b > 0, two, np.exp(-t / (a * g)))
+
+    lo, hi = np.zeros(np.shape(c)), 50.0 * g * (a + b)
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        above = survival(mid) > tail
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    waited_q = np.minimum(first(1.0) + lo, g * np.log(1.0 / tail) + first(top))
+    return mean, np.where(c > 1.0 - np.asarray(q, float), waited_q, first(1.0))
+
+
+def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, decode_1_s, decode_s, prefill_1_s, prefill_s) -> LoadLatency:
+    """Static batching under load (docs/load.md#static): ``instances`` instances, each taking
+    every queued request (up to ``batch``) when it falls idle and holding them for a batch
+    cycle ``T(k) = prefill(k) + (O - 1) decode(k)`` (both linear in ``k`` through their
+    values at 1 and at ``batch``): :func:`batch_queue`. TTFT = wait + ``prefill(k)``
+    (:func:`_batched_ttft`); TPOT = ``decode(k)`` at the batch a request shares, its mean
+    and, at the quantile, the batch of those who wait (when more than ``1 - q`` do) or the
+    occupancy's quantile (:func:`_batch_quantile`), whichever is larger."""
+    o = np.asarray(output_tokens, float)
+    bq = batch_queue(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (o - 1.0) * decode_s, batch, arrival_cv)
+    ttft_mean, ttft_q = _batched_ttft(q, bq, rate_per_s, prefill_1_s, prefill_s, batch)
+    waited = np.where(bq.wait_probability > 1.0 - np.asarray(q, float), bq.batch_waited, 1.0)
+    k_q = np.maximum(_batch_quantile(q, bq.batch_mean, arrival_cv, batch), waited)
+    return LoadLatency(ttft_mean, ttft_q, _linear(decode_1_s, decode_s, batch, bq.batch_mean), _linear(decode_1_s, decode_s, batch, k_q), bq.batch_mean)
+
+
+def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
+                       step_s, chunk_step_1_s, low_batch=1) -> LoadLatency:
+    """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
+    ``instances`` instances runs its requests' decode steps and a prefill stream of at most
+    ``chunk_tokens`` prompt tokens a step (the plan's steady chunk ``B S / O``). At ``n``
+    running requests a pure decode step takes ``d(n)`` and a step with a whole chunk
+    ``d_c(n)`` (each linear through its value at ``low_batch``, ``decode_1_s`` /
+    ``chunk_step_1_s``, and at ``batch``, ``decode_s`` / ``step_s``; a pipelined plan's
+    anchor is its micro-batch count, below which a step carries its chunk on fewer
+    micro-batches), so a prompt adds ``D(n) = (d_c - d) S / c``
+    seconds of steps and the mean step is ``tau(n) = d(n) / (1 - lambda_i D(n))`` (the
+    steps' time left to decoding). The occupancy solves Little's law ``n = lambda_i O
+    tau(n)`` (bisection, :data:`OCCUPANCY_STEPS`). TPOT = ``tau`` at the occupancy a
+    request lives with (:func:`_batch_quantile`). TTFT = the step in progress (half on
+    average, all of it at the quantile) + the wait in the prefill stream + the prompt's own
+    ``ceil(S / c)`` steps carrying ``S`` chunk tokens. The stream is busy ``u = lambda_i S
+    tau / c`` of the time with a prompt of ``D = S / c`` chunk steps; least-loaded dispatch
+    sends a prompt to the instance with fewest requests, so it rarely queues behind more
+    than the prompt in progress: it waits that prompt's remainder (uniform on ``[0, D]``
+    with probability ``u``) plus the wait of a G/D/c queue pooling the ``instances`` streams
+    (:func:`mean_wait`, :func:`wait_quantile`: bursts that find every stream busy)."""
+    lam = np.asarray(rate_per_s, float) / instances
+    o, s = np.asarray(output_tokens, float), np.asarray(prompt_tokens, float)
+    per_prompt = s / np.asarray(chunk_tokens, float)
+
+    def tau(n):
+        d = _linear(decode_1_s, decode_s, batch, n, low_batch)
+        extra = (_linear(chunk_step_1_s, step_s, batch, n, low_batch) - d) * per_prompt
+        free = 1.0 - lam * extra
+        return np.where(free > 0, d / np.maximum(free, 1e-300), np.inf), d, d + extra / per_prompt
+
+    lo, hi = np.zeros(np.shape(lam)), np.broadcast_to(np.asarray(batch, float), np.shape(lam)).copy()
+    for _ in range(OCCUPANCY_STEPS):
+        mid = 0.5 * (lo + hi)
+        over = lam * o * tau(mid)[0] < mid
+        lo, hi = np.where(over, lo, mid), np.where(over, mid, hi)
+    n = 0.5 * (lo + hi)
+    step, d, chunked = tau(n)
+    busy, zero = np.minimum(lam * s * step / chunk_tokens, 1.0), np.zeros(np.shape(lam))
+    prompt_s = per_prompt * chunked
+    wait_mean = busy * prompt_s / 2.0 + mean_wait(instances, prompt_s, busy, arrival_cv, zero)
+    wait_q = prompt_s * np.maximum(0.0, 1.0 - (1.0 - np.asarray(q, float)) / np.maximum(busy, 1e-300)) + wait_quantile(q, instances, prompt_s, busy, arrival_cv, zero)
+    own = np.ceil(per_prompt) * d + per_prompt * (chunked - d)
+    n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
+    return LoadLatency(step / 2.0 + wait_mean + own, step + wait_q + own, step, tau(n_q)[0], n)
+
+
+def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_instances, batch, prefill_batch, output_tokens, decode_1_s, decode_s,
+                          prefill_1_s, prefill_s, busy_1_s, busy_s, transfer_1_s, transfer_s) -> LoadLatency:
+    """Disaggregated prefill and decode under load (docs/load.md#disaggregated): the
+    ``prefill_instances`` prefill instances take up to ``prefill_batch`` queued prompts a
+    pass, each pass keeping its instance ``busy(k)`` and delivering its first tokens after
+    its latency ``prefill(k)`` plus the KV transfer ``transfer(k)`` (each linear in ``k``):
+    a batch queue (:func:`batch_queue`). TTFT = wait + latency + transfer of the pass a
+    request rides (:func:`_batched_ttft`). The decode instances run ``n = lambda_d (O - 1)
+    decode(n)`` sequences (Little's law, :func:`_occupancy`); TPOT = ``decode`` at the
+    occupancy a request lives with (:func:`_batch_quantile`, the request itself added)."""
+    rate = np.asarray(rate_per_s, float)
+    p = prefill_batch
+    bq = batch_queue(rate, prefill_instances, busy_1_s, busy_s, p, arrival_cv)
+    ttft_mean, ttft_q = _batched_ttft(q, bq, rate, np.asarray(prefill_1_s, float) + transfer_1_s, np.asarray(prefill_s, float) + transfer_s, p)
+
+    o = np.asarray(output_tokens, float)
+    decoders = np.asarray(instances, float) - prefill_instances
+    n = _occupancy(rate / decoders, (o - 1.0) * decode_1_s, (o - 1.0) * decode_s, batch)
+    n_q = _batch_quantile(q, n, arrival_cv, batch, decoders)
+    return LoadLatency(ttft_mean, ttft_q,
+                       _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch)),
+                       _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch)), n)

@@ -26,7 +26,7 @@ def serve_figures(doc: dict, table) -> FigureSet:
     for ax, column, slo, label in ((axes[0], "ttft_s", doc["ttft_slo_ms"], "TTFT"), (axes[1], "tpot_s", doc["tpot_slo_ms"], "TPOT")):
         values = np.sort(kept[column].to_numpy()) * 1e3
         ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", color="C0", label="simulated requests")
-        if np.isfinite(slo):
+        if slo is not None and np.isfinite(slo):
             ax.axvline(slo, color="C3", linestyle="--", label=f"SLO {_sig3(slo)} ms")
         ax.set(xlabel=f"{label} (ms)", ylabel="share of requests at or below", ylim=(0, 1.01))
         ax.grid(alpha=0.3)
@@ -53,8 +53,8 @@ def render_serve(doc: dict):
         ("instances", f"{doc['instances']:,}{pools}"),
         ("demand (output tokens/s)", f"{_sig3(doc['demand_tokens_per_s'])} = {doc['load']:.1%} of capacity {_sig3(doc['capacity_tokens_per_s'])}"),
         ("arrivals", f"{doc['arrival']}, CV {doc['arrival_cv']:g}, {_sig3(doc['arrival_rate_per_s'])} requests/s"),
-        ("TTFT ms P50 / P90 / P99", f"{_sig3(ttft['p50'])} / {_sig3(ttft['p90'])} / {_sig3(ttft['p99'])} (SLO {_sig3(doc['ttft_slo_ms'])})"),
-        ("TPOT ms P50 / P90 / P99", f"{_sig3(tpot['p50'])} / {_sig3(tpot['p90'])} / {_sig3(tpot['p99'])} (SLO {_sig3(doc['tpot_slo_ms'])})"),
+        ("TTFT ms P50 / P90 / P99", f"{_sig3(ttft['p50'])} / {_sig3(ttft['p90'])} / {_sig3(ttft['p99'])} (SLO {_slo(doc['ttft_slo_ms'])})"),
+        ("TPOT ms P50 / P90 / P99", f"{_sig3(tpot['p50'])} / {_sig3(tpot['p90'])} / {_sig3(tpot['p99'])} (SLO {_slo(doc['tpot_slo_ms'])})"),
         ("SLO attainment (both; TTFT; TPOT)", f"{doc['slo_attainment']:.1%}; {doc['ttft_attainment']:.1%}; {doc['tpot_attainment']:.1%}"),
         ("goodput (requests/s within both SLOs)", _sig3(doc["goodput_requests_per_s"])),
         ("utilisation (served / capacity)", f"{doc['utilisation']:.1%} (instances busy {doc['busy_share']:.1%} of the time)"),
@@ -63,4 +63,13 @@ def render_serve(doc: dict):
          + (": too few for a steady state, raise --requests" if doc["requests_measured"] < STEADY_TURNOVERS * doc["in_flight_mean"] else "")),
     ):
         t.add_row(name, str(value))
+    for name, c in doc.get("classes", {}).items():
+        t.add_row(f"class {name} ({c['share']:.0%} of requests)",
+                  f"{c['plan']} x{c['instances']}: TTFT P99 {_sig3(c['ttft_ms']['p99'])} ms, TPOT P99 {_sig3(c['tpot_ms']['p99'])} ms, "
+                  f"within SLOs {c['slo_attainment']:.1%}, utilisation {c['utilisation']:.1%}")
     return t
+
+
+def _slo(ms) -> str:
+    """An SLO in ms, or "per class" where a mix's classes set their own."""
+    return "per class" if ms is None else _sig3(ms)

@@ -17,6 +17,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..analytic import mix as mx
+from ..analytic import queueing as qu
 from ..analytic import serving as sv
 from ..analytic.roofline import steps as rt
 from ..errors import InputError, Problem
@@ -24,7 +26,7 @@ from ..kernels import serve as ks
 from ..pipeline import ahead_weights
 from ..scenario import Scenario
 from ..scenario.sampling import quantile_inputs
-from ..stages.roofline import at_trial, rule_of
+from ..stages.roofline import at_trial, class_keys, class_scenario, rule_of
 from ..stages.roofline.layout import lengths_of, rates_of
 from ..stages.roofline.serving import Plan, kv_rates
 from ..units import MS_PER_S
@@ -69,6 +71,7 @@ class ServingSystem:
     tpot_slo_s: float = math.inf
     ttft_slo_s: float = math.inf
     plan: str = ""
+    pipeline: int = 1
 
 
 def queue_system(servers: int, service_s: float, exponential: bool) -> tuple[ServingSystem, str]:
@@ -151,7 +154,9 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
       (:func:`~mcengine.analytic.roofline.steps.batch_time_to_first_token`); the KV
       transfer of ``k`` prompts: :func:`mcengine.analytic.serving.kv_transfer_s`;
     * continuous step of ``b`` sequences and a chunk of ``c`` tokens, at :data:`CHUNK_GRID`
-      chunks up to ``workload.prefill_chunk_tokens``:
+      chunks up to the step's prefill budget, the plan's steady chunk ``B S / O`` (at most
+      ``workload.prefill_chunk_tokens``: the scheduler's token budget set to the plan, so the
+      simulated instance saturates at the roofline's ``B / tau``; docs/load.md#capacity):
       :func:`mcengine.analytic.serving.continuous_step` at that chunk (a chunk alone: one
       prompt of ``c`` tokens prefilled); the kernel interpolates between them;
     * a prefill pass keeps its instance for :func:`~mcengine.analytic.roofline.steps.prefill`'s
@@ -160,7 +165,8 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
     """
     if scenario.workload.classes:
         raise InputError(Problem("workload.classes", len(scenario.workload.classes),
-                                 "mcengine serve simulates one request class; allowed: a scenario without a workload mix"))
+                                 "one serving system plans one request class; allowed: a scenario without a workload mix "
+                                 "(a mix is simulated class by class: mix_systems)"))
     w, m = scenario.workload, scenario.workload.model
     n = scenario.cluster.instances if instances is None else instances
     if not (isinstance(n, (int, np.integer)) and 1 <= n <= 100_000):
@@ -205,18 +211,122 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
     if mode == "static":
         prefill = rt.batch_time_to_first_token(m, e.layout, batch, s, rates).total_s
         return ServingSystem("static", batch_max=b, decode_s=np.r_[0.0, decode], prefill_s=np.r_[0.0, prefill], **common)
-    chunk = int(w.prefill_chunk_tokens)
+    chunk = float(min(w.prefill_chunk_tokens, b * s / float(at_trial(sv.decode_steps(o, rates)))))
     mixed = np.zeros((b + 1, CHUNK_GRID + 1))
     mixed[1:, 0] = decode
     for j in range(1, CHUNK_GRID + 1):
         c = chunk * j / CHUNK_GRID
         mixed[1:, j] = sv.continuous_step(m, e.layout, batch, s, batch * s / c, rates, context).total_s  # (c over the step's micro-batches)
         mixed[0, j] = float(at_trial(rt.prefill(m, e.layout, 1.0, c, rates).total_s))
-    return ServingSystem("continuous", batch_max=b, decode_s=np.r_[0.0, decode], prefill_s=np.zeros(b + 1), mixed_s=mixed,
-                         chunk_tokens=float(chunk), kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, **common)
+    return ServingSystem("continuous", batch_max=b, pipeline=int(e.layout.pipeline), decode_s=np.r_[0.0, decode], prefill_s=np.zeros(b + 1), mixed_s=mixed,
+                         chunk_tokens=chunk, kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, **common)
+
+
+def mix_systems(scenario: Scenario, mode: str | None = None, instances: int | None = None) -> list[tuple[str, float, ServingSystem]]:
+    """A workload mix's request classes as the chain serves them (docs/model.md#mix): each
+    class on whole instances of its own, planned alone (:func:`~mcengine.stages.roofline.class_scenario`,
+    its plan in use or its best plan of ``mode``), the ``instances`` (None:
+    ``cluster.instances``) split as :func:`mcengine.analytic.mix.whole_instance_rate` splits
+    them at the median inputs (the classes' output-token shares over their instances'
+    rates). Returns ``(name, request share, system)`` per class, in file order."""
+    n = scenario.cluster.instances if instances is None else instances
+    median = quantile_inputs(scenario, 0.5)
+    names = [name for name, _ in scenario.workload.classes]
+    shares = mx.normalised_shares([np.atleast_1d(float(at_trial(median[f"workload.classes.{c}.share"]))) for c in names])
+    own = {c: class_scenario(scenario, c) for c in names}
+    probes = {}
+    for c in names:
+        with class_keys(scenario, c):
+            probes[c] = serving_system(own[c], mode, 2)
+    rates = [np.atleast_1d(probes[c].capacity_tokens_per_s / probes[c].instances) for c in names]
+    _, whole = mx.whole_instance_rate(mx.output_token_weights(shares, [probes[c].output_tokens for c in names]), rates, int(n))
+    if not all(int(w[0]) >= 1 for w in whole):
+        raise InputError(Problem("--instances", n, f"allowed: enough instances to give each of the mix's {len(names)} request classes "
+                                 "whole instances of its own (and a class its plan serves)"))
+    out = []
+    for c, r, w in zip(names, shares, whole):
+        with class_keys(scenario, c):
+            out.append((c, float(r[0]), serving_system(own[c], mode, int(w[0]))))
+    return out
+
+
+def thinned_cv(arrival_cv: float, share: float) -> float:
+    """The inter-arrival CV of the requests of one class drawn with probability ``share``
+    from a renewal stream of CV ``arrival_cv``: the gaps are geometric sums of the stream's,
+    ``c^2 = share c_a^2 + 1 - share`` (Poisson stays Poisson)."""
+    return math.sqrt(share * arrival_cv**2 + 1.0 - share)
+
+
+def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, seed: int, arrival: str, arrival_cv: float,
+                 mode: str | None, instances: int | None, lengths: str, warmup: float) -> tuple[dict, pd.DataFrame]:
+    """:func:`serve_summary` of a workload mix: each class's requests (its share of the
+    requests and of the request rate ``demand / sum_c r_c O_c``) simulated on its own
+    instances (:func:`mix_systems`; replication = the class's index, so its streams are
+    its own), arriving as the class's thinning of the stream (Poisson, or gamma with the
+    thinned CV, :func:`thinned_cv`). The body's latency, attainment (each request against
+    its class's SLOs), goodput and utilisation are the mix's; ``classes`` holds each class's."""
+    classes = mix_systems(scenario, mode, instances)
+    rate = demand_tokens_per_s / sum(r * s.output_tokens for _, r, s in classes)
+    frames, per_class, busy_s, open_s = [], {}, 0.0, 0.0
+    for j, (name, share, system) in enumerate(classes):
+        cv = thinned_cv(arrival_cv, share) if arrival == "gamma" else 1.0
+        df, busy = simulate_requests(system, share * rate, max(int(round(requests * share)), 2), seed, j, arrival, cv, lengths)
+        summary = latency_summary(df, busy, system, warmup)
+        df["measured"] = np.arange(len(df)) >= len(df) - summary["requests_measured"]
+        df["request_class"] = name
+        df["ttft_slo_s"], df["tpot_slo_s"] = system.ttft_slo_s, system.tpot_slo_s
+        frames.append(df)
+        busy_s, open_s = busy_s + float(busy.sum()), open_s + float(df.finish_s.max()) * len(busy)
+        per_class[name] = {"share": share, "plan": system.plan, "serving": system.mode, "instances": system.instances,
+                           "demand_tokens_per_s": share * rate * system.output_tokens, "capacity_tokens_per_s": system.capacity_tokens_per_s,
+                           "arrival_cv": cv, "ttft_slo_ms": system.ttft_slo_s * MS_PER_S, "tpot_slo_ms": system.tpot_slo_s * MS_PER_S, **summary}
+    table = pd.concat(frames, ignore_index=True)
+    kept = table[table.measured]
+    capacity = sum(s.capacity_tokens_per_s for _, _, s in classes)
+    served = sum(c["served_tokens_per_s"] for c in per_class.values())
+
+    def common(key):
+        values = {c[key] for c in per_class.values()}
+        return values.pop() if len(values) == 1 else None
+
+    body = {
+        "plan": "; ".join(f"{name}: {c['plan']} x{c['instances']}" for name, c in per_class.items()),
+        "serving": common("serving") or "mix",
+        "instances": sum(c["instances"] for c in per_class.values()),
+        "demand_tokens_per_s": demand_tokens_per_s,
+        "capacity_tokens_per_s": capacity,
+        "load": demand_tokens_per_s / capacity,
+        "arrival": arrival, "arrival_cv": arrival_cv, "lengths": lengths, "requests": requests, "warmup": warmup,
+        "ttft_slo_ms": common("ttft_slo_ms"), "tpot_slo_ms": common("tpot_slo_ms"),
+        "requests_measured": len(kept),
+        **_latency_stats(kept, kept.ttft_slo_s, kept.tpot_slo_s),
+        "goodput_requests_per_s": sum(c["goodput_requests_per_s"] for c in per_class.values()),
+        "arrival_rate_per_s": sum(c["arrival_rate_per_s"] for c in per_class.values()),
+        "served_tokens_per_s": served,
+        "utilisation": served / capacity,
+        "busy_share": busy_s / open_s,
+        "preemptions_per_request": float(table.preemptions.mean()),
+        "in_flight_mean": sum(c["in_flight_mean"] for c in per_class.values()),
+        "classes": per_class,
+    }
+    return body, table
 
 
 # --------------------------------------------------------------------------- the command
+
+
+def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
+    """Quantiles and means of TTFT and TPOT (ms) of the requests ``kept`` and their
+    attainment of the SLOs (s; numbers, or one per request)."""
+    q = {f"p{round(x * 100)}": x for x in QUANTILES}
+    ttft_ok, tpot_ok = kept.ttft_s <= ttft_slo_s, kept.tpot_s <= tpot_slo_s
+    return {
+        "ttft_ms": {k: float(np.quantile(kept.ttft_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.ttft_s.mean()) * MS_PER_S},
+        "tpot_ms": {k: float(np.quantile(kept.tpot_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.tpot_s.mean()) * MS_PER_S},
+        "slo_attainment": float((ttft_ok & tpot_ok).mean()),
+        "ttft_attainment": float(ttft_ok.mean()),
+        "tpot_attainment": float(tpot_ok.mean()),
+    }
 
 
 def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, warmup: float) -> dict:
@@ -234,14 +344,9 @@ def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, w
     start, end = kept.arrival_s.iloc[0], kept.arrival_s.iloc[-1]
     window = (df.finish_s >= start) & (df.finish_s <= end)
     served = float(df.output_tokens[window].sum()) / (end - start) if end > start else math.nan
-    q = {f"p{round(x * 100)}": x for x in QUANTILES}
     return {
         "requests_measured": len(kept),
-        "ttft_ms": {k: float(np.quantile(kept.ttft_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.ttft_s.mean()) * MS_PER_S},
-        "tpot_ms": {k: float(np.quantile(kept.tpot_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.tpot_s.mean()) * MS_PER_S},
-        "slo_attainment": float(met.mean()),
-        "ttft_attainment": float((kept.ttft_s <= system.ttft_slo_s).mean()),
-        "tpot_attainment": float((kept.tpot_s <= system.tpot_slo_s).mean()),
+        **_latency_stats(kept, system.ttft_slo_s, system.tpot_slo_s),
         "goodput_requests_per_s": float(met.mean()) * rate,
         "arrival_rate_per_s": rate,
         "served_tokens_per_s": served,
@@ -258,13 +363,15 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
     """The body of ``mcengine serve`` and its per-request table: ``requests`` requests at
     ``demand_tokens_per_s`` output tokens/s (``demand / workload.output_tokens`` requests/s)
     on :func:`serving_system`; statistics after the first ``warmup`` share of requests
-    (the table's ``measured`` column)."""
+    (the table's ``measured`` column). A workload mix: :func:`_mix_summary`."""
     if arrival == "poisson" and arrival_cv != 1.0:
         raise InputError(Problem("--cv", arrival_cv, "allowed: 1 with --arrival poisson (a coefficient of variation needs --arrival gamma)"))
     if not (0.0 <= warmup < 0.9):
         raise InputError(Problem("--warmup", warmup, "allowed: 0 <= warmup < 0.9 (the share of first requests left out of the statistics)"))
     if not (np.isfinite(demand_tokens_per_s) and demand_tokens_per_s > 0):
         raise InputError(Problem("--demand", demand_tokens_per_s, "allowed: a finite number of output tokens/s > 0"))
+    if scenario.workload.classes:
+        return _mix_summary(scenario, demand_tokens_per_s, requests, seed, arrival, arrival_cv, mode, instances, lengths, warmup)
     system = serving_system(scenario, mode, instances)
     rate = demand_tokens_per_s / system.output_tokens
     df, busy = simulate_requests(system, rate, requests, seed, 0, arrival, arrival_cv, lengths)
@@ -291,3 +398,31 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
         **summary,
     }
     return body, df
+
+
+def fast_latency(system: ServingSystem, rate_per_s: float, arrival_cv: float = 1.0, q: float = 0.99) -> qu.LoadLatency:
+    """The chain's fast model (:mod:`mcengine.analytic.queueing`, docs/load.md#modes) of
+    ``system`` at ``rate_per_s`` requests/s: its step-time tables read at batch 1 (continuous:
+    at the plan's micro-batch count) and at the top batch (the model is linear between
+    them), the continuous step at a whole chunk."""
+    s = system
+    common = dict(instances=s.instances, batch=s.batch_max, output_tokens=s.output_tokens, decode_1_s=s.decode_s[1], decode_s=s.decode_s[s.batch_max])
+    if s.mode == "static":
+        return qu.static_at_load(q, rate_per_s, arrival_cv, prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[s.batch_max], **common)
+    if s.mode == "continuous":
+        low = min(s.pipeline, s.batch_max)
+        common |= dict(decode_1_s=s.mixed_s[low, 0], low_batch=low)
+        return qu.continuous_at_load(q, rate_per_s, arrival_cv, prompt_tokens=s.prompt_tokens, chunk_tokens=s.chunk_tokens,
+                                     step_s=s.mixed_s[s.batch_max, -1], chunk_step_1_s=s.mixed_s[low, -1], **common)
+    p = s.prefill_batch_max
+    return qu.disaggregated_at_load(q, rate_per_s, arrival_cv, prefill_instances=s.prefill_instances, prefill_batch=p,
+                                    prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[p], busy_1_s=s.prefill_busy_s[1], busy_s=s.prefill_busy_s[p],
+                                    transfer_1_s=s.transfer_s[1], transfer_s=s.transfer_s[p], **common)
+
+
+def fast_mix_latency(classes: list[tuple[str, float, ServingSystem]], rate_per_s: float, arrival_cv: float = 1.0,
+                     q: float = 0.99) -> dict[str, qu.LoadLatency]:
+    """The fast model of a mix (:func:`mix_systems`'s classes) at ``rate_per_s`` requests/s in
+    all: each class at its share of the rate on its own instances, arriving with the
+    thinned CV (:func:`thinned_cv`), as :func:`_mix_summary` simulates it."""
+    return {name: fast_latency(system, share * rate_per_s, thinned_cv(arrival_cv, share), q) for name, share, system in classes}

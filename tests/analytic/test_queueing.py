@@ -97,3 +97,100 @@ def test_fleet_instances_by_hand():
 def test_slot_time():
     assert qu.slot_time_s(64, 256, 3200.0) == pytest.approx(64 * 256 / 3200)
     assert math.isinf(qu.slot_time_s(64, 256, 0.0))
+
+
+# --------------------------------------------------------------------------- latency per serving mode
+
+
+def test_occupancy_is_littles_law_solved_by_hand():
+    # hold 10 s at one request, 20 s at 11 (slope 1 s per request): n = 0.5 (10 + (n - 1)) -> n = 9
+    assert qu._occupancy(0.5, 10.0, 20.0, 11) == pytest.approx(9.0)
+    assert qu._occupancy(0.5, 10.0, 20.0, 11) == pytest.approx(0.5 * (10.0 + (9.0 - 1.0)))
+    # past the top batch (or an unbounded fixed point): the top
+    assert qu._occupancy(5.0, 10.0, 20.0, 11) == 11.0
+
+
+def test_batch_quantile_by_hand():
+    # n = 24, c_a = 1, 1 instance: 24 + z_0.99 sqrt(2/3 24) = 24 + 2.3263 x 4
+    assert qu._batch_quantile(0.99, 24.0, 1.0, 100) == pytest.approx(24.0 + 2.326348 * 4.0, rel=1e-6)
+    # 4 instances share the fluctuation; CV 2 doubles it
+    assert qu._batch_quantile(0.99, 24.0, 2.0, 100, 4) == pytest.approx(24.0 + 2.326348 * 4.0, rel=1e-6)
+    assert qu._batch_quantile(0.99, 24.0, 1.0, 25) == 25.0
+
+
+CONTINUOUS = dict(instances=4, batch=64, output_tokens=256, prompt_tokens=2048, chunk_tokens=512.0, decode_1_s=0.020, decode_s=0.030,
+                  step_s=0.040, chunk_step_1_s=0.030)
+
+
+def test_continuous_fills_the_batch_exactly_at_the_roofline_capacity():
+    """At the plan's capacity ``N B / (O step_s)`` requests/s the occupancy is the batch and the
+    mean step the plan's step: the fast model and the roofline agree on what capacity is."""
+    c = CONTINUOUS
+    capacity = c["instances"] * c["batch"] / (c["output_tokens"] * c["step_s"])
+    out = qu.continuous_at_load(0.99, capacity, 1.0, **c)
+    assert out.running == pytest.approx(64.0, rel=1e-9)
+    assert out.tpot_mean_s == pytest.approx(0.040, rel=1e-9)
+
+
+def test_continuous_at_a_trickle_is_the_lone_request():
+    """At a vanishing rate: TPOT the one-request decode step; TTFT half a step plus the
+    prompt's 4 chunk steps (S / c = 4) of a lone request, each ``chunk_step_1_s``."""
+    out = qu.continuous_at_load(0.99, 1e-9, 1.0, **CONTINUOUS)
+    assert out.tpot_mean_s == pytest.approx(0.020, rel=1e-6)
+    assert out.ttft_mean_s == pytest.approx(0.010 + 4 * 0.030, rel=1e-6)
+    assert out.ttft_q_s == pytest.approx(0.020 + 4 * 0.030, rel=1e-6)
+
+
+def test_continuous_latency_rises_with_load_and_burstiness():
+    rates = np.array([5.0, 12.0, 22.0])  # capacity: 4 x 64 / (256 x 0.04) = 25 requests/s
+    poisson = qu.continuous_at_load(0.99, rates, 1.0, **CONTINUOUS)
+    gamma = qu.continuous_at_load(0.99, rates, 2.0, **CONTINUOUS)
+    for field in ("ttft_mean_s", "ttft_q_s", "tpot_mean_s", "tpot_q_s", "running"):
+        assert np.all(np.diff(getattr(poisson, field)) > 0), field
+    assert np.all(gamma.ttft_q_s >= poisson.ttft_q_s) and np.all(gamma.tpot_q_s > poisson.tpot_q_s)
+    assert gamma.ttft_q_s[-1] > 2.0 * poisson.ttft_q_s[-1]  # bursts that find every prefill stream busy
+    # vectorised over trials: each element is the scalar call's
+    for i, r in enumerate(rates):
+        assert qu.continuous_at_load(0.99, r, 1.0, **CONTINUOUS).ttft_q_s == pytest.approx(poisson.ttft_q_s[i], rel=1e-12)
+
+
+def test_batch_queue_light_and_heavy_limits():
+    # a trickle: nobody waits, batches of one
+    light = qu.batch_queue(1e-6, 8, 2.0, 4.0, 16)
+    assert light.wait_probability == pytest.approx(0.0, abs=1e-12) and light.batch_mean == pytest.approx(1.0)
+    # far beyond the servers' one-request rate: everyone waits, batches full
+    heavy = qu.batch_queue(1e4, 8, 2.0, 4.0, 16)
+    assert heavy.wait_probability == pytest.approx(1.0, abs=1e-3) and heavy.batch_mean == pytest.approx(16.0, rel=1e-3)
+    assert heavy.gap_s == pytest.approx(4.0 / 8, rel=1e-3)
+
+
+def test_batched_ttft_quantile_is_the_hypoexponential_law():
+    """A waiting request's TTFT is ``first(1) + a R + b A`` (R, A exponential of mean g):
+    the model's quantile against 400,000 samples of that law (fixed seed)."""
+    bq = qu.BatchQueue(np.array(5.0), np.array(5.0), np.array(1.0), np.array(0.1))
+    rate, first_1, first_top, top = 20.0, 0.5, 2.0, 16
+    f = (first_top - first_1) / (top - 1)
+    mean, q99 = qu._batched_ttft(0.99, bq, rate, first_1, first_top, top)
+    rng = np.random.default_rng(7)
+    r, a = rng.exponential(0.1, 400_000), rng.exponential(0.1, 400_000)
+    sample = first_1 + (1 + rate * f) * r + rate * f * a
+    assert q99 == pytest.approx(np.quantile(sample, 0.99), rel=0.01)
+    # the mean: the gap's residual and the pass of the batch a waiting request leaves with
+    assert mean == pytest.approx(0.1 + first_1 + f * (5.0 - 1.0))
+
+
+def test_disaggregated_decode_fills_at_its_capacity_and_trickles_at_one_request():
+    kw = dict(instances=10, prefill_instances=4, batch=100, prefill_batch=1, output_tokens=101, decode_1_s=0.010, decode_s=0.050,
+              prefill_1_s=0.5, prefill_s=0.5, busy_1_s=0.1, busy_s=0.1, transfer_1_s=0.01, transfer_s=0.01)
+    # decode capacity: 6 instances x 100 sequences / (100 steps x 50 ms) = 120 requests/s
+    full = qu.disaggregated_at_load(0.99, 120.0, 1.0, **kw)
+    assert full.running == pytest.approx(100.0)
+    lone = qu.disaggregated_at_load(0.99, 1e-6, 1.0, **kw)
+    assert lone.ttft_mean_s == pytest.approx(0.51) and lone.ttft_q_s == pytest.approx(0.51)
+    assert lone.tpot_mean_s == pytest.approx(0.010, rel=1e-4)
+
+
+def test_static_at_a_trickle_is_the_lone_request():
+    out = qu.static_at_load(0.99, 1e-6, 1.0, instances=4, batch=8, output_tokens=101, decode_1_s=0.01, decode_s=0.02, prefill_1_s=0.1, prefill_s=0.8)
+    assert out.ttft_mean_s == pytest.approx(0.1) and out.ttft_q_s == pytest.approx(0.1)
+    assert out.tpot_mean_s == pytest.approx(0.01)

@@ -83,3 +83,68 @@ def test_the_load_table_on_the_page_is_the_committed_grid():
     text = module.PAGE.read_text()
     block = text[text.index(module.BEGIN) + len(module.BEGIN):text.index(module.END)]
     assert block.strip() == module.render(table)
+
+
+CHAT = ["workload.classes.chat.share=0.7", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=128"]
+CODE = ["workload.classes.code.share=0.3", "workload.classes.code.prompt_tokens=2048", "workload.classes.code.output_tokens=32"]
+
+
+def test_a_one_class_mix_serves_as_the_scenario_without_classes():
+    """One class of the scenario's own lengths takes every instance and every request: the
+    same simulation, the same numbers to the bit."""
+    from mcengine import api
+
+    plain = api.check("h100")
+    mixed = api.check("h100", ["workload.classes.only.share=1", "workload.classes.only.prompt_tokens=2048",
+                               "workload.classes.only.output_tokens=256"])
+    a, _ = serve_summary(plain, 20_000, requests=3_000, instances=4, mode="continuous", arrival="gamma", arrival_cv=2.0)
+    b, table = serve_summary(mixed, 20_000, requests=3_000, instances=4, mode="continuous", arrival="gamma", arrival_cv=2.0)
+    for key in ("ttft_ms", "tpot_ms", "slo_attainment", "utilisation", "in_flight_mean"):
+        assert a[key] == b[key], key
+    assert list(b["classes"]) == ["only"] and set(table.request_class) == {"only"}
+
+
+def test_a_mix_gives_each_class_its_share_of_requests_instances_and_load():
+    """Chat 70 % / code 30 % of the requests at half the mix's capacity on 16 instances: each
+    class gets its share of the requests, whole instances in proportion to the instance time
+    its tokens need (the chain's split), and runs at the mix's load (utilisation 0.5 each,
+    within 0.03); its inter-arrival CV is the thinned stream's, sqrt(r 4 + 1 - r)."""
+    from mcengine import api
+    from mcengine.analytic import mix as mx
+    from mcengine.standalone.serve import mix_systems
+
+    s = api.check("h100", CHAT + CODE)
+    classes = mix_systems(s, "continuous", 16)
+    assert [(n, r) for n, r, _ in classes] == [("chat", pytest.approx(0.7)), ("code", pytest.approx(0.3))]
+    rates = [np.array([c.capacity_tokens_per_s / c.instances]) for _, _, c in classes]
+    weights = mx.output_token_weights([np.array([0.7]), np.array([0.3])], [128, 32])
+    assert [c.instances for _, _, c in classes] == [int(w[0]) for w in mx.whole_instance_rate(weights, rates, 16)[1]]
+    capacity = sum(c.capacity_tokens_per_s for _, _, c in classes)
+    body, table = serve_summary(s, 0.5 * capacity, requests=20_000, mode="continuous", instances=16, arrival="gamma", arrival_cv=2.0)
+    assert body["instances"] == 16 and body["load"] == pytest.approx(0.5)
+    for name, share in (("chat", 0.7), ("code", 0.3)):
+        c = body["classes"][name]
+        assert (table.request_class == name).sum() == round(20_000 * share)
+        assert c["utilisation"] == pytest.approx(0.5, abs=0.03)
+        assert c["arrival_cv"] == pytest.approx(np.sqrt(share * 4 + 1 - share))
+    assert body["utilisation"] == pytest.approx(0.5, abs=0.03)
+
+
+def test_the_fast_model_of_a_mix_is_each_class_at_its_share():
+    """The fast model of the mix, disaggregated at 0.6 of its capacity (Poisson), against each
+    class's simulation within the table's tolerances (10 % on the P99s, 5 % on the means)."""
+    from mcengine import api
+    from mcengine.standalone.serve import fast_mix_latency, mix_systems
+
+    s = api.check("h100", CHAT + CODE)
+    classes = mix_systems(s, "disaggregated", 16)
+    capacity = sum(c.capacity_tokens_per_s for _, _, c in classes)
+    body, _ = serve_summary(s, 0.6 * capacity, requests=20_000, mode="disaggregated", instances=16)
+    rate = body["demand_tokens_per_s"] / sum(r * c.output_tokens for _, r, c in classes)
+    fast = fast_mix_latency(classes, rate)
+    for name, _, _ in classes:
+        sim, f = body["classes"][name], fast[name]
+        assert f.ttft_q_s * 1e3 == pytest.approx(sim["ttft_ms"]["p99"], rel=0.10), name
+        assert f.ttft_mean_s * 1e3 == pytest.approx(sim["ttft_ms"]["mean"], rel=0.05), name
+        assert f.tpot_q_s * 1e3 == pytest.approx(sim["tpot_ms"]["p99"], rel=0.10), name
+        assert f.tpot_mean_s * 1e3 == pytest.approx(sim["tpot_ms"]["mean"], rel=0.05), name

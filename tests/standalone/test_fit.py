@@ -1,0 +1,84 @@
+"""The chain's fast queueing model against the request-level simulator (docs/load.md#modes):
+the committed validation table is the page's, and a few cells re-simulated here with
+replications whose standard error sets the tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcengine.scenario import load_scenario
+from mcengine.standalone.serve import fast_latency, latency_summary, serving_system, simulate_requests
+from tests.docs_scripts import docs_script
+
+
+@pytest.fixture(scope="module")
+def fit():
+    return docs_script("load/make_fit_table")
+
+
+def test_the_fit_table_on_the_page_is_the_committed_grid(fit):
+    """docs/load.md's block is rendered from docs/load/fit-table.csv over the whole grid, and
+    each row's verdict is its errors against the tolerances."""
+    table = pd.read_csv(fit.CSV)
+    assert len(table) == len(fit.DESIGNS) * len(fit.MODES) * len(fit.ARRIVALS) * len(fit.LOADS)
+    for k, tol in fit.TOLERANCE.items():
+        np.testing.assert_allclose(table[f"err_{k}"], table[f"fast_{k}_ms"] / table[f"sim_{k}_ms"] - 1.0, rtol=1e-4, atol=1e-5)
+    within = np.all([table[f"err_{k}"].abs() <= tol for k, tol in fit.TOLERANCE.items()], axis=0)
+    np.testing.assert_array_equal(table.passes.to_numpy(), within)
+    text = fit.PAGE.read_text()
+    assert text[text.index(fit.BEGIN) + len(fit.BEGIN):text.index(fit.END)].strip() == fit.render(table)
+
+
+REPLICATIONS = 6
+
+
+@pytest.mark.parametrize("name, mode, arrival, cv, load, requests", [
+    ("h100", "disaggregated", "poisson", 1.0, 0.5, 12_000),
+    ("lite-h100", "disaggregated", "gamma", 2.0, 0.5, 12_000),
+    ("lite-h100", "continuous", "poisson", 1.0, 0.2, 12_000),
+    ("h100", "static", "poisson", 1.0, 0.5, 12_000),
+])
+def test_fast_model_within_tolerance_of_replicated_simulations(name, mode, arrival, cv, load, requests):
+    """Cells the table passes, on 16 instances: :data:`REPLICATIONS` independent replications
+    (fixed seed) of ``requests`` requests; the fast model within 10 % of the replications'
+    mean P99s and 5 % of their mean means, widened by 4 standard errors of those means."""
+    scenario = load_scenario(name)
+    system = serving_system(scenario, mode, 16)
+    rate = load * system.capacity_tokens_per_s / system.output_tokens
+    stats = []
+    for rep in range(REPLICATIONS):
+        df, busy = simulate_requests(system, rate, requests, seed=11, replication=rep, arrival=arrival, arrival_cv=cv)
+        s = latency_summary(df, busy, system, 0.2)
+        stats.append([s["ttft_ms"]["p99"], s["ttft_ms"]["mean"], s["tpot_ms"]["p99"], s["tpot_ms"]["mean"]])
+    stats = np.array(stats)
+    sim, sem = stats.mean(axis=0), stats.std(axis=0, ddof=1) / np.sqrt(REPLICATIONS)
+    fast = fast_latency(system, rate, cv, 0.99)
+    model = 1e3 * np.array([fast.ttft_q_s, fast.ttft_mean_s, fast.tpot_q_s, fast.tpot_mean_s], float)
+    tolerance = np.array([0.10, 0.05, 0.10, 0.05]) * sim + 4.0 * sem
+    assert np.all(np.abs(model - sim) <= tolerance), (model, sim, sem)
+
+
+def test_a_continuous_instance_reaches_the_roofline_capacity():
+    """With the plan's steady chunk as the step's prefill budget the simulated continuous
+    instances serve 0.9 of the roofline's capacity when offered it (a greedy 8,192-token
+    budget saturated at 0.84 on h100); 4 instances, 15,000 requests."""
+    scenario = load_scenario("h100")
+    system = serving_system(scenario, "continuous", 4)
+    b = system.batch_max
+    assert system.chunk_tokens == pytest.approx(b * system.prompt_tokens / system.output_tokens)
+    df, busy = simulate_requests(system, 0.9 * system.capacity_tokens_per_s / system.output_tokens, 15_000, seed=3)
+    assert latency_summary(df, busy, system, 0.2)["utilisation"] == pytest.approx(0.9, abs=0.02)
+
+
+def test_the_committed_fast_columns_are_the_fast_model_now(fit):
+    """The table's fast-model columns are what the fast model gives today (to the CSV's six
+    significant digits): a change to the model regenerates the table."""
+    table = pd.read_csv(fit.CSV)
+    for (name, mode), part in table.groupby(["design", "mode"]):
+        system = serving_system(load_scenario(name), mode, fit.INSTANCES)
+        rate = part.load.to_numpy() * system.capacity_tokens_per_s / system.output_tokens
+        fast = fast_latency(system, rate, part.cv.to_numpy(), 0.99)
+        for k, v in (("ttft_p99", fast.ttft_q_s), ("ttft_mean", fast.ttft_mean_s), ("tpot_p99", fast.tpot_q_s), ("tpot_mean", fast.tpot_mean_s)):
+            np.testing.assert_allclose(1e3 * v, part[f"fast_{k}_ms"], rtol=1e-5, err_msg=f"{name} {mode} {k}")
