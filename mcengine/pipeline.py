@@ -1,6 +1,6 @@
 """One block of trials through the chained stages: inputs → fab → reliability → roofline → load → econ
-(→ training, for ``workload.kind = "training"``; the load stage only with a demand,
-``workload.load.demand``, docs/load.md).
+(→ training, for ``workload.kind = "training"``; the load stage, and the econ stage again on the
+fleet sized for the demand, only with a demand, ``workload.load.demand``, docs/load.md).
 
 The stages import no other stage (docs/model.md#stage-handoffs): what one needs from another
 is computed here and handed in as arrays or plain values: the roofline's reshard table
@@ -23,7 +23,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from .columns import INPUT_PREFIX, may_be_infinite
+from .columns import INPUT_PREFIX, LOAD_PAIRED, may_be_infinite
 from .errors import InputError, NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
@@ -105,6 +105,7 @@ def run_block(
                                                  ahead_weights(scenario))),
         ("load", lambda: load.load_columns(scenario, inputs, columns, econ.served_availability(scenario, columns)) if load.loaded(scenario) else {}),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
+        ("fleet", lambda: fleet_cost(scenario, inputs, columns) if load.loaded(scenario) else {}),
     ):
         produced = produce()
         _check_finite(stage, scenario, produced, inputs, columns.get("slo_met", 1.0) == 0.0)
@@ -117,6 +118,19 @@ def run_block(
     for key in scenario.uncertain_inputs():
         columns[INPUT_PREFIX + key] = inputs[key]
     return columns
+
+
+def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``load.cost_per_mtok_fleet_usd``: the cost per million tokens of the fleet sized for
+    the demand, the econ stage run on that fleet (:func:`mcengine.stages.load.fleet_view`:
+    its instances, goodput and utilisation; docs/load.md#fleet); with ``cluster.instances =
+    "auto"`` the cluster costed is that fleet already, so it is ``cost_per_mtok_usd``."""
+    from .stages import econ, load
+
+    if load.bought(scenario):
+        return {LOAD_PAIRED: columns["cost_per_mtok_usd"].copy()}
+    view = load.fleet_view(inputs, columns, econ.served_availability(scenario, columns))
+    return {LOAD_PAIRED: econ.economics(scenario, inputs, {**columns, **view})["cost_per_mtok_usd"]}
 
 
 def training_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

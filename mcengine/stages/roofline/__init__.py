@@ -224,10 +224,10 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     split = load = mx.instance_shares(weights, rates)
     kept = None
     if scenario.workload.class_instances == "whole":
-        kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.instances)
+        kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.simulated())
         load = [s * kept for s in split]  # instance time each class's share of the mix keeps busy
         held = sum(counts[1:], counts[0])  # 0 where the mix is unserved: the continuous split stands (moot, no tokens)
-        split = [np.where(held > 0, n / scenario.cluster.instances, s) for n, s in zip(counts, split)]
+        split = [np.where(held > 0, n / scenario.cluster.simulated(), s) for n, s in zip(counts, split)]
 
     def weighted(by: list[np.ndarray], column: str) -> np.ndarray:
         terms = [b * c[column] for b, c in zip(by, per_class)]
@@ -251,7 +251,7 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
         out["tokens_per_s_per_gpu"] = out["tokens_per_s_per_gpu"] * kept
         for name, n, busy in zip(names, counts, load):
             out[f"{MIX_PREFIX}{name}.instances"] = n
-            out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.instances, n, out=np.ones_like(n), where=n > 0)
+            out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.simulated(), n, out=np.ones_like(n), where=n > 0)
     return checked(out, inputs)
 
 
