@@ -102,7 +102,7 @@ def run_block(
                                         lambda: reliability.lifetimes(scenario, inputs, seed, reshard_capacity(scenario)))),
         ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
                                                  None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
-                                                 ahead_weights(scenario))),
+                                                 ahead_weights(scenario), planning_demand(scenario, inputs, columns))),
         ("load", lambda: load.load_columns(scenario, inputs, columns, econ.served_availability(scenario, columns)) if load.loaded(scenario) else {}),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
         ("fleet", lambda: fleet_cost(scenario, inputs, columns) if load.loaded(scenario) else {}),
@@ -118,6 +118,22 @@ def run_block(
     for key in scenario.uncertain_inputs():
         columns[INPUT_PREFIX + key] = inputs[key]
     return columns
+
+
+def planning_demand(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]):
+    """The load the roofline's per-trial planner chooses under (:class:`mcengine.stages.roofline.planner_load.Demand`,
+    docs/load.md#planner): the load stage's demand and arrivals, the reliability stage's
+    served availability, the fixed instances (None for ``cluster.instances = "auto"``);
+    None at saturation."""
+    from .stages import econ, load
+    from .stages.roofline.planner_load import Demand
+
+    if not load.loaded(scenario):
+        return None
+    mean, peak_to_mean = load.demand_of(inputs)
+    return Demand(mean, peak_to_mean, inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], load.arrival_cv(scenario, inputs),
+                  inputs["workload.load.service_cv"], econ.served_availability(scenario, columns),
+                  None if load.bought(scenario) else float(scenario.cluster.instances))
 
 
 def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -14,7 +14,9 @@ from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ
 from mcengine.units import HOURS_PER_YEAR, TOKENS_PER_MTOK
 
-SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
+#: A small cluster, its plan chosen once ahead of the trials: the same plan at saturation and under
+#: a demand, so that these hand tests compare like with like (the choice under a demand: tests/stages/test_planner_load.py).
+SMALL = ["cluster.instances=4", "cluster.spare_gpus=8", "workload.plan=\"quantile\""]
 N = 32
 
 
@@ -102,9 +104,6 @@ def test_bad_load_input_names_the_key():
     assert "workload.load.peak_to_mean" in str(err.value)
 
 
-AHEAD = ["workload.plan=\"quantile\""]  # one plan for every trial, at saturation and under a demand alike
-
-
 def test_auto_fleet_is_costed_as_bought(saturated):
     """``cluster.instances = "auto"``: the econ stage prices the fleet the load stage buys,
     closed form per trial: its GPU slots at the simulated cluster's capex per slot and
@@ -112,10 +111,10 @@ def test_auto_fleet_is_costed_as_bought(saturated):
     it processes (the saturated cluster's dynamic energy per token processed), over the
     demand served."""
     name, _, _ = saturated
-    s = api.check(name, [*SMALL, *AHEAD])
+    s = api.check(name, SMALL)
     sat = run_block(s, 0, 0, N)
     demand = 3.0 * float(sat["tokens_per_s"].max())  # more than the 4 simulated instances carry
-    auto = run_block(api.check(name, [*SMALL, *AHEAD, f"workload.load.demand={demand!r}", "cluster.instances=\"auto\"", "cluster.simulated_instances=4"]), 0, 0, N)
+    auto = run_block(api.check(name, [*SMALL, f"workload.load.demand={demand!r}", "cluster.instances=\"auto\"", "cluster.simulated_instances=4"]), 0, 0, N)
     fleet = auto["load.fleet_instances"]
     np.testing.assert_array_equal(auto["load.instances"], fleet)
     assert (fleet > 12).all() and (auto["load.slo_attainment"] == 1.0).all()
@@ -134,7 +133,7 @@ def test_auto_fleet_is_costed_as_bought(saturated):
     np.testing.assert_allclose(auto["cost_per_mtok_usd"], total / (demand * horizon_s / TOKENS_PER_MTOK), rtol=1e-12)
     np.testing.assert_array_equal(auto["load.cost_per_mtok_fleet_usd"], auto["cost_per_mtok_usd"])
     # the fixed cluster's fleet column is the econ stage run on the same fleet
-    fixed = run_block(api.check(name, [*SMALL, *AHEAD, f"workload.load.demand={demand!r}"]), 0, 0, N)
+    fixed = run_block(api.check(name, [*SMALL, f"workload.load.demand={demand!r}"]), 0, 0, N)
     np.testing.assert_array_equal(fixed["load.fleet_instances"], fleet)
     np.testing.assert_allclose(fixed["load.cost_per_mtok_fleet_usd"], auto["cost_per_mtok_usd"], rtol=1e-12)
     # a fixed cluster reports the largest mean demand whose peak meets the SLOs
