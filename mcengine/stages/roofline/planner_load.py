@@ -71,93 +71,159 @@ class Demand:
 def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(best, met)`` per trial: the row of ``table`` of least cost per served token among
     those meeting both SLO quantiles under ``demand`` (module docstring; the first such
-    row on a tie) and whether any does."""
-    served = table.served
-    serving = np.isfinite(served)
-    tokens = np.where(serving, served, 1.0)
-    batch = table.stacked(5).astype(float)
-    ttft0 = table.stacked(4) * MS_PER_S
-
+    row on a tie) and whether any does. The plans that can meet them (they serve, their
+    unloaded TTFT meets the SLO and, on a fixed cluster, the peak is below their
+    saturated rate) are taken out of the table once, grouped by trial, and worked on as
+    flat arrays."""
     def trial(x):
-        return np.broadcast_to(np.asarray(x, float), (n,))[None, :]
+        return np.broadcast_to(np.asarray(x, float), (n,))
 
     slo, q, ca, cs, avail = (trial(x) for x in (demand.ttft_slo_ms, demand.quantile, demand.arrival_cv, demand.service_cv, demand.availability))
     mean = trial(demand.demand)
     peak = mean * trial(demand.peak_to_mean)
-    slot = batch * trial(output_tokens) / tokens
-    scale = (ca * ca + cs * cs) / 2.0
-    tail = np.log(1.0 / (1.0 - q))  # the wait quantile's log factor with Erlang C = 1
-    can = serving & (ttft0 <= slo) & (avail > 0)
+    sizes = [block[0].shape[0] for block in table.blocks]
+    live = [i for i, block in enumerate(table.blocks) if block[1] is not None]  # a block of busy None serves no trial
+    if not live:
+        return np.zeros(n, np.int64), np.zeros(n, bool)
+    starts = np.cumsum([0, *sizes])
+    table_rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live])
+
+    def stacked(field: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(table.blocks[i][field], (sizes[i], n)) for i in live])
+
+    served, ttft0 = stacked(0), stacked(4) * MS_PER_S
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floor = np.zeros(n) if demand.instances is None else peak / (demand.instances * avail)  # rho < 1 on a fixed cluster
+    mask = (served > floor[None, :]) & (ttft0 <= slo[None, :]) & (avail > 0)[None, :]
+    cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
+    tokens, t0, batch = served[rows, cols], ttft0[rows, cols], stacked(5)[rows, cols].astype(float)
     if power_weight is None:
-        energy = np.zeros(served.shape)
-    else:  # a block serving no trial keeps no busy fraction: it is never chosen
-        busy = np.concatenate([np.zeros(block[0].shape) if block[1] is None else block[1] for block in table.blocks])
-        energy = trial(power_weight) * busy * mean / (tokens * avail)
+        energy = np.zeros(rows.size)
+    else:  # the dynamic energy of the demand, in units of the cost of the instances
+        energy = trial(power_weight)[cols] * stacked(1)[rows, cols] * mean[cols] / (tokens * avail[cols])
+    plans = Plans(table_rows[rows], cols, tokens, t0, batch, batch * trial(output_tokens)[cols] / tokens, energy, Trials(slo, q, ca, cs))
     if demand.instances is None:
-        best, met = _fleet_choice(can, tokens, ttft0, batch, slot, slo, q, ca, cs, scale, tail, peak, energy)
-    else:
-        rho = peak / (tokens * demand.instances * avail)
-        can &= rho < 1.0
+        return _fleet_choice(plans, peak[cols], n)
+    return _fixed_choice(plans, peak[cols] / (tokens * demand.instances * avail[cols]), demand.instances, power_weight is None, n)
+
+
+@dataclass(frozen=True)
+class Trials:
+    """Per trial (shape (n,)): the TTFT SLO (ms), the SLO quantile, the arrival and service CVs."""
+
+    slo: np.ndarray
+    q: np.ndarray
+    ca: np.ndarray
+    cs: np.ndarray
+
+    def wait_scale(self) -> np.ndarray:
+        """``(c_a^2 + c_s^2) / 2 x ln(1 / (1 - q))``: the wait quantile over ``tau / (B (1 - rho))`` with Erlang C taken as 1."""
+        return (self.ca * self.ca + self.cs * self.cs) / 2.0 * np.log(1.0 / (1.0 - self.q))
+
+
+@dataclass(frozen=True)
+class Plans:
+    """The plans that can meet the SLOs, flat and grouped by trial (``cols``, ascending;
+    ``rows`` the table's rows): saturated tokens/s, unloaded TTFT (ms), batch, slot time
+    (s), the plan's dynamic energy term, and the ``trials``' SLO terms."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    tokens: np.ndarray
+    ttft0: np.ndarray
+    batch: np.ndarray
+    slot: np.ndarray
+    energy: np.ndarray
+    trials: Trials
+
+    def take(self, keep) -> "Plans":
+        return Plans(*(getattr(self, f)[keep] for f in self.__dataclass_fields__ if f != "trials"), self.trials)
+
+    @property
+    def slo(self) -> np.ndarray:
+        return self.trials.slo[self.cols]
+
+    def ttft_ms(self, rho, which) -> np.ndarray:
+        """The TTFT quantile of plans ``which`` at utilisations ``rho`` (:func:`~mcengine.analytic.queueing.ttft_quantile_ms`)."""
+        k, t = self.cols[which], self.trials
+        return qu.ttft_quantile_ms(t.q[k], self.ttft0[which], self.batch[which], self.slot[which], rho, t.ca[k], t.cs[k])
+
+    def sure_bound(self, rho) -> np.ndarray:
+        """The TTFT quantile with Erlang C taken as 1, an upper bound (ms)."""
         with np.errstate(divide="ignore"):
-            sure = can & (ttft0 + MS_PER_S * scale * slot / (batch * (1.0 - rho)) * tail <= slo)
-        value = -tokens if power_weight is None else energy / demand.instances
-        best_sure = np.where(sure, value, np.inf).min(axis=0)
-        check = np.nonzero(can & ~sure & (value <= best_sure[None, :]))
-        ok = sure.copy()
-        cols = check[1]
-        ok[check] = qu.ttft_quantile_ms(q[0, cols], ttft0[check], batch[check], slot[check], rho[check], ca[0, cols],
-                                        np.broadcast_to(cs, (1, n))[0, cols]) <= slo[0, cols]
-        ranked = np.where(ok, value, np.inf)
-        least = ranked.min(axis=0)
-        best, met = np.argmax(np.where(ranked == least[None, :], tokens, -np.inf), axis=0), np.isfinite(least)
-    return best.astype(np.int64), met
+            return self.ttft0 + MS_PER_S * self.trials.wait_scale()[self.cols] * (self.slot / self.batch) / (1.0 - rho)
 
 
-def _fleet_choice(can, tokens, ttft0, batch, slot, slo, q, ca, cs, scale, tail, peak, energy) -> tuple[np.ndarray, np.ndarray]:
+def _segments(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and sizes of the runs of equal trial in ``cols`` (grouped)."""
+    starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
+    return starts, np.diff(np.r_[starts, cols.size])
+
+
+def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial the first row (table order) where ``pick``; ``met`` where there is one."""
+    idx = np.flatnonzero(pick)
+    idx = idx[np.r_[True, cols[idx][1:] != cols[idx][:-1]]] if idx.size else idx
+    best, met = np.zeros(n, np.int64), np.zeros(n, bool)
+    best[cols[idx]], met[cols[idx]] = rows[idx], True
+    return best, met
+
+
+def _fixed_choice(p: Plans, rho: np.ndarray, instances: float, by_tokens: bool, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed cluster's choice (module docstring): the plans sure to meet the SLO at
+    the peak by the Erlang C = 1 bound, and those not sure whose cost is at most the best
+    sure one's, evaluated; the least cost among those meeting it, ties to the most tokens/s."""
+    if p.cols.size == 0:
+        return np.zeros(n, np.int64), np.zeros(n, bool)
+    slo = p.slo
+    sure = p.sure_bound(rho) <= slo
+    value = -p.tokens if by_tokens else p.energy / instances
+    starts, sizes = _segments(p.cols)
+    best_sure = np.repeat(np.minimum.reduceat(np.where(sure, value, np.inf), starts), sizes)
+    ok = sure.copy()
+    check = np.flatnonzero(~sure & (value <= best_sure))
+    ok[check] = p.ttft_ms(rho[check], check) <= slo[check]
+    ranked = np.where(ok, value, np.inf)
+    least = np.repeat(np.minimum.reduceat(ranked, starts), sizes)
+    tie = np.isfinite(ranked) & (ranked == least)
+    most = np.repeat(np.maximum.reduceat(np.where(tie, p.tokens, -np.inf), starts), sizes)
+    return _firsts(p.rows, p.cols, tie & (p.tokens == most), n)
+
+
+def _fleet_choice(p: Plans, peak: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The fleet's choice (module docstring): per plan and trial a bracket ``[lo, hi]`` of
     ``rho_slo`` gives a cost interval ``[P / (hi T), P / (lo T)] + e``; per trial the least
     cost lies between the least lower end and the least upper end, and each step probes
     every plan still in play at the utilisation that would cost their middle (one TTFT
     quantile each), which halves that gap, and drops the plans whose lower end is above
     the least upper end. It stops when one plan is left in a trial or the gap is below
-    :data:`COST_TOLERANCE`; the plan of least cost at its bracket's middle wins (the
-    plans kept in trial order, each trial's least by one ``reduceat``)."""
-    n = can.shape[1]
+    :data:`COST_TOLERANCE`; the plan of least cost at its bracket's middle wins."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.where(can, np.clip(1.0 - MS_PER_S * scale * (slot / batch) * tail / (slo - ttft0), 0.0, 1.0), 0.0)
-        up = peak / tokens
-        upper = np.where(lo > 0, up / lo + energy, np.inf)
-    cols, rows = np.nonzero(np.ascontiguousarray((can & (up + energy <= upper.min(axis=0)[None, :])).T))  # grouped by trial
-    lo, hi, up, e = lo[rows, cols], np.ones(rows.size), up[rows, cols], energy[rows, cols]
+        lo = np.clip(1.0 - MS_PER_S * p.trials.wait_scale()[p.cols] * (p.slot / p.batch) / (p.slo - p.ttft0), 0.0, 1.0)
+    hi, up = np.ones(lo.size), peak / p.tokens
     for _ in range(qu.BISECTION_STEPS + 1):
-        if cols.size == 0:
+        if p.cols.size == 0:
             break
         with np.errstate(divide="ignore"):
-            upper = np.where(lo > 0, up / lo + e, np.inf)
-        lower = up / hi + e
-        starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-        sizes = np.diff(np.r_[starts, cols.size])
+            upper = np.where(lo > 0, up / lo + p.energy, np.inf)
+        lower = up / hi + p.energy
+        starts, sizes = _segments(p.cols)
         least_up, least_low = np.minimum.reduceat(upper, starts), np.minimum.reduceat(lower, starts)
         keep = lower <= np.repeat(least_up, sizes)
-        rows, cols, lo, hi, up, e = rows[keep], cols[keep], lo[keep], hi[keep], up[keep], e[keep]
-        starts = np.flatnonzero(np.r_[True, cols[1:] != cols[:-1]])
-        sizes = np.diff(np.r_[starts, cols.size])
+        p, lo, hi, up = p.take(keep), lo[keep], hi[keep], up[keep]
+        starts, sizes = _segments(p.cols)
         open_ = (sizes > 1) & ~(least_up - least_low <= COST_TOLERANCE * least_low)
         if not open_.any():
             break
-        target = np.where(np.isfinite(least_up), 0.5 * (least_low + least_up), 2.0 * least_low)
+        target = np.repeat(np.where(np.isfinite(least_up), 0.5 * (least_low + least_up), 2.0 * least_low), sizes)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.repeat(target, sizes) - e
-            rho = np.where(rho > 0, up / rho, np.inf)
+            rho = np.where(target > p.energy, up / (target - p.energy), np.inf)
         probe = np.flatnonzero(np.repeat(open_, sizes) & (rho > lo) & (rho < hi))
-        r, k = rows[probe], cols[probe]
-        ok = qu.ttft_quantile_ms(q[0, k], ttft0[r, k], batch[r, k], slot[r, k], rho[probe], np.broadcast_to(ca, (1, n))[0, k],
-                                 np.broadcast_to(cs, (1, n))[0, k]) <= slo[0, k]
+        ok = p.ttft_ms(rho[probe], probe) <= p.slo[probe]
         lo[probe], hi[probe] = np.where(ok, rho[probe], lo[probe]), np.where(ok, hi[probe], rho[probe])
+    if p.cols.size == 0:
+        return np.zeros(n, np.int64), np.zeros(n, bool)
     with np.errstate(divide="ignore"):
-        cost = up / (0.5 * (lo + hi)) + e
-    first = np.lexsort((rows, cost, cols))  # by trial, then cost, then row: each trial's first is its choice
-    first = first[np.r_[True, cols[first][1:] != cols[first][:-1]]] if cols.size else first
-    best, met = np.zeros(n, np.int64), np.zeros(n, bool)
-    best[cols[first]], met[cols[first]] = rows[first], np.isfinite(cost[first])
-    return best, met
+        cost = up / (0.5 * (lo + hi)) + p.energy
+    starts, sizes = _segments(p.cols)
+    return _firsts(p.rows, p.cols, cost == np.repeat(np.minimum.reduceat(cost, starts), sizes), n)
