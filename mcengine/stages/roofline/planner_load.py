@@ -95,12 +95,19 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     with np.errstate(divide="ignore", invalid="ignore"):
         floor = np.zeros(n) if demand.instances is None else peak / (demand.instances * avail)  # rho < 1 on a fixed cluster
     mask = (served > floor[None, :]) & (ttft0 <= slo[None, :]) & (avail > 0)[None, :]
+    weight = np.zeros(n) if power_weight is None else trial(power_weight) * mean / np.where(avail > 0, avail, 1.0)
+    if demand.instances is None:  # a plan dearer at rho_slo = 1 than another is with Erlang C = 1 cannot win: dropped at once
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.where(mask, 1.0 / served, np.inf)
+            up, e = peak[None, :] * inv, weight[None, :] * (0.0 if power_weight is None else stacked(1)) * np.where(mask, inv, 0.0)
+            lo = 1.0 - MS_PER_S * Trials(slo, q, ca, cs).wait_scale()[None, :] * trial(output_tokens)[None, :] * inv / (slo[None, :] - ttft0)
+            mask &= up + e <= np.where(mask & (lo > 0), up / lo + e, np.inf).min(axis=0)[None, :]
     cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
     tokens, t0, batch = served[rows, cols], ttft0[rows, cols], stacked(5)[rows, cols].astype(float)
     if power_weight is None:
         energy = np.zeros(rows.size)
     else:  # the dynamic energy of the demand, in units of the cost of the instances
-        energy = trial(power_weight)[cols] * stacked(1)[rows, cols] * mean[cols] / (tokens * avail[cols])
+        energy = weight[cols] * stacked(1)[rows, cols] / tokens
     plans = Plans(table_rows[rows], cols, tokens, t0, batch, batch * trial(output_tokens)[cols] / tokens, energy, Trials(slo, q, ca, cs))
     if demand.instances is None:
         return _fleet_choice(plans, peak[cols], n)
