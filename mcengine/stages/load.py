@@ -90,7 +90,8 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     ``output_tokens_per_request``) and reliability (``instance_availability``) columns;
     ``availability`` is the served share of the capacity (:func:`mcengine.stages.econ.served_availability`).
     With ``cluster.instances = "auto"`` the cluster is the fleet bought (``load.instances`` =
-    ``load.fleet_instances``), else ``cluster.instances``."""
+    ``load.fleet_instances``; where no fleet meets the SLOs, the simulated cluster, which
+    then serves nothing and costs ``+inf`` per token), else ``cluster.instances``."""
     n = inputs.n
     demand, peak_to_mean = demand_of(inputs)
     q = inputs["workload.slo_quantile"]
@@ -101,7 +102,8 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     rho_slo = qu.utilisation_at_slo(q, inputs["workload.ttft_slo_ms"], columns["ttft_ms"], batch, slot_s, ca, cs)
     peak = demand * peak_to_mean
     fleet, up_needed = fleet_for(np.where(per_instance > 0, rho_slo * per_instance, 0.0), peak, columns["instance_availability"], inputs["cluster.headroom_quantile"])
-    instances = fleet if bought(scenario) else np.full(n, float(scenario.cluster.instances))
+    # a trial no fleet serves within the SLOs (its plan misses them unloaded) keeps the simulated cluster, serving nothing
+    instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated())) if bought(scenario) else np.full(n, float(scenario.cluster.instances))
     saturated, capacity, served, rho_mean, rho_peak = served_by(instances, per_instance, availability, rho_slo, demand, peak_to_mean)
     shown = np.minimum(rho_peak, RHO_SHOWN)
     ttft = qu.ttft_quantile_ms(q, columns["ttft_ms"], batch, np.where(np.isfinite(slot_s), slot_s, 0.0), shown, ca, cs)
@@ -141,7 +143,8 @@ def fleet_view(inputs: TrialInputs, columns: dict[str, np.ndarray], availability
     demand (``load.fleet_instances``) in place of the scenario's cluster (:func:`served_by`
     at the same utilisation at SLO)."""
     demand, peak_to_mean = demand_of(inputs)
-    fleet, saturated = columns["load.fleet_instances"], columns["load.saturated_tokens_per_s"]
+    saturated = columns["load.saturated_tokens_per_s"]
+    fleet = np.where(columns["load.fleet_instances"] > 0, columns["load.fleet_instances"], columns["load.instances"])  # none: the cluster, serving nothing
     rho_slo = np.divide(columns["load.capacity_at_slo_tokens_per_s"], saturated, out=np.zeros(fleet.size), where=saturated > 0)
     fleet_saturated, _, served, rho_mean, _ = served_by(fleet, columns["tokens_per_s_instance"], availability, rho_slo, demand, peak_to_mean)
     return {"load.instances": fleet, "load.served_tokens_per_s": served, "load.saturated_tokens_per_s": fleet_saturated, "load.utilisation_mean": rho_mean}

@@ -145,3 +145,12 @@ def test_auto_needs_a_demand():
         api.check("h100", ["cluster.instances=\"auto\""])
     text = str(err.value)
     assert "cluster.instances" in text and "'auto'" in text and "workload.load.demand" in text and "whole number" in text
+
+
+def test_auto_where_no_plan_meets_the_slos_costs_infinity():
+    """A TTFT SLO no plan meets unloaded: no fleet serves the demand within it; the trial
+    keeps the simulated cluster, serves nothing and costs +inf per token (never 0/0 = 0)."""
+    got = at_demand("h100", 1000.0, "cluster.instances=\"auto\"", "workload.ttft_slo_ms=1")
+    assert (got["slo_met"] == 0.0).all() and (got["load.fleet_instances"] == 0.0).all()
+    np.testing.assert_array_equal(got["load.instances"], 128.0)
+    assert np.isposinf(got["cost_per_mtok_usd"]).all() and np.isposinf(got["load.cost_per_mtok_fleet_usd"]).all()

@@ -48,7 +48,7 @@ from ...units import MS_PER_S
 
 #: Relative width of a plan's cost interval below which the fleet's choice stops bisecting
 #: it (plans left within it of one cost are equal to the choice: the first wins).
-COST_TOLERANCE = 1e-9
+COST_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True)
