@@ -25,8 +25,12 @@ the pipeline hands in:
   (:func:`~mcengine.analytic.queueing.fleet_instances`, instances down independently
   with probability ``1 - instance availability``), and the headroom it buys.
 
-The econ stage then charges the scenario's fleet to its goodput and its dynamic power to
-the utilisation (:func:`mcengine.stages.econ.economics`).
+With ``cluster.instances = "auto"`` that fleet is the cluster: every column above is its
+(``load.instances``, docs/load.md#auto). The econ stage then charges the cluster
+(``load.instances`` of them) to its goodput and its dynamic power to the utilisation
+(:func:`mcengine.stages.econ.economics`), and is run once more on the fleet for the demand
+(:func:`fleet_view`, ``load.cost_per_mtok_fleet_usd``). The roofline's per-trial planner
+has chosen each trial's plan under the same demand (docs/load.md#planner).
 """
 
 from __future__ import annotations
