@@ -217,6 +217,8 @@ COLUMNS: tuple[Column, ...] = (
         ("slo_attainment", "share of the day the SLO quantile holds", "", "higher", True),
         ("fleet_instances", "instances a fleet sized for the peak with failure headroom needs", "instances", "lower", True),
         ("headroom_instances", "instances bought for failures beyond those the peak needs", "instances", "lower", True),
+        ("instances", "instances serving the demand: the fleet bought with cluster.instances = \"auto\", else cluster.instances", "instances", "lower", True),
+        ("demand_at_slo_tokens_per_s", "largest mean demand whose peak meets the SLO quantile (capacity at SLO over peak-to-mean)", "tokens/s", "higher", True),
     )),
     Column(LOAD_PAIRED, "cost per million output tokens of the fleet sized for the demand", _COST, "lower",
            may_be_infinite=True, paired=True, summarised=True, conditional="a demand (workload.load.demand)"),

@@ -1,6 +1,6 @@
 """One block of trials through the chained stages: inputs → fab → reliability → roofline → load → econ
-(→ training, for ``workload.kind = "training"``; the load stage only with a demand,
-``workload.load.demand``, docs/load.md).
+(→ training, for ``workload.kind = "training"``; the load stage, and the econ stage again on the
+fleet sized for the demand, only with a demand, ``workload.load.demand``, docs/load.md).
 
 The stages import no other stage (docs/model.md#stage-handoffs): what one needs from another
 is computed here and handed in as arrays or plain values: the roofline's reshard table
@@ -23,7 +23,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from .columns import INPUT_PREFIX, may_be_infinite
+from .columns import INPUT_PREFIX, LOAD_PAIRED, may_be_infinite
 from .errors import InputError, NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
@@ -102,9 +102,10 @@ def run_block(
                                         lambda: reliability.lifetimes(scenario, inputs, seed, reshard_capacity(scenario)))),
         ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
                                                  None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
-                                                 ahead_weights(scenario)) if training.serves(scenario) else roofline.not_served(scenario, inputs)),
+                                                 ahead_weights(scenario), planning_demand(scenario, inputs, columns)) if training.serves(scenario) else roofline.not_served(scenario, inputs)),
         ("load", lambda: load.load_columns(scenario, inputs, columns, econ.served_availability(scenario, columns)) if load.loaded(scenario) else {}),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
+        ("fleet", lambda: fleet_cost(scenario, inputs, columns) if load.loaded(scenario) else {}),
     ):
         produced = produce()
         _check_finite(stage, scenario, produced, inputs, produced.get("slo_met", columns.get("slo_met", 1.0)) == 0.0)
@@ -117,6 +118,35 @@ def run_block(
     for key in scenario.uncertain_inputs():
         columns[INPUT_PREFIX + key] = inputs[key]
     return columns
+
+
+def planning_demand(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]):
+    """The load the roofline's per-trial planner chooses under (:class:`mcengine.stages.roofline.planner_load.Demand`,
+    docs/load.md#planner): the load stage's demand and arrivals, the reliability stage's
+    served availability, the fixed instances (None for ``cluster.instances = "auto"``);
+    None at saturation."""
+    from .stages import econ, load
+    from .stages.roofline.planner_load import Demand
+
+    if not load.loaded(scenario):
+        return None
+    mean, peak_to_mean = load.demand_of(inputs)
+    return Demand(mean, peak_to_mean, inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], load.arrival_cv(scenario, inputs),
+                  inputs["workload.load.service_cv"], econ.served_availability(scenario, columns),
+                  None if load.bought(scenario) else float(scenario.cluster.instances))
+
+
+def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``load.cost_per_mtok_fleet_usd``: the cost per million tokens of the fleet sized for
+    the demand, the econ stage run on that fleet (:func:`mcengine.stages.load.fleet_view`:
+    its instances, goodput and utilisation; docs/load.md#fleet); with ``cluster.instances =
+    "auto"`` the cluster costed is that fleet already, so it is ``cost_per_mtok_usd``."""
+    from .stages import econ, load
+
+    if load.bought(scenario):
+        return {LOAD_PAIRED: columns["cost_per_mtok_usd"].copy()}
+    view = load.fleet_view(inputs, columns, econ.served_availability(scenario, columns))
+    return {LOAD_PAIRED: econ.economics(scenario, inputs, {**columns, **view})["cost_per_mtok_usd"]}
 
 
 def training_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

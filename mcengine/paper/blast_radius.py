@@ -21,6 +21,11 @@ the H100 cluster over that of the Lite cluster (paired trials; > 1 means the Lit
 cluster loses less): with ``reshard`` on both designs beside the paper's closed form,
 with ``down`` as shipped. The sweep moves the Lite's spare-swap time (optical
 reconfiguration makes it short), both designs on ``reshard``.
+
+Under a demand (``shipped.under_load``, :mod:`mcengine.paper.load`): each design, as
+shipped, buys the fleet the ``load-diurnal`` study's demand needs with failure headroom,
+and the figure is the headroom H100 / Lite in H100-equivalents (paired trials): the
+capacity each design buys for the instances its failures keep down.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..pipeline import reshard_capacity
-from ._common import SECONDARY, Settings, boundary, chain, entry, interval, scenario, variant
+from . import load as under_load
+from ._common import SECONDARY, Settings, boundary, chain, entry, interval, paired_ratio, scenario, variant
 from .performance import SWEEP_MODEL, designs_run
 
 PAPER_FIGURE = 8.0
@@ -99,6 +105,26 @@ def _lifetime_text(bnd: dict, reshard: dict) -> str:
             f"{n['lite-h100']:.0f} times a year against {n['h100']:.0f}")
 
 
+def headroom_under_load(settings: Settings) -> dict:
+    """``shipped.under_load`` (module docstring): the fleets h100 and lite-h100 buy for
+    the ``load-diurnal`` demand, their failure headroom and its ratio H100 / Lite in
+    H100-equivalents, and the fleets' cost per served token."""
+    overrides = under_load.demand_overrides()
+    runs = {d: variant(scenario(d), f"{d}.load", overrides) for d in ("h100", "lite-h100")}
+    cols = chain(list(runs.values()), settings)
+    ratio = paired_ratio(*(under_load.headroom_h100e(cols[runs[d].name], runs[d]) for d in ("h100", "lite-h100")))
+    designs = under_load.headroom(cols, runs)
+    out = {"study": under_load.STUDY, "demand_tokens_per_s": under_load.demand_of(overrides), "designs": designs,
+           "headroom_ratio_h100e": interval(ratio), "p_lite_buys_less_headroom": float(np.mean(ratio > 1.0)),
+           "cost": under_load.cost_ratio(cols, runs["lite-h100"], runs["h100"])}
+    h, lite = designs["h100"], designs["lite-h100"]
+    out["text"] = (f"at {out['demand_tokens_per_s']:,.0f} tokens/s ({under_load.STUDY}) h100 buys {h['fleet_instances']['median']:.0f} instances, "
+                   f"{h['headroom_instances']['median']:.0f} for failures ({h['headroom_h100_equivalents']['median']:.0f} H100-eq.); "
+                   f"lite-h100 {lite['fleet_instances']['median']:.0f}, {lite['headroom_instances']['median']:.0f} "
+                   f"({lite['headroom_h100_equivalents']['median']:.0f} H100-eq.): headroom H100 / Lite {out['headroom_ratio_h100e']['median']:.2f}x")
+    return out
+
+
 def compute(settings: Settings) -> dict:
     settings.note("claim 3: blast radius")
     h100, lite = scenario("h100"), scenario("lite-h100")
@@ -106,7 +132,8 @@ def compute(settings: Settings) -> dict:
     tables = {"h100": reshard_capacity(h100_r), "lite": reshard_capacity(lite_r)}
     forms = closed_forms(h100, lite, tables)
     shipped = _lifetime(designs_run(settings), {d: f"{d}.{SWEEP_MODEL}" for d in ("h100", "lite-h100")})
-    shipped.update(scenarios=["h100", "lite-h100"], on_failure="down", share_lost_per_failure_ratio_down=forms["whole_instance"])
+    shipped.update(scenarios=["h100", "lite-h100"], on_failure="down", share_lost_per_failure_ratio_down=forms["whole_instance"],
+                   under_load=headroom_under_load(settings))
     shipped["text"] = (f"{shipped['figure']['median']:.2f}x [{shipped['figure']['p05']:.2f}-{shipped['figure']['p95']:.2f}] capacity-time lost "
                        f"(H100/Lite, 'down'); per failure {forms['whole_instance']:.2f}x")
     values = settings.grid(SWEEP_VALUES)

@@ -29,6 +29,13 @@ hosts (``cluster.gpus_per_host``), as a cluster built host by host does. The swe
 the demand share of the smallest model (the others keep their proportions): P(the Lite
 fleet is cheaper per token than the H100 fleet) along it, no re-run needed (the sizes
 are per model, so the mix does not move them).
+
+Under a demand (``shipped.under_load``, :mod:`mcengine.paper.load`): the ``load-diurnal``
+study's demand split over the models by their shares, each model's instances (at the
+size in use) bought per trial for its share with failure headroom
+(``cluster.instances = "auto"``, the reliability stage simulating the per-model cluster
+above): the headroom each design's fleet buys for its failures (H100-equivalents, summed
+over the models) and the fleet's cost per served token (the demand-weighted sum).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import numpy as np
 
 from ..errors import InputError, Problem
 from ..scenario.files import read_toml
+from . import load as under_load
 from ._common import Settings, boundary, chain, paired_ratio, entry, interval, paper_dir, scenario, variant
 
 FLEET_FILE = "fleet.toml"
@@ -244,6 +252,37 @@ def swept_shares(fleet: Fleet, first: float) -> tuple[float, ...]:
     return (first, *(s * (1.0 - first) / rest for s in fleet.shares[1:])) if rest > 0 else (1.0,)
 
 
+def headroom_under_load(fleet: Fleet, alloc: dict, settings: Settings) -> dict:
+    """``shipped.under_load`` (module docstring): per design, each model's fleet for its
+    share of the ``load-diurnal`` demand on instances of the size in use, the failure
+    headroom summed over the models, and the fleet's cost per served token, paired."""
+    overrides = under_load.demand_overrides()
+    total = under_load.demand_of(overrides)
+    runs = {}
+    for d in fleet.designs:
+        for m, share in zip(fleet.models, fleet.shares):
+            if share > 0:
+                k = alloc[d][m]["sized_instance_gpus"]
+                cluster = on_cluster(scenario(d), m, k, f"n{k}")
+                runs[(d, m)] = variant(cluster, f"{d}.{m}.load", [*overrides, f"workload.load.demand={share * total!r}",
+                                                                   f"cluster.simulated_instances={cluster.cluster.instances}"])
+    cols = chain(list(runs.values()), settings)
+    served = [(m, s) for m, s in zip(fleet.models, fleet.shares) if s > 0]
+    room = {d: sum(under_load.headroom_h100e(cols[runs[(d, m)].name], runs[(d, m)]) for m, _ in served) for d in fleet.designs}
+    cost = {d: sum(s * cols[runs[(d, m)].name]["cost_per_mtok_usd"] for m, s in served) for d in fleet.designs}
+    base_d, lite_d = fleet.designs[0], fleet.designs[1]
+    ratio = paired_ratio(cost[lite_d], cost[base_d])
+    out = {"study": under_load.STUDY, "demand_tokens_per_s": total,
+           "models": {d: under_load.headroom(cols, {m: runs[(d, m)] for m, _ in served}) for d in fleet.designs},
+           "headroom_h100_equivalents": {d: interval(v) for d, v in room.items()},
+           "fleet_cost_per_mtok_usd": {d: interval(v) for d, v in cost.items()},
+           "fleet_paired_ratio": interval(ratio), "p_lite_fleet_cheaper": float(np.mean(ratio < 1.0))}
+    out["text"] = (f"at {total:,.0f} tokens/s ({under_load.STUDY}, split by the shares) failure headroom "
+                   + ", ".join(f"{d} {out['headroom_h100_equivalents'][d]['median']:.0f}" for d in fleet.designs)
+                   + f" H100-eq.; fleet cost per served token {lite_d}/{base_d} {out['fleet_paired_ratio']['median']:.2f}x")
+    return out
+
+
 def compute(settings: Settings) -> dict:
     settings.note("claim 6: flexible allocation (fleet)")
     fleet = load_fleet()
@@ -272,6 +311,7 @@ def compute(settings: Settings) -> dict:
         "model_paired_ratio": {m: interval(paired_ratio(cols[f"{lite_d}.{m}.fleet"]["cost_per_mtok_usd"], cols[f"{base_d}.{m}.fleet"]["cost_per_mtok_usd"]))
                              for m in fleet.models},
         "batch": {d: {m: interval(cols[f"{d}.{m}.fleet"]["batch"]) for m in fleet.models} for d in fleet.designs},
+        "under_load": headroom_under_load(fleet, alloc, settings),
     }
     unmet = [f"{m} on {d}" for d in fleet.designs for m in fleet.models if not alloc[d][m]["slo_met"]]
     sizes = "; ".join(f"{d} " + "/".join(str(alloc[d][m]["sized_instance_gpus"]) for m in fleet.models) for d in fleet.designs)

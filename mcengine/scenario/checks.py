@@ -13,6 +13,8 @@ import numpy as np
 
 from ..errors import Problem
 from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
+from .fields import AUTO
+from .sections.workload import SATURATE
 from ..analytic.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
 from ..units import HOURS_PER_YEAR
 
@@ -108,7 +110,7 @@ def _instances_per_host(c) -> int:
     """Most instances one host's GPUs span (a host fault restarts each of them)."""
     if c.instance_gpus % c.gpus_per_host == 0:  # hosts never straddle instances
         return 1
-    return min(c.instances, (c.gpus_per_host + c.instance_gpus - 2) // c.instance_gpus + 1)
+    return min(c.simulated(), (c.gpus_per_host + c.instance_gpus - 2) // c.instance_gpus + 1)
 
 
 def _shape_of(r, key: str):
@@ -133,11 +135,11 @@ def size_problems(c, r, run) -> list[Problem]:
     :func:`~mcengine.analytic.reliability.renewals_bound`: T/MTTF, more for an
     infant-mortality shape), a host failure counting its GPUs (each is swapped and
     repaired), and transient faults, a host fault counting the instances it restarts."""
-    total = c.instances * c.instance_gpus + c.spare_gpus
+    total = c.simulated() * c.instance_gpus + c.spare_gpus
     if total > MAX_TOTAL_GPUS:
-        return [Problem("cluster.instances", f"{c.instances} x cluster.instance_gpus {c.instance_gpus} + cluster.spare_gpus {c.spare_gpus} = {total:,} GPUs",
+        return [Problem("cluster.instances", f"{c.simulated()} x cluster.instance_gpus {c.instance_gpus} + cluster.spare_gpus {c.spare_gpus} = {total:,} GPUs",
                         f"allowed: at most {MAX_TOTAL_GPUS:,} GPUs in all (reliability memory and time grow with the GPUs)")]
-    active = c.instances * c.instance_gpus
+    active = c.simulated() * c.instance_gpus
     hosts = -(-active // c.gpus_per_host)
     years = run.horizon_years.value
     horizon_hours = years * HOURS_PER_YEAR
@@ -223,7 +225,10 @@ def workload_problems(w, c) -> list[Problem]:
             out.append(Problem(key, deg, f"allowed: a divisor of cluster.instance_gpus = {n}"))
     if isinstance(p, int) and p > m.layers:
         out.append(Problem("workload.pipeline_parallel", p, f"allowed: at most workload.model.layers = {m.layers}"))
-    if w.classes and w.class_instances == "whole" and c.instances < len(w.classes):
+    if c.instances == AUTO and w.load.demand == SATURATE:
+        out.append(Problem("cluster.instances", AUTO, 'allowed: a whole number of instances (1 to 1,048,576); "auto" only with a demand to size the '
+                           'fleet for (workload.load.demand a number of output tokens/s, not "saturate")'))
+    if w.classes and w.class_instances == "whole" and c.simulated() < len(w.classes):
         out.append(Problem("cluster.instances", c.instances, f'allowed: at least one instance per request class ({len(w.classes)}) with '
                            'workload.class_instances = "whole"'))
     return out

@@ -79,7 +79,7 @@ class Scenario:
     # ------------------------------------------------------------------ derived shape
     @property
     def active_gpus(self) -> int:
-        return self.cluster.instances * self.cluster.instance_gpus
+        return self.cluster.simulated() * self.cluster.instance_gpus
 
     @property
     def total_gpus(self) -> int:

@@ -213,6 +213,16 @@ def hosts(scenario: Scenario) -> int:
     return -(-scenario.total_gpus // scenario.cluster.gpus_per_host)
 
 
+def fleet_slots(scenario: Scenario, instances) -> tuple:
+    """``(slots, active)``: the GPU slots and active GPUs of ``instances`` instances (per
+    trial, the fleet the load stage has the cluster buy, ``load.instances``,
+    docs/load.md#auto), its spare pools in the simulated cluster's proportion
+    (``total_gpus x instances / simulated instances``); the scenario's own where ``instances`` is None."""
+    if instances is None:
+        return scenario.total_gpus, scenario.active_gpus
+    return scenario.total_gpus * (instances / scenario.cluster.simulated()), instances * scenario.cluster.instance_gpus
+
+
 def host_cost_per_slot(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
     """Host cost per GPU slot (USD): ``hosts x econ.host_cost_usd / total GPUs`` when the
     per-host price is set, else ``econ.host_cost_per_gpu_usd``; with host units
@@ -250,11 +260,11 @@ def served_availability(scenario: Scenario, columns: dict[str, np.ndarray]) -> n
     return columns["capacity_availability" if scenario.cluster.on_failure == "reshard" else "instance_availability"]
 
 
-def energy_usd(scenario: Scenario, inputs: TrialInputs, power_w: np.ndarray, pue: np.ndarray | None = None) -> np.ndarray:
-    """Energy bill over the horizon (USD): active GPUs x ``power_w`` x ``econ.pue`` (or
-    ``pue``) x horizon hours x ``econ.power_usd_per_kwh``."""
+def energy_usd(scenario: Scenario, inputs: TrialInputs, power_w: np.ndarray, pue: np.ndarray | None = None, active=None) -> np.ndarray:
+    """Energy bill over the horizon (USD): active GPUs (``active``, a fleet's, or the
+    scenario's) x ``power_w`` x ``econ.pue`` (or ``pue``) x horizon hours x ``econ.power_usd_per_kwh``."""
     horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
-    energy_kwh = scenario.active_gpus * power_w / W_PER_KW * (inputs["econ.pue"] if pue is None else pue) * horizon_hours
+    energy_kwh = (scenario.active_gpus if active is None else active) * power_w / W_PER_KW * (inputs["econ.pue"] if pue is None else pue) * horizon_hours
     return energy_kwh * inputs["econ.power_usd_per_kwh"]
 
 
@@ -310,13 +320,15 @@ def planning_power_weight(scenario: Scenario, inputs: TrialInputs, package_costs
     return plan_power_weight(scenario, inputs, columns)
 
 
-def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], slots=None) -> dict[str, np.ndarray]:
     """What the cluster costs to buy, per trial: the GPU ``price`` and its parts
     (``per_gpu``, :data:`BREAKDOWN_PARTS`' package parts and ``gpu_price``), per GPU slot
     the ``host``, ``network`` and ``fabric`` (marked up where listed) and their at-cost
-    ``host_at_cost``, ``fabric_at_cost``, and ``capex`` / ``capex_at_cost`` (module docstring)."""
+    ``host_at_cost``, ``fabric_at_cost``, and ``capex`` / ``capex_at_cost`` (module docstring);
+    ``slots``: the GPU slots of a fleet bought per trial (:func:`fleet_slots`), priced per
+    slot as the scenario's cluster (its hosts, spare hosts and switch tiers per slot)."""
     e = scenario.econ
-    n, total_gpus = inputs.n, scenario.total_gpus
+    n, total_gpus = inputs.n, scenario.total_gpus if slots is None else slots
     markup = inputs["econ.gpu_markup"]
     applies = markup_scope(e.markup_applies_to, inputs.values.get("econ.markup_applies_to", np.zeros(n)))
     cost_parts = {p: columns[f"gpu_cost_{p}_usd"] for p in PACKAGE_PARTS}
@@ -339,7 +351,7 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
     network = inputs["econ.network_cost_per_gpu_usd"]
     bought = {"price": price, "per_gpu": per_gpu, "host": host, "host_at_cost": host_at_cost}
     if fat_tree(scenario):  # NICs, the switch tiers they need, the scale-up ports of the domain's tiers
-        endpoints_per_slot = scale_out_endpoints(scenario) / total_gpus
+        endpoints_per_slot = scale_out_endpoints(scenario) / scenario.total_gpus
         ports = 2 * scale_up_tiers(scenario) - 1
         network, tiers = inputs["econ.nic_cost_usd"] * endpoints_per_slot, switch_tier_parts(scenario, inputs)[0] * endpoints_per_slot
         fabric, fabric_at_cost = fabric * ports, fabric_at_cost * ports
@@ -425,23 +437,6 @@ def repair_usd(inputs: TrialInputs, columns: dict[str, np.ndarray], spare_module
             + (module_swaps * years + spare_modules) * inputs["econ.module_cost_usd"])
 
 
-def fleet_cost_per_mtok(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], total: np.ndarray,
-                        dynamic_energy: np.ndarray) -> np.ndarray:
-    """Cost per million output tokens of the fleet sized for the demand (USD, docs/load.md#fleet):
-    ``load.fleet_instances`` instances serving the whole mean demand within the SLOs.
-
-    Every cost but the GPUs' dynamic energy scales with the instances bought (capex,
-    idle energy, repairs, spare pools: ``(total - dynamic) x fleet / cluster.instances``);
-    the dynamic energy scales with the tokens processed (the demand over the tokens the
-    scenario's cluster processes, ``utilisation_mean x saturated_tokens_per_s``). ``+inf``
-    where no fleet meets the SLOs (the plan misses them unloaded)."""
-    horizon_s = scenario.run.horizon_years.value * HOURS_PER_YEAR * SECONDS_PER_HOUR
-    processed = columns["load.utilisation_mean"] * columns["load.saturated_tokens_per_s"]
-    dynamic = dynamic_energy * per_unit(columns["load.demand_tokens_per_s"], processed)
-    fleet_total = (total - dynamic_energy) * columns["load.fleet_instances"] / scenario.cluster.instances + np.where(processed > 0, dynamic, 0.0)
-    return np.where(columns["load.fleet_instances"] > 0, fleet_total / (columns["load.demand_tokens_per_s"] * horizon_s / TOKENS_PER_MTOK), np.inf)
-
-
 def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The econ columns of a block of trials.
 
@@ -450,10 +445,16 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     roofline (``tokens_per_s_instance``, ``tokens_per_s_per_gpu``, ``busy_fraction``)
     columns of the same trials. With ``cluster.on_failure = "reshard"`` the served share
     is the capacity availability (docs/model.md#reshard), else the instance availability.
+    With a demand, the cluster is the load stage's ``load.instances`` (the fleet bought
+    with ``cluster.instances = "auto"``, docs/load.md#auto): its GPU slots bought at the
+    scenario's prices per slot (the data hall per slot of the scenario's), its active GPUs'
+    energy at its utilisation, the repairs at the scenario's repairs per GPU slot.
     """
-    n, total_gpus = inputs.n, scenario.total_gpus
+    n = inputs.n
+    instances = columns.get("load.instances")
+    total_gpus, active_gpus = fleet_slots(scenario, instances)
     horizon_hours = scenario.run.horizon_years.value * HOURS_PER_YEAR
-    bought = purchase(scenario, inputs, columns)
+    bought = purchase(scenario, inputs, columns, None if instances is None else total_gpus)
     price, per_gpu, host, network, fabric = (bought[k] for k in ("price", "per_gpu", "host", "network", "fabric"))
     capex, capex_at_cost = bought["capex"], bought["capex_at_cost"]
     availability = served_availability(scenario, columns)
@@ -463,13 +464,17 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
     extra = {}
     if scenario.econ.facility:
         h = hall(scenario, inputs)
-        energy = (energy_usd(scenario, inputs, power_w, h["pue"])
+        if instances is not None:  # the hall per GPU slot of the scenario's cluster
+            h = {**h, **{k: h[k] * (total_gpus / scenario.total_gpus) for k in ("it_power_w", "facility", "cooling", "running_w")}}
+        energy = (energy_usd(scenario, inputs, power_w, h["pue"], active_gpus)
                   + h["running_w"] / W_PER_KW * h["pue"] * horizon_hours * inputs["econ.power_usd_per_kwh"])
         extra.update(it_power_mw=h["it_power_w"] / af.W_PER_MW, rack_kw=h["rack_kw"], liquid_cooled=h["liquid"].astype(float),
                      racks=np.full(n, float(h["racks"])))
     else:
-        energy = energy_usd(scenario, inputs, power_w)
+        energy = energy_usd(scenario, inputs, power_w, active=active_gpus)
     repairs = repair_usd(inputs, columns, scenario.spare_modules)
+    if instances is not None:  # the scenario's repairs per GPU slot, on the fleet's slots
+        repairs = repairs * (total_gpus / scenario.total_gpus)
     total = capex + energy + repairs
     tokens_per_s = columns["load.served_tokens_per_s"] if demand else columns["tokens_per_s_instance"] * scenario.cluster.instances * availability
     tokens_total = tokens_per_s * horizon_hours * SECONDS_PER_HOUR
@@ -491,18 +496,15 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
         total = sum((np.broadcast_to(spend[p], (n,)) for p in parts), np.zeros(n))
         cost_at_cost = sum((np.broadcast_to(v, (n,)) for v in at_cost.values()), np.zeros(n))
     h100e = scenario.gpu.h100_equivalents.value
-    if demand:
-        extra["load.cost_per_mtok_fleet_usd"] = fleet_cost_per_mtok(scenario, inputs, columns, total, energy - energy_usd(
-            scenario, inputs, gpu_power_w(scenario, inputs, np.zeros(n), availability), h["pue"] if scenario.econ.facility else None))
     cost_per_mtok = per_unit(total, mtok)
     cost_per_mtok_at_cost = per_unit(cost_at_cost, mtok)
     breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in parts}
-    served_mtok = horizon_hours * SECONDS_PER_HOUR * scenario.cluster.instances * availability / TOKENS_PER_MTOK
+    served_mtok = horizon_hours * SECONDS_PER_HOUR * (scenario.cluster.instances if instances is None else instances) * availability / TOKENS_PER_MTOK
     if demand:  # each class's instances serve the goodput's share of their saturated rate
         served_mtok = served_mtok * per_unit(columns["load.served_tokens_per_s"], columns["load.saturated_tokens_per_s"])
     by_class = {CLASS_COST_COLUMN.format(name): per_unit(total, columns[f"mix.{name}.tokens_per_s_instance"] * served_mtok)
                 for name, _ in scenario.workload.classes}
-    joules_per_token = per_unit(scenario.active_gpus * power_w * horizon_hours * SECONDS_PER_HOUR, tokens_total)
+    joules_per_token = per_unit(active_gpus * power_w * horizon_hours * SECONDS_PER_HOUR, tokens_total)
     price = np.broadcast_to(price, (n,)).astype(float)
     return {
         "gpu_price_usd": price,

@@ -168,7 +168,7 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
                                  "one serving system plans one request class; allowed: a scenario without a workload mix "
                                  "(a mix is simulated class by class: mix_systems)"))
     w, m = scenario.workload, scenario.workload.model
-    n = scenario.cluster.instances if instances is None else instances
+    n = scenario.cluster.simulated() if instances is None else instances
     if not (isinstance(n, (int, np.integer)) and 1 <= n <= 100_000):
         raise InputError(Problem("--instances", n, "allowed: a whole number from 1 to 100,000"))
     median = quantile_inputs(scenario, 0.5)

@@ -301,3 +301,20 @@ def test_fault_tolerance_in_training_pairs_the_jobs_and_the_restart_decides_the_
     assert np.all(more > 1.0) and doc["shipped"]["p_holds"] == 0.0
     lost = doc["shipped"]["lost_hours_per_day_by_unit"]
     assert lost["lite-h100"]["gpu"] > 1.4 * lost["h100"]["gpu"] and abs(lost["lite-h100"]["host"] / lost["h100"]["host"] - 1) < 0.2
+
+
+def test_blast_radius_headroom_under_load_by_hand():
+    """Claim 3 at the load-diurnal demand: each design's fleet and failure headroom; an
+    instance is 8 H100-equivalents in both (8 H100s, 32 quarter-H100 Lites), so the
+    headroom in H100-equivalents is 8 x the instances bought for failures, and at
+    instance unavailabilities near 1e-4 a fleet of ~100 has an instance down more than
+    0.1 % of the time: one instance of headroom at the 0.999 quantile."""
+    out = blast_radius.headroom_under_load(Settings(trials=16, seed=0, quick=True))
+    assert out["study"] == "load-diurnal" and out["demand_tokens_per_s"] == 200000.0
+    for design in ("h100", "lite-h100"):
+        s = scenario(design)
+        assert s.cluster.instance_gpus * s.gpu.h100_equivalents.value == 8.0
+        r = out["designs"][design]
+        assert r["headroom_h100_equivalents"]["median"] == 8.0 * r["headroom_instances"]["median"] == 8.0
+        assert 90 <= r["fleet_instances"]["median"] <= 140
+    assert out["headroom_ratio_h100e"]["median"] == 1.0

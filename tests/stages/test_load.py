@@ -14,7 +14,9 @@ from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ
 from mcengine.units import HOURS_PER_YEAR, TOKENS_PER_MTOK
 
-SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
+#: A small cluster, its plan chosen once ahead of the trials: the same plan at saturation and under
+#: a demand, so that these hand tests compare like with like (the choice under a demand: tests/stages/test_planner_load.py).
+SMALL = ["cluster.instances=4", "cluster.spare_gpus=8", "workload.plan=\"quantile\""]
 N = 32
 
 
@@ -100,3 +102,55 @@ def test_bad_load_input_names_the_key():
     with pytest.raises(InputError) as err:
         api.check("h100", ["workload.load.peak_to_mean=3"])
     assert "workload.load.peak_to_mean" in str(err.value)
+
+
+def test_auto_fleet_is_costed_as_bought(saturated):
+    """``cluster.instances = "auto"``: the econ stage prices the fleet the load stage buys,
+    closed form per trial: its GPU slots at the simulated cluster's capex per slot and
+    repairs per slot, its active GPUs' idle energy, and the dynamic energy of the tokens
+    it processes (the saturated cluster's dynamic energy per token processed), over the
+    demand served."""
+    name, _, _ = saturated
+    s = api.check(name, SMALL)
+    sat = run_block(s, 0, 0, N)
+    demand = 3.0 * float(sat["tokens_per_s"].max())  # more than the 4 simulated instances carry
+    auto = run_block(api.check(name, [*SMALL, f"workload.load.demand={demand!r}", "cluster.instances=\"auto\"", "cluster.simulated_instances=4"]), 0, 0, N)
+    fleet = auto["load.fleet_instances"]
+    np.testing.assert_array_equal(auto["load.instances"], fleet)
+    assert (fleet > 12).all() and (auto["load.slo_attainment"] == 1.0).all()
+    np.testing.assert_array_equal(auto["load.served_tokens_per_s"], demand)
+    g, spare = s.cluster.instance_gpus, s.cluster.spare_gpus
+    slots, sim_slots = (4 * g + spare) * fleet / 4, 4 * g + spare  # the spare pools in proportion
+    inputs = draw_inputs(s, 0, 0, N)
+    availability = econ.served_availability(s, sat)
+    idle = econ.energy_usd(s, inputs, econ.gpu_power_w(s, inputs, np.zeros(N), availability))
+    dynamic = sat["energy_usd"] - idle  # 4 instances busy at saturation, serving sat["tokens_per_s"]
+    energy = idle * fleet / 4 + dynamic * demand / sat["tokens_per_s"]
+    total = sat["capex_usd"] * slots / sim_slots + sat["repair_usd"] * slots / sim_slots + energy
+    horizon_s = s.run.horizon_years.value * HOURS_PER_YEAR * 3600
+    np.testing.assert_allclose(auto["energy_usd"], energy, rtol=1e-12)
+    np.testing.assert_allclose(auto["total_cost_usd"], total, rtol=1e-12)
+    np.testing.assert_allclose(auto["cost_per_mtok_usd"], total / (demand * horizon_s / TOKENS_PER_MTOK), rtol=1e-12)
+    np.testing.assert_array_equal(auto["load.cost_per_mtok_fleet_usd"], auto["cost_per_mtok_usd"])
+    # the fixed cluster's fleet column is the econ stage run on the same fleet
+    fixed = run_block(api.check(name, [*SMALL, f"workload.load.demand={demand!r}"]), 0, 0, N)
+    np.testing.assert_array_equal(fixed["load.fleet_instances"], fleet)
+    np.testing.assert_allclose(fixed["load.cost_per_mtok_fleet_usd"], auto["cost_per_mtok_usd"], rtol=1e-12)
+    # a fixed cluster reports the largest mean demand whose peak meets the SLOs
+    np.testing.assert_allclose(fixed["load.demand_at_slo_tokens_per_s"], fixed["load.capacity_at_slo_tokens_per_s"], rtol=1e-15)
+
+
+def test_auto_needs_a_demand():
+    with pytest.raises(InputError) as err:
+        api.check("h100", ["cluster.instances=\"auto\""])
+    text = str(err.value)
+    assert "cluster.instances" in text and "'auto'" in text and "workload.load.demand" in text and "whole number" in text
+
+
+def test_auto_where_no_plan_meets_the_slos_costs_infinity():
+    """A TTFT SLO no plan meets unloaded: no fleet serves the demand within it; the trial
+    keeps the simulated cluster, serves nothing and costs +inf per token (never 0/0 = 0)."""
+    got = at_demand("h100", 1000.0, "cluster.instances=\"auto\"", "workload.ttft_slo_ms=1")
+    assert (got["slo_met"] == 0.0).all() and (got["load.fleet_instances"] == 0.0).all()
+    np.testing.assert_array_equal(got["load.instances"], 128.0)
+    assert np.isposinf(got["cost_per_mtok_usd"]).all() and np.isposinf(got["load.cost_per_mtok_fleet_usd"]).all()

@@ -11,8 +11,11 @@ from ..limits import MAX_DURATION_HOURS, MAX_TOTAL_GPUS
 
 @dataclass(frozen=True)
 class ClusterSection:
-    instances: int = integer(128, "Serving instances (model replicas).", lo=1, hi=2**20,
-                             why=f"and instances x instance_gpus + spare_gpus <= {MAX_TOTAL_GPUS:,} (reliability memory and time grow with GPUs)")
+    instances: int | str = integer(128, 'Serving instances (model replicas); "auto", with a demand (workload.load.demand): in each trial the '
+                                        "fewest whole instances that meet the SLO quantile at the peak demand with the instances down at "
+                                        "headroom_quantile out, costed as bought (docs/load.md#auto; the fab and reliability stages simulate "
+                                        "simulated_instances of them).", lo=1, hi=2**20, auto_ok=True,
+                                   why=f"and instances x instance_gpus + spare_gpus <= {MAX_TOTAL_GPUS:,} (reliability memory and time grow with GPUs)")
     instance_gpus: int = integer(8, "GPUs per instance; a failed GPU takes its instance down (on_failure = \"down\") or to a smaller layout (\"reshard\").", lo=1, hi=2**16,
                                  why="the layout search visits every tensor degree up to it; 65,536 GPUs per replica is beyond any model")
     spare_gpus: int = integer(0, "GPUs in the shared spare pool.", lo=0, hi=2**20,
@@ -52,3 +55,13 @@ class ClusterSection:
     reshard_hours: Dist = number(0.1, "Time to reload the weights and restart at a smaller layout after losing GPUs (on_failure = "
                                       "\"reshard\"): a vLLM cold start from local storage, 3-5 min (docs/sources.md#rel-reshard-time).",
                                  "hours", lo=0.0, hi=MAX_DURATION_HOURS, why="10^9 h already means never; keeps event times finite")
+    simulated_instances: int = integer(128, 'With instances = "auto": the instances of the cluster the fab and reliability stages simulate; '
+                                            "its instance availability, spare pools and repairs per GPU carry to the fleet each trial buys "
+                                            "(docs/load.md#auto; the case study's 128, docs/sources.md#load-fleet).", lo=1, hi=2**20,
+                                       why="as instances")
+
+    def simulated(self) -> int:
+        """The instances the fab, reliability and roofline stages simulate: ``instances``,
+        or ``simulated_instances`` where ``instances`` is "auto" (the fleet is then bought
+        per trial by the load stage)."""
+        return self.simulated_instances if self.instances == AUTO else self.instances

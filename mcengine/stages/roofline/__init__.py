@@ -51,7 +51,7 @@ STAGE = "roofline"
 
 
 def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
-               ahead: AheadWeights = AheadWeights()) -> dict[str, np.ndarray]:
+               ahead: AheadWeights = AheadWeights(), demand=None) -> dict[str, np.ndarray]:
     """Per-trial roofline columns for the chained run (arrays of shape (n,)).
 
     ``tokens_per_s_instance`` (output tokens/s of one instance), ``tokens_per_s_per_gpu``,
@@ -75,6 +75,9 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     are kept and reused (the choice, which reads the weight, is made per call).
     ``ahead``: the weights of the plans chosen ahead of the trials (``workload.plan =
     "quantile"`` reads the pessimistic one; :class:`~.rules.AheadWeights`).
+    ``demand``: the load the per-trial rule chooses its plans under
+    (:class:`~.planner_load.Demand`, docs/load.md#planner; None: at saturation; a mix's
+    classes and a plan chosen ahead of the trials are planned at saturation).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
@@ -83,7 +86,7 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     if scenario.workload.classes:
         columns = mix_columns(scenario, inputs, power_weight, tables, ahead)
     else:
-        columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead)
+        columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead, demand=demand)
         columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
     spec = scenario.workload.speculative
     if spec is not None:
@@ -235,10 +238,10 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     split = load = mx.instance_shares(weights, rates)
     kept = None
     if scenario.workload.class_instances == "whole":
-        kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.instances)
+        kept, counts = mx.whole_instance_rate(weights, rates, scenario.cluster.simulated())
         load = [s * kept for s in split]  # instance time each class's share of the mix keeps busy
         held = sum(counts[1:], counts[0])  # 0 where the mix is unserved: the continuous split stands (moot, no tokens)
-        split = [np.where(held > 0, n / scenario.cluster.instances, s) for n, s in zip(counts, split)]
+        split = [np.where(held > 0, n / scenario.cluster.simulated(), s) for n, s in zip(counts, split)]
 
     def weighted(by: list[np.ndarray], column: str) -> np.ndarray:
         terms = [b * c[column] for b, c in zip(by, per_class)]
@@ -262,7 +265,7 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
         out["tokens_per_s_per_gpu"] = out["tokens_per_s_per_gpu"] * kept
         for name, n, busy in zip(names, counts, load):
             out[f"{MIX_PREFIX}{name}.instances"] = n
-            out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.instances, n, out=np.ones_like(n), where=n > 0)
+            out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.simulated(), n, out=np.ones_like(n), where=n > 0)
     return checked(out, inputs)
 
 

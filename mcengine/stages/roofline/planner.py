@@ -39,8 +39,10 @@ from ...errors import InputError, Problem
 from ...kernels.plan import disaggregated_rows, fold_best
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs, quantile_inputs
+from ...scenario.sections.workload import SATURATE
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
+from .planner_load import choose
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
@@ -75,7 +77,7 @@ class CandidateTable:
     and trial the ``served`` output tokens/s of the instance (``-inf`` where the plan does
     not fit or misses an SLO, :func:`served_tokens`), the ``busy`` fraction of the power
     model, ``fits`` and ``tpot_s``, kept as ``blocks`` of rows ((r, n) arrays of those
-    four, rows in :func:`candidates` order: one per static or continuous layout, one per
+    four, and under a demand each plan's ``ttft_s`` and ``batch``, rows in :func:`candidates` order: one per static or continuous layout, one per
     decode layout's disaggregated pairs; ``busy`` None where no plan of the block serves
     any trial, ``served`` then all ``-inf``); every plan's whole evaluation on demand
     (:meth:`evaluation`).
@@ -89,7 +91,8 @@ class CandidateTable:
     built: dict = dataclasses.field(default_factory=dict)
 
     def stacked(self, field: int) -> np.ndarray:
-        """One of the (c, n) arrays (0 ``served``, 2 ``fits``, 3 ``tpot_s``), from the blocks
+        """One of the (c, n) arrays (0 ``served``, 2 ``fits``, 3 ``tpot_s``; under a demand 4
+        ``ttft_s``, 5 ``batch``), from the blocks
         of rows the table keeps (the choice reads them block by block). Not ``busy`` (1): a
         block that serves no trial keeps None there, and only the choice reads it."""
         return np.concatenate([block[field] for block in self.blocks])
@@ -130,8 +133,11 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     statics = [evaluate(scenario, layout, inputs, within_memory=True, rates=rates) for layout in layouts] if "static" in modes else [None] * len(layouts)
     blocks, holders, builders = [], [], []
 
+    under_load = scenario.workload.load.demand != SATURATE  # the choice under a demand reads each plan's TTFT and batch too
+
     def add(e) -> None:
-        blocks.append((rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None]))
+        block = (rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None])
+        blocks.append((*block, rows(e.ttft_s)[None], rows(e.batch)[None]) if under_load else block)
         holders.append(_sequences_that_fit(e))
         builders.append(lambda e=e: e)
 
@@ -145,7 +151,7 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
         else:  # a decode instance's memory and TPOT limits are the static evaluation's
             decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e, rates=rates) for layout, e in zip(layouts, statics)]
             passes = [prefill_pass(scenario, layout, inputs, rates) for layout in layouts]
-            pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates)
+            pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates, under_load)
             blocks += pairs
             for decode in decodes:
                 holders.append(_sequences_that_fit(decode))
@@ -167,14 +173,16 @@ def _common_across_trials(rates):
     return dataclasses.replace(rates, **{f: common(getattr(rates, f)) for f in rates.__dataclass_fields__})
 
 
-def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates) -> list[tuple]:
+def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates, under_load: bool = False) -> list[tuple]:
     """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
     tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
     ``passes``: :class:`~.serving.Disaggregated`'s properties at the balanced
     share, over a prefill axis in one kernel pass
     (:func:`mcengine.kernels.plan.disaggregated_rows`). A decode evaluation that serves
     no trial (it misses HBM or the TPOT SLO in every one) serves none in any pair: its
-    served tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None."""
+    served tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None.
+    ``under_load``: each pair's TTFT (the prefill pass's and the KV transfer) and batch
+    (the decode instance's) too, for the choice under a demand (:mod:`.planner_load`)."""
     w, n, lengths = scenario.workload, inputs.n, lengths_of(scenario, inputs)
     s, g, o = lengths.prompt_tokens, scenario.cluster.instance_gpus, lengths.output_tokens
 
@@ -188,20 +196,22 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     ttft_met = stack([x.ttft_s for x in passes]) * MS_PER_S <= ttft_slo_ms(scenario, inputs)
     pre_busy, pre_total = stack([x.prefill.busy_s for x in passes]), stack([x.prefill.total_s for x in passes])
     pre_ok = pre_fits & ttft_met
+    pair_ttft = stack([x.ttft.total_s + x.kv_transfer_s for x in passes]) if under_load else None
     out = []
     for decode in decodes:
         fits = np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits
         tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
         serves = np.broadcast_to(decode.fits & decode.slo_met, (n,))
+        extra = (pair_ttft, np.broadcast_to(decode.batch, (len(passes), n))) if under_load else ()
         if not np.any(serves):
-            out.append((np.broadcast_to(-np.inf, (len(passes), n)), None, fits, tpot))
+            out.append((np.broadcast_to(-np.inf, (len(passes), n)), None, fits, tpot, *extra))
             continue
         receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
         served, busy = np.empty((len(passes), n)), np.empty((len(passes), n))
         disaggregated_rows(r_p, _kernel_rows(r_d, (n,)), _kernel_rows(o, (n,)), pre_ok, _kernel_rows(serves, (n,), np.bool_), pre_busy, pre_total,
                            _kernel_rows(decode.decode.busy_s, (n,)), _kernel_rows(decode.decode.total_s, (n,)), served, busy)
-        out.append((served, busy, fits, tpot))
+        out.append((served, busy, fits, tpot, *extra))
     return out
 
 
@@ -282,14 +292,20 @@ class PlannedBlock:
         return self.plans[int(self.index[trial])]
 
 
-def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, table: CandidateTable | None = None) -> PlannedBlock:
+def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, table: CandidateTable | None = None, demand=None) -> PlannedBlock:
     """Each trial's best plan (module docstring) by :func:`objective` (``power_weight``
     None: the most tokens/s); ``table`` the block's :class:`CandidateTable` when already
-    evaluated. Raises InputError when in some trial no candidate fits the weights and a
-    batch in HBM."""
+    evaluated. ``demand`` (a :class:`~.planner_load.Demand`): where some plan meets both
+    SLO quantiles under that demand, the trial takes the one of least cost per served
+    token among them (:func:`~.planner_load.choose`), else the saturation choice. Raises
+    InputError when in some trial no candidate fits the weights and a batch in HBM."""
     table = evaluate_candidates(scenario, inputs) if table is None else table
     plans = table.plans
     best, served = _best_rows(table, power_weight, inputs.n)
+    if demand is not None:
+        loaded, met = choose(table, power_weight, demand, lengths_of(scenario, inputs).output_tokens, inputs.n)
+        best = np.where(met, loaded, best)
+        served = np.where(met, table.served[best, np.arange(inputs.n)], served)
     feasible = np.isfinite(served)
     if not feasible.all():
         fits = table.fits

@@ -88,10 +88,12 @@ class PlanRule(ABC):
 
     @abstractmethod
     def columns(self, scenario: Scenario, inputs: TrialInputs, power_weight, tables: dict | None, ahead: AheadWeights,
-                shape: str = "") -> dict[str, np.ndarray]:
+                shape: str = "", demand=None) -> dict[str, np.ndarray]:
         """The per-trial columns of one request shape (:func:`mcengine.stages.roofline.throughput`;
         ``power_weight`` the trials' own econ weight, ``tables`` the caller's store of
-        candidate evaluations, in which this shape's key is ``shape``)."""
+        candidate evaluations, in which this shape's key is ``shape``; ``demand`` the load
+        a per-trial choice plans for, :class:`~.planner_load.Demand`: a plan chosen ahead
+        of the trials does not read it)."""
 
     @abstractmethod
     def plan(self, scenario: Scenario, inputs: TrialInputs, weight: float | None, ahead: AheadWeights) -> tuple[Plan, object]:
@@ -191,9 +193,9 @@ class PerTrial(Searched):
     name = "per_trial"
     tabled = True
 
-    def columns(self, scenario, inputs, power_weight, tables, ahead, shape=""):
+    def columns(self, scenario, inputs, power_weight, tables, ahead, shape="", demand=None):
         table = None if tables is None else tables.get(shape)
-        block = planner.plan_per_trial(scenario, inputs, power_weight, table)
+        block = planner.plan_per_trial(scenario, inputs, power_weight, table, demand)
         if tables is not None:
             tables[shape] = block.table
         return planned_columns(block, inputs)
@@ -228,7 +230,7 @@ class Quantile(Searched):
     name = "quantile"
     plans_at = ("pessimistic",)
 
-    def columns(self, scenario, inputs, power_weight, tables, ahead, shape=""):
+    def columns(self, scenario, inputs, power_weight, tables, ahead, shape="", demand=None):
         plan, share = quantile_plan(scenario, ahead.at(scenario, "pessimistic"))
         return evaluation_columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode,
                                   "at pessimistic inputs (workload.plan_quantile)")
@@ -247,7 +249,7 @@ class Median(PlanRule):
     name = "median"
     weighs = False
 
-    def columns(self, scenario, inputs, power_weight, tables, ahead, shape=""):
+    def columns(self, scenario, inputs, power_weight, tables, ahead, shape="", demand=None):
         if scenario.workload.serving != "static":
             plan, share = median_plan.chosen_plan(scenario)
             return evaluation_columns(evaluate_plan(scenario, plan, inputs, share), inputs, scenario.workload.serving)
