@@ -145,7 +145,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("mfu", "model FLOPs utilisation of the training step", "", "higher", "MFU", "higher MFU",
            paired=True, summarised=True, conditional=TRAINING),
     # the families summarised under their own keys
-    Column(BREAKDOWN_COLUMN, "part of the cost per million output tokens", _COST, may_be_zero=True, may_be_infinite=True, summarised=True),
+    # one member per part of mcengine.stages.econ.ALL_BREAKDOWN_PARTS: the parts at cost and
+    # the vendor's margin on them, cost_per_mtok_markup_usd (docs/model.md#cost)
+    Column(BREAKDOWN_COLUMN, "part of the cost per million output tokens (at cost; the markup its own part)", _COST,
+           may_be_zero=True, may_be_infinite=True, summarised=True),
     Column(CLASS_PREFIX + "{}.failures_per_year", "failures per year of a component class", "per year", may_be_zero=True, summarised=True),
     Column(CLASS_PREFIX + "{}.faults_per_year", "faults per year of a component class", "per year", may_be_zero=True, summarised=True),
     Column(CLASS_COST_COLUMN, "cost per million output tokens of a request class served alone", _COST,
