@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import InputError, Problem
-from ..options import positive, seed_of
+from ..options import SAMPLE_DEFAULTS, positive, seed_of
 from ..columns import METRICS, PAIRED_METRICS
 from ..pipeline import run_block
 from ..scenario import Scenario, scenario_from_dict
@@ -51,9 +51,9 @@ ScenarioRef = str | Scenario
 #: Metrics a sweep reports by default (docs/interface.md `run` names).
 SWEEP_OUTPUTS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")
 DEFAULT_OUTPUT = "cost_per_mtok_usd"
-DEFAULT_SWEEP_TRIALS = 1024
-DEFAULT_TORNADO_TRIALS = 256
-DEFAULT_SOBOL_SAMPLES = 256
+DEFAULT_SWEEP_TRIALS = SAMPLE_DEFAULTS["sweep"].size
+DEFAULT_TORNADO_TRIALS = SAMPLE_DEFAULTS["tornado"].size
+DEFAULT_SOBOL_SAMPLES = SAMPLE_DEFAULTS["sobol"].size
 TORNADO_QUANTILES = (0.05, 0.95)
 #: Trials per run_block call of the tornado and Sobol' designs.
 DEFAULT_CHUNK_TRIALS = 4096
