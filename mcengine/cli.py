@@ -546,6 +546,8 @@ def sweep_cmd(
         doc = api.sweep(scenarios if len(scenarios) > 1 else scenarios[0], param[0] if len(param) == 1 else param, grid[0] if len(param) == 1 else grid,
                     outputs=tuple(output) if output else None, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update,
                     out=out, force=force)
+    for text in doc["warnings"]:
+        sys.stderr.write(f"warning: {text}\n")
     _emit(doc, as_json, render)
 
 
