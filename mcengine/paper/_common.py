@@ -66,19 +66,65 @@ def variant(base: Scenario, name: str, overrides: Sequence[str]) -> Scenario:
     return scenario_from_dict(raw, name)
 
 
+#: Scenarios run together by :func:`chain` (one run of the runner), beyond which those
+#: that share no stage are run apart: a chunk keeps every scenario's plan evaluations
+#: (tens of MB each at 2,048 trials), so a claim of 40 scenarios at once peaked at
+#: 1.7 GB on its own (docs/performance.md#paper-memory).
+BATCH_SCENARIOS = 8
+
+
+def batches(scenarios: Sequence[Scenario], size: int = BATCH_SCENARIOS) -> list[list[Scenario]]:
+    """``scenarios`` in runs of about ``size``: scenarios that may share their lifetimes
+    or their plan evaluations in a chunk (equal :func:`mcengine.pipeline.reliability_key`,
+    or the same model, GPU and instance, which :func:`~mcengine.pipeline.roofline_key`
+    reads) stay in one run, whatever its size, so the dear stages are not computed twice;
+    a production run (:func:`~mcengine.pipeline.fab_key`, seconds) may be, once per run
+    that builds the same packages. The columns do not depend on the split: with the
+    random sampler each trial's draws and streams are a function of the seed, the trial
+    and the scenario alone; the Sobol' sampler spans every scenario's keys, so its
+    scenarios are one run."""
+    from ..pipeline import reliability_key
+
+    scenarios = list(scenarios)
+    if any(s.run.sampler != "random" for s in scenarios):
+        return [scenarios]
+    parent = list(range(len(scenarios)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict = {}
+    for i, s in enumerate(scenarios):
+        for key in (reliability_key(s), ("plans", s.workload, s.gpu, s.cluster)):
+            parent[root(i)] = root(first.setdefault(key, i))
+    groups: dict[int, list[Scenario]] = {}
+    for i, s in enumerate(scenarios):
+        groups.setdefault(root(i), []).append(s)
+    out: list[list[Scenario]] = [[]]
+    for group in groups.values():
+        if out[-1] and len(out[-1]) + len(group) > size:
+            out.append([])
+        out[-1].extend(group)
+    return out
+
+
 def chain(scenarios: Sequence[Scenario], settings: Settings) -> dict[str, dict[str, np.ndarray]]:
     """Per-trial columns of the full chain for every scenario, paired (same seed, same
     trials; scenarios with equal fab or reliability inputs share those columns, so a
-    sweep over a workload key costs one lifetime per trial)."""
+    sweep over a workload key costs one lifetime per trial), run in :func:`batches` so
+    that memory stays bounded whatever the number of scenarios."""
     from ..runner import RunSpec, execute
 
     names = [s.name for s in scenarios]
     if len(set(names)) != len(names):
         raise ValueError(f"scenario names must be distinct: {names}")
-    outcome = execute(RunSpec(tuple(scenarios), settings.seed, settings.trials, keep_trials=True))
     import pandas as pd
 
-    frame = pd.concat(outcome.frames, ignore_index=True)
+    frames = [f for batch in batches(scenarios) for f in execute(RunSpec(tuple(batch), settings.seed, settings.trials, keep_trials=True)).frames]
+    frame = pd.concat(frames, ignore_index=True)
     out = {}
     for name, group in frame.groupby("scenario", sort=False):
         group = group.sort_values("trial")
