@@ -200,7 +200,7 @@ def roofline(scenario: str | Scenario, overrides: Overrides = (), out: str | Pat
 SERVE_REQUESTS_FILE = "requests.parquet"
 
 
-def serve(scenario: str | Scenario, demand: float, requests: int = 100_000, seed: int | None = None, arrival: str = "poisson",
+def serve(scenario: str | Scenario, demand: float, requests: int = SAMPLE_DEFAULTS["serve"].size, seed: int | None = None, arrival: str = "poisson",
           arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed", warmup: float = 0.2,
           overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine serve`: ``requests`` requests arriving at ``demand`` output tokens/s,

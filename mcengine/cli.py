@@ -250,7 +250,7 @@ def serve_cmd(
     arrival: Annotated[str, typer.Option("--arrival", metavar="poisson|gamma", help="Arrival process: Poisson, or a gamma renewal process with --cv.")] = "poisson",
     cv: Annotated[float, typer.Option("--cv", metavar="CV", help="Coefficient of variation of the inter-arrival times (--arrival gamma).")] = 1.0,
     mode: Annotated[Optional[str], typer.Option("--mode", metavar="static|continuous|disaggregated", help="Serving mode (default: the plan in use).", show_default=False)] = None,
-    requests: Annotated[int, typer.Option("--requests", metavar="N", help="Requests to simulate.")] = 100_000,
+    requests: Annotated[int, typer.Option("--requests", metavar="N", help=SAMPLE_DEFAULTS["serve"].help("Requests to simulate."))] = SAMPLE_DEFAULTS["serve"].size,
     instances: Annotated[Optional[int], typer.Option("--instances", metavar="N", help="Instances (default: cluster.instances).", show_default=False)] = None,
     lengths: Annotated[str, typer.Option("--lengths", metavar="fixed|geometric", help="Output tokens per request: workload.output_tokens each, or geometric with that mean.")] = "fixed",
     warmup: Annotated[float, typer.Option("--warmup", metavar="SHARE", help="Share of the first requests left out of the statistics (the system starts empty).")] = 0.2,

@@ -24,7 +24,7 @@ def _option(command: str, name: str) -> click.Option:
 
 
 @pytest.mark.parametrize("command, param, key", [("yield", "wafers", "yield"), ("reliability", "lifetimes", "reliability"),
-                                                 ("sweep", "trials", "sweep")])
+                                                 ("sweep", "trials", "sweep"), ("serve", "requests", "serve")])
 def test_each_command_option_defaults_to_the_table_and_says_so(command, param, key):
     option = _option(command, param)
     assert option.default == SAMPLE_DEFAULTS[key].size
@@ -45,6 +45,7 @@ def test_the_library_defaults_are_the_table():
 
     assert inspect.signature(api.yield_).parameters["wafers"].default == 10_000 == SAMPLE_DEFAULTS["yield"].size
     assert inspect.signature(api.reliability).parameters["lifetimes"].default == 1_000 == SAMPLE_DEFAULTS["reliability"].size
+    assert inspect.signature(api.serve).parameters["requests"].default == 100_000 == SAMPLE_DEFAULTS["serve"].size
     assert inspect.signature(methods.sweep).parameters["trials"].default == 1_024 == SAMPLE_DEFAULTS["sweep"].size
     assert inspect.signature(methods.tornado).parameters["trials"].default == 256 == SAMPLE_DEFAULTS["tornado"].size
     assert inspect.signature(methods.sobol).parameters["trials"].default == 256 == SAMPLE_DEFAULTS["sobol"].size
