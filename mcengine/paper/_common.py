@@ -66,29 +66,28 @@ def variant(base: Scenario, name: str, overrides: Sequence[str]) -> Scenario:
     return scenario_from_dict(raw, name)
 
 
-#: Scenarios run together by :func:`chain` (one run of the runner), beyond which those
-#: that share no stage are run apart: a chunk keeps every scenario's plan evaluations
-#: (tens of MB each at 2,048 trials), so a claim of 40 scenarios at once peaked at
-#: 1.7 GB on its own (docs/performance.md#paper-memory).
+#: Most scenarios :func:`chain` runs together (one run of the runner): a chunk keeps every
+#: scenario's plan evaluations (tens of MB each at 2,048 trials), so a claim of 40
+#: scenarios at once peaked at 1.7 GB on its own (docs/performance.md#paper-memory).
 BATCH_SCENARIOS = 8
 
 
 def batches(scenarios: Sequence[Scenario], size: int = BATCH_SCENARIOS) -> list[list[Scenario]]:
-    """``scenarios`` in runs of about ``size``: scenarios that may share their lifetimes
-    or their plan evaluations in a chunk (equal :func:`mcengine.pipeline.reliability_key`,
+    """``scenarios`` in runs of at most ``size``, those that may share their lifetimes or
+    their plan evaluations in a chunk (equal :func:`mcengine.pipeline.reliability_key`,
     or the same model, GPU and instance, which :func:`~mcengine.pipeline.roofline_key`
-    reads) stay in one run, whatever its size, so the dear stages are not computed twice;
-    a production run (:func:`~mcengine.pipeline.fab_key`, seconds) may be, once per run
-    that builds the same packages. The columns do not depend on the split: with the
-    random sampler each trial's draws and streams are a function of the seed, the trial
-    and the scenario alone; the Sobol' sampler spans every scenario's keys, so its
-    scenarios are one run."""
+    reads) in one run where the bound allows; a shared stage split over runs is computed
+    once per run (a fraction of a second per 2,048 trials: lifetimes, plans), a production
+    run (:func:`~mcengine.pipeline.fab_key`, seconds) once per run that builds the same
+    packages. The columns do not depend on the split: with the random sampler each trial's
+    draws and streams are a function of the seed, the trial and the scenario alone; the
+    Sobol' sampler spans every scenario's keys, so its scenarios are one run."""
     from ..pipeline import reliability_key
 
     scenarios = list(scenarios)
     if any(s.run.sampler != "random" for s in scenarios):
         return [scenarios]
-    parent = list(range(len(scenarios)))
+    parent, members = list(range(len(scenarios))), [1] * len(scenarios)
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -98,8 +97,10 @@ def batches(scenarios: Sequence[Scenario], size: int = BATCH_SCENARIOS) -> list[
 
     first: dict = {}
     for i, s in enumerate(scenarios):
-        for key in (reliability_key(s), ("plans", s.workload, s.gpu, s.cluster)):
-            parent[root(i)] = root(first.setdefault(key, i))
+        for key in (("plans", s.workload, s.gpu, s.cluster), reliability_key(s)):
+            a, b = root(i), root(first.setdefault(key, i))
+            if a != b and members[a] + members[b] <= size:
+                parent[a], members[b] = b, members[a] + members[b]
     groups: dict[int, list[Scenario]] = {}
     for i, s in enumerate(scenarios):
         groups.setdefault(root(i), []).append(s)

@@ -23,14 +23,17 @@ def test_paired_ratio_of_two_trials_without_tokens_is_one_never_nan():
 
 
 def test_batches_keep_what_shares_a_stage_together_and_bound_the_rest():
-    """lite-h100 and lite-h100-2x share their lifetimes, lite-h100-2x and its fast-swap
-    variant their plans: one run, whatever the bound; h100 may run apart; the Sobol'
-    sampler spans every scenario's keys, so its scenarios are one run."""
+    """No run holds more than the bound; within it lite-h100 and lite-h100-2x (the same
+    lifetimes) run together, then the fast-swap variant (the same plans as lite-h100-2x);
+    the Sobol' sampler spans every scenario's keys, so its scenarios are one run."""
     from mcengine.paper._common import batches, scenario
 
     case = [scenario(n) for n in ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")]
-    assert [[s.name for s in b] for b in batches(case, size=1)] == [["h100"], ["lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"]]
-    assert [len(b) for b in batches(case, size=4)] == [4]
+    names = lambda size: [[s.name for s in b] for b in batches(case, size=size)]  # noqa: E731
+    assert names(1) == [["h100"], ["lite-h100"], ["lite-h100-2x"], ["lite-h100-2x-fastswap"]]
+    assert names(2) == [["h100"], ["lite-h100", "lite-h100-2x"], ["lite-h100-2x-fastswap"]]
+    assert names(3) == [["h100"], ["lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"]]
+    assert names(4) == [["h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"]]
     sobol = [variant(s, s.name, ['run.sampler="sobol"']) for s in case]
     assert [len(b) for b in batches(sobol, size=1)] == [4]
 
