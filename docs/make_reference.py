@@ -82,7 +82,17 @@ def cli_page() -> str:
         lines += ["", f"## mcengine {name}", "", "```", f"mcengine {name} {' '.join(command.collect_usage_pieces(sub))}", "```",
                   "", _cell(command.help or ""), "", "| argument or option | meaning | default |", "| --- | --- | --- |",
                   *_option_rows(command.params)]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_sample_sizes()]) + "\n"
+
+
+def _sample_sizes() -> list[str]:
+    """The section of every command's default sample size (mcengine/options.py)."""
+    from mcengine.options import SAMPLE_DEFAULTS, SAMPLE_RULE
+
+    return ["", "## Sample sizes", "", _cell(SAMPLE_RULE), "",
+            "| command | option | default | one draw is | SE of a share, 0.5/√N | why |", "| --- | --- | --- | --- | --- | --- |",
+            *(f"| {_cell(d.commands)} | `{d.option}` | {d.size:,} | {_cell(d.unit)} | {d.share_sem:.4f} | {_cell(d.reason)} |"
+              for d in SAMPLE_DEFAULTS.values())]
 
 
 def _first_sentence(path: Path) -> str:

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping, Sequence
 
 from .errors import InputError, Problem
 from .io import prepare_folder
-from .options import check_seed, positive, seed_of, shared_run
+from .options import SAMPLE_DEFAULTS, check_seed, positive, seed_of, shared_run
 from .outfolder import RUN_FILES, TABLE_FILE, TRIALS_DIR, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import provenance
 from .scenario import Scenario, load_scenario, shipped_scenarios
@@ -168,7 +168,7 @@ def _stage(command: str, study, scenario, size_key: str | None, size: int | None
     return doc
 
 
-def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = None, overrides: Overrides = (),
+def yield_(scenario: str | Scenario, wafers: int = SAMPLE_DEFAULTS["yield"].size, seed: int | None = None, overrides: Overrides = (),
            out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine yield`: the fab stage alone over ``wafers`` wafers. With ``out``, the
     folder gets summary.json, the resolved scenario, table.csv (one row per metric) and
@@ -179,7 +179,7 @@ def yield_(scenario: str | Scenario, wafers: int = 10_000, seed: int | None = No
     return _stage("yield", study, scenario, "wafers", wafers, seed, overrides, out, force)
 
 
-def reliability(scenario: str | Scenario, lifetimes: int = 1_000, seed: int | None = None, overrides: Overrides = (),
+def reliability(scenario: str | Scenario, lifetimes: int = SAMPLE_DEFAULTS["reliability"].size, seed: int | None = None, overrides: Overrides = (),
                 out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster
     lifetimes (``out``/``force`` as for :func:`yield_`)."""
@@ -200,7 +200,7 @@ def roofline(scenario: str | Scenario, overrides: Overrides = (), out: str | Pat
 SERVE_REQUESTS_FILE = "requests.parquet"
 
 
-def serve(scenario: str | Scenario, demand: float, requests: int = 100_000, seed: int | None = None, arrival: str = "poisson",
+def serve(scenario: str | Scenario, demand: float, requests: int = SAMPLE_DEFAULTS["serve"].size, seed: int | None = None, arrival: str = "poisson",
           arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed", warmup: float = 0.2,
           overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine serve`: ``requests`` requests arriving at ``demand`` output tokens/s,

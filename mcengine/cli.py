@@ -18,6 +18,7 @@ import typer
 
 from . import api
 from .errors import InputError
+from .options import SAMPLE_DEFAULTS
 
 app = typer.Typer(
     name="mcengine",
@@ -202,7 +203,7 @@ def _sampled_stage(study, render, scenarios, size, seed, overrides, threads, as_
 @app.command("yield")
 def yield_cmd(
     scenario: StageScenariosArg,
-    wafers: Annotated[int, typer.Option("--wafers", metavar="N", help="Wafers to sample.")] = 10_000,
+    wafers: Annotated[int, typer.Option("--wafers", metavar="N", help=SAMPLE_DEFAULTS["yield"].help("Wafers to sample."))] = SAMPLE_DEFAULTS["yield"].size,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -219,7 +220,7 @@ def yield_cmd(
 @app.command("reliability")
 def reliability_cmd(
     scenario: StageScenariosArg,
-    lifetimes: Annotated[int, typer.Option("--lifetimes", metavar="N", help="Cluster lifetimes to simulate.")] = 1_000,
+    lifetimes: Annotated[int, typer.Option("--lifetimes", metavar="N", help=SAMPLE_DEFAULTS["reliability"].help("Cluster lifetimes to simulate."))] = SAMPLE_DEFAULTS["reliability"].size,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -249,7 +250,7 @@ def serve_cmd(
     arrival: Annotated[str, typer.Option("--arrival", metavar="poisson|gamma", help="Arrival process: Poisson, or a gamma renewal process with --cv.")] = "poisson",
     cv: Annotated[float, typer.Option("--cv", metavar="CV", help="Coefficient of variation of the inter-arrival times (--arrival gamma).")] = 1.0,
     mode: Annotated[Optional[str], typer.Option("--mode", metavar="static|continuous|disaggregated", help="Serving mode (default: the plan in use).", show_default=False)] = None,
-    requests: Annotated[int, typer.Option("--requests", metavar="N", help="Requests to simulate.")] = 100_000,
+    requests: Annotated[int, typer.Option("--requests", metavar="N", help=SAMPLE_DEFAULTS["serve"].help("Requests to simulate."))] = SAMPLE_DEFAULTS["serve"].size,
     instances: Annotated[Optional[int], typer.Option("--instances", metavar="N", help="Instances (default: cluster.instances).", show_default=False)] = None,
     lengths: Annotated[str, typer.Option("--lengths", metavar="fixed|geometric", help="Output tokens per request: workload.output_tokens each, or geometric with that mean.")] = "fixed",
     warmup: Annotated[float, typer.Option("--warmup", metavar="SHARE", help="Share of the first requests left out of the statistics (the system starts empty).")] = 0.2,
@@ -270,7 +271,7 @@ def serve_cmd(
               as_json, render_serve)
 
 
-TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Trials per scenario (default: the study's or the scenario's run.trials).", show_default=False)]
+TrialsOpt = Annotated[Optional[int], typer.Option("--trials", metavar="N", help=f"Trials per scenario (default: the study's, {SAMPLE_DEFAULTS['study'].size:,} in the shipped studies, or the scenarios' run.trials, {SAMPLE_DEFAULTS['scenario'].size:,} unless a file sets it; why: docs/cli.md#sample-sizes).", show_default=False)]
 KeepOpt = Annotated[bool, typer.Option("--keep-trials", help="Also write the per-trial table (trials.parquet) to --out.")]
 ResumeOpt = Annotated[Optional[Path], typer.Option("--resume", metavar="DIR", help="Continue the interrupted run saved in this folder.", show_default=False)]
 SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDR", help="Run chunks on a Dask cluster (tcp://HOST:PORT).", show_default=False)]
@@ -514,7 +515,7 @@ def sweep_cmd(
     param: Annotated[list[str], typer.Option("--param", metavar="KEY", help="Dotted key to sweep (B:KEY or A:KEY for one side only); twice for a 2-D grid.", show_default=False)],
     values: Annotated[list[str], typer.Option("--values", metavar="V1,V2,...", help="Comma-separated TOML values, one --values per --param.", show_default=False)],
     output: Annotated[Optional[list[str]], typer.Option("--metric", "--output", metavar="METRIC", help="Metric to report (repeatable; default: cost, availability, tokens/s, GPU cost). --output is the same option.", show_default=False)] = None,
-    trials: Annotated[int, typer.Option("--trials", metavar="N", help="Paired trials per value.")] = 1024,
+    trials: Annotated[int, typer.Option("--trials", metavar="N", help=SAMPLE_DEFAULTS["sweep"].help("Paired trials per value."))] = SAMPLE_DEFAULTS["sweep"].size,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -545,6 +546,8 @@ def sweep_cmd(
         doc = api.sweep(scenarios if len(scenarios) > 1 else scenarios[0], param[0] if len(param) == 1 else param, grid[0] if len(param) == 1 else grid,
                     outputs=tuple(output) if output else None, trials=trials, seed=seed, overrides=overrides or (), scheduler=scheduler, progress=update,
                     out=out, force=force)
+    for text in doc["warnings"]:
+        sys.stderr.write(f"warning: {text}\n")
     _emit(doc, as_json, render)
 
 
@@ -553,7 +556,8 @@ def sensitivity_cmd(
     scenarios: Annotated[list[str], typer.Argument(metavar="SCENARIO", help="A scenario, or two (A B: the output becomes the paired ratio B/A).", show_default=False)],
     method: Annotated[str, typer.Option("--method", metavar="sobol|tornado", help="sobol (variance-based indices) or tornado (one at a time, 5th/95th percentile).")] = "sobol",
     output: Annotated[str, typer.Option("--metric", "--output", metavar="METRIC", help="Metric analysed (cost_per_mtok_usd, availability, tokens_per_s, gpu_cost_usd, ...). --output is the same option.")] = "cost_per_mtok_usd",
-    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar.", show_default=False)] = None,
+    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar. Default "
+                                                                      f"{SAMPLE_DEFAULTS['sobol'].size:,} and {SAMPLE_DEFAULTS['tornado'].size:,} (why: docs/cli.md#sample-sizes).", show_default=False)] = None,
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
@@ -606,7 +610,7 @@ app.command("sobol")(_sensitivity_alias("sobol"))
 
 @app.command("paper")
 def paper_cmd(
-    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Paired trials per scenario (default 2,048; 128 with --quick).", show_default=False)] = None,
+    trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help=f"Paired trials per scenario (default {SAMPLE_DEFAULTS['paper'].size:,}; {SAMPLE_DEFAULTS['paper_quick'].size:,} with --quick; why: docs/cli.md#sample-sizes).", show_default=False)] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", metavar="S", help="Master seed (default 0). Same seed, same numbers at any thread count.", show_default=False)] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Seconds-long smoke run: few trials, three points per sweep (not a result).")] = False,
     threads: ThreadsOpt = None,

@@ -153,7 +153,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("job_lost_hours_per_day", "hours a day the job loses to rollbacks, restarts and waits for replacements", "hours per day",
            "lower", "lost hours", "fewer lost hours", may_be_zero=True, summarised=True, conditional=TRAINING),
     # the families summarised under their own keys
-    Column(BREAKDOWN_COLUMN, "part of the cost per million output tokens", _COST, may_be_zero=True, may_be_infinite=True, summarised=True),
+    # one member per part of mcengine.stages.econ.ALL_BREAKDOWN_PARTS: the parts at cost and
+    # the vendor's margin on them, cost_per_mtok_markup_usd (docs/model.md#cost)
+    Column(BREAKDOWN_COLUMN, "part of the cost per million output tokens (at cost; the markup its own part)", _COST,
+           may_be_zero=True, may_be_infinite=True, summarised=True),
     Column(CLASS_PREFIX + "{}.failures_per_year", "failures per year of a component class", "per year", may_be_zero=True, summarised=True),
     Column(CLASS_PREFIX + "{}.faults_per_year", "faults per year of a component class", "per year", may_be_zero=True, summarised=True),
     Column(CLASS_COST_COLUMN, "cost per million output tokens of a request class served alone", _COST,

@@ -27,7 +27,7 @@ BEGIN, END = "<!-- facility:begin -->", "<!-- facility:end -->"
 
 #: (breakdown part, label) rows: every part of the cost per token, the study's new ones last.
 PARTS = (("die", "die"), ("hbm", "HBM"), ("packaging", "packaging"), ("test", "test"), ("optics", "optics"), ("hosts", "hosts"),
-         ("network", "NICs"), ("switch_tiers", "switch tiers"), ("fabric", "scale-up fabric"), ("energy", "energy"),
+         ("network", "NICs"), ("switch_tiers", "switch tiers"), ("fabric", "scale-up fabric"), ("markup", "markup"), ("energy", "energy"),
          ("repairs", "repairs"), ("facility", "facility (power, racks)"), ("cooling", "cooling"), ("floor", "floor"),
          ("capital", "cost of capital"))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 
-from ..options import check_seed, positive
+from ..options import SAMPLE_DEFAULTS, check_seed, positive
 from . import blast_radius, cost_claim, fault_tolerance, fleet, frontier, performance, power, yield_claim
 from ._common import Settings
 from .nearest import NORM
@@ -36,8 +36,8 @@ CLAIMS = (
 #: H100 cluster, over the cost, calibration and workload inputs the claims do not move.
 VERDICT = {"number": 0, "key": "verdict", "unit": "ratio", "paper_figure_text": "same cost per token",
            "question": "is lite-h100-2x no dearer per output token than h100 (cost per M tokens, h100 / lite-h100-2x >= 1)?"}
-DEFAULT_TRIALS = 2048
-QUICK_TRIALS = 128
+DEFAULT_TRIALS = SAMPLE_DEFAULTS["paper"].size
+QUICK_TRIALS = SAMPLE_DEFAULTS["paper_quick"].size
 DEFAULT_SEED = 0
 #: One line for `mcengine scenarios` (the study runs with `mcengine paper` or `mcengine run paper`).
 DESCRIPTION = "The paper's claims one by one: its figure, mcengine's under its assumptions and the shipped ones, where each flips"

@@ -66,19 +66,66 @@ def variant(base: Scenario, name: str, overrides: Sequence[str]) -> Scenario:
     return scenario_from_dict(raw, name)
 
 
+#: Most scenarios :func:`chain` runs together (one run of the runner): a chunk keeps every
+#: scenario's plan evaluations (tens of MB each at 2,048 trials), so a claim of 40
+#: scenarios at once peaked at 1.7 GB on its own (docs/performance.md#paper-memory).
+BATCH_SCENARIOS = 8
+
+
+def batches(scenarios: Sequence[Scenario], size: int = BATCH_SCENARIOS) -> list[list[Scenario]]:
+    """``scenarios`` in runs of at most ``size``, those that may share their lifetimes or
+    their plan evaluations in a chunk (equal :func:`mcengine.pipeline.reliability_key`,
+    or the same model, GPU and instance, which :func:`~mcengine.pipeline.roofline_key`
+    reads) in one run where the bound allows; a shared stage split over runs is computed
+    once per run (a fraction of a second per 2,048 trials: lifetimes, plans), a production
+    run (:func:`~mcengine.pipeline.fab_key`, seconds) once per run that builds the same
+    packages. The columns do not depend on the split: with the random sampler each trial's
+    draws and streams are a function of the seed, the trial and the scenario alone; the
+    Sobol' sampler spans every scenario's keys, so its scenarios are one run."""
+    from ..pipeline import reliability_key
+
+    scenarios = list(scenarios)
+    if any(s.run.sampler != "random" for s in scenarios):
+        return [scenarios]
+    parent, members = list(range(len(scenarios))), [1] * len(scenarios)
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict = {}
+    for i, s in enumerate(scenarios):
+        for key in (("plans", s.workload, s.gpu, s.cluster), reliability_key(s)):
+            a, b = root(i), root(first.setdefault(key, i))
+            if a != b and members[a] + members[b] <= size:
+                parent[a], members[b] = b, members[a] + members[b]
+    groups: dict[int, list[Scenario]] = {}
+    for i, s in enumerate(scenarios):
+        groups.setdefault(root(i), []).append(s)
+    out: list[list[Scenario]] = [[]]
+    for group in groups.values():
+        if out[-1] and len(out[-1]) + len(group) > size:
+            out.append([])
+        out[-1].extend(group)
+    return out
+
+
 def chain(scenarios: Sequence[Scenario], settings: Settings) -> dict[str, dict[str, np.ndarray]]:
     """Per-trial columns of the full chain for every scenario, paired (same seed, same
     trials; scenarios with equal fab or reliability inputs share those columns, so a
-    sweep over a workload key costs one lifetime per trial)."""
+    sweep over a workload key costs one lifetime per trial), run in :func:`batches` so
+    that memory stays bounded whatever the number of scenarios."""
     from ..runner import RunSpec, execute
 
     names = [s.name for s in scenarios]
     if len(set(names)) != len(names):
         raise ValueError(f"scenario names must be distinct: {names}")
-    outcome = execute(RunSpec(tuple(scenarios), settings.seed, settings.trials, keep_trials=True))
     import pandas as pd
 
-    frame = pd.concat(outcome.frames, ignore_index=True)
+    frames = [f for batch in batches(scenarios) for f in execute(RunSpec(tuple(batch), settings.seed, settings.trials, keep_trials=True)).frames]
+    frame = pd.concat(frames, ignore_index=True)
     out = {}
     for name, group in frame.groupby("scenario", sort=False):
         group = group.sort_values("trial")

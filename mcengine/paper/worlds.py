@@ -496,9 +496,12 @@ def columns(runs: list[Scenario], settings: Settings, memo: dict, fab_only: bool
     across the calls of one search: a stage whose inputs did not move
     (:func:`mcengine.pipeline.fab_key`,
     :func:`~mcengine.pipeline.reliability_key`, :func:`~mcengine.pipeline.roofline_key`)
-    is computed once per search, as one chunk of the chain shares it between scenarios.
-    The numbers are the chain's: the same seed, trials and drawn inputs."""
-    from ..pipeline import fab_key, reliability_key, run_block, share_lifetimes
+    is computed once per search, as one chunk of the chain shares it between scenarios;
+    the plan evaluations of a roofline key this call does not read are dropped (a
+    search's moved worlds seldom recur, the shipped pair's do), so the memo stays about
+    one call's size over hundreds of points. The numbers are the chain's: the same seed,
+    trials and drawn inputs."""
+    from ..pipeline import fab_key, reliability_key, roofline_key, run_block, share_lifetimes
     from ..scenario.sampling import draw_inputs, run_sampler
 
     if fab_only:
@@ -514,6 +517,9 @@ def columns(runs: list[Scenario], settings: Settings, memo: dict, fab_only: bool
     fresh = [s for s in runs if reliability_key(s) not in memo]
     if fresh:
         share_lifetimes(tuple(fresh), inputs, settings.seed, memo)
+    used = {roofline_key(s, inputs[s.name]) for s in runs}
+    for key in [k for k in memo if k[0] == "roofline" and k not in used]:
+        del memo[key]
     return {s.name: run_block(s, settings.seed, trial_start, settings.trials, inputs=inputs[s.name], memo=memo) for s in runs}
 
 

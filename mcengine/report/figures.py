@@ -7,7 +7,8 @@ notebook's inline plots) alone, and nothing is kept in pyplot's figure registry.
 * :func:`cost_cdf_figure`: CDF of cost per million output tokens per scenario;
 * :func:`availability_figure`: distribution of downtime (1 − availability), minutes per year;
 * :func:`cost_breakdown_figure`: the cost per million output tokens by part (die, HBM,
-  packaging, test, optics, hosts, network, fabric, energy, repairs), stacked per design;
+  packaging, test, optics, hosts, network, fabric at cost, the markup, energy, repairs),
+  stacked per design;
 * :func:`paired_ratio_figure`: paired ratio of cost per token to the baseline.
 
 Curves that coincide (two designs with the same values in every trial) are drawn with
@@ -216,12 +217,12 @@ def availability_figure(results):
 
 
 #: Labels of the cost parts in the breakdown (``"cost_breakdown_per_mtok_usd"``), in stack order.
-COST_PARTS = (("die", "die (at price)"), ("hbm", "HBM"), ("packaging", "packaging"), ("test", "test"), ("optics", "optics"),
+COST_PARTS = (("die", "die"), ("hbm", "HBM"), ("packaging", "packaging"), ("test", "test"), ("optics", "optics"),
               ("gpu_price", "GPU (given price)"), ("hosts", "hosts"), ("network", "scale-out network"),
-              ("fabric", "scale-up fabric"), ("energy", "energy"), ("repairs", "repairs"),
+              ("fabric", "scale-up fabric"), ("markup", "markup (vendor's margin)"), ("energy", "energy"), ("repairs", "repairs"),
               ("switch_tiers", "switch tiers"), ("facility", "facility (power, racks)"), ("cooling", "cooling"), ("floor", "floor"),
               ("capital", "cost of capital"))
-_HATCHES = ("", "//", "..", "xx", "\\\\", "--", "++", "oo", "||", "**", "OO", "/.", "\\.", "x.", "-.", "+.")
+_HATCHES = ("", "//", "..", "xx", "\\\\", "--", "++", "oo", "||", "**", "OO", "/.", "\\.", "x.", "-.", "+.", "o.")
 
 
 def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:
@@ -229,7 +230,8 @@ def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:
     Mtok), from the document's ``"cost_breakdown_per_mtok_usd"``: each part is its
     dollars ÷ the tokens that trial delivered, so the parts add up to the mean cost per
     Mtok and a design that delivers fewer tokens pays more per token for the same dollars.
-    Package parts are at price (the markup where ``econ.markup_applies_to`` puts it); a
+    Package parts, hosts and fabric are at cost and the markup on them (where
+    ``econ.markup_applies_to`` and ``econ.markup_scope`` put it) is its own part; a
     part the scenario does not have (the fabric's tiers, the hall, the cost of capital
     when off) is 0."""
     return {n: {label: s["cost_breakdown_per_mtok_usd"].get(part, {"mean": 0.0})["mean"] for part, label in COST_PARTS}
@@ -237,8 +239,8 @@ def cost_breakdown_per_mtok(doc: dict) -> dict[str, dict[str, float]]:
 
 
 def cost_breakdown_figure(doc: dict):
-    """Stacked bars per design: die, HBM, packaging, test, optics, hosts, network, fabric,
-    energy and repairs per million output tokens (parts that are zero in every design are
+    """Stacked bars per design: die, HBM, packaging, test, optics, hosts, network, fabric
+    (at cost), the markup, energy and repairs per million output tokens (parts that are zero in every design are
     left out of the legend)."""
     import numpy as np
 

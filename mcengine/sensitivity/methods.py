@@ -35,10 +35,11 @@ import numpy as np
 
 from .. import interrupt
 from ..errors import InputError, Problem
-from ..options import positive, seed_of
+from ..options import SAMPLE_DEFAULTS, positive, seed_of
 from ..columns import METRICS, PAIRED_METRICS
 from ..pipeline import run_block
 from ..scenario import Scenario, scenario_from_dict
+from ..scenario.consistency import sweep_warnings
 from ..scenario.fields import did_you_mean
 from ..scenario.load import POSITIONS, apply_overrides, load_scenarios, parse_override
 from ..scenario.derive import apply_trials
@@ -51,9 +52,9 @@ ScenarioRef = str | Scenario
 #: Metrics a sweep reports by default (docs/interface.md `run` names).
 SWEEP_OUTPUTS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")
 DEFAULT_OUTPUT = "cost_per_mtok_usd"
-DEFAULT_SWEEP_TRIALS = 1024
-DEFAULT_TORNADO_TRIALS = 256
-DEFAULT_SOBOL_SAMPLES = 256
+DEFAULT_SWEEP_TRIALS = SAMPLE_DEFAULTS["sweep"].size
+DEFAULT_TORNADO_TRIALS = SAMPLE_DEFAULTS["tornado"].size
+DEFAULT_SOBOL_SAMPLES = SAMPLE_DEFAULTS["sobol"].size
 TORNADO_QUANTILES = (0.05, 0.95)
 #: Trials per run_block call of the tornado and Sobol' designs.
 DEFAULT_CHUNK_TRIALS = 4096
@@ -340,7 +341,9 @@ def sweep(
         paired ratio B/A, and each row adds ``"p_b_below_a"`` and ``"p_tie"`` (the
         share of trials where B = A; per metric) and
         ``"scenarios"`` (each scenario's own distributions); a 1-D sweep adds
-        ``"crossings"``: the values where P(B < A) crosses 0.5 (linear interpolation).
+        ``"crossings"``: the values where P(B < A) crosses 0.5 (linear interpolation);
+        ``"warnings"``: the points whose precision, weight size, peak and efficiencies
+        disagree, each text once (:func:`mcengine.scenario.consistency.sweep_warnings`).
     """
     from ..runner import DEFAULT_CHUNK_TRIALS as RUN_CHUNK, RunSpec, execute
 
@@ -359,6 +362,7 @@ def sweep(
     seed = seed_of(bases, seed)
     texts = [[_literal(v) for v in axis] for axis in axes]
     points, grid, applies = _grid_scenarios(bases, params, texts)
+    warnings = sweep_warnings(params, points, grid)
     names = [s.name for s in bases]
     rows = []
     for k, (point, row_scenarios) in enumerate(zip(points, grid)):
@@ -377,6 +381,7 @@ def sweep(
         rows.append(row)
     doc = {"scenario": _label(bases), "seed": seed, "trials": trials, **_ratio_of(bases)}
     doc["param"] = params[0] if one_d else params
+    doc["warnings"] = warnings
     parsed = [[parse_override(f"{key.rpartition(':')[2]}={t}")[1] for t in axis] for key, axis in zip(params, texts)]
     doc["values"] = parsed[0] if one_d else parsed
     doc["applies_to"] = applies

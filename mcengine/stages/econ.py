@@ -32,7 +32,9 @@ Per trial, with that trial's inputs and the other stages' columns:
   ``busy_fraction`` is scaled by the mean utilisation (``load.utilisation_mean``): idle
   capacity draws idle power and its capex is charged to the tokens served;
 * cost per million tokens = (capex + energy + repairs) / (cluster tokens/s x horizon
-  seconds / 10^6), and the same per part (:data:`BREAKDOWN_PARTS`), which add up to it;
+  seconds / 10^6), and the same per part (:data:`BREAKDOWN_PARTS`), which add up to it:
+  the marked-up parts at cost and the vendor's margin on them as its own part,
+  ``markup`` (:func:`split_markup`);
 * the same at cost (``cost_per_mtok_at_cost_usd``): no markup on anything, the GPU at
   its fab cost (also when ``econ.gpu_price_usd`` is set), so the verdict's share that
   is the vendor's margin shows (docs/model.md#cost).
@@ -85,9 +87,14 @@ from ..scenario.dists import Choice
 from ..scenario.sections.econ import MARKUP_PARTS, PACKAGE_PARTS
 from ..units import HOURS_PER_YEAR, TOKENS_PER_MTOK, W_PER_KW
 
-#: The parts of the cost per token, in the order of the breakdown figure: the package
-#: (at price), a given GPU price, hosts, scale-out network, scale-up fabric, energy, repairs.
-BREAKDOWN_PARTS = (*PACKAGE_PARTS, "gpu_price", "hosts", "network", "fabric", "energy", "repairs")
+#: The parts of the cost per token: the package (at cost), a given GPU price, hosts,
+#: scale-out network, scale-up fabric (at cost), energy, repairs, and the vendor's
+#: margin on all of them, ``markup`` (:func:`split_markup`).
+BREAKDOWN_PARTS = (*PACKAGE_PARTS, "gpu_price", "hosts", "network", "fabric", "energy", "repairs", "markup")
+
+#: Parts a markup may fall on: in the breakdown each is at cost and its margin is in
+#: ``markup`` (the premium of ``econ.markup_scope = "value"`` sits on ``gpu_price``).
+MARKED_PARTS = (*PACKAGE_PARTS, "gpu_price", "hosts", "fabric")
 
 #: Parts the switched fabric, the data hall and the cost of capital add to the breakdown,
 #: each only in a scenario that turns it on (:func:`breakdown_parts`).
@@ -322,7 +329,8 @@ def planning_power_weight(scenario: Scenario, inputs: TrialInputs, package_costs
 
 def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], slots=None) -> dict[str, np.ndarray]:
     """What the cluster costs to buy, per trial: the GPU ``price`` and its parts
-    (``per_gpu``, :data:`BREAKDOWN_PARTS`' package parts and ``gpu_price``), per GPU slot
+    (``per_gpu``, :data:`BREAKDOWN_PARTS`' package parts and ``gpu_price``; the same
+    without the vendor's margin in ``per_gpu_at_cost``: a given price counts as cost), per GPU slot
     the ``host``, ``network`` and ``fabric`` (marked up where listed) and their at-cost
     ``host_at_cost``, ``fabric_at_cost``, and ``capex`` / ``capex_at_cost`` (module docstring);
     ``slots``: the GPU slots of a fleet bought per trial (:func:`fleet_slots`), priced per
@@ -335,6 +343,7 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
     package_markup = e.markup_scope == "package" and e.gpu_price_usd is None
     if package_markup:  # a gross margin on the whole package: its own markup on all five parts
         applies = {**applies, **{p: np.ones(n, dtype=bool) for p in PACKAGE_PARTS}}
+    per_gpu_at_cost = {**cost_parts, "gpu_price": np.zeros(n)}
     if e.gpu_price_usd is None and e.markup_scope == "value":  # price per FLOP; the premium over cost in "gpu_price"
         price = inputs["econ.value_price_per_h100_equivalent_usd"] * scenario.gpu.h100_equivalents.value
         per_gpu = {**cost_parts, "gpu_price": price - columns["gpu_cost_usd"]}
@@ -342,14 +351,14 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
         package = inputs["econ.package_markup"] if package_markup else markup
         price = gpu_price(columns["gpu_cost_usd"], cost_parts, package, applies)
         per_gpu = {**price_parts(cost_parts, package, applies), "gpu_price": np.zeros(n)}
-    else:
+    else:  # a given price has no split into cost and margin: one part, no markup line
         price = inputs["econ.gpu_price_usd"]
-        per_gpu = {**{p: np.zeros(n) for p in PACKAGE_PARTS}, "gpu_price": price}
+        per_gpu = per_gpu_at_cost = {**{p: np.zeros(n) for p in PACKAGE_PARTS}, "gpu_price": price}
     host_at_cost, fabric_at_cost = host_cost_per_slot(scenario, inputs), inputs["econ.scale_up_port_cost_usd"]
     host = host_at_cost * np.where(applies["hosts"], markup, 1.0)
     fabric = fabric_at_cost * np.where(applies["fabric"], markup, 1.0)
     network = inputs["econ.network_cost_per_gpu_usd"]
-    bought = {"price": price, "per_gpu": per_gpu, "host": host, "host_at_cost": host_at_cost}
+    bought = {"price": price, "per_gpu": per_gpu, "per_gpu_at_cost": per_gpu_at_cost, "host": host, "host_at_cost": host_at_cost}
     if fat_tree(scenario):  # NICs, the switch tiers they need, the scale-up ports of the domain's tiers
         endpoints_per_slot = scale_out_endpoints(scenario) / scenario.total_gpus
         ports = 2 * scale_up_tiers(scenario) - 1
@@ -361,6 +370,26 @@ def purchase(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndar
         per_slot, at_cost = price + host + network + fabric, columns["gpu_cost_usd"] + host_at_cost + network + fabric_at_cost
     return {**bought, "network": network, "fabric": fabric, "fabric_at_cost": fabric_at_cost, "capex": total_gpus * per_slot,
             "capex_at_cost": total_gpus * at_cost}
+
+
+def split_markup(scenario: Scenario, inputs: TrialInputs, bought: dict[str, np.ndarray], spend: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``spend`` (USD by breakdown part, at price and charged over the horizon as the
+    total is) with each of :data:`MARKED_PARTS` at cost and the vendor's margin on them
+    in ``markup`` (docs/model.md#cost): ``econ.gpu_markup - 1`` times the parts in
+    ``econ.markup_applies_to`` (``"per_part"``), ``econ.package_markup - 1`` times the
+    package (``"package"``, with hosts and fabric as listed), the value price's premium
+    over the fab cost (``"value"``); none on a given ``econ.gpu_price_usd``. With a cost
+    of capital the at-cost parts take the same charge at ``wacc = 0`` as their prices
+    (:func:`levelise`), so the parts still add up to the total; ``capital`` keeps the
+    cost of capital on the whole price."""
+    total_gpus = scenario.total_gpus
+    at_cost = {**{p: total_gpus * v for p, v in bought["per_gpu_at_cost"].items()},
+               "hosts": total_gpus * bought["host_at_cost"], "fabric": total_gpus * bought["fabric_at_cost"]}
+    if finance_on(scenario):
+        zero = charge_factors(scenario, inputs, 0.0)
+        at_cost = {p: v * zero[p] for p, v in at_cost.items()}
+    markup = sum((spend[p] - at_cost[p] for p in MARKED_PARTS), np.zeros(inputs.n))
+    return {**spend, **at_cost, "markup": markup}
 
 
 def hall(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
@@ -493,11 +522,12 @@ def economics(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.nda
             for part in HALL_PARTS:
                 spend[part] = at_cost[part] = h[part]
         spend, at_cost = levelise(scenario, inputs, spend, at_cost)
-        total = sum((np.broadcast_to(spend[p], (n,)) for p in parts), np.zeros(n))
+        total = sum((np.broadcast_to(spend[p], (n,)) for p in parts if p != "markup"), np.zeros(n))
         cost_at_cost = sum((np.broadcast_to(v, (n,)) for v in at_cost.values()), np.zeros(n))
     h100e = scenario.gpu.h100_equivalents.value
     cost_per_mtok = per_unit(total, mtok)
     cost_per_mtok_at_cost = per_unit(cost_at_cost, mtok)
+    spend = split_markup(scenario, inputs, bought, spend)
     breakdown = {BREAKDOWN_COLUMN.format(p): per_unit(np.broadcast_to(spend[p], (n,)), mtok) for p in parts}
     served_mtok = horizon_hours * SECONDS_PER_HOUR * (scenario.cluster.instances if instances is None else instances) * availability / TOKENS_PER_MTOK
     if demand:  # each class's instances serve the goodput's share of their saturated rate

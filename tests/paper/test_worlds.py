@@ -114,7 +114,12 @@ def test_every_claims_assumptions_hold_their_shipped_value_in_range():
 
 
 def test_the_searchs_columns_are_the_chains():
-    """The memo kept across a search's calls gives the chain's numbers (same seed, trials)."""
+    """The memo kept across a search's calls gives the chain's numbers (same seed, trials),
+    and keeps the plan evaluations of the roofline keys of the last call alone (the
+    shipped pair's recur; a moved world's are dropped once a call does not read them)."""
+    from mcengine.pipeline import roofline_key
+    from mcengine.scenario.sampling import draw_inputs
+
     settings = Settings(trials=16, seed=4)
     world = worlds.CLAIM_WORLDS["performance"]
     pair = world.pair()
@@ -122,6 +127,8 @@ def test_the_searchs_columns_are_the_chains():
     memo: dict = {}
     worlds.columns([pair[0], pair[1]], settings, memo, False)
     got = worlds.columns([pair[0], moved], settings, memo, False)
+    kept = {k for k in memo if k[0] == "roofline"}
+    assert kept == {roofline_key(s, draw_inputs(s, settings.seed, 0, settings.trials)) for s in (pair[0], moved)}
     want = chain([pair[0], moved], settings)
     for name in (pair[0].name, "hbm"):
         for col in ("tokens_per_s_per_h100_equivalent", "cost_per_mtok_usd", "energy_j_per_token", "capacity_availability"):

@@ -80,6 +80,17 @@ def test_cost_breakdown_is_per_million_tokens_and_adds_up(res):
     assert tops == [f"{sum(parts[n].values()):.3f}" for n in NAMES]
 
 
+def test_cost_breakdown_shows_the_markup_as_its_own_segment_and_the_package_at_cost(res):
+    """The vendor's margin is one segment; die, packaging and test are at their fab cost,
+    so the markup is larger than the three together on the shipped designs (markup 10.5-14.75)."""
+    ax = res.plot("cost_breakdown").axes[0]
+    labels = [bars.get_label() for bars in ax.containers]
+    assert "markup (vendor's margin)" in labels and "die (at price)" not in labels
+    parts = figures.cost_breakdown_per_mtok(res.doc)
+    for n in NAMES:
+        assert parts[n]["markup (vendor's margin)"] > parts[n]["die"] + parts[n]["packaging"] + parts[n]["test"]
+
+
 def test_sweep_heat_maps_colour_the_ratio_in_each_metric_direction_and_print_p_better():
     doc = sweep_doc(True)  # median ratio 1.0, 1.1, 1.2, 1.3 over the cells; P(B < A) = 0.2 in every cell and output
     figs = sensitivity.sweep_2d_figures(doc)

@@ -193,7 +193,7 @@ def test_markup_scope_package_and_value_by_hand():
     """$3,000 package (die 1,200, HBM 900, packaging 450, test 300, optics 150). "package":
     package_markup 7 on all five parts, $21,000, the breakdown's parts each x 7. "value":
     $28,000 per H100-equivalent x 0.25 = $7,000, the parts at cost and the $4,000 premium
-    as gpu_price; hosts, network and fabric as in "per_part"."""
+    as the markup; hosts, network and fabric as in "per_part"."""
     base = [f for f in FIXED_ECON if f != ALL_PACKAGE_PARTS]
     s = load_scenario("h100", [*base, 'econ.markup_scope="package"', "econ.package_markup=7"])
     got = economics(s, quantile_inputs(s), _columns([3000.0], [1.0], [0], [1000.0]))
@@ -204,7 +204,7 @@ def test_markup_scope_package_and_value_by_hand():
     assert got["gpu_price_usd"][0] == pytest.approx(7_000.0, rel=1e-12)
     assert got["gpu_price_per_h100_equivalent_usd"][0] == pytest.approx(28_000.0, rel=1e-12)
     assert got["capex_usd"][0] == pytest.approx(40 * (7_000.0 + 4_000 + 1_500), rel=1e-12)
-    die, premium = (got[BREAKDOWN_COLUMN.format(p)][0] for p in ("die", "gpu_price"))
+    die, premium = (got[BREAKDOWN_COLUMN.format(p)][0] for p in ("die", "markup"))
     assert premium / die == pytest.approx(4_000 / 1_200, rel=1e-12)
     # a given GPU price wins over every scope
     given = load_scenario("h100", [*base, 'econ.markup_scope="value"', "econ.gpu_price_usd=9000"])
@@ -323,6 +323,40 @@ def test_breakdown_parts_add_up_to_the_cost_per_token(extra):
     if "econ.gpu_price_usd=25000" in extra:
         np.testing.assert_allclose(got[BREAKDOWN_COLUMN.format("gpu_price")], 1040 * 25000 / mtok, rtol=1e-15)
         assert not got[BREAKDOWN_COLUMN.format("die")].any()
+
+
+def test_markup_is_its_own_breakdown_part_by_hand():
+    """$3,000 package (die 1,200, HBM 900, packaging 450, test 300, optics 150), 40 GPU
+    slots, 32 GPUs x 1,000 tokens/s over 5 years. "per_part" with markup 8 on die,
+    packaging, test and hosts: the package parts and hosts at cost, the margin
+    7 x (1,950 + 4,000) per slot in ``markup``; "package" (7 on all five parts):
+    6 x 3,000; "value" ($7,000 per GPU): the $4,000 premium, ``gpu_price`` 0; a given
+    price: no markup line, the price in ``gpu_price``. The total is the same sum as
+    before, the parts add up to it."""
+    base = [f for f in FIXED_ECON if f != ALL_PACKAGE_PARTS]
+    cols = _columns([3000.0], [1.0], [0], [1000.0])
+    mtok = 4 * 1000.0 * 5 * HOURS_PER_YEAR * 3600 / 1e6
+    cases = {
+        "per_part": (['econ.markup_applies_to=["die", "packaging", "test", "hosts"]'], 7 * (1950 + 4000)),
+        "package": (['econ.markup_scope="package"', "econ.package_markup=7"], 6 * 3000),
+        "value": (['econ.markup_scope="value"', "econ.value_price_per_h100_equivalent_usd=28000", "gpu.h100_equivalents=0.25"], 4000),
+        "given": (["econ.gpu_price_usd=9000"], 0),
+    }
+    for name, (extra, margin_per_slot) in cases.items():
+        s = load_scenario("h100", base + extra)
+        got = economics(s, quantile_inputs(s), cols)
+        line = {p: got[BREAKDOWN_COLUMN.format(p)][0] for p in BREAKDOWN_PARTS}
+        assert line["markup"] == pytest.approx(40 * margin_per_slot / mtok, rel=1e-12), name
+        assert line["hosts"] == pytest.approx(40 * 4000 / mtok, rel=1e-12), name
+        if name != "given":
+            for p, share in SHARES.items():
+                assert line[p] == pytest.approx(40 * 3000 * share / mtok, rel=1e-12), (name, p)
+            assert line["gpu_price"] == 0.0
+        else:
+            assert line["gpu_price"] == pytest.approx(40 * 9000 / mtok, rel=1e-12)
+        assert sum(line.values()) == pytest.approx(got["cost_per_mtok_usd"][0], rel=1e-12), name
+        total = got["capex_usd"] + got["energy_usd"] + got["repair_usd"]
+        np.testing.assert_array_equal(got["cost_per_mtok_usd"], total / (got["tokens_total"] / 1e6))
 
 
 def test_per_unit_of_a_trial_without_tokens_is_inf_or_zero_never_nan():

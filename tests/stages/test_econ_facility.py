@@ -168,3 +168,23 @@ def test_a_nic_faster_than_half_a_switch_is_bad_input():
     s = load_scenario("h100", FIXED_ECON + NIC_SPEED + ["gpu.scale_out_gbps=1000"])  # 8 Tb/s on a 12.8 Tb/s switch
     with pytest.raises(InputError, match="gpu.scale_out_gbps"):
         economics(s, quantile_inputs(s), _columns([3000.0], [0.99], [12], [1000.0]))
+
+
+def test_parts_with_the_markup_split_add_up_with_every_extra_on():
+    """Shipped Lite-H100 (markup on die, packaging, test) with the fabric's tiers, the hall
+    and a cost of capital: the package at cost, the margin in ``markup`` charged as its
+    parts are, and every part together the cost per token."""
+    extra = ["econ.facility=true", "econ.fabric_model=fat_tree", "econ.gpu_life_years=4", "econ.wacc=0.08",
+             'econ.markup_applies_to=["die", "packaging", "test", "hosts", "fabric"]']
+    s = load_scenario("lite-h100", extra)
+    n = 16
+    inputs = draw_inputs(s, 5, 0, n)
+    cols = _columns(np.full(n, 3000.0), np.full(n, 0.99), np.zeros(n), np.full(n, 1000.0))
+    got = economics(s, inputs, cols)
+    parts = np.array([got[BREAKDOWN_COLUMN.format(p)] for p in breakdown_parts(s)])
+    np.testing.assert_allclose(parts.sum(axis=0), got["cost_per_mtok_usd"], rtol=1e-12)
+    assert np.all(got[BREAKDOWN_COLUMN.format("markup")] > 0.0)
+    # with no markup anywhere the markup line is 0 and each part is its price
+    flat = load_scenario("lite-h100", [*extra, "econ.gpu_markup=1.0"])
+    off = economics(flat, draw_inputs(flat, 5, 0, n), cols)
+    np.testing.assert_allclose(off[BREAKDOWN_COLUMN.format("markup")], 0.0, atol=1e-12)

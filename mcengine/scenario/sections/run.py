@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dists import Dist
-from ...options import MAX_SAMPLE
+from ...options import MAX_SAMPLE, SAMPLE_DEFAULTS
 from ...units import HOURS_PER_YEAR
 from ..fields import choice, integer, number
 
@@ -21,7 +21,7 @@ class RunSection:
     horizon_years: Dist = number(5.0, "Service life of the cluster over which costs and tokens add up.", "years", lo=MIN_HORIZON_YEARS, hi=30.0, uncertain=False,
                                  why="reliability run time grows with the horizon, and 30 years outlives any cluster; below one hour the cost "
                                      "per token (divided by the horizon's tokens) leaves float range, and no cluster lives that short")
-    trials: int = integer(10_000, "Default number of trials of `mcengine run` (the `--trials` option wins).", lo=1, hi=MAX_SAMPLE,
+    trials: int = integer(SAMPLE_DEFAULTS["scenario"].size, "Default number of trials of `mcengine run` (the `--trials` option wins).", lo=1, hi=MAX_SAMPLE,
                           why="the same bound as --trials: run time and the per-trial table grow with it")
     seed: int = integer(0, "Default master seed (the `--seed` option wins).", lo=0, hi=2**64 - 1, why="the generator's 64-bit key")
     sampler: str = choice("random", "How `run`, `compare` and `sweep` draw each trial's uncertain inputs: \"random\" (independent "
