@@ -13,9 +13,11 @@ a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chai
 trials/s with h100 and lite-h100 as training jobs against the same serving),
 ``memory`` (peak memory of the case study at 10⁴, 10⁵ and 10⁶ trials: flat),
 ``compile`` (cold start: compile seconds and peak MB of a first run on an empty cache),
-``rqmc`` (standard errors at equal trials, Sobol' against random inputs), ``load`` (chain
+``rqmc`` (standard errors at equal trials, Sobol' against random inputs),
+``availability`` (the variance of unavailability split into what the inputs and what a
+lifetime's own events make: the ceiling of any variance reduction on either), ``load`` (chain
 trials/s with a demand against "saturate", docs/load.md) and ``serve`` (the request-level
-serving simulator's requests/s, beside a SimPy M/M/c peer); default: all nine.
+serving simulator's requests/s, beside a SimPy M/M/c peer); default: all ten.
 ``memory --against REV`` measures the peaks of this tree and of git revision REV
 alternately. ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
