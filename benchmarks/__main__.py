@@ -23,6 +23,8 @@ alternately. ``compile --against REV`` runs the cold starts and the life kernel'
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
 callgrind (use it to judge a kernel change on a machine whose speed varies).
+``--record docs/benchmarks.md`` also writes the figures into the benchmark record, one
+section per harness with the machine and commit (:mod:`.harness.record`).
 ``counts`` counts the life kernel's loop iterations and heap operations per lifetime
 (an instrumented copy of the package), beside its events; ``--against REV`` also of REV.
 """
@@ -31,12 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from mcengine.errors import InputError
 
 from .harness import HARNESSES, run_all
-from .harness import compile, counts, instructions, memory
+from .harness import compile, counts, instructions, memory, record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", nargs="+", default=list(instructions.CASES), help="instructions: cases to count")
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
     parser.add_argument("--against", metavar="REV", help="compile, counts, memory: also measure git revision REV, side by side")
+    parser.add_argument("--record", metavar="PATH", type=Path,
+                        help="also write the figures into the benchmark record at PATH (docs/benchmarks.md), "
+                             "one section per harness, with the machine and commit")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     try:
         if "counts" in args.harness:
             doc = counts.run(args.against)
@@ -62,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(json.dumps(doc, indent=2))
+    if args.record:
+        named = doc if "machine" in doc else {"-".join(args.harness or ["compile"]) + ("-against" if args.against else ""): doc}
+        record.write(args.record, named, load_before)
     return 0
 
 
