@@ -10,7 +10,8 @@ and the rest of ``Var(U)`` is the within-lifetime variance ``E[Var(U | inputs)]`
 Any method that acts on a lifetime at fixed inputs (conditional Monte Carlo on the repair
 process, importance sampling of failure times, splitting) can at best remove the
 within-lifetime part, so its variance reduction is at most ``Var(U) / Var(E[U | inputs])``
-(``ceiling``); a method on the inputs alone (Sobol' inputs, ``run.sampler = "sobol"``, the
+(``ceiling``; ``ceiling_at_2_sem`` with the between part two standard errors higher, the
+ceiling the sample cannot rule out); a method on the inputs alone (Sobol' inputs, ``run.sampler = "sobol"``, the
 ``rqmc`` harness) can at best remove the between part: at most
 ``Var(U) / E[Var(U | inputs)]`` (``input_ceiling``). docs/performance.md quotes both.
 """
@@ -37,9 +38,12 @@ def split(name: str, trials: int) -> dict:
     a, b = (1.0 - lifetimes(s, inputs, seed, capacity)["instance_availability"] for seed in SEEDS)
     total = float(np.var(a, ddof=1))
     between = float(np.cov(a, b)[0, 1])
+    sem = float(np.std((a - a.mean()) * (b - b.mean()), ddof=1)) / np.sqrt(trials)  # of the covariance
     within = total - between
     return {"trials": trials, "mean_unavailability": float(a.mean()), "variance": total, "between_inputs": between,
-            "between_share": between / total, "ceiling": total / between if between > 0 else float("inf"),
+            "between_share": between / total, "between_share_sem": sem / total,
+            "ceiling": total / between if between > 0 else float("inf"),
+            "ceiling_at_2_sem": total / (between + 2.0 * sem),
             "input_ceiling": total / within if within > 0 else float("inf")}
 
 
