@@ -35,7 +35,8 @@ def peak(trials: int, root: Path = ROOT) -> dict:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)  # the child's own CPU time and peak memory
         wall = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status):
+        proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped by wait4: tell the Popen object)
+        if proc.returncode:
             err.seek(0)
             raise RuntimeError(f"`mcengine run --trials {trials}` failed in {root}: {err.read().decode()[-2000:]}")
     return {"trials": trials, "wall_s": wall, **_usage(usage)}
