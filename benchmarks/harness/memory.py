@@ -1,7 +1,10 @@
 """Peak resident memory of the case study against its trial count: a child
-``mcengine run --trials N`` (the shipped case study, chunks sized by the adaptive rule,
-two numba threads) per N, its peak RSS, CPU seconds (user + system of the child alone)
-and wall seconds. The peak must stay flat from 10⁴ to 10⁶ trials (docs/performance.md):
+``mcengine run --trials N --chunk-trials 16384`` (the shipped case study, two numba
+threads) per N, its peak RSS, CPU seconds (user + system of the child alone) and wall
+seconds. The chunks are the largest the adaptive rule picks
+(:data:`~mcengine.runner.DEFAULT_CHUNK_TRIALS`, its cap; it picks smaller ones when the
+machine is slow or busy), so the peak is the worst case whatever the load, and the
+numbers those of any chunking. The peak must stay flat from 10⁴ to 10⁶ trials (docs/performance.md):
 a chunk's stages hold at most :data:`mcengine.pipeline.SLICE_TRIALS` trials at once.
 
 ``python -m benchmarks memory --against REV`` measures a checkout of git revision REV
@@ -18,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mcengine.runner import DEFAULT_CHUNK_TRIALS
+
 from .compile import ROOT, _checkout, _usage
 
 #: Trial counts of a full measurement and of ``--quick``.
@@ -26,9 +31,11 @@ QUICK_TRIALS = (2_048, 8_192)
 
 
 def peak(trials: int, root: Path = ROOT) -> dict:
-    """Peak MB, CPU and wall seconds of `mcengine run --trials N` in a fresh process
+    """Peak MB, CPU and wall seconds of `mcengine run --trials N` (chunks of
+    :data:`DEFAULT_CHUNK_TRIALS`) in a fresh process
     importing the tree at ``root`` (numba's cache as that tree keeps it)."""
-    cmd = [sys.executable, "-m", "mcengine.cli", "run", "--trials", str(trials), "--seed", "0", "--quiet", "--json"]
+    cmd = [sys.executable, "-m", "mcengine.cli", "run", "--trials", str(trials), "--seed", "0", "--quiet", "--json",
+           "--chunk-trials", str(DEFAULT_CHUNK_TRIALS)]
     env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_NUM_THREADS": "2"}
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
