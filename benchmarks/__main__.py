@@ -9,16 +9,22 @@ Usage::
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
 a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chain``
-(end-to-end throughput of the case study and peak memory), ``training`` (the chain's
+(end-to-end throughput of the case study), ``training`` (the chain's
 trials/s with h100 and lite-h100 as training jobs against the same serving),
+``memory`` (peak memory of the case study at 10⁴, 10⁵ and 10⁶ trials: flat),
 ``compile`` (cold start: compile seconds and peak MB of a first run on an empty cache),
-``rqmc`` (standard errors at equal trials, Sobol' against random inputs), ``load`` (chain
+``rqmc`` (standard errors at equal trials, Sobol' against random inputs),
+``availability`` (the variance of unavailability split into what the inputs and what a
+lifetime's own events make: the ceiling of any variance reduction on either), ``load`` (chain
 trials/s with a demand against "saturate", docs/load.md) and ``serve`` (the request-level
-serving simulator's requests/s, beside a SimPy M/M/c peer); default: all eight.
-``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
+serving simulator's requests/s, beside a SimPy M/M/c peer); default: all ten.
+``memory --against REV`` measures the peaks of this tree and of git revision REV
+alternately. ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
 callgrind (use it to judge a kernel change on a machine whose speed varies).
+``--record docs/benchmarks.md`` also writes the figures into the benchmark record, one
+section per harness with the machine and commit (:mod:`.harness.record`).
 ``counts`` counts the life kernel's loop iterations and heap operations per lifetime
 (an instrumented copy of the package), beside its events; ``--against REV`` also of REV.
 """
@@ -27,12 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from mcengine.errors import InputError
 
 from .harness import HARNESSES, run_all
-from .harness import compile, counts, instructions
+from .harness import compile, counts, instructions, memory, record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,11 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="seconds-long version (smoke test)")
     parser.add_argument("--cases", nargs="+", default=list(instructions.CASES), help="instructions: cases to count")
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
-    parser.add_argument("--against", metavar="REV", help="compile, counts: also measure git revision REV, side by side")
+    parser.add_argument("--against", metavar="REV", help="compile, counts, memory: also measure git revision REV, side by side")
+    parser.add_argument("--record", metavar="PATH", type=Path,
+                        help="also write the figures into the benchmark record at PATH (docs/benchmarks.md), "
+                             "one section per harness, with the machine and commit")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     try:
         if "counts" in args.harness:
             doc = counts.run(args.against)
+        elif args.against and "memory" in args.harness:
+            doc = memory.run(args.quick, args.against)
         elif args.against:
             doc = compile.side_by_side(args.against, args.quick)
         elif "instructions" in args.harness:
@@ -56,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(json.dumps(doc, indent=2))
+    if args.record:
+        named = doc if "machine" in doc else {"-".join(args.harness or ["compile"]) + ("-against" if args.against else ""): doc}
+        record.write(args.record, named, load_before)
     return 0
 
 

@@ -236,9 +236,27 @@ def share_production(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInp
         shared_columns(memo, fab_key(s), lambda s=s: fab.simulate_production(s, inputs[s.name], seed))
 
 
+#: Trials one pass of the stages holds at once (:func:`run_chunk`): a chunk of more is
+#: computed in slices of this many, so that memory is bounded whatever the chunk size (the
+#: roofline stage's candidate tables hold about 36 KB per trial in the case study,
+#: docs/performance.md). Slicing never changes the numbers (every stage is per trial).
+SLICE_TRIALS = 8192
+
+
 def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
     """One chunk of every scenario (the unit of work of the runner and of Dask workers),
-    their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`).
+    their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`),
+    computed in slices of at most :data:`SLICE_TRIALS` trials (:func:`run_slice`) whose
+    columns are joined in trial order."""
+    if n <= SLICE_TRIALS:
+        return run_slice(scenarios, seed, trial_start, n)
+    parts = [run_slice(scenarios, seed, start, min(SLICE_TRIALS, trial_start + n - start))
+             for start in range(trial_start, trial_start + n, SLICE_TRIALS)]
+    return {s.name: {column: np.concatenate([part[s.name][column] for part in parts]) for column in parts[0][s.name]} for s in scenarios}
+
+
+def run_slice(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`run_chunk` of at most :data:`SLICE_TRIALS` trials, in one pass of the stages.
 
     With more than one numba thread, the roofline stage's plan evaluations
     (:func:`mcengine.stages.roofline.plan_tables`, NumPy on one Python thread) are made

@@ -244,3 +244,18 @@ def test_finiteness_check_stops_at_the_first_bad_stage(case, monkeypatch):
     monkeypatch.setattr(reliability, "lifetimes", lambda *a: pytest.fail("reliability ran after a bad fab stage"))
     with pytest.raises(NumericalError, match=r"^fab stage of scenario 'h100': gpu_cost_usd = nan at trial 12;"):
         run_block(case[0], 2, 10, 4)
+
+
+def test_a_chunk_computed_in_slices_gives_the_numbers_of_one_pass(case, monkeypatch):
+    """A chunk longer than SLICE_TRIALS is computed slice by slice (bounded memory): the
+    same columns, bit for bit, as one pass of the stages over the whole chunk."""
+    import mcengine.pipeline as pipeline
+
+    pair = case[::2]  # h100 and lite-h100-2x
+    whole = pipeline.run_slice(pair, 11, 1000, 72)
+    monkeypatch.setattr(pipeline, "SLICE_TRIALS", 40)
+    sliced = run_chunk(pair, 11, 1000, 72)
+    for name in whole:
+        assert list(sliced[name]) == list(whole[name])
+        for column, values in whole[name].items():
+            np.testing.assert_array_equal(sliced[name][column], values, err_msg=f"{name}.{column}")
