@@ -4,8 +4,10 @@ For each design B paired with the baseline A (docs/interface.md#json-summaries, 
 ``"paired_all"`` of ``run``/``compare``) it restates numbers the run already has, and
 adds nothing to the model:
 
-* the median paired cost ratio B/A per output token with its 90% interval (p05–p95),
-  P(B cheaper) (P(B < A)) and, where some trial ties, P(B = A);
+* the median paired cost ratio B/A with its 90% interval (p05–p95), P(B cheaper)
+  (P(B < A)) and, where some trial ties, P(B = A): per output token, or per trained token
+  for a pair of training jobs (``workload.kind = "training"``, docs/training.md), whose
+  clusters may serve no token at all;
 * both designs' availability as downtime, minutes a year at the median (docs/model.md#units:
   a year of 8,766 hours);
 * the drivers: a quick sensitivity over the run's own paired trials, the Spearman rank
@@ -24,6 +26,10 @@ from .metrics import downtime_minutes
 
 #: The cost metric the verdict is about, and the one read as downtime.
 COST, AVAILABILITY = "cost_per_mtok_usd", "availability"
+#: The cost a pair of training jobs is judged on, in place of :data:`COST` where the pair has it.
+TRAINED_COST = "cost_per_mtok_trained_usd"
+#: What each cost metric is a cost per, as the first line says it.
+PER = {COST: "per output token", TRAINED_COST: "per trained token"}
 #: Prefix of the per-trial table's input columns (the uncertain inputs drawn).
 INPUT_PREFIX = "input."
 #: Inputs named among the drivers, largest |rank correlation| first.
@@ -46,13 +52,13 @@ def stored_paper() -> dict | None:
     return None
 
 
-def _drivers(table, a: str, b: str) -> dict:
-    """The quick sensitivity of the pair's cost ratio: rank correlation with each input of B."""
-    if table is None or "scenario" not in table or COST not in table:
+def _drivers(table, a: str, b: str, cost: str = COST) -> dict:
+    """The quick sensitivity of the pair's ratio of ``cost``: rank correlation with each input of B."""
+    if table is None or "scenario" not in table or cost not in table:
         return {"source": "none: the per-trial table was not kept (run --keep-trials, or the API)", "inputs": []}
     rows_a = table[table["scenario"] == a].set_index("trial")
     rows_b = table[table["scenario"] == b].set_index("trial")
-    ratio = (rows_b[COST] / rows_a[COST]).rename("ratio")
+    ratio = (rows_b[cost] / rows_a[cost]).rename("ratio")
     inputs = rows_b[[c for c in rows_b.columns if c.startswith(INPUT_PREFIX)]]
     inputs = inputs.loc[:, inputs.nunique() > 1]
     frame = inputs.join(ratio)
@@ -82,7 +88,7 @@ def _lines(entry: dict) -> list[str]:
     """The block's four to six lines for one pair."""
     a, b, r, p = entry["a"], entry["b"], entry["cost_ratio"], entry["p_cheaper"]
     word = "cheaper" if p >= CLEAR else "dearer" if p <= 1.0 - CLEAR else "no clear winner"
-    lines = [f"{b} vs {a}: {word} per output token",
+    lines = [f"{b} vs {a}: {word} {PER[entry.get('cost', COST)]}",
              f"  cost B/A {r['p50']:.3f} [{r['p05']:.3f} – {r['p95']:.3f}]; P(B cheaper) {p:.3f}"
              + (f", P(tie) {entry['p_tie']:.3f}" if entry.get("p_tie") else "")]
     if "downtime_minutes_per_year" in entry:
@@ -111,17 +117,19 @@ def verdict(doc: dict, table=None, paper: dict | None = None) -> dict:
     out = {}
     base = doc.get("baseline")
     for pair, metrics in doc.get("paired_all", {}).items():
-        if COST not in metrics:
+        cost = TRAINED_COST if TRAINED_COST in metrics else COST
+        if cost not in metrics:
             continue
         b = pair.split(" / ")[0]
-        m = metrics[COST]
-        entry: dict = {"a": base, "b": b, "cost_ratio": {q: m["ratio"][q] for q in ("p50", "p05", "p95")}, "p_cheaper": m["p_b_below_a"]}
+        m = metrics[cost]
+        entry: dict = {"a": base, "b": b, "cost": cost, "cost_ratio": {q: m["ratio"][q] for q in ("p50", "p05", "p95")},
+                       "p_cheaper": m["p_b_below_a"]}
         if "p_tie" in m:
             entry["p_tie"] = m["p_tie"]
         if all(AVAILABILITY in doc["scenarios"][n] for n in (base, b)):
             entry["downtime_minutes_per_year"] = {side: downtime_minutes(doc["scenarios"][n][AVAILABILITY]["p50"])
                                                   for side, n in (("a", base), ("b", b))}
-        entry["drivers"] = _drivers(table, base, b)
+        entry["drivers"] = _drivers(table, base, b, cost)
         flip = _nearest_flip(paper, base, b)
         if flip is not None:
             entry["nearest_flip"] = flip

@@ -85,3 +85,20 @@ def test_compare_prints_the_verdict_first_and_its_json_carries_it(tmp_path):
     assert entry["p_cheaper"] == doc["paired"]["cost_per_mtok_usd"]["p_b_below_a"] < 0.05
     assert entry["drivers"]["inputs"] and "nearest_flip" in entry
     assert list(doc)[:4] == ["scenario", "seed", "trials", "verdict"]
+
+
+def test_a_pair_of_training_jobs_is_judged_per_trained_token():
+    """Training clusters may serve no token (cost per output token +inf in every trial):
+    the block states the paired ratio of the cost per trained token, its P(cheaper) and
+    drivers from that column, and says "per trained token"."""
+    doc = _doc()
+    pair = doc["paired_all"]["lite-h100 / h100"]
+    pair["cost_per_mtok_trained_usd"] = {"ratio": {"p50": 1.6, "p05": 1.3, "p95": 2.0}, "p_b_below_a": 0.0}
+    table = _table()
+    table["cost_per_mtok_trained_usd"] = table["cost_per_mtok_usd"] * np.where(table["scenario"] == "h100", 1.0, 2.0)
+    entry = verdict(doc, table)["lite-h100 / h100"]
+    assert entry["cost"] == "cost_per_mtok_trained_usd"
+    assert entry["cost_ratio"] == {"p50": 1.6, "p05": 1.3, "p95": 2.0} and entry["p_cheaper"] == 0.0
+    assert entry["lines"][0] == "lite-h100 vs h100: dearer per trained token"
+    assert entry["drivers"]["inputs"][0]["key"] == "fab.optics_cost_per_gbps_usd"
+    assert verdict(_doc(), _table())["lite-h100 / h100"]["lines"][0].endswith("per output token")
