@@ -107,7 +107,7 @@ def test_committed_study_is_the_current_codes(study):
 @pytest.mark.slow
 def test_committed_verdict_map_is_the_current_codes():
     fresh = json.loads(json.dumps(CS.run_map()))
-    assert fresh == CS.map_summary(), "docs/case-study/case-study/verdict_map.json drifted: run python docs/case-study/make_case_study.py --map"
+    assert fresh == CS.map_summary(), "docs/case-study/verdict_map.json drifted: run python docs/case-study/make_case_study.py --map"
 
 
 def test_readme_generations_block_is_the_committed_rendering():

@@ -43,9 +43,10 @@ STUDIES = ("case-study", "mix-azure-2023", "mix-reasoning")
 #: The study whose paired table README.md quotes as the headline verdict.
 HEADLINE = "case-study"
 #: Paired trials of each cell of the headline's verdict map (docs/verdict-map.md), the run
-#: beside it at as many trials; written to :data:`MAP_FILE`, quoted in README.md.
+#: beside it at as many trials; written to :data:`MAP_FILE` (beside, not inside, the
+#: headline's run folder, which mcengine replaces whole), quoted in README.md.
 MAP_TRIALS = 512
-MAP_FILE = HERE / HEADLINE / "verdict_map.json"
+MAP_FILE = HERE / "verdict_map.json"
 #: The studies away from saturation README.md's second table quotes, each run (its own
 #: trials, seed 0) into a folder of its name beside this script as :data:`STUDIES` are:
 #: (study, the cost metric it is judged on, what that metric is, its pairs B / A).
