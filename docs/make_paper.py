@@ -1,7 +1,8 @@
 """Regenerate the paper study the pages quote, and the quick study that keeps it checked.
 
-    python docs/make_paper.py          # docs/paper/ (the full study) and docs/paper/quick.json
+    python docs/make_paper.py          # docs/paper/ (the full study), docs/paper/quick.json and the golden
     python docs/make_paper.py --check  # exit 1 if docs/paper/quick.json is not the current code's
+    python docs/make_paper.py --golden # rewrite the golden rendering only
 
 The full study (``mcengine paper --out docs/paper --force``: 2,048 paired trials, seed 0,
 every nearest-world search) takes minutes; rerunning it is too slow to check on every
@@ -12,7 +13,9 @@ and the fingerprint of the full study's numbers written in the same regeneration
 compares its numbers with ``quick.json`` (any change to the model moves them, and one
 thread against two checks that the thread count moves nothing), and checks that the
 fingerprint is the committed full study's: the two can only be current together, so a
-change that moves the model fails the test until this script has rerun both.
+change that moves the model fails the test until this script has rerun both. It also
+writes :data:`GOLDEN`, the full study's compact table as ``mcengine paper`` prints it at
+80 columns, which ``tests/users/test_readable.py`` compares with the rendering of today.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ ROOT = HERE.parent
 PAPER = HERE / "paper"
 SUMMARY = PAPER / "summary.json"
 QUICK = PAPER / "quick.json"
+#: The full study's table rendered at 80 columns (:func:`write_golden`).
+GOLDEN = ROOT / "tests" / "users" / "golden" / "paper_80.txt"
 SEED = 0
 #: The quick study's trials: enough that every claim's figure and search run.
 QUICK_TRIALS = 64
@@ -59,7 +64,25 @@ def committed_full() -> dict:
     return json.loads(SUMMARY.read_text(encoding="utf-8"))
 
 
+def write_golden() -> None:
+    """The committed full study's table as ``mcengine paper`` prints it on an 80-column console."""
+    import io
+
+    from rich.console import Console
+
+    from mcengine.io import write_atomic
+    from mcengine.report.paper import render_paper
+
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(render_paper(committed_full()))
+    write_atomic(GOLDEN, console.export_text())
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--golden"]:
+        sys.path.insert(0, str(ROOT))  # this checkout's mcengine
+        write_golden()
+        return 0
     if "--check" in argv:
         stored = json.loads(QUICK.read_text(encoding="utf-8"))
         fresh = numbers(quick_study(threads=1))
@@ -76,6 +99,7 @@ def main(argv: list[str]) -> int:
     from mcengine.io import write_atomic
 
     write_atomic(QUICK, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_golden()
     return 0
 
 
