@@ -105,7 +105,8 @@ def test_every_figure_of_a_quick_study_reads_right(tmp_path):
     paths = sum(1 for c in doc["claims"] if c["nearest_world"].get("path"))
     assert paths >= 4  # every claim with a search draws its path (to its nearest world or the best one seen)
     verdict = 1 if doc["verdict"]["nearest_world"].get("path") else 0  # verdict-nearest.png
-    assert len(write_paper_figures(doc, tmp_path)) == 7 + paths + verdict
+    assert len(doc["claims"]) == 7  # the six claims of the paper and its fault-tolerance argument
+    assert len(write_paper_figures(doc, tmp_path)) == len(doc["claims"]) + 1 + paths + verdict  # + the frontier
 
 
 def test_the_frontier_sets_each_designs_band_beside_the_others_at_every_slo():

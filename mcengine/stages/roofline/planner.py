@@ -322,7 +322,7 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
                 f"in trial {inputs.trial_start + i} no plan fits the weights, a batch's KV cache and a prefill chunk in HBM "
                 f"(a sequence's context at {lengths_label(scenario)}, workload.hbm_usable_fraction, workload.prefill_chunk_tokens, "
                 f"cluster.instance_gpus = {scenario.cluster.instance_gpus}); "
-                "allowed: inputs whose whole range fits them"))
+                "allowed: inputs whose whole range fits them, or a smaller workload.model"))
         tpot = np.where(fits, table.tpot_s, np.inf)
         best = np.where(feasible, best, np.argmin(tpot, axis=0))
     return PlannedBlock(plans, best.astype(np.int64), feasible, table)
