@@ -66,16 +66,11 @@ def committed_full() -> dict:
 
 def write_golden() -> None:
     """The committed full study's table as ``mcengine paper`` prints it on an 80-column console."""
-    import io
-
-    from rich.console import Console
-
     from mcengine.io import write_atomic
     from mcengine.report.paper import render_paper
+    from mcengine.report.tables import as_text
 
-    console = Console(width=80, record=True, file=io.StringIO())
-    console.print(render_paper(committed_full()))
-    write_atomic(GOLDEN, console.export_text())
+    write_atomic(GOLDEN, as_text(render_paper(committed_full()), 80))
 
 
 def main(argv: list[str]) -> int:

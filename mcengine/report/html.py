@@ -61,15 +61,9 @@ def _verdict(doc: dict, folder: Path) -> dict:
 
 def _terminal_text(doc: dict) -> str:
     """The run's tables as `mcengine run` prints them, at :data:`TABLE_WIDTH` columns."""
-    import io
+    from .tables import as_text, render_run
 
-    from rich.console import Console
-
-    from .tables import render_run
-
-    console = Console(width=TABLE_WIDTH, record=True, file=io.StringIO())
-    console.print(render_run({**doc, "verdict": None}))
-    return console.export_text()
+    return as_text(render_run({**doc, "verdict": None}), TABLE_WIDTH)
 
 
 def _csv_table(folder: Path) -> str:

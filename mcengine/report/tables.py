@@ -6,6 +6,18 @@ from ..analytic.fab import YIELD_MODELS
 from .metrics import fmt_value  # noqa: F401  (tables.fmt_value is used by sensitivity)
 
 
+def as_text(renderable, width: int) -> str:
+    """``renderable`` as a console of ``width`` columns prints it, as plain text (rich's
+    recording console: the golden files, the HTML report's terminal view)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
 def fit(table, labels: int = 1, text: tuple[int, ...] = ()):
     """``table`` readable at any width, also piped (80 columns): its first ``labels``
     columns (names, keys, values swept) and the columns ``text`` wrap, folding a long word,

@@ -3,12 +3,11 @@ counts with thousands separators (each failed on the tables before issue 21)."""
 
 from __future__ import annotations
 
-import io
 
 import pytest
-from rich.console import Console
 
 from mcengine.report import sensitivity, tables
+from mcengine.report.tables import as_text
 
 NAMES = ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")
 KEY = "fab.defect_density_per_cm2"
@@ -57,9 +56,7 @@ def bench_doc() -> dict:
 
 
 def narrow(renderable) -> str:
-    console = Console(width=80, record=True, file=io.StringIO())
-    console.print(renderable)
-    text = console.export_text()
+    text = as_text(renderable, 80)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text, text
     return text

@@ -5,16 +5,15 @@ the rest; the nearest-world searches say how far they have got."""
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 from pathlib import Path
 
-from rich.console import Console
 
 from mcengine.paper import worlds
 from mcengine.paper._common import Settings
 from mcengine.report import tables
+from mcengine.report.tables import as_text
 from mcengine.report.paper import render_paper
 from tests.procs import env, python
 
@@ -23,9 +22,7 @@ GOLDEN = Path(__file__).with_name("golden")
 
 
 def _at_80(renderable) -> str:
-    console = Console(width=80, record=True, file=io.StringIO())
-    console.print(renderable)
-    return console.export_text()
+    return as_text(renderable, 80)
 
 
 def _fits(text: str) -> None:
