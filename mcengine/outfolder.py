@@ -67,17 +67,21 @@ def _safe(name) -> bool:
 
 
 def _holder(fd: int) -> str:
-    return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+    """Who holds a lock, as its file says: ``process PID`` and, when the holder wrote it,
+    the command (``mcengine paper, process 1234``)."""
+    pid, _, command = os.pread(fd, 64, 0).decode(errors="replace").strip().partition(" ")
+    return f"`mcengine {command}`, process {pid or '?'}" if command else f"process {pid or '?'}"
 
 
 #: The lock descriptor of each folder a command of this process has claimed (its absolute path).
 _held: dict[str, int] = {}
 
 
-def _take(out: Path) -> int:
-    """A descriptor holding ``out``'s lock (an advisory lock the OS drops with the process,
-    so a killed command never leaves the folder locked); a folder another command holds
-    is refused (InputError naming ``--out``)."""
+def _take(out: Path, command: str) -> int:
+    """A descriptor holding ``out``'s lock for ``command`` (an advisory lock the OS drops
+    with the process, so a killed command never leaves the folder locked; the file names
+    the process and the command, for the message another command gets); a folder another
+    command holds is refused (InputError naming ``--out``)."""
     fd = _open_lock(out, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -86,16 +90,16 @@ def _take(out: Path) -> int:
         os.close(fd)
         raise error from None
     os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    os.pwrite(fd, f"{os.getpid()} {command}".encode(), 0)
     return fd
 
 
-def acquire(out: Path) -> None:
-    """Hold ``out``'s lock for a command's claim until :func:`release` (or the process
+def acquire(out: Path, command: str) -> None:
+    """Hold ``out``'s lock for ``command``'s claim until :func:`release` (or the process
     ends); a claim of this process holds it already."""
     key = os.path.abspath(out)
     if key not in _held:
-        _held[key] = _take(out)
+        _held[key] = _take(out, command)
 
 
 def release(out: Path) -> None:
@@ -106,14 +110,14 @@ def release(out: Path) -> None:
 
 
 @contextlib.contextmanager
-def locked(out: Path) -> Iterator[None]:
-    """Hold ``out``'s lock while a run uses it: the claim's lock if a command of this
-    process claimed the folder, else a lock of its own for the block."""
+def locked(out: Path, command: str = "run") -> Iterator[None]:
+    """Hold ``out``'s lock while ``command`` uses it: the claim's lock if a command of
+    this process claimed the folder, else a lock of its own for the block."""
     out.mkdir(parents=True, exist_ok=True)
     if os.path.abspath(out) in _held:
         yield
         return
-    fd = _take(out)
+    fd = _take(out, command)
     try:
         yield
     finally:
@@ -121,7 +125,7 @@ def locked(out: Path) -> Iterator[None]:
 
 
 def _in_use(out: Path, fd: int) -> InputError:
-    return InputError(Problem("--out", str(out), f"is in use by another mcengine run (process {_holder(fd)}); wait for it or choose another folder"))
+    return InputError(Problem("--out", str(out), f"is in use by another mcengine command ({_holder(fd)}); wait for it or choose another folder"))
 
 
 def _open_lock(out: Path, flags: int) -> int:
@@ -308,7 +312,7 @@ class OutFolder:
                                      "beside them, never replacing or deleting them)"))
         protected = set(foreign) | inputs
         _check_writable(path, {MANIFEST, *owned, *writes}, protected)
-        acquire(path)  # held until finish (or the process ends): no other command writes here meanwhile
+        acquire(path, command)  # held until finish (or the process ends): no other command writes here meanwhile
         if read_manifest(path) != manifest:  # another command claimed it between the check and the lock
             release(path)
             raise InputError(Problem("--out", str(path), "was claimed by another mcengine command while this one checked it; "

@@ -139,9 +139,33 @@ def test_force_never_deletes_the_files_of_a_folder_a_run_is_using(tmp_path):
     api.roofline("h100", out=out)
     listed = sorted(p.name for p in out.iterdir() if p.name != ".mcengine.lock")
     with locked(out):
-        with pytest.raises(InputError, match="in use by another mcengine run"):
+        with pytest.raises(InputError, match=r"in use by another mcengine command \(`mcengine run`, process"):
             api.roofline("lite-h100", out=out, force=True)
     assert sorted(p.name for p in out.iterdir() if p.name != ".mcengine.lock") == listed
+
+
+def test_a_locked_folder_names_the_command_holding_it(tmp_path):
+    """The refusal names the command whose lock it met (a paper study, here), and a lock
+    file written with its process alone still reads as that process."""
+    import os
+
+    from mcengine import api
+    from mcengine.errors import InputError
+    from mcengine.outfolder import LOCK_FILE, _take
+
+    out = tmp_path / "busy"
+    out.mkdir()
+    fd = _take(out, "paper")
+    try:
+        with pytest.raises(InputError, match=rf"`mcengine paper`, process {os.getpid()}\)"):
+            api.roofline("h100", out=out)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        with pytest.raises(InputError, match=rf"in use by another mcengine command \(process {os.getpid()}\)"):
+            api.roofline("h100", out=out)
+    finally:
+        os.close(fd)
+    assert (out / LOCK_FILE).exists()
 
 
 # ----------------------------------------------------------------------------- --out touches only what mcengine wrote

@@ -144,7 +144,7 @@ def test_a_second_run_on_a_locked_folder_is_refused_naming_the_holder(tmp_path):
 
     out = tmp_path / "busy"
     with locked(out):
-        with pytest.raises(InputError, match=rf"in use by another mcengine run \(process {os.getpid()}\)"):
+        with pytest.raises(InputError, match=rf"in use by another mcengine command \(`mcengine run`, process {os.getpid()}\)"):
             _run(out=out, figures=False)
     _run(trials=1024, out=out, figures=False)  # free again once the holder is gone
 

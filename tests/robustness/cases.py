@@ -324,9 +324,9 @@ CASES: tuple[Case, ...] = (
     Case("SIGINT during start-up (traceback)", ("run", "h100", "--trials", "64", "--quiet"), 130, ("interrupted",),
          signal_after=(signal.SIGINT, 0.3), group="signals"),
     Case("a second run on a busy --out (mixed two runs)", ("run", "h100", "--trials", "2048", "--out", "{tmp}/run", "--quiet"), 2,
-         ("in use",), busy=True, group="signals"),
+         ("in use", "`mcengine run`"), busy=True, group="signals"),
     Case("a second sweep with --force on a busy sweep's --out (replaced its summary.json)", ("sweep", "h100", "--param",
-         "econ.pue", "--values", "1.1,1.2", "--trials", "64", "--quiet", "--out", "{tmp}/run", "--force", *SMALL), 2, ("in use",),
+         "econ.pue", "--values", "1.1,1.2", "--trials", "64", "--quiet", "--out", "{tmp}/run", "--force", *SMALL), 2, ("in use", "`mcengine sweep`"),
          busy=True, holder=("sweep", "lite-h100", "--param", "fab.defect_density_per_cm2", "--values", SWEEP_40, "--trials", "8192", "--quiet"),
          holder_ready="mcengine.json", group="signals"),
     # ------------------------------------------------------------ --out touches only what mcengine wrote (issue 34, 33)

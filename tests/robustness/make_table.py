@@ -1,10 +1,13 @@
 """Write docs/robustness.md: every robustness case run as a real process, with its outcome.
 
-Usage (from the repository root): ``python -m tests.robustness.make_table``.
+Usage (from the repository root): ``python -m tests.robustness.make_table [NAME ...]``:
+every case, or only the cases whose name holds one of the ``NAME`` strings, their rows
+replaced in the page as it stands (the others kept).
 """
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
@@ -31,10 +34,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:160]
 
 
-def main() -> None:
+def _kept_rows(page: Path) -> dict[str, str]:
+    """The page's rows by their case cell (``_cell(case.name)``)."""
+    lines = page.read_text().splitlines()[HEADER.count("\n"):]
+    return {line.split(" | ")[1]: line for line in lines if line.startswith("| ")}
+
+
+def main(names: list[str]) -> None:
+    page = ROOT / "docs" / "robustness.md"
     rows = []
+    kept = _kept_rows(page) if names else {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, case in enumerate(CASES):
+            if names and not any(name in case.name for name in names):
+                rows.append(kept[_cell(case.name)])
+                continue
             folder = Path(tmp) / f"case{i}"
             got = run_case(case, folder)
             first = next((line.strip() for line in (got.stderr or got.stdout).splitlines() if line.strip()
@@ -44,8 +58,8 @@ def main() -> None:
             rows.append(f"| {case.group} | {_cell(case.name)} | `{_cell(command)}` | {got.exit} | {_cell(first)} | "
                         f"{got.seconds:.1f} | {'yes' if not bad else 'NO: ' + _cell('; '.join(bad))} |")
             print(rows[-1], flush=True)
-    write_atomic(ROOT / "docs" / "robustness.md", HEADER + "\n".join(rows) + "\n")
+    write_atomic(page, HEADER + "\n".join(rows) + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
