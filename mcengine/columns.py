@@ -39,6 +39,14 @@ MIX_PREFIX = "mix."
 LOAD_PREFIX = "load."
 #: The load stage's column compared as a paired ratio B/A: the cost per token of the fleet sized for the demand.
 LOAD_PAIRED = LOAD_PREFIX + "cost_per_mtok_fleet_usd"
+#: The cost a comparison's verdict is judged on, the most specific a pair has first, each
+#: with what it is a cost per: a demand's fleet sized for its peak (docs/load.md), a
+#: training job's trained tokens (docs/training.md), else output tokens at saturation.
+VERDICT_COSTS: tuple[tuple[str, str], ...] = (
+    (LOAD_PAIRED, "per token served by a fleet sized for the demand"),
+    ("cost_per_mtok_trained_usd", "per trained token"),
+    ("cost_per_mtok_usd", "per output token"),
+)
 #: Prefixes of a training job's interruptions and hours lost a day by cause
 #: (``job_interruptions.optics.per_day``, ``job_lost_hours.optics.per_day``) and its hours
 #: lost by the unit the causes strike (``job_lost_hours_by_unit.host.per_day``: gpu, host,
@@ -299,3 +307,9 @@ def may_be_infinite(name: str) -> bool:
     """Whether column ``name`` is ``+inf`` in a trial that delivers no tokens (module text)."""
     entry = column(name)
     return entry is not None and entry.may_be_infinite
+
+
+def verdict_cost(metrics) -> str | None:
+    """The column of :data:`VERDICT_COSTS` a pair's verdict is judged on: the first that
+    ``metrics`` (its paired metrics, or a per-trial table's columns) holds; None if none."""
+    return next((name for name, _ in VERDICT_COSTS if name in metrics), None)

@@ -49,12 +49,11 @@ MAP_TRIALS = 512
 MAP_FILE = HERE / "verdict_map.json"
 #: The studies away from saturation README.md's second table quotes, each run (its own
 #: trials, seed 0) into a folder of its name beside this script as :data:`STUDIES` are:
-#: (study, the cost metric it is judged on, what that metric is, its pairs B / A).
+#: (study, its pairs B / A), each judged on the cost the verdict judges it on
+#: (mcengine.columns.VERDICT_COSTS).
 BEYOND = (
-    ("load-diurnal", "load.cost_per_mtok_fleet_usd", "USD per M tokens served by a fleet sized for the peak",
-     ("lite-h100 / h100", "lite-h100-2x / h100")),
-    ("training-405b", "cost_per_mtok_trained_usd", "USD per M trained tokens",
-     ("train-lite-h100 / train-h100", "train-lite-h100-2x / train-h100")),
+    ("load-diurnal", ("lite-h100 / h100", "lite-h100-2x / h100")),
+    ("training-405b", ("train-lite-h100 / train-h100", "train-lite-h100-2x / train-h100")),
 )
 
 #: README's verdict per generation (docs/generation.md#b200): per row a generation's parent
@@ -163,13 +162,16 @@ def render_map(vmap: dict) -> str:
 
 def render_beyond(docs: dict[str, dict]) -> str:
     """README's table of the studies away from saturation (:data:`BEYOND`): per pair the
-    median paired ratio of the study's cost metric with its 5–95 %, and P(B cheaper)."""
+    median paired ratio of the cost its verdict is judged on, with its 5–95 %, and P(B cheaper)."""
+    from mcengine.columns import VERDICT_COSTS, verdict_cost
+
     rows = []
-    for study, metric, what, pairs in BEYOND:
+    for study, pairs in BEYOND:
         for pair in pairs:
+            metric = verdict_cost(docs[study]["paired_all"][pair])
             m = docs[study]["paired_all"][pair][metric]
-            rows.append(f"| `{study}` | {pair} | {what} | {_ratio(m['ratio'])} | {m['p_b_below_a']:.3f} |")
-    header = ["| study | B / A | cost | median ratio [5% – 95%] | P(B cheaper) |", "| --- | --- | --- | --- | --- |"]
+            rows.append(f"| `{study}` | {pair} | cost {dict(VERDICT_COSTS)[metric]} | {_ratio(m['ratio'])} | {m['p_b_below_a']:.3f} |")
+    header = ["| study | B / A | judged on | median ratio [5% – 95%] | P(B cheaper) |", "| --- | --- | --- | --- | --- |"]
     return "\n".join(header + rows)
 
 
@@ -391,7 +393,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     else:
-        for study in (*STUDIES, *(b[0] for b in BEYOND)):
+        for study in (*STUDIES, *(study for study, _ in BEYOND)):
             run(study)
         write_map()
         write_generations()

@@ -5,9 +5,11 @@ For each design B paired with the baseline A (docs/interface.md#json-summaries, 
 adds nothing to the model:
 
 * the median paired cost ratio B/A with its 90% interval (p05–p95), P(B cheaper)
-  (P(B < A)) and, where some trial ties, P(B = A): per output token, or per trained token
-  for a pair of training jobs (``workload.kind = "training"``, docs/training.md), whose
-  clusters may serve no token at all;
+  (P(B < A)) and, where some trial ties, P(B = A), of the cost the column registry
+  judges the pair on (:data:`mcengine.columns.VERDICT_COSTS`): per token served by a
+  fleet sized for the demand when a demand is set (docs/load.md), per trained token for
+  a pair of training jobs (docs/training.md), whose clusters may serve no token at all,
+  else per output token;
 * both designs' availability as downtime, minutes a year at the median (docs/model.md#units:
   a year of 8,766 hours);
 * the drivers: a quick sensitivity over the run's own paired trials, the Spearman rank
@@ -22,14 +24,13 @@ from __future__ import annotations
 
 import json
 
+from ..columns import VERDICT_COSTS, verdict_cost
 from .metrics import downtime_minutes
 
-#: The cost metric the verdict is about, and the one read as downtime.
+#: The cost metric of a plain comparison, and the one read as downtime.
 COST, AVAILABILITY = "cost_per_mtok_usd", "availability"
-#: The cost a pair of training jobs is judged on, in place of :data:`COST` where the pair has it.
-TRAINED_COST = "cost_per_mtok_trained_usd"
-#: What each cost metric is a cost per, as the first line says it.
-PER = {COST: "per output token", TRAINED_COST: "per trained token"}
+#: What each verdict cost is a cost per, as the first line says it.
+PER = dict(VERDICT_COSTS)
 #: Prefix of the per-trial table's input columns (the uncertain inputs drawn).
 INPUT_PREFIX = "input."
 #: Inputs named among the drivers, largest |rank correlation| first.
@@ -117,8 +118,8 @@ def verdict(doc: dict, table=None, paper: dict | None = None) -> dict:
     out = {}
     base = doc.get("baseline")
     for pair, metrics in doc.get("paired_all", {}).items():
-        cost = TRAINED_COST if TRAINED_COST in metrics else COST
-        if cost not in metrics:
+        cost = verdict_cost(metrics)
+        if cost is None:
             continue
         b = pair.split(" / ")[0]
         m = metrics[cost]

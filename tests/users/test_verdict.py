@@ -102,3 +102,17 @@ def test_a_pair_of_training_jobs_is_judged_per_trained_token():
     assert entry["lines"][0] == "lite-h100 vs h100: dearer per trained token"
     assert entry["drivers"]["inputs"][0]["key"] == "fab.optics_cost_per_gbps_usd"
     assert verdict(_doc(), _table())["lite-h100 / h100"]["lines"][0].endswith("per output token")
+
+
+def test_a_pair_serving_a_demand_is_judged_per_token_served_by_its_fleet():
+    """With a demand set (docs/load.md) a pair is judged on the cost per token of the
+    fleet sized for that demand (``load.cost_per_mtok_fleet_usd``), not on the saturated
+    cluster's cost per output token, which it also has."""
+    doc = _doc()
+    pair = doc["paired_all"]["lite-h100 / h100"]
+    pair["load.cost_per_mtok_fleet_usd"] = {"ratio": {"p50": 1.48, "p05": 1.2, "p95": 1.9}, "p_b_below_a": 0.004}
+    entry = verdict(doc, _table())["lite-h100 / h100"]
+    assert entry["cost"] == "load.cost_per_mtok_fleet_usd"
+    assert entry["cost_ratio"] == {"p50": 1.48, "p05": 1.2, "p95": 1.9} and entry["p_cheaper"] == 0.004
+    assert entry["lines"][0] == "lite-h100 vs h100: dearer per token served by a fleet sized for the demand"
+    assert entry["drivers"]["source"].startswith("none")  # the per-trial table here has no fleet cost column
