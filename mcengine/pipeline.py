@@ -63,12 +63,16 @@ def roofline_key(scenario: Scenario, inputs: TrialInputs) -> tuple:
     the GPU, the instance, and the trials' ``workload.*`` and ``gpu.*`` inputs, by digest:
     a per-design input is drawn apart): two scenarios equal here share the evaluations of
     every candidate plan (lite-h100-2x and its fast-swap variant differ in reliability
-    alone); each chooses its plans with its own costs (:func:`mcengine.stages.econ.plan_power_weight`)."""
+    alone); each chooses its plans with its own costs (:func:`mcengine.stages.econ.plan_power_weight`).
+    With the switched fabric (``econ.fabric_model = "fat_tree"``) the scale-out hop reads
+    the econ section (its tiers) and ``econ.switch_latency_us`` too, so they join the key."""
+    fabric = scenario.econ.fabric_model == "fat_tree"
+    prefixes = ("workload.", "gpu.", "econ.") if fabric else ("workload.", "gpu.")
     digest = hashlib.sha256()
-    for key in sorted(k for k in inputs.values if k.startswith(("workload.", "gpu."))):
+    for key in sorted(k for k in inputs.values if k.startswith(prefixes)):
         digest.update(key.encode())
         digest.update(np.ascontiguousarray(inputs[key], dtype=float).tobytes())
-    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster, digest.hexdigest())
+    return ("roofline", scenario.workload, scenario.gpu, scenario.cluster, scenario.econ if fabric else None, digest.hexdigest())
 
 
 def run_block(

@@ -8,6 +8,7 @@ trials cut into other chunks.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -20,9 +21,12 @@ from mcengine.pipeline import (
     fab_key, reliability_key, roofline_key, run_block, run_chunk, share_lifetimes,
     shared_columns,
 )
+from mcengine.analytic.fabric import switch_traversals
+from mcengine.scenario.fabric import scale_out
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ, fab, reliability, roofline
 from mcengine.stages.roofline import planner
+from mcengine.stages.roofline.layout import rates_of
 
 from .conftest import with_threads
 
@@ -259,3 +263,22 @@ def test_a_chunk_computed_in_slices_gives_the_numbers_of_one_pass(case, monkeypa
         assert list(sliced[name]) == list(whole[name])
         for column, values in whole[name].items():
             np.testing.assert_array_equal(sliced[name][column], values, err_msg=f"{name}.{column}")
+
+
+def test_the_switched_fabric_keeps_scenarios_differing_in_switch_latency_apart():
+    """With econ.fabric_model = "fat_tree" the scale-out hop reads econ.switch_latency_us
+    (stages/roofline/layout.py: each switch crossed past the first adds it), so two
+    scenarios differing only there get their own roofline evaluations in one run: each
+    equals its run alone. Without the switched fabric the latency is not read and the
+    two share one key."""
+    fast, slow = (api.check("h100", [*SMALL, f"econ.switch_latency_us={us}"]) for us in (0.5, 50.0))
+    slow = dataclasses.replace(slow, name="h100-slow-switches")
+    assert roofline_key(fast, draw_inputs(fast, 0, 0, 8)) == roofline_key(slow, draw_inputs(slow, 0, 0, 8))
+    fast, slow = (api.check("h100", ['econ.fabric_model="fat_tree"', f"econ.switch_latency_us={us}"]) for us in (0.5, 50.0))
+    slow = dataclasses.replace(slow, name="h100-slow-switches")
+    assert roofline_key(fast, draw_inputs(fast, 0, 0, 8)) != roofline_key(slow, draw_inputs(slow, 0, 0, 8))
+    together = run_chunk((fast, slow), 0, 0, 16)
+    for s in (fast, slow):
+        assert np.array_equal(together[s.name]["tokens_per_s"], run_chunk((s,), 0, 0, 16)[s.name]["tokens_per_s"])
+    hops = [rates_of(s, draw_inputs(s, 0, 0, 8)).scale_out_hop_s for s in (fast, slow)]
+    assert np.all(hops[1] - hops[0] == pytest.approx(49.5e-6 * (switch_traversals(scale_out(fast).tiers, False) - 1)))  # what the evaluations read differs
