@@ -36,7 +36,7 @@ from ..scenario.schema import Scenario
 from ..units import HOURS_PER_YEAR
 
 __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "CLASS_PREFIX", "CLASS_KINDS",
-           "class_column", "class_names", "nest_by_class"]
+           "class_column", "class_names", "nest_by_class", "COUNT_CATEGORIES", "expected_counts", "observed_counts"]
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
@@ -381,6 +381,90 @@ def _by_class(scenario: Scenario, inputs: TrialInputs, out_i: np.ndarray) -> dic
     out[class_column(HOST_CLASS, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] * own / years
     out[class_column(HOST_CLASS, "faults_per_year")] = out_i[:, life.OUT_HOST_FAULTS] * own_t / years
     return out
+
+
+#: The event categories of :func:`expected_counts` and :func:`observed_counts`: those whose every unit fails at a
+#: constant rate (exponential laws), so their count over a lifetime has a mean known per trial.
+COUNT_CATEGORIES = ("gpu_faults", "gpu_failures", "host_faults", "host_failures", "nic_faults", "nic_failures",
+                    "module_failures")
+
+
+def expected_counts(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """Per category of :data:`COUNT_CATEGORIES`, the events a lifetime counts in
+    expectation at full exposure: the unit's rate x its units x the horizon.
+
+    Units: ``A = active_gpus`` GPU positions and module clocks, ``ceil(A / gpus_per_host)``
+    hosts, ``ceil(A / gpus_per_nic)`` NICs (:mod:`mcengine.kernels.life`). A unit is at
+    risk whenever it is installed; a GPU slot in its swap, a host out and a module in its
+    swap are not, so the count's true mean falls short of the expectation by the rate
+    times those unit-hours (a relative ``O(rate x swap hours)``: docs/availability-vr.md
+    measures it). Rows where a category's law is not exponential (a Weibull host law, a
+    Weibull module group) get zero, as in :func:`observed_counts`: no count whose mean is
+    unknown.
+    """
+    years = inputs["run.horizon_years"]
+    c = scenario.cluster
+    gpus = scenario.active_gpus
+    units = {"gpu": gpus, "host": -(-gpus // c.gpus_per_host), "nic": -(-gpus // c.gpus_per_nic)}
+    lam_perm, _, _, _ = _weibull_groups(scenario, inputs)
+    _, mwb, n_mwb, _ = _weibull_groups(scenario, inputs, modules=True)
+    per_unit = _unit_rates(scenario, inputs)
+    zero = np.zeros(inputs.n)
+    used = np.arange(mwb.shape[1]) < n_mwb[:, None]
+    with np.errstate(divide="ignore"):
+        module_rate = np.where(used, 1.0 / mwb[..., life.WB_SCALE], 0.0).sum(axis=1)
+    rates = {  # per unit-year
+        "gpu_faults": sum(_transient_per_gpu(scenario, inputs).values(), zero),
+        "gpu_failures": lam_perm * HOURS_PER_YEAR,
+        "host_faults": inputs["reliability.host_transient_afr"] + sum((t for per, _, t in per_unit.values() if per == "host"), zero),
+        "host_failures": np.where(_host_exponential(inputs), inputs["reliability.host_afr"], 0.0)
+        + sum((f for per, f, _ in per_unit.values() if per == "host"), zero),
+        "nic_faults": sum((t for per, _, t in per_unit.values() if per == "nic"), zero),
+        "nic_failures": sum((f for per, f, _ in per_unit.values() if per == "nic"), zero),
+        "module_failures": np.where(_modules_exponential(mwb, n_mwb), module_rate * HOURS_PER_YEAR, 0.0),
+    }
+    unit_of = {"gpu_faults": "gpu", "gpu_failures": "gpu", "host_faults": "host", "host_failures": "host",
+               "nic_faults": "nic", "nic_failures": "nic", "module_failures": "gpu"}
+    return {k: rates[k] * units[unit_of[k]] * years for k in COUNT_CATEGORIES}
+
+
+def observed_counts(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per category of :data:`COUNT_CATEGORIES`, the events each lifetime counted, from
+    the stage's ``columns`` (:func:`lifetimes`): the class columns of its units summed
+    (the classes of a kernel column share its count, so they add up to it), and
+    ``module_swaps_per_year``; zero where :func:`expected_counts` is."""
+    years = inputs["run.horizon_years"]
+    _, _, _, shares = _weibull_groups(scenario, inputs)
+    _, mwb, n_mwb, _ = _weibull_groups(scenario, inputs, modules=True)
+    per_unit = _unit_rates(scenario, inputs)
+    zero = np.zeros(inputs.n)
+
+    def counted(names: list[str], kind: str) -> np.ndarray:
+        return sum((columns[class_column(name, kind)] for name in names), zero) * years
+
+    gpu_classes = [name for name, comp in scenario.reliability.components if comp.per == "gpu"]
+    exp_classes = [name for name in gpu_classes if np.all(shares[name][0] == life.OUT_GPU_EXP_FAILURES)]
+    host_classes = [name for name, (per, _, _) in per_unit.items() if per == "host"] + [HOST_CLASS]
+    nic_classes = [name for name, (per, _, _) in per_unit.items() if per == "nic"]
+    return {
+        "gpu_faults": counted(gpu_classes, "faults_per_year"),
+        "gpu_failures": counted(exp_classes, "failures_per_year"),
+        "host_faults": counted(host_classes, "faults_per_year"),
+        "host_failures": np.where(_host_exponential(inputs), counted(host_classes, "failures_per_year"), 0.0),
+        "nic_faults": counted(nic_classes, "faults_per_year"),
+        "nic_failures": counted(nic_classes, "failures_per_year"),
+        "module_failures": np.where(_modules_exponential(mwb, n_mwb), columns["module_swaps_per_year"] * years, 0.0),
+    }
+
+
+def _host_exponential(inputs: TrialInputs) -> np.ndarray:
+    """Per trial, whether the host's own permanent law is exponential."""
+    return inputs["reliability.host_weibull_shape"] == 1.0
+
+
+def _modules_exponential(mwb: np.ndarray, n_mwb: np.ndarray) -> np.ndarray:
+    """Per trial, whether every module group in use has shape 1."""
+    return np.all((mwb[..., life.WB_SHAPE] == 1.0) | (np.arange(mwb.shape[1]) >= n_mwb[:, None]), axis=1)
 
 
 def class_names(scenario: Scenario) -> list[str]:
