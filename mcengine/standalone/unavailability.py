@@ -102,7 +102,7 @@ class ControlMoments:
             sample mean's), ``variance_reduction`` (at equal trials: the sample mean's
             variance over the estimator's, the input means' error included), ``controls``
             (those that vary: a fixed rate's expectation or an absent category carries
-            nothing) and ``trials``.
+            nothing; none with fewer trials than controls + 2) and ``trials`` (at least 2).
         """
         n = self.count
         m = self.total / n
@@ -112,6 +112,8 @@ class ControlMoments:
         centre = np.concatenate([np.zeros(k), mu])
         sd = np.sqrt(np.maximum(np.diag(cov)[1:], 0.0))
         keep = sd > RELATIVE_CONSTANT * np.maximum(np.abs(mean[1:]), 1.0)
+        if n < keep.sum() + 2:  # too few trials to fit the controls: the plain mean
+            keep[:] = False
         idx = 1 + np.flatnonzero(keep)
         beta = np.linalg.lstsq(cov[np.ix_(idx, idx)], cov[idx, 0], rcond=None)[0]
         p = idx.size
