@@ -30,6 +30,7 @@ import numpy as np
 from ..pipeline import reshard_capacity
 from ..scenario.sampling import draw_inputs
 from ..scenario.schema import Scenario
+from ..summaries import BLOCK_TRIALS
 from ..stages.reliability import COUNT_CATEGORIES, expected_counts, lifetimes, observed_counts
 
 __all__ = ["INPUT_TRIALS", "INPUT_TRIAL_START", "RELATIVE_CONSTANT", "ControlMoments", "controls", "input_means", "unavailability"]
@@ -71,7 +72,9 @@ def input_means(scenario: Scenario, seed: int, trials: int = INPUT_TRIALS) -> tu
 class ControlMoments:
     """Streaming sums of ``z = (u, lifetime controls, expectations)`` (shifted by the first
     trial's ``z`` for accuracy) from which :meth:`estimate` builds the estimator: memory
-    bounded whatever the trials, the same numbers for the same chunks in the same order."""
+    bounded whatever the trials; summed block by block of
+    :data:`~mcengine.summaries.BLOCK_TRIALS` trials, so any chunks of whole blocks give
+    the same numbers."""
 
     count: int = 0
     shift: np.ndarray | None = None
@@ -85,8 +88,10 @@ class ControlMoments:
             self.shift, self.total, self.cross = z[0].copy(), np.zeros(z.shape[1]), np.zeros((z.shape[1],) * 2)
         z = z - self.shift
         self.count += z.shape[0]
-        self.total += z.sum(axis=0)
-        self.cross += z.T @ z
+        for start in range(0, z.shape[0], BLOCK_TRIALS):  # block by block, as a Summary adds
+            block = z[start:start + BLOCK_TRIALS]
+            self.total += block.sum(axis=0)
+            self.cross += (block[:, :, None] * block[:, None, :]).sum(axis=0)  # (numpy's sum: no BLAS threads)
         return self
 
     def estimate(self, mu: np.ndarray, mu_cov: np.ndarray) -> dict:
