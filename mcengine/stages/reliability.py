@@ -36,7 +36,8 @@ from ..scenario.schema import Scenario
 from ..units import HOURS_PER_YEAR
 
 __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "CLASS_PREFIX", "CLASS_KINDS",
-           "class_column", "class_names", "nest_by_class", "COUNT_CATEGORIES", "expected_counts", "observed_counts"]
+           "class_column", "class_names", "nest_by_class", "COUNT_CATEGORIES", "expected_counts", "observed_counts",
+           "exposure_shortfall"]
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
@@ -395,17 +396,12 @@ def expected_counts(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.nda
 
     Units: ``A = active_gpus`` GPU positions and module clocks, ``ceil(A / gpus_per_host)``
     hosts, ``ceil(A / gpus_per_nic)`` NICs (:mod:`mcengine.kernels.life`). A unit is at
-    risk whenever it is installed; a GPU slot in its swap, a host out and a module in its
-    swap are not, so the count's true mean falls short of the expectation by the rate
-    times those unit-hours (a relative ``O(rate x swap hours)``: docs/availability-vr.md
-    measures it). Rows where a category's law is not exponential (a Weibull host law, a
+    risk whenever it is in place; what a lifetime's count falls short of this by, its
+    units out of place, is :func:`exposure_shortfall`. Rows where a category's law is not exponential (a Weibull host law, a
     Weibull module group) get zero, as in :func:`observed_counts`: no count whose mean is
     unknown.
     """
     years = inputs["run.horizon_years"]
-    c = scenario.cluster
-    gpus = scenario.active_gpus
-    units = {"gpu": gpus, "host": -(-gpus // c.gpus_per_host), "nic": -(-gpus // c.gpus_per_nic)}
     lam_perm, _, _, _ = _weibull_groups(scenario, inputs)
     _, mwb, n_mwb, _ = _weibull_groups(scenario, inputs, modules=True)
     per_unit = _unit_rates(scenario, inputs)
@@ -423,9 +419,8 @@ def expected_counts(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.nda
         "nic_failures": sum((f for per, f, _ in per_unit.values() if per == "nic"), zero),
         "module_failures": np.where(_modules_exponential(mwb, n_mwb), module_rate * HOURS_PER_YEAR, 0.0),
     }
-    unit_of = {"gpu_faults": "gpu", "gpu_failures": "gpu", "host_faults": "host", "host_failures": "host",
-               "nic_faults": "nic", "nic_failures": "nic", "module_failures": "gpu"}
-    return {k: rates[k] * units[unit_of[k]] * years for k in COUNT_CATEGORIES}
+    units = _count_units(scenario)
+    return {k: rates[k] * units[k] * years for k in COUNT_CATEGORIES}
 
 
 def observed_counts(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -455,6 +450,64 @@ def observed_counts(scenario: Scenario, inputs: TrialInputs, columns: dict[str, 
         "nic_failures": counted(nic_classes, "failures_per_year"),
         "module_failures": np.where(_modules_exponential(mwb, n_mwb), columns["module_swaps_per_year"] * years, 0.0),
     }
+
+
+def exposure_shortfall(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per category of :data:`COUNT_CATEGORIES`, what each lifetime's count falls short of
+    :func:`expected_counts` by in expectation: the rate x the unit-hours its units were
+    out of place (not at risk), so ``observed - (expected - shortfall)`` is the count
+    minus its compensator, mean zero.
+
+    Out of place (:func:`~mcengine.kernels.life.handlers.pick_superposed`): a GPU slot
+    from its failure to its unit's install (``cluster.replace_unit = "gpu"``: each swap's
+    mean ``swap_hours``, plus ``stockout_hours``), which also stops its module's clock; a
+    host from its failure to its replacement's install (``reliability.host_failure =
+    "host"``: each host swap's ``host_swap_hours``, plus ``host_stockout_hours``); a
+    module in its swap (each module swap's ``module_swap_hours``, plus
+    ``module_stockout_hours``). A NIC is always in place. The swaps' mean durations stand
+    for their draws (each drawn when its swap starts, so the mean is kept: Wald's
+    identity); stock-outs count instance-hours, the unit-hours unless two units of one
+    instance wait at once, and a swap still running at the horizon is counted in full:
+    second-order terms. With ``replace_unit = "host"`` or ``host_failure = "gpu"`` the
+    slots out are not corrected for (zero).
+    """
+    r, years = scenario.reliability, inputs["run.horizon_years"]
+    zero = np.zeros(inputs.n)
+    expected = expected_counts(scenario, inputs)
+    horizon = years * HOURS_PER_YEAR
+    units = _count_units(scenario)
+
+    def per_unit_hour(category: str) -> np.ndarray:  # the category's rate per unit-hour
+        return expected[category] / (units[category] * horizon)
+
+    gpu_out = zero
+    if r.replace_unit == "gpu":
+        gpu_out = (columns["swaps_per_year"] * years * _law_mean(r.swap_hours, inputs.law_values("reliability.swap_hours", r.swap_hours))
+                   + columns["stockout_hours"])
+    host_out = zero
+    if r.host_failure == "host" and r.replace_unit != "host":
+        host_out = columns["host_swaps_per_year"] * years * inputs["reliability.host_swap_hours"] + columns["host_stockout_hours"]
+    module_out = (columns["module_swaps_per_year"] * years * inputs["reliability.module_swap_hours"]
+                  + columns["module_stockout_hours"] + gpu_out)
+    out_of = {"gpu_faults": gpu_out, "gpu_failures": gpu_out, "host_faults": host_out, "host_failures": host_out,
+              "nic_faults": zero, "nic_failures": zero, "module_failures": module_out}
+    return {k: per_unit_hour(k) * out_of[k] for k in COUNT_CATEGORIES}
+
+
+def _count_units(scenario: Scenario) -> dict[str, int]:
+    """The units of each category of :data:`COUNT_CATEGORIES` (:func:`expected_counts`)."""
+    c, gpus = scenario.cluster, scenario.active_gpus
+    hosts, nics = -(-gpus // c.gpus_per_host), -(-gpus // c.gpus_per_nic)
+    return {"gpu_faults": gpus, "gpu_failures": gpus, "host_faults": hosts, "host_failures": hosts, "nic_faults": nics,
+            "nic_failures": nics, "module_failures": gpus}
+
+
+def _law_mean(law: Law, values: dict[str, np.ndarray]) -> np.ndarray:
+    """Per trial, the mean of ``law`` at its drawn parameters (one evaluation when none is drawn)."""
+    n = len(next(iter(values.values())))
+    if all(np.all(v == v[0]) for v in values.values()):
+        return np.full(n, float(law.mean_at({k: float(v[0]) for k, v in values.items()})))
+    return np.array([law.mean_at({k: float(v[i]) for k, v in values.items()}) for i in range(n)])
 
 
 def _host_exponential(inputs: TrialInputs) -> np.ndarray:

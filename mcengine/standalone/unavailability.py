@@ -4,15 +4,16 @@ A trial's unavailability ``U = 1 - instance_availability`` varies with its drawn
 (rates, swap and restart times) and with its lifetime's own events. Both parts follow,
 nearly linearly, the counts of events of each exponential category (docs/availability-vr.md):
 
-* **lifetime controls** ``N_k - m_k(x)``: the events of category ``k`` a lifetime counted
-  minus their expectation at its inputs ``x``, ``m_k(x) = rate x units x horizon``
-  (:func:`mcengine.stages.reliability.expected_counts`): the count minus its compensator,
-  a martingale at the horizon, mean zero but for the unit-hours a unit is out of place
-  (measured: docs/availability-vr.md);
+* **lifetime controls** ``N_k - (m_k(x) - s_k)``: the events of category ``k`` a lifetime
+  counted minus their compensator, the expectation at its inputs ``x`` at full exposure,
+  ``m_k(x) = rate x units x horizon`` (:func:`mcengine.stages.reliability.expected_counts`),
+  less the rate x the unit-hours its units were out of place (``s_k``,
+  :func:`~mcengine.stages.reliability.exposure_shortfall`): a martingale at the horizon,
+  mean zero (docs/availability-vr.md);
 * **input controls** ``m_k(x) - E[m_k(X)]``: the expectations themselves, a function of
   the inputs alone; their mean over the inputs comes from :data:`INPUT_TRIALS` further
-  draws of the inputs (no lifetimes: a fraction of a second), whose own standard error
-  enters the estimate's.
+  draws of the inputs (scrambled Sobol' points, no lifetimes: a fraction of a second),
+  whose own standard error enters the estimate's.
 
 The estimate is the regression (control-variate) estimator ``mean(U) - beta . (mean(F) -
 mu)`` with ``beta`` the least-squares coefficients of ``U`` on the controls ``F``
@@ -28,30 +29,32 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..pipeline import reshard_capacity
-from ..scenario.sampling import draw_inputs
+from ..scenario.sampling import Sampler, draw_inputs
 from ..scenario.schema import Scenario
 from ..summaries import BLOCK_TRIALS
-from ..stages.reliability import COUNT_CATEGORIES, expected_counts, lifetimes, observed_counts
+from ..stages.reliability import COUNT_CATEGORIES, expected_counts, exposure_shortfall, lifetimes, observed_counts
 
-__all__ = ["INPUT_TRIALS", "INPUT_TRIAL_START", "RELATIVE_CONSTANT", "ControlMoments", "controls", "input_means", "unavailability"]
+__all__ = ["INPUT_TRIALS", "INPUT_SCRAMBLINGS", "RELATIVE_CONSTANT", "ControlMoments", "controls", "input_means", "unavailability"]
 
-#: Draws of the inputs for the input controls' means (2**18: their error is a few
-#: percent of the estimate's at 4,096 trials, docs/availability-vr.md).
+#: Draws of the inputs for the input controls' means (:func:`input_means`, a fraction
+#: of a second; their error measured in docs/availability-vr.md).
 INPUT_TRIALS = 1 << 18
-#: Where those draws start on the trial streams: far past any run's trials, so they are
-#: independent of the lifetimes' inputs (trial ``i`` draws from its own counter-based stream).
-INPUT_TRIAL_START = 1 << 40
+#: Independent scramblings of those draws' Sobol' design: the spread of their means is
+#: the input means' standard error.
+INPUT_SCRAMBLINGS = 16
 #: A control whose standard deviation is below this share of its mean's size (at least 1)
 #: is constant but for rounding (a fixed rate's expectation) and is left out.
 RELATIVE_CONSTANT = 1e-9
 
 
 def controls(scenario: Scenario, inputs, columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The lifetime controls ``N_k - m_k(x)`` and the expectations ``m_k(x)``, each
+    """The lifetime controls ``N_k - (m_k(x) - s_k)`` and the expectations ``m_k(x)``, each
     ``float64[n, len(COUNT_CATEGORIES)]``, of the trials ``inputs`` whose reliability
     stage columns are ``columns``."""
-    observed, expected = observed_counts(scenario, inputs, columns), _expected(scenario, inputs)
-    return np.column_stack([observed[k] for k in COUNT_CATEGORIES]) - expected, expected
+    observed, shortfall = observed_counts(scenario, inputs, columns), exposure_shortfall(scenario, inputs, columns)
+    expected = _expected(scenario, inputs)
+    compensator = expected - np.column_stack([shortfall[k] for k in COUNT_CATEGORIES])
+    return np.column_stack([observed[k] for k in COUNT_CATEGORIES]) - compensator, expected
 
 
 def _expected(scenario: Scenario, inputs) -> np.ndarray:
@@ -61,11 +64,20 @@ def _expected(scenario: Scenario, inputs) -> np.ndarray:
 
 
 def input_means(scenario: Scenario, seed: int, trials: int = INPUT_TRIALS) -> tuple[np.ndarray, np.ndarray]:
-    """The mean of the expectations ``m_k(X)`` over ``trials`` independent draws of the
-    inputs (from :data:`INPUT_TRIAL_START`), and the covariance matrix of that mean."""
-    expected = _expected(scenario, draw_inputs(scenario, seed, INPUT_TRIAL_START, trials))
-    cov = np.atleast_2d(np.cov(expected, rowvar=False)) / trials
-    return expected.mean(axis=0), cov
+    """The mean of the expectations ``m_k(X)`` over ``trials`` draws of the inputs, and the
+    covariance matrix of that mean.
+
+    The draws are randomized quasi-Monte Carlo: :data:`INPUT_SCRAMBLINGS` independent
+    scramblings of a Sobol' design on the scenario's uncertain inputs (the ``run.sampler =
+    "sobol"`` design, docs/model.md), from seed ``seed + 1``, so they are independent of
+    the run's own inputs whatever its sampler. Each scrambling's mean is unbiased; the
+    covariance comes from their spread. An expectation is a sum of one term per drawn rate,
+    nearly linear in it, which Sobol' points integrate far better than random ones.
+    """
+    sampler = Sampler("sobol", INPUT_SCRAMBLINGS, tuple(sorted(scenario.uncertain_inputs())))
+    expected = _expected(scenario, draw_inputs(scenario, (seed + 1) % 2**64, 0, trials, sampler))
+    reps = np.stack([expected[r::INPUT_SCRAMBLINGS].mean(axis=0) for r in range(INPUT_SCRAMBLINGS)])
+    return reps.mean(axis=0), np.atleast_2d(np.cov(reps, rowvar=False)) / INPUT_SCRAMBLINGS
 
 
 @dataclass

@@ -116,3 +116,27 @@ def test_the_reliability_command_reports_the_estimate():
     assert u["trials"] == 64 and u["controls"] == 2
     assert math.isclose(u["plain_mean"], 1.0 - body["instance_availability"]["mean"], rel_tol=1e-9)
     assert study.lifetime_summary(toy(40.0), 1, 2)["unavailability"] is None
+
+
+def test_lifetime_controls_are_mean_zero_where_units_are_often_out_of_place():
+    """The count minus its compensator (:func:`~mcengine.stages.reliability.exposure_shortfall`):
+    with GPUs out of place 3 % of the time (long swaps, a pool that runs out), the raw
+    count minus rate x units x horizon is off by tens of standard errors, the controls
+    are within 4."""
+    s = toy_scenario(instances=40, spare_gpus=2, afr=5.0, transient_afr=20.0, swap_hours=50.0, restart_hours=1.0,
+                     repair_hours=100.0, horizon_years=4.0, host_transient_afr=3.0)
+    n = 2000
+    inputs = draw_inputs(s, 1, 0, n)
+    cols = R.lifetimes(s, inputs, 1)
+    assert cols["stockout_hours"].mean() > 100.0  # (the pool runs out)
+    lifetime, _ = un.controls(s, inputs, cols)
+    observed, expected = R.observed_counts(s, inputs, cols), R.expected_counts(s, inputs)
+    for k, name in enumerate(R.COUNT_CATEGORIES):
+        sem = lifetime[:, k].std(ddof=1) / n**0.5
+        if name in ("gpu_faults", "gpu_failures"):
+            assert abs(lifetime[:, k].mean()) < 4.0 * sem, name
+            assert (expected[name] - observed[name]).mean() > 20.0 * sem, name
+        elif name == "host_faults":
+            assert abs(lifetime[:, k].mean()) < 4.0 * sem
+        else:
+            assert np.all(lifetime[:, k] == 0.0), name
