@@ -38,7 +38,7 @@ __all__ = ["INPUT_TRIALS", "INPUT_SCRAMBLINGS", "RELATIVE_CONSTANT", "ControlMom
 
 #: Draws of the inputs for the input controls' means (:func:`input_means`, a fraction
 #: of a second; their error measured in docs/availability-vr.md).
-INPUT_TRIALS = 1 << 18
+INPUT_TRIALS = 1 << 16
 #: Independent scramblings of those draws' Sobol' design: the spread of their means is
 #: the input means' standard error.
 INPUT_SCRAMBLINGS = 16
