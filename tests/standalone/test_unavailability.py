@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy import integrate
 
 from mcengine.scenario import load_scenario
@@ -74,6 +75,17 @@ def test_case_study_designs_agree_with_the_plain_mean_and_gain_tenfold_on_lite()
         assert abs(result["mean"] - result["plain_mean"]) < 4.0 * result["plain_sem"]
     assert out["lite-h100"]["variance_reduction"] > 10.0
     assert 2.0 < out["h100"]["variance_reduction"] < 10.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["h100", "lite-h100"])
+def test_case_study_estimate_agrees_with_the_plain_mean_at_large_trials(name):
+    """16,384 lifetimes: the estimate minus the plain mean within 4 standard errors of
+    that difference (``Var(plain) - Var(estimate)``: the residual is uncorrelated with
+    what the controls explain)."""
+    result = un.unavailability(load_scenario(name), 16384, seed=11)
+    sd = math.sqrt(result["plain_sem"] ** 2 - result["sem"] ** 2)
+    assert abs(result["mean"] - result["plain_mean"]) < 4.0 * sd
 
 
 def test_chunks_give_the_one_pass_estimate_and_few_trials_the_plain_mean():
