@@ -458,18 +458,19 @@ def exposure_shortfall(scenario: Scenario, inputs: TrialInputs, columns: dict[st
     out of place (not at risk), so ``observed - (expected - shortfall)`` is the count
     minus its compensator, mean zero.
 
-    Out of place (:func:`~mcengine.kernels.life.handlers.pick_superposed`): a GPU slot
-    from its failure to its unit's install (``cluster.replace_unit = "gpu"``: each swap's
-    mean ``swap_hours``, plus ``stockout_hours``), which also stops its module's clock; a
-    host from its failure to its replacement's install (``reliability.host_failure =
-    "host"``: each host swap's ``host_swap_hours``, plus ``host_stockout_hours``); a
-    module in its swap (each module swap's ``module_swap_hours``, plus
-    ``module_stockout_hours``). A NIC is always in place. The swaps' mean durations stand
-    for their draws (each drawn when its swap starts, so the mean is kept: Wald's
-    identity); stock-outs count instance-hours, the unit-hours unless two units of one
-    instance wait at once, and a swap still running at the horizon is counted in full:
-    second-order terms. With ``replace_unit = "host"`` or ``host_failure = "gpu"`` the
-    slots out are not corrected for (zero).
+    Out of place (:func:`~mcengine.kernels.life.handlers.pick_superposed`): a slot from
+    its unit's failure to its new unit's install (each swap's mean ``swap_hours``, plus
+    ``stockout_hours``): a GPU, whose module's clock stops too (``replace_unit = "gpu"``),
+    or a host with its GPUs (``"host"``); with ``reliability.host_failure = "host"``, a
+    host from its failure to its replacement's install (each host swap's
+    ``host_swap_hours``, plus ``host_stockout_hours``); a module in its swap (each module
+    swap's ``module_swap_hours``, plus ``module_stockout_hours``). A NIC is always in
+    place. The swaps' mean durations stand for their draws (each drawn when its swap
+    starts, so the mean is kept: Wald's identity); stock-outs count instance-hours, the
+    unit-hours unless two units of one instance wait at once (or, with ``"host"``, an
+    instance spans hosts), and a swap still running at the horizon is counted in full:
+    second-order terms. A permanent host failure with ``host_failure = "gpu"`` empties
+    its GPU slots, counted among the swaps; the host itself is not corrected for.
     """
     r, years = scenario.reliability, inputs["run.horizon_years"]
     zero = np.zeros(inputs.n)
@@ -480,12 +481,12 @@ def exposure_shortfall(scenario: Scenario, inputs: TrialInputs, columns: dict[st
     def per_unit_hour(category: str) -> np.ndarray:  # the category's rate per unit-hour
         return expected[category] / (units[category] * horizon)
 
-    gpu_out = zero
-    if r.replace_unit == "gpu":
-        gpu_out = (columns["swaps_per_year"] * years * _law_mean(r.swap_hours, inputs.law_values("reliability.swap_hours", r.swap_hours))
-                   + columns["stockout_hours"])
-    host_out = zero
-    if r.host_failure == "host" and r.replace_unit != "host":
+    slot_out = (columns["swaps_per_year"] * years * _law_mean(r.swap_hours, inputs.law_values("reliability.swap_hours", r.swap_hours))
+                + columns["stockout_hours"])  # slot-hours without a unit
+    host_mode = r.replace_unit == "host"
+    gpu_out = slot_out * scenario.cluster.gpus_per_host if host_mode else slot_out
+    host_out = slot_out if host_mode else zero
+    if r.host_failure == "host" and not host_mode:
         host_out = columns["host_swaps_per_year"] * years * inputs["reliability.host_swap_hours"] + columns["host_stockout_hours"]
     module_out = (columns["module_swaps_per_year"] * years * inputs["reliability.module_swap_hours"]
                   + columns["module_stockout_hours"] + gpu_out)

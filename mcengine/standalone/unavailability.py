@@ -117,7 +117,8 @@ class ControlMoments:
         dict
             ``mean`` and ``sem`` (the estimator's), ``plain_mean`` and ``plain_sem`` (the
             sample mean's), ``variance_reduction`` (at equal trials: the sample mean's
-            variance over the estimator's, the input means' error included), ``controls``
+            variance over the estimator's, the input means' error included; 1 when
+            neither varies), ``controls``
             (those that vary: a fixed rate's expectation or an absent category carries
             nothing; none with fewer trials than controls + 2) and ``trials`` (at least 2).
         """
@@ -142,7 +143,8 @@ class ControlMoments:
         plain_var = cov[0, 0] / n
         return {"mean": float(mean[0] - beta @ (mean[idx] - centre[keep])), "sem": float(np.sqrt(var)),
                 "plain_mean": float(mean[0]), "plain_sem": float(np.sqrt(plain_var)),
-                "variance_reduction": float(plain_var / var) if var > 0 else float("inf"), "controls": p, "trials": n}
+                "variance_reduction": float(plain_var / var) if var > 0 else (1.0 if plain_var == 0 else float("inf")),
+                "controls": p, "trials": n}
 
 
 def unavailability(scenario: Scenario, trials: int, seed: int, input_trials: int = INPUT_TRIALS) -> dict:
