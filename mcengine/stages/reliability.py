@@ -470,7 +470,9 @@ def exposure_shortfall(scenario: Scenario, inputs: TrialInputs, columns: dict[st
     unit-hours unless two units of one instance wait at once (or, with ``"host"``, an
     instance spans hosts), and a swap still running at the horizon is counted in full:
     second-order terms. A permanent host failure with ``host_failure = "gpu"`` empties
-    its GPU slots, counted among the swaps; the host itself is not corrected for.
+    its GPU slots, counted among the swaps; the host itself is not corrected for. A
+    module whose GPU is swapped during its own swap or wait is out twice for the overlap
+    (docs/availability-vr.md measures it).
     """
     r, years = scenario.reliability, inputs["run.horizon_years"]
     zero = np.zeros(inputs.n)
