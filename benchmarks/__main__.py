@@ -15,7 +15,8 @@ trials/s with h100 and lite-h100 as training jobs against the same serving),
 ``compile`` (cold start: compile seconds and peak MB of a first run on an empty cache),
 ``rqmc`` (standard errors at equal trials, Sobol' against random inputs),
 ``availability`` (the variance of unavailability split into what the inputs and what a
-lifetime's own events make: the ceiling of any variance reduction on either), ``load`` (chain
+lifetime's own events make: the ceiling of any variance reduction on either; and the
+control-variate estimator's reduction per design, docs/availability-vr.md), ``load`` (chain
 trials/s with a demand against "saturate", docs/load.md) and ``serve`` (the request-level
 serving simulator's requests/s, beside a SimPy M/M/c peer); default: all ten.
 ``memory --against REV`` measures the peaks of this tree and of git revision REV

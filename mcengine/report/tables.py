@@ -426,6 +426,11 @@ def render_reliability(body: dict):
                       "" if ref is None else f"{ref:{fmt}}")
         if long_run is not None:
             table.add_row("  long-run reference (t → ∞)", "", "", f"{long_run:{fmt}}")
+        if key == "instance_availability" and body.get("unavailability"):
+            # (the control-variate estimate of 1 - availability, docs/availability-vr.md)
+            u = body["unavailability"]
+            table.add_row("  1 - availability, control variates", f"{u['mean']:.4g} ± {u['sem']:.2g}",
+                          f"variance ÷ {u['variance_reduction']:,.0f}", "")
     for cls, kinds in body.get("failures_by_class", {}).items():
         for kind, words in (("failures_per_year", "failures"), ("faults_per_year", "faults")):
             d = kinds[kind]

@@ -36,7 +36,8 @@ from ..scenario.schema import Scenario
 from ..units import HOURS_PER_YEAR
 
 __all__ = ["lifetimes", "lifetimes_of", "law_table", "COLUMNS", "HOST_CLASS", "CLASS_PREFIX", "CLASS_KINDS",
-           "class_column", "class_names", "nest_by_class"]
+           "class_column", "class_names", "nest_by_class", "COUNT_CATEGORIES", "expected_counts", "observed_counts",
+           "exposure_shortfall"]
 
 #: Per-trial columns of :func:`lifetimes`, in order.
 COLUMNS = (
@@ -381,6 +382,145 @@ def _by_class(scenario: Scenario, inputs: TrialInputs, out_i: np.ndarray) -> dic
     out[class_column(HOST_CLASS, "failures_per_year")] = out_i[:, life.OUT_HOST_FAILURES] * own / years
     out[class_column(HOST_CLASS, "faults_per_year")] = out_i[:, life.OUT_HOST_FAULTS] * own_t / years
     return out
+
+
+#: The event categories of :func:`expected_counts` and :func:`observed_counts`: those whose every unit fails at a
+#: constant rate (exponential laws), so their count over a lifetime has a mean known per trial.
+COUNT_CATEGORIES = ("gpu_faults", "gpu_failures", "host_faults", "host_failures", "nic_faults", "nic_failures",
+                    "module_failures")
+
+
+def expected_counts(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """Per category of :data:`COUNT_CATEGORIES`, the events a lifetime counts in
+    expectation at full exposure: the unit's rate x its units x the horizon.
+
+    Units: ``A = active_gpus`` GPU positions and module clocks, ``ceil(A / gpus_per_host)``
+    hosts, ``ceil(A / gpus_per_nic)`` NICs (:mod:`mcengine.kernels.life`). A unit is at
+    risk whenever it is in place; what a lifetime's count falls short of this by, its
+    units out of place, is :func:`exposure_shortfall`. Rows where a category's law is not exponential (a Weibull host law, a
+    Weibull module group) get zero, as in :func:`observed_counts`: no count whose mean is
+    unknown.
+    """
+    years = inputs["run.horizon_years"]
+    lam_perm, _, _, _ = _weibull_groups(scenario, inputs)
+    _, mwb, n_mwb, _ = _weibull_groups(scenario, inputs, modules=True)
+    per_unit = _unit_rates(scenario, inputs)
+    zero = np.zeros(inputs.n)
+    used = np.arange(mwb.shape[1]) < n_mwb[:, None]
+    with np.errstate(divide="ignore"):
+        module_rate = np.where(used, 1.0 / mwb[..., life.WB_SCALE], 0.0).sum(axis=1)
+    rates = {  # per unit-year
+        "gpu_faults": sum(_transient_per_gpu(scenario, inputs).values(), zero),
+        "gpu_failures": lam_perm * HOURS_PER_YEAR,
+        "host_faults": inputs["reliability.host_transient_afr"] + sum((t for per, _, t in per_unit.values() if per == "host"), zero),
+        "host_failures": np.where(_host_exponential(inputs), inputs["reliability.host_afr"], 0.0)
+        + sum((f for per, f, _ in per_unit.values() if per == "host"), zero),
+        "nic_faults": sum((t for per, _, t in per_unit.values() if per == "nic"), zero),
+        "nic_failures": sum((f for per, f, _ in per_unit.values() if per == "nic"), zero),
+        "module_failures": np.where(_modules_exponential(mwb, n_mwb), module_rate * HOURS_PER_YEAR, 0.0),
+    }
+    units = _count_units(scenario)
+    return {k: rates[k] * units[k] * years for k in COUNT_CATEGORIES}
+
+
+def observed_counts(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per category of :data:`COUNT_CATEGORIES`, the events each lifetime counted, from
+    the stage's ``columns`` (:func:`lifetimes`): the class columns of its units summed
+    (the classes of a kernel column share its count, so they add up to it), and
+    ``module_swaps_per_year``; zero where :func:`expected_counts` is."""
+    years = inputs["run.horizon_years"]
+    _, _, _, shares = _weibull_groups(scenario, inputs)
+    _, mwb, n_mwb, _ = _weibull_groups(scenario, inputs, modules=True)
+    per_unit = _unit_rates(scenario, inputs)
+    zero = np.zeros(inputs.n)
+
+    def counted(names: list[str], kind: str) -> np.ndarray:
+        return sum((columns[class_column(name, kind)] for name in names), zero) * years
+
+    gpu_classes = [name for name, comp in scenario.reliability.components if comp.per == "gpu"]
+    exp_classes = [name for name in gpu_classes if np.all(shares[name][0] == life.OUT_GPU_EXP_FAILURES)]
+    host_classes = [name for name, (per, _, _) in per_unit.items() if per == "host"] + [HOST_CLASS]
+    nic_classes = [name for name, (per, _, _) in per_unit.items() if per == "nic"]
+    return {
+        "gpu_faults": counted(gpu_classes, "faults_per_year"),
+        "gpu_failures": counted(exp_classes, "failures_per_year"),
+        "host_faults": counted(host_classes, "faults_per_year"),
+        "host_failures": np.where(_host_exponential(inputs), counted(host_classes, "failures_per_year"), 0.0),
+        "nic_faults": counted(nic_classes, "faults_per_year"),
+        "nic_failures": counted(nic_classes, "failures_per_year"),
+        "module_failures": np.where(_modules_exponential(mwb, n_mwb), columns["module_swaps_per_year"] * years, 0.0),
+    }
+
+
+def exposure_shortfall(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per category of :data:`COUNT_CATEGORIES`, what each lifetime's count falls short of
+    :func:`expected_counts` by in expectation: the rate x the unit-hours its units were
+    out of place (not at risk), so ``observed - (expected - shortfall)`` is the count
+    minus its compensator, mean zero.
+
+    Out of place (:func:`~mcengine.kernels.life.handlers.pick_superposed`): a slot from
+    its unit's failure to its new unit's install (each swap's mean ``swap_hours``, plus
+    ``stockout_hours``): a GPU, whose module's clock stops too (``replace_unit = "gpu"``),
+    or a host with its GPUs (``"host"``); with ``reliability.host_failure = "host"``, a
+    host from its failure to its replacement's install (each host swap's
+    ``host_swap_hours``, plus ``host_stockout_hours``); a module in its swap (each module
+    swap's ``module_swap_hours``, plus ``module_stockout_hours``). A NIC is always in
+    place. The swaps' mean durations stand for their draws (each drawn when its swap
+    starts, so the mean is kept: Wald's identity); stock-outs count instance-hours, the
+    unit-hours unless two units of one instance wait at once (or, with ``"host"``, an
+    instance spans hosts), and a swap still running at the horizon is counted in full:
+    second-order terms. A permanent host failure with ``host_failure = "gpu"`` empties
+    its GPU slots, counted among the swaps; the host itself is not corrected for. A
+    module whose GPU is swapped during its own swap or wait is out twice for the overlap
+    (docs/availability-vr.md measures it).
+    """
+    r, years = scenario.reliability, inputs["run.horizon_years"]
+    zero = np.zeros(inputs.n)
+    expected = expected_counts(scenario, inputs)
+    horizon = years * HOURS_PER_YEAR
+    units = _count_units(scenario)
+
+    def per_unit_hour(category: str) -> np.ndarray:  # the category's rate per unit-hour
+        return expected[category] / (units[category] * horizon)
+
+    slot_out = (columns["swaps_per_year"] * years * _law_mean(r.swap_hours, inputs.law_values("reliability.swap_hours", r.swap_hours))
+                + columns["stockout_hours"])  # slot-hours without a unit
+    host_mode = r.replace_unit == "host"
+    gpu_out = slot_out * scenario.cluster.gpus_per_host if host_mode else slot_out
+    host_out = slot_out if host_mode else zero
+    if r.host_failure == "host" and not host_mode:
+        host_out = columns["host_swaps_per_year"] * years * inputs["reliability.host_swap_hours"] + columns["host_stockout_hours"]
+    module_out = (columns["module_swaps_per_year"] * years * inputs["reliability.module_swap_hours"]
+                  + columns["module_stockout_hours"] + gpu_out)
+    out_of = {"gpu_faults": gpu_out, "gpu_failures": gpu_out, "host_faults": host_out, "host_failures": host_out,
+              "nic_faults": zero, "nic_failures": zero, "module_failures": module_out}
+    return {k: per_unit_hour(k) * out_of[k] for k in COUNT_CATEGORIES}
+
+
+def _count_units(scenario: Scenario) -> dict[str, int]:
+    """The units of each category of :data:`COUNT_CATEGORIES` (:func:`expected_counts`)."""
+    c, gpus = scenario.cluster, scenario.active_gpus
+    hosts, nics = -(-gpus // c.gpus_per_host), -(-gpus // c.gpus_per_nic)
+    return {"gpu_faults": gpus, "gpu_failures": gpus, "host_faults": hosts, "host_failures": hosts, "nic_faults": nics,
+            "nic_failures": nics, "module_failures": gpus}
+
+
+def _law_mean(law: Law, values: dict[str, np.ndarray]) -> np.ndarray:
+    """Per trial, the mean of ``law`` at its drawn parameters (one evaluation when none is drawn)."""
+    n = len(next(iter(values.values())))
+    if all(np.all(v == v[0]) for v in values.values()):
+        return np.full(n, float(law.mean_at({k: float(v[0]) for k, v in values.items()})))
+    return np.array([law.mean_at({k: float(v[i]) for k, v in values.items()}) for i in range(n)])
+
+
+def _host_exponential(inputs: TrialInputs) -> np.ndarray:
+    """Per trial, whether the host's own permanent law is exponential."""
+    return inputs["reliability.host_weibull_shape"] == 1.0
+
+
+def _modules_exponential(mwb: np.ndarray, n_mwb: np.ndarray) -> np.ndarray:
+    """Per trial, whether every module group in use has shape 1."""
+    return np.all((mwb[..., life.WB_SHAPE] == 1.0) | (np.arange(mwb.shape[1]) >= n_mwb[:, None]), axis=1)
 
 
 def class_names(scenario: Scenario) -> list[str]:

@@ -16,6 +16,7 @@ from ..analytic.reliability import resolved_law, weibull_rate_per_hour
 from ..pipeline import reshard_capacity
 from ..stages.reliability import CLASS_KINDS, class_column, class_names, lifetimes_of, nest_by_class
 from ..units import HOURS_PER_YEAR
+from .unavailability import ControlMoments, controls, input_means
 
 
 #: Distributions of :func:`lifetime_summary` (docs/interface.md first, then extras).
@@ -240,6 +241,10 @@ def lifetime_summary(scenario: Scenario, lifetimes: int, seed: int) -> dict:
         ``repairs_per_year`` and ``max_failed_gpus``; ``failures_by_class`` (per
         component class and ``host``: summaries of ``failures_per_year``, permanent,
         and ``faults_per_year``, transient); ``events`` (int, all lifetimes);
+        ``unavailability`` (mean ``1 - instance_availability`` by control variates on the
+        event counts, with its standard error, beside the plain mean's:
+        :meth:`~mcengine.standalone.unavailability.ControlMoments.estimate`,
+        docs/availability-vr.md; None for a single lifetime);
         ``analytic`` (:func:`analytic_reference`); ``cluster`` (shape of the model).
     """
     positive("--lifetimes", lifetimes)
@@ -249,7 +254,7 @@ def lifetime_summary(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     summaries = {name: Summary(offset=1.0 if name.endswith("availability") else 0.0) for name in SUMMARY_METRICS}
     classes = class_names(scenario)
     summaries.update({class_column(name, kind): Summary() for name in classes for kind in CLASS_KINDS})
-    events = 0
+    events, moments = 0, ControlMoments()
     with interrupt.deferred():  # a signal stops between chunks
         for start in range(0, total, CHUNK_LIFETIMES):
             inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
@@ -259,6 +264,7 @@ def lifetime_summary(scenario: Scenario, lifetimes: int, seed: int) -> dict:
             for name, summary in summaries.items():
                 summary.add(cols[name], f"reliability {name}")
             events += int(cols["events"].sum())
+            moments.add(1.0 - cols["instance_availability"], *controls(scenario, inputs, cols))
             interrupt.check()
     c, r = scenario.cluster, scenario.reliability
     docs = {name: summary.to_dict() for name, summary in summaries.items()}
@@ -266,6 +272,7 @@ def lifetime_summary(scenario: Scenario, lifetimes: int, seed: int) -> dict:
         **{name: docs[name] for name in SUMMARY_METRICS},
         "failures_by_class": nest_by_class(docs, classes),
         "events": events,
+        "unavailability": moments.estimate(*input_means(scenario, seed)) if total > 1 else None,
         "analytic": analytic_reference(scenario),
         "cluster": {
             "instances": c.instances, "instance_gpus": c.instance_gpus, "active_gpus": scenario.active_gpus,
