@@ -30,7 +30,8 @@ DRIVER_ST = 0.01
 
 def drivers(doc: dict) -> list[str]:
     """The inputs of a ``sensitivity --method sobol`` document with ``ST >= DRIVER_ST``, largest first."""
-    return [k for k, v in doc["indices"].items() if v["ST"] >= DRIVER_ST]
+    st = {k: v["ST"] for k, v in doc["indices"].items() if v["ST"] >= DRIVER_ST}
+    return sorted(st, key=lambda k: -st[k])
 
 
 def _apart(doc: dict, a: str, b: str) -> bool:
