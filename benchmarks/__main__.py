@@ -18,7 +18,9 @@ trials/s with h100 and lite-h100 as training jobs against the same serving),
 lifetime's own events make: the ceiling of any variance reduction on either; and the
 control-variate estimator's reduction per design, docs/availability-vr.md), ``load`` (chain
 trials/s with a demand against "saturate", docs/load.md) and ``serve`` (the request-level
-serving simulator's requests/s, beside a SimPy M/M/c peer); default: all ten.
+serving simulator's requests/s, beside a SimPy M/M/c peer) and ``sobol`` (the case study's
+Sobol' indices at N = 1,024 base trials for two seeds: wall and CPU seconds, the widest
+total-index interval, whether the drivers' ranking agrees); default: all eleven.
 ``memory --against REV`` measures the peaks of this tree and of git revision REV
 alternately. ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.

@@ -103,7 +103,7 @@ SAMPLE_DEFAULTS = {
     "tornado": SampleDefault("sensitivity --method tornado", "--trials", 256, "paired trials per bar (two bars a key)",
                              "ranks the keys by the swing of the output between each key's two bars"),
     "sobol": SampleDefault("sensitivity --method sobol", "--trials", 256, "base samples N (N (d + 3) trials run)",
-                           "the indices come with their bootstrap intervals; N (d + 3) trials in all for d keys"),
+                           "the indices come with intervals from the design's independent scramblings; N (d + 3) trials in all for d keys"),
     "serve": SampleDefault("serve", "--requests", 100_000, "requests (the first 20 % warm the system up)",
                            "the p99 latency from 80,000 requests: the share below it to sqrt(0.99 x 0.01 / 80,000) = 0.00035"),
     "paper": SampleDefault("paper", "--trials", 2_048, "paired trials per scenario",

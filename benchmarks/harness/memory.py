@@ -30,23 +30,32 @@ TRIALS = (10_000, 100_000, 1_000_000)
 QUICK_TRIALS = (2_048, 8_192)
 
 
-def peak(trials: int, root: Path = ROOT) -> dict:
-    """Peak MB, CPU and wall seconds of `mcengine run --trials N` (chunks of
-    :data:`DEFAULT_CHUNK_TRIALS`) in a fresh process
-    importing the tree at ``root`` (numba's cache as that tree keeps it)."""
-    cmd = [sys.executable, "-m", "mcengine.cli", "run", "--trials", str(trials), "--seed", "0", "--quiet", "--json",
-           "--chunk-trials", str(DEFAULT_CHUNK_TRIALS)]
-    env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_NUM_THREADS": "2"}
-    with tempfile.TemporaryFile() as err:
+def measured(args: list[str], root: Path = ROOT, env: dict | None = None) -> tuple[bytes, float, dict]:
+    """(stdout, wall seconds, CPU seconds and peak MB) of ``python -m mcengine.cli ARGS`` in a
+    fresh process importing the tree at ``root`` with two numba threads (and ``env``);
+    RuntimeError with the end of its stderr when it fails."""
+    cmd = [sys.executable, "-m", "mcengine.cli", *args]
+    env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_NUM_THREADS": "2", **(env or {})}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)  # the child's own CPU time and peak memory
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped by wait4: tell the Popen object)
         if proc.returncode:
             err.seek(0)
-            raise RuntimeError(f"`mcengine run --trials {trials}` failed in {root}: {err.read().decode()[-2000:]}")
-    return {"trials": trials, "wall_s": wall, **_usage(usage)}
+            raise RuntimeError(f"`mcengine {' '.join(args)}` failed in {root}: {err.read().decode()[-2000:]}")
+        out.seek(0)
+        return out.read(), wall, _usage(usage)
+
+
+def peak(trials: int, root: Path = ROOT) -> dict:
+    """Peak MB, CPU and wall seconds of `mcengine run --trials N` (chunks of
+    :data:`DEFAULT_CHUNK_TRIALS`) in a fresh process
+    importing the tree at ``root`` (numba's cache as that tree keeps it)."""
+    _, wall, usage = measured(["run", "--trials", str(trials), "--seed", "0", "--quiet", "--json",
+                               "--chunk-trials", str(DEFAULT_CHUNK_TRIALS)], root)
+    return {"trials": trials, "wall_s": wall, **usage}
 
 
 def run(quick: bool = False, against: str | None = None) -> dict:

@@ -120,3 +120,15 @@ def test_compile_harness_reports_a_cold_start():
 
     doc = cold.run(quick=True)
     assert doc["reliability"]["cpu_s"] > 0 and doc["reliability"]["peak_mb"] > 0
+
+
+def test_sobol_harness_times_both_seeds_and_ranks_their_drivers():
+    from benchmarks.harness import sobol
+
+    doc = sobol.run(quick=True)
+    assert [r["seed"] for r in doc["runs"]] == list(sobol.SEEDS)
+    for row in doc["runs"]:
+        assert row["base_trials"] == sobol.QUICK_BASE_TRIALS and row["evaluations"] == 2 * 32 * 28  # two scenarios, d = 25
+        assert row["cpu_s"] > 0 and row["wall_s"] > 0 and row["peak_mb"] > 0
+        assert row["drivers"] and all(st >= sobol.DRIVER_ST and 0 < conf <= row["widest_st_conf"] for st, conf in row["drivers"].values())
+    assert isinstance(doc["ranking_agrees"], bool) and 0 <= doc["ranking_pairs_apart"] <= doc["ranking_pairs"]
