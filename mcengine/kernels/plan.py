@@ -11,9 +11,7 @@ the largest, and the first NaN wins, as ``np.argmax`` has it. Done with NumPy th
 three array operations, an ``argmax`` and gathers over every (plan, trial) pair; here
 it is one pass that reads each pair once and writes nothing but the running best.
 A decode layout's pairs with every prefill layout (:func:`disaggregated_rows`) are
-likewise a dozen (prefill layouts, trials) array operations in NumPy, one pass here;
-:func:`fold_pairs` makes that pass and the choice's together, so the pairs' table is
-never stored (a disaggregated plan is nearly every candidate: (layouts)² of them).
+likewise a dozen (prefill layouts, trials) array operations in NumPy, one pass here.
 The arithmetic is NumPy's, operation by operation (no fast-math, no fused multiply-add),
 so every number and the choice are the same to the bit.
 """
@@ -22,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import inline_kernel, kernel
+from ..jit import kernel
 
 
 @kernel
@@ -39,20 +37,14 @@ def fold_best(served, busy, weight, by_cost, offset, best, value, chosen):
     rows, n = served.shape
     for k in range(rows):
         for i in range(n):
-            _fold(served[k, i], busy[k, i], weight[i], by_cost, offset + k, i, best, value, chosen)
-
-
-@inline_kernel
-def _fold(served, busy, weight, by_cost, row, i, best, value, chosen):
-    """Row ``row``'s objective at trial ``i`` folded into the trial's running best (:func:`fold_best`)."""
-    x = served
-    if by_cost:
-        x = x / (1.0 + weight * busy)
-    v = value[i]
-    if x > v or (x != x and v == v):
-        best[i] = row
-        value[i] = x
-        chosen[i] = served
+            x = served[k, i]
+            if by_cost:
+                x = x / (1.0 + weight[i] * busy[k, i])
+            v = value[i]
+            if x > v or (x != x and v == v):
+                best[i] = offset + k
+                value[i] = x
+                chosen[i] = served[k, i]
 
 
 @kernel
@@ -75,29 +67,10 @@ def disaggregated_rows(r_p, r_d, output_tokens, pre_ok, serves, pre_busy, pre_to
     rows, n = r_p.shape
     for k in range(rows):
         for i in range(n):
-            served[k, i], busy[k, i] = _pair(r_p[k, i], r_d[i], output_tokens[i], pre_ok[k, i] and serves[i], pre_busy[k, i], pre_total[k, i],
-                                             decode_busy[i], decode_total[i])
-
-
-@inline_kernel
-def _pair(rp, rd, o, ok, pre_busy, pre_total, decode_busy, decode_total):
-    """One pair's served tokens/s (``-inf`` unless ``ok``) and busy fraction at one trial (:func:`disaggregated_rows`)."""
-    f = rd / (rp + rd)
-    decoded = (1.0 - f) * (rd * o)
-    supplied = f * rp * o
-    tokens = decoded if (decoded < supplied or decoded != decoded) else supplied
-    return (tokens if ok else -np.inf), f * pre_busy / pre_total + (1.0 - f) * decode_busy / decode_total
-
-
-@kernel
-def fold_pairs(r_p, r_d, output_tokens, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, weight, by_cost, offset, best, value, chosen):
-    """:func:`disaggregated_rows` and :func:`fold_best` of its ``served`` and ``busy`` in one
-    pass, without storing them: each pair's served tokens/s and busy fraction (the same
-    operations, so the same bits) folded at once into its trial's running best (the
-    arguments of both, ``served`` and ``busy`` aside)."""
-    rows, n = r_p.shape
-    for k in range(rows):
-        for i in range(n):
-            served, busy = _pair(r_p[k, i], r_d[i], output_tokens[i], pre_ok[k, i] and serves[i], pre_busy[k, i], pre_total[k, i],
-                                 decode_busy[i], decode_total[i])
-            _fold(served, busy, weight[i], by_cost, offset + k, i, best, value, chosen)
+            rp, rd, o = r_p[k, i], r_d[i], output_tokens[i]
+            f = rd / (rp + rd)
+            decoded = (1.0 - f) * (rd * o)
+            supplied = f * rp * o
+            tokens = decoded if (decoded < supplied or decoded != decoded) else supplied
+            served[k, i] = tokens if (pre_ok[k, i] and serves[i]) else -np.inf
+            busy[k, i] = f * pre_busy[k, i] / pre_total[k, i] + (1.0 - f) * decode_busy[i] / decode_total[i]

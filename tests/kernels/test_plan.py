@@ -94,10 +94,9 @@ def test_disaggregated_rows_equal_the_serving_formulas(seed):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("weight", ["throughput", "per trial"])
 def test_pairs_folded_from_their_terms_equal_the_stored_rows(seed, weight):
-    """A block of disaggregated pairs kept as its terms (planner.PairRows, folded by
-    fold_pairs without storing the rows) gives the choice of its stored rows
-    (disaggregated_rows, then fold_best), bit for bit, beside ordinary blocks; and read
-    as a block it gives those stored rows."""
+    """A block of disaggregated pairs kept as its terms (planner.PairRows, made by the
+    choice into its reused buffers, never kept) gives the choice of its stored rows
+    (disaggregated_rows, then the NumPy rule), bit for bit, beside ordinary blocks."""
     rng = np.random.default_rng(seed)
     rows, n = 4, 300
     prefill = (rng.choice([0.0, 0.7, 3.0, 11.0, np.inf, np.nan], size=(rows, n), p=[0.05, 0.3, 0.3, 0.25, 0.05, 0.05]),

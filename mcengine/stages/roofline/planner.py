@@ -36,7 +36,7 @@ import numpy as np
 
 from ...analytic import serving as sv
 from ...errors import InputError, Problem
-from ...kernels.plan import disaggregated_rows, fold_best, fold_pairs
+from ...kernels.plan import disaggregated_rows, fold_best
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs, quantile_inputs
 from ...scenario.sections.workload import SATURATE
@@ -177,8 +177,8 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     """Per decode evaluation in ``decodes``, the block of its pairs with every prefill
     pass of ``passes`` (rows: prefill layouts): :class:`~.serving.Disaggregated`'s
     properties at the balanced share, as a :class:`PairRows` (served tokens and busy
-    fraction made from its prefill and decode terms when read, or folded into the choice
-    without being stored). A decode evaluation that serves no trial (it misses HBM or the
+    fraction made from its prefill and decode terms when read, or by the choice into
+    buffers it reuses for every block). A decode evaluation that serves no trial (it misses HBM or the
     TPOT SLO in every one) serves none in any pair: its block is a tuple whose served
     tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None.
     ``under_load``: each pair's TTFT (the prefill pass's and the KV transfer) and batch
@@ -223,9 +223,9 @@ class PairRows:
     decode layout's block) and ``decode`` (r_d, O, serves, decode busy and total seconds;
     (n,)), the arguments of :func:`mcengine.kernels.plan.disaggregated_rows`. Indexed as
     the other blocks' tuples: 0 ``served`` and 1 ``busy`` made from them when first read
-    (the choice at saturation never reads them: :meth:`fold` computes and folds them in
-    one pass, so that the (layouts)² pairs' table is never stored), then ``rest``: fits,
-    TPOT and, under a demand, TTFT and batch."""
+    and kept (under a demand), then ``rest``: fits, TPOT and, under a demand, TTFT and
+    batch. The choice at saturation makes them into buffers it reuses for every block
+    (:meth:`fill`), so that the (layouts)² pairs' rows are never all held at once."""
 
     def __init__(self, prefill: tuple, decode: tuple, rest: tuple):
         self.prefill, self.decode, self.rest = prefill, decode, rest
@@ -236,18 +236,16 @@ class PairRows:
         if field >= 2:
             return self.rest[field - 2]
         if self._made is None:
-            served, busy = np.empty(self.prefill[0].shape), np.empty(self.prefill[0].shape)
-            r_p, pre_ok, pre_busy, pre_total = self.prefill
-            r_d, o, serves, decode_busy, decode_total = self.decode
-            disaggregated_rows(r_p, r_d, o, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, served, busy)
-            self._made = (served, busy)
+            self._made = self.fill(np.empty(self.prefill[0].shape), np.empty(self.prefill[0].shape))
         return self._made[field]
 
-    def fold(self, weight: np.ndarray, by_cost: bool, offset: int, best: np.ndarray, value: np.ndarray, chosen: np.ndarray) -> None:
-        """:func:`mcengine.kernels.plan.fold_best` of this block's rows, from their terms."""
+    def fill(self, served: np.ndarray, busy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs' served tokens/s and busy fraction written into ``served`` and ``busy``
+        (float64, (prefill layouts, n)), and returned."""
         r_p, pre_ok, pre_busy, pre_total = self.prefill
         r_d, o, serves, decode_busy, decode_total = self.decode
-        fold_pairs(r_p, r_d, o, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, weight, by_cost, offset, best, value, chosen)
+        disaggregated_rows(r_p, r_d, o, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, served, busy)
+        return served, busy
 
 
 def block_rows(block) -> int:
@@ -285,11 +283,13 @@ def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray,
     best, value, served = np.zeros(n, np.int64), np.full(n, -np.inf), np.full(n, -np.inf)
     by_cost = power_weight is not None
     weight = _kernel_rows(power_weight if by_cost else 0.0, (n,))
-    offset = 0
+    offset, scratch = 0, None
     for block in table.blocks:
         rows = block_rows(block)
-        if isinstance(block, PairRows):
-            block.fold(weight, by_cost, offset, best, value, served)
+        if isinstance(block, PairRows):  # its rows made into the buffers of the last such block
+            if scratch is None or scratch[0].shape != (rows, n):
+                scratch = (np.empty((rows, n)), np.empty((rows, n)))
+            fold_best(*block.fill(*scratch), weight, by_cost, offset, best, value, served)
         elif block[1] is not None:
             fold_best(_kernel_rows(block[0], (rows, n)), _kernel_rows(block[1], (rows, n)), weight, by_cost, offset, best, value, served)
         offset += rows
