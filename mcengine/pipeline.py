@@ -17,7 +17,6 @@ chunked.
 from __future__ import annotations
 
 import hashlib
-import queue
 import threading
 from functools import lru_cache
 
@@ -268,9 +267,8 @@ def run_slice(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     evaluations read the drawn inputs alone, so the columns are the same to the bit. A
     plan evaluation refused for its inputs (:class:`~mcengine.errors.InputError`,
     :class:`~mcengine.errors.NumericalError`) is left to :func:`run_block`, which raises
-    it where a serial run would; any other error is raised. The plan evaluations are made
-    on the process's one planning thread (:class:`_Planner`), a daemon, not waited for
-    when the chunk stops early (an interrupt stops at once)."""
+    it where a serial run would; any other error is raised. The planning thread is a
+    daemon and is not waited for when the chunk stops early (an interrupt stops at once)."""
     memo: dict = {}
     sampler, shared = run_sampler(scenarios), {}
     inputs = {s.name: draw_inputs(s, seed, trial_start, n, sampler, shared) for s in scenarios}
@@ -282,59 +280,28 @@ def run_slice(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     return {s.name: run_block(s, seed, trial_start, n, inputs=inputs[s.name], memo=memo) for s in scenarios}
 
 
-class _Ahead:
-    """``work(*args)`` (a dict), made on the process's one planning thread (:class:`_Planner`)
-    after the work asked for before it."""
+class _Ahead(threading.Thread):
+    """``work(*args)`` (a dict) on a daemon thread, started at once."""
 
     def __init__(self, work, *args):
-        self._done, self._result, self._error = threading.Event(), {}, None
-        _Planner.take(self, work, args)
+        super().__init__(daemon=True, name="mcengine-plan-ahead")
+        self._work, self._args, self._result, self._error = work, args, {}, None
+        self.start()
 
-    def run(self, work, args) -> None:
+    def run(self) -> None:
         try:
-            self._result = work(*args)
+            self._result = self._work(*self._args)
         except (InputError, NumericalError):
             pass  # refused for its inputs: run_block raises it in order
         except BaseException as error:  # noqa: BLE001 - handed to the caller by outcome()
             self._error = error
-        finally:
-            self._done.set()
 
     def outcome(self) -> dict:
         """The work's dict, once done ({} when refused for its inputs); its other errors raised."""
-        self._done.wait()
+        self.join()
         if self._error is not None:
             raise self._error
         return self._result
-
-
-class _Planner(threading.Thread):
-    """The planning thread: the :class:`_Ahead` work of every slice, in the order asked for,
-    on one daemon thread for the whole process (started when first needed), so that
-    every slice's plan tables come from one malloc arena, as the chunks' temporaries do
-    on the runner's one chunk thread (a new thread per slice may be given another arena,
-    and tables freed across arenas fragment memory). A daemon: a run that stops is not
-    kept waiting for it."""
-
-    _lock = threading.Lock()
-    _thread: "_Planner | None" = None
-
-    def __init__(self):
-        super().__init__(daemon=True, name="mcengine-plan-ahead")
-        self._asked: queue.SimpleQueue = queue.SimpleQueue()
-        self.start()
-
-    @classmethod
-    def take(cls, ahead: _Ahead, work, args) -> None:
-        with cls._lock:
-            if cls._thread is None or not cls._thread.is_alive():
-                cls._thread = cls()
-            cls._thread._asked.put((ahead, work, args))
-
-    def run(self) -> None:
-        while True:
-            ahead, work, args = self._asked.get()
-            ahead.run(work, args)
 
 
 def _plan_tables(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs]) -> dict[tuple, dict]:
