@@ -89,3 +89,28 @@ def test_disaggregated_rows_equal_the_serving_formulas(seed):
     assert served.tobytes() == want.tobytes()
     assert busy.tobytes() == want_busy.tobytes()
     assert np.isnan(want).any() and np.isneginf(want).any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("weight", ["throughput", "per trial"])
+def test_pairs_folded_from_their_terms_equal_the_stored_rows(seed, weight):
+    """A block of disaggregated pairs kept as its terms (planner.PairRows, made by the
+    choice into its reused buffers, never kept) gives the choice of its stored rows
+    (disaggregated_rows, then the NumPy rule), bit for bit, beside ordinary blocks."""
+    rng = np.random.default_rng(seed)
+    rows, n = 4, 300
+    prefill = (rng.choice([0.0, 0.7, 3.0, 11.0, np.inf, np.nan], size=(rows, n), p=[0.05, 0.3, 0.3, 0.25, 0.05, 0.05]),
+               rng.random((rows, n)) < 0.8, rng.random((rows, n)), rng.random((rows, n)) + 0.5)
+    decode = (rng.choice([0.0, 0.4, 5.0, np.nan], size=n, p=[0.05, 0.45, 0.45, 0.05]), rng.choice([1.0, 128.0, 1000.5], size=n),
+              rng.random(n) < 0.8, rng.random(n), rng.random(n) + 0.5)
+    pairs = planner.PairRows(prefill, decode, (None, None))
+    stored = (pairs[0].copy(), pairs[1].copy(), None, None)
+    assert stored[0].shape == (rows, n) and planner.block_rows(pairs) == rows
+    others = _table(seed, n)[:2]
+    power_weight = None if weight == "throughput" else np.random.default_rng(seed + 7).choice([0.0, 0.5, 1.0], n)
+    fresh = planner.PairRows(prefill, decode, (None, None))  # never read as rows: folded from its terms
+    best, served = planner._best_rows(planner.CandidateTable((), [others[0], fresh, others[1]], [], []), power_weight, n)
+    want_best, want_served = _numpy_rule([others[0], stored, others[1]], power_weight, n)
+    np.testing.assert_array_equal(best, want_best)
+    assert served.tobytes() == want_served.tobytes()
+    assert fresh._made is None and ((best >= 1) & (best < 1 + rows)).any()

@@ -5,6 +5,8 @@ constants of the model (notation and step-time model: :mod:`mcengine.analytic.ro
 
 from __future__ import annotations
 
+import copy
+
 import math
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -158,7 +160,11 @@ class Rates:
     def take(self, rows: np.ndarray) -> "Rates":
         """These rates at the trials ``rows`` (an index array): every per-trial field indexed,
         scalars kept."""
-        return replace(self, **{f: v[rows] for f in self.__dataclass_fields__ if np.ndim(v := getattr(self, f)) > 0})
+        out = copy.copy(self)  # (a field-by-field copy: the batch searches take the open trials at every step)
+        for f in self.__dataclass_fields__:
+            if isinstance(v := getattr(self, f), np.ndarray) and v.ndim:
+                object.__setattr__(out, f, v[rows])
+        return out
 
     def scale_out(self) -> "Rates":
         """These rates with the link bandwidth and per-hop latency of the scale-out network

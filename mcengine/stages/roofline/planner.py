@@ -77,7 +77,7 @@ class CandidateTable:
     and trial the ``served`` output tokens/s of the instance (``-inf`` where the plan does
     not fit or misses an SLO, :func:`served_tokens`), the ``busy`` fraction of the power
     model, ``fits`` and ``tpot_s``, kept as ``blocks`` of rows ((r, n) arrays of those
-    four, and under a demand each plan's ``ttft_s`` and ``batch``, rows in :func:`candidates` order: one per static or continuous layout, one per
+    four, a disaggregated block as the terms they are made of, :class:`PairRows`, and under a demand each plan's ``ttft_s`` and ``batch``, rows in :func:`candidates` order: one per static or continuous layout, one per
     decode layout's disaggregated pairs; ``busy`` None where no plan of the block serves
     any trial, ``served`` then all ``-inf``); every plan's whole evaluation on demand
     (:meth:`evaluation`).
@@ -173,14 +173,14 @@ def _common_across_trials(rates):
     return dataclasses.replace(rates, **{f: common(getattr(rates, f)) for f in rates.__dataclass_fields__})
 
 
-def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates, under_load: bool = False) -> list[tuple]:
-    """Per decode evaluation in ``decodes``, the (prefill layouts, n) arrays of served
-    tokens, busy fraction, fit and TPOT of its pairs with every prefill pass of
-    ``passes``: :class:`~.serving.Disaggregated`'s properties at the balanced
-    share, over a prefill axis in one kernel pass
-    (:func:`mcengine.kernels.plan.disaggregated_rows`). A decode evaluation that serves
-    no trial (it misses HBM or the TPOT SLO in every one) serves none in any pair: its
-    served tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None.
+def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs: TrialInputs, rates, under_load: bool = False) -> list:
+    """Per decode evaluation in ``decodes``, the block of its pairs with every prefill
+    pass of ``passes`` (rows: prefill layouts): :class:`~.serving.Disaggregated`'s
+    properties at the balanced share, as a :class:`PairRows` (served tokens and busy
+    fraction made from its prefill and decode terms when read, or by the choice into
+    buffers it reuses for every block). A decode evaluation that serves no trial (it misses HBM or the
+    TPOT SLO in every one) serves none in any pair: its block is a tuple whose served
+    tokens are ``-inf`` without the pairs' arithmetic, its busy fraction None.
     ``under_load``: each pair's TTFT (the prefill pass's and the KV transfer) and batch
     (the decode instance's) too, for the choice under a demand (:mod:`.planner_load`)."""
     w, n, lengths = scenario.workload, inputs.n, lengths_of(scenario, inputs)
@@ -196,8 +196,10 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     ttft_met = stack([x.ttft_s for x in passes]) * MS_PER_S <= ttft_slo_ms(scenario, inputs)
     pre_busy, pre_total = stack([x.prefill.busy_s for x in passes]), stack([x.prefill.total_s for x in passes])
     pre_ok = pre_fits & ttft_met
+    prefill = tuple(_kernel_rows(x, (len(passes), n), x.dtype) for x in (r_p, pre_ok, pre_busy, pre_total))
     pair_ttft = stack([x.ttft.total_s + x.kv_transfer_s for x in passes]) if under_load else None
-    out = []
+    out_tokens = _kernel_rows(o, (n,))
+    out: list = []
     for decode in decodes:
         fits = np.broadcast_to(decode.fits, (len(passes), n)) & pre_fits
         tpot = np.broadcast_to(decode.decode.total_s, (len(passes), n))
@@ -208,11 +210,47 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
             continue
         receive = np.broadcast_to(sv.kv_link_prompts_per_s(w.model, s, g, decode.decode, kv), (n,))
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
-        served, busy = np.empty((len(passes), n)), np.empty((len(passes), n))
-        disaggregated_rows(r_p, _kernel_rows(r_d, (n,)), _kernel_rows(o, (n,)), pre_ok, _kernel_rows(serves, (n,), np.bool_), pre_busy, pre_total,
-                           _kernel_rows(decode.decode.busy_s, (n,)), _kernel_rows(decode.decode.total_s, (n,)), served, busy)
-        out.append((served, busy, fits, tpot, *extra))
+        terms = (_kernel_rows(r_d, (n,)), out_tokens, _kernel_rows(serves, (n,), np.bool_), _kernel_rows(decode.decode.busy_s, (n,)),
+                 _kernel_rows(decode.decode.total_s, (n,)))
+        out.append(PairRows(prefill, terms, (fits, tpot, *extra)))
     return out
+
+
+class PairRows:
+    """One decode layout's disaggregated pairs with every prefill layout, a block of a
+    :class:`CandidateTable` kept as the terms of its served tokens and busy fraction:
+    ``prefill`` (r_p, pre_ok, pre_busy, pre_total; (prefill layouts, n), shared by every
+    decode layout's block) and ``decode`` (r_d, O, serves, decode busy and total seconds;
+    (n,)), the arguments of :func:`mcengine.kernels.plan.disaggregated_rows`. Indexed as
+    the other blocks' tuples: 0 ``served`` and 1 ``busy`` made from them when first read
+    and kept (under a demand), then ``rest``: fits, TPOT and, under a demand, TTFT and
+    batch. The choice at saturation makes them into buffers it reuses for every block
+    (:meth:`fill`), so that the (layouts)² pairs' rows are never all held at once."""
+
+    def __init__(self, prefill: tuple, decode: tuple, rest: tuple):
+        self.prefill, self.decode, self.rest = prefill, decode, rest
+        self.rows = prefill[0].shape[0]
+        self._made: tuple | None = None
+
+    def __getitem__(self, field: int) -> np.ndarray:
+        if field >= 2:
+            return self.rest[field - 2]
+        if self._made is None:
+            self._made = self.fill(np.empty(self.prefill[0].shape), np.empty(self.prefill[0].shape))
+        return self._made[field]
+
+    def fill(self, served: np.ndarray, busy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs' served tokens/s and busy fraction written into ``served`` and ``busy``
+        (float64, (prefill layouts, n)), and returned."""
+        r_p, pre_ok, pre_busy, pre_total = self.prefill
+        r_d, o, serves, decode_busy, decode_total = self.decode
+        disaggregated_rows(r_p, r_d, o, pre_ok, serves, pre_busy, pre_total, decode_busy, decode_total, served, busy)
+        return served, busy
+
+
+def block_rows(block) -> int:
+    """The plans (rows) of one block of a :class:`CandidateTable`."""
+    return block.rows if isinstance(block, PairRows) else block[0].shape[0]
 
 
 def served_tokens(e) -> np.ndarray:
@@ -245,10 +283,14 @@ def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray,
     best, value, served = np.zeros(n, np.int64), np.full(n, -np.inf), np.full(n, -np.inf)
     by_cost = power_weight is not None
     weight = _kernel_rows(power_weight if by_cost else 0.0, (n,))
-    offset = 0
+    offset, scratch = 0, None
     for block in table.blocks:
-        rows = block[0].shape[0]
-        if block[1] is not None:
+        rows = block_rows(block)
+        if isinstance(block, PairRows):  # its rows made into the buffers of the last such block
+            if scratch is None or scratch[0].shape != (rows, n):
+                scratch = (np.empty((rows, n)), np.empty((rows, n)))
+            fold_best(*block.fill(*scratch), weight, by_cost, offset, best, value, served)
+        elif block[1] is not None:
             fold_best(_kernel_rows(block[0], (rows, n)), _kernel_rows(block[1], (rows, n)), weight, by_cost, offset, best, value, served)
         offset += rows
     return best, served
@@ -376,7 +418,7 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs, weight: float | None) 
 def _best_of_mode(table: CandidateTable, mode: str, power_weight) -> int:
     """The row of ``table`` (one trial) that :func:`_best_rows` picks among the plans of
     serving mode ``mode`` alone (each block of rows holds plans of one mode)."""
-    starts = np.cumsum([0] + [block[0].shape[0] for block in table.blocks])
+    starts = np.cumsum([0] + [block_rows(block) for block in table.blocks])
     ours = [i for i, start in enumerate(starts[:-1]) if table.plans[start].mode == mode]
     best, _ = _best_rows(dataclasses.replace(table, blocks=[table.blocks[i] for i in ours]), power_weight, 1)
     return int(starts[ours[0]] + best[0])
