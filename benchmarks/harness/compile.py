@@ -13,6 +13,11 @@ machine the wall time also holds other people's work) and peak resident MB:
 * ``fab``: the input draws and the fab stage alone (`lite-h100`'s production runs and
   wafer map).
 
+Each cold start also reports where its compile goes (``kernels``): the CPU seconds each
+compiled function took on its own (numba's ``numba:compile`` events, a function's time
+less that of the functions compiled inside it: its typing, its lowering, the LLVM passes
+over its module with every callee linked in, and its machine code), the largest first.
+
 :func:`side_by_side` runs the same probes and the life-kernel rates on this tree and on
 another checkout (``python -m benchmarks compile --against REV``), alternating between
 them so that a slow spell of the machine falls on both, and reports the ratios.
@@ -71,24 +76,59 @@ print(json.dumps(out))
 """
 
 
+#: Run ahead of a probe: records each compile's own CPU seconds (numba's compile events
+#: nest: a kernel's callees compile inside its typing) and prints them as JSON at exit.
+_PROFILER = """
+import atexit, json, time
+from numba.core import event
+_own, _open = {}, []
+class _Profile(event.Listener):
+    def on_start(self, ev):
+        _open.append([time.process_time(), 0.0])
+    def on_end(self, ev):
+        t0, inner = _open.pop()
+        took = time.process_time() - t0
+        if _open:
+            _open[-1][1] += took
+        f = getattr(ev.data.get("dispatcher"), "py_func", None)
+        name = f"{f.__module__}.{f.__qualname__}" if f is not None else "?"
+        _own[name] = _own.get(name, 0.0) + took - inner
+event.register("numba:compile", _Profile())
+atexit.register(lambda: print(json.dumps(_own)))
+"""
+
+#: Functions listed per cold start in ``kernels`` (the rest summed in ``other``).
+PROFILE_TOP = 12
+
+
+def _kernels(own: dict) -> dict:
+    """The :data:`PROFILE_TOP` functions of most own compile CPU seconds, then ``other``."""
+    ranked = sorted(own.items(), key=lambda kv: -kv[1])
+    top = {name.removeprefix("mcengine."): round(s, 2) for name, s in ranked[:PROFILE_TOP]}
+    return {**top, "other": round(sum(s for _, s in ranked[PROFILE_TOP:]), 2)}
+
+
 def _usage(usage) -> dict:
     return {"cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
 
 
 def cold_start(probe: str, root: Path = ROOT) -> dict:
-    """Wall and CPU seconds and peak MB of ``probe`` in a fresh process, empty cache."""
-    code = _PROBES[probe]
-    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryFile() as err:
+    """Wall and CPU seconds and peak MB of ``probe`` in a fresh process, empty cache, and
+    each function's own compile CPU seconds (``kernels``)."""
+    code = _PROFILER + _PROBES[probe]
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(root)}
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, env=env, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)  # (wait4: the child's own CPU time and peak memory)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode:
             err.seek(0)
             raise RuntimeError(f"cold start of {probe!r} failed in {root}: {err.read().decode()[-2000:]}")
-    return {"wall_s": wall, **_usage(usage)}
+        out.seek(0)
+        own = json.loads(out.read().decode().strip().splitlines()[-1])
+    return {"wall_s": wall, **_usage(usage), "kernels": _kernels(own)}
 
 
 def _rates(root: Path, cache: str, lifetimes: int) -> dict:

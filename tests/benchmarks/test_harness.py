@@ -120,6 +120,11 @@ def test_compile_harness_reports_a_cold_start():
 
     doc = cold.run(quick=True)
     assert doc["reliability"]["cpu_s"] > 0 and doc["reliability"]["peak_mb"] > 0
+    # where the compile went: the life kernels among the functions compiled, each function's
+    # own seconds (nested compiles subtracted) adding up to no more than the process's CPU
+    kernels = doc["reliability"]["kernels"]
+    assert any(name.startswith("kernels.life.") for name in kernels) and len(kernels) == cold.PROFILE_TOP + 1
+    assert 0 < sum(kernels.values()) <= doc["reliability"]["cpu_s"]
 
 
 def test_sobol_harness_times_both_seeds_and_ranks_their_drivers():
