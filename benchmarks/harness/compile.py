@@ -18,6 +18,10 @@ compiled function took on its own (numba's ``numba:compile`` events, a function'
 less that of the functions compiled inside it: its typing, its lowering, the LLVM passes
 over its module with every callee linked in, and its machine code), the largest first.
 
+The rates are those of ``h100``, ``lite-h100`` and the failure-heavy cluster
+(``h100-heavy``, :data:`~.reliability.FAILURE_HEAVY`: h100 with its GPUs' rates ten times
+the shipped ones).
+
 :func:`side_by_side` runs the same probes and the life-kernel rates on this tree and on
 another checkout (``python -m benchmarks compile --against REV``), alternating between
 them so that a slow spell of the machine falls on both, and reports the ratios.
@@ -32,6 +36,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from .reliability import FAILURE_HEAVY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,9 +69,10 @@ import json, sys, time
 from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages.reliability import lifetimes
+HEAVY = %r
 out = {}
-for name, n in (("h100", int(sys.argv[1])), ("lite-h100", int(sys.argv[1]) // 4)):
-    s = load_scenario(name)
+for name, n in (("h100", int(sys.argv[1])), ("lite-h100", int(sys.argv[1]) // 4), ("h100-heavy", int(sys.argv[1]) // 4)):
+    s = load_scenario(*HEAVY) if name == "h100-heavy" else load_scenario(name)
     inputs = draw_inputs(s, 11, 0, n)
     lifetimes(s, draw_inputs(s, 11, 0, 2), 11)
     t0 = time.perf_counter()
@@ -73,7 +80,7 @@ for name, n in (("h100", int(sys.argv[1])), ("lite-h100", int(sys.argv[1]) // 4)
     dt = time.perf_counter() - t0
     out[name] = {"lifetimes_per_s": n / dt, "events_per_lifetime": float(cols["events"].sum()) / n}
 print(json.dumps(out))
-"""
+""" % (FAILURE_HEAVY,)
 
 
 #: Run ahead of a probe: records each compile's own CPU seconds (numba's compile events

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from mcengine.errors import InputError, Problem
 
+from .reliability import FAILURE_HEAVY
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Lifetimes counted per scenario (counts per lifetime vary by a few percent between lifetimes).
@@ -39,9 +41,10 @@ from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages.reliability import _params, group_arguments
 from mcengine.kernels import life
+HEAVY = %r
 out = {}
 for name in sys.argv[2:]:
-    s = load_scenario(name)
+    s = load_scenario(*HEAVY) if name == "h100-heavy" else load_scenario(name)
     a = group_arguments([_params(s, draw_inputs(s, %d, 0, int(sys.argv[1])))])
     _, oi = life.simulate_lifetimes(np.uint64(%d), 0, **a)
     col = lambda k: float(oi[:, 0, k].mean())
@@ -49,7 +52,7 @@ for name in sys.argv[2:]:
                  "clock_heap_ops": col(life.OUT_MAX_FAILED_GPUS), "repairs": col(life.OUT_REPAIRS),
                  "failures": col(life.OUT_FAILURES), "module_swaps": col(life.OUT_MODULE_SWAPS)}
 print(json.dumps(out))
-""" % (SEED, SEED)
+""" % (FAILURE_HEAVY, SEED, SEED)
 
 
 def _layout(kernels: Path) -> tuple[str, dict]:
@@ -118,8 +121,10 @@ def _copy(rev: str | None, dest: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
 
 
-def count(rev: str | None = None, scenarios: tuple[str, ...] = ("h100", "lite-h100"), lifetimes: int = LIFETIMES) -> dict:
-    """Per lifetime of each scenario: events, loop iterations, clock-heap operations,
+def count(rev: str | None = None, scenarios: tuple[str, ...] = ("h100", "lite-h100", "h100-heavy"),
+          lifetimes: int = LIFETIMES) -> dict:
+    """Per lifetime of each scenario (``h100-heavy``: the failure-heavy cluster,
+    :data:`~.reliability.FAILURE_HEAVY`): events, loop iterations, clock-heap operations,
     repairs, failures and module swaps of this tree (``rev`` None) or of git revision ``rev``."""
     with tempfile.TemporaryDirectory() as tmp:
         tree, cache = Path(tmp) / "tree", Path(tmp) / "cache"

@@ -22,8 +22,10 @@ source changes. The generic build is the same whatever CPU runs it, so a native 
 compiles it first into a cache of its own (seconds), and the child under valgrind loads
 it: right for comparing two versions, close to but not the instructions of a native run.
 
-Cases: ``h100`` (one variant), ``lite`` (``lite-h100-2x`` alone) and ``lite-pair``
-(``lite-h100-2x`` with its fast-swap variant in one pass, as in the case study).
+Cases: ``h100`` (one variant), ``lite`` (``lite-h100-2x`` alone), ``lite-pair``
+(``lite-h100-2x`` with its fast-swap variant in one pass, as in the case study) and
+``h100-heavy`` (the failure-heavy cluster, :data:`~.reliability.FAILURE_HEAVY`: h100 with
+its GPUs' rates ten times the shipped ones).
 
 Valgrind is a Linux/macOS developer tool, not a dependency: without ``valgrind`` and
 ``callgrind_control`` on the PATH, :func:`run` raises :class:`InputError`.
@@ -42,11 +44,15 @@ from pathlib import Path
 
 from mcengine.errors import InputError, Problem
 
-#: Case name -> the scenarios whose lifetimes one kernel call simulates (variants).
+from .reliability import FAILURE_HEAVY
+
+#: Case name -> the scenarios whose lifetimes one kernel call simulates (variants): a
+#: shipped name, or (name, its ``--set`` overrides).
 CASES = {
     "h100": ("h100",),
     "lite": ("lite-h100-2x",),
     "lite-pair": ("lite-h100-2x", "lite-h100-2x-fastswap"),
+    "h100-heavy": (FAILURE_HEAVY,),
 }
 #: Seed of the measured lifetimes (any fixed value: counts depend on it slightly).
 SEED = 7
@@ -61,7 +67,7 @@ def kernel_arguments(case: str, lifetimes: int) -> dict:
     from mcengine.scenario.sampling import draw_inputs
     from mcengine.stages.reliability import _params, group_arguments
 
-    scenarios = [load_scenario(ref) for ref in CASES[case]]
+    scenarios = [load_scenario(ref) if isinstance(ref, str) else load_scenario(*ref) for ref in CASES[case]]
     return group_arguments([_params(s, draw_inputs(s, SEED, 0, lifetimes)) for s in scenarios])
 
 
@@ -165,7 +171,8 @@ def run(cases: tuple[str, ...] = tuple(CASES), lifetimes: int = 256) -> dict:
     rows = {}
     for case in cases:
         total = count(case, lifetimes)
-        rows[case] = {"scenarios": list(CASES[case]), "lifetimes": lifetimes, "instructions": total,
+        rows[case] = {"scenarios": [ref if isinstance(ref, str) else f"{ref[0]} {' '.join(ref[1])}" for ref in CASES[case]],
+                      "lifetimes": lifetimes, "instructions": total,
                       "instructions_per_lifetime": total / lifetimes}
     return {"tool": "valgrind callgrind", "seed": SEED, "threads": 1, "cases": rows}
 

@@ -42,12 +42,14 @@ def start_lifetime(ws, s, c, lf, wb, n_wb):
     """``t = 0``: every slot filled with a new unit (its per-unit clocks armed), every
     instance up, nothing in repair; the first superposed event drawn."""
     st = ws.st
-    for p in range(c.positions):
-        ws.occ_g[0, p] = p
-        ws.occ_g[1, p] = p
-    for k in range(c.hosts):
-        ws.occ_h[0, k] = k
-        ws.occ_h[1, k] = k
+    if s.lists_moved:  # (else every unit is listed in its own place: a lifetime without a stock-out)
+        for p in range(c.positions):
+            ws.occ_g[0, p] = p
+            ws.occ_g[1, p] = p
+        for k in range(c.hosts):
+            ws.occ_h[0, k] = k
+            ws.occ_h[1, k] = k
+        s.lists_moved = 0
     ws.at_g[:, :] = 0.0
     ws.at_h[:, :] = 0.0
     ws.inst_i[:, :, :] = 0
@@ -365,6 +367,7 @@ def _unlist(ws, s, c, x, add):
     if c.host_mode:
         s.n_h = list_add(ws.occ_h, s.n_h, x) if add else list_remove(ws.occ_h, s.n_h, x)
     s.relisted = 1
+    s.lists_moved = 1
 
 
 @inline_kernel

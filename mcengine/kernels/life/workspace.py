@@ -112,14 +112,16 @@ Workspace = namedtuple("Workspace", [
 #: (instance-hours waiting for a host), ``host_pool``, ``hrn`` (host repairs pending),
 #: ``hwq_head``, ``hwq_len`` (hosts waiting), counts ``host_repairs``, ``host_swaps``; and
 #: ``nic_swaps`` (NICs swapped in place); a module pool: ``mrq_head``, ``mrq_len`` (restocks
-#: pending).
+#: pending); ``lists_moved`` 1 once a list of filled units (``occ_g``, ``occ_h``) left its
+#: order at the start (kept across the lifetimes of a block: the next start rebuilds the
+#: lists only then, :func:`~mcengine.kernels.life.handlers.start_lifetime`).
 STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served",
                                                   "hrq_min", "host_stockout_hours")]
                  + [(name, np.int64) for name in (
                      "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
                      "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
                      "module_swaps", "host_pool", "hrn", "hwq_head", "hwq_len", "host_repairs", "host_swaps", "nic_swaps",
-                     "mrq_head", "mrq_len", "relisted")],
+                     "mrq_head", "mrq_len", "relisted", "lists_moved")],
                  align=True)
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
@@ -344,7 +346,7 @@ def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity):
     n_mwait = ni if pooled else 1
     n_lost = a if c.reshard else 1
     n_mlife = a if c.modules else 1
-    return Workspace(
+    ws = Workspace(
         np.empty((2, a), np.int64), np.empty((2, h), np.int64), np.empty((n_var, a)), np.empty((n_var, h)),
         np.empty((n_var, N_INST_I, ni), np.int64), np.empty((n_var, N_INST_F, ni)),
         np.empty(ni, np.int64), np.empty(ni), np.empty((N_VAR_I, n_var), np.int64), np.empty(n_var),
@@ -359,6 +361,8 @@ def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity):
         np.zeros((2, n_past)), np.empty(n_mlife), np.empty((n_var, n_mlife)), np.empty(n_var), np.zeros(n_var),
         np.empty(N_CAT),
     )
+    ws.state[0].lists_moved = 1  # (fresh: the first start builds the lists)
+    return ws
 
 
 @inline_kernel
