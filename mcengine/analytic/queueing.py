@@ -46,26 +46,32 @@ def erlang_c(servers, offered) -> np.ndarray:
     return np.where(rho >= 1.0, 1.0, np.clip(np.nan_to_num(out, nan=1.0), 0.0, 1.0))
 
 
+def wait_scale_s(servers, service_s, rho, arrival_cv, service_cv) -> np.ndarray:
+    """Allen-Cunneen's scale of the wait for a slot (s) in a G/G/c queue: ``h = (c_a^2 +
+    c_s^2) / 2 x service_s / (c (1 - rho))``, the mean of the exponential wait of one who
+    waits (``+inf`` at ``rho = 1``). Every wait of this module and of the planner's choice
+    under load (:mod:`mcengine.stages.roofline.planner_load`) is written through it."""
+    c, s, r = (np.asarray(x, float) for x in (servers, service_s, rho))
+    scale = (np.asarray(arrival_cv, float) ** 2 + np.asarray(service_cv, float) ** 2) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return scale * s / (c * (1.0 - r))
+
+
 def wait_quantile(q, servers, service_s, rho, arrival_cv, service_cv) -> np.ndarray:
     """The ``q`` quantile of the wait for a slot (s) in a G/G/c queue with ``servers``
     slots, mean holding time ``service_s`` and utilisation ``rho`` (Allen-Cunneen):
-    ``P(W > t) = C e^(-t / h)``, ``h = (c_a^2 + c_s^2) / 2 x service_s / (c (1 - rho))``,
-    so ``t_q = h max(0, ln(C / (1 - q)))``; ``+inf`` at ``rho >= 1``."""
-    c, s, r = (np.asarray(x, float) for x in (servers, service_s, rho))
+    ``P(W > t) = C e^(-t / h)``, ``h`` :func:`wait_scale_s`, so ``t_q = h max(0, ln(C / (1 - q)))``; ``+inf`` at ``rho >= 1``."""
+    c, r = np.asarray(servers, float), np.asarray(rho, float)
     pw = erlang_c(c, r * c)
-    scale = (np.asarray(arrival_cv, float) ** 2 + np.asarray(service_cv, float) ** 2) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        h = scale * s / (c * (1.0 - r))
-        t = h * np.maximum(0.0, np.log(pw / (1.0 - np.asarray(q, float))))
+        t = wait_scale_s(c, service_s, r, arrival_cv, service_cv) * np.maximum(0.0, np.log(pw / (1.0 - np.asarray(q, float))))
     return np.where(r >= 1.0, np.inf, np.where(pw > 0.0, t, 0.0))
 
 
 def mean_wait(servers, service_s, rho, arrival_cv, service_cv) -> np.ndarray:
-    """Mean wait for a slot (s), Allen-Cunneen: ``C (c_a^2 + c_s^2) / 2 x service_s / (c (1 - rho))``."""
-    c, s, r = (np.asarray(x, float) for x in (servers, service_s, rho))
-    scale = (np.asarray(arrival_cv, float) ** 2 + np.asarray(service_cv, float) ** 2) / 2.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = erlang_c(c, r * c) * scale * s / (c * (1.0 - r))
+    """Mean wait for a slot (s), Allen-Cunneen: ``C h``, ``h`` :func:`wait_scale_s`."""
+    c, r = np.asarray(servers, float), np.asarray(rho, float)
+    w = erlang_c(c, r * c) * wait_scale_s(c, service_s, r, arrival_cv, service_cv)
     return np.where(r >= 1.0, np.inf, w)
 
 

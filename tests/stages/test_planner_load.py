@@ -25,7 +25,7 @@ def brute(scenario, auto: bool):
     s = api.check(scenario, [*DEMAND, *(["cluster.instances=\"auto\""] if auto else [])])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)  # the reliability columns the pipeline hands the planner
-    demand = planning_demand(s, inputs, cols)
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
     weight = econ.plan_power_weight(s, inputs, cols)
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens

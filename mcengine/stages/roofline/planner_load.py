@@ -100,7 +100,8 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
         with np.errstate(divide="ignore", invalid="ignore"):
             inv = np.where(mask, 1.0 / served, np.inf)
             up, e = peak[None, :] * inv, weight[None, :] * (0.0 if power_weight is None else stacked(1)) * np.where(mask, inv, 0.0)
-            lo = 1.0 - MS_PER_S * Trials(slo, q, ca, cs).wait_scale()[None, :] * trial(output_tokens)[None, :] * inv / (slo[None, :] - ttft0)
+            per_slot = trial(output_tokens)[None, :] * inv  # tau / B = O / T
+            lo = 1.0 - MS_PER_S * Trials(slo, q, ca, cs).tail()[None, :] * qu.wait_scale_s(1.0, per_slot, 0.0, ca[None, :], cs[None, :]) / (slo[None, :] - ttft0)
             mask &= up + e <= np.where(mask & (lo > 0), up / lo + e, np.inf).min(axis=0)[None, :]
     cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
     tokens, t0, batch = served[rows, cols], ttft0[rows, cols], stacked(5)[rows, cols].astype(float)
@@ -123,9 +124,10 @@ class Trials:
     ca: np.ndarray
     cs: np.ndarray
 
-    def wait_scale(self) -> np.ndarray:
-        """``(c_a^2 + c_s^2) / 2 x ln(1 / (1 - q))``: the wait quantile over ``tau / (B (1 - rho))`` with Erlang C taken as 1."""
-        return (self.ca * self.ca + self.cs * self.cs) / 2.0 * np.log(1.0 / (1.0 - self.q))
+    def tail(self) -> np.ndarray:
+        """``ln(1 / (1 - q))``: the wait quantile over Allen-Cunneen's scale
+        (:func:`~mcengine.analytic.queueing.wait_scale_s`) with Erlang C taken as 1."""
+        return np.log(1.0 / (1.0 - self.q))
 
 
 @dataclass(frozen=True)
@@ -155,10 +157,15 @@ class Plans:
         k, t = self.cols[which], self.trials
         return qu.ttft_quantile_ms(t.q[k], self.ttft0[which], self.batch[which], self.slot[which], rho, t.ca[k], t.cs[k])
 
+    def bound_wait_ms(self, rho) -> np.ndarray:
+        """The wait quantile at utilisations ``rho`` with Erlang C taken as 1, an upper bound (ms):
+        ``ln(1 / (1 - q))`` Allen-Cunneen scales (:func:`~mcengine.analytic.queueing.wait_scale_s`)."""
+        k, t = self.cols, self.trials
+        return MS_PER_S * t.tail()[k] * qu.wait_scale_s(self.batch, self.slot, rho, t.ca[k], t.cs[k])
+
     def sure_bound(self, rho) -> np.ndarray:
         """The TTFT quantile with Erlang C taken as 1, an upper bound (ms)."""
-        with np.errstate(divide="ignore"):
-            return self.ttft0 + MS_PER_S * self.trials.wait_scale()[self.cols] * (self.slot / self.batch) / (1.0 - rho)
+        return self.ttft0 + self.bound_wait_ms(rho)
 
 
 def _segments(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +213,7 @@ def _fleet_choice(p: Plans, peak: np.ndarray, n: int) -> tuple[np.ndarray, np.nd
     the least upper end. It stops when one plan is left in a trial or the gap is below
     :data:`COST_TOLERANCE`; the plan of least cost at its bracket's middle wins."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.clip(1.0 - MS_PER_S * p.trials.wait_scale()[p.cols] * (p.slot / p.batch) / (p.slo - p.ttft0), 0.0, 1.0)
+        lo = np.clip(1.0 - p.bound_wait_ms(0.0) / (p.slo - p.ttft0), 0.0, 1.0)
     hi, up = np.ones(lo.size), peak / p.tokens
     for _ in range(qu.BISECTION_STEPS + 1):
         if p.cols.size == 0:
