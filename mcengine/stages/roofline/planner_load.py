@@ -30,8 +30,10 @@ of the cluster):
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the fewest up instances for a fleet. A
-trial where no plan meets them keeps the saturation choice (the load stage reports how far
-it falls short). Run time: a handful of arithmetic passes over the table and Erlang C only
+trial of a fixed cluster where no plan meets them at the peak takes the plan of most
+goodput (:func:`most_goodput`: the largest capacity at SLO; the load stage reports the
+share of the day the SLO quantile holds, ``load.slo_attainment``, and the goodput); one
+where no plan serves within the SLOs at all keeps the saturation choice. Run time: a handful of arithmetic passes over the table and Erlang C only
 where it decides; the bisection at most :data:`~mcengine.analytic.queueing.BISECTION_STEPS`
 steps, never more with the demand.
 """
@@ -81,16 +83,10 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     slo, q, ca, cs, avail = (trial(x) for x in (demand.ttft_slo_ms, demand.quantile, demand.arrival_cv, demand.service_cv, demand.availability))
     mean = trial(demand.demand)
     peak = mean * trial(demand.peak_to_mean)
-    sizes = [block[0].shape[0] for block in table.blocks]
-    live = [i for i, block in enumerate(table.blocks) if block[1] is not None]  # a block of busy None serves no trial
-    if not live:
+    flat = _flat(table, n)
+    if flat is None:
         return np.zeros(n, np.int64), np.zeros(n, bool)
-    starts = np.cumsum([0, *sizes])
-    table_rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live])
-
-    def stacked(field: int) -> np.ndarray:
-        return np.concatenate([np.broadcast_to(table.blocks[i][field], (sizes[i], n)) for i in live])
-
+    table_rows, stacked = flat
     served, ttft0 = stacked(0), stacked(4) * MS_PER_S
     with np.errstate(divide="ignore", invalid="ignore"):
         floor = np.zeros(n) if demand.instances is None else peak / (demand.instances * avail)  # rho < 1 on a fixed cluster
@@ -113,6 +109,56 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     if demand.instances is None:
         return _fleet_choice(plans, peak[cols], n)
     return _fixed_choice(plans, peak[cols] / (tokens * demand.instances * avail[cols]), demand.instances, power_weight is None, n)
+
+
+def _flat(table, n: int):
+    """``(rows, stacked)``: the table's rows in the blocks that serve some trial (a block of
+    busy None serves none), and ``stacked(field)`` their (rows, n) array of one field; None
+    where no block serves."""
+    sizes = [block[0].shape[0] for block in table.blocks]
+    live = [i for i, block in enumerate(table.blocks) if block[1] is not None]
+    if not live:
+        return None
+    starts = np.cumsum([0, *sizes])
+
+    def stacked(field: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(table.blocks[i][field], (sizes[i], n)) for i in live])
+
+    return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live]), stacked
+
+
+def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(best, found)`` per trial of ``among`` (a boolean (n,) mask; the trials of a fixed
+    cluster where no plan meets the SLOs at the peak): the row of ``table`` of most goodput,
+    the largest capacity at SLO ``rho_slo T`` (the goodput ``E[min(D(t), rho_slo T I A)]``
+    rises with it, :func:`mcengine.analytic.queueing.served_mean`; ``rho_slo`` by
+    :func:`~mcengine.analytic.queueing.utilisation_at_slo`; the first such row on a tie),
+    and whether that capacity is above 0 (a plan serving within the TPOT SLO whose unloaded
+    TTFT meets its SLO)."""
+    n = among.size
+    best, found = np.zeros(n, np.int64), np.zeros(n, bool)
+    flat = _flat(table, n)
+    if flat is None or not among.any():
+        return best, found
+    table_rows, stacked = flat
+
+    def trial(x):
+        return np.broadcast_to(np.asarray(x, float), (n,))
+
+    slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
+    served, ttft0 = stacked(0), stacked(4) * MS_PER_S
+    ok = (served > 0) & (ttft0 <= slo[None, :]) & (among & (avail > 0))[None, :]
+    cols, rows = np.nonzero(np.ascontiguousarray(ok.T))  # grouped by trial, rows ascending within it
+    if cols.size == 0:
+        return best, found
+    tokens, batch = served[rows, cols], stacked(5)[rows, cols].astype(float)
+    slot = qu.slot_time_s(batch, trial(output_tokens)[cols], tokens)
+    rho = qu.utilisation_at_slo(trial(demand.quantile)[cols], slo[cols], ttft0[rows, cols], batch, slot,
+                                trial(demand.arrival_cv)[cols], trial(demand.service_cv)[cols])
+    capacity = rho * tokens
+    starts, sizes = _segments(cols)
+    most = np.repeat(np.maximum.reduceat(capacity, starts), sizes)
+    return _firsts(table_rows[rows], cols, (capacity == most) & (capacity > 0), n)
 
 
 @dataclass(frozen=True)
