@@ -152,10 +152,23 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray) -> tup
     if cols.size == 0:
         return best, found
     tokens, batch = served[rows, cols], stacked(5)[rows, cols].astype(float)
-    slot = qu.slot_time_s(batch, trial(output_tokens)[cols], tokens)
-    rho = qu.utilisation_at_slo(trial(demand.quantile)[cols], slo[cols], ttft0[rows, cols], batch, slot,
-                                trial(demand.arrival_cv)[cols], trial(demand.service_cv)[cols])
-    capacity = rho * tokens
+    plans = Plans(rows, cols, tokens, ttft0[rows, cols], batch, qu.slot_time_s(batch, trial(output_tokens)[cols], tokens), np.zeros(rows.size),
+                  Trials(slo, trial(demand.quantile), trial(demand.arrival_cv), trial(demand.service_cv)))
+
+    def capacity_of(p: Plans) -> np.ndarray:
+        return qu.utilisation_at_slo(p.trials.q[p.cols], p.slo, p.ttft0, p.batch, p.slot, p.trials.ca[p.cols], p.trials.cs[p.cols]) * p.tokens
+
+    # a plan whose T is below another's capacity at SLO cannot win: the capacity of each
+    # trial's plan of most capacity with Erlang C = 1 screens the others
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sure = np.clip(1.0 - plans.bound_wait_ms(0.0) / (plans.slo - plans.ttft0), 0.0, 1.0) * tokens
+    starts, sizes = _segments(cols)
+    lead = _firsts(np.arange(cols.size), cols, sure == np.repeat(np.maximum.reduceat(sure, starts), sizes), n)[0][np.unique(cols)]
+    floor = np.zeros(n)
+    floor[cols[lead]] = capacity_of(plans.take(lead))
+    plans = plans.take(tokens >= floor[cols])
+    capacity = capacity_of(plans)
+    rows, cols = plans.rows, plans.cols
     starts, sizes = _segments(cols)
     most = np.repeat(np.maximum.reduceat(capacity, starts), sizes)
     return _firsts(table_rows[rows], cols, (capacity == most) & (capacity > 0), n)
