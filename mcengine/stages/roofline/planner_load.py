@@ -97,7 +97,7 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
             inv = np.where(mask, 1.0 / served, np.inf)
             up, e = peak[None, :] * inv, weight[None, :] * (0.0 if power_weight is None else stacked(1)) * np.where(mask, inv, 0.0)
             per_slot = trial(output_tokens)[None, :] * inv  # tau / B = O / T
-            lo = 1.0 - MS_PER_S * Trials(slo, q, ca, cs).tail()[None, :] * qu.wait_scale_s(1.0, per_slot, 0.0, ca[None, :], cs[None, :]) / (slo[None, :] - ttft0)
+            lo = qu.utilisation_sure(q[None, :], slo[None, :], ttft0, 1.0, per_slot, ca[None, :], cs[None, :])
             mask &= up + e <= np.where(mask & (lo > 0), up / lo + e, np.inf).min(axis=0)[None, :]
     cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
     tokens, t0, batch = served[rows, cols], ttft0[rows, cols], stacked(5)[rows, cols].astype(float)
@@ -160,8 +160,7 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray) -> tup
 
     # a plan whose T is below another's capacity at SLO cannot win: the capacity of each
     # trial's plan of most capacity with Erlang C = 1 screens the others
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sure = np.clip(1.0 - plans.bound_wait_ms(0.0) / (plans.slo - plans.ttft0), 0.0, 1.0) * tokens
+    sure = np.clip(plans.sure_utilisation(), 0.0, 1.0) * tokens
     starts, sizes = _segments(cols)
     lead = _firsts(np.arange(cols.size), cols, sure == np.repeat(np.maximum.reduceat(sure, starts), sizes), n)[0][np.unique(cols)]
     floor = np.zeros(n)
@@ -216,15 +215,16 @@ class Plans:
         k, t = self.cols[which], self.trials
         return qu.ttft_quantile_ms(t.q[k], self.ttft0[which], self.batch[which], self.slot[which], rho, t.ca[k], t.cs[k])
 
-    def bound_wait_ms(self, rho) -> np.ndarray:
-        """The wait quantile at utilisations ``rho`` with Erlang C taken as 1, an upper bound (ms):
-        ``ln(1 / (1 - q))`` Allen-Cunneen scales (:func:`~mcengine.analytic.queueing.wait_scale_s`)."""
+    def sure_utilisation(self) -> np.ndarray:
+        """The utilisation up to which the SLO surely holds (:func:`~mcengine.analytic.queueing.utilisation_sure`)."""
         k, t = self.cols, self.trials
-        return MS_PER_S * t.tail()[k] * qu.wait_scale_s(self.batch, self.slot, rho, t.ca[k], t.cs[k])
+        return qu.utilisation_sure(t.q[k], self.slo, self.ttft0, self.batch, self.slot, t.ca[k], t.cs[k])
 
     def sure_bound(self, rho) -> np.ndarray:
-        """The TTFT quantile with Erlang C taken as 1, an upper bound (ms)."""
-        return self.ttft0 + self.bound_wait_ms(rho)
+        """The TTFT quantile at utilisations ``rho`` with Erlang C taken as 1, an upper bound
+        (ms): ``ln(1 / (1 - q))`` Allen-Cunneen scales (:func:`~mcengine.analytic.queueing.wait_scale_s`)."""
+        k, t = self.cols, self.trials
+        return self.ttft0 + MS_PER_S * t.tail()[k] * qu.wait_scale_s(self.batch, self.slot, rho, t.ca[k], t.cs[k])
 
 
 def _segments(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -271,8 +271,7 @@ def _fleet_choice(p: Plans, peak: np.ndarray, n: int) -> tuple[np.ndarray, np.nd
     quantile each), which halves that gap, and drops the plans whose lower end is above
     the least upper end. It stops when one plan is left in a trial or the gap is below
     :data:`COST_TOLERANCE`; the plan of least cost at its bracket's middle wins."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.clip(1.0 - p.bound_wait_ms(0.0) / (p.slo - p.ttft0), 0.0, 1.0)
+    lo = np.clip(p.sure_utilisation(), 0.0, 1.0)
     hi, up = np.ones(lo.size), peak / p.tokens
     for _ in range(qu.BISECTION_STEPS + 1):
         if p.cols.size == 0:
