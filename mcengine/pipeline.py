@@ -100,20 +100,23 @@ def run_block(
     elif inputs.trial_start != trial_start or inputs.n != n:
         inputs = TrialInputs(trial_start, n, inputs.values)
     columns: dict[str, np.ndarray] = {"trial": np.arange(trial_start, trial_start + n, dtype=np.int64)}
-    for stage, produce in (
-        ("fab", lambda: _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed)))),
-        ("reliability", lambda: shared_columns(memo, reliability_key(scenario),
-                                        lambda: reliability.lifetimes(scenario, inputs, seed, reshard_capacity(scenario)))),
-        ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
-                                                 None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
-                                                 ahead_weights(scenario), planning_demand(scenario, inputs, columns)) if training.serves(scenario) else roofline.not_served(scenario, inputs)),
-        ("load", lambda: load.load_columns(scenario, inputs, columns, econ.served_availability(scenario, columns)) if load.loaded(scenario) else {}),
-        ("econ", lambda: econ.economics(scenario, inputs, columns)),
-        ("fleet", lambda: fleet_cost(scenario, inputs, columns) if load.loaded(scenario) else {}),
-    ):
-        produced = produce()
+
+    def add(stage: str, produced: dict[str, np.ndarray]) -> None:
         _check_finite(stage, scenario, produced, inputs, produced.get("slo_met", columns.get("slo_met", 1.0)) == 0.0)
         columns.update(produced)
+
+    add("fab", _priced(fab, scenario, inputs, shared_columns(memo, fab_key(scenario), lambda: fab.simulate_production(scenario, inputs, seed))))
+    add("reliability", shared_columns(memo, reliability_key(scenario), lambda: reliability.lifetimes(scenario, inputs, seed, reshard_capacity(scenario))))
+    availability = econ.served_availability(scenario, columns)  # the planner's demand, the load stage and the fleet's cost read it
+    for stage, produce in (
+        ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
+                                                 None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
+                                                 ahead_weights(scenario), planning_demand(scenario, inputs, availability)) if training.serves(scenario) else roofline.not_served(scenario, inputs)),
+        ("load", lambda: load.load_columns(scenario, inputs, columns, availability) if load.loaded(scenario) else {}),
+        ("econ", lambda: econ.economics(scenario, inputs, columns)),
+        ("fleet", lambda: fleet_cost(scenario, inputs, columns, availability) if load.loaded(scenario) else {}),
+    ):
+        add(stage, produce())
     if scenario.workload.kind == "training":
         produced = training_columns(scenario, inputs, columns)
         _check_finite("training", scenario, produced, inputs)
@@ -124,32 +127,32 @@ def run_block(
     return columns
 
 
-def planning_demand(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]):
+def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.ndarray):
     """The load the roofline's per-trial planner chooses under (:class:`mcengine.stages.roofline.planner_load.Demand`,
     docs/load.md#planner): the load stage's demand and arrivals, the reliability stage's
-    served availability, the fixed instances (None for ``cluster.instances = "auto"``);
-    None at saturation."""
-    from .stages import econ, load
+    served ``availability`` (:func:`mcengine.stages.econ.served_availability`), the fixed
+    instances (None for ``cluster.instances = "auto"``); None at saturation."""
+    from .stages import load
     from .stages.roofline.planner_load import Demand
 
     if not load.loaded(scenario):
         return None
     mean, peak_to_mean = load.demand_of(inputs)
     return Demand(mean, peak_to_mean, inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], load.arrival_cv(scenario, inputs),
-                  inputs["workload.load.service_cv"], econ.served_availability(scenario, columns),
+                  inputs["workload.load.service_cv"], availability,
                   None if load.bought(scenario) else float(scenario.cluster.instances))
 
 
-def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:
     """``load.cost_per_mtok_fleet_usd``: the cost per million tokens of the fleet sized for
     the demand, the econ stage run on that fleet (:func:`mcengine.stages.load.fleet_view`:
-    its instances, goodput and utilisation; docs/load.md#fleet); with ``cluster.instances =
+    its instances, goodput and utilisation at the served ``availability``; docs/load.md#fleet); with ``cluster.instances =
     "auto"`` the cluster costed is that fleet already, so it is ``cost_per_mtok_usd``."""
     from .stages import econ, load
 
     if load.bought(scenario):
         return {LOAD_PAIRED: columns["cost_per_mtok_usd"].copy()}
-    view = load.fleet_view(inputs, columns, econ.served_availability(scenario, columns))
+    view = load.fleet_view(inputs, columns, availability)
     return {LOAD_PAIRED: econ.economics(scenario, inputs, {**columns, **view})["cost_per_mtok_usd"]}
 
 

@@ -194,3 +194,12 @@ def test_static_at_a_trickle_is_the_lone_request():
     out = qu.static_at_load(0.99, 1e-6, 1.0, instances=4, batch=8, output_tokens=101, decode_1_s=0.01, decode_s=0.02, prefill_1_s=0.1, prefill_s=0.8)
     assert out.ttft_mean_s == pytest.approx(0.1) and out.ttft_q_s == pytest.approx(0.1)
     assert out.tpot_mean_s == pytest.approx(0.01)
+
+
+def test_utilisation_sure_is_the_wait_formula_inverted_with_erlang_c_one():
+    # h = (1 + 1)/2 x 12.8 / 64 = 0.2 s; the bound's wait 200 ms x ln(100) against a 1,000 ms budget
+    sure = qu.utilisation_sure(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0)
+    assert sure == pytest.approx(1.0 - 200.0 * math.log(100.0) / 1000.0, rel=1e-14)
+    assert qu.ttft_quantile_ms(0.99, 1000.0, 64, 12.8, sure, 1.0, 1.0) <= 2000.0
+    assert qu.wait_scale_s(64, 12.8, 0.5, 3.0, 1.0) == pytest.approx(5.0 * 12.8 / 32.0, rel=1e-14)
+    assert sure < qu.utilisation_at_slo(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0) < 1.0

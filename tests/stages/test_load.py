@@ -95,6 +95,26 @@ def test_fleet_and_capacity_at_slo(saturated):
     np.testing.assert_allclose(got["load.slo_attainment"], qu.share_below(demand, 1.5, got["load.capacity_at_slo_tokens_per_s"]))
 
 
+def test_the_chains_latency_and_capacity_are_the_queueing_functions_at_its_plan_and_load(saturated):
+    """The load stage's TTFT quantile and capacity at SLO per trial equal
+    mcengine.analytic.queueing's functions called directly on the trial's plan (batch,
+    unloaded TTFT, slot time) at the peak utilisation the demand gives, to 1e-12."""
+    name, s, sat = saturated
+    demand = 0.4 * float(sat["tokens_per_s"].min())
+    more = ["workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=2"]
+    got = at_demand(name, demand, *more)
+    inputs = draw_inputs(api.check(name, [*SMALL, f"workload.load.demand={demand!r}", *more]), 0, 0, N)
+    q, slo, cs = inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], inputs["workload.load.service_cv"]
+    batch = got["batch"].astype(float)
+    slot = qu.slot_time_s(batch, got["output_tokens_per_request"], got["tokens_per_s_instance"])
+    rho = 1.5 * demand / got["load.saturated_tokens_per_s"]
+    assert (rho < 0.999).all()
+    np.testing.assert_allclose(got["load.ttft_at_load_ms"], qu.ttft_quantile_ms(q, got["ttft_ms"], batch, slot, rho, 2.0, cs), rtol=1e-12)
+    rho_slo = qu.utilisation_at_slo(q, slo, got["ttft_ms"], batch, slot, 2.0, cs)
+    np.testing.assert_allclose(got["load.capacity_at_slo_tokens_per_s"], rho_slo * got["load.saturated_tokens_per_s"], rtol=1e-12)
+    assert (qu.ttft_quantile_ms(q, got["ttft_ms"], batch, slot, rho_slo, 2.0, cs) <= slo * (1 + 1e-12)).all()
+
+
 def test_bad_load_input_names_the_key():
     with pytest.raises(InputError) as err:
         api.check("h100", ["workload.load.demand=\"lots\""])

@@ -42,7 +42,7 @@ from ...scenario.sampling import TrialInputs, quantile_inputs
 from ...scenario.sections.workload import SATURATE
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
-from .planner_load import choose
+from .planner_load import choose, most_goodput
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
@@ -339,13 +339,18 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
     None: the most tokens/s); ``table`` the block's :class:`CandidateTable` when already
     evaluated. ``demand`` (a :class:`~.planner_load.Demand`): where some plan meets both
     SLO quantiles under that demand, the trial takes the one of least cost per served
-    token among them (:func:`~.planner_load.choose`), else the saturation choice. Raises
+    token among them (:func:`~.planner_load.choose`); on a fixed cluster where none does,
+    the plan of most goodput (:func:`~.planner_load.most_goodput`); else the saturation choice. Raises
     InputError when in some trial no candidate fits the weights and a batch in HBM."""
     table = evaluate_candidates(scenario, inputs) if table is None else table
     plans = table.plans
     best, served = _best_rows(table, power_weight, inputs.n)
     if demand is not None:
-        loaded, met = choose(table, power_weight, demand, lengths_of(scenario, inputs).output_tokens, inputs.n)
+        out = lengths_of(scenario, inputs).output_tokens
+        loaded, met = choose(table, power_weight, demand, out, inputs.n)
+        if demand.instances is not None:  # a fixed cluster: where no plan meets the SLOs at the peak, the plan of most goodput
+            fallback, met_some = most_goodput(table, demand, out, ~met)
+            loaded, met = np.where(met, loaded, fallback), met | met_some
         best = np.where(met, loaded, best)
         served = np.where(met, table.served[best, np.arange(inputs.n)], served)
     feasible = np.isfinite(served)

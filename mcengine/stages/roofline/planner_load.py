@@ -30,8 +30,10 @@ of the cluster):
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the fewest up instances for a fleet. A
-trial where no plan meets them keeps the saturation choice (the load stage reports how far
-it falls short). Run time: a handful of arithmetic passes over the table and Erlang C only
+trial of a fixed cluster where no plan meets them at the peak takes the plan of most
+goodput (:func:`most_goodput`: the largest capacity at SLO; the load stage reports the
+share of the day the SLO quantile holds, ``load.slo_attainment``, and the goodput); one
+where no plan serves within the SLOs at all keeps the saturation choice. Run time: a handful of arithmetic passes over the table and Erlang C only
 where it decides; the bisection at most :data:`~mcengine.analytic.queueing.BISECTION_STEPS`
 steps, never more with the demand.
 """
@@ -81,16 +83,10 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     slo, q, ca, cs, avail = (trial(x) for x in (demand.ttft_slo_ms, demand.quantile, demand.arrival_cv, demand.service_cv, demand.availability))
     mean = trial(demand.demand)
     peak = mean * trial(demand.peak_to_mean)
-    sizes = [block[0].shape[0] for block in table.blocks]
-    live = [i for i, block in enumerate(table.blocks) if block[1] is not None]  # a block of busy None serves no trial
-    if not live:
+    flat = _flat(table, n)
+    if flat is None:
         return np.zeros(n, np.int64), np.zeros(n, bool)
-    starts = np.cumsum([0, *sizes])
-    table_rows = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live])
-
-    def stacked(field: int) -> np.ndarray:
-        return np.concatenate([np.broadcast_to(table.blocks[i][field], (sizes[i], n)) for i in live])
-
+    table_rows, stacked = flat
     served, ttft0 = stacked(0), stacked(4) * MS_PER_S
     with np.errstate(divide="ignore", invalid="ignore"):
         floor = np.zeros(n) if demand.instances is None else peak / (demand.instances * avail)  # rho < 1 on a fixed cluster
@@ -100,7 +96,8 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
         with np.errstate(divide="ignore", invalid="ignore"):
             inv = np.where(mask, 1.0 / served, np.inf)
             up, e = peak[None, :] * inv, weight[None, :] * (0.0 if power_weight is None else stacked(1)) * np.where(mask, inv, 0.0)
-            lo = 1.0 - MS_PER_S * Trials(slo, q, ca, cs).wait_scale()[None, :] * trial(output_tokens)[None, :] * inv / (slo[None, :] - ttft0)
+            per_slot = trial(output_tokens)[None, :] * inv  # tau / B = O / T
+            lo = qu.utilisation_sure(q[None, :], slo[None, :], ttft0, 1.0, per_slot, ca[None, :], cs[None, :])
             mask &= up + e <= np.where(mask & (lo > 0), up / lo + e, np.inf).min(axis=0)[None, :]
     cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
     tokens, t0, batch = served[rows, cols], ttft0[rows, cols], stacked(5)[rows, cols].astype(float)
@@ -114,6 +111,68 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     return _fixed_choice(plans, peak[cols] / (tokens * demand.instances * avail[cols]), demand.instances, power_weight is None, n)
 
 
+def _flat(table, n: int):
+    """``(rows, stacked)``: the table's rows in the blocks that serve some trial (a block of
+    busy None serves none), and ``stacked(field)`` their (rows, n) array of one field; None
+    where no block serves."""
+    sizes = [block[0].shape[0] for block in table.blocks]
+    live = [i for i, block in enumerate(table.blocks) if block[1] is not None]
+    if not live:
+        return None
+    starts = np.cumsum([0, *sizes])
+
+    def stacked(field: int) -> np.ndarray:
+        return np.concatenate([np.broadcast_to(table.blocks[i][field], (sizes[i], n)) for i in live])
+
+    return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live]), stacked
+
+
+def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(best, found)`` per trial of ``among`` (a boolean (n,) mask; the trials of a fixed
+    cluster where no plan meets the SLOs at the peak): the row of ``table`` of most goodput,
+    the largest capacity at SLO ``rho_slo T`` (the goodput ``E[min(D(t), rho_slo T I A)]``
+    rises with it, :func:`mcengine.analytic.queueing.served_mean`; ``rho_slo`` by
+    :func:`~mcengine.analytic.queueing.utilisation_at_slo`; the first such row on a tie),
+    and whether that capacity is above 0 (a plan serving within the TPOT SLO whose unloaded
+    TTFT meets its SLO)."""
+    n = among.size
+    best, found = np.zeros(n, np.int64), np.zeros(n, bool)
+    flat = _flat(table, n)
+    if flat is None or not among.any():
+        return best, found
+    table_rows, stacked = flat
+
+    def trial(x):
+        return np.broadcast_to(np.asarray(x, float), (n,))
+
+    slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
+    served, ttft0 = stacked(0), stacked(4) * MS_PER_S
+    ok = (served > 0) & (ttft0 <= slo[None, :]) & (among & (avail > 0))[None, :]
+    cols, rows = np.nonzero(np.ascontiguousarray(ok.T))  # grouped by trial, rows ascending within it
+    if cols.size == 0:
+        return best, found
+    tokens, batch = served[rows, cols], stacked(5)[rows, cols].astype(float)
+    plans = Plans(rows, cols, tokens, ttft0[rows, cols], batch, qu.slot_time_s(batch, trial(output_tokens)[cols], tokens), np.zeros(rows.size),
+                  Trials(slo, trial(demand.quantile), trial(demand.arrival_cv), trial(demand.service_cv)))
+
+    def capacity_of(p: Plans) -> np.ndarray:
+        return qu.utilisation_at_slo(p.trials.q[p.cols], p.slo, p.ttft0, p.batch, p.slot, p.trials.ca[p.cols], p.trials.cs[p.cols]) * p.tokens
+
+    # a plan whose T is below another's capacity at SLO cannot win: the capacity of each
+    # trial's plan of most capacity with Erlang C = 1 screens the others
+    sure = np.clip(plans.sure_utilisation(), 0.0, 1.0) * tokens
+    starts, sizes = _segments(cols)
+    lead = _firsts(np.arange(cols.size), cols, sure == np.repeat(np.maximum.reduceat(sure, starts), sizes), n)[0][np.unique(cols)]
+    floor = np.zeros(n)
+    floor[cols[lead]] = capacity_of(plans.take(lead))
+    plans = plans.take(tokens >= floor[cols])
+    capacity = capacity_of(plans)
+    rows, cols = plans.rows, plans.cols
+    starts, sizes = _segments(cols)
+    most = np.repeat(np.maximum.reduceat(capacity, starts), sizes)
+    return _firsts(table_rows[rows], cols, (capacity == most) & (capacity > 0), n)
+
+
 @dataclass(frozen=True)
 class Trials:
     """Per trial (shape (n,)): the TTFT SLO (ms), the SLO quantile, the arrival and service CVs."""
@@ -123,9 +182,10 @@ class Trials:
     ca: np.ndarray
     cs: np.ndarray
 
-    def wait_scale(self) -> np.ndarray:
-        """``(c_a^2 + c_s^2) / 2 x ln(1 / (1 - q))``: the wait quantile over ``tau / (B (1 - rho))`` with Erlang C taken as 1."""
-        return (self.ca * self.ca + self.cs * self.cs) / 2.0 * np.log(1.0 / (1.0 - self.q))
+    def tail(self) -> np.ndarray:
+        """``ln(1 / (1 - q))``: the wait quantile over Allen-Cunneen's scale
+        (:func:`~mcengine.analytic.queueing.wait_scale_s`) with Erlang C taken as 1."""
+        return np.log(1.0 / (1.0 - self.q))
 
 
 @dataclass(frozen=True)
@@ -155,10 +215,16 @@ class Plans:
         k, t = self.cols[which], self.trials
         return qu.ttft_quantile_ms(t.q[k], self.ttft0[which], self.batch[which], self.slot[which], rho, t.ca[k], t.cs[k])
 
+    def sure_utilisation(self) -> np.ndarray:
+        """The utilisation up to which the SLO surely holds (:func:`~mcengine.analytic.queueing.utilisation_sure`)."""
+        k, t = self.cols, self.trials
+        return qu.utilisation_sure(t.q[k], self.slo, self.ttft0, self.batch, self.slot, t.ca[k], t.cs[k])
+
     def sure_bound(self, rho) -> np.ndarray:
-        """The TTFT quantile with Erlang C taken as 1, an upper bound (ms)."""
-        with np.errstate(divide="ignore"):
-            return self.ttft0 + MS_PER_S * self.trials.wait_scale()[self.cols] * (self.slot / self.batch) / (1.0 - rho)
+        """The TTFT quantile at utilisations ``rho`` with Erlang C taken as 1, an upper bound
+        (ms): ``ln(1 / (1 - q))`` Allen-Cunneen scales (:func:`~mcengine.analytic.queueing.wait_scale_s`)."""
+        k, t = self.cols, self.trials
+        return self.ttft0 + MS_PER_S * t.tail()[k] * qu.wait_scale_s(self.batch, self.slot, rho, t.ca[k], t.cs[k])
 
 
 def _segments(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,8 +271,7 @@ def _fleet_choice(p: Plans, peak: np.ndarray, n: int) -> tuple[np.ndarray, np.nd
     quantile each), which halves that gap, and drops the plans whose lower end is above
     the least upper end. It stops when one plan is left in a trial or the gap is below
     :data:`COST_TOLERANCE`; the plan of least cost at its bracket's middle wins."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = np.clip(1.0 - MS_PER_S * p.trials.wait_scale()[p.cols] * (p.slot / p.batch) / (p.slo - p.ttft0), 0.0, 1.0)
+    lo = np.clip(p.sure_utilisation(), 0.0, 1.0)
     hi, up = np.ones(lo.size), peak / p.tokens
     for _ in range(qu.BISECTION_STEPS + 1):
         if p.cols.size == 0:
