@@ -154,6 +154,24 @@ def test_continuous_latency_rises_with_load_and_burstiness():
         assert qu.continuous_at_load(0.99, r, 1.0, **CONTINUOUS).ttft_q_s == pytest.approx(poisson.ttft_q_s[i], rel=1e-12)
 
 
+@pytest.mark.parametrize("busy, again, tau", [(0.5, 0.5, 2.0 - math.sqrt(0.08)), (0.5, 0.02, 1.0 - (1.0 - math.sqrt(0.9996)) / 0.02),
+                                               (0.005, 1.0, 0.0)])
+def test_stream_wait_quantile_by_hand_and_against_its_law(busy, again, tau):
+    """The prefill stream's wait in prompts, ``W = 1 - x + X`` with probability ``busy``
+    (``x`` uniform, ``X = 1`` with probability ``again x``): its 0.99 quantile by hand (beyond
+    one prompt when ``busy again / 2 > 0.01``, within it otherwise, none when ``busy <
+    0.01``), and 400,000 samples of the law (fixed seed) exceed it 1 % of the time within 4
+    standard errors."""
+    t = qu._stream_wait_quantile(0.99, busy, again)
+    assert t == pytest.approx(tau, rel=1e-9, abs=1e-12)
+    rng = np.random.default_rng(11)
+    n = 400_000
+    x = rng.uniform(size=n)
+    w = np.where(rng.uniform(size=n) < busy, 1.0 - x + (rng.uniform(size=n) < again * x), 0.0)
+    share = np.mean(w > t)
+    assert abs(share - min(0.01, busy)) <= 4.0 * math.sqrt(0.01 * 0.99 / n)
+
+
 def test_batch_queue_light_and_heavy_limits():
     # a trickle: nobody waits, batches of one
     light = qu.batch_queue(1e-6, 8, 2.0, 4.0, 16)
