@@ -211,9 +211,11 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     ``k_b = 1 - C + C min(top, 1 + lambda g)`` (:data:`OCCUPANCY_STEPS` damped
     fixed-point steps from 1); a request that waits lands in a length-biased gap, two
     gaps long on average, and leaves with ``k_w = min(top, 1 + 2 lambda g)``. Bursty
-    arrivals (inter-arrival CV ``c_a``) wait as if the gaps were ``(1 + c_a^2) / 2`` times
-    longer (Allen-Cunneen's factor with the servers' exponential gaps: ``gap_s`` is that);
-    the probability of waiting and the batches are Poisson's (Erlang C)."""
+    arrivals (inter-arrival CV ``c_a``) wait as if the gaps were ``z = (1 + c_a^2) / 2``
+    times longer (Allen-Cunneen's factor with the servers' exponential gaps: ``gap_s`` is
+    that), and wait more often: Halfin and Whitt's GI/M/c delay probability depends on the
+    spare capacity ``(1 - u) sqrt(c)`` over ``sqrt(z)``, so ``C`` is Erlang C at the
+    utilisation ``1 - (1 - u) / sqrt(z)`` (``u`` itself for Poisson arrivals)."""
     lam = np.asarray(rate_per_s, float)
     k = np.ones(np.shape(lam))
     burst = (1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0
@@ -221,6 +223,7 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     def state(k):
         cycle = _linear(cycle_1, cycle_top, top, k)
         u = np.minimum(lam * cycle / (k * servers), RHO_WAIT_MAX)
+        u = 1.0 - (1.0 - u) / np.sqrt(burst)  # Halfin-Whitt: the spare capacity over sqrt(z)
         return erlang_c(servers, u * servers), cycle / servers
 
     for _ in range(OCCUPANCY_STEPS):

@@ -182,6 +182,18 @@ def test_batch_queue_light_and_heavy_limits():
     assert heavy.gap_s == pytest.approx(4.0 / 8, rel=1e-3)
 
 
+def test_bursty_arrivals_wait_more_often_halfin_whitt():
+    """Batches of one (``top = 1``) on 8 servers of 2 s cycles at 2 requests/s: utilisation
+    0.5. Poisson arrivals wait with Erlang C's probability; gamma CV 2 arrivals (``z = (1 +
+    4) / 2``) with Erlang C at the utilisation ``1 - 0.5 / sqrt(2.5)`` (the spare capacity
+    over ``sqrt(z)``), and their gaps are ``z`` times the servers' ``2 / 8`` s."""
+    poisson = qu.batch_queue(2.0, 8, 2.0, 2.0, 1)
+    gamma = qu.batch_queue(2.0, 8, 2.0, 2.0, 1, arrival_cv=2.0)
+    assert poisson.wait_probability == pytest.approx(erlang_c_by_sum(8, 4.0), rel=1e-12)
+    assert gamma.wait_probability == pytest.approx(erlang_c_by_sum(8, 8.0 * (1.0 - 0.5 / math.sqrt(2.5))), rel=1e-12)
+    assert gamma.gap_s == pytest.approx(2.5 * 0.25, rel=1e-12) and gamma.batch_mean == poisson.batch_mean == 1.0
+
+
 def test_batched_ttft_quantile_is_the_hypoexponential_law():
     """A waiting request's TTFT is ``first(1) + a R + b A`` (R, A exponential of mean g):
     the model's quantile against 400,000 samples of that law (fixed seed)."""
