@@ -283,9 +283,11 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     ``k_b = 1 - C + C min(top, 1 + lambda g)`` (:data:`OCCUPANCY_STEPS` damped
     fixed-point steps from 1); a request that waits lands in a length-biased gap, two
     gaps long on average, and leaves with ``k_w = min(top, 1 + 2 lambda g)``. Bursty
-    arrivals (inter-arrival CV ``c_a``) wait as if the gaps were ``(1 + c_a^2) / 2`` times
-    longer (Allen-Cunneen's factor with the servers' exponential gaps: ``gap_s`` is that);
-    the probability of waiting and the batches are Poisson's (Erlang C)."""
+    arrivals (inter-arrival CV ``c_a``) wait as if the gaps were ``z = (1 + c_a^2) / 2``
+    times longer (Allen-Cunneen's factor with the servers' exponential gaps: ``gap_s`` is
+    that), and wait more often: Halfin and Whitt's GI/M/c delay probability depends on the
+    spare capacity ``(1 - u) sqrt(c)`` over ``sqrt(z)``, so ``C`` is Erlang C at the
+    utilisation ``1 - (1 - u) / sqrt(z)`` (``u`` itself for Poisson arrivals)."""
     lam = np.asarray(rate_per_s, float)
     k = np.ones(np.shape(lam))
     burst = (1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0
@@ -293,6 +295,7 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     def state(k):
         cycle = _linear(cycle_1, cycle_top, top, k)
         u = np.minimum(lam * cycle / (k * servers), RHO_WAIT_MAX)
+        u = 1.0 - (1.0 - u) / np.sqrt(burst)  # Halfin-Whitt: the spare capacity over sqrt(z)
         return erlang_c(servers, u * servers), cycle / servers
 
     for _ in range(OCCUPANCY_STEPS):
@@ -354,6 +357,22 @@ def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens
     return LoadLatency(ttft_mean, ttft_q, _linear(decode_1_s, decode_s, batch, bq.batch_mean), _linear(decode_1_s, decode_s, batch, k_q), bq.batch_mean)
 
 
+def _stream_wait_quantile(q, busy, again):
+    """The ``q`` quantile, in prompts, of ``W = 1 - x + X`` with probability ``busy`` (else 0):
+    the remainder of the prompt in progress (``x`` its elapsed share, uniform) and ``X = 1``
+    with probability ``again x`` (one more prompt admitted while it ran). ``P(W > t) = busy
+    (y + again (1 - y^2) / 2)`` for ``t = 1 - y`` in ``[0, 1]`` and ``busy again (2 - t)^2 / 2``
+    on ``[1, 2]``."""
+    tail = 1.0 - np.asarray(q, float)
+    u, a = np.broadcast_arrays(np.asarray(busy, float), np.asarray(again, float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        second = 2.0 - np.sqrt(2.0 * tail / (u * a))
+        c = tail / u - a / 2.0
+        y = np.where(a > 0, (1.0 - np.sqrt(np.maximum(1.0 - 2.0 * a * c, 0.0))) / a, tail / u)
+    first = 1.0 - np.clip(y, 0.0, 1.0)
+    return np.where(tail >= u, 0.0, np.where(tail <= u * a / 2.0, second, first))
+
+
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
                        step_s, chunk_step_1_s, low_batch=1) -> LoadLatency:
     """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
@@ -372,9 +391,15 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     ``ceil(S / c)`` steps carrying ``S`` chunk tokens. The stream is busy ``u = lambda_i S
     tau / c`` of the time with a prompt of ``D = S / c`` chunk steps; least-loaded dispatch
     sends a prompt to the instance with fewest requests, so it rarely queues behind more
-    than the prompt in progress: it waits that prompt's remainder (uniform on ``[0, D]``
-    with probability ``u``) plus the wait of a G/D/c queue pooling the ``instances`` streams
-    (:func:`mean_wait`, :func:`wait_quantile`: bursts that find every stream busy)."""
+    than two prompts: with probability ``u`` it waits the remainder of the prompt in
+    progress (its elapsed share ``x`` uniform) and, with probability ``a x``, one more
+    prompt admitted to that instance while it ran (M/D/1's light-traffic term, ``a = u``
+    for Poisson arrivals, ``u (1 + (c_a^2 - 1) / N)`` for bursty ones thinned over the
+    ``N`` instances: :func:`_stream_wait_quantile`; mean ``u (1 + a) D / 2``), plus the
+    wait of a G/D/c queue pooling the ``instances`` streams for the bursts' excess over
+    Poisson's variability, arrival CV ``sqrt(c_a^2 - 1)`` (:func:`mean_wait`,
+    :func:`wait_quantile`: bursts that find every stream busy; none for Poisson arrivals,
+    whose two prompts the stream's term holds)."""
     lam = np.asarray(rate_per_s, float) / instances
     o, s = np.asarray(output_tokens, float), np.asarray(prompt_tokens, float)
     per_prompt = s / np.asarray(chunk_tokens, float)
@@ -394,8 +419,11 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     step, d, chunked = tau(n)
     busy, zero = np.minimum(lam * s * step / chunk_tokens, 1.0), np.zeros(np.shape(lam))
     prompt_s = per_prompt * chunked
-    wait_mean = busy * prompt_s / 2.0 + mean_wait(instances, prompt_s, busy, arrival_cv, zero)
-    wait_q = prompt_s * np.maximum(0.0, 1.0 - (1.0 - np.asarray(q, float)) / np.maximum(busy, 1e-300)) + wait_quantile(q, instances, prompt_s, busy, arrival_cv, zero)
+    excess = np.asarray(arrival_cv, float) ** 2 - 1.0
+    again = np.minimum(busy * (1.0 + excess / instances), 1.0)
+    burst_cv = np.sqrt(np.maximum(excess, 0.0))
+    wait_mean = busy * (1.0 + again) / 2.0 * prompt_s + mean_wait(instances, prompt_s, busy, burst_cv, zero)
+    wait_q = prompt_s * _stream_wait_quantile(q, busy, again) + wait_quantile(q, instances, prompt_s, busy, burst_cv, zero)
     own = np.ceil(per_prompt) * d + per_prompt * (chunked - d)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
     return LoadLatency(step / 2.0 + wait_mean + own, step + wait_q + own, step, tau(n_q)[0], n)

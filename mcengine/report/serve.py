@@ -53,6 +53,8 @@ def render_serve(doc: dict):
         ("instances", f"{doc['instances']:,}{pools}"),
         ("demand (output tokens/s)", f"{_sig3(doc['demand_tokens_per_s'])} = {doc['load']:.1%} of capacity {_sig3(doc['capacity_tokens_per_s'])}"),
         ("arrivals", f"{doc['arrival']}, CV {doc['arrival_cv']:g}, {_sig3(doc['arrival_rate_per_s'])} requests/s"),
+        ("mean prompt / output tokens (spread)", f"{_sig3(doc['prompt_tokens_mean'])} / {_sig3(doc['output_tokens_mean'])} (CV {doc['length_cv']:g}"
+         + ("; outputs geometric)" if doc["lengths"] == "geometric" else ")")),
         ("TTFT ms P50 / P90 / P99", f"{_sig3(ttft['p50'])} / {_sig3(ttft['p90'])} / {_sig3(ttft['p99'])} (SLO {_slo(doc['ttft_slo_ms'])})"),
         ("TPOT ms P50 / P90 / P99", f"{_sig3(tpot['p50'])} / {_sig3(tpot['p90'])} / {_sig3(tpot['p99'])} (SLO {_slo(doc['tpot_slo_ms'])})"),
         ("SLO attainment (both; TTFT; TPOT)", f"{doc['slo_attainment']:.1%}; {doc['ttft_attainment']:.1%}; {doc['tpot_attainment']:.1%}"),

@@ -51,7 +51,9 @@ class ServingSystem:
     ``output_tokens``, and the step-time tables (seconds; arguments of
     :func:`mcengine.kernels.serve.simulate`; ``mixed_s`` None: ``decode_s`` at every chunk,
     ``prefill_busy_s`` None: ``prefill_s``). ``capacity_tokens_per_s``: the roofline's
-    saturated output tokens/s of the instances; ``tpot_slo_s``, ``ttft_slo_s``: the SLOs."""
+    saturated output tokens/s of the instances; ``tpot_slo_s``, ``ttft_slo_s``: the SLOs;
+    ``length_cv``: the spread of prompt and output lengths across requests
+    (``workload.load.length_cv``; 0: every request is ``prompt_tokens`` / ``output_tokens``)."""
 
     mode: str
     instances: int
@@ -72,6 +74,7 @@ class ServingSystem:
     ttft_slo_s: float = math.inf
     plan: str = ""
     pipeline: int = 1
+    length_cv: float = 0.0
 
 
 def queue_system(servers: int, service_s: float, exponential: bool) -> tuple[ServingSystem, str]:
@@ -91,7 +94,7 @@ def simulate_requests(system: ServingSystem, rate_per_s: float, n_requests: int,
     """Simulate ``n_requests`` requests arriving at ``rate_per_s`` on ``system``.
 
     Returns the per-request table (``arrival_s``, ``first_token_s``, ``finish_s``,
-    ``ttft_s``, ``tpot_s`` (0 for a one-token request), ``output_tokens``,
+    ``ttft_s``, ``tpot_s`` (0 for a one-token request), ``output_tokens``, ``prompt_tokens``,
     ``preemptions``, ``instance``) and each instance's busy seconds. The numbers are a
     pure function of the arguments (``seed``, ``replication``: the random streams)."""
     problems = []
@@ -124,13 +127,14 @@ def simulate_requests(system: ServingSystem, rate_per_s: float, n_requests: int,
     n = int(n_requests)
     rows = {name: np.empty(n) for name in ("arrival_s", "first_token_s", "finish_s")}
     ints = {name: np.empty(n, np.int64) for name in ("output_tokens", "preemptions", "instance")}
+    prompts = np.empty(n)
     busy = np.empty(s.instances)
     ks.simulate(int(seed), int(replication), n, float(rate_per_s), ARRIVALS[arrival], float(arrival_cv), int(s.output_tokens),
-                LENGTH_LAWS[lengths], MODES[s.mode], int(s.instances), int(s.prefill_instances), int(s.prompt_tokens), int(s.batch_max),
+                LENGTH_LAWS[lengths], float(s.length_cv), MODES[s.mode], int(s.instances), int(s.prefill_instances), int(s.prompt_tokens), int(s.batch_max),
                 int(s.prefill_batch_max), float(s.chunk_tokens), float(s.kv_capacity_tokens), decode, mixed,
                 table(s.prefill_s), table(s.prefill_s if s.prefill_busy_s is None else s.prefill_busy_s), table(s.transfer_s), rows["arrival_s"], rows["first_token_s"], rows["finish_s"],
-                ints["output_tokens"], ints["preemptions"], ints["instance"], busy)
-    df = pd.DataFrame({**rows, **ints})
+                ints["output_tokens"], prompts, ints["preemptions"], ints["instance"], busy)
+    df = pd.DataFrame({**rows, **ints, "prompt_tokens": prompts.astype(np.int64)})
     df["ttft_s"] = df.first_token_s - df.arrival_s
     steps = (df.output_tokens - 1).to_numpy()
     df["tpot_s"] = np.where(steps > 0, (df.finish_s - df.first_token_s).to_numpy() / np.maximum(steps, 1), 0.0)
@@ -191,7 +195,8 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
     context, kv_context = (float(at_trial(x)) for x in (lengths.context_tokens, lengths.kv_context_tokens))
     common = dict(instances=int(n), prompt_tokens=s, output_tokens=o, capacity_tokens_per_s=float(n * at_trial(e.tokens_per_s_instance)),
                   tpot_slo_s=float(at_trial(median["workload.tpot_slo_ms"])) / MS_PER_S, plan=label,
-                  ttft_slo_s=float(at_trial(median["workload.ttft_slo_ms"])) / MS_PER_S)
+                  ttft_slo_s=float(at_trial(median["workload.ttft_slo_ms"])) / MS_PER_S,
+                  length_cv=float(at_trial(median["workload.load.length_cv"])))
     if mode == "disaggregated":
         if n < 2:
             raise InputError(Problem("--instances", n, "allowed: at least 2 with --mode disaggregated (a prefill and a decode instance)"))
@@ -279,7 +284,7 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
         busy_s, open_s = busy_s + float(busy.sum()), open_s + float(df.finish_s.max()) * len(busy)
         per_class[name] = {"share": share, "plan": system.plan, "serving": system.mode, "instances": system.instances,
                            "demand_tokens_per_s": share * rate * system.output_tokens, "capacity_tokens_per_s": system.capacity_tokens_per_s,
-                           "arrival_cv": cv, "ttft_slo_ms": system.ttft_slo_s * MS_PER_S, "tpot_slo_ms": system.tpot_slo_s * MS_PER_S, **summary}
+                           "arrival_cv": cv, "length_cv": system.length_cv, "ttft_slo_ms": system.ttft_slo_s * MS_PER_S, "tpot_slo_ms": system.tpot_slo_s * MS_PER_S, **summary}
     table = pd.concat(frames, ignore_index=True)
     kept = table[table.measured]
     capacity = sum(s.capacity_tokens_per_s for _, _, s in classes)
@@ -296,7 +301,7 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
         "demand_tokens_per_s": demand_tokens_per_s,
         "capacity_tokens_per_s": capacity,
         "load": demand_tokens_per_s / capacity,
-        "arrival": arrival, "arrival_cv": arrival_cv, "lengths": lengths, "requests": requests, "warmup": warmup,
+        "arrival": arrival, "arrival_cv": arrival_cv, "lengths": lengths, "length_cv": common("length_cv"), "requests": requests, "warmup": warmup,
         "ttft_slo_ms": common("ttft_slo_ms"), "tpot_slo_ms": common("tpot_slo_ms"),
         "requests_measured": len(kept),
         **_latency_stats(kept, kept.ttft_slo_s, kept.tpot_slo_s),
@@ -307,6 +312,8 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
         "busy_share": busy_s / open_s,
         "preemptions_per_request": float(table.preemptions.mean()),
         "in_flight_mean": sum(c["in_flight_mean"] for c in per_class.values()),
+        "prompt_tokens_mean": float(kept.prompt_tokens.mean()),
+        "output_tokens_mean": float(kept.output_tokens.mean()),
         "classes": per_class,
     }
     return body, table
@@ -336,7 +343,8 @@ def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, w
     per second of that window; ``utilisation``: that over the roofline's capacity;
     ``busy_share``: the instances' time with a request running, over the whole run;
     ``in_flight_mean``: requests in the system (Little's law), against which
-    ``requests_measured`` says how many times the system turned over."""
+    ``requests_measured`` says how many times the system turned over; the measured requests'
+    mean prompt and output tokens (``workload.load.length_cv`` spreads them)."""
     kept = df.iloc[int(len(df) * warmup):]
     met = (kept.ttft_s <= system.ttft_slo_s) & (kept.tpot_s <= system.tpot_slo_s)
     span = kept.arrival_s.iloc[-1] - kept.arrival_s.iloc[0]
@@ -354,6 +362,8 @@ def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, w
         "busy_share": float(busy.sum() / (float(df.finish_s.max()) * len(busy))),
         "preemptions_per_request": float(df.preemptions.mean()),
         "in_flight_mean": rate * float((kept.finish_s - kept.arrival_s).mean()),
+        "prompt_tokens_mean": float(kept.prompt_tokens.mean()),
+        "output_tokens_mean": float(kept.output_tokens.mean()),
     }
 
 
@@ -388,6 +398,7 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
         "arrival": arrival,
         "arrival_cv": arrival_cv,
         "lengths": lengths,
+        "length_cv": system.length_cv,
         "requests": requests,
         "warmup": warmup,
         "prompt_tokens": system.prompt_tokens,

@@ -154,6 +154,24 @@ def test_continuous_latency_rises_with_load_and_burstiness():
         assert qu.continuous_at_load(0.99, r, 1.0, **CONTINUOUS).ttft_q_s == pytest.approx(poisson.ttft_q_s[i], rel=1e-12)
 
 
+@pytest.mark.parametrize("busy, again, tau", [(0.5, 0.5, 2.0 - math.sqrt(0.08)), (0.5, 0.02, 1.0 - (1.0 - math.sqrt(0.9996)) / 0.02),
+                                               (0.005, 1.0, 0.0)])
+def test_stream_wait_quantile_by_hand_and_against_its_law(busy, again, tau):
+    """The prefill stream's wait in prompts, ``W = 1 - x + X`` with probability ``busy``
+    (``x`` uniform, ``X = 1`` with probability ``again x``): its 0.99 quantile by hand (beyond
+    one prompt when ``busy again / 2 > 0.01``, within it otherwise, none when ``busy <
+    0.01``), and 400,000 samples of the law (fixed seed) exceed it 1 % of the time within 4
+    standard errors."""
+    t = qu._stream_wait_quantile(0.99, busy, again)
+    assert t == pytest.approx(tau, rel=1e-9, abs=1e-12)
+    rng = np.random.default_rng(11)
+    n = 400_000
+    x = rng.uniform(size=n)
+    w = np.where(rng.uniform(size=n) < busy, 1.0 - x + (rng.uniform(size=n) < again * x), 0.0)
+    share = np.mean(w > t)
+    assert abs(share - min(0.01, busy)) <= 4.0 * math.sqrt(0.01 * 0.99 / n)
+
+
 def test_batch_queue_light_and_heavy_limits():
     # a trickle: nobody waits, batches of one
     light = qu.batch_queue(1e-6, 8, 2.0, 4.0, 16)
@@ -162,6 +180,18 @@ def test_batch_queue_light_and_heavy_limits():
     heavy = qu.batch_queue(1e4, 8, 2.0, 4.0, 16)
     assert heavy.wait_probability == pytest.approx(1.0, abs=1e-3) and heavy.batch_mean == pytest.approx(16.0, rel=1e-3)
     assert heavy.gap_s == pytest.approx(4.0 / 8, rel=1e-3)
+
+
+def test_bursty_arrivals_wait_more_often_halfin_whitt():
+    """Batches of one (``top = 1``) on 8 servers of 2 s cycles at 2 requests/s: utilisation
+    0.5. Poisson arrivals wait with Erlang C's probability; gamma CV 2 arrivals (``z = (1 +
+    4) / 2``) with Erlang C at the utilisation ``1 - 0.5 / sqrt(2.5)`` (the spare capacity
+    over ``sqrt(z)``), and their gaps are ``z`` times the servers' ``2 / 8`` s."""
+    poisson = qu.batch_queue(2.0, 8, 2.0, 2.0, 1)
+    gamma = qu.batch_queue(2.0, 8, 2.0, 2.0, 1, arrival_cv=2.0)
+    assert poisson.wait_probability == pytest.approx(erlang_c_by_sum(8, 4.0), rel=1e-12)
+    assert gamma.wait_probability == pytest.approx(erlang_c_by_sum(8, 8.0 * (1.0 - 0.5 / math.sqrt(2.5))), rel=1e-12)
+    assert gamma.gap_s == pytest.approx(2.5 * 0.25, rel=1e-12) and gamma.batch_mean == poisson.batch_mean == 1.0
 
 
 def test_batched_ttft_quantile_is_the_hypoexponential_law():

@@ -128,6 +128,46 @@ def test_a_full_kv_cache_preempts_the_request_admitted_last_and_it_recomputes():
     assert (df.first_token_s - start).to_numpy() == pytest.approx([0.5, 2.0], rel=1e-9)
 
 
+def _lengths_system(length_cv):
+    """Static batches of one request on 64 instances (nobody waits): 2,048-token prompts and
+    256-token outputs on average."""
+    return ServingSystem("static", 64, 2048, 256, 1, decode_s=np.array([0.0, 1e-3]), prefill_s=np.array([0.0, 1e-3]), length_cv=length_cv)
+
+
+def test_spread_lengths_have_the_workload_means_and_the_cv():
+    """``length_cv = 0.5``: prompt and output lengths drawn per request from a gamma law of
+    the workload's means and CV 0.5 (rounded to whole tokens; below one token has
+    probability ~1e-15), within 4 SEM over replications; the arrivals are the same
+    numbers as without the spread (their own stream), and 0 is fixed lengths."""
+    stats = []
+    for r in range(REPLICATIONS):
+        df, _ = simulate_requests(_lengths_system(0.5), 20.0, 4_000, seed=3, replication=r)
+        stats.append([df.prompt_tokens.mean(), df.prompt_tokens.std() / df.prompt_tokens.mean(),
+                      df.output_tokens.mean(), df.output_tokens.std() / df.output_tokens.mean()])
+    stats = np.asarray(stats)
+    for j, exact in enumerate((2048.0, 0.5, 256.0, 0.5)):
+        _within((stats[:, j].mean(), stats[:, j].std(ddof=1) / math.sqrt(REPLICATIONS)), exact)
+    fixed, _ = simulate_requests(_lengths_system(0.0), 20.0, 4_000, seed=3, replication=REPLICATIONS - 1)
+    assert (fixed.prompt_tokens == 2048).all() and (fixed.output_tokens == 256).all()
+    assert np.array_equal(fixed.arrival_s, df.arrival_s) and not np.array_equal(fixed.finish_s, df.finish_s)
+
+
+def test_spread_lengths_fill_the_kv_cache_and_preempt():
+    """A continuous instance whose KV cache holds exactly its batch of 8 requests at the
+    mean lengths (8 x 2,304 tokens) never preempts with fixed lengths; with lengths of CV 1
+    long requests overflow it and are preempted, and every request still ends with its
+    output tokens."""
+    mixed = np.c_[np.r_[0.0, np.full(8, 0.02)], np.r_[0.05, np.full(8, 0.06)]]
+    runs = {}
+    for cv in (0.0, 1.0):
+        system = ServingSystem("continuous", 1, 2048, 256, 8, decode_s=np.r_[0.0, np.full(8, 0.02)], prefill_s=np.zeros(9), mixed_s=mixed,
+                               chunk_tokens=2048.0, kv_capacity_tokens=8 * 2304.0, length_cv=cv)
+        runs[cv], _ = simulate_requests(system, 1.2, 3_000, seed=5)
+    assert runs[0.0].preemptions.sum() == 0 and runs[1.0].preemptions.sum() > 0
+    spread = runs[1.0]
+    assert np.all(np.isfinite(spread.finish_s)) and np.all(spread.finish_s >= spread.first_token_s)
+
+
 def test_bad_input_names_the_option():
     system, lengths = queue_system(1, 1.0, exponential=True)
     with pytest.raises(InputError, match="--arrival"):

@@ -54,6 +54,25 @@ def test_serve_command_writes_requests_and_the_cdf(cli, tmp_path):
     assert json.loads(again.out)["ttft_ms"] == doc["ttft_ms"]
 
 
+def test_serve_reports_the_spread_of_request_lengths(cli, tmp_path):
+    """``workload.load.length_cv`` (a scenario key) spreads each simulated request's prompt
+    and output; the command reports it and the measured mean lengths, and the per-request
+    table holds each request's prompt tokens."""
+    out = tmp_path / "spread"
+    r = cli("serve", "h100", "--demand", "20000", "--instances", "8", "--requests", "3000", "--out", str(out), "--json",
+            "--set", "workload.load.length_cv=0.8")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    table = pd.read_parquet(out / "requests.parquet")
+    assert doc["length_cv"] == 0.8 and table.prompt_tokens.nunique() > 100
+    measured = table[table.measured]
+    assert doc["prompt_tokens_mean"] == pytest.approx(measured.prompt_tokens.mean()) and doc["prompt_tokens_mean"] != 2048
+    assert doc["output_tokens_mean"] == pytest.approx(measured.output_tokens.mean())
+    assert 0.7 < table.prompt_tokens.std() / table.prompt_tokens.mean() < 0.9
+    text = cli("serve", "h100", "--demand", "20000", "--instances", "8", "--requests", "500", "--set", "workload.load.length_cv=0.8")
+    assert text.code == 0 and "(CV 0.8)" in text.out
+
+
 @pytest.mark.parametrize("args, key", [
     (("--demand", "0"), "--demand"),
     (("--demand", "100", "--arrival", "bursty"), "--arrival"),

@@ -27,7 +27,7 @@ output token. Three serving modes:
 An arriving request goes to the least-loaded instance (fewest running requests; lowest
 index on ties) that has a free slot and KV room, else waits in the queue; an instance
 that frees room takes the queue's head. **KV cache**: a running request holds
-``prompt_tokens + generated`` tokens of KV; an instance holds ``kv_capacity_tokens``.
+its prompt's and generated tokens of KV; an instance holds ``kv_capacity_tokens``.
 A request is admitted only if its KV and the next step's tokens fit. When the next step
 would overflow the cache, the running request admitted last is **preempted by
 recompute** (vLLM's default): its KV is dropped and it returns to the head of the queue
@@ -40,8 +40,8 @@ its run time grows with the number of requests (and the instances and batch slot
 scans per event), never with output lengths, rates or times.
 
 Random numbers: stream 0 of :data:`mcengine.rng.STAGE_SERVE` (trial = ``replication``)
-gives the inter-arrival times, stream 1 the output lengths: a pure function of
-``(seed, replication)``.
+gives the inter-arrival times, stream 1 the geometric output lengths, stream 2 the lengths
+spread by ``length_cv`` (prompt, then output): a pure function of ``(seed, replication)``.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def _remove(s, q, slots, si):
 
 
 @kernel
-def _settle(s, sf, si, ri, rf, slots, out, q, qs, prompt, kv_cap, first_token_s, finish_s, preemptions, busy_s):
+def _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, finish_s, preemptions, busy_s):
     """At instance ``s``'s boundary: prompts prefilled start decoding, finished requests
     leave, and while the next step would overflow the KV cache the request admitted last
     (decoding or prefilling) is preempted (recompute: back to the head of queue 0)."""
@@ -174,7 +174,7 @@ def _settle(s, sf, si, ri, rf, slots, out, q, qs, prompt, kv_cap, first_token_s,
         i = slots[s, q_]
         if ri[i, _STATE] == _DECODING and ri[i, _DEC] + out[i] - ri[i, _GEN] <= k:
             finish_s[i] = t
-            sf[s, _KV] -= prompt + out[i]
+            sf[s, _KV] -= plen[i] + out[i]
             si[s, _NDEC] -= 1
             _remove(s, q_, slots, si)
         else:
@@ -190,8 +190,8 @@ def _settle(s, sf, si, ri, rf, slots, out, q, qs, prompt, kv_cap, first_token_s,
             si[s, _NDEC] -= 1
         else:  # the last prompt of the prefill stream: its prefilled part is lost
             g = ri[i, _GEN]
-            sf[s, _PFTOTAL] = max(sf[s, _PFDONE], rf[i] - prompt - g)
-        sf[s, _KV] -= prompt + g
+            sf[s, _PFTOTAL] = max(sf[s, _PFDONE], rf[i] - plen[i] - g)
+        sf[s, _KV] -= plen[i] + g
         ri[i, _GEN] = g
         ri[i, _STATE] = _WAITING
         preemptions[i] += 1
@@ -202,7 +202,7 @@ def _settle(s, sf, si, ri, rf, slots, out, q, qs, prompt, kv_cap, first_token_s,
 
 
 @kernel
-def _sync(s, t, sf, si, ri, rf, slots, out, q, qs, prompt, chunk, kv_cap, mixed_s, first_token_s, finish_s, preemptions, busy_s):
+def _sync(s, t, sf, si, ri, rf, slots, out, q, qs, plen, chunk, kv_cap, mixed_s, first_token_s, finish_s, preemptions, busy_s):
     """Bring a running instance ``s`` to its first step boundary at or after ``t`` (not past
     its next change), and settle it there."""
     if si[s, _NRUN] == 0:
@@ -214,11 +214,11 @@ def _sync(s, t, sf, si, ri, rf, slots, out, q, qs, prompt, chunk, kv_cap, mixed_
     elif t <= sf[s, _T0]:
         j = 0
     _advance(s, j, sf, si, chunk, mixed_s)
-    _settle(s, sf, si, ri, rf, slots, out, q, qs, prompt, kv_cap, first_token_s, finish_s, preemptions, busy_s)
+    _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, finish_s, preemptions, busy_s)
 
 
 @kernel
-def _fits(s, i, t, sf, si, ri, prompt, batch_max, kv_cap, chunk, mixed_s):
+def _fits(s, i, t, sf, si, ri, plen, batch_max, kv_cap, chunk, mixed_s):
     """Instance ``s`` has a free slot and, at its first boundary after ``t``, KV room for
     request ``i`` and the next step's tokens of the requests decoding there."""
     n = si[s, _NRUN]
@@ -228,7 +228,7 @@ def _fits(s, i, t, sf, si, ri, prompt, batch_max, kv_cap, chunk, mixed_s):
         return False
     b, _, tau = _step(s, sf, si, chunk, mixed_s)
     ahead = math.ceil((t - sf[s, _T0]) / tau) if tau > 0.0 and t > sf[s, _T0] else 0.0
-    return sf[s, _KV] + b * (ahead + 1.0) + prompt + ri[i, _GEN] <= kv_cap
+    return sf[s, _KV] + b * (ahead + 1.0) + plen[i] + ri[i, _GEN] <= kv_cap
 
 
 @kernel
@@ -242,14 +242,14 @@ def _arm(s, sf, si, ri, rf, slots, out, chunk, kv_cap, mixed_s, keys, ids, pos, 
 
 
 @kernel
-def _admit(s, t, which, sf, si, ri, rf, slots, q, qs, prompt, seq, instance):
+def _admit(s, t, which, sf, si, ri, rf, slots, q, qs, plen, seq, instance):
     """Admit the head of queue ``which`` to instance ``s`` at its boundary (idle: at ``t``):
     a continuous instance starts prefilling it (queue 0), a decode instance decodes it (queue 1)."""
     i = _pop(q, qs, which)
     if si[s, _NRUN] == 0:
         sf[s, _T0] = max(sf[s, _T0], t)
         sf[s, _SINCE] = sf[s, _T0]
-    need = prompt + ri[i, _GEN]
+    need = plen[i] + ri[i, _GEN]
     sf[s, _KV] += need
     if which == 0:
         ri[i, _STATE] = _PREFILLING
@@ -266,11 +266,12 @@ def _admit(s, t, which, sf, si, ri, rf, slots, q, qs, prompt, seq, instance):
 
 
 @kernel
-def _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
+def _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, plen, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
                    first_token_s, finish_s, instance, busy_s, keys, ids, pos, hn, arrival_id):
     """Idle instances ``0 .. batched - 1`` take up to ``front_cap`` requests from the head of
     queue 0 each: a static batch (its tokens' times are set now) or a prefill pass (its KV
-    transfers armed). Returns the heap size."""
+    transfers armed), its time the table's at ``k`` scaled by its tokens over ``k`` mean
+    prompts (``prompt``). Returns the heap size."""
     for s in range(batched):
         if qs[0, 1] == 0:
             break
@@ -282,7 +283,7 @@ def _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens
         for q_ in range(k):
             i = _pop(q, qs, 0)
             slots[s, q_] = i
-            tokens += prompt + ri[i, _GEN]
+            tokens += plen[i] + ri[i, _GEN]
             longest = max(longest, out_tokens[i])
             instance[i] = s
         si[s, _NRUN] = k
@@ -303,11 +304,17 @@ def _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens
     return hn
 
 
+@inline_kernel
+def _spread_length(st, shape, mean):
+    """A whole length of at least 1 from a gamma law of ``shape`` and mean ``mean``."""
+    return max(1.0, math.floor(min(gamma(st, shape, mean / shape), 2.0**52) + 0.5))
+
+
 @kernel
-def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, output_tokens, output_law,
+def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, output_tokens, output_law, length_cv,
              mode, n_instances, n_prefill, prompt_tokens, batch_max, prefill_batch_max, chunk_tokens, kv_capacity_tokens,
              decode_s, mixed_s, prefill_s, prefill_busy_s, transfer_s,
-             arrival_s, first_token_s, finish_s, out_tokens, preemptions, instance, busy_s):
+             arrival_s, first_token_s, finish_s, out_tokens, plen, preemptions, instance, busy_s):
     """Simulate ``n_requests`` requests; fill the per-request and per-instance outputs.
 
     Parameters
@@ -324,12 +331,18 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
     output_tokens, output_law : int, int
         Output tokens per request: ``output_tokens`` each (:data:`LENGTH_FIXED`) or
         geometric on ``1, 2, ...`` with mean ``output_tokens`` (:data:`LENGTH_GEOMETRIC`).
+    length_cv : float
+        Spread of the lengths across requests: 0, every prompt ``prompt_tokens`` long (and
+        the output as ``output_law``); above 0, each request's prompt (and, with
+        :data:`LENGTH_FIXED`, its output) drawn from a gamma law of mean ``prompt_tokens``
+        (``output_tokens``) and this coefficient of variation, rounded to a whole token, at
+        least 1 (its mean a little above the law's where the law puts mass below one token).
     mode : int
         :data:`MODE_STATIC`, :data:`MODE_CONTINUOUS` or :data:`MODE_DISAGGREGATED`.
     n_instances, n_prefill : int
         Instances; of them the prefill pool (disaggregated only, ``1 .. n_instances - 1``).
     prompt_tokens : int
-        Prompt tokens per request (>= 1).
+        Prompt tokens per request (>= 1; the mean with ``length_cv``).
     batch_max, prefill_batch_max : int
         Running requests per (decode) instance; prompts per prefill pass (disaggregated).
     chunk_tokens : float
@@ -344,9 +357,11 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
     prefill_s, prefill_busy_s, transfer_s : float64[max batch + 1]
         Seconds of a prefill pass of ``k`` prompts: its latency (first tokens), the time it
         keeps its instance (disaggregated), and its KV transfer (disaggregated).
-        A pass over recomputed requests is scaled by its tokens over ``k * prompt_tokens``.
+        A pass is scaled by its tokens over ``k * prompt_tokens`` (recomputed requests, spread lengths).
     arrival_s, first_token_s, finish_s : float64[n_requests]
         Filled: arrival, first output token and last output token times (s).
+    plen : float64[n_requests]
+        Filled: prompt tokens of each request.
     out_tokens, preemptions, instance : int64[n_requests]
         Filled: output tokens, times preempted, and the instance that finished it
         (disaggregated: the decode instance, or the prefill instance of a one-token request).
@@ -371,6 +386,8 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
     prompt = float(prompt_tokens)
     st_arrival = new_stream(seed, STAGE_SERVE, 0, replication)
     st_length = new_stream(seed, STAGE_SERVE, 1, replication)
+    st_spread = new_stream(seed, STAGE_SERVE, 2, replication)
+    spread = 1.0 / (length_cv * length_cv) if length_cv > 0.0 else 0.0
     shape = 1.0 / (arrival_cv * arrival_cv)
     log_stay = math.log1p(-1.0 / output_tokens) if output_tokens > 1 else 0.0
     arrival_id = n_instances
@@ -391,6 +408,11 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
             nxt += 1
             arrival_s[i] = t
             o = output_tokens
+            plen[i] = prompt
+            if spread > 0.0:
+                plen[i] = _spread_length(st_spread, spread, prompt)
+                if output_law == LENGTH_FIXED:
+                    o = int(_spread_length(st_spread, spread, output_tokens))
             if output_law == LENGTH_GEOMETRIC and output_tokens > 1:
                 o = 1 + int(min(math.floor(math.log(uniform(st_length)) / log_stay), 2.0**52))
             out_tokens[i] = o
@@ -410,10 +432,10 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
         elif ident < batched:  # a static batch (a prefill pass) ends
             si[ident, _NRUN] = 0
         else:  # a continuous (decode) instance reaches its next change
-            _sync(ident, t, sf, si, ri, rf, slots, out_tokens, q, qs, prompt, chunk_tokens, kv_capacity_tokens, mixed_s,
+            _sync(ident, t, sf, si, ri, rf, slots, out_tokens, q, qs, plen, chunk_tokens, kv_capacity_tokens, mixed_s,
                   first_token_s, finish_s, preemptions, busy_s)
             hn = _arm(ident, sf, si, ri, rf, slots, out_tokens, chunk_tokens, kv_capacity_tokens, mixed_s, keys, ids, pos, hn)
-        hn = _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
+        hn = _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, plen, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
                             first_token_s, finish_s, instance, busy_s, keys, ids, pos, hn, arrival_id)
         # dispatch: continuous (decode) instances take the head of their queue, least loaded first
         if mode != MODE_STATIC:
@@ -422,19 +444,19 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
                 head = q[which, qs[which, 0]]
                 best, fewest = -1, _NEVER
                 for s in range(first_decode, n_instances):
-                    if si[s, _NRUN] < fewest and _fits(s, head, t, sf, si, ri, prompt, batch_max, kv_capacity_tokens, chunk_tokens, mixed_s):
+                    if si[s, _NRUN] < fewest and _fits(s, head, t, sf, si, ri, plen, batch_max, kv_capacity_tokens, chunk_tokens, mixed_s):
                         best, fewest = s, si[s, _NRUN]
                 if best < 0:
                     break
-                _sync(best, t, sf, si, ri, rf, slots, out_tokens, q, qs, prompt, chunk_tokens, kv_capacity_tokens, mixed_s,
+                _sync(best, t, sf, si, ri, rf, slots, out_tokens, q, qs, plen, chunk_tokens, kv_capacity_tokens, mixed_s,
                       first_token_s, finish_s, preemptions, busy_s)
-                if not _fits(best, head, t, sf, si, ri, prompt, batch_max, kv_capacity_tokens, chunk_tokens, mixed_s):
+                if not _fits(best, head, t, sf, si, ri, plen, batch_max, kv_capacity_tokens, chunk_tokens, mixed_s):
                     hn = _arm(best, sf, si, ri, rf, slots, out_tokens, chunk_tokens, kv_capacity_tokens, mixed_s, keys, ids, pos, hn)
                     break
-                _admit(best, t, which, sf, si, ri, rf, slots, q, qs, prompt, seq, instance)
+                _admit(best, t, which, sf, si, ri, rf, slots, q, qs, plen, seq, instance)
                 seq += 1
                 hn = _arm(best, sf, si, ri, rf, slots, out_tokens, chunk_tokens, kv_capacity_tokens, mixed_s, keys, ids, pos, hn)
             if mode == MODE_DISAGGREGATED:  # requests the decode pool preempted go back to the prefill pool
-                hn = _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
+                hn = _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, plen, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
                                     first_token_s, finish_s, instance, busy_s, keys, ids, pos, hn, arrival_id)
     return t

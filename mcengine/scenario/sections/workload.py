@@ -232,6 +232,12 @@ class LoadSection:
     service_cv: Dist = number(
         1.0, "Coefficient of variation of the time a request holds a batch slot (its prefill and decode), the service CV of the "
         "G/G/c queue (docs/load.md#queue; 1 = exponential, the M/M/c reading; output lengths spread across requests raise it).", **_CV)
+    length_cv: Dist = number(
+        0.0, "Coefficient of variation of the prompt and output lengths across the requests mcengine serve simulates: each drawn "
+        "from a gamma law with the workload's mean prompt_tokens / output_tokens, rounded to whole tokens (0 = every request "
+        "the same length; the Azure 2023 traces spread 0.77-2.1, docs/sources.md#load-length-spread). The KV cache and its "
+        "preemptions see the spread; the trial chain plans on the mean lengths.", lo=0.0, hi=3.0,
+        why="above the widest spread of the Azure 2023 traces (2.1, code outputs)")
 
 
 def parse_load(raw, key: str, problems: list[Problem]) -> LoadSection | None:
@@ -382,7 +388,7 @@ class WorkloadSection:
         "Vidur plans at TTFT P90 and TBT P99, docs/sources.md#load-arrivals).", lo=0.5, hi=1.0, hi_open=True,
         why="a high quantile; 1 is the worst request, unbounded under any arrival law")
     load: LoadSection = field(default=LoadSection(), metadata={
-        "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv; '
+        "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv, length_cv; '
                 'docs/load.md); absent: demand = "saturate".'})
     prefix_cache: PrefixCacheSection | None = field(default=None, metadata={
         "help": "Prefix caching, a [workload.prefix_cache] table (hit_rate, cache_share; docs/generation.md#prefix-caching); "
