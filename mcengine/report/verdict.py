@@ -55,8 +55,10 @@ def stored_paper() -> dict | None:
 
 def _drivers(table, a: str, b: str, cost: str = COST) -> dict:
     """The quick sensitivity of the pair's ratio of ``cost``: rank correlation with each input of B."""
-    if table is None or "scenario" not in table or cost not in table:
+    if table is None or "scenario" not in table:
         return {"source": "none: the per-trial table was not kept (run --keep-trials, or the API)", "inputs": []}
+    if cost not in table:
+        return {"source": f"none: the per-trial table has no {cost} column", "inputs": []}
     rows_a = table[table["scenario"] == a].set_index("trial")
     rows_b = table[table["scenario"] == b].set_index("trial")
     ratio = (rows_b[cost] / rows_a[cost]).rename("ratio")

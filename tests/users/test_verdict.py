@@ -115,4 +115,4 @@ def test_a_pair_serving_a_demand_is_judged_per_token_served_by_its_fleet():
     assert entry["cost"] == "load.cost_per_mtok_fleet_usd"
     assert entry["cost_ratio"] == {"p50": 1.48, "p05": 1.2, "p95": 1.9} and entry["p_cheaper"] == 0.004
     assert entry["lines"][0] == "lite-h100 vs h100: dearer per token served by a fleet sized for the demand"
-    assert entry["drivers"]["source"].startswith("none")  # the per-trial table here has no fleet cost column
+    assert entry["drivers"]["source"] == "none: the per-trial table has no load.cost_per_mtok_fleet_usd column"
