@@ -18,7 +18,7 @@ import typer
 
 from . import api
 from .errors import InputError
-from .options import SAMPLE_DEFAULTS
+from .options import DEFAULT_SCRAMBLINGS, SAMPLE_DEFAULTS
 
 app = typer.Typer(
     name="mcengine",
@@ -559,6 +559,8 @@ def sensitivity_cmd(
     trials: Annotated[Optional[int], typer.Option("--trials", metavar="N", help="Sobol: base samples N (a power of two; N(d+3) trials run); tornado: trials per bar. Default "
                                                                       f"{SAMPLE_DEFAULTS['sobol'].size:,} and {SAMPLE_DEFAULTS['tornado'].size:,} (why: docs/cli.md#sample-sizes).", show_default=False)] = None,
     seed: SeedOpt = None,
+    scramblings: Annotated[Optional[int], typer.Option("--scramblings", metavar="R", help="Sobol: independent scramblings of the design behind the intervals (a power of two, 2 to N; default "
+                                                       f"{DEFAULT_SCRAMBLINGS}; 32 for an output with kinks at N >= 1,024: docs/sensitivity.md#scramblings).", show_default=False)] = None,
     overrides: SetOpt = None,
     threads: ThreadsOpt = None,
     as_json: JsonOpt = False,
@@ -582,6 +584,10 @@ def sensitivity_cmd(
     kwargs = {"output": output, "seed": seed, "overrides": overrides or (), "out": out, "force": force}
     if trials is not None:
         kwargs["trials"] = trials
+    if scramblings is not None:
+        if method != "sobol":
+            raise InputError(Problem("--scramblings", scramblings, "allowed only with --method sobol (a tornado has no design to scramble)"))
+        kwargs["scramblings"] = scramblings
     compiling = _note_compile("chain", quiet)
     bar, update = _progress_bar(as_json, quiet, compiling)
     with bar if bar is not None else nullcontext(), _saves_at_end("sensitivity", out):

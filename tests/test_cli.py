@@ -202,6 +202,18 @@ def test_cli_sensitivity_sobol(cli):
     assert abs(power["S1"] - 1.0) <= 4 * power["S1_conf"] / z
 
 
+def test_cli_sensitivity_scramblings_sets_the_designs_groups(cli):
+    """``--scramblings R`` reaches the design (its R groups, t with R - 1 degrees of
+    freedom); a value that is not a power of two from 2 to N, or the option with a
+    tornado, is refused naming the option (exit 2)."""
+    doc = one_document(cli("sensitivity", "h100", "--method", "sobol", "--output", "energy_usd", "--trials", "16",
+                           "--scramblings", "4", "--seed", "2", "--quiet", "--json", *SMALL, *IDLE_IS_TDP))
+    assert doc["scramblings"] == 4
+    for bad, method in (("3", "sobol"), ("32", "sobol"), ("4", "tornado")):
+        r = cli("sensitivity", "h100", "--method", method, "--trials", "16", "--scramblings", bad, "--quiet", *SMALL)
+        assert r.code == 2 and "scramblings" in r.err and bad in r.err and "Traceback" not in r.err, (bad, method, r.err)
+
+
 def test_cli_bench_quick_fab(cli):
     doc = one_document(cli("bench", "--quick", "--stage", "fab", "--json"))
     assert doc["quick"] is True and set(doc) == {"machine", "quick", "fab", "provenance"}

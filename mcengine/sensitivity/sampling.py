@@ -29,6 +29,7 @@ from scipy.stats import qmc
 
 from .. import interrupt
 from ..errors import InputError, Problem
+from ..options import DEFAULT_SCRAMBLINGS
 from ..rng import STAGE_SENSITIVITY
 
 
@@ -42,15 +43,6 @@ MIN_BASE_SAMPLES = 16
 
 #: Bits of the Sobol' points (scipy's default; allows up to 2**30 rows).
 SOBOL_BITS = 30
-
-
-#: Independent scramblings of a design (the groups of its intervals' jackknife). Eight
-#: keep a Student's t quantile of 2.36 (7 degrees of freedom) while each scrambling keeps
-#: N / 8 rows of quasi-random balance: on the Ishigami function at N = 1,024 its 95 %
-#: intervals are as wide as a bootstrap's on one sequence of N rows and cover the known
-#: indices at the nominal rate, where 16 groups of N / 16 rows double the estimates'
-#: spread (tests/sensitivity/test_analysis.py measures the coverage).
-DEFAULT_SCRAMBLINGS = 8
 
 
 #: ``evaluate(u, trial_start) -> y``: ``u`` float64 (m, d) in (0, 1), rows = trials
