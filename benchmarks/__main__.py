@@ -20,7 +20,10 @@ control-variate estimator's reduction per design, docs/availability-vr.md), ``lo
 trials/s with a demand against "saturate", docs/load.md) and ``serve`` (the request-level
 serving simulator's requests/s, beside a SimPy M/M/c peer) and ``sobol`` (the case study's
 Sobol' indices at N = 1,024 base trials for two seeds: wall and CPU seconds, the widest
-total-index interval, whether the drivers' ranking agrees); default: all eleven.
+total-index interval, whether the drivers' ranking agrees) and ``plans`` (CPU seconds per
+10⁵ trials of the case study's plan tables and of their batch-limit searches, and NumPy's
+cost per trial of one probe of each step-time formula the searches evaluate); default:
+all twelve.
 ``memory --against REV`` measures the peaks of this tree and of git revision REV
 alternately. ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
