@@ -9,12 +9,23 @@ tables) and their CPU per step time evaluated; and the NumPy cost per trial of o
 searches evaluate (nanoseconds per element, every candidate layout of lite-h100 at a
 per-trial batch), the unit of work a compiled search would replace. The tables are made
 on this thread (NumPy): the figures are this process's CPU seconds, best of the repeats.
+
+``python -m benchmarks plans --against REV`` measures a checkout of git revision REV too:
+each round runs this harness in a fresh process on each tree in turn (a slow spell of
+the shared machine falls on both), and reports the best of each and the after/before
+ratios of the CPU seconds.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -135,3 +146,36 @@ def run(quick: bool = False) -> dict:
         "search_ns_per_step_time": searches / evaluated * 1e9,
         "probe_ns_per_trial": _probe_ns(trials, repeats),
     }
+
+
+def _in_child(root: Path, quick: bool) -> dict:
+    """:func:`run` in a fresh process importing the tree at ``root`` (one round, one thread)."""
+    env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_NUM_THREADS": "1"}
+    code = f"import runpy, sys; sys.argv = ['plans', {'--quick' if quick else ''!r}]; runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"the plans harness failed in {root}: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
+def side_by_side(against: str, quick: bool = False) -> dict:
+    """:func:`run` on this tree (``after``) and on a checkout of ``against`` (``before``),
+    alternately, ``rounds`` fresh processes each; the best CPU seconds of each and their
+    after/before ratios."""
+    from .compile import ROOT, _checkout
+
+    rounds = 1 if quick else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"before": _checkout(against, tmp), "after": ROOT}
+        best: dict = {}
+        for _ in range(rounds):
+            for side, root in trees.items():
+                doc = _in_child(root, quick)
+                if side not in best or doc["cpu_s_per_1e5_trials"]["tables"] < best[side]["cpu_s_per_1e5_trials"]["tables"]:
+                    best[side] = doc
+    ratio = {k: best["after"]["cpu_s_per_1e5_trials"][k] / best["before"]["cpu_s_per_1e5_trials"][k] for k in ("tables", "searches")}
+    return {"against": against, "rounds": rounds, **best, "cpu_ratio": ratio}
+
+
+if __name__ == "__main__":  # the child of side_by_side: this harness on the tree PYTHONPATH names
+    print(json.dumps(run("--quick" in sys.argv)))

@@ -45,6 +45,16 @@ def test_plans_harness_times_the_distinct_tables_and_their_searches():
     assert (rl.largest_batch, sv.largest_batch_within_ttft) == before
 
 
+def test_plans_harness_runs_in_a_fresh_process_on_a_tree():
+    """The side-by-side mode's child: the harness on the tree it is given, one round."""
+    from benchmarks.harness import plans
+    from benchmarks.harness.compile import ROOT
+
+    doc = plans._in_child(ROOT, quick=True)
+    assert doc["tables"] == 3 and doc["trials"] == 1024 and doc["repeats"] == 1
+    assert 0.0 < doc["cpu_s_per_1e5_trials"]["searches"] < doc["cpu_s_per_1e5_trials"]["tables"]
+
+
 def test_bench_quick_run_reports_rates_and_ratios():
     from benchmarks.harness.reliability import run as bench
 
