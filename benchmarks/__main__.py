@@ -6,6 +6,7 @@ Usage::
     python -m benchmarks compile --against REV [--quick]
     python -m benchmarks instructions [--cases h100 lite lite-pair] [--lifetimes N]
     python -m benchmarks counts [--against REV]
+    python -m benchmarks plans --against REV [--quick]
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
 a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chain``
@@ -20,9 +21,13 @@ control-variate estimator's reduction per design, docs/availability-vr.md), ``lo
 trials/s with a demand against "saturate", docs/load.md) and ``serve`` (the request-level
 serving simulator's requests/s, beside a SimPy M/M/c peer) and ``sobol`` (the case study's
 Sobol' indices at N = 1,024 base trials for two seeds: wall and CPU seconds, the widest
-total-index interval, whether the drivers' ranking agrees); default: all eleven.
+total-index interval, whether the drivers' ranking agrees) and ``plans`` (CPU seconds per
+10⁵ trials of the case study's plan tables and of their batch-limit searches, and NumPy's
+cost per trial of one probe of each step-time formula the searches evaluate); default:
+all twelve.
 ``memory --against REV`` measures the peaks of this tree and of git revision REV
-alternately. ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
+alternately, ``plans --against REV`` the plan tables' CPU of both trees in alternate fresh
+processes. ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
 callgrind (use it to judge a kernel change on a machine whose speed varies).
@@ -43,7 +48,7 @@ from pathlib import Path
 from mcengine.errors import InputError
 
 from .harness import HARNESSES, run_all
-from .harness import compile, counts, instructions, memory, record
+from .harness import compile, counts, instructions, memory, plans, record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="seconds-long version (smoke test)")
     parser.add_argument("--cases", nargs="+", default=list(instructions.CASES), help="instructions: cases to count")
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
-    parser.add_argument("--against", metavar="REV", help="compile, counts, memory: also measure git revision REV, side by side")
+    parser.add_argument("--against", metavar="REV", help="compile, counts, memory, plans: also measure git revision REV, side by side")
     parser.add_argument("--record", metavar="PATH", type=Path,
                         help="also write the figures into the benchmark record at PATH (docs/benchmarks.md), "
                              "one section per harness, with the machine and commit")
@@ -63,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             doc = counts.run(args.against)
         elif args.against and "memory" in args.harness:
             doc = memory.run(args.quick, args.against)
+        elif args.against and "plans" in args.harness:
+            doc = plans.side_by_side(args.against, args.quick)
         elif args.against:
             doc = compile.side_by_side(args.against, args.quick)
         elif "instructions" in args.harness:

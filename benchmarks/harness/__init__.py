@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import mcengine.bench as bench  # (the submodule: `from mcengine import bench` gives the API function of the same name)
 
-from . import availability, chain, compile, fab, load, memory, reliability, rqmc, serve, sobol
+from . import availability, chain, compile, fab, load, memory, plans, reliability, rqmc, serve, sobol
 
 #: Harnesses with a peer or a probe, in report order.
 HARNESSES = {"fab": fab.run, "reliability": reliability.run, "chain": chain.run, "memory": memory.run, "training": bench.training_chain,
              "compile": compile.run, "rqmc": rqmc.run, "availability": availability.run, "load": load.run, "serve": serve.run,
-             "sobol": sobol.run}
+             "sobol": sobol.run, "plans": plans.run}
 
 
 def run_all(quick: bool = False, stages: tuple[str, ...] = ()) -> dict:

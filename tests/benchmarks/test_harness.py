@@ -26,6 +26,35 @@ def test_memory_harness_reports_the_peak_per_trial_count():
     assert all(row["peak_mb"] > 0 and row["cpu_s"] > 0 for row in doc["after"])
 
 
+def test_plans_harness_times_the_distinct_tables_and_their_searches():
+    """The case study's four scenarios make three plan tables (lite-h100-2x and its
+    fast-swap variant share one, as in the chain); the searches are part of the tables'
+    time, the rest is what the tables take besides them; the wrappers are removed after."""
+    from benchmarks.harness import plans
+    from mcengine.analytic import serving as sv
+    from mcengine.analytic.roofline import limits as rl
+
+    before = (rl.largest_batch, sv.largest_batch_within_ttft)
+    doc = plans.run(quick=True)
+    cpu = doc["cpu_s_per_1e5_trials"]
+    assert doc["tables"] == 3 and doc["trials"] == 1024
+    assert 0.0 < cpu["searches"] < cpu["tables"] and cpu["rest"] == pytest.approx(cpu["tables"] - cpu["searches"], rel=1e-12)
+    assert set(doc["probe_ns_per_trial"]) == {"continuous_step", "decode_step", "batch_time_to_first_token"}
+    assert all(ns > 0 for ns in doc["probe_ns_per_trial"].values())
+    assert doc["step_times_per_trial"] >= 1.0 and doc["search_ns_per_step_time"] > 0
+    assert (rl.largest_batch, sv.largest_batch_within_ttft) == before
+
+
+def test_plans_harness_runs_in_a_fresh_process_on_a_tree():
+    """The side-by-side mode's child: the harness on the tree it is given, one round."""
+    from benchmarks.harness import plans
+    from benchmarks.harness.compile import ROOT
+
+    doc = plans._in_child(ROOT, quick=True)
+    assert doc["tables"] == 3 and doc["trials"] == 1024 and doc["repeats"] == 1
+    assert 0.0 < doc["cpu_s_per_1e5_trials"]["searches"] < doc["cpu_s_per_1e5_trials"]["tables"]
+
+
 def test_bench_quick_run_reports_rates_and_ratios():
     from benchmarks.harness.reliability import run as bench
 
