@@ -10,20 +10,26 @@ the pipeline hands in:
 * the cluster's saturated rate ``X = T x cluster.instances x A`` (the old
   ``tokens_per_s``) and its utilisation at the mean and at the peak demand,
   ``D / X`` and ``D x peak_to_mean / X``;
-* the TTFT at ``workload.slo_quantile`` at the peak (unloaded TTFT plus the G/G/c wait
-  for one of the ``B`` slots, :func:`~mcengine.analytic.queueing.ttft_quantile_ms`, at a
-  utilisation of at most :data:`RHO_SHOWN`); the TPOT is the roofline's, that of the full
-  batch, which bounds the batch at any occupancy;
-* the capacity at SLO: the largest cluster rate whose TTFT quantile meets
-  ``workload.ttft_slo_ms`` (:func:`~mcengine.analytic.queueing.utilisation_at_slo`), 0
-  where the plan misses its SLOs unloaded;
+* the latency of each trial's plan under load by the fast model of its serving mode,
+  the one docs/load/fit-table.csv validates against the request-level simulator
+  (:func:`~mcengine.analytic.queueing.static_at_load`,
+  :func:`~mcengine.analytic.queueing.continuous_at_load`,
+  :func:`~mcengine.analytic.queueing.disaggregated_at_load`; :class:`Plans`), fed the
+  plan's step times at batch 1 and at its top batch (the roofline's ``load_steps.*``
+  columns, :mod:`mcengine.stages.roofline.load_steps`): the TTFT and TPOT at
+  ``workload.slo_quantile`` at the peak (at most :data:`RHO_SHOWN` of the saturated rate);
+  the cluster's ``N`` instances carry the demand at ``D / (A O)`` requests/s;
+* the capacity at SLO: the largest cluster rate whose TTFT and TPOT quantiles meet
+  ``workload.ttft_slo_ms`` and ``workload.tpot_slo_ms`` (:func:`capacity_rate`), 0
+  where the plan misses them unloaded;
 * goodput: the diurnal demand served within the SLOs, ``E[min(D(t), capacity at SLO)]``
   (:func:`~mcengine.analytic.queueing.served_mean`), and the share of the day the SLO
-  quantile holds (``load.slo_attainment``);
-* the fleet a demand needs: the fewest instances that meet the SLO quantile at the peak
-  with the instances down at ``cluster.headroom_quantile``
-  (:func:`~mcengine.analytic.queueing.fleet_instances`, instances down independently
-  with probability ``1 - instance availability``), and the headroom it buys.
+  quantiles hold (``load.slo_attainment``);
+* the fleet a demand needs: the fewest up instances whose model meets both SLO quantiles
+  at the peak (:func:`fewest_instances`), plus the instances down at
+  ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
+  instances down independently with probability ``1 - instance availability``), the
+  headroom it buys, and that fleet's own capacity at SLO.
 
 With ``cluster.instances = "auto"`` that fleet is the cluster: every column above is its
 (``load.instances``, docs/load.md#auto). The econ stage then charges the cluster
@@ -202,16 +208,8 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
         live, p, k, lo, hi, f_lo, f_hi, side = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], f_lo[keep], f_hi[keep], side[keep]
         if live.size == 0:
             break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-        mid = np.where((mid > lo) & (mid < hi) & (f_hi < MISS_CAP), mid, 0.5 * (lo + hi))  # past a jump to an unbounded miss: halved
-        f_mid = p.misses(mid, k)
-        meets = f_mid <= 0.0
-        f_hi = np.where(meets & (side > 0), 0.5 * f_hi, f_hi)  # the end kept twice in a row is halved (Illinois)
-        f_lo = np.where(~meets & (side < 0), 0.5 * f_lo, f_lo)
-        lo, f_lo = np.where(meets, mid, lo), np.where(meets, f_mid, f_lo)
-        hi, f_hi = np.where(meets, hi, mid), np.where(meets, f_hi, f_mid)
-        side = np.where(meets, 1.0, -1.0)
+        mid = qu.illinois_point(lo, hi, f_lo, f_hi, f_hi < MISS_CAP)  # past a jump to an unbounded miss: halved
+        lo, hi, f_lo, f_hi, side = qu.illinois_step(lo, hi, f_lo, f_hi, side, mid, p.misses(mid, k))
         out[live] = lo
     return out
 

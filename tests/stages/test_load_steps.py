@@ -1,0 +1,96 @@
+"""mcengine/stages/roofline/load_steps.py and the load stage's searches (docs/load.md#chain):
+the plan's step times the chain feeds the per-mode load models are the simulator's step
+tables at batch 1 and at the top batch, so the chain's latencies are the fast model that
+docs/load/fit-table.csv validates; and the searches' work never grows with a load key's value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine import api
+from mcengine.pipeline import run_block
+from mcengine.scenario.sampling import draw_inputs, quantile_inputs
+from mcengine.stages import load
+from mcengine.stages.roofline import rule_of
+from mcengine.stages.roofline.load_steps import PREFIX, plan_steps
+from mcengine.standalone.roofline import plan_weight
+from mcengine.standalone.serve import fast_latency, serving_system
+
+INSTANCES = 16
+
+
+@pytest.mark.parametrize("name", ["h100", "lite-h100"])
+def test_the_chains_step_times_are_the_simulators_tables_and_its_latency_the_fast_model(name):
+    """At the median inputs, each serving mode's plan: :func:`plan_steps` equals the
+    simulator's step tables (serving_system) at batch 1 (continuous: the micro-batch
+    count) and at the top batch, and the load stage's model of it on 16 instances equals
+    make_fit_table.py's fast model (fast_latency) at 0.2-0.8 of capacity, to 1e-12."""
+    s = api.check(name, ["workload.load.demand=100000"])
+    median = quantile_inputs(s, 0.5)
+    best, _ = rule_of(s).modes(s, median, plan_weight(s, median))
+    for mode, e in best.items():
+        if e is None:
+            continue
+        system = serving_system(s, mode, INSTANCES)
+        terms = {PREFIX + k: v for k, v in plan_steps(s, e, mode, median).items()}
+        b = system.batch_max
+        if mode == "continuous":
+            low = min(system.pipeline, b)
+            want = {"decode_1_s": system.mixed_s[low, 0], "decode_s": system.mixed_s[b, 0], "chunk_step_1_s": system.mixed_s[low, -1],
+                    "step_s": system.mixed_s[b, -1], "chunk_tokens": system.chunk_tokens}
+        elif mode == "static":
+            want = {"decode_1_s": system.decode_s[1], "decode_s": system.decode_s[b], "prefill_1_s": system.prefill_s[1], "prefill_s": system.prefill_s[b]}
+        else:
+            p = system.prefill_batch_max
+            want = {"decode_1_s": system.decode_s[1], "decode_s": system.decode_s[b], "prefill_1_s": system.prefill_s[1], "prefill_s": system.prefill_s[p],
+                    "busy_1_s": system.prefill_busy_s[1], "busy_s": system.prefill_busy_s[p], "transfer_1_s": system.transfer_s[1],
+                    "transfer_s": system.transfer_s[p], "prefill_batch": p}
+        assert terms[PREFIX + "batch"][0] == b
+        for k, v in want.items():
+            assert terms[PREFIX + k][0] == pytest.approx(float(v), rel=1e-12), (mode, k)
+        columns = {**terms, "output_tokens_per_request": np.array([float(system.output_tokens)])}
+        plans = load.Plans.of(s, median, columns)
+        for share in (0.2, 0.5, 0.8):
+            rate = share * system.capacity_tokens_per_s / system.output_tokens
+            got, ref = plans.latency(np.array([rate]), np.array([float(INSTANCES)])), fast_latency(system, rate, 1.0, float(median["workload.slo_quantile"][0]))
+            for field in ("ttft_q_s", "tpot_q_s", "ttft_mean_s", "tpot_mean_s"):
+                assert getattr(got, field)[0] == pytest.approx(float(getattr(ref, field)), rel=1e-12), (mode, share, field)
+
+
+#: Each load key at the ends of its legal range (and the SLO keys the searches read).
+EXTREMES = [("workload.load.demand", v) for v in (1.0, 1e4, 1e7, 1e12)] + \
+    [("workload.load.peak_to_mean", v) for v in (1.0, 2.0)] + \
+    [("workload.load.arrival_cv", v) for v in (0.0, 10.0)] + \
+    [("workload.load.service_cv", v) for v in (0.0, 10.0)] + \
+    [("workload.load.length_cv", v) for v in (0.0, 3.0)] + \
+    [("workload.slo_quantile", v) for v in (0.5, 0.999)] + \
+    [("cluster.headroom_quantile", v) for v in (0.5, 0.9999)]
+
+
+def test_the_searches_work_never_grows_with_a_load_keys_value():
+    """At each load key's extremes, with the fleet bought, the load stage evaluates the
+    models at most a bound set by its step caps alone (the fleet's two searches, the
+    capacity's, the peak), whatever the value, and every column it writes is a number (no NaN)."""
+    from mcengine.stages.econ import served_availability
+
+    n, calls, original = 8, [], load.Plans.latency
+
+    def counted(self, rate, k):
+        calls.append(self.q.size)
+        return original(self, rate, k)
+
+    bound = (1 + 2 * load.FLEET_STEPS) + (3 + load.CAPACITY_STEPS) + 1
+    for key, value in EXTREMES:
+        demand = [] if key == "workload.load.demand" else ["workload.load.demand=200000", 'workload.load.arrival="gamma"']
+        s = api.check("lite-h100", ['workload.plan="quantile"', 'cluster.instances="auto"', *demand, f"{key}={value!r}"])
+        columns = run_block(s, 0, 0, n)
+        calls.clear()
+        load.Plans.latency = counted
+        try:
+            got = load.load_columns(s, draw_inputs(s, 0, 0, n), columns, served_availability(s, columns))
+        finally:
+            load.Plans.latency = original
+        assert len(calls) <= bound, (key, value, len(calls))
+        for name, values in got.items():
+            assert not np.isnan(values).any(), (key, value, name)
