@@ -91,6 +91,9 @@ def demand_of(inputs: TrialInputs) -> tuple[np.ndarray, np.ndarray]:
 STEPS = LOAD_STEPS_PREFIX
 #: ``load_steps.mode``'s codes: the index of the plan's serving mode in SERVING_MODES.
 STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("static", "continuous", "disaggregated"))
+#: ``mode`` of a mix of request classes, whose classes' plans are not handed in: the mix's
+#: mean plan in the slot queue (docs/load.md#queue).
+SLOT_QUEUE = -1.0
 #: Most Illinois steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
@@ -119,6 +122,10 @@ class Plans:
             return np.broadcast_to(np.asarray(x, float), (n,)).copy()
 
         steps = {k[len(STEPS):]: trial(v) for k, v in columns.items() if k.startswith(STEPS)}
+        if not steps:  # a mix of request classes: its mean plan in the slot queue (docs/load.md#chain)
+            steps = {"mode": np.full(n, SLOT_QUEUE), "batch": trial(columns["batch"]), "tokens_per_s": trial(columns["tokens_per_s_instance"]),
+                     "ttft_s": trial(columns["ttft_ms"]) / MS_PER_S, "tpot_s": trial(columns["tpot_ms"]) / MS_PER_S,
+                     "service_cv": trial(inputs["workload.load.service_cv"])}
         return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs["workload.ttft_slo_ms"]) / MS_PER_S,
                    trial(inputs["workload.tpot_slo_ms"]) / MS_PER_S, trial(arrival_cv(scenario, inputs)), trial(columns["output_tokens_per_request"]))
 
@@ -143,8 +150,12 @@ class Plans:
             rows = np.flatnonzero(st["mode"] == code)
             s = {k: v[rows] for k, v in st.items()}
             args = (self.q[rows], rate[rows], self.arrival_cv[rows])
-            common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"])
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                if code == SLOT_QUEUE:
+                    for column, values in zip(out, _slot_queue(*args, count[rows], self.output_tokens[rows], s)):
+                        column[rows] = values
+                    continue
+                common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"])
                 if code == STATIC:
                     got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], **common)
                 elif code == CONTINUOUS:
@@ -169,6 +180,17 @@ class Plans:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.maximum(got.ttft_q_s / self.ttft_slo_s, got.tpot_q_s / self.tpot_slo_s)
             return np.clip(np.log(np.where(np.isnan(ratio), np.inf, ratio)), -MISS_CAP, MISS_CAP)
+
+
+def _slot_queue(q, rate, ca, instances, output_tokens, s) -> qu.LoadLatency:
+    """A mix's latency under load: its mean plan (batch ``B``, saturated ``T`` per instance,
+    unloaded TTFT and TPOT) as ``B`` slots held ``B O / T`` each (docs/load.md#queue), at the
+    utilisation ``rate O / (T N)``; TPOT the full batch's."""
+    batch, slot = s["batch"], qu.slot_time_s(s["batch"], output_tokens, s["tokens_per_s"])
+    rho = np.divide(rate * output_tokens, s["tokens_per_s"] * instances, out=np.full(rate.size, np.inf), where=s["tokens_per_s"] > 0)
+    wait = qu.wait_quantile(q, batch, slot, rho, ca, s["service_cv"])
+    mean = qu.mean_wait(batch, slot, rho, ca, s["service_cv"])
+    return qu.LoadLatency(s["ttft_s"] + mean, s["ttft_s"] + wait, s["tpot_s"], s["tpot_s"], np.minimum(rho, 1.0) * batch)
 
 
 #: Bound of :meth:`Plans.misses` (the Illinois secant needs finite ends; ``e^50`` is far
