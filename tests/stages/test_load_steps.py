@@ -115,3 +115,14 @@ def test_a_mix_under_a_demand_is_its_mean_plan_in_the_slot_queue():
     want = rho * got["load.saturated_tokens_per_s"]
     capacity = got["load.capacity_at_slo_tokens_per_s"]
     assert (capacity <= want * (1 + 1e-12)).all() and (capacity >= want * (1 - 2 * load.CAPACITY_TOLERANCE)).all()
+
+
+def test_the_load_columns_of_a_trial_do_not_depend_on_its_block():
+    """Every search stops per trial on its own values: a block of 16 trials gives the load
+    columns of two blocks of 8, bit for bit (whatever the chunk size)."""
+    s = api.check("lite-h100", ['cluster.instances="auto"', "workload.load.demand=200000", "workload.load.peak_to_mean=1.5"])
+    whole = run_block(s, 0, 0, 16)
+    halves = [run_block(s, 0, start, 8) for start in (0, 8)]
+    for name in whole:
+        if name.startswith(("load.", "load_steps.")):
+            np.testing.assert_array_equal(whole[name], np.concatenate([h[name] for h in halves]), err_msg=name)
