@@ -37,6 +37,9 @@ MIX_PREFIX = "mix."
 #: Prefix of the load stage's columns (``load.fleet_instances``), only with a demand
 #: (docs/load.md); summaries nest them as ``"load": {column: summary}``.
 LOAD_PREFIX = "load."
+#: Prefix of the step times of each trial's plan that the roofline stage hands the load
+#: stage with a demand (``load_steps.decode_1_s``; docs/load.md#chain).
+LOAD_STEPS_PREFIX = "load_steps."
 #: The load stage's column compared as a paired ratio B/A: the cost per token of the fleet sized for the demand.
 LOAD_PAIRED = LOAD_PREFIX + "cost_per_mtok_fleet_usd"
 #: The cost a comparison's verdict is judged on, the most specific a pair has first, each
@@ -225,12 +228,16 @@ COLUMNS: tuple[Column, ...] = (
         ("utilisation_mean", "mean utilisation over the day", "", None, True),
         ("utilisation_peak", "utilisation at the peak demand", "", None, True),
         ("ttft_at_load_ms", "time to first token at the SLO quantile at the peak", "ms", "lower", False),
+        ("tpot_at_load_ms", "time per output token at the SLO quantile at the peak", "ms", "lower", False),
         ("slo_attainment", "share of the day the SLO quantile holds", "", "higher", True),
         ("fleet_instances", "instances a fleet sized for the peak with failure headroom needs", "instances", "lower", True),
         ("headroom_instances", "instances bought for failures beyond those the peak needs", "instances", "lower", True),
         ("instances", "instances serving the demand: the fleet bought with cluster.instances = \"auto\", else cluster.instances", "instances", "lower", True),
         ("demand_at_slo_tokens_per_s", "largest mean demand whose peak meets the SLO quantile (capacity at SLO over peak-to-mean)", "tokens/s", "higher", True),
+        ("fleet_capacity_at_slo_tokens_per_s", "largest load the fleet sized for the demand meets within the SLO quantiles", "tokens/s", "higher", True),
     )),
+    Column(LOAD_STEPS_PREFIX + "{}", "a step time (or batch, mode, share) of the plan's per-mode load model", "", may_be_zero=True,
+           conditional="a demand (workload.load.demand)"),
     Column(LOAD_PAIRED, "cost per million output tokens of the fleet sized for the demand", _COST, "lower",
            may_be_infinite=True, paired=True, summarised=True, conditional="a demand (workload.load.demand)"),
     # the training job's other columns

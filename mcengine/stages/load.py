@@ -10,27 +10,35 @@ the pipeline hands in:
 * the cluster's saturated rate ``X = T x cluster.instances x A`` (the old
   ``tokens_per_s``) and its utilisation at the mean and at the peak demand,
   ``D / X`` and ``D x peak_to_mean / X``;
-* the TTFT at ``workload.slo_quantile`` at the peak (unloaded TTFT plus the G/G/c wait
-  for one of the ``B`` slots, :func:`~mcengine.analytic.queueing.ttft_quantile_ms`, at a
-  utilisation of at most :data:`RHO_SHOWN`); the TPOT is the roofline's, that of the full
-  batch, which bounds the batch at any occupancy;
-* the capacity at SLO: the largest cluster rate whose TTFT quantile meets
-  ``workload.ttft_slo_ms`` (:func:`~mcengine.analytic.queueing.utilisation_at_slo`), 0
-  where the plan misses its SLOs unloaded;
+* the latency of each trial's plan under load by the fast model of its serving mode,
+  the one docs/load/fit-table.csv validates against the request-level simulator
+  (:func:`~mcengine.analytic.queueing.static_at_load`,
+  :func:`~mcengine.analytic.queueing.continuous_at_load`,
+  :func:`~mcengine.analytic.queueing.disaggregated_at_load`; :class:`Plans`), fed the
+  plan's step times at batch 1 and at its top batch (the roofline's ``load_steps.*``
+  columns, :mod:`mcengine.stages.roofline.load_steps`): the TTFT and TPOT at
+  ``workload.slo_quantile`` at the peak (at most :data:`RHO_SHOWN` of the saturated rate);
+  the cluster's ``N`` instances carry the demand at ``D / (A O)`` requests/s;
+* the capacity at SLO: the largest cluster rate whose TTFT and TPOT quantiles meet
+  ``workload.ttft_slo_ms`` and ``workload.tpot_slo_ms`` (:func:`capacity_rate`), 0
+  where the plan misses them unloaded;
 * goodput: the diurnal demand served within the SLOs, ``E[min(D(t), capacity at SLO)]``
   (:func:`~mcengine.analytic.queueing.served_mean`), and the share of the day the SLO
-  quantile holds (``load.slo_attainment``);
-* the fleet a demand needs: the fewest instances that meet the SLO quantile at the peak
-  with the instances down at ``cluster.headroom_quantile``
-  (:func:`~mcengine.analytic.queueing.fleet_instances`, instances down independently
-  with probability ``1 - instance availability``), and the headroom it buys.
+  quantiles hold (``load.slo_attainment``);
+* the fleet a demand needs: the fewest up instances whose model meets both SLO quantiles
+  at the peak (:func:`fewest_instances`), plus the instances down at
+  ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
+  instances down independently with probability ``1 - instance availability``), the
+  headroom it buys, and that fleet's own capacity at SLO.
 
 With ``cluster.instances = "auto"`` that fleet is the cluster: every column above is its
 (``load.instances``, docs/load.md#auto). The econ stage then charges the cluster
 (``load.instances`` of them) to its goodput and its dynamic power to the utilisation
 (:func:`mcengine.stages.econ.economics`), and is run once more on the fleet for the demand
 (:func:`fleet_view`, ``load.cost_per_mtok_fleet_usd``). The roofline's per-trial planner
-has chosen each trial's plan under the same demand (docs/load.md#planner).
+has chosen each trial's plan under the same demand, screening its candidates in the slot queue
+(docs/load.md#planner); a mix of request classes, which hands in no step times, is its
+mean plan in the slot queue (:data:`SLOT_QUEUE`).
 """
 
 from __future__ import annotations
@@ -38,10 +46,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..analytic import queueing as qu
+from ..analytic.serving import SERVING_MODES
+from ..columns import LOAD_STEPS_PREFIX
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs
 from ..scenario.fields import AUTO
 from ..scenario.sections.workload import SATURATE
+from ..units import MS_PER_S
 
 #: Highest utilisation at which ``load.ttft_at_load_ms`` is shown: above it (a peak beyond the
 #: saturated rate) the queue grows without bound and ``load.slo_attainment`` says so.
@@ -49,8 +60,8 @@ RHO_SHOWN = 0.999
 
 #: Columns this stage adds, in order.
 COLUMNS = ("load.demand_tokens_per_s", "load.saturated_tokens_per_s", "load.capacity_at_slo_tokens_per_s", "load.served_tokens_per_s", "load.utilisation_mean",
-           "load.utilisation_peak", "load.ttft_at_load_ms", "load.slo_attainment", "load.fleet_instances", "load.headroom_instances",
-           "load.instances", "load.demand_at_slo_tokens_per_s")
+           "load.utilisation_peak", "load.ttft_at_load_ms", "load.tpot_at_load_ms", "load.slo_attainment", "load.fleet_instances", "load.headroom_instances",
+           "load.instances", "load.demand_at_slo_tokens_per_s", "load.fleet_capacity_at_slo_tokens_per_s")
 
 
 def loaded(scenario: Scenario) -> bool:
@@ -77,40 +88,228 @@ def demand_of(inputs: TrialInputs) -> tuple[np.ndarray, np.ndarray]:
             np.broadcast_to(inputs["workload.load.peak_to_mean"], (n,)).astype(float))
 
 
-def fleet_for(per_instance_at_slo: np.ndarray, peak: np.ndarray, instance_availability: np.ndarray, headroom_quantile) -> tuple[np.ndarray, np.ndarray]:
-    """``(fleet, up_needed)``: the up instances that carry ``peak`` at ``per_instance_at_slo``
-    each, and the fewest whole instances that keep them up at ``headroom_quantile``
-    (:func:`~mcengine.analytic.queueing.fleet_instances`); 0 where an instance carries nothing within the SLOs."""
-    n = peak.size
-    up_needed = np.divide(peak, per_instance_at_slo, out=np.zeros(n), where=per_instance_at_slo > 0)
-    fleet = qu.fleet_instances(up_needed, 1.0 - instance_availability, headroom_quantile)
-    return np.where(per_instance_at_slo > 0, fleet, 0.0), up_needed
+#: The step-time columns the roofline stage hands in with a demand (docs/load.md#chain):
+#: each trial's plan at batch 1 and at its top batch, read by the per-mode models.
+STEPS = LOAD_STEPS_PREFIX
+#: ``load_steps.mode``'s codes: the index of the plan's serving mode in SERVING_MODES.
+STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("static", "continuous", "disaggregated"))
+#: ``mode`` of a mix of request classes, whose classes' plans are not handed in: the mix's
+#: mean plan in the slot queue (docs/load.md#queue).
+SLOT_QUEUE = -1.0
+#: Most Illinois steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
+#: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
+CAPACITY_STEPS = 40
+#: Relative width of :func:`capacity_rate`'s bracket at which a trial stops: the capacity
+#: returned meets the SLOs and is within 0.05 % below the largest rate that does.
+CAPACITY_TOLERANCE = 5e-4
+#: Most steps of each of :func:`fewest_instances`' two searches (a fixed cap: 2^64
+#: instances is beyond any float count; each ends once every trial's bracket is settled).
+FLEET_STEPS = 64
+
+
+class Plans:
+    """The per-mode load model of each trial's plan (docs/load.md#chain): the
+    ``load_steps.*`` columns of the roofline stage, the SLOs, their quantile, the arrival
+    CV and the output tokens per request, for a subset of trials (:meth:`take`)."""
+
+    def __init__(self, steps: dict[str, np.ndarray], q, ttft_slo_s, tpot_slo_s, arrival_cv, output_tokens):
+        self.steps, self.q, self.ttft_slo_s, self.tpot_slo_s = steps, q, ttft_slo_s, tpot_slo_s
+        self.arrival_cv, self.output_tokens = arrival_cv, output_tokens
+
+    @classmethod
+    def of(cls, scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> "Plans":
+        n = inputs.n
+
+        def trial(x):
+            return np.broadcast_to(np.asarray(x, float), (n,)).copy()
+
+        steps = {k[len(STEPS):]: trial(v) for k, v in columns.items() if k.startswith(STEPS)}
+        if not steps:  # a mix of request classes: its mean plan in the slot queue (docs/load.md#chain)
+            steps = {"mode": np.full(n, SLOT_QUEUE), "batch": trial(columns["batch"]), "tokens_per_s": trial(columns["tokens_per_s_instance"]),
+                     "ttft_s": trial(columns["ttft_ms"]) / MS_PER_S, "tpot_s": trial(columns["tpot_ms"]) / MS_PER_S,
+                     "service_cv": trial(inputs["workload.load.service_cv"])}
+        return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs["workload.ttft_slo_ms"]) / MS_PER_S,
+                   trial(inputs["workload.tpot_slo_ms"]) / MS_PER_S, trial(arrival_cv(scenario, inputs)), trial(columns["output_tokens_per_request"]))
+
+    def take(self, rows) -> "Plans":
+        return Plans({k: v[rows] for k, v in self.steps.items()}, self.q[rows], self.ttft_slo_s[rows], self.tpot_slo_s[rows],
+                     self.arrival_cv[rows], self.output_tokens[rows])
+
+    def latency(self, rate_per_s, instances) -> qu.LoadLatency:
+        """TTFT and TPOT (s), mean and at the SLO quantile, of each trial's plan on
+        ``instances`` instances at ``rate_per_s`` requests/s: the model of its serving mode
+        (:func:`~mcengine.analytic.queueing.static_at_load`,
+        :func:`~mcengine.analytic.queueing.continuous_at_load`,
+        :func:`~mcengine.analytic.queueing.disaggregated_at_load`), each called once on
+        the trials of that mode. A disaggregated plan puts ``round(f N)`` of the ``N``
+        instances on prefill (at least 1 and at most ``N - 1``; under 2 instances it serves
+        nothing: latencies ``+inf``)."""
+        st, n = self.steps, self.q.size
+        rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
+        count = np.broadcast_to(np.asarray(instances, float), (n,))
+        out = [np.full(n, np.inf) for _ in qu.LoadLatency._fields]
+        for code in np.unique(st["mode"]):
+            rows = np.flatnonzero(st["mode"] == code)
+            s = {k: v[rows] for k, v in st.items()}
+            args = (self.q[rows], rate[rows], self.arrival_cv[rows])
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                if code == SLOT_QUEUE:
+                    for column, values in zip(out, _slot_queue(*args, count[rows], self.output_tokens[rows], s)):
+                        column[rows] = values
+                    continue
+                common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"])
+                if code == STATIC:
+                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], **common)
+                elif code == CONTINUOUS:
+                    got = qu.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
+                                                chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], **common)
+                else:
+                    whole = count[rows] >= 2
+                    prefill = np.clip(np.round(s["prefill_share"] * count[rows]), 1.0, np.maximum(count[rows] - 1.0, 1.0))
+                    common["instances"] = np.maximum(count[rows], 2.0)
+                    got = qu.disaggregated_at_load(*args, prefill_instances=prefill, prefill_batch=s["prefill_batch"], prefill_1_s=s["prefill_1_s"],
+                                                   prefill_s=s["prefill_s"], busy_1_s=s["busy_1_s"], busy_s=s["busy_s"], transfer_1_s=s["transfer_1_s"],
+                                                   transfer_s=s["transfer_s"], **common)
+                    got = qu.LoadLatency(*(np.where(whole, x, np.inf) for x in got))
+            for column, values in zip(out, got):
+                column[rows] = values
+        return qu.LoadLatency(*out)
+
+    def misses(self, rate_per_s, instances) -> np.ndarray:
+        """``ln`` of the larger of TTFT and TPOT at the quantile over their SLOs (at most 0:
+        both SLOs met), in [-:data:`MISS_CAP`, :data:`MISS_CAP`]."""
+        got = self.latency(rate_per_s, instances)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.maximum(got.ttft_q_s / self.ttft_slo_s, got.tpot_q_s / self.tpot_slo_s)
+            return np.clip(np.log(np.where(np.isnan(ratio), np.inf, ratio)), -MISS_CAP, MISS_CAP)
+
+
+def _slot_queue(q, rate, ca, instances, output_tokens, s) -> qu.LoadLatency:
+    """A mix's latency under load: its mean plan (batch ``B``, saturated ``T`` per instance,
+    unloaded TTFT and TPOT) as ``B`` slots held ``B O / T`` each (docs/load.md#queue), at the
+    utilisation ``rate O / (T N)``; TPOT the full batch's."""
+    batch, slot = s["batch"], qu.slot_time_s(s["batch"], output_tokens, s["tokens_per_s"])
+    rho = np.divide(rate * output_tokens, s["tokens_per_s"] * instances, out=np.full(rate.size, np.inf), where=s["tokens_per_s"] > 0)
+    wait = qu.wait_quantile(q, batch, slot, rho, ca, s["service_cv"])
+    mean = qu.mean_wait(batch, slot, rho, ca, s["service_cv"])
+    return qu.LoadLatency(s["ttft_s"] + mean, s["ttft_s"] + wait, s["tpot_s"], s["tpot_s"], np.minimum(rho, 1.0) * batch)
+
+
+#: Bound of :meth:`Plans.misses` (the Illinois secant needs finite ends; ``e^50`` is far
+#: beyond any SLO's miss).
+MISS_CAP = 50.0
+
+
+def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray:
+    """The largest rate (requests/s) at most ``top_rate`` at which each trial's plan on
+    ``instances`` instances meets both SLO quantiles (:meth:`Plans.misses` at most 0): 0
+    where it misses them unloaded, ``top_rate`` where it meets them there. The quantiles
+    rise with the rate, so the bracket ``[meets_at, top_rate]`` (``meets_at`` a rate said
+    to meet them, 0 unless given or where it does not) is narrowed by at most :data:`CAPACITY_STEPS` Illinois
+    steps (regula falsi halving the value of an end kept twice in a row; a bisection
+    while the upper end's miss is unbounded, where the model's queue has no steady state:
+    the secant means nothing across that jump), vectorised over the trials whose bracket is
+    wider than :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end, which meets
+    the SLOs, is returned."""
+    n = plans.q.size
+    top = np.broadcast_to(np.asarray(top_rate, float), (n,)).copy()
+    count = np.broadcast_to(np.asarray(instances, float), (n,))
+    start = np.minimum(np.broadcast_to(np.asarray(meets_at, float), (n,)), top)
+    out = np.zeros(n)
+    f0 = plans.misses(start, count)
+    retry = np.flatnonzero((f0 > 0.0) & (start > 0.0))  # the rate said to meet them does not: from no load
+    if retry.size:
+        start[retry], f0[retry] = 0.0, plans.take(retry).misses(np.zeros(retry.size), count[retry])
+    live = np.flatnonzero((f0 <= 0.0) & (top > 0.0))
+    if live.size == 0:
+        return out
+    p, k = plans.take(live), count[live]
+    lo, hi = start[live], top[live]
+    f_lo, f_hi, side = f0[live], p.misses(hi, k), np.zeros(live.size)
+    out[live] = np.where(f_hi <= 0.0, hi, lo)
+    for _ in range(CAPACITY_STEPS):
+        keep = np.flatnonzero((f_hi > 0.0) & (hi - lo > CAPACITY_TOLERANCE * lo))
+        live, p, k, lo, hi, f_lo, f_hi, side = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], f_lo[keep], f_hi[keep], side[keep]
+        if live.size == 0:
+            break
+        mid = qu.illinois_point(lo, hi, f_lo, f_hi, f_hi < MISS_CAP)  # past a jump to an unbounded miss: halved
+        lo, hi, f_lo, f_hi, side = qu.illinois_step(lo, hi, f_lo, f_hi, side, mid, p.misses(mid, k))
+        out[live] = lo
+    return out
+
+
+def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
+    """The fewest instances on which each trial's plan meets both SLO quantiles at
+    ``rate_per_s`` requests/s (every instance up), 0 where none does (its plan misses
+    them unloaded). The quantiles fall as instances are added (the pool's waits shorten),
+    so the count is searched from below: from the most instances the rate saturates
+    (``per_instance_rate`` each; at least the plan's least cluster, 1 instance or, for
+    disaggregated serving, 2), it adds 1, 2, 4, ... instances until the SLOs are met, then
+    halves the last step's bracket; each search at most :data:`FLEET_STEPS` steps, on the
+    trials not yet settled."""
+    n = plans.q.size
+    rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
+    least = np.where(plans.steps["mode"] == DISAGGREGATED, 2.0, 1.0)
+    out = np.zeros(n)
+    live = np.flatnonzero((plans.misses(np.zeros(n), least) <= 0.0) & (rate > 0.0) & (per_instance_rate > 0.0))
+    if live.size == 0:
+        return out
+    p, r = plans.take(live), rate[live]
+    lo = np.maximum(np.ceil(r / per_instance_rate[live]) - 1.0, least[live] - 1.0)  # misses (or below the least cluster)
+    hi, step = lo + 1.0, np.ones(live.size)
+    open_ = np.arange(live.size)
+    for _ in range(FLEET_STEPS):
+        short = open_[p.take(open_).misses(r[open_], hi[open_]) > 0.0]
+        if short.size == 0:
+            break
+        lo[short], step[short] = hi[short], 2.0 * step[short]
+        hi[short] = lo[short] + step[short]
+        open_ = short
+    for _ in range(FLEET_STEPS):
+        wide = np.flatnonzero(hi - lo > 1.0)
+        if wide.size == 0:
+            break
+        mid = np.floor(0.5 * (lo[wide] + hi[wide]))
+        meets = p.take(wide).misses(r[wide], mid) <= 0.0
+        hi[wide], lo[wide] = np.where(meets, mid, hi[wide]), np.where(meets, lo[wide], mid)
+    out[live] = hi
+    return out
 
 
 def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:
     """The load columns (:data:`COLUMNS`, module docstring) of a block of trials.
 
-    ``columns`` holds the roofline (``tokens_per_s_instance``, ``batch``, ``ttft_ms``,
-    ``output_tokens_per_request``) and reliability (``instance_availability``) columns;
-    ``availability`` is the served share of the capacity (:func:`mcengine.stages.econ.served_availability`).
-    With ``cluster.instances = "auto"`` the cluster is the fleet bought (``load.instances`` =
-    ``load.fleet_instances``; where no fleet meets the SLOs, the simulated cluster, which
-    then serves nothing and costs ``+inf`` per token), else ``cluster.instances``."""
+    ``columns`` holds the roofline (``tokens_per_s_instance``, ``output_tokens_per_request``
+    and each trial's plan's step times, ``load_steps.*``) and reliability
+    (``instance_availability``) columns; ``availability`` is the served share of the
+    capacity (:func:`mcengine.stages.econ.served_availability`). The model runs the demand
+    the up instances carry: a cluster of ``N`` instances serving ``D`` tokens/s is the
+    plan's model on ``N`` instances at ``D / (A O)`` requests/s. With ``cluster.instances =
+    "auto"`` the cluster is the fleet bought (``load.instances`` = ``load.fleet_instances``;
+    where no fleet meets the SLOs, the simulated cluster, which then serves nothing and
+    costs ``+inf`` per token), else ``cluster.instances``."""
     n = inputs.n
     demand, peak_to_mean = demand_of(inputs)
-    q = inputs["workload.slo_quantile"]
-    ca, cs = arrival_cv(scenario, inputs), inputs["workload.load.service_cv"]
+    plans = Plans.of(scenario, inputs, columns)
     per_instance = columns["tokens_per_s_instance"]
-    batch = columns["batch"].astype(float)
-    slot_s = qu.slot_time_s(batch, columns["output_tokens_per_request"], per_instance)
-    rho_slo = qu.utilisation_at_slo(q, inputs["workload.ttft_slo_ms"], columns["ttft_ms"], batch, slot_s, ca, cs)
+    out_tokens = plans.output_tokens
     peak = demand * peak_to_mean
-    fleet, up_needed = fleet_for(np.where(per_instance > 0, rho_slo * per_instance, 0.0), peak, columns["instance_availability"], inputs["cluster.headroom_quantile"])
+    per_instance_rate = per_instance / out_tokens
+    up_needed = fewest_instances(plans, peak / out_tokens, per_instance_rate)
+    fleet = np.where(up_needed > 0, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
     # a trial no fleet serves within the SLOs (its plan misses them unloaded) keeps the simulated cluster, serving nothing
     instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated())) if bought(scenario) else np.full(n, float(scenario.cluster.instances))
-    saturated, capacity, served, rho_mean, rho_peak = served_by(instances, per_instance, availability, rho_slo, demand, peak_to_mean)
-    shown = np.minimum(rho_peak, RHO_SHOWN)
-    ttft = qu.ttft_quantile_ms(q, columns["ttft_ms"], batch, np.where(np.isfinite(slot_s), slot_s, 0.0), shown, ca, cs)
+    fleet_or_cluster = np.where(fleet > 0, fleet, instances)  # none: the cluster, serving nothing
+    if bought(scenario):
+        capacity = fleet_capacity = capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0))
+    else:  # the cluster's and the fleet's capacities in one search (the fleet's up instances carry the peak)
+        both = np.r_[np.arange(n), np.arange(n)]
+        known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
+        capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), np.r_[instances, fleet_or_cluster], per_instance[both], availability[both], known), 2)
+    saturated, served, rho_mean, rho_peak = served_by(instances, per_instance, availability, capacity, demand, peak_to_mean)
+    shown = np.minimum(peak, RHO_SHOWN * saturated)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        at_peak = plans.latency(np.where(availability > 0, shown / (availability * out_tokens), 0.0), instances)
     return {
         "load.demand_tokens_per_s": demand,
         "load.saturated_tokens_per_s": saturated,
@@ -118,37 +317,46 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
         "load.served_tokens_per_s": served,
         "load.utilisation_mean": rho_mean,
         "load.utilisation_peak": np.minimum(rho_peak, 1.0),
-        "load.ttft_at_load_ms": ttft,
+        "load.ttft_at_load_ms": at_peak.ttft_q_s * MS_PER_S,
+        "load.tpot_at_load_ms": at_peak.tpot_q_s * MS_PER_S,
         "load.slo_attainment": qu.share_below(demand, peak_to_mean, capacity),
         "load.fleet_instances": fleet,
-        "load.headroom_instances": np.where(fleet > 0, fleet - np.ceil(up_needed), 0.0),
+        "load.headroom_instances": np.where(fleet > 0, fleet - up_needed, 0.0),
         "load.instances": instances,
         "load.demand_at_slo_tokens_per_s": capacity / peak_to_mean,
+        "load.fleet_capacity_at_slo_tokens_per_s": fleet_capacity,
     }
 
 
-def served_by(instances, per_instance, availability, rho_slo, demand, peak_to_mean) -> tuple[np.ndarray, ...]:
-    """A cluster of ``instances`` under the demand: its saturated rate ``T N A``, its
-    capacity at SLO (``rho_slo`` of it), its goodput (the diurnal demand up to that
-    capacity, :func:`~mcengine.analytic.queueing.served_mean`), its mean utilisation
-    (the demand up to the saturated rate, over it) and its utilisation at the peak."""
+def capacity_tokens(plans: Plans, instances, per_instance, availability, meets_at=0.0) -> np.ndarray:
+    """The capacity at SLO (output tokens/s) of ``instances`` instances serving the plans:
+    ``A O`` times the largest rate at which the plan's model meets both SLO quantiles
+    (:func:`capacity_rate`, at most the saturated ``T N / O``; ``meets_at`` a load in
+    output tokens/s the up instances are known to carry within the SLOs, 0 unless given)."""
+    rate = capacity_rate(plans, instances, per_instance * instances / plans.output_tokens, np.asarray(meets_at, float) / plans.output_tokens)
+    return np.where(per_instance > 0, availability * plans.output_tokens * rate, 0.0)
+
+
+def served_by(instances, per_instance, availability, capacity, demand, peak_to_mean) -> tuple[np.ndarray, ...]:
+    """A cluster of ``instances`` under the demand with capacity at SLO ``capacity``: its
+    saturated rate ``T N A``, its goodput (the diurnal demand up to that capacity,
+    :func:`~mcengine.analytic.queueing.served_mean`), its mean utilisation (the demand up
+    to the saturated rate, over it) and its utilisation at the peak."""
     n = np.size(demand)
     saturated = per_instance * instances * availability
-    capacity = np.where(saturated > 0, rho_slo * saturated, 0.0)
     peak = demand * peak_to_mean
     rho_peak = np.divide(peak, saturated, out=np.full(n, np.inf), where=saturated > 0)
     rho_mean = np.divide(qu.served_mean(demand, peak_to_mean, saturated), saturated, out=np.zeros(n), where=saturated > 0)
-    return saturated, capacity, qu.served_mean(demand, peak_to_mean, capacity), rho_mean, rho_peak
+    return saturated, qu.served_mean(demand, peak_to_mean, capacity), rho_mean, rho_peak
 
 
 def fleet_view(inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:
     """The load columns the econ stage reads (``load.instances``, ``load.served_tokens_per_s``,
     ``load.saturated_tokens_per_s``, ``load.utilisation_mean``) for the fleet sized for the
-    demand (``load.fleet_instances``) in place of the scenario's cluster (:func:`served_by`
-    at the same utilisation at SLO)."""
+    demand (``load.fleet_instances``) in place of the scenario's cluster: :func:`served_by`
+    at the fleet's own capacity at SLO (``load.fleet_capacity_at_slo_tokens_per_s``)."""
     demand, peak_to_mean = demand_of(inputs)
-    saturated = columns["load.saturated_tokens_per_s"]
     fleet = np.where(columns["load.fleet_instances"] > 0, columns["load.fleet_instances"], columns["load.instances"])  # none: the cluster, serving nothing
-    rho_slo = np.divide(columns["load.capacity_at_slo_tokens_per_s"], saturated, out=np.zeros(fleet.size), where=saturated > 0)
-    fleet_saturated, _, served, rho_mean, _ = served_by(fleet, columns["tokens_per_s_instance"], availability, rho_slo, demand, peak_to_mean)
+    capacity = columns["load.fleet_capacity_at_slo_tokens_per_s"]
+    fleet_saturated, served, rho_mean, _ = served_by(fleet, columns["tokens_per_s_instance"], availability, capacity, demand, peak_to_mean)
     return {"load.instances": fleet, "load.served_tokens_per_s": served, "load.saturated_tokens_per_s": fleet_saturated, "load.utilisation_mean": rho_mean}

@@ -11,7 +11,7 @@ from mcengine.analytic import queueing as qu
 from mcengine.errors import InputError
 from mcengine.pipeline import run_block
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import econ
+from mcengine.stages import econ, load
 from mcengine.units import HOURS_PER_YEAR, TOKENS_PER_MTOK
 
 #: A small cluster, its plan chosen once ahead of the trials: the same plan at saturation and under
@@ -62,57 +62,86 @@ def test_cost_at_half_load_is_saturation_plus_idle_capex_and_idle_power(saturate
     np.testing.assert_allclose(got["cost_per_mtok_usd"], got["total_cost_usd"] / (demand * horizon_s / TOKENS_PER_MTOK), rtol=1e-12)
 
 
+def model_of(name: str, demand: float, *more: str):
+    """(columns, plans, instances) of a design at ``demand``: the chain's columns and the
+    per-mode load model of each trial's plan (its ``load_steps.*`` columns)."""
+    s = api.check(name, [*SMALL, f"workload.load.demand={demand!r}", *more])
+    got = run_block(s, 0, 0, N)
+    return got, load.Plans.of(s, draw_inputs(s, 0, 0, N), got), got["load.instances"]
+
+
 def test_ttft_at_ten_percent_load_is_near_unloaded_and_rises_with_demand(saturated):
+    """P99 TTFT at 10 % of the saturated load is at most 20 % above the unloaded TTFT of the
+    roofline (the plan's full batch; the model's batch at 10 % load is smaller, so its TTFT
+    is below it: 0.5-0.6 of it on these designs), at least the model's own with no load,
+    and rises with the demand."""
     name, _, sat = saturated
     floor = float(sat["tokens_per_s"].min())
-    runs = [at_demand(name, share * floor) for share in (0.1, 0.5, 0.8, 0.95)]
-    ttft = [r["load.ttft_at_load_ms"] for r in runs]
+    runs = [model_of(name, share * floor) for share in (0.1, 0.5, 0.8, 0.95)]
+    ttft = [got["load.ttft_at_load_ms"] for got, _, _ in runs]
+    _, plans, instances = runs[0]
+    unloaded = plans.latency(np.zeros(N), instances).ttft_q_s * 1e3
     np.testing.assert_array_less(ttft[0], 1.2 * sat["ttft_ms"])
-    assert (ttft[0] >= sat["ttft_ms"]).all()
+    assert (ttft[0] >= unloaded).all()
     for lower, higher in zip(ttft, ttft[1:]):
         assert (higher >= lower).all()
-    # the wait for one of B slots is rare (Erlang C below 1 - q) until the slots are nearly all busy
-    # (an arrival waits with probability above 1 - q): there the quantile rises
-    rho = runs[-1]["load.utilisation_peak"]
-    busy = qu.erlang_c(sat["batch"], rho * sat["batch"]) > 0.01
-    assert busy.sum() >= 4 and (ttft[-1][busy] > ttft[0][busy]).all()
-    np.testing.assert_array_equal(ttft[-1][~busy], ttft[0][~busy])
+    assert (ttft[-1] > ttft[0]).any()
 
 
-def test_fleet_and_capacity_at_slo(saturated):
+def test_capacity_at_slo_meets_the_slos_and_a_thousandth_more_does_not(saturated):
+    """The capacity at SLO: the plan's model on the cluster meets both SLO quantiles at it
+    and misses one at 1.001 times it (where it is below the saturated rate)."""
     name, s, sat = saturated
     demand = 0.3 * float(sat["tokens_per_s"].min())
-    got = at_demand(name, demand, "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=3")
-    assert (got["load.capacity_at_slo_tokens_per_s"] <= got["load.saturated_tokens_per_s"]).all()
-    np.testing.assert_array_equal(got["load.saturated_tokens_per_s"], sat["tokens_per_s"])
-    # the fleet: enough up instances at the peak, at the SLO's per-instance capacity, with the headroom on top
-    per_instance = got["load.capacity_at_slo_tokens_per_s"] / (s.cluster.instances * sat["availability"])
-    needed = np.ceil(1.5 * demand / per_instance)
-    np.testing.assert_array_equal(got["load.fleet_instances"], qu.fleet_instances(needed, 1 - sat["instance_availability"], 0.999))
-    np.testing.assert_array_equal(got["load.headroom_instances"], got["load.fleet_instances"] - needed)
-    assert (got["load.fleet_instances"] >= needed).all()
-    np.testing.assert_allclose(got["load.utilisation_peak"], 1.5 * demand / sat["tokens_per_s"], rtol=1e-12)
-    np.testing.assert_allclose(got["load.slo_attainment"], qu.share_below(demand, 1.5, got["load.capacity_at_slo_tokens_per_s"]))
+    got, plans, instances = model_of(name, demand, "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=3")
+    capacity = got["load.capacity_at_slo_tokens_per_s"]
+    assert (capacity > 0).all() and (capacity <= got["load.saturated_tokens_per_s"]).all()
+    rate = capacity / (sat["availability"] * got["output_tokens_per_request"])
+    assert (plans.misses(rate, instances) <= 0.0).all()
+    below = capacity < got["load.saturated_tokens_per_s"] / 1.001
+    assert below.sum() >= N // 2 and (plans.misses(1.001 * rate, instances)[below] > 0.0).all()
+    np.testing.assert_allclose(got["load.slo_attainment"], qu.share_below(demand, 1.5, capacity))
 
 
-def test_the_chains_latency_and_capacity_are_the_queueing_functions_at_its_plan_and_load(saturated):
-    """The load stage's TTFT quantile and capacity at SLO per trial equal
-    mcengine.analytic.queueing's functions called directly on the trial's plan (batch,
-    unloaded TTFT, slot time) at the peak utilisation the demand gives, to 1e-12."""
-    name, s, sat = saturated
+def test_the_fleet_is_the_fewest_instances_meeting_the_slos_at_the_peak_with_headroom(saturated):
+    """The up instances the peak needs meet both SLO quantiles there and one fewer does
+    not; the fleet adds the instances down at the headroom quantile."""
+    name, _, sat = saturated
+    demand = 2.0 * float(sat["tokens_per_s"].max())
+    got, plans, _ = model_of(name, demand, "workload.load.peak_to_mean=1.5", "cluster.instances=\"auto\"")
+    fleet, headroom = got["load.fleet_instances"], got["load.headroom_instances"]
+    up = fleet - headroom
+    rate = 1.5 * demand / got["output_tokens_per_request"]
+    assert (up >= 2).all() and (plans.misses(rate, up) <= 0.0).all() and (plans.misses(rate, up - 1.0) > 0.0).all()
+    np.testing.assert_array_equal(fleet, qu.fleet_instances(up, 1.0 - got["instance_availability"], 0.999))
+    np.testing.assert_array_equal(got["load.instances"], fleet)
+
+
+def test_the_chains_latencies_are_the_per_mode_models_at_its_plan_and_load(saturated):
+    """The load stage's TTFT and TPOT quantiles per trial equal the per-mode model of the
+    trial's serving mode (mcengine.analytic.queueing) called directly on its plan's step
+    times, its instances and the peak's rate, to 1e-12."""
+    name, _, sat = saturated
     demand = 0.4 * float(sat["tokens_per_s"].min())
-    more = ["workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=2"]
-    got = at_demand(name, demand, *more)
-    inputs = draw_inputs(api.check(name, [*SMALL, f"workload.load.demand={demand!r}", *more]), 0, 0, N)
-    q, slo, cs = inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], inputs["workload.load.service_cv"]
-    batch = got["batch"].astype(float)
-    slot = qu.slot_time_s(batch, got["output_tokens_per_request"], got["tokens_per_s_instance"])
-    rho = 1.5 * demand / got["load.saturated_tokens_per_s"]
-    assert (rho < 0.999).all()
-    np.testing.assert_allclose(got["load.ttft_at_load_ms"], qu.ttft_quantile_ms(q, got["ttft_ms"], batch, slot, rho, 2.0, cs), rtol=1e-12)
-    rho_slo = qu.utilisation_at_slo(q, slo, got["ttft_ms"], batch, slot, 2.0, cs)
-    np.testing.assert_allclose(got["load.capacity_at_slo_tokens_per_s"], rho_slo * got["load.saturated_tokens_per_s"], rtol=1e-12)
-    assert (qu.ttft_quantile_ms(q, got["ttft_ms"], batch, slot, rho_slo, 2.0, cs) <= slo * (1 + 1e-12)).all()
+    got, plans, instances = model_of(name, demand, "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=2")
+    st, rate = plans.steps, 1.5 * demand / (sat["availability"] * got["output_tokens_per_request"])
+    assert (1.5 * demand < 0.999 * got["load.saturated_tokens_per_s"]).all()
+    for i in range(N):
+        common = dict(instances=instances[i], batch=st["batch"][i], output_tokens=got["output_tokens_per_request"][i],
+                      decode_1_s=st["decode_1_s"][i], decode_s=st["decode_s"][i])
+        args = (plans.q[i], rate[i], 2.0)
+        if st["mode"][i] == load.STATIC:
+            want = qu.static_at_load(*args, prefill_1_s=st["prefill_1_s"][i], prefill_s=st["prefill_s"][i], **common)
+        elif st["mode"][i] == load.CONTINUOUS:
+            want = qu.continuous_at_load(*args, prompt_tokens=st["prompt_tokens"][i], chunk_tokens=st["chunk_tokens"][i], step_s=st["step_s"][i],
+                                         chunk_step_1_s=st["chunk_step_1_s"][i], low_batch=st["low_batch"][i], **common)
+        else:
+            want = qu.disaggregated_at_load(*args, prefill_instances=max(1.0, min(round(st["prefill_share"][i] * instances[i]), instances[i] - 1)),
+                                            prefill_batch=st["prefill_batch"][i], prefill_1_s=st["prefill_1_s"][i], prefill_s=st["prefill_s"][i],
+                                            busy_1_s=st["busy_1_s"][i], busy_s=st["busy_s"][i], transfer_1_s=st["transfer_1_s"][i],
+                                            transfer_s=st["transfer_s"][i], **common)
+        assert got["load.ttft_at_load_ms"][i] == pytest.approx(1e3 * float(want.ttft_q_s), rel=1e-12)
+        assert got["load.tpot_at_load_ms"][i] == pytest.approx(1e3 * float(want.tpot_q_s), rel=1e-12)
 
 
 def test_bad_load_input_names_the_key():
@@ -137,7 +166,7 @@ def test_auto_fleet_is_costed_as_bought(saturated):
     auto = run_block(api.check(name, [*SMALL, f"workload.load.demand={demand!r}", "cluster.instances=\"auto\"", "cluster.simulated_instances=4"]), 0, 0, N)
     fleet = auto["load.fleet_instances"]
     np.testing.assert_array_equal(auto["load.instances"], fleet)
-    assert (fleet > 12).all() and (auto["load.slo_attainment"] == 1.0).all()
+    assert (fleet >= 12).all() and (auto["load.slo_attainment"] == 1.0).all()
     np.testing.assert_array_equal(auto["load.served_tokens_per_s"], demand)
     g, spare = s.cluster.instance_gpus, s.cluster.spare_gpus
     slots, sim_slots = (4 * g + spare) * fleet / 4, 4 * g + spare  # the spare pools in proportion

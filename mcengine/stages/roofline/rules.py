@@ -34,6 +34,7 @@ from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs, quantile_inputs
 from . import median_plan, planner
 from .columns import at_trial, evaluation_columns, planned_columns
+from .load_steps import one_plan_steps, planned_steps
 from .layout import evaluate, lengths_label
 from .serving import Plan, evaluate_plan
 
@@ -198,7 +199,8 @@ class PerTrial(Searched):
         block = planner.plan_per_trial(scenario, inputs, power_weight, table, demand)
         if tables is not None:
             tables[shape] = block.table
-        return planned_columns(block, inputs)
+        columns = planned_columns(block, inputs)
+        return columns if demand is None else columns | planned_steps(scenario, block, inputs)
 
     def plan(self, scenario, inputs, weight, ahead):
         plan = planner.plan_per_trial(scenario, inputs, weight).plan_of(0)
@@ -232,8 +234,9 @@ class Quantile(Searched):
 
     def columns(self, scenario, inputs, power_weight, tables, ahead, shape="", demand=None):
         plan, share = quantile_plan(scenario, ahead.at(scenario, "pessimistic"))
-        return evaluation_columns(evaluate_plan(scenario, plan, inputs, share), inputs, plan.mode,
-                                  "at pessimistic inputs (workload.plan_quantile)")
+        e = evaluate_plan(scenario, plan, inputs, share)
+        columns = evaluation_columns(e, inputs, plan.mode, "at pessimistic inputs (workload.plan_quantile)")
+        return columns if demand is None else columns | one_plan_steps(scenario, e, plan.mode, inputs)
 
     def plan(self, scenario, inputs, weight, ahead):
         plan, share = quantile_plan(scenario, ahead.at(scenario, "pessimistic"))
@@ -252,7 +255,9 @@ class Median(PlanRule):
     def columns(self, scenario, inputs, power_weight, tables, ahead, shape="", demand=None):
         if scenario.workload.serving != "static":
             plan, share = median_plan.chosen_plan(scenario)
-            return evaluation_columns(evaluate_plan(scenario, plan, inputs, share), inputs, scenario.workload.serving)
+            e = evaluate_plan(scenario, plan, inputs, share)
+            columns = evaluation_columns(e, inputs, scenario.workload.serving)
+            return columns if demand is None else columns | one_plan_steps(scenario, e, plan.mode, inputs)
         best, _ = median_plan.choose_layout(scenario)
         e = evaluate(scenario, best.layout, inputs)
         misfit = ~e.fits
@@ -269,7 +274,8 @@ class Median(PlanRule):
                     f"{lengths_label(scenario)}); allowed: inputs whose whole range fits the weights and the batch",
                 )
             )
-        return evaluation_columns(e, inputs, "static")
+        columns = evaluation_columns(e, inputs, "static")
+        return columns if demand is None else columns | one_plan_steps(scenario, e, "static", inputs)
 
     def plan(self, scenario, inputs, weight, ahead):
         plan, share = median_plan.chosen_plan(scenario)

@@ -1,0 +1,105 @@
+"""The step times the per-mode load models read (docs/load.md#chain), per trial, of the
+plan each trial serves.
+
+The fast models of serving under load (:func:`mcengine.analytic.queueing.static_at_load`,
+:func:`~mcengine.analytic.queueing.continuous_at_load`,
+:func:`~mcengine.analytic.queueing.disaggregated_at_load`) take a plan's step times at
+batch 1 and at its top batch and are linear between them. These are the same closed
+forms the simulator's step tables are made of (:func:`mcengine.standalone.serve.serving_system`),
+evaluated for every trial at once, at each trial's own batch:
+
+* static: a decode step of 1 and of ``B`` sequences at the mean context
+  (:func:`~mcengine.analytic.roofline.steps.decode_step`) and the TTFT of a pass of 1 and
+  of ``B`` prompts (:func:`~mcengine.analytic.roofline.steps.batch_time_to_first_token`);
+* continuous: the plan's steady chunk ``c = min(workload.prefill_chunk_tokens, B S / O)``
+  and, at ``low = min(pipeline stages, B)`` and at ``B``, a pure decode step and a step
+  carrying a whole chunk (:func:`mcengine.analytic.serving.continuous_step`);
+* disaggregated: the decode instance's decode step at 1 and ``B``, and a prefill pass of 1
+  and of ``P`` prompts: its instance time (:func:`~mcengine.analytic.roofline.steps.prefill`),
+  its latency and the KV transfer (:func:`mcengine.analytic.serving.kv_transfer_s`), with
+  the plan's prefill share.
+
+Each chosen plan is evaluated once for the block (vectorised over trials) and its rows
+taken where the trials serve it: never more work with an input's value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...analytic import serving as sv
+from ...columns import LOAD_STEPS_PREFIX
+from ...analytic.roofline import steps as rt
+from ...scenario import Scenario
+from ...scenario.sampling import TrialInputs
+from .layout import lengths_of, rates_of
+from .serving import kv_rates
+
+#: Prefix of the step-time columns (``load_steps.decode_1_s``), only with a demand.
+PREFIX = LOAD_STEPS_PREFIX
+#: The terms, in order (every mode writes every term; those a mode does not read are 0).
+TERMS = ("mode", "batch", "decode_1_s", "decode_s", "prefill_1_s", "prefill_s", "low_batch", "chunk_tokens", "chunk_step_1_s", "step_s",
+         "prefill_batch", "busy_1_s", "busy_s", "transfer_1_s", "transfer_s", "prefill_share", "prompt_tokens")
+
+
+def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The :data:`TERMS` of the evaluation ``e`` of a plan in serving ``mode`` (module
+    docstring), each an (n,) float array."""
+    n, m = inputs.n, scenario.workload.model
+    rates, lengths = rates_of(scenario, inputs), lengths_of(scenario, inputs)
+    s, context = lengths.prompt_tokens, lengths.context_tokens
+    one = np.ones(n)
+    out = {name: np.zeros(n) for name in TERMS}
+
+    def put(name, x):
+        out[name] = np.broadcast_to(np.asarray(x, float), (n,)).copy()
+
+    put("mode", sv.SERVING_MODES.index(mode))  # 0 static, 1 continuous, 2 disaggregated
+    put("prompt_tokens", s)
+    b = np.asarray(e.batch, float)
+    put("batch", b)
+    if mode == "continuous":
+        low = np.minimum(float(e.layout.pipeline), b)
+        chunk = np.minimum(scenario.workload.prefill_chunk_tokens, b * s / sv.decode_steps(lengths.output_tokens, rates))
+        put("low_batch", low)
+        put("chunk_tokens", chunk)
+        put("decode_1_s", rt.decode_step(m, e.layout, low, context, rates).total_s)
+        put("decode_s", rt.decode_step(m, e.layout, b, context, rates).total_s)
+        put("chunk_step_1_s", sv.continuous_step(m, e.layout, low, s, low * s / chunk, rates, context).total_s)
+        put("step_s", sv.continuous_step(m, e.layout, b, s, b * s / chunk, rates, context).total_s)
+        return out
+    put("low_batch", one)
+    put("decode_1_s", rt.decode_step(m, e.layout, one, context, rates).total_s)
+    put("decode_s", rt.decode_step(m, e.layout, b, context, rates).total_s)
+    if mode == "static":
+        put("prefill_1_s", rt.batch_time_to_first_token(m, e.layout, one, s, rates).total_s)
+        put("prefill_s", rt.batch_time_to_first_token(m, e.layout, b, s, rates).total_s)
+        return out
+    p = np.asarray(e.prefill_batch, float)
+    kv = kv_rates(scenario, rates)
+    for k, end in ((one, "1_s"), (p, "s")):
+        busy = rt.prefill(m, e.prefill_layout, k, s, rates)
+        put("busy_" + end, busy.total_s)
+        put("prefill_" + end, rt.batch_time_to_first_token(m, e.prefill_layout, k, s, rates, busy).total_s)
+        put("transfer_" + end, sv.kv_transfer_s(m, s, scenario.cluster.instance_gpus, kv, k))
+    put("prefill_batch", p)
+    put("prefill_share", e.prefill_share)
+    return out
+
+
+def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The ``load_steps.*`` columns of a :class:`~.planner.PlannedBlock`: each trial's own
+    plan's :func:`plan_steps`, each plan served in the block evaluated once."""
+    n = inputs.n
+    out = {PREFIX + name: np.zeros(n) for name in TERMS}
+    for k in np.unique(block.index):
+        rows = block.index == k
+        terms = plan_steps(scenario, block.table.evaluation(int(k)), block.plans[int(k)].mode, inputs)
+        for name, values in terms.items():
+            out[PREFIX + name][rows] = values[rows]
+    return out
+
+
+def one_plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The ``load_steps.*`` columns of one plan serving every trial."""
+    return {PREFIX + name: values for name, values in plan_steps(scenario, e, mode, inputs).items()}

@@ -1,0 +1,128 @@
+"""mcengine/stages/roofline/load_steps.py and the load stage's searches (docs/load.md#chain):
+the plan's step times the chain feeds the per-mode load models are the simulator's step
+tables at batch 1 and at the top batch, so the chain's latencies are the fast model that
+docs/load/fit-table.csv validates; and the searches' work never grows with a load key's value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcengine import api
+from mcengine.pipeline import run_block
+from mcengine.scenario.sampling import draw_inputs, quantile_inputs
+from mcengine.stages import load
+from mcengine.stages.roofline import rule_of
+from mcengine.stages.roofline.load_steps import PREFIX, plan_steps
+from mcengine.standalone.roofline import plan_weight
+from mcengine.standalone.serve import fast_latency, serving_system
+
+INSTANCES = 16
+
+
+@pytest.mark.parametrize("name", ["h100", "lite-h100"])
+def test_the_chains_step_times_are_the_simulators_tables_and_its_latency_the_fast_model(name):
+    """At the median inputs, each serving mode's plan: :func:`plan_steps` equals the
+    simulator's step tables (serving_system) at batch 1 (continuous: the micro-batch
+    count) and at the top batch, and the load stage's model of it on 16 instances equals
+    make_fit_table.py's fast model (fast_latency) at 0.2-0.8 of capacity, to 1e-12."""
+    s = api.check(name, ["workload.load.demand=100000"])
+    median = quantile_inputs(s, 0.5)
+    best, _ = rule_of(s).modes(s, median, plan_weight(s, median))
+    for mode, e in best.items():
+        if e is None:
+            continue
+        system = serving_system(s, mode, INSTANCES)
+        terms = {PREFIX + k: v for k, v in plan_steps(s, e, mode, median).items()}
+        b = system.batch_max
+        if mode == "continuous":
+            low = min(system.pipeline, b)
+            want = {"decode_1_s": system.mixed_s[low, 0], "decode_s": system.mixed_s[b, 0], "chunk_step_1_s": system.mixed_s[low, -1],
+                    "step_s": system.mixed_s[b, -1], "chunk_tokens": system.chunk_tokens}
+        elif mode == "static":
+            want = {"decode_1_s": system.decode_s[1], "decode_s": system.decode_s[b], "prefill_1_s": system.prefill_s[1], "prefill_s": system.prefill_s[b]}
+        else:
+            p = system.prefill_batch_max
+            want = {"decode_1_s": system.decode_s[1], "decode_s": system.decode_s[b], "prefill_1_s": system.prefill_s[1], "prefill_s": system.prefill_s[p],
+                    "busy_1_s": system.prefill_busy_s[1], "busy_s": system.prefill_busy_s[p], "transfer_1_s": system.transfer_s[1],
+                    "transfer_s": system.transfer_s[p], "prefill_batch": p}
+        assert terms[PREFIX + "batch"][0] == b
+        for k, v in want.items():
+            assert terms[PREFIX + k][0] == pytest.approx(float(v), rel=1e-12), (mode, k)
+        columns = {**terms, "output_tokens_per_request": np.array([float(system.output_tokens)])}
+        plans = load.Plans.of(s, median, columns)
+        for share in (0.2, 0.5, 0.8):
+            rate = share * system.capacity_tokens_per_s / system.output_tokens
+            got, ref = plans.latency(np.array([rate]), np.array([float(INSTANCES)])), fast_latency(system, rate, 1.0, float(median["workload.slo_quantile"][0]))
+            for field in ("ttft_q_s", "tpot_q_s", "ttft_mean_s", "tpot_mean_s"):
+                assert getattr(got, field)[0] == pytest.approx(float(getattr(ref, field)), rel=1e-12), (mode, share, field)
+
+
+#: Each load key at the ends of its legal range (and the SLO keys the searches read).
+EXTREMES = [("workload.load.demand", v) for v in (1.0, 1e4, 1e7, 1e12)] + \
+    [("workload.load.peak_to_mean", v) for v in (1.0, 2.0)] + \
+    [("workload.load.arrival_cv", v) for v in (0.0, 10.0)] + \
+    [("workload.load.service_cv", v) for v in (0.0, 10.0)] + \
+    [("workload.load.length_cv", v) for v in (0.0, 3.0)] + \
+    [("workload.slo_quantile", v) for v in (0.5, 0.999)] + \
+    [("cluster.headroom_quantile", v) for v in (0.5, 0.9999)]
+
+
+def test_the_searches_work_never_grows_with_a_load_keys_value():
+    """At each load key's extremes, with the fleet bought, the load stage evaluates the
+    models at most a bound set by its step caps alone (the fleet's two searches, the
+    capacity's, the peak), whatever the value, and every column it writes is a number (no NaN)."""
+    from mcengine.stages.econ import served_availability
+
+    n, calls, original = 8, [], load.Plans.latency
+
+    def counted(self, rate, k):
+        calls.append(self.q.size)
+        return original(self, rate, k)
+
+    bound = (1 + 2 * load.FLEET_STEPS) + (3 + load.CAPACITY_STEPS) + 1
+    for key, value in EXTREMES:
+        demand = [] if key == "workload.load.demand" else ["workload.load.demand=200000", 'workload.load.arrival="gamma"']
+        s = api.check("lite-h100", ['workload.plan="quantile"', 'cluster.instances="auto"', *demand, f"{key}={value!r}"])
+        columns = run_block(s, 0, 0, n)
+        calls.clear()
+        load.Plans.latency = counted
+        try:
+            got = load.load_columns(s, draw_inputs(s, 0, 0, n), columns, served_availability(s, columns))
+        finally:
+            load.Plans.latency = original
+        assert len(calls) <= bound, (key, value, len(calls))
+        for name, values in got.items():
+            assert not np.isnan(values).any(), (key, value, name)
+
+
+def test_a_mix_under_a_demand_is_its_mean_plan_in_the_slot_queue():
+    """A mix of request classes hands in no plan's step times: its mean plan (the mix's
+    batch, tokens/s and unloaded TTFT) is answered in the slot queue, so its capacity at SLO
+    is queueing.utilisation_at_slo's utilisation of the saturated rate, to the search's
+    tolerance, and at most it (the search keeps the side that meets the SLOs)."""
+    from mcengine.analytic import queueing as qu
+
+    mix = ["workload.classes.chat.share=2", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=256",
+           "workload.classes.code.share=1", "workload.classes.code.prompt_tokens=4096", "workload.classes.code.output_tokens=64"]
+    s = api.check("h100", [*mix, "workload.load.demand=100000"])
+    got = run_block(s, 0, 0, 8)
+    inputs = draw_inputs(s, 0, 0, 8)
+    batch = got["batch"].astype(float)
+    slot = qu.slot_time_s(batch, got["output_tokens_per_request"], got["tokens_per_s_instance"])
+    rho = qu.utilisation_at_slo(inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], got["ttft_ms"], batch, slot, 1.0,
+                                inputs["workload.load.service_cv"])
+    want = rho * got["load.saturated_tokens_per_s"]
+    capacity = got["load.capacity_at_slo_tokens_per_s"]
+    assert (capacity <= want * (1 + 1e-12)).all() and (capacity >= want * (1 - 2 * load.CAPACITY_TOLERANCE)).all()
+
+
+def test_the_load_columns_of_a_trial_do_not_depend_on_its_block():
+    """Every search stops per trial on its own values: a block of 16 trials gives the load
+    columns of two blocks of 8, bit for bit (whatever the chunk size)."""
+    s = api.check("lite-h100", ['cluster.instances="auto"', "workload.load.demand=200000", "workload.load.peak_to_mean=1.5"])
+    whole = run_block(s, 0, 0, 16)
+    halves = [run_block(s, 0, start, 8) for start in (0, 8)]
+    for name in whole:
+        if name.startswith(("load.", "load_steps.")):
+            np.testing.assert_array_equal(whole[name], np.concatenate([h[name] for h in halves]), err_msg=name)
