@@ -1,11 +1,16 @@
-"""Peak resident memory of the case study against its trial count: a child
-``mcengine run --trials N --chunk-trials 16384`` (the shipped case study, two numba
-threads) per N, its peak RSS, CPU seconds (user + system of the child alone) and wall
-seconds. The chunks are the largest the adaptive rule picks
+"""Peak resident memory of the case study against its trial count: per N, a child
+process runs the case study (``mcengine.api.run``, as ``mcengine run --trials N --seed 0``
+makes it: the per-trial table kept in memory only for the verdict's drivers of a small
+run, two numba threads) and reports its peak RSS, CPU seconds (user + system of the
+child alone), wall seconds, the chunks it ran (``chunks``: "size x count", in order) and
+its resident memory after each chunk (``rss_mb``: the first, the largest and the last;
+``/proc/self/status``). By default the chunks are the largest the adaptive rule picks
 (:data:`~mcengine.runner.DEFAULT_CHUNK_TRIALS`, its cap; it picks smaller ones when the
-machine is slow or busy), so the peak is the worst case whatever the load, and the
-numbers those of any chunking. The peak must stay flat from 10⁴ to 10⁶ trials (docs/performance.md):
-a chunk's stages hold at most :data:`mcengine.pipeline.SLICE_TRIALS` trials at once.
+machine is slow or busy), so the peak is the worst case whatever the load; ``adaptive``
+lets the rule pick them (what a plain ``mcengine run`` does on this machine now). The
+peak must stay flat from 10⁴ to 10⁶ trials (docs/performance.md#memory): a chunk's stages
+hold at most :data:`mcengine.pipeline.SLICE_TRIALS` trials at once, and every thread
+reuses one malloc arena (:mod:`mcengine.runner.heap`).
 
 ``python -m benchmarks memory --against REV`` measures a checkout of git revision REV
 too, alternating between the two trees at each trial count (a slow spell of the shared
@@ -14,6 +19,7 @@ machine falls on both), and reports the after/before ratios of the peaks.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -34,42 +40,83 @@ def measured(args: list[str], root: Path = ROOT, env: dict | None = None) -> tup
     """(stdout, wall seconds, CPU seconds and peak MB) of ``python -m mcengine.cli ARGS`` in a
     fresh process importing the tree at ``root`` with two numba threads (and ``env``);
     RuntimeError with the end of its stderr when it fails."""
-    cmd = [sys.executable, "-m", "mcengine.cli", *args]
+    return _spawn(["-m", "mcengine.cli", *args], root, env, f"`mcengine {' '.join(args)}`")
+
+
+def _spawn(args: list[str], root: Path, env: dict | None, what: str) -> tuple[bytes, float, dict]:
+    """:func:`measured` of ``python ARGS`` (``what`` names it in an error)."""
     env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_NUM_THREADS": "2", **(env or {})}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=err)
+        proc = subprocess.Popen([sys.executable, *args], cwd=root, env=env, stdout=out, stderr=err)
         _, status, usage = os.wait4(proc.pid, 0)  # the child's own CPU time and peak memory
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped by wait4: tell the Popen object)
         if proc.returncode:
             err.seek(0)
-            raise RuntimeError(f"`mcengine {' '.join(args)}` failed in {root}: {err.read().decode()[-2000:]}")
+            raise RuntimeError(f"{what} failed in {root}: {err.read().decode()[-2000:]}")
         out.seek(0)
         return out.read(), wall, _usage(usage)
 
 
-def peak(trials: int, root: Path = ROOT) -> dict:
-    """Peak MB, CPU and wall seconds of `mcengine run --trials N` (chunks of
-    :data:`DEFAULT_CHUNK_TRIALS`) in a fresh process
-    importing the tree at ``root`` (numba's cache as that tree keeps it)."""
-    _, wall, usage = measured(["run", "--trials", str(trials), "--seed", "0", "--quiet", "--json",
-                               "--chunk-trials", str(DEFAULT_CHUNK_TRIALS)], root)
-    return {"trials": trials, "wall_s": wall, **usage}
+#: The child: the case study's run of argv[1] trials in chunks of argv[2] (0: adaptive),
+#: printing its chunks' (trials done, resident MB) as JSON.
+_CHILD = """
+import json, sys
+from mcengine import api
+from mcengine.cli import _keep
+
+trials, chunk = int(sys.argv[1]), int(sys.argv[2]) or None
+after = []
+
+def resident_mb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
+
+api.run(trials=trials, seed=0, chunk_trials=chunk, keep_trials=_keep(None, trials, (), False, None), figures=False,
+        progress=lambda done, total: after.append((done, resident_mb())))
+print(json.dumps(after))
+"""
 
 
-def run(quick: bool = False, against: str | None = None) -> dict:
+def _runs(sizes: list[int]) -> str:
+    """Chunk sizes in order as "size x count" runs: "1024 x 2, 2048 x 5, 16384 x 60"."""
+    runs: list[list[int]] = []
+    for size in sizes:
+        if runs and runs[-1][0] == size:
+            runs[-1][1] += 1
+        else:
+            runs.append([size, 1])
+    return ", ".join(f"{size} x {count}" for size, count in runs)
+
+
+def peak(trials: int, root: Path = ROOT, chunk_trials: int | None = DEFAULT_CHUNK_TRIALS) -> dict:
+    """Peak MB, CPU and wall seconds, chunks and resident MB after each of the case study's
+    run of ``trials`` trials (chunks of ``chunk_trials``; None: adaptive) in a fresh
+    process importing the tree at ``root`` (numba's cache as that tree keeps it) with two
+    numba threads."""
+    out, wall, usage = _spawn(["-c", _CHILD, str(trials), str(chunk_trials or 0)], root, None, f"the case study's run of {trials} trials")
+    after = json.loads(out.decode().splitlines()[-1])
+    done = [0, *(d for d, _ in after)]
+    rss = [mb for _, mb in after]
+    return {"trials": trials, "wall_s": wall, **usage, "chunks": _runs([b - a for a, b in zip(done, done[1:])]),
+            "rss_mb": {"first_chunk": rss[0], "largest": max(rss), "last_chunk": rss[-1]}}
+
+
+def run(quick: bool = False, against: str | None = None, adaptive: bool = False) -> dict:
     """Peak memory per trial count of this tree (``after``) and, with ``against``, of that
-    revision (``before``) measured alternately, with the ratios of the peaks."""
+    revision (``before``) measured alternately, with the ratios of the peaks; chunks of
+    :data:`DEFAULT_CHUNK_TRIALS`, or with ``adaptive`` those the adaptive rule picks."""
     counts = QUICK_TRIALS if quick else TRIALS
+    chunk = None if adaptive else DEFAULT_CHUNK_TRIALS
     if against is None:
-        return {"after": [peak(n) for n in counts]}
+        return {"chunk_trials": chunk or "adaptive", "after": [peak(n, chunk_trials=chunk) for n in counts]}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"before": _checkout(against, tmp), "after": ROOT}
         peak(QUICK_TRIALS[0], trees["before"])  # compile the revision's kernels outside the measurement
-        out: dict = {"against": against, "before": [], "after": []}
+        out: dict = {"against": against, "chunk_trials": chunk or "adaptive", "before": [], "after": []}
         for n in counts:
             for side, root in trees.items():
-                out[side].append(peak(n, root))
+                out[side].append(peak(n, root, chunk))
     out["peak_ratio"] = [a["peak_mb"] / b["peak_mb"] for a, b in zip(out["after"], out["before"])]
     return out
