@@ -3,14 +3,13 @@ process runs the case study (``mcengine.api.run``, as ``mcengine run --trials N 
 makes it: the per-trial table kept in memory only for the verdict's drivers of a small
 run, two numba threads) and reports its peak RSS, CPU seconds (user + system of the
 child alone), wall seconds, the chunks it ran (``chunks``: "size x count", in order) and
-its resident memory after each chunk (``rss_mb``: the first, the largest and the last;
-``/proc/self/status``). By default the chunks are the largest the adaptive rule picks
+its resident memory before the first chunk and after each (``rss_mb``: before, after the
+first, the largest and after the last; ``/proc/self/status``). By default the chunks are the largest the adaptive rule picks
 (:data:`~mcengine.runner.DEFAULT_CHUNK_TRIALS`, its cap; it picks smaller ones when the
 machine is slow or busy), so the peak is the worst case whatever the load; ``adaptive``
 lets the rule pick them (what a plain ``mcengine run`` does on this machine now). The
 peak must stay flat from 10⁴ to 10⁶ trials (docs/performance.md#memory): a chunk's stages
-hold at most :data:`mcengine.pipeline.SLICE_TRIALS` trials at once, and every thread
-reuses one malloc arena (:mod:`mcengine.runner.heap`).
+hold at most :data:`mcengine.pipeline.SLICE_TRIALS` trials at once.
 
 ``python -m benchmarks memory --against REV`` measures a checkout of git revision REV
 too, alternating between the two trees at each trial count (a slow spell of the shared
@@ -60,7 +59,7 @@ def _spawn(args: list[str], root: Path, env: dict | None, what: str) -> tuple[by
 
 
 #: The child: the case study's run of argv[1] trials in chunks of argv[2] (0: adaptive),
-#: printing its chunks' (trials done, resident MB) as JSON.
+#: printing (trials done, resident MB) before the first chunk and after each as JSON.
 _CHILD = """
 import json, sys
 from mcengine import api
@@ -96,11 +95,10 @@ def peak(trials: int, root: Path = ROOT, chunk_trials: int | None = DEFAULT_CHUN
     process importing the tree at ``root`` (numba's cache as that tree keeps it) with two
     numba threads."""
     out, wall, usage = _spawn(["-c", _CHILD, str(trials), str(chunk_trials or 0)], root, None, f"the case study's run of {trials} trials")
-    after = json.loads(out.decode().splitlines()[-1])
-    done = [0, *(d for d, _ in after)]
-    rss = [mb for _, mb in after]
+    heard = json.loads(out.decode().splitlines()[-1])  # (0, MB) before the first chunk, then after each
+    done, rss = [d for d, _ in heard], [mb for _, mb in heard]
     return {"trials": trials, "wall_s": wall, **usage, "chunks": _runs([b - a for a, b in zip(done, done[1:])]),
-            "rss_mb": {"first_chunk": rss[0], "largest": max(rss), "last_chunk": rss[-1]}}
+            "rss_mb": {"before_chunks": rss[0], "first_chunk": rss[1], "largest": max(rss[1:]), "last_chunk": rss[-1]}}
 
 
 def run(quick: bool = False, against: str | None = None, adaptive: bool = False) -> dict:

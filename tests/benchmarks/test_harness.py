@@ -25,7 +25,7 @@ def test_memory_harness_reports_the_peak_per_trial_count():
     assert [row["trials"] for row in doc["after"]] == list(memory.QUICK_TRIALS)
     assert all(row["peak_mb"] > 0 and row["cpu_s"] > 0 for row in doc["after"])
     assert [row["chunks"] for row in doc["after"]] == ["2048 x 1", "8192 x 1"]  # (under the cap of 16,384: one chunk each)
-    assert all(0 < row["rss_mb"]["first_chunk"] <= row["rss_mb"]["largest"] <= row["peak_mb"] for row in doc["after"])
+    assert all(0 < row["rss_mb"]["before_chunks"] and row["rss_mb"]["first_chunk"] <= row["rss_mb"]["largest"] <= row["peak_mb"] for row in doc["after"])
 
 
 def test_bench_quick_run_reports_rates_and_ratios():
