@@ -62,17 +62,18 @@ def _spawn(args: list[str], root: Path, env: dict | None, what: str) -> tuple[by
 #: printing (trials done, resident MB) before the first chunk and after each as JSON.
 _CHILD = """
 import json, sys
-from mcengine import api
-from mcengine.cli import _keep
+from mcengine import api, cli
 
 trials, chunk = int(sys.argv[1]), int(sys.argv[2]) or None
 after = []
+# what `mcengine run` keeps in memory (a revision without cli._keep kept nothing)
+keep = cli._keep(None, trials, (), False, None) if hasattr(cli, "_keep") else False
 
 def resident_mb():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
 
-api.run(trials=trials, seed=0, chunk_trials=chunk, keep_trials=_keep(None, trials, (), False, None), figures=False,
+api.run(trials=trials, seed=0, chunk_trials=chunk, keep_trials=keep, figures=False,
         progress=lambda done, total: after.append((done, resident_mb())))
 print(json.dumps(after))
 """
@@ -96,6 +97,8 @@ def peak(trials: int, root: Path = ROOT, chunk_trials: int | None = DEFAULT_CHUN
     numba threads."""
     out, wall, usage = _spawn(["-c", _CHILD, str(trials), str(chunk_trials or 0)], root, None, f"the case study's run of {trials} trials")
     heard = json.loads(out.decode().splitlines()[-1])  # (0, MB) before the first chunk, then after each
+    if heard[0][0]:  # (a revision whose runner is first heard of after its first chunk)
+        heard.insert(0, (0, None))
     done, rss = [d for d, _ in heard], [mb for _, mb in heard]
     return {"trials": trials, "wall_s": wall, **usage, "chunks": _runs([b - a for a, b in zip(done, done[1:])]),
             "rss_mb": {"before_chunks": rss[0], "first_chunk": rss[1], "largest": max(rss[1:]), "last_chunk": rss[-1]}}
