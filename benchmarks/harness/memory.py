@@ -4,7 +4,10 @@ makes it: the per-trial table kept in memory only for the verdict's drivers of a
 run, two numba threads) and reports its peak RSS, CPU seconds (user + system of the
 child alone), wall seconds, the chunks it ran (``chunks``: "size x count", in order) and
 its resident memory before the first chunk and after each (``rss_mb``: before, after the
-first, the largest and after the last; ``/proc/self/status``). By default the chunks are the largest the adaptive rule picks
+first, the largest and after the last; ``/proc/self/status``), and after the last chunk
+what glibc's malloc arenas hold, of it in use and free (``malloc_mb``, ``mallinfo2``:
+free memory that malloc keeps for reuse is resident too, and a peak made of it is
+fragmentation, not data). By default the chunks are the largest the adaptive rule picks
 (:data:`~mcengine.runner.DEFAULT_CHUNK_TRIALS`, its cap; it picks smaller ones when the
 machine is slow or busy), so the peak is the worst case whatever the load; ``adaptive``
 lets the rule pick them (what a plain ``mcengine run`` does on this machine now). The
@@ -59,9 +62,10 @@ def _spawn(args: list[str], root: Path, env: dict | None, what: str) -> tuple[by
 
 
 #: The child: the case study's run of argv[1] trials in chunks of argv[2] (0: adaptive),
-#: printing (trials done, resident MB) before the first chunk and after each as JSON.
+#: printing (trials done, resident MB, malloc's [arenas, in use, free] MB) before the first
+#: chunk and after each as JSON.
 _CHILD = """
-import json, sys
+import ctypes, ctypes.util, json, sys
 from mcengine import api, cli
 
 trials, chunk = int(sys.argv[1]), int(sys.argv[2]) or None
@@ -73,8 +77,24 @@ def resident_mb():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:"))
 
+class MallInfo2(ctypes.Structure):  # glibc's struct mallinfo2 (malloc.h), sizes in bytes
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+                                                       "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+mallinfo2 = getattr(libc, "mallinfo2", None)  # (glibc 2.33 and later)
+if mallinfo2 is not None:
+    mallinfo2.restype = MallInfo2
+
+def heap_mb():
+    \"\"\"(held by malloc's arenas, in use in them, free in them) in MB, or None without mallinfo2.\"\"\"
+    if mallinfo2 is None:
+        return None
+    info = mallinfo2()
+    return [info.arena / 2**20, info.uordblks / 2**20, info.fordblks / 2**20]
+
 api.run(trials=trials, seed=0, chunk_trials=chunk, keep_trials=keep, figures=False,
-        progress=lambda done, total: after.append((done, resident_mb())))
+        progress=lambda done, total: after.append((done, resident_mb(), heap_mb())))
 print(json.dumps(after))
 """
 
@@ -98,10 +118,13 @@ def peak(trials: int, root: Path = ROOT, chunk_trials: int | None = DEFAULT_CHUN
     out, wall, usage = _spawn(["-c", _CHILD, str(trials), str(chunk_trials or 0)], root, None, f"the case study's run of {trials} trials")
     heard = json.loads(out.decode().splitlines()[-1])  # (0, MB) before the first chunk, then after each
     if heard[0][0]:  # (a revision whose runner is first heard of after its first chunk)
-        heard.insert(0, (0, None))
-    done, rss = [d for d, _ in heard], [mb for _, mb in heard]
-    return {"trials": trials, "wall_s": wall, **usage, "chunks": _runs([b - a for a, b in zip(done, done[1:])]),
-            "rss_mb": {"before_chunks": rss[0], "first_chunk": rss[1], "largest": max(rss[1:]), "last_chunk": rss[-1]}}
+        heard.insert(0, (0, None, None))
+    done, rss, heap = ([row[i] for row in heard] for i in range(3))
+    out = {"trials": trials, "wall_s": wall, **usage, "chunks": _runs([b - a for a, b in zip(done, done[1:])]),
+           "rss_mb": {"before_chunks": rss[0], "first_chunk": rss[1], "largest": max(rss[1:]), "last_chunk": rss[-1]}}
+    if heap[-1] is not None:  # malloc's arenas after the last chunk: what they hold, what is in use, what is free
+        out["malloc_mb"] = dict(zip(("arenas", "in_use", "free"), heap[-1]))
+    return out
 
 
 def run(quick: bool = False, against: str | None = None, adaptive: bool = False) -> dict:
