@@ -27,7 +27,8 @@ cost per trial of one probe of each step-time formula the searches evaluate); de
 all twelve.
 ``memory --against REV`` measures the peaks of this tree and of git revision REV
 alternately, ``plans --against REV`` the plan tables' CPU of both trees in alternate fresh
-processes. ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
+processes; ``memory --adaptive`` lets the adaptive rule size the chunks (the chunks it
+picked are in the report). ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
 callgrind (use it to judge a kernel change on a machine whose speed varies).
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="seconds-long version (smoke test)")
     parser.add_argument("--cases", nargs="+", default=list(instructions.CASES), help="instructions: cases to count")
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="memory: let the adaptive rule size the chunks (default: its cap, the worst case)")
     parser.add_argument("--against", metavar="REV", help="compile, counts, memory, plans: also measure git revision REV, side by side")
     parser.add_argument("--record", metavar="PATH", type=Path,
                         help="also write the figures into the benchmark record at PATH (docs/benchmarks.md), "
@@ -66,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "counts" in args.harness:
             doc = counts.run(args.against)
-        elif args.against and "memory" in args.harness:
-            doc = memory.run(args.quick, args.against)
+        elif (args.against or args.adaptive) and "memory" in args.harness:
+            doc = memory.run(args.quick, args.against, args.adaptive)
         elif args.against and "plans" in args.harness:
             doc = plans.side_by_side(args.against, args.quick)
         elif args.against:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import shutil
 
 import pytest
@@ -24,6 +25,10 @@ def test_memory_harness_reports_the_peak_per_trial_count():
     doc = memory.run(quick=True)
     assert [row["trials"] for row in doc["after"]] == list(memory.QUICK_TRIALS)
     assert all(row["peak_mb"] > 0 and row["cpu_s"] > 0 for row in doc["after"])
+    assert [row["chunks"] for row in doc["after"]] == ["2048 x 1", "8192 x 1"]  # (under the cap of 16,384: one chunk each)
+    assert all(0 < row["rss_mb"]["before_chunks"] and row["rss_mb"]["first_chunk"] <= row["rss_mb"]["largest"] <= row["peak_mb"] for row in doc["after"])
+    if platform.libc_ver()[0] == "glibc":  # malloc's arenas: what they hold is what is in use in them and free
+        assert all(row["malloc_mb"]["arenas"] == pytest.approx(row["malloc_mb"]["in_use"] + row["malloc_mb"]["free"]) for row in doc["after"])
 
 
 def test_plans_harness_times_the_distinct_tables_and_their_searches():
