@@ -342,12 +342,12 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
 
 
 #: Squared coefficient of variation of the gaps between batch completions that a waiting
-#: request sees, on many instances (docs/load.md#static): above 1 because instances bunch
-#: (one that takes a small batch has the shorter cycle and catches up with the one ahead).
-#: A measured constant of the fast model: the simulator's gaps have 0.9-2.9 over the
-#: validation grid (2.1-2.5 at loads 0.2-0.3, 0.9-1.5 on h100 from 0.5); 1.75 fits most
-#: of its cells. One instance's exponential cycles have 1 (:func:`completion_gaps`).
-STATIC_GAP_CV2 = 1.75
+#: request sees once every instance is busy, on many instances (docs/load.md#static): above
+#: 1 because instances bunch (one that takes a small batch has the shorter cycle and
+#: catches up with the one ahead). A measured constant of the fast model
+#: (docs/sources.md#load-queueing): the simulator's gaps have 0.9-2.9 over the validation
+#: grid, and what its cells need ranges 1.0-2.4 from load 0.2; 1.5 fits most of them.
+STATIC_GAP_CV2 = 1.5
 #: Gauss-Legendre nodes over a waiting request's place in its gap (:func:`_gap_ttft`).
 GAP_NODES = 32
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(GAP_NODES)
@@ -391,7 +391,7 @@ def _idle_sums(servers, offered):
     return np.where(far, q1, s1), np.where(far, q2, s2)
 
 
-def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2) -> CompletionGaps:
+def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0) -> CompletionGaps:
     """Greedy batching on ``servers`` instances (docs/load.md#static): an instance that falls
     idle takes every queued request (up to ``top``) at once and holds them for ``T(k)``
     (linear through ``(1, cycle_1)`` and ``(top, cycle_top)``); one that finds the queue
@@ -411,8 +411,10 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     ``T = T(k)``: :data:`OCCUPANCY_STEPS` damped fixed-point steps from 1.
 
     A request that waits waits for the next completion: gaps of mean ``T(k) / c`` while
-    every instance is busy, gamma with squared CV ``c_g^2 = 1 + (gap_cv2 - 1)(1 - 1/c)``
-    (one instance's exponential cycle: 1; many instances bunch, :data:`STATIC_GAP_CV2`)."""
+    every instance is busy, gamma with squared CV ``c_g^2``: the arrivals' ``c_a^2``
+    (``arrival_cv``) with the probability of finding an instance idle (a queue that forms
+    while instances idle forms in the arrivals' bursts) and otherwise ``1 + (gap_cv2 - 1)(1 -
+    1/c)`` (one instance's exponential cycle: 1; many instances bunch, :data:`STATIC_GAP_CV2`)."""
     lam = np.asarray(rate_per_s, float)
     c = np.asarray(servers, float)
     top = np.asarray(top, float)
@@ -432,7 +434,8 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
         _, busy, cycle = state(k)
         k = 0.5 * k + 0.5 * np.clip(lam * cycle / busy, 1.0, top)
     p_idle, _, cycle = state(k)
-    cv2 = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c)
+    bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c)
+    cv2 = p_idle * np.asarray(arrival_cv, float) ** 2 + (1.0 - p_idle) * bunched
     return CompletionGaps(k, p_idle, cycle / c, 1.0 / np.maximum(cv2, 1e-6))
 
 
@@ -504,11 +507,11 @@ def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens
     every queued request (up to ``batch``) when it falls idle and holding them for a batch
     cycle ``T(k) = prefill(k) + (O - 1) decode(k)`` (both linear in ``k`` through their
     values at 1 and at ``batch``): the queue and the gaps between completions of
-    :func:`completion_gaps` (``gap_cv2``: their squared CV on many instances). TTFT = wait +
+    :func:`completion_gaps` (``gap_cv2``: their squared CV on many busy instances). TTFT = wait +
     ``prefill(k)`` and TPOT = ``decode(k)`` at the batch ``k`` a request rides
     (:func:`_gap_ttft`); ``running`` is the mean batch."""
     o = np.asarray(output_tokens, float)
-    gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (o - 1.0) * decode_s, batch, gap_cv2)
+    gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (o - 1.0) * decode_s, batch, gap_cv2, arrival_cv)
     ttft_mean, ttft_q, tpot_mean, tpot_q = _gap_ttft(q, gaps, rate_per_s, arrival_cv, prefill_1_s, prefill_s, batch, decode_1_s, decode_s)
     return LoadLatency(ttft_mean, ttft_q, tpot_mean, tpot_q, gaps.batch_mean)
 
