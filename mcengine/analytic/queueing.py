@@ -342,12 +342,12 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
 
 
 #: Squared coefficient of variation of the gaps between batch completions that a waiting
-#: request sees once every instance is busy, on many instances (docs/load.md#static): above
-#: 1 because instances bunch (one that takes a small batch has the shorter cycle and
-#: catches up with the one ahead). A measured constant of the fast model
-#: (docs/sources.md#load-queueing): the simulator's gaps have 0.9-2.9 over the validation
-#: grid, and what its cells need ranges 1.0-2.4 from load 0.2; 1.5 fits most of them.
-STATIC_GAP_CV2 = 1.5
+#: request sees once every instance is busy, on many instances, where a gap's excess is
+#: kept from cycle to cycle (docs/load.md#static): above 1 because instances bunch (one
+#: that takes a small batch has the shorter cycle and catches up with the one ahead). A
+#: measured constant of the fast model (docs/sources.md#load-queueing): the simulator's
+#: gaps have 0.9-2.9 over the validation grid; 2 fits most of its cells.
+STATIC_GAP_CV2 = 2.0
 #: Gauss-Legendre nodes over a waiting request's place in its gap (:func:`_gap_ttft`).
 GAP_NODES = 32
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(GAP_NODES)
@@ -413,8 +413,14 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     A request that waits waits for the next completion: gaps of mean ``T(k) / c`` while
     every instance is busy, gamma with squared CV ``c_g^2``: the arrivals' ``c_a^2``
     (``arrival_cv``) with the probability of finding an instance idle (a queue that forms
-    while instances idle forms in the arrivals' bursts) and otherwise ``1 + (gap_cv2 - 1)(1 -
-    1/c)`` (one instance's exponential cycle: 1; many instances bunch, :data:`STATIC_GAP_CV2`)."""
+    while instances idle forms in the arrivals' bursts), and otherwise the bunched ``1 +
+    (gap_cv2 - 1)(1 - 1/c) min(1, 1/A)`` (one instance's exponential cycle: 1). ``A = lambda
+    s (1 - P_full)`` is how many seconds of cycle a second of gap adds (``s`` the cycle's
+    slope in the batch; a full batch adds none): where ``A > 1`` the instance that took the
+    longer gap's batch falls behind the one after it, the two swap, and only ``1/A`` of the
+    gap's excess is kept into the next cycle (**assumed**; below 1 all of it).
+    ``P_full``, the share of batches that fill (``lambda G >= top`` for a gap ``G`` of that
+    law), is taken from the bunching without it, once."""
     lam = np.asarray(rate_per_s, float)
     c = np.asarray(servers, float)
     top = np.asarray(top, float)
@@ -434,9 +440,16 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
         _, busy, cycle = state(k)
         k = 0.5 * k + 0.5 * np.clip(lam * cycle / busy, 1.0, top)
     p_idle, _, cycle = state(k)
-    bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c)
-    cv2 = p_idle * np.asarray(arrival_cv, float) ** 2 + (1.0 - p_idle) * bunched
-    return CompletionGaps(k, p_idle, cycle / c, 1.0 / np.maximum(cv2, 1e-6))
+    slope = (np.asarray(cycle_top, float) - cycle_1) / np.maximum(top - 1.0, 1.0)
+    arrivals = np.asarray(arrival_cv, float) ** 2
+    full = np.zeros(np.shape(k))
+    for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
+        amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
+        bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * np.minimum(1.0, 1.0 / amplify)
+        cv2 = np.maximum(p_idle * arrivals + (1.0 - p_idle) * bunched, 1e-6)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)
+    return CompletionGaps(k, p_idle, cycle / c, 1.0 / cv2)
 
 
 def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0):

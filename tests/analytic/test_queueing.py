@@ -270,6 +270,21 @@ def test_static_idle_sums_are_erlang_b_and_the_quadrature_agrees():
     assert np.isinf(qu._idle_sums(1000, 1.0)[0])  # nearly all idle
 
 
+def test_static_gap_cv_is_the_arrivals_while_idle_and_bunched_once_busy():
+    """The gaps' squared CV mixes the arrivals' ``c_a^2`` (with the probability of finding an
+    instance idle) and the bunched ``1 + (kappa - 1)(1 - 1/c) min(1, 1/A)``, ``A = lambda s (1 -
+    P_full)``: batches never full (``top`` huge) on 16 instances at 30 requests/s with a cycle
+    slope of 0.1 s a request, ``A = 3``."""
+    lam, c, slope = 30.0, 16, 0.1
+    gaps = qu.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=2.0)
+    idle = gaps.idle_probability
+    bunched = 1.0 + (2.0 - 1.0) * (1.0 - 1.0 / c) / (lam * slope)
+    assert 0.0 < idle < 0.5
+    assert 1.0 / gaps.shape == pytest.approx(idle * 4.0 + (1.0 - idle) * bunched, rel=1e-9)
+    # a trickle: the arrivals' own CV
+    assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-6)
+
+
 def test_static_wait_falls_to_the_lone_request_and_rises_with_load():
     """On 16 instances of h100-like cycles: a trickle rides alone (TTFT = prefill(1)); the
     mean TTFT rises with the load, and the mean batch is the one that carries it
