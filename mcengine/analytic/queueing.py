@@ -348,9 +348,11 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
 #: measured constant of the fast model (docs/sources.md#load-queueing): the simulator's
 #: gaps have 0.9-2.9 over the validation grid; 2 fits most of its cells.
 STATIC_GAP_CV2 = 2.0
-#: Gauss-Legendre nodes over a waiting request's place in its gap (:func:`_gap_ttft`).
+#: Gauss-Laguerre nodes of :func:`_idle_sums`' sums on a large busy pool.
 GAP_NODES = 32
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(GAP_NODES)
+#: Bisection steps of :func:`_gap_ttft`'s TTFT quantile (a fixed count: 2^-30 of its
+#: bracket, whose upper end is a few times the quantile).
+GAP_STEPS = 30
 
 
 class CompletionGaps(NamedTuple):
@@ -382,13 +384,15 @@ def _idle_sums(servers, offered):
         below = special.pdtr(c - 1.0, a)
         below2 = np.where(c >= 2.0, special.pdtr(np.maximum(c - 2.0, 0.0), a), 0.0)
         s1, s2 = below / pmf, (c * below - a * below2) / pmf
-        nodes = (-1,) + (1,) * c.ndim
-        x = _LAGUERRE_X.reshape(nodes) / np.maximum(a, 1e-300)
-        grow = np.exp((c - 1.0) * np.log1p(x))
-        q1 = np.sum(_LAGUERRE_W.reshape(nodes) * (grow * (1.0 + x) - 1.0), axis=0)
-        q2 = np.sum(_LAGUERRE_W.reshape(nodes) * c * x * grow, axis=0)
-    far = (log_pmf < -600.0) & (a > c)
-    return np.where(far, q1, s1), np.where(far, q2, s2)
+    far = np.flatnonzero((log_pmf < -600.0) & (a > c))
+    if far.size:
+        cf, af = c.ravel()[far], a.ravel()[far]
+        x = _LAGUERRE_X[:, None] / af
+        grow = np.exp((cf - 1.0) * np.log1p(x))
+        s1, s2 = s1.reshape(-1).copy(), s2.reshape(-1).copy()
+        s1[far] = np.sum(_LAGUERRE_W[:, None] * (grow * (1.0 + x) - 1.0), axis=0)
+        s2[far] = np.sum(_LAGUERRE_W[:, None] * cf * x * grow, axis=0)
+    return s1.reshape(c.shape), s2.reshape(c.shape)
 
 
 def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0) -> CompletionGaps:
@@ -452,6 +456,22 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     return CompletionGaps(k, p_idle, cycle / c, 1.0 / cv2)
 
 
+def _uniform_gamma_tail(shape, scaled, offset, u_lo, u_hi):
+    """``int_{u_lo}^{u_hi} Q(s, k / (u + c)) du`` (``Q`` the regularised upper incomplete gamma
+    function, ``s = shape > 1``, ``k = scaled`` (below 0: 0), ``c = offset``): with ``w = 1 / (u +
+    c)`` and by parts, ``G(w_lo) - G(w_hi)``, ``G(w) = -Q(s, k w) / w - k / (s - 1) P(s - 1, k w)``
+    (``w = inf`` where ``u + c = 0``)."""
+    k = np.maximum(np.asarray(scaled, float), 1e-300)
+
+    def g(base):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(base > 0, 1.0 / np.where(base > 0, base, 1.0), np.inf)
+            upper = np.where(np.isinf(w), 0.0, special.gammaincc(shape, k * w) / w)
+            return -upper - k / (shape - 1.0) * special.gammainc(shape - 1.0, k * w)
+
+    return np.where(u_hi > u_lo, g(u_lo + offset) - g(u_hi + offset), 0.0)
+
+
 def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0):
     """TTFT (mean, ``q`` quantile) and the batch step (mean, quantile) of :func:`completion_gaps`'
     requests, whose batch of ``k`` gives its first tokens ``first(k)`` after it starts and
@@ -464,9 +484,9 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     more (half of the excess of a renewal process's count after one of its points, Cox
     1962: ``lambda t + (c_a^2 - 1) / 2``), at most ``top - 1``. Its TTFT ``first(1) + U x + f
     min(lambda x + e, top - 1)`` has its mean in closed form (incomplete gamma functions)
-    and its survival as a :data:`GAP_NODES`-point Gauss-Legendre sum over ``U``, inverted by
-    :data:`BISECTION_STEPS` bisection steps. Near the batch's capacity (utilisation ``rho =
-    k / top``) the queue spills past one batch: the batch queue as one server of ``top``
+    and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
+    which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
+    (utilisation ``rho = k / top``) the queue spills past one batch: the batch queue as one server of ``top``
     requests a gap, its wait Kingman's ``(c_g^2 + c_a^2 / top) / 2 g / (1 - rho)`` taken
     with Erlang C over the batch's ``top`` places as the probability of waiting
     (:func:`erlang_c`; Allen-Cunneen's form, docs/sources.md#load-queueing), added to the
@@ -490,26 +510,22 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     step_mean = step_1 + waiting * d * others
 
     tail = np.clip((1.0 - np.asarray(q, float)) / np.maximum(waiting, 1e-300), 0.0, 1.0)
-    u = (0.5 * (_GL_X + 1.0)).reshape((-1,) + (1,) * np.ndim(tail))
-    w = (0.5 * _GL_W).reshape(u.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fill = np.where(lam > 0, (room - extra) / lam, np.inf)  # the gap x at which the batch fills
 
     def survival(t):  # P(U x + f min(lambda x + e, room) > t) over the length-biased gap x
-        with np.errstate(divide="ignore", invalid="ignore"):
-            below = (t - f * extra) / (u + f * lam)
-            above = (t - f * room) / u
-            x = np.where(below * lam + extra <= room, below, above)
-        return np.sum(w * special.gammaincc(shape, np.maximum(x, 0.0) / theta), axis=0)
+        u0 = np.clip(np.divide(t - f * extra, fill, out=np.zeros(np.shape(t)), where=np.isfinite(fill)) - f * lam, 0.0, 1.0)
+        return (_uniform_gamma_tail(shape, (t - f * extra) / theta, f * lam, u0, 1.0)
+                + _uniform_gamma_tail(shape, (t - f * room) / theta, 0.0, 0.0, u0))
 
-    lo = np.zeros(np.shape(tail))
-    hi = f * room + theta * special.gammainccinv(shape, np.minimum(tail, 1.0) / 2.0 + 1e-300) + g
-    for _ in range(BISECTION_STEPS):
+    x_q = theta * special.gammainccinv(shape, np.maximum(tail, 1e-300))
+    lo, hi = np.zeros(np.shape(tail)), x_q * (1.0 + f * lam) + f * extra  # U x + f (lambda x + e) bounds the wait
+    for _ in range(GAP_STEPS):
         mid = 0.5 * (lo + hi)
         above = survival(mid) > tail
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     waits = tail < 1.0
     ttft_q = np.where(waits, first_1 + lo + spill, first_1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x_q = theta * special.gammainccinv(shape, np.where(waits, tail, 0.5))
     step_q = np.where(waits, step_1 + d * np.minimum(lam * x_q + extra, room), step_1)
     return ttft_mean, ttft_q, step_mean, step_q
 
