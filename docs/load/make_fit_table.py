@@ -5,6 +5,7 @@ in each serving mode, Poisson and gamma (CV 2) arrivals, at loads 0.1 to 0.9 of 
 roofline's saturated capacity, on :data:`INSTANCES` instances.
 
     python docs/load/make_fit_table.py           # rerun the grid, rewrite fit-table.csv and the page's block
+    python docs/load/make_fit_table.py --mode static --print   # one mode's cells, printed (nothing written)
 
 Each simulated point: :data:`REQUESTS` requests, seed 0, the first 20% left out. A
 cell passes when the fast model is within 10% of the simulator's P99s and 5% of its
@@ -55,15 +56,15 @@ def point(scenario, system, load: float, arrival: str, cv: float, requests: int 
     return row
 
 
-def grid(loads=LOADS, requests: int = REQUESTS) -> pd.DataFrame:
-    """Every cell of the grid: one row each."""
+def grid(loads=LOADS, requests: int = REQUESTS, modes=MODES) -> pd.DataFrame:
+    """Every cell of the grid (of ``modes``): one row each."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system
 
     rows = []
     for name in DESIGNS:
         scenario = load_scenario(name)
-        for mode in MODES:
+        for mode in modes:
             system = serving_system(scenario, mode, INSTANCES)
             for arrival, cv in ARRIVALS:
                 for load in loads:
@@ -89,5 +90,20 @@ def render(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", action="append", choices=MODES, help="only this serving mode's cells (repeatable; default: every mode)")
+    parser.add_argument("--print", dest="show", action="store_true", help="print the block and the cells; write neither the CSV nor the page")
+    args = parser.parse_args(argv)
+    table = grid(modes=tuple(args.mode or MODES))
+    if args.show or args.mode:
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        print(render(table))
+        return
+    regenerate(table, CSV, PAGE, BEGIN, END, render)
+
+
 if __name__ == "__main__":
-    regenerate(grid(), CSV, PAGE, BEGIN, END, render)
+    main()

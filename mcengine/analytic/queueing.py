@@ -355,20 +355,208 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
     return mean, np.where(c > 1.0 - np.asarray(q, float), waited_q, first(1.0))
 
 
-def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, decode_1_s, decode_s, prefill_1_s, prefill_s) -> LoadLatency:
+#: Squared coefficient of variation of the gaps between batch completions that a waiting
+#: request sees once every instance is busy, on many instances, where a gap's excess is
+#: kept from cycle to cycle (docs/load.md#static): above 1 because instances bunch (one
+#: that takes a small batch has the shorter cycle and catches up with the one ahead). A
+#: measured constant of the fast model (docs/sources.md#load-queueing): the simulator's
+#: gaps have 0.9-2.9 over the validation grid; 2 fits most of its cells.
+STATIC_GAP_CV2 = 2.0
+#: Gauss-Laguerre nodes of :func:`_idle_sums`' sums on a large busy pool.
+GAP_NODES = 32
+#: Bisection steps of :func:`_gap_ttft`'s TTFT quantile (a fixed count: 2^-30 of its
+#: bracket, whose upper end is a few times the quantile).
+GAP_STEPS = 30
+
+
+class CompletionGaps(NamedTuple):
+    """:func:`completion_gaps`' state (arrays): the mean batch over batches, the probability
+    that a request finds an instance idle, the mean gap (s) between completions while every
+    instance is busy, and the gap's gamma shape (``1 / c_g^2``)."""
+
+    batch_mean: np.ndarray
+    idle_probability: np.ndarray
+    gap_s: np.ndarray
+    shape: np.ndarray
+
+
+_LAGUERRE_X, _LAGUERRE_W = np.polynomial.laguerre.laggauss(GAP_NODES)
+
+
+def _idle_sums(servers, offered):
+    """``S_1 = sum_i c! / (c - i)! a^(-i)`` and ``S_2 = sum_i i c! / (c - i)! a^(-i)`` over ``i =
+    1 .. c`` (:func:`completion_gaps`' idle side over ``pi_0``): ``S_1 = P(N <= c - 1) / P(N = c)``
+    and ``S_2 = (c P(N <= c - 1) - a P(N <= c - 2)) / P(N = c)`` for ``N`` Poisson(``a``) (``S_1 =
+    1 / E_B - 1``, Erlang B); where ``P(N = c)`` is below a float's range and ``a > c`` (a busy
+    pool of many instances), the same sums as ``E[(1 + U / a)^c] - 1`` and ``E[c U / a (1 + U /
+    a)^(c - 1)]`` over ``U`` exponential, by :data:`GAP_NODES`-point Gauss-Laguerre (the
+    integrand decays as ``exp(-U (1 - c / a))``). ``+inf`` where ``a << c`` (idle)."""
+    c, a = np.broadcast_arrays(np.asarray(servers, float), np.asarray(offered, float))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        log_pmf = special.xlogy(c, a) - special.gammaln(c + 1.0) - a
+        pmf = np.exp(log_pmf)
+        below = special.pdtr(c - 1.0, a)
+        below2 = np.where(c >= 2.0, special.pdtr(np.maximum(c - 2.0, 0.0), a), 0.0)
+        s1, s2 = below / pmf, (c * below - a * below2) / pmf
+    far = np.flatnonzero((log_pmf < -600.0) & (a > c))
+    if far.size:
+        cf, af = c.ravel()[far], a.ravel()[far]
+        x = _LAGUERRE_X[:, None] / af
+        grow = np.exp((cf - 1.0) * np.log1p(x))
+        s1, s2 = s1.reshape(-1).copy(), s2.reshape(-1).copy()
+        s1[far] = np.sum(_LAGUERRE_W[:, None] * (grow * (1.0 + x) - 1.0), axis=0)
+        s2[far] = np.sum(_LAGUERRE_W[:, None] * cf * x * grow, axis=0)
+    return s1.reshape(c.shape), s2.reshape(c.shape)
+
+
+def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0) -> CompletionGaps:
+    """Greedy batching on ``servers`` instances (docs/load.md#static): an instance that falls
+    idle takes every queued request (up to ``top``) at once and holds them for ``T(k)``
+    (linear through ``(1, cycle_1)`` and ``(top, cycle_top)``); one that finds the queue
+    empty waits and takes the next arrival alone.
+
+    The queue is a Markov chain on ``X``, the requests waiting (``X > 0``) or minus the idle
+    instances (``X < 0``): an arrival adds one; a completion, at rate ``(c - i) / T`` with
+    ``i`` instances idle, either adds an idle instance (queue empty) or takes everyone
+    waiting (``X -> 0``). With ``a = lambda T`` its stationary law is Erlang's on the idle
+    side, ``pi_(-i) = pi_0 c! / (c - i)! a^(-i)``, and geometric on the waiting side,
+    ``pi_j = pi_0 (lambda / (lambda + c / T))^j``, so with Erlang B ``E = E_B(c, a)``: the
+    probability of finding an instance idle is ``(1/E - 1) / (1/E + a/c)`` and the busy
+    instances ``c - E[i]``. Exact for one instance with exponential cycles (the
+    M/M^[1,inf]/1 bulk-service queue: ``P(idle) = 1 / (1 + a + a^2)``; Chaudhry and
+    Templeton 1983, docs/sources.md#load-queueing). Batches start at the completions'
+    rate ``mu = busy / T``, so the mean batch is ``k = lambda / mu`` (at most ``top``) with
+    ``T = T(k)``: :data:`OCCUPANCY_STEPS` damped fixed-point steps from 1.
+
+    A request that waits waits for the next completion: gaps of mean ``T(k) / c`` while
+    every instance is busy, gamma with squared CV ``c_g^2``: the arrivals' ``c_a^2``
+    (``arrival_cv``) with the probability of finding an instance idle (a queue that forms
+    while instances idle forms in the arrivals' bursts), and otherwise the bunched ``1 +
+    (gap_cv2 - 1)(1 - 1/c) min(1, 1/A)`` (one instance's exponential cycle: 1). ``A = lambda
+    s (1 - P_full)`` is how many seconds of cycle a second of gap adds (``s`` the cycle's
+    slope in the batch; a full batch adds none): where ``A > 1`` the instance that took the
+    longer gap's batch falls behind the one after it, the two swap, and only ``1/A`` of the
+    gap's excess is kept into the next cycle (**assumed**; below 1 all of it).
+    ``P_full``, the share of batches that fill (``lambda G >= top`` for a gap ``G`` of that
+    law), is taken from the bunching without it, once."""
+    lam = np.asarray(rate_per_s, float)
+    c = np.asarray(servers, float)
+    top = np.asarray(top, float)
+
+    def state(k):
+        cycle = _linear(cycle_1, cycle_top, top, k)
+        a = lam * cycle
+        idle_weight, idle_count = _idle_sums(c, a)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            norm = 1.0 + idle_weight + a / c
+            p_idle = np.where(np.isfinite(idle_weight), idle_weight / norm, 1.0)
+            busy = np.where(np.isfinite(idle_weight), c - idle_count / norm, a)
+        return p_idle, np.clip(busy, 1e-300, c), cycle
+
+    k = np.ones(np.broadcast(lam, c, top).shape)
+    for _ in range(OCCUPANCY_STEPS):
+        _, busy, cycle = state(k)
+        k = 0.5 * k + 0.5 * np.clip(lam * cycle / busy, 1.0, top)
+    p_idle, _, cycle = state(k)
+    slope = (np.asarray(cycle_top, float) - cycle_1) / np.maximum(top - 1.0, 1.0)
+    arrivals = np.asarray(arrival_cv, float) ** 2
+    full = np.zeros(np.shape(k))
+    for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
+        amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
+        bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * np.minimum(1.0, 1.0 / amplify)
+        cv2 = np.maximum(p_idle * arrivals + (1.0 - p_idle) * bunched, 1e-6)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)
+    return CompletionGaps(k, p_idle, cycle / c, 1.0 / cv2)
+
+
+def _uniform_gamma_tail(shape, scaled, offset, u_lo, u_hi):
+    """``int_{u_lo}^{u_hi} Q(s, k / (u + c)) du`` (``Q`` the regularised upper incomplete gamma
+    function, ``s = shape > 1``, ``k = scaled`` (below 0: 0), ``c = offset``): with ``w = 1 / (u +
+    c)`` and by parts, ``G(w_lo) - G(w_hi)``, ``G(w) = -Q(s, k w) / w - k / (s - 1) P(s - 1, k w)``
+    (``w = inf`` where ``u + c = 0``)."""
+    k = np.maximum(np.asarray(scaled, float), 1e-300)
+
+    def g(base):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(base > 0, 1.0 / np.where(base > 0, base, 1.0), np.inf)
+            upper = np.where(np.isinf(w), 0.0, special.gammaincc(shape, k * w) / w)
+            return -upper - k / (shape - 1.0) * special.gammainc(shape - 1.0, k * w)
+
+    return np.where(u_hi > u_lo, g(u_lo + offset) - g(u_hi + offset), 0.0)
+
+
+def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0):
+    """TTFT (mean, ``q`` quantile) and the batch step (mean, quantile) of :func:`completion_gaps`'
+    requests, whose batch of ``k`` gives its first tokens ``first(k)`` after it starts and
+    runs steps of ``step(k)`` (both linear in ``k``, slopes ``f`` and ``d``).
+
+    A request that finds an instance idle rides alone: ``first(1)``, ``step(1)``. One that
+    waits lands in a gap length-biased from the completions' gamma law (shape ``alpha + 1``,
+    scale ``theta = g / alpha``), at a uniform place ``U`` in it: it waits ``U x`` and leaves
+    with the ``lambda x`` others of its gap plus, for bursty arrivals, ``(c_a^2 - 1) / 2``
+    more (half of the excess of a renewal process's count after one of its points, Cox
+    1962: ``lambda t + (c_a^2 - 1) / 2``), at most ``top - 1``. Its TTFT ``first(1) + U x + f
+    min(lambda x + e, top - 1)`` has its mean in closed form (incomplete gamma functions)
+    and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
+    which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
+    (utilisation ``rho = k / top``) the queue spills past one batch: the batch queue as one server of ``top``
+    requests a gap, its wait Kingman's ``(c_g^2 + c_a^2 / top) / 2 g / (1 - rho)`` taken
+    with Erlang C over the batch's ``top`` places as the probability of waiting
+    (:func:`erlang_c`; Allen-Cunneen's form, docs/sources.md#load-queueing), added to the
+    mean and the quantile."""
+    lam = np.asarray(rate_per_s, float)
+    top = np.asarray(top, float)
+    f = (np.asarray(first_top, float) - first_1) / np.maximum(top - 1.0, 1.0)
+    d = (np.asarray(step_top, float) - step_1) / np.maximum(top - 1.0, 1.0)
+    alpha, g, idle = gaps.shape, gaps.gap_s, gaps.idle_probability
+    shape, theta = alpha + 1.0, g / alpha
+    room = top - 1.0
+    extra = np.minimum(np.maximum(np.asarray(arrival_cv, float) ** 2 - 1.0, 0.0) / 2.0, room)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        edge = np.where(lam > 0, (room - extra) / np.maximum(lam * theta, 1e-300), np.inf)  # x / theta where the batch fills
+        others = extra + lam * shape * theta * special.gammainc(shape + 1.0, edge) + (room - extra) * special.gammaincc(shape, edge)
+    rho = np.minimum(gaps.batch_mean / top, RHO_WAIT_MAX)
+    spill = erlang_c(top, gaps.batch_mean) * (1.0 / alpha + np.asarray(arrival_cv, float) ** 2 / top) / 2.0 * g / (1.0 - rho)
+    spill = np.where(top > 1.0, spill, 0.0)
+    waiting = 1.0 - idle
+    ttft_mean = first_1 + waiting * (shape * theta / 2.0 + spill + f * others)
+    step_mean = step_1 + waiting * d * others
+
+    tail = np.clip((1.0 - np.asarray(q, float)) / np.maximum(waiting, 1e-300), 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fill = np.where(lam > 0, (room - extra) / lam, np.inf)  # the gap x at which the batch fills
+
+    def survival(t):  # P(U x + f min(lambda x + e, room) > t) over the length-biased gap x
+        u0 = np.clip(np.divide(t - f * extra, fill, out=np.zeros(np.shape(t)), where=np.isfinite(fill)) - f * lam, 0.0, 1.0)
+        return (_uniform_gamma_tail(shape, (t - f * extra) / theta, f * lam, u0, 1.0)
+                + _uniform_gamma_tail(shape, (t - f * room) / theta, 0.0, 0.0, u0))
+
+    x_q = theta * special.gammainccinv(shape, np.maximum(tail, 1e-300))
+    lo, hi = np.zeros(np.shape(tail)), x_q * (1.0 + f * lam) + f * extra  # U x + f (lambda x + e) bounds the wait
+    for _ in range(GAP_STEPS):
+        mid = 0.5 * (lo + hi)
+        above = survival(mid) > tail
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    waits = tail < 1.0
+    ttft_q = np.where(waits, first_1 + lo + spill, first_1)
+    step_q = np.where(waits, step_1 + d * np.minimum(lam * x_q + extra, room), step_1)
+    return ttft_mean, ttft_q, step_mean, step_q
+
+
+def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, decode_1_s, decode_s, prefill_1_s, prefill_s,
+                   gap_cv2=STATIC_GAP_CV2) -> LoadLatency:
     """Static batching under load (docs/load.md#static): ``instances`` instances, each taking
     every queued request (up to ``batch``) when it falls idle and holding them for a batch
     cycle ``T(k) = prefill(k) + (O - 1) decode(k)`` (both linear in ``k`` through their
-    values at 1 and at ``batch``): :func:`batch_queue`. TTFT = wait + ``prefill(k)``
-    (:func:`_batched_ttft`); TPOT = ``decode(k)`` at the batch a request shares, its mean
-    and, at the quantile, the batch of those who wait (when more than ``1 - q`` do) or the
-    occupancy's quantile (:func:`_batch_quantile`), whichever is larger."""
+    values at 1 and at ``batch``): the queue and the gaps between completions of
+    :func:`completion_gaps` (``gap_cv2``: their squared CV on many busy instances). TTFT = wait +
+    ``prefill(k)`` and TPOT = ``decode(k)`` at the batch ``k`` a request rides
+    (:func:`_gap_ttft`); ``running`` is the mean batch."""
     o = np.asarray(output_tokens, float)
-    bq = batch_queue(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (o - 1.0) * decode_s, batch, arrival_cv)
-    ttft_mean, ttft_q = _batched_ttft(q, bq, rate_per_s, prefill_1_s, prefill_s, batch)
-    waited = np.where(bq.wait_probability > 1.0 - np.asarray(q, float), bq.batch_waited, 1.0)
-    k_q = np.maximum(_batch_quantile(q, bq.batch_mean, arrival_cv, batch), waited)
-    return LoadLatency(ttft_mean, ttft_q, _linear(decode_1_s, decode_s, batch, bq.batch_mean), _linear(decode_1_s, decode_s, batch, k_q), bq.batch_mean)
+    gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (o - 1.0) * decode_s, batch, gap_cv2, arrival_cv)
+    ttft_mean, ttft_q, tpot_mean, tpot_q = _gap_ttft(q, gaps, rate_per_s, arrival_cv, prefill_1_s, prefill_s, batch, decode_1_s, decode_s)
+    return LoadLatency(ttft_mean, ttft_q, tpot_mean, tpot_q, gaps.batch_mean)
 
 
 def _stream_wait_quantile(q, busy, again):

@@ -226,6 +226,77 @@ def test_static_at_a_trickle_is_the_lone_request():
     assert out.tpot_mean_s == pytest.approx(0.01)
 
 
+def test_static_one_instance_is_the_mm_bulk_service_queue():
+    """One instance whose cycle is exponential of mean ``T`` whatever its batch, batches
+    unbounded: the M/M^[1,inf]/1 bulk-service queue. Its chain (idle; busy with ``j``
+    waiting) has ``P(idle) = 1 / (1 + a + a^2)``, ``a = lambda T``; a request that waits waits
+    the cycle's residual, exponential of mean ``T``, so TTFT = prefill + W with ``P(W > t) =
+    (1 - P(idle)) e^(-t / T)``; batches start at the completions' rate ``(1 - P(idle)) / T``,
+    so the mean batch is ``lambda T / (1 - P(idle)) = (1 + a + a^2) / (1 + a)``."""
+    lam, cycle, prefill = 1.5, 2.0, 0.3
+    a = lam * cycle
+    idle = 1.0 / (1.0 + a + a * a)
+    big = 10**6  # batches never fill: no spill past one batch
+    gaps = qu.completion_gaps(lam, 1, cycle, cycle, big)
+    assert gaps.idle_probability == pytest.approx(idle, rel=1e-12)
+    assert gaps.batch_mean == pytest.approx((1.0 + a + a * a) / (1.0 + a), rel=1e-9)
+    assert gaps.gap_s == pytest.approx(cycle) and gaps.shape == pytest.approx(1.0)  # exponential: c_g^2 = 1 on one instance
+    out = qu.static_at_load(0.99, lam, 1.0, instances=1, batch=big, output_tokens=2, decode_1_s=cycle - prefill, decode_s=cycle - prefill,
+                            prefill_1_s=prefill, prefill_s=prefill)
+    assert out.ttft_mean_s == pytest.approx(prefill + (1.0 - idle) * cycle, rel=1e-9)
+    assert out.ttft_q_s == pytest.approx(prefill + cycle * math.log((1.0 - idle) / 0.01), rel=1e-8)
+    # the batch a waiting request rides: 1 + a ahead of it (geometric) + a arriving during its wait
+    _, _, step_mean, _ = qu._gap_ttft(0.99, gaps, lam, 1.0, 0.0, 0.0, big, 1.0, float(big))
+    assert step_mean == pytest.approx(1.0 + (1.0 - idle) * 2.0 * a, rel=1e-9)
+
+
+def test_static_idle_sums_are_erlang_b_and_the_quadrature_agrees():
+    """The idle side's sums over ``pi_0``: ``S_1 = 1 / E_B(c, a) - 1`` (Erlang B by its
+    recursion), and the Gauss-Laguerre form taken where Poisson's pmf leaves a float's range
+    agrees with the direct sums where both hold."""
+    for c, a in ((1, 3.0), (4, 40.0), (16, 320.0), (128, 400.0), (128, 500.0)):
+        inv_b = 1.0
+        for n in range(1, c + 1):
+            inv_b = 1.0 + n / a * inv_b
+        s1, s2 = qu._idle_sums(c, a)
+        assert s1 == pytest.approx(inv_b - 1.0, rel=1e-12)
+        assert s2 == pytest.approx(sum(i * math.perm(c, i) * a**-i for i in range(1, c + 1)), rel=1e-9)
+        x = np.polynomial.laguerre.laggauss(qu.GAP_NODES)
+        grow = (1.0 + x[0] / a) ** (c - 1)
+        assert np.sum(x[1] * (grow * (1.0 + x[0] / a) - 1.0)) == pytest.approx(s1, rel=1e-9)
+    # a pool of 1,000 instances far past its one-request rate: the quadrature, finite and Erlang's
+    s1, _ = qu._idle_sums(1000, 30_000.0)
+    assert np.isfinite(s1) and s1 == pytest.approx(1000.0 / 29_000.0, rel=0.05)
+    assert np.isinf(qu._idle_sums(1000, 1.0)[0])  # nearly all idle
+
+
+def test_static_gap_cv_is_the_arrivals_while_idle_and_bunched_once_busy():
+    """The gaps' squared CV mixes the arrivals' ``c_a^2`` (with the probability of finding an
+    instance idle) and the bunched ``1 + (kappa - 1)(1 - 1/c) min(1, 1/A)``, ``A = lambda s (1 -
+    P_full)``: batches never full (``top`` huge) on 16 instances at 30 requests/s with a cycle
+    slope of 0.1 s a request, ``A = 3``."""
+    lam, c, slope = 30.0, 16, 0.1
+    gaps = qu.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=2.0)
+    idle = gaps.idle_probability
+    bunched = 1.0 + (2.0 - 1.0) * (1.0 - 1.0 / c) / (lam * slope)
+    assert 0.0 < idle < 0.5
+    assert 1.0 / gaps.shape == pytest.approx(idle * 4.0 + (1.0 - idle) * bunched, rel=1e-9)
+    # a trickle: the arrivals' own CV
+    assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-6)
+
+
+def test_static_wait_falls_to_the_lone_request_and_rises_with_load():
+    """On 16 instances of h100-like cycles: a trickle rides alone (TTFT = prefill(1)); the
+    mean TTFT rises with the load, and the mean batch is the one that carries it
+    (``lambda = busy k / T(k)``)."""
+    kw = dict(instances=16, batch=25, output_tokens=256, decode_1_s=0.0075, decode_s=0.0097, prefill_1_s=0.08, prefill_s=1.98)
+    rates = np.array([1e-6, 10.0, 30.0, 50.0, 70.0, 85.0])
+    out = qu.static_at_load(0.99, rates, 1.0, **kw)
+    assert out.ttft_mean_s[0] == pytest.approx(0.08) and out.ttft_q_s[0] == pytest.approx(0.08)
+    assert np.all(np.diff(out.ttft_mean_s) > 0) and np.all(np.diff(out.running) > 0)
+    assert np.all(out.ttft_q_s >= out.ttft_mean_s)
+
+
 def test_utilisation_sure_is_the_wait_formula_inverted_with_erlang_c_one():
     # h = (1 + 1)/2 x 12.8 / 64 = 0.2 s; the bound's wait 200 ms x ln(100) against a 1,000 ms budget
     sure = qu.utilisation_sure(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0)

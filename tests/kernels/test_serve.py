@@ -59,6 +59,38 @@ def test_md1_pollaczek_khinchine_mean_wait():
     _within(sojourn, qc.md1_wait_mean(lam, d) + d)
 
 
+def test_static_one_instance_is_the_md_bulk_service_queue():
+    """Static batching on one instance with a cycle of ``T`` whatever the batch and batches
+    never full: the M/D^[1,inf]/1 bulk-service queue. The instance takes everyone waiting
+    when it falls idle (it does not wait to fill a batch); a cycle ends with someone waiting
+    with probability ``1 - e^(-a)``, ``a = lambda T``, else the instance idles ``1 / lambda`` on
+    average: an arrival finds it idle (and rides alone at once) with probability ``e^(-a) /
+    (a + e^(-a))``, and one that finds it busy waits the cycle's residual, ``T / 2`` on
+    average (renewal reward), so ``E[W] = T^2 / (2 (T + e^(-a) / lambda))``."""
+    lam, cycle, top = 1.0, 1.5, 64  # P(more than 64 arrivals in one cycle) ~ 1e-70
+    system = ServingSystem("static", 1, 1, 2, top, decode_s=np.r_[0.0, np.full(top, cycle)], prefill_s=np.zeros(top + 1))
+    a = lam * cycle
+    idle = math.exp(-a) / (a + math.exp(-a))
+    _within(_replicated(system, "fixed", lam, lambda df: float(np.mean(df.ttft_s == 0.0))), idle)  # 0.129
+    _within(_replicated(system, "fixed", lam, _wait), cycle**2 / (2.0 * (cycle + math.exp(-a) / lam)))  # 0.653 s
+
+
+def test_static_dispatch_takes_the_lowest_idle_instance_at_once():
+    """Two static instances: a request that finds both idle starts at once on instance 0 (the
+    lowest index) alone; one arriving while instance 0 is busy starts at once on instance 1;
+    requests arriving while both are busy leave together with the first to fall idle."""
+    system = ServingSystem("static", 2, 1, 2, 64, decode_s=np.r_[0.0, np.full(64, 1.0)], prefill_s=np.zeros(65))
+    df, _ = simulate_requests(system, 0.01, 400, seed=3)
+    alone = df.arrival_s.diff().fillna(np.inf).to_numpy() > 1.0  # the one before it has finished
+    assert np.all(df.ttft_s[alone] == 0.0) and np.all(df.instance[alone] == 0)
+    df, _ = simulate_requests(system, 10.0, 4000, seed=3)  # batches of about 5, never full
+    starts = (df.arrival_s + df.ttft_s).to_numpy()
+    epochs = np.unique(starts)
+    first = epochs[np.minimum(np.searchsorted(epochs, df.arrival_s.to_numpy()), len(epochs) - 1)]
+    np.testing.assert_allclose(starts, first, rtol=0, atol=1e-9)  # every request leaves with the first batch to start after it arrives
+    assert df.groupby([df.instance, starts]).size().max() > 1 and set(df.instance) == {0, 1}
+
+
 def test_mmc_erlang_c_waiting_probability_and_mean_wait():
     lam, mu, c = 2.1, 1.0, 3
     system, lengths = queue_system(c, 1.0 / mu, exponential=True)
