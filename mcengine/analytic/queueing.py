@@ -359,8 +359,9 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
 #: request sees once every instance is busy, on many instances, where a gap's excess is
 #: kept from cycle to cycle (docs/load.md#static): above 1 because instances bunch (one
 #: that takes a small batch has the shorter cycle and catches up with the one ahead). A
-#: measured constant of the fast model (docs/sources.md#load-queueing): the simulator's
-#: gaps have 0.9-2.9 over the validation grid; 2 fits most of its cells.
+#: measured value of the fast model (docs/sources.md#load-queueing): the simulator's
+#: gaps have 0.9-2.9 over the validation grid; 2 fits most of its cells. The default of
+#: the scenario key ``workload.load.static_gap_cv2``, which the trial chain reads.
 STATIC_GAP_CV2 = 2.0
 #: Gauss-Laguerre nodes of :func:`_idle_sums`' sums on a large busy pool.
 GAP_NODES = 32

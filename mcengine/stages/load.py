@@ -124,7 +124,9 @@ class Plans:
             return np.broadcast_to(np.asarray(x, float), (n,)).copy()
 
         steps = {k[len(STEPS):]: trial(v) for k, v in columns.items() if k.startswith(STEPS)}
-        if not steps:  # a mix of request classes: its mean plan in the slot queue (docs/load.md#chain)
+        if steps:
+            steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
+        else:  # a mix of request classes: its mean plan in the slot queue (docs/load.md#chain)
             steps = {"mode": np.full(n, SLOT_QUEUE), "batch": trial(columns["batch"]), "tokens_per_s": trial(columns["tokens_per_s_instance"]),
                      "ttft_s": trial(columns["ttft_ms"]) / MS_PER_S, "tpot_s": trial(columns["tpot_ms"]) / MS_PER_S,
                      "service_cv": trial(inputs["workload.load.service_cv"])}
@@ -159,7 +161,7 @@ class Plans:
                     continue
                 common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"])
                 if code == STATIC:
-                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], **common)
+                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], **common)
                 elif code == CONTINUOUS:
                     got = qu.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
                                                 chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], **common)

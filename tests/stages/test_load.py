@@ -144,6 +144,26 @@ def test_the_chains_latencies_are_the_per_mode_models_at_its_plan_and_load(satur
         assert got["load.tpot_at_load_ms"][i] == pytest.approx(1e3 * float(want.tpot_q_s), rel=1e-12)
 
 
+def test_static_gap_cv2_reaches_the_static_model(saturated):
+    """workload.load.static_gap_cv2 is the bunching the chain's static model reads: with
+    static serving, the TTFT quantile of each trial equals static_at_load's at that
+    gap_cv2 (1e-12), and bunched gaps (4) wait longer than independent ones (1)."""
+    name = saturated[0]
+    sat = run_block(api.check(name, [*SMALL, 'workload.serving="static"']), 0, 0, N)
+    demand = 0.6 * float(sat["tokens_per_s"].min())
+    ttft = {}
+    for cv2 in (1.0, 4.0):
+        got, plans, instances = model_of(name, demand, 'workload.serving="static"', f"workload.load.static_gap_cv2={cv2}")
+        st, rate = plans.steps, demand / (sat["availability"] * got["output_tokens_per_request"])
+        assert (st["mode"] == load.STATIC).all() and (st["gap_cv2"] == cv2).all()
+        want = qu.static_at_load(plans.q, rate, 1.0, instances=instances, batch=st["batch"], output_tokens=got["output_tokens_per_request"],
+                                 decode_1_s=st["decode_1_s"], decode_s=st["decode_s"], prefill_1_s=st["prefill_1_s"],
+                                 prefill_s=st["prefill_s"], gap_cv2=cv2)
+        np.testing.assert_allclose(got["load.ttft_at_load_ms"], 1e3 * want.ttft_q_s, rtol=1e-12)
+        ttft[cv2] = got["load.ttft_at_load_ms"]
+    assert (ttft[4.0] > ttft[1.0]).all()
+
+
 def test_bad_load_input_names_the_key():
     with pytest.raises(InputError) as err:
         api.check("h100", ["workload.load.demand=\"lots\""])
