@@ -54,54 +54,44 @@ def _phi(x):
 
 
 @inline_kernel
-def _part(law, j):
-    """Part ``j``'s weight in the mixture ``law`` (float64[parts, 4])."""
-    return law[j, CUM_WEIGHT] - (law[j - 1, CUM_WEIGHT] if j > 0 else 0.0)
+def _by_part(law, x, limited):
+    """``P(R > x)``, or (``limited``) ``L(x) = E[min(R, x)]`` (0 for ``x <= 0``), for the
+    repair law ``law`` (float64[parts, 4], kernels/laws.py), part by part: a fixed ``v``
+    survives while ``x < v`` and gives ``L = min(v, x)``; an exponential of mean ``m``,
+    ``e^{-x/m}`` and ``m (1 - e^{-x/m})``; a lognormal (median ``e^mu``, ``sigma``), with
+    ``z = (ln x - mu) / sigma``, ``1 - Phi(z)`` and ``e^{mu + sigma^2/2} Phi(z - sigma) +
+    x (1 - Phi(z))``."""
+    if x <= 0.0:
+        return 0.0 if limited else 1.0
+    out = 0.0
+    for j in range(law.shape[0]):
+        w = law[j, CUM_WEIGHT] - (law[j - 1, CUM_WEIGHT] if j > 0 else 0.0)
+        if w > 0.0:
+            kind, p1 = int(law[j, KIND]), law[j, P1]
+            if kind == LAW_FIXED:
+                out += w * (min(p1, x) if limited else (1.0 if x < p1 else 0.0))
+            elif kind == LAW_EXPONENTIAL:
+                out += w * (-p1 * math.expm1(-x / p1) if limited else math.exp(-x / p1))
+            elif kind == LAW_LOGNORMAL:
+                sigma = law[j, P2]
+                z = (math.log(x) - math.log(p1)) / sigma
+                tail = 1.0 - _phi(z)
+                out += w * (p1 * math.exp(0.5 * sigma * sigma) * _phi(z - sigma) + x * tail if limited else tail)
+        if law[j, CUM_WEIGHT] >= 1.0:
+            break
+    return out
 
 
 @inline_kernel
 def survival(law, u):
-    """``P(R > u)`` for the repair law ``law`` (float64[parts, 4], kernels/laws.py)."""
-    out = 0.0
-    for j in range(law.shape[0]):
-        w = _part(law, j)
-        if w > 0.0:
-            kind, p1 = int(law[j, KIND]), law[j, P1]
-            if kind == LAW_FIXED:
-                out += w if u < p1 else 0.0
-            elif kind == LAW_EXPONENTIAL:
-                out += w * math.exp(-u / p1) if u > 0.0 else w
-            elif kind == LAW_LOGNORMAL:
-                out += w * (1.0 - _phi((math.log(u) - math.log(p1)) / law[j, P2])) if u > 0.0 else w
-        if law[j, CUM_WEIGHT] >= 1.0:
-            break
-    return out
+    """``P(R > u)`` for the repair law ``law`` (:func:`_by_part`)."""
+    return _by_part(law, u, False)
 
 
 @inline_kernel
 def limited_mean(law, b):
-    """``L(b) = E[min(R, b)]`` (0 for ``b <= 0``) for the repair law ``law``: a fixed ``v``
-    gives ``min(v, b)``, an exponential of mean ``m`` gives ``m (1 - e^{-b/m})``, a lognormal
-    (median ``e^mu``, ``sigma``) ``e^{mu + sigma^2/2} Phi(z - sigma) + b (1 - Phi(z))`` with
-    ``z = (ln b - mu) / sigma``."""
-    if b <= 0.0:
-        return 0.0
-    out = 0.0
-    for j in range(law.shape[0]):
-        w = _part(law, j)
-        if w > 0.0:
-            kind, p1 = int(law[j, KIND]), law[j, P1]
-            if kind == LAW_FIXED:
-                out += w * min(p1, b)
-            elif kind == LAW_EXPONENTIAL:
-                out += w * -p1 * math.expm1(-b / p1)
-            elif kind == LAW_LOGNORMAL:
-                sigma = law[j, P2]
-                z = (math.log(b) - math.log(p1)) / sigma
-                out += w * (p1 * math.exp(0.5 * sigma * sigma) * _phi(z - sigma) + b * (1.0 - _phi(z)))
-        if law[j, CUM_WEIGHT] >= 1.0:
-            break
-    return out
+    """``L(b) = E[min(R, b)]`` for the repair law ``law`` (:func:`_by_part`)."""
+    return _by_part(law, b, True)
 
 
 @kernel
@@ -178,7 +168,13 @@ def stockout_control(log, used, horizon, spares, laws, grid):
                 nb += 1
             bps[nb] = a
             nb += 1
-            b = np.sort(bps[:nb])
+            for k in range(1, nb):  # (insertion sort: a few dozen, nearly in order)
+                x, h = bps[k], k - 1
+                while h >= 0 and bps[h] > x:
+                    bps[h + 1] = bps[h]
+                    h -= 1
+                bps[h + 1] = x
+            b = bps
             g, e = 0.0, 0.0
             for p in range(nb - 1):
                 lo, hi = b[p], b[p + 1]
