@@ -251,7 +251,8 @@ def _params(scenario: Scenario, inputs: TrialInputs, capacity: np.ndarray | None
 # --------------------------------------------------------------------------- stage API
 
 
-def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int, capacity: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int, capacity: np.ndarray | None = None,
+              host_log: int = 0) -> dict[str, np.ndarray]:
     """Per-trial reliability columns of the trials in ``inputs``.
 
     ``capacity``: with ``cluster.on_failure = "reshard"``, the share of an instance's
@@ -283,12 +284,16 @@ def lifetimes(scenario: Scenario, inputs: TrialInputs, seed: int, capacity: np.n
         ``nic_swaps_per_year`` (failed NICs of ``per = "nic"`` classes swapped in place);
         ``module_stockout_hours`` (instance-hours a module swap waits for a module from the
         module pool, docs/model.md#module-pool; not in ``stockout_hours``).
+        With ``host_log`` > 0 (host units), also ``host_log``: float64[n, 1 + 2 host_log],
+        each lifetime's count of candidate permanent host failures and the first
+        ``host_log`` of them (:data:`mcengine.kernels.life.OUT_HOST_LOG`); every other
+        column is the same whatever it is.
     """
-    return lifetimes_of([scenario], [inputs], seed, [capacity])[0]
+    return lifetimes_of([scenario], [inputs], seed, [capacity], host_log)[0]
 
 
 def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int,
-                 capacities: list[np.ndarray | None] | None = None) -> list[dict[str, np.ndarray]]:
+                 capacities: list[np.ndarray | None] | None = None, host_log: int = 0) -> list[dict[str, np.ndarray]]:
     """:func:`lifetimes` of each scenario, with the same trials (``inputs[k]`` drawn for
     ``scenarios[k]``, ``capacities[k]`` its reshard table; None: no scenario reshards).
 
@@ -298,6 +303,7 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
     exactly the numbers of its own run (:func:`mcengine.kernels.life.simulate_lifetimes`).
     Scenarios whose tables are equal in full (``lite-h100`` and ``lite-h100-2x``: links
     change no reliability input) are one variant, its lifetimes simulated once.
+    ``host_log``: as :func:`lifetimes`.
     """
     check_seed(seed)
     capacities = [None] * len(scenarios) if capacities is None else capacities
@@ -318,7 +324,8 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
         # slowed by other load on its core does not hold up the call (numba's default
         # splits the blocks statically). Same numbers either way.
         with numba.parallel_chunksize(1):
-            out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **args)
+            out_f, out_i = life.simulate_lifetimes(np.uint64(seed), int(inputs[group[0]].trial_start), **args,
+                                                   host_log=host_log)
         taken: set[int] = set()
         for v, k in zip(variant, group):
             f, i = out_f[:, v], out_i[:, v]
@@ -327,6 +334,8 @@ def lifetimes_of(scenarios: list[Scenario], inputs: list[TrialInputs], seed: int
             taken.add(v)
             out[k] = _columns(f, i, inputs[k])
             out[k].update(_by_class(scenarios[k], inputs[k], i))
+            if host_log > 0:
+                out[k]["host_log"] = f[:, life.OUT_HOST_LOG:]
     return out
 
 
@@ -511,6 +520,21 @@ def _law_mean(law: Law, values: dict[str, np.ndarray]) -> np.ndarray:
     if all(np.all(v == v[0]) for v in values.values()):
         return np.full(n, float(law.mean_at({k: float(v[0]) for k, v in values.items()})))
     return np.array([law.mean_at({k: float(v[i]) for k, v in values.items()}) for i in range(n)])
+
+
+def host_repair_laws(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
+    """Each trial's repair law table, ``float64[n, parts, LAW_COLUMNS]``
+    (:mod:`mcengine.kernels.laws`), and whether it has a Weibull part (``bool[n]``)."""
+    law = scenario.reliability.repair_hours
+    table = law_table(law, inputs.law_values("reliability.repair_hours", law), inputs.n, len(law.parts()))
+    return table, np.any(table[:, :, KIND] == LAW_WEIBULL, axis=1)
+
+
+def host_units_exponential(scenario: Scenario, inputs: TrialInputs) -> np.ndarray:
+    """Per trial, whether failed hosts are host units (docs/model.md#host-units) whose
+    permanent law is exponential: their candidate failures a Poisson process."""
+    r = scenario.reliability
+    return _host_exponential(inputs) & (r.host_failure == "host" and r.replace_unit != "host")
 
 
 def _host_exponential(inputs: TrialInputs) -> np.ndarray:

@@ -16,7 +16,7 @@ from ..analytic.reliability import resolved_law, weibull_rate_per_hour
 from ..pipeline import reshard_capacity
 from ..stages.reliability import CLASS_KINDS, class_column, class_names, lifetimes_of, nest_by_class
 from ..units import HOURS_PER_YEAR
-from .unavailability import ControlMoments, controls, input_means
+from .unavailability import ControlMoments, controls, host_log_size, input_means
 
 
 #: Distributions of :func:`lifetime_summary` (docs/interface.md first, then extras).
@@ -258,7 +258,8 @@ def lifetime_summary(scenario: Scenario, lifetimes: int, seed: int) -> dict:
     with interrupt.deferred():  # a signal stops between chunks
         for start in range(0, total, CHUNK_LIFETIMES):
             inputs = draw_inputs(scenario, seed, start, min(CHUNK_LIFETIMES, total - start))
-            cols = lifetimes_of([scenario], [inputs], seed, [reshard_capacity(scenario)])[0]
+            cols = lifetimes_of([scenario], [inputs], seed, [reshard_capacity(scenario)],
+                                host_log_size(scenario, inputs))[0]
             cols["repairs_per_year"] = cols["repairs"] / inputs["run.horizon_years"]
             cols["host_repairs_per_year"] = cols["host_repairs"] / inputs["run.horizon_years"]
             for name, summary in summaries.items():

@@ -60,17 +60,23 @@ def test_bad_seed_is_an_input_error(seed):
         study.lifetime_summary(toy_scenario(instances=1), 2, seed)
 
 
-def test_study_identical_at_1_and_2_threads_and_any_chunking(monkeypatch):
+@pytest.mark.parametrize("host_units", [False, True])
+def test_study_identical_at_1_and_2_threads_and_any_chunking(monkeypatch, host_units):
+    """Also with host units, whose host log feeds the unavailability's stock-out control."""
     s = toy_scenario(instances=4, instance_gpus=2, gpus_per_host=4, spare_gpus=2, afr=3.0, transient_afr=2.0,
                      weibull_shape=1.7, host_afr=1.0, repair_hours={"law": "exponential", "mean": 200}, repair_crews=1,
                      swap_hours=1.0, restart_hours=0.5)
+    if host_units:
+        s = load_scenario("h100", ["reliability.host_afr=5", "cluster.instances=4", "cluster.spare_hosts=1"])
     one = with_threads(1, lambda: study.lifetime_summary(s, 2100, 5))
+    if host_units:
+        assert one["unavailability"]["controls"] == 7  # six counts and the stock-out control
     calls = []
     simulate = study.lifetimes_of
 
-    def recording(scenarios, inputs, seed, capacities):
+    def recording(scenarios, inputs, seed, capacities, host_log):
         calls.append(inputs[0].n)
-        return simulate(scenarios, inputs, seed, capacities)
+        return simulate(scenarios, inputs, seed, capacities, host_log)
 
     monkeypatch.setattr(study, "lifetimes_of", recording)
     monkeypatch.setattr(study, "CHUNK_LIFETIMES", BLOCK_TRIALS)

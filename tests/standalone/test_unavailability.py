@@ -67,15 +67,16 @@ def test_drawn_rates_match_the_exact_mean_over_the_inputs():
     assert result["variance_reduction"] > 10.0
 
 
-def test_case_study_designs_agree_with_the_plain_mean_and_gain_tenfold_on_lite():
+def test_case_study_designs_agree_with_the_plain_mean_and_gain_tenfold():
     """The estimator against the plain mean of the same lifetimes (their difference within
     4 of the plain mean's standard errors), and the reduction measured per design
-    (docs/availability-vr.md: lite-h100 over 100x, h100 about 4x, its host stock-outs)."""
+    (docs/availability-vr.md: lite-h100 over 1,000x; h100 44x, 3.9x without its host
+    stock-out control)."""
     out = {name: un.unavailability(load_scenario(name), 2048, seed=0) for name in ("h100", "lite-h100")}
     for result in out.values():
         assert abs(result["mean"] - result["plain_mean"]) < 4.0 * result["plain_sem"]
     assert out["lite-h100"]["variance_reduction"] > 10.0
-    assert 2.0 < out["h100"]["variance_reduction"] < 10.0
+    assert out["h100"]["variance_reduction"] > 10.0
 
 
 @pytest.mark.slow
@@ -171,3 +172,95 @@ def test_lifetime_controls_are_mean_zero_where_units_are_often_out_of_place(kind
             assert abs(lifetime[:, k].mean()) < 4.0 * sem
         else:
             assert np.all(lifetime[:, k] == 0.0), name
+
+
+# ---------------------------------------------------------------- host stock-outs
+
+HOSTS, SPARE_HOSTS, HOST_RATE, REPAIR_MEAN = 4, 1, 8.0, 300.0  # host-years: 8 failures per host-year
+
+
+def host_pool(swap_hours: float = 0.0, repair=None):
+    """Four one-host instances whose hosts alone fail (host units, exponential repairs
+    of mean 300 h, one spare host): stock-outs in most lifetimes."""
+    return scenario_from_dict({
+        "name": "host-pool", "run": {"horizon_years": 1.0},
+        "cluster": {"instances": HOSTS, "instance_gpus": 4, "gpus_per_host": 4, "spare_gpus": 4,
+                    "spare_hosts": SPARE_HOSTS},
+        "reliability": {"host_afr": HOST_RATE, "host_transient_afr": 0.0, "host_failure": "host",
+                        "host_swap_hours": swap_hours,
+                        "repair_hours": repair or {"law": "exponential", "mean": REPAIR_MEAN},
+                        "swap_hours": 1.0, "restart_hours": 0.5,
+                        "components": {"gpu": {"afr": 0.0, "transient_afr": 0.0}}}})
+
+
+def exact_host_wait_hours(hosts: int, spares: int, rate: float, repair_mean: float, horizon: float) -> float:
+    """Expected host-hours waiting for a host over ``[0, T]`` from every host in place, host
+    swaps instant, exponential repairs without crews: the hosts in repair ``N`` are a
+    birth-death chain (failures at ``rate x (hosts - (N - s)+)``, the hosts in place;
+    repairs at ``N / mean``), and the hours are ``integral of E[(N(t) - s)+]``: the corner of
+    ``expm([[Q, f], [0, 0]] T)`` (C. Van Loan, IEEE TAC 23(3), 1978)."""
+    from scipy.linalg import expm
+
+    k = hosts + spares + 1
+    q = np.zeros((k + 1, k + 1))
+    for n in range(k):
+        if n + 1 < k:
+            q[n, n + 1] = rate * (hosts - max(n - spares, 0))
+        if n > 0:
+            q[n, n - 1] = n / repair_mean
+        q[n, n] = -q[n, :k].sum()
+        q[n, k] = max(n - spares, 0)
+    return float(expm(q * horizon)[0, k])
+
+
+def test_host_stockout_control_matches_the_exact_host_pool():
+    """The host stock-out hours by the stock-out control (conditional Monte Carlo) against
+    the birth-death chain's exact mean, within 4 standard errors (the plain mean too). Its
+    reduction is 2.0x here: hosts wait most of the year, so the failure times, which it
+    leaves, carry most of the variance (docs/availability-vr.md)."""
+    s = host_pool()
+    n = 2000
+    inputs = draw_inputs(s, 2, 0, n)
+    cols = R.lifetimes(s, inputs, 2, None, un.host_log_size(s, inputs))
+    control = un.stockout_control(s, inputs, cols)
+    result = un.ControlMoments().add(cols["host_stockout_hours"], control[:, None], np.zeros((n, 0))).estimate(
+        np.zeros(0), np.zeros((0, 0)))
+    expected = exact_host_wait_hours(HOSTS, SPARE_HOSTS, HOST_RATE / HOURS_PER_YEAR, REPAIR_MEAN, HOURS_PER_YEAR)
+    assert_within_4_sem(result, expected)
+    assert abs(result["plain_mean"] - expected) < 4.0 * result["plain_sem"]
+    assert result["controls"] == 1 and result["variance_reduction"] > 1.5
+
+
+@pytest.mark.parametrize("repair", [None, {"law": "mixture", "parts": [
+    {"weight": 0.3, "law": "fixed", "value": 20.0}, {"weight": 0.7, "law": "lognormal", "median": 200.0, "sigma": 0.9}]}])
+def test_host_stockout_control_is_mean_zero_where_failed_hosts_wait(repair):
+    """Long host swaps and waits (candidates on hosts out rejected, so failures depend on
+    the repairs): the control's mean within 4 standard errors of zero, and the log changes
+    no other output of the kernel."""
+    s = host_pool(swap_hours=50.0, repair=repair)
+    n = 2000
+    inputs = draw_inputs(s, 4, 0, n)
+    size = un.host_log_size(s, inputs)
+    cols = R.lifetimes(s, inputs, 4, None, size)
+    plain = R.lifetimes(s, inputs, 4)
+    assert set(cols) - set(plain) == {"host_log"} and all(np.array_equal(plain[k], cols[k]) for k in plain)
+    assert size > 0 and np.all(cols["host_log"][:, 0] >= cols["host_repairs"])
+    assert np.any(cols["host_log"][:, 0] > cols["host_repairs"])  # rejected candidates logged
+    control = un.stockout_control(s, inputs, cols)
+    assert abs(control.mean()) < 4.0 * control.std(ddof=1) / math.sqrt(n)
+    assert np.corrcoef(control, cols["host_stockout_hours"])[0, 1] > 0.5
+
+
+def test_limited_mean_is_the_integral_of_the_survival():
+    """``E[min(R, b)]`` in closed form (kernels/host_stockout.py) against the survival
+    function integrated, for a mixture of each kind of part."""
+    from mcengine.kernels.host_stockout import limited_mean, survival
+
+    s = host_pool(repair={"law": "mixture", "parts": [
+        {"weight": 0.2, "law": "fixed", "value": 2.0}, {"weight": 0.3, "law": "exponential", "mean": 40.0},
+        {"weight": 0.5, "law": "lognormal", "median": 72.0, "sigma": 0.9}]})
+    law = R.host_repair_laws(s, draw_inputs(s, 0, 0, 1))[0][0]
+    for b in (0.5, 2.0, 30.0, 72.0, 500.0, 5000.0):
+        quad = integrate.quad(lambda u: survival(law, u), 0.0, b, points=[2.0], limit=200)[0]
+        assert math.isclose(limited_mean(law, b), quad, rel_tol=1e-9), b
+    assert limited_mean(law, 0.0) == 0.0 and survival(law, 0.0) == 1.0

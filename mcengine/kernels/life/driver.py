@@ -19,7 +19,7 @@ from mcengine.rng import STAGE_LIFE, reset_stream
 def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
                        active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews,
                        capacity, reshard, thin_max=THIN_MAX_CANDIDATES, fast_paths=True,
-                       host_units=False, spare_hosts=0, gpus_per_nic=1, spare_modules=-1):
+                       host_units=False, spare_hosts=0, gpus_per_nic=1, spare_modules=-1, host_log=0):
     """Simulate ``n`` cluster lifetimes of ``V`` variants in blocks on ``numba.get_num_threads()`` threads.
 
     The variants of a lifetime differ only in their laws (``laws[i, v]``); a variant's
@@ -88,12 +88,17 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     spare_modules : int
         Pool modules at the start (a failed module replaced by a new one
         ``params[i, P_MODULE_RESTOCK_HOURS]`` later); negative: an unlimited stock.
+    host_log : int
+        Host units: log each lifetime's first ``host_log`` candidate permanent host failures
+        of the exponential law (:data:`~.indices.OUT_HOST_LOG`; 0, the default: none). The
+        numbers of every other column are the same whatever it is.
 
     Returns
     -------
-    out_f : float64[n, V, N_OUT_F]
+    out_f : float64[n, V, N_OUT_F + (1 + 2 * host_log if host_log else 0)]
         Availability, stock-out instance-hours, capacity availability, instance-hours
-        waiting for a host and for a module (``OUT_*`` columns).
+        waiting for a host and for a module (``OUT_*`` columns); with ``host_log``, the
+        host log after them (:data:`~.indices.OUT_HOST_LOG`).
     out_i : int64[n, V, OUT_WEAR_FAILURES + K]
         Counts over the horizon (``OUT_*`` columns), then the events by class: transient
         GPU faults, exponential-class GPU failures, transient host faults, permanent
@@ -101,7 +106,7 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
         ``OUT_WEAR_FAILURES + g``).
     """
     n, n_var = laws.shape[0], laws.shape[1]
-    out_f = np.empty((n, n_var, N_OUT_F), dtype=np.float64)
+    out_f = np.empty((n, n_var, N_OUT_F + (1 + 2 * host_log if host_log > 0 else 0)), dtype=np.float64)
     out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
     modules = n > 0 and n_mwb.max() > 0
     nic_swaps = n > 0 and params[:, P_LAM_NIC_PERM].max() > 0.0
@@ -131,7 +136,8 @@ def run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capa
     alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled simulate_one for both calls)
     c = cluster_config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1,
                 shape[8] == 1, shape[9], shape[10], shape[11] == 1, shape[12])
-    ws = new_workspace(c, n_var, wb.shape[1], max(wb.shape[1], mwb.shape[1]), inst_of, capacity)
+    ws = new_workspace(c, n_var, wb.shape[1], max(wb.shape[1], mwb.shape[1]), inst_of, capacity,
+                       max(out_f.shape[2] - N_OUT_F - 1, 0) // 2)
     vids, parted = ws.vids, ws.parted
     for i in range(i0, i1):
         lw = laws[i].reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))

@@ -22,17 +22,17 @@ from mcengine.kernels.life.hazard import (
 )
 from mcengine.kernels.life.heap import heap_remove, times_pop
 from mcengine.kernels.life.indices import (
-    DOWN, DOWN_SINCE, EV_CLOCK, EV_HORIZON, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_FAULT, HOST_WEAR,
+    DOWN, DOWN_SINCE, EV_CLOCK, EV_HORIZON, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_EXP, HOST_FAULT, HOST_WEAR,
     K_GPU_EXP, K_GPU_FAULT, K_HOST_FAIL, K_HOST_FAULT, K_NIC_FAIL, K_NIC_FAULT, K_WEAR, LAW_REPAIR, LAW_SWAP,
     NIC_FAIL, NIC_FAULT, N_CAT, N_LAWS, N_OUT_I, OUT_AVAILABILITY, OUT_CAPACITY, OUT_EVENTS, OUT_FAILURES,
-    OUT_HOST_REPAIRS, OUT_HOST_STOCKOUT_HOURS, OUT_HOST_SWAPS, OUT_INTERRUPTIONS, OUT_MAX_FAILED_GPUS,
+    OUT_HOST_LOG, OUT_HOST_REPAIRS, OUT_HOST_STOCKOUT_HOURS, OUT_HOST_SWAPS, OUT_INTERRUPTIONS, OUT_MAX_FAILED_GPUS,
     OUT_MODULE_STOCKOUT_HOURS, OUT_MODULE_SWAPS, OUT_NIC_SWAPS, OUT_PARTED, OUT_REPAIRS, OUT_STOCKOUT_HOURS,
     OUT_SWAPS, PAST_GPU, PAST_MODULE, V_EVENTS, V_INTERRUPTIONS, WB_SCALE, WB_SHAPE,
 )
 from mcengine.kernels.life.units import host_unit_fails, lose, module_fails, nic_fails, swap_ends
 from mcengine.kernels.life.variants import first_module_due, part_at_install, part_on_liveness, part_on_wear
 from mcengine.kernels.life.workspace import (
-    RQ_LIST_AT_MOST, arm, install, interrupt, list_add, list_remove, push_repair, repair_waited_for, reshard_step,
+    RQ_LIST_AT_MOST, arm, install, interrupt, list_add, list_remove, log_host, push_repair, repair_waited_for, reshard_step,
     return_due, settle, slot_positions, weigh,
 )
 from mcengine.rng import exponential, uniform, weibull_scale
@@ -95,7 +95,7 @@ def start_lifetime(ws, s, c, lf, wb, n_wb):
     s.stockout_hours, s.served = 0.0, 0.0
     s.host_pool, s.hrn, s.hwq_head, s.hwq_len, s.hrq_min, s.host_stockout_hours = c.spare_hosts, 0, 0, 0, np.inf, 0.0
     s.host_repairs, s.host_swaps, s.nic_swaps = 0, 0, 0
-    s.mrq_head, s.mrq_len = 0, 0
+    s.mrq_head, s.mrq_len, s.hlog_n = 0, 0, 0
     ws.m_so[:] = 0.0
     if lf.modular and c.spare_modules >= 0:
         ws.m_at[:, :] = 0.0
@@ -194,6 +194,8 @@ def pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs):
             if s.nv > 1:
                 s.nv = part_on_wear(ws.at_h, vids, s.nv, k, t, u, live, wb, n_wb, ws.wear, lf.host_shape,
                                     lf.host_scale, True)
+        if not live and cat == HOST_EXP and c.host_units:  # a candidate failure on a host out of place
+            log_host(ws, s, t, -1.0)
         if live:
             s.events += 1
             if cat == HOST_FAULT:
@@ -583,7 +585,7 @@ def reschedule(ws, s, fresh, t):
 def close_lifetime(ws, s, c, lf, out_f, out_i, row):
     """The horizon: downtime and stock-outs still open are counted (reshard: each
     instance's served capacity-hours, :func:`reshard_step`); the rows of the
-    variants in the pass written; ``hpos`` left all -1 for the next lifetime (cheaper
+    variants in the pass written (and the host log, when asked); ``hpos`` left all -1 for the next lifetime (cheaper
     than a full reset)."""
     horizon, n_inst = lf.horizon, c.instances
     for j in range(s.hn):
@@ -620,4 +622,9 @@ def close_lifetime(ws, s, c, lf, out_f, out_i, row):
         out_i[row, v, OUT_NIC_SWAPS] = s.nic_swaps
         for k in range(ws.by_class.size):
             out_i[row, v, N_OUT_I + k] = ws.by_class[k]
+        if out_f.shape[2] > OUT_HOST_LOG:  # the host log, when asked
+            out_f[row, v, OUT_HOST_LOG] = s.hlog_n
+            for j in range(min(s.hlog_n, ws.hlog.shape[0])):
+                out_f[row, v, OUT_HOST_LOG + 1 + 2 * j] = ws.hlog[j, 0]
+                out_f[row, v, OUT_HOST_LOG + 2 + 2 * j] = ws.hlog[j, 1]
 

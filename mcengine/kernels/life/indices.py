@@ -15,7 +15,7 @@ __all__ = [
     "P_LAM_TRANSIENT_GPU", "P_LAM_PERM_GPU", "P_LAM_TRANSIENT_HOST", "P_LAM_PERM_HOST", "P_HOST_SHAPE",
     "P_HOST_SCALE", "P_HORIZON_HOURS", "P_RESHARD_HOURS", "P_MODULE_SWAP_HOURS", "P_HOST_SWAP_HOURS",
     "P_LAM_NIC_PERM", "P_NIC_SWAP_HOURS", "P_LAM_NIC_FAULT", "P_MODULE_RESTOCK_HOURS", "N_PARAMS", "OUT_AVAILABILITY",
-    "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "OUT_HOST_STOCKOUT_HOURS", "OUT_MODULE_STOCKOUT_HOURS", "N_OUT_F",
+    "OUT_STOCKOUT_HOURS", "OUT_CAPACITY", "OUT_HOST_STOCKOUT_HOURS", "OUT_MODULE_STOCKOUT_HOURS", "N_OUT_F", "OUT_HOST_LOG",
     "OUT_FAILURES", "OUT_INTERRUPTIONS", "OUT_SWAPS", "OUT_REPAIRS", "OUT_EVENTS", "OUT_MAX_FAILED_GPUS",
     "OUT_PARTED", "OUT_MODULE_SWAPS", "OUT_HOST_REPAIRS", "OUT_HOST_SWAPS", "OUT_NIC_SWAPS", "N_OUT_I", "LAW_REPAIR",
     "LAW_SWAP", "LAW_RESTART", "N_LAWS", "WB_SHAPE", "WB_SCALE", "OUT_GPU_FAULTS", "OUT_GPU_EXP_FAILURES",
@@ -46,6 +46,14 @@ OUT_CAPACITY = 2  # time-averaged delivered throughput / full (reshard: degraded
 OUT_HOST_STOCKOUT_HOURS = 3  # host units: instance-hours waiting for a host
 OUT_MODULE_STOCKOUT_HOURS = 4  # module pool: instance-hours waiting for a module
 N_OUT_F = 5
+#: Host units, when asked (``simulate_lifetimes(host_log=m)``): from this column of
+#: ``out_f``, the number of candidate permanent host failures of the exponential law by the
+#: horizon, then the first ``m`` of them in order, two columns each: the time and, if the
+#: host was in place (a failure), its repair's duration, else -1 (a candidate rejected:
+#: the host out, waiting for a host or in its swap). Every candidate counts, accepted or
+#: not: their times are a Poisson process of the host rate x the hosts, whatever the
+#: repairs (mcengine.kernels.host_stockout).
+OUT_HOST_LOG = N_OUT_F
 OUT_FAILURES = 0  # permanent GPU failures (a host failure counts its GPUs)
 OUT_INTERRUPTIONS = 1  # instance up -> down transitions
 OUT_SWAPS = 2  # units assigned to empty slots

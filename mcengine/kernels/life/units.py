@@ -20,7 +20,7 @@ from mcengine.kernels.life.heap import heap_remove
 from mcengine.kernels.life.indices import LAW_REPAIR, N_LAWS, PAST_MODULE, V_EVENTS
 from mcengine.kernels.life.variants import first_module_due, module_fails_now, part_on_module, part_on_restocks
 from mcengine.kernels.life.workspace import (
-    arm, install, interrupt, repair_waited_for, reshard_step, settle, slot_positions,
+    arm, install, interrupt, log_host, repair_waited_for, reshard_step, settle, slot_positions,
 )
 from mcengine.rng import weibull_scale
 
@@ -172,7 +172,9 @@ def host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
     (FIFO) for the next host repair to complete. Reshard: its GPUs are lost until then."""
     host_repairs_due(ws, s, c, lf, laws, t)  # the pool count exact
     s.host_repairs += 1
-    when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+    repair = sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+    log_host(ws, s, t, repair)
+    when = t + repair
     ws.hrq[s.hrn] = when
     s.hrn += 1
     s.hrq_min = min(s.hrq_min, when)

@@ -89,12 +89,15 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   the horizon however late it starts (:func:`~mcengine.kernels.life.hazard.past_uniform`
 #:   at the horizon): row ``PAST_GPU`` a GPU's groups, ``PAST_MODULE`` a module's;
 #: * ``weights`` float64[N_CAT]: the superposed rate of each category over the listed
-#:   units (:func:`weigh`, the terms of the state's ``lam``).
+#:   units (:func:`weigh`, the terms of the state's ``lam``);
+#: * ``hlog`` float64[m, 2]: host units, the lifetime's first ``m`` candidate permanent host
+#:   failures of the exponential law (:data:`~mcengine.kernels.life.indices.OUT_HOST_LOG`;
+#:   ``m = 0`` unless asked), their count in the state's ``hlog_n``.
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
     "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by",
-    "u_past", "m_life", "m_t0", "m_due", "m_so", "weights"])
+    "u_past", "m_life", "m_t0", "m_due", "m_so", "weights", "hlog"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate
@@ -114,14 +117,15 @@ Workspace = namedtuple("Workspace", [
 #: ``nic_swaps`` (NICs swapped in place); a module pool: ``mrq_head``, ``mrq_len`` (restocks
 #: pending); ``lists_moved`` 1 once a list of filled units (``occ_g``, ``occ_h``) left its
 #: order at the start (kept across the lifetimes of a block: the next start rebuilds the
-#: lists only then, :func:`~mcengine.kernels.life.handlers.start_lifetime`).
+#: lists only then, :func:`~mcengine.kernels.life.handlers.start_lifetime`); ``hlog_n`` the
+#: candidate permanent host failures so far (host units, exponential law: :func:`log_host`).
 STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served",
                                                   "hrq_min", "host_stockout_hours")]
                  + [(name, np.int64) for name in (
                      "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
                      "pool", "busy", "queue", "in_repair", "max_in_repair", "failures", "swaps", "repairs", "events",
                      "module_swaps", "host_pool", "hrn", "hwq_head", "hwq_len", "host_repairs", "host_swaps", "nic_swaps",
-                     "mrq_head", "mrq_len", "relisted", "lists_moved")],
+                     "mrq_head", "mrq_len", "relisted", "lists_moved", "hlog_n")],
                  align=True)
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
@@ -334,9 +338,9 @@ def cluster_config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_u
 
 
 @kernel
-def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity):
+def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity, n_log):
     """A fresh :data:`Workspace` for ``n_var`` variants, ``n_groups`` Weibull groups of a
-    GPU and ``n_past`` of a GPU or a module (the larger)."""
+    GPU and ``n_past`` of a GPU or a module (the larger), a host log of ``n_log`` entries."""
     a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
     n_hrq = h + c.spare_hosts + 1 if c.host_units else 1  # (computed apart: a call of this many
     n_hwq = h if c.host_units else 1  # arguments may hold no branch, for numba)
@@ -359,10 +363,20 @@ def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity):
         np.zeros(ni, np.int64), np.zeros(ni),
         np.empty((n_var, n_mrq)), np.zeros((n_var, n_mat)), np.zeros((n_var, n_mwait)), np.zeros(n_lost, np.int64),
         np.zeros((2, n_past)), np.empty(n_mlife), np.empty((n_var, n_mlife)), np.empty(n_var), np.zeros(n_var),
-        np.empty(N_CAT),
+        np.empty(N_CAT), np.empty((n_log, 2)),
     )
     ws.state[0].lists_moved = 1  # (fresh: the first start builds the lists)
     return ws
+
+
+@inline_kernel
+def log_host(ws, s, t, repair):
+    """A candidate permanent host failure at ``t``: counted, and logged while the log has
+    room, with its repair's duration (``repair``; -1: rejected, the host out)."""
+    if s.hlog_n < ws.hlog.shape[0]:
+        ws.hlog[s.hlog_n, 0] = t
+        ws.hlog[s.hlog_n, 1] = repair
+    s.hlog_n += 1
 
 
 @inline_kernel
