@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from mcengine.jit import inline_kernel, kernel
+from mcengine.jit import event_kernel, inline_kernel, kernel
 from mcengine._pointer import address_of, uint64_words_at
 
 __all__ = [
@@ -174,7 +174,7 @@ def _to_unit(m):
     return min(u, _BELOW_ONE)
 
 
-@kernel
+@event_kernel
 def reset_stream(st, seed, stage, stream_id, trial):
     """Re-key an existing state array in place (no allocation in hot loops).
 
@@ -225,7 +225,7 @@ def _refill(address, block):
         st[5 + 2 * lane] = _bits53(c2, c3)
 
 
-@kernel
+@event_kernel
 def _next_bits(st):
     """The stream's next 53 random bits ``m`` (draw ``counter``; see the module text).
     Advances the counter by 1; every 32nd draw refills the buffer."""
@@ -237,23 +237,22 @@ def _next_bits(st):
     return st[4 + np.int64(j)]
 
 
-@kernel
+@event_kernel
 def uniform(st):
     """Next uniform double of the stream, in the open interval (0, 1): ``(m + 0.5) /
     2**53`` of the next 53 bits ``m`` (:func:`_next_bits`). Equals :func:`uniform_at`.
 
-    Why ``+ 0.0 * st.size`` (here and in the samplers that take ``st``): it changes no
-    value (``x + 0.0 == x`` for every finite or infinite ``x`` a sampler returns; the
-    size is finite), it only makes the return the last use of ``st``. Numba releases
-    an array argument after its last use, so without it the reference-count decrement
-    of ``st`` lands before the refill branch of :func:`_next_bits`, in another basic
-    block than its increment, and numba's reference-count pruning (which removes an
-    increment/decrement pair within one block or a simple diamond) keeps the pair: a
-    call to ``NRT_incref``/``NRT_decref`` at every draw. With the use at the exit the
-    pair can be pruned. Keep it on any new
-    sampler that takes the stream array and is not an :data:`~mcengine.jit.inline_kernel`.
+    The samplers that take ``st`` are :data:`~mcengine.jit.event_kernel` s (compiled
+    without reference counting): a sampler compiled with it costs a pair of
+    ``NRT_incref``/``NRT_decref`` calls on ``st`` around every refill, which numba's
+    reference-count pruning cannot remove across the refill branch of
+    :func:`_next_bits`. A sampler allocates nothing, and its caller holds ``st``.
+    A kernel compiled with reference counting that takes ``st`` (``life_within`` of
+    ``kernels/life/hazard.py``) returns ``x + 0.0 * st.size``: the same value (``x + 0.0
+    == x`` for every ``x`` it returns, none -0.0), with ``st`` used at the exit, so that
+    numba can prune the pair on its path without a refill.
     """
-    return _to_unit(_next_bits(st)) + 0.0 * st.size
+    return _to_unit(_next_bits(st))
 
 
 @inline_kernel
@@ -276,10 +275,10 @@ def uniform_at(seed, stage, stream_id, trial, counter):
     return _to_unit(_bits53(x0, x1))
 
 
-@kernel
+@event_kernel
 def exponential(st, mean):
     """Exponential variate by inversion, ``-mean * log(u)`` (exactly one uniform)."""
-    return -mean * math.log(uniform(st)) + 0.0 * st.size  # (st lives to the end: see uniform)
+    return -mean * math.log(uniform(st))
 
 
 @inline_kernel
@@ -315,13 +314,13 @@ def normal(st, mean, sd):
         if f1 + uniform(st) * (f0 - f1) < 1.0:
             z = x
             break
-    return mean + sd * z + 0.0 * st.size
+    return mean + sd * z
 
 
 @inline_kernel
 def lognormal(st, median, sigma):
     """Lognormal variate ``median * exp(sigma * z)``, ``z`` from :func:`normal`."""
-    return median * math.exp(sigma * normal(st, 0.0, 1.0)) + 0.0 * st.size
+    return median * math.exp(sigma * normal(st, 0.0, 1.0))
 
 
 @inline_kernel
@@ -343,7 +342,7 @@ def _gamma_ge1(st, shape):
             return d * v
 
 
-@kernel
+@event_kernel
 def gamma(st, shape, scale):
     """Gamma variate with ``shape`` (k) and ``scale`` (theta); mean ``k * theta``.
 
@@ -394,7 +393,7 @@ def _poisson_ptrs(st, lam):
             return np.int64(k)
 
 
-@kernel
+@event_kernel
 def poisson(st, lam):
     """Poisson variate with mean ``lam`` (exact algorithms), as int64.
 
@@ -454,7 +453,7 @@ def _binomial_btrs(st, n, p):
             return np.int64(k)
 
 
-@kernel
+@event_kernel
 def binomial(st, n, p):
     """Binomial variate with ``n`` trials of probability ``p`` (exact), as int64.
 
@@ -476,13 +475,13 @@ def binomial(st, n, p):
     return trials - k if flip else k
 
 
-@kernel
+@event_kernel
 def weibull_scale(st, scale, shape):
     """Weibull variate by inversion: ``scale * (-log u)**(1 / shape)`` (one uniform)."""
-    return scale * (-math.log(uniform(st))) ** (1.0 / shape) + 0.0 * st.size
+    return scale * (-math.log(uniform(st))) ** (1.0 / shape)
 
 
-@kernel
+@event_kernel
 def weibull(st, mean, shape):
     """Weibull variate by its mean: scale ``mean / Gamma(1 + 1/shape)``, one uniform."""
     return weibull_scale(st, mean / math.gamma(1.0 + 1.0 / shape), shape)
