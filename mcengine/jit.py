@@ -165,10 +165,10 @@ kernel = njit(**_OPTIONS)
 inline_kernel = njit(inline="always", **_OPTIONS)
 
 #: Decorator for an event loop that allocates nothing (it works on a workspace its
-#: caller passes), and for the handlers it calls rather than inlines: compiled without
-#: numba's reference counting (``_nrt=False``), so no call to ``NRT_incref``/``NRT_decref``
-#: is made around the draws and helpers it inlines, nor the register spills around those
-#: calls.
+#: caller passes), for the handlers it calls rather than inlines, and for the random
+#: samplers of :mod:`mcengine.rng` it calls per draw: compiled without numba's reference
+#: counting (``_nrt=False``), so no call to ``NRT_incref``/``NRT_decref`` is made around
+#: the draws and helpers it inlines, nor the register spills around those calls.
 event_kernel = njit(_nrt=False, **_OPTIONS)
 
 #: Blocks per thread: a few, so a slow block does not leave a thread idle for long.
