@@ -5,7 +5,8 @@ in each serving mode, Poisson and gamma (CV 2) arrivals, at loads 0.1 to 0.9 of 
 roofline's saturated capacity, on :data:`INSTANCES` instances.
 
     python docs/load/make_fit_table.py           # rerun the grid, rewrite fit-table.csv and the page's block
-    python docs/load/make_fit_table.py --mode static --print   # one mode's cells, printed (nothing written)
+    python docs/load/make_fit_table.py --mode continuous --design lite-h100 --loads 0.6,0.9
+                                                 # a part of the grid, printed (nothing rewritten)
 
 Each simulated point: :data:`REQUESTS` requests, seed 0, the first 20% left out. A
 cell passes when the fast model is within 10% of the simulator's P99s and 5% of its
@@ -56,13 +57,13 @@ def point(scenario, system, load: float, arrival: str, cv: float, requests: int 
     return row
 
 
-def grid(loads=LOADS, requests: int = REQUESTS, modes=MODES) -> pd.DataFrame:
-    """Every cell of the grid (of ``modes``): one row each."""
+def grid(loads=LOADS, requests: int = REQUESTS, designs=DESIGNS, modes=MODES) -> pd.DataFrame:
+    """Every cell of the grid (or of the ``designs`` and ``modes`` given): one row each."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system
 
     rows = []
-    for name in DESIGNS:
+    for name in designs:
         scenario = load_scenario(name)
         for mode in modes:
             system = serving_system(scenario, mode, INSTANCES)
@@ -90,20 +91,34 @@ def render(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> None:
+def main(argv=None) -> int:
+    """The whole grid rewrites fit-table.csv and the page's block; a part of it (``--mode``,
+    ``--design``, ``--loads``: each a comma-separated subset) is printed, cell by cell and
+    as the page's summary, and nothing is rewritten."""
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", action="append", choices=MODES, help="only this serving mode's cells (repeatable; default: every mode)")
-    parser.add_argument("--print", dest="show", action="store_true", help="print the block and the cells; write neither the CSV nor the page")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", default=None, help=f"comma-separated subset of {','.join(MODES)}")
+    parser.add_argument("--design", default=None, help=f"comma-separated subset of {','.join(DESIGNS)}")
+    parser.add_argument("--loads", default=None, help="comma-separated loads (fractions of capacity)")
     args = parser.parse_args(argv)
-    table = grid(modes=tuple(args.mode or MODES))
-    if args.show or args.mode:
-        print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-        print(render(table))
-        return
-    regenerate(table, CSV, PAGE, BEGIN, END, render)
+    if args.mode is None and args.design is None and args.loads is None:
+        regenerate(grid(), CSV, PAGE, BEGIN, END, render)
+        return 0
+    modes = MODES if args.mode is None else tuple(args.mode.split(","))
+    designs = DESIGNS if args.design is None else tuple(args.design.split(","))
+    loads = LOADS if args.loads is None else tuple(float(x) for x in args.loads.split(","))
+    for given, allowed, key in ((modes, MODES, "--mode"), (designs, DESIGNS, "--design")):
+        if not set(given) <= set(allowed):
+            parser.error(f"{key} {','.join(given)}: allowed a comma-separated subset of {','.join(allowed)}")
+    if not all(0.0 < x < 1.0 for x in loads):
+        parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
+    table = grid(loads, designs=designs, modes=modes)
+    cols = ["design", "mode", "arrival", "load", *(f"err_{k}" for k in TOLERANCE), "passes"]
+    print(table[cols].to_string(index=False, formatters={f"err_{k}": "{:+.3f}".format for k in TOLERANCE}))
+    print(render(table))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -160,6 +160,28 @@ def test_a_full_kv_cache_preempts_the_request_admitted_last_and_it_recomputes():
     assert (df.first_token_s - start).to_numpy() == pytest.approx([0.5, 2.0], rel=1e-9)
 
 
+
+def test_least_loaded_dispatch_counts_every_instance_at_the_arrival_time():
+    """Two continuous instances, one-token prompts (a chunk of one token: one prompt per
+    step), two output tokens, every step 1.75 s; arrivals nearly every second (gamma, CV
+    0.05: a0 .. a3 about 0, 1, 2, 3 s). By hand: request 0 goes to instance 0 (first token
+    a0 + 1.75, done a0 + 3.5), request 1 to instance 1 (done a1 + 3.5); at a2 both run one
+    request, the tie goes to instance 0, and request 2 joins it at its next boundary
+    a0 + 3.5 (first token a0 + 5.25). At a3 instance 0 has two requests not done (request 0
+    leaves only at a0 + 3.5 > a3, request 2) and instance 1 one: request 3 goes to instance
+    1, joins it as request 1 leaves (a1 + 3.5) and has its first token at a1 + 5.25. (A
+    router reading instance 0's count after settling its departure at a0 + 3.5 saw a tie
+    at a3 and sent request 3 to instance 0 too.)"""
+    tau = 1.75
+    system = ServingSystem("continuous", 2, 1, 2, 4, decode_s=np.r_[0.0, np.full(4, tau)], prefill_s=np.zeros(5),
+                           mixed_s=np.full((5, 2), tau), chunk_tokens=1.0)
+    df, _ = simulate_requests(system, 1.0, 4, seed=0, arrival="gamma", arrival_cv=0.05)
+    a = df.arrival_s.to_numpy()
+    assert a[0] + tau < a[2] < a[3] < a[0] + 2 * tau and a[1] + tau < a[3] < a[1] + 2 * tau  # the case's timing
+    assert df.instance.tolist() == [0, 1, 0, 1]
+    assert df.first_token_s.to_numpy() == pytest.approx([a[0] + tau, a[1] + tau, a[0] + 3 * tau, a[1] + 3 * tau], rel=1e-12)
+    assert df.finish_s.to_numpy() == pytest.approx([a[0] + 2 * tau, a[1] + 2 * tau, a[0] + 4 * tau, a[1] + 4 * tau], rel=1e-12)
+
 def _lengths_system(length_cv):
     """Static batches of one request on 64 instances (nobody waits): 2,048-token prompts and
     256-token outputs on average."""

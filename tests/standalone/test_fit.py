@@ -85,3 +85,14 @@ def test_the_committed_fast_columns_are_the_fast_model_now(fit):
         fast = fast_latency(system, rate, part.cv.to_numpy(), 0.99)
         for k, v in (("ttft_p99", fast.ttft_q_s), ("ttft_mean", fast.ttft_mean_s), ("tpot_p99", fast.tpot_q_s), ("tpot_mean", fast.tpot_mean_s)):
             np.testing.assert_allclose(1e3 * v, part[f"fast_{k}_ms"], rtol=1e-5, err_msg=f"{name} {mode} {k}")
+
+
+@pytest.mark.parametrize("argv", [["--mode", "continuous,batched"], ["--design", "a100"], ["--loads", "0.5,1.2"]])
+def test_a_part_of_the_grid_outside_it_is_refused(fit, argv, capsys):
+    """``--mode``, ``--design`` and ``--loads`` take subsets of the grid; anything else exits 2
+    naming the option and what is allowed, before a cell is simulated."""
+    with pytest.raises(SystemExit) as stop:
+        fit.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert argv[0] in err and "allowed" in err

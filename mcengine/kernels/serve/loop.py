@@ -24,11 +24,17 @@ output token. Three serving modes:
   is when the first token counts as delivered; instances ``n_prefill ..`` decode as the
   continuous mode without prefill (step times ``mixed_s[b, 0]``).
 
-An arriving request goes to the least-loaded instance (fewest running requests; lowest
-index on ties) that has a free slot and KV room, else waits in the queue; an instance
-that frees room takes the queue's head. **KV cache**: a running request holds
-its prompt's and generated tokens of KV; an instance holds ``kv_capacity_tokens``.
-A request is admitted only if its KV and the next step's tokens fit. When the next step
+**Dispatch** (continuous and decode instances; static and prefill instances take the
+queue's head when idle): at time ``t`` (an arrival, or an event that frees room) the
+queue's head goes to the least-loaded instance, the one with the fewest requests not done
+at ``t`` (:func:`_running`: a request done at a step boundary after ``t`` still counts;
+lowest index on ties), among those with a free slot (running requests at the last settled
+boundary below ``batch_max``) and KV room (:func:`_fits`); it joins at that instance's
+first step boundary at or after ``t`` (:func:`_sync` settles the instance there; idle: at
+``t``). With none, it waits in the queue.
+
+**KV cache**: a running request holds its prompt's and generated tokens of KV; an
+instance holds ``kv_capacity_tokens``. A request is admitted only if its KV and the next step's tokens fit. When the next step
 would overflow the cache, the running request admitted last is **preempted by
 recompute** (vLLM's default): its KV is dropped and it returns to the head of the queue
 (disaggregated: the prefill pool's), to be prefilled again over its prompt and the
@@ -62,10 +68,11 @@ ARRIVAL_GAMMA = 1
 LENGTH_FIXED = 0
 LENGTH_GEOMETRIC = 1
 
-# instance float fields: last step boundary, prefill tokens done / admitted (cumulative), KV tokens held, busy since
-_T0, _PFDONE, _PFTOTAL, _KV, _SINCE = 0, 1, 2, 3, 4
-# instance int fields: steps done, running requests, decoding requests
-_K, _NRUN, _NDEC = 0, 1, 2
+# instance float fields: last step boundary, prefill tokens done / admitted (cumulative), KV tokens held, busy since,
+# the boundary a dispatch brought the instance to ahead of its arrival time
+_T0, _PFDONE, _PFTOTAL, _KV, _SINCE, _TAHEAD = 0, 1, 2, 3, 4, 5
+# instance int fields: steps done, running requests, decoding requests, requests done at the boundary _TAHEAD
+_K, _NRUN, _NDEC, _NAHEAD = 0, 1, 2, 3
 # request int fields: tokens generated (at decode start), decode start step, admission order, state
 _GEN, _DEC, _SEQ, _STATE = 0, 1, 2, 3
 _WAITING, _PREFILLING, _DECODING = 0, 1, 2
@@ -156,8 +163,10 @@ def _remove(s, q, slots, si):
 def _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, finish_s, preemptions, busy_s):
     """At instance ``s``'s boundary: prompts prefilled start decoding, finished requests
     leave, and while the next step would overflow the KV cache the request admitted last
-    (decoding or prefilling) is preempted (recompute: back to the head of queue 0)."""
+    (decoding or prefilling) is preempted (recompute: back to the head of queue 0).
+    Returns the requests done."""
     t = sf[s, _T0]
+    done = 0
     k = si[s, _K]
     for q_ in range(si[s, _NRUN]):
         i = slots[s, q_]
@@ -177,6 +186,7 @@ def _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, f
             sf[s, _KV] -= plen[i] + out[i]
             si[s, _NDEC] -= 1
             _remove(s, q_, slots, si)
+            done += 1
         else:
             q_ += 1
     while si[s, _NDEC] > 0 and si[s, _NRUN] > 1 and sf[s, _KV] + si[s, _NDEC] > kv_cap:
@@ -199,12 +209,15 @@ def _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, f
         _push(q, qs, 0, i, True)
     if si[s, _NRUN] == 0:
         busy_s[s] += t - sf[s, _SINCE]
+    return done
 
 
 @kernel
 def _sync(s, t, sf, si, ri, rf, slots, out, q, qs, plen, chunk, kv_cap, mixed_s, first_token_s, finish_s, preemptions, busy_s):
     """Bring a running instance ``s`` to its first step boundary at or after ``t`` (not past
-    its next change), and settle it there."""
+    its next change), and settle it there. A boundary after ``t`` (a dispatch at ``t``
+    joins the step after the one under way) is recorded with the requests done there,
+    which :func:`_running` still counts at ``t``."""
     if si[s, _NRUN] == 0:
         return
     _, _, tau = _step(s, sf, si, chunk, mixed_s)
@@ -214,7 +227,17 @@ def _sync(s, t, sf, si, ri, rf, slots, out, q, qs, plen, chunk, kv_cap, mixed_s,
     elif t <= sf[s, _T0]:
         j = 0
     _advance(s, j, sf, si, chunk, mixed_s)
-    _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, finish_s, preemptions, busy_s)
+    done = _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, finish_s, preemptions, busy_s)
+    if j > 0 and sf[s, _T0] > t:
+        sf[s, _TAHEAD] = sf[s, _T0]
+        si[s, _NAHEAD] = done
+
+
+@inline_kernel
+def _running(s, t, sf, si):
+    """Requests on instance ``s`` not done at ``t``: its running requests, and those done at
+    a boundary after ``t`` that a dispatch already settled (:func:`_sync`)."""
+    return si[s, _NRUN] + (si[s, _NAHEAD] if sf[s, _TAHEAD] > t else 0)
 
 
 @kernel
@@ -375,8 +398,8 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
     hn = 0
     width = max(batch_max, prefill_batch_max)
     slots = np.zeros((n_instances, width), np.int64)
-    sf = np.zeros((n_instances, 5))
-    si = np.zeros((n_instances, 3), np.int64)
+    sf = np.zeros((n_instances, 6))
+    si = np.zeros((n_instances, 4), np.int64)
     ri = np.zeros((n_requests, 4), np.int64)
     rf = np.zeros(n_requests)
     q = np.zeros((2, n_requests), np.int64)
@@ -444,8 +467,9 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
                 head = q[which, qs[which, 0]]
                 best, fewest = -1, _NEVER
                 for s in range(first_decode, n_instances):
-                    if si[s, _NRUN] < fewest and _fits(s, head, t, sf, si, ri, plen, batch_max, kv_capacity_tokens, chunk_tokens, mixed_s):
-                        best, fewest = s, si[s, _NRUN]
+                    load = _running(s, t, sf, si)
+                    if load < fewest and _fits(s, head, t, sf, si, ri, plen, batch_max, kv_capacity_tokens, chunk_tokens, mixed_s):
+                        best, fewest = s, load
                 if best < 0:
                     break
                 _sync(best, t, sf, si, ri, rf, slots, out_tokens, q, qs, plen, chunk_tokens, kv_capacity_tokens, mixed_s,
