@@ -152,6 +152,11 @@ def _sobol_uniforms(sampler: Sampler, key: str, seed: int, trial_start: int, n: 
     return np.minimum((y.astype(np.float64) + jitter) * 2.0**-SOBOL_BITS, _BELOW_ONE)
 
 
+def per_trial(x, n: int) -> np.ndarray:
+    """A number or per-trial array as a float array of shape (n,), one value per trial (a copy)."""
+    return np.broadcast_to(np.asarray(x, float), (n,)).copy()
+
+
 @dataclass(frozen=True)
 class TrialInputs:
     """Per-trial values of every number-valued input: ``values[key]`` has shape (n,)."""

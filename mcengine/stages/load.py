@@ -43,13 +43,15 @@ mean plan in the slot queue (:data:`SLOT_QUEUE`).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..analytic import queueing as qu
 from ..analytic.serving import SERVING_MODES
 from ..columns import LOAD_STEPS_PREFIX
 from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs
+from ..scenario.sampling import TrialInputs, per_trial
 from ..scenario.fields import AUTO
 from ..scenario.sections.workload import SATURATE
 from ..units import MS_PER_S
@@ -119,10 +121,7 @@ class Plans:
     @classmethod
     def of(cls, scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> "Plans":
         n = inputs.n
-
-        def trial(x):
-            return np.broadcast_to(np.asarray(x, float), (n,)).copy()
-
+        trial = functools.partial(per_trial, n=n)
         steps = {k[len(STEPS):]: trial(v) for k, v in columns.items() if k.startswith(STEPS)}
         if steps:
             steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
@@ -152,7 +151,7 @@ class Plans:
         out = [np.full(n, np.inf) for _ in qu.LoadLatency._fields]
         for code in np.unique(st["mode"]):
             rows = np.flatnonzero(st["mode"] == code)
-            s = {k: v[rows] for k, v in st.items()}
+            s = st if rows.size == n else {k: v[rows] for k, v in st.items()}  # one mode: every column as it is
             args = (self.q[rows], rate[rows], self.arrival_cv[rows])
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 if code == SLOT_QUEUE:

@@ -37,7 +37,7 @@ from ...columns import MIX_PREFIX
 from ...errors import InputError, Problem
 from ...scenario import Scenario
 from ...scenario.sections.workload import PrefixCacheSection
-from ...scenario.sampling import TrialInputs
+from ...scenario.sampling import TrialInputs, per_trial
 from .columns import at_trial, checked
 from .layout import lengths_of
 from .rules import RULES, AheadWeights, PlanRule, ahead_inputs, register, rule_of
@@ -87,10 +87,10 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
         columns = mix_columns(scenario, inputs, power_weight, tables, ahead)
     else:
         columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead, demand=demand)
-        columns["output_tokens_per_request"] = _per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
+        columns["output_tokens_per_request"] = per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
     spec = scenario.workload.speculative
     if spec is not None:
-        columns["tokens_per_step"] = _per_trial(tokens_per_step(spec.draft_tokens, inputs["workload.speculative.acceptance"]), inputs.n)
+        columns["tokens_per_step"] = per_trial(tokens_per_step(spec.draft_tokens, inputs["workload.speculative.acceptance"]), inputs.n)
     return columns
 
 
@@ -131,12 +131,7 @@ def not_served(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
     n = inputs.n
     return {"tokens_per_s_instance": np.zeros(n), "tokens_per_s_per_gpu": np.zeros(n), "ttft_ms": np.full(n, np.inf),
             "tpot_ms": np.full(n, np.inf), "batch": np.zeros(n, dtype=np.int64), "slo_met": np.zeros(n), "busy_fraction": np.ones(n),
-            "output_tokens_per_request": _per_trial(lengths_of(scenario, inputs).output_tokens, n)}
-
-
-def _per_trial(x, n: int) -> np.ndarray:
-    """A number or per-trial array as a float array of shape (n,)."""
-    return np.broadcast_to(np.asarray(x, float), (n,)).copy()
+            "output_tokens_per_request": per_trial(lengths_of(scenario, inputs).output_tokens, n)}
 
 
 #: Workload keys a request class may set for its own instances, overriding the workload's.

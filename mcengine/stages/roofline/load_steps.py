@@ -31,7 +31,7 @@ from ...analytic import serving as sv
 from ...columns import LOAD_STEPS_PREFIX
 from ...analytic.roofline import steps as rt
 from ...scenario import Scenario
-from ...scenario.sampling import TrialInputs
+from ...scenario.sampling import TrialInputs, per_trial
 from .layout import lengths_of, rates_of
 from .serving import kv_rates
 
@@ -52,7 +52,7 @@ def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[st
     out = {name: np.zeros(n) for name in TERMS}
 
     def put(name, x):
-        out[name] = np.broadcast_to(np.asarray(x, float), (n,)).copy()
+        out[name] = per_trial(x, n)
 
     put("mode", sv.SERVING_MODES.index(mode))  # 0 static, 1 continuous, 2 disaggregated
     put("prompt_tokens", s)

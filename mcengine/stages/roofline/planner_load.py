@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...analytic import queueing as qu
+from ...scenario.sampling import per_trial
 from ...units import MS_PER_S
 
 
@@ -79,7 +80,7 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     unloaded TTFT meets the SLO and, on a fixed cluster, the peak is below their
     saturated rate) are taken out of the table once, grouped by trial, and worked on as
     flat arrays."""
-    trial = functools.partial(_per_trial, n=n)
+    trial = functools.partial(per_trial, n=n)
     slo, q, ca, cs, avail = (trial(x) for x in (demand.ttft_slo_ms, demand.quantile, demand.arrival_cv, demand.service_cv, demand.availability))
     mean = trial(demand.demand)
     peak = mean * trial(demand.peak_to_mean)
@@ -109,11 +110,6 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     if demand.instances is None:
         return _fleet_choice(plans, peak[cols], n)
     return _fixed_choice(plans, peak[cols] / (tokens * demand.instances * avail[cols]), demand.instances, power_weight is None, n)
-
-
-def _per_trial(x, n: int) -> np.ndarray:
-    """``x`` (a number or an (n,) array of a demand's settings) as an (n,) float array, one value per trial."""
-    return np.broadcast_to(np.asarray(x, float), (n,))
 
 
 def _flat(table, n: int):
@@ -146,7 +142,7 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray) -> tup
     if flat is None or not among.any():
         return best, found
     table_rows, stacked = flat
-    trial = functools.partial(_per_trial, n=n)
+    trial = functools.partial(per_trial, n=n)
     slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
     served, ttft0 = stacked(0), stacked(4) * MS_PER_S
     ok = (served > 0) & (ttft0 <= slo[None, :]) & (among & (avail > 0))[None, :]
