@@ -487,6 +487,28 @@ def _uniform_gamma_tail(shape, scaled, offset, u_lo, u_hi):
     return np.where(u_hi > u_lo, g(u_lo + offset) - g(u_hi + offset), 0.0)
 
 
+def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s):
+    """The mean wait (s) past the next completion of :func:`completion_gaps`' queue near the
+    batch's capacity, the bulk-service queue seen at completions (docs/load.md#static): a
+    completion takes at most ``top`` of the ``W`` requests left by the one before and the
+    ``N`` arriving in its gap, so ``W' = (W + N - top)^+``, Lindley's recursion with steps
+    ``X = N - top`` of mean ``-mu = k - top`` (``k`` the mean batch) and variance ``V = k c_a^2 +
+    k^2 c_g^2`` (a renewal count over a gamma gap of squared CV ``c_g^2``). With ``I = (W +
+    X)^-`` the part of the batch left empty, stationarity gives ``E[W] = (V + mu^2 - E[I^2]) /
+    (2 mu)`` exactly (Kingman's identity for the random walk, ``E[I] = mu``); ``0 <= I <=
+    top`` bounds it, ``V / (2 mu) - k / 2 <= E[W] <= V / (2 mu)`` (the upper bound is
+    Kingman's). The model takes the lower bound, the batch left emptiest (measured: it
+    fits the simulator's full batches at loads 0.7-0.9, where the upper bound over-states
+    the h100 design's TTFT by 5-12 %; docs/sources.md#load-queueing), and by Little's law
+    the wait is ``E[W] / lambda``. ``mu`` is at least ``top (1 -`` :data:`RHO_WAIT_MAX` ``)``."""
+    k = np.asarray(batch_mean, float)
+    top = np.asarray(top, float)
+    mu = top * (1.0 - np.minimum(k / top, RHO_WAIT_MAX))
+    left = np.maximum((k * arrival_cv2 + k * k * gap_cv2) / (2.0 * mu) - k / 2.0, 0.0)
+    rate = np.asarray(rate_per_s, float)
+    return np.divide(left, rate, out=np.zeros(np.broadcast(left, rate).shape), where=rate > 0)
+
+
 def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0):
     """TTFT (mean, ``q`` quantile) and the batch step (mean, quantile) of :func:`completion_gaps`'
     requests, whose batch of ``k`` gives its first tokens ``first(k)`` after it starts and
@@ -501,11 +523,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     min(lambda x + e, top - 1)`` has its mean in closed form (incomplete gamma functions)
     and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
     which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
-    (utilisation ``rho = k / top``) the queue spills past one batch: the batch queue as one server of ``top``
-    requests a gap, its wait Kingman's ``(c_g^2 + c_a^2 / top) / 2 g / (1 - rho)`` taken
-    with Erlang C over the batch's ``top`` places as the probability of waiting
-    (:func:`erlang_c`; Allen-Cunneen's form, docs/sources.md#load-queueing), added to the
-    mean and the quantile."""
+    the queue spills past one batch: the requests a completion leaves behind wait
+    :func:`_spill_wait` more, added to the mean and the quantile."""
     lam = np.asarray(rate_per_s, float)
     top = np.asarray(top, float)
     f = (np.asarray(first_top, float) - first_1) / np.maximum(top - 1.0, 1.0)
@@ -517,9 +536,7 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         edge = np.where(lam > 0, (room - extra) / np.maximum(lam * theta, 1e-300), np.inf)  # x / theta where the batch fills
         others = extra + lam * shape * theta * special.gammainc(shape + 1.0, edge) + (room - extra) * special.gammaincc(shape, edge)
-    rho = np.minimum(gaps.batch_mean / top, RHO_WAIT_MAX)
-    spill = erlang_c(top, gaps.batch_mean) * (1.0 / alpha + np.asarray(arrival_cv, float) ** 2 / top) / 2.0 * g / (1.0 - rho)
-    spill = np.where(top > 1.0, spill, 0.0)
+    spill = np.where(top > 1.0, _spill_wait(gaps.batch_mean, top, 1.0 / alpha, np.asarray(arrival_cv, float) ** 2, lam), 0.0)
     waiting = 1.0 - idle
     ttft_mean = first_1 + waiting * (shape * theta / 2.0 + spill + f * others)
     step_mean = step_1 + waiting * d * others

@@ -285,6 +285,26 @@ def test_static_gap_cv_is_the_arrivals_while_idle_and_bunched_once_busy():
     assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-6)
 
 
+def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
+    """The wait past one batch (docs/load.md#static): by hand, ``k = 12`` a gap, ``top = 17``,
+    ``c_g^2 = 1.2``, Poisson arrivals at 40/s: ``V = 12 + 144 x 1.2 = 184.8``, ``mu = 5``, ``E[W]
+    >= 184.8 / 10 - 6 = 12.48`` requests, 0.312 s. Lindley's recursion ``W' = (W + N - 17)^+``
+    run on 400,000 gamma gaps (seed 5; ``N`` Poisson over each) lies between that lower
+    bound and Kingman's upper one (18.48) within 4 SEM (batch means of 4,000 steps)."""
+    assert qu._spill_wait(12.0, 17.0, 1.2, 1.0, 40.0) == pytest.approx(0.312, rel=1e-12)
+    assert qu._spill_wait(np.array([0.0, 12.0]), 17.0, 1.2, 1.0, 0.0).tolist() == [0.0, 0.0]
+    rng = np.random.default_rng(5)
+    shape, n = 1.0 / 1.2, 400_000
+    arrivals = rng.poisson(rng.gamma(shape, 12.0 / shape, n))
+    w, out = 0.0, np.empty(n)
+    for i, a in enumerate(arrivals):
+        w = max(w + a - 17, 0.0)
+        out[i] = w
+    means = out[n // 10:].reshape(-1, 4_000).mean(axis=1)
+    sem = means.std(ddof=1) / np.sqrt(len(means))
+    assert 12.48 - 4.0 * sem <= means.mean() <= 18.48 + 4.0 * sem
+
+
 def test_static_wait_falls_to_the_lone_request_and_rises_with_load():
     """On 16 instances of h100-like cycles: a trickle rides alone (TTFT = prefill(1)); the
     mean TTFT rises with the load, and the mean batch is the one that carries it

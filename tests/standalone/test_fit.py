@@ -42,6 +42,9 @@ REPLICATIONS = 6
     ("h100", "static", "poisson", 1.0, 0.7, 12_000),
     ("h100", "static", "gamma", 2.0, 0.6, 12_000),
     ("lite-h100", "static", "poisson", 1.0, 0.5, 12_000),
+    ("h100", "static", "poisson", 1.0, 0.9, 12_000),
+    ("lite-h100", "static", "poisson", 1.0, 0.9, 12_000),
+    ("lite-h100", "static", "gamma", 2.0, 0.8, 12_000),
 ])
 def test_fast_model_within_tolerance_of_replicated_simulations(name, mode, arrival, cv, load, requests):
     """Cells the table passes, on 16 instances: :data:`REPLICATIONS` independent replications
