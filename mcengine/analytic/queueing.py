@@ -499,7 +499,7 @@ def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s):
     top`` bounds it, ``V / (2 mu) - k / 2 <= E[W] <= V / (2 mu)`` (the upper bound is
     Kingman's). The model takes the lower bound, the batch left emptiest (measured: it
     fits the simulator's full batches at loads 0.7-0.9, where the upper bound over-states
-    the h100 design's TTFT by 5-12 %; docs/sources.md#load-queueing), and by Little's law
+    the h100 design's mean TTFT by 7-12 %; docs/sources.md#load-queueing), and by Little's law
     the wait is ``E[W] / lambda``. ``mu`` is at least ``top (1 -`` :data:`RHO_WAIT_MAX` ``)``."""
     k = np.asarray(batch_mean, float)
     top = np.asarray(top, float)
