@@ -546,7 +546,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
         fill = np.where(lam > 0, (room - extra) / lam, np.inf)  # the gap x at which the batch fills
 
     def survival(t):  # P(U x + f min(lambda x + e, room) > t) over the length-biased gap x
-        u0 = np.clip(np.divide(t - f * extra, fill, out=np.zeros(np.shape(t)), where=np.isfinite(fill)) - f * lam, 0.0, 1.0)
+        with np.errstate(divide="ignore"):  # fill = 0 (the burst's excess fills the batch): u0 = 1, the batch always full
+            u0 = np.clip(np.divide(t - f * extra, fill, out=np.zeros(np.shape(t)), where=np.isfinite(fill)) - f * lam, 0.0, 1.0)
         return (_uniform_gamma_tail(shape, (t - f * extra) / theta, f * lam, u0, 1.0)
                 + _uniform_gamma_tail(shape, (t - f * room) / theta, 0.0, 0.0, u0))
 

@@ -305,6 +305,21 @@ def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
     assert 12.48 - 4.0 * sem <= means.mean() <= 18.48 + 4.0 * sem
 
 
+def test_static_batch_of_two_under_a_burst_is_always_full_without_a_warning():
+    """Batch 2 with gamma CV 2 arrivals: the burst's excess ``(c_a^2 - 1)/2 = 1.5`` fills the
+    one free place at once (the gap at which it fills is 0), so a waiting request always
+    rides a full batch: its step is ``decode(2)`` at the quantile, and the model says so
+    finitely and without a warning."""
+    import warnings
+
+    kw = dict(instances=4, batch=2, output_tokens=256, decode_1_s=0.0075, decode_s=0.0097, prefill_1_s=0.08, prefill_s=0.16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = qu.static_at_load(0.99, np.array([1.0, 5.0]), 2.0, **kw)
+    assert np.all(np.isfinite(out.ttft_q_s)) and np.all(out.ttft_q_s >= out.ttft_mean_s)
+    assert out.tpot_q_s == pytest.approx([0.0097, 0.0097], rel=1e-12)
+
+
 def test_static_wait_falls_to_the_lone_request_and_rises_with_load():
     """On 16 instances of h100-like cycles: a trickle rides alone (TTFT = prefill(1)); the
     mean TTFT rises with the load, and the mean batch is the one that carries it
