@@ -576,8 +576,25 @@ def _stream_wait_quantile(q, busy, again):
     return np.where(tail >= u, 0.0, np.where(tail <= u * a / 2.0, second, first))
 
 
+def tail_chunk_tokens(prompt_tokens, chunk_tokens):
+    """The tokens of a lone prompt's last chunk: ``S - (ceil(S / c) - 1) c`` (a whole chunk
+    when ``c`` divides ``S``)."""
+    s, c = np.asarray(prompt_tokens, float), np.asarray(chunk_tokens, float)
+    return s - (np.ceil(s / c) - 1.0) * c
+
+
+def _own_prefill_s(per_prompt, d, chunked, tail=None):
+    """A lone prompt's own steps, ``ceil(S / c)`` of them: ``ceil(S / c) - 1`` steps carrying a
+    whole chunk (``chunked`` each) and the last carrying the rest, ``tail`` (None: ``d`` plus
+    that rest's share of the chunk's cost, the step linear in the chunk)."""
+    if tail is None:
+        return np.ceil(per_prompt) * d + per_prompt * (chunked - d)
+    return (np.ceil(per_prompt) - 1.0) * chunked + tail
+
+
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
-                       step_s, chunk_step_1_s, low_batch=1) -> LoadLatency:
+                       step_s, chunk_step_1_s, low_batch=1,
+                       tail_step_1_s=None, tail_step_s=None) -> LoadLatency:
     """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
     ``instances`` instances runs its requests' decode steps and a prefill stream of at most
     ``chunk_tokens`` prompt tokens a step (the plan's steady chunk ``B S / O``). At ``n``
@@ -591,7 +608,14 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     tau(n)`` (bisection, :data:`OCCUPANCY_STEPS`). TPOT = ``tau`` at the occupancy a
     request lives with (:func:`_batch_quantile`). TTFT = the step in progress (half on
     average, all of it at the quantile) + the wait in the prefill stream + the prompt's own
-    ``ceil(S / c)`` steps carrying ``S`` chunk tokens. The stream is busy ``u = lambda_i S
+    ``ceil(S / c)`` steps: ``ceil(S / c) - 1`` carrying a whole chunk and the last one the
+    rest of the prompt, ``S - (ceil(S / c) - 1) c`` tokens (:func:`tail_chunk_tokens`), at
+    ``tail_step_1_s`` / ``tail_step_s`` (the roofline's step at that chunk, at ``low_batch``
+    and at ``batch``; linear in the batch between them). The roofline's step is flat in the
+    chunk until the chunk's compute reaches the memory time, so a partial chunk costs less
+    than its share of a whole one; without those two values the step is taken linear in the
+    chunk (``d + (rest / c) (d_c - d)``), which over-states a lone prompt's own time by the
+    step's flat part (3-7 ms on the case study's plans, docs/load.md#continuous). The stream is busy ``u = lambda_i S
     tau / c`` of the time with a prompt of ``D = S / c`` chunk steps; least-loaded dispatch
     sends a prompt to the instance with fewest requests, so it rarely queues behind more
     than two prompts: with probability ``u`` it waits the remainder of the prompt in
@@ -627,7 +651,8 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     burst_cv = np.sqrt(np.maximum(excess, 0.0))
     wait_mean = busy * (1.0 + again) / 2.0 * prompt_s + mean_wait(instances, prompt_s, busy, burst_cv, zero)
     wait_q = prompt_s * _stream_wait_quantile(q, busy, again) + wait_quantile(q, instances, prompt_s, busy, burst_cv, zero)
-    own = np.ceil(per_prompt) * d + per_prompt * (chunked - d)
+    tail = None if tail_step_1_s is None else _linear(tail_step_1_s, tail_step_s, batch, n, low_batch)
+    own = _own_prefill_s(per_prompt, d, chunked, tail)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
     return LoadLatency(step / 2.0 + wait_mean + own, step + wait_q + own, step, tau(n_q)[0], n)
 
