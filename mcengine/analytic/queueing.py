@@ -576,6 +576,22 @@ def _own_prefill_s(per_prompt, d, chunked, tail=None):
     return (np.ceil(per_prompt) - 1.0) * chunked + tail
 
 
+def _stream_wait_quantile(q, busy, again):
+    """The ``q`` quantile, in prompts, of ``W = 1 - x + X`` with probability ``busy`` (else 0):
+    the remainder of the prompt in progress (``x`` its elapsed share, uniform) and ``X = 1``
+    with probability ``again x`` (one more prompt admitted while it ran). ``P(W > t) = busy
+    (y + again (1 - y^2) / 2)`` for ``t = 1 - y`` in ``[0, 1]`` and ``busy again (2 - t)^2 / 2``
+    on ``[1, 2]``."""
+    tail = 1.0 - np.asarray(q, float)
+    u, a = np.broadcast_arrays(np.asarray(busy, float), np.asarray(again, float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        second = 2.0 - np.sqrt(2.0 * tail / (u * a))
+        c = tail / u - a / 2.0
+        y = np.where(a > 0, (1.0 - np.sqrt(np.maximum(1.0 - 2.0 * a * c, 0.0))) / a, tail / u)
+    first = 1.0 - np.clip(y, 0.0, 1.0)
+    return np.where(tail >= u, 0.0, np.where(tail <= u * a / 2.0, second, first))
+
+
 def _stream_wait_area(v, prompt_s, busy, again):
     """The prefill stream's wait ``D W`` (s; ``D = prompt_s``), in prompts ``W = 1 - x + X``
     with probability ``u = busy`` (else 0): the remainder of the prompt in progress (``x`` its
@@ -594,32 +610,34 @@ def _stream_wait_area(v, prompt_s, busy, again):
     return np.where(v <= 0.0, v, first + second)
 
 
+#: Bisection steps of :func:`_step_stream_quantile` (a fixed count: run time never grows with
+#: a value): its bracket, one step wide, narrowed to 2^-16 of a step (under a microsecond).
+STREAM_STEPS = 16
+
+
 def _step_stream_quantile(q, step_s, prompt_s, busy, again):
     """The ``q`` quantile of ``R + D W``: the rest of the step in progress when a request
     arrives, ``R`` uniform on ``[0, step_s]``, and the prefill stream's wait ``D W``
     (:func:`_stream_wait_area`'s law, ``D = prompt_s``), independent. ``P(R + D W > t) =
     (G(t) - G(t - step_s)) / step_s`` with ``G`` the integral of ``D W``'s tail
-    (:func:`_stream_wait_area`, closed form), a cubic on each piece, decreasing in ``t``
-    from 1 at 0 to 0 at ``step_s + 2 D``: its root is bracketed there and narrowed by
-    :data:`ROOT_STEPS` Illinois steps (:func:`illinois_step`), the bracket's upper end
-    returned (``+inf`` where the step or the prompt is not finite). The quantile of the sum, not the sum of the two quantiles (which a request
-    would meet only by arriving at a step's start behind a prompt's last whole
+    (:func:`_stream_wait_area`, closed form), decreasing in ``t``. Since ``D W <= R + D W <=
+    D W + step_s``, the quantile lies between ``D W``'s own (:func:`_stream_wait_quantile`,
+    closed form) and that plus one step: that bracket is narrowed by :data:`STREAM_STEPS`
+    bisection steps and its upper end returned (``+inf`` where the step or the prompt is
+    not finite). The quantile of the sum, not the sum of the two quantiles (which a
+    request would meet only by arriving at a step's start behind a prompt's last whole
     remainder)."""
     tail = 1.0 - np.asarray(q, float)
-    tau, d, u, a = np.broadcast_arrays(np.maximum(np.asarray(step_s, float), 1e-300), np.maximum(np.asarray(prompt_s, float), 1e-300),
-                                       np.asarray(busy, float), np.asarray(again, float))
-    tail = np.broadcast_to(tail, tau.shape)
-
-    def f(t):  # rises through 0 at the quantile
-        return tail - (_stream_wait_area(t, d, u, a) - _stream_wait_area(t - tau, d, u, a)) / tau
-
-    finite = np.isfinite(tau) & np.isfinite(d)  # an instance past its capacity: no quantile
+    tau, d, u, a = np.broadcast_arrays(np.asarray(step_s, float), np.asarray(prompt_s, float), np.asarray(busy, float), np.asarray(again, float))
+    finite = np.isfinite(tau) & np.isfinite(d) & (tau > 0.0)  # an instance past its capacity: no quantile
     tau, d = np.where(finite, tau, 1.0), np.where(finite, d, 1.0)
-    lo, hi = np.zeros(tau.shape), tau + 2.0 * d
-    f_lo, f_hi, side = f(lo), f(hi), np.zeros(tau.shape)
-    for _ in range(ROOT_STEPS):
-        mid = illinois_point(lo, hi, f_lo, f_hi)
-        lo, hi, f_lo, f_hi, side = illinois_step(lo, hi, f_lo, f_hi, side, mid, f(mid))
+    lo = d * _stream_wait_quantile(q, u, a)
+    hi, shift, level = lo + tau, np.stack([np.zeros(tau.shape), tau]), tail * tau
+    for _ in range(STREAM_STEPS):
+        mid = 0.5 * (lo + hi)
+        g = _stream_wait_area(mid - shift, d, u, a)  # G at t and at t - step, at once
+        above = g[0] - g[1] > level
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     return np.where(finite, hi, np.inf)
 
 
