@@ -665,10 +665,10 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     chunk until the chunk's compute reaches the memory time, so a partial chunk costs less
     than its share of a whole one; without those two values the step is taken linear in the
     chunk (``d + (rest / c) (d_c - d)``), which over-states a lone prompt's own time by the
-    step's flat part (3-7 ms on the case study's plans, docs/load.md#continuous). The
-    stream is busy ``u = lambda_i S tau / c`` of the time with a prompt of ``D = S / c`` chunk steps; least-loaded dispatch
-    sends a prompt to the instance with fewest requests, so it rarely queues behind more
-    than two prompts: with probability ``u`` it waits the remainder of the prompt in
+    step's flat part (3-8 ms on the case study's plans, docs/load.md#continuous). The
+    stream is busy ``u = lambda_i S tau / c`` of the time with a prompt of ``D = S / c``
+    chunk steps; least-loaded dispatch sends a prompt to the instance with fewest requests,
+    so it rarely queues behind more than two prompts: with probability ``u`` it waits the remainder of the prompt in
     progress (its elapsed share ``x`` uniform) and, with probability ``a x``, one more
     prompt admitted to that instance while it ran (M/D/1's light-traffic term, ``a = u``
     for Poisson arrivals, ``u (1 + (c_a^2 - 1) / N)`` for bursty ones thinned over the
