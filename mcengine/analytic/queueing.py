@@ -578,6 +578,22 @@ def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens
     return LoadLatency(ttft_mean, ttft_q, tpot_mean, tpot_q, gaps.batch_mean)
 
 
+def tail_chunk_tokens(prompt_tokens, chunk_tokens):
+    """The tokens of a lone prompt's last chunk: ``S - (ceil(S / c) - 1) c`` (a whole chunk
+    when ``c`` divides ``S``)."""
+    s, c = np.asarray(prompt_tokens, float), np.asarray(chunk_tokens, float)
+    return s - (np.ceil(s / c) - 1.0) * c
+
+
+def _own_prefill_s(per_prompt, d, chunked, tail=None):
+    """A lone prompt's own steps, ``ceil(S / c)`` of them: ``ceil(S / c) - 1`` steps carrying a
+    whole chunk (``chunked`` each) and the last carrying the rest, ``tail`` (None: ``d`` plus
+    that rest's share of the chunk's cost, the step linear in the chunk)."""
+    if tail is None:
+        return np.ceil(per_prompt) * d + per_prompt * (chunked - d)
+    return (np.ceil(per_prompt) - 1.0) * chunked + tail
+
+
 def _stream_wait_quantile(q, busy, again):
     """The ``q`` quantile, in prompts, of ``W = 1 - x + X`` with probability ``busy`` (else 0):
     the remainder of the prompt in progress (``x`` its elapsed share, uniform) and ``X = 1``
@@ -594,8 +610,58 @@ def _stream_wait_quantile(q, busy, again):
     return np.where(tail >= u, 0.0, np.where(tail <= u * a / 2.0, second, first))
 
 
+def _stream_wait_area(v, prompt_s, busy, again):
+    """The prefill stream's wait ``D W`` (s; ``D = prompt_s``), in prompts ``W = 1 - x + X``
+    with probability ``u = busy`` (else 0): the remainder of the prompt in progress (``x`` its
+    elapsed share, uniform) and ``X = 1`` with probability ``a x`` (``a = again``: one more
+    prompt admitted while it ran), so ``P(W > t) = u (y + a (1 - y^2) / 2)`` at ``t = 1 - y``
+    in ``[0, 1]`` and ``u a (2 - t)^2 / 2`` on ``[1, 2]``. Returns the integral of its tail,
+    ``G(v) = int_0^v P(D W > w) dw``, and ``G(v) = v`` for ``v <= 0`` (where ``P = 1``): with
+    ``y = 1 - v / D`` on ``[0, D]``, ``u D ((1 - y^2) / 2 + a ((1 - y) - (1 - y^3) / 3) / 2)``;
+    with ``z = 2 - v / D`` on ``[D, 2 D]``, ``u D (1 / 2 + a / 3) + u a D (1 - z^3) / 6``;
+    beyond, the mean wait ``u D (1 + a) / 2``."""
+    d, u, a = prompt_s, busy, again
+    y = np.clip(1.0 - v / d, 0.0, 1.0)
+    z = np.clip(2.0 - v / d, 0.0, 1.0)
+    first = u * d * ((1.0 - y * y) / 2.0 + a * ((1.0 - y) - (1.0 - y ** 3) / 3.0) / 2.0)
+    second = u * a * d * (1.0 - z ** 3) / 6.0
+    return np.where(v <= 0.0, v, first + second)
+
+
+#: Bisection steps of :func:`_step_stream_quantile` (a fixed count: run time never grows with
+#: a value): its bracket, one step wide, narrowed to 2^-16 of a step (under a microsecond).
+STREAM_STEPS = 16
+
+
+def _step_stream_quantile(q, step_s, prompt_s, busy, again):
+    """The ``q`` quantile of ``R + D W``: the rest of the step in progress when a request
+    arrives, ``R`` uniform on ``[0, step_s]``, and the prefill stream's wait ``D W``
+    (:func:`_stream_wait_area`'s law, ``D = prompt_s``), independent. ``P(R + D W > t) =
+    (G(t) - G(t - step_s)) / step_s`` with ``G`` the integral of ``D W``'s tail
+    (:func:`_stream_wait_area`, closed form), decreasing in ``t``. Since ``D W <= R + D W <=
+    D W + step_s``, the quantile lies between ``D W``'s own (:func:`_stream_wait_quantile`,
+    closed form) and that plus one step: that bracket is narrowed by :data:`STREAM_STEPS`
+    bisection steps and its upper end returned (``+inf`` where the step or the prompt is
+    not finite). The quantile of the sum, not the sum of the two quantiles (which a
+    request would meet only by arriving at a step's start behind a prompt's last whole
+    remainder)."""
+    tail = 1.0 - np.asarray(q, float)
+    tau, d, u, a = np.broadcast_arrays(np.asarray(step_s, float), np.asarray(prompt_s, float), np.asarray(busy, float), np.asarray(again, float))
+    finite = np.isfinite(tau) & np.isfinite(d) & (tau > 0.0)  # an instance past its capacity: no quantile
+    tau, d = np.where(finite, tau, 1.0), np.where(finite, d, 1.0)
+    lo = d * _stream_wait_quantile(q, u, a)
+    hi, shift, level = lo + tau, np.stack([np.zeros(tau.shape), tau]), tail * tau
+    for _ in range(STREAM_STEPS):
+        mid = 0.5 * (lo + hi)
+        g = _stream_wait_area(mid - shift, d, u, a)  # G at t and at t - step, at once
+        above = g[0] - g[1] > level
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return np.where(finite, hi, np.inf)
+
+
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
-                       step_s, chunk_step_1_s, low_batch=1) -> LoadLatency:
+                       step_s, chunk_step_1_s, low_batch=1,
+                       tail_step_1_s=None, tail_step_s=None) -> LoadLatency:
     """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
     ``instances`` instances runs its requests' decode steps and a prefill stream of at most
     ``chunk_tokens`` prompt tokens a step (the plan's steady chunk ``B S / O``). At ``n``
@@ -607,20 +673,28 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     seconds of steps and the mean step is ``tau(n) = d(n) / (1 - lambda_i D(n))`` (the
     steps' time left to decoding). The occupancy solves Little's law ``n = lambda_i O
     tau(n)`` (bisection, :data:`OCCUPANCY_STEPS`). TPOT = ``tau`` at the occupancy a
-    request lives with (:func:`_batch_quantile`). TTFT = the step in progress (half on
-    average, all of it at the quantile) + the wait in the prefill stream + the prompt's own
-    ``ceil(S / c)`` steps carrying ``S`` chunk tokens. The stream is busy ``u = lambda_i S
-    tau / c`` of the time with a prompt of ``D = S / c`` chunk steps; least-loaded dispatch
-    sends a prompt to the instance with fewest requests, so it rarely queues behind more
-    than two prompts: with probability ``u`` it waits the remainder of the prompt in
+    request lives with (:func:`_batch_quantile`). TTFT = the rest of the step in progress
+    (half of it on average) + the wait in the prefill stream (their sum's quantile:
+    :func:`_step_stream_quantile`) + the wait of the bursts (below) + the prompt's own
+    ``ceil(S / c)`` steps: ``ceil(S / c) - 1`` carrying a whole chunk and the last one the
+    rest of the prompt, ``S - (ceil(S / c) - 1) c`` tokens (:func:`tail_chunk_tokens`), at
+    ``tail_step_1_s`` / ``tail_step_s`` (the roofline's step at that chunk, at ``low_batch``
+    and at ``batch``; linear in the batch between them). The roofline's step is flat in the
+    chunk until the chunk's compute reaches the memory time, so a partial chunk costs less
+    than its share of a whole one; without those two values the step is taken linear in the
+    chunk (``d + (rest / c) (d_c - d)``), which over-states a lone prompt's own time by the
+    step's flat part (3-8 ms on the case study's plans, docs/load.md#continuous). The
+    stream is busy ``u = lambda_i S tau / c`` of the time with a prompt of ``D = S / c``
+    chunk steps; least-loaded dispatch sends a prompt to the instance with fewest requests,
+    so it rarely queues behind more than two prompts: with probability ``u`` it waits the remainder of the prompt in
     progress (its elapsed share ``x`` uniform) and, with probability ``a x``, one more
     prompt admitted to that instance while it ran (M/D/1's light-traffic term, ``a = u``
     for Poisson arrivals, ``u (1 + (c_a^2 - 1) / N)`` for bursty ones thinned over the
-    ``N`` instances: :func:`_stream_wait_quantile`; mean ``u (1 + a) D / 2``), plus the
+    ``N`` instances: :func:`_stream_wait_area`; mean ``u (1 + a) D / 2``), plus the
     wait of a G/D/c queue pooling the ``instances`` streams for the bursts' excess over
     Poisson's variability, arrival CV ``sqrt(c_a^2 - 1)`` (:func:`mean_wait`,
     :func:`wait_quantile`: bursts that find every stream busy; none for Poisson arrivals,
-    whose two prompts the stream's term holds)."""
+    whose two prompts the stream's term holds). Sources: docs/sources.md#load-queueing."""
     lam = np.asarray(rate_per_s, float) / instances
     o, s = np.asarray(output_tokens, float), np.asarray(prompt_tokens, float)
     per_prompt = s / np.asarray(chunk_tokens, float)
@@ -644,10 +718,12 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     again = np.minimum(busy * (1.0 + excess / instances), 1.0)
     burst_cv = np.sqrt(np.maximum(excess, 0.0))
     wait_mean = busy * (1.0 + again) / 2.0 * prompt_s + mean_wait(instances, prompt_s, busy, burst_cv, zero)
-    wait_q = prompt_s * _stream_wait_quantile(q, busy, again) + wait_quantile(q, instances, prompt_s, busy, burst_cv, zero)
-    own = np.ceil(per_prompt) * d + per_prompt * (chunked - d)
+    wait_q = wait_quantile(q, instances, prompt_s, busy, burst_cv, zero)
+    tail = None if tail_step_1_s is None else _linear(tail_step_1_s, tail_step_s, batch, n, low_batch)
+    own = _own_prefill_s(per_prompt, d, chunked, tail)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
-    return LoadLatency(step / 2.0 + wait_mean + own, step + wait_q + own, step, tau(n_q)[0], n)
+    ahead_q = _step_stream_quantile(q, step, prompt_s, busy, again)
+    return LoadLatency(step / 2.0 + wait_mean + own, ahead_q + wait_q + own, step, tau(n_q)[0], n)
 
 
 def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_instances, batch, prefill_batch, output_tokens, decode_1_s, decode_s,

@@ -163,7 +163,8 @@ class Plans:
                     got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], **common)
                 elif code == CONTINUOUS:
                     got = qu.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
-                                                chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], **common)
+                                                chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], tail_step_1_s=s["tail_step_1_s"],
+                                                tail_step_s=s["tail_step_s"], **common)
                 else:
                     whole = count[rows] >= 2
                     prefill = np.clip(np.round(s["prefill_share"] * count[rows]), 1.0, np.maximum(count[rows] - 1.0, 1.0))

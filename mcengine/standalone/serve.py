@@ -53,7 +53,10 @@ class ServingSystem:
     ``prefill_busy_s`` None: ``prefill_s``). ``capacity_tokens_per_s``: the roofline's
     saturated output tokens/s of the instances; ``tpot_slo_s``, ``ttft_slo_s``: the SLOs;
     ``length_cv``: the spread of prompt and output lengths across requests
-    (``workload.load.length_cv``; 0: every request is ``prompt_tokens`` / ``output_tokens``)."""
+    (``workload.load.length_cv``; 0: every request is ``prompt_tokens`` / ``output_tokens``);
+    ``tail_steps_s``: continuous, the roofline's step carrying a lone prompt's last chunk at
+    the plan's micro-batch count and at ``batch_max`` (the fast model's; None: the model's
+    step linear in the chunk)."""
 
     mode: str
     instances: int
@@ -75,6 +78,7 @@ class ServingSystem:
     plan: str = ""
     pipeline: int = 1
     length_cv: float = 0.0
+    tail_steps_s: tuple[float, float] | None = None
 
 
 def queue_system(servers: int, service_s: float, exponential: bool) -> tuple[ServingSystem, str]:
@@ -223,8 +227,10 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
         c = chunk * j / CHUNK_GRID
         mixed[1:, j] = sv.continuous_step(m, e.layout, batch, s, batch * s / c, rates, context).total_s  # (c over the step's micro-batches)
         mixed[0, j] = float(at_trial(rt.prefill(m, e.layout, 1.0, c, rates).total_s))
+    tail = float(qu.tail_chunk_tokens(s, chunk))
+    tails = tuple(float(at_trial(sv.continuous_step(m, e.layout, k, s, k * s / tail, rates, context).total_s)) for k in (min(float(e.layout.pipeline), b), b))
     return ServingSystem("continuous", batch_max=b, pipeline=int(e.layout.pipeline), decode_s=np.r_[0.0, decode], prefill_s=np.zeros(b + 1), mixed_s=mixed,
-                         chunk_tokens=chunk, kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, **common)
+                         chunk_tokens=chunk, kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, tail_steps_s=tails, **common)
 
 
 def mix_systems(scenario: Scenario, mode: str | None = None, instances: int | None = None) -> list[tuple[str, float, ServingSystem]]:
@@ -415,7 +421,8 @@ def fast_latency(system: ServingSystem, rate_per_s: float, arrival_cv: float = 1
     """The chain's fast model (:mod:`mcengine.analytic.queueing`, docs/load.md#modes) of
     ``system`` at ``rate_per_s`` requests/s: its step-time tables read at batch 1 (continuous:
     at the plan's micro-batch count) and at the top batch (the model is linear between
-    them), the continuous step at a whole chunk."""
+    them), the continuous step at a whole chunk and at a lone prompt's last chunk
+    (``tail_steps_s``)."""
     s = system
     common = dict(instances=s.instances, batch=s.batch_max, output_tokens=s.output_tokens, decode_1_s=s.decode_s[1], decode_s=s.decode_s[s.batch_max])
     if s.mode == "static":
@@ -423,8 +430,10 @@ def fast_latency(system: ServingSystem, rate_per_s: float, arrival_cv: float = 1
     if s.mode == "continuous":
         low = min(s.pipeline, s.batch_max)
         common |= dict(decode_1_s=s.mixed_s[low, 0], low_batch=low)
+        tail = s.tail_steps_s or (None, None)
         return qu.continuous_at_load(q, rate_per_s, arrival_cv, prompt_tokens=s.prompt_tokens, chunk_tokens=s.chunk_tokens,
-                                     step_s=s.mixed_s[s.batch_max, -1], chunk_step_1_s=s.mixed_s[low, -1], **common)
+                                     step_s=s.mixed_s[s.batch_max, -1], chunk_step_1_s=s.mixed_s[low, -1], tail_step_1_s=tail[0],
+                                     tail_step_s=tail[1], **common)
     p = s.prefill_batch_max
     return qu.disaggregated_at_load(q, rate_per_s, arrival_cv, prefill_instances=s.prefill_instances, prefill_batch=p,
                                     prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[p], busy_1_s=s.prefill_busy_s[1], busy_s=s.prefill_busy_s[p],

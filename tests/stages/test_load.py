@@ -134,7 +134,8 @@ def test_the_chains_latencies_are_the_per_mode_models_at_its_plan_and_load(satur
             want = qu.static_at_load(*args, prefill_1_s=st["prefill_1_s"][i], prefill_s=st["prefill_s"][i], **common)
         elif st["mode"][i] == load.CONTINUOUS:
             want = qu.continuous_at_load(*args, prompt_tokens=st["prompt_tokens"][i], chunk_tokens=st["chunk_tokens"][i], step_s=st["step_s"][i],
-                                         chunk_step_1_s=st["chunk_step_1_s"][i], low_batch=st["low_batch"][i], **common)
+                                         chunk_step_1_s=st["chunk_step_1_s"][i], low_batch=st["low_batch"][i], tail_step_1_s=st["tail_step_1_s"][i],
+                                         tail_step_s=st["tail_step_s"][i], **common)
         else:
             want = qu.disaggregated_at_load(*args, prefill_instances=max(1.0, min(round(st["prefill_share"][i] * instances[i]), instances[i] - 1)),
                                             prefill_batch=st["prefill_batch"][i], prefill_1_s=st["prefill_1_s"][i], prefill_s=st["prefill_s"][i],

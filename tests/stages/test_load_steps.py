@@ -38,7 +38,8 @@ def test_the_chains_step_times_are_the_simulators_tables_and_its_latency_the_fas
         if mode == "continuous":
             low = min(system.pipeline, b)
             want = {"decode_1_s": system.mixed_s[low, 0], "decode_s": system.mixed_s[b, 0], "chunk_step_1_s": system.mixed_s[low, -1],
-                    "step_s": system.mixed_s[b, -1], "chunk_tokens": system.chunk_tokens}
+                    "step_s": system.mixed_s[b, -1], "chunk_tokens": system.chunk_tokens, "tail_step_1_s": system.tail_steps_s[0],
+                    "tail_step_s": system.tail_steps_s[1]}
         elif mode == "static":
             want = {"decode_1_s": system.decode_s[1], "decode_s": system.decode_s[b], "prefill_1_s": system.prefill_s[1], "prefill_s": system.prefill_s[b]}
         else:

@@ -12,8 +12,9 @@ evaluated for every trial at once, at each trial's own batch:
   (:func:`~mcengine.analytic.roofline.steps.decode_step`) and the TTFT of a pass of 1 and
   of ``B`` prompts (:func:`~mcengine.analytic.roofline.steps.batch_time_to_first_token`);
 * continuous: the plan's steady chunk ``c = min(workload.prefill_chunk_tokens, B S / O)``
-  and, at ``low = min(pipeline stages, B)`` and at ``B``, a pure decode step and a step
-  carrying a whole chunk (:func:`mcengine.analytic.serving.continuous_step`);
+  and, at ``low = min(pipeline stages, B)`` and at ``B``, a pure decode step, a step
+  carrying a whole chunk and one carrying a lone prompt's last chunk, ``S - (ceil(S / c) -
+  1) c`` tokens (:func:`mcengine.analytic.serving.continuous_step`);
 * disaggregated: the decode instance's decode step at 1 and ``B``, and a prefill pass of 1
   and of ``P`` prompts: its instance time (:func:`~mcengine.analytic.roofline.steps.prefill`),
   its latency and the KV transfer (:func:`mcengine.analytic.serving.kv_transfer_s`), with
@@ -28,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...analytic import serving as sv
+from ...analytic.queueing import tail_chunk_tokens
 from ...columns import LOAD_STEPS_PREFIX
 from ...analytic.roofline import steps as rt
 from ...scenario import Scenario
@@ -39,7 +41,7 @@ from .serving import kv_rates
 PREFIX = LOAD_STEPS_PREFIX
 #: The terms, in order (every mode writes every term; those a mode does not read are 0).
 TERMS = ("mode", "batch", "decode_1_s", "decode_s", "prefill_1_s", "prefill_s", "low_batch", "chunk_tokens", "chunk_step_1_s", "step_s",
-         "prefill_batch", "busy_1_s", "busy_s", "transfer_1_s", "transfer_s", "prefill_share", "prompt_tokens")
+         "prefill_batch", "busy_1_s", "busy_s", "transfer_1_s", "transfer_s", "prefill_share", "prompt_tokens", "tail_step_1_s", "tail_step_s")
 
 
 def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[str, np.ndarray]:
@@ -67,6 +69,9 @@ def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[st
         put("decode_s", rt.decode_step(m, e.layout, b, context, rates).total_s)
         put("chunk_step_1_s", sv.continuous_step(m, e.layout, low, s, low * s / chunk, rates, context).total_s)
         put("step_s", sv.continuous_step(m, e.layout, b, s, b * s / chunk, rates, context).total_s)
+        tail = tail_chunk_tokens(s, chunk)
+        put("tail_step_1_s", sv.continuous_step(m, e.layout, low, s, low * s / tail, rates, context).total_s)
+        put("tail_step_s", sv.continuous_step(m, e.layout, b, s, b * s / tail, rates, context).total_s)
         return out
     put("low_batch", one)
     put("decode_1_s", rt.decode_step(m, e.layout, one, context, rates).total_s)
