@@ -156,13 +156,15 @@ def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_p
             continue
         if s.host >= 0:
             host_fails(ws, s, c, lf, laws, t, refs)
+        last = 1  # the last pass: the faults of this instant (or the horizon)
         if fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0:
-            gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t)
+            if gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
+                last = 0  # (it would find nothing due, to touch or to refill: nothing waits, no fault)
         # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
         s.n_assign = 0
         i_done = -1
         n_batch = s.n_batch
-        for b in range(n_batch + 1):  # each failing slot, then the faults of this instant (or the horizon)
+        for b in range(n_batch + last):  # each failing slot, then the last pass
             failing = b < n_batch
             repairs_due(ws, s, c, lf, laws, t, failing, finishing)
             if failing:
