@@ -283,6 +283,9 @@ class BatchQueue(NamedTuple):
     batch_mean: np.ndarray
     wait_probability: np.ndarray
     gap_s: np.ndarray
+    #: The requests a bursty stream puts after a waiting one's arrival beyond Poisson's,
+    #: ``(c_a^2 - 1) / 2`` (Cox 1962), who leave in its batch.
+    extra: np.ndarray | float = 0.0
 
 
 def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) -> BatchQueue:
@@ -295,8 +298,10 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     finds a server idle holds it alone. With ``C`` the probability that a request waits
     (Erlang C at the batches' utilisation ``u = lambda T / (k_b c)``), the mean batch is
     ``k_b = 1 - C + C min(top, 1 + lambda g)`` (:data:`OCCUPANCY_STEPS` damped
-    fixed-point steps from 1); a request that waits lands in a length-biased gap, two
-    gaps long on average, and leaves with ``k_w = min(top, 1 + 2 lambda g)``. Bursty
+    fixed-point steps from 1); a request that waits lands in a length-biased gap (gamma of
+    shape 2) and leaves with ``k_w = E[min(top, 1 + e + N)]``, ``N`` the arrivals of that gap
+    (negative binomial: :func:`_gap_batch`) and ``e = (c_a^2 - 1) / 2`` the more a bursty
+    stream puts after one of its points (Cox 1962; docs/sources.md#load-queueing). Bursty
     arrivals (inter-arrival CV ``c_a``) wait as if the gaps were ``z = (1 + c_a^2) / 2``
     times longer (Allen-Cunneen's factor with the servers' exponential gaps: ``gap_s`` is
     that), and wait more often: Halfin and Whitt's GI/M/c delay probability depends on the
@@ -316,8 +321,31 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
         c, gap = state(k)
         k = 0.5 * k + 0.5 * (1.0 - c + c * np.minimum(top, 1.0 + lam * gap))
     c, gap = state(k)
-    waited = np.minimum(top, 1.0 + 2.0 * lam * gap)
-    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst)
+    extra = np.minimum(np.maximum(burst - 1.0, 0.0), np.asarray(top, float) - 1.0)
+    waited = _gap_batch(lam * gap, top, extra)
+    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra)
+
+
+def _gap_batch(arrivals, top, extra):
+    """The mean batch ``E[min(top, 1 + e + N)]`` a waiting request leaves with: itself, the
+    ``e = extra`` more a bursty renewal stream puts after one of its points (Cox 1962:
+    ``(c_a^2 - 1) / 2``) and the ``N`` arrivals of the length-biased exponential gap it
+    waits in (mean ``g`` a gap, ``arrivals = lambda g``). The gap is gamma of shape 2 and
+    scale ``g``, so ``N`` is negative binomial of order 2, ``P(N >= j) = r^j (1 + j p)`` with
+    ``p = 1 / (1 + lambda g)``, ``r = 1 - p``, and with ``m = top - 1 - e`` places left,
+    ``E[min(m, N)] = sum_{j=1..m} P(N >= j) = r (1 - r^m) / p + r (1 - (m + 1) r^m + m r^(m + 1)) / p``
+    (the cap taken inside the mean, not of it: Jensen's gap, large where ``lambda g`` is
+    near the places left)."""
+    a = np.maximum(np.asarray(arrivals, float), 0.0)
+    top, e = np.asarray(top, float), np.asarray(extra, float)
+    m = np.maximum(top - 1.0 - e, 0.0)
+    p = 1.0 / (1.0 + a)
+    r = 1.0 - p
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        rm = r**m
+        count = r * (1.0 - rm) / p + r * (1.0 - (m + 1.0) * rm + m * rm * r) / p
+    count = np.where(a > 0.0, np.clip(np.nan_to_num(count, nan=m), 0.0, m), 0.0)
+    return np.minimum(1.0 + e + count, top)
 
 
 def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
@@ -326,8 +354,10 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
     that waits (probability ``C``) waits the residual ``R`` of its gap and leaves with the
     ``1 + lambda (A + R)`` requests of the gap (``A`` its age; ``R``, ``A`` exponential of
     mean ``g``), so its TTFT is ``first(1) + a R + b A`` with ``a = 1 + lambda f``, ``b =
-    lambda f``: a hypoexponential law, whose ``1 - (1 - q) / C`` quantile is found by
-    :data:`BISECTION_STEPS` bisection steps on ``[0, 50 g (a + b)]``, at most the
+    lambda f``, plus ``f Y`` for the burst's ``e`` extra requests (``Y`` taken exponential of
+    mean ``e``, :attr:`BatchQueue.extra`; 0 for Poisson arrivals): a hypoexponential law
+    (:func:`_plus_exponential`), whose ``1 - (1 - q) / C`` quantile is found by
+    :data:`BISECTION_STEPS` bisection steps on ``[0, 50 (g (a + b) + f e)]``, at most the
     residual's quantile plus ``first(top)`` (the batch full). Where ``C <= 1 - q`` the
     quantile is an unwaited request's ``first(1)``."""
     lam = np.asarray(rate_per_s, float)
@@ -341,18 +371,32 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
     a, b = 1.0 + lam * slope, lam * slope
     tail = np.clip((1.0 - np.asarray(q, float)) / np.maximum(c, 1e-300), 1e-300, 1.0)
 
+    burst = slope * np.asarray(bq.extra, float)  # the mean of the burst's extra requests' share of the pass
+
     def survival(t):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            two = (a * np.exp(-t / (a * g)) - b * np.exp(-t / np.maximum(b * g, 1e-300))) / np.where(a > b, a - b, 1.0)
-        return np.where(b > 0, two, np.exp(-t / (a * g)))
+            two = (a * _plus_exponential(a * g, burst, t) - b * _plus_exponential(np.maximum(b * g, 1e-300), burst, t)) / np.where(a > b, a - b, 1.0)
+        return np.where(b > 0, two, _plus_exponential(a * g, burst, t))
 
-    lo, hi = np.zeros(np.shape(c)), 50.0 * g * (a + b)
+    lo, hi = np.zeros(np.shape(c)), 50.0 * (g * (a + b) + burst)
     for _ in range(BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
         above = survival(mid) > tail
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     waited_q = np.minimum(first(1.0) + lo, g * np.log(1.0 / tail) + first(top))
     return mean, np.where(c > 1.0 - np.asarray(q, float), waited_q, first(1.0))
+
+
+def _plus_exponential(scale, other, t):
+    """``P(X + Y > t)`` for independent exponentials ``X`` of mean ``scale`` and ``Y`` of mean
+    ``other`` (``Y = 0`` where ``other`` is 0): ``(s e^(-t/s) - m e^(-t/m)) / (s - m)``, and
+    ``(1 + t/s) e^(-t/s)`` where the means are equal (the hypoexponential law)."""
+    s, m, t = np.broadcast_arrays(*(np.asarray(x, float) for x in (scale, other, t)))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        equal = np.abs(s - m) <= 1e-9 * s
+        apart = (s * np.exp(-t / s) - m * np.exp(-t / np.where(m > 0, m, 1.0))) / np.where(equal, 1.0, s - m)
+        out = np.where(equal, (1.0 + t / s) * np.exp(-t / s), apart)
+    return np.where(m > 0, out, np.exp(-t / s))
 
 
 #: Squared coefficient of variation of the gaps between batch completions that a waiting

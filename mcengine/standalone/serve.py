@@ -93,14 +93,32 @@ def queue_system(servers: int, service_s: float, exponential: bool) -> tuple[Ser
     return system, ("geometric" if exponential else "fixed")
 
 
+#: Events of the simulator per admission of a request to an instance (its first, and one
+#: more after each preemption), the arrival aside: the end of the prefill pass or chunked
+#: prefill that takes it, one step whose chunk is the stream's last partial one (or one
+#: step more where a fractional chunk's sum rounds a hair short of the prompt's end), its
+#: KV transfer landing (disaggregated), and its finish or preemption.
+EVENTS_PER_ADMISSION = 5
+
+
+def event_bound(requests, preemptions):
+    """The most events :func:`mcengine.kernels.serve.simulate` processes for ``requests``
+    requests preempted ``preemptions`` times in all: one arrival each and
+    :data:`EVENTS_PER_ADMISSION` per admission. It grows with the sample size only: no
+    event waits on a step that changes nothing, whatever the prompt, chunk, batch, rate or
+    times (tests/kernels/test_serve_events.py draws them over their legal ranges)."""
+    return requests + EVENTS_PER_ADMISSION * (requests + preemptions)
+
+
 def simulate_requests(system: ServingSystem, rate_per_s: float, n_requests: int, seed: int = 0, replication: int = 0,
                       arrival: str = "poisson", arrival_cv: float = 1.0, lengths: str = "fixed") -> tuple[pd.DataFrame, np.ndarray]:
     """Simulate ``n_requests`` requests arriving at ``rate_per_s`` on ``system``.
 
     Returns the per-request table (``arrival_s``, ``first_token_s``, ``finish_s``,
     ``ttft_s``, ``tpot_s`` (0 for a one-token request), ``output_tokens``, ``prompt_tokens``,
-    ``preemptions``, ``instance``) and each instance's busy seconds. The numbers are a
-    pure function of the arguments (``seed``, ``replication``: the random streams)."""
+    ``preemptions``, ``instance``; ``attrs["events"]``: the events simulated, at most
+    :func:`event_bound`) and each instance's busy seconds. The numbers are a pure function
+    of the arguments (``seed``, ``replication``: the random streams)."""
     problems = []
     if arrival not in ARRIVALS:
         problems.append(Problem("--arrival", arrival, f"allowed: {' | '.join(ARRIVALS)}"))
@@ -133,7 +151,7 @@ def simulate_requests(system: ServingSystem, rate_per_s: float, n_requests: int,
     ints = {name: np.empty(n, np.int64) for name in ("output_tokens", "preemptions", "instance")}
     prompts = np.empty(n)
     busy = np.empty(s.instances)
-    ks.simulate(int(seed), int(replication), n, float(rate_per_s), ARRIVALS[arrival], float(arrival_cv), int(s.output_tokens),
+    events = ks.simulate(int(seed), int(replication), n, float(rate_per_s), ARRIVALS[arrival], float(arrival_cv), int(s.output_tokens),
                 LENGTH_LAWS[lengths], float(s.length_cv), MODES[s.mode], int(s.instances), int(s.prefill_instances), int(s.prompt_tokens), int(s.batch_max),
                 int(s.prefill_batch_max), float(s.chunk_tokens), float(s.kv_capacity_tokens), decode, mixed,
                 table(s.prefill_s), table(s.prefill_s if s.prefill_busy_s is None else s.prefill_busy_s), table(s.transfer_s), rows["arrival_s"], rows["first_token_s"], rows["finish_s"],
@@ -142,6 +160,7 @@ def simulate_requests(system: ServingSystem, rate_per_s: float, n_requests: int,
     df["ttft_s"] = df.first_token_s - df.arrival_s
     steps = (df.output_tokens - 1).to_numpy()
     df["tpot_s"] = np.where(steps > 0, (df.finish_s - df.first_token_s).to_numpy() / np.maximum(steps, 1), 0.0)
+    df.attrs["events"] = int(events)
     return df, busy
 
 

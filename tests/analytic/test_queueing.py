@@ -353,3 +353,22 @@ def test_utilisation_sure_is_the_wait_formula_inverted_with_erlang_c_one():
     assert qu.ttft_quantile_ms(0.99, 1000.0, 64, 12.8, sure, 1.0, 1.0) <= 2000.0
     assert qu.wait_scale_s(64, 12.8, 0.5, 3.0, 1.0) == pytest.approx(5.0 * 12.8 / 32.0, rel=1e-14)
     assert sure < qu.utilisation_at_slo(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0) < 1.0
+
+
+def test_the_waiting_batch_is_the_capped_mean_over_a_length_biased_gap():
+    """``_gap_batch``: ``E[min(P, 1 + e + N)]`` with ``N`` Poisson over a gamma(2, g) gap,
+    against the negative binomial's pmf summed by hand (``p = 1 / (1 + lambda g)``,
+    ``P(N = n) = (n + 1) p^2 (1 - p)^n``) and against a Monte Carlo of the gap; Poisson
+    (``e = 0``) and a burst excess of 1 (``c_a^2 = 3``); the cap 1 is 1."""
+    lam_g, top = 2.65, 4.0
+    p = 1.0 / (1.0 + lam_g)
+    n = np.arange(400)
+    pmf = (n + 1) * p**2 * (1 - p) ** n
+    for e in (0.0, 1.0):
+        exact = np.sum(pmf * np.minimum(top, 1.0 + e + n))
+        assert qu._gap_batch(lam_g, top, e) == pytest.approx(exact, rel=1e-12)
+    rng = np.random.default_rng(5)
+    counts = rng.poisson(rng.gamma(2.0, lam_g, 400_000))
+    draws = np.minimum(top, 1.0 + counts)
+    assert abs(qu._gap_batch(lam_g, top, 0.0) - draws.mean()) <= 4 * draws.std() / np.sqrt(draws.size)
+    assert qu._gap_batch(lam_g, 1.0, 0.0) == 1.0 and qu._gap_batch(0.0, top, 0.0) == 1.0

@@ -36,6 +36,8 @@ REPLICATIONS = 6
 
 @pytest.mark.parametrize("name, mode, arrival, cv, load, requests", [
     ("h100", "disaggregated", "poisson", 1.0, 0.5, 12_000),
+    ("h100", "disaggregated", "poisson", 1.0, 0.8, 12_000),
+    ("h100", "disaggregated", "gamma", 2.0, 0.2, 12_000),
     ("lite-h100", "disaggregated", "gamma", 2.0, 0.5, 12_000),
     ("lite-h100", "continuous", "poisson", 1.0, 0.2, 12_000),
     ("h100", "continuous", "poisson", 1.0, 0.1, 12_000),

@@ -114,6 +114,17 @@ def _step(s, sf, si, chunk, mixed_s):
     return b, c, tau
 
 
+@inline_kernel
+def _whole_steps(x, up):
+    """Steps ``x`` (a float) rounded up (``up``) or down to a whole count, at most
+    :data:`_NEVER`: an infinite count (a KV cache of infinite capacity) or one past int64's
+    range stays "never" (numba's ``math.floor(inf)`` is int64's most negative value, which
+    would read as a change due now and stop the instance's clock for good)."""
+    if not x < _NEVER:
+        return _NEVER
+    return math.ceil(x) if up else math.floor(x)
+
+
 @kernel
 def _steps_to_change(s, sf, si, ri, rf, slots, out, chunk, kv_cap):
     """Steps from instance ``s``'s last boundary to its next change (a prompt's prefill
@@ -131,7 +142,7 @@ def _steps_to_change(s, sf, si, ri, rf, slots, out, chunk, kv_cap):
         if pending <= chunk:
             j = 1
         else:
-            j = min(int(math.ceil((head - sf[s, _PFDONE]) / chunk)), int(math.floor(pending / chunk)))
+            j = min(_whole_steps((head - sf[s, _PFDONE]) / chunk, True), _whole_steps(pending / chunk, False))
     b = si[s, _NDEC]
     if b > 0:
         k = si[s, _K]
@@ -140,7 +151,7 @@ def _steps_to_change(s, sf, si, ri, rf, slots, out, chunk, kv_cap):
             if ri[i, _STATE] == _DECODING:
                 j = min(j, ri[i, _DEC] + out[i] - ri[i, _GEN] - k)
         if n > 1:
-            j = min(j, int(math.floor((kv_cap - sf[s, _KV]) / b)))
+            j = min(j, _whole_steps((kv_cap - sf[s, _KV]) / b, False))
     return max(j, 0)
 
 
@@ -213,19 +224,23 @@ def _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, f
 
 
 @kernel
-def _sync(s, t, sf, si, ri, rf, slots, out, q, qs, plen, chunk, kv_cap, mixed_s, first_token_s, finish_s, preemptions, busy_s):
+def _sync(s, t, due, sf, si, ri, rf, slots, out, q, qs, plen, chunk, kv_cap, mixed_s, first_token_s, finish_s, preemptions, busy_s):
     """Bring a running instance ``s`` to its first step boundary at or after ``t`` (not past
-    its next change), and settle it there. A boundary after ``t`` (a dispatch at ``t``
+    its next change), and settle it there; ``due``: its timer rang at ``t``, so it goes to
+    the change the timer was armed for (:func:`_arm`), however few seconds of float time
+    its steps add (a step below half a float's spacing at ``t`` adds none: counting the
+    boundary from ``t`` would then never reach it). A boundary after ``t`` (a dispatch at ``t``
     joins the step after the one under way) is recorded with the requests done there,
     which :func:`_running` still counts at ``t``."""
     if si[s, _NRUN] == 0:
         return
     _, _, tau = _step(s, sf, si, chunk, mixed_s)
     j = _steps_to_change(s, sf, si, ri, rf, slots, out, chunk, kv_cap)
-    if tau > 0.0 and t > sf[s, _T0]:
-        j = min(j, int(math.ceil((t - sf[s, _T0]) / tau)))
-    elif t <= sf[s, _T0]:
-        j = 0
+    if not due:
+        if tau > 0.0 and t > sf[s, _T0]:
+            j = min(j, _whole_steps((t - sf[s, _T0]) / tau, True))
+        elif t <= sf[s, _T0]:
+            j = 0
     _advance(s, j, sf, si, chunk, mixed_s)
     done = _settle(s, sf, si, ri, rf, slots, out, q, qs, plen, kv_cap, first_token_s, finish_s, preemptions, busy_s)
     if j > 0 and sf[s, _T0] > t:
@@ -390,6 +405,13 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
         (disaggregated: the decode instance, or the prefill instance of a one-token request).
     busy_s : float64[n_instances]
         Filled: seconds each instance had at least one request.
+
+    Returns
+    -------
+    int
+        The events processed (timers taken off the heap: arrivals, passes ending, KV
+        transfers landing, continuous instances' changes): at most
+        :func:`mcengine.standalone.serve.event_bound` of the requests and their preemptions.
     """
     n_ids = n_instances + 1 + n_requests
     keys = np.empty(n_ids)
@@ -422,7 +444,9 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
     t = 0.0
     gap = exponential(st_arrival, 1.0 / rate_per_s) if arrival == ARRIVAL_POISSON else gamma(st_arrival, shape, 1.0 / (shape * rate_per_s))
     hn = heap_set(keys, ids, pos, hn, arrival_id, gap)
+    events = 0
     while hn > 0:
+        events += 1
         t = keys[0]
         ident = ids[0]
         hn = heap_remove(keys, ids, pos, hn, ident)
@@ -455,7 +479,7 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
         elif ident < batched:  # a static batch (a prefill pass) ends
             si[ident, _NRUN] = 0
         else:  # a continuous (decode) instance reaches its next change
-            _sync(ident, t, sf, si, ri, rf, slots, out_tokens, q, qs, plen, chunk_tokens, kv_capacity_tokens, mixed_s,
+            _sync(ident, t, True, sf, si, ri, rf, slots, out_tokens, q, qs, plen, chunk_tokens, kv_capacity_tokens, mixed_s,
                   first_token_s, finish_s, preemptions, busy_s)
             hn = _arm(ident, sf, si, ri, rf, slots, out_tokens, chunk_tokens, kv_capacity_tokens, mixed_s, keys, ids, pos, hn)
         hn = _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, plen, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
@@ -472,7 +496,7 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
                         best, fewest = s, load
                 if best < 0:
                     break
-                _sync(best, t, sf, si, ri, rf, slots, out_tokens, q, qs, plen, chunk_tokens, kv_capacity_tokens, mixed_s,
+                _sync(best, t, False, sf, si, ri, rf, slots, out_tokens, q, qs, plen, chunk_tokens, kv_capacity_tokens, mixed_s,
                       first_token_s, finish_s, preemptions, busy_s)
                 if not _fits(best, head, t, sf, si, ri, plen, batch_max, kv_capacity_tokens, chunk_tokens, mixed_s):
                     hn = _arm(best, sf, si, ri, rf, slots, out_tokens, chunk_tokens, kv_capacity_tokens, mixed_s, keys, ids, pos, hn)
@@ -483,4 +507,4 @@ def simulate(seed, replication, n_requests, rate_per_s, arrival, arrival_cv, out
             if mode == MODE_DISAGGREGATED:  # requests the decode pool preempted go back to the prefill pool
                 hn = _start_batches(t, mode, batched, front_cap, slots, si, ri, q, qs, out_tokens, plen, prompt, prefill_s, prefill_busy_s, transfer_s, decode_s,
                                     first_token_s, finish_s, instance, busy_s, keys, ids, pos, hn, arrival_id)
-    return t
+    return events
