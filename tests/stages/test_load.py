@@ -182,7 +182,9 @@ def test_auto_fleet_is_costed_as_bought(saturated):
     name, _, _ = saturated
     s = api.check(name, SMALL)
     sat = run_block(s, 0, 0, N)
-    demand = 3.0 * float(sat["tokens_per_s"].max())  # more than the 4 simulated instances carry
+    # more than the 4 simulated instances carry; a hair under 3x the most, so no trial's 12 instances
+    # run at exactly their saturated rate, where the model's queue has no steady state
+    demand = 2.99 * float(sat["tokens_per_s"].max())
     auto = run_block(api.check(name, [*SMALL, f"workload.load.demand={demand!r}", "cluster.instances=\"auto\"", "cluster.simulated_instances=4"]), 0, 0, N)
     fleet = auto["load.fleet_instances"]
     np.testing.assert_array_equal(auto["load.instances"], fleet)
