@@ -107,6 +107,9 @@ CAPACITY_TOLERANCE = 5e-4
 #: Most steps of each of :func:`fewest_instances`' two searches (a fixed cap: 2^64
 #: instances is beyond any float count; each ends once every trial's bracket is settled).
 FLEET_STEPS = 64
+#: Counts :func:`fewest_instances` asks each unsettled trial at a call: the next 7 additions
+#: (up to 254 x the last step more), or the 127 counts the next 7 halvings could probe.
+FLEET_POINTS = 7
 
 
 class Plans:
@@ -220,7 +223,7 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     is narrowed by at most :data:`CAPACITY_STEPS` Illinois steps (regula falsi halving the
     value of an end kept twice in a row; a bisection while the upper end's miss is
     unbounded, where the model's queue has no steady state: the secant means nothing across
-    that jump), vectorised over the trials whose bracket is wider than
+    that jump, and from the probe, next to that pole), vectorised over the trials whose bracket is wider than
     :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end, which meets the SLOs,
     is returned."""
     n = plans.q.size
@@ -240,7 +243,8 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     if retry.size:
         start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry])
     keep = np.flatnonzero(f0 <= 0.0)
-    live, p, k, lo, hi, f_lo, f_hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], f0[keep], f_probe[rest][keep]
+    # the probe sits next to the queue's pole at the saturated rate: its miss taken as unbounded (halving first, no secant from it)
+    live, p, k, lo, hi, f_lo, f_hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], f0[keep], np.full(keep.size, MISS_CAP)
     side = np.zeros(live.size)
     out[live] = lo
     for _ in range(CAPACITY_STEPS):
@@ -263,7 +267,9 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
     disaggregated serving, 2), it adds 1, 2, 4, ... instances until the SLOs are met, then
     halves the last step's bracket; each search at most :data:`FLEET_STEPS` steps, on the
     trials not yet settled (the unloaded plan asked only of the trials the first count
-    misses)."""
+    misses). Each model call asks a trial the next :data:`FLEET_POINTS` counts the
+    additions would try, or every count the next :data:`FLEET_POINTS` halvings could
+    probe, and the steps are replayed on the answers: the same counts as one step a call."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     least = np.where(plans.steps["mode"] == DISAGGREGATED, 2.0, 1.0)
@@ -277,19 +283,35 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
     short = np.flatnonzero(p.misses(r, hi) > 0.0)
     unserved = short[p.take(short).misses(np.zeros(short.size), least[live][short]) > 0.0] if short.size else short  # misses them unloaded: none
     short = np.setdiff1d(short, unserved)
-    for _ in range(FLEET_STEPS - 1):
+    added = 2.0 ** np.arange(2, FLEET_POINTS + 2) - 2.0  # the next counts: hi + step (2^(k+1) - 2), k = 1, 2, ...
+    for _ in range(-(-(FLEET_STEPS - 1) // FLEET_POINTS)):
         if short.size == 0:
             break
-        lo[short], step[short] = hi[short], 2.0 * step[short]
-        hi[short] = lo[short] + step[short]
-        short = short[p.take(short).misses(r[short], hi[short]) > 0.0]
-    for _ in range(FLEET_STEPS):
+        counts = hi[short, None] + step[short, None] * added
+        meets = (p.take(np.repeat(short, FLEET_POINTS)).misses(np.repeat(r[short], FLEET_POINTS), counts.ravel()) <= 0.0).reshape(counts.shape)
+        k = np.where(meets.any(axis=1), meets.argmax(axis=1), FLEET_POINTS - 1)  # the first count that meets them (or the last asked)
+        lo[short] = np.where(k > 0, counts[np.arange(short.size), k - 1], hi[short])
+        hi[short], step[short] = counts[np.arange(short.size), k], step[short] * 2.0 ** (k + 1)
+        short = short[~meets.any(axis=1)]
+    for _ in range(-(-FLEET_STEPS // FLEET_POINTS)):
         wide = np.flatnonzero(hi - lo > 1.0)
         if wide.size == 0:
             break
-        mid = np.floor(0.5 * (lo[wide] + hi[wide]))
-        meets = p.take(wide).misses(r[wide], mid) <= 0.0
-        hi[wide], lo[wide] = np.where(meets, mid, hi[wide]), np.where(meets, lo[wide], mid)
+        width = hi[wide] - lo[wide]  # a power of 2
+        depth = np.minimum(np.log2(width), FLEET_POINTS).astype(int)
+        unit = width / 2.0 ** depth
+        asked = 2 ** depth - 1
+        rows = np.repeat(np.arange(wide.size), asked)
+        j = np.arange(rows.size) - np.repeat(np.cumsum(asked) - asked, asked) + 1  # 1 .. 2^depth - 1 in each trial
+        meets = np.zeros((wide.size, 2 ** FLEET_POINTS), bool)
+        meets[rows, j] = p.take(wide[rows]).misses(r[wide][rows], lo[wide][rows] + unit[rows] * j) <= 0.0
+        a, b = np.zeros(wide.size, int), 2 ** depth  # the bracket in units, replayed halving by halving
+        for t in range(FLEET_POINTS):
+            on = t < depth
+            mid = (a + b) // 2
+            yes = meets[np.arange(wide.size), np.where(on, mid, 0)] & on
+            a, b = np.where(on & ~yes, mid, a), np.where(yes, mid, b)
+        lo[wide], hi[wide] = lo[wide] + unit * a, lo[wide] + unit * b
     out[live] = hi
     out[live[unserved]] = 0.0
     return out
