@@ -223,7 +223,7 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     is narrowed by at most :data:`CAPACITY_STEPS` Illinois steps (regula falsi halving the
     value of an end kept twice in a row; a bisection while the upper end's miss is
     unbounded, where the model's queue has no steady state: the secant means nothing across
-    that jump, and from the probe, next to that pole), vectorised over the trials whose bracket is wider than
+    that jump, and from a probe missing them e-fold or more, next to that pole), vectorised over the trials whose bracket is wider than
     :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end, which meets the SLOs,
     is returned."""
     n = plans.q.size
@@ -243,8 +243,9 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     if retry.size:
         start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry])
     keep = np.flatnonzero(f0 <= 0.0)
-    # the probe sits next to the queue's pole at the saturated rate: its miss taken as unbounded (halving first, no secant from it)
-    live, p, k, lo, hi, f_lo, f_hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], f0[keep], np.full(keep.size, MISS_CAP)
+    # the probe sits next to the queue's pole at the saturated rate: a miss of more than e-fold taken as unbounded (halving first)
+    f_hi = np.where(f_probe[rest][keep] <= 1.0, f_probe[rest][keep], MISS_CAP)
+    live, p, k, lo, hi, f_lo = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], f0[keep]
     side = np.zeros(live.size)
     out[live] = lo
     for _ in range(CAPACITY_STEPS):
