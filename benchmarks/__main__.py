@@ -7,6 +7,7 @@ Usage::
     python -m benchmarks instructions [--cases h100 lite lite-pair] [--lifetimes N]
     python -m benchmarks counts [--against REV]
     python -m benchmarks plans --against REV [--quick]
+    python -m benchmarks load --against REV [--quick]
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
 a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chain``
@@ -27,7 +28,9 @@ cost per trial of one probe of each step-time formula the searches evaluate); de
 all twelve.
 ``memory --against REV`` measures the peaks of this tree and of git revision REV
 alternately, ``plans --against REV`` the plan tables' CPU of both trees in alternate fresh
-processes; ``memory --adaptive`` lets the adaptive rule size the chunks (the chunks it
+processes, ``load --against REV`` the chain's time per trial with a demand against
+saturation of both trees in interleaved fresh processes (each round's ratios and load
+average); ``memory --adaptive`` lets the adaptive rule size the chunks (the chunks it
 picked are in the report). ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
@@ -49,7 +52,7 @@ from pathlib import Path
 from mcengine.errors import InputError
 
 from .harness import HARNESSES, run_all
-from .harness import compile, counts, instructions, memory, plans, record
+from .harness import compile, counts, instructions, load, memory, plans, record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
     parser.add_argument("--adaptive", action="store_true",
                         help="memory: let the adaptive rule size the chunks (default: its cap, the worst case)")
-    parser.add_argument("--against", metavar="REV", help="compile, counts, memory, plans: also measure git revision REV, side by side")
+    parser.add_argument("--against", metavar="REV", help="compile, counts, memory, plans, load: also measure git revision REV, side by side")
     parser.add_argument("--record", metavar="PATH", type=Path,
                         help="also write the figures into the benchmark record at PATH (docs/benchmarks.md), "
                              "one section per harness, with the machine and commit")
@@ -73,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             doc = memory.run(args.quick, args.against, args.adaptive)
         elif args.against and "plans" in args.harness:
             doc = plans.side_by_side(args.against, args.quick)
+        elif args.against and "load" in args.harness:
+            doc = load.side_by_side(args.against, args.quick)
         elif args.against:
             doc = compile.side_by_side(args.against, args.quick)
         elif "instructions" in args.harness:

@@ -8,7 +8,13 @@ disturb least); the ratios of the times per trial are what the demand costs."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from mcengine import api
 from mcengine.pipeline import run_chunk
@@ -44,3 +50,41 @@ def run(quick: bool = False) -> dict:
             "demand_trials_per_s": trials / wall["demand"], "fixed_trials_per_s": trials / wall["fixed"],
             "time_per_trial_ratio": wall["demand"] / wall["saturate"], "fixed_time_per_trial_ratio": wall["fixed"] / wall["saturate"],
             "cpu_time_per_trial_ratio": cpu["demand"] / cpu["saturate"], "fixed_cpu_time_per_trial_ratio": cpu["fixed"] / cpu["saturate"]}
+
+
+#: The ratios :func:`side_by_side` reports per round.
+RATIOS = ("time_per_trial_ratio", "fixed_time_per_trial_ratio", "cpu_time_per_trial_ratio", "fixed_cpu_time_per_trial_ratio")
+
+
+def _in_child(root: Path, quick: bool) -> dict:
+    """:func:`run` in a fresh process importing the tree at ``root``, with the load average
+    at its end."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    code = f"import runpy, sys; sys.argv = ['load', {'--quick' if quick else ''!r}]; runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"the load harness failed in {root}: {proc.stderr[-2000:]}")
+    return {**json.loads(proc.stdout), "load_average": os.getloadavg()}
+
+
+def side_by_side(against: str, quick: bool = False) -> dict:
+    """:func:`run` on this tree (``after``) and on a checkout of ``against`` (``before``),
+    interleaved: ``rounds`` fresh processes each, alternately (the first of a tree compiles
+    its kernels outside the timers), each round's ratios and the load average at its end;
+    ``best`` the least of each ratio over the rounds."""
+    from .compile import ROOT, _checkout
+
+    rounds = 1 if quick else 3
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"before": _checkout(against, tmp), "after": ROOT}
+        docs: dict = {side: [] for side in trees}
+        for _ in range(rounds):
+            for side, root in trees.items():
+                docs[side].append(_in_child(root, quick))
+    per_round = {side: [{k: d[k] for k in (*RATIOS, "load_average")} for d in got] for side, got in docs.items()}
+    best = {side: {k: min(d[k] for d in got) for k in RATIOS} for side, got in docs.items()}
+    return {"against": against, "rounds": rounds, "per_round": per_round, "best": best, "runs": docs}
+
+
+if __name__ == "__main__":  # the child of side_by_side: this harness on the tree PYTHONPATH names
+    print(json.dumps(run("--quick" in sys.argv)))

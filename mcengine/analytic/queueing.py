@@ -255,8 +255,8 @@ def _batch_quantile(q, mean, arrival_cv, top, instances=1):
     return np.minimum(n + stats.norm.ppf(q) * np.sqrt(2.0 / 3.0 * n * np.asarray(arrival_cv, float) ** 2 / instances), top)
 
 
-#: Fixed-point steps of the static batch and the continuous occupancy (a fixed count: run
-#: time never grows with a value).
+#: Fixed-point steps of the static batch and the disaggregated prefill batch (a fixed
+#: count: run time never grows with a value).
 OCCUPANCY_STEPS = 48
 #: The highest utilisation the static mode's G/D/c wait is evaluated at (the bus bound
 #: takes over where the batches' utilisation reaches 1).
@@ -703,6 +703,40 @@ def _step_stream_quantile(q, step_s, prompt_s, busy, again):
     return np.where(finite, hi, np.inf)
 
 
+def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low_batch):
+    """Continuous mode's occupancy in closed form (docs/load.md#continuous): the least ``n``
+    in ``[0, batch]`` solving Little's law ``n = lambda O tau(n)``, ``tau(n) = d(n) / (1 -
+    lambda D(n))`` (``d`` and ``D`` as :func:`continuous_at_load` reads them: constant up
+    to ``low_batch``, linear in ``n`` above), ``batch`` where none does. Multiplied by the
+    steps' free share, ``p(n) = lambda O d(n) - n (1 - lambda D(n))`` is continuous,
+    linear up to ``low_batch`` and quadratic above, and ``p(0) >= 0``; ``n`` is its first
+    downward zero, the fixed point an empty instance fills to (where ``1 - lambda D <= 0``,
+    ``tau`` is unbounded and ``p > 0``). Below ``low_batch``: ``n = lambda O d_1 / (1 -
+    lambda D_1)``. Above it, in ``m = n - low_batch``, ``a_2 m^2 + a_1 m + a_0 = 0`` with
+    ``a_0 = p(low_batch) >= 0``: its root where ``p`` turns negative is ``a_0 / k`` (``a_1 <
+    0``) or ``k / a_2`` (``a_1 >= 0``, a concave ``p``), ``k = -(a_1 + sgn(a_1)
+    sqrt(a_1^2 - 4 a_2 a_0)) / 2`` (the form without cancellation, also the linear root
+    where ``a_2 = 0``); none where the discriminant is negative or ``a_1, a_2 >= 0``."""
+    lam, o = np.asarray(lam, float), np.asarray(output_tokens, float)
+    top, low = np.asarray(batch, float), np.asarray(low_batch, float)
+    span = top - low
+    d1, c1 = np.asarray(decode_1_s, float), np.asarray(chunk_step_1_s, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope_d = np.where(span > 0, (np.asarray(decode_s, float) - d1) / span, 0.0)
+        slope_c = np.where(span > 0, (np.asarray(step_s, float) - c1) / span, 0.0)
+        lo_d = lam * o * d1  # lambda O d at low_batch
+        free_low = 1.0 - lam * (c1 - d1) * per_prompt  # the steps' free share at low_batch
+        a2 = lam * (slope_c - slope_d) * per_prompt
+        a1 = lam * o * slope_d - free_low + a2 * low
+        a0 = lo_d - low * free_low
+        disc = a1 * a1 - 4.0 * a2 * a0
+        k = -0.5 * (a1 + np.copysign(np.sqrt(np.maximum(disc, 0.0)), a1))
+        m = np.where(a1 < 0, a0 / k, np.where(a2 < 0, k / a2, np.inf))
+        m = np.where((disc < 0) | np.isnan(m), np.inf, np.maximum(m, 0.0))
+        n = np.where(a0 < 0, np.minimum(lo_d / free_low, low), low + m)
+    return np.clip(n, 0.0, top)
+
+
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
                        step_s, chunk_step_1_s, low_batch=1,
                        tail_step_1_s=None, tail_step_s=None) -> LoadLatency:
@@ -716,7 +750,7 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     micro-batches), so a prompt adds ``D(n) = (d_c - d) S / c``
     seconds of steps and the mean step is ``tau(n) = d(n) / (1 - lambda_i D(n))`` (the
     steps' time left to decoding). The occupancy solves Little's law ``n = lambda_i O
-    tau(n)`` (bisection, :data:`OCCUPANCY_STEPS`). TPOT = ``tau`` at the occupancy a
+    tau(n)`` (in closed form, its least root: :func:`_continuous_occupancy`). TPOT = ``tau`` at the occupancy a
     request lives with (:func:`_batch_quantile`). TTFT = the rest of the step in progress
     (half of it on average) + the wait in the prefill stream (their sum's quantile:
     :func:`_step_stream_quantile`) + the wait of the bursts (below) + the prompt's own
@@ -749,12 +783,7 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
         free = 1.0 - lam * extra
         return np.where(free > 0, d / np.maximum(free, 1e-300), np.inf), d, d + extra / per_prompt
 
-    lo, hi = np.zeros(np.shape(lam)), np.broadcast_to(np.asarray(batch, float), np.shape(lam)).copy()
-    for _ in range(OCCUPANCY_STEPS):
-        mid = 0.5 * (lo + hi)
-        over = lam * o * tau(mid)[0] < mid
-        lo, hi = np.where(over, lo, mid), np.where(over, mid, hi)
-    n = 0.5 * (lo + hi)
+    n = _continuous_occupancy(lam, o, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low_batch)
     step, d, chunked = tau(n)
     busy, zero = np.minimum(lam * s * step / chunk_tokens, 1.0), np.zeros(np.shape(lam))
     prompt_s = per_prompt * chunked

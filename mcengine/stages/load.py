@@ -107,6 +107,9 @@ CAPACITY_TOLERANCE = 5e-4
 #: Most steps of each of :func:`fewest_instances`' two searches (a fixed cap: 2^64
 #: instances is beyond any float count; each ends once every trial's bracket is settled).
 FLEET_STEPS = 64
+#: Counts :func:`fewest_instances` asks each unsettled trial at a call: the next 7 additions
+#: (up to 254 x the last step more), or the 127 counts the next 7 halvings could probe.
+FLEET_POINTS = 7
 
 
 class Plans:
@@ -202,35 +205,52 @@ def _slot_queue(q, rate, ca, instances, output_tokens, s) -> qu.LoadLatency:
 MISS_CAP = 50.0
 
 
+#: The first rate :func:`capacity_rate` asks each plan at, as a share of its saturated rate: a
+#: plan meeting the SLOs there has its capacity within ``1 - SATURATION_PROBE`` (far inside
+#: :data:`CAPACITY_TOLERANCE`) below the saturated rate, settled by that one call (the
+#: continuous model's occupancy reaches the top batch exactly at the saturated rate, where its
+#: queue loses its steady state: docs/load.md#speed).
+SATURATION_PROBE = 1.0 - 1e-9
+
+
 def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray:
     """The largest rate (requests/s) at most ``top_rate`` at which each trial's plan on
     ``instances`` instances meets both SLO quantiles (:meth:`Plans.misses` at most 0): 0
-    where it misses them unloaded, ``top_rate`` where it meets them there. The quantiles
-    rise with the rate, so the bracket ``[meets_at, top_rate]`` (``meets_at`` a rate said
-    to meet them, 0 unless given or where it does not) is narrowed by at most :data:`CAPACITY_STEPS` Illinois
-    steps (regula falsi halving the value of an end kept twice in a row; a bisection
-    while the upper end's miss is unbounded, where the model's queue has no steady state:
-    the secant means nothing across that jump), vectorised over the trials whose bracket is
-    wider than :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end, which meets
-    the SLOs, is returned."""
+    where it misses them unloaded. The plans are first asked at ``top_rate`` x
+    :data:`SATURATION_PROBE` (or ``meets_at``, a rate said to meet them, where it is
+    higher), one model call on every trial: where they meet the SLOs there, that rate is
+    the capacity. The quantiles rise with the rate, so for the others the bracket
+    ``[meets_at, that rate]`` (``meets_at`` 0 unless given or where it does not meet them)
+    is narrowed by at most :data:`CAPACITY_STEPS` Illinois steps (regula falsi halving the
+    value of an end kept twice in a row; a bisection while the upper end's miss is
+    unbounded, where the model's queue has no steady state: the secant means nothing across
+    that jump, and from a probe missing them e-fold or more, next to that pole), vectorised over the trials whose bracket is wider than
+    :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end, which meets the SLOs,
+    is returned."""
     n = plans.q.size
-    top = np.broadcast_to(np.asarray(top_rate, float), (n,)).copy()
     count = np.broadcast_to(np.asarray(instances, float), (n,))
+    top = np.broadcast_to(np.asarray(top_rate, float), (n,))
     start = np.minimum(np.broadcast_to(np.asarray(meets_at, float), (n,)), top)
-    out = np.zeros(n)
-    f0 = plans.misses(start, count)
-    retry = np.flatnonzero((f0 > 0.0) & (start > 0.0))  # the rate said to meet them does not: from no load
-    if retry.size:
-        start[retry], f0[retry] = 0.0, plans.take(retry).misses(np.zeros(retry.size), count[retry])
-    live = np.flatnonzero((f0 <= 0.0) & (top > 0.0))
-    if live.size == 0:
+    probe = np.maximum(top * SATURATION_PROBE, start)
+    f_probe = plans.misses(probe, count)
+    out = np.where((f_probe <= 0.0) & (top > 0.0), probe, 0.0)
+    rest = np.flatnonzero((f_probe > 0.0) & (top > 0.0))
+    if rest.size == 0:
         return out
-    p, k = plans.take(live), count[live]
-    lo, hi = start[live], top[live]
-    f_lo, f_hi, side = f0[live], p.misses(hi, k), np.zeros(live.size)
-    out[live] = np.where(f_hi <= 0.0, hi, lo)
+    p, k = plans.take(rest), count[rest]
+    start = np.where(start[rest] < probe[rest], start[rest], 0.0)  # the rate said to meet them does not: from no load
+    f0 = p.misses(start, k)
+    retry = np.flatnonzero((f0 > 0.0) & (start > 0.0))  # nor does this one
+    if retry.size:
+        start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry])
+    keep = np.flatnonzero(f0 <= 0.0)
+    # the probe sits next to the queue's pole at the saturated rate: a miss of more than e-fold taken as unbounded (halving first)
+    f_hi = np.where(f_probe[rest][keep] <= 1.0, f_probe[rest][keep], MISS_CAP)
+    live, p, k, lo, hi, f_lo = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], f0[keep]
+    side = np.zeros(live.size)
+    out[live] = lo
     for _ in range(CAPACITY_STEPS):
-        keep = np.flatnonzero((f_hi > 0.0) & (hi - lo > CAPACITY_TOLERANCE * lo))
+        keep = np.flatnonzero(hi - lo > CAPACITY_TOLERANCE * lo)
         live, p, k, lo, hi, f_lo, f_hi, side = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], f_lo[keep], f_hi[keep], side[keep]
         if live.size == 0:
             break
@@ -248,33 +268,54 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
     (``per_instance_rate`` each; at least the plan's least cluster, 1 instance or, for
     disaggregated serving, 2), it adds 1, 2, 4, ... instances until the SLOs are met, then
     halves the last step's bracket; each search at most :data:`FLEET_STEPS` steps, on the
-    trials not yet settled."""
+    trials not yet settled (the unloaded plan asked only of the trials the first count
+    misses). Each model call asks a trial the next :data:`FLEET_POINTS` counts the
+    additions would try, or every count the next :data:`FLEET_POINTS` halvings could
+    probe, and the steps are replayed on the answers: the same counts as one step a call."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     least = np.where(plans.steps["mode"] == DISAGGREGATED, 2.0, 1.0)
     out = np.zeros(n)
-    live = np.flatnonzero((plans.misses(np.zeros(n), least) <= 0.0) & (rate > 0.0) & (per_instance_rate > 0.0))
+    live = np.flatnonzero((rate > 0.0) & (per_instance_rate > 0.0))
     if live.size == 0:
         return out
     p, r = plans.take(live), rate[live]
     lo = np.maximum(np.ceil(r / per_instance_rate[live]) - 1.0, least[live] - 1.0)  # misses (or below the least cluster)
     hi, step = lo + 1.0, np.ones(live.size)
-    open_ = np.arange(live.size)
-    for _ in range(FLEET_STEPS):
-        short = open_[p.take(open_).misses(r[open_], hi[open_]) > 0.0]
+    short = np.flatnonzero(p.misses(r, hi) > 0.0)
+    unserved = short[p.take(short).misses(np.zeros(short.size), least[live][short]) > 0.0] if short.size else short  # misses them unloaded: none
+    short = np.setdiff1d(short, unserved)
+    added = 2.0 ** np.arange(2, FLEET_POINTS + 2) - 2.0  # the next counts: hi + step (2^(k+1) - 2), k = 1, 2, ...
+    for _ in range(-(-(FLEET_STEPS - 1) // FLEET_POINTS)):
         if short.size == 0:
             break
-        lo[short], step[short] = hi[short], 2.0 * step[short]
-        hi[short] = lo[short] + step[short]
-        open_ = short
-    for _ in range(FLEET_STEPS):
+        counts = hi[short, None] + step[short, None] * added
+        meets = (p.take(np.repeat(short, FLEET_POINTS)).misses(np.repeat(r[short], FLEET_POINTS), counts.ravel()) <= 0.0).reshape(counts.shape)
+        k = np.where(meets.any(axis=1), meets.argmax(axis=1), FLEET_POINTS - 1)  # the first count that meets them (or the last asked)
+        lo[short] = np.where(k > 0, counts[np.arange(short.size), k - 1], hi[short])
+        hi[short], step[short] = counts[np.arange(short.size), k], step[short] * 2.0 ** (k + 1)
+        short = short[~meets.any(axis=1)]
+    for _ in range(-(-FLEET_STEPS // FLEET_POINTS)):
         wide = np.flatnonzero(hi - lo > 1.0)
         if wide.size == 0:
             break
-        mid = np.floor(0.5 * (lo[wide] + hi[wide]))
-        meets = p.take(wide).misses(r[wide], mid) <= 0.0
-        hi[wide], lo[wide] = np.where(meets, mid, hi[wide]), np.where(meets, lo[wide], mid)
+        width = hi[wide] - lo[wide]  # a power of 2
+        depth = np.minimum(np.log2(width), FLEET_POINTS).astype(int)
+        unit = width / 2.0 ** depth
+        asked = 2 ** depth - 1
+        rows = np.repeat(np.arange(wide.size), asked)
+        j = np.arange(rows.size) - np.repeat(np.cumsum(asked) - asked, asked) + 1  # 1 .. 2^depth - 1 in each trial
+        meets = np.zeros((wide.size, 2 ** FLEET_POINTS), bool)
+        meets[rows, j] = p.take(wide[rows]).misses(r[wide][rows], lo[wide][rows] + unit[rows] * j) <= 0.0
+        a, b = np.zeros(wide.size, int), 2 ** depth  # the bracket in units, replayed halving by halving
+        for t in range(FLEET_POINTS):
+            on = t < depth
+            mid = (a + b) // 2
+            yes = meets[np.arange(wide.size), np.where(on, mid, 0)] & on
+            a, b = np.where(on & ~yes, mid, a), np.where(yes, mid, b)
+        lo[wide], hi[wide] = lo[wide] + unit * a, lo[wide] + unit * b
     out[live] = hi
+    out[live[unserved]] = 0.0
     return out
 
 

@@ -164,6 +164,105 @@ def test_step_and_stream_quantile_against_its_law(busy, again, step, prompt):
     0.99 quantile 1 % of the time within 4 standard errors, and their mean is the tail's
     integral at infinity, ``busy (1 + again) D / 2``, within 4 standard errors."""
     t = qu._step_stream_quantile(0.99, step, prompt, busy, again)
+
+
+def continuous_demand(n, lam, o, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low):
+    """``lambda O tau(n)``, the occupancy Little's law gives at ``n`` (continuous_at_load's
+    ``tau``, by its definition; ``+inf`` where prompts take every step)."""
+    d = qu._linear(decode_1_s, decode_s, batch, n, low)
+    free = 1.0 - lam * (qu._linear(chunk_step_1_s, step_s, batch, n, low) - d) * per_prompt
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return lam * o * np.where(free > 0, d / np.maximum(free, 1e-300), np.inf)
+
+
+def continuous_over(n, *args):
+    """Whether the occupancy is below ``n``: ``lambda O tau(n) < n``."""
+    return continuous_demand(n, *args) < n
+
+
+def continuous_bisection(steps, lam, *args):
+    """The occupancy by bisection of ``[0, batch]`` on :func:`continuous_over`."""
+    lo, hi = np.zeros(np.shape(lam)), np.broadcast_to(np.asarray(args[-2], float), np.shape(lam)).copy()
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        over = continuous_over(mid, lam, *args)
+        lo, hi = np.where(over, lo, mid), np.where(over, mid, hi)
+    return 0.5 * (lo + hi)
+
+
+def random_continuous(rng, size):
+    """Inputs over their whole ranges: batch 1-1024, low_batch 1-64 (also above the batch),
+    the four step times 0.1 ms-1 s each (either order), 1-4096 output tokens, 1/8192-32768
+    chunks a prompt, rates 1e-6-3x the top batch's; a fifth of the rates put the first
+    piece's root exactly at low_batch (the piece boundary)."""
+    log = lambda lo, hi: np.exp(rng.uniform(np.log(lo), np.log(hi), size))
+    batch, low = np.floor(log(1, 1025)), np.where(rng.random(size) < 0.3, 1.0, np.floor(log(1, 65)))
+    o, per_prompt = np.floor(log(1, 4097)), np.floor(log(1, 32769)) / np.floor(log(1, 8193))
+    d1, d, c1, st = log(1e-4, 1.0), log(1e-4, 1.0), log(1e-4, 1.0), log(1e-4, 1.0)
+    lam = batch / (o * st) * log(1e-6, 3.0)
+    at_low = o * d1 + low * (c1 - d1) * per_prompt  # lambda at_low = low: lambda O d_1 = low (1 - lambda D_1)
+    lam = np.where((rng.random(size) < 0.2) & (at_low > 0), low / at_low, lam)
+    return lam, o, per_prompt, d1, d, c1, st, batch, low
+
+
+def test_continuous_occupancy_is_the_least_fixed_point_over_random_inputs():
+    """The closed form against a bisection run to the float's resolution (200 steps) and a
+    brute-force scan: where the bisection meets the first fixed point it agrees to 1e-9;
+    elsewhere it found a later fixed point (a concave ``p`` with two stable roots) or ran to
+    the top batch past an unstable one, and no point of a 201-point scan below the closed
+    form's ``n`` has the occupancy below it."""
+    rng = np.random.default_rng(43)
+    args = random_continuous(rng, 10_000)
+    lam, batch = args[0], args[-2]
+    n = qu._continuous_occupancy(*args)
+    ref = continuous_bisection(200, *args)
+    assert np.all((n >= 0) & (n <= batch))
+    # a fixed point (the occupancy crosses n within 1e-9 of it, or lambda O tau(n) = n to 1e-9 where it
+    # only touches n) or the top batch; and none below it
+    assert np.all(continuous_over(n * (1 + 1e-9), *args) | np.isclose(continuous_demand(n, *args), n, rtol=1e-9, atol=0.0) | (n == batch))
+    assert not np.any(continuous_over(n * (1 - 1e-9), *args))
+    same = np.isclose(n, ref, rtol=1e-9, atol=0.0)
+    assert same.mean() > 0.9
+    other = ~same  # the bisection's later fixed point, or the top batch
+    assert np.all(n[other] < ref[other])
+    assert np.all(continuous_over(ref[other] * (1 + 1e-9), *(a[other] for a in args)) | (ref[other] >= batch[other] * (1 - 1e-12)))
+    grid = np.linspace(0.0, 1.0, 201)[:, None] * n * (1 - 1e-9)
+    assert not np.any(continuous_over(grid, *args))
+
+
+@pytest.mark.parametrize("case, want", [
+    # below low_batch = 4: n = lambda O d_1 / (1 - lambda D_1) = 2 x 10 x 0.1 / (1 - 2 x 0.1) = 2.5
+    (dict(lam=2.0, decode_s=0.2, step_s=0.4), 2.5),
+    # the root at the piece boundary: D_1 = 0.25 -> 2 x 10 x 0.1 / (1 - 2 x 0.25) = 4 = low_batch
+    (dict(lam=2.0, chunk_step_1_s=0.35, decode_s=0.2, step_s=0.55), 4.0),
+    # above it with D flat (a linear piece): d = 0.1 + 0.001 (n - 4), D = 0.1, lambda 5:
+    # n = 5 x 10 d / 0.5 = 9.6 + 0.1 n -> n = 9.6 / 0.9
+    (dict(lam=5.0, decode_s=0.112, step_s=0.212), 9.6 / 0.9),
+    # a quadratic piece: low_batch 1, d = 0.1 + 0.01 m, D = 0.1 + 0.01 m, lambda 1, O 10 (m = n - 1):
+    # 10 d = (1 + m)(1 - D) -> 0.01 m^2 - 0.79 m + 0.1 = 0, its least root 0.2 / (0.79 + sqrt(0.79^2 - 0.004))
+    (dict(lam=1.0, low=1.0, decode_s=0.25, step_s=0.5), 1.0 + 0.2 / (0.79 + math.sqrt(0.6241 - 0.004))),
+    # the top batch at or below low_batch: constant steps, n = min(2.5, batch)
+    (dict(lam=2.0, batch=3.0, decode_s=9.0, step_s=9.0), 2.5),
+    (dict(lam=2.0, batch=2.0, decode_s=9.0, step_s=9.0), 2.0),
+    # no load: empty; prompts want more than every step (lambda D_1 = 2 >= 1): the top batch
+    (dict(lam=0.0), 0.0),
+    (dict(lam=20.0), 16.0),
+])
+def test_continuous_occupancy_by_hand(case, want):
+    c = dict(lam=1.0, o=10.0, per_prompt=1.0, decode_1_s=0.1, decode_s=0.1, chunk_step_1_s=0.2, step_s=0.2, batch=16.0, low=4.0) | case
+    assert qu._continuous_occupancy(*c.values()) == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("busy, again, tau", [(0.5, 0.5, 2.0 - math.sqrt(0.08)), (0.5, 0.02, 1.0 - (1.0 - math.sqrt(0.9996)) / 0.02),
+                                               (0.005, 1.0, 0.0)])
+def test_stream_wait_quantile_by_hand_and_against_its_law(busy, again, tau):
+    """The prefill stream's wait in prompts, ``W = 1 - x + X`` with probability ``busy``
+    (``x`` uniform, ``X = 1`` with probability ``again x``): its 0.99 quantile by hand (beyond
+    one prompt when ``busy again / 2 > 0.01``, within it otherwise, none when ``busy <
+    0.01``), and 400,000 samples of the law (fixed seed) exceed it 1 % of the time within 4
+    standard errors."""
+    t = qu._stream_wait_quantile(0.99, busy, again)
+    assert t == pytest.approx(tau, rel=1e-9, abs=1e-12)
     rng = np.random.default_rng(11)
     n = 400_000
     x = rng.uniform(size=n)

@@ -60,6 +60,18 @@ def test_plans_harness_runs_in_a_fresh_process_on_a_tree():
     assert 0.0 < doc["cpu_s_per_1e5_trials"]["searches"] < doc["cpu_s_per_1e5_trials"]["tables"]
 
 
+def test_load_harness_runs_in_a_fresh_process_on_a_tree():
+    """``load --against``'s child: the load harness on the tree it is given, one round of
+    each case, its ratios and the load average at its end."""
+    from benchmarks.harness import load
+    from benchmarks.harness.compile import ROOT
+
+    doc = load._in_child(ROOT, quick=True)
+    assert doc["trials"] == 256 and doc["repeats"] == 1 and len(doc["load_average"]) == 3
+    assert all(doc[k] > 0 for k in load.RATIOS)
+    assert doc["time_per_trial_ratio"] == pytest.approx(doc["saturate_trials_per_s"] / doc["demand_trials_per_s"], rel=1e-12)
+
+
 def test_bench_quick_run_reports_rates_and_ratios():
     from benchmarks.harness.reliability import run as bench
 
