@@ -68,23 +68,35 @@ def write_summaries() -> None:
         write_json(HERE / name / "summary.json", run(overrides))
 
 
+def _utilisation(s: dict) -> str:
+    return f"{s['load']['utilisation_mean']['p50']:.2f} / {s['load']['utilisation_peak']['p50']:.2f}"
+
+
+def _attainment(s: dict) -> str:
+    return f"{s['load']['slo_attainment']['mean']:.3f}"
+
+
+def _cost(s: dict) -> str:
+    return f"${s[COST]['p50']:.3f}"
+
+
 #: (label, formatter of a scenario's summary) rows of the table of the run buying its fleet:
 #: medians, the attainment and the instance availability means over trials.
 FLEET_ROWS = (
     ("fleet bought (of it for failures)", lambda s: f"{s['load']['fleet_instances']['p50']:.0f} ({s['load']['headroom_instances']['p50']:.0f})"),
-    ("its mean / peak utilisation", lambda s: f"{s['load']['utilisation_mean']['p50']:.2f} / {s['load']['utilisation_peak']['p50']:.2f}"),
+    ("its mean / peak utilisation", _utilisation),
     ("its P99 TTFT / P99 TPOT at the peak, ms", lambda s: f"{s['load']['ttft_at_load_ms']['p50']:.0f} / {s['load']['tpot_at_load_ms']['p50']:.1f}"),
-    ("its SLO attainment; goodput, tokens/s", lambda s: f"{s['load']['slo_attainment']['mean']:.3f}; {s['load']['served_tokens_per_s']['p50']:,.0f}"),
-    ("its cost per M tokens served", lambda s: f"${s[COST]['p50']:.3f}"),
+    ("its SLO attainment; goodput, tokens/s", lambda s: f"{_attainment(s)}; {s['load']['served_tokens_per_s']['p50']:,.0f}"),
+    ("its cost per M tokens served", _cost),
     ("instance availability", lambda s: f"{s['instance_availability']['mean']:.5f}"),
 )
 #: The same of the run on the fixed clusters.
 FIXED_ROWS = (
     ("saturated / capacity at SLO, tokens/s", lambda s: f"{s['load']['saturated_tokens_per_s']['p50']:,.0f} / {s['load']['capacity_at_slo_tokens_per_s']['p50']:,.0f}"),
     ("largest mean demand meeting the SLOs", lambda s: f"{s['load']['demand_at_slo_tokens_per_s']['p50']:,.0f}"),
-    ("mean / peak utilisation", lambda s: f"{s['load']['utilisation_mean']['p50']:.2f} / {s['load']['utilisation_peak']['p50']:.2f}"),
-    ("SLO attainment", lambda s: f"{s['load']['slo_attainment']['mean']:.3f}"),
-    ("cost per M tokens served", lambda s: f"${s[COST]['p50']:.3f}"),
+    ("mean / peak utilisation", _utilisation),
+    ("SLO attainment", _attainment),
+    ("cost per M tokens served", _cost),
 )
 
 
