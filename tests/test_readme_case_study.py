@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs_scripts import drifted
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -86,22 +88,14 @@ def test_a_mix_block_shows_each_class():
         assert f"instances serving {cls}" in block and f"  {cls} alone" in block
 
 
-#: The statistics compared between a committed run and a fresh one (provenance and
-#: elapsed time are not numbers of the model).
-NUMBERS = ("scenarios", "paired_all", "slo_infeasible_share", "trials", "seed")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("study", (*CS.STUDIES, *(b[0] for b in CS.BEYOND)))
 def test_committed_study_is_the_current_codes(study):
     import mcengine.api as mc
-    from mcengine.io import dumps
 
     committed = CS.summary(study)
     doc = mc.run([study], trials=committed["trials"], seed=committed["seed"], keep_trials=False, figures=False).summary()
-    fresh = json.loads(dumps(doc))  # as summary.json holds it
-    for key in NUMBERS:
-        assert fresh.get(key) == committed.get(key), f"{study}: {key} drifted: run python docs/case-study/make_case_study.py"
+    assert not (keys := drifted(committed, doc)), f"{study}: {keys} drifted: run python docs/case-study/make_case_study.py"
 
 
 @pytest.mark.slow

@@ -1,0 +1,45 @@
+"""docs/load.md's measured section is the current code's output: its block = the rendering
+of the committed summaries of docs/load/ (fast), each committed summary = a fresh run of
+the ``load-diurnal`` study at its settings (slow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.docs_scripts import docs_script, drifted
+
+LT = docs_script("load/make_load_tables")
+
+
+def test_page_block_is_the_committed_summaries_rendering():
+    assert LT.page_block(LT.PAGE.read_text(encoding="utf-8")) == LT.rendered()
+    assert LT.main(["--check"]) == 0
+
+
+def test_committed_summaries_are_the_runs_settings():
+    """Each committed run is the study at the script's trials and seed; the fixed run's
+    every trial serves on 128 instances, the other's on the fleet it buys."""
+    fleet, fixed = (LT.summary(name) for name, _ in LT.RUNS)
+    assert all(d["trials"] == LT.TRIALS and d["seed"] == LT.SEED and d["scenario"] == LT.STUDY for d in (fleet, fixed))
+    for name in LT.DESIGNS:
+        assert fixed["scenarios"][name]["load"]["instances"]["min"] == fixed["scenarios"][name]["load"]["instances"]["max"] == 128
+        assert fleet["scenarios"][name]["load"]["instances"] == fleet["scenarios"][name]["load"]["fleet_instances"]
+
+
+def test_the_check_can_fail():
+    """A perturbed summary gives another block: the fixed clusters' cost, and a paired ratio."""
+    fleet, fixed = (LT.summary(name) for name, _ in LT.RUNS)
+    saturated = LT.CS.summary(LT.CS.HEADLINE)
+    page = LT.page_block(LT.PAGE.read_text(encoding="utf-8"))
+    cost = fixed["scenarios"]["lite-h100"][LT.COST]
+    cost["p50"] += 0.01
+    assert f"${cost['p50']:.3f}" in LT.render(fleet, fixed, saturated) != page
+    cost["p50"] -= 0.01
+    fleet["paired_all"]["lite-h100-2x / h100"][LT.COST]["p_b_below_a"] += 0.5
+    assert LT.render(fleet, fixed, saturated) != page
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,overrides", LT.RUNS)
+def test_committed_summary_is_the_current_codes(name, overrides):
+    assert not (keys := drifted(LT.summary(name), LT.run(overrides))), f"docs/load/{name}: {keys} drifted: run python docs/load/make_load_tables.py"
