@@ -142,9 +142,14 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     def decode(layout, limits):  # a decode instance's memory and TPOT limits are the static evaluation's
         return evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=limits, rates=rates)
 
+    remade: dict = {}  # a disaggregated plan's parts made again, by (part, layout): the pairs chosen share them
+
     def disaggregated(prefill_layout, decode_layout):
-        pre = prefill_pass(scenario, prefill_layout, inputs, rates)
-        return disaggregated_of(scenario, prefill_layout, pre, decode(decode_layout, static(decode_layout)), inputs, rates=rates)
+        if ("pass", prefill_layout) not in remade:
+            remade["pass", prefill_layout] = prefill_pass(scenario, prefill_layout, inputs, rates)
+        if ("decode", decode_layout) not in remade:
+            remade["decode", decode_layout] = decode(decode_layout, static(decode_layout))
+        return disaggregated_of(scenario, prefill_layout, remade["pass", prefill_layout], remade["decode", decode_layout], inputs, rates=rates)
 
     statics = [static(layout) for layout in layouts]
     blocks, holders, builders = [], [], []
