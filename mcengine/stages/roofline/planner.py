@@ -80,7 +80,8 @@ class CandidateTable:
     four, a disaggregated block as the terms they are made of, :class:`PairRows`, and under a demand each plan's ``ttft_s`` and ``batch``, rows in :func:`candidates` order: one per static or continuous layout, one per
     decode layout's disaggregated pairs; ``busy`` None where no plan of the block serves
     any trial, ``served`` then all ``-inf``); every plan's whole evaluation on demand
-    (:meth:`evaluation`).
+    (:meth:`evaluation`: made again by ``builders`` when first asked for, then kept in
+    ``built``).
     ``holders``: the sequences that fit beside the weights per evaluated layout
     (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
 
