@@ -44,6 +44,7 @@ def test_plans_harness_times_the_distinct_tables_and_their_searches():
     cpu = doc["cpu_s_per_1e5_trials"]
     assert doc["tables"] == 3 and doc["trials"] == 1024
     assert 0.0 < cpu["searches"] < cpu["tables"] and cpu["rest"] == pytest.approx(cpu["tables"] - cpu["searches"], rel=1e-12)
+    assert cpu["choice"] > 0.0  # the choice and the chosen plans' columns, timed apart from the tables
     assert set(doc["probe_ns_per_trial"]) == {"continuous_step", "decode_step", "batch_time_to_first_token"}
     assert all(ns > 0 for ns in doc["probe_ns_per_trial"].values())
     assert doc["step_times_per_trial"] >= 1.0 and doc["search_ns_per_step_time"] > 0

@@ -13,8 +13,8 @@ from mcengine.scenario.sampling import TrialInputs, draw_inputs, quantile_inputs
 from mcengine.pipeline import ahead_weights, planning_weight, reshard_capacity, run_block
 from mcengine.stages import econ, roofline
 from mcengine.stages.roofline import planner, rules
-from mcengine.stages.roofline.layout import allreduce_algorithm, evaluate
-from mcengine.stages.roofline.serving import evaluate_continuous, evaluate_disaggregated
+from mcengine.stages.roofline.layout import Evaluation, allreduce_algorithm, evaluate
+from mcengine.stages.roofline.serving import Continuous, Disaggregated, PrefillPass, evaluate_continuous, evaluate_disaggregated, evaluate_plan
 from tests.conftest import FP8_FIT_EFFICIENCIES
 
 #: Collectives in series, as every plan below was chosen before workload.comm_overlap became a dist.
@@ -349,3 +349,27 @@ def test_cached_tables_are_read_only():
     mine.r2_fraction[0] = -1.0
     theirs = fab_model(s).wafer
     assert theirs.r2_fraction[0] != -1.0 and theirs.corners is not mine.corners and theirs.rows is not mine.rows
+
+
+def test_the_table_keeps_rows_not_evaluations_and_remakes_a_plan_s_to_the_bit():
+    """A candidate table holds no plan's evaluation once made (its memory: the rows the
+    choice reads, docs/performance.md#memory); a plan's evaluation asked for is made again
+    and equals that plan's own evaluation, bit for bit, in every serving mode."""
+    s = load_scenario("lite-h100", (*SMALL, "cluster.instance_gpus=4", 'workload.serving="auto"'))
+    inputs = draw_inputs(s, 0, 0, 48)
+    table = planner.evaluate_candidates(s, inputs)
+    assert table.built == {}
+    held = [x for build in table.builders for x in (*(build.__defaults__ or ()), *(c.cell_contents for c in build.__closure__ or ()))]
+    assert not [x for x in held if isinstance(x, (Evaluation, Continuous, Disaggregated, PrefillPass))]
+    seen = set()
+    for k, plan in enumerate(table.plans):
+        if plan.mode in seen:
+            continue
+        seen.add(plan.mode)
+        own = evaluate_plan(s, plan, inputs)
+        made = table.evaluation(k)
+        assert made is not own and table.built == {**table.built, k: made}
+        for name in ("tokens_per_s_instance", "ttft_s", "tpot_s", "batch", "busy_fraction"):
+            a, b = (np.broadcast_to(np.asarray(getattr(e, name)), (inputs.n,)) for e in (made, own))
+            assert a.tobytes() == b.tobytes(), (plan.describe(), name)
+    assert seen == {"static", "continuous", "disaggregated"}

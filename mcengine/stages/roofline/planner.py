@@ -80,7 +80,8 @@ class CandidateTable:
     four, a disaggregated block as the terms they are made of, :class:`PairRows`, and under a demand each plan's ``ttft_s`` and ``batch``, rows in :func:`candidates` order: one per static or continuous layout, one per
     decode layout's disaggregated pairs; ``busy`` None where no plan of the block serves
     any trial, ``served`` then all ``-inf``); every plan's whole evaluation on demand
-    (:meth:`evaluation`).
+    (:meth:`evaluation`: made again by ``builders`` when first asked for, then kept in
+    ``built``).
     ``holders``: the sequences that fit beside the weights per evaluated layout
     (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
 
@@ -121,7 +122,10 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     prefill share). Each layout is evaluated once per mode; the disaggregated pairs of a
     decode layout with every prefill layout are combined in one kernel pass per decode
     layout (:func:`~.serving.disaggregated_of`'s formulas, elementwise, so its
-    numbers to the bit), and a pair's whole evaluation is built only when asked for."""
+    numbers to the bit). The table keeps the rows the choice reads, not the evaluations
+    they come from: a plan's whole evaluation is made again when first asked for (the
+    same functions of the same inputs, so the same numbers), which in a block is only
+    the few plans its trials choose (docs/performance.md#memory)."""
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
     n = inputs.n
@@ -130,32 +134,52 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     def rows(x) -> np.ndarray:
         return np.broadcast_to(x, (n,))
 
-    statics = [evaluate(scenario, layout, inputs, within_memory=True, rates=rates) for layout in layouts] if "static" in modes else [None] * len(layouts)
+    def static(layout):
+        return evaluate(scenario, layout, inputs, within_memory=True, rates=rates) if "static" in modes else None
+
+    def continuous(layout):
+        return evaluate_continuous(scenario, layout, inputs, within_memory=True, rates=rates)
+
+    def decode(layout, limits):  # a decode instance's memory and TPOT limits are the static evaluation's
+        return evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=limits, rates=rates)
+
+    remade: dict = {}  # a disaggregated plan's parts made again, by (part, layout): the pairs chosen share them
+
+    def disaggregated(prefill_layout, decode_layout):
+        if ("pass", prefill_layout) not in remade:
+            remade["pass", prefill_layout] = prefill_pass(scenario, prefill_layout, inputs, rates)
+        if ("decode", decode_layout) not in remade:
+            remade["decode", decode_layout] = decode(decode_layout, static(decode_layout))
+        return disaggregated_of(scenario, prefill_layout, remade["pass", prefill_layout], remade["decode", decode_layout], inputs, rates=rates)
+
+    statics = [static(layout) for layout in layouts]
     blocks, holders, builders = [], [], []
 
     under_load = scenario.workload.load.demand != SATURATE  # the choice under a demand reads each plan's TTFT and batch too
 
-    def add(e) -> None:
+    def add(e, build) -> None:
         block = (rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None])
         blocks.append((*block, rows(e.ttft_s)[None], rows(e.batch)[None]) if under_load else block)
         holders.append(_sequences_that_fit(e))
-        builders.append(lambda e=e: e)
+        builders.append(build)
 
     for mode in modes:
         if mode == "static":
-            for e in statics:
-                add(e)
+            for layout, e in zip(layouts, statics):
+                add(e, lambda lay=layout: static(lay))
         elif mode == "continuous":
             for layout in layouts:
-                add(evaluate_continuous(scenario, layout, inputs, within_memory=True, rates=rates))
-        else:  # a decode instance's memory and TPOT limits are the static evaluation's
-            decodes = [evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=e, rates=rates) for layout, e in zip(layouts, statics)]
+                add(continuous(layout), lambda lay=layout: continuous(lay))
+        else:
+            decodes = [decode(layout, e) for layout, e in zip(layouts, statics)]
+            statics.clear()  # (read by no later mode: their rows are in the table)
             passes = [prefill_pass(scenario, layout, inputs, rates) for layout in layouts]
             pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates, under_load)
             blocks += pairs
-            for decode in decodes:
-                holders.append(_sequences_that_fit(decode))
-                builders += [lambda d=decode, lay=lay, x=x: disaggregated_of(scenario, lay, x, d, inputs, rates=rates) for lay, x in zip(layouts, passes)]
+            for layout, d in zip(layouts, decodes):
+                holders.append(_sequences_that_fit(d))
+                builders += [lambda dec=layout, pre=pre: disaggregated(pre, dec) for pre in layouts]
+            del decodes, passes
     return CandidateTable(candidates(scenario), blocks, holders, builders)
 
 
