@@ -1,6 +1,6 @@
 """mcengine/stages/roofline/planner_load.py: the per-trial choice under a demand against a
-brute force over every candidate (each plan's TTFT quantile and utilisation at SLO from
-mcengine.analytic.queueing, no screening), and its effect through the chain."""
+brute force over every candidate (each plan's per-mode model, the load stage's, no
+screening), and its effect through the chain."""
 
 from __future__ import annotations
 
@@ -14,14 +14,19 @@ from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ, load
 from mcengine.stages.roofline.layout import lengths_of
 from mcengine.stages.roofline.planner import evaluate_candidates
-from mcengine.stages.roofline.planner_load import COST_TOLERANCE, choose
+from mcengine.stages.roofline.load_steps import candidate_steps, plan_steps
+from mcengine.stages.roofline.planner_load import choose
 
 N = 6
 DEMAND = ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=2"]
 
 
 def brute(scenario, auto: bool):
-    """(chosen rows, met, brute-force costs (c, n), weights) of a block of N trials."""
+    """(chosen rows, met, brute-force costs (c, n)) of a block of N trials: every candidate
+    that serves at saturation answered by the load stage's per-mode model (load.Plans from
+    each candidate's load_steps.plan_steps), no screening: on a fixed cluster, whether it
+    meets both SLO quantiles at the peak (cost 1 + its dynamic energy per token), for a fleet
+    the fewest up instances meeting them (load.fewest_instances) plus that energy."""
     s = api.check(scenario, [*DEMAND, *(["cluster.instances=\"auto\""] if auto else [])])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)  # the reliability columns the pipeline hands the planner
@@ -29,23 +34,27 @@ def brute(scenario, auto: bool):
     weight = econ.plan_power_weight(s, inputs, cols)
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
-    best, met = choose(table, weight, demand, out, N)
+    best, met = choose(table, weight, demand, out, N, candidate_steps(s, table, inputs))
+    out = np.full(N, out, float)
     served, busy = table.served, np.concatenate([np.zeros(b[0].shape) if b[1] is None else b[1] for b in table.blocks])
-    ok = np.isfinite(served)
+    a, peak = demand.availability, demand.demand * demand.peak_to_mean
+    floor = 0.0 if auto else peak / (demand.instances * a)
+    ok = np.isfinite(served) & (served > floor) & (table.stacked(4) * 1e3 <= demand.ttft_slo_ms)
     t = np.where(ok, served, 1.0)
-    batch, ttft0 = table.stacked(5).astype(float), table.stacked(4) * 1e3
-    slot = qu.slot_time_s(batch, out, t)
-    a = demand.availability[None, :]
-    peak = demand.demand * demand.peak_to_mean
-    cv = np.broadcast_to(demand.arrival_cv, (N,))[None, :]
-    if auto:
-        rho_slo = qu.utilisation_at_slo(demand.quantile, demand.ttft_slo_ms, ttft0, batch, slot, cv, demand.service_cv)
-        with np.errstate(divide="ignore"):
-            cost = np.where(ok & (rho_slo > 0), peak / (rho_slo * t) + weight * busy * demand.demand / (t * a), np.inf)
-    else:
-        rho = peak / (t * demand.instances * a)
-        meets = ok & (rho < 1) & (qu.ttft_quantile_ms(demand.quantile, ttft0, batch, slot, np.minimum(rho, 0.999), cv, demand.service_cv) <= demand.ttft_slo_ms)
-        cost = np.where(meets, 1.0 + weight * busy * demand.demand / (t * demand.instances * a), np.inf)
+    energy = weight * busy * demand.demand / (t * a)
+    cost = np.full(served.shape, np.inf)
+    for k in range(served.shape[0]):
+        if not ok[k].any():
+            continue
+        steps = dict(plan_steps(s, table.evaluation(k), table.plans[k].mode, inputs), gap_cv2=np.full(N, demand.gap_cv2))
+        plans = load.Plans(steps, np.full(N, demand.quantile), np.full(N, demand.ttft_slo_ms / 1e3), np.full(N, demand.tpot_slo_ms / 1e3),
+                           np.full(N, demand.arrival_cv), out)
+        if auto:
+            up = load.fewest_instances(plans, peak / out, t[k] / out)
+            cost[k] = np.where(ok[k] & (up > 0), up + energy[k], np.inf)
+        else:
+            meets = plans.misses(peak / (a * out), demand.instances) <= 0.0
+            cost[k] = np.where(ok[k] & meets, 1.0 + energy[k] / demand.instances, np.inf)
     return best, met, cost
 
 
@@ -61,8 +70,9 @@ def test_fixed_cluster_takes_the_cheapest_plan_meeting_the_slos_at_the_peak(name
 def test_fleet_takes_the_plan_needing_the_cheapest_fleet(name):
     best, met, cost = brute(name, auto=True)
     assert met.all()  # a fleet can always be bought
-    chosen = cost[best, np.arange(N)]
-    np.testing.assert_allclose(chosen, cost.min(axis=0), rtol=2 * COST_TOLERANCE)
+    least = cost.min(axis=0)
+    np.testing.assert_array_equal(cost[best, np.arange(N)], least)
+    np.testing.assert_array_equal(best, np.argmax(cost == least, axis=0))  # the first row on a tie
 
 
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
@@ -96,7 +106,7 @@ def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     demand = planning_demand(s, inputs, econ.served_availability(s, cols))
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
-    _, met = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N)
+    _, met = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N, candidate_steps(s, table, inputs))
     assert not met.any()
     served = table.served
     ok = np.isfinite(served) & (served > 0)

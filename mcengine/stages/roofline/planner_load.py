@@ -46,14 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import load
 from ...analytic import queueing as qu
 from ...scenario.sampling import per_trial
 from ...units import MS_PER_S
-
-
-#: Relative width of a plan's cost interval below which the fleet's choice stops bisecting
-#: it (plans left within it of one cost are equal to the choice: the first wins).
-COST_TOLERANCE = 1e-6
+from .load_steps import TERMS
 
 
 @dataclass(frozen=True)
@@ -61,7 +58,9 @@ class Demand:
     """What the choice reads of the load (per trial, shape (n,) or scalars): the mean
     ``demand`` and ``peak_to_mean`` (output tokens/s), the SLO ``quantile``, the TTFT SLO
     (``ttft_slo_ms``), the arrival and service CVs, the served ``availability`` of the
-    reliability stage and the fixed ``instances`` (None: a fleet bought per trial)."""
+    reliability stage, the fixed ``instances`` (None: a fleet bought per trial), the TPOT
+    SLO (``tpot_slo_ms``) and the static mode's completion-gap CV² (``gap_cv2``,
+    ``workload.load.static_gap_cv2``)."""
 
     demand: np.ndarray
     peak_to_mean: np.ndarray
@@ -71,17 +70,21 @@ class Demand:
     service_cv: np.ndarray
     availability: np.ndarray
     instances: float | None
+    tpot_slo_ms: np.ndarray
+    gap_cv2: np.ndarray
 
 
-def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[np.ndarray, np.ndarray]:
+def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of) -> tuple[np.ndarray, np.ndarray]:
     """``(best, met)`` per trial: the row of ``table`` of least cost per served token among
-    those meeting both SLO quantiles under ``demand`` (module docstring; the first such
-    row on a tie) and whether any does. The plans that can meet them (they serve, their
-    unloaded TTFT meets the SLO and, on a fixed cluster, the peak is below their
-    saturated rate) are taken out of the table once, grouped by trial, and worked on as
-    flat arrays."""
+    those meeting both SLO quantiles under ``demand`` in the per-mode model (module
+    docstring; the first such row on a tie) and whether any does. ``steps_of(k)``: the
+    step times of the table's row ``k`` for every trial (:func:`.load_steps.plan_steps`'
+    terms), asked only for the rows the screen evaluates. The plans that serve (they fit,
+    meet the TPOT SLO at the full batch and the TTFT SLO unloaded and, on a fixed cluster,
+    the peak is below their saturated rate) are taken out of the table once, grouped by
+    trial, and worked on as flat arrays."""
     trial = functools.partial(per_trial, n=n)
-    slo, q, ca, cs, avail = (trial(x) for x in (demand.ttft_slo_ms, demand.quantile, demand.arrival_cv, demand.service_cv, demand.availability))
+    slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
     mean = trial(demand.demand)
     peak = mean * trial(demand.peak_to_mean)
     flat = _flat(table, n)
@@ -92,26 +95,72 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int) -> tuple[
     with np.errstate(divide="ignore", invalid="ignore"):
         floor = np.zeros(n) if demand.instances is None else peak / (demand.instances * avail)  # rho < 1 on a fixed cluster
     mask = (served > floor[None, :]) & (ttft0 <= slo[None, :]) & (avail > 0)[None, :]
-    weight = np.zeros(n) if power_weight is None else trial(power_weight) * mean / np.where(avail > 0, avail, 1.0)
-    if demand.instances is None:  # a plan dearer at rho_slo = 1 than another is with Erlang C = 1 cannot win: dropped at once
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = np.where(mask, 1.0 / served, np.inf)
-            up, e = peak[None, :] * inv, weight[None, :] * (0.0 if power_weight is None else stacked(1)) * np.where(mask, inv, 0.0)
-            per_slot = trial(output_tokens)[None, :] * inv  # tau / B = O / T
-            lo = qu.utilisation_sure(q[None, :], slo[None, :], ttft0, 1.0, per_slot, ca[None, :], cs[None, :])
-            mask &= up + e <= np.where(mask & (lo > 0), up / lo + e, np.inf).min(axis=0)[None, :]
     cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
-    tokens, t0, batch = served[rows, cols], ttft0[rows, cols], stacked(5)[rows, cols].astype(float)
+    tokens = served[rows, cols]
     if power_weight is None:
         energy = np.zeros(rows.size)
-    else:  # the dynamic energy of the demand, in units of the cost of the instances
+    else:  # the dynamic energy of the demand, in units of the cost of an instance
+        weight = trial(power_weight) * mean / np.where(avail > 0, avail, 1.0)
         energy = weight[cols] * stacked(1)[rows, cols] / tokens
-    plans = Plans(table_rows[rows], cols, tokens, t0, batch, batch * trial(output_tokens)[cols] / tokens, energy, Trials(slo, q, ca, cs))
+    model = Model(steps_of, demand, trial(output_tokens), n)
     if demand.instances is None:
-        return _fleet_choice(plans, peak[cols], n)
-    return _fixed_choice(plans, peak[cols] / (tokens * demand.instances * avail[cols]), demand.instances, power_weight is None, n)
+        return _fleet_choice(table_rows[rows], cols, tokens, energy, peak, model, n)
+    value = -tokens if power_weight is None else energy / demand.instances
+    with np.errstate(divide="ignore"):
+        carried = peak / avail  # the peak the up instances carry
+    return _fixed_choice(table_rows[rows], cols, tokens, value, carried, model, n)
 
 
+class Model:
+    """The load stage's per-mode model (:class:`mcengine.stages.load.Plans`, the one
+    docs/load.md#chain validates) of candidate plans: ``(row, trial)`` pairs, each
+    read from its row's step times (``steps_of``) at its trial."""
+
+    def __init__(self, steps_of, demand: Demand, output_tokens: np.ndarray, n: int):
+        trial = functools.partial(per_trial, n=n)
+        self.steps_of, self.output_tokens = steps_of, output_tokens
+        self.q, self.ca = trial(demand.quantile), trial(demand.arrival_cv)
+        self.ttft_slo_s, self.tpot_slo_s = trial(demand.ttft_slo_ms) / MS_PER_S, trial(demand.tpot_slo_ms) / MS_PER_S
+        self.gap_cv2, self.instances = trial(demand.gap_cv2), demand.instances
+
+    def plans(self, rows: np.ndarray, cols: np.ndarray) -> load.Plans:
+        """The per-mode model of table rows ``rows`` at trials ``cols`` (pairs)."""
+        steps = {name: np.empty(rows.size) for name in TERMS}
+        for k in np.unique(rows):
+            at = np.flatnonzero(rows == k)
+            for name, values in self.steps_of(int(k)).items():
+                steps[name][at] = values[cols[at]]
+        steps["gap_cv2"] = self.gap_cv2[cols]
+        return load.Plans(steps, self.q[cols], self.ttft_slo_s[cols], self.tpot_slo_s[cols], self.ca[cols], self.output_tokens[cols])
+
+
+def _ranked(cols: np.ndarray, *keys) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, place)``: the pairs sorted by trial then by ``keys`` (the first the most
+    significant; the last, the table row, breaks every tie) and each sorted pair's place
+    within its trial."""
+    order = np.lexsort((*reversed(keys), cols))
+    starts, sizes = _segments(cols[order])
+    return order, np.arange(order.size) - np.repeat(starts, sizes)
+
+
+def _fixed_choice(rows, cols, tokens, value, rate_tokens, model: Model, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed cluster's choice (module docstring): each trial's plans in order of cost
+    (``value``; ties to the most tokens/s, then the first row), evaluated in that order by
+    the per-mode model at the peak (``rate_tokens`` output tokens/s the up instances carry)
+    in rounds of 1, 2, 4, ... plans per trial, until one meets both SLOs: the first that does."""
+    best, met = np.zeros(n, np.int64), np.zeros(n, bool)
+    order, place = _ranked(cols, value, -tokens, rows)
+    rows, cols, tokens = rows[order], cols[order], tokens[order]
+    start, width = 0, 1
+    while start < place.size and not met[cols].all():
+        pick = np.flatnonzero((place >= start) & (place < start + width) & ~met[cols])
+        if pick.size == 0:
+            break
+        ok = model.plans(rows[pick], cols[pick]).misses(rate_tokens[cols[pick]] / model.output_tokens[cols[pick]], model.instances) <= 0.0
+        first = _firsts(rows[pick], cols[pick], ok, n)
+        best, met = np.where(first[1], first[0], best), met | first[1]
+        start, width = start + width, 2 * width
+    return best, met
 def _flat(table, n: int):
     """``(rows, stacked)``: the table's rows in the blocks that serve some trial (a block of
     busy None serves none), and ``stacked(field)`` their (rows, n) array of one field; None
@@ -180,10 +229,6 @@ class Trials:
     ca: np.ndarray
     cs: np.ndarray
 
-    def tail(self) -> np.ndarray:
-        """``ln(1 / (1 - q))``: the wait quantile over Allen-Cunneen's scale
-        (:func:`~mcengine.analytic.queueing.wait_scale_s`) with Erlang C taken as 1."""
-        return np.log(1.0 / (1.0 - self.q))
 
 
 @dataclass(frozen=True)
@@ -208,21 +253,10 @@ class Plans:
     def slo(self) -> np.ndarray:
         return self.trials.slo[self.cols]
 
-    def ttft_ms(self, rho, which) -> np.ndarray:
-        """The TTFT quantile of plans ``which`` at utilisations ``rho`` (:func:`~mcengine.analytic.queueing.ttft_quantile_ms`)."""
-        k, t = self.cols[which], self.trials
-        return qu.ttft_quantile_ms(t.q[k], self.ttft0[which], self.batch[which], self.slot[which], rho, t.ca[k], t.cs[k])
-
     def sure_utilisation(self) -> np.ndarray:
         """The utilisation up to which the SLO surely holds (:func:`~mcengine.analytic.queueing.utilisation_sure`)."""
         k, t = self.cols, self.trials
         return qu.utilisation_sure(t.q[k], self.slo, self.ttft0, self.batch, self.slot, t.ca[k], t.cs[k])
-
-    def sure_bound(self, rho) -> np.ndarray:
-        """The TTFT quantile at utilisations ``rho`` with Erlang C taken as 1, an upper bound
-        (ms): ``ln(1 / (1 - q))`` Allen-Cunneen scales (:func:`~mcengine.analytic.queueing.wait_scale_s`)."""
-        k, t = self.cols, self.trials
-        return self.ttft0 + MS_PER_S * t.tail()[k] * qu.wait_scale_s(self.batch, self.slot, rho, t.ca[k], t.cs[k])
 
 
 def _segments(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -240,60 +274,32 @@ def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
     return best, met
 
 
-def _fixed_choice(p: Plans, rho: np.ndarray, instances: float, by_tokens: bool, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed cluster's choice (module docstring): the plans sure to meet the SLO at
-    the peak by the Erlang C = 1 bound, and those not sure whose cost is at most the best
-    sure one's, evaluated; the least cost among those meeting it, ties to the most tokens/s."""
-    if p.cols.size == 0:
-        return np.zeros(n, np.int64), np.zeros(n, bool)
-    slo = p.slo
-    sure = p.sure_bound(rho) <= slo
-    value = -p.tokens if by_tokens else p.energy / instances
-    starts, sizes = _segments(p.cols)
-    best_sure = np.repeat(np.minimum.reduceat(np.where(sure, value, np.inf), starts), sizes)
-    ok = sure.copy()
-    check = np.flatnonzero(~sure & (value <= best_sure))
-    ok[check] = p.ttft_ms(rho[check], check) <= slo[check]
-    ranked = np.where(ok, value, np.inf)
-    least = np.repeat(np.minimum.reduceat(ranked, starts), sizes)
-    tie = np.isfinite(ranked) & (ranked == least)
-    most = np.repeat(np.maximum.reduceat(np.where(tie, p.tokens, -np.inf), starts), sizes)
-    return _firsts(p.rows, p.cols, tie & (p.tokens == most), n)
-
-
-def _fleet_choice(p: Plans, peak: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The fleet's choice (module docstring): per plan and trial a bracket ``[lo, hi]`` of
-    ``rho_slo`` gives a cost interval ``[P / (hi T), P / (lo T)] + e``; per trial the least
-    cost lies between the least lower end and the least upper end, and each step probes
-    every plan still in play at the utilisation that would cost their middle (one TTFT
-    quantile each), which halves that gap, and drops the plans whose lower end is above
-    the least upper end. It stops when one plan is left in a trial or the gap is below
-    :data:`COST_TOLERANCE`; the plan of least cost at its bracket's middle wins."""
-    lo = np.clip(p.sure_utilisation(), 0.0, 1.0)
-    hi, up = np.ones(lo.size), peak / p.tokens
-    for _ in range(qu.BISECTION_STEPS + 1):
-        if p.cols.size == 0:
+def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fleet's choice (module docstring): a plan's cost is ``U + e``, ``U`` the fewest up
+    instances on which its per-mode model meets both SLO quantiles at the peak
+    (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search) and ``e``
+    its dynamic energy; ``U`` is at least the instances the peak saturates,
+    ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost from below. Each trial's plans
+    are taken in order of that bound, in rounds of 1, 2, 4, ... plans, while the bound is
+    at most the least cost found; the least cost wins (the first row on a tie)."""
+    o = model.output_tokens[cols]
+    rate, per_instance = peak[cols] / o, tokens / o
+    bound = np.maximum(np.ceil(rate / per_instance), 1.0) + energy
+    order, place = _ranked(cols, bound, rows)
+    rows, cols, energy, bound, rate, per_instance = (x[order] for x in (rows, cols, energy, bound, rate, per_instance))
+    cost, least = np.full(rows.size, np.inf), np.full(n, np.inf)
+    start, width = 0, 1
+    while True:
+        left = (place >= start) & (bound <= least[cols])
+        if not left.any():
             break
-        with np.errstate(divide="ignore"):
-            upper = np.where(lo > 0, up / lo + p.energy, np.inf)
-        lower = up / hi + p.energy
-        starts, sizes = _segments(p.cols)
-        least_up, least_low = np.minimum.reduceat(upper, starts), np.minimum.reduceat(lower, starts)
-        keep = lower <= np.repeat(least_up, sizes)
-        p, lo, hi, up = p.take(keep), lo[keep], hi[keep], up[keep]
-        starts, sizes = _segments(p.cols)
-        open_ = (sizes > 1) & ~(least_up - least_low <= COST_TOLERANCE * least_low)
-        if not open_.any():
-            break
-        target = np.repeat(np.where(np.isfinite(least_up), 0.5 * (least_low + least_up), 2.0 * least_low), sizes)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.where(target > p.energy, up / (target - p.energy), np.inf)
-        probe = np.flatnonzero(np.repeat(open_, sizes) & (rho > lo) & (rho < hi))
-        ok = p.ttft_ms(rho[probe], probe) <= p.slo[probe]
-        lo[probe], hi[probe] = np.where(ok, rho[probe], lo[probe]), np.where(ok, hi[probe], rho[probe])
-    if p.cols.size == 0:
-        return np.zeros(n, np.int64), np.zeros(n, bool)
-    with np.errstate(divide="ignore"):
-        cost = up / (0.5 * (lo + hi)) + p.energy
-    starts, sizes = _segments(p.cols)
-    return _firsts(p.rows, p.cols, cost == np.repeat(np.minimum.reduceat(cost, starts), sizes), n)
+        pick = np.flatnonzero(left & (place < start + width))
+        up = load.fewest_instances(model.plans(rows[pick], cols[pick]), rate[pick], per_instance[pick])
+        cost[pick] = np.where(up > 0, up + energy[pick], np.inf)
+        np.minimum.at(least, cols[pick], cost[pick])
+        start, width = start + width, 2 * width
+    tie = np.flatnonzero(np.isfinite(cost) & (cost == least[cols]))
+    best = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(best, cols[tie], rows[tie])
+    met = np.isfinite(least)
+    return np.where(met, best, 0), met
