@@ -21,12 +21,25 @@ N = 6
 DEMAND = ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=2"]
 
 
+def per_mode(s, inputs, demand, table, ks, out):
+    """The load stage's per-mode model (load.Plans) of candidates ``ks`` in every trial,
+    flat (candidate-major), from each one's load_steps.plan_steps: no screening."""
+    steps = [plan_steps(s, table.evaluation(int(k)), table.plans[k].mode, inputs) for k in ks]
+    flat = {name: np.concatenate([x[name] for x in steps]) for name in steps[0]}
+
+    def tiled(x):
+        return np.tile(np.broadcast_to(np.asarray(x, float), (N,)), len(ks))
+
+    return load.Plans(dict(flat, gap_cv2=tiled(demand.gap_cv2)), tiled(demand.quantile), tiled(demand.ttft_slo_ms) / 1e3, tiled(demand.tpot_slo_ms) / 1e3,
+                      tiled(demand.arrival_cv), tiled(out))
+
+
 def brute(scenario, auto: bool):
     """(chosen rows, met, brute-force costs (c, n)) of a block of N trials: every candidate
-    that serves at saturation answered by the load stage's per-mode model (load.Plans from
-    each candidate's load_steps.plan_steps), no screening: on a fixed cluster, whether it
-    meets both SLO quantiles at the peak (cost 1 + its dynamic energy per token), for a fleet
-    the fewest up instances meeting them (load.fewest_instances) plus that energy."""
+    that serves at saturation answered by the load stage's per-mode model, no screening: on
+    a fixed cluster, whether it meets both SLO quantiles at the peak (cost 1 + its dynamic
+    energy per token), for a fleet the fewest up instances meeting them
+    (load.fewest_instances) plus that energy."""
     s = api.check(scenario, [*DEMAND, *(["cluster.instances=\"auto\""] if auto else [])])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)  # the reliability columns the pipeline hands the planner
@@ -43,18 +56,14 @@ def brute(scenario, auto: bool):
     t = np.where(ok, served, 1.0)
     energy = weight * busy * demand.demand / (t * a)
     cost = np.full(served.shape, np.inf)
-    for k in range(served.shape[0]):
-        if not ok[k].any():
-            continue
-        steps = dict(plan_steps(s, table.evaluation(k), table.plans[k].mode, inputs), gap_cv2=np.full(N, demand.gap_cv2))
-        plans = load.Plans(steps, np.full(N, demand.quantile), np.full(N, demand.ttft_slo_ms / 1e3), np.full(N, demand.tpot_slo_ms / 1e3),
-                           np.full(N, demand.arrival_cv), out)
-        if auto:
-            up = load.fewest_instances(plans, peak / out, t[k] / out)
-            cost[k] = np.where(ok[k] & (up > 0), up + energy[k], np.inf)
-        else:
-            meets = plans.misses(peak / (a * out), demand.instances) <= 0.0
-            cost[k] = np.where(ok[k] & meets, 1.0 + energy[k] / demand.instances, np.inf)
+    ks = np.flatnonzero(ok.any(axis=1))
+    plans, tile = per_mode(s, inputs, demand, table, ks, out), len(ks)
+    if auto:
+        up = load.fewest_instances(plans, np.tile(peak / out, tile), (t[ks] / out).ravel()).reshape(tile, N)
+        cost[ks] = np.where(ok[ks] & (up > 0), up + energy[ks], np.inf)
+    else:
+        meets = (plans.misses(np.tile(peak / (a * out), tile), demand.instances) <= 0.0).reshape(tile, N)
+        cost[ks] = np.where(ok[ks] & meets, 1.0 + energy[ks] / demand.instances, np.inf)
     return best, met, cost
 
 
@@ -97,9 +106,9 @@ def test_the_choice_under_load_costs_no_more_per_served_token(name):
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
 def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     """At 600,000 tokens/s mean (peak 900,000) on 128 instances no plan meets the SLOs at
-    the peak: each trial's plan is the one of largest capacity at SLO in the planner's
-    slot-queue screen (brute force over every candidate, rho_slo T), and the load stage
-    reports its attainment (share_below of its per-mode capacity) below 1."""
+    the peak: each trial's plan is the one of largest capacity at SLO, the load stage's
+    (brute force over every candidate: load.capacity_tokens of its per-mode model), and the
+    load stage reports its attainment (share_below of that capacity) below 1."""
     s = api.check(name, ["workload.load.demand=600000", "workload.load.peak_to_mean=1.5"])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
@@ -108,18 +117,16 @@ def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     out = lengths_of(s, inputs).output_tokens
     _, met = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N, candidate_steps(s, table, inputs))
     assert not met.any()
+    out = np.full(N, out, float)
     served = table.served
-    ok = np.isfinite(served) & (served > 0)
-    t = np.where(ok, served, 1.0)
-    batch, ttft0 = table.stacked(5).astype(float), table.stacked(4) * 1e3
-    rho = qu.utilisation_at_slo(demand.quantile, demand.ttft_slo_ms, ttft0, batch, qu.slot_time_s(batch, out, t),
-                                np.broadcast_to(demand.arrival_cv, (N,))[None, :], demand.service_cv)
-    capacity = np.where(ok, rho * t, 0.0)
+    ok = np.isfinite(served) & (served > 0) & (table.stacked(4) * 1e3 <= demand.ttft_slo_ms)
+    capacity = np.zeros(served.shape)
+    ks = np.flatnonzero(ok.any(axis=1))
+    got = load.capacity_tokens(per_mode(s, inputs, demand, table, ks, out), demand.instances, np.where(ok[ks], served[ks], 0.0).ravel(),
+                               np.tile(demand.availability, len(ks)))
+    capacity[ks] = np.where(ok[ks], got.reshape(len(ks), N), 0.0)
     most = capacity.max(axis=0)
     assert (most > 0).all()
-    chosen_batch, chosen_tokens = cols["batch"].astype(float), cols["tokens_per_s_instance"]
-    chosen = qu.utilisation_at_slo(demand.quantile, demand.ttft_slo_ms, cols["ttft_ms"], chosen_batch, qu.slot_time_s(chosen_batch, out, chosen_tokens),
-                                   demand.arrival_cv, demand.service_cv) * chosen_tokens
-    np.testing.assert_allclose(chosen, most, rtol=1e-12)  # the planner's screen: the slot queue's capacity (docs/load.md#planner)
+    np.testing.assert_array_equal(cols["load.capacity_at_slo_tokens_per_s"], most)  # the chosen plan's capacity, the load stage's
     np.testing.assert_array_equal(cols["load.slo_attainment"], qu.share_below(600000.0, 1.5, cols["load.capacity_at_slo_tokens_per_s"]))
     assert (cols["load.slo_attainment"] < 1.0).all()

@@ -1,41 +1,48 @@
 """The per-trial choice under a demand (docs/load.md#planner): of the plans that meet both
 SLO quantiles under the load, the one of least cost per served token.
 
-Every candidate of a :class:`~.planner.CandidateTable` that serves at saturation (it fits
-and meets the TPOT SLO, which its full batch bounds at any occupancy, and the unloaded
-TTFT SLO) is a queue of ``B`` slots with saturated rate ``T``, holding time ``tau = B O /
-T`` and unloaded TTFT ``t0`` (:mod:`mcengine.analytic.queueing`). With ``A`` the served
-availability, ``D`` the mean demand, ``P`` its peak and ``k`` the trial's power weight
-(:func:`~.planner.objective`: the GPUs' dynamic energy at full load over every other cost
-of the cluster):
+A candidate of a :class:`~.planner.CandidateTable` can meet them only where it serves at
+saturation (it fits, meets the TPOT SLO at its full batch and its unloaded TTFT the TTFT
+SLO) and, on a fixed cluster, its saturated rate is above the peak. Whether it meets them
+under the load is the load stage's per-mode model's answer
+(:class:`mcengine.stages.load.Plans`: :func:`~mcengine.analytic.queueing.static_at_load`,
+:func:`~mcengine.analytic.queueing.continuous_at_load`,
+:func:`~mcengine.analytic.queueing.disaggregated_at_load`, the models docs/load.md#chain
+validates against the simulator), fed the candidate's step times at batch 1 and at its
+top batch (:func:`.load_steps.candidate_steps`, evaluated only for the rows it is asked
+for). With ``T`` a plan's saturated output tokens/s, ``A`` the served availability, ``D``
+the mean demand, ``P`` its peak and ``k`` the trial's power weight
+(:func:`~.planner.objective`: the GPUs' dynamic energy at full load over every other
+cost of the cluster), ``u`` the plan's busy fraction:
 
-* a fixed cluster of ``I`` instances: the plan meets the SLOs at the peak when
-  ``rho = P / (T I A) < 1`` and its TTFT quantile at ``rho`` is within the SLO; every such
-  plan serves the whole demand, so the least cost per served token is the least
-  ``1 + k u rho_mean``, ``u`` its busy fraction and ``rho_mean = D / (T I A)``: the least
-  dynamic energy per token (on a tie, as with ``gpu.idle_w`` unset, the most tokens/s).
-  The TTFT quantile is evaluated only where it decides: a plan
-  whose unloaded TTFT misses the SLO never meets it, one whose TTFT with Erlang C taken
-  as 1 (the wait's upper bound) meets it always, and a plan whose cost is above that of
-  a sure one cannot win;
-* a fleet bought per trial (``cluster.instances = "auto"``): ``P / (rho_slo T)`` up
-  instances, ``rho_slo`` the utilisation at which its TTFT quantile meets the SLO, at the
+* a fixed cluster of ``I`` instances: the plan meets the SLOs when its model on ``I``
+  instances meets both quantiles at the peak the up instances carry, ``P / A``; every
+  such plan serves the whole demand, so the least cost per served token is the least
+  ``1 + k u D / (T I A)``, the least dynamic energy per token (on a tie, as with
+  ``gpu.idle_w`` unset, the most tokens/s). Each trial's plans are taken in that order
+  and the model is asked of 1, 2, 4, ... of them a round until one meets: the first
+  that does wins;
+* a fleet bought per trial (``cluster.instances = "auto"``): ``U`` up instances, the
+  fewest on which the model meets both quantiles at the peak
+  (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search), at the
   cost per instance of the simulated cluster, plus the dynamic energy of the tokens
-  (``k u D / (T A)`` instances' worth), over the demand: the least
-  ``P / (rho_slo T) + k u D / (T A)``. ``rho_slo`` is bracketed per plan (below by the
-  Erlang C = 1 bound, above by 1) and narrowed, by a bisection on the trial's least cost,
-  only while the plan's cost interval overlaps the best plan's; the whole-instance rounding and the failure headroom
-  (:func:`mcengine.analytic.queueing.fleet_instances`), under two instances of a fleet
-  and the same law for every plan of a trial, are left to the load stage.
+  (``e = k u D / (T A)`` instances' worth), over the demand: the least ``U + e``. ``U`` is
+  at least ``ceil(P / T)``, the instances the peak saturates, so ``ceil(P / T) + e``
+  bounds a plan's cost from below: each trial's plans are taken in the order of that
+  bound, 1, 2, 4, ... a round, while it is at most the least cost found. The failure
+  headroom (:func:`mcengine.analytic.queueing.fleet_instances`, the same law for every
+  plan of a trial) is left to the load stage.
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the fewest up instances for a fleet. A
 trial of a fixed cluster where no plan meets them at the peak takes the plan of most
-goodput (:func:`most_goodput`: the largest capacity at SLO; the load stage reports the
-share of the day the SLO quantile holds, ``load.slo_attainment``, and the goodput); one
-where no plan serves within the SLOs at all keeps the saturation choice. Run time: a handful of arithmetic passes over the table and Erlang C only
-where it decides; the bisection at most :data:`~mcengine.analytic.queueing.BISECTION_STEPS`
-steps, never more with the demand.
+goodput (:func:`most_goodput`: the largest capacity at SLO of the per-mode model,
+:func:`mcengine.stages.load.capacity_tokens`; the load stage reports the share of the day
+the SLO quantiles hold, ``load.slo_attainment``, and the goodput); one where no plan
+serves within the SLOs at all keeps the saturation choice. Run time: a handful of
+arithmetic passes over the table, and the model only on the plans the order reaches, in
+at most ``log2(candidates) + 1`` rounds, each search's steps capped: never more with the
+demand.
 """
 
 from __future__ import annotations
@@ -47,7 +54,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import load
-from ...analytic import queueing as qu
 from ...scenario.sampling import per_trial
 from ...units import MS_PER_S
 from .load_steps import TERMS
@@ -57,7 +63,7 @@ from .load_steps import TERMS
 class Demand:
     """What the choice reads of the load (per trial, shape (n,) or scalars): the mean
     ``demand`` and ``peak_to_mean`` (output tokens/s), the SLO ``quantile``, the TTFT SLO
-    (``ttft_slo_ms``), the arrival and service CVs, the served ``availability`` of the
+    (``ttft_slo_ms``), the arrival CV, the served ``availability`` of the
     reliability stage, the fixed ``instances`` (None: a fleet bought per trial), the TPOT
     SLO (``tpot_slo_ms``) and the static mode's completion-gap CV² (``gap_cv2``,
     ``workload.load.static_gap_cv2``)."""
@@ -67,7 +73,6 @@ class Demand:
     quantile: np.ndarray
     ttft_slo_ms: np.ndarray
     arrival_cv: np.ndarray
-    service_cv: np.ndarray
     availability: np.ndarray
     instances: float | None
     tpot_slo_ms: np.ndarray
@@ -150,16 +155,14 @@ def _fixed_choice(rows, cols, tokens, value, rate_tokens, model: Model, n: int) 
     in rounds of 1, 2, 4, ... plans per trial, until one meets both SLOs: the first that does."""
     best, met = np.zeros(n, np.int64), np.zeros(n, bool)
     order, place = _ranked(cols, value, -tokens, rows)
-    rows, cols, tokens = rows[order], cols[order], tokens[order]
-    start, width = 0, 1
-    while start < place.size and not met[cols].all():
-        pick = np.flatnonzero((place >= start) & (place < start + width) & ~met[cols])
-        if pick.size == 0:
-            break
-        ok = model.plans(rows[pick], cols[pick]).misses(rate_tokens[cols[pick]] / model.output_tokens[cols[pick]], model.instances) <= 0.0
-        first = _firsts(rows[pick], cols[pick], ok, n)
-        best, met = np.where(first[1], first[0], best), met | first[1]
-        start, width = start + width, 2 * width
+    rows, cols = rows[order], cols[order]
+
+    def evaluate(pick):
+        rate = rate_tokens[cols[pick]] / model.output_tokens[cols[pick]]
+        first = _firsts(rows[pick], cols[pick], model.plans(rows[pick], cols[pick]).misses(rate, model.instances) <= 0.0, n)
+        best[first[1]], met[first[1]] = first[0][first[1]], True
+
+    _rounds(place, lambda: ~met[cols], evaluate)
     return best, met
 def _flat(table, n: int):
     """``(rows, stacked)``: the table's rows in the blocks that serve some trial (a block of
@@ -177,14 +180,15 @@ def _flat(table, n: int):
     return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live]), stacked
 
 
-def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_of) -> tuple[np.ndarray, np.ndarray]:
     """``(best, found)`` per trial of ``among`` (a boolean (n,) mask; the trials of a fixed
     cluster where no plan meets the SLOs at the peak): the row of ``table`` of most goodput,
-    the largest capacity at SLO ``rho_slo T`` (the goodput ``E[min(D(t), rho_slo T I A)]``
-    rises with it, :func:`mcengine.analytic.queueing.served_mean`; ``rho_slo`` by
-    :func:`~mcengine.analytic.queueing.utilisation_at_slo`; the first such row on a tie),
-    and whether that capacity is above 0 (a plan serving within the TPOT SLO whose unloaded
-    TTFT meets its SLO)."""
+    the largest capacity at SLO (the goodput ``E[min(D(t), capacity)]`` rises with it,
+    :func:`mcengine.analytic.queueing.served_mean`), the load stage's own
+    (:func:`mcengine.stages.load.capacity_tokens` of the per-mode model on the cluster's
+    instances; the first such row on a tie), and whether that capacity is above 0. A
+    plan's capacity is at most its saturated ``T I A``: each trial's plans are taken in
+    order of ``T``, 1, 2, 4, ... a round, while ``T I A`` is at least the most capacity found."""
     n = among.size
     best, found = np.zeros(n, np.int64), np.zeros(n, bool)
     flat = _flat(table, n)
@@ -198,65 +202,40 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray) -> tup
     cols, rows = np.nonzero(np.ascontiguousarray(ok.T))  # grouped by trial, rows ascending within it
     if cols.size == 0:
         return best, found
-    tokens, batch = served[rows, cols], stacked(5)[rows, cols].astype(float)
-    plans = Plans(rows, cols, tokens, ttft0[rows, cols], batch, qu.slot_time_s(batch, trial(output_tokens)[cols], tokens), np.zeros(rows.size),
-                  Trials(slo, trial(demand.quantile), trial(demand.arrival_cv), trial(demand.service_cv)))
+    tokens, rows = served[rows, cols], table_rows[rows]
+    model = Model(steps_of, demand, trial(output_tokens), n)
+    order, place = _ranked(cols, -tokens, rows)
+    rows, cols, tokens = rows[order], cols[order], tokens[order]
+    capacity, most = np.zeros(rows.size), np.zeros(n)
+    saturated = tokens * demand.instances * avail[cols]
 
-    def capacity_of(p: Plans) -> np.ndarray:
-        return qu.utilisation_at_slo(p.trials.q[p.cols], p.slo, p.ttft0, p.batch, p.slot, p.trials.ca[p.cols], p.trials.cs[p.cols]) * p.tokens
+    def evaluate(pick):
+        capacity[pick] = load.capacity_tokens(model.plans(rows[pick], cols[pick]), demand.instances, tokens[pick], avail[cols[pick]])
+        np.maximum.at(most, cols[pick], capacity[pick])
 
-    # a plan whose T is below another's capacity at SLO cannot win: the capacity of each
-    # trial's plan of most capacity with Erlang C = 1 screens the others
-    sure = np.clip(plans.sure_utilisation(), 0.0, 1.0) * tokens
-    starts, sizes = _segments(cols)
-    lead = _firsts(np.arange(cols.size), cols, sure == np.repeat(np.maximum.reduceat(sure, starts), sizes), n)[0][np.unique(cols)]
-    floor = np.zeros(n)
-    floor[cols[lead]] = capacity_of(plans.take(lead))
-    plans = plans.take(tokens >= floor[cols])
-    capacity = capacity_of(plans)
-    rows, cols = plans.rows, plans.cols
-    starts, sizes = _segments(cols)
-    most = np.repeat(np.maximum.reduceat(capacity, starts), sizes)
-    return _firsts(table_rows[rows], cols, (capacity == most) & (capacity > 0), n)
+    _rounds(place, lambda: saturated >= most[cols], evaluate)
+    return _least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n)
 
 
-@dataclass(frozen=True)
-class Trials:
-    """Per trial (shape (n,)): the TTFT SLO (ms), the SLO quantile, the arrival and service CVs."""
+def _rounds(place: np.ndarray, left, evaluate) -> None:
+    """``evaluate(pairs)`` on the pairs in order of their ``place`` within their trial, 1,
+    2, 4, ... places a round, those where ``left()`` (asked before each round) holds: at
+    most ``log2(places) + 1`` rounds."""
+    start, width = 0, 1
+    while True:
+        go = left() & (place >= start)
+        if not go.any():
+            return
+        evaluate(np.flatnonzero(go & (place < start + width)))
+        start, width = start + width, 2 * width
 
-    slo: np.ndarray
-    q: np.ndarray
-    ca: np.ndarray
-    cs: np.ndarray
 
-
-
-@dataclass(frozen=True)
-class Plans:
-    """The plans that can meet the SLOs, flat and grouped by trial (``cols``, ascending;
-    ``rows`` the table's rows): saturated tokens/s, unloaded TTFT (ms), batch, slot time
-    (s), the plan's dynamic energy term, and the ``trials``' SLO terms."""
-
-    rows: np.ndarray
-    cols: np.ndarray
-    tokens: np.ndarray
-    ttft0: np.ndarray
-    batch: np.ndarray
-    slot: np.ndarray
-    energy: np.ndarray
-    trials: Trials
-
-    def take(self, keep) -> "Plans":
-        return Plans(*(getattr(self, f)[keep] for f in self.__dataclass_fields__ if f != "trials"), self.trials)
-
-    @property
-    def slo(self) -> np.ndarray:
-        return self.trials.slo[self.cols]
-
-    def sure_utilisation(self) -> np.ndarray:
-        """The utilisation up to which the SLO surely holds (:func:`~mcengine.analytic.queueing.utilisation_sure`)."""
-        k, t = self.cols, self.trials
-        return qu.utilisation_sure(t.q[k], self.slo, self.ttft0, self.batch, self.slot, t.ca[k], t.cs[k])
+def _least_row(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial the least table row where ``pick`` (0 where none), and where there is one."""
+    best = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(best, cols[pick], rows[pick])
+    met = best < np.iinfo(np.int64).max
+    return np.where(met, best, 0), met
 
 
 def _segments(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -288,18 +267,11 @@ def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tup
     order, place = _ranked(cols, bound, rows)
     rows, cols, energy, bound, rate, per_instance = (x[order] for x in (rows, cols, energy, bound, rate, per_instance))
     cost, least = np.full(rows.size, np.inf), np.full(n, np.inf)
-    start, width = 0, 1
-    while True:
-        left = (place >= start) & (bound <= least[cols])
-        if not left.any():
-            break
-        pick = np.flatnonzero(left & (place < start + width))
+
+    def evaluate(pick):
         up = load.fewest_instances(model.plans(rows[pick], cols[pick]), rate[pick], per_instance[pick])
         cost[pick] = np.where(up > 0, up + energy[pick], np.inf)
         np.minimum.at(least, cols[pick], cost[pick])
-        start, width = start + width, 2 * width
-    tie = np.flatnonzero(np.isfinite(cost) & (cost == least[cols]))
-    best = np.full(n, np.iinfo(np.int64).max)
-    np.minimum.at(best, cols[tie], rows[tie])
-    met = np.isfinite(least)
-    return np.where(met, best, 0), met
+
+    _rounds(place, lambda: bound <= least[cols], evaluate)
+    return _least_row(rows, cols, np.isfinite(cost) & (cost == least[cols]), n)
