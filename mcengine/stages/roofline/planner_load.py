@@ -139,30 +139,19 @@ class Model:
         return load.Plans(steps, self.q[cols], self.ttft_slo_s[cols], self.tpot_slo_s[cols], self.ca[cols], self.output_tokens[cols])
 
 
-def _ranked(cols: np.ndarray, *keys) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, place)``: the pairs sorted by trial then by ``keys`` (the first the most
-    significant; the last, the table row, breaks every tie) and each sorted pair's place
-    within its trial."""
-    order = np.lexsort((*reversed(keys), cols))
-    starts, sizes = _segments(cols[order])
-    return order, np.arange(order.size) - np.repeat(starts, sizes)
-
-
 def _fixed_choice(rows, cols, tokens, value, rate_tokens, model: Model, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The fixed cluster's choice (module docstring): each trial's plans in order of cost
     (``value``; ties to the most tokens/s, then the first row), evaluated in that order by
     the per-mode model at the peak (``rate_tokens`` output tokens/s the up instances carry)
     in rounds of 1, 2, 4, ... plans per trial, until one meets both SLOs: the first that does."""
     best, met = np.zeros(n, np.int64), np.zeros(n, bool)
-    order, place = _ranked(cols, value, -tokens, rows)
-    rows, cols = rows[order], cols[order]
 
     def evaluate(pick):
         rate = rate_tokens[cols[pick]] / model.output_tokens[cols[pick]]
         first = _firsts(rows[pick], cols[pick], model.plans(rows[pick], cols[pick]).misses(rate, model.instances) <= 0.0, n)
         best[first[1]], met[first[1]] = first[0][first[1]], True
 
-    _rounds(place, lambda: ~met[cols], evaluate)
+    _rounds(cols, (value, -tokens), lambda: ~met[cols], evaluate)
     return best, met
 def _flat(table, n: int):
     """``(rows, stacked)``: the table's rows in the blocks that serve some trial (a block of
@@ -204,8 +193,6 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
         return best, found
     tokens, rows = served[rows, cols], table_rows[rows]
     model = Model(steps_of, demand, trial(output_tokens), n)
-    order, place = _ranked(cols, -tokens, rows)
-    rows, cols, tokens = rows[order], cols[order], tokens[order]
     capacity, most = np.zeros(rows.size), np.zeros(n)
     saturated = tokens * demand.instances * avail[cols]
 
@@ -213,21 +200,37 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
         capacity[pick] = load.capacity_tokens(model.plans(rows[pick], cols[pick]), demand.instances, tokens[pick], avail[cols[pick]])
         np.maximum.at(most, cols[pick], capacity[pick])
 
-    _rounds(place, lambda: saturated >= most[cols], evaluate)
+    _rounds(cols, (-tokens,), lambda: saturated >= most[cols], evaluate)
     return _least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n)
 
 
-def _rounds(place: np.ndarray, left, evaluate) -> None:
-    """``evaluate(pairs)`` on the pairs in order of their ``place`` within their trial, 1,
-    2, 4, ... places a round, those where ``left()`` (asked before each round) holds: at
-    most ``log2(places) + 1`` rounds."""
-    start, width = 0, 1
+def _rounds(cols: np.ndarray, keys: tuple, left, evaluate) -> None:
+    """``evaluate(pairs)`` on the pairs (grouped by trial ``cols``, table rows ascending
+    within a trial) in order of ``keys`` within their trial (the first the most
+    significant; on a tie the first row), those where ``left()`` (asked before each round)
+    holds: each trial's first 1, 2, 4, ... of them a round, so at most ``log2(pairs of a
+    trial) + 1`` rounds. The first round takes each trial's first pair by a pass of
+    minima over the pairs; later rounds sort only the pairs left."""
+    starts, sizes = _segments(cols)
+    done, width = np.zeros(cols.size, bool), 1
     while True:
-        go = left() & (place >= start)
+        go = left() & ~done
         if not go.any():
             return
-        evaluate(np.flatnonzero(go & (place < start + width)))
-        start, width = start + width, 2 * width
+        if width == 1:
+            lead = go.copy()
+            for key in keys:
+                lead &= key == np.repeat(np.minimum.reduceat(np.where(lead, key, np.inf), starts), sizes)
+            pick = np.flatnonzero(lead)
+            pick = pick[np.r_[True, cols[pick][1:] != cols[pick][:-1]]]
+        else:
+            idx = np.flatnonzero(go)
+            order = idx[np.lexsort((*(key[idx] for key in reversed(keys)), cols[idx]))]  # stable: rows ascending on a tie
+            first, count = _segments(cols[order])
+            pick = order[np.arange(order.size) - np.repeat(first, count) < width]
+        evaluate(pick)
+        done[pick] = True
+        width *= 2
 
 
 def _least_row(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -264,8 +267,6 @@ def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tup
     o = model.output_tokens[cols]
     rate, per_instance = peak[cols] / o, tokens / o
     bound = np.maximum(np.ceil(rate / per_instance), 1.0) + energy
-    order, place = _ranked(cols, bound, rows)
-    rows, cols, energy, bound, rate, per_instance = (x[order] for x in (rows, cols, energy, bound, rate, per_instance))
     cost, least = np.full(rows.size, np.inf), np.full(n, np.inf)
 
     def evaluate(pick):
@@ -273,5 +274,5 @@ def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tup
         cost[pick] = np.where(up > 0, up + energy[pick], np.inf)
         np.minimum.at(least, cols[pick], cost[pick])
 
-    _rounds(place, lambda: bound <= least[cols], evaluate)
+    _rounds(cols, (bound,), lambda: bound <= least[cols], evaluate)
     return _least_row(rows, cols, np.isfinite(cost) & (cost == least[cols]), n)
