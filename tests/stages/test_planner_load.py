@@ -130,3 +130,29 @@ def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     np.testing.assert_array_equal(cols["load.capacity_at_slo_tokens_per_s"], most)  # the chosen plan's capacity, the load stage's
     np.testing.assert_array_equal(cols["load.slo_attainment"], qu.share_below(600000.0, 1.5, cols["load.capacity_at_slo_tokens_per_s"]))
     assert (cols["load.slo_attainment"] < 1.0).all()
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_the_screens_rounds_never_grow_with_the_demand(auto, monkeypatch):
+    """At the demand key's extremes each screen asks the per-mode model in at most
+    log2(candidates) + 1 rounds (a round: one Model.plans call on the pairs it takes; a
+    fixed cluster may run two screens, the choice and the most goodput), and asks it of a
+    plan and trial at most once a screen."""
+    from mcengine.stages.roofline import planner_load
+    from mcengine.stages.roofline.planner import candidates
+
+    calls, original = [], planner_load.Model.plans
+
+    def counted(self, rows, cols):
+        calls.append((rows.copy(), cols.copy()))
+        return original(self, rows, cols)
+
+    monkeypatch.setattr(planner_load.Model, "plans", counted)
+    for value in (1.0, 1e4, 1e7, 1e12):
+        s = api.check("lite-h100", [f"workload.load.demand={value!r}", *(['cluster.instances="auto"'] if auto else [])])
+        calls.clear()
+        run_block(s, 0, 0, 4)
+        rounds = int(np.ceil(np.log2(len(candidates(s))))) + 1
+        assert 1 <= len(calls) <= (1 if auto else 2) * rounds, (value, len(calls))
+        pairs = np.concatenate([rows * 4 + cols for rows, cols in calls])
+        assert np.unique(pairs).size >= pairs.size / (1 if auto else 2), value
