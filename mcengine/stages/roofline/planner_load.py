@@ -153,6 +153,8 @@ def _fixed_choice(rows, cols, tokens, value, rate_tokens, model: Model, n: int) 
 
     _rounds(cols, (value, -tokens), lambda: ~met[cols], evaluate)
     return best, met
+
+
 def _flat(table, n: int):
     """``(rows, stacked)``: the table's rows in the blocks that serve some trial (a block of
     busy None serves none), and ``stacked(field)`` their (rows, n) array of one field; None
