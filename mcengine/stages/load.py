@@ -36,8 +36,8 @@ With ``cluster.instances = "auto"`` that fleet is the cluster: every column abov
 (``load.instances`` of them) to its goodput and its dynamic power to the utilisation
 (:func:`mcengine.stages.econ.economics`), and is run once more on the fleet for the demand
 (:func:`fleet_view`, ``load.cost_per_mtok_fleet_usd``). The roofline's per-trial planner
-has chosen each trial's plan under the same demand, screening its candidates in the slot queue
-(docs/load.md#planner); a mix of request classes, which hands in no step times, is its
+has chosen each trial's plan under the same demand with these same models
+(:class:`Plans`, :func:`fewest_instances`, :func:`capacity_tokens`; docs/load.md#planner); a mix of request classes, which hands in no step times, is its
 mean plan in the slot queue (:data:`SLOT_QUEUE`).
 """
 

@@ -1,6 +1,6 @@
 """mcengine/stages/roofline/planner_load.py: the per-trial choice under a demand against a
-brute force over every candidate (each plan's TTFT quantile and utilisation at SLO from
-mcengine.analytic.queueing, no screening), and its effect through the chain."""
+brute force over every candidate (each plan's per-mode model, the load stage's, no
+screening), and its effect through the chain."""
 
 from __future__ import annotations
 
@@ -14,14 +14,32 @@ from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ, load
 from mcengine.stages.roofline.layout import lengths_of
 from mcengine.stages.roofline.planner import evaluate_candidates
-from mcengine.stages.roofline.planner_load import COST_TOLERANCE, choose
+from mcengine.stages.roofline.load_steps import candidate_steps, plan_steps
+from mcengine.stages.roofline.planner_load import choose
 
 N = 6
 DEMAND = ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=2"]
 
 
+def per_mode(s, inputs, demand, table, ks, out):
+    """The load stage's per-mode model (load.Plans) of candidates ``ks`` in every trial,
+    flat (candidate-major), from each one's load_steps.plan_steps: no screening."""
+    steps = [plan_steps(s, table.evaluation(int(k)), table.plans[k].mode, inputs) for k in ks]
+    flat = {name: np.concatenate([x[name] for x in steps]) for name in steps[0]}
+
+    def tiled(x):
+        return np.tile(np.broadcast_to(np.asarray(x, float), (N,)), len(ks))
+
+    return load.Plans(dict(flat, gap_cv2=tiled(demand.gap_cv2)), tiled(demand.quantile), tiled(demand.ttft_slo_ms) / 1e3, tiled(demand.tpot_slo_ms) / 1e3,
+                      tiled(demand.arrival_cv), tiled(out))
+
+
 def brute(scenario, auto: bool):
-    """(chosen rows, met, brute-force costs (c, n), weights) of a block of N trials."""
+    """(chosen rows, met, brute-force costs (c, n)) of a block of N trials: every candidate
+    that serves at saturation answered by the load stage's per-mode model, no screening: on
+    a fixed cluster, whether it meets both SLO quantiles at the peak (cost 1 + its dynamic
+    energy per token), for a fleet the fewest up instances meeting them
+    (load.fewest_instances) plus that energy."""
     s = api.check(scenario, [*DEMAND, *(["cluster.instances=\"auto\""] if auto else [])])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)  # the reliability columns the pipeline hands the planner
@@ -29,23 +47,23 @@ def brute(scenario, auto: bool):
     weight = econ.plan_power_weight(s, inputs, cols)
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
-    best, met = choose(table, weight, demand, out, N)
+    best, met = choose(table, weight, demand, out, N, candidate_steps(s, table, inputs))
+    out = np.full(N, out, float)
     served, busy = table.served, np.concatenate([np.zeros(b[0].shape) if b[1] is None else b[1] for b in table.blocks])
-    ok = np.isfinite(served)
+    a, peak = demand.availability, demand.demand * demand.peak_to_mean
+    floor = 0.0 if auto else peak / (demand.instances * a)
+    ok = np.isfinite(served) & (served > floor) & (table.stacked(4) * 1e3 <= demand.ttft_slo_ms)
     t = np.where(ok, served, 1.0)
-    batch, ttft0 = table.stacked(5).astype(float), table.stacked(4) * 1e3
-    slot = qu.slot_time_s(batch, out, t)
-    a = demand.availability[None, :]
-    peak = demand.demand * demand.peak_to_mean
-    cv = np.broadcast_to(demand.arrival_cv, (N,))[None, :]
+    energy = weight * busy * demand.demand / (t * a)
+    cost = np.full(served.shape, np.inf)
+    ks = np.flatnonzero(ok.any(axis=1))
+    plans, tile = per_mode(s, inputs, demand, table, ks, out), len(ks)
     if auto:
-        rho_slo = qu.utilisation_at_slo(demand.quantile, demand.ttft_slo_ms, ttft0, batch, slot, cv, demand.service_cv)
-        with np.errstate(divide="ignore"):
-            cost = np.where(ok & (rho_slo > 0), peak / (rho_slo * t) + weight * busy * demand.demand / (t * a), np.inf)
+        up = load.fewest_instances(plans, np.tile(peak / out, tile), (t[ks] / out).ravel()).reshape(tile, N)
+        cost[ks] = np.where(ok[ks] & (up > 0), up + energy[ks], np.inf)
     else:
-        rho = peak / (t * demand.instances * a)
-        meets = ok & (rho < 1) & (qu.ttft_quantile_ms(demand.quantile, ttft0, batch, slot, np.minimum(rho, 0.999), cv, demand.service_cv) <= demand.ttft_slo_ms)
-        cost = np.where(meets, 1.0 + weight * busy * demand.demand / (t * demand.instances * a), np.inf)
+        meets = (plans.misses(np.tile(peak / (a * out), tile), demand.instances) <= 0.0).reshape(tile, N)
+        cost[ks] = np.where(ok[ks] & meets, 1.0 + energy[ks] / demand.instances, np.inf)
     return best, met, cost
 
 
@@ -61,8 +79,9 @@ def test_fixed_cluster_takes_the_cheapest_plan_meeting_the_slos_at_the_peak(name
 def test_fleet_takes_the_plan_needing_the_cheapest_fleet(name):
     best, met, cost = brute(name, auto=True)
     assert met.all()  # a fleet can always be bought
-    chosen = cost[best, np.arange(N)]
-    np.testing.assert_allclose(chosen, cost.min(axis=0), rtol=2 * COST_TOLERANCE)
+    least = cost.min(axis=0)
+    np.testing.assert_array_equal(cost[best, np.arange(N)], least)
+    np.testing.assert_array_equal(best, np.argmax(cost == least, axis=0))  # the first row on a tie
 
 
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
@@ -87,29 +106,53 @@ def test_the_choice_under_load_costs_no_more_per_served_token(name):
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
 def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     """At 600,000 tokens/s mean (peak 900,000) on 128 instances no plan meets the SLOs at
-    the peak: each trial's plan is the one of largest capacity at SLO in the planner's
-    slot-queue screen (brute force over every candidate, rho_slo T), and the load stage
-    reports its attainment (share_below of its per-mode capacity) below 1."""
+    the peak: each trial's plan is the one of largest capacity at SLO, the load stage's
+    (brute force over every candidate: load.capacity_tokens of its per-mode model), and the
+    load stage reports its attainment (share_below of that capacity) below 1."""
     s = api.check(name, ["workload.load.demand=600000", "workload.load.peak_to_mean=1.5"])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
     demand = planning_demand(s, inputs, econ.served_availability(s, cols))
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
-    _, met = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N)
+    _, met = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N, candidate_steps(s, table, inputs))
     assert not met.any()
+    out = np.full(N, out, float)
     served = table.served
-    ok = np.isfinite(served) & (served > 0)
-    t = np.where(ok, served, 1.0)
-    batch, ttft0 = table.stacked(5).astype(float), table.stacked(4) * 1e3
-    rho = qu.utilisation_at_slo(demand.quantile, demand.ttft_slo_ms, ttft0, batch, qu.slot_time_s(batch, out, t),
-                                np.broadcast_to(demand.arrival_cv, (N,))[None, :], demand.service_cv)
-    capacity = np.where(ok, rho * t, 0.0)
+    ok = np.isfinite(served) & (served > 0) & (table.stacked(4) * 1e3 <= demand.ttft_slo_ms)
+    capacity = np.zeros(served.shape)
+    ks = np.flatnonzero(ok.any(axis=1))
+    got = load.capacity_tokens(per_mode(s, inputs, demand, table, ks, out), demand.instances, np.where(ok[ks], served[ks], 0.0).ravel(),
+                               np.tile(demand.availability, len(ks)))
+    capacity[ks] = np.where(ok[ks], got.reshape(len(ks), N), 0.0)
     most = capacity.max(axis=0)
     assert (most > 0).all()
-    chosen_batch, chosen_tokens = cols["batch"].astype(float), cols["tokens_per_s_instance"]
-    chosen = qu.utilisation_at_slo(demand.quantile, demand.ttft_slo_ms, cols["ttft_ms"], chosen_batch, qu.slot_time_s(chosen_batch, out, chosen_tokens),
-                                   demand.arrival_cv, demand.service_cv) * chosen_tokens
-    np.testing.assert_allclose(chosen, most, rtol=1e-12)  # the planner's screen: the slot queue's capacity (docs/load.md#planner)
+    np.testing.assert_array_equal(cols["load.capacity_at_slo_tokens_per_s"], most)  # the chosen plan's capacity, the load stage's
     np.testing.assert_array_equal(cols["load.slo_attainment"], qu.share_below(600000.0, 1.5, cols["load.capacity_at_slo_tokens_per_s"]))
     assert (cols["load.slo_attainment"] < 1.0).all()
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_the_screens_rounds_never_grow_with_the_demand(auto, monkeypatch):
+    """At the demand key's extremes each screen asks the per-mode model in at most
+    log2(candidates) + 1 rounds (a round: one Model.plans call on the pairs it takes; a
+    fixed cluster may run two screens, the choice and the most goodput), and asks it of a
+    plan and trial at most once a screen."""
+    from mcengine.stages.roofline import planner_load
+    from mcengine.stages.roofline.planner import candidates
+
+    calls, original = [], planner_load.Model.plans
+
+    def counted(self, rows, cols):
+        calls.append((rows.copy(), cols.copy()))
+        return original(self, rows, cols)
+
+    monkeypatch.setattr(planner_load.Model, "plans", counted)
+    for value in (1.0, 1e4, 1e7, 1e12):
+        s = api.check("lite-h100", [f"workload.load.demand={value!r}", *(['cluster.instances="auto"'] if auto else [])])
+        calls.clear()
+        run_block(s, 0, 0, 4)
+        rounds = int(np.ceil(np.log2(len(candidates(s))))) + 1
+        assert 1 <= len(calls) <= (1 if auto else 2) * rounds, (value, len(calls))
+        pairs = np.concatenate([rows * 4 + cols for rows, cols in calls])
+        assert np.unique(pairs).size >= pairs.size / (1 if auto else 2), value

@@ -26,6 +26,8 @@ taken where the trials serve it: never more work with an input's value.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...analytic import serving as sv
@@ -108,3 +110,11 @@ def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, n
 def one_plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The ``load_steps.*`` columns of one plan serving every trial."""
     return {PREFIX + name: values for name, values in plan_steps(scenario, e, mode, inputs).items()}
+
+
+def candidate_steps(scenario: Scenario, table, inputs: TrialInputs):
+    """``steps_of(k)``: the :func:`plan_steps` of row ``k`` of a
+    :class:`~.planner.CandidateTable` for every trial of the block, evaluated when the
+    planner's choice under a demand first asks for that row (:mod:`.planner_load`: only
+    the rows its screen leaves to the per-mode model) and kept for the block."""
+    return functools.cache(lambda k: plan_steps(scenario, table.evaluation(k), table.plans[k].mode, inputs))

@@ -42,6 +42,7 @@ from ...scenario.sampling import TrialInputs, quantile_inputs
 from ...scenario.sections.workload import SATURATE
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
+from .load_steps import candidate_steps
 from .planner_load import choose, most_goodput
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
@@ -371,9 +372,10 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
     best, served = _best_rows(table, power_weight, inputs.n)
     if demand is not None:
         out = lengths_of(scenario, inputs).output_tokens
-        loaded, met = choose(table, power_weight, demand, out, inputs.n)
+        steps_of = candidate_steps(scenario, table, inputs)
+        loaded, met = choose(table, power_weight, demand, out, inputs.n, steps_of)
         if demand.instances is not None:  # a fixed cluster: where no plan meets the SLOs at the peak, the plan of most goodput
-            fallback, met_some = most_goodput(table, demand, out, ~met)
+            fallback, met_some = most_goodput(table, demand, out, ~met, steps_of)
             loaded, met = np.where(met, loaded, fallback), met | met_some
         best = np.where(met, loaded, best)
         served = np.where(met, table.served[best, np.arange(inputs.n)], served)
