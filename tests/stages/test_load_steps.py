@@ -100,9 +100,10 @@ def test_the_searches_work_never_grows_with_a_load_keys_value():
 def test_a_mix_under_a_demand_is_its_mean_plan_in_the_slot_queue():
     """A mix of request classes hands in no plan's step times: its mean plan (the mix's
     batch, tokens/s and unloaded TTFT) is answered in the slot queue, so its capacity at SLO
-    is queueing.utilisation_at_slo's utilisation of the saturated rate, to the search's
+    is the slot queue's closed-form utilisation at SLO (tests/analytic/slot_reference.py) of the saturated rate, to the search's
     tolerance, and at most it (the search keeps the side that meets the SLOs)."""
     from mcengine.analytic import queueing as qu
+    from tests.analytic import slot_reference
 
     mix = ["workload.classes.chat.share=2", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=256",
            "workload.classes.code.share=1", "workload.classes.code.prompt_tokens=4096", "workload.classes.code.output_tokens=64"]
@@ -111,7 +112,7 @@ def test_a_mix_under_a_demand_is_its_mean_plan_in_the_slot_queue():
     inputs = draw_inputs(s, 0, 0, 8)
     batch = got["batch"].astype(float)
     slot = qu.slot_time_s(batch, got["output_tokens_per_request"], got["tokens_per_s_instance"])
-    rho = qu.utilisation_at_slo(inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], got["ttft_ms"], batch, slot, 1.0,
+    rho = slot_reference.utilisation_at_slo(inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], got["ttft_ms"], batch, slot, 1.0,
                                 inputs["workload.load.service_cv"])
     want = rho * got["load.saturated_tokens_per_s"]
     capacity = got["load.capacity_at_slo_tokens_per_s"]
