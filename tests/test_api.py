@@ -216,3 +216,33 @@ def test_check_lists_every_bad_key_at_once():
 def test_scenarios_lists_the_shipped_ones():
     names = dict(api.scenarios())
     assert {"h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"} <= set(names)
+
+
+def test_a_run_keeping_its_trials_in_a_folder_never_reads_them_back_whole(tmp_path, monkeypatch):
+    """``keep_trials`` with ``out``: after the chunks, the verdict's drivers read
+    trials.parquet a column at a time (memory flat in the trials, docs/performance.md#memory)
+    and ``Results.trials`` reads it whole only when asked for, equal to the file."""
+    import pandas as pd
+
+    from mcengine.results import TrialsFile
+
+    widest = []
+    rows = TrialsFile.rows
+
+    def spy(self, scenario, columns):
+        widest.append(len(columns))
+        return rows(self, scenario, columns)
+
+    def whole(*args, **kwargs):
+        raise AssertionError("the per-trial table was read whole")
+
+    monkeypatch.setattr(TrialsFile, "rows", spy)
+    monkeypatch.setattr(TrialsFile, "frame", whole)
+    monkeypatch.setattr(pd, "read_parquet", whole)
+    res = api.run(["h100", "lite-h100"], trials=1024, seed=6, overrides=SMALL, out=tmp_path / "run", keep_trials=True, figures=False,
+                  progress=None)
+    monkeypatch.undo()
+    assert widest and max(widest) == 2 and res.summary()["verdict"]["lite-h100 / h100"]["drivers"]["inputs"]
+    assert "per-trial table kept" in repr(res)
+    table = pd.read_parquet(tmp_path / "run" / "trials.parquet")
+    assert res.trials.equals(table) and res.table is res.trials
