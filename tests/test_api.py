@@ -22,6 +22,8 @@ from mcengine.sensitivity import methods
 from mcengine.standalone.fab import yield_summary
 from mcengine.standalone.reliability import lifetime_summary
 
+from .conftest import reads_in_pieces
+
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 RUN_METRICS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")
 
@@ -224,25 +226,11 @@ def test_a_run_keeping_its_trials_in_a_folder_never_reads_them_back_whole(tmp_pa
     and ``Results.trials`` reads it whole only when asked for, equal to the file."""
     import pandas as pd
 
-    from mcengine.results import TrialsFile
-
-    widest = []
-    rows = TrialsFile.rows
-
-    def spy(self, scenario, columns):
-        widest.append(len(columns))
-        return rows(self, scenario, columns)
-
-    def whole(*args, **kwargs):
-        raise AssertionError("the per-trial table was read whole")
-
-    monkeypatch.setattr(TrialsFile, "rows", spy)
-    monkeypatch.setattr(TrialsFile, "frame", whole)
-    monkeypatch.setattr(pd, "read_parquet", whole)
+    reads = reads_in_pieces(monkeypatch)
     res = api.run(["h100", "lite-h100"], trials=1024, seed=6, overrides=SMALL, out=tmp_path / "run", keep_trials=True, figures=False,
                   progress=None)
     monkeypatch.undo()
-    assert widest and max(widest) == 2 and res.summary()["verdict"]["lite-h100 / h100"]["drivers"]["inputs"]
+    assert reads and max(len(columns) for _, columns in reads) == 2 and res.summary()["verdict"]["lite-h100 / h100"]["drivers"]["inputs"]
     assert "per-trial table kept" in repr(res)
     table = pd.read_parquet(tmp_path / "run" / "trials.parquet")
     assert res.trials.equals(table) and res.table is res.trials

@@ -14,6 +14,7 @@ import pandas as pd
 
 from mcengine.report import tables
 from mcengine.report.verdict import stored_paper, verdict
+from tests.conftest import reads_in_pieces
 from tests.procs import env, python
 from tests.report.test_narrow import narrow, run_doc
 
@@ -129,19 +130,7 @@ def test_the_drivers_read_a_written_table_a_column_at_a_time_to_the_same_numbers
     for start in (0, 100):  # two parts, as two chunks write them
         part = table[(table.trial >= start) & (table.trial < start + 100)]
         part.to_parquet(tmp_path / "trials.parquet" / f"part-{start:012d}.parquet", index=False)
-    reads = []
-    rows = TrialsFile.rows
-
-    def spy(self, scenario, columns):
-        reads.append((scenario, tuple(columns)))
-        return rows(self, scenario, columns)
-
-    def whole(*args, **kwargs):
-        raise AssertionError("the per-trial table was read whole")
-
-    monkeypatch.setattr(TrialsFile, "rows", spy)
-    monkeypatch.setattr(TrialsFile, "frame", whole)
-    monkeypatch.setattr(pd, "read_parquet", whole)
+    reads = reads_in_pieces(monkeypatch)
     written = verdict(_doc(), TrialsFile(tmp_path / "trials.parquet"))["lite-h100 / h100"]["drivers"]
     monkeypatch.undo()
     assert written == verdict(_doc(), table)["lite-h100 / h100"]["drivers"]
