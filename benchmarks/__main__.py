@@ -8,6 +8,7 @@ Usage::
     python -m benchmarks counts [--against REV]
     python -m benchmarks plans --against REV [--quick]
     python -m benchmarks load --against REV [--quick]
+    python -m benchmarks memory [--against REV] [--adaptive] [--keep-trials] [--trials N ...]
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
 a SimPy peer: lifetimes/s and events per lifetime of h100 and lite-h100), ``chain``
@@ -31,7 +32,10 @@ alternately, ``plans --against REV`` the plan tables' CPU of both trees in alter
 processes, ``load --against REV`` the chain's time per trial with a demand against
 saturation of both trees in interleaved fresh processes (each round's ratios and load
 average); ``memory --adaptive`` lets the adaptive rule size the chunks (the chunks it
-picked are in the report). ``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
+picked are in the report), ``memory --keep-trials`` runs as ``mcengine run --out DIR
+--keep-trials`` does (the per-trial table written, the verdict's drivers read back from
+it), ``memory --trials N ...`` measures those trial counts (default 10⁴, 10⁵, 10⁶).
+``compile --against REV`` runs the cold starts and the life kernel's rates on this tree
 and on git revision REV side by side, with the ratios.
 ``instructions`` counts the life kernel's instructions per lifetime with valgrind's
 callgrind (use it to judge a kernel change on a machine whose speed varies).
@@ -63,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lifetimes", type=int, default=256, help="instructions: lifetimes per counted call")
     parser.add_argument("--adaptive", action="store_true",
                         help="memory: let the adaptive rule size the chunks (default: its cap, the worst case)")
+    parser.add_argument("--keep-trials", action="store_true",
+                        help="memory: run as `mcengine run --out DIR --keep-trials` (the per-trial table written and read back)")
+    parser.add_argument("--trials", type=int, nargs="+", metavar="N", help="memory: the trial counts to measure (default: 10^4, 10^5, 10^6)")
     parser.add_argument("--against", metavar="REV", help="compile, counts, memory, plans, load: also measure git revision REV, side by side")
     parser.add_argument("--record", metavar="PATH", type=Path,
                         help="also write the figures into the benchmark record at PATH (docs/benchmarks.md), "
@@ -72,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if "counts" in args.harness:
             doc = counts.run(args.against)
-        elif (args.against or args.adaptive) and "memory" in args.harness:
-            doc = memory.run(args.quick, args.against, args.adaptive)
+        elif (args.against or args.adaptive or args.keep_trials or args.trials) and "memory" in args.harness:
+            doc = memory.run(args.quick, args.against, args.adaptive, args.keep_trials, tuple(args.trials or ()))
         elif args.against and "plans" in args.harness:
             doc = plans.side_by_side(args.against, args.quick)
         elif args.against and "load" in args.harness:

@@ -254,12 +254,32 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     """One chunk of every scenario (the unit of work of the runner and of Dask workers),
     their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`),
     computed in slices of at most :data:`SLICE_TRIALS` trials (:func:`run_slice`) whose
-    columns are joined in trial order."""
+    columns are written in trial order into the chunk's columns, made at the first slice's
+    shapes and types (a column a later slice gives a wider type is widened, as
+    ``numpy.concatenate`` would): one slice's columns are alive beside the chunk's, never
+    every slice's and a joined copy of them."""
     if n <= SLICE_TRIALS:
         return run_slice(scenarios, seed, trial_start, n)
-    parts = [run_slice(scenarios, seed, start, min(SLICE_TRIALS, trial_start + n - start))
-             for start in range(trial_start, trial_start + n, SLICE_TRIALS)]
-    return {s.name: {column: np.concatenate([part[s.name][column] for part in parts]) for column in parts[0][s.name]} for s in scenarios}
+    chunk: dict[str, dict[str, np.ndarray]] = {}
+    for start in range(trial_start, trial_start + n, SLICE_TRIALS):
+        part = run_slice(scenarios, seed, start, min(SLICE_TRIALS, trial_start + n - start))
+        for name, columns in part.items():
+            _place(chunk.setdefault(name, {}), columns, start - trial_start, n)
+        del part  # (freed before the next slice is computed)
+    return chunk
+
+
+def _place(into: dict[str, np.ndarray], columns: dict[str, np.ndarray], at: int, n: int) -> None:
+    """Write one slice's ``columns`` at row ``at`` of the ``n``-row columns ``into``
+    (made at the first slice: ``at`` == 0)."""
+    for column, values in columns.items():
+        if at == 0:
+            into[column] = np.empty((n, *values.shape[1:]), values.dtype)
+        elif into[column].dtype != values.dtype:  # a wider type than the slices before
+            wider = np.empty(into[column].shape, np.result_type(into[column], values))
+            wider[:at] = into[column][:at]
+            into[column] = wider
+        into[column][at:at + len(values)] = values
 
 
 def run_slice(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:

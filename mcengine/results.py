@@ -1,11 +1,12 @@
 """What a run returns: :class:`Results`, a plain container of its JSON summary
 (docs/interface.md), the streaming summaries behind it (:mod:`mcengine.summaries`) and,
-when kept, its per-trial table."""
+when kept, its per-trial table: in memory, or (a run with an output folder) the
+:class:`TrialsFile` it wrote, read when first asked for, so that a run's memory does not
+grow with its trials (docs/performance.md#memory)."""
 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 
 from .errors import NumericalError
 from .summaries import SUMMARY_KEYS
@@ -36,7 +37,43 @@ def _fmt(key: str, x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
-@dataclass(repr=False)
+class TrialsFile:
+    """The per-trial table a run wrote to ``path`` (a Parquet dataset: one part per chunk),
+    read in pieces: :meth:`rows` reads the given columns of one scenario's rows, so a
+    reader's memory is those columns, never the whole table; :meth:`frame` reads it whole."""
+
+    def __init__(self, path) -> None:
+        import pyarrow.dataset as ds
+
+        self.path = path
+        self._dataset = ds.dataset(path, format="parquet")
+
+    @property
+    def columns(self) -> list[str]:
+        """The table's column names."""
+        return list(self._dataset.schema.names)
+
+    def rows(self, scenario: str, columns: list[str]):
+        """A DataFrame of ``columns`` of ``scenario``'s rows, in the table's order."""
+        import pyarrow.dataset as ds
+
+        return self._dataset.to_table(columns=columns, filter=ds.field("scenario") == scenario).to_pandas()
+
+    def frame(self):
+        """The whole table as a DataFrame (as ``pandas.read_parquet`` reads it)."""
+        import pandas as pd
+
+        return pd.read_parquet(self.path)
+
+
+def scenario_rows(table, scenario: str, columns: list[str]):
+    """``columns`` of ``scenario``'s rows of a per-trial table: a DataFrame or a
+    :class:`TrialsFile` (read in pieces)."""
+    if isinstance(table, TrialsFile):
+        return table.rows(scenario, columns)
+    return table.loc[table["scenario"] == scenario, columns]
+
+
 class Results:
     """What a run returns: its JSON summary, the streaming summaries behind it, and
     (when kept) the per-trial table, one row per (scenario, trial), unit-suffixed columns.
@@ -45,17 +82,33 @@ class Results:
     DataFrame of the summaries), ``trials`` (per-trial DataFrame), ``plot(kind)`` (a
     matplotlib Figure; the global backend is left alone), and an HTML table as the cell's
     output.
+
+    ``table``: the per-trial DataFrame, None (not kept), or the :class:`TrialsFile` a run
+    wrote to its folder, read whole when :attr:`table` or :attr:`trials` is first read
+    (never before: a run's own work reads it in pieces). ``plotter(results, kind) ->
+    Figure``, given by :func:`mcengine.api.run` (figures live in the report layer, above
+    this module). ``rows(doc) -> list[dict]``: the rows of table.csv, given by
+    :func:`mcengine.api.run` (P(B better) needs each metric's direction, which the report
+    layer knows).
     """
 
-    doc: dict
-    summaries: object  # runner.Accumulators: per-metric Summary objects (for figures)
-    table: object = None  # pandas.DataFrame or None
-    #: ``plotter(results, kind) -> Figure``, given by :func:`mcengine.api.run` (figures
-    #: live in the report layer, above this module).
-    plotter: object = None
-    #: ``rows(doc) -> list[dict]``: the rows of table.csv, given by :func:`mcengine.api.run`
-    #: (P(B better) needs each metric's direction, which the report layer knows).
-    rows: object = None
+    def __init__(self, doc: dict, summaries, table=None, plotter=None, rows=None) -> None:
+        self.doc = doc
+        self.summaries = summaries  # runner.Accumulators: per-metric Summary objects (for figures)
+        self._table = table
+        self.plotter = plotter
+        self.rows = rows
+
+    @property
+    def table(self):
+        """The per-trial DataFrame, or None when not kept."""
+        if isinstance(self._table, TrialsFile):
+            self._table = self._table.frame()
+        return self._table
+
+    @table.setter
+    def table(self, value) -> None:
+        self._table = value
 
     def summary(self) -> dict:
         """The docs/interface.md `run`/`compare` JSON document."""
@@ -103,7 +156,7 @@ class Results:
 
     def __repr__(self) -> str:
         d = self.doc
-        kept = "kept" if self.table is not None else "not kept"
+        kept = "kept" if self._table is not None else "not kept"
         head = f"Results({d.get('scenario', '')!r}: {len(self.scenarios)} scenarios, {d.get('trials', 0):,} paired trials, seed {d.get('seed')}; per-trial table {kept})"
         names, rows = self._view()
         width = max(len(n) for n in names)
@@ -127,7 +180,7 @@ class Results:
     @property
     def trials(self):
         """Per-trial DataFrame (needs ``keep_trials=True``)."""
-        if self.table is None:
+        if self._table is None:
             raise NumericalError("per-trial table not kept: run with keep_trials=True (CLI: --keep-trials)")
         return self.table
 

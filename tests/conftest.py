@@ -130,3 +130,27 @@ def assert_mc(sample, expected: float, k: float = 4.0) -> None:
     sample = np.asarray(sample, dtype=float)
     sem = sample.std(ddof=1) / math.sqrt(sample.size)
     assert abs(sample.mean() - expected) <= k * sem, (sample.mean(), expected, sem)
+
+
+def reads_in_pieces(monkeypatch) -> list[tuple[str, tuple[str, ...]]]:
+    """The (scenario, columns) of each read of a :class:`mcengine.results.TrialsFile`, in
+    order, with any read of a whole per-trial table (``TrialsFile.frame``,
+    ``pandas.read_parquet``) an AssertionError until ``monkeypatch.undo()``."""
+    import pandas as pd
+
+    from mcengine.results import TrialsFile
+
+    reads = []
+    rows = TrialsFile.rows
+
+    def spy(self, scenario, columns):
+        reads.append((scenario, tuple(columns)))
+        return rows(self, scenario, columns)
+
+    def whole(*args, **kwargs):
+        raise AssertionError("the per-trial table was read whole")
+
+    monkeypatch.setattr(TrialsFile, "rows", spy)
+    monkeypatch.setattr(TrialsFile, "frame", whole)
+    monkeypatch.setattr(pd, "read_parquet", whole)
+    return reads

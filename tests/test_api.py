@@ -22,6 +22,8 @@ from mcengine.sensitivity import methods
 from mcengine.standalone.fab import yield_summary
 from mcengine.standalone.reliability import lifetime_summary
 
+from .conftest import reads_in_pieces
+
 SMALL = ["cluster.instances=4", "cluster.spare_gpus=8"]
 RUN_METRICS = ("cost_per_mtok_usd", "availability", "tokens_per_s", "gpu_cost_usd")
 
@@ -216,3 +218,19 @@ def test_check_lists_every_bad_key_at_once():
 def test_scenarios_lists_the_shipped_ones():
     names = dict(api.scenarios())
     assert {"h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap"} <= set(names)
+
+
+def test_a_run_keeping_its_trials_in_a_folder_never_reads_them_back_whole(tmp_path, monkeypatch):
+    """``keep_trials`` with ``out``: after the chunks, the verdict's drivers read
+    trials.parquet a column at a time (memory flat in the trials, docs/performance.md#memory)
+    and ``Results.trials`` reads it whole only when asked for, equal to the file."""
+    import pandas as pd
+
+    reads = reads_in_pieces(monkeypatch)
+    res = api.run(["h100", "lite-h100"], trials=1024, seed=6, overrides=SMALL, out=tmp_path / "run", keep_trials=True, figures=False,
+                  progress=None)
+    monkeypatch.undo()
+    assert reads and max(len(columns) for _, columns in reads) == 2 and res.summary()["verdict"]["lite-h100 / h100"]["drivers"]["inputs"]
+    assert "per-trial table kept" in repr(res)
+    table = pd.read_parquet(tmp_path / "run" / "trials.parquet")
+    assert res.trials.equals(table) and res.table is res.trials

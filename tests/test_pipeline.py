@@ -263,6 +263,27 @@ def test_a_chunk_computed_in_slices_gives_the_numbers_of_one_pass(case, monkeypa
         assert list(sliced[name]) == list(whole[name])
         for column, values in whole[name].items():
             np.testing.assert_array_equal(sliced[name][column], values, err_msg=f"{name}.{column}")
+            assert sliced[name][column].dtype == values.dtype, f"{name}.{column}"
+
+
+def test_a_chunk_writes_its_slices_in_place_widening_a_column_as_concatenation_would(monkeypatch):
+    """run_chunk writes each slice into the chunk's columns (no list of slices joined): the
+    columns ``numpy.concatenate`` of the slices would give, types included, a column a
+    later slice widens (int, then float) widened."""
+    import mcengine.pipeline as pipeline
+
+    def fake(scenarios, seed, start, n):
+        trials = np.arange(start, start + n)
+        return {"a": {"t": trials if start < 8 else trials + 0.5, "pair": np.stack([trials, -trials], axis=1)}}
+
+    monkeypatch.setattr(pipeline, "SLICE_TRIALS", 4)
+    monkeypatch.setattr(pipeline, "run_slice", fake)
+    chunk = run_chunk((), 0, 0, 10)
+    parts = [fake((), 0, s, min(4, 10 - s)) for s in (0, 4, 8)]
+    for column in ("t", "pair"):
+        joined = np.concatenate([p["a"][column] for p in parts])
+        assert chunk["a"][column].dtype == joined.dtype and np.array_equal(chunk["a"][column], joined)
+    assert chunk["a"]["t"].dtype == np.float64 and chunk["a"]["pair"].shape == (10, 2)
 
 
 def test_the_switched_fabric_keeps_scenarios_differing_in_switch_latency_apart():

@@ -10,8 +10,11 @@ free memory that malloc keeps for reuse is resident too, and a peak made of it i
 fragmentation, not data). By default the chunks are the largest the adaptive rule picks
 (:data:`~mcengine.runner.DEFAULT_CHUNK_TRIALS`, its cap; it picks smaller ones when the
 machine is slow or busy), so the peak is the worst case whatever the load; ``adaptive``
-lets the rule pick them (what a plain ``mcengine run`` does on this machine now). The
-peak must stay flat from 10⁴ to 10⁶ trials (docs/performance.md#memory): a chunk's stages
+lets the rule pick them (what a plain ``mcengine run`` does on this machine now);
+``keep_trials`` runs as ``mcengine run --out DIR --keep-trials`` does (each chunk's
+per-trial table written to a temporary folder, the verdict's drivers read back from it
+after the chunks: ``rss_mb.last_chunk`` against the peak shows what that read-back adds).
+The peak must stay flat from 10⁴ to 10⁶ trials (docs/performance.md#memory): a chunk's stages
 hold at most :data:`mcengine.pipeline.SLICE_TRIALS` trials at once.
 
 ``python -m benchmarks memory --against REV`` measures a checkout of git revision REV
@@ -62,16 +65,17 @@ def _spawn(args: list[str], root: Path, env: dict | None, what: str) -> tuple[by
 
 
 #: The child: the case study's run of argv[1] trials in chunks of argv[2] (0: adaptive),
-#: printing (trials done, resident MB, malloc's [arenas, in use, free] MB) before the first
+#: with argv[3] (if given) as ``--out DIR --keep-trials``, printing (trials done, resident MB, malloc's [arenas, in use, free] MB) before the first
 #: chunk and after each as JSON.
 _CHILD = """
 import ctypes, ctypes.util, json, sys
 from mcengine import api, cli
 
 trials, chunk = int(sys.argv[1]), int(sys.argv[2]) or None
+out = sys.argv[3] if len(sys.argv) > 3 else None
 after = []
 # what `mcengine run` keeps in memory (a revision without cli._keep kept nothing)
-keep = cli._keep(None, trials, (), False, None) if hasattr(cli, "_keep") else False
+keep = True if out else cli._keep(None, trials, (), False, None) if hasattr(cli, "_keep") else False
 
 def resident_mb():
     with open("/proc/self/status") as status:
@@ -93,7 +97,7 @@ def heap_mb():
     info = mallinfo2()
     return [info.arena / 2**20, info.uordblks / 2**20, info.fordblks / 2**20]
 
-api.run(trials=trials, seed=0, chunk_trials=chunk, keep_trials=keep, figures=False,
+api.run(trials=trials, seed=0, chunk_trials=chunk, keep_trials=keep, out=out, figures=False,
         progress=lambda done, total: after.append((done, resident_mb(), heap_mb())))
 print(json.dumps(after))
 """
@@ -110,12 +114,16 @@ def _runs(sizes: list[int]) -> str:
     return ", ".join(f"{size} x {count}" for size, count in runs)
 
 
-def peak(trials: int, root: Path = ROOT, chunk_trials: int | None = DEFAULT_CHUNK_TRIALS) -> dict:
+def peak(trials: int, root: Path = ROOT, chunk_trials: int | None = DEFAULT_CHUNK_TRIALS, keep_trials: bool = False) -> dict:
     """Peak MB, CPU and wall seconds, chunks and resident MB after each of the case study's
-    run of ``trials`` trials (chunks of ``chunk_trials``; None: adaptive) in a fresh
-    process importing the tree at ``root`` (numba's cache as that tree keeps it) with two
-    numba threads."""
-    out, wall, usage = _spawn(["-c", _CHILD, str(trials), str(chunk_trials or 0)], root, None, f"the case study's run of {trials} trials")
+    run of ``trials`` trials (chunks of ``chunk_trials``; None: adaptive; with
+    ``keep_trials`` its per-trial table written to a temporary folder) in a fresh process
+    importing the tree at ``root`` (numba's cache as that tree keeps it) with two numba
+    threads."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = [str(Path(tmp) / "run")] if keep_trials else []
+        out, wall, usage = _spawn(["-c", _CHILD, str(trials), str(chunk_trials or 0), *folder], root, None,
+                                  f"the case study's run of {trials} trials")
     heard = json.loads(out.decode().splitlines()[-1])  # (0, MB) before the first chunk, then after each
     if heard[0][0]:  # (a revision whose runner is first heard of after its first chunk)
         heard.insert(0, (0, None, None))
@@ -127,20 +135,24 @@ def peak(trials: int, root: Path = ROOT, chunk_trials: int | None = DEFAULT_CHUN
     return out
 
 
-def run(quick: bool = False, against: str | None = None, adaptive: bool = False) -> dict:
-    """Peak memory per trial count of this tree (``after``) and, with ``against``, of that
-    revision (``before``) measured alternately, with the ratios of the peaks; chunks of
-    :data:`DEFAULT_CHUNK_TRIALS`, or with ``adaptive`` those the adaptive rule picks."""
-    counts = QUICK_TRIALS if quick else TRIALS
+def run(quick: bool = False, against: str | None = None, adaptive: bool = False, keep_trials: bool = False,
+        trials: tuple[int, ...] | None = None) -> dict:
+    """Peak memory per trial count (``trials``; default :data:`TRIALS`, or
+    :data:`QUICK_TRIALS` with ``quick``) of this tree (``after``) and, with ``against``, of
+    that revision (``before``) measured alternately, with the ratios of the peaks; chunks
+    of :data:`DEFAULT_CHUNK_TRIALS`, or with ``adaptive`` those the adaptive rule picks;
+    ``keep_trials``: as ``mcengine run --out DIR --keep-trials``."""
+    counts = trials or (QUICK_TRIALS if quick else TRIALS)
     chunk = None if adaptive else DEFAULT_CHUNK_TRIALS
+    head = {"chunk_trials": chunk or "adaptive", "keep_trials": keep_trials}
     if against is None:
-        return {"chunk_trials": chunk or "adaptive", "after": [peak(n, chunk_trials=chunk) for n in counts]}
+        return {**head, "after": [peak(n, chunk_trials=chunk, keep_trials=keep_trials) for n in counts]}
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"before": _checkout(against, tmp), "after": ROOT}
         peak(QUICK_TRIALS[0], trees["before"])  # compile the revision's kernels outside the measurement
-        out: dict = {"against": against, "chunk_trials": chunk or "adaptive", "before": [], "after": []}
+        out: dict = {"against": against, **head, "before": [], "after": []}
         for n in counts:
             for side, root in trees.items():
-                out[side].append(peak(n, root, chunk))
+                out[side].append(peak(n, root, chunk, keep_trials))
     out["peak_ratio"] = [a["peak_mb"] / b["peak_mb"] for a, b in zip(out["after"], out["before"])]
     return out

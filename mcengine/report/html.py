@@ -53,9 +53,9 @@ def _verdict(doc: dict, folder: Path) -> dict:
 
     table = None
     if (folder / "trials.parquet").exists():
-        import pandas as pd
+        from ..results import TrialsFile
 
-        table = pd.read_parquet(folder / "trials.parquet")
+        table = TrialsFile(folder / "trials.parquet")
     return verdict(doc, table, stored_paper())
 
 

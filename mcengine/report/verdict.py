@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 
 from ..columns import VERDICT_COSTS, verdict_cost
+from ..results import scenario_rows
 from .metrics import downtime_minutes
 
 #: The cost metric of a plain comparison, and the one read as downtime.
@@ -54,21 +55,32 @@ def stored_paper() -> dict | None:
 
 
 def _drivers(table, a: str, b: str, cost: str = COST) -> dict:
-    """The quick sensitivity of the pair's ratio of ``cost``: rank correlation with each input of B."""
-    if table is None or "scenario" not in table:
+    """The quick sensitivity of the pair's ratio of ``cost``: rank correlation with each
+    input of B. ``table``: the per-trial DataFrame or the :class:`~mcengine.results.TrialsFile`
+    a run wrote, read a column at a time (the pair's costs, then one input of B after
+    another), so its memory is a few columns of the trials, never the whole table; each
+    correlation is that of the two columns alone, as in one frame of them all."""
+    import pandas as pd
+
+    if table is None or "scenario" not in table.columns:
         return {"source": "none: the per-trial table was not kept (run --keep-trials, or the API)", "inputs": []}
-    if cost not in table:
+    if cost not in table.columns:
         return {"source": f"none: the per-trial table has no {cost} column", "inputs": []}
-    rows_a = table[table["scenario"] == a].set_index("trial")
-    rows_b = table[table["scenario"] == b].set_index("trial")
-    ratio = (rows_b[cost] / rows_a[cost]).rename("ratio")
-    inputs = rows_b[[c for c in rows_b.columns if c.startswith(INPUT_PREFIX)]]
-    inputs = inputs.loc[:, inputs.nunique() > 1]
-    frame = inputs.join(ratio)
-    frame = frame[frame["ratio"].abs() < float("inf")]
-    rho = frame.rank().corr()["ratio"].drop("ratio").dropna()
+    cost_a = scenario_rows(table, a, ["trial", cost]).set_index("trial")[cost]
+    cost_b = scenario_rows(table, b, ["trial", cost]).set_index("trial")[cost]
+    ratio = (cost_b / cost_a).rename("ratio")
+    trials = int((ratio.abs() < float("inf")).sum())  # the paired trials with a finite ratio
+    rho = {}
+    for name in [c for c in table.columns if c.startswith(INPUT_PREFIX)]:
+        column = scenario_rows(table, b, ["trial", name]).set_index("trial")
+        if column[name].nunique() <= 1:  # an input B does not vary
+            continue
+        frame = column.join(ratio)
+        frame = frame[frame["ratio"].abs() < float("inf")]
+        rho[name] = frame.rank().corr()["ratio"][name]
+    rho = pd.Series(rho, dtype=float).dropna()
     top = rho.reindex(rho.abs().sort_values(ascending=False).index)[:TOP_DRIVERS]
-    return {"source": f"quick sensitivity: Spearman rank correlation of the ratio with each input, over this run's {len(frame):,} paired trials",
+    return {"source": f"quick sensitivity: Spearman rank correlation of the ratio with each input, over this run's {trials:,} paired trials",
             "inputs": [{"key": k[len(INPUT_PREFIX):], "rank_correlation": float(v)} for k, v in top.items()]}
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from mcengine.report import tables
 from mcengine.report.verdict import stored_paper, verdict
+from tests.conftest import reads_in_pieces
 from tests.procs import env, python
 from tests.report.test_narrow import narrow, run_doc
 
@@ -116,3 +117,24 @@ def test_a_pair_serving_a_demand_is_judged_per_token_served_by_its_fleet():
     assert entry["cost_ratio"] == {"p50": 1.48, "p05": 1.2, "p95": 1.9} and entry["p_cheaper"] == 0.004
     assert entry["lines"][0] == "lite-h100 vs h100: dearer per token served by a fleet sized for the demand"
     assert entry["drivers"]["source"] == "none: the per-trial table has no load.cost_per_mtok_fleet_usd column"
+
+
+def test_the_drivers_read_a_written_table_a_column_at_a_time_to_the_same_numbers(tmp_path, monkeypatch):
+    """A run's trials.parquet is read for the drivers in pieces (the pair's costs, then
+    one input of B after another: at most two columns of one scenario's rows at a time,
+    never the whole table, docs/performance.md#memory), to the bits of the in-memory table."""
+    from mcengine.results import TrialsFile
+
+    table = _table(200)
+    (tmp_path / "trials.parquet").mkdir()
+    for start in (0, 100):  # two parts, as two chunks write them
+        part = table[(table.trial >= start) & (table.trial < start + 100)]
+        part.to_parquet(tmp_path / "trials.parquet" / f"part-{start:012d}.parquet", index=False)
+    reads = reads_in_pieces(monkeypatch)
+    written = verdict(_doc(), TrialsFile(tmp_path / "trials.parquet"))["lite-h100 / h100"]["drivers"]
+    monkeypatch.undo()
+    assert written == verdict(_doc(), table)["lite-h100 / h100"]["drivers"]
+    assert written["inputs"][0]["key"] == "fab.optics_cost_per_gbps_usd" and "200 paired trials" in written["source"]
+    inputs = [c for c in table.columns if c.startswith("input.")]
+    assert reads == [("h100", ("trial", "cost_per_mtok_usd")), ("lite-h100", ("trial", "cost_per_mtok_usd")),
+                     *[("lite-h100", ("trial", c)) for c in inputs]]
