@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
+import numba.core.codegen
 import numpy as np
 from numba import njit
 from numba.core import caching, event
@@ -151,6 +152,63 @@ def tune_compile_gc() -> None:
     event.register("numba:compile", _CompileGarbage())
 
 
+#: LLVM's optimisation level of the function passes numba runs over each module of a
+#: mcengine kernel as soon as it is lowered (numba's default: its ``-O`` level, 3). The
+#: module passes that follow run LLVM's whole pipeline over the module with its callees
+#: linked in, the function simplifications included, so at 3 the first pass is done
+#: twice; at 0 it is skipped (docs/performance.md#the-first-runs-compile: the compile
+#: and the instructions per lifetime, measured). No number moves: no LLVM pass reorders
+#: floating-point arithmetic without fastmath. (The module passes' level is left at
+#: numba's: at 2 for the life kernels they took as long.)
+PREPASS_OPT_LEVEL = 0
+
+
+class _KernelCompiles(event.Listener):
+    """Counts the compiles of mcengine's own functions under way (numba compiles under its
+    global lock, so compiles nest but never overlap)."""
+
+    depth = 0
+
+    def on_start(self, ev):
+        self.depth += self._own(ev)
+
+    def on_end(self, ev):
+        self.depth -= self._own(ev)
+
+    @staticmethod
+    def _own(ev) -> int:
+        f = getattr(ev.data.get("dispatcher"), "py_func", None)
+        return int(getattr(f, "__module__", "").startswith(__package__ + "."))
+
+
+def _lower_prepass() -> None:
+    """Wrap numba's maker of the function pass manager (once) so that, while a mcengine
+    function compiles (:class:`_KernelCompiles`; numba's own functions it compiles inside
+    included), the function passes run at :data:`PREPASS_OPT_LEVEL`; other packages'
+    compiles keep numba's level. On a numba without that maker, warn and leave numba's."""
+    codegen = getattr(getattr(numba.core, "codegen", None), "CPUCodegen", None)
+    make = getattr(codegen, "_function_pass_manager", None)
+    if make is None:
+        warnings.warn("mcengine: numba's function pass manager was not found, so kernels compile with numba's "
+                      "own first pass (a slower first run, the same numbers)", RuntimeWarning, stacklevel=2)
+        return
+    if getattr(make, "compiles", None) is not None:
+        return
+    compiles = _KernelCompiles()
+
+    @functools.wraps(make)
+    def function_pass_manager(self, **kwargs):
+        if compiles.depth > 0:
+            kwargs["opt"] = PREPASS_OPT_LEVEL
+        return make(self, **kwargs)
+
+    function_pass_manager.compiles = compiles
+    event.register("numba:compile", compiles)
+    codegen._function_pass_manager = function_pass_manager
+
+
+_lower_prepass()
+
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
 #: Decorator for serial kernels (callable from other kernels).
@@ -175,22 +233,25 @@ event_kernel = njit(_nrt=False, **_OPTIONS)
 BLOCKS_PER_THREAD = 4
 
 
-def run_blocks(kernel, args: tuple, n: int, outs: tuple) -> None:
-    """Call ``kernel(*args, i0, i1, *outs)`` for blocks ``[i0, i1)`` covering ``0 .. n - 1``.
+def run_blocks(kernel, args: tuple, n: int, outs: tuple, scratch=None) -> None:
+    """Call ``kernel(*args, *scratch(), i0, i1, *outs)`` for blocks ``[i0, i1)`` covering ``0 .. n - 1``.
 
     ``kernel`` fills rows ``i0 .. i1 - 1`` of the arrays ``outs``; the blocks run on
-    ``numba.get_num_threads()`` threads. The kernel is compiled (or loaded from numba's
-    cache) in the calling thread before the pool starts: memory a compile takes in a
-    short-lived thread's malloc arena is not reused afterwards (it would add to a first
-    run's peak memory).
+    ``numba.get_num_threads()`` threads. ``scratch`` (optional) makes the memory one block
+    works in (a tuple of arguments, made afresh for each block, in its thread), so a
+    kernel that would otherwise allocate it needs no reference counting. The kernel is
+    compiled (or loaded from numba's cache) in the calling thread before the pool starts:
+    memory a compile takes in a short-lived thread's malloc arena is not reused afterwards
+    (it would add to a first run's peak memory).
     """
+    own = scratch if scratch is not None else tuple
     threads = numba.get_num_threads()
     edges = np.linspace(0, n, min(n, threads * BLOCKS_PER_THREAD) + 1).astype(np.int64)
     blocks = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
     if threads == 1 or len(blocks) < 2:
         for i0, i1 in blocks:
-            kernel(*args, i0, i1, *outs)
+            kernel(*args, *own(), i0, i1, *outs)
         return
-    kernel.compile(tuple(numba.typeof(a) for a in (*args, 0, 0, *outs)))
+    kernel.compile(tuple(numba.typeof(a) for a in (*args, *own(), 0, 0, *outs)))
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(lambda b: kernel(*args, b[0], b[1], *outs), blocks))  # (list: raises a block's error)
+        list(pool.map(lambda b: kernel(*args, *own(), b[0], b[1], *outs), blocks))  # (list: raises a block's error)
