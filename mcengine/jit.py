@@ -40,7 +40,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
-import numba.core.codegen
 import numpy as np
 from numba import njit
 from numba.core import caching, event
@@ -151,63 +150,6 @@ def tune_compile_gc() -> None:
     process (later calls do nothing)."""
     event.register("numba:compile", _CompileGarbage())
 
-
-#: LLVM's optimisation level of the function passes numba runs over each module of a
-#: mcengine kernel as soon as it is lowered (numba's default: its ``-O`` level, 3). The
-#: module passes that follow run LLVM's whole pipeline over the module with its callees
-#: linked in, the function simplifications included, so at 3 the first pass is done
-#: twice; at 0 it is skipped (docs/performance.md#the-first-runs-compile: the compile
-#: and the instructions per lifetime, measured). No number moves: no LLVM pass reorders
-#: floating-point arithmetic without fastmath. (The module passes' level is left at
-#: numba's: at 2 for the life kernels they took as long.)
-PREPASS_OPT_LEVEL = 0
-
-
-class _KernelCompiles(event.Listener):
-    """Counts the compiles of mcengine's own functions under way (numba compiles under its
-    global lock, so compiles nest but never overlap)."""
-
-    depth = 0
-
-    def on_start(self, ev):
-        self.depth += self._own(ev)
-
-    def on_end(self, ev):
-        self.depth -= self._own(ev)
-
-    @staticmethod
-    def _own(ev) -> int:
-        f = getattr(ev.data.get("dispatcher"), "py_func", None)
-        return int(getattr(f, "__module__", "").startswith(__package__ + "."))
-
-
-def _lower_prepass() -> None:
-    """Wrap numba's maker of the function pass manager (once) so that, while a mcengine
-    function compiles (:class:`_KernelCompiles`; numba's own functions it compiles inside
-    included), the function passes run at :data:`PREPASS_OPT_LEVEL`; other packages'
-    compiles keep numba's level. On a numba without that maker, warn and leave numba's."""
-    codegen = getattr(getattr(numba.core, "codegen", None), "CPUCodegen", None)
-    make = getattr(codegen, "_function_pass_manager", None)
-    if make is None:
-        warnings.warn("mcengine: numba's function pass manager was not found, so kernels compile with numba's "
-                      "own first pass (a slower first run, the same numbers)", RuntimeWarning, stacklevel=2)
-        return
-    if getattr(make, "compiles", None) is not None:
-        return
-    compiles = _KernelCompiles()
-
-    @functools.wraps(make)
-    def function_pass_manager(self, **kwargs):
-        if compiles.depth > 0:
-            kwargs["opt"] = PREPASS_OPT_LEVEL
-        return make(self, **kwargs)
-
-    function_pass_manager.compiles = compiles
-    event.register("numba:compile", compiles)
-    codegen._function_pass_manager = function_pass_manager
-
-
-_lower_prepass()
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
