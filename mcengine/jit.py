@@ -175,22 +175,25 @@ event_kernel = njit(_nrt=False, **_OPTIONS)
 BLOCKS_PER_THREAD = 4
 
 
-def run_blocks(kernel, args: tuple, n: int, outs: tuple) -> None:
-    """Call ``kernel(*args, i0, i1, *outs)`` for blocks ``[i0, i1)`` covering ``0 .. n - 1``.
+def run_blocks(kernel, args: tuple, n: int, outs: tuple, scratch=None) -> None:
+    """Call ``kernel(*args, *scratch(), i0, i1, *outs)`` for blocks ``[i0, i1)`` covering ``0 .. n - 1``.
 
     ``kernel`` fills rows ``i0 .. i1 - 1`` of the arrays ``outs``; the blocks run on
-    ``numba.get_num_threads()`` threads. The kernel is compiled (or loaded from numba's
-    cache) in the calling thread before the pool starts: memory a compile takes in a
-    short-lived thread's malloc arena is not reused afterwards (it would add to a first
-    run's peak memory).
+    ``numba.get_num_threads()`` threads. ``scratch`` (optional) makes the memory one block
+    works in (a tuple of arguments, made afresh for each block, in its thread), so a
+    kernel that would otherwise allocate it needs no reference counting. The kernel is
+    compiled (or loaded from numba's cache) in the calling thread before the pool starts:
+    memory a compile takes in a short-lived thread's malloc arena is not reused afterwards
+    (it would add to a first run's peak memory).
     """
+    own = scratch if scratch is not None else tuple
     threads = numba.get_num_threads()
     edges = np.linspace(0, n, min(n, threads * BLOCKS_PER_THREAD) + 1).astype(np.int64)
     blocks = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
     if threads == 1 or len(blocks) < 2:
         for i0, i1 in blocks:
-            kernel(*args, i0, i1, *outs)
+            kernel(*args, *own(), i0, i1, *outs)
         return
-    kernel.compile(tuple(numba.typeof(a) for a in (*args, 0, 0, *outs)))
+    kernel.compile(tuple(numba.typeof(a) for a in (*args, *own(), 0, 0, *outs)))
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(lambda b: kernel(*args, b[0], b[1], *outs), blocks))  # (list: raises a block's error)
+        list(pool.map(lambda b: kernel(*args, *own(), b[0], b[1], *outs), blocks))  # (list: raises a block's error)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcengine.jit import kernel, run_blocks
+from mcengine.jit import event_kernel, run_blocks
 from mcengine.kernels.life.indices import (
     N_LAWS, N_OUT_F, OUT_PARTED, OUT_WEAR_FAILURES, P_LAM_NIC_PERM, THIN_MAX_CANDIDATES,
 )
@@ -110,34 +110,34 @@ def simulate_lifetimes(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws,
     out_i = np.empty((n, n_var, OUT_WEAR_FAILURES + wb.shape[1]), dtype=np.int64)
     modules = n > 0 and n_mwb.max() > 0
     nic_swaps = n > 0 and params[:, P_LAM_NIC_PERM].max() > 0.0
-    shape = np.array([active_gpus, instance_gpus, gpus_per_host, 1 if host_mode else 0, spare_units, crews,
-                      1 if reshard else 0, 1 if modules else 0, 1 if host_units else 0, spare_hosts, gpus_per_nic,
-                      1 if nic_swaps else 0, spare_modules], dtype=np.int64)
+    c = cluster_config(int(active_gpus), int(instance_gpus), int(gpus_per_host), bool(host_mode), int(spare_units),
+                       int(crews), bool(reshard), bool(modules), bool(host_units), int(spare_hosts), int(gpus_per_nic),
+                       bool(nic_swaps), int(spare_modules))
     inst_of = np.arange(int(active_gpus), dtype=np.int64) // int(instance_gpus)  # read by every block
 
-    args = (np.uint64(seed), np.int64(trial_start), params, wb, n_wb, mwb, n_mwb, laws, shape, capacity,
-            float(thin_max), bool(fast_paths), inst_of)
-    run_blocks(run_block, args, n, (out_f, out_i))
+    def workspace():  # one per block
+        return (new_workspace(c, n_var, wb.shape[1], max(wb.shape[1], mwb.shape[1]), inst_of, capacity, max(host_log, 0)),)
+
+    args = (np.uint64(seed), np.int64(trial_start), params, wb, n_wb, mwb, n_mwb, laws, c, float(thin_max),
+            bool(fast_paths))
+    run_blocks(run_block, args, n, (out_f, out_i), workspace)
     return out_f, out_i
 
 
-@kernel
-def run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capacity, thin_max, fast_paths, inst_of,
-               i0, i1, out_f, out_i):
-    """Lifetimes ``i0 .. i1 - 1`` of :func:`simulate_lifetimes` on one workspace (the
-    cluster ``shape``: its six int arguments, then reshard and modules as 0/1, host units
-    0/1, spare hosts, GPUs per NIC, NIC swaps 0/1, spare modules). A variant that leaves the joint pass runs
-    alone afterwards, from the start, in the order it left.
+@event_kernel
+def run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, c, thin_max, fast_paths, ws, i0, i1, out_f, out_i):
+    """Lifetimes ``i0 .. i1 - 1`` of :func:`simulate_lifetimes` on the cluster ``c``
+    (:func:`cluster_config`) and the block's workspace ``ws`` (:func:`new_workspace`). A
+    variant that leaves the joint pass runs alone afterwards, from the start, in the order
+    it left.
 
     Called from Python, one thread per block: the only layer of calls over
-    :func:`simulate_one` (each layer compiles the lifetime loop again). Its argument
-    types are fixed by :func:`simulate_lifetimes` (one compiled specialisation)."""
+    :func:`simulate_one` (each layer compiles the lifetime loop again). It allocates
+    nothing (its caller makes the workspace), so it runs without numba's reference
+    counting (:data:`~mcengine.jit.event_kernel`). Its argument types are fixed by
+    :func:`simulate_lifetimes` (one compiled specialisation)."""
     n_var = laws.shape[1]
     alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled simulate_one for both calls)
-    c = cluster_config(shape[0], shape[1], shape[2], shape[3] == 1, shape[4], shape[5], shape[6] == 1, shape[7] == 1,
-                shape[8] == 1, shape[9], shape[10], shape[11] == 1, shape[12])
-    ws = new_workspace(c, n_var, wb.shape[1], max(wb.shape[1], mwb.shape[1]), inst_of, capacity,
-                       max(out_f.shape[2] - N_OUT_F - 1, 0) // 2)
     vids, parted = ws.vids, ws.parted
     for i in range(i0, i1):
         lw = laws[i].reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))
@@ -153,4 +153,3 @@ def run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, shape, capa
             simulate_one(c, params[i], wb[i], n_wb[i], mwb[i], n_mwb[i], lw, thin_max, ws, alone, fast_paths, out_f,
                           out_i, i)
             out_i[i, parted[j], OUT_PARTED] = 1
-

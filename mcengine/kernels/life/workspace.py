@@ -313,10 +313,10 @@ def reshard_step(ws, i, t, lost, relayout_hours):
     return served
 
 
-@kernel
 def cluster_config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_units, crews, reshard, modules=False,
             host_units=False, spare_hosts=0, gpus_per_nic=1, nic_swaps=False, spare_modules=-1):
-    """The cluster's structure (:data:`Cluster`). Per-unit clock ids: ``[0, A)`` GPU
+    """The cluster's structure (:data:`Cluster`), made in Python once per call of the
+    kernel (ints and bools: numba types them int64 and boolean). Per-unit clock ids: ``[0, A)`` GPU
     positions, then one per active host, then (reshard) one per slot for the end of its
     swap; then (``modules``) from ``m0`` one per GPU position for its module's failure
     and (reshard) one per position for the end of its module swap; then (reshard) from
@@ -337,13 +337,17 @@ def cluster_config(active_gpus, instance_gpus, gpus_per_host, host_mode, spare_u
                    nics, spare_modules)
 
 
-@kernel
 def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity, n_log):
     """A fresh :data:`Workspace` for ``n_var`` variants, ``n_groups`` Weibull groups of a
-    GPU and ``n_past`` of a GPU or a module (the larger), a host log of ``n_log`` entries."""
+    GPU and ``n_past`` of a GPU or a module (the larger), a host log of ``n_log`` entries.
+
+    Made in Python, one per block of lifetimes (:func:`~mcengine.kernels.life.driver.simulate_lifetimes`),
+    and passed to the kernel: compiled, its ~45 allocations of a dozen array types
+    would each compile an allocator, and the kernel that made it would need numba's
+    reference counting, which the lifetime loop runs without."""
     a, h, ni, ns, gph, ids = c.positions, c.hosts, c.instances, c.slots, c.gpus_per_host, c.clock_ids
-    n_hrq = h + c.spare_hosts + 1 if c.host_units else 1  # (computed apart: a call of this many
-    n_hwq = h if c.host_units else 1  # arguments may hold no branch, for numba)
+    n_hrq = h + c.spare_hosts + 1 if c.host_units else 1
+    n_hwq = h if c.host_units else 1
     pooled = c.modules and c.spare_modules >= 0
     n_mrq = a + c.spare_modules + 1 if pooled else 1  # (at most one wait per position: the pool plus them)
     n_mat = a if pooled else 1
@@ -365,7 +369,7 @@ def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity, n_log):
         np.zeros((2, n_past)), np.empty(n_mlife), np.empty((n_var, n_mlife)), np.empty(n_var), np.zeros(n_var),
         np.empty(N_CAT), np.empty((n_log, 2)),
     )
-    ws.state[0].lists_moved = 1  # (fresh: the first start builds the lists)
+    ws.state["lists_moved"][0] = 1  # (fresh: the first start builds the lists)
     return ws
 
 
