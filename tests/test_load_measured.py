@@ -4,6 +4,8 @@ the ``load-diurnal`` study at its settings (slow)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.docs_scripts import docs_script, drifted
@@ -14,6 +16,17 @@ LT = docs_script("load/make_load_tables")
 def test_page_block_is_the_committed_summaries_rendering():
     assert LT.page_block(LT.PAGE.read_text(encoding="utf-8")) == LT.rendered()
     assert LT.main(["--check"]) == 0
+
+
+def test_paper_block_is_the_committed_quick_studys_claims_under_load():
+    """The paper block quotes claims 3 and 6 under load from docs/paper/quick.json, and a
+    changed figure there gives another block."""
+    quick = json.loads(LT.PAPER_QUICK.read_text(encoding="utf-8"))
+    page = LT.page_block(LT.PAGE.read_text(encoding="utf-8"), LT.PAPER_BEGIN, LT.PAPER_END)
+    assert page == LT.render_paper(quick) and page.count("\n") == len(LT.PAPER_CLAIMS) - 1
+    fleet = next(c for c in quick["numbers"]["claims"] if c["key"] == "fleet")["shipped"]["under_load"]
+    fleet["text"] = fleet["text"].replace("x", "0x")
+    assert LT.render_paper(quick) != page
 
 
 def test_committed_summaries_are_the_runs_settings():

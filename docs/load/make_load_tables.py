@@ -41,6 +41,11 @@ COST = "cost_per_mtok_usd"
 #: The width of the block's sentences (the page's).
 WIDTH = 90
 BEGIN, END = "<!-- load-measured:begin -->", "<!-- load-measured:end -->"
+PAPER_BEGIN, PAPER_END = "<!-- load-paper:begin -->", "<!-- load-paper:end -->"
+#: The paper's quick study (``mcengine paper --quick --json``'s numbers, written by docs/make_paper.py).
+PAPER_QUICK = ROOT / "docs" / "paper" / "quick.json"
+#: The claims whose ``shipped.under_load`` the paper block quotes, in order: (key, label).
+PAPER_CLAIMS = (("blast_radius", "Claim 3 (blast radius)"), ("fleet", "Claim 6 (fleet)"))
 
 sys.path.insert(0, str(ROOT))  # this checkout's mcengine
 sys.path.insert(0, str(HERE.parent / "case-study"))
@@ -146,16 +151,34 @@ def rendered() -> str:
     return render(summary(RUNS[0][0]), summary(RUNS[1][0]), CS.summary(CS.HEADLINE))
 
 
-def page_block(text: str) -> str:
-    """The page's current block (between :data:`BEGIN` and :data:`END`, markers excluded)."""
-    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n")
+def render_paper(quick: dict) -> str:
+    """The paper block: each claim of :data:`PAPER_CLAIMS` under load, as the paper's quick
+    study (``quick``: docs/paper/quick.json) states it."""
+    claims = {c["key"]: c for c in quick["numbers"]["claims"]}
+    return "\n".join(f"* {label}: {claims[key]['shipped']['under_load']['text']}." for key, label in PAPER_CLAIMS)
+
+
+def rendered_paper() -> str:
+    """The paper block of the committed quick study."""
+    return render_paper(json.loads(PAPER_QUICK.read_text(encoding="utf-8")))
+
+
+def page_block(text: str, begin: str = BEGIN, end: str = END) -> str:
+    """The page's current block between ``begin`` and ``end`` (markers excluded)."""
+    return text[text.index(begin) + len(begin):text.index(end)].strip("\n")
+
+
+def page_current() -> bool:
+    """Whether both of the page's blocks are the committed files' renderings."""
+    text = PAGE.read_text(encoding="utf-8")
+    return page_block(text) == rendered() and page_block(text, PAPER_BEGIN, PAPER_END) == rendered_paper()
 
 
 def main(argv: list[str]) -> int:
     if argv == ["--check"]:
-        differ = page_block(PAGE.read_text(encoding="utf-8")) != rendered()
-        print("docs/load.md's measured block differs from docs/load/: run this script" if differ
-              else "docs/load.md's measured block matches docs/load/")
+        differ = not page_current()
+        print("docs/load.md's measured blocks differ from docs/load/ and docs/paper/quick.json: run this script" if differ
+              else "docs/load.md's measured blocks match docs/load/ and docs/paper/quick.json")
         return 1 if differ else 0
     if argv:
         print(__doc__)
@@ -164,7 +187,8 @@ def main(argv: list[str]) -> int:
 
     write_summaries()
     write_block(PAGE, BEGIN, END, rendered())
-    print("wrote docs/load/load-diurnal*/summary.json and docs/load.md's measured block")
+    write_block(PAGE, PAPER_BEGIN, PAPER_END, rendered_paper())
+    print("wrote docs/load/load-diurnal*/summary.json and docs/load.md's measured blocks")
     return 0
 
 
