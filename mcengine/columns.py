@@ -40,6 +40,14 @@ LOAD_PREFIX = "load."
 #: Prefix of the step times of each trial's plan that the roofline stage hands the load
 #: stage with a demand (``load_steps.decode_1_s``; docs/load.md#chain).
 LOAD_STEPS_PREFIX = "load_steps."
+#: Prefix of what the roofline stage hands the load stage beside the step times when the
+#: fleet is bought per trial (``cluster.instances = "auto"``): the planner's fleet search of
+#: each trial's plan (``fleet_search.up``, the fewest up instances, 0 where none was
+#: searched; ``fleet_search.rate_per_s`` and ``fleet_search.per_instance_rate``, the
+#: rates it was searched at), so that the load stage need not search again
+#: (docs/load.md#speed). Internal: the run chain drops them after the load stage, and
+#: they are never written.
+FLEET_SEARCH_PREFIX = "fleet_search."
 #: The load stage's column compared as a paired ratio B/A: the cost per token of the fleet sized for the demand.
 LOAD_PAIRED = LOAD_PREFIX + "cost_per_mtok_fleet_usd"
 #: The cost a comparison's verdict is judged on, the most specific a pair has first, each

@@ -49,7 +49,7 @@ import numpy as np
 
 from ..analytic import queueing as qu
 from ..analytic.serving import SERVING_MODES
-from ..columns import LOAD_STEPS_PREFIX
+from ..columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, per_trial
 from ..scenario.fields import AUTO
@@ -319,6 +319,25 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
     return out
 
 
+def planned_fewest_instances(plans: Plans, rate_per_s: np.ndarray, per_instance_rate: np.ndarray, columns: dict[str, np.ndarray]) -> np.ndarray:
+    """:func:`fewest_instances` of each trial's plan, taken from the planner's own search
+    where the roofline stage hands it (``fleet_search.*``,
+    :data:`~mcengine.columns.FLEET_SEARCH_PREFIX`: a fleet chosen under the demand) and it
+    searched that plan at these rates bit for bit; searched here for the other trials (a
+    mix, a plan chosen ahead of the trials, a fixed cluster, a trial the choice under the
+    demand left at its saturation plan)."""
+    up = columns.get(FLEET_SEARCH_PREFIX + "up")
+    if up is None:
+        return fewest_instances(plans, rate_per_s, per_instance_rate)
+    same = ((up > 0) & (columns[FLEET_SEARCH_PREFIX + "rate_per_s"] == rate_per_s)
+            & (columns[FLEET_SEARCH_PREFIX + "per_instance_rate"] == per_instance_rate))
+    out = np.where(same, up, 0.0)
+    rest = np.flatnonzero(~same)
+    if rest.size:
+        out[rest] = fewest_instances(plans.take(rest), rate_per_s[rest], per_instance_rate[rest])
+    return out
+
+
 def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:
     """The load columns (:data:`COLUMNS`, module docstring) of a block of trials.
 
@@ -338,7 +357,7 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     out_tokens = plans.output_tokens
     peak = demand * peak_to_mean
     per_instance_rate = per_instance / out_tokens
-    up_needed = fewest_instances(plans, peak / out_tokens, per_instance_rate)
+    up_needed = planned_fewest_instances(plans, np.broadcast_to(peak / out_tokens, (n,)), per_instance_rate, columns)
     fleet = np.where(up_needed > 0, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
     # a trial no fleet serves within the SLOs (its plan misses them unloaded) keeps the simulated cluster, serving nothing
     instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated())) if bought(scenario) else np.full(n, float(scenario.cluster.instances))

@@ -9,9 +9,10 @@ import pytest
 
 from mcengine import api
 from mcengine.analytic import queueing as qu
-from mcengine.pipeline import planning_demand, run_block
+from mcengine.columns import FLEET_SEARCH_PREFIX
+from mcengine.pipeline import ahead_weights, planning_demand, run_block
 from mcengine.scenario.sampling import draw_inputs
-from mcengine.stages import econ, load
+from mcengine.stages import econ, load, roofline
 from mcengine.stages.roofline.layout import lengths_of
 from mcengine.stages.roofline.planner import evaluate_candidates
 from mcengine.stages.roofline.load_steps import candidate_steps, plan_steps
@@ -47,7 +48,7 @@ def brute(scenario, auto: bool):
     weight = econ.plan_power_weight(s, inputs, cols)
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
-    best, met = choose(table, weight, demand, out, N, candidate_steps(s, table, inputs))
+    best, met, _ = choose(table, weight, demand, out, N, candidate_steps(s, table, inputs))
     out = np.full(N, out, float)
     served, busy = table.served, np.concatenate([np.zeros(b[0].shape) if b[1] is None else b[1] for b in table.blocks])
     a, peak = demand.availability, demand.demand * demand.peak_to_mean
@@ -115,7 +116,7 @@ def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     demand = planning_demand(s, inputs, econ.served_availability(s, cols))
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
-    _, met = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N, candidate_steps(s, table, inputs))
+    _, met, _ = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N, candidate_steps(s, table, inputs))
     assert not met.any()
     out = np.full(N, out, float)
     served = table.served
@@ -156,3 +157,40 @@ def test_the_screens_rounds_never_grow_with_the_demand(auto, monkeypatch):
         assert 1 <= len(calls) <= (1 if auto else 2) * rounds, (value, len(calls))
         pairs = np.concatenate([rows * 4 + cols for rows, cols in calls])
         assert np.unique(pairs).size >= pairs.size / (1 if auto else 2), value
+
+
+@pytest.mark.parametrize("name", ["h100", "lite-h100"])
+def test_the_load_stage_takes_the_planners_fleet_search(name):
+    """With a fleet bought per trial the roofline stage hands the load stage the planner's
+    fleet search of each trial's plan (fleet_search.*): its fewest up instances are a fresh
+    load.fewest_instances of that plan at the load stage's own rates, bit for bit, the
+    load columns are those computed without it, and the chain never writes it; a fixed
+    cluster hands none."""
+    n = 16
+    s = api.check(name, [*DEMAND, "cluster.instances=\"auto\""])
+    inputs = draw_inputs(s, 0, 0, n)
+    cols = run_block(s, 0, 0, n)
+    assert not [k for k in cols if k.startswith(FLEET_SEARCH_PREFIX)]
+    availability = econ.served_availability(s, cols)
+    roof = roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), None, ahead_weights(s), planning_demand(s, inputs, availability))
+    handed = {k: v for k, v in roof.items() if k.startswith(FLEET_SEARCH_PREFIX)}
+    assert (handed[FLEET_SEARCH_PREFIX + "up"] > 0).all()
+    before = {**cols, **roof}
+    plans = load.Plans.of(s, inputs, before)
+    mean, peak_to_mean = load.demand_of(inputs)
+    rate = np.broadcast_to(mean * peak_to_mean / plans.output_tokens, (n,))
+    per_instance_rate = before["tokens_per_s_instance"] / plans.output_tokens
+    np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "rate_per_s"], rate)
+    np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "per_instance_rate"], per_instance_rate)
+    np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "up"], load.fewest_instances(plans, rate, per_instance_rate))
+    with_search = load.load_columns(s, inputs, before, availability)
+    without = load.load_columns(s, inputs, {k: v for k, v in before.items() if k not in handed}, availability)
+    for key, values in without.items():
+        np.testing.assert_array_equal(with_search[key], values, err_msg=key)
+        np.testing.assert_array_equal(cols[key], values, err_msg=key)
+    fixed = api.check(name, DEMAND)
+    fixed_inputs = draw_inputs(fixed, 0, 0, n)
+    fixed_cols = run_block(fixed, 0, 0, n)
+    assert not [k for k in roofline.throughput(fixed, fixed_inputs, econ.plan_power_weight(fixed, fixed_inputs, fixed_cols), None, ahead_weights(fixed),
+                                               planning_demand(fixed, fixed_inputs, econ.served_availability(fixed, fixed_cols)))
+                if k.startswith(FLEET_SEARCH_PREFIX)]

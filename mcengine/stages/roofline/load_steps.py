@@ -32,7 +32,7 @@ import numpy as np
 
 from ...analytic import serving as sv
 from ...analytic.queueing import tail_chunk_tokens
-from ...columns import LOAD_STEPS_PREFIX
+from ...columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX
 from ...analytic.roofline import steps as rt
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs, per_trial
@@ -96,7 +96,10 @@ def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[st
 
 def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The ``load_steps.*`` columns of a :class:`~.planner.PlannedBlock`: each trial's own
-    plan's :func:`plan_steps`, each plan served in the block evaluated once."""
+    plan's :func:`plan_steps`, each plan served in the block evaluated once; with a fleet
+    chosen under the demand, its search too (``fleet_search.*``,
+    :data:`~mcengine.columns.FLEET_SEARCH_PREFIX`: the fewest up instances and the rates
+    the planner searched them at, which the load stage takes where its own rates are those)."""
     n = inputs.n
     out = {PREFIX + name: np.zeros(n) for name in TERMS}
     for k in np.unique(block.index):
@@ -104,6 +107,8 @@ def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, n
         terms = plan_steps(scenario, block.table.evaluation(int(k)), block.plans[int(k)].mode, inputs)
         for name, values in terms.items():
             out[PREFIX + name][rows] = values[rows]
+    if block.fleet is not None:
+        out |= {FLEET_SEARCH_PREFIX + name: getattr(block.fleet, name) for name in ("up", "rate_per_s", "per_instance_rate")}
     return out
 
 

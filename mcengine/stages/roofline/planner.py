@@ -43,7 +43,7 @@ from ...scenario.sections.workload import SATURATE
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
 from .load_steps import candidate_steps
-from .planner_load import choose, most_goodput
+from .planner_load import FleetSearch, choose, most_goodput
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
@@ -332,12 +332,15 @@ def _kernel_rows(x, shape: tuple, dtype=np.float64) -> np.ndarray:
 class PlannedBlock:
     """The plan each trial of a block serves: ``index`` (int64, (n,)) into ``plans``,
     ``feasible`` (bool, (n,): some plan meets the trial's SLOs), and every candidate's
-    evaluation (``table``; the chosen one is gathered per trial by :meth:`column`)."""
+    evaluation (``table``; the chosen one is gathered per trial by :meth:`column`); for a
+    fleet chosen under a demand, the :class:`~.planner_load.FleetSearch` of each trial's
+    plan (0 where the choice under the demand did not take it), else None."""
 
     plans: tuple[Plan, ...]
     index: np.ndarray
     feasible: np.ndarray
     table: CandidateTable
+    fleet: FleetSearch | None = None
 
     def column(self, name: str) -> np.ndarray:
         """Per-trial ``name`` of each trial's plan: a property every evaluation type has
@@ -370,10 +373,11 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
     table = evaluate_candidates(scenario, inputs) if table is None else table
     plans = table.plans
     best, served = _best_rows(table, power_weight, inputs.n)
+    fleet = None
     if demand is not None:
         out = lengths_of(scenario, inputs).output_tokens
         steps_of = candidate_steps(scenario, table, inputs)
-        loaded, met = choose(table, power_weight, demand, out, inputs.n, steps_of)
+        loaded, met, fleet = choose(table, power_weight, demand, out, inputs.n, steps_of)
         if demand.instances is not None:  # a fixed cluster: where no plan meets the SLOs at the peak, the plan of most goodput
             fallback, met_some = most_goodput(table, demand, out, ~met, steps_of)
             loaded, met = np.where(met, loaded, fallback), met | met_some
@@ -398,7 +402,9 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
                 "allowed: inputs whose whole range fits them, or a smaller workload.model"))
         tpot = np.where(fits, table.tpot_s, np.inf)
         best = np.where(feasible, best, np.argmin(tpot, axis=0))
-    return PlannedBlock(plans, best.astype(np.int64), feasible, table)
+    if fleet is not None:  # the fleet search of the plans the trials serve as the choice under the demand took them
+        fleet = fleet.where(met & (best == loaded))
+    return PlannedBlock(plans, best.astype(np.int64), feasible, table, fleet)
 
 
 def _sequences_that_fit(evaluation) -> np.ndarray:

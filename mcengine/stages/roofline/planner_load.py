@@ -31,7 +31,8 @@ cost of the cluster), ``u`` the plan's busy fraction:
   bounds a plan's cost from below: each trial's plans are taken in the order of that
   bound, 1, 2, 4, ... a round, while it is at most the least cost found. The failure
   headroom (:func:`mcengine.analytic.queueing.fleet_instances`, the same law for every
-  plan of a trial) is left to the load stage.
+  plan of a trial) is left to the load stage, which is handed the chosen plan's ``U`` and
+  the rates it was searched at (:class:`FleetSearch`) rather than search it again.
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the fewest up instances for a fleet. A
@@ -79,10 +80,27 @@ class Demand:
     gap_cv2: np.ndarray
 
 
-def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of) -> tuple[np.ndarray, np.ndarray]:
-    """``(best, met)`` per trial: the row of ``table`` of least cost per served token among
+@dataclass(frozen=True)
+class FleetSearch:
+    """Per trial (shape (n,)), the fleet search of the plan a fleet's choice took: ``up``
+    the fewest up instances (:func:`mcengine.stages.load.fewest_instances`; 0 where the
+    trial took none), searched at ``rate_per_s`` requests/s with ``per_instance_rate``
+    requests/s an instance saturates."""
+
+    up: np.ndarray
+    rate_per_s: np.ndarray
+    per_instance_rate: np.ndarray
+
+    def where(self, keep: np.ndarray) -> "FleetSearch":
+        """The search of the trials of ``keep`` (boolean (n,)), none (0) elsewhere."""
+        return FleetSearch(*(np.where(keep, x, 0.0) for x in (self.up, self.rate_per_s, self.per_instance_rate)))
+
+
+def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of) -> tuple[np.ndarray, np.ndarray, FleetSearch | None]:
+    """``(best, met, fleet)`` per trial: the row of ``table`` of least cost per served token among
     those meeting both SLO quantiles under ``demand`` in the per-mode model (module
-    docstring; the first such row on a tie) and whether any does. ``steps_of(k)``: the
+    docstring; the first such row on a tie), whether any does and, for a fleet bought per
+    trial, the :class:`FleetSearch` of that row (None on a fixed cluster). ``steps_of(k)``: the
     step times of the table's row ``k`` for every trial (:func:`.load_steps.plan_steps`'
     terms), asked only for the rows the screen evaluates. The plans that serve (they fit,
     meet the TPOT SLO at the full batch and the TTFT SLO unloaded and, on a fixed cluster,
@@ -94,7 +112,7 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of)
     peak = mean * trial(demand.peak_to_mean)
     flat = _flat(table, n)
     if flat is None:
-        return np.zeros(n, np.int64), np.zeros(n, bool)
+        return np.zeros(n, np.int64), np.zeros(n, bool), None if demand.instances is not None else FleetSearch(*np.zeros((3, n)))
     table_rows, stacked = flat
     served, ttft0 = stacked(0), stacked(4) * MS_PER_S
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -113,7 +131,7 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of)
     value = -tokens if power_weight is None else energy / demand.instances
     with np.errstate(divide="ignore"):
         carried = peak / avail  # the peak the up instances carry
-    return _fixed_choice(table_rows[rows], cols, tokens, value, carried, model, n)
+    return (*_fixed_choice(table_rows[rows], cols, tokens, value, carried, model, n), None)
 
 
 class Model:
@@ -258,23 +276,28 @@ def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
     return best, met
 
 
-def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tuple[np.ndarray, np.ndarray, FleetSearch]:
     """The fleet's choice (module docstring): a plan's cost is ``U + e``, ``U`` the fewest up
     instances on which its per-mode model meets both SLO quantiles at the peak
     (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search) and ``e``
     its dynamic energy; ``U`` is at least the instances the peak saturates,
     ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost from below. Each trial's plans
     are taken in order of that bound, in rounds of 1, 2, 4, ... plans, while the bound is
-    at most the least cost found; the least cost wins (the first row on a tie)."""
+    at most the least cost found; the least cost wins (the first row on a tie), with its
+    :class:`FleetSearch`."""
     o = model.output_tokens[cols]
     rate, per_instance = peak[cols] / o, tokens / o
     bound = np.maximum(np.ceil(rate / per_instance), 1.0) + energy
-    cost, least = np.full(rows.size, np.inf), np.full(n, np.inf)
+    cost, least, ups = np.full(rows.size, np.inf), np.full(n, np.inf), np.zeros(rows.size)
 
     def evaluate(pick):
-        up = load.fewest_instances(model.plans(rows[pick], cols[pick]), rate[pick], per_instance[pick])
+        ups[pick] = up = load.fewest_instances(model.plans(rows[pick], cols[pick]), rate[pick], per_instance[pick])
         cost[pick] = np.where(up > 0, up + energy[pick], np.inf)
         np.minimum.at(least, cols[pick], cost[pick])
 
     _rounds(cols, (bound,), lambda: bound <= least[cols], evaluate)
-    return _least_row(rows, cols, np.isfinite(cost) & (cost == least[cols]), n)
+    best, met = _least_row(rows, cols, np.isfinite(cost) & (cost == least[cols]), n)
+    won = np.flatnonzero(met[cols] & (rows == best[cols]))  # each trial's chosen pair (a trial's rows differ)
+    search = np.zeros((3, n))
+    search[:, cols[won]] = ups[won], rate[won], per_instance[won]
+    return best, met, FleetSearch(*search)
