@@ -242,7 +242,7 @@ def _rounds(cols: np.ndarray, keys: tuple, left, evaluate) -> None:
             for key in keys:
                 lead &= key == np.repeat(np.minimum.reduceat(np.where(lead, key, np.inf), starts), sizes)
             pick = np.flatnonzero(lead)
-            pick = pick[np.r_[True, cols[pick][1:] != cols[pick][:-1]]]
+            pick = pick[_segments(cols[pick])[0]]  # each trial's first
         else:
             idx = np.flatnonzero(go)
             order = idx[np.lexsort((*(key[idx] for key in reversed(keys)), cols[idx]))]  # stable: rows ascending on a tie
@@ -270,7 +270,7 @@ def _segments(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per trial the first row (table order) where ``pick``; ``met`` where there is one."""
     idx = np.flatnonzero(pick)
-    idx = idx[np.r_[True, cols[idx][1:] != cols[idx][:-1]]] if idx.size else idx
+    idx = idx[_segments(cols[idx])[0]] if idx.size else idx
     best, met = np.zeros(n, np.int64), np.zeros(n, bool)
     best[cols[idx]], met[cols[idx]] = rows[idx], True
     return best, met
