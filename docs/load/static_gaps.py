@@ -1,0 +1,118 @@
+"""The static mode's completion gaps, cell by cell of the validation grid (docs/load.md#static):
+what the fast model takes for their squared CV ``c_g^2``, what value would fit the simulator's
+mean TTFT, and what the simulator's gaps are as a waiting request sees them.
+
+    python docs/load/static_gaps.py                        # every static cell of the grid, printed
+    python docs/load/static_gaps.py --design h100 --loads 0.1,0.2
+
+Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
+make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
+``idle``, the share of requests that find an instance idle, and ``from idle``, the share of
+batches an idle instance starts (the chain's ``P(idle) k``), each by the model and by the
+simulator; ``model``, the gaps' ``c_g^2`` :func:`mcengine.analytic.queueing.completion_gaps`
+gives; ``fits``, the ``c_g^2`` that puts the model's mean TTFT on the simulator's (its gaps
+replaced, the rest of the model kept); ``seen``, the simulator's ``2 E[R] / g - 1``, ``R``
+the time from a waiting request's arrival to the next batch completion on any instance and
+``g = T(k) / c`` the model's mean gap (the ``c_g^2`` the model's wait term ``g (1 + c_g^2) /
+2`` would need); ``all gaps``, the squared CV of every gap between the simulator's
+completions; ``light``, the exact light-traffic limit ``(c - 1) / (c + 1)`` (Poisson
+arrivals). Nothing is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))  # this checkout's mcengine
+sys.path.insert(0, str(HERE))
+from make_fit_table import ARRIVALS, DESIGNS, INSTANCES, LOADS, REQUESTS  # noqa: E402  (the fit table's grid)
+
+
+def gap_measures(df: pd.DataFrame, prefill_s) -> dict:
+    """The simulator's per-request rows ``df`` (statistics over the ``measured`` ones): a batch
+    is the requests sharing an instance and a first token, it started its pass
+    ``prefill_s[k]`` before that first token and completed at their finish. Returns the
+    share of requests whose batch started at their arrival (``idle``: they found an instance
+    idle), the mean time ``E[R]`` (s) from a waiting request's arrival to the next batch
+    completion on any instance (``residual``), the share of batches an idle instance started
+    (``idle_started``: its previous batch did not complete at that instant) and the squared
+    CV of the gaps between consecutive completions (``gaps_cv2``)."""
+    size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()
+    start = df.first_token_s.to_numpy() - np.asarray(prefill_s)[size]
+    batches = pd.DataFrame({"instance": df.instance.to_numpy(), "start": start, "finish": df.finish_s.to_numpy(),
+                            "measured": df.measured.to_numpy()}).drop_duplicates(["instance", "finish"]).sort_values(["instance", "start"])
+    before = batches.groupby("instance").finish.shift(1).to_numpy()
+    from_idle = ~np.isclose(batches.start.to_numpy(), before, rtol=0.0, atol=1e-9)
+    completions = np.sort(batches.finish.to_numpy())
+    kept = df.measured.to_numpy()
+    arrival = df.arrival_s.to_numpy()[kept]
+    waited = start[kept] - arrival > 1e-9
+    after = np.searchsorted(completions, arrival[waited])
+    inside = after < len(completions)
+    gaps = np.diff(np.sort(batches.finish.to_numpy()[batches.measured.to_numpy()]))
+    return {"idle": float(1.0 - waited.mean()), "residual": float(np.mean(completions[after[inside]] - arrival[waited][inside])),
+            "idle_started": float(from_idle[batches.measured.to_numpy()].mean()), "gaps_cv2": float(gaps.var() / gaps.mean() ** 2)}
+
+
+def cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
+    """One static cell: the model's and the simulator's gaps (see the module's docstring)."""
+    from scipy import optimize
+
+    from mcengine.analytic import queueing as qu
+    from mcengine.standalone.serve import serve_summary
+
+    s = system
+    demand = load * s.capacity_tokens_per_s
+    rate = demand / s.output_tokens
+    body, df = serve_summary(scenario, demand, requests, seed, arrival, cv, "static", s.instances)
+    top, o = s.batch_max, s.output_tokens
+    cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
+    gaps = qu.completion_gaps(rate, s.instances, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
+
+    def mean_ttft(cv2):
+        return float(qu._gap_ttft(0.99, gaps._replace(shape=np.asarray(1.0 / cv2)), rate, cv, s.prefill_s[1], s.prefill_s[top], top,
+                                  s.decode_s[1], s.decode_s[top])[0])
+
+    target = body["ttft_ms"]["mean"] / 1e3
+    lo, hi = 1e-3, 30.0
+    fits = optimize.brentq(lambda x: mean_ttft(x) - target, lo, hi) if (mean_ttft(lo) - target) * (mean_ttft(hi) - target) < 0 else np.nan
+    sim = gap_measures(df, s.prefill_s)
+    g, idle = float(gaps.gap_s), float(gaps.idle_probability)
+    return {"load": load, "arrival": arrival, "a/c": float(rate * g), "idle model": idle, "idle sim": sim["idle"],
+            "from idle model": min(idle * float(gaps.batch_mean), 1.0), "from idle sim": sim["idle_started"],
+            "model": float(1.0 / gaps.shape), "fits": fits, "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
+            "light": (s.instances - 1) / (s.instances + 1)}
+
+
+def main(argv=None) -> int:
+    """Print the static cells asked (``--design``, ``--loads``: comma-separated subsets of the grid)."""
+    import argparse
+
+    from mcengine.scenario import load_scenario
+    from mcengine.standalone.serve import serving_system
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--design", default=",".join(DESIGNS), help=f"comma-separated subset of {','.join(DESIGNS)}")
+    parser.add_argument("--loads", default=",".join(map(str, LOADS)), help="comma-separated loads (fractions of capacity)")
+    args = parser.parse_args(argv)
+    designs, loads = args.design.split(","), [float(x) for x in args.loads.split(",")]
+    if not set(designs) <= set(DESIGNS):
+        parser.error(f"--design {args.design}: allowed a comma-separated subset of {','.join(DESIGNS)}")
+    if not all(0.0 < x < 1.0 for x in loads):
+        parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
+    rows = []
+    for name in designs:
+        scenario = load_scenario(name)
+        system = serving_system(scenario, "static", INSTANCES)
+        rows += [{"design": name, **cell(scenario, system, load, arrival, cv)} for arrival, cv in ARRIVALS for load in loads]
+    print(pd.DataFrame(rows).to_string(index=False, float_format="{:.2f}".format))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
