@@ -16,7 +16,10 @@ the time from a waiting request's arrival to the next batch completion on any in
 ``g = T(k) / c`` the model's mean gap (the ``c_g^2`` the model's wait term ``g (1 + c_g^2) /
 2`` would need); ``all gaps``, the squared CV of every gap between the simulator's
 completions; ``light``, the exact light-traffic limit ``(c - 1) / (c + 1)`` (Poisson
-arrivals). Nothing is written.
+arrivals); ``mean err``, ``p99 err``, the model's TTFT against the simulator's (the fit
+table's); ``pieces ...``, the same with the simulator's ``seen`` gaps and ``idle`` share in
+the waiting term and the model's ``c_g^2`` kept in the spill's (``_gap_ttft``'s
+``spill_cv2``): the model's structure fed the measured pieces. Nothing is written.
 """
 
 from __future__ import annotations
@@ -78,15 +81,23 @@ def cell(scenario, system, load: float, arrival: str, cv: float, requests: int =
         return float(qu._gap_ttft(0.99, gaps._replace(shape=np.asarray(1.0 / cv2)), rate, cv, s.prefill_s[1], s.prefill_s[top], top,
                                   s.decode_s[1], s.decode_s[top])[0])
 
+    def errors(cv2, idle, spill_cv2=None):  # the model's TTFT (mean, P99) over the simulator's, less one
+        got = qu._gap_ttft(0.99, gaps._replace(shape=np.asarray(1.0 / cv2), idle_probability=np.asarray(idle)), rate, cv, s.prefill_s[1],
+                           s.prefill_s[top], top, s.decode_s[1], s.decode_s[top], spill_cv2=spill_cv2)
+        return float(got[0]) * 1e3 / body["ttft_ms"]["mean"] - 1.0, float(got[1]) * 1e3 / body["ttft_ms"]["p99"] - 1.0
+
     target = body["ttft_ms"]["mean"] / 1e3
     lo, hi = 1e-3, 30.0
     fits = optimize.brentq(lambda x: mean_ttft(x) - target, lo, hi) if (mean_ttft(lo) - target) * (mean_ttft(hi) - target) < 0 else np.nan
     sim = gap_measures(df, s.prefill_s)
     g, idle = float(gaps.gap_s), float(gaps.idle_probability)
+    seen = 2.0 * sim["residual"] / g - 1.0
+    pieces = errors(seen, sim["idle"], 1.0 / float(gaps.shape))
     return {"load": load, "arrival": arrival, "a/c": float(rate * g), "idle model": idle, "idle sim": sim["idle"],
             "from idle model": min(idle * float(gaps.batch_mean), 1.0), "from idle sim": sim["idle_started"],
-            "model": float(1.0 / gaps.shape), "fits": fits, "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
-            "light": (s.instances - 1) / (s.instances + 1)}
+            "model": float(1.0 / gaps.shape), "fits": fits, "seen": seen, "all gaps": sim["gaps_cv2"],
+            "light": (s.instances - 1) / (s.instances + 1), "mean err": errors(float(1.0 / gaps.shape), idle)[0],
+            "p99 err": errors(float(1.0 / gaps.shape), idle)[1], "pieces mean err": pieces[0], "pieces p99 err": pieces[1]}
 
 
 def main(argv=None) -> int:

@@ -496,7 +496,7 @@ def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s):
     return np.divide(left, rate, out=np.zeros(np.broadcast(left, rate).shape), where=rate > 0)
 
 
-def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0):
+def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0, spill_cv2=None):
     """TTFT (mean, ``q`` quantile) and the batch step (mean, quantile) of :func:`completion_gaps`'
     requests, whose batch of ``k`` gives its first tokens ``first(k)`` after it starts and
     runs steps of ``step(k)`` (both linear in ``k``, slopes ``f`` and ``d``).
@@ -511,7 +511,9 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
     which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
     the queue spills past one batch: the requests a completion leaves behind wait
-    :func:`_spill_wait` more, added to the mean and the quantile."""
+    :func:`_spill_wait` more, added to the mean and the quantile, with the gaps' ``c_g^2``
+    (``spill_cv2``: another squared CV for the spill's gap, as docs/load/static_gaps.py
+    measures the terms one by one)."""
     lam = np.asarray(rate_per_s, float)
     top = np.asarray(top, float)
     f = (np.asarray(first_top, float) - first_1) / np.maximum(top - 1.0, 1.0)
@@ -523,7 +525,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         edge = np.where(lam > 0, (room - extra) / np.maximum(lam * theta, 1e-300), np.inf)  # x / theta where the batch fills
         others = extra + lam * shape * theta * special.gammainc(shape + 1.0, edge) + (room - extra) * special.gammaincc(shape, edge)
-    spill = np.where(top > 1.0, _spill_wait(gaps.batch_mean, top, 1.0 / alpha, np.asarray(arrival_cv, float) ** 2, lam), 0.0)
+    spill_cv2 = 1.0 / alpha if spill_cv2 is None else spill_cv2
+    spill = np.where(top > 1.0, _spill_wait(gaps.batch_mean, top, spill_cv2, np.asarray(arrival_cv, float) ** 2, lam), 0.0)
     waiting = 1.0 - idle
     ttft_mean = first_1 + waiting * (shape * theta / 2.0 + spill + f * others)
     step_mean = step_1 + waiting * d * others

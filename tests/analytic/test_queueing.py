@@ -407,6 +407,24 @@ def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
     assert 12.48 - 4.0 * sem <= means.mean() <= 18.48 + 4.0 * sem
 
 
+def test_static_spill_takes_its_own_gap_cv2_when_given():
+    """``_gap_ttft``'s ``spill_cv2`` replaces only the spill's gap variance: the gaps' own
+    ``c_g^2`` given gives the default bit for bit, and another moves the mean by ``P(wait)``
+    times and the quantile by once the change in :func:`_spill_wait`, nothing else (near the
+    batch's capacity: 20 requests/s on 4 instances of batch 8, cycles 1.5 to 2.5 s)."""
+    lam, top = 20.0, 8
+    gaps = qu.completion_gaps(lam, 4, 1.5, 2.5, top, gap_cv2=2.0)
+    args = (0.99, gaps, lam, 1.0, 0.2, 0.6, top, 0.01, 0.03)
+    base = qu._gap_ttft(*args)
+    assert [float(x) for x in qu._gap_ttft(*args, spill_cv2=1.0 / gaps.shape)] == [float(x) for x in base]
+    moved = qu._gap_ttft(*args, spill_cv2=0.5)
+    extra = qu._spill_wait(gaps.batch_mean, top, 0.5, 1.0, lam) - qu._spill_wait(gaps.batch_mean, top, 1.0 / gaps.shape, 1.0, lam)
+    assert extra < -1e-3
+    assert float(moved[0] - base[0]) == pytest.approx(float((1.0 - gaps.idle_probability) * extra), rel=1e-9)
+    assert float(moved[1] - base[1]) == pytest.approx(float(extra), rel=1e-9)
+    assert (float(moved[2]), float(moved[3])) == (float(base[2]), float(base[3]))
+
+
 def test_static_batch_of_two_under_a_burst_is_always_full_without_a_warning():
     """Batch 2 with gamma CV 2 arrivals: the burst's excess ``(c_a^2 - 1)/2 = 1.5`` fills the
     one free place at once (the gap at which it fills is 0), so a waiting request always
