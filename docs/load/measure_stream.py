@@ -3,6 +3,7 @@
 
     python docs/load/measure_stream.py                      # h100 and lite-h100, Poisson and gamma CV 2, loads 0.2 0.5 0.8
     python docs/load/measure_stream.py --design h100 --arrival poisson --loads 0.5,0.8 --requests 30000
+    python docs/load/measure_stream.py --toy 124,0.72 --requests 256000  # dispatch and streams alone (dispatch_toy)
 
 For each request (the first 20 % left out) the prompts **ahead** are the requests of its
 instance that arrived before it and whose first token comes after its arrival (still in the
@@ -27,6 +28,7 @@ admission, in mean gaps).
 from __future__ import annotations
 
 import sys
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +67,7 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
     ahead, behind, refill, delay = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n)
     first = int(warmup * n)
     t0, t1 = float(df.arrival_s.iloc[first]), float(df.arrival_s.iloc[-1])
-    shares, gaps = np.zeros(2), []
+    shares = np.zeros(2)
     groups = df.groupby("instance").indices
     for rows in groups.values():
         a, f = df.arrival_s.to_numpy()[rows], df.first_token_s.to_numpy()[rows]
@@ -76,10 +78,8 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         last = np.where(left > 0, done[np.maximum(left - 1, 0)], -np.inf)
         refill[rows], delay[rows] = last > np.r_[-np.inf, a[:-1]], a - last
         shares += [_window_share(a, f, t0, t1, k) for k in (1, 2)]
-        kept = a[a >= t0]
-        gaps.append(np.diff(kept))
     shares /= len(groups)
-    g = np.concatenate(gaps) * rate_per_s / len(groups)
+    g = admission_gaps(df, rate_per_s, warmup)
     ttft = df.ttft_s.to_numpy()[first:] * 1e3
     k, b, r = ahead[first:], behind[first:], refill[first:]
     none = k == 0
@@ -90,6 +90,42 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         "gap_cv2": float(g.var() / g.mean() ** 2), "gap_short": float((g < 0.1).mean()),
         "refill": float(r.mean()), "refill_delay": float(delay[first:][r].mean() * rate_per_s / len(groups)),
     }
+
+
+def dispatch_toy(holding: float, prompt: float, arrivals: int, instances: int = INSTANCES, seed: int = 0) -> pd.DataFrame:
+    """Least-loaded dispatch and each instance's prefill stream, nothing else: Poisson
+    arrivals at ``instances`` requests per unit time (one an instance: times in mean gaps) go
+    to the instance with the fewest requests (lowest index on ties); an instance's prompts
+    take ``prompt`` each in its first-come first-served stream (first token ``max(arrival,
+    previous first token) + prompt``) and leave ``holding`` after their first token. Returns
+    the simulator's per-request columns (``instance``, ``arrival_s``, ``first_token_s``,
+    ``finish_s``, ``ttft_s``) for :func:`stream_components` at ``instances`` requests per
+    unit time. A pure-Python event loop (a study, not the model)."""
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.exponential(1.0 / instances, arrivals))
+    count, stream = np.zeros(instances, np.int64), np.full(instances, -np.inf)
+    leave = [deque() for _ in range(instances)]  # each instance's departures, in order
+    chosen, first = np.empty(arrivals, np.int64), np.empty(arrivals)
+    for k, t in enumerate(times):
+        for i in range(instances):
+            while leave[i] and leave[i][0] <= t:
+                leave[i].popleft()
+                count[i] -= 1
+        j = int(np.argmin(count))
+        count[j] += 1
+        stream[j] = max(t, stream[j]) + prompt
+        leave[j].append(stream[j] + holding)
+        chosen[k], first[k] = j, stream[j]
+    return pd.DataFrame({"instance": chosen, "arrival_s": times, "first_token_s": first, "finish_s": first + holding, "ttft_s": first - times})
+
+
+def admission_gaps(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMUP) -> np.ndarray:
+    """The gaps between one instance's consecutive arrivals after the first ``warmup`` share
+    of rows, in mean gaps (``rate_per_s`` over all instances)."""
+    t0 = float(df.arrival_s.iloc[int(warmup * len(df))])
+    groups = df.groupby("instance").indices
+    gaps = [np.diff(a[a >= t0]) for a in (df.arrival_s.to_numpy()[rows] for rows in groups.values())]
+    return np.concatenate(gaps) * rate_per_s / len(groups)
 
 
 def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0) -> dict:
@@ -112,7 +148,17 @@ def main(argv=None) -> int:
     parser.add_argument("--arrival", default="poisson,gamma", help="poisson and/or gamma (CV 2)")
     parser.add_argument("--loads", default=",".join(map(str, LOADS)))
     parser.add_argument("--requests", type=int, default=REQUESTS)
+    parser.add_argument("--toy", default=None, metavar="HOLDING,PROMPT",
+                        help="instead: least-loaded dispatch and the prefill streams alone (dispatch_toy), in mean gaps")
     args = parser.parse_args(argv)
+    if args.toy is not None:
+        holding, prompt = (float(x) for x in args.toy.split(","))
+        if not (holding > 0 and prompt >= 0):
+            parser.error(f"--toy {args.toy}: allowed HOLDING > 0 and PROMPT >= 0 (mean gaps)")
+        toy = stream_components(dispatch_toy(holding, prompt, args.requests), INSTANCES)
+        shown = ("p_ge1", "t_ge1", "p_ge2", "t_ge2", "gap_cv2", "gap_short", "refill", "refill_delay")
+        print(pd.DataFrame([{k: toy[k] for k in shown}]).to_string(index=False, float_format="{:.3f}".format))
+        return 0
     designs, arrivals = tuple(args.design.split(",")), tuple(args.arrival.split(","))
     if not set(designs) <= set(DESIGNS):
         parser.error(f"--design {args.design}: allowed a comma-separated subset of {','.join(DESIGNS)}")

@@ -3,6 +3,7 @@ per-request rows (docs/load.md#continuous), checked on a table computed by hand.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -42,3 +43,36 @@ def test_cells_outside_the_grid_are_refused(measure, argv, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert argv[0] in err and "allowed" in err
+
+
+def test_least_loaded_dispatch_without_departures_is_round_robin(measure):
+    """With no request leaving (holding times beyond the run) every instance holds as many
+    requests as arrived to it, so the fewest-requests rule with lowest-index ties deals the
+    arrivals out in turn: 0, 1, 2, 3, 0, ..."""
+    toy = measure.dispatch_toy(1e18, 0.5, 48, instances=4, seed=3)
+    assert toy.instance.tolist() == [0, 1, 2, 3] * 12
+    assert (toy.arrival_s.diff().dropna() > 0).all()
+
+
+def test_least_loaded_dispatch_when_every_request_has_left_takes_the_first_instance(measure):
+    """Holding times far below the gaps between arrivals (1e-9 against a mean of 1/4; the
+    least of 200 such gaps is exponential of mean 1/800): every instance is empty at each
+    arrival, and the lowest index takes it."""
+    toy = measure.dispatch_toy(1e-9, 0.0, 200, instances=4, seed=5)
+    assert toy.instance.tolist() == [0] * 200
+
+
+def test_an_instance_stream_serves_its_prompts_in_turn(measure):
+    """Each prompt takes ``prompt`` in its instance's first-come first-served stream: its first
+    token is ``max(arrival, the previous first token there) + prompt``, it leaves ``holding``
+    after it, and the TTFT is the first token less the arrival."""
+    toy = measure.dispatch_toy(3.0, 0.7, 400, instances=3, seed=7)
+    for _, part in toy.groupby("instance"):
+        a, f = part.arrival_s.to_numpy(), part.first_token_s.to_numpy()
+        want = np.empty(len(a))
+        last = -np.inf
+        for k, t in enumerate(a):
+            last = want[k] = max(t, last) + 0.7
+        np.testing.assert_allclose(f, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(toy.finish_s - toy.first_token_s, 3.0)
+    np.testing.assert_allclose(toy.ttft_s, toy.first_token_s - toy.arrival_s)
