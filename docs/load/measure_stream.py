@@ -1,0 +1,180 @@
+"""Measure what least-loaded dispatch does to a continuous instance's prefill stream
+(docs/load.md#continuous): the simulator's per-request rows, read per cell.
+
+    python docs/load/measure_stream.py                      # h100 and lite-h100, Poisson and gamma CV 2, loads 0.2 0.5 0.8
+    python docs/load/measure_stream.py --design h100 --arrival poisson --loads 0.5,0.8 --requests 30000
+    python docs/load/measure_stream.py --toy 124,0.72 --requests 256000  # dispatch and streams alone (dispatch_toy)
+
+For each request (the first 20 % left out) the prompts **ahead** are the requests of its
+instance that arrived before it and whose first token comes after its arrival (still in the
+stream: a prompt whose last chunk is in the step in progress counts); a prompt **behind** is
+the next request of its instance arriving before its first token (it fills the budget the
+request's last step leaves, so that step carries a whole chunk). Each instance's
+**window count** is the number of its requests between their arrival and their first token;
+its time-average is what an arrival would find under random dispatch (Poisson arrivals see
+time averages), so ``find/time`` below 1 is the dispatch's doing. The **admission gaps**
+are the times between one instance's consecutive arrivals, in mean gaps.
+
+Columns: ``p_ge1``, ``p_ge2`` (arrivals finding at least one / two prompts ahead),
+``t_ge1``, ``t_ge2`` (the time-averages of the window count), ``ttft0`` / ``ttft1`` /
+``ttft2`` (mean TTFT, ms, given 0 / 1 / 2 ahead), ``behind0`` (share of requests with none
+ahead that get a prompt behind), ``ttft0_alone`` / ``ttft0_behind`` (ms), ``gap_cv2`` and
+``gap_short`` (the share of gaps under 0.1 mean gaps; exponential's 0.095), ``refill``
+(the share of admissions to an instance that one of its own requests left since its
+previous admission) and ``refill_delay`` (the mean time from that departure to the
+admission, in mean gaps).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's mcengine
+
+sys.path.insert(0, str(HERE.parent / "serve"))
+from make_load_table import DESIGNS  # noqa: E402  (the serve load table's designs)
+
+INSTANCES = 16
+LOADS = (0.2, 0.5, 0.8)
+REQUESTS = 30_000
+WARMUP = 0.2
+
+
+def _window_share(start: np.ndarray, end: np.ndarray, t0: float, t1: float, at_least: int) -> float:
+    """The share of ``[t0, t1]`` during which at least ``at_least`` of the intervals
+    ``[start, end)`` are open."""
+    times = np.r_[start, end, t0, t1]
+    steps = np.r_[np.ones(len(start)), -np.ones(len(end)), 0.0, 0.0]
+    order = np.argsort(times, kind="stable")
+    times, level = times[order], np.cumsum(steps[order])
+    span = np.clip(times[1:], t0, t1) - np.clip(times[:-1], t0, t1)
+    return float(span[level[:-1] >= at_least].sum() / (t1 - t0))
+
+
+def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMUP) -> dict:
+    """The stream's measured components (module docstring) from the simulator's per-request
+    table (``instance``, ``arrival_s``, ``first_token_s``, ``finish_s``, ``ttft_s``; rows in
+    arrival order) at ``rate_per_s`` requests/s over all instances."""
+    n = len(df)
+    ahead, behind, refill, delay = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n)
+    first = int(warmup * n)
+    t0, t1 = float(df.arrival_s.iloc[first]), float(df.arrival_s.iloc[-1])
+    shares = np.zeros(2)
+    groups = df.groupby("instance").indices
+    for rows in groups.values():
+        a, f = df.arrival_s.to_numpy()[rows], df.first_token_s.to_numpy()[rows]
+        ahead[rows] = np.arange(len(rows)) - np.searchsorted(np.sort(f), a, side="right")
+        behind[rows] = np.r_[a[1:], np.inf] < f
+        done = np.sort(df.finish_s.to_numpy()[rows])
+        left = np.searchsorted(done, a, side="right")  # the instance's departures by each admission
+        last = np.where(left > 0, done[np.maximum(left - 1, 0)], -np.inf)
+        refill[rows], delay[rows] = last > np.r_[-np.inf, a[:-1]], a - last
+        shares += [_window_share(a, f, t0, t1, k) for k in (1, 2)]
+    shares /= len(groups)
+    g = admission_gaps(df, rate_per_s, warmup)
+    ttft = df.ttft_s.to_numpy()[first:] * 1e3
+    k, b, r = ahead[first:], behind[first:], refill[first:]
+    none = k == 0
+
+    def mean(x):  # nan for none (no prompt ever ahead in a toy without prompt time), without numpy's warning
+        return float(x.mean()) if len(x) else float("nan")
+
+    return {
+        "p_ge1": float((k >= 1).mean()), "t_ge1": shares[0], "p_ge2": float((k >= 2).mean()), "t_ge2": shares[1],
+        "ttft0": mean(ttft[none]), "ttft1": mean(ttft[k == 1]), "ttft2": mean(ttft[k == 2]),
+        "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
+        "gap_cv2": float(g.var() / g.mean() ** 2), "gap_short": float((g < 0.1).mean()),
+        "refill": float(r.mean()), "refill_delay": float(delay[first:][r].mean() * rate_per_s / len(groups)),
+    }
+
+
+def dispatch_toy(holding: float, prompt: float, arrivals: int, instances: int = INSTANCES, seed: int = 0) -> pd.DataFrame:
+    """Least-loaded dispatch and each instance's prefill stream, nothing else: Poisson
+    arrivals at ``instances`` requests per unit time (one an instance: times in mean gaps) go
+    to the instance with the fewest requests (lowest index on ties); an instance's prompts
+    take ``prompt`` each in its first-come first-served stream (first token ``max(arrival,
+    previous first token) + prompt``) and leave ``holding`` after their first token. Returns
+    the simulator's per-request columns (``instance``, ``arrival_s``, ``first_token_s``,
+    ``finish_s``, ``ttft_s``) for :func:`stream_components` at ``instances`` requests per
+    unit time. A pure-Python event loop (a study, not the model)."""
+    rng = np.random.default_rng(seed)
+    times = np.cumsum(rng.exponential(1.0 / instances, arrivals))
+    count, stream = np.zeros(instances, np.int64), np.full(instances, -np.inf)
+    leave = [deque() for _ in range(instances)]  # each instance's departures, in order
+    chosen, first = np.empty(arrivals, np.int64), np.empty(arrivals)
+    for k, t in enumerate(times):
+        for i in range(instances):
+            while leave[i] and leave[i][0] <= t:
+                leave[i].popleft()
+                count[i] -= 1
+        j = int(np.argmin(count))
+        count[j] += 1
+        stream[j] = max(t, stream[j]) + prompt
+        leave[j].append(stream[j] + holding)
+        chosen[k], first[k] = j, stream[j]
+    return pd.DataFrame({"instance": chosen, "arrival_s": times, "first_token_s": first, "finish_s": first + holding, "ttft_s": first - times})
+
+
+def admission_gaps(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMUP) -> np.ndarray:
+    """The gaps between one instance's consecutive arrivals after the first ``warmup`` share
+    of rows, in mean gaps (``rate_per_s`` over all instances)."""
+    t0 = float(df.arrival_s.iloc[int(warmup * len(df))])
+    groups = df.groupby("instance").indices
+    gaps = [np.diff(a[a >= t0]) for a in (df.arrival_s.to_numpy()[rows] for rows in groups.values())]
+    return np.concatenate(gaps) * rate_per_s / len(groups)
+
+
+def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0) -> dict:
+    """One cell on :data:`INSTANCES` instances of the design's continuous plan."""
+    from mcengine.scenario import load_scenario
+    from mcengine.standalone.serve import serving_system, simulate_requests
+
+    system = serving_system(load_scenario(name), "continuous", INSTANCES)
+    rate = load * system.capacity_tokens_per_s / system.output_tokens
+    df, _ = simulate_requests(system, rate, requests, seed, 0, arrival, cv)
+    return {"design": name, "arrival": arrival, "load": load, **stream_components(df, rate)}
+
+
+def main(argv=None) -> int:
+    """Print the cells asked for (``--design``, ``--arrival``, ``--loads``, ``--requests``)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--design", default="h100,lite-h100")
+    parser.add_argument("--arrival", default="poisson,gamma", help="poisson and/or gamma (CV 2)")
+    parser.add_argument("--loads", default=",".join(map(str, LOADS)))
+    parser.add_argument("--requests", type=int, default=REQUESTS)
+    parser.add_argument("--toy", default=None, metavar="HOLDING,PROMPT",
+                        help="instead: least-loaded dispatch and the prefill streams alone (dispatch_toy), in mean gaps")
+    args = parser.parse_args(argv)
+    if args.toy is not None:
+        holding, prompt = (float(x) for x in args.toy.split(","))
+        if not (holding > 0 and prompt >= 0):
+            parser.error(f"--toy {args.toy}: allowed HOLDING > 0 and PROMPT >= 0 (mean gaps)")
+        toy = stream_components(dispatch_toy(holding, prompt, args.requests), INSTANCES)
+        shown = ("p_ge1", "t_ge1", "p_ge2", "t_ge2", "gap_cv2", "gap_short", "refill", "refill_delay")
+        print(pd.DataFrame([{k: toy[k] for k in shown}]).to_string(index=False, float_format="{:.3f}".format))
+        return 0
+    designs, arrivals = tuple(args.design.split(",")), tuple(args.arrival.split(","))
+    if not set(designs) <= set(DESIGNS):
+        parser.error(f"--design {args.design}: allowed a comma-separated subset of {','.join(DESIGNS)}")
+    if not set(arrivals) <= {"poisson", "gamma"}:
+        parser.error(f"--arrival {args.arrival}: allowed a comma-separated subset of poisson,gamma")
+    loads = tuple(float(x) for x in args.loads.split(","))
+    if not all(0.0 < x < 1.0 for x in loads):
+        parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
+    rows = [cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests)
+            for name in designs for arrival in arrivals for load in loads]
+    print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

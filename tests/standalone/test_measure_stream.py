@@ -1,0 +1,78 @@
+"""docs/load/measure_stream.py: the prefill stream's components read off the simulator's
+per-request rows (docs/load.md#continuous), checked on a table computed by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.docs_scripts import docs_script
+
+
+@pytest.fixture(scope="module")
+def measure():
+    return docs_script("load/measure_stream")
+
+
+def test_the_components_of_a_hand_made_table(measure):
+    """Two instances, six requests in arrival order. Instance 0: arrivals 0, 1, 1.5, 10 and
+    first tokens 2, 3, 4, 11, so 0 / 1 / 2 / 0 prompts ahead and a prompt behind the first
+    two; instance 1: arrivals 0.5 and 6, first tokens 0.7 and 6.5. Over [0, 10] instance 0's
+    window count is at least 1 on [0, 4) and at least 2 on [1, 3); instance 1's at least 1
+    for 0.7 s. Gaps 1, 0.5, 8.5 and 5.5 s at 0.4 requests/s an instance. Requests leave at 5,
+    6, 9, 12 (instance 0) and 2, 7 (instance 1): the admissions at 10 and 6 refill a departure
+    (at 9 and 2: 1 and 4 s, 0.4 and 1.6 mean gaps), the others follow none."""
+    df = pd.DataFrame({"instance": [0, 1, 0, 0, 1, 0], "arrival_s": [0.0, 0.5, 1.0, 1.5, 6.0, 10.0],
+                       "first_token_s": [2.0, 0.7, 3.0, 4.0, 6.5, 11.0], "finish_s": [5.0, 2.0, 6.0, 9.0, 7.0, 12.0]})
+    df["ttft_s"] = df.first_token_s - df.arrival_s
+    got = measure.stream_components(df, 0.8, warmup=0.0)
+    gaps = pd.Series([0.4, 0.2, 3.4, 2.2])
+    want = {"p_ge1": 2 / 6, "p_ge2": 1 / 6, "t_ge1": (0.4 + 0.07) / 2, "t_ge2": 0.1,
+            "ttft0": 925.0, "ttft1": 2000.0, "ttft2": 2500.0, "behind0": 0.25, "ttft0_alone": 1700.0 / 3, "ttft0_behind": 2000.0,
+            "gap_cv2": gaps.var(ddof=0) / gaps.mean() ** 2, "gap_short": 0.0, "refill": 2 / 6, "refill_delay": 1.0}
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("argv", [["--loads", "0.5,1.2"], ["--design", "a100"], ["--arrival", "poisson,uniform"]])
+def test_cells_outside_the_grid_are_refused(measure, argv, capsys):
+    """``--loads`` outside (0, 1), a design or arrival law the grid lacks: exit 2 naming the
+    option and what is allowed, before a cell is simulated."""
+    with pytest.raises(SystemExit) as stop:
+        measure.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert argv[0] in err and "allowed" in err
+
+
+def test_least_loaded_dispatch_without_departures_is_round_robin(measure):
+    """With no request leaving (holding times beyond the run) every instance holds as many
+    requests as arrived to it, so the fewest-requests rule with lowest-index ties deals the
+    arrivals out in turn: 0, 1, 2, 3, 0, ..."""
+    toy = measure.dispatch_toy(1e18, 0.5, 48, instances=4, seed=3)
+    assert toy.instance.tolist() == [0, 1, 2, 3] * 12
+    assert (toy.arrival_s.diff().dropna() > 0).all()
+
+
+def test_least_loaded_dispatch_when_every_request_has_left_takes_the_first_instance(measure):
+    """Holding times far below the gaps between arrivals (1e-9 against a mean of 1/4; the
+    least of 200 such gaps is exponential of mean 1/800): every instance is empty at each
+    arrival, and the lowest index takes it."""
+    toy = measure.dispatch_toy(1e-9, 0.0, 200, instances=4, seed=5)
+    assert toy.instance.tolist() == [0] * 200
+
+
+def test_an_instance_stream_serves_its_prompts_in_turn(measure):
+    """Each prompt takes ``prompt`` in its instance's first-come first-served stream: its first
+    token is ``max(arrival, the previous first token there) + prompt``, it leaves ``holding``
+    after it, and the TTFT is the first token less the arrival."""
+    toy = measure.dispatch_toy(3.0, 0.7, 400, instances=3, seed=7)
+    for _, part in toy.groupby("instance"):
+        a, f = part.arrival_s.to_numpy(), part.first_token_s.to_numpy()
+        want = np.empty(len(a))
+        last = -np.inf
+        for k, t in enumerate(a):
+            last = want[k] = max(t, last) + 0.7
+        np.testing.assert_allclose(f, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(toy.finish_s - toy.first_token_s, 3.0)
+    np.testing.assert_allclose(toy.ttft_s, toy.first_token_s - toy.arrival_s)
