@@ -28,8 +28,10 @@ cost of the cluster), ``u`` the plan's busy fraction:
   cost per instance of the simulated cluster, plus the dynamic energy of the tokens
   (``e = k u D / (T A)`` instances' worth), over the demand: the least ``U + e``. ``U`` is
   at least ``ceil(P / T)``, the instances the peak saturates, so ``ceil(P / T) + e``
-  bounds a plan's cost from below: each trial's plans are taken in the order of that
-  bound, 1, 2, 4, ... a round, while it is at most the least cost found. The failure
+  bounds a plan's cost from below (in floats too: ``U + e >= ceil(P / T) + e``): each
+  trial's plans are taken in the order of that bound (ties: the first row), 1, 2, 4, ... a
+  round, while a plan could still win: its bound below the least cost found, or equal to
+  it at a row before the first row of that cost (a tie goes to the first row). The failure
   headroom (:func:`mcengine.analytic.queueing.fleet_instances`, the same law for every
   plan of a trial) is left to the load stage, which is handed the chosen plan's ``U`` and
   the rates it was searched at (:class:`FleetSearch`) rather than search it again.
@@ -169,7 +171,7 @@ def _fixed_choice(rows, cols, tokens, value, rate_tokens, model: Model, n: int) 
         first = _firsts(rows[pick], cols[pick], model.plans(rows[pick], cols[pick]).misses(rate, model.instances) <= 0.0, n)
         best[first[1]], met[first[1]] = first[0][first[1]], True
 
-    _rounds(cols, (value, -tokens), lambda: ~met[cols], evaluate)
+    _rounds(cols, (value, -tokens), lambda idx: ~met[cols[idx]], evaluate)
     return best, met
 
 
@@ -220,36 +222,37 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
         capacity[pick] = load.capacity_tokens(model.plans(rows[pick], cols[pick]), demand.instances, tokens[pick], avail[cols[pick]])
         np.maximum.at(most, cols[pick], capacity[pick])
 
-    _rounds(cols, (-tokens,), lambda: saturated >= most[cols], evaluate)
+    _rounds(cols, (-tokens,), lambda idx: saturated[idx] >= most[cols[idx]], evaluate)
     return _least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n)
 
 
 def _rounds(cols: np.ndarray, keys: tuple, left, evaluate) -> None:
     """``evaluate(pairs)`` on the pairs (grouped by trial ``cols``, table rows ascending
     within a trial) in order of ``keys`` within their trial (the first the most
-    significant; on a tie the first row), those where ``left()`` (asked before each round)
-    holds: each trial's first 1, 2, 4, ... of them a round, so at most ``log2(pairs of a
-    trial) + 1`` rounds. The first round takes each trial's first pair by a pass of
-    minima over the pairs; later rounds sort only the pairs left."""
+    significant; on a tie the first row), those where ``left(pairs)`` holds (asked before
+    each round of the pairs not yet evaluated; once it fails for a pair it fails for good):
+    each trial's first 1, 2, 4, ... of them a round, so at most ``log2(pairs of a trial) +
+    1`` rounds. The first round takes each trial's first pair by a pass of minima over the
+    pairs; later rounds ask ``left`` and sort only the pairs the round before left."""
     starts, sizes = _segments(cols)
-    done, width = np.zeros(cols.size, bool), 1
+    idx, width = np.arange(cols.size), 1
     while True:
-        go = left() & ~done
-        if not go.any():
+        idx = idx[left(idx)]
+        if idx.size == 0:
             return
         if width == 1:
-            lead = go.copy()
+            lead = np.zeros(cols.size, bool)
+            lead[idx] = True
             for key in keys:
                 lead &= key == np.repeat(np.minimum.reduceat(np.where(lead, key, np.inf), starts), sizes)
             pick = np.flatnonzero(lead)
             pick = pick[_segments(cols[pick])[0]]  # each trial's first
         else:
-            idx = np.flatnonzero(go)
             order = idx[np.lexsort((*(key[idx] for key in reversed(keys)), cols[idx]))]  # stable: rows ascending on a tie
             first, count = _segments(cols[order])
             pick = order[np.arange(order.size) - np.repeat(first, count) < width]
         evaluate(pick)
-        done[pick] = True
+        idx = np.setdiff1d(idx, pick, assume_unique=True)
         width *= 2
 
 
@@ -283,19 +286,27 @@ def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tup
     its dynamic energy; ``U`` is at least the instances the peak saturates,
     ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost from below. Each trial's plans
     are taken in order of that bound, in rounds of 1, 2, 4, ... plans, while the bound is
-    at most the least cost found; the least cost wins (the first row on a tie), with its
-    :class:`FleetSearch`."""
+    below the least cost found or equal to it at an earlier row than that cost's first;
+    the least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
     o = model.output_tokens[cols]
     rate, per_instance = peak[cols] / o, tokens / o
     bound = np.maximum(np.ceil(rate / per_instance), 1.0) + energy
     cost, least, ups = np.full(rows.size, np.inf), np.full(n, np.inf), np.zeros(rows.size)
+    holder, seen = np.zeros(n, np.int64), np.zeros(0, np.int64)  # the first row of least cost found; the pairs evaluated
 
     def evaluate(pick):
+        nonlocal seen
         ups[pick] = up = load.fewest_instances(model.plans(rows[pick], cols[pick]), rate[pick], per_instance[pick])
         cost[pick] = np.where(up > 0, up + energy[pick], np.inf)
         np.minimum.at(least, cols[pick], cost[pick])
+        seen = np.r_[seen, pick]
+        holder[:] = _least_row(rows[seen], cols[seen], np.isfinite(cost[seen]) & (cost[seen] == least[cols[seen]]), n)[0]
 
-    _rounds(cols, (bound,), lambda: bound <= least[cols], evaluate)
+    def left(idx):  # a cost is at least its bound: below the least found it may win, equal to it only at an earlier row
+        c = cols[idx]
+        return (bound[idx] < least[c]) | ((bound[idx] == least[c]) & (rows[idx] < holder[c]))
+
+    _rounds(cols, (bound,), left, evaluate)
     best, met = _least_row(rows, cols, np.isfinite(cost) & (cost == least[cols]), n)
     won = np.flatnonzero(met[cols] & (rows == best[cols]))  # each trial's chosen pair (a trial's rows differ)
     search = np.zeros((3, n))
