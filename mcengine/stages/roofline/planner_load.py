@@ -116,8 +116,9 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of)
     step times of the table's row ``k`` for every trial (:func:`.load_steps.plan_steps`'
     terms), asked only for the rows the screen evaluates. The plans that serve (they fit,
     meet the TPOT SLO at the full batch and the TTFT SLO unloaded and, on a fixed cluster,
-    the peak is below their saturated rate) are taken out of the table once, grouped by
-    trial, and worked on as flat arrays."""
+    the peak is below their saturated rate) are taken out of the table once (a fleet's
+    screen works on the (rows, trials) arrays, and takes out only the plans its first round
+    leaves in play), grouped by trial, and worked on as flat arrays."""
     trial = functools.partial(per_trial, n=n)
     slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
     mean = trial(demand.demand)
@@ -130,16 +131,14 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of)
     with np.errstate(divide="ignore", invalid="ignore"):
         floor = np.zeros(n) if demand.instances is None else peak / (demand.instances * avail)  # rho < 1 on a fixed cluster
     mask = (served > floor[None, :]) & (ttft0 <= slo[None, :]) & (avail > 0)[None, :]
-    cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
-    tokens = served[rows, cols]
-    if power_weight is None:
-        energy = np.zeros(rows.size)
-    else:  # the dynamic energy of the demand, in units of the cost of an instance
-        weight = trial(power_weight) * mean / np.where(avail > 0, avail, 1.0)
-        energy = weight[cols] * stacked(1)[rows, cols] / tokens
+    # the dynamic energy of the demand, in units of the cost of an instance
+    weight = None if power_weight is None else trial(power_weight) * mean / np.where(avail > 0, avail, 1.0)
     model = Model(steps_of, demand, trial(output_tokens), n)
     if demand.instances is None:
-        return _fleet_choice(table_rows[rows], cols, tokens, energy, peak, model, n)
+        return _fleet_choice(table_rows, served, stacked(1), mask, weight, peak, model, n)
+    cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
+    tokens = served[rows, cols]
+    energy = np.zeros(rows.size) if weight is None else weight[cols] * stacked(1)[rows, cols] / tokens
     value = -tokens if power_weight is None else energy / demand.instances
     with np.errstate(divide="ignore"):
         carried = peak / avail  # the peak the up instances carry
@@ -236,36 +235,39 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
     return _least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n)
 
 
-def _rounds(cols: np.ndarray, keys: tuple, left, evaluate, growth: int = 2) -> None:
+def _rounds(cols: np.ndarray, keys: tuple, left, evaluate, growth: int = 2, width: int = 1) -> None:
     """``evaluate(pairs)`` on the pairs (grouped by trial ``cols``, table rows ascending
     within a trial) in order of ``keys`` within their trial (the first the most
     significant; on a tie the first row), those where ``left(pairs)`` holds (every pair
-    before the first round; asked before each later round of the pairs not yet evaluated;
-    once it fails for a pair it fails for good): each trial's first 1, g, g^2, ... of them a
-    round (g = ``growth``), so at most ``log_g(pairs of a trial) + 1`` rounds. The first round takes each
-    trial's first pair by a pass of minima over the pairs; later rounds ask ``left`` and
-    sort only the pairs the round before left."""
+    before a first round of width 1; asked before each other round of the pairs not yet
+    evaluated; once it fails for a pair it fails for good): each trial's first ``width``,
+    ``width`` g, ``width`` g^2, ... of them a round (g = ``growth``), so at most
+    ``log_g(pairs of a trial) + 1`` rounds. A first round of width 1 takes each trial's
+    first pair by a pass of minima over the pairs; the other rounds ask ``left`` and sort
+    only the pairs the round before left."""
     if cols.size == 0:
         return
-    starts, sizes = _segments(cols)
-    lead = np.ones(cols.size, bool)
-    for key in keys:
-        lead &= key == np.repeat(np.minimum.reduceat(np.where(lead, key, np.inf), starts), sizes)
-    pick = np.flatnonzero(lead)
-    pick = pick[_segments(cols[pick])[0]]  # each trial's first
-    idx, width = np.arange(cols.size), 1
-    while True:
+    idx, done = np.arange(cols.size), np.zeros(cols.size, bool)
+    if width == 1:
+        starts, sizes = _segments(cols)
+        lead = np.ones(cols.size, bool)
+        for key in keys:
+            lead &= key == np.repeat(np.minimum.reduceat(np.where(lead, key, np.inf), starts), sizes)
+        pick = np.flatnonzero(lead)
+        pick = pick[_segments(cols[pick])[0]]  # each trial's first
         evaluate(pick)
-        lead[:] = True
-        lead[pick] = False
-        idx = idx[lead[idx]]
+        done[pick], width = True, growth
+    while True:
+        idx = idx[~done[idx]]
         idx = idx[left(idx)]
         if idx.size == 0:
             return
-        width *= growth
         order = idx[np.lexsort((*(key[idx] for key in reversed(keys)), cols[idx]))]  # stable: rows ascending on a tie
         first, count = _segments(cols[order])
         pick = order[np.arange(order.size) - np.repeat(first, count) < width]
+        evaluate(pick)
+        done[pick] = True
+        width *= growth
 
 
 def _least_row(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -291,50 +293,65 @@ def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
     return best, met
 
 
-def _fleet_choice(rows, cols, tokens, energy, peak, model: Model, n: int) -> tuple[np.ndarray, np.ndarray, FleetSearch]:
-    """The fleet's choice (module docstring): a plan's cost is ``U + e``, ``U`` the fewest up
-    instances on which its per-mode model meets both SLO quantiles at the peak
-    (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search) and ``e``
-    its dynamic energy; ``U`` is at least the instances the peak saturates,
-    ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost from below. Each trial's plans
-    are taken in order of that bound, in rounds of 1, 8, 64, ... plans
-    (:data:`FLEET_GROWTH`), while the bound is below the least cost found or equal to it
-    at an earlier row than that cost's first. Within a round the searches tell the screen
-    their counts between model calls: a plan settled on a count is a cost found, and a
-    plan whose count so far bounds its cost to one that can no longer win (by the same
-    rule) is searched no further. The least cost wins (the first row on a tie), with its
-    :class:`FleetSearch`."""
-    o = model.output_tokens[cols]
-    rate, per_instance = peak[cols] / o, tokens / o
-    bound = np.maximum(np.ceil(rate / per_instance), 1.0) + energy
-    cost, least, ups = np.full(rows.size, np.inf), np.full(n, np.inf), np.zeros(rows.size)
-    holder, seen = np.zeros(n, np.int64), np.zeros(0, np.int64)  # the first row of least cost found; the pairs evaluated
+def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n: int) -> tuple[np.ndarray, np.ndarray, FleetSearch]:
+    """The fleet's choice (module docstring) among the plans of ``mask`` ((rows, n): each
+    trial's plans that serve; ``served`` their saturated tokens/s, ``busy`` their busy
+    fraction, ``weight`` the trial's dynamic energy weight, None for the most tokens/s): a
+    plan's cost is ``U + e``, ``U`` the fewest up instances on which its per-mode model
+    meets both SLO quantiles at the peak (:func:`mcengine.stages.load.fewest_instances`,
+    the load stage's own search) and ``e`` its dynamic energy; ``U`` is at least the
+    instances the peak saturates, ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost
+    from below. Each trial's plans are taken in order of that bound, in rounds of 1, 8,
+    64, ... plans (:data:`FLEET_GROWTH`; the first, each trial's least bound, straight
+    from the (rows, n) arrays, and only the plans that can still win after it taken out
+    as pairs), while the bound is below the least cost found or equal to it at an earlier
+    row than that cost's first. Within a round the searches tell the screen their counts
+    between model calls: a plan settled on a count is a cost found, and a plan whose count
+    so far bounds its cost to one that can no longer win (by the same rule) is searched no
+    further. The least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
+    rate, top = peak / model.output_tokens, np.iinfo(np.int64).max
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_instance = served / model.output_tokens
+        energy = np.zeros(served.shape) if weight is None else weight * busy / served
+        bound = np.where(mask, np.maximum(np.ceil(rate / per_instance), 1.0) + energy, np.inf)
+    least, holder = np.full(n, np.inf), np.full(n, top)  # the least cost found, its first row (of the (rows, n) arrays)
+    known = [np.zeros((4, 0))]  # row, trial, cost and count of the plans searched
 
-    def found(pairs, costs):  # the costs of these pairs are known
-        nonlocal seen
-        cost[pairs] = costs
-        np.minimum.at(least, cols[pairs], costs)
-        seen = np.r_[seen, pairs]
-        holder[:] = _least_row(rows[seen], cols[seen], np.isfinite(cost[seen]) & (cost[seen] == least[cols[seen]]), n)[0]
+    def found(r, t, costs, ups):
+        known.append(np.array([r, t, costs, ups], float))
+        np.minimum.at(least, t, costs)
+        kr, kt, kc, _ = np.concatenate(known, axis=1)
+        hit = np.isfinite(kc) & (kc == least[kt.astype(np.int64)])
+        holder[:] = top
+        np.minimum.at(holder, kt[hit].astype(np.int64), kr[hit].astype(np.int64))
 
-    def left(idx, floor=None):  # a cost is at least its bound (or ``floor``): below the least found it may win, equal to it only at an earlier row
-        c, b = cols[idx], bound[idx] if floor is None else floor
-        may = b < least[c]
-        tie = np.flatnonzero(b == least[c])
-        may[tie] = rows[idx[tie]] < holder[c[tie]]
+    def left(r, t, floor):  # a cost is at least ``floor``: below the least found it may win, equal to it only at an earlier row
+        may = floor < least[t]
+        tie = np.flatnonzero(floor == least[t])
+        may[tie] = r[tie] < holder[t[tie]]
         return may
 
-    def evaluate(pick):
+    def search(r, t):
+        e = energy[r, t]
+
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
-            found(pick[at[exact]], lower[exact] + energy[pick[at[exact]]])
-            return left(pick[at], lower + energy[pick[at]])
+            found(r[at[exact]], t[at[exact]], lower[exact] + e[at[exact]], lower[exact])
+            return left(r[at], t[at], lower + e[at])
 
-        ups[pick] = up = load.fewest_instances(model.plans(rows[pick], cols[pick]), rate[pick], per_instance[pick], still)
-        found(pick, np.where(up > 0, up + energy[pick], np.inf))
+        up = load.fewest_instances(model.plans(table_rows[r], t), rate[t], per_instance[r, t], still)
+        found(r, t, np.where(up > 0, up + e, np.inf), up)
 
-    _rounds(cols, (bound,), left, evaluate, FLEET_GROWTH)
-    best, met = _least_row(rows, cols, np.isfinite(cost) & (cost == least[cols]), n)
-    won = np.flatnonzero(met[cols] & (rows == best[cols]))  # each trial's chosen pair (a trial's rows differ)
-    search = np.zeros((3, n))
-    search[:, cols[won]] = ups[won], rate[won], per_instance[won]
-    return best, met, FleetSearch(*search)
+    trials = np.flatnonzero(mask.any(axis=0))
+    first = np.argmin(bound[:, trials], axis=0)  # each trial's least bound, the first row on a tie
+    search(first, trials)
+    open_ = mask & (bound <= least)
+    open_[first, trials] = False
+    t, r = np.nonzero(np.ascontiguousarray(open_.T))  # grouped by trial, rows ascending within it
+    _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], bound[r[idx], t[idx]]), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
+    met = holder < top
+    kr, kt, _, ku = np.concatenate(known, axis=1)
+    kr, kt = kr.astype(np.int64), kt.astype(np.int64)
+    won = np.flatnonzero(met[kt] & (kr == holder[kt]))  # each trial's chosen plan (searched once: its entries agree)
+    search_of = np.zeros((3, n))
+    search_of[:, kt[won]] = ku[won], rate[kt[won]], per_instance[kr[won], kt[won]]
+    return np.where(met, table_rows[np.where(met, holder, 0)], 0), met, FleetSearch(*search_of)
