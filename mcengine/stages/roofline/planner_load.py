@@ -33,8 +33,8 @@ cost of the cluster), ``u`` the plan's busy fraction:
   a round, while a plan could still win: its bound below the least cost found, or equal to
   it at a row before the first row of that cost (a tie goes to the first row). A round's
   searches share what they find between model calls: a plan's count settled is a cost
-  found, and one whose search has shown more than ``m`` instances missing (``U > m``, so a
-  cost of at least ``m + 1 + e``) is dropped where that cannot win. The failure
+  found, and one whose search has seen ``m`` instances miss them (so ``U > m``, a cost of
+  at least ``m + 1 + e``) is dropped where that cannot win. The failure
   headroom (:func:`mcengine.analytic.queueing.fleet_instances`, the same law for every
   plan of a trial) is left to the load stage, which is handed the chosen plan's ``U`` and
   the rates it was searched at (:class:`FleetSearch`) rather than search it again.
