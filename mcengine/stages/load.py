@@ -260,7 +260,7 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     return out
 
 
-def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
+def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) -> np.ndarray:
     """The fewest instances on which each trial's plan meets both SLO quantiles at
     ``rate_per_s`` requests/s (every instance up), 0 where none does (its plan misses
     them unloaded). The quantiles fall as instances are added (the pool's waits shorten),
@@ -269,9 +269,16 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
     disaggregated serving, 2), it adds 1, 2, 4, ... instances until the SLOs are met, then
     halves the last step's bracket; each search at most :data:`FLEET_STEPS` steps, on the
     trials not yet settled (the unloaded plan asked only of the trials the first count
-    misses). Each model call asks a trial the next :data:`FLEET_POINTS` counts the
-    additions would try, or every count the next :data:`FLEET_POINTS` halvings could
-    probe, and the steps are replayed on the answers: the same counts as one step a call."""
+    misses, in the call of their first additions). Each model call asks a trial the next
+    :data:`FLEET_POINTS` counts the additions would try, or every count the next :data:`FLEET_POINTS` halvings could
+    probe, and the steps are replayed on the answers: the same counts as one step a call.
+
+    ``still(at, lower, exact)`` (optional), asked after the first count and after each call
+    of additions, of the trials ``at`` (indices into the trials) settled then or still
+    searched: ``exact`` where ``lower`` is the trial's count, else ``lower`` is one more
+    than the search's last count known to miss (the count it returns is at least that);
+    whether each trial not settled is still worth searching. Those it drops are left at
+    -1."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     least = np.where(plans.steps["mode"] == DISAGGREGATED, 2.0, 1.0)
@@ -283,20 +290,36 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
     lo = np.maximum(np.ceil(r / per_instance_rate[live]) - 1.0, least[live] - 1.0)  # misses (or below the least cluster)
     hi, step = lo + 1.0, np.ones(live.size)
     short = np.flatnonzero(p.misses(r, hi) > 0.0)
-    unserved = short[p.take(short).misses(np.zeros(short.size), least[live][short]) > 0.0] if short.size else short  # misses them unloaded: none
-    short = np.setdiff1d(short, unserved)
+    unserved, off = short[:0], np.zeros(live.size, bool)
+
+    def asked_still(at, exact):  # the trials of ``at`` still searched: off for good where ``still`` drops them
+        if still is None:
+            return at[~exact]
+        keep = still(live[at], np.where(exact, hi[at], lo[at] + 1.0), exact) | exact
+        off[at[~keep]] = True
+        return at[keep & ~exact]
+
+    lo[short] = hi[short]  # a count known to miss
+    short = asked_still(np.arange(live.size), ~np.isin(np.arange(live.size), short))
     added = 2.0 ** np.arange(2, FLEET_POINTS + 2) - 2.0  # the next counts: hi + step (2^(k+1) - 2), k = 1, 2, ...
-    for _ in range(-(-(FLEET_STEPS - 1) // FLEET_POINTS)):
+    for call in range(-(-(FLEET_STEPS - 1) // FLEET_POINTS)):
         if short.size == 0:
             break
         counts = hi[short, None] + step[short, None] * added
-        meets = (p.take(np.repeat(short, FLEET_POINTS)).misses(np.repeat(r[short], FLEET_POINTS), counts.ravel()) <= 0.0).reshape(counts.shape)
+        trials, rates, asked = np.repeat(short, FLEET_POINTS), np.repeat(r[short], FLEET_POINTS), counts.ravel()
+        if call == 0:  # the same call asks the plan unloaded on its least cluster
+            trials, rates, asked = np.r_[trials, short], np.r_[rates, np.zeros(short.size)], np.r_[asked, least[live][short]]
+        meets = p.take(trials).misses(rates, asked) <= 0.0
+        if call == 0:  # a plan missing them unloaded: none
+            served = meets[counts.size:]
+            unserved, short, counts, meets = short[~served], short[served], counts[served], meets[:counts.size].reshape(counts.shape)[served]
+        meets = meets.reshape(counts.shape)
         k = np.where(meets.any(axis=1), meets.argmax(axis=1), FLEET_POINTS - 1)  # the first count that meets them (or the last asked)
         lo[short] = np.where(k > 0, counts[np.arange(short.size), k - 1], hi[short])
         hi[short], step[short] = counts[np.arange(short.size), k], step[short] * 2.0 ** (k + 1)
-        short = short[~meets.any(axis=1)]
+        short = np.intersect1d(short[~meets.any(axis=1)], asked_still(short, np.zeros(short.size, bool)), assume_unique=True)
     for _ in range(-(-FLEET_STEPS // FLEET_POINTS)):
-        wide = np.flatnonzero(hi - lo > 1.0)
+        wide = np.flatnonzero((hi - lo > 1.0) & ~off)
         if wide.size == 0:
             break
         width = hi[wide] - lo[wide]  # a power of 2
@@ -314,7 +337,7 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate) -> np.ndarray:
             yes = meets[np.arange(wide.size), np.where(on, mid, 0)] & on
             a, b = np.where(on & ~yes, mid, a), np.where(yes, mid, b)
         lo[wide], hi[wide] = lo[wide] + unit * a, lo[wide] + unit * b
-    out[live] = hi
+    out[live] = np.where(off, -1.0, hi)
     out[live[unserved]] = 0.0
     return out
 

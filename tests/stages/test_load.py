@@ -280,3 +280,34 @@ def test_the_fleet_search_asks_the_counts_one_step_a_call_would():
     got = load.fewest_instances(plans, rate, per_instance_rate)
     np.testing.assert_array_equal(got, _fewest_one_step_a_call(plans, rate, per_instance_rate))
     assert (got == 0).sum() > 10 and (got > start + 1000).sum() > 10
+
+
+def test_the_fleet_search_tells_still_bounds_its_count_keeps():
+    """fewest_instances' ``still``: every count it is told is at most the count the search
+    returns (monotone plans or not: the search's own misses, by construction), equal to it
+    where told exact; the trials it drops are -1 and the others' counts are those of the
+    search without it."""
+    rng = np.random.default_rng(11)
+    n = 400
+    per_instance_rate, rate = rng.uniform(0.5, 2.0, n), rng.uniform(0.1, 50.0, n)
+    start = np.ceil(rate / per_instance_rate)
+    need = start + np.floor(np.exp(rng.uniform(0.0, np.log(20_000.0), n))) - 1.0
+    odd = np.where(rng.random(n) < 0.5, rng.choice([3, 5, 7], n), 10**9).astype(float)
+    plans = _Thresholds(need, odd, rng.random(n) < 0.9, np.where(rng.random(n) < 0.5, load.DISAGGREGATED, load.CONTINUOUS))
+    plain = load.fewest_instances(plans, rate, per_instance_rate)
+    told = []
+
+    def keep_all(at, lower, exact):
+        told.append((at, lower, exact))
+        return np.ones(at.size, bool)
+
+    np.testing.assert_array_equal(load.fewest_instances(plans, rate, per_instance_rate, keep_all), plain)
+    at, lower, exact = (np.concatenate(x) for x in zip(*told))
+    served = plain[at] > 0
+    assert (lower[served] <= plain[at][served]).all() and (lower[exact] == plain[at][exact]).all()
+    assert exact.sum() > 10 and (lower[~exact & served] > start[at][~exact & served]).any()
+    cut = rng.uniform(0.0, 3.0, n) * start + 5.0  # drop a trial once its count is shown above the cut
+    dropped = load.fewest_instances(plans, rate, per_instance_rate, lambda at, lower, exact: lower <= cut[at])
+    gone = dropped == -1
+    assert gone.sum() > 10 and ((plain[gone] > cut[gone]) | (plain[gone] == 0)).all()  # unserved: dropped before its unloaded check
+    np.testing.assert_array_equal(dropped[~gone], plain[~gone])
