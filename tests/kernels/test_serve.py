@@ -11,7 +11,7 @@ import pytest
 
 from mcengine.analytic import queueing_closed as qc
 from mcengine.errors import InputError
-from mcengine.standalone.serve import ServingSystem, latency_summary, queue_system, simulate_requests
+from mcengine.standalone.serve import ServingSystem, latency_summary, mser_truncation, queue_system, simulate_requests
 
 REPLICATIONS = 16
 REQUESTS = 20_000
@@ -64,6 +64,16 @@ def test_mm1_p99_wait_by_mser_and_sectioning_within_4_sem(requests):
     assert requests - s["requests_measured"] <= requests // 2
     for key, exact in (("p99", qc.mm1_wait_quantile(lam, mu, 0.99)), ("mean", qc.mm1_wait_mean(lam, mu))):
         _within((s["ttft_ms"][key] / 1e3, s["ttft_sem_ms"][key] / 1e3), exact)
+
+
+def test_mser_cuts_a_step_at_its_end_and_a_stationary_series_not_at_all():
+    """MSER-5 by hand: 500 values of 10 then 0, 1, 0, 1, ..: the batches of five after the
+    step are 0.4 / 0.6 (squared error 0.01 / (600 - d) per batch left, least at d = 100 batches,
+    the step's end); a series without a step is not cut; a series of under two batches neither."""
+    step = np.r_[np.full(500, 10.0), np.tile([0.0, 1.0], 2500)]
+    assert mser_truncation(step) == 500
+    assert mser_truncation(np.tile([0.0, 1.0], 2500)) == 0
+    assert mser_truncation(np.arange(9.0)) == 0
 
 
 def test_md1_pollaczek_khinchine_mean_wait():
