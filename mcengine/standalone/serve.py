@@ -348,7 +348,7 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
 
 
 #: The warm-up rule (``--warmup mser5``): MSER-5 (White, Cobb and Spratt 2000; Law and
-#: Kelton, *Simulation Modeling and Analysis*, 5th ed., section 9.5.1; docs/serve.md#estimates).
+#: Kelton, *Simulation Modeling and Analysis*, 5th ed., section 9.5.1; docs/load.md#estimates).
 MSER = "mser5"
 #: MSER-5's batch: the series is read as means of this many consecutive requests.
 MSER_BATCH = 5
