@@ -201,7 +201,7 @@ SERVE_REQUESTS_FILE = "requests.parquet"
 
 
 def serve(scenario: str | Scenario, demand: float, requests: int = SAMPLE_DEFAULTS["serve"].size, seed: int | None = None, arrival: str = "poisson",
-          arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed", warmup: float = 0.2,
+          arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed", warmup: float | str = "mser5",
           overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine serve`: ``requests`` requests arriving at ``demand`` output tokens/s,
     simulated one by one on the plan in use at the median inputs (``mode``: that mode's
@@ -211,10 +211,11 @@ def serve(scenario: str | Scenario, demand: float, requests: int = SAMPLE_DEFAUL
     ``force`` as for :func:`yield_`."""
     from .io import write_atomic
     from .report.serve import figures_for_serve
-    from .standalone.serve import MAX_REQUESTS, serve_summary
+    from .standalone.serve import MAX_REQUESTS, serve_summary, warmup_rule
 
     start = time.perf_counter()
     positive("--requests", requests, MAX_REQUESTS)
+    warmup = warmup_rule(warmup)
     s, plans = _one(scenario, overrides)
     seed = seed_of(s, seed)
     params = {"demand": demand, "arrival": arrival, "arrival_cv": arrival_cv, "mode": mode, "instances": instances, "lengths": lengths,

@@ -253,7 +253,7 @@ def serve_cmd(
     requests: Annotated[int, typer.Option("--requests", metavar="N", help=SAMPLE_DEFAULTS["serve"].help("Requests to simulate."))] = SAMPLE_DEFAULTS["serve"].size,
     instances: Annotated[Optional[int], typer.Option("--instances", metavar="N", help="Instances (default: cluster.instances).", show_default=False)] = None,
     lengths: Annotated[str, typer.Option("--lengths", metavar="fixed|geometric", help="Output tokens per request: workload.output_tokens each, or geometric with that mean.")] = "fixed",
-    warmup: Annotated[float, typer.Option("--warmup", metavar="SHARE", help="Share of the first requests left out of the statistics (the system starts empty).")] = 0.2,
+    warmup: Annotated[str, typer.Option("--warmup", metavar="mser5|SHARE", help="The first requests left out of the statistics (the system starts empty): MSER-5's truncation, or this share of them.")] = "mser5",
     seed: SeedOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,

@@ -44,7 +44,7 @@ def grid() -> pd.DataFrame:
             capacity = serving_system(scenario, mode).capacity_tokens_per_s
             for arrival, cv in ARRIVALS:
                 for load in LOADS:
-                    body, _ = serve_summary(scenario, load * capacity, REQUESTS, 0, arrival, cv, mode)
+                    body, _ = serve_summary(scenario, load * capacity, REQUESTS, 0, arrival, cv, mode, warmup=0.2)
                     rows.append({"design": name, "mode": mode, "plan": body["plan"], "arrival": arrival, "cv": cv, "load": load,
                                  "demand_tokens_per_s": body["demand_tokens_per_s"],
                                  **{f"ttft_{k}_ms": v for k, v in body["ttft_ms"].items()},

@@ -39,6 +39,14 @@ def mm1_sojourn_quantile(lam: float, mu: float, q: float) -> float:
     return -math.log1p(-q) / (mu - lam)
 
 
+def mm1_wait_quantile(lam: float, mu: float, q: float) -> float:
+    """M/M/1 ``q``-quantile of the wait in queue: ``P(W > t) = rho e^{-(mu - lam) t}``, so
+    ``ln(rho / (1 - q)) / (mu - lam)`` where ``q > 1 - rho`` and 0 (no wait) below."""
+    rho = lam / mu
+    _stable(rho)
+    return max(math.log(rho / (1.0 - q)), 0.0) / (mu - lam)
+
+
 def pk_wait_mean(lam: float, service_mean: float, service_second_moment: float) -> float:
     """M/G/1 mean wait in queue (Pollaczek–Khinchine), ``lam E[S^2] / (2 (1 - rho))``."""
     rho = lam * service_mean

@@ -288,7 +288,7 @@ def thinned_cv(arrival_cv: float, share: float) -> float:
 
 
 def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, seed: int, arrival: str, arrival_cv: float,
-                 mode: str | None, instances: int | None, lengths: str, warmup: float) -> tuple[dict, pd.DataFrame]:
+                 mode: str | None, instances: int | None, lengths: str, warmup: float | str) -> tuple[dict, pd.DataFrame]:
     """:func:`serve_summary` of a workload mix: each class's requests (its share of the
     requests and of the request rate ``demand / sum_c r_c O_c``) simulated on its own
     instances (:func:`mix_systems`; replication = the class's index, so its streams are
@@ -311,7 +311,7 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
                            "demand_tokens_per_s": share * rate * system.output_tokens, "capacity_tokens_per_s": system.capacity_tokens_per_s,
                            "arrival_cv": cv, "length_cv": system.length_cv, "ttft_slo_ms": system.ttft_slo_s * MS_PER_S, "tpot_slo_ms": system.tpot_slo_s * MS_PER_S, **summary}
     table = pd.concat(frames, ignore_index=True)
-    kept = table[table.measured]
+    kept = table[table.measured].sort_values("arrival_s", kind="stable")
     capacity = sum(s.capacity_tokens_per_s for _, _, s in classes)
     served = sum(c["served_tokens_per_s"] for c in per_class.values())
 
@@ -347,30 +347,109 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
 # --------------------------------------------------------------------------- the command
 
 
+#: The warm-up rule (``--warmup mser5``): MSER-5 (White, Cobb and Spratt 2000; Law and
+#: Kelton, *Simulation Modeling and Analysis*, 5th ed., section 9.5.1; docs/load.md#estimates).
+MSER = "mser5"
+#: MSER-5's batch: the series is read as means of this many consecutive requests.
+MSER_BATCH = 5
+#: Consecutive batches the measured requests are cut into for a statistic's standard error
+#: (sectioning: the statistic over all of them, its spread from the batches'; Law and Kelton
+#: section 9.5.3 ask for 10 to 30 batches).
+SEM_BATCHES = 20
+
+
+def mser_truncation(x: np.ndarray) -> int:
+    """MSER-5's warm-up: the requests to leave out of the front of the series ``x`` (one
+    value per request in arrival order). ``x`` is cut into means ``Z_j`` of
+    :data:`MSER_BATCH` consecutive values; the truncation ``d`` (at most half of them) is
+    the one minimising ``sum_{j>d} (Z_j - mean_{j>d} Z)^2 / (m - d)^2``, the squared
+    standard error of the mean of what is left as if its batches were independent: cutting
+    more pays only while the front it cuts sits away from the rest."""
+    m = len(x) // MSER_BATCH
+    if m < 2:
+        return 0
+    z = np.asarray(x[: m * MSER_BATCH], float).reshape(m, MSER_BATCH).mean(axis=1)
+    z = z - z.mean()
+    left = np.arange(m, 0, -1, dtype=float)  # batches kept when d are cut
+    s1, s2 = np.cumsum(z[::-1])[::-1], np.cumsum((z * z)[::-1])[::-1]
+    half = m // 2 + 1
+    stat = (s2[:half] - s1[:half] ** 2 / left[:half]) / left[:half] ** 2
+    return MSER_BATCH * int(np.argmin(stat))
+
+
+def _sectioned(x: np.ndarray, stat) -> tuple[float, float | None]:
+    """``stat`` of the series ``x`` and its standard error by sectioning: the spread of
+    ``stat`` over :data:`SEM_BATCHES` consecutive batches of ``x``, over the root of their
+    number (None with fewer than two values a batch)."""
+    whole = float(stat(x))
+    if len(x) < 2 * SEM_BATCHES:
+        return whole, None
+    parts = np.array([stat(b) for b in np.array_split(x, SEM_BATCHES)])
+    return whole, float(parts.std(ddof=1) / math.sqrt(SEM_BATCHES))
+
+
+def _with_sem(x: np.ndarray) -> tuple[dict, dict]:
+    """Quantiles (:data:`QUANTILES`) and mean of ``x`` in ms, and their standard errors."""
+    value, sem = {}, {}
+    stats = {f"p{round(q * 100)}": (lambda v, q=q: np.quantile(v, q)) for q in QUANTILES} | {"mean": np.mean}
+    for k, f in stats.items():
+        v, e = _sectioned(x, f)
+        value[k], sem[k] = v * MS_PER_S, (None if e is None else e * MS_PER_S)
+    return value, sem
+
+
 def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
-    """Quantiles and means of TTFT and TPOT (ms) of the requests ``kept`` and their
+    """Quantiles and means of TTFT and TPOT (ms) of the requests ``kept``, their standard
+    errors (``*_sem_ms``: sectioning, :func:`_sectioned`; in arrival order) and their
     attainment of the SLOs (s; numbers, or one per request)."""
-    q = {f"p{round(x * 100)}": x for x in QUANTILES}
     ttft_ok, tpot_ok = kept.ttft_s <= ttft_slo_s, kept.tpot_s <= tpot_slo_s
+    ttft, ttft_sem = _with_sem(kept.ttft_s.to_numpy())
+    tpot, tpot_sem = _with_sem(kept.tpot_s.to_numpy())
     return {
-        "ttft_ms": {k: float(np.quantile(kept.ttft_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.ttft_s.mean()) * MS_PER_S},
-        "tpot_ms": {k: float(np.quantile(kept.tpot_s, x)) * MS_PER_S for k, x in q.items()} | {"mean": float(kept.tpot_s.mean()) * MS_PER_S},
+        "ttft_ms": ttft,
+        "tpot_ms": tpot,
+        "ttft_sem_ms": ttft_sem,
+        "tpot_sem_ms": tpot_sem,
         "slo_attainment": float((ttft_ok & tpot_ok).mean()),
         "ttft_attainment": float(ttft_ok.mean()),
         "tpot_attainment": float(tpot_ok.mean()),
     }
 
 
-def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, warmup: float) -> dict:
-    """Quantiles of TTFT and TPOT (ms), SLO attainment, goodput and utilisation over the
-    requests after the first ``warmup`` share (the system starts empty). ``served_tokens_per_s``:
+def warmup_rule(warmup: float | str) -> float | str:
+    """``--warmup`` as given on the command line: :data:`MSER`, or a share (a number, or
+    its text) from 0 to 0.9; anything else is refused naming what is allowed."""
+    if warmup == MSER:
+        return MSER
+    try:
+        share = float(warmup)
+    except (TypeError, ValueError):
+        share = math.nan
+    if not 0.0 <= share < 0.9:
+        raise InputError(Problem("--warmup", warmup, f"allowed: {MSER} (MSER-5's truncation) or a share 0 <= warmup < 0.9 (of the first "
+                                 "requests left out of the statistics)"))
+    return share
+
+
+def warmup_requests(df: pd.DataFrame, warmup: float | str) -> int:
+    """The first requests left out of the statistics (the system starts empty): the
+    ``warmup`` share of them, or with ``warmup = "mser5"`` (:data:`MSER`) the larger of
+    MSER-5's truncations of the TTFT and the TPOT series (:func:`mser_truncation`)."""
+    if warmup == MSER:
+        return max(mser_truncation(df.ttft_s.to_numpy()), mser_truncation(df.tpot_s.to_numpy()))
+    return int(len(df) * warmup)
+
+
+def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, warmup: float | str) -> dict:
+    """Quantiles of TTFT and TPOT (ms) with their standard errors, SLO attainment, goodput
+    and utilisation over the requests after the warm-up (:func:`warmup_requests`). ``served_tokens_per_s``:
     output tokens of the requests finishing between the first and last measured arrival,
     per second of that window; ``utilisation``: that over the roofline's capacity;
     ``busy_share``: the instances' time with a request running, over the whole run;
     ``in_flight_mean``: requests in the system (Little's law), against which
     ``requests_measured`` says how many times the system turned over; the measured requests'
     mean prompt and output tokens (``workload.load.length_cv`` spreads them)."""
-    kept = df.iloc[int(len(df) * warmup):]
+    kept = df.iloc[warmup_requests(df, warmup):]
     met = (kept.ttft_s <= system.ttft_slo_s) & (kept.tpot_s <= system.tpot_slo_s)
     span = kept.arrival_s.iloc[-1] - kept.arrival_s.iloc[0]
     rate = (len(kept) - 1) / span if span > 0 else math.nan
@@ -394,15 +473,15 @@ def latency_summary(df: pd.DataFrame, busy: np.ndarray, system: ServingSystem, w
 
 def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int = 100_000, seed: int = 0, arrival: str = "poisson",
                   arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed",
-                  warmup: float = 0.2) -> tuple[dict, pd.DataFrame]:
+                  warmup: float | str = MSER) -> tuple[dict, pd.DataFrame]:
     """The body of ``mcengine serve`` and its per-request table: ``requests`` requests at
     ``demand_tokens_per_s`` output tokens/s (``demand / workload.output_tokens`` requests/s)
-    on :func:`serving_system`; statistics after the first ``warmup`` share of requests
+    on :func:`serving_system`; statistics after the warm-up (:func:`warmup_requests`: MSER-5,
+    or the first ``warmup`` share) of requests
     (the table's ``measured`` column). A workload mix: :func:`_mix_summary`."""
     if arrival == "poisson" and arrival_cv != 1.0:
         raise InputError(Problem("--cv", arrival_cv, "allowed: 1 with --arrival poisson (a coefficient of variation needs --arrival gamma)"))
-    if not (0.0 <= warmup < 0.9):
-        raise InputError(Problem("--warmup", warmup, "allowed: 0 <= warmup < 0.9 (the share of first requests left out of the statistics)"))
+    warmup = warmup_rule(warmup)
     if not (np.isfinite(demand_tokens_per_s) and demand_tokens_per_s > 0):
         raise InputError(Problem("--demand", demand_tokens_per_s, "allowed: a finite number of output tokens/s > 0"))
     if scenario.workload.classes:

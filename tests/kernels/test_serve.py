@@ -11,7 +11,7 @@ import pytest
 
 from mcengine.analytic import queueing_closed as qc
 from mcengine.errors import InputError
-from mcengine.standalone.serve import ServingSystem, queue_system, simulate_requests
+from mcengine.standalone.serve import ServingSystem, latency_summary, mser_truncation, queue_system, simulate_requests
 
 REPLICATIONS = 16
 REQUESTS = 20_000
@@ -49,6 +49,31 @@ def test_mm1_mean_wait_sojourn_and_quantile():
     _within(_replicated(system, lengths, lam, _sojourn), qc.mm1_sojourn_mean(lam, mu))  # 2.0 s
     p90 = _replicated(system, lengths, lam, lambda df: np.quantile(df.finish_s - df.arrival_s, 0.9))
     _within(p90, qc.mm1_sojourn_quantile(lam, mu, 0.9))  # ln(10) / 0.5 = 4.605 s
+
+
+@pytest.mark.parametrize("requests", [20_000, 200_000])
+def test_mm1_p99_wait_by_mser_and_sectioning_within_4_sem(requests):
+    """The estimator of ``mcengine serve`` and the fit table on one run (no replications):
+    MSER-5's warm-up left out, the P99 wait of the rest against M/M/1's ``ln(rho / 0.01) /
+    (mu - lam)`` = 7.82 s at rho = 0.5, within 4 standard errors of its sectioning over 20
+    batches, at two run lengths; the mean wait likewise (1 s)."""
+    lam, mu = 0.5, 1.0
+    system, lengths = queue_system(1, 1.0 / mu, exponential=True)
+    df, busy = simulate_requests(system, lam, requests, seed=13, lengths=lengths)
+    s = latency_summary(df, busy, system, "mser5")
+    assert requests - s["requests_measured"] <= requests // 2
+    for key, exact in (("p99", qc.mm1_wait_quantile(lam, mu, 0.99)), ("mean", qc.mm1_wait_mean(lam, mu))):
+        _within((s["ttft_ms"][key] / 1e3, s["ttft_sem_ms"][key] / 1e3), exact)
+
+
+def test_mser_cuts_a_step_at_its_end_and_a_stationary_series_not_at_all():
+    """MSER-5 by hand: 500 values of 10 then 0, 1, 0, 1, ..: the batches of five after the
+    step are 0.4 / 0.6 (squared error 0.01 / (600 - d) per batch left, least at d = 100 batches,
+    the step's end); a series without a step is not cut; a series of under two batches neither."""
+    step = np.r_[np.full(500, 10.0), np.tile([0.0, 1.0], 2500)]
+    assert mser_truncation(step) == 500
+    assert mser_truncation(np.tile([0.0, 1.0], 2500)) == 0
+    assert mser_truncation(np.arange(9.0)) == 0
 
 
 def test_md1_pollaczek_khinchine_mean_wait():
