@@ -168,11 +168,16 @@ def fleet_instances(up_needed, down_probability, quantile) -> np.ndarray:
 # --------------------------------------------------------------------------- latency per serving mode
 
 
+def _slope(at_1, at_top, span):
+    """The slope of a step time linear in the batch, ``(at_top - at_1) / span`` over the
+    ``span`` requests between its two values (0 where ``span <= 0``)."""
+    return np.divide(np.asarray(at_top, float) - at_1, span, out=np.zeros(np.broadcast(at_top, at_1, span).shape), where=span > 0)
+
+
 def _linear(at_1, at_top, top, x, low=1.0):
     """A step time linear in the batch through ``(low, at_1)`` and ``(top, at_top)``, at ``x``
     (at least ``low``)."""
-    span = np.asarray(top, float) - low
-    slope = np.divide(np.asarray(at_top, float) - at_1, span, out=np.zeros(np.broadcast(at_top, at_1, span).shape), where=span > 0)
+    slope = _slope(at_1, at_top, np.asarray(top, float) - low)
     return np.asarray(at_1, float) + slope * (np.maximum(np.asarray(x, float), low) - low)
 
 
@@ -180,8 +185,7 @@ def _occupancy(rate, hold_1, hold_top, top, extra_s=0.0):
     """Requests running on one instance by Little's law, ``n = rate x hold(n)``, with the time a
     request is held linear in ``n`` through ``(1, hold_1)`` and ``(top, hold_top)`` plus
     ``extra_s``: ``n = rate (h_1 - g + extra) / (1 - rate g)``, ``g`` the slope; at most ``top``."""
-    g = np.divide(np.asarray(hold_top, float) - hold_1, np.asarray(top, float) - 1.0, out=np.zeros(np.broadcast(hold_top, hold_1, top).shape),
-                  where=np.asarray(top, float) > 1.0)
+    g = _slope(hold_1, hold_top, np.asarray(top, float) - 1.0)
     denom = 1.0 - rate * g
     n = np.divide(rate * (hold_1 - g + extra_s), denom, out=np.asarray(np.broadcast_to(top, denom.shape), float).copy(), where=denom > 0)
     return np.clip(n, 0.0, top)
@@ -664,9 +668,8 @@ def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, 
     top, low = np.asarray(batch, float), np.asarray(low_batch, float)
     span = top - low
     d1, c1 = np.asarray(decode_1_s, float), np.asarray(chunk_step_1_s, float)
+    slope_d, slope_c = _slope(d1, decode_s, span), _slope(c1, step_s, span)
     with np.errstate(divide="ignore", invalid="ignore"):
-        slope_d = np.where(span > 0, (np.asarray(decode_s, float) - d1) / span, 0.0)
-        slope_c = np.where(span > 0, (np.asarray(step_s, float) - c1) / span, 0.0)
         lo_d = lam * o * d1  # lambda O d at low_batch
         free_low = 1.0 - lam * (c1 - d1) * per_prompt  # the steps' free share at low_batch
         a2 = lam * (slope_c - slope_d) * per_prompt
