@@ -325,7 +325,8 @@ def test_mean_batch_is_the_root_over_random_inputs():
     within 1e-10 of it (``G``'s rounding, ``C m`` of up to 10^6, hides a change within
     1e-12) and its Newton distance ``|G / G'|`` is below 1e-12 of it; where the
     damped steps had converged (their own Newton distance below 1e-12: 92 % of the inputs)
-    the two agree to 2e-12; elsewhere the damped steps' residual is the larger."""
+    the two agree to 2e-12; elsewhere the damped steps' residual is the larger. Each
+    trial's answer is the same bit for bit in any array (a slice, alone)."""
     args = random_batch_queue(np.random.default_rng(43), 20_000)
     burst = (1.0 + args[5] ** 2) / 2.0
     state = (*args[:5], burst)
@@ -343,6 +344,11 @@ def test_mean_batch_is_the_root_over_random_inputs():
     assert settled.mean() > 0.9
     np.testing.assert_allclose(k[settled], old[settled], rtol=2e-12, atol=0.0)
     assert np.all(np.abs(g_old[~settled]) >= np.abs(g[~settled]))
+    # each trial's answer is its own, bit for bit, whatever else the array holds
+    part = slice(3, None, 7)
+    np.testing.assert_array_equal(qu._mean_batch(*(a[part] for a in state)), k[part])
+    for i in np.flatnonzero(~settled)[:20]:
+        assert qu._mean_batch(*(a[i] for a in state)) == k[i]
 
 
 def test_mean_batch_steps(monkeypatch):
