@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mcengine.analytic import queueing as qu
-from tests.analytic import slot_reference
+from tests.analytic import batch_reference, slot_reference
 
 
 def erlang_c_by_sum(c: int, a: float) -> float:
@@ -294,6 +294,103 @@ def test_bursty_arrivals_wait_more_often_halfin_whitt():
     assert poisson.wait_probability == pytest.approx(erlang_c_by_sum(8, 4.0), rel=1e-12)
     assert gamma.wait_probability == pytest.approx(erlang_c_by_sum(8, 8.0 * (1.0 - 0.5 / math.sqrt(2.5))), rel=1e-12)
     assert gamma.gap_s == pytest.approx(2.5 * 0.25, rel=1e-12) and gamma.batch_mean == poisson.batch_mean == 1.0
+
+
+@pytest.mark.parametrize("c, a", [(1, 0.5), (4, 3.0), (30, 27.0), (240, 200.0), (4000, 3990.0)])
+def test_erlang_c_slope_is_its_derivative(c, a):
+    """``_erlang_c_slope``'s value is ``erlang_c``'s and its slope the central difference's."""
+    wait, slope = qu._erlang_c_slope(c, a)
+    h = 1e-6 * a
+    assert wait == qu.erlang_c(c, a)
+    assert slope == pytest.approx((qu.erlang_c(c, a + h) - qu.erlang_c(c, a - h)) / (2 * h), rel=1e-6)
+
+
+def random_batch_queue(rng, size):
+    """``batch_queue``'s inputs over their ranges: a pool of 1 to 10^4 whole servers, a pass of
+    0.1 ms to 10 s alone growing by 0 to one lone pass per request (the roofline's passes),
+    batches of 1 (a fifth) or up to 10^6, loads of 10^-4 to 100 times the pool's lone-request
+    rate (none in 2 %), arrival CV 1 (three tenths) or over workload.load.arrival_cv's [0, 10]."""
+    def log(lo, hi):
+        return np.exp(rng.uniform(np.log(lo), np.log(hi), size))
+    top = np.where(rng.random(size) < 0.2, 1.0, np.floor(log(1.0, 1e6)))
+    servers, cycle_1 = np.floor(log(1.0, 1e4)), log(1e-4, 10.0)
+    cycle_top = cycle_1 * (1.0 + (top - 1.0) * rng.uniform(0.0, 1.0, size) ** 2)
+    rate = np.where(rng.random(size) < 0.02, 0.0, log(1e-4, 1e2) * servers / cycle_1)
+    return rate, servers, cycle_1, cycle_top, top, np.where(rng.random(size) < 0.3, 1.0, rng.uniform(0.0, 10.0, size))
+
+
+def test_mean_batch_is_the_root_over_random_inputs():
+    """The solve against the former 48 damped fixed-point steps (``batch_reference``) over
+    20,000 random inputs: its ``k`` is in ``[1, max(1, top)]``, ``G = k - F(k)`` changes sign
+    within 1e-10 of it (``G``'s rounding, ``C m`` of up to 10^6, hides a change within
+    1e-12) and its Newton distance ``|G / G'|`` is below 1e-12 of it; where the
+    damped steps had converged (their own Newton distance below 1e-12: 92 % of the inputs)
+    the two agree to 2e-12; elsewhere the damped steps' residual is the larger. Each
+    trial's answer is the same bit for bit in any array (a slice, alone)."""
+    args = random_batch_queue(np.random.default_rng(43), 20_000)
+    burst = (1.0 + args[5] ** 2) / 2.0
+    state = (*args[:5], burst)
+    top = np.maximum(args[4], 1.0)
+    k = qu._mean_batch(*state)
+    assert np.all((k >= 1.0) & (k <= top))
+    below = qu._batch_state(np.maximum(k * (1.0 - 1e-10), 1.0), *state)[2]
+    above = qu._batch_state(np.minimum(k * (1.0 + 1e-10), top), *state)[2]
+    assert np.all((below <= 0.0) & (above >= 0.0))
+    _, _, g, dg = qu._batch_state(k, *state)
+    assert np.all(np.abs(g) <= 1e-12 * k * np.abs(dg))
+    old = batch_reference.damped_mean_batch(*args)
+    _, _, g_old, dg_old = qu._batch_state(old, *state)
+    settled = np.abs(g_old) <= 1e-12 * old * np.abs(dg_old)
+    assert settled.mean() > 0.9
+    np.testing.assert_allclose(k[settled], old[settled], rtol=2e-12, atol=0.0)
+    assert np.all(np.abs(g_old[~settled]) >= np.abs(g[~settled]))
+    # each trial's answer is its own, bit for bit, whatever else the array holds
+    part = slice(3, None, 7)
+    np.testing.assert_array_equal(qu._mean_batch(*(a[part] for a in state)), k[part])
+    for i in np.flatnonzero(~settled)[:20]:
+        assert qu._mean_batch(*(a[i] for a in state)) == k[i]
+
+
+def test_mean_batch_steps(monkeypatch):
+    """At most :data:`BATCH_STEPS` residuals (and one more for the state at the answer) whatever
+    the values, the rates from a trickle to 10^12 requests/s. Prefill pools like the case
+    study's (passes of 1 to 4 prompts, 1 to 239 instances) up to 0.9 of their lone-request
+    rate take 6 steps (7 calls), to within 1e-13 of the root, and 13 beyond their capacity,
+    where Erlang C leaves 1 steeply as the utilisation leaves its cap."""
+    calls = []
+    state = qu._batch_state
+    monkeypatch.setattr(qu, "_batch_state", lambda *a: calls.append(1) or state(*a))
+    rng = np.random.default_rng(7)
+    args = random_batch_queue(rng, 2_000)
+    for scale in (1e-12, 1.0, 1e12):
+        calls.clear()
+        qu.batch_queue(args[0] * scale, *args[1:])
+        assert len(calls) <= qu.BATCH_STEPS + 1
+    servers = np.floor(np.exp(rng.uniform(0.0, np.log(240.0), 2_000)))
+    top = rng.integers(1, 5, 2_000).astype(float)
+    cycle_1 = rng.uniform(0.05, 0.09, 2_000)
+    cycle_top = cycle_1 * (1.0 + (top - 1.0) * rng.uniform(0.05, 1.0, 2_000))
+    for load, most in ((0.9, 7), (1.5, 14)):
+        rate = servers / cycle_1 * rng.uniform(0.0, load, 2_000)
+        calls.clear()
+        bq = qu.batch_queue(rate, servers, cycle_1, cycle_top, top)
+        assert len(calls) <= most and bq.wait_probability.shape == (2_000,)
+        k = qu._mean_batch(rate, servers, cycle_1, cycle_top, top, 1.0)
+        _, _, g, dg = state(k, rate, servers, cycle_1, cycle_top, top, 1.0)
+        assert np.all(np.abs(g) <= 1e-13 * k * np.abs(dg))
+
+
+def test_mean_batch_by_hand():
+    """One server (Erlang C = ``u``) with a constant cycle ``T``: ``k = 1 + (a / k) a`` (``a =
+    lambda T``), so ``k = (1 + sqrt(1 + 4 a^2)) / 2``, the golden ratio at ``a = 1``, and ``C =
+    a / k = 1 / phi``. At ``a = 3`` with batches of 3 the utilisation is held at
+    :data:`RHO_WAIT_MAX` and the batch at ``1 + 0.9999 x 2``."""
+    phi = (1.0 + math.sqrt(5.0)) / 2.0
+    bq = qu.batch_queue(0.5, 1, 2.0, 2.0, 16)
+    assert bq.wait_probability == pytest.approx(1.0 / phi, rel=1e-13) and bq.gap_s == 2.0
+    assert qu._mean_batch(0.5, 1, 2.0, 2.0, 16, 1.0) == pytest.approx(phi, rel=1e-14)
+    assert qu._mean_batch(1.5, 1, 2.0, 2.0, 3, 1.0) == pytest.approx(1.0 + qu.RHO_WAIT_MAX * 2.0, rel=1e-14)
+    assert qu.batch_queue(1.5, 1, 2.0, 2.0, 3).wait_probability == pytest.approx(qu.RHO_WAIT_MAX, rel=1e-14)
 
 
 def test_batched_ttft_quantile_is_the_hypoexponential_law():
