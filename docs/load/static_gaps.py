@@ -33,7 +33,11 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # this checkout's mcengine
 sys.path.insert(0, str(HERE))
-from make_fit_table import ARRIVALS, DESIGNS, INSTANCES, LOADS, REQUESTS  # noqa: E402  (the fit table's grid)
+from make_fit_table import ARRIVALS, DESIGNS, INSTANCES, LOADS  # noqa: E402  (the fit table's grid)
+
+#: Requests simulated per cell and the share of the first ones left out (the measurements
+#: docs/load.md#static quotes were taken so).
+REQUESTS, WARMUP = 100_000, 0.2
 
 
 def gap_measures(df: pd.DataFrame, prefill_s) -> dict:
@@ -72,7 +76,7 @@ def cell(scenario, system, load: float, arrival: str, cv: float, requests: int =
     s = system
     demand = load * s.capacity_tokens_per_s
     rate = demand / s.output_tokens
-    body, df = serve_summary(scenario, demand, requests, seed, arrival, cv, "static", s.instances)
+    body, df = serve_summary(scenario, demand, requests, seed, arrival, cv, "static", s.instances, warmup=WARMUP)
     top, o = s.batch_max, s.output_tokens
     cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
     gaps = qu.completion_gaps(rate, s.instances, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
