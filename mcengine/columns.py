@@ -48,6 +48,12 @@ LOAD_STEPS_PREFIX = "load_steps."
 #: (docs/load.md#speed). Internal: the run chain drops them after the load stage, and
 #: they are never written.
 FLEET_SEARCH_PREFIX = "fleet_search."
+#: Prefix of what the roofline stage hands the load stage for each request class of a mix
+#: under a demand (``mix_steps.code.load_steps.decode_s``, ``mix_steps.code.token_share``;
+#: docs/load.md#chain): each class's own plan's step times and fleet search, its share of
+#: the output tokens, its output tokens per request and its whole instances. Internal: the
+#: run chain drops them after the load stage, and they are never written.
+MIX_STEPS_PREFIX = "mix_steps."
 #: The load stage's column compared as a paired ratio B/A: the cost per token of the fleet sized for the demand.
 LOAD_PAIRED = LOAD_PREFIX + "cost_per_mtok_fleet_usd"
 #: The cost a comparison's verdict is judged on, the most specific a pair has first, each
@@ -243,6 +249,16 @@ COLUMNS: tuple[Column, ...] = (
         ("instances", "instances serving the demand: the fleet bought with cluster.instances = \"auto\", else cluster.instances", "instances", "lower", True),
         ("demand_at_slo_tokens_per_s", "largest mean demand whose peak meets the SLO quantile (capacity at SLO over peak-to-mean)", "tokens/s", "higher", True),
         ("fleet_capacity_at_slo_tokens_per_s", "largest load the fleet sized for the demand meets within the SLO quantiles", "tokens/s", "higher", True),
+    )),
+    # a mix's classes under a demand (docs/load.md#chain)
+    *(Column(MIX_PREFIX + "{}." + name, label, unit, better, may_be_zero=zero, may_be_infinite=infinite, summarised=True,
+             conditional="a mix of request classes under a demand (workload.load.demand)")
+      for name, label, unit, better, zero, infinite in (
+        ("ttft_at_load_ms", "a request class's time to first token at its SLO quantile at the peak", "ms", "lower", False, True),
+        ("tpot_at_load_ms", "a request class's time per output token at its SLO quantile at the peak", "ms", "lower", False, True),
+        ("slo_attainment", "share of the day a request class's SLO quantiles hold", "", "higher", True, False),
+        ("load_instances", "whole instances serving a request class under the demand", "instances", "lower", True, False),
+        ("up_instances", "fewest up instances on which a request class meets its SLO quantiles at its peak", "instances", "lower", True, False),
     )),
     Column(LOAD_STEPS_PREFIX + "{}", "a step time (or batch, mode, share) of the plan's per-mode load model", "", may_be_zero=True,
            conditional="a demand (workload.load.demand)"),

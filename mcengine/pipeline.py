@@ -23,7 +23,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from .columns import FLEET_SEARCH_PREFIX, INPUT_PREFIX, LOAD_PAIRED, may_be_infinite
+from .columns import FLEET_SEARCH_PREFIX, INPUT_PREFIX, LOAD_PAIRED, MIX_STEPS_PREFIX, may_be_infinite
 from .errors import InputError, NumericalError
 from .scenario import Scenario
 from .scenario.sampling import TrialInputs, draw_inputs, run_sampler
@@ -118,7 +118,7 @@ def run_block(
     ):
         add(stage, produce())
         if stage == "load":  # what the roofline stage handed the load stage alone: never written
-            for key in [k for k in columns if k.startswith(FLEET_SEARCH_PREFIX)]:
+            for key in [k for k in columns if k.startswith((FLEET_SEARCH_PREFIX, MIX_STEPS_PREFIX))]:
                 del columns[key]
     if scenario.workload.kind == "training":
         produced = training_columns(scenario, inputs, columns)

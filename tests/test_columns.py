@@ -28,13 +28,14 @@ def chunks() -> dict[str, dict]:
     """A few trials of each run: the case study, the mix of docs/case-study (its classes
     sharing instances), the same mix on whole instances per class, two designs with
     the fabric, the hall and the cost of capital on, one design under a demand (the load
-    stage), speculative decoding, and two designs as a training job."""
+    stage), the mix under a demand, speculative decoding, and two designs as a training job."""
     runs = {
         "case": [api.check(n, SMALL) for n in CASE],
         "mix": [api.check(str(MIX / f"{n}.toml"), SMALL) for n in ("h100", "lite-h100")],
         "whole": [api.check(str(MIX / "h100.toml"), [*SMALL, 'workload.class_instances="whole"'])],
         "facility": [api.check(n, [*SMALL, *FACILITY]) for n in ("h100", "lite-h100")],
         "load": [api.check(n, [*SMALL, "workload.load.demand=5000"]) for n in ("h100", "lite-h100")],
+        "mix-load": [api.check(str(MIX / "h100.toml"), [*SMALL, "workload.load.demand=5000"])],
         "speculative": [api.check("h100", [*SMALL, "workload.speculative.draft_tokens=2"])],
         "training": [api.check(n, [*SMALL, 'workload.kind="training"']) for n in ("h100", "lite-h100")],
     }

@@ -24,6 +24,9 @@ DESIGNS = ("h100", "lite-h100", "lite-h100-2x", "lite-h100-2x-fastswap")
 DEMAND = ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5", 'cluster.instances="auto"']
 #: The cases timed: saturated, the demand on the scenarios' fixed clusters, the fleet bought.
 CASES = {"saturate": [], "fixed": DEMAND[:2], "demand": DEMAND}
+#: With ``mix``: the shipped Azure 2023 mix of request classes (docs/load.md#chain) in place
+#: of the case study's designs, its h100 and lite-h100.
+MIX_DESIGNS = tuple(str(Path(__file__).resolve().parents[2] / "docs" / "case-study" / "mix-azure-2023" / f"{n}.toml") for n in ("h100", "lite-h100"))
 
 
 def _seconds(scenarios: tuple, start: int, trials: int) -> tuple[float, float]:
@@ -33,12 +36,13 @@ def _seconds(scenarios: tuple, start: int, trials: int) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def run(quick: bool = False) -> dict:
-    """Trials/s of the case study saturated, at the load-diurnal demand on fixed clusters
-    and with the fleet bought (the best of ``repeats`` alternating chunks each, after a
-    warm-up of each), and the ratios of their times per trial to saturation's, wall and CPU."""
+def run(quick: bool = False, mix: bool = False) -> dict:
+    """Trials/s of the case study (with ``mix``, the Azure 2023 mix, :data:`MIX_DESIGNS`)
+    saturated, at the load-diurnal demand on fixed clusters and with the fleet bought (the
+    best of ``repeats`` alternating chunks each, after a warm-up of each), and the ratios of
+    their times per trial to saturation's, wall and CPU."""
     trials, repeats = (256, 1) if quick else (2048, 3)
-    cases = {k: tuple(api.check(n, v) for n in DESIGNS) for k, v in CASES.items()}
+    cases = {k: tuple(api.check(n, v) for n in (MIX_DESIGNS if mix else DESIGNS)) for k, v in CASES.items()}
     for scenarios in cases.values():
         run_chunk(scenarios, 0, 0, min(trials, 64))
     wall, cpu = dict.fromkeys(cases, float("inf")), dict.fromkeys(cases, float("inf"))
@@ -56,18 +60,19 @@ def run(quick: bool = False) -> dict:
 RATIOS = ("time_per_trial_ratio", "fixed_time_per_trial_ratio", "cpu_time_per_trial_ratio", "fixed_cpu_time_per_trial_ratio")
 
 
-def _in_child(root: Path, quick: bool) -> dict:
+def _in_child(root: Path, quick: bool, mix: bool = False) -> dict:
     """:func:`run` in a fresh process importing the tree at ``root``, with the load average
     at its end."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    code = f"import runpy, sys; sys.argv = ['load', {'--quick' if quick else ''!r}]; runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
+    argv = ["load", *(["--quick"] if quick else []), *(["--mix"] if mix else [])]
+    code = f"import runpy, sys; sys.argv = {argv!r}; runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
     proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"the load harness failed in {root}: {proc.stderr[-2000:]}")
     return {**json.loads(proc.stdout), "load_average": os.getloadavg()}
 
 
-def side_by_side(against: str, quick: bool = False) -> dict:
+def side_by_side(against: str, quick: bool = False, mix: bool = False) -> dict:
     """:func:`run` on this tree (``after``) and on a checkout of ``against`` (``before``),
     interleaved: ``rounds`` fresh processes each, alternately (the first of a tree compiles
     its kernels outside the timers), each round's ratios and the load average at its end;
@@ -80,11 +85,11 @@ def side_by_side(against: str, quick: bool = False) -> dict:
         docs: dict = {side: [] for side in trees}
         for _ in range(rounds):
             for side, root in trees.items():
-                docs[side].append(_in_child(root, quick))
+                docs[side].append(_in_child(root, quick, mix))
     per_round = {side: [{k: d[k] for k in (*RATIOS, "load_average")} for d in got] for side, got in docs.items()}
     best = {side: {k: min(d[k] for d in got) for k in RATIOS} for side, got in docs.items()}
-    return {"against": against, "rounds": rounds, "per_round": per_round, "best": best, "runs": docs}
+    return {"against": against, "mix": mix, "rounds": rounds, "per_round": per_round, "best": best, "runs": docs}
 
 
 if __name__ == "__main__":  # the child of side_by_side: this harness on the tree PYTHONPATH names
-    print(json.dumps(run("--quick" in sys.argv)))
+    print(json.dumps(run("--quick" in sys.argv, "--mix" in sys.argv)))

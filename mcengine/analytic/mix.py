@@ -120,3 +120,25 @@ def whole_instance_rate(weights: list[np.ndarray], rates: list[np.ndarray], inst
             best = np.where(served & (n >= 1) & fits, np.maximum(best, z), best)
     kept = np.where(served, best * total / whole, 0.0)
     return kept, [np.where(served, _instances_for(best, a), 0.0) for a in safe]
+
+
+def whole_split(total, weights: list[np.ndarray], least: int = 0) -> list[np.ndarray]:
+    """``total`` whole instances split among the classes in proportion to ``weights``
+    (per trial; any positive scale), by largest remainder (Hamilton's method): each class
+    first takes ``least`` (where ``total`` holds ``least`` for every class, else none),
+    then ``floor(R w_c / sum w)`` of the ``R`` left, and the instances still left go one
+    each to the classes of largest fractional part (the first class on a tie). The counts
+    sum to ``total`` exactly; equal weights and a ``total`` divisible by the classes give
+    equal counts. Where every weight is 0, the split is equal (largest remainder again)."""
+    total = np.asarray(total, float)
+    w = np.array(np.broadcast_arrays(*(np.asarray(x, float) for x in weights)), float)  # (C, n)
+    classes = w.shape[0]
+    w = np.where(w.sum(axis=0) > 0, w, 1.0)
+    base = np.where(total >= least * classes, float(least), 0.0)
+    rest = total - base * classes
+    exact = rest * w / w.sum(axis=0)
+    count = np.floor(exact)
+    left = (rest - count.sum(axis=0)).astype(np.int64)  # fewer than C
+    order = np.argsort(-(exact - count), axis=0, kind="stable")  # largest fractional part first
+    count = count + (np.argsort(order, axis=0, kind="stable") < left)  # each class's rank in that order
+    return list(base + count)

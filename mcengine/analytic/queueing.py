@@ -101,15 +101,6 @@ def mean_wait(servers, service_s, rho, arrival_cv, service_cv) -> np.ndarray:
     return np.where(r >= 1.0, np.inf, w)
 
 
-def slot_time_s(batch, output_tokens, tokens_per_s) -> np.ndarray:
-    """Seconds a request holds one of ``batch`` slots on an instance delivering
-    ``tokens_per_s`` at full occupancy: ``B O / T`` (``+inf`` where ``T = 0``)."""
-    b, o, t = (np.asarray(x, float) for x in (batch, output_tokens, tokens_per_s))
-    out = np.full(np.broadcast(b, o, t).shape, np.inf)
-    np.divide(b * o, t, out=out, where=t > 0)
-    return out
-
-
 def illinois_point(lo, hi, f_lo, f_hi, secant=True) -> np.ndarray:
     """The next probe of a bracket ``[lo, hi]`` whose function is ``f_lo <= 0 < f_hi`` at its
     ends: the secant's root (regula falsi), or the middle where that is not strictly inside

@@ -37,8 +37,9 @@ With ``cluster.instances = "auto"`` that fleet is the cluster: every column abov
 (:func:`mcengine.stages.econ.economics`), and is run once more on the fleet for the demand
 (:func:`fleet_view`, ``load.cost_per_mtok_fleet_usd``). The roofline's per-trial planner
 has chosen each trial's plan under the same demand with these same models
-(:class:`Plans`, :func:`fewest_instances`, :func:`capacity_tokens`; docs/load.md#planner); a mix of request classes, which hands in no step times, is its
-mean plan in the slot queue (:data:`SLOT_QUEUE`).
+(:class:`Plans`, :func:`fewest_instances`, :func:`capacity_tokens`; docs/load.md#planner).
+A mix of request classes is each class's own plan on its own instances under its share of
+the demand (:func:`mix_load_columns`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ import numpy as np
 
 from ..analytic import queueing as qu
 from ..analytic.serving import SERVING_MODES
-from ..columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX
+from ..analytic import mix as mx
+from ..columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX, MIX_PREFIX, MIX_STEPS_PREFIX
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, per_trial
 from ..scenario.fields import AUTO
@@ -90,14 +92,28 @@ def demand_of(inputs: TrialInputs) -> tuple[np.ndarray, np.ndarray]:
             np.broadcast_to(inputs["workload.load.peak_to_mean"], (n,)).astype(float))
 
 
+def handed(columns: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
+    """What the roofline stage hands in for request class ``name`` of a mix
+    (``mix_steps.NAME.*``, :data:`~mcengine.columns.MIX_STEPS_PREFIX`), without the prefix:
+    its plan's ``load_steps.*`` and ``fleet_search.*``, its ``token_share`` of the output
+    tokens, its ``output_tokens`` per request and its whole ``instances`` of a fixed cluster."""
+    prefix = f"{MIX_STEPS_PREFIX}{name}."
+    return {k[len(prefix):]: v for k, v in columns.items() if k.startswith(prefix)}
+
+
+def slo_key(scenario: Scenario, name: str, key: str) -> str:
+    """The input holding SLO ``key`` (``ttft_slo_ms``, ``tpot_slo_ms``) of request class
+    ``name`` (the workload's with ``name`` ""): the class's own where it sets it."""
+    if name and getattr(dict(scenario.workload.classes)[name], key) is not None:
+        return f"workload.classes.{name}.{key}"
+    return f"workload.{key}"
+
+
 #: The step-time columns the roofline stage hands in with a demand (docs/load.md#chain):
 #: each trial's plan at batch 1 and at its top batch, read by the per-mode models.
 STEPS = LOAD_STEPS_PREFIX
 #: ``load_steps.mode``'s codes: the index of the plan's serving mode in SERVING_MODES.
 STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("static", "continuous", "disaggregated"))
-#: ``mode`` of a mix of request classes, whose classes' plans are not handed in: the mix's
-#: mean plan in the slot queue (docs/load.md#queue).
-SLOT_QUEUE = -1.0
 #: Most Illinois steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
@@ -122,18 +138,20 @@ class Plans:
         self.arrival_cv, self.output_tokens = arrival_cv, output_tokens
 
     @classmethod
-    def of(cls, scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray]) -> "Plans":
+    def of(cls, scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], shape: str = "") -> "Plans":
+        """The plans of ``columns``' trials: the scenario's own (``load_steps.*``,
+        ``output_tokens_per_request``, ``workload.ttft_slo_ms`` and ``.tpot_slo_ms``) or,
+        with ``shape`` a request class of a mix, that class's (:func:`handed`: its
+        ``load_steps.*`` and ``output_tokens``; its own SLOs where it sets them,
+        ``workload.classes.NAME.ttft_slo_ms``)."""
         n = inputs.n
         trial = functools.partial(per_trial, n=n)
-        steps = {k[len(STEPS):]: trial(v) for k, v in columns.items() if k.startswith(STEPS)}
-        if steps:
-            steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
-        else:  # a mix of request classes: its mean plan in the slot queue (docs/load.md#chain)
-            steps = {"mode": np.full(n, SLOT_QUEUE), "batch": trial(columns["batch"]), "tokens_per_s": trial(columns["tokens_per_s_instance"]),
-                     "ttft_s": trial(columns["ttft_ms"]) / MS_PER_S, "tpot_s": trial(columns["tpot_ms"]) / MS_PER_S,
-                     "service_cv": trial(inputs["workload.load.service_cv"])}
-        return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs["workload.ttft_slo_ms"]) / MS_PER_S,
-                   trial(inputs["workload.tpot_slo_ms"]) / MS_PER_S, trial(arrival_cv(scenario, inputs)), trial(columns["output_tokens_per_request"]))
+        source = handed(columns, shape) if shape else columns
+        steps = {k[len(STEPS):]: trial(v) for k, v in source.items() if k.startswith(STEPS)}
+        steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
+        ttft, tpot = (slo_key(scenario, shape, k) for k in ("ttft_slo_ms", "tpot_slo_ms"))
+        return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs[ttft]) / MS_PER_S, trial(inputs[tpot]) / MS_PER_S,
+                   trial(arrival_cv(scenario, inputs)), trial(source["output_tokens" if shape else "output_tokens_per_request"]))
 
     def take(self, rows) -> "Plans":
         return Plans({k: v[rows] for k, v in self.steps.items()}, self.q[rows], self.ttft_slo_s[rows], self.tpot_slo_s[rows],
@@ -157,10 +175,6 @@ class Plans:
             s = st if rows.size == n else {k: v[rows] for k, v in st.items()}  # one mode: every column as it is
             args = (self.q[rows], rate[rows], self.arrival_cv[rows])
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                if code == SLOT_QUEUE:
-                    for column, values in zip(out, _slot_queue(*args, count[rows], self.output_tokens[rows], s)):
-                        column[rows] = values
-                    continue
                 common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"])
                 if code == STATIC:
                     got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], **common)
@@ -187,17 +201,6 @@ class Plans:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.maximum(got.ttft_q_s / self.ttft_slo_s, got.tpot_q_s / self.tpot_slo_s)
             return np.clip(np.log(np.where(np.isnan(ratio), np.inf, ratio)), -MISS_CAP, MISS_CAP)
-
-
-def _slot_queue(q, rate, ca, instances, output_tokens, s) -> qu.LoadLatency:
-    """A mix's latency under load: its mean plan (batch ``B``, saturated ``T`` per instance,
-    unloaded TTFT and TPOT) as ``B`` slots held ``B O / T`` each (docs/load.md#queue), at the
-    utilisation ``rate O / (T N)``; TPOT the full batch's."""
-    batch, slot = s["batch"], qu.slot_time_s(s["batch"], output_tokens, s["tokens_per_s"])
-    rho = np.divide(rate * output_tokens, s["tokens_per_s"] * instances, out=np.full(rate.size, np.inf), where=s["tokens_per_s"] > 0)
-    wait = qu.wait_quantile(q, batch, slot, rho, ca, s["service_cv"])
-    mean = qu.mean_wait(batch, slot, rho, ca, s["service_cv"])
-    return qu.LoadLatency(s["ttft_s"] + mean, s["ttft_s"] + wait, s["tpot_s"], s["tpot_s"], np.minimum(rho, 1.0) * batch)
 
 
 #: Bound of :meth:`Plans.misses` (the Illinois secant needs finite ends; ``e^50`` is far
@@ -373,6 +376,8 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     "auto"`` the cluster is the fleet bought (``load.instances`` = ``load.fleet_instances``;
     where no fleet meets the SLOs, the simulated cluster, which then serves nothing and
     costs ``+inf`` per token), else ``cluster.instances``."""
+    if scenario.workload.classes:
+        return mix_load_columns(scenario, inputs, columns, availability)
     n = inputs.n
     demand, peak_to_mean = demand_of(inputs)
     plans = Plans.of(scenario, inputs, columns)
@@ -391,10 +396,20 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
         both = np.r_[np.arange(n), np.arange(n)]
         known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
         capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), np.r_[instances, fleet_or_cluster], per_instance[both], availability[both], known), 2)
-    saturated, served, rho_mean, rho_peak = served_by(instances, per_instance, availability, capacity, demand, peak_to_mean)
+    saturated = per_instance * instances * availability
     shown = np.minimum(peak, RHO_SHOWN * saturated)
     with np.errstate(divide="ignore", invalid="ignore"):
         at_peak = plans.latency(np.where(availability > 0, shown / (availability * out_tokens), 0.0), instances)
+    return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
+                 at_peak.ttft_q_s, at_peak.tpot_q_s)
+
+
+def sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed, ttft_q_s, tpot_q_s) -> dict[str, np.ndarray]:
+    """The load columns (:data:`COLUMNS`) of a cluster of ``instances`` delivering
+    ``per_instance`` output tokens/s an instance at saturation, with its capacity at SLO,
+    the fleet sized for the demand (``fleet`` instances, ``up_needed`` of them up at the
+    peak, its ``fleet_capacity`` at SLO) and the TTFT and TPOT quantiles (s) at the peak."""
+    saturated, served, rho_mean, rho_peak = served_by(instances, per_instance, availability, capacity, demand, peak_to_mean)
     return {
         "load.demand_tokens_per_s": demand,
         "load.saturated_tokens_per_s": saturated,
@@ -402,8 +417,8 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
         "load.served_tokens_per_s": served,
         "load.utilisation_mean": rho_mean,
         "load.utilisation_peak": np.minimum(rho_peak, 1.0),
-        "load.ttft_at_load_ms": at_peak.ttft_q_s * MS_PER_S,
-        "load.tpot_at_load_ms": at_peak.tpot_q_s * MS_PER_S,
+        "load.ttft_at_load_ms": ttft_q_s * MS_PER_S,
+        "load.tpot_at_load_ms": tpot_q_s * MS_PER_S,
         "load.slo_attainment": qu.share_below(demand, peak_to_mean, capacity),
         "load.fleet_instances": fleet,
         "load.headroom_instances": np.where(fleet > 0, fleet - up_needed, 0.0),
@@ -411,6 +426,72 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
         "load.demand_at_slo_tokens_per_s": capacity / peak_to_mean,
         "load.fleet_capacity_at_slo_tokens_per_s": fleet_capacity,
     }
+
+
+def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:
+    """The load columns of a mix of request classes (docs/load.md#chain): each class ``c``
+    its own plan (chosen under its share of the demand, :func:`mcengine.stages.roofline.mix_columns`)
+    on its own whole instances, carrying its share ``w_c`` of the output tokens (``w_c D``
+    tokens/s, peak ``w_c D p``), in its serving mode's model at its own SLOs (:class:`Plans`
+    of the class). Per class: ``U_c`` up instances, the fewest meeting its SLO quantiles at
+    its peak (:func:`planned_fewest_instances`); the ``N_c`` instances it serves on (a fixed
+    cluster: its whole instances of the split handed in; a fleet bought: ``U_c`` and its
+    part of the headroom); its capacity at SLO ``C_c``; its TTFT and TPOT quantiles at its
+    peak; the share of the day they hold (``mix.NAME.*``). The mix:
+
+    * the fleet is ``sum_c U_c`` up instances plus the headroom for failures on the total
+      (:func:`~mcengine.analytic.queueing.fleet_instances`), the headroom split among the
+      classes in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`); no fleet
+      where some class misses its SLOs unloaded (``U_c = 0``);
+    * its capacity at SLO is the largest mix demand every class meets, ``min_c C_c / w_c``
+      (the fleet's likewise), so its goodput and SLO attainment count the demand while every
+      class meets its SLOs (:func:`sized`);
+    * its saturated rate is the mix's rate an instance (the roofline's harmonic mean,
+      ``1 / sum_c w_c / T_c``) times the instances and the served availability: its mean
+      utilisation is then the share of instance time the classes keep busy;
+    * its TTFT and TPOT at the quantile are the largest of the classes' (a bound from above
+      on the mixture's quantile: every class's distribution is at least ``q`` there)."""
+    n = inputs.n
+    demand, peak_to_mean = demand_of(inputs)
+    fixed = not bought(scenario)
+    names = [name for name, _ in scenario.workload.classes]
+    got = [handed(columns, name) for name in names]
+    plans = [Plans.of(scenario, inputs, columns, name) for name in names]
+    shares = [per_trial(h["token_share"], n) for h in got]
+    rates = [columns[f"{MIX_PREFIX}{name}.tokens_per_s_instance"] for name in names]
+    peaks = [demand * w * peak_to_mean for w in shares]  # as the planner's class demand: (D w_c) p
+    up = [planned_fewest_instances(p, pk / p.output_tokens, t / p.output_tokens, h) for p, pk, t, h in zip(plans, peaks, rates, got)]
+    up_needed = sum(up[1:], up[0])
+    every = np.logical_and.reduce([u > 0 for u in up])
+    fleet = np.where(every, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
+    fleets = [u + h for u, h in zip(up, mx.whole_split(fleet - np.where(every, up_needed, 0.0), up))]
+    split = [per_trial(h["instances"], n) for h in got]
+    if fixed:
+        instances, held = np.full(n, float(scenario.cluster.instances)), split
+    else:  # a trial no fleet serves keeps the simulated cluster, serving nothing
+        instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
+        held = [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]
+    capacity, fleet_capacity, latency = [], [], []
+    for p, t, pk, u, h, f in zip(plans, rates, peaks, up, held, fleets):
+        if fixed:  # the class's part of the cluster and of the fleet in one search
+            both = np.r_[np.arange(n), np.arange(n)]
+            known = np.r_[np.where(h >= u, pk, 0.0), np.where(fleet > 0, pk, 0.0)]
+            c, fc = np.split(capacity_tokens(p.take(both), np.r_[h, np.where(fleet > 0, f, h)], t[both], availability[both], known), 2)
+        else:
+            c = fc = capacity_tokens(p, h, t, availability, np.where(fleet > 0, pk, 0.0))
+        capacity.append(c)
+        fleet_capacity.append(fc)
+        shown = np.minimum(pk, RHO_SHOWN * t * h * availability)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            latency.append(p.latency(np.where(availability > 0, shown / (availability * p.output_tokens), 0.0), h))
+    out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,
+                np.minimum.reduce([c / w for c, w in zip(capacity, shares)]), np.minimum.reduce([c / w for c, w in zip(fleet_capacity, shares)]),
+                fleet, up_needed, np.maximum.reduce([x.ttft_q_s for x in latency]), np.maximum.reduce([x.tpot_q_s for x in latency]))
+    for name, w, c, x, h, u in zip(names, shares, capacity, latency, held, up):
+        out |= {f"{MIX_PREFIX}{name}.ttft_at_load_ms": x.ttft_q_s * MS_PER_S, f"{MIX_PREFIX}{name}.tpot_at_load_ms": x.tpot_q_s * MS_PER_S,
+                f"{MIX_PREFIX}{name}.slo_attainment": qu.share_below(demand * w, peak_to_mean, c),
+                f"{MIX_PREFIX}{name}.load_instances": h, f"{MIX_PREFIX}{name}.up_instances": u}
+    return out
 
 
 def capacity_tokens(plans: Plans, instances, per_instance, availability, meets_at=0.0) -> np.ndarray:

@@ -1,9 +1,19 @@
-"""The slot queue's utilisation at SLO in closed form (docs/load.md#queue): a reference the
-tests check the load stage's capacity search against for a workload mix (whose latency
-is the slot queue's, `stages.load`), and the queue's own inversion tests."""
+"""The slot queue (docs/load.md#queue): a request's slot time and the utilisation at SLO in
+closed form, the mode-blind reference the per-mode models replaced (a workload mix's latency
+included: each class now has its own plan's per-mode model, `stages.load`); kept for the
+queue's own inversion tests."""
 import numpy as np
 
 from mcengine.analytic.queueing import erlang_c, illinois_point, illinois_step, wait_quantile, wait_scale_s
+
+
+def slot_time_s(batch, output_tokens, tokens_per_s) -> np.ndarray:
+    """Seconds a request holds one of ``batch`` slots on an instance delivering
+    ``tokens_per_s`` at full occupancy: ``B O / T`` (``+inf`` where ``T = 0``)."""
+    b, o, t = (np.asarray(x, float) for x in (batch, output_tokens, tokens_per_s))
+    out = np.full(np.broadcast(b, o, t).shape, np.inf)
+    np.divide(b * o, t, out=out, where=t > 0)
+    return out
 
 
 def ttft_quantile_ms(q, unloaded_ttft_ms, batch, slot_s, rho, arrival_cv, service_cv) -> np.ndarray:

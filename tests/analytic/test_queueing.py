@@ -96,8 +96,8 @@ def test_fleet_instances_by_hand():
 
 
 def test_slot_time():
-    assert qu.slot_time_s(64, 256, 3200.0) == pytest.approx(64 * 256 / 3200)
-    assert math.isinf(qu.slot_time_s(64, 256, 0.0))
+    assert slot_reference.slot_time_s(64, 256, 3200.0) == pytest.approx(64 * 256 / 3200)
+    assert math.isinf(slot_reference.slot_time_s(64, 256, 0.0))
 
 
 # --------------------------------------------------------------------------- latency per serving mode

@@ -63,7 +63,6 @@ def test_the_chains_step_times_are_the_simulators_tables_and_its_latency_the_fas
 EXTREMES = [("workload.load.demand", v) for v in (1.0, 1e4, 1e7, 1e12)] + \
     [("workload.load.peak_to_mean", v) for v in (1.0, 2.0)] + \
     [("workload.load.arrival_cv", v) for v in (0.0, 10.0)] + \
-    [("workload.load.service_cv", v) for v in (0.0, 10.0)] + \
     [("workload.load.length_cv", v) for v in (0.0, 3.0)] + \
     [("workload.slo_quantile", v) for v in (0.5, 0.999)] + \
     [("cluster.headroom_quantile", v) for v in (0.5, 0.9999)]
@@ -95,28 +94,6 @@ def test_the_searches_work_never_grows_with_a_load_keys_value():
         assert len(calls) <= bound, (key, value, len(calls))
         for name, values in got.items():
             assert not np.isnan(values).any(), (key, value, name)
-
-
-def test_a_mix_under_a_demand_is_its_mean_plan_in_the_slot_queue():
-    """A mix of request classes hands in no plan's step times: its mean plan (the mix's
-    batch, tokens/s and unloaded TTFT) is answered in the slot queue, so its capacity at SLO
-    is the slot queue's closed-form utilisation at SLO (tests/analytic/slot_reference.py) of the saturated rate, to the search's
-    tolerance, and at most it (the search keeps the side that meets the SLOs)."""
-    from mcengine.analytic import queueing as qu
-    from tests.analytic import slot_reference
-
-    mix = ["workload.classes.chat.share=2", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=256",
-           "workload.classes.code.share=1", "workload.classes.code.prompt_tokens=4096", "workload.classes.code.output_tokens=64"]
-    s = api.check("h100", [*mix, "workload.load.demand=100000"])
-    got = run_block(s, 0, 0, 8)
-    inputs = draw_inputs(s, 0, 0, 8)
-    batch = got["batch"].astype(float)
-    slot = qu.slot_time_s(batch, got["output_tokens_per_request"], got["tokens_per_s_instance"])
-    rho = slot_reference.utilisation_at_slo(inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], got["ttft_ms"], batch, slot, 1.0,
-                                inputs["workload.load.service_cv"])
-    want = rho * got["load.saturated_tokens_per_s"]
-    capacity = got["load.capacity_at_slo_tokens_per_s"]
-    assert (capacity <= want * (1 + 1e-12)).all() and (capacity >= want * (1 - 2 * load.CAPACITY_TOLERANCE)).all()
 
 
 def test_the_load_columns_of_a_trial_do_not_depend_on_its_block():

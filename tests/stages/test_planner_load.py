@@ -14,8 +14,9 @@ from mcengine.pipeline import ahead_weights, planning_demand, run_block
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages import econ, load, roofline
 from mcengine.stages.roofline.layout import lengths_of
+from mcengine.stages.roofline import planner
 from mcengine.stages.roofline.planner import evaluate_candidates
-from mcengine.stages.roofline.load_steps import candidate_steps, plan_steps
+from mcengine.stages.roofline.load_steps import candidate_steps, plan_steps, planned_steps
 from mcengine.stages.roofline.planner_load import choose
 
 N = 6
@@ -98,6 +99,8 @@ def test_the_choice_under_load_costs_no_more_per_served_token(name):
     inputs = draw_inputs(s, 0, 0, n)
     loaded = run_block(s, 0, 0, n)
     saturated = run_block(api.check(name), 0, 0, n)
+    block = planner.plan_per_trial(s, inputs, econ.plan_power_weight(s, inputs, saturated))  # no demand: the saturation choice
+    saturated |= planned_steps(s, block, inputs)  # its step times, for its per-mode model under the load
     judged = {**saturated, **load.load_columns(s, inputs, saturated, econ.served_availability(s, saturated))}
     assert (judged["load.slo_attainment"] == 1.0).all() and (loaded["load.slo_attainment"] == 1.0).all()
     old, new = econ.economics(s, inputs, judged)["cost_per_mtok_usd"], loaded["cost_per_mtok_usd"]

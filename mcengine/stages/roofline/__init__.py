@@ -33,17 +33,17 @@ import numpy as np
 
 from ...analytic import mix as mx
 from ...analytic.roofline.steps import tokens_per_step
-from ...columns import MIX_PREFIX
+from ...columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX, MIX_PREFIX, MIX_STEPS_PREFIX
 from ...errors import InputError, Problem
 from ...scenario import Scenario
-from ...scenario.sections.workload import PrefixCacheSection
+from ...scenario.sections.workload import SATURATE, PrefixCacheSection
 from ...scenario.sampling import TrialInputs, per_trial
 from .columns import at_trial, checked
 from .layout import lengths_of
 from .rules import RULES, AheadWeights, PlanRule, ahead_inputs, register, rule_of
 
 __all__ = ["STAGE", "MIX_PREFIX", "CLASS_OVERRIDES", "RULES", "AheadWeights", "PlanRule", "ahead_inputs", "ahead_points", "at_trial",
-           "capacity_table", "class_inputs", "class_keys", "class_overrides", "class_scenario", "mix_columns", "not_served", "plan_tables",
+           "capacity_table", "class_inputs", "class_keys", "class_overrides", "class_scenario", "class_split", "mix_columns", "not_served", "plan_tables",
            "register", "request_shapes", "rule_of", "throughput"]
 
 STAGE = "roofline"
@@ -76,15 +76,16 @@ def throughput(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray
     ``ahead``: the weights of the plans chosen ahead of the trials (``workload.plan =
     "quantile"`` reads the pessimistic one; :class:`~.rules.AheadWeights`).
     ``demand``: the load the per-trial rule chooses its plans under
-    (:class:`~.planner_load.Demand`, docs/load.md#planner; None: at saturation; a mix's
-    classes and a plan chosen ahead of the trials are planned at saturation).
+    (:class:`~.planner_load.Demand`, docs/load.md#planner; None: at saturation; a plan
+    chosen ahead of the trials is planned at saturation; a mix's classes each under its
+    share of it, :func:`mix_columns`).
     Raises InputError if in some trial the weights (or an integer batch) fit no plan
     searched (or, with one plan, not that plan), NumericalError on a non-finite output.
     """
     if scenario.workload.plan_objective == "throughput":
         power_weight = None
     if scenario.workload.classes:
-        columns = mix_columns(scenario, inputs, power_weight, tables, ahead)
+        columns = mix_columns(scenario, inputs, power_weight, tables, ahead, demand)
     else:
         columns = rule_of(scenario).columns(scenario, inputs, power_weight, tables, ahead, demand=demand)
         columns["output_tokens_per_request"] = per_trial(lengths_of(scenario, inputs).output_tokens, inputs.n)
@@ -110,8 +111,12 @@ def plan_tables(scenario: Scenario, inputs: TrialInputs) -> dict:
 def ahead_points(scenario: Scenario, reshard: bool) -> tuple[str, ...]:
     """The points (:func:`~.rules.ahead_inputs`) whose econ weights ``scenario``'s plan
     rule reads (:meth:`~.rules.PlanRule.ahead_points`; with ``reshard``, those of its
-    reshard table too): the pipeline computes them (:func:`mcengine.pipeline.ahead_weights`)."""
-    return rule_of(scenario).ahead_points(reshard)
+    reshard table too; for a mix under a demand, the median's, where its instances are split,
+    :func:`class_split`): the pipeline computes them (:func:`mcengine.pipeline.ahead_weights`)."""
+    points = rule_of(scenario).ahead_points(reshard)
+    if scenario.workload.classes and scenario.workload.load.demand != SATURATE and "median" not in points:
+        points = ("median", *points)
+    return points
 
 
 def request_shapes(scenario: Scenario, inputs: TrialInputs) -> list[tuple[str, Scenario, TrialInputs]]:
@@ -194,7 +199,7 @@ def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInp
 
 
 def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarray | None = None, tables: dict | None = None,
-                ahead: AheadWeights = AheadWeights()) -> dict[str, np.ndarray]:
+                ahead: AheadWeights = AheadWeights(), demand=None) -> dict[str, np.ndarray]:
     """The columns of a mix of request classes (docs/model.md#mix, :mod:`mcengine.analytic.mix`).
 
     Each class is planned alone (the plan rule of ``workload.plan`` with its own lengths,
@@ -218,17 +223,32 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     shares stand, as :func:`mcengine.analytic.mix.instance_shares` keeps them), and each class adds ``mix.NAME.instances`` and ``mix.NAME.idle_share`` (the
     share of its instances' time the rounding leaves idle).
     One class gives the columns of the scenario without classes, to the bit.
+
+    ``demand`` (a :class:`~.planner_load.Demand`, docs/load.md#planner): each class is
+    planned under its share of it, ``w_c`` of the output tokens/s (its requests
+    ``r_c D / sum_k r_k O_k`` a second), at its own SLOs, on its own instances: with a
+    fixed cluster, its whole instances of :func:`class_split`; with a fleet bought per
+    trial, its own fewest up instances (:func:`.planner_load.choose`, per class). The
+    columns above are then those of the classes' plans under the load, and each class
+    hands the load stage what its model reads (internal, never written:
+    ``mix_steps.NAME.`` + its ``load_steps.*``, ``fleet_search.*``, ``token_share``
+    ``w_c``, ``output_tokens`` and ``instances``, its whole instances of
+    :func:`class_split`; :data:`~mcengine.columns.MIX_STEPS_PREFIX`).
     """
     shapes = request_shapes(scenario, inputs)
     names = [name for name, _, _ in shapes]
     outputs = [lengths_of(s, i).output_tokens for _, s, i in shapes]
-    rule = rule_of(scenario)
-    per_class = []
-    for name, s, i in shapes:
-        with class_keys(scenario, name):
-            per_class.append(rule.columns(s, i, power_weight, tables, ahead, name))
     shares = mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name in names])
     weights = mx.output_token_weights(shares, outputs)
+    parts = None if demand is None else class_split(scenario, ahead)
+    rule = rule_of(scenario)
+    per_class = []
+    for c, (name, s, i) in enumerate(shapes):
+        own = None if demand is None else dataclasses.replace(
+            demand, demand=demand.demand * weights[c], ttft_slo_ms=i["workload.ttft_slo_ms"], tpot_slo_ms=i["workload.tpot_slo_ms"],
+            instances=None if demand.instances is None else parts[c])
+        with class_keys(scenario, name):
+            per_class.append(rule.columns(s, i, power_weight, tables, ahead, name, demand=own))
     rates = [c["tokens_per_s_instance"] for c in per_class]
     split = load = mx.instance_shares(weights, rates)
     kept = None
@@ -261,7 +281,44 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
         for name, n, busy in zip(names, counts, load):
             out[f"{MIX_PREFIX}{name}.instances"] = n
             out[f"{MIX_PREFIX}{name}.idle_share"] = 1.0 - np.divide(busy * scenario.cluster.simulated(), n, out=np.ones_like(n), where=n > 0)
-    return checked(out, inputs)
+    out = checked(out, inputs)
+    if demand is not None:  # what each class's load model reads, handed to the load stage
+        for name, c, weight, tokens, instances in zip(names, per_class, weights, outputs, parts):
+            prefix = f"{MIX_STEPS_PREFIX}{name}."
+            out |= {prefix + k: v for k, v in c.items() if k.startswith((LOAD_STEPS_PREFIX, FLEET_SEARCH_PREFIX))}
+            out |= {prefix + "token_share": per_trial(weight, inputs.n), prefix + "output_tokens": per_trial(tokens, inputs.n),
+                    prefix + "instances": np.full(inputs.n, instances)}
+    return out
+
+
+@lru_cache(maxsize=64)
+def median_instance_shares(scenario: Scenario, ahead: AheadWeights) -> tuple[float, ...]:
+    """Each class's share of the instances (``mix.NAME.instance_share``) at the median
+    inputs, its plan at saturation chosen by the objective with ``ahead``'s weights: the
+    instance time each class's share of the tokens needs, ``(w_c / T_c) / sum_k (w_k / T_k)``
+    (:func:`mcengine.analytic.mix.instance_shares`), at any demand (its peak included) the
+    same proportions."""
+    median = ahead_inputs(scenario, "median")
+    mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
+    return tuple(float(at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"])) for name, _ in scenario.workload.classes)
+
+
+@lru_cache(maxsize=64)
+def class_split(scenario: Scenario, ahead: AheadWeights) -> tuple[float, ...]:
+    """A mix's instances under a demand (docs/load.md#chain): the ``cluster.instances``
+    (``simulated_instances`` with a fleet bought, for the trials no fleet serves) split
+    into whole instances per class in proportion to the capacity each class needs at the
+    peak, the instance shares at the median inputs (:func:`median_instance_shares`), by
+    largest remainder with at least one each (:func:`mcengine.analytic.mix.whole_split`).
+    One split for every trial: the cluster is partitioned once, as an operator would,
+    and each trial's classes are planned on their parts. Raises InputError where the
+    instances are fewer than the classes (a class with none serves nothing)."""
+    classes, cluster = len(scenario.workload.classes), scenario.cluster
+    if cluster.simulated() < classes:
+        key = "cluster.simulated_instances" if cluster.simulated() != cluster.instances else "cluster.instances"
+        raise InputError([Problem(key, cluster.simulated(), f"at least {classes}, one instance for each request class of the mix",
+                                  "a mix under a demand splits its instances among its classes")])
+    return tuple(float(x) for x in mx.whole_split(scenario.cluster.simulated(), list(median_instance_shares(scenario, ahead)), least=1))
 
 
 @lru_cache(maxsize=64)
@@ -282,9 +339,7 @@ def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     if not scenario.workload.classes:
         table = rule_of(scenario).capacity_table(scenario, ahead)
     else:
-        median = ahead_inputs(scenario, "median")
-        mix = mix_columns(scenario, median, ahead.at(scenario, "median"), ahead=ahead)
-        shares = [at_trial(mix[f"{MIX_PREFIX}{name}.instance_share"]) for name, _ in scenario.workload.classes]
+        shares = median_instance_shares(scenario, ahead)
         tables = []
         for share, (name, _) in zip(shares, scenario.workload.classes):
             with class_keys(scenario, name):
