@@ -1,0 +1,27 @@
+"""The fleet the chain buys under load-diurnal's demand, checked in the request-level
+simulator (docs/load/check_fleet.py, docs/load.md#fleet-check) for one design at a modest
+request count."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.docs_scripts import docs_script
+
+
+@pytest.mark.slow
+def test_h100s_bought_fleet_meets_the_slos_in_the_simulator_and_one_instance_fewer_is_saturated():
+    """h100 at the median inputs: the chain buys U up instances (its pipeline's fleet less
+    its headroom, the load stage's fewest_instances, asserted equal in chain_fleet); at the
+    peak the simulator's P99 TTFT and P99 TPOT on U instances are within their SLOs up to 4
+    SEM (4 independent runs of 20,000 requests), and on U - 1 the peak is beyond the plan's saturated rate (the load
+    over 1: the queue grows without bound, so U - 1 misses the SLOs at any run length)."""
+    check = docs_script("load/check_fleet")
+    fleet = check.chain_fleet("h100")
+    assert fleet["up"] == 87  # docs/load.md#measured: 88 bought, 1 of them for failures
+    at_u = check.simulated(fleet, fleet["up"], 20_000, replications=4)
+    assert at_u["load"] < 1.0
+    assert at_u["sim_ttft_p99_ms"] <= at_u["ttft_slo_ms"] + 4 * at_u["sem_ttft_p99_ms"]
+    assert at_u["sim_tpot_p99_ms"] <= at_u["tpot_slo_ms"] + 4 * at_u["sem_tpot_p99_ms"]
+    per_instance = float(fleet["columns"]["tokens_per_s_instance"][0])
+    assert fleet["peak_tokens_per_s"] > (fleet["up"] - 1) * per_instance
