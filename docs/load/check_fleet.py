@@ -23,8 +23,9 @@ mean and its standard error their spread over ``sqrt(REPLICATIONS)`` (consecutiv
 of one run are not independent near the saturated rate: their P99s wander for 100,000
 requests and more).
 
-    python docs/load/check_fleet.py                       # every design, REQUESTS requests each
+    python docs/load/check_fleet.py              # every design: rewrite fleet-check.csv and the page's block
     python docs/load/check_fleet.py --design h100 --requests 100000
+                                                 # a part, or other run lengths: printed (nothing rewritten)
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mcengine
+PAGE = ROOT / "docs" / "load.md"
+CSV = HERE / "fleet-check.csv"
+BEGIN, END = "<!-- fleet-check:begin -->", "<!-- fleet-check:end -->"
 
 STUDY = "load-diurnal"
 #: The study's designs checked (lite-h100-2x-fastswap differs from lite-h100-2x in reliability alone).
@@ -151,6 +155,13 @@ def main(argv=None) -> int:
     names = tuple(args.design.split(","))
     if not set(names) <= set(DESIGNS):
         parser.error(f"--design {args.design}: allowed a comma-separated subset of {','.join(DESIGNS)}")
+    if names == DESIGNS and args.requests == REQUESTS and args.replications == REPLICATIONS:
+        sys.path.insert(0, str(HERE.parent / "serve"))
+        from make_load_table import regenerate  # the serve load table's writer: the CSV, then the page's block rendered from it
+
+        regenerate(check(), CSV, PAGE, BEGIN, END, render)
+        print(render(pd.read_csv(CSV)))
+        return 0
     print(render(check(names, args.requests, args.replications)))
     return 0
 

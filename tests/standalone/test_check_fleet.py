@@ -18,7 +18,7 @@ def test_h100s_bought_fleet_meets_the_slos_in_the_simulator_and_one_instance_few
     over 1: the queue grows without bound, so U - 1 misses the SLOs at any run length)."""
     check = docs_script("load/check_fleet")
     fleet = check.chain_fleet("h100")
-    assert fleet["up"] == 87  # docs/load.md#measured: 88 bought, 1 of them for failures
+    assert fleet["up"] == 87  # docs/load.md#fleet-check: the 88 bought less 1 for failures
     at_u = check.simulated(fleet, fleet["up"], 20_000, replications=4)
     assert at_u["load"] < 1.0
     assert at_u["sim_ttft_p99_ms"] <= at_u["ttft_slo_ms"] + 4 * at_u["sem_ttft_p99_ms"]
