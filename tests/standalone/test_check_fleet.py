@@ -28,3 +28,18 @@ def test_h100s_bought_fleet_meets_the_slos_in_the_simulator_and_one_instance_few
     assert at_u["sim_tpot_p99_ms"] <= at_u["tpot_slo_ms"] + 4 * at_u["sem_tpot_p99_ms"]
     per_instance = float(fleet["columns"]["tokens_per_s_instance"][0])
     assert fleet["peak_tokens_per_s"] > (fleet["up"] - 1) * per_instance
+
+
+def test_the_pages_fleet_check_is_the_committed_csv():
+    """docs/load.md's fleet-check block is rendered from docs/load/fleet-check.csv: every
+    design at U and U - 1, U the fleet the page's measured table reports less its headroom
+    (88 / 110 / 97 bought, 1 each for failures)."""
+    import pandas as pd
+
+    check = docs_script("load/check_fleet")
+    table = pd.read_csv(check.CSV)
+    assert list(table.design) == [d for d in check.DESIGNS for _ in range(2)]
+    assert list(table.instances) == [87, 86, 109, 108, 96, 95]
+    assert (table.requests == check.REQUESTS).all() and (table.replications == check.REPLICATIONS).all()
+    text = check.PAGE.read_text()
+    assert text[text.index(check.BEGIN) + len(check.BEGIN):text.index(check.END)].strip() == check.render(table)
