@@ -58,8 +58,9 @@ SEED = 0
 
 def chain_fleet(name: str) -> dict:
     """The chain at the median inputs of ``name`` in :data:`STUDY`: its scenario and inputs,
-    the plan the planner under load chooses, that plan's per-mode model (:class:`Plans`),
-    the peak rate (requests/s) and ``U``."""
+    the plan the planner under load chooses (at the served availability of the pipeline's
+    one reliability lifetime, seed :data:`SEED`, which the choice reads for the energy of the
+    demand), that plan's per-mode model (:class:`Plans`), the peak rate (requests/s) and ``U``."""
     from mcengine.pipeline import planning_demand, run_block
     from mcengine.scenario import load_scenario
     from mcengine.scenario.load import load_study
@@ -81,7 +82,8 @@ def chain_fleet(name: str) -> dict:
     rate = mean * peak_to_mean / out
     up = float(columns["load.fleet_instances"][0] - columns["load.headroom_instances"][0])
     searched = float(load.fewest_instances(plans, rate, columns["tokens_per_s_instance"] / out)[0])
-    assert up == searched, f"{name}: the chain's fleet has {up:g} up instances, fewest_instances finds {searched:g}"
+    if up != searched:
+        raise SystemExit(f"{name}: the chain's fleet has {up:g} up instances, fewest_instances finds {searched:g}")
     return {"scenario": scenario, "plan": plan, "saturated_plan": saturated_plan, "plans": plans, "columns": columns,
             "peak_tokens_per_s": mean * peak_to_mean, "rate_per_s": float(rate[0]), "up": int(up),
             "arrival": scenario.workload.load.arrival, "arrival_cv": float(load.arrival_cv(scenario, median)[0])}
