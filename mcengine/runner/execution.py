@@ -18,7 +18,7 @@ from .. import interrupt
 from ..errors import Interrupted
 from ..pipeline import run_chunk
 from .accumulate import Accumulators, _new_accumulators
-from .backends import FolderBackend, MemoryBackend, trials_frame
+from .backends import FolderBackend, MemoryBackend
 from .plan import DEFAULT_CHUNK_TRIALS, check_chunk_trials, chunk_bounds, chunk_plan
 from .spec import RunSpec
 
@@ -89,7 +89,7 @@ def _run_chunks(spec, bounds, scheduler, backend, acc, progress, provenance) -> 
     with interrupt.deferred():
         for start, chunk in _chunks(spec, bounds, scheduler):
             if spec.keep_trials:
-                backend.save_trials(start, trials_frame(chunk), provenance)
+                backend.save_trials(start, chunk, provenance)
             acc.add(chunk)
             backend.save_state(acc, fingerprint)
             if progress:
