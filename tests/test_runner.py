@@ -596,7 +596,7 @@ def test_the_memory_backend_saves_nothing_and_cannot_resume():
 
 
 def test_a_parquet_part_is_the_pandas_table_of_its_chunk():
-    """A chunk's part, written a scenario at a time from its NumPy columns, holds what
+    """A chunk's part, made from each scenario's NumPy columns, holds what
     ``pyarrow.Table.from_pandas`` makes of the chunk's joined DataFrame: the same schema and
     metadata, the same values and nulls (a NaN, a column one scenario lacks, an integer
     column widened to float, a boolean one to object where another scenario lacks it)."""
@@ -615,7 +615,7 @@ def test_a_parquet_part_is_the_pandas_table_of_its_chunk():
     part = pq.ParquetFile(io.BytesIO(parquet_bytes(chunk, provenance)))
     expected = pa.Table.from_pandas(trials_frame(chunk), preserve_index=False)
     read = part.read()
-    assert part.metadata.num_row_groups == 2  # one per scenario
+    assert part.metadata.num_row_groups == 1
     assert read.equals(expected.replace_schema_metadata(read.schema.metadata))
     assert read.column("x").null_count == 2 and read.column("k").type == pa.float64() and read.column("ok").to_pylist() == [True, False, True, None, None, None]
     assert read.schema.metadata[b"pandas"] == expected.schema.metadata[b"pandas"]

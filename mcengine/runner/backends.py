@@ -140,28 +140,29 @@ def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
 def parquet_bytes(chunk: dict[str, dict[str, np.ndarray]], provenance: dict | None = None) -> bytes:
     """One Parquet part of a chunk: the table :func:`trials_frame` makes, as
     ``pyarrow.Table.from_pandas`` converts it (the same schema and pandas metadata, a NaN
-    of a float column stored as null, a column a scenario lacks all null), written one
-    row group per scenario straight from its NumPy columns, so that neither the chunk's
-    joined DataFrame nor its whole Arrow table is ever made; ``provenance`` goes to the
-    schema metadata (key :data:`mcengine.provenance.PARQUET_KEY`). The schema is
-    that of a table of each scenario's first row (a type depends on the columns' types
-    alone); a scenario's column of another type than the joined column's (an integer
-    column another scenario lacks: float, as ``pandas.concat`` makes it) is converted as
-    pandas would."""
+    of a float column stored as null, a column a scenario lacks all null) in the row
+    groups ``pyarrow.parquet.write_table`` makes of it, made from each scenario's NumPy
+    columns (Arrow arrays over their memory, not copies), so that the chunk's joined
+    DataFrame is never made; ``provenance`` goes to the schema metadata (key
+    :data:`mcengine.provenance.PARQUET_KEY`). The schema is that of a table of each
+    scenario's first row (a type depends on the columns' types alone); a scenario's column
+    of another type than the joined column's (an integer column another scenario lacks:
+    float, as ``pandas.concat`` makes it) is converted as pandas would."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     head = trials_frame({name: {column: values[:1] for column, values in columns.items()} for name, columns in chunk.items()})
     schema = pa.Schema.from_pandas(head, preserve_index=False)
     schema = schema.with_metadata({**(schema.metadata or {}), **parquet_metadata(provenance)})
+    tables = []
+    for name, columns in chunk.items():
+        n = len(next(iter(columns.values())))
+        tables.append(pa.Table.from_arrays(
+            [pa.array(np.full(n, name, dtype=object), type=field.type) if field.name == "scenario"
+             else pa.nulls(n, field.type) if field.name not in columns
+             else pa.array(columns[field.name].astype(head[field.name].dtype, copy=False), type=field.type, from_pandas=True)
+             for field in schema], schema=schema))
+    table = pa.concat_tables(tables)
     buf = io.BytesIO()
-    with pq.ParquetWriter(buf, schema) as writer:
-        for name, columns in chunk.items():
-            n = len(next(iter(columns.values())))
-            arrays = [pa.array(np.full(n, name, dtype=object), type=field.type) if field.name == "scenario"
-                      else pa.nulls(n, field.type) if field.name not in columns
-                      else pa.array(columns[field.name].astype(head[field.name].dtype, copy=False), type=field.type, from_pandas=True)
-                      for field in schema]
-            writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
-            del arrays  # (freed before the next scenario's)
+    pq.write_table(table, buf)
     return buf.getvalue()
