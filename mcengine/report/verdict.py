@@ -34,8 +34,9 @@ COST, AVAILABILITY = "cost_per_mtok_usd", "availability"
 PER = dict(VERDICT_COSTS)
 #: Prefix of the per-trial table's input columns (the uncertain inputs drawn).
 INPUT_PREFIX = "input."
-#: B's input columns read at once for the drivers (8 MB each at 10⁶ trials).
-DRIVER_COLUMNS = 8
+#: B's input columns read at once for the drivers (8 MB each at 10⁶ trials; measured in
+#: docs/performance.md#memory: 4 holds as little as one at a time, in a quarter of the scans).
+DRIVER_COLUMNS = 4
 #: Inputs named among the drivers, largest |rank correlation| first.
 TOP_DRIVERS = 3
 #: Changed inputs of the nearest world named in its line, largest move first.
