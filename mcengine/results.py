@@ -54,10 +54,13 @@ class TrialsFile:
         return list(self._dataset.schema.names)
 
     def rows(self, scenario: str, columns: list[str]):
-        """A DataFrame of ``columns`` of ``scenario``'s rows, in the table's order."""
+        """A DataFrame of ``columns`` of ``scenario``'s rows, in the table's order (each
+        column its own block, the Arrow table freed as it is converted: one copy of the
+        columns held at a time, not two)."""
         import pyarrow.dataset as ds
 
-        return self._dataset.to_table(columns=columns, filter=ds.field("scenario") == scenario).to_pandas()
+        rows = self._dataset.to_table(columns=columns, filter=ds.field("scenario") == scenario)
+        return rows.to_pandas(split_blocks=True, self_destruct=True)
 
     def frame(self):
         """The whole table as a DataFrame (as ``pandas.read_parquet`` reads it)."""

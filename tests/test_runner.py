@@ -593,3 +593,30 @@ def test_the_memory_backend_saves_nothing_and_cannot_resume():
     assert backend.trials_saved(None) == 0 and backend.frames == []
     with pytest.raises(InputError, match="--resume: .*needs the folder of the interrupted run"):
         backend.resume(None, {})
+
+
+def test_a_parquet_part_is_the_pandas_table_of_its_chunk():
+    """A chunk's part, made from each scenario's NumPy columns, holds what
+    ``pyarrow.Table.from_pandas`` makes of the chunk's joined DataFrame: the same schema and
+    metadata, the same values and nulls (a NaN, a column one scenario lacks, an integer
+    column widened to float, a boolean one to object where another scenario lacks it)."""
+    import io
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mcengine.runner import trials_frame
+    from mcengine.runner.backends import parquet_bytes
+
+    chunk = {"a": {"trial": np.arange(3), "x": np.array([1.0, np.nan, 3.0]), "k": np.array([4, 5, 6]), "ok": np.array([True, False, True])},
+             "b": {"trial": np.arange(3), "x": np.array([0.5, 2.0, np.nan]), "y": np.array([7.0, 8.0, 9.0])}}
+    provenance = {"commit": "abc"}
+    part = pq.ParquetFile(io.BytesIO(parquet_bytes(chunk, provenance)))
+    expected = pa.Table.from_pandas(trials_frame(chunk), preserve_index=False)
+    read = part.read()
+    assert part.metadata.num_row_groups == 1
+    assert read.equals(expected.replace_schema_metadata(read.schema.metadata))
+    assert read.column("x").null_count == 2 and read.column("k").type == pa.float64() and read.column("ok").to_pylist() == [True, False, True, None, None, None]
+    assert read.schema.metadata[b"pandas"] == expected.schema.metadata[b"pandas"]
+    assert json.loads(read.schema.metadata[b"mcengine.provenance"]) == provenance

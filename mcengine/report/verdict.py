@@ -34,6 +34,9 @@ COST, AVAILABILITY = "cost_per_mtok_usd", "availability"
 PER = dict(VERDICT_COSTS)
 #: Prefix of the per-trial table's input columns (the uncertain inputs drawn).
 INPUT_PREFIX = "input."
+#: B's input columns read at once for the drivers (8 MB each at 10⁶ trials; measured in
+#: docs/performance.md#memory: 4 holds as little as one at a time, in a quarter of the scans).
+DRIVER_COLUMNS = 4
 #: Inputs named among the drivers, largest |rank correlation| first.
 TOP_DRIVERS = 3
 #: Changed inputs of the nearest world named in its line, largest move first.
@@ -57,9 +60,10 @@ def stored_paper() -> dict | None:
 def _drivers(table, a: str, b: str, cost: str = COST) -> dict:
     """The quick sensitivity of the pair's ratio of ``cost``: rank correlation with each
     input of B. ``table``: the per-trial DataFrame or the :class:`~mcengine.results.TrialsFile`
-    a run wrote, read a column at a time (the pair's costs, then one input of B after
-    another), so its memory is a few columns of the trials, never the whole table; each
-    correlation is that of the two columns alone, as in one frame of them all."""
+    a run wrote, read a few columns at a time (the pair's costs, then B's inputs
+    :data:`DRIVER_COLUMNS` at a time), so its memory is a few columns of the trials, never
+    the whole table, in a few passes over it; each correlation is that of the two columns
+    alone, as in one frame of them all."""
     import pandas as pd
 
     if table is None or "scenario" not in table.columns:
@@ -71,13 +75,17 @@ def _drivers(table, a: str, b: str, cost: str = COST) -> dict:
     ratio = (cost_b / cost_a).rename("ratio")
     trials = int((ratio.abs() < float("inf")).sum())  # the paired trials with a finite ratio
     rho = {}
-    for name in [c for c in table.columns if c.startswith(INPUT_PREFIX)]:
-        column = scenario_rows(table, b, ["trial", name]).set_index("trial")
-        if column[name].nunique() <= 1:  # an input B does not vary
-            continue
-        frame = column.join(ratio)
-        frame = frame[frame["ratio"].abs() < float("inf")]
-        rho[name] = frame.rank().corr()["ratio"][name]
+    inputs = [c for c in table.columns if c.startswith(INPUT_PREFIX)]
+    for at in range(0, len(inputs), DRIVER_COLUMNS):
+        columns = scenario_rows(table, b, ["trial", *inputs[at:at + DRIVER_COLUMNS]]).set_index("trial")
+        for name in columns.columns:
+            column = columns[[name]]
+            if column[name].nunique() <= 1:  # an input B does not vary
+                continue
+            frame = column.join(ratio)
+            frame = frame[frame["ratio"].abs() < float("inf")]
+            rho[name] = frame.rank().corr()["ratio"][name]
+        del columns  # (freed before the next columns are read)
     rho = pd.Series(rho, dtype=float).dropna()
     top = rho.reindex(rho.abs().sort_values(ascending=False).index)[:TOP_DRIVERS]
     return {"source": f"quick sensitivity: Spearman rank correlation of the ratio with each input, over this run's {trials:,} paired trials",

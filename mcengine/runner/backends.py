@@ -15,6 +15,7 @@ resumes from its last finished chunk to exactly the straight-run numbers.
 from __future__ import annotations
 
 import contextlib
+import io
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -52,8 +53,9 @@ class Backend(ABC):
         setting must equal the saved run's)."""
 
     @abstractmethod
-    def save_trials(self, start: int, frame: pd.DataFrame, provenance: dict | None) -> None:
-        """Keep the per-trial table of the chunk from trial ``start``."""
+    def save_trials(self, start: int, chunk: dict[str, dict[str, np.ndarray]], provenance: dict | None) -> None:
+        """Keep the per-trial table of the chunk from trial ``start`` (its columns per
+        scenario, as :func:`mcengine.pipeline.run_chunk` makes them)."""
 
     @abstractmethod
     def save_state(self, acc: Accumulators, fingerprint: str) -> None:
@@ -76,8 +78,8 @@ class MemoryBackend(Backend):
     def resume(self, spec: RunSpec | None, expect: dict) -> tuple[RunSpec, Accumulators, object]:
         raise InputError(Problem("--resume", None, "needs the folder of the interrupted run"))
 
-    def save_trials(self, start: int, frame: pd.DataFrame, provenance: dict | None) -> None:
-        self.frames.append(frame)
+    def save_trials(self, start: int, chunk: dict[str, dict[str, np.ndarray]], provenance: dict | None) -> None:
+        self.frames.append(trials_frame(chunk))
 
     def save_state(self, acc: Accumulators, fingerprint: str) -> None:
         pass
@@ -106,8 +108,8 @@ class FolderBackend(Backend):
         remove_parts(self.out, acc.trials_done)  # parts the checkpoint does not count (killed between the two writes)
         return spec, acc, saved
 
-    def save_trials(self, start: int, frame: pd.DataFrame, provenance: dict | None) -> None:
-        write_atomic(self.out / TRIALS_DIR / f"part-{start:012d}.parquet", _parquet_bytes(frame, provenance))
+    def save_trials(self, start: int, chunk: dict[str, dict[str, np.ndarray]], provenance: dict | None) -> None:
+        write_atomic(self.out / TRIALS_DIR / f"part-{start:012d}.parquet", parquet_bytes(chunk, provenance))
 
     def save_state(self, acc: Accumulators, fingerprint: str) -> None:
         write_atomic(self.out / CHECKPOINT_FILE, checkpoint_text(acc, fingerprint))
@@ -135,16 +137,32 @@ def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def _parquet_bytes(frame: pd.DataFrame, provenance: dict | None = None) -> bytes:
-    """One Parquet part; ``provenance`` goes to the schema metadata (key
-    :data:`mcengine.provenance.PARQUET_KEY`)."""
-    import io
-
+def parquet_bytes(chunk: dict[str, dict[str, np.ndarray]], provenance: dict | None = None) -> bytes:
+    """One Parquet part of a chunk: the table :func:`trials_frame` makes, as
+    ``pyarrow.Table.from_pandas`` converts it (the same schema and pandas metadata, a NaN
+    of a float column stored as null, a column a scenario lacks all null) in the row
+    groups ``pyarrow.parquet.write_table`` makes of it, made from each scenario's NumPy
+    columns (Arrow arrays over their memory, not copies), so that the chunk's joined
+    DataFrame is never made; ``provenance`` goes to the schema metadata (key
+    :data:`mcengine.provenance.PARQUET_KEY`). The schema is that of a table of each
+    scenario's first row (a type depends on the columns' types alone); a scenario's column
+    of another type than the joined column's (an integer column another scenario lacks:
+    float, as ``pandas.concat`` makes it) is converted as pandas would."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **parquet_metadata(provenance)})
+    head = trials_frame({name: {column: values[:1] for column, values in columns.items()} for name, columns in chunk.items()})
+    schema = pa.Schema.from_pandas(head, preserve_index=False)
+    schema = schema.with_metadata({**(schema.metadata or {}), **parquet_metadata(provenance)})
+    tables = []
+    for name, columns in chunk.items():
+        n = len(next(iter(columns.values())))
+        tables.append(pa.Table.from_arrays(
+            [pa.array(np.full(n, name, dtype=object), type=field.type) if field.name == "scenario"
+             else pa.nulls(n, field.type) if field.name not in columns
+             else pa.array(columns[field.name].astype(head[field.name].dtype, copy=False), type=field.type, from_pandas=True)
+             for field in schema], schema=schema))
+    table = pa.concat_tables(tables)
     buf = io.BytesIO()
     pq.write_table(table, buf)
     return buf.getvalue()

@@ -17,8 +17,9 @@ import pandas as pd
 from .. import interrupt
 from ..errors import Interrupted
 from ..pipeline import run_chunk
+from . import heap
 from .accumulate import Accumulators, _new_accumulators
-from .backends import FolderBackend, MemoryBackend, trials_frame
+from .backends import FolderBackend, MemoryBackend
 from .plan import DEFAULT_CHUNK_TRIALS, check_chunk_trials, chunk_bounds, chunk_plan
 from .spec import RunSpec
 
@@ -84,14 +85,16 @@ def _execute(spec, chunk_trials, backend, resume, scheduler, progress, expect, p
 
 def _run_chunks(spec, bounds, scheduler, backend, acc, progress, provenance) -> None:
     """Each chunk: computed, its per-trial table saved by ``backend``, folded into ``acc``,
-    its state saved; a signal stops the loop after the chunk it lands in is saved."""
+    its state saved, the memory it freed given back to the operating system
+    (:func:`.heap.release`); a signal stops the loop after the chunk it lands in is saved."""
     fingerprint = spec.fingerprint()
     with interrupt.deferred():
         for start, chunk in _chunks(spec, bounds, scheduler):
             if spec.keep_trials:
-                backend.save_trials(start, trials_frame(chunk), provenance)
+                backend.save_trials(start, chunk, provenance)
             acc.add(chunk)
             backend.save_state(acc, fingerprint)
+            heap.release()
             if progress:
                 progress(acc.trials_done, spec.trials)
             interrupt.check()
