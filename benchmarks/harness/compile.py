@@ -16,9 +16,11 @@ machine the wall time also holds other people's work) and peak resident MB:
 Each cold start also reports where its compile goes (``kernels``): the CPU seconds each
 compiled function took on its own (numba's ``numba:compile`` events, a function's time
 less that of the functions compiled inside it: its typing, its lowering, the LLVM passes
-over its module with every callee linked in, and its machine code), the largest first.
+over its module with every callee linked in, and its machine code), the largest first,
+each with its compiles (one per specialisation) and the kB of LLVM IR of its final modules.
 
-The rates are those of ``h100``, ``lite-h100`` and the failure-heavy cluster
+The rates (:func:`side_by_side`) are lifetimes per CPU second on one numba thread of
+``h100``, ``lite-h100`` and the failure-heavy cluster
 (``h100-heavy``, :data:`~.reliability.FAILURE_HEAVY`: h100 with its GPUs' rates ten times
 the shipped ones).
 
