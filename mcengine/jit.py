@@ -1,7 +1,8 @@
 """The one kernel decorator policy of mcengine (cache, no GIL, NumPy error model, no fastmath).
 
 Every numba function in the package is compiled through :data:`kernel`,
-:data:`inline_kernel` or :data:`event_kernel`, so all of them share the same options:
+:data:`inline_kernel`, :data:`event_kernel` or :data:`linked_kernel`, so all of them share
+the same options:
 
 * ``cache=True``: compiled machine code is cached on disk, so the second process
   (tests, CLI runs) does not pay the compile time again;
@@ -170,6 +171,19 @@ inline_kernel = njit(inline="always", **_OPTIONS)
 #: counting (``_nrt=False``), so no call to ``NRT_incref``/``NRT_decref`` is made around
 #: the draws and helpers it inlines, nor the register spills around those calls.
 event_kernel = njit(_nrt=False, **_OPTIONS)
+
+#: Decorator for the event kernels that only other kernels call (the lifetime loop, the
+#: handlers it calls rather than inlines, the repair-law sampler): as :data:`event_kernel`,
+#: without the two entry points numba otherwise makes for every function, a CPython
+#: wrapper (which unboxes each argument from a Python object: a workspace of ~45 arrays
+#: is a large one) and a C-callable one. Each is generated, optimised and compiled to
+#: machine code with its function, then linked into every caller's module, and no kernel
+#: uses them: a cold first run compiles less (about 7 % less CPU and 13 MB less peak for
+#: the life kernels, ``python -m benchmarks compile``; docs/performance.md). Their machine
+#: code inside the loop is the same. Such a function cannot be called from Python (it has
+#: no entry point for it: the call would crash), so ``tests/test_policy.py`` checks that no
+#: module outside ``mcengine/kernels`` imports or names one.
+linked_kernel = njit(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTIONS)
 
 #: Blocks per thread: a few, so a slow block does not leave a thread idle for long.
 BLOCKS_PER_THREAD = 4

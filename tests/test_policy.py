@@ -1,7 +1,11 @@
 """Source-level checks of the kernel policy (one decorator: cache, no GIL, NumPy error model, no fastmath).
 
 * numba's jit decorators are used only in ``mcengine/jit.py``; every other module
-  compiles through ``mcengine.jit.kernel`` / ``inline_kernel`` / ``event_kernel``;
+  compiles through ``mcengine.jit.kernel`` / ``inline_kernel`` / ``event_kernel`` /
+  ``linked_kernel``;
+* a ``linked_kernel`` (no entry point from Python: a call from Python would crash) is
+  imported or named as an attribute by no module outside the kernel modules, tests and
+  benchmarks included;
 * ``fastmath`` appears nowhere, except as a word in the docstrings or comments of
   ``jit.py`` (which explain why it is off);
 * no kernel module (``mcengine/kernels/``, ``mcengine/rng.py``) touches NumPy's global
@@ -56,7 +60,7 @@ def test_sources_found():
 def test_jit_decorators_only_in_jit_py(path):
     text = path.read_text(encoding="utf-8")
     hits = [m.group(0) for m in JIT_DECORATORS.finditer(text)]
-    assert not hits, f"{path.name} uses {hits}: use mcengine.jit.kernel / inline_kernel / event_kernel"
+    assert not hits, f"{path.name} uses {hits}: use mcengine.jit.kernel / inline_kernel / event_kernel / linked_kernel"
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=_ids)
@@ -84,3 +88,36 @@ KERNEL_SOURCES = [PACKAGE / "rng.py"] + [
 def test_kernels_do_not_use_numpy_random(path):
     hits = [m.group(0) for m in NUMPY_RANDOM.finditer(path.read_text(encoding="utf-8"))]
     assert not hits, f"{path.name} uses {hits}: draw from mcengine.rng streams instead"
+
+
+def _linked_kernels():
+    """Names of the functions decorated with ``linked_kernel`` in the kernel modules."""
+    names = set()
+    for path in KERNEL_SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and any(
+                    ast.unparse(d).split(".")[-1] == "linked_kernel" for d in node.decorator_list):
+                names.add(node.name)
+    return names
+
+
+def test_linked_kernels_found():
+    # the lifetime loop and its called handlers (a rename that drops the decorator fails here)
+    assert {"simulate_one", "start_lifetime", "module_fails", "draw_law"} <= _linked_kernels()
+
+
+OUTSIDE_KERNELS = [p for p in (*SOURCES, *sorted((PACKAGE.parent / "tests").rglob("*.py")),
+                               *sorted((PACKAGE.parent / "benchmarks").rglob("*.py")))
+                   if p not in KERNEL_SOURCES]
+
+
+def test_linked_kernels_are_not_called_from_python():
+    linked = _linked_kernels()
+    hits = []
+    for path in OUTSIDE_KERNELS:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and "kernels" in (node.module or ""):
+                hits += [f"{path.name}: {a.name}" for a in node.names if a.name in linked]
+            elif isinstance(node, ast.Attribute) and node.attr in linked:
+                hits.append(f"{path.name}: {node.attr}")
+    assert not hits, f"{hits}: a linked_kernel has no entry point from Python (only kernels call it)"

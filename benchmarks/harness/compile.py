@@ -16,9 +16,11 @@ machine the wall time also holds other people's work) and peak resident MB:
 Each cold start also reports where its compile goes (``kernels``): the CPU seconds each
 compiled function took on its own (numba's ``numba:compile`` events, a function's time
 less that of the functions compiled inside it: its typing, its lowering, the LLVM passes
-over its module with every callee linked in, and its machine code), the largest first.
+over its module with every callee linked in, and its machine code), the largest first,
+each with its compiles (one per specialisation) and the kB of LLVM IR of its final modules.
 
-The rates are those of ``h100``, ``lite-h100`` and the failure-heavy cluster
+The rates (:func:`side_by_side`) are lifetimes per CPU second on one numba thread of
+``h100``, ``lite-h100`` and the failure-heavy cluster
 (``h100-heavy``, :data:`~.reliability.FAILURE_HEAVY`: h100 with its GPUs' rates ten times
 the shipped ones).
 
@@ -70,25 +72,39 @@ from mcengine.scenario import load_scenario
 from mcengine.scenario.sampling import draw_inputs
 from mcengine.stages.reliability import lifetimes
 HEAVY = %r
+n_h100, min_cpu = int(sys.argv[1]), float(sys.argv[2])
 out = {}
-for name, n in (("h100", int(sys.argv[1])), ("lite-h100", int(sys.argv[1]) // 4), ("h100-heavy", int(sys.argv[1]) // 4)):
+for name, n in (("h100", n_h100), ("lite-h100", n_h100 // 4), ("h100-heavy", n_h100 // 4)):
     s = load_scenario(*HEAVY) if name == "h100-heavy" else load_scenario(name)
     inputs = draw_inputs(s, 11, 0, n)
     lifetimes(s, draw_inputs(s, 11, 0, 2), 11)
-    t0 = time.perf_counter()
-    cols = lifetimes(s, inputs, 11)
-    dt = time.perf_counter() - t0
-    out[name] = {"lifetimes_per_s": n / dt, "events_per_lifetime": float(cols["events"].sum()) / n}
+    calls, cpu0, wall0 = 0, time.process_time(), time.perf_counter()
+    while calls == 0 or time.process_time() - cpu0 < min_cpu:
+        cols = lifetimes(s, inputs, 11)
+        calls += 1
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    out[name] = {"lifetimes_per_cpu_s": calls * n / cpu, "lifetimes_per_s": calls * n / wall, "calls": calls,
+                 "events_per_lifetime": float(cols["events"].sum()) / n}
 print(json.dumps(out))
 """ % (FAILURE_HEAVY,)
 
+#: The rate probe of :func:`side_by_side`: h100 lifetimes per call (lite-h100 and the
+#: failure-heavy cluster a quarter of it), and the CPU seconds each cluster's calls run
+#: for at least, per round (``--quick``: 200 and 0.2). A call of 2,000 h100 lifetimes
+#: (about 70 ms) read 0.80x where alternated runs of 20,000 read 1.02-1.09x: a short call
+#: is dominated by its fixed costs and by the moment's machine.
+RATE_LIFETIMES, RATE_MIN_CPU_S = 20000, 3.0
+
 
 #: Run ahead of a probe: records each compile's own CPU seconds (numba's compile events
-#: nest: a kernel's callees compile inside its typing) and prints them as JSON at exit.
+#: nest: a kernel's callees compile inside its typing) and, per function, its compiles
+#: (one per specialisation: each distinct signature, literal arguments included) and the
+#: size of their final LLVM IR (each module with its linked callees); prints them as JSON
+#: at exit.
 _PROFILER = """
 import atexit, json, time
 from numba.core import event
-_own, _open = {}, []
+_own, _open, _seen = {}, [], {}
 class _Profile(event.Listener):
     def on_start(self, ev):
         _open.append([time.process_time(), 0.0])
@@ -97,22 +113,40 @@ class _Profile(event.Listener):
         took = time.process_time() - t0
         if _open:
             _open[-1][1] += took
-        f = getattr(ev.data.get("dispatcher"), "py_func", None)
+        d = ev.data.get("dispatcher")
+        f = getattr(d, "py_func", None)
         name = f"{f.__module__}.{f.__qualname__}" if f is not None else "?"
-        _own[name] = _own.get(name, 0.0) + took - inner
+        row = _own.setdefault(name, {"own_s": 0.0, "compiles": 0})
+        row["own_s"] += took - inner
+        row["compiles"] += 1
+        if d is not None:
+            _seen[id(d)] = (name, d)
+def _report():
+    for name, d in _seen.values():
+        try:
+            ir = sum(len(cres.library.get_llvm_str()) for cres in getattr(d, "overloads", {}).values())
+        except Exception:
+            continue
+        _own[name]["ir_kb"] = _own[name].get("ir_kb", 0) + ir / 1000
+    print(json.dumps(_own))
 event.register("numba:compile", _Profile())
-atexit.register(lambda: print(json.dumps(_own)))
+atexit.register(_report)
 """
 
 #: Functions listed per cold start in ``kernels`` (the rest summed in ``other``).
-PROFILE_TOP = 12
+PROFILE_TOP = 15
 
 
 def _kernels(own: dict) -> dict:
-    """The :data:`PROFILE_TOP` functions of most own compile CPU seconds, then ``other``."""
-    ranked = sorted(own.items(), key=lambda kv: -kv[1])
-    top = {name.removeprefix("mcengine."): round(s, 2) for name, s in ranked[:PROFILE_TOP]}
-    return {**top, "other": round(sum(s for _, s in ranked[PROFILE_TOP:]), 2)}
+    """The :data:`PROFILE_TOP` functions of most own compile CPU seconds (each with its
+    compiles and their LLVM IR in kB), then ``other`` (their seconds, compiles and
+    functions)."""
+    ranked = sorted(own.items(), key=lambda kv: -kv[1]["own_s"])
+    top = {name.removeprefix("mcengine."): {"own_s": round(r["own_s"], 2), "compiles": r["compiles"],
+                                            "ir_kb": round(r.get("ir_kb", 0.0))} for name, r in ranked[:PROFILE_TOP]}
+    rest = ranked[PROFILE_TOP:]
+    return {**top, "other": {"own_s": round(sum(r["own_s"] for _, r in rest), 2),
+                             "compiles": sum(r["compiles"] for _, r in rest), "functions": len(rest)}}
 
 
 def _usage(usage) -> dict:
@@ -138,10 +172,12 @@ def cold_start(probe: str, root: Path = ROOT) -> dict:
     return {"wall_s": wall, **_usage(usage), "kernels": _kernels(own)}
 
 
-def _rates(root: Path, cache: str, lifetimes: int) -> dict:
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, "-c", _RATES, str(lifetimes)], cwd=root, env=env, capture_output=True,
-                         text=True, check=True)
+def _rates(root: Path, cache: str, lifetimes: int, min_cpu: float) -> dict:
+    """The life kernel's rates in a fresh process on one numba thread (so that its CPU
+    seconds are the kernel's work, whatever else the machine runs)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": str(root), "NUMBA_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", _RATES, str(lifetimes), str(min_cpu)], cwd=root, env=env,
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -154,30 +190,35 @@ def _checkout(rev: str, into: str) -> Path:
 
 def side_by_side(rev: str, quick: bool = False) -> dict:
     """This tree (``after``) against revision ``rev`` (``before``): cold starts, then the
-    life kernel's lifetimes/s and events per lifetime on warm caches, best of alternated
-    repeats, and the after/before ratios."""
-    lifetimes, repeats = (200, 1) if quick else (2000, 3)
+    life kernel's lifetimes per CPU second (one numba thread, :data:`RATE_LIFETIMES` a call,
+    calls for at least :data:`RATE_MIN_CPU_S` each) and events per lifetime on warm caches,
+    best of alternated repeats, and the after/before ratios."""
+    (lifetimes, min_cpu), repeats = ((200, 0.2), 1) if quick else ((RATE_LIFETIMES, RATE_MIN_CPU_S), 3)
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"before": _checkout(rev, tempfile.mkdtemp(dir=tmp)), "after": ROOT}
         caches = {side: tempfile.mkdtemp(dir=tmp) for side in trees}
-        out: dict = {"against": rev, "lifetimes_h100": lifetimes, "repeats": repeats}
+        out: dict = {"against": rev, "lifetimes_h100": lifetimes, "min_cpu_s": min_cpu, "repeats": repeats,
+                     "rate_probe": f"one numba thread; {lifetimes} h100 lifetimes a call ({lifetimes // 4} lite-h100, "
+                                   f"{lifetimes // 4} h100-heavy), calls for at least {min_cpu} CPU s per cluster; "
+                                   f"lifetimes per CPU second, best of {repeats} alternated rounds"}
         for probe in _PROBES:
             for side, root in trees.items():
                 out.setdefault(side, {})[f"cold_{probe}"] = cold_start(probe, root)
         for side, root in trees.items():  # warm the caches (compile outside the timers)
-            _rates(root, caches[side], 8)
+            _rates(root, caches[side], 8, 0.0)
         best: dict = {side: {} for side in trees}
         for _ in range(repeats):
             for side, root in trees.items():
-                for name, r in _rates(root, caches[side], lifetimes).items():
+                for name, r in _rates(root, caches[side], lifetimes, min_cpu).items():
                     b = best[side].setdefault(name, r)
-                    if r["lifetimes_per_s"] > b["lifetimes_per_s"]:
+                    if r["lifetimes_per_cpu_s"] > b["lifetimes_per_cpu_s"]:
                         best[side][name] = r
         for side in trees:
             out[side]["rates"] = best[side]
     a, b = out["after"], out["before"]
     out["ratios"] = {
-        **{f"{name} lifetimes/s": a["rates"][name]["lifetimes_per_s"] / b["rates"][name]["lifetimes_per_s"] for name in a["rates"]},
+        **{f"{name} lifetimes/cpu_s": a["rates"][name]["lifetimes_per_cpu_s"] / b["rates"][name]["lifetimes_per_cpu_s"]
+           for name in a["rates"]},
         **{f"cold {p} cpu_s": a[f"cold_{p}"]["cpu_s"] / b[f"cold_{p}"]["cpu_s"] for p in _PROBES},
         **{f"cold {p} peak_mb": a[f"cold_{p}"]["peak_mb"] / b[f"cold_{p}"]["peak_mb"] for p in _PROBES},
     }

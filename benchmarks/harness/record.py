@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TITLE = "# Benchmark record"
 INTRO = ("Written by `python -m benchmarks [HARNESS ...] --record docs/benchmarks.md` (benchmarks/harness/record.py): "
          "one section per harness, each the latest measurement, with its machine and commit. How to read and "
-         "re-measure them: [performance.md](performance.md).")
+         "re-measure them: [performance.md](performance.md). `compile-against`'s rates are lifetimes per CPU second "
+         "on one numba thread, each cluster's call (20,000 h100 lifetimes, 5,000 lite-h100 and failure-heavy ones) "
+         "repeated until it has run at least 3 s of CPU, best of 3 alternated rounds (`rate_probe`); a record without "
+         "`rate_probe` timed one call of 2,000 h100 lifetimes (about 70 ms) by the wall clock, too short to trust.")
 
 
 def cpu_model() -> str:

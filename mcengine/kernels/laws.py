@@ -24,7 +24,7 @@ renumbered).
 
 from __future__ import annotations
 
-from mcengine.jit import event_kernel, inline_kernel
+from mcengine.jit import inline_kernel, linked_kernel
 from mcengine.rng import exponential, lognormal, uniform, weibull_scale
 from mcengine.kernels.law_codes import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
 
@@ -94,7 +94,7 @@ def sample_law(st, laws, w):
     return draw_law(st, laws, w)
 
 
-@event_kernel
+@linked_kernel
 def draw_law(st, laws, w):
     """One duration drawn from law ``w`` of the stack ``laws``, any law (arguments and
     result as :func:`sample_law`): the selection uniform of a mixture, then the part's

@@ -161,7 +161,8 @@ those that run once per lifetime or seldom (the lifetime's fixed values, its sta
 close, the modules', host units' and NICs' events, and the general passes' slot steps
 :func:`~.handlers.slot_empties` and :func:`~.handlers.slot_refilled`, which the fast paths
 below spare the shipped scenarios) are compiled apart and called
-(:data:`~mcengine.jit.event_kernel`): each inlined handler adds its compile time to the
+(:data:`~mcengine.jit.linked_kernel`: without reference counting, and without the
+entry points from Python that no kernel uses): each inlined handler adds its compile time to the
 loop's, and the loop's size its peak memory. The loop passes those it calls per event the
 workspace, the cluster and the lifetime's fixed values by reference (one word a call, not
 their ~400). They share a named workspace (:class:`~.workspace.Workspace`, arrays
@@ -179,8 +180,8 @@ the instances it touches, most of the loop's events); modules ride along
 (a failing GPU's module clock stops, its new module's is drawn after its swap, as in
 the passes), reshard never takes them. They make the same
 draws in the same order, so the numbers are those of the passes; the tests run both
-ways and require bit-identical outputs. The loop is an
-:data:`~mcengine.jit.event_kernel`: compiled without numba's reference counting, it
+ways and require bit-identical outputs. The loop is a
+:data:`~mcengine.jit.linked_kernel`: compiled without numba's reference counting, it
 makes no ``NRT_incref``/``NRT_decref`` call around its draws and helpers.
 
 References

@@ -8,14 +8,14 @@ Each takes the workspace ``ws``, the lifetime's state ``s`` (one record of
 :data:`~mcengine.kernels.life.workspace.STATE`), the cluster ``c`` and the lifetime's
 fixed values ``lf`` (:data:`~mcengine.kernels.life.workspace.Lifetime`). The per-event
 handlers are inlined into the loop (:data:`~mcengine.jit.inline_kernel`); those that run
-once per lifetime or seldom are compiled apart (:data:`~mcengine.jit.event_kernel`).
+once per lifetime or seldom are compiled apart (:data:`~mcengine.jit.linked_kernel`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mcengine.jit import event_kernel, inline_kernel
+from mcengine.jit import inline_kernel, linked_kernel
 from mcengine.kernels.laws import P1, sample_law
 from mcengine.kernels.life.hazard import (
     gpu_wear_hazard, hazard, life_within, module_life, past_uniform, unit_life, wear_group,
@@ -37,7 +37,7 @@ from mcengine.kernels.life.workspace import (
 )
 from mcengine.rng import exponential, uniform, weibull_scale
 
-@event_kernel
+@linked_kernel
 def start_lifetime(ws, s, c, lf, wb, n_wb):
     """``t = 0``: every slot filled with a new unit (its per-unit clocks armed), every
     instance up, nothing in repair; the first superposed event drawn."""
@@ -435,7 +435,7 @@ def repairs_due(ws, s, c, lf, laws, t, failing, finishing):
         s.rq_heap = 0
 
 
-@event_kernel
+@linked_kernel
 def slot_empties(ws, s, c, lf, laws, x, t):
     """The unit in slot ``x`` fails at ``t``: its clocks stop (reshard: its GPUs leave
     their instances, :func:`reshard_step`), it goes to repair (a crew
@@ -516,7 +516,7 @@ def _module_installed(ws, s, c, lf, p):
     s.hn = arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p, first_module_due(ws.m_t0, ws.vids, s.nv, p, life), lf.horizon)
 
 
-@event_kernel
+@linked_kernel
 def slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     """Slot ``x`` is assigned a unit at ``t`` (from the pool, or a repaired one if it was
     out of stock, ``from_wait``): in place after a swap draw (per variant), its clocks
@@ -581,7 +581,7 @@ def reschedule(ws, s, fresh, t):
     s.lam = new
 
 
-@event_kernel
+@linked_kernel
 def close_lifetime(ws, s, c, lf, out_f, out_i, row):
     """The horizon: downtime and stock-outs still open are counted (reshard: each
     instance's served capacity-hours, :func:`reshard_step`); the rows of the

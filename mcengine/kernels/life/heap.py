@@ -16,7 +16,7 @@ Storage (all owned by the caller):
 The top (earliest) entry is ``keys[0], ids[0]`` when ``n > 0``. Ties are broken by the
 deterministic sift order, so a run never depends on anything but its inputs.
 
-Speed note: the heap runs inside the lifetime loop, an :data:`~mcengine.jit.event_kernel`
+Speed note: the heap runs inside the lifetime loop, a :data:`~mcengine.jit.linked_kernel`
 compiled without reference counting, so its calls cost no ``NRT_incref``/``NRT_decref``
 pair per array.
 

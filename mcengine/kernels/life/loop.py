@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from mcengine._pointer import by_reference
-from mcengine.jit import event_kernel
+from mcengine.jit import linked_kernel
 from mcengine.kernels.life.handlers import (
     close_lifetime, fault_fast, gpus_fail_fast, host_fails, next_event, pick_clock, pick_superposed, repairs_due,
     reschedule, slot_empties, slot_refilled, start_lifetime, touch_instances,
@@ -25,7 +25,7 @@ from mcengine.kernels.life.variants import fixed_law, part_on_laws
 from mcengine.kernels.life.workspace import Lifetime, reshard_step, slot_positions
 
 #: The workspace, the cluster and the lifetime's fixed values as the event loop passes them
-#: to the handlers it calls rather than inlines (:data:`~mcengine.jit.event_kernel`): by
+#: to the handlers it calls rather than inlines (:data:`~mcengine.jit.linked_kernel`): by
 #: reference (:func:`~mcengine._pointer.by_reference`, made once per lifetime), one word a
 #: call instead of the ~400 words of their arrays and values, each copied at every call.
 #: A handler reads their fields as it would the tuples' (``ws.hrq``), each where it is used.
@@ -33,7 +33,7 @@ _Shared = namedtuple("_Shared", ["ws", "c", "lf"])
 
 
 
-@event_kernel
+@linked_kernel
 def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     """The lifetime's fixed values (:data:`Lifetime`), its superposed rates per unit and
     thinned hazards (``ws.rates``, ``ws.wear``); the followers that cannot share the
@@ -79,7 +79,7 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
                     par[P_HOST_SWAP_HOURS], par[P_NIC_SWAP_HOURS], par[P_MODULE_RESTOCK_HOURS])
 
 
-@event_kernel
+@linked_kernel
 def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_paths, out_f, out_i, row):
     """Simulate one lifetime of variants ``ws.vids[:n_var]`` over the horizon; write their rows.
 

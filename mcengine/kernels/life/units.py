@@ -4,7 +4,7 @@ docs/model.md#module-pool), a NIC failure (docs/model.md#per-unit), a host unit'
 its replacement and its repairs (docs/model.md#host-units), and (reshard,
 docs/model.md#reshard) the GPUs an instance loses and gets back.
 
-The handlers that run seldom are compiled apart (:data:`~mcengine.jit.event_kernel`) and
+The handlers that run seldom are compiled apart (:data:`~mcengine.jit.linked_kernel`) and
 called by the loop or a handler; the small ones are inlined
 (:data:`~mcengine.jit.inline_kernel`).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcengine.jit import event_kernel, inline_kernel
+from mcengine.jit import inline_kernel, linked_kernel
 from mcengine.kernels.laws import sample_law
 from mcengine.kernels.life.hazard import module_life
 from mcengine.kernels.life.heap import heap_remove
@@ -49,7 +49,7 @@ def lose(ws, s, c, lf, first, end, t, delta):
         s.served += reshard_step(ws, i, t, change, lf.relayout_hours)
 
 
-@event_kernel
+@linked_kernel
 def module_fails(ws, s, c, lf, laws, p, t):
     """The clock of GPU position ``p``'s module fires at ``t``: the module fails, the GPU's
     instance goes down (its restart after the module swap, in place: no pool unit, no
@@ -127,7 +127,7 @@ def _module_from_pool(ws, s, c, lf, p, i):
         ws.m_t0[v, p] = t_in
 
 
-@event_kernel
+@linked_kernel
 def nic_fails(ws, s, c, lf, laws, nic, first, end, t):
     """NIC ``nic`` (GPU positions ``first .. end - 1``) fails at ``t`` (a ``per = "nic"``
     class): it is swapped in place in ``nic_swap_hours`` (no pool unit, no GPU repair), its
@@ -151,7 +151,7 @@ def nic_fails(ws, s, c, lf, laws, nic, first, end, t):
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, ident)
 
 
-@event_kernel
+@linked_kernel
 def swap_ends(ws, s, c, lf, ident, t):
     """Reshard: the swap timer ``ident`` fires at ``t``: a host swap's end (``h0 + host``)
     or a NIC swap's end (``n0 + nic``) gives the GPUs back to their instances."""
@@ -162,7 +162,7 @@ def swap_ends(ws, s, c, lf, ident, t):
     lose(ws, s, c, lf, first, end, t, -1)
 
 
-@event_kernel
+@linked_kernel
 def host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
     """Host units (``reliability.host_failure = "host"``, docs/model.md#host-units): host
     ``host`` (GPU positions ``first .. end - 1``) fails at ``t``. It goes to repair (one
@@ -203,7 +203,7 @@ def host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
         ws.hwait_i[i] += 1
 
 
-@event_kernel
+@linked_kernel
 def _host_assigned(ws, s, c, lf, host, first, end, t):
     """A host (from the pool, or just repaired) takes failed host ``host``'s place at ``t``:
     in place after ``host_swap_hours`` (every variant: a fixed time), its clock armed
@@ -224,7 +224,7 @@ def _host_assigned(ws, s, c, lf, host, first, end, t):
         s.hn = arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.h0 + host, t_in, lf.horizon)
 
 
-@event_kernel
+@linked_kernel
 def host_repairs_due(ws, s, c, lf, laws, t):
     """The host repairs due by ``t`` complete (host units): each repaired host takes the
     place of the longest-waiting failed host (its instances' wait for a host ends) or
