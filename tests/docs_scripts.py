@@ -29,3 +29,16 @@ def drifted(committed: dict, doc: dict) -> list[str]:
 
     fresh = json.loads(dumps(doc))
     return [key for key in NUMBERS if fresh.get(key) != committed.get(key)]
+
+
+def refused(main, argv, capsys) -> str:
+    """What a script's ``main(argv)`` writes to stderr as it exits 2 on an option outside
+    its grid; fails unless it exits 2 naming the option (``argv[0]``) and what is allowed."""
+    import pytest
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert argv[0] in err and "allowed" in err
+    return err

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.docs_scripts import docs_script
+from tests.docs_scripts import docs_script, refused
 
 
 @pytest.fixture(scope="module")
@@ -38,11 +38,7 @@ def test_the_components_of_a_hand_made_table(measure):
 def test_cells_outside_the_grid_are_refused(measure, argv, capsys):
     """``--loads`` outside (0, 1), a design or arrival law the grid lacks: exit 2 naming the
     option and what is allowed, before a cell is simulated."""
-    with pytest.raises(SystemExit) as stop:
-        measure.main(argv)
-    assert stop.value.code == 2
-    err = capsys.readouterr().err
-    assert argv[0] in err and "allowed" in err
+    refused(measure.main, argv, capsys)
 
 
 def test_least_loaded_dispatch_without_departures_is_round_robin(measure):
