@@ -6,6 +6,7 @@ import ctypes
 import ctypes.util
 
 import numpy as np
+import pytest
 
 from mcengine.runner import heap
 
@@ -36,6 +37,11 @@ def test_release_is_a_no_op_without_malloc_trim(monkeypatch):
 
     heap._malloc_trim.cache_clear()
     monkeypatch.setattr(ctypes, "CDLL", unloadable)
+    assert heap._malloc_trim() is None and heap.release() is False
+
+    heap._malloc_trim.cache_clear()  # no C library found at all (Windows): CDLL(None) is never asked
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: pytest.fail(f"CDLL({name!r}) asked"))
     assert heap._malloc_trim() is None and heap.release() is False
     heap._malloc_trim.cache_clear()
 

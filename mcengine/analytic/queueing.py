@@ -1,14 +1,12 @@
-"""Closed forms of serving under load (docs/load.md): the fast model of the trial chain.
+"""Closed forms of serving under load (docs/load.md): the per-mode fast models of the trial
+chain (:func:`static_at_load`, :func:`continuous_at_load`, :func:`disaggregated_at_load`)
+and the queueing formulas they share.
 
-An instance serving ``B`` concurrent sequences is a queue with ``c = B`` servers (batch
-slots). A request holds a slot for ``tau = B O / T`` seconds, with ``T`` the instance's
-saturated output tokens/s and ``O`` the output tokens per request, so a full instance
-delivers ``T``; at utilisation ``rho`` requests arrive at ``lambda = rho B / tau``
-(Little's law: ``rho B`` slots busy on average). A request waits for a slot as in a
-G/G/c queue (Allen & Cunneen): the probability of waiting is Erlang C at offered load
-``a = rho B``, and the wait beyond it is exponential with rate ``(c mu - lambda) 2 /
-(c_a^2 + c_s^2)``, exact for M/M/c (``c_a = c_s = 1``). TTFT at quantile ``q`` is the
-unloaded TTFT plus that wait's ``q`` quantile.
+A G/G/c queue of ``c`` servers, each holding a request ``service_s`` seconds, at
+utilisation ``rho`` (Allen & Cunneen): the probability of waiting is Erlang C at offered
+load ``a = rho c``, and the wait beyond it is exponential with rate ``(c mu - lambda) 2 /
+(c_a^2 + c_s^2)``, exact for M/M/c (``c_a = c_s = 1``) (:func:`wait_quantile`,
+:func:`mean_wait`; the continuous model's burst term).
 
 The diurnal demand is a sinusoid ``D(t) = m (1 + (p - 1) sin(2 pi t / day))`` of mean
 ``m`` and peak-to-mean ``p``; :func:`served_mean` and :func:`share_below` integrate

@@ -28,7 +28,7 @@ from mcengine.jit import inline_kernel, linked_kernel
 from mcengine.rng import exponential, lognormal, uniform, weibull_scale
 from mcengine.kernels.law_codes import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
 
-__all__ = ["CUM_WEIGHT", "KIND", "P1", "P2", "LAW_COLUMNS", "law_part", "sample_law", "draw_law"]
+__all__ = ["CUM_WEIGHT", "KIND", "P1", "P2", "LAW_COLUMNS", "law_part", "sample_law"]
 
 #: Columns of a law-table line.
 CUM_WEIGHT = 0

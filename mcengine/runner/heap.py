@@ -3,9 +3,8 @@
 A chunk's stages allocate and free hundreds of MB (the plan tables of a slice, the
 drawn inputs, the kernels' outputs), and glibc's malloc keeps what they free in its
 arenas for reuse: resident, though no data. Scattered between the blocks still in use
-it cannot shrink an arena from its top, so a run's resident memory grew with free
-memory, not with data (docs/performance.md#memory: after 10⁶ kept trials the arenas held
-707 MB of which 75 MB were in use). :func:`release` asks glibc's ``malloc_trim(0)`` to
+it cannot shrink an arena from its top, so without this a run's resident memory grows
+with free memory, not with data (docs/performance.md#memory). :func:`release` asks glibc's ``malloc_trim(0)`` to
 give every arena's free pages back (it walks each arena's free blocks and returns their
 whole pages with ``madvise``) and pyarrow's memory pool to release what it keeps unused
 (a kept run's Parquet parts are encoded through it), after each chunk is folded and
@@ -25,9 +24,11 @@ from functools import cache
 def _malloc_trim():
     """glibc's ``int malloc_trim(size_t pad)``, or None where the C library has none."""
     name = ctypes.util.find_library("c")
+    if name is None:  # no C library to find (Windows' find_library("c") gives none)
+        return None
     try:
         libc = ctypes.CDLL(name)
-    except OSError:  # (no C library by that name: Windows' find_library gives an msvcrt that may not load)
+    except OSError:  # a C library by that name that does not load
         return None
     trim = getattr(libc, "malloc_trim", None)
     if trim is not None:

@@ -279,7 +279,8 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     ``still(at, lower, exact)`` (optional), asked after the first count and after each call
     of additions, of the trials ``at`` (indices into the trials) settled then or still
     searched: ``exact`` where ``lower`` is the trial's count, else ``lower`` is one more
-    than the search's last count known to miss (the count it returns is at least that);
+    than a count the search knows to miss (after a call of additions none of which met,
+    the last but one it asked), so the count it returns is at least that;
     whether each trial not settled is still worth searching. Those it drops are left at
     -1."""
     n = plans.q.size

@@ -326,7 +326,7 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
         "demand_tokens_per_s": demand_tokens_per_s,
         "capacity_tokens_per_s": capacity,
         "load": demand_tokens_per_s / capacity,
-        "arrival": arrival, "arrival_cv": arrival_cv, "lengths": lengths, "length_cv": common("length_cv"), "requests": requests, "warmup": warmup,
+        "arrival": arrival, "arrival_cv": arrival_cv, "lengths": lengths, "length_cv": common("length_cv"), "requests": requests, **_warmup_fields(warmup, requests, len(kept)),
         "ttft_slo_ms": common("ttft_slo_ms"), "tpot_slo_ms": common("tpot_slo_ms"),
         "requests_measured": len(kept),
         **_latency_stats(kept, kept.ttft_slo_s, kept.tpot_slo_s),
@@ -431,6 +431,12 @@ def warmup_rule(warmup: float | str) -> float | str:
     return share
 
 
+def _warmup_fields(warmup: float | str, requests: int, measured: int) -> dict:
+    """The summary's warm-up: ``warmup``, the share of the ``requests`` left out (a number,
+    whatever the rule), and ``warmup_rule``, the rule as given (:data:`MSER` or the share)."""
+    return {"warmup": (requests - measured) / requests if requests else 0.0, "warmup_rule": warmup}
+
+
 def warmup_requests(df: pd.DataFrame, warmup: float | str) -> int:
     """The first requests left out of the statistics (the system starts empty): the
     ``warmup`` share of them, or with ``warmup = "mser5"`` (:data:`MSER`) the larger of
@@ -504,7 +510,7 @@ def serve_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int 
         "lengths": lengths,
         "length_cv": system.length_cv,
         "requests": requests,
-        "warmup": warmup,
+        **_warmup_fields(warmup, requests, summary["requests_measured"]),
         "prompt_tokens": system.prompt_tokens,
         "output_tokens": system.output_tokens,
         "batch_max": system.batch_max,

@@ -57,6 +57,7 @@ def test_serve_command_writes_requests_and_the_cdf(cli, tmp_path):
     assert json.loads(again.out)["ttft_ms"] == doc["ttft_ms"]
     share = json.loads(cli("serve", "h100", "--demand", "20000", "--instances", "8", "--requests", "3000", "--seed", "5", "--warmup", "0.2", "--json").out)
     assert share["requests_measured"] == 2400
+    assert (doc["warmup"], doc["warmup_rule"], share["warmup"], share["warmup_rule"]) == (cut / 3000, "mser5", 0.2, 0.2)
     refused = cli("serve", "h100", "--demand", "20000", "--instances", "8", "--warmup", "mser")
     assert refused.code == 2 and "--warmup" in refused.err and "mser5" in refused.err
 

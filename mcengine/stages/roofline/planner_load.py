@@ -68,7 +68,7 @@ from .load_steps import TERMS
 #: ...): a round's searches drop each other's plans between their model calls (a plan
 #: settled on its first count bounds the rest), so a wide round costs little more than a
 #: narrow one and saves the rounds' model calls. On a 2,048-trial lite-h100 block of
-#: load-diurnal it settles every trial in 2 rounds (6 model calls) where doubling took 3 (9).
+#: load-diurnal it settles every trial in 2 rounds (6 model calls).
 FLEET_GROWTH = 8
 
 
