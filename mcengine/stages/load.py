@@ -390,17 +390,7 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     fleet = np.where(up_needed > 0, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
     # a trial no fleet serves within the SLOs (its plan misses them unloaded) keeps the simulated cluster, serving nothing
     instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated())) if bought(scenario) else np.full(n, float(scenario.cluster.instances))
-    fleet_or_cluster = np.where(fleet > 0, fleet, instances)  # none: the cluster, serving nothing
-    if bought(scenario):
-        capacity = fleet_capacity = capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0))
-    else:  # the cluster's and the fleet's capacities in one search (the fleet's up instances carry the peak)
-        both = np.r_[np.arange(n), np.arange(n)]
-        known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
-        capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), np.r_[instances, fleet_or_cluster], per_instance[both], availability[both], known), 2)
-    saturated = per_instance * instances * availability
-    shown = np.minimum(peak, RHO_SHOWN * saturated)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        at_peak = plans.latency(np.where(availability > 0, shown / (availability * out_tokens), 0.0), instances)
+    capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
                  at_peak.ttft_q_s, at_peak.tpot_q_s)
 
@@ -472,19 +462,8 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     else:  # a trial no fleet serves keeps the simulated cluster, serving nothing
         instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
         held = [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]
-    capacity, fleet_capacity, latency = [], [], []
-    for p, t, pk, u, h, f in zip(plans, rates, peaks, up, held, fleets):
-        if fixed:  # the class's part of the cluster and of the fleet in one search
-            both = np.r_[np.arange(n), np.arange(n)]
-            known = np.r_[np.where(h >= u, pk, 0.0), np.where(fleet > 0, pk, 0.0)]
-            c, fc = np.split(capacity_tokens(p.take(both), np.r_[h, np.where(fleet > 0, f, h)], t[both], availability[both], known), 2)
-        else:
-            c = fc = capacity_tokens(p, h, t, availability, np.where(fleet > 0, pk, 0.0))
-        capacity.append(c)
-        fleet_capacity.append(fc)
-        shown = np.minimum(pk, RHO_SHOWN * t * h * availability)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            latency.append(p.latency(np.where(availability > 0, shown / (availability * p.output_tokens), 0.0), h))
+    per_class = [at_peak_of(p, t, availability, pk, u, h, f, fleet, fixed) for p, t, pk, u, h, f in zip(plans, rates, peaks, up, held, fleets)]
+    capacity, fleet_capacity, latency = (list(x) for x in zip(*per_class))
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,
                 np.minimum.reduce([c / w for c, w in zip(capacity, shares)]), np.minimum.reduce([c / w for c, w in zip(fleet_capacity, shares)]),
                 fleet, up_needed, np.maximum.reduce([x.ttft_q_s for x in latency]), np.maximum.reduce([x.tpot_q_s for x in latency]))
@@ -493,6 +472,30 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
                 f"{MIX_PREFIX}{name}.slo_attainment": qu.share_below(demand * w, peak_to_mean, c),
                 f"{MIX_PREFIX}{name}.load_instances": h, f"{MIX_PREFIX}{name}.up_instances": u}
     return out
+
+
+def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool):
+    """A plan's capacities at SLO and its latency at the peak (tokens/s): ``plans`` serving
+    on ``instances`` instances (``per_instance`` output tokens/s each at saturation) a peak
+    of ``peak`` tokens/s, of which ``up_needed`` up instances meet both SLO quantiles and a
+    fleet bought would hold ``fleet_of`` (``fleet``: the whole fleet, 0 where none serves).
+    On a fixed cluster (``fixed``) the cluster's and the fleet's capacities are found in one
+    search (the fleet's up instances carry the peak; no fleet: the cluster's); with the fleet
+    bought the cluster is the fleet. The latency (:meth:`Plans.latency`) is at the peak the
+    up instances carry, shown at most :data:`RHO_SHOWN` of their saturated rate. Returns
+    ``(capacity, fleet_capacity, latency)``."""
+    if fixed:
+        n = instances.size
+        both = np.r_[np.arange(n), np.arange(n)]
+        known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
+        held = np.r_[instances, np.where(fleet > 0, fleet_of, instances)]
+        capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), held, per_instance[both], availability[both], known), 2)
+    else:
+        capacity = fleet_capacity = capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0))
+    shown = np.minimum(peak, RHO_SHOWN * per_instance * instances * availability)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        latency = plans.latency(np.where(availability > 0, shown / (availability * plans.output_tokens), 0.0), instances)
+    return capacity, fleet_capacity, latency
 
 
 def capacity_tokens(plans: Plans, instances, per_instance, availability, meets_at=0.0) -> np.ndarray:
