@@ -317,13 +317,13 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     least, holder = np.full(n, np.inf), np.full(n, top)  # the least cost found, its first row (of the (rows, n) arrays)
     known = [np.zeros((4, 0))]  # row, trial, cost and count of the plans searched
 
-    def found(r, t, costs, ups):
+    def found(r, t, costs, ups):  # a trial whose least cost falls holds none of its earlier plans: only these can hold it
         known.append(np.array([r, t, costs, ups], float))
+        before = least.copy()
         np.minimum.at(least, t, costs)
-        kr, kt, kc, _ = np.concatenate(known, axis=1)
-        hit = np.isfinite(kc) & (kc == least[kt.astype(np.int64)])
-        holder[:] = top
-        np.minimum.at(holder, kt[hit].astype(np.int64), kr[hit].astype(np.int64))
+        holder[least < before] = top
+        hit = np.isfinite(costs) & (costs == least[t])
+        np.minimum.at(holder, t[hit], r[hit])
 
     def left(r, t, floor):  # a cost is at least ``floor``: below the least found it may win, equal to it only at an earlier row
         may = floor < least[t]
