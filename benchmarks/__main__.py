@@ -7,7 +7,7 @@ Usage::
     python -m benchmarks instructions [--cases h100 lite lite-pair] [--lifetimes N]
     python -m benchmarks counts [--against REV]
     python -m benchmarks plans --against REV [--quick]
-    python -m benchmarks load --against REV [--quick] [--mix]
+    python -m benchmarks load [--against REV] [--quick] [--mix]
     python -m benchmarks memory [--against REV] [--adaptive] [--keep-trials] [--trials N ...]
 
 HARNESS among ``fab`` (defect kernel vs a NumPy peer), ``reliability`` (life kernel vs
@@ -31,7 +31,8 @@ all twelve.
 alternately, ``plans --against REV`` the plan tables' CPU of both trees in alternate fresh
 processes, ``load --against REV`` the chain's time per trial with a demand against
 saturation of both trees in interleaved fresh processes (each round's ratios and load
-average; with ``--mix``, of the shipped Azure 2023 mix of request classes); ``memory --adaptive`` lets the adaptive rule size the chunks (the chunks it
+average; ``load --mix``, with or without ``--against``, times the shipped Azure 2023 mix of
+request classes in place of the case study); ``memory --adaptive`` lets the adaptive rule size the chunks (the chunks it
 picked are in the report), ``memory --keep-trials`` runs as ``mcengine run --out DIR
 --keep-trials`` does (the per-trial table written, the verdict's drivers read back from
 it), ``memory --trials N ...`` measures those trial counts (default 10⁴, 10⁵, 10⁶).
@@ -53,7 +54,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcengine.errors import InputError
+from mcengine.errors import InputError, Problem
 
 from .harness import HARNESSES, run_all
 from .harness import compile, counts, instructions, load, memory, plans, record
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="memory: run as `mcengine run --out DIR --keep-trials` (the per-trial table written and read back)")
     parser.add_argument("--trials", type=int, nargs="+", metavar="N", help="memory: the trial counts to measure (default: 10^4, 10^5, 10^6)")
     parser.add_argument("--mix", action="store_true",
-                        help="load --against: time the shipped Azure 2023 mix of request classes (h100, lite-h100) instead of the case study")
+                        help="load: time the shipped Azure 2023 mix of request classes (h100, lite-h100) instead of the case study")
     parser.add_argument("--against", metavar="REV", help="compile, counts, memory, plans, load: also measure git revision REV, side by side")
     parser.add_argument("--record", metavar="PATH", type=Path,
                         help="also write the figures into the benchmark record at PATH (docs/benchmarks.md), "
@@ -87,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             doc = plans.side_by_side(args.against, args.quick)
         elif args.against and "load" in args.harness:
             doc = load.side_by_side(args.against, args.quick, args.mix)
+        elif args.mix and args.harness == ["load"]:
+            doc = run_all(quick=args.quick, stages=("load",), harnesses={"load": lambda quick: load.run(quick, mix=True)})
+        elif args.mix:
+            raise InputError(Problem("--mix", True, "allowed with the load harness alone (python -m benchmarks load --mix [--against REV])"))
         elif args.against:
             doc = compile.side_by_side(args.against, args.quick)
         elif "instructions" in args.harness:
