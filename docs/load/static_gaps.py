@@ -19,7 +19,22 @@ completions; ``light``, the exact light-traffic limit ``(c - 1) / (c + 1)`` (Poi
 arrivals); ``mean err``, ``p99 err``, the model's TTFT against the simulator's (the fit
 table's); ``pieces ...``, the same with the simulator's ``seen`` gaps and ``idle`` share in
 the waiting term and the model's ``c_g^2`` kept in the spill's (``_gap_ttft``'s
-``spill_cv2``): the model's structure fed the measured pieces. Nothing is written.
+``spill_cv2``): the model's structure fed the measured pieces.
+
+``--laws`` prints instead the measured terms of the candidate laws (docs/load.md#static-laws):
+``k``, the simulator's mean batch; ``P0``, the share of batches an idle instance started
+(the share of completions that found the queue empty), and ``P0/k`` beside ``idle``
+(exact: each such batch is one request that found an instance idle); ``gap*lam/k``, the
+mean gap between completions over ``k / lambda`` (exact: one completion a batch);
+``empty gaps``, the share of gaps between completions that hold no arrival (what ``P0``
+would be if a completion found the queue empty only after a gap with no arrival);
+``cycle cv2``, the squared CV of one instance's time between its completions (its batch's
+cycle plus any idle time: the mixture of the batch-time law over the batch sizes);
+``independent``, the ``c_g^2`` a waiting request would see if the ``c`` instances were
+independent renewal streams of that measured law (:func:`independent_seen_cv2`), beside
+``seen``; ``P0 law``, :func:`empty_share` at the simulator's ``k`` and the squared CV of
+its gaps (``all gaps``), beside ``P0`` and the chain's ``P0 model`` (the model's ``P(idle)
+k``). Nothing is written.
 """
 
 from __future__ import annotations
@@ -64,6 +79,105 @@ def gap_measures(df: pd.DataFrame, prefill_s) -> dict:
     gaps = np.diff(np.sort(batches.finish.to_numpy()[batches.measured.to_numpy()]))
     return {"idle": float(1.0 - waited.mean()), "residual": float(np.mean(completions[after[inside]] - arrival[waited][inside])),
             "idle_started": float(from_idle[batches.measured.to_numpy()].mean()), "gaps_cv2": float(gaps.var() / gaps.mean() ** 2)}
+
+
+def independent_seen_cv2(cycles, servers: int) -> float:
+    """The squared CV ``2 E[R] / g - 1`` of the gaps a waiting request sees on ``servers``
+    independent stationary renewal streams, each with the empirical law of ``cycles`` (one
+    instance's times between its completions, mean ``m``; ``g = m / c``): the time ``R`` to
+    the next completion exceeds ``t`` when every stream's equilibrium residual does, ``P(R >
+    t) = h(t)^c`` with ``h(t) = (1 / m) int_t^inf P(X > u) du`` (Cox 1962), so ``E[R] =
+    int_0^inf h^c dt``. ``h`` is linear between the sorted samples, so the integral is exact
+    on each piece: ``(x_(j+1) - x_j) (h_j^(c+1) - h_(j+1)^(c+1)) / ((c + 1)(h_j - h_(j+1)))``.
+    Equal cycles give ``(c - 1) / (c + 1)`` (the light-traffic limit), exponential ones 1."""
+    x = np.concatenate(([0.0], np.sort(np.asarray(cycles, float))))
+    n, m = len(x) - 1, float(np.mean(cycles))
+    above = 1.0 - np.arange(n) / n  # P(X > u) on [x_j, x_(j+1))
+    h = np.concatenate((np.cumsum((np.diff(x) * above)[::-1])[::-1], [0.0])) / m
+    width, drop = np.diff(x), h[:-1] - h[1:]
+    power = h[:-1] ** (servers + 1) - h[1:] ** (servers + 1)
+    piece = np.divide(width * power, (servers + 1) * drop, out=width * h[:-1] ** servers, where=drop > 0)
+    return float(2.0 * np.sum(piece) * servers / m - 1.0)
+
+
+#: Bisection steps of :func:`empty_share` (a fixed count: 2^-50 of the unit interval).
+ROOT_STEPS = 50
+
+
+def count_pgf(z, mean, variance):
+    """``E[z^N]`` for the requests ``N`` that reach the queue in one gap between completions,
+    of mean ``k`` and variance ``V``: negative binomial (a Poisson count over a gamma gap;
+    ``V = k c_a^2 + k^2 c_g^2``, the spill's variance, matches its first two moments),
+    ``(1 + (V - k) / k (1 - z))^(-k^2 / (V - k))``; Poisson's ``exp(-k (1 - z))`` where ``V <= k``."""
+    k, v = np.asarray(mean, float), np.asarray(variance, float)
+    excess = np.maximum(v - k, 1e-300)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        nb = (1.0 + excess / k * (1.0 - z)) ** (-k * k / excess)
+    return np.where(v - k > 1e-9 * k, nb, np.exp(-k * (1.0 - z)))
+
+
+def empty_share(batch_mean, gap_cv2, arrival_cv2):
+    """The share ``P0`` of completions that find the queue empty (the batches an idle instance
+    starts; a request finds an instance idle with probability ``P0 / k``, exactly, since each
+    such batch is the one request that found it), from the chain embedded at completions:
+    with ``i`` instances idle after a completion and ``N`` requests arriving in the next gap
+    (gaps i.i.d., mean ``k / lambda`` (one completion a batch), squared CV ``c_g^2``), the next
+    completion finds the queue empty when ``N <= i`` (the idle ones took them) and leaves ``i'
+    = (i + 1 - N)^+`` idle. That is G/M/1's chain at arrivals (Kleinrock 1975, ch. 6, the queue G/M/1;
+    docs/sources.md#load-queueing): its law is geometric, ``pi_i = (1 - s) s^i``, with ``s`` the
+    root in (0, 1) of ``s = E[s^N]`` (:func:`count_pgf`), and ``P0 = sum_i pi_i P(N <= i) =
+    E[s^N] = s``. Exponential gaps and Poisson arrivals give ``s = 1 / k``, the Markov chain's
+    ``P(idle) k`` on many instances; ``k <= 1`` gives 1 (every batch a singleton). Many
+    instances: the ``c`` bound on ``i`` is left out. :data:`ROOT_STEPS` bisection steps."""
+    k = np.asarray(batch_mean, float)
+    variance = k * np.asarray(arrival_cv2, float) + k * k * np.asarray(gap_cv2, float)
+    lo, hi = np.zeros(np.broadcast(k, variance).shape), np.ones(np.broadcast(k, variance).shape)
+    for _ in range(ROOT_STEPS):
+        mid = 0.5 * (lo + hi)
+        above = count_pgf(mid, k, variance) > mid
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return np.where(k > 1.0, 0.5 * (lo + hi), 1.0)
+
+
+def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
+    """The measured terms of the candidate laws (the module's ``--laws`` columns) from the
+    simulator's per-request rows ``df`` (the ``measured`` ones), read as :func:`gap_measures` reads them."""
+    size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()
+    start = df.first_token_s.to_numpy() - np.asarray(prefill_s)[size]
+    batches = pd.DataFrame({"instance": df.instance.to_numpy(), "start": start, "finish": df.finish_s.to_numpy(), "size": size,
+                            "measured": df.measured.to_numpy()}).drop_duplicates(["instance", "finish"]).sort_values(["instance", "start"])
+    before = batches.groupby("instance").finish.shift(1).to_numpy()
+    from_idle = ~np.isclose(batches.start.to_numpy(), before, rtol=0.0, atol=1e-9)
+    kept = batches.measured.to_numpy()
+    finish = np.sort(batches.finish.to_numpy()[kept])
+    arrivals = np.sort(df.arrival_s.to_numpy())
+    cycles = batches[kept].groupby("instance").finish.diff().dropna().to_numpy()
+    return {"k": float(batches["size"][kept].mean()), "P0": float(from_idle[kept].mean()), "mean gap": float(np.diff(finish).mean()),
+            "empty gaps": float(np.mean(np.diff(np.searchsorted(arrivals, finish)) == 0)),
+            "cycle cv2": float(cycles.var() / cycles.mean() ** 2), "independent": independent_seen_cv2(cycles, servers)}
+
+
+def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
+    """One static cell's measured terms of the candidate laws (the module's ``--laws`` columns)."""
+    from mcengine.standalone.serve import serve_summary
+
+    s = system
+    demand = load * s.capacity_tokens_per_s
+    rate = demand / s.output_tokens
+    _, df = serve_summary(scenario, demand, requests, seed, arrival, cv, "static", s.instances, warmup=WARMUP)
+    sim, law = gap_measures(df, s.prefill_s), law_measures(df, s.prefill_s, s.instances)
+    top, o = s.batch_max, s.output_tokens
+    g = (s.prefill_s[top] + (o - 1) * s.decode_s[top] - s.prefill_s[1] - (o - 1) * s.decode_s[1]) / max(top - 1, 1) * (law["k"] - 1.0)
+    g = (s.prefill_s[1] + (o - 1) * s.decode_s[1] + g) / s.instances  # T(k) / c at the simulator's mean batch
+    from mcengine.analytic import queueing as qu
+
+    model = qu.completion_gaps(rate, s.instances, s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top],
+                               top, qu.STATIC_GAP_CV2, cv)
+    return {"load": load, "arrival": arrival, "k": law["k"], "P0": law["P0"], "P0/k": law["P0"] / law["k"], "idle": sim["idle"],
+            "gap*lam/k": law["mean gap"] * rate / law["k"], "empty gaps": law["empty gaps"], "cycle cv2": law["cycle cv2"],
+            "independent": law["independent"], "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
+            "P0 law": float(empty_share(law["k"], sim["gaps_cv2"], cv * cv)),
+            "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0)}
 
 
 def cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
@@ -114,6 +228,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--design", default=",".join(DESIGNS), help=f"comma-separated subset of {','.join(DESIGNS)}")
     parser.add_argument("--loads", default=",".join(map(str, LOADS)), help="comma-separated loads (fractions of capacity)")
+    parser.add_argument("--laws", action="store_true", help="print the candidate laws' measured terms instead")
     args = parser.parse_args(argv)
     designs, loads = args.design.split(","), [float(x) for x in args.loads.split(",")]
     if not set(designs) <= set(DESIGNS):
@@ -124,7 +239,8 @@ def main(argv=None) -> int:
     for name in designs:
         scenario = load_scenario(name)
         system = serving_system(scenario, "static", INSTANCES)
-        rows += [{"design": name, **cell(scenario, system, load, arrival, cv)} for arrival, cv in ARRIVALS for load in loads]
+        measure = laws_cell if args.laws else cell
+        rows += [{"design": name, **measure(scenario, system, load, arrival, cv)} for arrival, cv in ARRIVALS for load in loads]
     print(pd.DataFrame(rows).to_string(index=False, float_format="{:.2f}".format))
     return 0
 
