@@ -34,7 +34,11 @@ cycle plus any idle time: the mixture of the batch-time law over the batch sizes
 independent renewal streams of that measured law (:func:`independent_seen_cv2`), beside
 ``seen``; ``P0 law``, :func:`empty_share` at the simulator's ``k`` and the squared CV of
 its gaps (``all gaps``), beside ``P0`` and the chain's ``P0 model`` (the model's ``P(idle)
-k``). Nothing is written.
+k``); and the spill's terms near full batches: ``left``, the mean requests a completion
+leaves waiting (Lindley's ``W``), ``V gap``, the variance of the arrivals in one gap
+between completions, ``V long``, that of their sum over :data:`LONG_RUN` gaps per gap,
+and ``V needs``, the ``V`` that puts the model's bound ``V / (2 mu) - k / 2`` on ``left``
+(``mu = top - k``). Nothing is written.
 """
 
 from __future__ import annotations
@@ -100,6 +104,9 @@ def independent_seen_cv2(cycles, servers: int) -> float:
     return float(2.0 * np.sum(piece) * servers / m - 1.0)
 
 
+#: Gaps summed for the long-run variance of the arrivals per gap (``V long``).
+LONG_RUN = 50
+
 #: Bisection steps of :func:`empty_share` (a fixed count: 2^-50 of the unit interval).
 ROOT_STEPS = 50
 
@@ -141,7 +148,9 @@ def empty_share(batch_mean, gap_cv2, arrival_cv2):
 
 def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
     """The measured terms of the candidate laws (the module's ``--laws`` columns) from the
-    simulator's per-request rows ``df`` (the ``measured`` ones), read as :func:`gap_measures` reads them."""
+    simulator's per-request rows ``df`` (the ``measured`` ones), read as :func:`gap_measures`
+    reads them; ``left`` counts the measured requests arrived and not started just after
+    each completion."""
     size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()
     start = df.first_token_s.to_numpy() - np.asarray(prefill_s)[size]
     batches = pd.DataFrame({"instance": df.instance.to_numpy(), "start": start, "finish": df.finish_s.to_numpy(), "size": size,
@@ -152,7 +161,12 @@ def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
     finish = np.sort(batches.finish.to_numpy()[kept])
     arrivals = np.sort(df.arrival_s.to_numpy())
     cycles = batches[kept].groupby("instance").finish.diff().dropna().to_numpy()
-    return {"k": float(batches["size"][kept].mean()), "P0": float(from_idle[kept].mean()), "mean gap": float(np.diff(finish).mean()),
+    counts = np.diff(np.searchsorted(arrivals, finish))
+    waiting = np.sort(df.arrival_s.to_numpy()[df.measured.to_numpy()]), np.sort(start[df.measured.to_numpy()])
+    left = np.searchsorted(waiting[0], finish, side="right") - np.searchsorted(waiting[1], finish, side="right")
+    runs = counts[: counts.size // LONG_RUN * LONG_RUN].reshape(-1, LONG_RUN).sum(axis=1)
+    return {"k": float(batches["size"][kept].mean()), "left": float(left.mean()), "V gap": float(counts.var()),
+            "V long": float(runs.var() / LONG_RUN), "P0": float(from_idle[kept].mean()), "mean gap": float(np.diff(finish).mean()),
             "empty gaps": float(np.mean(np.diff(np.searchsorted(arrivals, finish)) == 0)),
             "cycle cv2": float(cycles.var() / cycles.mean() ** 2), "independent": independent_seen_cv2(cycles, servers)}
 
@@ -177,7 +191,8 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
             "gap*lam/k": law["mean gap"] * rate / law["k"], "empty gaps": law["empty gaps"], "cycle cv2": law["cycle cv2"],
             "independent": law["independent"], "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
             "P0 law": float(empty_share(law["k"], sim["gaps_cv2"], cv * cv)),
-            "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0)}
+            "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0), "left": law["left"], "V gap": law["V gap"],
+            "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0)}
 
 
 def cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
