@@ -59,6 +59,21 @@ from make_fit_table import ARRIVALS, DESIGNS, INSTANCES, LOADS  # noqa: E402  (t
 REQUESTS, WARMUP = 100_000, 0.2
 
 
+def batch_rows(df: pd.DataFrame, prefill_s) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each request's batch start (s) and the batches of the simulator's per-request rows
+    ``df``: a batch is the requests sharing an instance and a first token, it started its
+    pass ``prefill_s[k]`` before that first token and completed at their finish; one row a
+    batch (``instance``, ``start``, ``finish``, ``size``, ``measured``, and ``from_idle``: its
+    instance's previous batch did not complete at its start), sorted by instance and start."""
+    size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()
+    start = df.first_token_s.to_numpy() - np.asarray(prefill_s)[size]
+    batches = pd.DataFrame({"instance": df.instance.to_numpy(), "start": start, "finish": df.finish_s.to_numpy(), "size": size,
+                            "measured": df.measured.to_numpy()}).drop_duplicates(["instance", "finish"]).sort_values(["instance", "start"])
+    before = batches.groupby("instance").finish.shift(1).to_numpy()
+    batches["from_idle"] = ~np.isclose(batches.start.to_numpy(), before, rtol=0.0, atol=1e-9)
+    return start, batches
+
+
 def gap_measures(df: pd.DataFrame, prefill_s) -> dict:
     """The simulator's per-request rows ``df`` (statistics over the ``measured`` ones): a batch
     is the requests sharing an instance and a first token, it started its pass
@@ -68,12 +83,8 @@ def gap_measures(df: pd.DataFrame, prefill_s) -> dict:
     completion on any instance (``residual``), the share of batches an idle instance started
     (``idle_started``: its previous batch did not complete at that instant) and the squared
     CV of the gaps between consecutive completions (``gaps_cv2``)."""
-    size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()
-    start = df.first_token_s.to_numpy() - np.asarray(prefill_s)[size]
-    batches = pd.DataFrame({"instance": df.instance.to_numpy(), "start": start, "finish": df.finish_s.to_numpy(),
-                            "measured": df.measured.to_numpy()}).drop_duplicates(["instance", "finish"]).sort_values(["instance", "start"])
-    before = batches.groupby("instance").finish.shift(1).to_numpy()
-    from_idle = ~np.isclose(batches.start.to_numpy(), before, rtol=0.0, atol=1e-9)
+    start, batches = batch_rows(df, prefill_s)
+    from_idle = batches.from_idle.to_numpy()
     completions = np.sort(batches.finish.to_numpy())
     kept = df.measured.to_numpy()
     arrival = df.arrival_s.to_numpy()[kept]
@@ -151,23 +162,19 @@ def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
     simulator's per-request rows ``df`` (the ``measured`` ones), read as :func:`gap_measures`
     reads them; ``left`` counts the measured requests arrived and not started just after
     each completion."""
-    size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()
-    start = df.first_token_s.to_numpy() - np.asarray(prefill_s)[size]
-    batches = pd.DataFrame({"instance": df.instance.to_numpy(), "start": start, "finish": df.finish_s.to_numpy(), "size": size,
-                            "measured": df.measured.to_numpy()}).drop_duplicates(["instance", "finish"]).sort_values(["instance", "start"])
-    before = batches.groupby("instance").finish.shift(1).to_numpy()
-    from_idle = ~np.isclose(batches.start.to_numpy(), before, rtol=0.0, atol=1e-9)
+    start, batches = batch_rows(df, prefill_s)
+    from_idle = batches.from_idle.to_numpy()
     kept = batches.measured.to_numpy()
     finish = np.sort(batches.finish.to_numpy()[kept])
     arrivals = np.sort(df.arrival_s.to_numpy())
     cycles = batches[kept].groupby("instance").finish.diff().dropna().to_numpy()
-    counts = np.diff(np.searchsorted(arrivals, finish))
+    counts = np.diff(np.searchsorted(arrivals, finish))  # arrivals in each gap between completions
     waiting = np.sort(df.arrival_s.to_numpy()[df.measured.to_numpy()]), np.sort(start[df.measured.to_numpy()])
     left = np.searchsorted(waiting[0], finish, side="right") - np.searchsorted(waiting[1], finish, side="right")
     runs = counts[: counts.size // LONG_RUN * LONG_RUN].reshape(-1, LONG_RUN).sum(axis=1)
     return {"k": float(batches["size"][kept].mean()), "left": float(left.mean()), "V gap": float(counts.var()),
             "V long": float(runs.var() / LONG_RUN), "P0": float(from_idle[kept].mean()), "mean gap": float(np.diff(finish).mean()),
-            "empty gaps": float(np.mean(np.diff(np.searchsorted(arrivals, finish)) == 0)),
+            "empty gaps": float(np.mean(counts == 0)),
             "cycle cv2": float(cycles.var() / cycles.mean() ** 2), "independent": independent_seen_cv2(cycles, servers)}
 
 
