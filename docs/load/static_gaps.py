@@ -146,7 +146,9 @@ def empty_share(batch_mean, gap_cv2, arrival_cv2):
     root in (0, 1) of ``s = E[s^N]`` (:func:`count_pgf`), and ``P0 = sum_i pi_i P(N <= i) =
     E[s^N] = s``. Exponential gaps and Poisson arrivals give ``s = 1 / k``, the Markov chain's
     ``P(idle) k`` on many instances; ``k <= 1`` gives 1 (every batch a singleton). Many
-    instances: the ``c`` bound on ``i`` is left out. :data:`ROOT_STEPS` bisection steps."""
+    instances and batches below their capacity: the ``c`` bound on ``i`` and the cap ``B`` on
+    what a completion takes are left out (so ``B = 1``, M/D/c, is outside it: there the
+    spill is the whole wait). :data:`ROOT_STEPS` bisection steps."""
     k = np.asarray(batch_mean, float)
     variance = k * np.asarray(arrival_cv2, float) + k * k * np.asarray(gap_cv2, float)
     lo, hi = np.zeros(np.broadcast(k, variance).shape), np.ones(np.broadcast(k, variance).shape)
