@@ -38,7 +38,10 @@ k``); and the spill's terms near full batches: ``left``, the mean requests a com
 leaves waiting (Lindley's ``W``), ``V gap``, the variance of the arrivals in one gap
 between completions, ``V long``, that of their sum over :data:`LONG_RUN` gaps per gap,
 and ``V needs``, the ``V`` that puts the model's bound ``V / (2 mu) - k / 2`` on ``left``
-(``mu = top - k``). Nothing is written.
+(``mu = top - k``); ``E gap``, ``E cv2``, ``Q gap``, ``Q cv2``: the mean (in mean arrival
+gaps, ``lambda G``) and squared CV of the gaps before completions that find the queue
+empty (their instance's next batch is started idle) and before those that take a batch.
+Nothing is written.
 """
 
 from __future__ import annotations
@@ -174,10 +177,14 @@ def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
     waiting = np.sort(df.arrival_s.to_numpy()[df.measured.to_numpy()]), np.sort(start[df.measured.to_numpy()])
     left = np.searchsorted(waiting[0], finish, side="right") - np.searchsorted(waiting[1], finish, side="right")
     runs = counts[: counts.size // LONG_RUN * LONG_RUN].reshape(-1, LONG_RUN).sum(axis=1)
+    typed = batches.assign(finds_empty=batches.groupby("instance").from_idle.shift(-1))  # its completion found the queue empty
+    typed = typed[kept & typed.finds_empty.notna().to_numpy()].sort_values("finish")
+    before, empty = np.diff(typed.finish.to_numpy()), typed.finds_empty.to_numpy(bool)[1:]
     return {"k": float(batches["size"][kept].mean()), "left": float(left.mean()), "V gap": float(counts.var()),
             "V long": float(runs.var() / LONG_RUN), "P0": float(from_idle[kept].mean()), "mean gap": float(np.diff(finish).mean()),
             "empty gaps": float(np.mean(counts == 0)),
-            "cycle cv2": float(cycles.var() / cycles.mean() ** 2), "independent": independent_seen_cv2(cycles, servers)}
+            "cycle cv2": float(cycles.var() / cycles.mean() ** 2), "independent": independent_seen_cv2(cycles, servers),
+            "E gaps": before[empty], "Q gaps": before[~empty]}
 
 
 def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
@@ -201,7 +208,9 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
             "independent": law["independent"], "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
             "P0 law": float(empty_share(law["k"], sim["gaps_cv2"], cv * cv)),
             "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0), "left": law["left"], "V gap": law["V gap"],
-            "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0)}
+            "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0),
+            **{f"{kind} {what}": f(law[f"{kind} gaps"]) for kind in ("E", "Q")
+               for what, f in (("gap", lambda g: float(rate * g.mean())), ("cv2", lambda g: float(g.var() / g.mean() ** 2)))}}
 
 
 def cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
