@@ -40,8 +40,8 @@ between completions, ``V long``, that of their sum over :data:`LONG_RUN` gaps pe
 and ``V needs``, the ``V`` that puts the model's bound ``V / (2 mu) - k / 2`` on ``left``
 (``mu = top - k``); ``E gap``, ``E cv2``, ``Q gap``, ``Q cv2``: the mean (in mean arrival
 gaps, ``lambda G``) and squared CV of the gaps before completions that find the queue
-empty (their instance's next batch is started idle) and before those that take a batch.
-Nothing is written.
+empty (their instance's next batch is started idle) and before those that take a batch;
+``lag1``, the correlation of consecutive gaps. Nothing is written.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
             "V long": float(runs.var() / LONG_RUN), "P0": float(from_idle[kept].mean()), "mean gap": float(np.diff(finish).mean()),
             "empty gaps": float(np.mean(counts == 0)),
             "cycle cv2": float(cycles.var() / cycles.mean() ** 2), "independent": independent_seen_cv2(cycles, servers),
-            "E gaps": before[empty], "Q gaps": before[~empty]}
+            "E gaps": before[empty], "Q gaps": before[~empty], "lag1": float(np.corrcoef(np.diff(finish)[:-1], np.diff(finish)[1:])[0, 1])}
 
 
 def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
@@ -210,7 +210,8 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
             "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0), "left": law["left"], "V gap": law["V gap"],
             "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0),
             **{f"{kind} {what}": f(law[f"{kind} gaps"]) for kind in ("E", "Q")
-               for what, f in (("gap", lambda g: float(rate * g.mean())), ("cv2", lambda g: float(g.var() / g.mean() ** 2)))}}
+               for what, f in (("gap", lambda g: float(rate * g.mean())), ("cv2", lambda g: float(g.var() / g.mean() ** 2)))},
+            "lag1": law["lag1"]}
 
 
 def cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
