@@ -34,10 +34,10 @@ def test_the_components_of_a_hand_made_table(measure):
     assert got == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.parametrize("argv", [["--loads", "0.5,1.2"], ["--design", "a100"], ["--arrival", "poisson,uniform"]])
+@pytest.mark.parametrize("argv", [["--loads", "0.5,1.2"], ["--design", "a100"], ["--arrival", "poisson,uniform"], ["--warmup", "1"]])
 def test_cells_outside_the_grid_are_refused(measure, argv, capsys):
-    """``--loads`` outside (0, 1), a design or arrival law the grid lacks: exit 2 naming the
-    option and what is allowed, before a cell is simulated."""
+    """``--loads`` outside (0, 1), a design or arrival law the grid lacks, a ``--warmup`` share
+    outside [0, 1): exit 2 naming the option and what is allowed, before a cell is simulated."""
     refused(measure.main, argv, capsys)
 
 
