@@ -31,11 +31,11 @@ def test_burst_wait_by_hand():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, load", [("h100", 0.3), ("lite-h100", 0.5)])
+@pytest.mark.parametrize("name, load", [("h100", 0.3), ("lite-h100", 0.6)])
 def test_gamma_cells_brought_in_hold_against_settled_replications(name, load):
     """16 instances, gamma CV 2 arrivals: the fast model within 10 % of the replications'
     mean P99 TTFT and TPOT and 5 % of their means, widened by 4 standard errors (the fit
-    table before the bursts' own-stream wait: P99 TTFT 14 % low in both cells)."""
+    table before the bursts' own-stream wait: P99 TTFT 14 % and 20 % low)."""
     system = serving_system(load_scenario(name), "continuous", 16)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
     stats = []
