@@ -23,7 +23,9 @@ ahead that get a prompt behind), ``ttft0_alone`` / ``ttft0_behind`` (ms), ``gap_
 ``gap_short`` (the share of gaps under 0.1 mean gaps; exponential's 0.095), ``refill``
 (the share of admissions to an instance that one of its own requests left since its
 previous admission) and ``refill_delay`` (the mean time from that departure to the
-admission, in mean gaps).
+admission, in mean gaps); ``p_ge1_refill``, ``p_ge2_refill``, ``ttft_refill`` and
+``p_ge1_birth``, ``p_ge2_birth``, ``ttft_birth``: the same, over the refills and over the
+other admissions (births: none of the instance's requests left since its previous one).
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
         "gap_cv2": float(g.var() / g.mean() ** 2), "gap_short": float((g < 0.1).mean()),
         "refill": float(r.mean()), "refill_delay": float(delay[first:][r].mean() * rate_per_s / len(groups)),
+        "p_ge1_refill": mean(k[r] >= 1), "p_ge2_refill": mean(k[r] >= 2), "ttft_refill": mean(ttft[r]),
+        "p_ge1_birth": mean(k[~r] >= 1), "p_ge2_birth": mean(k[~r] >= 2), "ttft_birth": mean(ttft[~r]),
     }
 
 
