@@ -4,8 +4,9 @@
     python docs/load/measure_stream.py                      # h100 and lite-h100, Poisson and gamma CV 2, loads 0.2 0.5 0.8
     python docs/load/measure_stream.py --design h100 --arrival poisson --loads 0.5,0.8 --requests 30000
     python docs/load/measure_stream.py --toy 124,0.72 --requests 256000  # dispatch and streams alone (dispatch_toy)
+    python docs/load/measure_stream.py --loads 0.5 --requests 800000 --warmup 0.5  # the settled pattern (docs/load.md#burst-wait)
 
-For each request (the first 20 % left out) the prompts **ahead** are the requests of its
+For each request (the first 20 % left out, or ``--warmup``'s share) the prompts **ahead** are the requests of its
 instance that arrived before it and whose first token comes after its arrival (still in the
 stream: a prompt whose last chunk is in the step in progress counts); a prompt **behind** is
 the next request of its instance arriving before its first token (it fills the budget the
@@ -22,7 +23,9 @@ ahead that get a prompt behind), ``ttft0_alone`` / ``ttft0_behind`` (ms), ``gap_
 ``gap_short`` (the share of gaps under 0.1 mean gaps; exponential's 0.095), ``refill``
 (the share of admissions to an instance that one of its own requests left since its
 previous admission) and ``refill_delay`` (the mean time from that departure to the
-admission, in mean gaps).
+admission, in mean gaps); ``p_ge1_refill``, ``p_ge2_refill``, ``ttft_refill`` and
+``p_ge1_birth``, ``p_ge2_birth``, ``ttft_birth``: the same, over the refills and over the
+other admissions (births: none of the instance's requests left since its previous one).
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
         "gap_cv2": float(g.var() / g.mean() ** 2), "gap_short": float((g < 0.1).mean()),
         "refill": float(r.mean()), "refill_delay": float(delay[first:][r].mean() * rate_per_s / len(groups)),
+        "p_ge1_refill": mean(k[r] >= 1), "p_ge2_refill": mean(k[r] >= 2), "ttft_refill": mean(ttft[r]),
+        "p_ge1_birth": mean(k[~r] >= 1), "p_ge2_birth": mean(k[~r] >= 2), "ttft_birth": mean(ttft[~r]),
     }
 
 
@@ -131,7 +136,7 @@ def admission_gaps(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMUP) 
     return np.concatenate(gaps) * rate_per_s / len(groups)
 
 
-def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0) -> dict:
+def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0, warmup: float = WARMUP) -> dict:
     """One cell on :data:`INSTANCES` instances of the design's continuous plan."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system, simulate_requests
@@ -139,11 +144,11 @@ def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUES
     system = serving_system(load_scenario(name), "continuous", INSTANCES)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
     df, _ = simulate_requests(system, rate, requests, seed, 0, arrival, cv)
-    return {"design": name, "arrival": arrival, "load": load, **stream_components(df, rate)}
+    return {"design": name, "arrival": arrival, "load": load, **stream_components(df, rate, warmup)}
 
 
 def main(argv=None) -> int:
-    """Print the cells asked for (``--design``, ``--arrival``, ``--loads``, ``--requests``)."""
+    """Print the cells asked for (``--design``, ``--arrival``, ``--loads``, ``--requests``, ``--warmup``)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -151,14 +156,18 @@ def main(argv=None) -> int:
     parser.add_argument("--arrival", default="poisson,gamma", help="poisson and/or gamma (CV 2)")
     parser.add_argument("--loads", default=",".join(map(str, LOADS)))
     parser.add_argument("--requests", type=int, default=REQUESTS)
+    parser.add_argument("--warmup", type=float, default=WARMUP,
+                        help="the share of the run left out (the settled pattern: 0.5 of 800,000 requests or more)")
     parser.add_argument("--toy", default=None, metavar="HOLDING,PROMPT",
                         help="instead: least-loaded dispatch and the prefill streams alone (dispatch_toy), in mean gaps")
     args = parser.parse_args(argv)
+    if not 0.0 <= args.warmup < 1.0:
+        parser.error(f"--warmup {args.warmup:g}: allowed a share in [0, 1)")
     if args.toy is not None:
         holding, prompt = (float(x) for x in args.toy.split(","))
         if not (holding > 0 and prompt >= 0):
             parser.error(f"--toy {args.toy}: allowed HOLDING > 0 and PROMPT >= 0 (mean gaps)")
-        toy = stream_components(dispatch_toy(holding, prompt, args.requests), INSTANCES)
+        toy = stream_components(dispatch_toy(holding, prompt, args.requests), INSTANCES, args.warmup)
         shown = ("p_ge1", "t_ge1", "p_ge2", "t_ge2", "gap_cv2", "gap_short", "refill", "refill_delay")
         print(pd.DataFrame([{k: toy[k] for k in shown}]).to_string(index=False, float_format="{:.3f}".format))
         return 0
@@ -170,7 +179,7 @@ def main(argv=None) -> int:
     loads = tuple(float(x) for x in args.loads.split(","))
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
-    rows = [cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests)
+    rows = [cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup)
             for name in designs for arrival in arrivals for load in loads]
     print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
     return 0

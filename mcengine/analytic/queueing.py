@@ -724,6 +724,23 @@ def _step_stream_quantile(q, step_s, prompt_s, busy, again):
     return np.where(finite, hi, np.inf)
 
 
+def _burst_wait(q, instances, prompt_s, busy, arrival_cv):
+    """The wait of a bursty stream's excess over Poisson's in one instance's prefill stream
+    (s): ``(mean, q quantile)``. Least-loaded dispatch balances the instances' requests, not
+    their prefill streams (docs/load.md#continuous), so a prompt waits in its own
+    instance's stream, a G/D/1 queue (one server, prompts of ``prompt_s`` seconds,
+    utilisation ``u = busy``), not in a queue pooling the ``instances`` streams. The
+    instance's share of the arrivals is the stream split over ``N = instances``, squared
+    CV ``1 + (c_a^2 - 1) / N`` (a renewal stream split at random, Whitt's QNA); the
+    stream's term (:func:`_stream_wait_area`) holds its Poisson part, so this wait takes
+    the excess, ``(c_a^2 - 1) / N``, in Allen-Cunneen's G/G/1 wait (:func:`mean_wait`,
+    :func:`wait_quantile`: waits with probability ``u``, exponential beyond, scale ``(c_a^2
+    - 1) / (2 N) D / (1 - u)``). 0 for Poisson arrivals and smoother ones."""
+    excess = np.maximum(np.asarray(arrival_cv, float) ** 2 - 1.0, 0.0) / instances
+    cv, zero = np.sqrt(excess), np.zeros(np.shape(busy))
+    return mean_wait(1.0, prompt_s, busy, cv, zero), wait_quantile(q, 1.0, prompt_s, busy, cv, zero)
+
+
 def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low_batch):
     """Continuous mode's occupancy in closed form (docs/load.md#continuous): the least ``n``
     in ``[0, batch]`` solving Little's law ``n = lambda O tau(n)``, ``tau(n) = d(n) / (1 -
@@ -786,13 +803,10 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     chunk steps; least-loaded dispatch sends a prompt to the instance with fewest requests,
     so it rarely queues behind more than two prompts: with probability ``u`` it waits the remainder of the prompt in
     progress (its elapsed share ``x`` uniform) and, with probability ``a x``, one more
-    prompt admitted to that instance while it ran (M/D/1's light-traffic term, ``a = u``
-    for Poisson arrivals, ``u (1 + (c_a^2 - 1) / N)`` for bursty ones thinned over the
-    ``N`` instances: :func:`_stream_wait_area`; mean ``u (1 + a) D / 2``), plus the
-    wait of a G/D/c queue pooling the ``instances`` streams for the bursts' excess over
-    Poisson's variability, arrival CV ``sqrt(c_a^2 - 1)`` (:func:`mean_wait`,
-    :func:`wait_quantile`: bursts that find every stream busy; none for Poisson arrivals,
-    whose two prompts the stream's term holds). Sources: docs/sources.md#load-queueing."""
+    prompt admitted to that instance while it ran (M/D/1's light-traffic term ``a = u``:
+    :func:`_stream_wait_area`; mean ``u (1 + u) D / 2``), plus the wait of the bursts'
+    excess over Poisson's variability in the instance's own stream (:func:`_burst_wait`:
+    none for Poisson arrivals). Sources: docs/sources.md#load-queueing."""
     lam = np.asarray(rate_per_s, float) / instances
     o, s = np.asarray(output_tokens, float), np.asarray(prompt_tokens, float)
     per_prompt = s / np.asarray(chunk_tokens, float)
@@ -805,18 +819,14 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
 
     n = _continuous_occupancy(lam, o, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low_batch)
     step, d, chunked = tau(n)
-    busy, zero = np.minimum(lam * s * step / chunk_tokens, 1.0), np.zeros(np.shape(lam))
+    busy = np.minimum(lam * s * step / chunk_tokens, 1.0)
     prompt_s = per_prompt * chunked
-    excess = np.asarray(arrival_cv, float) ** 2 - 1.0
-    again = np.minimum(busy * (1.0 + excess / instances), 1.0)
-    burst_cv = np.sqrt(np.maximum(excess, 0.0))
-    wait_mean = busy * (1.0 + again) / 2.0 * prompt_s + mean_wait(instances, prompt_s, busy, burst_cv, zero)
-    wait_q = wait_quantile(q, instances, prompt_s, busy, burst_cv, zero)
+    burst_mean, burst_q = _burst_wait(q, instances, prompt_s, busy, arrival_cv)
     tail = None if tail_step_1_s is None else _linear(tail_step_1_s, tail_step_s, batch, n, low_batch)
     own = _own_prefill_s(per_prompt, d, chunked, tail)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
-    ahead_q = _step_stream_quantile(q, step, prompt_s, busy, again)
-    return LoadLatency(step / 2.0 + wait_mean + own, ahead_q + wait_q + own, step, tau(n_q)[0], n)
+    ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
+    return LoadLatency(step / 2.0 + busy * (1.0 + busy) / 2.0 * prompt_s + burst_mean + own, ahead_q + burst_q + own, step, tau(n_q)[0], n)
 
 
 def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_instances, batch, prefill_batch, output_tokens, decode_1_s, decode_s,
