@@ -279,10 +279,23 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     ``still(at, lower, exact)`` (optional), asked after the first count and after each call
     of additions, of the trials ``at`` (indices into the trials) settled then or still
     searched: ``exact`` where ``lower`` is the trial's count, else ``lower`` is one more
-    than a count the search knows to miss (after a call of additions none of which met,
-    the last but one it asked), so the count it returns is at least that;
-    whether each trial not settled is still worth searching. Those it drops are left at
-    -1."""
+    than the bracket's lower end ``lo``, a count the search has asked and seen miss: the
+    first count where it missed; the last count asked before the first that met, where a
+    call's additions met; the last count asked, where none did (but on the last call of
+    additions, whose bracket the halvings then search, the last but one). Whether each
+    trial not settled is still worth searching is its answer; those it drops are left at
+    -1.
+
+    The count returned is at least ``lower``, whatever the model (the quantiles need not
+    fall with every instance added): the search returns the upper end ``hi`` of its final
+    bracket ``(lo, hi]``, and ``lo`` never falls. After a call of additions none of which
+    met, ``hi`` is the last count asked and the next call asks only counts above it
+    (``hi + step (2^(k+1) - 2)``, ``k >= 1``): its ``lo`` is one of them or ``hi`` itself,
+    so every later ``lo``, and the halvings' (which stay inside the bracket), is at least
+    this ``hi``, and the count returned, above its final ``lo``, is at least ``hi + 1``.
+    Where a call's additions met, the halvings search ``(lo, hi]`` and return at least
+    ``lo + 1``. The last call of additions is followed by the halvings alone, on a bracket
+    whose ``hi`` missed, so there ``lo + 1``."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     least = np.where(plans.steps["mode"] == DISAGGREGATED, 2.0, 1.0)
@@ -296,17 +309,19 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     short = np.flatnonzero(p.misses(r, hi) > 0.0)
     unserved, off = short[:0], np.zeros(live.size, bool)
 
-    def asked_still(at, exact):  # the trials of ``at`` still searched: off for good where ``still`` drops them
+    def asked_still(at, exact, missed):  # the trials of ``at`` still searched: off for good where ``still`` drops them
         if still is None:
             return at[~exact]
-        keep = still(live[at], np.where(exact, hi[at], lo[at] + 1.0), exact) | exact
+        keep = still(live[at], np.where(exact, hi[at], missed + 1.0), exact) | exact
         off[at[~keep]] = True
         return at[keep & ~exact]
 
     lo[short] = hi[short]  # a count known to miss
-    short = asked_still(np.arange(live.size), ~np.isin(np.arange(live.size), short))
+    everyone = np.arange(live.size)
+    short = asked_still(everyone, ~np.isin(everyone, short), lo)
     added = 2.0 ** np.arange(2, FLEET_POINTS + 2) - 2.0  # the next counts: hi + step (2^(k+1) - 2), k = 1, 2, ...
-    for call in range(-(-(FLEET_STEPS - 1) // FLEET_POINTS)):
+    calls = -(-(FLEET_STEPS - 1) // FLEET_POINTS)
+    for call in range(calls):
         if short.size == 0:
             break
         counts = hi[short, None] + step[short, None] * added
@@ -321,7 +336,9 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
         k = np.where(meets.any(axis=1), meets.argmax(axis=1), FLEET_POINTS - 1)  # the first count that meets them (or the last asked)
         lo[short] = np.where(k > 0, counts[np.arange(short.size), k - 1], hi[short])
         hi[short], step[short] = counts[np.arange(short.size), k], step[short] * 2.0 ** (k + 1)
-        short = np.intersect1d(short[~meets.any(axis=1)], asked_still(short, np.zeros(short.size, bool)), assume_unique=True)
+        more = ~meets.any(axis=1) & (call < calls - 1)  # none met and more additions follow: the search returns above hi
+        kept = asked_still(short, np.zeros(short.size, bool), np.where(more, hi[short], lo[short]))
+        short = np.intersect1d(short[~meets.any(axis=1)], kept, assume_unique=True)
     for _ in range(-(-FLEET_STEPS // FLEET_POINTS)):
         wide = np.flatnonzero((hi - lo > 1.0) & ~off)
         if wide.size == 0:
