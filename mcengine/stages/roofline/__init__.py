@@ -311,13 +311,12 @@ def class_split(scenario: Scenario, ahead: AheadWeights) -> tuple[float, ...]:
     peak, the instance shares at the median inputs (:func:`median_instance_shares`), by
     largest remainder with at least one each (:func:`mcengine.analytic.mix.whole_split`).
     One split for every trial: the cluster is partitioned once, as an operator would,
-    and each trial's classes are planned on their parts. Raises InputError where the
-    instances are fewer than the classes (a class with none serves nothing)."""
-    classes, cluster = len(scenario.workload.classes), scenario.cluster
-    if cluster.simulated() < classes:
-        key = "cluster.simulated_instances" if cluster.simulated() != cluster.instances else "cluster.instances"
-        raise InputError([Problem(key, cluster.simulated(), f"at least {classes}, one instance for each request class of the mix",
-                                  "a mix under a demand splits its instances among its classes")])
+    and each trial's classes are planned on their parts. A fixed cluster has at least
+    one instance per class (the scenario's check,
+    :func:`mcengine.scenario.checks.mix_load_problems`). With a fleet bought, the split of
+    ``simulated_instances`` is only what a trial no fleet serves holds (it serves nothing):
+    fewer of them than classes leave some class none (``whole_split`` gives the one each
+    only where the total holds it)."""
     return tuple(float(x) for x in mx.whole_split(scenario.cluster.simulated(), list(median_instance_shares(scenario, ahead)), least=1))
 
 
