@@ -234,7 +234,8 @@ class LoadSection:
         1.0, "Coefficient of variation of the time a request holds a batch slot (its prefill and decode), the service CV of the "
         "slot queue's G/G/c reading (docs/load.md#queue; 1 = exponential, the M/M/c reading). No model of the chain reads it: "
         "every plan's latency under load, a mix's classes included, is its serving mode's model, whose holding times are the "
-        "plan's step times; the key is kept so that scenarios setting it still load.", **_CV)
+        "plan's step times; the key is kept so that scenarios setting it still load, but is no input: never drawn, not a "
+        "sensitivity factor, and mcengine check warns where it is set.", read=False, **_CV)
     length_cv: Dist = number(
         0.0, "Coefficient of variation of the prompt and output lengths across the requests mcengine serve simulates: each drawn "
         "from a gamma law with the workload's mean prompt_tokens / output_tokens, rounded to whole tokens (0 = every request "
