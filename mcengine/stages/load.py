@@ -103,8 +103,9 @@ def handed(columns: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
 
 def slo_key(scenario: Scenario, name: str, key: str) -> str:
     """The input holding SLO ``key`` (``ttft_slo_ms``, ``tpot_slo_ms``) of request class
-    ``name`` (the workload's with ``name`` ""): the class's own where it sets it."""
-    if name and getattr(dict(scenario.workload.classes)[name], key) is not None:
+    ``name`` (the workload's with ``name`` ""): the class's own where it sets it
+    (:meth:`~mcengine.scenario.sections.workload.RequestClass.overrides`)."""
+    if name and key in dict(scenario.workload.classes)[name].overrides():
         return f"workload.classes.{name}.{key}"
     return f"workload.{key}"
 
@@ -404,12 +405,23 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     peak = demand * peak_to_mean
     per_instance_rate = per_instance / out_tokens
     up_needed = planned_fewest_instances(plans, np.broadcast_to(peak / out_tokens, (n,)), per_instance_rate, columns)
-    fleet = np.where(up_needed > 0, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
-    # a trial no fleet serves within the SLOs (its plan misses them unloaded) keeps the simulated cluster, serving nothing
-    instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated())) if bought(scenario) else np.full(n, float(scenario.cluster.instances))
+    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0)
     capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
                  at_peak.ttft_q_s, at_peak.tpot_q_s)
+
+
+def fleet_and_cluster(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], up_needed, serves) -> tuple[np.ndarray, np.ndarray]:
+    """The fleet sized for the demand, ``up_needed`` up instances plus the instances down at
+    ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`)
+    where ``serves`` (else 0: no fleet), and the cluster's instances: with the fleet
+    bought (:func:`bought`) that fleet, where a trial has none (its plan, or some class's,
+    misses the SLOs unloaded) the simulated cluster, serving nothing; else
+    ``cluster.instances``. Returns ``(fleet, instances)``."""
+    fleet = np.where(serves, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
+    if bought(scenario):
+        return fleet, np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
+    return fleet, np.full(inputs.n, float(scenario.cluster.instances))
 
 
 def sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed, ttft_q_s, tpot_q_s) -> dict[str, np.ndarray]:
@@ -471,14 +483,10 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     up = [planned_fewest_instances(p, pk / p.output_tokens, t / p.output_tokens, h) for p, pk, t, h in zip(plans, peaks, rates, got)]
     up_needed = sum(up[1:], up[0])
     every = np.logical_and.reduce([u > 0 for u in up])
-    fleet = np.where(every, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
+    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, every)
     fleets = [u + h for u, h in zip(up, mx.whole_split(fleet - np.where(every, up_needed, 0.0), up))]
     split = [per_trial(h["instances"], n) for h in got]
-    if fixed:
-        instances, held = np.full(n, float(scenario.cluster.instances)), split
-    else:  # a trial no fleet serves keeps the simulated cluster, serving nothing
-        instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
-        held = [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]
+    held = split if fixed else [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]  # no fleet: the simulated cluster's split
     per_class = [at_peak_of(p, t, availability, pk, u, h, f, fleet, fixed) for p, t, pk, u, h, f in zip(plans, rates, peaks, up, held, fleets)]
     capacity, fleet_capacity, latency = (list(x) for x in zip(*per_class))
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,

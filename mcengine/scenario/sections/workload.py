@@ -61,6 +61,15 @@ class RequestClass:
         "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
                 "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
 
+    def overrides(self) -> tuple[str, ...]:
+        """The keys of :data:`CLASS_OVERRIDES` this class sets: the workload keys its
+        instances read from it (``workload.classes.NAME.KEY``) in place of the workload's."""
+        return tuple(k for k in CLASS_OVERRIDES if getattr(self, k) is not None)
+
+
+#: Workload keys a request class may set for its own instances, overriding the workload's.
+CLASS_OVERRIDES = ("tpot_slo_ms", "ttft_slo_ms")
+
 
 def _class_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:
     """A request class's model card; unset (None) is the scenario's ``workload.model``."""
