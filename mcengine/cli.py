@@ -319,11 +319,12 @@ def _progress_bar(as_json: bool, quiet: bool, compiling: bool = False, clock=Non
 
 
 def _warn_inconsistent(scenarios) -> None:
-    """A line on stderr for each disagreement of precision and weight size (:mod:`mcengine.scenario.consistency`)."""
-    from .scenario.consistency import consistency_warnings
+    """A line on stderr for each disagreement of precision and weight size, and each key set
+    that no model reads (:mod:`mcengine.scenario.consistency`)."""
+    from .scenario.consistency import consistency_warnings, unread_warnings
 
     for s in scenarios:
-        for text in consistency_warnings(s):
+        for text in consistency_warnings(s) + unread_warnings(s):
             sys.stderr.write(f"warning: {text}\n")
 
 

@@ -11,9 +11,6 @@ from .display import FigureSet
 from .figures import new_figure, save_png
 from .tables import _sig3
 
-#: Measured requests per request in flight below which the table says the run is too
-#: short to reach a steady state (the system starts empty).
-STEADY_TURNOVERS = 10
 #: The figure `serve --out DIR` writes.
 SERVE_FIGURE = "latency_cdf.png"
 
@@ -61,8 +58,7 @@ def render_serve(doc: dict):
         ("goodput (requests/s within both SLOs)", _sig3(doc["goodput_requests_per_s"])),
         ("utilisation (served / capacity)", f"{doc['utilisation']:.1%} (instances busy {doc['busy_share']:.1%} of the time)"),
         ("preemptions per request", f"{doc['preemptions_per_request']:.3g}"),
-        ("requests measured (in flight on average)", f"{doc['requests_measured']:,} ({_sig3(doc['in_flight_mean'])})"
-         + (": too few for a steady state, raise --requests" if doc["requests_measured"] < STEADY_TURNOVERS * doc["in_flight_mean"] else "")),
+        ("requests measured (in flight on average)", f"{doc['requests_measured']:,} ({_sig3(doc['in_flight_mean'])})" + _unsteady(doc)),
     ):
         t.add_row(name, str(value))
     for name, c in doc.get("classes", {}).items():
@@ -70,6 +66,17 @@ def render_serve(doc: dict):
                   f"{c['plan']} x{c['instances']}: TTFT P99 {_sig3(c['ttft_ms']['p99'])} ms, TPOT P99 {_sig3(c['tpot_ms']['p99'])} ms, "
                   f"within SLOs {c['slo_attainment']:.1%}, utilisation {c['utilisation']:.1%}")
     return t
+
+
+def _unsteady(doc: dict) -> str:
+    """The warning of a run the simulation found unsteady (``steady`` false: its sectioning
+    batches correlated, :func:`mcengine.standalone.serve.batch_correlation`); "" for a
+    steady one, or a summary written before the test."""
+    if doc.get("steady", True):
+        return ""
+    shown = ", ".join(f"{name.upper()} {'n/a' if c is None else format(c, '.2f')}" for name, c in doc["batch_correlation"].items())
+    return (f": not steady, its batches are correlated ({shown} against {doc['batch_correlation_limit']:.2f}; docs/serve.md#statistics): "
+            "the standard errors under-state and the estimates may still drift; raise --requests and leave out more (--warmup)")
 
 
 def _slo(ms) -> str:

@@ -229,9 +229,26 @@ def workload_problems(w, c) -> list[Problem]:
         out.append(Problem("cluster.instances", AUTO, 'allowed: a whole number of instances (1 to 1,048,576); "auto" only with a demand to size the '
                            'fleet for (workload.load.demand a number of output tokens/s, not "saturate")'))
     if w.classes and w.class_instances == "whole" and c.simulated() < len(w.classes):
-        out.append(Problem("cluster.instances", c.instances, f'allowed: at least one instance per request class ({len(w.classes)}) with '
+        key = "cluster.simulated_instances" if c.instances == AUTO else "cluster.instances"
+        out.append(Problem(key, c.simulated(), f'allowed: at least one instance per request class ({len(w.classes)}) with '
                            'workload.class_instances = "whole"'))
+    out += mix_load_problems(w, c)
     return out
+
+
+def mix_load_problems(w, c) -> list[Problem]:
+    """A mix of request classes under a demand on a fixed cluster: the cluster's instances
+    are split once among the classes, at least one each (docs/load.md#chain,
+    :func:`mcengine.stages.roofline.class_split`), so ``cluster.instances`` must be at
+    least the classes. With the fleet bought (``cluster.instances = "auto"``) the rule
+    cannot bind: each class buys its own fleet, at least its plan's least cluster (1
+    instance, 2 when disaggregated), and ``cluster.simulated_instances`` is only the
+    cluster a trial no fleet serves falls back to, which serves nothing whatever its split."""
+    if not w.classes or w.load.demand == SATURATE or c.instances == AUTO or c.instances >= len(w.classes):
+        return []
+    return [Problem("cluster.instances", c.instances, f"allowed: at least {len(w.classes)}, one instance for each request class of the mix "
+                    "under a demand (workload.load.demand a number): "
+                    'a fixed cluster is split among the classes; or cluster.instances = "auto" (each class buys its own fleet)')]
 
 
 def power_problems(g) -> list[Problem]:

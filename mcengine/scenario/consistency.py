@@ -10,6 +10,10 @@ error (:func:`sweep_warnings` says at which points of a sweep). A precision
 sweep that means "this GPU in FP8" sets the precision and the weight size together
 (``--set workload.precision="fp8" --set workload.bytes_per_param=1``) and reads the FP8
 peak from the GPU's peak table.
+
+A key no model reads (``workload.load.service_cv``, :meth:`~.schema.Scenario.unread_keys`)
+set in a scenario is valid input too (older files still load): a warning that it changes
+nothing (:func:`unread_warnings`).
 """
 
 from __future__ import annotations
@@ -62,3 +66,10 @@ def sweep_warnings(params: list[str], points: list[tuple], grid: list[list]) -> 
                     at[text].append(point)
     where = lambda point: ", ".join(f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}" for k, v in zip(params, point))  # noqa: E731
     return [text if len(pts) == len(points) else f"at {'; '.join(where(p) for p in pts)}: {text}" for text, pts in at.items()]
+
+
+def unread_warnings(scenario) -> list[str]:
+    """One sentence per key ``scenario`` sets that no model reads (module text); [] when none."""
+    return [f"{scenario.name}: {key} = {value.to_toml()} is read by no model (docs/load.md#queue): it is accepted so that older "
+            "scenarios load, but it is neither drawn nor a sensitivity input, and changes no output; drop it"
+            for key, value in scenario.unread_keys().items()]

@@ -95,6 +95,9 @@ class Spec:
     auto_ok: bool = False
     auto_word: str = AUTO  #: the word that, with ``auto_ok``, asks the scenario to derive the value ("auto", "all", "optimal")
     uncertain: bool = True
+    #: False: no model reads the key; it is accepted (a file setting it still loads) but is no
+    #: input: never drawn, never a sensitivity factor (:meth:`~.schema.Scenario.unread_keys`).
+    read: bool = True
     optional: bool = False
     choices: tuple[str, ...] = ()
     why: str = ""  # why the bounds are where they are (one short phrase, shown in errors)

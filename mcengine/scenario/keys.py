@@ -47,6 +47,8 @@ def _row(key: str, f) -> dict:
         if spec.auto_ok and spec.auto_word != "auto":
             row["word"] = spec.auto_word
         row["uncertain"] = spec.kind in ("number", "length") and spec.uncertain
+        if not spec.read:
+            row["read"] = False  # accepted, read by no model: no input
     if spec.choices:
         row["choices"] = list(spec.choices)
     return row
@@ -93,6 +95,8 @@ def _allowed(row: dict) -> str:
             text += " (or a dist table)"
         if row["kind"] == "law":
             text += " (or a law table)"
+        if row.get("read") is False:
+            text += "; read by no model: no input"
         if row["kind"] == "length":
             text += ' (or a length law: law = "lognormal" or "empirical")'
         return text

@@ -14,7 +14,7 @@ from ..errors import InputError, Problem
 from .dists import Dist, Law
 from .checks import cross_checks
 from .derive import Derivation, resolve, resolve_links
-from .fields import AUTO, parse_section, unknown_keys
+from .fields import AUTO, parse_section, spec_of, unknown_keys
 from .lengths import LengthLaw
 from .sections.cluster import ClusterSection
 from .sections.econ import EconSection
@@ -121,7 +121,8 @@ class Scenario:
         ``workload.memory_efficiency`` are the ones in use (the precision table's when "auto");
         the tables of ``[workload.efficiency]`` are not inputs of their own. ``gpu.peak_tflops``
         is the peak at the precision in use (:meth:`peak_in_use`); a training job's bf16 peak,
-        where it is another entry, is ``gpu.peak_tflops.bf16`` (:meth:`training_peak`).
+        where it is another entry, is ``gpu.peak_tflops.bf16`` (:meth:`training_peak`). A key
+        no model reads (:meth:`unread_keys`) is no input.
         """
         out: dict[str, Dist] = {}
         for table, _cls, _special in SECTIONS:
@@ -143,7 +144,7 @@ class Scenario:
                         out[f"{key}.{suffix}"] = dist
                 elif isinstance(value, (DeriveSection, LoadSection, SpeculativeSection, PrefixCacheSection, TrainingSection)):
                     for df in fields(value):
-                        if isinstance(getattr(value, df.name), Dist):
+                        if isinstance(getattr(value, df.name), Dist) and _read(df):
                             out[f"{key}.{df.name}"] = getattr(value, df.name)
                 elif f.name in ("components", "classes"):
                     for name, comp in value:
@@ -153,6 +154,22 @@ class Scenario:
                                 out[f"{key}.{name}.{cf.name}"] = cv
                             elif isinstance(cv, LengthLaw):
                                 out.update({f"{key}.{name}.{cf.name}.{suffix}": d for suffix, d in cv.param_items()})
+        return out
+
+    def unread_keys(self) -> dict[str, Dist]:
+        """The keys of the tables of ``[workload]`` (``[workload.load]``, ...) that no model
+        reads (their spec's ``read`` False: ``workload.load.service_cv``), by dotted key,
+        where the scenario sets them to other than their default: accepted, so that files
+        setting them still load, but neither drawn nor sensitivity inputs
+        (:meth:`inputs`); ``mcengine check`` warns of them
+        (:func:`~.consistency.unread_warnings`)."""
+        out: dict[str, Dist] = {}
+        for f in fields(self.workload):
+            value = getattr(self.workload, f.name)
+            if isinstance(value, (LoadSection, SpeculativeSection, PrefixCacheSection)):
+                for df in fields(value):
+                    if not _read(df) and getattr(value, df.name) != df.default:
+                        out[f"workload.{f.name}.{df.name}"] = getattr(value, df.name)
         return out
 
     def uncertain_inputs(self) -> dict[str, Dist]:
@@ -187,6 +204,12 @@ class Scenario:
         if self.derivation is not None:
             _derived_dict(out, self.derivation, with_unset)
         return out
+
+
+def _read(f) -> bool:
+    """Whether a model reads the key of field ``f`` (its spec's ``read``; a field without a spec: yes)."""
+    spec = spec_of(f)
+    return spec is None or spec.read
 
 
 def _derived_dict(out: dict, record: Derivation, with_unset: bool) -> None:

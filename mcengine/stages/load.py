@@ -103,8 +103,9 @@ def handed(columns: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
 
 def slo_key(scenario: Scenario, name: str, key: str) -> str:
     """The input holding SLO ``key`` (``ttft_slo_ms``, ``tpot_slo_ms``) of request class
-    ``name`` (the workload's with ``name`` ""): the class's own where it sets it."""
-    if name and getattr(dict(scenario.workload.classes)[name], key) is not None:
+    ``name`` (the workload's with ``name`` ""): the class's own where it sets it
+    (:meth:`~mcengine.scenario.sections.workload.RequestClass.overrides`)."""
+    if name and key in dict(scenario.workload.classes)[name].overrides():
         return f"workload.classes.{name}.{key}"
     return f"workload.{key}"
 
@@ -279,10 +280,23 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     ``still(at, lower, exact)`` (optional), asked after the first count and after each call
     of additions, of the trials ``at`` (indices into the trials) settled then or still
     searched: ``exact`` where ``lower`` is the trial's count, else ``lower`` is one more
-    than a count the search knows to miss (after a call of additions none of which met,
-    the last but one it asked), so the count it returns is at least that;
-    whether each trial not settled is still worth searching. Those it drops are left at
-    -1."""
+    than the bracket's lower end ``lo``, a count the search has asked and seen miss: the
+    first count where it missed; the last count asked before the first that met, where a
+    call's additions met; the last count asked, where none did (but on the last call of
+    additions, whose bracket the halvings then search, the last but one). Whether each
+    trial not settled is still worth searching is its answer; those it drops are left at
+    -1.
+
+    The count returned is at least ``lower``, whatever the model (the quantiles need not
+    fall with every instance added): the search returns the upper end ``hi`` of its final
+    bracket ``(lo, hi]``, and ``lo`` never falls. After a call of additions none of which
+    met, ``hi`` is the last count asked and the next call asks only counts above it
+    (``hi + step (2^(k+1) - 2)``, ``k >= 1``): its ``lo`` is one of them or ``hi`` itself,
+    so every later ``lo``, and the halvings' (which stay inside the bracket), is at least
+    this ``hi``, and the count returned, above its final ``lo``, is at least ``hi + 1``.
+    Where a call's additions met, the halvings search ``(lo, hi]`` and return at least
+    ``lo + 1``. The last call of additions is followed by the halvings alone, on a bracket
+    whose ``hi`` missed, so there ``lo + 1``."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     least = np.where(plans.steps["mode"] == DISAGGREGATED, 2.0, 1.0)
@@ -296,17 +310,19 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     short = np.flatnonzero(p.misses(r, hi) > 0.0)
     unserved, off = short[:0], np.zeros(live.size, bool)
 
-    def asked_still(at, exact):  # the trials of ``at`` still searched: off for good where ``still`` drops them
+    def asked_still(at, exact, missed):  # the trials of ``at`` still searched: off for good where ``still`` drops them
         if still is None:
             return at[~exact]
-        keep = still(live[at], np.where(exact, hi[at], lo[at] + 1.0), exact) | exact
+        keep = still(live[at], np.where(exact, hi[at], missed + 1.0), exact) | exact
         off[at[~keep]] = True
         return at[keep & ~exact]
 
     lo[short] = hi[short]  # a count known to miss
-    short = asked_still(np.arange(live.size), ~np.isin(np.arange(live.size), short))
+    everyone = np.arange(live.size)
+    short = asked_still(everyone, ~np.isin(everyone, short), lo)
     added = 2.0 ** np.arange(2, FLEET_POINTS + 2) - 2.0  # the next counts: hi + step (2^(k+1) - 2), k = 1, 2, ...
-    for call in range(-(-(FLEET_STEPS - 1) // FLEET_POINTS)):
+    calls = -(-(FLEET_STEPS - 1) // FLEET_POINTS)
+    for call in range(calls):
         if short.size == 0:
             break
         counts = hi[short, None] + step[short, None] * added
@@ -321,7 +337,9 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
         k = np.where(meets.any(axis=1), meets.argmax(axis=1), FLEET_POINTS - 1)  # the first count that meets them (or the last asked)
         lo[short] = np.where(k > 0, counts[np.arange(short.size), k - 1], hi[short])
         hi[short], step[short] = counts[np.arange(short.size), k], step[short] * 2.0 ** (k + 1)
-        short = np.intersect1d(short[~meets.any(axis=1)], asked_still(short, np.zeros(short.size, bool)), assume_unique=True)
+        more = ~meets.any(axis=1) & (call < calls - 1)  # none met and more additions follow: the search returns above hi
+        kept = asked_still(short, np.zeros(short.size, bool), np.where(more, hi[short], lo[short]))
+        short = np.intersect1d(short[~meets.any(axis=1)], kept, assume_unique=True)
     for _ in range(-(-FLEET_STEPS // FLEET_POINTS)):
         wide = np.flatnonzero((hi - lo > 1.0) & ~off)
         if wide.size == 0:
@@ -387,12 +405,23 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     peak = demand * peak_to_mean
     per_instance_rate = per_instance / out_tokens
     up_needed = planned_fewest_instances(plans, np.broadcast_to(peak / out_tokens, (n,)), per_instance_rate, columns)
-    fleet = np.where(up_needed > 0, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
-    # a trial no fleet serves within the SLOs (its plan misses them unloaded) keeps the simulated cluster, serving nothing
-    instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated())) if bought(scenario) else np.full(n, float(scenario.cluster.instances))
+    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0)
     capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
                  at_peak.ttft_q_s, at_peak.tpot_q_s)
+
+
+def fleet_and_cluster(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], up_needed, serves) -> tuple[np.ndarray, np.ndarray]:
+    """The fleet sized for the demand, ``up_needed`` up instances plus the instances down at
+    ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`)
+    where ``serves`` (else 0: no fleet), and the cluster's instances: with the fleet
+    bought (:func:`bought`) that fleet, where a trial has none (its plan, or some class's,
+    misses the SLOs unloaded) the simulated cluster, serving nothing; else
+    ``cluster.instances``. Returns ``(fleet, instances)``."""
+    fleet = np.where(serves, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
+    if bought(scenario):
+        return fleet, np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
+    return fleet, np.full(inputs.n, float(scenario.cluster.instances))
 
 
 def sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed, ttft_q_s, tpot_q_s) -> dict[str, np.ndarray]:
@@ -454,14 +483,10 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     up = [planned_fewest_instances(p, pk / p.output_tokens, t / p.output_tokens, h) for p, pk, t, h in zip(plans, peaks, rates, got)]
     up_needed = sum(up[1:], up[0])
     every = np.logical_and.reduce([u > 0 for u in up])
-    fleet = np.where(every, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
+    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, every)
     fleets = [u + h for u, h in zip(up, mx.whole_split(fleet - np.where(every, up_needed, 0.0), up))]
     split = [per_trial(h["instances"], n) for h in got]
-    if fixed:
-        instances, held = np.full(n, float(scenario.cluster.instances)), split
-    else:  # a trial no fleet serves keeps the simulated cluster, serving nothing
-        instances = np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
-        held = [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]
+    held = split if fixed else [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]  # no fleet: the simulated cluster's split
     per_class = [at_peak_of(p, t, availability, pk, u, h, f, fleet, fixed) for p, t, pk, u, h, f in zip(plans, rates, peaks, up, held, fleets)]
     capacity, fleet_capacity, latency = (list(x) for x in zip(*per_class))
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,

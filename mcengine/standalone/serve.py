@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -356,6 +357,34 @@ MSER_BATCH = 5
 #: (sectioning: the statistic over all of them, its spread from the batches'; Law and Kelton
 #: section 9.5.3 ask for 10 to 30 batches).
 SEM_BATCHES = 20
+#: One-sided level of the steadiness test of each of the TTFT and TPOT series
+#: (:func:`steady_limit`): a run whose batches are independent is called unsteady by one
+#: series with at most this probability (0.8 % at 20 batches, normal ones).
+STEADY_LEVEL = 0.01
+
+
+def batch_correlation(x: np.ndarray) -> float | None:
+    """Von Neumann's ratio statistic of the means ``Z_j`` of the :data:`SEM_BATCHES`
+    consecutive batches of ``x`` that :func:`_sectioned` cuts, ``C = 1 - sum_j (Z_{j+1} -
+    Z_j)^2 / (2 sum_j (Z_j - mean Z)^2)``: about their lag-1 autocorrelation (von Neumann
+    1941; Young 1941; the check of batch means' independence, Law and Kelton section 9.5.3).
+    Under independent, identically distributed normal batch means it has mean 0 and
+    variance ``(k - 2) / (k^2 - 1)`` (``k`` batches), exactly. A drift left in the run (a
+    transient not over) or a state mixing more slowly than a batch both correlate
+    consecutive batches. None with fewer than two values a batch; 0 where every batch
+    mean is the same."""
+    if len(x) < 2 * SEM_BATCHES:
+        return None
+    z = np.array([b.mean() for b in np.array_split(np.asarray(x, float), SEM_BATCHES)])
+    spread = float(((z - z.mean()) ** 2).sum())
+    return 1.0 - float((np.diff(z) ** 2).sum()) / (2.0 * spread) if spread > 0 else 0.0
+
+
+def steady_limit(batches: int = SEM_BATCHES) -> float:
+    """The :func:`batch_correlation` above which a series' batches are called correlated:
+    the one-sided :data:`STEADY_LEVEL` quantile of its normal approximation under
+    independence, ``z_{1 - level} sqrt((k - 2) / (k^2 - 1))`` (0.494 at 20 batches)."""
+    return float(NormalDist().inv_cdf(1.0 - STEADY_LEVEL) * math.sqrt((batches - 2) / (batches * batches - 1)))
 
 
 def mser_truncation(x: np.ndarray) -> int:
@@ -400,16 +429,25 @@ def _with_sem(x: np.ndarray) -> tuple[dict, dict]:
 
 def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
     """Quantiles and means of TTFT and TPOT (ms) of the requests ``kept``, their standard
-    errors (``*_sem_ms``: sectioning, :func:`_sectioned`; in arrival order) and their
-    attainment of the SLOs (s; numbers, or one per request)."""
+    errors (``*_sem_ms``: sectioning, :func:`_sectioned`; in arrival order), whether the
+    run is steady (``steady``: neither series' sectioning batches correlated,
+    ``batch_correlation`` of each at most ``batch_correlation_limit``,
+    :func:`batch_correlation`, :func:`steady_limit`; where they are, the standard errors
+    under-state and the estimates may still drift) and their attainment of the SLOs (s;
+    numbers, or one per request)."""
     ttft_ok, tpot_ok = kept.ttft_s <= ttft_slo_s, kept.tpot_s <= tpot_slo_s
     ttft, ttft_sem = _with_sem(kept.ttft_s.to_numpy())
     tpot, tpot_sem = _with_sem(kept.tpot_s.to_numpy())
+    correlation = {"ttft": batch_correlation(kept.ttft_s.to_numpy()), "tpot": batch_correlation(kept.tpot_s.to_numpy())}
+    limit = steady_limit()
     return {
         "ttft_ms": ttft,
         "tpot_ms": tpot,
         "ttft_sem_ms": ttft_sem,
         "tpot_sem_ms": tpot_sem,
+        "batch_correlation": correlation,
+        "batch_correlation_limit": limit,
+        "steady": all(c is not None and c <= limit for c in correlation.values()),
         "slo_attainment": float((ttft_ok & tpot_ok).mean()),
         "ttft_attainment": float(ttft_ok.mean()),
         "tpot_attainment": float(tpot_ok.mean()),

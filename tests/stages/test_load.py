@@ -246,6 +246,23 @@ class _Thresholds:
         return np.where(meets, -1.0, 1.0)
 
 
+class _Logged:
+    """``plans`` whose every ask at a positive rate is logged in ``log``: (trial, count, met)."""
+
+    def __init__(self, plans, ids, log):
+        self.plans, self.ids, self.log = plans, ids, log
+        self.q, self.steps = plans.q, plans.steps
+
+    def take(self, rows):
+        return _Logged(self.plans.take(rows), self.ids[rows], self.log)
+
+    def misses(self, rate, count):
+        got = self.plans.misses(rate, count)
+        on = np.asarray(rate) > 0
+        self.log.append((self.ids[on], np.broadcast_to(count, self.ids.shape)[on], got[on] <= 0.0))
+        return got
+
+
 def _fewest_one_step_a_call(plans, rate, per_instance_rate):
     """fewest_instances' search one count a call: 1, 2, 4, ... added, then the last bracket halved."""
     least = np.where(plans.steps["mode"] == load.DISAGGREGATED, 2.0, 1.0)
@@ -306,6 +323,25 @@ def test_the_fleet_search_tells_still_bounds_its_count_keeps():
     served = plain[at] > 0
     assert (lower[served] <= plain[at][served]).all() and (lower[exact] == plain[at][exact]).all()
     assert exact.sum() > 10 and (lower[~exact & served] > start[at][~exact & served]).any()
+    # each bound is the tightest the search's own probes give: one more than the largest count
+    # asked that missed below the first count asked that met (none met: the last count asked)
+    asked, tells = [], []
+    logged = _Logged(plans, np.arange(n), asked)
+
+    def tightest(at, lower, exact):
+        tells.append((at, lower, exact, len(asked)))
+        return np.ones(at.size, bool)
+
+    load.fewest_instances(logged, rate, per_instance_rate, tightest)
+    none_met = 0
+    for at, lower, exact, upto in tells:
+        trial, count, met = (np.concatenate(x) for x in zip(*asked[:upto]))
+        for i, bound in zip(at[~exact], lower[~exact]):
+            mine = (trial == i) & (count > 0)
+            first_met = count[mine & met].min(initial=np.inf)
+            assert bound == count[mine & ~met & (count < first_met)].max() + 1.0
+            none_met += first_met == np.inf
+    assert none_met > 100
     cut = rng.uniform(0.0, 3.0, n) * start + 5.0  # drop a trial once its count is shown above the cut
     dropped = load.fewest_instances(plans, rate, per_instance_rate, lambda at, lower, exact: lower <= cut[at])
     gone = dropped == -1

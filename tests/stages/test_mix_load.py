@@ -143,11 +143,27 @@ def test_a_mix_at_saturation_is_bit_identical(split):
     assert not [k for k in got if k.startswith(("load.", "mix_steps.", "load_steps.")) or k.endswith(("_at_load_ms", "up_instances"))]
 
 
-@pytest.mark.parametrize("cluster, key", [("cluster.instances=1", "cluster.instances"),
-                                          ('cluster.instances="auto"', "cluster.simulated_instances")])
-def test_a_mix_under_a_demand_needs_an_instance_per_class(cli, cluster, key):
-    """Two classes on one instance under a demand: exit 2 naming the key (the fixed
-    cluster's instances, or the simulated ones a fleet bought falls back to), no traceback."""
-    r = cli("run", "h100", "--trials", "8", *(a for k in TWINS for a in ("--set", k)), "--set", "workload.load.demand=1000",
-            "--set", cluster, "--set", "cluster.simulated_instances=1")
-    assert r.code == 2 and key in r.err and "one instance for each request class" in r.err and "Traceback" not in r.err, r.err
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_a_mix_under_a_demand_on_a_fixed_cluster_needs_an_instance_per_class(cli, command):
+    """Two classes on a fixed cluster of one instance under a demand: ``mcengine check`` and
+    ``run`` (its scenario check, before any stage computes) exit 2 naming the key, its
+    value and what is allowed, no traceback."""
+    extra = ("--trials", "8") if command == "run" else ()
+    r = cli(command, "h100", *extra, *(a for k in TWINS for a in ("--set", k)), "--set", "workload.load.demand=1000", "--set", "cluster.instances=1")
+    assert r.code == 2 and "invalid input" in r.err and "h100" in r.err and "Traceback" not in r.err, r.err
+    assert "cluster.instances: got 1; allowed: at least 2, one instance for each request class" in r.err, r.err
+
+
+def test_a_fleet_bought_for_a_mix_needs_no_instance_per_class_of_the_simulated_cluster(cli):
+    """With the fleet bought, each class buys its own fleet (at least one instance): two
+    classes with ``cluster.simulated_instances = 1`` (the cluster a trial no fleet serves
+    falls back to) pass ``mcengine check``, and every trial buys each class at least one
+    up instance and the mix the headroom on their sum."""
+    keys = [*TWINS, f"workload.load.demand={DEMAND}", 'cluster.instances="auto"', "cluster.simulated_instances=1", THROUGHPUT]
+    r = cli("check", "h100", *(a for k in keys for a in ("--set", k)))
+    assert r.code == 0, r.err
+    got = run_block(api.check("h100", keys), 0, 0, N)
+    up = got["mix.a.up_instances"] + got["mix.b.up_instances"]
+    assert (got["mix.a.up_instances"] >= 1).all() and (got["mix.b.up_instances"] >= 1).all()
+    np.testing.assert_array_equal(got["load.instances"], qu.fleet_instances(up, 1.0 - got["instance_availability"], 0.999))
+    np.testing.assert_array_equal(got["mix.a.load_instances"] + got["mix.b.load_instances"], got["load.instances"])

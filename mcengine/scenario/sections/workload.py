@@ -61,6 +61,15 @@ class RequestClass:
         "help": "The model this class's requests go to (a shipped card name or an inline table; a fleet of models); unset: "
                 "workload.model. Its instances are cluster.instance_gpus GPUs like every class's."})
 
+    def overrides(self) -> tuple[str, ...]:
+        """The keys of :data:`CLASS_OVERRIDES` this class sets: the workload keys its
+        instances read from it (``workload.classes.NAME.KEY``) in place of the workload's."""
+        return tuple(k for k in CLASS_OVERRIDES if getattr(self, k) is not None)
+
+
+#: Workload keys a request class may set for its own instances, overriding the workload's.
+CLASS_OVERRIDES = ("tpot_slo_ms", "ttft_slo_ms")
+
 
 def _class_model(raw, key: str, problems: list[Problem]) -> ModelCard | None:
     """A request class's model card; unset (None) is the scenario's ``workload.model``."""
@@ -234,7 +243,8 @@ class LoadSection:
         1.0, "Coefficient of variation of the time a request holds a batch slot (its prefill and decode), the service CV of the "
         "slot queue's G/G/c reading (docs/load.md#queue; 1 = exponential, the M/M/c reading). No model of the chain reads it: "
         "every plan's latency under load, a mix's classes included, is its serving mode's model, whose holding times are the "
-        "plan's step times; the key is kept so that scenarios setting it still load.", **_CV)
+        "plan's step times; the key is kept so that scenarios setting it still load, but is no input: never drawn, not a "
+        "sensitivity factor, and mcengine check warns where it is set.", read=False, **_CV)
     length_cv: Dist = number(
         0.0, "Coefficient of variation of the prompt and output lengths across the requests mcengine serve simulates: each drawn "
         "from a gamma law with the workload's mean prompt_tokens / output_tokens, rounded to whole tokens (0 = every request "

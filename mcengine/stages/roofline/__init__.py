@@ -42,8 +42,8 @@ from .columns import at_trial, checked
 from .layout import lengths_of
 from .rules import RULES, AheadWeights, PlanRule, ahead_inputs, register, rule_of
 
-__all__ = ["STAGE", "MIX_PREFIX", "CLASS_OVERRIDES", "RULES", "AheadWeights", "PlanRule", "ahead_inputs", "ahead_points", "at_trial",
-           "capacity_table", "class_inputs", "class_keys", "class_overrides", "class_scenario", "class_split", "mix_columns", "not_served", "plan_tables",
+__all__ = ["STAGE", "MIX_PREFIX", "RULES", "AheadWeights", "PlanRule", "ahead_inputs", "ahead_points", "at_trial",
+           "capacity_table", "class_inputs", "class_keys", "class_scenario", "class_split", "mix_columns", "not_served", "plan_tables",
            "register", "request_shapes", "rule_of", "throughput"]
 
 STAGE = "roofline"
@@ -139,21 +139,12 @@ def not_served(scenario: Scenario, inputs: TrialInputs) -> dict[str, np.ndarray]
             "output_tokens_per_request": per_trial(lengths_of(scenario, inputs).output_tokens, n)}
 
 
-#: Workload keys a request class may set for its own instances, overriding the workload's.
-CLASS_OVERRIDES = ("tpot_slo_ms", "ttft_slo_ms")
-
-
-def class_overrides(scenario: Scenario, name: str) -> tuple[str, ...]:
-    """The keys of :data:`CLASS_OVERRIDES` request class ``name`` sets."""
-    cls = dict(scenario.workload.classes)[name]
-    return tuple(k for k in CLASS_OVERRIDES if getattr(cls, k) is not None)
-
 
 def class_scenario(scenario: Scenario, name: str) -> Scenario:
     """``scenario`` serving only request class ``name``: its prompt and output lengths (and
     its model, SLOs and prefix-cache hit rate, when it sets them), no classes."""
     cls = dict(scenario.workload.classes)[name]
-    own = {k: getattr(cls, k) for k in class_overrides(scenario, name)}
+    own = {k: getattr(cls, k) for k in cls.overrides()}
     if cls.prefix_hit_rate is not None:  # its own prefix-cache hit rate (the workload's cache share, or the default one)
         own["prefix_cache"] = dataclasses.replace(scenario.workload.prefix_cache or PrefixCacheSection(), hit_rate=cls.prefix_hit_rate)
     w = dataclasses.replace(scenario.workload, prompt_tokens=cls.prompt_tokens, output_tokens=cls.output_tokens, classes=(),
@@ -167,7 +158,7 @@ def class_keys(scenario: Scenario, name: str):
     input is named by the class's own keys (``workload.classes.NAME.prompt_tokens``, its
     model and SLOs when it sets them), not by the workload keys its scenario carries them in."""
     cls = dict(scenario.workload.classes)[name]
-    own = ("prompt_tokens", "output_tokens", *class_overrides(scenario, name), *(("model",) if cls.model is not None else ()))
+    own = ("prompt_tokens", "output_tokens", *cls.overrides(), *(("model",) if cls.model is not None else ()))
     pattern = re.compile(r"\bworkload\.(" + "|".join(own) + r")\b")
 
     def renamed(text: str) -> str:
@@ -187,7 +178,7 @@ def class_inputs(scenario: Scenario, name: str, inputs: TrialInputs) -> TrialInp
     ``[workload.prefix_cache]``) in place of the workload's, when it sets them,
     and its drawn lengths (``workload.classes.NAME.prompt_tokens``, a length law's
     ``.median`` ...) as ``workload.prompt_tokens`` ...."""
-    own = {f"workload.{k}": inputs[f"workload.classes.{name}.{k}"] for k in class_overrides(scenario, name)}
+    own = {f"workload.{k}": inputs[f"workload.classes.{name}.{k}"] for k in dict(scenario.workload.classes)[name].overrides()}
     if dict(scenario.workload.classes)[name].prefix_hit_rate is not None:
         own["workload.prefix_cache.hit_rate"] = inputs[f"workload.classes.{name}.prefix_hit_rate"]
         if scenario.workload.prefix_cache is None:
@@ -311,13 +302,12 @@ def class_split(scenario: Scenario, ahead: AheadWeights) -> tuple[float, ...]:
     peak, the instance shares at the median inputs (:func:`median_instance_shares`), by
     largest remainder with at least one each (:func:`mcengine.analytic.mix.whole_split`).
     One split for every trial: the cluster is partitioned once, as an operator would,
-    and each trial's classes are planned on their parts. Raises InputError where the
-    instances are fewer than the classes (a class with none serves nothing)."""
-    classes, cluster = len(scenario.workload.classes), scenario.cluster
-    if cluster.simulated() < classes:
-        key = "cluster.simulated_instances" if cluster.simulated() != cluster.instances else "cluster.instances"
-        raise InputError([Problem(key, cluster.simulated(), f"at least {classes}, one instance for each request class of the mix",
-                                  "a mix under a demand splits its instances among its classes")])
+    and each trial's classes are planned on their parts. A fixed cluster has at least
+    one instance per class (the scenario's check,
+    :func:`mcengine.scenario.checks.mix_load_problems`). With a fleet bought, the split of
+    ``simulated_instances`` is only what a trial no fleet serves holds (it serves nothing):
+    fewer of them than classes leave some class none (``whole_split`` gives the one each
+    only where the total holds it)."""
     return tuple(float(x) for x in mx.whole_split(scenario.cluster.simulated(), list(median_instance_shares(scenario, ahead)), least=1))
 
 
