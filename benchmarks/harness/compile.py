@@ -113,16 +113,20 @@ import atexit, json, time
 from numba.core import event
 _own, _open, _seen = {}, [], {}
 _stages, _passes, _llvm = {"llvm": 0.0}, [], [0, 0.0]
+def _close(opened):
+    # the innermost open event's own seconds (less those of the events inside it), its
+    # seconds added to the event around it
+    t0, inner = opened.pop()
+    took = time.process_time() - t0
+    if opened:
+        opened[-1][1] += took
+    return took - inner
 class _Pass(event.Listener):
     def on_start(self, ev):
         _passes.append([time.process_time(), 0.0])
     def on_end(self, ev):
-        t0, inner = _passes.pop()
-        took = time.process_time() - t0
-        if _passes:
-            _passes[-1][1] += took
         name = "numba " + ev.data["name"].split(" [")[0]
-        _stages[name] = _stages.get(name, 0.0) + took - inner
+        _stages[name] = _stages.get(name, 0.0) + _close(_passes)
 class _Llvm(event.Listener):
     def on_start(self, ev):
         _llvm[0] += 1
@@ -139,15 +143,12 @@ class _Profile(event.Listener):
     def on_start(self, ev):
         _open.append([time.process_time(), 0.0])
     def on_end(self, ev):
-        t0, inner = _open.pop()
-        took = time.process_time() - t0
-        if _open:
-            _open[-1][1] += took
+        own = _close(_open)
         d = ev.data.get("dispatcher")
         f = getattr(d, "py_func", None)
         name = f"{f.__module__}.{f.__qualname__}" if f is not None else "?"
         row = _own.setdefault(name, {"own_s": 0.0, "compiles": 0})
-        row["own_s"] += took - inner
+        row["own_s"] += own
         row["compiles"] += 1
         if d is not None:
             _seen[id(d)] = (name, d)
