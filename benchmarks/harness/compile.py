@@ -17,7 +17,11 @@ Each cold start also reports where its compile goes (``kernels``): the CPU secon
 compiled function took on its own (numba's ``numba:compile`` events, a function's time
 less that of the functions compiled inside it: its typing, its lowering, the LLVM passes
 over its module with every callee linked in, and its machine code), the largest first,
-each with its compiles (one per specialisation) and the kB of LLVM IR of its final modules.
+each with its compiles (one per specialisation) and the kB of LLVM IR of its final modules;
+and by stage (``stages``): the CPU seconds spent inside LLVM (numba's ``numba:llvm_lock``
+events: every call into LLVM, its parsing, passes, linking and machine code) and in each of
+numba's own compiler passes less the LLVM calls and passes inside it (``numba:run_pass``:
+typing, inlining, lowering to LLVM IR, ...), the front end.
 
 The rates (:func:`side_by_side`) are lifetimes per CPU second on one numba thread of
 ``h100``, ``lite-h100`` and the failure-heavy cluster
@@ -99,25 +103,52 @@ RATE_LIFETIMES, RATE_MIN_CPU_S = 20000, 3.0
 #: Run ahead of a probe: records each compile's own CPU seconds (numba's compile events
 #: nest: a kernel's callees compile inside its typing) and, per function, its compiles
 #: (one per specialisation: each distinct signature, literal arguments included) and the
-#: size of their final LLVM IR (each module with its linked callees); prints them as JSON
-#: at exit.
+#: size of their final LLVM IR (each module with its linked callees); and the stages: the
+#: CPU seconds inside LLVM (the outermost ``numba:llvm_lock`` events: llvmlite takes the
+#: lock around every call into LLVM, and again inside a callback that calls back in) and
+#: in each numba compiler pass, less the passes and LLVM calls inside it; prints them as
+#: JSON at exit.
 _PROFILER = """
 import atexit, json, time
 from numba.core import event
 _own, _open, _seen = {}, [], {}
+_stages, _passes, _llvm = {"llvm": 0.0}, [], [0, 0.0]
+def _close(opened):
+    # the innermost open event's own seconds (less those of the events inside it), its
+    # seconds added to the event around it
+    t0, inner = opened.pop()
+    took = time.process_time() - t0
+    if opened:
+        opened[-1][1] += took
+    return took - inner
+class _Pass(event.Listener):
+    def on_start(self, ev):
+        _passes.append([time.process_time(), 0.0])
+    def on_end(self, ev):
+        name = "numba " + ev.data["name"].split(" [")[0]
+        _stages[name] = _stages.get(name, 0.0) + _close(_passes)
+class _Llvm(event.Listener):
+    def on_start(self, ev):
+        _llvm[0] += 1
+        if _llvm[0] == 1:
+            _llvm[1] = time.process_time()
+    def on_end(self, ev):
+        _llvm[0] -= 1
+        if _llvm[0] == 0:
+            took = time.process_time() - _llvm[1]
+            _stages["llvm"] += took
+            if _passes:
+                _passes[-1][1] += took
 class _Profile(event.Listener):
     def on_start(self, ev):
         _open.append([time.process_time(), 0.0])
     def on_end(self, ev):
-        t0, inner = _open.pop()
-        took = time.process_time() - t0
-        if _open:
-            _open[-1][1] += took
+        own = _close(_open)
         d = ev.data.get("dispatcher")
         f = getattr(d, "py_func", None)
         name = f"{f.__module__}.{f.__qualname__}" if f is not None else "?"
         row = _own.setdefault(name, {"own_s": 0.0, "compiles": 0})
-        row["own_s"] += took - inner
+        row["own_s"] += own
         row["compiles"] += 1
         if d is not None:
             _seen[id(d)] = (name, d)
@@ -128,8 +159,10 @@ def _report():
         except Exception:
             continue
         _own[name]["ir_kb"] = _own[name].get("ir_kb", 0) + ir / 1000
-    print(json.dumps(_own))
+    print(json.dumps({"functions": _own, "stages": _stages}))
 event.register("numba:compile", _Profile())
+event.register("numba:run_pass", _Pass())
+event.register("numba:llvm_lock", _Llvm())
 atexit.register(_report)
 """
 
@@ -147,6 +180,19 @@ def _kernels(own: dict) -> dict:
     rest = ranked[PROFILE_TOP:]
     return {**top, "other": {"own_s": round(sum(r["own_s"] for _, r in rest), 2),
                              "compiles": sum(r["compiles"] for _, r in rest), "functions": len(rest)}}
+
+
+#: numba passes listed per cold start in ``stages`` (the rest summed in ``numba other passes``).
+STAGES_TOP = 8
+
+
+def _stages(seconds: dict) -> dict:
+    """The CPU seconds inside LLVM, in numba's front end (every compiler pass less the LLVM
+    calls inside it), and in the :data:`STAGES_TOP` passes of most seconds, then the rest."""
+    passes = sorted(((k, v) for k, v in seconds.items() if k != "llvm"), key=lambda kv: -kv[1])
+    return {"llvm": round(seconds["llvm"], 2), "numba front end": round(sum(v for _, v in passes), 2),
+            **{k: round(v, 2) for k, v in passes[:STAGES_TOP]},
+            "numba other passes": round(sum(v for _, v in passes[STAGES_TOP:]), 2)}
 
 
 def _usage(usage) -> dict:
@@ -168,8 +214,8 @@ def cold_start(probe: str, root: Path = ROOT) -> dict:
             err.seek(0)
             raise RuntimeError(f"cold start of {probe!r} failed in {root}: {err.read().decode()[-2000:]}")
         out.seek(0)
-        own = json.loads(out.read().decode().strip().splitlines()[-1])
-    return {"wall_s": wall, **_usage(usage), "kernels": _kernels(own)}
+        profile = json.loads(out.read().decode().strip().splitlines()[-1])
+    return {"wall_s": wall, **_usage(usage), "kernels": _kernels(profile["functions"]), "stages": _stages(profile["stages"])}
 
 
 def _rates(root: Path, cache: str, lifetimes: int, min_cpu: float) -> dict:

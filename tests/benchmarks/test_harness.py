@@ -176,6 +176,13 @@ def test_compile_harness_reports_a_cold_start():
     # driver) and its final LLVM IR, the driver's holding the event loop it links
     block, loop = kernels["kernels.life.driver.run_block"], kernels["kernels.life.loop.simulate_one"]
     assert block["compiles"] == 1 and block["ir_kb"] > loop["ir_kb"] > 0
+    # by stage: LLVM's calls and numba's passes, each pass less what runs inside it, the
+    # passes listed adding up to the front end, all within the process's CPU
+    stages = doc["reliability"]["stages"]
+    passes = {k: v for k, v in stages.items() if k not in ("llvm", "numba front end")}
+    assert stages["llvm"] > 0 and stages["numba nopython_type_inference"] > 0 and stages["numba native_lowering"] > 0
+    assert len(passes) == cold.STAGES_TOP + 1 and abs(sum(passes.values()) - stages["numba front end"]) < 0.05
+    assert stages["llvm"] + stages["numba front end"] <= doc["reliability"]["cpu_s"]
 
 
 def test_sobol_harness_times_both_seeds_and_ranks_their_drivers():
