@@ -312,7 +312,6 @@ def class_split(scenario: Scenario, ahead: AheadWeights) -> tuple[float, ...]:
 
 
 @lru_cache(maxsize=64)
-@lru_cache(maxsize=64)
 def capacity_table(scenario: Scenario, ahead: AheadWeights) -> np.ndarray:
     """``float64[instance_gpus + 1]``: the share of an instance's throughput it keeps with
     ``k`` GPUs lost and resharded (docs/model.md#reshard), at the median inputs: its plan
