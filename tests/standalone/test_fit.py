@@ -94,7 +94,8 @@ def test_the_committed_fast_columns_are_the_fast_model_now(fit):
             np.testing.assert_allclose(1e3 * v, part[f"fast_{k}_ms"], rtol=1e-5, err_msg=f"{name} {mode} {k}")
 
 
-@pytest.mark.parametrize("argv", [["--mode", "continuous,batched"], ["--design", "a100"], ["--loads", "0.5,1.2"]])
+@pytest.mark.parametrize("argv", [["--mode", "continuous,batched"], ["--design", "a100"], ["--loads", "0.5,1.2"],
+                                  ["--model-only", "--mode", "static"]])
 def test_a_part_of_the_grid_outside_it_is_refused(fit, argv, capsys):
     """``--mode``, ``--design`` and ``--loads`` take subsets of the grid; anything else exits 2
     naming the option and what is allowed, before a cell is simulated."""
