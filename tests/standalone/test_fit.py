@@ -31,6 +31,20 @@ def test_the_fit_table_on_the_page_is_the_committed_grid(fit):
     assert text[text.index(fit.BEGIN) + len(fit.BEGIN):text.index(fit.END)].strip() == fit.render(table)
 
 
+def test_the_near_capacity_table_on_the_page_is_the_committed_csv(fit):
+    """docs/load.md's near-capacity block is rendered from docs/load/near-capacity.csv: every
+    design and mode at the script's loads, Poisson arrivals, each verdict its errors against
+    the fit table's tolerances."""
+    near = docs_script("load/near_capacity")
+    table = pd.read_csv(near.CSV)
+    assert sorted(set(table.load)) == list(near.LOADS) and set(table.arrival) == {"poisson"}
+    assert len(table) == len(near.LOADS) * len(set(table.design)) * len(set(table["mode"])) == 18
+    within = np.all([table[f"err_{k}"].abs() <= tol for k, tol in fit.TOLERANCE.items()], axis=0)
+    np.testing.assert_array_equal(table.passes.to_numpy(), within)
+    text = near.PAGE.read_text()
+    assert text[text.index(near.BEGIN) + len(near.BEGIN):text.index(near.END)].strip() == near.render(table)
+
+
 REPLICATIONS = 6
 
 
