@@ -900,9 +900,11 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     pass, each pass keeping its instance ``busy(k)`` and delivering its first tokens after
     its latency ``prefill(k)`` plus the KV transfer ``transfer(k)`` (each linear in ``k``):
     a batch queue (:func:`batch_queue`). TTFT = wait + latency + transfer of the pass a
-    request rides (:func:`_batched_ttft`). The decode instances run ``n = lambda_d (O - 1)
+    request rides (:func:`_batched_ttft`; the wait near the pool's capacity that of the
+    queue ahead, :func:`_queue_wait`). The decode instances run ``n = lambda_d (O - 1)
     decode(n)`` sequences (Little's law, :func:`_occupancy`); TPOT = ``decode`` at the
-    occupancy a request lives with (:func:`_batch_quantile`, the request itself added)."""
+    occupancy a request lives with (:func:`_decode_quantile`: the count's fluctuation
+    lengthened by its own steps; the request itself added)."""
     rate = np.asarray(rate_per_s, float)
     p = prefill_batch
     bq = batch_queue(rate, prefill_instances, busy_1_s, busy_s, p, arrival_cv)
