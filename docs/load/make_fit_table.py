@@ -9,6 +9,8 @@ roofline's saturated capacity, on :data:`INSTANCES` instances.
                                                  # the fast model's columns anew, the simulated ones kept
     python docs/load/make_fit_table.py --mode continuous --design lite-h100 --loads 0.6,0.9
                                                  # a part of the grid, printed (nothing rewritten)
+    python docs/load/make_fit_table.py --arrival poisson --loads 0.95,0.98,0.99
+                                                 # near capacity (docs/load.md#near-capacity)
 
 Each simulated point: one run of seed 0, its length and warm-up per mode (:data:`RUNS`:
 continuous, 1,600,000 requests, the first half left out, two relaxation times of its
@@ -99,8 +101,8 @@ def refit(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=table.columns)
 
 
-def grid(loads=LOADS, requests: int | None = None, designs=DESIGNS, modes=MODES) -> pd.DataFrame:
-    """Every cell of the grid (or of the ``designs`` and ``modes`` given): one row each."""
+def grid(loads=LOADS, requests: int | None = None, designs=DESIGNS, modes=MODES, arrivals=ARRIVALS) -> pd.DataFrame:
+    """Every cell of the grid (or of the ``designs``, ``modes`` and ``arrivals`` given): one row each."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system
 
@@ -109,7 +111,7 @@ def grid(loads=LOADS, requests: int | None = None, designs=DESIGNS, modes=MODES)
         scenario = load_scenario(name)
         for mode in modes:
             system = serving_system(scenario, mode, INSTANCES)
-            for arrival, cv in ARRIVALS:
+            for arrival, cv in arrivals:
                 for load in loads:
                     rows.append({"design": name, "mode": mode, **point(scenario, system, load, arrival, cv, requests)})
                     print(name, mode, arrival, load, file=sys.stderr)
@@ -135,34 +137,39 @@ def render(table: pd.DataFrame) -> str:
 
 def main(argv=None) -> int:
     """The whole grid rewrites fit-table.csv and the page's block; a part of it (``--mode``,
-    ``--design``, ``--loads``: each a comma-separated subset) is printed, cell by cell and
-    as the page's summary, and nothing is rewritten."""
+    ``--design``, ``--arrival``, ``--loads``: each a comma-separated subset; the loads may
+    be any between 0 and 1, e.g. near capacity) is printed, cell by cell and as the page's
+    summary, and nothing is rewritten."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", default=None, help=f"comma-separated subset of {','.join(MODES)}")
     parser.add_argument("--design", default=None, help=f"comma-separated subset of {','.join(DESIGNS)}")
+    parser.add_argument("--arrival", default=None, help=f"comma-separated subset of {','.join(a for a, _ in ARRIVALS)}")
     parser.add_argument("--loads", default=None, help="comma-separated loads (fractions of capacity)")
     parser.add_argument("--model-only", action="store_true",
                         help="keep fit-table.csv's simulated columns, recompute the fast model's and rewrite the CSV and the page's block")
     args = parser.parse_args(argv)
     if args.model_only:
-        if (args.mode, args.design, args.loads) != (None, None, None):
+        if (args.mode, args.design, args.arrival, args.loads) != (None, None, None, None):
             parser.error("--model-only: allowed alone (it refits the whole committed table)")
         regenerate(refit(pd.read_csv(CSV)), CSV, PAGE, BEGIN, END, render)
         return 0
-    if args.mode is None and args.design is None and args.loads is None:
+    if args.mode is None and args.design is None and args.arrival is None and args.loads is None:
         regenerate(grid(), CSV, PAGE, BEGIN, END, render)
         return 0
     modes = MODES if args.mode is None else tuple(args.mode.split(","))
     designs = DESIGNS if args.design is None else tuple(args.design.split(","))
+    arrivals = ARRIVALS if args.arrival is None else tuple(a for a in ARRIVALS if a[0] in args.arrival.split(","))
     loads = LOADS if args.loads is None else tuple(float(x) for x in args.loads.split(","))
-    for given, allowed, key in ((modes, MODES, "--mode"), (designs, DESIGNS, "--design")):
+    names = tuple(a for a, _ in ARRIVALS)
+    for given, allowed, key in ((modes, MODES, "--mode"), (designs, DESIGNS, "--design"),
+                                (names if args.arrival is None else tuple(args.arrival.split(",")), names, "--arrival")):
         if not set(given) <= set(allowed):
             parser.error(f"{key} {','.join(given)}: allowed a comma-separated subset of {','.join(allowed)}")
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
-    table = grid(loads, designs=designs, modes=modes)
+    table = grid(loads, designs=designs, modes=modes, arrivals=arrivals)
     for k in TOLERANCE:
         table[f"sem_{k}"] = table[f"sim_{k}_sem_ms"] / table[f"sim_{k}_ms"]
     cols = ["design", "mode", "arrival", "load", *(f"err_{k}" for k in TOLERANCE), *(f"sem_{k}" for k in TOLERANCE), "passes"]

@@ -366,25 +366,85 @@ def _gap_batch(arrivals, top, extra):
     return np.minimum(1.0 + e + count, top)
 
 
-def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
-    """Mean and ``q`` quantile of the TTFT of a :func:`batch_queue` whose batch of ``k`` gives
-    its first tokens ``first(k)`` after it starts (linear in ``k``, slope ``f``). A request
-    that waits (probability ``C``) waits the residual ``R`` of its gap and leaves with the
-    ``1 + lambda (A + R)`` requests of the gap (``A`` its age; ``R``, ``A`` exponential of
-    mean ``g``), so its TTFT is ``first(1) + a R + b A`` with ``a = 1 + lambda f``, ``b =
+def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
+    """The ratio ``z`` of the geometric law of the prompts a waiting request finds ahead of it
+    in a pool of servers taking up to ``top`` queued prompts a pass: ``P(Q >= j) = z^j``.
+    The GI/M^[1,P]/c embedded chain at arrivals (Chaudhry and Templeton, *A First Course in
+    Bulk Queues*, 1983; docs/sources.md#load-queueing): while every server is busy, passes
+    end at rate ``1 / g`` (``g = gap_s``) and each takes ``top`` prompts, so between two
+    arrivals (a gap ``A``) the queue falls by ``P D``, ``D`` the passes ended in ``A``, and
+    a geometric law is stationary where ``z = E[z^(P D)]``. With ``D`` Poisson of mean ``A /
+    g`` (M^[1,P]) that is ``z = A*((1 - z^P) / g)``, ``A*`` the Laplace transform of the
+    arrivals' gaps (gamma of mean ``1 / lambda`` and squared CV ``c_a^2``: ``A*(s) = (1 + s
+    c_a^2 / lambda)^(-1 / c_a^2)``; Poisson's ``lambda / (lambda + s)``). Pass ends less
+    variable than Poisson's (index of dispersion ``I = dispersion``, Var/mean of ``D``) are
+    taken as ``I`` times a Poisson count of mean ``A / (g I)``: ``z = A*((1 - z^(P I)) / (g
+    I))`` (``I -> 0``: ``-P ln z / g``, deterministic pass ends). The root in ``(0, 1)``
+    exists where full passes drain faster than prompts arrive (``P > lambda g``); 1 (no
+    steady state) where they do not. :data:`BISECTION_STEPS` bisection steps on ``[0, 1]``:
+    the residual ``E[z^(P D)] - z`` is positive below the root and negative above it."""
+    lam, g, p, d = np.broadcast_arrays(*(np.asarray(x, float) for x in (rate_per_s, gap_s, top, dispersion)))
+    v = np.asarray(arrival_cv, float) ** 2
+    d = np.maximum(d, 1e-12)
+    lo, hi = np.zeros(lam.shape), np.ones(lam.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for _ in range(BISECTION_STEPS):
+            z = 0.5 * (lo + hi)
+            drained = -np.expm1(p * d * np.log(z)) / (g * d)  # (1 - z^(P I)) / (g I)
+            above = (1.0 + drained * v / lam) ** (-1.0 / v) > z
+            lo, hi = np.where(above, z, lo), np.where(above, hi, z)
+    return np.where(p > lam * g, lo, 1.0)
+
+
+def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top):
+    """The mean wait (s) of a request that waits in a :func:`batch_queue` for the passes of
+    the queue ahead of it: the gap in progress and, for ``Q`` prompts ahead (geometric,
+    :func:`_queue_ratio`), ``J = floor(Q / P)`` whole gaps more, ``P(J >= j) = z^(P j)``.
+    With exponential gaps of mean ``g`` (:attr:`BatchQueue.gap_s` less its burst factor
+    ``(1 + c_a^2) / 2``), ``1 + J`` of them sum to an exponential of mean ``g / (1 - z^P)``
+    (a geometric sum of exponentials). The passes' ends over a window ``tau`` shorter than a
+    pass ``T = c g`` come from the ``c`` servers each with probability ``tau / T`` (uniform
+    phases: binomial, index of dispersion ``1 - tau / T``), and over longer windows they are
+    as regular as the passes (``0``; the pass time taken constant at the mean batch); the
+    window is the wait Poisson pass ends give (``I = 1``), so ``I = max(0, 1 - tau_1 / T)``.
+    Where prompts arrive faster than full passes serve them (``lambda >= c P / T(P)``,
+    ``T(P) = full_pass_s``: no steady state) the rate is held at :data:`RHO_WAIT_MAX` of
+    that, as :func:`batch_queue` holds its utilisation: a wait far past any SLO, finite for
+    the chain's columns (``inf`` only where no root below 1 exists at all)."""
+    top = np.asarray(top, float)
+    lam = np.minimum(np.asarray(rate_per_s, float), RHO_WAIT_MAX * np.asarray(servers, float) * top / np.asarray(full_pass_s, float))
+    g = bq.gap_s / ((1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        poisson = g / (1.0 - _queue_ratio(lam, arrival_cv, g, top) ** top)
+        dispersion = np.clip(1.0 - poisson / (np.asarray(servers, float) * g), 0.0, 1.0)
+        return g / (1.0 - _queue_ratio(lam, arrival_cv, g, top, dispersion) ** top)
+
+
+def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, first_1, first_top, top):
+    """Mean and ``q`` quantile of the TTFT of a :func:`batch_queue` of ``servers`` servers whose
+    batch of ``k`` gives its first tokens ``first(k)`` after it starts (linear in ``k``, slope
+    ``f``). A request that waits (probability ``C``) waits ``R``, exponential of mean ``g``,
+    and leaves with the ``1 + lambda (A + R)`` requests of its gap (``A`` its age, exponential
+    of mean ``g``), so its TTFT is ``first(1) + a R + b A`` with ``a = 1 + lambda f``, ``b =
     lambda f``, plus ``f Y`` for the burst's ``e`` extra requests (``Y`` taken exponential of
     mean ``e``, :attr:`BatchQueue.extra`; 0 for Poisson arrivals): a hypoexponential law
     (:func:`_plus_exponential`), whose ``1 - (1 - q) / C`` quantile is found by
     :data:`BISECTION_STEPS` bisection steps on ``[0, 50 (g (a + b) + f e)]``, at most the
-    residual's quantile plus ``first(top)`` (the batch full). Where ``C <= 1 - q`` the
-    quantile is an unwaited request's ``first(1)``."""
+    wait's quantile plus ``first(top)`` (the batch full). ``g`` is the longer of the gap as
+    bursts stretch it (:attr:`BatchQueue.gap_s`, Allen-Cunneen's factor: light traffic) and
+    the wait for the passes of the queue ahead (:func:`_queue_wait`, passes of ``top`` taking
+    ``full_pass_s``: near the pool's capacity); infinite where that wait is. Where ``C <= 1 -
+    q`` the quantile is an unwaited request's ``first(1)``."""
     lam = np.asarray(rate_per_s, float)
 
     def first(k):
         return _linear(first_1, first_top, top, k)
 
     slope = first(2.0) - first(1.0)
-    c, g = bq.wait_probability, bq.gap_s
+    c = bq.wait_probability
+    g = np.maximum(bq.gap_s, _queue_wait(bq, rate_per_s, arrival_cv, servers, full_pass_s, top))
+    steady = np.isfinite(g)
+    g = np.where(steady, g, bq.gap_s)
     mean = (1.0 - c) * first(1.0) + c * (g + first(bq.batch_waited))
     a, b = 1.0 + lam * slope, lam * slope
     tail = np.clip((1.0 - np.asarray(q, float)) / np.maximum(c, 1e-300), 1e-300, 1.0)
@@ -402,7 +462,8 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, first_1, first_top, top):
         above = survival(mid) > tail
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     waited_q = np.minimum(first(1.0) + lo, g * np.log(1.0 / tail) + first(top))
-    return mean, np.where(c > 1.0 - np.asarray(q, float), waited_q, first(1.0))
+    quantile = np.where(c > 1.0 - np.asarray(q, float), waited_q, first(1.0))
+    return np.where(steady, mean, np.inf), np.where(steady, quantile, np.inf)
 
 
 def _plus_exponential(scale, other, t):
@@ -829,6 +890,19 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     return LoadLatency(step / 2.0 + busy * (1.0 + busy) / 2.0 * prompt_s + burst_mean + own, ahead_q + burst_q + own, step, tau(n_q)[0], n)
 
 
+def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):
+    """The ``q`` quantile of the occupancy a decode request shares its life with
+    (:func:`_batch_quantile`'s infinite-server fluctuation) where the holding time grows with
+    the occupancy, ``hold(n) = hold(1) + s (n - 1)``: a count above its mean slows every step,
+    so requests leave more slowly and the excess lasts. Linearised about the mean, the
+    departure rate ``n / hold(n)`` rises by ``(1 - gamma) / hold`` per request, ``gamma =
+    lambda s`` (``lambda`` the arrivals per instance, ``s = hold_slope``; ``gamma = n s /
+    hold(n)`` by Little's law), so the count's variance is the infinite-server one over ``1 -
+    gamma`` (a birth-death chain's, ``lambda / (d/dn departures)``; docs/load.md#disaggregated)."""
+    gain = np.clip(np.asarray(rate, float) * np.asarray(hold_slope, float), 0.0, 1.0 - 1e-9)
+    return _batch_quantile(q, mean, np.asarray(arrival_cv, float) / np.sqrt(1.0 - gain), top, instances)
+
+
 def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_instances, batch, prefill_batch, output_tokens, decode_1_s, decode_s,
                           prefill_1_s, prefill_s, busy_1_s, busy_s, transfer_1_s, transfer_s) -> LoadLatency:
     """Disaggregated prefill and decode under load (docs/load.md#disaggregated): the
@@ -836,18 +910,20 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     pass, each pass keeping its instance ``busy(k)`` and delivering its first tokens after
     its latency ``prefill(k)`` plus the KV transfer ``transfer(k)`` (each linear in ``k``):
     a batch queue (:func:`batch_queue`). TTFT = wait + latency + transfer of the pass a
-    request rides (:func:`_batched_ttft`). The decode instances run ``n = lambda_d (O - 1)
+    request rides (:func:`_batched_ttft`; the wait near the pool's capacity that of the
+    queue ahead, :func:`_queue_wait`). The decode instances run ``n = lambda_d (O - 1)
     decode(n)`` sequences (Little's law, :func:`_occupancy`); TPOT = ``decode`` at the
-    occupancy a request lives with (:func:`_batch_quantile`, the request itself added)."""
+    occupancy a request lives with (:func:`_decode_quantile`: the count's fluctuation
+    lengthened by its own steps; the request itself added)."""
     rate = np.asarray(rate_per_s, float)
     p = prefill_batch
     bq = batch_queue(rate, prefill_instances, busy_1_s, busy_s, p, arrival_cv)
-    ttft_mean, ttft_q = _batched_ttft(q, bq, rate, np.asarray(prefill_1_s, float) + transfer_1_s, np.asarray(prefill_s, float) + transfer_s, p)
+    ttft_mean, ttft_q = _batched_ttft(q, bq, rate, arrival_cv, prefill_instances, busy_s, np.asarray(prefill_1_s, float) + transfer_1_s, np.asarray(prefill_s, float) + transfer_s, p)
 
     o = np.asarray(output_tokens, float)
     decoders = np.asarray(instances, float) - prefill_instances
     n = _occupancy(rate / decoders, (o - 1.0) * decode_1_s, (o - 1.0) * decode_s, batch)
-    n_q = _batch_quantile(q, n, arrival_cv, batch, decoders)
+    n_q = _decode_quantile(q, n, rate / decoders, (o - 1.0) * _slope(decode_1_s, decode_s, np.asarray(batch, float) - 1.0), arrival_cv, batch, decoders)
     return LoadLatency(ttft_mean, ttft_q,
                        _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch)),
                        _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch)), n)

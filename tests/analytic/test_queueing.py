@@ -394,18 +394,21 @@ def test_mean_batch_by_hand():
 
 
 def test_batched_ttft_quantile_is_the_hypoexponential_law():
-    """A waiting request's TTFT is ``first(1) + a R + b A`` (R, A exponential of mean g):
-    the model's quantile against 400,000 samples of that law (fixed seed)."""
+    """A waiting request's TTFT is ``first(1) + a R + b A`` (R, A exponential of mean g, the
+    longer of the gap and the queue's wait, :func:`qu._queue_wait`): the model's quantile
+    against 400,000 samples of that law (fixed seed)."""
     bq = qu.BatchQueue(np.array(5.0), np.array(5.0), np.array(1.0), np.array(0.1))
     rate, first_1, first_top, top = 20.0, 0.5, 2.0, 16
     f = (first_top - first_1) / (top - 1)
-    mean, q99 = qu._batched_ttft(0.99, bq, rate, first_1, first_top, top)
+    g = max(0.1, float(qu._queue_wait(bq, rate, 1.0, 8, 0.8, top)))
+    assert 0.1 < g < 0.1002  # two prompts a gap against 16 a pass: the queue ahead is rarely a whole pass
+    mean, q99 = qu._batched_ttft(0.99, bq, rate, 1.0, 8, 0.8, first_1, first_top, top)
     rng = np.random.default_rng(7)
-    r, a = rng.exponential(0.1, 400_000), rng.exponential(0.1, 400_000)
+    r, a = rng.exponential(g, 400_000), rng.exponential(g, 400_000)
     sample = first_1 + (1 + rate * f) * r + rate * f * a
     assert q99 == pytest.approx(np.quantile(sample, 0.99), rel=0.01)
-    # the mean: the gap's residual and the pass of the batch a waiting request leaves with
-    assert mean == pytest.approx(0.1 + first_1 + f * (5.0 - 1.0))
+    # the mean: the wait and the pass of the batch a waiting request leaves with
+    assert mean == pytest.approx(g + first_1 + f * (5.0 - 1.0))
 
 
 def test_disaggregated_decode_fills_at_its_capacity_and_trickles_at_one_request():
@@ -575,3 +578,55 @@ def test_the_waiting_batch_is_the_capped_mean_over_a_length_biased_gap():
     draws = np.minimum(top, 1.0 + counts)
     assert abs(qu._gap_batch(lam_g, top, 0.0) - draws.mean()) <= 4 * draws.std() / np.sqrt(draws.size)
     assert qu._gap_batch(lam_g, 1.0, 0.0) == 1.0 and qu._gap_batch(0.0, top, 0.0) == 1.0
+
+
+def test_queue_ratio_is_the_embedded_chains_root():
+    """:func:`qu._queue_ratio` against its limits by hand and scipy's root finder: Poisson
+    arrivals and pass ends, one prompt a pass: M/M/c's ratio ``rho = lambda g``; gamma
+    arrivals (CV 2): GI/M/c's ``sigma = A*((1 - sigma) / g)`` (Kleinrock vol. 1, §6.4);
+    deterministic pass ends (dispersion 0) on one server: M/D/1's queue-length decay
+    ``1 / s``, ``s = e^(rho (s - 1))``; four prompts a pass: ``z = lambda / (lambda + (1 -
+    z^4) / g)``; no root below 1 where full passes do not outrun the arrivals."""
+    from scipy.optimize import brentq
+
+    assert qu._queue_ratio(8.0, 1.0, 0.1, 1) == pytest.approx(0.8, rel=1e-12)
+    lam, g = 8.0, 0.1
+    sigma = brentq(lambda z: (1.0 + (1.0 - z) / g * 4.0 / lam) ** -0.25 - z, 1e-9, 1.0 - 1e-12, xtol=1e-15)
+    assert qu._queue_ratio(lam, 2.0, g, 1) == pytest.approx(sigma, rel=1e-12)
+    s = brentq(lambda x: math.exp(0.8 * (x - 1.0)) - x, 1.0 + 1e-9, 10.0, xtol=1e-15)
+    assert qu._queue_ratio(8.0, 1.0, 0.1, 1, 0.0) == pytest.approx(1.0 / s, rel=1e-9)
+    z4 = brentq(lambda z: lam / (lam + (1.0 - z**4) / 0.3) - z, 1e-9, 1.0 - 1e-9, xtol=1e-15)
+    assert qu._queue_ratio(lam, 1.0, 0.3, 4) == pytest.approx(z4, rel=1e-12)
+    assert qu._queue_ratio(lam, 1.0, 0.5, 4) == 1.0  # 4 prompts a 0.5 s gap: 8 a second, as they arrive
+
+
+def test_queue_wait_is_the_longer_window_of_the_pass_ends():
+    """:func:`qu._queue_wait`: one server (a pass ``T = g``) is past one pass in any wait, so its
+    pass ends are deterministic: the wait is ``g / (1 - z_D)``, ``z_D`` M/D/1's ratio; on
+    many servers a wait much shorter than a pass sees Poisson pass ends (dispersion near 1)."""
+    one = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.8), np.array(0.1))
+    z = qu._queue_ratio(8.0, 1.0, 0.1, 1, 0.0)
+    assert qu._queue_wait(one, 8.0, 1.0, 1, 0.1, 1) == pytest.approx(0.1 / (1.0 - z), rel=1e-12)
+    many = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.2), np.array(0.001))
+    poisson = 0.001 / (1.0 - qu._queue_ratio(200.0, 1.0, 0.001, 1))  # tau = 1.25 ms of a 1 s pass
+    assert qu._queue_wait(many, 200.0, 1.0, 1000, 1.0, 1) == pytest.approx(poisson, rel=1e-3)
+
+
+def test_decode_quantile_widens_by_the_step_feedback():
+    """:func:`qu._decode_quantile`: with no slope it is :func:`qu._batch_quantile`; a gain
+    ``lambda s = 0.75`` quadruples the fluctuation's variance (twice the excess)."""
+    base = qu._batch_quantile(0.99, 100.0, 1.0, 1000, 4)
+    assert qu._decode_quantile(0.99, 100.0, 30.0, 0.0, 1.0, 1000, 4) == base
+    assert qu._decode_quantile(0.99, 100.0, 30.0, 0.025, 1.0, 1000, 4) - 100.0 == pytest.approx(2.0 * (base - 100.0), rel=1e-12)
+
+
+def test_disaggregated_past_its_prefill_capacity_waits_past_any_slo():
+    """Prompts arriving faster than full passes serve them (4 instances x 1 prompt / 0.1 s =
+    40 a second) have no steady state: the wait is the queue's at :data:`qu.RHO_WAIT_MAX` of
+    the passes' rate, ``g / (1 - z)`` with ``z`` the root there (M/D/1-like: one pass ends per
+    0.025 s), finite and far past any SLO; the decode pool still has its TPOT."""
+    kw = dict(instances=10, prefill_instances=4, batch=100, prefill_batch=1, output_tokens=101, decode_1_s=0.010, decode_s=0.050,
+              prefill_1_s=0.5, prefill_s=0.5, busy_1_s=0.1, busy_s=0.1, transfer_1_s=0.01, transfer_s=0.01)
+    out = qu.disaggregated_at_load(0.99, np.array([30.0, 41.0, 400.0]), 1.0, **kw)
+    assert out.ttft_q_s[0] < 1.0 < 100.0 < out.ttft_q_s[1] == out.ttft_q_s[2] and np.all(np.isfinite(out.ttft_mean_s))
+    assert np.all(np.isfinite(out.tpot_q_s))
