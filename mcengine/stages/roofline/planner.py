@@ -28,6 +28,7 @@ decode evaluation, for every prefill layout at once (:class:`CandidateTable`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,7 +44,7 @@ from ...scenario.sections.workload import SATURATE
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
 from .load_steps import candidate_steps
-from .planner_load import FleetSearch, choose, most_goodput
+from .planner_load import FleetSearch, choose_jointly, most_goodput
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
@@ -370,14 +371,43 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
     token among them (:func:`~.planner_load.choose`); on a fixed cluster where none does,
     the plan of most goodput (:func:`~.planner_load.most_goodput`); else the saturation choice. Raises
     InputError when in some trial no candidate fits the weights and a batch in HBM."""
-    table = evaluate_candidates(scenario, inputs) if table is None else table
+    return plan_jointly([(scenario, inputs, power_weight, table, demand)])[0]
+
+
+def plan_jointly(asked: list[tuple], keys: list | None = None) -> list[PlannedBlock]:
+    """:func:`plan_per_trial` of each ``(scenario, inputs, power_weight, table, demand)``
+    of ``asked`` (a mix's request classes), their choices under their demands made in one
+    pass (:func:`~.planner_load.choose_jointly`: the same choices, with fewer model calls),
+    the rest of each part's work inside ``keys[i]()`` (a context naming its bad input;
+    none by default)."""
+    keys = keys or [contextlib.nullcontext] * len(asked)
+    tables, saturated = [], []
+    for (scenario, inputs, power_weight, table, _), key in zip(asked, keys):
+        with key():
+            tables.append(evaluate_candidates(scenario, inputs) if table is None else table)
+            saturated.append(_best_rows(tables[-1], power_weight, inputs.n))
+    under = [i for i, a in enumerate(asked) if a[4] is not None]
+    steps = {i: candidate_steps(asked[i][0], tables[i], asked[i][1]) for i in under}
+    outs = {i: lengths_of(asked[i][0], asked[i][1]).output_tokens for i in under}
+    chosen = dict(zip(under, choose_jointly([(tables[i], asked[i][2], asked[i][4], outs[i], asked[i][1].n, steps[i]) for i in under]))) if under else {}
+    blocks = []
+    for i, ((scenario, inputs, _, _, demand), key) in enumerate(zip(asked, keys)):
+        with key():
+            blocks.append(_planned(scenario, inputs, tables[i], *saturated[i], demand,
+                                   (*chosen[i], outs[i], steps[i]) if demand is not None else None))
+    return blocks
+
+
+def _planned(scenario: Scenario, inputs: TrialInputs, table: CandidateTable, best, served, demand, choice) -> PlannedBlock:
+    """The :class:`PlannedBlock` of :func:`plan_per_trial`: each trial's plan at saturation
+    (``best``, its ``served`` tokens/s) or, under ``demand``, its ``choice``
+    (``(loaded, met, fleet, output tokens, steps_of)``, :func:`~.planner_load.choose`'s),
+    with the fixed cluster's fallback to the plan of most goodput; the errors of a block
+    where some trial fits no plan."""
     plans = table.plans
-    best, served = _best_rows(table, power_weight, inputs.n)
     fleet = None
     if demand is not None:
-        out = lengths_of(scenario, inputs).output_tokens
-        steps_of = candidate_steps(scenario, table, inputs)
-        loaded, met, fleet = choose(table, power_weight, demand, out, inputs.n, steps_of)
+        loaded, met, fleet, out, steps_of = choice
         if demand.instances is not None:  # a fixed cluster: where no plan meets the SLOs at the peak, the plan of most goodput
             fallback, met_some = most_goodput(table, demand, out, ~met, steps_of)
             loaded, met = np.where(met, loaded, fallback), met | met_some
