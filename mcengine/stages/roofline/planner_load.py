@@ -238,13 +238,16 @@ def _flat(tables: list, ns: list[int]):
     if not live:
         return None
     starts = np.cumsum([0, *sizes])
+    cols = np.cumsum([0, *ns])
+    rows = np.cumsum([0, *(sizes[i] for i in live)])
 
     def stacked(field: int) -> np.ndarray:
-        def part(block, m):
-            return np.broadcast_to(0.0 if block[field] is None else block[field], (block[0].shape[0], m))
-
-        rows = [[part(t.blocks[i], m) for t, m in zip(tables, ns)] for i in live]
-        return np.concatenate([x[0] if len(x) == 1 else np.concatenate(x, axis=1) for x in rows])
+        got = [[t.blocks[i][field] for t in tables] for i in live]
+        out = np.empty((rows[-1], cols[-1]), np.result_type(*(x for row in got for x in row if x is not None)))
+        for (a, b), row in zip(zip(rows[:-1], rows[1:]), got):
+            for c, d, x in zip(cols[:-1], cols[1:], row):
+                out[a:b, c:d] = 0.0 if x is None else x
+        return out
 
     return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live]), stacked
 
