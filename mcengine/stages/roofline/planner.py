@@ -85,13 +85,16 @@ class CandidateTable:
     (:meth:`evaluation`: made again by ``builders`` when first asked for, then kept in
     ``built``).
     ``holders``: the sequences that fit beside the weights per evaluated layout
-    (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
+    (:func:`_sequences_that_fit`), for the error naming a block no plan fits.
+    ``steps``: the step times of the load models, kept when first asked
+    (:func:`.load_steps.row_steps`: by row, and a disaggregated plan's terms by layout)."""
 
     plans: tuple[Plan, ...]
     blocks: list
     holders: list
     builders: list
     built: dict = dataclasses.field(default_factory=dict)
+    steps: dict = dataclasses.field(default_factory=dict)
 
     def stacked(self, field: int) -> np.ndarray:
         """One of the (c, n) arrays (0 ``served``, 2 ``fits``, 3 ``tpot_s``; under a demand 4
