@@ -138,10 +138,11 @@ def one_plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dic
 def row_steps(scenario: Scenario, table, k: int, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The :func:`plan_steps` of row ``k`` of a :class:`~.planner.CandidateTable` for every
     trial of its block, made when first asked and kept in the table (``table.steps``, with
-    the terms its disaggregated pairs share): the planner's choice under a demand and the
-    columns of the plans chosen read the same rows."""
+    the terms its disaggregated pairs share; a pair not yet evaluated read from its block's
+    rows, :meth:`~.planner.CandidateTable.steps_plan`): the planner's choice under a demand
+    and the columns of the plans chosen read the same rows."""
     if k not in table.steps:
-        table.steps[k] = plan_steps(scenario, table.evaluation(k), table.plans[k].mode, inputs, table.steps)
+        table.steps[k] = plan_steps(scenario, table.steps_plan(k), table.plans[k].mode, inputs, table.steps)
     return table.steps[k]
 
 

@@ -121,6 +121,37 @@ class CandidateTable:
             self.built[k] = self.builders[k]()
         return self.built[k]
 
+    def steps_plan(self, k: int):
+        """What the load models' step times read of plan ``k`` (:func:`.load_steps.plan_steps`):
+        a disaggregated pair not yet evaluated, of a block keeping its prefill batches
+        (under a demand), from the block's rows (:class:`PairSteps`: its balanced share
+        from the same rates as its evaluation's); any other plan its :meth:`evaluation`."""
+        start = 0
+        for block in self.blocks:
+            rows = block_rows(block)
+            if k < start + rows:
+                break
+            start += rows
+        if k in self.built or not isinstance(block, PairRows) or block.prefill_batch is None:
+            return self.evaluation(k)
+        j, plan = k - start, self.plans[k]
+        return PairSteps(plan.layout, plan.prefill_layout, block.rest[3][j], block.prefill_batch[j], sv.prefill_share(block.prefill[0][j], block.decode[0]))
+
+
+@dataclass(frozen=True)
+class PairSteps:
+    """A disaggregated pair as the load models' step times read it
+    (:meth:`CandidateTable.steps_plan`): its decode ``layout`` and ``prefill_layout``, its
+    decode instance's ``batch``, its prefill pass's ``prefill_batch`` and its balanced
+    ``prefill_share`` ``f = r_d / (r_p + r_d)`` (:func:`~mcengine.analytic.serving.prefill_share`),
+    per trial."""
+
+    layout: object
+    prefill_layout: object
+    batch: np.ndarray
+    prefill_batch: np.ndarray
+    prefill_share: np.ndarray
+
 
 def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTable:
     """The :class:`CandidateTable` of ``inputs`` (disaggregated at each trial's balanced
@@ -227,6 +258,7 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     pre_ok = pre_fits & ttft_met
     prefill = tuple(_kernel_rows(x, (len(passes), n), x.dtype) for x in (r_p, pre_ok, pre_busy, pre_total))
     pair_ttft = stack([x.ttft.total_s + x.kv_transfer_s for x in passes]) if under_load else None
+    pre_batch = stack([x.batch for x in passes]) if under_load else None
     out_tokens = _kernel_rows(o, (n,))
     out: list = []
     for decode in decodes:
@@ -241,7 +273,7 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
         terms = (_kernel_rows(r_d, (n,)), out_tokens, _kernel_rows(serves, (n,), np.bool_), _kernel_rows(decode.decode.busy_s, (n,)),
                  _kernel_rows(decode.decode.total_s, (n,)))
-        out.append(PairRows(prefill, terms, (fits, tpot, *extra)))
+        out.append(PairRows(prefill, terms, (fits, tpot, *extra), pre_batch))
     return out
 
 
@@ -253,11 +285,12 @@ class PairRows:
     (n,)), the arguments of :func:`mcengine.kernels.plan.disaggregated_rows`. Indexed as
     the other blocks' tuples: 0 ``served`` and 1 ``busy`` made from them when first read
     and kept (under a demand), then ``rest``: fits, TPOT and, under a demand, TTFT and
-    batch. The choice at saturation makes them into buffers it reuses for every block
+    batch, and ``prefill_batch``, each prefill pass's batch ((prefill layouts, n); None at
+    saturation). The choice at saturation makes them into buffers it reuses for every block
     (:meth:`fill`), so that the (layouts)² pairs' rows are never all held at once."""
 
-    def __init__(self, prefill: tuple, decode: tuple, rest: tuple):
-        self.prefill, self.decode, self.rest = prefill, decode, rest
+    def __init__(self, prefill: tuple, decode: tuple, rest: tuple, prefill_batch: np.ndarray | None = None):
+        self.prefill, self.decode, self.rest, self.prefill_batch = prefill, decode, rest, prefill_batch
         self.rows = prefill[0].shape[0]
         self._made: tuple | None = None
 
