@@ -158,6 +158,14 @@ class Plans:
         return Plans({k: v[rows] for k, v in self.steps.items()}, self.q[rows], self.ttft_slo_s[rows], self.tpot_slo_s[rows],
                      self.arrival_cv[rows], self.output_tokens[rows])
 
+    @classmethod
+    def joined(cls, plans: list["Plans"]) -> "Plans":
+        """The trials of ``plans`` one after another (a mix's classes, each a block of
+        trials), answered by one model call: every model is elementwise over the trials,
+        so each part's numbers are its own to the bit."""
+        return cls({k: np.concatenate([p.steps[k] for p in plans]) for k in plans[0].steps},
+                   *(np.concatenate([getattr(p, f) for p in plans]) for f in ("q", "ttft_slo_s", "tpot_slo_s", "arrival_cv", "output_tokens")))
+
     def latency(self, rate_per_s, instances) -> qu.LoadLatency:
         """TTFT and TPOT (s), mean and at the SLO quantile, of each trial's plan on
         ``instances`` instances at ``rate_per_s`` requests/s: the model of its serving mode
@@ -480,15 +488,20 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     shares = [per_trial(h["token_share"], n) for h in got]
     rates = [columns[f"{MIX_PREFIX}{name}.tokens_per_s_instance"] for name in names]
     peaks = [demand * w * peak_to_mean for w in shares]  # as the planner's class demand: (D w_c) p
-    up = [planned_fewest_instances(p, pk / p.output_tokens, t / p.output_tokens, h) for p, pk, t, h in zip(plans, peaks, rates, got)]
+    # the classes' trials one after another: one search and one model call a step for every class (Plans.joined)
+    joined, parts = Plans.joined(plans), functools.partial(np.split, indices_or_sections=len(names))
+    searched = {k: np.concatenate([h.get(k, np.zeros(n)) for h in got]) for k in {k for h in got for k in h if k.startswith(FLEET_SEARCH_PREFIX)}}
+    up = parts(planned_fewest_instances(joined, np.concatenate(peaks) / joined.output_tokens, np.concatenate(rates) / joined.output_tokens, searched))
     up_needed = sum(up[1:], up[0])
     every = np.logical_and.reduce([u > 0 for u in up])
     fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, every)
     fleets = [u + h for u, h in zip(up, mx.whole_split(fleet - np.where(every, up_needed, 0.0), up))]
     split = [per_trial(h["instances"], n) for h in got]
     held = split if fixed else [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]  # no fleet: the simulated cluster's split
-    per_class = [at_peak_of(p, t, availability, pk, u, h, f, fleet, fixed) for p, t, pk, u, h, f in zip(plans, rates, peaks, up, held, fleets)]
-    capacity, fleet_capacity, latency = (list(x) for x in zip(*per_class))
+    whole = at_peak_of(joined, np.concatenate(rates), np.tile(availability, len(names)), np.concatenate(peaks), np.concatenate(up),
+                       np.concatenate(held), np.concatenate(fleets), np.tile(fleet, len(names)), fixed)
+    capacity, fleet_capacity = parts(whole[0]), parts(whole[1])
+    latency = [qu.LoadLatency(*x) for x in zip(*map(parts, whole[2]))]
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,
                 np.minimum.reduce([c / w for c, w in zip(capacity, shares)]), np.minimum.reduce([c / w for c, w in zip(fleet_capacity, shares)]),
                 fleet, up_needed, np.maximum.reduce([x.ttft_q_s for x in latency]), np.maximum.reduce([x.tpot_q_s for x in latency]))

@@ -4,10 +4,14 @@ screening), and its effect through the chain."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from mcengine import api
+from mcengine.analytic import mix as mx
 from mcengine.analytic import queueing as qu
 from mcengine.columns import FLEET_SEARCH_PREFIX
 from mcengine.pipeline import ahead_weights, planning_demand, run_block
@@ -17,9 +21,11 @@ from mcengine.stages.roofline.layout import lengths_of
 from mcengine.stages.roofline import planner
 from mcengine.stages.roofline.planner import evaluate_candidates
 from mcengine.stages.roofline.load_steps import candidate_steps, plan_steps, planned_steps
-from mcengine.stages.roofline.planner_load import choose
+from mcengine.stages.roofline.planner_load import choose, choose_jointly
 
 N = 6
+#: The shipped Azure 2023 mix of request classes on lite-h100 (docs/load.md#chain).
+MIX_LITE = Path(__file__).resolve().parents[2] / "docs" / "case-study" / "mix-azure-2023" / "lite-h100.toml"
 DEMAND = ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5", "workload.load.arrival=\"gamma\"", "workload.load.arrival_cv=2"]
 
 
@@ -229,3 +235,38 @@ def test_a_fleets_cost_is_at_least_its_bound(name):
     assert (up[some] >= start[some]).all() and (up[some] + energy[some] >= bound[some]).all()
     np.testing.assert_array_equal(up[meets], start[meets])
     assert (up[some & ~meets] > start[some & ~meets]).all()
+
+
+@pytest.mark.parametrize("auto", [False, True])
+def test_a_mixs_classes_chosen_in_one_pass_are_each_chosen_alone(auto):
+    """choose_jointly over the Azure 2023 mix's two request classes (their trials end to
+    end, one screen) gives each class the rows, met flags and fleet searches choose gives
+    it alone, bit for bit: on a fixed cluster each class on its own instances, with the
+    fleet bought each under its own share of the demand."""
+    s = api.check(str(MIX_LITE), [*DEMAND, *(["cluster.instances=\"auto\""] if auto else [])])
+    inputs = draw_inputs(s, 0, 0, N)
+    cols = run_block(s, 0, 0, N)
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    weight = econ.plan_power_weight(s, inputs, cols)
+    shapes = roofline.request_shapes(s, inputs)
+    weights = mx.output_token_weights(mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name, _, _ in shapes]),
+                                      [lengths_of(cs, ci).output_tokens for _, cs, ci in shapes])
+    parts = []
+    for c, (_, cs, ci) in enumerate(shapes):  # as mix_columns plans them, the fixed cluster's 128 instances split 80 / 48
+        own = dataclasses.replace(demand, demand=demand.demand * weights[c], ttft_slo_ms=ci["workload.ttft_slo_ms"],
+                                  tpot_slo_ms=ci["workload.tpot_slo_ms"], instances=None if auto else (80.0, 48.0)[c])
+        table = evaluate_candidates(cs, ci)
+        parts.append((table, weight, own, lengths_of(cs, ci).output_tokens, N, candidate_steps(cs, table, ci)))
+    joint = choose_jointly(parts)
+    for part, (best, met, fleet) in zip(parts, joint):
+        alone = choose(*part)
+        np.testing.assert_array_equal(best, alone[0])
+        np.testing.assert_array_equal(met, alone[1])
+        assert met.all() if auto else met.any() and not met.all()  # on the fixed cluster some trials meet the SLOs at the peak, some not
+        if auto:
+            for x, y in zip((fleet.up, fleet.rate_per_s, fleet.per_instance_rate), (alone[2].up, alone[2].rate_per_s, alone[2].per_instance_rate)):
+                np.testing.assert_array_equal(x, y)
+            assert (fleet.up > 0).all()
+        else:
+            assert fleet is None and alone[2] is None
+    assert not np.array_equal(joint[0][0], joint[1][0])  # the classes take plans of their own

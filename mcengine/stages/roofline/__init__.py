@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import re
 from functools import lru_cache
 
@@ -233,13 +234,10 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     weights = mx.output_token_weights(shares, outputs)
     parts = None if demand is None else class_split(scenario, ahead)
     rule = rule_of(scenario)
-    per_class = []
-    for c, (name, s, i) in enumerate(shapes):
-        own = None if demand is None else dataclasses.replace(
-            demand, demand=demand.demand * weights[c], ttft_slo_ms=i["workload.ttft_slo_ms"], tpot_slo_ms=i["workload.tpot_slo_ms"],
-            instances=None if demand.instances is None else parts[c])
-        with class_keys(scenario, name):
-            per_class.append(rule.columns(s, i, power_weight, tables, ahead, name, demand=own))
+    asked = [(name, s, i, None if demand is None else dataclasses.replace(
+        demand, demand=demand.demand * weights[c], ttft_slo_ms=i["workload.ttft_slo_ms"], tpot_slo_ms=i["workload.tpot_slo_ms"],
+        instances=None if demand.instances is None else parts[c])) for c, (name, s, i) in enumerate(shapes)]
+    per_class = rule.class_columns(asked, power_weight, tables, ahead, [functools.partial(class_keys, scenario, name) for name in names])
     rates = [c["tokens_per_s_instance"] for c in per_class]
     split = load = mx.instance_shares(weights, rates)
     kept = None

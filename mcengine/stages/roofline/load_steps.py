@@ -46,11 +46,18 @@ TERMS = ("mode", "batch", "decode_1_s", "decode_s", "prefill_1_s", "prefill_s", 
          "prefill_batch", "busy_1_s", "busy_s", "transfer_1_s", "transfer_s", "prefill_share", "prompt_tokens", "tail_step_1_s", "tail_step_s")
 
 
-def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[str, np.ndarray]:
+def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs, kept: dict | None = None) -> dict[str, np.ndarray]:
     """The :data:`TERMS` of the evaluation ``e`` of a plan in serving ``mode`` (module
-    docstring), each an (n,) float array."""
+    docstring), each an (n,) float array. ``kept`` (a dict kept for the plans of one
+    candidate table, :func:`row_steps`): the trials' rates and lengths, and a
+    disaggregated plan's decode terms by its decode layout and prefill terms by its prefill
+    layout, made for the first pair of each and read by the table's other pairs of it (in
+    a table a layout's decode batch and prefill pass are the same in every pair)."""
     n, m = inputs.n, scenario.workload.model
-    rates, lengths = rates_of(scenario, inputs), lengths_of(scenario, inputs)
+    kept = {} if kept is None else kept
+    if "inputs" not in kept:
+        kept["inputs"] = rates_of(scenario, inputs), lengths_of(scenario, inputs)
+    rates, lengths = kept["inputs"]
     s, context = lengths.prompt_tokens, lengths.context_tokens
     one = np.ones(n)
     out = {name: np.zeros(n) for name in TERMS}
@@ -76,20 +83,32 @@ def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dict[st
         put("tail_step_s", sv.continuous_step(m, e.layout, b, s, b * s / tail, rates, context).total_s)
         return out
     put("low_batch", one)
-    put("decode_1_s", rt.decode_step(m, e.layout, one, context, rates).total_s)
-    put("decode_s", rt.decode_step(m, e.layout, b, context, rates).total_s)
+
+    def part(key, terms):  # a disaggregated pair's terms of one of its layouts: kept for the table's other pairs of it
+        if mode != "disaggregated":
+            return terms()
+        if key not in kept:
+            kept[key] = terms()
+        return kept[key]
+
+    out.update(part(("decode", e.layout), lambda: {"decode_1_s": per_trial(rt.decode_step(m, e.layout, one, context, rates).total_s, n),
+                                                   "decode_s": per_trial(rt.decode_step(m, e.layout, b, context, rates).total_s, n)}))
     if mode == "static":
         put("prefill_1_s", rt.batch_time_to_first_token(m, e.layout, one, s, rates).total_s)
         put("prefill_s", rt.batch_time_to_first_token(m, e.layout, b, s, rates).total_s)
         return out
-    p = np.asarray(e.prefill_batch, float)
-    kv = kv_rates(scenario, rates)
-    for k, end in ((one, "1_s"), (p, "s")):
-        busy = rt.prefill(m, e.prefill_layout, k, s, rates)
-        put("busy_" + end, busy.total_s)
-        put("prefill_" + end, rt.batch_time_to_first_token(m, e.prefill_layout, k, s, rates, busy).total_s)
-        put("transfer_" + end, sv.kv_transfer_s(m, s, scenario.cluster.instance_gpus, kv, k))
-    put("prefill_batch", p)
+
+    def prefill_terms() -> dict[str, np.ndarray]:
+        got, p, kv = {}, np.asarray(e.prefill_batch, float), kv_rates(scenario, rates)
+        for k, end in ((one, "1_s"), (p, "s")):
+            busy = rt.prefill(m, e.prefill_layout, k, s, rates)
+            got["busy_" + end] = per_trial(busy.total_s, n)
+            got["prefill_" + end] = per_trial(rt.batch_time_to_first_token(m, e.prefill_layout, k, s, rates, busy).total_s, n)
+            got["transfer_" + end] = per_trial(sv.kv_transfer_s(m, s, scenario.cluster.instance_gpus, kv, k), n)
+        got["prefill_batch"] = per_trial(p, n)
+        return got
+
+    out.update(part(("prefill", e.prefill_layout), prefill_terms))
     put("prefill_share", e.prefill_share)
     return out
 
@@ -104,8 +123,7 @@ def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, n
     out = {PREFIX + name: np.zeros(n) for name in TERMS}
     for k in np.unique(block.index):
         rows = block.index == k
-        terms = plan_steps(scenario, block.table.evaluation(int(k)), block.plans[int(k)].mode, inputs)
-        for name, values in terms.items():
+        for name, values in row_steps(scenario, block.table, int(k), inputs).items():
             out[PREFIX + name][rows] = values[rows]
     if block.fleet is not None:
         out |= {FLEET_SEARCH_PREFIX + name: getattr(block.fleet, name) for name in ("up", "rate_per_s", "per_instance_rate")}
@@ -117,9 +135,21 @@ def one_plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dic
     return {PREFIX + name: values for name, values in plan_steps(scenario, e, mode, inputs).items()}
 
 
+def row_steps(scenario: Scenario, table, k: int, inputs: TrialInputs) -> dict[str, np.ndarray]:
+    """The :func:`plan_steps` of row ``k`` of a :class:`~.planner.CandidateTable` for every
+    trial of its block, made when first asked and kept in the table (``table.steps``, with
+    the terms its disaggregated pairs share; a pair not yet evaluated read from its block's
+    rows, :meth:`~.planner.CandidateTable.steps_plan`): the planner's choice under a demand
+    and the columns of the plans chosen read the same rows."""
+    if k not in table.steps:
+        table.steps[k] = plan_steps(scenario, table.steps_plan(k), table.plans[k].mode, inputs, table.steps)
+    return table.steps[k]
+
+
 def candidate_steps(scenario: Scenario, table, inputs: TrialInputs):
     """``steps_of(k)``: the :func:`plan_steps` of row ``k`` of a
-    :class:`~.planner.CandidateTable` for every trial of the block, evaluated when the
-    planner's choice under a demand first asks for that row (:mod:`.planner_load`: only
-    the rows its screen leaves to the per-mode model) and kept for the block."""
-    return functools.cache(lambda k: plan_steps(scenario, table.evaluation(k), table.plans[k].mode, inputs))
+    :class:`~.planner.CandidateTable` for every trial of the block (:func:`row_steps`),
+    evaluated when the planner's choice under a demand first asks for that row
+    (:mod:`.planner_load`: only the rows its screen leaves to the per-mode model) and kept
+    with the table."""
+    return functools.partial(row_steps, scenario, table, inputs=inputs)

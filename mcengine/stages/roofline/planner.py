@@ -28,6 +28,7 @@ decode evaluation, for every prefill layout at once (:class:`CandidateTable`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,7 +44,7 @@ from ...scenario.sections.workload import SATURATE
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
 from .load_steps import candidate_steps
-from .planner_load import FleetSearch, choose, most_goodput
+from .planner_load import FleetSearch, choose_jointly, most_goodput
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
 #: Roofline inputs whose larger value lowers throughput (latencies and overheads): the
@@ -84,13 +85,16 @@ class CandidateTable:
     (:meth:`evaluation`: made again by ``builders`` when first asked for, then kept in
     ``built``).
     ``holders``: the sequences that fit beside the weights per evaluated layout
-    (:func:`_sequences_that_fit`), for the error naming a block no plan fits."""
+    (:func:`_sequences_that_fit`), for the error naming a block no plan fits.
+    ``steps``: the step times of the load models, kept when first asked
+    (:func:`.load_steps.row_steps`: by row, and a disaggregated plan's terms by layout)."""
 
     plans: tuple[Plan, ...]
     blocks: list
     holders: list
     builders: list
     built: dict = dataclasses.field(default_factory=dict)
+    steps: dict = dataclasses.field(default_factory=dict)
 
     def stacked(self, field: int) -> np.ndarray:
         """One of the (c, n) arrays (0 ``served``, 2 ``fits``, 3 ``tpot_s``; under a demand 4
@@ -116,6 +120,37 @@ class CandidateTable:
         if k not in self.built:
             self.built[k] = self.builders[k]()
         return self.built[k]
+
+    def steps_plan(self, k: int):
+        """What the load models' step times read of plan ``k`` (:func:`.load_steps.plan_steps`):
+        a disaggregated pair not yet evaluated, of a block keeping its prefill batches
+        (under a demand), from the block's rows (:class:`PairSteps`: its balanced share
+        from the same rates as its evaluation's); any other plan its :meth:`evaluation`."""
+        start = 0
+        for block in self.blocks:
+            rows = block_rows(block)
+            if k < start + rows:
+                break
+            start += rows
+        if k in self.built or not isinstance(block, PairRows) or block.prefill_batch is None:
+            return self.evaluation(k)
+        j, plan = k - start, self.plans[k]
+        return PairSteps(plan.layout, plan.prefill_layout, block.rest[3][j], block.prefill_batch[j], sv.prefill_share(block.prefill[0][j], block.decode[0]))
+
+
+@dataclass(frozen=True)
+class PairSteps:
+    """A disaggregated pair as the load models' step times read it
+    (:meth:`CandidateTable.steps_plan`): its decode ``layout`` and ``prefill_layout``, its
+    decode instance's ``batch``, its prefill pass's ``prefill_batch`` and its balanced
+    ``prefill_share`` ``f = r_d / (r_p + r_d)`` (:func:`~mcengine.analytic.serving.prefill_share`),
+    per trial."""
+
+    layout: object
+    prefill_layout: object
+    batch: np.ndarray
+    prefill_batch: np.ndarray
+    prefill_share: np.ndarray
 
 
 def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTable:
@@ -223,6 +258,7 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
     pre_ok = pre_fits & ttft_met
     prefill = tuple(_kernel_rows(x, (len(passes), n), x.dtype) for x in (r_p, pre_ok, pre_busy, pre_total))
     pair_ttft = stack([x.ttft.total_s + x.kv_transfer_s for x in passes]) if under_load else None
+    pre_batch = stack([x.batch for x in passes]) if under_load else None
     out_tokens = _kernel_rows(o, (n,))
     out: list = []
     for decode in decodes:
@@ -237,7 +273,7 @@ def _disaggregated_pairs(scenario: Scenario, passes: list, decodes: list, inputs
         r_d = np.minimum(decode.batch / decode.decode.total_s / o, receive)
         terms = (_kernel_rows(r_d, (n,)), out_tokens, _kernel_rows(serves, (n,), np.bool_), _kernel_rows(decode.decode.busy_s, (n,)),
                  _kernel_rows(decode.decode.total_s, (n,)))
-        out.append(PairRows(prefill, terms, (fits, tpot, *extra)))
+        out.append(PairRows(prefill, terms, (fits, tpot, *extra), pre_batch))
     return out
 
 
@@ -249,11 +285,12 @@ class PairRows:
     (n,)), the arguments of :func:`mcengine.kernels.plan.disaggregated_rows`. Indexed as
     the other blocks' tuples: 0 ``served`` and 1 ``busy`` made from them when first read
     and kept (under a demand), then ``rest``: fits, TPOT and, under a demand, TTFT and
-    batch. The choice at saturation makes them into buffers it reuses for every block
+    batch, and ``prefill_batch``, each prefill pass's batch ((prefill layouts, n); None at
+    saturation). The choice at saturation makes them into buffers it reuses for every block
     (:meth:`fill`), so that the (layouts)² pairs' rows are never all held at once."""
 
-    def __init__(self, prefill: tuple, decode: tuple, rest: tuple):
-        self.prefill, self.decode, self.rest = prefill, decode, rest
+    def __init__(self, prefill: tuple, decode: tuple, rest: tuple, prefill_batch: np.ndarray | None = None):
+        self.prefill, self.decode, self.rest, self.prefill_batch = prefill, decode, rest, prefill_batch
         self.rows = prefill[0].shape[0]
         self._made: tuple | None = None
 
@@ -370,14 +407,43 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
     token among them (:func:`~.planner_load.choose`); on a fixed cluster where none does,
     the plan of most goodput (:func:`~.planner_load.most_goodput`); else the saturation choice. Raises
     InputError when in some trial no candidate fits the weights and a batch in HBM."""
-    table = evaluate_candidates(scenario, inputs) if table is None else table
+    return plan_jointly([(scenario, inputs, power_weight, table, demand)])[0]
+
+
+def plan_jointly(asked: list[tuple], keys: list | None = None) -> list[PlannedBlock]:
+    """:func:`plan_per_trial` of each ``(scenario, inputs, power_weight, table, demand)``
+    of ``asked`` (a mix's request classes), their choices under their demands made in one
+    pass (:func:`~.planner_load.choose_jointly`: the same choices, with fewer model calls),
+    the rest of each part's work inside ``keys[i]()`` (a context naming its bad input;
+    none by default)."""
+    keys = keys or [contextlib.nullcontext] * len(asked)
+    tables, saturated = [], []
+    for (scenario, inputs, power_weight, table, _), key in zip(asked, keys):
+        with key():
+            tables.append(evaluate_candidates(scenario, inputs) if table is None else table)
+            saturated.append(_best_rows(tables[-1], power_weight, inputs.n))
+    under = [i for i, a in enumerate(asked) if a[4] is not None]
+    steps = {i: candidate_steps(asked[i][0], tables[i], asked[i][1]) for i in under}
+    outs = {i: lengths_of(asked[i][0], asked[i][1]).output_tokens for i in under}
+    chosen = dict(zip(under, choose_jointly([(tables[i], asked[i][2], asked[i][4], outs[i], asked[i][1].n, steps[i]) for i in under]))) if under else {}
+    blocks = []
+    for i, ((scenario, inputs, _, _, demand), key) in enumerate(zip(asked, keys)):
+        with key():
+            blocks.append(_planned(scenario, inputs, tables[i], *saturated[i], demand,
+                                   (*chosen[i], outs[i], steps[i]) if demand is not None else None))
+    return blocks
+
+
+def _planned(scenario: Scenario, inputs: TrialInputs, table: CandidateTable, best, served, demand, choice) -> PlannedBlock:
+    """The :class:`PlannedBlock` of :func:`plan_per_trial`: each trial's plan at saturation
+    (``best``, its ``served`` tokens/s) or, under ``demand``, its ``choice``
+    (``(loaded, met, fleet, output tokens, steps_of)``, :func:`~.planner_load.choose`'s),
+    with the fixed cluster's fallback to the plan of most goodput; the errors of a block
+    where some trial fits no plan."""
     plans = table.plans
-    best, served = _best_rows(table, power_weight, inputs.n)
     fleet = None
     if demand is not None:
-        out = lengths_of(scenario, inputs).output_tokens
-        steps_of = candidate_steps(scenario, table, inputs)
-        loaded, met, fleet = choose(table, power_weight, demand, out, inputs.n, steps_of)
+        loaded, met, fleet, out, steps_of = choice
         if demand.instances is not None:  # a fixed cluster: where no plan meets the SLOs at the peak, the plan of most goodput
             fallback, met_some = most_goodput(table, demand, out, ~met, steps_of)
             loaded, met = np.where(met, loaded, fallback), met | met_some

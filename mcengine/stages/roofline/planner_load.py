@@ -119,51 +119,94 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of)
     the peak is below their saturated rate) are taken out of the table once (a fleet's
     screen works on the (rows, trials) arrays, and takes out only the plans its first round
     leaves in play), grouped by trial, and worked on as flat arrays."""
-    trial = functools.partial(per_trial, n=n)
-    slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
-    mean = trial(demand.demand)
-    peak = mean * trial(demand.peak_to_mean)
-    flat = _flat(table, n)
+    return choose_jointly([(table, power_weight, demand, output_tokens, n, steps_of)])[0]
+
+
+def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, FleetSearch | None]]:
+    """:func:`choose` of each part ``(table, power_weight, demand, output_tokens, n,
+    steps_of)`` of ``parts`` (a mix's request classes, each planned under its share of the
+    demand), in one pass: where the parts' tables hold the same candidate plans and every
+    part has a fixed cluster or every part a fleet bought, their trials are laid end to end
+    (``n`` columns each of the (rows, trials) arrays; a block serving none of a part's trials
+    serves ``-inf`` there) and screened together, each model call answering every part's
+    pairs at once. Each trial's choice reads its own trial's plans alone, so each part's is
+    :func:`choose`'s to the bit; parts that cannot be joined are chosen one by one."""
+    tables, fixed = [p[0] for p in parts], [p[2].instances is not None for p in parts]
+    if len(parts) > 1 and (any(t.plans != tables[0].plans for t in tables) or len(set(fixed)) > 1
+                           or len({p[1] is None for p in parts}) > 1):
+        return [choose_jointly([p])[0] for p in parts]
+    ns = [p[4] for p in parts]
+    n, starts = sum(ns), np.cumsum([0, *ns])
+
+    def joined(get) -> np.ndarray:  # each part's per-trial values, one after another
+        return np.concatenate([per_trial(get(p), m) for p, m in zip(parts, ns)])
+
+    slo, avail = joined(lambda p: p[2].ttft_slo_ms), joined(lambda p: p[2].availability)
+    mean = joined(lambda p: p[2].demand)
+    peak = mean * joined(lambda p: p[2].peak_to_mean)
+    instances = joined(lambda p: p[2].instances) if fixed[0] else None
+
+    def split(best, met, fleet) -> list[tuple]:
+        return [(best[a:b], met[a:b], None if fleet is None else FleetSearch(*(x[a:b] for x in (fleet.up, fleet.rate_per_s, fleet.per_instance_rate))))
+                for a, b in zip(starts[:-1], starts[1:])]
+
+    flat = _flat(tables, ns)
     if flat is None:
-        return np.zeros(n, np.int64), np.zeros(n, bool), None if demand.instances is not None else FleetSearch(*np.zeros((3, n)))
+        return split(np.zeros(n, np.int64), np.zeros(n, bool), None if fixed[0] else FleetSearch(*np.zeros((3, n))))
     table_rows, stacked = flat
     served, ttft0 = stacked(0), stacked(4) * MS_PER_S
     with np.errstate(divide="ignore", invalid="ignore"):
-        floor = np.zeros(n) if demand.instances is None else peak / (demand.instances * avail)  # rho < 1 on a fixed cluster
+        floor = np.zeros(n) if instances is None else peak / (instances * avail)  # rho < 1 on a fixed cluster
     mask = (served > floor[None, :]) & (ttft0 <= slo[None, :]) & (avail > 0)[None, :]
     # the dynamic energy of the demand, in units of the cost of an instance
-    weight = None if power_weight is None else trial(power_weight) * mean / np.where(avail > 0, avail, 1.0)
-    model = Model(steps_of, demand, trial(output_tokens), n)
-    if demand.instances is None:
-        return _fleet_choice(table_rows, served, stacked(1), mask, weight, peak, model, n)
+    by_tokens = parts[0][1] is None
+    weight = None if by_tokens else joined(lambda p: p[1]) * mean / np.where(avail > 0, avail, 1.0)
+    model = Model([p[5] for p in parts], starts, [p[2] for p in parts], joined(lambda p: p[3]), ns)
+    if instances is None:
+        return split(*_fleet_choice(table_rows, served, stacked(1), mask, weight, peak, model, n))
     cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
     tokens = served[rows, cols]
     energy = np.zeros(rows.size) if weight is None else weight[cols] * stacked(1)[rows, cols] / tokens
-    value = -tokens if power_weight is None else energy / demand.instances
+    value = -tokens if by_tokens else energy / instances[cols]
     with np.errstate(divide="ignore"):
         carried = peak / avail  # the peak the up instances carry
-    return (*_fixed_choice(table_rows[rows], cols, tokens, value, carried, model, n), None)
+    return split(*_fixed_choice(table_rows[rows], cols, tokens, value, carried, model, n), None)
 
 
 class Model:
     """The load stage's per-mode model (:class:`mcengine.stages.load.Plans`, the one
     docs/load.md#chain validates) of candidate plans: ``(row, trial)`` pairs, each
-    read from its row's step times (``steps_of``) at its trial."""
+    read from its row's step times at its trial. The trials are parts laid end to end
+    (:func:`choose_jointly`; one part for :func:`choose`): part ``i`` holds trials
+    ``starts[i]`` to ``starts[i + 1]``, its ``demands[i]`` and its step times
+    ``steps_of[i](k)`` (row ``k`` at each of its trials); ``output_tokens`` per trial of
+    every part."""
 
-    def __init__(self, steps_of, demand: Demand, output_tokens: np.ndarray, n: int):
-        trial = functools.partial(per_trial, n=n)
-        self.steps_of, self.output_tokens = steps_of, output_tokens
-        self.q, self.ca = trial(demand.quantile), trial(demand.arrival_cv)
-        self.ttft_slo_s, self.tpot_slo_s = trial(demand.ttft_slo_ms) / MS_PER_S, trial(demand.tpot_slo_ms) / MS_PER_S
-        self.gap_cv2, self.instances = trial(demand.gap_cv2), demand.instances
+    def __init__(self, steps_of: list, starts: np.ndarray, demands: list[Demand], output_tokens: np.ndarray, ns: list[int]):
+        def joined(get) -> np.ndarray:
+            return np.concatenate([per_trial(get(d), m) for d, m in zip(demands, ns)])
+
+        self.steps_of, self.starts, self.output_tokens = steps_of, starts, output_tokens
+        self.q, self.ca = joined(lambda d: d.quantile), joined(lambda d: d.arrival_cv)
+        self.ttft_slo_s, self.tpot_slo_s = joined(lambda d: d.ttft_slo_ms) / MS_PER_S, joined(lambda d: d.tpot_slo_ms) / MS_PER_S
+        self.gap_cv2 = joined(lambda d: d.gap_cv2)
+        self.instances = None if demands[0].instances is None else joined(lambda d: d.instances)
+
+    @classmethod
+    def of(cls, steps_of, demand: Demand, output_tokens: np.ndarray, n: int) -> "Model":
+        """The model of one part: ``n`` trials under ``demand``."""
+        return cls([steps_of], np.array([0, n]), [demand], per_trial(output_tokens, n), [n])
 
     def plans(self, rows: np.ndarray, cols: np.ndarray) -> load.Plans:
         """The per-mode model of table rows ``rows`` at trials ``cols`` (pairs)."""
         steps = {name: np.empty(rows.size) for name in TERMS}
-        for k in np.unique(rows):
-            at = np.flatnonzero(rows == k)
-            for name, values in self.steps_of(int(k)).items():
-                steps[name][at] = values[cols[at]]
+        part = np.searchsorted(self.starts, cols, side="right") - 1
+        for i, steps_of in enumerate(self.steps_of):
+            ours = np.flatnonzero(part == i)
+            for k in np.unique(rows[ours]):
+                at = ours[rows[ours] == k]
+                for name, values in steps_of(int(k)).items():
+                    steps[name][at] = values[cols[at] - self.starts[i]]
         steps["gap_cv2"] = self.gap_cv2[cols]
         return load.Plans(steps, self.q[cols], self.ttft_slo_s[cols], self.tpot_slo_s[cols], self.ca[cols], self.output_tokens[cols])
 
@@ -177,25 +220,34 @@ def _fixed_choice(rows, cols, tokens, value, rate_tokens, model: Model, n: int) 
 
     def evaluate(pick):
         rate = rate_tokens[cols[pick]] / model.output_tokens[cols[pick]]
-        first = _firsts(rows[pick], cols[pick], model.plans(rows[pick], cols[pick]).misses(rate, model.instances) <= 0.0, n)
+        first = _firsts(rows[pick], cols[pick], model.plans(rows[pick], cols[pick]).misses(rate, model.instances[cols[pick]]) <= 0.0, n)
         best[first[1]], met[first[1]] = first[0][first[1]], True
 
     _rounds(cols, (value, -tokens), lambda idx: ~met[cols[idx]], evaluate)
     return best, met
 
 
-def _flat(table, n: int):
-    """``(rows, stacked)``: the table's rows in the blocks that serve some trial (a block of
-    busy None serves none), and ``stacked(field)`` their (rows, n) array of one field; None
-    where no block serves."""
-    sizes = [block[0].shape[0] for block in table.blocks]
-    live = [i for i, block in enumerate(table.blocks) if block[1] is not None]
+def _flat(tables: list, ns: list[int]):
+    """``(rows, stacked)``: the rows of the blocks that serve some trial (a block of busy
+    None serves none) of the ``tables`` (of the same candidate plans: one per part of the
+    trials, ``ns`` trials each), and ``stacked(field)`` their (rows, sum of ``ns``) array
+    of one field, the parts one after another (a block serving none of a part's trials:
+    its busy fraction 0 there, read by no plan that serves); None where no block serves."""
+    sizes = [block[0].shape[0] for block in tables[0].blocks]
+    live = [i for i in range(len(sizes)) if any(t.blocks[i][1] is not None for t in tables)]
     if not live:
         return None
     starts = np.cumsum([0, *sizes])
+    cols = np.cumsum([0, *ns])
+    rows = np.cumsum([0, *(sizes[i] for i in live)])
 
     def stacked(field: int) -> np.ndarray:
-        return np.concatenate([np.broadcast_to(table.blocks[i][field], (sizes[i], n)) for i in live])
+        got = [[t.blocks[i][field] for t in tables] for i in live]
+        out = np.empty((rows[-1], cols[-1]), np.result_type(*(x for row in got for x in row if x is not None)))
+        for (a, b), row in zip(zip(rows[:-1], rows[1:]), got):
+            for c, d, x in zip(cols[:-1], cols[1:], row):
+                out[a:b, c:d] = 0.0 if x is None else x
+        return out
 
     return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live]), stacked
 
@@ -211,7 +263,7 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
     order of ``T``, 1, 2, 4, ... a round, while ``T I A`` is at least the most capacity found."""
     n = among.size
     best, found = np.zeros(n, np.int64), np.zeros(n, bool)
-    flat = _flat(table, n)
+    flat = _flat([table], [n])
     if flat is None or not among.any():
         return best, found
     table_rows, stacked = flat
@@ -223,7 +275,7 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
     if cols.size == 0:
         return best, found
     tokens, rows = served[rows, cols], table_rows[rows]
-    model = Model(steps_of, demand, trial(output_tokens), n)
+    model = Model.of(steps_of, demand, output_tokens, n)
     capacity, most = np.zeros(rows.size), np.zeros(n)
     saturated = tokens * demand.instances * avail[cols]
 

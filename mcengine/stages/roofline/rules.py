@@ -20,6 +20,7 @@ registered with :func:`register`.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 
 from dataclasses import dataclass
@@ -95,6 +96,16 @@ class PlanRule(ABC):
         candidate evaluations, in which this shape's key is ``shape``; ``demand`` the load
         a per-trial choice plans for, :class:`~.planner_load.Demand`: a plan chosen ahead
         of the trials does not read it)."""
+
+    def class_columns(self, asked: list[tuple], power_weight, tables: dict | None, ahead: AheadWeights, keys: list) -> list[dict[str, np.ndarray]]:
+        """:meth:`columns` of each request class ``(shape, scenario, inputs, demand)`` of
+        ``asked`` (a mix's, :func:`mcengine.stages.roofline.mix_columns`), each inside its
+        ``keys`` context (which names its bad input): one class after another."""
+        out = []
+        for (shape, scenario, inputs, demand), key in zip(asked, keys):
+            with key():
+                out.append(self.columns(scenario, inputs, power_weight, tables, ahead, shape, demand=demand))
+        return out
 
     @abstractmethod
     def plan(self, scenario: Scenario, inputs: TrialInputs, weight: float | None, ahead: AheadWeights) -> tuple[Plan, object]:
@@ -195,12 +206,21 @@ class PerTrial(Searched):
     tabled = True
 
     def columns(self, scenario, inputs, power_weight, tables, ahead, shape="", demand=None):
-        table = None if tables is None else tables.get(shape)
-        block = planner.plan_per_trial(scenario, inputs, power_weight, table, demand)
-        if tables is not None:
-            tables[shape] = block.table
-        columns = planned_columns(block, inputs)
-        return columns if demand is None else columns | planned_steps(scenario, block, inputs)
+        return self.class_columns([(shape, scenario, inputs, demand)], power_weight, tables, ahead, [contextlib.nullcontext])[0]
+
+    def class_columns(self, asked, power_weight, tables, ahead, keys):
+        """Each class planned by :func:`~.planner.plan_jointly`: under a demand, the
+        classes' choices in one pass."""
+        got = [None if tables is None else tables.get(shape) for shape, _, _, _ in asked]
+        blocks = planner.plan_jointly([(scenario, inputs, power_weight, table, demand) for (_, scenario, inputs, demand), table in zip(asked, got)], keys)
+        out = []
+        for (shape, scenario, inputs, demand), block, key in zip(asked, blocks, keys):
+            if tables is not None:
+                tables[shape] = block.table
+            with key():
+                columns = planned_columns(block, inputs)
+                out.append(columns if demand is None else columns | planned_steps(scenario, block, inputs))
+        return out
 
     def plan(self, scenario, inputs, weight, ahead):
         plan = planner.plan_per_trial(scenario, inputs, weight).plan_of(0)
