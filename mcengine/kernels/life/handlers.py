@@ -16,14 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from mcengine.jit import inline_kernel, linked_kernel
-from mcengine.kernels.laws import P1, sample_law
+from mcengine.kernels.laws import P1, sample_law, sample_resolved
 from mcengine.kernels.life.hazard import (
     gpu_wear_hazard, hazard, life_within, module_life, past_uniform, unit_life, wear_group,
 )
 from mcengine.kernels.life.heap import heap_remove, times_pop
 from mcengine.kernels.life.indices import (
     DOWN, DOWN_SINCE, EV_CLOCK, EV_HORIZON, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_EXP, HOST_FAULT, HOST_WEAR,
-    K_GPU_EXP, K_GPU_FAULT, K_HOST_FAIL, K_HOST_FAULT, K_NIC_FAIL, K_NIC_FAULT, K_WEAR, LAW_REPAIR, LAW_SWAP,
+    K_GPU_EXP, K_GPU_FAULT, K_HOST_FAIL, K_HOST_FAULT, K_NIC_FAIL, K_NIC_FAULT, K_WEAR, LAW_SWAP,
     NIC_FAIL, NIC_FAULT, N_CAT, N_LAWS, N_OUT_I, OUT_AVAILABILITY, OUT_CAPACITY, OUT_EVENTS, OUT_FAILURES,
     OUT_HOST_LOG, OUT_HOST_REPAIRS, OUT_HOST_STOCKOUT_HOURS, OUT_HOST_SWAPS, OUT_INTERRUPTIONS, OUT_MAX_FAILED_GPUS,
     OUT_MODULE_STOCKOUT_HOURS, OUT_MODULE_SWAPS, OUT_NIC_SWAPS, OUT_PARTED, OUT_REPAIRS, OUT_STOCKOUT_HOURS,
@@ -313,7 +313,7 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
             return_due(ws, s, t)
         s.in_repair += 1
         s.max_in_repair = max(s.max_in_repair, s.in_repair)
-        when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+        when = t + sample_resolved(ws.st, laws, lf.repair)
         push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
         i = ws.inst_of[p]
@@ -381,7 +381,7 @@ def _repair_completes(ws, s, c, lf, laws, t_done):
     s.events += 1
     if s.queue > 0:
         s.queue -= 1
-        push_repair(ws.rq, s, t_done + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR))
+        push_repair(ws.rq, s, t_done + sample_resolved(ws.st, laws, lf.repair))
     else:
         s.busy -= 1
     if s.wq_len > 0:  # (t_done == t)
@@ -459,7 +459,7 @@ def slot_empties(ws, s, c, lf, laws, x, t):
     s.max_in_repair = max(s.max_in_repair, s.in_repair)
     if s.busy < c.crews:
         s.busy += 1
-        when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+        when = t + sample_resolved(ws.st, laws, lf.repair)
         push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
     else:

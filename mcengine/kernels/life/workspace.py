@@ -130,11 +130,13 @@ STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min",
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
 #: module groups (``mwb``, ``n_mwb`` used), the re-layout and module swap hours
-#: (:func:`simulate_one`), the host swap and NIC swap hours, the module restock lead time.
+#: (:func:`simulate_one`), the host swap and NIC swap hours, the module restock lead time;
+#: the leader's repair law read once (:func:`~mcengine.kernels.laws.resolve_law`: every
+#: repair draws from it, :func:`~mcengine.kernels.laws.sample_resolved`).
 Lifetime = namedtuple("Lifetime", ["horizon", "host_shape", "host_scale", "lead", "swaps_fixed", "clocked_g",
                                    "clocked_h", "clocked", "crews_free", "fast_paths", "reshard", "modular",
                                    "mwb", "n_mwb", "relayout_hours", "module_swap_hours", "host_swap_hours",
-                                   "nic_swap_hours", "module_restock_hours"])
+                                   "nic_swap_hours", "module_restock_hours", "repair"])
 
 
 # --------------------------------------------------------------------------- small helpers
