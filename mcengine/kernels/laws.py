@@ -19,16 +19,20 @@ A one-part law (``laws[w, 0, 0] == 1.0``) draws no selection uniform; a mixture 
 one uniform ``u`` and takes the first line with ``u <= cumulative weight``
 (:func:`law_part`), then the part's own draws from :mod:`mcengine.rng`
 (:func:`sample_law`). Kind codes are those of :mod:`mcengine.kernels.law_codes` (never
-renumbered).
+renumbered). An event loop that draws from one law many times reads it once into scalars
+(:func:`resolve_law`) and draws from those (:func:`sample_resolved`): the same draws.
 """
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 from mcengine.jit import inline_kernel, linked_kernel
 from mcengine.rng import exponential, lognormal, uniform, weibull_scale
 from mcengine.kernels.law_codes import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL
 
-__all__ = ["CUM_WEIGHT", "KIND", "P1", "P2", "LAW_COLUMNS", "law_part", "sample_law"]
+__all__ = ["CUM_WEIGHT", "KIND", "P1", "P2", "LAW_COLUMNS", "ResolvedLaw", "law_part", "resolve_law", "sample_law",
+           "sample_resolved"]
 
 #: Columns of a law-table line.
 CUM_WEIGHT = 0
@@ -98,16 +102,59 @@ def sample_law(st, laws, w):
 def draw_law(st, laws, w):
     """One duration drawn from law ``w`` of the stack ``laws``, any law (arguments and
     result as :func:`sample_law`): the selection uniform of a mixture, then the part's
-    own draws (the table above)."""
+    own draws (:func:`draw_part`)."""
     j = 0
     if laws[w, 0, CUM_WEIGHT] < 1.0:
         j = law_part(laws, w, uniform(st))
-    kind = int(laws[w, j, KIND])
-    d = laws[w, j, P1]  # LAW_FIXED
-    if kind == LAW_EXPONENTIAL:
-        d = exponential(st, laws[w, j, P1])
-    elif kind == LAW_LOGNORMAL:
-        d = lognormal(st, laws[w, j, P1], laws[w, j, P2])
-    elif kind != LAW_FIXED:
-        d = weibull_scale(st, laws[w, j, P1], laws[w, j, P2])
+    return draw_part(st, laws[w, j, KIND], laws[w, j, P1], laws[w, j, P2])
+
+
+@linked_kernel
+def draw_part(st, kind, p1, p2):
+    """One duration drawn from a law's part of kind code ``kind`` (as the table holds it)
+    with parameters ``p1``, ``p2``: the part's own draws (the table above)."""
+    code = int(kind)
+    d = p1  # LAW_FIXED
+    if code == LAW_EXPONENTIAL:
+        d = exponential(st, p1)
+    elif code == LAW_LOGNORMAL:
+        d = lognormal(st, p1, p2)
+    elif code != LAW_FIXED:
+        d = weibull_scale(st, p1, p2)
     return d
+
+
+#: A law of the stack read once into scalars (:func:`resolve_law`) for an event loop that
+#: draws from it many times (:func:`sample_resolved`): its row ``w``, its number of parts
+#: (3 stands for three or more: drawn from the table), the first part's cumulative weight,
+#: and the kind code and parameters of each of the first two parts.
+ResolvedLaw = namedtuple("ResolvedLaw", ["w", "parts", "cum0", "kind0", "a0", "b0", "kind1", "a1", "b1"])
+
+
+@inline_kernel
+def resolve_law(laws, w):
+    """Law ``w`` of the stack ``laws`` as a :data:`ResolvedLaw` (read once, where a
+    lifetime starts)."""
+    j1 = min(1, laws.shape[1] - 1)
+    cum0 = laws[w, 0, CUM_WEIGHT]
+    parts = 1 if cum0 >= 1.0 else 2 if laws[w, j1, CUM_WEIGHT] >= 1.0 else 3
+    return ResolvedLaw(w, parts, cum0, laws[w, 0, KIND], laws[w, 0, P1], laws[w, 0, P2],
+                       laws[w, j1, KIND], laws[w, j1, P1], laws[w, j1, P2])
+
+
+@inline_kernel
+def sample_resolved(st, laws, r):
+    """:func:`sample_law` of law ``r.w`` of ``laws``, resolved by :func:`resolve_law`:
+    the same draws in the same order, the same value. A law of one or two parts is drawn
+    from the scalars (the selection uniform here, ``u <= cum0`` the first part as
+    :func:`law_part` picks it; a fixed part's value without a call; any other part by
+    :func:`draw_part`), one of more parts by :func:`draw_law`. It spares a repair draw
+    the table's look-ups and a call that passes the table (about 15 words)."""
+    if r.parts > 2:
+        return draw_law(st, laws, r.w)
+    kind, p1, p2 = r.kind0, r.a0, r.b0
+    if r.parts == 2 and uniform(st) > r.cum0:
+        kind, p1, p2 = r.kind1, r.a1, r.b1
+    if kind == LAW_FIXED:
+        return p1
+    return draw_part(st, kind, p1, p2)

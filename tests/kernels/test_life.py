@@ -19,7 +19,7 @@ import pytest
 from mcengine.jit import kernel
 from mcengine.kernels import life
 from mcengine.kernels.life.heap import heap_remove, heap_set, times_heapify, times_pop, times_push
-from mcengine.kernels.laws import law_part, sample_law
+from mcengine.kernels.laws import law_part, resolve_law, sample_law, sample_resolved
 from mcengine.kernels.life.hazard import life_within, past_uniform
 from mcengine.rng import new_stream, uniform, weibull_scale
 from mcengine.kernels.law_codes import MAX_LAW_PARTS
@@ -179,6 +179,37 @@ def test_sample_law_means_within_4_sem(law, mean, draws_per_event):
     assert abs(x.mean() - mean) < 4 * sem
     if draws_per_event is not None:
         assert used == draws_per_event * n
+
+
+@kernel
+def _draw_resolved(laws, w, n, seed):
+    st = new_stream(np.uint64(seed), 3, 99, 0)
+    r = resolve_law(laws, w)
+    out = np.empty(n)
+    for k in range(n):
+        out[k] = sample_resolved(st, laws, r)
+    return out, st[3], r.parts
+
+
+@pytest.mark.parametrize("law, parts", [
+    (2.5, 1),
+    ({"law": "exponential", "mean": 3.0}, 1),
+    ({"law": "weibull", "mean": 10.0, "shape": 0.7}, 1),
+    ({"law": "mixture", "parts": [{"weight": 0.2, "law": "fixed", "value": 2},
+                                  {"weight": 0.8, "law": "lognormal", "median": 72, "sigma": 0.9}]}, 2),
+    ({"law": "mixture", "parts": [{"weight": 0.5, "law": "exponential", "mean": 4},
+                                  {"weight": 0.5, "law": "fixed", "value": 1}]}, 2),
+    ({"law": "mixture", "parts": [{"weight": 0.2, "law": "fixed", "value": 2},
+                                  {"weight": 0.3, "law": "exponential", "mean": 5},
+                                  {"weight": 0.5, "law": "lognormal", "median": 72, "sigma": 0.9}]}, 3),
+])
+def test_a_resolved_law_draws_the_tables_numbers_bit_for_bit(law, parts):
+    table = _table(law)
+    x, used, resolved_parts = _draw_resolved(table, 0, 20_000, 11)
+    y, used_table = _draw_many(table, 0, 20_000, 11)
+    assert resolved_parts == parts
+    assert used == used_table
+    np.testing.assert_array_equal(x, y)
 
 
 def test_law_table_layout_and_part_selection():

@@ -16,14 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from mcengine.jit import inline_kernel, linked_kernel
-from mcengine.kernels.laws import P1, sample_law
+from mcengine.kernels.laws import P1, sample_law, sample_resolved
 from mcengine.kernels.life.hazard import (
     gpu_wear_hazard, hazard, life_within, module_life, past_uniform, unit_life, wear_group,
 )
 from mcengine.kernels.life.heap import heap_remove, times_pop
 from mcengine.kernels.life.indices import (
     DOWN, DOWN_SINCE, EV_CLOCK, EV_HORIZON, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_EXP, HOST_FAULT, HOST_WEAR,
-    K_GPU_EXP, K_GPU_FAULT, K_HOST_FAIL, K_HOST_FAULT, K_NIC_FAIL, K_NIC_FAULT, K_WEAR, LAW_REPAIR, LAW_SWAP,
+    K_GPU_EXP, K_GPU_FAULT, K_HOST_FAIL, K_HOST_FAULT, K_NIC_FAIL, K_NIC_FAULT, K_WEAR, LAW_SWAP,
     NIC_FAIL, NIC_FAULT, N_CAT, N_LAWS, N_OUT_I, OUT_AVAILABILITY, OUT_CAPACITY, OUT_EVENTS, OUT_FAILURES,
     OUT_HOST_LOG, OUT_HOST_REPAIRS, OUT_HOST_STOCKOUT_HOURS, OUT_HOST_SWAPS, OUT_INTERRUPTIONS, OUT_MAX_FAILED_GPUS,
     OUT_MODULE_STOCKOUT_HOURS, OUT_MODULE_SWAPS, OUT_NIC_SWAPS, OUT_PARTED, OUT_REPAIRS, OUT_STOCKOUT_HOURS,
@@ -33,7 +33,7 @@ from mcengine.kernels.life.units import host_unit_fails, lose, module_fails, nic
 from mcengine.kernels.life.variants import first_module_due, part_at_install, part_on_liveness, part_on_wear
 from mcengine.kernels.life.workspace import (
     RQ_LIST_AT_MOST, arm, install, interrupt, list_add, list_remove, log_host, push_repair, repair_waited_for, reshard_step,
-    return_due, settle, slot_positions, weigh,
+    return_due, settle, slot_positions, unsigned, weigh,
 )
 from mcengine.rng import exponential, uniform, weibull_scale
 
@@ -160,13 +160,14 @@ def pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs):
             ws.by_class[K_NIC_FAIL] += 1
             nic_fails(refs.ws, s, refs.c, refs.lf, laws, nic, first, end, t)
     elif cat < HOST_FAULT:
-        p = ws.occ_g[0, min(int(r / rates[cat]), n_g - 1)]
-        live = ws.at_g[lf.lead, p] <= t  # else a swap is in progress: no GPU there yet
+        p = ws.occ_g[0, unsigned(min(int(r / rates[cat]), n_g - 1))]
+        pu, lead = unsigned(p), unsigned(lf.lead)
+        live = ws.at_g[lead, pu] <= t  # else a swap is in progress: no GPU there yet
         if s.nv > 1:
             s.nv = part_on_liveness(ws.at_g, vids, s.nv, p, t, live)
         if live and cat == GPU_WEAR:
             u = uniform(st) * rates[GPU_WEAR]
-            live = u < gpu_wear_hazard(wb, n_wb, ws.wear, t - ws.at_g[lf.lead, p])
+            live = u < gpu_wear_hazard(wb, n_wb, ws.wear, t - ws.at_g[lead, pu])
             if s.nv > 1:
                 s.nv = part_on_wear(ws.at_g, vids, s.nv, p, t, u, live, wb, n_wb, ws.wear, lf.host_shape,
                                     lf.host_scale, False)
@@ -174,12 +175,12 @@ def pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs):
             s.events += 1
             if cat == GPU_FAULT:
                 ws.by_class[K_GPU_FAULT] += 1
-                s.fi0 = s.fi1 = ws.inst_of[p]
+                s.fi0 = s.fi1 = ws.inst_of[pu]
             else:
                 if cat == GPU_EXP:
                     ws.by_class[K_GPU_EXP] += 1
                 else:
-                    ws.by_class[K_WEAR + wear_group(wb, n_wb, ws.wear, t - ws.at_g[lf.lead, p], u)] += 1
+                    ws.by_class[K_WEAR + wear_group(wb, n_wb, ws.wear, t - ws.at_g[lead, pu], u)] += 1
                 s.failures += 1
                 ws.batch[0] = p // c.gpus_per_host if c.host_mode else p
                 s.n_batch = 1
@@ -305,7 +306,8 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
     n_hit = 0
     for b in range(n_batch):
         p = batch[b]
-        if lf.clocked_g and ws.hpos[p] >= 0:
+        pu = unsigned(p)
+        if lf.clocked_g and ws.hpos[pu] >= 0:
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, p)
         if lf.modular and ws.hpos[c.m0 + p] >= 0:  # the module goes with its GPU
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p)
@@ -313,10 +315,10 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
             return_due(ws, s, t)
         s.in_repair += 1
         s.max_in_repair = max(s.max_in_repair, s.in_repair)
-        when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+        when = t + sample_resolved(ws.st, laws, lf.repair)
         push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
-        i = ws.inst_of[p]
+        i = ws.inst_of[pu]
         if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
             hit[n_hit] = i
             n_hit += 1
@@ -335,7 +337,7 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
             if t_in <= lf.horizon:
                 ws.var_i[V_EVENTS, v] += n_batch  # the installs
             for b in range(n_batch):
-                ws.at_g[v, batch[b]] = t_in
+                ws.at_g[unsigned(v), unsigned(batch[b])] = t_in
             for m in range(n_hit):
                 install(ws, v, hit[m], t_in)
     else:  # each GPU's swap drawn in turn, then its clocks if it has them (its module's last)
@@ -381,7 +383,7 @@ def _repair_completes(ws, s, c, lf, laws, t_done):
     s.events += 1
     if s.queue > 0:
         s.queue -= 1
-        push_repair(ws.rq, s, t_done + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR))
+        push_repair(ws.rq, s, t_done + sample_resolved(ws.st, laws, lf.repair))
     else:
         s.busy -= 1
     if s.wq_len > 0:  # (t_done == t)
@@ -459,7 +461,7 @@ def slot_empties(ws, s, c, lf, laws, x, t):
     s.max_in_repair = max(s.max_in_repair, s.in_repair)
     if s.busy < c.crews:
         s.busy += 1
-        when = t + sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+        when = t + sample_resolved(ws.st, laws, lf.repair)
         push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
     else:

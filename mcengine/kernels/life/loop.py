@@ -9,6 +9,7 @@ from collections import namedtuple
 
 from mcengine._pointer import by_reference
 from mcengine.jit import linked_kernel
+from mcengine.kernels.laws import resolve_law
 from mcengine.kernels.life.handlers import (
     close_lifetime, fault_fast, gpus_fail_fast, host_fails, next_event, pick_clock, pick_superposed, repairs_due,
     reschedule, slot_empties, slot_refilled, start_lifetime, touch_instances,
@@ -16,7 +17,7 @@ from mcengine.kernels.life.handlers import (
 from mcengine.kernels.life.hazard import hazard, thinned
 from mcengine.kernels.life.indices import (
     EV_CLOCK, EV_HORIZON, EV_HOST_REPAIR, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_EXP, HOST_FAULT,
-    HOST_WEAR, LAW_SWAP, NIC_FAIL, NIC_FAULT, N_LAWS, P_HORIZON_HOURS, P_HOST_SCALE, P_HOST_SHAPE, P_HOST_SWAP_HOURS,
+    HOST_WEAR, LAW_REPAIR, LAW_SWAP, NIC_FAIL, NIC_FAULT, N_LAWS, P_HORIZON_HOURS, P_HOST_SCALE, P_HOST_SHAPE, P_HOST_SWAP_HOURS,
     P_LAM_NIC_FAULT, P_LAM_NIC_PERM, P_LAM_PERM_GPU, P_LAM_PERM_HOST, P_LAM_TRANSIENT_GPU, P_LAM_TRANSIENT_HOST,
     P_MODULE_RESTOCK_HOURS, P_MODULE_SWAP_HOURS, P_NIC_SWAP_HOURS, P_RESHARD_HOURS, WB_SCALE, WB_SHAPE,
 )
@@ -76,7 +77,8 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
     fast = fast_paths and not c.reshard
     return Lifetime(horizon, host_shape, host_scale, lead, swaps_fixed, clocked_g, clocked_h, clocked, crews_free, fast,
                     c.reshard, modular, mwb, n_mwb, par[P_RESHARD_HOURS], par[P_MODULE_SWAP_HOURS],
-                    par[P_HOST_SWAP_HOURS], par[P_NIC_SWAP_HOURS], par[P_MODULE_RESTOCK_HOURS])
+                    par[P_HOST_SWAP_HOURS], par[P_NIC_SWAP_HOURS], par[P_MODULE_RESTOCK_HOURS],
+                    resolve_law(laws, lead * N_LAWS + LAW_REPAIR))
 
 
 @linked_kernel

@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from mcengine.jit import inline_kernel, linked_kernel
-from mcengine.kernels.laws import sample_law
+from mcengine.kernels.laws import sample_resolved
 from mcengine.kernels.life.hazard import module_life
 from mcengine.kernels.life.heap import heap_remove
-from mcengine.kernels.life.indices import LAW_REPAIR, N_LAWS, PAST_MODULE, V_EVENTS
+from mcengine.kernels.life.indices import PAST_MODULE, V_EVENTS
 from mcengine.kernels.life.variants import first_module_due, module_fails_now, part_on_module, part_on_restocks
 from mcengine.kernels.life.workspace import (
     arm, install, interrupt, log_host, repair_waited_for, reshard_step, settle, slot_positions,
@@ -172,7 +172,7 @@ def host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
     (FIFO) for the next host repair to complete. Reshard: its GPUs are lost until then."""
     host_repairs_due(ws, s, c, lf, laws, t)  # the pool count exact
     s.host_repairs += 1
-    repair = sample_law(ws.st, laws, lf.lead * N_LAWS + LAW_REPAIR)
+    repair = sample_resolved(ws.st, laws, lf.repair)
     log_host(ws, s, t, repair)
     when = t + repair
     ws.hrq[s.hrn] = when

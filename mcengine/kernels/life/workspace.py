@@ -130,11 +130,13 @@ STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min",
 
 #: What a lifetime holds fixed: the horizon and host law, the leader, switches, the
 #: module groups (``mwb``, ``n_mwb`` used), the re-layout and module swap hours
-#: (:func:`simulate_one`), the host swap and NIC swap hours, the module restock lead time.
+#: (:func:`simulate_one`), the host swap and NIC swap hours, the module restock lead time;
+#: the leader's repair law read once (:func:`~mcengine.kernels.laws.resolve_law`: every
+#: repair draws from it, :func:`~mcengine.kernels.laws.sample_resolved`).
 Lifetime = namedtuple("Lifetime", ["horizon", "host_shape", "host_scale", "lead", "swaps_fixed", "clocked_g",
                                    "clocked_h", "clocked", "crews_free", "fast_paths", "reshard", "modular",
                                    "mwb", "n_mwb", "relayout_hours", "module_swap_hours", "host_swap_hours",
-                                   "nic_swap_hours", "module_restock_hours"])
+                                   "nic_swap_hours", "module_restock_hours", "repair"])
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -189,14 +191,25 @@ def list_remove(occ, n, x):
 
 
 @inline_kernel
+def unsigned(k):
+    """Index ``k`` (never negative) as an unsigned integer, for indexing only: numba then
+    compiles no wrap of negative indices (a test and an add per dimension, per access) into
+    the event loop's hottest accesses. (Arithmetic on it would mix signed and unsigned
+    integers, which numba types float64.)"""
+    return np.uint64(k)
+
+
+@inline_kernel
 def settle(ws, laws, v, i, t):
     """Settle instance ``i`` of variant ``v`` at ``t``: the restart that began at its
     ``READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
     its downtime counted."""
     inst_i, inst_f = ws.inst_i, ws.inst_f
+    w = v * N_LAWS + LAW_RESTART
+    v, i = unsigned(v), unsigned(i)
     if inst_i[v, DOWN, i] == 1 and ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, READY_AT, i] <= t:
         if inst_i[v, PENDING, i] == 1:
-            inst_f[v, UP_AT, i] = inst_f[v, READY_AT, i] + sample_law(ws.st, laws, v * N_LAWS + LAW_RESTART)
+            inst_f[v, UP_AT, i] = inst_f[v, READY_AT, i] + sample_law(ws.st, laws, w)
             inst_i[v, PENDING, i] = 0
         if inst_f[v, UP_AT, i] <= t:
             inst_i[v, DOWN, i] = 0
@@ -210,6 +223,7 @@ def interrupt(ws, v, i, t, fault):
     down; a fault (``fault``) also restarts it from ``t``, unless it waits for a unit (a
     GPU or a host) or a swap (it then restarts after the swap)."""
     inst_i, inst_f = ws.inst_i, ws.inst_f
+    v, i = unsigned(v), unsigned(i)
     up = inst_i[v, DOWN, i] == 0
     if up:
         inst_i[v, DOWN, i] = 1
@@ -224,6 +238,7 @@ def interrupt(ws, v, i, t, fault):
 def install(ws, v, i, t_in):
     """A unit of instance ``i`` of variant ``v`` is installed at ``t_in``: its restart
     waits for the last such install."""
+    v, i = unsigned(v), unsigned(i)
     ws.inst_f[v, READY_AT, i] = max(ws.inst_f[v, READY_AT, i], t_in)
     ws.inst_i[v, PENDING, i] = 1
 
@@ -244,7 +259,7 @@ def push_repair(rq, s, when):
     if s.rq_heap:
         s.rn = times_push(rq, s.rn, when)
     else:
-        rq[s.rn] = when
+        rq[unsigned(s.rn)] = when
         s.rn += 1
         if s.rn > RQ_HEAP_ABOVE:
             times_heapify(rq, s.rn)
@@ -264,12 +279,13 @@ def _take_due(rq, rn, heap, t):
         return rn, done, rq[0] if rn > 0 else np.inf
     rq_min, j = np.inf, 0
     while j < rn:
-        if rq[j] > t:
-            rq_min = min(rq_min, rq[j])
+        x = rq[unsigned(j)]
+        if x > t:
+            rq_min = min(rq_min, x)
             j += 1
         else:
             rn -= 1
-            rq[j] = rq[rn]
+            rq[unsigned(j)] = rq[unsigned(rn)]
             done += 1
     return rn, done, rq_min
 
