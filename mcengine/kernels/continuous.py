@@ -95,7 +95,7 @@ LAYOUT_ENTRIES = ("pipeline", "layers", "hidden", "sequence_attention", "attenti
                   "grouped")
 
 
-@inline_kernel
+@kernel
 def _step_s(batch, x, lay):
     """The continuous step's ``total_s`` at integer ``batch`` for one trial's row ``x``
     (:data:`TRIAL_COLUMNS`) and the layout vector ``lay`` (:data:`LAYOUT_ENTRIES`), as
