@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import inline_kernel, kernel
+from ..jit import event_kernel, inline_kernel, kernel
 
 
 def collective_s(alpha, hops, hop, c, nbytes, link):
@@ -95,13 +95,14 @@ LAYOUT_ENTRIES = ("pipeline", "layers", "hidden", "sequence_attention", "attenti
                   "grouped")
 
 
-@kernel
-def _step_s(batch, x, lay):
+@event_kernel
+def _step_s(batch, x, i, lay):
     """The continuous step's ``total_s`` at integer ``batch`` for one trial's row ``x``
     (:data:`TRIAL_COLUMNS`) and the layout vector ``lay`` (:data:`LAYOUT_ENTRIES`), as
     :func:`mcengine.analytic.serving.continuous_step` composes it."""
     f, hbm, link, alpha, alpha_ar, hop, overlap, kvf, overhead, hit, s, o, ctx, pf, per_seq = (
-        x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13], x[14])
+        x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6], x[i, 7], x[i, 8], x[i, 9], x[i, 10], x[i, 11], x[i, 12], x[i, 13],
+        x[i, 14])
     p, layers, hidden, by_sequence, groups, weights, kv_rank, spa = lay[0], lay[1], lay[2], lay[3], lay[4], lay[5], lay[6], lay[7]
     whole = float(batch)
     b = whole / np.minimum(whole, p)
@@ -147,55 +148,113 @@ def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate):
 
 
 @inline_kernel
-def _largest_batch(x, lay, limit, top):
-    """``B_SLO`` for one trial: :func:`mcengine.analytic.roofline.limits.largest_batch`'s
-    bracket and its alternating interpolation and bisection probes."""
-    t_one = _step_s(1, x, lay)
-    t_top = _step_s(max(top, 1), x, lay)
-    if not (top > 1 and t_one <= limit and t_top > limit):
-        return top if (top >= 1 and t_top <= limit) else 0
-    lo, hi, t_lo, t_hi = 1, top, t_one, t_top
-    interpolate = True
-    while hi - lo > 1:
-        mid = _next_probe(limit, lo, hi, t_lo, t_hi, interpolate)
-        t_mid = _step_s(mid, x, lay)
-        if t_mid <= limit:
-            lo, t_lo = mid, t_mid
+def _largest_batches(x, lay, cap, out):
+    """``B_SLO`` of every trial: :func:`mcengine.analytic.roofline.limits.largest_batch`'s
+    bracket and its alternating interpolation and bisection probes, trial by trial. The
+    trials still open advance one probe per round (round ``j`` interpolates when ``j`` is
+    even, as there), so that the probes of different trials, independent of each other,
+    overlap in the processor instead of waiting on one trial's chain of divisions."""
+    n = x.shape[0]
+    lo, hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    t_lo, t_hi = np.zeros(n), np.zeros(n)
+    rows = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        limit, top = x[i, 15], cap[i]
+        t_one = _step_s(1, x, i, lay)
+        t_top = _step_s(max(top, 1), x, i, lay)
+        if top > 1 and t_one <= limit and t_top > limit:
+            lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
+            out[i] = 1
+            if top - 1 > 1:
+                rows[m] = i
+                m += 1
         else:
-            hi, t_hi = mid, t_mid
+            out[i] = top if (top >= 1 and t_top <= limit) else 0
+    interpolate = True
+    while m:
+        kept = 0
+        for j in range(m):
+            i = rows[j]
+            mid = _next_probe(x[i, 15], lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
+            t_mid = _step_s(mid, x, i, lay)
+            if t_mid <= x[i, 15]:
+                lo[i], t_lo[i] = mid, t_mid
+            else:
+                hi[i], t_hi[i] = mid, t_mid
+            if hi[i] - lo[i] > 1:
+                rows[kept] = i
+                kept += 1
+            else:
+                out[i] = lo[i]
+        m = kept
         interpolate = not interpolate
-    return lo
+
+
+#: Phases of a trial in :func:`_batches_within_ttft`.
+_LEFT_END, _RIGHT_END, _BISECT = 0, 1, 2
 
 
 @inline_kernel
-def _largest_within_ttft(x, lay, slo, top, o, p):
-    """``B_TTFT`` for one trial: :func:`mcengine.analytic.serving.largest_batch_within_ttft`'s
-    scan of the pieces ``ceil(O m/B)`` from the one holding ``top`` down, then its bisection
-    inside the piece found (``o`` the whole number of output tokens)."""
-    if np.isinf(slo):
-        return max(top, 0)
-    if not (top >= 1 and slo == slo):
-        return 0
+def _batches_within_ttft(x, lay, tops, o, p, out):
+    """``B_TTFT`` of every trial: :func:`mcengine.analytic.serving.largest_batch_within_ttft`'s
+    scan of the pieces ``ceil(O m/B)`` from the one holding its ``top`` down (a piece's left
+    end, then, for a piece at or above ``p``, the bound ``h`` at the next piece's right
+    end), then its bisection inside the piece found (``o`` the whole number of output
+    tokens). Rounds as in :func:`_largest_batches`: one step time per open trial a round,
+    each trial's probes in its own order."""
+    n = x.shape[0]
     big_n = o * p
-    hi, k = max(top, 1), 1
-    while True:
-        k = -(-(o * min(hi, p)) // hi)
-        lo = 1 if k >= o else -(-big_n // max(k, 1))
-        if k * _step_s(lo, x, lay) <= slo:
-            break
-        below = lo - 1
-        if below < 1:
-            return 0
-        if below >= p and big_n * _step_s(below, x, lay) / below > slo:
-            return 0
-        hi = below
-    while hi > lo:
-        mid = (lo + hi + 1) // 2
-        if k * _step_s(mid, x, lay) <= slo:
-            lo = mid
+    lo, hi, k, phase = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    rows = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        slo, top = x[i, 16], tops[i]
+        if np.isinf(slo):
+            out[i] = max(top, 0)
+        elif top >= 1 and slo == slo:
+            hi[i] = max(top, 1)
+            rows[m] = i
+            m += 1
         else:
-            hi = mid - 1
-    return lo
+            out[i] = 0
+    while m:
+        kept = 0
+        for j in range(m):
+            i = rows[j]
+            slo, done = x[i, 16], False
+            if phase[i] == _LEFT_END:
+                k[i] = -(-(o * min(hi[i], p)) // hi[i])
+                lo[i] = 1 if k[i] >= o else -(-big_n // max(k[i], 1))
+                if k[i] * _step_s(lo[i], x, i, lay) <= slo:
+                    phase[i] = _BISECT
+                    done = hi[i] <= lo[i]
+                elif lo[i] - 1 < 1:
+                    out[i], done = 0, True
+                elif lo[i] - 1 >= p:
+                    phase[i] = _RIGHT_END
+                else:
+                    hi[i] = lo[i] - 1
+            elif phase[i] == _RIGHT_END:
+                below = lo[i] - 1
+                if big_n * _step_s(below, x, i, lay) / below > slo:
+                    out[i], done = 0, True
+                else:
+                    hi[i], phase[i] = below, _LEFT_END
+            else:
+                mid = (lo[i] + hi[i] + 1) // 2
+                if k[i] * _step_s(mid, x, i, lay) <= slo:
+                    lo[i] = mid
+                else:
+                    hi[i] = mid - 1
+                done = hi[i] <= lo[i]
+            if done:
+                if phase[i] == _BISECT:
+                    out[i] = lo[i]
+            else:
+                rows[kept] = i
+                kept += 1
+        m = kept
 
 
 @kernel
@@ -207,8 +266,5 @@ def continuous_searches(x, lay, cap, batch_memory, batch_chunk, output_tokens, p
     ``x``: float64 (n, len(TRIAL_COLUMNS)); ``lay``: float64 (len(LAYOUT_ENTRIES),);
     ``cap``, ``batch_memory``, ``batch_chunk``: int64 (n,); ``output_tokens`` and
     ``pipeline`` whole numbers; ``b_slo``, ``b_ttft``: int64 (n,) outputs."""
-    for i in range(x.shape[0]):
-        row = x[i]
-        b_slo[i] = _largest_batch(row, lay, row[15], cap[i])
-        top = min(min(batch_memory[i], b_slo[i]), batch_chunk[i])
-        b_ttft[i] = _largest_within_ttft(row, lay, row[16], top, output_tokens, pipeline)
+    _largest_batches(x, lay, cap, b_slo)
+    _batches_within_ttft(x, lay, np.minimum(np.minimum(batch_memory, b_slo), batch_chunk), output_tokens, pipeline, b_ttft)

@@ -60,7 +60,7 @@ def test_step_times_and_searches_match_numpy(seed):
     x, lay, o_steps = sv.continuous_search_tables(m, layout, s, o, context, r, tpot, ttft, N)
     batch = rng.integers(1, 2**20, N)
     numpy_s = sv.continuous_step(m, layout, batch, s, o, r, context).total_s
-    kernel_s = [kc._step_s(int(batch[i]), x[i], lay) for i in range(N)]
+    kernel_s = [kc._step_s(int(batch[i]), x, i, lay) for i in range(N)]
     np.testing.assert_array_equal(kernel_s, np.broadcast_to(numpy_s, (N,)))
 
     cap = np.where(rng.random(N) < 0.5, rm.SLO_SEARCH_CAP, rng.integers(0, 5000, N))
