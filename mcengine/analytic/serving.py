@@ -3,7 +3,9 @@ chunked prefill, and disaggregated prefill and decode (docs/model.md#serving).
 
 Plain NumPy functions, vectorised over trials like :mod:`mcengine.analytic.roofline`,
 whose phase helpers (decode step, one prompt's prefill, all-reduces, point-to-points)
-they call rather than copy. Notation as there: ``t``/``p`` tensor/pipeline degrees,
+they call rather than copy. The continuous step's batch-dependent terms are the pure
+functions of :mod:`mcengine.kernels.continuous`, which its compiled batch searches call
+on one trial's numbers (:func:`compiled_batch_limits`, docs/performance.md#plan-searches). Notation as there: ``t``/``p`` tensor/pipeline degrees,
 ``S`` prompt tokens, ``O`` output tokens, ``T̄ = S + O/2``, ``B`` running sequences.
 
 **Continuous batching with chunked prefill** (vLLM, Sarathi-Serve:

@@ -89,7 +89,9 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
     (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
     (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut.
-    ``rates``: the trials' :func:`~.layout.rates_of` when already made."""
+    ``rates``: the trials' :func:`~.layout.rates_of` when already made. The two searches
+    run compiled (:func:`mcengine.analytic.serving.compiled_batch_limits`: the same
+    probes, the same batches) for the layouts that kernel covers, with NumPy otherwise."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
