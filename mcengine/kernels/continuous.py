@@ -97,9 +97,11 @@ LAYOUT_ENTRIES = ("pipeline", "layers", "hidden", "sequence_attention", "attenti
 
 @event_kernel
 def _step_s(batch, x, i, lay):
-    """The continuous step's ``total_s`` at integer ``batch`` for one trial's row ``x``
-    (:data:`TRIAL_COLUMNS`) and the layout vector ``lay`` (:data:`LAYOUT_ENTRIES`), as
-    :func:`mcengine.analytic.serving.continuous_step` composes it."""
+    """The continuous step's ``total_s`` at integer ``batch`` for trial ``i`` (row ``i`` of
+    ``x``, :data:`TRIAL_COLUMNS`) and the layout vector ``lay`` (:data:`LAYOUT_ENTRIES`), as
+    :func:`mcengine.analytic.serving.continuous_step` composes it: one query token per
+    sequence (``q = 1``: ``q b``, ``q flops``) and no hot expert (``+ 0.0``), written as
+    there so that each operation is the same."""
     f, hbm, link, alpha, alpha_ar, hop, overlap, kvf, overhead, hit, s, o, ctx, pf, per_seq = (
         x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6], x[i, 7], x[i, 8], x[i, 9], x[i, 10], x[i, 11], x[i, 12], x[i, 13],
         x[i, 14])
