@@ -3,7 +3,9 @@ chunked prefill, and disaggregated prefill and decode (docs/model.md#serving).
 
 Plain NumPy functions, vectorised over trials like :mod:`mcengine.analytic.roofline`,
 whose phase helpers (decode step, one prompt's prefill, all-reduces, point-to-points)
-they call rather than copy. Notation as there: ``t``/``p`` tensor/pipeline degrees,
+they call rather than copy. The continuous step's batch-dependent terms are the pure
+functions of :mod:`mcengine.kernels.continuous`, which its compiled batch searches call
+on one trial's numbers (:func:`compiled_batch_limits`, docs/performance.md#plan-searches). Notation as there: ``t``/``p`` tensor/pipeline degrees,
 ``S`` prompt tokens, ``O`` output tokens, ``T̄ = S + O/2``, ``B`` running sequences.
 
 **Continuous batching with chunked prefill** (vLLM, Sarathi-Serve:
@@ -71,6 +73,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import continuous as kc
+from ..kernels.continuous import continuous_compute_s, continuous_memory_s, kv_read_tokens
 from .roofline import model as rm, weights as rw, collectives as rc, steps as rt
 
 SERVING_MODES = ("static", "continuous", "disaggregated")
@@ -95,7 +99,7 @@ def chunk_kv_read_tokens(chunk, prompt_tokens: int) -> np.ndarray:
     users of 5,000-token prompts is ~500x the prefix and puts the step far above NIM's
     measured 60 ms (docs/sources.md#serve-nim-concurrency).
     """
-    return np.maximum(np.asarray(chunk, float), np.asarray(prompt_tokens, float)) / 2.0
+    return kv_read_tokens(np.asarray(chunk, float), np.asarray(prompt_tokens, float))
 
 
 def batch_limit_chunk(prompt_tokens: int, output_tokens: int, chunk_budget_tokens) -> np.ndarray:
@@ -128,13 +132,12 @@ def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: in
     one_prompt_flops = rt.prefill_flops(m, layout, 1.0, prompt_tokens, r.prefix_hit)  # (:func:`~mcengine.analytic.roofline.steps.time_to_first_token`'s)
     computed = chunk * (1.0 - r.prefix_hit)  # the chunk's tokens not in the prefix cache
     hot = rt.hot_expert_flops(m, layout, computed, r)  # the chunk's tokens at the hottest expert's rank
-    compute = decode_flops / r.flops_per_s + chunk / s * (one_prompt_flops / r.flops_per_s) + hot / r.flops_per_s
+    compute = continuous_compute_s(decode_flops, chunk, s, one_prompt_flops, hot, r.flops_per_s)
     att, g = layout.attention, layout.attention_groups
     kv_rank = rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g)
     share = rw.attention_sequences_per_rank(b, t, att, g) / b  # the busiest rank's share of the sequences (1: heads sharded)
     weights = r.bytes_per_param * rw.rank_params_streamed(m, t, b * q + computed, att, g)
-    kv_read = share * (b * context + chunk_kv_read_tokens(chunk, prompt_tokens)) * kv_rank * r.kv_read_factor
-    memory = (weights + kv_read) / r.hbm_bytes_per_s
+    memory = continuous_memory_s(weights, share, b, context, chunk_kv_read_tokens(chunk, prompt_tokens), kv_rank, r.kv_read_factor, r.hbm_bytes_per_s)
     tokens = b * q + computed
     comm = rc.forward_comm_s(m, layout, tokens, r, head_rows=b * q + chunk / s, group_tokens=share * tokens) + (p - 1) * rc.stage_hop_s(layout, tokens * m.hidden * rm.ACT_BYTES, r)
     overhead = r.step_overhead_s + m.layers * r.layer_overhead_s
@@ -268,6 +271,65 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
         lo = np.where(gap & ok, mid, lo)
         hi = np.where(gap & ~ok, mid - 1, hi)
     return np.where(found_hi >= 1, lo, answer).astype(np.int64)
+
+
+def compiled_batch_limits(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, output_tokens, context_tokens, r: rm.Rates, tpot_slo_s, ttft_slo_s,
+                          cap, batch_memory, batch_chunk, n: int):
+    """``(B_SLO, B_TTFT)`` of :func:`continuous_step` as
+    :func:`~mcengine.analytic.roofline.limits.largest_batch` and
+    :func:`largest_batch_within_ttft` find them (the same probes, the same batches), by the
+    compiled searches of :func:`mcengine.kernels.continuous.continuous_searches` over ``n``
+    trials, or None for what they do not cover (:func:`continuous_search_tables`; then
+    search with NumPy)."""
+    tables = continuous_search_tables(m, layout, prompt_tokens, output_tokens, context_tokens, r, tpot_slo_s, ttft_slo_s, n)
+    if tables is None:
+        return None
+    x, lay, o_steps = tables
+    b_slo, b_ttft = np.empty(n, np.int64), np.empty(n, np.int64)
+    limits = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int64), (n,))) for v in (cap, batch_memory, batch_chunk))
+    kc.continuous_searches(x, lay, *limits, o_steps, int(layout.pipeline), b_slo, b_ttft)
+    return b_slo, b_ttft
+
+
+def continuous_search_tables(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, output_tokens, context_tokens, r: rm.Rates, tpot_slo_s,
+                             ttft_slo_s, n: int):
+    """What :func:`mcengine.kernels.continuous.continuous_searches` reads: the per-trial
+    table (:data:`~mcengine.kernels.continuous.TRIAL_COLUMNS`), the layout vector
+    (:data:`~mcengine.kernels.continuous.LAYOUT_ENTRIES`) and ``O`` as a whole number;
+    everything that does not depend on the batch, made with NumPy once per search. None
+    for what the kernel does not cover: an expert model, another all-reduce than "auto",
+    a tensor group or a stage boundary spanning scale-up domains, speculative decoding, a
+    mean output length per trial."""
+    o_steps = _steps_numerator(output_tokens)
+    if (m.experts or layout.allreduce != "auto" or layout.tensor_split[1] != 1 or layout.crossing_hops or r.draft_tokens
+            or not isinstance(o_steps, int)):
+        return None
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    ctx = np.asarray(rt.mean_context(prompt_tokens, output_tokens) if context_tokens is None else context_tokens, float)
+    columns = {
+        **{f: getattr(r, f) for f in ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collective_start_s", "hop_latency_s",
+                                      "comm_overlap", "kv_read_factor", "prefix_hit")},
+        "allreduce_start_s": r.for_allreduce().collective_start_s,
+        "overhead_s": r.step_overhead_s + m.layers * r.layer_overhead_s,
+        "prompt_tokens": prompt_tokens, "output_tokens": output_tokens, "context_tokens": ctx,
+        "prompt_flops": rt.prefill_flops(m, layout, 1.0, prompt_tokens, r.prefix_hit),
+        "sequence_flops": rt.decode_flops_per_sequence(m, layout, ctx),
+        "tpot_slo_s": tpot_slo_s, "ttft_slo_s": ttft_slo_s,
+    }
+    x = np.empty((n, len(kc.TRIAL_COLUMNS)))
+    for j, name in enumerate(kc.TRIAL_COLUMNS):
+        x[:, j] = np.broadcast_to(np.asarray(columns[name], float), (n,))
+    ar, inner = rc.allreduce_constants, (t // g if att == "grouped" else 1)
+    entries = {
+        "pipeline": layout.pipeline, "layers": m.layers, "hidden": m.hidden, "sequence_attention": att != "tensor",
+        "attention_groups": rw.attention_groups(t, att, g), "weights": r.bytes_per_param * rw.rank_params_streamed(m, t, 1.0, att, g),
+        "kv_rank": rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g), "sharded_params": rw.sharded_params_active(m, t),
+        "tp_ranks": t, "inner_ranks": inner, "grouped": att == "grouped",
+        **dict(zip(("ar_k2", "ar_c2", "ar_k1", "ar_c1"), (*ar("two_shot", t), *ar("one_shot", t)))),
+        **dict(zip(("ag_k", "ag_c"), rc.all_gather_constants("one_shot", t))),
+        **dict(zip(("in_k2", "in_c2", "in_k1", "in_c1"), (*ar("two_shot", inner), *ar("one_shot", inner)))),
+    }
+    return x, np.array([float(entries[name]) for name in kc.LAYOUT_ENTRIES]), o_steps
 
 
 def _steps_numerator(output_tokens):

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ...kernels.continuous import collective_s
 from .model import ACT_BYTES, SWITCHED_ALGORITHMS, Layout, ModelCard, Rates
 
 
@@ -27,14 +28,20 @@ def allreduce_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) 
     m = np.asarray(nbytes, float)
     if t == 1:
         return np.zeros(np.broadcast_shapes(np.shape(m), np.shape(link_Bps), np.shape(alpha_s), np.shape(hop_s)))
+    hops, c = allreduce_constants(algorithm, t)
+    return collective_s(alpha_s, hops, hop_s, c, m, link_Bps)
+
+
+def allreduce_constants(algorithm: str, t: int) -> tuple:
+    """``(k, c)`` of an all-reduce over ``t`` ranks by ``algorithm`` (:func:`allreduce_seconds`)."""
     if algorithm == "ring":
-        return alpha_s + 2 * (t - 1) * hop_s + 2.0 * (t - 1) / t * m / link_Bps
+        return 2 * (t - 1), 2.0 * (t - 1) / t
     if algorithm == "two_shot":
-        return alpha_s + 2 * hop_s + 2.0 * (t - 1) / t * m / link_Bps
+        return 2, 2.0 * (t - 1) / t
     if algorithm == "one_shot":
-        return alpha_s + hop_s + (t - 1) * m / link_Bps
+        return 1, t - 1
     if algorithm == "tree":
-        return alpha_s + 2 * math.ceil(math.log2(t)) * hop_s + 2.0 * (t - 1) / t * m / link_Bps
+        return 2 * math.ceil(math.log2(t)), 2.0 * (t - 1) / t
     raise ValueError(f"unknown all-reduce algorithm {algorithm!r}")
 
 
@@ -46,8 +53,13 @@ def all_gather_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s)
     m = np.asarray(nbytes, float)
     if t == 1:
         return np.zeros(np.broadcast_shapes(np.shape(m), np.shape(link_Bps), np.shape(alpha_s), np.shape(hop_s)))
-    hops = {"ring": t - 1, "tree": math.ceil(math.log2(t)), "one_shot": 1, "two_shot": 1}[algorithm]
-    return alpha_s + hops * hop_s + (t - 1) / t * m / link_Bps
+    hops, c = all_gather_constants(algorithm, t)
+    return collective_s(alpha_s, hops, hop_s, c, m, link_Bps)
+
+
+def all_gather_constants(algorithm: str, t: int) -> tuple:
+    """``(k, c)`` of an all-gather over ``t`` ranks by ``algorithm`` (:func:`all_gather_seconds`)."""
+    return {"ring": t - 1, "tree": math.ceil(math.log2(t)), "one_shot": 1, "two_shot": 1}[algorithm], (t - 1) / t
 
 
 def gather_scatter_seconds(algorithm: str, t: int, nbytes, link_Bps, alpha_s, hop_s) -> np.ndarray:
@@ -117,12 +129,12 @@ def all_to_all_s(nbytes, t: int, r: Rates) -> np.ndarray:
     ``start + (t-1) hop + (t-1)/t nbytes / W_link``."""
     if t == 1:
         return np.zeros(np.shape(nbytes))
-    return r.collective_start_s + (t - 1) * r.hop_latency_s + (t - 1) / t * np.asarray(nbytes) / r.link_bytes_per_s
+    return collective_s(r.collective_start_s, t - 1, r.hop_latency_s, (t - 1) / t, np.asarray(nbytes), r.link_bytes_per_s)
 
 
 def p2p_s(nbytes, r: Rates) -> np.ndarray:
     """Point-to-point send between pipeline stages: ``start + hop + nbytes / W_link``."""
-    return r.collective_start_s + r.hop_latency_s + np.asarray(nbytes) / r.link_bytes_per_s
+    return collective_s(r.collective_start_s, 1, r.hop_latency_s, 1, np.asarray(nbytes), r.link_bytes_per_s)
 
 
 def hierarchical_allreduce_s(nbytes, layout: Layout, r: Rates) -> np.ndarray:

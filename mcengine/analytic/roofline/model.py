@@ -14,6 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ...kernels.continuous import phase_total_s
 from ...units import BYTES_PER_GB, BYTES_PER_TB, FLOPS_PER_TFLOP, MS_PER_S, US_PER_S
 
 
@@ -242,8 +243,7 @@ class PhaseTimes:
     @cached_property
     def total_s(self) -> np.ndarray:
         """The phase's time (computed once per phase: searches and planners read it often)."""
-        o = self.overlap
-        return np.maximum(np.maximum(self.compute_s, self.memory_s), o * self.comm_s) + (1.0 - o) * self.comm_s + self.overhead_s
+        return phase_total_s(self.compute_s, self.memory_s, self.comm_s, self.overhead_s, self.overlap)
 
     @property
     def busy_s(self) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...kernels.continuous import decode_flops
 from .model import ACT_BYTES, Layout, ModelCard, PhaseTimes, Rates
 from .weights import (attention_params, attention_rank, attention_ranks, attention_sequences_per_rank, attention_width, expert_params,
                       kv_bytes_per_token_rank, rank_params_active, rank_params_streamed, routed_layers, sharded_params_active)
@@ -40,13 +41,22 @@ def decode_work(m: ModelCard, layout: Layout, b, ctx, r: Rates, q: int = 1) -> t
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     kv = kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g) * r.kv_read_factor
     weights = r.bytes_per_param * rank_params_streamed(m, t, b * q, att, g)
-    if att == "tensor":
-        flops = b * (2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * attention_width(m, True) * ctx)
-        return q * flops + hot_expert_flops(m, layout, b * q, r), weights + b * ctx * kv
     s = attention_sequences_per_rank(b, t, att, g)
-    attn_w, heads = _attention_work(m, t, att, g)
-    flops = s * (2.0 * m.layers * attn_w + 4.0 * m.layers * heads * attention_width(m, True) * ctx) + b * 2.0 * sharded_params_active(m, t)
+    flops = decode_flops(b, s, decode_flops_per_sequence(m, layout, ctx), sharded_params_active(m, t), att == "tensor")
     return q * flops + hot_expert_flops(m, layout, b * q, r), weights + s * ctx * kv
+
+
+def decode_flops_per_sequence(m: ModelCard, layout: Layout, ctx):
+    """One decoding sequence's FLOPs on the rank that runs its attention, at context
+    ``ctx`` (:func:`decode_work`): heads sharded, ``(2 P_active + 4 L n_h d_h T̄)/t``;
+    data-parallel or grouped, its attention only (``2 L P_attn + 4 L n_h d_h T̄``, of the
+    rank's share of the heads when grouped), the MLP and LM head counted over the batch
+    (:func:`mcengine.kernels.continuous.decode_flops`)."""
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    if att == "tensor":
+        return 2.0 * rank_params_active(m, t) + 4.0 * m.layers * (m.heads / t) * attention_width(m, True) * ctx
+    attn_w, heads = _attention_work(m, t, att, g)
+    return 2.0 * m.layers * attn_w + 4.0 * m.layers * heads * attention_width(m, True) * ctx
 
 
 def hot_expert_flops(m: ModelCard, layout: Layout, tokens, r: Rates):

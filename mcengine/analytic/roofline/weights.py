@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...kernels.continuous import busiest_sequences
 from .model import Layout, ModelCard
 
 
@@ -123,7 +124,7 @@ def attention_ranks(t: int, attention: str = "tensor", groups: int = 0) -> int:
     return t // groups if attention == "grouped" else 1
 
 
-def _attention_groups(t: int, attention: str, groups: int) -> int:
+def attention_groups(t: int, attention: str, groups: int) -> int:
     """``g``: the data-parallel attention groups (1 with heads sharded)."""
     return t // attention_ranks(t, attention, groups)
 
@@ -149,7 +150,7 @@ def attention_sequences_per_rank(batch, t: int, attention: str = "tensor", group
     b = np.asarray(batch, float)
     if attention == "tensor":
         return b
-    return np.ceil(b / _attention_groups(t, attention, groups))
+    return busiest_sequences(b, attention_groups(t, attention, groups))
 
 
 def rank_params_active(m: ModelCard, t: int, attention: str = "tensor", groups: int = 0) -> float:

@@ -89,7 +89,9 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
     (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
     (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut.
-    ``rates``: the trials' :func:`~.layout.rates_of` when already made."""
+    ``rates``: the trials' :func:`~.layout.rates_of` when already made. The two searches
+    run compiled (:func:`mcengine.analytic.serving.compiled_batch_limits`: the same
+    probes, the same batches) for the layouts that kernel covers, with NumPy otherwise."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
@@ -110,9 +112,15 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
     def engine_step_s(b, x):  # an engine step emits step_tokens per sequence: TTFT counts whole steps
         return step_s(b, x) * sv.step_tokens(x.rates)
 
-    b_slo = rl.largest_batch(step_s, slo_ms / MS_PER_S, rl.trial_shape(slo_ms, rates, s, o), cap, rates=timing)
-    b_ttft = sv.largest_batch_within_ttft(engine_step_s if rates.draft_tokens else step_s, ttft_ms / MS_PER_S,
-                                          np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o_steps, rates=timing)
+    shape = rl.trial_shape(slo_ms, rates, s, o)
+    compiled = sv.compiled_batch_limits(m, layout, s, o, lengths.context_tokens, rates, slo_ms / MS_PER_S, ttft_ms / MS_PER_S, cap, b_mem, b_chunk,
+                                        inputs.n) if shape == (inputs.n,) else None
+    if compiled is not None:
+        b_slo, b_ttft = compiled
+    else:
+        b_slo = rl.largest_batch(step_s, slo_ms / MS_PER_S, shape, cap, rates=timing)
+        b_ttft = sv.largest_batch_within_ttft(engine_step_s if rates.draft_tokens else step_s, ttft_ms / MS_PER_S,
+                                              np.minimum(np.minimum(b_mem, b_slo), b_chunk), layout.pipeline, o_steps, rates=timing)
     if w.batch == "auto":
         batch = np.maximum(1, b_ttft)
     else:
