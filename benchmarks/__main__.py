@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(doc, indent=2))
     if args.record:
-        named = doc if "machine" in doc else {"-".join(args.harness or ["compile"]) + ("-against" if args.against else ""): doc}
+        named = doc if "machine" in doc else {"-".join(args.harness or ["compile"]) + ("-mix" if args.mix else "") + ("-against" if args.against else ""): doc}
         record.write(args.record, named, load_before)
     return 0
 
