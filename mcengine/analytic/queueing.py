@@ -451,10 +451,14 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
 
     burst = slope * np.asarray(bq.extra, float)  # the mean of the burst's extra requests' share of the pass
 
+    first_law, second_law = _plus_exponential(a * g, burst), _plus_exponential(np.maximum(b * g, 1e-300), burst)
+    gap, second = np.where(a > b, a - b, 1.0), b > 0
+
     def survival(t):
+        one = first_law(t)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            two = (a * _plus_exponential(a * g, burst, t) - b * _plus_exponential(np.maximum(b * g, 1e-300), burst, t)) / np.where(a > b, a - b, 1.0)
-        return np.where(b > 0, two, _plus_exponential(a * g, burst, t))
+            two = (a * one - b * second_law(t)) / gap
+        return np.where(second, two, one)
 
     lo, hi = np.zeros(np.shape(c)), 50.0 * (g * (a + b) + burst)
     for _ in range(BISECTION_STEPS):
@@ -466,16 +470,23 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
     return np.where(steady, mean, np.inf), np.where(steady, quantile, np.inf)
 
 
-def _plus_exponential(scale, other, t):
-    """``P(X + Y > t)`` for independent exponentials ``X`` of mean ``scale`` and ``Y`` of mean
-    ``other`` (``Y = 0`` where ``other`` is 0): ``(s e^(-t/s) - m e^(-t/m)) / (s - m)``, and
-    ``(1 + t/s) e^(-t/s)`` where the means are equal (the hypoexponential law)."""
-    s, m, t = np.broadcast_arrays(*(np.asarray(x, float) for x in (scale, other, t)))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        equal = np.abs(s - m) <= 1e-9 * s
-        apart = (s * np.exp(-t / s) - m * np.exp(-t / np.where(m > 0, m, 1.0))) / np.where(equal, 1.0, s - m)
-        out = np.where(equal, (1.0 + t / s) * np.exp(-t / s), apart)
-    return np.where(m > 0, out, np.exp(-t / s))
+def _plus_exponential(scale, other):
+    """``t -> P(X + Y > t)`` for independent exponentials ``X`` of mean ``scale`` and ``Y`` of
+    mean ``other`` (``Y = 0`` where ``other`` is 0): ``(s e^(-t/s) - m e^(-t/m)) / (s - m)``,
+    and ``(1 + t/s) e^(-t/s)`` where the means are equal (the hypoexponential law). What
+    does not depend on ``t`` is worked out once, for a bisection's many ``t``."""
+    s, m = np.broadcast_arrays(*(np.asarray(x, float) for x in (scale, other)))
+    equal = np.abs(s - m) <= 1e-9 * s
+    other_mean, apart_by, has_other = np.where(m > 0, m, 1.0), np.where(equal, 1.0, s - m), m > 0
+
+    def survival(t):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            own = np.exp(-t / s)
+            apart = (s * own - m * np.exp(-t / other_mean)) / apart_by
+            out = np.where(equal, (1.0 + t / s) * own, apart)
+        return np.where(has_other, out, own)
+
+    return survival
 
 
 #: Squared coefficient of variation of the gaps between batch completions that a waiting
