@@ -613,7 +613,7 @@ def _uniform_gamma_tail(shape, scaled, offset, u_lo, u_hi):
 
 def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s, servers):
     """The mean wait (s) past the next completion of :func:`completion_gaps`' queue near the
-    batch's capacity, the bulk-service queue seen at completions (docs/load.md#static): a
+    batch's capacity and the mean (s) of its exponential part (below), the bulk-service queue seen at completions (docs/load.md#static): a
     completion takes at most ``top`` of the ``W`` requests left by the one before and the
     ``N`` arriving in its gap, so ``W' = (W + N - top)^+``, Lindley's recursion with steps
     ``X = N - top`` of mean ``-mu = k - top`` (``k`` the mean batch) and variance ``V``. With
@@ -637,7 +637,12 @@ def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s, servers):
     positive root ``x = sqrt(V)`` of ``x^3 - k c_a^2 x - k^2 c_g^2 mu sqrt(2 c) = 0``
     (Cardano). As ``k -> top`` (``mu -> 0``) the gaps' part vanishes (as ``mu^(2/3)`` while it
     outweighs the arrivals' part, then as ``mu``) and ``V`` tends to the arrivals' ``k c_a^2``, the heavy-traffic limit of a pool whose full batches
-    keep their phases. ``mu`` is at least ``top (1 -`` :data:`RHO_WAIT_MAX` ``)``."""
+    keep their phases. In that limit the walk is a reflected Brownian motion of variance ``k
+    c_a^2`` a step and drift ``-mu``, whose level is exponential of mean ``k c_a^2 / (2 mu)``
+    (Harrison 1985, docs/sources.md#load-queueing), and the gaps' part a bounded shift: the
+    second value is that exponential part's mean (at most the whole wait's), which
+    :func:`_gap_ttft` spreads into the quantile. ``mu`` is at least ``top (1 -``
+    :data:`RHO_WAIT_MAX` ``)``."""
     k = np.asarray(batch_mean, float)
     top = np.asarray(top, float)
     mu = top * (1.0 - np.minimum(k / top, RHO_WAIT_MAX))
@@ -646,7 +651,8 @@ def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s, servers):
     variance = np.where(own + gaps <= horizon, own + gaps, _cubic_root(own, gaps * np.sqrt(horizon)) ** 2)
     left = np.maximum(variance / (2.0 * mu) - k / 2.0, 0.0)
     rate = np.asarray(rate_per_s, float)
-    return np.divide(left, rate, out=np.zeros(np.broadcast(left, rate).shape), where=rate > 0)
+    per_s = np.divide(1.0, rate, out=np.zeros(np.broadcast(left, rate).shape), where=rate > 0)
+    return left * per_s, np.minimum(own / (2.0 * mu), left) * per_s
 
 
 def _cubic_root(p, r):
@@ -677,7 +683,9 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
     which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
     the queue spills past one batch: the requests a completion leaves behind wait
-    :func:`_spill_wait` more, added to the mean and the quantile, with the gaps' ``c_g^2``
+    :func:`_spill_wait` more, added to the mean and the quantile, and the quantile adds its
+    exponential part's ``m (ln(1 / p) - 1)`` past its mean ``m`` (``p`` the tail among the
+    requests that wait; the parts' quantiles added, not convolved), with the gaps' ``c_g^2``
     (``spill_cv2``: another squared CV for the spill's gap, as docs/load/static_gaps.py
     measures the terms one by one)."""
     lam = np.asarray(rate_per_s, float)
@@ -692,7 +700,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
         edge = np.where(lam > 0, (room - extra) / np.maximum(lam * theta, 1e-300), np.inf)  # x / theta where the batch fills
         others = extra + lam * shape * theta * special.gammainc(shape + 1.0, edge) + (room - extra) * special.gammaincc(shape, edge)
     spill_cv2 = 1.0 / alpha if spill_cv2 is None else spill_cv2
-    spill = np.where(top > 1.0, _spill_wait(gaps.batch_mean, top, spill_cv2, np.asarray(arrival_cv, float) ** 2, lam, gaps.servers), 0.0)
+    spill, diffusing = _spill_wait(gaps.batch_mean, top, spill_cv2, np.asarray(arrival_cv, float) ** 2, lam, gaps.servers)
+    spill, diffusing = np.where(top > 1.0, spill, 0.0), np.where(top > 1.0, diffusing, 0.0)
     waiting = 1.0 - idle
     ttft_mean = first_1 + waiting * (shape * theta / 2.0 + spill + f * others)
     step_mean = step_1 + waiting * d * others
@@ -714,7 +723,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
         above = survival(mid) > tail
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     waits = tail < 1.0
-    ttft_q = np.where(waits, first_1 + lo + spill, first_1)
+    spread = diffusing * np.maximum(-np.log(np.maximum(tail, 1e-300)) - 1.0, 0.0)  # the exponential part's quantile past its mean
+    ttft_q = np.where(waits, first_1 + lo + spill + spread, first_1)
     step_q = np.where(waits, step_1 + d * np.minimum(lam * x_q + extra, room), step_1)
     return ttft_mean, ttft_q, step_mean, step_q
 
