@@ -613,8 +613,8 @@ def _uniform_gamma_tail(shape, scaled, offset, u_lo, u_hi):
 
 def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s, servers):
     """The mean wait (s) past the next completion of :func:`completion_gaps`' queue near the
-    batch's capacity and the mean (s) of its exponential part (below), the bulk-service queue seen at completions (docs/load.md#static): a
-    completion takes at most ``top`` of the ``W`` requests left by the one before and the
+    batch's capacity, and the mean (s) of its exponential part (below): the bulk-service
+    queue seen at completions (docs/load.md#static). A completion takes at most ``top`` of the ``W`` requests left by the one before and the
     ``N`` arriving in its gap, so ``W' = (W + N - top)^+``, Lindley's recursion with steps
     ``X = N - top`` of mean ``-mu = k - top`` (``k`` the mean batch) and variance ``V``. With
     ``I = (W + X)^-`` the part of the batch left empty, stationarity gives ``E[W] = (V + mu^2 -
@@ -629,19 +629,20 @@ def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s, servers):
     gaps' part, ``k^2 c_g^2`` over one gamma gap of squared CV ``c_g^2``, cancels over
     consecutive gaps (the ``servers`` instances' completions keep their phases while batches
     fill, so ``c`` gaps sum to about one cycle). Over a walk that needs ``n = E[W] / mu``
-    completions to drain its queue the model keeps ``min(1, sqrt(c / n))`` of the gaps' part
+    completions to drain its queue (Kingman's ``E[W] = V / (2 mu)``) the model keeps ``min(1, sqrt(c / n))`` of the gaps' part
     (**measured, not derived**: the simulator's ``V`` at h100 and the Lite, Poisson 0.9-0.99,
     16 instances, docs/load.md#near-capacity), so with ``n = V / (2 mu^2)`` the step variance
     is the fixed point ``V = k c_a^2 + k^2 c_g^2 min(1, sqrt(2 c mu^2 / V))``: the one-gap
     ``V_1`` where ``V_1 <= 2 c mu^2`` (the queue drains within a cycle), and otherwise the
     positive root ``x = sqrt(V)`` of ``x^3 - k c_a^2 x - k^2 c_g^2 mu sqrt(2 c) = 0``
     (Cardano). As ``k -> top`` (``mu -> 0``) the gaps' part vanishes (as ``mu^(2/3)`` while it
-    outweighs the arrivals' part, then as ``mu``) and ``V`` tends to the arrivals' ``k c_a^2``, the heavy-traffic limit of a pool whose full batches
-    keep their phases. In that limit the walk is a reflected Brownian motion of variance ``k
-    c_a^2`` a step and drift ``-mu``, whose level is exponential of mean ``k c_a^2 / (2 mu)``
-    (Harrison 1985, docs/sources.md#load-queueing), and the gaps' part a bounded shift: the
-    second value is that exponential part's mean (at most the whole wait's), which
-    :func:`_gap_ttft` spreads into the quantile. ``mu`` is at least ``top (1 -``
+    outweighs the arrivals' part, then as ``mu``) and ``V`` tends to the arrivals' ``k
+    c_a^2``, the heavy-traffic limit of a pool whose full batches keep their phases. In that
+    limit the walk is a reflected Brownian motion of variance ``k c_a^2`` a step and drift
+    ``-mu``, whose level is exponential of mean ``k c_a^2 / (2 mu)`` (Harrison 1985,
+    docs/sources.md#load-queueing), and the gaps' part a bounded shift: the second value is
+    that exponential part's mean (at most the whole wait's), which :func:`_gap_ttft` spreads
+    into the quantile. ``mu`` is at least ``top (1 -``
     :data:`RHO_WAIT_MAX` ``)``."""
     k = np.asarray(batch_mean, float)
     top = np.asarray(top, float)
