@@ -507,12 +507,13 @@ GAP_STEPS = 30
 class CompletionGaps(NamedTuple):
     """:func:`completion_gaps`' state (arrays): the mean batch over batches, the probability
     that a request finds an instance idle, the mean gap (s) between completions while every
-    instance is busy, and the gap's gamma shape (``1 / c_g^2``)."""
+    instance is busy, the gap's gamma shape (``1 / c_g^2``) and the instances."""
 
     batch_mean: np.ndarray
     idle_probability: np.ndarray
     gap_s: np.ndarray
     shape: np.ndarray
+    servers: np.ndarray
 
 
 _LAGUERRE_X, _LAGUERRE_W = np.polynomial.laguerre.laggauss(GAP_NODES)
@@ -602,7 +603,7 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
         cv2 = np.maximum(p_idle * arrivals + (1.0 - p_idle) * bunched, 1e-6)
         with np.errstate(divide="ignore", invalid="ignore"):
             full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)
-    return CompletionGaps(k, p_idle, cycle / c, 1.0 / cv2)
+    return CompletionGaps(k, p_idle, cycle / c, 1.0 / cv2, c)
 
 
 def _uniform_gamma_tail(shape, scaled, offset, u_lo, u_hi):
@@ -621,26 +622,62 @@ def _uniform_gamma_tail(shape, scaled, offset, u_lo, u_hi):
     return np.where(u_hi > u_lo, g(u_lo + offset) - g(u_hi + offset), 0.0)
 
 
-def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s):
+def _spill_wait(batch_mean, top, gap_cv2, arrival_cv2, rate_per_s, servers):
     """The mean wait (s) past the next completion of :func:`completion_gaps`' queue near the
-    batch's capacity, the bulk-service queue seen at completions (docs/load.md#static): a
-    completion takes at most ``top`` of the ``W`` requests left by the one before and the
+    batch's capacity, and the mean (s) of its exponential part (below): the bulk-service
+    queue seen at completions (docs/load.md#static). A completion takes at most ``top`` of the ``W`` requests left by the one before and the
     ``N`` arriving in its gap, so ``W' = (W + N - top)^+``, Lindley's recursion with steps
-    ``X = N - top`` of mean ``-mu = k - top`` (``k`` the mean batch) and variance ``V = k c_a^2 +
-    k^2 c_g^2`` (a renewal count over a gamma gap of squared CV ``c_g^2``). With ``I = (W +
-    X)^-`` the part of the batch left empty, stationarity gives ``E[W] = (V + mu^2 - E[I^2]) /
-    (2 mu)`` exactly (Kingman's identity for the random walk, ``E[I] = mu``); ``0 <= I <=
-    top`` bounds it, ``V / (2 mu) - k / 2 <= E[W] <= V / (2 mu)`` (the upper bound is
-    Kingman's). The model takes the lower bound, the batch left emptiest (measured: it
-    fits the simulator's full batches at loads 0.7-0.9, where the upper bound over-states
-    the h100 design's mean TTFT by 7-12 %; docs/sources.md#load-queueing), and by Little's law
-    the wait is ``E[W] / lambda``. ``mu`` is at least ``top (1 -`` :data:`RHO_WAIT_MAX` ``)``."""
+    ``X = N - top`` of mean ``-mu = k - top`` (``k`` the mean batch) and variance ``V``. With
+    ``I = (W + X)^-`` the part of the batch left empty, stationarity gives ``E[W] = (V + mu^2 -
+    E[I^2]) / (2 mu)`` exactly for independent steps (Kingman's identity for the random walk,
+    ``E[I] = mu``); ``0 <= I <= top`` bounds it, ``V / (2 mu) - k / 2 <= E[W] <= V / (2 mu)``
+    (the upper bound is Kingman's). The model takes the lower bound, the batch left
+    emptiest (measured: it fits the simulator's full batches at loads 0.7-0.9, where the
+    upper bound over-states the h100 design's mean TTFT by 7-12 %;
+    docs/sources.md#load-queueing), and by Little's law the wait is ``E[W] / lambda``.
+
+    The steps are not independent: the arrivals' part of ``V`` is, ``k c_a^2``, but the
+    gaps' part, ``k^2 c_g^2`` over one gamma gap of squared CV ``c_g^2``, cancels over
+    consecutive gaps (the ``servers`` instances' completions keep their phases while batches
+    fill, so ``c`` gaps sum to about one cycle). Over a walk that needs ``n = E[W] / mu``
+    completions to drain its queue (Kingman's ``E[W] = V / (2 mu)``) the model keeps ``min(1, sqrt(c / n))`` of the gaps' part
+    (**measured, not derived**: the simulator's ``V`` at h100 and the Lite, Poisson 0.9-0.99,
+    16 instances, docs/load.md#near-capacity), so with ``n = V / (2 mu^2)`` the step variance
+    is the fixed point ``V = k c_a^2 + k^2 c_g^2 min(1, sqrt(2 c mu^2 / V))``: the one-gap
+    ``V_1`` where ``V_1 <= 2 c mu^2`` (the queue drains within a cycle), and otherwise the
+    positive root ``x = sqrt(V)`` of ``x^3 - k c_a^2 x - k^2 c_g^2 mu sqrt(2 c) = 0``
+    (Cardano). As ``k -> top`` (``mu -> 0``) the gaps' part vanishes (as ``mu^(2/3)`` while it
+    outweighs the arrivals' part, then as ``mu``) and ``V`` tends to the arrivals' ``k
+    c_a^2``, the heavy-traffic limit of a pool whose full batches keep their phases. In that
+    limit the walk is a reflected Brownian motion of variance ``k c_a^2`` a step and drift
+    ``-mu``, whose level is exponential of mean ``k c_a^2 / (2 mu)`` (Harrison 1985,
+    docs/sources.md#load-queueing), and the gaps' part a bounded shift: the second value is
+    that exponential part's mean (at most the whole wait's), which :func:`_gap_ttft` spreads
+    into the quantile. ``mu`` is at least ``top (1 -``
+    :data:`RHO_WAIT_MAX` ``)``."""
     k = np.asarray(batch_mean, float)
     top = np.asarray(top, float)
     mu = top * (1.0 - np.minimum(k / top, RHO_WAIT_MAX))
-    left = np.maximum((k * arrival_cv2 + k * k * gap_cv2) / (2.0 * mu) - k / 2.0, 0.0)
+    own, gaps = k * np.asarray(arrival_cv2, float), k * k * np.asarray(gap_cv2, float)
+    horizon = 2.0 * np.asarray(servers, float) * mu * mu  # V at which the queue drains within c completions
+    variance = np.where(own + gaps <= horizon, own + gaps, _cubic_root(own, gaps * np.sqrt(horizon)) ** 2)
+    left = np.maximum(variance / (2.0 * mu) - k / 2.0, 0.0)
     rate = np.asarray(rate_per_s, float)
-    return np.divide(left, rate, out=np.zeros(np.broadcast(left, rate).shape), where=rate > 0)
+    per_s = np.divide(1.0, rate, out=np.zeros(np.broadcast(left, rate).shape), where=rate > 0)
+    return left * per_s, np.minimum(own / (2.0 * mu), left) * per_s
+
+
+def _cubic_root(p, r):
+    """The positive root of ``x^3 - p x - r = 0`` (``p >= 0``, ``r >= 0``; the only one):
+    Cardano's ``cbrt(r/2 + sqrt(D)) + cbrt(r/2 - sqrt(D))`` where ``D = r^2/4 - p^3/27 >= 0``,
+    and the trigonometric ``2 sqrt(p/3) cos(arccos(3 r / (2 p) sqrt(3 / p)) / 3)`` below."""
+    p, r = np.broadcast_arrays(np.asarray(p, float), np.asarray(r, float))
+    d = r * r / 4.0 - p ** 3 / 27.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root_d = np.sqrt(np.maximum(d, 0.0))
+        cardano = np.cbrt(r / 2.0 + root_d) + np.cbrt(r / 2.0 - root_d)
+        trig = 2.0 * np.sqrt(p / 3.0) * np.cos(np.arccos(np.clip(1.5 * r / p * np.sqrt(3.0 / p), -1.0, 1.0)) / 3.0)
+    return np.where(d >= 0.0, cardano, trig)
 
 
 def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0, spill_cv2=None):
@@ -658,7 +695,9 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
     which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
     the queue spills past one batch: the requests a completion leaves behind wait
-    :func:`_spill_wait` more, added to the mean and the quantile, with the gaps' ``c_g^2``
+    :func:`_spill_wait` more, added to the mean and the quantile, and the quantile adds its
+    exponential part's ``m (ln(1 / p) - 1)`` past its mean ``m`` (``p`` the tail among the
+    requests that wait; the parts' quantiles added, not convolved), with the gaps' ``c_g^2``
     (``spill_cv2``: another squared CV for the spill's gap, as docs/load/static_gaps.py
     measures the terms one by one)."""
     lam = np.asarray(rate_per_s, float)
@@ -673,7 +712,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
         edge = np.where(lam > 0, (room - extra) / np.maximum(lam * theta, 1e-300), np.inf)  # x / theta where the batch fills
         others = extra + lam * shape * theta * special.gammainc(shape + 1.0, edge) + (room - extra) * special.gammaincc(shape, edge)
     spill_cv2 = 1.0 / alpha if spill_cv2 is None else spill_cv2
-    spill = np.where(top > 1.0, _spill_wait(gaps.batch_mean, top, spill_cv2, np.asarray(arrival_cv, float) ** 2, lam), 0.0)
+    spill, diffusing = _spill_wait(gaps.batch_mean, top, spill_cv2, np.asarray(arrival_cv, float) ** 2, lam, gaps.servers)
+    spill, diffusing = np.where(top > 1.0, spill, 0.0), np.where(top > 1.0, diffusing, 0.0)
     waiting = 1.0 - idle
     ttft_mean = first_1 + waiting * (shape * theta / 2.0 + spill + f * others)
     step_mean = step_1 + waiting * d * others
@@ -695,7 +735,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
         above = survival(mid) > tail
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     waits = tail < 1.0
-    ttft_q = np.where(waits, first_1 + lo + spill, first_1)
+    spread = diffusing * np.maximum(-np.log(np.maximum(tail, 1e-300)) - 1.0, 0.0)  # the exponential part's quantile past its mean
+    ttft_q = np.where(waits, first_1 + lo + spill + spread, first_1)
     step_q = np.where(waits, step_1 + d * np.minimum(lam * x_q + extra, room), step_1)
     return ttft_mean, ttft_q, step_mean, step_q
 

@@ -493,8 +493,8 @@ def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
     >= 184.8 / 10 - 6 = 12.48`` requests, 0.312 s. Lindley's recursion ``W' = (W + N - 17)^+``
     run on 400,000 gamma gaps (seed 5; ``N`` Poisson over each) lies between that lower
     bound and Kingman's upper one (18.48) within 4 SEM (batch means of 4,000 steps)."""
-    assert qu._spill_wait(12.0, 17.0, 1.2, 1.0, 40.0) == pytest.approx(0.312, rel=1e-12)
-    assert qu._spill_wait(np.array([0.0, 12.0]), 17.0, 1.2, 1.0, 0.0).tolist() == [0.0, 0.0]
+    assert qu._spill_wait(12.0, 17.0, 1.2, 1.0, 40.0, 16)[0] == pytest.approx(0.312, rel=1e-12)
+    assert qu._spill_wait(np.array([0.0, 12.0]), 17.0, 1.2, 1.0, 0.0, 16)[0].tolist() == [0.0, 0.0]
     rng = np.random.default_rng(5)
     shape, n = 1.0 / 1.2, 400_000
     arrivals = rng.poisson(rng.gamma(shape, 12.0 / shape, n))
@@ -505,6 +505,29 @@ def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
     means = out[n // 10:].reshape(-1, 4_000).mean(axis=1)
     sem = means.std(ddof=1) / np.sqrt(len(means))
     assert 12.48 - 4.0 * sem <= means.mean() <= 18.48 + 4.0 * sem
+
+
+def test_static_spill_keeps_the_gaps_variance_over_the_walks_horizon():
+    """Near the batch's capacity the spill's step variance is ``V = k c_a^2 + k^2 c_g^2 min(1,
+    sqrt(2 c mu^2 / V))`` (docs/load.md#near-capacity). By hand: ``k = 4``, ``top = 5`` (``mu =
+    1``), ``c = 2``, ``c_g^2 = 1.5``, Poisson: ``V_1 = 4 + 24 = 28`` is past ``2 c mu^2 = 4``, and
+    ``V = 16`` solves ``V = 4 + 24 sqrt(4 / V)`` (``x = 4`` of ``x^3 - 4 x - 48``), so ``E[W] = 16 /
+    2 - 2 = 6`` requests, 2 s at 3/s. Where the queue drains within a cycle (``V_1 <= 2 c
+    mu^2``) it is the one-gap lower bound; as ``k -> top`` ``V`` falls to the arrivals' ``k
+    c_a^2`` (the gaps' part as ``k^2 c_g^2 sqrt(2 c) mu / sqrt(k c_a^2)``), not to ``V_1``."""
+    assert qu._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 2) == pytest.approx((2.0, 2.0 / 3.0), rel=1e-12)
+    assert qu._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 14) == pytest.approx(((28.0 / 2.0 - 2.0) / 3.0, 2.0 / 3.0), rel=1e-12)
+    assert qu._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 2)[1] == pytest.approx(2.0 / 3.0)  # k c_a^2 / (2 mu) = 2 requests at 3/s
+    assert qu._spill_wait(1.0, 5.0, 1.5, 1.0, 3.0, 2) == (0.0, 0.0)  # no spill, no spread: V / (2 mu) = 2.5 / 8 < k / 2
+    k, top, c = 25.0 * (1.0 - 1e-4), 25.0, 16
+    mu = top - k
+    left = float(qu._spill_wait(k, top, 1.2, 1.0, 1.0, c)[0])
+    excess = (left + k / 2.0) * 2.0 * mu - k  # V - k c_a^2 to first order: k^2 c_g^2 sqrt(2 c) mu / sqrt(k c_a^2)
+    assert excess == pytest.approx(k * k * 1.2 * np.sqrt(2.0 * c) * mu / np.sqrt(k), rel=0.05)
+    assert excess < 0.1 * k
+    # the cubic's positive root on both of Cardano's branches: (x - 3)(x + 1)(x + 2) and x = 4 above
+    assert qu._cubic_root(7.0, 6.0) == pytest.approx(3.0, rel=1e-12)
+    assert qu._cubic_root(np.array([4.0, 0.0]), np.array([48.0, 8.0])) == pytest.approx([4.0, 2.0], rel=1e-12)
 
 
 def test_static_spill_takes_its_own_gap_cv2_when_given():
@@ -518,7 +541,7 @@ def test_static_spill_takes_its_own_gap_cv2_when_given():
     base = qu._gap_ttft(*args)
     assert [float(x) for x in qu._gap_ttft(*args, spill_cv2=1.0 / gaps.shape)] == [float(x) for x in base]
     moved = qu._gap_ttft(*args, spill_cv2=0.5)
-    extra = qu._spill_wait(gaps.batch_mean, top, 0.5, 1.0, lam) - qu._spill_wait(gaps.batch_mean, top, 1.0 / gaps.shape, 1.0, lam)
+    extra = qu._spill_wait(gaps.batch_mean, top, 0.5, 1.0, lam, 4)[0] - qu._spill_wait(gaps.batch_mean, top, 1.0 / gaps.shape, 1.0, lam, 4)[0]
     assert extra < -1e-3
     assert float(moved[0] - base[0]) == pytest.approx(float((1.0 - gaps.idle_probability) * extra), rel=1e-9)
     assert float(moved[1] - base[1]) == pytest.approx(float(extra), rel=1e-9)
