@@ -13,6 +13,8 @@ pool whose full passes serve fewer prompts a second than arrive): its figures gr
 the run's length, and the fast model holds that pool at its highest utilisation.
 
     python docs/load/near_capacity.py --render   # rewrite the page's block from the committed CSV
+    python docs/load/near_capacity.py --model-only
+                                                 # the fast model's columns anew, the simulated ones kept
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from make_fit_table import ARRIVALS, PAGE, grid, regenerate  # noqa: E402  (the fit table's cells, tolerance and writer)
+from make_fit_table import ARRIVALS, PAGE, grid, refit, regenerate  # noqa: E402  (the fit table's cells, refit, tolerance and writer)
 
 CSV = HERE / "near-capacity.csv"
 LOADS = (0.95, 0.98, 0.99)
@@ -55,12 +57,21 @@ def render(table: pd.DataFrame) -> str:
 
 def main(argv=None) -> int:
     """Rerun the cells and rewrite the CSV and the page's block; ``--render``: the block only,
-    from the committed CSV."""
-    if list(argv if argv is not None else sys.argv[1:]) == ["--render"]:
+    from the committed CSV; ``--model-only``: the committed CSV's fast-model columns
+    recomputed from the model as it is now (its simulated columns kept), the CSV and the
+    block rewritten."""
+    args = list(argv if argv is not None else sys.argv[1:])
+    if args == ["--render"]:
         from mcengine.io import write_block
 
         write_block(PAGE, BEGIN, END, render(pd.read_csv(CSV)))
         return 0
+    if args == ["--model-only"]:
+        regenerate(refit(pd.read_csv(CSV)), CSV, PAGE, BEGIN, END, render)
+        return 0
+    if args:
+        print(f"near_capacity.py {' '.join(args)}: allowed no option, --render or --model-only", file=sys.stderr)
+        return 2
     poisson = tuple(a for a in ARRIVALS if a[0] == "poisson")
     regenerate(grid(LOADS, arrivals=poisson), CSV, PAGE, BEGIN, END, render)
     return 0
