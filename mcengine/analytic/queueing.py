@@ -366,6 +366,22 @@ def _gap_batch(arrivals, top, extra):
     return np.minimum(1.0 + e + count, top)
 
 
+#: Squared arrival CV below which :func:`_gamma_transform` takes the power's logarithm with
+#: ``log1p`` (``1 + t c_a^2`` rounds to 1 there and the power to 1): a numerical switch, the
+#: same law on both sides to about 10^-13.
+SMOOTH_ARRIVAL_CV2 = 1e-3
+
+
+def _gamma_transform(t, v):
+    """``E[e^(-s A)]`` of gamma gaps ``A`` of mean ``1 / lambda`` and squared CV ``v`` at ``t =
+    s / lambda``: ``(1 + t v)^(-1 / v)``, whose limit at ``v = 0`` (evenly spaced arrivals)
+    is ``e^(-t)``."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        power = (1.0 + t * v) ** (-1.0 / v)
+        smooth = np.exp(-np.where(v > 0.0, np.log1p(t * v) / np.where(v > 0.0, v, 1.0), t))
+    return np.where(v > SMOOTH_ARRIVAL_CV2, power, smooth)
+
+
 def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
     """The ratio ``z`` of the geometric law of the prompts a waiting request finds ahead of it
     in a pool of servers taking up to ``top`` queued prompts a pass: ``P(Q >= j) = z^j``.
@@ -391,7 +407,7 @@ def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
         for _ in range(BISECTION_STEPS):
             z = 0.5 * (lo + hi)
             drained = -np.expm1(p * d * np.log(z)) / (g * d)  # (1 - z^(P I)) / (g I)
-            above = (1.0 + drained * v / lam) ** (-1.0 / v) > z
+            above = _gamma_transform(drained / lam, v) > z
             lo, hi = np.where(above, z, lo), np.where(above, hi, z)
     return np.where(p > lam * g, lo, 1.0)
 

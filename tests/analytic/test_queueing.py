@@ -693,3 +693,16 @@ def test_disaggregated_past_its_prefill_capacity_waits_past_any_slo():
     out = qu.disaggregated_at_load(0.99, np.array([30.0, 41.0, 400.0]), 1.0, **kw)
     assert out.ttft_q_s[0] < 1.0 < 100.0 < out.ttft_q_s[1] == out.ttft_q_s[2] and np.all(np.isfinite(out.ttft_mean_s))
     assert np.all(np.isfinite(out.tpot_q_s))
+
+
+@pytest.mark.parametrize("arrival_cv", [0.0, 1e-9])
+def test_queue_ratio_of_evenly_spaced_arrivals_is_the_exponential_limit(arrival_cv):
+    """Arrivals of squared CV 0 (or next to it) have the transform ``e^(-s / lambda)``, so
+    ``z = exp(-(1 - z^P) / (lambda g))``: its root (scipy), not the 1 that ``(1 + t v)^(-1/v)``
+    rounds to at ``v = 0``."""
+    from scipy.optimize import brentq
+
+    lam, g, top = 30.0, 0.05, 8.0
+    want = brentq(lambda z: z - np.exp(-(1.0 - z**top) / (lam * g)), 1e-9, 1.0 - 1e-9, xtol=1e-15)
+    got = qu._queue_ratio(np.array([lam]), arrival_cv, np.array([g]), np.array([top]))
+    assert got[0] == pytest.approx(want, rel=1e-9, abs=1e-12)
