@@ -903,27 +903,6 @@ def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, 
     return np.clip(n, 0.0, top)
 
 
-def _slot_wait(q, rate_per_s, arrival_cv, instances, batch, output_tokens, step_s):
-    """The wait for a batch slot near capacity (s): ``(mean, q quantile)``. Every instance
-    holds at most ``batch`` running requests; once all ``c = instances x batch`` slots are
-    busy an arrival waits for a departure. The slots are pooled (least-loaded dispatch
-    sends it to the first instance with a free slot) and each is held one request's
-    residence at full occupancy, ``h = O step_s`` (its prefill rides in those steps'
-    chunks), so the pool's utilisation is the load, ``rho = lambda h / c`` (the roofline's
-    capacity ``batch / step_s`` tokens/s an instance). Fixed lengths make the holding time
-    near-deterministic: a G/D/c wait in Allen-Cunneen's form (:func:`mean_wait`,
-    :func:`wait_quantile`: Erlang C's probability of waiting, exponential beyond with
-    scale ``(c_a^2 + 0) / 2 x h / (c (1 - rho))``, Kingman's halving for a deterministic
-    holding time). Negligible below about 0.95 of capacity on the case study's plans
-    (Erlang C on thousands of slots), unbounded at ``rho >= 1``
-    (docs/load.md#near-capacity)."""
-    c = np.asarray(instances, float) * np.asarray(batch, float)
-    hold = np.asarray(output_tokens, float) * np.asarray(step_s, float)
-    rho = np.asarray(rate_per_s, float) * hold / c
-    zero = np.zeros(np.shape(rho))
-    return mean_wait(c, hold, rho, arrival_cv, zero), wait_quantile(q, c, hold, rho, arrival_cv, zero)
-
-
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
                        step_s, chunk_step_1_s, low_batch=1,
                        tail_step_1_s=None, tail_step_s=None) -> LoadLatency:
@@ -956,9 +935,7 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     prompt admitted to that instance while it ran (M/D/1's light-traffic term ``a = u``:
     :func:`_stream_wait_area`; mean ``u (1 + u) D / 2``), plus the wait of the bursts'
     excess over Poisson's variability in the instance's own stream (:func:`_burst_wait`:
-    none for Poisson arrivals), plus, near capacity, the wait for a batch slot once every
-    instance's ``batch`` slots are busy (:func:`_slot_wait`; mean and quantile added).
-    Sources: docs/sources.md#load-queueing."""
+    none for Poisson arrivals). Sources: docs/sources.md#load-queueing."""
     lam = np.asarray(rate_per_s, float) / instances
     o, s = np.asarray(output_tokens, float), np.asarray(prompt_tokens, float)
     per_prompt = s / np.asarray(chunk_tokens, float)
@@ -978,9 +955,7 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     own = _own_prefill_s(per_prompt, d, chunked, tail)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
-    slot_mean, slot_q = _slot_wait(q, rate_per_s, arrival_cv, instances, batch, o, step_s)
-    return LoadLatency(step / 2.0 + busy * (1.0 + busy) / 2.0 * prompt_s + burst_mean + slot_mean + own, ahead_q + burst_q + slot_q + own, step,
-                       tau(n_q)[0], n)
+    return LoadLatency(step / 2.0 + busy * (1.0 + busy) / 2.0 * prompt_s + burst_mean + own, ahead_q + burst_q + own, step, tau(n_q)[0], n)
 
 
 def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):

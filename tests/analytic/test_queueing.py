@@ -156,46 +156,6 @@ def test_continuous_latency_rises_with_load_and_burstiness():
         assert qu.continuous_at_load(0.99, r, 1.0, **CONTINUOUS).ttft_q_s == pytest.approx(poisson.ttft_q_s[i], rel=1e-12)
 
 
-def test_slot_wait_on_one_slot_is_pollaczek_khinchine_for_md1():
-    """One instance of one slot held ``O step_s`` seconds: M/D/1, whose mean wait is
-    Pollaczek-Khinchine's exactly, ``rho h / (2 (1 - rho))``; P(wait) = rho (Erlang C on one
-    server), so the 0.99 quantile is ``h / (2 (1 - rho)) ln(rho / 0.01)``. Here ``h = 4 x 0.5 =
-    2`` s and ``rho = 0.3 x 2 = 0.6``: mean 1.5 s, quantile 2.5 ln 60 s."""
-    mean, q = qu._slot_wait(0.99, 0.3, 1.0, 1, 1, 4, 0.5)
-    assert mean == pytest.approx(0.6 * 2.0 / (2.0 * 0.4), rel=1e-12)
-    assert q == pytest.approx(2.0 / (2.0 * 0.4) * math.log(0.6 / 0.01), rel=1e-12)
-
-
-def test_slot_wait_pools_every_instance_slots_as_erlang_c_halved():
-    """Two instances of one slot each (``c = 2``), held ``h = 1`` s, at 1 request/s: ``rho =
-    1/2``, offered ``a = 1``, Erlang C ``C(2, 1) = (a^2 / 2) / (a^2 / 2 + (1 + a)(1 - rho)) =
-    1/3``; the M/M/2 wait's scale ``h / (c (1 - rho)) = 1`` s halved for the deterministic
-    holding time: mean ``1/6`` s; the 0.99 quantile ``ln((1/3) / 0.01) / 2``, and 0 at a
-    quantile the wait's atom at 0 holds (``q = 0.6 < 1 - C``). Bursty arrivals scale it by
-    ``(c_a^2 + 0) / 2``; past capacity the wait is unbounded."""
-    mean, q = qu._slot_wait(np.array([0.99, 0.6]), 1.0, 1.0, 2, 1, 1, 1.0)
-    assert mean == pytest.approx(1.0 / 6.0, rel=1e-12)
-    assert q == pytest.approx([math.log(100.0 / 3.0) / 2.0, 0.0], rel=1e-12)
-    bursty, _ = qu._slot_wait(0.99, 1.0, 2.0, 2, 1, 1, 1.0)
-    assert bursty == pytest.approx(4.0 / 6.0, rel=1e-12)
-    assert np.all(np.isinf(qu._slot_wait(0.99, 2.0, 1.0, 2, 1, 1, 1.0)))
-
-
-def test_continuous_ttft_near_capacity_carries_the_slot_wait():
-    """At 0.99 of the plan's capacity (25 requests/s on :data:`CONTINUOUS`) the TTFT's mean and
-    quantile each carry the wait for one of the ``4 x 64`` slots held ``256 x 0.04`` s,
-    (Erlang C at ``rho = 0.99`` on 256 servers, the scale ``h / (c (1 - rho))`` halved), over
-    a second on average: the TTFT is at least that wait."""
-    c = CONTINUOUS
-    capacity = c["instances"] * c["batch"] / (c["output_tokens"] * c["step_s"])
-    out = qu.continuous_at_load(0.99, 0.99 * capacity, 1.0, **c)
-    mean, q = qu._slot_wait(0.99, 0.99 * capacity, 1.0, 4, 64, 256, 0.040)
-    pw = qu.erlang_c(256, 0.99 * 256)
-    assert mean == pytest.approx(pw * 0.5 * 256 * 0.040 / (256 * 0.01), rel=1e-12)
-    assert q == pytest.approx(0.5 * 256 * 0.040 / (256 * 0.01) * math.log(pw / 0.01), rel=1e-12)
-    assert mean > 1.0 and out.ttft_mean_s > mean and out.ttft_q_s > q
-
-
 def continuous_demand(n, lam, o, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low):
     """``lambda O tau(n)``, the occupancy Little's law gives at ``n`` (continuous_at_load's
     ``tau``, by its definition; ``+inf`` where prompts take every step)."""

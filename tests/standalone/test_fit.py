@@ -102,21 +102,6 @@ def test_disaggregated_near_the_prefill_pool_capacity(name, cv, load):
     assert np.all(np.abs(model - sim) <= np.array([0.10, 0.05, 0.10, 0.05]) * sim + 4.0 * sem), (model, sim, sem)
 
 
-@pytest.mark.slow
-def test_continuous_p99_ttft_at_099_of_capacity_carries_the_slot_wait():
-    """h100 continuous, Poisson arrivals at 0.99 of the roofline's capacity on 16 instances
-    (docs/load.md#near-capacity): one run at the fit table's rule (1,600,000 requests, the
-    first half left out, seed 0). Every one of the 2,768 batch slots is busy for about half
-    the arrivals, and the wait for one (:func:`mcengine.analytic.queueing._slot_wait`) is
-    most of the P99 TTFT: the fast model within 10 % of the simulator's, widened by 4 of its
-    standard errors by sectioning. Without the slot wait it was 78 % low."""
-    fit = docs_script("load/make_fit_table")
-    scenario = load_scenario("h100")
-    system = serving_system(scenario, "continuous", fit.INSTANCES)
-    row = fit.point(scenario, system, 0.99, "poisson", 1.0)
-    assert abs(row["err_ttft_p99"]) <= 0.10 + 4.0 * row["sim_ttft_p99_sem_ms"] / row["sim_ttft_p99_ms"], row
-
-
 def test_the_near_capacity_model_only_refit_is_idempotent(tmp_path):
     """``near_capacity.py --model-only`` recomputes the committed near-capacity.csv's fast
     columns from the model: the committed CSV is its fixed point (the model's columns are
