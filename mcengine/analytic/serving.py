@@ -102,10 +102,17 @@ def chunk_kv_read_tokens(chunk, prompt_tokens: int) -> np.ndarray:
     return kv_read_tokens(np.asarray(chunk, float), np.asarray(prompt_tokens, float))
 
 
+#: The largest batch limit :func:`batch_limit_chunk` gives: 2^53, the largest integer a
+#: float holds exactly (far above any batch the memory or the SLOs allow).
+BATCH_LIMIT_CAP = 2.0**53
+
+
 def batch_limit_chunk(prompt_tokens: int, output_tokens: int, chunk_budget_tokens) -> np.ndarray:
     """``B_chunk = floor(budget O / S)``: the largest batch whose per-step chunk ``c = B S/O``
-    fits the engine's token budget (0 when not even one sequence's does). int64."""
-    return np.floor(np.asarray(chunk_budget_tokens, float) * output_tokens / prompt_tokens).astype(np.int64)
+    fits the engine's token budget (0 when not even one sequence's does), at most
+    :data:`BATCH_LIMIT_CAP` (a prompt all but wholly cached leaves so few tokens to prefill
+    that the ratio would overflow int64; other limits bind long before). int64."""
+    return np.floor(np.minimum(np.asarray(chunk_budget_tokens, float) * output_tokens / prompt_tokens, BATCH_LIMIT_CAP)).astype(np.int64)
 
 
 def continuous_step(m: rm.ModelCard, layout: rm.Layout, batch, prompt_tokens: int, output_tokens: int, r: rm.Rates,

@@ -132,3 +132,16 @@ def test_continuous_step_with_data_parallel_attention_reads_one_ranks_share_of_t
     kv_d = 4 / 64 * (B * T + max(c, S) / 2) * 2 * L * 8 * dh * 2
     assert float(tensor.memory_s) == pytest.approx((weights_t + kv_t) / 3.35e12, rel=1e-12)
     assert float(data.memory_s) == pytest.approx((weights_d + kv_d) / 3.35e12, rel=1e-12)
+
+
+def test_batch_limit_chunk_of_an_all_but_cached_prompt_is_capped_not_overflowed():
+    """A prompt all but wholly served from the prefix cache (hit rate 1 - 2^-52 leaves
+    ~10^-13 tokens to compute) with a 10^7-token budget: ``budget O / S`` is ~10^23, past
+    int64; the limit is :data:`BATCH_LIMIT_CAP` (2^53), with no invalid cast, and an
+    ordinary prompt's limit is unchanged."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = sv.batch_limit_chunk(np.array([2048.0 * 2.0**-52, 2048.0]), 256, 1e7)
+    assert got.tolist() == [2**53, 1_250_000]
