@@ -122,6 +122,12 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of)
     return choose_jointly([(table, power_weight, demand, output_tokens, n, steps_of)])[0]
 
 
+def _end_to_end(items: list, ns: list[int], get) -> np.ndarray:
+    """``get(item)`` of each of ``items`` (a value or one per trial), broadcast to its
+    ``n`` trials and laid one after another: the joined trials of :func:`choose_jointly`."""
+    return np.concatenate([per_trial(get(x), m) for x, m in zip(items, ns)])
+
+
 def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, FleetSearch | None]]:
     """:func:`choose` of each part ``(table, power_weight, demand, output_tokens, n,
     steps_of)`` of ``parts`` (a mix's request classes, each planned under its share of the
@@ -138,8 +144,8 @@ def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, Fle
     ns = [p[4] for p in parts]
     n, starts = sum(ns), np.cumsum([0, *ns])
 
-    def joined(get) -> np.ndarray:  # each part's per-trial values, one after another
-        return np.concatenate([per_trial(get(p), m) for p, m in zip(parts, ns)])
+    def joined(get) -> np.ndarray:
+        return _end_to_end(parts, ns, get)
 
     slo, avail = joined(lambda p: p[2].ttft_slo_ms), joined(lambda p: p[2].availability)
     mean = joined(lambda p: p[2].demand)
@@ -184,7 +190,7 @@ class Model:
 
     def __init__(self, steps_of: list, starts: np.ndarray, demands: list[Demand], output_tokens: np.ndarray, ns: list[int]):
         def joined(get) -> np.ndarray:
-            return np.concatenate([per_trial(get(d), m) for d, m in zip(demands, ns)])
+            return _end_to_end(demands, ns, get)
 
         self.steps_of, self.starts, self.output_tokens = steps_of, starts, output_tokens
         self.q, self.ca = joined(lambda d: d.quantile), joined(lambda d: d.arrival_cv)
