@@ -71,8 +71,8 @@ def render_serve(doc: dict):
 def _unsteady(doc: dict) -> str:
     """The warning of a run the simulation found unsteady (``steady`` false: its sectioning
     batches correlated, :func:`mcengine.standalone.serve.batch_correlation`); "" for a
-    steady one, or a summary written before the test."""
-    if doc.get("steady", True):
+    steady one."""
+    if doc["steady"]:
         return ""
     shown = ", ".join(f"{name.upper()} {'n/a' if c is None else format(c, '.2f')}" for name, c in doc["batch_correlation"].items())
     return (f": not steady, its batches are correlated ({shown} against {doc['batch_correlation_limit']:.2f}; docs/serve.md#statistics): "

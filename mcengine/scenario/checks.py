@@ -243,8 +243,11 @@ def mix_load_problems(w, c) -> list[Problem]:
     least the classes. With the fleet bought (``cluster.instances = "auto"``) the rule
     cannot bind: each class buys its own fleet, at least its plan's least cluster (1
     instance, 2 when disaggregated), and ``cluster.simulated_instances`` is only the
-    cluster a trial no fleet serves falls back to, which serves nothing whatever its split."""
-    if not w.classes or w.load.demand == SATURATE or c.instances == AUTO or c.instances >= len(w.classes):
+    cluster a trial no fleet serves falls back to, which serves nothing whatever its split.
+    With ``workload.class_instances = "whole"`` the rule is that split's own check (every
+    demand), which names the key once."""
+    if (not w.classes or w.class_instances == "whole" or w.load.demand == SATURATE or c.instances == AUTO
+            or c.instances >= len(w.classes)):
         return []
     return [Problem("cluster.instances", c.instances, f"allowed: at least {len(w.classes)}, one instance for each request class of the mix "
                     "under a demand (workload.load.demand a number): "

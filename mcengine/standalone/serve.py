@@ -327,7 +327,7 @@ def _mix_summary(scenario: Scenario, demand_tokens_per_s: float, requests: int, 
         "demand_tokens_per_s": demand_tokens_per_s,
         "capacity_tokens_per_s": capacity,
         "load": demand_tokens_per_s / capacity,
-        "arrival": arrival, "arrival_cv": arrival_cv, "lengths": lengths, "length_cv": common("length_cv"), "requests": requests, **_warmup_fields(warmup, requests, len(kept)),
+        "arrival": arrival, "arrival_cv": arrival_cv, "lengths": lengths, "length_cv": common("length_cv"), "requests": requests, **_warmup_fields(warmup, len(table), len(kept)),
         "ttft_slo_ms": common("ttft_slo_ms"), "tpot_slo_ms": common("tpot_slo_ms"),
         "requests_measured": len(kept),
         **_latency_stats(kept, kept.ttft_slo_s, kept.tpot_slo_s),
@@ -380,11 +380,13 @@ def batch_correlation(x: np.ndarray) -> float | None:
     return 1.0 - float((np.diff(z) ** 2).sum()) / (2.0 * spread) if spread > 0 else 0.0
 
 
-def steady_limit(batches: int = SEM_BATCHES) -> float:
+def steady_limit() -> float:
     """The :func:`batch_correlation` above which a series' batches are called correlated:
     the one-sided :data:`STEADY_LEVEL` quantile of its normal approximation under
-    independence, ``z_{1 - level} sqrt((k - 2) / (k^2 - 1))`` (0.494 at 20 batches)."""
-    return float(NormalDist().inv_cdf(1.0 - STEADY_LEVEL) * math.sqrt((batches - 2) / (batches * batches - 1)))
+    independence, ``z_{1 - level} sqrt((k - 2) / (k^2 - 1))`` over the ``k =``
+    :data:`SEM_BATCHES` batches (0.494)."""
+    k = SEM_BATCHES
+    return float(NormalDist().inv_cdf(1.0 - STEADY_LEVEL) * math.sqrt((k - 2) / (k * k - 1)))
 
 
 def mser_truncation(x: np.ndarray) -> int:
