@@ -378,6 +378,8 @@ def _gamma_transform(t, v):
     is ``e^(-t)``."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         power = (1.0 + t * v) ** (-1.0 / v)
+        if np.all(v > SMOOTH_ARRIVAL_CV2):  # (every arrival law but the nearly even: the power alone)
+            return power
         smooth = np.exp(-np.where(v > 0.0, np.log1p(t * v) / np.where(v > 0.0, v, 1.0), t))
     return np.where(v > SMOOTH_ARRIVAL_CV2, power, smooth)
 
@@ -404,9 +406,10 @@ def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
     d = np.maximum(d, 1e-12)
     lo, hi = np.zeros(lam.shape), np.ones(lam.shape)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        pd, gd = p * d, g * d
         for _ in range(BISECTION_STEPS):
             z = 0.5 * (lo + hi)
-            drained = -np.expm1(p * d * np.log(z)) / (g * d)  # (1 - z^(P I)) / (g I)
+            drained = -np.expm1(pd * np.log(z)) / gd  # (1 - z^(P I)) / (g I)
             above = _gamma_transform(drained / lam, v) > z
             lo, hi = np.where(above, z, lo), np.where(above, hi, z)
     return np.where(p > lam * g, lo, 1.0)
