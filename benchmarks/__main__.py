@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     try:
+        if args.mix and args.harness != ["load"]:
+            raise InputError(Problem("--mix", True, "allowed with the load harness alone (python -m benchmarks load --mix [--against REV])"))
         if "counts" in args.harness:
             doc = counts.run(args.against)
         elif (args.against or args.adaptive or args.keep_trials or args.trials) and "memory" in args.harness:
@@ -88,10 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             doc = plans.side_by_side(args.against, args.quick)
         elif args.against and "load" in args.harness:
             doc = load.side_by_side(args.against, args.quick, args.mix)
-        elif args.mix and args.harness == ["load"]:
-            doc = run_all(quick=args.quick, stages=("load",), harnesses={"load": lambda quick: load.run(quick, mix=True)})
         elif args.mix:
-            raise InputError(Problem("--mix", True, "allowed with the load harness alone (python -m benchmarks load --mix [--against REV])"))
+            doc = run_all(quick=args.quick, stages=("load",), harnesses={"load": lambda quick: load.run(quick, mix=True)})
         elif args.against:
             doc = compile.side_by_side(args.against, args.quick)
         elif "instructions" in args.harness:

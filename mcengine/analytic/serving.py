@@ -327,14 +327,16 @@ def continuous_search_tables(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, 
     for j, name in enumerate(kc.TRIAL_COLUMNS):
         x[:, j] = np.broadcast_to(np.asarray(columns[name], float), (n,))
     ar, inner = rc.allreduce_constants, (t // g if att == "grouped" else 1)
+    two, one = rc.UNDOMINATED[rc.allreduce_seconds]  # "auto"'s candidates, as the NumPy path times them
+    (gather,) = rc.UNDOMINATED[rc.all_gather_seconds]
     entries = {
         "pipeline": layout.pipeline, "layers": m.layers, "hidden": m.hidden, "sequence_attention": att != "tensor",
         "attention_groups": rw.attention_groups(t, att, g), "weights": r.bytes_per_param * rw.rank_params_streamed(m, t, 1.0, att, g),
         "kv_rank": rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g), "sharded_params": rw.sharded_params_active(m, t),
         "tp_ranks": t, "inner_ranks": inner, "grouped": att == "grouped",
-        **dict(zip(("ar_k2", "ar_c2", "ar_k1", "ar_c1"), (*ar("two_shot", t), *ar("one_shot", t)))),
-        **dict(zip(("ag_k", "ag_c"), rc.all_gather_constants("one_shot", t))),
-        **dict(zip(("in_k2", "in_c2", "in_k1", "in_c1"), (*ar("two_shot", inner), *ar("one_shot", inner)))),
+        **dict(zip(("ar_k2", "ar_c2", "ar_k1", "ar_c1"), (*ar(two, t), *ar(one, t)))),
+        **dict(zip(("ag_k", "ag_c"), rc.all_gather_constants(gather, t))),
+        **dict(zip(("in_k2", "in_c2", "in_k1", "in_c1"), (*ar(two, inner), *ar(one, inner)))),
     }
     return x, np.array([float(entries[name]) for name in kc.LAYOUT_ENTRIES]), o_steps
 

@@ -171,7 +171,7 @@ def test_static_ttft_is_the_whole_batch_prefill_plus_the_pipeline_fill():
 @pytest.mark.parametrize("formula", [rc.allreduce_seconds, rc.all_gather_seconds, rc.gather_scatter_seconds])
 @pytest.mark.parametrize("t", [2, 3, 4, 5, 8, 16, 64])
 def test_auto_times_only_the_algorithms_that_can_be_fastest_to_the_bit(formula, t):
-    """"auto" times the candidates of ``_UNDOMINATED`` only: the same floats as the running
+    """"auto" times the candidates of ``UNDOMINATED`` only: the same floats as the running
     minimum over every switched algorithm, at random messages, bandwidths and latencies
     (hop latency 0 included, where the hop terms tie)."""
     rng = np.random.default_rng(t)

@@ -79,14 +79,14 @@ def _candidates(algorithm: str) -> tuple[str, ...]:
 #: monotone, so no other algorithm is ever strictly faster). All-reduce: ring ``2(t-1)`` and
 #: tree ``2 ceil(log2 t)`` hops against two-shot's 2; all-gather (and gather + scatter): ring
 #: ``t - 1`` and tree ``ceil(log2 t)`` against one-shot's 1.
-_UNDOMINATED = {allreduce_seconds: ("two_shot", "one_shot"), all_gather_seconds: ("one_shot",), gather_scatter_seconds: ("one_shot",)}
+UNDOMINATED = {allreduce_seconds: ("two_shot", "one_shot"), all_gather_seconds: ("one_shot",), gather_scatter_seconds: ("one_shot",)}
 
 
 def fastest_s(formula, algorithm: str, t: int, nbytes, r: "Rates") -> np.ndarray:
     """Seconds of the fastest of ``algorithm``'s candidates per element (the value
     :func:`_fastest` gives, without its index; for ``"auto"`` only the candidates of
-    :data:`_UNDOMINATED` are timed)."""
-    names = _UNDOMINATED[formula] if algorithm == "auto" else _candidates(algorithm)
+    :data:`UNDOMINATED` are timed)."""
+    names = UNDOMINATED[formula] if algorithm == "auto" else _candidates(algorithm)
     best = np.asarray(formula(names[0], t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s), float)
     for name in names[1:]:
         best = np.minimum(best, formula(name, t, nbytes, r.link_bytes_per_s, r.collective_start_s, r.hop_latency_s))
