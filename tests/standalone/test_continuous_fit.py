@@ -9,7 +9,8 @@ import pytest
 
 from mcengine.analytic import queueing as qu
 from mcengine.scenario import load_scenario
-from mcengine.standalone.serve import fast_latency, latency_summary, serving_system, simulate_requests
+from mcengine.standalone.serve import serving_system
+from tests.standalone.fit_checks import assert_fits, replicated
 
 #: Independent replications per cell, each of the fit table's continuous run (1,600,000
 #: requests, the first half left out: two relaxation times of least-loaded dispatch's
@@ -38,13 +39,5 @@ def test_gamma_cells_brought_in_hold_against_settled_replications(name, load):
     table before the bursts' own-stream wait: P99 TTFT 14 % and 20 % low)."""
     system = serving_system(load_scenario(name), "continuous", 16)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
-    stats = []
-    for rep in range(REPLICATIONS):
-        df, busy = simulate_requests(system, rate, REQUESTS, seed=0, replication=rep, arrival="gamma", arrival_cv=2.0)
-        s = latency_summary(df, busy, system, WARMUP)
-        stats.append([s["ttft_ms"]["p99"], s["ttft_ms"]["mean"], s["tpot_ms"]["p99"], s["tpot_ms"]["mean"]])
-    stats = np.array(stats)
-    sim, sem = stats.mean(axis=0), stats.std(axis=0, ddof=1) / np.sqrt(REPLICATIONS)
-    fast = fast_latency(system, rate, 2.0, 0.99)
-    model = 1e3 * np.array([fast.ttft_q_s, fast.ttft_mean_s, fast.tpot_q_s, fast.tpot_mean_s], float)
-    assert np.all(np.abs(model - sim) <= np.array([0.10, 0.05, 0.10, 0.05]) * sim + 4.0 * sem), (model, sim, sem)
+    sim, sem = replicated(system, rate, REQUESTS, REPLICATIONS, 0, WARMUP, "gamma", 2.0)
+    assert_fits(system, rate, 2.0, sim, sem)

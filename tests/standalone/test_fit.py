@@ -11,6 +11,7 @@ import pytest
 from mcengine.scenario import load_scenario
 from mcengine.standalone.serve import fast_latency, latency_summary, serve_summary, serving_system, simulate_requests
 from tests.docs_scripts import docs_script
+from tests.standalone.fit_checks import assert_fits, replicated, statistics
 
 
 @pytest.fixture(scope="module")
@@ -68,20 +69,10 @@ def test_fast_model_within_tolerance_of_replicated_simulations(name, mode, arriv
     """Cells the table passes, on 16 instances: :data:`REPLICATIONS` independent replications
     (fixed seed) of ``requests`` requests; the fast model within 10 % of the replications'
     mean P99s and 5 % of their mean means, widened by 4 standard errors of those means."""
-    scenario = load_scenario(name)
-    system = serving_system(scenario, mode, 16)
+    system = serving_system(load_scenario(name), mode, 16)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
-    stats = []
-    for rep in range(REPLICATIONS):
-        df, busy = simulate_requests(system, rate, requests, seed=11, replication=rep, arrival=arrival, arrival_cv=cv)
-        s = latency_summary(df, busy, system, 0.2)
-        stats.append([s["ttft_ms"]["p99"], s["ttft_ms"]["mean"], s["tpot_ms"]["p99"], s["tpot_ms"]["mean"]])
-    stats = np.array(stats)
-    sim, sem = stats.mean(axis=0), stats.std(axis=0, ddof=1) / np.sqrt(REPLICATIONS)
-    fast = fast_latency(system, rate, cv, 0.99)
-    model = 1e3 * np.array([fast.ttft_q_s, fast.ttft_mean_s, fast.tpot_q_s, fast.tpot_mean_s], float)
-    tolerance = np.array([0.10, 0.05, 0.10, 0.05]) * sim + 4.0 * sem
-    assert np.all(np.abs(model - sim) <= tolerance), (model, sim, sem)
+    sim, sem = replicated(system, rate, requests, REPLICATIONS, 11, 0.2, arrival, cv)
+    assert_fits(system, rate, cv, sim, sem)
 
 
 @pytest.mark.slow
@@ -95,11 +86,7 @@ def test_disaggregated_near_the_prefill_pool_capacity(name, cv, load):
     scenario = load_scenario(name)
     system = serving_system(scenario, "disaggregated", 16)
     body, _ = serve_summary(scenario, load * system.capacity_tokens_per_s, 200_000, 0, "poisson" if cv == 1.0 else "gamma", cv, "disaggregated", 16)
-    sim = np.array([body["ttft_ms"]["p99"], body["ttft_ms"]["mean"], body["tpot_ms"]["p99"], body["tpot_ms"]["mean"]])
-    sem = np.array([body["ttft_sem_ms"]["p99"], body["ttft_sem_ms"]["mean"], body["tpot_sem_ms"]["p99"], body["tpot_sem_ms"]["mean"]])
-    fast = fast_latency(system, load * system.capacity_tokens_per_s / system.output_tokens, cv, 0.99)
-    model = 1e3 * np.array([fast.ttft_q_s, fast.ttft_mean_s, fast.tpot_q_s, fast.tpot_mean_s], float)
-    assert np.all(np.abs(model - sim) <= np.array([0.10, 0.05, 0.10, 0.05]) * sim + 4.0 * sem), (model, sim, sem)
+    assert_fits(system, load * system.capacity_tokens_per_s / system.output_tokens, cv, np.array(statistics(body)), np.array(statistics(body, "sem_ms")))
 
 
 def test_the_near_capacity_model_only_refit_is_idempotent(tmp_path):
