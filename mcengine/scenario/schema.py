@@ -138,14 +138,13 @@ class Scenario:
                     if (training_peak := self.training_peak()) is not None:
                         out[TRAINING_PEAK_KEY] = training_peak
                 elif isinstance(value, Dist):
-                    out[key] = value
+                    if _read(f):
+                        out[key] = value
                 elif isinstance(value, (Law, LengthLaw)):
                     for suffix, dist in value.param_items():
                         out[f"{key}.{suffix}"] = dist
-                elif isinstance(value, (DeriveSection, LoadSection, SpeculativeSection, PrefixCacheSection, TrainingSection)):
-                    for df in fields(value):
-                        if isinstance(getattr(value, df.name), Dist) and _read(df):
-                            out[f"{key}.{df.name}"] = getattr(value, df.name)
+                elif isinstance(value, _SUBTABLES):
+                    out.update((k, d) for k, df, d in _table_leaves(key, value) if isinstance(d, Dist) and _read(df))
                 elif f.name in ("components", "classes"):
                     for name, comp in value:
                         for cf in fields(comp):
@@ -164,12 +163,12 @@ class Scenario:
         (:meth:`inputs`); ``mcengine check`` warns of them
         (:func:`~.consistency.unread_warnings`)."""
         out: dict[str, Dist] = {}
-        for f in fields(self.workload):
-            value = getattr(self.workload, f.name)
-            if isinstance(value, (LoadSection, SpeculativeSection, PrefixCacheSection)):
-                for df in fields(value):
-                    if not _read(df) and getattr(value, df.name) != df.default:
-                        out[f"workload.{f.name}.{df.name}"] = getattr(value, df.name)
+        for table, _cls, _special in SECTIONS:
+            section = getattr(self, table)
+            out.update((k, d) for k, df, d in _table_leaves(table, section) if not _read(df) and d != df.default)
+            for f in fields(section):
+                if isinstance(value := getattr(section, f.name), _SUBTABLES):
+                    out.update((k, d) for k, df, d in _table_leaves(f"{table}.{f.name}", value) if not _read(df) and d != df.default)
         return out
 
     def uncertain_inputs(self) -> dict[str, Dist]:
@@ -204,6 +203,16 @@ class Scenario:
         if self.derivation is not None:
             _derived_dict(out, self.derivation, with_unset)
         return out
+
+
+#: The tables inside a section whose keys are keys of their own (``[workload.load]``, ...).
+_SUBTABLES = (DeriveSection, LoadSection, SpeculativeSection, PrefixCacheSection, TrainingSection)
+
+
+def _table_leaves(prefix: str, table):
+    """``(dotted key, field, value)`` of each field of ``table`` under ``prefix``: what
+    :meth:`Scenario.inputs` draws from and :meth:`Scenario.unread_keys` warns of."""
+    return ((f"{prefix}.{f.name}", f, getattr(table, f.name)) for f in fields(table))
 
 
 def _read(f) -> bool:
