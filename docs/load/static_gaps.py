@@ -34,7 +34,9 @@ cycle plus any idle time: the mixture of the batch-time law over the batch sizes
 independent renewal streams of that measured law (:func:`independent_seen_cv2`), beside
 ``seen``; ``P0 law``, :func:`empty_share` at the simulator's ``k`` and the squared CV of
 its gaps (``all gaps``), beside ``P0`` and the chain's ``P0 model`` (the model's ``P(idle)
-k``); and the spill's terms near full batches: ``left``, the mean requests a completion
+k``); ``seen law``, the ``seen`` that :func:`waiting_residual` gives from the simulator's ``k``,
+``all gaps`` and ``P0`` (every gap's law and the empty share: the gaps a waiting request
+sees, derived), beside ``seen``; and the spill's terms near full batches: ``left``, the mean requests a completion
 leaves waiting (Lindley's ``W``), ``V gap``, the variance of the arrivals in one gap
 between completions, ``V long``, that of their sum over :data:`LONG_RUN` gaps per gap,
 and ``V needs``, the ``V`` that puts the model's bound ``V / (2 mu) - k / 2`` on ``left``
@@ -162,6 +164,32 @@ def empty_share(batch_mean, gap_cv2, arrival_cv2):
     return np.where(k > 1.0, 0.5 * (lo + hi), 1.0)
 
 
+def waiting_residual(batch_mean, gap_cv2, empty, rate_per_s=1.0):
+    """The mean time ``E[R]`` (s) from a waiting request's arrival to the next completion, on
+    :func:`empty_share`'s chain: gaps between completions i.i.d. gamma of mean ``m = k /
+    lambda`` (``k`` the mean batch) and squared CV ``c_g^2``, Poisson arrivals, and ``i``
+    instances idle at a gap's start, geometric ``P(i >= n) = s^n`` independent of that gap
+    (``s = empty``, the chain's root). The arrivals of a gap take the idle instances first, so
+    one at time ``t`` into a gap waits when ``i <= N(t)``, the arrivals before it:
+    ``w(t) = 1 - s E[s^N(t)] = 1 - s e^(-beta t)``, ``beta = lambda (1 - s)``. Arrivals are
+    uniform in time, so ``E[R] = E[int_0^X w(t) (X - t) dt] / E[int_0^X w(t) dt]`` over a gap
+    ``X``: ``(E[X^2] / 2 - s (m / beta - (1 - L) / beta^2)) / (m - s (1 - L) / beta)``, ``L =
+    E[e^(-beta X)] = (1 + beta m c_g^2)^(-1 / c_g^2)``. ``s = 0`` (no idle instance) gives the
+    renewal residual ``m (1 + c_g^2) / 2``; exponential gaps give ``m`` whatever ``s`` (a
+    memoryless gap's rest). So the gaps a waiting request sees, ``2 E[R] / g - 1``, follow
+    from every gap's law and the empty share: short gaps before empty completions hold no
+    waiting request, and a gap's first arrivals ride idle instances. NaN where ``s >= 1``
+    (no request waits)."""
+    k, v, s = (np.asarray(x, float) for x in (batch_mean, gap_cv2, empty))
+    lam = np.asarray(rate_per_s, float)
+    m = k / lam
+    with np.errstate(divide="ignore", invalid="ignore"):
+        beta = lam * (1.0 - s)
+        absorbed = (1.0 - (1.0 + beta * m * v) ** (-1.0 / v)) / beta  # E[(1 - e^(-beta X)) / beta]
+        out = ((1.0 + v) * m * m / 2.0 - s * (m / beta - absorbed / beta)) / (m - s * absorbed)
+    return np.where(s < 1.0, out, np.nan)
+
+
 def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
     """The measured terms of the candidate laws (the module's ``--laws`` columns) from the
     simulator's per-request rows ``df`` (the ``measured`` ones), read as :func:`gap_measures`
@@ -207,6 +235,7 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
             "gap*lam/k": law["mean gap"] * rate / law["k"], "empty gaps": law["empty gaps"], "cycle cv2": law["cycle cv2"],
             "independent": law["independent"], "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
             "P0 law": float(empty_share(law["k"], sim["gaps_cv2"], cv * cv)),
+            "seen law": float(2.0 * waiting_residual(law["k"], sim["gaps_cv2"], law["P0"], rate) / g - 1.0),
             "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0), "left": law["left"], "V gap": law["V gap"],
             "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0),
             **{f"{kind} {what}": f(law[f"{kind} gaps"]) for kind in ("E", "Q")
