@@ -564,6 +564,21 @@ def _idle_sums(servers, offered):
     return s1.reshape(c.shape), s2.reshape(c.shape)
 
 
+def _light_gap_cv2(servers, arrival_cv2):
+    """The squared CV of the gaps a waiting request sees in light traffic, on gaps of mean ``T / c``
+    (``c = servers``): every busy instance holds one request, started at one of the last
+    ``c`` arrivals, so the request waits ``R = T - S`` for the oldest, ``S`` the span of the
+    ``c`` arrival gaps before it, given ``S < T``. Gamma arrival gaps (squared CV ``v =
+    arrival_cv2``) make ``S`` gamma of shape ``c / v``, whose density near 0 is ``~ s^(c / v -
+    1)``, so in the light-traffic limit ``E[S | S < T] = T (c / v) / (c / v + 1)`` and
+    ``E[R] = T v / (c + v)``: ``2 E[R] / (T / c) - 1 = 2 c v / (c + v) - 1``. Poisson's
+    (``v = 1``) is ``(c - 1) / (c + 1)``, exact at any load given the ``c`` starts (uniform
+    over the cycle; docs/load.md#static); one instance's is ``(v - 1) / (v + 1)`` (0, the
+    deterministic cycle's uniform rest, for Poisson)."""
+    c, v = np.asarray(servers, float), np.asarray(arrival_cv2, float)
+    return 2.0 * c * v / (c + v) - 1.0
+
+
 def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0) -> CompletionGaps:
     """Greedy batching on ``servers`` instances (docs/load.md#static): an instance that falls
     idle takes every queued request (up to ``top``) at once and holds them for ``T(k)``
@@ -584,9 +599,9 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     ``T = T(k)``: :data:`OCCUPANCY_STEPS` damped fixed-point steps from 1.
 
     A request that waits waits for the next completion: gaps of mean ``T(k) / c`` while
-    every instance is busy, gamma with squared CV ``c_g^2``: the arrivals' ``c_a^2``
-    (``arrival_cv``) with the probability of finding an instance idle (a queue that forms
-    while instances idle forms in the arrivals' bursts), and otherwise the bunched ``1 +
+    every instance is busy, gamma with squared CV ``c_g^2``: the light-traffic gaps of
+    :func:`_light_gap_cv2` (the arrivals' ``c_a^2`` through the ``c`` singletons they started)
+    with the probability of finding an instance idle, and otherwise the bunched ``1 +
     (gap_cv2 - 1)(1 - 1/c) min(1, 1/A)`` (one instance's exponential cycle: 1). ``A = lambda
     s (1 - P_full)`` is how many seconds of cycle a second of gap adds (``s`` the cycle's
     slope in the batch; a full batch adds none): where ``A > 1`` the instance that took the
@@ -615,11 +630,12 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     p_idle, _, cycle = state(k)
     slope = (np.asarray(cycle_top, float) - cycle_1) / np.maximum(top - 1.0, 1.0)
     arrivals = np.asarray(arrival_cv, float) ** 2
+    light = arrivals + (1.0 - 1.0 / c) * (_light_gap_cv2(c, arrivals) - arrivals)  # one instance: the chain's exponential cycle, c_a^2
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
         bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * np.minimum(1.0, 1.0 / amplify)
-        cv2 = np.maximum(p_idle * arrivals + (1.0 - p_idle) * bunched, 1e-6)
+        cv2 = np.maximum(p_idle * light + (1.0 - p_idle) * bunched, 1e-6)
         with np.errstate(divide="ignore", invalid="ignore"):
             full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)
     return CompletionGaps(k, p_idle, cycle / c, 1.0 / cv2, c)

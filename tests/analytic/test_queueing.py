@@ -472,19 +472,25 @@ def test_static_idle_sums_are_erlang_b_and_the_quadrature_agrees():
     assert np.isinf(qu._idle_sums(1000, 1.0)[0])  # nearly all idle
 
 
-def test_static_gap_cv_is_the_arrivals_while_idle_and_bunched_once_busy():
-    """The gaps' squared CV mixes the arrivals' ``c_a^2`` (with the probability of finding an
+def test_static_gap_cv_is_light_traffics_while_idle_and_bunched_once_busy():
+    """The gaps' squared CV mixes the light-traffic gaps (with the probability of finding an
     instance idle) and the bunched ``1 + (kappa - 1)(1 - 1/c) min(1, 1/A)``, ``A = lambda s (1 -
     P_full)``: batches never full (``top`` huge) on 16 instances at 30 requests/s with a cycle
-    slope of 0.1 s a request, ``A = 3``."""
+    slope of 0.1 s a request, ``A = 3``. The light-traffic gaps are ``c_a^2 + (1 - 1/c)(L -
+    c_a^2)``, ``L = 2 c c_a^2 / (c + c_a^2) - 1`` (by hand, gamma CV 2 on 16 instances: ``L =
+    128 / 20 - 1 = 5.4`` and 4 + 0.9375 x 1.4 = 5.3125; Poisson's ``L = 15 / 17``); a trickle
+    of requests sees them alone, and one instance the arrivals' own ``c_a^2``."""
     lam, c, slope = 30.0, 16, 0.1
     gaps = qu.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=2.0)
     idle = gaps.idle_probability
     bunched = 1.0 + (2.0 - 1.0) * (1.0 - 1.0 / c) / (lam * slope)
     assert 0.0 < idle < 0.5
-    assert 1.0 / gaps.shape == pytest.approx(idle * 4.0 + (1.0 - idle) * bunched, rel=1e-9)
-    # a trickle: the arrivals' own CV
-    assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-6)
+    assert 1.0 / gaps.shape == pytest.approx(idle * 5.3125 + (1.0 - idle) * bunched, rel=1e-9)
+    assert float(qu._light_gap_cv2(16, 4.0)) == pytest.approx(5.4, rel=1e-12) and float(qu._light_gap_cv2(16, 1.0)) == pytest.approx(15 / 17, rel=1e-12)
+    # a trickle: the light-traffic gaps; one instance: the arrivals' own CV
+    assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(5.3125, rel=1e-6)
+    assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=1.0).shape == pytest.approx(1.0 - 0.9375 * 2.0 / 17.0, rel=1e-6)
+    assert 1.0 / qu.completion_gaps(1e-6, 1, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-5)
 
 
 def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
