@@ -574,7 +574,9 @@ def _light_gap_cv2(servers, arrival_cv2):
     ``E[R] = T v / (c + v)``: ``2 E[R] / (T / c) - 1 = 2 c v / (c + v) - 1``. Poisson's
     (``v = 1``) is ``(c - 1) / (c + 1)``, exact at any load given the ``c`` starts (uniform
     over the cycle; docs/load.md#static); one instance's is ``(v - 1) / (v + 1)`` (0, the
-    deterministic cycle's uniform rest, for Poisson)."""
+    deterministic cycle's uniform rest, for Poisson). Arrivals much smoother than Poisson's
+    give a value below 0 (the oldest instance all but done: a wait near 0), which
+    :func:`completion_gaps`' mix holds at a squared CV of ``1e-6``."""
     c, v = np.asarray(servers, float), np.asarray(arrival_cv2, float)
     return 2.0 * c * v / (c + v) - 1.0
 
