@@ -874,6 +874,21 @@ def _step_stream_quantile(q, step_s, prompt_s, busy, again):
     return np.where(finite, hi, np.inf)
 
 
+def _refilled_cv2(busy):
+    """The squared CV of one continuous instance's admissions (their Poisson part), ``1 -
+    u^2`` at its prefill stream's utilisation ``u = busy``. Least-loaded dispatch refills
+    the instance a request left (77-88 % of admissions, docs/load.md#refill), and with
+    fixed output lengths a request leaves a fixed count of steps after its first token: the
+    admissions repeat the departures of the instance's own prefill stream, a single server
+    of deterministic prompts. Whitt's QNA gives a queue's departures the squared CV ``u^2
+    c_s^2 + (1 - u^2) c_a^2``; with ``c_s = 0`` and Poisson arrivals, ``1 - u^2``, M/D/1's
+    inter-departure time exactly (an idle exponential gap before a prompt with probability
+    ``1 - u``). One pass: births at the least count and the refills' delays keep the pattern
+    from sharpening further (measured, docs/load.md#refill)."""
+    u = np.asarray(busy, float)
+    return 1.0 - u * u
+
+
 def _burst_wait(q, instances, prompt_s, busy, arrival_cv):
     """The wait of a bursty stream's excess over Poisson's in one instance's prefill stream
     (s): ``(mean, q quantile)``. Least-loaded dispatch balances the instances' requests, not
@@ -953,8 +968,12 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     chunk steps; least-loaded dispatch sends a prompt to the instance with fewest requests,
     so it rarely queues behind more than two prompts: with probability ``u`` it waits the remainder of the prompt in
     progress (its elapsed share ``x`` uniform) and, with probability ``a x``, one more
-    prompt admitted to that instance while it ran (M/D/1's light-traffic term ``a = u``:
-    :func:`_stream_wait_area`; mean ``u (1 + u) D / 2``), plus the wait of the bursts'
+    prompt admitted to that instance while it ran (:func:`_stream_wait_area`; mean ``u (1 + a)
+    D / 2``): in the mean, M/D/1's light-traffic term ``u`` times the admissions' squared CV
+    (Kingman: a G/D/1 wait is M/D/1's times ``c_a^2``), which refills of the stream's own
+    departures smooth to ``1 - u^2`` (:func:`_refilled_cv2`), ``a = u (1 - u^2)``; at the
+    quantile M/D/1's own ``a = u``, since the tail is the admissions the refills do not
+    smooth (births at the least count, docs/load.md#refill), plus the wait of the bursts'
     excess over Poisson's variability in the instance's own stream (:func:`_burst_wait`:
     none for Poisson arrivals). Sources: docs/sources.md#load-queueing."""
     lam = np.asarray(rate_per_s, float) / instances
@@ -975,8 +994,9 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     tail = None if tail_step_1_s is None else _linear(tail_step_1_s, tail_step_s, batch, n, low_batch)
     own = _own_prefill_s(per_prompt, d, chunked, tail)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
+    again = busy * _refilled_cv2(busy)  # the mean's second-prompt term; the quantile's is M/D/1's
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
-    return LoadLatency(step / 2.0 + busy * (1.0 + busy) / 2.0 * prompt_s + burst_mean + own, ahead_q + burst_q + own, step, tau(n_q)[0], n)
+    return LoadLatency(step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own, ahead_q + burst_q + own, step, tau(n_q)[0], n)
 
 
 def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):

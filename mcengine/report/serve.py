@@ -76,7 +76,7 @@ def _unsteady(doc: dict) -> str:
         return ""
     shown = ", ".join(f"{name.upper()} {'n/a' if c is None else format(c, '.2f')}" for name, c in doc["batch_correlation"].items())
     return (f": not steady, its batches are correlated ({shown} against {doc['batch_correlation_limit']:.2f}; docs/serve.md#statistics): "
-            "the standard errors under-state and the estimates may still drift; raise --requests and leave out more (--warmup)")
+            "the standard errors, widened by it, may still under-state and the estimates may still drift; raise --requests and leave out more (--warmup)")
 
 
 def _slo(ms) -> str:

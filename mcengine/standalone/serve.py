@@ -419,28 +419,45 @@ def _sectioned(x: np.ndarray, stat) -> tuple[float, float | None]:
     return whole, float(parts.std(ddof=1) / math.sqrt(SEM_BATCHES))
 
 
-def _with_sem(x: np.ndarray) -> tuple[dict, dict]:
-    """Quantiles (:data:`QUANTILES`) and mean of ``x`` in ms, and their standard errors."""
+def correlation_widening(c: float | None) -> float:
+    """The factor sectioning's standard error takes where its batches are correlated:
+    ``sqrt((1 + C) / (1 - C))`` at the series' :func:`batch_correlation` ``C`` when positive
+    (the standard error of the mean of an AR(1) series of lag-1 correlation ``C``, over that
+    of independent values: its sum of autocorrelations ``1 + 2 C / (1 - C)``), 1 where ``C``
+    is none, zero or negative (never narrowed). An assumed law: a state that mixes more
+    slowly than an AR(1) one, with ``C`` read off 20 batches, is still under-stated
+    (docs/serve.md#statistics)."""
+    if c is None or c <= 0.0:
+        return 1.0
+    return math.sqrt((1.0 + c) / (1.0 - c))
+
+
+def _with_sem(x: np.ndarray, correlation: float | None) -> tuple[dict, dict]:
+    """Quantiles (:data:`QUANTILES`) and mean of ``x`` in ms, and their standard errors:
+    sectioning's (:func:`_sectioned`), widened by the series' batch ``correlation``
+    (:func:`batch_correlation`, :func:`correlation_widening`)."""
     value, sem = {}, {}
+    widen = correlation_widening(correlation)
     stats = {f"p{round(q * 100)}": (lambda v, q=q: np.quantile(v, q)) for q in QUANTILES} | {"mean": np.mean}
     for k, f in stats.items():
         v, e = _sectioned(x, f)
-        value[k], sem[k] = v * MS_PER_S, (None if e is None else e * MS_PER_S)
+        value[k], sem[k] = v * MS_PER_S, (None if e is None else e * widen * MS_PER_S)
     return value, sem
 
 
 def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
     """Quantiles and means of TTFT and TPOT (ms) of the requests ``kept``, their standard
-    errors (``*_sem_ms``: sectioning, :func:`_sectioned`; in arrival order), whether the
+    errors (``*_sem_ms``: sectioning, :func:`_sectioned`, in arrival order, widened where
+    the batches are correlated, :func:`correlation_widening`), whether the
     run is steady (``steady``: neither series' sectioning batches correlated,
     ``batch_correlation`` of each at most ``batch_correlation_limit``,
     :func:`batch_correlation`, :func:`steady_limit`; where they are, the standard errors
-    under-state and the estimates may still drift) and their attainment of the SLOs (s;
+    may under-state even widened and the estimates may still drift) and their attainment of the SLOs (s;
     numbers, or one per request)."""
     ttft_ok, tpot_ok = kept.ttft_s <= ttft_slo_s, kept.tpot_s <= tpot_slo_s
-    ttft, ttft_sem = _with_sem(kept.ttft_s.to_numpy())
-    tpot, tpot_sem = _with_sem(kept.tpot_s.to_numpy())
     correlation = {"ttft": batch_correlation(kept.ttft_s.to_numpy()), "tpot": batch_correlation(kept.tpot_s.to_numpy())}
+    ttft, ttft_sem = _with_sem(kept.ttft_s.to_numpy(), correlation["ttft"])
+    tpot, tpot_sem = _with_sem(kept.tpot_s.to_numpy(), correlation["tpot"])
     limit = steady_limit()
     return {
         "ttft_ms": ttft,

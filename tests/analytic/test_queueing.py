@@ -263,6 +263,46 @@ def test_step_and_stream_quantile_against_its_law(busy, again, step, prompt):
     assert abs(w.mean() - mean) <= 4.0 * w.std() / math.sqrt(n)
 
 
+@pytest.mark.parametrize("busy", [0.3, 0.7])
+def test_refilled_cv2_is_md1_inter_departure_cv2(busy):
+    """The admissions a continuous instance refills repeat its prefill stream's departures:
+    M/D/1's inter-departure time (an exponential idle gap before the prompt with probability
+    ``1 - u``) has squared CV ``1 - u^2`` exactly. 20 independent runs of 50,000 Poisson
+    arrivals to one server of unit prompts (fixed seed; departures ``d_k = max(a_k,
+    d_(k-1)) + 1``, a running maximum): their squared CV's mean within 4 standard errors."""
+    rng = np.random.default_rng(5)
+    n, runs = 50_000, 20
+    cv2 = []
+    for _ in range(runs):
+        arrivals = np.cumsum(rng.exponential(1.0 / busy, n))
+        k = np.arange(n)
+        departures = np.maximum.accumulate(arrivals - k) + k + 1.0
+        gaps = np.diff(departures[n // 10:])
+        cv2.append(gaps.var() / gaps.mean() ** 2)
+    cv2 = np.array(cv2)
+    assert abs(cv2.mean() - float(qu._refilled_cv2(busy))) <= 4.0 * cv2.std(ddof=1) / math.sqrt(runs)
+
+
+def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
+    """Poisson arrivals: the mean TTFT less the prompt's own steps and half the step in
+    progress is the stream's wait ``u (1 + u (1 - u^2)) D / 2`` (M/D/1's second prompt smoothed
+    by the refills, docs/load.md#refill), with ``u``, ``D`` and the step from the occupancy;
+    the quantile keeps M/D/1's ``a = u``."""
+    c = CONTINUOUS
+    rate = 18.0  # capacity 25 requests/s
+    out = qu.continuous_at_load(0.99, rate, 1.0, **c)
+    lam, per = rate / c["instances"], c["prompt_tokens"] / c["chunk_tokens"]
+    n = out.running
+    d = qu._linear(c["decode_1_s"], c["decode_s"], c["batch"], n)
+    chunked = qu._linear(c["chunk_step_1_s"], c["step_s"], c["batch"], n)
+    step = d / (1.0 - lam * (chunked - d) * per)
+    u, prompt = lam * per * step, per * chunked
+    own = qu._own_prefill_s(per, d, chunked)
+    assert 0.3 < u < 0.9
+    assert out.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * (1.0 - u * u)) * prompt / 2.0 + own, rel=1e-12)
+    assert out.ttft_q_s == pytest.approx(qu._step_stream_quantile(0.99, step, prompt, u, u) + own, rel=1e-12)
+
+
 def test_step_and_stream_quantile_by_hand():
     """An idle stream leaves the step's rest alone (its 0.99 quantile 0.99 of the step, to the
     bisection's ``2^-STREAM_STEPS`` of a step, from above); an arrival past an instance's

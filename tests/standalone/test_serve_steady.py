@@ -12,7 +12,7 @@ from rich.console import Console
 
 from mcengine.report.serve import render_serve
 from mcengine.scenario import load_scenario
-from mcengine.standalone.serve import SEM_BATCHES, batch_correlation, serve_summary, serving_system, steady_limit
+from mcengine.standalone.serve import SEM_BATCHES, batch_correlation, correlation_widening, serve_summary, serving_system, steady_limit
 
 
 def _text(doc: dict) -> str:
@@ -36,6 +36,18 @@ def test_the_batch_correlation_of_independent_batches_has_von_neumanns_mean_and_
     assert (c > steady_limit()).mean() < 0.01 + 4 * np.sqrt(0.01 * 0.99 / c.size)
     assert batch_correlation(np.linspace(1.0, 2.0, 2000) + 0.01 * rng.standard_normal(2000)) > 0.9
     assert batch_correlation(np.ones(39)) is None and batch_correlation(np.ones(40)) == 0.0
+
+
+def test_correlated_batches_widen_the_standard_error_as_an_ar1_mean():
+    """The standard error of a mean of an AR(1) series of lag-1 correlation ``C`` over that
+    of independent values: ``sqrt((1 + C) / (1 - C))``, 2 at ``C = 0.6`` and 3 at ``C = 0.8``;
+    never narrowed (1 at ``C <= 0``) and 1 where there is no statistic."""
+    assert correlation_widening(0.6) == pytest.approx(2.0, rel=1e-12)
+    assert correlation_widening(0.8) == pytest.approx(3.0, rel=1e-12)
+    assert correlation_widening(0.0) == correlation_widening(-0.3) == correlation_widening(None) == 1.0
+    # the sum of an AR(1)'s autocorrelations, 1 + 2 sum_j C^j, is the factor squared
+    c = 0.6
+    assert 1.0 + 2.0 * sum(c ** j for j in range(1, 200)) == pytest.approx(correlation_widening(c) ** 2, rel=1e-12)
 
 
 @pytest.mark.parametrize("lengths, steady", [("fixed", False), ("geometric", True)])
