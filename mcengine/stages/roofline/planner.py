@@ -86,8 +86,10 @@ class CandidateTable:
     ``built``).
     ``holders``: the sequences that fit beside the weights per evaluated layout
     (:func:`_sequences_that_fit`), for the error naming a block no plan fits.
-    ``steps``: the step times of the load models, kept when first asked
-    (:func:`.load_steps.row_steps`: by row, and a disaggregated plan's terms by layout)."""
+    ``steps``: the step times of the load models, kept when first asked, keyed by pairs
+    ``(kind, what)`` (:func:`.load_steps.row_steps`: ``("row", k)``; the terms they share,
+    :func:`.load_steps.plan_steps`: the trials' rates and lengths, a disaggregated plan's
+    terms by ``("decode", layout)`` and ``("prefill", layout)``)."""
 
     plans: tuple[Plan, ...]
     blocks: list
