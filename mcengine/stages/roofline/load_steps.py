@@ -50,16 +50,16 @@ def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs, kept: dict
     """The :data:`TERMS` of the evaluation ``e`` of a plan in serving ``mode`` (module
     docstring), each an (n,) float array. ``kept`` (a dict kept for the plans of one
     candidate table, :func:`row_steps`; every key a pair ``(kind, what)``): the trials' rates
-    and lengths (``("inputs", None)``), and a disaggregated plan's decode terms by its
+    (``("rates", None)``) and lengths (:func:`kept_lengths`), and a disaggregated plan's decode terms by its
     decode layout (``("decode", layout)``) and prefill terms by its prefill layout
     (``("prefill", layout)``), made for the first pair of each and read by the table's
     other pairs of it (in a table a layout's decode batch and prefill pass are the same in
     every pair)."""
     n, m = inputs.n, scenario.workload.model
     kept = {} if kept is None else kept
-    if ("inputs", None) not in kept:
-        kept["inputs", None] = rates_of(scenario, inputs), lengths_of(scenario, inputs)
-    rates, lengths = kept["inputs", None]
+    if ("rates", None) not in kept:
+        kept["rates", None] = rates_of(scenario, inputs)
+    rates, lengths = kept["rates", None], kept_lengths(scenario, inputs, kept)
     s, context = lengths.prompt_tokens, lengths.context_tokens
     one = np.ones(n)
     out = {name: np.zeros(n) for name in TERMS}
@@ -113,6 +113,15 @@ def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs, kept: dict
     out.update(part(("prefill", e.prefill_layout), prefill_terms))
     put("prefill_share", e.prefill_share)
     return out
+
+
+def kept_lengths(scenario: Scenario, inputs: TrialInputs, kept: dict):
+    """The trials' request lengths (:func:`~.layout.lengths_of`), made once for a candidate
+    table and kept in its ``steps`` (``("lengths", None)``, :func:`plan_steps`' ``kept``):
+    the choice under a demand and the step times of its rows read the same."""
+    if ("lengths", None) not in kept:
+        kept["lengths", None] = lengths_of(scenario, inputs)
+    return kept["lengths", None]
 
 
 def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, np.ndarray]:
