@@ -12,7 +12,7 @@ from rich.console import Console
 
 from mcengine.report.serve import render_serve
 from mcengine.scenario import load_scenario
-from mcengine.standalone.serve import SEM_BATCHES, batch_correlation, serve_summary, serving_system, steady_limit
+from mcengine.standalone.serve import SEM_BATCHES, batch_correlation, batch_means, serve_summary, serving_system, steady_limit
 
 
 def _text(doc: dict) -> str:
@@ -27,15 +27,15 @@ def test_the_batch_correlation_of_independent_batches_has_von_neumanns_mean_and_
     the share above the limit is below the 1 % level (its normal approximation is
     conservative at 20 batches: 0.77 % in 200,000 series); a trend gives a statistic near 1."""
     rng = np.random.default_rng(3)
-    c = np.array([batch_correlation(x) for x in rng.standard_normal((4000, 200))])
+    c = np.array([batch_correlation(batch_means(x)) for x in rng.standard_normal((4000, 200))])
     k = SEM_BATCHES
     variance = (k - 2) / (k * k - 1)
     assert abs(c.mean()) < 4 * np.sqrt(variance / c.size)
     assert abs(c.var(ddof=1) - variance) < 4 * variance * np.sqrt(2 / (c.size - 1))
     assert steady_limit() == pytest.approx(2.3263478740 * np.sqrt(variance), rel=1e-9)
     assert (c > steady_limit()).mean() < 0.01 + 4 * np.sqrt(0.01 * 0.99 / c.size)
-    assert batch_correlation(np.linspace(1.0, 2.0, 2000) + 0.01 * rng.standard_normal(2000)) > 0.9
-    assert batch_correlation(np.ones(39)) is None and batch_correlation(np.ones(40)) == 0.0
+    assert batch_correlation(batch_means(np.linspace(1.0, 2.0, 2000) + 0.01 * rng.standard_normal(2000))) > 0.9
+    assert batch_means(np.ones(39)) is None and batch_correlation(None) is None and batch_correlation(batch_means(np.ones(40))) == 0.0
 
 
 @pytest.mark.parametrize("lengths, steady", [("fixed", False), ("geometric", True)])
