@@ -357,6 +357,9 @@ MSER_BATCH = 5
 #: (sectioning: the statistic over all of them, its spread from the batches'; Law and Kelton
 #: section 9.5.3 ask for 10 to 30 batches).
 SEM_BATCHES = 20
+#: The ``steadiness`` of a summary (:func:`_latency_stats`): its batches pass the test, fail
+#: it, or it has fewer than two requests a batch (``2 x`` :data:`SEM_BATCHES`) to test.
+STEADY, UNSTEADY, TOO_FEW = "steady", "unsteady", "too_few_requests"
 #: One-sided level of the steadiness test of each of the TTFT and TPOT series
 #: (:func:`steady_limit`): a run whose batches are independent is called unsteady by one
 #: series with at most this probability (0.8 % at 20 batches, normal ones).
@@ -450,8 +453,10 @@ def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
     run is steady (``steady``: neither series' sectioning batches correlated,
     ``batch_correlation`` of each at most ``batch_correlation_limit``,
     :func:`batch_correlation`, :func:`steady_limit`; where they are, the standard errors
-    under-state and the estimates may still drift) and their attainment of the SLOs (s;
-    numbers, or one per request)."""
+    under-state and the estimates may still drift; ``steadiness`` says which of
+    :data:`STEADY`, :data:`UNSTEADY` and :data:`TOO_FEW`, fewer than ``2 x``
+    :data:`SEM_BATCHES` requests measured: no test, and ``steady`` false) and their
+    attainment of the SLOs (s; numbers, or one per request)."""
     ttft_ok, tpot_ok = kept.ttft_s <= ttft_slo_s, kept.tpot_s <= tpot_slo_s
     ttft, ttft_sem, ttft_means = _with_sem(kept.ttft_s.to_numpy())
     tpot, tpot_sem, tpot_means = _with_sem(kept.tpot_s.to_numpy())
@@ -465,6 +470,7 @@ def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
         "batch_correlation": correlation,
         "batch_correlation_limit": limit,
         "steady": all(c is not None and c <= limit for c in correlation.values()),
+        "steadiness": TOO_FEW if None in correlation.values() else STEADY if all(c <= limit for c in correlation.values()) else UNSTEADY,
         "slo_attainment": float((ttft_ok & tpot_ok).mean()),
         "ttft_attainment": float(ttft_ok.mean()),
         "tpot_attainment": float(tpot_ok.mean()),

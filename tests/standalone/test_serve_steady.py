@@ -12,7 +12,7 @@ from rich.console import Console
 
 from mcengine.report.serve import render_serve
 from mcengine.scenario import load_scenario
-from mcengine.standalone.serve import SEM_BATCHES, batch_correlation, batch_means, serve_summary, serving_system, steady_limit
+from mcengine.standalone.serve import SEM_BATCHES, TOO_FEW, batch_correlation, batch_means, serve_summary, serving_system, steady_limit
 
 
 def _text(doc: dict) -> str:
@@ -51,5 +51,22 @@ def test_the_table_warns_of_a_continuous_run_that_has_not_settled(lengths, stead
     doc, _ = serve_summary(h100, 0.5 * system.capacity_tokens_per_s, requests=100_000, seed=0, mode="continuous", instances=16, lengths=lengths)
     assert doc["requests_measured"] > 90 * doc["in_flight_mean"]
     assert doc["steady"] is steady and doc["batch_correlation_limit"] == steady_limit()
+    assert doc["steadiness"] == ("steady" if steady else "unsteady")
     assert (max(doc["batch_correlation"].values()) > steady_limit()) is not steady
     assert ("not steady, its batches are correlated" in _text(doc)) is not steady
+
+
+def test_a_run_too_short_to_test_says_so_not_that_it_is_unsteady():
+    """h100, 8 instances, no warm-up: 39 measured requests are fewer than two in each of the
+    20 batches, so there is no test: ``steadiness`` "too_few_requests" (``steady`` false,
+    the correlations null, as before) and the table says there are too few requests, not
+    that the batches are correlated; 40 are tested."""
+    h100 = load_scenario("h100")
+    few, _ = serve_summary(h100, 20_000.0, requests=2 * SEM_BATCHES - 1, seed=5, instances=8, warmup=0.0)
+    assert few["requests_measured"] == 39 and few["steady"] is False and few["steadiness"] == TOO_FEW
+    assert set(few["batch_correlation"].values()) == {None}
+    text = _text(few)
+    assert "too few requests to test steadiness" in text and "correlated" not in text
+    enough, _ = serve_summary(h100, 20_000.0, requests=2 * SEM_BATCHES, seed=5, instances=8, warmup=0.0)
+    assert enough["requests_measured"] == 40 and enough["steadiness"] in ("steady", "unsteady")
+    assert enough["steady"] is (enough["steadiness"] == "steady") and "too few requests" not in _text(enough)
