@@ -710,9 +710,31 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     doc = study(trials=trials, seed=seed, quick=quick, progress=progress)
     elapsed = doc.pop("elapsed_s")
     doc["provenance"] = provenance(scenarios, doc["seed"], "trials", doc["trials"])
+    if folder is not None:
+        doc["provenance"]["command_line"] = _out_in_repository(doc["provenance"]["command_line"], folder.path)
     doc["elapsed_s"] = elapsed
     _save(folder, doc, scenarios, claim_number_rows(doc), figures=lambda o: write_paper_figures(doc, o))
     return doc
+
+
+def _out_in_repository(argv: list[str], out: Path) -> list[str]:
+    """The command line ``argv`` with its ``--out`` folder ``out`` written relative to the
+    checkout this mcengine runs from, where it lies inside it (docs/paper of the committed
+    study, whichever machine regenerated it: a summary records no path of that machine);
+    else as given."""
+    root = Path(__file__).resolve().parents[1]
+    folder = out.resolve()
+    if not (root / "pyproject.toml").is_file() or not folder.is_relative_to(root):
+        return argv
+    where = folder.relative_to(root).as_posix()
+    got = []
+    for i, arg in enumerate(argv):
+        if i > 0 and argv[i - 1] == "--out":
+            arg = where
+        elif arg.startswith("--out="):
+            arg = "--out=" + where
+        got.append(arg)
+    return got
 
 
 __all__ = [

@@ -79,16 +79,17 @@ def batch_rows(df: pd.DataFrame, prefill_s) -> tuple[np.ndarray, pd.DataFrame]:
     return start, batches
 
 
-def gap_measures(df: pd.DataFrame, prefill_s) -> dict:
-    """The simulator's per-request rows ``df`` (statistics over the ``measured`` ones): a batch
-    is the requests sharing an instance and a first token, it started its pass
-    ``prefill_s[k]`` before that first token and completed at their finish. Returns the
+def gap_measures(df: pd.DataFrame, rows: tuple[np.ndarray, pd.DataFrame]) -> dict:
+    """The simulator's per-request rows ``df`` (statistics over the ``measured`` ones) and
+    their batches ``rows`` (:func:`batch_rows`: a batch is the requests sharing an instance
+    and a first token, it started its pass ``prefill_s[k]`` before that first token and
+    completed at their finish). Returns the
     share of requests whose batch started at their arrival (``idle``: they found an instance
     idle), the mean time ``E[R]`` (s) from a waiting request's arrival to the next batch
     completion on any instance (``residual``), the share of batches an idle instance started
     (``idle_started``: its previous batch did not complete at that instant) and the squared
     CV of the gaps between consecutive completions (``gaps_cv2``)."""
-    start, batches = batch_rows(df, prefill_s)
+    start, batches = rows
     from_idle = batches.from_idle.to_numpy()
     completions = np.sort(batches.finish.to_numpy())
     kept = df.measured.to_numpy()
@@ -190,12 +191,12 @@ def waiting_residual(batch_mean, gap_cv2, empty, rate_per_s=1.0):
     return np.where(s < 1.0, out, np.nan)
 
 
-def law_measures(df: pd.DataFrame, prefill_s, servers: int) -> dict:
+def law_measures(df: pd.DataFrame, rows: tuple[np.ndarray, pd.DataFrame], servers: int) -> dict:
     """The measured terms of the candidate laws (the module's ``--laws`` columns) from the
-    simulator's per-request rows ``df`` (the ``measured`` ones), read as :func:`gap_measures`
-    reads them; ``left`` counts the measured requests arrived and not started just after
-    each completion."""
-    start, batches = batch_rows(df, prefill_s)
+    simulator's per-request rows ``df`` (the ``measured`` ones) and their batches ``rows``
+    (:func:`batch_rows`), read as :func:`gap_measures` reads them; ``left`` counts the
+    measured requests arrived and not started just after each completion."""
+    start, batches = rows
     from_idle = batches.from_idle.to_numpy()
     kept = batches.measured.to_numpy()
     finish = np.sort(batches.finish.to_numpy()[kept])
@@ -223,7 +224,8 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
     demand = load * s.capacity_tokens_per_s
     rate = demand / s.output_tokens
     _, df = serve_summary(scenario, demand, requests, seed, arrival, cv, "static", s.instances, warmup=WARMUP)
-    sim, law = gap_measures(df, s.prefill_s), law_measures(df, s.prefill_s, s.instances)
+    rows = batch_rows(df, s.prefill_s)  # grouped once: both measures read the same batches
+    sim, law = gap_measures(df, rows), law_measures(df, rows, s.instances)
     top, o = s.batch_max, s.output_tokens
     g = (s.prefill_s[top] + (o - 1) * s.decode_s[top] - s.prefill_s[1] - (o - 1) * s.decode_s[1]) / max(top - 1, 1) * (law["k"] - 1.0)
     g = (s.prefill_s[1] + (o - 1) * s.decode_s[1] + g) / s.instances  # T(k) / c at the simulator's mean batch
@@ -270,7 +272,7 @@ def cell(scenario, system, load: float, arrival: str, cv: float, requests: int =
     target = body["ttft_ms"]["mean"] / 1e3
     lo, hi = 1e-3, 30.0
     fits = optimize.brentq(lambda x: mean_ttft(x) - target, lo, hi) if (mean_ttft(lo) - target) * (mean_ttft(hi) - target) < 0 else np.nan
-    sim = gap_measures(df, s.prefill_s)
+    sim = gap_measures(df, batch_rows(df, s.prefill_s))
     g, idle = float(gaps.gap_s), float(gaps.idle_probability)
     seen = 2.0 * sim["residual"] / g - 1.0
     pieces = errors(seen, sim["idle"], 1.0 / float(gaps.shape))

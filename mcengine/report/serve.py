@@ -70,10 +70,15 @@ def render_serve(doc: dict):
 
 def _unsteady(doc: dict) -> str:
     """The warning of a run the simulation found unsteady (``steady`` false: its sectioning
-    batches correlated, :func:`mcengine.standalone.serve.batch_correlation`); "" for a
-    steady one."""
+    batches correlated, :func:`mcengine.standalone.serve.batch_correlation`) or could not
+    test (``steadiness`` ``"too_few_requests"``); "" for a steady one."""
     if doc["steady"]:
         return ""
+    from ..standalone.serve import SEM_BATCHES, TOO_FEW
+
+    if doc["steadiness"] == TOO_FEW:
+        return (f": too few requests to test steadiness (it needs {2 * SEM_BATCHES}, two in each of its {SEM_BATCHES} batches; "
+                "docs/serve.md#statistics): raise --requests")
     shown = ", ".join(f"{name.upper()} {'n/a' if c is None else format(c, '.2f')}" for name, c in doc["batch_correlation"].items())
     return (f": not steady, its batches are correlated ({shown} against {doc['batch_correlation_limit']:.2f}; docs/serve.md#statistics): "
             "the standard errors, widened by it, may still under-state and the estimates may still drift; raise --requests and leave out more (--warmup)")

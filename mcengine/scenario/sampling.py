@@ -157,6 +157,13 @@ def per_trial(x, n: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(x, float), (n,)).copy()
 
 
+def end_to_end(items, get, ns=None) -> np.ndarray:
+    """``get(item)`` of each of ``items`` laid one after another, the trials of several blocks
+    (a mix's request classes) as one: each a per-trial array, or with ``ns`` a number or
+    per-trial array broadcast to its ``ns[i]`` trials (:func:`per_trial`)."""
+    return np.concatenate([get(x) for x in items] if ns is None else [per_trial(get(x), m) for x, m in zip(items, ns)])
+
+
 @dataclass(frozen=True)
 class TrialInputs:
     """Per-trial values of every number-valued input: ``values[key]`` has shape (n,)."""

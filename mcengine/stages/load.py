@@ -45,6 +45,7 @@ the demand (:func:`mix_load_columns`).
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
@@ -53,7 +54,7 @@ from ..analytic.serving import SERVING_MODES
 from ..analytic import mix as mx
 from ..columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX, MIX_PREFIX, MIX_STEPS_PREFIX
 from ..scenario import Scenario
-from ..scenario.sampling import TrialInputs, per_trial
+from ..scenario.sampling import TrialInputs, end_to_end, per_trial
 from ..scenario.fields import AUTO
 from ..scenario.sections.workload import SATURATE
 from ..units import MS_PER_S
@@ -163,8 +164,8 @@ class Plans:
         """The trials of ``plans`` one after another (a mix's classes, each a block of
         trials), answered by one model call: every model is elementwise over the trials,
         so each part's numbers are its own to the bit."""
-        return cls({k: np.concatenate([p.steps[k] for p in plans]) for k in plans[0].steps},
-                   *(np.concatenate([getattr(p, f) for p in plans]) for f in ("q", "ttft_slo_s", "tpot_slo_s", "arrival_cv", "output_tokens")))
+        return cls({k: end_to_end(plans, lambda p, k=k: p.steps[k]) for k in plans[0].steps},
+                   *(end_to_end(plans, operator.attrgetter(f)) for f in ("q", "ttft_slo_s", "tpot_slo_s", "arrival_cv", "output_tokens")))
 
     def latency(self, rate_per_s, instances) -> qu.LoadLatency:
         """TTFT and TPOT (s), mean and at the SLO quantile, of each trial's plan on

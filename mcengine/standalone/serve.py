@@ -357,25 +357,35 @@ MSER_BATCH = 5
 #: (sectioning: the statistic over all of them, its spread from the batches'; Law and Kelton
 #: section 9.5.3 ask for 10 to 30 batches).
 SEM_BATCHES = 20
+#: The ``steadiness`` of a summary (:func:`_latency_stats`): its batches pass the test, fail
+#: it, or it has fewer than two requests a batch (``2 x`` :data:`SEM_BATCHES`) to test.
+STEADY, UNSTEADY, TOO_FEW = "steady", "unsteady", "too_few_requests"
 #: One-sided level of the steadiness test of each of the TTFT and TPOT series
 #: (:func:`steady_limit`): a run whose batches are independent is called unsteady by one
 #: series with at most this probability (0.8 % at 20 batches, normal ones).
 STEADY_LEVEL = 0.01
 
 
-def batch_correlation(x: np.ndarray) -> float | None:
+def batch_means(x: np.ndarray) -> np.ndarray | None:
+    """The means of the :data:`SEM_BATCHES` consecutive batches :func:`_sections` cuts ``x``
+    into (None with fewer than two values a batch)."""
+    parts = _sections(x)
+    return None if parts is None else np.array([np.mean(b) for b in parts])
+
+
+def batch_correlation(z: np.ndarray | None) -> float | None:
     """Von Neumann's ratio statistic of the means ``Z_j`` of the :data:`SEM_BATCHES`
-    consecutive batches of ``x`` that :func:`_sectioned` cuts, ``C = 1 - sum_j (Z_{j+1} -
-    Z_j)^2 / (2 sum_j (Z_j - mean Z)^2)``: about their lag-1 autocorrelation (von Neumann
-    1941; Young 1941; the check of batch means' independence, Law and Kelton section 9.5.3).
+    consecutive batches of a series (:func:`batch_means`, which the mean's standard error
+    reads too), ``C = 1 - sum_j (Z_{j+1} - Z_j)^2 / (2 sum_j (Z_j - mean Z)^2)``: about
+    their lag-1 autocorrelation (von Neumann 1941; Young 1941; the check of batch means'
+    independence, Law and Kelton section 9.5.3).
     Under independent, identically distributed normal batch means it has mean 0 and
     variance ``(k - 2) / (k^2 - 1)`` (``k`` batches), exactly. A drift left in the run (a
     transient not over) or a state mixing more slowly than a batch both correlate
-    consecutive batches. None with fewer than two values a batch; 0 where every batch
-    mean is the same."""
-    if len(x) < 2 * SEM_BATCHES:
+    consecutive batches. None without batch means (fewer than two values a batch); 0
+    where every batch mean is the same."""
+    if z is None:
         return None
-    z = np.array([b.mean() for b in np.array_split(np.asarray(x, float), SEM_BATCHES)])
     spread = float(((z - z.mean()) ** 2).sum())
     return 1.0 - float((np.diff(z) ** 2).sum()) / (2.0 * spread) if spread > 0 else 0.0
 
@@ -408,15 +418,22 @@ def mser_truncation(x: np.ndarray) -> int:
     return MSER_BATCH * int(np.argmin(stat))
 
 
-def _sectioned(x: np.ndarray, stat) -> tuple[float, float | None]:
-    """``stat`` of the series ``x`` and its standard error by sectioning: the spread of
-    ``stat`` over :data:`SEM_BATCHES` consecutive batches of ``x``, over the root of their
-    number (None with fewer than two values a batch)."""
+def _sections(x: np.ndarray) -> list[np.ndarray] | None:
+    """The :data:`SEM_BATCHES` consecutive batches of the series ``x`` (float64), None with
+    fewer than two values a batch."""
+    x = np.asarray(x, float)
+    return None if len(x) < 2 * SEM_BATCHES else np.array_split(x, SEM_BATCHES)
+
+
+def _sectioned(x: np.ndarray, parts: list[np.ndarray] | None, stat) -> tuple[float, float | None, np.ndarray | None]:
+    """``stat`` of the series ``x``, its standard error by sectioning: the spread of ``stat``
+    over the batches ``parts`` of ``x`` (:func:`_sections`), over the root of their number
+    (None without batches), and ``stat`` of each batch."""
     whole = float(stat(x))
-    if len(x) < 2 * SEM_BATCHES:
-        return whole, None
-    parts = np.array([stat(b) for b in np.array_split(x, SEM_BATCHES)])
-    return whole, float(parts.std(ddof=1) / math.sqrt(SEM_BATCHES))
+    if parts is None:
+        return whole, None, None
+    each = np.array([stat(b) for b in parts])
+    return whole, float(each.std(ddof=1) / math.sqrt(SEM_BATCHES)), each
 
 
 def correlation_widening(c: float | None) -> float:
@@ -432,17 +449,19 @@ def correlation_widening(c: float | None) -> float:
     return math.sqrt((1.0 + c) / (1.0 - c))
 
 
-def _with_sem(x: np.ndarray, correlation: float | None) -> tuple[dict, dict]:
-    """Quantiles (:data:`QUANTILES`) and mean of ``x`` in ms, and their standard errors:
-    sectioning's (:func:`_sectioned`), widened by the series' batch ``correlation``
-    (:func:`batch_correlation`, :func:`correlation_widening`)."""
-    value, sem = {}, {}
-    widen = correlation_widening(correlation)
+def _with_sem(x: np.ndarray) -> tuple[dict, dict, float | None]:
+    """Quantiles (:data:`QUANTILES`) and mean of ``x`` in ms, their standard errors
+    (sectioning's, :func:`_sectioned`, widened by :func:`correlation_widening`) and the
+    series' batch correlation (:func:`batch_correlation` of the batch means the mean's
+    standard error is made of)."""
+    value, sem, each, parts = {}, {}, {}, _sections(x)
     stats = {f"p{round(q * 100)}": (lambda v, q=q: np.quantile(v, q)) for q in QUANTILES} | {"mean": np.mean}
     for k, f in stats.items():
-        v, e = _sectioned(x, f)
-        value[k], sem[k] = v * MS_PER_S, (None if e is None else e * widen * MS_PER_S)
-    return value, sem
+        value[k], sem[k], each[k] = _sectioned(x, parts, f)
+        value[k] *= MS_PER_S
+    correlation = batch_correlation(each["mean"])
+    widen = correlation_widening(correlation)
+    return value, {k: None if e is None else e * widen * MS_PER_S for k, e in sem.items()}, correlation
 
 
 def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
@@ -452,12 +471,14 @@ def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
     run is steady (``steady``: neither series' sectioning batches correlated,
     ``batch_correlation`` of each at most ``batch_correlation_limit``,
     :func:`batch_correlation`, :func:`steady_limit`; where they are, the standard errors
-    may under-state even widened and the estimates may still drift) and their attainment of the SLOs (s;
-    numbers, or one per request)."""
+    under-state even widened and the estimates may still drift; ``steadiness`` says which of
+    :data:`STEADY`, :data:`UNSTEADY` and :data:`TOO_FEW`, fewer than ``2 x``
+    :data:`SEM_BATCHES` requests measured: no test, and ``steady`` false) and their
+    attainment of the SLOs (s; numbers, or one per request)."""
     ttft_ok, tpot_ok = kept.ttft_s <= ttft_slo_s, kept.tpot_s <= tpot_slo_s
-    correlation = {"ttft": batch_correlation(kept.ttft_s.to_numpy()), "tpot": batch_correlation(kept.tpot_s.to_numpy())}
-    ttft, ttft_sem = _with_sem(kept.ttft_s.to_numpy(), correlation["ttft"])
-    tpot, tpot_sem = _with_sem(kept.tpot_s.to_numpy(), correlation["tpot"])
+    ttft, ttft_sem, ttft_correlation = _with_sem(kept.ttft_s.to_numpy())
+    tpot, tpot_sem, tpot_correlation = _with_sem(kept.tpot_s.to_numpy())
+    correlation = {"ttft": ttft_correlation, "tpot": tpot_correlation}
     limit = steady_limit()
     return {
         "ttft_ms": ttft,
@@ -467,6 +488,7 @@ def _latency_stats(kept: pd.DataFrame, ttft_slo_s, tpot_slo_s) -> dict:
         "batch_correlation": correlation,
         "batch_correlation_limit": limit,
         "steady": all(c is not None and c <= limit for c in correlation.values()),
+        "steadiness": TOO_FEW if None in correlation.values() else STEADY if all(c <= limit for c in correlation.values()) else UNSTEADY,
         "slo_attainment": float((ttft_ok & tpot_ok).mean()),
         "ttft_attainment": float(ttft_ok.mean()),
         "tpot_attainment": float(tpot_ok.mean()),

@@ -81,3 +81,20 @@ def test_paper_refuses_bad_trials(cli):
 def test_run_paper_refuses_chain_options(cli):
     r = cli("run", "paper", "--set", "fab.scribe_mm=0.2", "--keep-trials")
     assert r.code == 2 and "--set" in r.err and "--keep-trials" in r.err and not r.out
+
+
+def test_the_paper_records_its_out_folder_relative_to_the_checkout(tmp_path):
+    """docs/paper/summary.json records no path of the machine that regenerated it: an --out
+    folder inside the checkout is written relative to it (either form of the option, given
+    absolute or relative to the checkout); one outside it as given."""
+    from pathlib import Path
+
+    import mcengine
+    from mcengine.api import _out_in_repository
+
+    root = Path(mcengine.__file__).resolve().parents[1]
+    paper = root / "docs" / "paper"
+    assert _out_in_repository(["mcengine", "paper", "--out", str(paper), "--force"], paper) == ["mcengine", "paper", "--out", "docs/paper", "--force"]
+    assert _out_in_repository(["mcengine", "paper", f"--out={paper}"], paper) == ["mcengine", "paper", "--out=docs/paper"]
+    argv = ["mcengine", "paper", "--out", str(tmp_path / "paper")]
+    assert _out_in_repository(argv, tmp_path / "paper") == argv

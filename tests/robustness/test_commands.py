@@ -89,15 +89,19 @@ RELIABILITY_DEADLINE_MS = 60_000
 
 
 def _spread(spec):
-    """Values over a key's whole legal range: its bounds, and log-uniform in between (so
-    that 1 h and 10^9 h, or 0 and 10^6 spares, are equally likely scales)."""
-    lo, hi = spec.lo, spec.hi
+    """Values over a key's whole legal range: its closed bounds, and log-uniform in between
+    (so that 1 h and 10^9 h, or 0 and 10^6 spares, are equally likely scales); an open bound
+    is never drawn (the nearest legal value stands in where the log-uniform draw rounds
+    onto it)."""
     if spec.kind == "integer":
+        lo, hi = int(spec.lo) + spec.lo_open, int(spec.hi) - spec.hi_open
         inner = st.floats(0.0, math.log(hi + 1.0)).map(lambda x: min(hi, max(lo, int(math.exp(x)))))
         return st.sampled_from([lo, hi]) | inner
-    low = max(lo, 1e-6)
-    inner = st.floats(math.log(low), math.log(hi)).map(lambda x: min(hi, max(lo, math.exp(x))))
-    return st.sampled_from([lo, hi] if not spec.lo_open else [hi]) | inner
+    lo = math.nextafter(spec.lo, math.inf) if spec.lo_open else spec.lo
+    hi = math.nextafter(spec.hi, -math.inf) if spec.hi_open else spec.hi
+    inner = st.floats(math.log(max(lo, 1e-6)), math.log(hi)).map(lambda x: min(hi, max(lo, math.exp(x))))
+    closed = [b for b, is_open in ((spec.lo, spec.lo_open), (spec.hi, spec.hi_open)) if not is_open]
+    return st.sampled_from(closed) | inner if closed else inner
 
 
 @st.composite

@@ -46,8 +46,8 @@ def values(draw, key):
     spec = SPECS[key]
     if draw(st.booleans()):
         if spec.kind == "integer":
-            return draw(st.integers(int(spec.lo), int(spec.hi)))
-        return draw(st.floats(spec.lo, spec.hi, exclude_min=spec.lo_open, allow_nan=False))
+            return draw(st.integers(int(spec.lo) + spec.lo_open, int(spec.hi) - spec.hi_open))
+        return draw(st.floats(spec.lo, spec.hi, exclude_min=spec.lo_open, exclude_max=spec.hi_open, allow_nan=False))
     hostile = [*SPECIALS, spec.hi * 10, spec.hi + 1, spec.lo - 1]
     return draw(st.sampled_from(hostile) | st.floats(allow_nan=True, allow_infinity=True) | st.integers())
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from mcengine.report.serve import render_serve
 from mcengine.scenario import load_scenario
-from mcengine.standalone.serve import SEM_BATCHES, batch_correlation, correlation_widening, serve_summary, serving_system, steady_limit
+from mcengine.standalone.serve import SEM_BATCHES, TOO_FEW, batch_correlation, batch_means, correlation_widening, serve_summary, serving_system, steady_limit
 
 
 def _text(doc: dict) -> str:
@@ -27,15 +27,15 @@ def test_the_batch_correlation_of_independent_batches_has_von_neumanns_mean_and_
     the share above the limit is below the 1 % level (its normal approximation is
     conservative at 20 batches: 0.77 % in 200,000 series); a trend gives a statistic near 1."""
     rng = np.random.default_rng(3)
-    c = np.array([batch_correlation(x) for x in rng.standard_normal((4000, 200))])
+    c = np.array([batch_correlation(batch_means(x)) for x in rng.standard_normal((4000, 200))])
     k = SEM_BATCHES
     variance = (k - 2) / (k * k - 1)
     assert abs(c.mean()) < 4 * np.sqrt(variance / c.size)
     assert abs(c.var(ddof=1) - variance) < 4 * variance * np.sqrt(2 / (c.size - 1))
     assert steady_limit() == pytest.approx(2.3263478740 * np.sqrt(variance), rel=1e-9)
     assert (c > steady_limit()).mean() < 0.01 + 4 * np.sqrt(0.01 * 0.99 / c.size)
-    assert batch_correlation(np.linspace(1.0, 2.0, 2000) + 0.01 * rng.standard_normal(2000)) > 0.9
-    assert batch_correlation(np.ones(39)) is None and batch_correlation(np.ones(40)) == 0.0
+    assert batch_correlation(batch_means(np.linspace(1.0, 2.0, 2000) + 0.01 * rng.standard_normal(2000))) > 0.9
+    assert batch_means(np.ones(39)) is None and batch_correlation(None) is None and batch_correlation(batch_means(np.ones(40))) == 0.0
 
 
 def test_correlated_batches_widen_the_standard_error_as_an_ar1_mean():
@@ -63,5 +63,22 @@ def test_the_table_warns_of_a_continuous_run_that_has_not_settled(lengths, stead
     doc, _ = serve_summary(h100, 0.5 * system.capacity_tokens_per_s, requests=100_000, seed=0, mode="continuous", instances=16, lengths=lengths)
     assert doc["requests_measured"] > 90 * doc["in_flight_mean"]
     assert doc["steady"] is steady and doc["batch_correlation_limit"] == steady_limit()
+    assert doc["steadiness"] == ("steady" if steady else "unsteady")
     assert (max(doc["batch_correlation"].values()) > steady_limit()) is not steady
     assert ("not steady, its batches are correlated" in _text(doc)) is not steady
+
+
+def test_a_run_too_short_to_test_says_so_not_that_it_is_unsteady():
+    """h100, 8 instances, no warm-up: 39 measured requests are fewer than two in each of the
+    20 batches, so there is no test: ``steadiness`` "too_few_requests" (``steady`` false,
+    the correlations null, as before) and the table says there are too few requests, not
+    that the batches are correlated; 40 are tested."""
+    h100 = load_scenario("h100")
+    few, _ = serve_summary(h100, 20_000.0, requests=2 * SEM_BATCHES - 1, seed=5, instances=8, warmup=0.0)
+    assert few["requests_measured"] == 39 and few["steady"] is False and few["steadiness"] == TOO_FEW
+    assert set(few["batch_correlation"].values()) == {None}
+    text = _text(few)
+    assert "too few requests to test steadiness" in text and "correlated" not in text
+    enough, _ = serve_summary(h100, 20_000.0, requests=2 * SEM_BATCHES, seed=5, instances=8, warmup=0.0)
+    assert enough["requests_measured"] == 40 and enough["steadiness"] in ("steady", "unsteady")
+    assert enough["steady"] is (enough["steadiness"] == "steady") and "too few requests" not in _text(enough)

@@ -33,7 +33,7 @@ def test_gap_measures_by_hand(gaps):
         "instance": [0, 1, 0, 0, 1],
         "measured": [True] * 5,
     })
-    got = gaps.gap_measures(df, prefill)
+    got = gaps.gap_measures(df, gaps.batch_rows(df, prefill))
     assert got["idle"] == pytest.approx(0.6)
     assert got["residual"] == pytest.approx(0.75)
     assert got["idle_started"] == pytest.approx(0.75)
@@ -57,7 +57,7 @@ def test_the_gaps_a_waiting_request_sees_in_light_traffic(gaps, instances, offer
     for rep in range(REPLICATIONS):
         df, _ = simulate_requests(system, offered / cycle_1, 100_000, seed=11, replication=rep)
         df["measured"] = np.arange(len(df)) >= len(df) // 5
-        seen.append(2.0 * instances * gaps.gap_measures(df, system.prefill_s)["residual"] / cycle_1 - 1.0)
+        seen.append(2.0 * instances * gaps.gap_measures(df, gaps.batch_rows(df, system.prefill_s))["residual"] / cycle_1 - 1.0)
     sem = np.std(seen, ddof=1) / np.sqrt(REPLICATIONS)
     assert abs(np.mean(seen) - (instances - 1) / (instances + 1)) <= 4.0 * sem, (np.mean(seen), sem)
 

@@ -49,15 +49,17 @@ TERMS = ("mode", "batch", "decode_1_s", "decode_s", "prefill_1_s", "prefill_s", 
 def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs, kept: dict | None = None) -> dict[str, np.ndarray]:
     """The :data:`TERMS` of the evaluation ``e`` of a plan in serving ``mode`` (module
     docstring), each an (n,) float array. ``kept`` (a dict kept for the plans of one
-    candidate table, :func:`row_steps`): the trials' rates and lengths, and a
-    disaggregated plan's decode terms by its decode layout and prefill terms by its prefill
-    layout, made for the first pair of each and read by the table's other pairs of it (in
-    a table a layout's decode batch and prefill pass are the same in every pair)."""
+    candidate table, :func:`row_steps`; every key a pair ``(kind, what)``): the trials' rates
+    (``("rates", None)``) and lengths (:func:`kept_lengths`), and a disaggregated plan's decode terms by its
+    decode layout (``("decode", layout)``) and prefill terms by its prefill layout
+    (``("prefill", layout)``), made for the first pair of each and read by the table's
+    other pairs of it (in a table a layout's decode batch and prefill pass are the same in
+    every pair)."""
     n, m = inputs.n, scenario.workload.model
     kept = {} if kept is None else kept
-    if "inputs" not in kept:
-        kept["inputs"] = rates_of(scenario, inputs), lengths_of(scenario, inputs)
-    rates, lengths = kept["inputs"]
+    if ("rates", None) not in kept:
+        kept["rates", None] = rates_of(scenario, inputs)
+    rates, lengths = kept["rates", None], kept_lengths(scenario, inputs, kept)
     s, context = lengths.prompt_tokens, lengths.context_tokens
     one = np.ones(n)
     out = {name: np.zeros(n) for name in TERMS}
@@ -113,6 +115,15 @@ def plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs, kept: dict
     return out
 
 
+def kept_lengths(scenario: Scenario, inputs: TrialInputs, kept: dict):
+    """The trials' request lengths (:func:`~.layout.lengths_of`), made once for a candidate
+    table and kept in its ``steps`` (``("lengths", None)``, :func:`plan_steps`' ``kept``):
+    the choice under a demand and the step times of its rows read the same."""
+    if ("lengths", None) not in kept:
+        kept["lengths", None] = lengths_of(scenario, inputs)
+    return kept["lengths", None]
+
+
 def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The ``load_steps.*`` columns of a :class:`~.planner.PlannedBlock`: each trial's own
     plan's :func:`plan_steps`, each plan served in the block evaluated once; with a fleet
@@ -137,13 +148,14 @@ def one_plan_steps(scenario: Scenario, e, mode: str, inputs: TrialInputs) -> dic
 
 def row_steps(scenario: Scenario, table, k: int, inputs: TrialInputs) -> dict[str, np.ndarray]:
     """The :func:`plan_steps` of row ``k`` of a :class:`~.planner.CandidateTable` for every
-    trial of its block, made when first asked and kept in the table (``table.steps``, with
-    the terms its disaggregated pairs share; a pair not yet evaluated read from its block's
-    rows, :meth:`~.planner.CandidateTable.steps_plan`): the planner's choice under a demand
-    and the columns of the plans chosen read the same rows."""
-    if k not in table.steps:
-        table.steps[k] = plan_steps(scenario, table.steps_plan(k), table.plans[k].mode, inputs, table.steps)
-    return table.steps[k]
+    trial of its block, made when first asked and kept in the table (``table.steps``, by
+    ``("row", k)``, beside the terms its disaggregated pairs share, :func:`plan_steps`'
+    ``kept``; a pair not yet evaluated read from its block's rows,
+    :meth:`~.planner.CandidateTable.steps_plan`): the planner's choice under a demand and
+    the columns of the plans chosen read the same rows."""
+    if ("row", k) not in table.steps:
+        table.steps["row", k] = plan_steps(scenario, table.steps_plan(k), table.plans[k].mode, inputs, table.steps)
+    return table.steps["row", k]
 
 
 def candidate_steps(scenario: Scenario, table, inputs: TrialInputs):

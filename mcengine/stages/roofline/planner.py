@@ -43,7 +43,7 @@ from ...scenario.sampling import TrialInputs, quantile_inputs
 from ...scenario.sections.workload import SATURATE
 from ...units import MS_PER_S
 from .layout import candidate_layouts, degraded_layouts, evaluate, lengths_label, lengths_of, rates_of
-from .load_steps import candidate_steps
+from .load_steps import candidate_steps, kept_lengths
 from .planner_load import FleetSearch, choose_jointly, most_goodput
 from .serving import Disaggregated, Plan, disaggregated_of, evaluate_continuous, evaluate_plan, kv_rates, prefill_pass, ttft_slo_ms
 
@@ -86,8 +86,11 @@ class CandidateTable:
     ``built``).
     ``holders``: the sequences that fit beside the weights per evaluated layout
     (:func:`_sequences_that_fit`), for the error naming a block no plan fits.
-    ``steps``: the step times of the load models, kept when first asked
-    (:func:`.load_steps.row_steps`: by row, and a disaggregated plan's terms by layout)."""
+    ``steps``: the step times of the load models, kept when first asked, keyed by pairs
+    ``(kind, what)`` (:func:`.load_steps.row_steps`: ``("row", k)``; the terms they share,
+    :func:`.load_steps.plan_steps`: the trials' rates and lengths (``("rates", None)``,
+    ``("lengths", None)``), a disaggregated plan's
+    terms by ``("decode", layout)`` and ``("prefill", layout)``)."""
 
     plans: tuple[Plan, ...]
     blocks: list
@@ -424,7 +427,7 @@ def plan_jointly(asked: list[tuple], keys: list | None = None) -> list[PlannedBl
             saturated.append(_best_rows(tables[-1], power_weight, inputs.n))
     under = [i for i, a in enumerate(asked) if a[4] is not None]
     steps = {i: candidate_steps(asked[i][0], tables[i], asked[i][1]) for i in under}
-    outs = {i: lengths_of(asked[i][0], asked[i][1]).output_tokens for i in under}
+    outs = {i: kept_lengths(asked[i][0], asked[i][1], tables[i].steps).output_tokens for i in under}
     chosen = dict(zip(under, choose_jointly([(tables[i], asked[i][2], asked[i][4], outs[i], asked[i][1].n, steps[i]) for i in under]))) if under else {}
     blocks = []
     for i, ((scenario, inputs, _, _, demand), key) in enumerate(zip(asked, keys)):

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import load
-from ...scenario.sampling import per_trial
+from ...scenario.sampling import end_to_end, per_trial
 from ...units import MS_PER_S
 from .load_steps import TERMS
 
@@ -122,12 +122,6 @@ def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of)
     return choose_jointly([(table, power_weight, demand, output_tokens, n, steps_of)])[0]
 
 
-def _end_to_end(items: list, ns: list[int], get) -> np.ndarray:
-    """``get(item)`` of each of ``items`` (a value or one per trial), broadcast to its
-    ``n`` trials and laid one after another: the joined trials of :func:`choose_jointly`."""
-    return np.concatenate([per_trial(get(x), m) for x, m in zip(items, ns)])
-
-
 def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, FleetSearch | None]]:
     """:func:`choose` of each part ``(table, power_weight, demand, output_tokens, n,
     steps_of)`` of ``parts`` (a mix's request classes, each planned under its share of the
@@ -143,10 +137,7 @@ def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, Fle
         return [choose_jointly([p])[0] for p in parts]
     ns = [p[4] for p in parts]
     n, starts = sum(ns), np.cumsum([0, *ns])
-
-    def joined(get) -> np.ndarray:
-        return _end_to_end(parts, ns, get)
-
+    joined = functools.partial(end_to_end, parts, ns=ns)  # a field of every part, its trials end to end
     slo, avail = joined(lambda p: p[2].ttft_slo_ms), joined(lambda p: p[2].availability)
     mean = joined(lambda p: p[2].demand)
     peak = mean * joined(lambda p: p[2].peak_to_mean)
@@ -189,9 +180,7 @@ class Model:
     every part."""
 
     def __init__(self, steps_of: list, starts: np.ndarray, demands: list[Demand], output_tokens: np.ndarray, ns: list[int]):
-        def joined(get) -> np.ndarray:
-            return _end_to_end(demands, ns, get)
-
+        joined = functools.partial(end_to_end, demands, ns=ns)
         self.steps_of, self.starts, self.output_tokens = steps_of, starts, output_tokens
         self.q, self.ca = joined(lambda d: d.quantile), joined(lambda d: d.arrival_cv)
         self.ttft_slo_s, self.tpot_slo_s = joined(lambda d: d.ttft_slo_ms) / MS_PER_S, joined(lambda d: d.tpot_slo_ms) / MS_PER_S
