@@ -99,28 +99,6 @@ def mean_wait(servers, service_s, rho, arrival_cv, service_cv) -> np.ndarray:
     return np.where(r >= 1.0, np.inf, w)
 
 
-def illinois_point(lo, hi, f_lo, f_hi, secant=True) -> np.ndarray:
-    """The next probe of a bracket ``[lo, hi]`` whose function is ``f_lo <= 0 < f_hi`` at its
-    ends: the secant's root (regula falsi), or the middle where that is not strictly inside
-    or ``secant`` is False."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-    return np.where((mid > lo) & (mid < hi) & secant, mid, 0.5 * (lo + hi))
-
-
-def illinois_step(lo, hi, f_lo, f_hi, side, mid, f_mid) -> tuple[np.ndarray, ...]:
-    """One Illinois step (regula falsi halving the value of an end kept twice in a row) of
-    brackets ``[lo, hi]`` with values ``f_lo <= 0 < f_hi`` probed at ``mid`` (``f_mid``):
-    the new ``(lo, hi, f_lo, f_hi, side)``, ``side`` 1 where the probe met (``f <= 0``),
-    -1 where it did not."""
-    meets = f_mid <= 0.0
-    f_hi = np.where(meets & (side > 0), 0.5 * f_hi, f_hi)  # the end kept twice in a row is halved (Illinois)
-    f_lo = np.where(~meets & (side < 0), 0.5 * f_lo, f_lo)
-    lo, f_lo = np.where(meets, mid, lo), np.where(meets, f_mid, f_lo)
-    hi, f_hi = np.where(meets, hi, mid), np.where(meets, f_hi, f_mid)
-    return lo, hi, f_lo, f_hi, np.where(meets, 1.0, -1.0)
-
-
 def _phase(mean, peak_to_mean, capacity):
     """``(s, theta0)``: the capacity's place on the sinusoid, ``s = (cap - m) / (m (p - 1))``
     clipped to [-1, 1], and ``arcsin(s)``."""
