@@ -355,14 +355,15 @@ def _gamma_transform(v):
     s / lambda``: ``(1 + t v)^(-1 / v)``, whose limit at ``v = 0`` (evenly spaced arrivals)
     is ``e^(-t)``. Which form each trial takes is worked out once, for a bisection's many
     ``t``; the caller holds ``np.errstate`` (divide, invalid, over) for the calls."""
+    power = -1.0 / v
     if np.all(v > SMOOTH_ARRIVAL_CV2):  # (every arrival law but the nearly even: the power alone)
-        return lambda t: (1.0 + t * v) ** (-1.0 / v)
+        return lambda t: (1.0 + t * v) ** power
     positive, smoothly = v > 0.0, v > SMOOTH_ARRIVAL_CV2
     safe_v = np.where(positive, v, 1.0)
 
     def transform(t):
         smooth = np.exp(-np.where(positive, np.log1p(t * v) / safe_v, t))
-        return np.where(smoothly, (1.0 + t * v) ** (-1.0 / v), smooth)
+        return np.where(smoothly, (1.0 + t * v) ** power, smooth)
 
     return transform
 
