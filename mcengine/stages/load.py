@@ -118,6 +118,11 @@ STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("st
 #: Most bisection steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
+#: Halvings of :func:`capacity_rate` a model call answers: each trial is asked the
+#: ``2^h - 1`` rates the next ``h`` halvings could probe, and the halvings are replayed on the
+#: answers (the same bracket as one halving a call, in fewer calls: a call's own cost, not
+#: its trials', is what its late steps, on a few trials each, pay).
+CAPACITY_HALVINGS = 3
 #: Relative width of :func:`capacity_rate`'s bracket at which a trial stops: the capacity
 #: returned meets the SLOs and is within 0.05 % below the largest rate that does.
 CAPACITY_TOLERANCE = 5e-4
@@ -240,8 +245,10 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     the unwaited prefill) and is unbounded past the rate its queue keeps a steady state, and
     on such a jump regula falsi (Illinois) closes no faster than a bisection and stalls
     where the secant keeps one end (docs/load.md#speed); every step of a bisection halves
-    the bracket, so each trial settles in ``log2(width / (tolerance x capacity))`` steps,
-    and each step is one model call on the trials not settled."""
+    the bracket, so each trial settles in ``log2(width / (tolerance x capacity))`` steps.
+    Each model call asks the trials not settled the :data:`CAPACITY_HALVINGS` next halvings'
+    rates (every midpoint they could probe, :func:`_tree`) and replays them on the answers:
+    the brackets of one halving a call, bit for bit."""
     n = plans.q.size
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
@@ -261,15 +268,32 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     keep = np.flatnonzero(f0 <= 0.0)
     live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
     out[live] = lo
-    for _ in range(CAPACITY_STEPS):
+    for call in range(-(-CAPACITY_STEPS // CAPACITY_HALVINGS)):
         keep = np.flatnonzero(hi - lo > CAPACITY_TOLERANCE * lo)
         live, p, k, lo, hi = live[keep], p.take(keep), k[keep], lo[keep], hi[keep]
         if live.size == 0:
             break
-        mid = 0.5 * (lo + hi)
-        meets = p.misses(mid, k) <= 0.0
-        lo, hi = np.where(meets, mid, lo), np.where(meets, hi, mid)
+        mids = np.stack([0.5 * (a + b) for a, b in _tree(lo, hi)], axis=1)  # (trials, 2^h - 1), level by level
+        meets = (p.take(np.repeat(np.arange(live.size), mids.shape[1])).misses(mids.ravel(), np.repeat(k, mids.shape[1])) <= 0.0).reshape(mids.shape)
+        node = np.zeros(live.size, int)
+        for level in range(min(CAPACITY_HALVINGS, CAPACITY_STEPS - call * CAPACITY_HALVINGS)):  # the halvings replayed on the answers
+            on = hi - lo > CAPACITY_TOLERANCE * lo
+            at = 2 ** level - 1 + node
+            mid, yes = mids[np.arange(live.size), at], meets[np.arange(live.size), at]
+            lo, hi = np.where(on & yes, mid, lo), np.where(on & ~yes, mid, hi)
+            node = 2 * node + yes
         out[live] = lo
+    return out
+
+
+def _tree(lo, hi):
+    """The brackets :data:`CAPACITY_HALVINGS` halvings of ``[lo, hi]`` can reach before their
+    last, level by level (the root first; node ``j`` of a level has halves ``2j`` and ``2j +
+    1`` of the next), each end computed as the halving itself computes it (``0.5 (a + b)``)."""
+    level, out = [(lo, hi)], []
+    for _ in range(CAPACITY_HALVINGS):
+        out += level
+        level = [half for a, b in level for half in ((a, 0.5 * (a + b)), (0.5 * (a + b), b))]
     return out
 
 
