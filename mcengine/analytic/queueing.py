@@ -99,28 +99,6 @@ def mean_wait(servers, service_s, rho, arrival_cv, service_cv) -> np.ndarray:
     return np.where(r >= 1.0, np.inf, w)
 
 
-def illinois_point(lo, hi, f_lo, f_hi, secant=True) -> np.ndarray:
-    """The next probe of a bracket ``[lo, hi]`` whose function is ``f_lo <= 0 < f_hi`` at its
-    ends: the secant's root (regula falsi), or the middle where that is not strictly inside
-    or ``secant`` is False."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-    return np.where((mid > lo) & (mid < hi) & secant, mid, 0.5 * (lo + hi))
-
-
-def illinois_step(lo, hi, f_lo, f_hi, side, mid, f_mid) -> tuple[np.ndarray, ...]:
-    """One Illinois step (regula falsi halving the value of an end kept twice in a row) of
-    brackets ``[lo, hi]`` with values ``f_lo <= 0 < f_hi`` probed at ``mid`` (``f_mid``):
-    the new ``(lo, hi, f_lo, f_hi, side)``, ``side`` 1 where the probe met (``f <= 0``),
-    -1 where it did not."""
-    meets = f_mid <= 0.0
-    f_hi = np.where(meets & (side > 0), 0.5 * f_hi, f_hi)  # the end kept twice in a row is halved (Illinois)
-    f_lo = np.where(~meets & (side < 0), 0.5 * f_lo, f_lo)
-    lo, f_lo = np.where(meets, mid, lo), np.where(meets, f_mid, f_lo)
-    hi, f_hi = np.where(meets, hi, mid), np.where(meets, f_hi, f_mid)
-    return lo, hi, f_lo, f_hi, np.where(meets, 1.0, -1.0)
-
-
 def _phase(mean, peak_to_mean, capacity):
     """``(s, theta0)``: the capacity's place on the sinusoid, ``s = (cap - m) / (m (p - 1))``
     clipped to [-1, 1], and ``arcsin(s)``."""
@@ -392,16 +370,22 @@ def _gap_batch(arrivals, top, extra):
 SMOOTH_ARRIVAL_CV2 = 1e-3
 
 
-def _gamma_transform(t, v):
-    """``E[e^(-s A)]`` of gamma gaps ``A`` of mean ``1 / lambda`` and squared CV ``v`` at ``t =
+def _gamma_transform(v):
+    """``t -> E[e^(-s A)]`` of gamma gaps ``A`` of mean ``1 / lambda`` and squared CV ``v`` at ``t =
     s / lambda``: ``(1 + t v)^(-1 / v)``, whose limit at ``v = 0`` (evenly spaced arrivals)
-    is ``e^(-t)``."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        power = (1.0 + t * v) ** (-1.0 / v)
-        if np.all(v > SMOOTH_ARRIVAL_CV2):  # (every arrival law but the nearly even: the power alone)
-            return power
-        smooth = np.exp(-np.where(v > 0.0, np.log1p(t * v) / np.where(v > 0.0, v, 1.0), t))
-    return np.where(v > SMOOTH_ARRIVAL_CV2, power, smooth)
+    is ``e^(-t)``. Which form each trial takes is worked out once, for a bisection's many
+    ``t``; the caller holds ``np.errstate`` (divide, invalid, over) for the calls."""
+    power = -1.0 / v
+    if np.all(v > SMOOTH_ARRIVAL_CV2):  # (every arrival law but the nearly even: the power alone)
+        return lambda t: (1.0 + t * v) ** power
+    positive, smoothly = v > 0.0, v > SMOOTH_ARRIVAL_CV2
+    safe_v = np.where(positive, v, 1.0)
+
+    def transform(t):
+        smooth = np.exp(-np.where(positive, np.log1p(t * v) / safe_v, t))
+        return np.where(smoothly, (1.0 + t * v) ** power, smooth)
+
+    return transform
 
 
 def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
@@ -427,10 +411,11 @@ def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
     lo, hi = np.zeros(lam.shape), np.ones(lam.shape)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         pd, gd = p * d, g * d
+        transform = _gamma_transform(v)
         for _ in range(BISECTION_STEPS):
             z = 0.5 * (lo + hi)
             drained = -np.expm1(pd * np.log(z)) / gd  # (1 - z^(P I)) / (g I)
-            above = _gamma_transform(drained / lam, v) > z
+            above = transform(drained / lam) > z
             lo, hi = np.where(above, z, lo), np.where(above, hi, z)
     return np.where(p > lam * g, lo, 1.0)
 
@@ -495,15 +480,14 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
 
     def survival(t):
         one = first_law(t)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            two = (a * one - b * second_law(t)) / gap
-        return np.where(second, two, one)
+        return np.where(second, (a * one - b * second_law(t)) / gap, one)
 
     lo, hi = np.zeros(np.shape(c)), 50.0 * (g * (a + b) + burst)
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        above = survival(mid) > tail
-        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):  # for every step's survival
+        for _ in range(BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            above = survival(mid) > tail
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     waited_q = np.minimum(first(1.0) + lo, g * np.log(1.0 / tail) + first(top))
     quantile = np.where(c > 1.0 - np.asarray(q, float), waited_q, first(1.0))
     return np.where(steady, mean, np.inf), np.where(steady, quantile, np.inf)
@@ -513,17 +497,18 @@ def _plus_exponential(scale, other):
     """``t -> P(X + Y > t)`` for independent exponentials ``X`` of mean ``scale`` and ``Y`` of
     mean ``other`` (``Y = 0`` where ``other`` is 0): ``(s e^(-t/s) - m e^(-t/m)) / (s - m)``,
     and ``(1 + t/s) e^(-t/s)`` where the means are equal (the hypoexponential law). What
-    does not depend on ``t`` is worked out once, for a bisection's many ``t``."""
+    does not depend on ``t`` is worked out once, for a bisection's many ``t``; the caller
+    holds ``np.errstate`` (divide, invalid, over, under) for the calls."""
     s, m = np.broadcast_arrays(*(np.asarray(x, float) for x in (scale, other)))
     equal = np.abs(s - m) <= 1e-9 * s
     other_mean, apart_by, has_other = np.where(m > 0, m, 1.0), np.where(equal, 1.0, s - m), m > 0
+    if not has_other.any():  # no burst anywhere: the exponential alone
+        return lambda t: np.exp(-t / s)
 
     def survival(t):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            own = np.exp(-t / s)
-            apart = (s * own - m * np.exp(-t / other_mean)) / apart_by
-            out = np.where(equal, (1.0 + t / s) * own, apart)
-        return np.where(has_other, out, own)
+        own = np.exp(-t / s)
+        apart = (s * own - m * np.exp(-t / other_mean)) / apart_by
+        return np.where(has_other, np.where(equal, (1.0 + t / s) * own, apart), own)
 
     return survival
 

@@ -116,9 +116,14 @@ def slo_key(scenario: Scenario, name: str, key: str) -> str:
 STEPS = LOAD_STEPS_PREFIX
 #: ``load_steps.mode``'s codes: the index of the plan's serving mode in SERVING_MODES.
 STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("static", "continuous", "disaggregated"))
-#: Most Illinois steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
+#: Most bisection steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
+#: Halvings of :func:`capacity_rate` a model call answers: each trial is asked the
+#: ``2^h - 1`` rates the next ``h`` halvings could probe, and the halvings are replayed on the
+#: answers (the same bracket as one halving a call, in fewer calls: a call's own cost, not
+#: its trials', is what its late steps, on a few trials each, pay).
+CAPACITY_HALVINGS = 3
 #: Relative width of :func:`capacity_rate`'s bracket at which a trial stops: the capacity
 #: returned meets the SLOs and is within 0.05 % below the largest rate that does.
 CAPACITY_TOLERANCE = 5e-4
@@ -213,8 +218,8 @@ class Plans:
             return np.clip(np.log(np.where(np.isnan(ratio), np.inf, ratio)), -MISS_CAP, MISS_CAP)
 
 
-#: Bound of :meth:`Plans.misses` (the Illinois secant needs finite ends; ``e^50`` is far
-#: beyond any SLO's miss).
+#: Bound of :meth:`Plans.misses` (a finite miss where the model's queue has no steady state;
+#: ``e^50`` is far beyond any SLO's miss).
 MISS_CAP = 50.0
 
 
@@ -234,12 +239,17 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     higher), one model call on every trial: where they meet the SLOs there, that rate is
     the capacity. The quantiles rise with the rate, so for the others the bracket
     ``[meets_at, that rate]`` (``meets_at`` 0 unless given or where it does not meet them)
-    is narrowed by at most :data:`CAPACITY_STEPS` Illinois steps (regula falsi halving the
-    value of an end kept twice in a row; a bisection while the upper end's miss is
-    unbounded, where the model's queue has no steady state: the secant means nothing across
-    that jump, and from a probe missing them e-fold or more, next to that pole), vectorised over the trials whose bracket is wider than
-    :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end, which meets the SLOs,
-    is returned."""
+    is halved by at most :data:`CAPACITY_STEPS` bisection steps, vectorised over the trials
+    whose bracket is wider than :data:`CAPACITY_TOLERANCE` of its lower end, and its lower
+    end, which meets the SLOs, is returned. A bisection, not a secant: the miss jumps where
+    a disaggregated plan's probability of waiting crosses ``1 - q`` (its TTFT quantile leaves
+    the unwaited prefill) and is unbounded past the rate its queue keeps a steady state, and
+    on such a jump regula falsi (Illinois) closes no faster than a bisection and stalls
+    where the secant keeps one end (docs/load.md#speed); every step of a bisection halves
+    the bracket, so each trial settles in ``log2(width / (tolerance x capacity))`` steps.
+    Each model call asks the trials not settled the :data:`CAPACITY_HALVINGS` next halvings'
+    rates (every midpoint they could probe, :func:`_tree`) and replays them on the answers:
+    the brackets of one halving a call, bit for bit."""
     n = plans.q.size
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
@@ -257,19 +267,34 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     if retry.size:
         start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry])
     keep = np.flatnonzero(f0 <= 0.0)
-    # the probe sits next to the queue's pole at the saturated rate: a miss of more than e-fold taken as unbounded (halving first)
-    f_hi = np.where(f_probe[rest][keep] <= 1.0, f_probe[rest][keep], MISS_CAP)
-    live, p, k, lo, hi, f_lo = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], f0[keep]
-    side = np.zeros(live.size)
+    live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
     out[live] = lo
-    for _ in range(CAPACITY_STEPS):
+    for call in range(-(-CAPACITY_STEPS // CAPACITY_HALVINGS)):
         keep = np.flatnonzero(hi - lo > CAPACITY_TOLERANCE * lo)
-        live, p, k, lo, hi, f_lo, f_hi, side = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], f_lo[keep], f_hi[keep], side[keep]
+        live, p, k, lo, hi = live[keep], p.take(keep), k[keep], lo[keep], hi[keep]
         if live.size == 0:
             break
-        mid = qu.illinois_point(lo, hi, f_lo, f_hi, f_hi < MISS_CAP)  # past a jump to an unbounded miss: halved
-        lo, hi, f_lo, f_hi, side = qu.illinois_step(lo, hi, f_lo, f_hi, side, mid, p.misses(mid, k))
+        mids = np.stack([0.5 * (a + b) for a, b in _tree(lo, hi)], axis=1)  # (trials, 2^h - 1), level by level
+        meets = (p.take(np.repeat(np.arange(live.size), mids.shape[1])).misses(mids.ravel(), np.repeat(k, mids.shape[1])) <= 0.0).reshape(mids.shape)
+        node = np.zeros(live.size, int)
+        for level in range(min(CAPACITY_HALVINGS, CAPACITY_STEPS - call * CAPACITY_HALVINGS)):  # the halvings replayed on the answers
+            on = hi - lo > CAPACITY_TOLERANCE * lo
+            at = 2 ** level - 1 + node
+            mid, yes = mids[np.arange(live.size), at], meets[np.arange(live.size), at]
+            lo, hi = np.where(on & yes, mid, lo), np.where(on & ~yes, mid, hi)
+            node = 2 * node + yes
         out[live] = lo
+    return out
+
+
+def _tree(lo, hi):
+    """The brackets :data:`CAPACITY_HALVINGS` halvings of ``[lo, hi]`` can reach before their
+    last, level by level (the root first; node ``j`` of a level has halves ``2j`` and ``2j +
+    1`` of the next), each end computed as the halving itself computes it (``0.5 (a + b)``)."""
+    level, out = [(lo, hi)], []
+    for _ in range(CAPACITY_HALVINGS):
+        out += level
+        level = [half for a, b in level for half in ((a, 0.5 * (a + b)), (0.5 * (a + b), b))]
     return out
 
 

@@ -4,7 +4,7 @@ included: each class now has its own plan's per-mode model, `stages.load`); kept
 queue's own inversion tests."""
 import numpy as np
 
-from mcengine.analytic.queueing import erlang_c, illinois_point, illinois_step, wait_quantile, wait_scale_s
+from mcengine.analytic.queueing import erlang_c, wait_quantile, wait_scale_s
 
 
 def slot_time_s(batch, output_tokens, tokens_per_s) -> np.ndarray:
@@ -36,6 +36,27 @@ def utilisation_sure(q, slo_ms, unloaded_ttft_ms, servers, service_s, arrival_cv
 #: the utilisation on most plans; on a sample of 20,000 random plans the largest shortfall
 #: against a 60-step bisection is 4e-10 of the utilisation, always on the side that meets the SLO).
 ROOT_STEPS = 24
+
+
+def illinois_point(lo, hi, f_lo, f_hi) -> np.ndarray:
+    """The next probe of a bracket ``[lo, hi]`` whose function is ``f_lo <= 0 < f_hi`` at its
+    ends: the secant's root (regula falsi), or the middle where that is not strictly inside."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+    return np.where((mid > lo) & (mid < hi), mid, 0.5 * (lo + hi))
+
+
+def illinois_step(lo, hi, f_lo, f_hi, side, mid, f_mid) -> tuple[np.ndarray, ...]:
+    """One Illinois step (regula falsi halving the value of an end kept twice in a row) of
+    brackets ``[lo, hi]`` with values ``f_lo <= 0 < f_hi`` probed at ``mid`` (``f_mid``):
+    the new ``(lo, hi, f_lo, f_hi, side)``, ``side`` 1 where the probe met (``f <= 0``),
+    -1 where it did not."""
+    meets = f_mid <= 0.0
+    f_hi = np.where(meets & (side > 0), 0.5 * f_hi, f_hi)  # the end kept twice in a row is halved (Illinois)
+    f_lo = np.where(~meets & (side < 0), 0.5 * f_lo, f_lo)
+    lo, f_lo = np.where(meets, mid, lo), np.where(meets, f_mid, f_lo)
+    hi, f_hi = np.where(meets, hi, mid), np.where(meets, f_hi, f_mid)
+    return lo, hi, f_lo, f_hi, np.where(meets, 1.0, -1.0)
 
 
 def utilisation_at_slo(q, slo_ms, unloaded_ttft_ms, batch, slot_s, arrival_cv, service_cv) -> np.ndarray:

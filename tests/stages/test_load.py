@@ -347,3 +347,29 @@ def test_the_fleet_search_tells_still_bounds_its_count_keeps():
     gone = dropped == -1
     assert gone.sum() > 10 and ((plain[gone] > cut[gone]) | (plain[gone] == 0)).all()  # unserved: dropped before its unloaded check
     np.testing.assert_array_equal(dropped[~gone], plain[~gone])
+
+
+def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
+    """A disaggregated plan of lite-h100 at the load-diurnal demand (a trial of the chain's
+    capacity search, its ``load_steps.*`` as handed in) whose miss jumps at its capacity at
+    SLO: -0.09 at the capacity, +0.04 at 1.0005 x it, +0.41 at 1.001 x it (the TTFT quantile
+    leaves the unwaited prefill where the probability of waiting crosses 1 - q). From no
+    load to the saturated rate, capacity_rate's bisection settles it in 6 model calls (the
+    probe, the unloaded plan, then ceil(log2(1 / (tolerance x 0.993))) = 11 halvings, 3 a
+    call: 7 rates asked in each; the Illinois steps it replaces took 21 calls on this
+    trial); the capacity meets the SLOs and 1 + tolerance times it does not."""
+    steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
+             "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
+             "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
+             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0}
+    plans = load.Plans({k: np.array([v]) for k, v in steps.items()}, np.array([0.99]), np.array([2.0]), np.array([0.05]),
+                       np.array([1.0]), np.array([28.79589999999999]))
+    instances, top = np.array([48.0]), np.array([596.9459680309172])
+    calls = []
+    counted = _Logged(plans, np.array([0]), calls)
+    capacity = load.capacity_rate(counted, instances, top)[0]
+    assert [asked.size for asked, _, _ in calls] == [1, 0, 7, 7, 7, 7]  # a logged entry a model call, its positive rates
+    assert capacity == pytest.approx(592.8652821097157, rel=load.CAPACITY_TOLERANCE)
+    miss = plans.take(np.zeros(3, int)).misses(capacity * np.array([1.0, 1.0 + load.CAPACITY_TOLERANCE, 1.001]), np.full(3, 48.0))
+    assert miss[0] <= 0.0 < miss[1] and miss[2] - miss[0] > 0.4
+
