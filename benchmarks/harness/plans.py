@@ -48,7 +48,7 @@ PROBE_BATCH = 64
 #: The functions timed as the batch-limit searches: (module, name) patched for the measurement.
 SEARCHES = ((rl, "largest_batch"), (sv, "largest_batch_within_ttft"))
 #: The compiled searches (timed too, their step times not counted; absent from older trees).
-COMPILED_SEARCHES = ((sv, "compiled_batch_limits"),)
+COMPILED_SEARCHES = ((sv, "compiled_batch_limits"), (rl, "compiled_largest_batch"))
 
 
 @contextmanager
