@@ -197,9 +197,12 @@ def search_layout(m: ModelCard, layout: Layout, r: Rates) -> np.ndarray:
 def trial_table(columns: dict, names: tuple, n: int) -> np.ndarray:
     """The per-trial table a compiled search reads: float64 (n, len(names)), column ``j``
     ``columns[names[j]]`` (a number or per trial) broadcast to the ``n`` trials."""
+    values = [np.asarray(columns[name], float) for name in names]
     x = np.empty((n, len(names)))
-    for j, name in enumerate(names):
-        x[:, j] = np.broadcast_to(np.asarray(columns[name], float), (n,))
+    x[:] = [v if v.ndim == 0 else 0.0 for v in values]  # the numbers every trial shares, row by row (contiguous)
+    for j, v in enumerate(values):
+        if v.ndim:
+            x[:, j] = v
     return x
 
 
