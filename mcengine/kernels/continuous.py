@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import event_kernel, inline_kernel, kernel
+from ..jit import inline_kernel, kernel, linked_kernel
 
 
 def collective_s(alpha, hops, hop, c, nbytes, link):
@@ -97,7 +97,7 @@ LAYOUT_ENTRIES = ("pipeline", "layers", "hidden", "sequence_attention", "attenti
                   "grouped")
 
 
-@inline_kernel
+@linked_kernel
 def forward_comm(sharded, message, head_message, group_message, alpha, alpha_ar, hop, link, lay):
     """A forward pass's tensor-group collectives over all layers for the layout vector
     ``lay`` (:data:`LAYOUT_ENTRIES`), as :func:`mcengine.analytic.roofline.collectives.forward_comm_s`
@@ -126,7 +126,7 @@ def forward_comm(sharded, message, head_message, group_message, alpha, alpha_ar,
     return forward
 
 
-@event_kernel
+@linked_kernel
 def _step_s(batch, x, i, lay):
     """The continuous step's ``total_s`` at integer ``batch`` for trial ``i`` (row ``i`` of
     ``x``, :data:`TRIAL_COLUMNS`) and the layout vector ``lay`` (:data:`LAYOUT_ENTRIES`), as

@@ -14,14 +14,17 @@ the layouts the continuous one does (:mod:`mcengine.kernels.continuous`) and are
 operation by operation as :mod:`mcengine.analytic.roofline.steps` composes them (no
 fast-math, no fused multiply-add), so a step time is the same float; what does not
 depend on the batch is computed by NumPy once per search and handed in
-(:func:`mcengine.analytic.roofline.limits.search_table`).
+(:func:`mcengine.analytic.roofline.limits.search_table`). The steps, like the continuous
+one and :func:`mcengine.kernels.continuous.forward_comm`, are linked kernels (no entry
+point from Python, :data:`mcengine.jit.linked_kernel`): a first run compiles and links them
+into the two searches without a wrapper each; Python reaches them through :func:`_timed`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..jit import event_kernel, inline_kernel, kernel
+from ..jit import inline_kernel, kernel, linked_kernel
 from .continuous import _busiest, _collective, _decode_flops, _step_s, _total, forward_comm
 
 #: The step times :func:`largest_batches` searches over (``kind``).
@@ -42,7 +45,7 @@ STATIC_COLUMNS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collect
 STATIC_LAYOUT_ENTRIES = ("kv_token", "instance_gpus")
 
 
-@event_kernel
+@linked_kernel
 def _decode_s(batch, x, i, lay):
     """The static decode step's ``total_s`` at integer ``batch`` for trial ``i`` (row ``i``
     of ``x``, :data:`STATIC_COLUMNS`): :func:`mcengine.analytic.roofline.steps.decode_step`
@@ -62,7 +65,7 @@ def _decode_s(batch, x, i, lay):
     return _total(flops / f, nbytes / hbm, comm, overhead, overlap)
 
 
-@event_kernel
+@linked_kernel
 def _prefill_s(batch, x, i, lay, kv):
     """The TTFT of a static batch's last request at integer ``batch`` for trial ``i``:
     :func:`mcengine.analytic.roofline.steps.batch_time_to_first_token` (the prefill of
