@@ -47,8 +47,8 @@ SEED = 1
 PROBE_BATCH = 64
 #: The functions timed as the batch-limit searches: (module, name) patched for the measurement.
 SEARCHES = ((rl, "largest_batch"), (sv, "largest_batch_within_ttft"))
-#: The compiled searches (timed too, their step times not counted; absent from older trees).
-COMPILED_SEARCHES = ((sv, "compiled_batch_limits"),)
+#: The compiled searches and the static searches' tables (timed too, their step times not counted; absent from older trees).
+COMPILED_SEARCHES = ((sv, "compiled_batch_limits"), (rl, "search_table"), (rl, "compiled_largest_batch"))
 
 
 @contextmanager
@@ -168,7 +168,7 @@ def run(quick: bool = False) -> dict:
         "cpu_s_per_1e5_trials": {"tables": tables * per, "searches": searches * per, "rest": (tables - searches) * per, "choice": choice * per},
         "search_share": searches / tables,
         "step_times_per_trial": evaluated / trials,
-        "search_ns_per_step_time": searches / evaluated * 1e9,
+        "search_ns_per_step_time": searches / evaluated * 1e9 if evaluated else None,  # (None: every search compiled)
         "probe_ns_per_trial": _probe_ns(trials, repeats),
     }
 

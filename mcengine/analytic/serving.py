@@ -73,9 +73,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import continuous as kc
+from ..kernels import continuous as kc, searches as ks
 from ..kernels.continuous import continuous_compute_s, continuous_memory_s, kv_read_tokens
-from .roofline import model as rm, weights as rw, collectives as rc, steps as rt
+from .roofline import model as rm, weights as rw, collectives as rc, steps as rt, limits as rl
 
 SERVING_MODES = ("static", "continuous", "disaggregated")
 
@@ -285,33 +285,32 @@ def compiled_batch_limits(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, out
     """``(B_SLO, B_TTFT)`` of :func:`continuous_step` as
     :func:`~mcengine.analytic.roofline.limits.largest_batch` and
     :func:`largest_batch_within_ttft` find them (the same probes, the same batches), by the
-    compiled searches of :func:`mcengine.kernels.continuous.continuous_searches` over ``n``
-    trials, or None for what they do not cover (:func:`continuous_search_tables`; then
-    search with NumPy)."""
+    compiled searches :func:`mcengine.kernels.searches.largest_batches` and
+    :func:`mcengine.kernels.continuous.batches_within_ttft` over ``n`` trials, or None for
+    what they do not cover (:func:`continuous_search_tables`; then search with NumPy)."""
     tables = continuous_search_tables(m, layout, prompt_tokens, output_tokens, context_tokens, r, tpot_slo_s, ttft_slo_s, n)
     if tables is None:
         return None
     x, lay, o_steps = tables
     b_slo, b_ttft = np.empty(n, np.int64), np.empty(n, np.int64)
-    limits = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int64), (n,))) for v in (cap, batch_memory, batch_chunk))
-    kc.continuous_searches(x, lay, *limits, o_steps, int(layout.pipeline), b_slo, b_ttft)
+    cap, b_mem, b_chunk = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int64), (n,))) for v in (cap, batch_memory, batch_chunk))
+    ks.largest_batches(ks.CONTINUOUS, x, lay, kc.TRIAL_COLUMNS.index("tpot_slo_s"), cap, b_slo)
+    kc.batches_within_ttft(x, lay, np.minimum(np.minimum(b_mem, b_slo), b_chunk), o_steps, int(layout.pipeline), b_ttft)
     return b_slo, b_ttft
 
 
 def continuous_search_tables(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, output_tokens, context_tokens, r: rm.Rates, tpot_slo_s,
                              ttft_slo_s, n: int):
-    """What :func:`mcengine.kernels.continuous.continuous_searches` reads: the per-trial
-    table (:data:`~mcengine.kernels.continuous.TRIAL_COLUMNS`), the layout vector
-    (:data:`~mcengine.kernels.continuous.LAYOUT_ENTRIES`) and ``O`` as a whole number;
+    """What the compiled continuous searches read: the per-trial table
+    (:data:`~mcengine.kernels.continuous.TRIAL_COLUMNS`), the layout vector
+    (:func:`~mcengine.analytic.roofline.limits.search_layout`) and ``O`` as a whole number;
     everything that does not depend on the batch, made with NumPy once per search. None
-    for what the kernel does not cover: an expert model, another all-reduce than "auto",
-    a tensor group or a stage boundary spanning scale-up domains, speculative decoding, a
-    mean output length per trial."""
+    for what the kernels do not cover (:func:`~mcengine.analytic.roofline.limits.searchable`:
+    an expert model, another all-reduce than "auto", a tensor group or a stage boundary
+    spanning scale-up domains, speculative decoding) and a mean output length per trial."""
     o_steps = _steps_numerator(output_tokens)
-    if (m.experts or layout.allreduce != "auto" or layout.tensor_split[1] != 1 or layout.crossing_hops or r.draft_tokens
-            or not isinstance(o_steps, int)):
+    if not rl.searchable(m, layout, r) or not isinstance(o_steps, int):
         return None
-    t, att, g = layout.tensor, layout.attention, layout.attention_groups
     ctx = np.asarray(rt.mean_context(prompt_tokens, output_tokens) if context_tokens is None else context_tokens, float)
     columns = {
         **{f: getattr(r, f) for f in ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collective_start_s", "hop_latency_s",
@@ -323,22 +322,7 @@ def continuous_search_tables(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, 
         "sequence_flops": rt.decode_flops_per_sequence(m, layout, ctx),
         "tpot_slo_s": tpot_slo_s, "ttft_slo_s": ttft_slo_s,
     }
-    x = np.empty((n, len(kc.TRIAL_COLUMNS)))
-    for j, name in enumerate(kc.TRIAL_COLUMNS):
-        x[:, j] = np.broadcast_to(np.asarray(columns[name], float), (n,))
-    ar, inner = rc.allreduce_constants, (t // g if att == "grouped" else 1)
-    two, one = rc.UNDOMINATED[rc.allreduce_seconds]  # "auto"'s candidates, as the NumPy path times them
-    (gather,) = rc.UNDOMINATED[rc.all_gather_seconds]
-    entries = {
-        "pipeline": layout.pipeline, "layers": m.layers, "hidden": m.hidden, "sequence_attention": att != "tensor",
-        "attention_groups": rw.attention_groups(t, att, g), "weights": r.bytes_per_param * rw.rank_params_streamed(m, t, 1.0, att, g),
-        "kv_rank": rw.kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g), "sharded_params": rw.sharded_params_active(m, t),
-        "tp_ranks": t, "inner_ranks": inner,
-        **dict(zip(("ar_k2", "ar_c2", "ar_k1", "ar_c1"), (*ar(two, t), *ar(one, t)))),
-        **dict(zip(("ag_k", "ag_c"), rc.all_gather_constants(gather, t))),
-        **dict(zip(("in_k2", "in_c2", "in_k1", "in_c1"), (*ar(two, inner), *ar(one, inner)))),
-    }
-    return x, np.array([float(entries[name]) for name in kc.LAYOUT_ENTRIES]), o_steps
+    return rl.trial_table(columns, kc.TRIAL_COLUMNS, n), rl.search_layout(m, layout, r), o_steps
 
 
 def _steps_numerator(output_tokens):

@@ -15,7 +15,7 @@ DRIVERS = {
     "fab": (("fab", "_wafer_block"),),
     "reliability": (("life", "run_block"),),
     "chain": (("fab", "_run_trials"), ("life", "run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows"),
-              ("continuous", "continuous_searches")),
+              ("searches", "largest_batches"), ("continuous", "batches_within_ttft")),
     "serve": (("serve.loop", "simulate"),),
 }
 

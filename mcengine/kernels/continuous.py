@@ -1,29 +1,31 @@
-"""The continuous-batching step's batch-dependent terms as pure functions of numbers, and
-the continuous plans' two batch-limit searches compiled over them (docs/performance.md#plan-searches).
+"""The continuous-batching step's batch-dependent terms as pure functions of numbers, the
+continuous step and a forward pass's collectives compiled over them, and the continuous
+plans' TTFT batch search (docs/performance.md#plan-searches).
 
 The functions without a decorator below are the one copy of each term: NumPy calls them
 on per-trial arrays (:mod:`mcengine.analytic.roofline` and
-:func:`mcengine.analytic.serving.continuous_step`), and :func:`continuous_searches` on
-one trial's scalars (each compiled inline through :data:`~mcengine.jit.inline_kernel`).
-Every term is the same sequence of IEEE operations either way (no fast-math, no fused
-multiply-add), so a step time is the same float.
+:func:`mcengine.analytic.serving.continuous_step`), and the compiled steps on one trial's
+scalars (each compiled inline through :data:`~mcengine.jit.inline_kernel`). Every term is
+the same sequence of IEEE operations either way (no fast-math, no fused multiply-add), so
+a step time is the same float.
 
-:func:`continuous_searches` runs :func:`mcengine.analytic.roofline.limits.largest_batch`
-(``B_SLO``) and :func:`mcengine.analytic.serving.largest_batch_within_ttft` (``B_TTFT``)
-trial by trial, with the same probes in the same order, for the layouts it covers: a
-dense model, heads sharded, data-parallel or grouped attention, a tensor group inside one
-scale-up domain running its all-reduces by "auto" (the faster of two-shot and one-shot),
-no stage boundary leaving a domain, no speculative decoding. Everything that does not
-depend on the batch (rates, one prompt's prefill FLOPs, a sequence's decode FLOPs, the
-weights streamed, the collectives' constants) is computed by NumPy once per search and
-handed to it.
+The compiled steps (:func:`_step_s` here, the static steps of
+:mod:`mcengine.kernels.searches`) cover a dense model, heads sharded, data-parallel or
+grouped attention, a tensor group inside one scale-up domain running its all-reduces by
+"auto" (the faster of two-shot and one-shot), no stage boundary leaving a domain, no
+speculative decoding. :func:`batches_within_ttft` runs
+:func:`mcengine.analytic.serving.largest_batch_within_ttft` (``B_TTFT``) trial by trial,
+with the same probes in the same order (``B_SLO``: :func:`mcengine.kernels.searches.largest_batches`).
+Everything that does not depend on the batch (rates, one prompt's prefill FLOPs, a
+sequence's decode FLOPs, the weights streamed, the collectives' constants) is computed by
+NumPy once per search and handed to it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..jit import event_kernel, inline_kernel, kernel
+from ..jit import inline_kernel, kernel, linked_kernel
 
 
 def collective_s(alpha, hops, hop, c, nbytes, link):
@@ -79,7 +81,7 @@ _compute = inline_kernel(continuous_compute_s)
 _memory = inline_kernel(continuous_memory_s)
 _kv_tokens = inline_kernel(kv_read_tokens)
 
-#: Columns of the per-trial table :func:`continuous_searches` reads (float64, one row per trial).
+#: Columns of the per-trial table :func:`_step_s` reads (float64, one row per trial).
 TRIAL_COLUMNS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collective_start_s", "allreduce_start_s", "hop_latency_s",
                  "comm_overlap", "kv_read_factor", "overhead_s", "prefix_hit", "prompt_tokens", "output_tokens", "context_tokens",
                  "prompt_flops", "sequence_flops", "tpot_slo_s", "ttft_slo_s")
@@ -89,28 +91,52 @@ TRIAL_COLUMNS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collecti
 #: streamed, KV bytes per token of a rank, the sharded weights a token multiplies by, and
 #: the ``(k, c)`` pairs of the collectives: the tensor group's all-reduce (two-shot, one-shot;
 #: ``tp_ranks`` > 1), its one-shot all-gather, the inner all-reduce of a grouped attention
-#: group (two-shot, one-shot; ``inner_ranks`` > 1: a grouped attention's, 1 otherwise).
+#: group (two-shot, one-shot; ``inner_ranks`` > 1), and ``grouped`` (1: add that all-reduce).
 LAYOUT_ENTRIES = ("pipeline", "layers", "hidden", "sequence_attention", "attention_groups", "weights", "kv_rank", "sharded_params",
-                  "tp_ranks", "ar_k2", "ar_c2", "ar_k1", "ar_c1", "ag_k", "ag_c", "inner_ranks", "in_k2", "in_c2", "in_k1", "in_c1")
-#: Their indices, in the order the names above give them (the kernels read by these, never by number).
-(X_FLOPS, X_HBM, X_LINK, X_ALPHA, X_ALPHA_AR, X_HOP, X_OVERLAP, X_KV_FACTOR, X_OVERHEAD, X_HIT, X_PROMPT, X_OUTPUT, X_CONTEXT,
- X_PROMPT_FLOPS, X_SEQUENCE_FLOPS, X_TPOT_SLO, X_TTFT_SLO) = range(len(TRIAL_COLUMNS))
-(L_PIPELINE, L_LAYERS, L_HIDDEN, L_SEQUENCE_ATTENTION, L_GROUPS, L_WEIGHTS, L_KV_RANK, L_SHARDED_PARAMS, L_TP_RANKS, L_AR_K2, L_AR_C2,
- L_AR_K1, L_AR_C1, L_AG_K, L_AG_C, L_INNER_RANKS, L_IN_K2, L_IN_C2, L_IN_K1, L_IN_C1) = range(len(LAYOUT_ENTRIES))
+                  "tp_ranks", "ar_k2", "ar_c2", "ar_k1", "ar_c1", "ag_k", "ag_c", "inner_ranks", "in_k2", "in_c2", "in_k1", "in_c1",
+                  "grouped")
 
 
-@event_kernel
+@linked_kernel
+def forward_comm(sharded, message, head_message, group_message, alpha, alpha_ar, hop, link, lay):
+    """A forward pass's tensor-group collectives over all layers for the layout vector
+    ``lay`` (:data:`LAYOUT_ENTRIES`), as :func:`mcengine.analytic.roofline.collectives.forward_comm_s`
+    composes them for a dense model inside one scale-up domain with "auto": heads sharded
+    (``sharded``), ``2 L`` all-reduces of ``message`` bytes (the faster of two-shot and
+    one-shot, start ``alpha_ar``); otherwise ``L`` gather + scatter pairs of ``message``,
+    one all-gather of ``head_message`` before the LM head and, grouped, ``L`` all-reduces
+    of ``group_message`` inside the busiest group."""
+    layers = lay[1]
+    if sharded:
+        ar = 0.0
+        if lay[8] > 1.0:
+            ar = np.minimum(_collective(alpha_ar, lay[9], hop, lay[10], message, link), _collective(alpha_ar, lay[11], hop, lay[12], message, link))
+        return 2 * layers * ar
+    head, gather = 0.0, 0.0
+    if lay[8] > 1.0:
+        head = _collective(alpha, lay[13], hop, lay[14], head_message, link)
+        gather = 2.0 * _collective(alpha, lay[13], hop, lay[14], message, link)
+    forward = layers * gather + head
+    if lay[20] != 0.0:
+        inner = 0.0
+        if lay[15] > 1.0:
+            inner = np.minimum(_collective(alpha_ar, lay[16], hop, lay[17], group_message, link),
+                               _collective(alpha_ar, lay[18], hop, lay[19], group_message, link))
+        forward = forward + layers * inner
+    return forward
+
+
+@linked_kernel
 def _step_s(batch, x, i, lay):
     """The continuous step's ``total_s`` at integer ``batch`` for trial ``i`` (row ``i`` of
     ``x``, :data:`TRIAL_COLUMNS`) and the layout vector ``lay`` (:data:`LAYOUT_ENTRIES`), as
     :func:`mcengine.analytic.serving.continuous_step` composes it: one query token per
     sequence (``q = 1``: ``q b``, ``q flops``) and no hot expert (``+ 0.0``), written as
     there so that each operation is the same."""
-    f, hbm, link, alpha, alpha_ar, hop = x[i, X_FLOPS], x[i, X_HBM], x[i, X_LINK], x[i, X_ALPHA], x[i, X_ALPHA_AR], x[i, X_HOP]
-    overlap, kvf, overhead, hit = x[i, X_OVERLAP], x[i, X_KV_FACTOR], x[i, X_OVERHEAD], x[i, X_HIT]
-    s, o, ctx, pf, per_seq = x[i, X_PROMPT], x[i, X_OUTPUT], x[i, X_CONTEXT], x[i, X_PROMPT_FLOPS], x[i, X_SEQUENCE_FLOPS]
-    p, layers, hidden, by_sequence = lay[L_PIPELINE], lay[L_LAYERS], lay[L_HIDDEN], lay[L_SEQUENCE_ATTENTION]
-    groups, weights, kv_rank, spa = lay[L_GROUPS], lay[L_WEIGHTS], lay[L_KV_RANK], lay[L_SHARDED_PARAMS]
+    f, hbm, link, alpha, alpha_ar, hop, overlap, kvf, overhead, hit, s, o, ctx, pf, per_seq = (
+        x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6], x[i, 7], x[i, 8], x[i, 9], x[i, 10], x[i, 11], x[i, 12], x[i, 13],
+        x[i, 14])
+    p, layers, hidden, by_sequence, groups, weights, kv_rank, spa = lay[0], lay[1], lay[2], lay[3], lay[4], lay[5], lay[6], lay[7]
     whole = float(batch)
     b = whole / np.minimum(whole, p)
     chunk = b * s / o
@@ -122,101 +148,34 @@ def _step_s(batch, x, i, lay):
     memory = _memory(weights, share, b, ctx, _kv_tokens(chunk, s), kv_rank, kvf, hbm)
     tokens = b * 1 + computed
     message = tokens * hidden * 2.0
-    if sharded:
-        ar = 0.0
-        if lay[L_TP_RANKS] > 1.0:
-            ar = np.minimum(_collective(alpha_ar, lay[L_AR_K2], hop, lay[L_AR_C2], message, link),
-                            _collective(alpha_ar, lay[L_AR_K1], hop, lay[L_AR_C1], message, link))
-        forward = 2 * layers * ar
-    else:
-        rows = b * 1 + chunk / s
-        head, gather = 0.0, 0.0
-        if lay[L_TP_RANKS] > 1.0:
-            head = _collective(alpha, lay[L_AG_K], hop, lay[L_AG_C], rows * hidden * 2.0, link)
-            gather = 2.0 * _collective(alpha, lay[L_AG_K], hop, lay[L_AG_C], message, link)
-        forward = layers * gather + head
-        if lay[L_INNER_RANKS] > 1.0:  # a grouped attention's all-reduce inside each group
-            group = share * tokens * hidden * 2.0
-            inner = np.minimum(_collective(alpha_ar, lay[L_IN_K2], hop, lay[L_IN_C2], group, link),
-                               _collective(alpha_ar, lay[L_IN_K1], hop, lay[L_IN_C1], group, link))
-            forward = forward + layers * inner
+    forward = forward_comm(sharded, message, (b * 1 + chunk / s) * hidden * 2.0, share * tokens * hidden * 2.0, alpha, alpha_ar, hop, link, lay)
     comm = forward + (p - 1) * _collective(alpha, 1, hop, 1, message, link)
     return _total(compute, memory, comm, overhead, overlap)
 
 
-@inline_kernel
-def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate):
-    """:func:`mcengine.analytic.roofline.limits._next_probe` for one trial."""
-    if not interpolate:
-        return (lo + hi) // 2
-    step = np.floor((limit - t_lo) / (t_hi - t_lo) * (hi - lo))
-    move = 1 if (step != step or np.isinf(step)) else int(step)
-    return min(max(lo + move, lo + 1), hi - 1)
-
-
-@inline_kernel
-def _largest_batches(x, lay, cap, out):
-    """``B_SLO`` of every trial: :func:`mcengine.analytic.roofline.limits.largest_batch`'s
-    bracket and its alternating interpolation and bisection probes, trial by trial. The
-    trials still open advance one probe per round (round ``j`` interpolates when ``j`` is
-    even, as there), so that the probes of different trials, independent of each other,
-    overlap in the processor instead of waiting on one trial's chain of divisions."""
-    n = x.shape[0]
-    lo, hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    t_lo, t_hi = np.zeros(n), np.zeros(n)
-    rows = np.empty(n, np.int64)
-    m = 0
-    for i in range(n):
-        limit, top = x[i, X_TPOT_SLO], cap[i]
-        t_one = _step_s(1, x, i, lay)
-        t_top = _step_s(max(top, 1), x, i, lay)
-        if top > 1 and t_one <= limit and t_top > limit:
-            lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
-            out[i] = 1
-            if top - 1 > 1:
-                rows[m] = i
-                m += 1
-        else:
-            out[i] = top if (top >= 1 and t_top <= limit) else 0
-    interpolate = True
-    while m:
-        kept = 0
-        for j in range(m):
-            i = rows[j]
-            mid = _next_probe(x[i, X_TPOT_SLO], lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
-            t_mid = _step_s(mid, x, i, lay)
-            if t_mid <= x[i, X_TPOT_SLO]:
-                lo[i], t_lo[i] = mid, t_mid
-            else:
-                hi[i], t_hi[i] = mid, t_mid
-            if hi[i] - lo[i] > 1:
-                rows[kept] = i
-                kept += 1
-            else:
-                out[i] = lo[i]
-        m = kept
-        interpolate = not interpolate
-
-
-#: Phases of a trial in :func:`_batches_within_ttft`.
+#: Phases of a trial in :func:`batches_within_ttft`.
 _LEFT_END, _RIGHT_END, _BISECT = 0, 1, 2
 
 
-@inline_kernel
-def _batches_within_ttft(x, lay, tops, o, p, out):
+@kernel
+def batches_within_ttft(x, lay, tops, o, p, out):
     """``B_TTFT`` of every trial: :func:`mcengine.analytic.serving.largest_batch_within_ttft`'s
     scan of the pieces ``ceil(O m/B)`` from the one holding its ``top`` down (a piece's left
     end, then, for a piece at or above ``p``, the bound ``h`` at the next piece's right
     end), then its bisection inside the piece found (``o`` the whole number of output
-    tokens). Rounds as in :func:`_largest_batches`: one step time per open trial a round,
-    each trial's probes in its own order."""
+    tokens). Rounds as in :func:`mcengine.kernels.searches.largest_batches`: one step time
+    per open trial a round, each trial's probes in its own order.
+
+    ``x``: float64 (n, len(TRIAL_COLUMNS)); ``lay``: float64 (len(LAYOUT_ENTRIES),);
+    ``tops`` (each trial's ``min(B_max, B_SLO, B_chunk)``) and ``out``: int64 (n,);
+    ``o`` and ``p`` whole numbers."""
     n = x.shape[0]
     big_n = o * p
     lo, hi, k, phase = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
     rows = np.empty(n, np.int64)
     m = 0
     for i in range(n):
-        slo, top = x[i, X_TTFT_SLO], tops[i]
+        slo, top = x[i, 16], tops[i]
         if np.isinf(slo):
             out[i] = max(top, 0)
         elif top >= 1 and slo == slo:
@@ -229,7 +188,7 @@ def _batches_within_ttft(x, lay, tops, o, p, out):
         kept = 0
         for j in range(m):
             i = rows[j]
-            slo, done = x[i, X_TTFT_SLO], False
+            slo, done = x[i, 16], False
             if phase[i] == _LEFT_END:
                 k[i] = -(-(o * min(hi[i], p)) // hi[i])
                 lo[i] = 1 if k[i] >= o else -(-big_n // max(k[i], 1))
@@ -262,16 +221,3 @@ def _batches_within_ttft(x, lay, tops, o, p, out):
                 rows[kept] = i
                 kept += 1
         m = kept
-
-
-@kernel
-def continuous_searches(x, lay, cap, batch_memory, batch_chunk, output_tokens, pipeline, b_slo, b_ttft):
-    """Each trial's ``B_SLO`` (the largest batch up to ``cap`` whose step meets the TPOT SLO)
-    and ``B_TTFT`` (the largest in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT meets the
-    TTFT SLO), as :func:`mcengine.stages.roofline.serving.evaluate_continuous` finds them.
-
-    ``x``: float64 (n, len(TRIAL_COLUMNS)); ``lay``: float64 (len(LAYOUT_ENTRIES),);
-    ``cap``, ``batch_memory``, ``batch_chunk``: int64 (n,); ``output_tokens`` and
-    ``pipeline`` whole numbers; ``b_slo``, ``b_ttft``: int64 (n,) outputs."""
-    _largest_batches(x, lay, cap, b_slo)
-    _batches_within_ttft(x, lay, np.minimum(np.minimum(batch_memory, b_slo), batch_chunk), output_tokens, pipeline, b_ttft)

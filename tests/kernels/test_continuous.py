@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from mcengine.analytic import serving as sv
 from mcengine.analytic.roofline import limits as rl, model as rm
-from mcengine.kernels import continuous as kc
+from mcengine.kernels import searches as ks
 from mcengine.scenario.fields import spec_of
 from mcengine.scenario.sections.workload import PrefixCacheSection
 from mcengine.units import MS_PER_S
@@ -99,7 +99,7 @@ def test_step_times_and_searches_match_numpy(data):
     x, lay, o_steps = sv.continuous_search_tables(m, layout, s, o, context, r, tpot, ttft, N)
     batch = rng.integers(1, 2**20, N)
     numpy_s = sv.continuous_step(m, layout, batch, s, o, r, context).total_s
-    kernel_s = [kc._step_s(int(batch[i]), x, i, lay) for i in range(N)]
+    kernel_s = [ks._timed(ks.CONTINUOUS, int(batch[i]), x, i, lay) for i in range(N)]
     np.testing.assert_array_equal(kernel_s, np.broadcast_to(numpy_s, (N,)))
 
     b_mem, b_chunk, cap = _limits(data, rng, m, layout, s, o, context, r)

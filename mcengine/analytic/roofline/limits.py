@@ -8,10 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...kernels import continuous as kc, searches as ks
 from ...units import BYTES_PER_GB
+from . import collectives as rc
 from .model import SLO_SEARCH_CAP, Layout, ModelCard, Rates
-from .weights import kv_bytes_per_token_per_gpu, kv_bytes_per_token_rank, weights_bytes_per_gpu
-from .steps import batch_time_to_first_token, decode_step
+from .weights import (attention_groups, kv_bytes_per_token_per_gpu, kv_bytes_per_token_rank, rank_params_streamed, sharded_params_active,
+                      weights_bytes_per_gpu)
+from .steps import batch_time_to_first_token, decode_flops_per_sequence, decode_step, prefill_flops_per_prompt
 
 
 def free_kv_bytes_per_gpu(m: ModelCard, layout: Layout, hbm_gb, usable_fraction, bytes_per_param: float) -> np.ndarray:
@@ -132,21 +135,116 @@ class Timing:
         return Timing(self.rates.take(rows), tuple(x[rows] if np.ndim(x) > 0 else x for x in self.lengths))
 
 
-def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
+def batch_limit_slo(m: ModelCard, layout: Layout, context, slo_s, r: Rates, cap=SLO_SEARCH_CAP, table: "SearchTable | None" = None) -> np.ndarray:
     """``B_SLO``: the largest batch with TPOT <= ``slo_s`` (0 if even one sequence misses
     it), by bisection over integers (TPOT is non-decreasing in B); at most ``cap``. int64.
-    ``context`` a number or per trial."""
-    return largest_batch(lambda b, x: decode_step(m, layout, b, x.lengths[0], x.rates).total_s, slo_s, trial_shape(slo_s, r, context), cap,
+    ``context`` a number or per trial. ``table``: the trials' :func:`search_table` (the
+    same ``context`` and ``r``, ``slo_s`` its TPOT SLO), to search compiled (the same
+    probes, the same batches; when the NumPy search's result would be per trial too)."""
+    shape = trial_shape(slo_s, r, context)
+    if table is not None and shape == table.x.shape[:1]:
+        return compiled_largest_batch(table, ks.DECODE, "tpot_slo_s", cap)
+    return largest_batch(lambda b, x: decode_step(m, layout, b, x.lengths[0], x.rates).total_s, slo_s, shape, cap,
                          rates=Timing(r, (context,)))
 
 
-def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens, slo_s, r: Rates, cap=SLO_SEARCH_CAP) -> np.ndarray:
+def batch_limit_ttft(m: ModelCard, layout: Layout, prompt_tokens, slo_s, r: Rates, cap=SLO_SEARCH_CAP, table: "SearchTable | None" = None) -> np.ndarray:
     """``B_TTFT``: the largest batch whose last request's TTFT
     (:func:`batch_time_to_first_token`) is at most ``slo_s`` (0 if one prompt misses
     it; ``cap`` for an infinite SLO, without a search). int64. ``prompt_tokens`` a number
-    or per trial."""
+    or per trial. ``table``: as for :func:`batch_limit_slo` (``slo_s`` its TTFT SLO)."""
     shape = trial_shape(slo_s, r, prompt_tokens)
     if np.all(np.isinf(slo_s)):
         return np.broadcast_to(np.asarray(cap, np.int64), shape).copy()
+    if table is not None and shape == table.x.shape[:1]:
+        return compiled_largest_batch(table, ks.PREFILL, "ttft_slo_s", cap)
     return largest_batch(lambda b, x: batch_time_to_first_token(m, layout, b, x.lengths[0], x.rates).total_s, slo_s, shape, cap,
                          rates=Timing(r, (prompt_tokens,)))
+
+
+# --------------------------------------------------------------------------- compiled searches
+
+
+def searchable(m: ModelCard, layout: Layout, r: Rates) -> bool:
+    """Whether the compiled steps (:mod:`mcengine.kernels.continuous`,
+    :mod:`mcengine.kernels.searches`) cover ``layout``: a dense model, the "auto"
+    all-reduce, a tensor group inside one scale-up domain, no stage boundary leaving a
+    domain, no speculative decoding (any attention mode)."""
+    return not (m.experts or layout.allreduce != "auto" or layout.tensor_split[1] != 1 or layout.crossing_hops or r.draft_tokens)
+
+
+def search_layout(m: ModelCard, layout: Layout, r: Rates) -> np.ndarray:
+    """The layout vector of the compiled steps (:data:`mcengine.kernels.continuous.LAYOUT_ENTRIES`)
+    for a :func:`searchable` layout: its degrees and attention mode, the weights streamed
+    and KV bytes per token of a rank, and the ``(k, c)`` constants of "auto"'s collectives
+    (:data:`~mcengine.analytic.roofline.collectives.UNDOMINATED`, the candidates NumPy times)."""
+    t, att, g = layout.tensor, layout.attention, layout.attention_groups
+    ar, inner = rc.allreduce_constants, (t // g if att == "grouped" else 1)
+    two, one = rc.UNDOMINATED[rc.allreduce_seconds]
+    (gather,) = rc.UNDOMINATED[rc.all_gather_seconds]
+    entries = {
+        "pipeline": layout.pipeline, "layers": m.layers, "hidden": m.hidden, "sequence_attention": att != "tensor",
+        "attention_groups": attention_groups(t, att, g), "weights": r.bytes_per_param * rank_params_streamed(m, t, 1.0, att, g),
+        "kv_rank": kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g), "sharded_params": sharded_params_active(m, t),
+        "tp_ranks": t, "inner_ranks": inner, "grouped": att == "grouped",
+        **dict(zip(("ar_k2", "ar_c2", "ar_k1", "ar_c1"), (*ar(two, t), *ar(one, t)))),
+        **dict(zip(("ag_k", "ag_c"), rc.all_gather_constants(gather, t))),
+        **dict(zip(("in_k2", "in_c2", "in_k1", "in_c1"), (*ar(two, inner), *ar(one, inner)))),
+    }
+    return np.array([float(entries[name]) for name in kc.LAYOUT_ENTRIES])
+
+
+def trial_table(columns: dict, names: tuple, n: int) -> np.ndarray:
+    """The per-trial table a compiled search reads: float64 (n, len(names)), column ``j``
+    ``columns[names[j]]`` (a number or per trial) broadcast to the ``n`` trials."""
+    values = [np.asarray(columns[name], float) for name in names]
+    x = np.empty((n, len(names)))
+    x[:] = [v if v.ndim == 0 else 0.0 for v in values]  # the numbers every trial shares, row by row (contiguous)
+    for j, v in enumerate(values):
+        if v.ndim:
+            x[:, j] = v
+    return x
+
+
+@dataclass(frozen=True)
+class SearchTable:
+    """What the compiled static searches read (:func:`search_table`): the per-trial table
+    ``x`` (:data:`mcengine.kernels.searches.STATIC_COLUMNS`) and the layout vector ``lay``."""
+
+    x: np.ndarray
+    lay: np.ndarray
+
+
+def search_table(m: ModelCard, layout: Layout, prompt_tokens, context_tokens, r: Rates, tpot_slo_s, ttft_slo_s, n: int,
+                 kv: Rates | None = None, instance_gpus: int = 1) -> SearchTable | None:
+    """The :class:`SearchTable` of ``n`` trials for :func:`batch_limit_slo`,
+    :func:`batch_limit_ttft` and a prefill instance's TTFT search (``kv``: the rates its KV
+    caches move at, over ``instance_gpus`` GPUs); everything that does not depend on the
+    batch, made with NumPy once. None for a layout the compiled steps do not cover
+    (:func:`searchable`; then search with NumPy)."""
+    if not searchable(m, layout, r):
+        return None
+    kv = r if kv is None else kv
+    ctx = np.asarray(context_tokens, float)
+    attention, rest = prefill_flops_per_prompt(m, layout, prompt_tokens, r.prefix_hit)
+    columns = {
+        **{f: getattr(r, f) for f in ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collective_start_s", "hop_latency_s",
+                                      "comm_overlap", "kv_read_factor", "step_overhead_s", "layer_overhead_s", "prefix_hit")},
+        "allreduce_start_s": r.for_allreduce().collective_start_s, "overhead_s": r.step_overhead_s + m.layers * r.layer_overhead_s,
+        "prompt_tokens": prompt_tokens, "context_tokens": ctx, "sequence_flops": decode_flops_per_sequence(m, layout, ctx),
+        "prompt_attention_flops": attention, "prompt_flops": rest,
+        "kv_link_bytes_per_s": kv.link_bytes_per_s, "kv_start_s": kv.collective_start_s, "kv_hop_s": kv.hop_latency_s,
+        "tpot_slo_s": tpot_slo_s, "ttft_slo_s": ttft_slo_s,
+    }
+    lay = np.concatenate([search_layout(m, layout, r), [kv_bytes_per_token_rank(m, 1, r.kv_bytes), float(instance_gpus)]])
+    return SearchTable(trial_table(columns, ks.STATIC_COLUMNS, n), lay)
+
+
+def compiled_largest_batch(table: SearchTable, kind: int, limit: str, cap) -> np.ndarray:
+    """:func:`largest_batch` over the compiled step ``kind`` (:mod:`mcengine.kernels.searches`)
+    with the limit of column ``limit`` of ``table``, at most ``cap`` (an int or per trial):
+    the same probes, the same batches. int64 (n,)."""
+    n = table.x.shape[0]
+    out = np.empty(n, np.int64)
+    ks.largest_batches(kind, table.x, table.lay, ks.STATIC_COLUMNS.index(limit), np.ascontiguousarray(np.broadcast_to(np.asarray(cap, np.int64), (n,))), out)
+    return out

@@ -138,17 +138,29 @@ def prefill_flops(m: ModelCard, layout: Layout, b, prompt_tokens: int, hit=0.0):
     sharded over all ``b S`` tokens. With a share ``h = hit`` of each prompt in the prefix
     cache (docs/generation.md#prefix-caching) only the last ``(1 - h) S`` tokens are
     computed: the weight FLOPs times ``1 - h``, the causal attention of those tokens over
-    the whole prefix times ``1 - h²`` (positions ``hS..S``: ``(S² - h²S²)/2``), the LM head unchanged."""
+    the whole prefix times ``1 - h²`` (positions ``hS..S``: ``(S² - h²S²)/2``), the LM head
+    unchanged. One prompt's terms: :func:`prefill_flops_per_prompt`."""
+    attention, rest = prefill_flops_per_prompt(m, layout, prompt_tokens, hit)
+    if layout.attention == "tensor":
+        return b * rest
+    return attention_sequences_per_rank(b, layout.tensor, layout.attention, layout.attention_groups) * attention + b * rest
+
+
+def prefill_flops_per_prompt(m: ModelCard, layout: Layout, prompt_tokens: int, hit=0.0) -> tuple:
+    """One prompt's prefill FLOPs on the busiest rank (:func:`prefill_flops`) as ``(attention,
+    rest)``: with data-parallel or grouped attention, the attention a rank runs per whole
+    prompt it holds and the sharded rest (MLP and LM head); with heads sharded, ``attention``
+    is 0 and ``rest`` is all of it (``prefill_flops`` is ``b rest`` then, ``ceil(b/g)
+    attention + b rest`` otherwise)."""
     t, att, g = layout.tensor, layout.attention, layout.attention_groups
     s = np.asarray(prompt_tokens, float)
     new, attended = 1.0 - np.asarray(hit, float), 1.0 - np.asarray(hit, float) ** 2
     head = m.vocab * m.hidden / t
     if att == "tensor":
-        return b * (2.0 * (rank_params_active(m, t) - head) * s * new + 2.0 * m.layers * (m.heads / t) * attention_width(m, False) * s * s * attended + 2.0 * head)
-    seqs = attention_sequences_per_rank(b, t, att, g)
+        return 0.0, 2.0 * (rank_params_active(m, t) - head) * s * new + 2.0 * m.layers * (m.heads / t) * attention_width(m, False) * s * s * attended + 2.0 * head
     attn_w, heads = _attention_work(m, t, att, g)
-    attn = seqs * (2.0 * m.layers * attn_w * s * new + 2.0 * m.layers * heads * attention_width(m, False) * s * s * attended)
-    return attn + b * (2.0 * (sharded_params_active(m, t) - head) * s * new + 2.0 * head)
+    return (2.0 * m.layers * attn_w * s * new + 2.0 * m.layers * heads * attention_width(m, False) * s * s * attended,
+            2.0 * (sharded_params_active(m, t) - head) * s * new + 2.0 * head)
 
 
 def _prefill_forward(m: ModelCard, layout: Layout, b, prompt_tokens: int, r: Rates) -> tuple:

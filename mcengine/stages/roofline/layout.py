@@ -200,6 +200,8 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     shortcut. ``limits_of``: an evaluation of the same layout, trials, rates and
     ``within_memory`` whose ``B_max``, ``B_SLO`` and one prompt's TTFT are reused (none
     depends on ``prefills``). ``rates``: the trials' :func:`rates_of` when already made.
+    The searches run compiled (:func:`mcengine.analytic.roofline.limits.search_table`: the
+    same probes, the same batches) for the layouts the kernels cover, with NumPy otherwise.
     """
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
@@ -208,14 +210,16 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     context = lengths.context_tokens
     slo_ms = inputs["workload.tpot_slo_ms"]
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
+    searches = limits_of is None or prefills and not np.all(np.isinf(ttft_slo_ms))
+    table = rl.search_table(m, layout, s, context, rates, slo_ms / MS_PER_S, ttft_slo_ms / MS_PER_S, inputs.n) if searches else None
     if limits_of is None:
         b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
                                       rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
-        b_slo = rl.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, b_mem if within_memory else rm.SLO_SEARCH_CAP)
+        b_slo = rl.batch_limit_slo(m, layout, context, slo_ms / MS_PER_S, rates, b_mem if within_memory else rm.SLO_SEARCH_CAP, table)
     else:
         b_mem, b_slo = limits_of.batch_memory, limits_of.batch_slo
     cap = b_mem if within_memory else rm.SLO_SEARCH_CAP
-    b_ttft = rl.batch_limit_ttft(m, layout, s, ttft_slo_ms / MS_PER_S, rates, np.minimum(b_mem, b_slo) if within_memory else cap)
+    b_ttft = rl.batch_limit_ttft(m, layout, s, ttft_slo_ms / MS_PER_S, rates, np.minimum(b_mem, b_slo) if within_memory else cap, table)
     if w.batch == "auto":
         batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_ttft))
     else:

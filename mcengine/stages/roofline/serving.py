@@ -20,6 +20,7 @@ import numpy as np
 
 from ...analytic.roofline import model as rm, steps as rt, limits as rl
 from ...analytic import serving as sv
+from ...kernels import searches as ks
 from ...scenario import Scenario
 from ...scenario.sampling import TrialInputs
 from ...units import MS_PER_S
@@ -254,7 +255,9 @@ def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rat
     whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
     ``P``, bisection), while prompts/s ``P / prefill(P)`` grows with ``P`` (weights
     streamed once per pass), so the largest allowed ``P`` is the best. ``rates``: the
-    trials' :func:`~.layout.rates_of` when already made."""
+    trials' :func:`~.layout.rates_of` when already made. The ``P_TTFT`` search runs
+    compiled (:func:`mcengine.analytic.roofline.limits.search_table`, the same batches) for
+    the layouts the kernels cover."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     kv = kv_rates(scenario, rates)
@@ -270,8 +273,11 @@ def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rat
         return rt.batch_time_to_first_token(m, layout, batch, prompt, x.rates).total_s + sv.kv_transfer_s(m, prompt, g, kv_rates(scenario, x.rates), batch)
 
     if not np.all(np.isinf(slo_s)):
-        limit = np.minimum(limit, rl.largest_batch(latency_s, slo_s, rl.trial_shape(slo_s, rates, s), int(max(1, limit.max())),
-                                                   rates=rl.Timing(rates, (s,))))
+        shape, cap = rl.trial_shape(slo_s, rates, s), int(max(1, limit.max()))
+        table = rl.search_table(m, layout, s, s, rates, slo_s, slo_s, inputs.n, kv, g) if shape == (inputs.n,) else None
+        searched = (rl.largest_batch(latency_s, slo_s, shape, cap, rates=rl.Timing(rates, (s,))) if table is None
+                    else rl.compiled_largest_batch(table, ks.PREFILL_KV, "ttft_slo_s", cap))
+        limit = np.minimum(limit, searched)
     batch = np.maximum(1, limit)
     pre = rt.prefill(m, layout, batch, s, rates)
     return PrefillPass(b_mem, batch, pre, rt.batch_time_to_first_token(m, layout, batch, s, rates, pre),

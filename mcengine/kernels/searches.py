@@ -1,0 +1,169 @@
+"""The batch-limit searches compiled: the static plans' decode step and batch prefill
+latency as functions of one trial's numbers, and one bracketed search over any of the
+compiled steps (docs/performance.md#plan-searches).
+
+:func:`largest_batches` runs :func:`mcengine.analytic.roofline.limits.largest_batch`
+trial by trial, with the same probes in the same order, over the step time ``kind``
+names: :data:`DECODE` (the static decode step, ``B_SLO`` of
+:func:`~mcengine.analytic.roofline.limits.batch_limit_slo`), :data:`PREFILL` (the batch's
+last TTFT, ``B_TTFT`` of :func:`~mcengine.analytic.roofline.limits.batch_limit_ttft`),
+:data:`PREFILL_KV` (that plus the KV transfer, a prefill instance's ``P_TTFT``,
+:func:`mcengine.stages.roofline.serving.prefill_pass`) or :data:`CONTINUOUS` (the
+continuous step, :func:`mcengine.kernels.continuous._step_s`). The static steps cover
+the layouts the continuous one does (:mod:`mcengine.kernels.continuous`) and are written
+operation by operation as :mod:`mcengine.analytic.roofline.steps` composes them (no
+fast-math, no fused multiply-add), so a step time is the same float; what does not
+depend on the batch is computed by NumPy once per search and handed in
+(:func:`mcengine.analytic.roofline.limits.search_table`). The steps, like the continuous
+one and :func:`mcengine.kernels.continuous.forward_comm`, are linked kernels (no entry
+point from Python, :data:`mcengine.jit.linked_kernel`): a first run compiles and links them
+into the two searches without a wrapper each; Python reaches them through :func:`_timed`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit import inline_kernel, kernel, linked_kernel
+from .continuous import _busiest, _collective, _decode_flops, _step_s, _total, forward_comm
+
+#: The step times :func:`largest_batches` searches over (``kind``).
+DECODE, PREFILL, PREFILL_KV, CONTINUOUS = 0, 1, 2, 3
+
+#: Columns of the per-trial table the static steps read (float64, one row per trial): the
+#: rates, the overheads (a decode step's ``step + L layer``, and each), the prefix-cache
+#: hit rate, the prompt and decode context, a sequence's decode FLOPs, one prompt's
+#: prefill FLOPs of the attention the busiest group runs per prompt and of the rest
+#: (:func:`mcengine.analytic.roofline.steps.prefill_flops_per_prompt`), the KV transfer's
+#: link rates, and the two SLOs (s).
+STATIC_COLUMNS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collective_start_s", "allreduce_start_s", "hop_latency_s",
+                  "comm_overlap", "kv_read_factor", "overhead_s", "step_overhead_s", "layer_overhead_s", "prefix_hit", "prompt_tokens",
+                  "context_tokens", "sequence_flops", "prompt_attention_flops", "prompt_flops", "kv_link_bytes_per_s", "kv_start_s",
+                  "kv_hop_s", "tpot_slo_s", "ttft_slo_s")
+#: Entries of the static steps' layout vector after :data:`~mcengine.kernels.continuous.LAYOUT_ENTRIES`:
+#: the whole model's KV bytes per token and the instance's GPUs (the KV transfer).
+STATIC_LAYOUT_ENTRIES = ("kv_token", "instance_gpus")
+
+
+@linked_kernel
+def _decode_s(batch, x, i, lay):
+    """The static decode step's ``total_s`` at integer ``batch`` for trial ``i`` (row ``i``
+    of ``x``, :data:`STATIC_COLUMNS`): :func:`mcengine.analytic.roofline.steps.decode_step`
+    without speculative decoding (one query token, ``q = 1``; no hot expert, ``+ 0.0``)."""
+    f, hbm, link, alpha, alpha_ar, hop, overlap, kvf, overhead = x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6], x[i, 7], x[i, 8]
+    ctx, per_seq = x[i, 13], x[i, 14]
+    p, hidden, by_sequence, groups, weights, kv_rank, spa = lay[0], lay[2], lay[3], lay[4], lay[5], lay[6], lay[7]
+    whole = float(batch)
+    b = whole / np.minimum(whole, p)
+    sharded = by_sequence == 0.0
+    seqs = b if sharded else _busiest(b, groups)
+    flops = 1 * _decode_flops(b, seqs, per_seq, spa, sharded) + 0.0
+    nbytes = weights + seqs * ctx * (kv_rank * kvf)
+    message = b * 1 * hidden * 2.0
+    comm = forward_comm(sharded, message, message, seqs * hidden * 2.0, alpha, alpha_ar, hop, link, lay)
+    comm = comm + (p - 1) * _collective(alpha, 1, hop, 1, message, link)
+    return _total(flops / f, nbytes / hbm, comm, overhead, overlap)
+
+
+@linked_kernel
+def _prefill_s(batch, x, i, lay, kv):
+    """The TTFT of a static batch's last request at integer ``batch`` for trial ``i``:
+    :func:`mcengine.analytic.roofline.steps.batch_time_to_first_token` (the prefill of
+    ``m = min(B, p)`` micro-batches of ``b = B/m`` prompts, times ``(m + p - 1)/m`` with
+    pipelining), plus, with ``kv``, the point-to-point of the batch's KV caches
+    (:func:`mcengine.analytic.serving.kv_transfer_s`)."""
+    f, hbm, link, alpha, alpha_ar, hop, overlap = x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6]
+    overhead, step, layer, hit, s, attention, rest = x[i, 8], x[i, 9], x[i, 10], x[i, 11], x[i, 12], x[i, 15], x[i, 16]
+    p, layers, hidden, by_sequence, groups, weights, kv_rank = lay[0], lay[1], lay[2], lay[3], lay[4], lay[5], lay[6]
+    whole = float(batch)
+    mb = np.minimum(whole, p)
+    b = whole / mb
+    share = mb / p
+    new = 1.0 - hit
+    sharded = by_sequence == 0.0
+    seqs = b if sharded else _busiest(b, groups)
+    flops = (b * rest if sharded else seqs * attention + b * rest) + 0.0
+    nbytes = weights + seqs * s * kv_rank
+    message = b * s * new * hidden * 2.0
+    comm = forward_comm(sharded, message, b * hidden * 2.0, seqs * s * new * hidden * 2.0, alpha, alpha_ar, hop, link, lay)
+    hops = mb * (p - 1) / p * _collective(alpha, 1, hop, 1, message, link)
+    compute, memory, comm = share * flops / f, share * nbytes / hbm, share * comm + hops
+    if p == 1.0:
+        total = _total(compute, memory, comm, step + share * layers * layer, overlap)
+    else:
+        fill = (mb + p - 1) / mb
+        total = _total(fill * compute, fill * memory, fill * comm, overhead, overlap)
+    if kv:
+        total = total + _collective(x[i, 18], 1, x[i, 19], 1, whole * s * lay[21] / lay[22], x[i, 17])
+    return total
+
+
+@inline_kernel
+def _timed(kind, batch, x, i, lay):
+    """The step time ``kind`` names at ``batch`` for trial ``i``."""
+    if kind == CONTINUOUS:
+        return _step_s(batch, x, i, lay)
+    if kind == DECODE:
+        return _decode_s(batch, x, i, lay)
+    return _prefill_s(batch, x, i, lay, kind == PREFILL_KV)
+
+
+@inline_kernel
+def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate):
+    """:func:`mcengine.analytic.roofline.limits._next_probe` for one trial."""
+    if not interpolate:
+        return (lo + hi) // 2
+    step = np.floor((limit - t_lo) / (t_hi - t_lo) * (hi - lo))
+    move = 1 if (step != step or np.isinf(step)) else int(step)
+    return min(max(lo + move, lo + 1), hi - 1)
+
+
+@kernel
+def largest_batches(kind, x, lay, column, cap, out):
+    """The largest batch ``B <= cap`` of every trial whose step time ``kind`` meets the
+    limit in column ``column`` of ``x`` (0 if one sequence misses it):
+    :func:`mcengine.analytic.roofline.limits.largest_batch`'s bracket and its alternating
+    interpolation and bisection probes, trial by trial. The trials still open advance one
+    probe per round (round ``j`` interpolates when ``j`` is even, as there), so that the
+    probes of different trials, independent of each other, overlap in the processor
+    instead of waiting on one trial's chain of divisions.
+
+    ``x``: float64 (n, columns), :data:`STATIC_COLUMNS` or, for :data:`CONTINUOUS`,
+    :data:`~mcengine.kernels.continuous.TRIAL_COLUMNS`; ``lay``: float64, the layout vector
+    (:data:`~mcengine.kernels.continuous.LAYOUT_ENTRIES`, then :data:`STATIC_LAYOUT_ENTRIES`
+    for the static steps); ``cap``, ``out``: int64 (n,)."""
+    n = x.shape[0]
+    lo, hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    t_lo, t_hi = np.zeros(n), np.zeros(n)
+    rows = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        limit, top = x[i, column], cap[i]
+        t_one = _timed(kind, 1, x, i, lay)
+        t_top = _timed(kind, max(top, 1), x, i, lay)
+        if top > 1 and t_one <= limit and t_top > limit:
+            lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
+            out[i] = 1
+            if top - 1 > 1:
+                rows[m] = i
+                m += 1
+        else:
+            out[i] = top if (top >= 1 and t_top <= limit) else 0
+    interpolate = True
+    while m:
+        kept = 0
+        for j in range(m):
+            i = rows[j]
+            mid = _next_probe(x[i, column], lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
+            t_mid = _timed(kind, mid, x, i, lay)
+            if t_mid <= x[i, column]:
+                lo[i], t_lo[i] = mid, t_mid
+            else:
+                hi[i], t_hi[i] = mid, t_mid
+            if hi[i] - lo[i] > 1:
+                rows[kept] = i
+                kept += 1
+            else:
+                out[i] = lo[i]
+        m = kept
+        interpolate = not interpolate

@@ -1,0 +1,79 @@
+"""The compiled static searches (mcengine/kernels/searches.py) against the NumPy path on
+inputs drawn over the scenario keys' legal ranges: the same decode step and batch TTFT
+(with and without the KV transfer) at every batch, and the same ``B_SLO``, ``B_TTFT`` and
+prefill ``P_TTFT``, bit for bit, for every layout the kernels cover; no table (NumPy) for
+the layouts they do not."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from mcengine.analytic import serving as sv
+from mcengine.analytic.roofline import limits as rl, model as rm, steps as rt
+from mcengine.kernels import searches as ks
+from mcengine.units import MS_PER_S
+from tests.analytic.roofline_cases import card
+from tests.kernels.test_continuous import DENSE, N, _key, _layout, _length, _rates
+
+
+def _case(data):
+    """A covered layout, a dense model, every key the static searches read drawn over its
+    legal range, the prompt a whole number or per trial, the context per trial or not, and
+    the KV transfer's rates (scale-up or scale-out) over ``g`` GPUs."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    m = card(str(rng.choice(DENSE)))
+    layout = _layout(rng)
+    s, o = _length(data, "workload.prompt_tokens"), _length(data, "workload.output_tokens")
+    prompt = s if rng.random() < 0.5 else rng.integers(1, s + 1, N).astype(float)
+    context = float(s + o / 2.0) if rng.random() < 0.5 else rng.uniform(1, s + o, N)
+    r = _rates(data, rng, N)
+    tpot = np.broadcast_to(_key(data, rng, "workload.tpot_slo_ms", N) / MS_PER_S, (N,))
+    ttft = np.where(rng.random(N) < 0.1, np.inf, np.broadcast_to(_key(data, rng, "workload.ttft_slo_ms", N) / MS_PER_S, (N,)))
+    kv, g = (r if rng.random() < 0.5 else r.scale_out()), int(layout.gpus)
+    return rng, m, layout, prompt, context, r, tpot, ttft, kv, g
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_step_times_and_searches_match_numpy(data):
+    rng, m, layout, prompt, context, r, tpot, ttft, kv, g = _case(data)
+    table = rl.search_table(m, layout, prompt, context, r, tpot, ttft, N, kv, g)
+    batch = rng.integers(1, 2**20, N)
+    ttft_s = rt.batch_time_to_first_token(m, layout, batch, prompt, r).total_s
+    steps = {ks.DECODE: rt.decode_step(m, layout, batch, context, r).total_s, ks.PREFILL: ttft_s,
+             ks.PREFILL_KV: ttft_s + sv.kv_transfer_s(m, prompt, g, kv, batch)}
+    for kind, numpy_s in steps.items():
+        kernel_s = [ks._timed(kind, int(batch[i]), table.x, i, table.lay) for i in range(N)]
+        np.testing.assert_array_equal(kernel_s, np.broadcast_to(numpy_s, (N,)), err_msg=f"kind {kind}")
+
+    b_mem = np.broadcast_to(rl.batch_limit_memory(m, layout, _key(data, rng, "gpu.hbm_gb", N), _key(data, rng, "workload.hbm_usable_fraction", N),
+                                                  context, r.bytes_per_param, r.kv_bytes), (N,))
+    cap = b_mem if data.draw(st.booleans(), label="within memory") else rm.SLO_SEARCH_CAP
+    b_slo = rl.batch_limit_slo(m, layout, context, tpot, r, cap)
+    np.testing.assert_array_equal(rl.batch_limit_slo(m, layout, context, tpot, r, cap, table), b_slo)
+    top = np.minimum(b_mem, b_slo)
+    np.testing.assert_array_equal(rl.batch_limit_ttft(m, layout, prompt, ttft, r, top, table), rl.batch_limit_ttft(m, layout, prompt, ttft, r, top))
+
+    def latency_s(b, x):  # as prefill_pass times a pass: the KV rates are the trials' own, on the scale-up or scale-out links
+        p, link, hop = x.lengths
+        return (rt.batch_time_to_first_token(m, layout, b, p, x.rates).total_s
+                + sv.kv_transfer_s(m, p, g, replace(x.rates, link_bytes_per_s=link, hop_latency_s=hop), b))
+
+    lengths = (prompt, *(np.broadcast_to(v, (N,)) for v in (kv.link_bytes_per_s, kv.hop_latency_s)))
+    top = int(max(1, top.max()))
+    np.testing.assert_array_equal(rl.compiled_largest_batch(table, ks.PREFILL_KV, "ttft_slo_s", top),
+                                  rl.largest_batch(latency_s, ttft, (N,), top, rates=rl.Timing(r, lengths)))
+
+
+def test_layouts_not_covered_have_no_table():
+    m = card("llama-3-70b")
+    r = rm.Rates.from_peaks(peak_tflops=989.0, hbm_tbps=3.35, link_gbps=450.0, bytes_per_param=2.0, kv_bytes=2.0)
+    covered = rm.Layout(8, 2, allreduce="auto")
+    assert rl.search_table(m, covered, 1000, 1500.0, r, 0.05, 1.0, 4) is not None
+    for lay in (replace(covered, allreduce="ring"), replace(covered, domain=4), rm.Layout(2, 4, allreduce="auto", domain=4)):
+        assert rl.search_table(m, lay, 1000, 1500.0, r, 0.05, 1.0, 4) is None
+    assert rl.search_table(card("mixtral-8x7b"), covered, 1000, 1500.0, r, 0.05, 1.0, 4) is None
+    assert rl.search_table(m, covered, 1000, 1500.0, replace(r, draft_tokens=2, acceptance=0.7), 0.05, 1.0, 4) is None
