@@ -9,7 +9,7 @@ from collections import namedtuple
 
 from mcengine._pointer import by_reference
 from mcengine.jit import linked_kernel
-from mcengine.kernels.laws import resolve_law
+from mcengine.kernels.laws import P1, resolve_law
 from mcengine.kernels.life.handlers import (
     close_lifetime, fault_fast, gpus_fail_fast, host_fails, next_event, pick_clock, pick_superposed, repairs_due,
     reschedule, slot_empties, slot_refilled, start_lifetime, touch_instances,
@@ -17,7 +17,7 @@ from mcengine.kernels.life.handlers import (
 from mcengine.kernels.life.hazard import hazard, thinned
 from mcengine.kernels.life.indices import (
     EV_CLOCK, EV_HORIZON, EV_HOST_REPAIR, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_EXP, HOST_FAULT,
-    HOST_WEAR, LAW_REPAIR, LAW_SWAP, NIC_FAIL, NIC_FAULT, N_LAWS, P_HORIZON_HOURS, P_HOST_SCALE, P_HOST_SHAPE, P_HOST_SWAP_HOURS,
+    HOST_WEAR, LAW_REPAIR, LAW_RESTART, LAW_SWAP, NIC_FAIL, NIC_FAULT, N_LAWS, P_HORIZON_HOURS, P_HOST_SCALE, P_HOST_SHAPE, P_HOST_SWAP_HOURS,
     P_LAM_NIC_FAULT, P_LAM_NIC_PERM, P_LAM_PERM_GPU, P_LAM_PERM_HOST, P_LAM_TRANSIENT_GPU, P_LAM_TRANSIENT_HOST,
     P_MODULE_RESTOCK_HOURS, P_MODULE_SWAP_HOURS, P_NIC_SWAP_HOURS, P_RESHARD_HOURS, WB_SCALE, WB_SHAPE,
 )
@@ -62,6 +62,11 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
             clocked_h = True
     s = ws.state[0]
     lead = ws.vids[0]
+    for k in range(s.nv):  # each variant's fixed swap and restart durations (workspace.duration)
+        v = ws.vids[k]
+        for law in (LAW_SWAP, LAW_RESTART):
+            w = v * N_LAWS + law
+            ws.fixed[law - LAW_SWAP, v] = laws[w, 0, P1] if fixed_law(laws, w) else -1.0
     modular = c.modules and n_mwb > 0
     if c.reshard:
         s.nv = 1
