@@ -303,6 +303,9 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
     if s.pool < n_batch or s.busy + n_batch > c.crews:
         return False
     batch, hit, vids = ws.batch, ws.hit, ws.vids
+    # swaps that draw nothing and arm no clock: each GPU installed in the pass that fails it
+    # (at its variant's one install time), its instance hit first
+    now = lf.swaps_fixed and not (lf.clocked_g or lf.modular)
     n_hit = 0
     for b in range(n_batch):
         p = batch[b]
@@ -319,28 +322,26 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
         push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
         i = ws.inst_of[pu]
-        if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
+        fresh = n_hit == 0 or i != hit[n_hit - 1]  # (the slots of one instance are consecutive in the batch)
+        if fresh:
             hit[n_hit] = i
             n_hit += 1
-            for k in range(s.nv):
-                v = vids[k]
+        for k in range(s.nv):
+            v = vids[k]
+            if fresh:
                 settle(ws, laws, v, i, t)
                 interrupt(ws, v, i, t, False)
+            if now:
+                t_in = t + ws.fixed[0, unsigned(v)]
+                if t_in <= lf.horizon:
+                    ws.var_i[V_EVENTS, v] += 1  # the install
+                ws.at_g[unsigned(v), pu] = t_in
+                install(ws, v, i, t_in)
     s.repairs += n_batch
     s.busy += n_batch
     s.pool -= n_batch
     s.swaps += n_batch
-    if lf.swaps_fixed and not (lf.clocked_g or lf.modular):  # one install time per variant for the whole batch
-        for k in range(s.nv):
-            v = vids[k]
-            t_in = t + ws.fixed[0, unsigned(v)]
-            if t_in <= lf.horizon:
-                ws.var_i[V_EVENTS, v] += n_batch  # the installs
-            for b in range(n_batch):
-                ws.at_g[unsigned(v), unsigned(batch[b])] = t_in
-            for m in range(n_hit):
-                install(ws, v, hit[m], t_in)
-    else:  # each GPU's swap drawn in turn, then its clocks if it has them (its module's last)
+    if not now:  # each GPU's swap drawn in turn, then its clocks if it has them (its module's last)
         for b in range(n_batch):
             p = batch[b]
             i = ws.inst_of[p]
