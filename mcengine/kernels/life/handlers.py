@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcengine.jit import inline_kernel, linked_kernel
-from mcengine.kernels.laws import P1, sample_law, sample_resolved
+from mcengine.kernels.laws import sample_resolved
 from mcengine.kernels.life.hazard import (
     gpu_wear_hazard, hazard, life_within, module_life, past_uniform, unit_life, wear_group,
 )
@@ -24,7 +24,7 @@ from mcengine.kernels.life.heap import heap_remove, times_pop
 from mcengine.kernels.life.indices import (
     DOWN, DOWN_SINCE, EV_CLOCK, EV_HORIZON, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_EXP, HOST_FAULT, HOST_WEAR,
     K_GPU_EXP, K_GPU_FAULT, K_HOST_FAIL, K_HOST_FAULT, K_NIC_FAIL, K_NIC_FAULT, K_WEAR, LAW_SWAP,
-    NIC_FAIL, NIC_FAULT, N_CAT, N_LAWS, N_OUT_I, OUT_AVAILABILITY, OUT_CAPACITY, OUT_EVENTS, OUT_FAILURES,
+    NIC_FAIL, NIC_FAULT, N_CAT, N_OUT_I, OUT_AVAILABILITY, OUT_CAPACITY, OUT_EVENTS, OUT_FAILURES,
     OUT_HOST_LOG, OUT_HOST_REPAIRS, OUT_HOST_STOCKOUT_HOURS, OUT_HOST_SWAPS, OUT_INTERRUPTIONS, OUT_MAX_FAILED_GPUS,
     OUT_MODULE_STOCKOUT_HOURS, OUT_MODULE_SWAPS, OUT_NIC_SWAPS, OUT_PARTED, OUT_REPAIRS, OUT_STOCKOUT_HOURS,
     OUT_SWAPS, PAST_GPU, PAST_MODULE, V_EVENTS, V_INTERRUPTIONS, WB_SCALE, WB_SHAPE,
@@ -32,7 +32,7 @@ from mcengine.kernels.life.indices import (
 from mcengine.kernels.life.units import host_unit_fails, lose, module_fails, nic_fails, swap_ends
 from mcengine.kernels.life.variants import first_module_due, part_at_install, part_on_liveness, part_on_wear
 from mcengine.kernels.life.workspace import (
-    RQ_LIST_AT_MOST, arm, install, interrupt, list_add, list_remove, log_host, push_repair, repair_waited_for, reshard_step,
+    RQ_LIST_AT_MOST, arm, duration, install, interrupt, list_add, list_remove, log_host, push_repair, repair_waited_for, reshard_step,
     return_due, settle, slot_positions, unsigned, weigh,
 )
 from mcengine.rng import exponential, uniform, weibull_scale
@@ -303,6 +303,9 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
     if s.pool < n_batch or s.busy + n_batch > c.crews:
         return False
     batch, hit, vids = ws.batch, ws.hit, ws.vids
+    # swaps that draw nothing and arm no clock: each GPU installed in the pass that fails it
+    # (at its variant's one install time), its instance hit first
+    now = lf.swaps_fixed and not (lf.clocked_g or lf.modular)
     n_hit = 0
     for b in range(n_batch):
         p = batch[b]
@@ -319,34 +322,32 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
         push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
         i = ws.inst_of[pu]
-        if n_hit == 0 or i != hit[n_hit - 1]:  # (the slots of one instance are consecutive in the batch)
+        fresh = n_hit == 0 or i != hit[n_hit - 1]  # (the slots of one instance are consecutive in the batch)
+        if fresh:
             hit[n_hit] = i
             n_hit += 1
-            for k in range(s.nv):
-                v = vids[k]
+        for k in range(s.nv):
+            v = vids[k]
+            if fresh:
                 settle(ws, laws, v, i, t)
                 interrupt(ws, v, i, t, False)
+            if now:
+                t_in = t + ws.fixed[0, unsigned(v)]
+                if t_in <= lf.horizon:
+                    ws.var_i[V_EVENTS, v] += 1  # the install
+                ws.at_g[unsigned(v), pu] = t_in
+                install(ws, v, i, t_in)
     s.repairs += n_batch
     s.busy += n_batch
     s.pool -= n_batch
     s.swaps += n_batch
-    if lf.swaps_fixed and not (lf.clocked_g or lf.modular):  # one install time per variant for the whole batch
-        for k in range(s.nv):
-            v = vids[k]
-            t_in = t + laws[v * N_LAWS + LAW_SWAP, 0, P1]
-            if t_in <= lf.horizon:
-                ws.var_i[V_EVENTS, v] += n_batch  # the installs
-            for b in range(n_batch):
-                ws.at_g[unsigned(v), unsigned(batch[b])] = t_in
-            for m in range(n_hit):
-                install(ws, v, hit[m], t_in)
-    else:  # each GPU's swap drawn in turn, then its clocks if it has them (its module's last)
+    if not now:  # each GPU's swap drawn in turn, then its clocks if it has them (its module's last)
         for b in range(n_batch):
             p = batch[b]
             i = ws.inst_of[p]
             for k in range(s.nv):
                 v = vids[k]
-                t_in = t + sample_law(ws.st, laws, v * N_LAWS + LAW_SWAP)
+                t_in = t + duration(ws, laws, v, LAW_SWAP)
                 if t_in <= lf.horizon:
                     ws.var_i[V_EVENTS, v] += 1  # the install
                 ws.at_g[v, p] = t_in
@@ -530,7 +531,7 @@ def slot_refilled(ws, s, c, lf, laws, wb, n_wb, x, from_wait, t):
     first, end = slot_positions(x, c.host_mode, c.gpus_per_host, c.positions)
     for k in range(s.nv):
         v = vids[k]
-        t_in = t + sample_law(ws.st, laws, v * N_LAWS + LAW_SWAP)
+        t_in = t + duration(ws, laws, v, LAW_SWAP)
         if t_in <= lf.horizon:
             ws.var_i[V_EVENTS, v] += 1  # the install
         for p in range(first, end):

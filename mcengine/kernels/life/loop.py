@@ -9,7 +9,7 @@ from collections import namedtuple
 
 from mcengine._pointer import by_reference
 from mcengine.jit import linked_kernel
-from mcengine.kernels.laws import resolve_law
+from mcengine.kernels.laws import P1, resolve_law
 from mcengine.kernels.life.handlers import (
     close_lifetime, fault_fast, gpus_fail_fast, host_fails, next_event, pick_clock, pick_superposed, repairs_due,
     reschedule, slot_empties, slot_refilled, start_lifetime, touch_instances,
@@ -17,7 +17,8 @@ from mcengine.kernels.life.handlers import (
 from mcengine.kernels.life.hazard import hazard, thinned
 from mcengine.kernels.life.indices import (
     EV_CLOCK, EV_HORIZON, EV_HOST_REPAIR, EV_SUPERPOSED, GPU_EXP, GPU_FAULT, GPU_WEAR, HOST_EXP, HOST_FAULT,
-    HOST_WEAR, LAW_REPAIR, LAW_SWAP, NIC_FAIL, NIC_FAULT, N_LAWS, P_HORIZON_HOURS, P_HOST_SCALE, P_HOST_SHAPE, P_HOST_SWAP_HOURS,
+    HOST_WEAR, LAW_REPAIR, LAW_RESTART, LAW_SWAP, NIC_FAIL, NIC_FAULT, N_LAWS, P_HORIZON_HOURS, P_HOST_SCALE,
+    P_HOST_SHAPE, P_HOST_SWAP_HOURS,
     P_LAM_NIC_FAULT, P_LAM_NIC_PERM, P_LAM_PERM_GPU, P_LAM_PERM_HOST, P_LAM_TRANSIENT_GPU, P_LAM_TRANSIENT_HOST,
     P_MODULE_RESTOCK_HOURS, P_MODULE_SWAP_HOURS, P_NIC_SWAP_HOURS, P_RESHARD_HOURS, WB_SCALE, WB_SHAPE,
 )
@@ -62,6 +63,11 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
             clocked_h = True
     s = ws.state[0]
     lead = ws.vids[0]
+    for k in range(s.nv):  # each variant's fixed swap and restart durations (workspace.duration)
+        v = ws.vids[k]
+        for law in (LAW_SWAP, LAW_RESTART):
+            w = v * N_LAWS + law
+            ws.fixed[law - LAW_SWAP, v] = laws[w, 0, P1] if fixed_law(laws, w) else -1.0
     modular = c.modules and n_mwb > 0
     if c.reshard:
         s.nv = 1
@@ -158,31 +164,32 @@ def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_p
             continue
         if s.host >= 0:
             host_fails(ws, s, c, lf, laws, t, refs)
-        last = 1  # the last pass: the faults of this instant (or the horizon)
-        if fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0:
-            if gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
-                last = 0  # (it would find nothing due, to touch or to refill: nothing waits, no fault)
-        # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
-        s.n_assign = 0
-        i_done = -1
-        n_batch = s.n_batch
-        for b in range(n_batch + last):  # each failing slot, then the last pass
-            failing = b < n_batch
-            repairs_due(ws, s, c, lf, laws, t, failing, finishing)
-            if failing:
-                x = ws.batch[b]
-                waits = slot_empties(refs.ws, s, refs.c, refs.lf, laws, x, t)
-                first, end = slot_positions(x, c.host_mode, c.gpus_per_host, c.positions)
-                i0, i1 = ws.inst_of[first], ws.inst_of[end - 1]
-            else:
-                if lf.reshard and not finishing:  # a fault while short costs a re-layout
-                    for i in range(s.fi0, s.fi1 + 1):
-                        s.served += reshard_step(ws, i, t, 0, lf.relayout_hours)
-                i0, i1, waits = s.fi0, s.fi1, False
-            i_done = touch_instances(ws, s, laws, i0, i1, t, i_done, failing, not (failing or finishing), waits)
-        # ---- units assigned now: in place after a swap draw
-        for a in range(s.n_assign):
-            slot_refilled(refs.ws, s, refs.c, refs.lf, laws, wb, n_wb, ws.assign[a] >> 1, ws.assign[a] & 1 == 1, t)
+        # the fast path: nothing waits and no fault, so the passes would find nothing due, to
+        # touch or to refill
+        fast = (fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0
+                and gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t))
+        if not fast:
+            # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
+            s.n_assign = 0
+            i_done = -1
+            n_batch = s.n_batch
+            for b in range(n_batch + 1):  # each failing slot, then the last pass (this instant's faults, or the horizon)
+                failing = b < n_batch
+                repairs_due(ws, s, c, lf, laws, t, failing, finishing)
+                if failing:
+                    x = ws.batch[b]
+                    waits = slot_empties(refs.ws, s, refs.c, refs.lf, laws, x, t)
+                    first, end = slot_positions(x, c.host_mode, c.gpus_per_host, c.positions)
+                    i0, i1 = ws.inst_of[first], ws.inst_of[end - 1]
+                else:
+                    if lf.reshard and not finishing:  # a fault while short costs a re-layout
+                        for i in range(s.fi0, s.fi1 + 1):
+                            s.served += reshard_step(ws, i, t, 0, lf.relayout_hours)
+                    i0, i1, waits = s.fi0, s.fi1, False
+                i_done = touch_instances(ws, s, laws, i0, i1, t, i_done, failing, not (failing or finishing), waits)
+            # ---- units assigned now: in place after a swap draw
+            for a in range(s.n_assign):
+                slot_refilled(refs.ws, s, refs.c, refs.lf, laws, wb, n_wb, ws.assign[a] >> 1, ws.assign[a] & 1 == 1, t)
         reschedule(ws, s, kind == EV_SUPERPOSED, t)
     close_lifetime(ws, s, c, lf, out_f, out_i, row)
     return s.nv

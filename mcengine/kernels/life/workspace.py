@@ -15,10 +15,10 @@ from collections import namedtuple
 import numpy as np
 
 from mcengine.jit import inline_kernel, kernel
-from mcengine.kernels.laws import sample_law
+from mcengine.kernels.laws import draw_law
 from mcengine.kernels.life.heap import heap_set, times_heapify, times_pop, times_push
 from mcengine.kernels.life.indices import (
-    DOWN, DOWN_SINCE, EV_HOST_REPAIR, EV_REPAIR, HOST_FAULT, LAW_RESTART, NIC_FAIL, N_BY_CLASS, N_CAT, N_INST_F,
+    DOWN, DOWN_SINCE, EV_HOST_REPAIR, EV_REPAIR, HOST_FAULT, LAW_RESTART, LAW_SWAP, NIC_FAIL, N_BY_CLASS, N_CAT, N_INST_F,
     N_INST_I, N_LAWS, N_VAR_I, PENDING, READY_AT, RS_FROM, RS_SEEN, UP_AT, V_EVENTS, V_INTERRUPTIONS,
 )
 from mcengine.rng import STREAM_WORDS
@@ -92,12 +92,15 @@ Cluster = namedtuple("Cluster", ["positions", "instance_gpus", "gpus_per_host", 
 #:   units (:func:`weigh`, the terms of the state's ``lam``);
 #: * ``hlog`` float64[m, 2]: host units, the lifetime's first ``m`` candidate permanent host
 #:   failures of the exponential law (:data:`~mcengine.kernels.life.indices.OUT_HOST_LOG`;
-#:   ``m = 0`` unless asked), their count in the state's ``hlog_n``.
+#:   ``m = 0`` unless asked), their count in the state's ``hlog_n``;
+#: * ``fixed`` float64[2, V]: each variant's swap (row 0) and restart (row 1) duration when
+#:   its law is one fixed value, else -1 (it draws), read where the lifetime starts
+#:   (:func:`duration`).
 Workspace = namedtuple("Workspace", [
     "occ_g", "occ_h", "at_g", "at_h", "inst_i", "inst_f", "wait_i", "wait_f", "var_i", "var_f", "wq", "hkeys", "hids",
     "hpos", "rq", "batch", "hit", "assign", "wear", "rates", "inst_of", "vids", "parted", "st", "state",
     "clock_group", "by_class", "capacity", "rs_k", "rs_f", "hrq", "hwq", "hwait_i", "hwait_f", "mrq", "m_at", "mwait_f", "lost_by",
-    "u_past", "m_life", "m_t0", "m_due", "m_so", "weights", "hlog"])
+    "u_past", "m_life", "m_t0", "m_due", "m_so", "weights", "hlog", "fixed"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
 #: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate
@@ -200,16 +203,28 @@ def unsigned(k):
 
 
 @inline_kernel
+def duration(ws, laws, v, law):
+    """A swap (``law = LAW_SWAP``) or restart (``LAW_RESTART``) duration of variant ``v``:
+    its fixed value as the lifetime's start read it (``ws.fixed``), else drawn from its law:
+    :func:`~mcengine.kernels.laws.sample_law`'s value and draws, without its look-ups in
+    the law table at each swap and restart."""
+    d = ws.fixed[law - LAW_SWAP, unsigned(v)]
+    if d >= 0.0:
+        return d
+    return draw_law(ws.st, laws, v * N_LAWS + law)
+
+
+@inline_kernel
 def settle(ws, laws, v, i, t):
     """Settle instance ``i`` of variant ``v`` at ``t``: the restart that began at its
     ``READY_AT`` (drawn now, if pending) is over by ``t``: the instance is up again,
     its downtime counted."""
     inst_i, inst_f = ws.inst_i, ws.inst_f
-    w = v * N_LAWS + LAW_RESTART
+    vs = v  # (signed: the law's row is arithmetic on it)
     v, i = unsigned(v), unsigned(i)
     if inst_i[v, DOWN, i] == 1 and ws.wait_i[i] == 0 and ws.hwait_i[i] == 0 and inst_f[v, READY_AT, i] <= t:
         if inst_i[v, PENDING, i] == 1:
-            inst_f[v, UP_AT, i] = inst_f[v, READY_AT, i] + sample_law(ws.st, laws, w)
+            inst_f[v, UP_AT, i] = inst_f[v, READY_AT, i] + duration(ws, laws, vs, LAW_RESTART)
             inst_i[v, PENDING, i] = 0
         if inst_f[v, UP_AT, i] <= t:
             inst_i[v, DOWN, i] = 0
@@ -383,7 +398,7 @@ def new_workspace(c, n_var, n_groups, n_past, inst_of, capacity, n_log):
         np.zeros(ni, np.int64), np.zeros(ni),
         np.empty((n_var, n_mrq)), np.zeros((n_var, n_mat)), np.zeros((n_var, n_mwait)), np.zeros(n_lost, np.int64),
         np.zeros((2, n_past)), np.empty(n_mlife), np.empty((n_var, n_mlife)), np.empty(n_var), np.zeros(n_var),
-        np.empty(N_CAT), np.empty((n_log, 2)),
+        np.empty(N_CAT), np.empty((n_log, 2)), np.empty((2, n_var)),
     )
     ws.state["lists_moved"][0] = 1  # (fresh: the first start builds the lists)
     return ws
