@@ -163,7 +163,7 @@ def _largest_batches(x, lay, cap, out):
     m = 0
     for i in range(n):
         limit, top = x[i, 15], cap[i]
-        t_one = _step_s(1, x, i, lay)
+        t_one = _step_s(np.int64(1), x, i, lay)  # (int64 as every other probe's batch, not a literal 1: one compiled _step_s)
         t_top = _step_s(max(top, 1), x, i, lay)
         if top > 1 and t_one <= limit and t_top > limit:
             lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
