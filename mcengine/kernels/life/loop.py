@@ -160,7 +160,7 @@ def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_p
             host_fails(ws, s, c, lf, laws, t, refs)
         last = 1  # the last pass: the faults of this instant (or the horizon)
         if fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0:
-            if gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
+            if gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs):
                 last = 0  # (it would find nothing due, to touch or to refill: nothing waits, no fault)
         # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
         s.n_assign = 0
