@@ -170,7 +170,7 @@ def pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs):
             live = u < gpu_wear_hazard(wb, n_wb, ws.wear, t - ws.at_g[lead, pu])
             if s.nv > 1:
                 s.nv = part_on_wear(ws.at_g, vids, s.nv, p, t, u, live, wb, n_wb, ws.wear, lf.host_shape,
-                                    lf.host_scale, False)
+                                    lf.host_scale, np.bool_(False))
         if live:
             s.events += 1
             if cat == GPU_FAULT:
@@ -194,7 +194,7 @@ def pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs):
             live = u < hazard(lf.host_shape, lf.host_scale, t - ws.at_h[lf.lead, k])
             if s.nv > 1:
                 s.nv = part_on_wear(ws.at_h, vids, s.nv, k, t, u, live, wb, n_wb, ws.wear, lf.host_shape,
-                                    lf.host_scale, True)
+                                    lf.host_scale, np.bool_(True))
         if not live and cat == HOST_EXP and c.host_units:  # a candidate failure on a host out of place
             log_host(ws, s, t, -1.0)
         if live:
@@ -221,14 +221,14 @@ def pick_clock(ws, s, c, lf, laws, t, refs):
         swap_ends(refs.ws, s, refs.c, refs.lf, ident, t)
         return True
     if lf.modular and ident >= c.m0 + n_pos:  # reshard: a module swap ends, its GPU is back
-        lose(ws, s, c, lf, ident - c.m0 - n_pos, ident - c.m0 - n_pos + 1, t, -1)
+        lose(refs.ws, s, refs.c, refs.lf, ident - c.m0 - n_pos, ident - c.m0 - n_pos + 1, t, np.int64(-1))
         return True
     if lf.modular and ident >= c.m0:
         module_fails(refs.ws, s, refs.c, refs.lf, laws, ident - c.m0, t)
         return True
     if ident >= n_pos + c.hosts:  # reshard: the swap into a slot ends, its GPUs are back
         first, end = slot_positions(ident - n_pos - c.hosts, c.host_mode, c.gpus_per_host, n_pos)
-        lose(ws, s, c, lf, first, end, t, -1)
+        lose(refs.ws, s, refs.c, refs.lf, first, end, t, np.int64(-1))
         return True
     s.events += 1
     if ident < c.positions:
@@ -288,7 +288,7 @@ def host_fails(ws, s, c, lf, laws, t, refs):
 
 
 @inline_kernel
-def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
+def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs):
     """Fast path (gpu mode, nothing waits): the GPUs in ``batch`` fail with a pool unit
     and a crew for each. What the passes do, the same draws in the same order, without
     their general bookkeeping: each GPU goes to repair (the repairs due drained first
@@ -358,7 +358,7 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t):
                 life, ws.clock_group[p] = unit_life(ws.st, wb, n_wb, ws.wear, ws.u_past, PAST_GPU)
                 s.hn = arm(ws.hkeys, ws.hids, ws.hpos, s.hn, p, ws.at_g[lf.lead, p] + life, lf.horizon)
             if lf.modular:
-                _module_installed(ws, s, c, lf, p)
+                _module_installed(refs.ws, s, refs.c, refs.lf, p)
     s.n_batch = 0
     return True
 
@@ -452,9 +452,9 @@ def slot_empties(ws, s, c, lf, laws, x, t):
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + p)
         if lf.modular and lf.reshard and ws.hpos[c.m0 + c.positions + p] >= 0:  # (in a module swap: counted
             s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p)  # lost already, once)
-            lose(ws, s, c, lf, p, p + 1, t, -1)
+            lose(ws, s, c, lf, p, p + 1, t, np.int64(-1))
     if lf.reshard:  # the slot's GPUs leave their instances
-        lose(ws, s, c, lf, first, end, t, 1)
+        lose(ws, s, c, lf, first, end, t, np.int64(1))
     if c.host_mode and ws.hpos[c.positions + x] >= 0:
         s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + x)
     s.repairs += 1
@@ -501,11 +501,13 @@ def touch_instances(ws, s, laws, i0, i1, t, i_done, hit, fault, waits):
     return i_done
 
 
-@inline_kernel
+@linked_kernel
 def _module_installed(ws, s, c, lf, p):
     """A new GPU at position ``p`` comes with a new module (or, module pool, the one its
     position waits for: ``m_at``): its clock armed from the later of the two installs, at
-    the earliest of the variants' times (:func:`module_fails`)."""
+    the earliest of the variants' times (:func:`module_fails`). Compiled apart and called
+    (by :func:`gpus_fail_fast` and :func:`slot_refilled`, with the workspace, cluster and
+    lifetime by reference): one compiled copy, not one in each."""
     if lf.n_mwb == 1:  # one group (the shipped designs): module_life's draw without its loop and minimum
         life = life_within(ws.st, lf.mwb[0, WB_SCALE], lf.mwb[0, WB_SHAPE], ws.u_past[PAST_MODULE, 0])
     else:

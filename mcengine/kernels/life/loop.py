@@ -167,7 +167,7 @@ def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_p
         # the fast path: nothing waits and no fault, so the passes would find nothing due, to
         # touch or to refill
         fast = (fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0
-                and gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t))
+                and gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs))
         if not fast:
             # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
             s.n_assign = 0

@@ -24,22 +24,30 @@ from mcengine.kernels.life.workspace import (
 )
 from mcengine.rng import weibull_scale
 
-@inline_kernel
+@linked_kernel
 def down_for_swap(ws, laws, v, i, t, t_back):
     """Instance ``i`` of variant ``v`` goes down at ``t`` for a part swapped in place (a
-    module, a NIC): it restarts when the swap ends at ``t_back`` (:func:`install`)."""
+    module, a NIC): it restarts when the swap ends at ``t_back`` (:func:`install`).
+    Compiled apart and called (by :func:`module_fails` and :func:`nic_fails`, with the
+    workspace by reference): one compiled copy of the settle, interrupt and install it
+    holds, not one in each of them."""
     settle(ws, laws, v, i, t)
     interrupt(ws, v, i, t, False)
     install(ws, v, i, t_back)
 
 
-@inline_kernel
+@linked_kernel
 def lose(ws, s, c, lf, first, end, t, delta):
     """Reshard: GPU positions ``first .. end - 1`` gain (``delta = 1``) or shed (``-1``) one
     reason to be out of service (their slot empty or in a swap, a module swap, their host
     or NIC out; ``ws.lost_by``); each instance's lost GPUs change by those whose reasons
     rise from or fall to none, so a GPU out for two reasons counts once (:func:`reshard_step`:
-    a change of none re-layouts as a fault while short does)."""
+    a change of none re-layouts as a fault while short does).
+
+    Compiled apart and called (reshard only, at eight sites in the loop and its handlers):
+    inlined, each site would type, lower and optimise a copy. Its callers pass the
+    workspace, cluster and lifetime by reference and ``delta`` as an int64 (not a literal),
+    so it compiles once."""
     for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
         change = 0
         for p in range(max(first, i * c.instance_gpus), min(end, (i + 1) * c.instance_gpus)):
@@ -85,7 +93,7 @@ def module_fails(ws, s, c, lf, laws, p, t):
         ws.m_t0[v, p] += lf.module_swap_hours
         down_for_swap(ws, laws, v, i, due[v], ws.m_t0[v, p])
     if lf.reshard:
-        lose(ws, s, c, lf, p, p + 1, t, 1)
+        lose(ws, s, c, lf, p, p + 1, t, np.int64(1))
         s.hn = arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.m0 + c.positions + p, ws.m_t0[lf.lead, p], lf.horizon)
     life = module_life(ws.st, lf.mwb, lf.n_mwb, ws.u_past, PAST_MODULE)
     ws.m_life[p] = life
@@ -143,7 +151,7 @@ def nic_fails(ws, s, c, lf, laws, nic, first, end, t):
         if lf.reshard and not lost:
             s.served += reshard_step(ws, i, t, 0, lf.relayout_hours)
     if lost:
-        lose(ws, s, c, lf, first, end, t, 1)
+        lose(ws, s, c, lf, first, end, t, np.int64(1))
     if lf.reshard:
         if lost or t_back <= lf.horizon:
             s.hn = arm(ws.hkeys, ws.hids, ws.hpos, s.hn, ident, t_back, lf.horizon)
@@ -159,7 +167,7 @@ def swap_ends(ws, s, c, lf, ident, t):
         first, end = slot_positions(ident - c.n0, True, c.gpus_per_nic, c.positions)
     else:
         first, end = slot_positions(ident - c.h0, True, c.gpus_per_host, c.positions)
-    lose(ws, s, c, lf, first, end, t, -1)
+    lose(ws, s, c, lf, first, end, t, np.int64(-1))
 
 
 @linked_kernel
@@ -185,7 +193,7 @@ def host_unit_fails(ws, s, c, lf, laws, host, first, end, t):
             settle(ws, laws, v, i, t)
             interrupt(ws, v, i, t, False)
     if lf.reshard:
-        lose(ws, s, c, lf, first, end, t, 1)
+        lose(ws, s, c, lf, first, end, t, np.int64(1))
     if lf.clocked_h and ws.hpos[c.positions + host] >= 0:  # (its clock: the failure that fired, or a spare one)
         s.hn = heap_remove(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + host)
     if s.host_pool > 0:
