@@ -186,7 +186,8 @@ def waiting_residual(batch_mean, gap_cv2, empty, rate_per_s=1.0):
     m = k / lam
     with np.errstate(divide="ignore", invalid="ignore"):
         beta = lam * (1.0 - s)
-        absorbed = (1.0 - (1.0 + beta * m * v) ** (-1.0 / v)) / beta  # E[(1 - e^(-beta X)) / beta]
+        transform = np.where(v > 0.0, (1.0 + beta * m * v) ** (-1.0 / np.where(v > 0.0, v, 1.0)), np.exp(-beta * m))  # E[e^(-beta X)] (deterministic gaps at c_g^2 = 0)
+        absorbed = (1.0 - transform) / beta  # E[(1 - e^(-beta X)) / beta]
         out = ((1.0 + v) * m * m / 2.0 - s * (m / beta - absorbed / beta)) / (m - s * absorbed)
     return np.where(s < 1.0, out, np.nan)
 

@@ -458,7 +458,11 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
     bursts stretch it (:attr:`BatchQueue.gap_s`, Allen-Cunneen's factor: light traffic) and
     the wait for the passes of the queue ahead (:func:`_queue_wait`, passes of ``top`` taking
     ``full_pass_s``: near the pool's capacity); infinite where that wait is. Where ``C <= 1 -
-    q`` the quantile is an unwaited request's ``first(1)``."""
+    q`` the quantile is an unwaited request's ``first(1)``. The mean's waited batch is
+    :attr:`BatchQueue.batch_waited` (:func:`_waited_batch`: the spacing of the pass ends a
+    waiting request lands in, at the passes' own mean batch), while the quantile keeps the
+    ``1 + lambda (A + R)`` law above: an assumed split, measured to fit the simulator's mean
+    and P99 both (docs/load.md#disaggregated)."""
     lam = np.asarray(rate_per_s, float)
 
     def first(k):
@@ -606,9 +610,12 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     ``T = T(k)``: :data:`OCCUPANCY_STEPS` damped fixed-point steps from 1.
 
     A request that waits waits for the next completion: gaps of mean ``T(k) / c`` while
-    every instance is busy, gamma with squared CV ``c_g^2``: the light-traffic gaps of
-    :func:`_light_gap_cv2` (the arrivals' ``c_a^2`` through the ``c`` singletons they started)
-    with the probability of finding an instance idle, and otherwise the bunched ``1 +
+    every instance is busy, gamma with squared CV ``c_g^2``: with the probability of finding
+    an instance idle, the light-traffic gaps ``c_a^2 + (1 - 1/c)(L - c_a^2)``, ``L`` those of
+    :func:`_light_gap_cv2` (the arrivals' ``c_a^2`` through the ``c`` singletons they started),
+    weighted by ``1 - 1/c`` so that one instance keeps the arrivals' ``c_a^2`` (the
+    M/M^[1,inf]/1 anchor above; the weighting is **assumed**, measured on the fit table,
+    docs/load.md#static), and otherwise the bunched ``1 +
     (gap_cv2 - 1)(1 - 1/c) min(1, 1/A)`` (one instance's exponential cycle: 1). ``A = lambda
     s (1 - P_full)`` is how many seconds of cycle a second of gap adds (``s`` the cycle's
     slope in the batch; a full batch adds none): where ``A > 1`` the instance that took the

@@ -72,12 +72,11 @@ def sample_law(st, laws, w):
     """One duration drawn from law ``w`` of the stack ``laws``: a one-part fixed law
     here (it draws nothing), any other by :func:`draw_law`.
 
-    Inlined where it is called, with the draws in a function of their own: an event loop
-    pays no call for its fixed laws (the shipped swaps and restarts), and compiles the
-    samplers once, not at each of its call sites: the samplers (the ziggurat of
-    :func:`~mcengine.rng.normal` above all) inlined at every site would make the
-    reliability stage's first compile much longer and larger, for a call that costs the
-    life kernel little (the shipped repairs draw from a lognormal mixture).
+    The law stack's reference draw: the life kernel draws the same values with the same
+    draws from laws read once per lifetime (:func:`sample_resolved`, and
+    :func:`~mcengine.kernels.life.workspace.duration` for its fixed swaps and restarts),
+    and the kernel tests hold both to this one. The draws live in a function of their own
+    (:func:`draw_law`), compiled once rather than inlined at each site.
 
     Parameters
     ----------

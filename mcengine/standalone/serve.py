@@ -366,17 +366,10 @@ STEADY, UNSTEADY, TOO_FEW = "steady", "unsteady", "too_few_requests"
 STEADY_LEVEL = 0.01
 
 
-def batch_means(x: np.ndarray) -> np.ndarray | None:
-    """The means of the :data:`SEM_BATCHES` consecutive batches :func:`_sections` cuts ``x``
-    into (None with fewer than two values a batch)."""
-    parts = _sections(x)
-    return None if parts is None else np.array([np.mean(b) for b in parts])
-
-
 def batch_correlation(z: np.ndarray | None) -> float | None:
     """Von Neumann's ratio statistic of the means ``Z_j`` of the :data:`SEM_BATCHES`
-    consecutive batches of a series (:func:`batch_means`, which the mean's standard error
-    reads too), ``C = 1 - sum_j (Z_{j+1} - Z_j)^2 / (2 sum_j (Z_j - mean Z)^2)``: about
+    consecutive batches of a series (those the mean's standard error is made of,
+    :func:`_with_sem`), ``C = 1 - sum_j (Z_{j+1} - Z_j)^2 / (2 sum_j (Z_j - mean Z)^2)``: about
     their lag-1 autocorrelation (von Neumann 1941; Young 1941; the check of batch means'
     independence, Law and Kelton section 9.5.3).
     Under independent, identically distributed normal batch means it has mean 0 and
@@ -386,8 +379,9 @@ def batch_correlation(z: np.ndarray | None) -> float | None:
     where every batch mean is the same."""
     if z is None:
         return None
-    spread = float(((z - z.mean()) ** 2).sum())
-    return 1.0 - float((np.diff(z) ** 2).sum()) / (2.0 * spread) if spread > 0 else 0.0
+    if z.min() == z.max():  # (their mean can round an ulp away from them: no spread to divide by)
+        return 0.0
+    return 1.0 - float((np.diff(z) ** 2).sum()) / (2.0 * float(((z - z.mean()) ** 2).sum()))
 
 
 def steady_limit() -> float:

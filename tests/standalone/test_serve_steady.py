@@ -12,7 +12,8 @@ from rich.console import Console
 
 from mcengine.report.serve import render_serve
 from mcengine.scenario import load_scenario
-from mcengine.standalone.serve import SEM_BATCHES, TOO_FEW, batch_correlation, batch_means, correlation_widening, serve_summary, serving_system, steady_limit
+from mcengine.standalone.serve import _with_sem
+from mcengine.standalone.serve import SEM_BATCHES, TOO_FEW, batch_correlation, correlation_widening, serve_summary, serving_system, steady_limit
 
 
 def _text(doc: dict) -> str:
@@ -27,15 +28,18 @@ def test_the_batch_correlation_of_independent_batches_has_von_neumanns_mean_and_
     the share above the limit is below the 1 % level (its normal approximation is
     conservative at 20 batches: 0.77 % in 200,000 series); a trend gives a statistic near 1."""
     rng = np.random.default_rng(3)
-    c = np.array([batch_correlation(batch_means(x)) for x in rng.standard_normal((4000, 200))])
+    c = np.array([_with_sem(x)[2] for x in rng.standard_normal((4000, 200))])
     k = SEM_BATCHES
     variance = (k - 2) / (k * k - 1)
     assert abs(c.mean()) < 4 * np.sqrt(variance / c.size)
     assert abs(c.var(ddof=1) - variance) < 4 * variance * np.sqrt(2 / (c.size - 1))
     assert steady_limit() == pytest.approx(2.3263478740 * np.sqrt(variance), rel=1e-9)
     assert (c > steady_limit()).mean() < 0.01 + 4 * np.sqrt(0.01 * 0.99 / c.size)
-    assert batch_correlation(batch_means(np.linspace(1.0, 2.0, 2000) + 0.01 * rng.standard_normal(2000))) > 0.9
-    assert batch_means(np.ones(39)) is None and batch_correlation(None) is None and batch_correlation(batch_means(np.ones(40))) == 0.0
+    assert _with_sem(np.linspace(1.0, 2.0, 2000) + 0.01 * rng.standard_normal(2000))[2] > 0.9
+    assert _with_sem(np.ones(39))[2] is None and batch_correlation(None) is None and _with_sem(np.ones(40))[2] == 0.0
+    # equal batch means whose mean rounds an ulp away from them: correlation 0, the SEM rounding alone (not widened)
+    value, sem, correlation = _with_sem(np.full(400, 0.5067563518880339))
+    assert correlation == 0.0 and 0.0 <= sem["mean"] < 1e-10
 
 
 def test_correlated_batches_widen_the_standard_error_as_an_ar1_mean():

@@ -293,7 +293,10 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs):
     and a crew for each. What the passes do, the same draws in the same order, without
     their general bookkeeping: each GPU goes to repair (the repairs due drained first
     where a pass would: a possible new maximum in repair) and is swapped from the pool;
-    its instance is hit once. Returns False (and changes nothing) when the pool or the
+    its instance is hit once; where the swaps draw nothing and arm no clock, each GPU is
+    installed (at its variant's fixed time) in the same pass. ``refs`` holds the workspace,
+    cluster and lifetime by reference for the helpers compiled apart
+    (:func:`_module_installed`). Returns False (and changes nothing) when the pool or the
     crews fall short."""
     n_batch = s.n_batch
     if s.pool < n_batch and s.rq_min <= t and lf.crews_free:
