@@ -294,7 +294,7 @@ def compiled_batch_limits(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, out
     x, lay, o_steps = tables
     b_slo, b_ttft = np.empty(n, np.int64), np.empty(n, np.int64)
     cap, b_mem, b_chunk = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int64), (n,))) for v in (cap, batch_memory, batch_chunk))
-    ks.largest_batches(ks.CONTINUOUS, x, lay, kc.TRIAL_COLUMNS.index("tpot_slo_s"), cap, b_slo)
+    ks.largest_batches(ks.CONTINUOUS, x, lay, kc.X_TPOT_SLO, cap, b_slo)
     kc.batches_within_ttft(x, lay, np.minimum(np.minimum(b_mem, b_slo), b_chunk), o_steps, int(layout.pipeline), b_ttft)
     return b_slo, b_ttft
 

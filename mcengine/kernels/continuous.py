@@ -91,10 +91,14 @@ TRIAL_COLUMNS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collecti
 #: streamed, KV bytes per token of a rank, the sharded weights a token multiplies by, and
 #: the ``(k, c)`` pairs of the collectives: the tensor group's all-reduce (two-shot, one-shot;
 #: ``tp_ranks`` > 1), its one-shot all-gather, the inner all-reduce of a grouped attention
-#: group (two-shot, one-shot; ``inner_ranks`` > 1), and ``grouped`` (1: add that all-reduce).
+#: group (two-shot, one-shot; ``inner_ranks`` > 1: a grouped attention's, 1 otherwise).
 LAYOUT_ENTRIES = ("pipeline", "layers", "hidden", "sequence_attention", "attention_groups", "weights", "kv_rank", "sharded_params",
-                  "tp_ranks", "ar_k2", "ar_c2", "ar_k1", "ar_c1", "ag_k", "ag_c", "inner_ranks", "in_k2", "in_c2", "in_k1", "in_c1",
-                  "grouped")
+                  "tp_ranks", "ar_k2", "ar_c2", "ar_k1", "ar_c1", "ag_k", "ag_c", "inner_ranks", "in_k2", "in_c2", "in_k1", "in_c1")
+#: Their indices, in the order the names above give them (the kernels read by these, never by number).
+(X_FLOPS, X_HBM, X_LINK, X_ALPHA, X_ALPHA_AR, X_HOP, X_OVERLAP, X_KV_FACTOR, X_OVERHEAD, X_HIT, X_PROMPT, X_OUTPUT, X_CONTEXT,
+ X_PROMPT_FLOPS, X_SEQUENCE_FLOPS, X_TPOT_SLO, X_TTFT_SLO) = range(len(TRIAL_COLUMNS))
+(L_PIPELINE, L_LAYERS, L_HIDDEN, L_SEQUENCE_ATTENTION, L_GROUPS, L_WEIGHTS, L_KV_RANK, L_SHARDED_PARAMS, L_TP_RANKS, L_AR_K2, L_AR_C2,
+ L_AR_K1, L_AR_C1, L_AG_K, L_AG_C, L_INNER_RANKS, L_IN_K2, L_IN_C2, L_IN_K1, L_IN_C1) = range(len(LAYOUT_ENTRIES))
 
 
 @linked_kernel
@@ -106,22 +110,21 @@ def forward_comm(sharded, message, head_message, group_message, alpha, alpha_ar,
     one-shot, start ``alpha_ar``); otherwise ``L`` gather + scatter pairs of ``message``,
     one all-gather of ``head_message`` before the LM head and, grouped, ``L`` all-reduces
     of ``group_message`` inside the busiest group."""
-    layers = lay[1]
+    layers = lay[L_LAYERS]
     if sharded:
         ar = 0.0
-        if lay[8] > 1.0:
-            ar = np.minimum(_collective(alpha_ar, lay[9], hop, lay[10], message, link), _collective(alpha_ar, lay[11], hop, lay[12], message, link))
+        if lay[L_TP_RANKS] > 1.0:
+            ar = np.minimum(_collective(alpha_ar, lay[L_AR_K2], hop, lay[L_AR_C2], message, link),
+                            _collective(alpha_ar, lay[L_AR_K1], hop, lay[L_AR_C1], message, link))
         return 2 * layers * ar
     head, gather = 0.0, 0.0
-    if lay[8] > 1.0:
-        head = _collective(alpha, lay[13], hop, lay[14], head_message, link)
-        gather = 2.0 * _collective(alpha, lay[13], hop, lay[14], message, link)
+    if lay[L_TP_RANKS] > 1.0:
+        head = _collective(alpha, lay[L_AG_K], hop, lay[L_AG_C], head_message, link)
+        gather = 2.0 * _collective(alpha, lay[L_AG_K], hop, lay[L_AG_C], message, link)
     forward = layers * gather + head
-    if lay[20] != 0.0:
-        inner = 0.0
-        if lay[15] > 1.0:
-            inner = np.minimum(_collective(alpha_ar, lay[16], hop, lay[17], group_message, link),
-                               _collective(alpha_ar, lay[18], hop, lay[19], group_message, link))
+    if lay[L_INNER_RANKS] > 1.0:  # a grouped attention's all-reduce inside the busiest group
+        inner = np.minimum(_collective(alpha_ar, lay[L_IN_K2], hop, lay[L_IN_C2], group_message, link),
+                           _collective(alpha_ar, lay[L_IN_K1], hop, lay[L_IN_C1], group_message, link))
         forward = forward + layers * inner
     return forward
 
@@ -133,10 +136,11 @@ def _step_s(batch, x, i, lay):
     :func:`mcengine.analytic.serving.continuous_step` composes it: one query token per
     sequence (``q = 1``: ``q b``, ``q flops``) and no hot expert (``+ 0.0``), written as
     there so that each operation is the same."""
-    f, hbm, link, alpha, alpha_ar, hop, overlap, kvf, overhead, hit, s, o, ctx, pf, per_seq = (
-        x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6], x[i, 7], x[i, 8], x[i, 9], x[i, 10], x[i, 11], x[i, 12], x[i, 13],
-        x[i, 14])
-    p, layers, hidden, by_sequence, groups, weights, kv_rank, spa = lay[0], lay[1], lay[2], lay[3], lay[4], lay[5], lay[6], lay[7]
+    f, hbm, link, alpha, alpha_ar, hop = x[i, X_FLOPS], x[i, X_HBM], x[i, X_LINK], x[i, X_ALPHA], x[i, X_ALPHA_AR], x[i, X_HOP]
+    overlap, kvf, overhead, hit = x[i, X_OVERLAP], x[i, X_KV_FACTOR], x[i, X_OVERHEAD], x[i, X_HIT]
+    s, o, ctx, pf, per_seq = x[i, X_PROMPT], x[i, X_OUTPUT], x[i, X_CONTEXT], x[i, X_PROMPT_FLOPS], x[i, X_SEQUENCE_FLOPS]
+    p, hidden, by_sequence = lay[L_PIPELINE], lay[L_HIDDEN], lay[L_SEQUENCE_ATTENTION]
+    groups, weights, kv_rank, spa = lay[L_GROUPS], lay[L_WEIGHTS], lay[L_KV_RANK], lay[L_SHARDED_PARAMS]
     whole = float(batch)
     b = whole / np.minimum(whole, p)
     chunk = b * s / o
@@ -175,7 +179,7 @@ def batches_within_ttft(x, lay, tops, o, p, out):
     rows = np.empty(n, np.int64)
     m = 0
     for i in range(n):
-        slo, top = x[i, 16], tops[i]
+        slo, top = x[i, X_TTFT_SLO], tops[i]
         if np.isinf(slo):
             out[i] = max(top, 0)
         elif top >= 1 and slo == slo:
@@ -188,7 +192,7 @@ def batches_within_ttft(x, lay, tops, o, p, out):
         kept = 0
         for j in range(m):
             i = rows[j]
-            slo, done = x[i, 16], False
+            slo, done = x[i, X_TTFT_SLO], False
             if phase[i] == _LEFT_END:
                 k[i] = -(-(o * min(hi[i], p)) // hi[i])
                 lo[i] = 1 if k[i] >= o else -(-big_n // max(k[i], 1))

@@ -25,7 +25,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import inline_kernel, kernel, linked_kernel
-from .continuous import _busiest, _collective, _decode_flops, _step_s, _total, forward_comm
+from .continuous import (L_GROUPS, L_HIDDEN, L_KV_RANK, L_LAYERS, L_PIPELINE, L_SEQUENCE_ATTENTION, L_SHARDED_PARAMS, L_WEIGHTS,
+                         LAYOUT_ENTRIES, _busiest, _collective, _decode_flops, _step_s, _total, forward_comm)
 
 #: The step times :func:`largest_batches` searches over (``kind``).
 DECODE, PREFILL, PREFILL_KV, CONTINUOUS = 0, 1, 2, 3
@@ -43,6 +44,11 @@ STATIC_COLUMNS = ("flops_per_s", "hbm_bytes_per_s", "link_bytes_per_s", "collect
 #: Entries of the static steps' layout vector after :data:`~mcengine.kernels.continuous.LAYOUT_ENTRIES`:
 #: the whole model's KV bytes per token and the instance's GPUs (the KV transfer).
 STATIC_LAYOUT_ENTRIES = ("kv_token", "instance_gpus")
+#: Their indices, in the order the names above give them (the steps read by these, never by number).
+(S_FLOPS, S_HBM, S_LINK, S_ALPHA, S_ALPHA_AR, S_HOP, S_OVERLAP, S_KV_FACTOR, S_OVERHEAD, S_STEP_OVERHEAD, S_LAYER_OVERHEAD, S_HIT,
+ S_PROMPT, S_CONTEXT, S_SEQUENCE_FLOPS, S_PROMPT_ATTENTION_FLOPS, S_PROMPT_FLOPS, S_KV_LINK, S_KV_ALPHA, S_KV_HOP, S_TPOT_SLO,
+ S_TTFT_SLO) = range(len(STATIC_COLUMNS))
+L_KV_TOKEN, L_INSTANCE_GPUS = range(len(LAYOUT_ENTRIES), len(LAYOUT_ENTRIES) + len(STATIC_LAYOUT_ENTRIES))
 
 
 @linked_kernel
@@ -50,9 +56,10 @@ def _decode_s(batch, x, i, lay):
     """The static decode step's ``total_s`` at integer ``batch`` for trial ``i`` (row ``i``
     of ``x``, :data:`STATIC_COLUMNS`): :func:`mcengine.analytic.roofline.steps.decode_step`
     without speculative decoding (one query token, ``q = 1``; no hot expert, ``+ 0.0``)."""
-    f, hbm, link, alpha, alpha_ar, hop, overlap, kvf, overhead = x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6], x[i, 7], x[i, 8]
-    ctx, per_seq = x[i, 13], x[i, 14]
-    p, hidden, by_sequence, groups, weights, kv_rank, spa = lay[0], lay[2], lay[3], lay[4], lay[5], lay[6], lay[7]
+    f, hbm, link, alpha, alpha_ar, hop = x[i, S_FLOPS], x[i, S_HBM], x[i, S_LINK], x[i, S_ALPHA], x[i, S_ALPHA_AR], x[i, S_HOP]
+    overlap, kvf, overhead, ctx, per_seq = x[i, S_OVERLAP], x[i, S_KV_FACTOR], x[i, S_OVERHEAD], x[i, S_CONTEXT], x[i, S_SEQUENCE_FLOPS]
+    p, hidden, by_sequence = lay[L_PIPELINE], lay[L_HIDDEN], lay[L_SEQUENCE_ATTENTION]
+    groups, weights, kv_rank, spa = lay[L_GROUPS], lay[L_WEIGHTS], lay[L_KV_RANK], lay[L_SHARDED_PARAMS]
     whole = float(batch)
     b = whole / np.minimum(whole, p)
     sharded = by_sequence == 0.0
@@ -72,9 +79,11 @@ def _prefill_s(batch, x, i, lay, kv):
     ``m = min(B, p)`` micro-batches of ``b = B/m`` prompts, times ``(m + p - 1)/m`` with
     pipelining), plus, with ``kv``, the point-to-point of the batch's KV caches
     (:func:`mcengine.analytic.serving.kv_transfer_s`)."""
-    f, hbm, link, alpha, alpha_ar, hop, overlap = x[i, 0], x[i, 1], x[i, 2], x[i, 3], x[i, 4], x[i, 5], x[i, 6]
-    overhead, step, layer, hit, s, attention, rest = x[i, 8], x[i, 9], x[i, 10], x[i, 11], x[i, 12], x[i, 15], x[i, 16]
-    p, layers, hidden, by_sequence, groups, weights, kv_rank = lay[0], lay[1], lay[2], lay[3], lay[4], lay[5], lay[6]
+    f, hbm, link, alpha, alpha_ar, hop = x[i, S_FLOPS], x[i, S_HBM], x[i, S_LINK], x[i, S_ALPHA], x[i, S_ALPHA_AR], x[i, S_HOP]
+    overlap, overhead, step, layer, hit = x[i, S_OVERLAP], x[i, S_OVERHEAD], x[i, S_STEP_OVERHEAD], x[i, S_LAYER_OVERHEAD], x[i, S_HIT]
+    s, attention, rest = x[i, S_PROMPT], x[i, S_PROMPT_ATTENTION_FLOPS], x[i, S_PROMPT_FLOPS]
+    p, layers, hidden, by_sequence = lay[L_PIPELINE], lay[L_LAYERS], lay[L_HIDDEN], lay[L_SEQUENCE_ATTENTION]
+    groups, weights, kv_rank = lay[L_GROUPS], lay[L_WEIGHTS], lay[L_KV_RANK]
     whole = float(batch)
     mb = np.minimum(whole, p)
     b = whole / mb
@@ -94,7 +103,7 @@ def _prefill_s(batch, x, i, lay, kv):
         fill = (mb + p - 1) / mb
         total = _total(fill * compute, fill * memory, fill * comm, overhead, overlap)
     if kv:
-        total = total + _collective(x[i, 18], 1, x[i, 19], 1, whole * s * lay[21] / lay[22], x[i, 17])
+        total = total + _collective(x[i, S_KV_ALPHA], 1, x[i, S_KV_HOP], 1, whole * s * lay[L_KV_TOKEN] / lay[L_INSTANCE_GPUS], x[i, S_KV_LINK])
     return total
 
 
@@ -137,9 +146,10 @@ def largest_batches(kind, x, lay, column, cap, out):
     t_lo, t_hi = np.zeros(n), np.zeros(n)
     rows = np.empty(n, np.int64)
     m = 0
+    one = np.int64(1)  # the batch every probe passes is an int64 (a literal 1 would compile each step a second time)
     for i in range(n):
         limit, top = x[i, column], cap[i]
-        t_one = _timed(kind, 1, x, i, lay)
+        t_one = _timed(kind, one, x, i, lay)
         t_top = _timed(kind, max(top, 1), x, i, lay)
         if top > 1 and t_one <= limit and t_top > limit:
             lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top

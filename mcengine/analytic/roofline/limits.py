@@ -186,7 +186,7 @@ def search_layout(m: ModelCard, layout: Layout, r: Rates) -> np.ndarray:
         "pipeline": layout.pipeline, "layers": m.layers, "hidden": m.hidden, "sequence_attention": att != "tensor",
         "attention_groups": attention_groups(t, att, g), "weights": r.bytes_per_param * rank_params_streamed(m, t, 1.0, att, g),
         "kv_rank": kv_bytes_per_token_rank(m, t, r.kv_bytes, att, g), "sharded_params": sharded_params_active(m, t),
-        "tp_ranks": t, "inner_ranks": inner, "grouped": att == "grouped",
+        "tp_ranks": t, "inner_ranks": inner,
         **dict(zip(("ar_k2", "ar_c2", "ar_k1", "ar_c1"), (*ar(two, t), *ar(one, t)))),
         **dict(zip(("ag_k", "ag_c"), rc.all_gather_constants(gather, t))),
         **dict(zip(("in_k2", "in_c2", "in_k1", "in_c1"), (*ar(two, inner), *ar(one, inner)))),
