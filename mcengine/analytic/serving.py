@@ -293,7 +293,7 @@ def compiled_batch_limits(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, out
         return None
     x, lay, o_steps = tables
     b_slo, b_ttft = np.empty(n, np.int64), np.empty(n, np.int64)
-    cap, b_mem, b_chunk = (np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int64), (n,))) for v in (cap, batch_memory, batch_chunk))
+    cap, b_mem, b_chunk = (np.broadcast_to(np.asarray(v, np.int64), (n,)).copy() for v in (cap, batch_memory, batch_chunk))  # writable: one compiled signature
     ks.largest_batches(ks.CONTINUOUS, x, lay, kc.X_TPOT_SLO, cap, b_slo)
     kc.batches_within_ttft(x, lay, np.minimum(np.minimum(b_mem, b_slo), b_chunk), o_steps, int(layout.pipeline), b_ttft)
     return b_slo, b_ttft

@@ -246,5 +246,5 @@ def compiled_largest_batch(table: SearchTable, kind: int, limit: str, cap) -> np
     the same probes, the same batches. int64 (n,)."""
     n = table.x.shape[0]
     out = np.empty(n, np.int64)
-    ks.largest_batches(kind, table.x, table.lay, ks.STATIC_COLUMNS.index(limit), np.ascontiguousarray(np.broadcast_to(np.asarray(cap, np.int64), (n,))), out)
+    ks.largest_batches(kind, table.x, table.lay, ks.STATIC_COLUMNS.index(limit), np.broadcast_to(np.asarray(cap, np.int64), (n,)).copy(), out)
     return out
