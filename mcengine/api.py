@@ -717,12 +717,13 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     return doc
 
 
-def _out_in_repository(argv: list[str], out: Path) -> list[str]:
+def _out_in_repository(argv: list[str], out: Path, root: Path | None = None) -> list[str]:
     """The command line ``argv`` with its ``--out`` folder ``out`` written relative to the
-    checkout this mcengine runs from, where it lies inside it (docs/paper of the committed
-    study, whichever machine regenerated it: a summary records no path of that machine);
-    else as given."""
-    root = Path(__file__).resolve().parents[1]
+    checkout ``root`` (by default the one this mcengine runs from; none for an installed
+    package, whose folder holds no pyproject.toml), where it lies inside it (docs/paper of
+    the committed study, whichever machine regenerated it: a summary records no path of
+    that machine); else as given."""
+    root = Path(__file__).resolve().parents[1] if root is None else root.resolve()
     folder = out.resolve()
     if not (root / "pyproject.toml").is_file() or not folder.is_relative_to(root):
         return argv

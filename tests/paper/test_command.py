@@ -86,15 +86,17 @@ def test_run_paper_refuses_chain_options(cli):
 def test_the_paper_records_its_out_folder_relative_to_the_checkout(tmp_path):
     """docs/paper/summary.json records no path of the machine that regenerated it: an --out
     folder inside the checkout is written relative to it (either form of the option, given
-    absolute or relative to the checkout); one outside it as given."""
-    from pathlib import Path
-
-    import mcengine
+    absolute or relative to the checkout); one outside it, or with no checkout (an installed
+    package), as given."""
     from mcengine.api import _out_in_repository
 
-    root = Path(mcengine.__file__).resolve().parents[1]
+    root = tmp_path / "checkout"  # a checkout: a folder holding pyproject.toml (the installed package's holds none)
     paper = root / "docs" / "paper"
-    assert _out_in_repository(["mcengine", "paper", "--out", str(paper), "--force"], paper) == ["mcengine", "paper", "--out", "docs/paper", "--force"]
-    assert _out_in_repository(["mcengine", "paper", f"--out={paper}"], paper) == ["mcengine", "paper", "--out=docs/paper"]
+    paper.mkdir(parents=True)
+    (root / "pyproject.toml").write_text("")
+    assert _out_in_repository(["mcengine", "paper", "--out", str(paper), "--force"], paper, root) == ["mcengine", "paper", "--out", "docs/paper", "--force"]
+    assert _out_in_repository(["mcengine", "paper", f"--out={paper}"], paper, root) == ["mcengine", "paper", "--out=docs/paper"]
     argv = ["mcengine", "paper", "--out", str(tmp_path / "paper")]
-    assert _out_in_repository(argv, tmp_path / "paper") == argv
+    assert _out_in_repository(argv, tmp_path / "paper", root) == argv
+    (root / "pyproject.toml").unlink()  # no checkout: as given
+    assert _out_in_repository(["mcengine", "paper", "--out", str(paper)], paper, root) == ["mcengine", "paper", "--out", str(paper)]
