@@ -47,7 +47,7 @@ def test_plans_harness_times_the_distinct_tables_and_their_searches():
     assert cpu["choice"] > 0.0  # the choice and the chosen plans' columns, timed apart from the tables
     assert set(doc["probe_ns_per_trial"]) == {"continuous_step", "decode_step", "batch_time_to_first_token"}
     assert all(ns > 0 for ns in doc["probe_ns_per_trial"].values())
-    assert doc["step_times_per_trial"] >= 1.0 and doc["search_ns_per_step_time"] > 0
+    assert doc["step_times_per_trial"] == 0.0 and doc["search_ns_per_step_time"] is None  # every case-study search compiled: no NumPy step time
     assert (rl.largest_batch, sv.largest_batch_within_ttft) == before
 
 
