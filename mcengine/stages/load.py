@@ -274,25 +274,27 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
         live, p, k, lo, hi = live[keep], p.take(keep), k[keep], lo[keep], hi[keep]
         if live.size == 0:
             break
-        mids = np.stack([0.5 * (a + b) for a, b in _tree(lo, hi)], axis=1)  # (trials, 2^h - 1), level by level
-        meets = (p.take(np.repeat(np.arange(live.size), mids.shape[1])).misses(mids.ravel(), np.repeat(k, mids.shape[1])) <= 0.0).reshape(mids.shape)
+        levels = min(CAPACITY_HALVINGS, CAPACITY_STEPS - call * CAPACITY_HALVINGS)  # (the last call: the steps left)
+        rows = np.arange(live.size)
+        mids = np.stack([0.5 * (a + b) for a, b in _tree(lo, hi, levels)], axis=1)  # (trials, 2^levels - 1), level by level
+        meets = (p.take(np.repeat(rows, mids.shape[1])).misses(mids.ravel(), np.repeat(k, mids.shape[1])) <= 0.0).reshape(mids.shape)
         node = np.zeros(live.size, int)
-        for level in range(min(CAPACITY_HALVINGS, CAPACITY_STEPS - call * CAPACITY_HALVINGS)):  # the halvings replayed on the answers
+        for level in range(levels):  # the halvings replayed on the answers
             on = hi - lo > CAPACITY_TOLERANCE * lo
             at = 2 ** level - 1 + node
-            mid, yes = mids[np.arange(live.size), at], meets[np.arange(live.size), at]
+            mid, yes = mids[rows, at], meets[rows, at]
             lo, hi = np.where(on & yes, mid, lo), np.where(on & ~yes, mid, hi)
             node = 2 * node + yes
         out[live] = lo
     return out
 
 
-def _tree(lo, hi):
-    """The brackets :data:`CAPACITY_HALVINGS` halvings of ``[lo, hi]`` can reach before their
-    last, level by level (the root first; node ``j`` of a level has halves ``2j`` and ``2j +
-    1`` of the next), each end computed as the halving itself computes it (``0.5 (a + b)``)."""
+def _tree(lo, hi, levels):
+    """The brackets ``levels`` halvings of ``[lo, hi]`` can reach before their last, level
+    by level (the root first; node ``j`` of a level has halves ``2j`` and ``2j + 1`` of the
+    next), each end computed as the halving itself computes it (``0.5 (a + b)``)."""
     level, out = [(lo, hi)], []
-    for _ in range(CAPACITY_HALVINGS):
+    for _ in range(levels):
         out += level
         level = [half for a, b in level for half in ((a, 0.5 * (a + b)), (0.5 * (a + b), b))]
     return out
