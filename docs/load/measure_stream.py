@@ -5,6 +5,7 @@
     python docs/load/measure_stream.py --design h100 --arrival poisson --loads 0.5,0.8 --requests 30000
     python docs/load/measure_stream.py --toy 124,0.72 --requests 256000  # dispatch and streams alone (dispatch_toy)
     python docs/load/measure_stream.py --loads 0.5 --requests 800000 --warmup 0.5  # the settled pattern (docs/load.md#burst-wait)
+    python docs/load/measure_stream.py --laws --requests 100000 --warmup 0.3   # the step-counted components and share laws (docs/load.md#share-laws)
 
 For each request (the first 20 % left out, or ``--warmup``'s share) the prompts **ahead** are the requests of its
 instance that arrived before it and whose first token comes after its arrival (still in the
@@ -16,7 +17,7 @@ its time-average is what an arrival would find under random dispatch (Poisson ar
 time averages), so ``find/time`` below 1 is the dispatch's doing. The **admission gaps**
 are the times between one instance's consecutive arrivals, in mean gaps.
 
-Columns: ``p_ge1``, ``p_ge2`` (arrivals finding at least one / two prompts ahead),
+Columns: ``p_ge1``, ``p_ge2``, ``p_ge3`` (arrivals finding at least one / two / three prompts ahead),
 ``t_ge1``, ``t_ge2`` (the time-averages of the window count), ``ttft0`` / ``ttft1`` /
 ``ttft2`` (mean TTFT, ms, given 0 / 1 / 2 ahead), ``behind0`` (share of requests with none
 ahead that get a prompt behind), ``ttft0_alone`` / ``ttft0_behind`` (ms), ``gap_cv2`` and
@@ -26,6 +27,13 @@ previous admission) and ``refill_delay`` (the mean time from that departure to t
 admission, in mean gaps); ``p_ge1_refill``, ``p_ge2_refill``, ``ttft_refill`` and
 ``p_ge1_birth``, ``p_ge2_birth``, ``ttft_birth``: the same, over the refills and over the
 other admissions (births: none of the instance's requests left since its previous one).
+
+``--laws`` prints, per cell, those measured components beside the step count's
+(:func:`step_laws`): ``t0`` / ``t0_law`` (mean TTFT with none ahead, ms), ``c1`` / ``c1_law``
+and ``c2`` / ``c2_law`` (what one / two prompts ahead add to it, ms), ``p_ge1`` / ``p1_law``
+and ``p_ge2`` / ``p2_poisson`` / ``p2_dead`` (the shares and their laws), the simulated mean
+TTFT ``mean`` and the step count's with the measured shares (``mean_shares``) and with the
+laws ``p1_law`` and ``p2_dead`` (``mean_laws``).
 """
 
 from __future__ import annotations
@@ -90,7 +98,7 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         return float(x.mean()) if len(x) else float("nan")
 
     return {
-        "p_ge1": float((k >= 1).mean()), "t_ge1": shares[0], "p_ge2": float((k >= 2).mean()), "t_ge2": shares[1],
+        "p_ge1": float((k >= 1).mean()), "t_ge1": shares[0], "p_ge2": float((k >= 2).mean()), "t_ge2": shares[1], "p_ge3": float((k >= 3).mean()),
         "ttft0": mean(ttft[none]), "ttft1": mean(ttft[k == 1]), "ttft2": mean(ttft[k == 2]),
         "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
         "gap_cv2": float(g.var() / g.mean() ** 2), "gap_short": float((g < 0.1).mean()),
@@ -98,6 +106,76 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         "p_ge1_refill": mean(k[r] >= 1), "p_ge2_refill": mean(k[r] >= 2), "ttft_refill": mean(ttft[r]),
         "p_ge1_birth": mean(k[~r] >= 1), "p_ge2_birth": mean(k[~r] >= 2), "ttft_birth": mean(ttft[~r]),
     }
+
+
+def step_cost_s(pending, per_prompt: float, chunked_s: float, tail_s: float):
+    """What a prompt of ``p = per_prompt`` chunks waits beyond a lone one (s) when it joins
+    its instance's token stream with ``W = pending`` chunks ahead (docs/load.md#share-laws):
+    its last token goes in step ``ceil(W + p)`` after it joins where a lone prompt's goes in
+    ``ceil(p)``, each step more carrying a whole chunk (``chunked_s``), and its last step carries
+    ``r = W + p - (ceil(W + p) - 1)`` chunks of it where a lone prompt's carries ``f = p -
+    (ceil(p) - 1)``: at the roofline's tail step ``tail_s`` up to ``f`` (the step is flat in
+    the chunk below the memory time) and linear from there to a whole chunk's step. 0 with
+    nothing pending."""
+    w = np.asarray(pending, float)
+    lone = np.ceil(per_prompt)
+    steps = np.ceil(w + per_prompt - 1e-12)
+    r, f = w + per_prompt - (steps - 1.0), per_prompt - (lone - 1.0)
+    last = tail_s + (chunked_s - tail_s) * (np.clip((r - f) / (1.0 - f), 0.0, 1.0) if f < 1.0 else 1.0)
+    return np.where(w > 0.0, (steps - lone) * chunked_s + last - tail_s, 0.0)
+
+
+def step_laws(system, rate_per_s: float) -> dict:
+    """The mean TTFT's components counted in steps, and laws for the shares of arrivals
+    finding one and two prompts ahead (docs/load.md#share-laws), at ``rate_per_s`` requests/s
+    on a continuous ``system``: the step ``tau``, the whole-chunk step ``d_c``, the tail step
+    and the busy share ``u`` at the fast model's occupancy
+    (:func:`mcengine.analytic.queueing.continuous_at_load`'s). ``t0_law``: with none ahead, the
+    rest of the step in progress (``tau / 2``), the prompt's own ``ceil(p)`` steps, and its last
+    step filled to a whole chunk by a prompt behind that arrives before that step starts
+    (probability ``1 - exp(-lambda T)``, ``T = tau / 2 + (ceil(p) - 1) d_c``). ``c1_law`` /
+    ``c2_law``: :func:`step_cost_s` averaged over the phase of the first prompt ahead, each of
+    its ``ceil(p)`` steps weighted by ``d_c`` (``W = k p - j`` chunks pending after its ``j``-th,
+    ``k`` = 1 or 2 ahead) and its wait for its first step, ``W = k p``, by ``(1 - u) tau / 2``
+    (least-loaded dispatch seldom sends a request where one was just admitted). Shares, with
+    ``x = lambda (tau / 2 + own)`` the arrivals of a lone prompt's TTFT: ``p1_law = 1 - e^-x``,
+    a Poisson count over that window; ``p2_poisson = 1 - e^-x (1 + x)``, two in it;
+    ``p2_dead = p1_law (1 - e^-y)``, ``y = lambda max(0, tau / 2 + own - D)``: the second must
+    come in the window less a prompt's stream time ``D = p d_c`` (an instance's admissions
+    refill its departures, which its stream spaced at least a prompt apart). Times in ms."""
+    from mcengine.analytic import queueing as qu
+
+    s = system
+    low = min(s.pipeline, s.batch_max)
+    lam, p = rate_per_s / s.instances, s.prompt_tokens / s.chunk_tokens
+    n = qu._continuous_occupancy(lam, s.output_tokens, p, s.mixed_s[low, 0], s.decode_s[s.batch_max], s.mixed_s[low, -1],
+                                 s.mixed_s[s.batch_max, -1], s.batch_max, low)
+    d = float(qu._linear(s.mixed_s[low, 0], s.decode_s[s.batch_max], s.batch_max, n, low))
+    dc = float(qu._linear(s.mixed_s[low, -1], s.mixed_s[s.batch_max, -1], s.batch_max, n, low))
+    tail = float(qu._linear(*s.tail_steps_s, s.batch_max, n, low))
+    tau = d / (1.0 - lam * (dc - d) * p)
+    u, lone = lam * p * tau, np.ceil(p)
+    own = (lone - 1.0) * dc + tail
+    steps = np.arange(1.0, lone + 1.0)
+    weights = np.r_[(1.0 - u) * tau / 2.0, np.full(len(steps), dc)]
+    cost = [float(np.average(step_cost_s(np.r_[k * p, k * p - steps], p, dc, tail), weights=weights)) for k in (1, 2)]
+    behind = (1.0 - np.exp(-lam * (tau / 2.0 + (lone - 1.0) * dc))) * (dc - tail)
+    x, y = lam * (tau / 2.0 + own), lam * max(0.0, tau / 2.0 + own - p * dc)
+    return {"t0_law": 1e3 * (tau / 2.0 + own + behind), "c1_law": 1e3 * cost[0], "c2_law": 1e3 * cost[1],
+            "p1_law": -np.expm1(-x), "p2_poisson": -np.expm1(-x) - x * np.exp(-x), "p2_dead": np.expm1(-x) * np.expm1(-y)}
+
+
+def laws_row(measured: dict, law: dict) -> dict:
+    """One ``--laws`` row: the measured components (:func:`stream_components`) beside the step
+    count's (:func:`step_laws`), and the step-counted mean with the measured shares and with
+    the laws."""
+    def mean(p1, p2):
+        return law["t0_law"] + p1 * law["c1_law"] + p2 * (law["c2_law"] - law["c1_law"])
+
+    return {"t0": measured["ttft0"], "t0_law": law["t0_law"], "c1": measured["ttft1"] - measured["ttft0"], "c1_law": law["c1_law"],
+            "c2": measured["ttft2"] - measured["ttft0"], "c2_law": law["c2_law"], "p_ge1": measured["p_ge1"], "p1_law": law["p1_law"],
+            "p_ge2": measured["p_ge2"], "p2_poisson": law["p2_poisson"], "p2_dead": law["p2_dead"], "mean": measured["mean"],
+            "mean_shares": mean(measured["p_ge1"], measured["p_ge2"]), "mean_laws": mean(law["p1_law"], law["p2_dead"])}
 
 
 def dispatch_toy(holding: float, prompt: float, arrivals: int, instances: int = INSTANCES, seed: int = 0) -> pd.DataFrame:
@@ -136,15 +214,20 @@ def admission_gaps(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMUP) 
     return np.concatenate(gaps) * rate_per_s / len(groups)
 
 
-def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0, warmup: float = WARMUP) -> dict:
-    """One cell on :data:`INSTANCES` instances of the design's continuous plan."""
+def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0, warmup: float = WARMUP,
+         laws: bool = False) -> dict:
+    """One cell on :data:`INSTANCES` instances of the design's continuous plan (``laws``: its
+    :func:`laws_row`)."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system, simulate_requests
 
     system = serving_system(load_scenario(name), "continuous", INSTANCES)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
     df, _ = simulate_requests(system, rate, requests, seed, 0, arrival, cv)
-    return {"design": name, "arrival": arrival, "load": load, **stream_components(df, rate, warmup)}
+    measured = stream_components(df, rate, warmup)
+    if laws:
+        measured = laws_row(measured | {"mean": 1e3 * float(df.ttft_s.iloc[int(warmup * len(df)):].mean())}, step_laws(system, rate))
+    return {"design": name, "arrival": arrival, "load": load, **measured}
 
 
 def main(argv=None) -> int:
@@ -158,6 +241,7 @@ def main(argv=None) -> int:
     parser.add_argument("--requests", type=int, default=REQUESTS)
     parser.add_argument("--warmup", type=float, default=WARMUP,
                         help="the share of the run left out (the settled pattern: 0.5 of 800,000 requests or more)")
+    parser.add_argument("--laws", action="store_true", help="the measured components beside the step count's and the share laws")
     parser.add_argument("--toy", default=None, metavar="HOLDING,PROMPT",
                         help="instead: least-loaded dispatch and the prefill streams alone (dispatch_toy), in mean gaps")
     args = parser.parse_args(argv)
@@ -179,7 +263,7 @@ def main(argv=None) -> int:
     loads = tuple(float(x) for x in args.loads.split(","))
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
-    rows = [cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup)
+    rows = [cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup, laws=args.laws)
             for name in designs for arrival in arrivals for load in loads]
     print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
     return 0

@@ -32,7 +32,7 @@ def test_the_components_of_a_hand_made_table(measure):
     want = {"p_ge1": 2 / 6, "p_ge2": 1 / 6, "t_ge1": (0.4 + 0.07) / 2, "t_ge2": 0.1,
             "ttft0": 925.0, "ttft1": 2000.0, "ttft2": 2500.0, "behind0": 0.25, "ttft0_alone": 1700.0 / 3, "ttft0_behind": 2000.0,
             "gap_cv2": gaps.var(ddof=0) / gaps.mean() ** 2, "gap_short": 0.0, "refill": 2 / 6, "refill_delay": 1.0,
-            "p_ge1_refill": 0.0, "p_ge2_refill": 0.0, "ttft_refill": 750.0, "p_ge1_birth": 0.5, "p_ge2_birth": 0.25, "ttft_birth": 1675.0}
+            "p_ge3": 0.0, "p_ge1_refill": 0.0, "p_ge2_refill": 0.0, "ttft_refill": 750.0, "p_ge1_birth": 0.5, "p_ge2_birth": 0.25, "ttft_birth": 1675.0}
     assert got == pytest.approx(want, rel=1e-12)
 
 
@@ -74,3 +74,39 @@ def test_an_instance_stream_serves_its_prompts_in_turn(measure):
         np.testing.assert_allclose(f, want, rtol=0, atol=1e-12)
     np.testing.assert_allclose(toy.finish_s - toy.first_token_s, 3.0)
     np.testing.assert_allclose(toy.ttft_s, toy.first_token_s - toy.arrival_s)
+
+
+@pytest.mark.parametrize("pending, per_prompt, tail, want", [
+    (0.0, 1.48, 0.035, 0.0),  # nothing ahead: a lone prompt's steps
+    (0.48, 1.48, 0.035, 0.035 * 0.04 / 0.52 + 0.048 * 0.48 / 0.52 - 0.035),  # ceil(1.96) = 2 steps still, the last 0.96 of a chunk
+    (1.48, 1.48, 0.035, 0.048 + 0.035 * 0.04 / 0.52 + 0.048 * 0.48 / 0.52 - 0.035),  # ceil(2.96) = 3: one step more
+    (0.855, 1.855, 0.044, 0.048),  # ceil(2.71) = 3: one step more, its last 0.71 of a chunk below the tail's 0.855 (flat)
+    (0.5, 2.0, 0.048, 0.048),  # whole chunks: one step more
+])
+def test_what_a_pending_stream_adds_counted_in_steps(measure, pending, per_prompt, tail, want):
+    """A prompt of ``p`` chunks joining with ``W`` chunks pending goes out in step ``ceil(W +
+    p)`` instead of ``ceil(p)``; its last step, carrying ``W + p - (ceil(W + p) - 1)`` chunks,
+    costs the tail step up to the lone tail's share of a chunk and rises linearly to a whole
+    chunk's step (48 ms here) above it."""
+    assert float(measure.step_cost_s(pending, per_prompt, 0.048, tail)) == pytest.approx(want, rel=1e-12, abs=1e-15)
+
+
+def test_the_step_counted_components_at_a_trickle_by_hand(measure):
+    """One prompt of 1.5 chunks (300 tokens, chunk 200) on an instance whose steps take 20 ms
+    without a chunk, 40 ms with a whole one and 30 ms with the lone prompt's last half chunk,
+    at a trickle (u = 0): none ahead, the rest of a step (10 ms) and its own two steps (40 + 30
+    ms); one ahead, weights 10 / 40 / 40 ms on its wait for a step (W = 1.5: a step more and a
+    whole last chunk, 50 ms), its first step (W = 0.5: the last chunk whole, 10 ms) and its
+    last (nothing); two ahead, W = 3 / 2 / 1: 3 / 2 / 1 steps more (120 / 80 / 40 ms)."""
+    from types import SimpleNamespace
+
+    mixed = np.array([[0.02, 0.04]] * 4 + [[0.03, 0.05]])
+    system = SimpleNamespace(pipeline=1, batch_max=4, instances=2, prompt_tokens=300, chunk_tokens=200.0, output_tokens=10,
+                             mixed_s=mixed, decode_s=np.array([0.0, 0.02, 0.02, 0.02, 0.03]), tail_steps_s=(0.03, 0.04))
+    got = measure.step_laws(system, 1e-12)
+    assert got["t0_law"] == pytest.approx(80.0, rel=1e-9)
+    assert got["c1_law"] == pytest.approx((0.01 * 50 + 0.04 * 10) / 0.09, rel=1e-9)
+    assert got["c2_law"] == pytest.approx((0.01 * 120 + 0.04 * 80 + 0.04 * 40) / 0.09, rel=1e-9)
+    assert got["p1_law"] == pytest.approx(0.5e-12 * 0.08, rel=1e-6)
+    assert got["p2_poisson"] == pytest.approx((0.5e-12 * 0.08) ** 2 / 2.0, rel=1e-3)  # two in the window: x^2 / 2
+    assert got["p2_dead"] == pytest.approx(got["p1_law"] * 0.5e-12 * (0.08 - 0.06), rel=1e-6)  # the window less a prompt, 1.5 x 40 ms
