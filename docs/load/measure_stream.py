@@ -21,7 +21,9 @@ Columns: ``p_ge1``, ``p_ge2``, ``p_ge3`` (arrivals finding at least one / two / 
 ``t_ge1``, ``t_ge2`` (the time-averages of the window count), ``ttft0`` / ``ttft1`` /
 ``ttft2`` (mean TTFT, ms, given 0 / 1 / 2 ahead), ``behind0`` (share of requests with none
 ahead that get a prompt behind), ``ttft0_alone`` / ``ttft0_behind`` (ms), ``gap_cv2`` and
-``gap_short`` (the share of gaps under 0.1 mean gaps; exponential's 0.095), ``refill``
+``gap_short`` (the share of gaps under 0.1 mean gaps; exponential's 0.095),
+``tail_ge2`` / ``tail_ge3`` (the shares of the slowest 1 % of requests, those at or above
+the P99 TTFT, with at least two / three prompts ahead), ``refill``
 (the share of admissions to an instance that one of its own requests left since its
 previous admission) and ``refill_delay`` (the mean time from that departure to the
 admission, in mean gaps); ``p_ge1_refill``, ``p_ge2_refill``, ``ttft_refill`` and
@@ -93,12 +95,14 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
     ttft = df.ttft_s.to_numpy()[first:] * 1e3
     k, b, r = ahead[first:], behind[first:], refill[first:]
     none = k == 0
+    slow = ttft >= np.quantile(ttft, 0.99)
 
     def mean(x):  # nan for none (no prompt ever ahead in a toy without prompt time), without numpy's warning
         return float(x.mean()) if len(x) else float("nan")
 
     return {
         "p_ge1": float((k >= 1).mean()), "t_ge1": shares[0], "p_ge2": float((k >= 2).mean()), "t_ge2": shares[1], "p_ge3": float((k >= 3).mean()),
+        "tail_ge2": float((k[slow] >= 2).mean()), "tail_ge3": float((k[slow] >= 3).mean()),
         "ttft0": mean(ttft[none]), "ttft1": mean(ttft[k == 1]), "ttft2": mean(ttft[k == 2]),
         "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
         "gap_cv2": float(g.var() / g.mean() ** 2), "gap_short": float((g < 0.1).mean()),
