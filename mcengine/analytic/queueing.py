@@ -623,10 +623,10 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     next cycle (**assumed**; below 1 all of it). ``w = min(1, max(0, a/c - 1))``, ``a =
     lambda T(k)``, is the bunching's onset: none while the pool's offered load is at most its
     instances (they take the arrivals about one at a time, at uniform phases), all of it
-    from ``a = 2c`` (**measured** where it starts: on 4 to 32 instances of h100 and the Lite,
+    from ``a = 2c`` (**measured** where it starts: on 4 to 64 instances of h100 and the Lite,
     Poisson, a waiting request waits the unbunched ``T(k) / (c + 1)`` within 11 % up to
-    ``a/c = 1.1`` and 1.1-1.4 times it at ``a/c = 1.4`` on 16; the ramp to ``2c`` is the
-    natural unit, not fitted; docs/load.md#static-direct).
+    ``a/c = 1.1``, 1.12-1.17 times it at ``a/c = 1.4`` on 16 and more on larger pools; the
+    ramp to ``2c`` is the natural unit, not fitted; docs/load.md#static-direct).
     ``P_full``, the share of batches that fill (``lambda G >= top`` for a gap ``G`` of that
     law), is taken from the bunching without it, once."""
     lam = np.asarray(rate_per_s, float)
