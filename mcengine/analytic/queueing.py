@@ -626,7 +626,8 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     from ``a = 2c`` (**measured** where it starts: on 4 to 64 instances of h100 and the Lite,
     Poisson, a waiting request waits the unbunched ``T(k) / (c + 1)`` within 11 % up to
     ``a/c = 1.1``, 1.12-1.17 times it at ``a/c = 1.4`` on 16 and more on larger pools; the
-    ramp to ``2c`` is the natural unit, not fitted; docs/load.md#static-direct).
+    ramp to ``2c`` is the natural unit, not fitted: the fit table passes the same cells for
+    a start in 0.9-1.2 or an end in 1.5-3; docs/load.md#static-direct).
     ``P_full``, the share of batches that fill (``lambda G >= top`` for a gap ``G`` of that
     law), is taken from the bunching without it, once."""
     lam = np.asarray(rate_per_s, float)
