@@ -4,6 +4,7 @@ mean TTFT, and what the simulator's gaps are as a waiting request sees them.
 
     python docs/load/static_gaps.py                        # every static cell of the grid, printed
     python docs/load/static_gaps.py --design h100 --loads 0.1,0.2
+    python docs/load/static_gaps.py --pools                # the bunching's onset on 4 to 64 instances
 
 Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
 make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
@@ -43,7 +44,17 @@ and ``V needs``, the ``V`` that puts the model's bound ``V / (2 mu) - k / 2`` on
 (``mu = top - k``); ``E gap``, ``E cv2``, ``Q gap``, ``Q cv2``: the mean (in mean arrival
 gaps, ``lambda G``) and squared CV of the gaps before completions that find the queue
 empty (their instance's next batch is started idle) and before those that take a batch;
-``lag1``, the correlation of consecutive gaps. Nothing is written.
+``lag1``, the correlation of consecutive gaps.
+
+``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
+lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
+MSER-5's warm-up left out): ``load``, the fraction of capacity; ``lam s``, the cycle's growth
+over a gap (``A`` with no batch full); ``k``, the simulator's mean batch; ``wait``, a waiting
+request's mean wait (s), and ``unbunched``, its ratio to ``T(k) / (c + 1)`` (the wait for
+the oldest of ``c`` busy instances at uniform phases, docs/load.md#static-direct); ``onset``,
+the model's bunching weight ``min(1, max(0, a/c - 1))`` at its own ``a = lambda T(k)``; and the
+fast model's mean and P99 TTFT against the simulator's (``mean err``, ``p99 err``). Nothing
+is written.
 """
 
 from __future__ import annotations
@@ -284,6 +295,37 @@ def cell(scenario, system, load: float, arrival: str, cv: float, requests: int =
             "p99 err": errors(float(1.0 / gaps.shape), idle)[1], "pieces mean err": pieces[0], "pieces p99 err": pieces[1]}
 
 
+#: Instances and offered loads ``a/c`` (``lambda T(1) / c``) of ``--pools``' cells, and the requests a cell.
+POOLS, OFFERED, POOL_REQUESTS = (4, 8, 16, 32, 64), (0.8, 1.1, 1.4, 1.8, 2.4, 4.0), 60_000
+
+
+def pools_cell(scenario, name: str, servers: int, offered: float) -> dict | None:
+    """One ``--pools`` cell (see the module's docstring); None where the load would be 0.95 of
+    capacity or more."""
+    from mcengine.analytic import queueing as qu
+    from mcengine.standalone.serve import fast_latency, serve_summary, serving_system
+
+    s = serving_system(scenario, "static", servers)
+    top, o = s.batch_max, s.output_tokens
+    cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
+    rate = offered * servers / cycle_1
+    load = rate * o / s.capacity_tokens_per_s
+    if load >= 0.95:
+        return None
+    body, df = serve_summary(scenario, load * s.capacity_tokens_per_s, POOL_REQUESTS, 0, "poisson", 1.0, "static", servers)
+    start, batches = batch_rows(df, s.prefill_s)
+    kept = df.measured.to_numpy()
+    wait = (start - df.arrival_s.to_numpy())[kept]
+    k = float(batches["size"][batches.measured.to_numpy()].mean())
+    slope = (cycle_top - cycle_1) / max(top - 1, 1)
+    gaps = qu.completion_gaps(rate, servers, cycle_1, cycle_top, top)
+    fast = fast_latency(s, rate, 1.0, 0.99)
+    return {"design": name, "c": servers, "a/c": offered, "load": load, "lam s": rate * slope, "k": k, "wait": float(wait[wait > 1e-9].mean()),
+            "unbunched": float(wait[wait > 1e-9].mean()) * (servers + 1) / (cycle_1 + slope * (k - 1.0)),
+            "onset": float(np.clip(rate * (cycle_1 + slope * (gaps.batch_mean - 1.0)) / servers - 1.0, 0.0, 1.0)),
+            "mean err": float(fast.ttft_mean_s) * 1e3 / body["ttft_ms"]["mean"] - 1.0, "p99 err": float(fast.ttft_q_s) * 1e3 / body["ttft_ms"]["p99"] - 1.0}
+
+
 def main(argv=None) -> int:
     """Print the static cells asked (``--design``, ``--loads``: comma-separated subsets of the grid)."""
     import argparse
@@ -295,6 +337,7 @@ def main(argv=None) -> int:
     parser.add_argument("--design", default=",".join(DESIGNS), help=f"comma-separated subset of {','.join(DESIGNS)}")
     parser.add_argument("--loads", default=",".join(map(str, LOADS)), help="comma-separated loads (fractions of capacity)")
     parser.add_argument("--laws", action="store_true", help="print the candidate laws' measured terms instead")
+    parser.add_argument("--pools", action="store_true", help="print the bunching's onset on 4 to 64 instances instead")
     args = parser.parse_args(argv)
     designs, loads = args.design.split(","), [float(x) for x in args.loads.split(",")]
     if not set(designs) <= set(DESIGNS):
@@ -302,6 +345,12 @@ def main(argv=None) -> int:
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
     rows = []
+    if args.pools:
+        for name in designs:
+            scenario = load_scenario(name)
+            rows += [r for c in POOLS for x in OFFERED if (r := pools_cell(scenario, name, c, x)) is not None]
+        print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
+        return 0
     for name in designs:
         scenario = load_scenario(name)
         system = serving_system(scenario, "static", INSTANCES)

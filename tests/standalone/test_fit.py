@@ -57,6 +57,7 @@ REPLICATIONS = 6
     ("lite-h100", "continuous", "poisson", 1.0, 0.2, 12_000),
     ("h100", "continuous", "poisson", 1.0, 0.1, 12_000),
     ("h100", "continuous", "poisson", 1.0, 0.3, 12_000),
+    ("h100", "static", "poisson", 1.0, 0.1, 12_000),
     ("h100", "static", "poisson", 1.0, 0.5, 12_000),
     ("h100", "static", "poisson", 1.0, 0.7, 12_000),
     ("h100", "static", "gamma", 2.0, 0.6, 12_000),

@@ -144,6 +144,18 @@ def test_the_idle_share_from_the_chain_at_completions(gaps):
         assert row["independent"] < 0.9 and row["seen"] > 2.0, row
 
 
+def test_the_bunching_starts_with_the_offered_load_not_the_cycles_growth(gaps):
+    """``--pools``' cells (docs/load.md#static-direct): h100 on 32 instances at ``a/c = 1.1``
+    (``lambda s`` 1.8) waits the unbunched ``T(k) / (c + 1)`` (1.05), on 8 instances at ``a/c =
+    2.4`` (``lambda s`` 0.99) half as long again (1.49): the onset follows ``a/c``, which the
+    model's weight ``min(1, max(0, a/c - 1))`` reads (0.11 and 1 at its own ``k``)."""
+    scenario = load_scenario("h100")
+    free, bunched = gaps.pools_cell(scenario, "h100", 32, 1.1), gaps.pools_cell(scenario, "h100", 8, 2.4)
+    assert free["lam s"] > 1.5 and abs(free["unbunched"] - 1.0) < 0.1 and free["onset"] < 0.2, free
+    assert bunched["lam s"] < 1.0 and bunched["unbunched"] > 1.4 and bunched["onset"] == 1.0, bunched
+    assert gaps.pools_cell(scenario, "h100", 64, 11.0) is None  # past 0.95 of capacity
+
+
 @pytest.mark.parametrize("argv", [["--design", "a100"], ["--loads", "0.5,1.2"]])
 def test_cells_outside_the_grid_are_refused(gaps, argv, capsys):
     """``--design`` and ``--loads`` take subsets of the grid; anything else exits 2 naming the
