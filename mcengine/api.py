@@ -698,7 +698,9 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     the paper's figure, mcengine's under the paper's assumptions (configs/paper/) and
     under the shipped scenarios, and where it flips; plus the SLO frontier. ``out``
     gets summary.json, table.csv (one row per claim, in numbers), one figure per claim and the
-    frontier figure, and the scenarios of the paper set; ``progress(text)`` hears each step."""
+    frontier figure, and the scenarios of the paper set; ``progress(text)`` hears each step.
+    The provenance records the CLI's command line, or, called from Python, the command of
+    these arguments (``mcengine paper --trials N --seed S --out OUT``, ``out`` as given)."""
     from .paper import DEFAULT_SEED, DEFAULT_TRIALS, QUICK_TRIALS, study
     from .paper._common import paper_dir
     from .report.paper import claim_number_rows, write_paper_figures
@@ -709,33 +711,12 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     folder = _claim(out, "paper", scenarios, seed, trials, {"quick": quick}, force)
     doc = study(trials=trials, seed=seed, quick=quick, progress=progress)
     elapsed = doc.pop("elapsed_s")
-    doc["provenance"] = provenance(scenarios, doc["seed"], "trials", doc["trials"])
-    if folder is not None:
-        doc["provenance"]["command_line"] = _out_in_repository(doc["provenance"]["command_line"], folder.path)
+    command = ["mcengine", "paper", *(["--quick"] if quick else []), "--trials", str(trials), "--seed", str(seed),
+               *(["--out", str(out)] if out is not None else []), *(["--force"] if force else [])]
+    doc["provenance"] = provenance(scenarios, doc["seed"], "trials", doc["trials"], command=command)
     doc["elapsed_s"] = elapsed
     _save(folder, doc, scenarios, claim_number_rows(doc), figures=lambda o: write_paper_figures(doc, o))
     return doc
-
-
-def _out_in_repository(argv: list[str], out: Path, root: Path | None = None) -> list[str]:
-    """The command line ``argv`` with its ``--out`` folder ``out`` written relative to the
-    checkout ``root`` (by default the one this mcengine runs from; none for an installed
-    package, whose folder holds no pyproject.toml), where it lies inside it (docs/paper of
-    the committed study, whichever machine regenerated it: a summary records no path of
-    that machine); else as given."""
-    root = Path(__file__).resolve().parents[1] if root is None else root.resolve()
-    folder = out.resolve()
-    if not (root / "pyproject.toml").is_file() or not folder.is_relative_to(root):
-        return argv
-    where = folder.relative_to(root).as_posix()
-    got = []
-    for i, arg in enumerate(argv):
-        if i > 0 and argv[i - 1] == "--out":
-            arg = where
-        elif arg.startswith("--out="):
-            arg = "--out=" + where
-        got.append(arg)
-    return got
 
 
 __all__ = [

@@ -27,7 +27,7 @@ _command_line: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar
 
 
 def set_command_line(argv: Sequence[str]) -> contextvars.Token:
-    """Record the command line being run (the CLI calls this; the default is ``sys.argv``)."""
+    """Record the command line being run (the CLI calls this; without it, see :func:`command_line`)."""
     return _command_line.set(list(argv))
 
 
@@ -35,9 +35,13 @@ def reset_command_line(token: contextvars.Token) -> None:
     _command_line.reset(token)
 
 
-def command_line() -> list[str]:
+def command_line(given: Sequence[str] | None = None) -> list[str]:
+    """The command line the CLI recorded; where none was (a call from Python), ``given`` (the
+    command an API function states for its own arguments), else a copy of ``sys.argv``."""
     argv = _command_line.get()
-    return list(argv) if argv is not None else list(sys.argv)
+    if argv is None:
+        argv = given if given is not None else sys.argv
+    return list(argv)
 
 
 def canonical_json(doc) -> str:
@@ -84,12 +88,13 @@ def calibration(scenario) -> dict:
 
 
 def provenance(scenarios: Iterable = (), seed: int | None = None, size_key: str | None = None, size: int | None = None,
-               overrides: Iterable = ()) -> dict:
+               overrides: Iterable = (), command: Sequence[str] | None = None) -> dict:
     """The provenance object. ``overrides`` holds ``--set`` texts or objects with
-    ``to_dict()`` (``{"set", "scenarios"}``: the override and the scenarios it reached)."""
+    ``to_dict()`` (``{"set", "scenarios"}``: the override and the scenarios it reached);
+    ``command`` is the command line recorded when no CLI runs (:func:`command_line`)."""
     doc = {
         "mcengine_version": __version__,
-        "command_line": command_line(),
+        "command_line": command_line(command),
         "seed": seed,
         "sample_size": {size_key: size} if size_key else None,
         "overrides": [o.to_dict() if hasattr(o, "to_dict") else {"set": str(o)} for o in overrides],
