@@ -10,13 +10,14 @@ enters a run's fingerprint: the numbers do not depend on it.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
 import platform
 import sys
 from importlib import metadata
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from . import __version__
 
@@ -27,7 +28,7 @@ _command_line: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar
 
 
 def set_command_line(argv: Sequence[str]) -> contextvars.Token:
-    """Record the command line being run (the CLI calls this; without it, see :func:`command_line`)."""
+    """Record the command line being run (the CLI calls this with the line as typed)."""
     return _command_line.set(list(argv))
 
 
@@ -35,13 +36,26 @@ def reset_command_line(token: contextvars.Token) -> None:
     _command_line.reset(token)
 
 
-def command_line(given: Sequence[str] | None = None) -> list[str]:
-    """The command line the CLI recorded; where none was (a call from Python), ``given`` (the
-    command an API function states for its own arguments), else a copy of ``sys.argv``."""
+@contextlib.contextmanager
+def command_of_call(command: Callable[[], Sequence[str]]) -> Iterator[None]:
+    """Within it, the command line being run is ``command()`` (the command of an API call's
+    own arguments, :mod:`mcengine.api`), unless one is recorded already: the CLI's, or that of
+    the API call this one runs inside."""
+    if _command_line.get() is not None:
+        yield
+        return
+    token = set_command_line(command())
+    try:
+        yield
+    finally:
+        reset_command_line(token)
+
+
+def command_line() -> list[str]:
+    """The command line recorded (the CLI's, or an API call's: :func:`command_of_call`);
+    where none is, a copy of ``sys.argv``."""
     argv = _command_line.get()
-    if argv is None:
-        argv = given if given is not None else sys.argv
-    return list(argv)
+    return list(argv) if argv is not None else list(sys.argv)
 
 
 def canonical_json(doc) -> str:
@@ -88,13 +102,12 @@ def calibration(scenario) -> dict:
 
 
 def provenance(scenarios: Iterable = (), seed: int | None = None, size_key: str | None = None, size: int | None = None,
-               overrides: Iterable = (), command: Sequence[str] | None = None) -> dict:
+               overrides: Iterable = ()) -> dict:
     """The provenance object. ``overrides`` holds ``--set`` texts or objects with
-    ``to_dict()`` (``{"set", "scenarios"}``: the override and the scenarios it reached);
-    ``command`` is the command line recorded when no CLI runs (:func:`command_line`)."""
+    ``to_dict()`` (``{"set", "scenarios"}``: the override and the scenarios it reached)."""
     doc = {
         "mcengine_version": __version__,
-        "command_line": command_line(command),
+        "command_line": command_line(),
         "seed": seed,
         "sample_size": {size_key: size} if size_key else None,
         "overrides": [o.to_dict() if hasattr(o, "to_dict") else {"set": str(o)} for o in overrides],
