@@ -12,7 +12,7 @@ import inspect
 import io
 import time
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from .errors import InputError, Problem
 from .io import prepare_folder
@@ -74,15 +74,20 @@ def _records(*words: str):
     """Called from Python, the decorated API function records in its provenance the command
     of its own arguments (:func:`_command`, ``mcengine WORDS ...``), not ``sys.argv`` (a host
     script's or a test runner's); under the CLI, or inside another API call, the command line
-    recorded already stays (:func:`mcengine.provenance.command_of_call`)."""
+    recorded already stays (:func:`mcengine.provenance.command_of_call`). An argument given
+    as an iterator (``overrides`` a generator) is read once, into the list both get."""
 
     def decorate(function):
         signature = inspect.signature(function)
 
         @functools.wraps(function)
         def call(*args, **kwargs):
-            with command_of_call(lambda: _command(words, signature.bind(*args, **kwargs).arguments)):
-                return function(*args, **kwargs)
+            given = signature.bind(*args, **kwargs)
+            for name, value in given.arguments.items():
+                if isinstance(value, Iterator):
+                    given.arguments[name] = list(value)
+            with command_of_call(lambda: _command(words, given.arguments)):
+                return function(*given.args, **given.kwargs)
 
         return call
 
