@@ -34,6 +34,9 @@ QUICK = PAPER / "quick.json"
 #: The full study's table rendered at 80 columns (:func:`write_golden`).
 GOLDEN = ROOT / "tests" / "users" / "golden" / "paper_80.txt"
 SEED = 0
+#: The full study's command, run in the checkout: its --out is relative to it, so summary.json
+#: records the command as given and no path of the machine that regenerated it.
+FULL = ("paper", "--out", PAPER.relative_to(ROOT).as_posix(), "--force", "--seed", str(SEED), "--quiet")
 #: The quick study's trials: enough that every claim's figure and search run.
 QUICK_TRIALS = 64
 #: The model's numbers of a paper study (provenance, elapsed times and file names are not).
@@ -87,8 +90,7 @@ def main(argv: list[str]) -> int:
         for key in stale:
             print(f"docs/paper: {key} drifted: run python docs/make_paper.py", file=sys.stderr)
         return 1 if stale else 0
-    subprocess.run([sys.executable, "-m", "mcengine", "paper", "--out", str(PAPER), "--force", "--seed", str(SEED), "--quiet"],
-                   cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-m", "mcengine", *FULL], cwd=ROOT, check=True)
     doc = {"numbers": numbers(quick_study(threads=2)), "full_sha256": fingerprint(committed_full())}
     sys.path.insert(0, str(ROOT))  # this checkout's mcengine
     from mcengine.io import write_atomic

@@ -7,16 +7,18 @@ this module (and ``mcengine --help``) does not start numba.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import io
 import time
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from .errors import InputError, Problem
 from .io import prepare_folder
 from .options import SAMPLE_DEFAULTS, check_seed, positive, seed_of, shared_run
 from .outfolder import RUN_FILES, TABLE_FILE, TRIALS_DIR, OutFolder, metric_rows, run_fingerprint, table_csv
-from .provenance import provenance
+from .provenance import command_of_call, provenance
 from .scenario import Scenario, load_scenario, shipped_scenarios
 from .scenario.load import load_targeted, override_texts
 
@@ -24,6 +26,72 @@ from .scenario.load import load_targeted, override_texts
 #: literal), or a mapping ``{KEY: value}`` of Python values (``{"fab.defect_density_per_cm2":
 #: 0.2, "B:econ.gpu_markup": 1.5}``; a dict value is a table, as ``{dist = ...}``).
 Overrides = Iterable[str] | Mapping[str, object]
+
+
+#: The CLI's option for an API argument it does not name with the argument's own name in
+#: dashes (``--chunk-trials`` for ``chunk_trials``); None: the CLI has none, and the argument
+#: moves no number (a progress callback, drawing figures).
+_CLI_OPTIONS = {"overrides": "--set", "arrival_cv": "--cv", "outputs": "--metric", "output": "--metric", "stages": "--stage",
+                "map_weights": "--map-weight", "progress": None, "figures": None}
+#: The API arguments the CLI takes as its positional arguments.
+_CLI_ARGUMENTS = ("scenario", "scenarios", "a", "b", "more")
+
+
+def _command(words: Sequence[str], arguments: Mapping[str, object]) -> list[str]:
+    """The command of an API call's own ``arguments`` (those given, by name, in the
+    signature's order): ``mcengine WORDS``, the scenarios (a Scenario object by its name),
+    then ``--option VALUE`` per other argument (a list repeats the option, True is the flag
+    alone; None, False and an empty list are left out), as the CLI takes them: ``overrides``
+    as ``--set KEY=VALUE`` texts, a sweep's ``values`` one comma-joined ``--values`` per ``param``,
+    ``resume=True`` as ``--resume OUT``."""
+    arguments = dict(arguments)
+    if arguments.pop("resume", False):
+        arguments["resume"] = arguments.pop("out", None)
+    if "overrides" in arguments:
+        arguments["overrides"] = override_texts(arguments["overrides"])
+    if "values" in arguments:
+        param, grid = arguments.get("param"), list(arguments["values"])
+        per_key = grid if isinstance(param, (list, tuple)) and len(param) > 1 else [grid]
+        arguments["values"] = [",".join(map(str, values)) for values in per_key]
+    command = ["mcengine", *words]
+    for name in _CLI_ARGUMENTS:
+        command += _texts(arguments.pop(name, None))
+    for name, value in arguments.items():
+        option = _CLI_OPTIONS.get(name, "--" + name.replace("_", "-"))
+        if option is None or value is None or value is False:
+            continue
+        command += [option] if value is True else [text for item in _texts(value) for text in (option, item)]
+    return command
+
+
+def _texts(value) -> list[str]:
+    """An argument's values as command-line words (none for None)."""
+    items = [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
+    return [item.name if isinstance(item, Scenario) else str(item) for item in items]
+
+
+def _records(*words: str):
+    """Called from Python, the decorated API function records in its provenance the command
+    of its own arguments (:func:`_command`, ``mcengine WORDS ...``), not ``sys.argv`` (a host
+    script's or a test runner's); under the CLI, or inside another API call, the command line
+    recorded already stays (:func:`mcengine.provenance.command_of_call`). An argument given
+    as an iterator (``overrides`` a generator) is read once, into the list both get."""
+
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            given = signature.bind(*args, **kwargs)
+            for name, value in given.arguments.items():
+                if isinstance(value, Iterator):
+                    given.arguments[name] = list(value)
+            with command_of_call(lambda: _command(words, given.arguments)):
+                return function(*given.args, **given.kwargs)
+
+        return call
+
+    return decorate
 
 
 def scenarios() -> list[tuple[str, str]]:
@@ -168,6 +236,7 @@ def _stage(command: str, study, scenario, size_key: str | None, size: int | None
     return doc
 
 
+@_records("yield")
 def yield_(scenario: str | Scenario, wafers: int = SAMPLE_DEFAULTS["yield"].size, seed: int | None = None, overrides: Overrides = (),
            out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine yield`: the fab stage alone over ``wafers`` wafers. With ``out``, the
@@ -179,6 +248,7 @@ def yield_(scenario: str | Scenario, wafers: int = SAMPLE_DEFAULTS["yield"].size
     return _stage("yield", study, scenario, "wafers", wafers, seed, overrides, out, force)
 
 
+@_records("reliability")
 def reliability(scenario: str | Scenario, lifetimes: int = SAMPLE_DEFAULTS["reliability"].size, seed: int | None = None, overrides: Overrides = (),
                 out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine reliability`: the reliability stage alone over ``lifetimes`` cluster
@@ -188,6 +258,7 @@ def reliability(scenario: str | Scenario, lifetimes: int = SAMPLE_DEFAULTS["reli
     return _stage("reliability", study, scenario, "lifetimes", lifetimes, seed, overrides, out, force)
 
 
+@_records("roofline")
 def roofline(scenario: str | Scenario, overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
     """`mcengine roofline`: deterministic throughput at the median inputs (``out``/``force``
     as for :func:`yield_`)."""
@@ -200,6 +271,7 @@ def roofline(scenario: str | Scenario, overrides: Overrides = (), out: str | Pat
 SERVE_REQUESTS_FILE = "requests.parquet"
 
 
+@_records("serve")
 def serve(scenario: str | Scenario, demand: float, requests: int = SAMPLE_DEFAULTS["serve"].size, seed: int | None = None, arrival: str = "poisson",
           arrival_cv: float = 1.0, mode: str | None = None, instances: int | None = None, lengths: str = "fixed", warmup: float | str = "mser5",
           overrides: Overrides = (), out: str | Path | None = None, force: bool = False) -> dict:
@@ -245,6 +317,7 @@ def validate() -> list:
     return all_checks()
 
 
+@_records("validate", "--json")
 def validation_report() -> dict:
     """`mcengine validate --json`: every check, whether all required checks passed (a
     known miss is reported, not required), and the provenance."""
@@ -252,6 +325,7 @@ def validation_report() -> dict:
     return {"checks": [c.to_dict() for c in checks], "passed": all(c.status != "FAIL" for c in checks), "provenance": provenance()}
 
 
+@_records("bench")
 def bench(quick: bool = False, stages: Sequence[str] = (), out: str | Path | None = None, force: bool = False) -> dict:
     """mcengine's own throughput per stage and for the chain (:mod:`mcengine.bench`);
     ``out``/``force`` as for :func:`yield_` (no scenario file: bench has none)."""
@@ -324,6 +398,7 @@ def _sample(resolved: list[Scenario], study: dict, trials: int | None, seed: int
     return positive("--trials", shared["trials"]), check_seed(shared["seed"])
 
 
+@_records("run")
 def run(
     scenarios: Sequence[str | Scenario] | None = None,
     trials: int | None = None,
@@ -458,6 +533,7 @@ def _plot(results, kind: str):
     return displayable(run_figure(results, kind))
 
 
+@_records("compare")
 def compare(
     a: str | Scenario,
     b: str | Scenario,
@@ -565,6 +641,7 @@ def sensitivity_rows(doc: dict) -> list[dict]:
     return [{"input": k, **v} for k, v in doc.get("indices", {}).items()]
 
 
+@_records("sweep")
 def sweep(
     scenarios,
     param: str | Sequence[str],
@@ -601,6 +678,7 @@ def parse_values(text: str) -> list[str]:
     return parse(text)
 
 
+@_records("tornado")
 def tornado(
     scenarios,
     output: str = "cost_per_mtok_usd",
@@ -623,6 +701,7 @@ def tornado(
     return _analysis("tornado", methods.tornado, scenarios, kwargs, {"output": output}, sensitivity_rows, out, force)
 
 
+@_records("sobol")
 def sobol(
     scenarios,
     output: str = "cost_per_mtok_usd",
@@ -692,6 +771,7 @@ def report(run_dir: str | Path, output: str | Path | None = None) -> Path:
     return write_report(Path(run_dir), None if output is None else Path(output))
 
 
+@_records("paper")
 def paper(trials: int | None = None, seed: int | None = None, quick: bool = False, out: str | Path | None = None,
           force: bool = False, progress=None) -> dict:
     """`mcengine paper`: the paper's claims one by one (:mod:`mcengine.paper`): per claim
@@ -710,32 +790,9 @@ def paper(trials: int | None = None, seed: int | None = None, quick: bool = Fals
     doc = study(trials=trials, seed=seed, quick=quick, progress=progress)
     elapsed = doc.pop("elapsed_s")
     doc["provenance"] = provenance(scenarios, doc["seed"], "trials", doc["trials"])
-    if folder is not None:
-        doc["provenance"]["command_line"] = _out_in_repository(doc["provenance"]["command_line"], folder.path)
     doc["elapsed_s"] = elapsed
     _save(folder, doc, scenarios, claim_number_rows(doc), figures=lambda o: write_paper_figures(doc, o))
     return doc
-
-
-def _out_in_repository(argv: list[str], out: Path, root: Path | None = None) -> list[str]:
-    """The command line ``argv`` with its ``--out`` folder ``out`` written relative to the
-    checkout ``root`` (by default the one this mcengine runs from; none for an installed
-    package, whose folder holds no pyproject.toml), where it lies inside it (docs/paper of
-    the committed study, whichever machine regenerated it: a summary records no path of
-    that machine); else as given."""
-    root = Path(__file__).resolve().parents[1] if root is None else root.resolve()
-    folder = out.resolve()
-    if not (root / "pyproject.toml").is_file() or not folder.is_relative_to(root):
-        return argv
-    where = folder.relative_to(root).as_posix()
-    got = []
-    for i, arg in enumerate(argv):
-        if i > 0 and argv[i - 1] == "--out":
-            arg = where
-        elif arg.startswith("--out="):
-            arg = "--out=" + where
-        got.append(arg)
-    return got
 
 
 __all__ = [

@@ -178,8 +178,8 @@ event_kernel = njit(_nrt=False, **_OPTIONS)
 #: wrapper (which unboxes each argument from a Python object: a workspace of ~45 arrays
 #: is a large one) and a C-callable one. Each is generated, optimised and compiled to
 #: machine code with its function, then linked into every caller's module, and no kernel
-#: uses them: a cold first run compiles less (about 7 % less CPU and 13 MB less peak for
-#: the life kernels, ``python -m benchmarks compile``; docs/performance.md). Their machine
+#: uses them: a cold first run compiles less (``python -m benchmarks compile``;
+#: docs/performance.md#linked-kernels). Their machine
 #: code inside the loop is the same. Such a function cannot be called from Python (it has
 #: no entry point for it: the call would crash), so ``tests/test_policy.py`` checks that no
 #: module outside ``mcengine/kernels`` imports or names one.

@@ -249,7 +249,7 @@ def share_production(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInp
 #: Trials one pass of the stages holds at once (:func:`run_chunk`): a chunk of more is
 #: computed in slices of this many, so that memory is bounded whatever the chunk size (the
 #: roofline stage's candidate tables hold about 36 KB per trial in the case study,
-#: docs/performance.md). Slicing never changes the numbers (every stage is per trial).
+#: docs/performance.md#memory). Slicing never changes the numbers (every stage is per trial).
 SLICE_TRIALS = 8192
 
 

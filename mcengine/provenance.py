@@ -10,13 +10,14 @@ enters a run's fingerprint: the numbers do not depend on it.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import hashlib
 import json
 import platform
 import sys
 from importlib import metadata
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from . import __version__
 
@@ -27,7 +28,7 @@ _command_line: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar
 
 
 def set_command_line(argv: Sequence[str]) -> contextvars.Token:
-    """Record the command line being run (the CLI calls this; the default is ``sys.argv``)."""
+    """Record the command line being run (the CLI calls this with the line as typed)."""
     return _command_line.set(list(argv))
 
 
@@ -35,7 +36,24 @@ def reset_command_line(token: contextvars.Token) -> None:
     _command_line.reset(token)
 
 
+@contextlib.contextmanager
+def command_of_call(command: Callable[[], Sequence[str]]) -> Iterator[None]:
+    """Within it, the command line being run is ``command()`` (the command of an API call's
+    own arguments, :mod:`mcengine.api`), unless one is recorded already: the CLI's, or that of
+    the API call this one runs inside."""
+    if _command_line.get() is not None:
+        yield
+        return
+    token = set_command_line(command())
+    try:
+        yield
+    finally:
+        reset_command_line(token)
+
+
 def command_line() -> list[str]:
+    """The command line recorded (the CLI's, or an API call's: :func:`command_of_call`);
+    where none is, a copy of ``sys.argv``."""
     argv = _command_line.get()
     return list(argv) if argv is not None else list(sys.argv)
 

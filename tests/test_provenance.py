@@ -30,6 +30,29 @@ def test_every_json_document_carries_provenance(cli):
         assert prov["versions"]["numpy"] and prov["versions"]["numba"] and prov["versions"]["python"]
 
 
+def test_a_call_from_python_records_the_command_of_its_own_arguments(monkeypatch, tmp_path):
+    """Called from Python (no CLI), an API function records the command of the arguments it
+    was given, as the CLI takes them, not sys.argv (a host script's or pytest's), and leaves
+    sys.argv as it was; inside another call (compare runs run), the outer call's command.
+    Overrides given as a generator reach both the command and the run."""
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["host.py", "--out", "elsewhere"])
+    roof = api.roofline("h100", {"econ.pue": 1.4})
+    assert roof["provenance"]["command_line"] == ["mcengine", "roofline", "h100", "--set", "econ.pue=1.4"]
+    once = api.roofline("h100", (text for text in ["econ.pue=1.4"]))  # a generator is read once, for both
+    assert once["provenance"]["command_line"] == roof["provenance"]["command_line"] and once["tokens_per_s_per_gpu"] == roof["tokens_per_s_per_gpu"]
+    assert once["provenance"]["overrides"] == [{"set": "econ.pue=1.4", "scenarios": ["h100"]}]
+    fab = api.yield_(load_scenario("h100"), 64, seed=3, out=tmp_path / "y")
+    command = ["mcengine", "yield", "h100", "--wafers", "64", "--seed", "3", "--out", str(tmp_path / "y")]
+    assert fab["provenance"]["command_line"] == command
+    assert json.loads((tmp_path / "y" / "summary.json").read_text())["provenance"]["command_line"] == command
+    pair = api.compare("h100", "lite-h100", trials=1024, seed=5, overrides=["econ.pue=1.3"], progress=None, figures=False).summary()
+    assert pair["provenance"]["command_line"] == ["mcengine", "compare", "h100", "lite-h100", "--trials", "1024", "--seed", "5",
+                                                  "--set", "econ.pue=1.3"]
+    assert sys.argv == ["host.py", "--out", "elsewhere"]
+
+
 def test_run_provenance_has_seed_size_overrides_and_scenario_hashes(cli):
     r = cli("run", "h100", "--trials", "1024", "--seed", "5", "--json", "--quiet", "--set", "econ.pue=1.4")
     prov = json.loads(r.out)["provenance"]

@@ -127,3 +127,28 @@ def test_committed_generation_row_is_the_current_codes():
     i = 4
     fresh = json.loads(json.dumps(CS.run_generation(*CS.GENERATIONS[i])))
     assert fresh == CS.generations_summary()[i], "docs/case-study/generations.json drifted: run python docs/case-study/make_case_study.py --generations"
+
+
+def test_a_regenerated_study_records_its_command_without_a_path_of_the_machine(monkeypatch, tmp_path):
+    """CS.run (and docs/facility/make_facility.py through it) runs a study from the checkout
+    with --out relative to it, so the summary's provenance records the command of the call's
+    own arguments with docs/case-study/STUDY, not this machine's path to it: the run itself
+    is replaced by one that records the command and writes nothing."""
+    import inspect
+    from types import SimpleNamespace
+
+    import mcengine.api as mc
+    from mcengine.provenance import command_line
+
+    seen = []
+
+    def recorded(*args, **kwargs):
+        seen.append((Path.cwd(), command_line()))
+        return SimpleNamespace(summary=dict)
+
+    recorded.__signature__ = inspect.signature(mc.run)
+    monkeypatch.setattr(mc, "run", mc._records("run")(recorded))
+    monkeypatch.chdir(tmp_path)
+    CS.run("case-study")
+    assert seen == [(ROOT, ["mcengine", "run", "case-study", "--seed", str(CS.SEED), "--out", "docs/case-study/case-study", "--force"])]
+    assert Path.cwd() == tmp_path

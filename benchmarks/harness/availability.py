@@ -13,7 +13,8 @@ within-lifetime part, so its variance reduction is at most ``Var(U) / Var(E[U | 
 (``ceiling``; ``ceiling_at_2_sem`` with the between part two standard errors higher, the
 ceiling the sample cannot rule out); a method on the inputs alone (Sobol' inputs, ``run.sampler = "sobol"``, the
 ``rqmc`` harness) can at best remove the between part: at most
-``Var(U) / E[Var(U | inputs)]`` (``input_ceiling``). docs/performance.md quotes both.
+``Var(U) / E[Var(U | inputs)]`` (``input_ceiling``). docs/performance.md#variance-of-availability
+explains both; docs/benchmarks.md#availability records them.
 
 The estimator that acts on both (:mod:`mcengine.standalone.unavailability`, control
 variates on the event counts and on their expectations, and the host stock-out control:

@@ -364,11 +364,17 @@ def write_map() -> None:
     write_atomic(MAP_FILE, json.dumps(run_map(), indent=1, sort_keys=True) + "\n")
 
 
-def run(study: str) -> dict:
-    """Run the shipped ``study`` into the folder of its name (replacing the previous run's files)."""
+def run(study: str, here: Path = HERE) -> dict:
+    """Run the shipped ``study`` into the folder of its name under ``here`` (replacing the
+    previous run's files), from the checkout with that folder relative to it: its
+    provenance records ``mcengine run STUDY --seed 0 --out docs/.../STUDY --force``, the
+    command of the call's arguments, and no path of the machine that regenerated it."""
+    import contextlib
+
     import mcengine.api as mc
 
-    return mc.run([study], seed=SEED, out=HERE / study, force=True, keep_trials=False).summary()
+    with contextlib.chdir(ROOT):
+        return mc.run([study], seed=SEED, out=(here / study).relative_to(ROOT), force=True, keep_trials=False).summary()
 
 
 def main(argv: list[str]) -> int:

@@ -22,7 +22,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 PAGE = ROOT / "docs" / "facility.md"
 STUDY = "facility"
-SEED = 0
 BEGIN, END = "<!-- facility:begin -->", "<!-- facility:end -->"
 
 #: (breakdown part, label) rows: every part of the cost per token, the study's new ones last.
@@ -107,10 +106,12 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     sys.path.insert(0, str(ROOT))  # this checkout's mcengine
-    import mcengine.api as mc
+    sys.path.insert(0, str(HERE.parent / "case-study"))
+    import make_case_study as CS
+
     from mcengine.io import write_atomic
 
-    mc.run([STUDY], seed=SEED, out=HERE / STUDY, force=True, keep_trials=False)
+    CS.run(STUDY, HERE)  # at the case study's seed
     text = PAGE.read_text(encoding="utf-8")
     start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
     write_atomic(PAGE, text[:start] + "\n" + rendered() + "\n" + text[stop:])

@@ -67,8 +67,8 @@ def variant(base: Scenario, name: str, overrides: Sequence[str]) -> Scenario:
 
 
 #: Most scenarios :func:`chain` runs together (one run of the runner): a chunk keeps every
-#: scenario's plan evaluations (tens of MB each at 2,048 trials), so a claim of 40
-#: scenarios at once peaked at 1.7 GB on its own (docs/performance.md#paper-memory).
+#: scenario's plan evaluations (tens of MB each at 2,048 trials), so the peak grows with
+#: the scenarios run at once (docs/performance.md#paper-memory).
 BATCH_SCENARIOS = 8
 
 

@@ -120,9 +120,10 @@ STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("st
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
 #: Halvings of :func:`capacity_rate` a model call answers: each trial is asked the
-#: ``2^h - 1`` rates the next ``h`` halvings could probe, and the halvings are replayed on the
-#: answers (the same bracket as one halving a call, in fewer calls: a call's own cost, not
-#: its trials', is what its late steps, on a few trials each, pay).
+#: ``2^h - 1`` rates the next ``h`` halvings could probe (the last call: the steps left), and
+#: the halvings are replayed on the answers (the same bracket as one halving a call, in
+#: fewer calls: a call's own cost, not its trials', is what its late steps, on a few trials
+#: each, pay).
 CAPACITY_HALVINGS = 3
 #: Relative width of :func:`capacity_rate`'s bracket at which a trial stops: the capacity
 #: returned meets the SLOs and is within 0.05 % below the largest rate that does.
@@ -234,22 +235,28 @@ SATURATION_PROBE = 1.0 - 1e-9
 def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray:
     """The largest rate (requests/s) at most ``top_rate`` at which each trial's plan on
     ``instances`` instances meets both SLO quantiles (:meth:`Plans.misses` at most 0): 0
-    where it misses them unloaded. The plans are first asked at ``top_rate`` x
-    :data:`SATURATION_PROBE` (or ``meets_at``, a rate said to meet them, where it is
-    higher), one model call on every trial: where they meet the SLOs there, that rate is
-    the capacity. The quantiles rise with the rate, so for the others the bracket
-    ``[meets_at, that rate]`` (``meets_at`` 0 unless given or where it does not meet them)
-    is halved by at most :data:`CAPACITY_STEPS` bisection steps, vectorised over the trials
-    whose bracket is wider than :data:`CAPACITY_TOLERANCE` of its lower end, and its lower
-    end, which meets the SLOs, is returned. A bisection, not a secant: the miss jumps where
-    a disaggregated plan's probability of waiting crosses ``1 - q`` (its TTFT quantile leaves
-    the unwaited prefill) and is unbounded past the rate its queue keeps a steady state, and
-    on such a jump regula falsi (Illinois) closes no faster than a bisection and stalls
-    where the secant keeps one end (docs/load.md#speed); every step of a bisection halves
-    the bracket, so each trial settles in ``log2(width / (tolerance x capacity))`` steps.
-    Each model call asks the trials not settled the :data:`CAPACITY_HALVINGS` next halvings'
-    rates (every midpoint they could probe, :func:`_tree`) and replays them on the answers:
-    the brackets of one halving a call, bit for bit."""
+    where it misses them unloaded, or ``top_rate`` is 0. The plans are first asked at
+    ``top_rate`` x :data:`SATURATION_PROBE` (or at ``meets_at``, a rate expected to meet them,
+    where it is higher, at most ``top_rate``), one model call on every trial: where they
+    meet the SLOs there, that rate is the capacity. The quantiles rise with the rate, so the
+    others are bisected on a bracket whose lower end meets them: ``meets_at`` where it is
+    below that rate, else no load, asked in one call (and the trials whose ``meets_at``
+    misses asked again at no load, in a second); a trial that misses unloaded stays at 0.
+    The bracket ``[lower end, that rate]`` is halved by at most :data:`CAPACITY_STEPS`
+    bisection steps, vectorised over the trials whose bracket is wider than
+    :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end is returned. A bisection,
+    not a secant: the miss jumps where a disaggregated plan's probability of waiting crosses
+    ``1 - q`` (its TTFT quantile leaves the unwaited prefill) and is unbounded past the rate
+    its queue keeps a steady state, and on such a jump regula falsi (Illinois) closes no
+    faster than a bisection and stalls where the secant keeps one end (docs/load.md#speed);
+    every step halves the bracket, so a trial settles in about
+    ``log2(width / (tolerance x capacity))`` steps.
+    The steps run in at most ``ceil(CAPACITY_STEPS / CAPACITY_HALVINGS)`` model calls: each asks the
+    trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings could
+    probe (every midpoint of :func:`_tree`; ``h`` = :data:`CAPACITY_HALVINGS`, the last call
+    the steps left: 40 = 13 x 3 + 1) and replays the halvings on the answers, a trial
+    stopping at the halving that settles it: the brackets of one halving a call, bit for
+    bit."""
     n = plans.q.size
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))

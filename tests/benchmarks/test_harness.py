@@ -140,7 +140,7 @@ def test_instruction_harness_counts_a_kernel_call():
     from benchmarks.harness.instructions import run
 
     doc = run(("h100",), 4)["cases"]["h100"]
-    # an h100 lifetime is ~0.6M instructions (docs/performance.md); the band only catches a count of
+    # an h100 lifetime is about half a million instructions (`python -m benchmarks instructions`); the band only catches a count of
     # the wrong thing (nothing, or the imports and the compile)
     assert 1e5 < doc["instructions_per_lifetime"] < 1e7
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 
 import pytest
+
+from tests.conftest import ROOT
 
 ENTRY_FIELDS = {"number", "key", "claim", "metric", "unit", "paper_figure", "paper_figure_text", "paper_figure_source",
                 "paper_figure_confirmed", "paper_assumptions", "shipped", "boundary", "holds_when", "model"}
@@ -83,20 +86,20 @@ def test_run_paper_refuses_chain_options(cli):
     assert r.code == 2 and "--set" in r.err and "--keep-trials" in r.err and not r.out
 
 
-def test_the_paper_records_its_out_folder_relative_to_the_checkout(tmp_path):
-    """docs/paper/summary.json records no path of the machine that regenerated it: an --out
-    folder inside the checkout is written relative to it (either form of the option, given
-    absolute or relative to the checkout); one outside it, or with no checkout (an installed
-    package), as given."""
-    from mcengine.api import _out_in_repository
+def test_the_paper_called_from_python_records_its_own_arguments(tmp_path, monkeypatch):
+    """Called from Python (no CLI), the paper records the command of the arguments it was
+    given, its --out as given (here relative to the working folder), and leaves sys.argv as
+    it was: the host's command line, whatever --out it carries, is not the paper's. The
+    study is the committed one (docs/paper/summary.json): what is checked is the recording."""
+    from mcengine import api, paper
 
-    root = tmp_path / "checkout"  # a checkout: a folder holding pyproject.toml (the installed package's holds none)
-    paper = root / "docs" / "paper"
-    paper.mkdir(parents=True)
-    (root / "pyproject.toml").write_text("")
-    assert _out_in_repository(["mcengine", "paper", "--out", str(paper), "--force"], paper, root) == ["mcengine", "paper", "--out", "docs/paper", "--force"]
-    assert _out_in_repository(["mcengine", "paper", f"--out={paper}"], paper, root) == ["mcengine", "paper", "--out=docs/paper"]
-    argv = ["mcengine", "paper", "--out", str(tmp_path / "paper")]
-    assert _out_in_repository(argv, tmp_path / "paper", root) == argv
-    (root / "pyproject.toml").unlink()  # no checkout: as given
-    assert _out_in_repository(["mcengine", "paper", "--out", str(paper)], paper, root) == ["mcengine", "paper", "--out", str(paper)]
+    committed = json.loads((ROOT / "docs" / "paper" / "summary.json").read_text())
+    monkeypatch.setattr(paper, "study", lambda **kwargs: {**committed, "elapsed_s": 0.0})
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["host.py", "--out", str(tmp_path / "elsewhere")])
+    before = list(sys.argv)
+    doc = api.paper(trials=committed["trials"], seed=committed["seed"], out="docs/paper")
+    assert sys.argv == before
+    command = ["mcengine", "paper", "--trials", str(committed["trials"]), "--seed", str(committed["seed"]), "--out", "docs/paper"]
+    assert doc["provenance"]["command_line"] == command
+    assert json.loads((tmp_path / "docs" / "paper" / "summary.json").read_text())["provenance"]["command_line"] == command

@@ -30,6 +30,13 @@ def test_quick_json_fingerprints_the_committed_full_study():
     assert stored["numbers"]["quick"] and stored["numbers"]["trials"] == MP.QUICK_TRIALS and stored["numbers"]["seed"] == MP.SEED
 
 
+def test_the_full_study_records_the_make_scripts_command():
+    """docs/paper/summary.json records the command docs/make_paper.py ran, its --out relative
+    to the checkout: no path of the machine that regenerated it."""
+    assert MP.committed_full()["provenance"]["command_line"] == ["mcengine", *MP.FULL]
+    assert MP.FULL[MP.FULL.index("--out") + 1] == "docs/paper"
+
+
 def test_a_changed_full_study_changes_its_fingerprint():
     doc = MP.committed_full()
     before = MP.fingerprint(doc)

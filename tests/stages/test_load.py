@@ -88,6 +88,27 @@ def test_ttft_at_ten_percent_load_is_near_unloaded_and_rises_with_demand(saturat
     assert (ttft[-1] > ttft[0]).any()
 
 
+#: Loads (shares of the saturated rate) at which the continuous quantiles are checked.
+LOADS = np.round(np.arange(0.05, 0.995, 0.01), 2)
+
+
+@pytest.mark.parametrize("name", ["h100", "lite-h100"])
+def test_the_continuous_quantiles_the_chain_reads_rise_with_the_load(name):
+    """What the chain reads of the continuous model, TTFT and TPOT at the SLO quantile (the
+    SLO check, the capacity bisection, the fleet search), rises with the load on every
+    trial's plan, from 0.05 to 0.99 of the saturated rate in steps of 0.01. The model's mean
+    TTFT need not (its stream term ``(u + u^2 - u^4) D / 2`` peaks at ``u = 0.885``,
+    docs/load.md#mean-not-monotone); the capacity search assumes the quantiles do."""
+    got, plans, instances = model_of(name, 1000.0, 'workload.serving="continuous"')
+    assert (plans.steps["mode"] == load.CONTINUOUS).all()
+    top = got["tokens_per_s_instance"] * instances / got["output_tokens_per_request"]
+    at = [plans.latency(u * top, instances) for u in LOADS]
+    for field in ("ttft_q_s", "tpot_q_s"):
+        values = np.array([getattr(x, field) for x in at])
+        assert np.isfinite(values).all(), field
+        assert (np.diff(values, axis=0) > 0.0).all(), field
+
+
 def test_capacity_at_slo_meets_the_slos_and_a_thousandth_more_does_not(saturated):
     """The capacity at SLO: the plan's model on the cluster meets both SLO quantiles at it
     and misses one at 1.001 times it (where it is below the saturated rate)."""

@@ -46,6 +46,50 @@ def test_the_near_capacity_table_on_the_page_is_the_committed_csv(fit):
     assert text[text.index(near.BEGIN) + len(near.BEGIN):text.index(near.END)].strip() == near.render(table)
 
 
+def test_the_pages_prose_quotes_the_committed_tables(fit):
+    """The sentences of docs/load.md that count the fit table's and the near-capacity
+    table's passing cells, or quote their errors, are recomputed from the two csv files:
+    a regenerated table that moves one fails here until the prose is rewritten."""
+    table, near = pd.read_csv(fit.CSV), pd.read_csv(docs_script("load/near_capacity").CSV)
+    page = " ".join(fit.PAGE.read_text().split())
+
+    def passed(t, **at):
+        for key, value in at.items():
+            t = t[t[key] == value]
+        return int(t.passes.sum())
+
+    def pct(x):  # an error's size in whole per cent, as the page writes it
+        return f"{abs(100 * x):.0f}"
+
+    by_mode = {m: passed(table, mode=m) for m in ("static", "continuous", "disaggregated")}
+    cont = {(d, a): passed(table, mode="continuous", design=d, arrival=a) for d in ("h100", "lite-h100") for a in ("poisson", "gamma")}
+    static = {d: passed(table, mode="static", design=d) for d in ("h100", "lite-h100")}
+    nc = near[near["mode"] == "continuous"]
+    at = {x: nc[np.isclose(nc.load, x)] for x in (0.95, 0.98, 0.99)}
+    late = pd.concat([at[0.98], at[0.99]])
+    tpot = all((table[f"err_{k}"].abs() <= fit.TOLERANCE[k]).all() for k in ("tpot_p99", "tpot_mean"))
+    quoted = [
+        f"{int(table.passes.sum())} of {len(table)} cells within the tolerance.",
+        f"the grid passes {int(table.passes.sum())} of {len(table)} cells: static {by_mode['static']}, continuous {by_mode['continuous']}",
+        f"disaggregated {by_mode['disaggregated']} (the table above)",
+        f"**Disaggregated** passes {by_mode['disaggregated']} of 36 cells (the Lite's {passed(table, mode='disaggregated', design='lite-h100')} of 18",
+        f"**Continuous** passes {by_mode['continuous']} of 36 with the refills' smoothing",
+        f"h100 Poisson {cont['h100', 'poisson']} of 9, h100 gamma {cont['h100', 'gamma']}, the Lite Poisson {cont['lite-h100', 'poisson']}, "
+        f"the Lite gamma {cont['lite-h100', 'gamma']}; what follows",
+        f"continuous mode passes **{by_mode['continuous']} of 36** cells (22 before",
+        f"**Static** passes {by_mode['static']} of 36",
+        f"h100 {static['h100']} of 18, the Lite {static['lite-h100']} of 18.",
+        f"{int(near.passes.sum())} of {len(near)} cells within the fit table's tolerance.",
+        f"{passed(near, mode='static')} of the 6 within tolerance",
+        f"{pct(at[0.95].err_ttft_p99.max())}–{pct(at[0.95].err_ttft_p99.min())} % low at 0.95, "
+        f"{pct(late.err_ttft_p99.max())}–{pct(late.err_ttft_p99.min())} % at 0.98–0.99, and the mean "
+        f"{pct(late.err_ttft_mean.max())}–{pct(late.err_ttft_mean.min())} % low at 0.98–0.99",
+    ]
+    for text in quoted:
+        assert text in page, text
+    assert tpot and "in all 108 cells" in page and len(table) == 108
+
+
 REPLICATIONS = 6
 
 

@@ -113,6 +113,44 @@ def test_the_load_table_on_the_page_is_the_committed_grid():
     assert block.strip() == module.render(table)
 
 
+def test_the_pages_reading_of_the_load_table_quotes_the_committed_grid():
+    """The reading under docs/serve.md's load table quotes docs/serve/load-table.csv: each
+    figure it states is recomputed from the table, so a regenerated grid that moves one
+    fails here until the reading is rewritten."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    t = pd.read_csv(root / "docs" / "serve" / "load-table.csv")
+    page = " ".join((root / "docs" / "serve.md").read_text().split())
+
+    def cells(design, mode, **at):
+        rows = t[(t.design == design) & (t["mode"] == mode)]
+        for key, value in at.items():
+            rows = rows[np.isclose(rows[key], value)] if isinstance(value, float) else rows[rows[key] == value]
+        return rows
+
+    h, lite, cont = cells("h100", "disaggregated"), cells("lite-h100", "disaggregated"), t[t["mode"] == "continuous"]
+    at_9 = t[(t["mode"] == "disaggregated") & np.isclose(t.load, 0.9)]
+    static = t[(t["mode"] == "static") & (t.load >= 0.3)]
+    light = {d: cells(d, "static", load=0.1) for d in ("h100", "lite-h100")}
+    gamma_9 = cells("lite-h100", "disaggregated", load=0.9, arrival="gamma")
+    quoted = [
+        f"the P50 TTFT is the unloaded pass at every load ({h.ttft_p50_ms.max():,.0f} ms h100, {lite.ttft_p50_ms.min():,.0f} ms Lite",
+        f"P99 TTFT {at_9[at_9.design == 'h100'].ttft_p99_ms.min():,.0f}–{at_9[at_9.design == 'h100'].ttft_p99_ms.max():,.0f} ms on h100 and "
+        f"{at_9[at_9.design == 'lite-h100'].ttft_p99_ms.min():,.0f}–{at_9[at_9.design == 'lite-h100'].ttft_p99_ms.max():,.0f} ms on the Lite",
+        f"cell has {gamma_9.slo_attainment.iloc[0]:.0%}".replace("%", " %") + " of its requests within both SLOs",
+        f"(P99 {h.tpot_p99_ms.min():.1f} → {h.tpot_p99_ms.max():.1f} ms h100, {lite.tpot_p99_ms.min():.1f} → {lite.tpot_p99_ms.max():.1f} ms Lite)",
+        f"P99 TTFT {cont.ttft_p99_ms.min():,.0f}–{cont.ttft_p99_ms.max():,.0f} ms, P99 TPOT rising with the running batch from "
+        f"{cont.tpot_p99_ms.min():.0f} ms to {cont.tpot_p99_ms.max():.0f} ms",
+        f"from 0.3 ({static.ttft_p99_ms.min():,.0f}–{static.ttft_p99_ms.max():,.0f} ms)",
+        f"({light['h100'][light['h100'].arrival == 'gamma'].ttft_p99_ms.iloc[0]:,.0f} against {light['h100'][light['h100'].arrival == 'poisson'].ttft_p99_ms.iloc[0]:,.0f} ms on h100, "
+        f"{light['lite-h100'][light['lite-h100'].arrival == 'gamma'].ttft_p99_ms.iloc[0]:,.0f} against {light['lite-h100'][light['lite-h100'].arrival == 'poisson'].ttft_p99_ms.iloc[0]:,.0f} ms on the Lite)",
+    ]
+    for text in quoted:
+        assert text in page, text
+    assert (cont.slo_attainment == 1.0).all() and (cont.tpot_p99_ms < 50.0).all()  # "both SLOs hold up to 0.9"
+
+
 CHAT = ["workload.classes.chat.share=0.7", "workload.classes.chat.prompt_tokens=1024", "workload.classes.chat.output_tokens=128"]
 CODE = ["workload.classes.code.share=0.3", "workload.classes.code.prompt_tokens=2048", "workload.classes.code.output_tokens=32"]
 
