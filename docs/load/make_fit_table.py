@@ -84,19 +84,20 @@ def fast_columns(system, row: dict) -> dict:
     return out
 
 
-def refit(table: pd.DataFrame) -> pd.DataFrame:
+def refit(table: pd.DataFrame, settings=lambda row: ()) -> pd.DataFrame:
     """The committed table with its fast-model columns recomputed from the model as it is
     now, its simulated columns kept (the simulator and its runs unchanged): the rerun a
-    change to the fast model alone needs."""
+    change to the fast model alone needs. ``settings(row)``: the ``KEY=VALUE`` overrides of
+    a row's scenario (none here; docs/load/make_length_table.py's length spread)."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system
 
     systems = {}
     rows = []
     for row in table.to_dict("records"):
-        key = (row["design"], row["mode"])
+        key = (row["design"], row["mode"], *settings(row))
         if key not in systems:
-            systems[key] = serving_system(load_scenario(row["design"]), row["mode"], INSTANCES)
+            systems[key] = serving_system(load_scenario(row["design"], settings(row)), row["mode"], INSTANCES)
         rows.append(fast_columns(systems[key], row))
     return pd.DataFrame(rows, columns=table.columns)
 

@@ -156,6 +156,7 @@ class Plans:
         source = handed(columns, shape) if shape else columns
         steps = {k[len(STEPS):]: trial(v) for k, v in source.items() if k.startswith(STEPS)}
         steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
+        steps["length_cv"] = trial(inputs["workload.load.length_cv"])
         ttft, tpot = (slo_key(scenario, shape, k) for k in ("ttft_slo_ms", "tpot_slo_ms"))
         return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs[ttft]) / MS_PER_S, trial(inputs[tpot]) / MS_PER_S,
                    trial(arrival_cv(scenario, inputs)), trial(source["output_tokens" if shape else "output_tokens_per_request"]))
@@ -190,7 +191,8 @@ class Plans:
             s = st if rows.size == n else {k: v[rows] for k, v in st.items()}  # one mode: every column as it is
             args = (self.q[rows], rate[rows], self.arrival_cv[rows])
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"])
+                common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"],
+                              length_cv=s["length_cv"])
                 if code == STATIC:
                     got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], **common)
                 elif code == CONTINUOUS:
