@@ -3,7 +3,10 @@ fast queueing model (:mod:`mcengine.analytic.queueing` through
 :func:`mcengine.standalone.serve.fast_latency`, which reads ``workload.load.length_cv``)
 against the request-level simulator with each request's prompt and output drawn from a
 gamma law of CV ``length_cv``, for h100 and lite-h100 in each serving mode, Poisson
-arrivals, at loads 0.3, 0.6 and 0.9 of the roofline's saturated capacity, length CV 0.77
+arrivals, at loads 0.3, 0.6 and 0.9 of the plan's saturated capacity at that spread
+(:func:`spread_system`: the roofline's for continuous and disaggregated serving, whose
+throughput the mean lengths set; static batches last their longest member's output, which
+lowers theirs, docs/load.md#length-spread), length CV 0.77
 and 2.1 (the Azure 2023 traces' range, docs/sources.md#load-length-spread), on
 make_fit_table.py's 16 instances.
 
@@ -39,22 +42,37 @@ REQUESTS = {"static": 60_000, "continuous": 200_000, "disaggregated": 60_000}
 BEGIN, END = "<!-- length-table:begin -->", "<!-- length-table:end -->"
 
 
-def settings(row) -> tuple[str, ...]:
-    """The scenario override of a row: its length spread."""
-    return (f"workload.load.length_cv={row['length_cv']:g}",)
+def spread_system(design: str, mode: str, length_cv: float):
+    """The serving system of a cell, its ``capacity_tokens_per_s`` the plan's saturated rate at
+    the spread: static batches of ``b`` hold ``O M_b - 1`` decode steps (``M_b``:
+    :func:`mcengine.analytic.queueing.longest_ratio`) for ``b O`` tokens, so the roofline's
+    capacity times ``(P + (O - 1) d) / (P + (O M_b - 1) d)`` (``P``, ``d``: the full batch's
+    prefill and decode step); the roofline's in the other modes."""
+    import dataclasses
+
+    from mcengine.analytic.queueing import longest_ratio
+    from mcengine.scenario import load_scenario
+    from mcengine.standalone.serve import serving_system
+
+    system = serving_system(load_scenario(design, (f"workload.load.length_cv={length_cv:g}",)), mode, INSTANCES)
+    if mode != "static":
+        return system
+    b, o = system.batch_max, system.output_tokens
+    p, d = system.prefill_s[b], system.decode_s[b]
+    ratio = (p + (o - 1.0) * d) / (p + (o * float(longest_ratio(b, length_cv)) - 1.0) * d)
+    return dataclasses.replace(system, capacity_tokens_per_s=system.capacity_tokens_per_s * ratio)
 
 
 def grid(designs=DESIGNS, modes=MODES, loads=LOADS, spreads=LENGTH_CVS) -> pd.DataFrame:
     """Every cell of the grid: one row each (Poisson arrivals)."""
     from mcengine.scenario import load_scenario
-    from mcengine.standalone.serve import serving_system
 
     rows = []
     for name in designs:
         for spread in spreads:
-            scenario = load_scenario(name, settings({"length_cv": spread}))
+            scenario = load_scenario(name, (f"workload.load.length_cv={spread:g}",))
             for mode in modes:
-                system = serving_system(scenario, mode, INSTANCES)
+                system = spread_system(name, mode, spread)
                 for load in loads:
                     rows.append({"design": name, "mode": mode, "length_cv": spread,
                                  **point(scenario, system, load, "poisson", 1.0, REQUESTS[mode])})
@@ -82,7 +100,7 @@ def main(argv=None) -> int:
     parser.add_argument("--model-only", action="store_true",
                         help="keep length-table.csv's simulated columns, recompute the fast model's and rewrite the CSV and the page's block")
     args = parser.parse_args(argv)
-    table = refit(pd.read_csv(CSV), settings) if args.model_only else grid()
+    table = refit(pd.read_csv(CSV), lambda row: spread_system(row["design"], row["mode"], row["length_cv"])) if args.model_only else grid()
     regenerate(table, CSV, PAGE, BEGIN, END, render)
     return 0
 

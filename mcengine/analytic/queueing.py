@@ -61,6 +61,41 @@ def multi_token_share(output_tokens, length_cv) -> np.ndarray:
     return np.where(spread, special.gammaincc(1.0 / safe, 1.5 / (np.asarray(output_tokens, float) * safe)), 1.0)
 
 
+def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
+    """The ``q`` quantile over requests of ``U / m``, the share of a decode step a request
+    waits to join its decode instance's batch (``U`` uniform: its KV lands in a step in
+    progress, docs/serve.md) over its ``m = O_i - 1`` decode steps, with ``O_i`` gamma of
+    mean ``O = output_tokens`` and CV ``length_cv`` (one-token requests, ``O_i < 3/2``,
+    have a TPOT of 0: below any excess). ``P(U / m > x) = int_{3/2}^{1 + 1/x} (1 - (g - 1)
+    x) f(g) dg = (1 + x)(F(1 + 1/x) - F(3/2)) - x (M(1 + 1/x) - M(3/2))``, ``F(y) = P(k, y /
+    theta)`` and the partial mean ``M(y) = O P(k + 1, y / theta)`` (``k = 1 / v``, ``theta =
+    O v``, ``v = length_cv^2``, ``P`` the regularised lower incomplete gamma function),
+    falling in ``x`` to 0 at ``x = 2``: :data:`BISECTION_STEPS` bisection steps on ``[0, 2]``.
+    0 where ``length_cv = 0`` (``m = O - 1`` steps: the wait a negligible share) or where
+    fewer than ``1 - q`` of the requests have an excess at all."""
+    o, v = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2)
+    out = np.zeros(o.shape)
+    rows = v > 0.0
+    if not rows.any():
+        return out
+    k, theta, o = 1.0 / v[rows], o[rows] * v[rows], o[rows]
+
+    def above(x):
+        edge = 1.0 + 1.0 / np.maximum(x, 1e-300)
+        cdf = special.gammainc(k, np.stack([edge, np.full(edge.shape, 1.5)]) / theta)
+        mean = o * special.gammainc(k + 1.0, np.stack([edge, np.full(edge.shape, 1.5)]) / theta)
+        return np.where(x < 2.0, (1.0 + x) * (cdf[0] - cdf[1]) - x * (mean[0] - mean[1]), 0.0)
+
+    tail = 1.0 - np.broadcast_to(np.asarray(q, float), out.shape)[rows]
+    lo, hi = np.zeros(k.shape), np.full(k.shape, 2.0)
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        over = above(mid) > tail
+        lo, hi = np.where(over, mid, lo), np.where(over, hi, mid)
+    out[rows] = hi
+    return out
+
+
 def longest_ratio(batch, length_cv) -> np.ndarray:
     """The mean of the longest of ``batch`` independent lengths over their mean, each gamma of
     mean 1 and CV ``length_cv`` (docs/load.md#length-spread): the longest's law is ``F^b``, so
@@ -861,17 +896,33 @@ def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens
     longest = o * longest_ratio(batch, length_cv)
     gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (longest - 1.0) * decode_s, batch, gap_cv2, arrival_cv)
     ttft_mean, ttft_q, tpot_mean, tpot_q = _gap_ttft(q, gaps, rate_per_s, arrival_cv, prefill_1_s, prefill_s, batch, decode_1_s, decode_s)
-    return LoadLatency(ttft_mean, ttft_q + _own_excess_s(q, length_cv, prefill_1_s), tpot_mean * multi_token_share(o, length_cv), tpot_q, gaps.batch_mean)
+    excess = _own_excess_s(q, length_cv, prefill_1_s, prefill_s, batch, gaps.batch_mean)
+    return LoadLatency(ttft_mean, _with_own_spread(ttft_mean, ttft_q, excess, length_cv), tpot_mean * multi_token_share(o, length_cv), tpot_q, gaps.batch_mean)
 
 
-def _own_excess_s(q, length_cv, first_1) -> np.ndarray:
-    """The time a request's own prompt at the ``q`` quantile of its law adds to its pass: a
-    prompt of ``r_q`` times the mean (:func:`length_quantile`) alone takes ``r_q first_1``, a
-    lone prompt's pass (``first_1``: its prefill, and KV transfer where disaggregated) being
-    linear in its tokens (compute-bound; measured, docs/load.md#length-spread: the
-    simulator's disaggregated P99 at load 0.3 is within 2 % of ``r_q first_1``). 0 where
-    ``length_cv = 0``."""
-    return (length_quantile(q, length_cv) - 1.0) * np.asarray(first_1, float)
+def _own_excess_s(q, length_cv, first_1, first_top, top, batch) -> np.ndarray:
+    """The time a request's own prompt at the ``q`` quantile of its law adds to its pass, whose
+    first tokens come ``first(k)`` after it starts (linear in the ``k`` prompts through
+    ``(1, first_1)`` and ``(top, first_top)``) and scale with its prompt tokens over ``k``
+    mean prompts (the simulator's pass, docs/serve.md): a prompt of ``r_q`` times the mean
+    (:func:`length_quantile`) among ``k - 1`` of the mean adds ``(r_q - 1) first(k) / k``,
+    at the mean batch ``k = batch`` a request rides. 0 where ``length_cv = 0``."""
+    k = np.maximum(np.asarray(batch, float), 1.0)
+    return (length_quantile(q, length_cv) - 1.0) * _linear(first_1, first_top, top, k) / k
+
+
+def _with_own_spread(mean, quantile, excess, length_cv) -> np.ndarray:
+    """The quantile of a request's TTFT, its wait and pass (``mean``, ``quantile``) plus its
+    own prompt's spread, ``excess`` at the same quantile over its mean (independent of the
+    wait): the excesses over the means added in quadrature, ``mean + sqrt((quantile -
+    mean)^2 + excess^2)`` (exact for normal parts; the larger part's alone where the other
+    has none), docs/load.md#length-spread. ``quantile`` where ``length_cv = 0`` or the mean
+    is not finite (a queue past its capacity)."""
+    spread = np.asarray(length_cv, float) > 0.0
+    if not spread.any():
+        return quantile
+    with np.errstate(invalid="ignore"):  # a queue past its capacity: both infinite, the quantile kept
+        return np.where(spread & np.isfinite(mean), mean + np.hypot(quantile - mean, excess), quantile)
 
 
 def tail_chunk_tokens(prompt_tokens, chunk_tokens):
@@ -1063,8 +1114,8 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     the mean prompt and output, docs/load.md#length-spread): the prompts' spread is the
     stream's service CV, whose Pollaczek-Khinchine excess over deterministic prompts, ``u
     c_s^2 D / (2 (1 - u))`` in the mean, joins the bursts' wait (:func:`_burst_wait`), and
-    the TTFT quantile takes the own prompt at the quantile of its law (:func:`length_quantile`,
-    ``r_q S`` tokens, its last chunk's step linear in the chunk). The outputs' spread leaves
+    the TTFT quantile takes the own prompt at the quantile of its law (:func:`length_quantile`:
+    ``(r_q - 1) S / c`` whole-chunk steps more, :func:`_with_own_spread`). The outputs' spread leaves
     the occupancy's mean (Little's law) as it is; the mean TPOT counts one-token requests'
     0 (:func:`multi_token_share`). Sources: docs/sources.md#load-queueing,
     docs/sources.md#load-length-spread."""
@@ -1085,13 +1136,12 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     burst_mean, burst_q = _burst_wait(q, instances, prompt_s, busy, arrival_cv, length_cv)
     tail = None if tail_step_1_s is None else _linear(tail_step_1_s, tail_step_s, batch, n, low_batch)
     own = _own_prefill_s(per_prompt, d, chunked, tail)
-    spread = np.asarray(length_cv, float) > 0.0
-    own_q = np.where(spread, _own_prefill_s(per_prompt * length_quantile(q, length_cv), d, chunked), own) if np.any(spread) else own
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
     again = busy * _refilled_cv2(busy)  # the mean's second-prompt term; the quantile's is M/D/1's
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
-    return LoadLatency(step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own, ahead_q + burst_q + own_q,
-                       step * multi_token_share(o, length_cv), tau(n_q)[0], n)
+    mean = step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own
+    excess = (length_quantile(q, length_cv) - 1.0) * per_prompt * chunked  # the own prompt's chunks beyond the mean's
+    return LoadLatency(mean, _with_own_spread(mean, ahead_q + burst_q + own, excess, length_cv), step * multi_token_share(o, length_cv), tau(n_q)[0], n)
 
 
 def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):
@@ -1120,19 +1170,24 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     occupancy a request lives with (:func:`_decode_quantile`: the count's fluctuation
     lengthened by its own steps; the request itself added). Lengths spread across requests
     (``length_cv``, docs/load.md#length-spread): the TTFT quantile adds the own prompt's
-    excess at the quantile of its law, its pass's latency and transfer linear in its tokens
-    (:func:`_own_excess_s`); the mean TPOT counts one-token requests' 0 (:func:`multi_token_share`)."""
+    excess at the quantile of its law, its pass's latency and transfer linear in its tokens,
+    at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
+    quantile adds the join's share of a step over a short request's few steps
+    (:func:`join_excess_quantile`), and the mean TPOT counts one-token requests' 0
+    (:func:`multi_token_share`)."""
     rate = np.asarray(rate_per_s, float)
     p = prefill_batch
     bq = batch_queue(rate, prefill_instances, busy_1_s, busy_s, p, arrival_cv)
     first_1, first_top = np.asarray(prefill_1_s, float) + transfer_1_s, np.asarray(prefill_s, float) + transfer_s
     ttft_mean, ttft_q = _batched_ttft(q, bq, rate, arrival_cv, prefill_instances, busy_s, first_1, first_top, p)
-    ttft_q = ttft_q + _own_excess_s(q, length_cv, first_1)
+    passes = 1.0 / (1.0 - bq.wait_probability + bq.wait_probability / bq.batch_waited)  # the passes' mean batch (:func:`_waited_batch`)
+    ttft_q = _with_own_spread(ttft_mean, ttft_q, _own_excess_s(q, length_cv, first_1, first_top, p, passes), length_cv)
 
     o = np.asarray(output_tokens, float)
     decoders = np.asarray(instances, float) - prefill_instances
     n = _occupancy(rate / decoders, (o - 1.0) * decode_1_s, (o - 1.0) * decode_s, batch)
     n_q = _decode_quantile(q, n, rate / decoders, (o - 1.0) * _slope(decode_1_s, decode_s, np.asarray(batch, float) - 1.0), arrival_cv, batch, decoders)
-    return LoadLatency(ttft_mean, ttft_q,
-                       _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch)) * multi_token_share(o, length_cv),
-                       _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch)), n)
+    step = _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch))
+    step_q = _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch))
+    tpot_q = _with_own_spread(step, step_q, step * join_excess_quantile(q, o, length_cv), length_cv)
+    return LoadLatency(ttft_mean, ttft_q, step * multi_token_share(o, length_cv), tpot_q, n)
