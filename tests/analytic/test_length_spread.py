@@ -132,3 +132,13 @@ def test_spread_over_its_range_is_finite_and_never_shortens_the_tail(cv, load, m
     assert all(np.array_equal(a, b) for a, b in zip(zero, base))
     assert all(np.isfinite(x) and x > 0.0 for x in got[:4])
     assert got.ttft_q_s >= base.ttft_q_s * (1.0 - 1e-12) and got.tpot_q_s >= base.tpot_q_s * (1.0 - 1e-12)
+
+
+def test_check_refuses_the_spread_with_a_length_law(cli):
+    """A length law is a spread of its own: ``length_cv`` above 0 with one is exit 2, naming
+    both keys; at 0 (the default) the law alone checks, and the spread alone too."""
+    law = 'workload.output_tokens={law="lognormal",median=200,sigma=0.8}'
+    r = cli("check", "h100", "--set", law, "--set", "workload.load.length_cv=0.77")
+    assert r.code == 2 and "workload.load.length_cv" in r.err and "workload.output_tokens" in r.err and "Traceback" not in r.err, r.err
+    assert cli("check", "h100", "--set", law).code == 0
+    assert cli("check", "h100", "--set", "workload.load.length_cv=0.77").code == 0
