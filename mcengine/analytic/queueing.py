@@ -96,6 +96,23 @@ def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
     return out
 
 
+def chunked_share(output_tokens, length_cv, per_prompt) -> np.ndarray:
+    """The share of requests whose decode steps all fit in the rest of the prompt a
+    continuous instance's stream is prefilling when they start: ``m = O_i - 1`` steps at
+    most that prompt's mean remaining chunk steps ``R = (S / c)(1 + v) / 2`` (``per_prompt
+    = S / c``; the prompt in progress length-biased, mean ``(S / c)(1 + v)``, ``v =
+    length_cv^2``, and half of it left), ``O_i`` gamma of mean ``O = output_tokens``:
+    ``P(3/2 <= O_i <= 3/2 + R)`` (one-token requests have no TPOT). 0 where ``length_cv = 0``."""
+    o, v, d = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2, np.asarray(per_prompt, float))
+    spread = v > 0.0
+    if not spread.any():
+        return np.zeros(o.shape)
+    safe = np.where(spread, v, 1.0)
+    k, theta = 1.0 / safe, o * safe
+    top = special.gammainc(k, (1.5 + d * (1.0 + safe) / 2.0) / theta) - special.gammainc(k, 1.5 / theta)
+    return np.where(spread, top, 0.0)
+
+
 def longest_ratio(batch, length_cv) -> np.ndarray:
     """The mean of the longest of ``batch`` independent lengths over their mean, each gamma of
     mean 1 and CV ``length_cv`` (docs/load.md#length-spread): the longest's law is ``F^b``, so
@@ -1117,7 +1134,8 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     the TTFT quantile takes the own prompt at the quantile of its law (:func:`length_quantile`:
     ``(r_q - 1) S / c`` whole-chunk steps more, :func:`_with_own_spread`). The outputs' spread leaves
     the occupancy's mean (Little's law) as it is; the mean TPOT counts one-token requests'
-    0 (:func:`multi_token_share`). Sources: docs/sources.md#load-queueing,
+    0 (:func:`multi_token_share`), and the TPOT quantile is a whole-chunk step where enough
+    short requests live inside a prompt's chunks (:func:`_chunked_tpot_quantile`). Sources: docs/sources.md#load-queueing,
     docs/sources.md#load-length-spread."""
     lam = np.asarray(rate_per_s, float) / instances
     o, s = np.asarray(output_tokens, float), np.asarray(prompt_tokens, float)
@@ -1137,11 +1155,30 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     tail = None if tail_step_1_s is None else _linear(tail_step_1_s, tail_step_s, batch, n, low_batch)
     own = _own_prefill_s(per_prompt, d, chunked, tail)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
+    tpot_q = tau(n_q)[0]
+    if np.any(np.asarray(length_cv, float) > 0.0):
+        tpot_q = np.where(np.asarray(length_cv, float) > 0.0, _chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, o, length_cv, per_prompt), tpot_q)
     again = busy * _refilled_cv2(busy)  # the mean's second-prompt term; the quantile's is M/D/1's
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
     mean = step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own
     excess = (length_quantile(q, length_cv) - 1.0) * per_prompt * chunked  # the own prompt's chunks beyond the mean's
-    return LoadLatency(mean, _with_own_spread(mean, ahead_q + burst_q + own, excess, length_cv), step * multi_token_share(o, length_cv), tau(n_q)[0], n)
+    return LoadLatency(mean, _with_own_spread(mean, ahead_q + burst_q + own, excess, length_cv), step * multi_token_share(o, length_cv), tpot_q, n)
+
+
+def _chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, output_tokens, length_cv, per_prompt):
+    """The ``q`` quantile of a continuous instance's TPOT with lengths spread: a mixture. With
+    probability ``pi = u x`` :func:`chunked_share` (``u = busy``, the stream's busy share) a
+    request lives its few steps inside one prompt's chunks, each step carrying a whole
+    chunk, ``d_c``; otherwise its TPOT is the mean-length model's, ``tau`` at the occupancy
+    it lives with (:func:`_batch_quantile`). ``P(T > t) = pi + (1 - pi) P(tau > t)`` below
+    ``d_c``, so the quantile is ``d_c`` (at the occupancy's ``q`` quantile) where ``pi >= 1 -
+    q`` and otherwise ``tau`` at the occupancy's ``q / (1 - pi)`` quantile
+    (docs/load.md#length-spread)."""
+    pi = np.minimum(busy * chunked_share(output_tokens, length_cv, per_prompt), 1.0)
+    chunked = pi >= 1.0 - np.asarray(q, float)
+    level = np.where(chunked, q, q / np.maximum(1.0 - pi, 1e-300))
+    step, _, whole = tau(_batch_quantile(level, n, arrival_cv, batch, instances))
+    return np.where(chunked, whole, step)
 
 
 def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):

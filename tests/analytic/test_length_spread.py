@@ -93,7 +93,7 @@ def test_continuous_mean_wait_adds_pollaczek_khinchine_excess():
     prompt_s = c["prompt_tokens"] / c["chunk_tokens"] * chunked
     assert d < chunked and 0.0 < u < 1.0
     assert spread.ttft_mean_s - base.ttft_mean_s == pytest.approx(u * 0.77**2 * prompt_s / (2.0 * (1.0 - u)), rel=1e-9)
-    assert spread.running == base.running and spread.tpot_q_s == base.tpot_q_s
+    assert spread.running == base.running and spread.tpot_q_s >= base.tpot_q_s
 
 
 def test_static_batches_last_their_longest_output():

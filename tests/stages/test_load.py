@@ -361,7 +361,7 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
     steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
              "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
              "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
-             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0}
+             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0, "length_cv": 0.0}
     plans = load.Plans({k: np.array([v]) for k, v in steps.items()}, np.array([0.99]), np.array([2.0]), np.array([0.05]),
                        np.array([1.0]), np.array([28.79589999999999]))
     instances, top = np.array([48.0]), np.array([596.9459680309172])
