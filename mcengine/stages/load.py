@@ -432,9 +432,17 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     plan's model on ``N`` instances at ``D / (A O)`` requests/s. With ``cluster.instances =
     "auto"`` the cluster is the fleet bought (``load.instances`` = ``load.fleet_instances``;
     where no fleet meets the SLOs, the simulated cluster, which then serves nothing and
-    costs ``+inf`` per token), else ``cluster.instances``."""
-    if scenario.workload.classes:
-        return mix_load_columns(scenario, inputs, columns, availability)
+    costs ``+inf`` per token), else ``cluster.instances``. ``slo_met`` is the roofline's
+    where the cluster serves some load within the SLOs and 0 where it serves none: the
+    roofline checks the SLOs unloaded on the mean lengths, and a lengths' spread
+    (``workload.load.length_cv``) can put even a lone request's quantile past them
+    (docs/load.md#length-spread)."""
+    out = mix_load_columns(scenario, inputs, columns, availability) if scenario.workload.classes else _single_load_columns(scenario, inputs, columns, availability)
+    return out | {"slo_met": np.where(out["load.capacity_at_slo_tokens_per_s"] > 0.0, columns["slo_met"], 0.0)}
+
+
+def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`load_columns` of a workload of one request class."""
     n = inputs.n
     demand, peak_to_mean = demand_of(inputs)
     plans = Plans.of(scenario, inputs, columns)
