@@ -84,19 +84,25 @@ def fast_columns(system, row: dict) -> dict:
     return out
 
 
-def refit(table: pd.DataFrame) -> pd.DataFrame:
-    """The committed table with its fast-model columns recomputed from the model as it is
-    now, its simulated columns kept (the simulator and its runs unchanged): the rerun a
-    change to the fast model alone needs."""
+def fit_system(design: str, mode: str):
+    """The serving system of a cell: ``design``'s plan in ``mode`` on :data:`INSTANCES` instances."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system
 
+    return serving_system(load_scenario(design), mode, INSTANCES)
+
+
+def refit(table: pd.DataFrame, system_of=lambda row: fit_system(row["design"], row["mode"])) -> pd.DataFrame:
+    """The committed table with its fast-model columns recomputed from the model as it is
+    now, its simulated columns kept (the simulator and its runs unchanged): the rerun a
+    change to the fast model alone needs. ``system_of(row)``: a row's serving system (built
+    once per design and mode: :func:`fit_system`)."""
     systems = {}
     rows = []
     for row in table.to_dict("records"):
-        key = (row["design"], row["mode"])
+        key = (row["design"], row["mode"], row.get("length_cv", 0.0))
         if key not in systems:
-            systems[key] = serving_system(load_scenario(row["design"]), row["mode"], INSTANCES)
+            systems[key] = system_of(row)
         rows.append(fast_columns(systems[key], row))
     return pd.DataFrame(rows, columns=table.columns)
 

@@ -27,6 +27,109 @@ from scipy import special, stats
 #: Bisection steps of :func:`_batched_ttft`'s quantile (a fixed count: run time never grows
 #: with a value; 2^-60 of its bracket is below a float's resolution).
 BISECTION_STEPS = 60
+#: Gauss-Legendre nodes of :func:`longest_ratio` (a fixed count: run time never grows with a
+#: value; against adaptive quadrature the 32-node rule is within 3e-5 relative over batches
+#: 1-256 and length CVs 0.1-3).
+LONGEST_NODES = 32
+
+
+def length_quantile(q, length_cv) -> np.ndarray:
+    """The ``q`` quantile of a request's length over the mean, its law gamma of mean 1 and CV
+    ``length_cv`` (the simulator's, docs/load.md#length-spread): ``P^-1(1 / v, q) v``, ``v =
+    length_cv^2``, ``P^-1`` the inverse regularised lower incomplete gamma function; 1 where
+    ``length_cv = 0`` (every request the mean)."""
+    v = np.asarray(length_cv, float) ** 2
+    spread = v > 0.0
+    if not spread.any():
+        return np.ones(v.shape)
+    safe = np.where(spread, v, 1.0)
+    return np.where(spread, special.gammaincinv(1.0 / safe, np.broadcast_to(q, np.shape(safe))) * safe, 1.0)
+
+
+def multi_token_share(output_tokens, length_cv) -> np.ndarray:
+    """The share of requests with more than one output token, whose TPOT is a time per token
+    (a one-token request's is 0: its first token is its last), lengths gamma of mean ``O =
+    output_tokens`` and CV ``length_cv`` rounded to whole tokens, at least 1 (the
+    simulator's): ``P(X >= 3/2) = Q(1 / v, 3 / (2 O v))``, ``v = length_cv^2``, ``Q`` the
+    regularised upper incomplete gamma function; 1 where ``length_cv = 0`` (every request
+    ``O`` tokens; the model's ``O`` is above 1)."""
+    v = np.asarray(length_cv, float) ** 2
+    spread = v > 0.0
+    if not spread.any():
+        return np.ones(v.shape)
+    safe = np.where(spread, v, 1.0)
+    return np.where(spread, special.gammaincc(1.0 / safe, 1.5 / (np.asarray(output_tokens, float) * safe)), 1.0)
+
+
+def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
+    """The ``q`` quantile over requests of ``U / m``, the share of a decode step a request
+    waits to join its decode instance's batch (``U`` uniform: its KV lands in a step in
+    progress, docs/serve.md) over its ``m = O_i - 1`` decode steps, with ``O_i`` gamma of
+    mean ``O = output_tokens`` and CV ``length_cv`` (one-token requests, ``O_i < 3/2``,
+    have a TPOT of 0: below any excess). ``P(U / m > x) = int_{3/2}^{1 + 1/x} (1 - (g - 1)
+    x) f(g) dg = (1 + x)(F(1 + 1/x) - F(3/2)) - x (M(1 + 1/x) - M(3/2))``, ``F(y) = P(k, y /
+    theta)`` and the partial mean ``M(y) = O P(k + 1, y / theta)`` (``k = 1 / v``, ``theta =
+    O v``, ``v = length_cv^2``, ``P`` the regularised lower incomplete gamma function),
+    falling in ``x`` to 0 at ``x = 2``: :data:`BISECTION_STEPS` bisection steps on ``[0, 2]``.
+    0 where ``length_cv = 0`` (``m = O - 1`` steps: the wait a negligible share) or where
+    fewer than ``1 - q`` of the requests have an excess at all."""
+    o, v = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2)
+    out = np.zeros(o.shape)
+    rows = v > 0.0
+    if not rows.any():
+        return out
+    k, theta, o = 1.0 / v[rows], o[rows] * v[rows], o[rows]
+
+    def above(x):
+        edge = 1.0 + 1.0 / np.maximum(x, 1e-300)
+        cdf = special.gammainc(k, np.stack([edge, np.full(edge.shape, 1.5)]) / theta)
+        mean = o * special.gammainc(k + 1.0, np.stack([edge, np.full(edge.shape, 1.5)]) / theta)
+        return np.where(x < 2.0, (1.0 + x) * (cdf[0] - cdf[1]) - x * (mean[0] - mean[1]), 0.0)
+
+    tail = 1.0 - np.broadcast_to(np.asarray(q, float), out.shape)[rows]
+    lo, hi = np.zeros(k.shape), np.full(k.shape, 2.0)
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        over = above(mid) > tail
+        lo, hi = np.where(over, mid, lo), np.where(over, hi, mid)
+    out[rows] = hi
+    return out
+
+
+def chunked_share(output_tokens, length_cv, per_prompt) -> np.ndarray:
+    """The share of requests whose decode steps all fit in the rest of the prompt a
+    continuous instance's stream is prefilling when they start: ``m = O_i - 1`` steps at
+    most that prompt's mean remaining chunk steps ``R = (S / c)(1 + v) / 2`` (``per_prompt
+    = S / c``; the prompt in progress length-biased, mean ``(S / c)(1 + v)``, ``v =
+    length_cv^2``, and half of it left), ``O_i`` gamma of mean ``O = output_tokens``:
+    ``P(3/2 <= O_i <= 3/2 + R)`` (one-token requests have no TPOT). 0 where ``length_cv = 0``."""
+    o, v, d = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2, np.asarray(per_prompt, float))
+    spread = v > 0.0
+    if not spread.any():
+        return np.zeros(o.shape)
+    safe = np.where(spread, v, 1.0)
+    k, theta = 1.0 / safe, o * safe
+    top = special.gammainc(k, (1.5 + d * (1.0 + safe) / 2.0) / theta) - special.gammainc(k, 1.5 / theta)
+    return np.where(spread, top, 0.0)
+
+
+def longest_ratio(batch, length_cv) -> np.ndarray:
+    """The mean of the longest of ``batch`` independent lengths over their mean, each gamma of
+    mean 1 and CV ``length_cv`` (docs/load.md#length-spread): the longest's law is ``F^b``, so
+    its mean is ``int_0^1 F^-1(w^(1/b)) dw``; with ``w = 1 - (1 - t)^2`` (which takes the
+    quantile's logarithmic end at ``w = 1`` to a zero of the integrand) it is ``int_0^1
+    F^-1((1 - (1 - t)^2)^(1/b)) 2 (1 - t) dt``, by :data:`LONGEST_NODES` Gauss-Legendre nodes
+    (David and Nagaraja, *Order Statistics*, 2003; docs/sources.md#load-length-spread). 1
+    where ``length_cv = 0`` or ``batch <= 1``."""
+    b, v = np.broadcast_arrays(np.asarray(batch, float), np.asarray(length_cv, float) ** 2)
+    out = np.ones(b.shape)
+    rows = (v > 0.0) & (b > 1.0)
+    if rows.any():
+        t, w = np.polynomial.legendre.leggauss(LONGEST_NODES)
+        t, w = (t + 1.0) / 2.0, w * (1.0 - (t + 1.0) / 2.0)  # the rule on [0, 1] times the change of variable's 2 (1 - t)
+        level = (1.0 - (1.0 - t) ** 2)[None, :] ** (1.0 / b[rows][:, None])
+        out[rows] = special.gammaincinv(1.0 / v[rows][:, None], level) @ w * v[rows]
+    return out
 
 
 def _erlang_b(servers, offered):
@@ -257,7 +360,7 @@ def _waited_batch(lam, wait, gap, servers, cycle_1, cycle_top, top, extra):
     of the pass ends it waits in. Pass ends come at the rate the passes run, so a pass lasts
     ``T`` at the mean batch over passes, not over requests: a request that finds a server
     idle rides a pass of 1 and one that waits a pass of ``b = 1 + min(top - 1, lambda g)``,
-    so the passes' mean is ``1 / (1 - C + C / b)`` (the harmonic mean of the requests'
+    so the passes' mean is ``1 / (1 - C + C / b)`` (the harmonic mean of the requests
     batches). The ``c`` servers' ends are taken as ``c`` uniform phases of that pass:
     consecutive ends are ``T`` Beta(1, c - 1) apart and the spacing a waiting arrival lands
     in is ``T`` Beta(2, c - 1), of mean ``2 T / (c + 1)`` (Pyke 1965;
@@ -799,18 +902,52 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
 
 
 def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, decode_1_s, decode_s, prefill_1_s, prefill_s,
-                   gap_cv2=STATIC_GAP_CV2) -> LoadLatency:
+                   gap_cv2=STATIC_GAP_CV2, length_cv=0.0) -> LoadLatency:
     """Static batching under load (docs/load.md#static): ``instances`` instances, each taking
     every queued request (up to ``batch``) when it falls idle and holding them for a batch
     cycle ``T(k) = prefill(k) + (O - 1) decode(k)`` (both linear in ``k`` through their
     values at 1 and at ``batch``): the queue and the gaps between completions of
     :func:`completion_gaps` (``gap_cv2``: their squared CV on many busy instances). TTFT = wait +
     ``prefill(k)`` and TPOT = ``decode(k)`` at the batch ``k`` a request rides
-    (:func:`_gap_ttft`); ``running`` is the mean batch."""
+    (:func:`_gap_ttft`); ``running`` is the mean batch.
+
+    Lengths spread across requests (``length_cv``, gamma laws of the mean prompt and output,
+    docs/load.md#length-spread): a batch lasts its longest member's output, so the full
+    batch's cycle holds ``O M_b - 1`` decode steps, ``M_b`` the mean longest of ``b = batch``
+    draws over their mean (:func:`longest_ratio`; a lone request's cycle keeps its mean
+    output), and the TTFT quantile adds the own prompt's excess at the quantile of its law
+    (:func:`_own_excess_s`); the mean TPOT counts one-token requests' 0 (:func:`multi_token_share`)."""
     o = np.asarray(output_tokens, float)
-    gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (o - 1.0) * decode_s, batch, gap_cv2, arrival_cv)
+    longest = o * longest_ratio(batch, length_cv)
+    gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (longest - 1.0) * decode_s, batch, gap_cv2, arrival_cv)
     ttft_mean, ttft_q, tpot_mean, tpot_q = _gap_ttft(q, gaps, rate_per_s, arrival_cv, prefill_1_s, prefill_s, batch, decode_1_s, decode_s)
-    return LoadLatency(ttft_mean, ttft_q, tpot_mean, tpot_q, gaps.batch_mean)
+    excess = _own_excess_s(q, length_cv, prefill_1_s, prefill_s, batch, gaps.batch_mean)
+    return LoadLatency(ttft_mean, _with_own_spread(ttft_mean, ttft_q, excess, length_cv), tpot_mean * multi_token_share(o, length_cv), tpot_q, gaps.batch_mean)
+
+
+def _own_excess_s(q, length_cv, first_1, first_top, top, batch) -> np.ndarray:
+    """The time a request's own prompt at the ``q`` quantile of its law adds to its pass, whose
+    first tokens come ``first(k)`` after it starts (linear in the ``k`` prompts through
+    ``(1, first_1)`` and ``(top, first_top)``) and scale with its prompt tokens over ``k``
+    mean prompts (the simulator's pass, docs/serve.md): a prompt of ``r_q`` times the mean
+    (:func:`length_quantile`) among ``k - 1`` of the mean adds ``(r_q - 1) first(k) / k``,
+    at the mean batch ``k = batch`` a request rides. 0 where ``length_cv = 0``."""
+    k = np.maximum(np.asarray(batch, float), 1.0)
+    return (length_quantile(q, length_cv) - 1.0) * _linear(first_1, first_top, top, k) / k
+
+
+def _with_own_spread(mean, quantile, excess, length_cv) -> np.ndarray:
+    """The quantile of a request's TTFT, its wait and pass (``mean``, ``quantile``) plus its
+    own prompt's spread, ``excess`` at the same quantile over its mean (independent of the
+    wait): the excesses over the means added in quadrature, ``mean + sqrt((quantile -
+    mean)^2 + excess^2)`` (exact for normal parts; the larger part's alone where the other
+    has none), docs/load.md#length-spread. ``quantile`` where ``length_cv = 0`` or the mean
+    is not finite (a queue past its capacity)."""
+    spread = np.asarray(length_cv, float) > 0.0
+    if not spread.any():
+        return quantile
+    with np.errstate(invalid="ignore"):  # a queue past its capacity: both infinite, the quantile kept
+        return np.where(spread & np.isfinite(mean), mean + np.hypot(quantile - mean, excess), quantile)
 
 
 def tail_chunk_tokens(prompt_tokens, chunk_tokens):
@@ -909,7 +1046,7 @@ def _refilled_cv2(busy):
     return 1.0 - u * u
 
 
-def _burst_wait(q, instances, prompt_s, busy, arrival_cv):
+def _burst_wait(q, instances, prompt_s, busy, arrival_cv, length_cv=0.0):
     """The wait of a bursty stream's excess over Poisson's in one instance's prefill stream
     (s): ``(mean, q quantile)``. Least-loaded dispatch balances the instances' requests, not
     their prefill streams (docs/load.md#continuous), so a prompt waits in its own
@@ -920,10 +1057,13 @@ def _burst_wait(q, instances, prompt_s, busy, arrival_cv):
     stream's term (:func:`_stream_wait_area`) holds its Poisson part, so this wait takes
     the excess, ``(c_a^2 - 1) / N``, in Allen-Cunneen's G/G/1 wait (:func:`mean_wait`,
     :func:`wait_quantile`: waits with probability ``u``, exponential beyond, scale ``(c_a^2
-    - 1) / (2 N) D / (1 - u)``). 0 for Poisson arrivals and smoother ones."""
+    - 1) / (2 N) D / (1 - u)``). 0 for Poisson arrivals and smoother ones. Prompts spread
+    across requests (CV ``length_cv``) are the queue's service CV ``c_s`` (the stream's term
+    holds deterministic prompts): Allen-Cunneen's ``(c_a^2 + c_s^2) / 2``, whose mean part
+    ``u c_s^2 D / (2 (1 - u))`` is Pollaczek-Khinchine's excess of M/G/1 over M/D/1."""
     excess = np.maximum(np.asarray(arrival_cv, float) ** 2 - 1.0, 0.0) / instances
-    cv, zero = np.sqrt(excess), np.zeros(np.shape(busy))
-    return mean_wait(1.0, prompt_s, busy, cv, zero), wait_quantile(q, 1.0, prompt_s, busy, cv, zero)
+    cv, spread = np.sqrt(excess), np.broadcast_to(np.asarray(length_cv, float), np.shape(busy))
+    return mean_wait(1.0, prompt_s, busy, cv, spread), wait_quantile(q, 1.0, prompt_s, busy, cv, spread)
 
 
 def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low_batch):
@@ -961,7 +1101,7 @@ def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, 
 
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
                        step_s, chunk_step_1_s, low_batch=1,
-                       tail_step_1_s=None, tail_step_s=None) -> LoadLatency:
+                       tail_step_1_s=None, tail_step_s=None, length_cv=0.0) -> LoadLatency:
     """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
     ``instances`` instances runs its requests' decode steps and a prefill stream of at most
     ``chunk_tokens`` prompt tokens a step (the plan's steady chunk ``B S / O``). At ``n``
@@ -995,7 +1135,16 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     quantile M/D/1's own ``a = u``, since the tail is the admissions the refills do not
     smooth (births at the least count, docs/load.md#refill), plus the wait of the bursts'
     excess over Poisson's variability in the instance's own stream (:func:`_burst_wait`:
-    none for Poisson arrivals). Sources: docs/sources.md#load-queueing."""
+    none for Poisson arrivals). Lengths spread across requests (``length_cv``, gamma laws of
+    the mean prompt and output, docs/load.md#length-spread): the prompts' spread is the
+    stream's service CV, whose Pollaczek-Khinchine excess over deterministic prompts, ``u
+    c_s^2 D / (2 (1 - u))`` in the mean, joins the bursts' wait (:func:`_burst_wait`), and
+    the TTFT quantile takes the own prompt at the quantile of its law (:func:`length_quantile`:
+    ``(r_q - 1) S / c`` whole-chunk steps more, :func:`_with_own_spread`). The outputs' spread leaves
+    the occupancy's mean (Little's law) as it is; the mean TPOT counts one-token requests'
+    0 (:func:`multi_token_share`), and the TPOT quantile is a whole-chunk step where enough
+    short requests live inside a prompt's chunks (:func:`_chunked_tpot_quantile`). Sources: docs/sources.md#load-queueing,
+    docs/sources.md#load-length-spread."""
     lam = np.asarray(rate_per_s, float) / instances
     o, s = np.asarray(output_tokens, float), np.asarray(prompt_tokens, float)
     per_prompt = s / np.asarray(chunk_tokens, float)
@@ -1010,13 +1159,34 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     step, d, chunked = tau(n)
     busy = np.minimum(lam * s * step / chunk_tokens, 1.0)
     prompt_s = per_prompt * chunked
-    burst_mean, burst_q = _burst_wait(q, instances, prompt_s, busy, arrival_cv)
+    burst_mean, burst_q = _burst_wait(q, instances, prompt_s, busy, arrival_cv, length_cv)
     tail = None if tail_step_1_s is None else _linear(tail_step_1_s, tail_step_s, batch, n, low_batch)
     own = _own_prefill_s(per_prompt, d, chunked, tail)
     n_q = _batch_quantile(q, n, arrival_cv, batch, instances)
+    tpot_q = tau(n_q)[0]
+    if np.any(np.asarray(length_cv, float) > 0.0):
+        tpot_q = np.where(np.asarray(length_cv, float) > 0.0, _chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, o, length_cv, per_prompt), tpot_q)
     again = busy * _refilled_cv2(busy)  # the mean's second-prompt term; the quantile's is M/D/1's
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
-    return LoadLatency(step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own, ahead_q + burst_q + own, step, tau(n_q)[0], n)
+    mean = step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own
+    excess = (length_quantile(q, length_cv) - 1.0) * per_prompt * chunked  # the own prompt's chunks beyond the mean's
+    return LoadLatency(mean, _with_own_spread(mean, ahead_q + burst_q + own, excess, length_cv), step * multi_token_share(o, length_cv), tpot_q, n)
+
+
+def _chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, output_tokens, length_cv, per_prompt):
+    """The ``q`` quantile of a continuous instance's TPOT with lengths spread: a mixture. With
+    probability ``pi = u x`` :func:`chunked_share` (``u = busy``, the stream's busy share) a
+    request lives its few steps inside one prompt's chunks, each step carrying a whole
+    chunk, ``d_c``; otherwise its TPOT is the mean-length model's, ``tau`` at the occupancy
+    it lives with (:func:`_batch_quantile`). ``P(T > t) = pi + (1 - pi) P(tau > t)`` below
+    ``d_c``, so the quantile is ``d_c`` (at the occupancy's ``q`` quantile) where ``pi >= 1 -
+    q`` and otherwise ``tau`` at the occupancy's ``q / (1 - pi)`` quantile
+    (docs/load.md#length-spread)."""
+    pi = np.minimum(busy * chunked_share(output_tokens, length_cv, per_prompt), 1.0)
+    chunked = pi >= 1.0 - np.asarray(q, float)
+    level = np.where(chunked, q, q / np.maximum(1.0 - pi, 1e-300))
+    step, _, whole = tau(_batch_quantile(level, n, arrival_cv, batch, instances))
+    return np.where(chunked, whole, step)
 
 
 def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):
@@ -1033,7 +1203,7 @@ def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):
 
 
 def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_instances, batch, prefill_batch, output_tokens, decode_1_s, decode_s,
-                          prefill_1_s, prefill_s, busy_1_s, busy_s, transfer_1_s, transfer_s) -> LoadLatency:
+                          prefill_1_s, prefill_s, busy_1_s, busy_s, transfer_1_s, transfer_s, length_cv=0.0) -> LoadLatency:
     """Disaggregated prefill and decode under load (docs/load.md#disaggregated): the
     ``prefill_instances`` prefill instances take up to ``prefill_batch`` queued prompts a
     pass, each pass keeping its instance ``busy(k)`` and delivering its first tokens after
@@ -1043,16 +1213,26 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     queue ahead, :func:`_queue_wait`). The decode instances run ``n = lambda_d (O - 1)
     decode(n)`` sequences (Little's law, :func:`_occupancy`); TPOT = ``decode`` at the
     occupancy a request lives with (:func:`_decode_quantile`: the count's fluctuation
-    lengthened by its own steps; the request itself added)."""
+    lengthened by its own steps; the request itself added). Lengths spread across requests
+    (``length_cv``, docs/load.md#length-spread): the TTFT quantile adds the own prompt's
+    excess at the quantile of its law, its pass's latency and transfer linear in its tokens,
+    at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
+    quantile adds the join's share of a step over a short request's few steps
+    (:func:`join_excess_quantile`), and the mean TPOT counts one-token requests' 0
+    (:func:`multi_token_share`)."""
     rate = np.asarray(rate_per_s, float)
     p = prefill_batch
     bq = batch_queue(rate, prefill_instances, busy_1_s, busy_s, p, arrival_cv)
-    ttft_mean, ttft_q = _batched_ttft(q, bq, rate, arrival_cv, prefill_instances, busy_s, np.asarray(prefill_1_s, float) + transfer_1_s, np.asarray(prefill_s, float) + transfer_s, p)
+    first_1, first_top = np.asarray(prefill_1_s, float) + transfer_1_s, np.asarray(prefill_s, float) + transfer_s
+    ttft_mean, ttft_q = _batched_ttft(q, bq, rate, arrival_cv, prefill_instances, busy_s, first_1, first_top, p)
+    passes = 1.0 / (1.0 - bq.wait_probability + bq.wait_probability / bq.batch_waited)  # the passes' mean batch (:func:`_waited_batch`)
+    ttft_q = _with_own_spread(ttft_mean, ttft_q, _own_excess_s(q, length_cv, first_1, first_top, p, passes), length_cv)
 
     o = np.asarray(output_tokens, float)
     decoders = np.asarray(instances, float) - prefill_instances
     n = _occupancy(rate / decoders, (o - 1.0) * decode_1_s, (o - 1.0) * decode_s, batch)
     n_q = _decode_quantile(q, n, rate / decoders, (o - 1.0) * _slope(decode_1_s, decode_s, np.asarray(batch, float) - 1.0), arrival_cv, batch, decoders)
-    return LoadLatency(ttft_mean, ttft_q,
-                       _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch)),
-                       _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch)), n)
+    step = _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch))
+    step_q = _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch))
+    tpot_q = _with_own_spread(step, step_q, step * join_excess_quantile(q, o, length_cv), length_cv)
+    return LoadLatency(ttft_mean, ttft_q, step * multi_token_share(o, length_cv), tpot_q, n)

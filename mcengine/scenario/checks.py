@@ -14,6 +14,8 @@ import numpy as np
 from ..errors import Problem
 from .limits import MAX_EVENTS_PER_LIFETIME, MAX_TOTAL_GPUS
 from .fields import AUTO
+from .dists import Fixed
+from .lengths import LengthLaw
 from .sections.workload import SATURATE
 from ..analytic.reliability import renewals_bound, series_renewals_bound, weibull_rate_per_hour
 from ..units import HOURS_PER_YEAR
@@ -233,7 +235,25 @@ def workload_problems(w, c) -> list[Problem]:
         out.append(Problem(key, c.simulated(), f'allowed: at least one instance per request class ({len(w.classes)}) with '
                            'workload.class_instances = "whole"'))
     out += mix_load_problems(w, c)
+    out += length_spread_problems(w)
     return out
+
+
+def length_spread_problems(w) -> list[Problem]:
+    """``workload.load.length_cv`` (the gamma spread of lengths the chain's load model and the
+    simulator read) with a length law (a spread of its own) on a prompt or output length: one
+    spread or the other, never both (docs/load.md#length-spread)."""
+    cv = w.load.length_cv
+    cv = cv.value if isinstance(cv, Fixed) else cv
+    if isinstance(cv, (int, float)) and cv == 0:
+        return []
+    lengths = [(f"workload.{k}", getattr(w, k)) for k in ("prompt_tokens", "output_tokens")]
+    lengths += [(f"workload.classes.{name}.{k}", getattr(cls, k)) for name, cls in w.classes for k in ("prompt_tokens", "output_tokens")]
+    laws = [key for key, value in lengths if isinstance(value, LengthLaw)]
+    if not laws:
+        return []
+    return [Problem("workload.load.length_cv", cv, f"allowed: 0 where a length law spreads the lengths ({', '.join(laws)}): the law is "
+                    "that spread (its quantile sizes the KV cache) and length_cv another; give one (docs/load.md#length-spread)")]
 
 
 def mix_load_problems(w, c) -> list[Problem]:

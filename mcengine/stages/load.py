@@ -157,6 +157,7 @@ class Plans:
         source = handed(columns, shape) if shape else columns
         steps = {k[len(STEPS):]: trial(v) for k, v in source.items() if k.startswith(STEPS)}
         steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
+        steps["length_cv"] = trial(inputs["workload.load.length_cv"])
         ttft, tpot = (slo_key(scenario, shape, k) for k in ("ttft_slo_ms", "tpot_slo_ms"))
         return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs[ttft]) / MS_PER_S, trial(inputs[tpot]) / MS_PER_S,
                    trial(arrival_cv(scenario, inputs)), trial(source["output_tokens" if shape else "output_tokens_per_request"]))
@@ -191,7 +192,8 @@ class Plans:
             s = st if rows.size == n else {k: v[rows] for k, v in st.items()}  # one mode: every column as it is
             args = (self.q[rows], rate[rows], self.arrival_cv[rows])
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"])
+                common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"],
+                              length_cv=s["length_cv"])
                 if code == STATIC:
                     got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], **common)
                 elif code == CONTINUOUS:
@@ -437,9 +439,17 @@ def load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.
     plan's model on ``N`` instances at ``D / (A O)`` requests/s. With ``cluster.instances =
     "auto"`` the cluster is the fleet bought (``load.instances`` = ``load.fleet_instances``;
     where no fleet meets the SLOs, the simulated cluster, which then serves nothing and
-    costs ``+inf`` per token), else ``cluster.instances``."""
-    if scenario.workload.classes:
-        return mix_load_columns(scenario, inputs, columns, availability)
+    costs ``+inf`` per token), else ``cluster.instances``. ``slo_met`` is the roofline's
+    where the cluster serves some load within the SLOs and 0 where it serves none: the
+    roofline checks the SLOs unloaded on the mean lengths, and a lengths' spread
+    (``workload.load.length_cv``) can put even a lone request's quantile past them
+    (docs/load.md#length-spread)."""
+    out = mix_load_columns(scenario, inputs, columns, availability) if scenario.workload.classes else _single_load_columns(scenario, inputs, columns, availability)
+    return out | {"slo_met": np.where(out["load.capacity_at_slo_tokens_per_s"] > 0.0, columns["slo_met"], 0.0)}
+
+
+def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`load_columns` of a workload of one request class."""
     n = inputs.n
     demand, peak_to_mean = demand_of(inputs)
     plans = Plans.of(scenario, inputs, columns)

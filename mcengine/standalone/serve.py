@@ -601,7 +601,8 @@ def fast_latency(system: ServingSystem, rate_per_s: float, arrival_cv: float = 1
     them), the continuous step at a whole chunk and at a lone prompt's last chunk
     (``tail_steps_s``)."""
     s = system
-    common = dict(instances=s.instances, batch=s.batch_max, output_tokens=s.output_tokens, decode_1_s=s.decode_s[1], decode_s=s.decode_s[s.batch_max])
+    common = dict(instances=s.instances, batch=s.batch_max, output_tokens=s.output_tokens, decode_1_s=s.decode_s[1], decode_s=s.decode_s[s.batch_max],
+                  length_cv=s.length_cv)
     if s.mode == "static":
         return qu.static_at_load(q, rate_per_s, arrival_cv, prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[s.batch_max], **common)
     if s.mode == "continuous":

@@ -382,7 +382,7 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
     steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
              "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
              "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
-             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0}
+             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0, "length_cv": 0.0}
     plans = load.Plans({k: np.array([v]) for k, v in steps.items()}, np.array([0.99]), np.array([2.0]), np.array([0.05]),
                        np.array([1.0]), np.array([28.79589999999999]))
     instances, top = np.array([48.0]), np.array([596.9459680309172])
@@ -394,3 +394,16 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
     miss = plans.take(np.zeros(3, int)).misses(capacity * np.array([1.0, 1.0 + load.CAPACITY_TOLERANCE, 1.001]), np.full(3, 48.0))
     assert miss[0] <= 0.0 < miss[1] and miss[2] - miss[0] > 0.4
 
+
+
+def test_a_spread_past_the_ttft_slo_unloaded_serves_nothing_and_misses_the_slo():
+    """Lite-h100's disaggregated prefill takes about 1.97 s of its 2 s TTFT SLO on the mean
+    prompt: at ``length_cv = 2.1`` a lone request's P99 prompt (10.3 times the mean) takes
+    about 20 s, so no load meets the SLO: the trial serves nothing, costs ``+inf`` per token
+    and counts as missing the SLOs (``slo_met`` 0), where the mean lengths meet them."""
+    keys = ('workload.serving="disaggregated"', "workload.ttft_slo_ms=2000")
+    spread = at_demand("lite-h100", 100000.0, *keys, "workload.load.length_cv=2.1")
+    plain = at_demand("lite-h100", 100000.0, *keys)
+    assert (plain["slo_met"] == 1.0).all() and (plain["load.capacity_at_slo_tokens_per_s"] > 0).all()
+    assert (spread["slo_met"] == 0.0).all() and (spread["load.capacity_at_slo_tokens_per_s"] == 0.0).all()
+    assert np.isposinf(spread["cost_per_mtok_usd"]).all()

@@ -21,13 +21,14 @@ from mcengine.standalone.serve import fast_latency, serving_system
 INSTANCES = 16
 
 
-@pytest.mark.parametrize("name", ["h100", "lite-h100"])
-def test_the_chains_step_times_are_the_simulators_tables_and_its_latency_the_fast_model(name):
+@pytest.mark.parametrize("name,spread", [("h100", 0.0), ("lite-h100", 0.0), ("h100", 0.77)])
+def test_the_chains_step_times_are_the_simulators_tables_and_its_latency_the_fast_model(name, spread):
     """At the median inputs, each serving mode's plan: :func:`plan_steps` equals the
     simulator's step tables (serving_system) at batch 1 (continuous: the micro-batch
     count) and at the top batch, and the load stage's model of it on 16 instances equals
-    make_fit_table.py's fast model (fast_latency) at 0.2-0.8 of capacity, to 1e-12."""
-    s = api.check(name, ["workload.load.demand=100000"])
+    make_fit_table.py's fast model (fast_latency) at 0.2-0.8 of capacity, to 1e-12, with
+    the lengths' spread the chain reads (``workload.load.length_cv``, make_length_table.py's)."""
+    s = api.check(name, ["workload.load.demand=100000", f"workload.load.length_cv={spread}"])
     median = quantile_inputs(s, 0.5)
     best, _ = rule_of(s).modes(s, median, plan_weight(s, median))
     for mode, e in best.items():

@@ -249,7 +249,10 @@ class LoadSection:
         0.0, "Coefficient of variation of the prompt and output lengths across the requests mcengine serve simulates: each drawn "
         "from a gamma law with the workload's mean prompt_tokens / output_tokens, rounded to whole tokens (0 = every request "
         "the same length; the Azure 2023 traces spread 0.77-2.1, docs/sources.md#load-length-spread). The KV cache and its "
-        "preemptions see the spread; the trial chain plans on the mean lengths.", lo=0.0, hi=3.0,
+        "preemptions see the spread, and so does the trial chain's load model in every serving mode: the prompts' spread in the "
+        "prefill queues' wait and a request's own prompt at the SLO quantile, the outputs' in a static batch's longest member "
+        "(docs/load.md#length-spread). Not with a length law on prompt_tokens or output_tokens (the law's own spread): "
+        "mcengine check refuses both.", lo=0.0, hi=3.0,
         why="above the widest spread of the Azure 2023 traces (2.1, code outputs)")
     static_gap_cv2: Dist = number(
         STATIC_GAP_CV2, "Static batching under a demand: the squared coefficient of variation of the gaps between batch completions "

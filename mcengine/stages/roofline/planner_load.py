@@ -78,8 +78,9 @@ class Demand:
     ``demand`` and ``peak_to_mean`` (output tokens/s), the SLO ``quantile``, the TTFT SLO
     (``ttft_slo_ms``), the arrival CV, the served ``availability`` of the
     reliability stage, the fixed ``instances`` (None: a fleet bought per trial), the TPOT
-    SLO (``tpot_slo_ms``) and the static mode's completion-gap CV² (``gap_cv2``,
-    ``workload.load.static_gap_cv2``)."""
+    SLO (``tpot_slo_ms``), the static mode's completion-gap CV² (``gap_cv2``,
+    ``workload.load.static_gap_cv2``) and the lengths' spread (``length_cv``,
+    ``workload.load.length_cv``, docs/load.md#length-spread)."""
 
     demand: np.ndarray
     peak_to_mean: np.ndarray
@@ -90,6 +91,7 @@ class Demand:
     instances: float | None
     tpot_slo_ms: np.ndarray
     gap_cv2: np.ndarray
+    length_cv: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ class Model:
         self.steps_of, self.starts, self.output_tokens = steps_of, starts, output_tokens
         self.q, self.ca = joined(lambda d: d.quantile), joined(lambda d: d.arrival_cv)
         self.ttft_slo_s, self.tpot_slo_s = joined(lambda d: d.ttft_slo_ms) / MS_PER_S, joined(lambda d: d.tpot_slo_ms) / MS_PER_S
-        self.gap_cv2 = joined(lambda d: d.gap_cv2)
+        self.gap_cv2, self.length_cv = joined(lambda d: d.gap_cv2), joined(lambda d: d.length_cv)
         self.instances = None if demands[0].instances is None else joined(lambda d: d.instances)
 
     @classmethod
@@ -202,7 +204,7 @@ class Model:
                 at = ours[rows[ours] == k]
                 for name, values in steps_of(int(k)).items():
                     steps[name][at] = values[cols[at] - self.starts[i]]
-        steps["gap_cv2"] = self.gap_cv2[cols]
+        steps["gap_cv2"], steps["length_cv"] = self.gap_cv2[cols], self.length_cv[cols]
         return load.Plans(steps, self.q[cols], self.ttft_slo_s[cols], self.tpot_slo_s[cols], self.ca[cols], self.output_tokens[cols])
 
 

@@ -1,0 +1,144 @@
+"""The fast model's length spread (``workload.load.length_cv``, docs/load.md#length-spread):
+its closed-form terms against scipy's gamma law and the exponential's order statistics, each
+serving mode's limits by hand, and the spread drawn over its whole range [0, 3]."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from mcengine.analytic import queueing as qu
+from tests.analytic.test_queueing import CONTINUOUS
+
+STATIC = dict(instances=4, batch=8, output_tokens=101, decode_1_s=0.01, decode_s=0.02, prefill_1_s=0.1, prefill_s=0.8)
+DISAGGREGATED = dict(instances=10, prefill_instances=4, batch=100, prefill_batch=4, output_tokens=101, decode_1_s=0.010, decode_s=0.050,
+                     prefill_1_s=0.5, prefill_s=1.6, busy_1_s=0.4, busy_s=1.2, transfer_1_s=0.01, transfer_s=0.04)
+MODELS = ((qu.static_at_load, STATIC), (qu.continuous_at_load, CONTINUOUS), (qu.disaggregated_at_load, DISAGGREGATED))
+
+
+@pytest.mark.parametrize("cv", [0.3, 0.77, 1.0, 2.1, 3.0])
+def test_length_quantile_and_one_token_share_are_the_gamma_law(cv):
+    """``length_quantile`` is scipy's gamma quantile of mean 1 and CV ``cv``;
+    ``multi_token_share`` its survival at 1.5 tokens of a mean-256 law."""
+    law = stats.gamma(1.0 / cv**2, scale=cv**2)
+    assert qu.length_quantile(0.99, cv) == pytest.approx(law.ppf(0.99), rel=1e-10)
+    assert qu.multi_token_share(256.0, cv) == pytest.approx(law.sf(1.5 / 256.0), rel=1e-10)
+
+
+def test_no_spread_is_the_mean_length():
+    assert qu.length_quantile(0.99, 0.0) == 1.0 and qu.multi_token_share(256.0, 0.0) == 1.0
+    assert np.all(qu.longest_ratio([1.0, 8.0, 256.0], 0.0) == 1.0) and qu.longest_ratio(1.0, 2.1) == 1.0
+
+
+@pytest.mark.parametrize("b", [2, 8, 25, 256])
+def test_longest_of_exponentials_is_the_harmonic_number(b):
+    """CV 1 is the exponential law, whose longest of ``b`` has mean ``H_b = sum 1/i`` (Rényi)."""
+    assert qu.longest_ratio(float(b), 1.0) == pytest.approx(sum(1.0 / i for i in range(1, b + 1)), rel=1e-4)
+
+
+def test_longest_of_two_gammas_is_the_quadrature():
+    """Two draws: ``E max = int_0^inf (1 - F(x)^2) dx``, by scipy's adaptive quadrature."""
+    from scipy import integrate
+
+    for cv in (0.5, 2.1):
+        law = stats.gamma(1.0 / cv**2, scale=cv**2)
+        want = integrate.quad(lambda x: 1.0 - law.cdf(x) ** 2, 0.0, np.inf, limit=200)[0]
+        assert qu.longest_ratio(2.0, cv) == pytest.approx(want, rel=1e-4)
+
+
+def test_the_lone_request_takes_its_own_prompt_at_the_quantile():
+    """At a trickle (no wait) the TTFT quantile is the lone pass of a prompt ``r_q`` times the
+    mean: static and disaggregated ``r_q first_1`` (a pass linear in its tokens); continuous
+    the mean TTFT plus ``(r_q - 1) S / c`` whole-chunk steps (the wait's quantile, under a
+    step, added in quadrature)."""
+    r = float(qu.length_quantile(0.99, 0.77))
+    static = qu.static_at_load(0.99, 1e-6, 1.0, length_cv=0.77, **STATIC)
+    assert static.ttft_q_s == pytest.approx(r * 0.1, rel=1e-5)
+    dis = qu.disaggregated_at_load(0.99, 1e-6, 1.0, length_cv=0.77, **DISAGGREGATED)
+    assert dis.ttft_q_s == pytest.approx(r * 0.51, rel=1e-5)
+    cont = qu.continuous_at_load(0.99, 1e-9, 1.0, length_cv=0.77, **CONTINUOUS)
+    base = qu.continuous_at_load(0.99, 1e-9, 1.0, **CONTINUOUS)
+    excess = (r - 1.0) * 4 * 0.030
+    assert cont.ttft_q_s == pytest.approx(base.ttft_mean_s + np.hypot(base.ttft_q_s - base.ttft_mean_s, excess), rel=1e-9)
+
+
+def test_disaggregated_join_excess_is_its_law():
+    """``join_excess_quantile``: ``P(U / m > x) = 1 - q`` over a Monte Carlo of 400,000
+    requests (gamma outputs rounded to whole tokens, at least 1; one-token requests 0), within
+    its binomial error at 4 standard errors."""
+    rng = np.random.default_rng(7)
+    for cv in (0.77, 2.1):
+        x = float(qu.join_excess_quantile(0.99, 256.0, cv))
+        o = np.maximum(1.0, np.floor(rng.gamma(1.0 / cv**2, 256.0 * cv**2, 400_000) + 0.5))
+        u = rng.uniform(size=o.size)
+        share = np.where(o > 1.0, u / np.maximum(o - 1.0, 1.0), 0.0)
+        p = np.mean(share > x)
+        assert abs(p - 0.01) <= 4.0 * np.sqrt(0.01 * 0.99 / o.size) + 2e-4, (cv, p)
+
+
+def test_continuous_mean_wait_adds_pollaczek_khinchine_excess():
+    """The mean TTFT rises by M/G/1's excess over M/D/1, ``u c_s^2 D / (2 (1 - u))`` at the
+    stream's utilisation ``u`` and prompt time ``D`` (Poisson arrivals: no burst term)."""
+    rate = 10.0
+    base = qu.continuous_at_load(0.99, rate, 1.0, **CONTINUOUS)
+    spread = qu.continuous_at_load(0.99, rate, 1.0, length_cv=0.77, **CONTINUOUS)
+    c = CONTINUOUS
+    lam = rate / c["instances"]
+    d = np.interp(base.running, [1.0, c["batch"]], [c["decode_1_s"], c["decode_s"]])
+    chunked = np.interp(base.running, [1.0, c["batch"]], [c["chunk_step_1_s"], c["step_s"]])
+    u = min(lam * c["prompt_tokens"] * base.tpot_mean_s / c["chunk_tokens"], 1.0)
+    prompt_s = c["prompt_tokens"] / c["chunk_tokens"] * chunked
+    assert d < chunked and 0.0 < u < 1.0
+    assert spread.ttft_mean_s - base.ttft_mean_s == pytest.approx(u * 0.77**2 * prompt_s / (2.0 * (1.0 - u)), rel=1e-9)
+    assert spread.running == base.running and spread.tpot_q_s >= base.tpot_q_s
+
+
+def test_static_batches_last_their_longest_output():
+    """The full batch's cycle holds ``O M_b - 1`` decode steps: near the spread's capacity the
+    wait grows past the mean lengths', and a batch that cannot fill its longest member at
+    the roofline's capacity has no steady state left."""
+    top = STATIC["instances"] * STATIC["batch"] / (STATIC["prefill_s"] + 100 * STATIC["decode_s"])
+    base = qu.static_at_load(0.99, 0.5 * top, 1.0, **STATIC)
+    spread = qu.static_at_load(0.99, 0.5 * top, 1.0, length_cv=0.77, **STATIC)
+    assert spread.ttft_mean_s > base.ttft_mean_s and spread.running > base.running
+
+
+def _capacity(mode, kw, cv):
+    """Requests/s at which each mode's plan saturates: static at the spread's longest output
+    (``N B / (P + (O M_B - 1) d)``), continuous ``N B / (O step)``, disaggregated its prefill
+    pool's full passes ``N_p P / busy(P)`` (below its decode pool's)."""
+    if mode == 0:
+        return kw["instances"] * kw["batch"] / (kw["prefill_s"] + (kw["output_tokens"] * float(qu.longest_ratio(kw["batch"], cv)) - 1.0) * kw["decode_s"])
+    if mode == 1:
+        return kw["instances"] * kw["batch"] / (kw["output_tokens"] * kw["step_s"])
+    return kw["prefill_instances"] * kw["prefill_batch"] / kw["busy_s"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(cv=st.floats(0.0, 3.0), load=st.floats(0.05, 0.9), mode=st.integers(0, 2))
+def test_spread_over_its_range_is_finite_and_never_shortens_the_tail(cv, load, mode):
+    """Over ``length_cv`` in [0, 3] and loads below the spread's capacity: every statistic a
+    finite positive number, the TTFT and TPOT quantiles at least the mean lengths' at the same
+    rate (the own prompt's excess only adds; static: the longer cycle too), and ``length_cv =
+    0`` the model without the key, bit for bit."""
+    model, kw = MODELS[mode]
+    rate = load * _capacity(mode, kw, cv)
+    base = model(0.99, rate, 1.0, **kw)
+    got = model(0.99, rate, 1.0, length_cv=cv, **kw)
+    zero = model(0.99, rate, 1.0, length_cv=0.0, **kw)
+    assert all(np.array_equal(a, b) for a, b in zip(zero, base))
+    assert all(np.isfinite(x) and x > 0.0 for x in got[:4])
+    assert got.ttft_q_s >= base.ttft_q_s * (1.0 - 1e-12) and got.tpot_q_s >= base.tpot_q_s * (1.0 - 1e-12)
+
+
+def test_check_refuses_the_spread_with_a_length_law(cli):
+    """A length law is a spread of its own: ``length_cv`` above 0 with one is exit 2, naming
+    both keys; at 0 (the default) the law alone checks, and the spread alone too."""
+    law = 'workload.output_tokens={law="lognormal",median=200,sigma=0.8}'
+    r = cli("check", "h100", "--set", law, "--set", "workload.load.length_cv=0.77")
+    assert r.code == 2 and "workload.load.length_cv" in r.err and "workload.output_tokens" in r.err and "Traceback" not in r.err, r.err
+    assert cli("check", "h100", "--set", law).code == 0
+    assert cli("check", "h100", "--set", "workload.load.length_cv=0.77").code == 0

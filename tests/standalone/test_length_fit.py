@@ -1,0 +1,43 @@
+"""The fast model's length spread against the simulator (docs/load.md#length-spread): the
+committed table is the page's and the model's as it is now, and a few cells re-simulated
+with replications whose standard error sets the tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.docs_scripts import docs_script
+from tests.standalone.fit_checks import assert_fits, replicated
+
+
+@pytest.fixture(scope="module")
+def table():
+    return docs_script("load/make_length_table")
+
+
+def test_the_length_table_on_the_page_is_the_committed_grid_and_the_model(table):
+    """docs/load.md's block is rendered from docs/load/length-table.csv, and the committed
+    fast-model columns are the model's now (the refit of the simulated columns)."""
+    committed = pd.read_csv(table.CSV)
+    page = table.PAGE.read_text()
+    block = page[page.index(table.BEGIN) + len(table.BEGIN):page.index(table.END)].strip()
+    assert block == table.render(committed)
+    fresh = table.refit(committed, lambda row: table.spread_system(row["design"], row["mode"], row["length_cv"]))
+    for k in ("ttft_p99", "ttft_mean", "tpot_p99", "tpot_mean"):
+        np.testing.assert_allclose(fresh[f"fast_{k}_ms"], committed[f"fast_{k}_ms"], rtol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, mode, spread, load", [("lite-h100", "disaggregated", 0.77, 0.6), ("h100", "disaggregated", 2.1, 0.3),
+                                                       ("lite-h100", "static", 0.77, 0.3)])
+def test_cells_within_the_criterion_hold_against_replications(table, name, mode, spread, load):
+    """16 instances, Poisson arrivals, lengths spread by ``length_cv``: the fast model within
+    10 % of the replications' mean P99 TTFT and TPOT and 5 % of their means, widened by 4
+    standard errors (fit_checks.py's criterion; the table's loads, static's of the spread's
+    capacity)."""
+    system = table.spread_system(name, mode, spread)
+    rate = load * system.capacity_tokens_per_s / system.output_tokens
+    sim, sem = replicated(system, rate, table.REQUESTS[mode], 4, 0, "mser5", "poisson", 1.0)
+    assert_fits(system, rate, 1.0, sim, sem)
