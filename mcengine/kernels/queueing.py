@@ -61,9 +61,12 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
     (``A*(s) = (1 + s v / lambda)^(-1 / v)`` the gamma gaps' transform; Chaudhry and
     Templeton 1983), 1 where ``P <= lambda g`` (no root below 1). ``phi`` is increasing and
     convex with ``phi(0) > 0`` and ``phi(1) = 1``, so ``G`` is concave, negative below the
-    root and positive between it and 1: Newton steps from ``phi(0)`` (at most the root: the
-    fixed-point iteration from 0 rises to it; 1/2 where ``phi(0)`` rounds to 0) rise to the
-    root, each tangent of a concave ``G`` meeting 0 below it, with ``G' = 1 - phi'``,
+    root and positive between it and 1: Newton steps rise to the root, each tangent of a
+    concave ``G`` meeting 0 below it, from the larger of ``phi(0)`` (at most the root: the
+    fixed-point iteration from 0 rises to it) and the heavy-traffic root ``1 - 2 (k - 1) /
+    ((1 + v) k^2 + k (P I - 1))``, where ``phi``'s parabola at 1 (``phi'(1) = k = P /
+    (lambda g)``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``) meets ``z`` (1/2 where neither is
+    in ``(0, 1)``; 0 where ``lambda = 0``), with ``G' = 1 - phi'``,
     ``phi' = A*(s) / (lambda + s v) x P z^(P I - 1) / g``, ``s`` the argument; a step that
     leaves the bracket ``[0, 1]`` or fails to halve halves it instead
     (:func:`_newton_or_halving`). A trial stops once its step is at most ``tolerance x z``,
@@ -74,10 +77,15 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
         lam, v, g, p, d = rate_per_s[i], arrival_cv2[i], gap_s[i], top[i], dispersion[i]
         if not p > lam * g:
             continue
+        if not lam > 0.0:  # no arrivals: no queue
+            out[i] = 0.0
+            continue
         pd, gd, power = p * d, g * d, -1.0 / v
         lo, hi = 0.0, 1.0
-        z = _gamma_transform(1.0 / gd / lam, v, power, smooth_cv2)  # phi(0)
-        if not z > 0.0:
+        drains = p / (g * lam)  # phi'(1) = P / (lambda g) > 1
+        near = 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (pd - 1.0))  # 1 - z where phi's parabola at 1 meets z
+        z = max(_gamma_transform(1.0 / gd / lam, v, power, smooth_cv2), 1.0 - near)  # phi(0), or the heavy-traffic root above it
+        if not 0.0 < z < 1.0:
             z = 0.5
         moved = before = np.inf
         for _ in range(steps):
