@@ -36,20 +36,22 @@ def _gamma_transform(t, v, power, smooth_cv2):
 
 
 @inline_kernel
-def _newton_or_halving(x, g, dg, lo, hi, before):
+def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance):
     """One step of a bracketed Newton solve of an increasing residual ``G`` (``G(lo) <= 0 <=
     G(hi)``) at ``x``, where ``G = g`` and ``G' = dg``: the bracket narrowed to ``x`` on the
     side ``g`` puts it, and the Newton step where ``dg > 0``, it stays in the bracket and it
-    is at most half the step before last (``before``), else the bracket's midpoint.
-    Returns ``(next x, lo, hi)``."""
+    is at most half the step before last (``before``; ``moved`` the last), else the
+    bracket's midpoint. Returns ``(next x, lo, hi, moved, before, done)``, ``done`` where
+    the step was at most ``tolerance x |x|``."""
     if g <= 0.0:
         lo = x
     if g >= 0.0:
         hi = x
-    newton = x - g / dg
-    if dg > 0.0 and lo <= newton <= hi and 2.0 * abs(newton - x) <= before:
-        return newton, lo, hi
-    return 0.5 * (lo + hi), lo, hi
+    step = x - g / dg
+    if not (dg > 0.0 and lo <= step <= hi and 2.0 * abs(step - x) <= before):
+        step = 0.5 * (lo + hi)
+    length = abs(step - x)
+    return step, lo, hi, length, moved, length <= tolerance * abs(x)
 
 
 @kernel
@@ -92,10 +94,7 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
             drained = -math.expm1(pd * math.log(z)) / gd / lam  # (1 - z^(P I)) / (g I lambda)
             phi = _gamma_transform(drained, v, power, smooth_cv2)
             slope = phi / (1.0 + drained * v) * (pd / gd) * (math.exp(pd * math.log(z)) / z) / lam
-            step, lo, hi = _newton_or_halving(z, z - phi, 1.0 - slope, lo, hi, before)
-            before, moved = moved, abs(step - z)
-            done = moved <= tolerance * z
-            z = step
+            z, lo, hi, moved, before, done = _newton_or_halving(z, z - phi, 1.0 - slope, lo, hi, moved, before, tolerance)
             if done:
                 break
         out[i] = z
@@ -146,10 +145,8 @@ def hypoexponential_quantiles(first_scale, second_scale, burst, a, b, tail, top_
             if bi > 0.0:
                 two, two_density = _plus_exponential(t, second_scale[i], burst[i])
                 survival, density = (ai * one - bi * two) / gap, (ai * one_density - bi * two_density) / gap
-            step, lo, hi = _newton_or_halving(t, math.log(level) - math.log(survival), density / survival, lo, hi, before)
-            before, moved = moved, abs(step - t)
-            done = moved <= tolerance * t
-            t = step
+            t, lo, hi, moved, before, done = _newton_or_halving(t, math.log(level) - math.log(survival), density / survival, lo, hi, moved, before,
+                                                                tolerance)
             if done:
                 break
         out[i] = t
