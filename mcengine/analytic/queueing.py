@@ -24,7 +24,19 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
-#: Bisection steps of :func:`_batched_ttft`'s quantile (a fixed count: run time never grows
+from ..kernels import queueing as kq
+
+#: Most steps of :func:`_queue_ratio`'s and :func:`_batched_ttft`'s bracketed Newton solves
+#: (:mod:`mcengine.kernels.queueing`; a fixed cap: run time never grows with a value; the
+#: bisection each step falls back to would reach a float's resolution of either bracket in
+#: 60).
+ROOT_STEPS = 60
+#: The step, relative to the root, at which :func:`_queue_ratio` and :func:`_batched_ttft`
+#: take a trial's root as solved: a Newton step that short leaves it within about the square
+#: of that where the residual is smooth (a float's resolution), a halving within that.
+ROOT_TOLERANCE = 1e-13
+
+#: Bisection steps of :func:`join_excess_quantile` (a fixed count: run time never grows
 #: with a value; 2^-60 of its bracket is below a float's resolution).
 BISECTION_STEPS = 60
 #: Gauss-Legendre nodes of :func:`longest_ratio` (a fixed count: run time never grows with a
@@ -467,28 +479,11 @@ def _gap_batch(arrivals, top, extra):
     return np.minimum(1.0 + e + count, top)
 
 
-#: Squared arrival CV below which :func:`_gamma_transform` takes the power's logarithm with
+#: Squared arrival CV below which the gamma gaps' transform (:func:`_queue_ratio`,
+#: :func:`mcengine.kernels.queueing.queue_ratios`) takes the power's logarithm with
 #: ``log1p`` (``1 + t c_a^2`` rounds to 1 there and the power to 1): a numerical switch, the
 #: same law on both sides to about 10^-13.
 SMOOTH_ARRIVAL_CV2 = 1e-3
-
-
-def _gamma_transform(v):
-    """``t -> E[e^(-s A)]`` of gamma gaps ``A`` of mean ``1 / lambda`` and squared CV ``v`` at ``t =
-    s / lambda``: ``(1 + t v)^(-1 / v)``, whose limit at ``v = 0`` (evenly spaced arrivals)
-    is ``e^(-t)``. Which form each trial takes is worked out once, for a bisection's many
-    ``t``; the caller holds ``np.errstate`` (divide, invalid, over) for the calls."""
-    power = -1.0 / v
-    if np.all(v > SMOOTH_ARRIVAL_CV2):  # (every arrival law but the nearly even: the power alone)
-        return lambda t: (1.0 + t * v) ** power
-    positive, smoothly = v > 0.0, v > SMOOTH_ARRIVAL_CV2
-    safe_v = np.where(positive, v, 1.0)
-
-    def transform(t):
-        smooth = np.exp(-np.where(positive, np.log1p(t * v) / safe_v, t))
-        return np.where(smoothly, (1.0 + t * v) ** power, smooth)
-
-    return transform
 
 
 def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
@@ -506,21 +501,25 @@ def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
     taken as ``I`` times a Poisson count of mean ``A / (g I)``: ``z = A*((1 - z^(P I)) / (g
     I))`` (``I -> 0``: ``-P ln z / g``, deterministic pass ends). The root in ``(0, 1)``
     exists where full passes drain faster than prompts arrive (``P > lambda g``); 1 (no
-    steady state) where they do not. :data:`BISECTION_STEPS` bisection steps on ``[0, 1]``:
-    the residual ``E[z^(P D)] - z`` is positive below the root and negative above it."""
-    lam, g, p, d = np.broadcast_arrays(*(np.asarray(x, float) for x in (rate_per_s, gap_s, top, dispersion)))
-    v = np.asarray(arrival_cv, float) ** 2
-    d = np.maximum(d, 1e-12)
-    lo, hi = np.zeros(lam.shape), np.ones(lam.shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        pd, gd = p * d, g * d
-        transform = _gamma_transform(v)
-        for _ in range(BISECTION_STEPS):
-            z = 0.5 * (lo + hi)
-            drained = -np.expm1(pd * np.log(z)) / gd  # (1 - z^(P I)) / (g I)
-            above = transform(drained / lam) > z
-            lo, hi = np.where(above, z, lo), np.where(above, hi, z)
-    return np.where(p > lam * g, lo, 1.0)
+    steady state) where they do not: :func:`mcengine.kernels.queueing.queue_ratios`, a
+    bracketed Newton solve of each trial to within :data:`ROOT_TOLERANCE` of its root
+    (:data:`ROOT_STEPS` steps at most). Near 1 (a pool near its capacity) the residual is a
+    difference of two numbers near 1, rounded to about 1e-16 over an interval about the
+    root: any point of it is as much the root as another."""
+    lam, v, g, p, d = _flat(rate_per_s, np.asarray(arrival_cv, float) ** 2, gap_s, top, dispersion)
+    return kq.queue_ratios(lam, v, g, p, np.maximum(d, 1e-12), ROOT_STEPS, ROOT_TOLERANCE, SMOOTH_ARRIVAL_CV2).reshape(_shape(rate_per_s, arrival_cv, gap_s, top, dispersion))
+
+
+def _shape(*arrays) -> tuple:
+    """The shape the arrays broadcast to."""
+    return np.broadcast_shapes(*(np.shape(x) for x in arrays))
+
+
+def _flat(*arrays) -> tuple[np.ndarray, ...]:
+    """The arrays broadcast to one shape, each flattened into a contiguous float64 array (a
+    kernel's per-trial input)."""
+    shape = _shape(*arrays)
+    return tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(x, float), shape)).ravel() for x in arrays)
 
 
 def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top):
@@ -555,8 +554,9 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
     of mean ``g``), so its TTFT is ``first(1) + a R + b A`` with ``a = 1 + lambda f``, ``b =
     lambda f``, plus ``f Y`` for the burst's ``e`` extra requests (``Y`` taken exponential of
     mean ``e``, :attr:`BatchQueue.extra`; 0 for Poisson arrivals): a hypoexponential law
-    (:func:`_plus_exponential`), whose ``1 - (1 - q) / C`` quantile is found by
-    :data:`BISECTION_STEPS` bisection steps on ``[0, 50 (g (a + b) + f e)]``, at most the
+    whose ``1 - (1 - q) / C`` quantile is found in ``[0, 50 (g (a + b) + f e)]`` by
+    :func:`mcengine.kernels.queueing.hypoexponential_quantiles` (a bracketed Newton solve to
+    within :data:`ROOT_TOLERANCE`, :data:`ROOT_STEPS` steps at most), at most the
     wait's quantile plus ``first(top)`` (the batch full). ``g`` is the longer of the gap as
     bursts stretch it (:attr:`BatchQueue.gap_s`, Allen-Cunneen's factor: light traffic) and
     the wait for the passes of the queue ahead (:func:`_queue_wait`, passes of ``top`` taking
@@ -582,42 +582,12 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
 
     burst = slope * np.asarray(bq.extra, float)  # the mean of the burst's extra requests' share of the pass
 
-    first_law, second_law = _plus_exponential(a * g, burst), _plus_exponential(np.maximum(b * g, 1e-300), burst)
-    gap, second = np.where(a > b, a - b, 1.0), b > 0
-
-    def survival(t):
-        one = first_law(t)
-        return np.where(second, (a * one - b * second_law(t)) / gap, one)
-
-    lo, hi = np.zeros(np.shape(c)), 50.0 * (g * (a + b) + burst)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):  # for every step's survival
-        for _ in range(BISECTION_STEPS):
-            mid = 0.5 * (lo + hi)
-            above = survival(mid) > tail
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    with np.errstate(over="ignore"):
+        scales = _flat(a * g, np.maximum(b * g, 1e-300), burst, a, b, tail, 50.0 * (g * (a + b) + burst))
+    lo = kq.hypoexponential_quantiles(*scales, ROOT_STEPS, ROOT_TOLERANCE).reshape(_shape(a, b, g, tail, burst))
     waited_q = np.minimum(first(1.0) + lo, g * np.log(1.0 / tail) + first(top))
     quantile = np.where(c > 1.0 - np.asarray(q, float), waited_q, first(1.0))
     return np.where(steady, mean, np.inf), np.where(steady, quantile, np.inf)
-
-
-def _plus_exponential(scale, other):
-    """``t -> P(X + Y > t)`` for independent exponentials ``X`` of mean ``scale`` and ``Y`` of
-    mean ``other`` (``Y = 0`` where ``other`` is 0): ``(s e^(-t/s) - m e^(-t/m)) / (s - m)``,
-    and ``(1 + t/s) e^(-t/s)`` where the means are equal (the hypoexponential law). What
-    does not depend on ``t`` is worked out once, for a bisection's many ``t``; the caller
-    holds ``np.errstate`` (divide, invalid, over, under) for the calls."""
-    s, m = np.broadcast_arrays(*(np.asarray(x, float) for x in (scale, other)))
-    equal = np.abs(s - m) <= 1e-9 * s
-    other_mean, apart_by, has_other = np.where(m > 0, m, 1.0), np.where(equal, 1.0, s - m), m > 0
-    if not has_other.any():  # no burst anywhere: the exponential alone
-        return lambda t: np.exp(-t / s)
-
-    def survival(t):
-        own = np.exp(-t / s)
-        apart = (s * own - m * np.exp(-t / other_mean)) / apart_by
-        return np.where(has_other, np.where(equal, (1.0 + t / s) * own, apart), own)
-
-    return survival
 
 
 #: Squared coefficient of variation of the gaps between batch completions that a waiting

@@ -1,0 +1,153 @@
+"""The load models' bisections compiled (docs/load.md#speed): the root of the bulk queue's
+embedded chain and the quantile of a waiting request's TTFT, trial by trial.
+
+:func:`queue_ratios` is the bisection of :func:`mcengine.analytic.queueing._queue_ratio`
+and :func:`hypoexponential_quantiles` that of
+:func:`mcengine.analytic.queueing._batched_ttft`: the same probes and comparisons the
+vectorised NumPy loops made, a trial at a time (a trial's answer depends on its own inputs
+alone, never on the others' nor on a thread count), each step on scalars in registers in
+place of a dozen passes over the trials' arrays. What does not depend on the probe is
+computed by NumPy and handed in. The transcendental functions are the C library's, not
+NumPy's vectorised ones, so a probe's residual may differ from NumPy's in its last bit,
+and a bisection that meets a residual that close to 0 ends elsewhere in the interval the
+residual's rounding leaves about its root (docs/load.md#speed)"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..jit import inline_kernel, kernel
+
+
+@inline_kernel
+def _gamma_transform(t, v, power, smooth_cv2):
+    """``E[e^(-s A)]`` of gamma gaps of squared CV ``v`` at ``t = s / lambda``: ``(1 + t
+    v)^power`` (``power = -1 / v``) above ``smooth_cv2``, ``e^(-log1p(t v) / v)`` down to 0,
+    ``e^(-t)`` at 0 (``smooth_cv2``: :data:`mcengine.analytic.queueing.SMOOTH_ARRIVAL_CV2`,
+    where ``1 + t v`` would round to 1): ``(1 + t v)^(-1 / v)`` is the transform, its limit
+    at ``v = 0`` (evenly spaced arrivals) ``e^(-t)``."""
+    if v > smooth_cv2:
+        return (1.0 + t * v) ** power
+    if v > 0.0:
+        return math.exp(-(math.log1p(t * v) / v))
+    return math.exp(-t)
+
+
+@inline_kernel
+def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance):
+    """One step of a bracketed Newton solve of an increasing residual ``G`` (``G(lo) <= 0 <=
+    G(hi)``) at ``x``, where ``G = g`` and ``G' = dg``: the bracket narrowed to ``x`` on the
+    side ``g`` puts it, and the Newton step where ``dg > 0``, it stays in the bracket and it
+    is at most half the step before last (``before``; ``moved`` the last), else the
+    bracket's midpoint. Returns ``(next x, lo, hi, moved, before, done)``, ``done`` where
+    the step was at most ``tolerance x |x|``."""
+    if g <= 0.0:
+        lo = x
+    if g >= 0.0:
+        hi = x
+    step = x - g / dg
+    if not (dg > 0.0 and lo <= step <= hi and 2.0 * abs(step - x) <= before):
+        step = 0.5 * (lo + hi)
+    length = abs(step - x)
+    return step, lo, hi, length, moved, length <= tolerance * abs(x)
+
+
+@kernel
+def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, tolerance, smooth_cv2):
+    """The ratio ``z`` of :func:`mcengine.analytic.queueing._queue_ratio` of each trial
+    (float64 arrays of one length: arrivals/s ``lambda``, squared arrival CV ``v``, gap ``g``
+    (s), prompts a pass ``P``, index of dispersion ``I`` of the pass ends, at least 1e-12):
+    the root in ``[0, 1)`` of ``G(z) = z - phi(z)``, ``phi(z) = A*((1 - z^(P I)) / (g I))``
+    (``A*(s) = (1 + s v / lambda)^(-1 / v)`` the gamma gaps' transform; Chaudhry and
+    Templeton 1983), 1 where ``P <= lambda g`` (no root below 1). ``phi`` is increasing and
+    convex with ``phi(0) > 0`` and ``phi(1) = 1``, so ``G`` is concave, negative below the
+    root and positive between it and 1: Newton steps rise to the root, each tangent of a
+    concave ``G`` meeting 0 below it, from the larger of ``phi(0)`` (at most the root: the
+    fixed-point iteration from 0 rises to it) and the heavy-traffic root ``1 - 2 (k - 1) /
+    ((1 + v) k^2 + k (P I - 1))``, where ``phi``'s parabola at 1 (``phi'(1) = k = P /
+    (lambda g)``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``) meets ``z`` (1/2 where neither is
+    in ``(0, 1)``; 0 where ``lambda = 0``), with ``G' = 1 - phi'``,
+    ``phi' = A*(s) / (lambda + s v) x P z^(P I - 1) / g``, ``s`` the argument; a step that
+    leaves the bracket ``[0, 1]`` or fails to halve halves it instead
+    (:func:`_newton_or_halving`). A trial stops once its step is at most ``tolerance x z``,
+    after ``steps`` steps at most."""
+    n = rate_per_s.size
+    out = np.ones(n)
+    for i in range(n):
+        lam, v, g, p, d = rate_per_s[i], arrival_cv2[i], gap_s[i], top[i], dispersion[i]
+        if not p > lam * g:
+            continue
+        if not lam > 0.0:  # no arrivals: no queue
+            out[i] = 0.0
+            continue
+        pd, gd, power = p * d, g * d, -1.0 / v
+        lo, hi = 0.0, 1.0
+        drains = p / (g * lam)  # phi'(1) = P / (lambda g) > 1
+        near = 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (pd - 1.0))  # 1 - z where phi's parabola at 1 meets z
+        z = max(_gamma_transform(1.0 / gd / lam, v, power, smooth_cv2), 1.0 - near)  # phi(0), or the heavy-traffic root above it
+        if not 0.0 < z < 1.0:
+            z = 0.5
+        moved = before = np.inf
+        for _ in range(steps):
+            drained = -math.expm1(pd * math.log(z)) / gd / lam  # (1 - z^(P I)) / (g I lambda)
+            phi = _gamma_transform(drained, v, power, smooth_cv2)
+            slope = phi / (1.0 + drained * v) * (pd / gd) * (math.exp(pd * math.log(z)) / z) / lam
+            z, lo, hi, moved, before, done = _newton_or_halving(z, z - phi, 1.0 - slope, lo, hi, moved, before, tolerance)
+            if done:
+                break
+        out[i] = z
+    return out
+
+
+@inline_kernel
+def _plus_exponential(t, scale, other):
+    """``P(X + Y > t)`` and its density at ``t``, for independent exponentials ``X`` of mean
+    ``scale`` and ``Y`` of mean ``other`` (``Y = 0`` where ``other`` is 0): ``(s e^(-t/s) - m
+    e^(-t/m)) / (s - m)`` and ``(e^(-t/s) - e^(-t/m)) / (s - m)``; where the means are equal
+    (the hypoexponential law), ``(1 + t/s) e^(-t/s)`` and ``t e^(-t/s) / s^2``; with no
+    ``Y``, ``e^(-t/s)`` and ``e^(-t/s) / s``."""
+    own = math.exp(-t / scale)
+    if not other > 0.0:
+        return own, own / scale
+    if abs(scale - other) <= 1e-9 * scale:
+        return (1.0 + t / scale) * own, t / (scale * scale) * own
+    theirs = math.exp(-t / other)
+    return (scale * own - other * theirs) / (scale - other), (own - theirs) / (scale - other)
+
+
+@kernel
+def hypoexponential_quantiles(first_scale, second_scale, burst, a, b, tail, top_s, steps, tolerance):
+    """The ``1 - tail`` quantile (s) of ``T = a R + b A + Y`` of each trial (float64 arrays of
+    one length; ``R``, ``A`` exponential of mean ``g``, ``first_scale = a g``,
+    ``second_scale = max(b g, 1e-300)``, ``Y`` exponential of mean ``burst``), as
+    :func:`mcengine.analytic.queueing._batched_ttft` reads it: its survival ``(a S_1 - b S_2)
+    / (a - b)`` (``S_1``, ``S_2`` :func:`_plus_exponential` of the two scales; ``S_1`` alone
+    where ``b = 0``), a sum of independent exponentials' and so log-concave, so ``G(t) =
+    ln(tail) - ln P(T > t)`` is convex and increasing: Newton steps from ``M ln(3 / tail)``
+    (``M = top_s / 50``, the sum of the three means; at least the quantile, by a union
+    bound on the three terms) fall to the root, each tangent of a convex ``G`` meeting 0
+    above it, ``G' = f / P(T > t)`` (``f`` the density), kept in ``[0, top_s]``
+    (:func:`_newton_or_halving`); a trial stops once its step is at most ``tolerance x
+    t``, after ``steps`` steps at most."""
+    n = tail.size
+    out = np.empty(n)
+    for i in range(n):
+        ai, bi, level = a[i], b[i], tail[i]
+        gap = ai - bi if ai > bi else 1.0
+        lo, hi = 0.0, top_s[i]
+        t = min(top_s[i] / 50.0 * math.log(3.0 / level), hi)
+        moved = before = np.inf
+        for _ in range(steps):
+            one, one_density = _plus_exponential(t, first_scale[i], burst[i])
+            survival, density = one, one_density
+            if bi > 0.0:
+                two, two_density = _plus_exponential(t, second_scale[i], burst[i])
+                survival, density = (ai * one - bi * two) / gap, (ai * one_density - bi * two_density) / gap
+            t, lo, hi, moved, before, done = _newton_or_halving(t, math.log(level) - math.log(survival), density / survival, lo, hi, moved, before,
+                                                                tolerance)
+            if done:
+                break
+        out[i] = t
+    return out

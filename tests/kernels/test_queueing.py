@@ -1,0 +1,93 @@
+"""The load models' compiled root solves (mcengine/kernels/queueing.py) against closed forms
+and scipy's root finder."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+from mcengine.analytic import queueing as qu
+from mcengine.kernels import queueing as kq
+
+
+def ratios(lam, cv2, g, p, d, steps=qu.ROOT_STEPS):
+    flat = [np.asarray(x, float).ravel() for x in np.broadcast_arrays(lam, cv2, g, p, d)]
+    return kq.queue_ratios(*flat, steps, qu.ROOT_TOLERANCE, qu.SMOOTH_ARRIVAL_CV2)
+
+
+def test_queue_ratio_known_answers():
+    """M/M/c's ratio ``lambda g`` (Poisson arrivals and pass ends, one prompt a pass) to 1e-13,
+    for loads from a trickle to 0.999; 0 with no arrivals; 1 where full passes do not outrun
+    the arrivals."""
+    rho = np.array([1e-6, 0.01, 0.3, 0.7, 0.9, 0.99, 0.999])
+    np.testing.assert_allclose(ratios(rho / 0.1, 1.0, 0.1, 1.0, 1.0), rho, rtol=1e-13)
+    assert ratios(0.0, 1.0, 0.1, 4.0, 1.0)[0] == 0.0
+    assert ratios(80.0, 1.0, 0.1, 8.0, 1.0)[0] == 1.0
+
+
+def test_queue_ratio_is_the_root_for_gamma_arrivals_and_batches():
+    """``z = A*((1 - z^(P I)) / (g I))`` against brentq (to 1e-11, or 1e-9 of 0 for the ratios
+    that small) over a grid of gamma arrival CVs (0
+    to 3), passes of 1 to 8 prompts, dispersions and loads up to 0.99 of the full passes
+    rate. Every trial whose ratio is above 1e-6 settles in at most 12 steps (its answer with 12
+    steps the same bits); a ratio within 1e-6 of 0 (no queue ahead) where pass ends are far
+    more regular than Poisson's (``P I < 1``: ``phi`` is not convex near 0 and the steps
+    fall back to halvings) takes more, within :data:`~mcengine.analytic.queueing.ROOT_STEPS`."""
+    rng = np.random.default_rng(3)
+    n = 400
+    cv2 = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.0, 3.0, n) ** 2)
+    p = rng.integers(1, 9, n).astype(float)
+    d = np.where(rng.random(n) < 0.3, 1.0, rng.uniform(1e-12, 1.0, n))
+    g = rng.uniform(0.01, 0.1, n)
+    lam = p / g * rng.uniform(0.05, 0.99, n)
+    z = ratios(lam, cv2, g, p, d)
+    queued = z > 1e-6
+    assert queued.mean() > 0.9
+    np.testing.assert_array_equal(ratios(lam, cv2, g, p, d, steps=12)[queued], z[queued])
+    for i in range(n):
+        v = cv2[i]
+
+        def residual(x):
+            s = -math.expm1(p[i] * d[i] * math.log(x)) / (g[i] * d[i]) / lam[i]
+            return (math.exp(-s) if v == 0.0 else (1.0 + s * v) ** (-1.0 / v)) - x
+
+        root = brentq(residual, 1e-300, 1.0 - 1e-9, xtol=1e-16, rtol=1e-15)
+        assert z[i] == pytest.approx(root, rel=1e-11, abs=1e-9)
+
+
+def test_queue_ratio_each_trial_its_own():
+    """A trial's ratio is the same bits alone as among others."""
+    lam, g = np.array([1.0, 50.0, 79.0, 0.0]), np.full(4, 0.1)
+    z = ratios(lam, 4.0, g, 8.0, 0.5)
+    for i in range(4):
+        assert ratios(lam[i], 4.0, g[i], 8.0, 0.5)[0] == z[i]
+
+
+def quantiles(a, b, g, burst, tail):
+    a, b, g, burst, tail = (np.ascontiguousarray(x, float) for x in np.broadcast_arrays(*(np.atleast_1d(x) for x in (a, b, g, burst, tail))))
+    return kq.hypoexponential_quantiles(a * g, np.maximum(b * g, 1e-300), burst, a, b, tail, 50.0 * (g * (a + b) + burst),
+                                        qu.ROOT_STEPS, qu.ROOT_TOLERANCE)
+
+
+def test_hypoexponential_quantile_closed_forms():
+    """One exponential of mean ``s``: ``s ln(1 / tail)``; two of equal mean ``s`` (``b = 0``
+    and a burst of mean ``a g``): ``(1 + x) e^(-x) = tail`` at ``x = t / s``; ``a R + b A``:
+    ``(a e^(-t/(a g)) - b e^(-t/(b g))) / (a - b) = tail`` (brentq), and with a burst of
+    its own mean, its three-term survival."""
+    tail = np.array([0.5, 0.1, 0.01, 1e-3, 1e-6])
+    np.testing.assert_allclose(quantiles(1.5, 0.0, 0.2, 0.0, tail), 0.3 * np.log(1.0 / tail), rtol=1e-13)
+    for level, got in zip(tail, quantiles(1.0, 0.0, 0.2, 0.2, tail)):
+        assert got == pytest.approx(0.2 * brentq(lambda x: (1.0 + x) * math.exp(-x) - level, 0.0, 100.0, xtol=1e-16), rel=1e-12)
+    a, b, g = 1.6, 0.6, 0.05
+    for level, got in zip(tail, quantiles(a, b, g, 0.0, tail)):
+        root = brentq(lambda t: (a * math.exp(-t / (a * g)) - b * math.exp(-t / (b * g))) / (a - b) - level, 0.0, 10.0, xtol=1e-16)
+        assert got == pytest.approx(root, rel=1e-12)
+    m = 0.02
+
+    def plus(s, t):
+        return (s * math.exp(-t / s) - m * math.exp(-t / m)) / (s - m)
+
+    for level, got in zip(tail, quantiles(a, b, g, m, tail)):
+        root = brentq(lambda t: (a * plus(a * g, t) - b * plus(b * g, t)) / (a - b) - level, 0.0, 10.0, xtol=1e-16)
+        assert got == pytest.approx(root, rel=1e-12)
