@@ -43,7 +43,8 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba import njit
-from numba.core import caching, event
+from numba.core import caching, event, types
+from numba.core.registry import CPUDispatcher
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -154,8 +155,34 @@ def tune_compile_gc() -> None:
 
 _OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
 
+
+class _TypedByArgumentTypes(CPUDispatcher):
+    """A kernel compiled once per argument *types*: called from another kernel with a
+    constant (``0``, ``True``, ``STAGE_LIFE``), numba's dispatcher would compile it for that
+    literal value (``Literal[int](3)``), apart from the same call with a variable of the same
+    type, and again for each other constant; here the constant is typed as its type
+    (``int64``, ``bool``), as a call from Python types it. No kernel reads an argument's
+    literal value (:func:`numba.literally`)."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(tuple(types.unliteral(a) for a in args),
+                                         {k: types.unliteral(v) for k, v in kws.items()})
+
+
+def _policy(**options):
+    """The decorator ``njit(**options)`` makes, its kernels :class:`_TypedByArgumentTypes`."""
+    decorate = njit(**options)
+
+    def make(func):
+        dispatcher = decorate(func)
+        dispatcher.__class__ = _TypedByArgumentTypes
+        return dispatcher
+
+    return make
+
+
 #: Decorator for serial kernels (callable from other kernels).
-kernel = njit(**_OPTIONS)
+kernel = _policy(**_OPTIONS)
 
 #: Decorator for the samplers an event loop calls per event with arrays (the stream, a
 #: law table): numba inlines them in its own IR, so there is no call and no pair of
@@ -163,14 +190,14 @@ kernel = njit(**_OPTIONS)
 #: every kernel that calls it). Also for small helpers with one or two callers: inlined,
 #: a helper is not compiled on its own, nor its code linked and optimised again in every
 #: caller's module (a shorter, smaller first compile).
-inline_kernel = njit(inline="always", **_OPTIONS)
+inline_kernel = _policy(inline="always", **_OPTIONS)
 
 #: Decorator for an event loop that allocates nothing (it works on a workspace its
 #: caller passes), for the handlers it calls rather than inlines, and for the random
 #: samplers of :mod:`mcengine.rng` it calls per draw: compiled without numba's reference
 #: counting (``_nrt=False``), so no call to ``NRT_incref``/``NRT_decref`` is made around
 #: the draws and helpers it inlines, nor the register spills around those calls.
-event_kernel = njit(_nrt=False, **_OPTIONS)
+event_kernel = _policy(_nrt=False, **_OPTIONS)
 
 #: Decorator for the event kernels that only other kernels call (the lifetime loop, the
 #: handlers it calls rather than inlines, the repair-law sampler): as :data:`event_kernel`,
@@ -183,7 +210,7 @@ event_kernel = njit(_nrt=False, **_OPTIONS)
 #: code inside the loop is the same. Such a function cannot be called from Python (it has
 #: no entry point for it: the call would crash), so ``tests/test_policy.py`` checks that no
 #: module outside ``mcengine/kernels`` imports or names one.
-linked_kernel = njit(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTIONS)
+linked_kernel = _policy(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTIONS)
 
 #: Blocks per thread: a few, so a slow block does not leave a thread idle for long.
 BLOCKS_PER_THREAD = 4
