@@ -282,39 +282,52 @@ def exponential(st, mean):
 
 
 @inline_kernel
+def _layer(k):
+    """The layer ``i`` (bits 1-7) and the signed abscissa ``u`` in (-1, 1) (bits 8-52)
+    of the ziggurat that 53 random bits ``k`` give (:func:`normal`)."""
+    return np.int64((k >> _U1) & _LAYER_MASK), 2.0 * (np.float64(np.int64(k >> _U8)) + 0.5) * _TWO_M45 - 1.0
+
+
+@inline_kernel
 def normal(st, mean, sd):
     """Normal variate ``mean + sd * z`` by the ziggurat (Marsaglia & Tsang 2000, ZIGNOR).
 
     The 53 bits ``k`` of one uniform (:func:`_next_bits`, used as they are: no round
     trip through a double) give the layer ``i`` (bits 1-7) and a signed abscissa ``u``
     in (-1, 1) (bits 8-52; bit 0 is unused). Inside the layer's rectangle (``|u| <
-    X[i+1] / X[i]``, 98.8% of draws) ``z = u X[i]`` with no other work; else the wedge is
-    accepted against the density with one more uniform, or, in the base layer, ``z``
-    comes from the tail beyond ``R`` (Marsaglia 1964: two uniforms per attempt). About
-    1.03 uniforms per normal on average, a variable count.
+    X[i+1] / X[i]``, 98.8% of draws) ``z = u X[i]`` with no other work, here; else
+    :func:`_normal_outside` (a call: the inlined rectangle test carries none of its
+    loop's constants) accepts the wedge against the density with one more uniform, or,
+    in the base layer, takes ``z`` from the tail beyond ``R`` (Marsaglia 1964: two
+    uniforms per attempt), drawing again until one is accepted. About 1.03 uniforms per
+    normal on average, a variable count.
     """
-    z = 0.0
+    i, u = _layer(_next_bits(st))
+    if abs(u) < _ZIG_RATIO[i]:
+        return mean + sd * (u * _ZIG_X[i])
+    return mean + sd * _normal_outside(st, i, u)
+
+
+@event_kernel
+def _normal_outside(st, i, u):
+    """:func:`normal`'s ``z`` for a draw outside its layer's rectangle (layer ``i``,
+    abscissa ``u``): the tail or wedge test, and the draws after a rejection, each
+    tested as :func:`normal` tests the first."""
     while True:
-        k = _next_bits(st)
-        i = np.int64((k >> _U1) & _LAYER_MASK)
-        u = 2.0 * (np.float64(np.int64(k >> _U8)) + 0.5) * _TWO_M45 - 1.0
-        if abs(u) < _ZIG_RATIO[i]:
-            z = u * _ZIG_X[i]
-            break
         if i == 0:  # the tail |z| > R
             while True:
                 x = -math.log(uniform(st)) / _ZIG_R
                 if -2.0 * math.log(uniform(st)) >= x * x:
                     break
-            z = -(_ZIG_R + x) if u < 0.0 else _ZIG_R + x
-            break
+            return -(_ZIG_R + x) if u < 0.0 else _ZIG_R + x
         x = u * _ZIG_X[i]
         f0 = math.exp(-0.5 * (_ZIG_X[i] * _ZIG_X[i] - x * x))
         f1 = math.exp(-0.5 * (_ZIG_X[i + 1] * _ZIG_X[i + 1] - x * x))
         if f1 + uniform(st) * (f0 - f1) < 1.0:
-            z = x
-            break
-    return mean + sd * z
+            return x
+        i, u = _layer(_next_bits(st))
+        if abs(u) < _ZIG_RATIO[i]:
+            return u * _ZIG_X[i]
 
 
 @inline_kernel

@@ -146,9 +146,11 @@ def sample_resolved(st, laws, r):
     """:func:`sample_law` of law ``r.w`` of ``laws``, resolved by :func:`resolve_law`:
     the same draws in the same order, the same value. A law of one or two parts is drawn
     from the scalars (the selection uniform here, ``u <= cum0`` the first part as
-    :func:`law_part` picks it; a fixed part's value without a call; any other part by
-    :func:`draw_part`), one of more parts by :func:`draw_law`. It spares a repair draw
-    the table's look-ups and a call that passes the table (about 15 words)."""
+    :func:`law_part` picks it; a fixed part's value without a call, a lognormal part
+    drawn inline, as :func:`draw_part` draws it; any other part by :func:`draw_part`), one
+    of more parts by :func:`draw_law`. It spares a repair draw the table's look-ups and
+    a call that passes the table (about 15 words), and a lognormal part (the shipped
+    repair laws' main part) the call that passes the stream (7 words) and picks the kind."""
     if r.parts > 2:
         return draw_law(st, laws, r.w)
     kind, p1, p2 = r.kind0, r.a0, r.b0
@@ -156,4 +158,6 @@ def sample_resolved(st, laws, r):
         kind, p1, p2 = r.kind1, r.a1, r.b1
     if kind == LAW_FIXED:
         return p1
+    if kind == LAW_LOGNORMAL:
+        return lognormal(st, p1, p2)
     return draw_part(st, kind, p1, p2)
