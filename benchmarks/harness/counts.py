@@ -93,11 +93,14 @@ def {p}arm_count(s, hkeys, hids, hpos, hn, ident, when, horizon):
 def {p}push_repair(rq, s, when):""")],
         "loop": [("        kind = {p}next_event(ws, s, c, lf)\n".format(p=p),
                   "        kind = {p}next_event(ws, s, c, lf)\n        s.loops += 1\n".format(p=p))],
-        "ends": [("    st = ws.st\n    for p in range(c.positions):", "    st = ws.st\n    s.loops, s.heap_ops = 0, 0\n    for p in range(c.positions):"),
-                 ("        out_i[row, v, OUT_PARTED] = 0\n", "        out_i[row, v, OUT_PARTED] = s.loops\n"
+        # the lifetime's start: its first loop over the positions, bare or behind the
+        # stock-out guard (`if s.lists_moved:`) of the trees that have one
+        "ends": [(r"(\n    st = ws\.st\n)(?=(?:    if s\.lists_moved:[^\n]*\n)?\s*for p in range\(c\.positions\):)",
+                  r"\1    s.loops, s.heap_ops = 0, 0\n"),
+                 (re.escape("        out_i[row, v, OUT_PARTED] = 0\n"), "        out_i[row, v, OUT_PARTED] = s.loops\n"
                   "        out_i[row, v, OUT_MAX_FAILED_GPUS] = s.heap_ops\n")],
     }
-    done = {role: _patch(kernels / files[role], e) for role, e in edits.items()}
+    done = {role: _patch(kernels / files[role], e, regex=role == "ends") for role, e in edits.items()}
     arms = 0
     for name in files["clocks"]:
         path = kernels / name

@@ -195,3 +195,16 @@ def test_sobol_harness_times_both_seeds_and_ranks_their_drivers():
         assert row["cpu_s"] > 0 and row["wall_s"] > 0 and row["peak_mb"] > 0
         assert row["drivers"] and all(st >= sobol.DRIVER_ST and 0 < conf <= row["widest_st_conf"] for st, conf in row["drivers"].values())
     assert isinstance(doc["ranking_agrees"], bool) and 0 <= doc["ranking_pairs_apart"] <= doc["ranking_pairs"]
+
+
+def test_counts_harness_instruments_this_trees_life_kernel(tmp_path):
+    """``counts`` finds every place it counts at in the present life kernel (the lifetime's
+    start, the loop, the clocks, the close), so a change to the kernel that moves one of them
+    fails here and not in a benchmark run; the copy's start resets the counters once."""
+    from benchmarks.harness import counts
+
+    counts._copy(None, tmp_path)
+    counts.instrument(tmp_path / "mcengine")
+    start = (tmp_path / "mcengine" / "kernels" / "life" / "handlers.py").read_text()
+    assert start.count("s.loops, s.heap_ops = 0, 0") == 1
+    assert "out_i[row, v, OUT_PARTED] = s.loops" in start
