@@ -119,7 +119,7 @@ def _bracketed_on_rows(time_s, rates, limit, lo, hi, t_lo, t_hi) -> np.ndarray:
 
 def trial_shape(limit_s, r: Rates, *lengths) -> tuple:
     """The shape of per-trial results: ``limit_s``, every field of ``r`` and ``lengths`` broadcast."""
-    return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__), *map(np.shape, lengths))
+    return np.broadcast_shapes(np.shape(limit_s), r.shape, *map(np.shape, lengths))
 
 
 @dataclass(frozen=True)

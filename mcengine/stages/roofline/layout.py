@@ -199,7 +199,8 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     read at most ``B_max``; the batch and every time are unchanged), the planner's
     shortcut. ``limits_of``: an evaluation of the same layout, trials, rates and
     ``within_memory`` whose ``B_max``, ``B_SLO`` and one prompt's TTFT are reused (none
-    depends on ``prefills``). ``rates``: the trials' :func:`rates_of` when already made.
+    depends on ``prefills``), and whose phases are too where its batch is this one in
+    every trial. ``rates``: the trials' :func:`rates_of` when already made.
     The searches run compiled (:func:`mcengine.analytic.roofline.limits.search_table`: the
     same probes, the same batches) for the layouts the kernels cover, with NumPy otherwise.
     """
@@ -224,10 +225,13 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
         batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_ttft))
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
-    decode = rt.decode_step(m, layout, batch, context, rates)
-    pre = rt.prefill(m, layout, batch, s, rates)
+    if limits_of is not None and np.array_equal(batch, limits_of.batch):  # the same batch: the same phases, not made again
+        decode, pre, ttft_batch = limits_of.decode, limits_of.prefill, limits_of.ttft_batch
+    else:
+        decode = rt.decode_step(m, layout, batch, context, rates)
+        pre = rt.prefill(m, layout, batch, s, rates)
+        ttft_batch = rt.batch_time_to_first_token(m, layout, batch, s, rates, pre)
     ttft = rt.time_to_first_token(m, layout, s, rates) if limits_of is None else limits_of.ttft  # (one prompt: the same)
-    ttft_batch = rt.batch_time_to_first_token(m, layout, batch, s, rates, pre)
     per_instance = batch * o / (pre.total_s + o * decode.total_s)
     e = Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, ttft_slo_ms, b_ttft, ttft_batch, o)
     return replace(e, tokens_per_s_instance=np.where(e.slo_met, per_instance, 0.0))

@@ -170,8 +170,8 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     n = inputs.n
     rates = _common_across_trials(rates_of(scenario, inputs))
 
-    def rows(x) -> np.ndarray:
-        return np.broadcast_to(x, (n,))
+    def rows(x) -> np.ndarray:  # (an array of the trials kept as it is: the choice's kernels read it without a copy)
+        return x if isinstance(x, np.ndarray) and x.shape == (n,) else np.broadcast_to(x, (n,))
 
     def static(layout):
         return evaluate(scenario, layout, inputs, within_memory=True, rates=rates) if "static" in modes else None
@@ -364,8 +364,11 @@ def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray,
 def _kernel_rows(x, shape: tuple, dtype=np.float64) -> np.ndarray:
     """``x`` broadcast to ``shape`` as the one array type the kernels of
     :mod:`mcengine.kernels.plan` are compiled for (``dtype``, C order, writeable: a
-    broadcast or read-only view is copied)."""
-    return np.require(np.broadcast_to(np.asarray(x, dtype), shape), dtype, ["C", "W"])
+    broadcast or read-only view is copied; an array already of that type is passed as it is)."""
+    a = np.asarray(x, dtype)
+    if a.shape == shape and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.require(np.broadcast_to(a, shape), dtype, ["C", "W"])
 
 
 @dataclass(frozen=True)
