@@ -187,7 +187,7 @@ class Evaluation:
 
 
 def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False,
-             limits_of: Evaluation | None = None, rates: rm.Rates | None = None) -> Evaluation:
+             limits_of: Evaluation | None = None, rates: rm.Rates | None = None, shared: dict | None = None) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
     ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
@@ -200,7 +200,10 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     shortcut. ``limits_of``: an evaluation of the same layout, trials, rates and
     ``within_memory`` whose ``B_max``, ``B_SLO`` and one prompt's TTFT are reused (none
     depends on ``prefills``), and whose phases are too where its batch is this one in
-    every trial. ``rates``: the trials' :func:`rates_of` when already made.
+    every trial. ``rates``: the trials' :func:`rates_of` when already made. ``shared``: a
+    dict kept by the caller for the layouts it evaluates on the same trials and ``rates``,
+    in which their searches' tables share the columns that do not depend on the layout
+    (:func:`mcengine.analytic.roofline.limits.trial_table`).
     The searches run compiled (:func:`mcengine.analytic.roofline.limits.search_table`: the
     same probes, the same batches) for the layouts the kernels cover, with NumPy otherwise.
     """
@@ -212,7 +215,7 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     slo_ms = inputs["workload.tpot_slo_ms"]
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
     searches = limits_of is None or prefills and not np.all(np.isinf(ttft_slo_ms))
-    table = rl.search_table(m, layout, s, context, rates, slo_ms / MS_PER_S, ttft_slo_ms / MS_PER_S, inputs.n) if searches else None
+    table = rl.search_table(m, layout, s, context, rates, slo_ms / MS_PER_S, ttft_slo_ms / MS_PER_S, inputs.n, shared=shared) if searches else None
     if limits_of is None:
         b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
                                       rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
