@@ -224,6 +224,8 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
                 holders.append(_sequences_that_fit(d))
                 builders += [lambda dec=layout, pre=pre: disaggregated(pre, dec) for pre in layouts]
             del decodes, passes
+    for kept in shared.values():  # (the table keeps no search's table: a plan made again makes its own)
+        kept.clear()
     return CandidateTable(candidates(scenario), blocks, holders, builders)
 
 
