@@ -77,3 +77,25 @@ def test_layouts_not_covered_have_no_table():
         assert rl.search_table(m, lay, 1000, 1500.0, r, 0.05, 1.0, 4) is None
     assert rl.search_table(card("mixtral-8x7b"), covered, 1000, 1500.0, r, 0.05, 1.0, 4) is None
     assert rl.search_table(m, covered, 1000, 1500.0, replace(r, draft_tokens=2, acceptance=0.7), 0.05, 1.0, 4) is None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_tables_sharing_layout_free_columns_are_the_tables_made_alone(data):
+    """The tables of several layouts made with one ``shared`` dict (the first one kept, the
+    others copies of it with their layout's columns written) are, bit for bit, each one
+    made alone: static, prefill-pass and continuous searches."""
+    rng, m, layout, prompt, context, r, tpot, ttft, kv, g = _case(data)
+    layouts = [layout, _layout(rng), _layout(rng)]
+    static, passes, continuous = {}, {}, {}
+    for lay in layouts:
+        alone = rl.search_table(m, lay, prompt, context, r, tpot, ttft, N, kv, g)
+        kept = rl.search_table(m, lay, prompt, context, r, tpot, ttft, N, kv, g, static)
+        np.testing.assert_array_equal(kept.x, alone.x)
+        np.testing.assert_array_equal(kept.lay, alone.lay)
+        alone = rl.search_table(m, lay, prompt, prompt, r, ttft, ttft, N, kv, g)
+        np.testing.assert_array_equal(rl.search_table(m, lay, prompt, prompt, r, ttft, ttft, N, kv, g, passes).x, alone.x)
+        alone = sv.continuous_search_tables(m, lay, prompt, 256, context, r, tpot, ttft, N)
+        kept = sv.continuous_search_tables(m, lay, prompt, 256, context, r, tpot, ttft, N, continuous)
+        np.testing.assert_array_equal(kept[0], alone[0])
+    assert len(static) == len(passes) == len(continuous) == 1

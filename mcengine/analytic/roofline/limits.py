@@ -119,7 +119,7 @@ def _bracketed_on_rows(time_s, rates, limit, lo, hi, t_lo, t_hi) -> np.ndarray:
 
 def trial_shape(limit_s, r: Rates, *lengths) -> tuple:
     """The shape of per-trial results: ``limit_s``, every field of ``r`` and ``lengths`` broadcast."""
-    return np.broadcast_shapes(np.shape(limit_s), *(np.shape(getattr(r, f)) for f in r.__dataclass_fields__), *map(np.shape, lengths))
+    return np.broadcast_shapes(np.shape(limit_s), r.shape, *map(np.shape, lengths))
 
 
 @dataclass(frozen=True)
@@ -194,15 +194,33 @@ def search_layout(m: ModelCard, layout: Layout, r: Rates) -> np.ndarray:
     return np.array([float(entries[name]) for name in kc.LAYOUT_ENTRIES])
 
 
-def trial_table(columns: dict, names: tuple, n: int) -> np.ndarray:
+#: The columns of a search's per-trial table that depend on the layout (the FLOPs of a
+#: prompt and of a sequence's decode step); every other column reads only the trials'
+#: rates, lengths and SLOs.
+LAYOUT_COLUMNS = ("sequence_flops", "prompt_attention_flops", "prompt_flops")
+
+
+def trial_table(columns: dict, names: tuple, n: int, shared: dict | None = None) -> np.ndarray:
     """The per-trial table a compiled search reads: float64 (n, len(names)), column ``j``
-    ``columns[names[j]]`` (a number or per trial) broadcast to the ``n`` trials."""
+    ``columns[names[j]]`` (a number or per trial) broadcast to the ``n`` trials.
+    ``shared``: a dict the caller keeps for tables whose columns other than
+    :data:`LAYOUT_COLUMNS` are equal (the candidate layouts of one block of trials, one kind
+    of search): the first table made is kept there, and each later one is a copy of it with
+    only its layout's columns written (a contiguous copy, not a column-by-column fill)."""
+    if shared is not None and names in shared:
+        x = shared[names].copy()
+        for j, name in enumerate(names):
+            if name in LAYOUT_COLUMNS:
+                x[:, j] = columns[name]
+        return x
     values = [np.asarray(columns[name], float) for name in names]
     x = np.empty((n, len(names)))
     x[:] = [v if v.ndim == 0 else 0.0 for v in values]  # the numbers every trial shares, row by row (contiguous)
     for j, v in enumerate(values):
         if v.ndim:
             x[:, j] = v
+    if shared is not None:
+        shared[names] = x  # (read only: the searches never write their table)
     return x
 
 
@@ -216,12 +234,13 @@ class SearchTable:
 
 
 def search_table(m: ModelCard, layout: Layout, prompt_tokens, context_tokens, r: Rates, tpot_slo_s, ttft_slo_s, n: int,
-                 kv: Rates | None = None, instance_gpus: int = 1) -> SearchTable | None:
+                 kv: Rates | None = None, instance_gpus: int = 1, shared: dict | None = None) -> SearchTable | None:
     """The :class:`SearchTable` of ``n`` trials for :func:`batch_limit_slo`,
     :func:`batch_limit_ttft` and a prefill instance's TTFT search (``kv``: the rates its KV
     caches move at, over ``instance_gpus`` GPUs); everything that does not depend on the
     batch, made with NumPy once. None for a layout the compiled steps do not cover
-    (:func:`searchable`; then search with NumPy)."""
+    (:func:`searchable`; then search with NumPy). ``shared``: as for :func:`trial_table`,
+    kept for tables of the same arguments but ``layout``."""
     if not searchable(m, layout, r):
         return None
     kv = r if kv is None else kv
@@ -237,7 +256,7 @@ def search_table(m: ModelCard, layout: Layout, prompt_tokens, context_tokens, r:
         "tpot_slo_s": tpot_slo_s, "ttft_slo_s": ttft_slo_s,
     }
     lay = np.concatenate([search_layout(m, layout, r), [kv_bytes_per_token_rank(m, 1, r.kv_bytes), float(instance_gpus)]])
-    return SearchTable(trial_table(columns, ks.STATIC_COLUMNS, n), lay)
+    return SearchTable(trial_table(columns, ks.STATIC_COLUMNS, n, shared), lay)
 
 
 def compiled_largest_batch(table: SearchTable, kind: int, limit: str, cap) -> np.ndarray:

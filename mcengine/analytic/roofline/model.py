@@ -158,10 +158,17 @@ class Rates:
         ``collective_start_s`` (``allreduce_start_s``; None: the same for every collective)."""
         return self if self.allreduce_start_s is None else replace(self, collective_start_s=self.allreduce_start_s)
 
+    @cached_property
+    def shape(self) -> tuple:
+        """The shape every field broadcasts to (``()`` when none is per trial), worked out once
+        per rates: each batch search of a block reads it."""
+        return np.broadcast_shapes(*(np.shape(getattr(self, f)) for f in self.__dataclass_fields__))
+
     def take(self, rows: np.ndarray) -> "Rates":
         """These rates at the trials ``rows`` (an index array): every per-trial field indexed,
         scalars kept."""
         out = copy.copy(self)  # (a field-by-field copy: the batch searches take the open trials at every step)
+        out.__dict__.pop("shape", None)  # (the copy's fields are indexed: its shape is its own)
         for f in self.__dataclass_fields__:
             if isinstance(v := getattr(self, f), np.ndarray) and v.ndim:
                 object.__setattr__(out, f, v[rows])

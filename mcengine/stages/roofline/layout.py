@@ -187,7 +187,7 @@ class Evaluation:
 
 
 def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False,
-             limits_of: Evaluation | None = None, rates: rm.Rates | None = None) -> Evaluation:
+             limits_of: Evaluation | None = None, rates: rm.Rates | None = None, shared: dict | None = None) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
     ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
@@ -199,7 +199,11 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     read at most ``B_max``; the batch and every time are unchanged), the planner's
     shortcut. ``limits_of``: an evaluation of the same layout, trials, rates and
     ``within_memory`` whose ``B_max``, ``B_SLO`` and one prompt's TTFT are reused (none
-    depends on ``prefills``). ``rates``: the trials' :func:`rates_of` when already made.
+    depends on ``prefills``), and whose phases are too where its batch is this one in
+    every trial. ``rates``: the trials' :func:`rates_of` when already made. ``shared``: a
+    dict kept by the caller for the layouts it evaluates on the same trials and ``rates``,
+    in which their searches' tables share the columns that do not depend on the layout
+    (:func:`mcengine.analytic.roofline.limits.trial_table`).
     The searches run compiled (:func:`mcengine.analytic.roofline.limits.search_table`: the
     same probes, the same batches) for the layouts the kernels cover, with NumPy otherwise.
     """
@@ -211,7 +215,7 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     slo_ms = inputs["workload.tpot_slo_ms"]
     ttft_slo_ms = inputs["workload.ttft_slo_ms"] if prefills else np.full(inputs.n, np.inf)
     searches = limits_of is None or prefills and not np.all(np.isinf(ttft_slo_ms))
-    table = rl.search_table(m, layout, s, context, rates, slo_ms / MS_PER_S, ttft_slo_ms / MS_PER_S, inputs.n) if searches else None
+    table = rl.search_table(m, layout, s, context, rates, slo_ms / MS_PER_S, ttft_slo_ms / MS_PER_S, inputs.n, shared=shared) if searches else None
     if limits_of is None:
         b_mem = rl.batch_limit_memory(m, layout, inputs["gpu.hbm_gb"], inputs["workload.hbm_usable_fraction"], lengths.kv_context_tokens,
                                       rates.bytes_per_param, rates.kv_bytes, prefix_cache_share(scenario, inputs))
@@ -224,10 +228,13 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
         batch = np.maximum(1, np.minimum(np.minimum(b_mem, b_slo), b_ttft))
     else:
         batch = np.full(inputs.n, w.batch, np.int64)
-    decode = rt.decode_step(m, layout, batch, context, rates)
-    pre = rt.prefill(m, layout, batch, s, rates)
+    if limits_of is not None and np.array_equal(batch, limits_of.batch):  # the same batch: the same phases, not made again
+        decode, pre, ttft_batch = limits_of.decode, limits_of.prefill, limits_of.ttft_batch
+    else:
+        decode = rt.decode_step(m, layout, batch, context, rates)
+        pre = rt.prefill(m, layout, batch, s, rates)
+        ttft_batch = rt.batch_time_to_first_token(m, layout, batch, s, rates, pre)
     ttft = rt.time_to_first_token(m, layout, s, rates) if limits_of is None else limits_of.ttft  # (one prompt: the same)
-    ttft_batch = rt.batch_time_to_first_token(m, layout, batch, s, rates, pre)
     per_instance = batch * o / (pre.total_s + o * decode.total_s)
     e = Evaluation(layout, b_mem, b_slo, batch, decode, pre, ttft, per_instance, slo_ms, ttft_slo_ms, b_ttft, ttft_batch, o)
     return replace(e, tokens_per_s_instance=np.where(e.slo_met, per_instance, 0.0))

@@ -170,23 +170,28 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     n = inputs.n
     rates = _common_across_trials(rates_of(scenario, inputs))
 
-    def rows(x) -> np.ndarray:
-        return np.broadcast_to(x, (n,))
+    def rows(x) -> np.ndarray:  # (an array of the trials kept as it is: the choice's kernels read it without a copy)
+        return x if isinstance(x, np.ndarray) and x.shape == (n,) else np.broadcast_to(x, (n,))
+
+    shared = {"static": {}, "decode": {}, "continuous": {}, "pass": {}}  # each kind of search's tables share their layout-free columns
 
     def static(layout):
-        return evaluate(scenario, layout, inputs, within_memory=True, rates=rates) if "static" in modes else None
+        return evaluate(scenario, layout, inputs, within_memory=True, rates=rates, shared=shared["static"]) if "static" in modes else None
 
     def continuous(layout):
-        return evaluate_continuous(scenario, layout, inputs, within_memory=True, rates=rates)
+        return evaluate_continuous(scenario, layout, inputs, within_memory=True, rates=rates, shared=shared["continuous"])
 
     def decode(layout, limits):  # a decode instance's memory and TPOT limits are the static evaluation's
-        return evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=limits, rates=rates)
+        return evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=limits, rates=rates, shared=shared["decode"])
+
+    def passed(layout):
+        return prefill_pass(scenario, layout, inputs, rates, shared["pass"])
 
     remade: dict = {}  # a disaggregated plan's parts made again, by (part, layout): the pairs chosen share them
 
     def disaggregated(prefill_layout, decode_layout):
         if ("pass", prefill_layout) not in remade:
-            remade["pass", prefill_layout] = prefill_pass(scenario, prefill_layout, inputs, rates)
+            remade["pass", prefill_layout] = passed(prefill_layout)
         if ("decode", decode_layout) not in remade:
             remade["decode", decode_layout] = decode(decode_layout, static(decode_layout))
         return disaggregated_of(scenario, prefill_layout, remade["pass", prefill_layout], remade["decode", decode_layout], inputs, rates=rates)
@@ -212,13 +217,15 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
         else:
             decodes = [decode(layout, e) for layout, e in zip(layouts, statics)]
             statics.clear()  # (read by no later mode: their rows are in the table)
-            passes = [prefill_pass(scenario, layout, inputs, rates) for layout in layouts]
+            passes = [passed(layout) for layout in layouts]
             pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates, under_load)
             blocks += pairs
             for layout, d in zip(layouts, decodes):
                 holders.append(_sequences_that_fit(d))
                 builders += [lambda dec=layout, pre=pre: disaggregated(pre, dec) for pre in layouts]
             del decodes, passes
+    for kept in shared.values():  # (the table keeps no search's table: a plan made again makes its own)
+        kept.clear()
     return CandidateTable(candidates(scenario), blocks, holders, builders)
 
 
@@ -364,8 +371,11 @@ def _best_rows(table: CandidateTable, power_weight, n: int) -> tuple[np.ndarray,
 def _kernel_rows(x, shape: tuple, dtype=np.float64) -> np.ndarray:
     """``x`` broadcast to ``shape`` as the one array type the kernels of
     :mod:`mcengine.kernels.plan` are compiled for (``dtype``, C order, writeable: a
-    broadcast or read-only view is copied)."""
-    return np.require(np.broadcast_to(np.asarray(x, dtype), shape), dtype, ["C", "W"])
+    broadcast or read-only view is copied; an array already of that type is passed as it is)."""
+    a = np.asarray(x, dtype)
+    if a.shape == shape and a.flags.c_contiguous and a.flags.writeable:
+        return a
+    return np.require(np.broadcast_to(a, shape), dtype, ["C", "W"])
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ class Continuous:
 
 
 def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, within_memory: bool = False,
-                        rates: rm.Rates | None = None) -> Continuous:
+                        rates: rm.Rates | None = None, shared: dict | None = None) -> Continuous:
     """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
     ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
     ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
@@ -90,7 +90,8 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
     feasible). A trial where no batch meets both SLOs runs at ``max(1, ...)`` and misses
     (``slo_met`` false). ``within_memory``: the TPOT search stops at ``min(B_max, B_chunk)``
     (``B_SLO`` then reads at most that; the batch is unchanged), the planner's shortcut.
-    ``rates``: the trials' :func:`~.layout.rates_of` when already made. The two searches
+    ``rates``: the trials' :func:`~.layout.rates_of` when already made; ``shared``: as for
+    :func:`~.layout.evaluate`. The two searches
     run compiled (:func:`mcengine.analytic.serving.compiled_batch_limits`: the same
     probes, the same batches) for the layouts that kernel covers, with NumPy otherwise."""
     w, m = scenario.workload, scenario.workload.model
@@ -115,7 +116,7 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
 
     shape = rl.trial_shape(slo_ms, rates, s, o)
     compiled = sv.compiled_batch_limits(m, layout, s, o, lengths.context_tokens, rates, slo_ms / MS_PER_S, ttft_ms / MS_PER_S, cap, b_mem, b_chunk,
-                                        inputs.n) if shape == (inputs.n,) else None
+                                        inputs.n, shared) if shape == (inputs.n,) else None
     if compiled is not None:
         b_slo, b_ttft = compiled
     else:
@@ -249,13 +250,15 @@ def kv_rates(scenario: Scenario, rates: rm.Rates) -> rm.Rates:
     return rates if d != "auto" and d >= 2 * c.instance_gpus else rates.scale_out()
 
 
-def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rates: rm.Rates | None = None) -> PrefillPass:
+def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rates: rm.Rates | None = None,
+                 shared: dict | None = None) -> PrefillPass:
     """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
     ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
     whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
     ``P``, bisection), while prompts/s ``P / prefill(P)`` grows with ``P`` (weights
     streamed once per pass), so the largest allowed ``P`` is the best. ``rates``: the
-    trials' :func:`~.layout.rates_of` when already made. The ``P_TTFT`` search runs
+    trials' :func:`~.layout.rates_of` when already made; ``shared``: as for
+    :func:`~.layout.evaluate`. The ``P_TTFT`` search runs
     compiled (:func:`mcengine.analytic.roofline.limits.search_table`, the same batches) for
     the layouts the kernels cover."""
     w, m = scenario.workload, scenario.workload.model
@@ -274,7 +277,7 @@ def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rat
 
     if not np.all(np.isinf(slo_s)):
         shape, cap = rl.trial_shape(slo_s, rates, s), int(max(1, limit.max()))
-        table = rl.search_table(m, layout, s, s, rates, slo_s, slo_s, inputs.n, kv, g) if shape == (inputs.n,) else None
+        table = rl.search_table(m, layout, s, s, rates, slo_s, slo_s, inputs.n, kv, g, shared) if shape == (inputs.n,) else None
         searched = (rl.largest_batch(latency_s, slo_s, shape, cap, rates=rl.Timing(rates, (s,))) if table is None
                     else rl.compiled_largest_batch(table, ks.PREFILL_KV, "ttft_slo_s", cap))
         limit = np.minimum(limit, searched)
