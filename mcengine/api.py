@@ -20,7 +20,7 @@ from .options import SAMPLE_DEFAULTS, check_seed, positive, seed_of, shared_run
 from .outfolder import RUN_FILES, TABLE_FILE, TRIALS_DIR, OutFolder, metric_rows, run_fingerprint, table_csv
 from .provenance import command_of_call, provenance, scenario_sha256
 from .scenario import Scenario, load_scenario, shipped_scenarios
-from .scenario.load import load_targeted, override_texts
+from .scenario.load import load_targeted, override_texts, toml_literal
 
 #: ``overrides`` of every function: ``--set`` strings ``"KEY=VALUE"`` (VALUE a TOML
 #: literal), or a mapping ``{KEY: value}`` of Python values (``{"fab.defect_density_per_cm2":
@@ -49,10 +49,12 @@ def _command(words: Sequence[str], arguments: Mapping[str, object], keeps_trials
     WORDS``, the scenarios, then ``--option VALUE`` per other argument the CLI command has an
     option for (a list repeats the option, True is the flag alone; None, False and an empty
     list are left out), as the CLI takes them: ``overrides`` as ``--set KEY=VALUE`` texts, a
-    sweep's ``values`` one comma-joined ``--values`` per ``param``, ``resume=True`` as
-    ``--resume OUT``; for a function with ``keep_trials`` (``keeps_trials``, given or not),
-    ``--keep-trials`` where the run keeps the per-trial table in ``out`` (:func:`_keep_flag`). A Scenario object is written by its name; one that
-    is not the shipped scenario of that name is also listed in ``"scenario_objects"``."""
+    sweep's ``values`` one comma-joined ``--values`` per ``param`` (a text as it is, a Python
+    value as its TOML literal), ``resume=True`` as ``--resume OUT``; for a function with
+    ``keep_trials`` (``keeps_trials``, given or not), ``--keep-trials`` where the run keeps
+    the per-trial table in ``out`` (:func:`_keep_flag`). A Scenario object is written by its
+    name; one that is not the shipped scenario of that name is also listed in
+    ``"scenario_objects"``."""
     arguments = dict(arguments)
     omitted = {}
     if keeps_trials:
@@ -66,7 +68,7 @@ def _command(words: Sequence[str], arguments: Mapping[str, object], keeps_trials
     if "values" in arguments:
         param, grid = arguments.get("param"), list(arguments["values"])
         per_key = grid if isinstance(param, (list, tuple)) and len(param) > 1 else [grid]
-        arguments["values"] = [",".join(map(str, values)) for values in per_key]
+        arguments["values"] = [",".join(v if isinstance(v, str) else toml_literal(v) for v in values) for values in per_key]
     for name, moves in _NO_CLI_OPTION.get(words[0], {}).items():
         if (value := arguments.pop(name, None)) is not None and moves:
             omitted[name] = list(value) if isinstance(value, (list, tuple)) else value
@@ -781,8 +783,6 @@ def new_gpu(name: str, fraction: float = 0.25, parent: str = "h100", hbm_generat
     and so the fab cost and price), extending ``lite-h100-shoreline`` (the shipped derived
     Lite-GPU: its cluster, reliability and packaging). The file is loaded back and
     validated before it is kept; an existing file is never replaced. Returns (path, scenario)."""
-    from .scenario.load import toml_literal
-
     path = Path(out) if out is not None else Path(f"{name}.toml")
     if path.exists():
         raise InputError(Problem("--out", str(path), "exists: give another path (a file is never replaced)"))

@@ -304,6 +304,7 @@ def test_a_sweep_grid_and_the_sensitivity_options_are_recorded_as_the_cli_takes_
     assert command == ["mcengine", "sweep", "h100", "--param", "econ.pue", "--param", "B:econ.gpu_markup", "--values", "1.3,1.4",
                        "--values", "1.5"] and omitted == {}
     assert _parsed(command).params["values"] == ["1.3,1.4", "1.5"]
+    assert api._command(("sweep",), {"scenarios": "h100", "param": "B:run.flag", "values": [True, "false"]})[0][-2:] == ["--values", "true,false"]
     assert api._command(("tornado",), {"scenarios": "h100", "quantiles": (0.1, 0.9), "chunk_trials": 1024}) == (
         ["mcengine", "tornado", "h100"], {"quantiles": [0.1, 0.9]})
     assert api._command(("sobol",), {"scenarios": "h100", "conf_level": 0.9, "scramblings": 4}) == (
