@@ -101,10 +101,9 @@ def _keep_flag(arguments: Mapping[str, object]) -> tuple[bool, bool | None]:
 def _python_scenarios(value) -> list[str]:
     """The names of the Scenario objects in ``value`` that are not the shipped scenario of
     their name (a scenario built or changed in Python: its name alone does not replay it)."""
-    items = value if isinstance(value, (list, tuple)) else [value]
-    shipped = {name for name, _ in shipped_scenarios()}
-    return [s.name for s in items if isinstance(s, Scenario)
-            and (s.name not in shipped or scenario_sha256(s) != scenario_sha256(load_scenario(s.name)))]
+    objects = [s for s in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(s, Scenario)]
+    shipped = {name for name, _ in shipped_scenarios()} if objects else set()
+    return [s.name for s in objects if s.name not in shipped or scenario_sha256(s) != scenario_sha256(load_scenario(s.name))]
 
 
 def _texts(value) -> list[str]:
