@@ -18,9 +18,9 @@ from .errors import InputError, Problem
 from .io import prepare_folder
 from .options import SAMPLE_DEFAULTS, check_seed, positive, seed_of, shared_run
 from .outfolder import RUN_FILES, TABLE_FILE, TRIALS_DIR, OutFolder, metric_rows, run_fingerprint, table_csv
-from .provenance import command_of_call, provenance
+from .provenance import command_of_call, provenance, scenario_sha256
 from .scenario import Scenario, load_scenario, shipped_scenarios
-from .scenario.load import load_targeted, override_texts
+from .scenario.load import load_targeted, override_texts, toml_literal
 
 #: ``overrides`` of every function: ``--set`` strings ``"KEY=VALUE"`` (VALUE a TOML
 #: literal), or a mapping ``{KEY: value}`` of Python values (``{"fab.defect_density_per_cm2":
@@ -33,18 +33,34 @@ Overrides = Iterable[str] | Mapping[str, object]
 #: moves no number (a progress callback, drawing figures).
 _CLI_OPTIONS = {"overrides": "--set", "arrival_cv": "--cv", "outputs": "--metric", "output": "--metric", "stages": "--stage",
                 "map_weights": "--map-weight", "progress": None, "figures": None}
+#: Per command, the API arguments its CLI command has no option for: those that move numbers
+#: go to the provenance's ``"command_omits"``; ``chunk_trials`` never moves one (the same
+#: numbers whatever the chunks), so it is left out alone.
+_NO_CLI_OPTION = {"sweep": {"chunk_trials": False}, "tornado": {"chunk_trials": False, "quantiles": True},
+                  "sobol": {"chunk_trials": False, "conf_level": True}}
 #: The API arguments the CLI takes as its positional arguments.
 _CLI_ARGUMENTS = ("scenario", "scenarios", "a", "b", "more")
 
 
-def _command(words: Sequence[str], arguments: Mapping[str, object]) -> list[str]:
+def _command(words: Sequence[str], arguments: Mapping[str, object], keeps_trials: bool = False) -> tuple[list[str], dict]:
     """The command of an API call's own ``arguments`` (those given, by name, in the
-    signature's order): ``mcengine WORDS``, the scenarios (a Scenario object by its name),
-    then ``--option VALUE`` per other argument (a list repeats the option, True is the flag
-    alone; None, False and an empty list are left out), as the CLI takes them: ``overrides``
-    as ``--set KEY=VALUE`` texts, a sweep's ``values`` one comma-joined ``--values`` per ``param``,
-    ``resume=True`` as ``--resume OUT``."""
+    signature's order), and what it leaves out that moves numbers (``{argument: value}``,
+    the provenance's ``"command_omits"``, docs/interface.md). The command is ``mcengine
+    WORDS``, the scenarios, then ``--option VALUE`` per other argument the CLI command has an
+    option for (a list repeats the option, True is the flag alone; None, False and an empty
+    list are left out), as the CLI takes them: ``overrides`` as ``--set KEY=VALUE`` texts, a
+    sweep's ``values`` one comma-joined ``--values`` per ``param`` (a text as it is, a Python
+    value as its TOML literal), ``resume=True`` as ``--resume OUT``; for a function with
+    ``keep_trials`` (``keeps_trials``, given or not), ``--keep-trials`` where the run keeps
+    the per-trial table in ``out`` (:func:`_keep_flag`). A Scenario object is written by its
+    name; one that is not the shipped scenario of that name is also listed in
+    ``"scenario_objects"``."""
     arguments = dict(arguments)
+    omitted = {}
+    if keeps_trials:
+        arguments["keep_trials"], kept = _keep_flag(arguments)
+        if kept is not None:
+            omitted["keep_trials"] = kept
     if arguments.pop("resume", False):
         arguments["resume"] = arguments.pop("out", None)
     if "overrides" in arguments:
@@ -52,16 +68,42 @@ def _command(words: Sequence[str], arguments: Mapping[str, object]) -> list[str]
     if "values" in arguments:
         param, grid = arguments.get("param"), list(arguments["values"])
         per_key = grid if isinstance(param, (list, tuple)) and len(param) > 1 else [grid]
-        arguments["values"] = [",".join(map(str, values)) for values in per_key]
-    command = ["mcengine", *words]
-    for name in _CLI_ARGUMENTS:
-        command += _texts(arguments.pop(name, None))
+        arguments["values"] = [",".join(v if isinstance(v, str) else toml_literal(v) for v in values) for values in per_key]
+    for name, moves in _NO_CLI_OPTION.get(words[0], {}).items():
+        if (value := arguments.pop(name, None)) is not None and moves:
+            omitted[name] = list(value) if isinstance(value, (list, tuple)) else value
+    positional = [arguments.pop(name, None) for name in _CLI_ARGUMENTS]
+    command = ["mcengine", *words, *(text for value in positional for text in _texts(value))]
+    if objects := [name for value in positional for name in _python_scenarios(value)]:
+        omitted["scenario_objects"] = objects
     for name, value in arguments.items():
         option = _CLI_OPTIONS.get(name, "--" + name.replace("_", "-"))
         if option is None or value is None or value is False:
             continue
         command += [option] if value is True else [text for item in _texts(value) for text in (option, item)]
-    return command
+    return command, omitted
+
+
+def _keep_flag(arguments: Mapping[str, object]) -> tuple[bool, bool | None]:
+    """``keep_trials`` as the CLI's ``--keep-trials`` (whose default is off): on, where the
+    run keeps the per-trial table in ``out`` (given True, or None with ``out``; on resume,
+    given True); and the value to list in ``"command_omits"``: one given without ``out``
+    (the table kept in memory or not: the CLI has no option for it, and the verdict's
+    ``drivers`` come from it), else None."""
+    keep, out = arguments.get("keep_trials"), arguments.get("out")
+    if arguments.get("resume"):
+        return keep is True, None
+    if out is not None:
+        return keep is not False, None
+    return False, keep
+
+
+def _python_scenarios(value) -> list[str]:
+    """The names of the Scenario objects in ``value`` that are not the shipped scenario of
+    their name (a scenario built or changed in Python: its name alone does not replay it)."""
+    objects = [s for s in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(s, Scenario)]
+    shipped = {name for name, _ in shipped_scenarios()} if objects else set()
+    return [s.name for s in objects if s.name not in shipped or scenario_sha256(s) != scenario_sha256(load_scenario(s.name))]
 
 
 def _texts(value) -> list[str]:
@@ -79,6 +121,7 @@ def _records(*words: str):
 
     def decorate(function):
         signature = inspect.signature(function)
+        keeps_trials = "keep_trials" in signature.parameters
 
         @functools.wraps(function)
         def call(*args, **kwargs):
@@ -86,7 +129,7 @@ def _records(*words: str):
             for name, value in given.arguments.items():
                 if isinstance(value, Iterator):
                     given.arguments[name] = list(value)
-            with command_of_call(lambda: _command(words, given.arguments)):
+            with command_of_call(lambda: _command(words, given.arguments, keeps_trials)):
                 return function(*given.args, **given.kwargs)
 
         return call
@@ -739,8 +782,6 @@ def new_gpu(name: str, fraction: float = 0.25, parent: str = "h100", hbm_generat
     and so the fab cost and price), extending ``lite-h100-shoreline`` (the shipped derived
     Lite-GPU: its cluster, reliability and packaging). The file is loaded back and
     validated before it is kept; an existing file is never replaced. Returns (path, scenario)."""
-    from .scenario.load import toml_literal
-
     path = Path(out) if out is not None else Path(f"{name}.toml")
     if path.exists():
         raise InputError(Problem("--out", str(path), "exists: give another path (a file is never replaced)"))

@@ -25,6 +25,7 @@ from . import __version__
 PARQUET_KEY = b"mcengine.provenance"
 
 _command_line: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("mcengine_command_line", default=None)
+_command_omits: contextvars.ContextVar[dict | None] = contextvars.ContextVar("mcengine_command_omits", default=None)
 
 
 def set_command_line(argv: Sequence[str]) -> contextvars.Token:
@@ -37,17 +38,20 @@ def reset_command_line(token: contextvars.Token) -> None:
 
 
 @contextlib.contextmanager
-def command_of_call(command: Callable[[], Sequence[str]]) -> Iterator[None]:
-    """Within it, the command line being run is ``command()`` (the command of an API call's
-    own arguments, :mod:`mcengine.api`), unless one is recorded already: the CLI's, or that of
+def command_of_call(command: Callable[[], tuple[Sequence[str], dict]]) -> Iterator[None]:
+    """Within it, the command line being run is ``command()``'s first item (the command of an
+    API call's own arguments, :mod:`mcengine.api`) and its second what that command leaves out
+    (:func:`command_omits`), unless a command line is recorded already: the CLI's, or that of
     the API call this one runs inside."""
     if _command_line.get() is not None:
         yield
         return
-    token = set_command_line(command())
+    argv, omitted = command()
+    token, omits_token = set_command_line(argv), _command_omits.set(dict(omitted))
     try:
         yield
     finally:
+        _command_omits.reset(omits_token)
         reset_command_line(token)
 
 
@@ -56,6 +60,12 @@ def command_line() -> list[str]:
     where none is, a copy of ``sys.argv``."""
     argv = _command_line.get()
     return list(argv) if argv is not None else list(sys.argv)
+
+
+def command_omits() -> dict:
+    """What the recorded command of an API call from Python cannot carry and that moves
+    numbers (``{argument: value}``, docs/interface.md: ``"command_omits"``); empty under the CLI."""
+    return dict(_command_omits.get() or {})
 
 
 def canonical_json(doc) -> str:
@@ -115,6 +125,8 @@ def provenance(scenarios: Iterable = (), seed: int | None = None, size_key: str 
         "calibration": {s.name: calibration(s) for s in scenarios},
         "versions": versions(),
     }
+    if omitted := command_omits():
+        doc["command_omits"] = omitted
     return doc
 
 

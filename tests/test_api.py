@@ -236,3 +236,92 @@ def test_a_run_keeping_its_trials_in_a_folder_never_reads_them_back_whole(tmp_pa
     assert "per-trial table kept" in repr(res)
     table = pd.read_parquet(tmp_path / "run" / "trials.parquet")
     assert res.trials.equals(table) and res.table is res.trials
+
+
+#: The CLI command of each API function recording its own command (mcengine WORDS).
+RECORDED = {"yield_": ("yield",), "reliability": ("reliability",), "roofline": ("roofline",), "serve": ("serve",),
+            "validation_report": ("validate", "--json"), "bench": ("bench",), "run": ("run",), "compare": ("compare",),
+            "sweep": ("sweep",), "tornado": ("tornado",), "sobol": ("sobol",), "paper": ("paper",)}
+#: A value other than the default for every argument of those functions.
+GIVEN = {"scenario": "h100", "scenarios": ["h100", "lite-h100"], "a": "h100", "b": "lite-h100", "wafers": 2048, "lifetimes": 8,
+         "requests": 4096, "trials": 2048, "seed": 7, "overrides": {"econ.pue": 1.4, "B:econ.gpu_markup": 1.5}, "out": "folder",
+         "force": True, "demand": 1000.0, "arrival": "gamma", "arrival_cv": 2.0, "mode": "static", "instances": 2, "lengths": "geometric",
+         "warmup": 0.1, "quick": True, "stages": ["fab", "chain"], "keep_trials": True, "chunk_trials": 2048, "scheduler": "tcp://host:8786",
+         "resume": True, "progress": None, "figures": False, "verdict_map": 64, "map_weights": ["markup.gpu=2"], "param": "econ.pue",
+         "values": [1.3, 1.4], "outputs": ["availability", "tokens_per_s"], "output": "availability", "quantiles": (0.1, 0.9),
+         "scramblings": 4, "conf_level": 0.9}
+
+
+def _parsed(command: list[str]):
+    """``command`` parsed by the CLI's own parser (click raises on an option it lacks)."""
+    import typer
+
+    from mcengine.cli import app
+
+    assert command[0] == "mcengine"
+    group = typer.main.get_command(app)
+    with group.make_context("mcengine", [command[1]], resilient_parsing=True) as ctx:
+        sub = group.get_command(ctx, command[1])
+        return sub.make_context(command[1], list(command[2:]), parent=ctx)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_every_recorded_command_is_one_the_cli_accepts(name):
+    """The command an API call from Python records, with every argument given, parses with
+    the CLI (only options it has, in its spelling), and gives the CLI the same values;
+    every API function recording its command is checked here."""
+    import inspect
+
+    assert {n for n, f in vars(api).items() if hasattr(f, "__wrapped__") and f.__module__ == api.__name__ and not n.endswith("_study")
+            and f.__name__ == n} == set(RECORDED)
+    function = getattr(api, name)
+    parameters = inspect.signature(function).parameters
+    variants = [{}, {"resume": False}, {"resume": False, "keep_trials": None}, {"resume": False, "keep_trials": False},
+                {"resume": False, "keep_trials": False, "out": None}, {"resume": False, "keep_trials": None, "out": None}]
+    for variant in variants if "keep_trials" in parameters else [{}]:
+        arguments = {n: variant.get(n, GIVEN[n]) for n in parameters if n != "more"}
+        if "more" in parameters:
+            arguments["more"] = ("lite-h100-shoreline",)
+        command, omitted = api._command(RECORDED[name], arguments, "keep_trials" in parameters)
+        ctx = _parsed(command)
+        for key in ("seed", "trials", "chunk_trials", "scramblings"):
+            if key in ctx.params and key in arguments and key not in omitted and command.count("--" + key.replace("_", "-")):
+                assert ctx.params[key] == arguments[key], (name, key)
+        if "overrides" in ctx.params:
+            assert ctx.params["overrides"] == ["econ.pue=1.4", "B:econ.gpu_markup=1.5"]
+        if "keep_trials" in ctx.params:  # the CLI keeps the per-trial table in the folder exactly when the API would
+            keeps = arguments["keep_trials"] is True or arguments["keep_trials"] is None and arguments.get("out") is not None
+            assert ctx.params["keep_trials"] == keeps, (name, variant)
+            assert ("keep_trials" in omitted) == (arguments.get("out") is None and arguments["keep_trials"] is not None)
+        assert set(omitted) <= {"quantiles", "conf_level", "keep_trials"}, (name, omitted)
+
+
+def test_a_sweep_grid_and_the_sensitivity_options_are_recorded_as_the_cli_takes_them():
+    """Two --param, one --values each; tornado's quantiles and sobol's confidence level have
+    no CLI option and move numbers: listed in "command_omits"; chunk_trials moves none."""
+    command, omitted = api._command(("sweep",), {"scenarios": "h100", "param": ["econ.pue", "B:econ.gpu_markup"],
+                                                 "values": [[1.3, 1.4], [1.5]], "chunk_trials": 2048})
+    assert command == ["mcengine", "sweep", "h100", "--param", "econ.pue", "--param", "B:econ.gpu_markup", "--values", "1.3,1.4",
+                       "--values", "1.5"] and omitted == {}
+    assert _parsed(command).params["values"] == ["1.3,1.4", "1.5"]
+    assert api._command(("sweep",), {"scenarios": "h100", "param": "B:run.flag", "values": [True, "false"]})[0][-2:] == ["--values", "true,false"]
+    assert api._command(("tornado",), {"scenarios": "h100", "quantiles": (0.1, 0.9), "chunk_trials": 1024}) == (
+        ["mcengine", "tornado", "h100"], {"quantiles": [0.1, 0.9]})
+    assert api._command(("sobol",), {"scenarios": "h100", "conf_level": 0.9, "scramblings": 4}) == (
+        ["mcengine", "sobol", "h100", "--scramblings", "4"], {"conf_level": 0.9})
+
+
+def test_a_scenario_changed_in_python_is_listed_beside_the_command(tmp_path):
+    """A Scenario object recorded by its name replays only if it is the shipped scenario of
+    that name: one changed in Python is also named in the provenance's "command_omits"."""
+    import dataclasses
+
+    shipped = api.roofline(load_scenario("h100"))
+    assert shipped["provenance"]["command_line"] == ["mcengine", "roofline", "h100"] and "command_omits" not in shipped["provenance"]
+    changed = load_scenario("h100", ["econ.pue=1.4"])
+    doc = api.roofline(changed, out=tmp_path / "r")
+    assert doc["provenance"]["command_line"] == ["mcengine", "roofline", "h100", "--out", str(tmp_path / "r")]
+    assert doc["provenance"]["command_omits"] == {"scenario_objects": ["h100"]}
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["provenance"]["command_omits"] == {"scenario_objects": ["h100"]}
+    renamed = dataclasses.replace(load_scenario("h100"), name="mine")
+    assert api._command(("compare",), {"a": renamed, "b": "lite-h100", "more": (changed,)})[1] == {"scenario_objects": ["mine", "h100"]}

@@ -55,7 +55,8 @@ def length_quantile(q, length_cv) -> np.ndarray:
     if not spread.any():
         return np.ones(v.shape)
     safe = np.where(spread, v, 1.0)
-    return np.where(spread, special.gammaincinv(1.0 / safe, np.broadcast_to(q, np.shape(safe))) * safe, 1.0)
+    q, safe = np.broadcast_arrays(np.asarray(q, float), safe)
+    return np.where(spread, special.gammaincinv(1.0 / safe, q) * safe, 1.0)
 
 
 def multi_token_share(output_tokens, length_cv) -> np.ndarray:
@@ -909,15 +910,22 @@ def _own_excess_s(q, length_cv, first_1, first_top, top, batch) -> np.ndarray:
 def _with_own_spread(mean, quantile, excess, length_cv) -> np.ndarray:
     """The quantile of a request's TTFT, its wait and pass (``mean``, ``quantile``) plus its
     own prompt's spread, ``excess`` at the same quantile over its mean (independent of the
-    wait): the excesses over the means added in quadrature, ``mean + sqrt((quantile -
-    mean)^2 + excess^2)`` (exact for normal parts; the larger part's alone where the other
-    has none), docs/load.md#length-spread. ``quantile`` where ``length_cv = 0`` or the mean
-    is not finite (a queue past its capacity)."""
+    wait): the parts above their means added in quadrature, ``quantile + sqrt(a^2 +
+    excess^2) - a`` with ``a = max(quantile - mean, 0)`` (``mean + sqrt((quantile - mean)^2
+    + excess^2)`` where the quantile is above the mean: exact for normal parts, the larger
+    part's alone where the other has none), docs/load.md#length-spread. A quantile below
+    its mean (a low ``q``) takes no part above it, and an own prompt shorter than the mean
+    (``excess < 0``, ``q`` below about 0.6) is added as it is: so the result tends to
+    ``quantile`` as ``length_cv`` tends to 0 and rises with the load as ``quantile`` does.
+    ``quantile`` where ``length_cv = 0`` or the mean is not finite (a queue past its
+    capacity)."""
     spread = np.asarray(length_cv, float) > 0.0
     if not spread.any():
         return quantile
     with np.errstate(invalid="ignore"):  # a queue past its capacity: both infinite, the quantile kept
-        return np.where(spread & np.isfinite(mean), mean + np.hypot(quantile - mean, excess), quantile)
+        above = np.maximum(quantile - mean, 0.0)
+        own = np.where(excess > 0.0, np.hypot(above, excess) - above, excess)
+        return np.where(spread & np.isfinite(mean), quantile + own, quantile)
 
 
 def tail_chunk_tokens(prompt_tokens, chunk_tokens):

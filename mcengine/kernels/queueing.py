@@ -1,16 +1,15 @@
-"""The load models' bisections compiled (docs/load.md#speed): the root of the bulk queue's
+"""The load models' roots compiled (docs/load.md#speed): the root of the bulk queue's
 embedded chain and the quantile of a waiting request's TTFT, trial by trial.
 
-:func:`queue_ratios` is the bisection of :func:`mcengine.analytic.queueing._queue_ratio`
-and :func:`hypoexponential_quantiles` that of
-:func:`mcengine.analytic.queueing._batched_ttft`: the same probes and comparisons the
-vectorised NumPy loops made, a trial at a time (a trial's answer depends on its own inputs
-alone, never on the others' nor on a thread count), each step on scalars in registers in
-place of a dozen passes over the trials' arrays. What does not depend on the probe is
-computed by NumPy and handed in. The transcendental functions are the C library's, not
-NumPy's vectorised ones, so a probe's residual may differ from NumPy's in its last bit,
-and a bisection that meets a residual that close to 0 ends elsewhere in the interval the
-residual's rounding leaves about its root (docs/load.md#speed)"""
+:func:`queue_ratios` solves :func:`mcengine.analytic.queueing._queue_ratio`'s root and
+:func:`hypoexponential_quantiles` :func:`mcengine.analytic.queueing._batched_ttft`'s
+quantile by Newton steps kept in a bracket (:func:`_newton_or_halving`: a step that leaves
+the bracket or fails to halve it halves it instead), a trial at a time (a trial's answer
+depends on its own inputs alone, never on the others' nor on a thread count), each step on
+scalars in registers. What does not depend on the probe is computed by NumPy and handed
+in. The transcendental functions are the C library's, not NumPy's vectorised ones, so a
+root is the same as NumPy's to within the rounding of its residual about it
+(docs/load.md#speed)."""
 
 from __future__ import annotations
 
@@ -63,12 +62,15 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
     (``A*(s) = (1 + s v / lambda)^(-1 / v)`` the gamma gaps' transform; Chaudhry and
     Templeton 1983), 1 where ``P <= lambda g`` (no root below 1). ``phi`` is increasing and
     convex with ``phi(0) > 0`` and ``phi(1) = 1``, so ``G`` is concave, negative below the
-    root and positive between it and 1: Newton steps rise to the root, each tangent of a
-    concave ``G`` meeting 0 below it, from the larger of ``phi(0)`` (at most the root: the
-    fixed-point iteration from 0 rises to it) and the heavy-traffic root ``1 - 2 (k - 1) /
-    ((1 + v) k^2 + k (P I - 1))``, where ``phi``'s parabola at 1 (``phi'(1) = k = P /
-    (lambda g)``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``) meets ``z`` (1/2 where neither is
-    in ``(0, 1)``; 0 where ``lambda = 0``), with ``G' = 1 - phi'``,
+    root and positive between it and 1. The steps start from the larger of ``phi(0)`` (at
+    most the root: the fixed-point iteration from 0 rises to it) and the heavy-traffic root
+    ``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``, where ``phi``'s parabola at 1
+    (``phi'(1) = k = P / (lambda g)``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``) meets ``z``
+    (1/2 where neither is in ``(0, 1)``; 0 where ``lambda = 0``). ``phi``'s third derivative
+    is positive, so below 1 the parabola lies above ``phi`` and the heavy-traffic start is at
+    or above the root; a tangent of the concave ``G`` meets 0 below the root, so a first
+    step from above lands below it and the steps rise to it from there (a start past ``G``'s
+    maximum, ``G' <= 0``, halves the bracket instead). ``G' = 1 - phi'``,
     ``phi' = A*(s) / (lambda + s v) x P z^(P I - 1) / g``, ``s`` the argument; a step that
     leaves the bracket ``[0, 1]`` or fails to halve halves it instead
     (:func:`_newton_or_halving`). A trial stops once its step is at most ``tolerance x z``,
@@ -130,11 +132,16 @@ def hypoexponential_quantiles(first_scale, second_scale, burst, a, b, tail, top_
     bound on the three terms) fall to the root, each tangent of a convex ``G`` meeting 0
     above it, ``G' = f / P(T > t)`` (``f`` the density), kept in ``[0, top_s]``
     (:func:`_newton_or_halving`); a trial stops once its step is at most ``tolerance x
-    t``, after ``steps`` steps at most."""
+    t``, after ``steps`` steps at most. 0 where ``tail`` is 1, the root of ``G`` (the caller
+    clips the tail there for a trial that waits less often than ``1 - q``, whose quantile
+    is an unwaited request's)."""
     n = tail.size
     out = np.empty(n)
     for i in range(n):
         ai, bi, level = a[i], b[i], tail[i]
+        if not level < 1.0:  # the quantile of a trial whose request waits less often than 1 - q: read elsewhere
+            out[i] = 0.0
+            continue
         gap = ai - bi if ai > bi else 1.0
         lo, hi = 0.0, top_s[i]
         t = min(top_s[i] / 50.0 * math.log(3.0 / level), hi)

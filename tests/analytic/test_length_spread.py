@@ -142,3 +142,40 @@ def test_check_refuses_the_spread_with_a_length_law(cli):
     assert r.code == 2 and "workload.load.length_cv" in r.err and "workload.output_tokens" in r.err and "Traceback" not in r.err, r.err
     assert cli("check", "h100", "--set", law).code == 0
     assert cli("check", "h100", "--set", "workload.load.length_cv=0.77").code == 0
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_a_vanishing_spread_is_the_mean_lengths_model(mode, q):
+    """``length_cv`` tending to 0 tends to the model without a spread: the own prompt's part
+    is added only above the quantile's mean (a quantile below it, ``q = 0.5``, is not
+    mirrored above it), so at 1e-9 every statistic is within 1e-6 of the mean lengths'. But
+    the disaggregated P99 TPOT: the wait to join a decode step, which the model leaves out
+    at ``length_cv = 0``, tends to ``q / (O - 1)`` of a step (:func:`join_excess_quantile`),
+    so there the quantile steps up by at most that."""
+    model, kw = MODELS[mode]
+    for load in (0.05, 0.3, 0.6, 0.85):
+        rate = load * _capacity(mode, kw, 0.0)
+        base, tiny = model(q, rate, 1.0, **kw), model(q, rate, 1.0, length_cv=1e-9, **kw)
+        for name in ("ttft_mean_s", "ttft_q_s", "tpot_mean_s") + (("tpot_q_s",) if mode < 2 else ()):
+            assert getattr(tiny, name) == pytest.approx(getattr(base, name), rel=1e-6), (load, name)
+        if mode == 2:
+            join = base.tpot_mean_s * q / (kw["output_tokens"] - 1.0)
+            assert 0.0 < tiny.tpot_q_s - base.tpot_q_s <= join * (1.0 + 1e-6), (load, tiny.tpot_q_s - base.tpot_q_s, join)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+@pytest.mark.parametrize("cv", [0.3, 0.77, 2.1])
+def test_the_quantiles_rise_with_the_load_under_a_spread(mode, q, cv):
+    """Static and continuous: the TTFT and TPOT quantiles never fall as the load rises (loads
+    0.01-0.95 of the spread's capacity, step 0.005), which the capacity search's bisection
+    takes for granted. (The disaggregated TTFT quantile can fall by under 1 %: its own
+    prompt's part, ``(r_q - 1) first(k) / k``, shrinks as the passes' mean batch ``k``
+    grows, and its queue's quantile falls about 0.6 % near load 0.9 with no spread,
+    docs/load.md#length-spread.)"""
+    model, kw = MODELS[mode]
+    rates = np.arange(0.01, 0.95, 0.005) * _capacity(mode, kw, cv)
+    got = model(np.full(rates.shape, q), rates, np.ones(rates.shape), length_cv=np.full(rates.shape, cv), **kw)
+    for stat in (got.ttft_q_s, got.tpot_q_s):
+        assert np.all(np.diff(stat) >= -1e-12 * stat[1:]), (stat[np.argmin(np.diff(stat))],)
