@@ -122,6 +122,19 @@ def test_chunked_tpot_quantile_is_a_chunk_where_chunked_requests_fill_the_tail()
     assert got == pytest.approx(0.5 + 1e-3 * float(qu._batch_quantile(q, n, arrival_cv, batch, instances)), rel=1e-12)
 
 
+def test_the_rate_free_terms_handed_in_are_those_computed():
+    """``static_at_load(longest=)`` and ``disaggregated_at_load(join_excess=)`` (the load
+    stage's :func:`~mcengine.stages.load.spread_terms`, made once per plan) give the numbers
+    the models compute without them, to the bit."""
+    rates = np.array([0.5, 2.0, 5.0])
+    static = qu.static_at_load(0.99, rates, 1.0, length_cv=0.77, **STATIC)
+    held = qu.static_at_load(0.99, rates, 1.0, length_cv=0.77, longest=qu.longest_ratio(8, 0.77), **STATIC)
+    dis = qu.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, **DISAGGREGATED)
+    given = qu.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, join_excess=qu.join_excess_quantile(0.99, 101, 2.1), **DISAGGREGATED)
+    for a, b in ((static, held), (dis, given)):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
 def test_continuous_mean_wait_adds_pollaczek_khinchine_excess():
     """The mean TTFT rises by M/G/1's excess over M/D/1, ``u c_s^2 D / (2 (1 - u))`` at the
     stream's utilisation ``u`` and prompt time ``D`` (Poisson arrivals: no burst term)."""
