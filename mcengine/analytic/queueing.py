@@ -141,7 +141,7 @@ def longest_ratio(batch, length_cv) -> np.ndarray:
         t, w = np.polynomial.legendre.leggauss(LONGEST_NODES)
         t, w = (t + 1.0) / 2.0, w * (1.0 - (t + 1.0) / 2.0)  # the rule on [0, 1] times the change of variable's 2 (1 - t)
         level = (1.0 - (1.0 - t) ** 2)[None, :] ** (1.0 / b[rows][:, None])
-        out[rows] = special.gammaincinv(1.0 / v[rows][:, None], level) @ w * v[rows]
+        out[rows] = (special.gammaincinv(1.0 / v[rows][:, None], level) * w).sum(axis=1) * v[rows]  # a row's sum alone: the same whatever rows share the call
     return out
 
 
@@ -873,7 +873,7 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
 
 
 def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, decode_1_s, decode_s, prefill_1_s, prefill_s,
-                   gap_cv2=STATIC_GAP_CV2, length_cv=0.0) -> LoadLatency:
+                   gap_cv2=STATIC_GAP_CV2, length_cv=0.0, longest=None) -> LoadLatency:
     """Static batching under load (docs/load.md#static): ``instances`` instances, each taking
     every queued request (up to ``batch``) when it falls idle and holding them for a batch
     cycle ``T(k) = prefill(k) + (O - 1) decode(k)`` (both linear in ``k`` through their
@@ -887,9 +887,11 @@ def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens
     batch's cycle holds ``O M_b - 1`` decode steps, ``M_b`` the mean longest of ``b = batch``
     draws over their mean (:func:`longest_ratio`; a lone request's cycle keeps its mean
     output), and the TTFT quantile adds the own prompt's excess at the quantile of its law
-    (:func:`_own_excess_s`); the mean TPOT counts one-token requests' 0 (:func:`multi_token_share`)."""
+    (:func:`_own_excess_s`); the mean TPOT counts one-token requests' 0 (:func:`multi_token_share`).
+    ``longest``: ``M_b`` where the caller holds it (it does not depend on the rate; computed
+    when None)."""
     o = np.asarray(output_tokens, float)
-    longest = o * longest_ratio(batch, length_cv)
+    longest = o * (longest_ratio(batch, length_cv) if longest is None else longest)
     gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (longest - 1.0) * decode_s, batch, gap_cv2, arrival_cv)
     ttft_mean, ttft_q, tpot_mean, tpot_q = _gap_ttft(q, gaps, rate_per_s, arrival_cv, prefill_1_s, prefill_s, batch, decode_1_s, decode_s)
     excess = _own_excess_s(q, length_cv, prefill_1_s, prefill_s, batch, gaps.batch_mean)
@@ -1181,7 +1183,7 @@ def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):
 
 
 def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_instances, batch, prefill_batch, output_tokens, decode_1_s, decode_s,
-                          prefill_1_s, prefill_s, busy_1_s, busy_s, transfer_1_s, transfer_s, length_cv=0.0) -> LoadLatency:
+                          prefill_1_s, prefill_s, busy_1_s, busy_s, transfer_1_s, transfer_s, length_cv=0.0, join_excess=None) -> LoadLatency:
     """Disaggregated prefill and decode under load (docs/load.md#disaggregated): the
     ``prefill_instances`` prefill instances take up to ``prefill_batch`` queued prompts a
     pass, each pass keeping its instance ``busy(k)`` and delivering its first tokens after
@@ -1197,7 +1199,8 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
     quantile adds the join's share of a step over a short request's few steps
     (:func:`join_excess_quantile`), and the mean TPOT counts one-token requests' 0
-    (:func:`multi_token_share`)."""
+    (:func:`multi_token_share`). ``join_excess``: that share's quantile where the caller
+    holds it (it does not depend on the rate; computed when None)."""
     rate = np.asarray(rate_per_s, float)
     p = prefill_batch
     bq = batch_queue(rate, prefill_instances, busy_1_s, busy_s, p, arrival_cv)
@@ -1212,5 +1215,6 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     n_q = _decode_quantile(q, n, rate / decoders, (o - 1.0) * _slope(decode_1_s, decode_s, np.asarray(batch, float) - 1.0), arrival_cv, batch, decoders)
     step = _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch))
     step_q = _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch))
-    tpot_q = _with_own_spread(step, step_q, step * join_excess_quantile(q, o, length_cv), length_cv)
+    join = join_excess_quantile(q, o, length_cv) if join_excess is None else join_excess
+    tpot_q = _with_own_spread(step, step_q, step * join, length_cv)
     return LoadLatency(ttft_mean, ttft_q, step * multi_token_share(o, length_cv), tpot_q, n)

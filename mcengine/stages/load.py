@@ -139,9 +139,13 @@ FLEET_POINTS = 7
 class Plans:
     """The per-mode load model of each trial's plan (docs/load.md#chain): the
     ``load_steps.*`` columns of the roofline stage, the SLOs, their quantile, the arrival
-    CV and the output tokens per request, for a subset of trials (:meth:`take`)."""
+    CV and the output tokens per request, for a subset of trials (:meth:`take`); with them
+    the terms of the lengths' spread that do not depend on the rate (:func:`spread_terms`,
+    made once where ``steps`` does not hold them, and carried by :meth:`take` and :meth:`joined`)."""
 
     def __init__(self, steps: dict[str, np.ndarray], q, ttft_slo_s, tpot_slo_s, arrival_cv, output_tokens):
+        if "longest" not in steps:
+            steps = {**steps, **spread_terms(steps, q, output_tokens)}
         self.steps, self.q, self.ttft_slo_s, self.tpot_slo_s = steps, q, ttft_slo_s, tpot_slo_s
         self.arrival_cv, self.output_tokens = arrival_cv, output_tokens
 
@@ -195,7 +199,7 @@ class Plans:
                 common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"],
                               length_cv=s["length_cv"])
                 if code == STATIC:
-                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], **common)
+                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], longest=s["longest"], **common)
                 elif code == CONTINUOUS:
                     got = qu.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
                                                 chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], tail_step_1_s=s["tail_step_1_s"],
@@ -206,7 +210,7 @@ class Plans:
                     common["instances"] = np.maximum(count[rows], 2.0)
                     got = qu.disaggregated_at_load(*args, prefill_instances=prefill, prefill_batch=s["prefill_batch"], prefill_1_s=s["prefill_1_s"],
                                                    prefill_s=s["prefill_s"], busy_1_s=s["busy_1_s"], busy_s=s["busy_s"], transfer_1_s=s["transfer_1_s"],
-                                                   transfer_s=s["transfer_s"], **common)
+                                                   transfer_s=s["transfer_s"], join_excess=s["join_excess"], **common)
                     got = qu.LoadLatency(*(np.where(whole, x, np.inf) for x in got))
             for column, values in zip(out, got):
                 column[rows] = values
@@ -219,6 +223,21 @@ class Plans:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.maximum(got.ttft_q_s / self.ttft_slo_s, got.tpot_q_s / self.tpot_slo_s)
             return np.clip(np.log(np.where(np.isnan(ratio), np.inf, ratio)), -MISS_CAP, MISS_CAP)
+
+
+def spread_terms(steps: dict[str, np.ndarray], q, output_tokens) -> dict[str, np.ndarray]:
+    """The terms of the lengths' spread (``steps["length_cv"]``, docs/load.md#length-spread)
+    that do not depend on the rate, for :meth:`Plans.latency` to take at every rate a search
+    asks: a static plan's mean longest output of its batch over the mean (``longest``,
+    :func:`~mcengine.analytic.queueing.longest_ratio`; 1 on the other modes) and a
+    disaggregated plan's join share of a step at the quantile ``q`` (``join_excess``,
+    :func:`~mcengine.analytic.queueing.join_excess_quantile`; 0 on the other modes)."""
+    cv, mode = steps["length_cv"], steps["mode"]
+    longest, join = np.ones(cv.shape), np.zeros(cv.shape)
+    static, split = mode == STATIC, mode == DISAGGREGATED
+    longest[static] = qu.longest_ratio(steps["batch"][static], cv[static])
+    join[split] = qu.join_excess_quantile(np.asarray(q)[split], np.asarray(output_tokens)[split], cv[split])
+    return {"longest": longest, "join_excess": join}
 
 
 #: Bound of :meth:`Plans.misses` (a finite miss where the model's queue has no steady state;

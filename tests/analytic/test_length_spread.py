@@ -79,6 +79,62 @@ def test_disaggregated_join_excess_is_its_law():
         assert abs(p - 0.01) <= 4.0 * np.sqrt(0.01 * 0.99 / o.size) + 2e-4, (cv, p)
 
 
+@pytest.mark.parametrize("cv", [0.77, 2.1])
+def test_chunked_share_is_its_law(cv):
+    """``chunked_share``: the share of requests of ``2 .. 1 + R`` whole output tokens (gamma
+    draws of mean 8 rounded, at least 1; ``R = (S / c)(1 + v) / 2`` set whole, 4) over a Monte
+    Carlo of 400,000 requests, within its binomial error at 4 standard errors."""
+    v = cv**2
+    per_prompt = 8.0 / (1.0 + v)
+    x = float(qu.chunked_share(8.0, cv, per_prompt))
+    o = np.maximum(1.0, np.floor(np.random.default_rng(11).gamma(1.0 / v, 8.0 * v, 400_000) + 0.5))
+    p = np.mean((o >= 2.0) & (o <= 5.0))
+    assert 0.05 < x < 0.95
+    assert abs(p - x) <= 4.0 * np.sqrt(x * (1.0 - x) / o.size), (cv, p, x)
+
+
+@pytest.mark.parametrize("busy, cv", [(0.6, 0.77), (0.3, 2.1)])
+def test_chunked_tpot_quantile_is_its_mixture(busy, cv):
+    """``_chunked_tpot_quantile`` where ``pi = u x`` (``x`` :func:`chunked_share`) is below ``1 -
+    q`` (mean output 64): a Monte Carlo of 400,000 requests, each with probability ``pi`` a whole chunk's step
+    (above every other step) and otherwise a step linear in its occupancy, drawn from
+    ``_batch_quantile``'s normal law (its quantile at a uniform draw), is past the closed form
+    with probability ``1 - q`` within its binomial error at 4 standard errors."""
+    q, n, arrival_cv, batch, instances = 0.9, 40.0, 1.5, 256.0, 2.0
+    tau = lambda k: (0.01 + 1e-4 * k, None, np.full(np.shape(k), 1.0))  # noqa: E731 - the instance's step at occupancy k, and a chunk's
+    got = float(qu._chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, 64.0, cv, 8.0))
+    pi = busy * float(qu.chunked_share(64.0, cv, 8.0))
+    assert 0.0 < pi < 1.0 - q
+    rng = np.random.default_rng(13)
+    occupancy = qu._batch_quantile(rng.uniform(size=400_000), n, arrival_cv, batch, instances)
+    tpot = np.where(rng.uniform(size=occupancy.size) < pi, 1.0, tau(occupancy)[0])
+    p = np.mean(tpot > got)
+    assert abs(p - (1.0 - q)) <= 4.0 * np.sqrt(q * (1.0 - q) / tpot.size), (busy, cv, p)
+
+
+def test_chunked_tpot_quantile_is_a_chunk_where_chunked_requests_fill_the_tail():
+    """``_chunked_tpot_quantile`` where ``pi >= 1 - q``: a whole chunk's step at the
+    occupancy's ``q`` quantile (``_batch_quantile``)."""
+    q, n, arrival_cv, batch, instances = 0.9, 40.0, 1.5, 256.0, 2.0
+    tau = lambda k: (0.01 + 1e-4 * k, None, 0.5 + 1e-3 * k)  # noqa: E731 - the instance's step at occupancy k, and a chunk's
+    assert 1.0 * float(qu.chunked_share(8.0, 2.1, 8.0)) >= 1.0 - q
+    got = float(qu._chunked_tpot_quantile(q, n, 1.0, tau, arrival_cv, batch, instances, 8.0, 2.1, 8.0))
+    assert got == pytest.approx(0.5 + 1e-3 * float(qu._batch_quantile(q, n, arrival_cv, batch, instances)), rel=1e-12)
+
+
+def test_the_rate_free_terms_handed_in_are_those_computed():
+    """``static_at_load(longest=)`` and ``disaggregated_at_load(join_excess=)`` (the load
+    stage's :func:`~mcengine.stages.load.spread_terms`, made once per plan) give the numbers
+    the models compute without them, to the bit."""
+    rates = np.array([0.5, 2.0, 5.0])
+    static = qu.static_at_load(0.99, rates, 1.0, length_cv=0.77, **STATIC)
+    held = qu.static_at_load(0.99, rates, 1.0, length_cv=0.77, longest=qu.longest_ratio(8, 0.77), **STATIC)
+    dis = qu.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, **DISAGGREGATED)
+    given = qu.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, join_excess=qu.join_excess_quantile(0.99, 101, 2.1), **DISAGGREGATED)
+    for a, b in ((static, held), (dis, given)):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
 def test_continuous_mean_wait_adds_pollaczek_khinchine_excess():
     """The mean TTFT rises by M/G/1's excess over M/D/1, ``u c_s^2 D / (2 (1 - u))`` at the
     stream's utilisation ``u`` and prompt time ``D`` (Poisson arrivals: no burst term)."""
