@@ -146,7 +146,7 @@ def largest_batches(kind, x, lay, column, cap, out):
     t_lo, t_hi = np.zeros(n), np.zeros(n)
     rows = np.empty(n, np.int64)
     m = 0
-    one = np.int64(1)  # the batch every probe passes is an int64 (a literal 1 would compile each step a second time)
+    one = np.int64(1)  # the batch every probe passes, an int64 as the searches' own batches are
     for i in range(n):
         limit, top = x[i, column], cap[i]
         t_one = _timed(kind, one, x, i, lay)

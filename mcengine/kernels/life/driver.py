@@ -137,7 +137,7 @@ def run_block(seed, trial_start, params, wb, n_wb, mwb, n_mwb, laws, c, thin_max
     counting (:data:`~mcengine.jit.event_kernel`). Its argument types are fixed by
     :func:`simulate_lifetimes` (one compiled specialisation)."""
     n_var = laws.shape[1]
-    alone = np.int64(1)  # (typed like n_var, not a literal 1: one compiled simulate_one for both calls)
+    alone = np.int64(1)  # (an int64, as n_var is)
     vids, parted = ws.vids, ws.parted
     for i in range(i0, i1):
         lw = laws[i].reshape((n_var * N_LAWS, laws.shape[3], laws.shape[4]))

@@ -59,7 +59,7 @@ def start_lifetime(ws, s, c, lf, wb, n_wb):
     ws.var_f[:] = 0.0
     ws.by_class[:] = 0
     ws.hwait_i[:] = 0
-    hn = np.int64(0)  # (typed int64, not a literal 0: one compiled arm and heap_set for every call)
+    hn = np.int64(0)  # (the heap's size, an int64)
     u_past = ws.u_past  # lives past the horizon are drawn, not computed (life_within), here and later
     if lf.clocked_g:
         for g in range(n_wb):

@@ -158,7 +158,7 @@ def times_pop(keys, n):
     top = keys[0]
     n -= 1
     if n > 0:
-        _times_sift_down(keys, n, np.int64(0), keys[n])  # (int64, not a literal 0: one compiled sift for both callers)
+        _times_sift_down(keys, n, np.int64(0), keys[n])  # (an int64 position)
     return top, n
 
 

@@ -46,8 +46,8 @@ def lose(ws, s, c, lf, first, end, t, delta):
 
     Compiled apart and called (reshard only, at eight sites in the loop and its handlers):
     inlined, each site would type, lower and optimise a copy. Its callers pass the
-    workspace, cluster and lifetime by reference and ``delta`` as an int64 (not a literal),
-    so it compiles once."""
+    workspace, cluster and lifetime by reference and ``delta`` as an int64, so it compiles
+    once."""
     for i in range(ws.inst_of[first], ws.inst_of[end - 1] + 1):
         change = 0
         for p in range(max(first, i * c.instance_gpus), min(end, (i + 1) * c.instance_gpus)):
