@@ -92,12 +92,11 @@ def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
     if not rows.any():
         return out
     k, theta, o = 1.0 / v[rows], o[rows] * v[rows], o[rows]
+    cdf_low, mean_low = special.gammainc(k, 1.5 / theta), o * special.gammainc(k + 1.0, 1.5 / theta)  # F(3/2), M(3/2): the same at every x
 
     def above(x):
-        edge = 1.0 + 1.0 / np.maximum(x, 1e-300)
-        cdf = special.gammainc(k, np.stack([edge, np.full(edge.shape, 1.5)]) / theta)
-        mean = o * special.gammainc(k + 1.0, np.stack([edge, np.full(edge.shape, 1.5)]) / theta)
-        return np.where(x < 2.0, (1.0 + x) * (cdf[0] - cdf[1]) - x * (mean[0] - mean[1]), 0.0)
+        edge = (1.0 + 1.0 / np.maximum(x, 1e-300)) / theta
+        return np.where(x < 2.0, (1.0 + x) * (special.gammainc(k, edge) - cdf_low) - x * (o * special.gammainc(k + 1.0, edge) - mean_low), 0.0)
 
     tail = 1.0 - np.broadcast_to(np.asarray(q, float), out.shape)[rows]
     lo, hi = np.zeros(k.shape), np.full(k.shape, 2.0)
