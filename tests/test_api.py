@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from mcengine import api
@@ -325,3 +326,20 @@ def test_a_scenario_changed_in_python_is_listed_beside_the_command(tmp_path):
     assert json.loads((tmp_path / "r" / "summary.json").read_text())["provenance"]["command_omits"] == {"scenario_objects": ["h100"]}
     renamed = dataclasses.replace(load_scenario("h100"), name="mine")
     assert api._command(("compare",), {"a": renamed, "b": "lite-h100", "more": (changed,)})[1] == {"scenario_objects": ["mine", "h100"]}
+
+
+def test_a_sweep_value_given_in_python_is_applied_as_its_recorded_command_replays_it():
+    """``inf`` (a float, as toml_literal and the recorded ``--values inf`` write it) and
+    numpy scalars: the values a Python call applies equal those of its replayed command."""
+    import math
+
+    from mcengine.scenario.load import override_texts, toml_literal
+
+    given = api.sweep("h100", param="reliability.repair_crews", values=[math.inf, np.int64(4)], trials=16)
+    command = given["provenance"]["command_line"]
+    assert command[command.index("--values") + 1] == "inf,4"
+    replayed = api.sweep("h100", param="reliability.repair_crews", values=["inf", "4"], trials=16)
+    assert given["values"] == replayed["values"] == [math.inf, 4]
+    assert given["rows"] == replayed["rows"]
+    assert [toml_literal(v) for v in (np.float64(0.1), np.float32(0.5), np.int64(3), np.bool_(True))] == ["0.1", "0.5", "3", "true"]
+    assert override_texts({"econ.pue": np.float64(1.4), "a": {"median": np.float64(0.2)}}) == ["econ.pue=1.4", "a={median = 0.2}"]

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
 from ..errors import InputError, Problem
 from .fields import did_you_mean
 from .cards import DEFAULT_MODEL, card_table, load_model_card
@@ -151,6 +153,8 @@ def toml_literal(value) -> str:
     import json
     import math
 
+    if isinstance(value, np.generic):  # a numpy scalar (np.float64 is a float whose repr is "np.float64(...)")
+        value = value.item()
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -164,8 +168,6 @@ def toml_literal(value) -> str:
         return "{" + ", ".join(f"{k} = {toml_literal(v)}" for k, v in zip(keys, value.values())) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_literal(v) for v in value) + "]"
-    if hasattr(value, "item"):  # a numpy scalar
-        return toml_literal(value.item())
     raise InputError(Problem("overrides", repr(value), "allowed: a number, bool, string, list or table as each value"))
 
 

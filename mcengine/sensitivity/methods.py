@@ -41,7 +41,7 @@ from ..pipeline import run_block
 from ..scenario import Scenario, scenario_from_dict
 from ..scenario.consistency import sweep_warnings
 from ..scenario.fields import did_you_mean
-from ..scenario.load import POSITIONS, apply_overrides, load_scenarios, parse_override
+from ..scenario.load import POSITIONS, apply_overrides, load_scenarios, parse_override, toml_literal
 from ..scenario.derive import apply_trials
 from ..scenario.sampling import TrialInputs
 from . import analysis, sampling
@@ -213,13 +213,13 @@ def _has_key(scenario: Scenario, key: str) -> bool:
 
 
 def _literal(value) -> str:
+    """A sweep value as the TOML literal it is applied as: a text as it is, a number or a
+    bool as :func:`~mcengine.scenario.load.toml_literal` writes it (``inf`` a TOML float),
+    so the value a Python call applies is the one its recorded ``--values`` replays."""
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        value = float(value) if isinstance(value, np.floating) else value
-        return repr(value) if math.isfinite(value) else ('"inf"' if value > 0 else '"-inf"')
+    if isinstance(value, (bool, int, float, np.integer, np.floating)):
+        return toml_literal(value)
     raise InputError(Problem("--values", value, "allowed: a TOML literal (text), a number or a bool"))
 
 
