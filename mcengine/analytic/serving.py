@@ -281,14 +281,14 @@ def largest_batch_within_ttft(step_s, ttft_slo_s, batch_max, pipeline: int, outp
 
 
 def compiled_batch_limits(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, output_tokens, context_tokens, r: rm.Rates, tpot_slo_s, ttft_slo_s,
-                          cap, batch_memory, batch_chunk, n: int, shared: dict | None = None):
+                          cap, batch_memory, batch_chunk, n: int, shared: rl.SharedColumns | None = None):
     """``(B_SLO, B_TTFT)`` of :func:`continuous_step` as
     :func:`~mcengine.analytic.roofline.limits.largest_batch` and
     :func:`largest_batch_within_ttft` find them (the same probes, the same batches), by the
     compiled searches :func:`mcengine.kernels.searches.largest_batches` and
     :func:`mcengine.kernels.continuous.batches_within_ttft` over ``n`` trials, or None for
     what they do not cover (:func:`continuous_search_tables`; then search with NumPy).
-    ``shared``: as for :func:`~mcengine.analytic.roofline.limits.trial_table`."""
+    ``shared``: as for :func:`continuous_search_tables`."""
     tables = continuous_search_tables(m, layout, prompt_tokens, output_tokens, context_tokens, r, tpot_slo_s, ttft_slo_s, n, shared)
     if tables is None:
         return None
@@ -301,7 +301,7 @@ def compiled_batch_limits(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, out
 
 
 def continuous_search_tables(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, output_tokens, context_tokens, r: rm.Rates, tpot_slo_s,
-                             ttft_slo_s, n: int, shared: dict | None = None):
+                             ttft_slo_s, n: int, shared: rl.SharedColumns | None = None):
     """What the compiled continuous searches read: the per-trial table
     (:data:`~mcengine.kernels.continuous.TRIAL_COLUMNS`), the layout vector
     (:func:`~mcengine.analytic.roofline.limits.search_layout`) and ``O`` as a whole number;
@@ -309,7 +309,7 @@ def continuous_search_tables(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, 
     for what the kernels do not cover (:func:`~mcengine.analytic.roofline.limits.searchable`:
     an expert model, another all-reduce than "auto", a tensor group or a stage boundary
     spanning scale-up domains, speculative decoding) and a mean output length per trial.
-    ``shared``: as for :func:`~mcengine.analytic.roofline.limits.trial_table`, kept for
+    ``shared``: the :class:`~mcengine.analytic.roofline.limits.SharedColumns` of the
     tables of the same arguments but ``layout``."""
     o_steps = _steps_numerator(output_tokens)
     if not rl.searchable(m, layout, r) or not isinstance(o_steps, int):
@@ -325,7 +325,7 @@ def continuous_search_tables(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, 
         "sequence_flops": rt.decode_flops_per_sequence(m, layout, ctx),
         "tpot_slo_s": tpot_slo_s, "ttft_slo_s": ttft_slo_s,
     }
-    return rl.trial_table(columns, kc.TRIAL_COLUMNS, n, shared), rl.search_layout(m, layout, r), o_steps
+    return rl.trial_table(columns, kc.TRIAL_COLUMNS, n, None if shared is None else shared.tables(r, n)), rl.search_layout(m, layout, r), o_steps
 
 
 def _steps_numerator(output_tokens):

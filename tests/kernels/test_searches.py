@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from mcengine.analytic import serving as sv
@@ -82,12 +83,13 @@ def test_layouts_not_covered_have_no_table():
 @settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_tables_sharing_layout_free_columns_are_the_tables_made_alone(data):
-    """The tables of several layouts made with one ``shared`` dict (the first one kept, the
-    others copies of it with their layout's columns written) are, bit for bit, each one
-    made alone: static, prefill-pass and continuous searches."""
+    """The tables of several layouts made with one :class:`SharedColumns` per kind of
+    search (the first one kept, the others copies of it with their layout's columns
+    written) are, bit for bit, each one made alone: static, prefill-pass and continuous
+    searches; asked for other Rates or another trial count, one raises."""
     rng, m, layout, prompt, context, r, tpot, ttft, kv, g = _case(data)
     layouts = [layout, _layout(rng), _layout(rng)]
-    static, passes, continuous = {}, {}, {}
+    static, passes, continuous = (rl.SharedColumns(r, N) for _ in range(3))
     for lay in layouts:
         alone = rl.search_table(m, lay, prompt, context, r, tpot, ttft, N, kv, g)
         kept = rl.search_table(m, lay, prompt, context, r, tpot, ttft, N, kv, g, static)
@@ -98,4 +100,10 @@ def test_tables_sharing_layout_free_columns_are_the_tables_made_alone(data):
         alone = sv.continuous_search_tables(m, lay, prompt, 256, context, r, tpot, ttft, N)
         kept = sv.continuous_search_tables(m, lay, prompt, 256, context, r, tpot, ttft, N, continuous)
         np.testing.assert_array_equal(kept[0], alone[0])
-    assert len(static) == len(passes) == len(continuous) == 1
+    assert len(static.tables(r, N)) == len(passes.tables(r, N)) == len(continuous.tables(r, N)) == 1
+    for rates, n in ((replace(r), N), (r, N + 1)):
+        with pytest.raises(ValueError, match="shared search columns"):
+            rl.search_table(m, layout, prompt, context, rates, tpot, ttft, n, kv, g, static)
+        with pytest.raises(ValueError, match="shared search columns"):
+            sv.continuous_search_tables(m, layout, prompt, 256, context, rates, tpot, ttft, n, continuous)
+

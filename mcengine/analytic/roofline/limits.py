@@ -200,13 +200,35 @@ def search_layout(m: ModelCard, layout: Layout, r: Rates) -> np.ndarray:
 LAYOUT_COLUMNS = ("sequence_flops", "prompt_attention_flops", "prompt_flops")
 
 
+class SharedColumns:
+    """The tables of one kind of search over one block of trials and one :class:`Rates`
+    (the candidate layouts the planner evaluates on them), whose columns other than
+    :data:`LAYOUT_COLUMNS` are equal: the first table made is kept, and each later one is a
+    copy of it with only its layout's columns written (a contiguous copy, not a
+    column-by-column fill). Bound to the block's ``rates`` (the same object) and trial
+    count ``n``: a table asked for other rates or trials raises, as its columns would differ.
+    """
+
+    def __init__(self, rates: Rates, n: int):
+        self.rates, self.n, self._tables = rates, n, {}
+
+    def tables(self, rates: Rates, n: int) -> dict:
+        """The kept tables by column names, for a search on ``rates`` over ``n`` trials."""
+        if rates is not self.rates or n != self.n:
+            raise ValueError(f"shared search columns made for {self.n} trials and one Rates, asked for {n} trials"
+                             f"{'' if rates is self.rates else ' and other Rates'}")
+        return self._tables
+
+    def clear(self) -> None:
+        """Drop the kept tables (a table made later keeps its own again)."""
+        self._tables.clear()
+
+
 def trial_table(columns: dict, names: tuple, n: int, shared: dict | None = None) -> np.ndarray:
     """The per-trial table a compiled search reads: float64 (n, len(names)), column ``j``
     ``columns[names[j]]`` (a number or per trial) broadcast to the ``n`` trials.
-    ``shared``: a dict the caller keeps for tables whose columns other than
-    :data:`LAYOUT_COLUMNS` are equal (the candidate layouts of one block of trials, one kind
-    of search): the first table made is kept there, and each later one is a copy of it with
-    only its layout's columns written (a contiguous copy, not a column-by-column fill)."""
+    ``shared``: :meth:`SharedColumns.tables`, whose table of ``names`` (kept at the first
+    call) is copied with only the :data:`LAYOUT_COLUMNS` written."""
     if shared is not None and names in shared:
         x = shared[names].copy()
         for j, name in enumerate(names):
@@ -234,13 +256,13 @@ class SearchTable:
 
 
 def search_table(m: ModelCard, layout: Layout, prompt_tokens, context_tokens, r: Rates, tpot_slo_s, ttft_slo_s, n: int,
-                 kv: Rates | None = None, instance_gpus: int = 1, shared: dict | None = None) -> SearchTable | None:
+                 kv: Rates | None = None, instance_gpus: int = 1, shared: SharedColumns | None = None) -> SearchTable | None:
     """The :class:`SearchTable` of ``n`` trials for :func:`batch_limit_slo`,
     :func:`batch_limit_ttft` and a prefill instance's TTFT search (``kv``: the rates its KV
     caches move at, over ``instance_gpus`` GPUs); everything that does not depend on the
     batch, made with NumPy once. None for a layout the compiled steps do not cover
-    (:func:`searchable`; then search with NumPy). ``shared``: as for :func:`trial_table`,
-    kept for tables of the same arguments but ``layout``."""
+    (:func:`searchable`; then search with NumPy). ``shared``: the :class:`SharedColumns` of
+    the tables of the same arguments but ``layout``."""
     if not searchable(m, layout, r):
         return None
     kv = r if kv is None else kv
@@ -256,7 +278,7 @@ def search_table(m: ModelCard, layout: Layout, prompt_tokens, context_tokens, r:
         "tpot_slo_s": tpot_slo_s, "ttft_slo_s": ttft_slo_s,
     }
     lay = np.concatenate([search_layout(m, layout, r), [kv_bytes_per_token_rank(m, 1, r.kv_bytes), float(instance_gpus)]])
-    return SearchTable(trial_table(columns, ks.STATIC_COLUMNS, n, shared), lay)
+    return SearchTable(trial_table(columns, ks.STATIC_COLUMNS, n, None if shared is None else shared.tables(r, n)), lay)
 
 
 def compiled_largest_batch(table: SearchTable, kind: int, limit: str, cap) -> np.ndarray:

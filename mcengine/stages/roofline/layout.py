@@ -187,7 +187,7 @@ class Evaluation:
 
 
 def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefills: bool = True, within_memory: bool = False,
-             limits_of: Evaluation | None = None, rates: rm.Rates | None = None, shared: dict | None = None) -> Evaluation:
+             limits_of: Evaluation | None = None, rates: rm.Rates | None = None, shared: rl.SharedColumns | None = None) -> Evaluation:
     """Batch limits, phase terms and throughput of ``layout`` for every trial.
 
     ``batch = "auto"`` takes ``max(1, min(B_max, B_SLO, B_TTFT))``. A trial whose batch
@@ -200,10 +200,10 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     shortcut. ``limits_of``: an evaluation of the same layout, trials, rates and
     ``within_memory`` whose ``B_max``, ``B_SLO`` and one prompt's TTFT are reused (none
     depends on ``prefills``), and whose phases are too where its batch is this one in
-    every trial. ``rates``: the trials' :func:`rates_of` when already made. ``shared``: a
-    dict kept by the caller for the layouts it evaluates on the same trials and ``rates``,
-    in which their searches' tables share the columns that do not depend on the layout
-    (:func:`mcengine.analytic.roofline.limits.trial_table`).
+    every trial. ``rates``: the trials' :func:`rates_of` when already made. ``shared``: the
+    :class:`~mcengine.analytic.roofline.limits.SharedColumns` the caller keeps for the
+    layouts it evaluates on the same trials and ``rates`` (that object), in which their
+    searches' tables share the columns that do not depend on the layout.
     The searches run compiled (:func:`mcengine.analytic.roofline.limits.search_table`: the
     same probes, the same batches) for the layouts the kernels cover, with NumPy otherwise.
     """

@@ -36,6 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...analytic import serving as sv
+from ...analytic.roofline import limits as rl
 from ...errors import InputError, Problem
 from ...kernels.plan import disaggregated_rows, fold_best
 from ...scenario import Scenario
@@ -173,7 +174,7 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     def rows(x) -> np.ndarray:  # (an array of the trials kept as it is: the choice's kernels read it without a copy)
         return x if isinstance(x, np.ndarray) and x.shape == (n,) else np.broadcast_to(x, (n,))
 
-    shared = {"static": {}, "decode": {}, "continuous": {}, "pass": {}}  # each kind of search's tables share their layout-free columns
+    shared = {kind: rl.SharedColumns(rates, n) for kind in ("static", "decode", "continuous", "pass")}  # each kind of search's tables share their layout-free columns
 
     def static(layout):
         return evaluate(scenario, layout, inputs, within_memory=True, rates=rates, shared=shared["static"]) if "static" in modes else None

@@ -80,7 +80,7 @@ class Continuous:
 
 
 def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, within_memory: bool = False,
-                        rates: rm.Rates | None = None, shared: dict | None = None) -> Continuous:
+                        rates: rm.Rates | None = None, shared: rl.SharedColumns | None = None) -> Continuous:
     """``layout`` under continuous batching: ``batch = "auto"`` takes ``max(1, B_TTFT)``,
     ``B_TTFT`` the largest batch in ``[1, min(B_max, B_SLO, B_chunk)]`` whose TTFT
     ``ceil(O m/B) tau(B)`` meets ``workload.ttft_slo_ms``
@@ -251,7 +251,7 @@ def kv_rates(scenario: Scenario, rates: rm.Rates) -> rm.Rates:
 
 
 def prefill_pass(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, rates: rm.Rates | None = None,
-                 shared: dict | None = None) -> PrefillPass:
+                 shared: rl.SharedColumns | None = None) -> PrefillPass:
     """A prefill instance on ``layout`` (module docstring of :mod:`mcengine.analytic.serving`):
     ``P = max(1, min(P_memory, P_budget, P_TTFT))`` prompts per pass, ``P_TTFT`` the largest
     whose pass latency plus KV transfer meets ``workload.ttft_slo_ms`` (both grow with
