@@ -6,6 +6,9 @@
     python docs/load/measure_stream.py --toy 124,0.72 --requests 256000  # dispatch and streams alone (dispatch_toy)
     python docs/load/measure_stream.py --loads 0.5 --requests 800000 --warmup 0.5  # the settled pattern (docs/load.md#burst-wait)
     python docs/load/measure_stream.py --laws --requests 100000 --warmup 0.3   # the step-counted components and share laws (docs/load.md#share-laws)
+    python docs/load/measure_stream.py --jsq --loads 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9 --requests 1600000 --warmup 0.5 --out shares.csv
+                                                            # the settled shares beside the join-the-shortest-queue laws
+    python docs/load/measure_stream.py --oracle shares.csv  # the fit table's continuous cells counted in steps with those shares
 
 For each request (the first 20 % left out, or ``--warmup``'s share) the prompts **ahead** are the requests of its
 instance that arrived before it and whose first token comes after its arrival (still in the
@@ -35,7 +38,10 @@ other admissions (births: none of the instance's requests left since its previou
 and ``c2`` / ``c2_law`` (what one / two prompts ahead add to it, ms), ``p_ge1`` / ``p1_law``
 and ``p_ge2`` / ``p2_poisson`` / ``p2_dead`` (the shares and their laws), the simulated mean
 TTFT ``mean`` and the step count's with the measured shares (``mean_shares``) and with the
-laws ``p1_law`` and ``p2_dead`` (``mean_laws``).
+laws ``p1_law`` and ``p2_dead`` (``mean_laws``). ``--jsq`` prints the shares of arrivals
+finding 0 / 1 / 2 or more ahead beside the join-the-shortest-queue laws (:func:`jsq_row`);
+``--oracle`` reads such rows (its Poisson cells) and counts the fit table's continuous cells
+in steps with them (:func:`oracle`).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's mcengine
 
+sys.path.insert(0, str(HERE))  # make_fit_table, for --oracle
 sys.path.insert(0, str(HERE.parent / "serve"))
 from make_load_table import DESIGNS  # noqa: E402  (the serve load table's designs)
 
@@ -102,6 +109,7 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
 
     return {
         "p_ge1": float((k >= 1).mean()), "t_ge1": shares[0], "p_ge2": float((k >= 2).mean()), "t_ge2": shares[1], "p_ge3": float((k >= 3).mean()),
+        **state_rates(float((k >= 1).mean()), float((k >= 2).mean()), *shares),
         "tail_ge2": float((k[slow] >= 2).mean()), "tail_ge3": float((k[slow] >= 3).mean()),
         "ttft0": mean(ttft[none]), "ttft1": mean(ttft[k == 1]), "ttft2": mean(ttft[k == 2]),
         "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
@@ -110,6 +118,20 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         "p_ge1_refill": mean(k[r] >= 1), "p_ge2_refill": mean(k[r] >= 2), "ttft_refill": mean(ttft[r]),
         "p_ge1_birth": mean(k[~r] >= 1), "p_ge2_birth": mean(k[~r] >= 2), "ttft_birth": mean(ttft[~r]),
     }
+
+
+def state_rates(p_ge1: float, p_ge2: float, t_ge1: float, t_ge2: float) -> dict:
+    """The arrival rate an instance meets with 0, 1 and 2 or more prompts in its window, in
+    its mean rate (``rate0`` / ``rate1`` / ``rate2``): the share of arrivals finding that
+    many ahead over the share of time the window holds that many. The single-queue
+    approximation of join-the-shortest-queue (docs/load.md#jsq-laws) models each server
+    as a queue whose arrival rate depends on its length; under shortest-queue routing it
+    falls with the length. Random dispatch gives 1, 1, 1 (Poisson arrivals see time
+    averages); nan for a state the window never holds (a toy without prompt time)."""
+    def ratio(arrivals, time):
+        return arrivals / time if time > 0.0 else float("nan")
+
+    return {"rate0": ratio(1.0 - p_ge1, 1.0 - t_ge1), "rate1": ratio(p_ge1 - p_ge2, t_ge1 - t_ge2), "rate2": ratio(p_ge2, t_ge2)}
 
 
 def step_cost_s(pending, per_prompt: float, chunked_s: float, tail_s: float):
@@ -129,24 +151,12 @@ def step_cost_s(pending, per_prompt: float, chunked_s: float, tail_s: float):
     return np.where(w > 0.0, (steps - lone) * chunked_s + last - tail_s, 0.0)
 
 
-def step_laws(system, rate_per_s: float) -> dict:
-    """The mean TTFT's components counted in steps, and laws for the shares of arrivals
-    finding one and two prompts ahead (docs/load.md#share-laws), at ``rate_per_s`` requests/s
-    on a continuous ``system``: the step ``tau``, the whole-chunk step ``d_c``, the tail step
-    and the busy share ``u`` at the fast model's occupancy
-    (:func:`mcengine.analytic.queueing.continuous_at_load`'s). ``t0_law``: with none ahead, the
-    rest of the step in progress (``tau / 2``), the prompt's own ``ceil(p)`` steps, and its last
-    step filled to a whole chunk by a prompt behind that arrives before that step starts
-    (probability ``1 - exp(-lambda T)``, ``T = tau / 2 + (ceil(p) - 1) d_c``). ``c1_law`` /
-    ``c2_law``: :func:`step_cost_s` averaged over the phase of the first prompt ahead, each of
-    its ``ceil(p)`` steps weighted by ``d_c`` (``W = k p - j`` chunks pending after its ``j``-th,
-    ``k`` = 1 or 2 ahead) and its wait for its first step, ``W = k p``, by ``(1 - u) tau / 2``
-    (least-loaded dispatch seldom sends a request where one was just admitted). Shares, with
-    ``x = lambda (tau / 2 + own)`` the arrivals of a lone prompt's TTFT: ``p1_law = 1 - e^-x``,
-    a Poisson count over that window; ``p2_poisson = 1 - e^-x (1 + x)``, two in it;
-    ``p2_dead = p1_law (1 - e^-y)``, ``y = lambda max(0, tau / 2 + own - D)``: the second must
-    come in the window less a prompt's stream time ``D = p d_c`` (an instance's admissions
-    refill its departures, which its stream spaced at least a prompt apart). Times in ms."""
+def _steps(system, rate_per_s: float) -> dict:
+    """The step count's inputs at ``rate_per_s`` requests/s on a continuous ``system``, at the
+    fast model's occupancy (:func:`mcengine.analytic.queueing.continuous_at_load`'s): the
+    rate an instance ``lam``, the prompt's chunks ``p``, the step ``tau``, the whole-chunk step
+    ``dc``, the tail step, the busy share ``u``, a lone prompt's own steps ``own`` (s) and the
+    mean TTFT's components ``t0`` / ``c1`` / ``c2`` (s; :func:`step_laws`)."""
     from mcengine.analytic import queueing as qu
 
     s = system
@@ -162,11 +172,61 @@ def step_laws(system, rate_per_s: float) -> dict:
     own = (lone - 1.0) * dc + tail
     steps = np.arange(1.0, lone + 1.0)
     weights = np.r_[(1.0 - u) * tau / 2.0, np.full(len(steps), dc)]
-    cost = [float(np.average(step_cost_s(np.r_[k * p, k * p - steps], p, dc, tail), weights=weights)) for k in (1, 2)]
+    c1, c2 = (float(np.average(step_cost_s(np.r_[k * p, k * p - steps], p, dc, tail), weights=weights)) for k in (1, 2))
     behind = (1.0 - np.exp(-lam * (tau / 2.0 + (lone - 1.0) * dc))) * (dc - tail)
-    x, y = lam * (tau / 2.0 + own), lam * max(0.0, tau / 2.0 + own - p * dc)
-    return {"t0_law": 1e3 * (tau / 2.0 + own + behind), "c1_law": 1e3 * cost[0], "c2_law": 1e3 * cost[1],
-            "p1_law": -np.expm1(-x), "p2_poisson": -np.expm1(-x) - x * np.exp(-x), "p2_dead": np.expm1(-x) * np.expm1(-y)}
+    return {"lam": lam, "p": p, "tau": tau, "dc": dc, "tail": tail, "u": u, "own": own, "t0": tau / 2.0 + own + behind, "c1": c1, "c2": c2}
+
+
+def step_laws(system, rate_per_s: float) -> dict:
+    """The mean TTFT's components counted in steps, and laws for the shares of arrivals
+    finding one and two prompts ahead (docs/load.md#share-laws), at ``rate_per_s`` requests/s
+    on a continuous ``system``: the step ``tau``, the whole-chunk step ``d_c``, the tail step
+    and the busy share ``u`` at the fast model's occupancy (:func:`_steps`). ``t0_law``: with
+    none ahead, the rest of the step in progress (``tau / 2``), the prompt's own ``ceil(p)``
+    steps, and its last step filled to a whole chunk by a prompt behind that arrives before
+    that step starts (probability ``1 - exp(-lambda T)``, ``T = tau / 2 + (ceil(p) - 1) d_c``).
+    ``c1_law`` / ``c2_law``: :func:`step_cost_s` averaged over the phase of the first prompt
+    ahead, each of its ``ceil(p)`` steps weighted by ``d_c`` (``W = k p - j`` chunks pending
+    after its ``j``-th, ``k`` = 1 or 2 ahead) and its wait for its first step, ``W = k p``, by
+    ``(1 - u) tau / 2`` (least-loaded dispatch seldom sends a request where one was just
+    admitted). Shares, with ``x = lambda (tau / 2 + own)`` the arrivals of a lone prompt's
+    TTFT: ``p1_law = 1 - e^-x``, a Poisson count over that window; ``p2_poisson = 1 - e^-x (1
+    + x)``, two in it; ``p2_dead = p1_law (1 - e^-y)``, ``y = lambda max(0, tau / 2 + own -
+    D)``: the second must come in the window less a prompt's stream time ``D = p d_c`` (an
+    instance's admissions refill its departures, which its stream spaced at least a prompt
+    apart). The join-the-shortest-queue laws with the ``N`` instances' streams as its queues,
+    each busy ``u`` of the time: ``p1_pooled``, Erlang C over the ``N`` streams (routed to
+    the shortest stream, an arrival waits only when every stream is busy: the share of a
+    queue pooling them); ``p1_jsq`` / ``p2_jsq``, the supermarket model's
+    shares of arrivals finding at least one / two ahead with ``d = N`` choices, ``u^d`` and
+    ``u^(d (d + 1))`` (its share of queues at least ``k`` long is ``u^((d^k - 1)/(d - 1))``).
+    Times in ms."""
+    from mcengine.analytic import queueing as qu
+
+    st = _steps(system, rate_per_s)
+    lam, tau, own, u, d = st["lam"], st["tau"], st["own"], st["u"], float(system.instances)
+    x, y = lam * (tau / 2.0 + own), lam * max(0.0, tau / 2.0 + own - st["p"] * st["dc"])
+    return {"t0_law": 1e3 * st["t0"], "c1_law": 1e3 * st["c1"], "c2_law": 1e3 * st["c2"],
+            "p1_law": -np.expm1(-x), "p2_poisson": -np.expm1(-x) - x * np.exp(-x), "p2_dead": np.expm1(-x) * np.expm1(-y),
+            "p1_pooled": float(qu.erlang_c(d, d * u)), "p1_jsq": u ** d, "p2_jsq": u ** (d * (d + 1.0))}
+
+
+def step_model(system, rate_per_s: float, arrival_cv: float, p1: float, p2: float, q: float = 0.99) -> tuple[float, float]:
+    """The mean and ``q`` quantile of the TTFT (ms) counted in steps with given shares of
+    arrivals finding at least one / two prompts ahead (``p1`` / ``p2``; docs/load.md#share-laws):
+    the mean ``t0 + p1 c1 + p2 (c2 - c1)`` (:func:`_steps`), the quantile the fast model's
+    step-and-stream law (:func:`mcengine.analytic.queueing._step_stream_quantile`) with its
+    second prompt's ``a`` taken so that ``u a / 2 = p2``, plus the prompt's own steps; the
+    bursts' wait (:func:`mcengine.analytic.queueing._burst_wait`) added to both. An oracle for
+    share laws: with the simulator's shares it shows what a law would buy."""
+    from mcengine.analytic import queueing as qu
+
+    st = _steps(system, rate_per_s)
+    u, prompt_s = st["u"], st["p"] * st["dc"]
+    burst_mean, burst_q = qu._burst_wait(q, system.instances, prompt_s, u, arrival_cv)
+    mean = st["t0"] + p1 * st["c1"] + p2 * (st["c2"] - st["c1"]) + float(burst_mean)
+    quantile = float(qu._step_stream_quantile(q, st["tau"], prompt_s, u, min(2.0 * p2 / u, 1.0))) + float(burst_q) + st["own"]
+    return 1e3 * mean, 1e3 * quantile
 
 
 def laws_row(measured: dict, law: dict) -> dict:
@@ -180,6 +240,51 @@ def laws_row(measured: dict, law: dict) -> dict:
             "c2": measured["ttft2"] - measured["ttft0"], "c2_law": law["c2_law"], "p_ge1": measured["p_ge1"], "p1_law": law["p1_law"],
             "p_ge2": measured["p_ge2"], "p2_poisson": law["p2_poisson"], "p2_dead": law["p2_dead"], "mean": measured["mean"],
             "mean_shares": mean(measured["p_ge1"], measured["p_ge2"]), "mean_laws": mean(law["p1_law"], law["p2_dead"])}
+
+
+def jsq_row(measured: dict, law: dict) -> dict:
+    """One ``--jsq`` row (docs/load.md#jsq-laws): the shares of arrivals finding 0, 1 and 2
+    or more prompts ahead (``a0`` / ``a1`` / ``a2``); at least one, measured beside the lone
+    window's Poisson count, the pooled streams' Erlang C and the supermarket model's
+    (:func:`step_laws`); at least two, beside the Poisson window's, the dead time's and the
+    supermarket's; the exponent ``k = ln p_ge2 / ln p_ge1`` (the supermarket model's shares
+    of arrivals are ``p_ge2 = p_ge1^(d + 1)``); the single-queue approximation's
+    state-dependent rates (:func:`state_rates`); and the share of the slowest 1 % with two or
+    more ahead."""
+    m = measured
+    return {"a0": 1.0 - m["p_ge1"], "a1": m["p_ge1"] - m["p_ge2"], "a2": m["p_ge2"],
+            "p_ge1": m["p_ge1"], "p1_law": law["p1_law"], "p1_pooled": law["p1_pooled"], "p1_jsq": law["p1_jsq"],
+            "p_ge2": m["p_ge2"], "p2_poisson": law["p2_poisson"], "p2_dead": law["p2_dead"], "p2_jsq": law["p2_jsq"],
+            "k": float(np.log(m["p_ge2"]) / np.log(m["p_ge1"])), "rate0": m["rate0"], "rate1": m["rate1"], "rate2": m["rate2"],
+            "tail_ge2": m["tail_ge2"]}
+
+
+def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame:
+    """The fit table's continuous rows (``table``: docs/load/fit-table.csv) with the step
+    count's mean and P99 TTFT (:func:`step_model`) in place of the fast model's, from the
+    simulator's shares (``shares``: ``--jsq --out`` rows, ``design``, ``arrival``, ``load``,
+    ``p_ge1``, ``p_ge2``): ``shares``, each cell's Poisson shares (the bursts' excess is the
+    model's own term); ``power``, its Poisson ``p_ge1`` and ``p_ge2 = p_ge1^k`` with ``k``
+    the two designs' mean exponent at that load (:func:`jsq_row`). Columns: the relative
+    errors of each and whether the cell passes (the TPOT's errors kept from the table).
+    ``system_of(design)``: the design's continuous system."""
+    from make_fit_table import TOLERANCE
+
+    poisson = shares[shares.arrival == "poisson"].set_index(["design", "load"])
+    exponent = (np.log(poisson.p_ge2) / np.log(poisson.p_ge1)).groupby(level="load").mean()
+    rows = []
+    for row in table[table["mode"] == "continuous"].to_dict("records"):
+        system, got = system_of(row["design"]), poisson.loc[(row["design"], row["load"])]
+        rate = row["load"] * system.capacity_tokens_per_s / system.output_tokens
+        out = {k: row[k] for k in ("design", "arrival", "load")}
+        for name, p2 in (("shares", got.p_ge2), ("power", got.p_ge1 ** exponent[row["load"]])):
+            mean, p99 = step_model(system, rate, row["cv"], float(got.p_ge1), float(p2))
+            err = {"ttft_mean": mean / row["sim_ttft_mean_ms"] - 1.0, "ttft_p99": p99 / row["sim_ttft_p99_ms"] - 1.0}
+            out |= {f"{name}_{k}": v for k, v in err.items()}
+            out[f"{name}_passes"] = all(abs(e) <= TOLERANCE[k] for k, e in err.items()) and all(
+                abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("tpot_p99", "tpot_mean"))
+        rows.append(out | {"model_passes": row["passes"]})
+    return pd.DataFrame(rows)
 
 
 def dispatch_toy(holding: float, prompt: float, arrivals: int, instances: int = INSTANCES, seed: int = 0) -> pd.DataFrame:
@@ -219,9 +324,9 @@ def admission_gaps(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMUP) 
 
 
 def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0, warmup: float = WARMUP,
-         laws: bool = False) -> dict:
+         laws: bool = False, jsq: bool = False) -> dict:
     """One cell on :data:`INSTANCES` instances of the design's continuous plan (``laws``: its
-    :func:`laws_row`)."""
+    :func:`laws_row`; ``jsq``: its :func:`jsq_row`)."""
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system, simulate_requests
 
@@ -231,6 +336,8 @@ def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUES
     measured = stream_components(df, rate, warmup)
     if laws:
         measured = laws_row(measured | {"mean": 1e3 * float(df.ttft_s.iloc[int(warmup * len(df)):].mean())}, step_laws(system, rate))
+    elif jsq:
+        measured = jsq_row(measured, step_laws(system, rate))
     return {"design": name, "arrival": arrival, "load": load, **measured}
 
 
@@ -245,12 +352,24 @@ def main(argv=None) -> int:
     parser.add_argument("--requests", type=int, default=REQUESTS)
     parser.add_argument("--warmup", type=float, default=WARMUP,
                         help="the share of the run left out (the settled pattern: 0.5 of 800,000 requests or more)")
-    parser.add_argument("--laws", action="store_true", help="the measured components beside the step count's and the share laws")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--laws", action="store_true", help="the measured components beside the step count's and the share laws")
+    shown.add_argument("--jsq", action="store_true", help="the shares of arrivals finding 0 / 1 / 2+ prompts ahead beside the share laws")
+    parser.add_argument("--out", default=None, metavar="CSV", help="also write the rows to CSV")
+    parser.add_argument("--oracle", default=None, metavar="CSV",
+                        help="instead: the fit table's continuous cells counted in steps with a --jsq --out CSV's Poisson shares")
     parser.add_argument("--toy", default=None, metavar="HOLDING,PROMPT",
                         help="instead: least-loaded dispatch and the prefill streams alone (dispatch_toy), in mean gaps")
     args = parser.parse_args(argv)
     if not 0.0 <= args.warmup < 1.0:
         parser.error(f"--warmup {args.warmup:g}: allowed a share in [0, 1)")
+    if args.oracle is not None:
+        from make_fit_table import CSV, fit_system
+
+        got = oracle(pd.read_csv(CSV), pd.read_csv(args.oracle), lambda name: fit_system(name, "continuous"))
+        print(got.to_string(index=False, float_format="{:+.3f}".format))
+        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power")), "continuous cells within")
+        return 0
     if args.toy is not None:
         holding, prompt = (float(x) for x in args.toy.split(","))
         if not (holding > 0 and prompt >= 0):
@@ -267,9 +386,11 @@ def main(argv=None) -> int:
     loads = tuple(float(x) for x in args.loads.split(","))
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
-    rows = [cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup, laws=args.laws)
-            for name in designs for arrival in arrivals for load in loads]
-    print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
+    rows = pd.DataFrame([cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup, laws=args.laws, jsq=args.jsq)
+                         for name in designs for arrival in arrivals for load in loads])
+    if args.out is not None:
+        rows.to_csv(args.out, index=False)
+    print(rows.to_string(index=False, float_format="{:.3f}".format))
     return 0
 
 

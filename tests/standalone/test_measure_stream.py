@@ -24,7 +24,9 @@ def test_the_components_of_a_hand_made_table(measure):
     6, 9, 12 (instance 0) and 2, 7 (instance 1): the admissions at 10 and 6 refill a departure
     (at 9 and 2: 1 and 4 s, 0.4 and 1.6 mean gaps), the others follow none: the two refills
     have none ahead (TTFT 0.5 and 1 s), the four births 0 / 0 / 1 / 2 (TTFT 2, 0.2, 2, 2.5 s).
-    The slowest 1 % (at or above the P99, 2.475 s) is the request with two ahead."""
+    The slowest 1 % (at or above the P99, 2.475 s) is the request with two ahead. The rates
+    met with 0 / 1 / 2 ahead: the shares of arrivals 4/6, 1/6, 1/6 over the shares of time
+    0.765, 0.135, 0.1."""
     df = pd.DataFrame({"instance": [0, 1, 0, 0, 1, 0], "arrival_s": [0.0, 0.5, 1.0, 1.5, 6.0, 10.0],
                        "first_token_s": [2.0, 0.7, 3.0, 4.0, 6.5, 11.0], "finish_s": [5.0, 2.0, 6.0, 9.0, 7.0, 12.0]})
     df["ttft_s"] = df.first_token_s - df.arrival_s
@@ -33,7 +35,8 @@ def test_the_components_of_a_hand_made_table(measure):
     want = {"p_ge1": 2 / 6, "p_ge2": 1 / 6, "t_ge1": (0.4 + 0.07) / 2, "t_ge2": 0.1,
             "ttft0": 925.0, "ttft1": 2000.0, "ttft2": 2500.0, "behind0": 0.25, "ttft0_alone": 1700.0 / 3, "ttft0_behind": 2000.0,
             "gap_cv2": gaps.var(ddof=0) / gaps.mean() ** 2, "gap_short": 0.0, "refill": 2 / 6, "refill_delay": 1.0,
-            "p_ge3": 0.0, "tail_ge2": 1.0, "tail_ge3": 0.0, "p_ge1_refill": 0.0, "p_ge2_refill": 0.0, "ttft_refill": 750.0, "p_ge1_birth": 0.5, "p_ge2_birth": 0.25, "ttft_birth": 1675.0}
+            "p_ge3": 0.0, "tail_ge2": 1.0, "tail_ge3": 0.0, "p_ge1_refill": 0.0, "p_ge2_refill": 0.0, "ttft_refill": 750.0, "p_ge1_birth": 0.5, "p_ge2_birth": 0.25, "ttft_birth": 1675.0,
+            "rate0": (4 / 6) / (1 - 0.235), "rate1": (1 / 6) / (0.235 - 0.1), "rate2": (1 / 6) / 0.1}
     assert got == pytest.approx(want, rel=1e-12)
 
 
@@ -111,3 +114,73 @@ def test_the_step_counted_components_at_a_trickle_by_hand(measure):
     assert got["p1_law"] == pytest.approx(0.5e-12 * 0.08, rel=1e-6)
     assert got["p2_poisson"] == pytest.approx((0.5e-12 * 0.08) ** 2 / 2.0, rel=1e-3)  # two in the window: x^2 / 2
     assert got["p2_dead"] == pytest.approx(got["p1_law"] * 0.5e-12 * (0.08 - 0.06), rel=1e-6)  # the window less a prompt, 1.5 x 40 ms
+
+
+def test_state_rates_are_one_under_random_dispatch_and_average_to_one(measure):
+    """Arrivals that see the time averages (``p_ge = t_ge``: random dispatch) meet the mean rate
+    in every state; and whatever the shares, the rates weighted by the time shares sum to one
+    (every arrival finds some count)."""
+    assert measure.state_rates(0.4, 0.1, 0.4, 0.1) == pytest.approx({"rate0": 1.0, "rate1": 1.0, "rate2": 1.0}, rel=1e-12)
+    r = measure.state_rates(0.59, 0.083, 0.75, 0.245)
+    assert r["rate0"] * 0.25 + r["rate1"] * (0.75 - 0.245) + r["rate2"] * 0.245 == pytest.approx(1.0, rel=1e-12)
+    assert np.isnan(measure.state_rates(0.0, 0.0, 0.0, 0.0)["rate2"])  # no prompt time: no state with two ahead
+
+
+def _trickle_system():
+    """The hand system of :func:`test_the_step_counted_components_at_a_trickle_by_hand`: one
+    prompt of 1.5 chunks, steps of 20 / 40 / 30 ms (none / a whole chunk / the last half chunk)."""
+    from types import SimpleNamespace
+
+    mixed = np.array([[0.02, 0.04]] * 4 + [[0.03, 0.05]])
+    return SimpleNamespace(pipeline=1, batch_max=4, instances=2, prompt_tokens=300, chunk_tokens=200.0, output_tokens=10,
+                           mixed_s=mixed, decode_s=np.array([0.0, 0.02, 0.02, 0.02, 0.03]), tail_steps_s=(0.03, 0.04),
+                           capacity_tokens_per_s=1000.0)
+
+
+def test_the_shortest_queue_laws_on_the_streams_at_a_load(measure):
+    """With the instances' streams as shortest-queue routing's queues, each busy ``u`` of the
+    time: Erlang C over the ``N = 2`` streams (offered ``2u``: ``2u^2 / (1 + u)``) and the
+    supermarket model's ``u^N`` and ``u^(N (N + 1))`` (its arrivals finding at least one / two
+    ahead), at the ``u`` the step count reads (``lambda p tau``)."""
+    system = _trickle_system()
+    rate = 10.0
+    got = measure.step_laws(system, rate)
+    u = measure._steps(system, rate)["u"]
+    assert 0.1 < u < 0.5
+    assert got["p1_pooled"] == pytest.approx(2.0 * u * u / (1.0 + u), rel=1e-9)
+    assert got["p1_jsq"] == pytest.approx(u ** 2, rel=1e-12)
+    assert got["p2_jsq"] == pytest.approx(u ** 6, rel=1e-12)
+
+
+def test_the_step_model_at_a_trickle_by_hand(measure):
+    """At a trickle with Poisson arrivals (no bursts' wait) the step count's mean is ``t0 + p1
+    c1 + p2 (c2 - c1)`` (80 ms, and the hand components above); its 0.99 quantile with no
+    prompt ahead is the rest of a step at its 0.99 point (0.99 of 20 ms) plus the prompt's own
+    steps (70 ms)."""
+    system = _trickle_system()
+    c1, c2 = (0.01 * 50 + 0.04 * 10) / 0.09, (0.01 * 120 + 0.04 * 80 + 0.04 * 40) / 0.09
+    mean, q = measure.step_model(system, 1e-9, 1.0, 0.0, 0.0)
+    assert mean == pytest.approx(80.0, rel=1e-6)
+    assert q == pytest.approx(0.99 * 20.0 + 70.0, rel=1e-4)
+    mean, _ = measure.step_model(system, 1e-9, 1.0, 0.6, 0.2)
+    assert mean == pytest.approx(80.0 + 0.6 * c1 + 0.2 * (c2 - c1), rel=1e-6)
+
+
+def test_the_oracle_scores_a_cell_against_the_tolerance(measure):
+    """A continuous row whose simulated mean is the step count's own and whose P99 is 5 % above
+    it passes (errors 0 and -1/21); at 12 % above, the P99 is out. The shares are the row's
+    design's Poisson ones at that load, the power law's second share ``p_ge1^k`` with ``k`` the
+    designs' mean exponent (one design here: its own, so both columns agree)."""
+    system = _trickle_system()
+    load = 0.1  # 5 requests/s an instance: its stream busy 0.18 of the time
+    rate = load * system.capacity_tokens_per_s / system.output_tokens
+    mean, q = measure.step_model(system, rate, 1.0, 0.3, 0.05)
+    shares = pd.DataFrame({"design": ["x", "x"], "arrival": ["poisson", "gamma"], "load": [load, load], "p_ge1": [0.3, 0.9], "p_ge2": [0.05, 0.8]})
+    for above, passes in ((1.05, True), (1.12, False)):
+        table = pd.DataFrame([{"design": "x", "mode": "continuous", "arrival": "poisson", "load": load, "cv": 1.0, "sim_ttft_mean_ms": mean,
+                               "sim_ttft_p99_ms": q * above, "err_tpot_p99": 0.0, "err_tpot_mean": 0.0, "passes": False}])
+        got = measure.oracle(table, shares, lambda name: system).iloc[0]
+        assert got.shares_ttft_mean == pytest.approx(0.0, abs=1e-12)
+        assert got.shares_ttft_p99 == pytest.approx(1.0 / above - 1.0, rel=1e-9)
+        assert got.power_ttft_p99 == pytest.approx(got.shares_ttft_p99, rel=1e-9)
+        assert bool(got.shares_passes) is passes and bool(got.power_passes) is passes
