@@ -8,7 +8,7 @@
     python docs/load/measure_stream.py --laws --requests 100000 --warmup 0.3   # the step-counted components and share laws (docs/load.md#share-laws)
     python docs/load/measure_stream.py --jsq --loads 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9 --requests 1600000 --warmup 0.5 --out shares.csv
                                                             # the settled shares beside the join-the-shortest-queue laws
-    python docs/load/measure_stream.py --oracle shares.csv  # the fit table's continuous cells counted in steps with those shares
+    python docs/load/measure_stream.py --oracle shares.csv  # the fit table's continuous cells counted in steps with those shares and the busy-share law
 
 For each request (the first 20 % left out, or ``--warmup``'s share) the prompts **ahead** are the requests of its
 instance that arrived before it and whose first token comes after its arrival (still in the
@@ -41,7 +41,8 @@ TTFT ``mean`` and the step count's with the measured shares (``mean_shares``) an
 laws ``p1_law`` and ``p2_dead`` (``mean_laws``). ``--jsq`` prints the shares of arrivals
 finding 0 / 1 / 2 or more ahead beside the join-the-shortest-queue laws (:func:`jsq_row`);
 ``--oracle`` reads such rows (its Poisson cells) and counts the fit table's continuous cells
-in steps with them (:func:`oracle`).
+in steps with them, and with the busy-share law for one ahead, beside each cell's band of
+shares that passes (:func:`oracle`; docs/load.md#busy-share).
 """
 
 from __future__ import annotations
