@@ -8,7 +8,7 @@
     python docs/load/measure_stream.py --laws --requests 100000 --warmup 0.3   # the step-counted components and share laws (docs/load.md#share-laws)
     python docs/load/measure_stream.py --jsq --loads 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9 --requests 1600000 --warmup 0.5 --out shares.csv
                                                             # the settled shares beside the join-the-shortest-queue laws
-    python docs/load/measure_stream.py --oracle shares.csv  # the fit table's continuous cells counted in steps with those shares
+    python docs/load/measure_stream.py --oracle shares.csv  # the fit table's continuous cells counted in steps with those shares and the busy-share law
 
 For each request (the first 20 % left out, or ``--warmup``'s share) the prompts **ahead** are the requests of its
 instance that arrived before it and whose first token comes after its arrival (still in the
@@ -41,7 +41,8 @@ TTFT ``mean`` and the step count's with the measured shares (``mean_shares``) an
 laws ``p1_law`` and ``p2_dead`` (``mean_laws``). ``--jsq`` prints the shares of arrivals
 finding 0 / 1 / 2 or more ahead beside the join-the-shortest-queue laws (:func:`jsq_row`);
 ``--oracle`` reads such rows (its Poisson cells) and counts the fit table's continuous cells
-in steps with them (:func:`oracle`).
+in steps with them, and with the busy-share law for one ahead, beside each cell's band of
+shares that passes (:func:`oracle`; docs/load.md#busy-share).
 """
 
 from __future__ import annotations
@@ -194,7 +195,13 @@ def step_laws(system, rate_per_s: float) -> dict:
     + x)``, two in it; ``p2_dead = p1_law (1 - e^-y)``, ``y = lambda max(0, tau / 2 + own -
     D)``: the second must come in the window less a prompt's stream time ``D = p d_c`` (an
     instance's admissions refill its departures, which its stream spaced at least a prompt
-    apart). The join-the-shortest-queue laws with the ``N`` instances' streams as its queues,
+    apart). ``p1_busy``: the stream's busy share as an M/G/1 queue whose busy periods each
+    start with a setup ``delta = tau / 2 + (ceil(p) - p) d_c`` (the first prompt's wait for a
+    step and its last step's unused share of a chunk; the prompts of a busy period share
+    steps, so the rest of the period is its chunks, ``u``): ``(u + lambda delta) / (1 +
+    lambda delta)``, ``lambda (p tau + delta)`` at a trickle (docs/load.md#jsq-laws);
+    ``p2_busy = p1_busy (1 - e^-y)``, the dead time's second share on it. The
+    join-the-shortest-queue laws with the ``N`` instances' streams as its queues,
     each busy ``u`` of the time: ``p1_pooled``, Erlang C over the ``N`` streams (routed to
     the shortest stream, an arrival waits only when every stream is busy: the share of a
     queue pooling them); ``p1_jsq`` / ``p2_jsq``, the supermarket model's
@@ -206,8 +213,11 @@ def step_laws(system, rate_per_s: float) -> dict:
     st = _steps(system, rate_per_s)
     lam, tau, own, u, d = st["lam"], st["tau"], st["own"], st["u"], float(system.instances)
     x, y = lam * (tau / 2.0 + own), lam * max(0.0, tau / 2.0 + own - st["p"] * st["dc"])
+    setup = lam * (tau / 2.0 + (np.ceil(st["p"]) - st["p"]) * st["dc"])
+    busy = (u + setup) / (1.0 + setup)
     return {"t0_law": 1e3 * st["t0"], "c1_law": 1e3 * st["c1"], "c2_law": 1e3 * st["c2"],
             "p1_law": -np.expm1(-x), "p2_poisson": -np.expm1(-x) - x * np.exp(-x), "p2_dead": np.expm1(-x) * np.expm1(-y),
+            "p1_busy": busy, "p2_busy": -busy * np.expm1(-y),
             "p1_pooled": float(qu.erlang_c(d, d * u)), "p1_jsq": u ** d, "p2_jsq": u ** (d * (d + 1.0))}
 
 
@@ -245,18 +255,39 @@ def laws_row(measured: dict, law: dict) -> dict:
 def jsq_row(measured: dict, law: dict) -> dict:
     """One ``--jsq`` row (docs/load.md#jsq-laws): the shares of arrivals finding 0, 1 and 2
     or more prompts ahead (``a0`` / ``a1`` / ``a2``); at least one, measured beside the lone
-    window's Poisson count, the pooled streams' Erlang C and the supermarket model's
-    (:func:`step_laws`); at least two, beside the Poisson window's, the dead time's and the
+    window's Poisson count, the busy share ``p1_busy``, the pooled streams' Erlang C and the
+    supermarket model's (:func:`step_laws`); at least two, beside the Poisson window's, the dead time's and the
     supermarket's; the exponent ``k = ln p_ge2 / ln p_ge1`` (the supermarket model's shares
     of arrivals are ``p_ge2 = p_ge1^(d + 1)``); the single-queue approximation's
     state-dependent rates (:func:`state_rates`); and the share of the slowest 1 % with two or
     more ahead."""
     m = measured
     return {"a0": 1.0 - m["p_ge1"], "a1": m["p_ge1"] - m["p_ge2"], "a2": m["p_ge2"],
-            "p_ge1": m["p_ge1"], "p1_law": law["p1_law"], "p1_pooled": law["p1_pooled"], "p1_jsq": law["p1_jsq"],
+            "p_ge1": m["p_ge1"], "p1_law": law["p1_law"], "p1_busy": law["p1_busy"], "p1_pooled": law["p1_pooled"], "p1_jsq": law["p1_jsq"],
             "p_ge2": m["p_ge2"], "p2_poisson": law["p2_poisson"], "p2_dead": law["p2_dead"], "p2_jsq": law["p2_jsq"],
             "k": float(np.log(m["p_ge2"]) / np.log(m["p_ge1"])), "rate0": m["rate0"], "rate1": m["rate1"], "rate2": m["rate2"],
             "tail_ge2": m["tail_ge2"]}
+
+
+def _scored(system, rate: float, row: dict, p1: float, p2: float) -> tuple[dict, bool]:
+    """The step count's relative TTFT errors (``ttft_mean``, ``ttft_p99``: :func:`step_model`
+    with shares ``p1`` / ``p2``) against a fit-table ``row``'s simulated columns, and whether
+    the cell then passes (the TPOT's errors kept from the row)."""
+    from make_fit_table import TOLERANCE
+
+    mean, p99 = step_model(system, rate, row["cv"], float(p1), float(p2))
+    err = {"ttft_mean": mean / row["sim_ttft_mean_ms"] - 1.0, "ttft_p99": p99 / row["sim_ttft_p99_ms"] - 1.0}
+    return err, all(abs(e) <= TOLERANCE[k] for k, e in err.items()) and all(abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("tpot_p99", "tpot_mean"))
+
+
+def p1_band(system, rate: float, row: dict, exponent: float, step: float = 0.01) -> tuple[float, float]:
+    """The least and greatest share of arrivals finding a prompt ahead, on a grid of ``step``
+    in (0, 1), at which the step count passes a fit-table ``row`` with ``p_ge2 = p_ge1^k``,
+    ``k = exponent`` (:func:`_scored`); nan, nan where none does. What a law for ``p_ge1``
+    must give in that cell (docs/load.md#jsq-laws)."""
+    grid = np.arange(step, 1.0 - step / 2.0, step)
+    ok = [p1 for p1 in grid if _scored(system, rate, row, p1, p1 ** exponent)[1]]
+    return (min(ok), max(ok)) if ok else (float("nan"), float("nan"))
 
 
 def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame:
@@ -265,25 +296,27 @@ def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame
     simulator's shares (``shares``: ``--jsq --out`` rows, ``design``, ``arrival``, ``load``,
     ``p_ge1``, ``p_ge2``): ``shares``, each cell's Poisson shares (the bursts' excess is the
     model's own term); ``power``, its Poisson ``p_ge1`` and ``p_ge2 = p_ge1^k`` with ``k``
-    the two designs' mean exponent at that load (:func:`jsq_row`). Columns: the relative
-    errors of each and whether the cell passes (the TPOT's errors kept from the table).
-    ``system_of(design)``: the design's continuous system."""
-    from make_fit_table import TOLERANCE
-
+    the two designs' mean exponent at that load (:func:`jsq_row`); ``busy``, the busy-share
+    law ``p1_busy`` for ``p_ge1`` and ``p1_busy^k`` (that exponent) for ``p_ge2``;
+    ``busy_dead``, ``p1_busy`` and ``p2_busy``, laws alone (:func:`step_laws`). Columns: the
+    relative errors of each and whether the cell passes (:func:`_scored`); the measured
+    ``p_ge1``, the law ``p1_busy`` and the band of ``p_ge1`` that passes with that exponent
+    (``p1_lo``, ``p1_hi``: :func:`p1_band`). ``system_of(design)``: the design's continuous
+    system."""
     poisson = shares[shares.arrival == "poisson"].set_index(["design", "load"])
     exponent = (np.log(poisson.p_ge2) / np.log(poisson.p_ge1)).groupby(level="load").mean()
     rows = []
     for row in table[table["mode"] == "continuous"].to_dict("records"):
         system, got = system_of(row["design"]), poisson.loc[(row["design"], row["load"])]
         rate = row["load"] * system.capacity_tokens_per_s / system.output_tokens
+        law, power = step_laws(system, rate), exponent[row["load"]]
         out = {k: row[k] for k in ("design", "arrival", "load")}
-        for name, p2 in (("shares", got.p_ge2), ("power", got.p_ge1 ** exponent[row["load"]])):
-            mean, p99 = step_model(system, rate, row["cv"], float(got.p_ge1), float(p2))
-            err = {"ttft_mean": mean / row["sim_ttft_mean_ms"] - 1.0, "ttft_p99": p99 / row["sim_ttft_p99_ms"] - 1.0}
-            out |= {f"{name}_{k}": v for k, v in err.items()}
-            out[f"{name}_passes"] = all(abs(e) <= TOLERANCE[k] for k, e in err.items()) and all(
-                abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("tpot_p99", "tpot_mean"))
-        rows.append(out | {"model_passes": row["passes"]})
+        for name, p1, p2 in (("shares", got.p_ge1, got.p_ge2), ("power", got.p_ge1, got.p_ge1 ** power),
+                             ("busy", law["p1_busy"], law["p1_busy"] ** power), ("busy_dead", law["p1_busy"], law["p2_busy"])):
+            err, passes = _scored(system, rate, row, p1, p2)
+            out |= {f"{name}_{k}": v for k, v in err.items()} | {f"{name}_passes": passes}
+        lo, hi = p1_band(system, rate, row, power)
+        rows.append(out | {"model_passes": row["passes"], "p_ge1": got.p_ge1, "p1_busy": law["p1_busy"], "p1_lo": lo, "p1_hi": hi})
     return pd.DataFrame(rows)
 
 
@@ -368,7 +401,8 @@ def main(argv=None) -> int:
 
         got = oracle(pd.read_csv(CSV), pd.read_csv(args.oracle), lambda name: fit_system(name, "continuous"))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
-        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power")), "continuous cells within")
+        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power", "busy", "busy_dead")),
+              "continuous cells within")
         return 0
     if args.toy is not None:
         holding, prompt = (float(x) for x in args.toy.split(","))

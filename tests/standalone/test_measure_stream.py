@@ -114,6 +114,9 @@ def test_the_step_counted_components_at_a_trickle_by_hand(measure):
     assert got["p1_law"] == pytest.approx(0.5e-12 * 0.08, rel=1e-6)
     assert got["p2_poisson"] == pytest.approx((0.5e-12 * 0.08) ** 2 / 2.0, rel=1e-3)  # two in the window: x^2 / 2
     assert got["p2_dead"] == pytest.approx(got["p1_law"] * 0.5e-12 * (0.08 - 0.06), rel=1e-6)  # the window less a prompt, 1.5 x 40 ms
+    # busy share: the chunks (1.5 x 20 ms) and a setup of a step's rest (10 ms) and the last step's unused half chunk (20 ms)
+    assert got["p1_busy"] == pytest.approx(0.5e-12 * (0.03 + 0.03), rel=1e-6)
+    assert got["p2_busy"] == pytest.approx(got["p1_busy"] * 0.5e-12 * (0.08 - 0.06), rel=1e-6)
 
 
 def test_state_rates_are_one_under_random_dispatch_and_average_to_one(measure):
@@ -152,6 +155,23 @@ def test_the_shortest_queue_laws_on_the_streams_at_a_load(measure):
     assert got["p2_jsq"] == pytest.approx(u ** 6, rel=1e-12)
 
 
+def test_the_busy_share_at_a_load_is_m_g_1_with_a_setup(measure):
+    """At 5 requests/s an instance on the hand system the stream's idle share is an M/G/1
+    queue's with a setup ``delta`` opening each busy period: ``1 - p1_busy = (1 - u) / (1 +
+    lambda delta)``, ``delta`` the rest of a step and the last step's unused half chunk
+    (``tau / 2 + 0.5 d_c``), at the step count's ``u`` and ``tau``; its dead-time second share
+    is ``p1_busy`` times the chance of a second arrival in the window less a prompt's 1.5 whole
+    chunks."""
+    system = _trickle_system()
+    st = measure._steps(system, 10.0)
+    got = measure.step_laws(system, 10.0)
+    assert 0.1 < st["u"] < 0.5
+    delta = st["tau"] / 2.0 + 0.5 * st["dc"]
+    assert 1.0 - got["p1_busy"] == pytest.approx((1.0 - st["u"]) / (1.0 + 5.0 * delta), rel=1e-12)
+    window = st["tau"] / 2.0 + st["own"] - 1.5 * st["dc"]
+    assert got["p2_busy"] == pytest.approx(got["p1_busy"] * (1.0 - np.exp(-5.0 * window)), rel=1e-12)
+
+
 def test_the_step_model_at_a_trickle_by_hand(measure):
     """At a trickle with Poisson arrivals (no bursts' wait) the step count's mean is ``t0 + p1
     c1 + p2 (c2 - c1)`` (80 ms, and the hand components above); its 0.99 quantile with no
@@ -184,3 +204,30 @@ def test_the_oracle_scores_a_cell_against_the_tolerance(measure):
         assert got.shares_ttft_p99 == pytest.approx(1.0 / above - 1.0, rel=1e-9)
         assert got.power_ttft_p99 == pytest.approx(got.shares_ttft_p99, rel=1e-9)
         assert bool(got.shares_passes) is passes and bool(got.power_passes) is passes
+        law = measure.step_laws(system, rate)
+        assert got.p_ge1 == 0.3 and got.p1_busy == law["p1_busy"]
+        err, ok = measure._scored(system, rate, table.iloc[0].to_dict(), law["p1_busy"], law["p2_busy"])
+        assert (got.busy_dead_ttft_mean, got.busy_dead_ttft_p99, bool(got.busy_dead_passes)) == (err["ttft_mean"], err["ttft_p99"], ok)
+        assert (got.p1_lo, got.p1_hi) == measure.p1_band(system, rate, table.iloc[0].to_dict(), np.log(0.05) / np.log(0.3))
+
+
+def test_the_band_of_one_ahead_that_passes_is_where_the_errors_cross_the_tolerance(measure):
+    """A continuous row whose simulated mean and P99 are the step count's at ``p_ge1`` = 0.3,
+    ``p_ge2 = 0.3^2``: the band of ``p_ge1`` (``k`` = 2) holds 0.3; at each inner edge the
+    step count passes and one grid step beyond it fails (the mean's 5 % or the P99's 10 %);
+    a row 40 % above the step count at any share has no band."""
+    system = _trickle_system()
+    load = 0.1
+    rate = load * system.capacity_tokens_per_s / system.output_tokens
+    mean, q = measure.step_model(system, rate, 1.0, 0.3, 0.09)
+    row = {"cv": 1.0, "sim_ttft_mean_ms": mean, "sim_ttft_p99_ms": q, "err_tpot_p99": 0.0, "err_tpot_mean": 0.0}
+    lo, hi = measure.p1_band(system, rate, row, 2.0)
+    assert lo <= 0.3 <= hi
+    assert measure._scored(system, rate, row, 0.3, 0.09) == ({"ttft_mean": pytest.approx(0.0, abs=1e-12), "ttft_p99": pytest.approx(0.0, abs=1e-12)}, True)
+    for edge, beyond in ((lo, lo - 0.01), (hi, hi + 0.01)):
+        assert measure._scored(system, rate, row, edge, edge ** 2)[1]
+        if 0.0 < beyond < 1.0:
+            assert not measure._scored(system, rate, row, beyond, beyond ** 2)[1]
+    assert (lo, hi) != (0.01, 0.99)  # the band is the tolerance's, not the grid's
+    high = row | {"sim_ttft_mean_ms": mean / 1.4, "sim_ttft_p99_ms": q / 1.4}
+    assert all(np.isnan(measure.p1_band(system, rate, high, 2.0)))
