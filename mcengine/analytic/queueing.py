@@ -663,6 +663,39 @@ def _light_gap_cv2(servers, arrival_cv2):
     return 2.0 * c * v / (c + v) - 1.0
 
 
+#: The pool on which ``workload.load.static_gap_cv2`` was measured, the fit table's 16
+#: instances (docs/load.md#static): :func:`_pool_bunching` leaves the bunched gaps as they are there.
+STATIC_GAP_POOL = 16.0
+
+
+def _pool_bunching(servers, amplify):
+    """The bunched gaps' pool-size terms of :func:`completion_gaps` (docs/load.md#fleet-size):
+    ``(kept, phases)``, the share of the bunching's excess ``gap_cv2 - 1`` kept and the shift
+    of the busy side's base, ``1 + (gap_cv2 - 1)(1 - 1/c) w kept + (1 - 1/c) phases``, both relative to
+    the pool the key was measured on, ``R =`` :data:`STATIC_GAP_POOL` (``kept = min(1, 1/A)``
+    and ``phases = 0`` there: the fit table's model as it was fitted).
+
+    * ``phases = (c - 1)/(c + 1) - (R - 1)/(R + 1)``: ``c`` instances of equal cycles at
+      independent uniform phases show a waiting request the earliest of ``c`` residuals, mean
+      ``T/(c + 1)``, gaps of squared CV ``(c - 1)/(c + 1)`` (docs/load.md#static), which falls
+      from 0.88 on 16 instances to 0.6 on 4 and rises to 0.98 on 128 (**derived**; the
+      simulator's gaps on 4 instances at loads 0.5-0.9: 0.63-0.79).
+    * ``kept = min(1, c / (R A)) sqrt(c / R)``: the bunching grows with the pool. ``A = lambda
+      s`` (``amplify``) grows as ``c`` at a fixed load per instance, so ``1/A`` damped a large
+      pool's bunching away; the simulator's grows instead (a waiting request's mean wait over
+      the unbunched ``T/(c + 1)`` at ``a/c = 2.2``: 1.0 / 1.4 / 2.6 / 11 / 20 times on 4 / 16 /
+      64 / 128 h100 instances, docs/load.md#fleet-size). The damping is read at the
+      reference pool's ``A R / c`` and the excess grown as ``sqrt(c / R)`` (**measured, not
+      derived**: over the fleet-size table's 216 cells ``(c / R)^p`` passes 72 / 73 / 76 cells
+      at ``p`` = 1/4, 1/2, 3/4, 1/2 with the least P99 error where the cells are platoons,
+      ``a/c`` 2-3, which no power follows)."""
+    c = np.asarray(servers, float)
+    scale = STATIC_GAP_POOL / c
+    kept = np.minimum(1.0, 1.0 / (amplify * scale)) * np.sqrt(1.0 / scale)
+    phases = (c - 1.0) / (c + 1.0) - (STATIC_GAP_POOL - 1.0) / (STATIC_GAP_POOL + 1.0)
+    return kept, phases
+
+
 def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0) -> CompletionGaps:
     """Greedy batching on ``servers`` instances (docs/load.md#static): an instance that falls
     idle takes every queued request (up to ``top``) at once and holds them for ``T(k)``
@@ -729,7 +762,8 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
-        bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * np.minimum(1.0, 1.0 / amplify)
+        kept, phases = _pool_bunching(c, amplify)
+        bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * kept + (1.0 - 1.0 / c) * phases
         cv2 = np.maximum(p_idle * light + (1.0 - p_idle) * bunched, 1e-6)
         with np.errstate(divide="ignore", invalid="ignore"):
             full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)
