@@ -671,27 +671,30 @@ STATIC_GAP_POOL = 16.0
 def _pool_bunching(servers, amplify):
     """The bunched gaps' pool-size terms of :func:`completion_gaps` (docs/load.md#fleet-size):
     ``(kept, phases)``, the share of the bunching's excess ``gap_cv2 - 1`` kept and the shift
-    of the busy side's base, ``1 + (gap_cv2 - 1)(1 - 1/c) w kept + (1 - 1/c) phases``, both relative to
-    the pool the key was measured on, ``R =`` :data:`STATIC_GAP_POOL` (``kept = min(1, 1/A)``
-    and ``phases = 0`` there: the fit table's model as it was fitted).
+    of the busy side's base, ``1 + (gap_cv2 - 1)(1 - 1/c) w kept + (1 - 1/c) phases``, both
+    relative to the pool the key was measured on, ``R =`` :data:`STATIC_GAP_POOL` (``kept =
+    min(1, 1/A)`` and ``phases = 0`` there: the fit table's model as it was fitted).
 
     * ``phases = (c - 1)/(c + 1) - (R - 1)/(R + 1)``: ``c`` instances of equal cycles at
       independent uniform phases show a waiting request the earliest of ``c`` residuals, mean
-      ``T/(c + 1)``, gaps of squared CV ``(c - 1)/(c + 1)`` (docs/load.md#static), which falls
-      from 0.88 on 16 instances to 0.6 on 4 and rises to 0.98 on 128 (**derived**; the
-      simulator's gaps on 4 instances at loads 0.5-0.9: 0.63-0.79).
-    * ``kept = min(1, c / (R A)) sqrt(c / R)``: the bunching grows with the pool. ``A = lambda
-      s`` (``amplify``) grows as ``c`` at a fixed load per instance, so ``1/A`` damped a large
-      pool's bunching away; the simulator's grows instead (a waiting request's mean wait over
-      the unbunched ``T/(c + 1)`` at ``a/c = 2.2``: 1.0 / 1.4 / 2.6 / 11 / 20 times on 4 / 16 /
-      64 / 128 h100 instances, docs/load.md#fleet-size). The damping is read at the
-      reference pool's ``A R / c`` and the excess grown as ``sqrt(c / R)`` (**measured, not
-      derived**: over the fleet-size table's 216 cells ``(c / R)^p`` passes 72 / 73 / 76 cells
-      at ``p`` = 1/4, 1/2, 3/4, 1/2 with the least P99 error where the cells are platoons,
-      ``a/c`` 2-3, which no power follows)."""
+      ``T/(c + 1)``, gaps of squared CV ``(c - 1)/(c + 1)`` (docs/load.md#static), 0.88 on 16
+      instances, 0.6 on 4 and 0.98 on 128 (**derived**; weighted by ``1 - 1/c`` as the rest of
+      the mix, so that one instance keeps the chain's exponential cycle).
+    * ``kept = min(1, 1/(A R/c)) min(1, c/R)``: the damping read at the reference pool's
+      ``A``, and a pool smaller than it bunches in proportion to its size. ``A = lambda s``
+      (``amplify``, the cycle a gap's arrivals add) is the pool's rate times the cycle's slope,
+      so at a fixed load per instance it grows as ``c`` and ``1/A`` damped a large pool's
+      bunching away, where the simulator's grows (docs/load.md#fleet-size); read per
+      instance it no longer falls with ``c``. Below ``R`` the simulator's bunching shrinks
+      with the pool (a waiting request waits 1.25 / 1.5 / 2.0 times the unbunched ``T/(c +
+      1)`` on 4 / 8 / 16 instances at ``a/c = 2.4``, docs/load.md#static-direct: the excess
+      squared CV about 0 / 0.7 / 1.8). Above ``R`` no growth is added: it is large only where
+      the pool moves in platoons, ``a/c`` 2-3.3 (**measured, not derived**: over the fleet-size
+      table, growing the excess as ``sqrt(c/R)`` at every size passes 73 of 216 cells and
+      loses 10 that passed before, this form 79 and 2)."""
     c = np.asarray(servers, float)
     scale = STATIC_GAP_POOL / c
-    kept = np.minimum(1.0, 1.0 / (amplify * scale)) * np.sqrt(1.0 / scale)
+    kept = np.minimum(1.0, 1.0 / (amplify * scale)) * np.minimum(1.0, 1.0 / scale)
     phases = (c - 1.0) / (c + 1.0) - (STATIC_GAP_POOL - 1.0) / (STATIC_GAP_POOL + 1.0)
     return kept, phases
 
