@@ -7,6 +7,8 @@ chain's bought fleets (90-120 instances in ``load-diurnal``) are far from the fi
     python docs/load/fleet_size.py --model-only    # the fast model's columns anew, the simulated ones kept
     python docs/load/fleet_size.py --instances 4,128 --loads 0.2
                                                    # a part of the grid, printed (nothing rewritten)
+    python docs/load/fleet_size.py --waits --design h100 --arrival poisson --loads 0.2,0.3,0.4
+                                                   # a part's waits in the simulator (:func:`waits`), printed
 
 Each simulated cell: one run of seed 0 of :func:`requests_of` requests (in proportion to the
 pool, so that a run spans as many batch cycles of one instance on every pool), MSER-5's
@@ -33,6 +35,8 @@ BEGIN, END = "<!-- fleet-size:begin -->", "<!-- fleet-size:end -->"
 POOLS = (4, 8, 16, 32, 64, 128)
 #: Requests a cell per instance, and the least a cell (the fit table's 200,000 up to 16 instances).
 REQUESTS_PER_INSTANCE, LEAST_REQUESTS = 12_500, 200_000
+#: The most requests a ``--waits`` cell (its per-request rows are grouped by batch).
+WAIT_REQUESTS = 400_000
 
 
 def requests_of(instances: int) -> int:
@@ -72,6 +76,36 @@ def grid(pools=POOLS, loads=LOADS, designs=DESIGNS, arrivals=ARRIVALS) -> pd.Dat
     return pd.DataFrame(rows)
 
 
+def waits(design: str, instances: int, load: float, arrival: str, cv: float, requests: int) -> dict:
+    """One cell's waits in the simulator (``--waits``; :mod:`static_gaps`' reading of the
+    per-request rows: a batch is the requests sharing an instance and a first token): the
+    mean batch ``k``, the share of requests finding an instance idle (``idle``; the model's
+    beside it), a waiting request's mean wait ``W`` (s) and its P99 (s), ``n_eff = T(k) / W``
+    (``c + 1`` for independent phases) and the fast model's ``W``, ``g (1 + c_g^2) / 2``."""
+    import numpy as np
+
+    from mcengine.analytic import queueing as qu
+    from mcengine.scenario import load_scenario
+    from mcengine.standalone.serve import serve_summary
+    from static_gaps import batch_rows, gap_measures
+
+    s = pool_system(design, instances)
+    top, o = s.batch_max, s.output_tokens
+    cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
+    rate = load * s.capacity_tokens_per_s / o
+    _, df = serve_summary(load_scenario(design), load * s.capacity_tokens_per_s, requests, 0, arrival, cv, "static", instances)
+    start, batches = batch_rows(df, s.prefill_s)
+    kept = df.measured.to_numpy()
+    wait = (start - df.arrival_s.to_numpy())[kept]
+    wait = wait[wait > 1e-9]
+    k = float(batches["size"][batches.measured.to_numpy()].mean())
+    gaps = qu.completion_gaps(rate, instances, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
+    return {"design": design, "instances": instances, "arrival": arrival, "load": load, "k": k, "idle": gap_measures(df, (start, batches))["idle"],
+            "idle model": float(gaps.idle_probability), "W": float(wait.mean()), "W p99": float(np.quantile(wait, 0.99)),
+            "n_eff": (cycle_1 + (cycle_top - cycle_1) / max(top - 1, 1) * (k - 1.0)) / float(wait.mean()),
+            "W model": float(gaps.gap_s * (1.0 + 1.0 / gaps.shape) / 2.0)}
+
+
 def render(table: pd.DataFrame) -> str:
     """The page's block: per design, arrivals and pool, the cells that pass and the worst error of each TTFT statistic."""
     lines = ["| design | arrivals | instances | cells within | worst P99 TTFT | worst mean TTFT | largest SEM/P99 |",
@@ -107,6 +141,7 @@ def main(argv=None) -> int:
     parser.add_argument("--arrival", default=None, help=f"comma-separated subset of {','.join(a for a, _ in ARRIVALS)}")
     parser.add_argument("--loads", default=None, help="comma-separated loads (fractions of capacity)")
     parser.add_argument("--model-only", action="store_true", help="keep the CSV's simulated columns, recompute the fast model's")
+    parser.add_argument("--waits", action="store_true", help="print the part's waits in the simulator instead (at most 400,000 requests a cell)")
     args = parser.parse_args(argv)
     part = (args.instances, args.design, args.arrival, args.loads)
     if args.model_only:
@@ -114,7 +149,7 @@ def main(argv=None) -> int:
             parser.error("--model-only: allowed alone (it refits the whole committed table)")
         regenerate(model_only(pd.read_csv(CSV)), CSV, PAGE, BEGIN, END, render)
         return 0
-    if part == (None, None, None, None):
+    if part == (None, None, None, None) and not args.waits:
         regenerate(grid(), CSV, PAGE, BEGIN, END, render)
         return 0
     pools = POOLS if args.instances is None else tuple(int(x) for x in args.instances.split(","))
@@ -126,6 +161,10 @@ def main(argv=None) -> int:
         parser.error(f"--design / --arrival: allowed subsets of {','.join(DESIGNS)} / {','.join(names)}")
     if not all(c >= 1 for c in pools) or not all(0.0 < x < 1.0 for x in loads):
         parser.error("--instances: whole numbers >= 1; --loads: strictly between 0 and 1")
+    if args.waits:
+        rows = [waits(name, c, x, a, cv, min(requests_of(c), WAIT_REQUESTS)) for name in designs for c in pools for a, cv in arrivals for x in loads]
+        print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
+        return 0
     table = grid(pools, loads, designs, arrivals)
     cols = ["design", "instances", "arrival", "load", "a/c", *(f"err_{k}" for k in TOLERANCE), "passes"]
     print(table[cols].to_string(index=False, float_format="{:+.3f}".format))
