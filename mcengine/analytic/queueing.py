@@ -725,7 +725,9 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     weighted by ``1 - 1/c`` so that one instance keeps the arrivals' ``c_a^2`` (the
     M/M^[1,inf]/1 anchor above; the weighting is **assumed**, measured on the fit table,
     docs/load.md#static), and otherwise the bunched ``1 + (gap_cv2 - 1)(1 - 1/c) w min(1,
-    1/A)`` (one instance's exponential cycle: 1). ``A = lambda s (1 - P_full)`` is how many
+    1/A)`` on the :data:`STATIC_GAP_POOL` instances the key was measured on (one instance's
+    exponential cycle: 1), on other pools with :func:`_pool_bunching`'s terms in ``c``
+    (docs/load.md#fleet-size). ``A = lambda s (1 - P_full)`` is how many
     seconds of cycle a second of gap adds (``s`` the cycle's slope in the batch; a full batch
     adds none): where ``A > 1`` the instance that took the longer gap's batch falls behind
     the one after it, the two swap, and only ``1/A`` of the gap's excess is kept into the
