@@ -96,11 +96,11 @@ def refit(table: pd.DataFrame, system_of=lambda row: fit_system(row["design"], r
     """The committed table with its fast-model columns recomputed from the model as it is
     now, its simulated columns kept (the simulator and its runs unchanged): the rerun a
     change to the fast model alone needs. ``system_of(row)``: a row's serving system (built
-    once per design and mode: :func:`fit_system`)."""
+    once per design, mode, length CV and instances: :func:`fit_system`)."""
     systems = {}
     rows = []
     for row in table.to_dict("records"):
-        key = (row["design"], row["mode"], row.get("length_cv", 0.0))
+        key = (row["design"], row["mode"], row.get("length_cv", 0.0), row.get("instances", INSTANCES))
         if key not in systems:
             systems[key] = system_of(row)
         rows.append(fast_columns(systems[key], row))

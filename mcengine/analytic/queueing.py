@@ -663,6 +663,42 @@ def _light_gap_cv2(servers, arrival_cv2):
     return 2.0 * c * v / (c + v) - 1.0
 
 
+#: The pool on which ``workload.load.static_gap_cv2`` was measured, the fit table's 16
+#: instances (docs/load.md#static): :func:`_pool_bunching` leaves the bunched gaps as they are there.
+STATIC_GAP_POOL = 16.0
+
+
+def _pool_bunching(servers, amplify):
+    """The bunched gaps' pool-size terms of :func:`completion_gaps` (docs/load.md#fleet-size):
+    ``(kept, phases)``, the share of the bunching's excess ``gap_cv2 - 1`` kept and the shift
+    of the busy side's base, ``1 + (gap_cv2 - 1)(1 - 1/c) w kept + (1 - 1/c) phases``, both
+    relative to the pool the key was measured on, ``R =`` :data:`STATIC_GAP_POOL` (``kept =
+    min(1, 1/A)`` and ``phases = 0`` there: the fit table's model as it was fitted).
+
+    * ``phases = (c - 1)/(c + 1) - (R - 1)/(R + 1)``: ``c`` instances of equal cycles at
+      independent uniform phases show a waiting request the earliest of ``c`` residuals, mean
+      ``T/(c + 1)``, gaps of squared CV ``(c - 1)/(c + 1)`` (docs/load.md#static), 0.88 on 16
+      instances, 0.6 on 4 and 0.98 on 128 (**derived**; weighted by ``1 - 1/c`` as the rest of
+      the mix, so that one instance keeps the chain's exponential cycle).
+    * ``kept = min(1, 1/(A R/c)) min(1, c/R)``: the damping read at the reference pool's
+      ``A``, and a pool smaller than it bunches in proportion to its size. ``A = lambda s``
+      (``amplify``, the cycle a gap's arrivals add) is the pool's rate times the cycle's slope,
+      so at a fixed load per instance it grows as ``c`` and ``1/A`` damped a large pool's
+      bunching away, where the simulator's grows (docs/load.md#fleet-size); read per
+      instance it no longer falls with ``c``. Below ``R`` the simulator's bunching shrinks
+      with the pool (a waiting request waits 1.25 / 1.5 / 2.0 times the unbunched ``T/(c +
+      1)`` on 4 / 8 / 16 instances at ``a/c = 2.4``, docs/load.md#static-direct: the excess
+      squared CV about 0 / 0.7 / 1.8). Above ``R`` no growth is added: it is large only where
+      the pool moves in platoons, ``a/c`` 2-3.3 (**measured, not derived**: over the fleet-size
+      table, growing the excess as ``sqrt(c/R)`` at every size passes 73 of 216 cells and
+      loses 10 that passed before, this form 79 and 2)."""
+    c = np.asarray(servers, float)
+    scale = STATIC_GAP_POOL / c
+    kept = np.minimum(1.0, 1.0 / (amplify * scale)) * np.minimum(1.0, 1.0 / scale)
+    phases = (c - 1.0) / (c + 1.0) - (STATIC_GAP_POOL - 1.0) / (STATIC_GAP_POOL + 1.0)
+    return kept, phases
+
+
 def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0) -> CompletionGaps:
     """Greedy batching on ``servers`` instances (docs/load.md#static): an instance that falls
     idle takes every queued request (up to ``top``) at once and holds them for ``T(k)``
@@ -689,7 +725,9 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     weighted by ``1 - 1/c`` so that one instance keeps the arrivals' ``c_a^2`` (the
     M/M^[1,inf]/1 anchor above; the weighting is **assumed**, measured on the fit table,
     docs/load.md#static), and otherwise the bunched ``1 + (gap_cv2 - 1)(1 - 1/c) w min(1,
-    1/A)`` (one instance's exponential cycle: 1). ``A = lambda s (1 - P_full)`` is how many
+    1/A)`` on the :data:`STATIC_GAP_POOL` instances the key was measured on (one instance's
+    exponential cycle: 1), on other pools with :func:`_pool_bunching`'s terms in ``c``
+    (docs/load.md#fleet-size). ``A = lambda s (1 - P_full)`` is how many
     seconds of cycle a second of gap adds (``s`` the cycle's slope in the batch; a full batch
     adds none): where ``A > 1`` the instance that took the longer gap's batch falls behind
     the one after it, the two swap, and only ``1/A`` of the gap's excess is kept into the
@@ -729,7 +767,8 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
-        bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * np.minimum(1.0, 1.0 / amplify)
+        kept, phases = _pool_bunching(c, amplify)
+        bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * kept + (1.0 - 1.0 / c) * phases
         cv2 = np.maximum(p_idle * light + (1.0 - p_idle) * bunched, 1e-6)
         with np.errstate(divide="ignore", invalid="ignore"):
             full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)

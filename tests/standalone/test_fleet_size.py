@@ -1,0 +1,96 @@
+"""The static mode's fast model across pool sizes (docs/load.md#fleet-size): the committed
+fleet-size table is the page's and the model's now, a few of its passing cells off the fit
+table's 16 instances re-simulated with replications whose standard error sets the
+tolerance, and the pool-size terms by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcengine.analytic import queueing as qu
+from mcengine.standalone.serve import fast_latency
+from tests.docs_scripts import docs_script
+from tests.standalone.fit_checks import assert_fits, replicated
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    return docs_script("load/fleet_size")
+
+
+def test_the_fleet_size_table_on_the_page_is_the_committed_grid(fleet):
+    """docs/load.md's block is rendered from docs/load/fleet-size-table.csv over every pool,
+    design, arrival and load, each verdict its errors against the fit table's tolerances, and
+    its 16-instance rows are the fit table's static cells (the same runs)."""
+    table = pd.read_csv(fleet.CSV)
+    assert len(table) == len(fleet.POOLS) * len(fleet.DESIGNS) * len(fleet.ARRIVALS) * len(fleet.LOADS)
+    within = np.all([table[f"err_{k}"].abs() <= tol for k, tol in fleet.TOLERANCE.items()], axis=0)
+    np.testing.assert_array_equal(table.passes.to_numpy(), within)
+    text = fleet.PAGE.read_text()
+    assert text[text.index(fleet.BEGIN) + len(fleet.BEGIN):text.index(fleet.END)].strip() == fleet.render(table)
+    fit = pd.read_csv(docs_script("load/make_fit_table").CSV)
+    fit = fit[fit["mode"] == "static"].reset_index(drop=True)
+    ours = table[table.instances == 16].reset_index(drop=True)
+    for col in ("sim_ttft_p99_ms", "sim_ttft_mean_ms", "fast_ttft_p99_ms", "fast_ttft_mean_ms"):
+        np.testing.assert_allclose(ours[col], fit[col], rtol=1e-5, err_msg=col)
+
+
+def test_the_committed_fast_columns_are_the_fast_model_now(fleet):
+    """The table's fast-model columns are what the fast model gives today (to the CSV's six
+    significant digits): a change to the model reruns ``fleet_size.py --model-only``."""
+    table = pd.read_csv(fleet.CSV)
+    for (name, c), part in table.groupby(["design", "instances"]):
+        system = fleet.pool_system(name, int(c))
+        rate = part.load.to_numpy() * system.capacity_tokens_per_s / system.output_tokens
+        fast = fast_latency(system, rate, part.cv.to_numpy(), 0.99)
+        np.testing.assert_allclose(1e3 * fast.ttft_q_s, part.fast_ttft_p99_ms, rtol=1e-5, err_msg=f"{name} {c}")
+        np.testing.assert_allclose(1e3 * fast.ttft_mean_s, part.fast_ttft_mean_ms, rtol=1e-5, err_msg=f"{name} {c}")
+
+
+def test_pool_bunching_is_neutral_on_the_reference_pool_and_follows_the_phases_off_it():
+    """On :data:`~mcengine.analytic.queueing.STATIC_GAP_POOL` instances the terms are the fitted
+    model's, ``min(1, 1/A)`` and no shift; off it the shift is the independent phases'
+    ``(c - 1)/(c + 1) - 15/17`` (4 instances: 3/5 - 15/17 = -24/85), the damping is read at
+    the reference pool's ``A 16/c`` and a smaller pool keeps ``c/16`` of the bunching (4
+    instances, ``A = 0.1``: ``min(1, 1/0.4) x 1/4 = 1/4``; 64 instances, ``A = 8``: ``min(1,
+    1/2) = 1/2``; 128 instances, ``A = 2``: nothing damped)."""
+    amplify = np.array([0.5, 3.0, 8.0])
+    kept, phases = qu._pool_bunching(16.0, amplify)
+    np.testing.assert_array_equal(kept, np.minimum(1.0, 1.0 / amplify))
+    assert float(phases) == 0.0
+    kept, phases = qu._pool_bunching(4.0, 0.1)
+    assert float(kept) == pytest.approx(0.25, rel=1e-12) and float(phases) == pytest.approx(-24.0 / 85.0, rel=1e-12)
+    kept, phases = qu._pool_bunching(64.0, 8.0)
+    assert float(kept) == pytest.approx(0.5, rel=1e-12) and float(phases) == pytest.approx(63 / 65 - 15 / 17, rel=1e-12)
+    assert float(qu._pool_bunching(128.0, 2.0)[0]) == 1.0
+
+
+def test_one_instance_keeps_the_exponential_cycle():
+    """The shift is weighted by ``1 - 1/c``: one instance's bunched gaps stay the
+    M/M^[1,inf]/1 chain's exponential cycle (``c_g^2 = 1``)."""
+    assert 1.0 / qu.completion_gaps(1.5, 1, 2.0, 2.0, 10**6).shape == pytest.approx(1.0, rel=1e-12)
+
+
+REPLICATIONS = 6
+
+
+@pytest.mark.parametrize("name, instances, arrival, cv, load", [
+    ("lite-h100", 8, "gamma", 2.0, 0.4),
+    ("h100", 8, "gamma", 2.0, 0.5),
+    ("h100", 32, "poisson", 1.0, 0.7),
+    ("h100", 32, "gamma", 2.0, 0.6),
+    pytest.param("h100", 64, "gamma", 2.0, 0.7, marks=pytest.mark.slow),
+    pytest.param("h100", 128, "poisson", 1.0, 0.7, marks=pytest.mark.slow),
+    pytest.param("lite-h100", 128, "gamma", 2.0, 0.1, marks=pytest.mark.slow),
+])
+def test_fast_model_within_tolerance_off_sixteen_instances(fleet, name, instances, arrival, cv, load):
+    """Cells the fleet-size table passes off the fit table's pool: :data:`REPLICATIONS`
+    independent replications (fixed seed) of 1,500 requests an instance (at least 12,000),
+    the first 20 % left out; the fast model within 10 % of the replications' mean P99s and 5 %
+    of their mean means, widened by 4 standard errors of those means."""
+    system = fleet.pool_system(name, instances)
+    rate = load * system.capacity_tokens_per_s / system.output_tokens
+    sim, sem = replicated(system, rate, max(12_000, 1_500 * instances), REPLICATIONS, 11, 0.2, arrival, cv)
+    assert_fits(system, rate, cv, sim, sem)
