@@ -45,18 +45,26 @@ BISECTION_STEPS = 60
 LONGEST_NODES = 32
 
 
+def _where_spread(v, constant, law) -> np.ndarray:
+    """``law(v)`` where the squared length CV ``v`` is above 0, ``constant`` where it is 0 (every
+    request the mean length): ``law`` is called once, on ``v`` with its zeros set to 1 (a
+    finite stand-in whose values are discarded), and not at all where no ``v`` is above 0."""
+    spread = v > 0.0
+    if not spread.any():
+        return np.full(v.shape, constant)
+    return np.where(spread, law(np.where(spread, v, 1.0)), constant)
+
+
 def length_quantile(q, length_cv) -> np.ndarray:
     """The ``q`` quantile of a request's length over the mean, its law gamma of mean 1 and CV
     ``length_cv`` (the simulator's, docs/load.md#length-spread): ``P^-1(1 / v, q) v``, ``v =
     length_cv^2``, ``P^-1`` the inverse regularised lower incomplete gamma function; 1 where
     ``length_cv = 0`` (every request the mean)."""
-    v = np.asarray(length_cv, float) ** 2
-    spread = v > 0.0
-    if not spread.any():
-        return np.ones(v.shape)
-    safe = np.where(spread, v, 1.0)
-    q, safe = np.broadcast_arrays(np.asarray(q, float), safe)
-    return np.where(spread, special.gammaincinv(1.0 / safe, q) * safe, 1.0)
+    def law(v):
+        q_, v = np.broadcast_arrays(np.asarray(q, float), v)
+        return special.gammaincinv(1.0 / v, q_) * v
+
+    return _where_spread(np.asarray(length_cv, float) ** 2, 1.0, law)
 
 
 def multi_token_share(output_tokens, length_cv) -> np.ndarray:
@@ -66,12 +74,7 @@ def multi_token_share(output_tokens, length_cv) -> np.ndarray:
     simulator's): ``P(X >= 3/2) = Q(1 / v, 3 / (2 O v))``, ``v = length_cv^2``, ``Q`` the
     regularised upper incomplete gamma function; 1 where ``length_cv = 0`` (every request
     ``O`` tokens; the model's ``O`` is above 1)."""
-    v = np.asarray(length_cv, float) ** 2
-    spread = v > 0.0
-    if not spread.any():
-        return np.ones(v.shape)
-    safe = np.where(spread, v, 1.0)
-    return np.where(spread, special.gammaincc(1.0 / safe, 1.5 / (np.asarray(output_tokens, float) * safe)), 1.0)
+    return _where_spread(np.asarray(length_cv, float) ** 2, 1.0, lambda v: special.gammaincc(1.0 / v, 1.5 / (np.asarray(output_tokens, float) * v)))
 
 
 def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
@@ -116,13 +119,12 @@ def chunked_share(output_tokens, length_cv, per_prompt) -> np.ndarray:
     length_cv^2``, and half of it left), ``O_i`` gamma of mean ``O = output_tokens``:
     ``P(3/2 <= O_i <= 3/2 + R)`` (one-token requests have no TPOT). 0 where ``length_cv = 0``."""
     o, v, d = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2, np.asarray(per_prompt, float))
-    spread = v > 0.0
-    if not spread.any():
-        return np.zeros(o.shape)
-    safe = np.where(spread, v, 1.0)
-    k, theta = 1.0 / safe, o * safe
-    top = special.gammainc(k, (1.5 + d * (1.0 + safe) / 2.0) / theta) - special.gammainc(k, 1.5 / theta)
-    return np.where(spread, top, 0.0)
+
+    def law(v):
+        k, theta = 1.0 / v, o * v
+        return special.gammainc(k, (1.5 + d * (1.0 + v) / 2.0) / theta) - special.gammainc(k, 1.5 / theta)
+
+    return _where_spread(v, 0.0, law)
 
 
 def longest_ratio(batch, length_cv) -> np.ndarray:
