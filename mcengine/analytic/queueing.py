@@ -87,8 +87,10 @@ def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
     theta)`` and the partial mean ``M(y) = O P(k + 1, y / theta)`` (``k = 1 / v``, ``theta =
     O v``, ``v = length_cv^2``, ``P`` the regularised lower incomplete gamma function),
     falling in ``x`` to 0 at ``x = 2``: :data:`BISECTION_STEPS` bisection steps on ``[0, 2]``.
-    0 where ``length_cv = 0`` (``m = O - 1`` steps: the wait a negligible share) or where
-    fewer than ``1 - q`` of the requests have an excess at all."""
+    0 where ``length_cv = 0`` (``m = O - 1`` steps: the wait a negligible share, which the
+    model leaves out) or where fewer than ``1 - q`` of the requests have an excess at all.
+    While ``x`` times the largest ``m`` is below 1, ``P(U / m > x) = 1 - x E[m]``: a narrow
+    spread's quantile is the mean length's ``q / (O - 1)`` exactly."""
     o, v = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2)
     out = np.zeros(o.shape)
     rows = v > 0.0
@@ -910,7 +912,7 @@ def _own_excess_s(q, length_cv, first_1, first_top, top, batch) -> np.ndarray:
     return (length_quantile(q, length_cv) - 1.0) * _linear(first_1, first_top, top, k) / k
 
 
-def _with_own_spread(mean, quantile, excess, length_cv) -> np.ndarray:
+def _with_own_spread(mean, quantile, excess, length_cv, base=0.0) -> np.ndarray:
     """The quantile of a request's TTFT, its wait and pass (``mean``, ``quantile``) plus its
     own prompt's spread, ``excess`` at the same quantile over its mean (independent of the
     wait): the parts above their means added in quadrature, ``quantile + sqrt(a^2 +
@@ -920,15 +922,21 @@ def _with_own_spread(mean, quantile, excess, length_cv) -> np.ndarray:
     its mean (a low ``q``) takes no part above it, and an own prompt shorter than the mean
     (``excess < 0``, ``q`` below about 0.6) is added as it is: so the result tends to
     ``quantile`` as ``length_cv`` tends to 0 and rises with the load as ``quantile`` does.
-    ``quantile`` where ``length_cv = 0`` or the mean is not finite (a queue past its
-    capacity)."""
+    ``base``: the excess a mean-length request has, which the model without a spread leaves
+    out (the disaggregated join's ``q / (O - 1)`` of a step, :func:`disaggregated_at_load`):
+    its part is taken out again, ``sqrt(a^2 + excess^2) - sqrt(a^2 + base^2)``, so that the
+    result still tends to ``quantile`` where ``excess`` tends to ``base``. ``quantile`` where
+    ``length_cv = 0`` or the mean is not finite (a queue past its capacity)."""
     spread = np.asarray(length_cv, float) > 0.0
     if not spread.any():
         return quantile
     with np.errstate(invalid="ignore"):  # a queue past its capacity: both infinite, the quantile kept
         above = np.maximum(quantile - mean, 0.0)
-        own = np.where(excess > 0.0, np.hypot(above, excess) - above, excess)
-        return np.where(spread & np.isfinite(mean), quantile + own, quantile)
+
+        def part(e):
+            return np.where(e > 0.0, np.hypot(above, e) - above, e)
+
+        return np.where(spread & np.isfinite(mean), quantile + (part(excess) - part(base)), quantile)
 
 
 def tail_chunk_tokens(prompt_tokens, chunk_tokens):
@@ -1199,7 +1207,9 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     excess at the quantile of its law, its pass's latency and transfer linear in its tokens,
     at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
     quantile adds the join's share of a step over a short request's few steps
-    (:func:`join_excess_quantile`), and the mean TPOT counts one-token requests' 0
+    (:func:`join_excess_quantile`) beyond the mean length's ``q / (O - 1)``, which the model
+    leaves out without a spread (so it is continuous as ``length_cv`` tends to 0), and the
+    mean TPOT counts one-token requests' 0
     (:func:`multi_token_share`). ``join_excess``: that share's quantile where the caller
     holds it (it does not depend on the rate; computed when None)."""
     rate = np.asarray(rate_per_s, float)
@@ -1217,5 +1227,6 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     step = _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch))
     step_q = _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch))
     join = join_excess_quantile(q, o, length_cv) if join_excess is None else join_excess
-    tpot_q = _with_own_spread(step, step_q, step * join, length_cv)
+    mean_length = np.minimum(np.asarray(q, float) / (o - 1.0), join)  # the mean length's join, q / (O - 1), at most the spread's
+    tpot_q = _with_own_spread(step, step_q, step * join, length_cv, step * mean_length)
     return LoadLatency(ttft_mean, ttft_q, step * multi_token_share(o, length_cv), tpot_q, n)

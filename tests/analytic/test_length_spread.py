@@ -205,19 +205,37 @@ def test_check_refuses_the_spread_with_a_length_law(cli):
 def test_a_vanishing_spread_is_the_mean_lengths_model(mode, q):
     """``length_cv`` tending to 0 tends to the model without a spread: the own prompt's part
     is added only above the quantile's mean (a quantile below it, ``q = 0.5``, is not
-    mirrored above it), so at 1e-9 every statistic is within 1e-6 of the mean lengths'. But
-    the disaggregated P99 TPOT: the wait to join a decode step, which the model leaves out
-    at ``length_cv = 0``, tends to ``q / (O - 1)`` of a step (:func:`join_excess_quantile`),
-    so there the quantile steps up by at most that."""
+    mirrored above it), and the disaggregated join's part is its excess over the mean
+    length's, so at 1e-9 every statistic is within 1e-6 of the mean lengths'."""
     model, kw = MODELS[mode]
     for load in (0.05, 0.3, 0.6, 0.85):
         rate = load * _capacity(mode, kw, 0.0)
         base, tiny = model(q, rate, 1.0, **kw), model(q, rate, 1.0, length_cv=1e-9, **kw)
-        for name in ("ttft_mean_s", "ttft_q_s", "tpot_mean_s") + (("tpot_q_s",) if mode < 2 else ()):
+        for name in ("ttft_mean_s", "ttft_q_s", "tpot_mean_s", "tpot_q_s"):
             assert getattr(tiny, name) == pytest.approx(getattr(base, name), rel=1e-6), (load, name)
-        if mode == 2:
-            join = base.tpot_mean_s * q / (kw["output_tokens"] - 1.0)
-            assert 0.0 < tiny.tpot_q_s - base.tpot_q_s <= join * (1.0 + 1e-6), (load, tiny.tpot_q_s - base.tpot_q_s, join)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99])
+def test_the_disaggregated_model_is_continuous_at_no_spread(q):
+    """At ``length_cv = 1e-6`` the disaggregated model is within what that spread can add to
+    its value at 0. The join's share of a step, ``U / m`` over ``m = O_i - 1`` steps, has
+    ``P(U / m > x) = 1 - x E[m]`` while ``x`` times the largest ``m`` is below 1, so its ``q``
+    quantile is ``q / (O - 1)``, the mean length's, exactly, until the gamma law puts mass
+    past ``(O - 1) / q`` steps (300 standard deviations out at this CV): the part taken out
+    is the part added, and the TPOT quantile is the mean lengths' within 4 ulp. The own
+    prompt adds at most ``|r_q - 1|`` times the largest ``first(k) / k`` (the quadrature adds
+    at most the excess), ``|r_q - 1| <= |z_q| v + (z_q^2 + 1) v^2`` (``v = length_cv``, the
+    gamma's Cornish-Fisher expansion ``z v + (z^2 - 1) v^2 / 3``); the mean TTFT does not read the
+    spread, and the mean TPOT loses only the one-token requests (below 1e-300 here)."""
+    kw, v = DISAGGREGATED, 1e-6
+    rates = np.linspace(0.02, 0.95, 94) * _capacity(2, kw, 0.0)
+    base, tiny = qu.disaggregated_at_load(q, rates, 1.0, **kw), qu.disaggregated_at_load(q, rates, 1.0, length_cv=v, **kw)
+    np.testing.assert_allclose(tiny.tpot_q_s, base.tpot_q_s, rtol=4 * np.finfo(float).eps, atol=0.0)
+    first = max(kw["prefill_1_s"] + kw["transfer_1_s"], (kw["prefill_s"] + kw["transfer_s"]) / kw["prefill_batch"])
+    z = stats.norm.ppf(q)
+    own = (abs(z) * v + (z**2 + 1.0) * v**2) * first
+    assert np.all(np.abs(tiny.ttft_q_s - base.ttft_q_s) <= own * (1.0 + 1e-9)), np.max(np.abs(tiny.ttft_q_s - base.ttft_q_s)) / own
+    assert np.array_equal(tiny.ttft_mean_s, base.ttft_mean_s) and np.array_equal(tiny.tpot_mean_s, base.tpot_mean_s)
 
 
 @pytest.mark.parametrize("mode", [0, 1])
