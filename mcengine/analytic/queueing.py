@@ -39,10 +39,27 @@ ROOT_TOLERANCE = 1e-13
 #: Bisection steps of :func:`join_excess_quantile` (a fixed count: run time never grows
 #: with a value; 2^-60 of its bracket is below a float's resolution).
 BISECTION_STEPS = 60
+#: Most steps of :func:`_mixed_own_excess_s`'s bracketed Newton solve (a fixed cap: run time
+#: never grows with a value; the bisection a step falls back to would reach a float's
+#: resolution of the bracket in 60).
+OWN_STEPS = 60
+#: The step, relative to the larger end of its bracket, at which :func:`_mixed_own_excess_s`
+#: takes a trial's root as solved.
+OWN_TOLERANCE = 1e-13
 #: Gauss-Legendre nodes of :func:`longest_ratio` (a fixed count: run time never grows with a
 #: value; against adaptive quadrature the 32-node rule is within 3e-5 relative over batches
 #: 1-256 and length CVs 0.1-3).
 LONGEST_NODES = 32
+
+
+def _where_spread(v, constant, law) -> np.ndarray:
+    """``law(v)`` where the squared length CV ``v`` is above 0, ``constant`` where it is 0 (every
+    request the mean length): ``law`` is called once, on ``v`` with its zeros set to 1 (a
+    finite stand-in whose values are discarded), and not at all where no ``v`` is above 0."""
+    spread = v > 0.0
+    if not spread.any():
+        return np.full(v.shape, constant)
+    return np.where(spread, law(np.where(spread, v, 1.0)), constant)
 
 
 def length_quantile(q, length_cv) -> np.ndarray:
@@ -50,13 +67,11 @@ def length_quantile(q, length_cv) -> np.ndarray:
     ``length_cv`` (the simulator's, docs/load.md#length-spread): ``P^-1(1 / v, q) v``, ``v =
     length_cv^2``, ``P^-1`` the inverse regularised lower incomplete gamma function; 1 where
     ``length_cv = 0`` (every request the mean)."""
-    v = np.asarray(length_cv, float) ** 2
-    spread = v > 0.0
-    if not spread.any():
-        return np.ones(v.shape)
-    safe = np.where(spread, v, 1.0)
-    q, safe = np.broadcast_arrays(np.asarray(q, float), safe)
-    return np.where(spread, special.gammaincinv(1.0 / safe, q) * safe, 1.0)
+    def law(v):
+        q_, v = np.broadcast_arrays(np.asarray(q, float), v)
+        return special.gammaincinv(1.0 / v, q_) * v
+
+    return _where_spread(np.asarray(length_cv, float) ** 2, 1.0, law)
 
 
 def multi_token_share(output_tokens, length_cv) -> np.ndarray:
@@ -66,12 +81,7 @@ def multi_token_share(output_tokens, length_cv) -> np.ndarray:
     simulator's): ``P(X >= 3/2) = Q(1 / v, 3 / (2 O v))``, ``v = length_cv^2``, ``Q`` the
     regularised upper incomplete gamma function; 1 where ``length_cv = 0`` (every request
     ``O`` tokens; the model's ``O`` is above 1)."""
-    v = np.asarray(length_cv, float) ** 2
-    spread = v > 0.0
-    if not spread.any():
-        return np.ones(v.shape)
-    safe = np.where(spread, v, 1.0)
-    return np.where(spread, special.gammaincc(1.0 / safe, 1.5 / (np.asarray(output_tokens, float) * safe)), 1.0)
+    return _where_spread(np.asarray(length_cv, float) ** 2, 1.0, lambda v: special.gammaincc(1.0 / v, 1.5 / (np.asarray(output_tokens, float) * v)))
 
 
 def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
@@ -84,8 +94,10 @@ def join_excess_quantile(q, output_tokens, length_cv) -> np.ndarray:
     theta)`` and the partial mean ``M(y) = O P(k + 1, y / theta)`` (``k = 1 / v``, ``theta =
     O v``, ``v = length_cv^2``, ``P`` the regularised lower incomplete gamma function),
     falling in ``x`` to 0 at ``x = 2``: :data:`BISECTION_STEPS` bisection steps on ``[0, 2]``.
-    0 where ``length_cv = 0`` (``m = O - 1`` steps: the wait a negligible share) or where
-    fewer than ``1 - q`` of the requests have an excess at all."""
+    0 where ``length_cv = 0`` (``m = O - 1`` steps: the wait a negligible share, which the
+    model leaves out) or where fewer than ``1 - q`` of the requests have an excess at all.
+    While ``x`` times the largest ``m`` is below 1, ``P(U / m > x) = 1 - x E[m]``: a narrow
+    spread's quantile is the mean length's ``q / (O - 1)`` exactly."""
     o, v = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2)
     out = np.zeros(o.shape)
     rows = v > 0.0
@@ -116,13 +128,12 @@ def chunked_share(output_tokens, length_cv, per_prompt) -> np.ndarray:
     length_cv^2``, and half of it left), ``O_i`` gamma of mean ``O = output_tokens``:
     ``P(3/2 <= O_i <= 3/2 + R)`` (one-token requests have no TPOT). 0 where ``length_cv = 0``."""
     o, v, d = np.broadcast_arrays(np.asarray(output_tokens, float), np.asarray(length_cv, float) ** 2, np.asarray(per_prompt, float))
-    spread = v > 0.0
-    if not spread.any():
-        return np.zeros(o.shape)
-    safe = np.where(spread, v, 1.0)
-    k, theta = 1.0 / safe, o * safe
-    top = special.gammainc(k, (1.5 + d * (1.0 + safe) / 2.0) / theta) - special.gammainc(k, 1.5 / theta)
-    return np.where(spread, top, 0.0)
+
+    def law(v):
+        k, theta = 1.0 / v, o * v
+        return special.gammainc(k, (1.5 + d * (1.0 + v) / 2.0) / theta) - special.gammainc(k, 1.5 / theta)
+
+    return _where_spread(v, 0.0, law)
 
 
 def longest_ratio(batch, length_cv) -> np.ndarray:
@@ -336,6 +347,9 @@ class BatchQueue(NamedTuple):
     #: The requests a bursty stream puts after a waiting one's arrival beyond Poisson's,
     #: ``(c_a^2 - 1) / 2`` (Cox 1962), who leave in its batch.
     extra: np.ndarray | float = 0.0
+    #: The share of waiting requests that no other arrival of their gap joins, ``P(N = 0) =
+    #: p^2`` (:func:`_gap_batch`'s negative binomial), who leave with ``min(top, 1 + extra)``.
+    waited_alone: np.ndarray | float = 0.0
 
 
 def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) -> BatchQueue:
@@ -349,7 +363,7 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     (Erlang C at the batches' utilisation ``u = lambda T / (k_b c)``), the mean batch is
     ``k_b = 1 - C + C min(top, 1 + lambda g)``, a fixed point solved exactly
     (:func:`_mean_batch`); a request that waits lands in a length-biased spacing of the
-    passes' ends (its mean ``2 T / (c + 1)`` at the passes' mean batch: :func:`_waited_batch`)
+    passes' ends (its mean ``2 T / (c + 1)`` at the passes' mean batch: :func:`_waited_arrivals`)
     and leaves with ``k_w = E[min(top, 1 + e + N)]``, ``N`` the arrivals of that spacing
     (negative binomial: :func:`_gap_batch`) and ``e = (c_a^2 - 1) / 2`` the more a bursty
     stream puts after one of its points (Cox 1962; docs/sources.md#load-queueing). Bursty
@@ -363,13 +377,15 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     k = _mean_batch(lam, servers, cycle_1, cycle_top, top, burst)
     c, gap, _, _ = _batch_state(k, lam, servers, cycle_1, cycle_top, top, burst)
     extra = np.minimum(np.maximum(burst - 1.0, 0.0), np.asarray(top, float) - 1.0)
-    waited = _waited_batch(lam, c, gap, servers, cycle_1, cycle_top, top, extra)
-    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra)
+    arrivals = _waited_arrivals(lam, c, gap, servers, cycle_1, cycle_top, top)
+    waited = _gap_batch(arrivals, top, extra)
+    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra, (1.0 / (1.0 + np.maximum(arrivals, 0.0))) ** 2)
 
 
-def _waited_batch(lam, wait, gap, servers, cycle_1, cycle_top, top, extra):
-    """The mean batch a waiting request leaves with (:func:`_gap_batch`), its gap the spacing
-    of the pass ends it waits in. Pass ends come at the rate the passes run, so a pass lasts
+def _waited_arrivals(lam, wait, gap, servers, cycle_1, cycle_top, top):
+    """The mean arrivals ``lambda g`` of the gap a waiting request waits in, ``g`` the scale of
+    the spacing of the pass ends it lands in (the arrivals :func:`_gap_batch` takes for the
+    mean batch it leaves with). Pass ends come at the rate the passes run, so a pass lasts
     ``T`` at the mean batch over passes, not over requests: a request that finds a server
     idle rides a pass of 1 and one that waits a pass of ``b = 1 + min(top - 1, lambda g)``,
     so the passes' mean is ``1 / (1 - C + C / b)`` (the harmonic mean of the requests
@@ -383,7 +399,7 @@ def _waited_batch(lam, wait, gap, servers, cycle_1, cycle_top, top, extra):
     ``2 g`` at the mean batch over requests: 32.2 ms)."""
     top = np.asarray(top, float)
     passes = 1.0 / (1.0 - wait + wait / (1.0 + np.minimum(top - 1.0, lam * gap)))
-    return _gap_batch(lam * _linear(cycle_1, cycle_top, top, passes) / (np.asarray(servers, float) + 1.0), top, extra)
+    return lam * _linear(cycle_1, cycle_top, top, passes) / (np.asarray(servers, float) + 1.0)
 
 
 def _batch_state(k, lam, servers, cycle_1, cycle_top, top, burst):
@@ -461,7 +477,7 @@ def _gap_batch(arrivals, top, extra):
     """The mean batch ``E[min(top, 1 + e + N)]`` a waiting request leaves with: itself, the
     ``e = extra`` more a bursty renewal stream puts after one of its points (Cox 1962:
     ``(c_a^2 - 1) / 2``) and the ``N`` arrivals of the length-biased gap it waits in
-    (``arrivals = lambda g``, ``g`` the gap's scale: :func:`_waited_batch`). The gap is
+    (``arrivals = lambda g``, ``g`` the gap's scale: :func:`_waited_arrivals`). The gap is
     gamma of shape 2 and scale ``g``, so ``N`` is negative binomial of order 2, ``P(N >= j) = r^j (1 + j p)`` with
     ``p = 1 / (1 + lambda g)``, ``r = 1 - p``, and with ``m = top - 1 - e`` places left,
     ``E[min(m, N)] = sum_{j=1..m} P(N >= j) = r (1 - r^m) / p + r (1 - (m + 1) r^m + m r^(m + 1)) / p``
@@ -562,7 +578,7 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
     the wait for the passes of the queue ahead (:func:`_queue_wait`, passes of ``top`` taking
     ``full_pass_s``: near the pool's capacity); infinite where that wait is. Where ``C <= 1 -
     q`` the quantile is an unwaited request's ``first(1)``. The mean's waited batch is
-    :attr:`BatchQueue.batch_waited` (:func:`_waited_batch`: the spacing of the pass ends a
+    :attr:`BatchQueue.batch_waited` (:func:`_waited_arrivals`: the spacing of the pass ends a
     waiting request lands in, at the passes' own mean batch), while the quantile keeps the
     ``1 + lambda (A + R)`` law above: an assumed split, measured to fit the simulator's mean
     and P99 both (docs/load.md#disaggregated)."""
@@ -947,7 +963,65 @@ def _own_excess_s(q, length_cv, first_1, first_top, top, batch) -> np.ndarray:
     return (length_quantile(q, length_cv) - 1.0) * _linear(first_1, first_top, top, k) / k
 
 
-def _with_own_spread(mean, quantile, excess, length_cv) -> np.ndarray:
+def _mixed_own_excess_s(q, length_cv, weight, per_prompt_a, per_prompt_b) -> np.ndarray:
+    """The ``q`` quantile of ``(r - 1) d_K``, the time a request's own prompt of ``r`` times the
+    mean (gamma of mean 1 and CV ``length_cv``) adds to its pass, where the pass gives ``d_a =
+    per_prompt_a`` seconds a mean prompt with probability ``weight`` and ``d_b =
+    per_prompt_b`` otherwise (:func:`_own_excess_s`'s ``first(k) / k`` at two batches): the
+    root ``x`` of ``w P(1 + x / d_a) + (1 - w) P(1 + x / d_b) = q``, ``P`` the law's
+    distribution function (a regularised lower incomplete gamma function), which lies between
+    the two parts' own quantiles ``(r_q - 1) d_a`` and ``(r_q - 1) d_b`` (``r_q``:
+    :func:`length_quantile`). Newton steps on the logarithm of the mixture's tail on the
+    quantile's side (the survival where ``q >= 1/2``, else the distribution function: nearly
+    linear in ``x`` out there) from the end of the part of the larger weight, kept inside
+    that bracket (a step that would leave it, or not halve the step before last, halves the
+    bracket instead), each trial frozen once its step is below :data:`OWN_TOLERANCE` of the
+    bracket's larger end (so its answer is its own, whatever else the array holds),
+    :data:`OWN_STEPS` steps at most. ``(r_q - 1) d_a`` where ``d_a = d_b``; 0 where
+    ``length_cv = 0``."""
+    shape = np.broadcast(q, length_cv, weight, per_prompt_a, per_prompt_b).shape
+    q, v, w, d_a, d_b = (np.broadcast_to(np.asarray(x, float), shape) for x in (q, np.asarray(length_cv, float) ** 2, weight, per_prompt_a, per_prompt_b))
+    out = np.zeros(shape)
+    rows = v > 0.0
+    if not rows.any():
+        return out
+    q, v, w, d_a, d_b = q[rows], v[rows], w[rows], d_a[rows], d_b[rows]
+    k = 1.0 / v
+    r_q = special.gammaincinv(k, q) * v  # :func:`length_quantile`
+    end_a, end_b = (r_q - 1.0) * d_a, (r_q - 1.0) * d_b
+    lo, hi = np.minimum(end_a, end_b), np.maximum(end_a, end_b)
+    x = np.where(w >= 0.5, end_a, end_b)
+    upper = q >= 0.5  # the tail whose logarithm the steps follow
+    sign = np.where(upper, -1.0, 1.0)  # its slope's sign: the survival falls with x
+    target = np.where(upper, np.log1p(-q), np.log(q))
+    log_norm = -special.gammaln(k) - k * np.log(v)  # the gamma density's log-constant
+    scale = np.maximum(np.abs(lo), np.abs(hi))
+    live = np.flatnonzero(hi - lo > OWN_TOLERANCE * scale)
+    moved = before = np.full(x.shape, np.inf)  # the last two steps' lengths
+    for _ in range(OWN_STEPS):
+        if live.size == 0:
+            break
+        xs, ks, vs, ws, up = x[live], k[live], v[live], w[live], upper[live]
+        tail, density = 0.0, 0.0
+        for share, d in ((ws, d_a[live]), (1.0 - ws, d_b[live])):
+            y = np.maximum(1.0 + xs / d, 0.0) / vs  # a prompt of no tokens or fewer: none that short
+            tail = tail + share * np.where(up, special.gammaincc(ks, y), special.gammainc(ks, y))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                density = density + share * np.where(y > 0.0, np.exp(log_norm[live] + (ks - 1.0) * np.log(y * vs) - y), 0.0) / d
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = np.log(tail) - target[live]
+            newton = xs - g * tail / (sign[live] * density)
+        above = (g >= 0.0) == up  # the root lies above x
+        lo[live], hi[live] = np.where(above, xs, lo[live]), np.where(above, hi[live], xs)
+        fast = np.isfinite(newton) & (newton >= lo[live]) & (newton <= hi[live]) & (2.0 * np.abs(newton - xs) <= before[live])
+        step = np.where(fast, newton, 0.5 * (lo[live] + hi[live]))
+        x[live], moved[live], before[live] = step, np.abs(step - xs), moved[live]
+        live = live[np.abs(step - xs) > OWN_TOLERANCE * scale[live]]
+    out[rows] = x
+    return out
+
+
+def _with_own_spread(mean, quantile, excess, length_cv, base=0.0) -> np.ndarray:
     """The quantile of a request's TTFT, its wait and pass (``mean``, ``quantile``) plus its
     own prompt's spread, ``excess`` at the same quantile over its mean (independent of the
     wait): the parts above their means added in quadrature, ``quantile + sqrt(a^2 +
@@ -957,15 +1031,21 @@ def _with_own_spread(mean, quantile, excess, length_cv) -> np.ndarray:
     its mean (a low ``q``) takes no part above it, and an own prompt shorter than the mean
     (``excess < 0``, ``q`` below about 0.6) is added as it is: so the result tends to
     ``quantile`` as ``length_cv`` tends to 0 and rises with the load as ``quantile`` does.
-    ``quantile`` where ``length_cv = 0`` or the mean is not finite (a queue past its
-    capacity)."""
+    ``base``: the excess a mean-length request has, which the model without a spread leaves
+    out (the disaggregated join's ``q / (O - 1)`` of a step, :func:`disaggregated_at_load`):
+    its part is taken out again, ``sqrt(a^2 + excess^2) - sqrt(a^2 + base^2)``, so that the
+    result still tends to ``quantile`` where ``excess`` tends to ``base``. ``quantile`` where
+    ``length_cv = 0`` or the mean is not finite (a queue past its capacity)."""
     spread = np.asarray(length_cv, float) > 0.0
     if not spread.any():
         return quantile
     with np.errstate(invalid="ignore"):  # a queue past its capacity: both infinite, the quantile kept
         above = np.maximum(quantile - mean, 0.0)
-        own = np.where(excess > 0.0, np.hypot(above, excess) - above, excess)
-        return np.where(spread & np.isfinite(mean), quantile + own, quantile)
+
+        def part(e):
+            return np.where(e > 0.0, np.hypot(above, e) - above, e)
+
+        return np.where(spread & np.isfinite(mean), quantile + (part(excess) - part(base)), quantile)
 
 
 def tail_chunk_tokens(prompt_tokens, chunk_tokens):
@@ -1220,6 +1300,33 @@ def _decode_quantile(q, mean, rate, hold_slope, arrival_cv, top, instances):
     return _batch_quantile(q, mean, np.asarray(arrival_cv, float) / np.sqrt(1.0 - gain), top, instances)
 
 
+def _pass_own_excess_s(q, length_cv, bq: BatchQueue, first_1, first_top, top) -> np.ndarray:
+    """The ``q`` quantile of the time a request's own prompt adds to the prefill pass it rides
+    in a :func:`batch_queue` (docs/load.md#length-spread): ``(r - 1) first(K) / K`` over the
+    batch ``K`` it rides (the simulator scales a pass's time by its tokens over ``K`` mean
+    prompts), a mixture (:func:`_mixed_own_excess_s`) of the requests that no other arrival
+    joins, share ``a = 1 - C + C P(N = 0)`` (those that find a server idle ride alone,
+    ``first(1)``; a waiting one whose gap brings no other arrival rides with the burst's
+    ``e``, ``first(1 + e) / (1 + e)``, :attr:`BatchQueue.waited_alone`; their mean per
+    prompt), and the others, at their mean batch ``(k_w - P(N = 0)(1 + e)) / (1 - P(N =
+    0))`` (``k_w`` = :attr:`BatchQueue.batch_waited`). The lone requests' longer pass is the
+    tail's: as the load fills the passes the quantile falls less than at the passes' mean
+    batch. 0 where ``length_cv = 0`` (none of it made where no trial has a spread)."""
+    c, alone, top = bq.wait_probability, bq.waited_alone, np.asarray(top, float)
+    if not np.any(np.asarray(length_cv, float) > 0.0):
+        return np.zeros(np.shape(c))
+
+    def per_prompt(k):
+        return _linear(first_1, first_top, top, k) / k
+
+    lone = np.minimum(1.0 + np.asarray(bq.extra, float), top)
+    a = 1.0 - c + c * alone
+    d_a = per_prompt(1.0) + c * alone * (per_prompt(lone) - per_prompt(1.0)) / a  # their mean per prompt (first(1) itself where e = 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        joined = np.where(alone < 1.0, (bq.batch_waited - alone * lone) / (1.0 - alone), lone)
+    return _mixed_own_excess_s(q, length_cv, a, d_a, per_prompt(np.clip(joined, 1.0, top)))
+
+
 def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_instances, batch, prefill_batch, output_tokens, decode_1_s, decode_s,
                           prefill_1_s, prefill_s, busy_1_s, busy_s, transfer_1_s, transfer_s, length_cv=0.0, join_excess=None) -> LoadLatency:
     """Disaggregated prefill and decode under load (docs/load.md#disaggregated): the
@@ -1236,7 +1343,9 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     excess at the quantile of its law, its pass's latency and transfer linear in its tokens,
     at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
     quantile adds the join's share of a step over a short request's few steps
-    (:func:`join_excess_quantile`), and the mean TPOT counts one-token requests' 0
+    (:func:`join_excess_quantile`) beyond the mean length's ``q / (O - 1)``, which the model
+    leaves out without a spread (so it is continuous as ``length_cv`` tends to 0), and the
+    mean TPOT counts one-token requests' 0
     (:func:`multi_token_share`). ``join_excess``: that share's quantile where the caller
     holds it (it does not depend on the rate; computed when None)."""
     rate = np.asarray(rate_per_s, float)
@@ -1244,8 +1353,7 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     bq = batch_queue(rate, prefill_instances, busy_1_s, busy_s, p, arrival_cv)
     first_1, first_top = np.asarray(prefill_1_s, float) + transfer_1_s, np.asarray(prefill_s, float) + transfer_s
     ttft_mean, ttft_q = _batched_ttft(q, bq, rate, arrival_cv, prefill_instances, busy_s, first_1, first_top, p)
-    passes = 1.0 / (1.0 - bq.wait_probability + bq.wait_probability / bq.batch_waited)  # the passes' mean batch (:func:`_waited_batch`)
-    ttft_q = _with_own_spread(ttft_mean, ttft_q, _own_excess_s(q, length_cv, first_1, first_top, p, passes), length_cv)
+    ttft_q = _with_own_spread(ttft_mean, ttft_q, _pass_own_excess_s(q, length_cv, bq, first_1, first_top, p), length_cv)
 
     o = np.asarray(output_tokens, float)
     decoders = np.asarray(instances, float) - prefill_instances
@@ -1254,5 +1362,6 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     step = _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch))
     step_q = _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch))
     join = join_excess_quantile(q, o, length_cv) if join_excess is None else join_excess
-    tpot_q = _with_own_spread(step, step_q, step * join, length_cv)
+    mean_length = np.minimum(np.asarray(q, float) / (o - 1.0), join)  # the mean length's join, q / (O - 1), at most the spread's
+    tpot_q = _with_own_spread(step, step_q, step * join, length_cv, step * mean_length)
     return LoadLatency(ttft_mean, ttft_q, step * multi_token_share(o, length_cv), tpot_q, n)

@@ -724,7 +724,7 @@ def test_queue_ratio_of_evenly_spaced_arrivals_is_the_exponential_limit(arrival_
 
 
 def test_the_waiting_batch_counts_the_spacing_of_the_passes_ends():
-    """``_waited_batch``: the ``c`` servers' ends as uniform phases of a pass ``T``: the
+    """``_waited_arrivals``: the ``c`` servers' ends as uniform phases of a pass ``T``: the
     spacing a uniform arrival lands in has mean ``2 T / (c + 1)`` (Monte Carlo within 4
     SEM), and the pass is ``T`` at the passes' (harmonic) mean batch ``1 / (1 - C + C / b)``.
     At h100's prefill pool on 16 instances, Poisson load 0.9 (11 servers of 4 prompts, ``T``
@@ -744,6 +744,6 @@ def test_the_waiting_batch_counts_the_spacing_of_the_passes_ends():
     lam, wait, gap, top = 164.36, 0.711, 0.0161, 4.0
     passes = 1.0 / (1.0 - wait + wait / (1.0 + min(top - 1.0, lam * gap)))
     pass_s = 0.0618 + (0.2456 - 0.0618) * (passes - 1.0) / 3.0
-    assert qu._waited_batch(lam, wait, gap, c, 0.0618, 0.2456, top, 0.0) == pytest.approx(qu._gap_batch(lam * pass_s / (c + 1), top, 0.0), rel=1e-12)
+    assert qu._waited_arrivals(lam, wait, gap, c, 0.0618, 0.2456, top) == pytest.approx(lam * pass_s / (c + 1), rel=1e-12)
     bq = qu.batch_queue(164.362444, 11, 0.0617772, 0.2456087, 4)
     assert bq.batch_waited == pytest.approx(3.02, rel=0.05) and qu._gap_batch(164.362444 * bq.gap_s, 4, 0.0) > 3.4
