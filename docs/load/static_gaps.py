@@ -322,9 +322,9 @@ def wait_measures(df: pd.DataFrame, rows: tuple[np.ndarray, pd.DataFrame], serve
     residuals = np.full((t.size, servers), np.nan)
     for i, (_, b) in enumerate(batches.groupby("instance")):
         s, f = b.start.to_numpy(), b.finish.to_numpy()
-        at = np.searchsorted(s, arrival, side="left") - 1  # the batch started before the arrival (one started at it took it)
+        at = np.searchsorted(s, arrival - 1e-9, side="left") - 1  # the batch started before the arrival (one started at it, to 1e-9, took it)
         busy += (at >= 0) & (f[np.maximum(at, 0)] > arrival)
-        at = np.searchsorted(s, t, side="left") - 1
+        at = np.searchsorted(s, t - 1e-9, side="left") - 1
         residuals[:, i] = np.where(at >= 0, f[np.maximum(at, 0)] - t, np.nan)
     return {"wait": (start[kept] - arrival)[waited], "busy": busy, "residuals": np.sort(residuals, axis=1)}
 
