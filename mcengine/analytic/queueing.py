@@ -600,15 +600,17 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
 STATIC_GAP_CV2 = 2.0
 #: The wait a bunched pool adds to a waiting request's, in cycles ``T(k)`` per unit of the
 #: share ``P0`` of batches an idle instance starts, on Poisson arrivals
-#: (docs/load.md#static-cycles): a measured value of the fast model (the simulator's excess
-#: over the unbunched ``T(k) / (c + 1)`` is 0.04-0.07 cycles at ``a/c`` 1.8-4 on 8 to 32
-#: instances, 0.054 at h100 and the Lite's load 0.2 on 16, where the chain's ``P0`` is
-#: 0.40-0.46). The default of the scenario key ``workload.load.static_bunch_cycles``.
+#: (docs/load.md#static-cycles): a value of the fast model fitted to the validation grid
+#: (the simulator's excess over the unbunched ``T(k) / (c + 1)`` is 0.04-0.07 cycles at
+#: ``a/c`` 1.8-4 on 4 to 32 instances, 0.054 at h100 and the Lite's load 0.2 on 16, where
+#: the chain's ``P0`` is 0.40-0.46; the grid's count is the same from 0.1 to 0.12). The
+#: default of the scenario key ``workload.load.static_bunch_cycles``.
 STATIC_BUNCH_CYCLES = 0.1
 #: The cycle's growth over a gap, ``A = lambda s``, up to which a bunch keeps its excess
-#: whole; past it ``STATIC_BUNCH_GROWTH / A`` of it (docs/load.md#static-cycles: the excess
-#: falls to 0.008 cycles at h100's load 0.5, ``A = 4.6``, and stays 0.034 at the Lite's 0.4,
-#: ``A = 2.8``). The default of the scenario key ``workload.load.static_bunch_growth``.
+#: whole; past it ``STATIC_BUNCH_GROWTH / A`` of it (docs/load.md#static-cycles: fitted, the
+#: excess falls to 0.008 cycles at h100's load 0.5, ``A = 4.6``, and stays 0.034 at the
+#: Lite's 0.4, ``A = 2.8``; the grid's count is the same from 2.5 to 3.5). The default of
+#: the scenario key ``workload.load.static_bunch_growth``.
 STATIC_BUNCH_GROWTH = 3.0
 #: Gauss-Laguerre nodes of :func:`_idle_sums`' sums on a large busy pool.
 GAP_NODES = 32
@@ -718,12 +720,12 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     waiting request waits the unbunched ``T(k) / (c + 1)`` (the oldest of ``c`` instances at
     uniform phases) plus ``h T(k)``, an excess in cycles that does not grow with the pool
     (**measured**: 0.04-0.07 cycles at ``a/c`` 1.8-4 on 8, 16 and 32 instances), ``h = x w P0
-    min(1, y / A) / c_a^2`` with ``P0 = P(idle) k`` (at most 1) the share of batches an idle
-    instance starts (the source of the bunching: an idle instance restarts at the next
-    arrival, nearer the one ahead), ``x = bunch_cycles`` and ``y = bunch_growth`` (**fitted**:
-    0.1 and 3, docs/sources.md#load-queueing) and bursty arrivals' ``c_a^2`` (**assumed**; with
-    gamma CV 2 the fitted term is the larger in every cell of the grid). In the gaps' terms
-    (mean ``T(k) / c``) that is ``(c - 1) / (c + 1) + 2 c h``.
+    min(1, y / A) / max(c_a^2, 1)`` with ``P0 = P(idle) k`` (at most 1) the share of batches
+    an idle instance starts (the source of the bunching: an idle instance restarts at the
+    next arrival, nearer the one ahead), ``x = bunch_cycles`` and ``y = bunch_growth``
+    (**fitted**: 0.1 and 3, docs/sources.md#load-queueing) and bursty arrivals' ``c_a^2``
+    (**assumed**; with gamma CV 2 the fitted term is the larger in every cell of the grid).
+    In the gaps' terms (mean ``T(k) / c``) that is ``(c - 1) / (c + 1) + 2 c h``.
     ``P_full``, the share of batches that fill (``lambda G >= top`` for a gap ``G`` of that
     law), is taken from the bunching without it, once."""
     lam = np.asarray(rate_per_s, float)
@@ -749,14 +751,13 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     arrivals = np.asarray(arrival_cv, float) ** 2
     light = arrivals + (1.0 - 1.0 / c) * (_light_gap_cv2(c, arrivals) - arrivals)  # one instance: the chain's exponential cycle, c_a^2
     onset = np.clip(lam * cycle / c - 1.0, 0.0, 1.0)  # no bunching while a <= c, all of it from a = 2c
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kept = np.where(lam * slope > bunch_growth, bunch_growth / np.maximum(lam * slope, 1e-300), 1.0)
-    excess = np.asarray(bunch_cycles, float) * onset * np.minimum(p_idle * k, 1.0) * kept / arrivals  # the cycle excess h
-    unbunched = (c - 1.0) / (c + 1.0) + 2.0 * c * excess
+    kept = np.minimum(1.0, np.asarray(bunch_growth, float) / np.maximum(lam * slope, 1e-300))
+    h = np.asarray(bunch_cycles, float) * onset * np.minimum(p_idle * k, 1.0) * kept / np.maximum(arrivals, 1.0)  # the cycle excess
+    by_cycles = (c - 1.0) / (c + 1.0) + 2.0 * c * h
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
-        bunched = np.maximum(1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * np.minimum(1.0, 1.0 / amplify), unbunched)
+        bunched = np.maximum(1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * np.minimum(1.0, 1.0 / amplify), by_cycles)
         cv2 = np.maximum(p_idle * light + (1.0 - p_idle) * bunched, 1e-6)
         with np.errstate(divide="ignore", invalid="ignore"):
             full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)

@@ -553,7 +553,8 @@ def test_static_cycle_excess_by_hand():
     ``k`` and ``P(idle)`` the mixed squared CV is ``P(idle) 0.9375 (15/17) + 0.0625 + (1 -
     P(idle)) max(fitted, cycle)``, the cycle's term the larger here. No excess (``x = 0``)
     leaves the fitted bunching alone; a growth ``y = 0.9`` keeps half of the excess; gamma
-    CV 2 arrivals a quarter of it."""
+    CV 2 arrivals a quarter of it, and arrivals smoother than Poisson's (CV 0.5) all of it
+    (their light side ``0.25 + 0.9375 (L - 0.25)``, ``L = 8 / 16.25 - 1``)."""
     c, slope, lam = 16, 0.1, 18.0
 
     def of(x=qu.STATIC_BUNCH_CYCLES, y=qu.STATIC_BUNCH_GROWTH, cv=1.0):
@@ -574,6 +575,8 @@ def test_static_cycle_excess_by_hand():
     idle_g, light_g = float(gamma.idle_probability), 4.0 + 0.9375 * (5.4 - 4.0)
     h_g = 0.1 * min(1.0, lam * (2.0 + slope * (float(gamma.batch_mean) - 1.0)) / c - 1.0) * min(1.0, idle_g * float(gamma.batch_mean)) / 4.0
     assert 1.0 / gamma.shape == pytest.approx(idle_g * light_g + (1.0 - idle_g) * max(fitted, 15.0 / 17.0 + 32.0 * h_g), rel=1e-9)
+    light_s = 0.25 + 0.9375 * (8.0 / 16.25 - 1.0 - 0.25)
+    assert 1.0 / of(cv=0.5).shape == pytest.approx(idle * light_s + (1.0 - idle) * cycle, rel=1e-9)
 
 
 def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
