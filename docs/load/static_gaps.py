@@ -5,6 +5,7 @@ mean TTFT, and what the simulator's gaps are as a waiting request sees them.
     python docs/load/static_gaps.py                        # every static cell of the grid, printed
     python docs/load/static_gaps.py --design h100 --loads 0.1,0.2
     python docs/load/static_gaps.py --pools                # the bunching's onset on 4 to 64 instances
+    python docs/load/static_gaps.py --waits                # a waiting request's wait, its law and the instances it sees
 
 Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
 make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
@@ -46,6 +47,15 @@ gaps, ``lambda G``) and squared CV of the gaps before completions that find the 
 empty (their instance's next batch is started idle) and before those that take a batch;
 ``lag1``, the correlation of consecutive gaps.
 
+``--waits`` prints instead a waiting request's wait and what it sees (:func:`wait_measures`):
+``a/c`` and ``T(k)`` at the simulator's mean batch ``k``; ``P(wait)``, the share of requests
+that find every instance busy, beside the chain's (``P(wait) model``); ``busy``, the mean
+instances busy at an arrival, and ``idle|idle``, the mean idle ones where some are;
+``wait``, a waiting request's mean wait (s), ``unbunched`` its ratio to ``T(k) / (c + 1)``,
+``wait cv2`` its squared CV and ``p50/T``, ``p90/T``, ``p99/T`` its quantiles over ``T(k)``;
+``R2/T``, ``Rmed/T``, ``Rmax/T``, the mean time from a waiting request's arrival to the second,
+the median and the last of the ``c`` instances' completions over ``T(k)``.
+
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
 MSER-5's warm-up left out): ``load``, the fraction of capacity; ``lam s``, the cycle's growth
@@ -53,6 +63,7 @@ over a gap (``A`` with no batch full); ``k``, the simulator's mean batch; ``wait
 request's mean wait (s), and ``unbunched``, its ratio to ``T(k) / (c + 1)`` (the wait for
 the oldest of ``c`` busy instances at uniform phases, docs/load.md#static-direct); ``onset``,
 the model's bunching weight ``min(1, max(0, a/c - 1))`` at its own ``a = lambda T(k)``; and the
+waiting request's excess over it in cycles, ``excess/T`` (``wait / T(k) - 1 / (c + 1)``); and the
 fast model's mean and P99 TTFT against the simulator's (``mean err``, ``p99 err``). Nothing
 is written.
 """
@@ -295,6 +306,52 @@ def cell(scenario, system, load: float, arrival: str, cv: float, requests: int =
             "p99 err": errors(float(1.0 / gaps.shape), idle)[1], "pieces mean err": pieces[0], "pieces p99 err": pieces[1]}
 
 
+def wait_measures(df: pd.DataFrame, rows: tuple[np.ndarray, pd.DataFrame], servers: int) -> dict:
+    """A waiting request's wait and what it sees (the module's ``--waits`` columns) from the
+    simulator's per-request rows ``df`` (the ``measured`` ones) and their batches ``rows``
+    (:func:`batch_rows`): ``wait``, the waits of the requests that wait (s); ``busy``, the
+    instances busy at each measured arrival (a batch holds its instance from its start to
+    its finish; ``servers`` busy is waiting); ``residuals``, the sorted times (s) from each
+    waiting request's arrival to each instance's completion, one row a request."""
+    start, batches = rows
+    kept = df.measured.to_numpy()
+    arrival = df.arrival_s.to_numpy()[kept]
+    waited = start[kept] - arrival > 1e-9
+    t = arrival[waited]
+    busy = np.zeros(arrival.size, int)
+    residuals = np.full((t.size, servers), np.nan)
+    for i, (_, b) in enumerate(batches.groupby("instance")):
+        s, f = b.start.to_numpy(), b.finish.to_numpy()
+        at = np.searchsorted(s, arrival - 1e-9, side="left") - 1  # the batch started before the arrival (one started at it, to 1e-9, took it)
+        busy += (at >= 0) & (f[np.maximum(at, 0)] > arrival)
+        at = np.searchsorted(s, t - 1e-9, side="left") - 1
+        residuals[:, i] = np.where(at >= 0, f[np.maximum(at, 0)] - t, np.nan)
+    return {"wait": (start[kept] - arrival)[waited], "busy": busy, "residuals": np.sort(residuals, axis=1)}
+
+
+def waits_cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
+    """One static cell's waits (the module's ``--waits`` columns)."""
+    from mcengine.analytic import queueing as qu
+    from mcengine.standalone.serve import serve_summary
+
+    s = system
+    c, top, o = s.instances, s.batch_max, s.output_tokens
+    rate = load * s.capacity_tokens_per_s / o
+    _, df = serve_summary(scenario, load * s.capacity_tokens_per_s, requests, seed, arrival, cv, "static", c, warmup=WARMUP)
+    rows = batch_rows(df, s.prefill_s)
+    got = wait_measures(df, rows, c)
+    cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
+    k = float(rows[1]["size"][rows[1].measured.to_numpy()].mean())
+    cycle = cycle_1 + (cycle_top - cycle_1) / max(top - 1, 1) * (k - 1.0)  # T(k) at the simulator's mean batch
+    model = qu.completion_gaps(rate, c, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
+    w, r = got["wait"], got["residuals"]
+    return {"load": load, "arrival": arrival, "a/c": rate * cycle / c, "k": k, "T(k)": cycle, "P(wait)": w.size / got["busy"].size,
+            "P(wait) model": float(1.0 - model.idle_probability), "busy": float(got["busy"].mean()),
+            "idle|idle": float(c - got["busy"][got["busy"] < c].mean()), "wait": float(w.mean()), "unbunched": float(w.mean()) * (c + 1) / cycle,
+            "wait cv2": float(w.var() / w.mean() ** 2), **{f"p{q}/T": float(np.quantile(w, q / 100) / cycle) for q in (50, 90, 99)},
+            "R2/T": float(np.nanmean(r[:, 1]) / cycle), "Rmed/T": float(np.nanmean(r[:, c // 2]) / cycle), "Rmax/T": float(np.nanmean(r[:, -1]) / cycle)}
+
+
 #: Instances and offered loads ``a/c`` (``lambda T(1) / c``) of ``--pools``' cells, and the requests a cell.
 POOLS, OFFERED, POOL_REQUESTS = (4, 8, 16, 32, 64), (0.8, 1.1, 1.4, 1.8, 2.4, 4.0), 60_000
 
@@ -322,6 +379,7 @@ def pools_cell(scenario, name: str, servers: int, offered: float) -> dict | None
     fast = fast_latency(s, rate, 1.0, 0.99)
     return {"design": name, "c": servers, "a/c": offered, "load": load, "lam s": rate * slope, "k": k, "wait": float(wait[wait > 1e-9].mean()),
             "unbunched": float(wait[wait > 1e-9].mean()) * (servers + 1) / (cycle_1 + slope * (k - 1.0)),
+            "excess/T": float(wait[wait > 1e-9].mean()) / (cycle_1 + slope * (k - 1.0)) - 1.0 / (servers + 1),
             "onset": float(np.clip(rate * (cycle_1 + slope * (gaps.batch_mean - 1.0)) / servers - 1.0, 0.0, 1.0)),
             "mean err": float(fast.ttft_mean_s) * 1e3 / body["ttft_ms"]["mean"] - 1.0, "p99 err": float(fast.ttft_q_s) * 1e3 / body["ttft_ms"]["p99"] - 1.0}
 
@@ -338,6 +396,7 @@ def main(argv=None) -> int:
     parser.add_argument("--loads", default=",".join(map(str, LOADS)), help="comma-separated loads (fractions of capacity)")
     parser.add_argument("--laws", action="store_true", help="print the candidate laws' measured terms instead")
     parser.add_argument("--pools", action="store_true", help="print the bunching's onset on 4 to 64 instances instead")
+    parser.add_argument("--waits", action="store_true", help="print a waiting request's wait and the instances it sees instead")
     args = parser.parse_args(argv)
     designs, loads = args.design.split(","), [float(x) for x in args.loads.split(",")]
     if not set(designs) <= set(DESIGNS):
@@ -354,7 +413,7 @@ def main(argv=None) -> int:
     for name in designs:
         scenario = load_scenario(name)
         system = serving_system(scenario, "static", INSTANCES)
-        measure = laws_cell if args.laws else cell
+        measure = laws_cell if args.laws else waits_cell if args.waits else cell
         rows += [{"design": name, **measure(scenario, system, load, arrival, cv)} for arrival, cv in ARRIVALS for load in loads]
     print(pd.DataFrame(rows).to_string(index=False, float_format="{:.2f}".format))
     return 0

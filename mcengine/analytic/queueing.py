@@ -614,6 +614,20 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
 #: gaps have 0.9-2.9 over the validation grid; 2 fits most of its cells. The default of
 #: the scenario key ``workload.load.static_gap_cv2``, which the trial chain reads.
 STATIC_GAP_CV2 = 2.0
+#: The wait a bunched pool adds to a waiting request's, in cycles ``T(k)`` per unit of the
+#: share ``P0`` of batches an idle instance starts, on Poisson arrivals
+#: (docs/load.md#static-cycles): a value of the fast model fitted to the validation grid
+#: (the simulator's excess over the unbunched ``T(k) / (c + 1)`` is 0.04-0.07 cycles at
+#: ``a/c`` 1.8-4 on 4 to 32 instances, 0.054 at h100 and the Lite's load 0.2 on 16, where
+#: the chain's ``P0`` is 0.40-0.46; the grid's count is the same from 0.1 to 0.12). The
+#: default of the scenario key ``workload.load.static_bunch_cycles``.
+STATIC_BUNCH_CYCLES = 0.1
+#: The cycle's growth over a gap, ``A = lambda s``, up to which a bunch keeps its excess
+#: whole; past it ``STATIC_BUNCH_GROWTH / A`` of it (docs/load.md#static-cycles: fitted, the
+#: excess falls to 0.008 cycles at h100's load 0.5, ``A = 4.6``, and stays 0.034 at the
+#: Lite's 0.4, ``A = 2.8``; the grid's count is the same from 2.5 to 3.5). The default of
+#: the scenario key ``workload.load.static_bunch_growth``.
+STATIC_BUNCH_GROWTH = 3.0
 #: Gauss-Laguerre nodes of :func:`_idle_sums`' sums on a large busy pool.
 GAP_NODES = 32
 #: Bisection steps of :func:`_gap_ttft`'s TTFT quantile (a fixed count: 2^-30 of its
@@ -715,7 +729,8 @@ def _pool_bunching(servers, amplify):
     return kept, phases
 
 
-def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0) -> CompletionGaps:
+def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC_GAP_CV2, arrival_cv=1.0,
+                    bunch_cycles=STATIC_BUNCH_CYCLES, bunch_growth=STATIC_BUNCH_GROWTH) -> CompletionGaps:
     """Greedy batching on ``servers`` instances (docs/load.md#static): an instance that falls
     idle takes every queued request (up to ``top``) at once and holds them for ``T(k)``
     (linear through ``(1, cycle_1)`` and ``(top, cycle_top)``); one that finds the queue
@@ -755,6 +770,16 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     ``a/c = 1.1``, 1.12-1.17 times it at ``a/c = 1.4`` on 16 and more on larger pools; the
     ramp to ``2c`` is the natural unit, not fitted: the fit table passes the same cells for
     a start in 0.9-1.2 or an end in 1.5-3; docs/load.md#static-direct).
+    The bunched side is the larger of that and the **cycle excess** (docs/load.md#static-cycles): a
+    waiting request waits the unbunched ``T(k) / (c + 1)`` (the oldest of ``c`` instances at
+    uniform phases) plus ``h T(k)``, an excess in cycles that does not grow with the pool
+    (**measured**: 0.04-0.07 cycles at ``a/c`` 1.8-4 on 8, 16 and 32 instances), ``h = x w P0
+    min(1, y / A) / max(c_a^2, 1)`` with ``P0 = P(idle) k`` (at most 1) the share of batches
+    an idle instance starts (the source of the bunching: an idle instance restarts at the
+    next arrival, nearer the one ahead), ``x = bunch_cycles`` and ``y = bunch_growth``
+    (**fitted**: 0.1 and 3, docs/sources.md#load-queueing) and bursty arrivals' ``c_a^2``
+    (**assumed**; with gamma CV 2 the fitted term is the larger in every cell of the grid).
+    In the gaps' terms (mean ``T(k) / c``) that is ``(c - 1) / (c + 1) + 2 c h``.
     ``P_full``, the share of batches that fill (``lambda G >= top`` for a gap ``G`` of that
     law), is taken from the bunching without it, once."""
     lam = np.asarray(rate_per_s, float)
@@ -780,11 +805,15 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     arrivals = np.asarray(arrival_cv, float) ** 2
     light = arrivals + (1.0 - 1.0 / c) * (_light_gap_cv2(c, arrivals) - arrivals)  # one instance: the chain's exponential cycle, c_a^2
     onset = np.clip(lam * cycle / c - 1.0, 0.0, 1.0)  # no bunching while a <= c, all of it from a = 2c
+    growth = np.minimum(1.0, np.asarray(bunch_growth, float) / np.maximum(lam * slope, 1e-300))
+    h = np.asarray(bunch_cycles, float) * onset * np.minimum(p_idle * k, 1.0) * growth / np.maximum(arrivals, 1.0)  # the cycle excess
+    by_cycles = (c - 1.0) / (c + 1.0) + 2.0 * c * h
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
-        kept, phases = _pool_bunching(c, amplify)
-        bunched = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * kept + (1.0 - 1.0 / c) * phases
+        pool_kept, phases = _pool_bunching(c, amplify)
+        pooled = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * pool_kept + (1.0 - 1.0 / c) * phases
+        bunched = np.maximum(pooled, by_cycles)
         cv2 = np.maximum(p_idle * light + (1.0 - p_idle) * bunched, 1e-6)
         with np.errstate(divide="ignore", invalid="ignore"):
             full = np.where(top > 1.0, special.gammaincc(1.0 / cv2, top * c / np.maximum(lam * cycle * cv2, 1e-300)), 1.0)
@@ -927,12 +956,14 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
 
 
 def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, decode_1_s, decode_s, prefill_1_s, prefill_s,
-                   gap_cv2=STATIC_GAP_CV2, length_cv=0.0, longest=None) -> LoadLatency:
+                   gap_cv2=STATIC_GAP_CV2, length_cv=0.0, longest=None, bunch_cycles=STATIC_BUNCH_CYCLES,
+                   bunch_growth=STATIC_BUNCH_GROWTH) -> LoadLatency:
     """Static batching under load (docs/load.md#static): ``instances`` instances, each taking
     every queued request (up to ``batch``) when it falls idle and holding them for a batch
     cycle ``T(k) = prefill(k) + (O - 1) decode(k)`` (both linear in ``k`` through their
     values at 1 and at ``batch``): the queue and the gaps between completions of
-    :func:`completion_gaps` (``gap_cv2``: their squared CV on many busy instances). TTFT = wait +
+    :func:`completion_gaps` (``gap_cv2``: their squared CV on many busy instances, at least
+    the cycle excess of ``bunch_cycles`` and ``bunch_growth``). TTFT = wait +
     ``prefill(k)`` and TPOT = ``decode(k)`` at the batch ``k`` a request rides
     (:func:`_gap_ttft`); ``running`` is the mean batch.
 
@@ -946,7 +977,8 @@ def static_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens
     when None)."""
     o = np.asarray(output_tokens, float)
     longest = o * (longest_ratio(batch, length_cv) if longest is None else longest)
-    gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (longest - 1.0) * decode_s, batch, gap_cv2, arrival_cv)
+    gaps = completion_gaps(rate_per_s, instances, prefill_1_s + (o - 1.0) * decode_1_s, prefill_s + (longest - 1.0) * decode_s, batch, gap_cv2, arrival_cv,
+                           bunch_cycles, bunch_growth)
     ttft_mean, ttft_q, tpot_mean, tpot_q = _gap_ttft(q, gaps, rate_per_s, arrival_cv, prefill_1_s, prefill_s, batch, decode_1_s, decode_s)
     excess = _own_excess_s(q, length_cv, prefill_1_s, prefill_s, batch, gaps.batch_mean)
     return LoadLatency(ttft_mean, _with_own_spread(ttft_mean, ttft_q, excess, length_cv), tpot_mean * multi_token_share(o, length_cv), tpot_q, gaps.batch_mean)

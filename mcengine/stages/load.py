@@ -161,6 +161,8 @@ class Plans:
         source = handed(columns, shape) if shape else columns
         steps = {k[len(STEPS):]: trial(v) for k, v in source.items() if k.startswith(STEPS)}
         steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
+        steps["bunch_cycles"] = trial(inputs["workload.load.static_bunch_cycles"])
+        steps["bunch_growth"] = trial(inputs["workload.load.static_bunch_growth"])
         steps["length_cv"] = trial(inputs["workload.load.length_cv"])
         ttft, tpot = (slo_key(scenario, shape, k) for k in ("ttft_slo_ms", "tpot_slo_ms"))
         return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs[ttft]) / MS_PER_S, trial(inputs[tpot]) / MS_PER_S,
@@ -199,7 +201,8 @@ class Plans:
                 common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"],
                               length_cv=s["length_cv"])
                 if code == STATIC:
-                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], longest=s["longest"], **common)
+                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], longest=s["longest"],
+                                            bunch_cycles=s["bunch_cycles"], bunch_growth=s["bunch_growth"], **common)
                 elif code == CONTINUOUS:
                     got = qu.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
                                                 chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], tail_step_1_s=s["tail_step_1_s"],

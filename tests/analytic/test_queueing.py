@@ -539,7 +539,44 @@ def test_static_gap_cv_is_light_traffics_while_idle_and_bunched_once_busy():
         onset = np.clip(lam_low * (2.0 + slope * (low.batch_mean - 1.0)) / c - 1.0, 0.0, 1.0)
         assert onset < 1.0 and (onset == 0.0) == (lam_low == 6.0)
         bunched = 1.0 + (2.0 - 1.0) * (1.0 - 1.0 / c) * onset * min(1.0, 1.0 / (lam_low * slope))
+        excess = qu.STATIC_BUNCH_CYCLES * onset * min(1.0, low.idle_probability * low.batch_mean)  # lambda s = 0.6 or 1.2: kept whole
+        bunched = max(bunched, 15.0 / 17.0 + 2.0 * c * excess)  # the cycle excess (test_static_cycle_excess_by_hand)
         assert 1.0 / low.shape == pytest.approx(low.idle_probability * (1.0 - 0.9375 * 2.0 / 17.0) + (1.0 - low.idle_probability) * bunched, rel=1e-9)
+
+
+def test_static_cycle_excess_by_hand():
+    """The bunched side is at least the cycle excess (docs/load.md#static-cycles): a waiting
+    request waits ``T(k) / (c + 1) + h T(k)``, ``h = x w P0 min(1, y / A) / c_a^2``, so the
+    gaps' squared CV (mean ``T / c``) is ``(c - 1) / (c + 1) + 2 c h``. By hand on 16
+    instances of cycle 2 s growing 0.1 s a request (batches never full), Poisson, 18
+    requests/s: ``A = 1.8`` (the excess kept whole at ``y = 3``), and with the chain's
+    ``k`` and ``P(idle)`` the mixed squared CV is ``P(idle) 0.9375 (15/17) + 0.0625 + (1 -
+    P(idle)) max(fitted, cycle)``, the cycle's term the larger here. No excess (``x = 0``)
+    leaves the fitted bunching alone; a growth ``y = 0.9`` keeps half of the excess; gamma
+    CV 2 arrivals a quarter of it, and arrivals smoother than Poisson's (CV 0.5) all of it
+    (their light side ``0.25 + 0.9375 (L - 0.25)``, ``L = 8 / 16.25 - 1``)."""
+    c, slope, lam = 16, 0.1, 18.0
+
+    def of(x=qu.STATIC_BUNCH_CYCLES, y=qu.STATIC_BUNCH_GROWTH, cv=1.0):
+        return qu.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=cv, bunch_cycles=x, bunch_growth=y)
+
+    gaps = of()
+    k, idle = float(gaps.batch_mean), float(gaps.idle_probability)
+    onset = min(1.0, lam * (2.0 + slope * (k - 1.0)) / c - 1.0)
+    light = 1.0 + 0.9375 * (15.0 / 17.0 - 1.0)
+    fitted = 1.0 + 0.9375 * onset / (lam * slope)
+    h = 0.1 * onset * min(1.0, idle * k)
+    cycle = 15.0 / 17.0 + 32.0 * h
+    assert 0.0 < onset and 0.0 < idle < 0.5 and cycle > fitted
+    assert 1.0 / gaps.shape == pytest.approx(idle * light + (1.0 - idle) * cycle, rel=1e-9)
+    assert 1.0 / of(0.0).shape == pytest.approx(idle * light + (1.0 - idle) * fitted, rel=1e-9)
+    assert 1.0 / of(y=0.9).shape == pytest.approx(idle * light + (1.0 - idle) * max(fitted, 15.0 / 17.0 + 16.0 * h), rel=1e-9)
+    gamma = of(cv=2.0)
+    idle_g, light_g = float(gamma.idle_probability), 4.0 + 0.9375 * (5.4 - 4.0)
+    h_g = 0.1 * min(1.0, lam * (2.0 + slope * (float(gamma.batch_mean) - 1.0)) / c - 1.0) * min(1.0, idle_g * float(gamma.batch_mean)) / 4.0
+    assert 1.0 / gamma.shape == pytest.approx(idle_g * light_g + (1.0 - idle_g) * max(fitted, 15.0 / 17.0 + 32.0 * h_g), rel=1e-9)
+    light_s = 0.25 + 0.9375 * (8.0 / 16.25 - 1.0 - 0.25)
+    assert 1.0 / of(cv=0.5).shape == pytest.approx(idle * light_s + (1.0 - idle) * cycle, rel=1e-9)
 
 
 def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():

@@ -186,6 +186,30 @@ def test_static_gap_cv2_reaches_the_static_model(saturated):
     assert (ttft[4.0] > ttft[1.0]).all()
 
 
+def test_static_bunch_keys_reach_the_static_model(saturated):
+    """workload.load.static_bunch_cycles and .static_bunch_growth are the cycle excess the
+    chain's static model reads: at a fifth of the saturated throughput (the pool bunching
+    from idle restarts), each trial's TTFT quantile equals static_at_load's at those values
+    (1e-12); no excess (0) waits no longer than a cycle a unit share (1, the key's bound) in
+    every trial and less in some, and a growth of 0.5 keeps no more than 3."""
+    name = saturated[0]
+    sat = run_block(api.check(name, [*SMALL, 'workload.serving="static"']), 0, 0, N)
+    demand = 0.2 * float(sat["tokens_per_s"].min())
+    ttft = {}
+    for cycles, growth in ((0.0, 3.0), (1.0, 3.0), (1.0, 0.5)):
+        got, plans, instances = model_of(name, demand, 'workload.serving="static"', f"workload.load.static_bunch_cycles={cycles}",
+                                         f"workload.load.static_bunch_growth={growth}")
+        st, rate = plans.steps, demand / (sat["availability"] * got["output_tokens_per_request"])
+        assert (st["bunch_cycles"] == cycles).all() and (st["bunch_growth"] == growth).all()
+        want = qu.static_at_load(plans.q, rate, 1.0, instances=instances, batch=st["batch"], output_tokens=got["output_tokens_per_request"],
+                                 decode_1_s=st["decode_1_s"], decode_s=st["decode_s"], prefill_1_s=st["prefill_1_s"],
+                                 prefill_s=st["prefill_s"], bunch_cycles=cycles, bunch_growth=growth)
+        np.testing.assert_allclose(got["load.ttft_at_load_ms"], 1e3 * want.ttft_q_s, rtol=1e-12)
+        ttft[cycles, growth] = got["load.ttft_at_load_ms"]
+    assert (ttft[0.0, 3.0] <= ttft[1.0, 3.0]).all() and (ttft[0.0, 3.0] < ttft[1.0, 3.0]).any()
+    assert (ttft[1.0, 0.5] <= ttft[1.0, 3.0]).all()
+
+
 def test_bad_load_input_names_the_key():
     with pytest.raises(InputError) as err:
         api.check("h100", ["workload.load.demand=\"lots\""])

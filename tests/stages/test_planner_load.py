@@ -38,7 +38,8 @@ def per_mode(s, inputs, demand, table, ks, out):
     def tiled(x):
         return np.tile(np.broadcast_to(np.asarray(x, float), (N,)), len(ks))
 
-    return load.Plans(dict(flat, gap_cv2=tiled(demand.gap_cv2), length_cv=tiled(demand.length_cv)), tiled(demand.quantile), tiled(demand.ttft_slo_ms) / 1e3, tiled(demand.tpot_slo_ms) / 1e3,
+    return load.Plans(dict(flat, gap_cv2=tiled(demand.gap_cv2), length_cv=tiled(demand.length_cv), bunch_cycles=tiled(demand.bunch_cycles),
+                           bunch_growth=tiled(demand.bunch_growth)), tiled(demand.quantile), tiled(demand.ttft_slo_ms) / 1e3, tiled(demand.tpot_slo_ms) / 1e3,
                       tiled(demand.arrival_cv), tiled(out))
 
 

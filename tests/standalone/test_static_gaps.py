@@ -18,6 +18,17 @@ def gaps():
     return docs_script("load/static_gaps")
 
 
+def hand_rows() -> tuple[pd.DataFrame, np.ndarray]:
+    """Per-request rows of two instances by hand (:func:`test_gap_measures_by_hand`) and their pass times by batch."""
+    return pd.DataFrame({
+        "arrival_s": [0.0, 0.2, 1.0, 1.5, 3.0],
+        "first_token_s": [0.5, 0.7, 2.6, 2.6, 3.5],
+        "finish_s": [2.0, 2.2, 4.0, 4.0, 5.0],
+        "instance": [0, 1, 0, 0, 1],
+        "measured": [True] * 5,
+    }), np.array([0.0, 0.5, 0.6])
+
+
 def test_gap_measures_by_hand(gaps):
     """Two instances, a pass of ``k`` prompts taking 0.4 + 0.1 k s: requests at 0 and 0.2 find
     them idle (batches 0 -> 2.0 and 0.2 -> 2.2); those at 1.0 and 1.5 wait for the completion
@@ -25,19 +36,25 @@ def test_gap_measures_by_hand(gaps):
     instance 1 idle since 2.2 (3.0 -> 5.0). Three of five requests found an instance idle,
     three of four batches an idle instance started, and the gaps between completions 2.0,
     2.2, 4.0, 5.0 are 0.2, 1.8, 1.0: squared CV 0.64/1.5 = 0.4267."""
-    prefill = np.array([0.0, 0.5, 0.6])
-    df = pd.DataFrame({
-        "arrival_s": [0.0, 0.2, 1.0, 1.5, 3.0],
-        "first_token_s": [0.5, 0.7, 2.6, 2.6, 3.5],
-        "finish_s": [2.0, 2.2, 4.0, 4.0, 5.0],
-        "instance": [0, 1, 0, 0, 1],
-        "measured": [True] * 5,
-    })
+    df, prefill = hand_rows()
     got = gaps.gap_measures(df, gaps.batch_rows(df, prefill))
     assert got["idle"] == pytest.approx(0.6)
     assert got["residual"] == pytest.approx(0.75)
     assert got["idle_started"] == pytest.approx(0.75)
     assert got["gaps_cv2"] == pytest.approx((0.8**2 + 0.8**2) / 3.0)
+
+
+def test_wait_measures_by_hand(gaps):
+    """The requests of :func:`test_gap_measures_by_hand`: the one at 0 finds both instances
+    idle, the one at 0.2 instance 0 busy (0 -> 2.0), those at 1.0 and 1.5 both busy and the
+    one at 3.0 instance 0 busy (2.0 -> 4.0; instance 1 idle since 2.2): busy 0, 1, 2, 2, 1.
+    The waiting ones wait 1.0 and 0.5 s and see the completions at 2.0 and 2.2: residuals
+    (1.0, 1.2) and (0.5, 0.7)."""
+    df, prefill = hand_rows()
+    got = gaps.wait_measures(df, gaps.batch_rows(df, prefill), 2)
+    assert got["busy"].tolist() == [0, 1, 2, 2, 1]
+    np.testing.assert_allclose(got["wait"], [1.0, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(got["residuals"], [[1.0, 1.2], [0.5, 0.7]], rtol=1e-12)
 
 
 REPLICATIONS = 6

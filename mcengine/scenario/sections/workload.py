@@ -10,7 +10,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from ...analytic.queueing import STATIC_GAP_CV2
+from ...analytic.queueing import STATIC_BUNCH_CYCLES, STATIC_BUNCH_GROWTH, STATIC_GAP_CV2
 from ..cards import ModelCard, parse_model
 from ..dists import Dist, Fixed
 from ...errors import Problem
@@ -260,6 +260,17 @@ class LoadSection:
         "ahead). Measured against the request-level simulator, whose gaps have 0.9-2.9 over the validation grid; 2 fits most of "
         "its cells (docs/load.md#static, docs/sources.md#load-queueing).", lo=0.0, hi=10.0,
         why="over three times the largest the simulator shows (2.9)")
+    static_bunch_cycles: Dist = number(
+        STATIC_BUNCH_CYCLES, "Static batching under a demand: the wait a bunched pool adds to a waiting request's, in batch cycles "
+        "per unit of the share of batches an idle instance starts (an idle instance restarts at the next arrival, nearer the one "
+        "ahead). The simulator's excess over the unbunched wait is 0.04-0.07 cycles whatever the pool (8-32 instances); 0.1 "
+        "fits the grid's light-to-mid loads (docs/load.md#static-cycles, docs/sources.md#load-queueing).", lo=0.0, hi=1.0,
+        why="a whole cycle a unit share: over ten times the largest excess the simulator shows (0.07)")
+    static_bunch_growth: Dist = number(
+        STATIC_BUNCH_GROWTH, "Static batching under a demand: the seconds of cycle a second of gap adds (the cycle's slope in the "
+        "batch times the request rate) up to which a bunch keeps its cycle excess (static_bunch_cycles) whole; past it that "
+        "value over the growth (docs/load.md#static-cycles).", lo=0.0, hi=100.0,
+        why="a cycle that grows a hundred seconds a second of gap")
 
 
 def parse_load(raw, key: str, problems: list[Problem]) -> LoadSection | None:
@@ -410,7 +421,7 @@ class WorkloadSection:
         "Vidur plans at TTFT P90 and TBT P99, docs/sources.md#load-arrivals).", lo=0.5, hi=1.0, hi_open=True,
         why="a high quantile; 1 is the worst request, unbounded under any arrival law")
     load: LoadSection = field(default=LoadSection(), metadata={
-        "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv, length_cv, static_gap_cv2; '
+        "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv, length_cv, static_gap_cv2, static_bunch_cycles, static_bunch_growth; '
                 'docs/load.md); absent: demand = "saturate".'})
     prefix_cache: PrefixCacheSection | None = field(default=None, metadata={
         "help": "Prefix caching, a [workload.prefix_cache] table (hit_rate, cache_share; docs/generation.md#prefix-caching); "

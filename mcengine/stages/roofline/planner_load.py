@@ -79,7 +79,8 @@ class Demand:
     (``ttft_slo_ms``), the arrival CV, the served ``availability`` of the
     reliability stage, the fixed ``instances`` (None: a fleet bought per trial), the TPOT
     SLO (``tpot_slo_ms``), the static mode's completion-gap CV² (``gap_cv2``,
-    ``workload.load.static_gap_cv2``) and the lengths' spread (``length_cv``,
+    ``workload.load.static_gap_cv2``), its cycle excess (``bunch_cycles``, ``bunch_growth``:
+    ``workload.load.static_bunch_cycles``, ``.static_bunch_growth``) and the lengths' spread (``length_cv``,
     ``workload.load.length_cv``, docs/load.md#length-spread)."""
 
     demand: np.ndarray
@@ -92,6 +93,8 @@ class Demand:
     tpot_slo_ms: np.ndarray
     gap_cv2: np.ndarray
     length_cv: np.ndarray
+    bunch_cycles: np.ndarray
+    bunch_growth: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,7 @@ class Model:
         self.q, self.ca = joined(lambda d: d.quantile), joined(lambda d: d.arrival_cv)
         self.ttft_slo_s, self.tpot_slo_s = joined(lambda d: d.ttft_slo_ms) / MS_PER_S, joined(lambda d: d.tpot_slo_ms) / MS_PER_S
         self.gap_cv2, self.length_cv = joined(lambda d: d.gap_cv2), joined(lambda d: d.length_cv)
+        self.bunch_cycles, self.bunch_growth = joined(lambda d: d.bunch_cycles), joined(lambda d: d.bunch_growth)
         self.instances = None if demands[0].instances is None else joined(lambda d: d.instances)
 
     @classmethod
@@ -205,6 +209,7 @@ class Model:
                 for name, values in steps_of(int(k)).items():
                     steps[name][at] = values[cols[at] - self.starts[i]]
         steps["gap_cv2"], steps["length_cv"] = self.gap_cv2[cols], self.length_cv[cols]
+        steps["bunch_cycles"], steps["bunch_growth"] = self.bunch_cycles[cols], self.bunch_growth[cols]
         return load.Plans(steps, self.q[cols], self.ttft_slo_s[cols], self.tpot_slo_s[cols], self.ca[cols], self.output_tokens[cols])
 
 
