@@ -87,7 +87,6 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
                     resolve_law(laws, lead * N_LAWS + LAW_REPAIR))
 
 
-
 @linked_kernel
 def _passes(ws, s, c, lf, laws, wb, n_wb, t, finishing):
     """What happens at ``t`` in passes (every event the fast paths do not take): the
@@ -95,8 +94,7 @@ def _passes(ws, s, c, lf, laws, wb, n_wb, t, finishing):
     emptied before any is refilled), then the last pass (this instant's faults, or the
     horizon), then the units assigned now, each in place after a swap draw. Compiled
     apart and called, with the workspace, cluster and lifetime by reference: the fast
-    paths spare most events the passes, and the loop that calls them keeps its hot
-    paths without their code."""
+    paths spare most events the passes, and the loop keeps only its hot paths inlined."""
     s.n_assign = 0
     i_done = -1
     n_batch = s.n_batch
