@@ -158,9 +158,9 @@ lifetimes of a call in blocks (:func:`simulate_lifetimes`); beside them
 
 The handlers of the events are inlined into the loop (:data:`~mcengine.jit.inline_kernel`);
 those that run once per lifetime or seldom (the lifetime's fixed values, its start and
-close, the modules', host units' and NICs' events, and the general passes' slot steps
-:func:`~.handlers.slot_empties` and :func:`~.handlers.slot_refilled`, which the fast paths
-below spare the shipped scenarios) are compiled apart and called
+close, the modules', host units' and NICs' events, and the general passes
+(:func:`~.loop._passes`: the repairs due, the slots emptied and refilled, the instances
+they touch), which the fast paths below spare most events) are compiled apart and called
 (:data:`~mcengine.jit.linked_kernel`: without reference counting, and without the
 entry points from Python that no kernel uses): each inlined handler adds its compile time to the
 loop's, and the loop's size its peak memory. The loop passes those it calls per event the

@@ -185,8 +185,8 @@ def pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs):
                 ws.batch[0] = p // c.gpus_per_host if c.host_mode else p
                 s.n_batch = 1
     else:
-        k = ws.occ_h[0, min(int(r / rates[cat]), n_h - 1)]
-        live = ws.at_h[lf.lead, k] <= t  # (host mode: else a host swap is in progress)
+        k = ws.occ_h[0, unsigned(min(int(r / rates[cat]), n_h - 1))]
+        live = ws.at_h[unsigned(lf.lead), unsigned(k)] <= t  # (host mode: else a host swap is in progress)
         if s.nv > 1:
             s.nv = part_on_liveness(ws.at_h, vids, s.nv, k, t, live)
         if live and cat == HOST_WEAR:
@@ -272,16 +272,16 @@ def host_fails(ws, s, c, lf, laws, t, refs):
         s.n_batch = 1
         return
     for p in range(first, end):
-        if ws.occ_g[1, p] >= 0:
-            live = ws.at_g[lf.lead, p] <= t
+        if ws.occ_g[1, unsigned(p)] >= 0:
+            live = ws.at_g[unsigned(lf.lead), unsigned(p)] <= t
             if s.nv > 1:
                 s.nv = part_on_liveness(ws.at_g, ws.vids, s.nv, p, t, live)
             if live:
                 s.failures += 1
-                ws.batch[s.n_batch] = p
+                ws.batch[unsigned(s.n_batch)] = p
                 s.n_batch += 1
     for k in range(s.nv):
-        ws.at_h[ws.vids[k], host] = t
+        ws.at_h[unsigned(ws.vids[k]), unsigned(host)] = t
     if lf.clocked_h:
         s.hn = arm(ws.hkeys, ws.hids, ws.hpos, s.hn, c.positions + host,
                     t + weibull_scale(ws.st, lf.host_scale, lf.host_shape), lf.horizon)
@@ -325,9 +325,9 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs):
         push_repair(ws.rq, s, when)
         s.rq_min = min(s.rq_min, when)
         i = ws.inst_of[pu]
-        fresh = n_hit == 0 or i != hit[n_hit - 1]  # (the slots of one instance are consecutive in the batch)
+        fresh = n_hit == 0 or i != hit[unsigned(n_hit - 1)]  # (the slots of one instance are consecutive in the batch)
         if fresh:
-            hit[n_hit] = i
+            hit[unsigned(n_hit)] = i
             n_hit += 1
         for k in range(s.nv):
             v = vids[k]
@@ -337,7 +337,7 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs):
             if now:
                 t_in = t + ws.fixed[0, unsigned(v)]
                 if t_in <= lf.horizon:
-                    ws.var_i[V_EVENTS, v] += 1  # the install
+                    ws.var_i[V_EVENTS, unsigned(v)] += 1  # the install
                 ws.at_g[unsigned(v), pu] = t_in
                 install(ws, v, i, t_in)
     s.repairs += n_batch
@@ -352,8 +352,8 @@ def gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs):
                 v = vids[k]
                 t_in = t + duration(ws, laws, v, LAW_SWAP)
                 if t_in <= lf.horizon:
-                    ws.var_i[V_EVENTS, v] += 1  # the install
-                ws.at_g[v, p] = t_in
+                    ws.var_i[V_EVENTS, unsigned(v)] += 1  # the install
+                ws.at_g[unsigned(v), unsigned(p)] = t_in
                 install(ws, v, i, t_in)
             if lf.clocked and s.nv > 1:
                 s.nv = part_at_install(ws.at_g, vids, s.nv, p)

@@ -88,6 +88,35 @@ def _lifetime(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, fast_paths):
 
 
 @linked_kernel
+def _passes(ws, s, c, lf, laws, wb, n_wb, t, finishing):
+    """What happens at ``t`` in passes (every event the fast paths do not take): the
+    repairs due, then each failing slot with the instances it touches (every slot
+    emptied before any is refilled), then the last pass (this instant's faults, or the
+    horizon), then the units assigned now, each in place after a swap draw. Compiled
+    apart and called, with the workspace, cluster and lifetime by reference: the fast
+    paths spare most events the passes, and the loop keeps only its hot paths inlined."""
+    s.n_assign = 0
+    i_done = -1
+    n_batch = s.n_batch
+    for b in range(n_batch + 1):  # each failing slot, then the last pass (this instant's faults, or the horizon)
+        failing = b < n_batch
+        repairs_due(ws, s, c, lf, laws, t, failing, finishing)
+        if failing:
+            x = ws.batch[b]
+            waits = slot_empties(ws, s, c, lf, laws, x, t)
+            first, end = slot_positions(x, c.host_mode, c.gpus_per_host, c.positions)
+            i0, i1 = ws.inst_of[first], ws.inst_of[end - 1]
+        else:
+            if lf.reshard and not finishing:  # a fault while short costs a re-layout
+                for i in range(s.fi0, s.fi1 + 1):
+                    s.served += reshard_step(ws, i, t, 0, lf.relayout_hours)
+            i0, i1, waits = s.fi0, s.fi1, False
+        i_done = touch_instances(ws, s, laws, i0, i1, t, i_done, failing, not (failing or finishing), waits)
+    for a in range(s.n_assign):  # units assigned now: in place after a swap draw
+        slot_refilled(ws, s, c, lf, laws, wb, n_wb, ws.assign[a] >> 1, ws.assign[a] & 1 == 1, t)
+
+
+@linked_kernel
 def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_paths, out_f, out_i, row):
     """Simulate one lifetime of variants ``ws.vids[:n_var]`` over the horizon; write their rows.
 
@@ -152,6 +181,9 @@ def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_p
         finishing = kind == EV_HORIZON
         if kind == EV_SUPERPOSED:
             pick_superposed(ws, s, c, lf, laws, wb, n_wb, t, refs)
+            if fast_paths and s.fi1 >= s.fi0 and s.wq_len == 0 and s.queue == 0:  # a fault while nothing waits
+                fault_fast(ws, s, lf, laws, t)
+                continue
         elif kind == EV_CLOCK:
             if pick_clock(ws, s, c, lf, laws, t, refs):
                 continue
@@ -159,9 +191,6 @@ def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_p
             host_repairs_due(refs.ws, s, refs.c, refs.lf, laws, t)
             continue
         # (EV_REPAIR: a repair that a slot or a queued repair waits for: the passes below)
-        if fast_paths and s.fi1 >= s.fi0 and not finishing and s.wq_len == 0 and s.queue == 0:
-            fault_fast(ws, s, lf, laws, t)
-            continue
         if s.host >= 0:
             host_fails(ws, s, c, lf, laws, t, refs)
         # the fast path: nothing waits and no fault, so the passes would find nothing due, to
@@ -169,27 +198,7 @@ def simulate_one(c, par, wb, n_wb, mwb, n_mwb, laws, thin_max, ws, n_var, fast_p
         fast = (fast_paths and s.n_batch > 0 and not c.host_mode and s.wq_len == 0 and s.queue == 0
                 and gpus_fail_fast(ws, s, c, lf, laws, wb, n_wb, t, refs))
         if not fast:
-            # ---- the passes: repairs due, then each failing slot (all emptied before any refill)
-            s.n_assign = 0
-            i_done = -1
-            n_batch = s.n_batch
-            for b in range(n_batch + 1):  # each failing slot, then the last pass (this instant's faults, or the horizon)
-                failing = b < n_batch
-                repairs_due(ws, s, c, lf, laws, t, failing, finishing)
-                if failing:
-                    x = ws.batch[b]
-                    waits = slot_empties(refs.ws, s, refs.c, refs.lf, laws, x, t)
-                    first, end = slot_positions(x, c.host_mode, c.gpus_per_host, c.positions)
-                    i0, i1 = ws.inst_of[first], ws.inst_of[end - 1]
-                else:
-                    if lf.reshard and not finishing:  # a fault while short costs a re-layout
-                        for i in range(s.fi0, s.fi1 + 1):
-                            s.served += reshard_step(ws, i, t, 0, lf.relayout_hours)
-                    i0, i1, waits = s.fi0, s.fi1, False
-                i_done = touch_instances(ws, s, laws, i0, i1, t, i_done, failing, not (failing or finishing), waits)
-            # ---- units assigned now: in place after a swap draw
-            for a in range(s.n_assign):
-                slot_refilled(refs.ws, s, refs.c, refs.lf, laws, wb, n_wb, ws.assign[a] >> 1, ws.assign[a] & 1 == 1, t)
+            _passes(refs.ws, s, refs.c, refs.lf, laws, wb, n_wb, t, finishing)
         reschedule(ws, s, kind == EV_SUPERPOSED, t)
     close_lifetime(ws, s, c, lf, out_f, out_i, row)
     return s.nv
