@@ -127,53 +127,105 @@ def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate):
     return min(max(lo + move, lo + 1), hi - 1)
 
 
+#: Rounds a secant search may go without halving its bracket before it bisects (:func:`_secant_probe`).
+SECANT_STALL = 3
+
+
+@inline_kernel
+def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled):
+    """The next batch inside ``(lo, hi)`` of a search over a step time non-decreasing in
+    the batch: the floor of the root of the secant through the last two batches timed
+    (``b_prev``, ``b_last``, either side of the limit or the same side), at least
+    ``lo + 1``; the midpoint where the secant has no root inside the bracket, or after
+    :data:`SECANT_STALL` rounds that did not halve it. Near the answer the step time is
+    affine in the batch (one roofline term dominates), so two probes on that piece put the
+    root within one batch of it, and the probe after checks the batch above."""
+    if stalled >= SECANT_STALL:
+        return (lo + hi) // 2
+    root = np.floor(b_last + (limit - t_last) * (b_last - b_prev) / (t_last - t_prev))
+    if not (root >= lo and root < hi):  # (NaN or infinite: no root inside)
+        return (lo + hi) // 2
+    return min(max(int(root), lo + 1), hi - 1)
+
+
 @kernel
 def largest_batches(kind, x, lay, column, cap, out):
     """The largest batch ``B <= cap`` of every trial whose step time ``kind`` meets the
     limit in column ``column`` of ``x`` (0 if one sequence misses it):
-    :func:`mcengine.analytic.roofline.limits.largest_batch`'s bracket and its alternating
-    interpolation and bisection probes, trial by trial. The trials still open advance one
-    probe per round (round ``j`` interpolates when ``j`` is even, as there), so that the
-    probes of different trials, independent of each other, overlap in the processor
-    instead of waiting on one trial's chain of divisions.
+    :func:`mcengine.analytic.roofline.limits.largest_batch`'s answer, trial by trial. The
+    bracket is its bracket, ``cap`` timed first (a trial whose ``cap`` meets the limit
+    needs no other probe; the batch 1 is timed only where it does not). Inside the bracket:
+
+    * where the step time is non-decreasing in the batch (every static step, and the
+      continuous step with heads sharded: each term a non-decreasing function of ``B``,
+      in floating point too), the batch is unique and any bracketed search finds it: the
+      probes follow the secant of the last two batches timed (:func:`_secant_probe`), the
+      midpoint when it stalls;
+    * the continuous step with data-parallel or grouped attention is not monotone (the
+      prefill chunk's KV read, split over ``ceil(b/g)`` sequences of ``b``): its probes are
+      :func:`~mcengine.analytic.roofline.limits.largest_batch`'s own, alternating
+      interpolation and bisection (round ``j`` interpolates when ``j`` is even), so the
+      batch found is the same.
+
+    The trials still open advance one probe per round, so that the probes of different
+    trials, independent of each other, overlap in the processor instead of waiting on one
+    trial's chain of divisions.
 
     ``x``: float64 (n, columns), :data:`STATIC_COLUMNS` or, for :data:`CONTINUOUS`,
     :data:`~mcengine.kernels.continuous.TRIAL_COLUMNS`; ``lay``: float64, the layout vector
     (:data:`~mcengine.kernels.continuous.LAYOUT_ENTRIES`, then :data:`STATIC_LAYOUT_ENTRIES`
     for the static steps); ``cap``, ``out``: int64 (n,)."""
     n = x.shape[0]
+    secant = kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0
     lo, hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
     t_lo, t_hi = np.zeros(n), np.zeros(n)
+    b_prev, t_prev, b_last, t_last = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    width, stalled = np.zeros(n, np.int64), np.zeros(n, np.int64)
     rows = np.empty(n, np.int64)
     m = 0
     one = np.int64(1)  # the batch every probe passes, an int64 as the searches' own batches are
     for i in range(n):
         limit, top = x[i, column], cap[i]
-        t_one = _timed(kind, one, x, i, lay)
         t_top = _timed(kind, max(top, 1), x, i, lay)
-        if top > 1 and t_one <= limit and t_top > limit:
+        if top >= 1 and t_top <= limit:
+            out[i] = top
+            continue
+        t_one = _timed(kind, one, x, i, lay)
+        if top > 1 and t_one <= limit:  # (t_top > limit)
             lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
+            b_prev[i], t_prev[i], b_last[i], t_last[i], width[i] = 1.0, t_one, float(top), t_top, top - 1
             out[i] = 1
             if top - 1 > 1:
                 rows[m] = i
                 m += 1
         else:
-            out[i] = top if (top >= 1 and t_top <= limit) else 0
+            out[i] = 0
     interpolate = True
     while m:
         kept = 0
         for j in range(m):
             i = rows[j]
-            mid = _next_probe(x[i, column], lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
+            limit = x[i, column]
+            if secant and not interpolate:
+                mid = _secant_probe(limit, lo[i], hi[i], b_prev[i], t_prev[i], b_last[i], t_last[i], stalled[i])
+            elif secant:  # the first probe: the bracket's own interpolation
+                mid = _next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], True)
+            else:
+                mid = _next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
             t_mid = _timed(kind, mid, x, i, lay)
-            if t_mid <= x[i, column]:
+            if t_mid <= limit:
                 lo[i], t_lo[i] = mid, t_mid
             else:
                 hi[i], t_hi[i] = mid, t_mid
+            b_prev[i], t_prev[i], b_last[i], t_last[i] = b_last[i], t_last[i], float(mid), t_mid
+            if 2 * (hi[i] - lo[i]) <= width[i]:
+                width[i], stalled[i] = hi[i] - lo[i], 0
+            else:
+                stalled[i] += 1
             if hi[i] - lo[i] > 1:
                 rows[kept] = i
                 kept += 1
             else:
                 out[i] = lo[i]
         m = kept
-        interpolate = not interpolate
+        interpolate = not interpolate if not secant else False
