@@ -2,9 +2,9 @@
 latency as functions of one trial's numbers, and one bracketed search over any of the
 compiled steps (docs/performance.md#plan-searches).
 
-:func:`largest_batches` runs :func:`mcengine.analytic.roofline.limits.largest_batch`
-trial by trial, with the same probes in the same order, over the step time ``kind``
-names: :data:`DECODE` (the static decode step, ``B_SLO`` of
+:func:`largest_batches` finds :func:`mcengine.analytic.roofline.limits.largest_batch`'s
+batches trial by trial (its probes where the step is not monotone in the batch, fewer
+where it is), over the step time ``kind`` names: :data:`DECODE` (the static decode step, ``B_SLO`` of
 :func:`~mcengine.analytic.roofline.limits.batch_limit_slo`), :data:`PREFILL` (the batch's
 last TTFT, ``B_TTFT`` of :func:`~mcengine.analytic.roofline.limits.batch_limit_ttft`),
 :data:`PREFILL_KV` (that plus the KV transfer, a prefill instance's ``P_TTFT``,
@@ -153,8 +153,9 @@ def largest_batches(kind, x, lay, column, cap, out):
     """The largest batch ``B <= cap`` of every trial whose step time ``kind`` meets the
     limit in column ``column`` of ``x`` (0 if one sequence misses it):
     :func:`mcengine.analytic.roofline.limits.largest_batch`'s answer, trial by trial. The
-    bracket is its bracket, ``cap`` timed first (a trial whose ``cap`` meets the limit
-    needs no other probe; the batch 1 is timed only where it does not). Inside the bracket:
+    bracket is its bracket, ``cap`` timed first: a trial whose ``cap`` meets the limit, or
+    is 1, needs no other probe, and one whose ``cap`` is 0 none (the batch 1 is timed only
+    where it can still decide). Inside the bracket:
 
     * where the step time is non-decreasing in the batch (every static step, and the
       continuous step with heads sharded: each term a non-decreasing function of ``B``,
@@ -186,20 +187,23 @@ def largest_batches(kind, x, lay, column, cap, out):
     one = np.int64(1)  # the batch every probe passes, an int64 as the searches' own batches are
     for i in range(n):
         limit, top = x[i, column], cap[i]
-        t_top = _timed(kind, max(top, 1), x, i, lay)
-        if top >= 1 and t_top <= limit:
+        out[i] = 0
+        if top < 1:  # (no batch to time)
+            continue
+        t_top = _timed(kind, top, x, i, lay)
+        if t_top <= limit:
             out[i] = top
             continue
+        if top == 1 or not t_top > limit:  # (one batch, timed; or a NaN time: no bracket)
+            continue
         t_one = _timed(kind, one, x, i, lay)
-        if top > 1 and t_one <= limit:  # (t_top > limit)
+        if t_one <= limit:
             lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
             b_prev[i], t_prev[i], b_last[i], t_last[i], width[i] = 1.0, t_one, float(top), t_top, top - 1
             out[i] = 1
             if top - 1 > 1:
                 rows[m] = i
                 m += 1
-        else:
-            out[i] = 0
     interpolate = True
     while m:
         kept = 0
