@@ -2,9 +2,10 @@
 latency as functions of one trial's numbers, and one bracketed search over any of the
 compiled steps (docs/performance.md#plan-searches).
 
-:func:`largest_batches` finds :func:`mcengine.analytic.roofline.limits.largest_batch`'s
-batches trial by trial (its probes where the step is not monotone in the batch, fewer
-where it is), over the step time ``kind`` names: :data:`DECODE` (the static decode step, ``B_SLO`` of
+:func:`largest_batches` runs :func:`mcengine.analytic.roofline.limits.largest_batch`
+trial by trial (its batches: its probes where the step is not monotone in the batch,
+fewer where it is), over the step time ``kind``
+names: :data:`DECODE` (the static decode step, ``B_SLO`` of
 :func:`~mcengine.analytic.roofline.limits.batch_limit_slo`), :data:`PREFILL` (the batch's
 last TTFT, ``B_TTFT`` of :func:`~mcengine.analytic.roofline.limits.batch_limit_ttft`),
 :data:`PREFILL_KV` (that plus the KV transfer, a prefill instance's ``P_TTFT``,
@@ -152,21 +153,19 @@ def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled):
 def largest_batches(kind, x, lay, column, cap, out):
     """The largest batch ``B <= cap`` of every trial whose step time ``kind`` meets the
     limit in column ``column`` of ``x`` (0 if one sequence misses it):
-    :func:`mcengine.analytic.roofline.limits.largest_batch`'s answer, trial by trial. The
-    bracket is its bracket, ``cap`` timed first: a trial whose ``cap`` meets the limit, or
-    is 1, needs no other probe, and one whose ``cap`` is 0 none (the batch 1 is timed only
-    where it can still decide). Inside the bracket:
+    :func:`mcengine.analytic.roofline.limits.largest_batch`'s answer, trial by trial, in
+    its bracket, ``cap`` timed first: a trial whose ``cap`` meets the limit, or is 1, needs
+    no other probe, and one whose ``cap`` is 0 none (the batch 1 is timed only where it
+    can still decide). Inside the bracket:
 
     * where the step time is non-decreasing in the batch (every static step, and the
       continuous step with heads sharded: each term a non-decreasing function of ``B``,
       in floating point too), the batch is unique and any bracketed search finds it: the
-      probes follow the secant of the last two batches timed (:func:`_secant_probe`), the
-      midpoint when it stalls;
+      probes follow the secant of the last two batches timed (:func:`_secant_rounds`);
     * the continuous step with data-parallel or grouped attention is not monotone (the
       prefill chunk's KV read, split over ``ceil(b/g)`` sequences of ``b``): its probes are
-      :func:`~mcengine.analytic.roofline.limits.largest_batch`'s own, alternating
-      interpolation and bisection (round ``j`` interpolates when ``j`` is even), so the
-      batch found is the same.
+      :func:`~mcengine.analytic.roofline.limits.largest_batch`'s own
+      (:func:`_alternating_rounds`), so the batch found is the same.
 
     The trials still open advance one probe per round, so that the probes of different
     trials, independent of each other, overlap in the processor instead of waiting on one
@@ -177,11 +176,8 @@ def largest_batches(kind, x, lay, column, cap, out):
     (:data:`~mcengine.kernels.continuous.LAYOUT_ENTRIES`, then :data:`STATIC_LAYOUT_ENTRIES`
     for the static steps); ``cap``, ``out``: int64 (n,)."""
     n = x.shape[0]
-    secant = kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0
     lo, hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
     t_lo, t_hi = np.zeros(n), np.zeros(n)
-    b_prev, t_prev, b_last, t_last = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    width, stalled = np.zeros(n, np.int64), np.zeros(n, np.int64)
     rows = np.empty(n, np.int64)
     m = 0
     one = np.int64(1)  # the batch every probe passes, an int64 as the searches' own batches are
@@ -199,29 +195,67 @@ def largest_batches(kind, x, lay, column, cap, out):
         t_one = _timed(kind, one, x, i, lay)
         if t_one <= limit:
             lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
-            b_prev[i], t_prev[i], b_last[i], t_last[i], width[i] = 1.0, t_one, float(top), t_top, top - 1
             out[i] = 1
             if top - 1 > 1:
                 rows[m] = i
                 m += 1
+    if kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0:
+        _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, np.empty((4, n)), np.empty(n, np.int64), np.zeros(n, np.int64))
+    else:
+        _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out)
+
+
+@linked_kernel
+def _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out):
+    """:func:`largest_batches`' rounds over the open trials ``rows[:m]`` by
+    :func:`~mcengine.analytic.roofline.limits.largest_batch`'s probes: round ``j``
+    interpolates when ``j`` is even, else bisects."""
     interpolate = True
     while m:
         kept = 0
         for j in range(m):
             i = rows[j]
+            mid = _next_probe(x[i, column], lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
+            t_mid = _timed(kind, mid, x, i, lay)
+            if t_mid <= x[i, column]:
+                lo[i], t_lo[i] = mid, t_mid
+            else:
+                hi[i], t_hi[i] = mid, t_mid
+            if hi[i] - lo[i] > 1:
+                rows[kept] = i
+                kept += 1
+            else:
+                out[i] = lo[i]
+        m = kept
+        interpolate = not interpolate
+
+
+@linked_kernel
+def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, points, width, stalled):
+    """:func:`largest_batches`' rounds over the open trials ``rows[:m]`` for a step
+    non-decreasing in the batch: the bracket's interpolation first, then
+    :func:`_secant_probe` through each trial's last two batches timed (the bracket's ends
+    before its first probe); the midpoint after :data:`SECANT_STALL` rounds that did not
+    halve the bracket. ``points``: float64 (4, n), each trial's last two batches and their
+    times; ``width`` and ``stalled``: int64 (n,), its bracket's width when last halved and
+    the rounds since (0)."""
+    first = True
+    while m:
+        kept = 0
+        for j in range(m):
+            i = rows[j]
             limit = x[i, column]
-            if secant and not interpolate:
-                mid = _secant_probe(limit, lo[i], hi[i], b_prev[i], t_prev[i], b_last[i], t_last[i], stalled[i])
-            elif secant:  # the first probe: the bracket's own interpolation
+            if first:
+                points[0, i], points[1, i], points[2, i], points[3, i], width[i] = float(lo[i]), t_lo[i], float(hi[i]), t_hi[i], hi[i] - lo[i]
                 mid = _next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], True)
             else:
-                mid = _next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
+                mid = _secant_probe(limit, lo[i], hi[i], points[0, i], points[1, i], points[2, i], points[3, i], stalled[i])
             t_mid = _timed(kind, mid, x, i, lay)
+            points[0, i], points[1, i], points[2, i], points[3, i] = points[2, i], points[3, i], float(mid), t_mid
             if t_mid <= limit:
                 lo[i], t_lo[i] = mid, t_mid
             else:
                 hi[i], t_hi[i] = mid, t_mid
-            b_prev[i], t_prev[i], b_last[i], t_last[i] = b_last[i], t_last[i], float(mid), t_mid
             if 2 * (hi[i] - lo[i]) <= width[i]:
                 width[i], stalled[i] = hi[i] - lo[i], 0
             else:
@@ -232,4 +266,4 @@ def largest_batches(kind, x, lay, column, cap, out):
             else:
                 out[i] = lo[i]
         m = kept
-        interpolate = not interpolate if not secant else False
+        first = False
