@@ -205,6 +205,20 @@ def largest_batches(kind, x, lay, column, cap, out):
         _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out)
 
 
+@inline_kernel
+def _narrowed(i, mid, t_mid, limit, lo, hi, t_lo, t_hi, out):
+    """Trial ``i``'s bracket with the batch ``mid`` timed at ``t_mid`` in it: True while a
+    batch lies between its ends, else False with its answer written to ``out``."""
+    if t_mid <= limit:
+        lo[i], t_lo[i] = mid, t_mid
+    else:
+        hi[i], t_hi[i] = mid, t_mid
+    if hi[i] - lo[i] > 1:
+        return True
+    out[i] = lo[i]
+    return False
+
+
 @linked_kernel
 def _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out):
     """:func:`largest_batches`' rounds over the open trials ``rows[:m]`` by
@@ -216,16 +230,9 @@ def _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out):
         for j in range(m):
             i = rows[j]
             mid = _next_probe(x[i, column], lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
-            t_mid = _timed(kind, mid, x, i, lay)
-            if t_mid <= x[i, column]:
-                lo[i], t_lo[i] = mid, t_mid
-            else:
-                hi[i], t_hi[i] = mid, t_mid
-            if hi[i] - lo[i] > 1:
+            if _narrowed(i, mid, _timed(kind, mid, x, i, lay), x[i, column], lo, hi, t_lo, t_hi, out):
                 rows[kept] = i
                 kept += 1
-            else:
-                out[i] = lo[i]
         m = kept
         interpolate = not interpolate
 
@@ -252,18 +259,13 @@ def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, point
                 mid = _secant_probe(limit, lo[i], hi[i], points[0, i], points[1, i], points[2, i], points[3, i], stalled[i])
             t_mid = _timed(kind, mid, x, i, lay)
             points[0, i], points[1, i], points[2, i], points[3, i] = points[2, i], points[3, i], float(mid), t_mid
-            if t_mid <= limit:
-                lo[i], t_lo[i] = mid, t_mid
-            else:
-                hi[i], t_hi[i] = mid, t_mid
+            still_open = _narrowed(i, mid, t_mid, limit, lo, hi, t_lo, t_hi, out)
             if 2 * (hi[i] - lo[i]) <= width[i]:
                 width[i], stalled[i] = hi[i] - lo[i], 0
             else:
                 stalled[i] += 1
-            if hi[i] - lo[i] > 1:
+            if still_open:
                 rows[kept] = i
                 kept += 1
-            else:
-                out[i] = lo[i]
         m = kept
         first = False
