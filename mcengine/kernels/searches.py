@@ -158,10 +158,15 @@ def largest_batches(kind, x, lay, column, cap, out):
     no other probe, and one whose ``cap`` is 0 none (the batch 1 is timed only where it
     can still decide). Inside the bracket:
 
-    * where the step time is non-decreasing in the batch (every static step, and the
-      continuous step with heads sharded: each term a non-decreasing function of ``B``,
-      in floating point too), the batch is unique and any bracketed search finds it: the
-      probes follow the secant of the last two batches timed (:func:`_secant_rounds`);
+    * where the step time is non-decreasing in the batch, the batch is unique and any
+      bracketed search finds it: the static steps and the continuous step with heads
+      sharded, whose terms are non-decreasing functions of ``B`` composed of rounded
+      operations that keep that order (a pipeline's fill of fewer micro-batches than
+      stages, ``(m + p - 1)/m`` times a share ``m/p``, grows by ``1/(m + p - 1)`` from one
+      batch to the next, far above rounding; tests/kernels/test_searches.py and
+      tests/kernels/test_continuous.py check the batches against NumPy's probes on random
+      inputs). There the probes follow the secant of the last two batches timed
+      (:func:`_secant_rounds`);
     * the continuous step with data-parallel or grouped attention is not monotone (the
       prefill chunk's KV read, split over ``ceil(b/g)`` sequences of ``b``): its probes are
       :func:`~mcengine.analytic.roofline.limits.largest_batch`'s own
