@@ -284,7 +284,7 @@ def compiled_batch_limits(m: rm.ModelCard, layout: rm.Layout, prompt_tokens, out
                           cap, batch_memory, batch_chunk, n: int, shared: rl.SharedColumns | None = None):
     """``(B_SLO, B_TTFT)`` of :func:`continuous_step` as
     :func:`~mcengine.analytic.roofline.limits.largest_batch` and
-    :func:`largest_batch_within_ttft` find them (the same probes, the same batches), by the
+    :func:`largest_batch_within_ttft` find them (the same batches), by the
     compiled searches :func:`mcengine.kernels.searches.largest_batches` and
     :func:`mcengine.kernels.continuous.batches_within_ttft` over ``n`` trials, or None for
     what they do not cover (:func:`continuous_search_tables`; then search with NumPy).

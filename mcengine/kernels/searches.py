@@ -3,7 +3,8 @@ latency as functions of one trial's numbers, and one bracketed search over any o
 compiled steps (docs/performance.md#plan-searches).
 
 :func:`largest_batches` runs :func:`mcengine.analytic.roofline.limits.largest_batch`
-trial by trial, with the same probes in the same order, over the step time ``kind``
+trial by trial (its batches: its probes where the step is not monotone in the batch,
+fewer where it is), over the step time ``kind``
 names: :data:`DECODE` (the static decode step, ``B_SLO`` of
 :func:`~mcengine.analytic.roofline.limits.batch_limit_slo`), :data:`PREFILL` (the batch's
 last TTFT, ``B_TTFT`` of :func:`~mcengine.analytic.roofline.limits.batch_limit_ttft`),
@@ -127,15 +128,53 @@ def _next_probe(limit, lo, hi, t_lo, t_hi, interpolate):
     return min(max(lo + move, lo + 1), hi - 1)
 
 
+#: Rounds a secant search may go without halving its bracket before it bisects (:func:`_secant_probe`).
+SECANT_STALL = 3
+
+
+@inline_kernel
+def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled):
+    """The next batch inside ``(lo, hi)`` of a search over a step time non-decreasing in
+    the batch: the floor of the root of the secant through the last two batches timed
+    (``b_prev``, ``b_last``, either side of the limit or the same side), at least
+    ``lo + 1``; the midpoint where the secant has no root inside the bracket, or after
+    :data:`SECANT_STALL` rounds that did not halve it. Near the answer the step time is
+    affine in the batch (one roofline term dominates), so two probes on that piece put the
+    root within one batch of it, and the probe after checks the batch above."""
+    if stalled >= SECANT_STALL:
+        return (lo + hi) // 2
+    root = np.floor(b_last + (limit - t_last) * (b_last - b_prev) / (t_last - t_prev))
+    if not (root >= lo and root < hi):  # (NaN or infinite: no root inside)
+        return (lo + hi) // 2
+    return min(max(int(root), lo + 1), hi - 1)
+
+
 @kernel
 def largest_batches(kind, x, lay, column, cap, out):
     """The largest batch ``B <= cap`` of every trial whose step time ``kind`` meets the
     limit in column ``column`` of ``x`` (0 if one sequence misses it):
-    :func:`mcengine.analytic.roofline.limits.largest_batch`'s bracket and its alternating
-    interpolation and bisection probes, trial by trial. The trials still open advance one
-    probe per round (round ``j`` interpolates when ``j`` is even, as there), so that the
-    probes of different trials, independent of each other, overlap in the processor
-    instead of waiting on one trial's chain of divisions.
+    :func:`mcengine.analytic.roofline.limits.largest_batch`'s answer, trial by trial, in
+    its bracket, ``cap`` timed first: a trial whose ``cap`` meets the limit, or is 1, needs
+    no other probe, and one whose ``cap`` is 0 none (the batch 1 is timed only where it
+    can still decide). Inside the bracket:
+
+    * where the step time is non-decreasing in the batch, the batch is unique and any
+      bracketed search finds it: the static steps and the continuous step with heads
+      sharded, whose terms are non-decreasing functions of ``B`` composed of rounded
+      operations that keep that order (a pipeline's fill of fewer micro-batches than
+      stages, ``(m + p - 1)/m`` times a share ``m/p``, grows by ``1/(m + p - 1)`` from one
+      batch to the next, far above rounding; tests/kernels/test_searches.py and
+      tests/kernels/test_continuous.py check the batches against NumPy's probes on random
+      inputs). There the probes follow the secant of the last two batches timed
+      (:func:`_secant_rounds`);
+    * the continuous step with data-parallel or grouped attention is not monotone (the
+      prefill chunk's KV read, split over ``ceil(b/g)`` sequences of ``b``): its probes are
+      :func:`~mcengine.analytic.roofline.limits.largest_batch`'s own
+      (:func:`_alternating_rounds`), so the batch found is the same.
+
+    The trials still open advance one probe per round, so that the probes of different
+    trials, independent of each other, overlap in the processor instead of waiting on one
+    trial's chain of divisions.
 
     ``x``: float64 (n, columns), :data:`STATIC_COLUMNS` or, for :data:`CONTINUOUS`,
     :data:`~mcengine.kernels.continuous.TRIAL_COLUMNS`; ``lay``: float64, the layout vector
@@ -149,31 +188,89 @@ def largest_batches(kind, x, lay, column, cap, out):
     one = np.int64(1)  # the batch every probe passes, an int64 as the searches' own batches are
     for i in range(n):
         limit, top = x[i, column], cap[i]
+        out[i] = 0
+        if top < 1:  # (no batch to time)
+            continue
+        t_top = _timed(kind, top, x, i, lay)
+        if t_top <= limit:
+            out[i] = top
+            continue
+        if top == 1 or not t_top > limit:  # (one batch, timed; or a NaN time: no bracket)
+            continue
         t_one = _timed(kind, one, x, i, lay)
-        t_top = _timed(kind, max(top, 1), x, i, lay)
-        if top > 1 and t_one <= limit and t_top > limit:
+        if t_one <= limit:
             lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
             out[i] = 1
             if top - 1 > 1:
                 rows[m] = i
                 m += 1
-        else:
-            out[i] = top if (top >= 1 and t_top <= limit) else 0
+    if kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0:
+        _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, np.empty((4, n)), np.empty(n, np.int64), np.zeros(n, np.int64))
+    else:
+        _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out)
+
+
+@inline_kernel
+def _narrowed(i, mid, t_mid, limit, lo, hi, t_lo, t_hi, out):
+    """Trial ``i``'s bracket with the batch ``mid`` timed at ``t_mid`` in it: True while a
+    batch lies between its ends, else False with its answer written to ``out``."""
+    if t_mid <= limit:
+        lo[i], t_lo[i] = mid, t_mid
+    else:
+        hi[i], t_hi[i] = mid, t_mid
+    if hi[i] - lo[i] > 1:
+        return True
+    out[i] = lo[i]
+    return False
+
+
+@linked_kernel
+def _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out):
+    """:func:`largest_batches`' rounds over the open trials ``rows[:m]`` by
+    :func:`~mcengine.analytic.roofline.limits.largest_batch`'s probes: round ``j``
+    interpolates when ``j`` is even, else bisects."""
     interpolate = True
     while m:
         kept = 0
         for j in range(m):
             i = rows[j]
             mid = _next_probe(x[i, column], lo[i], hi[i], t_lo[i], t_hi[i], interpolate)
-            t_mid = _timed(kind, mid, x, i, lay)
-            if t_mid <= x[i, column]:
-                lo[i], t_lo[i] = mid, t_mid
-            else:
-                hi[i], t_hi[i] = mid, t_mid
-            if hi[i] - lo[i] > 1:
+            if _narrowed(i, mid, _timed(kind, mid, x, i, lay), x[i, column], lo, hi, t_lo, t_hi, out):
                 rows[kept] = i
                 kept += 1
-            else:
-                out[i] = lo[i]
         m = kept
         interpolate = not interpolate
+
+
+@linked_kernel
+def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, points, width, stalled):
+    """:func:`largest_batches`' rounds over the open trials ``rows[:m]`` for a step
+    non-decreasing in the batch: the bracket's interpolation first, then
+    :func:`_secant_probe` through each trial's last two batches timed (the bracket's ends
+    before its first probe); the midpoint after :data:`SECANT_STALL` rounds that did not
+    halve the bracket. ``points``: float64 (4, n), each trial's last two batches and their
+    times; ``width`` and ``stalled``: int64 (n,), its bracket's width when last halved and
+    the rounds since (0)."""
+    first = True
+    while m:
+        kept = 0
+        for j in range(m):
+            i = rows[j]
+            limit = x[i, column]
+            if first:
+                points[0, i], points[1, i], points[2, i], points[3, i], width[i] = float(lo[i]), t_lo[i], float(hi[i]), t_hi[i], hi[i] - lo[i]
+                mid = _next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], True)
+            else:
+                mid = _secant_probe(limit, lo[i], hi[i], points[0, i], points[1, i], points[2, i], points[3, i], stalled[i])
+            t_mid = _timed(kind, mid, x, i, lay)
+            points[0, i], points[1, i], points[2, i], points[3, i] = points[2, i], points[3, i], float(mid), t_mid
+            still_open = _narrowed(i, mid, t_mid, limit, lo, hi, t_lo, t_hi, out)
+            if 2 * (hi[i] - lo[i]) <= width[i]:
+                width[i], stalled[i] = hi[i] - lo[i], 0
+            else:
+                stalled[i] += 1
+            if still_open:
+                rows[kept] = i
+                kept += 1
+        m = kept
+        first = False

@@ -284,7 +284,8 @@ def search_table(m: ModelCard, layout: Layout, prompt_tokens, context_tokens, r:
 def compiled_largest_batch(table: SearchTable, kind: int, limit: str, cap) -> np.ndarray:
     """:func:`largest_batch` over the compiled step ``kind`` (:mod:`mcengine.kernels.searches`)
     with the limit of column ``limit`` of ``table``, at most ``cap`` (an int or per trial):
-    the same probes, the same batches. int64 (n,)."""
+    the same batches (fewer probes where the step is monotone in the batch,
+    :func:`mcengine.kernels.searches.largest_batches`). int64 (n,)."""
     n = table.x.shape[0]
     out = np.empty(n, np.int64)
     ks.largest_batches(kind, table.x, table.lay, ks.STATIC_COLUMNS.index(limit), np.broadcast_to(np.asarray(cap, np.int64), (n,)).copy(), out)

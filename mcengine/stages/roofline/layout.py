@@ -205,7 +205,7 @@ def evaluate(scenario: Scenario, layout: rm.Layout, inputs: TrialInputs, prefill
     layouts it evaluates on the same trials and ``rates`` (that object), in which their
     searches' tables share the columns that do not depend on the layout.
     The searches run compiled (:func:`mcengine.analytic.roofline.limits.search_table`: the
-    same probes, the same batches) for the layouts the kernels cover, with NumPy otherwise.
+    same batches) for the layouts the kernels cover, with NumPy otherwise.
     """
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates

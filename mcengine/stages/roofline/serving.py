@@ -93,7 +93,7 @@ def evaluate_continuous(scenario: Scenario, layout: rm.Layout, inputs: TrialInpu
     ``rates``: the trials' :func:`~.layout.rates_of` when already made; ``shared``: as for
     :func:`~.layout.evaluate`. The two searches
     run compiled (:func:`mcengine.analytic.serving.compiled_batch_limits`: the same
-    probes, the same batches) for the layouts that kernel covers, with NumPy otherwise."""
+    batches) for the layouts that kernel covers, with NumPy otherwise."""
     w, m = scenario.workload, scenario.workload.model
     rates = rates_of(scenario, inputs) if rates is None else rates
     lengths = lengths_of(scenario, inputs)
