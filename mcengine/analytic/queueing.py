@@ -1006,8 +1006,7 @@ def _mixed_own_excess_s(q, length_cv, weight, per_prompt_a, per_prompt_b) -> np.
     :func:`length_quantile`). Newton steps on the logarithm of the mixture's tail on the
     quantile's side (the survival where ``q >= 1/2``, else the distribution function: nearly
     linear in ``x`` out there) from the end of the part of the larger weight, kept inside
-    that bracket (a step that would leave it, or not halve the step before last, halves the
-    bracket instead), each trial frozen once its step is below :data:`OWN_TOLERANCE` of the
+    that bracket (a step that would leave it halves the bracket instead), each trial frozen once its step is below :data:`OWN_TOLERANCE` of the
     bracket's larger end (so its answer is its own, whatever else the array holds),
     :data:`OWN_STEPS` steps at most. ``(r_q - 1) d_a`` where ``d_a = d_b``; 0 where
     ``length_cv = 0``."""
@@ -1029,7 +1028,6 @@ def _mixed_own_excess_s(q, length_cv, weight, per_prompt_a, per_prompt_b) -> np.
     log_norm = -special.gammaln(k) - k * np.log(v)  # the gamma density's log-constant
     scale = np.maximum(np.abs(lo), np.abs(hi))
     live = np.flatnonzero(hi - lo > OWN_TOLERANCE * scale)
-    moved = before = np.full(x.shape, np.inf)  # the last two steps' lengths
     for _ in range(OWN_STEPS):
         if live.size == 0:
             break
@@ -1045,9 +1043,9 @@ def _mixed_own_excess_s(q, length_cv, weight, per_prompt_a, per_prompt_b) -> np.
             newton = xs - g * tail / (sign[live] * density)
         above = (g >= 0.0) == up  # the root lies above x
         lo[live], hi[live] = np.where(above, xs, lo[live]), np.where(above, hi[live], xs)
-        fast = np.isfinite(newton) & (newton >= lo[live]) & (newton <= hi[live]) & (2.0 * np.abs(newton - xs) <= before[live])
+        fast = np.isfinite(newton) & (newton >= lo[live]) & (newton <= hi[live])
         step = np.where(fast, newton, 0.5 * (lo[live] + hi[live]))
-        x[live], moved[live], before[live] = step, np.abs(step - xs), moved[live]
+        x[live] = step
         live = live[np.abs(step - xs) > OWN_TOLERANCE * scale[live]]
     out[rows] = x
     return out
