@@ -1374,7 +1374,9 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
     quantile adds the join's share of a step over a short request's few steps
     (:func:`join_excess_quantile`) beyond the mean length's ``q / (O - 1)``, which the model
-    leaves out without a spread (so it is continuous as ``length_cv`` tends to 0), and the
+    leaves out without a spread (so it is continuous as ``length_cv`` tends to 0; where ``O
+    <= 1 + q/2`` that is at least 2, above any join's share, so the spread's is taken without
+    dividing: one-token requests have no decode step), and the
     mean TPOT counts one-token requests' 0
     (:func:`multi_token_share`). ``join_excess``: that share's quantile where the caller
     holds it (it does not depend on the rate; computed when None)."""
@@ -1392,6 +1394,7 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     step = _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch))
     step_q = _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch))
     join = join_excess_quantile(q, o, length_cv) if join_excess is None else join_excess
-    mean_length = np.minimum(np.asarray(q, float) / (o - 1.0), join)  # the mean length's join, q / (O - 1), at most the spread's
+    steps = o - 1.0 > 0.5 * np.asarray(q, float)  # else q / (O - 1) >= 2, above any join: the spread's (O = 1: no step to divide)
+    mean_length = np.where(steps, np.minimum(np.asarray(q, float) / np.where(steps, o - 1.0, 1.0), join), join)  # the mean length's join, q / (O - 1), at most the spread's
     tpot_q = _with_own_spread(step, step_q, step * join, length_cv, step * mean_length)
     return LoadLatency(ttft_mean, ttft_q, step * multi_token_share(o, length_cv), tpot_q, n)
