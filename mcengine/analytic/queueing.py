@@ -346,10 +346,10 @@ class BatchQueue(NamedTuple):
     gap_s: np.ndarray
     #: The requests a bursty stream puts after a waiting one's arrival beyond Poisson's,
     #: ``(c_a^2 - 1) / 2`` (Cox 1962), who leave in its batch.
-    extra: np.ndarray | float = 0.0
+    extra: np.ndarray | float
     #: The share of waiting requests that no other arrival of their gap joins, ``P(N = 0) =
-    #: p^2`` (:func:`_gap_batch`'s negative binomial), who leave with ``min(top, 1 + extra)``.
-    waited_alone: np.ndarray | float = 0.0
+    #: p^2`` (:func:`_waited_alone`), who leave with ``min(top, 1 + extra)``.
+    waited_alone: np.ndarray | float
 
 
 def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) -> BatchQueue:
@@ -379,7 +379,7 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     extra = np.minimum(np.maximum(burst - 1.0, 0.0), np.asarray(top, float) - 1.0)
     arrivals = _waited_arrivals(lam, c, gap, servers, cycle_1, cycle_top, top)
     waited = _gap_batch(arrivals, top, extra)
-    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra, (1.0 / (1.0 + np.maximum(arrivals, 0.0))) ** 2)
+    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra, _waited_alone(arrivals))
 
 
 def _waited_arrivals(lam, wait, gap, servers, cycle_1, cycle_top, top):
@@ -493,6 +493,13 @@ def _gap_batch(arrivals, top, extra):
         count = r * (1.0 - rm) / p + r * (1.0 - (m + 1.0) * rm + m * rm * r) / p
     count = np.where(a > 0.0, np.clip(np.nan_to_num(count, nan=m), 0.0, m), 0.0)
     return np.minimum(1.0 + e + count, top)
+
+
+def _waited_alone(arrivals):
+    """``P(N = 0) = p^2``, ``p = 1 / (1 + lambda g)``: the share of waiting requests no other
+    arrival of their gap joins (:func:`_gap_batch`'s negative binomial of order 2,
+    ``arrivals = lambda g``, below 0 taken as 0)."""
+    return (1.0 / (1.0 + np.maximum(arrivals, 0.0))) ** 2
 
 
 #: Squared arrival CV below which the gamma gaps' transform (:func:`_queue_ratio`,
