@@ -720,15 +720,12 @@ def _pool_bunching(servers, amplify):
     * ``kept = min(1, 1/(A R/c)) min(1, c/R)``: the damping read at the reference pool's
       ``A``, and a pool smaller than it bunches in proportion to its size. ``A = lambda s``
       (``amplify``, the cycle a gap's arrivals add) is the pool's rate times the cycle's slope,
-      so at a fixed load per instance it grows as ``c`` and ``1/A`` damped a large pool's
-      bunching away, where the simulator's grows (docs/load.md#fleet-size); read per
-      instance it no longer falls with ``c``. Below ``R`` the simulator's bunching shrinks
-      with the pool (a waiting request waits 1.25 / 1.5 / 2.0 times the unbunched ``T/(c +
-      1)`` on 4 / 8 / 16 instances at ``a/c = 2.4``, docs/load.md#static-direct: the excess
-      squared CV about 0 / 0.7 / 1.8). Above ``R`` no growth is added: it is large only where
-      the pool moves in platoons, ``a/c`` 2-3.3 (**measured, not derived**: over the fleet-size
-      table, growing the excess as ``sqrt(c/R)`` at every size passes 73 of 216 cells and
-      loses 10 that passed before, this form 79 and 2)."""
+      so at a fixed load per instance it grows as ``c``; read per instance the damping does
+      not fall with ``c``. Below ``R`` the simulator's bunching shrinks with the pool (a
+      waiting request waits 1.25 / 1.5 / 2.0 times the unbunched ``T/(c + 1)`` on 4 / 8 / 16
+      instances at ``a/c = 2.4``, docs/load.md#static-direct: the excess squared CV about 0 /
+      0.7 / 1.8). Above ``R`` no growth is added (**measured, not derived**; the forms tried
+      and their cells: docs/load.md#fleet-size)."""
     c = np.asarray(servers, float)
     scale = STATIC_GAP_POOL / c
     kept = np.minimum(1.0, 1.0 / (amplify * scale)) * np.minimum(1.0, 1.0 / scale)
@@ -1067,7 +1064,9 @@ def _with_own_spread(mean, quantile, excess, length_cv, base=0.0) -> np.ndarray:
     part's alone where the other has none), docs/load.md#length-spread. A quantile below
     its mean (a low ``q``) takes no part above it, and an own prompt shorter than the mean
     (``excess < 0``, ``q`` below about 0.6) is added as it is: so the result tends to
-    ``quantile`` as ``length_cv`` tends to 0 and rises with the load as ``quantile`` does.
+    ``quantile`` as ``length_cv`` tends to 0, and where ``excess`` does not fall with the
+    load it rises with the load as ``quantile`` does (the disaggregated excess,
+    :func:`_pass_own_excess_s`, falls as the load fills the passes, and the result may too).
     ``base``: the excess a mean-length request has, which the model without a spread leaves
     out (the disaggregated join's ``q / (O - 1)`` of a step, :func:`disaggregated_at_load`):
     its part is taken out again, ``sqrt(a^2 + excess^2) - sqrt(a^2 + base^2)``, so that the
@@ -1377,8 +1376,9 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     occupancy a request lives with (:func:`_decode_quantile`: the count's fluctuation
     lengthened by its own steps; the request itself added). Lengths spread across requests
     (``length_cv``, docs/load.md#length-spread): the TTFT quantile adds the own prompt's
-    excess at the quantile of its law, its pass's latency and transfer linear in its tokens,
-    at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
+    excess at the quantile of its law, its pass's latency and transfer linear in its tokens:
+    the quantile of a mixture of the passes a request rides alone and those it shares, each
+    at its own mean batch (:func:`_pass_own_excess_s`, :func:`_with_own_spread`); the TPOT
     quantile adds the join's share of a step over a short request's few steps
     (:func:`join_excess_quantile`) beyond the mean length's ``q / (O - 1)``, which the model
     leaves out without a spread (so it is continuous as ``length_cv`` tends to 0; where ``O
