@@ -343,3 +343,13 @@ def test_a_sweep_value_given_in_python_is_applied_as_its_recorded_command_replay
     assert given["rows"] == replayed["rows"]
     assert [toml_literal(v) for v in (np.float64(0.1), np.float32(0.5), np.int64(3), np.bool_(True))] == ["0.1", "0.5", "3", "true"]
     assert override_texts({"econ.pue": np.float64(1.4), "a": {"median": np.float64(0.2)}}) == ["econ.pue=1.4", "a={median = 0.2}"]
+
+
+def test_numpy_scalars_and_zero_dimensional_arrays_are_literals():
+    """A 0-d array is written as its value, as a numpy scalar is, and a sweep takes numpy's
+    bool (``np.True_`` is no Python bool) as ``true``."""
+    from mcengine.scenario.load import toml_literal
+    from mcengine.sensitivity.methods import _literal
+
+    assert [toml_literal(v) for v in (np.array(0.1), np.array(3), np.array(True), np.array(np.inf))] == ["0.1", "3", "true", "inf"]
+    assert [_literal(v) for v in (np.True_, np.float32(0.5), np.int64(4))] == ["true", "0.5", "4"]

@@ -346,10 +346,10 @@ class BatchQueue(NamedTuple):
     gap_s: np.ndarray
     #: The requests a bursty stream puts after a waiting one's arrival beyond Poisson's,
     #: ``(c_a^2 - 1) / 2`` (Cox 1962), who leave in its batch.
-    extra: np.ndarray | float = 0.0
+    extra: np.ndarray | float
     #: The share of waiting requests that no other arrival of their gap joins, ``P(N = 0) =
-    #: p^2`` (:func:`_gap_batch`'s negative binomial), who leave with ``min(top, 1 + extra)``.
-    waited_alone: np.ndarray | float = 0.0
+    #: p^2`` (:func:`_waited_alone`), who leave with ``min(top, 1 + extra)``.
+    waited_alone: np.ndarray | float
 
 
 def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) -> BatchQueue:
@@ -379,7 +379,7 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     extra = np.minimum(np.maximum(burst - 1.0, 0.0), np.asarray(top, float) - 1.0)
     arrivals = _waited_arrivals(lam, c, gap, servers, cycle_1, cycle_top, top)
     waited = _gap_batch(arrivals, top, extra)
-    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra, (1.0 / (1.0 + np.maximum(arrivals, 0.0))) ** 2)
+    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra, _waited_alone(arrivals))
 
 
 def _waited_arrivals(lam, wait, gap, servers, cycle_1, cycle_top, top):
@@ -493,6 +493,13 @@ def _gap_batch(arrivals, top, extra):
         count = r * (1.0 - rm) / p + r * (1.0 - (m + 1.0) * rm + m * rm * r) / p
     count = np.where(a > 0.0, np.clip(np.nan_to_num(count, nan=m), 0.0, m), 0.0)
     return np.minimum(1.0 + e + count, top)
+
+
+def _waited_alone(arrivals):
+    """``P(N = 0) = p^2``, ``p = 1 / (1 + lambda g)``: the share of waiting requests no other
+    arrival of their gap joins (:func:`_gap_batch`'s negative binomial of order 2,
+    ``arrivals = lambda g``, below 0 taken as 0)."""
+    return (1.0 / (1.0 + np.maximum(arrivals, 0.0))) ** 2
 
 
 #: Squared arrival CV below which the gamma gaps' transform (:func:`_queue_ratio`,
@@ -713,15 +720,12 @@ def _pool_bunching(servers, amplify):
     * ``kept = min(1, 1/(A R/c)) min(1, c/R)``: the damping read at the reference pool's
       ``A``, and a pool smaller than it bunches in proportion to its size. ``A = lambda s``
       (``amplify``, the cycle a gap's arrivals add) is the pool's rate times the cycle's slope,
-      so at a fixed load per instance it grows as ``c`` and ``1/A`` damped a large pool's
-      bunching away, where the simulator's grows (docs/load.md#fleet-size); read per
-      instance it no longer falls with ``c``. Below ``R`` the simulator's bunching shrinks
-      with the pool (a waiting request waits 1.25 / 1.5 / 2.0 times the unbunched ``T/(c +
-      1)`` on 4 / 8 / 16 instances at ``a/c = 2.4``, docs/load.md#static-direct: the excess
-      squared CV about 0 / 0.7 / 1.8). Above ``R`` no growth is added: it is large only where
-      the pool moves in platoons, ``a/c`` 2-3.3 (**measured, not derived**: over the fleet-size
-      table, growing the excess as ``sqrt(c/R)`` at every size passes 73 of 216 cells and
-      loses 10 that passed before, this form 79 and 2)."""
+      so at a fixed load per instance it grows as ``c``; read per instance the damping does
+      not fall with ``c``. Below ``R`` the simulator's bunching shrinks with the pool (a
+      waiting request waits 1.25 / 1.5 / 2.0 times the unbunched ``T/(c + 1)`` on 4 / 8 / 16
+      instances at ``a/c = 2.4``, docs/load.md#static-direct: the excess squared CV about 0 /
+      0.7 / 1.8). Above ``R`` no growth is added (**measured, not derived**; the forms tried
+      and their cells: docs/load.md#fleet-size)."""
     c = np.asarray(servers, float)
     scale = STATIC_GAP_POOL / c
     kept = np.minimum(1.0, 1.0 / (amplify * scale)) * np.minimum(1.0, 1.0 / scale)
@@ -1006,8 +1010,7 @@ def _mixed_own_excess_s(q, length_cv, weight, per_prompt_a, per_prompt_b) -> np.
     :func:`length_quantile`). Newton steps on the logarithm of the mixture's tail on the
     quantile's side (the survival where ``q >= 1/2``, else the distribution function: nearly
     linear in ``x`` out there) from the end of the part of the larger weight, kept inside
-    that bracket (a step that would leave it, or not halve the step before last, halves the
-    bracket instead), each trial frozen once its step is below :data:`OWN_TOLERANCE` of the
+    that bracket (a step that would leave it halves the bracket instead), each trial frozen once its step is below :data:`OWN_TOLERANCE` of the
     bracket's larger end (so its answer is its own, whatever else the array holds),
     :data:`OWN_STEPS` steps at most. ``(r_q - 1) d_a`` where ``d_a = d_b``; 0 where
     ``length_cv = 0``."""
@@ -1029,7 +1032,6 @@ def _mixed_own_excess_s(q, length_cv, weight, per_prompt_a, per_prompt_b) -> np.
     log_norm = -special.gammaln(k) - k * np.log(v)  # the gamma density's log-constant
     scale = np.maximum(np.abs(lo), np.abs(hi))
     live = np.flatnonzero(hi - lo > OWN_TOLERANCE * scale)
-    moved = before = np.full(x.shape, np.inf)  # the last two steps' lengths
     for _ in range(OWN_STEPS):
         if live.size == 0:
             break
@@ -1045,9 +1047,9 @@ def _mixed_own_excess_s(q, length_cv, weight, per_prompt_a, per_prompt_b) -> np.
             newton = xs - g * tail / (sign[live] * density)
         above = (g >= 0.0) == up  # the root lies above x
         lo[live], hi[live] = np.where(above, xs, lo[live]), np.where(above, hi[live], xs)
-        fast = np.isfinite(newton) & (newton >= lo[live]) & (newton <= hi[live]) & (2.0 * np.abs(newton - xs) <= before[live])
+        fast = np.isfinite(newton) & (newton >= lo[live]) & (newton <= hi[live])
         step = np.where(fast, newton, 0.5 * (lo[live] + hi[live]))
-        x[live], moved[live], before[live] = step, np.abs(step - xs), moved[live]
+        x[live] = step
         live = live[np.abs(step - xs) > OWN_TOLERANCE * scale[live]]
     out[rows] = x
     return out
@@ -1062,7 +1064,9 @@ def _with_own_spread(mean, quantile, excess, length_cv, base=0.0) -> np.ndarray:
     part's alone where the other has none), docs/load.md#length-spread. A quantile below
     its mean (a low ``q``) takes no part above it, and an own prompt shorter than the mean
     (``excess < 0``, ``q`` below about 0.6) is added as it is: so the result tends to
-    ``quantile`` as ``length_cv`` tends to 0 and rises with the load as ``quantile`` does.
+    ``quantile`` as ``length_cv`` tends to 0, and where ``excess`` does not fall with the
+    load it rises with the load as ``quantile`` does (the disaggregated excess,
+    :func:`_pass_own_excess_s`, falls as the load fills the passes, and the result may too).
     ``base``: the excess a mean-length request has, which the model without a spread leaves
     out (the disaggregated join's ``q / (O - 1)`` of a step, :func:`disaggregated_at_load`):
     its part is taken out again, ``sqrt(a^2 + excess^2) - sqrt(a^2 + base^2)``, so that the
@@ -1372,11 +1376,14 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     occupancy a request lives with (:func:`_decode_quantile`: the count's fluctuation
     lengthened by its own steps; the request itself added). Lengths spread across requests
     (``length_cv``, docs/load.md#length-spread): the TTFT quantile adds the own prompt's
-    excess at the quantile of its law, its pass's latency and transfer linear in its tokens,
-    at the passes' mean batch (:func:`_own_excess_s`, :func:`_with_own_spread`); the TPOT
+    excess at the quantile of its law, its pass's latency and transfer linear in its tokens:
+    the quantile of a mixture of the passes a request rides alone and those it shares, each
+    at its own mean batch (:func:`_pass_own_excess_s`, :func:`_with_own_spread`); the TPOT
     quantile adds the join's share of a step over a short request's few steps
     (:func:`join_excess_quantile`) beyond the mean length's ``q / (O - 1)``, which the model
-    leaves out without a spread (so it is continuous as ``length_cv`` tends to 0), and the
+    leaves out without a spread (so it is continuous as ``length_cv`` tends to 0; where ``O
+    <= 1 + q/2`` that is at least 2, above any join's share, so the spread's is taken without
+    dividing: one-token requests have no decode step), and the
     mean TPOT counts one-token requests' 0
     (:func:`multi_token_share`). ``join_excess``: that share's quantile where the caller
     holds it (it does not depend on the rate; computed when None)."""
@@ -1394,6 +1401,7 @@ def disaggregated_at_load(q, rate_per_s, arrival_cv, *, instances, prefill_insta
     step = _linear(decode_1_s, decode_s, batch, np.minimum(n + 1.0, batch))
     step_q = _linear(decode_1_s, decode_s, batch, np.minimum(n_q + 1.0, batch))
     join = join_excess_quantile(q, o, length_cv) if join_excess is None else join_excess
-    mean_length = np.minimum(np.asarray(q, float) / (o - 1.0), join)  # the mean length's join, q / (O - 1), at most the spread's
+    steps = o - 1.0 > 0.5 * np.asarray(q, float)  # else q / (O - 1) >= 2, above any join: the spread's (O = 1: no step to divide)
+    mean_length = np.where(steps, np.minimum(np.asarray(q, float) / np.where(steps, o - 1.0, 1.0), join), join)  # the mean length's join, q / (O - 1), at most the spread's
     tpot_q = _with_own_spread(step, step_q, step * join, length_cv, step * mean_length)
     return LoadLatency(ttft_mean, ttft_q, step * multi_token_share(o, length_cv), tpot_q, n)

@@ -148,12 +148,13 @@ def _shipped_card(raw_model, key: str) -> dict:
 
 
 def toml_literal(value) -> str:
-    """``value`` (a number, bool, string, list or table) as a TOML literal on one line:
+    """``value`` (a number, bool, string, list or table; numpy scalars and 0-d arrays as their
+    Python values) as a TOML literal on one line:
     ``0.1``, ``inf``, ``"lognormal"``, ``{dist = "lognormal", median = 0.1, sigma = 0.3}``."""
     import json
     import math
 
-    if isinstance(value, np.generic):  # a numpy scalar (np.float64 is a float whose repr is "np.float64(...)")
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):  # np.float64(...) is its repr
         value = value.item()
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -26,7 +26,6 @@ float per trial of the analysed output.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import fields
 from typing import Callable, Iterable, Sequence
@@ -218,7 +217,7 @@ def _literal(value) -> str:
     so the value a Python call applies is the one its recorded ``--values`` replays."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (bool, int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, int, float, np.generic)):  # np.True_ is no bool
         return toml_literal(value)
     raise InputError(Problem("--values", value, "allowed: a TOML literal (text), a number or a bool"))
 

@@ -262,8 +262,8 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     where it misses them unloaded, or ``top_rate`` is 0. The plans are first asked at
     ``top_rate`` x :data:`SATURATION_PROBE` (or at ``meets_at``, a rate expected to meet them,
     where it is higher, at most ``top_rate``), one model call on every trial: where they
-    meet the SLOs there, that rate is the capacity. The quantiles rise with the rate, so the
-    others are bisected on a bracket whose lower end meets them: ``meets_at`` where it is
+    meet the SLOs there, that rate is the capacity. The others are bisected on a bracket
+    whose lower end meets them: ``meets_at`` where it is
     below that rate, else no load, asked in one call (and the trials whose ``meets_at``
     misses asked again at no load, in a second); a trial that misses unloaded stays at 0.
     The bracket ``[lower end, that rate]`` is halved by at most :data:`CAPACITY_STEPS`
@@ -280,7 +280,11 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     probe (every midpoint of :func:`_tree`; ``h`` = :data:`CAPACITY_HALVINGS`, the last call
     the steps left: 40 = 13 x 3 + 1) and replays the halvings on the answers, a trial
     stopping at the halving that settles it: the brackets of one halving a call, bit for
-    bit."""
+    bit. The quantiles need not rise with the rate (static's TTFT quantile falls where the
+    completion gaps grow more regular, arrivals burstier than Poisson's, docs/load.md#static),
+    so a probed rate counts as meeting the SLOs only where every rate the call probed below
+    it does: the capacity lies below the lowest rate a call finds missing, at no extra call,
+    and where the miss rises with the rate the halvings are those of the plain bisection."""
     n = plans.q.size
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
@@ -309,6 +313,8 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
         rows = np.arange(live.size)
         mids = np.stack([0.5 * (a + b) for a, b in _tree(lo, hi, levels)], axis=1)  # (trials, 2^levels - 1), level by level
         meets = (p.take(np.repeat(rows, mids.shape[1])).misses(mids.ravel(), np.repeat(k, mids.shape[1])) <= 0.0).reshape(mids.shape)
+        order = _in_order(levels)
+        meets[:, order] = np.logical_and.accumulate(meets[:, order], axis=1)  # a rate meets only if every rate probed below it does
         node = np.zeros(live.size, int)
         for level in range(levels):  # the halvings replayed on the answers
             on = hi - lo > CAPACITY_TOLERANCE * lo
@@ -318,6 +324,16 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
             node = 2 * node + yes
         out[live] = lo
     return out
+
+
+def _in_order(levels):
+    """The nodes of :func:`_tree`'s ``levels`` levels (heap order: node ``j`` of level ``l``
+    at ``2^l - 1 + j``, its halves at ``2i + 1`` and ``2i + 2``) in the order of their
+    midpoints, lowest rate first (the lower half's, the node's, the upper half's)."""
+    def walk(node):
+        return [] if node >= 2 ** levels - 1 else walk(2 * node + 1) + [node] + walk(2 * node + 2)
+
+    return np.array(walk(0))
 
 
 def _tree(lo, hi, levels):

@@ -3,7 +3,7 @@ solved it before its exact solve: :data:`OLD_STEPS` damped fixed-point steps fro
 reference the tests check the solve against (docs/load.md#speed)."""
 import numpy as np
 
-from mcengine.analytic.queueing import RHO_WAIT_MAX, BatchQueue, _gap_batch, _linear, _waited_arrivals, erlang_c
+from mcengine.analytic.queueing import RHO_WAIT_MAX, BatchQueue, _gap_batch, _linear, _waited_alone, _waited_arrivals, erlang_c
 
 #: The damped fixed point's step count.
 OLD_STEPS = 48
@@ -37,4 +37,4 @@ def damped_batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=
     extra = np.minimum(np.maximum(burst - 1.0, 0.0), np.asarray(top, float) - 1.0)
     arrivals = _waited_arrivals(lam, c, gap, servers, cycle_1, cycle_top, top)
     waited = _gap_batch(arrivals, top, extra)
-    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra, (1.0 / (1.0 + np.maximum(arrivals, 0.0))) ** 2)
+    return BatchQueue(waited, 1.0 - c + c * waited, c, gap * burst, extra, _waited_alone(arrivals))

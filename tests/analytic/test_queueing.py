@@ -437,7 +437,7 @@ def test_batched_ttft_quantile_is_the_hypoexponential_law():
     """A waiting request's TTFT is ``first(1) + a R + b A`` (R, A exponential of mean g, the
     longer of the gap and the queue's wait, :func:`qu._queue_wait`): the model's quantile
     against 400,000 samples of that law (fixed seed)."""
-    bq = qu.BatchQueue(np.array(5.0), np.array(5.0), np.array(1.0), np.array(0.1))
+    bq = qu.BatchQueue(np.array(5.0), np.array(5.0), np.array(1.0), np.array(0.1), 0.0, 0.0)
     rate, first_1, first_top, top = 20.0, 0.5, 2.0, 16
     f = (first_top - first_1) / (top - 1)
     g = max(0.1, float(qu._queue_wait(bq, rate, 1.0, 8, 0.8, top)))
@@ -719,10 +719,10 @@ def test_queue_wait_is_the_longer_window_of_the_pass_ends():
     """:func:`qu._queue_wait`: one server (a pass ``T = g``) is past one pass in any wait, so its
     pass ends are deterministic: the wait is ``g / (1 - z_D)``, ``z_D`` M/D/1's ratio; on
     many servers a wait much shorter than a pass sees Poisson pass ends (dispersion near 1)."""
-    one = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.8), np.array(0.1))
+    one = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.8), np.array(0.1), 0.0, 0.0)
     z = qu._queue_ratio(8.0, 1.0, 0.1, 1, 0.0)
     assert qu._queue_wait(one, 8.0, 1.0, 1, 0.1, 1) == pytest.approx(0.1 / (1.0 - z), rel=1e-12)
-    many = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.2), np.array(0.001))
+    many = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.2), np.array(0.001), 0.0, 0.0)
     poisson = 0.001 / (1.0 - qu._queue_ratio(200.0, 1.0, 0.001, 1))  # tau = 1.25 ms of a 1 s pass
     assert qu._queue_wait(many, 200.0, 1.0, 1000, 1.0, 1) == pytest.approx(poisson, rel=1e-3)
 

@@ -420,6 +420,31 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
 
 
 
+class _Window:
+    """Plans whose miss is +1 on ``[0.24, 0.3]`` and above 0.8 of the top rate, -1 elsewhere:
+    a quantile that falls back under its SLO past a load where it misses."""
+
+    def __init__(self, top):
+        self.top, self.q = top, np.zeros(top.size)
+
+    def take(self, index):
+        return _Window(self.top[index])
+
+    def misses(self, rate, count):
+        share = rate / self.top
+        return np.where(((share >= 0.24) & (share <= 0.3)) | (share > 0.8), 1.0, -1.0)
+
+
+def test_the_capacity_search_stops_below_the_first_rate_it_finds_missing():
+    """A miss that falls back under the SLO at a higher load (the static TTFT quantile under
+    bursty arrivals, tests/analytic/test_length_spread.py): the search's first call probes
+    1/8, ..., 7/8 of the bracket, 1/4 misses, so the capacity is the edge at 0.24 of the top
+    rate within the tolerance, not the one at 0.8 the halvings alone would find (1/2 meets)."""
+    top = np.array([100.0])
+    capacity = load.capacity_rate(_Window(top), np.array([1.0]), top)[0]
+    assert 24.0 * (1.0 - 2.0 * load.CAPACITY_TOLERANCE) <= capacity < 24.0
+
+
 def test_a_spread_past_the_ttft_slo_unloaded_serves_nothing_and_misses_the_slo():
     """Lite-h100's disaggregated prefill takes about 1.97 s of its 2 s TTFT SLO on the mean
     prompt: at ``length_cv = 2.1`` a lone request's P99 prompt (10.3 times the mean) takes

@@ -37,6 +37,52 @@ def test_the_fleet_size_table_on_the_page_is_the_committed_grid(fleet):
         np.testing.assert_allclose(ours[col], fit[col], rtol=1e-5, err_msg=col)
 
 
+
+def _span(errors, low=False) -> str:
+    """The page's range of relative errors in whole percent, rounded to nearest: ``−13 to
+    +5`` (``low``: the magnitudes of errors all below 0, ``39–56``)."""
+    x = np.round(100.0 * np.asarray(errors, float).ravel()).astype(int)
+    if low:
+        return f"{-x.max()}–{-x.min()}"
+    return f"{x.min():+d} to {x.max():+d}".replace("-", "−")
+
+
+def test_the_counts_and_ranges_in_the_prose_are_the_tables(fleet):
+    """The #fleet-size prose's numbers recomputed from docs/load/fleet-size-table.csv: h100
+    at loads 0.4-0.9 on 64 and 128 instances (its range over P99 and mean TTFT, the cells
+    within), the platoons' mean TTFT at 0.2-0.3 there, the Lite's tail at 0.4-0.9, the 4
+    instances' mean and P99, and the cells whose TPOT is out; #static-cycles' fit, near
+    capacity and length table counts from their CSVs."""
+    table, text = pd.read_csv(fleet.CSV), " ".join(fleet.PAGE.read_text().split())
+    assert f"the bunched side the larger of the two), {table.passes.sum()} of {len(table)}, and none of the 79 lost" in text
+    big = table[table.instances.isin([64, 128])]
+    h100 = big[(big.design == "h100") & (big.load >= 0.4)]
+    assert (f"within {_span(h100[['err_ttft_p99', 'err_ttft_mean']])} % (P99 and mean), {h100.passes.sum()} of {len(h100)} pass") in text
+    platoons = big[big.load.isin([0.2, 0.3])]
+
+    def mean_of(design, arrival):
+        return platoons[(platoons.design == design) & (platoons.arrival == arrival)].err_ttft_mean
+
+    assert (f"The model is {_span(mean_of('h100', 'poisson'), low=True)} % low on h100 Poisson's mean there (loads 0.2–0.3, 64–128 "
+            f"instances), the Lite's {_span(mean_of('lite-h100', 'poisson'), low=True)} %, h100 gamma CV 2's "
+            f"{_span(mean_of('h100', 'gamma'), low=True)} % (the Lite's {_span(mean_of('lite-h100', 'gamma'))} %)") in text
+    lite = big[(big.design == "lite-h100") & (big.load >= 0.4)]
+    assert f"within {_span(lite.err_ttft_mean)} % but the P99 {_span(lite.err_ttft_p99, low=True)} % low" in text
+    four = table[table.instances == 4]
+    assert f"The mean TTFT is within {_span(four.err_ttft_mean)} % on 4 instances, but the P99 {_span(-four.err_ttft_p99, low=True)} % high" in text
+    tpot = table[(table.err_tpot_p99.abs() > fleet.TOLERANCE["tpot_p99"]) | (table.err_tpot_mean.abs() > fleet.TOLERANCE["tpot_mean"])]
+    assert sorted(zip(tpot.design, tpot.arrival, tpot.instances, tpot.load)) == [("h100", "poisson", 64, 0.3), ("h100", "poisson", 128, 0.2),
+                                                                                   ("h100", "poisson", 128, 0.3)]
+    assert f"0.2–0.3 on 128 (mean {_span(tpot.err_tpot_mean, low=True)} % low" in text
+    fit = pd.read_csv(docs_script("load/make_fit_table").CSV)
+    length = pd.read_csv(docs_script("load/make_length_table").CSV)
+    near = pd.read_csv(docs_script("load/near_capacity").CSV)
+    static = fit[fit["mode"] == "static"]
+    assert f"→ {static.passes.sum()} of {len(static)} static cells, 92 → {fit.passes.sum()} of {len(fit)}" in text
+    both = (length[["err_ttft_p99", "err_tpot_p99"]].abs() <= 0.10).all(axis=1).sum()
+    assert (f"Near capacity {near.passes.sum()} of {len(near)} and the length table {length.passes.sum()} of {len(length)}, as before, but "
+            f"{both} of its cells within on both P99s") in text
+
 def test_the_committed_fast_columns_are_the_fast_model_now(fleet):
     """The table's fast-model columns are what the fast model gives today (to the CSV's six
     significant digits): a change to the model reruns ``fleet_size.py --model-only``."""

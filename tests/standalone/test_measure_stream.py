@@ -231,3 +231,39 @@ def test_the_band_of_one_ahead_that_passes_is_where_the_errors_cross_the_toleran
     assert (lo, hi) != (0.01, 0.99)  # the band is the tolerance's, not the grid's
     high = row | {"sim_ttft_mean_ms": mean / 1.4, "sim_ttft_p99_ms": q / 1.4}
     assert all(np.isnan(measure.p1_band(system, rate, high, 2.0)))
+
+
+def test_the_jsq_and_busy_share_tables_on_the_page_are_the_committed_shares(measure):
+    """docs/load.md#jsq-laws and #busy-share read docs/load/jsq-shares.csv (``--jsq --loads
+    0.1,...,0.9 --requests 1600000 --warmup 0.5 --out``): the shares ahead, their exponent
+    and the rates met, and ``--oracle`` on it (the busy share, the bands that pass, the counts
+    of continuous cells within for the model, the measured shares, ``p₂ = p₁^k``, the busy
+    share with the measured exponent and with the dead time's second share)."""
+    from make_fit_table import CSV, fit_system
+
+    text = (measure.HERE.parent / "load.md").read_text()
+    flat = " ".join(text.split())
+    shares = pd.read_csv(measure.HERE / "jsq-shares.csv")
+    poisson = shares[shares.arrival == "poisson"].sort_values("load")
+    h100, lite = (poisson[poisson.design == name] for name in ("h100", "lite-h100"))
+
+    def row(head, cells):
+        return f"| {head} | " + " | ".join(cells) + " |"
+
+    assert row("h100: none / one / two or more ahead", (f"{r.a0:.2f} / {r.a1:.3f} / {r.a2:.3f}" for r in h100.itertuples())) in text
+    assert row("the Lite", (f"{r.a0:.2f} / {r.a1:.3f} / {r.a2:.3f}" for r in lite.itertuples())) in text
+    assert row("`k = ln p₂ / ln p₁`: h100 / the Lite", (f"{a:.2f} / {b:.2f}" for a, b in zip(h100.k, lite.k))) in text
+    assert row("h100: rates met with 0 / 1 / 2+ ahead", (f"{r.rate0:.2f} / {r.rate1:.2f} / {r.rate2:.2f}" for r in h100.itertuples())) in text
+    assert row("the Lite", (f"{r.rate0:.2f} / {r.rate1:.2f} / {r.rate2:.2f}" for r in lite.itertuples())) in text
+    got = measure.oracle(pd.read_csv(CSV), shares, lambda name: fit_system(name, "continuous"))
+    for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
+        mine = got[got.design == name]
+        p, g = (mine[mine.arrival == a].sort_values("load") for a in ("poisson", "gamma"))
+        assert row(f"{head}: `p₁` measured / busy share", (f"{a:.3f} / {b:.3f}" for a, b in zip(p.p_ge1, p.p1_busy))) in text
+        assert row(f"{head}: the band that passes, Poisson / gamma",
+                   (f"{a.p1_lo:.2f}–{a.p1_hi:.2f} / {b.p1_lo:.2f}–{b.p1_hi:.2f}" for a, b in zip(p.itertuples(), g.itertuples()))) in text
+    count = {k: int(got[f"{k}_passes"].sum()) for k in ("model", "shares", "power", "busy", "busy_dead")}
+    assert f"With the measured shares, {count['shares']} of {len(got)} pass (the model: {count['model']})" in flat
+    assert f"(`k` the two designs' mean at the load), {count['power']}." in flat
+    assert f"With the measured exponent it passes **{count['busy']} of {len(got)}**" in flat
+    assert f"(laws alone, no measured exponent), **{count['busy_dead']} of {len(got)}**" in flat

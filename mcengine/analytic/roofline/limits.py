@@ -205,8 +205,13 @@ class SharedColumns:
     (the candidate layouts the planner evaluates on them), whose columns other than
     :data:`LAYOUT_COLUMNS` are equal: the first table made is kept, and each later one is a
     copy of it with only its layout's columns written (a contiguous copy, not a
-    column-by-column fill). Bound to the block's ``rates`` (the same object) and trial
-    count ``n``: a table asked for other rates or trials raises, as its columns would differ.
+    column-by-column fill). It checks only the block's ``rates`` (the same object) and trial
+    count ``n``: a table asked for other rates or trials raises. Every other input of the
+    columns it keeps is the caller's to hold fixed, unchecked: one model card, the same
+    prompt and context tokens, TPOT and TTFT SLOs and KV rates (``kv``) for every search
+    that shares it (the layout and GPUs an instance are the layout vector's, not the
+    table's); a search given other values of these would read the first table's columns,
+    not its own.
     """
 
     def __init__(self, rates: Rates, n: int):
