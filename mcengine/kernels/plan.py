@@ -1,5 +1,7 @@
 """The per-trial planner's candidate table of disaggregated pairs, and its choice, as
-single passes (:func:`mcengine.stages.roofline.planner.plan_per_trial`, docs/model.md#plan).
+single passes (:func:`mcengine.stages.roofline.planner.plan_per_trial`, docs/model.md#plan),
+and the lower bounds of the plans' costs with a fleet bought under a demand
+(:func:`fleet_bounds`, docs/load.md#planner).
 
 Model
 -----
