@@ -14,7 +14,7 @@ from __future__ import annotations
 DRIVERS = {
     "fab": (("fab", "_wafer_block"),),
     "reliability": (("life", "run_block"),),
-    "chain": (("fab", "_run_trials"), ("life", "run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows"), ("plan", "fleet_bounds"),
+    "chain": (("fab", "_run_trials"), ("life", "run_block"), ("plan", "fold_best"), ("plan", "disaggregated_rows"),
               ("searches", "largest_batches"), ("continuous", "batches_within_ttft")),
     "serve": (("serve.loop", "simulate"),),
 }
