@@ -441,7 +441,8 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
     ``G(lo) <= 0 <= G(hi)`` (a step that would leave it, or not halve the step before last,
     or a non-positive ``G'``, halves the bracket instead), each
     trial frozen once its step is below :data:`BATCH_TOLERANCE` of ``k`` (so its answer is
-    its own, whatever else the array holds), :data:`BATCH_STEPS` steps at most.
+    its own, whatever else the array holds) and left out of the steps after (each step
+    evaluates the trials not yet settled alone), :data:`BATCH_STEPS` steps at most.
 
     The bracket holds at the start: ``G(1) = -C m <= 0`` and ``G(top) >= (top - 1)(1 - C) >=
     0``. The root is unique where a batch's cycle neither shrinks nor outgrows that many
@@ -453,10 +454,10 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
     if it falls there, it is below ``G(1) <= 0``, and that piece is an interval from 1 (``u``
     never rises). So ``G`` may fall only while negative, then rises: one root."""
     shape = np.broadcast(lam, servers, cycle_1, cycle_top, top, burst).shape
-    args = tuple(np.broadcast_to(np.asarray(x, float), shape) for x in (lam, servers, cycle_1, cycle_top, top, burst))
-    lo, hi = np.ones(shape), np.maximum(args[4], 1.0)
-    k, done = lo, np.zeros(shape, bool)
-    moved = before = np.full(shape, np.inf)  # the last two steps' lengths
+    args = tuple(np.broadcast_to(np.asarray(x, float), shape).ravel() for x in (lam, servers, cycle_1, cycle_top, top, burst))
+    out = np.ones(args[0].size)
+    live, k, lo, hi = np.arange(out.size), out.copy(), out.copy(), np.maximum(args[4], 1.0)  # the trials not settled, and theirs
+    moved = before = np.full(out.size, np.inf)  # the last two steps' lengths
     for _ in range(BATCH_STEPS):
         _, _, g, dg = _batch_state(k, *args)
         lo, hi = np.where(g <= 0.0, k, lo), np.where(g >= 0.0, k, hi)
@@ -464,13 +465,14 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
             newton = k - g / dg
         fast = (dg > 0.0) & (newton >= lo) & (newton <= hi) & (2.0 * np.abs(newton - k) <= before)
         step = np.where(fast, newton, 0.5 * (lo + hi))
-        settled = np.abs(step - k) <= BATCH_TOLERANCE * k
+        on = ~(np.abs(step - k) <= BATCH_TOLERANCE * k)  # not settled
         moved, before = np.abs(step - k), moved
-        k = np.where(done, k, step)
-        done |= settled
-        if done.all():
+        out[live] = step
+        if not on.any():
             break
-    return k
+        live, k, lo, hi, moved, before = live[on], step[on], lo[on], hi[on], moved[on], before[on]
+        args = tuple(x[on] for x in args)
+    return out.reshape(shape)
 
 
 def _gap_batch(arrivals, top, extra):

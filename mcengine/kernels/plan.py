@@ -1,5 +1,7 @@
 """The per-trial planner's candidate table of disaggregated pairs, and its choice, as
-single passes (:func:`mcengine.stages.roofline.planner.plan_per_trial`, docs/model.md#plan).
+single passes (:func:`mcengine.stages.roofline.planner.plan_per_trial`, docs/model.md#plan),
+and the lower bounds of the plans' costs with a fleet bought under a demand
+(:func:`fleet_bounds`, docs/load.md#planner).
 
 Model
 -----
@@ -74,3 +76,36 @@ def disaggregated_rows(r_p, r_d, output_tokens, pre_ok, serves, pre_busy, pre_to
             tokens = decoded if (decoded < supplied or decoded != decoded) else supplied
             served[k, i] = tokens if (pre_ok[k, i] and serves[i]) else -np.inf
             busy[k, i] = f * pre_busy[k, i] / pre_total[k, i] + (1.0 - f) * decode_busy[i] / decode_total[i]
+
+
+@kernel
+def fleet_bounds(served, busy, mask, weight, by_cost, rate, output_tokens, bound, first):
+    """The lower bound of each plan's cost of a fleet bought per trial, and each trial's
+    plan of least bound, in one pass (:func:`mcengine.stages.roofline.planner_load._fleet_choice`,
+    with its NumPy arithmetic operation by operation): ``max(ceil(rate / (T / O)), 1)``,
+    the instances the peak of ``rate`` requests/s saturates at ``T / O`` requests/s an
+    instance, plus, with ``by_cost``, the dynamic energy ``weight busy / T`` in instances'
+    worth, where ``mask`` (the plan serves the trial), else ``+inf``.
+
+    ``served`` (``T``), ``busy``: float64 (r, n); ``mask``: bool (r, n); ``weight``,
+    ``rate``, ``output_tokens`` (``O``): float64 (n,) (``weight`` read only with
+    ``by_cost``). Outputs: ``bound`` float64 (r, n) and ``first`` int64 (n,), each trial's
+    first row of least bound (a NaN bound counts as the least and the first NaN wins, as
+    ``np.argmin`` has it; row 0 where every bound is ``+inf``).
+    """
+    rows, n = served.shape
+    least = np.empty(n)
+    for k in range(rows):
+        for i in range(n):
+            x = np.inf
+            if mask[k, i]:
+                x = np.ceil(rate[i] / (served[k, i] / output_tokens[i]))
+                if x < 1.0:
+                    x = 1.0
+                if by_cost:
+                    x = x + weight[i] * busy[k, i] / served[k, i]
+            bound[k, i] = x
+            v = least[i]
+            if k == 0 or x < v or (x != x and v == v):
+                first[i] = k
+                least[i] = x

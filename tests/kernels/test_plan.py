@@ -114,3 +114,32 @@ def test_pairs_folded_from_their_terms_equal_the_stored_rows(seed, weight):
     np.testing.assert_array_equal(best, want_best)
     assert served.tobytes() == want_served.tobytes()
     assert fresh._made is None and ((best >= 1) & (best < 1 + rows)).any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("weight", ["throughput", "per trial"])
+def test_fleet_bounds_equal_the_numpy_rule(seed, weight):
+    """The fleet's screen's bounds (mcengine.kernels.plan.fleet_bounds) are the NumPy
+    expression ``where(mask, max(ceil(rate / (T / O)), 1) + w busy / T, inf)`` and each
+    trial's first row ``np.argmin`` of them, bit for bit: with exact ties (few values),
+    zero rates (bound 1), NaN and infinite busy fractions, and trials no row serves."""
+    from mcengine.kernels.plan import fleet_bounds
+
+    rng = np.random.default_rng(seed)
+    rows, n = 6, 400
+    served = rng.choice([0.5, 2.0, 3.0, 7.5], size=(rows, n))
+    busy = rng.choice([0.25, 0.5, 1.0, np.nan, np.inf], size=(rows, n), p=[0.3, 0.3, 0.3, 0.05, 0.05])
+    mask = rng.random((rows, n)) < 0.7
+    mask[:, :20] = False  # served by no row
+    w = None if weight == "throughput" else rng.choice([0.0, 0.5, 2.0], n)
+    rate, o = rng.choice([0.0, 1.0, 4.0, 9.0], size=n), rng.choice([1.0, 3.0, 128.0], size=n)
+    bound, first = np.empty((rows, n)), np.empty(n, np.int64)
+    fleet_bounds(served, busy, mask, np.zeros(n) if w is None else w, w is not None, rate, o, bound, first)
+    with np.errstate(all="ignore"):
+        energy = np.zeros((rows, n)) if w is None else w * busy / served
+        want = np.where(mask, np.maximum(np.ceil(rate / (served / o)), 1.0) + energy, np.inf)
+    assert bound.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(first, np.argmin(want, axis=0))
+    assert (want == 1.0).any() and np.isinf(want[:, 20:]).any()
+    if w is not None:
+        assert np.isnan(want).any()

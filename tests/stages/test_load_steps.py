@@ -112,23 +112,24 @@ def test_the_load_columns_of_a_trial_do_not_depend_on_its_block():
 def test_a_tables_rows_share_their_layouts_terms_with_the_same_numbers():
     """row_steps keeps a disaggregated pair's decode terms by decode layout and its prefill
     terms by prefill layout for the table's other pairs, and reads a pair not yet
-    evaluated from its block's rows (CandidateTable.steps_plan, no evaluation made): every
+    evaluated from its block's rows (CandidateTable.steps_plan, no evaluation made), as
+    it reads a static or continuous plan from the batch its block keeps: every
     disaggregated row of a lite-h100 block (and every static and continuous row) read
     that way equals plan_steps of that row's evaluation, bit for bit."""
     s = api.check("lite-h100", ["workload.load.demand=100000"])
     inputs = draw_inputs(s, 0, 0, 8)
     table = planner.evaluate_candidates(s, inputs)
     modes = [p.mode for p in table.plans]
-    rows = [k for k, m in enumerate(modes) if m == "disaggregated"][:60] + [k for k, m in enumerate(modes) if m != "disaggregated"][:6]
-    light = 0
+    rows = [k for k, m in enumerate(modes) if m == "disaggregated"][:60] + [k for mode in ("static", "continuous") for k in [k for k, m in enumerate(modes) if m == mode][:3]]
+    light = []
     for k in rows:
         kept = row_steps(s, table, k, inputs)
-        light += k not in table.built  # a pair of a block that serves some trial: read from its rows
+        light += [modes[k]] if k not in table.built else []  # read from its block's rows
         alone = plan_steps(s, table.evaluation(k), table.plans[k].mode, inputs)
         assert kept.keys() == alone.keys()
         for name in alone:
             np.testing.assert_array_equal(kept[name], alone[name], err_msg=f"row {k} {name}")
     pairs = {(table.plans[k].layout, table.plans[k].prefill_layout) for k in rows if modes[k] == "disaggregated"}
     assert len({d for d, _ in pairs}) >= 2 and len({p for _, p in pairs}) >= 10  # layouts shared by several rows
-    assert light >= 20 and all(k in table.built for k in rows if modes[k] != "disaggregated")
+    assert len(light) >= 26 and set(light) == set(modes)
     assert sum(kind in ("decode", "prefill") for kind, _ in table.steps) == len({d for d, _ in pairs}) + len({p for _, p in pairs})

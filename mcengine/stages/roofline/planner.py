@@ -126,20 +126,35 @@ class CandidateTable:
         return self.built[k]
 
     def steps_plan(self, k: int):
-        """What the load models' step times read of plan ``k`` (:func:`.load_steps.plan_steps`):
-        a disaggregated pair not yet evaluated, of a block keeping its prefill batches
-        (under a demand), from the block's rows (:class:`PairSteps`: its balanced share
-        from the same rates as its evaluation's); any other plan its :meth:`evaluation`."""
+        """What the load models' step times read of plan ``k`` (:func:`.load_steps.plan_steps`)
+        not yet evaluated, from its block's rows under a demand: a disaggregated pair of a
+        block keeping its prefill batches (:class:`PairSteps`: its balanced share from the
+        same rates as its evaluation's), a static or continuous plan from the batch its
+        block keeps (:class:`BatchSteps`: its evaluation's, without the batch searches made
+        again); any other plan its :meth:`evaluation`."""
         start = 0
         for block in self.blocks:
             rows = block_rows(block)
             if k < start + rows:
                 break
             start += rows
-        if k in self.built or not isinstance(block, PairRows) or block.prefill_batch is None:
-            return self.evaluation(k)
         j, plan = k - start, self.plans[k]
+        if k in self.built:
+            return self.evaluation(k)
+        if not isinstance(block, PairRows):
+            return BatchSteps(plan.layout, block[5][j]) if len(block) > 5 and plan.mode != "disaggregated" else self.evaluation(k)
+        if block.prefill_batch is None:
+            return self.evaluation(k)
         return PairSteps(plan.layout, plan.prefill_layout, block.rest[3][j], block.prefill_batch[j], sv.prefill_share(block.prefill[0][j], block.decode[0]))
+
+
+@dataclass(frozen=True)
+class BatchSteps:
+    """A static or continuous plan as the load models' step times read it
+    (:meth:`CandidateTable.steps_plan`): its ``layout`` and its ``batch`` per trial."""
+
+    layout: object
+    batch: np.ndarray
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import load
+from ...kernels.plan import fleet_bounds
 from ...scenario.sampling import end_to_end, per_trial
 from ...units import MS_PER_S
 from .load_steps import TERMS
@@ -364,10 +365,16 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     so far bounds its cost to one that can no longer win (by the same rule) is searched no
     further. The least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
     rate, top = peak / model.output_tokens, np.iinfo(np.int64).max
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_instance = served / model.output_tokens
-        energy = np.zeros(served.shape) if weight is None else weight * busy / served
-        bound = np.where(mask, np.maximum(np.ceil(rate / per_instance), 1.0) + energy, np.inf)
+    bound, lead = np.empty(served.shape), np.empty(n, np.int64)  # each trial's first row of least bound
+    fleet_bounds(np.ascontiguousarray(served, float), np.ascontiguousarray(busy, float), np.ascontiguousarray(mask), np.zeros(n) if weight is None else np.ascontiguousarray(weight, float),
+                 weight is not None, np.ascontiguousarray(rate, float), np.ascontiguousarray(model.output_tokens, float), bound, lead)
+
+    def per_instance(r, t):  # the requests/s an instance saturates at, of the pairs (r, t)
+        return served[r, t] / model.output_tokens[t]
+
+    def energy(r, t):  # the dynamic energy of the pairs, in instances' worth
+        return np.zeros(r.size) if weight is None else weight[t] * busy[r, t] / served[r, t]
+
     least, holder = np.full(n, np.inf), np.full(n, top)  # the least cost found, its first row (of the (rows, n) arrays)
     known = [np.zeros((4, 0))]  # row, trial, cost and count of the plans searched
 
@@ -386,17 +393,17 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         return may
 
     def search(r, t):
-        e = energy[r, t]
+        e = energy(r, t)
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
             found(r[at[exact]], t[at[exact]], lower[exact] + e[at[exact]], lower[exact])
             return left(r[at], t[at], lower + e[at])
 
-        up = load.fewest_instances(model.plans(table_rows[r], t), rate[t], per_instance[r, t], still)
+        up = load.fewest_instances(model.plans(table_rows[r], t), rate[t], per_instance(r, t), still)
         found(r, t, np.where(up > 0, up + e, np.inf), up)
 
     trials = np.flatnonzero(mask.any(axis=0))
-    first = np.argmin(bound[:, trials], axis=0)  # each trial's least bound, the first row on a tie
+    first = lead[trials]
     search(first, trials)
     open_ = mask & (bound <= least)
     open_[first, trials] = False
@@ -407,5 +414,5 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     kr, kt = kr.astype(np.int64), kt.astype(np.int64)
     won = np.flatnonzero(met[kt] & (kr == holder[kt]))  # each trial's chosen plan (searched once: its entries agree)
     search_of = np.zeros((3, n))
-    search_of[:, kt[won]] = ku[won], rate[kt[won]], per_instance[kr[won], kt[won]]
+    search_of[:, kt[won]] = ku[won], rate[kt[won]], per_instance(kr[won], kt[won])
     return np.where(met, table_rows[np.where(met, holder, 0)], 0), met, FleetSearch(*search_of)
