@@ -780,11 +780,14 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     waiting request waits the unbunched ``T(k) / (c + 1)`` (the oldest of ``c`` instances at
     uniform phases) plus ``h T(k)``, an excess in cycles that does not grow with the pool
     (**measured**: 0.04-0.07 cycles at ``a/c`` 1.8-4 on 8, 16 and 32 instances), ``h = x w P0
-    min(1, y / A) / max(c_a^2, 1)`` with ``P0 = P(idle) k`` (at most 1) the share of batches
+    min(1, y / (lambda s)) / max(c_a^2, 1)`` (the cycle's growth a second of gap, without the
+    full batches' share that ``A`` leaves out) with ``P0 = P(idle) k`` (at most 1) the share of batches
     an idle instance starts (the source of the bunching: an idle instance restarts at the
     next arrival, nearer the one ahead), ``x = bunch_cycles`` and ``y = bunch_growth``
     (**fitted**: 0.1 and 3, docs/sources.md#load-queueing) and bursty arrivals' ``c_a^2``
-    (**assumed**; with gamma CV 2 the fitted term is the larger in every cell of the grid).
+    (**assumed**; with gamma CV 2, ``gap_cv2``'s bunching is the larger side in every cell of
+    the fit table's 16 instances, and on 4-128 instances in all but h100's at load 0.1 on 64
+    and 128).
     In the gaps' terms (mean ``T(k) / c``) that is ``(c - 1) / (c + 1) + 2 c h``.
     ``P_full``, the share of batches that fill (``lambda G >= top`` for a gap ``G`` of that
     law), is taken from the bunching without it, once."""

@@ -284,7 +284,9 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     completion gaps grow more regular, arrivals burstier than Poisson's, docs/load.md#static),
     so a probed rate counts as meeting the SLOs only where every rate the call probed below
     it does: the capacity lies below the lowest rate a call finds missing, at no extra call,
-    and where the miss rises with the rate the halvings are those of the plain bisection."""
+    and where the miss rises with the rate the halvings are those of the plain bisection. A
+    window of misses is seen only where a probed rate falls in it (the first call probes
+    every 1/8 of the bracket; nothing below a first probe that meets the SLOs)."""
     n = plans.q.size
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))

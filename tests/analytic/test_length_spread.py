@@ -15,6 +15,10 @@ from scipy import optimize, stats
 from mcengine.analytic import queueing as qu
 from tests.analytic.test_queueing import CONTINUOUS
 
+#: The static TTFT quantile's largest fall below its running maximum under arrival CV 2 on
+#: this module's static plan (measured: 1.29 %), the bound the rise test holds it to.
+STATIC_BURSTY_DIP = 0.013
+
 STATIC = dict(instances=4, batch=8, output_tokens=101, decode_1_s=0.01, decode_s=0.02, prefill_1_s=0.1, prefill_s=0.8)
 DISAGGREGATED = dict(instances=10, prefill_instances=4, batch=100, prefill_batch=4, output_tokens=101, decode_1_s=0.010, decode_s=0.050,
                      prefill_1_s=0.5, prefill_s=1.6, busy_1_s=0.4, busy_s=1.2, transfer_1_s=0.01, transfer_s=0.04)
@@ -290,27 +294,21 @@ def test_the_disaggregated_model_is_continuous_at_no_spread(q):
 def test_the_quantiles_rise_with_the_load_under_a_spread(mode, q, cv, arrival_cv):
     """Static and continuous, with and without a spread, Poisson and bursty arrivals: the
     TTFT and TPOT quantiles never fall as the load rises (loads 0.01-0.95 of the spread's
-    capacity, step 0.005), except static's TTFT quantile between loads where the completion
-    gaps' squared CV falls (:func:`completion_gaps` mixes the light-traffic gaps, weight
-    ``P(idle)``, with the bunched ones: with arrivals burstier than Poisson's the light side
-    is the less regular, so as ``P(idle)`` falls the gaps grow more regular faster than their
-    mean grows; on this plan at arrival CV 2 and q = 0.99 without a spread the quantile falls
-    1.3 % below its running maximum). The capacity search takes no rise for granted: a rate
-    meets the SLOs only where every rate it probed below does
-    (:func:`mcengine.stages.load.capacity_rate`)."""
+    capacity, step 0.005), except static's TTFT quantile under bursty arrivals, which may
+    fall at most :data:`STATIC_BURSTY_DIP` below its running maximum. :func:`completion_gaps`
+    mixes the light-traffic gaps, weight ``P(idle)``, with the bunched ones: with arrivals
+    burstier than Poisson's the light side is the less regular, so as ``P(idle)`` falls the
+    gaps grow more regular faster than their mean grows. The bound is the largest fall
+    measured on this grid (1.29 %, arrival CV 2, q = 0.99, no spread), not derived: a ratchet
+    that fails if the dip deepens. :func:`mcengine.stages.load.capacity_rate` counts a rate
+    as meeting the SLOs only where every rate it probed below it does (a dip narrower than
+    its first call's probe spacing may go unseen)."""
     model, kw = MODELS[mode]
     rates = np.arange(0.01, 0.95, 0.005) * _capacity(mode, kw, cv)
     got = model(np.full(rates.shape, q), rates, np.full(rates.shape, arrival_cv), length_cv=np.full(rates.shape, cv), **kw)
-    rising = np.ones(rates.size - 1, bool)
-    if mode == 0:
-        o = kw["output_tokens"]
-        longest = o * qu.longest_ratio(kw["batch"], cv)
-        gaps = qu.completion_gaps(rates, kw["instances"], kw["prefill_1_s"] + (o - 1.0) * kw["decode_1_s"], kw["prefill_s"] + (longest - 1.0) * kw["decode_s"],
-                                  kw["batch"], arrival_cv=arrival_cv)
-        rising = np.diff(1.0 / gaps.shape) >= 0.0
-    for stat, only in ((got.ttft_q_s, rising), (got.tpot_q_s, np.ones_like(rising))):
-        falls = np.diff(stat) < -1e-12 * stat[1:]
-        assert not np.any(falls & only), (stat[np.argmin(np.diff(stat))],)
+    for stat, dip in ((got.ttft_q_s, STATIC_BURSTY_DIP if mode == 0 and arrival_cv > 1.0 else 0.0), (got.tpot_q_s, 0.0)):
+        below = 1.0 - stat / np.maximum.accumulate(stat)
+        assert np.max(below) <= max(dip, 1e-12), (np.max(below), rates[np.argmax(below)])
 
 
 @pytest.mark.parametrize("arrival_cv", [1.0, 2.0])
