@@ -125,6 +125,12 @@ CAPACITY_STEPS = 40
 #: fewer calls: a call's own cost, not its trials', is what its late steps, on a few trials
 #: each, pay).
 CAPACITY_HALVINGS = 3
+#: Halvings :func:`capacity_rate`'s first model call answers: it asks every trial the
+#: ``2^g - 1`` rates of a grid of its first bracket, every ``1/2^g`` of it (``g`` = this,
+#: the same shares for every trial), the search's resolution: a window of misses below the
+#: capacity returned lies between two of these rates, so it is narrower than ``1/2^g`` of
+#: the bracket (docs/load.md#speed).
+CAPACITY_GRID_HALVINGS = 6
 #: Relative width of :func:`capacity_rate`'s bracket at which a trial stops: the capacity
 #: returned meets the SLOs and is within 0.05 % below the largest rate that does.
 CAPACITY_TOLERANCE = 5e-4
@@ -275,18 +281,28 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     faster than a bisection and stalls where the secant keeps one end (docs/load.md#speed);
     every step halves the bracket, so a trial settles in about
     ``log2(width / (tolerance x capacity))`` steps.
-    The steps run in at most ``ceil(CAPACITY_STEPS / CAPACITY_HALVINGS)`` model calls: each asks the
-    trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings could
-    probe (every midpoint of :func:`_tree`; ``h`` = :data:`CAPACITY_HALVINGS`, the last call
-    the steps left: 40 = 13 x 3 + 1) and replays the halvings on the answers, a trial
-    stopping at the halving that settles it: the brackets of one halving a call, bit for
-    bit. The quantiles need not rise with the rate (static's TTFT quantile falls where the
-    completion gaps grow more regular, arrivals burstier than Poisson's, docs/load.md#static),
-    so a probed rate counts as meeting the SLOs only where every rate the call probed below
-    it does: the capacity lies below the lowest rate a call finds missing, at no extra call,
-    and where the miss rises with the rate the halvings are those of the plain bisection. A
-    window of misses is seen only where a probed rate falls in it (the first call probes
-    every 1/8 of the bracket; nothing below a first probe that meets the SLOs)."""
+    The steps run in at most ``1 + ceil((CAPACITY_STEPS - g) / CAPACITY_HALVINGS)`` model
+    calls (``g`` = :data:`CAPACITY_GRID_HALVINGS`): the first asks every trial not settled
+    the ``2^g - 1`` rates of a grid of its bracket, every ``1/2^g`` of it, and each later one
+    the trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings could
+    probe (``h`` = :data:`CAPACITY_HALVINGS`, the last call the steps left: 40 = 6 + 11 x 3
+    + 1); each call's probes are every midpoint of :func:`_tree`, and the halvings are
+    replayed on the answers, a trial stopping at the halving that settles it: the brackets
+    of one halving a call, bit for bit. The quantiles need not rise with the rate (static's
+    TTFT quantile falls where the completion gaps grow more regular, arrivals burstier than
+    Poisson's, docs/load.md#static), so a probed rate counts as meeting the SLOs only where
+    every rate the call probed below it does: at no extra call, and where the miss rises
+    with the rate the halvings are those of the plain bisection. What is returned, ``c``,
+    holds by induction over the calls (each call's bracket lies between rates it has
+    found meeting and missing): ``c`` and every rate probed below it meet the SLOs, and a
+    rate at most ``c (1 + tolerance)`` misses them (or at most ``2^-40`` of the bracket
+    above ``c``, where the steps run out first; ``c`` is the probe itself where it meets them). So ``c`` is the lowest rate that misses
+    them, to the tolerance, unless a window of misses lies below it between two rates of
+    the first call's grid: the resolution is ``1/2^g`` of the first bracket (1/64 of it,
+    ``[lower end, top_rate]``), and a window that narrow is the only way ``c`` is
+    overstated (by any amount: up to the next rate the quantile crosses the SLO rising).
+    Rates below ``meets_at`` are not asked (the caller's claim that it meets them holds
+    for that rate alone)."""
     n = plans.q.size
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
@@ -306,12 +322,14 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     keep = np.flatnonzero(f0 <= 0.0)
     live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
     out[live] = lo
-    for call in range(-(-CAPACITY_STEPS // CAPACITY_HALVINGS)):
+    done = 0
+    for call in range(1 + -(-(CAPACITY_STEPS - CAPACITY_GRID_HALVINGS) // CAPACITY_HALVINGS)):
         keep = np.flatnonzero(hi - lo > CAPACITY_TOLERANCE * lo)
         live, p, k, lo, hi = live[keep], p.take(keep), k[keep], lo[keep], hi[keep]
         if live.size == 0:
             break
-        levels = min(CAPACITY_HALVINGS, CAPACITY_STEPS - call * CAPACITY_HALVINGS)  # (the last call: the steps left)
+        levels = min(CAPACITY_GRID_HALVINGS if call == 0 else CAPACITY_HALVINGS, CAPACITY_STEPS - done)  # (the last call: the steps left)
+        done += levels
         rows = np.arange(live.size)
         mids = np.stack([0.5 * (a + b) for a, b in _tree(lo, hi, levels)], axis=1)  # (trials, 2^levels - 1), level by level
         meets = (p.take(np.repeat(rows, mids.shape[1])).misses(mids.ravel(), np.repeat(k, mids.shape[1])) <= 0.0).reshape(mids.shape)

@@ -399,10 +399,11 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
     capacity search, its ``load_steps.*`` as handed in) whose miss jumps at its capacity at
     SLO: -0.09 at the capacity, +0.04 at 1.0005 x it, +0.41 at 1.001 x it (the TTFT quantile
     leaves the unwaited prefill where the probability of waiting crosses 1 - q). From no
-    load to the saturated rate, capacity_rate's bisection settles it in 6 model calls (the
-    probe, the unloaded plan, then ceil(log2(1 / (tolerance x 0.993))) = 11 halvings, 3 a
-    call: 7 rates asked in each; the Illinois steps it replaces took 21 calls on this
-    trial); the capacity meets the SLOs and 1 + tolerance times it does not."""
+    load to the saturated rate, capacity_rate's bisection settles it in 5 model calls (the
+    probe, the unloaded plan, then ceil(log2(1 / (tolerance x 0.993))) = 11 halvings: 6 in
+    the first call, the 63 rates of its grid, then 3 a call, 7 rates asked in each; the
+    Illinois steps it replaces took 21 calls on this trial); the capacity meets the SLOs
+    and 1 + tolerance times it does not."""
     steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
              "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
              "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
@@ -413,7 +414,7 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
     calls = []
     counted = _Logged(plans, np.array([0]), calls)
     capacity = load.capacity_rate(counted, instances, top)[0]
-    assert [asked.size for asked, _, _ in calls] == [1, 0, 7, 7, 7, 7]  # a logged entry a model call, its positive rates
+    assert [asked.size for asked, _, _ in calls] == [1, 0, 63, 7, 7]  # a logged entry a model call, its positive rates
     assert capacity == pytest.approx(592.8652821097157, rel=load.CAPACITY_TOLERANCE)
     miss = plans.take(np.zeros(3, int)).misses(capacity * np.array([1.0, 1.0 + load.CAPACITY_TOLERANCE, 1.001]), np.full(3, 48.0))
     assert miss[0] <= 0.0 < miss[1] and miss[2] - miss[0] > 0.4
@@ -438,11 +439,50 @@ class _Window:
 def test_the_capacity_search_stops_below_the_first_rate_it_finds_missing():
     """A miss that falls back under the SLO at a higher load (the static TTFT quantile under
     bursty arrivals, tests/analytic/test_length_spread.py): the search's first call probes
-    1/8, ..., 7/8 of the bracket, 1/4 misses, so the capacity is the edge at 0.24 of the top
-    rate within the tolerance, not the one at 0.8 the halvings alone would find (1/2 meets)."""
+    1/64, ..., 63/64 of the bracket, 16/64 misses, so the capacity is the edge at 0.24 of the
+    top rate within the tolerance, not the one at 0.8 the halvings alone would find (1/2 meets)."""
     top = np.array([100.0])
     capacity = load.capacity_rate(_Window(top), np.array([1.0]), top)[0]
     assert 24.0 * (1.0 - 2.0 * load.CAPACITY_TOLERANCE) <= capacity < 24.0
+
+
+def _static_plans(ttft_slo_s, arrival_cv):
+    """tests/analytic/test_length_spread.py's static plan (batch 8, 101 output tokens) at
+    the P99, one trial a TTFT SLO (s), a TPOT SLO of 1 s it always meets."""
+    n = ttft_slo_s.size
+    steps = {"mode": load.STATIC, "batch": 8.0, "decode_1_s": 0.01, "decode_s": 0.02, "prefill_1_s": 0.1, "prefill_s": 0.8,
+             "gap_cv2": 2.0, "bunch_cycles": 0.1, "bunch_growth": 3.0, "length_cv": 0.0}
+    return load.Plans({k: np.full(n, v) for k, v in steps.items()}, np.full(n, 0.99), ttft_slo_s, np.ones(n), np.full(n, arrival_cv),
+                      np.full(n, 101.0))
+
+
+@pytest.mark.parametrize("arrival_cv, coarse", [(2.0, 6), (3.0, 6)])
+def test_the_capacity_search_finds_the_lowest_missing_rate_across_a_dip(monkeypatch, arrival_cv, coarse):
+    """The static TTFT quantile of 16 instances under bursty arrivals rises to a peak near
+    a third of the saturated rate, falls (2.3 % at arrival CV 2, 11.6 % at 3) and rises
+    again: a TTFT SLO between its lowest and its peak leaves a window of misses with
+    rates that meet it above. At 39 SLOs evenly across the dip, a brute-force grid of
+    4,096 rates from 0 to the saturated rate (the oracle) gives each the lowest rate that
+    misses; the capacity at SLO lies between the oracle's rate below it and it, every
+    one: the windows are 2.1-18 % (CV 2) and 3.2-31 % (CV 3) of the bracket wide, at least
+    the 1/64 the first call's grid resolves (CAPACITY_GRID_HALVINGS = 6). With a first
+    call of 1/8 (3 halvings, the search before the grid), ``coarse`` of the 39 went
+    unseen, and their capacities were overstated up to 1.89 x (CV 2) and 2.63 x (CV 3),
+    the next rate at which the quantile rises past the SLO."""
+    instances, top, grid = 16.0, 16.0 * 8.0 / (0.8 + 100 * 0.02), 4096
+    share = np.arange(1, grid + 1) / grid
+    quantile = _static_plans(np.ones(grid), arrival_cv).latency(share * top, np.full(grid, instances)).ttft_q_s
+    peak = np.maximum.accumulate(quantile)
+    lowest = np.argmax(1.0 - quantile / peak)
+    slo = np.linspace(quantile[lowest], peak[lowest], 41)[1:-1]
+    plans, n = _static_plans(slo, arrival_cv), slo.size
+    first = np.argmax(quantile[None, :] > slo[:, None], axis=1)
+    assert (first > 0).all() and (quantile[first[:, None] + np.arange(grid // 64)[None, :]] > slo[:, None]).all()  # windows of 1/64 and wider
+    got = load.capacity_rate(plans, np.full(n, instances), np.full(n, top))
+    assert (share[first - 1] * top * (1.0 - load.CAPACITY_TOLERANCE) <= got).all() and (got < share[first] * top).all()
+    monkeypatch.setattr(load, "CAPACITY_GRID_HALVINGS", 3)
+    before = load.capacity_rate(plans, np.full(n, instances), np.full(n, top)) / (share[first] * top)
+    assert (before > 1.0).sum() == coarse and before.max() == pytest.approx({2.0: 1.892, 3.0: 2.628}[arrival_cv], abs=1e-3)
 
 
 def test_a_spread_past_the_ttft_slo_unloaded_serves_nothing_and_misses_the_slo():
