@@ -119,7 +119,7 @@ STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("st
 #: Most bisection steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
-#: Halvings of :func:`capacity_rate` a model call answers: each trial is asked the
+#: Halvings of :func:`capacity_rate` a model call after the first answers: each trial is asked the
 #: ``2^h - 1`` rates the next ``h`` halvings could probe (the last call: the steps left), and
 #: the halvings are replayed on the answers (the same bracket as one halving a call, in
 #: fewer calls: a call's own cost, not its trials', is what its late steps, on a few trials
@@ -128,11 +128,11 @@ CAPACITY_HALVINGS = 3
 #: Halvings :func:`capacity_rate`'s first model call answers: it asks every trial the
 #: ``2^g - 1`` rates of a grid of its first bracket, every ``1/2^g`` of it (``g`` = this,
 #: the same shares for every trial), the search's resolution: a window of misses below the
-#: capacity returned lies between two of these rates, so it is narrower than ``1/2^g`` of
-#: the bracket (docs/load.md#speed).
+#: capacity returned lies wholly between two of these rates, so it is narrower than
+#: ``1/2^g`` of the bracket; any wider one is found (docs/load.md#speed).
 CAPACITY_GRID_HALVINGS = 6
 #: Relative width of :func:`capacity_rate`'s bracket at which a trial stops: the capacity
-#: returned meets the SLOs and is within 0.05 % below the largest rate that does.
+#: returned meets the SLOs and is within 0.05 % below a rate that misses them.
 CAPACITY_TOLERANCE = 5e-4
 #: Most steps of each of :func:`fewest_instances`' two searches (a fixed cap: 2^64
 #: instances is beyond any float count; each ends once every trial's bracket is settled).
