@@ -547,28 +547,89 @@ def _flat(*arrays) -> tuple[np.ndarray, ...]:
     return tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(x, float), shape)).ravel() for x in arrays)
 
 
-def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top):
-    """The mean wait (s) of a request that waits in a :func:`batch_queue` for the passes of
+def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least=0.0):
+    """The longer of ``at_least`` (s) and the mean wait (s) of a request that waits in a :func:`batch_queue` for the passes of
     the queue ahead of it: the gap in progress and, for ``Q`` prompts ahead (geometric,
     :func:`_queue_ratio`), ``J = floor(Q / P)`` whole gaps more, ``P(J >= j) = z^(P j)``.
     With exponential gaps of mean ``g`` (:attr:`BatchQueue.gap_s` less its burst factor
-    ``(1 + c_a^2) / 2``), ``1 + J`` of them sum to an exponential of mean ``g / (1 - z^P)``
-    (a geometric sum of exponentials). The passes' ends over a window ``tau`` shorter than a
-    pass ``T = c g`` come from the ``c`` servers each with probability ``tau / T`` (uniform
-    phases: binomial, index of dispersion ``1 - tau / T``), and over longer windows they are
-    as regular as the passes (``0``; the pass time taken constant at the mean batch); the
-    window is the wait Poisson pass ends give (``I = 1``), so ``I = max(0, 1 - tau_1 / T)``.
-    Where prompts arrive faster than full passes serve them (``lambda >= c P / T(P)``,
-    ``T(P) = full_pass_s``: no steady state) the rate is held at :data:`RHO_WAIT_MAX` of
-    that, as :func:`batch_queue` holds its utilisation: a wait far past any SLO, finite for
-    the chain's columns (``inf`` only where no root below 1 exists at all)."""
+    ``(1 + c_a^2) / 2``), ``1 + J`` of them sum to an exponential of mean ``W(I) = g / (1 -
+    z_I^P)`` (a geometric sum of exponentials), ``z_I`` the ratio at pass ends of index of
+    dispersion ``I``. The passes' ends over a window ``tau`` shorter than a pass ``T = c g``
+    come from the ``c`` servers each with probability ``tau / T`` (uniform phases: binomial,
+    index of dispersion ``1 - tau / T``), and over longer windows they are as regular as the
+    passes (``0``; the pass time taken constant at the mean batch). The window is the wait
+    itself, the time scale over which the queue ahead drains (the index of dispersion read at
+    the queue's own time scale: Fendick and Whitt 1989, docs/sources.md#load-queueing): the
+    fixed point ``W = W(I(W))``, ``I(W) = max(0, 1 - W / T)`` (:func:`_self_consistent_wait`).
+    ``W(I)`` rises with ``I`` and ``I(W)`` falls with ``W``, so the root is unique, and since
+    ``W(I)`` rises with the rate at every ``I`` (and ``T`` with the batch), the wait never
+    falls as the load rises. Where prompts arrive faster than full passes serve them
+    (``lambda >= c P / T(P)``, ``T(P) = full_pass_s``: no steady state) the rate is held at
+    :data:`RHO_WAIT_MAX` of that, as :func:`batch_queue` holds its utilisation: a wait far
+    past any SLO, finite for the chain's columns (``inf`` only where no root below 1 exists
+    at all). The fixed point's wait is at most ``W(1)``, so where that is at most
+    ``at_least`` the answer is ``at_least`` without solving it."""
     top = np.asarray(top, float)
     lam = np.minimum(np.asarray(rate_per_s, float), RHO_WAIT_MAX * np.asarray(servers, float) * top / np.asarray(full_pass_s, float))
     g = bq.gap_s / ((1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        poisson = g / (1.0 - _queue_ratio(lam, arrival_cv, g, top) ** top)
-        dispersion = np.clip(1.0 - poisson / (np.asarray(servers, float) * g), 0.0, 1.0)
-        return g / (1.0 - _queue_ratio(lam, arrival_cv, g, top, dispersion) ** top)
+    shape = _shape(bq.gap_s, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least)
+    return _self_consistent_wait(*_flat(lam, arrival_cv, g, top, np.asarray(servers, float) * g, at_least)).reshape(shape)
+
+
+#: Most steps of :func:`_self_consistent_wait`'s bracketed solve (a fixed cap: run time
+#: never grows with a value; the halving a step falls back to reaches 2^-60 of the bracket).
+DISPERSION_STEPS = 60
+#: The bracket's width at which :func:`_self_consistent_wait` takes a trial's index of
+#: dispersion as solved.
+DISPERSION_TOLERANCE = 1e-12
+
+
+def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
+    """The longer of ``at_least`` and :func:`_queue_wait`'s fixed point (flat arrays:
+    arrivals/s, arrival CV, gap ``g``, prompts a pass, pass ``T``, the floor): the wait ``W(I) = g / (1 - z_I^P)`` (:func:`_queue_ratio`)
+    at the root ``I`` in ``[0, 1]`` of ``phi(I) = 1 - W(I) / T - I``, ``W(0)`` where
+    ``phi(0) <= 0`` (a wait of a pass or more: ends as regular as the passes). ``phi`` falls
+    strictly (``W`` rises with ``I``), so the root is unique. The bracket starts at ``[I_1,
+    1]``, ``I_1 = max(0, 1 - W(1) / T)`` (the window of Poisson ends' wait: ``phi(I_1) =
+    (W(1) - W(I_1)) / T >= 0`` where ``I_1 > 0``, ``phi(1) = -W(1) / T < 0``); the Illinois
+    variant of false position (M. Dowell and P. Jarratt, *BIT* 11, 168-174, 1971: the end
+    kept twice running has its value halved) steps inside it, a step outside the open
+    bracket halving it instead, each trial frozen once its bracket is narrower than
+    :data:`DISPERSION_TOLERANCE` (so its answer is its own, whatever else the array holds),
+    :data:`DISPERSION_STEPS` steps at most. The wait returned is the last one evaluated,
+    ``T (1 - I - phi(I))``; ``at_least`` where ``W(1)`` is at most that (``W <= W(1)``), the
+    steps left out there."""
+    def phi(i, rows):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wait = g[rows] / (1.0 - _queue_ratio(lam[rows], arrival_cv[rows], g[rows], top[rows], i) ** top[rows])
+        return np.where(np.isfinite(wait), 1.0 - wait / pass_s[rows] - i, -np.inf)
+
+    out = np.array(at_least, float)
+    f_hi = phi(np.ones(lam.size), np.arange(lam.size))
+    live = np.flatnonzero(~(-f_hi * pass_s <= at_least))  # W(1) = -T phi(1) above the floor
+    lo = np.maximum(1.0 + f_hi[live], 0.0)  # I_1 = 1 - W(1) / T
+    f_lo = phi(lo, live)
+    out[live] = np.maximum(pass_s[live] * (1.0 - lo - f_lo), at_least[live])  # W(I_1): the answer where I_1 = 0 and phi(0) <= 0
+    on = (f_lo > 0.0) & (1.0 - lo > DISPERSION_TOLERANCE)
+    live, lo, hi, f_lo, f_hi = live[on], lo[on], np.ones(on.sum()), f_lo[on], f_hi[live[on]]
+    kept = np.zeros(live.size)  # the end the last step kept: +1 the high, -1 the low, 0 none
+    for _ in range(DISPERSION_STEPS):
+        if live.size == 0:
+            break
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            guess = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        x = np.where((guess > lo) & (guess < hi), guess, 0.5 * (lo + hi))
+        f = phi(x, live)
+        up = f > 0.0  # the root lies above x: x the new low end, the high end kept
+        f_hi = np.where(up & (kept > 0.0), 0.5 * f_hi, f_hi)
+        f_lo = np.where(~up & (kept < 0.0), 0.5 * f_lo, f_lo)
+        lo, f_lo = np.where(up, x, lo), np.where(up, f, f_lo)
+        hi, f_hi = np.where(up, hi, x), np.where(up, f_hi, f)
+        kept = np.where(up, 1.0, -1.0)
+        out[live] = np.maximum(pass_s[live] * (1.0 - x - f), at_least[live])
+        on = (hi - lo > DISPERSION_TOLERANCE) & (f != 0.0)
+        live, lo, hi, f_lo, f_hi, kept = live[on], lo[on], hi[on], f_lo[on], f_hi[on], kept[on]
+    return out
 
 
 def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, first_1, first_top, top):
@@ -598,7 +659,7 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
 
     slope = first(2.0) - first(1.0)
     c = bq.wait_probability
-    g = np.maximum(bq.gap_s, _queue_wait(bq, rate_per_s, arrival_cv, servers, full_pass_s, top))
+    g = _queue_wait(bq, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least=bq.gap_s)
     steady = np.isfinite(g)
     g = np.where(steady, g, bq.gap_s)
     mean = (1.0 - c) * first(1.0) + c * (g + first(bq.batch_waited))
