@@ -548,23 +548,24 @@ def _flat(*arrays) -> tuple[np.ndarray, ...]:
 
 
 def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least=0.0):
-    """The longer of ``at_least`` (s) and the mean wait (s) of a request that waits in a :func:`batch_queue` for the passes of
-    the queue ahead of it: the gap in progress and, for ``Q`` prompts ahead (geometric,
-    :func:`_queue_ratio`), ``J = floor(Q / P)`` whole gaps more, ``P(J >= j) = z^(P j)``.
-    With exponential gaps of mean ``g`` (:attr:`BatchQueue.gap_s` less its burst factor
-    ``(1 + c_a^2) / 2``), ``1 + J`` of them sum to an exponential of mean ``W(I) = g / (1 -
-    z_I^P)`` (a geometric sum of exponentials), ``z_I`` the ratio at pass ends of index of
-    dispersion ``I``. The passes' ends over a window ``tau`` shorter than a pass ``T = c g``
-    come from the ``c`` servers each with probability ``tau / T`` (uniform phases: binomial,
-    index of dispersion ``1 - tau / T``), and over longer windows they are as regular as the
-    passes (``0``; the pass time taken constant at the mean batch). The window is the wait
-    itself, the time scale over which the queue ahead drains (the index of dispersion read at
-    the queue's own time scale: Fendick and Whitt 1989, docs/sources.md#load-queueing): the
-    fixed point ``W = W(I(W))``, ``I(W) = max(0, 1 - W / T)`` (:func:`_self_consistent_wait`).
-    ``W(I)`` rises with ``I`` and ``I(W)`` falls with ``W``, so the root is unique, and since
-    ``W(I)`` rises with the rate at every ``I`` (and ``T`` with the batch), the wait never
-    falls as the load rises. Where prompts arrive faster than full passes serve them
-    (``lambda >= c P / T(P)``, ``T(P) = full_pass_s``: no steady state) the rate is held at
+    """The longer of ``at_least`` (s) and the mean wait (s) of a request that waits in a
+    :func:`batch_queue` for the passes of the queue ahead of it: the gap in progress and,
+    for ``Q`` prompts ahead (geometric, :func:`_queue_ratio`), ``J = floor(Q / P)`` whole
+    gaps more, ``P(J >= j) = z^(P j)``. With exponential gaps of mean ``g``
+    (:attr:`BatchQueue.gap_s` less its burst factor ``(1 + c_a^2) / 2``), ``1 + J`` of them
+    sum to an exponential of mean ``W(I) = g / (1 - z_I^P)`` (a geometric sum of
+    exponentials), ``z_I`` the ratio at pass ends of index of dispersion ``I``. The passes'
+    ends over a window ``tau`` shorter than a pass ``T = c g`` come from the ``c`` servers
+    each with probability ``tau / T`` (uniform phases: binomial, index of dispersion ``1 -
+    tau / T``), and over longer windows they are as regular as the passes (``0``; the pass
+    time taken constant at the mean batch). The window is the wait itself, the time scale
+    over which the queue ahead drains (the index of dispersion read at the queue's own time
+    scale: Fendick and Whitt 1989, docs/sources.md#load-queueing): the fixed point ``W =
+    W(I(W))``, ``I(W) = max(0, 1 - W / T)`` (:func:`_self_consistent_wait`). ``W(I)`` rises
+    with ``I`` and ``I(W)`` falls with ``W``, so the root is unique, and since ``W(I)``
+    rises with the rate at every ``I`` (and ``T`` with the batch), the wait never falls as
+    the load rises. Where prompts arrive faster than full passes serve them (``lambda >= c P
+    / T(P)``, ``T(P) = full_pass_s``: no steady state) the rate is held at
     :data:`RHO_WAIT_MAX` of that, as :func:`batch_queue` holds its utilisation: a wait far
     past any SLO, finite for the chain's columns (``inf`` only where no root below 1 exists
     at all). The fixed point's wait is at most ``W(1)``, so where that is at most
@@ -585,20 +586,20 @@ DISPERSION_TOLERANCE = 1e-12
 
 
 def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
-    """The longer of ``at_least`` and :func:`_queue_wait`'s fixed point (flat arrays:
-    arrivals/s, arrival CV, gap ``g``, prompts a pass, pass ``T``, the floor): the wait ``W(I) = g / (1 - z_I^P)`` (:func:`_queue_ratio`)
-    at the root ``I`` in ``[0, 1]`` of ``phi(I) = 1 - W(I) / T - I``, ``W(0)`` where
-    ``phi(0) <= 0`` (a wait of a pass or more: ends as regular as the passes). ``phi`` falls
-    strictly (``W`` rises with ``I``), so the root is unique. The bracket starts at ``[I_1,
-    1]``, ``I_1 = max(0, 1 - W(1) / T)`` (the window of Poisson ends' wait: ``phi(I_1) =
-    (W(1) - W(I_1)) / T >= 0`` where ``I_1 > 0``, ``phi(1) = -W(1) / T < 0``); the Illinois
-    variant of false position (M. Dowell and P. Jarratt, *BIT* 11, 168-174, 1971: the end
-    kept twice running has its value halved) steps inside it, a step outside the open
-    bracket halving it instead, each trial frozen once its bracket is narrower than
-    :data:`DISPERSION_TOLERANCE` (so its answer is its own, whatever else the array holds),
-    :data:`DISPERSION_STEPS` steps at most. The wait returned is the last one evaluated,
-    ``T (1 - I - phi(I))``; ``at_least`` where ``W(1)`` is at most that (``W <= W(1)``), the
-    steps left out there."""
+    """The longer of ``at_least`` and :func:`_queue_wait`'s fixed point (flat arrays: arrivals/s,
+    arrival CV, gap ``g``, prompts a pass, pass ``T``, the floor): the wait ``W(I) = g / (1
+    - z_I^P)`` (:func:`_queue_ratio`) at the root ``I`` in ``[0, 1]`` of ``phi(I) = 1 - W(I)
+    / T - I``, ``W(0)`` where ``phi(0) <= 0`` (a wait of a pass or more: ends as regular as
+    the passes). ``phi`` falls strictly (``W`` rises with ``I``), so the root is unique. The
+    bracket starts at ``[I_1, 1]``, ``I_1 = max(0, 1 - W(1) / T)`` (the window of Poisson
+    ends' wait: ``phi(I_1) = (W(1) - W(I_1)) / T >= 0`` where ``I_1 > 0``, ``phi(1) = -W(1)
+    / T < 0``); the Illinois variant of false position (M. Dowell and P. Jarratt, *BIT* 11,
+    168-174, 1971: the end kept twice running has its value halved) steps inside it, a step
+    outside the open bracket halving it instead, each trial frozen once its bracket is
+    narrower than :data:`DISPERSION_TOLERANCE` (so its answer is its own, whatever else the
+    array holds), :data:`DISPERSION_STEPS` steps at most. The wait returned is the last one
+    evaluated, ``T (1 - I - phi(I))``; ``at_least`` where ``W(1)`` is at most that (``W <=
+    W(1)``), the steps left out there."""
     def phi(i, rows):
         with np.errstate(divide="ignore", invalid="ignore"):
             wait = g[rows] / (1.0 - _queue_ratio(lam[rows], arrival_cv[rows], g[rows], top[rows], i) ** top[rows])
