@@ -965,6 +965,31 @@ def _cubic_root(p, r):
     return np.where(d >= 0.0, cardano, trig)
 
 
+def _seen_gap(shape, gap_s, arrival_cv2):
+    """The gap a waiting request lands in, for :func:`_gap_ttft`'s quantiles: ``(shape, scale)``
+    of its gamma law, length-biased, where the completions' gaps are gamma of mean ``g =
+    gap_s`` and shape ``alpha = shape`` (squared CV ``v = 1/alpha``) and the arrivals have
+    squared CV ``c_a^2``. Bursty arrivals' gaps are read as a share ``z`` of zero gaps (a
+    burst) and the rest: a Poisson stream of geometric bursts with the arrivals' ``c_a^2``
+    has ``z = (c_a^2 - 1)/(c_a^2 + 1)`` (gaps 0 or exponential: squared CV ``(1 + z)/(1 -
+    z)``), and the instances a burst starts complete together, so the completions' gaps
+    hold the same share of zeros. A zero gap holds no waiting request: it lands in one of
+    the rest, of mean ``g/(1 - z)`` and squared CV ``v' = v - z (1 + v)`` (the mixture's two
+    moments are ``g`` and ``v``), length-biased gamma of shape ``1 + 1/v'`` and the same mean
+    ``g (1 + v)`` whatever ``z``. ``z`` is at most ``(v - 1)/(v + 1)`` (the rest at least
+    exponential, ``v' >= 1``; gaps of ``v <= 1`` hold no zeros), and with Poisson
+    arrivals (``z = 0``) the gap is the gaps' own, shape ``alpha + 1`` and scale ``g/alpha``
+    (**derived**, the bursts' zeros in the completions **assumed**; **measured**: a waiting
+    request's wait, ``U`` times this gap, has squared CV 0.87-1.04 at gamma CV 2, loads
+    0.1-0.5, h100 and the Lite, where the gaps' own law gives 1.08-1.40 and this one
+    1.00-1.01; docs/load.md#static-cycles)."""
+    alpha, g = np.asarray(shape, float), np.asarray(gap_s, float)
+    v, a = 1.0 / alpha, np.asarray(arrival_cv2, float)
+    zero = np.minimum(np.maximum(a - 1.0, 0.0) / (a + 1.0), np.maximum(v - 1.0, 0.0) / (v + 1.0))
+    seen = 1.0 + 1.0 / np.maximum(v - zero * (1.0 + v), 1e-300)
+    return np.where(zero > 0.0, seen, alpha + 1.0), np.where(zero > 0.0, g * (1.0 + v) / seen, g / alpha)
+
+
 def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0, spill_cv2=None):
     """TTFT (mean, ``q`` quantile) and the batch step (mean, quantile) of :func:`completion_gaps`'
     requests, whose batch of ``k`` gives its first tokens ``first(k)`` after it starts and
@@ -978,7 +1003,10 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     1962: ``lambda t + (c_a^2 - 1) / 2``), at most ``top - 1``. Its TTFT ``first(1) + U x + f
     min(lambda x + e, top - 1)`` has its mean in closed form (incomplete gamma functions)
     and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
-    which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
+    which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. The quantiles (TTFT
+    and step) read the gap of :func:`_seen_gap` (bursty arrivals' zero gaps left out: the same
+    mean, a lighter tail); the means keep the gaps' own law, the same but where the batch
+    fills (docs/load.md#static-cycles). Near the batch's capacity
     the queue spills past one batch: the requests a completion leaves behind wait
     :func:`_spill_wait` more, added to the mean and the quantile, and the quantile adds its
     exponential part's ``m (ln(1 / p) - 1)`` past its mean ``m`` (``p`` the tail among the
@@ -1006,6 +1034,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     tail = np.clip((1.0 - np.asarray(q, float)) / np.maximum(waiting, 1e-300), 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fill = np.where(lam > 0, (room - extra) / lam, np.inf)  # the gap x at which the batch fills
+
+    shape, theta = _seen_gap(alpha, g, np.asarray(arrival_cv, float) ** 2)  # the quantiles' gap: bursts' zeros left out, same mean
 
     def survival(t):  # P(U x + f min(lambda x + e, room) > t) over the length-biased gap x
         with np.errstate(divide="ignore"):  # fill = 0 (the burst's excess fills the batch): u0 = 1, the batch always full

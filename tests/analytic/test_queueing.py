@@ -579,6 +579,40 @@ def test_static_cycle_excess_by_hand():
     assert 1.0 / of(cv=0.5).shape == pytest.approx(idle * light_s + (1.0 - idle) * cycle, rel=1e-9)
 
 
+def test_static_seen_gap_leaves_out_the_bursts_zero_gaps():
+    """The gap a waiting request lands in (``queueing._seen_gap``, docs/load.md#static-cycles).
+    By hand: gaps of mean 1 and ``v = 3`` under gamma CV 2 arrivals (``c_a^2 = 4``): the burst's
+    zero share ``3/5`` is capped at ``(v - 1)/(v + 1) = 1/2``, the rest ``v' = 3 - 4/2 = 1``, so
+    the seen gap is gamma of shape 2 and scale 2 (mean 4 = ``1 + v``); at ``v = 5`` the share
+    ``3/5`` stands, ``v' = 5 - 18/5 = 7/5``, shape ``12/7`` and scale ``6 / (12/7) = 7/2``.
+    Poisson arrivals and gaps of ``v <= 1`` keep the gaps' own ``alpha + 1`` and ``g/alpha``
+    bit for bit. Against a renewal run (seed 3, 400,000 gaps: zero with that share, else gamma
+    of mean ``1/(1 - z)`` and squared CV ``v'``; 200,000 uniform arrivals): the time to the next
+    point has mean ``(1 + v)/2`` and, ``U`` times a length-biased gamma of shape ``s``, squared
+    CV ``4 (s + 1)/(3 s) - 1``: 1 at ``v = 3`` and 10/9 at ``v = 5``, where the gaps' own gamma
+    law gives 4/3 and 13/9, within 4 SEM (blocks of 2,000 arrivals)."""
+    assert [float(x) for x in qu._seen_gap(1.0 / 3.0, 1.0, 4.0)] == pytest.approx([2.0, 2.0], rel=1e-12)
+    assert [float(x) for x in qu._seen_gap(0.2, 1.0, 4.0)] == pytest.approx([12.0 / 7.0, 3.5], rel=1e-12)
+    alpha = np.array([0.3, 0.7, 1.0, 2.5])
+    for cv2 in (0.0, 0.25, 1.0):
+        shape, scale = qu._seen_gap(alpha, 0.2, cv2)
+        assert shape.tolist() == (alpha + 1.0).tolist() and scale.tolist() == (0.2 / alpha).tolist()
+    shape, scale = qu._seen_gap(np.array([1.0, 2.5]), 0.2, 4.0)  # v <= 1: no zeros
+    assert shape.tolist() == [2.0, 3.5] and scale.tolist() == [0.2, 0.08]
+    rng = np.random.default_rng(3)
+    for v, zero in ((3.0, 0.5), (5.0, 0.6)):
+        rest = v - zero * (1.0 + v)
+        n = 400_000
+        gaps = np.where(rng.random(n) < zero, 0.0, rng.gamma(1.0 / rest, rest / (1.0 - zero), n))
+        points = np.cumsum(gaps)
+        t = rng.uniform(0.0, points[-1] * 0.999, 200_000)
+        r = points[np.searchsorted(points, t)] - t
+        s = float(qu._seen_gap(1.0 / v, 1.0, 4.0)[0])
+        blocks = r.reshape(-1, 2_000)
+        for stat, want in ((blocks.mean(axis=1), (1.0 + v) / 2.0), (blocks.var(axis=1) / blocks.mean(axis=1) ** 2, 4.0 * (s + 1.0) / (3.0 * s) - 1.0)):
+            assert abs(stat.mean() - want) <= 4.0 * stat.std(ddof=1) / np.sqrt(len(stat)), (v, stat.mean(), want)
+
+
 def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
     """The wait past one batch (docs/load.md#static): by hand, ``k = 12`` a gap, ``top = 17``,
     ``c_g^2 = 1.2``, Poisson arrivals at 40/s: ``V = 12 + 144 x 1.2 = 184.8``, ``mu = 5``, ``E[W]
