@@ -1174,10 +1174,10 @@ def _step_stream_quantile(q, step_s, prompt_s, busy, again):
 #: :func:`_refilled_cv2`'s law reads it: the value at which its fixed point gives the
 #: simulator's settled admission gaps' squared CV at Poisson loads 0.7-0.9 on both designs
 #: (0.18-0.31, mean 0.24; docs/load.md#refill). The births counted directly (admissions
-#: that refill no departure of the instance) are 0.13-0.22 of them: the refills' delays
-#: and the steps' spacing add variability the law gives the births. It reaches the mean
-#: TTFT, which the chain does not read, and the TTFT quantile only under a length spread
-#: (through the quantile's centre, :func:`_with_own_spread`).
+#: that refill no departure of the instance) are 0.13-0.22 of them: the refills' delays,
+#: which the law leaves out, add variability too, and this share carries it. It reaches
+#: the mean TTFT, which the chain does not read, and the TTFT quantile only under a length
+#: spread (through the quantile's centre, :func:`_with_own_spread`).
 REFILL_BIRTHS = 0.24
 
 
