@@ -1177,7 +1177,8 @@ def _step_stream_quantile(q, step_s, prompt_s, busy, again):
 #: that refill no departure of the instance) are 0.13-0.22 of them: the refills' delays,
 #: which the law leaves out, add variability too, and this share carries it. It reaches
 #: the mean TTFT, which the chain does not read, and the TTFT quantile only under a length
-#: spread (through the quantile's centre, :func:`_with_own_spread`).
+#: spread (through the quantile's centre, :func:`_with_own_spread`). The default of the
+#: scenario key ``workload.load.refill_births``.
 REFILL_BIRTHS = 0.24
 
 
@@ -1255,7 +1256,7 @@ def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, 
 
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
                        step_s, chunk_step_1_s, low_batch=1,
-                       tail_step_1_s=None, tail_step_s=None, length_cv=0.0) -> LoadLatency:
+                       tail_step_1_s=None, tail_step_s=None, length_cv=0.0, refill_births=REFILL_BIRTHS) -> LoadLatency:
     """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
     ``instances`` instances runs its requests' decode steps and a prefill stream of at most
     ``chunk_tokens`` prompt tokens a step (the plan's steady chunk ``B S / O``). At ``n``
@@ -1285,8 +1286,8 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     prompt admitted to that instance while it ran (:func:`_stream_wait_area`; mean ``u (1 + a)
     D / 2``): in the mean, M/D/1's light-traffic term ``u`` times the admissions' squared CV
     (Kingman: a G/D/1 wait is M/D/1's times ``c_a^2``), which refills of the stream's own
-    departures smooth to ``beta / (beta + (1 - beta) u^2)`` (:func:`_refilled_cv2`, ``beta``
-    the births' share of the admissions), ``a`` that times ``u``; at the
+    departures smooth to ``beta / (beta + (1 - beta) u^2)`` (:func:`_refilled_cv2`, ``beta =
+    refill_births`` the births' share of the admissions), ``a`` that times ``u``; at the
     quantile M/D/1's own ``a = u``, since the tail is the admissions the refills do not
     smooth (births at the least count, docs/load.md#refill), plus the wait of the bursts'
     excess over Poisson's variability in the instance's own stream (:func:`_burst_wait`:
@@ -1321,7 +1322,7 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     tpot_q = tau(n_q)[0]
     if np.any(np.asarray(length_cv, float) > 0.0):
         tpot_q = np.where(np.asarray(length_cv, float) > 0.0, _chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, o, length_cv, per_prompt), tpot_q)
-    again = busy * _refilled_cv2(busy)  # the mean's second-prompt term; the quantile's is M/D/1's
+    again = busy * _refilled_cv2(busy, refill_births)  # the mean's second-prompt term; the quantile's is M/D/1's
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
     mean = step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own
     excess = (length_quantile(q, length_cv) - 1.0) * per_prompt * chunked  # the own prompt's chunks beyond the mean's

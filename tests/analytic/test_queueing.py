@@ -305,7 +305,9 @@ def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
     """Poisson arrivals: the mean TTFT less the prompt's own steps and half the step in
     progress is the stream's wait ``u (1 + u c^2) D / 2``, ``c^2 = beta / (beta + (1 - beta)
     u^2)`` (M/D/1's second prompt smoothed by the refills, docs/load.md#refill), with ``u``,
-    ``D`` and the step from the occupancy; the quantile keeps M/D/1's ``a = u``."""
+    ``D`` and the step from the occupancy, at ``beta`` the default ``REFILL_BIRTHS`` and at
+    others of the key's range (``refill_births``); the quantile keeps M/D/1's ``a = u``, the
+    same at every ``beta``."""
     c = CONTINUOUS
     rate = 18.0  # capacity 25 requests/s
     out = qu.continuous_at_load(0.99, rate, 1.0, **c)
@@ -317,10 +319,12 @@ def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
     u, prompt = lam * per * step, per * chunked
     own = qu._own_prefill_s(per, d, chunked)
     assert 0.3 < u < 0.9
-    beta = qu.REFILL_BIRTHS
-    cv2 = beta / (beta + (1.0 - beta) * u * u)
-    assert out.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * cv2) * prompt / 2.0 + own, rel=1e-12)
     assert out.ttft_q_s == pytest.approx(qu._step_stream_quantile(0.99, step, prompt, u, u) + own, rel=1e-12)
+    for beta in (qu.REFILL_BIRTHS, 1e-3, 0.5, 1.0):
+        got = qu.continuous_at_load(0.99, rate, 1.0, **c, refill_births=beta)
+        assert got.ttft_q_s == out.ttft_q_s and got.running == n
+        cv2 = beta / (beta + (1.0 - beta) * u * u)
+        assert got.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * cv2) * prompt / 2.0 + own, rel=1e-12)
 
 
 def test_step_and_stream_quantile_by_hand():

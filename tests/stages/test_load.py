@@ -211,6 +211,28 @@ def test_static_bunch_keys_reach_the_static_model(saturated):
     assert (ttft[1.0, 0.5] <= ttft[1.0, 3.0]).all()
 
 
+def test_refill_births_key_reaches_the_continuous_model(saturated):
+    """workload.load.refill_births is the births' share of the admissions the chain's
+    continuous model reads (docs/load.md#refill): at 0.7 of the saturated throughput under
+    a length spread (CV 0.77, where the TTFT quantile is centred on the mean), each trial's
+    TTFT quantile is continuous_at_load's at that share (the per-mode model, 1e-12). Births
+    alone (1, the key's bound: admissions unsmoothed) wait longer in the mean than few
+    (0.05) in every trial, and their TTFT quantile is no lower in any and higher in some."""
+    name = saturated[0]
+    sat = run_block(api.check(name, [*SMALL, 'workload.serving="continuous"']), 0, 0, N)
+    demand = 0.7 * float(sat["tokens_per_s"].min())
+    mean, ttft = {}, {}
+    for births in (0.05, 1.0):
+        got, plans, instances = model_of(name, demand, 'workload.serving="continuous"', "workload.load.length_cv=0.77",
+                                         f"workload.load.refill_births={births}")
+        assert (plans.steps["mode"] == load.CONTINUOUS).all() and (plans.steps["refill_births"] == births).all()
+        at = plans.latency(demand / (sat["availability"] * got["output_tokens_per_request"]), instances)
+        np.testing.assert_allclose(got["load.ttft_at_load_ms"], 1e3 * at.ttft_q_s, rtol=1e-12)
+        mean[births], ttft[births] = at.ttft_mean_s, got["load.ttft_at_load_ms"]
+    assert (mean[1.0] > mean[0.05]).all()
+    assert (ttft[1.0] >= ttft[0.05]).all() and (ttft[1.0] > ttft[0.05]).any()
+
+
 def test_bad_load_input_names_the_key():
     with pytest.raises(InputError) as err:
         api.check("h100", ["workload.load.demand=\"lots\""])
