@@ -1262,19 +1262,35 @@ def _step_stream_quantile(q, step_s, prompt_s, busy, again):
     return np.where(finite, hi, np.inf)
 
 
-def _refilled_cv2(busy):
-    """The squared CV of one continuous instance's admissions (their Poisson part), ``1 -
-    u^2`` at its prefill stream's utilisation ``u = busy``. Least-loaded dispatch refills
-    the instance a request left (77-88 % of admissions, docs/load.md#refill), and with
-    fixed output lengths a request leaves a fixed count of steps after its first token: the
-    admissions repeat the departures of the instance's own prefill stream, a single server
-    of deterministic prompts. Whitt's QNA gives a queue's departures the squared CV ``u^2
-    c_s^2 + (1 - u^2) c_a^2``; with ``c_s = 0`` and Poisson arrivals, ``1 - u^2``, M/D/1's
-    inter-departure time exactly (an idle exponential gap before a prompt with probability
-    ``1 - u``). One pass: births at the least count and the refills' delays keep the pattern
-    from sharpening further (measured, docs/load.md#refill)."""
-    u = np.asarray(busy, float)
-    return 1.0 - u * u
+#: The share of a continuous instance's admissions that are births, as
+#: :func:`_refilled_cv2`'s law reads it: the value at which its fixed point gives the
+#: simulator's settled admission gaps' squared CV at Poisson loads 0.7-0.9 on both designs
+#: (0.18-0.31, mean 0.24; docs/load.md#refill). The births counted directly (admissions
+#: that refill no departure of the instance) are 0.13-0.22 of them: the refills' delays,
+#: which the law leaves out, add variability too, and this share carries it. It reaches
+#: the mean TTFT, which the chain does not read, and the TTFT quantile only under a length
+#: spread (through the quantile's centre, :func:`_with_own_spread`). The default of the
+#: scenario key ``workload.load.refill_births``.
+REFILL_BIRTHS = 0.24
+
+
+def _refilled_cv2(busy, births=REFILL_BIRTHS):
+    """The squared CV of one continuous instance's admissions (their Poisson part) at its
+    prefill stream's utilisation ``u = busy``: ``beta / (beta + (1 - beta) u^2)``, ``beta =
+    births``. Least-loaded dispatch refills the instance a request left, and with fixed
+    output lengths a request leaves a fixed count of steps after its first token, so a
+    share ``1 - beta`` of the admissions repeat the departures of the instance's own
+    prefill stream one holding time later; the rest, the births, are the pool's Poisson
+    arrivals (docs/load.md#refill). The stream is a single server of deterministic prompts:
+    Whitt's QNA gives its departures the squared CV ``u^2 c_s^2 + (1 - u^2) c^2`` with
+    ``c_s = 0`` (M/D/1's inter-departure time exactly, ``1 - u^2``, for Poisson
+    admissions), and the superposition of the refills and the births the rate-weighted
+    mean of their squared CVs (its asymptotic method), so ``c^2 = (1 - beta)(1 - u^2) c^2 +
+    beta``: each holding time passes the admissions through the stream again, and this is
+    its fixed point (1 at a trickle, ``beta`` at ``u = 1``; ``1 - u^2``, one pass from
+    Poisson admissions, is that map's first step)."""
+    u, b = np.asarray(busy, float), np.asarray(births, float)
+    return b / (b + (1.0 - b) * u * u)
 
 
 def _burst_wait(q, instances, prompt_s, busy, arrival_cv, length_cv=0.0):
@@ -1332,7 +1348,7 @@ def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, 
 
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
                        step_s, chunk_step_1_s, low_batch=1,
-                       tail_step_1_s=None, tail_step_s=None, length_cv=0.0) -> LoadLatency:
+                       tail_step_1_s=None, tail_step_s=None, length_cv=0.0, refill_births=REFILL_BIRTHS) -> LoadLatency:
     """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
     ``instances`` instances runs its requests' decode steps and a prefill stream of at most
     ``chunk_tokens`` prompt tokens a step (the plan's steady chunk ``B S / O``). At ``n``
@@ -1362,7 +1378,8 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     prompt admitted to that instance while it ran (:func:`_stream_wait_area`; mean ``u (1 + a)
     D / 2``): in the mean, M/D/1's light-traffic term ``u`` times the admissions' squared CV
     (Kingman: a G/D/1 wait is M/D/1's times ``c_a^2``), which refills of the stream's own
-    departures smooth to ``1 - u^2`` (:func:`_refilled_cv2`), ``a = u (1 - u^2)``; at the
+    departures smooth to ``beta / (beta + (1 - beta) u^2)`` (:func:`_refilled_cv2`, ``beta =
+    refill_births`` the births' share of the admissions), ``a`` that times ``u``; at the
     quantile M/D/1's own ``a = u``, since the tail is the admissions the refills do not
     smooth (births at the least count, docs/load.md#refill), plus the wait of the bursts'
     excess over Poisson's variability in the instance's own stream (:func:`_burst_wait`:
@@ -1397,7 +1414,7 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     tpot_q = tau(n_q)[0]
     if np.any(np.asarray(length_cv, float) > 0.0):
         tpot_q = np.where(np.asarray(length_cv, float) > 0.0, _chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, o, length_cv, per_prompt), tpot_q)
-    again = busy * _refilled_cv2(busy)  # the mean's second-prompt term; the quantile's is M/D/1's
+    again = busy * _refilled_cv2(busy, refill_births)  # the mean's second-prompt term; the quantile's is M/D/1's
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
     mean = step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own
     excess = (length_quantile(q, length_cv) - 1.0) * per_prompt * chunked  # the own prompt's chunks beyond the mean's

@@ -264,12 +264,15 @@ def test_step_and_stream_quantile_against_its_law(busy, again, step, prompt):
 
 
 @pytest.mark.parametrize("busy", [0.3, 0.7])
-def test_refilled_cv2_is_md1_inter_departure_cv2(busy):
+def test_refilled_cv2_is_the_fixed_point_of_md1_departures_and_births(busy):
     """The admissions a continuous instance refills repeat its prefill stream's departures:
     M/D/1's inter-departure time (an exponential idle gap before the prompt with probability
-    ``1 - u``) has squared CV ``1 - u^2`` exactly. 20 independent runs of 50,000 Poisson
-    arrivals to one server of unit prompts (fixed seed; departures ``d_k = max(a_k,
-    d_(k-1)) + 1``, a running maximum): their squared CV's mean within 4 standard errors."""
+    ``1 - u``) has squared CV ``1 - u^2`` exactly, QNA's departure formula ``(1 - u^2) c^2``
+    at Poisson's ``c^2 = 1``. 20 independent runs of 50,000 Poisson arrivals to one server
+    of unit prompts (fixed seed; departures ``d_k = max(a_k, d_(k-1)) + 1``, a running
+    maximum): their squared CV's mean within 4 standard errors of it. The refills' share
+    ``1 - beta`` of those and the births' ``beta`` of Poisson's 1, weighted by their rates:
+    ``_refilled_cv2`` is that map's fixed point, to rounding."""
     rng = np.random.default_rng(5)
     n, runs = 50_000, 20
     cv2 = []
@@ -280,14 +283,31 @@ def test_refilled_cv2_is_md1_inter_departure_cv2(busy):
         gaps = np.diff(departures[n // 10:])
         cv2.append(gaps.var() / gaps.mean() ** 2)
     cv2 = np.array(cv2)
-    assert abs(cv2.mean() - float(qu._refilled_cv2(busy))) <= 4.0 * cv2.std(ddof=1) / math.sqrt(runs)
+    assert abs(cv2.mean() - (1.0 - busy * busy)) <= 4.0 * cv2.std(ddof=1) / math.sqrt(runs)
+    for births in (0.1, qu.REFILL_BIRTHS, 0.5):
+        got = float(qu._refilled_cv2(busy, births))
+        assert got == pytest.approx((1.0 - births) * (1.0 - busy * busy) * got + births, rel=1e-14)
+
+
+def test_refilled_cv2_by_hand():
+    """Poisson at a trickle (1), the births' share alone where the stream is always busy,
+    Poisson again with births alone (``beta = 1``); at ``u = 0.5``, ``beta = 0.25``:
+    ``0.25 / (0.25 + 0.75 / 4) = 4/7``; falling in the load, vectorised."""
+    assert float(qu._refilled_cv2(0.0)) == 1.0
+    assert float(qu._refilled_cv2(1.0, 0.25)) == pytest.approx(0.25, rel=1e-15)
+    assert float(qu._refilled_cv2(0.7, 1.0)) == 1.0
+    assert float(qu._refilled_cv2(0.5, 0.25)) == pytest.approx(4.0 / 7.0, rel=1e-15)
+    u = np.linspace(0.0, 1.0, 101)
+    assert np.all(np.diff(qu._refilled_cv2(u)) < 0.0)
 
 
 def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
     """Poisson arrivals: the mean TTFT less the prompt's own steps and half the step in
-    progress is the stream's wait ``u (1 + u (1 - u^2)) D / 2`` (M/D/1's second prompt smoothed
-    by the refills, docs/load.md#refill), with ``u``, ``D`` and the step from the occupancy;
-    the quantile keeps M/D/1's ``a = u``."""
+    progress is the stream's wait ``u (1 + u c^2) D / 2``, ``c^2 = beta / (beta + (1 - beta)
+    u^2)`` (M/D/1's second prompt smoothed by the refills, docs/load.md#refill), with ``u``,
+    ``D`` and the step from the occupancy, at ``beta`` the default ``REFILL_BIRTHS`` and at
+    others of the key's range (``refill_births``); the quantile keeps M/D/1's ``a = u``, the
+    same at every ``beta``."""
     c = CONTINUOUS
     rate = 18.0  # capacity 25 requests/s
     out = qu.continuous_at_load(0.99, rate, 1.0, **c)
@@ -299,8 +319,12 @@ def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
     u, prompt = lam * per * step, per * chunked
     own = qu._own_prefill_s(per, d, chunked)
     assert 0.3 < u < 0.9
-    assert out.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * (1.0 - u * u)) * prompt / 2.0 + own, rel=1e-12)
     assert out.ttft_q_s == pytest.approx(qu._step_stream_quantile(0.99, step, prompt, u, u) + own, rel=1e-12)
+    for beta in (qu.REFILL_BIRTHS, 1e-3, 0.5, 1.0):
+        got = qu.continuous_at_load(0.99, rate, 1.0, **c, refill_births=beta)
+        assert got.ttft_q_s == out.ttft_q_s and got.running == n
+        cv2 = beta / (beta + (1.0 - beta) * u * u)
+        assert got.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * cv2) * prompt / 2.0 + own, rel=1e-12)
 
 
 def test_step_and_stream_quantile_by_hand():
