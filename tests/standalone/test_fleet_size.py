@@ -78,8 +78,9 @@ def test_the_counts_and_ranges_in_the_prose_are_the_tables(fleet):
     length = pd.read_csv(docs_script("load/make_length_table").CSV)
     near = pd.read_csv(docs_script("load/near_capacity").CSV)
     static = fit[fit["mode"] == "static"]
-    assert (f"The fit table 95 → {fit.passes.sum()} of {len(fit)}, static 28 → {static.passes.sum()} of {len(static)}; near capacity "
-            f"{near.passes.sum()} of {len(near)} and the length table {length.passes.sum()} of {len(length)} as before") in text
+    assert (f"The fit table 95 → {fit.passes.sum()} of {len(fit)}, static 28 → {static.passes.sum()} of {len(static)} (the other cell is "
+            f"continuous: [the refills' fixed point](#refill)); near capacity {near.passes.sum()} of {len(near)} (disaggregated) and the length "
+            f"table {length.passes.sum()} of {len(length)} as before") in text
     both = (length[["err_ttft_p99", "err_tpot_p99"]].abs() <= 0.10).all(axis=1).sum()
     assert (f"Near capacity {near.passes.sum()} of {len(near)} and the length table {length.passes.sum()} of {len(length)}, as before, but "
             f"{both} of its cells within on both P99s") in text
