@@ -144,7 +144,7 @@ def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.nd
     return Demand(mean, peak_to_mean, inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], load.arrival_cv(scenario, inputs), availability,
                   None if load.bought(scenario) else float(scenario.cluster.instances), inputs["workload.tpot_slo_ms"],
                   inputs["workload.load.static_gap_cv2"], inputs["workload.load.length_cv"], inputs["workload.load.static_bunch_cycles"],
-                  inputs["workload.load.static_bunch_growth"])
+                  inputs["workload.load.static_bunch_growth"], inputs["workload.load.refill_births"])
 
 
 def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:

@@ -1,6 +1,7 @@
 """Regenerate the measured section of docs/load.md from the code: the ``load-diurnal`` study
-at :data:`TRIALS` trials, seed 0, each design buying its fleet, and the same run on the
-fixed 128-instance clusters (:data:`RUNS`).
+at :data:`TRIALS` trials, seed 0, each design buying its fleet, the same run on the
+fixed 128-instance clusters, and the same run with the lengths spread at length CV 0.77
+(:data:`RUNS`).
 
     python docs/load/make_load_tables.py          # rerun both, rewrite their summaries and the page's block
     python docs/load/make_load_tables.py --check  # exit 1 if the page's block and the summaries differ
@@ -8,9 +9,12 @@ fixed 128-instance clusters (:data:`RUNS`).
 Each run's ``summary.json`` (only that file: no trials, no figures) is written to the
 folder of its name beside this script; the block of docs/load.md between
 ``<!-- load-measured:begin -->`` and ``<!-- load-measured:end -->`` is rendered from the
-two by :func:`render`: per design the fleet bought, its utilisation, latency at the
+first two by :func:`render`: per design the fleet bought, its utilisation, latency at the
 peak, attainment and cost per served token, the fixed clusters' capacity and the
-largest demand they serve, and the paired cost ratios. ``tests/test_load_measured.py``
+largest demand they serve, and the paired cost ratios. The paragraph of
+docs/load.md#length-spread between ``<!-- length-moves:begin -->`` and
+``<!-- length-moves:end -->`` is rendered by :func:`render_spread` from the spread's run
+beside the first (what a spread of the Azure traces' least CV moves). ``tests/test_load_measured.py``
 checks the block against the committed summaries (fast) and a committed summary
 against a fresh run of the current code (slow), so neither can drift.
 """
@@ -32,6 +36,7 @@ SEED = 0
 RUNS = (
     ("load-diurnal", ()),
     ("load-diurnal-128", ("cluster.instances=128",)),
+    ("load-diurnal-spread", ("workload.load.length_cv=0.77",)),
 )
 #: The designs the tables show (the study's first three; the baseline first).
 DESIGNS = ("h100", "lite-h100", "lite-h100-2x")
@@ -42,6 +47,7 @@ COST = "cost_per_mtok_usd"
 WIDTH = 90
 BEGIN, END = "<!-- load-measured:begin -->", "<!-- load-measured:end -->"
 PAPER_BEGIN, PAPER_END = "<!-- load-paper:begin -->", "<!-- load-paper:end -->"
+SPREAD_BEGIN, SPREAD_END = "<!-- length-moves:begin -->", "<!-- length-moves:end -->"
 #: The paper's quick study (``mcengine paper --quick --json``'s numbers, written by docs/make_paper.py).
 PAPER_QUICK = ROOT / "docs" / "paper" / "quick.json"
 #: The claims whose ``shipped.under_load`` the paper block quotes, in order: (key, label).
@@ -151,6 +157,43 @@ def rendered() -> str:
     return render(summary(RUNS[0][0]), summary(RUNS[1][0]), CS.summary(CS.HEADLINE))
 
 
+def render_spread(spread: dict, fleet: dict) -> str:
+    """The paragraph of docs/load.md#length-spread: what the run with the lengths spread
+    (``spread``) moves against the same run on the mean lengths (``fleet``), each design
+    buying its fleet: the medians of the P99 TTFT at the peak and of the fleet bought, the
+    trials that serve nothing (no load meets the SLOs: ``slo_met`` 0), and the paired
+    ratios of the cost per served token."""
+    base, lite, other = DESIGNS
+    sets = " ".join(f"--set {o}" for o in dict(RUNS)["load-diurnal-spread"])
+    command = f"`mcengine run {STUDY} --trials {spread['trials']} --seed {spread['seed']} {sets}`"
+
+    def ttft(doc, name):
+        return f"{doc['scenarios'][name]['load']['ttft_at_load_ms']['p50']:,.0f}"
+
+    def bought(name):
+        return " -> ".join(f"{doc['scenarios'][name]['load']['fleet_instances']['p50']:.0f}" for doc in (fleet, spread))
+
+    def ratio(name):
+        return " -> ".join(CS._ratio(doc["paired_all"][f"{name} / {base}"][COST]["ratio"]) for doc in (fleet, spread))
+
+    def cheaper(name):
+        return " -> ".join(f"{doc['paired_all'][f'{name} / {base}'][COST]['p_b_below_a']:.3f}" for doc in (fleet, spread))
+
+    unserved = round((1.0 - spread["scenarios"][lite]["slo_met"]["mean"]) * spread["trials"])
+    text = (f"**What it moves** ({command}; the shipped default stays 0): the median P99 TTFT at the peak is "
+            f"{ttft(spread, base)} ms on the {base} fleet and {ttft(spread, lite)} ms on the {lite} fleet ({ttft(fleet, base)} and "
+            f"{ttft(fleet, lite)} ms on the mean lengths), and each buys more instances (median {bought(base)} {base}, {bought(lite)} {lite}); "
+            f"{unserved:,} of the {lite} fleet's {spread['trials']:,} trials ({unserved / spread['trials']:.1%}) serve nothing "
+            f"(no load meets the SLOs). The {lite}/{base} cost per served token moves {ratio(lite)}, P({lite} cheaper) {cheaper(lite)}; "
+            f"{other}/{base} {ratio(other)}.")
+    return "\n".join(_wrap(text))
+
+
+def rendered_spread() -> str:
+    """The length-spread paragraph of the committed summaries."""
+    return render_spread(summary(RUNS[2][0]), summary(RUNS[0][0]))
+
+
 def render_paper(quick: dict) -> str:
     """The paper block: each claim of :data:`PAPER_CLAIMS` under load, as the paper's quick
     study (``quick``: docs/paper/quick.json) states it."""
@@ -169,9 +212,10 @@ def page_block(text: str, begin: str = BEGIN, end: str = END) -> str:
 
 
 def page_current() -> bool:
-    """Whether both of the page's blocks are the committed files' renderings."""
+    """Whether the page's blocks are the committed files' renderings."""
     text = PAGE.read_text(encoding="utf-8")
-    return page_block(text) == rendered() and page_block(text, PAPER_BEGIN, PAPER_END) == rendered_paper()
+    return (page_block(text) == rendered() and page_block(text, PAPER_BEGIN, PAPER_END) == rendered_paper()
+            and page_block(text, SPREAD_BEGIN, SPREAD_END) == rendered_spread())
 
 
 def main(argv: list[str]) -> int:
@@ -188,6 +232,7 @@ def main(argv: list[str]) -> int:
     write_summaries()
     write_block(PAGE, BEGIN, END, rendered())
     write_block(PAGE, PAPER_BEGIN, PAPER_END, rendered_paper())
+    write_block(PAGE, SPREAD_BEGIN, SPREAD_END, rendered_spread())
     print("wrote docs/load/load-diurnal*/summary.json and docs/load.md's measured blocks")
     return 0
 

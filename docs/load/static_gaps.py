@@ -54,7 +54,11 @@ instances busy at an arrival, and ``idle|idle``, the mean idle ones where some a
 ``wait``, a waiting request's mean wait (s), ``unbunched`` its ratio to ``T(k) / (c + 1)``,
 ``wait cv2`` its squared CV and ``p50/T``, ``p90/T``, ``p99/T`` its quantiles over ``T(k)``;
 ``R2/T``, ``Rmed/T``, ``Rmax/T``, the mean time from a waiting request's arrival to the second,
-the median and the last of the ``c`` instances' completions over ``T(k)``.
+the median and the last of the ``c`` instances' completions over ``T(k)``; and the mean TTFT's
+pieces, ``prefill(1) + P(wait) (wait + f (batch|wait - 1))`` (``f`` the pass's slope in the
+batch): ``wait model``, the model's mean wait of a waiting request (s, the spill's part
+included), ``batch|wait`` and ``batch|wait model``, the mean batch a waiting request rides
+(:func:`model_pieces`).
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
@@ -329,6 +333,22 @@ def wait_measures(df: pd.DataFrame, rows: tuple[np.ndarray, pd.DataFrame], serve
     return {"wait": (start[kept] - arrival)[waited], "busy": busy, "residuals": np.sort(residuals, axis=1)}
 
 
+def model_pieces(system, rate: float, cv: float) -> tuple[float, float]:
+    """The fast model's mean wait (s) of a waiting request and the mean batch it rides, read
+    from :func:`mcengine.analytic.queueing._gap_ttft` with a flat pass (its TTFT less
+    ``prefill(1)`` is then ``P(wait)`` times the wait) and a step of one second a request past
+    the first (its mean step is then ``P(wait)`` times the others in the batch)."""
+    from mcengine.analytic import queueing as qu
+
+    s = system
+    c, top, o = s.instances, s.batch_max, s.output_tokens
+    cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
+    gaps = qu.completion_gaps(rate, c, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
+    ttft, _, others, _ = qu._gap_ttft(0.99, gaps, rate, cv, s.prefill_s[1], s.prefill_s[1], top, 0.0, top - 1.0)
+    waiting = 1.0 - float(gaps.idle_probability)
+    return (float(ttft) - s.prefill_s[1]) / waiting, 1.0 + float(others) / waiting
+
+
 def waits_cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
     """One static cell's waits (the module's ``--waits`` columns)."""
     from mcengine.analytic import queueing as qu
@@ -345,11 +365,15 @@ def waits_cell(scenario, system, load: float, arrival: str, cv: float, requests:
     cycle = cycle_1 + (cycle_top - cycle_1) / max(top - 1, 1) * (k - 1.0)  # T(k) at the simulator's mean batch
     model = qu.completion_gaps(rate, c, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
     w, r = got["wait"], got["residuals"]
+    size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()[df.measured.to_numpy()]
+    waited = (rows[0] - df.arrival_s.to_numpy())[df.measured.to_numpy()] > 1e-9
+    wait_model, batch_model = model_pieces(s, rate, cv)
     return {"load": load, "arrival": arrival, "a/c": rate * cycle / c, "k": k, "T(k)": cycle, "P(wait)": w.size / got["busy"].size,
             "P(wait) model": float(1.0 - model.idle_probability), "busy": float(got["busy"].mean()),
             "idle|idle": float(c - got["busy"][got["busy"] < c].mean()), "wait": float(w.mean()), "unbunched": float(w.mean()) * (c + 1) / cycle,
             "wait cv2": float(w.var() / w.mean() ** 2), **{f"p{q}/T": float(np.quantile(w, q / 100) / cycle) for q in (50, 90, 99)},
-            "R2/T": float(np.nanmean(r[:, 1]) / cycle), "Rmed/T": float(np.nanmean(r[:, c // 2]) / cycle), "Rmax/T": float(np.nanmean(r[:, -1]) / cycle)}
+            "R2/T": float(np.nanmean(r[:, 1]) / cycle), "Rmed/T": float(np.nanmean(r[:, c // 2]) / cycle), "Rmax/T": float(np.nanmean(r[:, -1]) / cycle),
+            "wait model": wait_model, "batch|wait": float(size[waited].mean()), "batch|wait model": batch_model}
 
 
 #: Instances and offered loads ``a/c`` (``lambda T(1) / c``) of ``--pools``' cells, and the requests a cell.

@@ -547,28 +547,90 @@ def _flat(*arrays) -> tuple[np.ndarray, ...]:
     return tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(x, float), shape)).ravel() for x in arrays)
 
 
-def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top):
-    """The mean wait (s) of a request that waits in a :func:`batch_queue` for the passes of
-    the queue ahead of it: the gap in progress and, for ``Q`` prompts ahead (geometric,
-    :func:`_queue_ratio`), ``J = floor(Q / P)`` whole gaps more, ``P(J >= j) = z^(P j)``.
-    With exponential gaps of mean ``g`` (:attr:`BatchQueue.gap_s` less its burst factor
-    ``(1 + c_a^2) / 2``), ``1 + J`` of them sum to an exponential of mean ``g / (1 - z^P)``
-    (a geometric sum of exponentials). The passes' ends over a window ``tau`` shorter than a
-    pass ``T = c g`` come from the ``c`` servers each with probability ``tau / T`` (uniform
-    phases: binomial, index of dispersion ``1 - tau / T``), and over longer windows they are
-    as regular as the passes (``0``; the pass time taken constant at the mean batch); the
-    window is the wait Poisson pass ends give (``I = 1``), so ``I = max(0, 1 - tau_1 / T)``.
-    Where prompts arrive faster than full passes serve them (``lambda >= c P / T(P)``,
-    ``T(P) = full_pass_s``: no steady state) the rate is held at :data:`RHO_WAIT_MAX` of
-    that, as :func:`batch_queue` holds its utilisation: a wait far past any SLO, finite for
-    the chain's columns (``inf`` only where no root below 1 exists at all)."""
+def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least=0.0):
+    """The longer of ``at_least`` (s) and the mean wait (s) of a request that waits in a
+    :func:`batch_queue` for the passes of the queue ahead of it: the gap in progress and,
+    for ``Q`` prompts ahead (geometric, :func:`_queue_ratio`), ``J = floor(Q / P)`` whole
+    gaps more, ``P(J >= j) = z^(P j)``. With exponential gaps of mean ``g``
+    (:attr:`BatchQueue.gap_s` less its burst factor ``(1 + c_a^2) / 2``), ``1 + J`` of them
+    sum to an exponential of mean ``W(I) = g / (1 - z_I^P)`` (a geometric sum of
+    exponentials), ``z_I`` the ratio at pass ends of index of dispersion ``I``. The passes'
+    ends over a window ``tau`` shorter than a pass ``T = c g`` come from the ``c`` servers
+    each with probability ``tau / T`` (uniform phases: binomial, index of dispersion ``1 -
+    tau / T``), and over longer windows they are as regular as the passes (``0``; the pass
+    time taken constant at the mean batch). The window is the wait itself, the time scale
+    over which the queue ahead drains (the index of dispersion read at the queue's own time
+    scale: Fendick and Whitt 1989, docs/sources.md#load-queueing): the fixed point ``W =
+    W(I(W))``, ``I(W) = max(0, 1 - W / T)`` (:func:`_self_consistent_wait`). ``W(I)`` rises
+    with ``I`` and ``I(W)`` falls with ``W``, so the root is unique, and since ``W(I)``
+    rises with the rate at every ``I`` (and ``T`` with the batch), the wait never falls as
+    the load rises. Where prompts arrive faster than full passes serve them (``lambda >= c P
+    / T(P)``, ``T(P) = full_pass_s``: no steady state) the rate is held at
+    :data:`RHO_WAIT_MAX` of that, as :func:`batch_queue` holds its utilisation: a wait far
+    past any SLO, finite for the chain's columns (``inf`` only where no root below 1 exists
+    at all). The fixed point's wait is at most ``W(1)``, so where that is at most
+    ``at_least`` the answer is ``at_least`` without solving it."""
     top = np.asarray(top, float)
     lam = np.minimum(np.asarray(rate_per_s, float), RHO_WAIT_MAX * np.asarray(servers, float) * top / np.asarray(full_pass_s, float))
     g = bq.gap_s / ((1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        poisson = g / (1.0 - _queue_ratio(lam, arrival_cv, g, top) ** top)
-        dispersion = np.clip(1.0 - poisson / (np.asarray(servers, float) * g), 0.0, 1.0)
-        return g / (1.0 - _queue_ratio(lam, arrival_cv, g, top, dispersion) ** top)
+    shape = _shape(bq.gap_s, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least)
+    return _self_consistent_wait(*_flat(lam, arrival_cv, g, top, np.asarray(servers, float) * g, at_least)).reshape(shape)
+
+
+#: Most steps of :func:`_self_consistent_wait`'s bracketed solve (a fixed cap: run time
+#: never grows with a value; the halving a step falls back to reaches 2^-60 of the bracket).
+DISPERSION_STEPS = 60
+#: The bracket's width at which :func:`_self_consistent_wait` takes a trial's index of
+#: dispersion as solved.
+DISPERSION_TOLERANCE = 1e-12
+
+
+def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
+    """The longer of ``at_least`` and :func:`_queue_wait`'s fixed point (flat arrays: arrivals/s,
+    arrival CV, gap ``g``, prompts a pass, pass ``T``, the floor): the wait ``W(I) = g / (1
+    - z_I^P)`` (:func:`_queue_ratio`) at the root ``I`` in ``[0, 1]`` of ``phi(I) = 1 - W(I)
+    / T - I``, ``W(0)`` where ``phi(0) <= 0`` (a wait of a pass or more: ends as regular as
+    the passes). ``phi`` falls strictly (``W`` rises with ``I``), so the root is unique. The
+    bracket starts at ``[I_1, 1]``, ``I_1 = max(0, 1 - W(1) / T)`` (the window of Poisson
+    ends' wait: ``phi(I_1) = (W(1) - W(I_1)) / T >= 0`` where ``I_1 > 0``, ``phi(1) = -W(1)
+    / T < 0``); the Illinois variant of false position (M. Dowell and P. Jarratt, *BIT* 11,
+    168-174, 1971: the end kept twice running has its value halved) steps inside it, a step
+    outside the open bracket halving it instead, each trial frozen once its bracket is
+    narrower than :data:`DISPERSION_TOLERANCE` (so its answer is its own, whatever else the
+    array holds), :data:`DISPERSION_STEPS` steps at most. The wait returned is the last one
+    evaluated, ``T (1 - I - phi(I))``; ``at_least`` where ``W(1)`` is at most that (``W <=
+    W(1)``), the steps left out there."""
+    def phi(i, rows):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wait = g[rows] / (1.0 - _queue_ratio(lam[rows], arrival_cv[rows], g[rows], top[rows], i) ** top[rows])
+        return np.where(np.isfinite(wait), 1.0 - wait / pass_s[rows] - i, -np.inf)
+
+    out = np.array(at_least, float)
+    f_hi = phi(np.ones(lam.size), np.arange(lam.size))
+    live = np.flatnonzero(~(-f_hi * pass_s <= at_least))  # W(1) = -T phi(1) above the floor
+    lo = np.maximum(1.0 + f_hi[live], 0.0)  # I_1 = 1 - W(1) / T
+    f_lo = phi(lo, live)
+    out[live] = np.maximum(pass_s[live] * (1.0 - lo - f_lo), at_least[live])  # W(I_1): the answer where I_1 = 0 and phi(0) <= 0
+    on = (f_lo > 0.0) & (1.0 - lo > DISPERSION_TOLERANCE)
+    live, lo, hi, f_lo, f_hi = live[on], lo[on], np.ones(on.sum()), f_lo[on], f_hi[live[on]]
+    kept = np.zeros(live.size)  # the end the last step kept: +1 the high, -1 the low, 0 none
+    for _ in range(DISPERSION_STEPS):
+        if live.size == 0:
+            break
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            guess = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        x = np.where((guess > lo) & (guess < hi), guess, 0.5 * (lo + hi))
+        f = phi(x, live)
+        up = f > 0.0  # the root lies above x: x the new low end, the high end kept
+        f_hi = np.where(up & (kept > 0.0), 0.5 * f_hi, f_hi)
+        f_lo = np.where(~up & (kept < 0.0), 0.5 * f_lo, f_lo)
+        lo, f_lo = np.where(up, x, lo), np.where(up, f, f_lo)
+        hi, f_hi = np.where(up, hi, x), np.where(up, f_hi, f)
+        kept = np.where(up, 1.0, -1.0)
+        out[live] = np.maximum(pass_s[live] * (1.0 - x - f), at_least[live])
+        on = (hi - lo > DISPERSION_TOLERANCE) & (f != 0.0)
+        live, lo, hi, f_lo, f_hi, kept = live[on], lo[on], hi[on], f_lo[on], f_hi[on], kept[on]
+    return out
 
 
 def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, first_1, first_top, top):
@@ -598,7 +660,7 @@ def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_
 
     slope = first(2.0) - first(1.0)
     c = bq.wait_probability
-    g = np.maximum(bq.gap_s, _queue_wait(bq, rate_per_s, arrival_cv, servers, full_pass_s, top))
+    g = _queue_wait(bq, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least=bq.gap_s)
     steady = np.isfinite(g)
     g = np.where(steady, g, bq.gap_s)
     mean = (1.0 - c) * first(1.0) + c * (g + first(bq.batch_waited))
@@ -903,6 +965,31 @@ def _cubic_root(p, r):
     return np.where(d >= 0.0, cardano, trig)
 
 
+def _seen_gap(shape, gap_s, arrival_cv2):
+    """The gap a waiting request lands in, for :func:`_gap_ttft`'s quantiles: ``(shape, scale)``
+    of its gamma law, length-biased, where the completions' gaps are gamma of mean ``g =
+    gap_s`` and shape ``alpha = shape`` (squared CV ``v = 1/alpha``) and the arrivals have
+    squared CV ``c_a^2``. Bursty arrivals' gaps are read as a share ``z`` of zero gaps (a
+    burst) and the rest: a Poisson stream of geometric bursts with the arrivals' ``c_a^2``
+    has ``z = (c_a^2 - 1)/(c_a^2 + 1)`` (gaps 0 or exponential: squared CV ``(1 + z)/(1 -
+    z)``), and the instances a burst starts complete together, so the completions' gaps
+    hold the same share of zeros. A zero gap holds no waiting request: it lands in one of
+    the rest, of mean ``g/(1 - z)`` and squared CV ``v' = v - z (1 + v)`` (the mixture's two
+    moments are ``g`` and ``v``), length-biased gamma of shape ``1 + 1/v'`` and the same mean
+    ``g (1 + v)`` whatever ``z``. ``z`` is at most ``(v - 1)/(v + 1)`` (the rest at least
+    exponential, ``v' >= 1``; gaps of ``v <= 1`` hold no zeros), and with Poisson
+    arrivals (``z = 0``) the gap is the gaps' own, shape ``alpha + 1`` and scale ``g/alpha``
+    (**derived**, the bursts' zeros in the completions **assumed**; **measured**: a waiting
+    request's wait, ``U`` times this gap, has squared CV 0.87-1.04 at gamma CV 2, loads
+    0.1-0.5, h100 and the Lite, where the gaps' own law gives 1.08-1.40 and this one
+    1.00-1.01; docs/load.md#static-cycles)."""
+    alpha, g = np.asarray(shape, float), np.asarray(gap_s, float)
+    v, a = 1.0 / alpha, np.asarray(arrival_cv2, float)
+    zero = np.minimum(np.maximum(a - 1.0, 0.0) / (a + 1.0), np.maximum(v - 1.0, 0.0) / (v + 1.0))
+    seen = 1.0 + 1.0 / np.maximum(v - zero * (1.0 + v), 1e-300)
+    return np.where(zero > 0.0, seen, alpha + 1.0), np.where(zero > 0.0, g * (1.0 + v) / seen, g / alpha)
+
+
 def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_top, top, step_1=0.0, step_top=0.0, spill_cv2=None):
     """TTFT (mean, ``q`` quantile) and the batch step (mean, quantile) of :func:`completion_gaps`'
     requests, whose batch of ``k`` gives its first tokens ``first(k)`` after it starts and
@@ -916,7 +1003,10 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     1962: ``lambda t + (c_a^2 - 1) / 2``), at most ``top - 1``. Its TTFT ``first(1) + U x + f
     min(lambda x + e, top - 1)`` has its mean in closed form (incomplete gamma functions)
     and its survival in closed form (:func:`_uniform_gamma_tail` on each side of the ``U`` at
-    which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. Near the batch's capacity
+    which the batch fills), inverted by :data:`GAP_STEPS` bisection steps. The quantiles (TTFT
+    and step) read the gap of :func:`_seen_gap` (bursty arrivals' zero gaps left out: the same
+    mean, a lighter tail); the means keep the gaps' own law, the same but where the batch
+    fills (docs/load.md#static-cycles). Near the batch's capacity
     the queue spills past one batch: the requests a completion leaves behind wait
     :func:`_spill_wait` more, added to the mean and the quantile, and the quantile adds its
     exponential part's ``m (ln(1 / p) - 1)`` past its mean ``m`` (``p`` the tail among the
@@ -944,6 +1034,8 @@ def _gap_ttft(q, gaps: CompletionGaps, rate_per_s, arrival_cv, first_1, first_to
     tail = np.clip((1.0 - np.asarray(q, float)) / np.maximum(waiting, 1e-300), 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         fill = np.where(lam > 0, (room - extra) / lam, np.inf)  # the gap x at which the batch fills
+
+    shape, theta = _seen_gap(alpha, g, np.asarray(arrival_cv, float) ** 2)  # the quantiles' gap: bursts' zeros left out, same mean
 
     def survival(t):  # P(U x + f min(lambda x + e, room) > t) over the length-biased gap x
         with np.errstate(divide="ignore"):  # fill = 0 (the burst's excess fills the batch): u0 = 1, the batch always full
@@ -1170,19 +1262,35 @@ def _step_stream_quantile(q, step_s, prompt_s, busy, again):
     return np.where(finite, hi, np.inf)
 
 
-def _refilled_cv2(busy):
-    """The squared CV of one continuous instance's admissions (their Poisson part), ``1 -
-    u^2`` at its prefill stream's utilisation ``u = busy``. Least-loaded dispatch refills
-    the instance a request left (77-88 % of admissions, docs/load.md#refill), and with
-    fixed output lengths a request leaves a fixed count of steps after its first token: the
-    admissions repeat the departures of the instance's own prefill stream, a single server
-    of deterministic prompts. Whitt's QNA gives a queue's departures the squared CV ``u^2
-    c_s^2 + (1 - u^2) c_a^2``; with ``c_s = 0`` and Poisson arrivals, ``1 - u^2``, M/D/1's
-    inter-departure time exactly (an idle exponential gap before a prompt with probability
-    ``1 - u``). One pass: births at the least count and the refills' delays keep the pattern
-    from sharpening further (measured, docs/load.md#refill)."""
-    u = np.asarray(busy, float)
-    return 1.0 - u * u
+#: The share of a continuous instance's admissions that are births, as
+#: :func:`_refilled_cv2`'s law reads it: the value at which its fixed point gives the
+#: simulator's settled admission gaps' squared CV at Poisson loads 0.7-0.9 on both designs
+#: (0.18-0.31, mean 0.24; docs/load.md#refill). The births counted directly (admissions
+#: that refill no departure of the instance) are 0.13-0.22 of them: the refills' delays,
+#: which the law leaves out, add variability too, and this share carries it. It reaches
+#: the mean TTFT, which the chain does not read, and the TTFT quantile only under a length
+#: spread (through the quantile's centre, :func:`_with_own_spread`). The default of the
+#: scenario key ``workload.load.refill_births``.
+REFILL_BIRTHS = 0.24
+
+
+def _refilled_cv2(busy, births=REFILL_BIRTHS):
+    """The squared CV of one continuous instance's admissions (their Poisson part) at its
+    prefill stream's utilisation ``u = busy``: ``beta / (beta + (1 - beta) u^2)``, ``beta =
+    births``. Least-loaded dispatch refills the instance a request left, and with fixed
+    output lengths a request leaves a fixed count of steps after its first token, so a
+    share ``1 - beta`` of the admissions repeat the departures of the instance's own
+    prefill stream one holding time later; the rest, the births, are the pool's Poisson
+    arrivals (docs/load.md#refill). The stream is a single server of deterministic prompts:
+    Whitt's QNA gives its departures the squared CV ``u^2 c_s^2 + (1 - u^2) c^2`` with
+    ``c_s = 0`` (M/D/1's inter-departure time exactly, ``1 - u^2``, for Poisson
+    admissions), and the superposition of the refills and the births the rate-weighted
+    mean of their squared CVs (its asymptotic method), so ``c^2 = (1 - beta)(1 - u^2) c^2 +
+    beta``: each holding time passes the admissions through the stream again, and this is
+    its fixed point (1 at a trickle, ``beta`` at ``u = 1``; ``1 - u^2``, one pass from
+    Poisson admissions, is that map's first step)."""
+    u, b = np.asarray(busy, float), np.asarray(births, float)
+    return b / (b + (1.0 - b) * u * u)
 
 
 def _burst_wait(q, instances, prompt_s, busy, arrival_cv, length_cv=0.0):
@@ -1240,7 +1348,7 @@ def _continuous_occupancy(lam, output_tokens, per_prompt, decode_1_s, decode_s, 
 
 def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_tokens, prompt_tokens, chunk_tokens, decode_1_s, decode_s,
                        step_s, chunk_step_1_s, low_batch=1,
-                       tail_step_1_s=None, tail_step_s=None, length_cv=0.0) -> LoadLatency:
+                       tail_step_1_s=None, tail_step_s=None, length_cv=0.0, refill_births=REFILL_BIRTHS) -> LoadLatency:
     """Continuous batching with chunked prefill under load (docs/load.md#continuous): each of
     ``instances`` instances runs its requests' decode steps and a prefill stream of at most
     ``chunk_tokens`` prompt tokens a step (the plan's steady chunk ``B S / O``). At ``n``
@@ -1270,7 +1378,8 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     prompt admitted to that instance while it ran (:func:`_stream_wait_area`; mean ``u (1 + a)
     D / 2``): in the mean, M/D/1's light-traffic term ``u`` times the admissions' squared CV
     (Kingman: a G/D/1 wait is M/D/1's times ``c_a^2``), which refills of the stream's own
-    departures smooth to ``1 - u^2`` (:func:`_refilled_cv2`), ``a = u (1 - u^2)``; at the
+    departures smooth to ``beta / (beta + (1 - beta) u^2)`` (:func:`_refilled_cv2`, ``beta =
+    refill_births`` the births' share of the admissions), ``a`` that times ``u``; at the
     quantile M/D/1's own ``a = u``, since the tail is the admissions the refills do not
     smooth (births at the least count, docs/load.md#refill), plus the wait of the bursts'
     excess over Poisson's variability in the instance's own stream (:func:`_burst_wait`:
@@ -1305,7 +1414,7 @@ def continuous_at_load(q, rate_per_s, arrival_cv, *, instances, batch, output_to
     tpot_q = tau(n_q)[0]
     if np.any(np.asarray(length_cv, float) > 0.0):
         tpot_q = np.where(np.asarray(length_cv, float) > 0.0, _chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, o, length_cv, per_prompt), tpot_q)
-    again = busy * _refilled_cv2(busy)  # the mean's second-prompt term; the quantile's is M/D/1's
+    again = busy * _refilled_cv2(busy, refill_births)  # the mean's second-prompt term; the quantile's is M/D/1's
     ahead_q = _step_stream_quantile(q, step, prompt_s, busy, busy)
     mean = step / 2.0 + busy * (1.0 + again) / 2.0 * prompt_s + burst_mean + own
     excess = (length_quantile(q, length_cv) - 1.0) * per_prompt * chunked  # the own prompt's chunks beyond the mean's

@@ -169,6 +169,7 @@ class Plans:
         steps["gap_cv2"] = trial(inputs["workload.load.static_gap_cv2"])
         steps["bunch_cycles"] = trial(inputs["workload.load.static_bunch_cycles"])
         steps["bunch_growth"] = trial(inputs["workload.load.static_bunch_growth"])
+        steps["refill_births"] = trial(inputs["workload.load.refill_births"])
         steps["length_cv"] = trial(inputs["workload.load.length_cv"])
         ttft, tpot = (slo_key(scenario, shape, k) for k in ("ttft_slo_ms", "tpot_slo_ms"))
         return cls(steps, trial(inputs["workload.slo_quantile"]), trial(inputs[ttft]) / MS_PER_S, trial(inputs[tpot]) / MS_PER_S,
@@ -212,7 +213,7 @@ class Plans:
                 elif code == CONTINUOUS:
                     got = qu.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
                                                 chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], tail_step_1_s=s["tail_step_1_s"],
-                                                tail_step_s=s["tail_step_s"], **common)
+                                                tail_step_s=s["tail_step_s"], refill_births=s["refill_births"], **common)
                 else:
                     whole = count[rows] >= 2
                     prefill = np.clip(np.round(s["prefill_share"] * count[rows]), 1.0, np.maximum(count[rows] - 1.0, 1.0))

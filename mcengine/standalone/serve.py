@@ -600,8 +600,9 @@ def fast_latency(system: ServingSystem, rate_per_s: float, arrival_cv: float = 1
     at the plan's micro-batch count) and at the top batch (the model is linear between
     them), the continuous step at a whole chunk and at a lone prompt's last chunk
     (``tail_steps_s``). The static model takes its bunching constants' defaults
-    (``workload.load.static_gap_cv2``, ``static_bunch_cycles``, ``static_bunch_growth``),
-    not a scenario's: the simulator it is checked against has no such keys."""
+    (``workload.load.static_gap_cv2``, ``static_bunch_cycles``, ``static_bunch_growth``) and
+    the continuous one its births' share's (``workload.load.refill_births``), not a
+    scenario's: the simulator it is checked against has no such keys."""
     s = system
     common = dict(instances=s.instances, batch=s.batch_max, output_tokens=s.output_tokens, decode_1_s=s.decode_s[1], decode_s=s.decode_s[s.batch_max],
                   length_cv=s.length_cv)

@@ -264,12 +264,15 @@ def test_step_and_stream_quantile_against_its_law(busy, again, step, prompt):
 
 
 @pytest.mark.parametrize("busy", [0.3, 0.7])
-def test_refilled_cv2_is_md1_inter_departure_cv2(busy):
+def test_refilled_cv2_is_the_fixed_point_of_md1_departures_and_births(busy):
     """The admissions a continuous instance refills repeat its prefill stream's departures:
     M/D/1's inter-departure time (an exponential idle gap before the prompt with probability
-    ``1 - u``) has squared CV ``1 - u^2`` exactly. 20 independent runs of 50,000 Poisson
-    arrivals to one server of unit prompts (fixed seed; departures ``d_k = max(a_k,
-    d_(k-1)) + 1``, a running maximum): their squared CV's mean within 4 standard errors."""
+    ``1 - u``) has squared CV ``1 - u^2`` exactly, QNA's departure formula ``(1 - u^2) c^2``
+    at Poisson's ``c^2 = 1``. 20 independent runs of 50,000 Poisson arrivals to one server
+    of unit prompts (fixed seed; departures ``d_k = max(a_k, d_(k-1)) + 1``, a running
+    maximum): their squared CV's mean within 4 standard errors of it. The refills' share
+    ``1 - beta`` of those and the births' ``beta`` of Poisson's 1, weighted by their rates:
+    ``_refilled_cv2`` is that map's fixed point, to rounding."""
     rng = np.random.default_rng(5)
     n, runs = 50_000, 20
     cv2 = []
@@ -280,14 +283,31 @@ def test_refilled_cv2_is_md1_inter_departure_cv2(busy):
         gaps = np.diff(departures[n // 10:])
         cv2.append(gaps.var() / gaps.mean() ** 2)
     cv2 = np.array(cv2)
-    assert abs(cv2.mean() - float(qu._refilled_cv2(busy))) <= 4.0 * cv2.std(ddof=1) / math.sqrt(runs)
+    assert abs(cv2.mean() - (1.0 - busy * busy)) <= 4.0 * cv2.std(ddof=1) / math.sqrt(runs)
+    for births in (0.1, qu.REFILL_BIRTHS, 0.5):
+        got = float(qu._refilled_cv2(busy, births))
+        assert got == pytest.approx((1.0 - births) * (1.0 - busy * busy) * got + births, rel=1e-14)
+
+
+def test_refilled_cv2_by_hand():
+    """Poisson at a trickle (1), the births' share alone where the stream is always busy,
+    Poisson again with births alone (``beta = 1``); at ``u = 0.5``, ``beta = 0.25``:
+    ``0.25 / (0.25 + 0.75 / 4) = 4/7``; falling in the load, vectorised."""
+    assert float(qu._refilled_cv2(0.0)) == 1.0
+    assert float(qu._refilled_cv2(1.0, 0.25)) == pytest.approx(0.25, rel=1e-15)
+    assert float(qu._refilled_cv2(0.7, 1.0)) == 1.0
+    assert float(qu._refilled_cv2(0.5, 0.25)) == pytest.approx(4.0 / 7.0, rel=1e-15)
+    u = np.linspace(0.0, 1.0, 101)
+    assert np.all(np.diff(qu._refilled_cv2(u)) < 0.0)
 
 
 def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
     """Poisson arrivals: the mean TTFT less the prompt's own steps and half the step in
-    progress is the stream's wait ``u (1 + u (1 - u^2)) D / 2`` (M/D/1's second prompt smoothed
-    by the refills, docs/load.md#refill), with ``u``, ``D`` and the step from the occupancy;
-    the quantile keeps M/D/1's ``a = u``."""
+    progress is the stream's wait ``u (1 + u c^2) D / 2``, ``c^2 = beta / (beta + (1 - beta)
+    u^2)`` (M/D/1's second prompt smoothed by the refills, docs/load.md#refill), with ``u``,
+    ``D`` and the step from the occupancy, at ``beta`` the default ``REFILL_BIRTHS`` and at
+    others of the key's range (``refill_births``); the quantile keeps M/D/1's ``a = u``, the
+    same at every ``beta``."""
     c = CONTINUOUS
     rate = 18.0  # capacity 25 requests/s
     out = qu.continuous_at_load(0.99, rate, 1.0, **c)
@@ -299,8 +319,12 @@ def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
     u, prompt = lam * per * step, per * chunked
     own = qu._own_prefill_s(per, d, chunked)
     assert 0.3 < u < 0.9
-    assert out.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * (1.0 - u * u)) * prompt / 2.0 + own, rel=1e-12)
     assert out.ttft_q_s == pytest.approx(qu._step_stream_quantile(0.99, step, prompt, u, u) + own, rel=1e-12)
+    for beta in (qu.REFILL_BIRTHS, 1e-3, 0.5, 1.0):
+        got = qu.continuous_at_load(0.99, rate, 1.0, **c, refill_births=beta)
+        assert got.ttft_q_s == out.ttft_q_s and got.running == n
+        cv2 = beta / (beta + (1.0 - beta) * u * u)
+        assert got.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * cv2) * prompt / 2.0 + own, rel=1e-12)
 
 
 def test_step_and_stream_quantile_by_hand():
@@ -577,6 +601,40 @@ def test_static_cycle_excess_by_hand():
     assert 1.0 / gamma.shape == pytest.approx(idle_g * light_g + (1.0 - idle_g) * max(fitted, 15.0 / 17.0 + 32.0 * h_g), rel=1e-9)
     light_s = 0.25 + 0.9375 * (8.0 / 16.25 - 1.0 - 0.25)
     assert 1.0 / of(cv=0.5).shape == pytest.approx(idle * light_s + (1.0 - idle) * cycle, rel=1e-9)
+
+
+def test_static_seen_gap_leaves_out_the_bursts_zero_gaps():
+    """The gap a waiting request lands in (``queueing._seen_gap``, docs/load.md#static-cycles).
+    By hand: gaps of mean 1 and ``v = 3`` under gamma CV 2 arrivals (``c_a^2 = 4``): the burst's
+    zero share ``3/5`` is capped at ``(v - 1)/(v + 1) = 1/2``, the rest ``v' = 3 - 4/2 = 1``, so
+    the seen gap is gamma of shape 2 and scale 2 (mean 4 = ``1 + v``); at ``v = 5`` the share
+    ``3/5`` stands, ``v' = 5 - 18/5 = 7/5``, shape ``12/7`` and scale ``6 / (12/7) = 7/2``.
+    Poisson arrivals and gaps of ``v <= 1`` keep the gaps' own ``alpha + 1`` and ``g/alpha``
+    bit for bit. Against a renewal run (seed 3, 400,000 gaps: zero with that share, else gamma
+    of mean ``1/(1 - z)`` and squared CV ``v'``; 200,000 uniform arrivals): the time to the next
+    point has mean ``(1 + v)/2`` and, ``U`` times a length-biased gamma of shape ``s``, squared
+    CV ``4 (s + 1)/(3 s) - 1``: 1 at ``v = 3`` and 10/9 at ``v = 5``, where the gaps' own gamma
+    law gives 4/3 and 13/9, within 4 SEM (blocks of 2,000 arrivals)."""
+    assert [float(x) for x in qu._seen_gap(1.0 / 3.0, 1.0, 4.0)] == pytest.approx([2.0, 2.0], rel=1e-12)
+    assert [float(x) for x in qu._seen_gap(0.2, 1.0, 4.0)] == pytest.approx([12.0 / 7.0, 3.5], rel=1e-12)
+    alpha = np.array([0.3, 0.7, 1.0, 2.5])
+    for cv2 in (0.0, 0.25, 1.0):
+        shape, scale = qu._seen_gap(alpha, 0.2, cv2)
+        assert shape.tolist() == (alpha + 1.0).tolist() and scale.tolist() == (0.2 / alpha).tolist()
+    shape, scale = qu._seen_gap(np.array([1.0, 2.5]), 0.2, 4.0)  # v <= 1: no zeros
+    assert shape.tolist() == [2.0, 3.5] and scale.tolist() == [0.2, 0.08]
+    rng = np.random.default_rng(3)
+    for v, zero in ((3.0, 0.5), (5.0, 0.6)):
+        rest = v - zero * (1.0 + v)
+        n = 400_000
+        gaps = np.where(rng.random(n) < zero, 0.0, rng.gamma(1.0 / rest, rest / (1.0 - zero), n))
+        points = np.cumsum(gaps)
+        t = rng.uniform(0.0, points[-1] * 0.999, 200_000)
+        r = points[np.searchsorted(points, t)] - t
+        s = float(qu._seen_gap(1.0 / v, 1.0, 4.0)[0])
+        blocks = r.reshape(-1, 2_000)
+        for stat, want in ((blocks.mean(axis=1), (1.0 + v) / 2.0), (blocks.var(axis=1) / blocks.mean(axis=1) ** 2, 4.0 * (s + 1.0) / (3.0 * s) - 1.0)):
+            assert abs(stat.mean() - want) <= 4.0 * stat.std(ddof=1) / np.sqrt(len(stat)), (v, stat.mean(), want)
 
 
 def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():

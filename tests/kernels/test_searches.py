@@ -107,3 +107,40 @@ def test_tables_sharing_layout_free_columns_are_the_tables_made_alone(data):
         with pytest.raises(ValueError, match="shared search columns"):
             sv.continuous_search_tables(m, layout, prompt, 256, context, rates, tpot, ttft, n, continuous)
 
+
+
+@pytest.mark.parametrize("kind,column", [(ks.DECODE, "tpot_slo_s"), (ks.PREFILL, "ttft_slo_s"), (ks.PREFILL_KV, "ttft_slo_s")])
+def test_largest_batches_at_small_caps_ties_and_non_finite_limits(kind, column):
+    """:func:`ks.largest_batches` against the largest ``B <= cap`` with ``time(B) <= limit``,
+    counted batch by batch from the kernel's own step times: caps 0, 1, 2 and 3-64; a limit
+    exactly a batch's time (a tie meets it: that batch, or the last of equal times); a limit
+    just below it (the batch before); NaN (no time meets it: 0), +inf (the cap), -inf and 0
+    (0). The NumPy search (:func:`rl.largest_batch`) on the same times gives the same."""
+    m = card("llama-3-70b")
+    r = rm.Rates.from_peaks(peak_tflops=989.0, hbm_tbps=3.35, link_gbps=450.0, bytes_per_param=2.0, kv_bytes=2.0)
+    caps = np.array([0, 1, 2, 3, 5, 8, 17, 64])
+    picks = (1, 2, 3, 5, 8, 13, 40, 64)  # the batch whose time a tie takes as the limit
+    cases = [(cap, kind_of_limit, pick) for cap in caps for kind_of_limit in ("tie", "below", "nan", "inf", "-inf", "zero") for pick in picks]
+    n = len(cases)
+    table = rl.search_table(m, rm.Layout(8, 2, allreduce="auto"), 1000, 1500.0, r, 0.05, 1.0, n)
+    col = ks.STATIC_COLUMNS.index(column)
+
+    def timed(b, i):
+        return ks._timed(kind, np.int64(b), table.x, i, table.lay)
+
+    x = table.x.copy()
+    for i, (cap, how, pick) in enumerate(cases):
+        t = timed(pick, i)
+        x[i, col] = {"tie": t, "below": np.nextafter(t, -np.inf), "nan": np.nan, "inf": np.inf, "-inf": -np.inf, "zero": 0.0}[how]
+    table = rl.SearchTable(x, table.lay)
+    want = np.array([max((b for b in range(1, cap + 1) if timed(b, i) <= x[i, col]), default=0) for i, (cap, _, _) in enumerate(cases)])
+    got = rl.compiled_largest_batch(table, kind, column, caps.repeat(n // caps.size))
+    np.testing.assert_array_equal(got, want)
+    by = {how: want[[i for i, c in enumerate(cases) if c[1] == how]] for how in ("nan", "inf", "-inf", "zero")}
+    assert not by["nan"].any() and not by["-inf"].any() and not by["zero"].any()
+    np.testing.assert_array_equal(by["inf"], [c[0] for c in cases if c[1] == "inf"])
+    ties = [(i, c) for i, c in enumerate(cases) if c[1] == "tie" and 1 <= c[2] <= c[0]]
+    assert ties and all(got[i] >= pick for i, (_, _, pick) in ties)
+    numpy = rl.largest_batch(lambda b: np.array([timed(int(v), i) for i, v in enumerate(np.broadcast_to(b, (n,)))]), x[:, col], (n,),
+                             caps.repeat(n // caps.size))
+    np.testing.assert_array_equal(numpy, want)

@@ -96,14 +96,15 @@ LOADS = np.round(np.arange(0.05, 0.995, 0.01), 2)
 def test_the_continuous_quantiles_the_chain_reads_rise_with_the_load(name):
     """What the chain reads of the continuous model, TTFT and TPOT at the SLO quantile (the
     SLO check, the capacity bisection, the fleet search), rises with the load on every
-    trial's plan, from 0.05 to 0.99 of the saturated rate in steps of 0.01. The model's mean
-    TTFT need not (its stream term ``(u + u^2 - u^4) D / 2`` peaks at ``u = 0.885``,
-    docs/load.md#mean-not-monotone); the capacity search assumes the quantiles do."""
+    trial's plan, from 0.05 to 0.99 of the saturated rate in steps of 0.01; the capacity
+    search assumes it does. So does the model's mean TTFT, which the fit tables report: its
+    stream term ``u (1 + u c^2) D / 2`` with the refills' fixed point ``c^2 = beta / (beta +
+    (1 - beta) u^2)`` rises with ``u`` (docs/load.md#refill)."""
     got, plans, instances = model_of(name, 1000.0, 'workload.serving="continuous"')
     assert (plans.steps["mode"] == load.CONTINUOUS).all()
     top = got["tokens_per_s_instance"] * instances / got["output_tokens_per_request"]
     at = [plans.latency(u * top, instances) for u in LOADS]
-    for field in ("ttft_q_s", "tpot_q_s"):
+    for field in ("ttft_q_s", "tpot_q_s", "ttft_mean_s"):
         values = np.array([getattr(x, field) for x in at])
         assert np.isfinite(values).all(), field
         assert (np.diff(values, axis=0) > 0.0).all(), field
@@ -208,6 +209,28 @@ def test_static_bunch_keys_reach_the_static_model(saturated):
         ttft[cycles, growth] = got["load.ttft_at_load_ms"]
     assert (ttft[0.0, 3.0] <= ttft[1.0, 3.0]).all() and (ttft[0.0, 3.0] < ttft[1.0, 3.0]).any()
     assert (ttft[1.0, 0.5] <= ttft[1.0, 3.0]).all()
+
+
+def test_refill_births_key_reaches_the_continuous_model(saturated):
+    """workload.load.refill_births is the births' share of the admissions the chain's
+    continuous model reads (docs/load.md#refill): at 0.7 of the saturated throughput under
+    a length spread (CV 0.77, where the TTFT quantile is centred on the mean), each trial's
+    TTFT quantile is continuous_at_load's at that share (the per-mode model, 1e-12). Births
+    alone (1, the key's bound: admissions unsmoothed) wait longer in the mean than few
+    (0.05) in every trial, and their TTFT quantile is no lower in any and higher in some."""
+    name = saturated[0]
+    sat = run_block(api.check(name, [*SMALL, 'workload.serving="continuous"']), 0, 0, N)
+    demand = 0.7 * float(sat["tokens_per_s"].min())
+    mean, ttft = {}, {}
+    for births in (0.05, 1.0):
+        got, plans, instances = model_of(name, demand, 'workload.serving="continuous"', "workload.load.length_cv=0.77",
+                                         f"workload.load.refill_births={births}")
+        assert (plans.steps["mode"] == load.CONTINUOUS).all() and (plans.steps["refill_births"] == births).all()
+        at = plans.latency(demand / (sat["availability"] * got["output_tokens_per_request"]), instances)
+        np.testing.assert_allclose(got["load.ttft_at_load_ms"], 1e3 * at.ttft_q_s, rtol=1e-12)
+        mean[births], ttft[births] = at.ttft_mean_s, got["load.ttft_at_load_ms"]
+    assert (mean[1.0] > mean[0.05]).all()
+    assert (ttft[1.0] >= ttft[0.05]).all() and (ttft[1.0] > ttft[0.05]).any()
 
 
 def test_bad_load_input_names_the_key():

@@ -39,7 +39,7 @@ def per_mode(s, inputs, demand, table, ks, out):
         return np.tile(np.broadcast_to(np.asarray(x, float), (N,)), len(ks))
 
     return load.Plans(dict(flat, gap_cv2=tiled(demand.gap_cv2), length_cv=tiled(demand.length_cv), bunch_cycles=tiled(demand.bunch_cycles),
-                           bunch_growth=tiled(demand.bunch_growth)), tiled(demand.quantile), tiled(demand.ttft_slo_ms) / 1e3, tiled(demand.tpot_slo_ms) / 1e3,
+                           bunch_growth=tiled(demand.bunch_growth), refill_births=tiled(demand.refill_births)), tiled(demand.quantile), tiled(demand.ttft_slo_ms) / 1e3, tiled(demand.tpot_slo_ms) / 1e3,
                       tiled(demand.arrival_cv), tiled(out))
 
 

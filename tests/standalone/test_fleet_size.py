@@ -54,7 +54,7 @@ def test_the_counts_and_ranges_in_the_prose_are_the_tables(fleet):
     instances' mean and P99, and the cells whose TPOT is out; #static-cycles' fit, near
     capacity and length table counts from their CSVs."""
     table, text = pd.read_csv(fleet.CSV), " ".join(fleet.PAGE.read_text().split())
-    assert f"the bunched side the larger of the two), {table.passes.sum()} of {len(table)}, and none of the 79 lost" in text
+    assert f"and none of the 79 lost; with [the bursts' zero gaps](#static-seen-gap) in the quantiles, {table.passes.sum()} of {len(table)}:" in text
     big = table[table.instances.isin([64, 128])]
     h100 = big[(big.design == "h100") & (big.load >= 0.4)]
     assert (f"within {_span(h100[['err_ttft_p99', 'err_ttft_mean']])} % (P99 and mean), {h100.passes.sum()} of {len(h100)} pass") in text
@@ -78,7 +78,9 @@ def test_the_counts_and_ranges_in_the_prose_are_the_tables(fleet):
     length = pd.read_csv(docs_script("load/make_length_table").CSV)
     near = pd.read_csv(docs_script("load/near_capacity").CSV)
     static = fit[fit["mode"] == "static"]
-    assert f"→ {static.passes.sum()} of {len(static)} static cells, 92 → {fit.passes.sum()} of {len(fit)}" in text
+    assert (f"The fit table 95 → {fit.passes.sum()} of {len(fit)}, static 28 → {static.passes.sum()} of {len(static)} (the other cell is "
+            f"continuous: [the refills' fixed point](#refill)); near capacity {near.passes.sum()} of {len(near)} (disaggregated) and the length "
+            f"table {length.passes.sum()} of {len(length)} as before") in text
     both = (length[["err_ttft_p99", "err_tpot_p99"]].abs() <= 0.10).all(axis=1).sum()
     assert (f"Near capacity {near.passes.sum()} of {len(near)} and the length table {length.passes.sum()} of {len(length)}, as before, but "
             f"{both} of its cells within on both P99s") in text

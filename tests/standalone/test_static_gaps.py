@@ -57,6 +57,26 @@ def test_wait_measures_by_hand(gaps):
     np.testing.assert_allclose(got["residuals"], [[1.0, 1.2], [0.5, 0.7]], rtol=1e-12)
 
 
+@pytest.mark.parametrize("design, cv, load", [("h100", 1.0, 0.2), ("lite-h100", 2.0, 0.1), ("lite-h100", 1.0, 0.8)])
+def test_model_pieces_make_the_models_mean_ttft(gaps, design, cv, load):
+    """``--waits``' model pieces (:func:`model_pieces`) put together as the mean TTFT's
+    ``prefill(1) + P(wait) (wait + f (batch|wait - 1))`` give the fast model's mean TTFT (to
+    1e-12): the flat pass and the one-second step read its wait and its batch exactly."""
+    from mcengine.analytic import queueing as qu
+    from mcengine.standalone.serve import fast_latency
+
+    s = serving_system(load_scenario(design), "static", 16)
+    top, o = s.batch_max, s.output_tokens
+    rate = load * s.capacity_tokens_per_s / o
+    wait, batch = gaps.model_pieces(s, rate, cv)
+    idle = float(qu.completion_gaps(rate, 16, s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top], top,
+                                    qu.STATIC_GAP_CV2, cv).idle_probability)
+    f = (s.prefill_s[top] - s.prefill_s[1]) / (top - 1)
+    want = float(fast_latency(s, rate, cv, 0.99).ttft_mean_s)
+    assert s.prefill_s[1] + (1.0 - idle) * (wait + f * (batch - 1.0)) == pytest.approx(want, rel=1e-12)
+    assert 1.0 < batch < top
+
+
 REPLICATIONS = 6
 
 

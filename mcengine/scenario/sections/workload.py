@@ -10,7 +10,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from ...analytic.queueing import STATIC_BUNCH_CYCLES, STATIC_BUNCH_GROWTH, STATIC_GAP_CV2
+from ...analytic.queueing import REFILL_BIRTHS, STATIC_BUNCH_CYCLES, STATIC_BUNCH_GROWTH, STATIC_GAP_CV2
 from ..cards import ModelCard, parse_model
 from ..dists import Dist, Fixed
 from ...errors import Problem
@@ -271,6 +271,14 @@ class LoadSection:
         "batch times the request rate) up to which a bunch keeps its cycle excess (static_bunch_cycles) whole; past it that "
         "value over the growth (docs/load.md#static-cycles).", lo=0.0, hi=100.0,
         why="a cycle that grows a hundred seconds a second of gap")
+    refill_births: Dist = number(
+        REFILL_BIRTHS, "Continuous batching under a demand: the share of an instance's admissions that are births (the pool's "
+        "arrivals) rather than refills of a request that left it, as the refills' smoothing of the prefill stream's admissions "
+        "reads it (their squared CV beta / (beta + (1 - beta) u^2) at the stream's utilisation u): the mean TTFT's second-prompt "
+        "term, and the TTFT quantile under a length spread. 0.24 gives the simulator's settled admission gaps' squared CV at "
+        "Poisson loads 0.7-0.9 on both designs (0.18-0.31); births counted directly are 0.13-0.22 (docs/load.md#refill, "
+        "docs/sources.md#load-queueing).", lo=0.0, lo_open=True, hi=1.0,
+        why="a share of the admissions; at 1 every admission is a birth, the pool's Poisson arrivals unsmoothed")
 
 
 def parse_load(raw, key: str, problems: list[Problem]) -> LoadSection | None:
@@ -421,7 +429,7 @@ class WorkloadSection:
         "Vidur plans at TTFT P90 and TBT P99, docs/sources.md#load-arrivals).", lo=0.5, hi=1.0, hi_open=True,
         why="a high quantile; 1 is the worst request, unbounded under any arrival law")
     load: LoadSection = field(default=LoadSection(), metadata={
-        "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv, length_cv, static_gap_cv2, static_bunch_cycles, static_bunch_growth; '
+        "help": 'The demand and its arrivals, one [workload.load] table (demand, peak_to_mean, arrival, arrival_cv, service_cv, length_cv, static_gap_cv2, static_bunch_cycles, static_bunch_growth, refill_births; '
                 'docs/load.md); absent: demand = "saturate".'})
     prefix_cache: PrefixCacheSection | None = field(default=None, metadata={
         "help": "Prefix caching, a [workload.prefix_cache] table (hit_rate, cache_share; docs/generation.md#prefix-caching); "

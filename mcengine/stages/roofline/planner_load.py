@@ -81,8 +81,9 @@ class Demand:
     reliability stage, the fixed ``instances`` (None: a fleet bought per trial), the TPOT
     SLO (``tpot_slo_ms``), the static mode's completion-gap CV² (``gap_cv2``,
     ``workload.load.static_gap_cv2``), its cycle excess (``bunch_cycles``, ``bunch_growth``:
-    ``workload.load.static_bunch_cycles``, ``.static_bunch_growth``) and the lengths' spread (``length_cv``,
-    ``workload.load.length_cv``, docs/load.md#length-spread)."""
+    ``workload.load.static_bunch_cycles``, ``.static_bunch_growth``), the lengths' spread (``length_cv``,
+    ``workload.load.length_cv``, docs/load.md#length-spread) and the continuous mode's births' share of
+    the admissions (``refill_births``, ``workload.load.refill_births``, docs/load.md#refill)."""
 
     demand: np.ndarray
     peak_to_mean: np.ndarray
@@ -96,6 +97,7 @@ class Demand:
     length_cv: np.ndarray
     bunch_cycles: np.ndarray
     bunch_growth: np.ndarray
+    refill_births: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,7 @@ class Model:
         self.ttft_slo_s, self.tpot_slo_s = joined(lambda d: d.ttft_slo_ms) / MS_PER_S, joined(lambda d: d.tpot_slo_ms) / MS_PER_S
         self.gap_cv2, self.length_cv = joined(lambda d: d.gap_cv2), joined(lambda d: d.length_cv)
         self.bunch_cycles, self.bunch_growth = joined(lambda d: d.bunch_cycles), joined(lambda d: d.bunch_growth)
+        self.refill_births = joined(lambda d: d.refill_births)
         self.instances = None if demands[0].instances is None else joined(lambda d: d.instances)
 
     @classmethod
@@ -211,6 +214,7 @@ class Model:
                     steps[name][at] = values[cols[at] - self.starts[i]]
         steps["gap_cv2"], steps["length_cv"] = self.gap_cv2[cols], self.length_cv[cols]
         steps["bunch_cycles"], steps["bunch_growth"] = self.bunch_cycles[cols], self.bunch_growth[cols]
+        steps["refill_births"] = self.refill_births[cols]
         return load.Plans(steps, self.q[cols], self.ttft_slo_s[cols], self.tpot_slo_s[cols], self.ca[cols], self.output_tokens[cols])
 
 
