@@ -119,17 +119,19 @@ STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("st
 #: Most bisection steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
-#: Halvings of :func:`capacity_rate` a model call after the first answers: each trial is asked the
+#: Halvings of :func:`capacity_rate` a model call answers (but a first call's grid, :data:`CAPACITY_GRID_HALVINGS`): each trial is asked the
 #: ``2^h - 1`` rates the next ``h`` halvings could probe (the last call: the steps left), and
 #: the halvings are replayed on the answers (the same bracket as one halving a call, in
 #: fewer calls: a call's own cost, not its trials', is what its late steps, on a few trials
 #: each, pay).
 CAPACITY_HALVINGS = 3
-#: Halvings :func:`capacity_rate`'s first model call answers: it asks every trial the
-#: ``2^g - 1`` rates of a grid of its first bracket, every ``1/2^g`` of it (``g`` = this,
-#: the same shares for every trial), the search's resolution: a window of misses below the
-#: capacity returned lies wholly between two of these rates, so it is narrower than
-#: ``1/2^g`` of the bracket; any wider one is found (docs/load.md#speed).
+#: Halvings :func:`capacity_rate`'s first model call answers for a trial whose quantile
+#: can dip (:func:`can_dip`): it asks it the ``2^g - 1`` rates of a grid of its first
+#: bracket, every ``1/2^g`` of it (``g`` = this, the same shares for every such trial), the
+#: search's resolution: a window of misses below the capacity returned lies wholly between
+#: two of these rates, so it is narrower than ``1/2^g`` of the bracket; any wider one is
+#: found (docs/load.md#speed). Every other trial's first call answers
+#: :data:`CAPACITY_HALVINGS`.
 CAPACITY_GRID_HALVINGS = 6
 #: Relative width of :func:`capacity_rate`'s bracket at which a trial stops: the capacity
 #: returned meets the SLOs and is within 0.05 % below a rate that misses them.
@@ -282,25 +284,27 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     faster than a bisection and stalls where the secant keeps one end (docs/load.md#speed);
     every step halves the bracket, so a trial settles in about
     ``log2(width / (tolerance x capacity))`` steps.
-    The steps run in at most ``1 + ceil((CAPACITY_STEPS - g) / CAPACITY_HALVINGS)`` model
-    calls (``g`` = :data:`CAPACITY_GRID_HALVINGS`): the first asks every trial not settled
-    the ``2^g - 1`` rates of a grid of its bracket, every ``1/2^g`` of it, and each later one
-    the trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings could
-    probe (``h`` = :data:`CAPACITY_HALVINGS`, the last call the steps left: 40 = 6 + 11 x 3
-    + 1); each call's probes are every midpoint of :func:`_tree`, and the halvings are
-    replayed on the answers, a trial stopping at the halving that settles it: the brackets
-    of one halving a call, bit for bit. The quantiles need not rise with the rate (static's
-    TTFT quantile falls where the completion gaps grow more regular, arrivals burstier than
-    Poisson's, docs/load.md#static), so a probed rate counts as meeting the SLOs only where
-    every rate the call probed below it does: at no extra call, and where the miss rises
-    with the rate the halvings are those of the plain bisection. What is returned, ``c``,
-    holds by induction over the calls (each call's bracket lies between rates it has
-    found meeting and missing): ``c`` and every rate probed below it meet the SLOs, and a
-    rate at most ``c (1 + tolerance)`` misses them (or at most ``2^-40`` of the bracket
-    above ``c``, where the steps run out first; ``c`` is the probe itself where it meets them). So ``c`` is the lowest rate that misses
-    them, to the tolerance, unless a window of misses lies below it between two rates of
-    the first call's grid: the resolution is ``1/2^g`` of the first bracket (1/64 of it,
-    ``[lower end, top_rate]``), and a window that narrow is the only way ``c`` is
+    The steps run in at most ``ceil(CAPACITY_STEPS / CAPACITY_HALVINGS)`` model calls: each
+    asks the trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings
+    could probe (every midpoint of :func:`_tree`; ``h`` = :data:`CAPACITY_HALVINGS`, the
+    last call the steps left: 40 = 13 x 3 + 1), but the first asks a trial whose quantile
+    can dip (:func:`can_dip`) the ``2^g - 1`` rates of a grid of its bracket, every
+    ``1/2^g`` of it (``g`` = :data:`CAPACITY_GRID_HALVINGS`: 40 = 6 + 11 x 3 + 1); the
+    halvings are replayed on the answers, a trial stopping at the halving that settles it:
+    the brackets of one halving a call, bit for bit. The quantiles need not rise with the
+    rate (static's TTFT quantile falls where the completion gaps grow more regular, arrivals
+    burstier than Poisson's, docs/load.md#static), so a probed rate counts as meeting the
+    SLOs only where every rate the call probed below it does: at no extra call, and where
+    the miss rises with the rate the halvings are those of the plain bisection. What is
+    returned, ``c``, holds by induction over the calls (each call's bracket lies between
+    rates it has found meeting and missing): ``c`` and every rate probed below it meet the
+    SLOs, and a rate at most ``c (1 + tolerance)`` misses them (or at most ``2^-40`` of the
+    bracket above ``c``, where the steps run out first; ``c`` is the probe itself where it
+    meets them). So ``c`` is the lowest rate that misses them, to the tolerance, unless a
+    window of misses lies below it between two rates of the first call: the resolution is
+    ``1/2^g`` of the first bracket ``[lower end, top_rate]`` (1/64) where the quantile can
+    dip, ``1/2^h`` (1/8) elsewhere, where no model's quantile falls with the rate (the rise
+    test of tests/stages/test_load.py), and a window that narrow is the only way ``c`` is
     overstated (by any amount: up to the next rate the quantile crosses the SLO rising).
     Rates below ``meets_at`` are not asked (the caller's claim that it meets them holds
     for that rate alone)."""
@@ -323,28 +327,54 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     keep = np.flatnonzero(f0 <= 0.0)
     live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
     out[live] = lo
-    done = 0
-    for call in range(1 + -(-(CAPACITY_STEPS - CAPACITY_GRID_HALVINGS) // CAPACITY_HALVINGS)):
-        keep = np.flatnonzero(hi - lo > CAPACITY_TOLERANCE * lo)
-        live, p, k, lo, hi = live[keep], p.take(keep), k[keep], lo[keep], hi[keep]
+    left = np.full(live.size, CAPACITY_STEPS)
+    levels = np.where(can_dip(p), CAPACITY_GRID_HALVINGS, CAPACITY_HALVINGS)
+    for _ in range(1 + -(-(CAPACITY_STEPS - CAPACITY_HALVINGS) // CAPACITY_HALVINGS)):
+        keep = np.flatnonzero((hi - lo > CAPACITY_TOLERANCE * lo) & (left > 0))
+        live, p, k, lo, hi, left, levels = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], left[keep], levels[keep]
         if live.size == 0:
             break
-        levels = min(CAPACITY_GRID_HALVINGS if call == 0 else CAPACITY_HALVINGS, CAPACITY_STEPS - done)  # (the last call: the steps left)
-        done += levels
-        rows = np.arange(live.size)
-        mids = np.stack([0.5 * (a + b) for a, b in _tree(lo, hi, levels)], axis=1)  # (trials, 2^levels - 1), level by level
-        meets = (p.take(np.repeat(rows, mids.shape[1])).misses(mids.ravel(), np.repeat(k, mids.shape[1])) <= 0.0).reshape(mids.shape)
-        order = _in_order(levels)
-        meets[:, order] = np.logical_and.accumulate(meets[:, order], axis=1)  # a rate meets only if every rate probed below it does
-        node = np.zeros(live.size, int)
-        for level in range(levels):  # the halvings replayed on the answers
-            on = hi - lo > CAPACITY_TOLERANCE * lo
-            at = 2 ** level - 1 + node
-            mid, yes = mids[rows, at], meets[rows, at]
-            lo, hi = np.where(on & yes, mid, lo), np.where(on & ~yes, mid, hi)
-            node = 2 * node + yes
+        levels = np.minimum(levels, left)  # (the last call: the steps left)
+        left = left - levels
+        groups = [(h, np.flatnonzero(levels == h)) for h in np.unique(levels)]
+        mids = [np.stack([0.5 * (a + b) for a, b in _tree(lo[at], hi[at], h)], axis=1) for h, at in groups]  # (trials, 2^h - 1), level by level
+        rows = np.concatenate([np.repeat(at, m.shape[1]) for (_, at), m in zip(groups, mids)])
+        meets = np.split(p.take(rows).misses(np.concatenate([m.ravel() for m in mids]), k[rows]) <= 0.0,
+                         np.cumsum([m.size for m in mids])[:-1])  # one model call for every group
+        for (h, at), m, yes in zip(groups, mids, meets):
+            lo[at], hi[at] = _halvings(lo[at], hi[at], m, yes.reshape(m.shape), h)
+        levels = np.full(live.size, CAPACITY_HALVINGS)
         out[live] = lo
     return out
+
+
+def can_dip(plans: Plans) -> np.ndarray:
+    """The trials whose TTFT quantile can fall as the rate rises, so that
+    :func:`capacity_rate` asks them its first call's grid: static plans under arrivals
+    burstier than Poisson's (arrival CV above 1), whose completion gaps grow more regular
+    with the load faster than their mean grows (docs/load.md#static), and disaggregated
+    plans whose lengths spread (``length_cv`` above 0), whose long prompts cost less the
+    more prompts share their pass (docs/load.md#length-spread). The other quantiles rise with
+    the rate (tests/analytic/test_length_spread.py's rise tests)."""
+    mode, steps = plans.steps["mode"], plans.steps
+    return ((mode == STATIC) & (plans.arrival_cv > 1.0)) | ((mode == DISAGGREGATED) & (steps["length_cv"] > 0.0))
+
+
+def _halvings(lo, hi, mids, meets, levels):
+    """The ``levels`` halvings of each bracket ``[lo, hi]`` replayed on the answers
+    ``meets`` at its :func:`_tree` midpoints ``mids`` (trials x ``2^levels - 1``), a trial
+    stopping at the halving that settles it; a rate counts as meeting the SLOs only where
+    every rate probed below it does."""
+    order = _in_order(levels)
+    meets[:, order] = np.logical_and.accumulate(meets[:, order], axis=1)
+    rows, node = np.arange(lo.size), np.zeros(lo.size, int)
+    for level in range(levels):
+        on = hi - lo > CAPACITY_TOLERANCE * lo
+        at = 2 ** level - 1 + node
+        mid, yes = mids[rows, at], meets[rows, at]
+        lo, hi = np.where(on & yes, mid, lo), np.where(on & ~yes, mid, hi)
+        node = 2 * node + yes
+    return lo, hi
 
 
 def _in_order(levels):

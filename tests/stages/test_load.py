@@ -422,11 +422,10 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
     capacity search, its ``load_steps.*`` as handed in) whose miss jumps at its capacity at
     SLO: -0.09 at the capacity, +0.04 at 1.0005 x it, +0.41 at 1.001 x it (the TTFT quantile
     leaves the unwaited prefill where the probability of waiting crosses 1 - q). From no
-    load to the saturated rate, capacity_rate's bisection settles it in 5 model calls (the
-    probe, the unloaded plan, then ceil(log2(1 / (tolerance x 0.993))) = 11 halvings: 6 in
-    the first call, the 63 rates of its grid, then 3 a call, 7 rates asked in each; the
-    Illinois steps it replaces took 21 calls on this trial); the capacity meets the SLOs
-    and 1 + tolerance times it does not."""
+    load to the saturated rate, capacity_rate's bisection settles it in 6 model calls (the
+    probe, the unloaded plan, then ceil(log2(1 / (tolerance x 0.993))) = 11 halvings, 3 a
+    call: 7 rates asked in each; the Illinois steps it replaces took 21 calls on this
+    trial); the capacity meets the SLOs and 1 + tolerance times it does not."""
     steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
              "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
              "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
@@ -437,7 +436,7 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
     calls = []
     counted = _Logged(plans, np.array([0]), calls)
     capacity = load.capacity_rate(counted, instances, top)[0]
-    assert [asked.size for asked, _, _ in calls] == [1, 0, 63, 7, 7]  # a logged entry a model call, its positive rates
+    assert [asked.size for asked, _, _ in calls] == [1, 0, 7, 7, 7, 7]  # a logged entry a model call, its positive rates
     assert capacity == pytest.approx(592.8652821097157, rel=load.CAPACITY_TOLERANCE)
     miss = plans.take(np.zeros(3, int)).misses(capacity * np.array([1.0, 1.0 + load.CAPACITY_TOLERANCE, 1.001]), np.full(3, 48.0))
     assert miss[0] <= 0.0 < miss[1] and miss[2] - miss[0] > 0.4
@@ -445,28 +444,33 @@ def test_the_capacity_search_settles_a_jumping_miss_within_its_steps():
 
 
 class _Window:
-    """Plans whose miss is +1 on ``[0.24, 0.3]`` and above 0.8 of the top rate, -1 elsewhere:
-    a quantile that falls back under its SLO past a load where it misses."""
+    """Plans whose miss is +1 on ``[0.26, 0.3]`` and above 0.8 of the top rate, -1 elsewhere:
+    a quantile that falls back under its SLO past a load where it misses; static plans
+    under arrivals of CV ``arrival_cv`` (:func:`mcengine.stages.load.can_dip` reads both)."""
 
-    def __init__(self, top):
-        self.top, self.q = top, np.zeros(top.size)
+    def __init__(self, top, arrival_cv):
+        self.top, self.q, self.arrival_cv = top, np.zeros(top.size), arrival_cv
+        self.steps = {"mode": np.full(top.size, load.STATIC)}
 
     def take(self, index):
-        return _Window(self.top[index])
+        return _Window(self.top[index], self.arrival_cv[index])
 
     def misses(self, rate, count):
         share = rate / self.top
-        return np.where(((share >= 0.24) & (share <= 0.3)) | (share > 0.8), 1.0, -1.0)
+        return np.where(((share >= 0.26) & (share <= 0.3)) | (share > 0.8), 1.0, -1.0)
 
 
 def test_the_capacity_search_stops_below_the_first_rate_it_finds_missing():
     """A miss that falls back under the SLO at a higher load (the static TTFT quantile under
-    bursty arrivals, tests/analytic/test_length_spread.py): the search's first call probes
-    1/64, ..., 63/64 of the bracket, 16/64 misses, so the capacity is the edge at 0.24 of the
-    top rate within the tolerance, not the one at 0.8 the halvings alone would find (1/2 meets)."""
-    top = np.array([100.0])
-    capacity = load.capacity_rate(_Window(top), np.array([1.0]), top)[0]
-    assert 24.0 * (1.0 - 2.0 * load.CAPACITY_TOLERANCE) <= capacity < 24.0
+    bursty arrivals, tests/analytic/test_length_spread.py). Under arrival CV 2 the search's
+    first call probes 1/64, ..., 63/64 of the bracket, 17/64 misses, so the capacity is the
+    edge at 0.26 of the top rate within the tolerance, not the one at 0.8 the halvings alone
+    would find (1/2 meets). Under arrival CV 1, taken as a plan whose quantile rises with the
+    rate, the first call probes 1/8, ..., 7/8, none in the window, so the halvings find 0.8.
+    Both trials in one search."""
+    top, edge = np.array([100.0, 100.0]), np.array([26.0, 80.0])
+    capacity = load.capacity_rate(_Window(top, np.array([2.0, 1.0])), np.ones(2), top)
+    assert (edge * (1.0 - 2.0 * load.CAPACITY_TOLERANCE) <= capacity).all() and (capacity < edge).all()
 
 
 def _static_plans(ttft_slo_s, arrival_cv):
