@@ -312,9 +312,11 @@ def _batch_quantile(q, mean, arrival_cv, top, instances=1):
     ``instances`` instances' total occupancy varies as an infinite-server queue's count,
     variance ``N n c_a^2``, ``2/3`` of it left averaged over one holding time (the triangle
     kernel's ``int w^2``); least-loaded dispatch spreads it evenly, so one instance's
-    variance is ``2/3 n c_a^2 / N``. At most ``top``."""
+    variance is ``2/3 n c_a^2 / N``. At most ``top``. The normal quantile is
+    ``scipy.special.ndtri``, the function ``scipy.stats.norm.ppf`` evaluates, called
+    without its argument checks (``+ 0.0``: its zero is positive, as ``ppf``'s)."""
     n = np.asarray(mean, float)
-    return np.minimum(n + stats.norm.ppf(q) * np.sqrt(2.0 / 3.0 * n * np.asarray(arrival_cv, float) ** 2 / instances), top)
+    return np.minimum(n + (special.ndtri(q) + 0.0) * np.sqrt(2.0 / 3.0 * n * np.asarray(arrival_cv, float) ** 2 / instances), top)
 
 
 #: Fixed-point steps of the static batch (a fixed count: run time never grows with a value).

@@ -5,11 +5,13 @@ docs/load/fit-table.csv validates; and the searches' work never grows with a loa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from mcengine import api
-from mcengine.pipeline import run_block
+from mcengine.pipeline import run_block, run_chunk
 from mcengine.scenario.sampling import draw_inputs, quantile_inputs
 from mcengine.stages import load
 from mcengine.stages.roofline import rule_of
@@ -17,6 +19,8 @@ from mcengine.stages.roofline import planner
 from mcengine.stages.roofline.load_steps import PREFIX, plan_steps, row_steps
 from mcengine.standalone.roofline import plan_weight
 from mcengine.standalone.serve import fast_latency, serving_system
+
+from ..conftest import with_threads
 
 INSTANCES = 16
 
@@ -107,6 +111,29 @@ def test_the_load_columns_of_a_trial_do_not_depend_on_its_block():
     for name in whole:
         if name.startswith(("load.", "load_steps.")):
             np.testing.assert_array_equal(whole[name], np.concatenate([h[name] for h in halves]), err_msg=name)
+
+
+#: The load harness's demand (benchmarks/harness/load.py, configs/studies/load-diurnal.toml's):
+#: on each design's fixed cluster and with the fleet bought.
+DEMAND = ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5"]
+#: The shipped Azure 2023 mix of request classes (docs/case-study/mix-azure-2023).
+MIX = [str(Path(__file__).resolve().parents[2] / "docs" / "case-study" / "mix-azure-2023" / f"{n}.toml") for n in ("h100", "lite-h100")]
+
+
+@pytest.mark.parametrize("designs", [("h100", "lite-h100"), MIX], ids=["case-study", "mix"])
+@pytest.mark.parametrize("bought", [False, True], ids=["fixed", "auto"])
+def test_a_chunk_under_a_demand_gives_the_same_bits_on_one_or_two_threads_and_in_other_chunks(designs, bought):
+    """Under a demand the chain's choice, the load stage and the fleet's econ run beside the
+    threads of the reliability and plan stages: one numba thread or two, one chunk or two,
+    every column of every design the same to the bit (the load stage's columns included)."""
+    scenarios = tuple(api.check(d, DEMAND + (['cluster.instances="auto"'] if bought else [])) for d in designs)
+    one, two = (with_threads(k, run_chunk, scenarios, 3, 96, 40) for k in (1, 2))
+    first, second = run_chunk(scenarios, 3, 96, 24), run_chunk(scenarios, 3, 120, 16)
+    for s in scenarios:
+        assert set(one[s.name]) == set(two[s.name]) and any(k.startswith("load.") for k in one[s.name])
+        for column, values in one[s.name].items():
+            np.testing.assert_array_equal(two[s.name][column], values, err_msg=f"{s.name}: {column}")
+            np.testing.assert_array_equal(np.concatenate([first[s.name][column], second[s.name][column]]), values, err_msg=f"{s.name}: {column}")
 
 
 def test_a_tables_rows_share_their_layouts_terms_with_the_same_numbers():

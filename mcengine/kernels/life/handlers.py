@@ -101,8 +101,8 @@ def start_lifetime(ws, s, c, lf, wb, n_wb):
         ws.m_at[:, :] = 0.0
         ws.mwait_f[:, :] = 0.0
     lam = weigh(ws.weights, ws.rates, s.n_g, s.n_h)
-    s.lam, s.relisted = lam, 0
-    s.t_exp = exponential(st, 1.0 / lam) if lam > 0.0 else np.inf
+    s.lam, s.gap, s.relisted = lam, 1.0 / lam if lam > 0.0 else np.inf, 0
+    s.t_exp = exponential(st, s.gap) if lam > 0.0 else np.inf
 
 
 @inline_kernel
@@ -252,7 +252,7 @@ def fault_fast(ws, s, lf, laws, t):
             v = ws.vids[k]
             settle(ws, laws, v, i, t)
             interrupt(ws, v, i, t, True)
-    s.t_exp = t + exponential(ws.st, 1.0 / s.lam)
+    s.t_exp = t + exponential(ws.st, s.gap)
 
 
 @inline_kernel
@@ -582,8 +582,9 @@ def reschedule(ws, s, fresh, t):
     if s.relisted:
         new = weigh(ws.weights, ws.rates, s.n_g, s.n_h)
         s.relisted = 0
+        s.gap = 1.0 / new if new > 0.0 else np.inf
     if fresh or lam <= 0.0:
-        s.t_exp = t + exponential(ws.st, 1.0 / new) if new > 0.0 else np.inf
+        s.t_exp = t + exponential(ws.st, s.gap) if new > 0.0 else np.inf
     elif new != lam:
         s.t_exp = t + (s.t_exp - t) * (lam / new) if new > 0.0 else np.inf
     s.lam = new

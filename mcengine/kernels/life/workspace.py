@@ -103,7 +103,8 @@ Workspace = namedtuple("Workspace", [
     "u_past", "m_life", "m_t0", "m_due", "m_so", "weights", "hlog", "fixed"])
 
 #: The scalar state of a lifetime, one record (fields by name; lives in the workspace):
-#: ``t`` now; ``t_exp`` the pending superposed event and ``lam`` its total rate
+#: ``t`` now; ``t_exp`` the pending superposed event, ``lam`` its total rate and ``gap``
+#: its mean gap ``1 / lam``, kept with it so that a draw of the clock divides nothing
 #: (``relisted`` 1 once a list of filled units changed since ``lam`` was summed);
 #: ``rq_min`` the earliest pending repair completion (``inf`` if none); ``rq_heap`` 1 while
 #: ``rq`` is a heap;
@@ -122,7 +123,7 @@ Workspace = namedtuple("Workspace", [
 #: order at the start (kept across the lifetimes of a block: the next start rebuilds the
 #: lists only then, :func:`~mcengine.kernels.life.handlers.start_lifetime`); ``hlog_n`` the
 #: candidate permanent host failures so far (host units, exponential law: :func:`log_host`).
-STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "rq_min", "stockout_hours", "served",
+STATE = np.dtype([(name, np.float64) for name in ("t", "t_exp", "lam", "gap", "rq_min", "stockout_hours", "served",
                                                   "hrq_min", "host_stockout_hours")]
                  + [(name, np.int64) for name in (
                      "n_g", "n_h", "hn", "rn", "rq_heap", "wq_head", "wq_len", "n_batch", "n_assign", "nv", "host", "fi0", "fi1",
