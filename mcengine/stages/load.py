@@ -119,11 +119,12 @@ STATIC, CONTINUOUS, DISAGGREGATED = (float(SERVING_MODES.index(m)) for m in ("st
 #: Most bisection steps of :func:`capacity_rate` (a fixed cap: run time never grows with a
 #: value; a trial stops once its bracket is within :data:`CAPACITY_TOLERANCE`).
 CAPACITY_STEPS = 40
-#: Halvings of :func:`capacity_rate` a model call answers (but a first call's grid, :data:`CAPACITY_GRID_HALVINGS`): each trial is asked the
-#: ``2^h - 1`` rates the next ``h`` halvings could probe (the last call: the steps left), and
-#: the halvings are replayed on the answers (the same bracket as one halving a call, in
-#: fewer calls: a call's own cost, not its trials', is what its late steps, on a few trials
-#: each, pay).
+#: Halvings of :func:`capacity_rate` a model call answers (but the first call's grid,
+#: :data:`CAPACITY_GRID_HALVINGS`, where it is asked): each trial is asked the ``2^h - 1``
+#: rates the next ``h`` halvings could probe (the last call: the steps left), and the
+#: halvings are replayed on the answers (the same bracket as one halving a call, in fewer
+#: calls: a call's own cost, not its trials', is what its late steps, on a few trials each,
+#: pay).
 CAPACITY_HALVINGS = 3
 #: Halvings :func:`capacity_rate`'s first model call answers for a trial whose quantile
 #: can dip (:func:`can_dip`): it asks it the ``2^g - 1`` rates of a grid of its first
@@ -356,8 +357,8 @@ def can_dip(plans: Plans) -> np.ndarray:
     plans whose lengths spread (``length_cv`` above 0), whose long prompts cost less the
     more prompts share their pass (docs/load.md#length-spread). The other quantiles rise with
     the rate (tests/analytic/test_length_spread.py's rise tests)."""
-    mode, steps = plans.steps["mode"], plans.steps
-    return ((mode == STATIC) & (plans.arrival_cv > 1.0)) | ((mode == DISAGGREGATED) & (steps["length_cv"] > 0.0))
+    mode = plans.steps["mode"]
+    return ((mode == STATIC) & (plans.arrival_cv > 1.0)) | ((mode == DISAGGREGATED) & (plans.steps["length_cv"] > 0.0))
 
 
 def _halvings(lo, hi, mids, meets, levels):

@@ -319,7 +319,7 @@ class _Logged:
 
     def __init__(self, plans, ids, log):
         self.plans, self.ids, self.log = plans, ids, log
-        self.q, self.steps = plans.q, plans.steps
+        self.q, self.steps, self.arrival_cv = plans.q, plans.steps, plans.arrival_cv
 
     def take(self, rows):
         return _Logged(self.plans.take(rows), self.ids[rows], self.log)
@@ -450,7 +450,7 @@ class _Window:
 
     def __init__(self, top, arrival_cv):
         self.top, self.q, self.arrival_cv = top, np.zeros(top.size), arrival_cv
-        self.steps = {"mode": np.full(top.size, load.STATIC)}
+        self.steps = {"mode": np.full(top.size, load.STATIC), "length_cv": np.zeros(top.size)}
 
     def take(self, index):
         return _Window(self.top[index], self.arrival_cv[index])
