@@ -351,17 +351,19 @@ def _finished(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
 
 
 class _Ahead(threading.Thread):
-    """``work(*args)`` (a dict) on a daemon thread, started at once."""
+    """``work(*args)`` (a dict) on a daemon thread, started at once; an error of the types
+    ``refused`` (by default those of inputs a stage refuses, which :func:`run_block` raises
+    in order) leaves the result empty, any other is raised by :meth:`outcome`."""
 
-    def __init__(self, work, *args):
-        super().__init__(daemon=True, name="mcengine-plan-ahead")
-        self._work, self._args, self._result, self._error = work, args, {}, None
+    def __init__(self, work, *args, name: str = "mcengine-plan-ahead", refused: tuple = (InputError, NumericalError)):
+        super().__init__(daemon=True, name=name)
+        self._work, self._args, self._refused, self._result, self._error = work, args, refused, {}, None
         self.start()
 
     def run(self) -> None:
         try:
             self._result = self._work(*self._args)
-        except (InputError, NumericalError):
+        except self._refused:
             pass  # refused for its inputs: run_block raises it in order
         except BaseException as error:  # noqa: BLE001 - handed to the caller by outcome()
             self._error = error
@@ -374,42 +376,31 @@ class _Ahead(threading.Thread):
         return self._result
 
 
-class _Kernels(threading.Thread):
+class _Kernels(_Ahead):
     """The inputs of one slice of trials drawn, then its reliability and fab kernels run
-    (:func:`_drawn`, :func:`_kernel_columns`), on a daemon thread started at once with the
-    numba thread count of the thread that made it (numba's count is per thread); an
-    error is raised by the first call that waits for what it stopped."""
+    (:func:`_drawn`, :func:`_kernel_columns`: :meth:`outcome` is their memo), on a daemon
+    thread started at once with the numba thread count of the thread that made it (numba's
+    count is per thread); every error is raised by the first call that waits for what it
+    stopped."""
 
     def __init__(self, scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int):
-        super().__init__(daemon=True, name="mcengine-slice-kernels")
-        self._args, self._threads = (scenarios, seed, trial_start, n), numba.get_num_threads()
-        self._inputs, self._memo, self._error, self._drawn = None, None, None, threading.Event()
-        self.start()
+        self._threads, self._inputs, self._drawn = numba.get_num_threads(), None, threading.Event()
+        super().__init__(self._kernels, scenarios, seed, trial_start, n, name="mcengine-slice-kernels", refused=())
 
-    def run(self) -> None:
+    def _kernels(self, scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict:
         numba.set_num_threads(self._threads)
-        scenarios, seed, trial_start, n = self._args
         try:
             self._inputs = _drawn(scenarios, seed, trial_start, n)
+        finally:
             self._drawn.set()
-            self._memo = _kernel_columns(scenarios, seed, self._inputs)
-        except BaseException as error:  # noqa: BLE001 - handed to the caller by inputs() or outcome()
-            self._error = error
-        self._drawn.set()
+        return _kernel_columns(scenarios, seed, self._inputs)
 
     def inputs(self) -> dict[str, TrialInputs]:
         """The slice's inputs by name, once drawn; the draw's error raised."""
         self._drawn.wait()
         if self._inputs is None:
-            raise self._error
+            self.outcome()
         return self._inputs
-
-    def outcome(self) -> dict:
-        """The memo of the slice's kernel stages, once done; their error raised."""
-        self.join()
-        if self._error is not None:
-            raise self._error
-        return self._memo
 
 
 def _plan_tables(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInputs]) -> dict[tuple, dict]:

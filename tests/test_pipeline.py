@@ -267,6 +267,23 @@ def test_a_chunk_computed_in_slices_gives_the_numbers_of_one_pass(case, monkeypa
                 assert sliced[name][column].dtype == values.dtype, f"{name}.{column}"
 
 
+def test_an_error_drawing_a_later_slices_inputs_is_raised_on_one_or_two_threads(case, monkeypatch):
+    import mcengine.pipeline as pipeline
+
+    drawn = pipeline._drawn
+
+    def failing(scenarios, seed, trial_start, n):
+        if trial_start == 40:
+            raise RuntimeError("the draw of the slice from trial 40")
+        return drawn(scenarios, seed, trial_start, n)
+
+    monkeypatch.setattr(pipeline, "SLICE_TRIALS", 40)
+    monkeypatch.setattr(pipeline, "_drawn", failing)
+    for threads in (1, 2):
+        with pytest.raises(RuntimeError, match="trial 40"):
+            with_threads(threads, run_chunk, case[:1], 11, 0, 72)
+
+
 @pytest.mark.parametrize("first_fails", [False, True], ids=["a later slice's kernels", "an earlier slice's stages first"])
 def test_an_error_of_a_slice_is_raised_in_slice_order_on_one_or_two_threads(case, monkeypatch, first_fails):
     """A slice's kernels run beside the stages finishing the slice before (two threads):
