@@ -83,38 +83,6 @@ def test_resume_after_interrupt_gives_straight_numbers(tmp_path, straight):
     assert _numbers(resumed) == straight
 
 
-@pytest.mark.parametrize(("every_s", "saved"), [(0.0, [1024, 2048, 3000]), (math.inf, [1024, 3000])], ids=["every chunk", "first and last"])
-def test_the_state_is_saved_after_the_first_chunk_by_the_interval_and_at_the_end(tmp_path, monkeypatch, straight, every_s, saved):
-    """A checkpoint after the first chunk, then after the first chunk that ends
-    ``CHECKPOINT_S`` after the last one, and at the end; the numbers never move."""
-    from mcengine.runner import backends, execution
-
-    writes, real = [], backends.FolderBackend.save_state
-    monkeypatch.setattr(execution, "CHECKPOINT_S", every_s)
-    monkeypatch.setattr(backends.FolderBackend, "save_state", lambda self, acc, fp: (writes.append(acc.trials_done), real(self, acc, fp)))
-    assert _numbers(_run(chunk_trials=1024, out=tmp_path / "run", figures=False)) == straight
-    assert writes == saved
-
-
-def test_a_stop_saves_every_chunk_folded_since_the_last_checkpoint(tmp_path, monkeypatch, straight):
-    """Stopped after its second chunk with no checkpoint due since the first, a run saves
-    both chunks as it stops, and resumes from them to the straight numbers."""
-    from mcengine.runner import execution
-
-    monkeypatch.setattr(execution, "CHECKPOINT_S", math.inf)
-    out, calls = tmp_path / "run", []
-
-    def stop_after_two_chunks(done, total):
-        calls.append(done)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        _run(chunk_trials=1024, out=out, progress=stop_after_two_chunks, figures=False)
-    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 2048
-    assert _numbers(api.run(None, out=out, resume=True, chunk_trials=1024, keep_trials=False, figures=False)) == straight
-
-
 def test_resume_refuses_a_changed_scenario(tmp_path):
     out = tmp_path / "run"
 

@@ -3,14 +3,13 @@
 The execution loop (:mod:`.execution`) makes the same calls on either backend, in this
 order: :meth:`Backend.locked` around the run; :meth:`Backend.start` for a new run or
 :meth:`Backend.resume` for an interrupted one; after each chunk :meth:`Backend.save_trials`
-(with ``keep_trials``: the chunk's per-trial table), and :meth:`Backend.save_state` (the
-summaries so far) by the rule of :data:`.execution.CHECKPOINT_S`. :class:`MemoryBackend` keeps the per-trial tables in a list and
+(with ``keep_trials``: the chunk's per-trial table) and then :meth:`Backend.save_state`
+(the summaries so far). :class:`MemoryBackend` keeps the per-trial tables in a list and
 saves no state, so nothing survives the process. :class:`FolderBackend` writes
 ``run.json`` at the start, each chunk's per-trial table as its own Parquet part under
 ``trials.parquet/`` (a Parquet dataset that pandas and pyarrow read as one table) and
-the summaries to ``checkpoint.json`` (atomically, :mod:`.checkpoint`), so a stopped or
-killed run resumes from its last checkpoint to exactly the straight-run numbers (a
-resume drops the parts after it).
+the summaries to ``checkpoint.json`` (atomically, :mod:`.checkpoint`), so a killed run
+resumes from its last finished chunk to exactly the straight-run numbers.
 """
 
 from __future__ import annotations

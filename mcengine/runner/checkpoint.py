@@ -1,10 +1,8 @@
 """Checkpoint integrity: what ``checkpoint.json`` holds and the checks a resume makes.
 
-With an output folder, the run's settings go to ``run.json`` and the accumulated state
-to ``checkpoint.json`` (atomically) after the first chunk, at most every
-:data:`~.execution.CHECKPOINT_S` seconds of chunks after it, and whenever the run stops, so
-a stopped run resumes from its last finished chunk, and a killed one (SIGKILL) from its
-last checkpoint, to exactly the straight-run numbers.
+With an output folder, the run's settings go to ``run.json`` and, after every chunk,
+the accumulated state to ``checkpoint.json`` (atomically), so a killed run (SIGKILL
+included) resumes from its last finished chunk to exactly the straight-run numbers.
 The folder is locked while a run uses it (a second run on it is refused, naming the
 holder). ``run.json`` carries the fingerprint (sha256) of the run's settings, and
 ``checkpoint.json`` carries that fingerprint and the sha256 of its own state: a resume

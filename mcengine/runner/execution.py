@@ -1,14 +1,12 @@
 """The execution loop of a run: chunks computed (here, on a second thread beside the
-caller's work, or on a Dask cluster) and folded into the summaries in chunk order, each
-chunk's per-trial table saved by the run's backend as it ends and the summaries' state by
-the rule of :data:`CHECKPOINT_S`; a signal stops the loop after the chunk it lands in is
+caller's work, or on a Dask cluster), folded into the summaries in chunk order and saved
+by the run's backend after each; a signal stops the loop after the chunk it lands in is
 saved."""
 
 from __future__ import annotations
 
 import queue
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -85,42 +83,21 @@ def _execute(spec, chunk_trials, backend, resume, scheduler, progress, expect, p
     return RunOutcome(spec, acc, backend.frames, saved if isinstance(saved, dict) else None)
 
 
-#: Seconds of chunks a checkpoint may fall behind while a run goes on (:func:`_run_chunks`):
-#: the state is re-encoded whole at each save, which costs more than a chunk's fold once a
-#: large run's quantile sketches fill, so a run saves it after its first chunk, then after
-#: the first chunk that ends this long after the last save, and always when it stops. A
-#: kill that gives no chance to save (SIGKILL, a power cut) loses at most the chunks of the
-#: last this many seconds; a resume then recomputes them, to the same numbers.
-CHECKPOINT_S = 30.0
-
-
 def _run_chunks(spec, bounds, scheduler, backend, acc, progress, provenance) -> None:
     """Each chunk: computed, its per-trial table saved by ``backend``, folded into ``acc``,
-    the state saved by the rule of :data:`CHECKPOINT_S`, the memory it freed given back to
-    the operating system (:func:`.heap.release`); when the loop ends (the last chunk, a
-    signal after the chunk it lands in, an error of a later chunk or of the caller's
-    ``progress``) the state of every chunk folded is saved. A fold that fails leaves a
-    state part-folded, which is never saved (the last checkpoint stands)."""
+    its state saved, the memory it freed given back to the operating system
+    (:func:`.heap.release`); a signal stops the loop after the chunk it lands in is saved."""
     fingerprint = spec.fingerprint()
-    saved_at, unsaved = None, False
     with interrupt.deferred():
-        try:
-            for start, chunk in _chunks(spec, bounds, scheduler):
-                if spec.keep_trials:
-                    backend.save_trials(start, chunk, provenance)
-                unsaved = False
-                acc.add(chunk)
-                unsaved = True
-                if saved_at is None or time.monotonic() - saved_at >= CHECKPOINT_S:
-                    backend.save_state(acc, fingerprint)
-                    saved_at, unsaved = time.monotonic(), False
-                heap.release()
-                if progress:
-                    progress(acc.trials_done, spec.trials)
-                interrupt.check()
-        finally:
-            if unsaved:
-                backend.save_state(acc, fingerprint)
+        for start, chunk in _chunks(spec, bounds, scheduler):
+            if spec.keep_trials:
+                backend.save_trials(start, chunk, provenance)
+            acc.add(chunk)
+            backend.save_state(acc, fingerprint)
+            heap.release()
+            if progress:
+                progress(acc.trials_done, spec.trials)
+            interrupt.check()
 
 
 def _chunks(spec: RunSpec, bounds: list[tuple[int, int]], scheduler: str | None):
