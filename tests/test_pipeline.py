@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from mcengine import api
-from mcengine.errors import InputError, NumericalError
+from mcengine.errors import InputError, NumericalError, Problem
 from mcengine.columns import INPUT_PREFIX, METRICS, PAIRED_METRICS, TRAINING_METRICS, metrics_of
 from mcengine.pipeline import (
     fab_key, reliability_key, roofline_key, run_block, run_chunk, share_lifetimes,
@@ -258,12 +258,57 @@ def test_a_chunk_computed_in_slices_gives_the_numbers_of_one_pass(case, monkeypa
     pair = case[::2]  # h100 and lite-h100-2x
     whole = pipeline.run_slice(pair, 11, 1000, 72)
     monkeypatch.setattr(pipeline, "SLICE_TRIALS", 40)
-    sliced = run_chunk(pair, 11, 1000, 72)
-    for name in whole:
-        assert list(sliced[name]) == list(whole[name])
-        for column, values in whole[name].items():
-            np.testing.assert_array_equal(sliced[name][column], values, err_msg=f"{name}.{column}")
-            assert sliced[name][column].dtype == values.dtype, f"{name}.{column}"
+    for threads in (1, 2):  # slice after slice; each next slice's kernels beside the stages finishing the one before
+        sliced = with_threads(threads, run_chunk, pair, 11, 1000, 72)
+        for name in whole:
+            assert list(sliced[name]) == list(whole[name])
+            for column, values in whole[name].items():
+                np.testing.assert_array_equal(sliced[name][column], values, err_msg=f"{threads} threads: {name}.{column}")
+                assert sliced[name][column].dtype == values.dtype, f"{name}.{column}"
+
+
+def test_an_error_drawing_a_later_slices_inputs_is_raised_on_one_or_two_threads(case, monkeypatch):
+    import mcengine.pipeline as pipeline
+
+    drawn = pipeline._drawn
+
+    def failing(scenarios, seed, trial_start, n):
+        if trial_start == 40:
+            raise RuntimeError("the draw of the slice from trial 40")
+        return drawn(scenarios, seed, trial_start, n)
+
+    monkeypatch.setattr(pipeline, "SLICE_TRIALS", 40)
+    monkeypatch.setattr(pipeline, "_drawn", failing)
+    for threads in (1, 2):
+        with pytest.raises(RuntimeError, match="trial 40"):
+            with_threads(threads, run_chunk, case[:1], 11, 0, 72)
+
+
+@pytest.mark.parametrize("first_fails", [False, True], ids=["a later slice's kernels", "an earlier slice's stages first"])
+def test_an_error_of_a_slice_is_raised_in_slice_order_on_one_or_two_threads(case, monkeypatch, first_fails):
+    """A slice's kernels run beside the stages finishing the slice before (two threads):
+    their error is raised after that slice is finished, so the error raised is the one
+    slice after slice raises (the earlier slice's, when both fail)."""
+    import mcengine.pipeline as pipeline
+
+    lifetimes, block = pipeline.share_lifetimes, pipeline.run_block
+
+    def failing_lifetimes(scenarios, inputs, seed, memo):
+        if next(iter(inputs.values())).trial_start == 40:
+            raise RuntimeError("the kernels of the slice from trial 40")
+        return lifetimes(scenarios, inputs, seed, memo)
+
+    def failing_block(scenario, seed, trial_start, n, inputs=None, memo=None):
+        if first_fails and trial_start == 0:
+            raise InputError(Problem("workload.x", 0, "refused in the slice from trial 0"))
+        return block(scenario, seed, trial_start, n, inputs=inputs, memo=memo)
+
+    monkeypatch.setattr(pipeline, "SLICE_TRIALS", 40)
+    monkeypatch.setattr(pipeline, "share_lifetimes", failing_lifetimes)
+    monkeypatch.setattr(pipeline, "run_block", failing_block)
+    for threads in (1, 2):
+        with pytest.raises(InputError if first_fails else RuntimeError, match="slice from trial 0" if first_fails else "trial 40"):
+            with_threads(threads, run_chunk, case[:1], 11, 0, 72)
 
 
 def test_a_chunk_writes_its_slices_in_place_widening_a_column_as_concatenation_would(monkeypatch):
@@ -278,7 +323,7 @@ def test_a_chunk_writes_its_slices_in_place_widening_a_column_as_concatenation_w
 
     monkeypatch.setattr(pipeline, "SLICE_TRIALS", 4)
     monkeypatch.setattr(pipeline, "run_slice", fake)
-    chunk = run_chunk((), 0, 0, 10)
+    chunk = with_threads(1, run_chunk, (), 0, 0, 10)  # (slice by slice: run_slice itself)
     parts = [fake((), 0, s, min(4, 10 - s)) for s in (0, 4, 8)]
     for column in ("t", "pair"):
         joined = np.concatenate([p["a"][column] for p in parts])

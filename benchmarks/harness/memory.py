@@ -19,7 +19,10 @@ hold at most :data:`mcengine.pipeline.SLICE_TRIALS` trials at once.
 
 ``python -m benchmarks memory --against REV`` measures a checkout of git revision REV
 too, alternating between the two trees at each trial count (a slow spell of the shared
-machine falls on both), and reports the after/before ratios of the peaks.
+machine falls on both), and reports the after/before ratios of the peaks. Each tree runs
+a small case study first, outside the measurements (``warm_up``: its wall and CPU seconds
+and peak), which fills its numba cache: a tree whose cache is cold (a fresh checkout, a
+kernel changed) would otherwise have its compile counted in its first measured run.
 """
 
 from __future__ import annotations
@@ -145,14 +148,21 @@ def run(quick: bool = False, against: str | None = None, adaptive: bool = False,
     counts = trials or (QUICK_TRIALS if quick else TRIALS)
     chunk = None if adaptive else DEFAULT_CHUNK_TRIALS
     head = {"chunk_trials": chunk or "adaptive", "keep_trials": keep_trials}
-    if against is None:
-        return {**head, "after": [peak(n, chunk_trials=chunk, keep_trials=keep_trials) for n in counts]}
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"before": _checkout(against, tmp), "after": ROOT}
-        peak(QUICK_TRIALS[0], trees["before"])  # compile the revision's kernels outside the measurement
-        out: dict = {"against": against, **head, "before": [], "after": []}
+        trees = {"after": ROOT} if against is None else {"before": _checkout(against, tmp), "after": ROOT}
+        out: dict = {**({"against": against} if against else {}), **head, "warm_up": {side: warmed(root) for side, root in trees.items()}}
         for n in counts:
             for side, root in trees.items():
-                out[side].append(peak(n, root, chunk, keep_trials))
-    out["peak_ratio"] = [a["peak_mb"] / b["peak_mb"] for a, b in zip(out["after"], out["before"])]
+                out.setdefault(side, []).append(peak(n, root, chunk, keep_trials))
+    if against is not None:
+        out["peak_ratio"] = [a["peak_mb"] / b["peak_mb"] for a, b in zip(out["after"], out["before"])]
     return out
+
+
+def warmed(root: Path) -> dict:
+    """Wall and CPU seconds and peak MB of a first run of :data:`QUICK_TRIALS` ``[0]`` trials
+    of the tree at ``root``, which compiles whatever its numba cache lacks (all of it in a
+    fresh checkout or after a kernel changed; little on a warm cache), so that the runs
+    measured after it time the run alone, never the compile."""
+    _, wall, usage = _spawn(["-c", _CHILD, str(QUICK_TRIALS[0]), "0"], root, None, "the warm-up run")
+    return {"trials": QUICK_TRIALS[0], "wall_s": wall, **usage}

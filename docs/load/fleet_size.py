@@ -84,7 +84,7 @@ def waits(design: str, instances: int, load: float, arrival: str, cv: float, req
     (``c + 1`` for independent phases) and the fast model's ``W``, ``g (1 + c_g^2) / 2``."""
     import numpy as np
 
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serve_summary
     from static_gaps import batch_rows, gap_measures
@@ -99,7 +99,7 @@ def waits(design: str, instances: int, load: float, arrival: str, cv: float, req
     wait = (start - df.arrival_s.to_numpy())[kept]
     wait = wait[wait > 1e-9]
     k = float(batches["size"][batches.measured.to_numpy()].mean())
-    gaps = qu.completion_gaps(rate, instances, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
+    gaps = qs.completion_gaps(rate, instances, cycle_1, cycle_top, top, qs.STATIC_GAP_CV2, cv)
     return {"design": design, "instances": instances, "arrival": arrival, "load": load, "k": k, "idle": gap_measures(df, (start, batches))["idle"],
             "idle model": float(gaps.idle_probability), "W": float(wait.mean()), "W p99": float(np.quantile(wait, 0.99)),
             "n_eff": (cycle_1 + (cycle_top - cycle_1) / max(top - 1, 1) * (k - 1.0)) / float(wait.mean()),

@@ -45,12 +45,12 @@ BEGIN, END = "<!-- length-table:begin -->", "<!-- length-table:end -->"
 def spread_system(design: str, mode: str, length_cv: float):
     """The serving system of a cell, its ``capacity_tokens_per_s`` the plan's saturated rate at
     the spread: static batches of ``b`` hold ``O M_b - 1`` decode steps (``M_b``:
-    :func:`mcengine.analytic.queueing.longest_ratio`) for ``b O`` tokens, so the roofline's
+    :func:`mcengine.analytic.queue_spread.longest_ratio`) for ``b O`` tokens, so the roofline's
     capacity times ``(P + (O - 1) d) / (P + (O M_b - 1) d)`` (``P``, ``d``: the full batch's
     prefill and decode step); the roofline's in the other modes."""
     import dataclasses
 
-    from mcengine.analytic.queueing import longest_ratio
+    from mcengine.analytic.queue_spread import longest_ratio
     from mcengine.scenario import load_scenario
     from mcengine.standalone.serve import serving_system
 

@@ -154,16 +154,17 @@ def step_cost_s(pending, per_prompt: float, chunked_s: float, tail_s: float):
 
 def _steps(system, rate_per_s: float) -> dict:
     """The step count's inputs at ``rate_per_s`` requests/s on a continuous ``system``, at the
-    fast model's occupancy (:func:`mcengine.analytic.queueing.continuous_at_load`'s): the
+    fast model's occupancy (:func:`mcengine.analytic.queue_continuous.continuous_at_load`'s): the
     rate an instance ``lam``, the prompt's chunks ``p``, the step ``tau``, the whole-chunk step
     ``dc``, the tail step, the busy share ``u``, a lone prompt's own steps ``own`` (s) and the
     mean TTFT's components ``t0`` / ``c1`` / ``c2`` (s; :func:`step_laws`)."""
     from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_continuous as qc
 
     s = system
     low = min(s.pipeline, s.batch_max)
     lam, p = rate_per_s / s.instances, s.prompt_tokens / s.chunk_tokens
-    n = qu._continuous_occupancy(lam, s.output_tokens, p, s.mixed_s[low, 0], s.decode_s[s.batch_max], s.mixed_s[low, -1],
+    n = qc._continuous_occupancy(lam, s.output_tokens, p, s.mixed_s[low, 0], s.decode_s[s.batch_max], s.mixed_s[low, -1],
                                  s.mixed_s[s.batch_max, -1], s.batch_max, low)
     d = float(qu._linear(s.mixed_s[low, 0], s.decode_s[s.batch_max], s.batch_max, n, low))
     dc = float(qu._linear(s.mixed_s[low, -1], s.mixed_s[s.batch_max, -1], s.batch_max, n, low))
@@ -225,17 +226,17 @@ def step_model(system, rate_per_s: float, arrival_cv: float, p1: float, p2: floa
     """The mean and ``q`` quantile of the TTFT (ms) counted in steps with given shares of
     arrivals finding at least one / two prompts ahead (``p1`` / ``p2``; docs/load.md#share-laws):
     the mean ``t0 + p1 c1 + p2 (c2 - c1)`` (:func:`_steps`), the quantile the fast model's
-    step-and-stream law (:func:`mcengine.analytic.queueing._step_stream_quantile`) with its
+    step-and-stream law (:func:`mcengine.analytic.queue_continuous._step_stream_quantile`) with its
     second prompt's ``a`` taken so that ``u a / 2 = p2``, plus the prompt's own steps; the
-    bursts' wait (:func:`mcengine.analytic.queueing._burst_wait`) added to both. An oracle for
+    bursts' wait (:func:`mcengine.analytic.queue_continuous._burst_wait`) added to both. An oracle for
     share laws: with the simulator's shares it shows what a law would buy."""
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_continuous as qc
 
     st = _steps(system, rate_per_s)
     u, prompt_s = st["u"], st["p"] * st["dc"]
-    burst_mean, burst_q = qu._burst_wait(q, system.instances, prompt_s, u, arrival_cv)
+    burst_mean, burst_q = qc._burst_wait(q, system.instances, prompt_s, u, arrival_cv)
     mean = st["t0"] + p1 * st["c1"] + p2 * (st["c2"] - st["c1"]) + float(burst_mean)
-    quantile = float(qu._step_stream_quantile(q, st["tau"], prompt_s, u, min(2.0 * p2 / u, 1.0))) + float(burst_q) + st["own"]
+    quantile = float(qc._step_stream_quantile(q, st["tau"], prompt_s, u, min(2.0 * p2 / u, 1.0))) + float(burst_q) + st["own"]
     return 1e3 * mean, 1e3 * quantile
 
 

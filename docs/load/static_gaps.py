@@ -11,7 +11,7 @@ Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
 make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
 ``idle``, the share of requests that find an instance idle, and ``from idle``, the share of
 batches an idle instance starts (the chain's ``P(idle) k``), each by the model and by the
-simulator; ``model``, the gaps' ``c_g^2`` :func:`mcengine.analytic.queueing.completion_gaps`
+simulator; ``model``, the gaps' ``c_g^2`` :func:`mcengine.analytic.queue_static.completion_gaps`
 gives; ``fits``, the ``c_g^2`` that puts the model's mean TTFT on the simulator's (its gaps
 replaced, the rest of the model kept); ``seen``, the simulator's ``2 E[R] / g - 1``, ``R``
 the time from a waiting request's arrival to the next batch completion on any instance and
@@ -256,10 +256,10 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
     top, o = s.batch_max, s.output_tokens
     g = (s.prefill_s[top] + (o - 1) * s.decode_s[top] - s.prefill_s[1] - (o - 1) * s.decode_s[1]) / max(top - 1, 1) * (law["k"] - 1.0)
     g = (s.prefill_s[1] + (o - 1) * s.decode_s[1] + g) / s.instances  # T(k) / c at the simulator's mean batch
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
 
-    model = qu.completion_gaps(rate, s.instances, s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top],
-                               top, qu.STATIC_GAP_CV2, cv)
+    model = qs.completion_gaps(rate, s.instances, s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top],
+                               top, qs.STATIC_GAP_CV2, cv)
     return {"load": load, "arrival": arrival, "k": law["k"], "P0": law["P0"], "P0/k": law["P0"] / law["k"], "idle": sim["idle"],
             "gap*lam/k": law["mean gap"] * rate / law["k"], "empty gaps": law["empty gaps"], "cycle cv2": law["cycle cv2"],
             "independent": law["independent"], "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
@@ -276,7 +276,7 @@ def cell(scenario, system, load: float, arrival: str, cv: float, requests: int =
     """One static cell: the model's and the simulator's gaps (see the module's docstring)."""
     from scipy import optimize
 
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
     from mcengine.standalone.serve import serve_summary
 
     s = system
@@ -285,14 +285,14 @@ def cell(scenario, system, load: float, arrival: str, cv: float, requests: int =
     body, df = serve_summary(scenario, demand, requests, seed, arrival, cv, "static", s.instances, warmup=WARMUP)
     top, o = s.batch_max, s.output_tokens
     cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
-    gaps = qu.completion_gaps(rate, s.instances, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
+    gaps = qs.completion_gaps(rate, s.instances, cycle_1, cycle_top, top, qs.STATIC_GAP_CV2, cv)
 
     def mean_ttft(cv2):
-        return float(qu._gap_ttft(0.99, gaps._replace(shape=np.asarray(1.0 / cv2)), rate, cv, s.prefill_s[1], s.prefill_s[top], top,
+        return float(qs._gap_ttft(0.99, gaps._replace(shape=np.asarray(1.0 / cv2)), rate, cv, s.prefill_s[1], s.prefill_s[top], top,
                                   s.decode_s[1], s.decode_s[top])[0])
 
     def errors(cv2, idle, spill_cv2=None):  # the model's TTFT (mean, P99) over the simulator's, less one
-        got = qu._gap_ttft(0.99, gaps._replace(shape=np.asarray(1.0 / cv2), idle_probability=np.asarray(idle)), rate, cv, s.prefill_s[1],
+        got = qs._gap_ttft(0.99, gaps._replace(shape=np.asarray(1.0 / cv2), idle_probability=np.asarray(idle)), rate, cv, s.prefill_s[1],
                            s.prefill_s[top], top, s.decode_s[1], s.decode_s[top], spill_cv2=spill_cv2)
         return float(got[0]) * 1e3 / body["ttft_ms"]["mean"] - 1.0, float(got[1]) * 1e3 / body["ttft_ms"]["p99"] - 1.0
 
@@ -335,23 +335,23 @@ def wait_measures(df: pd.DataFrame, rows: tuple[np.ndarray, pd.DataFrame], serve
 
 def model_pieces(system, rate: float, cv: float) -> tuple[float, float]:
     """The fast model's mean wait (s) of a waiting request and the mean batch it rides, read
-    from :func:`mcengine.analytic.queueing._gap_ttft` with a flat pass (its TTFT less
+    from :func:`mcengine.analytic.queue_static._gap_ttft` with a flat pass (its TTFT less
     ``prefill(1)`` is then ``P(wait)`` times the wait) and a step of one second a request past
     the first (its mean step is then ``P(wait)`` times the others in the batch)."""
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
 
     s = system
     c, top, o = s.instances, s.batch_max, s.output_tokens
     cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
-    gaps = qu.completion_gaps(rate, c, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
-    ttft, _, others, _ = qu._gap_ttft(0.99, gaps, rate, cv, s.prefill_s[1], s.prefill_s[1], top, 0.0, top - 1.0)
+    gaps = qs.completion_gaps(rate, c, cycle_1, cycle_top, top, qs.STATIC_GAP_CV2, cv)
+    ttft, _, others, _ = qs._gap_ttft(0.99, gaps, rate, cv, s.prefill_s[1], s.prefill_s[1], top, 0.0, top - 1.0)
     waiting = 1.0 - float(gaps.idle_probability)
     return (float(ttft) - s.prefill_s[1]) / waiting, 1.0 + float(others) / waiting
 
 
 def waits_cell(scenario, system, load: float, arrival: str, cv: float, requests: int = REQUESTS, seed: int = 0) -> dict:
     """One static cell's waits (the module's ``--waits`` columns)."""
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
     from mcengine.standalone.serve import serve_summary
 
     s = system
@@ -363,7 +363,7 @@ def waits_cell(scenario, system, load: float, arrival: str, cv: float, requests:
     cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
     k = float(rows[1]["size"][rows[1].measured.to_numpy()].mean())
     cycle = cycle_1 + (cycle_top - cycle_1) / max(top - 1, 1) * (k - 1.0)  # T(k) at the simulator's mean batch
-    model = qu.completion_gaps(rate, c, cycle_1, cycle_top, top, qu.STATIC_GAP_CV2, cv)
+    model = qs.completion_gaps(rate, c, cycle_1, cycle_top, top, qs.STATIC_GAP_CV2, cv)
     w, r = got["wait"], got["residuals"]
     size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()[df.measured.to_numpy()]
     waited = (rows[0] - df.arrival_s.to_numpy())[df.measured.to_numpy()] > 1e-9
@@ -383,7 +383,7 @@ POOLS, OFFERED, POOL_REQUESTS = (4, 8, 16, 32, 64), (0.8, 1.1, 1.4, 1.8, 2.4, 4.
 def pools_cell(scenario, name: str, servers: int, offered: float) -> dict | None:
     """One ``--pools`` cell (see the module's docstring); None where the load would be 0.95 of
     capacity or more."""
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
     from mcengine.standalone.serve import fast_latency, serve_summary, serving_system
 
     s = serving_system(scenario, "static", servers)
@@ -399,7 +399,7 @@ def pools_cell(scenario, name: str, servers: int, offered: float) -> dict | None
     wait = (start - df.arrival_s.to_numpy())[kept]
     k = float(batches["size"][batches.measured.to_numpy()].mean())
     slope = (cycle_top - cycle_1) / max(top - 1, 1)
-    gaps = qu.completion_gaps(rate, servers, cycle_1, cycle_top, top)
+    gaps = qs.completion_gaps(rate, servers, cycle_1, cycle_top, top)
     fast = fast_latency(s, rate, 1.0, 0.99)
     return {"design": name, "c": servers, "a/c": offered, "load": load, "lam s": rate * slope, "k": k, "wait": float(wait[wait > 1e-9].mean()),
             "unbunched": float(wait[wait > 1e-9].mean()) * (servers + 1) / (cycle_1 + slope * (k - 1.0)),

@@ -186,14 +186,20 @@ def draw_inputs(scenario: Scenario, seed: int, trial_start: int, n: int, sampler
     (default: pseudo-random; a Sobol' sampler from :func:`run_sampler` holds every
     uncertain key of the scenario). ``shared``, a dict the scenarios of one block pass
     along, keeps each stream's uniforms (and the block's Sobol' points): a shared key's
-    uniforms do not depend on the scenario, so a key several scenarios hold is drawn once."""
+    uniforms do not depend on the scenario, so a key several scenarios hold is drawn once.
+    A fixed input's column is one array per value in ``shared`` (its ``n`` trials all at
+    that value), read by every key and scenario fixed at it: the stages read their inputs
+    and never write them."""
     from ..rng import uniforms_for_trials
 
     shared = {} if shared is None else shared
     values, points = {}, shared.setdefault(("sobol points",), {})
     for key, dist in scenario.inputs().items():
         if dist.is_fixed:
-            values[key] = np.full(n, dist.value)
+            fixed = ("fixed", type(dist.value), repr(dist.value), n)
+            if fixed not in shared:
+                shared[fixed] = np.full(n, dist.value)
+            values[key] = shared[fixed]
             continue
         stream = input_stream(scenario, key, dist)  # (stage, stream id)
         if stream not in shared:

@@ -12,9 +12,9 @@ the pipeline hands in:
   ``D / X`` and ``D x peak_to_mean / X``;
 * the latency of each trial's plan under load by the fast model of its serving mode,
   the one docs/load/fit-table.csv validates against the request-level simulator
-  (:func:`~mcengine.analytic.queueing.static_at_load`,
-  :func:`~mcengine.analytic.queueing.continuous_at_load`,
-  :func:`~mcengine.analytic.queueing.disaggregated_at_load`; :class:`Plans`), fed the
+  (:func:`~mcengine.analytic.queue_static.static_at_load`,
+  :func:`~mcengine.analytic.queue_continuous.continuous_at_load`,
+  :func:`~mcengine.analytic.queue_disaggregated.disaggregated_at_load`; :class:`Plans`), fed the
   plan's step times at batch 1 and at its top batch (the roofline's ``load_steps.*``
   columns, :mod:`mcengine.stages.roofline.load_steps`): the TTFT and TPOT at
   ``workload.slo_quantile`` at the peak (at most :data:`RHO_SHOWN` of the saturated rate);
@@ -50,6 +50,10 @@ import operator
 import numpy as np
 
 from ..analytic import queueing as qu
+from ..analytic import queue_continuous as qc
+from ..analytic import queue_disaggregated as qd
+from ..analytic import queue_spread as ql
+from ..analytic import queue_static as qs
 from ..analytic.serving import SERVING_MODES
 from ..analytic import mix as mx
 from ..columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX, MIX_PREFIX, MIX_STEPS_PREFIX
@@ -193,9 +197,9 @@ class Plans:
     def latency(self, rate_per_s, instances) -> qu.LoadLatency:
         """TTFT and TPOT (s), mean and at the SLO quantile, of each trial's plan on
         ``instances`` instances at ``rate_per_s`` requests/s: the model of its serving mode
-        (:func:`~mcengine.analytic.queueing.static_at_load`,
-        :func:`~mcengine.analytic.queueing.continuous_at_load`,
-        :func:`~mcengine.analytic.queueing.disaggregated_at_load`), each called once on
+        (:func:`~mcengine.analytic.queue_static.static_at_load`,
+        :func:`~mcengine.analytic.queue_continuous.continuous_at_load`,
+        :func:`~mcengine.analytic.queue_disaggregated.disaggregated_at_load`), each called once on
         the trials of that mode. A disaggregated plan puts ``round(f N)`` of the ``N``
         instances on prefill (at least 1 and at most ``N - 1``; under 2 instances it serves
         nothing: latencies ``+inf``)."""
@@ -211,17 +215,17 @@ class Plans:
                 common = dict(instances=count[rows], batch=s["batch"], output_tokens=self.output_tokens[rows], decode_1_s=s["decode_1_s"], decode_s=s["decode_s"],
                               length_cv=s["length_cv"])
                 if code == STATIC:
-                    got = qu.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], longest=s["longest"],
+                    got = qs.static_at_load(*args, prefill_1_s=s["prefill_1_s"], prefill_s=s["prefill_s"], gap_cv2=s["gap_cv2"], longest=s["longest"],
                                             bunch_cycles=s["bunch_cycles"], bunch_growth=s["bunch_growth"], **common)
                 elif code == CONTINUOUS:
-                    got = qu.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
+                    got = qc.continuous_at_load(*args, prompt_tokens=s["prompt_tokens"], chunk_tokens=s["chunk_tokens"], step_s=s["step_s"],
                                                 chunk_step_1_s=s["chunk_step_1_s"], low_batch=s["low_batch"], tail_step_1_s=s["tail_step_1_s"],
                                                 tail_step_s=s["tail_step_s"], refill_births=s["refill_births"], **common)
                 else:
                     whole = count[rows] >= 2
                     prefill = np.clip(np.round(s["prefill_share"] * count[rows]), 1.0, np.maximum(count[rows] - 1.0, 1.0))
                     common["instances"] = np.maximum(count[rows], 2.0)
-                    got = qu.disaggregated_at_load(*args, prefill_instances=prefill, prefill_batch=s["prefill_batch"], prefill_1_s=s["prefill_1_s"],
+                    got = qd.disaggregated_at_load(*args, prefill_instances=prefill, prefill_batch=s["prefill_batch"], prefill_1_s=s["prefill_1_s"],
                                                    prefill_s=s["prefill_s"], busy_1_s=s["busy_1_s"], busy_s=s["busy_s"], transfer_1_s=s["transfer_1_s"],
                                                    transfer_s=s["transfer_s"], join_excess=s["join_excess"], **common)
                     got = qu.LoadLatency(*(np.where(whole, x, np.inf) for x in got))
@@ -242,14 +246,14 @@ def spread_terms(steps: dict[str, np.ndarray], q, output_tokens) -> dict[str, np
     """The terms of the lengths' spread (``steps["length_cv"]``, docs/load.md#length-spread)
     that do not depend on the rate, for :meth:`Plans.latency` to take at every rate a search
     asks: a static plan's mean longest output of its batch over the mean (``longest``,
-    :func:`~mcengine.analytic.queueing.longest_ratio`; 1 on the other modes) and a
+    :func:`~mcengine.analytic.queue_spread.longest_ratio`; 1 on the other modes) and a
     disaggregated plan's join share of a step at the quantile ``q`` (``join_excess``,
-    :func:`~mcengine.analytic.queueing.join_excess_quantile`; 0 on the other modes)."""
+    :func:`~mcengine.analytic.queue_spread.join_excess_quantile`; 0 on the other modes)."""
     cv, mode = steps["length_cv"], steps["mode"]
     longest, join = np.ones(cv.shape), np.zeros(cv.shape)
     static, split = mode == STATIC, mode == DISAGGREGATED
-    longest[static] = qu.longest_ratio(steps["batch"][static], cv[static])
-    join[split] = qu.join_excess_quantile(np.asarray(q)[split], np.asarray(output_tokens)[split], cv[split])
+    longest[static] = ql.longest_ratio(steps["batch"][static], cv[static])
+    join[split] = ql.join_excess_quantile(np.asarray(q)[split], np.asarray(output_tokens)[split], cv[split])
     return {"longest": longest, "join_excess": join}
 
 

@@ -20,6 +20,10 @@ import pandas as pd
 
 from ..analytic import mix as mx
 from ..analytic import queueing as qu
+from ..analytic import queue_continuous as qc
+from ..analytic import queue_disaggregated as qd
+from ..analytic import queue_spread as ql
+from ..analytic import queue_static as qs
 from ..analytic import serving as sv
 from ..analytic.roofline import steps as rt
 from ..errors import InputError, Problem
@@ -247,7 +251,7 @@ def serving_system(scenario: Scenario, mode: str | None = None, instances: int |
         c = chunk * j / CHUNK_GRID
         mixed[1:, j] = sv.continuous_step(m, e.layout, batch, s, batch * s / c, rates, context).total_s  # (c over the step's micro-batches)
         mixed[0, j] = float(at_trial(rt.prefill(m, e.layout, 1.0, c, rates).total_s))
-    tail = float(qu.tail_chunk_tokens(s, chunk))
+    tail = float(ql.tail_chunk_tokens(s, chunk))
     tails = tuple(float(at_trial(sv.continuous_step(m, e.layout, k, s, k * s / tail, rates, context).total_s)) for k in (min(float(e.layout.pipeline), b), b))
     return ServingSystem("continuous", batch_max=b, pipeline=int(e.layout.pipeline), decode_s=np.r_[0.0, decode], prefill_s=np.zeros(b + 1), mixed_s=mixed,
                          chunk_tokens=chunk, kv_capacity_tokens=float(e.batch_memory[0]) * kv_context, tail_steps_s=tails, **common)
@@ -607,16 +611,16 @@ def fast_latency(system: ServingSystem, rate_per_s: float, arrival_cv: float = 1
     common = dict(instances=s.instances, batch=s.batch_max, output_tokens=s.output_tokens, decode_1_s=s.decode_s[1], decode_s=s.decode_s[s.batch_max],
                   length_cv=s.length_cv)
     if s.mode == "static":
-        return qu.static_at_load(q, rate_per_s, arrival_cv, prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[s.batch_max], **common)
+        return qs.static_at_load(q, rate_per_s, arrival_cv, prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[s.batch_max], **common)
     if s.mode == "continuous":
         low = min(s.pipeline, s.batch_max)
         common |= dict(decode_1_s=s.mixed_s[low, 0], low_batch=low)
         tail = s.tail_steps_s or (None, None)
-        return qu.continuous_at_load(q, rate_per_s, arrival_cv, prompt_tokens=s.prompt_tokens, chunk_tokens=s.chunk_tokens,
+        return qc.continuous_at_load(q, rate_per_s, arrival_cv, prompt_tokens=s.prompt_tokens, chunk_tokens=s.chunk_tokens,
                                      step_s=s.mixed_s[s.batch_max, -1], chunk_step_1_s=s.mixed_s[low, -1], tail_step_1_s=tail[0],
                                      tail_step_s=tail[1], **common)
     p = s.prefill_batch_max
-    return qu.disaggregated_at_load(q, rate_per_s, arrival_cv, prefill_instances=s.prefill_instances, prefill_batch=p,
+    return qd.disaggregated_at_load(q, rate_per_s, arrival_cv, prefill_instances=s.prefill_instances, prefill_batch=p,
                                     prefill_1_s=s.prefill_s[1], prefill_s=s.prefill_s[p], busy_1_s=s.prefill_busy_s[1], busy_s=s.prefill_busy_s[p],
                                     transfer_1_s=s.transfer_s[1], transfer_s=s.transfer_s[p], **common)
 

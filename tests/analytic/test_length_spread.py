@@ -13,6 +13,10 @@ from hypothesis import strategies as st
 from scipy import optimize, stats
 
 from mcengine.analytic import queueing as qu
+from mcengine.analytic import queue_continuous as qc
+from mcengine.analytic import queue_disaggregated as qd
+from mcengine.analytic import queue_spread as ql
+from mcengine.analytic import queue_static as qs
 from tests.analytic.test_queueing import CONTINUOUS
 
 #: The static TTFT quantile's largest fall below its running maximum under arrival CV 2 on
@@ -22,7 +26,7 @@ STATIC_BURSTY_DIP = 0.013
 STATIC = dict(instances=4, batch=8, output_tokens=101, decode_1_s=0.01, decode_s=0.02, prefill_1_s=0.1, prefill_s=0.8)
 DISAGGREGATED = dict(instances=10, prefill_instances=4, batch=100, prefill_batch=4, output_tokens=101, decode_1_s=0.010, decode_s=0.050,
                      prefill_1_s=0.5, prefill_s=1.6, busy_1_s=0.4, busy_s=1.2, transfer_1_s=0.01, transfer_s=0.04)
-MODELS = ((qu.static_at_load, STATIC), (qu.continuous_at_load, CONTINUOUS), (qu.disaggregated_at_load, DISAGGREGATED))
+MODELS = ((qs.static_at_load, STATIC), (qc.continuous_at_load, CONTINUOUS), (qd.disaggregated_at_load, DISAGGREGATED))
 
 
 @pytest.mark.parametrize("cv", [0.3, 0.77, 1.0, 2.1, 3.0])
@@ -30,19 +34,19 @@ def test_length_quantile_and_one_token_share_are_the_gamma_law(cv):
     """``length_quantile`` is scipy's gamma quantile of mean 1 and CV ``cv``;
     ``multi_token_share`` its survival at 1.5 tokens of a mean-256 law."""
     law = stats.gamma(1.0 / cv**2, scale=cv**2)
-    assert qu.length_quantile(0.99, cv) == pytest.approx(law.ppf(0.99), rel=1e-10)
-    assert qu.multi_token_share(256.0, cv) == pytest.approx(law.sf(1.5 / 256.0), rel=1e-10)
+    assert ql.length_quantile(0.99, cv) == pytest.approx(law.ppf(0.99), rel=1e-10)
+    assert ql.multi_token_share(256.0, cv) == pytest.approx(law.sf(1.5 / 256.0), rel=1e-10)
 
 
 def test_no_spread_is_the_mean_length():
-    assert qu.length_quantile(0.99, 0.0) == 1.0 and qu.multi_token_share(256.0, 0.0) == 1.0
-    assert np.all(qu.longest_ratio([1.0, 8.0, 256.0], 0.0) == 1.0) and qu.longest_ratio(1.0, 2.1) == 1.0
+    assert ql.length_quantile(0.99, 0.0) == 1.0 and ql.multi_token_share(256.0, 0.0) == 1.0
+    assert np.all(ql.longest_ratio([1.0, 8.0, 256.0], 0.0) == 1.0) and ql.longest_ratio(1.0, 2.1) == 1.0
 
 
 @pytest.mark.parametrize("b", [2, 8, 25, 256])
 def test_longest_of_exponentials_is_the_harmonic_number(b):
     """CV 1 is the exponential law, whose longest of ``b`` has mean ``H_b = sum 1/i`` (Rényi)."""
-    assert qu.longest_ratio(float(b), 1.0) == pytest.approx(sum(1.0 / i for i in range(1, b + 1)), rel=1e-4)
+    assert ql.longest_ratio(float(b), 1.0) == pytest.approx(sum(1.0 / i for i in range(1, b + 1)), rel=1e-4)
 
 
 def test_longest_of_two_gammas_is_the_quadrature():
@@ -52,7 +56,7 @@ def test_longest_of_two_gammas_is_the_quadrature():
     for cv in (0.5, 2.1):
         law = stats.gamma(1.0 / cv**2, scale=cv**2)
         want = integrate.quad(lambda x: 1.0 - law.cdf(x) ** 2, 0.0, np.inf, limit=200)[0]
-        assert qu.longest_ratio(2.0, cv) == pytest.approx(want, rel=1e-4)
+        assert ql.longest_ratio(2.0, cv) == pytest.approx(want, rel=1e-4)
 
 
 def test_the_lone_request_takes_its_own_prompt_at_the_quantile():
@@ -60,13 +64,13 @@ def test_the_lone_request_takes_its_own_prompt_at_the_quantile():
     mean: static and disaggregated ``r_q first_1`` (a pass linear in its tokens); continuous
     the mean TTFT plus ``(r_q - 1) S / c`` whole-chunk steps (the wait's quantile, under a
     step, added in quadrature)."""
-    r = float(qu.length_quantile(0.99, 0.77))
-    static = qu.static_at_load(0.99, 1e-6, 1.0, length_cv=0.77, **STATIC)
+    r = float(ql.length_quantile(0.99, 0.77))
+    static = qs.static_at_load(0.99, 1e-6, 1.0, length_cv=0.77, **STATIC)
     assert static.ttft_q_s == pytest.approx(r * 0.1, rel=1e-5)
-    dis = qu.disaggregated_at_load(0.99, 1e-6, 1.0, length_cv=0.77, **DISAGGREGATED)
+    dis = qd.disaggregated_at_load(0.99, 1e-6, 1.0, length_cv=0.77, **DISAGGREGATED)
     assert dis.ttft_q_s == pytest.approx(r * 0.51, rel=1e-5)
-    cont = qu.continuous_at_load(0.99, 1e-9, 1.0, length_cv=0.77, **CONTINUOUS)
-    base = qu.continuous_at_load(0.99, 1e-9, 1.0, **CONTINUOUS)
+    cont = qc.continuous_at_load(0.99, 1e-9, 1.0, length_cv=0.77, **CONTINUOUS)
+    base = qc.continuous_at_load(0.99, 1e-9, 1.0, **CONTINUOUS)
     excess = (r - 1.0) * 4 * 0.030
     assert cont.ttft_q_s == pytest.approx(base.ttft_mean_s + np.hypot(base.ttft_q_s - base.ttft_mean_s, excess), rel=1e-9)
 
@@ -77,7 +81,7 @@ def test_disaggregated_join_excess_is_its_law():
     its binomial error at 4 standard errors."""
     rng = np.random.default_rng(7)
     for cv in (0.77, 2.1):
-        x = float(qu.join_excess_quantile(0.99, 256.0, cv))
+        x = float(ql.join_excess_quantile(0.99, 256.0, cv))
         o = np.maximum(1.0, np.floor(rng.gamma(1.0 / cv**2, 256.0 * cv**2, 400_000) + 0.5))
         u = rng.uniform(size=o.size)
         share = np.where(o > 1.0, u / np.maximum(o - 1.0, 1.0), 0.0)
@@ -96,18 +100,18 @@ def test_mixed_own_excess_is_the_mixtures_quantile():
     q, cv = rng.choice([0.1, 0.5, 0.9, 0.99, 0.999], n), rng.choice([0.3, 0.77, 1.0, 2.1, 3.0], n)
     w, d_a = rng.uniform(0.0, 1.0, n), rng.uniform(0.05, 1.0, n)
     d_b = d_a * rng.uniform(0.1, 3.0, n)
-    x = qu._mixed_own_excess_s(q, cv, w, d_a, d_b)
+    x = ql._mixed_own_excess_s(q, cv, w, d_a, d_b)
     for i in range(n):
         law = stats.gamma(1.0 / cv[i] ** 2, scale=cv[i] ** 2)
         ends = sorted((law.ppf(q[i]) - 1.0) * np.array([d_a[i], d_b[i]]))
         want = optimize.brentq(lambda t: w[i] * law.cdf(1.0 + t / d_a[i]) + (1.0 - w[i]) * law.cdf(1.0 + t / d_b[i]) - q[i], *ends, xtol=1e-15, rtol=1e-14)
         assert x[i] == pytest.approx(want, rel=1e-10, abs=1e-15), (q[i], cv[i], w[i], d_a[i], d_b[i])
-    r = qu.length_quantile(q, cv) - 1.0
-    np.testing.assert_allclose(qu._mixed_own_excess_s(q, cv, 1.0, d_a, d_b), r * d_a, rtol=1e-12)
-    np.testing.assert_allclose(qu._mixed_own_excess_s(q, cv, 0.0, d_a, d_b), r * d_b, rtol=1e-12)
-    assert np.array_equal(qu._mixed_own_excess_s(q, cv, w, d_a, d_a), r * d_a)
+    r = ql.length_quantile(q, cv) - 1.0
+    np.testing.assert_allclose(ql._mixed_own_excess_s(q, cv, 1.0, d_a, d_b), r * d_a, rtol=1e-12)
+    np.testing.assert_allclose(ql._mixed_own_excess_s(q, cv, 0.0, d_a, d_b), r * d_b, rtol=1e-12)
+    assert np.array_equal(ql._mixed_own_excess_s(q, cv, w, d_a, d_a), r * d_a)
     order = rng.permutation(n)
-    assert np.array_equal(qu._mixed_own_excess_s(q[order], cv[order], w[order], d_a[order], d_b[order]), x[order])
+    assert np.array_equal(ql._mixed_own_excess_s(q[order], cv[order], w[order], d_a[order], d_b[order]), x[order])
 
 
 def test_a_waiting_request_rides_alone_when_its_gap_brings_no_arrival():
@@ -135,7 +139,7 @@ def test_chunked_share_is_its_law(cv):
     Carlo of 400,000 requests, within its binomial error at 4 standard errors."""
     v = cv**2
     per_prompt = 8.0 / (1.0 + v)
-    x = float(qu.chunked_share(8.0, cv, per_prompt))
+    x = float(ql.chunked_share(8.0, cv, per_prompt))
     o = np.maximum(1.0, np.floor(np.random.default_rng(11).gamma(1.0 / v, 8.0 * v, 400_000) + 0.5))
     p = np.mean((o >= 2.0) & (o <= 5.0))
     assert 0.05 < x < 0.95
@@ -151,8 +155,8 @@ def test_chunked_tpot_quantile_is_its_mixture(busy, cv):
     with probability ``1 - q`` within its binomial error at 4 standard errors."""
     q, n, arrival_cv, batch, instances = 0.9, 40.0, 1.5, 256.0, 2.0
     tau = lambda k: (0.01 + 1e-4 * k, None, np.full(np.shape(k), 1.0))  # noqa: E731 - the instance's step at occupancy k, and a chunk's
-    got = float(qu._chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, 64.0, cv, 8.0))
-    pi = busy * float(qu.chunked_share(64.0, cv, 8.0))
+    got = float(qc._chunked_tpot_quantile(q, n, busy, tau, arrival_cv, batch, instances, 64.0, cv, 8.0))
+    pi = busy * float(ql.chunked_share(64.0, cv, 8.0))
     assert 0.0 < pi < 1.0 - q
     rng = np.random.default_rng(13)
     occupancy = qu._batch_quantile(rng.uniform(size=400_000), n, arrival_cv, batch, instances)
@@ -166,8 +170,8 @@ def test_chunked_tpot_quantile_is_a_chunk_where_chunked_requests_fill_the_tail()
     occupancy's ``q`` quantile (``_batch_quantile``)."""
     q, n, arrival_cv, batch, instances = 0.9, 40.0, 1.5, 256.0, 2.0
     tau = lambda k: (0.01 + 1e-4 * k, None, 0.5 + 1e-3 * k)  # noqa: E731 - the instance's step at occupancy k, and a chunk's
-    assert 1.0 * float(qu.chunked_share(8.0, 2.1, 8.0)) >= 1.0 - q
-    got = float(qu._chunked_tpot_quantile(q, n, 1.0, tau, arrival_cv, batch, instances, 8.0, 2.1, 8.0))
+    assert 1.0 * float(ql.chunked_share(8.0, 2.1, 8.0)) >= 1.0 - q
+    got = float(qc._chunked_tpot_quantile(q, n, 1.0, tau, arrival_cv, batch, instances, 8.0, 2.1, 8.0))
     assert got == pytest.approx(0.5 + 1e-3 * float(qu._batch_quantile(q, n, arrival_cv, batch, instances)), rel=1e-12)
 
 
@@ -176,10 +180,10 @@ def test_the_rate_free_terms_handed_in_are_those_computed():
     stage's :func:`~mcengine.stages.load.spread_terms`, made once per plan) give the numbers
     the models compute without them, to the bit."""
     rates = np.array([0.5, 2.0, 5.0])
-    static = qu.static_at_load(0.99, rates, 1.0, length_cv=0.77, **STATIC)
-    held = qu.static_at_load(0.99, rates, 1.0, length_cv=0.77, longest=qu.longest_ratio(8, 0.77), **STATIC)
-    dis = qu.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, **DISAGGREGATED)
-    given = qu.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, join_excess=qu.join_excess_quantile(0.99, 101, 2.1), **DISAGGREGATED)
+    static = qs.static_at_load(0.99, rates, 1.0, length_cv=0.77, **STATIC)
+    held = qs.static_at_load(0.99, rates, 1.0, length_cv=0.77, longest=ql.longest_ratio(8, 0.77), **STATIC)
+    dis = qd.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, **DISAGGREGATED)
+    given = qd.disaggregated_at_load(0.99, rates, 1.0, length_cv=2.1, join_excess=ql.join_excess_quantile(0.99, 101, 2.1), **DISAGGREGATED)
     for a, b in ((static, held), (dis, given)):
         assert all(np.array_equal(x, y) for x, y in zip(a, b))
 
@@ -188,8 +192,8 @@ def test_continuous_mean_wait_adds_pollaczek_khinchine_excess():
     """The mean TTFT rises by M/G/1's excess over M/D/1, ``u c_s^2 D / (2 (1 - u))`` at the
     stream's utilisation ``u`` and prompt time ``D`` (Poisson arrivals: no burst term)."""
     rate = 10.0
-    base = qu.continuous_at_load(0.99, rate, 1.0, **CONTINUOUS)
-    spread = qu.continuous_at_load(0.99, rate, 1.0, length_cv=0.77, **CONTINUOUS)
+    base = qc.continuous_at_load(0.99, rate, 1.0, **CONTINUOUS)
+    spread = qc.continuous_at_load(0.99, rate, 1.0, length_cv=0.77, **CONTINUOUS)
     c = CONTINUOUS
     lam = rate / c["instances"]
     d = np.interp(base.running, [1.0, c["batch"]], [c["decode_1_s"], c["decode_s"]])
@@ -206,8 +210,8 @@ def test_static_batches_last_their_longest_output():
     wait grows past the mean lengths', and a batch that cannot fill its longest member at
     the roofline's capacity has no steady state left."""
     top = STATIC["instances"] * STATIC["batch"] / (STATIC["prefill_s"] + 100 * STATIC["decode_s"])
-    base = qu.static_at_load(0.99, 0.5 * top, 1.0, **STATIC)
-    spread = qu.static_at_load(0.99, 0.5 * top, 1.0, length_cv=0.77, **STATIC)
+    base = qs.static_at_load(0.99, 0.5 * top, 1.0, **STATIC)
+    spread = qs.static_at_load(0.99, 0.5 * top, 1.0, length_cv=0.77, **STATIC)
     assert spread.ttft_mean_s > base.ttft_mean_s and spread.running > base.running
 
 
@@ -216,7 +220,7 @@ def _capacity(mode, kw, cv):
     (``N B / (P + (O M_B - 1) d)``), continuous ``N B / (O step)``, disaggregated its prefill
     pool's full passes ``N_p P / busy(P)`` (below its decode pool's)."""
     if mode == 0:
-        return kw["instances"] * kw["batch"] / (kw["prefill_s"] + (kw["output_tokens"] * float(qu.longest_ratio(kw["batch"], cv)) - 1.0) * kw["decode_s"])
+        return kw["instances"] * kw["batch"] / (kw["prefill_s"] + (kw["output_tokens"] * float(ql.longest_ratio(kw["batch"], cv)) - 1.0) * kw["decode_s"])
     if mode == 1:
         return kw["instances"] * kw["batch"] / (kw["output_tokens"] * kw["step_s"])
     return kw["prefill_instances"] * kw["prefill_batch"] / kw["busy_s"]
@@ -278,7 +282,7 @@ def test_the_disaggregated_model_is_continuous_at_no_spread(q):
     spread, and the mean TPOT loses only the one-token requests (below 1e-300 here)."""
     kw, v = DISAGGREGATED, 1e-6
     rates = np.linspace(0.02, 0.95, 94) * _capacity(2, kw, 0.0)
-    base, tiny = qu.disaggregated_at_load(q, rates, 1.0, **kw), qu.disaggregated_at_load(q, rates, 1.0, length_cv=v, **kw)
+    base, tiny = qd.disaggregated_at_load(q, rates, 1.0, **kw), qd.disaggregated_at_load(q, rates, 1.0, length_cv=v, **kw)
     np.testing.assert_allclose(tiny.tpot_q_s, base.tpot_q_s, rtol=4 * np.finfo(float).eps, atol=0.0)
     first = max(kw["prefill_1_s"] + kw["transfer_1_s"], (kw["prefill_s"] + kw["transfer_s"]) / kw["prefill_batch"])
     z = stats.norm.ppf(q)
@@ -334,7 +338,7 @@ def test_the_disaggregated_quantiles_rise_with_the_load(q, cv, arrival_cv):
     0.9 (docs/load.md#length-spread)."""
     for plan in (LONE_PASSES, DISAGGREGATED):
         rates = np.arange(0.01, 0.9995, 0.001) * plan["prefill_instances"] * plan["prefill_batch"] / plan["busy_s"]
-        got = qu.disaggregated_at_load(np.full(rates.shape, q), rates, np.full(rates.shape, arrival_cv), length_cv=np.full(rates.shape, cv), **plan)
+        got = qd.disaggregated_at_load(np.full(rates.shape, q), rates, np.full(rates.shape, arrival_cv), length_cv=np.full(rates.shape, cv), **plan)
         for stat in (got.ttft_q_s, got.ttft_mean_s, got.tpot_q_s) if plan is LONE_PASSES or cv == 0.0 else (got.ttft_mean_s, got.tpot_q_s):
             assert np.all(np.diff(stat) >= -1e-12 * stat[1:]), (rates[np.argmin(np.diff(stat))], np.min(np.diff(stat) / stat[1:]))
 
@@ -352,7 +356,7 @@ def test_the_disaggregated_quantiles_are_continuous_in_the_spread_up_to_3(plan, 
     rates = np.full(cvs.shape, load * plan["prefill_instances"] * plan["prefill_batch"] / plan["busy_s"])
     base = None
     for q in (0.5, 0.9, 0.99):
-        got = qu.disaggregated_at_load(np.full(cvs.shape, q), rates, np.full(cvs.shape, arrival_cv), length_cv=cvs, **plan)
+        got = qd.disaggregated_at_load(np.full(cvs.shape, q), rates, np.full(cvs.shape, arrival_cv), length_cv=cvs, **plan)
         for stat in (got.ttft_q_s, got.tpot_q_s):
             assert np.all(np.isfinite(stat)) and np.max(np.abs(np.diff(stat)) / stat[1:]) <= 5e-3, np.max(np.abs(np.diff(stat)) / stat[1:])
         assert np.all(got.ttft_mean_s == got.ttft_mean_s[0])
@@ -378,7 +382,7 @@ def test_the_disaggregated_quantiles_are_continuous_in_the_load(plan, cv, arriva
     cap = plan["prefill_instances"] * plan["prefill_batch"] / plan["busy_s"]
 
     def model(rates, q):
-        return qu.disaggregated_at_load(np.full(rates.shape, q), rates, np.full(rates.shape, arrival_cv), length_cv=np.full(rates.shape, cv), **plan)
+        return qd.disaggregated_at_load(np.full(rates.shape, q), rates, np.full(rates.shape, arrival_cv), length_cv=np.full(rates.shape, cv), **plan)
 
     def waits(rates):
         return qu.batch_queue(rates, plan["prefill_instances"], plan["busy_1_s"], plan["busy_s"], plan["prefill_batch"], arrival_cv).wait_probability
@@ -442,11 +446,11 @@ def test_one_token_requests_take_the_disaggregated_join_without_dividing(cv):
     q = np.array([0.99])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        one = qu.disaggregated_at_load(q, np.array([1.0]), np.array([1.0]), length_cv=np.array([cv]), **dict(DISAGGREGATED, output_tokens=1))
+        one = qd.disaggregated_at_load(q, np.array([1.0]), np.array([1.0]), length_cv=np.array([cv]), **dict(DISAGGREGATED, output_tokens=1))
     assert all(np.all(np.isfinite(x)) for x in one)
     if cv == 0.0:
         assert one.tpot_q_s[0] == DISAGGREGATED["decode_1_s"]
     edge = 1.0 + 0.5 * q
-    at = [qu.disaggregated_at_load(q, np.array([1.0]), np.array([1.0]), length_cv=np.array([cv]), **dict(DISAGGREGATED, output_tokens=o)).tpot_q_s[0]
+    at = [qd.disaggregated_at_load(q, np.array([1.0]), np.array([1.0]), length_cv=np.array([cv]), **dict(DISAGGREGATED, output_tokens=o)).tpot_q_s[0]
           for o in (edge[0], np.nextafter(edge[0], 2.0))]
     assert at[0] == pytest.approx(at[1], rel=1e-9)

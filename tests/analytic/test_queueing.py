@@ -1,4 +1,5 @@
-"""mcengine/analytic/queueing.py against hand-computed values and the M/M/c closed forms."""
+"""The load models (mcengine/analytic/queueing.py and its per-mode modules queue_static, queue_continuous,
+queue_disaggregated, queue_spread) against hand-computed values and the M/M/c closed forms."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import numpy as np
 import pytest
 
 from mcengine.analytic import queueing as qu
+from mcengine.analytic import queue_continuous as qc
+from mcengine.analytic import queue_disaggregated as qd
+from mcengine.analytic import queue_spread as ql
+from mcengine.analytic import queue_static as qs
 from tests.analytic import batch_reference, slot_reference
 
 
@@ -128,7 +133,7 @@ def test_continuous_fills_the_batch_exactly_at_the_roofline_capacity():
     mean step the plan's step: the fast model and the roofline agree on what capacity is."""
     c = CONTINUOUS
     capacity = c["instances"] * c["batch"] / (c["output_tokens"] * c["step_s"])
-    out = qu.continuous_at_load(0.99, capacity, 1.0, **c)
+    out = qc.continuous_at_load(0.99, capacity, 1.0, **c)
     assert out.running == pytest.approx(64.0, rel=1e-9)
     assert out.tpot_mean_s == pytest.approx(0.040, rel=1e-9)
 
@@ -137,23 +142,23 @@ def test_continuous_at_a_trickle_is_the_lone_request():
     """At a vanishing rate: TPOT the one-request decode step; TTFT the rest of the step in
     progress (half a step on average, 0.99 of one at the 0.99 quantile) plus the prompt's 4
     chunk steps (S / c = 4) of a lone request, each ``chunk_step_1_s``."""
-    out = qu.continuous_at_load(0.99, 1e-9, 1.0, **CONTINUOUS)
+    out = qc.continuous_at_load(0.99, 1e-9, 1.0, **CONTINUOUS)
     assert out.tpot_mean_s == pytest.approx(0.020, rel=1e-6)
     assert out.ttft_mean_s == pytest.approx(0.010 + 4 * 0.030, rel=1e-6)
-    assert 0.0 <= out.ttft_q_s - (0.99 * 0.020 + 4 * 0.030) <= 0.020 * 2.0 ** -qu.STREAM_STEPS  # the bisection's upper end
+    assert 0.0 <= out.ttft_q_s - (0.99 * 0.020 + 4 * 0.030) <= 0.020 * 2.0 ** -qc.STREAM_STEPS  # the bisection's upper end
 
 
 def test_continuous_latency_rises_with_load_and_burstiness():
     rates = np.array([5.0, 12.0, 22.0])  # capacity: 4 x 64 / (256 x 0.04) = 25 requests/s
-    poisson = qu.continuous_at_load(0.99, rates, 1.0, **CONTINUOUS)
-    gamma = qu.continuous_at_load(0.99, rates, 2.0, **CONTINUOUS)
+    poisson = qc.continuous_at_load(0.99, rates, 1.0, **CONTINUOUS)
+    gamma = qc.continuous_at_load(0.99, rates, 2.0, **CONTINUOUS)
     for field in ("ttft_mean_s", "ttft_q_s", "tpot_mean_s", "tpot_q_s", "running"):
         assert np.all(np.diff(getattr(poisson, field)) > 0), field
     assert np.all(gamma.ttft_q_s >= poisson.ttft_q_s) and np.all(gamma.tpot_q_s > poisson.tpot_q_s)
     assert gamma.ttft_q_s[-1] > 2.0 * poisson.ttft_q_s[-1]  # the bursts' excess waiting in the instance's own prefill stream
     # vectorised over trials: each element is the scalar call's
     for i, r in enumerate(rates):
-        assert qu.continuous_at_load(0.99, r, 1.0, **CONTINUOUS).ttft_q_s == pytest.approx(poisson.ttft_q_s[i], rel=1e-12)
+        assert qc.continuous_at_load(0.99, r, 1.0, **CONTINUOUS).ttft_q_s == pytest.approx(poisson.ttft_q_s[i], rel=1e-12)
 
 
 def continuous_demand(n, lam, o, per_prompt, decode_1_s, decode_s, chunk_step_1_s, step_s, batch, low):
@@ -204,7 +209,7 @@ def test_continuous_occupancy_is_the_least_fixed_point_over_random_inputs():
     rng = np.random.default_rng(43)
     args = random_continuous(rng, 10_000)
     lam, batch = args[0], args[-2]
-    n = qu._continuous_occupancy(*args)
+    n = qc._continuous_occupancy(*args)
     ref = continuous_bisection(200, *args)
     assert np.all((n >= 0) & (n <= batch))
     # a fixed point (the occupancy crosses n within 1e-9 of it, or lambda O tau(n) = n to 1e-9 where it
@@ -240,7 +245,7 @@ def test_continuous_occupancy_is_the_least_fixed_point_over_random_inputs():
 ])
 def test_continuous_occupancy_by_hand(case, want):
     c = dict(lam=1.0, o=10.0, per_prompt=1.0, decode_1_s=0.1, decode_s=0.1, chunk_step_1_s=0.2, step_s=0.2, batch=16.0, low=4.0) | case
-    assert qu._continuous_occupancy(*c.values()) == pytest.approx(want, rel=1e-12, abs=1e-15)
+    assert qc._continuous_occupancy(*c.values()) == pytest.approx(want, rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize("busy, again, step, prompt", [(0.5, 0.5, 0.04, 0.07), (0.06, 0.06, 0.027, 0.066), (0.7, 0.85, 0.045, 0.072),
@@ -251,14 +256,14 @@ def test_step_and_stream_quantile_against_its_law(busy, again, step, prompt):
     1`` with probability ``again x``): 400,000 samples of the law (fixed seed) exceed its
     0.99 quantile 1 % of the time within 4 standard errors, and their mean is the tail's
     integral at infinity, ``busy (1 + again) D / 2``, within 4 standard errors."""
-    t = qu._step_stream_quantile(0.99, step, prompt, busy, again)
+    t = qc._step_stream_quantile(0.99, step, prompt, busy, again)
     rng = np.random.default_rng(11)
     n = 400_000
     x = rng.uniform(size=n)
     w = prompt * np.where(rng.uniform(size=n) < busy, 1.0 - x + (rng.uniform(size=n) < again * x), 0.0)
     total = rng.uniform(size=n) * step + w
     assert abs(np.mean(total > t) - 0.01) <= 4.0 * math.sqrt(0.01 * 0.99 / n)
-    mean = float(qu._stream_wait_area(np.inf, prompt, busy, again))
+    mean = float(qc._stream_wait_area(np.inf, prompt, busy, again))
     assert mean == pytest.approx(busy * (1.0 + again) * prompt / 2.0, rel=1e-12)
     assert abs(w.mean() - mean) <= 4.0 * w.std() / math.sqrt(n)
 
@@ -284,8 +289,8 @@ def test_refilled_cv2_is_the_fixed_point_of_md1_departures_and_births(busy):
         cv2.append(gaps.var() / gaps.mean() ** 2)
     cv2 = np.array(cv2)
     assert abs(cv2.mean() - (1.0 - busy * busy)) <= 4.0 * cv2.std(ddof=1) / math.sqrt(runs)
-    for births in (0.1, qu.REFILL_BIRTHS, 0.5):
-        got = float(qu._refilled_cv2(busy, births))
+    for births in (0.1, qc.REFILL_BIRTHS, 0.5):
+        got = float(qc._refilled_cv2(busy, births))
         assert got == pytest.approx((1.0 - births) * (1.0 - busy * busy) * got + births, rel=1e-14)
 
 
@@ -293,12 +298,12 @@ def test_refilled_cv2_by_hand():
     """Poisson at a trickle (1), the births' share alone where the stream is always busy,
     Poisson again with births alone (``beta = 1``); at ``u = 0.5``, ``beta = 0.25``:
     ``0.25 / (0.25 + 0.75 / 4) = 4/7``; falling in the load, vectorised."""
-    assert float(qu._refilled_cv2(0.0)) == 1.0
-    assert float(qu._refilled_cv2(1.0, 0.25)) == pytest.approx(0.25, rel=1e-15)
-    assert float(qu._refilled_cv2(0.7, 1.0)) == 1.0
-    assert float(qu._refilled_cv2(0.5, 0.25)) == pytest.approx(4.0 / 7.0, rel=1e-15)
+    assert float(qc._refilled_cv2(0.0)) == 1.0
+    assert float(qc._refilled_cv2(1.0, 0.25)) == pytest.approx(0.25, rel=1e-15)
+    assert float(qc._refilled_cv2(0.7, 1.0)) == 1.0
+    assert float(qc._refilled_cv2(0.5, 0.25)) == pytest.approx(4.0 / 7.0, rel=1e-15)
     u = np.linspace(0.0, 1.0, 101)
-    assert np.all(np.diff(qu._refilled_cv2(u)) < 0.0)
+    assert np.all(np.diff(qc._refilled_cv2(u)) < 0.0)
 
 
 def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
@@ -310,18 +315,18 @@ def test_continuous_mean_ttft_takes_the_refilled_second_prompt():
     same at every ``beta``."""
     c = CONTINUOUS
     rate = 18.0  # capacity 25 requests/s
-    out = qu.continuous_at_load(0.99, rate, 1.0, **c)
+    out = qc.continuous_at_load(0.99, rate, 1.0, **c)
     lam, per = rate / c["instances"], c["prompt_tokens"] / c["chunk_tokens"]
     n = out.running
     d = qu._linear(c["decode_1_s"], c["decode_s"], c["batch"], n)
     chunked = qu._linear(c["chunk_step_1_s"], c["step_s"], c["batch"], n)
     step = d / (1.0 - lam * (chunked - d) * per)
     u, prompt = lam * per * step, per * chunked
-    own = qu._own_prefill_s(per, d, chunked)
+    own = ql._own_prefill_s(per, d, chunked)
     assert 0.3 < u < 0.9
-    assert out.ttft_q_s == pytest.approx(qu._step_stream_quantile(0.99, step, prompt, u, u) + own, rel=1e-12)
-    for beta in (qu.REFILL_BIRTHS, 1e-3, 0.5, 1.0):
-        got = qu.continuous_at_load(0.99, rate, 1.0, **c, refill_births=beta)
+    assert out.ttft_q_s == pytest.approx(qc._step_stream_quantile(0.99, step, prompt, u, u) + own, rel=1e-12)
+    for beta in (qc.REFILL_BIRTHS, 1e-3, 0.5, 1.0):
+        got = qc.continuous_at_load(0.99, rate, 1.0, **c, refill_births=beta)
         assert got.ttft_q_s == out.ttft_q_s and got.running == n
         cv2 = beta / (beta + (1.0 - beta) * u * u)
         assert got.ttft_mean_s == pytest.approx(step / 2.0 + u * (1.0 + u * cv2) * prompt / 2.0 + own, rel=1e-12)
@@ -331,11 +336,11 @@ def test_step_and_stream_quantile_by_hand():
     """An idle stream leaves the step's rest alone (its 0.99 quantile 0.99 of the step, to the
     bisection's ``2^-STREAM_STEPS`` of a step, from above); an arrival past an instance's
     capacity has none (``+inf``); vectorised, each element is the scalar call's."""
-    assert 0.0 <= qu._step_stream_quantile(0.99, 0.04, 0.07, 0.0, 0.0) - 0.99 * 0.04 <= 0.04 * 2.0 ** -qu.STREAM_STEPS
-    both = qu._step_stream_quantile(0.99, np.array([0.04, np.inf, 0.03]), np.array([0.07, 0.07, 0.09]), np.array([0.5, 0.5, 0.3]), 0.5)
+    assert 0.0 <= qc._step_stream_quantile(0.99, 0.04, 0.07, 0.0, 0.0) - 0.99 * 0.04 <= 0.04 * 2.0 ** -qc.STREAM_STEPS
+    both = qc._step_stream_quantile(0.99, np.array([0.04, np.inf, 0.03]), np.array([0.07, 0.07, 0.09]), np.array([0.5, 0.5, 0.3]), 0.5)
     assert np.isinf(both[1])
-    assert both[0] == pytest.approx(qu._step_stream_quantile(0.99, 0.04, 0.07, 0.5, 0.5), rel=1e-12)
-    assert both[2] == pytest.approx(qu._step_stream_quantile(0.99, 0.03, 0.09, 0.3, 0.5), rel=1e-12)
+    assert both[0] == pytest.approx(qc._step_stream_quantile(0.99, 0.04, 0.07, 0.5, 0.5), rel=1e-12)
+    assert both[2] == pytest.approx(qc._step_stream_quantile(0.99, 0.03, 0.09, 0.3, 0.5), rel=1e-12)
 
 
 def test_batch_queue_light_and_heavy_limits():
@@ -479,15 +484,15 @@ def test_disaggregated_decode_fills_at_its_capacity_and_trickles_at_one_request(
     kw = dict(instances=10, prefill_instances=4, batch=100, prefill_batch=1, output_tokens=101, decode_1_s=0.010, decode_s=0.050,
               prefill_1_s=0.5, prefill_s=0.5, busy_1_s=0.1, busy_s=0.1, transfer_1_s=0.01, transfer_s=0.01)
     # decode capacity: 6 instances x 100 sequences / (100 steps x 50 ms) = 120 requests/s
-    full = qu.disaggregated_at_load(0.99, 120.0, 1.0, **kw)
+    full = qd.disaggregated_at_load(0.99, 120.0, 1.0, **kw)
     assert full.running == pytest.approx(100.0)
-    lone = qu.disaggregated_at_load(0.99, 1e-6, 1.0, **kw)
+    lone = qd.disaggregated_at_load(0.99, 1e-6, 1.0, **kw)
     assert lone.ttft_mean_s == pytest.approx(0.51) and lone.ttft_q_s == pytest.approx(0.51)
     assert lone.tpot_mean_s == pytest.approx(0.010, rel=1e-4)
 
 
 def test_static_at_a_trickle_is_the_lone_request():
-    out = qu.static_at_load(0.99, 1e-6, 1.0, instances=4, batch=8, output_tokens=101, decode_1_s=0.01, decode_s=0.02, prefill_1_s=0.1, prefill_s=0.8)
+    out = qs.static_at_load(0.99, 1e-6, 1.0, instances=4, batch=8, output_tokens=101, decode_1_s=0.01, decode_s=0.02, prefill_1_s=0.1, prefill_s=0.8)
     assert out.ttft_mean_s == pytest.approx(0.1) and out.ttft_q_s == pytest.approx(0.1)
     assert out.tpot_mean_s == pytest.approx(0.01)
 
@@ -503,16 +508,16 @@ def test_static_one_instance_is_the_mm_bulk_service_queue():
     a = lam * cycle
     idle = 1.0 / (1.0 + a + a * a)
     big = 10**6  # batches never fill: no spill past one batch
-    gaps = qu.completion_gaps(lam, 1, cycle, cycle, big)
+    gaps = qs.completion_gaps(lam, 1, cycle, cycle, big)
     assert gaps.idle_probability == pytest.approx(idle, rel=1e-12)
     assert gaps.batch_mean == pytest.approx((1.0 + a + a * a) / (1.0 + a), rel=1e-9)
     assert gaps.gap_s == pytest.approx(cycle) and gaps.shape == pytest.approx(1.0)  # exponential: c_g^2 = 1 on one instance
-    out = qu.static_at_load(0.99, lam, 1.0, instances=1, batch=big, output_tokens=2, decode_1_s=cycle - prefill, decode_s=cycle - prefill,
+    out = qs.static_at_load(0.99, lam, 1.0, instances=1, batch=big, output_tokens=2, decode_1_s=cycle - prefill, decode_s=cycle - prefill,
                             prefill_1_s=prefill, prefill_s=prefill)
     assert out.ttft_mean_s == pytest.approx(prefill + (1.0 - idle) * cycle, rel=1e-9)
     assert out.ttft_q_s == pytest.approx(prefill + cycle * math.log((1.0 - idle) / 0.01), rel=1e-8)
     # the batch a waiting request rides: 1 + a ahead of it (geometric) + a arriving during its wait
-    _, _, step_mean, _ = qu._gap_ttft(0.99, gaps, lam, 1.0, 0.0, 0.0, big, 1.0, float(big))
+    _, _, step_mean, _ = qs._gap_ttft(0.99, gaps, lam, 1.0, 0.0, 0.0, big, 1.0, float(big))
     assert step_mean == pytest.approx(1.0 + (1.0 - idle) * 2.0 * a, rel=1e-9)
 
 
@@ -524,16 +529,16 @@ def test_static_idle_sums_are_erlang_b_and_the_quadrature_agrees():
         inv_b = 1.0
         for n in range(1, c + 1):
             inv_b = 1.0 + n / a * inv_b
-        s1, s2 = qu._idle_sums(c, a)
+        s1, s2 = qs._idle_sums(c, a)
         assert s1 == pytest.approx(inv_b - 1.0, rel=1e-12)
         assert s2 == pytest.approx(sum(i * math.perm(c, i) * a**-i for i in range(1, c + 1)), rel=1e-9)
-        x = np.polynomial.laguerre.laggauss(qu.GAP_NODES)
+        x = np.polynomial.laguerre.laggauss(qs.GAP_NODES)
         grow = (1.0 + x[0] / a) ** (c - 1)
         assert np.sum(x[1] * (grow * (1.0 + x[0] / a) - 1.0)) == pytest.approx(s1, rel=1e-9)
     # a pool of 1,000 instances far past its one-request rate: the quadrature, finite and Erlang's
-    s1, _ = qu._idle_sums(1000, 30_000.0)
+    s1, _ = qs._idle_sums(1000, 30_000.0)
     assert np.isfinite(s1) and s1 == pytest.approx(1000.0 / 29_000.0, rel=0.05)
-    assert np.isinf(qu._idle_sums(1000, 1.0)[0])  # nearly all idle
+    assert np.isinf(qs._idle_sums(1000, 1.0)[0])  # nearly all idle
 
 
 def test_static_gap_cv_is_light_traffics_while_idle_and_bunched_once_busy():
@@ -546,24 +551,24 @@ def test_static_gap_cv_is_light_traffics_while_idle_and_bunched_once_busy():
     128 / 20 - 1 = 5.4`` and 4 + 0.9375 x 1.4 = 5.3125; Poisson's ``L = 15 / 17``); a trickle
     of requests sees them alone, and one instance the arrivals' own ``c_a^2``."""
     lam, c, slope = 30.0, 16, 0.1
-    gaps = qu.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=2.0)
+    gaps = qs.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=2.0)
     idle = gaps.idle_probability
     bunched = 1.0 + (2.0 - 1.0) * (1.0 - 1.0 / c) / (lam * slope)
     assert 0.0 < idle < 0.5
     assert 1.0 / gaps.shape == pytest.approx(idle * 5.3125 + (1.0 - idle) * bunched, rel=1e-9)
-    assert float(qu._light_gap_cv2(16, 4.0)) == pytest.approx(5.4, rel=1e-12) and float(qu._light_gap_cv2(16, 1.0)) == pytest.approx(15 / 17, rel=1e-12)
+    assert float(qs._light_gap_cv2(16, 4.0)) == pytest.approx(5.4, rel=1e-12) and float(qs._light_gap_cv2(16, 1.0)) == pytest.approx(15 / 17, rel=1e-12)
     # a trickle: the light-traffic gaps; one instance: the arrivals' own CV
-    assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(5.3125, rel=1e-6)
-    assert 1.0 / qu.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=1.0).shape == pytest.approx(1.0 - 0.9375 * 2.0 / 17.0, rel=1e-6)
-    assert 1.0 / qu.completion_gaps(1e-6, 1, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-5)
+    assert 1.0 / qs.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(5.3125, rel=1e-6)
+    assert 1.0 / qs.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=1.0).shape == pytest.approx(1.0 - 0.9375 * 2.0 / 17.0, rel=1e-6)
+    assert 1.0 / qs.completion_gaps(1e-6, 1, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-5)
     # the onset: 6 requests/s on cycles of about 2 s, a/c about 0.75, no bunching (the busy side's gaps
     # exponential); 12 requests/s, a/c between 1 and 2, that share of it
     for lam_low in (6.0, 12.0):
-        low = qu.completion_gaps(lam_low, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=1.0)
+        low = qs.completion_gaps(lam_low, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=1.0)
         onset = np.clip(lam_low * (2.0 + slope * (low.batch_mean - 1.0)) / c - 1.0, 0.0, 1.0)
         assert onset < 1.0 and (onset == 0.0) == (lam_low == 6.0)
         bunched = 1.0 + (2.0 - 1.0) * (1.0 - 1.0 / c) * onset * min(1.0, 1.0 / (lam_low * slope))
-        excess = qu.STATIC_BUNCH_CYCLES * onset * min(1.0, low.idle_probability * low.batch_mean)  # lambda s = 0.6 or 1.2: kept whole
+        excess = qs.STATIC_BUNCH_CYCLES * onset * min(1.0, low.idle_probability * low.batch_mean)  # lambda s = 0.6 or 1.2: kept whole
         bunched = max(bunched, 15.0 / 17.0 + 2.0 * c * excess)  # the cycle excess (test_static_cycle_excess_by_hand)
         assert 1.0 / low.shape == pytest.approx(low.idle_probability * (1.0 - 0.9375 * 2.0 / 17.0) + (1.0 - low.idle_probability) * bunched, rel=1e-9)
 
@@ -581,8 +586,8 @@ def test_static_cycle_excess_by_hand():
     (their light side ``0.25 + 0.9375 (L - 0.25)``, ``L = 8 / 16.25 - 1``)."""
     c, slope, lam = 16, 0.1, 18.0
 
-    def of(x=qu.STATIC_BUNCH_CYCLES, y=qu.STATIC_BUNCH_GROWTH, cv=1.0):
-        return qu.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=cv, bunch_cycles=x, bunch_growth=y)
+    def of(x=qs.STATIC_BUNCH_CYCLES, y=qs.STATIC_BUNCH_GROWTH, cv=1.0):
+        return qs.completion_gaps(lam, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=cv, bunch_cycles=x, bunch_growth=y)
 
     gaps = of()
     k, idle = float(gaps.batch_mean), float(gaps.idle_probability)
@@ -604,7 +609,7 @@ def test_static_cycle_excess_by_hand():
 
 
 def test_static_seen_gap_leaves_out_the_bursts_zero_gaps():
-    """The gap a waiting request lands in (``queueing._seen_gap``, docs/load.md#static-cycles).
+    """The gap a waiting request lands in (``queue_static._seen_gap``, docs/load.md#static-cycles).
     By hand: gaps of mean 1 and ``v = 3`` under gamma CV 2 arrivals (``c_a^2 = 4``): the burst's
     zero share ``3/5`` is capped at ``(v - 1)/(v + 1) = 1/2``, the rest ``v' = 3 - 4/2 = 1``, so
     the seen gap is gamma of shape 2 and scale 2 (mean 4 = ``1 + v``); at ``v = 5`` the share
@@ -615,13 +620,13 @@ def test_static_seen_gap_leaves_out_the_bursts_zero_gaps():
     point has mean ``(1 + v)/2`` and, ``U`` times a length-biased gamma of shape ``s``, squared
     CV ``4 (s + 1)/(3 s) - 1``: 1 at ``v = 3`` and 10/9 at ``v = 5``, where the gaps' own gamma
     law gives 4/3 and 13/9, within 4 SEM (blocks of 2,000 arrivals)."""
-    assert [float(x) for x in qu._seen_gap(1.0 / 3.0, 1.0, 4.0)] == pytest.approx([2.0, 2.0], rel=1e-12)
-    assert [float(x) for x in qu._seen_gap(0.2, 1.0, 4.0)] == pytest.approx([12.0 / 7.0, 3.5], rel=1e-12)
+    assert [float(x) for x in qs._seen_gap(1.0 / 3.0, 1.0, 4.0)] == pytest.approx([2.0, 2.0], rel=1e-12)
+    assert [float(x) for x in qs._seen_gap(0.2, 1.0, 4.0)] == pytest.approx([12.0 / 7.0, 3.5], rel=1e-12)
     alpha = np.array([0.3, 0.7, 1.0, 2.5])
     for cv2 in (0.0, 0.25, 1.0):
-        shape, scale = qu._seen_gap(alpha, 0.2, cv2)
+        shape, scale = qs._seen_gap(alpha, 0.2, cv2)
         assert shape.tolist() == (alpha + 1.0).tolist() and scale.tolist() == (0.2 / alpha).tolist()
-    shape, scale = qu._seen_gap(np.array([1.0, 2.5]), 0.2, 4.0)  # v <= 1: no zeros
+    shape, scale = qs._seen_gap(np.array([1.0, 2.5]), 0.2, 4.0)  # v <= 1: no zeros
     assert shape.tolist() == [2.0, 3.5] and scale.tolist() == [0.2, 0.08]
     rng = np.random.default_rng(3)
     for v, zero in ((3.0, 0.5), (5.0, 0.6)):
@@ -631,7 +636,7 @@ def test_static_seen_gap_leaves_out_the_bursts_zero_gaps():
         points = np.cumsum(gaps)
         t = rng.uniform(0.0, points[-1] * 0.999, 200_000)
         r = points[np.searchsorted(points, t)] - t
-        s = float(qu._seen_gap(1.0 / v, 1.0, 4.0)[0])
+        s = float(qs._seen_gap(1.0 / v, 1.0, 4.0)[0])
         blocks = r.reshape(-1, 2_000)
         for stat, want in ((blocks.mean(axis=1), (1.0 + v) / 2.0), (blocks.var(axis=1) / blocks.mean(axis=1) ** 2, 4.0 * (s + 1.0) / (3.0 * s) - 1.0)):
             assert abs(stat.mean() - want) <= 4.0 * stat.std(ddof=1) / np.sqrt(len(stat)), (v, stat.mean(), want)
@@ -643,8 +648,8 @@ def test_static_spill_is_lindleys_lower_bound_and_brackets_the_recursion():
     >= 184.8 / 10 - 6 = 12.48`` requests, 0.312 s. Lindley's recursion ``W' = (W + N - 17)^+``
     run on 400,000 gamma gaps (seed 5; ``N`` Poisson over each) lies between that lower
     bound and Kingman's upper one (18.48) within 4 SEM (batch means of 4,000 steps)."""
-    assert qu._spill_wait(12.0, 17.0, 1.2, 1.0, 40.0, 16)[0] == pytest.approx(0.312, rel=1e-12)
-    assert qu._spill_wait(np.array([0.0, 12.0]), 17.0, 1.2, 1.0, 0.0, 16)[0].tolist() == [0.0, 0.0]
+    assert qs._spill_wait(12.0, 17.0, 1.2, 1.0, 40.0, 16)[0] == pytest.approx(0.312, rel=1e-12)
+    assert qs._spill_wait(np.array([0.0, 12.0]), 17.0, 1.2, 1.0, 0.0, 16)[0].tolist() == [0.0, 0.0]
     rng = np.random.default_rng(5)
     shape, n = 1.0 / 1.2, 400_000
     arrivals = rng.poisson(rng.gamma(shape, 12.0 / shape, n))
@@ -665,19 +670,19 @@ def test_static_spill_keeps_the_gaps_variance_over_the_walks_horizon():
     2 - 2 = 6`` requests, 2 s at 3/s. Where the queue drains within a cycle (``V_1 <= 2 c
     mu^2``) it is the one-gap lower bound; as ``k -> top`` ``V`` falls to the arrivals' ``k
     c_a^2`` (the gaps' part as ``k^2 c_g^2 sqrt(2 c) mu / sqrt(k c_a^2)``), not to ``V_1``."""
-    assert qu._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 2) == pytest.approx((2.0, 2.0 / 3.0), rel=1e-12)
-    assert qu._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 14) == pytest.approx(((28.0 / 2.0 - 2.0) / 3.0, 2.0 / 3.0), rel=1e-12)
-    assert qu._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 2)[1] == pytest.approx(2.0 / 3.0)  # k c_a^2 / (2 mu) = 2 requests at 3/s
-    assert qu._spill_wait(1.0, 5.0, 1.5, 1.0, 3.0, 2) == (0.0, 0.0)  # no spill, no spread: V / (2 mu) = 2.5 / 8 < k / 2
+    assert qs._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 2) == pytest.approx((2.0, 2.0 / 3.0), rel=1e-12)
+    assert qs._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 14) == pytest.approx(((28.0 / 2.0 - 2.0) / 3.0, 2.0 / 3.0), rel=1e-12)
+    assert qs._spill_wait(4.0, 5.0, 1.5, 1.0, 3.0, 2)[1] == pytest.approx(2.0 / 3.0)  # k c_a^2 / (2 mu) = 2 requests at 3/s
+    assert qs._spill_wait(1.0, 5.0, 1.5, 1.0, 3.0, 2) == (0.0, 0.0)  # no spill, no spread: V / (2 mu) = 2.5 / 8 < k / 2
     k, top, c = 25.0 * (1.0 - 1e-4), 25.0, 16
     mu = top - k
-    left = float(qu._spill_wait(k, top, 1.2, 1.0, 1.0, c)[0])
+    left = float(qs._spill_wait(k, top, 1.2, 1.0, 1.0, c)[0])
     excess = (left + k / 2.0) * 2.0 * mu - k  # V - k c_a^2 to first order: k^2 c_g^2 sqrt(2 c) mu / sqrt(k c_a^2)
     assert excess == pytest.approx(k * k * 1.2 * np.sqrt(2.0 * c) * mu / np.sqrt(k), rel=0.05)
     assert excess < 0.1 * k
     # the cubic's positive root on both of Cardano's branches: (x - 3)(x + 1)(x + 2) and x = 4 above
-    assert qu._cubic_root(7.0, 6.0) == pytest.approx(3.0, rel=1e-12)
-    assert qu._cubic_root(np.array([4.0, 0.0]), np.array([48.0, 8.0])) == pytest.approx([4.0, 2.0], rel=1e-12)
+    assert qs._cubic_root(7.0, 6.0) == pytest.approx(3.0, rel=1e-12)
+    assert qs._cubic_root(np.array([4.0, 0.0]), np.array([48.0, 8.0])) == pytest.approx([4.0, 2.0], rel=1e-12)
 
 
 def test_static_spill_takes_its_own_gap_cv2_when_given():
@@ -686,12 +691,12 @@ def test_static_spill_takes_its_own_gap_cv2_when_given():
     times and the quantile by once the change in :func:`_spill_wait`, nothing else (near the
     batch's capacity: 20 requests/s on 4 instances of batch 8, cycles 1.5 to 2.5 s)."""
     lam, top = 20.0, 8
-    gaps = qu.completion_gaps(lam, 4, 1.5, 2.5, top, gap_cv2=2.0)
+    gaps = qs.completion_gaps(lam, 4, 1.5, 2.5, top, gap_cv2=2.0)
     args = (0.99, gaps, lam, 1.0, 0.2, 0.6, top, 0.01, 0.03)
-    base = qu._gap_ttft(*args)
-    assert [float(x) for x in qu._gap_ttft(*args, spill_cv2=1.0 / gaps.shape)] == [float(x) for x in base]
-    moved = qu._gap_ttft(*args, spill_cv2=0.5)
-    extra = qu._spill_wait(gaps.batch_mean, top, 0.5, 1.0, lam, 4)[0] - qu._spill_wait(gaps.batch_mean, top, 1.0 / gaps.shape, 1.0, lam, 4)[0]
+    base = qs._gap_ttft(*args)
+    assert [float(x) for x in qs._gap_ttft(*args, spill_cv2=1.0 / gaps.shape)] == [float(x) for x in base]
+    moved = qs._gap_ttft(*args, spill_cv2=0.5)
+    extra = qs._spill_wait(gaps.batch_mean, top, 0.5, 1.0, lam, 4)[0] - qs._spill_wait(gaps.batch_mean, top, 1.0 / gaps.shape, 1.0, lam, 4)[0]
     assert extra < -1e-3
     assert float(moved[0] - base[0]) == pytest.approx(float((1.0 - gaps.idle_probability) * extra), rel=1e-9)
     assert float(moved[1] - base[1]) == pytest.approx(float(extra), rel=1e-9)
@@ -708,7 +713,7 @@ def test_static_batch_of_two_under_a_burst_is_always_full_without_a_warning():
     kw = dict(instances=4, batch=2, output_tokens=256, decode_1_s=0.0075, decode_s=0.0097, prefill_1_s=0.08, prefill_s=0.16)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = qu.static_at_load(0.99, np.array([1.0, 5.0]), 2.0, **kw)
+        out = qs.static_at_load(0.99, np.array([1.0, 5.0]), 2.0, **kw)
     assert np.all(np.isfinite(out.ttft_q_s)) and np.all(out.ttft_q_s >= out.ttft_mean_s)
     assert out.tpot_q_s == pytest.approx([0.0097, 0.0097], rel=1e-12)
 
@@ -719,7 +724,7 @@ def test_static_wait_falls_to_the_lone_request_and_rises_with_load():
     (``lambda = busy k / T(k)``)."""
     kw = dict(instances=16, batch=25, output_tokens=256, decode_1_s=0.0075, decode_s=0.0097, prefill_1_s=0.08, prefill_s=1.98)
     rates = np.array([1e-6, 10.0, 30.0, 50.0, 70.0, 85.0])
-    out = qu.static_at_load(0.99, rates, 1.0, **kw)
+    out = qs.static_at_load(0.99, rates, 1.0, **kw)
     assert out.ttft_mean_s[0] == pytest.approx(0.08) and out.ttft_q_s[0] == pytest.approx(0.08)
     assert np.all(np.diff(out.ttft_mean_s) > 0) and np.all(np.diff(out.running) > 0)
     assert np.all(out.ttft_q_s >= out.ttft_mean_s)
@@ -786,11 +791,11 @@ def test_queue_wait_is_the_longer_window_of_the_pass_ends():
 
 
 def test_decode_quantile_widens_by_the_step_feedback():
-    """:func:`qu._decode_quantile`: with no slope it is :func:`qu._batch_quantile`; a gain
+    """:func:`qd._decode_quantile`: with no slope it is :func:`qu._batch_quantile`; a gain
     ``lambda s = 0.75`` quadruples the fluctuation's variance (twice the excess)."""
     base = qu._batch_quantile(0.99, 100.0, 1.0, 1000, 4)
-    assert qu._decode_quantile(0.99, 100.0, 30.0, 0.0, 1.0, 1000, 4) == base
-    assert qu._decode_quantile(0.99, 100.0, 30.0, 0.025, 1.0, 1000, 4) - 100.0 == pytest.approx(2.0 * (base - 100.0), rel=1e-12)
+    assert qd._decode_quantile(0.99, 100.0, 30.0, 0.0, 1.0, 1000, 4) == base
+    assert qd._decode_quantile(0.99, 100.0, 30.0, 0.025, 1.0, 1000, 4) - 100.0 == pytest.approx(2.0 * (base - 100.0), rel=1e-12)
 
 
 def test_disaggregated_past_its_prefill_capacity_waits_past_any_slo():
@@ -800,7 +805,7 @@ def test_disaggregated_past_its_prefill_capacity_waits_past_any_slo():
     0.025 s), finite and far past any SLO; the decode pool still has its TPOT."""
     kw = dict(instances=10, prefill_instances=4, batch=100, prefill_batch=1, output_tokens=101, decode_1_s=0.010, decode_s=0.050,
               prefill_1_s=0.5, prefill_s=0.5, busy_1_s=0.1, busy_s=0.1, transfer_1_s=0.01, transfer_s=0.01)
-    out = qu.disaggregated_at_load(0.99, np.array([30.0, 41.0, 400.0]), 1.0, **kw)
+    out = qd.disaggregated_at_load(0.99, np.array([30.0, 41.0, 400.0]), 1.0, **kw)
     assert out.ttft_q_s[0] < 1.0 < 100.0 < out.ttft_q_s[1] == out.ttft_q_s[2] and np.all(np.isfinite(out.ttft_mean_s))
     assert np.all(np.isfinite(out.tpot_q_s))
 

@@ -23,6 +23,7 @@ def test_memory_harness_reports_the_peak_per_trial_count():
     from benchmarks.harness import memory
 
     doc = memory.run(quick=True)
+    assert list(doc["warm_up"]) == ["after"] and doc["warm_up"]["after"]["cpu_s"] > 0  # (the compile, outside the measurements)
     assert [row["trials"] for row in doc["after"]] == list(memory.QUICK_TRIALS)
     assert all(row["peak_mb"] > 0 and row["cpu_s"] > 0 for row in doc["after"])
     assert [row["chunks"] for row in doc["after"]] == ["2048 x 1", "8192 x 1"]  # (under the cap of 16,384: one chunk each)

@@ -84,8 +84,8 @@ def test_layouts_not_covered_have_no_table():
 @given(st.data())
 def test_tables_sharing_layout_free_columns_are_the_tables_made_alone(data):
     """The tables of several layouts made with one :class:`SharedColumns` per kind of
-    search (the first one kept, the others copies of it with their layout's columns
-    written) are, bit for bit, each one made alone: static, prefill-pass and continuous
+    search (the first one kept, each later one that table with its layout's columns
+    written over in place) are, bit for bit, each one made alone: static, prefill-pass and continuous
     searches; asked for other Rates or another trial count, one raises."""
     rng, m, layout, prompt, context, r, tpot, ttft, kv, g = _case(data)
     layouts = [layout, _layout(rng), _layout(rng)]

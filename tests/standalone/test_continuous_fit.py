@@ -1,14 +1,14 @@
 """Continuous mode's fast model against settled simulations (docs/load.md#continuous,
 #estimates): the gamma CV 2 cells the bursts' wait in the instance's own prefill stream
-(``queueing._burst_wait``) brought within the fit criterion, and the cells near capacity
-the refills' smoothing of the stream's second prompt (``queueing._refilled_cv2``) did."""
+(``queue_continuous._burst_wait``) brought within the fit criterion, and the cells near capacity
+the refills' smoothing of the stream's second prompt (``queue_continuous._refilled_cv2``) did."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mcengine.analytic import queueing as qu
+from mcengine.analytic import queue_continuous as qc
 from mcengine.scenario import load_scenario
 from mcengine.standalone.serve import serving_system
 from tests.standalone.fit_checks import assert_fits, replicated
@@ -25,11 +25,11 @@ def test_burst_wait_by_hand():
     CV 2, so at u = 0.5 and D = 0.1 s the wait's scale is ``2 / 2 x 0.1 / 0.5 = 0.2`` s, it
     waits with probability u (mean 0.1 s) and its 0.99 quantile is ``0.2 ln(0.5 / 0.01)``;
     nothing for Poisson or smoother arrivals."""
-    mean, q = qu._burst_wait(0.99, 4, 0.1, 0.5, 3.0)
+    mean, q = qc._burst_wait(0.99, 4, 0.1, 0.5, 3.0)
     assert mean == pytest.approx(0.1, rel=1e-12)
     assert q == pytest.approx(0.2 * np.log(50.0), rel=1e-12)
     for cv in (1.0, 0.5):
-        assert qu._burst_wait(0.99, 4, 0.1, 0.5, cv) == (0.0, 0.0)
+        assert qc._burst_wait(0.99, 4, 0.1, 0.5, cv) == (0.0, 0.0)
 
 
 @pytest.mark.slow

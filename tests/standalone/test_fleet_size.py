@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcengine.analytic import queueing as qu
+from mcengine.analytic import queue_static as qs
 from mcengine.standalone.serve import fast_latency
 from tests.docs_scripts import docs_script
 from tests.standalone.fit_checks import assert_fits, replicated
@@ -98,27 +98,27 @@ def test_the_committed_fast_columns_are_the_fast_model_now(fleet):
 
 
 def test_pool_bunching_is_neutral_on_the_reference_pool_and_follows_the_phases_off_it():
-    """On :data:`~mcengine.analytic.queueing.STATIC_GAP_POOL` instances the terms are the fitted
+    """On :data:`~mcengine.analytic.queue_static.STATIC_GAP_POOL` instances the terms are the fitted
     model's, ``min(1, 1/A)`` and no shift; off it the shift is the independent phases'
     ``(c - 1)/(c + 1) - 15/17`` (4 instances: 3/5 - 15/17 = -24/85), the damping is read at
     the reference pool's ``A 16/c`` and a smaller pool keeps ``c/16`` of the bunching (4
     instances, ``A = 0.1``: ``min(1, 1/0.4) x 1/4 = 1/4``; 64 instances, ``A = 8``: ``min(1,
     1/2) = 1/2``; 128 instances, ``A = 2``: nothing damped)."""
     amplify = np.array([0.5, 3.0, 8.0])
-    kept, phases = qu._pool_bunching(16.0, amplify)
+    kept, phases = qs._pool_bunching(16.0, amplify)
     np.testing.assert_array_equal(kept, np.minimum(1.0, 1.0 / amplify))
     assert float(phases) == 0.0
-    kept, phases = qu._pool_bunching(4.0, 0.1)
+    kept, phases = qs._pool_bunching(4.0, 0.1)
     assert float(kept) == pytest.approx(0.25, rel=1e-12) and float(phases) == pytest.approx(-24.0 / 85.0, rel=1e-12)
-    kept, phases = qu._pool_bunching(64.0, 8.0)
+    kept, phases = qs._pool_bunching(64.0, 8.0)
     assert float(kept) == pytest.approx(0.5, rel=1e-12) and float(phases) == pytest.approx(63 / 65 - 15 / 17, rel=1e-12)
-    assert float(qu._pool_bunching(128.0, 2.0)[0]) == 1.0
+    assert float(qs._pool_bunching(128.0, 2.0)[0]) == 1.0
 
 
 def test_one_instance_keeps_the_exponential_cycle():
     """The shift is weighted by ``1 - 1/c``: one instance's bunched gaps stay the
     M/M^[1,inf]/1 chain's exponential cycle (``c_g^2 = 1``)."""
-    assert 1.0 / qu.completion_gaps(1.5, 1, 2.0, 2.0, 10**6).shape == pytest.approx(1.0, rel=1e-12)
+    assert 1.0 / qs.completion_gaps(1.5, 1, 2.0, 2.0, 10**6).shape == pytest.approx(1.0, rel=1e-12)
 
 
 REPLICATIONS = 6

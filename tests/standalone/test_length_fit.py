@@ -46,7 +46,7 @@ def test_cells_within_the_criterion_hold_against_replications(table, name, mode,
     10 % of the replications' mean P99 TTFT and TPOT and 5 % of their means, widened by 4
     standard errors (fit_checks.py's criterion; the table's loads, static's of the spread's
     capacity). h100's disaggregated CV 0.77 at 0.9: its lone passes carry the tail
-    (:func:`mcengine.analytic.queueing._pass_own_excess_s`)."""
+    (:func:`mcengine.analytic.queue_disaggregated._pass_own_excess_s`)."""
     system = table.spread_system(name, mode, spread)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
     sim, sem = replicated(system, rate, table.REQUESTS[mode], 4, 0, "mser5", "poisson", 1.0)

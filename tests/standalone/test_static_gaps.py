@@ -62,15 +62,15 @@ def test_model_pieces_make_the_models_mean_ttft(gaps, design, cv, load):
     """``--waits``' model pieces (:func:`model_pieces`) put together as the mean TTFT's
     ``prefill(1) + P(wait) (wait + f (batch|wait - 1))`` give the fast model's mean TTFT (to
     1e-12): the flat pass and the one-second step read its wait and its batch exactly."""
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
     from mcengine.standalone.serve import fast_latency
 
     s = serving_system(load_scenario(design), "static", 16)
     top, o = s.batch_max, s.output_tokens
     rate = load * s.capacity_tokens_per_s / o
     wait, batch = gaps.model_pieces(s, rate, cv)
-    idle = float(qu.completion_gaps(rate, 16, s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top], top,
-                                    qu.STATIC_GAP_CV2, cv).idle_probability)
+    idle = float(qs.completion_gaps(rate, 16, s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top], top,
+                                    qs.STATIC_GAP_CV2, cv).idle_probability)
     f = (s.prefill_s[top] - s.prefill_s[1]) / (top - 1)
     want = float(fast_latency(s, rate, cv, 0.99).ttft_mean_s)
     assert s.prefill_s[1] + (1.0 - idle) * (wait + f * (batch - 1.0)) == pytest.approx(want, rel=1e-12)
@@ -128,15 +128,15 @@ def test_independent_streams_of_equal_uniform_and_exponential_cycles(gaps, serve
 def test_empty_share_closed_forms(gaps):
     """:func:`empty_share`: exponential gaps with Poisson arrivals put a completion's count
     geometric, ``E[s^N] = 1 / (1 + k (1 - s))``, whose root is ``s = 1 / k`` (0.4 at ``k =
-    2.5``), the share the Markov chain of :func:`mcengine.analytic.queueing.completion_gaps`
+    2.5``), the share the Markov chain of :func:`mcengine.analytic.queue_static.completion_gaps`
     gives on many instances (``P(idle) k`` on 400 instances at ``a/c = 2.5``: within 1 %); a
     mean batch of at most one is all singletons (1); more variable gaps or bursts leave more
     completions empty."""
-    from mcengine.analytic import queueing as qu
+    from mcengine.analytic import queue_static as qs
 
     assert gaps.empty_share(2.5, 1.0, 1.0) == pytest.approx(0.4, abs=1e-12)
     assert gaps.empty_share(1.0, 2.0, 4.0) == 1.0 and gaps.empty_share(0.8, 1.0, 1.0) == 1.0
-    chain = qu.completion_gaps(2.5 * 400 / 2.0, 400, 2.0, 2.0, 50)
+    chain = qs.completion_gaps(2.5 * 400 / 2.0, 400, 2.0, 2.0, 50)
     assert float(chain.idle_probability * chain.batch_mean) == pytest.approx(float(gaps.empty_share(chain.batch_mean, 1.0, 1.0)), rel=0.01)
     assert gaps.empty_share(2.5, 2.0, 1.0) > gaps.empty_share(2.5, 1.0, 1.0)
     assert gaps.empty_share(2.5, 1.0, 4.0) > gaps.empty_share(2.5, 1.0, 1.0)
@@ -206,7 +206,7 @@ def test_the_spill_near_capacity_meets_the_simulator(load):
     the simulator's mean and P99 TTFT (200,000 requests, seed 0, MSER-5's warm-up left out,
     the fit table's rule; 0.2 s of CPU) against the fast model's, whose spill keeps the gaps'
     variance only over the walk's horizon and spreads its exponential part into the quantile
-    (:func:`mcengine.analytic.queueing._spill_wait`): within the fit table's tolerance (5 % on
+    (:func:`mcengine.analytic.queue_static._spill_wait`): within the fit table's tolerance (5 % on
     the mean, 10 % on the P99) plus 4 standard errors. The one-gap spill put them at +57 /
     +110 % and +34 / +47 %."""
     from mcengine.standalone.serve import fast_latency, serve_summary

@@ -203,10 +203,13 @@ LAYOUT_COLUMNS = ("sequence_flops", "prompt_attention_flops", "prompt_flops")
 class SharedColumns:
     """The tables of one kind of search over one block of trials and one :class:`Rates`
     (the candidate layouts the planner evaluates on them), whose columns other than
-    :data:`LAYOUT_COLUMNS` are equal: the first table made is kept, and each later one is a
-    copy of it with only its layout's columns written (a contiguous copy, not a
-    column-by-column fill). It checks only the block's ``rates`` (the same object) and trial
-    count ``n``: a table asked for other rates or trials raises. Every other input of the
+    :data:`LAYOUT_COLUMNS` are equal: the first table made is kept, and each later one is
+    that table with only its layout's columns written over, in place (no copy of the
+    columns every layout shares). A table is therefore valid until the next one of its
+    names is asked for: each evaluation's searches read their table before the planner
+    evaluates the next layout, one layout after another on one thread. It checks only the
+    block's ``rates`` (the same object) and trial count ``n``: a table asked for other
+    rates or trials raises. Every other input of the
     columns it keeps is the caller's to hold fixed, unchecked: one model card, the same
     prompt and context tokens, TPOT and TTFT SLOs and KV rates (``kv``) for every search
     that shares it (the layout and GPUs an instance are the layout vector's, not the
@@ -233,9 +236,9 @@ def trial_table(columns: dict, names: tuple, n: int, shared: dict | None = None)
     """The per-trial table a compiled search reads: float64 (n, len(names)), column ``j``
     ``columns[names[j]]`` (a number or per trial) broadcast to the ``n`` trials.
     ``shared``: :meth:`SharedColumns.tables`, whose table of ``names`` (kept at the first
-    call) is copied with only the :data:`LAYOUT_COLUMNS` written."""
+    call) is returned with only the :data:`LAYOUT_COLUMNS` written over."""
     if shared is not None and names in shared:
-        x = shared[names].copy()
+        x = shared[names]
         for j, name in enumerate(names):
             if name in LAYOUT_COLUMNS:
                 x[:, j] = columns[name]
@@ -247,7 +250,7 @@ def trial_table(columns: dict, names: tuple, n: int, shared: dict | None = None)
         if v.ndim:
             x[:, j] = v
     if shared is not None:
-        shared[names] = x  # (read only: the searches never write their table)
+        shared[names] = x  # (the searches never write their table: only the next layout's columns do)
     return x
 
 

@@ -10,7 +10,8 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from ...analytic.queueing import REFILL_BIRTHS, STATIC_BUNCH_CYCLES, STATIC_BUNCH_GROWTH, STATIC_GAP_CV2
+from ...analytic.queue_continuous import REFILL_BIRTHS
+from ...analytic.queue_static import STATIC_BUNCH_CYCLES, STATIC_BUNCH_GROWTH, STATIC_GAP_CV2
 from ..cards import ModelCard, parse_model
 from ..dists import Dist, Fixed
 from ...errors import Problem

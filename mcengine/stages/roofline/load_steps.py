@@ -1,9 +1,9 @@
 """The step times the per-mode load models read (docs/load.md#chain), per trial, of the
 plan each trial serves.
 
-The fast models of serving under load (:func:`mcengine.analytic.queueing.static_at_load`,
-:func:`~mcengine.analytic.queueing.continuous_at_load`,
-:func:`~mcengine.analytic.queueing.disaggregated_at_load`) take a plan's step times at
+The fast models of serving under load (:func:`mcengine.analytic.queue_static.static_at_load`,
+:func:`~mcengine.analytic.queue_continuous.continuous_at_load`,
+:func:`~mcengine.analytic.queue_disaggregated.disaggregated_at_load`) take a plan's step times at
 batch 1 and at its top batch and are linear between them. These are the same closed
 forms the simulator's step tables are made of (:func:`mcengine.standalone.serve.serving_system`),
 evaluated for every trial at once, at each trial's own batch:
@@ -31,7 +31,7 @@ import functools
 import numpy as np
 
 from ...analytic import serving as sv
-from ...analytic.queueing import tail_chunk_tokens
+from ...analytic.queue_spread import tail_chunk_tokens
 from ...columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX
 from ...analytic.roofline import steps as rt
 from ...scenario import Scenario

@@ -5,9 +5,9 @@ A candidate of a :class:`~.planner.CandidateTable` can meet them only where it s
 saturation (it fits, meets the TPOT SLO at its full batch and its unloaded TTFT the TTFT
 SLO) and, on a fixed cluster, its saturated rate is above the peak. Whether it meets them
 under the load is the load stage's per-mode model's answer
-(:class:`mcengine.stages.load.Plans`: :func:`~mcengine.analytic.queueing.static_at_load`,
-:func:`~mcengine.analytic.queueing.continuous_at_load`,
-:func:`~mcengine.analytic.queueing.disaggregated_at_load`, the models docs/load.md#chain
+(:class:`mcengine.stages.load.Plans`: :func:`~mcengine.analytic.queue_static.static_at_load`,
+:func:`~mcengine.analytic.queue_continuous.continuous_at_load`,
+:func:`~mcengine.analytic.queue_disaggregated.disaggregated_at_load`, the models docs/load.md#chain
 validates against the simulator), fed the candidate's step times at batch 1 and at its
 top batch (:func:`.load_steps.candidate_steps`, evaluated only for the rows it is asked
 for). With ``T`` a plan's saturated output tokens/s, ``A`` the served availability, ``D``
