@@ -382,6 +382,7 @@ def _halvings(lo, hi, mids, meets, levels):
     return lo, hi
 
 
+@functools.lru_cache(maxsize=None)
 def _in_order(levels):
     """The nodes of :func:`_tree`'s ``levels`` levels (heap order: node ``j`` of level ``l``
     at ``2^l - 1 + j``, its halves at ``2i + 1`` and ``2i + 2``) in the order of their
@@ -389,7 +390,9 @@ def _in_order(levels):
     def walk(node):
         return [] if node >= 2 ** levels - 1 else walk(2 * node + 1) + [node] + walk(2 * node + 2)
 
-    return np.array(walk(0))
+    order = np.array(walk(0))
+    order.flags.writeable = False  # (one array for every call asking these levels)
+    return order
 
 
 def _tree(lo, hi, levels):
