@@ -12,6 +12,11 @@ carries no counter. A revision (``python -m benchmarks counts --against REV``, s
 
 A clock-heap operation is an arm that pushes (a clock within the horizon) or a removal.
 Repair completions (one per repair) go to a list, a heap only above a few dozen pending.
+``failures_and_faults`` is the kernel's own count of the failures and faults it accepted
+(its events by class, every class summed: superposed and per-unit clocks; a module's
+failure is a module swap): loop iterations beyond it are the horizon, the candidates
+rejected (a unit still in its swap) and the completions something waited for; the events
+beyond it are completions, most settled without an iteration.
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ for name in sys.argv[2:]:
     col = lambda k: float(oi[:, 0, k].mean())
     out[name] = {"events": col(life.OUT_EVENTS), "loop_iterations": col(life.OUT_PARTED),
                  "clock_heap_ops": col(life.OUT_MAX_FAILED_GPUS), "repairs": col(life.OUT_REPAIRS),
-                 "failures": col(life.OUT_FAILURES), "module_swaps": col(life.OUT_MODULE_SWAPS)}
+                 "failures": col(life.OUT_FAILURES), "module_swaps": col(life.OUT_MODULE_SWAPS),
+                 "failures_and_faults": float(oi[:, 0, life.N_OUT_I:].sum(axis=1).mean())}
 print(json.dumps(out))
 """ % (FAILURE_HEAVY, SEED, SEED)
 
@@ -128,7 +134,7 @@ def count(rev: str | None = None, scenarios: tuple[str, ...] = ("h100", "lite-h1
           lifetimes: int = LIFETIMES) -> dict:
     """Per lifetime of each scenario (``h100-heavy``: the failure-heavy cluster,
     :data:`~.reliability.FAILURE_HEAVY`): events, loop iterations, clock-heap operations,
-    repairs, failures and module swaps of this tree (``rev`` None) or of git revision ``rev``."""
+    repairs, failures, module swaps, and failures and faults by class of this tree (``rev`` None) or of git revision ``rev``."""
     with tempfile.TemporaryDirectory() as tmp:
         tree, cache = Path(tmp) / "tree", Path(tmp) / "cache"
         tree.mkdir()
