@@ -34,7 +34,8 @@ previous admission) and ``refill_delay`` (the mean time from that departure to t
 admission, in mean gaps); ``p_ge1_refill``, ``p_ge2_refill``, ``ttft_refill`` and
 ``p_ge1_birth``, ``p_ge2_birth``, ``ttft_birth``: the same, over the refills and over the
 other admissions (births: none of the instance's requests left since its previous one);
-``ttft_mean`` / ``ttft_p99`` (ms), ``running`` / ``running_min`` / ``running_max`` (the
+``ttft_mean`` / ``ttft_p99`` (ms) and the fast model's ``model_mean`` / ``model_p99``
+(:func:`mcengine.standalone.serve.fast_latency`), ``running`` / ``running_min`` / ``running_max`` (the
 requests an arrival finds on its instance, admitted and not done: :func:`running_counts`)
 and ``preempted`` (the run's preemptions: the KV cache full). ``--length-cv`` spreads the
 lengths as ``workload.load.length_cv`` does (0, the default: every request the mean).
@@ -368,11 +369,12 @@ def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUES
     """One cell on :data:`INSTANCES` instances of the design's continuous plan, its lengths
     spread by ``length_cv`` (``workload.load.length_cv``'s gamma law; 0: every request the
     mean) (``laws``: its :func:`laws_row`; ``jsq``: its :func:`jsq_row`; otherwise the
-    :func:`stream_components` with the mean and P99 TTFT, ms, and :func:`running_counts`)."""
+    :func:`stream_components` with the simulated and the fast model's mean and P99 TTFT, ms,
+    and :func:`running_counts`)."""
     import dataclasses
 
     from mcengine.scenario import load_scenario
-    from mcengine.standalone.serve import serving_system, simulate_requests
+    from mcengine.standalone.serve import fast_latency, serving_system, simulate_requests
 
     system = dataclasses.replace(serving_system(load_scenario(name), "continuous", INSTANCES), length_cv=length_cv)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
@@ -384,8 +386,9 @@ def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUES
     elif jsq:
         measured = jsq_row(measured, step_laws(system, rate))
     else:
-        measured |= {"ttft_mean": float(ttft.mean()), "ttft_p99": float(np.quantile(ttft, 0.99)), **running_counts(df, warmup),
-                     "preempted": int(df.preemptions.sum())}
+        model = fast_latency(system, rate, cv, 0.99)
+        measured |= {"ttft_mean": float(ttft.mean()), "ttft_p99": float(np.quantile(ttft, 0.99)), "model_mean": 1e3 * float(model.ttft_mean_s),
+                     "model_p99": 1e3 * float(model.ttft_q_s), **running_counts(df, warmup), "preempted": int(df.preemptions.sum())}
     return {"design": name, "arrival": arrival, "load": load, **({"length_cv": length_cv} if length_cv else {}), **measured}
 
 
