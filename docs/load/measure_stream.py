@@ -5,6 +5,8 @@
     python docs/load/measure_stream.py --design h100 --arrival poisson --loads 0.5,0.8 --requests 30000
     python docs/load/measure_stream.py --toy 124,0.72 --requests 256000  # dispatch and streams alone (dispatch_toy)
     python docs/load/measure_stream.py --loads 0.5 --requests 800000 --warmup 0.5  # the settled pattern (docs/load.md#burst-wait)
+    python docs/load/measure_stream.py --design lite-h100 --arrival poisson --loads 0.4,0.5,0.6,0.7,0.8 --requests 1600000 --warmup 0.5 --length-cv 0.02
+                                                            # the same with lengths spread 2 % (docs/load.md#lite-pairs)
     python docs/load/measure_stream.py --laws --requests 100000 --warmup 0.3   # the step-counted components and share laws (docs/load.md#share-laws)
     python docs/load/measure_stream.py --jsq --loads 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9 --requests 1600000 --warmup 0.5 --out shares.csv
                                                             # the settled shares beside the join-the-shortest-queue laws
@@ -31,7 +33,12 @@ the P99 TTFT, with at least two / three prompts ahead), ``refill``
 previous admission) and ``refill_delay`` (the mean time from that departure to the
 admission, in mean gaps); ``p_ge1_refill``, ``p_ge2_refill``, ``ttft_refill`` and
 ``p_ge1_birth``, ``p_ge2_birth``, ``ttft_birth``: the same, over the refills and over the
-other admissions (births: none of the instance's requests left since its previous one).
+other admissions (births: none of the instance's requests left since its previous one);
+``ttft_mean`` / ``ttft_p99`` (ms) and the fast model's ``model_mean`` / ``model_p99``
+(:func:`mcengine.standalone.serve.fast_latency`), ``running`` / ``running_min`` / ``running_max`` (the
+requests an arrival finds on its instance, admitted and not done: :func:`running_counts`)
+and ``preempted`` (the run's preemptions: the KV cache full). ``--length-cv`` spreads the
+lengths as ``workload.load.length_cv`` does (0, the default: every request the mean).
 
 ``--laws`` prints, per cell, those measured components beside the step count's
 (:func:`step_laws`): ``t0`` / ``t0_law`` (mean TTFT with none ahead, ms), ``c1`` / ``c1_law``
@@ -358,21 +365,44 @@ def admission_gaps(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMUP) 
 
 
 def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUESTS, seed: int = 0, warmup: float = WARMUP,
-         laws: bool = False, jsq: bool = False) -> dict:
-    """One cell on :data:`INSTANCES` instances of the design's continuous plan (``laws``: its
-    :func:`laws_row`; ``jsq``: its :func:`jsq_row`)."""
-    from mcengine.scenario import load_scenario
-    from mcengine.standalone.serve import serving_system, simulate_requests
+         laws: bool = False, jsq: bool = False, length_cv: float = 0.0) -> dict:
+    """One cell on :data:`INSTANCES` instances of the design's continuous plan, its lengths
+    spread by ``length_cv`` (``workload.load.length_cv``'s gamma law; 0: every request the
+    mean) (``laws``: its :func:`laws_row`; ``jsq``: its :func:`jsq_row`; otherwise the
+    :func:`stream_components` with the simulated and the fast model's mean and P99 TTFT, ms,
+    and :func:`running_counts`)."""
+    import dataclasses
 
-    system = serving_system(load_scenario(name), "continuous", INSTANCES)
+    from mcengine.scenario import load_scenario
+    from mcengine.standalone.serve import fast_latency, serving_system, simulate_requests
+
+    system = dataclasses.replace(serving_system(load_scenario(name), "continuous", INSTANCES), length_cv=length_cv)
     rate = load * system.capacity_tokens_per_s / system.output_tokens
     df, _ = simulate_requests(system, rate, requests, seed, 0, arrival, cv)
     measured = stream_components(df, rate, warmup)
+    ttft = 1e3 * df.ttft_s.to_numpy()[int(warmup * len(df)):]
     if laws:
-        measured = laws_row(measured | {"mean": 1e3 * float(df.ttft_s.iloc[int(warmup * len(df)):].mean())}, step_laws(system, rate))
+        measured = laws_row(measured | {"mean": float(ttft.mean())}, step_laws(system, rate))
     elif jsq:
         measured = jsq_row(measured, step_laws(system, rate))
-    return {"design": name, "arrival": arrival, "load": load, **measured}
+    else:
+        model = fast_latency(system, rate, cv, 0.99)
+        measured |= {"ttft_mean": float(ttft.mean()), "ttft_p99": float(np.quantile(ttft, 0.99)), "model_mean": 1e3 * float(model.ttft_mean_s),
+                     "model_p99": 1e3 * float(model.ttft_q_s), **running_counts(df, warmup), "preempted": int(df.preemptions.sum())}
+    return {"design": name, "arrival": arrival, "load": load, **({"length_cv": length_cv} if length_cv else {}), **measured}
+
+
+def running_counts(df: pd.DataFrame, warmup: float = WARMUP) -> dict:
+    """The requests an arrival finds on the instance it is sent to (admitted, not yet done),
+    after the first ``warmup`` share of rows: their mean ``running``, least ``running_min``
+    and most ``running_max`` (the plan's batch cap and KV room bind only where the most
+    reaches them)."""
+    n = len(df)
+    running = np.zeros(n, np.int64)
+    for rows in df.groupby("instance").indices.values():
+        running[rows] = np.arange(len(rows)) - np.searchsorted(np.sort(df.finish_s.to_numpy()[rows]), df.arrival_s.to_numpy()[rows], side="right")
+    kept = running[int(warmup * n):]
+    return {"running": float(kept.mean()), "running_min": int(kept.min()), "running_max": int(kept.max())}
 
 
 def main(argv=None) -> int:
@@ -389,6 +419,8 @@ def main(argv=None) -> int:
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--laws", action="store_true", help="the measured components beside the step count's and the share laws")
     shown.add_argument("--jsq", action="store_true", help="the shares of arrivals finding 0 / 1 / 2+ prompts ahead beside the share laws")
+    parser.add_argument("--length-cv", type=float, default=0.0,
+                        help="the lengths' spread (workload.load.length_cv's gamma law; 0: every request the mean)")
     parser.add_argument("--out", default=None, metavar="CSV", help="also write the rows to CSV")
     parser.add_argument("--oracle", default=None, metavar="CSV",
                         help="instead: the fit table's continuous cells counted in steps with a --jsq --out CSV's Poisson shares")
@@ -397,6 +429,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not 0.0 <= args.warmup < 1.0:
         parser.error(f"--warmup {args.warmup:g}: allowed a share in [0, 1)")
+    if not 0.0 <= args.length_cv <= 3.0:
+        parser.error(f"--length-cv {args.length_cv:g}: allowed 0 to 3")
     if args.oracle is not None:
         from make_fit_table import CSV, fit_system
 
@@ -421,7 +455,8 @@ def main(argv=None) -> int:
     loads = tuple(float(x) for x in args.loads.split(","))
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
-    rows = pd.DataFrame([cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup, laws=args.laws, jsq=args.jsq)
+    rows = pd.DataFrame([cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup, laws=args.laws, jsq=args.jsq,
+                              length_cv=args.length_cv)
                          for name in designs for arrival in arrivals for load in loads])
     if args.out is not None:
         rows.to_csv(args.out, index=False)

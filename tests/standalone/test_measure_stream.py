@@ -40,7 +40,19 @@ def test_the_components_of_a_hand_made_table(measure):
     assert got == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.parametrize("argv", [["--loads", "0.5,1.2"], ["--design", "a100"], ["--arrival", "poisson,uniform"], ["--warmup", "1"]])
+def test_the_requests_an_arrival_finds_on_its_instance(measure):
+    """The hand-made table above: instance 0's arrivals at 0, 1, 1.5 find 0, 1 and 2 of its
+    requests not done, the one at 10 none (its three left at 5, 6 and 9); instance 1's at 0.5
+    and 6 find none (its first left at 2). In arrival order 0, 0, 1, 2, 0, 0; without the
+    first third (two rows) 1, 2, 0, 0."""
+    df = pd.DataFrame({"instance": [0, 1, 0, 0, 1, 0], "arrival_s": [0.0, 0.5, 1.0, 1.5, 6.0, 10.0],
+                       "finish_s": [5.0, 2.0, 6.0, 9.0, 7.0, 12.0]})
+    assert measure.running_counts(df, 0.0) == {"running": 3 / 6, "running_min": 0, "running_max": 2}
+    assert measure.running_counts(df, 1 / 3) == {"running": 3 / 4, "running_min": 0, "running_max": 2}
+
+
+@pytest.mark.parametrize("argv", [["--loads", "0.5,1.2"], ["--design", "a100"], ["--arrival", "poisson,uniform"], ["--warmup", "1"],
+                                  ["--length-cv", "3.5"]])
 def test_cells_outside_the_grid_are_refused(measure, argv, capsys):
     """``--loads`` outside (0, 1), a design or arrival law the grid lacks, a ``--warmup`` share
     outside [0, 1): exit 2 naming the option and what is allowed, before a cell is simulated."""
