@@ -172,7 +172,7 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     1/A) - (1 - w) 2/(R + 1))`` on the ``R =`` :data:`STATIC_GAP_POOL` instances the key was
     measured on (one instance's exponential cycle: 1), on other pools with
     :func:`_pool_bunching`'s terms in ``c`` (docs/load.md#fleet-size). Below the onset ``w``
-    (below) the pool is not bunched: its ``c`` instances run at uniform phases, whose gaps
+    (defined below) the pool is not bunched: its ``c`` instances run at uniform phases, whose gaps
     have squared CV ``(c - 1)/(c + 1)`` (the light-traffic value for Poisson arrivals, exact
     given the phases), so the onset ramps the whole excess over them, the fitted part and the
     base's own ``1 - (R - 1)/(R + 1) = 2/(R + 1)`` (**derived** at ``w = 0``, the ramp between
@@ -229,11 +229,11 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     growth = np.minimum(1.0, np.asarray(bunch_growth, float) / np.maximum(lam * slope, 1e-300))
     h = np.asarray(bunch_cycles, float) * onset * np.minimum(p_idle * k, 1.0) * growth / np.maximum(arrivals, 1.0)  # the cycle excess
     by_cycles = (c - 1.0) / (c + 1.0) + 2.0 * c * h
+    unbunched = (1.0 - onset) * 2.0 / (STATIC_GAP_POOL + 1.0)  # below the onset the base falls to the uniform phases' (c - 1)/(c + 1)
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
         pool_kept, phases = _pool_bunching(c, amplify)
-        unbunched = (1.0 - onset) * 2.0 / (STATIC_GAP_POOL + 1.0)  # below the onset the base falls to the uniform phases' (c - 1)/(c + 1)
         pooled = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * pool_kept + (1.0 - 1.0 / c) * (phases - unbunched)
         bunched = np.maximum(pooled, by_cycles)
         cv2 = np.maximum(p_idle * light + (1.0 - p_idle) * bunched, 1e-6)
