@@ -67,7 +67,7 @@ the first 20 % left out): ``seen``, the squared CV ``2 E[R] / (T(1) / c) - 1`` o
 waiting request sees, with its standard error over the replications (``sem``), beside the
 uniform phases' ``(c - 1) / (c + 1)`` (``phases``) and ``followers``, the same with the requests
 that arrive during a first waiter's wait seeing its rest: ``2c/(c + 1) (1 + a/(c + 2)) / (1 +
-a/(c + 1)) - 1`` (docs/load.md#static-pieces: a reading that matches from 2 instances, not a law).
+a/(c + 1)) - 1`` (docs/load.md#static-light-followers: a reading that matches from 2 instances, not a law).
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
