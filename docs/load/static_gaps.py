@@ -6,6 +6,7 @@ mean TTFT, and what the simulator's gaps are as a waiting request sees them.
     python docs/load/static_gaps.py --design h100 --loads 0.1,0.2
     python docs/load/static_gaps.py --pools                # the bunching's onset on 4 to 64 instances
     python docs/load/static_gaps.py --waits                # a waiting request's wait, its law and the instances it sees
+    python docs/load/static_gaps.py --light                # the gaps a waiting request sees on small pools below a = c
 
 Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
 make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
@@ -59,6 +60,14 @@ pieces, ``prefill(1) + P(wait) (wait + f (batch|wait - 1))`` (``f`` the pass's s
 batch): ``wait model``, the model's mean wait of a waiting request (s, the spill's part
 included), ``batch|wait`` and ``batch|wait model``, the mean batch a waiting request rides
 (:func:`model_pieces`).
+
+``--light`` prints instead, on :data:`LIGHT`'s small h100 pools at offered loads ``a = lambda T(1)``
+below ``c`` (Poisson, :data:`LIGHT_REPLICATIONS` replications of :data:`REQUESTS` requests, seed 11,
+the first 20 % left out): ``seen``, the squared CV ``2 E[R] / (T(1) / c) - 1`` of the gaps a
+waiting request sees, with its standard error over the replications (``sem``), beside the
+uniform phases' ``(c - 1) / (c + 1)`` (``phases``) and ``followers``, the same with the requests
+that arrive during a first waiter's wait seeing its rest: ``2c/(c + 1) (1 + a/(c + 2)) / (1 +
+a/(c + 1)) - 1`` (docs/load.md#static-light-followers: a reading that matches from 2 instances, not a law).
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
@@ -376,6 +385,26 @@ def waits_cell(scenario, system, load: float, arrival: str, cv: float, requests:
             "wait model": wait_model, "batch|wait": float(size[waited].mean()), "batch|wait model": batch_model}
 
 
+#: ``--light``'s cells: instances and the pool's offered load ``a = lambda T(1)``, and the replications a cell.
+LIGHT, LIGHT_REPLICATIONS = ((1, 0.5), (2, 0.2), (2, 0.6), (2, 1.0), (4, 1.0), (4, 2.2), (8, 4.0)), 6
+
+
+def light_cell(scenario, servers: int, offered: float) -> dict:
+    """One ``--light`` cell (see the module's docstring)."""
+    from mcengine.standalone.serve import serving_system, simulate_requests
+
+    system = serving_system(scenario, "static", servers)
+    cycle_1 = system.prefill_s[1] + (system.output_tokens - 1) * system.decode_s[1]
+    seen = []
+    for rep in range(LIGHT_REPLICATIONS):
+        df, _ = simulate_requests(system, offered / cycle_1, REQUESTS, seed=11, replication=rep)
+        df["measured"] = np.arange(len(df)) >= int(len(df) * WARMUP)
+        seen.append(2.0 * servers * gap_measures(df, batch_rows(df, system.prefill_s))["residual"] / cycle_1 - 1.0)
+    c, a = servers, offered
+    return {"c": c, "a": a, "a/c": a / c, "seen": float(np.mean(seen)), "sem": float(np.std(seen, ddof=1) / np.sqrt(len(seen))),
+            "phases": (c - 1) / (c + 1), "followers": 2 * c / (c + 1) * (1 + a / (c + 2)) / (1 + a / (c + 1)) - 1}
+
+
 #: Instances and offered loads ``a/c`` (``lambda T(1) / c``) of ``--pools``' cells, and the requests a cell.
 POOLS, OFFERED, POOL_REQUESTS = (4, 8, 16, 32, 64), (0.8, 1.1, 1.4, 1.8, 2.4, 4.0), 60_000
 
@@ -421,6 +450,7 @@ def main(argv=None) -> int:
     parser.add_argument("--laws", action="store_true", help="print the candidate laws' measured terms instead")
     parser.add_argument("--pools", action="store_true", help="print the bunching's onset on 4 to 64 instances instead")
     parser.add_argument("--waits", action="store_true", help="print a waiting request's wait and the instances it sees instead")
+    parser.add_argument("--light", action="store_true", help="print the gaps a waiting request sees on small pools below a = c instead")
     args = parser.parse_args(argv)
     designs, loads = args.design.split(","), [float(x) for x in args.loads.split(",")]
     if not set(designs) <= set(DESIGNS):
@@ -428,6 +458,9 @@ def main(argv=None) -> int:
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
     rows = []
+    if args.light:
+        print(pd.DataFrame([light_cell(load_scenario("h100"), c, a) for c, a in LIGHT]).to_string(index=False, float_format="{:.4f}".format))
+        return 0
     if args.pools:
         for name in designs:
             scenario = load_scenario(name)

@@ -116,7 +116,8 @@ STATIC_GAP_POOL = 16.0
 def _pool_bunching(servers, amplify):
     """The bunched gaps' pool-size terms of :func:`completion_gaps` (docs/load.md#fleet-size):
     ``(kept, phases)``, the share of the bunching's excess ``gap_cv2 - 1`` kept and the shift
-    of the busy side's base, ``1 + (gap_cv2 - 1)(1 - 1/c) w kept + (1 - 1/c) phases``, both
+    of the busy side's base, ``1 + (gap_cv2 - 1)(1 - 1/c) w kept + (1 - 1/c)(phases - (1 - w)
+    2/(R + 1))`` (at the onset ``w = 0``, ``c`` instances' uniform phases on any pool), both
     relative to the pool the key was measured on, ``R =`` :data:`STATIC_GAP_POOL` (``kept =
     min(1, 1/A)`` and ``phases = 0`` there: the fit table's model as it was fitted).
 
@@ -167,10 +168,15 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     :func:`_light_gap_cv2` (the arrivals' ``c_a^2`` through the ``c`` singletons they started),
     weighted by ``1 - 1/c`` so that one instance keeps the arrivals' ``c_a^2`` (the
     M/M^[1,inf]/1 anchor above; the weighting is **assumed**, measured on the fit table,
-    docs/load.md#static), and otherwise the bunched ``1 + (gap_cv2 - 1)(1 - 1/c) w min(1,
-    1/A)`` on the :data:`STATIC_GAP_POOL` instances the key was measured on (one instance's
-    exponential cycle: 1), on other pools with :func:`_pool_bunching`'s terms in ``c``
-    (docs/load.md#fleet-size). ``A = lambda s (1 - P_full)`` is how many
+    docs/load.md#static), and otherwise the bunched ``1 + (1 - 1/c)((gap_cv2 - 1) w min(1,
+    1/A) - (1 - w) 2/(R + 1))`` on the ``R =`` :data:`STATIC_GAP_POOL` instances the key was
+    measured on (one instance's exponential cycle: 1), on other pools with
+    :func:`_pool_bunching`'s terms in ``c`` (docs/load.md#fleet-size). Below the onset ``w``
+    (defined below) the pool is not bunched: its ``c`` instances run at uniform phases, whose gaps
+    have squared CV ``(c - 1)/(c + 1)`` (the light-traffic value for Poisson arrivals, exact
+    given the phases), so the onset ramps the whole excess over them, the fitted part and the
+    base's own ``1 - (R - 1)/(R + 1) = 2/(R + 1)`` (**derived** at ``w = 0``, the ramp between
+    as the fitted part's; docs/load.md#static). ``A = lambda s (1 - P_full)`` is how many
     seconds of cycle a second of gap adds (``s`` the cycle's slope in the batch; a full batch
     adds none): where ``A > 1`` the instance that took the longer gap's batch falls behind
     the one after it, the two swap, and only ``1/A`` of the gap's excess is kept into the
@@ -223,11 +229,12 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     growth = np.minimum(1.0, np.asarray(bunch_growth, float) / np.maximum(lam * slope, 1e-300))
     h = np.asarray(bunch_cycles, float) * onset * np.minimum(p_idle * k, 1.0) * growth / np.maximum(arrivals, 1.0)  # the cycle excess
     by_cycles = (c - 1.0) / (c + 1.0) + 2.0 * c * h
+    unbunched = (1.0 - onset) * 2.0 / (STATIC_GAP_POOL + 1.0)  # below the onset the base falls to the uniform phases' (c - 1)/(c + 1)
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)
         pool_kept, phases = _pool_bunching(c, amplify)
-        pooled = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * pool_kept + (1.0 - 1.0 / c) * phases
+        pooled = 1.0 + (np.asarray(gap_cv2, float) - 1.0) * (1.0 - 1.0 / c) * onset * pool_kept + (1.0 - 1.0 / c) * (phases - unbunched)
         bunched = np.maximum(pooled, by_cycles)
         cv2 = np.maximum(p_idle * light + (1.0 - p_idle) * bunched, 1e-6)
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -543,9 +543,9 @@ def test_static_idle_sums_are_erlang_b_and_the_quadrature_agrees():
 
 def test_static_gap_cv_is_light_traffics_while_idle_and_bunched_once_busy():
     """The gaps' squared CV mixes the light-traffic gaps (with the probability of finding an
-    instance idle) and the bunched ``1 + (kappa - 1)(1 - 1/c) w min(1, 1/A)``, ``A = lambda s
-    (1 - P_full)``, ``w = min(1, max(0, a/c - 1))`` its onset in the offered load ``a = lambda
-    T(k)``: batches never full (``top`` huge) on 16 instances at 30 requests/s with a cycle
+    instance idle) and the bunched ``1 + (1 - 1/c)((kappa - 1) w min(1, 1/A) - (1 - w) 2/17)``
+    on 16 instances, ``A = lambda s (1 - P_full)``, ``w = min(1, max(0, a/c - 1))`` its onset in
+    the offered load ``a = lambda T(k)`` (below it the uniform phases' ``15/17``): batches never full (``top`` huge) on 16 instances at 30 requests/s with a cycle
     slope of 0.1 s a request, ``A = 3`` and ``a/c > 3``. The light-traffic gaps are ``c_a^2 +
     (1 - 1/c)(L - c_a^2)``, ``L = 2 c c_a^2 / (c + c_a^2) - 1`` (by hand, gamma CV 2 on 16 instances: ``L =
     128 / 20 - 1 = 5.4`` and 4 + 0.9375 x 1.4 = 5.3125; Poisson's ``L = 15 / 17``); a trickle
@@ -562,12 +562,16 @@ def test_static_gap_cv_is_light_traffics_while_idle_and_bunched_once_busy():
     assert 1.0 / qs.completion_gaps(1e-6, c, 2.0, 4.0, 25, arrival_cv=1.0).shape == pytest.approx(1.0 - 0.9375 * 2.0 / 17.0, rel=1e-6)
     assert 1.0 / qs.completion_gaps(1e-6, 1, 2.0, 4.0, 25, arrival_cv=2.0).shape == pytest.approx(4.0, rel=1e-5)
     # the onset: 6 requests/s on cycles of about 2 s, a/c about 0.75, no bunching (the busy side's gaps
-    # exponential); 12 requests/s, a/c between 1 and 2, that share of it
+    # those of 16 instances at uniform phases, 15/17, weighted as the light side: with Poisson arrivals
+    # both sides are 1 - 0.9375 x 2/17 whatever P(idle)); 12 requests/s, a/c between 1 and 2, that share
+    # of the whole excess over the uniform phases (the fitted part and the 2/17 up to the base 1)
     for lam_low in (6.0, 12.0):
         low = qs.completion_gaps(lam_low, c, 2.0, 2.0 + slope * (10**6 - 1), 10**6, gap_cv2=2.0, arrival_cv=1.0)
         onset = np.clip(lam_low * (2.0 + slope * (low.batch_mean - 1.0)) / c - 1.0, 0.0, 1.0)
         assert onset < 1.0 and (onset == 0.0) == (lam_low == 6.0)
-        bunched = 1.0 + (2.0 - 1.0) * (1.0 - 1.0 / c) * onset * min(1.0, 1.0 / (lam_low * slope))
+        bunched = 1.0 + (1.0 - 1.0 / c) * (onset * min(1.0, 1.0 / (lam_low * slope)) - (1.0 - onset) * 2.0 / 17.0)
+        if onset == 0.0:
+            assert 1.0 / low.shape == pytest.approx(1.0 - 0.9375 * 2.0 / 17.0, rel=1e-12) and 0.1 < low.idle_probability < 0.9
         excess = qs.STATIC_BUNCH_CYCLES * onset * min(1.0, low.idle_probability * low.batch_mean)  # lambda s = 0.6 or 1.2: kept whole
         bunched = max(bunched, 15.0 / 17.0 + 2.0 * c * excess)  # the cycle excess (test_static_cycle_excess_by_hand)
         assert 1.0 / low.shape == pytest.approx(low.idle_probability * (1.0 - 0.9375 * 2.0 / 17.0) + (1.0 - low.idle_probability) * bunched, rel=1e-9)

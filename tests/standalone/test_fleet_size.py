@@ -51,10 +51,11 @@ def test_the_counts_and_ranges_in_the_prose_are_the_tables(fleet):
     """The #fleet-size prose's numbers recomputed from docs/load/fleet-size-table.csv: h100
     at loads 0.4-0.9 on 64 and 128 instances (its range over P99 and mean TTFT, the cells
     within), the platoons' mean TTFT at 0.2-0.3 there, the Lite's tail at 0.4-0.9, the 4
-    instances' mean and P99, and the cells whose TPOT is out; #static-cycles' fit, near
-    capacity and length table counts from their CSVs."""
+    instances' mean and P99, and the cells whose TPOT is out; the table's count by pool;
+    #static-cycles' fit, near capacity and length table counts from their CSVs."""
     table, text = pd.read_csv(fleet.CSV), " ".join(fleet.PAGE.read_text().split())
-    assert f"and none of the 79 lost; with [the bursts' zero gaps](#static-seen-gap) in the quantiles, {table.passes.sum()} of {len(table)}:" in text
+    by_pool = " / ".join(str(int(n)) for n in table.groupby("instances").passes.sum())
+    assert f"the model passes {table.passes.sum()} of {len(table)} cells (by pool {by_pool} on 4 / 8 / 16 / 32 / 64 / 128;" in text
     big = table[table.instances.isin([64, 128])]
     h100 = big[(big.design == "h100") & (big.load >= 0.4)]
     assert (f"within {_span(h100[['err_ttft_p99', 'err_ttft_mean']])} % (P99 and mean), {h100.passes.sum()} of {len(h100)} pass") in text
@@ -78,11 +79,10 @@ def test_the_counts_and_ranges_in_the_prose_are_the_tables(fleet):
     length = pd.read_csv(docs_script("load/make_length_table").CSV)
     near = pd.read_csv(docs_script("load/near_capacity").CSV)
     static = fit[fit["mode"] == "static"]
-    assert (f"The fit table 95 → {fit.passes.sum()} of {len(fit)}, static 28 → {static.passes.sum()} of {len(static)} (the other cell is "
-            f"continuous: [the refills' fixed point](#refill)); near capacity {near.passes.sum()} of {len(near)} (disaggregated) and the length "
-            f"table {length.passes.sum()} of {len(length)} as before") in text
+    assert (f"The fit table {fit.passes.sum()} of {len(fit)} with it, static {static.passes.sum()} of {len(static)} (97 and 29 without); near "
+            f"capacity {near.passes.sum()} of {len(near)} (disaggregated) and the length table {length.passes.sum()} of {len(length)} either way") in text
     both = (length[["err_ttft_p99", "err_tpot_p99"]].abs() <= 0.10).all(axis=1).sum()
-    assert (f"Near capacity {near.passes.sum()} of {len(near)} and the length table {length.passes.sum()} of {len(length)}, as before, but "
+    assert (f"Near capacity {near.passes.sum()} of {len(near)} and the length table {length.passes.sum()} of {len(length)} either way, but "
             f"{both} of its cells within on both P99s") in text
 
 def test_the_committed_fast_columns_are_the_fast_model_now(fleet):
