@@ -29,9 +29,9 @@ from scipy import special, stats
 
 from ..kernels import queueing as kq
 #: Most steps of :func:`_queue_ratio`'s and :func:`_batched_ttft`'s bracketed Newton solves
-#: (:mod:`mcengine.kernels.queueing`; a fixed cap: run time never grows with a value; the
-#: bisection each step falls back to would reach a float's resolution of either bracket in
-#: 60).
+#: and of :func:`_self_consistent_wait`'s Illinois steps (:mod:`mcengine.kernels.queueing`;
+#: a fixed cap: run time never grows with a value; the bisection each step falls back to
+#: would reach a float's resolution of either bracket in 60).
 ROOT_STEPS = 60
 
 
@@ -419,7 +419,10 @@ def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
     bracketed Newton solve of each trial to within :data:`ROOT_TOLERANCE` of its root
     (:data:`ROOT_STEPS` steps at most). Near 1 (a pool near its capacity) the residual is a
     difference of two numbers near 1, rounded to about 1e-16 over an interval about the
-    root: any point of it is as much the root as another."""
+    root: any point of it is as much the root as another. The chain's wait reads the index
+    of dispersion off ``z`` itself and solves that one equation instead
+    (:func:`_self_consistent_wait`); this is the law at a given index, which the tests hold
+    that solve to."""
     lam, v, g, p, d = _flat(rate_per_s, np.asarray(arrival_cv, float) ** 2, gap_s, top, dispersion)
     return kq.queue_ratios(lam, v, g, p, np.maximum(d, 1e-12), ROOT_STEPS, ROOT_TOLERANCE, SMOOTH_ARRIVAL_CV2).reshape(_shape(rate_per_s, arrival_cv, gap_s, top, dispersion))
 
