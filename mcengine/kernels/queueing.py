@@ -188,7 +188,7 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
     k^2 + k (P d_f - 1))``, ``k = P / (lambda g)``, the heavy-traffic root of
     :func:`queue_ratios` at ``d_f``, the index of dispersion at ``z_f`` (the largest the
     root's can be: ``d`` falls as ``z`` rises), at or above the ratio at ``d_f`` and so
-    above the root (where rounding puts ``H(u) <= 0``, the bracket is ``[u, 1]`` with
+    above the root (where rounding puts ``H(u) < 0``, the bracket is ``[u, 1]`` with
     ``H(1) = 0`` taken as its positive end: its first steps halve it). The Illinois variant
     of false position (M. Dowell and P. Jarratt, *BIT* 11, 168-174, 1971: the end kept twice
     running has its value halved) steps inside it, a step outside the open bracket halving
