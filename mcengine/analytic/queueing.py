@@ -29,9 +29,9 @@ from scipy import special, stats
 
 from ..kernels import queueing as kq
 #: Most steps of :func:`_queue_ratio`'s and :func:`_batched_ttft`'s bracketed Newton solves
-#: (:mod:`mcengine.kernels.queueing`; a fixed cap: run time never grows with a value; the
-#: bisection each step falls back to would reach a float's resolution of either bracket in
-#: 60).
+#: and of :func:`_self_consistent_wait`'s Illinois steps (:mod:`mcengine.kernels.queueing`;
+#: a fixed cap: run time never grows with a value; the bisection each step falls back to
+#: would reach a float's resolution of either bracket in 60).
 ROOT_STEPS = 60
 
 
@@ -419,7 +419,10 @@ def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
     bracketed Newton solve of each trial to within :data:`ROOT_TOLERANCE` of its root
     (:data:`ROOT_STEPS` steps at most). Near 1 (a pool near its capacity) the residual is a
     difference of two numbers near 1, rounded to about 1e-16 over an interval about the
-    root: any point of it is as much the root as another."""
+    root: any point of it is as much the root as another. The chain's wait reads the index
+    of dispersion off ``z`` itself and solves that one equation instead
+    (:func:`_self_consistent_wait`); this is the law at a given index, which the tests hold
+    that solve to."""
     lam, v, g, p, d = _flat(rate_per_s, np.asarray(arrival_cv, float) ** 2, gap_s, top, dispersion)
     return kq.queue_ratios(lam, v, g, p, np.maximum(d, 1e-12), ROOT_STEPS, ROOT_TOLERANCE, SMOOTH_ARRIVAL_CV2).reshape(_shape(rate_per_s, arrival_cv, gap_s, top, dispersion))
 
@@ -457,8 +460,8 @@ def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, to
     / T(P)``, ``T(P) = full_pass_s``: no steady state) the rate is held at
     :data:`RHO_WAIT_MAX` of that, as :func:`batch_queue` holds its utilisation: a wait far
     past any SLO, finite for the chain's columns (``inf`` only where no root below 1 exists
-    at all). The fixed point's wait is at most ``W(1)``, so where that is at most
-    ``at_least`` the answer is ``at_least`` without solving it."""
+    at all). Where the fixed point's wait is at most ``at_least`` (one evaluation of
+    :func:`_self_consistent_wait`'s residual tells) the answer is ``at_least``."""
     top = np.asarray(top, float)
     lam = np.minimum(np.asarray(rate_per_s, float), RHO_WAIT_MAX * np.asarray(servers, float) * top / np.asarray(full_pass_s, float))
     g = bq.gap_s / ((1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0)
@@ -466,62 +469,49 @@ def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, to
     return _self_consistent_wait(*_flat(lam, arrival_cv, g, top, np.asarray(servers, float) * g, at_least)).reshape(shape)
 
 
-#: Most steps of :func:`_self_consistent_wait`'s bracketed solve (a fixed cap: run time
-#: never grows with a value; the halving a step falls back to reaches 2^-60 of the bracket).
-DISPERSION_STEPS = 60
-
-
-#: The bracket's width at which :func:`_self_consistent_wait` takes a trial's index of
-#: dispersion as solved.
-DISPERSION_TOLERANCE = 1e-12
+#: The bracket's width, relative to ``1 - z``, at which :func:`_self_consistent_wait` takes
+#: a trial's ratio as solved (the wait ``g / (1 - z^P)`` then to about as much of itself).
+WAIT_TOLERANCE = 1e-13
 
 
 def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     """The longer of ``at_least`` and :func:`_queue_wait`'s fixed point (flat arrays: arrivals/s,
-    arrival CV, gap ``g``, prompts a pass, pass ``T``, the floor): the wait ``W(I) = g / (1
-    - z_I^P)`` (:func:`_queue_ratio`) at the root ``I`` in ``[0, 1]`` of ``phi(I) = 1 - W(I)
-    / T - I``, ``W(0)`` where ``phi(0) <= 0`` (a wait of a pass or more: ends as regular as
-    the passes). ``phi`` falls strictly (``W`` rises with ``I``), so the root is unique. The
-    bracket starts at ``[I_1, 1]``, ``I_1 = max(0, 1 - W(1) / T)`` (the window of Poisson
-    ends' wait: ``phi(I_1) = (W(1) - W(I_1)) / T >= 0`` where ``I_1 > 0``, ``phi(1) = -W(1)
-    / T < 0``); the Illinois variant of false position (M. Dowell and P. Jarratt, *BIT* 11,
-    168-174, 1971: the end kept twice running has its value halved) steps inside it, a step
-    outside the open bracket halving it instead, each trial frozen once its bracket is
-    narrower than :data:`DISPERSION_TOLERANCE` (so its answer is its own, whatever else the
-    array holds), :data:`DISPERSION_STEPS` steps at most. The wait returned is the last one
-    evaluated, ``T (1 - I - phi(I))``; ``at_least`` where ``W(1)`` is at most that (``W <=
-    W(1)``), the steps left out there."""
-    def phi(i, rows):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            wait = g[rows] / (1.0 - _queue_ratio(lam[rows], arrival_cv[rows], g[rows], top[rows], i) ** top[rows])
-        return np.where(np.isfinite(wait), 1.0 - wait / pass_s[rows] - i, -np.inf)
+    arrival CV, gap ``g``, prompts a pass ``P``, pass ``T``, the floor): the wait ``W = g /
+    (1 - z^P)`` at the root in ``z`` of one equation, the ratio's (:func:`_queue_ratio`) with
+    the index of dispersion read off ``z`` itself, ``H(z) = z - A*((1 - z^(P I(z))) / (g
+    I(z)))``, ``I(z) = max(0, 1 - g / (T (1 - z^P)))`` (the fixed point ``W = W(I)``, ``I =
+    max(0, 1 - W / T)``, with ``W`` written in ``z``):
+    :func:`mcengine.kernels.queueing.self_consistent_waits`, a bracketed solve of each
+    trial, :data:`ROOT_STEPS` steps at most, to within :data:`WAIT_TOLERANCE` of ``1 - z``.
 
-    out = np.array(at_least, float)
-    f_hi = phi(np.ones(lam.size), np.arange(lam.size))
-    live = np.flatnonzero(~(-f_hi * pass_s <= at_least))  # W(1) = -T phi(1) above the floor
-    lo = np.maximum(1.0 + f_hi[live], 0.0)  # I_1 = 1 - W(1) / T
-    f_lo = phi(lo, live)
-    out[live] = np.maximum(pass_s[live] * (1.0 - lo - f_lo), at_least[live])  # W(I_1): the answer where I_1 = 0 and phi(0) <= 0
-    on = (f_lo > 0.0) & (1.0 - lo > DISPERSION_TOLERANCE)
-    live, lo, hi, f_lo, f_hi = live[on], lo[on], np.ones(on.sum()), f_lo[on], f_hi[live[on]]
-    kept = np.zeros(live.size)  # the end the last step kept: +1 the high, -1 the low, 0 none
-    for _ in range(DISPERSION_STEPS):
-        if live.size == 0:
-            break
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            guess = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-        x = np.where((guess > lo) & (guess < hi), guess, 0.5 * (lo + hi))
-        f = phi(x, live)
-        up = f > 0.0  # the root lies above x: x the new low end, the high end kept
-        f_hi = np.where(up & (kept > 0.0), 0.5 * f_hi, f_hi)
-        f_lo = np.where(~up & (kept < 0.0), 0.5 * f_lo, f_lo)
-        lo, f_lo = np.where(up, x, lo), np.where(up, f, f_lo)
-        hi, f_hi = np.where(up, hi, x), np.where(up, f_hi, f)
-        kept = np.where(up, 1.0, -1.0)
-        out[live] = np.maximum(pass_s[live] * (1.0 - x - f), at_least[live])
-        on = (hi - lo > DISPERSION_TOLERANCE) & (f != 0.0)
-        live, lo, hi, f_lo, f_hi, kept = live[on], lo[on], hi[on], f_lo[on], f_hi[on], kept[on]
-    return out
+    It is the same root, and the bracket holds it (``k = P / (lambda g) > 1``; where not,
+    no ratio below 1 exists at any ``I`` and the wait is ``inf``). Write ``G_I(z) = z -
+    A*((1 - z^(P I)) / (g I))``, whose root in ``(0, 1)`` is the ratio ``z_I`` at index
+    ``I``, so ``H(z) = G_(I(z))(z)``:
+
+    1. ``G_I < 0`` on ``[0, z_I)`` and ``G_I > 0`` on ``(z_I, 1)``: ``G_I`` is concave
+       with ``G_I(0) < 0``, ``G_I(1) = 0`` and ``G_I'(1) = 1 - k < 0``
+       (:func:`mcengine.kernels.queueing.queue_ratios`).
+    2. ``z_I`` rises with ``I``: at a fixed ``z``, ``(1 - e^(-a I)) / I`` (``a = -P ln z >
+       0``) falls as ``I`` rises and ``A*`` falls with its argument, so ``G_I(z)`` falls;
+       at ``I' > I``, ``G_(I')(z_I) <= 0`` puts ``z_I`` at or below ``z_(I')`` by 1.
+    3. ``I(z)`` falls as ``z`` rises (``W`` rises with ``z``).
+
+    Let ``z*`` be the fixed point's ratio, ``z* = z_(I*)``, ``I* = I(z*)``. Below it, ``I(z)
+    >= I*`` (3), so ``z_(I(z)) >= z* > z`` (2) and ``H(z) < 0`` (1); above it, ``I(z) <=
+    I*``, ``z_(I(z)) <= z* < z`` and ``H(z) > 0``. So ``H`` changes sign once in ``(0,
+    1)``, at ``z*``, and each root of ``H`` is a fixed point (``z = z_(I(z))``): the same
+    root as the nested solve of ``I`` (each step a :func:`_queue_ratio` solve) it replaces,
+    and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
+    above ``g``, the ratio whose wait is the floor, ``z_f = (1 - g / at_least)^(1 / P)``:
+    ``H(z_f) >= 0`` puts ``z*`` at or below ``z_f``, so ``W <= at_least`` and the answer is
+    the floor with no step taken. Its high end is the heavy-traffic root of ``G_(I(z_f))``
+    (:func:`mcengine.kernels.queueing.queue_ratios`' start, at or above ``z_(I(z_f))``,
+    which is at or above ``z*`` by 2 and 3, since ``z_f <= z*``), or 1 (``H(1) = 0``, ``H >
+    0`` just below it) where rounding puts ``H`` there at or below 0. The index of
+    dispersion is floored at 1e-12, as :func:`_queue_ratio` floors it (the floor keeps 3).
+    A trial's answer is its own, whatever else the arrays hold (docs/load.md#disaggregated)."""
+    return kq.self_consistent_waits(lam, np.asarray(arrival_cv, float) ** 2, g, top, pass_s, at_least, ROOT_STEPS, WAIT_TOLERANCE, SMOOTH_ARRIVAL_CV2)
 
 
 def _batched_ttft(q, bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, first_1, first_top, top):

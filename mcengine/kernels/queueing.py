@@ -9,7 +9,9 @@ depends on its own inputs alone, never on the others' nor on a thread count), ea
 scalars in registers. What does not depend on the probe is computed by NumPy and handed
 in. The transcendental functions are the C library's, not NumPy's vectorised ones, so a
 root is the same as NumPy's to within the rounding of its residual about it
-(docs/load.md#speed)."""
+(docs/load.md#speed). :func:`self_consistent_waits` solves
+:func:`mcengine.analytic.queueing._self_consistent_wait`'s fixed point as one root in the
+ratio (regula falsi, Illinois' variant, in a bracket), trial by trial the same way."""
 
 from __future__ import annotations
 
@@ -157,4 +159,87 @@ def hypoexponential_quantiles(first_scale, second_scale, burst, a, b, tail, top_
             if done:
                 break
         out[i] = t
+    return out
+
+
+@inline_kernel
+def _wait_residual(z, lam, v, g, p, span, power, smooth_cv2):
+    """:func:`self_consistent_waits`' residual at the ratio ``z`` in ``[0, 1)``: ``H(z) = z -
+    A*((1 - z^(P d)) / (g d))``, ``A*`` the gamma gaps' transform (:func:`_gamma_transform`),
+    at the index of dispersion ``d = max(1 - W / T, 1e-12)`` of the wait ``W = g / (1 -
+    z^P)`` (``T = span``; 1e-12 as :func:`mcengine.analytic.queueing._queue_ratio` floors it:
+    ``-P ln z / g`` to 1e-12 of it)."""
+    log_z = math.log(z)
+    d = max(1.0 - g / (-math.expm1(p * log_z) * span), 1e-12)
+    return z - _gamma_transform(-math.expm1(p * d * log_z) / (g * d) / lam, v, power, smooth_cv2)
+
+
+@kernel
+def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least, steps, tolerance, smooth_cv2):
+    """:func:`mcengine.analytic.queueing._self_consistent_wait` of each trial (float64 arrays of
+    one length: arrivals/s ``lambda``, squared arrival CV ``v``, gap ``g`` (s), prompts a pass
+    ``P``, pass ``T`` (s), the floor (s)): the longer of the floor and ``W = g / (1 - z^P)``
+    at the root ``z`` in ``(0, 1)`` of :func:`_wait_residual` ``H``, which is negative below
+    it and positive above it (proved in
+    :func:`mcengine.analytic.queueing._self_consistent_wait`). The bracket
+    starts at ``[z_f, u]``: ``z_f = (1 - g / floor)^(1 / P)`` where the floor is above ``g``
+    (0 where not), the ratio whose wait is the floor, so ``H(z_f) >= 0`` puts the root at or
+    below it and the answer is the floor, with no step taken; ``u = 1 - 2 (k - 1) / ((1 + v)
+    k^2 + k (P d_f - 1))``, ``k = P / (lambda g)``, the heavy-traffic root of
+    :func:`queue_ratios` at ``d_f``, the index of dispersion at ``z_f`` (the largest the
+    root's can be: ``d`` falls as ``z`` rises), at or above the ratio at ``d_f`` and so
+    above the root (where rounding puts ``H(u) < 0``, the bracket is ``[u, 1]`` with
+    ``H(1) = 0`` taken as its positive end: its first steps halve it). The Illinois variant
+    of false position (M. Dowell and P. Jarratt, *BIT* 11, 168-174, 1971: the end kept twice
+    running has its value halved) steps inside it, a step outside the open bracket halving
+    it instead, until the bracket is narrower than ``tolerance x (1 - z)`` (``W``'s relative
+    resolution: ``1 - z^P`` is about ``P (1 - z)`` near 1) or no float lies inside it,
+    ``steps`` steps at most; the wait is read at the last ratio evaluated. ``inf`` where
+    ``P <= lambda g`` (no root below 1), ``g`` (or the floor) where ``lambda = 0``."""
+    n = rate_per_s.size
+    out = np.empty(n)
+    for t in range(n):
+        lam, v, g, p, span, floor = rate_per_s[t], arrival_cv2[t], gap_s[t], top[t], pass_s[t], at_least[t]
+        if not p > lam * g:
+            out[t] = np.inf
+            continue
+        if not lam > 0.0:  # no arrivals: no queue ahead
+            out[t] = max(g, floor)
+            continue
+        power = -1.0 / v
+        lo = math.exp(math.log1p(-g / floor) / p) if floor > g else 0.0  # z_f
+        f_lo = _wait_residual(lo, lam, v, g, p, span, power, smooth_cv2)
+        if lo > 0.0 and f_lo >= 0.0:  # the root at or below z_f: the wait at most the floor
+            out[t] = floor
+            continue
+        d = max(1.0 - g / (-math.expm1(p * math.log(lo)) * span), 1e-12)
+        drains = p / (g * lam)
+        hi = 1.0 - 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (p * d - 1.0))  # u
+        if not lo < hi < 1.0:
+            hi = 1.0
+        f_hi = _wait_residual(hi, lam, v, g, p, span, power, smooth_cv2) if hi < 1.0 else 0.0
+        if f_hi < 0.0:  # rounding: the root above u
+            lo, f_lo, hi, f_hi = hi, f_hi, 1.0, 0.0
+        z = lo
+        kept = 0.0  # the end the last step kept: +1 the high, -1 the low, 0 none
+        for _ in range(steps):
+            guess = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+            mid = 0.5 * (lo + hi)
+            if not lo < mid < hi:  # no float inside the bracket
+                break
+            z = guess if lo < guess < hi else mid
+            f = _wait_residual(z, lam, v, g, p, span, power, smooth_cv2)
+            if f > 0.0:  # the root lies below z: z the new high end, the low end kept
+                if kept < 0.0:
+                    f_lo = 0.5 * f_lo
+                hi, f_hi, kept = z, f, -1.0
+            elif f < 0.0:
+                if kept > 0.0:
+                    f_hi = 0.5 * f_hi
+                lo, f_lo, kept = z, f, 1.0
+            else:
+                break
+            if hi - lo <= tolerance * (1.0 - z):
+                break
+        out[t] = max(g / -math.expm1(p * math.log(z)), floor)
     return out

@@ -91,3 +91,30 @@ def test_hypoexponential_quantile_closed_forms():
     for level, got in zip(tail, quantiles(a, b, g, m, tail)):
         root = brentq(lambda t: (a * plus(a * g, t) - b * plus(b * g, t)) / (a - b) - level, 0.0, 10.0, xtol=1e-16)
         assert got == pytest.approx(root, rel=1e-12)
+
+
+def waits(lam, cv2, g, p, span, floor):
+    flat = [np.ascontiguousarray(x, float).ravel() for x in np.broadcast_arrays(lam, cv2, g, p, span, floor)]
+    return kq.self_consistent_waits(*flat, qu.ROOT_STEPS, qu.WAIT_TOLERANCE, qu.SMOOTH_ARRIVAL_CV2)
+
+
+def test_self_consistent_wait_limits_and_each_trial_its_own():
+    """No arrivals: the gap (or the floor); full passes not outrunning the arrivals: ``inf``;
+    one server (a pass ``T = g``: every wait a pass or more, ends as regular as the passes)
+    with Poisson arrivals and one prompt a pass: M/D/1's queue-length decay ``z = 1 / s``,
+    ``s = e^(rho (s - 1))`` (``rho = lambda g``), ``W = g / (1 - z)`` (to 1e-9: the index
+    of dispersion is floored at 1e-12); a floor above the
+    fixed point's wait is the answer; and a trial's wait is the same bits alone as among
+    others."""
+    assert waits(0.0, 1.0, 0.1, 4.0, 0.8, 0.0)[0] == 0.1
+    assert waits(0.0, 1.0, 0.1, 4.0, 0.8, 0.3)[0] == 0.3
+    assert waits(80.0, 1.0, 0.1, 8.0, 0.8, 0.0)[0] == np.inf
+    rho = 0.8
+    z = 1.0 / brentq(lambda x: math.exp(rho * (x - 1.0)) - x, 1.0 + 1e-9, 10.0, xtol=1e-15)
+    assert waits(rho / 0.1, 1.0, 0.1, 1.0, 0.1, 0.0)[0] == pytest.approx(0.1 / (1.0 - z), rel=1e-9)
+    wait = waits(rho / 0.1, 1.0, 0.1, 1.0, 0.1, 0.0)[0]
+    assert waits(rho / 0.1, 1.0, 0.1, 1.0, 0.1, 1.01 * wait)[0] == 1.01 * wait
+    lam, cv2, p, span = np.array([1.0, 50.0, 79.0, 0.0, 9.0]), np.array([4.0, 1.0, 0.0, 1.0, 0.25]), 8.0, np.array([0.8, 0.8, 1.6, 0.8, 0.1])
+    got = waits(lam, cv2, 0.1, p, span, 0.12)
+    for i in range(lam.size):
+        assert waits(lam[i], cv2[i], 0.1, p, span[i], 0.12)[0] == got[i]
