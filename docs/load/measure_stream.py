@@ -392,6 +392,72 @@ def cell(name: str, arrival: str, cv: float, load: float, requests: int = REQUES
     return {"design": name, "arrival": arrival, "load": load, **({"length_cv": length_cv} if length_cv else {}), **measured}
 
 
+#: The passes of :func:`stream_standin` that scale its offered rate until the admitted rate is
+#: the cell's (a fixed count: run time never grows with a value).
+STANDIN_PASSES = 4
+
+
+def stream_standin(busy: float, prompt_s: float, step_s: float, own_s: float, thin: float, length_cv: float = 0.0,
+                   arrivals: int = 60_000, seed: int = 0, warmup: float = WARMUP) -> dict:
+    """A single-queue stand-in for one continuous instance's prefill stream under least-loaded
+    dispatch with lengths spread (docs/load.md#spread-standin), simulated: prompts served in
+    turn, each ``prompt_s r`` seconds (``r`` gamma of mean 1 and CV ``length_cv``), the first
+    of a busy period ``step_s / 2`` more (it waits for a step boundary: an M/G/1 queue with a
+    setup, the busy-share law's, docs/load.md#busy-share); Poisson arrivals admitted with
+    probability ``thin^k`` where ``k`` prompts are in the stream (the single-queue
+    approximation of join-the-shortest-queue: an instance holding more requests is chosen
+    less often), their offered rate scaled over :data:`STANDIN_PASSES` passes until the
+    admitted rate is ``lambda = busy / prompt_s``. A request's TTFT: the rest of
+    the step in progress (uniform on ``[0, step_s]``), its wait, a lone prompt's own steps
+    ``own_s`` and its own prompt's spread ``(r - 1) prompt_s``. Returns the mean and 0.99
+    quantile TTFT (ms) over the admissions after the first ``warmup`` share, and ``rate``,
+    the last pass's admitted rate over the cell's. ``thin = 1``: M/G/1 with an exceptional
+    first service, whose mean wait is ``lambda (p_0 E[S_0^2] + (1 - p_0) E[S^2]) / (2 (1 -
+    rho))`` (the residual service an arrival finds over ``1 - rho``, ``rho = lambda E[S]``),
+    ``p_0 = (1 - rho) / (1 + lambda delta)`` the share of prompts that start a busy period
+    (``S_0 = S + delta``, ``delta = step_s / 2``; Welch 1964, docs/sources.md#load-queueing)."""
+    rng = np.random.default_rng(seed)
+    rate = busy / prompt_s
+    offered, shape = rate, (1.0 / length_cv ** 2, length_cv ** 2) if length_cv > 0.0 else None
+    for _ in range(STANDIN_PASSES):
+        gaps, draws = rng.exponential(1.0 / offered, arrivals), rng.random(arrivals)
+        sizes = rng.gamma(*shape, arrivals) if shape else np.ones(arrivals)
+        t, last, pending, waits, kept = 0.0, 0.0, deque(), [], []
+        for gap, draw, size in zip(gaps, draws, sizes):
+            t += gap
+            while pending and pending[0] <= t:
+                pending.popleft()
+            if draw < thin ** len(pending):
+                start = max(t, last)
+                last = start + prompt_s * size + (0.0 if pending else step_s / 2.0)
+                pending.append(last)
+                waits.append(start - t)
+                kept.append(size)
+        admitted = len(waits) / t
+        offered *= rate / admitted
+    first = int(warmup * len(waits))
+    ttft = 1e3 * (rng.random(len(waits) - first) * step_s + np.array(waits[first:]) + own_s + (np.array(kept[first:]) - 1.0) * prompt_s)
+    return {"standin_mean": float(ttft.mean()), "standin_p99": float(np.quantile(ttft, 0.99)), "rate": float(admitted / rate)}
+
+
+def standin_cell(name: str, load: float, thin: float, length_cv: float, arrivals: int, warmup: float) -> dict:
+    """:func:`stream_standin` at the fast model's step, prompt time, busy share and own steps
+    (:func:`_steps`) on :data:`INSTANCES` instances of the design's continuous plan at a
+    Poisson ``load``, beside the fast model's mean and P99 TTFT (ms)."""
+    import dataclasses
+
+    from mcengine.scenario import load_scenario
+    from mcengine.standalone.serve import fast_latency, serving_system
+
+    system = dataclasses.replace(serving_system(load_scenario(name), "continuous", INSTANCES), length_cv=length_cv)
+    rate = load * system.capacity_tokens_per_s / system.output_tokens
+    st = _steps(system, rate)
+    got = stream_standin(st["u"], st["p"] * st["dc"], st["tau"], st["own"], thin, length_cv, arrivals, warmup=warmup)
+    model = fast_latency(system, rate, 1.0, 0.99)
+    return {"design": name, "load": load, "length_cv": length_cv, "thin": thin, **got,
+            "model_mean": 1e3 * float(model.ttft_mean_s), "model_p99": 1e3 * float(model.ttft_q_s)}
+
+
 def running_counts(df: pd.DataFrame, warmup: float = WARMUP) -> dict:
     """The requests an arrival finds on the instance it is sent to (admitted, not yet done),
     after the first ``warmup`` share of rows: their mean ``running``, least ``running_min``
@@ -424,6 +490,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, metavar="CSV", help="also write the rows to CSV")
     parser.add_argument("--oracle", default=None, metavar="CSV",
                         help="instead: the fit table's continuous cells counted in steps with a --jsq --out CSV's Poisson shares")
+    parser.add_argument("--standin", type=float, default=None, metavar="THIN",
+                        help="instead: the single-queue stand-in for the stream (stream_standin) with thinning THIN, Poisson, "
+                             "--requests arrivals a pass")
     parser.add_argument("--toy", default=None, metavar="HOLDING,PROMPT",
                         help="instead: least-loaded dispatch and the prefill streams alone (dispatch_toy), in mean gaps")
     args = parser.parse_args(argv)
@@ -450,11 +519,17 @@ def main(argv=None) -> int:
     designs, arrivals = tuple(args.design.split(",")), tuple(args.arrival.split(","))
     if not set(designs) <= set(DESIGNS):
         parser.error(f"--design {args.design}: allowed a comma-separated subset of {','.join(DESIGNS)}")
+    if args.standin is not None and not 0.0 < args.standin <= 1.0:
+        parser.error(f"--standin {args.standin:g}: allowed a thinning in (0, 1]")
     if not set(arrivals) <= {"poisson", "gamma"}:
         parser.error(f"--arrival {args.arrival}: allowed a comma-separated subset of poisson,gamma")
     loads = tuple(float(x) for x in args.loads.split(","))
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
+    if args.standin is not None:
+        rows = pd.DataFrame([standin_cell(name, load, args.standin, args.length_cv, args.requests, args.warmup) for name in designs for load in loads])
+        print(rows.to_string(index=False, float_format="{:.3f}".format))
+        return 0
     rows = pd.DataFrame([cell(name, arrival, 1.0 if arrival == "poisson" else 2.0, load, args.requests, warmup=args.warmup, laws=args.laws, jsq=args.jsq,
                               length_cv=args.length_cv)
                          for name in designs for arrival in arrivals for load in loads])
