@@ -516,6 +516,62 @@ def test_the_capacity_search_finds_the_lowest_missing_rate_across_a_dip(monkeypa
     assert (before > 1.0).sum() == coarse and before.max() == pytest.approx({2.0: 1.665, 3.0: 2.547}[arrival_cv], abs=1e-3)
 
 
+def _spread_disaggregated(ttft_slo_s):
+    """The disaggregated lite-h100 plan of the steep-miss test under a lengths' spread
+    (``length_cv`` 0.77), one trial a TTFT SLO (s): its TTFT P99 is a lone request's P99
+    prompt, 4.344 s, up to half its saturated rate, then falls as prompts share their
+    prefill pass, to 3.03 s at 0.99 of it, and jumps past 7 s above 0.994 of it."""
+    n = ttft_slo_s.size
+    steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
+             "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
+             "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
+             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0, "length_cv": 0.77}
+    return load.Plans({k: np.full(n, v) for k, v in steps.items()}, np.full(n, 0.99), ttft_slo_s, np.full(n, 0.05), np.ones(n),
+                      np.full(n, 28.79589999999999))
+
+
+def test_a_plan_meeting_its_slo_only_near_capacity_is_not_bought():
+    """A plan whose TTFT quantile meets its SLO only near its prefill pool's capacity (a
+    3.5 s SLO on :func:`_spread_disaggregated`'s plan: 4.344 s below half its saturated
+    rate, 3.24 s at 0.98 of it) serves no day: every day's demand passes through the rates
+    where it misses. At a peak of 0.98 of 48 instances' saturated rate the peak alone is
+    met on 48 instances, so a search of the peak alone bought 48 up instances, and a
+    fleet of 52 (4 of them headroom) has a capacity at SLO of 0: it served nothing. Here no count
+    meets the SLOs at the peak and every rate below it (:func:`mcengine.stages.load.meets_below`),
+    so none is bought, and the capacity at SLO of 20 instances, which meet them at their
+    saturated rate, is 0 (the first probe no longer settles it). Under a 4.5 s SLO, above
+    the lone request's quantile, the plan is bought as on the peak alone (48 up: the
+    quantile is met from no load up to 0.994 of the rate) and its capacity covers the peak."""
+    per = 596.9459680309172 / 48.0
+    peak = np.array([0.98 * 48.0 * per])
+    dips, meets = _spread_disaggregated(np.array([3.5])), _spread_disaggregated(np.array([4.5]))
+    quantile = _spread_disaggregated(np.full(3, 3.5)).latency(np.array([0.0, 0.5, 0.98]) * 48.0 * per, np.full(3, 48.0)).ttft_q_s
+    np.testing.assert_allclose(quantile, [4.3442, 4.3442, 3.2377], atol=1e-4)
+    assert dips.misses(peak, 48.0)[0] <= 0.0 < dips.misses(0.0, 48.0)[0] and not load.meets_below(dips, peak, 48.0)[0]
+    assert load.fewest_instances(dips, peak, np.array([per]))[0] == 0.0
+    assert load.capacity_rate(dips, np.array([52.0]), np.array([52.0 * per]), peak)[0] == 0.0
+    assert dips.misses(20.0 * per * load.SATURATION_PROBE, 20.0)[0] <= 0.0 and load.capacity_rate(dips, np.array([20.0]), np.array([20.0 * per]))[0] == 0.0
+    up = load.fewest_instances(meets, peak, np.array([per]))
+    assert up[0] == 48.0 and meets.misses(peak, up - 1.0)[0] > 0.0
+    assert load.capacity_rate(meets, up, up * per)[0] >= peak[0]
+
+
+def test_a_fleet_bought_serves_every_rate_of_its_day():
+    """Through the chain: lite-h100 serving disaggregated at a 2 s TTFT SLO under a lengths'
+    spread (``length_cv`` 0.77), buying its fleet for 100,000 tokens/s at peak-to-mean 1.5,
+    each trial's plan chosen under the demand. Every trial's fleet has a capacity at SLO
+    at least its peak, so it holds the SLOs all day (attainment 1). Buying on the peak
+    alone, trial 4 of these 32 bought 78 instances whose capacity at SLO was 0 (2 of 64
+    trials): its plan met the SLO at the peak on its up instances and missed it at every
+    lower rate."""
+    s = api.check("lite-h100", ["cluster.spare_gpus=8", 'cluster.instances="auto"', "workload.load.demand=100000.0", "workload.load.peak_to_mean=1.5",
+                                'workload.serving="disaggregated"', "workload.ttft_slo_ms=2000", "workload.load.length_cv=0.77"])
+    got = run_block(s, 0, 0, N)
+    assert (got["load.fleet_instances"] > 0).all()
+    assert (got["load.capacity_at_slo_tokens_per_s"] >= 150000.0).all() and (got["load.slo_attainment"] == 1.0).all()
+    assert np.isfinite(got["cost_per_mtok_usd"]).all()
+
+
 def test_a_spread_past_the_ttft_slo_unloaded_serves_nothing_and_misses_the_slo():
     """Lite-h100's disaggregated prefill takes about 1.97 s of its 2 s TTFT SLO on the mean
     prompt: at ``length_cv = 2.1`` a lone request's P99 prompt (10.3 times the mean) takes
