@@ -26,8 +26,8 @@ the pipeline hands in:
   (:func:`~mcengine.analytic.queueing.served_mean`), and the share of the day the SLO
   quantiles hold (``load.slo_attainment``);
 * the fleet a demand needs: the fewest up instances whose model meets both SLO quantiles
-  at the peak and every rate below it (:func:`fewest_instances`, :func:`meets_below`), plus the instances down at
-  ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
+  at the peak and every rate below it (:func:`fewest_instances`, :func:`meets_below`),
+  plus the instances down at ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
   instances down independently with probability ``1 - instance availability``), the
   headroom it buys, and that fleet's own capacity at SLO.
 
@@ -278,9 +278,9 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     where it is higher, at most ``top_rate``), one model call on every trial: where they
     meet the SLOs there (and, where the quantile can dip, at every ``1/2^g`` of it from no
     load, :func:`meets_below`, in a second call), that rate is the capacity. The others
-    are bisected on a bracket whose lower end meets them: ``meets_at`` where it is
-    below that rate and the quantile cannot dip (:func:`can_dip`), else no load, asked in one call (and the trials whose ``meets_at``
-    misses asked again at no load, in a second); a trial that misses unloaded stays at 0.
+    are bisected on a bracket whose lower end meets them: ``meets_at`` where it is below
+    that rate and the quantile cannot dip (:func:`can_dip`), else no load, asked in one
+    call (and the trials whose ``meets_at`` misses asked again at no load, in a second); a trial that misses unloaded stays at 0.
     The bracket ``[lower end, that rate]`` is halved by at most :data:`CAPACITY_STEPS`
     bisection steps, vectorised over the trials whose bracket is wider than
     :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end is returned. A bisection,
@@ -439,8 +439,8 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     """The fewest instances on which each trial's plan meets both SLO quantiles at
     ``rate_per_s`` requests/s and every rate below it (every instance up;
     :func:`meets_below`: the rate alone where the quantile cannot dip), 0 where none does
-    (its plan misses them unloaded). The quantiles fall as instances are added (the pool's waits shorten),
-    so the count is searched from below: from the most instances the rate saturates
+    (its plan misses them unloaded). The quantiles fall as instances are added (the
+    pool's waits shorten), so the count is searched from below: from the most instances the rate saturates
     (``per_instance_rate`` each; at least the plan's least cluster, 1 instance or, for
     disaggregated serving, 2), it adds 1, 2, 4, ... instances until the SLOs are met, then
     halves the last step's bracket; each search at most :data:`FLEET_STEPS` steps, on the

@@ -18,11 +18,11 @@ cost of the cluster), ``u`` the plan's busy fraction:
 * a fixed cluster of ``I`` instances: the plan meets the SLOs when its model on ``I``
   instances meets both quantiles at the peak the up instances carry, ``P / A``, and at
   every rate below it (:func:`mcengine.stages.load.meets_below`: the whole day, trough to
-  peak, docs/load.md#peak); every such plan serves the whole demand, so the least cost per served token is the least
-  ``1 + k u D / (T I A)``, the least dynamic energy per token (on a tie, as with
-  ``gpu.idle_w`` unset, the most tokens/s). Each trial's plans are taken in that order
-  and the model is asked of 1, 2, 4, ... of them a round until one meets: the first
-  that does wins;
+  peak, docs/load.md#peak); every such plan serves the whole demand, so the least cost
+  per served token is the least ``1 + k u D / (T I A)``, the least dynamic energy per
+  token (on a tie, as with ``gpu.idle_w`` unset, the most tokens/s). Each trial's plans
+  are taken in that order and the model is asked of 1, 2, 4, ... of them a round until
+  one meets: the first that does wins;
 * a fleet bought per trial (``cluster.instances = "auto"``): ``U`` up instances, the
   fewest on which the model meets both quantiles at the peak and every rate below it
   (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search), at the
@@ -360,8 +360,8 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     fraction, ``weight`` the trial's dynamic energy weight, None for the most tokens/s): a
     plan's cost is ``U + e``, ``U`` the fewest up instances on which its per-mode model
     meets both SLO quantiles at the peak and every rate below it
-    (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search) and ``e`` its dynamic energy; ``U`` is at least the
-    instances the peak saturates, ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost
+    (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search) and ``e``
+    its dynamic energy; ``U`` is at least the instances the peak saturates, ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost
     from below. Each trial's plans are taken in order of that bound, in rounds of 1, 8,
     64, ... plans (:data:`FLEET_GROWTH`; the first, each trial's least bound, straight
     from the (rows, n) arrays, and only the plans that can still win after it taken out
