@@ -26,8 +26,8 @@ the pipeline hands in:
   (:func:`~mcengine.analytic.queueing.served_mean`), and the share of the day the SLO
   quantiles hold (``load.slo_attainment``);
 * the fleet a demand needs: the fewest up instances whose model meets both SLO quantiles
-  at the peak (:func:`fewest_instances`), plus the instances down at
-  ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
+  at the peak and every rate below it (:func:`fewest_instances`, :func:`meets_below`),
+  plus the instances down at ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
   instances down independently with probability ``1 - instance availability``), the
   headroom it buys, and that fleet's own capacity at SLO.
 
@@ -276,10 +276,11 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     where it misses them unloaded, or ``top_rate`` is 0. The plans are first asked at
     ``top_rate`` x :data:`SATURATION_PROBE` (or at ``meets_at``, a rate expected to meet them,
     where it is higher, at most ``top_rate``), one model call on every trial: where they
-    meet the SLOs there, that rate is the capacity. The others are bisected on a bracket
-    whose lower end meets them: ``meets_at`` where it is
-    below that rate, else no load, asked in one call (and the trials whose ``meets_at``
-    misses asked again at no load, in a second); a trial that misses unloaded stays at 0.
+    meet the SLOs there (and, where the quantile can dip, at every ``1/2^g`` of it from no
+    load, :func:`meets_below`, in a second call), that rate is the capacity. The others
+    are bisected on a bracket whose lower end meets them: ``meets_at`` where it is below
+    that rate and the quantile cannot dip (:func:`can_dip`), else no load, asked in one
+    call (and the trials whose ``meets_at`` misses asked again at no load, in a second); a trial that misses unloaded stays at 0.
     The bracket ``[lower end, that rate]`` is halved by at most :data:`CAPACITY_STEPS`
     bisection steps, vectorised over the trials whose bracket is wider than
     :data:`CAPACITY_TOLERANCE` of its lower end, and its lower end is returned. A bisection,
@@ -311,16 +312,17 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     dip, ``1/2^h`` (1/8) elsewhere, where no model's quantile falls with the rate (the rise
     test of tests/stages/test_load.py), and a window that narrow is the only way ``c`` is
     overstated (by any amount: up to the next rate the quantile crosses the SLO rising).
-    Rates below ``meets_at`` are not asked (the caller's claim that it meets them holds
-    for that rate alone)."""
+    Where the quantile cannot dip, rates below ``meets_at`` are not asked (the caller's
+    claim that it meets them holds for that rate alone); where it can, a rate meeting the
+    SLOs says nothing of the rates below it, so the search starts from no load."""
     n = plans.q.size
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
-    start = np.minimum(np.broadcast_to(np.asarray(meets_at, float), (n,)), top)
+    start = np.minimum(np.where(can_dip(plans), 0.0, np.broadcast_to(np.asarray(meets_at, float), (n,))), top)
     probe = np.maximum(top * SATURATION_PROBE, start)
-    f_probe = plans.misses(probe, count)
-    out = np.where((f_probe <= 0.0) & (top > 0.0), probe, 0.0)
-    rest = np.flatnonzero((f_probe > 0.0) & (top > 0.0))
+    met = meets_below(plans, probe, count)
+    out = np.where(met & (top > 0.0), probe, 0.0)
+    rest = np.flatnonzero(~met & (top > 0.0))
     if rest.size == 0:
         return out
     p, k = plans.take(rest), count[rest]
@@ -363,6 +365,33 @@ def can_dip(plans: Plans) -> np.ndarray:
     the rate (tests/analytic/test_length_spread.py's rise tests)."""
     mode = plans.steps["mode"]
     return ((mode == STATIC) & (plans.arrival_cv > 1.0)) | ((mode == DISAGGREGATED) & (plans.steps["length_cv"] > 0.0))
+
+
+def meets_below(plans: Plans, rate_per_s, instances) -> np.ndarray:
+    """Whether each trial's plan on ``instances`` instances meets both SLO quantiles
+    (:meth:`Plans.misses` at most 0) at ``rate_per_s`` requests/s and at every rate below
+    it: the test a plan passes at the peak, to be bought (:func:`fewest_instances`) or to
+    serve a fixed cluster (:func:`mcengine.stages.roofline.planner_load.choose`), so that
+    its capacity at SLO (:func:`capacity_rate`, which counts a rate only where every rate
+    below it meets the SLOs) reaches the peak and the whole day, trough to peak, is served
+    (docs/load.md#peak). Where the quantiles rise with the rate that is the rate alone, one
+    model call. Where they can dip (:func:`can_dip`: a disaggregated plan under a lengths'
+    spread can miss a lone request's SLO and meet it only near its prefill pool's
+    capacity), a trial meeting them at the rate is asked, in a second call, every
+    ``1/2^g`` of it from no load (``g`` = :data:`CAPACITY_GRID_HALVINGS`, the capacity
+    search's grid: a window of misses narrower than that between two of these rates goes
+    unseen)."""
+    n = plans.q.size
+    rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
+    count = np.broadcast_to(np.asarray(instances, float), (n,))
+    out = plans.misses(rate, count) <= 0.0
+    below = np.flatnonzero(out & (rate > 0.0) & can_dip(plans))
+    if below.size:
+        grid = np.arange(2 ** CAPACITY_GRID_HALVINGS) / 2 ** CAPACITY_GRID_HALVINGS
+        rows = np.repeat(below, grid.size)
+        met = plans.take(rows).misses((rate[below, None] * grid).ravel(), count[rows]) <= 0.0
+        out[below] = met.reshape(below.size, grid.size).all(axis=1)
+    return out
 
 
 def _halvings(lo, hi, mids, meets, levels):
@@ -408,9 +437,10 @@ def _tree(lo, hi, levels):
 
 def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) -> np.ndarray:
     """The fewest instances on which each trial's plan meets both SLO quantiles at
-    ``rate_per_s`` requests/s (every instance up), 0 where none does (its plan misses
-    them unloaded). The quantiles fall as instances are added (the pool's waits shorten),
-    so the count is searched from below: from the most instances the rate saturates
+    ``rate_per_s`` requests/s and every rate below it (every instance up;
+    :func:`meets_below`: the rate alone where the quantile cannot dip), 0 where none does
+    (its plan misses them unloaded). The quantiles fall as instances are added (the
+    pool's waits shorten), so the count is searched from below: from the most instances the rate saturates
     (``per_instance_rate`` each; at least the plan's least cluster, 1 instance or, for
     disaggregated serving, 2), it adds 1, 2, 4, ... instances until the SLOs are met, then
     halves the last step's bracket; each search at most :data:`FLEET_STEPS` steps, on the
@@ -449,7 +479,7 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     p, r = plans.take(live), rate[live]
     lo = np.maximum(np.ceil(r / per_instance_rate[live]) - 1.0, least[live] - 1.0)  # misses (or below the least cluster)
     hi, step = lo + 1.0, np.ones(live.size)
-    short = np.flatnonzero(p.misses(r, hi) > 0.0)
+    short = np.flatnonzero(~meets_below(p, r, hi))
     unserved, off = short[:0], np.zeros(live.size, bool)
 
     def asked_still(at, exact, missed):  # the trials of ``at`` still searched: off for good where ``still`` drops them
@@ -471,7 +501,7 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
         trials, rates, asked = np.repeat(short, FLEET_POINTS), np.repeat(r[short], FLEET_POINTS), counts.ravel()
         if call == 0:  # the same call asks the plan unloaded on its least cluster
             trials, rates, asked = np.r_[trials, short], np.r_[rates, np.zeros(short.size)], np.r_[asked, least[live][short]]
-        meets = p.take(trials).misses(rates, asked) <= 0.0
+        meets = meets_below(p.take(trials), rates, asked)
         if call == 0:  # a plan missing them unloaded: none
             served = meets[counts.size:]
             unserved, short, counts, meets = short[~served], short[served], counts[served], meets[:counts.size].reshape(counts.shape)[served]
@@ -493,7 +523,7 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
         rows = np.repeat(np.arange(wide.size), asked)
         j = np.arange(rows.size) - np.repeat(np.cumsum(asked) - asked, asked) + 1  # 1 .. 2^depth - 1 in each trial
         meets = np.zeros((wide.size, 2 ** FLEET_POINTS), bool)
-        meets[rows, j] = p.take(wide[rows]).misses(r[wide][rows], lo[wide][rows] + unit[rows] * j) <= 0.0
+        meets[rows, j] = meets_below(p.take(wide[rows]), r[wide][rows], lo[wide][rows] + unit[rows] * j)
         a, b = np.zeros(wide.size, int), 2 ** depth  # the bracket in units, replayed halving by halving
         for t in range(FLEET_POINTS):
             on = t < depth

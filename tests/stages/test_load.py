@@ -420,22 +420,32 @@ def test_the_fleet_search_tells_still_bounds_its_count_keeps():
     np.testing.assert_array_equal(dropped[~gone], plain[~gone])
 
 
+def _lite_disaggregated(ttft_slo_s, length_cv):
+    """A disaggregated plan of lite-h100 at the load-diurnal demand (a trial of the chain,
+    its ``load_steps.*`` as handed in) at the P99, one trial a TTFT SLO (s), a TPOT SLO of
+    50 ms, under a lengths' spread ``length_cv``. At ``length_cv`` 0.77 its TTFT P99 is a
+    lone request's P99 prompt, 4.344 s, up to half its saturated rate on 48 instances, then
+    falls as prompts share their prefill pass, to 3.03 s at 0.99 of it, and jumps past 7 s
+    above 0.994 of it."""
+    n = ttft_slo_s.size
+    steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
+             "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
+             "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
+             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0, "length_cv": length_cv}
+    return load.Plans({k: np.full(n, v) for k, v in steps.items()}, np.full(n, 0.99), ttft_slo_s, np.full(n, 0.05), np.ones(n),
+                      np.full(n, 28.79589999999999))
+
+
 def test_the_capacity_search_settles_a_steep_miss_within_its_steps():
-    """A disaggregated plan of lite-h100 at the load-diurnal demand (a trial of the chain's
-    capacity search, its ``load_steps.*`` as handed in) whose miss rises steeply at its
-    capacity at SLO: -0.02 at the capacity, +0.02 at 1.0005 x it, +0.07 at 1.001 x it (the
+    """:func:`_lite_disaggregated`'s plan without a spread at a 2 s TTFT SLO, whose miss
+    rises steeply at its capacity at SLO: -0.02 at the capacity, +0.02 at 1.0005 x it, +0.07 at 1.001 x it (the
     TTFT quantile leaves the unwaited prefill where the probability of waiting crosses 1 -
     q). From no
     load to the saturated rate, capacity_rate's bisection settles it in 6 model calls (the
     probe, the unloaded plan, then ceil(log2(1 / (tolerance x 0.993))) = 11 halvings, 3 a
     call: 7 rates asked in each; the Illinois steps it replaces took 21 calls on this
     trial); the capacity meets the SLOs and 1 + tolerance times it does not."""
-    steps = {"mode": load.DISAGGREGATED, "batch": 140.0, "decode_1_s": 0.010455661577381177, "decode_s": 0.022416612981931552,
-             "prefill_1_s": 1.2106097576026722, "prefill_s": 1.3618734773030063, "prefill_batch": 3.0, "busy_1_s": 0.07613185985016702,
-             "busy_s": 0.22739557955050108, "transfer_1_s": 0.0020863749823923335, "transfer_s": 0.006241779969709408,
-             "prefill_share": 0.9426588497272591, "gap_cv2": 2.0, "length_cv": 0.0}
-    plans = load.Plans({k: np.array([v]) for k, v in steps.items()}, np.array([0.99]), np.array([2.0]), np.array([0.05]),
-                       np.array([1.0]), np.array([28.79589999999999]))
+    plans = _lite_disaggregated(np.array([2.0]), 0.0)
     instances, top = np.array([48.0]), np.array([596.9459680309172])
     calls = []
     counted = _Logged(plans, np.array([0]), calls)
@@ -514,6 +524,49 @@ def test_the_capacity_search_finds_the_lowest_missing_rate_across_a_dip(monkeypa
     monkeypatch.setattr(load, "CAPACITY_GRID_HALVINGS", 3)
     before = load.capacity_rate(plans, np.full(n, instances), np.full(n, top)) / (share[first] * top)
     assert (before > 1.0).sum() == coarse and before.max() == pytest.approx({2.0: 1.610, 3.0: 2.544}[arrival_cv], abs=1e-3)
+
+
+def test_a_plan_meeting_its_slo_only_near_capacity_is_not_bought():
+    """A plan whose TTFT quantile meets its SLO only near its prefill pool's capacity (a
+    3.5 s SLO on :func:`_lite_disaggregated`'s plan at ``length_cv`` 0.77: 4.344 s below
+    half its saturated rate, 3.24 s at 0.98 of it) serves no day: every day's demand
+    passes through the rates where it misses. At a peak of 0.98 of 48 instances'
+    saturated rate the peak alone is met on 48 instances, so a search of the peak alone
+    bought 48 up instances, and a fleet of 52 (4 of them headroom) has a capacity at SLO
+    of 0: it served nothing. Here no count meets the SLOs at the peak and every rate below
+    it (:func:`mcengine.stages.load.meets_below`), so none is bought, and the capacity at
+    SLO of 20 instances, which meet them at their saturated rate, is 0 (the first probe no
+    longer settles it). Under a 4.5 s SLO, above the lone request's quantile, the plan is
+    bought as on the peak alone (48 up: the quantile is met from no load up to 0.994 of
+    the rate) and its capacity covers the peak."""
+    per = 596.9459680309172 / 48.0
+    peak = np.array([0.98 * 48.0 * per])
+    dips, meets = _lite_disaggregated(np.array([3.5]), 0.77), _lite_disaggregated(np.array([4.5]), 0.77)
+    quantile = _lite_disaggregated(np.full(3, 3.5), 0.77).latency(np.array([0.0, 0.5, 0.98]) * 48.0 * per, np.full(3, 48.0)).ttft_q_s
+    np.testing.assert_allclose(quantile, [4.3442, 4.3442, 3.2377], atol=1e-4)
+    assert dips.misses(peak, 48.0)[0] <= 0.0 < dips.misses(0.0, 48.0)[0] and not load.meets_below(dips, peak, 48.0)[0]
+    assert load.fewest_instances(dips, peak, np.array([per]))[0] == 0.0
+    assert load.capacity_rate(dips, np.array([52.0]), np.array([52.0 * per]), peak)[0] == 0.0
+    assert dips.misses(20.0 * per * load.SATURATION_PROBE, 20.0)[0] <= 0.0 and load.capacity_rate(dips, np.array([20.0]), np.array([20.0 * per]))[0] == 0.0
+    up = load.fewest_instances(meets, peak, np.array([per]))
+    assert up[0] == 48.0 and meets.misses(peak, up - 1.0)[0] > 0.0
+    assert load.capacity_rate(meets, up, up * per)[0] >= peak[0]
+
+
+def test_a_fleet_bought_serves_every_rate_of_its_day():
+    """Through the chain: lite-h100 serving disaggregated at a 2 s TTFT SLO under a lengths'
+    spread (``length_cv`` 0.77), buying its fleet for 100,000 tokens/s at peak-to-mean 1.5,
+    each trial's plan chosen under the demand. Every trial's fleet has a capacity at SLO
+    at least its peak, so it holds the SLOs all day (attainment 1). Buying on the peak
+    alone, trial 4 of these 32 bought 78 instances whose capacity at SLO was 0 (2 of 64
+    trials): its plan met the SLO at the peak on its up instances and missed it at every
+    lower rate."""
+    s = api.check("lite-h100", ["cluster.spare_gpus=8", 'cluster.instances="auto"', "workload.load.demand=100000.0", "workload.load.peak_to_mean=1.5",
+                                'workload.serving="disaggregated"', "workload.ttft_slo_ms=2000", "workload.load.length_cv=0.77"])
+    got = run_block(s, 0, 0, N)
+    assert (got["load.fleet_instances"] > 0).all()
+    assert (got["load.capacity_at_slo_tokens_per_s"] >= 150000.0).all() and (got["load.slo_attainment"] == 1.0).all()
+    assert np.isfinite(got["cost_per_mtok_usd"]).all()
 
 
 def test_a_spread_past_the_ttft_slo_unloaded_serves_nothing_and_misses_the_slo():

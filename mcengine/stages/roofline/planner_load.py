@@ -16,14 +16,15 @@ the mean demand, ``P`` its peak and ``k`` the trial's power weight
 cost of the cluster), ``u`` the plan's busy fraction:
 
 * a fixed cluster of ``I`` instances: the plan meets the SLOs when its model on ``I``
-  instances meets both quantiles at the peak the up instances carry, ``P / A``; every
-  such plan serves the whole demand, so the least cost per served token is the least
-  ``1 + k u D / (T I A)``, the least dynamic energy per token (on a tie, as with
-  ``gpu.idle_w`` unset, the most tokens/s). Each trial's plans are taken in that order
-  and the model is asked of 1, 2, 4, ... of them a round until one meets: the first
-  that does wins;
+  instances meets both quantiles at the peak the up instances carry, ``P / A``, and at
+  every rate below it (:func:`mcengine.stages.load.meets_below`: the whole day, trough to
+  peak, docs/load.md#peak); every such plan serves the whole demand, so the least cost
+  per served token is the least ``1 + k u D / (T I A)``, the least dynamic energy per
+  token (on a tie, as with ``gpu.idle_w`` unset, the most tokens/s). Each trial's plans
+  are taken in that order and the model is asked of 1, 2, 4, ... of them a round until
+  one meets: the first that does wins;
 * a fleet bought per trial (``cluster.instances = "auto"``): ``U`` up instances, the
-  fewest on which the model meets both quantiles at the peak
+  fewest on which the model meets both quantiles at the peak and every rate below it
   (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search), at the
   cost per instance of the simulated cluster, plus the dynamic energy of the tokens
   (``e = k u D / (T A)`` instances' worth), over the demand: the least ``U + e``. ``U`` is
@@ -222,12 +223,13 @@ def _fixed_choice(rows, cols, tokens, value, rate_tokens, model: Model, n: int) 
     """The fixed cluster's choice (module docstring): each trial's plans in order of cost
     (``value``; ties to the most tokens/s, then the first row), evaluated in that order by
     the per-mode model at the peak (``rate_tokens`` output tokens/s the up instances carry)
-    in rounds of 1, 2, 4, ... plans per trial, until one meets both SLOs: the first that does."""
+    and every rate below it (:func:`mcengine.stages.load.meets_below`) in rounds of 1, 2,
+    4, ... plans per trial, until one meets both SLOs: the first that does."""
     best, met = np.zeros(n, np.int64), np.zeros(n, bool)
 
     def evaluate(pick):
         rate = rate_tokens[cols[pick]] / model.output_tokens[cols[pick]]
-        first = _firsts(rows[pick], cols[pick], model.plans(rows[pick], cols[pick]).misses(rate, model.instances[cols[pick]]) <= 0.0, n)
+        first = _firsts(rows[pick], cols[pick], load.meets_below(model.plans(rows[pick], cols[pick]), rate, model.instances[cols[pick]]), n)
         best[first[1]], met[first[1]] = first[0][first[1]], True
 
     _rounds(cols, (value, -tokens), lambda idx: ~met[cols[idx]], evaluate)
@@ -357,9 +359,9 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     trial's plans that serve; ``served`` their saturated tokens/s, ``busy`` their busy
     fraction, ``weight`` the trial's dynamic energy weight, None for the most tokens/s): a
     plan's cost is ``U + e``, ``U`` the fewest up instances on which its per-mode model
-    meets both SLO quantiles at the peak (:func:`mcengine.stages.load.fewest_instances`,
-    the load stage's own search) and ``e`` its dynamic energy; ``U`` is at least the
-    instances the peak saturates, ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost
+    meets both SLO quantiles at the peak and every rate below it
+    (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search) and ``e``
+    its dynamic energy; ``U`` is at least the instances the peak saturates, ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost
     from below. Each trial's plans are taken in order of that bound, in rounds of 1, 8,
     64, ... plans (:data:`FLEET_GROWTH`; the first, each trial's least bound, straight
     from the (rows, n) arrays, and only the plans that can still win after it taken out
