@@ -144,6 +144,35 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
 
 
 
+def append_durable(path: str | os.PathLike, data: bytes) -> Path:
+    """Append ``data`` to the file at ``path`` (made if missing) and fsync it before
+    returning: a record a later read finds whole, or (a stop mid-append) a torn tail the
+    reader must detect; the same refusals, manifest listing and injected faults as
+    :func:`write_atomic` (a fault lands with half the bytes appended)."""
+    from .errors import InputError, Problem
+
+    path = Path(path)
+    why = refused_target(path)
+    if why is not None:
+        raise InputError(Problem("--out", str(path.parent), f"{why}: remove it or choose another folder"))
+    lister = _listers.get(os.path.abspath(path.parent))
+    if lister is not None:
+        lister(path.name)
+    try:
+        with open(path, "ab") as fh:
+            fh.write(data[: len(data) // 2])
+            fh.flush()
+            _fault_point(path.name)
+            fh.write(data[len(data) // 2 :])
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}", str(path)) from None
+        raise
+    return path
+
+
 def write_block(path: str | os.PathLike, begin: str, end: str, body: str) -> Path:
     """Replace the text between the markers ``begin`` and ``end`` of the file at ``path``
     with ``body`` (on lines of its own), atomically (:func:`write_atomic`): a generated
