@@ -1,8 +1,11 @@
 """Checkpoint integrity: what ``checkpoint.json`` holds and the checks a resume makes.
 
 With an output folder, the run's settings go to ``run.json`` and, after every chunk,
-the accumulated state to ``checkpoint.json`` (atomically), so a killed run (SIGKILL
-included) resumes from its last finished chunk to exactly the straight-run numbers.
+the accumulated state to ``checkpoint.json`` (atomically) or what the chunk changed to
+``checkpoint.log`` (appended and fsync'd; :class:`~.backends.FolderBackend` says when
+which), so a killed run (SIGKILL included) resumes from its last finished chunk to
+exactly the straight-run numbers: the log's whole records are folded into the state of
+``checkpoint.json`` (:func:`_fold_log`), a torn last record left to be computed again.
 The folder is locked while a run uses it (a second run on it is refused, naming the
 holder). ``run.json`` carries the fingerprint (sha256) of the run's settings, and
 ``checkpoint.json`` carries that fingerprint and the sha256 of its own state: a resume
