@@ -109,21 +109,27 @@ def refused_target(path: Path) -> str | None:
     return None
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` atomically; an OSError (a full disk, a read-only folder)
-    names the path it could not write; a target mcengine must not replace
-    (:func:`refused_target`) is an InputError naming ``--out``."""
+def _claimed(path: Path) -> Path:
+    """``path``, once mcengine may write it (else InputError naming ``--out``) and its
+    folder's manifest lists it."""
     from .errors import InputError, Problem
 
-    path = Path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = None
     why = refused_target(path)
     if why is not None:
         raise InputError(Problem("--out", str(path.parent), f"{why}: remove it or choose another folder"))
     lister = _listers.get(os.path.abspath(path.parent))
     if lister is not None:
         lister(path.name)
+    return path
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` atomically; an OSError (a full disk, a read-only folder)
+    names the path it could not write; a target mcengine must not replace
+    (:func:`refused_target`) is an InputError naming ``--out``."""
+    path = _claimed(Path(path))
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -142,6 +148,27 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
         raise
     return path
 
+
+
+def append_durable(path: str | os.PathLike, data: bytes) -> Path:
+    """Append ``data`` to the file at ``path`` (made if missing) and fsync it before
+    returning: a record a later read finds whole, or (a stop mid-append) a torn tail the
+    reader must detect; the same refusals, manifest listing and injected faults as
+    :func:`write_atomic` (a fault lands with half the bytes appended)."""
+    path = _claimed(Path(path))
+    try:
+        with open(path, "ab") as fh:
+            fh.write(data[: len(data) // 2])
+            fh.flush()
+            _fault_point(path.name)
+            fh.write(data[len(data) // 2 :])
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}", str(path)) from None
+        raise
+    return path
 
 
 def write_block(path: str | os.PathLike, begin: str, end: str, body: str) -> Path:

@@ -43,8 +43,8 @@ MANIFEST = "mcengine.json"
 LOCK_FILE = ".mcengine.lock"
 MANIFEST_FORMAT = 1
 TABLE_FILE = "table.csv"
-#: The chain runner's own files (runner.py): run settings, checkpoint, per-trial parts.
-RUN_FILES = ("run.json", "checkpoint.json", "trials.parquet")
+#: The chain runner's own files (runner.py): run settings, checkpoint, its log of the chunks since, per-trial parts.
+RUN_FILES = ("run.json", "checkpoint.json", "checkpoint.log", "trials.parquet")
 #: The one entry mcengine writes as a folder (of per-chunk Parquet parts).
 TRIALS_DIR = "trials.parquet"
 #: A per-chunk part of ``trials.parquet/`` (its first trial, 12 digits).

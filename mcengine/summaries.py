@@ -95,6 +95,11 @@ def summarize(values: np.ndarray, name: str = "metric") -> dict:
     return out
 
 
+def add_counts(into: dict, keys: list, counts: list) -> None:
+    """``into[k] += c`` for each bucket key and count, in order (the loop in C)."""
+    into.update(zip(keys, map(operator.add, map(into.get, keys, itertools.repeat(0)), counts)))
+
+
 def _finite_blocks(values: np.ndarray, finite: np.ndarray):
     """The finite kept values (``finite``) of each block of :data:`BLOCK_TRIALS` trials,
     as 2-D arrays of blocks of equal length in trial order: all full blocks at once when
@@ -123,6 +128,9 @@ class QuantileSketch:
     positive: dict = field(default_factory=dict)
     negative: dict = field(default_factory=dict)
     zeros: int = 0
+    #: When a list: the (negative?, bucket keys, counts) each add folded in, in order, for
+    #: a checkpoint log to take (:meth:`take_journal`); None: nothing kept.
+    journal: list | None = field(default=None, repr=False, compare=False)
 
     @property
     def _log_gamma(self) -> float:
@@ -137,8 +145,9 @@ class QuantileSketch:
             counts, keys = counts[keys], keys + lo
         else:  # values over hundreds of orders of magnitude
             keys, counts = np.unique(idx, return_counts=True)
-        keys = keys.tolist()  # into[k] += c for each bucket, in bucket order (the loop in C)
-        into.update(zip(keys, map(operator.add, map(into.get, keys, itertools.repeat(0)), counts.tolist())))
+        if self.journal is not None:
+            self.journal.append((into is self.negative, keys, counts))
+        add_counts(into, keys.tolist(), counts.tolist())
 
     def add(self, values: np.ndarray) -> None:
         pos = values[values > 0]
@@ -148,6 +157,14 @@ class QuantileSketch:
             self._bucket(self.positive, pos)
         if neg.size:
             self._bucket(self.negative, -neg)
+
+    def take_journal(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(positive keys, their counts, negative keys, their counts) added since the last
+        take (int64; keys may repeat), the journal emptied."""
+        taken = [[np.concatenate([part[i] for part in self.journal if part[0] == neg] or [np.zeros(0, np.int64)]).astype(np.int64)
+                  for i in (1, 2)] for neg in (False, True)]
+        self.journal = []
+        return (*taken[0], *taken[1])
 
     @property
     def count(self) -> int:
@@ -185,10 +202,11 @@ class QuantileSketch:
         values = np.array([0.0 if sign == 0 else self._value(sign, k) for sign, k, _ in keys])
         return values, np.array([c for _, _, c in keys], dtype=float)
 
-    def state(self) -> dict:
-        """The counts as JSON holds them (bucket keys as strings; :meth:`from_state` reads both)."""
-        return {"alpha": self.alpha, "positive": dict(zip(map(str, self.positive), self.positive.values())),
-                "negative": dict(zip(map(str, self.negative), self.negative.values())), "zeros": self.zeros}
+    def state(self, buckets: bool = True) -> dict:
+        """The counts as JSON holds them (bucket keys as strings; :meth:`from_state` reads
+        both; ``buckets=False``: without the buckets' counts)."""
+        return {"alpha": self.alpha, "positive": dict(zip(map(str, self.positive), self.positive.values())) if buckets else {},
+                "negative": dict(zip(map(str, self.negative), self.negative.values())) if buckets else {}, "zeros": self.zeros}
 
     @classmethod
     def from_state(cls, state: dict) -> "QuantileSketch":
@@ -364,9 +382,11 @@ class Summary:
         counts = np.concatenate([low_c, high_c])
         return np.clip(values, self.min, self.max), np.cumsum(counts) / (counts.sum() + self.infinite)
 
-    def state(self) -> dict:
-        return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max, "sketch": self.sketch.state(),
-                "offset": self.offset, "scale": self.scale, "low": self.low.state(), "infinite": self.infinite,
+    def state(self, buckets: bool = True) -> dict:
+        """The summary as JSON holds it (``buckets=False``: its sketches without their bucket counts)."""
+        return {"count": self.count, "mean": self.mean, "m2": self.m2, "min": self.min, "max": self.max,
+                "sketch": self.sketch.state(buckets), "offset": self.offset, "scale": self.scale, "low": self.low.state(buckets),
+                "infinite": self.infinite,
                 **({"replicates": self.replicates, "rep_count": self.rep_count, "rep_mean": self.rep_mean} if self.replicates else {}),
                 **({"skipped": self.skipped} if self.skipped else {})}
 

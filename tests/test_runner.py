@@ -12,7 +12,7 @@ import time
 import numba
 import pytest
 
-from mcengine import api
+from mcengine import api, runner
 from mcengine.errors import InputError
 from tests import procs
 from tests.conftest import with_threads
@@ -76,7 +76,7 @@ def test_resume_after_interrupt_gives_straight_numbers(tmp_path, straight):
 
     with pytest.raises(KeyboardInterrupt):
         _run(chunk_trials=1024, out=out, progress=stop_after_two_chunks, figures=False)
-    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 2048
+    assert runner.saved_trials(out) == (2048, 3000)  # checkpoint.json and the log after it
     with pytest.raises(InputError, match="unfinished run"):
         _run(chunk_trials=1024, out=out, figures=False)
     resumed = api.run(None, out=out, resume=True, chunk_trials=2048, keep_trials=False, figures=False)
@@ -256,7 +256,7 @@ def test_a_signal_request_stops_the_run_after_the_chunk_it_lands_in(tmp_path, mo
     finally:
         interrupt.clear()
     assert err.value.signum == signal.SIGTERM
-    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == saved
+    assert runner.saved_trials(out)[0] == saved  # checkpoint.json and the log after it
 
 
 def _recording_chunks(monkeypatch, fail_at: int | None = None) -> list[tuple[int, str, int]]:
@@ -322,7 +322,7 @@ def test_an_error_of_a_chunk_computed_ahead_is_raised_in_order(tmp_path, monkeyp
     out = tmp_path / "run"
     with pytest.raises(InputError, match="workload.x: got 2048; refused by the test"):
         with_threads(threads, lambda: _run(chunk_trials=1024, out=out, figures=False))
-    assert json.loads((out / "checkpoint.json").read_text())["state"]["trials_done"] == 2048
+    assert runner.saved_trials(out) == (2048, 3000)  # checkpoint.json and the log after it
 
 
 def test_cli_exits_2_on_an_input_error_of_a_chunk_computed_ahead(tmp_path, cli, monkeypatch):

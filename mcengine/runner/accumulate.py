@@ -15,7 +15,7 @@ from ..columns import JOB_PREFIXES, TRAINING_METRICS
 from ..errors import InputError, Problem
 from ..scenario.sampling import run_sampler
 from ..stages.econ import ALL_BREAKDOWN_PARTS
-from ..summaries import QUANTILES, Summary
+from ..summaries import QUANTILES, Summary, add_counts
 from .spec import RunSpec
 
 
@@ -37,9 +37,61 @@ class Accumulators:
     #: from their means (:class:`~mcengine.summaries.Summary`).
     replicates: int = 0
     sides: dict = field(default_factory=dict)  # (b, "both" | "only_a" | "only_b") -> trials in which those serve tokens
+    #: Whether the sketches keep the buckets each chunk adds, for :meth:`take_record`.
+    journal: bool = False
 
     def _summary(self, offset: float = 0.0) -> Summary:
-        return Summary(offset=offset, replicates=self.replicates)
+        summary = Summary(offset=offset, replicates=self.replicates)
+        if self.journal:
+            summary.sketch.journal, summary.low.journal = [], []
+        return summary
+
+    def start_journal(self) -> None:
+        """From now on keep what each chunk adds, for :meth:`take_record`."""
+        self.journal = True
+        for summary in (*self.metrics.values(), *self.ratios.values()):
+            summary.sketch.journal, summary.low.journal = [], []
+
+    def take_record(self) -> tuple[dict, np.ndarray, np.ndarray]:
+        """What the chunks since the last take changed, as (a JSON-able document, bucket
+        keys, their counts): every summary's state without its bucket counts, the counts
+        added to its sketches (:meth:`QuantileSketch.take_journal
+        <mcengine.summaries.QuantileSketch.take_journal>`: the document gives their
+        lengths, the arrays hold them one after the other), and the counters. Folded into
+        the state before them (:meth:`fold_record`) it gives this state, bit for bit: no
+        float is recomputed."""
+        summaries, keys, counts = [], [], []
+        for kind, table in (("metrics", self.metrics), ("ratios", self.ratios)):
+            for (n, m), summary in table.items():
+                lengths = []
+                for sketch in (summary.sketch, summary.low):
+                    positive, positive_counts, negative, negative_counts = sketch.take_journal()
+                    keys += [positive, negative]
+                    counts += [positive_counts, negative_counts]
+                    lengths += [positive.size, negative.size]
+                summaries.append([kind, n, m, summary.state(buckets=False), lengths])
+        doc = {**self.state(summaries=False), "summaries": summaries}
+        empty = np.zeros(0, np.int64)
+        return doc, np.concatenate(keys or [empty]), np.concatenate(counts or [empty])
+
+    def fold_record(self, doc: dict, keys: np.ndarray, counts: np.ndarray) -> None:
+        """Bring this state to the one :meth:`take_record` took (module text)."""
+        at = 0
+        for kind, n, m, head, lengths in doc["summaries"]:
+            table = getattr(self, kind)
+            before, summary = table.get((n, m)), Summary.from_state(head)
+            for name, i in (("sketch", 0), ("low", 2)):
+                new, old = getattr(summary, name), getattr(before, name, None)
+                for into, was, length in ((new.positive, old and old.positive, lengths[i]), (new.negative, old and old.negative, lengths[i + 1])):
+                    into.update(was or {})
+                    add_counts(into, keys[at : at + length].tolist(), counts[at : at + length].tolist())
+                    at += length
+                if self.journal:
+                    new.journal = []
+            table[(n, m)] = summary
+        folded = Accumulators.from_state({**doc, "metrics": [], "ratios": []})
+        self.trials_done, self.below, self.ties, self.missed, self.sides = (folded.trials_done, folded.below, folded.ties, folded.missed,
+                                                                            folded.sides)
 
     def add(self, chunk: dict[str, dict[str, np.ndarray]]) -> None:
         base = self.names[0]
@@ -120,12 +172,13 @@ class Accumulators:
             return summary.to_dict()
         return {**{key: math.inf for key in ("mean", "std", "sem", "min", "max")}, **{key: math.inf for key, _ in QUANTILES}}
 
-    def state(self) -> dict:
+    def state(self, summaries: bool = True) -> dict:
+        """The state a checkpoint saves (``summaries=False``: without the summaries)."""
         return {
             "names": list(self.names),
             "trials_done": self.trials_done,
-            "metrics": [[n, m, s.state()] for (n, m), s in self.metrics.items()],
-            "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()],
+            **({"metrics": [[n, m, s.state()] for (n, m), s in self.metrics.items()],
+                "ratios": [[n, m, s.state()] for (n, m), s in self.ratios.items()]} if summaries else {}),
             "below": [[n, m, c] for (n, m), c in self.below.items()],
             **({"ties": [[n, m, c] for (n, m), c in self.ties.items()]} if self.ties is not None else {}),
             "missed": dict(self.missed),

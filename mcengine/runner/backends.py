@@ -23,12 +23,18 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, Problem
-from ..io import write_atomic, write_json
+from ..io import append_durable, write_atomic, write_json
 from ..outfolder import TRIALS_DIR, locked, remove_parts
 from ..provenance import parquet_metadata
 from .accumulate import Accumulators
-from .checkpoint import CHECKPOINT_FILE, _load_resume, _read_json, checkpoint_text
+from .checkpoint import CHECKPOINT_FILE, LOG_FILE, _load_resume, _read_json, checkpoint_text, log_record
 from .spec import RUN_FILE, RunSpec
+
+
+#: ``checkpoint.json`` is written whole again once the log since has grown to this many
+#: times its size (a resume reads at most that much log; the whole state is encoded about
+#: once per this many chunks' worth of records).
+LOG_REWRITE = 8
 
 
 class Backend(ABC):
@@ -89,11 +95,19 @@ class MemoryBackend(Backend):
 
 
 class FolderBackend(Backend):
-    """A run in the output folder ``out`` (module text), locked while it runs."""
+    """A run in the output folder ``out`` (module text), locked while it runs. After each
+    chunk the state is saved whole to ``checkpoint.json`` (atomically) at the run's first
+    and last chunk and whenever the log since has grown to :data:`LOG_REWRITE` times its
+    size; after every other chunk a record of what the chunk changed is appended to
+    ``checkpoint.log`` and fsync'd (:func:`~.checkpoint.log_record`), which a resume folds
+    into the state of ``checkpoint.json`` (:func:`~.checkpoint._fold_log`): every
+    finished chunk is saved, and the state is not encoded whole after each."""
 
     def __init__(self, out: Path) -> None:
         super().__init__()
         self.out = out
+        self._trials = self._saved = 0
+        self._full_bytes = self._log_bytes = None
 
     def locked(self) -> contextlib.AbstractContextManager:
         return locked(self.out)
@@ -101,18 +115,30 @@ class FolderBackend(Backend):
     def start(self, spec: RunSpec, provenance: dict | None) -> None:
         _start_fresh(self.out)
         write_json(self.out / RUN_FILE, {**spec.to_dict(), **({"provenance": provenance} if provenance else {})})
+        self._trials = spec.trials
 
     def resume(self, spec: RunSpec | None, expect: dict) -> tuple[RunSpec, Accumulators, object]:
         spec, acc = _load_resume(self.out, spec, expect)
         saved = _read_json(self.out / RUN_FILE).get("provenance")
         remove_parts(self.out, acc.trials_done)  # parts the checkpoint does not count (killed between the two writes)
+        self._trials, self._saved = spec.trials, acc.trials_done
         return spec, acc, saved
 
     def save_trials(self, start: int, chunk: dict[str, dict[str, np.ndarray]], provenance: dict | None) -> None:
         write_atomic(self.out / TRIALS_DIR / f"part-{start:012d}.parquet", parquet_bytes(chunk, provenance))
 
     def save_state(self, acc: Accumulators, fingerprint: str) -> None:
-        write_atomic(self.out / CHECKPOINT_FILE, checkpoint_text(acc, fingerprint))
+        if self._full_bytes is None or acc.trials_done >= self._trials or self._log_bytes >= LOG_REWRITE * self._full_bytes:
+            text = checkpoint_text(acc, fingerprint)
+            write_atomic(self.out / CHECKPOINT_FILE, text)
+            (self.out / LOG_FILE).unlink(missing_ok=True)  # its records end before the state does: left over if a stop lands before
+            acc.start_journal()
+            self._full_bytes, self._log_bytes = len(text), 0
+        else:
+            record = log_record(acc, fingerprint, self._saved)
+            append_durable(self.out / LOG_FILE, record)
+            self._log_bytes += len(record)
+        self._saved = acc.trials_done
 
     def trials_saved(self, acc: Accumulators) -> int:
         return acc.trials_done
@@ -129,6 +155,7 @@ def _start_fresh(out: Path) -> None:
             raise InputError(Problem("--out", str(out), "holds an unfinished run: continue it with --resume, or choose another folder"))
     remove_parts(out)
     ck.unlink(missing_ok=True)
+    (out / LOG_FILE).unlink(missing_ok=True)
 
 
 def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:

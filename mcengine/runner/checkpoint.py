@@ -1,8 +1,11 @@
 """Checkpoint integrity: what ``checkpoint.json`` holds and the checks a resume makes.
 
 With an output folder, the run's settings go to ``run.json`` and, after every chunk,
-the accumulated state to ``checkpoint.json`` (atomically), so a killed run (SIGKILL
-included) resumes from its last finished chunk to exactly the straight-run numbers.
+the accumulated state to ``checkpoint.json`` (atomically) or what the chunk changed to
+``checkpoint.log`` (appended and fsync'd; :class:`~.backends.FolderBackend` says when
+which), so a killed run (SIGKILL included) resumes from its last finished chunk to
+exactly the straight-run numbers: the log's whole records are folded into the state of
+``checkpoint.json`` (:func:`_fold_log`), a torn last record left to be computed again.
 The folder is locked while a run uses it (a second run on it is refused, naming the
 holder). ``run.json`` carries the fingerprint (sha256) of the run's settings, and
 ``checkpoint.json`` carries that fingerprint and the sha256 of its own state: a resume
@@ -26,6 +29,8 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ..columns import BREAKDOWN, GROUP_PREFIXES, PAIRED_GROUP_PREFIXES, metrics_of, paired_of
 from ..errors import InputError, Problem
 from ..outfolder import PART, TRIALS_DIR
@@ -39,6 +44,10 @@ from .spec import RUN_FILE, RunSpec
 CHECKPOINT_FILE = "checkpoint.json"
 #: Version of the checkpoint layout (fingerprint + checksum around the state).
 CHECKPOINT_FORMAT = 2
+#: The chunks folded since ``checkpoint.json`` was written: one record appended per chunk.
+LOG_FILE = "checkpoint.log"
+#: What begins each record of the log (its layout's version included).
+LOG_MAGIC = b"mcengine-checkpoint-log 1 "
 
 
 def _read_json(path: Path) -> dict:
@@ -76,6 +85,58 @@ def checkpoint_text(acc: "Accumulators", fingerprint: str) -> str:
     return f'{head[:-1]}, "state": {state}}}'
 
 
+def log_record(acc: "Accumulators", fingerprint: str, start: int) -> bytes:
+    """One record of ``checkpoint.log``: what the chunks from trial ``start`` to
+    ``acc.trials_done`` changed (:meth:`Accumulators.take_record
+    <mcengine.runner.accumulate.Accumulators.take_record>`). A line of JSON (the trials it
+    takes the state from and to, the run's fingerprint, the payload's layout and sha256),
+    then the payload: the record's document as JSON, its bucket keys and their counts as
+    little-endian int64."""
+    doc, keys, counts = acc.take_record()
+    text = json.dumps(doc).encode()
+    payload = b"".join((text, keys.astype("<i8").tobytes(), counts.astype("<i8").tobytes()))
+    head = {"from": start, "to": acc.trials_done, "run_fingerprint": fingerprint, "text": len(text), "buckets": int(keys.size),
+            "sha256": hashlib.sha256(payload).hexdigest()}
+    return LOG_MAGIC + json.dumps(head).encode() + b"\n" + payload
+
+
+def _log_records(path: Path, fingerprint: str):
+    """(head, payload) of each whole record of the log at ``path``, in order, up to the
+    first that is torn (a stop mid-append), fails its checksum or belongs to another run:
+    the chunks from there are computed again."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    at = 0
+    while data.startswith(LOG_MAGIC, at) and (end := data.find(b"\n", at)) >= 0:
+        try:
+            head = json.loads(data[at + len(LOG_MAGIC) : end])
+            size = head["text"] + 16 * head["buckets"]
+        except (ValueError, KeyError, TypeError):
+            return
+        payload = data[end + 1 : end + 1 + size]
+        if (len(payload) != size or hashlib.sha256(payload).hexdigest() != head.get("sha256")
+                or head.get("run_fingerprint") != fingerprint):
+            return
+        yield head, payload
+        at = end + 1 + size
+
+
+def _fold_log(acc: "Accumulators", path: Path, fingerprint: str) -> None:
+    """Fold into ``acc`` (the state of ``checkpoint.json``) the log's records that carry it
+    on, in order: those that end before its trials are left over from before it was
+    written; the first that does not begin where the state ends stops the fold."""
+    for head, payload in _log_records(path, fingerprint):
+        if head["to"] <= acc.trials_done:
+            continue
+        if head["from"] != acc.trials_done:
+            return
+        buckets = head["buckets"]
+        arrays = np.frombuffer(payload, "<i8", 2 * buckets, head["text"])
+        acc.fold_record(json.loads(payload[: head["text"]]), arrays[:buckets], arrays[buckets:])
+
+
 def _saved_spec(run_path: Path) -> RunSpec:
     """The RunSpec of ``run.json``, refused if its settings no longer match their fingerprint."""
     saved = _read_json(run_path)
@@ -103,7 +164,9 @@ def _saved_accumulators(path: Path, spec: RunSpec) -> "Accumulators":
         raise InputError(Problem(str(path), "(file)", f"belongs to another run than {RUN_FILE} beside it; start a new --out folder"))
     try:
         acc = Accumulators.from_state(state)
-        problem = check_state(acc, spec)
+        if not (problem := check_state(acc, spec)):
+            _fold_log(acc, path.with_name(LOG_FILE), spec.fingerprint())
+            problem = check_state(acc, spec)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         problem = f"its state is malformed ({type(exc).__name__}: {exc})"
     if problem:
@@ -141,7 +204,10 @@ def saved_trials(out: Path | None) -> tuple[int, int | None]:
         return 0, None
     try:
         done = _read_json(Path(out) / CHECKPOINT_FILE)["state"]["trials_done"]
-        total = _read_json(Path(out) / RUN_FILE)["trials"]
+        run = _read_json(Path(out) / RUN_FILE)
+        total = run["trials"]
+        for head, _ in _log_records(Path(out) / LOG_FILE, run["fingerprint"]):
+            done = head["to"] if head["from"] == done else done
     except (InputError, KeyError, TypeError):
         return 0, None
     return (done, total) if isinstance(done, int) and isinstance(total, int) else (0, None)
