@@ -249,7 +249,8 @@ def _shown(folder: Path, names: list[str]) -> str:
 def _check_writable(folder: Path, names: Iterable[str], protected: set[str]) -> None:
     """Refuse (InputError naming ``--out``) before any work when a name the command writes
     is protected (not mcengine's, or an input of the command), a link, or a folder where a
-    file goes; ``trials.parquet`` must be a real folder holding only parts."""
+    file goes; ``trials.parquet`` must be a real folder holding only parts (and the leftovers
+    of a part's atomic write killed mid-way, which nothing reads)."""
     problems = []
     for name in sorted(set(names)):
         path = folder / name
@@ -266,7 +267,9 @@ def _check_writable(folder: Path, names: Iterable[str], protected: set[str]) -> 
                 continue
             for part in sorted(os.listdir(path)):
                 pst = lstat_or_none(path / part)
-                if pst is not None and not (PART.fullmatch(part) and stat.S_ISREG(pst.st_mode)):
+                if pst is None or _SCRATCH.fullmatch(part):  # a part's atomic write killed mid-way: never read
+                    continue
+                if not (PART.fullmatch(part) and stat.S_ISREG(pst.st_mode)):
                     problems.append(Problem("--out", str(folder), f"{name}/{part} is not a part mcengine wrote (a regular file "
                                             "part-<12 digits>.parquet); mcengine never reads, follows or deletes it: remove it or choose another folder"))
         elif not stat.S_ISREG(st.st_mode):

@@ -300,3 +300,19 @@ def test_a_foreign_entry_inside_trials_parquet_is_refused_not_parsed(cli, tmp_pa
         r = cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out), *extra)
         assert r.code == 2 and "trials.parquet/part-abc.parquet is not a part mcengine wrote" in r.err, r.err
     assert (out / "trials.parquet" / "part-abc.parquet").read_text() == "user data"
+
+
+def test_a_part_write_killed_mid_way_does_not_block_the_resume(cli, tmp_path):
+    """A run killed while io.write_atomic wrote a part leaves ``trials.parquet/.part-….tmp``:
+    the same command resumes (and --force reruns) beside it, and the parts read back whole."""
+    import pandas as pd
+
+    out = tmp_path / "o"
+    assert cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out)).code == 0
+    before = pd.read_parquet(out / "trials.parquet")
+    leftover = out / "trials.parquet" / ".part-000000000000.parquet.k3x_9q2a.tmp"
+    leftover.write_bytes(b"PAR1 torn")
+    for extra in ((), ("--force",)):
+        r = cli("run", "h100", *SMALL, "--keep-trials", "--out", str(out), *extra)
+        assert r.code == 0, r.err
+        pd.testing.assert_frame_equal(pd.read_parquet(out / "trials.parquet"), before)
