@@ -68,11 +68,12 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
     most the root: the fixed-point iteration from 0 rises to it) and the heavy-traffic root
     ``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``, where ``phi``'s parabola at 1
     (``phi'(1) = k = P / (lambda g)``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``) meets ``z``
-    (1/2 where neither is in ``(0, 1)``; 0 where ``lambda = 0``). ``phi``'s third derivative
-    is positive, so below 1 the parabola lies above ``phi`` and the heavy-traffic start is at
-    or above the root; a tangent of the concave ``G`` meets 0 below the root, so a first
-    step from above lands below it and the steps rise to it from there (a start past ``G``'s
-    maximum, ``G' <= 0``, halves the bracket instead). ``G' = 1 - phi'``,
+    (1/2 where neither is in ``(0, 1)``; 0 where ``lambda = 0``). Where ``phi``'s third
+    derivative is positive below 1 the parabola lies above ``phi`` and the heavy-traffic start
+    is at or above the root; it need not be (smooth arrivals with ``P I < 1``: the start can
+    lie below the root), and either way a tangent of the concave ``G`` meets 0 at or below
+    the root, so a first step from above lands below it and, from below, the steps rise to it
+    (a start past ``G``'s maximum, ``G' <= 0``, halves the bracket instead). ``G' = 1 - phi'``,
     ``phi' = A*(s) / (lambda + s v) x P z^(P I - 1) / g``, ``s`` the argument; a step that
     leaves the bracket ``[0, 1]`` or fails to halve halves it instead
     (:func:`_newton_or_halving`). A trial stops once its step is at most ``tolerance x z``,
@@ -187,9 +188,10 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
     below it and the answer is the floor, with no step taken; ``u = 1 - 2 (k - 1) / ((1 + v)
     k^2 + k (P d_f - 1))``, ``k = P / (lambda g)``, the heavy-traffic root of
     :func:`queue_ratios` at ``d_f``, the index of dispersion at ``z_f`` (the largest the
-    root's can be: ``d`` falls as ``z`` rises), at or above the ratio at ``d_f`` and so
-    above the root (where rounding puts ``H(u) < 0``, the bracket is ``[u, 1]`` with
-    ``H(1) = 0`` taken as its positive end: its first steps halve it). The Illinois variant
+    root's can be: ``d`` falls as ``z`` rises), the high end where ``H(u) > 0``; else the
+    bracket is ``[u, 1]`` with ``H(1) = 0`` taken as its positive end (``H > 0`` just below
+    1; its first steps halve it): ``u`` can lie below the root, for smooth arrivals with ``P
+    d_f < 1``, where the heavy-traffic start of :func:`queue_ratios` lies below its root. The Illinois variant
     of false position (M. Dowell and P. Jarratt, *BIT* 11, 168-174, 1971: the end kept twice
     running has its value halved) steps inside it, a step outside the open bracket halving
     it instead, until the bracket is narrower than ``tolerance x (1 - z)`` (``W``'s relative
@@ -218,7 +220,7 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
         if not lo < hi < 1.0:
             hi = 1.0
         f_hi = _wait_residual(hi, lam, v, g, p, span, power, smooth_cv2) if hi < 1.0 else 0.0
-        if f_hi < 0.0:  # rounding: the root above u
+        if f_hi < 0.0:  # the root above u
             lo, f_lo, hi, f_hi = hi, f_hi, 1.0, 0.0
         z = lo
         kept = 0.0  # the end the last step kept: +1 the high, -1 the low, 0 none

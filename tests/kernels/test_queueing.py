@@ -118,3 +118,29 @@ def test_self_consistent_wait_limits_and_each_trial_its_own():
     got = waits(lam, cv2, 0.1, p, span, 0.12)
     for i in range(lam.size):
         assert waits(lam[i], cv2[i], 0.1, p, span[i], 0.12)[0] == got[i]
+
+
+def test_self_consistent_wait_below_the_heavy_traffic_root():
+    """Smooth arrivals with ``P d < 1`` (``lambda`` 19.838/s, arrival CV 0.0912, ``g = T`` =
+    0.1 s, ``P = 2``, the index of dispersion floored at 1e-12): the heavy-traffic root ``u``
+    lies below the root (``H(u) < 0``), so the kernel's bracket is ``[u, 1]``; its wait is the
+    root of ``H`` by brentq (to 1e-12: its tolerance is 1e-13 of ``1 - z``) and the nested
+    solve's (:func:`tests.analytic.wait_reference.nested_wait`, to 1e-11: its own
+    tolerance on the index of dispersion is 1e-12)."""
+    from tests.analytic.wait_reference import nested_wait
+
+    lam, cv, g, p = 19.838, 0.0912, 0.1, 2.0
+    v = cv * cv
+
+    def residual(z):  # H(z) at the floored index of dispersion
+        d = max(1.0 - g / (-math.expm1(p * math.log(z)) * g), 1e-12)
+        return z - 1.0 - math.expm1(-math.log1p(-math.expm1(p * d * math.log(z)) / (g * d) / lam * v) / v)
+
+    k = p / (lam * g)
+    u = 1.0 - 2.0 * (k - 1.0) / ((1.0 + v) * k * k + k * (p * 1e-12 - 1.0))
+    assert 0.0 < u < 1.0 and residual(u) < 0.0
+    root = brentq(residual, u, 1.0 - 1e-9, xtol=1e-16, rtol=1e-15)
+    assert root > 5.0 * u
+    wait = waits(lam, v, g, p, g, 0.0)[0]
+    assert wait == pytest.approx(g / (1.0 - root ** p), rel=1e-12)
+    assert wait == pytest.approx(nested_wait(*(np.array([x]) for x in (lam, cv, g, p, g, 0.0)))[0], rel=1e-11)
