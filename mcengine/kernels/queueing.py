@@ -37,6 +37,22 @@ def _gamma_transform(t, v, power, smooth_cv2):
 
 
 @inline_kernel
+def _heavy_traffic_root(drains, v, pd):
+    """``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``, where the parabola of ``phi`` at 1
+    (``phi'(1) = k = drains``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``, ``pd = P I``) meets
+    ``z``: :func:`queue_ratios`' start and :func:`self_consistent_waits`' high end."""
+    return 1.0 - 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (pd - 1.0))
+
+
+@inline_kernel
+def _dispersion(log_z, g, p, span):
+    """The index of dispersion ``max(1 - W / T, 1e-12)`` of the wait ``W = g / (1 - z^P)``
+    at ``ln z = log_z`` (``T = span``; 1e-12 as
+    :func:`mcengine.analytic.queueing._queue_ratio` floors it)."""
+    return max(1.0 - g / (-math.expm1(p * log_z) * span), 1e-12)
+
+
+@inline_kernel
 def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance):
     """One step of a bracketed Newton solve of an increasing residual ``G`` (``G(lo) <= 0 <=
     G(hi)``) at ``x``, where ``G = g`` and ``G' = dg``: the bracket narrowed to ``x`` on the
@@ -90,8 +106,7 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
         pd, gd, power = p * d, g * d, -1.0 / v
         lo, hi = 0.0, 1.0
         drains = p / (g * lam)  # phi'(1) = P / (lambda g) > 1
-        near = 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (pd - 1.0))  # 1 - z where phi's parabola at 1 meets z
-        z = max(_gamma_transform(1.0 / gd / lam, v, power, smooth_cv2), 1.0 - near)  # phi(0), or the heavy-traffic root above it
+        z = max(_gamma_transform(1.0 / gd / lam, v, power, smooth_cv2), _heavy_traffic_root(drains, v, pd))  # phi(0), or the heavy-traffic root above it
         if not 0.0 < z < 1.0:
             z = 0.5
         moved = before = np.inf
@@ -171,7 +186,7 @@ def _wait_residual(z, lam, v, g, p, span, power, smooth_cv2):
     z^P)`` (``T = span``; 1e-12 as :func:`mcengine.analytic.queueing._queue_ratio` floors it:
     ``-P ln z / g`` to 1e-12 of it)."""
     log_z = math.log(z)
-    d = max(1.0 - g / (-math.expm1(p * log_z) * span), 1e-12)
+    d = _dispersion(log_z, g, p, span)
     return z - _gamma_transform(-math.expm1(p * d * log_z) / (g * d) / lam, v, power, smooth_cv2)
 
 
@@ -214,9 +229,7 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
         if lo > 0.0 and f_lo >= 0.0:  # the root at or below z_f: the wait at most the floor
             out[t] = floor
             continue
-        d = max(1.0 - g / (-math.expm1(p * math.log(lo)) * span), 1e-12)
-        drains = p / (g * lam)
-        hi = 1.0 - 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (p * d - 1.0))  # u
+        hi = _heavy_traffic_root(p / (g * lam), v, p * _dispersion(math.log(lo), g, p, span))  # u
         if not lo < hi < 1.0:
             hi = 1.0
         f_hi = _wait_residual(hi, lam, v, g, p, span, power, smooth_cv2) if hi < 1.0 else 0.0
