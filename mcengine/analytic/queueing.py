@@ -501,8 +501,8 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     >= I*`` (3), so ``z_(I(z)) >= z* > z`` (2) and ``H(z) < 0`` (1); above it, ``I(z) <=
     I*``, ``z_(I(z)) <= z* < z`` and ``H(z) > 0``. So ``H`` changes sign once in ``(0,
     1)``, at ``z*``, and each root of ``H`` is a fixed point (``z = z_(I(z))``): the same
-    root as the nested solve of ``I`` (each step a :func:`_queue_ratio` solve) it replaces,
-    and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
+    root as the nested solve of ``I`` (each step a :func:`_queue_ratio` solve;
+    tests/analytic/wait_reference.py), and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
     above ``g``, the ratio whose wait is the floor, ``z_f = (1 - g / at_least)^(1 / P)``:
     ``H(z_f) >= 0`` puts ``z*`` at or below ``z_f``, so ``W <= at_least`` and the answer is
     the floor with no step taken. Its high end is the heavy-traffic root ``u`` of
