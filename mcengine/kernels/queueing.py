@@ -1,8 +1,10 @@
 """The load models' roots compiled (docs/load.md#speed): the root of the bulk queue's
 embedded chain and the quantile of a waiting request's TTFT, trial by trial.
 
-:func:`queue_ratios` solves :func:`mcengine.analytic.queueing._queue_ratio`'s root and
-:func:`hypoexponential_quantiles` :func:`mcengine.analytic.queueing._batched_ttft`'s
+:func:`queue_ratios` solves :func:`mcengine.analytic.queueing._queue_ratio`'s root, the
+bulk queue's ratio at a given index of dispersion, which no model path calls: it is the law
+the tests hold the wait's one solve to (tests/analytic/wait_reference.py's nested solve and
+tests/kernels/test_queueing.py). :func:`hypoexponential_quantiles` :func:`mcengine.analytic.queueing._batched_ttft`'s
 quantile by Newton steps kept in a bracket (:func:`_newton_or_halving`: a step that leaves
 the bracket or fails to halve it halves it instead), a trial at a time (a trial's answer
 depends on its own inputs alone, never on the others' nor on a thread count), each step on
