@@ -214,7 +214,8 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
     it instead, until the bracket is narrower than ``tolerance x (1 - z)`` (``W``'s relative
     resolution: ``1 - z^P`` is about ``P (1 - z)`` near 1) or no float lies inside it,
     ``steps`` steps at most; the wait is read at the last ratio evaluated. ``inf`` where
-    ``P <= lambda g`` (no root below 1), ``g`` (or the floor) where ``lambda = 0``."""
+    ``P <= lambda g`` (no root below 1), ``g`` (or the floor) where ``lambda = 0`` or ``g =
+    0``."""
     n = rate_per_s.size
     out = np.empty(n)
     for t in range(n):
@@ -222,7 +223,7 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
         if not p > lam * g:
             out[t] = np.inf
             continue
-        if not lam > 0.0:  # no arrivals: no queue ahead
+        if not (lam > 0.0 and g > 0.0):  # no arrivals, or passes ending with no gap: no queue ahead
             out[t] = max(g, floor)
             continue
         power = -1.0 / v

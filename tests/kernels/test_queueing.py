@@ -145,3 +145,15 @@ def test_self_consistent_wait_below_the_heavy_traffic_root():
     wait = waits(lam, v, g, p, g, 0.0)[0]
     assert wait == pytest.approx(g / (1.0 - root ** p), rel=1e-12)
     assert wait == pytest.approx(nested_wait(*(np.array([x]) for x in (lam, cv, g, p, g, 0.0)))[0], rel=1e-11)
+
+
+def test_self_consistent_wait_with_no_gap_is_the_floor():
+    """Passes that end with no gap (``g = 0``): no queue ahead, so the wait is the floor (0
+    without one) at any load, as the nested solve
+    (:func:`tests.analytic.wait_reference.nested_wait`) gives where there is a floor."""
+    from tests.analytic.wait_reference import nested_wait
+
+    lam, floor = np.array([0.5, 5.0, 50.0, 5.0]), np.array([0.3, 0.3, 0.3, 0.0])
+    got = waits(lam, 1.0, 0.0, 4.0, 0.8, floor)
+    np.testing.assert_array_equal(got, floor)
+    np.testing.assert_array_equal(nested_wait(lam[:3], np.ones(3), np.zeros(3), np.full(3, 4.0), np.full(3, 0.8), floor[:3]), floor[:3])
