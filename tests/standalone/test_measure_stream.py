@@ -317,3 +317,24 @@ def test_the_stand_in_with_a_setup_is_m_d_1_with_an_exceptional_first_service(me
     thinned = measure.stream_standin(0.5, 1.0, 0.4, 0.0, 0.8)
     assert thinned["rate"] == pytest.approx(1.0, abs=0.015)
     assert thinned["standin_mean"] < 0.79 * got["standin_mean"] and thinned["standin_p99"] < 0.72 * got["standin_p99"]
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--standin", "0.5", "--arrival", "poisson"], "--arrival"),
+    (["--standin", "0.5", "--laws"], "--laws"),
+    (["--standin", "0.5", "--out", "x.csv"], "--out"),
+    (["--toy", "1,0.5", "--length-cv", "0.3"], "--length-cv"),
+    (["--oracle", "x.csv", "--length-cv", "0.3"], "--length-cv"),
+    (["--standin", "0.5", "--toy", "1,0.5"], "--standin"),
+    (["--standin", "0"], "(0, 1]"),
+    (["--standin", "1.5"], "(0, 1]"),
+    (["--toy", "1,0.5", "--requests", "0"], "1 or more"),
+])
+def test_options_it_would_ignore_or_out_of_range_exit_2(measure, capsys, argv, named):
+    """An option the chosen mode does not use (``--standin``: the cells' arrival law and
+    shown components; ``--toy`` and ``--oracle``: the lengths' spread), two modes at once, a
+    thinning outside ``(0, 1]`` or no requests: exit 2 naming it, before any run."""
+    with pytest.raises(SystemExit) as stop:
+        measure.main(argv)
+    assert stop.value.code == 2
+    assert named in capsys.readouterr().err
