@@ -258,7 +258,7 @@ COLUMNS: tuple[Column, ...] = (
         ("tpot_at_load_ms", "a request class's time per output token at its SLO quantile at the peak", "ms", "lower", False, True),
         ("slo_attainment", "share of the day a request class's SLO quantiles hold", "", "higher", True, False),
         ("load_instances", "whole instances serving a request class under the demand", "instances", "lower", True, False),
-        ("up_instances", "fewest up instances on which a request class meets its SLO quantiles at its peak", "instances", "lower", True, False),
+        ("up_instances", "fewest up instances on which a request class meets its SLO quantiles at its peak and every rate below it", "instances", "lower", True, False),
     )),
     Column(LOAD_STEPS_PREFIX + "{}", "a step time (or batch, mode, share) of the plan's per-mode load model", "", may_be_zero=True,
            conditional="a demand (workload.load.demand)"),

@@ -471,31 +471,49 @@ def running_counts(df: pd.DataFrame, warmup: float = WARMUP) -> dict:
     return {"running": float(kept.mean()), "running_min": int(kept.min()), "running_max": int(kept.max())}
 
 
+#: The options each of ``--oracle``, ``--toy`` and ``--standin`` uses instead of the cells'
+#: (:func:`main` refuses any other given with it).
+USES = {"oracle": set(), "toy": {"requests", "warmup"}, "standin": {"design", "loads", "length_cv", "requests", "warmup"}}
+
+
 def main(argv=None) -> int:
     """Print the cells asked for (``--design``, ``--arrival``, ``--loads``, ``--requests``, ``--warmup``)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--design", default="h100,lite-h100")
-    parser.add_argument("--arrival", default="poisson,gamma", help="poisson and/or gamma (CV 2)")
-    parser.add_argument("--loads", default=",".join(map(str, LOADS)))
-    parser.add_argument("--requests", type=int, default=REQUESTS)
-    parser.add_argument("--warmup", type=float, default=WARMUP,
-                        help="the share of the run left out (the settled pattern: 0.5 of 800,000 requests or more)")
+    parser.add_argument("--design", default=None, help="default h100,lite-h100")
+    parser.add_argument("--arrival", default=None, help="poisson and/or gamma (CV 2); default both")
+    parser.add_argument("--loads", default=None, help=f"default {','.join(map(str, LOADS))}")
+    parser.add_argument("--requests", type=int, default=None, help=f"default {REQUESTS}")
+    parser.add_argument("--warmup", type=float, default=None,
+                        help=f"the share of the run left out (the settled pattern: 0.5 of 800,000 requests or more); default {WARMUP}")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--laws", action="store_true", help="the measured components beside the step count's and the share laws")
     shown.add_argument("--jsq", action="store_true", help="the shares of arrivals finding 0 / 1 / 2+ prompts ahead beside the share laws")
-    parser.add_argument("--length-cv", type=float, default=0.0,
-                        help="the lengths' spread (workload.load.length_cv's gamma law; 0: every request the mean)")
+    parser.add_argument("--length-cv", type=float, default=None,
+                        help="the lengths' spread (workload.load.length_cv's gamma law; default 0: every request the mean)")
     parser.add_argument("--out", default=None, metavar="CSV", help="also write the rows to CSV")
     parser.add_argument("--oracle", default=None, metavar="CSV",
                         help="instead: the fit table's continuous cells counted in steps with a --jsq --out CSV's Poisson shares")
     parser.add_argument("--standin", type=float, default=None, metavar="THIN",
-                        help="instead: the single-queue stand-in for the stream (stream_standin) with thinning THIN, Poisson, "
-                             "--requests arrivals a pass")
+                        help="instead: the single-queue stand-in for the stream (stream_standin) with thinning THIN in (0, 1], "
+                             "Poisson, --requests arrivals a pass (its rate column falls short of 1 where THIN is too small "
+                             "for its passes to admit the cell's rate: 0.74 at busy share 0.95 and THIN 0.001)")
     parser.add_argument("--toy", default=None, metavar="HOLDING,PROMPT",
                         help="instead: least-loaded dispatch and the prefill streams alone (dispatch_toy), in mean gaps")
     args = parser.parse_args(argv)
+    given = {name for name, value in vars(args).items() if value is not None and value is not False}
+    for mode, takes in USES.items():
+        if mode in given and given - takes - {mode}:
+            parser.error(f"--{mode} takes only {', '.join('--' + x.replace('_', '-') for x in sorted(takes)) or 'its CSV'}; "
+                         f"not used with it: {', '.join('--' + x.replace('_', '-') for x in sorted(given - takes - {mode}))}")
+    args.design, args.arrival = args.design or "h100,lite-h100", args.arrival or "poisson,gamma"
+    args.loads = args.loads or ",".join(map(str, LOADS))
+    args.requests = REQUESTS if args.requests is None else args.requests
+    args.warmup = WARMUP if args.warmup is None else args.warmup
+    args.length_cv = 0.0 if args.length_cv is None else args.length_cv
+    if args.requests < 1:
+        parser.error(f"--requests {args.requests}: allowed 1 or more")
     if not 0.0 <= args.warmup < 1.0:
         parser.error(f"--warmup {args.warmup:g}: allowed a share in [0, 1)")
     if not 0.0 <= args.length_cv <= 3.0:

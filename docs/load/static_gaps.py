@@ -65,7 +65,9 @@ included), ``batch|wait`` and ``batch|wait model``, the mean batch a waiting req
 below ``c`` (Poisson, :data:`LIGHT_REPLICATIONS` replications of :data:`REQUESTS` requests, seed 11,
 the first 20 % left out): ``seen``, the squared CV ``2 E[R] / (T(1) / c) - 1`` of the gaps a
 waiting request sees, with its standard error over the replications (``sem``), beside the
-uniform phases' ``(c - 1) / (c + 1)`` (``phases``) and ``followers``, the same with the requests
+uniform phases' ``(c - 1) / (c + 1)`` (``phases``), the model's busy side there, ``1 / shape`` of
+:func:`mcengine.analytic.queue_static.completion_gaps` (``model``: the phases weighted by ``1 - 1/c``),
+and ``followers``, the same with the requests
 that arrive during a first waiter's wait seeing its rest: ``2c/(c + 1) (1 + a/(c + 2)) / (1 +
 a/(c + 1)) - 1`` (docs/load.md#static-light-followers: a reading that matches from 2 instances, not a law).
 
@@ -391,10 +393,12 @@ LIGHT, LIGHT_REPLICATIONS = ((1, 0.5), (2, 0.2), (2, 0.6), (2, 1.0), (4, 1.0), (
 
 def light_cell(scenario, servers: int, offered: float) -> dict:
     """One ``--light`` cell (see the module's docstring)."""
+    from mcengine.analytic import queue_static as qs
     from mcengine.standalone.serve import serving_system, simulate_requests
 
     system = serving_system(scenario, "static", servers)
-    cycle_1 = system.prefill_s[1] + (system.output_tokens - 1) * system.decode_s[1]
+    top, o = system.batch_max, system.output_tokens
+    cycle_1, cycle_top = system.prefill_s[1] + (o - 1) * system.decode_s[1], system.prefill_s[top] + (o - 1) * system.decode_s[top]
     seen = []
     for rep in range(LIGHT_REPLICATIONS):
         df, _ = simulate_requests(system, offered / cycle_1, REQUESTS, seed=11, replication=rep)
@@ -402,7 +406,8 @@ def light_cell(scenario, servers: int, offered: float) -> dict:
         seen.append(2.0 * servers * gap_measures(df, batch_rows(df, system.prefill_s))["residual"] / cycle_1 - 1.0)
     c, a = servers, offered
     return {"c": c, "a": a, "a/c": a / c, "seen": float(np.mean(seen)), "sem": float(np.std(seen, ddof=1) / np.sqrt(len(seen))),
-            "phases": (c - 1) / (c + 1), "followers": 2 * c / (c + 1) * (1 + a / (c + 2)) / (1 + a / (c + 1)) - 1}
+            "phases": (c - 1) / (c + 1), "model": float(1.0 / qs.completion_gaps(offered / cycle_1, c, cycle_1, cycle_top, top).shape),
+            "followers": 2 * c / (c + 1) * (1 + a / (c + 2)) / (1 + a / (c + 1)) - 1}
 
 
 #: Instances and offered loads ``a/c`` (``lambda T(1) / c``) of ``--pools``' cells, and the requests a cell.

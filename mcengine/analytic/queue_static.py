@@ -117,15 +117,17 @@ def _pool_bunching(servers, amplify):
     """The bunched gaps' pool-size terms of :func:`completion_gaps` (docs/load.md#fleet-size):
     ``(kept, phases)``, the share of the bunching's excess ``gap_cv2 - 1`` kept and the shift
     of the busy side's base, ``1 + (gap_cv2 - 1)(1 - 1/c) w kept + (1 - 1/c)(phases - (1 - w)
-    2/(R + 1))`` (at the onset ``w = 0``, ``c`` instances' uniform phases on any pool), both
+    2/(R + 1))`` (at the onset ``w = 0``, ``c`` instances' uniform phases weighted by ``1 -
+    1/c`` on any pool), both
     relative to the pool the key was measured on, ``R =`` :data:`STATIC_GAP_POOL` (``kept =
     min(1, 1/A)`` and ``phases = 0`` there: the fit table's model as it was fitted).
 
     * ``phases = (c - 1)/(c + 1) - (R - 1)/(R + 1)``: ``c`` instances of equal cycles at
       independent uniform phases show a waiting request the earliest of ``c`` residuals, mean
       ``T/(c + 1)``, gaps of squared CV ``(c - 1)/(c + 1)`` (docs/load.md#static), 0.88 on 16
-      instances, 0.6 on 4 and 0.98 on 128 (**derived**; weighted by ``1 - 1/c`` as the rest of
-      the mix, so that one instance keeps the chain's exponential cycle).
+      instances, 0.6 on 4 and 0.98 on 128 (**derived**); weighted by ``1 - 1/c`` as the rest of
+      the mix, so that one instance keeps the chain's exponential cycle (**assumed**), the busy
+      side at ``w = 0`` is ``1 - (1 - 1/c) 2/(c + 1)``: 0.89 on 16, 0.70 on 4, 0.98 on 128.
     * ``kept = min(1, 1/(A R/c)) min(1, c/R)``: the damping read at the reference pool's
       ``A``, and a pool smaller than it bunches in proportion to its size. ``A = lambda s``
       (``amplify``, the cycle a gap's arrivals add) is the pool's rate times the cycle's slope,
@@ -174,9 +176,12 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     :func:`_pool_bunching`'s terms in ``c`` (docs/load.md#fleet-size). Below the onset ``w``
     (defined below) the pool is not bunched: its ``c`` instances run at uniform phases, whose gaps
     have squared CV ``(c - 1)/(c + 1)`` (the light-traffic value for Poisson arrivals, exact
-    given the phases), so the onset ramps the whole excess over them, the fitted part and the
-    base's own ``1 - (R - 1)/(R + 1) = 2/(R + 1)`` (**derived** at ``w = 0``, the ramp between
-    as the fitted part's; docs/load.md#static). ``A = lambda s (1 - P_full)`` is how many
+    given the phases: **derived**), so the onset ramps the whole excess over them, the fitted
+    part and the base's own ``1 - (R - 1)/(R + 1) = 2/(R + 1)``, the ramp between as the
+    fitted part's. That shift carries the mix's ``1 - 1/c`` weight (**assumed**, as above), so
+    at ``w = 0`` the busy side is ``1 - (1 - 1/c) 2/(c + 1)`` (0.667 on 2 instances, 0.70 on 4,
+    0.890 on 16), not ``(c - 1)/(c + 1)`` itself, and for Poisson arrivals equal to the light
+    side (docs/load.md#static, #static-light-followers). ``A = lambda s (1 - P_full)`` is how many
     seconds of cycle a second of gap adds (``s`` the cycle's slope in the batch; a full batch
     adds none): where ``A > 1`` the instance that took the longer gap's batch falls behind
     the one after it, the two swap, and only ``1/A`` of the gap's excess is kept into the
@@ -229,7 +234,7 @@ def completion_gaps(rate_per_s, servers, cycle_1, cycle_top, top, gap_cv2=STATIC
     growth = np.minimum(1.0, np.asarray(bunch_growth, float) / np.maximum(lam * slope, 1e-300))
     h = np.asarray(bunch_cycles, float) * onset * np.minimum(p_idle * k, 1.0) * growth / np.maximum(arrivals, 1.0)  # the cycle excess
     by_cycles = (c - 1.0) / (c + 1.0) + 2.0 * c * h
-    unbunched = (1.0 - onset) * 2.0 / (STATIC_GAP_POOL + 1.0)  # below the onset the base falls to the uniform phases' (c - 1)/(c + 1)
+    unbunched = (1.0 - onset) * 2.0 / (STATIC_GAP_POOL + 1.0)  # below the onset the base falls to the uniform phases', weighted by 1 - 1/c
     full = np.zeros(np.shape(k))
     for _ in range(2):  # the bunching with no batch full, then with the share of full batches it gives
         amplify = np.maximum(lam * slope * (1.0 - full), 1e-300)

@@ -501,14 +501,16 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     >= I*`` (3), so ``z_(I(z)) >= z* > z`` (2) and ``H(z) < 0`` (1); above it, ``I(z) <=
     I*``, ``z_(I(z)) <= z* < z`` and ``H(z) > 0``. So ``H`` changes sign once in ``(0,
     1)``, at ``z*``, and each root of ``H`` is a fixed point (``z = z_(I(z))``): the same
-    root as the nested solve of ``I`` (each step a :func:`_queue_ratio` solve) it replaces,
-    and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
+    root as the nested solve of ``I`` (each step a :func:`_queue_ratio` solve;
+    tests/analytic/wait_reference.py), and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
     above ``g``, the ratio whose wait is the floor, ``z_f = (1 - g / at_least)^(1 / P)``:
     ``H(z_f) >= 0`` puts ``z*`` at or below ``z_f``, so ``W <= at_least`` and the answer is
-    the floor with no step taken. Its high end is the heavy-traffic root of ``G_(I(z_f))``
-    (:func:`mcengine.kernels.queueing.queue_ratios`' start, at or above ``z_(I(z_f))``,
-    which is at or above ``z*`` by 2 and 3, since ``z_f <= z*``), or 1 (``H(1) = 0``, ``H >
-    0`` just below it) where rounding puts ``H`` there at or below 0. The index of
+    the floor with no step taken. Its high end is the heavy-traffic root ``u`` of
+    ``G_(I(z_f))`` (:func:`mcengine.kernels.queueing.queue_ratios`' start) where ``H(u) >
+    0``, else 1 (``H(1) = 0``, ``H > 0`` just below it): ``u`` is at or above ``z_(I(z_f))``,
+    and so above ``z*`` by 2 and 3 (``z_f <= z*``), only where the parabola lies above
+    ``A*``; for smooth arrivals with ``P I(z_f) < 1`` it can lie below the root (``H(u) <
+    0``), and the bracket is ``[u, 1]``. The index of
     dispersion is floored at 1e-12, as :func:`_queue_ratio` floors it (the floor keeps 3).
     A trial's answer is its own, whatever else the arrays hold (docs/load.md#disaggregated)."""
     return kq.self_consistent_waits(lam, np.asarray(arrival_cv, float) ** 2, g, top, pass_s, at_least, ROOT_STEPS, WAIT_TOLERANCE, SMOOTH_ARRIVAL_CV2)

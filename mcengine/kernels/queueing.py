@@ -1,8 +1,10 @@
 """The load models' roots compiled (docs/load.md#speed): the root of the bulk queue's
 embedded chain and the quantile of a waiting request's TTFT, trial by trial.
 
-:func:`queue_ratios` solves :func:`mcengine.analytic.queueing._queue_ratio`'s root and
-:func:`hypoexponential_quantiles` :func:`mcengine.analytic.queueing._batched_ttft`'s
+:func:`queue_ratios` solves :func:`mcengine.analytic.queueing._queue_ratio`'s root, the
+bulk queue's ratio at a given index of dispersion, which no model path calls: it is the law
+the tests hold the wait's one solve to (tests/analytic/wait_reference.py's nested solve and
+tests/kernels/test_queueing.py). :func:`hypoexponential_quantiles` :func:`mcengine.analytic.queueing._batched_ttft`'s
 quantile by Newton steps kept in a bracket (:func:`_newton_or_halving`: a step that leaves
 the bracket or fails to halve it halves it instead), a trial at a time (a trial's answer
 depends on its own inputs alone, never on the others' nor on a thread count), each step on
@@ -37,6 +39,22 @@ def _gamma_transform(t, v, power, smooth_cv2):
 
 
 @inline_kernel
+def _heavy_traffic_root(drains, v, pd):
+    """``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``, where the parabola of ``phi`` at 1
+    (``phi'(1) = k = drains``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``, ``pd = P I``) meets
+    ``z``: :func:`queue_ratios`' start and :func:`self_consistent_waits`' high end."""
+    return 1.0 - 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (pd - 1.0))
+
+
+@inline_kernel
+def _dispersion(log_z, g, p, span):
+    """The index of dispersion ``max(1 - W / T, 1e-12)`` of the wait ``W = g / (1 - z^P)``
+    at ``ln z = log_z`` (``T = span``; 1e-12 as
+    :func:`mcengine.analytic.queueing._queue_ratio` floors it)."""
+    return max(1.0 - g / (-math.expm1(p * log_z) * span), 1e-12)
+
+
+@inline_kernel
 def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance):
     """One step of a bracketed Newton solve of an increasing residual ``G`` (``G(lo) <= 0 <=
     G(hi)``) at ``x``, where ``G = g`` and ``G' = dg``: the bracket narrowed to ``x`` on the
@@ -68,11 +86,12 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
     most the root: the fixed-point iteration from 0 rises to it) and the heavy-traffic root
     ``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``, where ``phi``'s parabola at 1
     (``phi'(1) = k = P / (lambda g)``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``) meets ``z``
-    (1/2 where neither is in ``(0, 1)``; 0 where ``lambda = 0``). ``phi``'s third derivative
-    is positive, so below 1 the parabola lies above ``phi`` and the heavy-traffic start is at
-    or above the root; a tangent of the concave ``G`` meets 0 below the root, so a first
-    step from above lands below it and the steps rise to it from there (a start past ``G``'s
-    maximum, ``G' <= 0``, halves the bracket instead). ``G' = 1 - phi'``,
+    (1/2 where neither is in ``(0, 1)``; 0 where ``lambda = 0``). Where ``phi``'s third
+    derivative is positive below 1 the parabola lies above ``phi`` and the heavy-traffic start
+    is at or above the root; it need not be (smooth arrivals with ``P I < 1``: the start can
+    lie below the root), and either way a tangent of the concave ``G`` meets 0 at or below
+    the root, so a first step from above lands below it and, from below, the steps rise to it
+    (a start past ``G``'s maximum, ``G' <= 0``, halves the bracket instead). ``G' = 1 - phi'``,
     ``phi' = A*(s) / (lambda + s v) x P z^(P I - 1) / g``, ``s`` the argument; a step that
     leaves the bracket ``[0, 1]`` or fails to halve halves it instead
     (:func:`_newton_or_halving`). A trial stops once its step is at most ``tolerance x z``,
@@ -89,8 +108,7 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
         pd, gd, power = p * d, g * d, -1.0 / v
         lo, hi = 0.0, 1.0
         drains = p / (g * lam)  # phi'(1) = P / (lambda g) > 1
-        near = 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (pd - 1.0))  # 1 - z where phi's parabola at 1 meets z
-        z = max(_gamma_transform(1.0 / gd / lam, v, power, smooth_cv2), 1.0 - near)  # phi(0), or the heavy-traffic root above it
+        z = max(_gamma_transform(1.0 / gd / lam, v, power, smooth_cv2), _heavy_traffic_root(drains, v, pd))  # phi(0), or the heavy-traffic root above it
         if not 0.0 < z < 1.0:
             z = 0.5
         moved = before = np.inf
@@ -170,7 +188,7 @@ def _wait_residual(z, lam, v, g, p, span, power, smooth_cv2):
     z^P)`` (``T = span``; 1e-12 as :func:`mcengine.analytic.queueing._queue_ratio` floors it:
     ``-P ln z / g`` to 1e-12 of it)."""
     log_z = math.log(z)
-    d = max(1.0 - g / (-math.expm1(p * log_z) * span), 1e-12)
+    d = _dispersion(log_z, g, p, span)
     return z - _gamma_transform(-math.expm1(p * d * log_z) / (g * d) / lam, v, power, smooth_cv2)
 
 
@@ -187,15 +205,17 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
     below it and the answer is the floor, with no step taken; ``u = 1 - 2 (k - 1) / ((1 + v)
     k^2 + k (P d_f - 1))``, ``k = P / (lambda g)``, the heavy-traffic root of
     :func:`queue_ratios` at ``d_f``, the index of dispersion at ``z_f`` (the largest the
-    root's can be: ``d`` falls as ``z`` rises), at or above the ratio at ``d_f`` and so
-    above the root (where rounding puts ``H(u) < 0``, the bracket is ``[u, 1]`` with
-    ``H(1) = 0`` taken as its positive end: its first steps halve it). The Illinois variant
+    root's can be: ``d`` falls as ``z`` rises), the high end where ``H(u) > 0``; else the
+    bracket is ``[u, 1]`` with ``H(1) = 0`` taken as its positive end (``H > 0`` just below
+    1; its first steps halve it): ``u`` can lie below the root, for smooth arrivals with ``P
+    d_f < 1``, where the heavy-traffic start of :func:`queue_ratios` lies below its root. The Illinois variant
     of false position (M. Dowell and P. Jarratt, *BIT* 11, 168-174, 1971: the end kept twice
     running has its value halved) steps inside it, a step outside the open bracket halving
     it instead, until the bracket is narrower than ``tolerance x (1 - z)`` (``W``'s relative
     resolution: ``1 - z^P`` is about ``P (1 - z)`` near 1) or no float lies inside it,
     ``steps`` steps at most; the wait is read at the last ratio evaluated. ``inf`` where
-    ``P <= lambda g`` (no root below 1), ``g`` (or the floor) where ``lambda = 0``."""
+    ``P <= lambda g`` (no root below 1), ``g`` (or the floor) where ``lambda = 0`` or ``g =
+    0``."""
     n = rate_per_s.size
     out = np.empty(n)
     for t in range(n):
@@ -203,7 +223,7 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
         if not p > lam * g:
             out[t] = np.inf
             continue
-        if not lam > 0.0:  # no arrivals: no queue ahead
+        if not (lam > 0.0 and g > 0.0):  # no arrivals, or passes ending with no gap: no queue ahead
             out[t] = max(g, floor)
             continue
         power = -1.0 / v
@@ -212,13 +232,11 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
         if lo > 0.0 and f_lo >= 0.0:  # the root at or below z_f: the wait at most the floor
             out[t] = floor
             continue
-        d = max(1.0 - g / (-math.expm1(p * math.log(lo)) * span), 1e-12)
-        drains = p / (g * lam)
-        hi = 1.0 - 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (p * d - 1.0))  # u
+        hi = _heavy_traffic_root(p / (g * lam), v, p * _dispersion(math.log(lo), g, p, span))  # u
         if not lo < hi < 1.0:
             hi = 1.0
         f_hi = _wait_residual(hi, lam, v, g, p, span, power, smooth_cv2) if hi < 1.0 else 0.0
-        if f_hi < 0.0:  # rounding: the root above u
+        if f_hi < 0.0:  # the root above u
             lo, f_lo, hi, f_hi = hi, f_hi, 1.0, 0.0
         z = lo
         kept = 0.0  # the end the last step kept: +1 the high, -1 the low, 0 none

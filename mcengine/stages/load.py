@@ -375,9 +375,9 @@ def meets_below(plans: Plans, rate_per_s, instances) -> np.ndarray:
     its capacity at SLO (:func:`capacity_rate`, which counts a rate only where every rate
     below it meets the SLOs) reaches the peak and the whole day, trough to peak, is served
     (docs/load.md#peak). Where the quantiles rise with the rate that is the rate alone, one
-    model call. Where they can dip (:func:`can_dip`: a disaggregated plan under a lengths'
-    spread can miss a lone request's SLO and meet it only near its prefill pool's
-    capacity), a trial meeting them at the rate is asked, in a second call, every
+    model call. Where they can dip (:func:`can_dip`: a static plan under arrivals burstier
+    than Poisson's, or a disaggregated plan under a lengths' spread, which can miss a lone
+    request's SLO and meet it only near its prefill pool's capacity), a trial meeting them at the rate is asked, in a second call, every
     ``1/2^g`` of it from no load (``g`` = :data:`CAPACITY_GRID_HALVINGS`, the capacity
     search's grid: a window of misses narrower than that between two of these rates goes
     unseen)."""

@@ -1,8 +1,8 @@
 """The disaggregated queue wait's fixed point solved the nested way (docs/load.md#disaggregated):
 bracketed Illinois steps in the index of dispersion ``I``, each step a
-:func:`mcengine.analytic.queueing._queue_ratio` solve, the model's solver until it took the
-root as one equation in the ratio (:func:`mcengine.analytic.queueing._self_consistent_wait`);
-kept as the reference that one is tested against."""
+:func:`mcengine.analytic.queueing._queue_ratio` solve: the reference that the model's
+solver, one equation in the ratio (:func:`mcengine.analytic.queueing._self_consistent_wait`),
+is tested against."""
 import numpy as np
 
 from mcengine.analytic.queueing import _queue_ratio

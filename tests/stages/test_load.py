@@ -443,8 +443,7 @@ def test_the_capacity_search_settles_a_steep_miss_within_its_steps():
     q). From no
     load to the saturated rate, capacity_rate's bisection settles it in 6 model calls (the
     probe, the unloaded plan, then ceil(log2(1 / (tolerance x 0.993))) = 11 halvings, 3 a
-    call: 7 rates asked in each; the Illinois steps it replaces took 21 calls on this
-    trial); the capacity meets the SLOs and 1 + tolerance times it does not."""
+    call: 7 rates asked in each; Illinois steps take 21 calls on this trial); the capacity meets the SLOs and 1 + tolerance times it does not."""
     plans = _lite_disaggregated(np.array([2.0]), 0.0)
     instances, top = np.array([48.0]), np.array([596.9459680309172])
     calls = []
@@ -532,11 +531,11 @@ def test_a_plan_meeting_its_slo_only_near_capacity_is_not_bought():
     half its saturated rate, 3.24 s at 0.98 of it) serves no day: every day's demand
     passes through the rates where it misses. At a peak of 0.98 of 48 instances'
     saturated rate the peak alone is met on 48 instances, so a search of the peak alone
-    bought 48 up instances, and a fleet of 52 (4 of them headroom) has a capacity at SLO
-    of 0: it served nothing. Here no count meets the SLOs at the peak and every rate below
+    would buy 48 up instances, and a fleet of 52 (4 of them headroom) has a capacity at SLO
+    of 0: it serves nothing. Here no count meets the SLOs at the peak and every rate below
     it (:func:`mcengine.stages.load.meets_below`), so none is bought, and the capacity at
-    SLO of 20 instances, which meet them at their saturated rate, is 0 (the first probe no
-    longer settles it). Under a 4.5 s SLO, above the lone request's quantile, the plan is
+    SLO of 20 instances, which meet them at their saturated rate, is 0 (the first probe
+    does not settle it). Under a 4.5 s SLO, above the lone request's quantile, the plan is
     bought as on the peak alone (48 up: the quantile is met from no load up to 0.994 of
     the rate) and its capacity covers the peak."""
     per = 596.9459680309172 / 48.0
