@@ -433,8 +433,7 @@ class _Jobs(threading.Thread):
 def _kernels_thread() -> _Jobs:
     """The one thread every slice's kernels computed ahead run on: its malloc arena is reused
     from slice to slice (a new thread per slice may be given a new arena, and the slices'
-    memory spread over several stays resident: 468-649 MB after 16384-trial chunks against
-    286-293 MB on one thread)."""
+    memory, spread over several, stays resident)."""
     return _Jobs("mcengine-slice-kernels")
 
 

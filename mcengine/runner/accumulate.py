@@ -19,6 +19,13 @@ from ..summaries import QUANTILES, Summary, add_counts
 from .spec import RunSpec
 
 
+
+def _keep_journal(summary: Summary) -> None:
+    """Have both of ``summary``'s sketches keep what each add folds in, from empty
+    (:meth:`QuantileSketch.take_journal <mcengine.summaries.QuantileSketch.take_journal>`)."""
+    summary.sketch.journal, summary.low.journal = [], []
+
+
 @dataclass
 class Accumulators:
     """Streaming summaries of every metric of every scenario, and of the paired ratios
@@ -43,14 +50,14 @@ class Accumulators:
     def _summary(self, offset: float = 0.0) -> Summary:
         summary = Summary(offset=offset, replicates=self.replicates)
         if self.journal:
-            summary.sketch.journal, summary.low.journal = [], []
+            _keep_journal(summary)
         return summary
 
     def start_journal(self) -> None:
         """From now on keep what each chunk adds, for :meth:`take_record`."""
         self.journal = True
         for summary in (*self.metrics.values(), *self.ratios.values()):
-            summary.sketch.journal, summary.low.journal = [], []
+            _keep_journal(summary)
 
     def take_record(self) -> tuple[dict, np.ndarray, np.ndarray]:
         """What the chunks since the last take changed, as (a JSON-able document, bucket
@@ -86,8 +93,8 @@ class Accumulators:
                     into.update(was or {})
                     add_counts(into, keys[at : at + length].tolist(), counts[at : at + length].tolist())
                     at += length
-                if self.journal:
-                    new.journal = []
+            if self.journal:
+                _keep_journal(summary)
             table[(n, m)] = summary
         folded = Accumulators.from_state({**doc, "metrics": [], "ratios": []})
         self.trials_done, self.below, self.ties, self.missed, self.sides = (folded.trials_done, folded.below, folded.ties, folded.missed,
