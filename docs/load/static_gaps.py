@@ -7,6 +7,7 @@ mean TTFT, and what the simulator's gaps are as a waiting request sees them.
     python docs/load/static_gaps.py --pools                # the bunching's onset on 4 to 64 instances
     python docs/load/static_gaps.py --waits                # a waiting request's wait, its law and the instances it sees
     python docs/load/static_gaps.py --light                # the gaps a waiting request sees on small pools below a = c
+    python docs/load/static_gaps.py --steps --design lite-h100 --loads 0.7,0.8   # the step tables against their lines
 
 Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
 make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
@@ -50,8 +51,9 @@ empty (their instance's next batch is started idle) and before those that take a
 
 ``--waits`` prints instead a waiting request's wait and what it sees (:func:`wait_measures`):
 ``a/c`` and ``T(k)`` at the simulator's mean batch ``k``; ``P(wait)``, the share of requests
-that find every instance busy, beside the chain's (``P(wait) model``); ``busy``, the mean
-instances busy at an arrival, and ``idle|idle``, the mean idle ones where some are;
+that find every instance busy, beside the chain's (``P(wait) model``) and, for bursty
+arrivals, the chain's with the arrivals read as geometric bursts (``P(wait) bursts``,
+:func:`burst_idle_share` at the model's ``k``); ``busy``, the mean instances busy at an arrival, and ``idle|idle``, the mean idle ones where some are;
 ``wait``, a waiting request's mean wait (s), ``unbunched`` its ratio to ``T(k) / (c + 1)``,
 ``wait cv2`` its squared CV and ``p50/T``, ``p90/T``, ``p99/T`` its quantiles over ``T(k)``;
 ``R2/T``, ``Rmed/T``, ``Rmax/T``, the mean time from a waiting request's arrival to the second,
@@ -70,6 +72,13 @@ uniform phases' ``(c - 1) / (c + 1)`` (``phases``), the model's busy side there,
 and ``followers``, the same with the requests
 that arrive during a first waiter's wait seeing its rest: ``2c/(c + 1) (1 + a/(c + 2)) / (1 +
 a/(c + 1)) - 1`` (docs/load.md#static-light-followers: a reading that matches from 2 instances, not a law).
+
+``--steps`` prints instead the Poisson cells simulated twice (the fit table's run: 200,000
+requests, seed 0, MSER-5's warm-up left out), with the design's step tables and with each
+table (the pass and the decode step) replaced by its line through batch 1 and the top batch,
+the ``T(k)`` the fast model takes: ``T(k) under line``, the most the design's cycle falls under
+that line; the simulator's mean and P99 TTFT (ms) each way and the fast model's error against
+each (:func:`steps_cell`).
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
@@ -90,6 +99,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))  # this checkout's mcengine
@@ -200,6 +210,35 @@ def empty_share(batch_mean, gap_cv2, arrival_cv2):
         above = count_pgf(mid, k, variance) > mid
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     return np.where(k > 1.0, 0.5 * (lo + hi), 1.0)
+
+
+def burst_idle_share(offered, servers, arrival_cv2):
+    """The share of requests that find an instance idle on the static queue's Markov chain
+    (:func:`mcengine.analytic.queue_static.completion_gaps`: ``X`` the requests waiting or minus
+    the idle instances, completions at ``(c - i) / T``) with the arrivals read as a Poisson
+    stream of geometric bursts of mean ``b = (1 + c_a^2) / 2`` (the renewal stream's first two
+    moments, as ``queue_static._seen_gap``; a burst's requests take the idle instances first).
+    Cutting the chain between ``X = y`` and ``y + 1`` balances the bursts that cross upwards
+    (``(lambda / b) sum_(x <= y) pi_x q^(y - x)``, ``q = 1 - 1/b``, memoryless sizes) against the
+    completions that cross downwards, so on the idle side, with ``j = c - i`` instances busy and
+    ``a = lambda T``, ``pi_j / pi_(j - 1) = (q (j - 1) + a / b) / j``: the negative binomial's
+    weights ``w_j`` of size ``r = a / (b q)`` and success probability ``p = 1 / b`` (mean ``a``;
+    Erlang's Poisson as ``b -> 1``), and the waiting side holds ``P(X >= 1) = w_c q (1 + r / c)``
+    (``a / c`` at ``b = 1``). A burst of ``n`` meeting ``i`` idle instances seats ``min(n, i)`` of its
+    requests, ``E[min(n, i)] = b (1 - q^i)``, and ``sum_(j <= c) w_j q^(c - j) = w_c (r + c) / r``
+    (the hockey-stick identity), so with ``S = I_p(r, c + 1)`` (the regularised incomplete beta
+    function: the negative binomial's distribution up to ``c``) the share is ``(S - w_c (r + c) /
+    r) / (S + w_c q (1 + r / c))``, **derived** (a sparse solve of the chain agrees to 1e-12,
+    tests/standalone/test_static_gaps.py). ``arrival_cv2 > 1`` (bursts); the model's ``k``, and so
+    ``T = T(k)``, is the caller's."""
+    a, c, v = (np.asarray(x, float) for x in (offered, servers, arrival_cv2))
+    b = (1.0 + v) / 2.0
+    p = 1.0 / b
+    q = 1.0 - p
+    r = a / (b * q)
+    below = special.betainc(r, c + 1.0, p)
+    top = np.exp(c * np.log(q) + r * np.log(p) + special.gammaln(r + c) - special.gammaln(r) - special.gammaln(c + 1.0))
+    return (below - top * (r + c) / r) / (below + top * q * (1.0 + r / c))
 
 
 def waiting_residual(batch_mean, gap_cv2, empty, rate_per_s=1.0):
@@ -373,18 +412,44 @@ def waits_cell(scenario, system, load: float, arrival: str, cv: float, requests:
     got = wait_measures(df, rows, c)
     cycle_1, cycle_top = s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top]
     k = float(rows[1]["size"][rows[1].measured.to_numpy()].mean())
-    cycle = cycle_1 + (cycle_top - cycle_1) / max(top - 1, 1) * (k - 1.0)  # T(k) at the simulator's mean batch
     model = qs.completion_gaps(rate, c, cycle_1, cycle_top, top, qs.STATIC_GAP_CV2, cv)
+    cycle, model_cycle = (cycle_1 + (cycle_top - cycle_1) / max(top - 1, 1) * (x - 1.0) for x in (k, float(model.batch_mean)))  # T(k) at the simulator's and the model's mean batch
     w, r = got["wait"], got["residuals"]
     size = df.groupby(["instance", "first_token_s"]).arrival_s.transform("size").to_numpy()[df.measured.to_numpy()]
     waited = (rows[0] - df.arrival_s.to_numpy())[df.measured.to_numpy()] > 1e-9
     wait_model, batch_model = model_pieces(s, rate, cv)
     return {"load": load, "arrival": arrival, "a/c": rate * cycle / c, "k": k, "T(k)": cycle, "P(wait)": w.size / got["busy"].size,
-            "P(wait) model": float(1.0 - model.idle_probability), "busy": float(got["busy"].mean()),
+            "P(wait) model": float(1.0 - model.idle_probability),
+            "P(wait) bursts": float(1.0 - burst_idle_share(rate * model_cycle, c, cv * cv)) if cv > 1.0 else np.nan,
+            "busy": float(got["busy"].mean()),
             "idle|idle": float(c - got["busy"][got["busy"] < c].mean()), "wait": float(w.mean()), "unbunched": float(w.mean()) * (c + 1) / cycle,
             "wait cv2": float(w.var() / w.mean() ** 2), **{f"p{q}/T": float(np.quantile(w, q / 100) / cycle) for q in (50, 90, 99)},
             "R2/T": float(np.nanmean(r[:, 1]) / cycle), "Rmed/T": float(np.nanmean(r[:, c // 2]) / cycle), "Rmax/T": float(np.nanmean(r[:, -1]) / cycle),
             "wait model": wait_model, "batch|wait": float(size[waited].mean()), "batch|wait model": batch_model}
+
+
+def steps_cell(system, load: float) -> dict:
+    """One ``--steps`` cell (see the module's docstring): the simulator's mean and P99 TTFT (ms)
+    with the design's step tables and with each replaced by its line through batch 1 and the
+    top batch (the fast model's ``T(k)``), the fast model's error against each."""
+    import dataclasses
+
+    from make_fit_table import RUNS
+    from mcengine.standalone.serve import fast_latency, latency_summary, simulate_requests
+
+    s, top = system, system.batch_max
+    share = np.r_[0.0, np.arange(top) / max(top - 1, 1)]
+    line = dataclasses.replace(s, **{name: np.r_[0.0, t[1] + (t[top] - t[1]) * share[1:]] for name, t in (("prefill_s", s.prefill_s), ("decode_s", s.decode_s))})
+    rate = load * s.capacity_tokens_per_s / s.output_tokens
+    fast = fast_latency(s, rate, 1.0, 0.99)
+    requests, warmup = RUNS["static"]
+    row = {"load": load, "T(k) under line": float(np.max(1.0 - (s.prefill_s + (s.output_tokens - 1) * s.decode_s)[1:] / (line.prefill_s + (s.output_tokens - 1) * line.decode_s)[1:]))}
+    for name, table in (("steps", s), ("line", line)):
+        df, busy = simulate_requests(table, rate, requests, 0, 0, "poisson", 1.0)
+        got = latency_summary(df, busy, table, warmup)["ttft_ms"]
+        row |= {f"{name} mean": got["mean"], f"{name} p99": got["p99"],
+                f"{name} mean err": float(fast.ttft_mean_s) * 1e3 / got["mean"] - 1.0, f"{name} p99 err": float(fast.ttft_q_s) * 1e3 / got["p99"] - 1.0}
+    return row
 
 
 #: ``--light``'s cells: instances and the pool's offered load ``a = lambda T(1)``, and the replications a cell.
@@ -456,6 +521,7 @@ def main(argv=None) -> int:
     parser.add_argument("--pools", action="store_true", help="print the bunching's onset on 4 to 64 instances instead")
     parser.add_argument("--waits", action="store_true", help="print a waiting request's wait and the instances it sees instead")
     parser.add_argument("--light", action="store_true", help="print the gaps a waiting request sees on small pools below a = c instead")
+    parser.add_argument("--steps", action="store_true", help="print the Poisson cells simulated with the step tables and with their lines instead")
     args = parser.parse_args(argv)
     designs, loads = args.design.split(","), [float(x) for x in args.loads.split(",")]
     if not set(designs) <= set(DESIGNS):
@@ -465,6 +531,10 @@ def main(argv=None) -> int:
     rows = []
     if args.light:
         print(pd.DataFrame([light_cell(load_scenario("h100"), c, a) for c, a in LIGHT]).to_string(index=False, float_format="{:.4f}".format))
+        return 0
+    if args.steps:
+        rows = [{"design": name, **steps_cell(serving_system(load_scenario(name), "static", INSTANCES), load)} for name in designs for load in loads]
+        print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
         return 0
     if args.pools:
         for name in designs:

@@ -164,6 +164,52 @@ def test_empty_share_is_its_chains_share(gaps, k, gap_cv2, arrival_cv2):
     assert abs(np.mean(shares) - float(gaps.empty_share(k, gap_cv2, arrival_cv2))) <= 4.0 * sem, (np.mean(shares), sem)
 
 
+def _burst_chain_idle_share(offered: float, servers: int, arrival_cv2: float, waiting: int = 400) -> float:
+    """The share :func:`burst_idle_share` gives, by a sparse solve of its chain: states ``-c ..
+    waiting`` (the waiting side cut where its geometric tail is below 1e-30), geometric bursts of
+    mean ``b`` at rate ``lambda / b``, completions at ``(c - i) / T`` (``T = 1``, ``lambda = a``)."""
+    from scipy.sparse import csc_matrix, lil_matrix
+    from scipy.sparse.linalg import spsolve
+
+    b = (1.0 + arrival_cv2) / 2.0
+    states = np.arange(-servers, waiting + 1)
+    n = states.size
+    rates = lil_matrix((n, n))
+    sizes = np.arange(1, n + 1)
+    burst = (1.0 - 1.0 / b) ** (sizes - 1) / b
+    for at, x in enumerate(states):
+        for m, pm in zip(sizes, burst):
+            rates[at, min(x + m, waiting) + servers] += offered / b * pm
+        idle = max(-x, 0)
+        if idle < servers:
+            rates[at, (x - 1 if x <= 0 else 0) + servers] += servers - idle
+    rates = rates.tocsr()
+    generator = (rates.T - csc_matrix((np.asarray(rates.sum(axis=1)).ravel(), (range(n), range(n))), shape=(n, n))).tolil()
+    generator[0, :] = 1.0
+    pi = spsolve(generator.tocsc(), np.r_[1.0, np.zeros(n - 1)])
+    idle = np.maximum(-states, 0)
+    return float(np.sum(pi * (1.0 - (1.0 - 1.0 / b) ** idle)))
+
+
+@pytest.mark.parametrize("offered, servers, arrival_cv2", [(18.0, 16, 4.0), (38.0, 16, 4.0), (5.0, 4, 2.0), (40.0, 16, 9.0)])
+def test_burst_idle_share_is_its_chains(gaps, offered, servers, arrival_cv2):
+    """:func:`burst_idle_share`'s closed form (the negative binomial's weights on the idle side)
+    equals a sparse solve of the chain it is derived on, to 1e-10."""
+    assert float(gaps.burst_idle_share(offered, servers, arrival_cv2)) == pytest.approx(_burst_chain_idle_share(offered, servers, arrival_cv2), abs=1e-10)
+
+
+def test_burst_idle_share_tends_to_erlangs(gaps):
+    """As the bursts shrink to single requests (``c_a^2 -> 1``) the share tends to the Markov
+    chain's with Poisson arrivals, ``(1/E - 1) / (1/E + a/c)`` (Erlang B ``E``; 16 instances, ``a
+    = 24``, a flat cycle), and bursts find more instances idle."""
+    from mcengine.analytic import queue_static as qs
+
+    a, c = 24.0, 16
+    chain = qs.completion_gaps(a, c, 1.0, 1.0, 50)
+    assert float(gaps.burst_idle_share(a, c, 1.0 + 1e-7)) == pytest.approx(float(chain.idle_probability), rel=1e-5)
+    assert float(gaps.burst_idle_share(a, c, 4.0)) > float(chain.idle_probability)
+
+
 def test_the_idle_share_from_the_chain_at_completions(gaps):
     """h100 on 16 instances, Poisson, loads 0.2 and 0.3 (cells the fit table fails; 100,000
     requests, seed 0): a request finds an instance idle with probability ``P0 / k`` (exact but for
