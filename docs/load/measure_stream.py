@@ -23,7 +23,9 @@ time averages), so ``find/time`` below 1 is the dispatch's doing. The **admissio
 are the times between one instance's consecutive arrivals, in mean gaps.
 
 Columns: ``p_ge1``, ``p_ge2``, ``p_ge3`` (arrivals finding at least one / two / three prompts ahead),
-``t_ge1``, ``t_ge2`` (the time-averages of the window count), ``ttft0`` / ``ttft1`` /
+``t_ge1``, ``t_ge2`` (the time-averages of the window count), ``thin1`` .. ``thin4`` (the
+arrival rate met with 1, 2, 3 and 4 or more prompts in the window over that met with one
+fewer: :func:`thinning`), ``ttft0`` / ``ttft1`` /
 ``ttft2`` (mean TTFT, ms, given 0 / 1 / 2 ahead), ``behind0`` (share of requests with none
 ahead that get a prompt behind), ``ttft0_alone`` / ``ttft0_behind`` (ms), ``gap_cv2`` and
 ``gap_short`` (the share of gaps under 0.1 mean gaps; exponential's 0.095),
@@ -94,7 +96,7 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
     ahead, behind, refill, delay = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n)
     first = int(warmup * n)
     t0, t1 = float(df.arrival_s.iloc[first]), float(df.arrival_s.iloc[-1])
-    shares = np.zeros(2)
+    shares = np.zeros(THIN_STATES)
     groups = df.groupby("instance").indices
     for rows in groups.values():
         a, f = df.arrival_s.to_numpy()[rows], df.first_token_s.to_numpy()[rows]
@@ -104,7 +106,7 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         left = np.searchsorted(done, a, side="right")  # the instance's departures by each admission
         last = np.where(left > 0, done[np.maximum(left - 1, 0)], -np.inf)
         refill[rows], delay[rows] = last > np.r_[-np.inf, a[:-1]], a - last
-        shares += [_window_share(a, f, t0, t1, k) for k in (1, 2)]
+        shares += [_window_share(a, f, t0, t1, k) for k in range(1, THIN_STATES + 1)]
     shares /= len(groups)
     g = admission_gaps(df, rate_per_s, warmup)
     ttft = df.ttft_s.to_numpy()[first:] * 1e3
@@ -117,7 +119,8 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
 
     return {
         "p_ge1": float((k >= 1).mean()), "t_ge1": shares[0], "p_ge2": float((k >= 2).mean()), "t_ge2": shares[1], "p_ge3": float((k >= 3).mean()),
-        **state_rates(float((k >= 1).mean()), float((k >= 2).mean()), *shares),
+        **state_rates(float((k >= 1).mean()), float((k >= 2).mean()), *shares[:2]),
+        **thinning([float((k >= j).mean()) for j in range(1, THIN_STATES + 1)], shares),
         "tail_ge2": float((k[slow] >= 2).mean()), "tail_ge3": float((k[slow] >= 3).mean()),
         "ttft0": mean(ttft[none]), "ttft1": mean(ttft[k == 1]), "ttft2": mean(ttft[k == 2]),
         "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
@@ -140,6 +143,26 @@ def state_rates(p_ge1: float, p_ge2: float, t_ge1: float, t_ge2: float) -> dict:
         return arrivals / time if time > 0.0 else float("nan")
 
     return {"rate0": ratio(1.0 - p_ge1, 1.0 - t_ge1), "rate1": ratio(p_ge1 - p_ge2, t_ge1 - t_ge2), "rate2": ratio(p_ge2, t_ge2)}
+
+
+#: The window counts :func:`thinning` tells apart: 0, 1, 2, 3 and 4 or more prompts.
+THIN_STATES = 4
+
+
+def thinning(p_ge, t_ge) -> dict:
+    """The factor by which least-loaded dispatch thins an instance's arrivals for each prompt
+    more in its window (docs/load.md#spread-standin): with ``p_ge[j - 1]`` the share of
+    arrivals finding at least ``j`` prompts ahead and ``t_ge[j - 1]`` the share of time the
+    window holds at least ``j`` (``j = 1 ..``), the rate met in state ``k`` is the share
+    of arrivals in it over the share of time in it (:func:`state_rates`, state by state, the
+    last state ``k`` or more), and ``thin{k}`` is that rate over state ``k - 1``'s. The
+    single-queue approximation of join-the-shortest-queue with a geometric feedback
+    (``stream_standin``'s ``thin^k``) has every ``thin{k}`` equal; random dispatch has them 1.
+    nan where a state is never held."""
+    p, t = np.r_[1.0, p_ge, 0.0], np.r_[1.0, t_ge, 0.0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = (p[:-1] - p[1:]) / (t[:-1] - t[1:])
+    return {f"thin{k}": float(rate[k] / rate[k - 1]) for k in range(1, len(rate))}
 
 
 def step_cost_s(pending, per_prompt: float, chunked_s: float, tail_s: float):
@@ -267,14 +290,14 @@ def jsq_row(measured: dict, law: dict) -> dict:
     supermarket model's (:func:`step_laws`); at least two, beside the Poisson window's, the dead time's and the
     supermarket's; the exponent ``k = ln p_ge2 / ln p_ge1`` (the supermarket model's shares
     of arrivals are ``p_ge2 = p_ge1^(d + 1)``); the single-queue approximation's
-    state-dependent rates (:func:`state_rates`); and the share of the slowest 1 % with two or
-    more ahead."""
+    state-dependent rates (:func:`state_rates`); the share of the slowest 1 % with two or
+    more ahead; and the thinning per prompt in the window (:func:`thinning`)."""
     m = measured
     return {"a0": 1.0 - m["p_ge1"], "a1": m["p_ge1"] - m["p_ge2"], "a2": m["p_ge2"],
             "p_ge1": m["p_ge1"], "p1_law": law["p1_law"], "p1_busy": law["p1_busy"], "p1_pooled": law["p1_pooled"], "p1_jsq": law["p1_jsq"],
             "p_ge2": m["p_ge2"], "p2_poisson": law["p2_poisson"], "p2_dead": law["p2_dead"], "p2_jsq": law["p2_jsq"],
             "k": float(np.log(m["p_ge2"]) / np.log(m["p_ge1"])), "rate0": m["rate0"], "rate1": m["rate1"], "rate2": m["rate2"],
-            "tail_ge2": m["tail_ge2"]}
+            "tail_ge2": m["tail_ge2"], **{k: v for k, v in m.items() if k.startswith("thin")}}
 
 
 def _scored(system, rate: float, row: dict, p1: float, p2: float) -> tuple[dict, bool]:

@@ -4,6 +4,7 @@ the four statistics of one cell, their standard errors, and the fit criterion.""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from mcengine.standalone.serve import fast_latency, latency_summary, simulate_requests
 
@@ -35,3 +36,17 @@ def assert_fits(system, rate, cv: float, sim: np.ndarray, sem: np.ndarray) -> No
     fast = fast_latency(system, rate, cv, 0.99)
     model = 1e3 * np.array([fast.ttft_q_s, fast.ttft_mean_s, fast.tpot_q_s, fast.tpot_mean_s], float)
     assert np.all(np.abs(model - sim) <= CRITERION * sim + 4.0 * sem), (model, sim, sem)
+
+
+def assert_block_is_committed_and_model(table, system_of) -> pd.DataFrame:
+    """A docs table script's page block (``table.PAGE`` between ``table.BEGIN`` and
+    ``table.END``) is ``table.render`` of its committed CSV (``table.CSV``), and the CSV's
+    fast-model columns are the model's now (``table.refit`` with ``system_of(row)``, each
+    row's serving system, to 1e-5). Returns the committed table."""
+    committed = pd.read_csv(table.CSV)
+    page = table.PAGE.read_text()
+    assert page[page.index(table.BEGIN) + len(table.BEGIN):page.index(table.END)].strip() == table.render(committed)
+    fresh = table.refit(committed, system_of)
+    for k in ("ttft_p99", "ttft_mean", "tpot_p99", "tpot_mean"):
+        np.testing.assert_allclose(fresh[f"fast_{k}_ms"], committed[f"fast_{k}_ms"], rtol=1e-5)
+    return committed

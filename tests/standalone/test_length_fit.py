@@ -4,12 +4,11 @@ with replications whose standard error sets the tolerance."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from tests.docs_scripts import docs_script
-from tests.standalone.fit_checks import assert_fits, replicated
+from tests.standalone.fit_checks import assert_block_is_committed_and_model, assert_fits, replicated
 
 
 @pytest.fixture(scope="module")
@@ -20,13 +19,7 @@ def table():
 def test_the_length_table_on_the_page_is_the_committed_grid_and_the_model(table):
     """docs/load.md's block is rendered from docs/load/length-table.csv, and the committed
     fast-model columns are the model's now (the refit of the simulated columns)."""
-    committed = pd.read_csv(table.CSV)
-    page = table.PAGE.read_text()
-    block = page[page.index(table.BEGIN) + len(table.BEGIN):page.index(table.END)].strip()
-    assert block == table.render(committed)
-    fresh = table.refit(committed, lambda row: table.spread_system(row["design"], row["mode"], row["length_cv"]))
-    for k in ("ttft_p99", "ttft_mean", "tpot_p99", "tpot_mean"):
-        np.testing.assert_allclose(fresh[f"fast_{k}_ms"], committed[f"fast_{k}_ms"], rtol=1e-5)
+    assert_block_is_committed_and_model(table, lambda row: table.spread_system(row["design"], row["mode"], row["length_cv"]))
 
 
 def test_the_length_table_counts_do_not_fall(table):

@@ -28,7 +28,9 @@ def test_the_components_of_a_hand_made_table(measure):
     have none ahead (TTFT 0.5 and 1 s), the four births 0 / 0 / 1 / 2 (TTFT 2, 0.2, 2, 2.5 s).
     The slowest 1 % (at or above the P99, 2.475 s) is the request with two ahead. The rates
     met with 0 / 1 / 2 ahead: the shares of arrivals 4/6, 1/6, 1/6 over the shares of time
-    0.765, 0.135, 0.1."""
+    0.765, 0.135, 0.1; state by state (:func:`thinning`), instance 0's window holds three on
+    [1.5, 2) (0.025 of the time over both), where no arrival comes, so 2 holds 0.075, 3 meets
+    the rate 0 and 4 or more is never held (nan)."""
     df = pd.DataFrame({"instance": [0, 1, 0, 0, 1, 0], "arrival_s": [0.0, 0.5, 1.0, 1.5, 6.0, 10.0],
                        "first_token_s": [2.0, 0.7, 3.0, 4.0, 6.5, 11.0], "finish_s": [5.0, 2.0, 6.0, 9.0, 7.0, 12.0]})
     df["ttft_s"] = df.first_token_s - df.arrival_s
@@ -38,8 +40,22 @@ def test_the_components_of_a_hand_made_table(measure):
             "ttft0": 925.0, "ttft1": 2000.0, "ttft2": 2500.0, "behind0": 0.25, "ttft0_alone": 1700.0 / 3, "ttft0_behind": 2000.0,
             "gap_cv2": gaps.var(ddof=0) / gaps.mean() ** 2, "gap_short": 0.0, "refill": 2 / 6, "refill_delay": 1.0,
             "p_ge3": 0.0, "tail_ge2": 1.0, "tail_ge3": 0.0, "p_ge1_refill": 0.0, "p_ge2_refill": 0.0, "ttft_refill": 750.0, "p_ge1_birth": 0.5, "p_ge2_birth": 0.25, "ttft_birth": 1675.0,
-            "rate0": (4 / 6) / (1 - 0.235), "rate1": (1 / 6) / (0.235 - 0.1), "rate2": (1 / 6) / 0.1}
-    assert got == pytest.approx(want, rel=1e-12)
+            "rate0": (4 / 6) / (1 - 0.235), "rate1": (1 / 6) / (0.235 - 0.1), "rate2": (1 / 6) / 0.1,
+            "thin1": ((1 / 6) / 0.135) / ((4 / 6) / 0.765), "thin2": ((1 / 6) / 0.075) / ((1 / 6) / 0.135), "thin3": 0.0, "thin4": np.nan}
+    assert got == pytest.approx(want, rel=1e-12, nan_ok=True)
+
+
+def test_thinning_is_one_under_random_dispatch_and_reads_a_geometric_feedback(measure):
+    """Poisson arrivals see time averages, so shares of arrivals equal to the shares of time
+    give 1 for every prompt; a stream whose states 0-4+ hold 0.4 / 0.3 / 0.15 / 0.1 / 0.05 of
+    the time and meet rates 1, 0.8, 0.8^2, 0.8^3, 0.8^4 (arrival shares their product,
+    normalised) gives 0.8 for every prompt."""
+    t = np.array([0.4, 0.3, 0.15, 0.1, 0.05])
+    assert measure.thinning(np.cumsum(t[::-1])[::-1][1:], np.cumsum(t[::-1])[::-1][1:]) == pytest.approx({f"thin{k}": 1.0 for k in range(1, 5)}, rel=1e-12)
+    a = t * 0.8 ** np.arange(5)
+    a /= a.sum()
+    p_ge, t_ge = np.cumsum(a[::-1])[::-1][1:], np.cumsum(t[::-1])[::-1][1:]
+    assert measure.thinning(p_ge, t_ge) == pytest.approx({f"thin{k}": 0.8 for k in range(1, 5)}, rel=1e-12)
 
 
 def test_the_requests_an_arrival_finds_on_its_instance(measure):
