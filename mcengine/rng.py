@@ -50,7 +50,7 @@ __all__ = [
     "STAGE_INPUTS", "STAGE_FAB", "STAGE_LIFE", "STAGE_ROOFLINE", "STAGE_ECON",
     "STAGE_SENSITIVITY", "STAGE_DESIGN_INPUTS", "STAGE_SCRAMBLE", "STAGE_SERVE", "STREAM_WORDS", "philox4x32_10", "new_stream", "reset_stream", "uniform",
     "uniform_at", "exponential", "normal", "lognormal", "gamma", "poisson", "binomial",
-    "weibull", "weibull_scale", "uniforms_for_trials",
+    "weibull", "weibull_scale", "uniforms_for_trials", "bits_below", "draws_below",
 ]
 
 # Stage ids: named constants, never renumbered.
@@ -273,6 +273,46 @@ def uniform_at(seed, stage, stream_id, trial, counter):
     if c & _U1:
         return _to_unit(_bits53(x2, x3))
     return _to_unit(_bits53(x0, x1))
+
+
+@kernel
+def bits_below(u):
+    """How many of the 53-bit draws ``m`` give a uniform below ``u``: :func:`uniform`'s
+    value ``(m + 0.5) / 2**53`` (:func:`_to_unit`) does not fall as ``m`` rises, so it
+    is below ``u`` exactly for ``m < bits_below(u)`` (a bisection over the 2**53 draws,
+    each step that very arithmetic)."""
+    lo, hi = np.uint64(0), np.uint64(1) << np.uint64(53)
+    while lo < hi:
+        mid = (lo + hi) >> _U1
+        if _to_unit(mid) < u:
+            lo = mid + _U1
+        else:
+            hi = mid
+    return lo
+
+
+@event_kernel
+def draws_below(st, n, m_cut):
+    """Take the stream's next draws while their 53 bits are below ``m_cut``
+    (:func:`bits_below`), at most ``n`` of them; return how many it took. The same draws
+    in the same order as that many :func:`uniform` calls, each of whose values was below
+    ``u`` (``m_cut = bits_below(u)``), without their conversions: the first draw not
+    below is left for the next call (its buffer filled, as :func:`_next_bits` fills it).
+    For a run of draws whose values matter only when they reach ``u``."""
+    k = 0
+    while k < n:
+        c = st[3]
+        j = np.int64(c & _BUFFER_MASK)
+        if j == 0:
+            _refill(address_of(st), c >> _U1)
+        j0, end = j, min(_BUFFERED, j + n - k)
+        while j < end and st[4 + j] < m_cut:
+            j += 1
+        st[3] = c + np.uint64(j - j0)
+        k += j - j0
+        if j < end:
+            break
+    return k
 
 
 @event_kernel

@@ -405,3 +405,43 @@ def test_draws_are_bit_identical_to_the_recorded_implementation(args, digest):
     out = (_draw_uniforms(np.uint64(2026), rng.STAGE_LIFE, 5, 7, n) if args is None
            else _draw(args[0], 2026, n, args[1], args[2]))
     assert hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest()[:16] == digest
+
+
+def test_bits_below_splits_the_draws_at_the_uniform():
+    """``bits_below(u)`` is the first 53-bit draw whose uniform is not below ``u``: the
+    draw before it is below, it is not (at the ends, none / every draw below)."""
+    assert rng.bits_below(0.0) == 0 and rng.bits_below(2.0**-60) == 0 and rng.bits_below(1.0) == 2**53
+    to_unit = rng._to_unit
+    gen = np.random.default_rng(3)
+    cuts = [*gen.random(200), *(to_unit(np.uint64(m)) for m in (1, 2**52 - 1, 2**52, 2**52 + 1, 2**53 - 2)),
+            to_unit(np.uint64(2**52 + 7)) + 2.0**-54, 1.0 - 2.0**-53]
+    for u in cuts:
+        m = int(rng.bits_below(u))
+        assert 0 < m < 2**53
+        assert to_unit(np.uint64(m - 1)) < u <= to_unit(np.uint64(m))
+
+
+def test_draws_below_takes_the_same_draws_as_uniform_calls():
+    """A run of ``draws_below`` stops where the sequential uniforms first reach the cut
+    (or after ``n``), leaves the stream where those calls leave it, and across buffer
+    refills (cuts from 0.01 to 0.999, runs of 1 to 300 draws, starts at every buffer
+    position)."""
+    for cut, n, skip in [(0.99, 300, 0), (0.999, 300, 5), (0.5, 40, 31), (0.01, 7, 1), (0.97, 1, 32), (0.995, 250, 17),
+                         (0.999, 0, 3)]:
+        a = rng.new_stream(11, rng.STAGE_LIFE, 0, 4)
+        b = a.copy()
+        for _ in range(skip):
+            rng.uniform(a)
+            rng.uniform(b)
+        m_cut = rng.bits_below(cut)
+        for _ in range(20):
+            k = rng.draws_below(a, n, m_cut)
+            expect = 0
+            while expect < n:
+                c = b.copy()
+                if rng.uniform(c) >= cut:
+                    break
+                rng.uniform(b)
+                expect += 1
+            assert k == expect and a[3] == b[3]
+            assert [rng.uniform(a) for _ in range(3)] == [rng.uniform(b) for _ in range(3)]

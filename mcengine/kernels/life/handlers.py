@@ -35,7 +35,7 @@ from mcengine.kernels.life.workspace import (
     RQ_LIST_AT_MOST, arm, duration, install, interrupt, list_add, list_remove, log_host, push_repair, repair_waited_for, reshard_step,
     return_due, settle, slot_positions, unsigned, weigh,
 )
-from mcengine.rng import exponential, uniform, weibull_scale
+from mcengine.rng import bits_below, draws_below, exponential, uniform, weibull_scale
 
 @linked_kernel
 def start_lifetime(ws, s, c, lf, wb, n_wb):
@@ -75,14 +75,22 @@ def start_lifetime(ws, s, c, lf, wb, n_wb):
     if lf.modular:
         for g in range(lf.n_mwb):
             u_past[PAST_MODULE, g] = past_uniform(lf.mwb[g, WB_SHAPE], lf.mwb[g, WB_SCALE], lf.horizon)
-        # one group (the shipped designs): module_life's draw, with the group's values read once
+        # one group (the shipped designs): module_life's draw, with the group's values read once;
+        # the lives past the horizon (their uniforms below the cut) taken as a run of draws
         one, scale, shape, cut = lf.n_mwb == 1, lf.mwb[0, WB_SCALE], lf.mwb[0, WB_SHAPE], u_past[PAST_MODULE, 0]
-        for p in range(c.positions):
+        m_cut = bits_below(cut) if one else np.uint64(0)
+        p = 0
+        while p < c.positions:
+            if one:
+                p += draws_below(st, c.positions - p, m_cut)
+                if p == c.positions:
+                    break
             life = life_within(st, scale, shape, cut) if one else module_life(st, lf.mwb, lf.n_mwb, u_past, PAST_MODULE)
             if life <= lf.horizon:  # (else no clock, nothing to keep)
                 ws.m_life[p] = life
                 ws.m_t0[:, p] = 0.0
                 hn = arm(ws.hkeys, ws.hids, ws.hpos, hn, c.m0 + p, life, lf.horizon)
+            p += 1
     if lf.reshard:
         ws.rs_k[:] = 0
         ws.rs_f[:, :] = 0.0
