@@ -481,7 +481,7 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     the index of dispersion read off ``z`` itself, ``H(z) = z - A*((1 - z^(P I(z))) / (g
     I(z)))``, ``I(z) = max(0, 1 - g / (T (1 - z^P)))`` (the fixed point ``W = W(I)``, ``I =
     max(0, 1 - W / T)``, with ``W`` written in ``z``):
-    :func:`mcengine.kernels.queueing.self_consistent_waits`, a bracketed solve of each
+    :func:`mcengine.kernels.queueing.self_consistent_waits`, bracketed Newton steps on each
     trial, :data:`ROOT_STEPS` steps at most, to within :data:`WAIT_TOLERANCE` of ``1 - z``.
 
     It is the same root, and the bracket holds it (``k = P / (lambda g) > 1``; where not,
@@ -505,12 +505,8 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     tests/analytic/wait_reference.py), and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
     above ``g``, the ratio whose wait is the floor, ``z_f = (1 - g / at_least)^(1 / P)``:
     ``H(z_f) >= 0`` puts ``z*`` at or below ``z_f``, so ``W <= at_least`` and the answer is
-    the floor with no step taken. Its high end is the heavy-traffic root ``u`` of
-    ``G_(I(z_f))`` (:func:`mcengine.kernels.queueing.queue_ratios`' start) where ``H(u) >
-    0``, else 1 (``H(1) = 0``, ``H > 0`` just below it): ``u`` is at or above ``z_(I(z_f))``,
-    and so above ``z*`` by 2 and 3 (``z_f <= z*``), only where the parabola lies above
-    ``A*``; for smooth arrivals with ``P I(z_f) < 1`` it can lie below the root (``H(u) <
-    0``), and the bracket is ``[u, 1]``. The index of
+    the floor with no step taken. Its high end is 1 (``H(1) = 0``, ``H > 0`` just below it),
+    and the sign of ``H`` at any step in between tells which end it replaces. The index of
     dispersion is floored at 1e-12, as :func:`_queue_ratio` floors it (the floor keeps 3).
     A trial's answer is its own, whatever else the arrays hold (docs/load.md#disaggregated)."""
     return kq.self_consistent_waits(lam, np.asarray(arrival_cv, float) ** 2, g, top, pass_s, at_least, ROOT_STEPS, WAIT_TOLERANCE, SMOOTH_ARRIVAL_CV2)
