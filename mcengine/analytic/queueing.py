@@ -261,8 +261,7 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     utilisation ``1 - (1 - u) / sqrt(z)`` (``u`` itself for Poisson arrivals)."""
     lam = np.asarray(rate_per_s, float)
     burst = (1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0
-    k = _mean_batch(lam, servers, cycle_1, cycle_top, top, burst)
-    c, gap, _, _ = _batch_state(k, lam, servers, cycle_1, cycle_top, top, burst)
+    _, c, gap = _mean_batch(lam, servers, cycle_1, cycle_top, top, burst)
     extra = np.minimum(np.maximum(burst - 1.0, 0.0), np.asarray(top, float) - 1.0)
     arrivals = _waited_arrivals(lam, c, gap, servers, cycle_1, cycle_top, top)
     waited = _gap_batch(arrivals, top, extra)
@@ -341,14 +340,19 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
     ``m = lambda g = u k`` and ``u`` is below its cap, ``G = k (1 - C u) - 1`` rises (``C u <
     1`` never rises with ``k``). Where ``u`` is at its cap, ``C`` is constant and ``G`` affine in ``k``:
     if it falls there, it is below ``G(1) <= 0``, and that piece is an interval from 1 (``u``
-    never rises). So ``G`` may fall only while negative, then rises: one root."""
+    never rises). So ``G`` may fall only while negative, then rises: one root.
+
+    Returns ``(k, C, g)``: with the root, the probability of waiting and the gap
+    (:func:`_batch_state`) at the last ``k`` the steps evaluated, within
+    :data:`BATCH_TOLERANCE` of the root (the state :func:`batch_queue` reads, not
+    evaluated again)."""
     shape = np.broadcast(lam, servers, cycle_1, cycle_top, top, burst).shape
     args = tuple(np.broadcast_to(np.asarray(x, float), shape).ravel() for x in (lam, servers, cycle_1, cycle_top, top, burst))
-    out = np.ones(args[0].size)
+    out, wait, gap = np.ones(args[0].size), np.empty(args[0].size), np.empty(args[0].size)
     live, k, lo, hi = np.arange(out.size), out.copy(), out.copy(), np.maximum(args[4], 1.0)  # the trials not settled, and theirs
     moved = before = np.full(out.size, np.inf)  # the last two steps' lengths
     for _ in range(BATCH_STEPS):
-        _, _, g, dg = _batch_state(k, *args)
+        wait[live], gap[live], g, dg = _batch_state(k, *args)
         lo, hi = np.where(g <= 0.0, k, lo), np.where(g >= 0.0, k, hi)
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = k - g / dg
@@ -361,7 +365,7 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
             break
         live, k, lo, hi, moved, before = live[on], step[on], lo[on], hi[on], moved[on], before[on]
         args = tuple(x[on] for x in args)
-    return out.reshape(shape)
+    return out.reshape(shape), wait.reshape(shape), gap.reshape(shape)
 
 
 def _gap_batch(arrivals, top, extra):
