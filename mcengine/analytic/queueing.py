@@ -28,8 +28,8 @@ import numpy as np
 from scipy import special, stats
 
 from ..kernels import queueing as kq
-#: Most steps of :func:`_queue_ratio`'s and :func:`_batched_ttft`'s bracketed Newton solves
-#: and of :func:`_self_consistent_wait`'s Illinois steps (:mod:`mcengine.kernels.queueing`;
+#: Most steps of :func:`_queue_ratio`'s, :func:`_batched_ttft`'s and
+#: :func:`_self_consistent_wait`'s bracketed Newton solves (:mod:`mcengine.kernels.queueing`;
 #: a fixed cap: run time never grows with a value; the bisection each step falls back to
 #: would reach a float's resolution of either bracket in 60).
 ROOT_STEPS = 60
