@@ -28,8 +28,8 @@ import numpy as np
 from scipy import special, stats
 
 from ..kernels import queueing as kq
-#: Most steps of :func:`_queue_ratio`'s and :func:`_batched_ttft`'s bracketed Newton solves
-#: and of :func:`_self_consistent_wait`'s Illinois steps (:mod:`mcengine.kernels.queueing`;
+#: Most steps of :func:`_queue_ratio`'s, :func:`_batched_ttft`'s and
+#: :func:`_self_consistent_wait`'s bracketed Newton solves (:mod:`mcengine.kernels.queueing`;
 #: a fixed cap: run time never grows with a value; the bisection each step falls back to
 #: would reach a float's resolution of either bracket in 60).
 ROOT_STEPS = 60
@@ -261,8 +261,7 @@ def batch_queue(rate_per_s, servers, cycle_1, cycle_top, top, arrival_cv=1.0) ->
     utilisation ``1 - (1 - u) / sqrt(z)`` (``u`` itself for Poisson arrivals)."""
     lam = np.asarray(rate_per_s, float)
     burst = (1.0 + np.asarray(arrival_cv, float) ** 2) / 2.0
-    k = _mean_batch(lam, servers, cycle_1, cycle_top, top, burst)
-    c, gap, _, _ = _batch_state(k, lam, servers, cycle_1, cycle_top, top, burst)
+    _, c, gap = _mean_batch(lam, servers, cycle_1, cycle_top, top, burst)
     extra = np.minimum(np.maximum(burst - 1.0, 0.0), np.asarray(top, float) - 1.0)
     arrivals = _waited_arrivals(lam, c, gap, servers, cycle_1, cycle_top, top)
     waited = _gap_batch(arrivals, top, extra)
@@ -341,14 +340,19 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
     ``m = lambda g = u k`` and ``u`` is below its cap, ``G = k (1 - C u) - 1`` rises (``C u <
     1`` never rises with ``k``). Where ``u`` is at its cap, ``C`` is constant and ``G`` affine in ``k``:
     if it falls there, it is below ``G(1) <= 0``, and that piece is an interval from 1 (``u``
-    never rises). So ``G`` may fall only while negative, then rises: one root."""
+    never rises). So ``G`` may fall only while negative, then rises: one root.
+
+    Returns ``(k, C, g)``: with the root, the probability of waiting and the gap
+    (:func:`_batch_state`) at the last ``k`` the steps evaluated, within
+    :data:`BATCH_TOLERANCE` of the root (the state :func:`batch_queue` reads, not
+    evaluated again)."""
     shape = np.broadcast(lam, servers, cycle_1, cycle_top, top, burst).shape
     args = tuple(np.broadcast_to(np.asarray(x, float), shape).ravel() for x in (lam, servers, cycle_1, cycle_top, top, burst))
-    out = np.ones(args[0].size)
+    out, wait, gap = np.ones(args[0].size), np.empty(args[0].size), np.empty(args[0].size)
     live, k, lo, hi = np.arange(out.size), out.copy(), out.copy(), np.maximum(args[4], 1.0)  # the trials not settled, and theirs
     moved = before = np.full(out.size, np.inf)  # the last two steps' lengths
     for _ in range(BATCH_STEPS):
-        _, _, g, dg = _batch_state(k, *args)
+        wait[live], gap[live], g, dg = _batch_state(k, *args)
         lo, hi = np.where(g <= 0.0, k, lo), np.where(g >= 0.0, k, hi)
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = k - g / dg
@@ -361,7 +365,7 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
             break
         live, k, lo, hi, moved, before = live[on], step[on], lo[on], hi[on], moved[on], before[on]
         args = tuple(x[on] for x in args)
-    return out.reshape(shape)
+    return out.reshape(shape), wait.reshape(shape), gap.reshape(shape)
 
 
 def _gap_batch(arrivals, top, extra):
@@ -481,7 +485,7 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     the index of dispersion read off ``z`` itself, ``H(z) = z - A*((1 - z^(P I(z))) / (g
     I(z)))``, ``I(z) = max(0, 1 - g / (T (1 - z^P)))`` (the fixed point ``W = W(I)``, ``I =
     max(0, 1 - W / T)``, with ``W`` written in ``z``):
-    :func:`mcengine.kernels.queueing.self_consistent_waits`, a bracketed solve of each
+    :func:`mcengine.kernels.queueing.self_consistent_waits`, bracketed Newton steps on each
     trial, :data:`ROOT_STEPS` steps at most, to within :data:`WAIT_TOLERANCE` of ``1 - z``.
 
     It is the same root, and the bracket holds it (``k = P / (lambda g) > 1``; where not,
@@ -505,12 +509,8 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     tests/analytic/wait_reference.py), and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
     above ``g``, the ratio whose wait is the floor, ``z_f = (1 - g / at_least)^(1 / P)``:
     ``H(z_f) >= 0`` puts ``z*`` at or below ``z_f``, so ``W <= at_least`` and the answer is
-    the floor with no step taken. Its high end is the heavy-traffic root ``u`` of
-    ``G_(I(z_f))`` (:func:`mcengine.kernels.queueing.queue_ratios`' start) where ``H(u) >
-    0``, else 1 (``H(1) = 0``, ``H > 0`` just below it): ``u`` is at or above ``z_(I(z_f))``,
-    and so above ``z*`` by 2 and 3 (``z_f <= z*``), only where the parabola lies above
-    ``A*``; for smooth arrivals with ``P I(z_f) < 1`` it can lie below the root (``H(u) <
-    0``), and the bracket is ``[u, 1]``. The index of
+    the floor with no step taken. Its high end is 1 (``H(1) = 0``, ``H > 0`` just below it),
+    and the sign of ``H`` at any step in between tells which end it replaces. The index of
     dispersion is floored at 1e-12, as :func:`_queue_ratio` floors it (the floor keeps 3).
     A trial's answer is its own, whatever else the arrays hold (docs/load.md#disaggregated)."""
     return kq.self_consistent_waits(lam, np.asarray(arrival_cv, float) ** 2, g, top, pass_s, at_least, ROOT_STEPS, WAIT_TOLERANCE, SMOOTH_ARRIVAL_CV2)

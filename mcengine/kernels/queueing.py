@@ -13,7 +13,7 @@ in. The transcendental functions are the C library's, not NumPy's vectorised one
 root is the same as NumPy's to within the rounding of its residual about it
 (docs/load.md#speed). :func:`self_consistent_waits` solves
 :func:`mcengine.analytic.queueing._self_consistent_wait`'s fixed point as one root in the
-ratio (regula falsi, Illinois' variant, in a bracket), trial by trial the same way."""
+ratio, by the same bracketed Newton steps, trial by trial the same way."""
 
 from __future__ import annotations
 
@@ -55,13 +55,14 @@ def _dispersion(log_z, g, p, span):
 
 
 @inline_kernel
-def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance):
+def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance, scale):
     """One step of a bracketed Newton solve of an increasing residual ``G`` (``G(lo) <= 0 <=
     G(hi)``) at ``x``, where ``G = g`` and ``G' = dg``: the bracket narrowed to ``x`` on the
     side ``g`` puts it, and the Newton step where ``dg > 0``, it stays in the bracket and it
     is at most half the step before last (``before``; ``moved`` the last), else the
     bracket's midpoint. Returns ``(next x, lo, hi, moved, before, done)``, ``done`` where
-    the step was at most ``tolerance x |x|``."""
+    the step was at most ``tolerance x scale`` (the caller's resolution: ``|x|``, or ``1 -
+    x`` for a ratio whose wait is read off ``1 - x``)."""
     if g <= 0.0:
         lo = x
     if g >= 0.0:
@@ -70,7 +71,7 @@ def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance):
     if not (dg > 0.0 and lo <= step <= hi and 2.0 * abs(step - x) <= before):
         step = 0.5 * (lo + hi)
     length = abs(step - x)
-    return step, lo, hi, length, moved, length <= tolerance * abs(x)
+    return step, lo, hi, length, moved, length <= tolerance * scale
 
 
 @kernel
@@ -116,7 +117,7 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
             drained = -math.expm1(pd * math.log(z)) / gd / lam  # (1 - z^(P I)) / (g I lambda)
             phi = _gamma_transform(drained, v, power, smooth_cv2)
             slope = phi / (1.0 + drained * v) * (pd / gd) * (math.exp(pd * math.log(z)) / z) / lam
-            z, lo, hi, moved, before, done = _newton_or_halving(z, z - phi, 1.0 - slope, lo, hi, moved, before, tolerance)
+            z, lo, hi, moved, before, done = _newton_or_halving(z, z - phi, 1.0 - slope, lo, hi, moved, before, tolerance, abs(z))
             if done:
                 break
         out[i] = z
@@ -173,7 +174,7 @@ def hypoexponential_quantiles(first_scale, second_scale, burst, a, b, tail, top_
                 two, two_density = _plus_exponential(t, second_scale[i], burst[i])
                 survival, density = (ai * one - bi * two) / gap, (ai * one_density - bi * two_density) / gap
             t, lo, hi, moved, before, done = _newton_or_halving(t, math.log(level) - math.log(survival), density / survival, lo, hi, moved, before,
-                                                                tolerance)
+                                                                tolerance, abs(t))
             if done:
                 break
         out[i] = t
@@ -182,14 +183,24 @@ def hypoexponential_quantiles(first_scale, second_scale, burst, a, b, tail, top_
 
 @inline_kernel
 def _wait_residual(z, lam, v, g, p, span, power, smooth_cv2):
-    """:func:`self_consistent_waits`' residual at the ratio ``z`` in ``[0, 1)``: ``H(z) = z -
-    A*((1 - z^(P d)) / (g d))``, ``A*`` the gamma gaps' transform (:func:`_gamma_transform`),
-    at the index of dispersion ``d = max(1 - W / T, 1e-12)`` of the wait ``W = g / (1 -
-    z^P)`` (``T = span``; 1e-12 as :func:`mcengine.analytic.queueing._queue_ratio` floors it:
-    ``-P ln z / g`` to 1e-12 of it)."""
+    """:func:`self_consistent_waits`' residual at the ratio ``z`` in ``(0, 1)`` and its
+    derivative: ``H(z) = z - A*(x)``, ``x = (1 - z^(P d)) / (g d lambda)``, ``A*`` the gamma
+    gaps' transform (:func:`_gamma_transform`), at the index of dispersion ``d = max(1 - W /
+    T, 1e-12)`` of the wait ``W = g / (1 - z^P)`` (``T = span``; 1e-12 as
+    :func:`mcengine.analytic.queueing._queue_ratio` floors it: ``-P ln z / g`` to 1e-12 of
+    it). ``H' = 1 + A*(x) / (1 + x v) x'`` (``A*' = -A* / (1 + x v)``), ``x' = (-P z^(P
+    d) / z + d' (-P ln z z^(P d) d - (1 - z^(P d))) / d^2) / (g lambda)`` (``d (1 - z^(P
+    d))``'s derivative in ``d`` over ``d^2``), ``d' = -W P z^P / (z (1 - z^P) T)`` where
+    ``d`` is above its floor, 0 where it is held there."""
     log_z = math.log(z)
+    spare = -math.expm1(p * log_z)  # 1 - z^P
     d = _dispersion(log_z, g, p, span)
-    return z - _gamma_transform(-math.expm1(p * d * log_z) / (g * d) / lam, v, power, smooth_cv2)
+    d_slope = -g / spare * p * (1.0 - spare) / (z * spare) / span if d > 1e-12 else 0.0
+    held = math.expm1(p * d * log_z)  # z^(P d) - 1
+    x = -held / (g * d) / lam
+    a = _gamma_transform(x, v, power, smooth_cv2)
+    x_slope = (-p * (1.0 + held) / z + d_slope * (-(p * log_z) * (1.0 + held) * d + held) / (d * d)) / (g * lam)
+    return z - a, 1.0 + a / (1.0 + x * v) * x_slope
 
 
 @kernel
@@ -198,24 +209,23 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
     one length: arrivals/s ``lambda``, squared arrival CV ``v``, gap ``g`` (s), prompts a pass
     ``P``, pass ``T`` (s), the floor (s)): the longer of the floor and ``W = g / (1 - z^P)``
     at the root ``z`` in ``(0, 1)`` of :func:`_wait_residual` ``H``, which is negative below
-    it and positive above it (proved in
-    :func:`mcengine.analytic.queueing._self_consistent_wait`). The bracket
-    starts at ``[z_f, u]``: ``z_f = (1 - g / floor)^(1 / P)`` where the floor is above ``g``
-    (0 where not), the ratio whose wait is the floor, so ``H(z_f) >= 0`` puts the root at or
-    below it and the answer is the floor, with no step taken; ``u = 1 - 2 (k - 1) / ((1 + v)
-    k^2 + k (P d_f - 1))``, ``k = P / (lambda g)``, the heavy-traffic root of
-    :func:`queue_ratios` at ``d_f``, the index of dispersion at ``z_f`` (the largest the
-    root's can be: ``d`` falls as ``z`` rises), the high end where ``H(u) > 0``; else the
-    bracket is ``[u, 1]`` with ``H(1) = 0`` taken as its positive end (``H > 0`` just below
-    1; its first steps halve it): ``u`` can lie below the root, for smooth arrivals with ``P
-    d_f < 1``, where the heavy-traffic start of :func:`queue_ratios` lies below its root. The Illinois variant
-    of false position (M. Dowell and P. Jarratt, *BIT* 11, 168-174, 1971: the end kept twice
-    running has its value halved) steps inside it, a step outside the open bracket halving
-    it instead, until the bracket is narrower than ``tolerance x (1 - z)`` (``W``'s relative
-    resolution: ``1 - z^P`` is about ``P (1 - z)`` near 1) or no float lies inside it,
-    ``steps`` steps at most; the wait is read at the last ratio evaluated. ``inf`` where
-    ``P <= lambda g`` (no root below 1), ``g`` (or the floor) where ``lambda = 0`` or ``g =
-    0``."""
+    it and positive between it and 1 (proved in
+    :func:`mcengine.analytic.queueing._self_consistent_wait`), so the sign of ``H`` anywhere
+    in ``(0, 1)`` tells on which side the root lies. The bracket starts at ``[z_f, 1]``:
+    ``z_f = (1 - g / floor)^(1 / P)`` where the floor is above ``g`` (0 where not), the
+    ratio whose wait is the floor, so ``H(z_f) >= 0`` puts the root at or below it and the
+    answer is the floor, with no step taken. The steps start from ``u(d(u_f))``, ``u(d) = 1
+    - 2 (k - 1) / ((1 + v) k^2 + k (P d - 1))`` (``k = P / (lambda g)``) the heavy-traffic
+    root of :func:`queue_ratios` at the index of dispersion ``d``, ``u_f = u(d(z_f))``, ``d(z)``
+    the index at the ratio ``z`` (the heavy-traffic root read again at the index of its own
+    wait: near capacity the wait outgrows a pass and the index falls to its floor, which
+    ``u_f`` does not see), or the bracket's midpoint where that is outside it. Newton steps
+    on ``H`` (:func:`_newton_or_halving`: a step that leaves the bracket, fails to halve
+    the step before last or meets ``H' <= 0``, as past ``H``'s maximum between the root and
+    1, halves the bracket instead) until a step is at most ``tolerance x (1 - z)`` (``W``'s
+    relative resolution: ``1 - z^P`` is about ``P (1 - z)`` near 1), ``steps`` steps at
+    most; the wait is read at the ratio the last step reached. ``inf`` where ``P <= lambda
+    g`` (no root below 1), ``g`` (or the floor) where ``lambda = 0`` or ``g = 0``."""
     n = rate_per_s.size
     out = np.empty(n)
     for t in range(n):
@@ -228,36 +238,20 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
             continue
         power = -1.0 / v
         lo = math.exp(math.log1p(-g / floor) / p) if floor > g else 0.0  # z_f
-        f_lo = _wait_residual(lo, lam, v, g, p, span, power, smooth_cv2)
-        if lo > 0.0 and f_lo >= 0.0:  # the root at or below z_f: the wait at most the floor
+        if lo > 0.0 and _wait_residual(lo, lam, v, g, p, span, power, smooth_cv2)[0] >= 0.0:  # the root at or below z_f: the wait at most the floor
             out[t] = floor
             continue
-        hi = _heavy_traffic_root(p / (g * lam), v, p * _dispersion(math.log(lo), g, p, span))  # u
-        if not lo < hi < 1.0:
-            hi = 1.0
-        f_hi = _wait_residual(hi, lam, v, g, p, span, power, smooth_cv2) if hi < 1.0 else 0.0
-        if f_hi < 0.0:  # the root above u
-            lo, f_lo, hi, f_hi = hi, f_hi, 1.0, 0.0
-        z = lo
-        kept = 0.0  # the end the last step kept: +1 the high, -1 the low, 0 none
+        drains, hi = p / (g * lam), 1.0
+        z = _heavy_traffic_root(drains, v, p * _dispersion(math.log(lo), g, p, span))  # u_f
+        if lo < z < hi:
+            z = _heavy_traffic_root(drains, v, p * _dispersion(math.log(z), g, p, span))
+        if not lo < z < hi:
+            z = 0.5 * (lo + hi)
+        moved = before = np.inf
         for _ in range(steps):
-            guess = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
-            mid = 0.5 * (lo + hi)
-            if not lo < mid < hi:  # no float inside the bracket
-                break
-            z = guess if lo < guess < hi else mid
-            f = _wait_residual(z, lam, v, g, p, span, power, smooth_cv2)
-            if f > 0.0:  # the root lies below z: z the new high end, the low end kept
-                if kept < 0.0:
-                    f_lo = 0.5 * f_lo
-                hi, f_hi, kept = z, f, -1.0
-            elif f < 0.0:
-                if kept > 0.0:
-                    f_hi = 0.5 * f_hi
-                lo, f_lo, kept = z, f, 1.0
-            else:
-                break
-            if hi - lo <= tolerance * (1.0 - z):
+            f, slope = _wait_residual(z, lam, v, g, p, span, power, smooth_cv2)
+            z, lo, hi, moved, before, done = _newton_or_halving(z, f, slope, lo, hi, moved, before, tolerance, 1.0 - z)
+            if done:
                 break
         out[t] = max(g / -math.expm1(p * math.log(z)), floor)
     return out

@@ -394,19 +394,23 @@ def test_mean_batch_is_the_root_over_random_inputs():
     within 1e-10 of it (``G``'s rounding, ``C m`` of up to 10^6, hides a change within
     1e-12) and its Newton distance ``|G / G'|`` is below 1e-12 of it; where the
     damped steps had converged (their own Newton distance below 1e-12: 92 % of the inputs)
-    the two agree to 2e-12; elsewhere the damped steps' residual is the larger. Each
-    trial's answer is the same bit for bit in any array (a slice, alone)."""
+    the two agree to 2e-12; elsewhere the damped steps' residual is the larger. The
+    probability of waiting and the gap it returns (at the last ``k`` evaluated) are the
+    root's to 3e-11 and 3e-13 (at most 1.4e-11 and 9.4e-14 here). Each trial's answer is
+    the same bit for bit in any array (a slice, alone)."""
     args = random_batch_queue(np.random.default_rng(43), 20_000)
     burst = (1.0 + args[5] ** 2) / 2.0
     state = (*args[:5], burst)
     top = np.maximum(args[4], 1.0)
-    k = qu._mean_batch(*state)
+    k, wait, gap = qu._mean_batch(*state)
     assert np.all((k >= 1.0) & (k <= top))
     below = qu._batch_state(np.maximum(k * (1.0 - 1e-10), 1.0), *state)[2]
     above = qu._batch_state(np.minimum(k * (1.0 + 1e-10), top), *state)[2]
     assert np.all((below <= 0.0) & (above >= 0.0))
-    _, _, g, dg = qu._batch_state(k, *state)
+    c_at, gap_at, g, dg = qu._batch_state(k, *state)
     assert np.all(np.abs(g) <= 1e-12 * k * np.abs(dg))
+    np.testing.assert_allclose(wait, c_at, rtol=3e-11, atol=0.0)  # the state at the last k evaluated: the root's
+    np.testing.assert_allclose(gap, gap_at, rtol=3e-13, atol=0.0)
     old = batch_reference.damped_mean_batch(*args)
     _, _, g_old, dg_old = qu._batch_state(old, *state)
     settled = np.abs(g_old) <= 1e-12 * old * np.abs(dg_old)
@@ -415,16 +419,16 @@ def test_mean_batch_is_the_root_over_random_inputs():
     assert np.all(np.abs(g_old[~settled]) >= np.abs(g[~settled]))
     # each trial's answer is its own, bit for bit, whatever else the array holds
     part = slice(3, None, 7)
-    np.testing.assert_array_equal(qu._mean_batch(*(a[part] for a in state)), k[part])
+    np.testing.assert_array_equal(qu._mean_batch(*(a[part] for a in state))[0], k[part])
     for i in np.flatnonzero(~settled)[:20]:
-        assert qu._mean_batch(*(a[i] for a in state)) == k[i]
+        assert qu._mean_batch(*(a[i] for a in state))[0] == k[i]
 
 
 def test_mean_batch_steps(monkeypatch):
-    """At most :data:`BATCH_STEPS` residuals (and one more for the state at the answer) whatever
+    """At most :data:`BATCH_STEPS` residuals (the state at the answer is the last one's) whatever
     the values, the rates from a trickle to 10^12 requests/s. Prefill pools like the case
     study's (passes of 1 to 4 prompts, 1 to 239 instances) up to 0.9 of their lone-request
-    rate take 6 steps (7 calls), to within 1e-13 of the root, and 13 beyond their capacity,
+    rate take 6 steps, to within 1e-13 of the root, and 13 beyond their capacity,
     where Erlang C leaves 1 steeply as the utilisation leaves its cap."""
     calls = []
     state = qu._batch_state
@@ -434,17 +438,17 @@ def test_mean_batch_steps(monkeypatch):
     for scale in (1e-12, 1.0, 1e12):
         calls.clear()
         qu.batch_queue(args[0] * scale, *args[1:])
-        assert len(calls) <= qu.BATCH_STEPS + 1
+        assert len(calls) <= qu.BATCH_STEPS
     servers = np.floor(np.exp(rng.uniform(0.0, np.log(240.0), 2_000)))
     top = rng.integers(1, 5, 2_000).astype(float)
     cycle_1 = rng.uniform(0.05, 0.09, 2_000)
     cycle_top = cycle_1 * (1.0 + (top - 1.0) * rng.uniform(0.05, 1.0, 2_000))
-    for load, most in ((0.9, 7), (1.5, 14)):
+    for load, most in ((0.9, 6), (1.5, 13)):
         rate = servers / cycle_1 * rng.uniform(0.0, load, 2_000)
         calls.clear()
         bq = qu.batch_queue(rate, servers, cycle_1, cycle_top, top)
         assert len(calls) <= most and bq.wait_probability.shape == (2_000,)
-        k = qu._mean_batch(rate, servers, cycle_1, cycle_top, top, 1.0)
+        k = qu._mean_batch(rate, servers, cycle_1, cycle_top, top, 1.0)[0]
         _, _, g, dg = state(k, rate, servers, cycle_1, cycle_top, top, 1.0)
         assert np.all(np.abs(g) <= 1e-13 * k * np.abs(dg))
 
@@ -457,8 +461,8 @@ def test_mean_batch_by_hand():
     phi = (1.0 + math.sqrt(5.0)) / 2.0
     bq = qu.batch_queue(0.5, 1, 2.0, 2.0, 16)
     assert bq.wait_probability == pytest.approx(1.0 / phi, rel=1e-13) and bq.gap_s == 2.0
-    assert qu._mean_batch(0.5, 1, 2.0, 2.0, 16, 1.0) == pytest.approx(phi, rel=1e-14)
-    assert qu._mean_batch(1.5, 1, 2.0, 2.0, 3, 1.0) == pytest.approx(1.0 + qu.RHO_WAIT_MAX * 2.0, rel=1e-14)
+    assert qu._mean_batch(0.5, 1, 2.0, 2.0, 16, 1.0)[0] == pytest.approx(phi, rel=1e-14)
+    assert qu._mean_batch(1.5, 1, 2.0, 2.0, 3, 1.0)[0] == pytest.approx(1.0 + qu.RHO_WAIT_MAX * 2.0, rel=1e-14)
     assert qu.batch_queue(1.5, 1, 2.0, 2.0, 3).wait_probability == pytest.approx(qu.RHO_WAIT_MAX, rel=1e-14)
 
 

@@ -124,8 +124,8 @@ def test_self_consistent_wait_limits_and_each_trial_its_own():
 def test_self_consistent_wait_below_the_heavy_traffic_root():
     """Smooth arrivals with ``P d < 1`` (``lambda`` 19.838/s, arrival CV 0.0912, ``g = T`` =
     0.1 s, ``P = 2``, the index of dispersion floored at 1e-12): the heavy-traffic root ``u``
-    lies below the root (``H(u) < 0``), so the kernel's bracket is ``[u, 1]``; its wait is the
-    root of ``H`` by brentq (to 1e-12: its tolerance is 1e-13 of ``1 - z``) and the nested
+    lies below the root (``H(u) < 0``), and with it the kernel's first step (the index there
+    floored either way); its wait is the root of ``H`` by brentq (to 1e-12: its tolerance is 1e-13 of ``1 - z``) and the nested
     solve's (:func:`tests.analytic.wait_reference.nested_wait`, to 1e-11: its own
     tolerance on the index of dispersion is 1e-12)."""
     from tests.analytic.wait_reference import nested_wait
