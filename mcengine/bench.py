@@ -7,8 +7,10 @@ first so that numba's compile or cache load is reported apart (``warmup_and_comp
 * ``reliability``: cluster lifetimes/s of the reliability stage;
 * ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
   chunked runner with streaming summaries) at 1 thread and at every thread, the
-  speed-up, the time of the stages alone on the same trials, and so the orchestration
-  overhead ``chain / sum(stages) − 1``.
+  speed-up, the time of the stages alone on the same trials at 1 thread, and so the
+  orchestration overhead ``chain / sum(stages) − 1`` at 1 thread (where the chain
+  overlaps nothing, so it is the time spent outside the stages); at every thread, the
+  share of the cores the chain keeps busy (its process CPU seconds over threads x wall).
 
 Each timing is the best of :data:`REPEATS` runs (1 with ``quick``), the repeats going
 round all the cases so that a slow spell of a shared machine spreads over every case
@@ -22,6 +24,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from contextlib import contextmanager
 from typing import Callable
 
 import numba
@@ -109,25 +112,38 @@ def reliability(quick: bool = False) -> dict:
 
 def _chain_seconds(refs: list[str], trials: int, threads: int, overrides: tuple[str, ...] = ()) -> float:
     """Seconds of one run of ``refs`` (each with ``overrides``) over ``trials`` trials at ``threads`` threads."""
+    return _chain_times(refs, trials, threads, overrides)[0]
+
+
+def _chain_times(refs: list[str], trials: int, threads: int, overrides: tuple[str, ...] = ()) -> tuple[float, float]:
+    """Wall seconds and this process's CPU seconds of one run of :func:`_chain_seconds`."""
+    with _threads(threads):
+        spec = RunSpec(tuple(load_scenario(ref, overrides) for ref in refs), SEED, trials)
+        start, cpu = time.perf_counter(), time.process_time()
+        execute(spec, chunk_trials=DEFAULT_CHUNK_TRIALS)
+        return time.perf_counter() - start, time.process_time() - cpu
+
+
+@contextmanager
+def _threads(threads: int):
+    """Within the block, numba runs ``threads`` threads on this thread."""
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        spec = RunSpec(tuple(load_scenario(ref, overrides) for ref in refs), SEED, trials)
-        start = time.perf_counter()
-        execute(spec, chunk_trials=DEFAULT_CHUNK_TRIALS)
-        return time.perf_counter() - start
+        yield
     finally:
         numba.set_num_threads(before)
 
 
 def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
-    """The stages alone on the chain's trials, sharing columns and plan evaluations as
-    the chain does, each timed on its own (the chain makes the plan evaluations while the
-    reliability kernel runs: :func:`mcengine.pipeline.run_chunk`)."""
-    out = {"fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
+    """The stages alone on the chain's trials (the inputs' draw one of them), sharing
+    columns and plan evaluations as the chain does, each timed on its own."""
+    out = {"inputs": 0.0, "fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
     memo: dict = {}
     scenarios = tuple(load_scenario(ref) for ref in refs)
+    t0 = time.perf_counter()
     drawn = {s.name: draw_inputs(s, SEED, 0, trials) for s in scenarios}
+    out["inputs"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     share_lifetimes(scenarios, drawn, SEED, memo)
     out["reliability"] = time.perf_counter() - t0
@@ -161,13 +177,17 @@ def chain(quick: bool = False) -> dict:
         cases = {"case-study": cases["case-study"]}
     repeats = 1 if quick else REPEATS
     one = {label: float("inf") for label in cases}
-    many = dict(one)
+    many, busy = dict(one), {}
     stages: dict[str, dict[str, float]] = {label: {} for label in cases}
     for _ in range(repeats):
         for label, refs in cases.items():
             one[label] = min(one[label], _chain_seconds(refs, trials, 1))
-            many[label] = min(many[label], _chain_seconds(refs, trials, threads))
-            for stage, seconds in _stage_seconds(refs, trials).items():
+            wall, cpu = _chain_times(refs, trials, threads)
+            if wall < many[label]:
+                many[label], busy[label] = wall, cpu / (threads * wall)
+            with _threads(1):  # (as the one-thread chain, which overlaps nothing)
+                alone = _stage_seconds(refs, trials)
+            for stage, seconds in alone.items():
                 stages[label][stage] = min(stages[label].get(stage, float("inf")), seconds)
             interrupt.check()
     rows = {}
@@ -181,7 +201,8 @@ def chain(quick: bool = False) -> dict:
             "trials_per_s_all_threads": trials / many[label],
             "speedup": one[label] / many[label],
             "stage_seconds": stages[label],
-            "orchestration_overhead": many[label] / sum(stages[label].values()) - 1.0,
+            "orchestration_overhead": one[label] / sum(stages[label].values()) - 1.0,
+            "core_use_all_threads": busy[label],
             "projected_s_for_1e6_trials": many[label] * 1e6 / trials,
         }
     return {"warmup_and_compile_s": compile_s, "cases": rows}
