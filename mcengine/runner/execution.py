@@ -16,7 +16,7 @@ import pandas as pd
 
 from .. import interrupt
 from ..errors import Interrupted
-from ..pipeline import run_chunk
+from ..pipeline import SLICE_TRIALS, run_chunk
 from . import heap
 from .accumulate import Accumulators, _new_accumulators
 from .backends import FolderBackend, MemoryBackend
@@ -176,9 +176,10 @@ class _ChunkWorker(threading.Thread):
 
     def run(self) -> None:
         numba.set_num_threads(self._threads)
+        handoff: dict = {}  # the next chunk's first slice's kernels, started beside this chunk's last slice
         while (bounds := self._asked.get()) is not None:
             try:
-                self._done.put((run_chunk(self._spec.scenarios, self._spec.seed, *bounds), None))
+                self._done.put((run_chunk(self._spec.scenarios, self._spec.seed, *bounds, handoff, _next_slice(self._spec.trials, *bounds)), None))
             except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by outcome()
                 self._done.put((None, error))
 
@@ -189,3 +190,16 @@ class _ChunkWorker(threading.Thread):
         if error is not None:
             raise error
         return chunk
+
+
+def _next_slice(trials: int, start: int, n: int) -> tuple[int, int] | None:
+    """The first slice of the chunk after the chunk of ``n`` trials from ``start`` in a run
+    of ``trials``, as :func:`~mcengine.pipeline.run_chunk` makes it where that chunk has a
+    slice's trials or the run's rest (a fixed chunk size of at least
+    :data:`~mcengine.pipeline.SLICE_TRIALS`, or the adaptive rule's chunks once grown);
+    None after the last chunk, or after a chunk smaller than a slice (the adaptive rule's
+    first chunks: the next may be as small)."""
+    after = start + n
+    if after >= trials or n < SLICE_TRIALS:
+        return None
+    return after, min(SLICE_TRIALS, trials - after)

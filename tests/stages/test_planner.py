@@ -384,9 +384,9 @@ def test_the_table_keeps_rows_not_evaluations_and_remakes_a_plan_s_to_the_bit():
 ])
 def test_static_bounds_hold_in_every_trial_of_every_layout(ref, extra):
     """planner.static_bounds: a static plan's tokens/s is at most U and its tokens per
-    busy second at most V (the decode-only evaluation's batch, rounded up to a multiple of
-    g p with data-parallel or grouped attention), in every trial of every layout, and
-    each bound is reached (to the float) by some layout where the static batch is the
+    busy second at most V (the decode-only evaluation's, stretched to a batch that is a
+    multiple of g p with data-parallel or grouped attention), in every trial of every
+    layout, and U is reached (to the float) by some layout where the static batch is the
     decode instance's."""
     s = load_scenario(ref, extra)
     inputs = draw_inputs(s, 3, 0, 256)
@@ -395,7 +395,7 @@ def test_static_bounds_hold_in_every_trial_of_every_layout(ref, extra):
     for layout in planner.candidate_layouts(s):
         static = evaluate(s, layout, inputs, within_memory=True, rates=rates)
         decode = evaluate(s, layout, inputs, prefills=False, within_memory=True, rates=rates)
-        u, v = planner.static_bounds(s, decode, inputs, rates)
+        u, v = planner.static_bounds(decode)
         served = static.tokens_per_s_instance
         serves = static.fits & static.slo_met
         assert np.all(served[serves] <= u[serves] * (1 + 1e-12)), layout

@@ -236,10 +236,10 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs, screen: bool = 
         for layout in layouts:
             add("continuous", continuous(layout), lambda lay=layout: continuous(lay))
     if "static" in modes:
-        beaten = parts["continuous"][0] if screen and "continuous" in modes and decodes is not None and not under_load else []
+        rivals = _rivals(parts["continuous"][0]) if screen and "continuous" in modes and decodes is not None and not under_load else []
         for i, layout in enumerate(layouts):
             limits = None if decodes is None else decodes[i]
-            if beaten and _beaten(scenario, limits, inputs, rates, beaten):
+            if rivals and _beaten(scenario, limits, rivals):
                 blocks, holders, builders = parts["static"]
                 blocks.append((np.broadcast_to(-np.inf, (1, n)), None, rows(limits.fits)[None], np.broadcast_to(np.inf, (1, n))))
                 holders.append(_sequences_that_fit(limits))
@@ -267,9 +267,8 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs, screen: bool = 
 SCREEN_MARGIN = 1e-9
 
 
-def _beaten(scenario: Scenario, decode, inputs: TrialInputs, rates, rows: list) -> bool:
-    """Whether in every trial some plan of ``rows`` (blocks of a :class:`CandidateTable`,
-    served tokens/s and busy fraction) beats every static plan of the layout of
+def _beaten(scenario: Scenario, decode, rivals: list) -> bool:
+    """Whether in every trial some plan of ``rivals`` (:func:`_rivals`) beats every static plan of the layout of
     ``decode`` by :func:`objective` for every cost weight ``k >= 0`` (the tables are made
     before the weight is known; :func:`mcengine.stages.econ.plan_power_weight` is the
     dynamic energy over the fixed costs, never negative), and for ``"throughput"`` (``k
@@ -282,22 +281,28 @@ def _beaten(scenario: Scenario, decode, inputs: TrialInputs, rates, rows: list) 
     tie-break order never matters. False for a mixture of experts (unbounded here)."""
     if scenario.workload.model.experts:
         return False
-    bound, per_busy = (x * (1.0 + SCREEN_MARGIN) for x in static_bounds(scenario, decode, inputs, rates))
-    won = np.zeros(rows[0][0].shape[1], bool)
-    for block in rows:
-        served, busy = block[0], block[1]
-        if busy is None:  # (serves no trial)
-            continue
-        won |= np.any((served > bound) & (served > per_busy * busy), axis=0)
-    return bool(won.all())
+    bound, per_busy = (x * (1.0 + SCREEN_MARGIN) for x in static_bounds(decode))
+    open_ = np.ones(np.shape(bound), bool)
+    for served, ratio in rivals:
+        open_ &= ~((served > bound) & (ratio > per_busy))
+        if not open_.any():
+            return True
+    return False
 
 
-def static_bounds(scenario: Scenario, decode, inputs: TrialInputs, rates) -> tuple[np.ndarray, np.ndarray]:
+def _rivals(blocks: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The rows of ``blocks`` (of a :class:`CandidateTable`) that serve some trial, as
+    ``(served tokens/s, served / busy fraction)`` per trial, the most tokens/s on average
+    first (:func:`_beaten` stops at the first rows that beat a plan in every trial)."""
+    rows = [(block[0][0], block[0][0] / block[1][0]) for block in blocks if block[1] is not None]
+    return sorted(rows, key=lambda row: -float(np.mean(np.where(np.isfinite(row[0]), row[0], 0.0))))
+
+
+def static_bounds(decode) -> tuple[np.ndarray, np.ndarray]:
     """Per trial, ``(U, V)``: bounds on the output tokens/s and on the tokens per busy
     second (served over busy fraction) of the static plan of the layout of ``decode``
     (its decode-only evaluation, :func:`~.layout.evaluate` with ``prefills = False``
-    and ``within_memory``, on ``inputs`` and ``rates``), for a dense model
-    (docs/performance.md#static-screen).
+    and ``within_memory``), for a dense model (docs/performance.md#static-screen).
 
     Write ``T(B)`` for a phase's time of a batch ``B``
     (:func:`~mcengine.analytic.roofline.steps.prefill`,
@@ -317,24 +322,27 @@ def static_bounds(scenario: Scenario, decode, inputs: TrialInputs, rates) -> tup
     ``b = 1`` (its step overhead a constant), from ``p`` on they are the star-shaped
     terms at ``b = B/p``; both pieces meet at ``B = p``. So that reading, ``L(B)``, is
     at most ``T(B)`` (every term rises with the sequences), ``L(B)/B`` never rises with
-    ``B``, and ``L(B*) = T(B*)`` at a batch ``B*`` whose ``B*/p`` is a multiple of ``g``.
-    The static plan's batch ``B = max(1, min(B_max, B_SLO, B_TTFT))`` (or the fixed batch)
-    is at most the decode instance's ``C = max(1, min(B_max, B_SLO))`` (or the same fixed
-    batch), so with ``B*`` the least multiple of ``g p`` at least ``C`` (``C`` itself
-    when ``g = 1``, whose phases ``decode`` holds) its tokens/s ``B O / (T_pre(B) + O
-    T_dec(B))`` (``O`` output tokens) is at most ``U = B* O / (T_pre(B*) + O
-    T_dec(B*))``, and its tokens per busy second (served over busy fraction) at most
-    ``V = B* O / (busy_pre(B*) + O busy_dec(B*))``; where it serves no tokens its
-    objective is ``-inf``."""
-    m, layout = scenario.workload.model, decode.layout
-    o = decode.output_tokens
-    if layout.groups == 1:
-        batch, pre, dec = decode.batch, decode.prefill, decode.decode
-    else:
-        unit, lengths = layout.groups * layout.pipeline, lengths_of(scenario, inputs)
-        batch = -(-decode.batch // unit) * unit
-        pre, dec = rt.prefill(m, layout, batch, lengths.prompt_tokens, rates), rt.decode_step(m, layout, batch, lengths.context_tokens, rates)
-    return batch * o / (pre.total_s + o * dec.total_s), batch * o / (pre.busy_s + o * dec.busy_s)
+    ``B``, and ``L(B*) = T(B*)`` at a batch ``B*`` whose ``B*/p`` is a multiple of ``g``;
+    and ``T`` itself never falls as ``B`` grows (each term rises with ``b``, ``ceil(b/g)``
+    and the share ``min(B, p)/p``).
+
+    The static plan's batch ``B = max(1, min(B_max, B_SLO, B_TTFT))`` (or the fixed
+    batch) is at most the decode instance's ``C = max(1, min(B_max, B_SLO))`` (or the
+    same fixed batch), whose phases ``decode`` holds. With ``B*`` the least multiple of
+    ``g p`` at least ``C`` (``C`` itself when ``g = 1``), the static plan's tokens/s is
+
+    ``B O / (T_pre(B) + O T_dec(B)) <= B* O / (L_pre(B*) + O L_dec(B*)) = B* O / (T_pre(B*) + O T_dec(B*))
+    <= (B*/C) C O / (T_pre(C) + O T_dec(C)) = U``
+
+    (``O`` output tokens; ``L/B`` falls from ``B`` to ``B*``, ``T`` rises from ``C`` to
+    ``B*``), and by the same steps with ``busy`` its tokens per busy second (served over
+    busy fraction) is at most ``V = (B*/C) C O / (busy_pre(C) + O busy_dec(C))``; where
+    it serves no tokens its objective is ``-inf``."""
+    layout, o = decode.layout, decode.output_tokens
+    unit = layout.groups * layout.pipeline
+    stretch = 1.0 if layout.groups == 1 else -(-decode.batch // unit) * unit / decode.batch
+    return (stretch * (decode.batch * o) / (decode.prefill.total_s + o * decode.decode.total_s),
+            stretch * (decode.batch * o) / (decode.prefill.busy_s + o * decode.decode.busy_s))
 
 
 def _common_across_trials(rates):
