@@ -123,7 +123,8 @@ def _overlapped(spec: RunSpec, bounds) -> Iterator[tuple[int, dict]]:
     Parquet part, checkpoint) and the chunk's own serial stretches (input draws, kernel
     tables, the stages' NumPy tails) fill the core the other leaves idle. The chunks are
     yielded in order, each once its computation is done, and at most one is computed
-    beyond the one yielded (memory stays bounded). An error of a chunk's computation is
+    beyond the one yielded (memory stays bounded), with the kernels of the first slice of
+    the one after it (:func:`_next_slice`). An error of a chunk's computation is
     raised when that chunk is asked for, after the chunks before it were yielded: where
     the serial loop raises it. The next bounds are asked for when the chunk before is
     done, so :func:`chunk_plan` times a chunk as the period between two chunks, the
