@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...analytic import serving as sv
-from ...analytic.roofline import limits as rl, steps as rt
+from ...analytic.roofline import limits as rl
 from ...errors import InputError, Problem
 from ...kernels.plan import disaggregated_rows, fold_best
 from ...scenario import Scenario
@@ -185,9 +185,10 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs, screen: bool = 
     ``screen``: at saturation, with every mode searched, a static plan that
     :func:`_beaten` proves loses to a continuous plan in every trial, whatever the cost
     weight, is not evaluated: its row serves no trial (``served`` ``-inf``, ``busy``
-    None, its ``fits`` those of its layout's decode instance, the same by
-    :func:`_beaten`'s argument, its ``tpot_s`` ``+inf``: read only in a trial no plan
-    serves, and each trial has a plan that serves beating it). Every choice of the
+    None, its ``fits`` those of its layout's decode instance, the same since both fit
+    where ``B_max >= 1`` and the static batch is at most the decode instance's, its
+    ``tpot_s`` ``+inf``: read only in a trial no plan serves, and each trial has a plan
+    that serves beating it). Every choice of the
     largest :func:`objective` is then the same (:func:`_best_rows`); a caller reading
     a static plan's rows themselves (:func:`best_by_mode`) asks for ``screen = False``."""
     layouts = candidate_layouts(scenario)
@@ -268,8 +269,8 @@ SCREEN_MARGIN = 1e-9
 
 
 def _beaten(scenario: Scenario, decode, rivals: list) -> bool:
-    """Whether in every trial some plan of ``rivals`` (:func:`_rivals`) beats every static plan of the layout of
-    ``decode`` by :func:`objective` for every cost weight ``k >= 0`` (the tables are made
+    """Whether in every trial some plan of ``rivals`` (:func:`_rivals`) beats every static
+    plan of the layout of ``decode`` by :func:`objective` for every cost weight ``k >= 0`` (the tables are made
     before the weight is known; :func:`mcengine.stages.econ.plan_power_weight` is the
     dynamic energy over the fixed costs, never negative), and for ``"throughput"`` (``k
     = 0``): a plan serving ``s`` tokens/s at busy fraction ``u`` with ``s > U (1 + ε)``
