@@ -7,9 +7,10 @@ first so that numba's compile or cache load is reported apart (``warmup_and_comp
 * ``reliability``: cluster lifetimes/s of the reliability stage;
 * ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
   chunked runner with streaming summaries) at 1 thread and at every thread, the
-  speed-up, the time of the stages alone on the same trials at 1 thread, and so the
-  orchestration overhead ``chain / sum(stages) − 1`` at 1 thread (where the chain
-  overlaps nothing, so it is the time spent outside the stages); at every thread, the
+  speed-up, the CPU seconds of the stages alone on the same trials at 1 thread, and so
+  the orchestration overhead ``chain / sum(stages) − 1`` in CPU seconds at 1 thread
+  (where the chain overlaps nothing, so it is the work done outside the stages; CPU
+  seconds, as a busy machine stretches wall seconds unevenly); at every thread, the
   share of the cores the chain keeps busy (its process CPU seconds over threads x wall).
 
 Each timing is the best of :data:`REPEATS` runs (1 with ``quick``), the repeats going
@@ -135,30 +136,30 @@ def _threads(threads: int):
         numba.set_num_threads(before)
 
 
-def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
-    """The stages alone on the chain's trials (the inputs' draw one of them), sharing
-    columns and plan evaluations as the chain does, each timed on its own."""
+def _stage_cpu_s(refs: list[str], trials: int) -> dict[str, float]:
+    """CPU seconds of the stages alone on the chain's trials (the inputs' draw one of
+    them), sharing columns and plan evaluations as the chain does, each timed on its own."""
     out = {"inputs": 0.0, "fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
     memo: dict = {}
     scenarios = tuple(load_scenario(ref) for ref in refs)
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     drawn = {s.name: draw_inputs(s, SEED, 0, trials) for s in scenarios}
-    out["inputs"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    out["inputs"] = time.process_time() - t0
+    t0 = time.process_time()
     share_lifetimes(scenarios, drawn, SEED, memo)
-    out["reliability"] = time.perf_counter() - t0
+    out["reliability"] = time.process_time() - t0
     for s in scenarios:
         inputs = drawn[s.name]
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         cols = shared_columns(memo, fab_key(s), lambda: fab_stage.simulate_production(s, inputs, SEED))
         cols.update(fab_stage.package_costs(s, inputs, cols))
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         cols.update(memo[reliability_key(s)])
         cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {}),
                                        ahead_weights(s)))
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         econ.economics(s, inputs, cols)
-        t3 = time.perf_counter()
+        t3 = time.process_time()
         for key, dt in (("fab", t1 - t0), ("roofline", t2 - t1), ("econ", t3 - t2)):
             out[key] += dt
     return out
@@ -177,16 +178,17 @@ def chain(quick: bool = False) -> dict:
         cases = {"case-study": cases["case-study"]}
     repeats = 1 if quick else REPEATS
     one = {label: float("inf") for label in cases}
-    many, busy = dict(one), {}
+    many, one_cpu, busy = dict(one), dict(one), {}
     stages: dict[str, dict[str, float]] = {label: {} for label in cases}
     for _ in range(repeats):
         for label, refs in cases.items():
-            one[label] = min(one[label], _chain_seconds(refs, trials, 1))
+            wall, cpu = _chain_times(refs, trials, 1)
+            one[label], one_cpu[label] = min(one[label], wall), min(one_cpu[label], cpu)
             wall, cpu = _chain_times(refs, trials, threads)
             if wall < many[label]:
                 many[label], busy[label] = wall, cpu / (threads * wall)
             with _threads(1):  # (as the one-thread chain, which overlaps nothing)
-                alone = _stage_seconds(refs, trials)
+                alone = _stage_cpu_s(refs, trials)
             for stage, seconds in alone.items():
                 stages[label][stage] = min(stages[label].get(stage, float("inf")), seconds)
             interrupt.check()
@@ -200,8 +202,9 @@ def chain(quick: bool = False) -> dict:
             "trials_per_s_1_thread": trials / one[label],
             "trials_per_s_all_threads": trials / many[label],
             "speedup": one[label] / many[label],
-            "stage_seconds": stages[label],
-            "orchestration_overhead": one[label] / sum(stages[label].values()) - 1.0,
+            "cpu_s_1_thread": one_cpu[label],
+            "stage_cpu_s": stages[label],
+            "orchestration_overhead": one_cpu[label] / sum(stages[label].values()) - 1.0,
             "core_use_all_threads": busy[label],
             "projected_s_for_1e6_trials": many[label] * 1e6 / trials,
         }
