@@ -7,7 +7,7 @@ first so that numba's compile or cache load is reported apart (``warmup_and_comp
 * ``reliability``: cluster lifetimes/s of the reliability stage;
 * ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
   chunked runner with streaming summaries) at 1 thread and at every thread, the
-  speed-up, the CPU seconds of the stages alone on the same trials at 1 thread, and so
+  speed-up, the wall and CPU seconds of the stages alone on the same trials at 1 thread, and so
   the orchestration overhead ``chain / sum(stages) − 1`` in CPU seconds at 1 thread
   (where the chain overlaps nothing, so it is the work done outside the stages; CPU
   seconds, as a busy machine stretches wall seconds unevenly); at every thread, the
@@ -136,32 +136,37 @@ def _threads(threads: int):
         numba.set_num_threads(before)
 
 
-def _stage_cpu_s(refs: list[str], trials: int) -> dict[str, float]:
-    """CPU seconds of the stages alone on the chain's trials (the inputs' draw one of
-    them), sharing columns and plan evaluations as the chain does, each timed on its own."""
-    out = {"inputs": 0.0, "fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
+def _stage_times(refs: list[str], trials: int) -> dict[str, dict[str, float]]:
+    """Wall (``"wall"``) and CPU (``"cpu"``) seconds of the stages alone on the chain's
+    trials (the inputs' draw one of them), sharing columns and plan evaluations as the
+    chain does, each timed on its own."""
+    out: dict[str, dict[str, float]] = {"wall": {}, "cpu": {}}
+    clocks = {"wall": time.perf_counter, "cpu": time.process_time}
+
+    @contextmanager
+    def timed(stage: str):
+        t0 = {k: clock() for k, clock in clocks.items()}
+        yield
+        for k, clock in clocks.items():
+            out[k][stage] = out[k].get(stage, 0.0) + clock() - t0[k]
+
     memo: dict = {}
     scenarios = tuple(load_scenario(ref) for ref in refs)
-    t0 = time.process_time()
-    drawn = {s.name: draw_inputs(s, SEED, 0, trials) for s in scenarios}
-    out["inputs"] = time.process_time() - t0
-    t0 = time.process_time()
-    share_lifetimes(scenarios, drawn, SEED, memo)
-    out["reliability"] = time.process_time() - t0
+    with timed("inputs"):
+        drawn = {s.name: draw_inputs(s, SEED, 0, trials) for s in scenarios}
+    with timed("reliability"):
+        share_lifetimes(scenarios, drawn, SEED, memo)
     for s in scenarios:
         inputs = drawn[s.name]
-        t0 = time.process_time()
-        cols = shared_columns(memo, fab_key(s), lambda: fab_stage.simulate_production(s, inputs, SEED))
-        cols.update(fab_stage.package_costs(s, inputs, cols))
-        t1 = time.process_time()
+        with timed("fab"):
+            cols = shared_columns(memo, fab_key(s), lambda: fab_stage.simulate_production(s, inputs, SEED))
+            cols.update(fab_stage.package_costs(s, inputs, cols))
         cols.update(memo[reliability_key(s)])
-        cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {}),
-                                       ahead_weights(s)))
-        t2 = time.process_time()
-        econ.economics(s, inputs, cols)
-        t3 = time.process_time()
-        for key, dt in (("fab", t1 - t0), ("roofline", t2 - t1), ("econ", t3 - t2)):
-            out[key] += dt
+        with timed("roofline"):
+            cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {}),
+                                           ahead_weights(s)))
+        with timed("econ"):
+            econ.economics(s, inputs, cols)
     return out
 
 
@@ -179,7 +184,7 @@ def chain(quick: bool = False) -> dict:
     repeats = 1 if quick else REPEATS
     one = {label: float("inf") for label in cases}
     many, one_cpu, busy = dict(one), dict(one), {}
-    stages: dict[str, dict[str, float]] = {label: {} for label in cases}
+    stages: dict[str, dict[str, dict[str, float]]] = {label: {"wall": {}, "cpu": {}} for label in cases}
     for _ in range(repeats):
         for label, refs in cases.items():
             wall, cpu = _chain_times(refs, trials, 1)
@@ -188,9 +193,10 @@ def chain(quick: bool = False) -> dict:
             if wall < many[label]:
                 many[label], busy[label] = wall, cpu / (threads * wall)
             with _threads(1):  # (as the one-thread chain, which overlaps nothing)
-                alone = _stage_cpu_s(refs, trials)
-            for stage, seconds in alone.items():
-                stages[label][stage] = min(stages[label].get(stage, float("inf")), seconds)
+                alone = _stage_times(refs, trials)
+            for clock, times in alone.items():
+                for stage, seconds in times.items():
+                    stages[label][clock][stage] = min(stages[label][clock].get(stage, float("inf")), seconds)
             interrupt.check()
     rows = {}
     for label, refs in cases.items():
@@ -203,8 +209,9 @@ def chain(quick: bool = False) -> dict:
             "trials_per_s_all_threads": trials / many[label],
             "speedup": one[label] / many[label],
             "cpu_s_1_thread": one_cpu[label],
-            "stage_cpu_s": stages[label],
-            "orchestration_overhead": one_cpu[label] / sum(stages[label].values()) - 1.0,
+            "stage_seconds": stages[label]["wall"],
+            "stage_cpu_s": stages[label]["cpu"],
+            "orchestration_overhead": one_cpu[label] / sum(stages[label]["cpu"].values()) - 1.0,
             "core_use_all_threads": busy[label],
             "projected_s_for_1e6_trials": many[label] * 1e6 / trials,
         }
