@@ -7,11 +7,12 @@ first so that numba's compile or cache load is reported apart (``warmup_and_comp
 * ``reliability``: cluster lifetimes/s of the reliability stage;
 * ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
   chunked runner with streaming summaries) at 1 thread and at every thread, the
-  speed-up, the wall and CPU seconds of the stages alone on the same trials at 1 thread, and so
-  the orchestration overhead ``chain / sum(stages) − 1`` in CPU seconds at 1 thread
-  (where the chain overlaps nothing, so it is the work done outside the stages; CPU
-  seconds, as a busy machine stretches wall seconds unevenly); at every thread, the
-  share of the cores the chain keeps busy (its process CPU seconds over threads x wall).
+  speed-up, the wall and CPU seconds of the stages alone on the same trials at 1
+  thread, and so the orchestration overhead ``chain / sum(stages) − 1`` in CPU seconds
+  at 1 thread (where the chain overlaps nothing, so it is the work done outside the
+  stages; CPU seconds, as a busy machine stretches wall seconds unevenly); at every
+  thread, the share of the cores the chain keeps busy (its process CPU seconds over
+  threads x wall).
 
 Each timing is the best of :data:`REPEATS` runs (1 with ``quick``), the repeats going
 round all the cases so that a slow spell of a shared machine spreads over every case
