@@ -7,8 +7,12 @@ first so that numba's compile or cache load is reported apart (``warmup_and_comp
 * ``reliability``: cluster lifetimes/s of the reliability stage;
 * ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
   chunked runner with streaming summaries) at 1 thread and at every thread, the
-  speed-up, the time of the stages alone on the same trials, and so the orchestration
-  overhead ``chain / sum(stages) − 1``.
+  speed-up, the wall and CPU seconds of the stages alone on the same trials at 1
+  thread, and so the orchestration overhead ``chain / sum(stages) − 1`` in CPU seconds
+  at 1 thread (where the chain overlaps nothing, so it is the work done outside the
+  stages; CPU seconds, as a busy machine stretches wall seconds unevenly); at every
+  thread, the share of the cores the chain keeps busy (its process CPU seconds over
+  threads x wall).
 
 Each timing is the best of :data:`REPEATS` runs (1 with ``quick``), the repeats going
 round all the cases so that a slow spell of a shared machine spreads over every case
@@ -22,6 +26,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from contextlib import contextmanager
 from typing import Callable
 
 import numba
@@ -109,42 +114,60 @@ def reliability(quick: bool = False) -> dict:
 
 def _chain_seconds(refs: list[str], trials: int, threads: int, overrides: tuple[str, ...] = ()) -> float:
     """Seconds of one run of ``refs`` (each with ``overrides``) over ``trials`` trials at ``threads`` threads."""
+    return _chain_times(refs, trials, threads, overrides)[0]
+
+
+def _chain_times(refs: list[str], trials: int, threads: int, overrides: tuple[str, ...] = ()) -> tuple[float, float]:
+    """Wall seconds and this process's CPU seconds of one run of :func:`_chain_seconds`."""
+    with _threads(threads):
+        spec = RunSpec(tuple(load_scenario(ref, overrides) for ref in refs), SEED, trials)
+        start, cpu = time.perf_counter(), time.process_time()
+        execute(spec, chunk_trials=DEFAULT_CHUNK_TRIALS)
+        return time.perf_counter() - start, time.process_time() - cpu
+
+
+@contextmanager
+def _threads(threads: int):
+    """Within the block, numba runs ``threads`` threads on this thread."""
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        spec = RunSpec(tuple(load_scenario(ref, overrides) for ref in refs), SEED, trials)
-        start = time.perf_counter()
-        execute(spec, chunk_trials=DEFAULT_CHUNK_TRIALS)
-        return time.perf_counter() - start
+        yield
     finally:
         numba.set_num_threads(before)
 
 
-def _stage_seconds(refs: list[str], trials: int) -> dict[str, float]:
-    """The stages alone on the chain's trials, sharing columns and plan evaluations as
-    the chain does, each timed on its own (the chain makes the plan evaluations while the
-    reliability kernel runs: :func:`mcengine.pipeline.run_chunk`)."""
-    out = {"fab": 0.0, "reliability": 0.0, "roofline": 0.0, "econ": 0.0}
+def _stage_times(refs: list[str], trials: int) -> dict[str, dict[str, float]]:
+    """Wall (``"wall"``) and CPU (``"cpu"``) seconds of the stages alone on the chain's
+    trials (the inputs' draw one of them), sharing columns and plan evaluations as the
+    chain does, each timed on its own."""
+    out: dict[str, dict[str, float]] = {"wall": {}, "cpu": {}}
+    clocks = {"wall": time.perf_counter, "cpu": time.process_time}
+
+    @contextmanager
+    def timed(stage: str):
+        t0 = {k: clock() for k, clock in clocks.items()}
+        yield
+        for k, clock in clocks.items():
+            out[k][stage] = out[k].get(stage, 0.0) + clock() - t0[k]
+
     memo: dict = {}
     scenarios = tuple(load_scenario(ref) for ref in refs)
-    drawn = {s.name: draw_inputs(s, SEED, 0, trials) for s in scenarios}
-    t0 = time.perf_counter()
-    share_lifetimes(scenarios, drawn, SEED, memo)
-    out["reliability"] = time.perf_counter() - t0
+    with timed("inputs"):
+        drawn = {s.name: draw_inputs(s, SEED, 0, trials) for s in scenarios}
+    with timed("reliability"):
+        share_lifetimes(scenarios, drawn, SEED, memo)
     for s in scenarios:
         inputs = drawn[s.name]
-        t0 = time.perf_counter()
-        cols = shared_columns(memo, fab_key(s), lambda: fab_stage.simulate_production(s, inputs, SEED))
-        cols.update(fab_stage.package_costs(s, inputs, cols))
-        t1 = time.perf_counter()
+        with timed("fab"):
+            cols = shared_columns(memo, fab_key(s), lambda: fab_stage.simulate_production(s, inputs, SEED))
+            cols.update(fab_stage.package_costs(s, inputs, cols))
         cols.update(memo[reliability_key(s)])
-        cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {}),
-                                       ahead_weights(s)))
-        t2 = time.perf_counter()
-        econ.economics(s, inputs, cols)
-        t3 = time.perf_counter()
-        for key, dt in (("fab", t1 - t0), ("roofline", t2 - t1), ("econ", t3 - t2)):
-            out[key] += dt
+        with timed("roofline"):
+            cols.update(roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), memo.setdefault(roofline_key(s, inputs), {}),
+                                           ahead_weights(s)))
+        with timed("econ"):
+            econ.economics(s, inputs, cols)
     return out
 
 
@@ -161,14 +184,20 @@ def chain(quick: bool = False) -> dict:
         cases = {"case-study": cases["case-study"]}
     repeats = 1 if quick else REPEATS
     one = {label: float("inf") for label in cases}
-    many = dict(one)
-    stages: dict[str, dict[str, float]] = {label: {} for label in cases}
+    many, one_cpu, busy = dict(one), dict(one), {}
+    stages: dict[str, dict[str, dict[str, float]]] = {label: {"wall": {}, "cpu": {}} for label in cases}
     for _ in range(repeats):
         for label, refs in cases.items():
-            one[label] = min(one[label], _chain_seconds(refs, trials, 1))
-            many[label] = min(many[label], _chain_seconds(refs, trials, threads))
-            for stage, seconds in _stage_seconds(refs, trials).items():
-                stages[label][stage] = min(stages[label].get(stage, float("inf")), seconds)
+            wall, cpu = _chain_times(refs, trials, 1)
+            one[label], one_cpu[label] = min(one[label], wall), min(one_cpu[label], cpu)
+            wall, cpu = _chain_times(refs, trials, threads)
+            if wall < many[label]:
+                many[label], busy[label] = wall, cpu / (threads * wall)
+            with _threads(1):  # (as the one-thread chain, which overlaps nothing)
+                alone = _stage_times(refs, trials)
+            for clock, times in alone.items():
+                for stage, seconds in times.items():
+                    stages[label][clock][stage] = min(stages[label][clock].get(stage, float("inf")), seconds)
             interrupt.check()
     rows = {}
     for label, refs in cases.items():
@@ -180,8 +209,11 @@ def chain(quick: bool = False) -> dict:
             "trials_per_s_1_thread": trials / one[label],
             "trials_per_s_all_threads": trials / many[label],
             "speedup": one[label] / many[label],
-            "stage_seconds": stages[label],
-            "orchestration_overhead": many[label] / sum(stages[label].values()) - 1.0,
+            "cpu_s_1_thread": one_cpu[label],
+            "stage_seconds": stages[label]["wall"],
+            "stage_cpu_s": stages[label]["cpu"],
+            "orchestration_overhead": one_cpu[label] / sum(stages[label]["cpu"].values()) - 1.0,
+            "core_use_all_threads": busy[label],
             "projected_s_for_1e6_trials": many[label] * 1e6 / trials,
         }
     return {"warmup_and_compile_s": compile_s, "cases": rows}

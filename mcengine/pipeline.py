@@ -255,7 +255,8 @@ def share_production(scenarios: tuple[Scenario, ...], inputs: dict[str, TrialInp
 SLICE_TRIALS = 8192
 
 
-def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> dict[str, dict[str, np.ndarray]]:
+def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int, handoff: dict | None = None,
+              then: tuple[int, int] | None = None) -> dict[str, dict[str, np.ndarray]]:
     """One chunk of every scenario (the unit of work of the runner and of Dask workers),
     their inputs drawn by the run's sampler (:func:`~mcengine.scenario.sampling.run_sampler`),
     computed in slices of at most :data:`SLICE_TRIALS` trials (:func:`run_slice`) whose
@@ -271,13 +272,21 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     next slice's plan evaluations start once the slice before is finished, so one slice's
     plan tables are alive at a time. Each slice reads its own inputs alone and its error is
     raised after the slices before it are finished: the same columns, and the same error,
-    as slice after slice."""
-    if n <= SLICE_TRIALS:
+    as slice after slice. ``then``: the first slice ``(first trial, trials)`` of the chunk
+    the caller computes next, whose kernels so start beside this chunk's last slice (the
+    chunk boundary leaves no core idle either), kept in the caller's ``handoff`` dict for
+    the call that computes that chunk; a call whose first slice is another drops them
+    (a slice's kernels read its bounds alone: the same columns, and their error is raised
+    only by the call that uses them)."""
+    overlapped = numba.get_num_threads() > 1
+    kept = (handoff or {}).pop("kernels", None)
+    if n <= SLICE_TRIALS and not (overlapped and (kept or then)):
         return run_slice(scenarios, seed, trial_start, n)
     slices = [(start, min(SLICE_TRIALS, trial_start + n - start)) for start in range(trial_start, trial_start + n, SLICE_TRIALS)]
-    overlapped = numba.get_num_threads() > 1
     chunk: dict[str, dict[str, np.ndarray]] = {}
-    kernels = _Kernels(scenarios, seed, *slices[0]) if overlapped else None
+    kernels = None
+    if overlapped:
+        kernels = kept[1] if kept is not None and kept[0] == slices[0] else _Kernels(scenarios, seed, *slices[0])
     for j, (start, size) in enumerate(slices):
         if kernels is None:
             part = run_slice(scenarios, seed, start, size)
@@ -286,7 +295,10 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
             ahead = _Ahead(_plan_tables, scenarios, inputs)  # beside the slice's kernels
             memo = kernels.outcome()
             memo.update(ahead.outcome())
-            kernels = _Kernels(scenarios, seed, *slices[j + 1]) if j + 1 < len(slices) else None
+            following = slices[j + 1] if j + 1 < len(slices) else then
+            kernels = _Kernels(scenarios, seed, *following) if following is not None else None
+            if j + 1 == len(slices) and kernels is not None and handoff is not None:
+                handoff["kernels"] = (then, kernels)
             part = _finished(scenarios, seed, start, size, inputs, memo)
             del inputs, memo
         for name, columns in part.items():

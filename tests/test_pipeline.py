@@ -267,6 +267,29 @@ def test_a_chunk_computed_in_slices_gives_the_numbers_of_one_pass(case, monkeypa
                 assert sliced[name][column].dtype == values.dtype, f"{name}.{column}"
 
 
+def test_the_next_chunks_first_kernels_started_beside_a_chunk_give_the_same_numbers(case, monkeypatch):
+    """run_chunk with ``then`` starts the kernels of the next chunk's first slice beside its
+    own last slice (two threads) and keeps them in ``handoff`` for the next call, which
+    uses them: every column as one pass over both chunks; kernels kept for another slice
+    are dropped, and the call computes its own, to the same numbers."""
+    import mcengine.pipeline as pipeline
+
+    pair = case[::2]
+    whole = pipeline.run_slice(pair, 11, 1000, 144)
+    monkeypatch.setattr(pipeline, "SLICE_TRIALS", 40)
+    handoff: dict = {}
+    first = with_threads(2, run_chunk, pair, 11, 1000, 72, handoff, (1072, 40))
+    assert handoff["kernels"][0] == (1072, 40)
+    second = with_threads(2, run_chunk, pair, 11, 1072, 72, handoff)
+    assert handoff == {}
+    handoff["kernels"] = (1000, 40), with_threads(2, pipeline._Kernels, pair, 11, 1000, 40)
+    third = with_threads(2, run_chunk, pair, 11, 1072, 72, handoff)
+    for name in whole:
+        for column, values in whole[name].items():
+            for part in (second, third):
+                np.testing.assert_array_equal(np.concatenate([first[name][column], part[name][column]]), values, err_msg=f"{name}.{column}")
+
+
 def test_an_error_drawing_a_later_slices_inputs_is_raised_on_one_or_two_threads(case, monkeypatch):
     import mcengine.pipeline as pipeline
 

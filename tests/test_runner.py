@@ -216,10 +216,10 @@ def _signal_in_chunk(monkeypatch, first_trial: int) -> None:
 
     real = execution.run_chunk
 
-    def chunk(scenarios, seed, start, n):
+    def chunk(scenarios, seed, start, n, *ahead):
         if start == first_trial:
             interrupt.on_signal(signal.SIGTERM)
-        return real(scenarios, seed, start, n)
+        return real(scenarios, seed, start, n, *ahead)
 
     monkeypatch.setattr(execution, "run_chunk", chunk)
 
@@ -269,11 +269,11 @@ def _recording_chunks(monkeypatch, fail_at: int | None = None) -> list[tuple[int
 
     real, started = execution.run_chunk, []
 
-    def chunk(scenarios, seed, start, n):
+    def chunk(scenarios, seed, start, n, *ahead):
         started.append((start, threading.current_thread().name, numba.get_num_threads()))
         if start == fail_at:
             raise InputError(Problem("workload.x", start, "refused by the test"))
-        return real(scenarios, seed, start, n)
+        return real(scenarios, seed, start, n, *ahead)
 
     monkeypatch.setattr(execution, "run_chunk", chunk)
     return started

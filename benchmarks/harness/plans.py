@@ -4,8 +4,10 @@ distinct plan key, as the chain shares them: :func:`mcengine.pipeline.roofline_k
 over one chunk's block of trials, in CPU seconds per 10⁵ trials, with the share their
 batch-limit searches take (:func:`mcengine.analytic.roofline.limits.largest_batch` and
 :func:`mcengine.analytic.serving.largest_batch_within_ttft`, timed by wrapping them for
-the measurement), the step times they evaluate per trial (one per probe of a search, all
-tables) and their CPU per step time evaluated; the CPU of each scenario's choice from
+the measurement), the searches they make per trial (one per trial a batch-limit search
+call settles, compiled or NumPy, all tables) and their CPU per search, the step times
+the NumPy searches evaluate per trial (one per probe; 0 where every search runs
+compiled); the CPU of each scenario's choice from
 its table and of the chosen plans' columns (``choice``: a table keeps the rows the choice
 reads, and the chosen plans' evaluations are made again); and the NumPy cost per trial of one probe of each step-time formula the
 searches evaluate (nanoseconds per element, every candidate layout of lite-h100 at a
@@ -53,9 +55,11 @@ COMPILED_SEARCHES = ((sv, "compiled_batch_limits"), (rl, "search_table"), (rl, "
 
 @contextmanager
 def _timed_searches(spent: list):
-    """Within the block, every call of :data:`SEARCHES` adds its CPU seconds to ``spent[0]``
-    (none calls another) and the trials its step-time function (its first argument) is
-    evaluated at to ``spent[1]``; every call of :data:`COMPILED_SEARCHES` its CPU seconds
+    """Within the block, every call of :data:`SEARCHES` and :data:`COMPILED_SEARCHES` adds
+    its CPU seconds to ``spent[0]`` (none calls another) and the trials whose batch limits
+    it returns to ``spent[2]`` (each array it returns, one element per trial and limit:
+    a compiled search's table returns none); a call of :data:`SEARCHES` also adds the
+    trials its step-time function (its first argument) is evaluated at to ``spent[1]``
     (the step times a compiled search evaluates are not counted)."""
     saved = [(mod, name, getattr(mod, name)) for mod, name in SEARCHES]
     compiled = [(mod, name, getattr(mod, name)) for mod, name in COMPILED_SEARCHES if hasattr(mod, name)]
@@ -66,22 +70,19 @@ def _timed_searches(spent: list):
             return step(batch, *args)
         return evaluated
 
+    def searched(out) -> int:
+        return sum(np.size(x) for x in (out if isinstance(out, tuple) else (out,)) if isinstance(x, np.ndarray))
+
     def timer(f):
-        def timed(step, *args, **kwargs):
-            t0 = time.process_time()
-            try:
-                return f(counted(step), *args, **kwargs)
-            finally:
-                spent[0] += time.process_time() - t0
-        return timed
+        return lambda step, *args, **kwargs: cpu(f)(counted(step), *args, **kwargs)
 
     def cpu(f):
         def timed(*args, **kwargs):
             t0 = time.process_time()
-            try:
-                return f(*args, **kwargs)
-            finally:
-                spent[0] += time.process_time() - t0
+            out = f(*args, **kwargs)
+            spent[0] += time.process_time() - t0
+            spent[2] += searched(out)
+            return out
         return timed
 
     for mod, name, f in saved:
@@ -95,13 +96,14 @@ def _timed_searches(spent: list):
             setattr(mod, name, f)
 
 
-def _tables_cpu(scenarios: tuple, drawn: dict) -> tuple[float, float, int, float]:
+def _tables_cpu(scenarios: tuple, drawn: dict) -> tuple[float, float, int, int, float]:
     """CPU seconds of the distinct candidate tables of ``scenarios`` and of their searches,
-    the step times the searches evaluate (one per trial and probe), and the CPU seconds of
+    the step times the NumPy searches evaluate (one per trial and probe), the searches
+    made (one per trial and batch limit), and the CPU seconds of
     each scenario's choice from its table and the chosen plans' columns
     (:func:`plan_per_trial`, :func:`planned_columns`: the chosen plans' evaluations made
     again, since a table keeps only the rows the choice reads)."""
-    spent, tables = [0.0, 0], {}
+    spent, tables = [0.0, 0, 0], {}
     t0 = time.process_time()
     with _timed_searches(spent):
         for s in scenarios:
@@ -112,7 +114,7 @@ def _tables_cpu(scenarios: tuple, drawn: dict) -> tuple[float, float, int, float
     t0 = time.process_time()
     for s in scenarios:
         planned_columns(plan_per_trial(s, drawn[s.name], None, tables[roofline_key(s, drawn[s.name])]), drawn[s.name])
-    return made, spent[0], spent[1], time.process_time() - t0
+    return made, spent[0], spent[1], spent[2], time.process_time() - t0
 
 
 def _probe_ns(trials: int, repeats: int) -> dict[str, float]:
@@ -155,7 +157,7 @@ def run(quick: bool = False) -> dict:
     _tables_cpu(scenarios, drawn)  # warm-up (imports, caches)
     tables = searches = choice = float("inf")
     for _ in range(repeats):
-        total, spent, evaluated, chose = _tables_cpu(scenarios, drawn)
+        total, spent, evaluated, searched, chose = _tables_cpu(scenarios, drawn)
         if total < tables:
             tables, searches = total, spent
         choice = min(choice, chose)
@@ -167,8 +169,9 @@ def run(quick: bool = False) -> dict:
         "tables": len({roofline_key(s, drawn[s.name]) for s in scenarios}),
         "cpu_s_per_1e5_trials": {"tables": tables * per, "searches": searches * per, "rest": (tables - searches) * per, "choice": choice * per},
         "search_share": searches / tables,
-        "step_times_per_trial": evaluated / trials,
-        "search_ns_per_step_time": searches / evaluated * 1e9 if evaluated else None,  # (None: every search compiled)
+        "searches_per_trial": searched / trials,
+        "search_ns_per_search": searches / searched * 1e9,
+        "numpy_step_times_per_trial": evaluated / trials,
         "probe_ns_per_trial": _probe_ns(trials, repeats),
     }
 

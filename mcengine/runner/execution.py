@@ -16,7 +16,7 @@ import pandas as pd
 
 from .. import interrupt
 from ..errors import Interrupted
-from ..pipeline import run_chunk
+from ..pipeline import SLICE_TRIALS, run_chunk
 from . import heap
 from .accumulate import Accumulators, _new_accumulators
 from .backends import FolderBackend, MemoryBackend
@@ -123,7 +123,8 @@ def _overlapped(spec: RunSpec, bounds) -> Iterator[tuple[int, dict]]:
     Parquet part, checkpoint) and the chunk's own serial stretches (input draws, kernel
     tables, the stages' NumPy tails) fill the core the other leaves idle. The chunks are
     yielded in order, each once its computation is done, and at most one is computed
-    beyond the one yielded (memory stays bounded). An error of a chunk's computation is
+    beyond the one yielded (memory stays bounded), with the kernels of the first slice of
+    the one after it (:func:`_next_slice`). An error of a chunk's computation is
     raised when that chunk is asked for, after the chunks before it were yielded: where
     the serial loop raises it. The next bounds are asked for when the chunk before is
     done, so :func:`chunk_plan` times a chunk as the period between two chunks, the
@@ -176,9 +177,10 @@ class _ChunkWorker(threading.Thread):
 
     def run(self) -> None:
         numba.set_num_threads(self._threads)
+        handoff: dict = {}  # the next chunk's first slice's kernels, started beside this chunk's last slice
         while (bounds := self._asked.get()) is not None:
             try:
-                self._done.put((run_chunk(self._spec.scenarios, self._spec.seed, *bounds), None))
+                self._done.put((run_chunk(self._spec.scenarios, self._spec.seed, *bounds, handoff, _next_slice(self._spec.trials, *bounds)), None))
             except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by outcome()
                 self._done.put((None, error))
 
@@ -189,3 +191,16 @@ class _ChunkWorker(threading.Thread):
         if error is not None:
             raise error
         return chunk
+
+
+def _next_slice(trials: int, start: int, n: int) -> tuple[int, int] | None:
+    """The first slice of the chunk after the chunk of ``n`` trials from ``start`` in a run
+    of ``trials``, as :func:`~mcengine.pipeline.run_chunk` makes it where that chunk has a
+    slice's trials or the run's rest (a fixed chunk size of at least
+    :data:`~mcengine.pipeline.SLICE_TRIALS`, or the adaptive rule's chunks once grown);
+    None after the last chunk, or after a chunk smaller than a slice (the adaptive rule's
+    first chunks: the next may be as small)."""
+    after = start + n
+    if after >= trials or n < SLICE_TRIALS:
+        return None
+    return after, min(SLICE_TRIALS, trials - after)

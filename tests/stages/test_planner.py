@@ -373,3 +373,50 @@ def test_the_table_keeps_rows_not_evaluations_and_remakes_a_plan_s_to_the_bit():
             a, b = (np.broadcast_to(np.asarray(getattr(e, name)), (inputs.n,)) for e in (made, own))
             assert a.tobytes() == b.tobytes(), (plan.describe(), name)
     assert seen == {"static", "continuous", "disaggregated"}
+
+
+@pytest.mark.parametrize("ref, extra", [
+    ("h100", ()),
+    ("lite-h100", ()),  # pipelined, data-parallel and grouped layouts
+    ("lite-h100", (*SMALL, "cluster.instance_gpus=4")),
+    ("h100", (*SMALL, "workload.speculative.draft_tokens=2")),
+    ("h100", (*SMALL, "workload.batch=16", "workload.prefix_cache.hit_rate=0.5")),
+])
+def test_static_bounds_hold_in_every_trial_of_every_layout(ref, extra):
+    """planner.static_bounds: a static plan's tokens/s is at most U and its tokens per
+    busy second at most V (the decode-only evaluation's, stretched to a batch that is a
+    multiple of g p with data-parallel or grouped attention), in every trial of every
+    layout, and U is reached (to the float) by some layout where the static batch is the
+    decode instance's."""
+    s = load_scenario(ref, extra)
+    inputs = draw_inputs(s, 3, 0, 256)
+    rates = planner._common_across_trials(planner.rates_of(s, inputs))
+    reached = 0
+    for layout in planner.candidate_layouts(s):
+        static = evaluate(s, layout, inputs, within_memory=True, rates=rates)
+        decode = evaluate(s, layout, inputs, prefills=False, within_memory=True, rates=rates)
+        u, v = planner.static_bounds(decode)
+        served = static.tokens_per_s_instance
+        serves = static.fits & static.slo_met
+        assert np.all(served[serves] <= u[serves] * (1 + 1e-12)), layout
+        assert np.all((served / static.busy_fraction)[serves] <= v[serves] * (1 + 1e-12)), layout
+        reached += int(np.any(serves & (served >= u * (1 - 1e-12))))
+    assert reached >= 1
+
+
+@pytest.mark.parametrize("ref, extra, screened", [
+    ("h100", (), 11),  # every static plan of the case study loses to a continuous one
+    ("lite-h100", (), 21),
+    ("lite-h100", (*SMALL, "cluster.instance_gpus=4"), 0),  # where a static plan wins some trial, none is screened
+])
+def test_the_static_screen_leaves_every_choice_as_it_was(ref, extra, screened):
+    """The screened table (static plans proved beaten not evaluated) and the full one
+    give the same plan and served tokens/s in every trial, by throughput and at cost
+    weights 0 to 100; the screened static rows are the number given."""
+    s = load_scenario(ref, extra)
+    inputs = draw_inputs(s, 1, 0, 512)
+    full, kept = planner.evaluate_candidates(s, inputs, screen=False), planner.evaluate_candidates(s, inputs)
+    assert sum(b[1] is None and f[1] is not None for b, f in zip(kept.blocks, full.blocks)) == screened
+    for weight in (None, 0.0, 0.01, 0.3, 1.0, 100.0, np.linspace(0, 2, inputs.n)):
+        for a, b in zip(planner._best_rows(full, weight, inputs.n), planner._best_rows(kept, weight, inputs.n)):
+            assert a.tobytes() == b.tobytes()

@@ -172,7 +172,7 @@ class PairSteps:
     prefill_share: np.ndarray
 
 
-def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTable:
+def evaluate_candidates(scenario: Scenario, inputs: TrialInputs, screen: bool = True) -> CandidateTable:
     """The :class:`CandidateTable` of ``inputs`` (disaggregated at each trial's balanced
     prefill share). Each layout is evaluated once per mode; the disaggregated pairs of a
     decode layout with every prefill layout are combined in one kernel pass per decode
@@ -180,7 +180,17 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
     numbers to the bit). The table keeps the rows the choice reads, not the evaluations
     they come from: a plan's whole evaluation is made again when first asked for (the
     same functions of the same inputs, so the same numbers), which in a block is only
-    the few plans its trials choose (docs/performance.md#memory)."""
+    the few plans its trials choose (docs/performance.md#memory).
+
+    ``screen``: at saturation, with every mode searched, a static plan that
+    :func:`_beaten` proves loses to a continuous plan in every trial, whatever the cost
+    weight, is not evaluated: its row serves no trial (``served`` ``-inf``, ``busy``
+    None, its ``fits`` those of its layout's decode instance, the same since both fit
+    where ``B_max >= 1`` and the static batch is at most the decode instance's, its
+    ``tpot_s`` ``+inf``: read only in a trial no plan serves, and each trial has a plan
+    that serves beating it). Every choice of the
+    largest :func:`objective` is then the same (:func:`_best_rows`); a caller reading
+    a static plan's rows themselves (:func:`best_by_mode`) asks for ``screen = False``."""
     layouts = candidate_layouts(scenario)
     modes = serving_modes(scenario)
     n = inputs.n
@@ -191,14 +201,14 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
 
     shared = {kind: rl.SharedColumns(rates, n) for kind in ("static", "decode", "continuous", "pass")}  # each kind of search's tables share their layout-free columns
 
-    def static(layout):
-        return evaluate(scenario, layout, inputs, within_memory=True, rates=rates, shared=shared["static"]) if "static" in modes else None
+    def static(layout, limits=None):
+        return evaluate(scenario, layout, inputs, within_memory=True, limits_of=limits, rates=rates, shared=shared["static"])
 
     def continuous(layout):
         return evaluate_continuous(scenario, layout, inputs, within_memory=True, rates=rates, shared=shared["continuous"])
 
-    def decode(layout, limits):  # a decode instance's memory and TPOT limits are the static evaluation's
-        return evaluate(scenario, layout, inputs, prefills=False, within_memory=True, limits_of=limits, rates=rates, shared=shared["decode"])
+    def decode(layout):  # a decode instance's memory and TPOT limits, which the static plan of its layout reuses
+        return evaluate(scenario, layout, inputs, prefills=False, within_memory=True, rates=rates, shared=shared["decode"])
 
     def passed(layout):
         return prefill_pass(scenario, layout, inputs, rates, shared["pass"])
@@ -209,40 +219,131 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs) -> CandidateTab
         if ("pass", prefill_layout) not in remade:
             remade["pass", prefill_layout] = passed(prefill_layout)
         if ("decode", decode_layout) not in remade:
-            remade["decode", decode_layout] = decode(decode_layout, static(decode_layout))
+            remade["decode", decode_layout] = decode(decode_layout)
         return disaggregated_of(scenario, prefill_layout, remade["pass", prefill_layout], remade["decode", decode_layout], inputs, rates=rates)
 
-    statics = [static(layout) for layout in layouts]
-    blocks, holders, builders = [], [], []
-
     under_load = scenario.workload.load.demand != SATURATE  # the choice under a demand reads each plan's TTFT and batch too
+    decodes = [decode(layout) for layout in layouts] if "disaggregated" in modes else None
+    parts: dict = {mode: ([], [], []) for mode in modes}  # each mode's blocks, holders and builders
 
-    def add(e, build) -> None:
+    def add(mode: str, e, build) -> None:
         block = (rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None])
+        blocks, holders, builders = parts[mode]
         blocks.append((*block, rows(e.ttft_s)[None], rows(e.batch)[None]) if under_load else block)
         holders.append(_sequences_that_fit(e))
         builders.append(build)
 
-    for mode in modes:
-        if mode == "static":
-            for layout, e in zip(layouts, statics):
-                add(e, lambda lay=layout: static(lay))
-        elif mode == "continuous":
-            for layout in layouts:
-                add(continuous(layout), lambda lay=layout: continuous(lay))
-        else:
-            decodes = [decode(layout, e) for layout, e in zip(layouts, statics)]
-            statics.clear()  # (read by no later mode: their rows are in the table)
-            passes = [passed(layout) for layout in layouts]
-            pairs = _disaggregated_pairs(scenario, passes, decodes, inputs, rates, under_load)
-            blocks += pairs
-            for layout, d in zip(layouts, decodes):
-                holders.append(_sequences_that_fit(d))
-                builders += [lambda dec=layout, pre=pre: disaggregated(pre, dec) for pre in layouts]
-            del decodes, passes
+    if "continuous" in modes:
+        for layout in layouts:
+            add("continuous", continuous(layout), lambda lay=layout: continuous(lay))
+    if "static" in modes:
+        rivals = _rivals(parts["continuous"][0]) if screen and "continuous" in modes and decodes is not None and not under_load else []
+        for i, layout in enumerate(layouts):
+            limits = None if decodes is None else decodes[i]
+            if rivals and _beaten(scenario, limits, rivals):
+                blocks, holders, builders = parts["static"]
+                blocks.append((np.broadcast_to(-np.inf, (1, n)), None, rows(limits.fits)[None], np.broadcast_to(np.inf, (1, n))))
+                holders.append(_sequences_that_fit(limits))
+                builders.append(lambda lay=layout: static(lay))
+            else:
+                add("static", static(layout, limits), lambda lay=layout: static(lay))
+    if decodes is not None:
+        passes = [passed(layout) for layout in layouts]
+        blocks, holders, builders = parts["disaggregated"]
+        blocks += _disaggregated_pairs(scenario, passes, decodes, inputs, rates, under_load)
+        for layout, d in zip(layouts, decodes):
+            holders.append(_sequences_that_fit(d))
+            builders += [lambda dec=layout, pre=pre: disaggregated(pre, dec) for pre in layouts]
+        del decodes, passes
     for kept in shared.values():  # (the table keeps no search's table: a plan made again makes its own)
         kept.clear()
+    blocks, holders, builders = ([x for mode in modes for x in parts[mode][j]] for j in range(3))
     return CandidateTable(candidates(scenario), blocks, holders, builders)
+
+
+#: The relative margin by which :func:`_beaten` asks a plan to beat a static plan's
+#: bounds: far above the rounding of the few float operations behind either side
+#: (about 1e-15 each), so that what is proved in real numbers holds for the floats the
+#: choice compares.
+SCREEN_MARGIN = 1e-9
+
+
+def _beaten(scenario: Scenario, decode, rivals: list) -> bool:
+    """Whether in every trial some plan of ``rivals`` (:func:`_rivals`) beats every static
+    plan of the layout of ``decode`` by :func:`objective` for every cost weight ``k >= 0`` (the tables are made
+    before the weight is known; :func:`mcengine.stages.econ.plan_power_weight` is the
+    dynamic energy over the fixed costs, never negative), and for ``"throughput"`` (``k
+    = 0``): a plan serving ``s`` tokens/s at busy fraction ``u`` with ``s > U (1 + ε)``
+    and ``s/u > V (1 + ε)`` (``U``, ``V`` :func:`static_bounds`, ``ε``
+    :data:`SCREEN_MARGIN`) beats the static plan (``s' <= U``, ``s'/u' <= V``) for every
+    ``k``: ``1/objective = 1/s + k u/s``, and ``1/s < 1/(s' (1 + ε))``, ``u/s < u'/(s' (1
+    + ε))``, so its objective exceeds the static plan's by a factor above ``1 + ε``:
+    strictly, also for the floats compared, so the static plan's earlier place in the
+    tie-break order never matters. False for a mixture of experts (unbounded here)."""
+    if scenario.workload.model.experts:
+        return False
+    bound, per_busy = (x * (1.0 + SCREEN_MARGIN) for x in static_bounds(decode))
+    open_ = np.ones(np.shape(bound), bool)
+    for served, ratio in rivals:
+        open_ &= ~((served > bound) & (ratio > per_busy))
+        if not open_.any():
+            return True
+    return False
+
+
+def _rivals(blocks: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The rows of ``blocks`` (of a :class:`CandidateTable`) that serve some trial, as
+    ``(served tokens/s, served / busy fraction)`` per trial, the most tokens/s on average
+    first (:func:`_beaten` stops at the first rows that beat a plan in every trial)."""
+    rows = [(block[0][0], block[0][0] / block[1][0]) for block in blocks if block[1] is not None]
+    return sorted(rows, key=lambda row: -float(np.mean(np.where(np.isfinite(row[0]), row[0], 0.0))))
+
+
+def static_bounds(decode) -> tuple[np.ndarray, np.ndarray]:
+    """Per trial, ``(U, V)``: bounds on the output tokens/s and on the tokens per busy
+    second (served over busy fraction) of the static plan of the layout of ``decode``
+    (its decode-only evaluation, :func:`~.layout.evaluate` with ``prefills = False``
+    and ``within_memory``), for a dense model (docs/performance.md#static-screen).
+
+    Write ``T(B)`` for a phase's time of a batch ``B``
+    (:func:`~mcengine.analytic.roofline.steps.prefill`,
+    :func:`~mcengine.analytic.roofline.steps.decode_step`, ``total_s`` or ``busy_s``)
+    in one trial. Call ``f`` *star-shaped* when ``f(λb) >= λ f(b)`` for ``0 <= λ <= 1``:
+    constants ``>= 0``, linear terms, and sums, non-negative multiples, maxima and
+    minima of star-shaped terms are star-shaped. On a dense model every term of a pass
+    over ``b`` sequences per micro-batch is star-shaped once the busiest attention
+    group's ``ceil(b/g)`` sequences (``g`` :attr:`~mcengine.analytic.roofline.model.Layout.groups`:
+    1 with the heads sharded, where there is no ceiling) are read as ``b/g``: the FLOPs
+    and KV bytes are linear in ``b`` and ``b/g``, the weights streamed do not depend on
+    ``b``, every collective is ``α + k h + c M/W`` with ``M`` linear in them (the fastest
+    of several is their minimum), the overheads are constants, and ``total =
+    max(max(compute, memory), o comm) + (1 - o) comm + overhead``, ``busy = max(compute,
+    memory)``. Pipelined over ``p`` stages, ``b = B/min(B, p)``: up to ``B = p`` the
+    decode step is that of ``b = 1`` and the prefill's terms are ``B/p`` times those of
+    ``b = 1`` (its step overhead a constant), from ``p`` on they are the star-shaped
+    terms at ``b = B/p``; both pieces meet at ``B = p``. So that reading, ``L(B)``, is
+    at most ``T(B)`` (every term rises with the sequences), ``L(B)/B`` never rises with
+    ``B``, and ``L(B*) = T(B*)`` at a batch ``B*`` whose ``B*/p`` is a multiple of ``g``;
+    and ``T`` itself never falls as ``B`` grows (each term rises with ``b``, ``ceil(b/g)``
+    and the share ``min(B, p)/p``).
+
+    The static plan's batch ``B = max(1, min(B_max, B_SLO, B_TTFT))`` (or the fixed
+    batch) is at most the decode instance's ``C = max(1, min(B_max, B_SLO))`` (or the
+    same fixed batch), whose phases ``decode`` holds. With ``B*`` the least multiple of
+    ``g p`` at least ``C`` (``C`` itself when ``g = 1``), the static plan's tokens/s is
+
+    ``B O / (T_pre(B) + O T_dec(B)) <= B* O / (L_pre(B*) + O L_dec(B*)) = B* O / (T_pre(B*) + O T_dec(B*))
+    <= (B*/C) C O / (T_pre(C) + O T_dec(C)) = U``
+
+    (``O`` output tokens; ``L/B`` falls from ``B`` to ``B*``, ``T`` rises from ``C`` to
+    ``B*``), and by the same steps with ``busy`` its tokens per busy second (served over
+    busy fraction) is at most ``V = (B*/C) C O / (busy_pre(C) + O busy_dec(C))``; where
+    it serves no tokens its objective is ``-inf``."""
+    layout, o = decode.layout, decode.output_tokens
+    unit = layout.groups * layout.pipeline
+    stretch = 1.0 if layout.groups == 1 else -(-decode.batch // unit) * unit / decode.batch
+    return (stretch * (decode.batch * o) / (decode.prefill.total_s + o * decode.decode.total_s),
+            stretch * (decode.batch * o) / (decode.prefill.busy_s + o * decode.decode.busy_s))
 
 
 def _common_across_trials(rates):
@@ -532,7 +633,7 @@ def best_by_mode(scenario: Scenario, inputs: TrialInputs, weight: float | None) 
     (the largest :func:`objective` with ``weight``, the econ weight at ``inputs``, among the plans that fit and meet the SLOs, else the fitting one with the lowest TPOT)
     with its evaluation (every batch limit searched in full); None for a mode where no
     plan fits."""
-    table = evaluate_candidates(scenario, inputs)
+    table = evaluate_candidates(scenario, inputs, screen=False)
     served, fits, tpot = table.served[:, 0], table.fits[:, 0], table.tpot_s[:, 0]
     modes = np.array([p.mode for p in table.plans])
     out: dict[str, tuple[Plan, object] | None] = {}
