@@ -290,9 +290,12 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     faster than a bisection and stalls where the secant keeps one end (docs/load.md#speed);
     every step halves the bracket, so a trial settles in about
     ``log2(width / (tolerance x capacity))`` steps.
+    A trial whose grid :func:`meets_below` asked at that rate (it meets the SLOs there and
+    misses them at some rate of the grid) is not asked it again: its answers at no load and
+    at the grid, the rates of its first call's bracket ``[0, that rate]``, are reused.
     The steps run in at most ``ceil(CAPACITY_STEPS / CAPACITY_HALVINGS)`` model calls: each
     asks the trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings
-    could probe (every midpoint of :func:`_tree`; ``h`` = :data:`CAPACITY_HALVINGS`, the
+    could probe (every one of :func:`_midpoints`; ``h`` = :data:`CAPACITY_HALVINGS`, the
     last call the steps left: 40 = 13 x 3 + 1), but the first asks a trial whose quantile
     can dip (:func:`can_dip`) the ``2^g - 1`` rates of a grid of its bracket, every
     ``1/2^g`` of it (``g`` = :data:`CAPACITY_GRID_HALVINGS`: 40 = 6 + 11 x 3 + 1); the
@@ -320,37 +323,49 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
     start = np.minimum(np.where(can_dip(plans), 0.0, np.broadcast_to(np.asarray(meets_at, float), (n,))), top)
     probe = np.maximum(top * SATURATION_PROBE, start)
-    met = meets_below(plans, probe, count)
+    met, below, grid = _meets_below(plans, probe, count)
     out = np.where(met & (top > 0.0), probe, 0.0)
     rest = np.flatnonzero(~met & (top > 0.0))
     if rest.size == 0:
         return out
     p, k = plans.take(rest), count[rest]
     start = np.where(start[rest] < probe[rest], start[rest], 0.0)  # the rate said to meet them does not: from no load
-    f0 = p.misses(start, k)
-    retry = np.flatnonzero((f0 > 0.0) & (start > 0.0))  # nor does this one
+    asked = np.full(rest.size, -1)  # each trial's row of ``grid`` where meets_below asked it (its bracket [0, probe]), else -1
+    failed = np.flatnonzero(~met[below])
+    asked[np.searchsorted(rest, below[failed])] = failed
+    new = np.flatnonzero(asked < 0)
+    f0 = np.empty(rest.size, bool)  # whether it meets them at start
+    f0[asked >= 0] = grid[asked[asked >= 0], 0]
+    f0[new] = (p if new.size == rest.size else p.take(new)).misses(start[new], k[new]) <= 0.0
+    retry = np.flatnonzero(~f0 & (start > 0.0))  # nor does this one
     if retry.size:
-        start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry])
-    keep = np.flatnonzero(f0 <= 0.0)
-    live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
+        start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry]) <= 0.0
+    keep = np.flatnonzero(f0)
+    live, p, k, lo, hi, asked = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], asked[keep]
     out[live] = lo
     left = np.full(live.size, CAPACITY_STEPS)
     levels = np.where(can_dip(p), CAPACITY_GRID_HALVINGS, CAPACITY_HALVINGS)
     for _ in range(1 + -(-(CAPACITY_STEPS - CAPACITY_HALVINGS) // CAPACITY_HALVINGS)):
         keep = np.flatnonzero((hi - lo > CAPACITY_TOLERANCE * lo) & (left > 0))
-        live, p, k, lo, hi, left, levels = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], left[keep], levels[keep]
+        live, p, k, lo, hi, left, levels, asked = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], left[keep], levels[keep], asked[keep]
         if live.size == 0:
             break
         levels = np.minimum(levels, left)  # (the last call: the steps left)
         left = left - levels
         groups = [(h, np.flatnonzero(levels == h)) for h in np.unique(levels)]
-        mids = [np.stack([0.5 * (a + b) for a, b in _tree(lo[at], hi[at], h)], axis=1) for h, at in groups]  # (trials, 2^h - 1), level by level
-        rows = np.concatenate([np.repeat(at, m.shape[1]) for (_, at), m in zip(groups, mids)])
-        meets = np.split(p.take(rows).misses(np.concatenate([m.ravel() for m in mids]), k[rows]) <= 0.0,
-                         np.cumsum([m.size for m in mids])[:-1])  # one model call for every group
-        for (h, at), m, yes in zip(groups, mids, meets):
-            lo[at], hi[at] = _halvings(lo[at], hi[at], m, yes.reshape(m.shape), h)
-        levels = np.full(live.size, CAPACITY_HALVINGS)
+        mids = [_midpoints(lo[at], hi[at], h) for h, at in groups]  # (trials, 2^h - 1), level by level
+        ask = [np.flatnonzero(asked[at] < 0) for _, at in groups]  # the first call: meets_below's grid answers the others
+        rows = np.concatenate([np.repeat(at[a], m.shape[1]) for (_, at), m, a in zip(groups, mids, ask)])
+        meets = np.split(p.take(rows).misses(np.concatenate([m[a].ravel() for m, a in zip(mids, ask)]), k[rows]) <= 0.0 if rows.size else rows > 0,
+                         np.cumsum([a.size * m.shape[1] for m, a in zip(mids, ask)])[:-1])  # one model call for every group
+        for (h, at), m, a, got in zip(groups, mids, ask, meets):
+            yes = np.empty(m.shape, bool)
+            yes[a] = got.reshape(a.size, m.shape[1])
+            known = np.flatnonzero(asked[at] >= 0)
+            if known.size:
+                yes[known] = grid[asked[at[known]], 1:]
+            lo[at], hi[at] = _halvings(lo[at], hi[at], m, yes, h)
+        levels, asked = np.full(live.size, CAPACITY_HALVINGS), np.full(live.size, -1)
         out[live] = lo
     return out
 
@@ -381,22 +396,32 @@ def meets_below(plans: Plans, rate_per_s, instances) -> np.ndarray:
     ``1/2^g`` of it from no load (``g`` = :data:`CAPACITY_GRID_HALVINGS`, the capacity
     search's grid: a window of misses narrower than that between two of these rates goes
     unseen)."""
+    return _meets_below(plans, rate_per_s, instances)[0]
+
+
+def _meets_below(plans: Plans, rate_per_s, instances) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`meets_below` and what its second call found: the trials it asked the grid
+    ``below`` (indices), and for each whether the plan meets the SLOs at no load and at
+    each rate of the grid (``(below.size, 2^g)``: no load, then the :func:`_midpoints` of
+    ``[0, rate]``, heap order; the very rates :func:`capacity_rate`'s first call asks a
+    bracket ``[0, rate]``, each the halving's ``0.5 (a + b)``, so that search reuses them)."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     out = plans.misses(rate, count) <= 0.0
     below = np.flatnonzero(out & (rate > 0.0) & can_dip(plans))
+    met = np.zeros((0, 2 ** CAPACITY_GRID_HALVINGS), bool)
     if below.size:
-        grid = np.arange(2 ** CAPACITY_GRID_HALVINGS) / 2 ** CAPACITY_GRID_HALVINGS
-        rows = np.repeat(below, grid.size)
-        met = plans.take(rows).misses((rate[below, None] * grid).ravel(), count[rows]) <= 0.0
-        out[below] = met.reshape(below.size, grid.size).all(axis=1)
-    return out
+        grid = np.concatenate([np.zeros((below.size, 1)), _midpoints(np.zeros(below.size), rate[below], CAPACITY_GRID_HALVINGS)], axis=1)
+        rows = np.repeat(below, grid.shape[1])
+        met = (plans.take(rows).misses(grid.ravel(), count[rows]) <= 0.0).reshape(grid.shape)
+        out[below] = met.all(axis=1)
+    return out, below, met
 
 
 def _halvings(lo, hi, mids, meets, levels):
     """The ``levels`` halvings of each bracket ``[lo, hi]`` replayed on the answers
-    ``meets`` at its :func:`_tree` midpoints ``mids`` (trials x ``2^levels - 1``), a trial
+    ``meets`` at its :func:`_midpoints` ``mids`` (trials x ``2^levels - 1``), a trial
     stopping at the halving that settles it; a rate counts as meeting the SLOs only where
     every rate probed below it does."""
     order = _in_order(levels)
@@ -413,7 +438,7 @@ def _halvings(lo, hi, mids, meets, levels):
 
 @functools.lru_cache(maxsize=None)
 def _in_order(levels):
-    """The nodes of :func:`_tree`'s ``levels`` levels (heap order: node ``j`` of level ``l``
+    """The nodes of :func:`_midpoints`' ``levels`` levels (heap order: node ``j`` of level ``l``
     at ``2^l - 1 + j``, its halves at ``2i + 1`` and ``2i + 2``) in the order of their
     midpoints, lowest rate first (the lower half's, the node's, the upper half's)."""
     def walk(node):
@@ -424,15 +449,17 @@ def _in_order(levels):
     return order
 
 
-def _tree(lo, hi, levels):
-    """The brackets ``levels`` halvings of ``[lo, hi]`` can reach before their last, level
-    by level (the root first; node ``j`` of a level has halves ``2j`` and ``2j + 1`` of the
-    next), each end computed as the halving itself computes it (``0.5 (a + b)``)."""
-    level, out = [(lo, hi)], []
+def _midpoints(lo, hi, levels):
+    """The midpoints ``levels`` halvings of each bracket ``[lo, hi]`` can probe
+    (``(lo.size, 2^levels - 1)``, heap order: level by level, the root first, node ``j``
+    of a level with halves ``2j`` and ``2j + 1`` of the next), each computed as the halving
+    itself computes it (``0.5 (a + b)`` of its bracket's ends, themselves such midpoints)."""
+    ends, out = np.stack([lo, hi], axis=1), []
     for _ in range(levels):
-        out += level
-        level = [half for a, b in level for half in ((a, 0.5 * (a + b)), (0.5 * (a + b), b))]
-    return out
+        mids = 0.5 * (ends[:, :-1] + ends[:, 1:])
+        out.append(mids)
+        ends = np.insert(ends, np.arange(1, ends.shape[1]), mids, axis=1)
+    return np.concatenate(out, axis=1)
 
 
 def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) -> np.ndarray:
