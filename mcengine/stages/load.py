@@ -462,7 +462,7 @@ def _midpoints(lo, hi, levels):
     return np.concatenate(out, axis=1)
 
 
-def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) -> np.ndarray:
+def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None, missed=None) -> np.ndarray:
     """The fewest instances on which each trial's plan meets both SLO quantiles at
     ``rate_per_s`` requests/s and every rate below it (every instance up;
     :func:`meets_below`: the rate alone where the quantile cannot dip), 0 where none does
@@ -475,6 +475,7 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     misses, in the call of their first additions). Each model call asks a trial the next
     :data:`FLEET_POINTS` counts the additions would try, or every count the next :data:`FLEET_POINTS` halvings could
     probe, and the steps are replayed on the answers: the same counts as one step a call.
+    ``missed`` (optional, per trial): a count known to miss them; the search starts above it.
 
     ``still(at, lower, exact)`` (optional), asked after the first count and after each call
     of additions, of the trials ``at`` (indices into the trials) settled then or still
@@ -505,6 +506,8 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
         return out
     p, r = plans.take(live), rate[live]
     lo = np.maximum(np.ceil(r / per_instance_rate[live]) - 1.0, least[live] - 1.0)  # misses (or below the least cluster)
+    if missed is not None:
+        lo = np.maximum(lo, missed[live])
     hi, step = lo + 1.0, np.ones(live.size)
     short = np.flatnonzero(~meets_below(p, r, hi))
     unserved, off = short[:0], np.zeros(live.size, bool)
@@ -612,23 +615,48 @@ def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[
     peak = demand * peak_to_mean
     per_instance_rate = per_instance / out_tokens
     up_needed = planned_fewest_instances(plans, np.broadcast_to(peak / out_tokens, (n,)), per_instance_rate, columns)
-    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0)
-    capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        served_rate = np.where(availability > 0, peak / (availability * out_tokens), np.inf)
+    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0,
+                                         functools.partial(serving_fleet, plans, served_rate, per_instance_rate))
+    capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario),
+                                                   np.where(fleet > 0, peak, 0.0))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
                  at_peak.ttft_q_s, at_peak.tpot_q_s)
 
 
-def fleet_and_cluster(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], up_needed, serves) -> tuple[np.ndarray, np.ndarray]:
+def fleet_and_cluster(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], up_needed, serves, serving=None) -> tuple[np.ndarray, np.ndarray]:
     """The fleet sized for the demand, ``up_needed`` up instances plus the instances down at
     ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`)
-    where ``serves`` (else 0: no fleet), and the cluster's instances: with the fleet
+    where ``serves`` (else 0: no fleet), grown by ``serving`` (optional,
+    :func:`serving_fleet`: the fleet whose instances carry the peak at the served
+    availability) where it is given, and the cluster's instances: with the fleet
     bought (:func:`bought`) that fleet, where a trial has none (its plan, or some class's,
     misses the SLOs unloaded) the simulated cluster, serving nothing; else
     ``cluster.instances``. Returns ``(fleet, instances)``."""
     fleet = np.where(serves, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
+    if serving is not None:
+        fleet = serving(fleet)
     if bought(scenario):
         return fleet, np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
     return fleet, np.full(inputs.n, float(scenario.cluster.instances))
+
+
+def serving_fleet(plans: Plans, served_rate, per_instance_rate, fleet) -> np.ndarray:
+    """The fleet bought for the peak (docs/load.md#peak): each trial's ``fleet`` (its up
+    instances carry the peak at the headroom quantile) where its ``N`` instances also meet
+    both SLO quantiles at ``served_rate`` requests/s, the peak over the served availability
+    ``P / (A O)``, and at every rate below it (:func:`meets_below`: the test of a fixed
+    cluster of ``N``, the rate its capacity at SLO is searched at), so that its capacity at
+    SLO reaches the peak; else the fewest instances above ``fleet`` that do
+    (:func:`fewest_instances`, from ``fleet``: 0 where none does, as where the served
+    availability is 0 and ``served_rate`` infinite). 0 stays 0 (no fleet)."""
+    fleet = np.where(np.isfinite(served_rate), fleet, 0.0)
+    bought_ = np.flatnonzero(fleet > 0)
+    short = bought_[~meets_below(plans.take(bought_), served_rate[bought_], fleet[bought_])]
+    if short.size:
+        fleet[short] = fewest_instances(plans.take(short), served_rate[short], per_instance_rate[short], missed=fleet[short])
+    return fleet
 
 
 def sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed, ttft_q_s, tpot_q_s) -> dict[str, np.ndarray]:
@@ -711,7 +739,7 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     return out
 
 
-def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool):
+def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool, served=0.0):
     """A plan's capacities at SLO and its latency at the peak (tokens/s): ``plans`` serving
     on ``instances`` instances (``per_instance`` output tokens/s each at saturation) a peak
     of ``peak`` tokens/s, of which ``up_needed`` up instances meet both SLO quantiles and a
@@ -719,16 +747,20 @@ def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instan
     On a fixed cluster (``fixed``) the cluster's and the fleet's capacities are found in one
     search (the fleet's up instances carry the peak; no fleet: the cluster's); with the fleet
     bought the cluster is the fleet. The latency (:meth:`Plans.latency`) is at the peak the
-    up instances carry, shown at most :data:`RHO_SHOWN` of their saturated rate. Returns
-    ``(capacity, fleet_capacity, latency)``."""
+    up instances carry, shown at most :data:`RHO_SHOWN` of their saturated rate. ``served``
+    (tokens/s, 0 unless given): a load the fleet's instances are known to serve at every
+    rate below it (:func:`serving_fleet`), a floor of the fleet's capacity at SLO (the
+    search's lower end stops within its tolerance below the first rate it finds missing,
+    which can lie just above such a load). Returns ``(capacity, fleet_capacity, latency)``."""
     if fixed:
         n = instances.size
         both = np.r_[np.arange(n), np.arange(n)]
         known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
         held = np.r_[instances, np.where(fleet > 0, fleet_of, instances)]
         capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), held, per_instance[both], availability[both], known), 2)
+        fleet_capacity = np.maximum(fleet_capacity, served)
     else:
-        capacity = fleet_capacity = capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0))
+        capacity = fleet_capacity = np.maximum(capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0)), served)
     shown = np.minimum(peak, RHO_SHOWN * per_instance * instances * availability)
     with np.errstate(divide="ignore", invalid="ignore"):
         latency = plans.latency(np.where(availability > 0, shown / (availability * plans.output_tokens), 0.0), instances)
