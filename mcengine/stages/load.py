@@ -28,8 +28,10 @@ the pipeline hands in:
 * the fleet a demand needs: the fewest up instances whose model meets both SLO quantiles
   at the peak and every rate below it (:func:`fewest_instances`, :func:`meets_below`),
   plus the instances down at ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
-  instances down independently with probability ``1 - instance availability``), the
-  headroom it buys, and that fleet's own capacity at SLO.
+  instances down independently with probability ``1 - instance availability``), grown
+  where its own instances miss the SLOs at the peak at the served availability (the rate
+  its capacity at SLO is searched at, :func:`serving_fleet`; a single workload, not yet a
+  mix), the headroom it buys, and that fleet's own capacity at SLO, at least the peak.
 
 With ``cluster.instances = "auto"`` that fleet is the cluster: every column above is its
 (``load.instances``, docs/load.md#auto). The econ stage then charges the cluster
