@@ -344,30 +344,29 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
         start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry]) <= 0.0
     keep = np.flatnonzero(f0)
     live, p, k, lo, hi, asked = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], asked[keep]
-    out[live] = lo
     left = np.full(live.size, CAPACITY_STEPS)
     levels = np.where(can_dip(p), CAPACITY_GRID_HALVINGS, CAPACITY_HALVINGS)
+    known = np.flatnonzero(asked >= 0)  # their first call is meets_below's grid: its halvings replayed on its answers
+    if known.size:
+        g = CAPACITY_GRID_HALVINGS
+        lo[known], hi[known] = _halvings(lo[known], hi[known], _midpoints(lo[known], hi[known], g), grid[asked[known], 1:], g)
+        left[known], levels[known] = CAPACITY_STEPS - g, CAPACITY_HALVINGS
+    out[live] = lo
     for _ in range(1 + -(-(CAPACITY_STEPS - CAPACITY_HALVINGS) // CAPACITY_HALVINGS)):
         keep = np.flatnonzero((hi - lo > CAPACITY_TOLERANCE * lo) & (left > 0))
-        live, p, k, lo, hi, left, levels, asked = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], left[keep], levels[keep], asked[keep]
+        live, p, k, lo, hi, left, levels = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], left[keep], levels[keep]
         if live.size == 0:
             break
         levels = np.minimum(levels, left)  # (the last call: the steps left)
         left = left - levels
         groups = [(h, np.flatnonzero(levels == h)) for h in np.unique(levels)]
         mids = [_midpoints(lo[at], hi[at], h) for h, at in groups]  # (trials, 2^h - 1), level by level
-        ask = [np.flatnonzero(asked[at] < 0) for _, at in groups]  # the first call: meets_below's grid answers the others
-        rows = np.concatenate([np.repeat(at[a], m.shape[1]) for (_, at), m, a in zip(groups, mids, ask)])
-        meets = np.split(p.take(rows).misses(np.concatenate([m[a].ravel() for m, a in zip(mids, ask)]), k[rows]) <= 0.0 if rows.size else rows > 0,
-                         np.cumsum([a.size * m.shape[1] for m, a in zip(mids, ask)])[:-1])  # one model call for every group
-        for (h, at), m, a, got in zip(groups, mids, ask, meets):
-            yes = np.empty(m.shape, bool)
-            yes[a] = got.reshape(a.size, m.shape[1])
-            known = np.flatnonzero(asked[at] >= 0)
-            if known.size:
-                yes[known] = grid[asked[at[known]], 1:]
-            lo[at], hi[at] = _halvings(lo[at], hi[at], m, yes, h)
-        levels, asked = np.full(live.size, CAPACITY_HALVINGS), np.full(live.size, -1)
+        rows = np.concatenate([np.repeat(at, m.shape[1]) for (_, at), m in zip(groups, mids)])
+        meets = np.split(p.take(rows).misses(np.concatenate([m.ravel() for m in mids]), k[rows]) <= 0.0,
+                         np.cumsum([m.size for m in mids])[:-1])  # one model call for every group
+        for (h, at), m, yes in zip(groups, mids, meets):
+            lo[at], hi[at] = _halvings(lo[at], hi[at], m, yes.reshape(m.shape), h)
+        levels = np.full(live.size, CAPACITY_HALVINGS)
         out[live] = lo
     return out
 
