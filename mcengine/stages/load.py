@@ -455,12 +455,15 @@ def _midpoints(lo, hi, levels):
     (``(lo.size, 2^levels - 1)``, heap order: level by level, the root first, node ``j``
     of a level with halves ``2j`` and ``2j + 1`` of the next), each computed as the halving
     itself computes it (``0.5 (a + b)`` of its bracket's ends, themselves such midpoints)."""
-    ends, out = np.stack([lo, hi], axis=1), []
-    for _ in range(levels):
-        mids = 0.5 * (ends[:, :-1] + ends[:, 1:])
-        out.append(mids)
-        ends = np.insert(ends, np.arange(1, ends.shape[1]), mids, axis=1)
-    return np.concatenate(out, axis=1)
+    size = 2 ** levels
+    ends, out = np.empty((np.size(lo), size + 1)), np.empty((np.size(lo), size - 1))  # every end in rate order, the midpoints in heap order
+    ends[:, 0], ends[:, size] = lo, hi
+    for level in range(levels):
+        step = size >> level  # the spacing of the ends known at this level
+        mids = 0.5 * (ends[:, :-1:step] + ends[:, step::step])
+        ends[:, step // 2::step] = mids
+        out[:, 2 ** level - 1:2 ** (level + 1) - 1] = mids
+    return out
 
 
 def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None, missed=None) -> np.ndarray:
