@@ -28,8 +28,10 @@ the pipeline hands in:
 * the fleet a demand needs: the fewest up instances whose model meets both SLO quantiles
   at the peak and every rate below it (:func:`fewest_instances`, :func:`meets_below`),
   plus the instances down at ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
-  instances down independently with probability ``1 - instance availability``), the
-  headroom it buys, and that fleet's own capacity at SLO.
+  instances down independently with probability ``1 - instance availability``), grown
+  where its own instances miss the SLOs at the peak at the served availability (the rate
+  its capacity at SLO is searched at, :func:`serving_fleet`; a single workload, not yet a
+  mix), the headroom it buys, and that fleet's own capacity at SLO, at least the peak.
 
 With ``cluster.instances = "auto"`` that fleet is the cluster: every column above is its
 (``load.instances``, docs/load.md#auto). The econ stage then charges the cluster
@@ -290,9 +292,12 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     faster than a bisection and stalls where the secant keeps one end (docs/load.md#speed);
     every step halves the bracket, so a trial settles in about
     ``log2(width / (tolerance x capacity))`` steps.
+    A trial whose grid :func:`meets_below` asked at that rate (it meets the SLOs there and
+    misses them at some rate of the grid) is not asked it again: its answers at no load and
+    at the grid, the rates of its first call's bracket ``[0, that rate]``, are reused.
     The steps run in at most ``ceil(CAPACITY_STEPS / CAPACITY_HALVINGS)`` model calls: each
     asks the trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings
-    could probe (every midpoint of :func:`_tree`; ``h`` = :data:`CAPACITY_HALVINGS`, the
+    could probe (every one of :func:`_midpoints`; ``h`` = :data:`CAPACITY_HALVINGS`, the
     last call the steps left: 40 = 13 x 3 + 1), but the first asks a trial whose quantile
     can dip (:func:`can_dip`) the ``2^g - 1`` rates of a grid of its bracket, every
     ``1/2^g`` of it (``g`` = :data:`CAPACITY_GRID_HALVINGS`: 40 = 6 + 11 x 3 + 1); the
@@ -320,22 +325,33 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
     start = np.minimum(np.where(can_dip(plans), 0.0, np.broadcast_to(np.asarray(meets_at, float), (n,))), top)
     probe = np.maximum(top * SATURATION_PROBE, start)
-    met = meets_below(plans, probe, count)
+    met, below, grid = _meets_below(plans, probe, count)
     out = np.where(met & (top > 0.0), probe, 0.0)
     rest = np.flatnonzero(~met & (top > 0.0))
     if rest.size == 0:
         return out
     p, k = plans.take(rest), count[rest]
     start = np.where(start[rest] < probe[rest], start[rest], 0.0)  # the rate said to meet them does not: from no load
-    f0 = p.misses(start, k)
-    retry = np.flatnonzero((f0 > 0.0) & (start > 0.0))  # nor does this one
+    asked = np.full(rest.size, -1)  # each trial's row of ``grid`` where meets_below asked it (its bracket [0, probe]), else -1
+    failed = np.flatnonzero(~met[below])
+    asked[np.searchsorted(rest, below[failed])] = failed
+    new = np.flatnonzero(asked < 0)
+    f0 = np.empty(rest.size, bool)  # whether it meets them at start
+    f0[asked >= 0] = grid[asked[asked >= 0], 0]
+    f0[new] = (p if new.size == rest.size else p.take(new)).misses(start[new], k[new]) <= 0.0
+    retry = np.flatnonzero(~f0 & (start > 0.0))  # nor does this one
     if retry.size:
-        start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry])
-    keep = np.flatnonzero(f0 <= 0.0)
-    live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
-    out[live] = lo
+        start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry]) <= 0.0
+    keep = np.flatnonzero(f0)
+    live, p, k, lo, hi, asked = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], asked[keep]
     left = np.full(live.size, CAPACITY_STEPS)
     levels = np.where(can_dip(p), CAPACITY_GRID_HALVINGS, CAPACITY_HALVINGS)
+    known = np.flatnonzero(asked >= 0)  # their first call is meets_below's grid: its halvings replayed on its answers
+    if known.size:
+        g = CAPACITY_GRID_HALVINGS
+        lo[known], hi[known] = _halvings(lo[known], hi[known], _midpoints(lo[known], hi[known], g), grid[asked[known], 1:], g)
+        left[known], levels[known] = CAPACITY_STEPS - g, CAPACITY_HALVINGS
+    out[live] = lo
     for _ in range(1 + -(-(CAPACITY_STEPS - CAPACITY_HALVINGS) // CAPACITY_HALVINGS)):
         keep = np.flatnonzero((hi - lo > CAPACITY_TOLERANCE * lo) & (left > 0))
         live, p, k, lo, hi, left, levels = live[keep], p.take(keep), k[keep], lo[keep], hi[keep], left[keep], levels[keep]
@@ -344,7 +360,7 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
         levels = np.minimum(levels, left)  # (the last call: the steps left)
         left = left - levels
         groups = [(h, np.flatnonzero(levels == h)) for h in np.unique(levels)]
-        mids = [np.stack([0.5 * (a + b) for a, b in _tree(lo[at], hi[at], h)], axis=1) for h, at in groups]  # (trials, 2^h - 1), level by level
+        mids = [_midpoints(lo[at], hi[at], h) for h, at in groups]  # (trials, 2^h - 1), level by level
         rows = np.concatenate([np.repeat(at, m.shape[1]) for (_, at), m in zip(groups, mids)])
         meets = np.split(p.take(rows).misses(np.concatenate([m.ravel() for m in mids]), k[rows]) <= 0.0,
                          np.cumsum([m.size for m in mids])[:-1])  # one model call for every group
@@ -381,22 +397,32 @@ def meets_below(plans: Plans, rate_per_s, instances) -> np.ndarray:
     ``1/2^g`` of it from no load (``g`` = :data:`CAPACITY_GRID_HALVINGS`, the capacity
     search's grid: a window of misses narrower than that between two of these rates goes
     unseen)."""
+    return _meets_below(plans, rate_per_s, instances)[0]
+
+
+def _meets_below(plans: Plans, rate_per_s, instances) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`meets_below` and what its second call found: the trials it asked the grid
+    ``below`` (indices), and for each whether the plan meets the SLOs at no load and at
+    each rate of the grid (``(below.size, 2^g)``: no load, then the :func:`_midpoints` of
+    ``[0, rate]``, heap order; the very rates :func:`capacity_rate`'s first call asks a
+    bracket ``[0, rate]``, each the halving's ``0.5 (a + b)``, so that search reuses them)."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     out = plans.misses(rate, count) <= 0.0
     below = np.flatnonzero(out & (rate > 0.0) & can_dip(plans))
+    met = np.zeros((0, 2 ** CAPACITY_GRID_HALVINGS), bool)
     if below.size:
-        grid = np.arange(2 ** CAPACITY_GRID_HALVINGS) / 2 ** CAPACITY_GRID_HALVINGS
-        rows = np.repeat(below, grid.size)
-        met = plans.take(rows).misses((rate[below, None] * grid).ravel(), count[rows]) <= 0.0
-        out[below] = met.reshape(below.size, grid.size).all(axis=1)
-    return out
+        grid = np.concatenate([np.zeros((below.size, 1)), _midpoints(np.zeros(below.size), rate[below], CAPACITY_GRID_HALVINGS)], axis=1)
+        rows = np.repeat(below, grid.shape[1])
+        met = (plans.take(rows).misses(grid.ravel(), count[rows]) <= 0.0).reshape(grid.shape)
+        out[below] = met.all(axis=1)
+    return out, below, met
 
 
 def _halvings(lo, hi, mids, meets, levels):
     """The ``levels`` halvings of each bracket ``[lo, hi]`` replayed on the answers
-    ``meets`` at its :func:`_tree` midpoints ``mids`` (trials x ``2^levels - 1``), a trial
+    ``meets`` at its :func:`_midpoints` ``mids`` (trials x ``2^levels - 1``), a trial
     stopping at the halving that settles it; a rate counts as meeting the SLOs only where
     every rate probed below it does."""
     order = _in_order(levels)
@@ -413,7 +439,7 @@ def _halvings(lo, hi, mids, meets, levels):
 
 @functools.lru_cache(maxsize=None)
 def _in_order(levels):
-    """The nodes of :func:`_tree`'s ``levels`` levels (heap order: node ``j`` of level ``l``
+    """The nodes of :func:`_midpoints`' ``levels`` levels (heap order: node ``j`` of level ``l``
     at ``2^l - 1 + j``, its halves at ``2i + 1`` and ``2i + 2``) in the order of their
     midpoints, lowest rate first (the lower half's, the node's, the upper half's)."""
     def walk(node):
@@ -424,18 +450,23 @@ def _in_order(levels):
     return order
 
 
-def _tree(lo, hi, levels):
-    """The brackets ``levels`` halvings of ``[lo, hi]`` can reach before their last, level
-    by level (the root first; node ``j`` of a level has halves ``2j`` and ``2j + 1`` of the
-    next), each end computed as the halving itself computes it (``0.5 (a + b)``)."""
-    level, out = [(lo, hi)], []
-    for _ in range(levels):
-        out += level
-        level = [half for a, b in level for half in ((a, 0.5 * (a + b)), (0.5 * (a + b), b))]
+def _midpoints(lo, hi, levels):
+    """The midpoints ``levels`` halvings of each bracket ``[lo, hi]`` can probe
+    (``(lo.size, 2^levels - 1)``, heap order: level by level, the root first, node ``j``
+    of a level with halves ``2j`` and ``2j + 1`` of the next), each computed as the halving
+    itself computes it (``0.5 (a + b)`` of its bracket's ends, themselves such midpoints)."""
+    size = 2 ** levels
+    ends, out = np.empty((np.size(lo), size + 1)), np.empty((np.size(lo), size - 1))  # every end in rate order, the midpoints in heap order
+    ends[:, 0], ends[:, size] = lo, hi
+    for level in range(levels):
+        step = size >> level  # the spacing of the ends known at this level
+        mids = 0.5 * (ends[:, :-1:step] + ends[:, step::step])
+        ends[:, step // 2::step] = mids
+        out[:, 2 ** level - 1:2 ** (level + 1) - 1] = mids
     return out
 
 
-def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) -> np.ndarray:
+def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None, missed=None) -> np.ndarray:
     """The fewest instances on which each trial's plan meets both SLO quantiles at
     ``rate_per_s`` requests/s and every rate below it (every instance up;
     :func:`meets_below`: the rate alone where the quantile cannot dip), 0 where none does
@@ -448,6 +479,7 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
     misses, in the call of their first additions). Each model call asks a trial the next
     :data:`FLEET_POINTS` counts the additions would try, or every count the next :data:`FLEET_POINTS` halvings could
     probe, and the steps are replayed on the answers: the same counts as one step a call.
+    ``missed`` (optional, per trial): a count known to miss them; the search starts above it.
 
     ``still(at, lower, exact)`` (optional), asked after the first count and after each call
     of additions, of the trials ``at`` (indices into the trials) settled then or still
@@ -478,6 +510,8 @@ def fewest_instances(plans: Plans, rate_per_s, per_instance_rate, still=None) ->
         return out
     p, r = plans.take(live), rate[live]
     lo = np.maximum(np.ceil(r / per_instance_rate[live]) - 1.0, least[live] - 1.0)  # misses (or below the least cluster)
+    if missed is not None:
+        lo = np.maximum(lo, missed[live])
     hi, step = lo + 1.0, np.ones(live.size)
     short = np.flatnonzero(~meets_below(p, r, hi))
     unserved, off = short[:0], np.zeros(live.size, bool)
@@ -585,23 +619,48 @@ def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[
     peak = demand * peak_to_mean
     per_instance_rate = per_instance / out_tokens
     up_needed = planned_fewest_instances(plans, np.broadcast_to(peak / out_tokens, (n,)), per_instance_rate, columns)
-    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0)
-    capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        served_rate = np.where(availability > 0, peak / (availability * out_tokens), np.inf)
+    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0,
+                                         functools.partial(serving_fleet, plans, served_rate, per_instance_rate))
+    capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario),
+                                                   np.where(fleet > 0, peak, 0.0))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
                  at_peak.ttft_q_s, at_peak.tpot_q_s)
 
 
-def fleet_and_cluster(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], up_needed, serves) -> tuple[np.ndarray, np.ndarray]:
+def fleet_and_cluster(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], up_needed, serves, serving=None) -> tuple[np.ndarray, np.ndarray]:
     """The fleet sized for the demand, ``up_needed`` up instances plus the instances down at
     ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`)
-    where ``serves`` (else 0: no fleet), and the cluster's instances: with the fleet
+    where ``serves`` (else 0: no fleet), grown by ``serving`` (optional,
+    :func:`serving_fleet`: the fleet whose instances carry the peak at the served
+    availability) where it is given, and the cluster's instances: with the fleet
     bought (:func:`bought`) that fleet, where a trial has none (its plan, or some class's,
     misses the SLOs unloaded) the simulated cluster, serving nothing; else
     ``cluster.instances``. Returns ``(fleet, instances)``."""
     fleet = np.where(serves, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
+    if serving is not None:
+        fleet = serving(fleet)
     if bought(scenario):
         return fleet, np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
     return fleet, np.full(inputs.n, float(scenario.cluster.instances))
+
+
+def serving_fleet(plans: Plans, served_rate, per_instance_rate, fleet) -> np.ndarray:
+    """The fleet bought for the peak (docs/load.md#peak): each trial's ``fleet`` (its up
+    instances carry the peak at the headroom quantile) where its ``N`` instances also meet
+    both SLO quantiles at ``served_rate`` requests/s, the peak over the served availability
+    ``P / (A O)``, and at every rate below it (:func:`meets_below`: the test of a fixed
+    cluster of ``N``, the rate its capacity at SLO is searched at), so that its capacity at
+    SLO reaches the peak; else the fewest instances above ``fleet`` that do
+    (:func:`fewest_instances`, from ``fleet``: 0 where none does, as where the served
+    availability is 0 and ``served_rate`` infinite). 0 stays 0 (no fleet)."""
+    fleet = np.where(np.isfinite(served_rate), fleet, 0.0)
+    bought_ = np.flatnonzero(fleet > 0)
+    short = bought_[~meets_below(plans.take(bought_), served_rate[bought_], fleet[bought_])]
+    if short.size:
+        fleet[short] = fewest_instances(plans.take(short), served_rate[short], per_instance_rate[short], missed=fleet[short])
+    return fleet
 
 
 def sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed, ttft_q_s, tpot_q_s) -> dict[str, np.ndarray]:
@@ -684,7 +743,7 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     return out
 
 
-def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool):
+def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool, served=0.0):
     """A plan's capacities at SLO and its latency at the peak (tokens/s): ``plans`` serving
     on ``instances`` instances (``per_instance`` output tokens/s each at saturation) a peak
     of ``peak`` tokens/s, of which ``up_needed`` up instances meet both SLO quantiles and a
@@ -692,16 +751,20 @@ def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instan
     On a fixed cluster (``fixed``) the cluster's and the fleet's capacities are found in one
     search (the fleet's up instances carry the peak; no fleet: the cluster's); with the fleet
     bought the cluster is the fleet. The latency (:meth:`Plans.latency`) is at the peak the
-    up instances carry, shown at most :data:`RHO_SHOWN` of their saturated rate. Returns
-    ``(capacity, fleet_capacity, latency)``."""
+    up instances carry, shown at most :data:`RHO_SHOWN` of their saturated rate. ``served``
+    (tokens/s, 0 unless given): a load the fleet's instances are known to serve at every
+    rate below it (:func:`serving_fleet`), a floor of the fleet's capacity at SLO (the
+    search's lower end stops within its tolerance below the first rate it finds missing,
+    which can lie just above such a load). Returns ``(capacity, fleet_capacity, latency)``."""
     if fixed:
         n = instances.size
         both = np.r_[np.arange(n), np.arange(n)]
         known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
         held = np.r_[instances, np.where(fleet > 0, fleet_of, instances)]
         capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), held, per_instance[both], availability[both], known), 2)
+        fleet_capacity = np.maximum(fleet_capacity, served)
     else:
-        capacity = fleet_capacity = capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0))
+        capacity = fleet_capacity = np.maximum(capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0)), served)
     shown = np.minimum(peak, RHO_SHOWN * per_instance * instances * availability)
     with np.errstate(divide="ignore", invalid="ignore"):
         latency = plans.latency(np.where(availability > 0, shown / (availability * plans.output_tokens), 0.0), instances)

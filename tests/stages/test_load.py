@@ -486,6 +486,38 @@ def test_the_capacity_search_stops_below_the_first_rate_it_finds_missing():
     assert (edge * (1.0 - 2.0 * load.CAPACITY_TOLERANCE) <= capacity).all() and (capacity < edge).all()
 
 
+class _Asked(_Window):
+    """:class:`_Window`'s plans meeting the SLOs above 0.8 of the top rate too (so they meet
+    them at the capacity search's first probe), each rate asked logged in ``log``."""
+
+    def __init__(self, top, arrival_cv, log):
+        super().__init__(top, arrival_cv)
+        self.log = log
+
+    def take(self, index):
+        return _Asked(self.top[index], self.arrival_cv[index], self.log)
+
+    def misses(self, rate, count):
+        rate = np.broadcast_to(rate, self.top.shape)
+        self.log.extend(zip(self.top, rate))
+        share = rate / self.top
+        return np.where((share >= 0.26) & (share <= 0.3), 1.0, -1.0)
+
+
+def test_the_capacity_search_asks_no_rate_meets_below_asked():
+    """A plan whose quantile can dip (static, arrival CV 2) meeting the SLOs at the first
+    probe and missing them on [0.26, 0.3] of the top rate: :func:`mcengine.stages.load.meets_below`
+    asks it the probe, no load and the 63 rates of its grid, and the capacity search's
+    first call, on the bracket from no load to the probe, would ask those 63 again: it
+    reuses them, so no trial is asked a rate twice, and the capacity is the window's edge
+    (0.26 of the top rate) within the tolerance, as when it asked them."""
+    top, log = np.array([100.0, 300.0]), []
+    capacity = load.capacity_rate(_Asked(top, np.full(2, 2.0), log), np.ones(2), top)
+    assert len(log) == len(set(log)) and len(log) > 2 * 65
+    edge = 0.26 * top
+    assert (edge * (1.0 - 2.0 * load.CAPACITY_TOLERANCE) <= capacity).all() and (capacity < edge).all()
+
+
 def _static_plans(ttft_slo_s, arrival_cv):
     """tests/analytic/test_length_spread.py's static plan (batch 8, 101 output tokens) at
     the P99, one trial a TTFT SLO (s), a TPOT SLO of 1 s it always meets."""
@@ -566,6 +598,44 @@ def test_a_fleet_bought_serves_every_rate_of_its_day():
     assert (got["load.fleet_instances"] > 0).all()
     assert (got["load.capacity_at_slo_tokens_per_s"] >= 150000.0).all() and (got["load.slo_attainment"] == 1.0).all()
     assert np.isfinite(got["cost_per_mtok_usd"]).all()
+
+
+def test_a_fleet_is_bought_where_its_instances_carry_the_peak_at_the_served_availability():
+    """:func:`_lite_disaggregated`'s plan without a spread at a 2 s TTFT SLO misses it from
+    592.28 requests/s on 48 instances (its capacity at SLO, +0.02 at 1.0005 x it). 48 up
+    instances carry a peak of 590 requests/s; a fleet of 48 (no headroom) at a served
+    availability of 0.999 runs the peak at 590 / 0.999 = 590.59, inside it, and is kept;
+    at 0.995, 592.96 misses, so the fleet is the fewest above 48 meeting it (49), whose
+    capacity at SLO then reaches the peak. No fleet (0) and an availability of 0 (an
+    infinite rate) buy none."""
+    plans, per = _lite_disaggregated(np.full(4, 2.0), 0.0), np.full(4, 596.9459680309172 / 48.0)
+    with np.errstate(divide="ignore"):
+        served = 590.0 / np.array([0.999, 0.995, 0.999, 0.0])
+    fleet = load.serving_fleet(plans, served, per, np.array([48.0, 48.0, 0.0, 48.0]))
+    np.testing.assert_array_equal(fleet, [48.0, 49.0, 0.0, 0.0])
+    assert plans.take([1]).misses(served[1], 48.0)[0] > 0.0 >= plans.take([1]).misses(served[1], 49.0)[0]
+    assert load.capacity_rate(plans.take([1]), np.array([49.0]), np.array([49.0 * per[1]]))[0] >= served[1]
+
+
+@pytest.mark.slow
+def test_no_fleet_bought_under_a_spread_misses_its_peak():
+    """load-diurnal's demand (200,000 tokens/s, peak-to-mean 1.5) on lite-h100 at
+    ``length_cv`` 0.77, 2,048 trials, each buying its fleet: every fleet's capacity at SLO
+    reaches the peak and its SLO attainment is 1. The up instances at the headroom quantile
+    carry the peak at ``P / O`` on ``U`` instances; the capacity is the ``N`` instances' at
+    ``P / (A O)``. Testing ``U`` alone (731b8e4), trials 210 and 622 (disaggregated plans)
+    bought fleets of 116 and 123 whose ``N`` miss the SLO at the peak (attainment 0.985 and
+    0.994): they now buy 2 and 1 instances more; trial 1522's 123 meet it there and the first
+    rate the capacity search found missing lay within its tolerance above the peak
+    (capacity 0.9997 of the peak, attainment 0.986): its capacity is now the peak."""
+    s = api.check("lite-h100", ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5", 'cluster.instances="auto"', "workload.load.length_cv=0.77"])
+    got = run_block(s, 0, 0, 2048)
+    fleet, up = got["load.fleet_instances"], got["load.fleet_instances"] - got["load.headroom_instances"]
+    assert (fleet > 0).all() and (got["load.capacity_at_slo_tokens_per_s"] >= 300000.0).all() and (got["load.slo_attainment"] == 1.0).all()
+    grown = np.flatnonzero(fleet > qu.fleet_instances(up, 1.0 - got["instance_availability"], 0.999))
+    np.testing.assert_array_equal(grown, [210, 622])
+    np.testing.assert_array_equal(fleet[[210, 622, 1522]], [118.0, 124.0, 123.0])
+    assert got["load.capacity_at_slo_tokens_per_s"][1522] == 300000.0
 
 
 def test_a_spread_past_the_ttft_slo_unloaded_serves_nothing_and_misses_the_slo():
