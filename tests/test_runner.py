@@ -521,6 +521,18 @@ def test_first_run_on_a_cold_cache_says_it_compiles(tmp_path):
     assert again.returncode == 0 and notice not in again.stderr
 
 
+def test_a_run_that_keeps_no_trials_imports_neither_pandas_nor_scipy_stats(straight):
+    """A first run's process holds only what it uses: with no per-trial table kept, no
+    pandas (nor pyarrow, which pandas loads), and neither scipy.stats nor scipy.integrate
+    (the closed forms that use them import them where used). A child process on the
+    tests' numba cache (warm: ``straight`` ran the same kernels)."""
+    code = ("import sys; from mcengine import api; "
+            f"api.run(['h100', 'lite-h100'], trials=1024, overrides={SMALL!r}, keep_trials=False, figures=False); "
+            "print(*sorted(m for m in ('pandas', 'pyarrow', 'scipy.stats', 'scipy.integrate') if m in sys.modules))")
+    done = subprocess.run(procs.python("-c", code), env=procs.env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.split() == [], done.stderr
+
+
 SOBOL = [*SMALL, 'run.sampler="sobol"']
 
 

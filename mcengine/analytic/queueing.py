@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ..kernels import queueing as kq
 #: Most steps of :func:`_queue_ratio`'s, :func:`_batched_ttft`'s and
@@ -150,6 +150,8 @@ def fleet_instances(up_needed, down_probability, quantile) -> np.ndarray:
     reached from ``N = U`` (each step at most the answer): :data:`FLEET_STEPS` steps at
     most, each on the trials not yet settled; a trial not settled by then (an instance
     down most of the time) has no fleet, ``+inf``."""
+    from scipy import stats  # (imported where used: a first `mcengine run` needs no scipy.stats)
+
     shape = np.broadcast_shapes(*(np.shape(x) for x in (up_needed, down_probability, quantile)))
     need, p, q = (np.broadcast_to(np.asarray(x, float), shape).ravel() for x in (up_needed, down_probability, quantile))
     need = np.ceil(need)

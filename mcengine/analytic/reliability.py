@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import integrate, special, stats
+from scipy import special
 
 from ..units import HOURS_PER_YEAR
 
@@ -206,6 +206,8 @@ def series_mean_survival(horizon_hours: float, exp_rate: float, groups: list[tup
     ``S(t) = exp(-exp_rate t - Σ (t/eta_g)^k_g)`` over ``groups = [(k_g, eta_g), ...]``,
     averaged over ``[0, T]`` by adaptive quadrature (exact to ~1e-10).
     """
+    from scipy import integrate  # (imported where used: a first `mcengine run` needs neither scipy.integrate nor scipy.stats)
+
     def survival(t):
         return math.exp(-exp_rate * t - sum((t / eta) ** k for k, eta in groups))
 
@@ -293,6 +295,8 @@ def mginf_stockout_probability(failure_rate: float, mean_repair_hours: float, sp
 
     Ample crews and a failure rate held constant by the spares; any repair law.
     """
+    from scipy import stats  # (imported where used: see series_mean_survival)
+
     return float(stats.poisson.sf(spare_units, failure_rate * mean_repair_hours))
 
 
@@ -302,6 +306,8 @@ def repair_survival(parts: list[tuple], hours) -> np.ndarray:
     Kinds and parameters as in scenario files: ``("fixed", value)``, ``("exponential",
     mean)``, ``("lognormal", median, sigma)``, ``("weibull", mean, shape)``.
     """
+    from scipy import stats  # (imported where used: see series_mean_survival)
+
     u = np.asarray(hours, dtype=float)
     out = np.zeros_like(u)
     for weight, kind, *p in parts:
@@ -318,6 +324,8 @@ def repair_survival(parts: list[tuple], hours) -> np.ndarray:
 
 def _survival_segments(parts: list[tuple]) -> list[float]:
     """Breakpoints of the survival function (fixed parts) and an upper end of its support."""
+    from scipy import stats  # (imported where used: see series_mean_survival)
+
     points = {0.0}
     upper = 0.0
     for _, kind, *p in parts:
@@ -354,6 +362,8 @@ def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int,
         ``p_stockout`` = P(N > spares) and ``mean_shortfall`` = E[(N - spares)^+]
         (units, i.e. slots waiting, on average).
     """
+    from scipy import integrate, stats  # (imported where used: see series_mean_survival)
+
     segments = _survival_segments(repair_parts)
     mean_repair = sum(integrate.quad(lambda u: float(repair_survival(repair_parts, u)), a, b, limit=200)[0]
                       for a, b in zip(segments[:-1], segments[1:]))
@@ -394,6 +404,8 @@ def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
     precision) and below :data:`PANJER_MAX_STEPS` (beyond, the normal law).
     Then ``E[(N - s)^+] = E[N] - s + Σ_{n<=s} (s - n) p(n)``.
     """
+    from scipy import stats  # (imported where used: see series_mean_survival)
+
     means = np.asarray(means, dtype=float)
     s = int(spare_units)
     k = np.arange(means.size)
@@ -508,6 +520,8 @@ NEVER_REPAIRED = 1e-12
 
 def _time_average(f, p, horizon_hours: float, settle_hours: float) -> float:
     """``(1/T) ∫_0^T f(p(t)) dt``, by quadrature up to ``settle_hours`` and at ``p(settle)`` beyond."""
+    from scipy import integrate  # (imported where used: see series_mean_survival)
+
     settle = min(horizon_hours, settle_hours)
     head, _ = integrate.quad(lambda t: f(p(t)), 0.0, settle, epsabs=1e-13, epsrel=1e-11, limit=200)
     return (head + f(p(settle)) * (horizon_hours - settle)) / horizon_hours
@@ -517,6 +531,8 @@ def reshard_share(in_place: float, capacity: np.ndarray) -> float:
     """``Σ_k C(n,k) (1-a)^k a^(n-k) capacity[k]``: the expected share of throughput of an
     instance of ``n = len(capacity) - 1`` GPUs each in place with probability ``a``,
     serving ``capacity[k]`` with ``k`` lost (docs/sources.md#rel-no-spares)."""
+    from scipy import stats  # (imported where used: see series_mean_survival)
+
     n = capacity.size - 1
     return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, 1.0 - in_place), capacity))
 

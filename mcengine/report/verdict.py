@@ -64,12 +64,12 @@ def _drivers(table, a: str, b: str, cost: str = COST) -> dict:
     :data:`DRIVER_COLUMNS` at a time), so its memory is a few columns of the trials, never
     the whole table, in a few passes over it; each correlation is that of the two columns
     alone, as in one frame of them all."""
-    import pandas as pd
-
     if table is None or "scenario" not in table.columns:
         return {"source": "none: the per-trial table was not kept (run --keep-trials, or the API)", "inputs": []}
     if cost not in table.columns:
         return {"source": f"none: the per-trial table has no {cost} column", "inputs": []}
+    import pandas as pd  # (imported here: a run that keeps no trials needs no pandas)
+
     cost_a = scenario_rows(table, a, ["trial", cost]).set_index("trial")[cost]
     cost_b = scenario_rows(table, b, ["trial", cost]).set_index("trial")[cost]
     ratio = (cost_b / cost_a).rename("ratio")

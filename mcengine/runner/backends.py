@@ -18,9 +18,9 @@ import contextlib
 import io
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InputError, Problem
 from ..io import append_durable, write_atomic, write_json
@@ -29,6 +29,9 @@ from ..provenance import parquet_metadata
 from .accumulate import Accumulators
 from .checkpoint import CHECKPOINT_FILE, LOG_FILE, _load_resume, _read_json, checkpoint_text, log_record
 from .spec import RUN_FILE, RunSpec
+
+if TYPE_CHECKING:  # (pandas is imported where a table is made: a run that keeps no trials needs none)
+    import pandas as pd
 
 
 #: ``checkpoint.json`` is written whole again once the log since has grown to this many
@@ -160,6 +163,8 @@ def _start_fresh(out: Path) -> None:
 
 def trials_frame(chunk: dict[str, dict[str, np.ndarray]]) -> pd.DataFrame:
     """Long per-trial table of one chunk: one row per (scenario, trial)."""
+    import pandas as pd
+
     frames = [pd.DataFrame({"scenario": name, **cols}) for name, cols in chunk.items()]
     return pd.concat(frames, ignore_index=True)
 

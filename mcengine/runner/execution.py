@@ -9,10 +9,9 @@ import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numba
-import pandas as pd
 
 from .. import interrupt
 from ..errors import Interrupted
@@ -22,6 +21,9 @@ from .accumulate import Accumulators, _new_accumulators
 from .backends import FolderBackend, MemoryBackend
 from .plan import DEFAULT_CHUNK_TRIALS, check_chunk_trials, chunk_bounds, chunk_plan
 from .spec import RunSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
