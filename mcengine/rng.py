@@ -294,11 +294,12 @@ def bits_below(u):
 @event_kernel
 def draws_below(st, n, m_cut):
     """Take the stream's next draws while their 53 bits are below ``m_cut``
-    (:func:`bits_below`), at most ``n`` of them; return how many it took. The same draws
-    in the same order as that many :func:`uniform` calls, each of whose values was below
-    ``u`` (``m_cut = bits_below(u)``), without their conversions: the first draw not
-    below is left for the next call (its buffer filled, as :func:`_next_bits` fills it).
-    For a run of draws whose values matter only when they reach ``u``."""
+    (:func:`bits_below`), at most ``n`` of them, and the draw that stops the run; return
+    how many were below and the stopping draw's uniform (``nan`` when all ``n`` were
+    below: then nothing more is taken). The same draws in the same order as that many
+    :func:`uniform` calls plus one, each of whose values was below ``u`` (``m_cut =
+    bits_below(u)``) but the last, converted only for the last. For a run of draws whose
+    values matter only when they reach ``u`` (``m_cut = 0``: none below, one uniform)."""
     k = 0
     while k < n:
         c = st[3]
@@ -308,11 +309,12 @@ def draws_below(st, n, m_cut):
         j0, end = j, min(_BUFFERED, j + n - k)
         while j < end and st[4 + j] < m_cut:
             j += 1
-        st[3] = c + np.uint64(j - j0)
         k += j - j0
         if j < end:
-            break
-    return k
+            st[3] = c + np.uint64(j - j0 + 1)
+            return k, _to_unit(st[4 + j])
+        st[3] = c + np.uint64(j - j0)
+    return k, np.nan
 
 
 @event_kernel

@@ -423,25 +423,28 @@ def test_bits_below_splits_the_draws_at_the_uniform():
 
 def test_draws_below_takes_the_same_draws_as_uniform_calls():
     """A run of ``draws_below`` stops where the sequential uniforms first reach the cut
-    (or after ``n``), leaves the stream where those calls leave it, and across buffer
-    refills (cuts from 0.01 to 0.999, runs of 1 to 300 draws, starts at every buffer
-    position)."""
+    (or after ``n``), returns the stopping uniform, leaves the stream where those calls
+    leave it, and across buffer refills (cuts from 0.01 to 0.999 and one equal to a later
+    draw's own uniform, runs of 0 to 300 draws, starts at many buffer positions)."""
+    ahead = rng.new_stream(11, rng.STAGE_LIFE, 0, 4)
+    at_draw_46 = [rng.uniform(ahead) for _ in range(47)][-1]  # (draws 31 to 45 are below it)
     for cut, n, skip in [(0.99, 300, 0), (0.999, 300, 5), (0.5, 40, 31), (0.01, 7, 1), (0.97, 1, 32), (0.995, 250, 17),
-                         (0.999, 0, 3)]:
+                         (0.999, 0, 3), (at_draw_46, 300, 31)]:
         a = rng.new_stream(11, rng.STAGE_LIFE, 0, 4)
         b = a.copy()
         for _ in range(skip):
             rng.uniform(a)
             rng.uniform(b)
         m_cut = rng.bits_below(cut)
-        for _ in range(20):
-            k = rng.draws_below(a, n, m_cut)
-            expect = 0
+        for run in range(20):
+            k, u = rng.draws_below(a, n, m_cut)
+            assert cut != at_draw_46 or run > 0 or (k, u) == (15, cut)
+            expect, stop = 0, np.nan
             while expect < n:
-                c = b.copy()
-                if rng.uniform(c) >= cut:
+                x = rng.uniform(b)
+                if x >= cut:
+                    stop = x
                     break
-                rng.uniform(b)
                 expect += 1
-            assert k == expect and a[3] == b[3]
+            assert k == expect and a[3] == b[3] and (u == stop or np.isnan(u) and np.isnan(stop))
             assert [rng.uniform(a) for _ in range(3)] == [rng.uniform(b) for _ in range(3)]

@@ -25,7 +25,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from make_fit_table import ARRIVALS, DESIGNS, LOADS, PAGE, point, refit, render  # noqa: E402
+from make_fit_table import ARRIVALS, DESIGNS, INSTANCES, LOADS, PAGE, point, refit, render  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent / "serve"))
 from make_load_table import regenerate  # noqa: E402
@@ -39,25 +39,28 @@ REQUESTS = 200_000
 BEGIN, END = "<!-- spread-table:begin -->", "<!-- spread-table:end -->"
 
 
-def spread_system(design: str):
-    """The serving system of a cell: ``design``'s continuous plan on make_fit_table.py's
-    instances, its lengths spread :data:`LENGTH_CV`."""
-    from make_fit_table import INSTANCES
-
+def spread_scenario(design: str):
+    """``design``'s scenario, its lengths spread :data:`LENGTH_CV`."""
     from mcengine.scenario import load_scenario
+
+    return load_scenario(design, (f"workload.load.length_cv={LENGTH_CV:g}",))
+
+
+def spread_system(design: str, scenario=None):
+    """The serving system of a cell: ``design``'s continuous plan on make_fit_table.py's
+    instances, its lengths spread :data:`LENGTH_CV` (from ``scenario``, its
+    :func:`spread_scenario`, when the caller has it)."""
     from mcengine.standalone.serve import serving_system
 
-    return serving_system(load_scenario(design, (f"workload.load.length_cv={LENGTH_CV:g}",)), "continuous", INSTANCES)
+    return serving_system(spread_scenario(design) if scenario is None else scenario, "continuous", INSTANCES)
 
 
 def grid(designs=DESIGNS, arrivals=ARRIVALS, loads=LOADS) -> pd.DataFrame:
     """Every cell of the grid: one row each."""
-    from mcengine.scenario import load_scenario
-
     rows = []
     for name in designs:
-        scenario = load_scenario(name, (f"workload.load.length_cv={LENGTH_CV:g}",))
-        system = spread_system(name)
+        scenario = spread_scenario(name)
+        system = spread_system(name, scenario)
         for arrival, cv in arrivals:
             for load in loads:
                 rows.append({"design": name, "mode": "continuous", "length_cv": LENGTH_CV, **point(scenario, system, load, arrival, cv, REQUESTS)})

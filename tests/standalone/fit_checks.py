@@ -41,12 +41,14 @@ def assert_fits(system, rate, cv: float, sim: np.ndarray, sem: np.ndarray) -> No
 def assert_block_is_committed_and_model(table, system_of) -> pd.DataFrame:
     """A docs table script's page block (``table.PAGE`` between ``table.BEGIN`` and
     ``table.END``) is ``table.render`` of its committed CSV (``table.CSV``), and the CSV's
-    fast-model columns are the model's now (``table.refit`` with ``system_of(row)``, each
-    row's serving system, to 1e-5). Returns the committed table."""
+    fast-model columns, their errors and passes are the model's now (``table.refit`` with
+    ``system_of(row)``, each row's serving system, to 1e-5). Returns the committed table."""
     committed = pd.read_csv(table.CSV)
     page = table.PAGE.read_text()
     assert page[page.index(table.BEGIN) + len(table.BEGIN):page.index(table.END)].strip() == table.render(committed)
     fresh = table.refit(committed, system_of)
     for k in ("ttft_p99", "ttft_mean", "tpot_p99", "tpot_mean"):
         np.testing.assert_allclose(fresh[f"fast_{k}_ms"], committed[f"fast_{k}_ms"], rtol=1e-5)
+        np.testing.assert_allclose(fresh[f"err_{k}"], committed[f"err_{k}"], rtol=1e-5, atol=1e-5)
+    assert (fresh.passes == committed.passes).all()
     return committed

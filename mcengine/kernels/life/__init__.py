@@ -104,10 +104,10 @@ it is next looked at or at the horizon:
   not computed: a uniform below ``exp(-H(horizon))`` (with a margin far above rounding,
   :func:`~mcengine.kernels.life.hazard.past_uniform`) is such a life whenever it
   starts, and it arms no clock. A lifetime's start draws one life per unit (the shipped
-  Lite's 4,096 laser modules, about 1 % of them within five years), so its cost per
-  unit is a uniform and a compare, not a log and a power; at the start the lives past
-  the horizon are a run of draws compared as integers in the stream's buffer
-  (:func:`~mcengine.rng.draws_below`).
+  Lite's 4,096 laser modules, about 1 % of them within five years), so a unit past the
+  horizon costs a compare, not a log and a power: at a lifetime's start those lives are
+  a run of 53-bit words compared in the stream's buffer with the cut's integer
+  (:func:`~mcengine.rng.draws_below`), elsewhere a uniform and a compare.
 
 This leaves about one loop iteration per failure or fault (swaps, installs, restarts
 and repairs need none; ``python -m benchmarks counts`` counts them per lifetime). Memory per lifetime is ``O(GPUs)``, reused across the lifetimes of a block. The counts of

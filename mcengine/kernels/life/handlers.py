@@ -18,7 +18,7 @@ import numpy as np
 from mcengine.jit import inline_kernel, linked_kernel
 from mcengine.kernels.laws import sample_resolved
 from mcengine.kernels.life.hazard import (
-    gpu_wear_hazard, hazard, life_within, module_life, past_uniform, unit_life, wear_group,
+    gpu_wear_hazard, hazard, life_within, module_life, past_uniform, unit_life, wear_group, weibull_life,
 )
 from mcengine.kernels.life.heap import heap_remove, times_pop
 from mcengine.kernels.life.indices import (
@@ -81,11 +81,14 @@ def start_lifetime(ws, s, c, lf, wb, n_wb):
         m_cut = bits_below(cut) if one else np.uint64(0)
         p = 0
         while p < c.positions:
-            if one:
-                p += draws_below(st, c.positions - p, m_cut)
+            if one:  # (the draw that stops a run is not below the cut: its life is computed)
+                k, u = draws_below(st, c.positions - p, m_cut)
+                p += k
                 if p == c.positions:
                     break
-            life = life_within(st, scale, shape, cut) if one else module_life(st, lf.mwb, lf.n_mwb, u_past, PAST_MODULE)
+                life = weibull_life(u, scale, shape)
+            else:
+                life = module_life(st, lf.mwb, lf.n_mwb, u_past, PAST_MODULE)
             if life <= lf.horizon:  # (else no clock, nothing to keep)
                 ws.m_life[p] = life
                 ws.m_t0[:, p] = 0.0

@@ -55,7 +55,14 @@ def life_within(st, scale, shape, u_past):
     u = uniform(st)
     if u < u_past:
         return np.inf + 0.0 * st.size  # (st lives to the end: see rng.uniform)
-    return scale * (-math.log(u)) ** (1.0 / shape) + 0.0 * st.size
+    return weibull_life(u, scale, shape) + 0.0 * st.size
+
+
+@kernel
+def weibull_life(u, scale, shape):
+    """The Weibull life of uniform ``u`` by inversion, ``scale * (-log u)**(1/shape)``
+    (:func:`~mcengine.rng.weibull_scale`'s arithmetic)."""
+    return scale * (-math.log(u)) ** (1.0 / shape)
 
 
 @kernel
