@@ -7,12 +7,15 @@ first so that numba's compile or cache load is reported apart (``warmup_and_comp
 * ``reliability``: cluster lifetimes/s of the reliability stage;
 * ``chain``: trials/s of the whole chain (inputs → fab → reliability → roofline → econ,
   chunked runner with streaming summaries) at 1 thread and at every thread, the
-  speed-up, the wall and CPU seconds of the stages alone on the same trials at 1
-  thread, and so the orchestration overhead ``chain / sum(stages) − 1`` in CPU seconds
-  at 1 thread (where the chain overlaps nothing, so it is the work done outside the
-  stages; CPU seconds, as a busy machine stretches wall seconds unevenly); at every
-  thread, the share of the cores the chain keeps busy (its process CPU seconds over
-  threads x wall).
+  speed-up, the wall seconds of the stages alone on the same trials at every thread
+  (``stage_seconds``) and so the orchestration overhead ``chain / sum(stages) − 1`` in
+  wall seconds at every thread (``orchestration_overhead``: negative where the chain
+  overlaps stages), the same in CPU seconds at 1 thread, the inputs' draw a stage
+  (``stage_cpu_s``, ``orchestration_overhead_cpu_1_thread``: the chain overlaps
+  nothing there, so it is the work done outside the stages; CPU seconds, as a busy
+  machine stretches wall seconds unevenly); at every thread, the share of the cores the
+  chain keeps busy (``core_use_all_threads``: its process CPU seconds over threads x
+  wall).
 
 Each timing is the best of :data:`REPEATS` runs (1 with ``quick``), the repeats going
 round all the cases so that a slow spell of a shared machine spreads over every case
@@ -193,9 +196,11 @@ def chain(quick: bool = False) -> dict:
             wall, cpu = _chain_times(refs, trials, threads)
             if wall < many[label]:
                 many[label], busy[label] = wall, cpu / (threads * wall)
+            with _threads(threads):
+                walls = _stage_times(refs, trials)["wall"]
             with _threads(1):  # (as the one-thread chain, which overlaps nothing)
-                alone = _stage_times(refs, trials)
-            for clock, times in alone.items():
+                cpus = _stage_times(refs, trials)["cpu"]
+            for clock, times in (("wall", walls), ("cpu", cpus)):
                 for stage, seconds in times.items():
                     stages[label][clock][stage] = min(stages[label][clock].get(stage, float("inf")), seconds)
             interrupt.check()
@@ -210,9 +215,10 @@ def chain(quick: bool = False) -> dict:
             "trials_per_s_all_threads": trials / many[label],
             "speedup": one[label] / many[label],
             "cpu_s_1_thread": one_cpu[label],
-            "stage_seconds": stages[label]["wall"],
+            "stage_seconds": {stage: seconds for stage, seconds in stages[label]["wall"].items() if stage != "inputs"},
             "stage_cpu_s": stages[label]["cpu"],
-            "orchestration_overhead": one_cpu[label] / sum(stages[label]["cpu"].values()) - 1.0,
+            "orchestration_overhead": many[label] / sum(s for k, s in stages[label]["wall"].items() if k != "inputs") - 1.0,
+            "orchestration_overhead_cpu_1_thread": one_cpu[label] / sum(stages[label]["cpu"].values()) - 1.0,
             "core_use_all_threads": busy[label],
             "projected_s_for_1e6_trials": many[label] * 1e6 / trials,
         }

@@ -277,16 +277,19 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
     chunk boundary leaves no core idle either), kept in the caller's ``handoff`` dict for
     the call that computes that chunk; a call whose first slice is another drops them
     (a slice's kernels read its bounds alone: the same columns, and their error is raised
-    only by the call that uses them)."""
+    only by the call that uses them; dropped kernels not yet run are not run, :meth:`_Kernels.drop`)."""
     overlapped = numba.get_num_threads() > 1
+    slices = slices_of(trial_start, n)
     kept = (handoff or {}).pop("kernels", None)
-    if n <= SLICE_TRIALS and not (overlapped and (kept or then)):
+    if kept is not None and not (overlapped and [kept[0]] == slices[:1]):
+        kept[1].drop()
+        kept = None
+    if len(slices) <= 1 and not (overlapped and (kept or then)):
         return run_slice(scenarios, seed, trial_start, n)
-    slices = [(start, min(SLICE_TRIALS, trial_start + n - start)) for start in range(trial_start, trial_start + n, SLICE_TRIALS)]
     chunk: dict[str, dict[str, np.ndarray]] = {}
     kernels = None
     if overlapped:
-        kernels = kept[1] if kept is not None and kept[0] == slices[0] else _Kernels(scenarios, seed, *slices[0])
+        kernels = kept[1] if kept is not None else _Kernels(scenarios, seed, *slices[0])
     for j, (start, size) in enumerate(slices):
         if kernels is None:
             part = run_slice(scenarios, seed, start, size)
@@ -305,6 +308,13 @@ def run_chunk(scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: i
             _place(chunk.setdefault(name, {}), columns, start - trial_start, n)
         del part  # (freed before the next slice is computed)
     return chunk
+
+
+def slices_of(trial_start: int, n: int) -> list[tuple[int, int]]:
+    """The slices ``(first trial, trials)`` :func:`run_chunk` computes the chunk of ``n``
+    trials from ``trial_start`` in: :data:`SLICE_TRIALS` each (read at the call), the last
+    the rest."""
+    return [(start, min(SLICE_TRIALS, trial_start + n - start)) for start in range(trial_start, trial_start + n, SLICE_TRIALS)]
 
 
 def _place(into: dict[str, np.ndarray], columns: dict[str, np.ndarray], at: int, n: int) -> None:
@@ -392,21 +402,31 @@ class _Kernels:
     (:func:`_drawn`, :func:`_kernel_columns`: :meth:`outcome` is their memo), at once, on
     :func:`_kernels_thread` with the numba thread count of the thread that asked (numba's
     count is per thread); every error is raised by the first call that waits for what it
-    stopped."""
+    stopped. :meth:`drop` stops what is not yet started."""
 
     def __init__(self, scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int):
-        self._inputs, self._memo, self._error = None, None, None
+        self._inputs, self._memo, self._error, self._dropped = None, None, None, False
         self._drawn, self._done, threads = threading.Event(), threading.Event(), numba.get_num_threads()
         _kernels_thread().ask(lambda: self._kernels(threads, scenarios, seed, trial_start, n))
+
+    def drop(self) -> None:
+        """No longer wanted (never waited for after this): the draw, and the kernels after
+        it, are not started if not yet started, and the inputs drawn are let go; a part
+        already running runs to its end (the thread's jobs after it wait for it)."""
+        self._dropped = True
 
     def _kernels(self, threads: int, scenarios: tuple[Scenario, ...], seed: int, trial_start: int, n: int) -> None:
         numba.set_num_threads(threads)
         try:
-            self._inputs = _drawn(scenarios, seed, trial_start, n)
+            if not self._dropped:
+                self._inputs = _drawn(scenarios, seed, trial_start, n)
             self._drawn.set()
-            self._memo = _kernel_columns(scenarios, seed, self._inputs)
+            if not self._dropped:
+                self._memo = _kernel_columns(scenarios, seed, self._inputs)
         except BaseException as error:  # noqa: BLE001 - handed to the caller by inputs() or outcome()
             self._error = error
+        if self._dropped:
+            self._inputs = self._memo = None
         self._drawn.set()
         self._done.set()
 

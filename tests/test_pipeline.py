@@ -283,11 +283,36 @@ def test_the_next_chunks_first_kernels_started_beside_a_chunk_give_the_same_numb
     second = with_threads(2, run_chunk, pair, 11, 1072, 72, handoff)
     assert handoff == {}
     handoff["kernels"] = (1000, 40), with_threads(2, pipeline._Kernels, pair, 11, 1000, 40)
+    dropped = handoff["kernels"][1]
     third = with_threads(2, run_chunk, pair, 11, 1072, 72, handoff)
+    assert dropped._dropped and handoff == {}
     for name in whole:
         for column, values in whole[name].items():
             for part in (second, third):
                 np.testing.assert_array_equal(np.concatenate([first[name][column], part[name][column]]), values, err_msg=f"{name}.{column}")
+
+
+def test_dropped_kernels_not_yet_started_are_never_run(case, monkeypatch):
+    """A slice's kernels dropped while the jobs before them run (the kernels thread held)
+    neither draw its inputs nor run its kernels, and hold nothing once their turn is
+    past; the slicing rule is read at the call (a patched SLICE_TRIALS)."""
+    import threading
+
+    import mcengine.pipeline as pipeline
+    from mcengine.runner.execution import _next_slice
+
+    calls = []
+    monkeypatch.setattr(pipeline, "_drawn", lambda *a: calls.append(a))
+    monkeypatch.setattr(pipeline, "_kernel_columns", lambda *a: calls.append(a))
+    held = threading.Event()
+    pipeline._kernels_thread().ask(held.wait)
+    kernels = with_threads(2, pipeline._Kernels, case[:1], 11, 0, 40)
+    kernels.drop()
+    held.set()
+    assert kernels._done.wait(60) and calls == [] and kernels._inputs is None and kernels._memo is None
+    monkeypatch.setattr(pipeline, "SLICE_TRIALS", 40)
+    assert pipeline.slices_of(100, 90) == [(100, 40), (140, 40), (180, 10)]
+    assert _next_slice(200, 0, 40) == (40, 40) and _next_slice(200, 0, 39) is None and _next_slice(200, 160, 40) is None
 
 
 def test_an_error_drawing_a_later_slices_inputs_is_raised_on_one_or_two_threads(case, monkeypatch):

@@ -170,7 +170,7 @@ def run(quick: bool = False) -> dict:
         "cpu_s_per_1e5_trials": {"tables": tables * per, "searches": searches * per, "rest": (tables - searches) * per, "choice": choice * per},
         "search_share": searches / tables,
         "searches_per_trial": searched / trials,
-        "search_ns_per_search": searches / searched * 1e9,
+        "search_ns_per_search": searches / searched * 1e9 if searched else None,  # (None: no search ran)
         "numpy_step_times_per_trial": evaluated / trials,
         "probe_ns_per_trial": _probe_ns(trials, repeats),
     }

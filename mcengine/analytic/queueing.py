@@ -344,10 +344,11 @@ def _mean_batch(lam, servers, cycle_1, cycle_top, top, burst):
     if it falls there, it is below ``G(1) <= 0``, and that piece is an interval from 1 (``u``
     never rises). So ``G`` may fall only while negative, then rises: one root.
 
-    Returns ``(k, C, g)``: with the root, the probability of waiting and the gap
-    (:func:`_batch_state`) at the last ``k`` the steps evaluated, within
-    :data:`BATCH_TOLERANCE` of the root (the state :func:`batch_queue` reads, not
-    evaluated again)."""
+    Returns ``(k, C, g)``: the ``k`` the last step reached, and the probability of waiting
+    and the gap (:func:`_batch_state`) at the last ``k`` evaluated, one step from it (at
+    most :data:`BATCH_TOLERANCE` of ``k`` for a settled trial; a trial still unsettled after
+    :data:`BATCH_STEPS` steps keeps its last evaluation's): the state :func:`batch_queue`
+    reads, not evaluated again."""
     shape = np.broadcast(lam, servers, cycle_1, cycle_top, top, burst).shape
     args = tuple(np.broadcast_to(np.asarray(x, float), shape).ravel() for x in (lam, servers, cycle_1, cycle_top, top, burst))
     out, wait, gap = np.ones(args[0].size), np.empty(args[0].size), np.empty(args[0].size)
@@ -476,7 +477,9 @@ def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, to
 
 
 #: The bracket's width, relative to ``1 - z``, at which :func:`_self_consistent_wait` takes
-#: a trial's ratio as solved (the wait ``g / (1 - z^P)`` then to about as much of itself).
+#: a trial's ratio as solved (the wait ``g / (1 - z^P)`` then to about as much of itself
+#: where ``H``'s rounding allows: near capacity, ``k - 1`` about 1e-4, the float residual
+#: limits the wait to about 1e-8 of itself).
 WAIT_TOLERANCE = 1e-13
 
 

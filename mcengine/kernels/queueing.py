@@ -58,8 +58,10 @@ def _dispersion(log_z, g, p, span):
 def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance, scale):
     """One step of a bracketed Newton solve of an increasing residual ``G`` (``G(lo) <= 0 <=
     G(hi)``) at ``x``, where ``G = g`` and ``G' = dg``: the bracket narrowed to ``x`` on the
-    side ``g`` puts it, and the Newton step where ``dg > 0``, it stays in the bracket and it
-    is at most half the step before last (``before``; ``moved`` the last), else the
+    side ``g`` puts it, and the Newton step where ``dg > 0``, it stays in the bracket (below
+    ``hi`` strictly: a caller's first ``hi`` may be a point where ``G`` is not defined, the
+    ratio 1 of :func:`self_consistent_waits`) and it is at most half the step before last
+    (``before``; ``moved`` the last), else the
     bracket's midpoint. Returns ``(next x, lo, hi, moved, before, done)``, ``done`` where
     the step was at most ``tolerance x scale`` (the caller's resolution: ``|x|``, or ``1 -
     x`` for a ratio whose wait is read off ``1 - x``)."""
@@ -68,7 +70,7 @@ def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance, scale):
     if g >= 0.0:
         hi = x
     step = x - g / dg
-    if not (dg > 0.0 and lo <= step <= hi and 2.0 * abs(step - x) <= before):
+    if not (dg > 0.0 and lo <= step < hi and 2.0 * abs(step - x) <= before):
         step = 0.5 * (lo + hi)
     length = abs(step - x)
     return step, lo, hi, length, moved, length <= tolerance * scale

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import numba
 
-from .. import interrupt
+from .. import interrupt, pipeline
 from ..errors import Interrupted
-from ..pipeline import SLICE_TRIALS, run_chunk
+from ..pipeline import run_chunk, slices_of
 from . import heap
 from .accumulate import Accumulators, _new_accumulators
 from .backends import FolderBackend, MemoryBackend
@@ -185,6 +185,8 @@ class _ChunkWorker(threading.Thread):
                 self._done.put((run_chunk(self._spec.scenarios, self._spec.seed, *bounds, handoff, _next_slice(self._spec.trials, *bounds)), None))
             except BaseException as error:  # noqa: BLE001 - raised in the caller's thread by outcome()
                 self._done.put((None, error))
+        if "kernels" in handoff:  # started for a chunk never asked for
+            handoff.pop("kernels")[1].drop()
 
     def outcome(self) -> dict:
         """The columns of the earliest chunk asked for and not yet taken, once computed; an
@@ -203,6 +205,6 @@ def _next_slice(trials: int, start: int, n: int) -> tuple[int, int] | None:
     None after the last chunk, or after a chunk smaller than a slice (the adaptive rule's
     first chunks: the next may be as small)."""
     after = start + n
-    if after >= trials or n < SLICE_TRIALS:
+    if after >= trials or n < pipeline.SLICE_TRIALS:
         return None
-    return after, min(SLICE_TRIALS, trials - after)
+    return slices_of(after, trials - after)[0]

@@ -424,6 +424,26 @@ def test_mean_batch_is_the_root_over_random_inputs():
         assert qu._mean_batch(*(a[i] for a in state))[0] == k[i]
 
 
+def test_mean_batch_state_is_the_last_k_evaluated(monkeypatch):
+    """The probability of waiting and the gap :func:`_mean_batch` returns are, bit for bit,
+    :func:`_batch_state`'s at the last ``k`` it evaluated, one step from the ``k`` it
+    returns, at most :data:`BATCH_TOLERANCE` of ``k`` (200 random inputs, each alone:
+    every one settles within :data:`BATCH_STEPS` steps)."""
+    state = qu._batch_state
+    evaluated = []
+    monkeypatch.setattr(qu, "_batch_state", lambda k, *a: evaluated.append(np.array(k, float)) or state(k, *a))
+    args = random_batch_queue(np.random.default_rng(11), 200)
+    burst = (1.0 + args[5] ** 2) / 2.0
+    for i in range(200):
+        one = (*(a[i] for a in args[:5]), burst[i])
+        evaluated.clear()
+        k, wait, gap = (np.ravel(x) for x in qu._mean_batch(*one))
+        last = evaluated[-1]
+        assert len(evaluated) <= qu.BATCH_STEPS and abs(k[0] - last[0]) <= qu.BATCH_TOLERANCE * last[0]
+        c_at, gap_at = state(last, *(np.atleast_1d(x) for x in one))[:2]
+        assert wait.tobytes() == c_at.tobytes() and gap.tobytes() == gap_at.tobytes()
+
+
 def test_mean_batch_steps(monkeypatch):
     """At most :data:`BATCH_STEPS` residuals (the state at the answer is the last one's) whatever
     the values, the rates from a trickle to 10^12 requests/s. Prefill pools like the case

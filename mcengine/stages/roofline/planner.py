@@ -312,8 +312,10 @@ def static_bounds(decode) -> tuple[np.ndarray, np.ndarray]:
     constants ``>= 0``, linear terms, and sums, non-negative multiples, maxima and
     minima of star-shaped terms are star-shaped. On a dense model every term of a pass
     over ``b`` sequences per micro-batch is star-shaped once the busiest attention
-    group's ``ceil(b/g)`` sequences (``g`` :attr:`~mcengine.analytic.roofline.model.Layout.groups`:
-    1 with the heads sharded, where there is no ceiling) are read as ``b/g``: the FLOPs
+    group's ``ceil(b/g)`` sequences (``g`` :attr:`~mcengine.analytic.roofline.model.Layout.groups`;
+    with the heads sharded there is no ceiling, but with data-parallel attention at
+    ``t = 1`` there is one, ``ceil(b)``, as ``b = B/p`` is fractional when pipelined)
+    are read as ``b/g``: the FLOPs
     and KV bytes are linear in ``b`` and ``b/g``, the weights streamed do not depend on
     ``b``, every collective is ``α + k h + c M/W`` with ``M`` linear in them (the fastest
     of several is their minimum), the overheads are constants, and ``total =
@@ -330,7 +332,8 @@ def static_bounds(decode) -> tuple[np.ndarray, np.ndarray]:
     The static plan's batch ``B = max(1, min(B_max, B_SLO, B_TTFT))`` (or the fixed
     batch) is at most the decode instance's ``C = max(1, min(B_max, B_SLO))`` (or the
     same fixed batch), whose phases ``decode`` holds. With ``B*`` the least multiple of
-    ``g p`` at least ``C`` (``C`` itself when ``g = 1``), the static plan's tokens/s is
+    ``g p`` at least ``C`` (``C`` itself with the heads sharded, where ``L = T`` at every
+    batch), the static plan's tokens/s is
 
     ``B O / (T_pre(B) + O T_dec(B)) <= B* O / (L_pre(B*) + O L_dec(B*)) = B* O / (T_pre(B*) + O T_dec(B*))
     <= (B*/C) C O / (T_pre(C) + O T_dec(C)) = U``
@@ -341,7 +344,7 @@ def static_bounds(decode) -> tuple[np.ndarray, np.ndarray]:
     it serves no tokens its objective is ``-inf``."""
     layout, o = decode.layout, decode.output_tokens
     unit = layout.groups * layout.pipeline
-    stretch = 1.0 if layout.groups == 1 else -(-decode.batch // unit) * unit / decode.batch
+    stretch = 1.0 if layout.attention == "tensor" else -(-decode.batch // unit) * unit / decode.batch
     return (stretch * (decode.batch * o) / (decode.prefill.total_s + o * decode.decode.total_s),
             stretch * (decode.batch * o) / (decode.prefill.busy_s + o * decode.decode.busy_s))
 
