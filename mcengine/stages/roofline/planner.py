@@ -226,10 +226,14 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs, screen: bool = 
     decodes = [decode(layout) for layout in layouts] if "disaggregated" in modes else None
     parts: dict = {mode: ([], [], []) for mode in modes}  # each mode's blocks, holders and builders
 
-    def add(mode: str, e, build) -> None:
-        block = (rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None])
+    def add(mode: str, e, build, block=None) -> None:
+        """A row of ``mode``: evaluation ``e``'s columns, or the ``block`` given (a screened
+        static plan's, holding its layout's decode instance ``e``), and how to rebuild it."""
+        if block is None:
+            block = (rows(served_tokens(e))[None], rows(e.busy_fraction)[None], rows(e.fits)[None], rows(e.tpot_s)[None])
+            block = (*block, rows(e.ttft_s)[None], rows(e.batch)[None]) if under_load else block
         blocks, holders, builders = parts[mode]
-        blocks.append((*block, rows(e.ttft_s)[None], rows(e.batch)[None]) if under_load else block)
+        blocks.append(block)
         holders.append(_sequences_that_fit(e))
         builders.append(build)
 
@@ -240,11 +244,9 @@ def evaluate_candidates(scenario: Scenario, inputs: TrialInputs, screen: bool = 
         rivals = _rivals(parts["continuous"][0]) if screen and "continuous" in modes and decodes is not None and not under_load else []
         for i, layout in enumerate(layouts):
             limits = None if decodes is None else decodes[i]
-            if rivals and _beaten(scenario, limits, rivals):
-                blocks, holders, builders = parts["static"]
-                blocks.append((np.broadcast_to(-np.inf, (1, n)), None, rows(limits.fits)[None], np.broadcast_to(np.inf, (1, n))))
-                holders.append(_sequences_that_fit(limits))
-                builders.append(lambda lay=layout: static(lay))
+            if rivals and _beaten(scenario, limits, rivals):  # (at saturation: no TTFT or batch columns)
+                screened = (np.broadcast_to(-np.inf, (1, n)), None, rows(limits.fits)[None], np.broadcast_to(np.inf, (1, n)))
+                add("static", limits, lambda lay=layout: static(lay), screened)
             else:
                 add("static", static(layout, limits), lambda lay=layout: static(lay))
     if decodes is not None:
