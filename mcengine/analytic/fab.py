@@ -14,6 +14,7 @@ import math
 import warnings
 
 import numpy as np
+import scipy  # scipy loads scipy.stats and scipy.integrate on first use: a first `mcengine run` imports neither
 
 #: Names of the whole-die yield formulas reported by ``mcengine yield`` (docs/interface.md).
 YIELD_MODELS = ("poisson", "murphy", "negative_binomial", "seeds", "moore")
@@ -72,11 +73,9 @@ def closed_form_yields(m: float, clustering: float) -> dict[str, float]:
 def _conditional_yield(lam, die_area_cm2, units, required, unit_fraction, weights):
     """Die yield at a known density ``lam``, averaged over dies of relative density
     ``weights``: ``exp(-lam A w (1 - f)) * P[Binomial(U, exp(-lam A w f / U)) >= K]``."""
-    from scipy import stats  # (imported where used: a first `mcengine run` needs no scipy.stats)
-
     m = lam * die_area_cm2 * weights
     clean_unit = np.exp(-m * unit_fraction / units)
-    tail = stats.binom.sf(required - 1, units, clean_unit)
+    tail = scipy.stats.binom.sf(required - 1, units, clean_unit)
     return float(np.mean(np.exp(-m * (1.0 - unit_fraction)) * tail))
 
 
@@ -108,8 +107,6 @@ def harvest_yield(die_area_cm2: float, defect_density_per_cm2: float, clustering
     -------
     float
     """
-    from scipy import integrate, stats  # (imported where used: see _conditional_yield)
-
     w = np.ones(1) if weights is None else np.asarray(weights, dtype=float)
 
     def conditional(lam):
@@ -121,22 +118,22 @@ def harvest_yield(die_area_cm2: float, defect_density_per_cm2: float, clustering
         # the gamma mixture differs from the Poisson yield at its mean by f''(D0) Var / 2,
         # (D0 A)^2 / alpha relative: below 1e-24 here (and a denormal D0 breaks the gamma law)
         return conditional(defect_density_per_cm2)
-    law = stats.gamma(clustering, scale=defect_density_per_cm2 / clustering)
+    law = scipy.stats.gamma(clustering, scale=defect_density_per_cm2 / clustering)
     high = law.isf(1e-15)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", integrate.IntegrationWarning)
+        warnings.simplefilter("error", scipy.integrate.IntegrationWarning)
         try:
-            value, _err = integrate.quad(lambda lam: law.pdf(lam) * conditional(lam), 0.0, high,
-                                         points=[defect_density_per_cm2], limit=200, epsabs=1e-12, epsrel=1e-10)
+            value, _err = scipy.integrate.quad(lambda lam: law.pdf(lam) * conditional(lam), 0.0, high,
+                                               points=[defect_density_per_cm2], limit=200, epsabs=1e-12, epsrel=1e-10)
             return value
-        except integrate.IntegrationWarning:
+        except scipy.integrate.IntegrationWarning:
             pass
         # Strong clustering (small alpha) piles the density's mass at 0 with a thin tail:
         # integrate over the quantile u = F(lam) instead, a bounded integrand on (0, 1).
         try:
-            value, _err = integrate.quad(lambda u: conditional(law.ppf(u)), 0.0, 1.0, limit=500, epsabs=1e-10)
+            value, _err = scipy.integrate.quad(lambda u: conditional(law.ppf(u)), 0.0, 1.0, limit=500, epsabs=1e-10)
             return value
-        except integrate.IntegrationWarning:
+        except scipy.integrate.IntegrationWarning:
             return math.nan  # callers report a closed form they could not evaluate as out of range
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import scipy  # scipy loads scipy.stats and scipy.integrate on first use: a first `mcengine run` imports neither
 from scipy import special
 
 from ..kernels import queueing as kq
@@ -150,8 +151,6 @@ def fleet_instances(up_needed, down_probability, quantile) -> np.ndarray:
     reached from ``N = U`` (each step at most the answer): :data:`FLEET_STEPS` steps at
     most, each on the trials not yet settled; a trial not settled by then (an instance
     down most of the time) has no fleet, ``+inf``."""
-    from scipy import stats  # (imported where used: a first `mcengine run` needs no scipy.stats)
-
     shape = np.broadcast_shapes(*(np.shape(x) for x in (up_needed, down_probability, quantile)))
     need, p, q = (np.broadcast_to(np.asarray(x, float), shape).ravel() for x in (up_needed, down_probability, quantile))
     need = np.ceil(need)
@@ -160,7 +159,7 @@ def fleet_instances(up_needed, down_probability, quantile) -> np.ndarray:
     for _ in range(FLEET_STEPS):
         if open_.size == 0:
             break
-        step = need[open_] + stats.binom.ppf(q[open_], fleet[open_], p[open_])
+        step = need[open_] + scipy.stats.binom.ppf(q[open_], fleet[open_], p[open_])
         moved = step != fleet[open_]
         fleet[open_] = step
         open_ = open_[moved]

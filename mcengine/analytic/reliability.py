@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy  # scipy loads scipy.stats and scipy.integrate on first use: a first `mcengine run` imports neither
 from scipy import special
 
 from ..units import HOURS_PER_YEAR
@@ -206,12 +207,10 @@ def series_mean_survival(horizon_hours: float, exp_rate: float, groups: list[tup
     ``S(t) = exp(-exp_rate t - Σ (t/eta_g)^k_g)`` over ``groups = [(k_g, eta_g), ...]``,
     averaged over ``[0, T]`` by adaptive quadrature (exact to ~1e-10).
     """
-    from scipy import integrate  # (imported where used: a first `mcengine run` needs neither scipy.integrate nor scipy.stats)
-
     def survival(t):
         return math.exp(-exp_rate * t - sum((t / eta) ** k for k, eta in groups))
 
-    value, _ = integrate.quad(survival, 0.0, horizon_hours, epsabs=1e-12, epsrel=1e-11, limit=200)
+    value, _ = scipy.integrate.quad(survival, 0.0, horizon_hours, epsabs=1e-12, epsrel=1e-11, limit=200)
     return value / horizon_hours
 
 
@@ -295,9 +294,7 @@ def mginf_stockout_probability(failure_rate: float, mean_repair_hours: float, sp
 
     Ample crews and a failure rate held constant by the spares; any repair law.
     """
-    from scipy import stats  # (imported where used: see series_mean_survival)
-
-    return float(stats.poisson.sf(spare_units, failure_rate * mean_repair_hours))
+    return float(scipy.stats.poisson.sf(spare_units, failure_rate * mean_repair_hours))
 
 
 def repair_survival(parts: list[tuple], hours) -> np.ndarray:
@@ -306,26 +303,22 @@ def repair_survival(parts: list[tuple], hours) -> np.ndarray:
     Kinds and parameters as in scenario files: ``("fixed", value)``, ``("exponential",
     mean)``, ``("lognormal", median, sigma)``, ``("weibull", mean, shape)``.
     """
-    from scipy import stats  # (imported where used: see series_mean_survival)
-
     u = np.asarray(hours, dtype=float)
     out = np.zeros_like(u)
     for weight, kind, *p in parts:
         if kind == "fixed":
             out += weight * (u < p[0])
         elif kind == "exponential":
-            out += weight * (stats.expon.sf(u, scale=p[0]) if p[0] > 0 else 0.0)
+            out += weight * (scipy.stats.expon.sf(u, scale=p[0]) if p[0] > 0 else 0.0)
         elif kind == "lognormal":
-            out += weight * (stats.lognorm.sf(u, p[1], scale=p[0]) if p[0] > 0 else 0.0)
+            out += weight * (scipy.stats.lognorm.sf(u, p[1], scale=p[0]) if p[0] > 0 else 0.0)
         else:
-            out += weight * (stats.weibull_min.sf(u, p[1], scale=weibull_scale(p[0], p[1])) if p[0] > 0 else 0.0)
+            out += weight * (scipy.stats.weibull_min.sf(u, p[1], scale=weibull_scale(p[0], p[1])) if p[0] > 0 else 0.0)
     return out
 
 
 def _survival_segments(parts: list[tuple]) -> list[float]:
     """Breakpoints of the survival function (fixed parts) and an upper end of its support."""
-    from scipy import stats  # (imported where used: see series_mean_survival)
-
     points = {0.0}
     upper = 0.0
     for _, kind, *p in parts:
@@ -335,11 +328,11 @@ def _survival_segments(parts: list[tuple]) -> list[float]:
         elif p[0] <= 0.0:  # a zero-length repair (scipy's laws take no zero scale)
             continue
         elif kind == "exponential":
-            upper = max(upper, float(stats.expon.isf(1e-14, scale=p[0])))
+            upper = max(upper, float(scipy.stats.expon.isf(1e-14, scale=p[0])))
         elif kind == "lognormal":
-            upper = max(upper, float(stats.lognorm.isf(1e-14, p[1], scale=p[0])))
+            upper = max(upper, float(scipy.stats.lognorm.isf(1e-14, p[1], scale=p[0])))
         else:
-            upper = max(upper, float(stats.weibull_min.isf(1e-14, p[1], scale=weibull_scale(p[0], p[1]))))
+            upper = max(upper, float(scipy.stats.weibull_min.isf(1e-14, p[1], scale=weibull_scale(p[0], p[1]))))
     points.add(upper)
     return sorted(points)
 
@@ -362,10 +355,8 @@ def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int,
         ``p_stockout`` = P(N > spares) and ``mean_shortfall`` = E[(N - spares)^+]
         (units, i.e. slots waiting, on average).
     """
-    from scipy import integrate, stats  # (imported where used: see series_mean_survival)
-
     segments = _survival_segments(repair_parts)
-    mean_repair = sum(integrate.quad(lambda u: float(repair_survival(repair_parts, u)), a, b, limit=200)[0]
+    mean_repair = sum(scipy.integrate.quad(lambda u: float(repair_survival(repair_parts, u)), a, b, limit=200)[0]
                       for a, b in zip(segments[:-1], segments[1:]))
     means = np.zeros(max(batch_size, 1) + 1)
     means[1] = single_rate * mean_repair
@@ -373,9 +364,9 @@ def batch_mginf_stockout(single_rate: float, batch_rate: float, batch_size: int,
         ks = np.arange(1, batch_size + 1)
 
         def occupancy(u):
-            return stats.binom.pmf(ks, batch_size, float(repair_survival(repair_parts, u)))
+            return scipy.stats.binom.pmf(ks, batch_size, float(repair_survival(repair_parts, u)))
 
-        means[1:] += batch_rate * sum(integrate.quad_vec(occupancy, a, b, limit=200, epsabs=1e-14)[0]
+        means[1:] += batch_rate * sum(scipy.integrate.quad_vec(occupancy, a, b, limit=200, epsabs=1e-14)[0]
                                       for a, b in zip(segments[:-1], segments[1:]))
     return compound_poisson_excess(means, spare_units)
 
@@ -404,8 +395,6 @@ def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
     precision) and below :data:`PANJER_MAX_STEPS` (beyond, the normal law).
     Then ``E[(N - s)^+] = E[N] - s + Σ_{n<=s} (s - n) p(n)``.
     """
-    from scipy import stats  # (imported where used: see series_mean_survival)
-
     means = np.asarray(means, dtype=float)
     s = int(spare_units)
     k = np.arange(means.size)
@@ -413,8 +402,8 @@ def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
     sd = math.sqrt(float(np.dot(k * k, means)))
     if np.count_nonzero(means[2:]) == 0:  # singles only: a Poisson count
         mu = float(means[1]) if means.size > 1 else 0.0
-        p_above = float(stats.poisson.sf(s, mu))
-        shortfall = mu * float(stats.poisson.sf(s - 1, mu)) - s * p_above if s > 0 else mu
+        p_above = float(scipy.stats.poisson.sf(s, mu))
+        shortfall = mu * float(scipy.stats.poisson.sf(s - 1, mu)) - s * p_above if s > 0 else mu
         return {"p_stockout": min(1.0, max(0.0, p_above)), "mean_shortfall": max(0.0, shortfall)}
     if s < mean - _FAR_BELOW_SD * sd:
         return {"p_stockout": 1.0, "mean_shortfall": mean - s}
@@ -422,8 +411,8 @@ def compound_poisson_excess(means: np.ndarray, spare_units: int) -> dict:
         return {"p_stockout": 0.0, "mean_shortfall": 0.0}  # far above the bulk (batches of up to g units)
     if s >= PANJER_MAX_STEPS:  # a bulk this far from 0 is a sum of many Poisson counts: the normal law
         z = (s + 0.5 - mean) / sd
-        return {"p_stockout": float(stats.norm.sf(z)),
-                "mean_shortfall": max(0.0, sd * float(stats.norm.pdf(z)) - (s + 0.5 - mean) * float(stats.norm.sf(z)))}
+        return {"p_stockout": float(scipy.stats.norm.sf(z)),
+                "mean_shortfall": max(0.0, sd * float(scipy.stats.norm.pdf(z)) - (s + 0.5 - mean) * float(scipy.stats.norm.sf(z)))}
     kmu = (k * means)[1:]  # k μ_k for k = 1..g
     g = kmu.size
     q = np.zeros(s + 1)  # p(n) = q[n] * exp(log_scale)
@@ -520,10 +509,8 @@ NEVER_REPAIRED = 1e-12
 
 def _time_average(f, p, horizon_hours: float, settle_hours: float) -> float:
     """``(1/T) ∫_0^T f(p(t)) dt``, by quadrature up to ``settle_hours`` and at ``p(settle)`` beyond."""
-    from scipy import integrate  # (imported where used: see series_mean_survival)
-
     settle = min(horizon_hours, settle_hours)
-    head, _ = integrate.quad(lambda t: f(p(t)), 0.0, settle, epsabs=1e-13, epsrel=1e-11, limit=200)
+    head, _ = scipy.integrate.quad(lambda t: f(p(t)), 0.0, settle, epsabs=1e-13, epsrel=1e-11, limit=200)
     return (head + f(p(settle)) * (horizon_hours - settle)) / horizon_hours
 
 
@@ -531,10 +518,8 @@ def reshard_share(in_place: float, capacity: np.ndarray) -> float:
     """``Σ_k C(n,k) (1-a)^k a^(n-k) capacity[k]``: the expected share of throughput of an
     instance of ``n = len(capacity) - 1`` GPUs each in place with probability ``a``,
     serving ``capacity[k]`` with ``k`` lost (docs/sources.md#rel-no-spares)."""
-    from scipy import stats  # (imported where used: see series_mean_survival)
-
     n = capacity.size - 1
-    return float(np.dot(stats.binom.pmf(np.arange(n + 1), n, 1.0 - in_place), capacity))
+    return float(np.dot(scipy.stats.binom.pmf(np.arange(n + 1), n, 1.0 - in_place), capacity))
 
 
 def no_spares_in_place(horizon_hours: float, exp_rate: float, groups: list[tuple[float, float]], long_run_rate: float,

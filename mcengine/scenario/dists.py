@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 import numpy as np
+import scipy  # scipy loads scipy.stats and scipy.integrate on first use: a first `mcengine run` imports neither
 from scipy import special
 
 from ..kernels.law_codes import LAW_EXPONENTIAL, LAW_FIXED, LAW_LOGNORMAL, LAW_WEIBULL
@@ -191,9 +192,8 @@ class Normal(Dist):
     def ppf(self, u):
         a = (self.low - self.mean) / self.sd
         b = (self.high - self.mean) / self.sd
-        from scipy import stats  # (imported where used: see Triangular.ppf)
 
-        return stats.truncnorm.ppf(u, a, b, loc=self.mean, scale=self.sd)
+        return scipy.stats.truncnorm.ppf(u, a, b, loc=self.mean, scale=self.sd)
 
     def support(self):
         return (self.low, self.high, math.isinf(self.low), math.isinf(self.high))
@@ -254,9 +254,7 @@ class Beta(Dist):
     optional: ClassVar[dict[str, float]] = {"low": 0.0, "high": 1.0}
 
     def ppf(self, u):
-        from scipy import stats  # (imported where used: see Triangular.ppf)
-
-        return self.low + (self.high - self.low) * stats.beta.ppf(u, self.a, self.b)
+        return self.low + (self.high - self.low) * scipy.stats.beta.ppf(u, self.a, self.b)
 
     def support(self):
         return (self.low, self.high, False, False)
