@@ -38,7 +38,8 @@ cycle plus any idle time: the mixture of the batch-time law over the batch sizes
 independent renewal streams of that measured law (:func:`independent_seen_cv2`), beside
 ``seen``; ``P0 law``, :func:`empty_share` at the simulator's ``k`` and the squared CV of
 its gaps (``all gaps``), beside ``P0`` and the chain's ``P0 model`` (the model's ``P(idle)
-k``); ``seen law``, the ``seen`` that :func:`waiting_residual` gives from the simulator's ``k``,
+k``) and ``P0 parts``, :func:`idle_start_share` at the model's ``k`` (the two-part gap law
+solved with the chain at completions); ``seen law``, the ``seen`` that :func:`waiting_residual` gives from the simulator's ``k``,
 ``all gaps`` and ``P0`` (every gap's law and the empty share: the gaps a waiting request
 sees, derived), beside ``seen``; and the spill's terms near full batches: ``left``, the mean requests a completion
 leaves waiting (Lindley's ``W``), ``V gap``, the variance of the arrivals in one gap
@@ -204,12 +205,44 @@ def empty_share(batch_mean, gap_cv2, arrival_cv2):
     spill is the whole wait). :data:`ROOT_STEPS` bisection steps."""
     k = np.asarray(batch_mean, float)
     variance = k * np.asarray(arrival_cv2, float) + k * k * np.asarray(gap_cv2, float)
-    lo, hi = np.zeros(np.broadcast(k, variance).shape), np.ones(np.broadcast(k, variance).shape)
+    return _empty_root(k, lambda s: variance)
+
+
+def _empty_root(k, variance_at):
+    """The root ``s`` in (0, 1) of ``s = E[s^N]`` (:func:`count_pgf`, mean ``k``, variance
+    ``variance_at(s)``) by :data:`ROOT_STEPS` bisection steps (``E[s^N] > s`` below the root,
+    ``<`` above it); 1 where ``k <= 1``."""
+    shape = np.broadcast(k, variance_at(0.5)).shape
+    lo, hi = np.zeros(shape), np.ones(shape)
     for _ in range(ROOT_STEPS):
         mid = 0.5 * (lo + hi)
-        above = count_pgf(mid, k, variance) > mid
+        above = count_pgf(mid, k, variance_at(mid)) > mid
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
     return np.where(k > 1.0, 0.5 * (lo + hi), 1.0)
+
+
+def two_part_gap_cv2(empty, batch_mean, servers, arrival_cv2):
+    """Every gap's squared CV between completions as :func:`idle_start_share`'s two parts (in
+    mean arrival gaps, ``1 / lambda``): a share ``s = empty`` of gaps end in a completion
+    that finds the queue empty and are the arrivals' own (mean 1, squared CV ``c_a^2``); the
+    rest end in a batch, of mean ``(k - s) / (1 - s)`` (every gap averages ``k``, one
+    completion a batch) and the squared CV of ``c`` instances at independent uniform phases,
+    ``(c - 1) / (c + 1)``: ``(s (1 + c_a^2) + (1 - s) m_Q^2 (1 + v_Q)) / k^2 - 1``."""
+    s, k, c, a = (np.asarray(x, float) for x in (empty, batch_mean, servers, arrival_cv2))
+    rest = (k - s) / (1.0 - s)
+    return (s * (1.0 + a) + (1.0 - s) * rest * rest * (1.0 + (c - 1.0) / (c + 1.0))) / (k * k) - 1.0
+
+
+def idle_start_share(batch_mean, servers, arrival_cv2):
+    """The share ``P0`` of batches an idle instance starts, :func:`empty_share`'s chain with
+    every gap's law the two parts of :func:`two_part_gap_cv2` at that same share, solved
+    jointly: ``s = E[s^N]`` with ``N``'s variance ``k c_a^2 + k^2 c_g^2(s)`` (one bisection:
+    ``E[s^N] - s`` changes sign once in (0, 1) at the model's ``k`` on the fit grid). The
+    parts are **measured** (docs/load.md#static-laws (2): the gaps before an empty completion
+    are 0.89-0.97 arrival gaps, squared CV 1.0-1.1 with Poisson arrivals; those before a batch
+    0.8-1.3 where the unbunched phases give 0.88 on 16 instances); no constant is fitted."""
+    k = np.asarray(batch_mean, float)
+    return _empty_root(k, lambda s: k * np.asarray(arrival_cv2, float) + k * k * two_part_gap_cv2(s, k, servers, arrival_cv2))
 
 
 def burst_idle_share(offered, servers, arrival_cv2):
@@ -315,7 +348,8 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
             "independent": law["independent"], "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
             "P0 law": float(empty_share(law["k"], sim["gaps_cv2"], cv * cv)),
             "seen law": float(2.0 * waiting_residual(law["k"], sim["gaps_cv2"], law["P0"], rate) / g - 1.0),
-            "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0), "left": law["left"], "V gap": law["V gap"],
+            "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0),
+            "P0 parts": float(idle_start_share(model.batch_mean, s.instances, cv * cv)), "left": law["left"], "V gap": law["V gap"],
             "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0),
             **{f"{kind} {what}": f(law[f"{kind} gaps"]) for kind in ("E", "Q")
                for what, f in (("gap", lambda g: float(rate * g.mean())), ("cv2", lambda g: float(g.var() / g.mean() ** 2)))},

@@ -142,6 +142,30 @@ def test_empty_share_closed_forms(gaps):
     assert gaps.empty_share(2.5, 1.0, 4.0) > gaps.empty_share(2.5, 1.0, 1.0)
 
 
+@pytest.mark.parametrize("k", [2.0, 4.0])
+def test_idle_start_share_closed_forms(gaps, k):
+    """:func:`idle_start_share`: with no empty completions the two parts are the batches' gaps
+    alone, squared CV ``(c - 1)/(c + 1)``; at ``c = k + 1 + 1/k`` instances and Poisson
+    arrivals the two parts at ``s = 1/k`` (the rest ``k + 1`` arrival gaps long, squared CV
+    ``(k^2 + k + 1)/(k + 1)^2 * 2 - 1``) make every gap exponential, ``c_g^2 = 1``, whose
+    chain's root is ``1/k`` (:func:`test_empty_share_closed_forms`): the joint root is
+    ``1/k``; a mean batch of at most one is all singletons."""
+    servers = k + 1.0 + 1.0 / k
+    assert float(gaps.two_part_gap_cv2(0.0, k, servers, 1.0)) == pytest.approx((servers - 1.0) / (servers + 1.0), abs=1e-12)
+    assert float(gaps.two_part_gap_cv2(1.0 / k, k, servers, 1.0)) == pytest.approx(1.0, abs=1e-12)
+    assert float(gaps.idle_start_share(k, servers, 1.0)) == pytest.approx(1.0 / k, abs=1e-12)
+    assert float(gaps.idle_start_share(1.0, 16.0, 4.0)) == 1.0
+
+
+@pytest.mark.parametrize("k, servers, arrival_cv2", [(2.43, 16, 1.0), (7.43, 64, 1.0), (2.43, 16, 4.0), (20.0, 128, 1.0)])
+def test_idle_start_share_is_its_chains_at_its_own_gaps(gaps, k, servers, arrival_cv2):
+    """:func:`idle_start_share`'s root is :func:`empty_share`'s at the two parts' gap law it
+    gives (the joint solve is a fixed point of the two)."""
+    s = float(gaps.idle_start_share(k, servers, arrival_cv2))
+    assert 0.0 < s < 1.0
+    assert float(gaps.empty_share(k, gaps.two_part_gap_cv2(s, k, servers, arrival_cv2), arrival_cv2)) == pytest.approx(s, abs=1e-12)
+
+
 @pytest.mark.parametrize("k, gap_cv2, arrival_cv2", [(2.5, 2.3, 1.0), (4.0, 1.4, 4.0)])
 def test_empty_share_is_its_chains_share(gaps, k, gap_cv2, arrival_cv2):
     """The chain :func:`empty_share` solves, run: ``i' = (i + 1 - N)^+`` with ``N`` drawn from
