@@ -45,7 +45,9 @@ sees, derived), beside ``seen``; and the spill's terms near full batches: ``left
 leaves waiting (Lindley's ``W``), ``V gap``, the variance of the arrivals in one gap
 between completions, ``V long``, that of their sum over :data:`LONG_RUN` gaps per gap,
 and ``V needs``, the ``V`` that puts the model's bound ``V / (2 mu) - k / 2`` on ``left``
-(``mu = top - k``); ``E gap``, ``E cv2``, ``Q gap``, ``Q cv2``: the mean (in mean arrival
+(``mu = top - k``); ``left frozen`` and ``left iid``, the ``left`` of Lindley's walk fed the
+simulator's ``k`` and ``V gap``, its gaps one cycle's spacings kept from cycle to cycle
+(the phases full batches freeze) or independent (:func:`spill_walk_left`); ``E gap``, ``E cv2``, ``Q gap``, ``Q cv2``: the mean (in mean arrival
 gaps, ``lambda G``) and squared CV of the gaps before completions that find the queue
 empty (their instance's next batch is started idle) and before those that take a batch;
 ``lag1``, the correlation of consecutive gaps.
@@ -78,8 +80,9 @@ a/(c + 1)) - 1`` (docs/load.md#static-light-followers: a reading that matches fr
 requests, seed 0, MSER-5's warm-up left out), with the design's step tables and with each
 table (the pass and the decode step) replaced by its line through batch 1 and the top batch,
 the ``T(k)`` the fast model takes: ``T(k) under line``, the most the design's cycle falls under
-that line; the simulator's mean and P99 TTFT (ms) each way and the fast model's error against
-each (:func:`steps_cell`).
+that line; the squared CV of every gap between completions (``gaps``, as ``all gaps``) and the
+requests a completion leaves waiting (``left``) each way; the simulator's mean and P99 TTFT (ms)
+each way and the fast model's error against each (:func:`steps_cell`).
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
@@ -274,6 +277,54 @@ def burst_idle_share(offered, servers, arrival_cv2):
     return (below - top * (r + c) / r) / (below + top * q * (1.0 + r / c))
 
 
+#: The spill walk's runs (:func:`spill_walk_left`): patterns of the ``c`` gaps, cycles walked
+#: on each, the cycles left out at the start (the walk from an empty queue), and the seed.
+WALK_PATTERNS, WALK_CYCLES, WALK_WARMUP, WALK_SEED = 200, 2_000, 200, 0
+
+
+def spill_walk_left(batch_mean, count_variance, top, servers, arrival_cv2=1.0, frozen=True):
+    """The mean requests a completion leaves waiting, ``E[W]``, on Lindley's walk ``W' = (W + N -
+    top)^+`` at the pool's completions (docs/load.md#static-laws' (3)), with ``N`` the arrivals
+    of the gap before a completion: mean ``k`` (the mean batch), variance ``V = k c_a^2 + k^2
+    c_g^2`` (``count_variance``; the gaps' part ``k^2 c_g^2`` from it). ``frozen``: the phases
+    of full batches are kept, so the ``c`` gaps are one cycle's spacings, the same every
+    cycle: the gaps' gamma laws conditioned on summing to the cycle, i.e. ``c k`` times a
+    Dirichlet draw of equal parameters ``alpha``, whose squared CV ``(c - 1)/(c alpha + 1)`` is
+    ``c_g^2`` (a draw per pattern, :data:`WALK_PATTERNS` of them; consecutive sums of ``m``
+    gaps have variance ``k^2 c_g^2 m (c - m)/(c - 1)``, none over a whole cycle). Otherwise
+    the gaps are i.i.d. gamma (the walk of ``_spill_wait``'s independent steps). Given its
+    gap's ``k g`` (mean ``k``) the count is Poisson for ``c_a^2 = 1``, and gamma-mixed
+    Poisson of variance ``k g c_a^2`` for ``c_a^2 > 1``. A seeded run: :data:`WALK_CYCLES`
+    cycles a pattern, the first :data:`WALK_WARMUP` left out. ``c_g^2`` is at most ``c - 1``
+    (the Dirichlet's)."""
+    k, top, c, ca2 = float(batch_mean), float(top), int(servers), float(arrival_cv2)
+    cg2 = max(float(count_variance) - k * ca2, 0.0) / (k * k)
+    rng = np.random.default_rng(WALK_SEED)
+
+    def draw():
+        if cg2 <= 0.0:
+            return np.full((WALK_PATTERNS, c), k)
+        if frozen and c == 1:
+            return np.full((WALK_PATTERNS, 1), k)
+        if frozen:
+            alpha = ((c - 1.0) / cg2 - 1.0) / c
+            return rng.dirichlet(np.full(c, alpha), WALK_PATTERNS) * c * k
+        return rng.gamma(1.0 / cg2, k * cg2, (WALK_PATTERNS, c))
+
+    pattern = draw()
+    w, total = np.zeros(WALK_PATTERNS), 0.0
+    for cycle in range(WALK_CYCLES):
+        if not frozen:
+            pattern = draw()
+        mean = pattern if ca2 <= 1.0 else rng.gamma(pattern / (ca2 - 1.0), ca2 - 1.0)
+        counts = rng.poisson(mean)
+        for j in range(c):
+            w = np.maximum(w + counts[:, j] - top, 0.0)
+            if cycle >= WALK_WARMUP:
+                total += w.sum()
+    return total / (WALK_PATTERNS * (WALK_CYCLES - WALK_WARMUP) * c)
+
+
 def waiting_residual(batch_mean, gap_cv2, empty, rate_per_s=1.0):
     """The mean time ``E[R]`` (s) from a waiting request's arrival to the next completion, on
     :func:`empty_share`'s chain: gaps between completions i.i.d. gamma of mean ``m = k /
@@ -351,6 +402,8 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
             "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0),
             "P0 parts": float(idle_start_share(model.batch_mean, s.instances, cv * cv)), "left": law["left"], "V gap": law["V gap"],
             "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0),
+            "left frozen": spill_walk_left(law["k"], law["V gap"], top, s.instances, cv * cv),
+            "left iid": spill_walk_left(law["k"], law["V gap"], top, s.instances, cv * cv, frozen=False),
             **{f"{kind} {what}": f(law[f"{kind} gaps"]) for kind in ("E", "Q")
                for what, f in (("gap", lambda g: float(rate * g.mean())), ("cv2", lambda g: float(g.var() / g.mean() ** 2)))},
             "lag1": law["lag1"]}
@@ -480,7 +533,11 @@ def steps_cell(system, load: float) -> dict:
     row = {"load": load, "T(k) under line": float(np.max(1.0 - (s.prefill_s + (s.output_tokens - 1) * s.decode_s)[1:] / (line.prefill_s + (s.output_tokens - 1) * line.decode_s)[1:]))}
     for name, table in (("steps", s), ("line", line)):
         df, busy = simulate_requests(table, rate, requests, 0, 0, "poisson", 1.0)
-        got = latency_summary(df, busy, table, warmup)["ttft_ms"]
+        summary = latency_summary(df, busy, table, warmup)
+        got = summary["ttft_ms"]
+        df["measured"] = np.arange(len(df)) >= len(df) - summary["requests_measured"]
+        rows = batch_rows(df, table.prefill_s)
+        row |= {f"{name} gaps": gap_measures(df, rows)["gaps_cv2"], f"{name} left": law_measures(df, rows, s.instances)["left"]}
         row |= {f"{name} mean": got["mean"], f"{name} p99": got["p99"],
                 f"{name} mean err": float(fast.ttft_mean_s) * 1e3 / got["mean"] - 1.0, f"{name} p99 err": float(fast.ttft_q_s) * 1e3 / got["p99"] - 1.0}
     return row
