@@ -8,6 +8,7 @@ mean TTFT, and what the simulator's gaps are as a waiting request sees them.
     python docs/load/static_gaps.py --waits                # a waiting request's wait, its law and the instances it sees
     python docs/load/static_gaps.py --light                # the gaps a waiting request sees on small pools below a = c
     python docs/load/static_gaps.py --steps --design lite-h100 --loads 0.7,0.8   # the step tables against their lines
+    python docs/load/static_gaps.py --phases --loads 0.6,0.8,0.9   # the gaps' squared CV against the cycle's share T(1)/T(top)
 
 Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
 make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
@@ -83,6 +84,17 @@ the ``T(k)`` the fast model takes: ``T(k) under line``, the most the design's cy
 that line; the squared CV of every gap between completions (``gaps``, as ``all gaps``) and the
 requests a completion leaves waiting (``left``) each way; the simulator's mean and P99 TTFT (ms)
 each way and the fast model's error against each (:func:`steps_cell`).
+
+``--phases`` prints instead, per design, load and arrivals (``--instances``, 16 unless told, :data:`REQUESTS`
+requests, seed 0, the first 20 % left out), the gaps between completions with the design's
+step tables (``T1/Ttop`` ``own``) and with both tables replaced by lines through the top batch
+whose cycle at batch 1 is the share ``T1/Ttop`` of the top batch's (:data:`PHASE_RATIOS`;
+:func:`cycle_share_system`): ``lam s``, the cycle's growth over a gap; ``k``, the mean batch;
+``full`` and ``empty``, the shares of completions whose instance takes a full batch and that
+find the queue empty (:func:`phase_measures`); ``all gaps``, every gap's squared CV (as
+``--laws``' ``all gaps``), ``full gaps`` and ``part gaps``, that of the gaps before a
+completion that takes a full batch and before one that takes a part batch; each the mean over
+``--replications`` runs (1 unless told), with ``all gaps sem``, the standard error of ``all gaps``.
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
@@ -543,6 +555,67 @@ def steps_cell(system, load: float) -> dict:
     return row
 
 
+#: ``--phases``' cycle shares ``T(1) / T(top)`` of the lined step tables (:func:`cycle_share_system`).
+PHASE_RATIOS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+
+
+def cycle_share_system(system, share: float):
+    """``system`` with both step tables replaced by lines through the top batch ``B``, each at
+    batch 1 the share ``share`` of its value at ``B``: the cycle ``T(b) = T(B) (share + (1 -
+    share) (b - 1) / (B - 1))``, its top and so the pool's capacity kept, its growth with the
+    batch set by ``share`` alone."""
+    import dataclasses
+
+    top = system.batch_max
+    line = np.r_[0.0, share + (1.0 - share) * np.arange(top) / max(top - 1, 1)]
+    return dataclasses.replace(system, prefill_s=system.prefill_s[top] * line, decode_s=system.decode_s[top] * line)
+
+
+def phase_measures(rows: tuple[np.ndarray, pd.DataFrame], top: int) -> dict:
+    """The gaps between the simulator's completions by what each completion's instance does
+    next (``--phases``' columns), from the batches ``rows`` (:func:`batch_rows`; the
+    ``measured`` ones whose instance has a next batch): it takes a full batch of ``top``,
+    takes a part batch, or finds the queue empty (its next batch starts idle). Returns the
+    shares ``full`` and ``empty`` and the squared CV of every gap (``all gaps``) and of the
+    gaps before a full (``full gaps``) and a part batch (``part gaps``)."""
+    _, batches = rows
+    by = batches.groupby("instance")
+    following, idle_next = by["size"].shift(-1), by.from_idle.shift(-1)
+    kept = batches.measured.to_numpy() & idle_next.notna().to_numpy()
+    order = np.argsort(batches.finish.to_numpy()[kept], kind="stable")
+    takes = np.where(idle_next.fillna(True).to_numpy(bool), 0.0, following.fillna(0.0).to_numpy())[kept][order][1:]
+    gaps = np.diff(batches.finish.to_numpy()[kept][order])
+    full, part = takes == top, (takes > 0) & (takes < top)
+
+    def cv2(x):
+        return float(x.var() / x.mean() ** 2) if x.size > 1 else np.nan
+
+    return {"full": float(full.mean()), "empty": float(np.mean(takes == 0)), "all gaps": cv2(gaps), "full gaps": cv2(gaps[full]),
+            "part gaps": cv2(gaps[part])}
+
+
+def phases_cell(system, load: float, arrival: str, cv: float, share: float | None = None, replications: int = 1) -> dict:
+    """One ``--phases`` cell (see the module's docstring), each measure averaged over
+    ``replications`` runs (``all gaps sem``: the standard error of ``all gaps`` over them, NaN
+    for one); ``share`` None keeps the design's step tables."""
+    from mcengine.standalone.serve import simulate_requests
+
+    s = system if share is None else cycle_share_system(system, share)
+    top, o = s.batch_max, s.output_tokens
+    cycle = s.prefill_s[1:] + (o - 1) * s.decode_s[1:]
+    rate = load * s.capacity_tokens_per_s / o
+    runs = []
+    for rep in range(replications):
+        df, _ = simulate_requests(s, rate, REQUESTS, 0, rep, arrival, cv)
+        df["measured"] = np.arange(len(df)) >= int(len(df) * WARMUP)
+        rows = batch_rows(df, s.prefill_s)
+        runs.append({"k": float(rows[1]["size"][rows[1].measured.to_numpy()].mean()), **phase_measures(rows, top)})
+    runs = pd.DataFrame(runs)
+    sem = float(runs["all gaps"].std(ddof=1) / np.sqrt(replications)) if replications > 1 else np.nan
+    return {"load": load, "arrival": arrival, "T1/Ttop": "own" if share is None else f"{share:.3f}", "lam s": rate * (cycle[-1] - cycle[0]) / max(top - 1, 1),
+            **runs.mean().to_dict(), "all gaps sem": sem}
+
+
 #: ``--light``'s cells: instances and the pool's offered load ``a = lambda T(1)``, and the replications a cell.
 LIGHT, LIGHT_REPLICATIONS = ((1, 0.5), (2, 0.2), (2, 0.6), (2, 1.0), (4, 1.0), (4, 2.2), (8, 4.0)), 6
 
@@ -612,11 +685,16 @@ def main(argv=None) -> int:
     parser.add_argument("--pools", action="store_true", help="print the bunching's onset on 4 to 64 instances instead")
     parser.add_argument("--waits", action="store_true", help="print a waiting request's wait and the instances it sees instead")
     parser.add_argument("--light", action="store_true", help="print the gaps a waiting request sees on small pools below a = c instead")
+    parser.add_argument("--phases", action="store_true", help="print the gaps' squared CV against the cycle's share T(1)/T(top) instead")
+    parser.add_argument("--instances", type=int, default=INSTANCES, help=f"--phases' pool size (default {INSTANCES}, the fit table's)")
+    parser.add_argument("--replications", type=int, default=1, help="--phases' runs a cell (seed 0, replications 0, 1, ...)")
     parser.add_argument("--steps", action="store_true", help="print the Poisson cells simulated with the step tables and with their lines instead")
     args = parser.parse_args(argv)
     designs, loads = args.design.split(","), [float(x) for x in args.loads.split(",")]
     if not set(designs) <= set(DESIGNS):
         parser.error(f"--design {args.design}: allowed a comma-separated subset of {','.join(DESIGNS)}")
+    if args.instances < 1 or args.replications < 1:
+        parser.error(f"--instances {args.instances}, --replications {args.replications}: allowed whole numbers of 1 or more")
     if not all(0.0 < x < 1.0 for x in loads):
         parser.error(f"--loads {args.loads}: allowed loads strictly between 0 and 1")
     rows = []
@@ -626,6 +704,13 @@ def main(argv=None) -> int:
     if args.steps:
         rows = [{"design": name, **steps_cell(serving_system(load_scenario(name), "static", INSTANCES), load)} for name in designs for load in loads]
         print(pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format))
+        return 0
+    if args.phases:
+        for name in designs:
+            system = serving_system(load_scenario(name), "static", args.instances)
+            rows += [{"design": name, **phases_cell(system, load, arrival, cv, share, args.replications)} for arrival, cv in ARRIVALS for load in loads
+                     for share in (None, *PHASE_RATIOS)]
+        print(pd.DataFrame(rows).to_string(index=False, float_format="{:.2f}".format))
         return 0
     if args.pools:
         for name in designs:

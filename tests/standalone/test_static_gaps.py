@@ -264,10 +264,11 @@ def test_the_bunching_starts_with_the_offered_load_not_the_cycles_growth(gaps):
     assert gaps.pools_cell(scenario, "h100", 64, 11.0) is None  # past 0.95 of capacity
 
 
-@pytest.mark.parametrize("argv", [["--design", "a100"], ["--loads", "0.5,1.2"]])
+@pytest.mark.parametrize("argv", [["--design", "a100"], ["--loads", "0.5,1.2"], ["--instances", "0", "--phases"], ["--replications", "0", "--phases"]])
 def test_cells_outside_the_grid_are_refused(gaps, argv, capsys):
-    """``--design`` and ``--loads`` take subsets of the grid; anything else exits 2 naming the
-    option and what is allowed, before a cell is simulated."""
+    """``--design`` and ``--loads`` take subsets of the grid, ``--instances`` and
+    ``--replications`` whole numbers of 1 or more; anything else exits 2 naming the option and
+    what is allowed, before a cell is simulated."""
     refused(gaps.main, argv, capsys)
 
 
@@ -357,3 +358,48 @@ def test_the_frozen_walk_leaves_the_simulators_count(gaps, design, load):
     row = gaps.laws_cell(scenario, serving_system(scenario, "static", 16), load, "poisson", 1.0)
     assert row["left frozen"] == pytest.approx(row["left"], rel=0.15), row
     assert row["left iid"] > 1.5 * row["left"], row
+
+
+def test_cycle_share_system_keeps_the_top_cycle(gaps):
+    """:func:`cycle_share_system`: both step tables become lines through the top batch with the
+    cycle at batch 1 the share asked of the top batch's, so ``T(B)`` (and the capacity) stays
+    and the cycle grows ``(1 - share) T(B) / (B - 1)`` a request."""
+    system = serving_system(load_scenario("h100"), "static", 16)
+    top, o = system.batch_max, system.output_tokens
+    lined = gaps.cycle_share_system(system, 0.583)
+    cycle = lined.prefill_s[1:] + (o - 1) * lined.decode_s[1:]
+    own = system.prefill_s[top] + (o - 1) * system.decode_s[top]
+    assert cycle[-1] == pytest.approx(own, rel=1e-12) and cycle[0] == pytest.approx(0.583 * own, rel=1e-12)
+    np.testing.assert_allclose(np.diff(cycle), (1.0 - 0.583) * own / (top - 1), rtol=1e-12)
+    assert lined.capacity_tokens_per_s == system.capacity_tokens_per_s and lined.prefill_s[0] == 0.0
+
+
+def test_phase_measures_by_hand(gaps):
+    """Two instances, top batch 3: instance 1 completes at 0.5 and idles (its next batch starts
+    at 2.0: the queue was empty), instance 0 completes at 1.0 and takes a full batch of 3 at
+    once, then at 3.0 a part batch of 1; instance 1 completes at 3.5 and takes 2. The last
+    batches have no next and are left out. The gaps before the completions at 1.0, 3.0 and
+    3.5 are 0.5, 2.0, 0.5 (squared CV 0.5); one is before a full batch, two before part
+    batches (2.0 and 0.5: squared CV 0.36), none before an empty queue after the first."""
+    batches = pd.DataFrame({"instance": [0, 0, 0, 1, 1, 1], "start": [0.0, 1.0, 3.0, 0.0, 2.0, 3.5],
+                            "finish": [1.0, 3.0, 4.0, 0.5, 3.5, 5.0], "size": [2, 3, 1, 1, 1, 2], "measured": [True] * 6,
+                            "from_idle": [True, False, False, True, True, False]})
+    got = gaps.phase_measures((np.zeros(0), batches), 3)
+    assert got["full"] == pytest.approx(1 / 3) and got["empty"] == 0.0
+    assert got["all gaps"] == pytest.approx(0.5) and got["part gaps"] == pytest.approx(0.36) and np.isnan(got["full gaps"])
+
+
+@pytest.mark.slow
+def test_the_cycles_share_sets_the_gaps_not_the_design(gaps):
+    """``--phases``' cells (docs/load.md#static-laws' (5); 16 instances, Poisson, load 0.8,
+    100,000 requests, seed 0): the Lite's own tables (``T(1)/T(B)`` 0.583) give gaps of squared
+    CV 2.07 and h100's (0.447) 0.90; lined at the other's share they swap (the Lite at 0.45:
+    1.00; h100 at 0.6: 3.04), and at the same share the designs agree within the runs'
+    spread below the switch at one half."""
+    got = {}
+    for name in ("lite-h100", "h100"):
+        system = serving_system(load_scenario(name), "static", 16)
+        got[name] = {share: gaps.phases_cell(system, 0.8, "poisson", 1.0, share)["all gaps"] for share in (None, 0.45, 0.6)}
+    assert got["lite-h100"][None] > 1.8 and got["h100"][None] < 1.2, got
+    assert got["lite-h100"][0.45] < 1.2 and got["h100"][0.6] > 2.2 and got["lite-h100"][0.6] > 2.2, got
+    assert got["lite-h100"][0.45] == pytest.approx(got["h100"][0.45], abs=0.15), got
