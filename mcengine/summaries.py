@@ -100,11 +100,11 @@ def add_counts(into: dict, keys: list, counts: list) -> None:
     into.update(zip(keys, map(operator.add, map(into.get, keys, itertools.repeat(0)), counts)))
 
 
-def _finite_blocks(values: np.ndarray, finite: np.ndarray):
-    """The finite kept values (``finite``) of each block of :data:`BLOCK_TRIALS` trials,
+def _finite_blocks(values: np.ndarray, finite: np.ndarray | None = None):
+    """The finite kept values (``finite``; None: all of them) of each block of :data:`BLOCK_TRIALS` trials,
     as 2-D arrays of blocks of equal length in trial order: all full blocks at once when
     every value is finite and kept, else one block at a time (empty ones left out)."""
-    if finite.all():
+    if finite is None or finite.all():
         full = values.size - values.size % BLOCK_TRIALS
         yield values[:full].reshape(-1, BLOCK_TRIALS)
         if full < values.size:
@@ -150,6 +150,9 @@ class QuantileSketch:
         add_counts(into, keys.tolist(), counts.tolist())
 
     def add(self, values: np.ndarray) -> None:
+        if values.size and values.min() > 0:  # (the usual case: no masks, no copies)
+            self._bucket(self.positive, values)
+            return
         pos = values[values > 0]
         neg = values[values < 0]
         self.zeros += int(values.size - pos.size - neg.size)
@@ -254,9 +257,30 @@ class Summary:
         per trial): only those trials enter the summary (the blocks stay those of all
         trials, so the moments do not depend on the chunking)."""
         values = np.asarray(values, dtype=float).ravel()
+        keep = None if keep is None else np.asarray(keep, bool).ravel()
+        if (keep is None or keep.all()) and not self.replicates and np.isfinite(values).all():  # the usual case: no masks, no copies
+            for blocks in _finite_blocks(values):
+                self._merge_blocks(blocks)
+        else:
+            values = self._add_masked(values, name, keep)
+        if values.size:
+            self.min = min(self.min, float(values.min()))
+            self.max = max(self.max, float(values.max()))
+            if self.offset:
+                near = values >= 0.5 * self.offset
+                self.sketch.add(values[near] - self.offset)
+                if not near.all():
+                    self.low.add(values[~near])
+            else:
+                self.sketch.add(values)
+        return self
+
+    def _add_masked(self, values: np.ndarray, name: str, keep: np.ndarray | None) -> np.ndarray:
+        """:meth:`add`'s moments and counters where a trial is left out (``keep``), a value is
+        ``+inf`` or the scramblings' means are kept: the finite kept values returned, for the
+        sketches and the extremes."""
         first_trial = self.count + self.infinite + self.skipped
         if keep is not None:
-            keep = np.asarray(keep, bool).ravel()
             values = np.where(keep, values, 0.0)  # left out below; 0 keeps the checks quiet
         kept = np.ones(values.size, bool) if keep is None else keep
         self.skipped += int(values.size - np.count_nonzero(kept))
@@ -270,18 +294,7 @@ class Summary:
             self._merge_blocks(blocks)
         if infinite.any():
             self.max = math.inf
-        values = values[kept & ~infinite]
-        if values.size:
-            self.min = min(self.min, float(values.min()))
-            self.max = max(self.max, float(values.max()))
-            if self.offset:
-                near = values >= 0.5 * self.offset
-                self.sketch.add(values[near] - self.offset)
-                if not near.all():
-                    self.low.add(values[~near])
-            else:
-                self.sketch.add(values)
-        return self
+        return values[kept & ~infinite]
 
     def _merge_blocks(self, blocks: np.ndarray) -> None:
         """Fold blocks of equally many values (rows, in trial order) into the moments, one
