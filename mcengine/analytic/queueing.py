@@ -30,8 +30,8 @@ from scipy import special
 
 from ..kernels import queueing as kq
 #: Most steps of :func:`_queue_ratio`'s, :func:`_batched_ttft`'s and
-#: :func:`_self_consistent_wait`'s bracketed Newton solves (:mod:`mcengine.kernels.queueing`;
-#: a fixed cap: run time never grows with a value; the bisection each step falls back to
+#: :func:`_self_consistent_wait`'s Newton solves (:mod:`mcengine.kernels.queueing`; a fixed
+#: cap: run time never grows with a value; the bisection the bracketed two fall back to
 #: would reach a float's resolution of either bracket in 60).
 ROOT_STEPS = 60
 
@@ -399,8 +399,8 @@ def _waited_alone(arrivals):
     return (1.0 / (1.0 + np.maximum(arrivals, 0.0))) ** 2
 
 
-#: Squared arrival CV below which the gamma gaps' transform (:func:`_queue_ratio`,
-#: :func:`mcengine.kernels.queueing.queue_ratios`) takes the power's logarithm with
+#: Squared arrival CV below which the gamma gaps' transform
+#: (:func:`mcengine.kernels.queueing.self_consistent_waits`) takes the power's logarithm with
 #: ``log1p`` (``1 + t c_a^2`` rounds to 1 there and the power to 1): a numerical switch, the
 #: same law on both sides to about 10^-13.
 SMOOTH_ARRIVAL_CV2 = 1e-3
@@ -421,16 +421,14 @@ def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
     taken as ``I`` times a Poisson count of mean ``A / (g I)``: ``z = A*((1 - z^(P I)) / (g
     I))`` (``I -> 0``: ``-P ln z / g``, deterministic pass ends). The root in ``(0, 1)``
     exists where full passes drain faster than prompts arrive (``P > lambda g``); 1 (no
-    steady state) where they do not: :func:`mcengine.kernels.queueing.queue_ratios`, a
-    bracketed Newton solve of each trial to within :data:`ROOT_TOLERANCE` of its root
-    (:data:`ROOT_STEPS` steps at most). Near 1 (a pool near its capacity) the residual is a
-    difference of two numbers near 1, rounded to about 1e-16 over an interval about the
-    root: any point of it is as much the root as another. The chain's wait reads the index
+    steady state) where they do not: :func:`mcengine.kernels.queueing.queue_ratios`, Newton
+    steps on ``ln z`` rising to the root, each trial to within :data:`ROOT_TOLERANCE` of it
+    (:data:`ROOT_STEPS` steps at most). The chain's wait reads the index
     of dispersion off ``z`` itself and solves that one equation instead
     (:func:`_self_consistent_wait`); this is the law at a given index, which the tests hold
     that solve to."""
     lam, v, g, p, d = _flat(rate_per_s, np.asarray(arrival_cv, float) ** 2, gap_s, top, dispersion)
-    return kq.queue_ratios(lam, v, g, p, np.maximum(d, 1e-12), ROOT_STEPS, ROOT_TOLERANCE, SMOOTH_ARRIVAL_CV2).reshape(_shape(rate_per_s, arrival_cv, gap_s, top, dispersion))
+    return kq.queue_ratios(lam, v, g, p, np.maximum(d, 1e-12), ROOT_STEPS, ROOT_TOLERANCE).reshape(_shape(rate_per_s, arrival_cv, gap_s, top, dispersion))
 
 
 def _shape(*arrays) -> tuple:

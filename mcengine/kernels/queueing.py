@@ -4,7 +4,8 @@ embedded chain and the quantile of a waiting request's TTFT, trial by trial.
 :func:`queue_ratios` solves :func:`mcengine.analytic.queueing._queue_ratio`'s root, the
 bulk queue's ratio at a given index of dispersion, which no model path calls: it is the law
 the tests hold the wait's one solve to (tests/analytic/wait_reference.py's nested solve and
-tests/kernels/test_queueing.py). :func:`hypoexponential_quantiles` :func:`mcengine.analytic.queueing._batched_ttft`'s
+tests/kernels/test_queueing.py), by Newton steps on ``ln z`` that rise to it.
+:func:`hypoexponential_quantiles` solves :func:`mcengine.analytic.queueing._batched_ttft`'s
 quantile by Newton steps kept in a bracket (:func:`_newton_or_halving`: a step that leaves
 the bracket or fails to halve it halves it instead), a trial at a time (a trial's answer
 depends on its own inputs alone, never on the others' nor on a thread count), each step on
@@ -76,29 +77,41 @@ def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance, scale):
     return step, lo, hi, length, moved, length <= tolerance * scale
 
 
+@inline_kernel
+def _log_ratio_residual(y, lam, v, gd, pd, drains):
+    """:func:`queue_ratios`' residual at ``y = ln z`` and its derivative: ``H(y) = y - ln
+    phi(e^y) = y + ln(1 + s v) / v`` (``y + s`` at ``v = 0``), ``s = (1 - e^(P I y)) / (g I
+    lambda)`` (``gd = g I``, ``pd = P I``), and ``H' = 1 - k e^(P I y) / (1 + s v)`` (``k =
+    drains = P / (lambda g)``)."""
+    s = -math.expm1(pd * y) / gd / lam
+    log_a = -math.log1p(s * v) / v if v > 0.0 else -s
+    return y - log_a, 1.0 - drains * math.exp(pd * y) / (1.0 + s * v)
+
+
 @kernel
-def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, tolerance, smooth_cv2):
+def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, tolerance):
     """The ratio ``z`` of :func:`mcengine.analytic.queueing._queue_ratio` of each trial
     (float64 arrays of one length: arrivals/s ``lambda``, squared arrival CV ``v``, gap ``g``
     (s), prompts a pass ``P``, index of dispersion ``I`` of the pass ends, at least 1e-12):
-    the root in ``[0, 1)`` of ``G(z) = z - phi(z)``, ``phi(z) = A*((1 - z^(P I)) / (g I))``
-    (``A*(s) = (1 + s v / lambda)^(-1 / v)`` the gamma gaps' transform; Chaudhry and
-    Templeton 1983), 1 where ``P <= lambda g`` (no root below 1). ``phi`` is increasing and
-    convex with ``phi(0) > 0`` and ``phi(1) = 1``, so ``G`` is concave, negative below the
-    root and positive between it and 1. The steps start from the larger of ``phi(0)`` (at
-    most the root: the fixed-point iteration from 0 rises to it) and the heavy-traffic root
-    ``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``, where ``phi``'s parabola at 1
-    (``phi'(1) = k = P / (lambda g)``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``) meets ``z``
-    (1/2 where neither is in ``(0, 1)``; 0 where ``lambda = 0``). Where ``phi``'s third
-    derivative is positive below 1 the parabola lies above ``phi`` and the heavy-traffic start
-    is at or above the root; it need not be (smooth arrivals with ``P I < 1``: the start can
-    lie below the root), and either way a tangent of the concave ``G`` meets 0 at or below
-    the root, so a first step from above lands below it and, from below, the steps rise to it
-    (a start past ``G``'s maximum, ``G' <= 0``, halves the bracket instead). ``G' = 1 - phi'``,
-    ``phi' = A*(s) / (lambda + s v) x P z^(P I - 1) / g``, ``s`` the argument; a step that
-    leaves the bracket ``[0, 1]`` or fails to halve halves it instead
-    (:func:`_newton_or_halving`). A trial stops once its step is at most ``tolerance x z``,
-    after ``steps`` steps at most."""
+    the root in ``(0, 1)`` of ``z = phi(z) = A*((1 - z^(P I)) / (g I))`` (``A*(s) = (1 + s v
+    / lambda)^(-1 / v)`` the gamma gaps' transform, ``e^(-s / lambda)`` at ``v = 0``;
+    Chaudhry and Templeton 1983), 1 where ``P <= lambda g`` (no root below 1), 0 where
+    ``lambda = 0``. Solved in ``y = ln z`` (:func:`_log_ratio_residual`): ``H(y) = y - ln
+    phi(e^y)`` is concave on ``y < 0`` for every ``v >= 0`` and ``P I > 0`` (``ln phi`` is
+    convex in ``y``: with ``s = c (1 - e^(q y))``, ``c = 1 / (g I lambda)``, ``q = P I``,
+    its slope ``c q e^(q y) / (1 + s v)`` rises with ``y``), ``H(0) = 0``, ``H'(0) = 1 - P /
+    (lambda g) < 0`` and ``H -> -inf`` as ``y -> -inf``: one root ``y*``, ``H < 0`` below it
+    and ``H > 0`` between it and 0, ``H' > 0`` below it. ``ln phi(0) = -ln(1 + c v) / v``
+    (``-c`` at ``v = 0``; no underflow however small ``phi(0)``) is below the root (``y* =
+    ln phi(e^y*)`` and ``phi`` increases). The steps start from the larger of it and the
+    logarithm of the heavy-traffic root ``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``,
+    where ``phi``'s parabola at 1 (``phi'(1) = k = P / (lambda g)``, ``phi''(1) = (1 + v)
+    k^2 + k (P I - 1)``) meets ``z`` (where that is in ``(0, 1)``). Newton steps on the
+    concave ``H``: from below the root each tangent meets 0 between the point and the root,
+    so the steps rise to it; from above (the start, at most once) it meets 0 below the root,
+    and a step below ``ln phi(0)`` (or from past ``H``'s maximum, ``H' <= 0``) goes to
+    ``ln phi(0)`` instead. No halving: a trial stops once a step is at most ``tolerance``
+    (relative to ``z``), after ``steps`` steps at most."""
     n = rate_per_s.size
     out = np.ones(n)
     for i in range(n):
@@ -108,21 +121,21 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
         if not lam > 0.0:  # no arrivals: no queue
             out[i] = 0.0
             continue
-        pd, gd, power = p * d, g * d, -1.0 / v
-        lo, hi = 0.0, 1.0
+        pd, gd = p * d, g * d
         drains = p / (g * lam)  # phi'(1) = P / (lambda g) > 1
-        z = max(_gamma_transform(1.0 / gd / lam, v, power, smooth_cv2), _heavy_traffic_root(drains, v, pd))  # phi(0), or the heavy-traffic root above it
-        if not 0.0 < z < 1.0:
-            z = 0.5
-        moved = before = np.inf
+        lo = -math.log1p(v / gd / lam) / v if v > 0.0 else -1.0 / gd / lam  # ln phi(0)
+        heavy = _heavy_traffic_root(drains, v, pd)
+        y = max(lo, math.log(heavy)) if 0.0 < heavy < 1.0 else lo
         for _ in range(steps):
-            drained = -math.expm1(pd * math.log(z)) / gd / lam  # (1 - z^(P I)) / (g I lambda)
-            phi = _gamma_transform(drained, v, power, smooth_cv2)
-            slope = phi / (1.0 + drained * v) * (pd / gd) * (math.exp(pd * math.log(z)) / z) / lam
-            z, lo, hi, moved, before, done = _newton_or_halving(z, z - phi, 1.0 - slope, lo, hi, moved, before, tolerance, abs(z))
+            f, slope = _log_ratio_residual(y, lam, v, gd, pd, drains)
+            if f <= 0.0:
+                lo = y
+            step = max(y - f / slope, lo) if slope > 0.0 else lo
+            done = abs(step - y) <= tolerance
+            y = step
             if done:
                 break
-        out[i] = z
+        out[i] = math.exp(y)
     return out
 
 
