@@ -3,6 +3,7 @@ and scipy's root finder."""
 
 import math
 
+import mpmath as mp
 import numpy as np
 import pytest
 from scipy.optimize import brentq
@@ -58,7 +59,6 @@ def log_ratio_reference(lam, v, g, p, d):
     positive between it and 0 (:func:`mcengine.kernels.queueing.queue_ratios`); the bracket
     is at most about 2^55 wide in :func:`test_queue_ratio_over_the_legal_range`, so the root
     to about 2^-65 relative."""
-    mp = pytest.importorskip("mpmath")
     with mp.workdps(40):
         lam, v, g, p, d = (mp.mpf(float(x)) for x in (lam, v, g, p, d))
         c = 1 / (g * d * lam)
@@ -89,6 +89,7 @@ def test_queue_ratio_tiny_root():
         assert ratios(lam, 0.0, g, p, d, steps=8)[0] == z
 
 
+@pytest.mark.slow
 def test_queue_ratio_over_the_legal_range():
     """Random pools over the legal range (squared arrival CV 0 or 1e-8 to 10, 1 to 64 prompts
     a pass, dispersion 1e-12 to 1, gaps 1 ms to 1 s, loads 1e-8 to 0.9999 of the full
