@@ -30,8 +30,9 @@ the pipeline hands in:
   plus the instances down at ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
   instances down independently with probability ``1 - instance availability``), grown
   where its own instances miss the SLOs at the peak at the served availability (the rate
-  its capacity at SLO is searched at, :func:`serving_fleet`; a single workload, not yet a
-  mix), the headroom it buys, and that fleet's own capacity at SLO, at least the peak.
+  its capacity at SLO is searched at, :func:`serving_fleet`; a mix's per class,
+  :func:`class_fleets`), the headroom it buys, and that fleet's own capacity at SLO, at
+  least the peak.
 
 With ``cluster.instances = "auto"`` that fleet is the cluster: every column above is its
 (``load.instances``, docs/load.md#auto). The econ stage then charges the cluster
@@ -711,8 +712,10 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
 
     * the fleet is ``sum_c U_c`` up instances plus the headroom for failures on the total
       (:func:`~mcengine.analytic.queueing.fleet_instances`), the headroom split among the
-      classes in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`); no fleet
-      where some class misses its SLOs unloaded (``U_c = 0``);
+      classes in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`), each
+      class's ``N_c`` grown where they miss its SLO quantiles at its own peak at the served
+      availability (:func:`class_fleets`; each class's fleet capacity at SLO then at least its
+      peak); no fleet where some class misses its SLOs unloaded (``U_c = 0``);
     * its capacity at SLO is the largest mix demand every class meets, ``min_c C_c / w_c``
       (the fleet's likewise), so its goodput and SLO attainment count the demand while every
       class meets its SLOs (:func:`sized`);
