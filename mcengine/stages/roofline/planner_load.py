@@ -426,7 +426,7 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
 
         def settle(at, ups):  # the cost of the pairs ``at`` needing ``ups`` up instances: U + e, and the N test's extra instances x
             cost[at] = ups + e[at]
-            if headroom is not None:
+            if headroom is not None and at.size:
                 served_rate, down, quantile = (x[t[at]] for x in headroom)
                 fleet = qu.fleet_instances(ups, down, quantile)
                 asked = np.flatnonzero(np.isfinite(fleet))
