@@ -112,7 +112,7 @@ def run_block(
     for stage, produce in (
         ("roofline", lambda: roofline.throughput(scenario, inputs, econ.plan_power_weight(scenario, inputs, columns),
                                                  None if memo is None else memo.setdefault(roofline_key(scenario, inputs), {}),
-                                                 ahead_weights(scenario), planning_demand(scenario, inputs, availability)) if training.serves(scenario) else roofline.not_served(scenario, inputs)),
+                                                 ahead_weights(scenario), planning_demand(scenario, inputs, availability, columns["instance_availability"])) if training.serves(scenario) else roofline.not_served(scenario, inputs)),
         ("load", lambda: load.load_columns(scenario, inputs, columns, availability) if load.loaded(scenario) else {}),
         ("econ", lambda: econ.economics(scenario, inputs, columns)),
         ("fleet", lambda: fleet_cost(scenario, inputs, columns, availability) if load.loaded(scenario) else {}),
@@ -131,11 +131,14 @@ def run_block(
     return columns
 
 
-def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.ndarray):
+def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.ndarray, instance_availability=None):
     """The load the roofline's per-trial planner chooses under (:class:`mcengine.stages.roofline.planner_load.Demand`,
     docs/load.md#planner): the load stage's demand and arrivals, the reliability stage's
     served ``availability`` (:func:`mcengine.stages.econ.served_availability`), the fixed
-    instances (None for ``cluster.instances = "auto"``); None at saturation."""
+    instances (None for ``cluster.instances = "auto"``) and, where the reliability stage's
+    ``instance_availability`` is given, the failure headroom's law (its down probability
+    and ``cluster.headroom_quantile``: a fleet's cost then counts the instances the fleet's
+    second test adds, docs/load.md#peak); None at saturation."""
     from .stages import load
     from .stages.roofline.planner_load import Demand
 
@@ -145,7 +148,9 @@ def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.nd
     return Demand(mean, peak_to_mean, inputs["workload.slo_quantile"], inputs["workload.ttft_slo_ms"], load.arrival_cv(scenario, inputs), availability,
                   None if load.bought(scenario) else float(scenario.cluster.instances), inputs["workload.tpot_slo_ms"],
                   inputs["workload.load.static_gap_cv2"], inputs["workload.load.length_cv"], inputs["workload.load.static_bunch_cycles"],
-                  inputs["workload.load.static_bunch_growth"], inputs["workload.load.refill_births"])
+                  inputs["workload.load.static_bunch_growth"], inputs["workload.load.refill_births"],
+                  None if instance_availability is None else 1.0 - instance_availability,
+                  None if instance_availability is None else inputs["cluster.headroom_quantile"])
 
 
 def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:

@@ -30,8 +30,9 @@ the pipeline hands in:
   plus the instances down at ``cluster.headroom_quantile`` (:func:`~mcengine.analytic.queueing.fleet_instances`,
   instances down independently with probability ``1 - instance availability``), grown
   where its own instances miss the SLOs at the peak at the served availability (the rate
-  its capacity at SLO is searched at, :func:`serving_fleet`; a single workload, not yet a
-  mix), the headroom it buys, and that fleet's own capacity at SLO, at least the peak.
+  its capacity at SLO is searched at, :func:`serving_fleet`; a mix's per class,
+  :func:`class_fleets`), the headroom it buys, and that fleet's own capacity at SLO, at
+  least the peak.
 
 With ``cluster.instances = "auto"`` that fleet is the cluster: every column above is its
 (``load.instances``, docs/load.md#auto). The econ stage then charges the cluster
@@ -619,10 +620,8 @@ def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[
     peak = demand * peak_to_mean
     per_instance_rate = per_instance / out_tokens
     up_needed = planned_fewest_instances(plans, np.broadcast_to(peak / out_tokens, (n,)), per_instance_rate, columns)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        served_rate = np.where(availability > 0, peak / (availability * out_tokens), np.inf)
     fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0,
-                                         functools.partial(serving_fleet, plans, served_rate, per_instance_rate))
+                                         functools.partial(serving_fleet, plans, served_peak_rate(peak, availability, out_tokens), per_instance_rate))
     capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario),
                                                    np.where(fleet > 0, peak, 0.0))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
@@ -641,9 +640,22 @@ def fleet_and_cluster(scenario: Scenario, inputs: TrialInputs, columns: dict[str
     fleet = np.where(serves, qu.fleet_instances(up_needed, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"]), 0.0)
     if serving is not None:
         fleet = serving(fleet)
+    return fleet, cluster_of(scenario, inputs, fleet)
+
+
+def cluster_of(scenario: Scenario, inputs: TrialInputs, fleet) -> np.ndarray:
+    """The cluster's instances: with the fleet bought (:func:`bought`) the ``fleet``, where a
+    trial has none the simulated cluster, serving nothing; else ``cluster.instances``."""
     if bought(scenario):
-        return fleet, np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
-    return fleet, np.full(inputs.n, float(scenario.cluster.instances))
+        return np.where(fleet > 0, fleet, float(scenario.cluster.simulated()))
+    return np.full(inputs.n, float(scenario.cluster.instances))
+
+
+def served_peak_rate(peak, availability, output_tokens) -> np.ndarray:
+    """The requests/s a fleet's instances carry at a ``peak`` of output tokens/s at the served
+    ``availability`` ``A``, ``P / (A O)`` (infinite where ``A`` is 0: no fleet serves it)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(availability > 0, peak / (availability * output_tokens), np.inf)
 
 
 def serving_fleet(plans: Plans, served_rate, per_instance_rate, fleet) -> np.ndarray:
@@ -700,8 +712,10 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
 
     * the fleet is ``sum_c U_c`` up instances plus the headroom for failures on the total
       (:func:`~mcengine.analytic.queueing.fleet_instances`), the headroom split among the
-      classes in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`); no fleet
-      where some class misses its SLOs unloaded (``U_c = 0``);
+      classes in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`), each
+      class's ``N_c`` grown where they miss its SLO quantiles at its own peak at the served
+      availability (:func:`class_fleets`; each class's fleet capacity at SLO then at least its
+      peak); no fleet where some class misses its SLOs unloaded (``U_c = 0``);
     * its capacity at SLO is the largest mix demand every class meets, ``min_c C_c / w_c``
       (the fleet's likewise), so its goodput and SLO attainment count the demand while every
       class meets its SLOs (:func:`sized`);
@@ -725,12 +739,14 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     up = parts(planned_fewest_instances(joined, np.concatenate(peaks) / joined.output_tokens, np.concatenate(rates) / joined.output_tokens, searched))
     up_needed = sum(up[1:], up[0])
     every = np.logical_and.reduce([u > 0 for u in up])
-    fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, every)
-    fleets = [u + h for u, h in zip(up, mx.whole_split(fleet - np.where(every, up_needed, 0.0), up))]
+    fleets = class_fleets(joined, served_peak_rate(np.concatenate(peaks), np.tile(availability, len(names)), joined.output_tokens),
+                          np.concatenate(rates) / joined.output_tokens, up, fleet_and_cluster(scenario, inputs, columns, up_needed, every)[0])
+    fleet = np.where(np.logical_and.reduce([f > 0 for f in fleets]), sum(fleets[1:], fleets[0]), 0.0)
+    instances = cluster_of(scenario, inputs, fleet)
     split = [per_trial(h["instances"], n) for h in got]
     held = split if fixed else [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]  # no fleet: the simulated cluster's split
     whole = at_peak_of(joined, np.concatenate(rates), np.tile(availability, len(names)), np.concatenate(peaks), np.concatenate(up),
-                       np.concatenate(held), np.concatenate(fleets), np.tile(fleet, len(names)), fixed)
+                       np.concatenate(held), np.concatenate(fleets), np.tile(fleet, len(names)), fixed, np.where(np.tile(fleet > 0, len(names)), np.concatenate(peaks), 0.0))
     capacity, fleet_capacity = parts(whole[0]), parts(whole[1])
     latency = [qu.LoadLatency(*x) for x in zip(*map(parts, whole[2]))]
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,
@@ -741,6 +757,20 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
                 f"{MIX_PREFIX}{name}.slo_attainment": qu.share_below(demand * w, peak_to_mean, c),
                 f"{MIX_PREFIX}{name}.load_instances": h, f"{MIX_PREFIX}{name}.up_instances": u}
     return out
+
+
+def class_fleets(plans: Plans, served_rate, per_instance_rate, up: list[np.ndarray], fleet) -> list[np.ndarray]:
+    """Each class's instances of a mix's fleet bought for the peak (docs/load.md#chain):
+    ``fleet`` (per trial: the classes' up instances ``up``, ``U_c``, plus the headroom for
+    failures on their sum; 0 where none serves the mix) split as ``U_c`` plus the headroom
+    in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`), each class's
+    ``N_c`` then grown where they miss its SLO quantiles at its own peak at the served
+    availability, ``P_c / (A O_c)`` (``served_rate``; the class's share of the fleet's
+    test, :func:`serving_fleet` on ``plans``, the classes' trials one after another as
+    :meth:`Plans.joined` lays them, ``per_instance_rate`` likewise). 0 for every class where
+    ``fleet`` is 0."""
+    headroom = mx.whole_split(fleet - np.where(fleet > 0, sum(up[1:], up[0]), 0.0), up)
+    return np.split(serving_fleet(plans, served_rate, per_instance_rate, np.concatenate([np.where(fleet > 0, u + h, 0.0) for u, h in zip(up, headroom)])), len(up))
 
 
 def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool, served=0.0):

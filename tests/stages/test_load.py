@@ -617,6 +617,24 @@ def test_a_fleet_is_bought_where_its_instances_carry_the_peak_at_the_served_avai
     assert load.capacity_rate(plans.take([1]), np.array([49.0]), np.array([49.0 * per[1]]))[0] >= served[1]
 
 
+def test_a_mixs_classes_each_carry_their_peak_at_the_served_availability():
+    """Two classes of :func:`_lite_disaggregated`'s plan (2 s TTFT SLO), 48 up instances
+    each carrying its peak at full rate (590 and 580 requests/s; 48 meet 590, a test above),
+    a fleet of 96 (no headroom) at a served availability of 0.995: the U test passes, but
+    class ``a``'s 48 run its peak at 590 / 0.995 = 592.96 requests/s, past its capacity at
+    SLO on 48 (592.28), so it buys 49 (the fewest meeting it); class ``b``'s 48 carry 580 /
+    0.995 = 582.91 and stay. The headroom of a fleet of 99 goes 2 / 1 (largest remainder, the
+    first class on a tie) and both classes then pass. No fleet (0): no class's."""
+    plans, per = _lite_disaggregated(np.full(6, 2.0), 0.0), np.full(6, 596.9459680309172 / 48.0)
+    up = [np.full(3, 48.0), np.full(3, 48.0)]
+    served = np.r_[np.full(3, 590.0), np.full(3, 580.0)] / 0.995
+    assert plans.misses(served, 48.0)[0] > 0.0 >= plans.misses(served, 48.0)[3]
+    assert plans.misses(np.full(6, 590.0), 48.0)[0] <= 0.0
+    a, b = load.class_fleets(plans, served, per, up, np.array([96.0, 99.0, 0.0]))
+    np.testing.assert_array_equal(a, [49.0, 50.0, 0.0])
+    np.testing.assert_array_equal(b, [48.0, 49.0, 0.0])
+
+
 @pytest.mark.slow
 def test_no_fleet_bought_under_a_spread_misses_its_peak():
     """load-diurnal's demand (200,000 tokens/s, peak-to-mean 1.5) on lite-h100 at
@@ -627,14 +645,18 @@ def test_no_fleet_bought_under_a_spread_misses_its_peak():
     bought fleets of 116 and 123 whose ``N`` miss the SLO at the peak (attainment 0.985 and
     0.994): they now buy 2 and 1 instances more; trial 1522's 123 meet it there and the first
     rate the capacity search found missing lay within its tolerance above the peak
-    (capacity 0.9997 of the peak, attainment 0.986): its capacity is now the peak."""
+    (capacity 0.9997 of the peak, attainment 0.986): its capacity is now the peak. With the
+    planner counting those extra instances (U + x + e), trial 210 takes another plan (batch
+    135 for 360): 117 up instances whose fleet of 118 passes, where the old plan's 115 needed
+    116 grown to 118 (cost per served token 1.51086 -> 1.50337 USD per million)."""
     s = api.check("lite-h100", ["workload.load.demand=200000", "workload.load.peak_to_mean=1.5", 'cluster.instances="auto"', "workload.load.length_cv=0.77"])
     got = run_block(s, 0, 0, 2048)
     fleet, up = got["load.fleet_instances"], got["load.fleet_instances"] - got["load.headroom_instances"]
     assert (fleet > 0).all() and (got["load.capacity_at_slo_tokens_per_s"] >= 300000.0).all() and (got["load.slo_attainment"] == 1.0).all()
     grown = np.flatnonzero(fleet > qu.fleet_instances(up, 1.0 - got["instance_availability"], 0.999))
-    np.testing.assert_array_equal(grown, [210, 622])
+    np.testing.assert_array_equal(grown, [622])
     np.testing.assert_array_equal(fleet[[210, 622, 1522]], [118.0, 124.0, 123.0])
+    assert got["batch"][210] == 135 and got["load.headroom_instances"][210] == 1.0
     assert got["load.capacity_at_slo_tokens_per_s"][1522] == 300000.0
 
 

@@ -48,11 +48,12 @@ def brute(scenario, auto: bool, demand_keys=DEMAND):
     that serves at saturation answered by the load stage's per-mode model, no screening: on
     a fixed cluster, whether it meets both SLO quantiles at the peak (cost 1 + its dynamic
     energy per token), for a fleet the fewest up instances meeting them
-    (load.fewest_instances) plus that energy."""
+    (load.fewest_instances) plus that energy plus the instances the fleet's second test adds
+    (load.serving_fleet on fleet_instances(U) at P / (A O))."""
     s = api.check(scenario, [*demand_keys, *(["cluster.instances=\"auto\""] if auto else [])])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)  # the reliability columns the pipeline hands the planner
-    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     weight = econ.plan_power_weight(s, inputs, cols)
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
@@ -69,7 +70,9 @@ def brute(scenario, auto: bool, demand_keys=DEMAND):
     plans, tile = per_mode(s, inputs, demand, table, ks, out), len(ks)
     if auto:
         up = load.fewest_instances(plans, np.tile(peak / out, tile), (t[ks] / out).ravel()).reshape(tile, N)
-        cost[ks] = np.where(ok[ks] & (up > 0), up + energy[ks], np.inf)
+        fleet = qu.fleet_instances(up, np.tile(demand.down_probability, (tile, 1)), np.tile(demand.headroom_quantile, (tile, 1)))
+        grown = load.serving_fleet(plans, np.tile(load.served_peak_rate(peak, a, out), tile), (t[ks] / out).ravel(), fleet.ravel()).reshape(tile, N)
+        cost[ks] = np.where(ok[ks] & (up > 0) & (grown > 0), up + energy[ks] + (grown - fleet), np.inf)
     else:
         meets = (plans.misses(np.tile(peak / (a * out), tile), demand.instances) <= 0.0).reshape(tile, N)
         cost[ks] = np.where(ok[ks] & meets, 1.0 + energy[ks] / demand.instances, np.inf)
@@ -271,3 +274,38 @@ def test_a_mixs_classes_chosen_in_one_pass_are_each_chosen_alone(auto):
         else:
             assert fleet is None and alone[2] is None
     assert not np.array_equal(joint[0][0], joint[1][0])  # the classes take plans of their own
+
+
+def test_the_n_tests_extra_instances_can_flip_a_fleets_choice():
+    """Two plans of a trial at a peak of 590 requests/s, served availability 0.995, no
+    instance ever down (no failure headroom): plan 0 is tests/stages/test_load.py's
+    disaggregated lite-h100 plan (2 s TTFT SLO), plan 1 the same with its busy step 1 %
+    shorter, at the same tokens/s and a higher busy fraction (dynamic energy e 2.5 and 3.0 instances'
+    worth). Both need U = 48 up instances (47 saturate). Ranked by U + e plan 0 wins (50.5
+    against 51.0), but its 48 instances miss the SLO at 590 / 0.995 = 592.96 requests/s,
+    past its capacity at SLO on 48 (592.28), and its fleet is 49: U + x + e = 51.5, so with
+    the second test counted plan 1 (whose 48 meet it) is chosen."""
+    from tests.stages.test_load import _lite_disaggregated
+    from mcengine.stages.roofline.planner_load import Demand, Model, _fleet_choice
+    from mcengine.stages.roofline.load_steps import TERMS
+
+    n, out, per = 1, 28.79589999999999, 596.9459680309172 / 48.0
+    one = _lite_disaggregated(np.full(n, 2.0), 0.0)
+    steps = [{k: one.steps.get(k, np.zeros(n)) for k in TERMS}, {k: one.steps.get(k, np.zeros(n)) for k in TERMS}]
+    steps[1] |= {k: 0.99 * steps[1][k] for k in ("busy_1_s", "busy_s")}
+    ones = np.ones(n)
+    demand = Demand(590.0 * out * ones, ones, 0.99 * ones, 2000.0 * ones, ones, 0.995 * ones, None, 50.0 * ones, 2.0 * ones, 0.0 * ones,
+                    0.0 * ones, 0.0 * ones, 0.0 * ones, 0.0 * ones, 0.999 * ones)
+    model = Model.of(lambda k: steps[k], demand, out, n)
+    served, busy = np.full((2, n), per * out), np.array([[0.5], [0.6]])
+    weight, peak = 5.0 * per * out * ones, demand.demand * demand.peak_to_mean
+    plans = load.Plans({k: np.r_[steps[0][k], steps[1][k]] for k in TERMS} | {"gap_cv2": np.full(2, 2.0), "length_cv": np.zeros(2)}, np.full(2, 0.99),
+                       np.full(2, 2.0), np.full(2, 0.05), np.ones(2), np.full(2, out))
+    assert (plans.misses(np.full(2, 590.0), 48.0) <= 0.0).all() and (plans.misses(np.full(2, 590.0), 47.0) > 0.0).all()
+    served_rate = load.served_peak_rate(peak, demand.availability, out)
+    assert plans.misses(np.r_[served_rate, served_rate], 48.0)[0] > 0.0 >= plans.misses(np.r_[served_rate, served_rate], 48.0)[1]
+    args = (np.arange(2), served, busy, np.ones((2, n), bool), weight, peak, model, n)
+    best, met, search = _fleet_choice(*args)
+    assert met.all() and best[0] == 0 and search.up[0] == 48.0
+    best, met, search = _fleet_choice(*args, (served_rate, np.zeros(n), np.full(n, 0.999)))
+    assert met.all() and best[0] == 1 and search.up[0] == 48.0

@@ -38,7 +38,12 @@ cost of the cluster), ``u`` the plan's busy fraction:
   at least ``m + 1 + e``) is dropped where that cannot win. The failure
   headroom (:func:`mcengine.analytic.queueing.fleet_instances`, the same law for every
   plan of a trial) is left to the load stage, which is handed the chosen plan's ``U`` and
-  the rates it was searched at (:class:`FleetSearch`) rather than search it again.
+  the rates it was searched at (:class:`FleetSearch`) rather than search it again; but
+  the instances the fleet's second test adds (its ``N`` instances, ``U`` and that
+  headroom, must meet the SLOs at ``P / (A O)``, :func:`mcengine.stages.load.serving_fleet`,
+  docs/load.md#peak) are a plan's own, so a plan's cost is ``U + x + e`` with ``x`` those
+  instances, asked of each plan once its ``U`` is settled (a mix's class: ``x`` not counted,
+  its headroom being a share of the mix's).
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the fewest up instances for a fleet. A
@@ -61,6 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import load
+from ...analytic import queueing as qu
 from ...kernels.plan import fleet_bounds
 from ...scenario.sampling import end_to_end, per_trial
 from ...units import MS_PER_S
@@ -83,8 +89,13 @@ class Demand:
     SLO (``tpot_slo_ms``), the static mode's completion-gap CV² (``gap_cv2``,
     ``workload.load.static_gap_cv2``), its cycle excess (``bunch_cycles``, ``bunch_growth``:
     ``workload.load.static_bunch_cycles``, ``.static_bunch_growth``), the lengths' spread (``length_cv``,
-    ``workload.load.length_cv``, docs/load.md#length-spread) and the continuous mode's births' share of
-    the admissions (``refill_births``, ``workload.load.refill_births``, docs/load.md#refill)."""
+    ``workload.load.length_cv``, docs/load.md#length-spread), the continuous mode's births' share of
+    the admissions (``refill_births``, ``workload.load.refill_births``, docs/load.md#refill)
+    and, for a fleet bought, an instance's probability of being down (``down_probability``,
+    1 - the reliability stage's instance availability) and ``cluster.headroom_quantile``
+    (``headroom_quantile``): the failure headroom a fleet's ``N`` instances hold, from which
+    the fleet's cost counts the instances the second test of docs/load.md#peak adds (None:
+    a mix's class, whose headroom is a share of the mix's, none counted)."""
 
     demand: np.ndarray
     peak_to_mean: np.ndarray
@@ -99,6 +110,8 @@ class Demand:
     bunch_cycles: np.ndarray
     bunch_growth: np.ndarray
     refill_births: np.ndarray
+    down_probability: np.ndarray | None = None
+    headroom_quantile: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -169,7 +182,9 @@ def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, Fle
     weight = None if by_tokens else joined(lambda p: p[1]) * mean / np.where(avail > 0, avail, 1.0)
     model = Model([p[5] for p in parts], starts, [p[2] for p in parts], joined(lambda p: p[3]), ns)
     if instances is None:
-        return split(*_fleet_choice(table_rows, served, stacked(1), mask, weight, peak, model, n))
+        headroom = None if parts[0][2].down_probability is None else (
+            load.served_peak_rate(peak, avail, model.output_tokens), joined(lambda p: p[2].down_probability), joined(lambda p: p[2].headroom_quantile))
+        return split(*_fleet_choice(table_rows, served, stacked(1), mask, weight, peak, model, n, headroom))
     cols, rows = np.nonzero(np.ascontiguousarray(mask.T))  # grouped by trial, rows ascending within it
     tokens = served[rows, cols]
     energy = np.zeros(rows.size) if weight is None else weight[cols] * stacked(1)[rows, cols] / tokens
@@ -354,7 +369,7 @@ def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
     return best, met
 
 
-def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n: int) -> tuple[np.ndarray, np.ndarray, FleetSearch]:
+def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n: int, headroom=None) -> tuple[np.ndarray, np.ndarray, FleetSearch]:
     """The fleet's choice (module docstring) among the plans of ``mask`` ((rows, n): each
     trial's plans that serve; ``served`` their saturated tokens/s, ``busy`` their busy
     fraction, ``weight`` the trial's dynamic energy weight, None for the most tokens/s): a
@@ -369,7 +384,14 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     row than that cost's first. Within a round the searches tell the screen their counts
     between model calls: a plan settled on a count is a cost found, and a plan whose count
     so far bounds its cost to one that can no longer win (by the same rule) is searched no
-    further. The least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
+    further. ``headroom`` (optional, per trial: the rate ``P / (A O)`` the fleet's instances
+    carry, an instance's probability of being down and ``cluster.headroom_quantile``): a
+    plan's cost also counts the instances its fleet adds where its ``N`` instances (``U``
+    and the headroom, :func:`mcengine.analytic.queueing.fleet_instances`) miss the SLO
+    quantiles at ``P / (A O)`` (:func:`mcengine.stages.load.serving_fleet`, the load
+    stage's second test, docs/load.md#peak), asked of each plan once its ``U`` is settled:
+    ``U + x + e`` with ``x`` those instances (none counted by the bounds, which stay below
+    the cost). The least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
     rate, top = peak / model.output_tokens, np.iinfo(np.int64).max
     bound, lead = np.empty(served.shape), np.empty(n, np.int64)  # each trial's first row of least bound
     fleet_bounds(np.ascontiguousarray(served, float), np.ascontiguousarray(busy, float), np.ascontiguousarray(mask), np.zeros(n) if weight is None else np.ascontiguousarray(weight, float),
@@ -399,14 +421,27 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         return may
 
     def search(r, t):
-        e = energy(r, t)
+        e, plans = energy(r, t), model.plans(table_rows[r], t)
+        cost = np.full(r.size, np.nan)  # U + x + e of the plans settled
+
+        def settle(at, ups):  # the cost of the pairs ``at`` needing ``ups`` up instances: U + e, and the N test's extra instances x
+            cost[at] = ups + e[at]
+            if headroom is not None and at.size:
+                served_rate, down, quantile = (x[t[at]] for x in headroom)
+                fleet = qu.fleet_instances(ups, down, quantile)
+                asked = np.flatnonzero(np.isfinite(fleet))
+                grown = load.serving_fleet(plans.take(at[asked]), served_rate[asked], per_instance(r[at[asked]], t[at[asked]]), fleet[asked])
+                cost[at[asked]] += np.where(grown > 0, grown - fleet[asked], np.inf)
+            found(r[at], t[at], cost[at], ups)
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
-            found(r[at[exact]], t[at[exact]], lower[exact] + e[at[exact]], lower[exact])
+            settle(at[exact], lower[exact])
             return left(r[at], t[at], lower + e[at])
 
-        up = load.fewest_instances(model.plans(table_rows[r], t), rate[t], per_instance(r, t), still)
-        found(r, t, np.where(up > 0, up + e, np.inf), up)
+        up = load.fewest_instances(plans, rate[t], per_instance(r, t), still)
+        rest = np.flatnonzero((up > 0) & np.isnan(cost))
+        settle(rest, up[rest])
+        found(r, t, np.where(up > 0, cost, np.inf), up)
 
     trials = np.flatnonzero(mask.any(axis=0))
     first = lead[trials]
