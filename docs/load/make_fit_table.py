@@ -12,10 +12,11 @@ roofline's saturated capacity, on :data:`INSTANCES` instances.
     python docs/load/make_fit_table.py --arrival poisson --loads 0.95,0.98,0.99
                                                  # near capacity (docs/load.md#near-capacity)
 
-Each simulated point: one run of seed 0, its length and warm-up per mode (:data:`RUNS`:
-continuous, 1,600,000 requests, the first half left out, two relaxation times of its
-slowest cell; static and disaggregated, 200,000 requests, MSER-5's warm-up left out), each
-statistic with its standard error by sectioning (docs/load.md#estimates). A cell passes
+Each simulated point: its runs, length and warm-up per mode (:data:`RUNS`: continuous, four
+independent runs of 1,600,000 requests (seeds 0-3), the first half of each left out, two
+relaxation times of its slowest cell, each statistic the runs' mean with the standard error
+of their spread; static and disaggregated, one run of seed 0 of 200,000 requests, MSER-5's
+warm-up left out, each statistic with its standard error by sectioning; docs/load.md#estimates). A cell passes
 when the fast model is within 10% of the simulator's P99s and 5% of its means
 (:data:`TOLERANCE`); the page's block lists the share of cells that pass and the worst ones.
 """
@@ -37,13 +38,17 @@ sys.path.insert(0, str(HERE.parent / "serve"))
 from make_load_table import ARRIVALS, DESIGNS, MODES, regenerate  # noqa: E402  (the serve load table's designs, modes and arrivals)
 
 LOADS = tuple(round(0.1 * i, 1) for i in range(1, 10))
-#: Requests simulated per cell and the warm-up left out (``"mser5"``: MSER-5's truncation;
-#: a number: that share of the run), per mode. A continuous instance under least-loaded
-#: dispatch with fixed output lengths relaxes over about 400,000 requests at load 0.5 on 16
-#: instances (its mean TTFT's deficit falls by ``e`` in that many; it relaxes within 100,000
-#: at 0.2 and 0.8): its run leaves out two of those and measures as many again
-#: (docs/load.md#estimates). Static and disaggregated cells settle within MSER-5's cut.
-RUNS = {"static": (200_000, "mser5"), "continuous": (1_600_000, 0.5), "disaggregated": (200_000, "mser5")}
+#: Requests simulated per run, the warm-up left out (``"mser5"``: MSER-5's truncation; a
+#: number: that share of the run) and the independent runs (seeds ``0 .. runs - 1``), per
+#: mode. A continuous instance under least-loaded dispatch with fixed output lengths relaxes
+#: over about 400,000 requests at load 0.5 on 16 instances (its mean TTFT's deficit falls by
+#: ``e`` in that many; it relaxes within 100,000 at 0.2 and 0.8): a run leaves out two of
+#: those and measures as many again. The pattern it settles into differs from seed to seed:
+#: the Lite's Poisson 0.4-0.7 P99 TTFT spreads by 3-5 % (one standard deviation over six
+#: seeds), where one run's sectioning error says 1-2 %, so a continuous cell is the mean of
+#: four runs with the standard error of their spread (docs/load.md#four-runs). Static
+#: and disaggregated cells settle within MSER-5's cut of one run.
+RUNS = {"static": (200_000, "mser5", 1), "continuous": (1_600_000, 0.5, 4), "disaggregated": (200_000, "mser5", 1)}
 #: Instances simulated: each design's plan on 16 instances (the fast model is per instance
 #: and pooled over them; 128 instances would hold 20,000 requests in flight near capacity).
 INSTANCES = 16
@@ -54,18 +59,25 @@ BEGIN, END = "<!-- fit-table:begin -->", "<!-- fit-table:end -->"
 
 def point(scenario, system, load: float, arrival: str, cv: float, requests: int | None = None, seed: int = 0) -> dict:
     """One cell: the simulator's and the fast model's mean and P99 TTFT and TPOT (ms), the
-    simulator's standard errors and the relative errors (``requests`` None: the mode's :data:`RUNS`)."""
+    simulator's standard errors and the relative errors (``requests`` None: the mode's
+    :data:`RUNS`, its runs of seeds ``seed ..``, each statistic their mean and its standard
+    error their spread over the square root of their count; a given ``requests``: one run
+    of ``seed``, its standard errors by sectioning)."""
+    import numpy as np
+
     from mcengine.standalone.serve import serve_summary
 
     demand = load * system.capacity_tokens_per_s
-    length, warmup = RUNS[system.mode]
-    body, _ = serve_summary(scenario, demand, requests or length, seed, arrival, cv, system.mode, system.instances, warmup=warmup)
-    sim = {"ttft_p99": body["ttft_ms"]["p99"], "ttft_mean": body["ttft_ms"]["mean"], "tpot_p99": body["tpot_ms"]["p99"], "tpot_mean": body["tpot_ms"]["mean"]}
-    row = {"load": load, "arrival": arrival, "cv": cv, "utilisation": body["utilisation"]}
-    sem = {"ttft_p99": body["ttft_sem_ms"]["p99"], "ttft_mean": body["ttft_sem_ms"]["mean"], "tpot_p99": body["tpot_sem_ms"]["p99"],
-           "tpot_mean": body["tpot_sem_ms"]["mean"]}
-    for k, v in sim.items():
-        row |= {f"sim_{k}_ms": v, f"sim_{k}_sem_ms": sem[k]}
+    length, warmup, runs = RUNS[system.mode]
+    runs = runs if requests is None else 1
+    stats = {"ttft_p99": ("ttft", "p99"), "ttft_mean": ("ttft", "mean"), "tpot_p99": ("tpot", "p99"), "tpot_mean": ("tpot", "mean")}
+    bodies = [serve_summary(scenario, demand, requests or length, seed + r, arrival, cv, system.mode, system.instances, warmup=warmup)[0]
+              for r in range(runs)]
+    row = {"load": load, "arrival": arrival, "cv": cv, "utilisation": float(np.mean([b["utilisation"] for b in bodies]))}
+    for k, (name, stat) in stats.items():
+        got = np.array([b[f"{name}_ms"][stat] for b in bodies])
+        sem = got.std(ddof=1) / np.sqrt(runs) if runs > 1 else bodies[0][f"{name}_sem_ms"][stat]
+        row |= {f"sim_{k}_ms": float(got.mean()), f"sim_{k}_sem_ms": float(sem)}
     return fast_columns(system, row)
 
 

@@ -541,7 +541,7 @@ def steps_cell(system, load: float) -> dict:
     line = dataclasses.replace(s, **{name: np.r_[0.0, t[1] + (t[top] - t[1]) * share[1:]] for name, t in (("prefill_s", s.prefill_s), ("decode_s", s.decode_s))})
     rate = load * s.capacity_tokens_per_s / s.output_tokens
     fast = fast_latency(s, rate, 1.0, 0.99)
-    requests, warmup = RUNS["static"]
+    requests, warmup, _ = RUNS["static"]
     row = {"load": load, "T(k) under line": float(np.max(1.0 - (s.prefill_s + (s.output_tokens - 1) * s.decode_s)[1:] / (line.prefill_s + (s.output_tokens - 1) * line.decode_s)[1:]))}
     for name, table in (("steps", s), ("line", line)):
         df, busy = simulate_requests(table, rate, requests, 0, 0, "poisson", 1.0)

@@ -188,3 +188,21 @@ def test_a_part_of_the_grid_outside_it_is_refused(fit, argv, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert argv[0] in err and "allowed" in err
+
+
+def test_a_continuous_point_is_the_mean_of_its_runs(fit, monkeypatch):
+    """A continuous cell's simulated columns are the mean of :data:`RUNS`'s independent runs
+    (seeds 0 ..) and their standard error the runs' spread over the square root of their
+    count (docs/load.md#estimates); a given length is one run with its sectioning errors.
+    Here three runs of 2,000 requests on 4 instances, checked against serve_summary's own."""
+    monkeypatch.setitem(fit.RUNS, "continuous", (2_000, 0.5, 3))
+    scenario = load_scenario("h100")
+    system = serving_system(scenario, "continuous", 4)
+    row = fit.point(scenario, system, 0.5, "poisson", 1.0)
+    bodies = [serve_summary(scenario, 0.5 * system.capacity_tokens_per_s, 2_000, s, "poisson", 1.0, "continuous", 4, warmup=0.5)[0] for s in range(3)]
+    p99 = np.array([b["ttft_ms"]["p99"] for b in bodies])
+    assert row["sim_ttft_p99_ms"] == pytest.approx(p99.mean(), rel=1e-12)
+    assert row["sim_ttft_p99_sem_ms"] == pytest.approx(p99.std(ddof=1) / np.sqrt(3), rel=1e-12)
+    assert row["sim_tpot_mean_ms"] == pytest.approx(np.mean([b["tpot_ms"]["mean"] for b in bodies]), rel=1e-12)
+    one = fit.point(scenario, system, 0.5, "poisson", 1.0, requests=2_000)
+    assert one["sim_ttft_p99_ms"] == bodies[0]["ttft_ms"]["p99"] and one["sim_ttft_p99_sem_ms"] == bodies[0]["ttft_sem_ms"]["p99"]
