@@ -292,9 +292,6 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     faster than a bisection and stalls where the secant keeps one end (docs/load.md#speed);
     every step halves the bracket, so a trial settles in about
     ``log2(width / (tolerance x capacity))`` steps.
-    A trial whose grid :func:`meets_below` asked at that rate (it meets the SLOs there and
-    misses them at some rate of the grid) is not asked it again: its answers at no load and
-    at the grid, the rates of its first call's bracket ``[0, that rate]``, are reused.
     The steps run in at most ``ceil(CAPACITY_STEPS / CAPACITY_HALVINGS)`` model calls: each
     asks the trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings
     could probe (every one of :func:`_midpoints`; ``h`` = :data:`CAPACITY_HALVINGS`, the
@@ -325,32 +322,21 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
     start = np.minimum(np.where(can_dip(plans), 0.0, np.broadcast_to(np.asarray(meets_at, float), (n,))), top)
     probe = np.maximum(top * SATURATION_PROBE, start)
-    met, below, grid = _meets_below(plans, probe, count)
+    met = meets_below(plans, probe, count)
     out = np.where(met & (top > 0.0), probe, 0.0)
     rest = np.flatnonzero(~met & (top > 0.0))
     if rest.size == 0:
         return out
     p, k = plans.take(rest), count[rest]
     start = np.where(start[rest] < probe[rest], start[rest], 0.0)  # the rate said to meet them does not: from no load
-    asked = np.full(rest.size, -1)  # each trial's row of ``grid`` where meets_below asked it (its bracket [0, probe]), else -1
-    failed = np.flatnonzero(~met[below])
-    asked[np.searchsorted(rest, below[failed])] = failed
-    new = np.flatnonzero(asked < 0)
-    f0 = np.empty(rest.size, bool)  # whether it meets them at start
-    f0[asked >= 0] = grid[asked[asked >= 0], 0]
-    f0[new] = (p if new.size == rest.size else p.take(new)).misses(start[new], k[new]) <= 0.0
+    f0 = p.misses(start, k) <= 0.0  # whether it meets them at start
     retry = np.flatnonzero(~f0 & (start > 0.0))  # nor does this one
     if retry.size:
         start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry]) <= 0.0
     keep = np.flatnonzero(f0)
-    live, p, k, lo, hi, asked = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], asked[keep]
+    live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
     left = np.full(live.size, CAPACITY_STEPS)
     levels = np.where(can_dip(p), CAPACITY_GRID_HALVINGS, CAPACITY_HALVINGS)
-    known = np.flatnonzero(asked >= 0)  # their first call is meets_below's grid: its halvings replayed on its answers
-    if known.size:
-        g = CAPACITY_GRID_HALVINGS
-        lo[known], hi[known] = _halvings(lo[known], hi[known], _midpoints(lo[known], hi[known], g), grid[asked[known], 1:], g)
-        left[known], levels[known] = CAPACITY_STEPS - g, CAPACITY_HALVINGS
     out[live] = lo
     for _ in range(1 + -(-(CAPACITY_STEPS - CAPACITY_HALVINGS) // CAPACITY_HALVINGS)):
         keep = np.flatnonzero((hi - lo > CAPACITY_TOLERANCE * lo) & (left > 0))
@@ -397,27 +383,16 @@ def meets_below(plans: Plans, rate_per_s, instances) -> np.ndarray:
     ``1/2^g`` of it from no load (``g`` = :data:`CAPACITY_GRID_HALVINGS`, the capacity
     search's grid: a window of misses narrower than that between two of these rates goes
     unseen)."""
-    return _meets_below(plans, rate_per_s, instances)[0]
-
-
-def _meets_below(plans: Plans, rate_per_s, instances) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`meets_below` and what its second call found: the trials it asked the grid
-    ``below`` (indices), and for each whether the plan meets the SLOs at no load and at
-    each rate of the grid (``(below.size, 2^g)``: no load, then the :func:`_midpoints` of
-    ``[0, rate]``, heap order; the very rates :func:`capacity_rate`'s first call asks a
-    bracket ``[0, rate]``, each the halving's ``0.5 (a + b)``, so that search reuses them)."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     out = plans.misses(rate, count) <= 0.0
     below = np.flatnonzero(out & (rate > 0.0) & can_dip(plans))
-    met = np.zeros((0, 2 ** CAPACITY_GRID_HALVINGS), bool)
     if below.size:
         grid = np.concatenate([np.zeros((below.size, 1)), _midpoints(np.zeros(below.size), rate[below], CAPACITY_GRID_HALVINGS)], axis=1)
         rows = np.repeat(below, grid.shape[1])
-        met = (plans.take(rows).misses(grid.ravel(), count[rows]) <= 0.0).reshape(grid.shape)
-        out[below] = met.all(axis=1)
-    return out, below, met
+        out[below] = (plans.take(rows).misses(grid.ravel(), count[rows]) <= 0.0).reshape(grid.shape).all(axis=1)
+    return out
 
 
 def _halvings(lo, hi, mids, meets, levels):
