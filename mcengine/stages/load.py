@@ -599,7 +599,7 @@ def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[
     fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0,
                                          functools.partial(serving_fleet, plans, served_rate, per_instance_rate))
     capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario),
-                                                   np.where(fleet > 0, peak, 0.0))
+                                                   np.where(fleet > 0, peak, 0.0), columns.get(GOODPUT_SEARCHED))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
                  at_peak.ttft_q_s, at_peak.tpot_q_s)
 
@@ -705,7 +705,7 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     split = [per_trial(h["instances"], n) for h in got]
     held = split if fixed else [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]  # no fleet: the simulated cluster's split
     whole = at_peak_of(joined, np.concatenate(rates), np.tile(availability, len(names)), np.concatenate(peaks), np.concatenate(up),
-                       np.concatenate(held), np.concatenate(fleets), np.tile(fleet, len(names)), fixed)
+                       np.concatenate(held), np.concatenate(fleets), np.tile(fleet, len(names)), fixed, searched=searched.get(GOODPUT_SEARCHED))
     capacity, fleet_capacity = parts(whole[0]), parts(whole[1])
     latency = [qu.LoadLatency(*x) for x in zip(*map(parts, whole[2]))]
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,
@@ -718,7 +718,13 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     return out
 
 
-def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool, served=0.0):
+#: The capacity at SLO (output tokens/s) the planner found for a fixed cluster's plan of most
+#: goodput (:func:`mcengine.stages.roofline.planner_load.most_goodput`), 0 where the trial's
+#: plan is not that: :func:`capacity_tokens` of that plan on the cluster, searched from no load.
+GOODPUT_SEARCHED = FLEET_SEARCH_PREFIX + "capacity_tokens_per_s"
+
+
+def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool, served=0.0, searched=None):
     """A plan's capacities at SLO and its latency at the peak (tokens/s): ``plans`` serving
     on ``instances`` instances (``per_instance`` output tokens/s each at saturation) a peak
     of ``peak`` tokens/s, of which ``up_needed`` up instances meet both SLO quantiles and a
@@ -730,13 +736,19 @@ def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instan
     (tokens/s, 0 unless given): a load the fleet's instances are known to serve at every
     rate below it (:func:`serving_fleet`), a floor of the fleet's capacity at SLO (the
     search's lower end stops within its tolerance below the first rate it finds missing,
-    which can lie just above such a load). Returns ``(capacity, fleet_capacity, latency)``."""
+    which can lie just above such a load). ``searched`` (optional, fixed, tokens/s): a
+    capacity the planner found for the plan on the cluster's ``instances``, searched from no
+    load (:data:`GOODPUT_SEARCHED`, 0 where none), taken where this search would be that one
+    (no load known: the same search, bit for bit). Returns ``(capacity, fleet_capacity, latency)``."""
     if fixed:
         n = instances.size
         both = np.r_[np.arange(n), np.arange(n)]
         known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
         held = np.r_[instances, np.where(fleet > 0, fleet_of, instances)]
-        capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), held, per_instance[both], availability[both], known), 2)
+        found = np.zeros(2 * n) if searched is None else np.where((known == 0.0) & (held == instances[both]), searched[both], 0.0)
+        ask = np.flatnonzero(found <= 0.0)
+        found[ask] = capacity_tokens(plans.take(both[ask]), held[ask], per_instance[both[ask]], availability[both[ask]], known[ask])
+        capacity, fleet_capacity = np.split(found, 2)
         fleet_capacity = np.maximum(fleet_capacity, served)
     else:
         capacity = fleet_capacity = np.maximum(capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0)), served)

@@ -261,20 +261,22 @@ def _flat(tables: list, ns: list[int]):
     return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live]), stacked
 
 
-def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_of) -> tuple[np.ndarray, np.ndarray]:
-    """``(best, found)`` per trial of ``among`` (a boolean (n,) mask; the trials of a fixed
+def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_of) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(best, found, capacity)`` per trial of ``among`` (a boolean (n,) mask; the trials of a fixed
     cluster where no plan meets the SLOs at the peak): the row of ``table`` of most goodput,
     the largest capacity at SLO (the goodput ``E[min(D(t), capacity)]`` rises with it,
     :func:`mcengine.analytic.queueing.served_mean`), the load stage's own
     (:func:`mcengine.stages.load.capacity_tokens` of the per-mode model on the cluster's
-    instances; the first such row on a tie), and whether that capacity is above 0. A
+    instances, searched from no load; the first such row on a tie), whether that capacity is
+    above 0, and that capacity (output tokens/s, 0 where none is found: the load stage takes
+    it rather than search that plan again, :func:`mcengine.stages.load.at_peak_of`). A
     plan's capacity is at most its saturated ``T I A``: each trial's plans are taken in
     order of ``T``, 1, 2, 4, ... a round, while ``T I A`` is at least the most capacity found."""
     n = among.size
     best, found = np.zeros(n, np.int64), np.zeros(n, bool)
     flat = _flat([table], [n])
     if flat is None or not among.any():
-        return best, found
+        return best, found, np.zeros(n)
     table_rows, stacked = flat
     trial = functools.partial(per_trial, n=n)
     slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
@@ -282,7 +284,7 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
     ok = (served > 0) & (ttft0 <= slo[None, :]) & (among & (avail > 0))[None, :]
     cols, rows = np.nonzero(np.ascontiguousarray(ok.T))  # grouped by trial, rows ascending within it
     if cols.size == 0:
-        return best, found
+        return best, found, np.zeros(n)
     tokens, rows = served[rows, cols], table_rows[rows]
     model = Model.of(steps_of, demand, output_tokens, n)
     capacity, most = np.zeros(rows.size), np.zeros(n)
@@ -293,7 +295,7 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
         np.maximum.at(most, cols[pick], capacity[pick])
 
     _rounds(cols, (-tokens,), lambda idx: saturated[idx] >= most[cols[idx]], evaluate)
-    return _least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n)
+    return (*_least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n), most)
 
 
 def _rounds(cols: np.ndarray, keys: tuple, left, evaluate, growth: int = 2, width: int = 1) -> None:
