@@ -170,6 +170,32 @@ def test_the_load_stage_takes_the_capacity_of_most_goodput_the_planner_found(nam
         np.testing.assert_array_equal(handed[key], column, err_msg=key)
 
 
+def test_the_fleets_screen_searches_twin_plans_once(monkeypatch):
+    """The Azure mix on lite-h100 with a fleet bought: its table holds disaggregated
+    candidates told apart only by their 1-way tensor prefill layout's attention split, whose
+    step times, rates and energy are the same bits (planner_load._twins); the fleet's
+    screen searches each such set once: fewer rows asked of the per-mode model than when it
+    searches every pair, and every column the same to the bit."""
+    from mcengine.stages.roofline import planner_load
+
+    s = api.check(str(MIX_LITE), [*DEMAND, "cluster.instances=\"auto\""])
+    rows, latency = [], load.Plans.latency
+
+    def counted(self, rate_per_s, instances):
+        rows.append(self.q.size)
+        return latency(self, rate_per_s, instances)
+
+    monkeypatch.setattr(load.Plans, "latency", counted)
+    once, asked = run_block(s, 0, 0, 64), sum(rows)
+    rows.clear()
+    monkeypatch.setattr(planner_load, "_twins", lambda plans, cols, *more: (np.arange(cols.size), np.arange(cols.size)))
+    every = run_block(s, 0, 0, 64)
+    assert asked < sum(rows)
+    assert once.keys() == every.keys()
+    for key, column in every.items():
+        np.testing.assert_array_equal(once[key], column, err_msg=key)
+
+
 @pytest.mark.parametrize("auto", [True, False])
 def test_the_screens_rounds_never_grow_with_the_demand(auto, monkeypatch):
     """At the demand key's extremes each screen asks the per-mode model in at most

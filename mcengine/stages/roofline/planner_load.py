@@ -298,6 +298,20 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
     return (*_least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n), most)
 
 
+def _twins(plans: load.Plans, cols: np.ndarray, *more) -> tuple[np.ndarray, np.ndarray]:
+    """``(one, twin)``: of the pairs of ``plans`` (at trials ``cols``), the first of each set
+    of twins, pairs whose every input to the per-mode model and every array of ``more`` are
+    the same bits at the same trial (candidates the enumeration tells apart by what the
+    model does not read, such as the attention split of a 1-way tensor layout), in pair
+    order; and per pair its twins' first, as an index into ``one``. Every model is
+    elementwise over the pairs, so each twin's answers are its first's, bit for bit."""
+    n = cols.size
+    key = np.column_stack([cols.astype(float), *more, *(np.broadcast_to(np.asarray(v, float), (n,)) for _, v in sorted(plans.steps.items()))])
+    _, one, twin = np.unique(np.ascontiguousarray(key).view(np.int64), axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(one)
+    return one[order], np.argsort(order)[twin.reshape(-1)]
+
+
 def _rounds(cols: np.ndarray, keys: tuple, left, evaluate, growth: int = 2, width: int = 1) -> None:
     """``evaluate(pairs)`` on the pairs (grouped by trial ``cols``, table rows ascending
     within a trial) in order of ``keys`` within their trial (the first the most
@@ -401,13 +415,15 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         return may
 
     def search(r, t):
-        e = energy(r, t)
+        plans, e = model.plans(table_rows[r], t), energy(r, t)
+        one, twin = _twins(plans, t, served[r, t], busy[r, t])  # a twin's count and cost are its first's, to the bit
+        ro, to, eo = r[one], t[one], e[one]
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
-            found(r[at[exact]], t[at[exact]], lower[exact] + e[at[exact]], lower[exact])
-            return left(r[at], t[at], lower + e[at])
+            found(ro[at[exact]], to[at[exact]], lower[exact] + eo[at[exact]], lower[exact])
+            return left(ro[at], to[at], lower + eo[at])
 
-        up = load.fewest_instances(model.plans(table_rows[r], t), rate[t], per_instance(r, t), still)
+        up = load.fewest_instances(plans if one.size == r.size else plans.take(one), rate[to], per_instance(ro, to), still)[twin]
         found(r, t, np.where(up > 0, up + e, np.inf), up)
 
     trials = np.flatnonzero(mask.any(axis=0))
