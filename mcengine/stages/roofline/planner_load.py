@@ -306,10 +306,17 @@ def _twins(plans: load.Plans, cols: np.ndarray, *more) -> tuple[np.ndarray, np.n
     order; and per pair its twins' first, as an index into ``one``. Every model is
     elementwise over the pairs, so each twin's answers are its first's, bit for bit."""
     n = cols.size
-    key = np.column_stack([cols.astype(float), *more, *(np.broadcast_to(np.asarray(v, float), (n,)) for _, v in sorted(plans.steps.items()))])
-    _, one, twin = np.unique(np.ascontiguousarray(key).view(np.int64), axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(one)
-    return one[order], np.argsort(order)[twin.reshape(-1)]
+    head = np.column_stack([cols.astype(float), *more])  # twins share these: only pairs sharing them with another are compared further
+    order = np.lexsort(head.T[::-1])
+    same = (head[order][1:] == head[order][:-1]).all(axis=1)
+    may = np.sort(order[np.r_[False, same] | np.r_[same, False]])
+    first = np.arange(n)
+    if may.size:
+        key = np.column_stack([head[may], *(np.broadcast_to(np.asarray(v, float), (n,))[may] for _, v in sorted(plans.steps.items()))])
+        _, at, twin = np.unique(np.ascontiguousarray(key).view(np.int64), axis=0, return_index=True, return_inverse=True)
+        first[may] = may[at][twin.reshape(-1)]
+    one = np.flatnonzero(first == np.arange(n))
+    return one, np.searchsorted(one, first)
 
 
 def _rounds(cols: np.ndarray, keys: tuple, left, evaluate, growth: int = 2, width: int = 1) -> None:
