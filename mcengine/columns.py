@@ -40,11 +40,13 @@ LOAD_PREFIX = "load."
 #: Prefix of the step times of each trial's plan that the roofline stage hands the load
 #: stage with a demand (``load_steps.decode_1_s``; docs/load.md#chain).
 LOAD_STEPS_PREFIX = "load_steps."
-#: Prefix of what the roofline stage hands the load stage beside the step times when the
-#: fleet is bought per trial (``cluster.instances = "auto"``): the planner's fleet search of
+#: Prefix of what the roofline stage hands the load stage beside the step times of the
+#: planner's searches: with the fleet bought per trial (``cluster.instances = "auto"``) its fleet search of
 #: each trial's plan (``fleet_search.up``, the fewest up instances, 0 where none was
 #: searched; ``fleet_search.rate_per_s`` and ``fleet_search.per_instance_rate``, the
-#: rates it was searched at), so that the load stage need not search again
+#: rates it was searched at), and on a fixed cluster the capacity at SLO the planner
+#: found for the plan of most goodput (``fleet_search.capacity_tokens_per_s``, 0 where the
+#: trial's plan is not that), so that the load stage need not search again
 #: (docs/load.md#speed). Internal: the run chain drops them after the load stage, and
 #: they are never written.
 FLEET_SEARCH_PREFIX = "fleet_search."

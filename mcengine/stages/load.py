@@ -293,9 +293,6 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     faster than a bisection and stalls where the secant keeps one end (docs/load.md#speed);
     every step halves the bracket, so a trial settles in about
     ``log2(width / (tolerance x capacity))`` steps.
-    A trial whose grid :func:`meets_below` asked at that rate (it meets the SLOs there and
-    misses them at some rate of the grid) is not asked it again: its answers at no load and
-    at the grid, the rates of its first call's bracket ``[0, that rate]``, are reused.
     The steps run in at most ``ceil(CAPACITY_STEPS / CAPACITY_HALVINGS)`` model calls: each
     asks the trials not settled when it starts the ``2^h - 1`` rates the next ``h`` halvings
     could probe (every one of :func:`_midpoints`; ``h`` = :data:`CAPACITY_HALVINGS`, the
@@ -326,32 +323,21 @@ def capacity_rate(plans: Plans, instances, top_rate, meets_at=0.0) -> np.ndarray
     top = np.broadcast_to(np.asarray(top_rate, float), (n,))
     start = np.minimum(np.where(can_dip(plans), 0.0, np.broadcast_to(np.asarray(meets_at, float), (n,))), top)
     probe = np.maximum(top * SATURATION_PROBE, start)
-    met, below, grid = _meets_below(plans, probe, count)
+    met = meets_below(plans, probe, count)
     out = np.where(met & (top > 0.0), probe, 0.0)
     rest = np.flatnonzero(~met & (top > 0.0))
     if rest.size == 0:
         return out
     p, k = plans.take(rest), count[rest]
     start = np.where(start[rest] < probe[rest], start[rest], 0.0)  # the rate said to meet them does not: from no load
-    asked = np.full(rest.size, -1)  # each trial's row of ``grid`` where meets_below asked it (its bracket [0, probe]), else -1
-    failed = np.flatnonzero(~met[below])
-    asked[np.searchsorted(rest, below[failed])] = failed
-    new = np.flatnonzero(asked < 0)
-    f0 = np.empty(rest.size, bool)  # whether it meets them at start
-    f0[asked >= 0] = grid[asked[asked >= 0], 0]
-    f0[new] = (p if new.size == rest.size else p.take(new)).misses(start[new], k[new]) <= 0.0
+    f0 = p.misses(start, k) <= 0.0  # whether it meets them at start
     retry = np.flatnonzero(~f0 & (start > 0.0))  # nor does this one
     if retry.size:
         start[retry], f0[retry] = 0.0, p.take(retry).misses(np.zeros(retry.size), k[retry]) <= 0.0
     keep = np.flatnonzero(f0)
-    live, p, k, lo, hi, asked = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep], asked[keep]
+    live, p, k, lo, hi = rest[keep], p.take(keep), k[keep], start[keep], probe[rest][keep]
     left = np.full(live.size, CAPACITY_STEPS)
     levels = np.where(can_dip(p), CAPACITY_GRID_HALVINGS, CAPACITY_HALVINGS)
-    known = np.flatnonzero(asked >= 0)  # their first call is meets_below's grid: its halvings replayed on its answers
-    if known.size:
-        g = CAPACITY_GRID_HALVINGS
-        lo[known], hi[known] = _halvings(lo[known], hi[known], _midpoints(lo[known], hi[known], g), grid[asked[known], 1:], g)
-        left[known], levels[known] = CAPACITY_STEPS - g, CAPACITY_HALVINGS
     out[live] = lo
     for _ in range(1 + -(-(CAPACITY_STEPS - CAPACITY_HALVINGS) // CAPACITY_HALVINGS)):
         keep = np.flatnonzero((hi - lo > CAPACITY_TOLERANCE * lo) & (left > 0))
@@ -398,27 +384,16 @@ def meets_below(plans: Plans, rate_per_s, instances) -> np.ndarray:
     ``1/2^g`` of it from no load (``g`` = :data:`CAPACITY_GRID_HALVINGS`, the capacity
     search's grid: a window of misses narrower than that between two of these rates goes
     unseen)."""
-    return _meets_below(plans, rate_per_s, instances)[0]
-
-
-def _meets_below(plans: Plans, rate_per_s, instances) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`meets_below` and what its second call found: the trials it asked the grid
-    ``below`` (indices), and for each whether the plan meets the SLOs at no load and at
-    each rate of the grid (``(below.size, 2^g)``: no load, then the :func:`_midpoints` of
-    ``[0, rate]``, heap order; the very rates :func:`capacity_rate`'s first call asks a
-    bracket ``[0, rate]``, each the halving's ``0.5 (a + b)``, so that search reuses them)."""
     n = plans.q.size
     rate = np.broadcast_to(np.asarray(rate_per_s, float), (n,))
     count = np.broadcast_to(np.asarray(instances, float), (n,))
     out = plans.misses(rate, count) <= 0.0
     below = np.flatnonzero(out & (rate > 0.0) & can_dip(plans))
-    met = np.zeros((0, 2 ** CAPACITY_GRID_HALVINGS), bool)
     if below.size:
         grid = np.concatenate([np.zeros((below.size, 1)), _midpoints(np.zeros(below.size), rate[below], CAPACITY_GRID_HALVINGS)], axis=1)
         rows = np.repeat(below, grid.shape[1])
-        met = (plans.take(rows).misses(grid.ravel(), count[rows]) <= 0.0).reshape(grid.shape)
-        out[below] = met.all(axis=1)
-    return out, below, met
+        out[below] = (plans.take(rows).misses(grid.ravel(), count[rows]) <= 0.0).reshape(grid.shape).all(axis=1)
+    return out
 
 
 def _halvings(lo, hi, mids, meets, levels):
@@ -623,7 +598,7 @@ def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[
     fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0,
                                          functools.partial(serving_fleet, plans, served_peak_rate(peak, availability, out_tokens), per_instance_rate))
     capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario),
-                                                   np.where(fleet > 0, peak, 0.0))
+                                                   np.where(fleet > 0, peak, 0.0), columns.get(GOODPUT_SEARCHED))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
                  at_peak.ttft_q_s, at_peak.tpot_q_s)
 
@@ -746,7 +721,8 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     split = [per_trial(h["instances"], n) for h in got]
     held = split if fixed else [np.where(fleet > 0, f, s) for f, s in zip(fleets, split)]  # no fleet: the simulated cluster's split
     whole = at_peak_of(joined, np.concatenate(rates), np.tile(availability, len(names)), np.concatenate(peaks), np.concatenate(up),
-                       np.concatenate(held), np.concatenate(fleets), np.tile(fleet, len(names)), fixed, np.where(np.tile(fleet > 0, len(names)), np.concatenate(peaks), 0.0))
+                       np.concatenate(held), np.concatenate(fleets), np.tile(fleet, len(names)), fixed, np.where(np.tile(fleet > 0, len(names)), np.concatenate(peaks), 0.0),
+                       searched.get(GOODPUT_SEARCHED))
     capacity, fleet_capacity = parts(whole[0]), parts(whole[1])
     latency = [qu.LoadLatency(*x) for x in zip(*map(parts, whole[2]))]
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,
@@ -773,7 +749,13 @@ def class_fleets(plans: Plans, served_rate, per_instance_rate, up: list[np.ndarr
     return np.split(serving_fleet(plans, served_rate, per_instance_rate, np.concatenate([np.where(fleet > 0, u + h, 0.0) for u, h in zip(up, headroom)])), len(up))
 
 
-def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool, served=0.0):
+#: The capacity at SLO (output tokens/s) the planner found for a fixed cluster's plan of most
+#: goodput (:func:`mcengine.stages.roofline.planner_load.most_goodput`), 0 where the trial's
+#: plan is not that: :func:`capacity_tokens` of that plan on the cluster, searched from no load.
+GOODPUT_SEARCHED = FLEET_SEARCH_PREFIX + "capacity_tokens_per_s"
+
+
+def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instances, fleet_of, fleet, fixed: bool, served=0.0, searched=None):
     """A plan's capacities at SLO and its latency at the peak (tokens/s): ``plans`` serving
     on ``instances`` instances (``per_instance`` output tokens/s each at saturation) a peak
     of ``peak`` tokens/s, of which ``up_needed`` up instances meet both SLO quantiles and a
@@ -785,13 +767,19 @@ def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instan
     (tokens/s, 0 unless given): a load the fleet's instances are known to serve at every
     rate below it (:func:`serving_fleet`), a floor of the fleet's capacity at SLO (the
     search's lower end stops within its tolerance below the first rate it finds missing,
-    which can lie just above such a load). Returns ``(capacity, fleet_capacity, latency)``."""
+    which can lie just above such a load). ``searched`` (optional, fixed, tokens/s): a
+    capacity the planner found for the plan on the cluster's ``instances``, searched from no
+    load (:data:`GOODPUT_SEARCHED`, 0 where none), taken where this search would be that one
+    (no load known: the same search, bit for bit). Returns ``(capacity, fleet_capacity, latency)``."""
     if fixed:
         n = instances.size
         both = np.r_[np.arange(n), np.arange(n)]
         known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
         held = np.r_[instances, np.where(fleet > 0, fleet_of, instances)]
-        capacity, fleet_capacity = np.split(capacity_tokens(plans.take(both), held, per_instance[both], availability[both], known), 2)
+        found = np.zeros(2 * n) if searched is None else np.where((known == 0.0) & (held == instances[both]), searched[both], 0.0)
+        ask = np.flatnonzero(found <= 0.0)
+        found[ask] = capacity_tokens(plans.take(both[ask]), held[ask], per_instance[both[ask]], availability[both[ask]], known[ask])
+        capacity, fleet_capacity = np.split(found, 2)
         fleet_capacity = np.maximum(fleet_capacity, served)
     else:
         capacity = fleet_capacity = np.maximum(capacity_tokens(plans, instances, per_instance, availability, np.where(fleet > 0, peak, 0.0)), served)

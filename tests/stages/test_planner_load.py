@@ -148,6 +148,57 @@ def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     assert (cols["load.slo_attainment"] < 1.0).all()
 
 
+@pytest.mark.parametrize("name", ["h100", "lite-h100"])
+def test_the_load_stage_takes_the_capacity_of_most_goodput_the_planner_found(name, monkeypatch):
+    """On the fixed cluster over its capacity (above) the load stage takes each trial's
+    capacity at SLO of its plan of most goodput as the planner found it
+    (load.GOODPUT_SEARCHED: searched from no load on the cluster, as its own search of the
+    cluster is where the up instances miss the peak): every column the same to the bit as
+    when it searches again, with fewer rows asked of the per-mode model."""
+    s = api.check(name, ["workload.load.demand=600000", "workload.load.peak_to_mean=1.5"])
+    rows, latency = [], load.Plans.latency
+
+    def counted(self, rate_per_s, instances):
+        rows.append(self.q.size)
+        return latency(self, rate_per_s, instances)
+
+    monkeypatch.setattr(load.Plans, "latency", counted)
+    handed, asked = run_block(s, 0, 0, N), sum(rows)
+    rows.clear()
+    monkeypatch.setattr(load, "GOODPUT_SEARCHED", FLEET_SEARCH_PREFIX + "none")
+    searched = run_block(s, 0, 0, N)
+    assert asked < sum(rows)
+    assert handed.keys() == searched.keys()
+    for key, column in searched.items():
+        np.testing.assert_array_equal(handed[key], column, err_msg=key)
+
+
+def test_the_fleets_screen_searches_twin_plans_once(monkeypatch):
+    """The Azure mix on lite-h100 with a fleet bought: its table holds disaggregated
+    candidates told apart only by their 1-way tensor prefill layout's attention split, whose
+    step times, rates and energy are the same bits (planner_load._twins); the fleet's
+    screen searches each such set once: fewer rows asked of the per-mode model than when it
+    searches every pair, and every column the same to the bit."""
+    from mcengine.stages.roofline import planner_load
+
+    s = api.check(str(MIX_LITE), [*DEMAND, "cluster.instances=\"auto\""])
+    rows, latency = [], load.Plans.latency
+
+    def counted(self, rate_per_s, instances):
+        rows.append(self.q.size)
+        return latency(self, rate_per_s, instances)
+
+    monkeypatch.setattr(load.Plans, "latency", counted)
+    once, asked = run_block(s, 0, 0, 64), sum(rows)
+    rows.clear()
+    monkeypatch.setattr(planner_load, "_twins", lambda plans, cols, *more: (np.arange(cols.size), np.arange(cols.size)))
+    every = run_block(s, 0, 0, 64)
+    assert asked < sum(rows)
+    assert once.keys() == every.keys()
+    for key, column in every.items():
+        np.testing.assert_array_equal(once[key], column, err_msg=key)
+
+
 @pytest.mark.parametrize("auto", [True, False])
 def test_the_screens_rounds_never_grow_with_the_demand(auto, monkeypatch):
     """At the demand key's extremes each screen asks the per-mode model in at most
@@ -180,7 +231,7 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
     fleet search of each trial's plan (fleet_search.*): its fewest up instances are a fresh
     load.fewest_instances of that plan at the load stage's own rates, bit for bit, the
     load columns are those computed without it, and the chain never writes it; a fixed
-    cluster hands none."""
+    cluster hands only the capacity of a plan of most goodput (load.GOODPUT_SEARCHED)."""
     n = 16
     s = api.check(name, [*DEMAND, "cluster.instances=\"auto\""])
     inputs = draw_inputs(s, 0, 0, n)
@@ -206,9 +257,9 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
     fixed = api.check(name, DEMAND)
     fixed_inputs = draw_inputs(fixed, 0, 0, n)
     fixed_cols = run_block(fixed, 0, 0, n)
-    assert not [k for k in roofline.throughput(fixed, fixed_inputs, econ.plan_power_weight(fixed, fixed_inputs, fixed_cols), None, ahead_weights(fixed),
-                                               planning_demand(fixed, fixed_inputs, econ.served_availability(fixed, fixed_cols)))
-                if k.startswith(FLEET_SEARCH_PREFIX)]
+    assert [k for k in roofline.throughput(fixed, fixed_inputs, econ.plan_power_weight(fixed, fixed_inputs, fixed_cols), None, ahead_weights(fixed),
+                                           planning_demand(fixed, fixed_inputs, econ.served_availability(fixed, fixed_cols)))
+            if k.startswith(FLEET_SEARCH_PREFIX)] == [load.GOODPUT_SEARCHED]
 
 
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])

@@ -129,7 +129,9 @@ def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, n
     plan's :func:`plan_steps`, each plan served in the block evaluated once; with a fleet
     chosen under the demand, its search too (``fleet_search.*``,
     :data:`~mcengine.columns.FLEET_SEARCH_PREFIX`: the fewest up instances and the rates
-    the planner searched them at, which the load stage takes where its own rates are those)."""
+    the planner searched them at, which the load stage takes where its own rates are those),
+    and with a fixed cluster under the demand the capacity at SLO of the plan of most
+    goodput (``fleet_search.capacity_tokens_per_s``, 0 where the trial's plan is not that)."""
     n = inputs.n
     out = {PREFIX + name: np.zeros(n) for name in TERMS}
     for k in np.unique(block.index):
@@ -138,6 +140,8 @@ def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, n
             out[PREFIX + name][rows] = values[rows]
     if block.fleet is not None:
         out |= {FLEET_SEARCH_PREFIX + name: getattr(block.fleet, name) for name in ("up", "rate_per_s", "per_instance_rate")}
+    if block.capacity is not None:
+        out[FLEET_SEARCH_PREFIX + "capacity_tokens_per_s"] = block.capacity
     return out
 
 

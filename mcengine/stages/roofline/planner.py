@@ -506,13 +506,17 @@ class PlannedBlock:
     ``feasible`` (bool, (n,): some plan meets the trial's SLOs), and every candidate's
     evaluation (``table``; the chosen one is gathered per trial by :meth:`column`); for a
     fleet chosen under a demand, the :class:`~.planner_load.FleetSearch` of each trial's
-    plan (0 where the choice under the demand did not take it), else None."""
+    plan (0 where the choice under the demand did not take it), else None; for a fixed
+    cluster under a demand, each trial's plan's capacity at SLO (output tokens/s) where it is
+    the plan of most goodput (:func:`~.planner_load.most_goodput`, searched from no load), 0
+    elsewhere, else None."""
 
     plans: tuple[Plan, ...]
     index: np.ndarray
     feasible: np.ndarray
     table: CandidateTable
     fleet: FleetSearch | None = None
+    capacity: np.ndarray | None = None
 
     def column(self, name: str) -> np.ndarray:
         """Per-trial ``name`` of each trial's plan: a property every evaluation type has
@@ -576,11 +580,12 @@ def _planned(scenario: Scenario, inputs: TrialInputs, table: CandidateTable, bes
     with the fixed cluster's fallback to the plan of most goodput; the errors of a block
     where some trial fits no plan."""
     plans = table.plans
-    fleet = None
+    fleet = capacity = None
     if demand is not None:
         loaded, met, fleet, out, steps_of = choice
         if demand.instances is not None:  # a fixed cluster: where no plan meets the SLOs at the peak, the plan of most goodput
-            fallback, met_some = most_goodput(table, demand, out, ~met, steps_of)
+            fallback, met_some, capacity = most_goodput(table, demand, out, ~met, steps_of)
+            capacity = np.where(met_some & ~met, capacity, 0.0)
             loaded, met = np.where(met, loaded, fallback), met | met_some
         best = np.where(met, loaded, best)
         served = np.where(met, table.served[best, np.arange(inputs.n)], served)
@@ -605,7 +610,9 @@ def _planned(scenario: Scenario, inputs: TrialInputs, table: CandidateTable, bes
         best = np.where(feasible, best, np.argmin(tpot, axis=0))
     if fleet is not None:  # the fleet search of the plans the trials serve as the choice under the demand took them
         fleet = fleet.where(met & (best == loaded))
-    return PlannedBlock(plans, best.astype(np.int64), feasible, table, fleet)
+    if capacity is not None:  # likewise the capacity of the plan of most goodput
+        capacity = np.where(met & (best == loaded), capacity, 0.0)
+    return PlannedBlock(plans, best.astype(np.int64), feasible, table, fleet, capacity)
 
 
 def _sequences_that_fit(evaluation) -> np.ndarray:

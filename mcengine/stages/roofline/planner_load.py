@@ -276,20 +276,22 @@ def _flat(tables: list, ns: list[int]):
     return np.concatenate([np.arange(starts[i], starts[i + 1]) for i in live]), stacked
 
 
-def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_of) -> tuple[np.ndarray, np.ndarray]:
-    """``(best, found)`` per trial of ``among`` (a boolean (n,) mask; the trials of a fixed
+def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_of) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(best, found, capacity)`` per trial of ``among`` (a boolean (n,) mask; the trials of a fixed
     cluster where no plan meets the SLOs at the peak): the row of ``table`` of most goodput,
     the largest capacity at SLO (the goodput ``E[min(D(t), capacity)]`` rises with it,
     :func:`mcengine.analytic.queueing.served_mean`), the load stage's own
     (:func:`mcengine.stages.load.capacity_tokens` of the per-mode model on the cluster's
-    instances; the first such row on a tie), and whether that capacity is above 0. A
+    instances, searched from no load; the first such row on a tie), whether that capacity is
+    above 0, and that capacity (output tokens/s, 0 where none is found: the load stage takes
+    it rather than search that plan again, :func:`mcengine.stages.load.at_peak_of`). A
     plan's capacity is at most its saturated ``T I A``: each trial's plans are taken in
     order of ``T``, 1, 2, 4, ... a round, while ``T I A`` is at least the most capacity found."""
     n = among.size
     best, found = np.zeros(n, np.int64), np.zeros(n, bool)
     flat = _flat([table], [n])
     if flat is None or not among.any():
-        return best, found
+        return best, found, np.zeros(n)
     table_rows, stacked = flat
     trial = functools.partial(per_trial, n=n)
     slo, avail = trial(demand.ttft_slo_ms), trial(demand.availability)
@@ -297,7 +299,7 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
     ok = (served > 0) & (ttft0 <= slo[None, :]) & (among & (avail > 0))[None, :]
     cols, rows = np.nonzero(np.ascontiguousarray(ok.T))  # grouped by trial, rows ascending within it
     if cols.size == 0:
-        return best, found
+        return best, found, np.zeros(n)
     tokens, rows = served[rows, cols], table_rows[rows]
     model = Model.of(steps_of, demand, output_tokens, n)
     capacity, most = np.zeros(rows.size), np.zeros(n)
@@ -308,7 +310,28 @@ def most_goodput(table, demand: Demand, output_tokens, among: np.ndarray, steps_
         np.maximum.at(most, cols[pick], capacity[pick])
 
     _rounds(cols, (-tokens,), lambda idx: saturated[idx] >= most[cols[idx]], evaluate)
-    return _least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n)
+    return (*_least_row(rows, cols, (capacity > 0) & (capacity == most[cols]), n), most)
+
+
+def _twins(plans: load.Plans, cols: np.ndarray, *more) -> tuple[np.ndarray, np.ndarray]:
+    """``(one, twin)``: of the pairs of ``plans`` (at trials ``cols``), the first of each set
+    of twins, pairs whose every input to the per-mode model and every array of ``more`` are
+    the same bits at the same trial (candidates the enumeration tells apart by what the
+    model does not read, such as the attention split of a 1-way tensor layout), in pair
+    order; and per pair its twins' first, as an index into ``one``. Every model is
+    elementwise over the pairs, so each twin's answers are its first's, bit for bit."""
+    n = cols.size
+    head = np.column_stack([cols.astype(float), *more])  # twins share these: only pairs sharing them with another are compared further
+    order = np.lexsort(head.T[::-1])
+    same = (head[order][1:] == head[order][:-1]).all(axis=1)
+    may = np.sort(order[np.r_[False, same] | np.r_[same, False]])
+    first = np.arange(n)
+    if may.size:
+        key = np.column_stack([head[may], *(np.broadcast_to(np.asarray(v, float), (n,))[may] for _, v in sorted(plans.steps.items()))])
+        _, at, twin = np.unique(np.ascontiguousarray(key).view(np.int64), axis=0, return_index=True, return_inverse=True)
+        first[may] = may[at][twin.reshape(-1)]
+    one = np.flatnonzero(first == np.arange(n))
+    return one, np.searchsorted(one, first)
 
 
 def _rounds(cols: np.ndarray, keys: tuple, left, evaluate, growth: int = 2, width: int = 1) -> None:
@@ -421,27 +444,30 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         return may
 
     def search(r, t):
-        e, plans = energy(r, t), model.plans(table_rows[r], t)
-        cost = np.full(r.size, np.nan)  # U + x + e of the plans settled
+        plans, e = model.plans(table_rows[r], t), energy(r, t)
+        one, twin = _twins(plans, t, served[r, t], busy[r, t])  # a twin's count and cost are its first's, to the bit
+        ro, to, eo = r[one], t[one], e[one]
+        plans = plans if one.size == r.size else plans.take(one)
+        cost = np.full(one.size, np.nan)  # U + x + e of the plans settled (twins' firsts)
 
         def settle(at, ups):  # the cost of the pairs ``at`` needing ``ups`` up instances: U + e, and the N test's extra instances x
-            cost[at] = ups + e[at]
+            cost[at] = ups + eo[at]
             if headroom is not None and at.size:
-                served_rate, down, quantile = (x[t[at]] for x in headroom)
+                served_rate, down, quantile = (x[to[at]] for x in headroom)
                 fleet = qu.fleet_instances(ups, down, quantile)
                 asked = np.flatnonzero(np.isfinite(fleet))
-                grown = load.serving_fleet(plans.take(at[asked]), served_rate[asked], per_instance(r[at[asked]], t[at[asked]]), fleet[asked])
+                grown = load.serving_fleet(plans.take(at[asked]), served_rate[asked], per_instance(ro[at[asked]], to[at[asked]]), fleet[asked])
                 cost[at[asked]] += np.where(grown > 0, grown - fleet[asked], np.inf)
-            found(r[at], t[at], cost[at], ups)
+            found(ro[at], to[at], cost[at], ups)
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
             settle(at[exact], lower[exact])
-            return left(r[at], t[at], lower + e[at])
+            return left(ro[at], to[at], lower + eo[at])
 
-        up = load.fewest_instances(plans, rate[t], per_instance(r, t), still)
+        up = load.fewest_instances(plans, rate[to], per_instance(ro, to), still)
         rest = np.flatnonzero((up > 0) & np.isnan(cost))
         settle(rest, up[rest])
-        found(r, t, np.where(up > 0, cost, np.inf), up)
+        found(r, t, np.where(up[twin] > 0, cost[twin], np.inf), up[twin])
 
     trials = np.flatnonzero(mask.any(axis=0))
     first = lead[trials]
