@@ -199,8 +199,10 @@ inline_kernel = _policy(inline="always", **_OPTIONS)
 #: the draws and helpers it inlines, nor the register spills around those calls.
 event_kernel = _policy(_nrt=False, **_OPTIONS)
 
-#: Decorator for the event kernels that only other kernels call (the lifetime loop, the
-#: handlers it calls rather than inlines, the repair-law sampler): as :data:`event_kernel`,
+#: Decorator for the kernels that only other kernels call and that allocate nothing (the
+#: lifetime loop, the handlers it calls rather than inlines, the repair-law sampler, the
+#: helpers of the random streams, the heaps, the variants' checks, the fab's and the
+#: geometry's inner searches): as :data:`event_kernel`,
 #: without the two entry points numba otherwise makes for every function, a CPython
 #: wrapper (which unboxes each argument from a Python object: a workspace of ~45 arrays
 #: is a large one) and a C-callable one. Each is generated, optimised and compiled to

@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from mcengine.jit import event_kernel, inline_kernel, kernel
+from mcengine.jit import event_kernel, inline_kernel, kernel, linked_kernel
 from mcengine._pointer import address_of, uint64_words_at
 
 __all__ = [
@@ -112,7 +112,7 @@ def _ziggurat_tables() -> tuple[np.ndarray, np.ndarray]:
 _ZIG_X, _ZIG_RATIO = _ziggurat_tables()
 
 
-@kernel
+@linked_kernel
 def _philox_round(c0, c1, c2, c3, k0, k1):
     """One Philox-4x32 round plus key bump, on uint64 words holding 32-bit values."""
     p0 = _PHILOX_M0 * c0  # < 2**64: the full 32x32-bit product, no wrap
@@ -157,7 +157,7 @@ def philox4x32_10(c0, c1, c2, c3, k0, k1):
     return np.uint32(x0), np.uint32(x1), np.uint32(x2), np.uint32(x3)
 
 
-@kernel
+@linked_kernel
 def _bits53(a, b):
     """53 random bits from two 32-bit words: ``(a >> 5) * 2**26 + (b >> 6)``."""
     return ((a >> _U5) << _U26) | (b >> _U6)
@@ -203,7 +203,7 @@ def new_stream(seed, stage, stream_id, trial):
     return st
 
 
-@kernel
+@linked_kernel
 def _refill(address, block):
     """The 53-bit halves of Philox blocks ``block .. block + 15`` into ``st[4:]``, for
     the state ``st`` at ``address``.

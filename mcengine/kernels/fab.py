@@ -73,7 +73,7 @@ import math
 import numpy as np
 
 from mcengine import rng
-from mcengine.jit import inline_kernel, kernel, run_blocks
+from mcengine.jit import inline_kernel, kernel, linked_kernel, run_blocks
 from mcengine.kernels.geometry import die_at
 
 STREAM_WAFER = 0
@@ -180,7 +180,7 @@ def _rare_die_good(st, mean, unit_fraction, units, spares, table):
     return place_defects(st, n, units, spares, 1.0 - unit_fraction)
 
 
-@kernel
+@linked_kernel
 def outcome_bins(mean, unit_fraction, table, cum, good_end):
     """Inversion bins of a die with Poisson(``mean``) defects and their good parts.
 

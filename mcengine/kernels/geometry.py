@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from mcengine.jit import inline_kernel, kernel
+from mcengine.jit import inline_kernel, kernel, linked_kernel
 
 #: Distance beside a breakpoint at which a count is evaluated (mm, 0.1 nm): counted
 #: dies clear the circle by about this much, so no count rests on a touching corner.
@@ -80,7 +80,7 @@ def count_dies(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, x0_mm, y0_
     return total
 
 
-@kernel
+@linked_kernel
 def best_x_offset(radius_mm, die_w_mm, die_h_mm, pitch_x_mm, pitch_y_mm, y0_mm):
     """Exact best ``x0`` in ``[0, pitch_x)`` for a fixed ``y0``.
 

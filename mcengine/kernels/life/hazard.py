@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from mcengine.jit import kernel
+from mcengine.jit import kernel, linked_kernel
 from mcengine.kernels.life.indices import WB_SCALE, WB_SHAPE
 from mcengine.rng import uniform
 
@@ -58,14 +58,14 @@ def life_within(st, scale, shape, u_past):
     return weibull_life(u, scale, shape) + 0.0 * st.size
 
 
-@kernel
+@linked_kernel
 def weibull_life(u, scale, shape):
     """The Weibull life of uniform ``u`` by inversion, ``scale * (-log u)**(1/shape)``
     (:func:`~mcengine.rng.weibull_scale`'s arithmetic)."""
     return scale * (-math.log(u)) ** (1.0 / shape)
 
 
-@kernel
+@linked_kernel
 def unit_life(st, wb, n_wb, wear, u_past, row):
     """A new unit's time to its first failure among the GPU Weibull groups not thinned
     (one draw per such group, in group order), and the group that fails then (-1: none, or
@@ -79,7 +79,7 @@ def unit_life(st, wb, n_wb, wear, u_past, row):
     return life, group
 
 
-@kernel
+@linked_kernel
 def gpu_wear_hazard(wb, n_wb, wear, age):
     """The summed hazard per hour of a GPU's thinned Weibull groups at ``age`` hours."""
     hz = 0.0
@@ -89,7 +89,7 @@ def gpu_wear_hazard(wb, n_wb, wear, age):
     return hz
 
 
-@kernel
+@linked_kernel
 def wear_group(wb, n_wb, wear, age, u):
     """The thinned group an accepted wear-out candidate belongs to: the first whose
     cumulated hazard at ``age`` exceeds ``u`` (the acceptance uniform, ``u <
@@ -104,7 +104,7 @@ def wear_group(wb, n_wb, wear, age, u):
     return last
 
 
-@kernel
+@linked_kernel
 def module_life(st, mwb, n_mwb, u_past, row):
     """A new field-replaceable module's life: the first failure among its Weibull groups
     (rows of ``mwb``, ``n_mwb`` used; docs/model.md#modules); ``inf`` if every group's

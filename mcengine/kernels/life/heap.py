@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcengine.jit import kernel
+from mcengine.jit import kernel, linked_kernel
 
-@kernel
+@linked_kernel
 def _sift_up(keys, ids, pos, j):
     """Move entry ``j`` towards the root until its parent is not later."""
     key = keys[j]
@@ -49,7 +49,7 @@ def _sift_up(keys, ids, pos, j):
     pos[ident] = j
 
 
-@kernel
+@linked_kernel
 def _sift_down(keys, ids, pos, n, j):
     """Move entry ``j`` towards the leaves until no child is earlier."""
     key = keys[j]
@@ -134,7 +134,7 @@ def times_push(keys, n, key):
     return n + 1
 
 
-@kernel
+@linked_kernel
 def _times_sift_down(keys, n, j, key):
     """Place ``key`` at hole ``j`` of the min-heap ``keys[:n]``, moving it down past
     smaller children."""

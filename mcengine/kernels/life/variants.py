@@ -9,13 +9,13 @@ of the live list ``vids[:nv]`` (to be simulated alone afterwards), returning the
 
 from __future__ import annotations
 
-from mcengine.jit import kernel
+from mcengine.jit import kernel, linked_kernel
 from mcengine.kernels.law_codes import LAW_FIXED
 from mcengine.kernels.laws import CUM_WEIGHT, KIND
 from mcengine.kernels.life.hazard import gpu_wear_hazard, hazard
 from mcengine.kernels.life.indices import LAW_REPAIR, LAW_RESTART, LAW_SWAP, N_LAWS
 
-@kernel
+@linked_kernel
 def leave(vids, nv, k):
     """Variant ``vids[k]`` (a follower, ``k >= 1``) leaves the live list ``vids[:nv]``:
     swapped behind it, where the caller finds it to simulate it alone."""
@@ -25,7 +25,7 @@ def leave(vids, nv, k):
     return nv - 1
 
 
-@kernel
+@linked_kernel
 def part_on_liveness(at, vids, nv, x, t, live):
     """Followers that see unit ``x`` in place (``at[v, x] <= t``) otherwise than the leader
     (``live``) leave: they would draw or fail otherwise."""
@@ -38,7 +38,7 @@ def part_on_liveness(at, vids, nv, x, t, live):
     return nv
 
 
-@kernel
+@linked_kernel
 def part_at_install(at, vids, nv, x):
     """Followers whose unit ``x`` is installed at another time than the leader's leave: a
     per-unit clock armed there would fire at another time."""
@@ -51,7 +51,7 @@ def part_at_install(at, vids, nv, x):
     return nv
 
 
-@kernel
+@linked_kernel
 def part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_scale, is_host):
     """Followers whose unit ``x`` (a host if ``is_host``, else a GPU position), in place in
     every variant, has another age than the leader's and so takes the wear-out candidate
@@ -71,7 +71,7 @@ def part_on_wear(at, vids, nv, x, t, u, live, wb, n_wb, wear, host_shape, host_s
     return nv
 
 
-@kernel
+@linked_kernel
 def first_module_due(m_t0, vids, nv, p, life):
     """The earliest failure time, over the variants ``vids[:nv]``, of position ``p``'s
     module (a life of ``life`` hours from its start in each variant, ``m_t0[v, p]``): the
@@ -82,7 +82,7 @@ def first_module_due(m_t0, vids, nv, p, life):
     return due
 
 
-@kernel
+@linked_kernel
 def module_fails_now(due, t, t_next, horizon):
     """Whether a variant's module due at ``due`` fails with the one whose clock fires at
     ``t``: at ``t``, or by the horizon before ``t_next``, the next other event, so that
@@ -91,7 +91,7 @@ def module_fails_now(due, t, t_next, horizon):
     return due == t or (due < t_next and due <= horizon)
 
 
-@kernel
+@linked_kernel
 def part_on_module(m_t0, vids, nv, p, life, t, t_next, horizon):
     """The clock of position ``p``'s module fires at ``t``, the earliest of the variants'
     failure times (:func:`first_module_due`): followers whose module fails now
@@ -106,7 +106,7 @@ def part_on_module(m_t0, vids, nv, p, life, t, t_next, horizon):
     return nv
 
 
-@kernel
+@linked_kernel
 def restocks_in(mrq, v, head, length, t):
     """How many of the pending module restocks, the ring ``mrq[v]`` from ``head`` (``length``
     of them, in arrival order), are in by ``t`` in variant ``v``."""
@@ -120,7 +120,7 @@ def restocks_in(mrq, v, head, length, t):
     return done
 
 
-@kernel
+@linked_kernel
 def part_on_restocks(mrq, vids, nv, head, length, due):
     """Followers in which another number of module restocks is in by their module's
     failure (``due[v]``) than in the leader leave; returns ``nv`` and the leader's number."""
@@ -140,13 +140,13 @@ def fixed_law(laws, w):
     return laws[w, 0, CUM_WEIGHT] >= 1.0 and laws[w, 0, KIND] == LAW_FIXED
 
 
-@kernel
+@linked_kernel
 def draw_free(laws, v):
     """Whether variant ``v``'s swap and restart laws are one fixed value each (no draw)."""
     return fixed_law(laws, v * N_LAWS + LAW_SWAP) and fixed_law(laws, v * N_LAWS + LAW_RESTART)
 
 
-@kernel
+@linked_kernel
 def same_table(laws, a, b):
     """Whether law tables ``a`` and ``b`` of the stack are equal, line by line (a loop:
     the event kernel is compiled without reference counting, so no NumPy function that
@@ -158,7 +158,7 @@ def same_table(laws, a, b):
     return same
 
 
-@kernel
+@linked_kernel
 def part_on_laws(laws, vids, nv):
     """Followers share the leader's draws only if no variant's swap or restart law draws
     (else every follower leaves) and they have the leader's repair law (else they leave)."""

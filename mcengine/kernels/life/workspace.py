@@ -14,7 +14,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from mcengine.jit import inline_kernel, kernel
+from mcengine.jit import inline_kernel, kernel, linked_kernel
 from mcengine.kernels.laws import draw_law
 from mcengine.kernels.life.heap import heap_set, times_heapify, times_pop, times_push
 from mcengine.kernels.life.indices import (
@@ -175,7 +175,7 @@ def arm(hkeys, hids, hpos, hn, ident, when, horizon):
     return hn
 
 
-@kernel
+@linked_kernel
 def list_add(occ, n, x):
     """Append ``x`` to the list ``occ[0, :n]`` (``occ[1, x]`` = its index)."""
     occ[0, n] = x
@@ -183,7 +183,7 @@ def list_add(occ, n, x):
     return n + 1
 
 
-@kernel
+@linked_kernel
 def list_remove(occ, n, x):
     """Swap-remove ``x`` from the list ``occ[0, :n]``; ``occ[1, x] = -1``."""
     j = occ[1, x]
