@@ -101,8 +101,8 @@ def add_counts(into: dict, keys: list, counts: list) -> None:
 
 
 def _finite_blocks(values: np.ndarray, finite: np.ndarray | None = None):
-    """The finite kept values (``finite``; None: all of them) of each block of :data:`BLOCK_TRIALS` trials,
-    as 2-D arrays of blocks of equal length in trial order: all full blocks at once when
+    """The finite kept values (``finite``; None: all of them) of each block of
+    :data:`BLOCK_TRIALS` trials, as 2-D arrays of blocks of equal length in trial order: all full blocks at once when
     every value is finite and kept, else one block at a time (empty ones left out)."""
     if finite is None or finite.all():
         full = values.size - values.size % BLOCK_TRIALS

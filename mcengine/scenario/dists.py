@@ -192,7 +192,6 @@ class Normal(Dist):
     def ppf(self, u):
         a = (self.low - self.mean) / self.sd
         b = (self.high - self.mean) / self.sd
-
         return scipy.stats.truncnorm.ppf(u, a, b, loc=self.mean, scale=self.sd)
 
     def support(self):
