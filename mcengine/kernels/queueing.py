@@ -78,14 +78,60 @@ def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance, scale):
 
 
 @inline_kernel
-def _log_ratio_residual(y, lam, v, gd, pd, drains):
+def _expm1_less_x(x):
+    """``e^x - 1 - x`` to full relative precision for ``|x| < 1`` (its series, to ``x^22 /
+    22!``), where ``expm1(x) - x`` would lose the digits ``x`` cancels."""
+    term = 0.5 * x * x
+    total = term
+    for n in range(3, 23):
+        term *= x / n
+        total += term
+    return total
+
+
+@inline_kernel
+def _x_less_log1p(u):
+    """``u - ln(1 + u)`` to full relative precision for ``0 <= u < 1``: ``ln(1 + u) = 2
+    atanh(w)``, ``w = u / (2 + u) <= 1/3``, so it is ``u^2 / (2 + u) - 2 (w^3 / 3 + w^5 / 5 +
+    ...)`` (to ``w^41``)."""
+    w = u / (2.0 + u)
+    w2 = w * w
+    power, tail = w * w2, 0.0
+    for n in range(1, 21):
+        tail += power / (2 * n + 1)
+        power *= w2
+    return u * u / (2.0 + u) - 2.0 * tail
+
+
+@inline_kernel
+def _log_ratio_residual(y, lam, v, gd, pd, excess):
     """:func:`queue_ratios`' residual at ``y = ln z`` and its derivative: ``H(y) = y - ln
     phi(e^y) = y + ln(1 + s v) / v`` (``y + s`` at ``v = 0``), ``s = (1 - e^(P I y)) / (g I
-    lambda)`` (``gd = g I``, ``pd = P I``), and ``H' = 1 - k e^(P I y) / (1 + s v)`` (``k =
-    drains = P / (lambda g)``)."""
-    s = -math.expm1(pd * y) / gd / lam
+    lambda)`` (``gd = g I``, ``pd = P I``), and ``H' = 1 - k e^(P I y) / (1 + s v) = (s (v +
+    P I) - (k - 1)) / (1 + s v)`` (``k = P / (lambda g)``, ``excess = k - 1``; ``k e^(P I y)
+    = k - s P I``). Where ``|P I y| < 1`` and ``s v < 1`` (near capacity ``y``, ``s`` and
+    ``H`` are small), ``H = -(k - 1) y - (e^(P I y) - 1 - P I y) / (g I lambda) - (s v -
+    ln(1 + s v)) / v``, each term to full precision: the ``y`` and ``k y`` that cancel in
+    ``y + s`` cancel exactly in ``-(k - 1) y``."""
+    x = pd * y
+    s = -math.expm1(x) / gd / lam
+    slope = (s * (v + pd) - excess) / (1.0 + s * v)
+    if abs(x) < 1.0 and s * v < 1.0:
+        f = -excess * y - _expm1_less_x(x) / gd / lam
+        return (f - _x_less_log1p(s * v) / v if v > 0.0 else f), slope
     log_a = -math.log1p(s * v) / v if v > 0.0 else -s
-    return y - log_a, 1.0 - drains * math.exp(pd * y) / (1.0 + s * v)
+    return y - log_a, slope
+
+
+@inline_kernel
+def _product_error(a, b):
+    """``a b - fl(a b)`` exactly (Dekker's product: Veltkamp's split of each factor into
+    26-bit halves)."""
+    c = 134217729.0 * a
+    ah = c - (c - a)
+    c = 134217729.0 * b
+    bh = c - (c - b)
+    return ((ah * bh - a * b) + ah * (b - bh) + (a - ah) * bh) + (a - ah) * (b - bh)
 
 
 @kernel
@@ -111,7 +157,9 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
     so the steps rise to it; from above (the start, at most once) it meets 0 below the root,
     and a step below ``ln phi(0)`` (or from past ``H``'s maximum, ``H' <= 0``) goes to
     ``ln phi(0)`` instead. No halving: a trial stops once a step is at most ``tolerance``
-    (relative to ``z``), after ``steps`` steps at most."""
+    (relative to ``z``), once a step from below lands above the root (rounding: the root is
+    between the two iterates) or would leave ``(lo, hi)`` or not move, after ``steps`` steps
+    at most; so ``y < 0`` (``z < 1`` but where ``e^y`` rounds to 1)."""
     n = rate_per_s.size
     out = np.ones(n)
     for i in range(n):
@@ -123,14 +171,24 @@ def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, toleran
             continue
         pd, gd = p * d, g * d
         drains = p / (g * lam)  # phi'(1) = P / (lambda g) > 1
+        served = g * lam
+        excess = ((p - served) - _product_error(g, lam)) / served  # k - 1 with lambda g exact
         lo = -math.log1p(v / gd / lam) / v if v > 0.0 else -1.0 / gd / lam  # ln phi(0)
         heavy = _heavy_traffic_root(drains, v, pd)
         y = max(lo, math.log(heavy)) if 0.0 < heavy < 1.0 else lo
+        hi, rose = 0.0, False  # H > 0 on (y*, 0); rose: the last step was from below
         for _ in range(steps):
-            f, slope = _log_ratio_residual(y, lam, v, gd, pd, drains)
-            if f <= 0.0:
+            f, slope = _log_ratio_residual(y, lam, v, gd, pd, excess)
+            if f > 0.0 and rose:  # a step from below crossed the root: it is in [lo, y]
+                break
+            rose = f <= 0.0
+            if rose:
                 lo = y
+            else:
+                hi = y
             step = max(y - f / slope, lo) if slope > 0.0 else lo
+            if not step < hi or step == y:  # the root in [lo, hi] is closer than a Newton step resolves
+                break
             done = abs(step - y) <= tolerance
             y = step
             if done:

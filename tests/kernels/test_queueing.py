@@ -89,6 +89,22 @@ def test_queue_ratio_tiny_root():
         assert ratios(lam, 0.0, g, p, d, steps=8)[0] == z
 
 
+def test_queue_ratio_near_capacity_and_where_steps_once_flipped():
+    """Three pools where Newton steps on ``ln z`` with an absolute stop and the slope ``1 - k
+    e^(P I y) / (1 + s v)`` went wrong: a load within 1e-16 of capacity (``k - 1`` below one
+    rounding unit of ``k``: the ratio came out above 1), a root of 3.5e-96 and one of 0.63
+    (the steps flipped between two floats, the answer depending on the step cap's parity).
+    Each within 1e-11 of the 40-digit log-space halving, below 1, the same bits at 59 and
+    60 steps."""
+    for pool in ((183.6282408178624, 0.0, 0.6153737545854, 113.0, 1.451553188954631e-12),
+                 (292.4801268046614, 1.5426841735928218e-06, 0.06491964575600291, 19.0, 2.2878487957933957e-07),
+                 (3425.051402477256, 7.564856436140003e-4, 0.016050484973732543, 55.0, 2.3785785012235812e-05)):
+        z = ratios(*pool)[0]
+        assert z < 1.0
+        assert z == pytest.approx(log_ratio_reference(*pool), rel=1e-11)
+        assert ratios(*pool, steps=59)[0] == z
+
+
 @pytest.mark.slow
 def test_queue_ratio_over_the_legal_range():
     """Random pools over the legal range (squared arrival CV 0 or 1e-8 to 10, 1 to 64 prompts
@@ -97,7 +113,7 @@ def test_queue_ratio_over_the_legal_range():
     residual's rounding over its slope near capacity), every trial in at most 20 steps
     (its answer with 20 steps the same bits), a third of :data:`~mcengine.analytic.queueing.ROOT_STEPS`."""
     rng = np.random.default_rng(7)
-    n = 300
+    n = 2000
     cv2 = np.where(rng.random(n) < 0.2, 0.0, 10.0 ** rng.uniform(-8.0, 1.0, n))
     p = rng.integers(1, 65, n).astype(float)
     d = np.where(rng.random(n) < 0.2, 1.0, 10.0 ** rng.uniform(-12.0, 0.0, n))
@@ -106,6 +122,7 @@ def test_queue_ratio_over_the_legal_range():
     lam = p / g * load
     z = ratios(lam, cv2, g, p, d)
     np.testing.assert_array_equal(ratios(lam, cv2, g, p, d, steps=20), z)
+    assert z.max() < 1.0
     reference = np.array([log_ratio_reference(*x) for x in zip(lam, cv2, g, p, d)])
     assert (reference < 1e-20).sum() > 10  # tiny roots are in the sample
     np.testing.assert_allclose(z, reference, rtol=1e-11, atol=0.0)
