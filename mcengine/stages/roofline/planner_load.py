@@ -42,8 +42,8 @@ cost of the cluster), ``u`` the plan's busy fraction:
   the instances the fleet's second test adds (its ``N`` instances, ``U`` and that
   headroom, must meet the SLOs at ``P / (A O)``, :func:`mcengine.stages.load.serving_fleet`,
   docs/load.md#peak) are a plan's own, so a plan's cost is ``U + x + e`` with ``x`` those
-  instances, asked of each plan once its ``U`` is settled (a mix's class: ``x`` not counted,
-  its headroom being a share of the mix's).
+  instances, asked of each plan once its ``U`` is settled (a mix's class likewise: each
+  class's instances hold their own headroom).
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the fewest up instances for a fleet. A
@@ -95,7 +95,7 @@ class Demand:
     1 - the reliability stage's instance availability) and ``cluster.headroom_quantile``
     (``headroom_quantile``): the failure headroom a fleet's ``N`` instances hold, from which
     the fleet's cost counts the instances the second test of docs/load.md#peak adds (None:
-    a mix's class, whose headroom is a share of the mix's, none counted)."""
+    not asked, none counted)."""
 
     demand: np.ndarray
     peak_to_mean: np.ndarray
