@@ -128,7 +128,7 @@ def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     s = api.check(name, ["workload.load.demand=600000", "workload.load.peak_to_mean=1.5"])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
-    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
     _, met, _ = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N, candidate_steps(s, table, inputs))
@@ -238,7 +238,7 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
     cols = run_block(s, 0, 0, n)
     assert not [k for k in cols if k.startswith(FLEET_SEARCH_PREFIX)]
     availability = econ.served_availability(s, cols)
-    roof = roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), None, ahead_weights(s), planning_demand(s, inputs, availability))
+    roof = roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), None, ahead_weights(s), planning_demand(s, inputs, availability, cols["instance_availability"]))
     handed = {k: v for k, v in roof.items() if k.startswith(FLEET_SEARCH_PREFIX)}
     assert (handed[FLEET_SEARCH_PREFIX + "up"] > 0).all()
     before = {**cols, **roof}
@@ -258,7 +258,7 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
     fixed_inputs = draw_inputs(fixed, 0, 0, n)
     fixed_cols = run_block(fixed, 0, 0, n)
     assert [k for k in roofline.throughput(fixed, fixed_inputs, econ.plan_power_weight(fixed, fixed_inputs, fixed_cols), None, ahead_weights(fixed),
-                                           planning_demand(fixed, fixed_inputs, econ.served_availability(fixed, fixed_cols)))
+                                           planning_demand(fixed, fixed_inputs, econ.served_availability(fixed, fixed_cols), fixed_cols["instance_availability"]))
             if k.startswith(FLEET_SEARCH_PREFIX)] == [load.GOODPUT_SEARCHED]
 
 
@@ -272,7 +272,7 @@ def test_a_fleets_cost_is_at_least_its_bound(name):
     s = api.check(name, [*DEMAND, "cluster.instances=\"auto\""])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
-    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     table = evaluate_candidates(s, inputs)
     out = np.full(N, lengths_of(s, inputs).output_tokens, float)
     served = table.served
@@ -301,7 +301,7 @@ def test_a_mixs_classes_chosen_in_one_pass_are_each_chosen_alone(auto):
     s = api.check(str(MIX_LITE), [*DEMAND, *(["cluster.instances=\"auto\""] if auto else [])])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
-    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     weight = econ.plan_power_weight(s, inputs, cols)
     shapes = roofline.request_shapes(s, inputs)
     weights = mx.output_token_weights(mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name, _, _ in shapes]),
