@@ -415,7 +415,8 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     ``N'`` its ``N`` instances (``U`` and the headroom,
     :func:`mcengine.analytic.queueing.fleet_instances`), grown where they miss the SLO
     quantiles at ``P / (A O)`` (:func:`mcengine.stages.load.serving_fleet`, the load
-    stage's second test, docs/load.md#peak); ``N' >= U``, so both bounds (``ceil(P / T) + e``
+    stage's second test, docs/load.md#peak, asked only where ``N + e`` can still win: a
+    plan that cannot keeps ``N + e``, below its cost and losing as it would); ``N' >= U``, so both bounds (``ceil(P / T) + e``
     and a search's ``m + 1 + e``) stay below the cost; where ``fleet_instances`` has no
     finite fleet (an instance down most of the time) the cost stays ``U + e``, no fleet
     being bought. The least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
@@ -460,6 +461,8 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
                 served_rate, down, quantile = (x[to[at]] for x in headroom)
                 fleet = qu.fleet_instances(ups, down, quantile)
                 asked = np.flatnonzero(np.isfinite(fleet))
+                cost[at[asked]] = fleet[asked] + eo[at[asked]]  # N + e, a lower bound: a plan that cannot win on it is not tested
+                asked = asked[left(ro[at[asked]], to[at[asked]], cost[at[asked]])]
                 grown = load.serving_fleet(plans.take(at[asked]), served_rate[asked], per_instance(ro[at[asked]], to[at[asked]]), fleet[asked])
                 cost[at[asked]] = np.where(grown > 0, grown, np.inf) + eo[at[asked]]
             found(ro[at], to[at], cost[at], ups)
