@@ -58,7 +58,6 @@ from ..analytic import queue_disaggregated as qd
 from ..analytic import queue_spread as ql
 from ..analytic import queue_static as qs
 from ..analytic.serving import SERVING_MODES
-from ..analytic import mix as mx
 from ..columns import FLEET_SEARCH_PREFIX, LOAD_STEPS_PREFIX, MIX_PREFIX, MIX_STEPS_PREFIX
 from ..scenario import Scenario
 from ..scenario.sampling import TrialInputs, end_to_end, per_trial
@@ -685,9 +684,9 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     part of the headroom); its capacity at SLO ``C_c``; its TTFT and TPOT quantiles at its
     peak; the share of the day they hold (``mix.NAME.*``). The mix:
 
-    * the fleet is ``sum_c U_c`` up instances plus the headroom for failures on the total
-      (:func:`~mcengine.analytic.queueing.fleet_instances`), the headroom split among the
-      classes in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`), each
+    * the fleet is ``sum_c N_c``: each class's ``U_c`` up instances plus its own headroom
+      for failures (:func:`~mcengine.analytic.queueing.fleet_instances` of ``U_c``: a
+      class's instances serve only it, so another's spare cannot stand in for one down), each
       class's ``N_c`` grown where they miss its SLO quantiles at its own peak at the served
       availability (:func:`class_fleets`; each class's fleet capacity at SLO then at least its
       peak); no fleet where some class misses its SLOs unloaded (``U_c = 0``);
@@ -713,9 +712,8 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     searched = {k: np.concatenate([h.get(k, np.zeros(n)) for h in got]) for k in {k for h in got for k in h if k.startswith(FLEET_SEARCH_PREFIX)}}
     up = parts(planned_fewest_instances(joined, np.concatenate(peaks) / joined.output_tokens, np.concatenate(rates) / joined.output_tokens, searched))
     up_needed = sum(up[1:], up[0])
-    every = np.logical_and.reduce([u > 0 for u in up])
     fleets = class_fleets(joined, served_peak_rate(np.concatenate(peaks), np.tile(availability, len(names)), joined.output_tokens),
-                          np.concatenate(rates) / joined.output_tokens, up, fleet_and_cluster(scenario, inputs, columns, up_needed, every)[0])
+                          np.concatenate(rates) / joined.output_tokens, up, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"])
     fleet = np.where(np.logical_and.reduce([f > 0 for f in fleets]), sum(fleets[1:], fleets[0]), 0.0)
     instances = cluster_of(scenario, inputs, fleet)
     split = [per_trial(h["instances"], n) for h in got]
@@ -735,18 +733,20 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     return out
 
 
-def class_fleets(plans: Plans, served_rate, per_instance_rate, up: list[np.ndarray], fleet) -> list[np.ndarray]:
-    """Each class's instances of a mix's fleet bought for the peak (docs/load.md#chain):
-    ``fleet`` (per trial: the classes' up instances ``up``, ``U_c``, plus the headroom for
-    failures on their sum; 0 where none serves the mix) split as ``U_c`` plus the headroom
-    in proportion to ``U_c`` (:func:`mcengine.analytic.mix.whole_split`), each class's
+def class_fleets(plans: Plans, served_rate, per_instance_rate, up: list[np.ndarray], down, quantile) -> list[np.ndarray]:
+    """Each class's instances of a mix's fleet bought for the peak (docs/load.md#chain): a
+    class's instances serve only that class, so each holds its own headroom for failures,
+    its up instances ``up`` (``U_c``) plus the instances down at ``quantile``
+    (``cluster.headroom_quantile``; ``down`` an instance's probability of being down) among
+    its own, :func:`~mcengine.analytic.queueing.fleet_instances` of ``U_c``; each class's
     ``N_c`` then grown where they miss its SLO quantiles at its own peak at the served
-    availability, ``P_c / (A O_c)`` (``served_rate``; the class's share of the fleet's
-    test, :func:`serving_fleet` on ``plans``, the classes' trials one after another as
-    :meth:`Plans.joined` lays them, ``per_instance_rate`` likewise). 0 for every class where
-    ``fleet`` is 0."""
-    headroom = mx.whole_split(fleet - np.where(fleet > 0, sum(up[1:], up[0]), 0.0), up)
-    return np.split(serving_fleet(plans, served_rate, per_instance_rate, np.concatenate([np.where(fleet > 0, u + h, 0.0) for u, h in zip(up, headroom)])), len(up))
+    availability, ``P_c / (A O_c)`` (``served_rate``; :func:`serving_fleet` on ``plans``,
+    the classes' trials one after another as :meth:`Plans.joined` lays them,
+    ``per_instance_rate`` likewise). 0 for every class where some class has no ``U_c``
+    (it misses its SLOs unloaded: no fleet serves the mix)."""
+    every = np.logical_and.reduce([u > 0 for u in up])
+    own = [np.where(every, qu.fleet_instances(u, down, quantile), 0.0) for u in up]
+    return np.split(serving_fleet(plans, served_rate, per_instance_rate, np.concatenate(own)), len(up))
 
 
 #: The capacity at SLO (output tokens/s) the planner found for a fixed cluster's plan of most

@@ -611,19 +611,22 @@ def test_a_fleet_is_bought_where_its_instances_carry_the_peak_at_the_served_avai
 def test_a_mixs_classes_each_carry_their_peak_at_the_served_availability():
     """Two classes of :func:`_lite_disaggregated`'s plan (2 s TTFT SLO), 48 up instances
     each carrying its peak at full rate (590 and 580 requests/s; 48 meet 590, a test above),
-    a fleet of 96 (no headroom) at a served availability of 0.995: the U test passes, but
-    class ``a``'s 48 run its peak at 590 / 0.995 = 592.96 requests/s, past its capacity at
-    SLO on 48 (592.28), so it buys 49 (the fewest meeting it); class ``b``'s 48 carry 580 /
-    0.995 = 582.91 and stay. The headroom of a fleet of 99 goes 2 / 1 (largest remainder, the
-    first class on a tie) and both classes then pass. No fleet (0): no class's."""
+    at a served availability of 0.995. No instance ever down (no headroom): the U test
+    passes, but class ``a``'s 48 run its peak at 590 / 0.995 = 592.96 requests/s, past its
+    capacity at SLO on 48 (592.28), so it buys 49 (the fewest meeting it); class ``b``'s 48
+    carry 580 / 0.995 = 582.91 and stay. An instance down with probability 0.00384: each
+    class holds its own headroom at 0.999, fleet_instances(48) = 50, and both pass. A class
+    with no up instances (``b``'s 0): no fleet, no class's."""
     plans, per = _lite_disaggregated(np.full(6, 2.0), 0.0), np.full(6, 596.9459680309172 / 48.0)
-    up = [np.full(3, 48.0), np.full(3, 48.0)]
+    up = [np.full(3, 48.0), np.array([48.0, 48.0, 0.0])]
     served = np.r_[np.full(3, 590.0), np.full(3, 580.0)] / 0.995
     assert plans.misses(served, 48.0)[0] > 0.0 >= plans.misses(served, 48.0)[3]
     assert plans.misses(np.full(6, 590.0), 48.0)[0] <= 0.0
-    a, b = load.class_fleets(plans, served, per, up, np.array([96.0, 99.0, 0.0]))
+    down = np.array([0.0, 0.00384, 0.0])
+    np.testing.assert_array_equal(qu.fleet_instances(48.0, down[1], 0.999), 50.0)
+    a, b = load.class_fleets(plans, served, per, up, down, 0.999)
     np.testing.assert_array_equal(a, [49.0, 50.0, 0.0])
-    np.testing.assert_array_equal(b, [48.0, 49.0, 0.0])
+    np.testing.assert_array_equal(b, [48.0, 50.0, 0.0])
 
 
 @pytest.mark.slow

@@ -128,7 +128,7 @@ def test_fixed_cluster_over_its_capacity_takes_the_plan_of_most_goodput(name):
     s = api.check(name, ["workload.load.demand=600000", "workload.load.peak_to_mean=1.5"])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
-    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     table = evaluate_candidates(s, inputs)
     out = lengths_of(s, inputs).output_tokens
     _, met, _ = choose(table, econ.plan_power_weight(s, inputs, cols), demand, out, N, candidate_steps(s, table, inputs))
@@ -238,7 +238,7 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
     cols = run_block(s, 0, 0, n)
     assert not [k for k in cols if k.startswith(FLEET_SEARCH_PREFIX)]
     availability = econ.served_availability(s, cols)
-    roof = roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), None, ahead_weights(s), planning_demand(s, inputs, availability))
+    roof = roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), None, ahead_weights(s), planning_demand(s, inputs, availability, cols["instance_availability"]))
     handed = {k: v for k, v in roof.items() if k.startswith(FLEET_SEARCH_PREFIX)}
     assert (handed[FLEET_SEARCH_PREFIX + "up"] > 0).all()
     before = {**cols, **roof}
@@ -258,7 +258,7 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
     fixed_inputs = draw_inputs(fixed, 0, 0, n)
     fixed_cols = run_block(fixed, 0, 0, n)
     assert [k for k in roofline.throughput(fixed, fixed_inputs, econ.plan_power_weight(fixed, fixed_inputs, fixed_cols), None, ahead_weights(fixed),
-                                           planning_demand(fixed, fixed_inputs, econ.served_availability(fixed, fixed_cols)))
+                                           planning_demand(fixed, fixed_inputs, econ.served_availability(fixed, fixed_cols), fixed_cols["instance_availability"]))
             if k.startswith(FLEET_SEARCH_PREFIX)] == [load.GOODPUT_SEARCHED]
 
 
@@ -272,7 +272,7 @@ def test_a_fleets_cost_is_at_least_its_bound(name):
     s = api.check(name, [*DEMAND, "cluster.instances=\"auto\""])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
-    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     table = evaluate_candidates(s, inputs)
     out = np.full(N, lengths_of(s, inputs).output_tokens, float)
     served = table.served
@@ -301,7 +301,7 @@ def test_a_mixs_classes_chosen_in_one_pass_are_each_chosen_alone(auto):
     s = api.check(str(MIX_LITE), [*DEMAND, *(["cluster.instances=\"auto\""] if auto else [])])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
-    demand = planning_demand(s, inputs, econ.served_availability(s, cols))
+    demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     weight = econ.plan_power_weight(s, inputs, cols)
     shapes = roofline.request_shapes(s, inputs)
     weights = mx.output_token_weights(mx.normalised_shares([inputs[f"workload.classes.{name}.share"] for name, _, _ in shapes]),
@@ -325,6 +325,41 @@ def test_a_mixs_classes_chosen_in_one_pass_are_each_chosen_alone(auto):
         else:
             assert fleet is None and alone[2] is None
     assert not np.array_equal(joint[0][0], joint[1][0])  # the classes take plans of their own
+
+
+def test_the_headroom_step_can_flip_a_fleets_choice():
+    """Two plans of a trial at a peak of 590 requests/s, served availability 1: plan 0 is
+    tests/stages/test_load.py's disaggregated lite-h100 plan (2 s TTFT SLO), needing U = 48
+    up instances, plan 1 the same with its busy step 1 % longer, needing 49; dynamic energy
+    e 3.0 and 1.5 instances' worth. Ranked by U + x + e plan 1 wins (50.5 against 51.0);
+    but with an instance down with probability 0.00384 the headroom at 0.999 steps from 2
+    to 3 instances between U = 48 and 49 (fleets 50 and 52, each meeting the SLOs at
+    P / (A O), x = 0), so the fleets' costs N' + e are 53.0 and 53.5 and plan 0 is chosen."""
+    from tests.stages.test_load import _lite_disaggregated
+    from mcengine.stages.roofline.planner_load import Demand, Model, _fleet_choice
+    from mcengine.stages.roofline.load_steps import TERMS
+
+    n, out, per, down = 1, 28.79589999999999, 596.9459680309172 / 48.0, 0.00384
+    one = _lite_disaggregated(np.full(n, 2.0), 0.0)
+    steps = [{k: one.steps.get(k, np.zeros(n)) for k in TERMS}, {k: one.steps.get(k, np.zeros(n)) for k in TERMS}]
+    steps[1] |= {k: 1.01 * steps[1][k] for k in ("busy_1_s", "busy_s")}
+    ones = np.ones(n)
+    demand = Demand(590.0 * out * ones, ones, 0.99 * ones, 2000.0 * ones, ones, ones, None, 50.0 * ones, 2.0 * ones, 0.0 * ones,
+                    0.0 * ones, 0.0 * ones, 0.0 * ones, down * ones, 0.999 * ones)
+    model = Model.of(lambda k: steps[k], demand, out, n)
+    served, busy = np.full((2, n), per * out), np.array([[0.6], [0.3]])
+    weight, peak = 5.0 * per * out * ones, demand.demand * demand.peak_to_mean
+    plans = load.Plans({k: np.r_[steps[0][k], steps[1][k]] for k in TERMS} | {"gap_cv2": np.full(2, 2.0), "length_cv": np.zeros(2)}, np.full(2, 0.99),
+                       np.full(2, 2.0), np.full(2, 0.05), np.ones(2), np.full(2, out))
+    rate = np.full(2, 590.0)
+    assert (plans.misses(rate, 48.0)[0] <= 0.0 < plans.misses(rate, 47.0)[0]) and (plans.misses(rate, 49.0)[1] <= 0.0 < plans.misses(rate, 48.0)[1])
+    np.testing.assert_array_equal(qu.fleet_instances(np.array([48.0, 49.0]), down, 0.999), [50.0, 52.0])
+    assert (plans.misses(rate, np.array([50.0, 52.0])) <= 0.0).all()  # at A = 1, P / (A O) is the peak: x = 0
+    args = (np.arange(2), served, busy, np.ones((2, n), bool), weight, peak, model, n)
+    best, met, search = _fleet_choice(*args)
+    assert met.all() and best[0] == 1 and search.up[0] == 49.0
+    best, met, search = _fleet_choice(*args, (load.served_peak_rate(peak, demand.availability, out), down * ones, np.full(n, 0.999)))
+    assert met.all() and best[0] == 0 and search.up[0] == 48.0
 
 
 def test_the_n_tests_extra_instances_can_flip_a_fleets_choice():

@@ -236,8 +236,8 @@ def mix_columns(scenario: Scenario, inputs: TrialInputs, power_weight: np.ndarra
     rule = rule_of(scenario)
     asked = [(name, s, i, None if demand is None else dataclasses.replace(
         demand, demand=demand.demand * weights[c], ttft_slo_ms=i["workload.ttft_slo_ms"], tpot_slo_ms=i["workload.tpot_slo_ms"],
-        instances=None if demand.instances is None else parts[c], down_probability=None, headroom_quantile=None))
-        for c, (name, s, i) in enumerate(shapes)]  # a class's headroom is a share of the mix's: its N test is the load stage's
+        instances=None if demand.instances is None else parts[c]))
+        for c, (name, s, i) in enumerate(shapes)]  # a class's instances hold its own headroom: its fleet's cost as a scenario's
     per_class = rule.class_columns(asked, power_weight, tables, ahead, [functools.partial(class_keys, scenario, name) for name in names])
     rates = [c["tokens_per_s_instance"] for c in per_class]
     split = load = mx.instance_shares(weights, rates)

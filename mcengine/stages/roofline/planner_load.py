@@ -25,28 +25,29 @@ cost of the cluster), ``u`` the plan's busy fraction:
   one meets: the first that does wins;
 * a fleet bought per trial (``cluster.instances = "auto"``): ``U`` up instances, the
   fewest on which the model meets both quantiles at the peak and every rate below it
-  (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search), at the
-  cost per instance of the simulated cluster, plus the dynamic energy of the tokens
-  (``e = k u D / (T A)`` instances' worth), over the demand: the least ``U + e``. ``U`` is
-  at least ``ceil(P / T)``, the instances the peak saturates, so ``ceil(P / T) + e``
-  bounds a plan's cost from below (in floats too: ``U + e >= ceil(P / T) + e``): each
+  (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search); the fleet
+  the plan would buy, ``N'``: ``N = fleet_instances(U)``, ``U`` and the instances down at
+  ``cluster.headroom_quantile`` (:func:`mcengine.analytic.queueing.fleet_instances`),
+  grown by ``x`` where those ``N`` miss the SLOs at ``P / (A O)`` (the fleet's second test,
+  :func:`mcengine.stages.load.serving_fleet`, docs/load.md#peak), at the cost per instance
+  of the simulated cluster, plus the dynamic energy of the tokens (``e = k u D / (T A)``
+  instances' worth), over the demand: the least ``N' + e``. The headroom steps with ``U``
+  (one instance more past some ``U``), so a plan one up instance dearer can buy a fleet two
+  dearer: the rank is the fleet's. ``N' >= N >= U >= ceil(P / T)``, the instances the peak
+  saturates (``fleet_instances`` never falls as ``U`` grows), so ``ceil(P / T) + e``
+  bounds a plan's cost from below (in floats too: ``N' + e >= ceil(P / T) + e``): each
   trial's plans are taken in the order of that bound (ties: the first row), 1, 8, 64, ...
   a round, while a plan could still win: its bound below the least cost found, or equal to
   it at a row before the first row of that cost (a tie goes to the first row). A round's
   searches share what they find between model calls: a plan's count settled is a cost
-  found, and one whose search has seen ``m`` instances miss them (so ``U > m``, a cost of
-  at least ``m + 1 + e``) is dropped where that cannot win. The failure
-  headroom (:func:`mcengine.analytic.queueing.fleet_instances`, the same law for every
-  plan of a trial) is left to the load stage, which is handed the chosen plan's ``U`` and
-  the rates it was searched at (:class:`FleetSearch`) rather than search it again; but
-  the instances the fleet's second test adds (its ``N`` instances, ``U`` and that
-  headroom, must meet the SLOs at ``P / (A O)``, :func:`mcengine.stages.load.serving_fleet`,
-  docs/load.md#peak) are a plan's own, so a plan's cost is ``U + x + e`` with ``x`` those
-  instances, asked of each plan once its ``U`` is settled (a mix's class: ``x`` not counted,
-  its headroom being a share of the mix's).
+  found (``N'`` asked once its ``U`` is settled), and one whose search has seen ``m``
+  instances miss them (so ``U > m``, a cost of at least ``m + 1 + e``, a lower bound of
+  ``N' + e`` too) is dropped where that cannot win. The load stage is handed the chosen
+  plan's ``U`` and the rates it was searched at (:class:`FleetSearch`) rather than search
+  it again (a mix's class likewise: each class's instances hold their own headroom).
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
-the plans meeting the SLOs on a fixed cluster, the fewest up instances for a fleet. A
+the plans meeting the SLOs on a fixed cluster, the smallest fleet ``N'`` for a fleet. A
 trial of a fixed cluster where no plan meets them at the peak takes the plan of most
 goodput (:func:`most_goodput`: the largest capacity at SLO of the per-mode model,
 :func:`mcengine.stages.load.capacity_tokens`; the load stage reports the share of the day
@@ -95,7 +96,7 @@ class Demand:
     1 - the reliability stage's instance availability) and ``cluster.headroom_quantile``
     (``headroom_quantile``): the failure headroom a fleet's ``N`` instances hold, from which
     the fleet's cost counts the instances the second test of docs/load.md#peak adds (None:
-    a mix's class, whose headroom is a share of the mix's, none counted)."""
+    not asked, none counted)."""
 
     demand: np.ndarray
     peak_to_mean: np.ndarray
@@ -396,11 +397,12 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     """The fleet's choice (module docstring) among the plans of ``mask`` ((rows, n): each
     trial's plans that serve; ``served`` their saturated tokens/s, ``busy`` their busy
     fraction, ``weight`` the trial's dynamic energy weight, None for the most tokens/s): a
-    plan's cost is ``U + e``, ``U`` the fewest up instances on which its per-mode model
-    meets both SLO quantiles at the peak and every rate below it
-    (:func:`mcengine.stages.load.fewest_instances`, the load stage's own search) and ``e``
-    its dynamic energy; ``U`` is at least the instances the peak saturates, ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost
-    from below. Each trial's plans are taken in order of that bound, in rounds of 1, 8,
+    plan's cost is ``U + e`` (with ``headroom``, ``N' + e``, below), ``U`` the fewest up
+    instances on which its per-mode model meets both SLO quantiles at the peak and every
+    rate below it (:func:`mcengine.stages.load.fewest_instances`, the load stage's own
+    search) and ``e`` its dynamic energy; ``U`` is at least the instances the peak
+    saturates, ``ceil(P / T)``, so ``ceil(P / T) + e`` bounds the cost from below. Each
+    trial's plans are taken in order of that bound, in rounds of 1, 8,
     64, ... plans (:data:`FLEET_GROWTH`; the first, each trial's least bound, straight
     from the (rows, n) arrays, and only the plans that can still win after it taken out
     as pairs), while the bound is below the least cost found or equal to it at an earlier
@@ -409,12 +411,15 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     so far bounds its cost to one that can no longer win (by the same rule) is searched no
     further. ``headroom`` (optional, per trial: the rate ``P / (A O)`` the fleet's instances
     carry, an instance's probability of being down and ``cluster.headroom_quantile``): a
-    plan's cost also counts the instances its fleet adds where its ``N`` instances (``U``
-    and the headroom, :func:`mcengine.analytic.queueing.fleet_instances`) miss the SLO
+    plan's cost is its fleet's, ``N' + e``, asked of each plan once its ``U`` is settled:
+    ``N'`` its ``N`` instances (``U`` and the headroom,
+    :func:`mcengine.analytic.queueing.fleet_instances`), grown where they miss the SLO
     quantiles at ``P / (A O)`` (:func:`mcengine.stages.load.serving_fleet`, the load
-    stage's second test, docs/load.md#peak), asked of each plan once its ``U`` is settled:
-    ``U + x + e`` with ``x`` those instances (none counted by the bounds, which stay below
-    the cost). The least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
+    stage's second test, docs/load.md#peak, asked only where ``N + e`` can still win: a
+    plan that cannot keeps ``N + e``, below its cost and losing as it would); ``N' >= U``, so both bounds (``ceil(P / T) + e``
+    and a search's ``m + 1 + e``) stay below the cost; where ``fleet_instances`` has no
+    finite fleet (an instance down most of the time) the cost stays ``U + e``, no fleet
+    being bought. The least cost wins (the first row on a tie), with its :class:`FleetSearch`."""
     rate, top = peak / model.output_tokens, np.iinfo(np.int64).max
     bound, lead = np.empty(served.shape), np.empty(n, np.int64)  # each trial's first row of least bound
     fleet_bounds(np.ascontiguousarray(served, float), np.ascontiguousarray(busy, float), np.ascontiguousarray(mask), np.zeros(n) if weight is None else np.ascontiguousarray(weight, float),
@@ -448,16 +453,18 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         one, twin = _twins(plans, t, served[r, t], busy[r, t])  # a twin's count and cost are its first's, to the bit
         ro, to, eo = r[one], t[one], e[one]
         plans = plans if one.size == r.size else plans.take(one)
-        cost = np.full(one.size, np.nan)  # U + x + e of the plans settled (twins' firsts)
+        cost = np.full(one.size, np.nan)  # N' + e of the plans settled (twins' firsts)
 
-        def settle(at, ups):  # the cost of the pairs ``at`` needing ``ups`` up instances: U + e, and the N test's extra instances x
+        def settle(at, ups):  # the cost of the pairs ``at`` needing ``ups`` up instances: their fleet N' (U, the headroom and the N test's x) + e
             cost[at] = ups + eo[at]
             if headroom is not None and at.size:
                 served_rate, down, quantile = (x[to[at]] for x in headroom)
                 fleet = qu.fleet_instances(ups, down, quantile)
                 asked = np.flatnonzero(np.isfinite(fleet))
+                cost[at[asked]] = fleet[asked] + eo[at[asked]]  # N + e, a lower bound: a plan that cannot win on it is not tested
+                asked = asked[left(ro[at[asked]], to[at[asked]], cost[at[asked]])]
                 grown = load.serving_fleet(plans.take(at[asked]), served_rate[asked], per_instance(ro[at[asked]], to[at[asked]]), fleet[asked])
-                cost[at[asked]] += np.where(grown > 0, grown - fleet[asked], np.inf)
+                cost[at[asked]] = np.where(grown > 0, grown, np.inf) + eo[at[asked]]
             found(ro[at], to[at], cost[at], ups)
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
