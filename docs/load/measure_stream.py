@@ -202,11 +202,23 @@ def _steps(system, rate_per_s: float) -> dict:
     tau = d / (1.0 - lam * (dc - d) * p)
     u, lone = lam * p * tau, np.ceil(p)
     own = (lone - 1.0) * dc + tail
-    steps = np.arange(1.0, lone + 1.0)
-    weights = np.r_[(1.0 - u) * tau / 2.0, np.full(len(steps), dc)]
-    c1, c2 = (float(np.average(step_cost_s(np.r_[k * p, k * p - steps], p, dc, tail), weights=weights)) for k in (1, 2))
+    c1, c2 = (ahead_cost_s(k, p, tau, dc, tail, 1.0 - u) for k in (1, 2))
     behind = (1.0 - np.exp(-lam * (tau / 2.0 + (lone - 1.0) * dc))) * (dc - tail)
     return {"lam": lam, "p": p, "tau": tau, "dc": dc, "tail": tail, "u": u, "own": own, "t0": tau / 2.0 + own + behind, "c1": c1, "c2": c2}
+
+
+def ahead_cost_s(ahead: int, per_prompt: float, step_s: float, chunked_s: float, tail_s: float, pending: float) -> float:
+    """What ``ahead`` prompts of ``p = per_prompt`` chunks each add to a lone prompt's TTFT (s),
+    averaged over the phase of the first of them when the request joins
+    (:func:`step_cost_s`): its wait for its first step (``W = k p`` chunks pending, ``k =
+    ahead``), weighted ``pending`` times the step's mean rest ``step_s / 2``, and each of its
+    ``ceil(p)`` steps (``W = k p - j`` after its ``j``-th), weighted by the whole-chunk step
+    ``chunked_s``: a request arriving uniformly in time over that window meets each phase for
+    its length (``pending`` 1), or the wait for a step less often (:func:`_steps`: ``1 - u``,
+    least-loaded dispatch seldom sending a request where one was just admitted)."""
+    steps = np.arange(1.0, np.ceil(per_prompt) + 1.0)
+    weights = np.r_[pending * step_s / 2.0, np.full(len(steps), chunked_s)]
+    return float(np.average(step_cost_s(np.r_[ahead * per_prompt, ahead * per_prompt - steps], per_prompt, chunked_s, tail_s), weights=weights))
 
 
 def step_laws(system, rate_per_s: float) -> dict:
@@ -348,6 +360,45 @@ def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame
             out |= {f"{name}_{k}": v for k, v in err.items()} | {f"{name}_passes": passes}
         lo, hi = p1_band(system, rate, row, power)
         rows.append(out | {"model_passes": row["passes"], "p_ge1": got.p_ge1, "p1_busy": law["p1_busy"], "p1_lo": lo, "p1_hi": hi})
+    return pd.DataFrame(rows)
+
+
+def one_ahead(table: pd.DataFrame, system_of) -> pd.DataFrame:
+    """The fit table's continuous rows (``table``: docs/load/fit-table.csv) with the mean TTFT's
+    fluid one-prompt-ahead term, ``u D / 2`` (the remainder of a prompt of ``D`` seconds in
+    progress with probability ``u``), replaced by what the steps give (docs/load.md#one-ahead),
+    every other term the fast model's: the rest of a step and the prompt's own steps ``t0 =
+    tau / 2 + own``, the second prompt ``u a D / 2`` (``a = u c^2``, the refills' fixed point)
+    and the bursts' wait. ``fluid``: the model's terms as they are (its mean, the check);
+    ``steps``: ``u c1``, ``c1`` the step count's cost of one ahead (:func:`ahead_cost_s`, its
+    wait for a step weighted ``1 - u``); ``behind``: that and a prompt behind (:func:`_steps`'
+    ``t0``); ``window``: a prompt behind and one ahead with the lone window's share ``1 -
+    e^-x`` (:func:`step_laws`) at the cost averaged over that window by time (pending weight
+    1); ``busy``: a prompt behind and the busy share ``p1_busy`` times ``c1``. Columns: each
+    variant's relative error of the mean TTFT and whether the cell then passes (its P99 and
+    TPOT errors are the row's: the quantile is unchanged). ``system_of(design)``: the design's
+    continuous system."""
+    from make_fit_table import TOLERANCE
+
+    from mcengine.analytic import queue_continuous as qc
+
+    rows = []
+    for row in table[table["mode"] == "continuous"].to_dict("records"):
+        system = system_of(row["design"])
+        rate = row["load"] * system.capacity_tokens_per_s / system.output_tokens
+        st, law = _steps(system, rate), step_laws(system, rate)
+        u, prompt_s = st["u"], st["p"] * st["dc"]
+        base = st["tau"] / 2.0 + st["own"]
+        rest = u * u * float(qc._refilled_cv2(u)) * prompt_s / 2.0 + float(qc._burst_wait(0.99, system.instances, prompt_s, u, row["cv"])[0])
+        window = ahead_cost_s(1, st["p"], st["tau"], st["dc"], st["tail"], 1.0)
+        means = {"fluid": base + u * prompt_s / 2.0, "steps": base + u * st["c1"], "behind": st["t0"] + u * st["c1"],
+                 "window": st["t0"] + law["p1_law"] * window, "busy": st["t0"] + law["p1_busy"] * st["c1"]}
+        others = all(abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("ttft_p99", "tpot_p99", "tpot_mean"))
+        out = {k: row[k] for k in ("design", "arrival", "load")}
+        for name, mean in means.items():
+            err = 1e3 * (mean + rest) / row["sim_ttft_mean_ms"] - 1.0
+            out |= {f"{name}_ttft_mean": err, f"{name}_passes": others and abs(err) <= TOLERANCE["ttft_mean"]}
+        rows.append(out | {"model_passes": row["passes"]})
     return pd.DataFrame(rows)
 
 
@@ -496,7 +547,7 @@ def running_counts(df: pd.DataFrame, warmup: float = WARMUP) -> dict:
 
 #: The options each of ``--oracle``, ``--toy`` and ``--standin`` uses instead of the cells'
 #: (:func:`main` refuses any other given with it).
-USES = {"oracle": set(), "toy": {"requests", "warmup"}, "standin": {"design", "loads", "length_cv", "requests", "warmup"}}
+USES = {"oracle": set(), "one_ahead": set(), "toy": {"requests", "warmup"}, "standin": {"design", "loads", "length_cv", "requests", "warmup"}}
 
 
 def main(argv=None) -> int:
@@ -518,6 +569,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=None, metavar="CSV", help="also write the rows to CSV")
     parser.add_argument("--oracle", default=None, metavar="CSV",
                         help="instead: the fit table's continuous cells counted in steps with a --jsq --out CSV's Poisson shares")
+    parser.add_argument("--one-ahead", action="store_true",
+                        help="instead: the fit table's continuous means with the fluid one-prompt-ahead term replaced by the step count's")
     parser.add_argument("--standin", type=float, default=None, metavar="THIN",
                         help="instead: the single-queue stand-in for the stream (stream_standin) with thinning THIN in (0, 1], "
                              "Poisson, --requests arrivals a pass (its rate column falls short of 1 where THIN is too small "
@@ -547,6 +600,14 @@ def main(argv=None) -> int:
         got = oracle(pd.read_csv(CSV), pd.read_csv(args.oracle), lambda name: fit_system(name, "continuous"))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
         print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power", "busy", "busy_dead")),
+              "continuous cells within")
+        return 0
+    if args.one_ahead:
+        from make_fit_table import CSV, fit_system
+
+        got = one_ahead(pd.read_csv(CSV), lambda name: fit_system(name, "continuous"))
+        print(got.to_string(index=False, float_format="{:+.3f}".format))
+        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "fluid", "steps", "behind", "window", "busy")),
               "continuous cells within")
         return 0
     if args.toy is not None:

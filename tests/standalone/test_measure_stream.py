@@ -149,6 +149,31 @@ def test_the_step_counted_components_at_a_trickle_by_hand(measure):
     assert got["p2_busy"] == pytest.approx(got["p1_busy"] * 0.5e-12 * (0.08 - 0.06), rel=1e-6)
 
 
+def test_what_a_prompt_ahead_adds_weights_its_wait_for_a_step_by_the_pending_weight(measure):
+    """The hand system above (steps of 20 / 40 / 30 ms, 1.5 chunks a prompt): one ahead adds 50
+    / 10 / 0 ms in its wait for a step, its first step and its last; with the wait weighted
+    half its 10 ms (``pending`` 0.5) the weights are 5 / 40 / 40 ms, with none 0 / 40 / 40."""
+    for pending in (1.0, 0.5, 0.0):
+        want = (pending * 0.01 * 0.05 + 0.04 * 0.01) / (pending * 0.01 + 0.08)
+        assert measure.ahead_cost_s(1, 1.5, 0.02, 0.04, 0.03, pending) == pytest.approx(want, rel=1e-12)
+
+
+def test_the_fluid_variant_of_one_ahead_is_the_fast_models_mean(measure):
+    """``one_ahead``'s ``fluid`` column rebuilds the fast model's mean TTFT from its terms (the
+    rest of a step and the own steps, ``u D / 2``, the second prompt ``u a D / 2``, the bursts'
+    wait): its mean is the fit table's own in every continuous cell, and so is its verdict
+    where the table's other three statistics pass."""
+    from make_fit_table import CSV, fit_system
+
+    table = pd.read_csv(CSV)
+    got = measure.one_ahead(table, lambda name: fit_system(name, "continuous"))
+    cont = table[table["mode"] == "continuous"]
+    assert len(got) == len(cont) == 36
+    mean = (1.0 + got.fluid_ttft_mean.to_numpy()) * cont.sim_ttft_mean_ms.to_numpy()
+    assert mean == pytest.approx(cont.fast_ttft_mean_ms.to_numpy(), rel=1e-5)  # the CSV keeps 6 figures
+    assert (got.fluid_passes.to_numpy() == cont.passes.to_numpy()).all()
+
+
 def test_state_rates_are_one_under_random_dispatch_and_average_to_one(measure):
     """Arrivals that see the time averages (``p_ge = t_ge``: random dispatch) meet the mean rate
     in every state; and whatever the shares, the rates weighted by the time shares sum to one
