@@ -11,6 +11,7 @@
     python docs/load/measure_stream.py --jsq --loads 0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9 --requests 1600000 --warmup 0.5 --out shares.csv
                                                             # the settled shares beside the join-the-shortest-queue laws
     python docs/load/measure_stream.py --oracle shares.csv  # the fit table's continuous cells counted in steps with those shares and the busy-share law
+    python docs/load/measure_stream.py --one-ahead          # the fit table's continuous means with the fluid one-prompt-ahead term counted in steps
 
 For each request (the first 20 % left out, or ``--warmup``'s share) the prompts **ahead** are the requests of its
 instance that arrived before it and whose first token comes after its arrival (still in the
@@ -51,7 +52,10 @@ laws ``p1_law`` and ``p2_dead`` (``mean_laws``). ``--jsq`` prints the shares of 
 finding 0 / 1 / 2 or more ahead beside the join-the-shortest-queue laws (:func:`jsq_row`);
 ``--oracle`` reads such rows (its Poisson cells) and counts the fit table's continuous cells
 in steps with them, and with the busy-share law for one ahead, beside each cell's band of
-shares that passes (:func:`oracle`; docs/load.md#busy-share).
+shares that passes (:func:`oracle`; docs/load.md#busy-share). ``--one-ahead`` recomputes
+the fit table's continuous means with the model's fluid cost of one prompt ahead replaced
+by the step count's, then with the prompt behind and the shares' laws (:func:`one_ahead`;
+docs/load.md#one-ahead).
 """
 
 from __future__ import annotations
@@ -367,17 +371,19 @@ def one_ahead(table: pd.DataFrame, system_of) -> pd.DataFrame:
     """The fit table's continuous rows (``table``: docs/load/fit-table.csv) with the mean TTFT's
     fluid one-prompt-ahead term, ``u D / 2`` (the remainder of a prompt of ``D`` seconds in
     progress with probability ``u``), replaced by what the steps give (docs/load.md#one-ahead),
-    every other term the fast model's: the rest of a step and the prompt's own steps ``t0 =
-    tau / 2 + own``, the second prompt ``u a D / 2`` (``a = u c^2``, the refills' fixed point)
-    and the bursts' wait. ``fluid``: the model's terms as they are (its mean, the check);
-    ``steps``: ``u c1``, ``c1`` the step count's cost of one ahead (:func:`ahead_cost_s`, its
-    wait for a step weighted ``1 - u``); ``behind``: that and a prompt behind (:func:`_steps`'
-    ``t0``); ``window``: a prompt behind and one ahead with the lone window's share ``1 -
-    e^-x`` (:func:`step_laws`) at the cost averaged over that window by time (pending weight
-    1); ``busy``: a prompt behind and the busy share ``p1_busy`` times ``c1``. Columns: each
-    variant's relative error of the mean TTFT and whether the cell then passes (its P99 and
-    TPOT errors are the row's: the quantile is unchanged). ``system_of(design)``: the design's
-    continuous system."""
+    the other terms the fast model's: the rest of a step and the prompt's own steps ``tau /
+    2 + own``, the second prompt ``u a D / 2`` (``a = u c^2``, the refills' fixed point) and
+    the bursts' wait. ``fluid``: the model's terms as they are (its mean, the check);
+    ``steps``: ``u c1``, ``c1`` the step count's cost of one ahead (:func:`_steps`:
+    :func:`ahead_cost_s`, its wait for a step weighted ``1 - u``); ``behind``: that and a
+    prompt behind (:func:`_steps`' ``t0``); ``busy``: a prompt behind and the busy share
+    ``p1_busy`` (:func:`step_laws`) times ``c1_chunked``, ``c1`` with the step in progress
+    one carrying a chunk while the prompt ahead is in its steps (its rest ``d_c / 2``, not
+    the mean step's ``tau / 2``); ``busy_dead``: that, with the second prompt counted in steps
+    at the dead time's share too, ``p2_busy (c2 - c1)`` in place of ``u a D / 2``. Columns:
+    ``fluid_ms`` (``D / 2``), ``c1_ms`` and ``c1_chunked_ms``; each variant's relative error
+    of the mean TTFT and whether the cell then passes (its P99 and TPOT errors are the
+    row's: the quantile is unchanged). ``system_of(design)``: the design's continuous system."""
     from make_fit_table import TOLERANCE
 
     from mcengine.analytic import queue_continuous as qc
@@ -387,16 +393,18 @@ def one_ahead(table: pd.DataFrame, system_of) -> pd.DataFrame:
         system = system_of(row["design"])
         rate = row["load"] * system.capacity_tokens_per_s / system.output_tokens
         st, law = _steps(system, rate), step_laws(system, rate)
-        u, prompt_s = st["u"], st["p"] * st["dc"]
-        base = st["tau"] / 2.0 + st["own"]
-        rest = u * u * float(qc._refilled_cv2(u)) * prompt_s / 2.0 + float(qc._burst_wait(0.99, system.instances, prompt_s, u, row["cv"])[0])
-        window = ahead_cost_s(1, st["p"], st["tau"], st["dc"], st["tail"], 1.0)
-        means = {"fluid": base + u * prompt_s / 2.0, "steps": base + u * st["c1"], "behind": st["t0"] + u * st["c1"],
-                 "window": st["t0"] + law["p1_law"] * window, "busy": st["t0"] + law["p1_busy"] * st["c1"]}
+        u, tau, dc, prompt_s = st["u"], st["tau"], st["dc"], st["p"] * st["dc"]
+        burst = float(qc._burst_wait(0.99, system.instances, prompt_s, u, row["cv"])[0])
+        second = u * u * float(qc._refilled_cv2(u)) * prompt_s / 2.0 + burst
+        stepping = np.ceil(st["p"]) * dc
+        chunked = st["c1"] + (dc - tau) / 2.0 * stepping / ((1.0 - u) * tau / 2.0 + stepping)
+        means = {"fluid": tau / 2.0 + st["own"] + u * prompt_s / 2.0 + second, "steps": tau / 2.0 + st["own"] + u * st["c1"] + second,
+                 "behind": st["t0"] + u * st["c1"] + second, "busy": st["t0"] + law["p1_busy"] * chunked + second,
+                 "busy_dead": st["t0"] + law["p1_busy"] * chunked + law["p2_busy"] * (st["c2"] - st["c1"]) + burst}
         others = all(abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("ttft_p99", "tpot_p99", "tpot_mean"))
-        out = {k: row[k] for k in ("design", "arrival", "load")}
+        out = {k: row[k] for k in ("design", "arrival", "load")} | {"fluid_ms": 1e3 * prompt_s / 2.0, "c1_ms": 1e3 * st["c1"], "c1_chunked_ms": 1e3 * chunked}
         for name, mean in means.items():
-            err = 1e3 * (mean + rest) / row["sim_ttft_mean_ms"] - 1.0
+            err = 1e3 * mean / row["sim_ttft_mean_ms"] - 1.0
             out |= {f"{name}_ttft_mean": err, f"{name}_passes": others and abs(err) <= TOLERANCE["ttft_mean"]}
         rows.append(out | {"model_passes": row["passes"]})
     return pd.DataFrame(rows)
@@ -545,7 +553,7 @@ def running_counts(df: pd.DataFrame, warmup: float = WARMUP) -> dict:
     return {"running": float(kept.mean()), "running_min": int(kept.min()), "running_max": int(kept.max())}
 
 
-#: The options each of ``--oracle``, ``--toy`` and ``--standin`` uses instead of the cells'
+#: The options each of ``--oracle``, ``--one-ahead``, ``--toy`` and ``--standin`` uses instead of the cells'
 #: (:func:`main` refuses any other given with it).
 USES = {"oracle": set(), "one_ahead": set(), "toy": {"requests", "warmup"}, "standin": {"design", "loads", "length_cv", "requests", "warmup"}}
 
@@ -581,7 +589,7 @@ def main(argv=None) -> int:
     given = {name for name, value in vars(args).items() if value is not None and value is not False}
     for mode, takes in USES.items():
         if mode in given and given - takes - {mode}:
-            parser.error(f"--{mode} takes only {', '.join('--' + x.replace('_', '-') for x in sorted(takes)) or 'its CSV'}; "
+            parser.error(f"--{mode.replace('_', '-')} takes {'only ' + ', '.join('--' + x.replace('_', '-') for x in sorted(takes)) if takes else 'no other option'}; "
                          f"not used with it: {', '.join('--' + x.replace('_', '-') for x in sorted(given - takes - {mode}))}")
     args.design, args.arrival = args.design or "h100,lite-h100", args.arrival or "poisson,gamma"
     args.loads = args.loads or ",".join(map(str, LOADS))
@@ -607,7 +615,7 @@ def main(argv=None) -> int:
 
         got = one_ahead(pd.read_csv(CSV), lambda name: fit_system(name, "continuous"))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
-        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "fluid", "steps", "behind", "window", "busy")),
+        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead")),
               "continuous cells within")
         return 0
     if args.toy is not None:

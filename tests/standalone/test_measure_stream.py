@@ -158,20 +158,42 @@ def test_what_a_prompt_ahead_adds_weights_its_wait_for_a_step_by_the_pending_wei
         assert measure.ahead_cost_s(1, 1.5, 0.02, 0.04, 0.03, pending) == pytest.approx(want, rel=1e-12)
 
 
-def test_the_fluid_variant_of_one_ahead_is_the_fast_models_mean(measure):
+@pytest.fixture(scope="module")
+def one_ahead(measure):
+    """``one_ahead`` on the committed fit table, and its continuous rows."""
+    from make_fit_table import CSV, fit_system
+
+    table = pd.read_csv(CSV)
+    return measure.one_ahead(table, lambda name: fit_system(name, "continuous")), table[table["mode"] == "continuous"]
+
+
+def test_the_fluid_variant_of_one_ahead_is_the_fast_models_mean(one_ahead):
     """``one_ahead``'s ``fluid`` column rebuilds the fast model's mean TTFT from its terms (the
     rest of a step and the own steps, ``u D / 2``, the second prompt ``u a D / 2``, the bursts'
     wait): its mean is the fit table's own in every continuous cell, and so is its verdict
     where the table's other three statistics pass."""
-    from make_fit_table import CSV, fit_system
-
-    table = pd.read_csv(CSV)
-    got = measure.one_ahead(table, lambda name: fit_system(name, "continuous"))
-    cont = table[table["mode"] == "continuous"]
+    got, cont = one_ahead
     assert len(got) == len(cont) == 36
     mean = (1.0 + got.fluid_ttft_mean.to_numpy()) * cont.sim_ttft_mean_ms.to_numpy()
     assert mean == pytest.approx(cont.fast_ttft_mean_ms.to_numpy(), rel=1e-5)  # the CSV keeps 6 figures
     assert (got.fluid_passes.to_numpy() == cont.passes.to_numpy()).all()
+
+
+def test_the_one_ahead_section_on_the_page_is_the_tools(measure, one_ahead):
+    """docs/load.md#one-ahead quotes ``--one-ahead``: each replacement's count of continuous
+    cells within, and the step count's and the fluid cost of one ahead in its table (the
+    simulator's figures beside them come from ``--laws`` runs, not checked here)."""
+    got, _ = one_ahead
+    text = (measure.HERE.parent / "load.md").read_text()
+    flat = " ".join(text.split())
+    for name, head in (("steps", "`u c1` in place of `u D/2`:"), ("behind", "and the prompt behind:"),
+                       ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):")):
+        assert f"{head} **{int(got[f'{name}_passes'].sum())} of {len(got)}**" in flat
+    for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
+        mine = got[(got.design == name) & (got.arrival == "poisson")].sort_values("load")
+        line = next(x for x in text.splitlines() if x.startswith(f"  | {head}: one ahead costs, ms:"))
+        cells = [c.split(" / ") for c in line.strip(" |").split(" | ")[1:]]
+        assert [(c[1], c[2]) for c in cells] == [(f"{a:.1f}", f"{b:.1f}") for a, b in zip(mine.c1_chunked_ms, mine.fluid_ms)]
 
 
 def test_state_rates_are_one_under_random_dispatch_and_average_to_one(measure):
@@ -366,6 +388,8 @@ def test_the_stand_in_with_a_setup_is_m_d_1_with_an_exceptional_first_service(me
     (["--standin", "0.5", "--out", "x.csv"], "--out"),
     (["--toy", "1,0.5", "--length-cv", "0.3"], "--length-cv"),
     (["--oracle", "x.csv", "--length-cv", "0.3"], "--length-cv"),
+    (["--one-ahead", "--loads", "0.5"], "--loads"),
+    (["--one-ahead", "--oracle", "x.csv"], "--one-ahead"),
     (["--standin", "0.5", "--toy", "1,0.5"], "--standin"),
     (["--standin", "0"], "(0, 1]"),
     (["--standin", "1.5"], "(0, 1]"),
@@ -373,7 +397,8 @@ def test_the_stand_in_with_a_setup_is_m_d_1_with_an_exceptional_first_service(me
 ])
 def test_options_it_would_ignore_or_out_of_range_exit_2(measure, capsys, argv, named):
     """An option the chosen mode does not use (``--standin``: the cells' arrival law and
-    shown components; ``--toy`` and ``--oracle``: the lengths' spread), two modes at once, a
+    shown components; ``--toy`` and ``--oracle``: the lengths' spread; ``--one-ahead``: the
+    cells' loads), two modes at once, a
     thinning outside ``(0, 1]`` or no requests: exit 2 naming it, before any run."""
     with pytest.raises(SystemExit) as stop:
         measure.main(argv)
