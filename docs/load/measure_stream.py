@@ -374,13 +374,13 @@ def one_ahead(table: pd.DataFrame, system_of) -> pd.DataFrame:
     the other terms the fast model's: the rest of a step and the prompt's own steps ``tau /
     2 + own``, the second prompt ``u a D / 2`` (``a = u c^2``, the refills' fixed point) and
     the bursts' wait. ``fluid``: the model's terms as they are (its mean, the check);
-    ``steps``: ``u c1``, ``c1`` the step count's cost of one ahead (:func:`_steps`:
-    :func:`ahead_cost_s`, its wait for a step weighted ``1 - u``); ``behind``: that and a
-    prompt behind (:func:`_steps`' ``t0``); ``busy``: a prompt behind and the busy share
-    ``p1_busy`` (:func:`step_laws`) times ``c1_chunked``, ``c1`` with the step in progress
+    ``steps``: ``u c1_chunked``, the step count's cost of one ahead: ``c1`` (:func:`_steps`:
+    :func:`ahead_cost_s`, its wait for a step weighted ``1 - u``) with the step in progress
     one carrying a chunk while the prompt ahead is in its steps (its rest ``d_c / 2``, not
-    the mean step's ``tau / 2``); ``busy_dead``: that, with the second prompt counted in steps
-    at the dead time's share too, ``p2_busy (c2 - c1)`` in place of ``u a D / 2``. Columns:
+    the mean step's ``tau / 2``); ``behind``: that and a prompt behind (:func:`_steps`'
+    ``t0``); ``busy``: a prompt behind and the busy share ``p1_busy`` (:func:`step_laws`) in
+    place of ``u``; ``busy_dead``: that, with the second prompt counted in steps at the dead
+    time's share too, ``p2_busy (c2 - c1)`` in place of ``u a D / 2``. Columns:
     ``fluid_ms`` (``D / 2``), ``c1_ms`` and ``c1_chunked_ms``; each variant's relative error
     of the mean TTFT and whether the cell then passes (its P99 and TPOT errors are the
     row's: the quantile is unchanged). ``system_of(design)``: the design's continuous system."""
@@ -398,8 +398,8 @@ def one_ahead(table: pd.DataFrame, system_of) -> pd.DataFrame:
         second = u * u * float(qc._refilled_cv2(u)) * prompt_s / 2.0 + burst
         stepping = np.ceil(st["p"]) * dc
         chunked = st["c1"] + (dc - tau) / 2.0 * stepping / ((1.0 - u) * tau / 2.0 + stepping)
-        means = {"fluid": tau / 2.0 + st["own"] + u * prompt_s / 2.0 + second, "steps": tau / 2.0 + st["own"] + u * st["c1"] + second,
-                 "behind": st["t0"] + u * st["c1"] + second, "busy": st["t0"] + law["p1_busy"] * chunked + second,
+        means = {"fluid": tau / 2.0 + st["own"] + u * prompt_s / 2.0 + second, "steps": tau / 2.0 + st["own"] + u * chunked + second,
+                 "behind": st["t0"] + u * chunked + second, "busy": st["t0"] + law["p1_busy"] * chunked + second,
                  "busy_dead": st["t0"] + law["p1_busy"] * chunked + law["p2_busy"] * (st["c2"] - st["c1"]) + burst}
         others = all(abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("ttft_p99", "tpot_p99", "tpot_mean"))
         out = {k: row[k] for k in ("design", "arrival", "load")} | {"fluid_ms": 1e3 * prompt_s / 2.0, "c1_ms": 1e3 * st["c1"], "c1_chunked_ms": 1e3 * chunked}
