@@ -186,7 +186,7 @@ def test_the_one_ahead_section_on_the_page_is_the_tools(measure, one_ahead):
     got, _ = one_ahead
     text = (measure.HERE.parent / "load.md").read_text()
     flat = " ".join(text.split())
-    for name, head in (("steps", "`u c1` in place of `u D/2`:"), ("behind", "and the prompt behind:"),
+    for name, head in (("steps", "(`c1` the \"steps\" cost above):"), ("behind", "and the prompt behind:"),
                        ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):")):
         assert f"{head} **{int(got[f'{name}_passes'].sum())} of {len(got)}**" in flat
     for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
