@@ -613,7 +613,9 @@ def main(argv=None) -> int:
     if args.one_ahead:
         from make_fit_table import CSV, fit_system
 
-        got = one_ahead(pd.read_csv(CSV), lambda name: fit_system(name, "continuous"))
+        from functools import cache
+
+        got = one_ahead(pd.read_csv(CSV), cache(lambda name: fit_system(name, "continuous")))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
         print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead")),
               "continuous cells within")

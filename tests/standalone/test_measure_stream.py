@@ -160,11 +160,13 @@ def test_what_a_prompt_ahead_adds_weights_its_wait_for_a_step_by_the_pending_wei
 
 @pytest.fixture(scope="module")
 def one_ahead(measure):
-    """``one_ahead`` on the committed fit table, and its continuous rows."""
+    """``one_ahead`` on the committed fit table (each design's system built once), and its continuous rows."""
+    from functools import cache
+
     from make_fit_table import CSV, fit_system
 
     table = pd.read_csv(CSV)
-    return measure.one_ahead(table, lambda name: fit_system(name, "continuous")), table[table["mode"] == "continuous"]
+    return measure.one_ahead(table, cache(lambda name: fit_system(name, "continuous"))), table[table["mode"] == "continuous"]
 
 
 def test_the_fluid_variant_of_one_ahead_is_the_fast_models_mean(one_ahead):
