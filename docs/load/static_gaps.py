@@ -96,7 +96,9 @@ find the queue empty (:func:`phase_measures`); ``all gaps``, every gap's squared
 completion that takes a full batch and before one that takes a part batch, and ``hole``, the
 largest gap's mean share of a run of ``--instances`` gaps in a row, about a cycle (the uniform
 phases' ``H_c / c``: 0.21 on 16 instances); each the mean over ``--replications`` runs (1 unless
-told), with ``all gaps sem``, the standard error of ``all gaps``.
+told); ``hole platoon`` and ``all platoon``, the hole and every gap's squared CV of the
+one-platoon conveyor fed the simulator's ``k`` (:func:`platoon_gaps`); and ``all gaps sem``,
+the standard error of ``all gaps``.
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
@@ -601,6 +603,31 @@ def phase_measures(rows: tuple[np.ndarray, pd.DataFrame], top: int, servers: int
             "part gaps": cv2(gaps[part]), "hole": float(np.mean(runs.max(axis=1) / runs.sum(axis=1))) if runs.size else np.nan}
 
 
+def platoon_gaps(batch_mean, rate_per_s, servers, cycle_1, cycle_top, top) -> tuple[float, float]:
+    """The one-platoon conveyor (docs/load.md#static-laws (5), **derived**, fluid arrivals):
+    ``(hole, gaps_cv2)``, the hole's share of the mean cycle ``P = T(k)`` and every gap's
+    squared CV. The pool runs as one platoon followed by a hole: after the hole its first
+    members take full batches (the queue the hole built) and keep their phases; once the
+    queue is drained each of the rest takes the arrivals of its own gap, ``n = lambda g``, and
+    comes back ``T(top) - T(n) = s (top - n)`` early (``s`` the cycle's slope in the batch),
+    in front of the platoon, where it takes a full batch in turn. The platoon keeps its
+    shape when that jump spans it, ``s (top - lambda g) = (c - 1) g``: its gaps ``g = s
+    top / (c - 1 + s lambda)``, its width ``W = (c - 1) g`` and the hole ``H = P - W``
+    (no platoon if ``W >= P``: ``(0, nan)``), so every gap's squared CV is ``c ((c - 1) g^2 +
+    H^2) / P^2 - 1``.
+    It does not say when the pool forms one platoon (none below ``T(1)/T(top) = 1/2``; on
+    32 and 64 instances several a cycle), so it is an envelope, not in the model
+    (docs/sources.md#load-queueing)."""
+    c = float(servers)
+    slope = (cycle_top - cycle_1) / max(top - 1.0, 1.0)
+    gap = slope * top / (c - 1.0 + slope * rate_per_s)
+    cycle = cycle_1 + slope * (batch_mean - 1.0)
+    hole = cycle - (c - 1.0) * gap
+    if hole <= 0.0:
+        return 0.0, np.nan
+    return hole / cycle, c * ((c - 1.0) * gap**2 + hole**2) / cycle**2 - 1.0
+
+
 def phases_cell(system, load: float, arrival: str, cv: float, share: float | None = None, replications: int = 1) -> dict:
     """One ``--phases`` cell (see the module's docstring), each measure averaged over
     ``replications`` runs (``all gaps sem``: the standard error of ``all gaps`` over them, NaN
@@ -619,8 +646,9 @@ def phases_cell(system, load: float, arrival: str, cv: float, share: float | Non
         runs.append({"k": float(rows[1]["size"][rows[1].measured.to_numpy()].mean()), **phase_measures(rows, top, s.instances)})
     runs = pd.DataFrame(runs)
     sem = float(runs["all gaps"].std(ddof=1) / np.sqrt(replications)) if replications > 1 else np.nan
+    platoon = platoon_gaps(float(runs.k.mean()), rate, s.instances, cycle[0], cycle[-1], top)
     return {"load": load, "arrival": arrival, "T1/Ttop": "own" if share is None else f"{share:.3f}", "lam s": rate * (cycle[-1] - cycle[0]) / max(top - 1, 1),
-            **runs.mean().to_dict(), "all gaps sem": sem}
+            **runs.mean().to_dict(), "hole platoon": platoon[0], "all platoon": platoon[1], "all gaps sem": sem}
 
 
 #: ``--light``'s cells: instances and the pool's offered load ``a = lambda T(1)``, and the replications a cell.

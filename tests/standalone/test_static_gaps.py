@@ -391,6 +391,19 @@ def test_phase_measures_by_hand(gaps):
     assert got["all gaps"] == pytest.approx(0.5) and got["part gaps"] == pytest.approx(0.36) and np.isnan(got["full gaps"])
 
 
+def test_platoon_gaps_closed_form(gaps):
+    """Two instances, ``T(1)`` 1 s, ``T(11)`` 2 s (slope 0.1 s a request), 10 requests/s, mean
+    batch 6: the platoon's gap ``g = 0.1 * 11 / (1 + 1)`` = 0.55 s, which a part batch's jump
+    ``0.1 (11 - 10 g)`` spans; the mean cycle 1.5 s, the hole 0.95 s (share 19/30), and every
+    gap's squared CV ``2 (0.55^2 + 0.95^2) / 1.5^2 - 1``. On 40 instances at batch 1 the
+    platoon is wider than the cycle: no hole."""
+    hole, cv2 = gaps.platoon_gaps(6.0, 10.0, 2, 1.0, 2.0, 11)
+    assert hole == pytest.approx(0.95 / 1.5, rel=1e-12) and 0.1 * (11 - 10 * 0.55) == pytest.approx(0.55, rel=1e-12)
+    assert cv2 == pytest.approx(2 * (0.55**2 + 0.95**2) / 1.5**2 - 1, rel=1e-12)
+    hole, cv2 = gaps.platoon_gaps(1.0, 10.0, 40, 1.0, 2.0, 11)  # 39 gaps of 0.0275 s span more than the 1 s cycle
+    assert hole == 0.0 and np.isnan(cv2)
+
+
 @pytest.mark.slow
 def test_the_cycles_share_sets_the_gaps_not_the_design(gaps):
     """``--phases``' cells (docs/load.md#static-laws' (5); 16 instances, Poisson, load 0.8,
