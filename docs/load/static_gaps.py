@@ -615,8 +615,9 @@ def platoon_gaps(batch_mean, rate_per_s, servers, cycle_1, cycle_top, top) -> tu
     top / (c - 1 + s lambda)``, its width ``W = (c - 1) g`` and the hole ``H = P - W``
     (no platoon if ``W >= P``: ``(0, nan)``), so every gap's squared CV is ``c ((c - 1) g^2 +
     H^2) / P^2 - 1``.
-    It does not say when the pool forms one platoon (none below ``T(1)/T(top) = 1/2``; on
-    32 and 64 instances several a cycle), so it is an envelope, not in the model
+    It does not say when the pool forms one platoon (the simulator's pools form none below
+    ``T(1)/T(top) = 1/2``, and on 32 and 64 instances several a cycle), so it is an
+    envelope, not in the model
     (docs/sources.md#load-queueing)."""
     c = float(servers)
     slope = (cycle_top - cycle_1) / max(top - 1.0, 1.0)
