@@ -93,8 +93,12 @@ whose cycle at batch 1 is the share ``T1/Ttop`` of the top batch's (:data:`PHASE
 ``full`` and ``empty``, the shares of completions whose instance takes a full batch and that
 find the queue empty (:func:`phase_measures`); ``all gaps``, every gap's squared CV (as
 ``--laws``' ``all gaps``), ``full gaps`` and ``part gaps``, that of the gaps before a
-completion that takes a full batch and before one that takes a part batch; each the mean over
-``--replications`` runs (1 unless told), with ``all gaps sem``, the standard error of ``all gaps``.
+completion that takes a full batch and before one that takes a part batch, and ``hole``, the
+largest gap's mean share of a run of ``--instances`` gaps in a row, about a cycle (the uniform
+phases' ``H_c / c``: 0.21 on 16 instances); each the mean over ``--replications`` runs (1 unless
+told); ``hole platoon`` and ``all platoon``, the hole and every gap's squared CV of the
+one-platoon conveyor fed the simulator's ``k`` (:func:`platoon_gaps`); and ``all gaps sem``,
+the standard error of ``all gaps``.
 
 ``--pools`` prints instead, on :data:`POOLS` instances of each design at offered loads ``a/c =
 lambda T(1) / c`` of :data:`OFFERED` (Poisson, :data:`POOL_REQUESTS` requests a cell, seed 0,
@@ -556,7 +560,7 @@ def steps_cell(system, load: float) -> dict:
 
 
 #: ``--phases``' cycle shares ``T(1) / T(top)`` of the lined step tables (:func:`cycle_share_system`).
-PHASE_RATIOS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+PHASE_RATIOS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8)
 
 
 def cycle_share_system(system, share: float):
@@ -571,13 +575,17 @@ def cycle_share_system(system, share: float):
     return dataclasses.replace(system, prefill_s=system.prefill_s[top] * line, decode_s=system.decode_s[top] * line)
 
 
-def phase_measures(rows: tuple[np.ndarray, pd.DataFrame], top: int) -> dict:
+def phase_measures(rows: tuple[np.ndarray, pd.DataFrame], top: int, servers: int) -> dict:
     """The gaps between the simulator's completions by what each completion's instance does
     next (``--phases``' columns), from the batches ``rows`` (:func:`batch_rows`; the
     ``measured`` ones whose instance has a next batch): it takes a full batch of ``top``,
     takes a part batch, or finds the queue empty (its next batch starts idle). Returns the
-    shares ``full`` and ``empty`` and the squared CV of every gap (``all gaps``) and of the
-    gaps before a full (``full gaps``) and a part batch (``part gaps``)."""
+    shares ``full`` and ``empty``, the squared CV of every gap (``all gaps``) and of the
+    gaps before a full (``full gaps``) and a part batch (``part gaps``), and ``hole``: the
+    gaps cut into runs of ``servers`` in a row (about a cycle each, the last short run left
+    out), the mean over the runs of the largest gap's share of its run (the uniform phases'
+    ``H_c / c``, ``H_c`` the harmonic number: the mean largest of the ``c`` spacings of ``c``
+    uniform points on a circle, R. Pyke 1965, docs/sources.md)."""
     _, batches = rows
     by = batches.groupby("instance")
     following, idle_next = by["size"].shift(-1), by.from_idle.shift(-1)
@@ -590,8 +598,35 @@ def phase_measures(rows: tuple[np.ndarray, pd.DataFrame], top: int) -> dict:
     def cv2(x):
         return float(x.var() / x.mean() ** 2) if x.size > 1 else np.nan
 
+    runs = gaps[: gaps.size // servers * servers].reshape(-1, servers)
     return {"full": float(full.mean()), "empty": float(np.mean(takes == 0)), "all gaps": cv2(gaps), "full gaps": cv2(gaps[full]),
-            "part gaps": cv2(gaps[part])}
+            "part gaps": cv2(gaps[part]), "hole": float(np.mean(runs.max(axis=1) / runs.sum(axis=1))) if runs.size else np.nan}
+
+
+def platoon_gaps(batch_mean, rate_per_s, servers, cycle_1, cycle_top, top) -> tuple[float, float]:
+    """The one-platoon conveyor (docs/load.md#static-laws (5), **derived**, fluid arrivals):
+    ``(hole, gaps_cv2)``, the hole's share of the mean cycle ``P = T(k)`` and every gap's
+    squared CV. The pool runs as one platoon followed by a hole: after the hole its first
+    members take full batches (the queue the hole built) and keep their phases; once the
+    queue is drained each of the rest takes the arrivals of its own gap, ``n = lambda g``, and
+    comes back ``T(top) - T(n) = s (top - n)`` early (``s`` the cycle's slope in the batch),
+    in front of the platoon, where it takes a full batch in turn. The platoon keeps its
+    shape when that jump spans it, ``s (top - lambda g) = (c - 1) g``: its gaps ``g = s
+    top / (c - 1 + s lambda)``, its width ``W = (c - 1) g`` and the hole ``H = P - W``
+    (no platoon if ``W >= P``: ``(0, nan)``), so every gap's squared CV is ``c ((c - 1) g^2 +
+    H^2) / P^2 - 1``.
+    It does not say when the pool forms one platoon (the simulator's pools form none below
+    ``T(1)/T(top) = 1/2``, and on 32 and 64 instances several a cycle), so it is an
+    envelope, not in the model
+    (docs/sources.md#load-queueing)."""
+    c = float(servers)
+    slope = (cycle_top - cycle_1) / max(top - 1.0, 1.0)
+    gap = slope * top / (c - 1.0 + slope * rate_per_s)
+    cycle = cycle_1 + slope * (batch_mean - 1.0)
+    hole = cycle - (c - 1.0) * gap
+    if hole <= 0.0:
+        return 0.0, np.nan
+    return hole / cycle, c * ((c - 1.0) * gap**2 + hole**2) / cycle**2 - 1.0
 
 
 def phases_cell(system, load: float, arrival: str, cv: float, share: float | None = None, replications: int = 1) -> dict:
@@ -609,11 +644,12 @@ def phases_cell(system, load: float, arrival: str, cv: float, share: float | Non
         df, _ = simulate_requests(s, rate, REQUESTS, 0, rep, arrival, cv)
         df["measured"] = np.arange(len(df)) >= int(len(df) * WARMUP)
         rows = batch_rows(df, s.prefill_s)
-        runs.append({"k": float(rows[1]["size"][rows[1].measured.to_numpy()].mean()), **phase_measures(rows, top)})
+        runs.append({"k": float(rows[1]["size"][rows[1].measured.to_numpy()].mean()), **phase_measures(rows, top, s.instances)})
     runs = pd.DataFrame(runs)
     sem = float(runs["all gaps"].std(ddof=1) / np.sqrt(replications)) if replications > 1 else np.nan
+    platoon = platoon_gaps(float(runs.k.mean()), rate, s.instances, cycle[0], cycle[-1], top)
     return {"load": load, "arrival": arrival, "T1/Ttop": "own" if share is None else f"{share:.3f}", "lam s": rate * (cycle[-1] - cycle[0]) / max(top - 1, 1),
-            **runs.mean().to_dict(), "all gaps sem": sem}
+            **runs.mean().to_dict(), "hole platoon": platoon[0], "all platoon": platoon[1], "all gaps sem": sem}
 
 
 #: ``--light``'s cells: instances and the pool's offered load ``a = lambda T(1)``, and the replications a cell.

@@ -380,13 +380,28 @@ def test_phase_measures_by_hand(gaps):
     once, then at 3.0 a part batch of 1; instance 1 completes at 3.5 and takes 2. The last
     batches have no next and are left out. The gaps before the completions at 1.0, 3.0 and
     3.5 are 0.5, 2.0, 0.5 (squared CV 0.5); one is before a full batch, two before part
-    batches (2.0 and 0.5: squared CV 0.36), none before an empty queue after the first."""
+    batches (2.0 and 0.5: squared CV 0.36), none before an empty queue after the first. Cut
+    into runs of two (the instances), the one whole run is 0.5, 2.0: its largest gap holds 0.8
+    of it (``hole``)."""
     batches = pd.DataFrame({"instance": [0, 0, 0, 1, 1, 1], "start": [0.0, 1.0, 3.0, 0.0, 2.0, 3.5],
                             "finish": [1.0, 3.0, 4.0, 0.5, 3.5, 5.0], "size": [2, 3, 1, 1, 1, 2], "measured": [True] * 6,
                             "from_idle": [True, False, False, True, True, False]})
-    got = gaps.phase_measures((np.zeros(0), batches), 3)
-    assert got["full"] == pytest.approx(1 / 3) and got["empty"] == 0.0
+    got = gaps.phase_measures((np.zeros(0), batches), 3, 2)
+    assert got["full"] == pytest.approx(1 / 3) and got["empty"] == 0.0 and got["hole"] == pytest.approx(0.8)
     assert got["all gaps"] == pytest.approx(0.5) and got["part gaps"] == pytest.approx(0.36) and np.isnan(got["full gaps"])
+
+
+def test_platoon_gaps_closed_form(gaps):
+    """Two instances, ``T(1)`` 1 s, ``T(11)`` 2 s (slope 0.1 s a request), 10 requests/s, mean
+    batch 6: the platoon's gap ``g = 0.1 * 11 / (1 + 1)`` = 0.55 s, which a part batch's jump
+    ``0.1 (11 - 10 g)`` spans; the mean cycle 1.5 s, the hole 0.95 s (share 19/30), and every
+    gap's squared CV ``2 (0.55^2 + 0.95^2) / 1.5^2 - 1``. On 40 instances at batch 1 the
+    platoon is wider than the cycle: no hole."""
+    hole, cv2 = gaps.platoon_gaps(6.0, 10.0, 2, 1.0, 2.0, 11)
+    assert hole == pytest.approx(0.95 / 1.5, rel=1e-12) and 0.1 * (11 - 10 * 0.55) == pytest.approx(0.55, rel=1e-12)
+    assert cv2 == pytest.approx(2 * (0.55**2 + 0.95**2) / 1.5**2 - 1, rel=1e-12)
+    hole, cv2 = gaps.platoon_gaps(1.0, 10.0, 40, 1.0, 2.0, 11)  # 39 gaps of 0.0275 s span more than the 1 s cycle
+    assert hole == 0.0 and np.isnan(cv2)
 
 
 @pytest.mark.slow
@@ -395,11 +410,17 @@ def test_the_cycles_share_sets_the_gaps_not_the_design(gaps):
     100,000 requests, seed 0): the Lite's own tables (``T(1)/T(B)`` 0.583) give gaps of squared
     CV 2.07 and h100's (0.447) 0.90; lined at the other's share they swap (the Lite at 0.45:
     1.00; h100 at 0.6: 3.04), and at the same share the designs agree within the runs'
-    spread below the switch at one half."""
-    got = {}
+    spread below the switch at one half. The excess is one hole a cycle: below the switch the
+    largest of a run of 16 gaps holds the uniform phases' share of it, ``H_16 / 16`` = 0.211
+    (0.22-0.23), past it 0.35 on the Lite's own tables and 0.40-0.41 lined at 0.6."""
+    got, hole = {}, {}
     for name in ("lite-h100", "h100"):
         system = serving_system(load_scenario(name), "static", 16)
-        got[name] = {share: gaps.phases_cell(system, 0.8, "poisson", 1.0, share)["all gaps"] for share in (None, 0.45, 0.6)}
+        cells = {share: gaps.phases_cell(system, 0.8, "poisson", 1.0, share) for share in (None, 0.45, 0.6)}
+        got[name], hole[name] = ({share: cell[key] for share, cell in cells.items()} for key in ("all gaps", "hole"))
     assert got["lite-h100"][None] > 1.8 and got["h100"][None] < 1.2, got
     assert got["lite-h100"][0.45] < 1.2 and got["h100"][0.6] > 2.2 and got["lite-h100"][0.6] > 2.2, got
     assert got["lite-h100"][0.45] == pytest.approx(got["h100"][0.45], abs=0.15), got
+    uniform = np.sum(1.0 / np.arange(1, 17)) / 16
+    assert hole["h100"][None] == pytest.approx(uniform, abs=0.03) and hole["lite-h100"][0.45] == pytest.approx(uniform, abs=0.03), hole
+    assert hole["lite-h100"][None] > 0.3 and hole["h100"][0.6] > 0.35 and hole["lite-h100"][0.6] > 0.35, hole
