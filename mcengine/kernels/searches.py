@@ -133,7 +133,7 @@ SECANT_STALL = 3
 
 
 @inline_kernel
-def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled):
+def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled, stair):
     """The next batch inside ``(lo, hi)`` of a search over a step time non-decreasing in
     the batch: the floor of the root of the secant through the last two batches timed
     (``b_prev``, ``b_last``, either side of the limit or the same side), at least
@@ -149,7 +149,21 @@ def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled):
     root = np.floor(b_last + (limit - t_last) * (b_last - b_prev) / (t_last - t_prev))
     if not (root >= lo and root < hi):  # (NaN or infinite: no root inside)
         return (lo + hi) // 2
-    return min(max(int(root), lo + 1), hi - 1)
+    return _on_stair(min(max(int(root), lo + 1), hi - 1), lo, stair)
+
+
+@inline_kernel
+def _on_stair(batch, lo, stair):
+    """The batch to time for a probe ``batch`` inside ``(lo, hi)`` where the step is a
+    staircase of ``stair`` batches: the top of the stair holding it, where that lies above
+    ``lo``; else, with ``lo`` a stair's top, the first batch of the next stair (the one
+    that decides whether ``lo`` is the answer); else ``batch``. Always inside the bracket."""
+    top = batch // stair * stair
+    if top > lo:
+        return top
+    if lo % stair == 0:
+        return lo + 1
+    return batch
 
 
 @kernel
@@ -189,6 +203,9 @@ def largest_batches(kind, x, lay, column, cap, out):
     rows = np.empty(n, np.int64)
     m = 0
     one = np.int64(1)  # the batch every probe passes, an int64 as the searches' own batches are
+    level = int(lay[L_PIPELINE]) if kind == DECODE or kind == CONTINUOUS else 1  # (batches timed as the batch 1)
+    monotone = kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0
+    start = level if monotone else 1
     for i in range(n):
         limit, top = x[i, column], cap[i]
         out[i] = 0
@@ -200,15 +217,16 @@ def largest_batches(kind, x, lay, column, cap, out):
             continue
         if top == 1 or not t_top > limit:  # (one batch, timed; or a NaN time: no bracket)
             continue
-        t_one = _timed(kind, one, x, i, lay)
+        t_one = t_top if top <= level else _timed(kind, one, x, i, lay)
         if t_one <= limit:
-            lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
-            out[i] = 1
-            if top - 1 > 1:
+            lo[i], hi[i], t_lo[i], t_hi[i] = start, top, t_one, t_top
+            out[i] = start
+            if top - start > 1:
                 rows[m] = i
                 m += 1
-    if kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0:
-        _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, np.empty((4, n)), np.empty(n, np.int64), np.zeros(n, np.int64))
+    if monotone:
+        stair = level * int(lay[L_GROUPS]) if kind != CONTINUOUS and lay[L_SEQUENCE_ATTENTION] != 0.0 else 1
+        _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, np.empty((4, n)), np.empty(n, np.int64), np.zeros(n, np.int64), stair)
     else:
         _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out)
 
@@ -246,7 +264,7 @@ def _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out):
 
 
 @linked_kernel
-def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, points, width, stalled):
+def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, points, width, stalled, stair):
     """:func:`largest_batches`' rounds over the open trials ``rows[:m]`` for a step
     non-decreasing in the batch: the bracket's interpolation first, then
     :func:`_secant_probe` through each trial's last two batches timed (the bracket's ends
@@ -262,9 +280,9 @@ def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, point
             limit = x[i, column]
             if first:
                 points[0, i], points[1, i], points[2, i], points[3, i], width[i] = float(lo[i]), t_lo[i], float(hi[i]), t_hi[i], hi[i] - lo[i]
-                mid = _next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], True)
+                mid = _on_stair(_next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], True), lo[i], stair)
             else:
-                mid = _secant_probe(limit, lo[i], hi[i], points[0, i], points[1, i], points[2, i], points[3, i], stalled[i])
+                mid = _secant_probe(limit, lo[i], hi[i], points[0, i], points[1, i], points[2, i], points[3, i], stalled[i], stair)
             t_mid = _timed(kind, mid, x, i, lay)
             points[0, i], points[1, i], points[2, i], points[3, i] = points[2, i], points[3, i], float(mid), t_mid
             still_open = _narrowed(i, mid, t_mid, limit, lo, hi, t_lo, t_hi, out)
