@@ -133,14 +133,17 @@ SECANT_STALL = 3
 
 
 @inline_kernel
-def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled):
+def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled, stair):
     """The next batch inside ``(lo, hi)`` of a search over a step time non-decreasing in
     the batch: the floor of the root of the secant through the last two batches timed
     (``b_prev``, ``b_last``, either side of the limit or the same side), at least
-    ``lo + 1``; the midpoint where the secant has no root inside the bracket, or after
+    ``lo + 1``, moved onto the stairs of ``stair`` batches (:func:`_on_stair`); the
+    midpoint where the secant has no root inside the bracket, or after
     :data:`SECANT_STALL` rounds that did not halve it. Near the answer the step time is
     affine in the batch (one roofline term dominates), so two probes on that piece put the
-    root within one batch of it, and the probe after checks the batch above. The rounds
+    root within one batch of it, and the probe after checks the batch above; on a
+    staircase, the same holds of the stairs' tops, where the answer mostly lies (the step
+    rises little along a stair and jumps at its end). The rounds
     are bounded by the cap alone: each halving of the bracket costs at most
     :data:`SECANT_STALL` rounds and a midpoint, about ``(SECANT_STALL + 1) log2(cap)`` in all
     (81 at ``cap = 2^20``, against about 40 for the alternating search)."""
@@ -149,7 +152,23 @@ def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled):
     root = np.floor(b_last + (limit - t_last) * (b_last - b_prev) / (t_last - t_prev))
     if not (root >= lo and root < hi):  # (NaN or infinite: no root inside)
         return (lo + hi) // 2
-    return min(max(int(root), lo + 1), hi - 1)
+    return _on_stair(min(max(int(root), lo + 1), hi - 1), lo, stair)
+
+
+@inline_kernel
+def _on_stair(batch, lo, stair):
+    """The batch to time for a probe ``batch`` inside ``(lo, hi)`` where the step is a
+    staircase of ``stair`` batches (its sequences ``ceil(B/stair)`` times a group's): the
+    top of the stair holding ``batch``, where that lies above ``lo``; else, with ``lo`` a
+    stair's top, the first batch of the next stair (the one that decides whether ``lo`` is
+    the answer); else ``batch``. Always inside the bracket, so the search stays a
+    bracketed search (its answer unchanged); ``stair`` 1 leaves every batch as it is."""
+    top = batch // stair * stair
+    if top > lo:
+        return top
+    if lo % stair == 0:
+        return lo + 1
+    return batch
 
 
 @kernel
@@ -159,7 +178,10 @@ def largest_batches(kind, x, lay, column, cap, out):
     :func:`mcengine.analytic.roofline.limits.largest_batch`'s answer, trial by trial, in
     its bracket, ``cap`` timed first: a trial whose ``cap`` meets the limit, or is 1, needs
     no other probe, and one whose ``cap`` is 0 none (the batch 1 is timed only where it
-    can still decide). Inside the bracket:
+    can still decide). The decode and continuous steps time every batch up to the
+    pipeline's depth ``p`` as the batch 1 (``b = B/min(B, p)`` is 1, and ``b`` is all they
+    read of the batch), so a ``cap`` within it needs no other probe either. Inside the
+    bracket:
 
     * where the step time is non-decreasing in the batch, the batch is unique and any
       bracketed search finds it: the static steps and the continuous step with heads
@@ -168,8 +190,11 @@ def largest_batches(kind, x, lay, column, cap, out):
       stages, ``(m + p - 1)/m`` times a share ``m/p``, grows by ``1/(m + p - 1)`` from one
       batch to the next, far above rounding; tests/kernels/test_searches.py and
       tests/kernels/test_continuous.py check the batches against NumPy's probes on random
-      inputs). There the probes follow the secant of the last two batches timed
-      (:func:`_secant_rounds`);
+      inputs; tests/kernels/test_searches.py times every batch up to the cap). There the
+      bracket of the decode and continuous steps starts at ``p`` (timed as the batch 1),
+      and the probes follow the secant of the last two batches timed (:func:`_secant_rounds`),
+      each moved to the top of its stair where the busiest attention group's ``ceil(b/g)``
+      sequences make the step a staircase (:func:`_on_stair`);
     * the continuous step with data-parallel or grouped attention is not monotone (the
       prefill chunk's KV read, split over ``ceil(b/g)`` sequences of ``b``): its probes are
       :func:`~mcengine.analytic.roofline.limits.largest_batch`'s own
@@ -189,6 +214,10 @@ def largest_batches(kind, x, lay, column, cap, out):
     rows = np.empty(n, np.int64)
     m = 0
     one = np.int64(1)  # the batch every probe passes, an int64 as the searches' own batches are
+    depth = int(lay[L_PIPELINE])
+    level = depth if kind == DECODE or kind == CONTINUOUS else 1  # (the batches timed as the batch 1)
+    monotone = kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0
+    start = level if monotone else 1
     for i in range(n):
         limit, top = x[i, column], cap[i]
         out[i] = 0
@@ -200,15 +229,16 @@ def largest_batches(kind, x, lay, column, cap, out):
             continue
         if top == 1 or not t_top > limit:  # (one batch, timed; or a NaN time: no bracket)
             continue
-        t_one = _timed(kind, one, x, i, lay)
+        t_one = t_top if top <= level else _timed(kind, one, x, i, lay)
         if t_one <= limit:
-            lo[i], hi[i], t_lo[i], t_hi[i] = 1, top, t_one, t_top
-            out[i] = 1
-            if top - 1 > 1:
+            lo[i], hi[i], t_lo[i], t_hi[i] = start, top, t_one, t_top
+            out[i] = start
+            if top - start > 1:
                 rows[m] = i
                 m += 1
-    if kind != CONTINUOUS or lay[L_SEQUENCE_ATTENTION] == 0.0:
-        _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, np.empty((4, n)), np.empty(n, np.int64), np.zeros(n, np.int64))
+    if monotone:
+        stair = depth * int(lay[L_GROUPS]) if lay[L_SEQUENCE_ATTENTION] != 0.0 else 1  # (b = B/p a multiple of g from B = p g on)
+        _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, np.empty((4, n)), np.empty(n, np.int64), np.zeros(n, np.int64), stair)
     else:
         _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out)
 
@@ -246,12 +276,13 @@ def _alternating_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out):
 
 
 @linked_kernel
-def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, points, width, stalled):
+def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, points, width, stalled, stair):
     """:func:`largest_batches`' rounds over the open trials ``rows[:m]`` for a step
     non-decreasing in the batch: the bracket's interpolation first, then
     :func:`_secant_probe` through each trial's last two batches timed (the bracket's ends
-    before its first probe); the midpoint after :data:`SECANT_STALL` rounds that did not
-    halve the bracket. ``points``: float64 (4, n), each trial's last two batches and their
+    before its first probe), both moved onto the stairs of ``stair`` batches
+    (:func:`_on_stair`; 1: no stairs); the midpoint after :data:`SECANT_STALL` rounds that
+    did not halve the bracket. ``points``: float64 (4, n), each trial's last two batches and their
     times; ``width`` and ``stalled``: int64 (n,), its bracket's width when last halved and
     the rounds since (0)."""
     first = True
@@ -262,9 +293,9 @@ def _secant_rounds(kind, x, lay, column, rows, m, lo, hi, t_lo, t_hi, out, point
             limit = x[i, column]
             if first:
                 points[0, i], points[1, i], points[2, i], points[3, i], width[i] = float(lo[i]), t_lo[i], float(hi[i]), t_hi[i], hi[i] - lo[i]
-                mid = _next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], True)
+                mid = _on_stair(_next_probe(limit, lo[i], hi[i], t_lo[i], t_hi[i], True), lo[i], stair)
             else:
-                mid = _secant_probe(limit, lo[i], hi[i], points[0, i], points[1, i], points[2, i], points[3, i], stalled[i])
+                mid = _secant_probe(limit, lo[i], hi[i], points[0, i], points[1, i], points[2, i], points[3, i], stalled[i], stair)
             t_mid = _timed(kind, mid, x, i, lay)
             points[0, i], points[1, i], points[2, i], points[3, i] = points[2, i], points[3, i], float(mid), t_mid
             still_open = _narrowed(i, mid, t_mid, limit, lo, hi, t_lo, t_hi, out)

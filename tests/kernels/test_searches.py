@@ -14,10 +14,13 @@ from hypothesis import given, settings, strategies as st
 
 from mcengine.analytic import serving as sv
 from mcengine.analytic.roofline import limits as rl, model as rm, steps as rt
-from mcengine.kernels import searches as ks
+from mcengine.kernels import continuous as kc, searches as ks
 from mcengine.units import MS_PER_S
 from tests.analytic.roofline_cases import card
 from tests.kernels.test_continuous import DENSE, N, _key, _layout, _length, _rates
+
+#: The largest cap :func:`test_monotone_searches_are_the_brute_force_answer` times every batch up to.
+BRUTE_CAP = 1536
 
 
 def _case(data):
@@ -144,3 +147,46 @@ def test_largest_batches_at_small_caps_ties_and_non_finite_limits(kind, column):
     numpy = rl.largest_batch(lambda b: np.array([timed(int(v), i) for i, v in enumerate(np.broadcast_to(b, (n,)))]), x[:, col], (n,),
                              caps.repeat(n // caps.size))
     np.testing.assert_array_equal(numpy, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_monotone_searches_are_the_brute_force_answer(data):
+    """:func:`ks.largest_batches` over the steps non-decreasing in the batch (the static
+    decode step, the batch TTFT with the KV transfer, the continuous step with heads
+    sharded; any pipeline, attention mode and groups of the covered layouts) against every
+    batch up to the cap timed by NumPy: each step is non-decreasing over ``[1, cap]`` (what
+    makes the answer unique whatever batches a search times: the batches up to the
+    pipeline's depth, timed as the batch 1, and the tops of the stairs of ``ceil(b/g)``
+    sequences it times first) and the search returns the largest ``B <= cap`` with
+    ``t(B) <= limit``. Caps in ``[1, BRUTE_CAP]``; each trial's limit its time at a batch
+    (a tie), at a stair's top or the batch after, or just below one, or the SLO drawn."""
+    rng, m, layout, prompt, context, r, tpot, ttft, kv, g = _case(data)
+    s, o = _length(data, "workload.prompt_tokens"), _length(data, "workload.output_tokens")
+    cap = rng.integers(1, BRUTE_CAP + 1, N)
+    static = rl.search_table(m, layout, prompt, context, r, tpot, ttft, N, kv, g)
+    stair = int(static.lay[kc.L_PIPELINE] * static.lay[kc.L_GROUPS])
+    grid = np.arange(1, BRUTE_CAP + stair + 2)[:, None]
+    ttft_s = rt.batch_time_to_first_token(m, layout, grid, prompt, r).total_s
+    sharded = replace(layout, attention="tensor", attention_groups=0)
+    x, lay, _ = sv.continuous_search_tables(m, sharded, s, o, context, r, tpot, ttft, N)
+    searches = {
+        ks.DECODE: (static.x, static.lay, ks.S_TPOT_SLO, rt.decode_step(m, layout, grid, context, r).total_s),
+        ks.PREFILL: (static.x, static.lay, ks.S_TTFT_SLO, ttft_s),
+        ks.PREFILL_KV: (static.x, static.lay, ks.S_TTFT_SLO, ttft_s + sv.kv_transfer_s(m, prompt, g, kv, grid)),
+        ks.CONTINUOUS: (x, lay, kc.X_TPOT_SLO, sv.continuous_step(m, sharded, grid, s, o, r, context).total_s),
+    }
+    for kind, (x, lay, column, times) in searches.items():
+        times = np.broadcast_to(times, (grid.size, N))
+        x = x.copy()
+        for i in range(N):
+            assert np.all(np.diff(times[:cap[i], i]) >= 0.0), f"kind {kind}: a step falling in the batch"
+            pick = int(rng.integers(1, cap[i] + 2))
+            if rng.random() < 0.4:
+                pick = max(1, pick // stair * stair + int(rng.integers(0, 2)))
+            t = times[pick - 1, i]
+            x[i, column] = (t, np.nextafter(t, -np.inf), x[i, column])[rng.integers(0, 3)]
+        want = np.array([np.count_nonzero(times[:cap[i], i] <= x[i, column]) for i in range(N)])
+        got = np.empty(N, np.int64)
+        ks.largest_batches(kind, x, lay, column, cap.copy(), got)
+        np.testing.assert_array_equal(got, want, err_msg=f"kind {kind}")
