@@ -166,7 +166,8 @@ def one_ahead(measure):
     from make_fit_table import CSV, fit_system
 
     table = pd.read_csv(CSV)
-    return measure.one_ahead(table, cache(lambda name: fit_system(name, "continuous"))), table[table["mode"] == "continuous"]
+    shares = pd.read_csv(measure.HERE / "jsq-shares.csv")
+    return measure.one_ahead(table, shares, cache(lambda name: fit_system(name, "continuous"))), table[table["mode"] == "continuous"]
 
 
 def test_the_fluid_variant_of_one_ahead_is_the_fast_models_mean(one_ahead):
@@ -196,6 +197,21 @@ def test_the_one_ahead_section_on_the_page_is_the_tools(measure, one_ahead):
         line = next(x for x in text.splitlines() if x.startswith(f"  | {head}: one ahead costs, ms:"))
         cells = [c.split(" / ") for c in line.strip(" |").split(" | ")[1:]]
         assert [(c[1], c[2]) for c in cells] == [(f"{a:.1f}", f"{b:.1f}") for a, b in zip(mine.c1_chunked_ms, mine.fluid_ms)]
+
+
+def test_window_shares_solve_the_departures_fixed_point(measure):
+    """``window_shares``' Lambert-W ``p1`` is the root of ``p1 = 1 - exp(-lambda (W + p1 c))``
+    (here 10 requests/s, a 100 ms window, 20 ms a prompt ahead: the iteration, a contraction
+    of slope at most 0.2, settles on it); with no cost it is the lone window's Poisson count;
+    and the second share is nil when the prompt's stream time fills the window."""
+    p1, p2 = measure.window_shares(10.0, 0.1, 0.02, 0.05)
+    q = 0.0
+    for _ in range(100):
+        q = -np.expm1(-10.0 * (0.1 + q * 0.02))
+    assert p1 == pytest.approx(q, rel=1e-12)
+    assert p2 == pytest.approx(p1 * -np.expm1(-10.0 * (0.1 + p1 * 0.02 - 0.05)), rel=1e-12)
+    assert measure.window_shares(10.0, 0.1, 0.0, 0.05)[0] == pytest.approx(-np.expm1(-1.0), rel=1e-12)
+    assert measure.window_shares(10.0, 0.1, 0.0, 0.1)[1] == 0.0
 
 
 def test_state_rates_are_one_under_random_dispatch_and_average_to_one(measure):
