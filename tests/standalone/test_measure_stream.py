@@ -190,7 +190,8 @@ def test_the_one_ahead_section_on_the_page_is_the_tools(measure, one_ahead):
     text = (measure.HERE.parent / "load.md").read_text()
     flat = " ".join(text.split())
     for name, head in (("steps", "(`c1` the \"steps\" cost above):"), ("behind", "and the prompt behind:"),
-                       ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):")):
+                       ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):"),
+                       ("window", "in place of the busy shares:"), ("measured", "in the same variant (`measured`),")):
         assert f"{head} **{int(got[f'{name}_passes'].sum())} of {len(got)}**" in flat
     for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
         mine = got[(got.design == name) & (got.arrival == "poisson")].sort_values("load")
