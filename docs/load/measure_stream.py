@@ -51,8 +51,8 @@ TTFT ``mean`` and the step count's with the measured shares (``mean_shares``) an
 laws ``p1_law`` and ``p2_dead`` (``mean_laws``). ``--jsq`` prints the shares of arrivals
 finding 0 / 1 / 2 or more ahead beside the join-the-shortest-queue laws (:func:`jsq_row`);
 ``--oracle`` reads such rows (its Poisson cells) and counts the fit table's continuous cells
-in steps with them, and with the busy-share law for one ahead, beside each cell's band of
-shares that passes (:func:`oracle`; docs/load.md#busy-share). ``--one-ahead`` recomputes
+in steps with them, with the busy-share law for one ahead and with the departures' shares,
+beside each cell's band of shares that passes (:func:`oracle`; docs/load.md#busy-share). ``--one-ahead`` recomputes
 the fit table's continuous means with the model's fluid cost of one prompt ahead replaced
 by the step count's, then with the prompt behind and the shares' laws: the busy share's, the
 departures' (:func:`window_shares`) and the simulator's own, read from docs/load/jsq-shares.csv
@@ -292,6 +292,17 @@ def window_shares(rate_per_s: float, window_s: float, cost_s: float, prompt_s: f
     return p1, -p1 * float(np.expm1(-rate_per_s * max(0.0, held - prompt_s)))
 
 
+def _departures(st: dict) -> tuple[float, float, float]:
+    """The step count's cost of one prompt ahead with the step in progress carrying a chunk
+    while that prompt is in its steps (its rest ``d_c / 2``, not ``tau / 2``: ``c1_chunked``,
+    :func:`one_ahead`) and the departures' shares on it (:func:`window_shares`), from
+    :func:`_steps`' ``st``: ``(c1_chunked, p1, p2)`` in s and shares."""
+    tau, dc, u = st["tau"], st["dc"], st["u"]
+    stepping = np.ceil(st["p"]) * dc
+    chunked = st["c1"] + (dc - tau) / 2.0 * stepping / ((1.0 - u) * tau / 2.0 + stepping)
+    return (chunked, *window_shares(st["lam"], tau / 2.0 + st["own"], chunked, st["p"] * dc))
+
+
 def step_model(system, rate_per_s: float, arrival_cv: float, p1: float, p2: float, q: float = 0.99) -> tuple[float, float]:
     """The mean and ``q`` quantile of the TTFT (ms) counted in steps with given shares of
     arrivals finding at least one / two prompts ahead (``p1`` / ``p2``; docs/load.md#share-laws):
@@ -369,7 +380,8 @@ def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame
     model's own term); ``power``, its Poisson ``p_ge1`` and ``p_ge2 = p_ge1^k`` with ``k``
     the two designs' mean exponent at that load (:func:`jsq_row`); ``busy``, the busy-share
     law ``p1_busy`` for ``p_ge1`` and ``p1_busy^k`` (that exponent) for ``p_ge2``;
-    ``busy_dead``, ``p1_busy`` and ``p2_busy``, laws alone (:func:`step_laws`). Columns: the
+    ``busy_dead``, ``p1_busy`` and ``p2_busy``, laws alone (:func:`step_laws`); ``window``, the
+    departures' shares (:func:`window_shares`), laws alone too. Columns: the
     relative errors of each and whether the cell passes (:func:`_scored`); the measured
     ``p_ge1``, the law ``p1_busy`` and the band of ``p_ge1`` that passes with that exponent
     (``p1_lo``, ``p1_hi``: :func:`p1_band`). ``system_of(design)``: the design's continuous
@@ -380,10 +392,11 @@ def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame
     for row in table[table["mode"] == "continuous"].to_dict("records"):
         system, got = system_of(row["design"]), poisson.loc[(row["design"], row["load"])]
         rate = row["load"] * system.capacity_tokens_per_s / system.output_tokens
-        law, power = step_laws(system, rate), exponent[row["load"]]
+        law, power, (_, p1_window, p2_window) = step_laws(system, rate), exponent[row["load"]], _departures(_steps(system, rate))
         out = {k: row[k] for k in ("design", "arrival", "load")}
         for name, p1, p2 in (("shares", got.p_ge1, got.p_ge2), ("power", got.p_ge1, got.p_ge1 ** power),
-                             ("busy", law["p1_busy"], law["p1_busy"] ** power), ("busy_dead", law["p1_busy"], law["p2_busy"])):
+                             ("busy", law["p1_busy"], law["p1_busy"] ** power), ("busy_dead", law["p1_busy"], law["p2_busy"]),
+                             ("window", p1_window, p2_window)):
             err, passes = _scored(system, rate, row, p1, p2)
             out |= {f"{name}_{k}": v for k, v in err.items()} | {f"{name}_passes": passes}
         lo, hi = p1_band(system, rate, row, power)
@@ -429,9 +442,7 @@ def one_ahead(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFr
         u, tau, dc, prompt_s = st["u"], st["tau"], st["dc"], st["p"] * st["dc"]
         burst = float(qc._burst_wait(0.99, system.instances, prompt_s, u, row["cv"])[0])
         second = u * u * float(qc._refilled_cv2(u)) * prompt_s / 2.0 + burst
-        stepping = np.ceil(st["p"]) * dc
-        chunked = st["c1"] + (dc - tau) / 2.0 * stepping / ((1.0 - u) * tau / 2.0 + stepping)
-        p1, p2 = window_shares(st["lam"], tau / 2.0 + st["own"], chunked, prompt_s)
+        chunked, p1, p2 = _departures(st)
 
         def in_steps(one, two):
             return st["t0"] + one * chunked + two * (st["c2"] - st["c1"]) + burst
@@ -647,7 +658,7 @@ def main(argv=None) -> int:
 
         got = oracle(pd.read_csv(CSV), pd.read_csv(args.oracle), lambda name: fit_system(name, "continuous"))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
-        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power", "busy", "busy_dead")),
+        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power", "busy", "busy_dead", "window")),
               "continuous cells within")
         return 0
     if args.one_ahead:

@@ -334,7 +334,8 @@ def test_the_jsq_and_busy_share_tables_on_the_page_are_the_committed_shares(meas
     0.1,...,0.9 --requests 1600000 --warmup 0.5 --out``): the shares ahead, their exponent
     and the rates met, and ``--oracle`` on it (the busy share, the bands that pass, the counts
     of continuous cells within for the model, the measured shares, ``p₂ = p₁^k``, the busy
-    share with the measured exponent and with the dead time's second share)."""
+    share with the measured exponent and with the dead time's second share; the departures'
+    shares, quoted in #one-ahead)."""
     from make_fit_table import CSV, fit_system
 
     text = (measure.HERE.parent / "load.md").read_text()
@@ -358,11 +359,12 @@ def test_the_jsq_and_busy_share_tables_on_the_page_are_the_committed_shares(meas
         assert row(f"{head}: `p₁` measured / busy share", (f"{a:.3f} / {b:.3f}" for a, b in zip(p.p_ge1, p.p1_busy))) in text
         assert row(f"{head}: the band that passes, Poisson / gamma",
                    (f"{a.p1_lo:.2f}–{a.p1_hi:.2f} / {b.p1_lo:.2f}–{b.p1_hi:.2f}" for a, b in zip(p.itertuples(), g.itertuples()))) in text
-    count = {k: int(got[f"{k}_passes"].sum()) for k in ("model", "shares", "power", "busy", "busy_dead")}
+    count = {k: int(got[f"{k}_passes"].sum()) for k in ("model", "shares", "power", "busy", "busy_dead", "window")}
     assert f"With the measured shares, {count['shares']} of {len(got)} pass (the model: {count['model']})" in flat
     assert f"(`k` the two designs' mean at the load), {count['power']}." in flat
     assert f"With the measured exponent it passes **{count['busy']} of {len(got)}**" in flat
     assert f"(laws alone, no measured exponent), **{count['busy_dead']} of {len(got)}**" in flat
+    assert f"(`--oracle`'s `window` column, [above](#jsq-laws)), {count['window']}," in flat
 
 
 def _crommelin(x: float, rho: float) -> float:
