@@ -51,11 +51,12 @@ TTFT ``mean`` and the step count's with the measured shares (``mean_shares``) an
 laws ``p1_law`` and ``p2_dead`` (``mean_laws``). ``--jsq`` prints the shares of arrivals
 finding 0 / 1 / 2 or more ahead beside the join-the-shortest-queue laws (:func:`jsq_row`);
 ``--oracle`` reads such rows (its Poisson cells) and counts the fit table's continuous cells
-in steps with them, and with the busy-share law for one ahead, beside each cell's band of
-shares that passes (:func:`oracle`; docs/load.md#busy-share). ``--one-ahead`` recomputes
+in steps with them, with the busy-share law for one ahead and with the departures' shares,
+beside each cell's band of shares that passes (:func:`oracle`; docs/load.md#busy-share). ``--one-ahead`` recomputes
 the fit table's continuous means with the model's fluid cost of one prompt ahead replaced
-by the step count's, then with the prompt behind and the shares' laws (:func:`one_ahead`;
-docs/load.md#one-ahead).
+by the step count's, then with the prompt behind and the shares' laws: the busy share's, the
+departures' (:func:`window_shares`) and the simulator's own, read from docs/load/jsq-shares.csv
+(:func:`one_ahead`; docs/load.md#one-ahead).
 """
 
 from __future__ import annotations
@@ -268,6 +269,40 @@ def step_laws(system, rate_per_s: float) -> dict:
             "p1_pooled": float(qu.erlang_c(d, d * u)), "p1_jsq": u ** d, "p2_jsq": u ** (d * (d + 1.0))}
 
 
+def window_shares(rate_per_s: float, window_s: float, cost_s: float, prompt_s: float) -> tuple[float, float]:
+    """The shares of arrivals finding at least one / two prompts ahead under least-loaded
+    dispatch, from the departures that free an instance (docs/load.md#one-ahead): an
+    instance that has just taken a request stands one above its peers, so it takes the
+    next one only after one of its own requests leaves, and its departures come at its
+    rate ``lambda = rate_per_s`` whatever the dispatch. A request finds the prompt ahead when
+    the next admission comes before that prompt's first token: a Poisson count of the
+    instance's departures over the prompt's time in the window, a lone prompt's
+    ``window_s`` plus what one prompt ahead of it adds, ``cost_s``, at the share ``p1`` itself:
+    ``p1 = 1 - exp(-lambda (window_s + p1 cost_s))``, solved in closed form by Lambert's
+    ``W`` (``p1 = 1 + W(-a b e^-a) / a``, ``a = lambda cost_s``, ``b = exp(-lambda window_s)``,
+    the principal branch: the equation's one root in (0, 1)). The second must also come
+    after the prompt's stream time ``prompt_s`` (the dead time of docs/load.md#share-laws):
+    ``p2 = p1 (1 - exp(-lambda max(0, W1 - prompt_s)))``, ``W1 = window_s + p1 cost_s``. No
+    constant; the arrivals' bursts are not in it (the model's own term)."""
+    from scipy import special
+
+    a, b = rate_per_s * cost_s, np.exp(-rate_per_s * window_s)
+    p1 = 1.0 - b if a == 0.0 else 1.0 + float(special.lambertw(-a * b * np.exp(-a)).real) / a
+    held = window_s + p1 * cost_s
+    return p1, -p1 * float(np.expm1(-rate_per_s * max(0.0, held - prompt_s)))
+
+
+def _departures(st: dict) -> tuple[float, float, float]:
+    """The step count's cost of one prompt ahead with the step in progress carrying a chunk
+    while that prompt is in its steps (its rest ``d_c / 2``, not ``tau / 2``: ``c1_chunked``,
+    :func:`one_ahead`) and the departures' shares on it (:func:`window_shares`), from
+    :func:`_steps`' ``st``: ``(c1_chunked, p1, p2)`` in s and shares."""
+    tau, dc, u = st["tau"], st["dc"], st["u"]
+    stepping = np.ceil(st["p"]) * dc
+    chunked = st["c1"] + (dc - tau) / 2.0 * stepping / ((1.0 - u) * tau / 2.0 + stepping)
+    return (chunked, *window_shares(st["lam"], tau / 2.0 + st["own"], chunked, st["p"] * dc))
+
+
 def step_model(system, rate_per_s: float, arrival_cv: float, p1: float, p2: float, q: float = 0.99) -> tuple[float, float]:
     """The mean and ``q`` quantile of the TTFT (ms) counted in steps with given shares of
     arrivals finding at least one / two prompts ahead (``p1`` / ``p2``; docs/load.md#share-laws):
@@ -345,7 +380,8 @@ def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame
     model's own term); ``power``, its Poisson ``p_ge1`` and ``p_ge2 = p_ge1^k`` with ``k``
     the two designs' mean exponent at that load (:func:`jsq_row`); ``busy``, the busy-share
     law ``p1_busy`` for ``p_ge1`` and ``p1_busy^k`` (that exponent) for ``p_ge2``;
-    ``busy_dead``, ``p1_busy`` and ``p2_busy``, laws alone (:func:`step_laws`). Columns: the
+    ``busy_dead``, ``p1_busy`` and ``p2_busy``, laws alone (:func:`step_laws`); ``window``, the
+    departures' shares (:func:`window_shares`), laws alone too. Columns: the
     relative errors of each and whether the cell passes (:func:`_scored`); the measured
     ``p_ge1``, the law ``p1_busy`` and the band of ``p_ge1`` that passes with that exponent
     (``p1_lo``, ``p1_hi``: :func:`p1_band`). ``system_of(design)``: the design's continuous
@@ -356,10 +392,11 @@ def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame
     for row in table[table["mode"] == "continuous"].to_dict("records"):
         system, got = system_of(row["design"]), poisson.loc[(row["design"], row["load"])]
         rate = row["load"] * system.capacity_tokens_per_s / system.output_tokens
-        law, power = step_laws(system, rate), exponent[row["load"]]
+        law, power, (_, p1_window, p2_window) = step_laws(system, rate), exponent[row["load"]], _departures(_steps(system, rate))
         out = {k: row[k] for k in ("design", "arrival", "load")}
         for name, p1, p2 in (("shares", got.p_ge1, got.p_ge2), ("power", got.p_ge1, got.p_ge1 ** power),
-                             ("busy", law["p1_busy"], law["p1_busy"] ** power), ("busy_dead", law["p1_busy"], law["p2_busy"])):
+                             ("busy", law["p1_busy"], law["p1_busy"] ** power), ("busy_dead", law["p1_busy"], law["p2_busy"]),
+                             ("window", p1_window, p2_window)):
             err, passes = _scored(system, rate, row, p1, p2)
             out |= {f"{name}_{k}": v for k, v in err.items()} | {f"{name}_passes": passes}
         lo, hi = p1_band(system, rate, row, power)
@@ -367,7 +404,7 @@ def oracle(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def one_ahead(table: pd.DataFrame, system_of) -> pd.DataFrame:
+def one_ahead(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFrame:
     """The fit table's continuous rows (``table``: docs/load/fit-table.csv) with the mean TTFT's
     fluid one-prompt-ahead term, ``u D / 2`` (the remainder of a prompt of ``D`` seconds in
     progress with probability ``u``), replaced by what the steps give (docs/load.md#one-ahead),
@@ -380,29 +417,43 @@ def one_ahead(table: pd.DataFrame, system_of) -> pd.DataFrame:
     the mean step's ``tau / 2``); ``behind``: that and a prompt behind (:func:`_steps`'
     ``t0``); ``busy``: a prompt behind and the busy share ``p1_busy`` (:func:`step_laws`) in
     place of ``u``; ``busy_dead``: that, with the second prompt counted in steps at the dead
-    time's share too, ``p2_busy (c2 - c1)`` in place of ``u a D / 2``. Columns:
-    ``fluid_ms`` (``D / 2``), ``c1_ms`` and ``c1_chunked_ms``; each variant's relative error
-    of the mean TTFT and whether the cell then passes (its P99 and TPOT errors are the
-    row's: the quantile is unchanged). ``system_of(design)``: the design's continuous system."""
+    time's share too, ``p2_busy (c2 - c1)`` in place of ``u a D / 2``; ``window``: as
+    ``busy_dead`` with the departures' shares (:func:`window_shares`, the lone window ``tau /
+    2 + own`` grown by ``p1 c1_chunked``) for ``p1_busy`` and ``p2_busy``; ``measured``: as
+    ``busy_dead`` with the simulator's own shares, the cell's Poisson ``p_ge1`` / ``p_ge2``
+    from ``shares`` (``--jsq --out`` rows: docs/load/jsq-shares.csv; the gamma cells read the
+    Poisson ones, the bursts being the model's own term, as :func:`oracle` does), what an
+    exact share law would give this count. Columns: ``fluid_ms`` (``D / 2``), ``c1_ms`` and
+    ``c1_chunked_ms``; the cell's own measured shares ``p_ge1`` / ``p_ge2`` beside the
+    departures' ``p1_window`` / ``p2_window``; each variant's relative error of the mean TTFT
+    and whether the cell then passes (its P99 and TPOT errors are the row's: the quantile is
+    unchanged). ``system_of(design)``: the design's continuous system."""
     from make_fit_table import TOLERANCE
 
     from mcengine.analytic import queue_continuous as qc
 
+    shares = shares.set_index(["design", "arrival", "load"])
     rows = []
     for row in table[table["mode"] == "continuous"].to_dict("records"):
         system = system_of(row["design"])
         rate = row["load"] * system.capacity_tokens_per_s / system.output_tokens
         st, law = _steps(system, rate), step_laws(system, rate)
+        own, poisson = shares.loc[(row["design"], row["arrival"], row["load"])], shares.loc[(row["design"], "poisson", row["load"])]
         u, tau, dc, prompt_s = st["u"], st["tau"], st["dc"], st["p"] * st["dc"]
         burst = float(qc._burst_wait(0.99, system.instances, prompt_s, u, row["cv"])[0])
         second = u * u * float(qc._refilled_cv2(u)) * prompt_s / 2.0 + burst
-        stepping = np.ceil(st["p"]) * dc
-        chunked = st["c1"] + (dc - tau) / 2.0 * stepping / ((1.0 - u) * tau / 2.0 + stepping)
+        chunked, p1, p2 = _departures(st)
+
+        def in_steps(one, two):
+            return st["t0"] + one * chunked + two * (st["c2"] - st["c1"]) + burst
+
         means = {"fluid": tau / 2.0 + st["own"] + u * prompt_s / 2.0 + second, "steps": tau / 2.0 + st["own"] + u * chunked + second,
                  "behind": st["t0"] + u * chunked + second, "busy": st["t0"] + law["p1_busy"] * chunked + second,
-                 "busy_dead": st["t0"] + law["p1_busy"] * chunked + law["p2_busy"] * (st["c2"] - st["c1"]) + burst}
+                 "busy_dead": in_steps(law["p1_busy"], law["p2_busy"]), "window": in_steps(p1, p2),
+                 "measured": in_steps(poisson.p_ge1, poisson.p_ge2)}
         others = all(abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("ttft_p99", "tpot_p99", "tpot_mean"))
-        out = {k: row[k] for k in ("design", "arrival", "load")} | {"fluid_ms": 1e3 * prompt_s / 2.0, "c1_ms": 1e3 * st["c1"], "c1_chunked_ms": 1e3 * chunked}
+        out = {k: row[k] for k in ("design", "arrival", "load")} | {"fluid_ms": 1e3 * prompt_s / 2.0, "c1_ms": 1e3 * st["c1"], "c1_chunked_ms": 1e3 * chunked,
+                                                                     "p_ge1": own.p_ge1, "p1_window": p1, "p_ge2": own.p_ge2, "p2_window": p2}
         for name, mean in means.items():
             err = 1e3 * mean / row["sim_ttft_mean_ms"] - 1.0
             out |= {f"{name}_ttft_mean": err, f"{name}_passes": others and abs(err) <= TOLERANCE["ttft_mean"]}
@@ -607,7 +658,7 @@ def main(argv=None) -> int:
 
         got = oracle(pd.read_csv(CSV), pd.read_csv(args.oracle), lambda name: fit_system(name, "continuous"))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
-        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power", "busy", "busy_dead")),
+        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "shares", "power", "busy", "busy_dead", "window")),
               "continuous cells within")
         return 0
     if args.one_ahead:
@@ -615,9 +666,10 @@ def main(argv=None) -> int:
 
         from functools import cache
 
-        got = one_ahead(pd.read_csv(CSV), cache(lambda name: fit_system(name, "continuous")))
+        got = one_ahead(pd.read_csv(CSV), pd.read_csv(HERE / "jsq-shares.csv"), cache(lambda name: fit_system(name, "continuous")))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
-        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}" for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead")),
+        print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}"
+                        for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead", "window", "measured")),
               "continuous cells within")
         return 0
     if args.toy is not None:

@@ -166,7 +166,8 @@ def one_ahead(measure):
     from make_fit_table import CSV, fit_system
 
     table = pd.read_csv(CSV)
-    return measure.one_ahead(table, cache(lambda name: fit_system(name, "continuous"))), table[table["mode"] == "continuous"]
+    shares = pd.read_csv(measure.HERE / "jsq-shares.csv")
+    return measure.one_ahead(table, shares, cache(lambda name: fit_system(name, "continuous"))), table[table["mode"] == "continuous"]
 
 
 def test_the_fluid_variant_of_one_ahead_is_the_fast_models_mean(one_ahead):
@@ -189,13 +190,29 @@ def test_the_one_ahead_section_on_the_page_is_the_tools(measure, one_ahead):
     text = (measure.HERE.parent / "load.md").read_text()
     flat = " ".join(text.split())
     for name, head in (("steps", "(`c1` the \"steps\" cost above):"), ("behind", "and the prompt behind:"),
-                       ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):")):
+                       ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):"),
+                       ("window", "in place of the busy shares:"), ("measured", "in the same variant (`measured`),")):
         assert f"{head} **{int(got[f'{name}_passes'].sum())} of {len(got)}**" in flat
     for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
         mine = got[(got.design == name) & (got.arrival == "poisson")].sort_values("load")
         line = next(x for x in text.splitlines() if x.startswith(f"  | {head}: one ahead costs, ms:"))
         cells = [c.split(" / ") for c in line.strip(" |").split(" | ")[1:]]
         assert [(c[1], c[2]) for c in cells] == [(f"{a:.1f}", f"{b:.1f}") for a, b in zip(mine.c1_chunked_ms, mine.fluid_ms)]
+
+
+def test_window_shares_solve_the_departures_fixed_point(measure):
+    """``window_shares``' Lambert-W ``p1`` is the root of ``p1 = 1 - exp(-lambda (W + p1 c))``
+    (here 10 requests/s, a 100 ms window, 20 ms a prompt ahead: the iteration, a contraction
+    of slope at most 0.2, settles on it); with no cost it is the lone window's Poisson count;
+    and the second share is nil when the prompt's stream time fills the window."""
+    p1, p2 = measure.window_shares(10.0, 0.1, 0.02, 0.05)
+    q = 0.0
+    for _ in range(100):
+        q = -np.expm1(-10.0 * (0.1 + q * 0.02))
+    assert p1 == pytest.approx(q, rel=1e-12)
+    assert p2 == pytest.approx(p1 * -np.expm1(-10.0 * (0.1 + p1 * 0.02 - 0.05)), rel=1e-12)
+    assert measure.window_shares(10.0, 0.1, 0.0, 0.05)[0] == pytest.approx(-np.expm1(-1.0), rel=1e-12)
+    assert measure.window_shares(10.0, 0.1, 0.0, 0.1)[1] == 0.0
 
 
 def test_state_rates_are_one_under_random_dispatch_and_average_to_one(measure):
@@ -317,7 +334,8 @@ def test_the_jsq_and_busy_share_tables_on_the_page_are_the_committed_shares(meas
     0.1,...,0.9 --requests 1600000 --warmup 0.5 --out``): the shares ahead, their exponent
     and the rates met, and ``--oracle`` on it (the busy share, the bands that pass, the counts
     of continuous cells within for the model, the measured shares, ``p₂ = p₁^k``, the busy
-    share with the measured exponent and with the dead time's second share)."""
+    share with the measured exponent and with the dead time's second share; the departures'
+    shares, quoted in #one-ahead)."""
     from make_fit_table import CSV, fit_system
 
     text = (measure.HERE.parent / "load.md").read_text()
@@ -341,11 +359,12 @@ def test_the_jsq_and_busy_share_tables_on_the_page_are_the_committed_shares(meas
         assert row(f"{head}: `p₁` measured / busy share", (f"{a:.3f} / {b:.3f}" for a, b in zip(p.p_ge1, p.p1_busy))) in text
         assert row(f"{head}: the band that passes, Poisson / gamma",
                    (f"{a.p1_lo:.2f}–{a.p1_hi:.2f} / {b.p1_lo:.2f}–{b.p1_hi:.2f}" for a, b in zip(p.itertuples(), g.itertuples()))) in text
-    count = {k: int(got[f"{k}_passes"].sum()) for k in ("model", "shares", "power", "busy", "busy_dead")}
+    count = {k: int(got[f"{k}_passes"].sum()) for k in ("model", "shares", "power", "busy", "busy_dead", "window")}
     assert f"With the measured shares, {count['shares']} of {len(got)} pass (the model: {count['model']})" in flat
     assert f"(`k` the two designs' mean at the load), {count['power']}." in flat
     assert f"With the measured exponent it passes **{count['busy']} of {len(got)}**" in flat
     assert f"(laws alone, no measured exponent), **{count['busy_dead']} of {len(got)}**" in flat
+    assert f"(`--oracle`'s `window` column, [above](#jsq-laws)), {count['window']}," in flat
 
 
 def _crommelin(x: float, rho: float) -> float:
