@@ -27,7 +27,8 @@ Columns: ``p_ge1``, ``p_ge2``, ``p_ge3`` (arrivals finding at least one / two / 
 ``t_ge1``, ``t_ge2`` (the time-averages of the window count), ``thin1`` .. ``thin4`` (the
 arrival rate met with 1, 2, 3 and 4 or more prompts in the window over that met with one
 fewer: :func:`thinning`), ``ttft0`` / ``ttft1`` /
-``ttft2`` (mean TTFT, ms, given 0 / 1 / 2 ahead), ``behind0`` (share of requests with none
+``ttft2`` (mean TTFT, ms, given 0 / 1 / 2 ahead), ``rest2`` (ms, given two ahead: the mean time
+from the arrival to the first prompt ahead's first token), ``behind0`` (share of requests with none
 ahead that get a prompt behind), ``ttft0_alone`` / ``ttft0_behind`` (ms), ``gap_cv2`` and
 ``gap_short`` (the share of gaps under 0.1 mean gaps; exponential's 0.095),
 ``tail_ge2`` / ``tail_ge3`` (the shares of the slowest 1 % of requests, those at or above
@@ -45,7 +46,8 @@ lengths as ``workload.load.length_cv`` does (0, the default: every request the m
 
 ``--laws`` prints, per cell, those measured components beside the step count's
 (:func:`step_laws`): ``t0`` / ``t0_law`` (mean TTFT with none ahead, ms), ``c1`` / ``c1_law``
-and ``c2`` / ``c2_law`` (what one / two prompts ahead add to it, ms), ``p_ge1`` / ``p1_law``
+and ``c2`` / ``c2_law`` (what one / two prompts ahead add to it, ms), ``rest2`` and ``c2_rest``
+(two ahead's cost counted from that measured rest of the first), ``p_ge1`` / ``p1_law``
 and ``p_ge2`` / ``p2_poisson`` / ``p2_dead`` (the shares and their laws), the simulated mean
 TTFT ``mean`` and the step count's with the measured shares (``mean_shares``) and with the
 laws ``p1_law`` and ``p2_dead`` (``mean_laws``). ``--jsq`` prints the shares of arrivals
@@ -98,14 +100,17 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
     table (``instance``, ``arrival_s``, ``first_token_s``, ``finish_s``, ``ttft_s``; rows in
     arrival order) at ``rate_per_s`` requests/s over all instances."""
     n = len(df)
-    ahead, behind, refill, delay = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n)
+    ahead, behind, refill, delay, rest = np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, bool), np.zeros(n), np.zeros(n)
     first = int(warmup * n)
     t0, t1 = float(df.arrival_s.iloc[first]), float(df.arrival_s.iloc[-1])
     shares = np.zeros(THIN_STATES)
     groups = df.groupby("instance").indices
     for rows in groups.values():
         a, f = df.arrival_s.to_numpy()[rows], df.first_token_s.to_numpy()[rows]
-        ahead[rows] = np.arange(len(rows)) - np.searchsorted(np.sort(f), a, side="right")
+        order = np.sort(f)
+        following = np.searchsorted(order, a, side="right")
+        ahead[rows] = np.arange(len(rows)) - following
+        rest[rows] = order[np.minimum(following, len(rows) - 1)] - a  # the first prompt ahead's rest, where one is
         behind[rows] = np.r_[a[1:], np.inf] < f
         done = np.sort(df.finish_s.to_numpy()[rows])
         left = np.searchsorted(done, a, side="right")  # the instance's departures by each admission
@@ -127,7 +132,7 @@ def stream_components(df: pd.DataFrame, rate_per_s: float, warmup: float = WARMU
         **state_rates(float((k >= 1).mean()), float((k >= 2).mean()), *shares[:2]),
         **thinning([float((k >= j).mean()) for j in range(1, THIN_STATES + 1)], shares),
         "tail_ge2": float((k[slow] >= 2).mean()), "tail_ge3": float((k[slow] >= 3).mean()),
-        "ttft0": mean(ttft[none]), "ttft1": mean(ttft[k == 1]), "ttft2": mean(ttft[k == 2]),
+        "ttft0": mean(ttft[none]), "ttft1": mean(ttft[k == 1]), "ttft2": mean(ttft[k == 2]), "rest2": mean(rest[first:][k == 2] * 1e3),
         "behind0": mean(b[none]), "ttft0_alone": mean(ttft[none & ~b]), "ttft0_behind": mean(ttft[none & b]),
         "gap_cv2": float(g.var() / g.mean() ** 2), "gap_short": float((g < 0.1).mean()),
         "refill": float(r.mean()), "refill_delay": float(delay[first:][r].mean() * rate_per_s / len(groups)),
@@ -238,7 +243,11 @@ def step_laws(system, rate_per_s: float) -> dict:
     ahead, each of its ``ceil(p)`` steps weighted by ``d_c`` (``W = k p - j`` chunks pending
     after its ``j``-th, ``k`` = 1 or 2 ahead) and its wait for its first step, ``W = k p``, by
     ``(1 - u) tau / 2`` (least-loaded dispatch seldom sends a request where one was just
-    admitted). Shares, with ``x = lambda (tau / 2 + own)`` the arrivals of a lone prompt's
+    admitted). ``c2_join_law``: what two ahead add beyond the first prompt's rest ``r1`` (its
+    first token ends the step it is in, so from there on every step but the request's last
+    carries a whole chunk): :func:`step_cost_s` at ``W = 2 p - ceil(p)``, less the rest of a
+    step ``tau / 2`` that ``t0_law`` holds; two ahead cost ``c2_join_law + r1`` whatever the first
+    prompt's phase (docs/load.md#one-ahead). Shares, with ``x = lambda (tau / 2 + own)`` the arrivals of a lone prompt's
     TTFT: ``p1_law = 1 - e^-x``, a Poisson count over that window; ``p2_poisson = 1 - e^-x (1
     + x)``, two in it; ``p2_dead = p1_law (1 - e^-y)``, ``y = lambda max(0, tau / 2 + own -
     D)``: the second must come in the window less a prompt's stream time ``D = p d_c`` (an
@@ -263,7 +272,8 @@ def step_laws(system, rate_per_s: float) -> dict:
     x, y = lam * (tau / 2.0 + own), lam * max(0.0, tau / 2.0 + own - st["p"] * st["dc"])
     setup = lam * (tau / 2.0 + (np.ceil(st["p"]) - st["p"]) * st["dc"])
     busy = (u + setup) / (1.0 + setup)
-    return {"t0_law": 1e3 * st["t0"], "c1_law": 1e3 * st["c1"], "c2_law": 1e3 * st["c2"],
+    join = float(step_cost_s(2.0 * st["p"] - np.ceil(st["p"]), st["p"], st["dc"], st["tail"])) - tau / 2.0
+    return {"t0_law": 1e3 * st["t0"], "c1_law": 1e3 * st["c1"], "c2_law": 1e3 * st["c2"], "c2_join_law": 1e3 * join,
             "p1_law": -np.expm1(-x), "p2_poisson": -np.expm1(-x) - x * np.exp(-x), "p2_dead": np.expm1(-x) * np.expm1(-y),
             "p1_busy": busy, "p2_busy": -busy * np.expm1(-y),
             "p1_pooled": float(qu.erlang_c(d, d * u)), "p1_jsq": u ** d, "p2_jsq": u ** (d * (d + 1.0))}
@@ -323,13 +333,15 @@ def step_model(system, rate_per_s: float, arrival_cv: float, p1: float, p2: floa
 
 def laws_row(measured: dict, law: dict) -> dict:
     """One ``--laws`` row: the measured components (:func:`stream_components`) beside the step
-    count's (:func:`step_laws`), and the step-counted mean with the measured shares and with
+    count's (:func:`step_laws`), the cost of two ahead counted from the measured rest of the
+    first (``c2_rest``: ``c2_join_law + rest2``), and the step-counted mean with the measured shares and with
     the laws."""
     def mean(p1, p2):
         return law["t0_law"] + p1 * law["c1_law"] + p2 * (law["c2_law"] - law["c1_law"])
 
     return {"t0": measured["ttft0"], "t0_law": law["t0_law"], "c1": measured["ttft1"] - measured["ttft0"], "c1_law": law["c1_law"],
-            "c2": measured["ttft2"] - measured["ttft0"], "c2_law": law["c2_law"], "p_ge1": measured["p_ge1"], "p1_law": law["p1_law"],
+            "c2": measured["ttft2"] - measured["ttft0"], "c2_law": law["c2_law"], "rest2": measured["rest2"],
+            "c2_rest": law["c2_join_law"] + measured["rest2"], "p_ge1": measured["p_ge1"], "p1_law": law["p1_law"],
             "p_ge2": measured["p_ge2"], "p2_poisson": law["p2_poisson"], "p2_dead": law["p2_dead"], "mean": measured["mean"],
             "mean_shares": mean(measured["p_ge1"], measured["p_ge2"]), "mean_laws": mean(law["p1_law"], law["p2_dead"])}
 
@@ -423,7 +435,11 @@ def one_ahead(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFr
     ``busy_dead`` with the simulator's own shares, the cell's Poisson ``p_ge1`` / ``p_ge2``
     from ``shares`` (``--jsq --out`` rows: docs/load/jsq-shares.csv; the gamma cells read the
     Poisson ones, the bursts being the model's own term, as :func:`oracle` does), what an
-    exact share law would give this count. Columns: ``fluid_ms`` (``D / 2``), ``c1_ms`` and
+    exact share law would give this count; ``rest`` / ``rest_measured``: ``window`` /
+    ``measured`` with two ahead counted from the first prompt's rest (``c2_join_law + r1``,
+    :func:`step_laws`) at the dead time's, ``r1 = W1 - D`` (``W1 = tau / 2 + own + p1 c1_chunked``,
+    the second admitted as soon as the dead time lets it and the request right after).
+    Columns: ``fluid_ms`` (``D / 2``), ``c1_ms`` and
     ``c1_chunked_ms``; the cell's own measured shares ``p_ge1`` / ``p_ge2`` beside the
     departures' ``p1_window`` / ``p2_window``; each variant's relative error of the mean TTFT
     and whether the cell then passes (its P99 and TPOT errors are the row's: the quantile is
@@ -443,14 +459,16 @@ def one_ahead(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFr
         burst = float(qc._burst_wait(0.99, system.instances, prompt_s, u, row["cv"])[0])
         second = u * u * float(qc._refilled_cv2(u)) * prompt_s / 2.0 + burst
         chunked, p1, p2 = _departures(st)
+        late = tau / 2.0 + st["own"] + p1 * chunked - prompt_s + 1e-3 * law["c2_join_law"] - chunked  # two ahead at the dead time's rest
 
-        def in_steps(one, two):
-            return st["t0"] + one * chunked + two * (st["c2"] - st["c1"]) + burst
+        def in_steps(one, two, second_s=st["c2"] - st["c1"]):
+            return st["t0"] + one * chunked + two * second_s + burst
 
         means = {"fluid": tau / 2.0 + st["own"] + u * prompt_s / 2.0 + second, "steps": tau / 2.0 + st["own"] + u * chunked + second,
                  "behind": st["t0"] + u * chunked + second, "busy": st["t0"] + law["p1_busy"] * chunked + second,
                  "busy_dead": in_steps(law["p1_busy"], law["p2_busy"]), "window": in_steps(p1, p2),
-                 "measured": in_steps(poisson.p_ge1, poisson.p_ge2)}
+                 "measured": in_steps(poisson.p_ge1, poisson.p_ge2), "rest": in_steps(p1, p2, late),
+                 "rest_measured": in_steps(poisson.p_ge1, poisson.p_ge2, late)}
         others = all(abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("ttft_p99", "tpot_p99", "tpot_mean"))
         out = {k: row[k] for k in ("design", "arrival", "load")} | {"fluid_ms": 1e3 * prompt_s / 2.0, "c1_ms": 1e3 * st["c1"], "c1_chunked_ms": 1e3 * chunked,
                                                                      "p_ge1": own.p_ge1, "p1_window": p1, "p_ge2": own.p_ge2, "p2_window": p2}
@@ -669,7 +687,7 @@ def main(argv=None) -> int:
         got = one_ahead(pd.read_csv(CSV), pd.read_csv(HERE / "jsq-shares.csv"), cache(lambda name: fit_system(name, "continuous")))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
         print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}"
-                        for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead", "window", "measured")),
+                        for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead", "window", "measured", "rest", "rest_measured")),
               "continuous cells within")
         return 0
     if args.toy is not None:

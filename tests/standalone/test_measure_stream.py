@@ -25,7 +25,8 @@ def test_the_components_of_a_hand_made_table(measure):
     for 0.7 s. Gaps 1, 0.5, 8.5 and 5.5 s at 0.4 requests/s an instance. Requests leave at 5,
     6, 9, 12 (instance 0) and 2, 7 (instance 1): the admissions at 10 and 6 refill a departure
     (at 9 and 2: 1 and 4 s, 0.4 and 1.6 mean gaps), the others follow none: the two refills
-    have none ahead (TTFT 0.5 and 1 s), the four births 0 / 0 / 1 / 2 (TTFT 2, 0.2, 2, 2.5 s).
+    have none ahead (TTFT 0.5 and 1 s), the four births 0 / 0 / 1 / 2 (TTFT 2, 0.2, 2, 2.5 s);
+    the request with two ahead meets the first's token 0.5 s after it arrives.
     The slowest 1 % (at or above the P99, 2.475 s) is the request with two ahead. The rates
     met with 0 / 1 / 2 ahead: the shares of arrivals 4/6, 1/6, 1/6 over the shares of time
     0.765, 0.135, 0.1; state by state (:func:`thinning`), instance 0's window holds three on
@@ -37,7 +38,7 @@ def test_the_components_of_a_hand_made_table(measure):
     got = measure.stream_components(df, 0.8, warmup=0.0)
     gaps = pd.Series([0.4, 0.2, 3.4, 2.2])
     want = {"p_ge1": 2 / 6, "p_ge2": 1 / 6, "t_ge1": (0.4 + 0.07) / 2, "t_ge2": 0.1,
-            "ttft0": 925.0, "ttft1": 2000.0, "ttft2": 2500.0, "behind0": 0.25, "ttft0_alone": 1700.0 / 3, "ttft0_behind": 2000.0,
+            "ttft0": 925.0, "ttft1": 2000.0, "ttft2": 2500.0, "rest2": 500.0, "behind0": 0.25, "ttft0_alone": 1700.0 / 3, "ttft0_behind": 2000.0,
             "gap_cv2": gaps.var(ddof=0) / gaps.mean() ** 2, "gap_short": 0.0, "refill": 2 / 6, "refill_delay": 1.0,
             "p_ge3": 0.0, "tail_ge2": 1.0, "tail_ge3": 0.0, "p_ge1_refill": 0.0, "p_ge2_refill": 0.0, "ttft_refill": 750.0, "p_ge1_birth": 0.5, "p_ge2_birth": 0.25, "ttft_birth": 1675.0,
             "rate0": (4 / 6) / (1 - 0.235), "rate1": (1 / 6) / (0.235 - 0.1), "rate2": (1 / 6) / 0.1,
@@ -141,6 +142,7 @@ def test_the_step_counted_components_at_a_trickle_by_hand(measure):
     assert got["t0_law"] == pytest.approx(80.0, rel=1e-9)
     assert got["c1_law"] == pytest.approx((0.01 * 50 + 0.04 * 10) / 0.09, rel=1e-9)
     assert got["c2_law"] == pytest.approx((0.01 * 120 + 0.04 * 80 + 0.04 * 40) / 0.09, rel=1e-9)
+    assert got["c2_join_law"] == pytest.approx(40.0 - 10.0, rel=1e-9)  # W = 2 x 1.5 - 2: a step more, less a step's rest
     assert got["p1_law"] == pytest.approx(0.5e-12 * 0.08, rel=1e-6)
     assert got["p2_poisson"] == pytest.approx((0.5e-12 * 0.08) ** 2 / 2.0, rel=1e-3)  # two in the window: x^2 / 2
     assert got["p2_dead"] == pytest.approx(got["p1_law"] * 0.5e-12 * (0.08 - 0.06), rel=1e-6)  # the window less a prompt, 1.5 x 40 ms
@@ -191,7 +193,8 @@ def test_the_one_ahead_section_on_the_page_is_the_tools(measure, one_ahead):
     flat = " ".join(text.split())
     for name, head in (("steps", "(`c1` the \"steps\" cost above):"), ("behind", "and the prompt behind:"),
                        ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):"),
-                       ("window", "in place of the busy shares:"), ("measured", "in the same variant (`measured`),")):
+                       ("window", "in place of the busy shares:"), ("measured", "in the same variant (`measured`),"),
+                       ("rest", "In the `window` variant (`rest`):"), ("rest_measured", "with the simulator's shares (`rest_measured`):")):
         assert f"{head} **{int(got[f'{name}_passes'].sum())} of {len(got)}**" in flat
     for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
         mine = got[(got.design == name) & (got.arrival == "poisson")].sort_values("load")
