@@ -60,6 +60,7 @@ demand.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from dataclasses import dataclass
@@ -120,15 +121,30 @@ class FleetSearch:
     """Per trial (shape (n,)), the fleet search of the plan a fleet's choice took: ``up``
     the fewest up instances (:func:`mcengine.stages.load.fewest_instances`; 0 where the
     trial took none), searched at ``rate_per_s`` requests/s with ``per_instance_rate``
-    requests/s an instance saturates."""
+    requests/s an instance saturates; and the fleet's second test of that plan
+    (:func:`mcengine.stages.load.serving_fleet`, docs/load.md#peak): the ``fleet`` ``N'`` it
+    settled, from the ``tested_fleet`` ``N`` (``fleet_instances(up)``) at
+    ``served_rate_per_s`` requests/s, ``P / (A O)`` (all three 0 where the choice asked no
+    such test: no headroom law handed, or no finite fleet)."""
 
     up: np.ndarray
     rate_per_s: np.ndarray
     per_instance_rate: np.ndarray
+    fleet: np.ndarray
+    tested_fleet: np.ndarray
+    served_rate_per_s: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Each field's array by its name."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def where(self, keep: np.ndarray) -> "FleetSearch":
         """The search of the trials of ``keep`` (boolean (n,)), none (0) elsewhere."""
-        return FleetSearch(*(np.where(keep, x, 0.0) for x in (self.up, self.rate_per_s, self.per_instance_rate)))
+        return FleetSearch(**{k: np.where(keep, x, 0.0) for k, x in self.arrays().items()})
+
+    def part(self, a: int, b: int) -> "FleetSearch":
+        """The search of trials ``a`` to ``b``."""
+        return FleetSearch(**{k: x[a:b] for k, x in self.arrays().items()})
 
 
 def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of) -> tuple[np.ndarray, np.ndarray, FleetSearch | None]:
@@ -167,12 +183,11 @@ def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, Fle
     instances = joined(lambda p: p[2].instances) if fixed[0] else None
 
     def split(best, met, fleet) -> list[tuple]:
-        return [(best[a:b], met[a:b], None if fleet is None else FleetSearch(*(x[a:b] for x in (fleet.up, fleet.rate_per_s, fleet.per_instance_rate))))
-                for a, b in zip(starts[:-1], starts[1:])]
+        return [(best[a:b], met[a:b], None if fleet is None else fleet.part(a, b)) for a, b in zip(starts[:-1], starts[1:])]
 
     flat = _flat(tables, ns)
     if flat is None:
-        return split(np.zeros(n, np.int64), np.zeros(n, bool), None if fixed[0] else FleetSearch(*np.zeros((3, n))))
+        return split(np.zeros(n, np.int64), np.zeros(n, bool), None if fixed[0] else FleetSearch(*np.zeros((len(dataclasses.fields(FleetSearch)), n))))
     table_rows, stacked = flat
     served, ttft0 = stacked(0), stacked(4) * MS_PER_S
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -432,10 +447,10 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         return np.zeros(r.size) if weight is None else weight[t] * busy[r, t] / served[r, t]
 
     least, holder = np.full(n, np.inf), np.full(n, top)  # the least cost found, its first row (of the (rows, n) arrays)
-    known = [np.zeros((4, 0))]  # row, trial, cost and count of the plans searched
+    known = [np.zeros((6, 0))]  # row, trial, cost, count, N' and N of the plans searched
 
-    def found(r, t, costs, ups):  # a trial whose least cost falls holds none of its earlier plans: only these can hold it
-        known.append(np.array([r, t, costs, ups], float))
+    def found(r, t, costs, ups, tested):  # a trial whose least cost falls holds none of its earlier plans: only these can hold it
+        known.append(np.vstack([r, t, costs, ups, tested]))
         before = least.copy()
         np.minimum.at(least, t, costs)
         holder[least < before] = top
@@ -454,6 +469,7 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         ro, to, eo = r[one], t[one], e[one]
         plans = plans if one.size == r.size else plans.take(one)
         cost = np.full(one.size, np.nan)  # N' + e of the plans settled (twins' firsts)
+        tested = np.zeros((2, one.size))  # N' and N of the plans the second test asked (0: not asked)
 
         def settle(at, ups):  # the cost of the pairs ``at`` needing ``ups`` up instances: their fleet N' (U, the headroom and the N test's x) + e
             cost[at] = ups + eo[at]
@@ -465,7 +481,8 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
                 asked = asked[left(ro[at[asked]], to[at[asked]], cost[at[asked]])]
                 grown = load.serving_fleet(plans.take(at[asked]), served_rate[asked], per_instance(ro[at[asked]], to[at[asked]]), fleet[asked])
                 cost[at[asked]] = np.where(grown > 0, grown, np.inf) + eo[at[asked]]
-            found(ro[at], to[at], cost[at], ups)
+                tested[:, at[asked]] = grown, fleet[asked]
+            found(ro[at], to[at], cost[at], ups, tested[:, at])
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
             settle(at[exact], lower[exact])
@@ -474,7 +491,7 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         up = load.fewest_instances(plans, rate[to], per_instance(ro, to), still)
         rest = np.flatnonzero((up > 0) & np.isnan(cost))
         settle(rest, up[rest])
-        found(r, t, np.where(up[twin] > 0, cost[twin], np.inf), up[twin])
+        found(r, t, np.where(up[twin] > 0, cost[twin], np.inf), up[twin], tested[:, twin])
 
     trials = np.flatnonzero(mask.any(axis=0))
     first = lead[trials]
@@ -484,9 +501,10 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     t, r = np.nonzero(np.ascontiguousarray(open_.T))  # grouped by trial, rows ascending within it
     _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], bound[r[idx], t[idx]]), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
     met = holder < top
-    kr, kt, _, ku = np.concatenate(known, axis=1)
+    kr, kt, _, ku, kn, kf = np.concatenate(known, axis=1)
     kr, kt = kr.astype(np.int64), kt.astype(np.int64)
     won = np.flatnonzero(met[kt] & (kr == holder[kt]))  # each trial's chosen plan (searched once: its entries agree)
-    search_of = np.zeros((3, n))
-    search_of[:, kt[won]] = ku[won], rate[kt[won]], per_instance(kr[won], kt[won])
+    search_of = np.zeros((6, n))
+    search_of[:, kt[won]] = (ku[won], rate[kt[won]], per_instance(kr[won], kt[won]), kn[won], kf[won],
+                             np.where(kn[won] > 0, headroom[0][kt[won]], 0.0) if headroom is not None else 0.0)
     return np.where(met, table_rows[np.where(met, holder, 0)], 0), met, FleetSearch(*search_of)
