@@ -408,6 +408,35 @@ def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
     return best, met
 
 
+#: A lifted bound's margin below the cost it bounds: ``(floor + h) e`` computed as ``(floor
+#: + h) * LIFT_MARGIN`` stays below ``(U + h) + e`` computed in the other order (each sum
+#: within half an ulp; the margin is far wider), so a plan is never dropped by a rounding.
+LIFT_MARGIN = 1.0 - 2.0 ** -40
+
+
+def _headroom_floor(served, mask, rate, output_tokens, headroom) -> np.ndarray:
+    """Per trial the failure headroom every plan's fleet holds at least (0 without
+    ``headroom``): ``h = fleet_instances(U_0) - U_0``, ``U_0 = max(ceil(P / (T_max / O)), 1)``
+    the least of the trial's plans' ``ceil(P / T)`` bounds (``T_max`` its plans' most tokens/s,
+    the same float expression as the bound's). A plan's fleet ``N = fleet_instances(U)`` is
+    ``U + k(N)``, ``k`` the quantile of the instances down among ``N`` (Binomial), which never
+    falls as ``N`` grows, and ``N`` never falls as ``U`` grows: with ``U >= U_0``, ``N' >= N >= U
+    + h``. Where an instance is down half the time or more, or ``U_0``'s fleet is not finite,
+    0: a plan whose fleet is not finite costs ``U + e``
+    (:func:`mcengine.analytic.queueing.fleet_instances` settles its fixed point in a few
+    steps unless an instance is down most of the time)."""
+    n = served.shape[1]
+    if headroom is None:
+        return np.zeros(n)
+    _, down, quantile = headroom
+    most = np.max(np.where(mask, served, 0.0), axis=0)
+    some = (most > 0.0) & (down < 0.5)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        least_up = np.where(some, np.maximum(np.ceil(rate / (most / output_tokens)), 1.0), 0.0)
+    held = qu.fleet_instances(least_up, down, quantile) - least_up
+    return np.where(some & np.isfinite(held), held, 0.0)
+
+
 def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n: int, headroom=None) -> tuple[np.ndarray, np.ndarray, FleetSearch]:
     """The fleet's choice (module docstring) among the plans of ``mask`` ((rows, n): each
     trial's plans that serve; ``served`` their saturated tokens/s, ``busy`` their busy
@@ -445,6 +474,11 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
 
     def energy(r, t):  # the dynamic energy of the pairs, in instances' worth
         return np.zeros(r.size) if weight is None else weight[t] * busy[r, t] / served[r, t]
+
+    lift = _headroom_floor(served, mask, rate, model.output_tokens, headroom)
+
+    def lifted(floor, t):  # a lower bound of a cost, ``floor`` on the up instances, lifted by the trial's least headroom
+        return np.where(lift[t] > 0.0, (floor + lift[t]) * LIFT_MARGIN, floor)
 
     least, holder = np.full(n, np.inf), np.full(n, top)  # the least cost found, its first row (of the (rows, n) arrays)
     known = [np.zeros((6, 0))]  # row, trial, cost, count, N' and N of the plans searched
@@ -486,7 +520,7 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
             settle(at[exact], lower[exact])
-            return left(ro[at], to[at], lower + eo[at])
+            return left(ro[at], to[at], lifted(lower + eo[at], to[at]))
 
         up = load.fewest_instances(plans, rate[to], per_instance(ro, to), still)
         rest = np.flatnonzero((up > 0) & np.isnan(cost))
@@ -496,10 +530,10 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     trials = np.flatnonzero(mask.any(axis=0))
     first = lead[trials]
     search(first, trials)
-    open_ = mask & (bound <= least)
+    open_ = mask & (lifted(bound, np.arange(n)[None, :]) <= least)
     open_[first, trials] = False
     t, r = np.nonzero(np.ascontiguousarray(open_.T))  # grouped by trial, rows ascending within it
-    _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], bound[r[idx], t[idx]]), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
+    _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], lifted(bound[r[idx], t[idx]], t[idx])), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
     met = holder < top
     kr, kt, _, ku, kn, kf = np.concatenate(known, axis=1)
     kr, kt = kr.astype(np.int64), kt.astype(np.int64)
