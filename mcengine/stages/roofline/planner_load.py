@@ -35,7 +35,8 @@ cost of the cluster), ``u`` the plan's busy fraction:
   (one instance more past some ``U``), so a plan one up instance dearer can buy a fleet two
   dearer: the rank is the fleet's. ``N' >= N >= U >= ceil(P / T)``, the instances the peak
   saturates (``fleet_instances`` never falls as ``U`` grows), so ``ceil(P / T) + e``
-  bounds a plan's cost from below (in floats too: ``N' + e >= ceil(P / T) + e``): each
+  bounds a plan's cost from below (in floats too: ``N' + e >= ceil(P / T) + e``), lifted
+  by the headroom every plan of the trial holds at least (:func:`_headroom_floor`): each
   trial's plans are taken in the order of that bound (ties: the first row), 1, 8, 64, ...
   a round, while a plan could still win: its bound below the least cost found, or equal to
   it at a row before the first row of that cost (a tie goes to the first row). A round's
@@ -43,8 +44,9 @@ cost of the cluster), ``u`` the plan's busy fraction:
   found (``N'`` asked once its ``U`` is settled), and one whose search has seen ``m``
   instances miss them (so ``U > m``, a cost of at least ``m + 1 + e``, a lower bound of
   ``N' + e`` too) is dropped where that cannot win. The load stage is handed the chosen
-  plan's ``U`` and the rates it was searched at (:class:`FleetSearch`) rather than search
-  it again (a mix's class likewise: each class's instances hold their own headroom).
+  plan's ``U`` and the rates it was searched at, and the fleet ``N'`` its second test
+  settled (:class:`FleetSearch`), rather than search and test it again (a mix's class
+  likewise: each class's instances hold their own headroom).
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the smallest fleet ``N'`` for a fleet. A
@@ -453,7 +455,8 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     row than that cost's first. Within a round the searches tell the screen their counts
     between model calls: a plan settled on a count is a cost found, and a plan whose count
     so far bounds its cost to one that can no longer win (by the same rule) is searched no
-    further. ``headroom`` (optional, per trial: the rate ``P / (A O)`` the fleet's instances
+    further; with ``headroom`` both bounds are lifted by the trial's least headroom
+    (:func:`_headroom_floor`). ``headroom`` (optional, per trial: the rate ``P / (A O)`` the fleet's instances
     carry, an instance's probability of being down and ``cluster.headroom_quantile``): a
     plan's cost is its fleet's, ``N' + e``, asked of each plan once its ``U`` is settled:
     ``N'`` its ``N`` instances (``U`` and the headroom,
