@@ -543,5 +543,5 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     won = np.flatnonzero(met[kt] & (kr == holder[kt]))  # each trial's chosen plan (searched once: its entries agree)
     search_of = np.zeros((6, n))
     search_of[:, kt[won]] = (ku[won], rate[kt[won]], per_instance(kr[won], kt[won]), kn[won], kf[won],
-                             np.where(kn[won] > 0, headroom[0][kt[won]], 0.0) if headroom is not None else 0.0)
+                             np.where(kn[won] > 0, headroom[0][kt[won]], 0.0) if headroom is not None else np.zeros(won.size))
     return np.where(met, table_rows[np.where(met, holder, 0)], 0), met, FleetSearch(*search_of)
