@@ -431,7 +431,7 @@ def _headroom_floor(served, mask, rate, output_tokens, headroom) -> np.ndarray:
     if headroom is None:
         return np.zeros(n)
     _, down, quantile = headroom
-    most = np.max(np.where(mask, served, 0.0), axis=0)
+    most = np.max(served, axis=0, where=mask, initial=0.0)
     some = (most > 0.0) & (down < 0.5)
     with np.errstate(divide="ignore", invalid="ignore"):
         least_up = np.where(some, np.maximum(np.ceil(rate / (most / output_tokens)), 1.0), 0.0)
@@ -533,9 +533,11 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     trials = np.flatnonzero(mask.any(axis=0))
     first = lead[trials]
     search(first, trials)
-    open_ = mask & (lifted(bound, np.arange(n)[None, :]) <= least)
+    open_ = mask & (bound <= least)
     open_[first, trials] = False
     t, r = np.nonzero(np.ascontiguousarray(open_.T))  # grouped by trial, rows ascending within it
+    keep = lifted(bound[r, t], t) <= least[t]
+    t, r = t[keep], r[keep]
     _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], lifted(bound[r[idx], t[idx]], t[idx])), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
     met = holder < top
     kr, kt, _, ku, kn, kf = np.concatenate(known, axis=1)
