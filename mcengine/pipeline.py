@@ -131,14 +131,14 @@ def run_block(
     return columns
 
 
-def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.ndarray, instance_availability=None):
+def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.ndarray, instance_availability: np.ndarray):
     """The load the roofline's per-trial planner chooses under (:class:`mcengine.stages.roofline.planner_load.Demand`,
     docs/load.md#planner): the load stage's demand and arrivals, the reliability stage's
     served ``availability`` (:func:`mcengine.stages.econ.served_availability`), the fixed
-    instances (None for ``cluster.instances = "auto"``) and, where the reliability stage's
-    ``instance_availability`` is given, the failure headroom's law (its down probability
-    and ``cluster.headroom_quantile``: a fleet's cost then counts the instances the fleet's
-    second test adds, docs/load.md#peak); None at saturation."""
+    instances (None for ``cluster.instances = "auto"``) and the failure headroom's law, from
+    the reliability stage's ``instance_availability`` (its down probability and
+    ``cluster.headroom_quantile``: a fleet's cost counts its headroom and the instances the
+    fleet's second test adds, docs/load.md#peak); None at saturation."""
     from .stages import load
     from .stages.roofline.planner_load import Demand
 
@@ -149,8 +149,7 @@ def planning_demand(scenario: Scenario, inputs: TrialInputs, availability: np.nd
                   None if load.bought(scenario) else float(scenario.cluster.instances), inputs["workload.tpot_slo_ms"],
                   inputs["workload.load.static_gap_cv2"], inputs["workload.load.length_cv"], inputs["workload.load.static_bunch_cycles"],
                   inputs["workload.load.static_bunch_growth"], inputs["workload.load.refill_births"],
-                  None if instance_availability is None else 1.0 - instance_availability,
-                  None if instance_availability is None else inputs["cluster.headroom_quantile"])
+                  1.0 - instance_availability, inputs["cluster.headroom_quantile"])
 
 
 def fleet_cost(scenario: Scenario, inputs: TrialInputs, columns: dict[str, np.ndarray], availability: np.ndarray) -> dict[str, np.ndarray]:

@@ -72,7 +72,7 @@ def chain_fleet(name: str) -> dict:
     scenario = load_scenario(name, load_study(STUDY)["set"])
     median = quantile_inputs(scenario, 0.5)
     columns = run_block(scenario, SEED, 0, 1, median)
-    demand = planning_demand(scenario, median, econ.served_availability(scenario, columns))
+    demand = planning_demand(scenario, median, econ.served_availability(scenario, columns), columns["instance_availability"])
     weight = plan_weight(scenario, median)
     plan = planner.plan_per_trial(scenario, median, weight, None, demand).plan_of(0)
     saturated_plan = planner.plan_per_trial(scenario, median, weight).plan_of(0)

@@ -557,10 +557,32 @@ def planned_fewest_instances(plans: Plans, rate_per_s: np.ndarray, per_instance_
         return fewest_instances(plans, rate_per_s, per_instance_rate)
     same = ((up > 0) & (columns[FLEET_SEARCH_PREFIX + "rate_per_s"] == rate_per_s)
             & (columns[FLEET_SEARCH_PREFIX + "per_instance_rate"] == per_instance_rate))
-    out = np.where(same, up, 0.0)
+    return _taken_or_asked(same, up, lambda rest: fewest_instances(plans.take(rest), rate_per_s[rest], per_instance_rate[rest]))
+
+
+def planned_serving_fleet(plans: Plans, served_rate, per_instance_rate, fleet, columns: dict[str, np.ndarray]) -> np.ndarray:
+    """:func:`serving_fleet` of each trial's plan, taken from the planner's own second test
+    where the roofline stage hands it (``fleet_search.fleet``, the ``N'`` the planner's fleet
+    search settled for the plan it chose, :class:`~mcengine.stages.roofline.planner_load.FleetSearch`)
+    and it tested that plan on these ``fleet`` instances at these rates bit for bit
+    (``fleet_search.tested_fleet``, ``.served_rate_per_s``, ``.per_instance_rate``): the
+    test reads nothing else of a trial, so its answer is this one's; tested here for the
+    other trials (as :func:`planned_fewest_instances`)."""
+    tested = columns.get(FLEET_SEARCH_PREFIX + "fleet")
+    if tested is None:
+        return serving_fleet(plans, served_rate, per_instance_rate, fleet)
+    same = ((tested > 0) & (columns[FLEET_SEARCH_PREFIX + "tested_fleet"] == fleet)
+            & (columns[FLEET_SEARCH_PREFIX + "served_rate_per_s"] == served_rate)
+            & (columns[FLEET_SEARCH_PREFIX + "per_instance_rate"] == per_instance_rate))
+    return _taken_or_asked(same, tested, lambda rest: serving_fleet(plans.take(rest), served_rate[rest], per_instance_rate[rest], fleet[rest]))
+
+
+def _taken_or_asked(same, taken, ask) -> np.ndarray:
+    """Per trial ``taken`` where ``same``, else ``ask(trials)`` of the other trials."""
+    out = np.where(same, taken, 0.0)
     rest = np.flatnonzero(~same)
     if rest.size:
-        out[rest] = fewest_instances(plans.take(rest), rate_per_s[rest], per_instance_rate[rest])
+        out[rest] = ask(rest)
     return out
 
 
@@ -595,7 +617,7 @@ def _single_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[
     per_instance_rate = per_instance / out_tokens
     up_needed = planned_fewest_instances(plans, np.broadcast_to(peak / out_tokens, (n,)), per_instance_rate, columns)
     fleet, instances = fleet_and_cluster(scenario, inputs, columns, up_needed, up_needed > 0,
-                                         functools.partial(serving_fleet, plans, served_peak_rate(peak, availability, out_tokens), per_instance_rate))
+                                         lambda fleet: planned_serving_fleet(plans, served_peak_rate(peak, availability, out_tokens), per_instance_rate, fleet, columns))
     capacity, fleet_capacity, at_peak = at_peak_of(plans, per_instance, availability, peak, up_needed, instances, fleet, fleet, not bought(scenario),
                                                    np.where(fleet > 0, peak, 0.0), columns.get(GOODPUT_SEARCHED))
     return sized(demand, peak_to_mean, per_instance, availability, instances, capacity, fleet_capacity, fleet, up_needed,
@@ -713,7 +735,7 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     up = parts(planned_fewest_instances(joined, np.concatenate(peaks) / joined.output_tokens, np.concatenate(rates) / joined.output_tokens, searched))
     up_needed = sum(up[1:], up[0])
     fleets = class_fleets(joined, served_peak_rate(np.concatenate(peaks), np.tile(availability, len(names)), joined.output_tokens),
-                          np.concatenate(rates) / joined.output_tokens, up, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"])
+                          np.concatenate(rates) / joined.output_tokens, up, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"], searched)
     fleet = np.where(np.logical_and.reduce([f > 0 for f in fleets]), sum(fleets[1:], fleets[0]), 0.0)
     instances = cluster_of(scenario, inputs, fleet)
     split = [per_trial(h["instances"], n) for h in got]
@@ -733,7 +755,7 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     return out
 
 
-def class_fleets(plans: Plans, served_rate, per_instance_rate, up: list[np.ndarray], down, quantile) -> list[np.ndarray]:
+def class_fleets(plans: Plans, served_rate, per_instance_rate, up: list[np.ndarray], down, quantile, searched=None) -> list[np.ndarray]:
     """Each class's instances of a mix's fleet bought for the peak (docs/load.md#chain): a
     class's instances serve only that class, so each holds its own headroom for failures,
     its up instances ``up`` (``U_c``) plus the instances down at ``quantile``
@@ -742,11 +764,13 @@ def class_fleets(plans: Plans, served_rate, per_instance_rate, up: list[np.ndarr
     ``N_c`` then grown where they miss its SLO quantiles at its own peak at the served
     availability, ``P_c / (A O_c)`` (``served_rate``; :func:`serving_fleet` on ``plans``,
     the classes' trials one after another as :meth:`Plans.joined` lays them,
-    ``per_instance_rate`` likewise). 0 for every class where some class has no ``U_c``
+    ``per_instance_rate`` likewise; taken from the class planners' own tests where
+    ``searched``, their ``fleet_search.*`` laid out alike, holds them:
+    :func:`planned_serving_fleet`). 0 for every class where some class has no ``U_c``
     (it misses its SLOs unloaded: no fleet serves the mix)."""
     every = np.logical_and.reduce([u > 0 for u in up])
     own = [np.where(every, qu.fleet_instances(u, down, quantile), 0.0) for u in up]
-    return np.split(serving_fleet(plans, served_rate, per_instance_rate, np.concatenate(own)), len(up))
+    return np.split(planned_serving_fleet(plans, served_rate, per_instance_rate, np.concatenate(own), searched or {}), len(up))
 
 
 #: The capacity at SLO (output tokens/s) the planner found for a fixed cluster's plan of most

@@ -31,7 +31,7 @@ def alone(got: dict, cluster: str) -> dict:
     s = api.check("h100", [f"workload.load.demand={DEMAND / 2}", f"cluster.instances={cluster}", THROUGHPUT, *(f"workload.{k}" for k in LENGTHS)])
     inputs = draw_inputs(s, 0, 0, N)
     availability = econ.served_availability(s, got)
-    columns = roofline.throughput(s, inputs, None, None, roofline.AheadWeights(), planning_demand(s, inputs, availability))
+    columns = roofline.throughput(s, inputs, None, None, roofline.AheadWeights(), planning_demand(s, inputs, availability, got["instance_availability"]))
     return load.load_columns(s, inputs, {**columns, "instance_availability": got["instance_availability"]}, availability)
 
 

@@ -21,7 +21,7 @@ from mcengine.stages.roofline.layout import lengths_of
 from mcengine.stages.roofline import planner
 from mcengine.stages.roofline.planner import evaluate_candidates
 from mcengine.stages.roofline.load_steps import candidate_steps, plan_steps, planned_steps
-from mcengine.stages.roofline.planner_load import choose, choose_jointly
+from mcengine.stages.roofline.planner_load import LIFT_MARGIN, _headroom_floor, choose, choose_jointly
 
 N = 6
 #: The shipped Azure 2023 mix of request classes on lite-h100 (docs/load.md#chain).
@@ -249,6 +249,7 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
     np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "rate_per_s"], rate)
     np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "per_instance_rate"], per_instance_rate)
     np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "up"], load.fewest_instances(plans, rate, per_instance_rate))
+    fresh_fleet(handed, plans, before, inputs, availability, mean * peak_to_mean)
     with_search = load.load_columns(s, inputs, before, availability)
     without = load.load_columns(s, inputs, {k: v for k, v in before.items() if k not in handed}, availability)
     for key, values in without.items():
@@ -262,13 +263,58 @@ def test_the_load_stage_takes_the_planners_fleet_search(name):
             if k.startswith(FLEET_SEARCH_PREFIX)] == [load.GOODPUT_SEARCHED]
 
 
+def fresh_fleet(handed: dict, plans, columns: dict, inputs, availability, peak) -> None:
+    """The planner's second test handed the load stage (fleet_search.fleet, .tested_fleet,
+    .served_rate_per_s) is a fresh load.serving_fleet of each trial's plan on its
+    fleet_instances(up) at P / (A O), bit for bit, in every trial (``handed``: one request
+    class's, ``plans`` its per-mode model, ``peak`` its peak in output tokens/s)."""
+    up = handed[FLEET_SEARCH_PREFIX + "up"]
+    assert (up > 0).all()
+    start = qu.fleet_instances(up, 1.0 - columns["instance_availability"], inputs["cluster.headroom_quantile"])
+    served_rate = load.served_peak_rate(peak, availability, plans.output_tokens)
+    np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "tested_fleet"], start)
+    np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "served_rate_per_s"], served_rate)
+    np.testing.assert_array_equal(handed[FLEET_SEARCH_PREFIX + "fleet"], load.serving_fleet(plans, served_rate, handed[FLEET_SEARCH_PREFIX + "per_instance_rate"], start))
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_a_mixs_passed_through_fleets_are_fresh_n_tests(seed, monkeypatch):
+    """Each class of the Azure 2023 mix (lite-h100, fleet bought) at random trials: the fleet
+    its planner's second test settled (fleet_search.*) is a fresh load.serving_fleet of the
+    class's plan, bit for bit, and the load stage takes it, asking load.serving_fleet of
+    no trial, its columns those it computes without it."""
+    n = 24
+    s = api.check(str(MIX_LITE), [*DEMAND, "cluster.instances=\"auto\""])
+    inputs = draw_inputs(s, seed, 1000 * seed, n)
+    cols = run_block(s, seed, 1000 * seed, n, inputs)
+    availability = econ.served_availability(s, cols)
+    roof = roofline.throughput(s, inputs, econ.plan_power_weight(s, inputs, cols), None, ahead_weights(s), planning_demand(s, inputs, availability, cols["instance_availability"]))
+    before = {**cols, **roof}
+    mean, peak_to_mean = load.demand_of(inputs)
+    for name, _ in s.workload.classes:
+        handed = load.handed(before, name)
+        fresh_fleet(handed, load.Plans.of(s, inputs, before, name), before, inputs, availability, mean * handed["token_share"] * peak_to_mean)
+    without = load.load_columns(s, inputs, {k: v for k, v in before.items() if ".fleet_search." not in k}, availability)
+
+    def refused(*args):
+        raise AssertionError("the load stage asked the N test the planner settled")
+
+    monkeypatch.setattr(load, "serving_fleet", refused)
+    with_search = load.load_columns(s, inputs, before, availability)
+    for key, values in without.items():
+        np.testing.assert_array_equal(with_search[key], values, err_msg=key)
+        np.testing.assert_array_equal(cols[key], values, err_msg=key)
+
+
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
 def test_a_fleets_cost_is_at_least_its_bound(name):
     """The property the fleet's screen prunes by (planner_load._fleet_choice): every
     candidate's fewest up instances U (load.fewest_instances) is at least ceil(P / T) and
     its least cluster (2 disaggregated), so U + e is at least the bound ceil(P / T) + e in
     floats, and equal to it exactly where the plan meets both SLOs on that first count (0
-    where it misses them unloaded: no fleet, no cost)."""
+    where it misses them unloaded: no fleet, no cost); and its fleet's cost N' + e (N' the
+    fleet's second test on fleet_instances(U)) is at least that bound lifted by its trial's
+    least headroom (planner_load._headroom_floor, with its margin)."""
     s = api.check(name, [*DEMAND, "cluster.instances=\"auto\""])
     inputs = draw_inputs(s, 0, 0, N)
     cols = run_block(s, 0, 0, N)
@@ -290,6 +336,20 @@ def test_a_fleets_cost_is_at_least_its_bound(name):
     assert (up[some] >= start[some]).all() and (up[some] + energy[some] >= bound[some]).all()
     np.testing.assert_array_equal(up[meets], start[meets])
     assert (up[some & ~meets] > start[some & ~meets]).all()
+    # the bounds lifted by each trial's least headroom (planner_load._headroom_floor) stay below every fleet's cost N' + e
+    trial = np.tile(np.arange(N), len(ks))[ok]
+    down, quantile = demand.down_probability[trial], np.broadcast_to(demand.headroom_quantile, (N,))[trial]
+    headroom = (load.served_peak_rate(demand.demand * demand.peak_to_mean, demand.availability, out), demand.down_probability, np.broadcast_to(demand.headroom_quantile, (N,)))
+    grid = np.zeros((ks.size, N))
+    grid.ravel()[ok] = per_instance * out[trial]
+    lift = _headroom_floor(grid, grid > 0, demand.demand * demand.peak_to_mean / out, out, headroom)
+    assert (lift > 0).all()
+    fleet = qu.fleet_instances(up, down, quantile)
+    bought = some & np.isfinite(fleet)
+    grown = load.serving_fleet(plans.take(np.flatnonzero(bought)), headroom[0][trial[bought]], per_instance[bought], fleet[bought])
+    lifted = (bound + lift[trial]) * LIFT_MARGIN
+    assert bought.sum() > 100 and (grown > 0).all() and (grown + energy[bought] >= lifted[bought]).all()
+    assert ((fleet[bought] + energy[bought]) - lifted[bought] < 1.0).any()  # the lift is tight for some plan
 
 
 @pytest.mark.parametrize("auto", [False, True])
@@ -319,9 +379,9 @@ def test_a_mixs_classes_chosen_in_one_pass_are_each_chosen_alone(auto):
         np.testing.assert_array_equal(met, alone[1])
         assert met.all() if auto else met.any() and not met.all()  # on the fixed cluster some trials meet the SLOs at the peak, some not
         if auto:
-            for x, y in zip((fleet.up, fleet.rate_per_s, fleet.per_instance_rate), (alone[2].up, alone[2].rate_per_s, alone[2].per_instance_rate)):
-                np.testing.assert_array_equal(x, y)
-            assert (fleet.up > 0).all()
+            for key, x in fleet.arrays().items():
+                np.testing.assert_array_equal(x, alone[2].arrays()[key], err_msg=key)
+            assert (fleet.up > 0).all() and (fleet.fleet >= fleet.tested_fleet).all() and (fleet.tested_fleet > fleet.up).all()
         else:
             assert fleet is None and alone[2] is None
     assert not np.array_equal(joint[0][0], joint[1][0])  # the classes take plans of their own

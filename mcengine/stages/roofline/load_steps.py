@@ -139,7 +139,7 @@ def planned_steps(scenario: Scenario, block, inputs: TrialInputs) -> dict[str, n
         for name, values in row_steps(scenario, block.table, int(k), inputs).items():
             out[PREFIX + name][rows] = values[rows]
     if block.fleet is not None:
-        out |= {FLEET_SEARCH_PREFIX + name: getattr(block.fleet, name) for name in ("up", "rate_per_s", "per_instance_rate")}
+        out |= {FLEET_SEARCH_PREFIX + name: x for name, x in block.fleet.arrays().items()}
     if block.capacity is not None:
         out[FLEET_SEARCH_PREFIX + "capacity_tokens_per_s"] = block.capacity
     return out

@@ -35,7 +35,8 @@ cost of the cluster), ``u`` the plan's busy fraction:
   (one instance more past some ``U``), so a plan one up instance dearer can buy a fleet two
   dearer: the rank is the fleet's. ``N' >= N >= U >= ceil(P / T)``, the instances the peak
   saturates (``fleet_instances`` never falls as ``U`` grows), so ``ceil(P / T) + e``
-  bounds a plan's cost from below (in floats too: ``N' + e >= ceil(P / T) + e``): each
+  bounds a plan's cost from below (in floats too: ``N' + e >= ceil(P / T) + e``), lifted
+  by the headroom every plan of the trial holds at least (:func:`_headroom_floor`): each
   trial's plans are taken in the order of that bound (ties: the first row), 1, 8, 64, ...
   a round, while a plan could still win: its bound below the least cost found, or equal to
   it at a row before the first row of that cost (a tie goes to the first row). A round's
@@ -43,8 +44,9 @@ cost of the cluster), ``u`` the plan's busy fraction:
   found (``N'`` asked once its ``U`` is settled), and one whose search has seen ``m``
   instances miss them (so ``U > m``, a cost of at least ``m + 1 + e``, a lower bound of
   ``N' + e`` too) is dropped where that cannot win. The load stage is handed the chosen
-  plan's ``U`` and the rates it was searched at (:class:`FleetSearch`) rather than search
-  it again (a mix's class likewise: each class's instances hold their own headroom).
+  plan's ``U`` and the rates it was searched at, and the fleet ``N'`` its second test
+  settled (:class:`FleetSearch`), rather than search and test it again (a mix's class
+  likewise: each class's instances hold their own headroom).
 
 ``power_weight`` None (``workload.plan_objective = "throughput"``): the most tokens/s among
 the plans meeting the SLOs on a fixed cluster, the smallest fleet ``N'`` for a fleet. A
@@ -60,6 +62,7 @@ demand.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from dataclasses import dataclass
@@ -120,15 +123,30 @@ class FleetSearch:
     """Per trial (shape (n,)), the fleet search of the plan a fleet's choice took: ``up``
     the fewest up instances (:func:`mcengine.stages.load.fewest_instances`; 0 where the
     trial took none), searched at ``rate_per_s`` requests/s with ``per_instance_rate``
-    requests/s an instance saturates."""
+    requests/s an instance saturates; and the fleet's second test of that plan
+    (:func:`mcengine.stages.load.serving_fleet`, docs/load.md#peak): the ``fleet`` ``N'`` it
+    settled, from the ``tested_fleet`` ``N`` (``fleet_instances(up)``) at
+    ``served_rate_per_s`` requests/s, ``P / (A O)`` (all three 0 where the choice asked no
+    such test: no headroom law handed, or no finite fleet)."""
 
     up: np.ndarray
     rate_per_s: np.ndarray
     per_instance_rate: np.ndarray
+    fleet: np.ndarray
+    tested_fleet: np.ndarray
+    served_rate_per_s: np.ndarray
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Each field's array by its name."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def where(self, keep: np.ndarray) -> "FleetSearch":
         """The search of the trials of ``keep`` (boolean (n,)), none (0) elsewhere."""
-        return FleetSearch(*(np.where(keep, x, 0.0) for x in (self.up, self.rate_per_s, self.per_instance_rate)))
+        return FleetSearch(**{k: np.where(keep, x, 0.0) for k, x in self.arrays().items()})
+
+    def part(self, a: int, b: int) -> "FleetSearch":
+        """The search of trials ``a`` to ``b``."""
+        return FleetSearch(**{k: x[a:b] for k, x in self.arrays().items()})
 
 
 def choose(table, power_weight, demand: Demand, output_tokens, n: int, steps_of) -> tuple[np.ndarray, np.ndarray, FleetSearch | None]:
@@ -167,12 +185,11 @@ def choose_jointly(parts: list[tuple]) -> list[tuple[np.ndarray, np.ndarray, Fle
     instances = joined(lambda p: p[2].instances) if fixed[0] else None
 
     def split(best, met, fleet) -> list[tuple]:
-        return [(best[a:b], met[a:b], None if fleet is None else FleetSearch(*(x[a:b] for x in (fleet.up, fleet.rate_per_s, fleet.per_instance_rate))))
-                for a, b in zip(starts[:-1], starts[1:])]
+        return [(best[a:b], met[a:b], None if fleet is None else fleet.part(a, b)) for a, b in zip(starts[:-1], starts[1:])]
 
     flat = _flat(tables, ns)
     if flat is None:
-        return split(np.zeros(n, np.int64), np.zeros(n, bool), None if fixed[0] else FleetSearch(*np.zeros((3, n))))
+        return split(np.zeros(n, np.int64), np.zeros(n, bool), None if fixed[0] else FleetSearch(*np.zeros((len(dataclasses.fields(FleetSearch)), n))))
     table_rows, stacked = flat
     served, ttft0 = stacked(0), stacked(4) * MS_PER_S
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -393,6 +410,35 @@ def _firsts(rows, cols, pick, n: int) -> tuple[np.ndarray, np.ndarray]:
     return best, met
 
 
+#: A lifted bound's margin below the cost it bounds: ``(floor + h) e`` computed as ``(floor
+#: + h) * LIFT_MARGIN`` stays below ``(U + h) + e`` computed in the other order (each sum
+#: within half an ulp; the margin is far wider), so a plan is never dropped by a rounding.
+LIFT_MARGIN = 1.0 - 2.0 ** -40
+
+
+def _headroom_floor(served, mask, rate, output_tokens, headroom) -> np.ndarray:
+    """Per trial the failure headroom every plan's fleet holds at least (0 without
+    ``headroom``): ``h = fleet_instances(U_0) - U_0``, ``U_0 = max(ceil(P / (T_max / O)), 1)``
+    the least of the trial's plans' ``ceil(P / T)`` bounds (``T_max`` its plans' most tokens/s,
+    the same float expression as the bound's). A plan's fleet ``N = fleet_instances(U)`` is
+    ``U + k(N)``, ``k`` the quantile of the instances down among ``N`` (Binomial), which never
+    falls as ``N`` grows, and ``N`` never falls as ``U`` grows: with ``U >= U_0``, ``N' >= N >= U
+    + h``. Where an instance is down half the time or more, or ``U_0``'s fleet is not finite,
+    0: a plan whose fleet is not finite costs ``U + e``
+    (:func:`mcengine.analytic.queueing.fleet_instances` settles its fixed point in a few
+    steps unless an instance is down most of the time)."""
+    n = served.shape[1]
+    if headroom is None:
+        return np.zeros(n)
+    _, down, quantile = headroom
+    most = np.max(served, axis=0, where=mask, initial=0.0)
+    some = (most > 0.0) & (down < 0.5)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        least_up = np.where(some, np.maximum(np.ceil(rate / (most / output_tokens)), 1.0), 0.0)
+    held = qu.fleet_instances(least_up, down, quantile) - least_up
+    return np.where(some & np.isfinite(held), held, 0.0)
+
+
 def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n: int, headroom=None) -> tuple[np.ndarray, np.ndarray, FleetSearch]:
     """The fleet's choice (module docstring) among the plans of ``mask`` ((rows, n): each
     trial's plans that serve; ``served`` their saturated tokens/s, ``busy`` their busy
@@ -409,7 +455,8 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     row than that cost's first. Within a round the searches tell the screen their counts
     between model calls: a plan settled on a count is a cost found, and a plan whose count
     so far bounds its cost to one that can no longer win (by the same rule) is searched no
-    further. ``headroom`` (optional, per trial: the rate ``P / (A O)`` the fleet's instances
+    further; with ``headroom`` both bounds are lifted by the trial's least headroom
+    (:func:`_headroom_floor`). ``headroom`` (optional, per trial: the rate ``P / (A O)`` the fleet's instances
     carry, an instance's probability of being down and ``cluster.headroom_quantile``): a
     plan's cost is its fleet's, ``N' + e``, asked of each plan once its ``U`` is settled:
     ``N'`` its ``N`` instances (``U`` and the headroom,
@@ -431,11 +478,16 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     def energy(r, t):  # the dynamic energy of the pairs, in instances' worth
         return np.zeros(r.size) if weight is None else weight[t] * busy[r, t] / served[r, t]
 
-    least, holder = np.full(n, np.inf), np.full(n, top)  # the least cost found, its first row (of the (rows, n) arrays)
-    known = [np.zeros((4, 0))]  # row, trial, cost and count of the plans searched
+    lift = _headroom_floor(served, mask, rate, model.output_tokens, headroom)
 
-    def found(r, t, costs, ups):  # a trial whose least cost falls holds none of its earlier plans: only these can hold it
-        known.append(np.array([r, t, costs, ups], float))
+    def lifted(floor, t):  # a lower bound of a cost, ``floor`` on the up instances, lifted by the trial's least headroom
+        return np.where(lift[t] > 0.0, (floor + lift[t]) * LIFT_MARGIN, floor)
+
+    least, holder = np.full(n, np.inf), np.full(n, top)  # the least cost found, its first row (of the (rows, n) arrays)
+    known = [np.zeros((6, 0))]  # row, trial, cost, count, N' and N of the plans searched
+
+    def found(r, t, costs, ups, tested):  # a trial whose least cost falls holds none of its earlier plans: only these can hold it
+        known.append(np.vstack([r, t, costs, ups, tested]))
         before = least.copy()
         np.minimum.at(least, t, costs)
         holder[least < before] = top
@@ -454,6 +506,7 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
         ro, to, eo = r[one], t[one], e[one]
         plans = plans if one.size == r.size else plans.take(one)
         cost = np.full(one.size, np.nan)  # N' + e of the plans settled (twins' firsts)
+        tested = np.zeros((2, one.size))  # N' and N of the plans the second test asked (0: not asked)
 
         def settle(at, ups):  # the cost of the pairs ``at`` needing ``ups`` up instances: their fleet N' (U, the headroom and the N test's x) + e
             cost[at] = ups + eo[at]
@@ -465,16 +518,17 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
                 asked = asked[left(ro[at[asked]], to[at[asked]], cost[at[asked]])]
                 grown = load.serving_fleet(plans.take(at[asked]), served_rate[asked], per_instance(ro[at[asked]], to[at[asked]]), fleet[asked])
                 cost[at[asked]] = np.where(grown > 0, grown, np.inf) + eo[at[asked]]
-            found(ro[at], to[at], cost[at], ups)
+                tested[:, at[asked]] = grown, fleet[asked]
+            found(ro[at], to[at], cost[at], ups, tested[:, at])
 
         def still(at, lower, exact):  # the search's counts so far: a plan settled is found, one whose cost can no longer win is dropped
             settle(at[exact], lower[exact])
-            return left(ro[at], to[at], lower + eo[at])
+            return left(ro[at], to[at], lifted(lower + eo[at], to[at]))
 
         up = load.fewest_instances(plans, rate[to], per_instance(ro, to), still)
         rest = np.flatnonzero((up > 0) & np.isnan(cost))
         settle(rest, up[rest])
-        found(r, t, np.where(up[twin] > 0, cost[twin], np.inf), up[twin])
+        found(r, t, np.where(up[twin] > 0, cost[twin], np.inf), up[twin], tested[:, twin])
 
     trials = np.flatnonzero(mask.any(axis=0))
     first = lead[trials]
@@ -482,11 +536,14 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     open_ = mask & (bound <= least)
     open_[first, trials] = False
     t, r = np.nonzero(np.ascontiguousarray(open_.T))  # grouped by trial, rows ascending within it
-    _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], bound[r[idx], t[idx]]), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
+    keep = lifted(bound[r, t], t) <= least[t]
+    t, r = t[keep], r[keep]
+    _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], lifted(bound[r[idx], t[idx]], t[idx])), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
     met = holder < top
-    kr, kt, _, ku = np.concatenate(known, axis=1)
+    kr, kt, _, ku, kn, kf = np.concatenate(known, axis=1)
     kr, kt = kr.astype(np.int64), kt.astype(np.int64)
     won = np.flatnonzero(met[kt] & (kr == holder[kt]))  # each trial's chosen plan (searched once: its entries agree)
-    search_of = np.zeros((3, n))
-    search_of[:, kt[won]] = ku[won], rate[kt[won]], per_instance(kr[won], kt[won])
+    search_of = np.zeros((6, n))
+    search_of[:, kt[won]] = (ku[won], rate[kt[won]], per_instance(kr[won], kt[won]), kn[won], kf[won],
+                             np.where(kn[won] > 0, headroom[0][kt[won]], 0.0) if headroom is not None else np.zeros(won.size))
     return np.where(met, table_rows[np.where(met, holder, 0)], 0), met, FleetSearch(*search_of)
