@@ -132,9 +132,13 @@ def served_mean(mean, peak_to_mean, capacity) -> np.ndarray:
 
 
 def share_below(mean, peak_to_mean, capacity) -> np.ndarray:
-    """Share of a day the sinusoid demand is at most ``capacity``: ``1/2 + theta0 / pi``."""
+    """Share of a day the sinusoid demand is at most ``capacity``: ``1/2 + theta0 / pi``; 1
+    where the capacity is at least the peak ``m p`` (the peak as its callers compute it,
+    ``mean * peak_to_mean``): near the peak ``theta0`` is ``pi / 2 - sqrt(2 (1 - s))``, so an
+    ``s = (m p - m) / (m (p - 1))`` rounded an ulp below 1 would read about ``1 - 5e-9``."""
     s, theta0 = _phase(mean, peak_to_mean, capacity)
-    return np.where(s >= 1.0, 1.0, np.where(s <= -1.0, 0.0, 0.5 + theta0 / np.pi))
+    reached = np.asarray(capacity, float) >= np.asarray(mean, float) * np.asarray(peak_to_mean, float)
+    return np.where((s >= 1.0) | reached, 1.0, np.where(s <= -1.0, 0.0, 0.5 + theta0 / np.pi))
 
 
 #: Most steps of :func:`fleet_instances`' fixed point (a fixed cap: run time never grows with

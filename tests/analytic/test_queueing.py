@@ -81,6 +81,16 @@ def test_diurnal_sinusoid_by_hand():
     np.testing.assert_allclose(qu.share_below(100.0, 1.0, [120.0, 80.0]), [1.0, 0.0])
 
 
+def test_a_capacity_at_the_peak_holds_all_day():
+    """A capacity exactly at the peak ``m p`` (as the load stage computes it) reads 1, though
+    ``s = (m p - m) / (m (p - 1))`` rounds below 1 in about 3 of 10 of these random days
+    (``arcsin`` would read that as about 1 - 1e-8, up to 3e-6 at ``p`` near 1)."""
+    rng = np.random.default_rng(5)
+    m, p = rng.uniform(1e3, 1e6, 10_000), rng.uniform(1.0, 3.0, 10_000)
+    assert (qu._phase(m, p, m * p)[0] < 1.0).mean() > 0.2
+    np.testing.assert_array_equal(qu.share_below(m, p, m * p), 1.0)
+
+
 def test_served_mean_matches_a_quadrature():
     theta = (np.arange(100_000) + 0.5) / 100_000 * 2 * np.pi
     demand = 100 * (1 + 0.7 * np.sin(theta))
