@@ -771,15 +771,19 @@ def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instan
     search's lower end stops within its tolerance below the first rate it finds missing,
     which can lie just above such a load). ``searched`` (optional, fixed, tokens/s): a
     capacity the planner found for the plan on the cluster's ``instances``, searched from no
-    load (:data:`GOODPUT_SEARCHED`, 0 where none), taken where this search would be that one
-    (no load known: the same search, bit for bit). Returns ``(capacity, fleet_capacity, latency)``."""
+    load (:data:`GOODPUT_SEARCHED`, 0 where it searched none), taken where it is above 0 and
+    this search would be that one (no load known: the same search, bit for bit; a capacity
+    of 0 searched again is the same 0). Returns ``(capacity, fleet_capacity, latency)``."""
     if fixed:
         n = instances.size
         both = np.r_[np.arange(n), np.arange(n)]
         known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
         held = np.r_[instances, np.where(fleet > 0, fleet_of, instances)]
-        found = np.zeros(2 * n) if searched is None else np.where((known == 0.0) & (held == instances[both]), searched[both], 0.0)
-        ask = np.flatnonzero(found <= 0.0)
+        found, taken = np.zeros(2 * n), np.zeros(2 * n, bool)  # taken: the rows whose capacity is the planner's
+        if searched is not None:
+            taken = (known == 0.0) & (held == instances[both]) & (searched[both] > 0.0)
+            found[taken] = searched[both[taken]]
+        ask = np.flatnonzero(~taken)
         found[ask] = capacity_tokens(plans.take(both[ask]), held[ask], per_instance[both[ask]], availability[both[ask]], known[ask])
         capacity, fleet_capacity = np.split(found, 2)
         fleet_capacity = np.maximum(fleet_capacity, served)
