@@ -627,8 +627,9 @@ def cluster_of(scenario: Scenario, inputs: TrialInputs, fleet) -> np.ndarray:
 
 def served_peak_rate(peak, availability, output_tokens) -> np.ndarray:
     """The requests/s a fleet's instances carry at a ``peak`` of output tokens/s at the served
-    ``availability`` ``A``, ``P / (A O)`` (infinite where ``A`` is 0: no fleet serves it)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    ``availability`` ``A``, ``P / (A O)`` (infinite where ``A`` is 0, or so small that the
+    quotient overflows: no fleet serves it)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(availability > 0, peak / (availability * output_tokens), np.inf)
 
 

@@ -407,3 +407,31 @@ def test_the_n_tests_extra_instances_can_flip_a_fleets_choice():
     assert met.all() and best[0] == 0 and search.up[0] == 48.0
     best, met, search = _fleet_choice(*args, (served_rate, np.zeros(n), np.full(n, 0.999)))
     assert met.all() and best[0] == 1 and search.up[0] == 48.0
+
+
+def test_a_trial_whose_every_fleet_is_infinite_keeps_its_saturation_plan_and_buys_none():
+    """Where the peak over the served availability, ``P / (A O)``, overflows (``A`` = 5e-324,
+    the least float above 0), no count of instances carries it: the fleet's second test
+    (load.serving_fleet) finds none for any plan, so every plan's fleet costs ``+inf`` and the
+    choice under the demand meets in no trial. Each trial keeps its saturation plan, hands
+    the load stage no fleet search (``up`` 0), and the load stage, asking the same test,
+    buys no fleet (``load.fleet_instances`` 0: the trial serves nothing), as for a trial
+    where no plan meets the SLOs unloaded. With the served availability drawn (about
+    0.9999) every trial meets."""
+    throughput = 'workload.plan_objective="throughput"'
+    s = api.check("h100", [*DEMAND, 'cluster.instances="auto"', throughput])
+    inputs = draw_inputs(s, 0, 0, N)
+    cols = run_block(s, 0, 0, N)
+    table = evaluate_candidates(s, inputs)
+    tiny = np.full(N, 5e-324)
+    demand = planning_demand(s, inputs, tiny, cols["instance_availability"])
+    assert np.isinf(load.served_peak_rate(demand.demand * demand.peak_to_mean, tiny, lengths_of(s, inputs).output_tokens)).all()
+    drawn = planner.plan_per_trial(s, inputs, None, table, planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"]))
+    assert (drawn.fleet.up > 0).all()
+    block = planner.plan_per_trial(s, inputs, None, table, demand)
+    np.testing.assert_array_equal(block.index, planner.plan_per_trial(s, inputs, None, table).index)
+    np.testing.assert_array_equal(block.fleet.up, 0.0)
+    saturated = run_block(api.check("h100", [throughput]), 0, 0, N) | planned_steps(s, block, inputs)
+    with np.errstate(over="ignore"):  # the utilisation at the peak, P / (T N A), overflows too
+        got = load.load_columns(s, inputs, {**saturated, "instance_availability": cols["instance_availability"]}, tiny)
+    np.testing.assert_array_equal(got["load.fleet_instances"], 0.0)
