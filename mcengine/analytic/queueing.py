@@ -29,16 +29,16 @@ import scipy  # scipy loads scipy.stats and scipy.integrate on first use: a firs
 from scipy import special
 
 from ..kernels import queueing as kq
-#: Most steps of :func:`_queue_ratio`'s, :func:`_batched_ttft`'s and
-#: :func:`_self_consistent_wait`'s Newton solves (:mod:`mcengine.kernels.queueing`; a fixed
-#: cap: run time never grows with a value; the bisection the bracketed two fall back to
-#: would reach a float's resolution of either bracket in 60).
+#: Most steps of :func:`_batched_ttft`'s and :func:`_self_consistent_wait`'s Newton solves
+#: (:mod:`mcengine.kernels.queueing`; a fixed cap: run time never grows with a value; the
+#: bisection they fall back to would reach a float's resolution of either bracket in 60).
 ROOT_STEPS = 60
 
 
-#: The step, relative to the root, at which :func:`_queue_ratio` and :func:`_batched_ttft`
-#: take a trial's root as solved: a Newton step that short leaves it within about the square
-#: of that where the residual is smooth (a float's resolution), a halving within that.
+#: The step, relative to the root, at which :func:`_batched_ttft` (and the tests' reference
+#: ratio, tests/analytic/ratio_reference.py) takes a trial's root as solved: a Newton step
+#: that short leaves it within about the square of that where the residual is smooth (a
+#: float's resolution), a halving within that.
 ROOT_TOLERANCE = 1e-13
 
 
@@ -132,9 +132,13 @@ def served_mean(mean, peak_to_mean, capacity) -> np.ndarray:
 
 
 def share_below(mean, peak_to_mean, capacity) -> np.ndarray:
-    """Share of a day the sinusoid demand is at most ``capacity``: ``1/2 + theta0 / pi``."""
+    """Share of a day the sinusoid demand is at most ``capacity``: ``1/2 + theta0 / pi``; 1
+    where the capacity is at least the peak ``m p`` (the peak as its callers compute it,
+    ``mean * peak_to_mean``): near the peak ``theta0`` is ``pi / 2 - sqrt(2 (1 - s))``, so an
+    ``s = (m p - m) / (m (p - 1))`` rounded an ulp below 1 would read about ``1 - 5e-9``."""
     s, theta0 = _phase(mean, peak_to_mean, capacity)
-    return np.where(s >= 1.0, 1.0, np.where(s <= -1.0, 0.0, 0.5 + theta0 / np.pi))
+    reached = np.asarray(capacity, float) >= np.asarray(mean, float) * np.asarray(peak_to_mean, float)
+    return np.where((s >= 1.0) | reached, 1.0, np.where(s <= -1.0, 0.0, 0.5 + theta0 / np.pi))
 
 
 #: Most steps of :func:`fleet_instances`' fixed point (a fixed cap: run time never grows with
@@ -406,31 +410,6 @@ def _waited_alone(arrivals):
 SMOOTH_ARRIVAL_CV2 = 1e-3
 
 
-def _queue_ratio(rate_per_s, arrival_cv, gap_s, top, dispersion=1.0):
-    """The ratio ``z`` of the geometric law of the prompts a waiting request finds ahead of it
-    in a pool of servers taking up to ``top`` queued prompts a pass: ``P(Q >= j) = z^j``.
-    The GI/M^[1,P]/c embedded chain at arrivals (Chaudhry and Templeton, *A First Course in
-    Bulk Queues*, 1983; docs/sources.md#load-queueing): while every server is busy, passes
-    end at rate ``1 / g`` (``g = gap_s``) and each takes ``top`` prompts, so between two
-    arrivals (a gap ``A``) the queue falls by ``P D``, ``D`` the passes ended in ``A``, and
-    a geometric law is stationary where ``z = E[z^(P D)]``. With ``D`` Poisson of mean ``A /
-    g`` (M^[1,P]) that is ``z = A*((1 - z^P) / g)``, ``A*`` the Laplace transform of the
-    arrivals' gaps (gamma of mean ``1 / lambda`` and squared CV ``c_a^2``: ``A*(s) = (1 + s
-    c_a^2 / lambda)^(-1 / c_a^2)``; Poisson's ``lambda / (lambda + s)``). Pass ends less
-    variable than Poisson's (index of dispersion ``I = dispersion``, Var/mean of ``D``) are
-    taken as ``I`` times a Poisson count of mean ``A / (g I)``: ``z = A*((1 - z^(P I)) / (g
-    I))`` (``I -> 0``: ``-P ln z / g``, deterministic pass ends). The root in ``(0, 1)``
-    exists where full passes drain faster than prompts arrive (``P > lambda g``); 1 (no
-    steady state) where they do not: :func:`mcengine.kernels.queueing.queue_ratios`, Newton
-    steps on ``ln z`` rising to the root, each trial to within :data:`ROOT_TOLERANCE` of it
-    (:data:`ROOT_STEPS` steps at most). The chain's wait reads the index
-    of dispersion off ``z`` itself and solves that one equation instead
-    (:func:`_self_consistent_wait`); this is the law at a given index, which the tests hold
-    that solve to."""
-    lam, v, g, p, d = _flat(rate_per_s, np.asarray(arrival_cv, float) ** 2, gap_s, top, dispersion)
-    return kq.queue_ratios(lam, v, g, p, np.maximum(d, 1e-12), ROOT_STEPS, ROOT_TOLERANCE).reshape(_shape(rate_per_s, arrival_cv, gap_s, top, dispersion))
-
-
 def _shape(*arrays) -> tuple:
     """The shape the arrays broadcast to."""
     return np.broadcast_shapes(*(np.shape(x) for x in arrays))
@@ -446,8 +425,15 @@ def _flat(*arrays) -> tuple[np.ndarray, ...]:
 def _queue_wait(bq: BatchQueue, rate_per_s, arrival_cv, servers, full_pass_s, top, at_least=0.0):
     """The longer of ``at_least`` (s) and the mean wait (s) of a request that waits in a
     :func:`batch_queue` for the passes of the queue ahead of it: the gap in progress and,
-    for ``Q`` prompts ahead (geometric, :func:`_queue_ratio`), ``J = floor(Q / P)`` whole
-    gaps more, ``P(J >= j) = z^(P j)``. With exponential gaps of mean ``g``
+    for ``Q`` prompts ahead, ``J = floor(Q / P)`` whole gaps more, ``P(J >= j) = z^(P
+    j)``: ``Q`` geometric, ``P(Q >= j) = z^j``, the GI/M^[1,P]/c embedded chain at arrivals
+    (Chaudhry and Templeton, *A First Course in Bulk Queues*, 1983;
+    docs/sources.md#load-queueing): passes end at rate ``1 / g`` while every server is busy,
+    each taking ``P`` prompts, and a geometric law is stationary where ``z = A*((1 - z^(P
+    I)) / (g I))``, ``A*`` the Laplace transform of the arrivals' gamma gaps, ``I`` the
+    pass ends' index of dispersion (a scaled Poisson count; ``I -> 0``: ``-P ln z / g``);
+    the root in ``(0, 1)`` exists where full passes outrun the arrivals (``P > lambda
+    g``). With exponential gaps of mean ``g``
     (:attr:`BatchQueue.gap_s` less its burst factor ``(1 + c_a^2) / 2``), ``1 + J`` of them
     sum to an exponential of mean ``W(I) = g / (1 - z_I^P)`` (a geometric sum of
     exponentials), ``z_I`` the ratio at pass ends of index of dispersion ``I``. The passes'
@@ -483,7 +469,7 @@ WAIT_TOLERANCE = 1e-13
 def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     """The longer of ``at_least`` and :func:`_queue_wait`'s fixed point (flat arrays: arrivals/s,
     arrival CV, gap ``g``, prompts a pass ``P``, pass ``T``, the floor): the wait ``W = g /
-    (1 - z^P)`` at the root in ``z`` of one equation, the ratio's (:func:`_queue_ratio`) with
+    (1 - z^P)`` at the root in ``z`` of one equation, the ratio's (:func:`_queue_wait`) with
     the index of dispersion read off ``z`` itself, ``H(z) = z - A*((1 - z^(P I(z))) / (g
     I(z)))``, ``I(z) = max(0, 1 - g / (T (1 - z^P)))`` (the fixed point ``W = W(I)``, ``I =
     max(0, 1 - W / T)``, with ``W`` written in ``z``):
@@ -495,9 +481,13 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     A*((1 - z^(P I)) / (g I))``, whose root in ``(0, 1)`` is the ratio ``z_I`` at index
     ``I``, so ``H(z) = G_(I(z))(z)``:
 
-    1. ``G_I < 0`` on ``[0, z_I)`` and ``G_I > 0`` on ``(z_I, 1)``: ``G_I`` is concave
-       with ``G_I(0) < 0``, ``G_I(1) = 0`` and ``G_I'(1) = 1 - k < 0``
-       (:func:`mcengine.kernels.queueing.queue_ratios`).
+    1. ``G_I < 0`` on ``[0, z_I)`` and ``G_I > 0`` on ``(z_I, 1)``: ``G_I(z)`` has the
+       sign of ``y - ln phi(e^y)`` at ``y = ln z`` (``phi(z) = A*((1 - z^(P I)) / (g
+       I))``), which is concave in ``y`` (``ln phi`` is convex in ``y``: with ``s = c (1 -
+       e^(q y))``, ``c = 1 / (g I lambda)``, ``q = P I``, ``v`` the arrivals' squared CV,
+       its slope ``c q e^(q y) / (1 + s v)`` rises with ``y``), 0 at ``y = 0`` with slope
+       ``1 - k < 0`` there and ``-inf`` as ``y -> -inf``: one root below 0, negative below
+       it and positive above it.
     2. ``z_I`` rises with ``I``: at a fixed ``z``, ``(1 - e^(-a I)) / I`` (``a = -P ln z >
        0``) falls as ``I`` rises and ``A*`` falls with its argument, so ``G_I(z)`` falls;
        at ``I' > I``, ``G_(I')(z_I) <= 0`` puts ``z_I`` at or below ``z_(I')`` by 1.
@@ -507,13 +497,13 @@ def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     >= I*`` (3), so ``z_(I(z)) >= z* > z`` (2) and ``H(z) < 0`` (1); above it, ``I(z) <=
     I*``, ``z_(I(z)) <= z* < z`` and ``H(z) > 0``. So ``H`` changes sign once in ``(0,
     1)``, at ``z*``, and each root of ``H`` is a fixed point (``z = z_(I(z))``): the same
-    root as the nested solve of ``I`` (each step a :func:`_queue_ratio` solve;
+    root as the nested solve of ``I`` (each step a solve of ``z_I``;
     tests/analytic/wait_reference.py), and unique. The bracket's low end is 0 (``H(0) = -A*(.) < 0``) or, where the floor is
     above ``g``, the ratio whose wait is the floor, ``z_f = (1 - g / at_least)^(1 / P)``:
     ``H(z_f) >= 0`` puts ``z*`` at or below ``z_f``, so ``W <= at_least`` and the answer is
     the floor with no step taken. Its high end is 1 (``H(1) = 0``, ``H > 0`` just below it),
     and the sign of ``H`` at any step in between tells which end it replaces. The index of
-    dispersion is floored at 1e-12, as :func:`_queue_ratio` floors it (the floor keeps 3).
+    dispersion is floored at 1e-12 (the floor keeps 3).
     A trial's answer is its own, whatever else the arrays hold (docs/load.md#disaggregated)."""
     return kq.self_consistent_waits(lam, np.asarray(arrival_cv, float) ** 2, g, top, pass_s, at_least, ROOT_STEPS, WAIT_TOLERANCE, SMOOTH_ARRIVAL_CV2)
 

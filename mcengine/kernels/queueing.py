@@ -1,10 +1,6 @@
-"""The load models' roots compiled (docs/load.md#speed): the root of the bulk queue's
+"""The load models' roots compiled (docs/load.md#speed): the queue wait of the bulk queue's
 embedded chain and the quantile of a waiting request's TTFT, trial by trial.
 
-:func:`queue_ratios` solves :func:`mcengine.analytic.queueing._queue_ratio`'s root, the
-bulk queue's ratio at a given index of dispersion, which no model path calls: it is the law
-the tests hold the wait's one solve to (tests/analytic/wait_reference.py's nested solve and
-tests/kernels/test_queueing.py), by Newton steps on ``ln z`` that rise to it.
 :func:`hypoexponential_quantiles` solves :func:`mcengine.analytic.queueing._batched_ttft`'s
 quantile by Newton steps kept in a bracket (:func:`_newton_or_halving`: a step that leaves
 the bracket or fails to halve it halves it instead), a trial at a time (a trial's answer
@@ -43,15 +39,15 @@ def _gamma_transform(t, v, power, smooth_cv2):
 def _heavy_traffic_root(drains, v, pd):
     """``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``, where the parabola of ``phi`` at 1
     (``phi'(1) = k = drains``, ``phi''(1) = (1 + v) k^2 + k (P I - 1)``, ``pd = P I``) meets
-    ``z``: :func:`queue_ratios`' start and :func:`self_consistent_waits`' high end."""
+    ``z``: :func:`self_consistent_waits`' high end (and the start of the tests' reference
+    ratio, tests/analytic/ratio_reference.py)."""
     return 1.0 - 2.0 * (drains - 1.0) / ((1.0 + v) * drains * drains + drains * (pd - 1.0))
 
 
 @inline_kernel
 def _dispersion(log_z, g, p, span):
     """The index of dispersion ``max(1 - W / T, 1e-12)`` of the wait ``W = g / (1 - z^P)``
-    at ``ln z = log_z`` (``T = span``; 1e-12 as
-    :func:`mcengine.analytic.queueing._queue_ratio` floors it)."""
+    at ``ln z = log_z`` (``T = span``; 1e-12 keeps the ratio's equation defined)."""
     return max(1.0 - g / (-math.expm1(p * log_z) * span), 1e-12)
 
 
@@ -75,126 +71,6 @@ def _newton_or_halving(x, g, dg, lo, hi, moved, before, tolerance, scale):
         step = 0.5 * (lo + hi)
     length = abs(step - x)
     return step, lo, hi, length, moved, length <= tolerance * scale
-
-
-@inline_kernel
-def _expm1_less_x(x):
-    """``e^x - 1 - x`` to full relative precision for ``|x| < 1`` (its series, to ``x^22 /
-    22!``), where ``expm1(x) - x`` would lose the digits ``x`` cancels."""
-    term = 0.5 * x * x
-    total = term
-    for n in range(3, 23):
-        term *= x / n
-        total += term
-    return total
-
-
-@inline_kernel
-def _x_less_log1p(u):
-    """``u - ln(1 + u)`` to full relative precision for ``0 <= u < 1``: ``ln(1 + u) = 2
-    atanh(w)``, ``w = u / (2 + u) <= 1/3``, so it is ``u^2 / (2 + u) - 2 (w^3 / 3 + w^5 / 5 +
-    ...)`` (to ``w^41``)."""
-    w = u / (2.0 + u)
-    w2 = w * w
-    power, tail = w * w2, 0.0
-    for n in range(1, 21):
-        tail += power / (2 * n + 1)
-        power *= w2
-    return u * u / (2.0 + u) - 2.0 * tail
-
-
-@inline_kernel
-def _log_ratio_residual(y, lam, v, gd, pd, excess):
-    """:func:`queue_ratios`' residual at ``y = ln z`` and its derivative: ``H(y) = y - ln
-    phi(e^y) = y + ln(1 + s v) / v`` (``y + s`` at ``v = 0``), ``s = (1 - e^(P I y)) / (g I
-    lambda)`` (``gd = g I``, ``pd = P I``), and ``H' = 1 - k e^(P I y) / (1 + s v) = (s (v +
-    P I) - (k - 1)) / (1 + s v)`` (``k = P / (lambda g)``, ``excess = k - 1``; ``k e^(P I y)
-    = k - s P I``). Where ``|P I y| < 1`` and ``s v < 1`` (near capacity ``y``, ``s`` and
-    ``H`` are small), ``H = -(k - 1) y - (e^(P I y) - 1 - P I y) / (g I lambda) - (s v -
-    ln(1 + s v)) / v``, each term to full precision: the ``y`` and ``k y`` that cancel in
-    ``y + s`` cancel exactly in ``-(k - 1) y``."""
-    x = pd * y
-    s = -math.expm1(x) / gd / lam
-    slope = (s * (v + pd) - excess) / (1.0 + s * v)
-    if abs(x) < 1.0 and s * v < 1.0:
-        f = -excess * y - _expm1_less_x(x) / gd / lam
-        return (f - _x_less_log1p(s * v) / v if v > 0.0 else f), slope
-    log_a = -math.log1p(s * v) / v if v > 0.0 else -s
-    return y - log_a, slope
-
-
-@inline_kernel
-def _product_error(a, b):
-    """``a b - fl(a b)`` exactly (Dekker's product: Veltkamp's split of each factor into
-    26-bit halves)."""
-    c = 134217729.0 * a
-    ah = c - (c - a)
-    c = 134217729.0 * b
-    bh = c - (c - b)
-    return ((ah * bh - a * b) + ah * (b - bh) + (a - ah) * bh) + (a - ah) * (b - bh)
-
-
-@kernel
-def queue_ratios(rate_per_s, arrival_cv2, gap_s, top, dispersion, steps, tolerance):
-    """The ratio ``z`` of :func:`mcengine.analytic.queueing._queue_ratio` of each trial
-    (float64 arrays of one length: arrivals/s ``lambda``, squared arrival CV ``v``, gap ``g``
-    (s), prompts a pass ``P``, index of dispersion ``I`` of the pass ends, at least 1e-12):
-    the root in ``(0, 1)`` of ``z = phi(z) = A*((1 - z^(P I)) / (g I))`` (``A*(s) = (1 + s v
-    / lambda)^(-1 / v)`` the gamma gaps' transform, ``e^(-s / lambda)`` at ``v = 0``;
-    Chaudhry and Templeton 1983), 1 where ``P <= lambda g`` (no root below 1), 0 where
-    ``lambda = 0``. Solved in ``y = ln z`` (:func:`_log_ratio_residual`): ``H(y) = y - ln
-    phi(e^y)`` is concave on ``y < 0`` for every ``v >= 0`` and ``P I > 0`` (``ln phi`` is
-    convex in ``y``: with ``s = c (1 - e^(q y))``, ``c = 1 / (g I lambda)``, ``q = P I``,
-    its slope ``c q e^(q y) / (1 + s v)`` rises with ``y``), ``H(0) = 0``, ``H'(0) = 1 - P /
-    (lambda g) < 0`` and ``H -> -inf`` as ``y -> -inf``: one root ``y*``, ``H < 0`` below it
-    and ``H > 0`` between it and 0, ``H' > 0`` below it. ``ln phi(0) = -ln(1 + c v) / v``
-    (``-c`` at ``v = 0``; no underflow however small ``phi(0)``) is below the root (``y* =
-    ln phi(e^y*)`` and ``phi`` increases). The steps start from the larger of it and the
-    logarithm of the heavy-traffic root ``1 - 2 (k - 1) / ((1 + v) k^2 + k (P I - 1))``,
-    where ``phi``'s parabola at 1 (``phi'(1) = k = P / (lambda g)``, ``phi''(1) = (1 + v)
-    k^2 + k (P I - 1)``) meets ``z`` (where that is in ``(0, 1)``). Newton steps on the
-    concave ``H``: from below the root each tangent meets 0 between the point and the root,
-    so the steps rise to it; from above (the start, at most once) it meets 0 below the root,
-    and a step below ``ln phi(0)`` (or from past ``H``'s maximum, ``H' <= 0``) goes to
-    ``ln phi(0)`` instead. No halving: a trial stops once a step is at most ``tolerance``
-    (relative to ``z``), once a step from below lands above the root (rounding: the root is
-    between the two iterates) or would leave ``(lo, hi)`` or not move, after ``steps`` steps
-    at most; so ``y < 0`` (``z < 1`` but where ``e^y`` rounds to 1)."""
-    n = rate_per_s.size
-    out = np.ones(n)
-    for i in range(n):
-        lam, v, g, p, d = rate_per_s[i], arrival_cv2[i], gap_s[i], top[i], dispersion[i]
-        if not p > lam * g:
-            continue
-        if not lam > 0.0:  # no arrivals: no queue
-            out[i] = 0.0
-            continue
-        pd, gd = p * d, g * d
-        drains = p / (g * lam)  # phi'(1) = P / (lambda g) > 1
-        served = g * lam
-        excess = ((p - served) - _product_error(g, lam)) / served  # k - 1 with lambda g exact
-        lo = -math.log1p(v / gd / lam) / v if v > 0.0 else -1.0 / gd / lam  # ln phi(0)
-        heavy = _heavy_traffic_root(drains, v, pd)
-        y = max(lo, math.log(heavy)) if 0.0 < heavy < 1.0 else lo
-        hi, rose = 0.0, False  # H > 0 on (y*, 0); rose: the last step was from below
-        for _ in range(steps):
-            f, slope = _log_ratio_residual(y, lam, v, gd, pd, excess)
-            if f > 0.0 and rose:  # a step from below crossed the root: it is in [lo, y]
-                break
-            rose = f <= 0.0
-            if rose:
-                lo = y
-            else:
-                hi = y
-            step = max(y - f / slope, lo) if slope > 0.0 else lo
-            if not step < hi or step == y:  # the root in [lo, hi] is closer than a Newton step resolves
-                break
-            done = abs(step - y) <= tolerance
-            y = step
-            if done:
-                break
-        out[i] = math.exp(y)
-    return out
 
 
 @inline_kernel
@@ -259,9 +135,8 @@ def _wait_residual(z, lam, v, g, p, span, power, smooth_cv2):
     """:func:`self_consistent_waits`' residual at the ratio ``z`` in ``(0, 1)`` and its
     derivative: ``H(z) = z - A*(x)``, ``x = (1 - z^(P d)) / (g d lambda)``, ``A*`` the gamma
     gaps' transform (:func:`_gamma_transform`), at the index of dispersion ``d = max(1 - W /
-    T, 1e-12)`` of the wait ``W = g / (1 - z^P)`` (``T = span``; 1e-12 as
-    :func:`mcengine.analytic.queueing._queue_ratio` floors it: ``-P ln z / g`` to 1e-12 of
-    it). ``H' = 1 + A*(x) / (1 + x v) x'`` (``A*' = -A* / (1 + x v)``), ``x' = (-P z^(P
+    T, 1e-12)`` of the wait ``W = g / (1 - z^P)`` (``T = span``; at the floor 1e-12 ``x``
+    is ``-P ln z / g`` to 1e-12 of it). ``H' = 1 + A*(x) / (1 + x v) x'`` (``A*' = -A* / (1 + x v)``), ``x' = (-P z^(P
     d) / z + d' (-P ln z z^(P d) d - (1 - z^(P d))) / d^2) / (g lambda)`` (``d (1 - z^(P
     d))``'s derivative in ``d`` over ``d^2``), ``d' = -W P z^P / (z (1 - z^P) T)`` where
     ``d`` is above its floor, 0 where it is held there."""
@@ -289,7 +164,7 @@ def self_consistent_waits(rate_per_s, arrival_cv2, gap_s, top, pass_s, at_least,
     ratio whose wait is the floor, so ``H(z_f) >= 0`` puts the root at or below it and the
     answer is the floor, with no step taken. The steps start from ``u(d(u_f))``, ``u(d) = 1
     - 2 (k - 1) / ((1 + v) k^2 + k (P d - 1))`` (``k = P / (lambda g)``) the heavy-traffic
-    root of :func:`queue_ratios` at the index of dispersion ``d``, ``u_f = u(d(z_f))``, ``d(z)``
+    root of the ratio's equation at the index of dispersion ``d``, ``u_f = u(d(z_f))``, ``d(z)``
     the index at the ratio ``z`` (the heavy-traffic root read again at the index of its own
     wait: near capacity the wait outgrows a pass and the index falls to its floor, which
     ``u_f`` does not see), or the bracket's midpoint where that is outside it. Newton steps

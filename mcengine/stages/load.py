@@ -649,8 +649,9 @@ def cluster_of(scenario: Scenario, inputs: TrialInputs, fleet) -> np.ndarray:
 
 def served_peak_rate(peak, availability, output_tokens) -> np.ndarray:
     """The requests/s a fleet's instances carry at a ``peak`` of output tokens/s at the served
-    ``availability`` ``A``, ``P / (A O)`` (infinite where ``A`` is 0: no fleet serves it)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    ``availability`` ``A``, ``P / (A O)`` (infinite where ``A`` is 0, or so small that the
+    quotient overflows: no fleet serves it)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(availability > 0, peak / (availability * output_tokens), np.inf)
 
 
@@ -714,7 +715,7 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
       peak); no fleet where some class misses its SLOs unloaded (``U_c = 0``);
     * its capacity at SLO is the largest mix demand every class meets, ``min_c C_c / w_c``
       (the fleet's likewise), so its goodput and SLO attainment count the demand while every
-      class meets its SLOs (:func:`sized`);
+      class meets its SLOs (:func:`sized`; the attainment 1 where every class's is);
     * its saturated rate is the mix's rate an instance (the roofline's harmonic mean,
       ``1 / sum_c w_c / T_c``) times the instances and the served availability: its mean
       utilisation is then the share of instance time the classes keep busy;
@@ -748,10 +749,12 @@ def mix_load_columns(scenario: Scenario, inputs: TrialInputs, columns: dict[str,
     out = sized(demand, peak_to_mean, columns["tokens_per_s_instance"], availability, instances,
                 np.minimum.reduce([c / w for c, w in zip(capacity, shares)]), np.minimum.reduce([c / w for c, w in zip(fleet_capacity, shares)]),
                 fleet, up_needed, np.maximum.reduce([x.ttft_q_s for x in latency]), np.maximum.reduce([x.tpot_q_s for x in latency]))
-    for name, w, c, x, h, u in zip(names, shares, capacity, latency, held, up):
+    attained = [qu.share_below(demand * w, peak_to_mean, c) for w, c in zip(shares, capacity)]
+    # every class all day is the mix all day (its capacity min_c C_c / w_c can round an ulp below D p where each C_c is its peak)
+    out["load.slo_attainment"] = np.where(np.logical_and.reduce([a == 1.0 for a in attained]), 1.0, out["load.slo_attainment"])
+    for name, a, x, h, u in zip(names, attained, latency, held, up):
         out |= {f"{MIX_PREFIX}{name}.ttft_at_load_ms": x.ttft_q_s * MS_PER_S, f"{MIX_PREFIX}{name}.tpot_at_load_ms": x.tpot_q_s * MS_PER_S,
-                f"{MIX_PREFIX}{name}.slo_attainment": qu.share_below(demand * w, peak_to_mean, c),
-                f"{MIX_PREFIX}{name}.load_instances": h, f"{MIX_PREFIX}{name}.up_instances": u}
+                f"{MIX_PREFIX}{name}.slo_attainment": a, f"{MIX_PREFIX}{name}.load_instances": h, f"{MIX_PREFIX}{name}.up_instances": u}
     return out
 
 
@@ -793,15 +796,19 @@ def at_peak_of(plans: Plans, per_instance, availability, peak, up_needed, instan
     search's lower end stops within its tolerance below the first rate it finds missing,
     which can lie just above such a load). ``searched`` (optional, fixed, tokens/s): a
     capacity the planner found for the plan on the cluster's ``instances``, searched from no
-    load (:data:`GOODPUT_SEARCHED`, 0 where none), taken where this search would be that one
-    (no load known: the same search, bit for bit). Returns ``(capacity, fleet_capacity, latency)``."""
+    load (:data:`GOODPUT_SEARCHED`, 0 where it searched none), taken where it is above 0 and
+    this search would be that one (no load known: the same search, bit for bit; a capacity
+    of 0 searched again is the same 0). Returns ``(capacity, fleet_capacity, latency)``."""
     if fixed:
         n = instances.size
         both = np.r_[np.arange(n), np.arange(n)]
         known = np.r_[np.where(instances >= up_needed, peak, 0.0), np.where(fleet > 0, peak, 0.0)]
         held = np.r_[instances, np.where(fleet > 0, fleet_of, instances)]
-        found = np.zeros(2 * n) if searched is None else np.where((known == 0.0) & (held == instances[both]), searched[both], 0.0)
-        ask = np.flatnonzero(found <= 0.0)
+        found, taken = np.zeros(2 * n), np.zeros(2 * n, bool)  # taken: the rows whose capacity is the planner's
+        if searched is not None:
+            taken = (known == 0.0) & (held == instances[both]) & (searched[both] > 0.0)
+            found[taken] = searched[both[taken]]
+        ask = np.flatnonzero(~taken)
         found[ask] = capacity_tokens(plans.take(both[ask]), held[ask], per_instance[both[ask]], availability[both[ask]], known[ask])
         capacity, fleet_capacity = np.split(found, 2)
         fleet_capacity = np.maximum(fleet_capacity, served)

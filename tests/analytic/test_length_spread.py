@@ -17,7 +17,7 @@ from mcengine.analytic import queue_continuous as qc
 from mcengine.analytic import queue_disaggregated as qd
 from mcengine.analytic import queue_spread as ql
 from mcengine.analytic import queue_static as qs
-from tests.analytic import wait_reference
+from tests.analytic import ratio_reference, wait_reference
 from tests.analytic.test_queueing import CONTINUOUS
 
 #: The static TTFT quantile's largest fall below its running maximum under arrival CV 2 on
@@ -431,7 +431,7 @@ def test_the_queue_wait_is_its_own_windows_fixed_point():
             pass_s = c * gap
 
             def w(i, rate=rate, gap=gap):
-                return gap / (1.0 - float(qu._queue_ratio(rate, cv, gap, top, i)) ** top)
+                return gap / (1.0 - float(ratio_reference.queue_ratio(rate, cv, gap, top, i)) ** top)
 
             phi = lambda i, w=w, pass_s=pass_s: 1.0 - w(i) / pass_s - i  # noqa: E731
             want = w(0.0) if phi(0.0) <= 0.0 else w(optimize.brentq(phi, 0.0, 1.0, xtol=1e-15, rtol=1e-15))
@@ -441,7 +441,7 @@ def test_the_queue_wait_is_its_own_windows_fixed_point():
 def test_the_queue_wait_is_the_nested_solves_root():
     """:func:`qu._self_consistent_wait` (one root in the ratio ``z``) against the nested solve
     (:func:`wait_reference.nested_wait`: Illinois steps in the index of dispersion, each a
-    :func:`qu._queue_ratio` solve) to 1e-9 relative, twice the largest difference on this
+    :func:`ratio_reference.queue_ratio` solve) to 1e-9 relative, twice the largest difference on this
     sample: over 20,000 random pools (1-64 servers, 1-16 prompts a pass, arrival CV 0-3, a
     fifth Poisson, loads 0.01-0.999 of full passes), with and without the floor, the largest
     is 4.5e-10, at load 0.035 (11 servers, one prompt a pass, arrival CV 0.014), and it is

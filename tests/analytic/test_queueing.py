@@ -13,7 +13,7 @@ from mcengine.analytic import queue_continuous as qc
 from mcengine.analytic import queue_disaggregated as qd
 from mcengine.analytic import queue_spread as ql
 from mcengine.analytic import queue_static as qs
-from tests.analytic import batch_reference, slot_reference
+from tests.analytic import batch_reference, ratio_reference, slot_reference
 
 
 def erlang_c_by_sum(c: int, a: float) -> float:
@@ -79,6 +79,16 @@ def test_diurnal_sinusoid_by_hand():
     # flat demand: all or nothing
     np.testing.assert_allclose(qu.served_mean(100.0, 1.0, [120.0, 80.0]), [100.0, 80.0])
     np.testing.assert_allclose(qu.share_below(100.0, 1.0, [120.0, 80.0]), [1.0, 0.0])
+
+
+def test_a_capacity_at_the_peak_holds_all_day():
+    """A capacity exactly at the peak ``m p`` (as the load stage computes it) reads 1, though
+    ``s = (m p - m) / (m (p - 1))`` rounds below 1 in about 3 of 10 of these random days
+    (``arcsin`` would read that as about 1 - 1e-8, up to 3e-6 at ``p`` near 1)."""
+    rng = np.random.default_rng(5)
+    m, p = rng.uniform(1e3, 1e6, 10_000), rng.uniform(1.0, 3.0, 10_000)
+    assert (qu._phase(m, p, m * p)[0] < 1.0).mean() > 0.2
+    np.testing.assert_array_equal(qu.share_below(m, p, m * p), 1.0)
 
 
 def test_served_mean_matches_a_quadrature():
@@ -787,7 +797,7 @@ def test_the_waiting_batch_is_the_capped_mean_over_a_length_biased_gap():
 
 
 def test_queue_ratio_is_the_embedded_chains_root():
-    """:func:`qu._queue_ratio` against its limits by hand and scipy's root finder: Poisson
+    """:func:`ratio_reference.queue_ratio` against its limits by hand and scipy's root finder: Poisson
     arrivals and pass ends, one prompt a pass: M/M/c's ratio ``rho = lambda g``; gamma
     arrivals (CV 2): GI/M/c's ``sigma = A*((1 - sigma) / g)`` (Kleinrock vol. 1, §6.4);
     deterministic pass ends (dispersion 0) on one server: M/D/1's queue-length decay
@@ -795,15 +805,15 @@ def test_queue_ratio_is_the_embedded_chains_root():
     z^4) / g)``; no root below 1 where full passes do not outrun the arrivals."""
     from scipy.optimize import brentq
 
-    assert qu._queue_ratio(8.0, 1.0, 0.1, 1) == pytest.approx(0.8, rel=1e-12)
+    assert ratio_reference.queue_ratio(8.0, 1.0, 0.1, 1) == pytest.approx(0.8, rel=1e-12)
     lam, g = 8.0, 0.1
     sigma = brentq(lambda z: (1.0 + (1.0 - z) / g * 4.0 / lam) ** -0.25 - z, 1e-9, 1.0 - 1e-12, xtol=1e-15)
-    assert qu._queue_ratio(lam, 2.0, g, 1) == pytest.approx(sigma, rel=1e-12)
+    assert ratio_reference.queue_ratio(lam, 2.0, g, 1) == pytest.approx(sigma, rel=1e-12)
     s = brentq(lambda x: math.exp(0.8 * (x - 1.0)) - x, 1.0 + 1e-9, 10.0, xtol=1e-15)
-    assert qu._queue_ratio(8.0, 1.0, 0.1, 1, 0.0) == pytest.approx(1.0 / s, rel=1e-9)
+    assert ratio_reference.queue_ratio(8.0, 1.0, 0.1, 1, 0.0) == pytest.approx(1.0 / s, rel=1e-9)
     z4 = brentq(lambda z: lam / (lam + (1.0 - z**4) / 0.3) - z, 1e-9, 1.0 - 1e-9, xtol=1e-15)
-    assert qu._queue_ratio(lam, 1.0, 0.3, 4) == pytest.approx(z4, rel=1e-12)
-    assert qu._queue_ratio(lam, 1.0, 0.5, 4) == 1.0  # 4 prompts a 0.5 s gap: 8 a second, as they arrive
+    assert ratio_reference.queue_ratio(lam, 1.0, 0.3, 4) == pytest.approx(z4, rel=1e-12)
+    assert ratio_reference.queue_ratio(lam, 1.0, 0.5, 4) == 1.0  # 4 prompts a 0.5 s gap: 8 a second, as they arrive
 
 
 def test_queue_wait_is_the_longer_window_of_the_pass_ends():
@@ -811,10 +821,10 @@ def test_queue_wait_is_the_longer_window_of_the_pass_ends():
     pass ends are deterministic: the wait is ``g / (1 - z_D)``, ``z_D`` M/D/1's ratio; on
     many servers a wait much shorter than a pass sees Poisson pass ends (dispersion near 1)."""
     one = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.8), np.array(0.1), 0.0, 0.0)
-    z = qu._queue_ratio(8.0, 1.0, 0.1, 1, 0.0)
+    z = ratio_reference.queue_ratio(8.0, 1.0, 0.1, 1, 0.0)
     assert qu._queue_wait(one, 8.0, 1.0, 1, 0.1, 1) == pytest.approx(0.1 / (1.0 - z), rel=1e-12)
     many = qu.BatchQueue(np.array(1.0), np.array(1.0), np.array(0.2), np.array(0.001), 0.0, 0.0)
-    poisson = 0.001 / (1.0 - qu._queue_ratio(200.0, 1.0, 0.001, 1))  # tau = 1.25 ms of a 1 s pass
+    poisson = 0.001 / (1.0 - ratio_reference.queue_ratio(200.0, 1.0, 0.001, 1))  # tau = 1.25 ms of a 1 s pass
     assert qu._queue_wait(many, 200.0, 1.0, 1000, 1.0, 1) == pytest.approx(poisson, rel=1e-3)
 
 
@@ -847,7 +857,7 @@ def test_queue_ratio_of_evenly_spaced_arrivals_is_the_exponential_limit(arrival_
 
     lam, g, top = 30.0, 0.05, 8.0
     want = brentq(lambda z: z - np.exp(-(1.0 - z**top) / (lam * g)), 1e-9, 1.0 - 1e-9, xtol=1e-15)
-    got = qu._queue_ratio(np.array([lam]), arrival_cv, np.array([g]), np.array([top]))
+    got = ratio_reference.queue_ratio(np.array([lam]), arrival_cv, np.array([g]), np.array([top]))
     assert got[0] == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 

@@ -1,11 +1,11 @@
 """The disaggregated queue wait's fixed point solved the nested way (docs/load.md#disaggregated):
 bracketed Illinois steps in the index of dispersion ``I``, each step a
-:func:`mcengine.analytic.queueing._queue_ratio` solve: the reference that the model's
+:func:`tests.analytic.ratio_reference.queue_ratio` solve: the reference that the model's
 solver, one equation in the ratio (:func:`mcengine.analytic.queueing._self_consistent_wait`),
 is tested against."""
 import numpy as np
 
-from mcengine.analytic.queueing import _queue_ratio
+from tests.analytic.ratio_reference import queue_ratio
 
 #: Most Illinois steps of :func:`nested_wait` (the halving a step falls back to reaches
 #: 2^-60 of the bracket).
@@ -19,7 +19,7 @@ DISPERSION_TOLERANCE = 1e-12
 def nested_wait(lam, arrival_cv, g, top, pass_s, at_least):
     """The longer of ``at_least`` and :func:`mcengine.analytic.queueing._queue_wait`'s fixed
     point (flat arrays: arrivals/s, arrival CV, gap ``g``, prompts a pass, pass ``T``, the
-    floor): the wait ``W(I) = g / (1 - z_I^P)`` (:func:`_queue_ratio`) at the root ``I`` in
+    floor): the wait ``W(I) = g / (1 - z_I^P)`` (:func:`queue_ratio`) at the root ``I`` in
     ``[0, 1]`` of ``phi(I) = 1 - W(I) / T - I``, ``W(0)`` where ``phi(0) <= 0`` (a wait of
     a pass or more: ends as regular as the passes). ``phi`` falls strictly (``W`` rises with ``I``), so the root is unique. The
     bracket starts at ``[I_1, 1]``, ``I_1 = max(0, 1 - W(1) / T)`` (the window of Poisson
@@ -33,7 +33,7 @@ def nested_wait(lam, arrival_cv, g, top, pass_s, at_least):
     W(1)``), the steps left out there."""
     def phi(i, rows):
         with np.errstate(divide="ignore", invalid="ignore"):
-            wait = g[rows] / (1.0 - _queue_ratio(lam[rows], arrival_cv[rows], g[rows], top[rows], i) ** top[rows])
+            wait = g[rows] / (1.0 - queue_ratio(lam[rows], arrival_cv[rows], g[rows], top[rows], i) ** top[rows])
         return np.where(np.isfinite(wait), 1.0 - wait / pass_s[rows] - i, -np.inf)
 
     out = np.array(at_least, float)

@@ -43,16 +43,17 @@ def per_mode(s, inputs, demand, table, ks, out):
                       tiled(demand.arrival_cv), tiled(out))
 
 
-def brute(scenario, auto: bool, demand_keys=DEMAND):
-    """(chosen rows, met, brute-force costs (c, n)) of a block of N trials: every candidate
+def brute(scenario, auto: bool, demand_keys=DEMAND, start: int = 0):
+    """(chosen rows, met, brute-force costs (c, n), the N test's extra instances ``x`` (c,
+    n), 0 on a fixed cluster) of a block of N trials from trial ``start``: every candidate
     that serves at saturation answered by the load stage's per-mode model, no screening: on
     a fixed cluster, whether it meets both SLO quantiles at the peak (cost 1 + its dynamic
     energy per token), for a fleet the fewest up instances meeting them
     (load.fewest_instances) plus that energy plus the instances the fleet's second test adds
     (load.serving_fleet on fleet_instances(U) at P / (A O))."""
     s = api.check(scenario, [*demand_keys, *(["cluster.instances=\"auto\""] if auto else [])])
-    inputs = draw_inputs(s, 0, 0, N)
-    cols = run_block(s, 0, 0, N)  # the reliability columns the pipeline hands the planner
+    inputs = draw_inputs(s, 0, start, N)
+    cols = run_block(s, 0, start, N)  # the reliability columns the pipeline hands the planner
     demand = planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"])
     weight = econ.plan_power_weight(s, inputs, cols)
     table = evaluate_candidates(s, inputs)
@@ -65,7 +66,7 @@ def brute(scenario, auto: bool, demand_keys=DEMAND):
     ok = np.isfinite(served) & (served > floor) & (table.stacked(4) * 1e3 <= demand.ttft_slo_ms)
     t = np.where(ok, served, 1.0)
     energy = weight * busy * demand.demand / (t * a)
-    cost = np.full(served.shape, np.inf)
+    cost, extra = np.full(served.shape, np.inf), np.zeros(served.shape)
     ks = np.flatnonzero(ok.any(axis=1))
     plans, tile = per_mode(s, inputs, demand, table, ks, out), len(ks)
     if auto:
@@ -73,28 +74,39 @@ def brute(scenario, auto: bool, demand_keys=DEMAND):
         fleet = qu.fleet_instances(up, np.tile(demand.down_probability, (tile, 1)), np.tile(demand.headroom_quantile, (tile, 1)))
         grown = load.serving_fleet(plans, np.tile(load.served_peak_rate(peak, a, out), tile), (t[ks] / out).ravel(), fleet.ravel()).reshape(tile, N)
         cost[ks] = np.where(ok[ks] & (up > 0) & (grown > 0), up + energy[ks] + (grown - fleet), np.inf)
+        extra[ks] = np.where(np.isfinite(cost[ks]), grown - fleet, 0.0)
     else:
         meets = (plans.misses(np.tile(peak / (a * out), tile), demand.instances) <= 0.0).reshape(tile, N)
         cost[ks] = np.where(ok[ks] & meets, 1.0 + energy[ks] / demand.instances, np.inf)
-    return best, met, cost
+    return best, met, cost, extra
 
 
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
 def test_fixed_cluster_takes_the_cheapest_plan_meeting_the_slos_at_the_peak(name):
-    best, met, cost = brute(name, auto=False)
+    best, met, cost, _ = brute(name, auto=False)
     np.testing.assert_array_equal(met, np.isfinite(cost.min(axis=0)))
     assert met.sum() >= 2
     np.testing.assert_allclose(cost[best, np.arange(N)][met], cost.min(axis=0)[met], rtol=1e-14)  # ties: 1 + x rounds alike
 
 
-@pytest.mark.parametrize("name, demand_keys", [("h100", DEMAND), ("lite-h100", DEMAND), ("lite-h100", DEMAND[:2])])
-def test_fleet_takes_the_plan_needing_the_cheapest_fleet(name, demand_keys):
-    best, met, cost = brute(name, True, demand_keys)
+#: Instances down often (a day's restart) and the headroom at the median of the instances
+#: down: a fleet's N = fleet_instances(U) then often misses P / (A O), so the N test's
+#: extras x are common (x > 0 in 393 of 1,164 candidate-trials of lite-h100's trials 8-13;
+#: 1-7 of ~1,500 with the shipped reliability and headroom quantile), and trial 13's
+#: choice ranked by U + e (x not counted) is not the cheapest fleet.
+DOWN_OFTEN = [*DEMAND, "reliability.restart_hours=24", "cluster.headroom_quantile=0.5"]
+
+
+@pytest.mark.parametrize("name, demand_keys, start, extras", [("h100", DEMAND, 0, 0), ("lite-h100", DEMAND, 0, 0), ("lite-h100", DEMAND[:2], 0, 0),
+                                                             ("lite-h100", DOWN_OFTEN, 8, 300)])
+def test_fleet_takes_the_plan_needing_the_cheapest_fleet(name, demand_keys, start, extras):
+    best, met, cost, extra = brute(name, True, demand_keys, start)
+    assert (extra > 0).sum() >= extras
     assert met.all()  # a fleet can always be bought
     least = cost.min(axis=0)
     np.testing.assert_array_equal(cost[best, np.arange(N)], least)
     np.testing.assert_array_equal(best, np.argmax(cost == least, axis=0))  # the first row on a tie
-    if demand_keys is not DEMAND:  # Poisson arrivals: ties of least cost (disaggregated plans of one prefill pool whose fleet the TTFT sets) occur: the screen skips a tie at a later row
+    if demand_keys == DEMAND[:2]:  # Poisson arrivals: ties of least cost (disaggregated plans of one prefill pool whose fleet the TTFT sets) occur: the screen skips a tie at a later row
         assert ((cost == least).sum(axis=0) > 1).any()
 
 
@@ -455,3 +467,31 @@ def test_the_n_tests_extra_instances_can_flip_a_fleets_choice():
     assert met.all() and best[0] == 0 and search.up[0] == 48.0
     best, met, search = _fleet_choice(*args, (served_rate, np.zeros(n), np.full(n, 0.999)))
     assert met.all() and best[0] == 1 and search.up[0] == 48.0
+
+
+def test_a_trial_whose_every_fleet_is_infinite_keeps_its_saturation_plan_and_buys_none():
+    """Where the peak over the served availability, ``P / (A O)``, overflows (``A`` = 5e-324,
+    the least float above 0), no count of instances carries it: the fleet's second test
+    (load.serving_fleet) finds none for any plan, so every plan's fleet costs ``+inf`` and the
+    choice under the demand meets in no trial. Each trial keeps its saturation plan, hands
+    the load stage no fleet search (``up`` 0), and the load stage, asking the same test,
+    buys no fleet (``load.fleet_instances`` 0: the trial serves nothing), as for a trial
+    where no plan meets the SLOs unloaded. With the served availability drawn (about
+    0.9999) every trial meets."""
+    throughput = 'workload.plan_objective="throughput"'
+    s = api.check("h100", [*DEMAND, 'cluster.instances="auto"', throughput])
+    inputs = draw_inputs(s, 0, 0, N)
+    cols = run_block(s, 0, 0, N)
+    table = evaluate_candidates(s, inputs)
+    tiny = np.full(N, 5e-324)
+    demand = planning_demand(s, inputs, tiny, cols["instance_availability"])
+    assert np.isinf(load.served_peak_rate(demand.demand * demand.peak_to_mean, tiny, lengths_of(s, inputs).output_tokens)).all()
+    drawn = planner.plan_per_trial(s, inputs, None, table, planning_demand(s, inputs, econ.served_availability(s, cols), cols["instance_availability"]))
+    assert (drawn.fleet.up > 0).all()
+    block = planner.plan_per_trial(s, inputs, None, table, demand)
+    np.testing.assert_array_equal(block.index, planner.plan_per_trial(s, inputs, None, table).index)
+    np.testing.assert_array_equal(block.fleet.up, 0.0)
+    saturated = run_block(api.check("h100", [throughput]), 0, 0, N) | planned_steps(s, block, inputs)
+    with np.errstate(over="ignore"):  # the utilisation at the peak, P / (T N A), overflows too
+        got = load.load_columns(s, inputs, {**saturated, "instance_availability": cols["instance_availability"]}, tiny)
+    np.testing.assert_array_equal(got["load.fleet_instances"], 0.0)

@@ -333,9 +333,10 @@ def test_the_band_of_one_ahead_that_passes_is_where_the_errors_cross_the_toleran
 
 
 def test_the_jsq_and_busy_share_tables_on_the_page_are_the_committed_shares(measure):
-    """docs/load.md#jsq-laws and #busy-share read docs/load/jsq-shares.csv (``--jsq --loads
-    0.1,...,0.9 --requests 1600000 --warmup 0.5 --out``): the shares ahead, their exponent
-    and the rates met, and ``--oracle`` on it (the busy share, the bands that pass, the counts
+    """docs/load.md#jsq-laws, #busy-share and #thinning's equal-lengths row read
+    docs/load/jsq-shares.csv (``--jsq --loads 0.1,...,0.9 --requests 1600000 --warmup 0.5
+    --out``): the shares ahead, their exponent, the rates met and the thinning (``thin1``-
+    ``thin3`` at loads 0.3, 0.6, 0.9), and ``--oracle`` on it (the busy share, the bands that pass, the counts
     of continuous cells within for the model, the measured shares, ``p₂ = p₁^k``, the busy
     share with the measured exponent and with the dead time's second share; the departures'
     shares, quoted in #one-ahead)."""
@@ -355,6 +356,10 @@ def test_the_jsq_and_busy_share_tables_on_the_page_are_the_committed_shares(meas
     assert row("`k = ln p₂ / ln p₁`: h100 / the Lite", (f"{a:.2f} / {b:.2f}" for a, b in zip(h100.k, lite.k))) in text
     assert row("h100: rates met with 0 / 1 / 2+ ahead", (f"{r.rate0:.2f} / {r.rate1:.2f} / {r.rate2:.2f}" for r in h100.itertuples())) in text
     assert row("the Lite", (f"{r.rate0:.2f} / {r.rate1:.2f} / {r.rate2:.2f}" for r in lite.itertuples())) in text
+    thinning = [" / ".join(" ".join(f"{getattr(r, f'thin{k}'):.2f}" for k in (1, 2, 3)) for r in (a, b))
+                for a, b in zip(h100[h100.load.isin([0.3, 0.6, 0.9])].itertuples(), lite[lite.load.isin([0.3, 0.6, 0.9])].itertuples())]
+    assert row("0 (equal lengths; docs/load/jsq-shares.csv, [the JSQ runs](#jsq-laws): 1.6 M requests, the first half out; `thin1`–`thin3`)",
+               (*thinning, "")).replace("|  |", "| |") in text  # docs/load.md#thinning's equal-lengths row
     got = measure.oracle(pd.read_csv(CSV), shares, lambda name: fit_system(name, "continuous"))
     for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
         mine = got[got.design == name]

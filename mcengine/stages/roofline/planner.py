@@ -544,8 +544,14 @@ def plan_per_trial(scenario: Scenario, inputs: TrialInputs, power_weight=None, t
     evaluated. ``demand`` (a :class:`~.planner_load.Demand`): where some plan meets both
     SLO quantiles under that demand, the trial takes the one of least cost per served
     token among them (:func:`~.planner_load.choose`); on a fixed cluster where none does,
-    the plan of most goodput (:func:`~.planner_load.most_goodput`); else the saturation choice. Raises
-    InputError when in some trial no candidate fits the weights and a batch in HBM."""
+    the plan of most goodput (:func:`~.planner_load.most_goodput`); else the saturation
+    choice. For a fleet bought, "none does" includes a trial where every plan's fleet costs
+    ``+inf``: no count of instances passes the fleet's second test, as where the served
+    availability ``A`` is so small that the peak over it, ``P / (A O)``, overflows; the trial
+    keeps its saturation plan with no fleet search, and the load stage, asking the same
+    test, buys it no fleet (it serves nothing, at ``+inf`` per served token), as a trial no
+    plan serves. Raises InputError when in some trial no candidate fits the weights and a
+    batch in HBM."""
     return plan_jointly([(scenario, inputs, power_weight, table, demand)])[0]
 
 
