@@ -318,6 +318,7 @@ def test_a_mixs_passed_through_fleets_are_fresh_n_tests(seed, monkeypatch):
         np.testing.assert_array_equal(cols[key], values, err_msg=key)
 
 
+@pytest.mark.slow  # every candidate of every trial searched; the fast suite checks the screen's choice against a search of every plan (test_fleet_takes_the_plan_needing_the_cheapest_fleet)
 @pytest.mark.parametrize("name", ["h100", "lite-h100"])
 def test_a_fleets_cost_is_at_least_its_bound(name):
     """The property the fleet's screen prunes by (planner_load._fleet_choice): every
