@@ -438,7 +438,12 @@ def one_ahead(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFr
     exact share law would give this count; ``rest`` / ``rest_measured``: ``window`` /
     ``measured`` with two ahead counted from the first prompt's rest (``c2_join_law + r1``,
     :func:`step_laws`) at the dead time's, ``r1 = W1 - D`` (``W1 = tau / 2 + own + p1 c1_chunked``,
-    the second admitted as soon as the dead time lets it and the request right after).
+    the second admitted as soon as the dead time lets it and the request right after);
+    ``beyond1`` / ``beyond2``: ``rest`` with the bursts' wait kept beyond the first one / two
+    prompts ahead, ``u`` / ``u^2`` of it: Allen-Cunneen's excess ``u h``, ``h = (c_a^2 - 1) /
+    (2 N) D / (1 - u)``, is the sum over the queue's levels ``k >= 1`` of ``(c_a^2 - 1) / (2 N)
+    D u^k`` (a geometric queue), and the departures' shares already hold the arrivals'
+    clustering at the first one / two levels (docs/load.md#one-ahead).
     Columns: ``fluid_ms`` (``D / 2``), ``c1_ms`` and
     ``c1_chunked_ms``; the cell's own measured shares ``p_ge1`` / ``p_ge2`` beside the
     departures' ``p1_window`` / ``p2_window``; each variant's relative error of the mean TTFT
@@ -461,14 +466,15 @@ def one_ahead(table: pd.DataFrame, shares: pd.DataFrame, system_of) -> pd.DataFr
         chunked, p1, p2 = _departures(st)
         late = tau / 2.0 + st["own"] + p1 * chunked - prompt_s + 1e-3 * law["c2_join_law"] - chunked  # two ahead at the dead time's rest
 
-        def in_steps(one, two, second_s=st["c2"] - st["c1"]):
-            return st["t0"] + one * chunked + two * second_s + burst
+        def in_steps(one, two, second_s=st["c2"] - st["c1"], bursts=burst):
+            return st["t0"] + one * chunked + two * second_s + bursts
 
         means = {"fluid": tau / 2.0 + st["own"] + u * prompt_s / 2.0 + second, "steps": tau / 2.0 + st["own"] + u * chunked + second,
                  "behind": st["t0"] + u * chunked + second, "busy": st["t0"] + law["p1_busy"] * chunked + second,
                  "busy_dead": in_steps(law["p1_busy"], law["p2_busy"]), "window": in_steps(p1, p2),
                  "measured": in_steps(poisson.p_ge1, poisson.p_ge2), "rest": in_steps(p1, p2, late),
-                 "rest_measured": in_steps(poisson.p_ge1, poisson.p_ge2, late)}
+                 "rest_measured": in_steps(poisson.p_ge1, poisson.p_ge2, late),
+                 "beyond1": in_steps(p1, p2, late, u * burst), "beyond2": in_steps(p1, p2, late, u * u * burst)}
         others = all(abs(row[f"err_{k}"]) <= TOLERANCE[k] for k in ("ttft_p99", "tpot_p99", "tpot_mean"))
         out = {k: row[k] for k in ("design", "arrival", "load")} | {"fluid_ms": 1e3 * prompt_s / 2.0, "c1_ms": 1e3 * st["c1"], "c1_chunked_ms": 1e3 * chunked,
                                                                      "p_ge1": own.p_ge1, "p1_window": p1, "p_ge2": own.p_ge2, "p2_window": p2}
@@ -687,7 +693,7 @@ def main(argv=None) -> int:
         got = one_ahead(pd.read_csv(CSV), pd.read_csv(HERE / "jsq-shares.csv"), cache(lambda name: fit_system(name, "continuous")))
         print(got.to_string(index=False, float_format="{:+.3f}".format))
         print(", ".join(f"{k}: {int(got[f'{k}_passes'].sum())}/{len(got)}"
-                        for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead", "window", "measured", "rest", "rest_measured")),
+                        for k in ("model", "fluid", "steps", "behind", "busy", "busy_dead", "window", "measured", "rest", "rest_measured", "beyond1", "beyond2")),
               "continuous cells within")
         return 0
     if args.toy is not None:

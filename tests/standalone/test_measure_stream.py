@@ -194,13 +194,27 @@ def test_the_one_ahead_section_on_the_page_is_the_tools(measure, one_ahead):
     for name, head in (("steps", "(`c1` the \"steps\" cost above):"), ("behind", "and the prompt behind:"),
                        ("busy", "in place of `u`:"), ("busy_dead", "[above](#busy-share)):"),
                        ("window", "in place of the busy shares:"), ("measured", "in the same variant (`measured`),"),
-                       ("rest", "In the `window` variant (`rest`):"), ("rest_measured", "with the simulator's shares (`rest_measured`):")):
+                       ("rest", "In the `window` variant (`rest`):"), ("rest_measured", "with the simulator's shares (`rest_measured`):"),
+                       ("beyond1", "Beyond one ahead (`beyond1`):"), ("beyond2", "beyond two (`beyond2`):")):
         assert f"{head} **{int(got[f'{name}_passes'].sum())} of {len(got)}**" in flat
     for name, head in (("h100", "h100"), ("lite-h100", "the Lite")):
         mine = got[(got.design == name) & (got.arrival == "poisson")].sort_values("load")
         line = next(x for x in text.splitlines() if x.startswith(f"  | {head}: one ahead costs, ms:"))
         cells = [c.split(" / ") for c in line.strip(" |").split(" | ")[1:]]
         assert [(c[1], c[2]) for c in cells] == [(f"{a:.1f}", f"{b:.1f}") for a, b in zip(mine.c1_chunked_ms, mine.fluid_ms)]
+
+
+def test_the_bursts_beyond_the_shares_thin_only_the_gamma_cells(one_ahead):
+    """``one_ahead``'s ``beyond1`` / ``beyond2`` keep ``u`` / ``u^2`` of the bursts' wait in the
+    ``rest`` variant: with Poisson arrivals there is none, so they are ``rest`` itself; with
+    gamma CV 2 they fall below it in that order, each by less than the whole bursts' wait
+    (``rest`` less ``beyond2`` over ``rest`` less ``beyond1`` is ``1 + u``, in (1, 2))."""
+    got, _ = one_ahead
+    poisson, gamma = got[got.arrival == "poisson"], got[got.arrival == "gamma"]
+    assert (poisson.beyond1_ttft_mean == poisson.rest_ttft_mean).all() and (poisson.beyond2_ttft_mean == poisson.rest_ttft_mean).all()
+    ratio = (gamma.rest_ttft_mean - gamma.beyond2_ttft_mean) / (gamma.rest_ttft_mean - gamma.beyond1_ttft_mean)
+    assert ((ratio > 1.0) & (ratio < 2.0)).all()
+    assert all(r.sort_index().is_monotonic_increasing for _, r in ratio.groupby(gamma.design))  # u grows with the load
 
 
 def test_window_shares_solve_the_departures_fixed_point(measure):
