@@ -40,10 +40,14 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import llvmlite.binding as llvm
 import numba
 import numpy as np
+from llvmlite import ir as llvm_ir
 from numba import njit
 from numba.core import caching, event, types
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import Compiler
 from numba.core.registry import CPUDispatcher
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -199,6 +203,60 @@ inline_kernel = _policy(inline="always", **_OPTIONS)
 #: the draws and helpers it inlines, nor the register spills around those calls.
 event_kernel = _policy(_nrt=False, **_OPTIONS)
 
+#: The prefix of the names numba gives the global variables that hold a function's
+#: environment pointer (``numba.core.compiler.CompileResult`` finds them by it).
+ENVIRONMENT_PREFIX = "_ZN08NumbaEnv"
+
+
+class _LinkedLibrary(JITCodeLibrary):
+    """The code library of a :data:`linked_kernel`: typed, lowered and optimised as any, but
+    never made into machine code of its own. Its only use is its optimised module, which
+    each caller links into its own module (numba's ``add_linking_library``) and compiles
+    there; the function has no entry point to call. In the execution engine it stands as a
+    module of its environment globals only, so numba can set their pointers (when it
+    compiles the function and when it loads it from the cache), and the cache holds that
+    module's machine code beside the optimised module's bitcode, in numba's own format
+    (a later process links the bitcode into a caller it compiles).
+
+    Callers link the module as the optimiser left it, where numba's libraries otherwise
+    hand them the module as the machine-code pass left it (address arithmetic rewritten for
+    the target); each caller's own optimisation and machine code follow as before.
+    ``tests/test_jit.py`` pins the numba internals this relies on."""
+
+    def _finalize_final_module(self):
+        module = self._final_module
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._final_module = _environments_only(module, self._codegen._create_empty_module(self.name))
+        try:
+            super()._finalize_final_module()
+        finally:
+            self._final_module = module
+
+
+def _environments_only(module, empty):
+    """``empty`` (an llvmlite IR module) with a definition of each environment global
+    ``module`` defines (:data:`ENVIRONMENT_PREFIX`; common linkage, null, as numba's
+    ``declare_env_global`` makes them), parsed."""
+    pointer = llvm_ir.IntType(8).as_pointer()
+    for gv in module.global_variables:
+        if gv.name.startswith(ENVIRONMENT_PREFIX) and not gv.is_declaration:
+            env = llvm_ir.GlobalVariable(empty, pointer, name=gv.name)
+            env.linkage = "common"
+            env.initializer = llvm_ir.Constant(pointer, None)
+    return llvm.parse_assembly(str(empty))
+
+
+class _LinkedCompiler(Compiler):
+    """numba's compiler, the function's code going into a :class:`_LinkedLibrary`."""
+
+    def compile_extra(self, func):
+        if self.state.library is None:
+            self.state.library = _LinkedLibrary(self.state.targetctx.codegen(), func.__qualname__)
+            self.state.library.enable_object_caching()
+        return super().compile_extra(func)
+
+
 #: Decorator for the kernels that only other kernels call and that allocate nothing (the
 #: lifetime loop, the handlers it calls rather than inlines, the repair-law sampler, the
 #: helpers of the random streams, the heaps, the variants' checks, the fab's and the
@@ -207,12 +265,13 @@ event_kernel = _policy(_nrt=False, **_OPTIONS)
 #: wrapper (which unboxes each argument from a Python object: a workspace of ~45 arrays
 #: is a large one) and a C-callable one. Each is generated, optimised and compiled to
 #: machine code with its function, then linked into every caller's module, and no kernel
-#: uses them: a cold first run compiles less (``python -m benchmarks compile``;
-#: docs/performance.md#linked-kernels). Their machine
-#: code inside the loop is the same. Such a function cannot be called from Python (it has
-#: no entry point for it: the call would crash), so ``tests/test_policy.py`` checks that no
-#: module outside ``mcengine/kernels`` imports or names one.
-linked_kernel = _policy(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTIONS)
+#: uses them; nor is the function's own machine code made, which no kernel calls either
+#: (each caller compiles the function's optimised module linked into its own:
+#: :class:`_LinkedLibrary`): a cold first run compiles less (``python -m benchmarks
+#: compile``; docs/performance.md#linked-kernels). Such a function cannot be called from
+#: Python (it has no entry point for it: the call would crash), so ``tests/test_policy.py``
+#: checks that no module outside ``mcengine/kernels`` imports or names one.
+linked_kernel = _policy(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=_LinkedCompiler, **_OPTIONS)
 
 #: Blocks per thread: a few, so a slow block does not leave a thread idle for long.
 BLOCKS_PER_THREAD = 4

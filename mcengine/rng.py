@@ -225,7 +225,7 @@ def _refill(address, block):
         st[5 + 2 * lane] = _bits53(c2, c3)
 
 
-@event_kernel
+@linked_kernel
 def _next_bits(st):
     """The stream's next 53 random bits ``m`` (draw ``counter``; see the module text).
     Advances the counter by 1; every 32nd draw refills the buffer."""
@@ -350,7 +350,7 @@ def normal(st, mean, sd):
     return mean + sd * _normal_outside(st, i, u)
 
 
-@event_kernel
+@linked_kernel
 def _normal_outside(st, i, u):
     """:func:`normal`'s ``z`` for a draw outside its layer's rectangle (layer ``i``,
     abscissa ``u``): the tail or wedge test, and the draws after a rejection, each

@@ -229,7 +229,7 @@ def _edge(cum, n_bins, k):
     return cum[k] if k < n_bins else np.inf
 
 
-@kernel
+@linked_kernel
 def _parts(cum, good_end, n_bins, low, inv, grow):
     """Lower end, inverse width and resolution growth of the good and bad part of each of
     the first eight bins (part ``2n``: ``(P(N < n), good_end[n])``; ``2n + 1``:
@@ -248,7 +248,7 @@ def _parts(cum, good_end, n_bins, low, inv, grow):
                 grow[part] = inv[part]
 
 
-@kernel
+@linked_kernel
 def _search_bins(u, n, cum, n_bins):
     """Continue the bin search of ``u`` from bin ``n`` (``n_bins``: the rounding tail)."""
     while n < n_bins and u > cum[n]:
@@ -256,7 +256,7 @@ def _search_bins(u, n, cum, n_bins):
     return n
 
 
-@kernel
+@linked_kernel
 def _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, scratch):
     """A flat wafer (every die of mean ``mean < INVERSION_MAX_MEAN``), by the bins of
     :func:`outcome_bins`: skip-ahead when ``mean <= SKIP_MAX_DIE_MEAN``, else
