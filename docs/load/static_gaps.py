@@ -9,6 +9,7 @@ mean TTFT, and what the simulator's gaps are as a waiting request sees them.
     python docs/load/static_gaps.py --light                # the gaps a waiting request sees on small pools below a = c
     python docs/load/static_gaps.py --steps --design lite-h100 --loads 0.7,0.8   # the step tables against their lines
     python docs/load/static_gaps.py --phases --loads 0.6,0.8,0.9   # the gaps' squared CV against the cycle's share T(1)/T(top)
+    python docs/load/static_gaps.py --laws --instances 64 --loads 0.2,0.5   # the candidate laws' terms on 64 instances
 
 Per cell (16 instances, 100,000 requests, seed 0, the first 20 % left out, as
 make_fit_table.py): ``a/c = lambda T(k) / c``, the arrivals one instance gets a cycle;
@@ -26,7 +27,8 @@ table's); ``pieces ...``, the same with the simulator's ``seen`` gaps and ``idle
 the waiting term and the model's ``c_g^2`` kept in the spill's (``_gap_ttft``'s
 ``spill_cv2``): the model's structure fed the measured pieces.
 
-``--laws`` prints instead the measured terms of the candidate laws (docs/load.md#static-laws):
+``--laws`` prints instead the measured terms of the candidate laws (docs/load.md#static-laws; on
+``--instances`` instances, 16 unless told):
 ``k``, the simulator's mean batch; ``P0``, the share of batches an idle instance started
 (the share of completions that found the queue empty), and ``P0/k`` beside ``idle``
 (exact: each such batch is one request that found an instance idle); ``gap*lam/k``, the
@@ -40,7 +42,8 @@ independent renewal streams of that measured law (:func:`independent_seen_cv2`),
 ``seen``; ``P0 law``, :func:`empty_share` at the simulator's ``k`` and the squared CV of
 its gaps (``all gaps``), beside ``P0`` and the chain's ``P0 model`` (the model's ``P(idle)
 k``) and ``P0 parts``, :func:`idle_start_share` at the model's ``k`` (the two-part gap law
-solved with the chain at completions); ``seen law``, the ``seen`` that :func:`waiting_residual` gives from the simulator's ``k``,
+solved with the chain at completions), and ``P0 parts Q``, the same at the simulator's ``k`` with
+its batch-ending gaps' squared CV (``Q cv2``) in place of the uniform phases'; ``seen law``, the ``seen`` that :func:`waiting_residual` gives from the simulator's ``k``,
 ``all gaps`` and ``P0`` (every gap's law and the empty share: the gaps a waiting request
 sees, derived), beside ``seen``; and the spill's terms near full batches: ``left``, the mean requests a completion
 leaves waiting (Lindley's ``W``), ``V gap``, the variance of the arrivals in one gap
@@ -240,28 +243,31 @@ def _empty_root(k, variance_at):
     return np.where(k > 1.0, 0.5 * (lo + hi), 1.0)
 
 
-def two_part_gap_cv2(empty, batch_mean, servers, arrival_cv2):
+def two_part_gap_cv2(empty, batch_mean, servers, arrival_cv2, batch_cv2=None):
     """Every gap's squared CV between completions as :func:`idle_start_share`'s two parts (in
     mean arrival gaps, ``1 / lambda``): a share ``s = empty`` of gaps end in a completion
     that finds the queue empty and are the arrivals' own (mean 1, squared CV ``c_a^2``); the
     rest end in a batch, of mean ``(k - s) / (1 - s)`` (every gap averages ``k``, one
-    completion a batch) and the squared CV of ``c`` instances at independent uniform phases,
-    ``(c - 1) / (c + 1)``: ``(s (1 + c_a^2) + (1 - s) m_Q^2 (1 + v_Q)) / k^2 - 1``."""
+    completion a batch) and squared CV ``v_Q = batch_cv2``, unless given that of ``c``
+    instances at independent uniform phases, ``(c - 1) / (c + 1)``: ``(s (1 + c_a^2) + (1 -
+    s) m_Q^2 (1 + v_Q)) / k^2 - 1``."""
     s, k, c, a = (np.asarray(x, float) for x in (empty, batch_mean, servers, arrival_cv2))
+    v = (c - 1.0) / (c + 1.0) if batch_cv2 is None else np.asarray(batch_cv2, float)
     rest = (k - s) / (1.0 - s)
-    return (s * (1.0 + a) + (1.0 - s) * rest * rest * (1.0 + (c - 1.0) / (c + 1.0))) / (k * k) - 1.0
+    return (s * (1.0 + a) + (1.0 - s) * rest * rest * (1.0 + v)) / (k * k) - 1.0
 
 
-def idle_start_share(batch_mean, servers, arrival_cv2):
+def idle_start_share(batch_mean, servers, arrival_cv2, batch_cv2=None):
     """The share ``P0`` of batches an idle instance starts, :func:`empty_share`'s chain with
-    every gap's law the two parts of :func:`two_part_gap_cv2` at that same share, solved
+    every gap's law the two parts of :func:`two_part_gap_cv2` (``batch_cv2``, the batch-ending
+    gaps' squared CV, unless given the uniform phases') at that same share, solved
     jointly: ``s = E[s^N]`` with ``N``'s variance ``k c_a^2 + k^2 c_g^2(s)`` (one bisection:
     ``E[s^N] - s`` changes sign once in (0, 1) at the model's ``k`` on the fit grid). The
     parts are **measured** (docs/load.md#static-laws (2): the gaps before an empty completion
     are 0.89-0.97 arrival gaps, squared CV 1.0-1.1 with Poisson arrivals; those before a batch
     0.8-1.3 where the unbunched phases give 0.88 on 16 instances); no constant is fitted."""
     k = np.asarray(batch_mean, float)
-    return _empty_root(k, lambda s: k * np.asarray(arrival_cv2, float) + k * k * two_part_gap_cv2(s, k, servers, arrival_cv2))
+    return _empty_root(k, lambda s: k * np.asarray(arrival_cv2, float) + k * k * two_part_gap_cv2(s, k, servers, arrival_cv2, batch_cv2))
 
 
 def burst_idle_share(offered, servers, arrival_cv2):
@@ -410,13 +416,16 @@ def laws_cell(scenario, system, load: float, arrival: str, cv: float, requests: 
 
     model = qs.completion_gaps(rate, s.instances, s.prefill_s[1] + (o - 1) * s.decode_s[1], s.prefill_s[top] + (o - 1) * s.decode_s[top],
                                top, qs.STATIC_GAP_CV2, cv)
+    batch_gaps = law["Q gaps"]
     return {"load": load, "arrival": arrival, "k": law["k"], "P0": law["P0"], "P0/k": law["P0"] / law["k"], "idle": sim["idle"],
             "gap*lam/k": law["mean gap"] * rate / law["k"], "empty gaps": law["empty gaps"], "cycle cv2": law["cycle cv2"],
             "independent": law["independent"], "seen": 2.0 * sim["residual"] / g - 1.0, "all gaps": sim["gaps_cv2"],
             "P0 law": float(empty_share(law["k"], sim["gaps_cv2"], cv * cv)),
             "seen law": float(2.0 * waiting_residual(law["k"], sim["gaps_cv2"], law["P0"], rate) / g - 1.0),
             "P0 model": min(float(model.idle_probability * model.batch_mean), 1.0),
-            "P0 parts": float(idle_start_share(model.batch_mean, s.instances, cv * cv)), "left": law["left"], "V gap": law["V gap"],
+            "P0 parts": float(idle_start_share(model.batch_mean, s.instances, cv * cv)),
+            "P0 parts Q": float(idle_start_share(law["k"], s.instances, cv * cv, batch_gaps.var() / batch_gaps.mean() ** 2)),
+            "left": law["left"], "V gap": law["V gap"],
             "V long": law["V long"], "V needs": 2.0 * (top - law["k"]) * (law["left"] + law["k"] / 2.0),
             "left frozen": spill_walk_left(law["k"], law["V gap"], top, s.instances, cv * cv),
             "left iid": spill_walk_left(law["k"], law["V gap"], top, s.instances, cv * cv, frozen=False),
@@ -722,7 +731,7 @@ def main(argv=None) -> int:
     parser.add_argument("--waits", action="store_true", help="print a waiting request's wait and the instances it sees instead")
     parser.add_argument("--light", action="store_true", help="print the gaps a waiting request sees on small pools below a = c instead")
     parser.add_argument("--phases", action="store_true", help="print the gaps' squared CV against the cycle's share T(1)/T(top) instead")
-    parser.add_argument("--instances", type=int, default=INSTANCES, help=f"--phases' pool size (default {INSTANCES}, the fit table's)")
+    parser.add_argument("--instances", type=int, default=INSTANCES, help=f"--phases' and --laws' pool size (default {INSTANCES}, the fit table's)")
     parser.add_argument("--replications", type=int, default=1, help="--phases' runs a cell (seed 0, replications 0, 1, ...)")
     parser.add_argument("--steps", action="store_true", help="print the Poisson cells simulated with the step tables and with their lines instead")
     args = parser.parse_args(argv)
@@ -756,7 +765,7 @@ def main(argv=None) -> int:
         return 0
     for name in designs:
         scenario = load_scenario(name)
-        system = serving_system(scenario, "static", INSTANCES)
+        system = serving_system(scenario, "static", args.instances if args.laws else INSTANCES)
         measure = laws_cell if args.laws else waits_cell if args.waits else cell
         rows += [{"design": name, **measure(scenario, system, load, arrival, cv)} for arrival, cv in ARRIVALS for load in loads]
     print(pd.DataFrame(rows).to_string(index=False, float_format="{:.2f}".format))

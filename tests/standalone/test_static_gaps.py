@@ -157,6 +157,19 @@ def test_idle_start_share_closed_forms(gaps, k):
     assert float(gaps.idle_start_share(1.0, 16.0, 4.0)) == 1.0
 
 
+@pytest.mark.parametrize("k, servers", [(2.0, 16.0), (4.0, 64.0)])
+def test_idle_start_share_given_batch_gaps(gaps, k, servers):
+    """:func:`idle_start_share` with the batch-ending gaps' squared CV given: the uniform
+    phases' ``(c - 1)/(c + 1)`` is the default's root bit for bit, and ``v_Q = (k^2 + 1)/(k +
+    1)^2`` (the value :func:`test_idle_start_share_closed_forms` reaches through ``c``) makes
+    every gap exponential at ``s = 1/k`` on any pool, so the joint root is ``1/k``."""
+    phases = (servers - 1.0) / (servers + 1.0)
+    assert float(gaps.idle_start_share(k, servers, 1.0, phases)) == float(gaps.idle_start_share(k, servers, 1.0))
+    exponential = (k * k + 1.0) / (k + 1.0) ** 2
+    assert float(gaps.two_part_gap_cv2(1.0 / k, k, servers, 1.0, exponential)) == pytest.approx(1.0, abs=1e-12)
+    assert float(gaps.idle_start_share(k, servers, 1.0, exponential)) == pytest.approx(1.0 / k, abs=1e-12)
+
+
 @pytest.mark.parametrize("k, servers, arrival_cv2", [(2.43, 16, 1.0), (7.43, 64, 1.0), (2.43, 16, 4.0), (20.0, 128, 1.0)])
 def test_idle_start_share_is_its_chains_at_its_own_gaps(gaps, k, servers, arrival_cv2):
     """:func:`idle_start_share`'s root is :func:`empty_share`'s at the two parts' gap law it
