@@ -159,9 +159,10 @@ def _secant_probe(limit, lo, hi, b_prev, t_prev, b_last, t_last, stalled, stair)
 def _on_stair(batch, lo, stair):
     """The batch to time for a probe ``batch`` inside ``(lo, hi)`` where the step is a
     staircase of ``stair`` batches (its sequences ``ceil(B/stair)`` times a group's): the
-    top of the stair holding ``batch``, where that lies above ``lo``; else, with ``lo`` a
-    stair's top, the first batch of the next stair (the one that decides whether ``lo`` is
-    the answer); else ``batch``. Always inside the bracket, so the search stays a
+    last stair top at or below ``batch`` (``batch`` itself when it is a top, else the top of
+    the stair below), where that lies above ``lo``; else, with ``lo`` a stair's top, the
+    first batch of the next stair (the one that decides whether ``lo`` is the answer); else
+    ``batch``. Always inside the bracket, so the search stays a
     bracketed search (its answer unchanged); ``stair`` 1 leaves every batch as it is."""
     top = batch // stair * stair
     if top > lo:

@@ -159,7 +159,9 @@ def test_monotone_searches_are_the_brute_force_answer(data):
     makes the answer unique whatever batches a search times: the batches up to the
     pipeline's depth, timed as the batch 1, and the tops of the stairs of ``ceil(b/g)``
     sequences it times first) and the search returns the largest ``B <= cap`` with
-    ``t(B) <= limit``. Caps in ``[1, BRUTE_CAP]``; each trial's limit its time at a batch
+    ``t(B) <= limit``. The decode and continuous steps (grouped and data-parallel layouts
+    too) time every batch up to the pipeline's depth exactly as the batch 1, which the
+    searches' bracket starting at ``p`` assumes. Caps in ``[1, BRUTE_CAP]``; each trial's limit its time at a batch
     (a tie), at a stair's top or the batch after, or just below one, or the SLO drawn."""
     rng, m, layout, prompt, context, r, tpot, ttft, kv, g = _case(data)
     s, o = _length(data, "workload.prompt_tokens"), _length(data, "workload.output_tokens")
@@ -176,6 +178,9 @@ def test_monotone_searches_are_the_brute_force_answer(data):
         ks.PREFILL_KV: (static.x, static.lay, ks.S_TTFT_SLO, ttft_s + sv.kv_transfer_s(m, prompt, g, kv, grid)),
         ks.CONTINUOUS: (x, lay, kc.X_TPOT_SLO, sv.continuous_step(m, sharded, grid, s, o, r, context).total_s),
     }
+    depth = grid[: int(static.lay[kc.L_PIPELINE])]
+    for step in (rt.decode_step(m, layout, depth, context, r), sv.continuous_step(m, layout, depth, s, o, r, context)):
+        np.testing.assert_array_equal(step.total_s, np.broadcast_to(step.total_s[:1], step.total_s.shape))
     for kind, (x, lay, column, times) in searches.items():
         times = np.broadcast_to(times, (grid.size, N))
         x = x.copy()
