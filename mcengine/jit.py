@@ -270,7 +270,8 @@ class _LinkedCompiler(Compiler):
 #: :class:`_LinkedLibrary`): a cold first run compiles less (``python -m benchmarks
 #: compile``; docs/performance.md#linked-kernels). Such a function cannot be called from
 #: Python (it has no entry point for it: the call would crash), so ``tests/test_policy.py``
-#: checks that no module outside ``mcengine/kernels`` imports or names one.
+#: checks that no module outside the kernel modules (``mcengine/kernels``, ``mcengine/rng.py``)
+#: imports or names one.
 linked_kernel = _policy(_nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, pipeline_class=_LinkedCompiler, **_OPTIONS)
 
 #: Blocks per thread: a few, so a slow block does not leave a thread idle for long.

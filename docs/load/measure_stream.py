@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -687,8 +688,6 @@ def main(argv=None) -> int:
         return 0
     if args.one_ahead:
         from make_fit_table import CSV, fit_system
-
-        from functools import cache
 
         got = one_ahead(pd.read_csv(CSV), pd.read_csv(HERE / "jsq-shares.csv"), cache(lambda name: fit_system(name, "continuous")))
         print(got.to_string(index=False, float_format="{:+.3f}".format))

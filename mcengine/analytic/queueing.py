@@ -469,7 +469,7 @@ WAIT_TOLERANCE = 1e-13
 def _self_consistent_wait(lam, arrival_cv, g, top, pass_s, at_least):
     """The longer of ``at_least`` and :func:`_queue_wait`'s fixed point (flat arrays: arrivals/s,
     arrival CV, gap ``g``, prompts a pass ``P``, pass ``T``, the floor): the wait ``W = g /
-    (1 - z^P)`` at the root in ``z`` of one equation, the ratio's (:func:`_queue_wait`) with
+    (1 - z^P)`` at the root in ``z`` of one equation, the queue wait's (:func:`_queue_wait`) with
     the index of dispersion read off ``z`` itself, ``H(z) = z - A*((1 - z^(P I(z))) / (g
     I(z)))``, ``I(z) = max(0, 1 - g / (T (1 - z^P)))`` (the fixed point ``W = W(I)``, ``I =
     max(0, 1 - W / T)``, with ``W`` written in ``z``):

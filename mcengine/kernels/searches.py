@@ -194,8 +194,8 @@ def largest_batches(kind, x, lay, column, cap, out):
       inputs; tests/kernels/test_searches.py times every batch up to the cap). There the
       bracket of the decode and continuous steps starts at ``p`` (timed as the batch 1),
       and the probes follow the secant of the last two batches timed (:func:`_secant_rounds`),
-      each moved to the top of its stair where the busiest attention group's ``ceil(b/g)``
-      sequences make the step a staircase (:func:`_on_stair`);
+      each moved down to the last stair top at or below it where the busiest attention
+      group's ``ceil(b/g)`` sequences make the step a staircase (:func:`_on_stair`);
     * the continuous step with data-parallel or grouped attention is not monotone (the
       prefill chunk's KV read, split over ``ceil(b/g)`` sequences of ``b``): its probes are
       :func:`~mcengine.analytic.roofline.limits.largest_batch`'s own

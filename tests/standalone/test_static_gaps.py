@@ -411,7 +411,9 @@ def test_platoon_gaps_closed_form(gaps):
     gap's squared CV ``2 (0.55^2 + 0.95^2) / 1.5^2 - 1``. On 40 instances at batch 1 the
     platoon is wider than the cycle: no hole."""
     hole, cv2 = gaps.platoon_gaps(6.0, 10.0, 2, 1.0, 2.0, 11)
-    assert hole == pytest.approx(0.95 / 1.5, rel=1e-12) and 0.1 * (11 - 10 * 0.55) == pytest.approx(0.55, rel=1e-12)
+    assert hole == pytest.approx(0.95 / 1.5, rel=1e-12)
+    g = (1.0 - hole) * 1.5  # the one gap beside the hole, read back off the law's hole
+    assert 0.1 * (11 - 10 * g) == pytest.approx(g, rel=1e-12)  # the part batch's jump spans the platoon
     assert cv2 == pytest.approx(2 * (0.55**2 + 0.95**2) / 1.5**2 - 1, rel=1e-12)
     hole, cv2 = gaps.platoon_gaps(1.0, 10.0, 40, 1.0, 2.0, 11)  # 39 gaps of 0.0275 s span more than the 1 s cycle
     assert hole == 0.0 and np.isnan(cv2)
