@@ -256,7 +256,7 @@ def _search_bins(u, n, cum, n_bins):
     return n
 
 
-@linked_kernel
+@kernel
 def _wafer_flat(st, mean, n_dies, unit_fraction, units, spares, table, scratch):
     """A flat wafer (every die of mean ``mean < INVERSION_MAX_MEAN``), by the bins of
     :func:`outcome_bins`: skip-ahead when ``mean <= SKIP_MAX_DIE_MEAN``, else
