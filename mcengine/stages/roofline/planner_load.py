@@ -540,10 +540,10 @@ def _fleet_choice(table_rows, served, busy, mask, weight, peak, model: Model, n:
     t, r = t[keep], r[keep]
     _rounds(t, (bound[r, t],), lambda idx: left(r[idx], t[idx], lifted(bound[r[idx], t[idx]], t[idx])), lambda pick: search(r[pick], t[pick]), FLEET_GROWTH, FLEET_GROWTH)
     met = holder < top
-    kr, kt, _, ku, kn, kf = np.concatenate(known, axis=1)
+    kr, kt, _, ku, k_fleet, k_tested = np.concatenate(known, axis=1)
     kr, kt = kr.astype(np.int64), kt.astype(np.int64)
     won = np.flatnonzero(met[kt] & (kr == holder[kt]))  # each trial's chosen plan (searched once: its entries agree)
     search_of = np.zeros((6, n))
-    search_of[:, kt[won]] = (ku[won], rate[kt[won]], per_instance(kr[won], kt[won]), kn[won], kf[won],
-                             np.where(kn[won] > 0, headroom[0][kt[won]], 0.0) if headroom is not None else np.zeros(won.size))
+    search_of[:, kt[won]] = (ku[won], rate[kt[won]], per_instance(kr[won], kt[won]), k_fleet[won], k_tested[won],
+                             np.where(k_fleet[won] > 0, headroom[0][kt[won]], 0.0) if headroom is not None else np.zeros(won.size))
     return np.where(met, table_rows[np.where(met, holder, 0)], 0), met, FleetSearch(*search_of)
